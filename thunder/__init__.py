@@ -1,0 +1,1 @@
+"""thunder: a just-in-time compiler for PyTorch programs."""
