@@ -1,0 +1,186 @@
+"""Compile options, compile data and compile statistics: the explicit state of a jitted callable.
+
+Layer: entry points. Imports: core, extend.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from thunder.core.errors import ThunderValueError
+from thunder.extend import Executor, resolve_executors
+
+
+class CACHE_OPTIONS(enum.Enum):
+    """What a cached entry assumes about the inputs (see ``thunder.jit``)."""
+
+    NO_CACHING = "no caching"
+    CONSTANT_VALUES = "constant values"
+    SAME_INPUT = "same input"
+    SYMBOLIC_VALUES = "symbolic values"
+
+
+class SHARP_EDGES_OPTIONS(enum.Enum):
+    """What to do when the program does something its trace cannot capture."""
+
+    ALLOW = "allow"
+    WARN = "warn"
+    ERROR = "error"
+
+
+def _to_enum(enum_type: type[enum.Enum], value, what: str, default):
+    if value is None:
+        return default
+    if isinstance(value, enum_type):
+        return value
+    for member in enum_type:
+        if member.value == value or member.name == str(value).upper().replace(" ", "_"):
+            return member
+    choices = ", ".join(repr(m.value) for m in enum_type)
+    raise ThunderValueError(f"unknown {what} {value!r}: choose one of {choices}")
+
+
+def resolve_cache_option(value) -> CACHE_OPTIONS:
+    return _to_enum(CACHE_OPTIONS, value, "cache option", CACHE_OPTIONS.CONSTANT_VALUES)
+
+
+def resolve_sharp_edges(value) -> SHARP_EDGES_OPTIONS:
+    return _to_enum(SHARP_EDGES_OPTIONS, value, "sharp_edges option", SHARP_EDGES_OPTIONS.ALLOW)
+
+
+class DebugOptions:
+    """Debugging switches. More can be added at run time with ``DebugOptions.register_option``."""
+
+    _options: dict[str, tuple[type, Any, str]] = {
+        "check_traces": (bool, False, "run the trace verifier after every pass"),
+        "record_interpreter_history": (bool, False, "keep the full interpreter log (instructions are always kept)"),
+        "show_interpreter_progress": (bool, False, "print each instruction as the interpreter runs it"),
+    }
+
+    def __init__(self, **kwargs):
+        for name, (typ, default, _doc) in self._options.items():
+            value = kwargs.pop(name, default)
+            if typ is not None and value is not None and not isinstance(value, typ):
+                raise ThunderValueError(f"DebugOptions: {name} must be a {typ.__name__}, got {value!r}")
+            setattr(self, name, value)
+        if kwargs:
+            raise ThunderValueError(
+                f"DebugOptions: unknown option(s) {sorted(kwargs)}; known: {sorted(self._options)}. "
+                "Register new ones with DebugOptions.register_option(name, type, default, doc)."
+            )
+
+    @classmethod
+    def register_option(cls, name: str, typ: type, default: Any, doc: str = "") -> None:
+        """Adds a debug option that ``DebugOptions(...)`` accepts from now on."""
+        if name in cls._options:
+            raise ThunderValueError(f"DebugOptions already has an option {name!r}")
+        cls._options[name] = (typ, default, doc)
+
+    def __repr__(self) -> str:
+        return "DebugOptions(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self._options) + ")"
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Everything ``thunder.jit`` was asked for, resolved and checked."""
+
+    executors: tuple[Executor, ...]
+    cache_option: CACHE_OPTIONS
+    sharp_edges: SHARP_EDGES_OPTIONS
+    disable_torch_autograd: bool
+    transforms: tuple
+    debug_options: DebugOptions
+    langctx: Any
+    extra: tuple  # (name, value) pairs of the named compile options
+
+
+class CompileData:
+    """What a jitted callable was compiled with (``thunder.compile_data``)."""
+
+    def __init__(self, fn: Callable, options: CompileOptions, *, is_module: bool = False):
+        self.fn = fn
+        self.options = options
+        self.is_module = is_module
+        self.compile_options = dict(options.extra)
+        self._used_compile_options: set[str] = set()
+
+    executors_list = property(lambda self: list(self.options.executors))
+    cache_option = property(lambda self: self.options.cache_option)
+    sharp_edges = property(lambda self: self.options.sharp_edges)
+    disable_torch_autograd = property(lambda self: self.options.disable_torch_autograd)
+    transforms = property(lambda self: list(self.options.transforms))
+    debug_options = property(lambda self: self.options.debug_options)
+    langctx = property(lambda self: self.options.langctx)
+
+    def get_compile_option(self, name: str, default: Any = None) -> Any:
+        """Reads a named compile option and remembers that it was used."""
+        self._used_compile_options.add(name)
+        return self.compile_options.get(name, default)
+
+    def __repr__(self) -> str:
+        names = [e.name for e in self.options.executors]
+        return f"CompileData(fn={getattr(self.fn, '__name__', self.fn)!r}, executors={names}, cache={self.cache_option.value!r})"
+
+
+@dataclass
+class CacheEntry:
+    """One compiled specialisation: a prologue that accepts inputs, and what runs for them."""
+
+    prologue: Callable
+    computation: Callable
+    prologue_traces: list
+    computation_traces: list
+    backward_traces: list = field(default_factory=list)
+    key: Any = None
+
+
+@dataclass
+class CompileStats:
+    """Counters, timings and trace histories (``thunder.compile_stats``)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    last_traces: list | None = None
+    last_prologue_traces: list | None = None
+    last_backward_traces: list | None = None
+    last_interpreted_instructions: list | None = None
+    last_interpreter_log: list | None = None
+    last_trace_tracing_ms: float = 0.0
+    last_compile_ms: float = 0.0
+    pass_times_ms: dict = field(default_factory=dict)
+    entries: list[CacheEntry] = field(default_factory=list)
+
+    @property
+    def interpreter_cache(self) -> list[CacheEntry]:
+        return self.entries
+
+
+def make_compile_options(
+    *,
+    executors: Sequence[Executor | str] | None,
+    cache,
+    sharp_edges,
+    disable_torch_autograd: bool,
+    transforms,
+    debug_options,
+    langctx,
+    extra: dict,
+) -> CompileOptions:
+    if langctx not in (None, "torch") and getattr(langctx, "__name__", None) != "thunder.torch":
+        raise ThunderValueError(f"unknown langctx {langctx!r}: only 'torch' is supported")
+    if debug_options is not None and not isinstance(debug_options, DebugOptions):
+        raise ThunderValueError(f"debug_options must be a thunder.DebugOptions, got {type(debug_options).__name__}")
+    return CompileOptions(
+        executors=resolve_executors(executors),
+        cache_option=resolve_cache_option(cache),
+        sharp_edges=resolve_sharp_edges(sharp_edges),
+        disable_torch_autograd=bool(disable_torch_autograd),
+        transforms=tuple(transforms or ()),
+        debug_options=debug_options or DebugOptions(),
+        langctx="torch",
+        extra=tuple(extra.items()),
+    )

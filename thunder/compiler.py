@@ -1,0 +1,159 @@
+"""The compile pipeline of ``thunder.jit``: acquire the traces, run the passes, build the
+callables, and find cached entries.
+
+Each step is a small function over explicit state (``CompileData``, ``CompileStats``,
+``CacheEntry``); nothing here closes over compile state.
+
+Layer: entry points. Imports: core, extend, transforms, executors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from thunder.common import CACHE_OPTIONS, CacheEntry, CompileData, CompileStats
+from thunder.core.errors import InternalError
+from thunder.core.jit_ext import Tracer
+from thunder.core.trace import TraceCtx, TraceProvenance
+from thunder.transforms import cse, dce, delete_last_used, transform_for_execution
+
+
+def acquire_traces(cd: CompileData, args: tuple, kwargs: dict) -> tuple[TraceCtx, TraceCtx, Tracer]:
+    """Runs the program under the interpreter: the prologue and computation traces."""
+    start = time.perf_counter_ns()
+    tracer = Tracer(
+        cd.fn,
+        cache_option=cd.cache_option,
+        sharp_edges=cd.sharp_edges,
+        record_history=cd.debug_options.record_interpreter_history,
+    )
+    tracer.trace(args, kwargs)
+    ms = (time.perf_counter_ns() - start) / 1e6
+    tracer.computation.set_provenance(TraceProvenance("Interpretation", ms))
+    tracer.prologue.set_provenance(TraceProvenance("Interpretation", ms))
+    return tracer.prologue, tracer.computation, tracer
+
+
+def run_passes(cd: CompileData, computation: TraceCtx) -> list[TraceCtx]:
+    """The computation pipeline: one flat list of passes, each leaving a trace."""
+    traces = [computation]
+    pipeline: list[Callable[[TraceCtx], TraceCtx]] = [
+        dce,
+        cse,
+        lambda t: transform_for_execution(t, cd.options.executors),
+    ]
+    for step in pipeline:
+        traces.append(step(traces[-1]))
+        _maybe_verify(cd, traces[-1])
+    for transform in cd.options.transforms:
+        hook = getattr(transform, "transform_trace_post_optimization", None)
+        if hook is not None:
+            start = time.perf_counter_ns()
+            new = hook(traces[-1], executors_list=cd.options.executors)
+            if new is not traces[-1]:
+                new.set_provenance(TraceProvenance(type(transform).__name__, (time.perf_counter_ns() - start) / 1e6))
+                traces.append(new)
+    traces.append(delete_last_used(traces[-1]))
+    return traces
+
+
+def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
+    if cd.debug_options.check_traces:
+        from thunder.core.verifier import verify
+
+        verify(trace)
+
+
+def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) -> CacheEntry:
+    """Traces and compiles a new cache entry for these inputs."""
+    start = time.perf_counter_ns()
+    prologue, computation, tracer = acquire_traces(cd, args, kwargs)
+    for transform in cd.options.transforms:
+        hook = getattr(transform, "transform_traces_pre_prologue", None)
+        if hook is not None:
+            prologue, computation, _ = hook(prologue, computation, None, compile_data=cd)
+    traces = run_passes(cd, computation)
+    prologue_traces = [prologue]
+    executed_prologue = transform_for_execution(prologue, cd.options.executors)
+    executed_prologue.set_provenance(TraceProvenance("Transform for execution", 0.0))
+    prologue_traces.append(executed_prologue)
+    entry = CacheEntry(
+        prologue=executed_prologue.python_callable(),
+        computation=traces[-1].python_callable(),
+        prologue_traces=prologue_traces,
+        computation_traces=traces,
+        key=input_key(cd.cache_option, args, kwargs),
+    )
+    cs.last_trace_tracing_ms = computation.provenance.ms
+    cs.last_compile_ms = (time.perf_counter_ns() - start) / 1e6
+    cs.last_traces = traces
+    cs.last_prologue_traces = prologue_traces
+    cs.last_backward_traces = []
+    from thunder.core.interpreter import last_interpreted_instructions, last_interpreter_log
+
+    cs.last_interpreted_instructions = last_interpreted_instructions(tracer.interpreted)
+    cs.last_interpreter_log = last_interpreter_log(tracer.interpreted) if cd.debug_options.record_interpreter_history else None
+    return entry
+
+
+def input_key(cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> Any:
+    """A hashable summary of the inputs that every entry accepting them shares.
+
+    The cache is a dict from this key to entries, so a lookup does not grow with the number
+    of entries; the entries' prologues make the exact decision.
+    """
+    symbolic = cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES
+    return (len(args), tuple(kwargs), tuple(_leaf_key(a, symbolic) for a in args),
+            tuple(_leaf_key(v, symbolic) for v in kwargs.values()))  # fmt: skip
+
+
+def _leaf_key(x: Any, symbolic: bool) -> Any:
+    if isinstance(x, torch.Tensor):
+        return (x.ndim if symbolic else tuple(x.shape), x.dtype, x.device, x.requires_grad)
+    typ = type(x)
+    if typ in (int, float):
+        return (typ,) if symbolic else (typ, x)
+    if typ in (bool, str, type(None)):
+        return (typ, x)
+    if typ in (tuple, list):
+        return (typ, tuple(_leaf_key(v, symbolic) for v in x))
+    return (typ,)
+
+
+class Cache:
+    """Entries by input key; the most recently used entry is tried first, without a key."""
+
+    __slots__ = ("by_key", "entries")
+
+    def __init__(self):
+        self.by_key: dict[Any, list[CacheEntry]] = {}
+        self.entries: list[CacheEntry] = []
+
+    def add(self, entry: CacheEntry) -> None:
+        self.by_key.setdefault(entry.key, []).insert(0, entry)
+        self.entries.append(entry)
+
+    def lookup(self, cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any] | None:
+        try:
+            candidates = self.by_key.get(input_key(cache_option, args, kwargs), ())
+        except TypeError:  # an unhashable input
+            candidates = [e for group in self.by_key.values() for e in group]
+        for entry in candidates:
+            inputs = entry.prologue(*args, **kwargs)
+            if inputs is not None:
+                return entry, inputs
+        return None
+
+
+def check_prologue_accepts(entry: CacheEntry, args: tuple, kwargs: dict):
+    inputs = entry.prologue(*args, **kwargs)
+    if inputs is None:
+        raise InternalError(
+            "the prologue of a newly compiled entry rejected the inputs it was traced with; this is a bug in thunder. "
+            f"Prologue:\n{entry.prologue_traces[-1]}"
+        )
+    return inputs

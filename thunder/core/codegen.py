@@ -1,0 +1,190 @@
+"""Printing traces as Python source, and compiling that source into callables.
+
+Note [Trace printing]
+A trace prints as a runnable Python function: a provenance comment, the imports it needs,
+the signature, one line per bound symbol with the output's metadata as a comment, the
+symbol's decomposition as indented comments (``print_depth``), and a ``# file:line`` comment
+whenever the user's source line changes. Values that have no literal form (functions,
+objects) become named constants of the function's globals (the "context"), so the text and
+the callable agree.
+
+Layer: core. Imports: core.proxies, core.symbol, core.dtypes, core.devices.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from typing import Any
+
+import torch
+
+from thunder.core.devices import device_str
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.symbol import BoundSymbol
+
+
+class Printer:
+    """Turns values into source text, collecting the globals the text needs."""
+
+    def __init__(self):
+        self.ctx: dict[str, Any] = {}
+        self._const_names: dict[int, str] = {}
+
+    def add_ctx(self, name: str, value: Any) -> str:
+        prev = self.ctx.get(name, value)
+        if prev is not value:
+            raise RuntimeError(f"two different values want the global name {name!r} in a trace")
+        self.ctx[name] = value
+        return name
+
+    def constant(self, value: Any, hint: str = "_c") -> str:
+        key = id(value)
+        name = self._const_names.get(key)
+        if name is None:
+            name = f"{hint}{len(self._const_names)}"
+            self._const_names[key] = name
+            self.ctx[name] = value
+        return name
+
+    def value(self, x: Any) -> str:
+        if isinstance(x, Proxy):
+            return x.name
+        if x is None or isinstance(x, bool):
+            return repr(x)
+        if isinstance(x, int):
+            return repr(x)
+        if isinstance(x, float):
+            if math.isfinite(x):
+                return repr(x)
+            return f"float({str(x)!r})"
+        if isinstance(x, complex):
+            return f"complex({self.value(x.real)}, {self.value(x.imag)})"
+        if isinstance(x, str):
+            return repr(x)
+        if isinstance(x, torch.dtype):
+            self.add_ctx("torch", torch)
+            return str(x)
+        if isinstance(x, torch.device):
+            self.add_ctx("torch", torch)
+            return f"torch.device({device_str(x)!r})"
+        if isinstance(x, tuple):  # torch.Size included
+            if hasattr(x, "_fields"):
+                return self.constant(x)
+            inner = ", ".join(self.value(v) for v in x)
+            return f"({inner},)" if len(x) == 1 else f"({inner})"
+        if isinstance(x, list):
+            return "[" + ", ".join(self.value(v) for v in x) + "]"
+        if isinstance(x, dict):
+            return "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in x.items()) + "}"
+        if isinstance(x, slice):
+            return f"slice({self.value(x.start)}, {self.value(x.stop)}, {self.value(x.step)})"
+        if x is Ellipsis:
+            return "..."
+        if isinstance(x, types.ModuleType):
+            return self.add_ctx(x.__name__.replace(".", "_"), x)
+        return self.constant(x)
+
+    def target(self, out: Any) -> str | None:
+        """The left-hand side that binds a symbol's output, or None when nothing is bound."""
+        if isinstance(out, Proxy):
+            return out.name
+        if isinstance(out, (tuple, list)) and out and all(_is_bindable(o) for o in out):
+            names = [self.target(o) or "_" for o in out]
+            return f"({names[0]},)" if len(names) == 1 else "(" + ", ".join(names) + ")"
+        return None
+
+    def call(self, bsym: BoundSymbol) -> str:
+        sym = bsym.sym
+        if sym.module is not None:
+            self.add_ctx(sym.module_alias, sym.module)
+        elif sym.python_impl is not None:
+            self.add_ctx(sym.name, sym.python_impl)
+        parts = [self.value(a) for a in bsym.args]
+        parts += [f"{k}={self.value(v)}" for k, v in bsym.kwargs.items()]
+        return f"{sym.print_name}({', '.join(parts)})"
+
+
+def _is_bindable(o) -> bool:
+    return isinstance(o, Proxy) or (isinstance(o, (tuple, list)) and all(_is_bindable(x) for x in o))
+
+
+def type_comment(out: Any) -> str:
+    proxies = [o for o in _iter_leaves(out) if isinstance(o, (TensorProxy, NumberProxy))]
+    return ", ".join(f'{p.name}: "{p.type_string()}"' for p in proxies)
+
+
+def _iter_leaves(x):
+    if isinstance(x, (tuple, list)):
+        for v in x:
+            yield from _iter_leaves(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            yield from _iter_leaves(v)
+    else:
+        yield x
+
+
+def bsym_lines(bsym: BoundSymbol, *, print_depth: int = 1, printer: Printer | None = None, indent: int = 0) -> list[str]:
+    """Source lines for one bound symbol (and its decomposition, as comments, to ``print_depth``)."""
+    printer = printer or Printer()
+    pad = "  " * indent
+    if bsym.sym.printer is not None:
+        lines = [pad + line for line in bsym.sym.printer(bsym, printer)]
+    else:
+        call = printer.call(bsym)
+        # In-place ops return their (mutated) input: nothing new to bind.
+        aliased = isinstance(bsym.output, Proxy) and any(bsym.output is a for a in bsym.flat_proxy_args)
+        target = None if aliased else printer.target(bsym.output)
+        comment = type_comment(bsym.output)
+        line = f"{target} = {call}" if target else call
+        lines = [pad + line + (f"  # {comment}" if comment else "")]
+    if print_depth > 1 and bsym.subsymbols:
+        sub_printer = Printer()  # comments need no globals
+        for sub in bsym.subsymbols:
+            for sub_line in bsym_lines(sub, print_depth=print_depth - 1, printer=sub_printer):
+                lines.append(pad + "  # " + sub_line)
+    return lines
+
+
+def trace_source(trace, *, print_depth: int = 2, printer: Printer | None = None, with_header: bool = True) -> str:
+    """The Python source of a trace."""
+    printer = printer or Printer()
+    body: list[str] = []
+    for p in trace.args:
+        if isinstance(p, (TensorProxy, NumberProxy)):
+            body.append(f'  # {p.name}: "{p.type_string()}"')
+    last_source = None
+    for bsym in trace.bound_symbols:
+        src = bsym.source
+        if src is not None and src != last_source and print_depth > 0:
+            text = src.source_line
+            body.append(f"  # {src.short()}: \t{text}" if text else f"  # {src.short()}")
+            last_source = src
+        body.extend(bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1))
+    signature = ", ".join(trace.signature())
+    lines = []
+    if with_header:
+        if trace.provenance is not None:
+            lines.append(f"# {trace.provenance}")
+        for name, value in sorted(printer.ctx.items()):
+            if isinstance(value, types.ModuleType):
+                lines.append(f"import {value.__name__}" + (f" as {name}" if name != value.__name__ else ""))
+        lines.append("")
+    for deco in trace.decorators:
+        lines.append(f"@{deco}")
+    lines.append(f"def {trace.name}({signature}):")
+    lines.extend(body or ["  pass"])
+    return "\n".join(lines)
+
+
+def compile_source(source: str, name: str, ctx: dict[str, Any], filename: str) -> Any:
+    """Compiles generated source and returns the function ``name`` it defines."""
+    import linecache
+
+    code = compile(source, filename, "exec")
+    # Tracebacks through generated code show its lines.
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    namespace = dict(ctx)
+    exec(code, namespace)
+    return namespace[name]

@@ -1,0 +1,38 @@
+"""Exception types: user errors and internal failures are kept apart.
+
+Layer: core. Imports: stdlib only.
+"""
+
+
+class ThunderError(Exception):
+    """Base of errors caused by the user's program or inputs."""
+
+
+class ThunderTypeError(ThunderError, TypeError):
+    """An op received an argument of the wrong type or dtype."""
+
+
+class ThunderValueError(ThunderError, ValueError):
+    """An op received an argument with a bad value or shape."""
+
+
+class ThunderRuntimeError(ThunderError, RuntimeError):
+    """Something the user's program did cannot be compiled (data-dependent control flow, ...)."""
+
+
+class UnsupportedOpError(ThunderError, NotImplementedError):
+    """The program calls a torch function that has no thunder symbol."""
+
+
+class SharpEdgeError(ThunderError, RuntimeError):
+    """The program did something the trace cannot capture, under ``sharp_edges="error"``."""
+
+
+class InternalError(RuntimeError):
+    """A bug in thunder itself: an invariant failed."""
+
+
+def check(cond: bool, msg, exc_type: type[Exception] = ThunderValueError) -> None:
+    """Raises ``exc_type(msg)`` (``msg`` may be a callable, evaluated lazily) unless ``cond``."""
+    if not cond:
+        raise exc_type(msg() if callable(msg) else msg)

@@ -1,0 +1,453 @@
+"""The run loop, function entry, the call protocol and generators.
+
+Layer: ``thunder.core.interpreter``. Imports: the standard library and the interpreter's own modules
+(``errors``, ``opcodes``, ``instructions``, ``frame``, ``runtime``).
+
+Note [Calls under the interpreter]
+    ``call(ctx, fn, args, kwargs)`` is the single entry for every call the interpreted program makes
+    (CALL, CALL_FUNCTION_EX, the call that enters the interpreted function, and the implicit dunders the
+    interpreter decides to interpret, see Note [Implicit calls] in ``protocols``). In order:
+      1. the user's ``fn_lookaside(fn)``: a non-None result is called natively in its place;
+      2. the interpreter's own lookasides (``lookasides.py``: zero-argument ``super()``, ``locals()``,
+         ``globals()``, ``sys.exc_info()``, ``__build_class__``, ``is_jitting_with_raise`` ...), which need
+         the interpreted frame;
+      3. Python functions are entered (unless ``make_opaque``'d, or coroutine / async generator functions,
+         which run natively); bound methods, ``functools.partial`` objects, ``staticmethod`` objects are
+         unwrapped and go through ``call`` again (so the lookaside sees the inner callable too); classes
+         are instantiated by ``protocols.instantiate`` (interpreting Python ``__new__``/``__init__``);
+         objects whose type has a Python ``__call__`` get it interpreted;
+      4. everything else (C functions, builtin methods, ...) is called natively.
+
+Note [Exceptions under the interpreter]
+    Exceptions are ordinary Python exceptions: a handler (or a native call inside it) raises, the run loop
+    catches it, looks up the instruction's entry of the exception table (pre-resolved per instruction by
+    ``instructions.decode``) and either jumps to the handler or lets the exception leave the frame, recording
+    the frame in ``ctx.unwound`` so ``api`` can build a traceback through the user's lines. The handled
+    exception of the interpreted program (what ``sys.exc_info()`` would say) is kept in ``ctx.exc_slots``
+    by PUSH_EXC_INFO/POP_EXCEPT. A *fresh* exception (raised by the instruction itself, not re-raised and
+    not coming out of an interpreted callee) gets ``__context__`` set to the handled exception as CPython
+    would. ``InterpreterError`` is never caught by the interpreted program.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import sys
+import types
+from types import CodeType, FunctionType, MethodType
+
+from .errors import NULL, InterpreterError
+from .frame import Frame
+from .instructions import decode, instruction_line
+from .opcodes import RETURN, YIELD
+from .runtime import Runtime, is_opaque, runtime_stack
+
+__all__ = [
+    "run_frame",
+    "call",
+    "call_native",
+    "enter_function",
+    "make_frame",
+    "register_default_lookaside",
+    "lookup_type_attr",
+]
+
+#: Signal of RETURN_GENERATOR: the frame is a fresh generator, wrap it.
+GENERATOR = 3
+
+CO_GENERATOR = 0x20
+CO_COROUTINE = 0x80
+CO_ITERABLE_COROUTINE = 0x100
+CO_ASYNC_GENERATOR = 0x200
+CO_VARARGS = 0x04
+CO_VARKEYWORDS = 0x08
+_NATIVE_CODE_FLAGS = CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE
+
+_PY312 = sys.version_info >= (3, 12)
+
+_RERAISE_OPS = frozenset(("RERAISE", "END_ASYNC_FOR", "CLEANUP_THROW"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The run loop
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _is_fresh(frame: Frame, e: BaseException) -> bool:
+    ctx = frame.ctx
+    if e is ctx.propagating:
+        return False
+    inst = frame.info.instructions[frame.pc - 1]
+    if inst.opname in _RERAISE_OPS or (inst.opname == "RAISE_VARARGS" and inst.arg == 0):
+        return False
+    return True
+
+
+def set_context(ctx: Runtime, e: BaseException) -> None:
+    """Sets ``e.__context__`` to the interpreted program's handled exception, as CPython's raise does."""
+    handled = ctx.handled_exception()
+    if handled is None or handled is e:
+        return
+    # Avoid reference cycles in the context chain, like CPython.
+    o = handled
+    while True:
+        c = o.__context__
+        if c is None:
+            break
+        if c is e:
+            o.__context__ = None
+            break
+        o = c
+    e.__context__ = handled
+
+
+def unwind_to_handler(frame: Frame, e: BaseException) -> bool:
+    """Jumps to the exception handler covering the current instruction; False when there is none."""
+    entry = frame.info.exc_handlers[frame.pc - 1]
+    if entry is None:
+        return False
+    target, depth, lasti = entry
+    stack = frame.stack
+    del stack[depth:]
+    if lasti:
+        stack.append(frame.info.offsets[frame.pc - 1])
+    stack.append(e)
+    frame.pc = target
+    return True
+
+
+def note_unwound(frame: Frame, e: BaseException) -> None:
+    ctx = frame.ctx
+    if ctx.unwound_exc is not e:
+        ctx.unwound_exc = e
+        ctx.unwound = []
+    ctx.unwound.append((frame.code, instruction_line(frame.info, frame.pc - 1)))
+    ctx.propagating = e
+
+
+def run_frame(frame: Frame) -> int:
+    """Runs ``frame`` from ``frame.pc`` until it returns, yields or creates its generator (the signal is
+    returned, the value is in ``frame.retval``) or an exception leaves it (raised)."""
+    ctx = frame.ctx
+    insts = frame.info.instructions
+    handlers = frame.info.handlers
+    record = ctx.record
+    while True:
+        try:
+            while True:
+                i = frame.pc
+                inst = insts[i]
+                frame.pc = i + 1
+                record(inst)
+                sig = handlers[i](inst, frame)
+                if sig is not None:
+                    return sig
+        except InterpreterError:
+            raise
+        except BaseException as e:
+            if _is_fresh(frame, e):
+                set_context(ctx, e)
+            if not unwind_to_handler(frame, e):
+                note_unwound(frame, e)
+                raise
+            if ctx.propagating is e:
+                ctx.propagating = None
+
+
+def throw_into(frame: Frame, exc: BaseException) -> int:
+    """Raises ``exc`` inside a frame suspended at a yield (generator ``throw``/``close``), then runs it."""
+    if not unwind_to_handler(frame, exc):
+        note_unwound(frame, exc)
+        raise exc
+    return run_frame(frame)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Entering functions
+# ---------------------------------------------------------------------------------------------------------
+
+_binder_codes: dict[int, tuple[CodeType, CodeType]] = {}
+
+
+def _binder_code(code: CodeType) -> CodeType:
+    """A code object with ``code``'s signature whose body returns its arguments as a tuple, in slot order.
+
+    Calling it natively binds arguments exactly like CPython (defaults, keyword-only, ``*args``,
+    ``**kwargs``) with CPython's own error messages."""
+    entry = _binder_codes.get(id(code))
+    if entry is not None and entry[0] is code:
+        return entry[1]
+    flags = code.co_flags
+    nargs = code.co_argcount + code.co_kwonlyargcount + bool(flags & CO_VARARGS) + bool(flags & CO_VARKEYWORDS)
+    op = dis.opmap
+    bc = bytearray([op["RESUME"], 0])
+
+    def emit(opname: str, arg: int) -> None:
+        if arg > 255:
+            for shift in (24, 16, 8):
+                if arg >> shift:
+                    bc.extend((op["EXTENDED_ARG"], (arg >> shift) & 0xFF))
+        bc.extend((op[opname], arg & 0xFF))
+
+    for i in range(nargs):
+        emit("LOAD_FAST", i)
+    emit("BUILD_TUPLE", nargs)
+    bc.extend((op["RETURN_VALUE"], 0))
+    shadow = code.replace(
+        co_code=bytes(bc),
+        co_consts=(None,),
+        co_names=(),
+        co_exceptiontable=b"",
+        co_linetable=b"",
+        co_stacksize=nargs + 1,
+        co_cellvars=(),
+        co_freevars=(),
+        co_flags=flags & ~(CO_GENERATOR | _NATIVE_CODE_FLAGS | 0x10),  # 0x10: CO_NESTED
+    )
+    if len(_binder_codes) > 20_000:
+        _binder_codes.clear()
+    _binder_codes[id(code)] = (code, shadow)
+    return shadow
+
+
+def bind_arguments(func: FunctionType, code: CodeType, nslots: int, args: tuple, kwargs: dict | None) -> list:
+    """The fast-local slots of a call of ``func`` (arguments bound, the rest ``NULL``)."""
+    flags = code.co_flags
+    if (
+        not kwargs
+        and len(args) == code.co_argcount
+        and not code.co_kwonlyargcount
+        and not flags & (CO_VARARGS | CO_VARKEYWORDS)
+    ):
+        fast = list(args)
+        nargs = len(args)
+    else:
+        binder = FunctionType(_binder_code(code), func.__globals__, code.co_name, func.__defaults__)
+        kwd = func.__kwdefaults__
+        if kwd is not None:
+            binder.__kwdefaults__ = kwd
+        fast = list(binder(*args, **kwargs) if kwargs else binder(*args))
+        nargs = len(fast)
+    if nslots > nargs:
+        fast.extend([NULL] * (nslots - nargs))
+    return fast
+
+
+def make_frame(ctx: Runtime, func: FunctionType, args: tuple, kwargs: dict | None) -> Frame:
+    code = func.__code__
+    info = decode(code)
+    fast = bind_arguments(func, code, info.nlocalsplus, args, kwargs)
+    closure = func.__closure__
+    if closure:
+        fast[info.free_start :] = closure
+    return Frame(ctx, code, info, func, func.__globals__, func.__builtins__, None, fast)
+
+
+def run_function_frame(ctx: Runtime, frame: Frame, fn):
+    """Runs a freshly made frame of ``fn`` and returns the call's result (a generator for generator code)."""
+    ctx.log_call(fn)
+    frames = ctx.frames
+    frames.append(frame)
+    try:
+        sig = run_frame(frame)
+    except BaseException as e:
+        if ctx.log is not None:
+            ctx.log_return(fn, e, exception=True)
+        raise
+    finally:
+        frames.pop()
+    if sig == RETURN:
+        rv = frame.retval
+        if ctx.log is not None:
+            ctx.log_return(fn, rv)
+        return rv
+    if sig == GENERATOR:
+        gen = _generator_driver(ctx, frame)
+        code = frame.code
+        gen.__name__ = code.co_name
+        gen.__qualname__ = code.co_qualname
+        if ctx.log is not None:
+            ctx.log_return(fn, gen)
+        return gen
+    raise InterpreterError(f"Frame of {frame.code.co_qualname} yielded before RETURN_GENERATOR")
+
+
+def enter_function(ctx: Runtime, func: FunctionType, args: tuple, kwargs: dict | None):
+    code = func.__code__
+    if code.co_flags & _NATIVE_CODE_FLAGS or is_opaque(func):
+        return call_native(ctx, func, args, kwargs)
+    frame = make_frame(ctx, func, args, kwargs)
+    return run_function_frame(ctx, frame, func)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Generators
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _suspended_in_yield_from(frame: Frame) -> bool:
+    i = frame.pc - 1
+    insts = frame.info.instructions
+    return i >= 1 and insts[i].opname == "YIELD_VALUE" and insts[i - 1].opname == "SEND"
+
+
+def _resume(ctx: Runtime, frame: Frame, sent, thrown):
+    """One resumption of a generator frame: sends ``sent`` or throws ``thrown``; returns the signal."""
+    if thrown is None:
+        frame.stack.append(sent)
+        return run_frame(frame)
+    if _suspended_in_yield_from(frame):
+        # Like CPython's gen_throw: delegate to the sub-iterator of ``yield from`` first.
+        receiver = frame.stack[-1]
+        if isinstance(thrown, GeneratorExit):
+            close = getattr(receiver, "close", None)
+            if close is not None:
+                err = None
+                try:
+                    close()
+                except BaseException as e:
+                    err = e
+                if err is not None:
+                    thrown = err
+        else:
+            throw = getattr(receiver, "throw", None)
+            if throw is not None:
+                outcome = None
+                try:
+                    value = throw(thrown)
+                except StopIteration as si:
+                    outcome = ("return", si.value) if not _PY312 else ("raise", si)
+                except BaseException as e:
+                    outcome = ("raise", e)
+                if outcome is None:
+                    frame.retval = value
+                    return YIELD
+                kind, val = outcome
+                if kind == "return":
+                    frame.stack.pop()
+                    frame.pc = frame.info.targets[frame.pc - 2]
+                    frame.stack.append(val)
+                    return run_frame(frame)
+                thrown = val
+    return throw_into(frame, thrown)
+
+
+def _generator_driver(ctx: Runtime, frame: Frame):
+    """A native generator running an interpreted generator frame: it works under the interpreter (FOR_ITER,
+    SEND call ``next``/``send`` on it) and natively after ``interpret`` returned. Each resumption makes the
+    runtime current again, so the generator's code is always interpreted."""
+    sent = None
+    thrown = None
+    runtimes = runtime_stack()
+    while True:
+        runtimes.append(ctx)
+        ctx.frames.append(frame)
+        ctx.exc_slots.append(frame.gen_exc)
+        try:
+            sig = _resume(ctx, frame, sent, thrown)
+        finally:
+            frame.gen_exc = ctx.exc_slots.pop()
+            ctx.frames.pop()
+            runtimes.pop()
+        sent = thrown = None
+        if sig == RETURN:
+            return frame.retval
+        try:
+            sent = yield frame.retval
+        except BaseException as e:
+            thrown = e
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Calls
+# ---------------------------------------------------------------------------------------------------------
+
+#: id(fn) -> (fn, impl); impl(ctx, args, kwargs). Filled by ``lookasides``.
+_default_lookasides: dict[int, tuple] = {}
+
+
+def register_default_lookaside(fn):
+    """Registers the decorated ``impl(ctx, args, kwargs)`` as the interpreter's own lookaside for ``fn``."""
+
+    def decorator(impl):
+        _default_lookasides[id(fn)] = (fn, impl)
+        return impl
+
+    return decorator
+
+
+def call_native(ctx: Runtime, fn, args: tuple, kwargs: dict | None):
+    if ctx.log is not None:
+        ctx.log_opaque(fn)
+    if kwargs:
+        return fn(*args, **kwargs)
+    return fn(*args)
+
+
+def lookup_type_attr(tp: type, name: str):
+    """``name`` looked up on the MRO of ``tp`` without descriptors being invoked (like ``_PyType_Lookup``)."""
+    for klass in tp.__mro__:
+        d = klass.__dict__
+        if name in d:
+            return d[name]
+    return NULL
+
+
+_partial = functools.partial
+
+
+def call(ctx: Runtime, fn, args: tuple, kwargs: dict | None = None):
+    """Calls ``fn(*args, **kwargs)`` for the interpreted program; see Note [Calls under the interpreter]."""
+    lookaside = ctx.fn_lookaside
+    if lookaside is not None:
+        replacement = lookaside(fn)
+        if replacement is not None:
+            if ctx.log is not None:
+                ctx.log_lookaside(fn)
+            if kwargs:
+                return replacement(*args, **kwargs)
+            return replacement(*args)
+    entry = _default_lookasides.get(id(fn))
+    if entry is not None and entry[0] is fn:
+        if ctx.log is not None:
+            ctx.log_lookaside(fn)
+        return entry[1](ctx, args, kwargs)
+    t = type(fn)
+    if t is FunctionType:
+        return enter_function(ctx, fn, args, kwargs)
+    if t is MethodType:
+        return call(ctx, fn.__func__, (fn.__self__, *args), kwargs)
+    if t is _partial:
+        kw = {**fn.keywords, **kwargs} if kwargs else fn.keywords
+        return call(ctx, fn.func, fn.args + args, kw)
+    if t is staticmethod:
+        return call(ctx, fn.__func__, args, kwargs)
+    if isinstance(fn, type):
+        from .protocols import instantiate
+
+        return instantiate(ctx, fn, args, kwargs)
+    if t in _NATIVE_CALLABLE_TYPES:
+        return call_native(ctx, fn, args, kwargs)
+    dunder_call = lookup_type_attr(t, "__call__")
+    if type(dunder_call) is FunctionType and not is_opaque(fn):
+        return call(ctx, dunder_call, (fn, *args), kwargs)
+    return call_native(ctx, fn, args, kwargs)
+
+
+_NATIVE_CALLABLE_TYPES = frozenset(
+    (
+        types.BuiltinFunctionType,
+        types.BuiltinMethodType,
+        types.MethodDescriptorType,
+        types.WrapperDescriptorType,
+        types.MethodWrapperType,
+        types.ClassMethodDescriptorType,
+    )
+)
+
+
+def current_frame(ctx: Runtime) -> Frame:
+    if not ctx.frames:
+        raise InterpreterError("No interpreted frame is active")
+    return ctx.frames[-1]

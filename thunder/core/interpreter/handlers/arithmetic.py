@@ -1,0 +1,66 @@
+"""Handlers: unary, binary and in-place operators, comparisons, identity and membership tests.
+
+Layer: ``thunder.core.interpreter`` handlers. Imports: the standard library, the interpreter's modules.
+"""
+
+from __future__ import annotations
+
+import dis
+
+from ..opcodes import register_opcode_handler
+from ..protocols import BINARY_OPS, FAST_TYPES, INPLACE_OPS, binary_op, compare_op, contains, truth, unary_op
+
+#: BINARY_OP's arg -> operator symbol ("+", "+=", ...), from dis's own table.
+NB_SYMBOLS = tuple(sym for _, sym in dis._nb_ops)
+#: BINARY_OP's arg -> the native operator function.
+NB_NATIVE = tuple(BINARY_OPS[s][0] if s in BINARY_OPS else INPLACE_OPS[s][0] for s in NB_SYMBOLS)
+
+_FAST = FAST_TYPES
+
+
+@register_opcode_handler("BINARY_OP")
+def BINARY_OP(inst, frame):
+    stack = frame.stack
+    b = stack.pop()
+    a = stack[-1]
+    if type(a) in _FAST and type(b) in _FAST:
+        stack[-1] = NB_NATIVE[inst.arg](a, b)
+    else:
+        stack[-1] = binary_op(frame.ctx, NB_SYMBOLS[inst.arg], a, b)
+
+
+def _unary(inst, frame):
+    stack = frame.stack
+    stack[-1] = unary_op(frame.ctx, inst.opname, stack[-1])
+
+
+register_opcode_handler("UNARY_NEGATIVE")(_unary)
+register_opcode_handler("UNARY_INVERT")(_unary)
+register_opcode_handler("UNARY_POSITIVE", max_ver=(3, 11))(_unary)
+
+
+@register_opcode_handler("UNARY_NOT")
+def UNARY_NOT(inst, frame):
+    stack = frame.stack
+    stack[-1] = not truth(frame.ctx, stack[-1])
+
+
+@register_opcode_handler("COMPARE_OP")
+def COMPARE_OP(inst, frame):
+    stack = frame.stack
+    b = stack.pop()
+    stack[-1] = compare_op(frame.ctx, inst.argval, stack[-1], b)
+
+
+@register_opcode_handler("IS_OP")
+def IS_OP(inst, frame):
+    stack = frame.stack
+    b = stack.pop()
+    stack[-1] = (stack[-1] is b) ^ bool(inst.arg)
+
+
+@register_opcode_handler("CONTAINS_OP")
+def CONTAINS_OP(inst, frame):
+    stack = frame.stack
+    container = stack.pop()
+    stack[-1] = contains(frame.ctx, container, stack[-1]) ^ bool(inst.arg)

@@ -1,0 +1,453 @@
+"""Implicit protocol calls: truth value, operators, iteration, subscripts, attributes, instantiation.
+
+Layer: ``thunder.core.interpreter``. Imports: the standard library, ``errors``, ``execution``.
+
+Note [Implicit calls]
+    CPython calls dunders implicitly (``a + b`` calls ``__add__``). The interpreter *interprets* such a call
+    (entering it through ``execution.call``, so the lookaside is asked for it) when the dunder found on the
+    type is a Python function, for these protocols:
+      - instantiation: ``__new__`` and ``__init__`` (``type.__call__`` emulated) and a metaclass ``__call__``;
+      - callable objects: ``__call__``;
+      - truth value (conditional jumps, ``not``): ``__bool__``, then ``__len__``;
+      - unary and binary operators, in-place operators, rich comparisons (CPython's dispatch order, including
+        reflected operands and the subclass rule, and ``!=`` falling back to an inverted ``__eq__``);
+      - ``__getitem__``, ``__setitem__``, ``__delitem__``, ``__contains__``, ``__len__`` (GET_LEN);
+      - iteration: ``__iter__`` (GET_ITER), ``__next__`` (FOR_ITER);
+      - ``with``: ``__enter__`` and ``__exit__``;
+      - attribute loads that hit a ``property`` whose getter is a Python function (when the type does not
+        override ``__getattribute__``), with ``__getattr__`` as fallback on AttributeError.
+    Everything else runs natively (through ``operator``/builtins), e.g. ``__getattribute__``/``__getattr__``
+    for plain loads, ``__setattr__``, other descriptors' ``__get__``/``__set__``, ``__hash__`` and ``__eq__``
+    called by dicts and sets, ``__str__``/``__repr__``/``__format__`` (f-strings, ``str()``), ``__index__``,
+    ``__init_subclass__``/``__set_name__`` (called by ``type.__new__``), and any dunder called by a C function.
+    Builtin types take a fast native path without looking anything up.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+from types import FunctionType, MethodType
+
+from .errors import NULL
+from .execution import call, lookup_type_attr
+
+__all__ = [
+    "truth",
+    "binary_op",
+    "unary_op",
+    "compare_op",
+    "get_iter",
+    "iter_next",
+    "getitem",
+    "setitem",
+    "delitem",
+    "contains",
+    "load_attr",
+    "instantiate",
+    "FAST_TYPES",
+]
+
+#: Types whose dunders are all C: operations on them go straight to the native operator.
+FAST_TYPES = frozenset(
+    (
+        int,
+        float,
+        complex,
+        bool,
+        str,
+        bytes,
+        bytearray,
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+        type(None),
+        slice,
+        range,
+        type(Ellipsis),
+        type(NotImplemented),
+        types.ModuleType,
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        types.CodeType,
+        memoryview,
+    )
+)
+
+_FUNC = FunctionType
+
+
+def _is_py(f) -> bool:
+    return type(f) is _FUNC
+
+
+# -- truth value --------------------------------------------------------------------------------------------
+
+
+def truth(ctx, v) -> bool:
+    t = type(v)
+    if t is bool:
+        return v
+    if t in FAST_TYPES:
+        return bool(v)
+    f = lookup_type_attr(t, "__bool__")
+    if _is_py(f):
+        r = call(ctx, f, (v,))
+        if type(r) is not bool:
+            raise TypeError(f"__bool__ should return bool, returned {type(r).__name__}")
+        return r
+    if f is NULL:
+        ln = lookup_type_attr(t, "__len__")
+        if _is_py(ln):
+            return _check_len(call(ctx, ln, (v,))) != 0
+    return bool(v)
+
+
+def _check_len(r):
+    n = operator.index(r)
+    if n < 0:
+        raise ValueError("__len__() should return >= 0")
+    return n
+
+
+def length(ctx, v) -> int:
+    t = type(v)
+    if t not in FAST_TYPES:
+        ln = lookup_type_attr(t, "__len__")
+        if _is_py(ln):
+            return _check_len(call(ctx, ln, (v,)))
+    return len(v)
+
+
+# -- operators -----------------------------------------------------------------------------------------------
+
+#: symbol -> (native op, dunder, reflected dunder)
+BINARY_OPS = {
+    "+": (operator.add, "__add__", "__radd__"),
+    "&": (operator.and_, "__and__", "__rand__"),
+    "//": (operator.floordiv, "__floordiv__", "__rfloordiv__"),
+    "<<": (operator.lshift, "__lshift__", "__rlshift__"),
+    "@": (operator.matmul, "__matmul__", "__rmatmul__"),
+    "*": (operator.mul, "__mul__", "__rmul__"),
+    "%": (operator.mod, "__mod__", "__rmod__"),
+    "|": (operator.or_, "__or__", "__ror__"),
+    "**": (operator.pow, "__pow__", "__rpow__"),
+    ">>": (operator.rshift, "__rshift__", "__rrshift__"),
+    "-": (operator.sub, "__sub__", "__rsub__"),
+    "/": (operator.truediv, "__truediv__", "__rtruediv__"),
+    "^": (operator.xor, "__xor__", "__rxor__"),
+}
+
+#: in-place symbol -> (native op, in-place dunder, binary symbol)
+INPLACE_OPS = {
+    "+=": (operator.iadd, "__iadd__", "+"),
+    "&=": (operator.iand, "__iand__", "&"),
+    "//=": (operator.ifloordiv, "__ifloordiv__", "//"),
+    "<<=": (operator.ilshift, "__ilshift__", "<<"),
+    "@=": (operator.imatmul, "__imatmul__", "@"),
+    "*=": (operator.imul, "__imul__", "*"),
+    "%=": (operator.imod, "__imod__", "%"),
+    "|=": (operator.ior, "__ior__", "|"),
+    "**=": (operator.ipow, "__ipow__", "**"),
+    ">>=": (operator.irshift, "__irshift__", ">>"),
+    "-=": (operator.isub, "__isub__", "-"),
+    "/=": (operator.itruediv, "__itruediv__", "/"),
+    "^=": (operator.ixor, "__ixor__", "^"),
+}
+
+
+def _call_slot(ctx, f, a, b):
+    if _is_py(f):
+        return call(ctx, f, (a, b))
+    if f is None:
+        return NotImplemented
+    get = getattr(type(f), "__get__", None)
+    if get is not None:
+        return get(f, a, type(a))(b)
+    return f(a, b)
+
+
+def _binary_dispatch(ctx, a, b, name, rname):
+    """CPython's binary operator dispatch; returns NotImplemented when no operand handles it."""
+    ta = type(a)
+    tb = type(b)
+    fa = lookup_type_attr(ta, name)
+    fb = lookup_type_attr(tb, rname) if tb is not ta else NULL
+    if fb is not NULL and issubclass(tb, ta) and fb is not lookup_type_attr(ta, rname):
+        r = _call_slot(ctx, fb, b, a)
+        if r is not NotImplemented:
+            return r
+        fb = NULL
+    if fa is not NULL:
+        r = _call_slot(ctx, fa, a, b)
+        if r is not NotImplemented:
+            return r
+    if fb is not NULL:
+        r = _call_slot(ctx, fb, b, a)
+        if r is not NotImplemented:
+            return r
+    return NotImplemented
+
+
+def _has_py_dunder(t, *names) -> bool:
+    for n in names:
+        if _is_py(lookup_type_attr(t, n)):
+            return True
+    return False
+
+
+def binary_op(ctx, sym: str, a, b):
+    ta = type(a)
+    tb = type(b)
+    entry = BINARY_OPS.get(sym)
+    if entry is not None:
+        native, name, rname = entry
+        if (ta in FAST_TYPES and tb in FAST_TYPES) or not (
+            _has_py_dunder(ta, name, rname) or _has_py_dunder(tb, name, rname)
+        ):
+            return native(a, b)
+        r = _binary_dispatch(ctx, a, b, name, rname)
+        if r is NotImplemented:
+            raise TypeError(f"unsupported operand type(s) for {sym}: '{ta.__name__}' and '{tb.__name__}'")
+        return r
+    native, iname, bsym = INPLACE_OPS[sym]
+    _, name, rname = BINARY_OPS[bsym]
+    if (ta in FAST_TYPES and tb in FAST_TYPES) or not (
+        _has_py_dunder(ta, iname, name, rname) or _has_py_dunder(tb, name, rname)
+    ):
+        return native(a, b)
+    fi = lookup_type_attr(ta, iname)
+    if fi is not NULL:
+        r = _call_slot(ctx, fi, a, b)
+        if r is not NotImplemented:
+            return r
+    r = _binary_dispatch(ctx, a, b, name, rname)
+    if r is NotImplemented:
+        raise TypeError(f"unsupported operand type(s) for {sym}: '{ta.__name__}' and '{tb.__name__}'")
+    return r
+
+
+UNARY_OPS = {
+    "UNARY_NEGATIVE": (operator.neg, "__neg__"),
+    "UNARY_POSITIVE": (operator.pos, "__pos__"),
+    "UNARY_INVERT": (operator.invert, "__invert__"),
+}
+
+
+def unary_op(ctx, opname: str, v):
+    native, name = UNARY_OPS[opname]
+    t = type(v)
+    if t not in FAST_TYPES:
+        f = lookup_type_attr(t, name)
+        if _is_py(f):
+            return call(ctx, f, (v,))
+    return native(v)
+
+
+#: comparison -> (native op, dunder, reflected dunder)
+COMPARE_OPS = {
+    "<": (operator.lt, "__lt__", "__gt__"),
+    "<=": (operator.le, "__le__", "__ge__"),
+    "==": (operator.eq, "__eq__", "__eq__"),
+    "!=": (operator.ne, "__ne__", "__ne__"),
+    ">": (operator.gt, "__gt__", "__lt__"),
+    ">=": (operator.ge, "__ge__", "__le__"),
+}
+
+_object_ne = object.__ne__
+
+
+def _cmp_slot(ctx, f, a, b, name):
+    if f is _object_ne and name == "__ne__":
+        # object.__ne__ inverts __eq__ unless it is NotImplemented; interpret a Python __eq__.
+        eq = lookup_type_attr(type(a), "__eq__")
+        if _is_py(eq):
+            r = call(ctx, eq, (a, b))
+            if r is NotImplemented:
+                return r
+            return not truth(ctx, r)
+    return _call_slot(ctx, f, a, b)
+
+
+def compare_op(ctx, sym: str, a, b):
+    native, name, rname = COMPARE_OPS[sym]
+    ta = type(a)
+    tb = type(b)
+    if (ta in FAST_TYPES and tb in FAST_TYPES) or not (
+        _has_py_dunder(ta, name, rname, "__eq__") or _has_py_dunder(tb, name, rname, "__eq__")
+    ):
+        return native(a, b)
+    fa = lookup_type_attr(ta, name)
+    fb = lookup_type_attr(tb, rname)
+    checked_reflected = False
+    if tb is not ta and issubclass(tb, ta) and fb is not NULL:
+        checked_reflected = True
+        r = _cmp_slot(ctx, fb, b, a, rname)
+        if r is not NotImplemented:
+            return r
+    if fa is not NULL:
+        r = _cmp_slot(ctx, fa, a, b, name)
+        if r is not NotImplemented:
+            return r
+    if not checked_reflected and fb is not NULL:
+        r = _cmp_slot(ctx, fb, b, a, rname)
+        if r is not NotImplemented:
+            return r
+    if sym == "==":
+        return a is b
+    if sym == "!=":
+        return a is not b
+    raise TypeError(f"'{sym}' not supported between instances of '{ta.__name__}' and '{tb.__name__}'")
+
+
+# -- containers ----------------------------------------------------------------------------------------------
+
+
+def getitem(ctx, c, k):
+    t = type(c)
+    if t not in FAST_TYPES:
+        f = lookup_type_attr(t, "__getitem__")
+        if _is_py(f):
+            return call(ctx, f, (c, k))
+    return c[k]
+
+
+def setitem(ctx, c, k, v) -> None:
+    t = type(c)
+    if t not in FAST_TYPES:
+        f = lookup_type_attr(t, "__setitem__")
+        if _is_py(f):
+            call(ctx, f, (c, k, v))
+            return
+    c[k] = v
+
+
+def delitem(ctx, c, k) -> None:
+    t = type(c)
+    if t not in FAST_TYPES:
+        f = lookup_type_attr(t, "__delitem__")
+        if _is_py(f):
+            call(ctx, f, (c, k))
+            return
+    del c[k]
+
+
+def contains(ctx, container, item) -> bool:
+    t = type(container)
+    if t not in FAST_TYPES:
+        f = lookup_type_attr(t, "__contains__")
+        if _is_py(f):
+            return truth(ctx, call(ctx, f, (container, item)))
+    return item in container
+
+
+# -- iteration -----------------------------------------------------------------------------------------------
+
+_NATIVE_ITERATORS = frozenset(
+    type(iter(x))
+    for x in ([], (), {}, set(), "", b"", range(1), {}.keys(), {}.values(), {}.items(), zip(), enumerate(()))
+) | {types.GeneratorType, map, filter, zip, enumerate, reversed}
+
+
+def get_iter(ctx, v):
+    t = type(v)
+    if t not in FAST_TYPES and t not in _NATIVE_ITERATORS:
+        f = lookup_type_attr(t, "__iter__")
+        if _is_py(f):
+            it = call(ctx, f, (v,))
+            if lookup_type_attr(type(it), "__next__") is NULL:
+                raise TypeError(f"iter() returned non-iterator of type '{type(it).__name__}'")
+            return it
+    return iter(v)
+
+
+def iter_next(ctx, it):
+    """``next(it)``; raises StopIteration when exhausted."""
+    t = type(it)
+    if t not in _NATIVE_ITERATORS:
+        f = lookup_type_attr(t, "__next__")
+        if _is_py(f):
+            return call(ctx, f, (it,))
+    return next(it)
+
+
+# -- attributes ----------------------------------------------------------------------------------------------
+
+_object_getattribute = object.__getattribute__
+
+
+def load_attr(ctx, obj, name: str):
+    t = type(obj)
+    if t in FAST_TYPES or isinstance(obj, type):
+        return getattr(obj, name)
+    attr = lookup_type_attr(t, name)
+    if type(attr) is property and _is_py(attr.fget):
+        if lookup_type_attr(t, "__getattribute__") is _object_getattribute:
+            getattr_fallback = lookup_type_attr(t, "__getattr__")
+            if getattr_fallback is NULL:
+                return call(ctx, attr.fget, (obj,))
+            failed = False
+            try:
+                return call(ctx, attr.fget, (obj,))
+            except AttributeError:
+                failed = True
+            if failed:
+                if _is_py(getattr_fallback):
+                    return call(ctx, getattr_fallback, (obj, name))
+                return getattr_fallback(obj, name)
+    return getattr(obj, name)
+
+
+def bound_special(obj, f):
+    """``f`` (found on ``type(obj)``) bound to ``obj``."""
+    if _is_py(f):
+        return MethodType(f, obj)
+    get = getattr(type(f), "__get__", None)
+    if get is not None:
+        return get(f, obj, type(obj))
+    return f
+
+
+# -- instantiation -------------------------------------------------------------------------------------------
+
+_type_call = type.__call__
+_object_new = object.__new__
+
+
+def instantiate(ctx, cls: type, args: tuple, kwargs: dict | None):
+    """``cls(*args, **kwargs)``, interpreting a Python metaclass ``__call__``, ``__new__`` and ``__init__``."""
+    meta = type(cls)
+    if meta is not type:
+        mcall = lookup_type_attr(meta, "__call__")
+        if mcall is not _type_call:
+            if _is_py(mcall):
+                return call(ctx, mcall, (cls, *args), kwargs)
+            return cls(*args, **kwargs) if kwargs else cls(*args)
+    if cls is type:
+        return type(*args, **kwargs) if kwargs else type(*args)
+    new = lookup_type_attr(cls, "__new__")
+    init = lookup_type_attr(cls, "__init__")
+    py_new = type(new) is staticmethod and _is_py(new.__func__)
+    if not py_new and not _is_py(init):
+        if ctx.log is not None:
+            ctx.log_opaque(cls)
+        return cls(*args, **kwargs) if kwargs else cls(*args)
+    if py_new:
+        obj = call(ctx, new.__func__, (cls, *args), kwargs)
+    else:
+        new_fn = cls.__new__
+        obj = new_fn(cls, *args, **kwargs) if kwargs else new_fn(cls, *args)
+    if not isinstance(obj, cls):
+        return obj
+    init = lookup_type_attr(type(obj), "__init__")
+    if _is_py(init):
+        r = call(ctx, init, (obj, *args), kwargs)
+    else:
+        bound = bound_special(obj, init)
+        r = bound(*args, **kwargs) if kwargs else bound(*args)
+    if r is not None:
+        raise TypeError(f"__init__() should return None, not '{type(r).__name__}'")
+    return obj

@@ -1,0 +1,113 @@
+"""The primitive factory and the checks prim meta functions share.
+
+A prim is an enum ID plus one declaration (``make_prim``). Prims do no broadcasting and no
+type promotion: that is the torch language's job. Each family lives in its own module with
+its own ID enum; all are re-exported by ``thunder.core.prims``.
+
+Layer: core. Imports: core only.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from numbers import Number
+
+import torch
+
+from thunder.core import dtypes
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.symbol import Symbol
+
+# Every prim by ID, for executors and rule tables.
+all_prims: dict = {}
+
+
+def make_prim(
+    id,
+    name: str,
+    meta: Callable,
+    *,
+    impl: Callable | None = None,
+    tags: Sequence[str] = (),
+    printer: Callable | None = None,
+) -> Symbol:
+    """Declares a primitive: ``prims.<name>`` with its meta function and reference ``impl``
+    (a PyTorch callable with the prim's signature; the torch executor runs it)."""
+    sym = Symbol(
+        name=name,
+        meta=meta,
+        id=id,
+        is_prim=True,
+        module=importlib.import_module("thunder.core.prims"),
+        module_alias="prims",
+        printer=printer,
+        tags=frozenset(tags),
+        python_impl=impl,
+    )
+    all_prims[id] = sym
+    return sym
+
+
+def is_number(x) -> bool:
+    return isinstance(x, (Number, NumberProxy)) and not isinstance(x, torch.Tensor)
+
+
+def check_tensor(op: str, arg: str, x) -> None:
+    if not isinstance(x, TensorProxy):
+        raise ThunderTypeError(f"{op}: expected {arg} to be a tensor, but got {type(x).__name__} {x!r}")
+
+
+def check_same_shape(op: str, tensors: Sequence[TensorProxy], names: Sequence[str]) -> None:
+    first = tensors[0]
+    for t, n in zip(tensors[1:], names[1:]):
+        if t.shape != first.shape:
+            raise ThunderValueError(
+                f"{op}: expected tensors of the same shape, but {names[0]} has shape {tuple(first.shape)} "
+                f"and {n} has shape {tuple(t.shape)} (prims do not broadcast)"
+            )
+
+
+def check_same_device(op: str, tensors: Sequence[TensorProxy], names: Sequence[str]) -> None:
+    devs = [(n, t.device) for t, n in zip(tensors, names) if isinstance(t, TensorProxy)]
+    for n, d in devs[1:]:
+        if d != devs[0][1]:
+            raise ThunderValueError(
+                f"{op}: expected all tensors on the same device, but {devs[0][0]} is on {devs[0][1]} and "
+                f"{n} is on {d}. Move them with .to(device) first."
+            )
+
+
+def check_same_dtype(op: str, tensors: Sequence[TensorProxy], names: Sequence[str]) -> None:
+    ds = [(n, t.dtype) for t, n in zip(tensors, names) if isinstance(t, TensorProxy)]
+    for n, d in ds[1:]:
+        if d != ds[0][1]:
+            raise ThunderTypeError(
+                f"{op}: expected tensors of the same dtype, but {ds[0][0]} is {ds[0][1]} and {n} is {d} "
+                "(prims do not promote types; convert first)"
+            )
+
+
+def check_dtype(op: str, arg: str, x, allowed: Callable[[torch.dtype], bool], what: str) -> None:
+    d = dtypes.to_dtype(x)
+    if not allowed(d):
+        raise ThunderTypeError(f"{op}: {arg} has dtype {d}, but {what} is required")
+
+
+def canonicalize_dim(op: str, ndim: int, dim: int, *, wrap_scalar: bool = True) -> int:
+    """``dim`` as a non-negative index into ``ndim`` dims, with PyTorch's error text when out of range."""
+    rank = max(ndim, 1) if wrap_scalar else ndim
+    if not isinstance(dim, int):
+        raise ThunderTypeError(f"{op}: dim must be an int, but got {type(dim).__name__} {dim!r}")
+    if dim < -rank or dim >= rank:
+        raise ThunderValueError(
+            f"{op}: Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {dim})"
+        )
+    return dim + rank if dim < 0 else dim
+
+
+def canonicalize_dims(op: str, ndim: int, dims) -> tuple[int, ...]:
+    if isinstance(dims, int):
+        dims = (dims,)
+    return tuple(canonicalize_dim(op, ndim, d) for d in dims)

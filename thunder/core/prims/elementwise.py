@@ -1,0 +1,264 @@
+"""Elementwise primitives: unary, binary and ternary ops over tensors of one shape.
+
+Layer: core. Imports: core only.
+"""
+
+from __future__ import annotations
+
+import enum
+from numbers import Number
+
+import torch
+
+from thunder.core import dtypes
+from thunder.core.errors import ThunderTypeError
+from thunder.core.prims.base import check_same_device, check_same_dtype, check_same_shape, is_number, make_prim
+from thunder.core.symbol import Symbol
+from thunder.core.proxies import NumberProxy, TensorProxy, pyval
+
+
+class ElementwisePrimIDs(enum.Enum):
+    # unary
+    ABS = enum.auto()
+    NEG = enum.auto()
+    EXP = enum.auto()
+    EXP2 = enum.auto()
+    EXPM1 = enum.auto()
+    LOG = enum.auto()
+    LOG1P = enum.auto()
+    LOG2 = enum.auto()
+    LOG10 = enum.auto()
+    SIN = enum.auto()
+    COS = enum.auto()
+    TAN = enum.auto()
+    ASIN = enum.auto()
+    ACOS = enum.auto()
+    ATAN = enum.auto()
+    SINH = enum.auto()
+    COSH = enum.auto()
+    TANH = enum.auto()
+    ASINH = enum.auto()
+    ACOSH = enum.auto()
+    ATANH = enum.auto()
+    SQRT = enum.auto()
+    RSQRT = enum.auto()
+    RECIPROCAL = enum.auto()
+    SIGN = enum.auto()
+    SIGNBIT = enum.auto()
+    FLOOR = enum.auto()
+    CEIL = enum.auto()
+    ROUND = enum.auto()
+    TRUNC = enum.auto()
+    ERF = enum.auto()
+    ERFC = enum.auto()
+    ERFINV = enum.auto()
+    LGAMMA = enum.auto()
+    DIGAMMA = enum.auto()
+    SIGMOID = enum.auto()
+    BITWISE_NOT = enum.auto()
+    ISFINITE = enum.auto()
+    ISNAN = enum.auto()
+    ISINF = enum.auto()
+    REAL = enum.auto()
+    IMAG = enum.auto()
+    # binary
+    ADD = enum.auto()
+    SUB = enum.auto()
+    MUL = enum.auto()
+    DIV = enum.auto()
+    FMOD = enum.auto()
+    REMAINDER = enum.auto()
+    POW = enum.auto()
+    ATAN2 = enum.auto()
+    MAXIMUM = enum.auto()
+    MINIMUM = enum.auto()
+    EQ = enum.auto()
+    NE = enum.auto()
+    LT = enum.auto()
+    LE = enum.auto()
+    GT = enum.auto()
+    GE = enum.auto()
+    BITWISE_AND = enum.auto()
+    BITWISE_OR = enum.auto()
+    BITWISE_XOR = enum.auto()
+    BITWISE_LEFT_SHIFT = enum.auto()
+    BITWISE_RIGHT_SHIFT = enum.auto()
+    COPYSIGN = enum.auto()
+    NEXTAFTER = enum.auto()
+    # ternary
+    WHERE = enum.auto()
+    # dtype
+    CONVERT_ELEMENT_TYPE = enum.auto()
+
+
+def _elementwise_meta(op: str, names: tuple[str, ...], output_dtype):
+    """Meta for an elementwise prim: same shapes, devices and dtypes; numbers allowed."""
+
+    def meta(*args):
+        for a, n in zip(args, names):
+            if not isinstance(a, TensorProxy) and not is_number(a):
+                raise ThunderTypeError(f"prims.{op}: expected {n} to be a tensor or a number, but got {type(a).__name__}")
+        tensors = [a for a in args if isinstance(a, TensorProxy)]
+        tnames = [n for a, n in zip(args, names) if isinstance(a, TensorProxy)]
+        if not tensors:
+            raise ThunderTypeError(f"prims.{op}: expected at least one tensor argument, got only numbers")
+        check_same_shape(f"prims.{op}", tensors, tnames)
+        check_same_device(f"prims.{op}", tensors, tnames)
+        check_same_dtype(f"prims.{op}", tensors, tnames)
+        t = tensors[0]
+        return TensorProxy(shape=t.shape, dtype=output_dtype(t.dtype), device=t.device, requires_grad=False)
+
+    return meta
+
+
+def _same(d):
+    return d
+
+
+def _to_bool(d):
+    return torch.bool
+
+
+def _to_real(d):
+    return dtypes.corresponding_real_dtype(d)
+
+
+def _unary(id, name, output_dtype=_same, impl=None):
+    return make_prim(id, name, _elementwise_meta(name, ("a",), output_dtype), impl=impl or getattr(torch, name))
+
+
+def _binary(id, name, output_dtype=_same, impl=None):
+    return make_prim(id, name, _elementwise_meta(name, ("a", "b"), output_dtype), impl=impl or getattr(torch, name))
+
+
+def _div_impl(a, b):
+    """True division for inexact dtypes, C-style truncation for integers (as the prim promises)."""
+    if isinstance(a, torch.Tensor):
+        inexact = a.dtype.is_floating_point or a.dtype.is_complex
+    else:
+        inexact = b.dtype.is_floating_point or b.dtype.is_complex
+    return torch.div(a, b) if inexact else torch.div(a, b, rounding_mode="trunc")
+
+
+def _torch_real(a):
+    return torch.real(a).clone() if a.is_complex() else a
+
+
+def _torch_imag(a):
+    return torch.imag(a).clone()
+
+
+E = ElementwisePrimIDs
+abs = _unary(E.ABS, "abs", _to_real)
+neg = _unary(E.NEG, "neg")
+exp = _unary(E.EXP, "exp")
+exp2 = _unary(E.EXP2, "exp2")
+expm1 = _unary(E.EXPM1, "expm1")
+log = _unary(E.LOG, "log")
+log1p = _unary(E.LOG1P, "log1p")
+log2 = _unary(E.LOG2, "log2")
+log10 = _unary(E.LOG10, "log10")
+sin = _unary(E.SIN, "sin")
+cos = _unary(E.COS, "cos")
+tan = _unary(E.TAN, "tan")
+asin = _unary(E.ASIN, "asin")
+acos = _unary(E.ACOS, "acos")
+atan = _unary(E.ATAN, "atan")
+sinh = _unary(E.SINH, "sinh")
+cosh = _unary(E.COSH, "cosh")
+tanh = _unary(E.TANH, "tanh")
+asinh = _unary(E.ASINH, "asinh")
+acosh = _unary(E.ACOSH, "acosh")
+atanh = _unary(E.ATANH, "atanh")
+sqrt = _unary(E.SQRT, "sqrt")
+rsqrt = _unary(E.RSQRT, "rsqrt")
+reciprocal = _unary(E.RECIPROCAL, "reciprocal")
+sign = _unary(E.SIGN, "sign")
+signbit = _unary(E.SIGNBIT, "signbit", _to_bool)
+floor = _unary(E.FLOOR, "floor")
+ceil = _unary(E.CEIL, "ceil")
+round = _unary(E.ROUND, "round")
+trunc = _unary(E.TRUNC, "trunc")
+erf = _unary(E.ERF, "erf")
+erfc = _unary(E.ERFC, "erfc")
+erfinv = _unary(E.ERFINV, "erfinv")
+lgamma = _unary(E.LGAMMA, "lgamma")
+digamma = _unary(E.DIGAMMA, "digamma")
+sigmoid = _unary(E.SIGMOID, "sigmoid")
+bitwise_not = _unary(E.BITWISE_NOT, "bitwise_not")
+isfinite = _unary(E.ISFINITE, "isfinite", _to_bool)
+isnan = _unary(E.ISNAN, "isnan", _to_bool)
+isinf = _unary(E.ISINF, "isinf", _to_bool)
+real = _unary(E.REAL, "real", _to_real, impl=_torch_real)
+imag = _unary(E.IMAG, "imag", _to_real, impl=_torch_imag)
+
+add = _binary(E.ADD, "add")
+sub = _binary(E.SUB, "sub")
+mul = _binary(E.MUL, "mul")
+div = _binary(E.DIV, "div", impl=_div_impl)  # true division for inexact dtypes, truncation for integers
+fmod = _binary(E.FMOD, "fmod")
+remainder = _binary(E.REMAINDER, "remainder")
+pow = _binary(E.POW, "pow")
+atan2 = _binary(E.ATAN2, "atan2")
+maximum = _binary(E.MAXIMUM, "maximum")
+minimum = _binary(E.MINIMUM, "minimum")
+eq = _binary(E.EQ, "eq", _to_bool)
+ne = _binary(E.NE, "ne", _to_bool)
+lt = _binary(E.LT, "lt", _to_bool)
+le = _binary(E.LE, "le", _to_bool)
+gt = _binary(E.GT, "gt", _to_bool)
+ge = _binary(E.GE, "ge", _to_bool)
+bitwise_and = _binary(E.BITWISE_AND, "bitwise_and")
+bitwise_or = _binary(E.BITWISE_OR, "bitwise_or")
+bitwise_xor = _binary(E.BITWISE_XOR, "bitwise_xor")
+bitwise_left_shift = _binary(E.BITWISE_LEFT_SHIFT, "bitwise_left_shift")
+bitwise_right_shift = _binary(E.BITWISE_RIGHT_SHIFT, "bitwise_right_shift")
+copysign = _binary(E.COPYSIGN, "copysign")
+nextafter = _binary(E.NEXTAFTER, "nextafter")
+
+
+def _where_meta(pred, a, b):
+    op = "prims.where"
+    tensors = [(x, n) for x, n in ((pred, "pred"), (a, "a"), (b, "b")) if isinstance(x, TensorProxy)]
+    if not tensors:
+        raise ThunderTypeError(f"{op}: expected at least one tensor argument")
+    if isinstance(pred, TensorProxy) and pred.dtype is not torch.bool:
+        raise ThunderTypeError(f"{op}: pred must be a bool tensor, but has dtype {pred.dtype}")
+    check_same_shape(op, [x for x, _ in tensors], [n for _, n in tensors])
+    check_same_device(op, [x for x, _ in tensors], [n for _, n in tensors])
+    values = [x for x in (a, b) if isinstance(x, TensorProxy)]
+    if len(values) == 2:
+        check_same_dtype(op, values, ["a", "b"])
+    if values:
+        dtype = values[0].dtype
+    else:
+        dtype = dtypes.to_dtype(a)
+    t = tensors[0][0]
+    return TensorProxy(shape=t.shape, dtype=dtype, device=t.device)
+
+
+where = make_prim(E.WHERE, "where", _where_meta, impl=torch.where)
+
+
+def _convert_element_type_meta(a, dtype):
+    if not isinstance(dtype, torch.dtype):
+        raise ThunderTypeError(f"prims.convert_element_type: dtype must be a torch.dtype, got {dtype!r}")
+    if isinstance(a, TensorProxy):
+        return TensorProxy.like(a, dtype=dtype, requires_grad=False)
+    if isinstance(a, (Number, NumberProxy)):
+        return dtypes.dtype_to_python_type(dtype)(pyval(a))
+    raise ThunderTypeError(f"prims.convert_element_type: expected a tensor or number, got {type(a).__name__}")
+
+
+def _convert_element_type_impl(a, dtype):
+    if isinstance(a, torch.Tensor):
+        return a.to(dtype)
+    return dtypes.dtype_to_python_type(dtype)(a)
+
+
+convert_element_type = make_prim(
+    E.CONVERT_ELEMENT_TYPE, "convert_element_type", _convert_element_type_meta, impl=_convert_element_type_impl
+)
+
+
+__all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]

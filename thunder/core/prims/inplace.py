@@ -1,0 +1,39 @@
+"""In-place primitives: the only prims that mutate a tensor.
+
+They carry the ``IN_PLACE`` and ``DONT_DCE`` tags: passes keep them, never move reads of the
+mutated tensor across them, never merge them, and fusion executors leave them alone.
+
+Layer: core. Imports: core only.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from thunder.core.prims.base import check_same_device, check_same_dtype, check_same_shape, check_tensor, make_prim
+from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
+
+
+class InplacePrimIDs(enum.Enum):
+    COPY_ = enum.auto()
+
+
+def _copy_meta(src, dst):
+    op = "prims.copy_"
+    check_tensor(op, "src", src)
+    check_tensor(op, "dst", dst)
+    check_same_shape(op, [src, dst], ["src", "dst"])
+    check_same_dtype(op, [src, dst], ["src", "dst"])
+    check_same_device(op, [src, dst], ["src", "dst"])
+    return dst
+
+
+# ``copy_(src, dst)``: writes src into dst, returns dst.
+def _copy_impl(src, dst):
+    return dst.copy_(src)
+
+
+copy_ = make_prim(InplacePrimIDs.COPY_, "copy_", _copy_meta, impl=_copy_impl, tags=(IN_PLACE, DONT_DCE))
+
+
+__all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]

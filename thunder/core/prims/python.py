@@ -1,0 +1,203 @@
+"""Python-level primitives: returning, unpacking inputs, and the checks prologues make.
+
+Their printers emit plain Python (``a, b = args``; ``if not (...): return None``) so the
+prologue of a cached call is straight-line code with the cheapest checks first and no
+exceptions on the common path.
+
+Layer: core. Imports: core only.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import torch
+
+from thunder.core.prims.base import make_prim
+from thunder.core.proxies import Proxy
+from thunder.core.symbol import DONT_DCE, Symbol
+
+
+class PythonPrimIDs(enum.Enum):
+    RETURN = enum.auto()
+    UNPACK_SEQUENCE = enum.auto()
+    UNPACK_KEY = enum.auto()
+    UNPACK_ATTR = enum.auto()
+    UNPACK_GLOBAL = enum.auto()
+    UNPACK_CELL = enum.auto()
+    CHECK_ARGS_STRUCTURE = enum.auto()
+    CHECK_TENSOR = enum.auto()
+    CHECK_TENSOR_RANK = enum.auto()
+    CHECK_VALUE = enum.auto()
+    CHECK_IDENTITY = enum.auto()
+    CHECK_TYPE = enum.auto()
+    CHECK_EXPR = enum.auto()
+
+
+P = PythonPrimIDs
+
+
+def _print_return(bsym, printer):
+    (value,) = bsym.args
+    return [f"return {printer.value(value)}"]
+
+
+python_return = make_prim(P.RETURN, "python_return", lambda value: None, tags=(DONT_DCE,), printer=_print_return)
+
+
+def _print_unpack_sequence(bsym, printer):
+    seq = bsym.args[0]
+    names = [o.name for o in bsym.output]
+    lhs = f"{names[0]}," if len(names) == 1 else ", ".join(names)
+    return [f"{lhs} = {printer.value(seq)}" if names else "pass"]
+
+
+def _unpack_sequence_meta(seq, outputs):
+    return list(outputs)
+
+
+# ``unpack_sequence(seq, outputs)``: binds the proxies ``outputs`` to the items of ``seq``.
+unpack_sequence = make_prim(P.UNPACK_SEQUENCE, "unpack_sequence", _unpack_sequence_meta, printer=_print_unpack_sequence)
+
+
+def _print_unpack_key(bsym, printer):
+    d, key, _ = bsym.args
+    return [f"{bsym.output.name} = {printer.value(d)}[{printer.value(key)}]"]
+
+
+unpack_key = make_prim(P.UNPACK_KEY, "unpack_key", lambda d, key, output: output, printer=_print_unpack_key)
+
+
+def _print_unpack_attr(bsym, printer):
+    obj, name, _ = bsym.args
+    return [f"{bsym.output.name} = {printer.value(obj)}.{name}"]
+
+
+unpack_attr = make_prim(P.UNPACK_ATTR, "unpack_attr", lambda obj, name, output: output, printer=_print_unpack_attr)
+
+
+def _print_unpack_global(bsym, printer):
+    globals_dict, name, _ = bsym.args
+    return [f"{bsym.output.name} = {printer.constant(globals_dict, '_globals')}[{name!r}]"]
+
+
+unpack_global = make_prim(
+    P.UNPACK_GLOBAL, "unpack_global", lambda globals_dict, name, output: output, printer=_print_unpack_global
+)
+
+
+def _print_unpack_cell(bsym, printer):
+    cell, _ = bsym.args
+    return [f"{bsym.output.name} = {printer.constant(cell, '_cell')}.cell_contents"]
+
+
+unpack_cell = make_prim(P.UNPACK_CELL, "unpack_cell", lambda cell, output: output, printer=_print_unpack_cell)
+
+
+def _print_check_args_structure(bsym, printer):
+    args, kwargs, nargs, kwnames = bsym.args
+    a, k = printer.value(args), printer.value(kwargs)
+    if kwnames:
+        keys = printer.constant(frozenset(kwnames), "_kwnames")
+        return [f"if len({a}) != {nargs} or {k}.keys() != {keys}: return None"]
+    return [f"if len({a}) != {nargs} or {k}: return None"]
+
+
+check_args_structure = make_prim(
+    P.CHECK_ARGS_STRUCTURE, "check_args_structure", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_args_structure
+)
+
+
+def _device_check(x: str, device: torch.device) -> str:
+    if device.type == "cpu":
+        return f"{x}.is_cpu"
+    if device.type == "cuda":
+        return f"{x}.get_device() == {device.index or 0}"
+    return f"{x}.device.type == {device.type!r}"
+
+
+def _print_check_tensor(bsym, printer):
+    t, shape, device, dtype, requires_grad = bsym.args
+    x = printer.value(t)
+    printer.add_ctx("_Tensor", torch.Tensor)
+    conds = [
+        f"isinstance({x}, _Tensor)",
+        f"{x}.shape == {printer.value(tuple(shape))}",
+        f"{x}.dtype is {printer.value(dtype)}",
+        _device_check(x, device),
+        f"{'' if requires_grad else 'not '}{x}.requires_grad",
+    ]
+    return [f"if not ({' and '.join(conds)}): return None"]
+
+
+# ``check_tensor(t, shape, device, dtype, requires_grad)``: t must be a tensor with this metadata.
+check_tensor = make_prim(P.CHECK_TENSOR, "check_tensor", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_tensor)
+
+
+def _print_check_tensor_rank(bsym, printer):
+    t, ndim, device, dtype, requires_grad = bsym.args
+    x = printer.value(t)
+    printer.add_ctx("_Tensor", torch.Tensor)
+    conds = [
+        f"isinstance({x}, _Tensor)",
+        f"{x}.ndim == {ndim}",
+        f"{x}.dtype is {printer.value(dtype)}",
+        _device_check(x, device),
+        f"{'' if requires_grad else 'not '}{x}.requires_grad",
+    ]
+    return [f"if not ({' and '.join(conds)}): return None"]
+
+
+# Like check_tensor, but the shape is symbolic: only the rank is fixed.
+check_tensor_rank = make_prim(
+    P.CHECK_TENSOR_RANK, "check_tensor_rank", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_tensor_rank
+)
+
+
+def _print_check_value(bsym, printer):
+    x, value = bsym.args
+    name = printer.value(x)
+    if value is None or isinstance(value, bool):
+        return [f"if {name} is not {value!r}: return None"]
+    typ = type(value)
+    if typ in (int, float, str, complex):
+        return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: return None"]
+    return [f"if {name} != {printer.value(value)}: return None"]
+
+
+# ``check_value(x, value)``: x must equal value and have its exact type (1 is not 1.0 or True).
+check_value = make_prim(P.CHECK_VALUE, "check_value", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_value)
+
+
+def _print_check_identity(bsym, printer):
+    x, obj = bsym.args
+    return [f"if {printer.value(x)} is not {printer.constant(obj, '_obj')}: return None"]
+
+
+check_identity = make_prim(
+    P.CHECK_IDENTITY, "check_identity", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_identity
+)
+
+
+def _print_check_type(bsym, printer):
+    x, typ = bsym.args
+    return [f"if type({printer.value(x)}) is not {printer.constant(typ, '_type')}: return None"]
+
+
+check_type = make_prim(P.CHECK_TYPE, "check_type", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_type)
+
+
+def _print_check_expr(bsym, printer):
+    expr, proxies = bsym.args
+    return [f"if not ({expr}): return None"]
+
+
+# ``check_expr(expr, proxies)``: a Python boolean expression over the named proxies (symbolic constraints).
+check_expr = make_prim(P.CHECK_EXPR, "check_expr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_expr)
+
+
+def is_proxy(x) -> bool:
+    return isinstance(x, Proxy)
+
+
+__all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]

@@ -1,0 +1,212 @@
+"""Symbols and bound symbols.
+
+A ``Symbol`` is a named operation. Its ``meta`` either computes output proxies (a primitive)
+or is the decomposition: a Python function over other symbols, whose calls become the
+bound symbol's ``subsymbols``. A ``BoundSymbol`` is one call of a symbol in a trace, with its
+source location in the user's program and its lineage (the bound symbols of the previous
+trace it was made from): the visualiser is built on both.
+
+Layer: core. Imports: core.proxies, core.pytree, core.tracectx, core.errors.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from thunder.core.errors import ThunderError
+from thunder.core.proxies import Proxy
+from thunder.core.pytree import tree_leaves
+from thunder.core.tracectx import current_source_location, get_tracectx
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """Where in the user's program a bound symbol was recorded."""
+
+    filename: str
+    lineno: int
+    function: str = ""
+    module_path: str | None = None  # e.g. "transformer.h.0.attn" for nn.Modules
+
+    @property
+    def source_line(self) -> str:
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    def short(self) -> str:
+        try:
+            rel = os.path.relpath(self.filename)
+            name = rel if not rel.startswith("..") else self.filename
+        except ValueError:
+            name = self.filename
+        return f"{name}:{self.lineno}"
+
+    def __str__(self) -> str:
+        where = f"{self.short()} in {self.function}" if self.function else self.short()
+        line = self.source_line
+        return f"{where}: {line}" if line else where
+
+
+# Implementations used when a symbol is called outside any trace (a printed trace run by
+# hand, or a symbol called on real tensors). Filled by the torch executor, keyed by symbol id.
+eager_implementations: dict[Any, Callable] = {}
+
+_uids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Symbol:
+    """A named operation. ``id`` keys every rule table (executors, grads, printers)."""
+
+    name: str
+    meta: Callable | None
+    id: Any = None
+    is_prim: bool = False
+    module: ModuleType | None = None  # printed as ``<module_alias>.<name>`` and put in the call context
+    module_alias: str | None = None
+    python_impl: Callable | None = None  # what runs, for executor symbols
+    executor: Any = None
+    printer: Callable | None = None  # custom printer: (bsym, printer) -> list of lines
+    tags: frozenset = frozenset()
+    _is_fusion: bool = False
+
+    def __post_init__(self):
+        if self.id is None:
+            self.id = self.name
+
+    def __repr__(self) -> str:
+        return f"[Symbol name={self.name}]"
+
+    @property
+    def print_name(self) -> str:
+        return f"{self.module_alias}.{self.name}" if self.module_alias else self.name
+
+    def __call__(self, *args, **kwargs):
+        trace = get_tracectx()
+        if trace is None:
+            impl = self.python_impl or eager_implementations.get(self.id)
+            if impl is None:
+                raise ThunderError(
+                    f"{self.print_name} was called outside a trace and has no eager implementation; "
+                    "call it inside a function compiled with thunder.jit"
+                )
+            return impl(*args, **kwargs)
+        return trace.record(self, args, kwargs)
+
+    def bind(self, *args, output, subsymbols: Sequence[BoundSymbol] = (), source=None, lineage=(), **kwargs):
+        """A bound symbol of this symbol without running its meta."""
+        return BoundSymbol(self, args, kwargs, output, tuple(subsymbols), source=source, lineage=tuple(lineage))
+
+
+class BoundSymbol:
+    """One call of a symbol in a trace."""
+
+    __slots__ = ("sym", "args", "kwargs", "output", "subsymbols", "source", "lineage", "uid", "header", "_flat")
+
+    def __init__(
+        self,
+        sym: Symbol,
+        args: tuple,
+        kwargs: dict,
+        output: Any,
+        subsymbols: tuple = (),
+        *,
+        source: SourceLocation | None = None,
+        lineage: tuple[int, ...] = (),
+        header: str | None = None,
+    ):
+        self.sym = sym
+        self.args = args
+        self.kwargs = kwargs
+        self.output = output
+        self.subsymbols = subsymbols
+        self.source = source
+        self.lineage = lineage
+        self.uid = next(_uids)
+        self.header = header
+        self._flat = None
+
+    def __repr__(self) -> str:
+        from thunder.core.codegen import bsym_lines
+
+        return "\n".join(bsym_lines(self, print_depth=1))
+
+    def _flatten(self):
+        if self._flat is None:
+            args = tree_leaves((self.args, self.kwargs))
+            outs = tree_leaves(self.output)
+            self._flat = (
+                args,
+                [a for a in args if isinstance(a, Proxy)],
+                outs,
+                [o for o in outs if isinstance(o, Proxy)],
+            )
+        return self._flat
+
+    @property
+    def flat_args(self) -> list:
+        return self._flatten()[0]
+
+    @property
+    def flat_proxy_args(self) -> list[Proxy]:
+        return self._flatten()[1]
+
+    @property
+    def flat_outs(self) -> list:
+        return self._flatten()[2]
+
+    @property
+    def flat_proxy_outs(self) -> list[Proxy]:
+        return self._flatten()[3]
+
+    def from_bsym(self, *, lineage: tuple[int, ...] | None = None, **changes) -> BoundSymbol:
+        """A new bound symbol made from this one (new uid; lineage points back here)."""
+        new = BoundSymbol(
+            changes.get("sym", self.sym),
+            changes.get("args", self.args),
+            changes.get("kwargs", self.kwargs),
+            changes.get("output", self.output),
+            changes.get("subsymbols", self.subsymbols),
+            source=changes.get("source", self.source),
+            lineage=(self.uid,) if lineage is None else lineage,
+            header=changes.get("header", self.header),
+        )
+        return new
+
+    def rename(self, swap: dict[str, Proxy]) -> BoundSymbol:
+        """The same call with proxies replaced by name (``swap`` maps old names to proxies)."""
+        from thunder.core.pytree import tree_map
+
+        def sub(x):
+            return swap.get(x.name, x) if isinstance(x, Proxy) else x
+
+        new = BoundSymbol(
+            self.sym,
+            tree_map(sub, self.args),
+            tree_map(sub, self.kwargs),
+            tree_map(sub, self.output),
+            tuple(s.rename(swap) for s in self.subsymbols),
+            source=self.source,
+            lineage=self.lineage,
+            header=self.header,
+        )
+        new.uid = self.uid
+        return new
+
+
+def has_tags(bsym: BoundSymbol, tags: set) -> bool:
+    return bool(bsym.sym.tags & tags)
+
+
+def current_source() -> SourceLocation | None:
+    return current_source_location()
+
+
+DONT_DCE = "dont_dce"  # side effects: never removed by dead-code elimination
+IN_PLACE = "in_place"  # mutates an input: a barrier for reordering, CSE and fusion
+RANDOM = "random"  # results differ between calls: never merged by CSE

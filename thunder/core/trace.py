@@ -1,0 +1,188 @@
+"""Traces: an ordered list of bound symbols with a signature.
+
+Layer: core. Imports: core.symbol, core.proxies, core.codegen, core.tracectx.
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from thunder.core.codegen import Printer, compile_source, trace_source
+from thunder.core.errors import ThunderError
+from thunder.core.proxies import Proxy
+from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.tracectx import current_source_location, get_tracectx, set_tracectx, tracectx
+
+__all__ = ["TraceCtx", "TraceProvenance", "from_trace", "get_tracectx", "set_tracectx", "tracectx", "detached_trace"]
+
+_trace_ids = itertools.count()
+
+# Names a trace may not give to proxies: they are globals of generated code.
+RESERVED_NAMES = frozenset(
+    {"torch", "ltorch", "prims", "thunder", "float", "complex", "slice", "type", "len", "isinstance", "None", "True", "False"}
+)
+
+
+@dataclass(frozen=True)
+class TraceProvenance:
+    """Which pass made a trace, and how long it took."""
+
+    pass_name: str
+    ms: float = 0.0
+
+    def __str__(self) -> str:
+        return f"Constructed by {self.pass_name} (took {int(self.ms)} milliseconds)"
+
+
+class TraceCtx:
+    """An ordered list of bound symbols with a signature; prints as a Python function."""
+
+    def __init__(self, fn: Callable | None = None, *, name: str = "computation"):
+        self.fn = fn
+        self.name = name
+        self.args: list[Any] = []  # positional parameters (proxies)
+        self.varargs: str | None = None  # ``*args`` parameter name, for prologues
+        self.varkwargs: str | None = None
+        self.bound_symbols: list[BoundSymbol] = []
+        self.scopes: list[list[BoundSymbol]] = [self.bound_symbols]
+        self.names: set[str] = set()
+        self._counters: dict[str, Any] = {}
+        self.provenance: TraceProvenance | None = None
+        self.decorators: list[str] = []
+        self.tags: set[str] = set()
+        self.uid = next(_trace_ids)
+        self._callable = None
+
+    # --- names -------------------------------------------------------------------------
+    def make_name(self, prefix: str = "t") -> str:
+        counter = self._counters.get(prefix)
+        if counter is None:
+            counter = self._counters[prefix] = itertools.count()
+        while True:
+            name = f"{prefix}{next(counter)}"
+            if name not in self.names:
+                self.names.add(name)
+                return name
+
+    def add_name(self, name: str) -> None:
+        if name in self.names:
+            raise ThunderError(f"the name {name!r} is already used in trace {self.name}")
+        if not name.isidentifier() or keyword.iskeyword(name) or name in RESERVED_NAMES:
+            raise ThunderError(f"{name!r} cannot be the name of a value in a trace")
+        self.names.add(name)
+
+    def safe_name(self, name: str) -> str:
+        """``name`` if free and valid, else a fresh variant of it (not reserved yet: a proxy made
+        with it reserves it)."""
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
+        if base[0].isdigit():
+            base = "_" + base
+        candidate, i = base, 0
+        while candidate in self.names or keyword.iskeyword(candidate) or candidate in RESERVED_NAMES:
+            candidate = f"{base}_{i}"
+            i += 1
+        return candidate
+
+    # --- recording ---------------------------------------------------------------------
+    def record(self, sym: Symbol, args: tuple, kwargs: dict) -> Any:
+        """Runs ``sym``'s meta and appends the bound symbol to the innermost scope."""
+        scopes = self.scopes
+        outer = scopes[-1]
+        top = len(scopes) == 1
+        sub: list[BoundSymbol] = []
+        scopes.append(sub)
+        try:
+            result = sym.meta(*args, **kwargs)
+        except ThunderError as e:
+            if top:
+                _locate_error(e, sym)
+            raise
+        finally:
+            scopes.pop()
+        bsym = BoundSymbol(sym, args, kwargs, result, tuple(sub), source=current_source_location() if top else None)
+        outer.append(bsym)
+        return result
+
+    def add_bound_symbol(self, bsym: BoundSymbol) -> None:
+        self.scopes[-1].append(bsym)
+
+    # --- printing and running ----------------------------------------------------------
+    def signature(self) -> list[str]:
+        params = [a.name if isinstance(a, Proxy) else str(a) for a in self.args]
+        if self.varargs:
+            params.append(f"*{self.varargs}")
+        if self.varkwargs:
+            params.append(f"**{self.varkwargs}")
+        return params
+
+    def python(self, *, print_depth: int = 2) -> str:
+        return trace_source(self, print_depth=print_depth)
+
+    def __repr__(self) -> str:
+        return self.python()
+
+    def python_callable(self) -> Callable:
+        """The trace compiled into a Python function (cached)."""
+        if self._callable is None:
+            printer = Printer()
+            source = trace_source(self, print_depth=1, printer=printer)
+            self._callable = compile_source(source, self.name, printer.ctx, f"thunder.{self.name}_{self.uid}")
+            self._callable.__thunder_source__ = source
+        return self._callable
+
+    def set_provenance(self, provenance: TraceProvenance) -> None:
+        self.provenance = provenance
+
+
+def from_trace(trace: TraceCtx) -> TraceCtx:
+    """An empty trace with ``trace``'s signature and names (the start of a pass's output)."""
+    t = TraceCtx(trace.fn, name=trace.name)
+    t.args = list(trace.args)
+    t.varargs, t.varkwargs = trace.varargs, trace.varkwargs
+    t.names = set(trace.names)
+    t._counters = trace._counters
+    t.decorators = list(trace.decorators)
+    t.tags = set(trace.tags)
+    return t
+
+
+def detached_trace():
+    """A scratch trace for making proxies outside of any real trace."""
+    return tracectx(TraceCtx(name="scratch"))
+
+
+def _locate_error(e: ThunderError, sym: Symbol) -> None:
+    if getattr(e, "_thunder_located", False):
+        return
+    src = current_source_location()
+    msg = str(e.args[0]) if e.args else ""
+    where = f"\n  in {sym.print_name}, called at {src}" if src is not None else f"\n  in {sym.print_name}"
+    e.args = (msg + where, *e.args[1:])
+    e._thunder_located = True
+
+
+def timed_pass(name: str):
+    """Decorator for passes: stamps the returned trace's provenance with name and time."""
+
+    def deco(fn):
+        def wrapper(trace, *args, **kwargs):
+            start = time.perf_counter_ns()
+            result = fn(trace, *args, **kwargs)
+            ms = (time.perf_counter_ns() - start) / 1e6
+            if result is trace:  # every pass leaves its own trace in the history
+                result = from_trace(trace)
+                result.bound_symbols.extend(trace.bound_symbols)
+            result.set_provenance(TraceProvenance(name, ms))
+            return result
+
+        wrapper.__name__ = fn.__name__
+        wrapper.__doc__ = fn.__doc__
+        wrapper.pass_name = name
+        return wrapper
+
+    return deco

@@ -1,0 +1,1 @@
+"""Executors: one module per executor. Importing this package registers the built-in ones."""

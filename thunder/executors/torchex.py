@@ -1,0 +1,40 @@
+"""The torch executor: runs every prim and every torch-language symbol with PyTorch itself.
+
+Language symbols map to the torch callable they stand for (so results match eager PyTorch
+exactly); prims map to their reference implementation. Implementations are found on first
+use, so symbols declared after this module was imported are covered too.
+
+Layer: executors. Imports: core, extend, torch (the language's tables).
+"""
+
+from __future__ import annotations
+
+from thunder.core.prims.base import all_prims
+from thunder.core.symbol import Symbol, eager_implementations
+from thunder.extend import ImplInfo, OperatorExecutor, register_executor
+from thunder.torch.base import symbol_to_torch
+
+
+class TorchExecutor(OperatorExecutor):
+    def lookup_implementation(self, sym: Symbol) -> ImplInfo | None:
+        info = self.implmap.get(sym.id)
+        if info is not None:
+            return info
+        fn = symbol_to_torch.get(sym.id)
+        if fn is None and sym.is_prim and sym.id in all_prims:
+            fn = sym.python_impl
+        if fn is None:
+            return None
+        info = self.implmap[sym.id] = ImplInfo(symbol=self.make_symbol(f"torch_{sym.name}", fn, like=sym, tags=sym.tags))
+        eager_implementations.setdefault(sym.id, fn)
+        return info
+
+
+ex = TorchExecutor("torch", version=None)
+register_executor(ex)
+
+
+def eager_fallback(sym: Symbol):
+    """The torch implementation of ``sym`` (for running language symbols outside a trace)."""
+    info = ex.lookup_implementation(sym)
+    return info.symbol.python_impl if info is not None else None

@@ -1,0 +1,257 @@
+"""The public executor API: executors, their registration, and the default/always lists.
+
+An ``OperatorExecutor`` claims single bound symbols; a ``FusionExecutor`` claims regions of
+consecutive bound symbols and replaces each by one fusion symbol. Executors are looked up
+by name or passed as objects; the lists are ordered by priority, highest first.
+
+Layer: extend. Imports: core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from thunder.core.errors import ThunderValueError
+from thunder.core.symbol import BoundSymbol, Symbol
+
+__all__ = [
+    "Executor",
+    "OperatorExecutor",
+    "FusionExecutor",
+    "ImplInfo",
+    "register_executor",
+    "deregister_executor",
+    "get_executor",
+    "get_all_executors",
+    "get_default_executors",
+    "get_always_executors",
+    "set_default_executors",
+    "set_always_executors",
+    "add_default_executor",
+    "add_always_executor",
+    "remove_default_executor",
+    "remove_always_executor",
+    "resolve_executors",
+]
+
+
+@dataclass
+class ImplInfo:
+    """How an executor runs one symbol."""
+
+    symbol: Symbol | None = None  # the executor's own symbol that runs it
+    checker: Callable[..., bool] | None = None  # accepts the call's arguments?
+    execution_transform: Callable | None = None  # or: run these other ops instead
+    grad_transform: Callable | None = None  # its own gradient rule
+
+
+def _torch_path(fn: Callable) -> str | None:
+    """``"nn.functional.gelu"`` if ``fn`` is reachable as ``torch.<path>``, else None."""
+    name = getattr(fn, "__name__", None)
+    if not name:
+        return None
+    for prefix, namespace in (
+        ("", torch),
+        ("Tensor.", torch.Tensor),
+        ("nn.functional.", torch.nn.functional),
+        ("special.", torch.special),
+        ("linalg.", torch.linalg),
+        ("fft.", torch.fft),
+    ):
+        if getattr(namespace, name, None) is fn:
+            return prefix + name
+    return None
+
+
+class Executor:
+    """Base of all executors."""
+
+    def __init__(self, name: str, version: Any = None):
+        self.name = name
+        self.version = version
+        self.implmap: dict[Any, ImplInfo] = {}
+        self.opmap: dict[str, Symbol] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def lookup_implementation(self, sym: Symbol) -> ImplInfo | None:
+        return self.implmap.get(sym.id)
+
+    def can_execute(self, bsym: BoundSymbol) -> bool:
+        info = self.lookup_implementation(bsym.sym)
+        if info is None:
+            return False
+        if info.checker is None:
+            return True
+        try:
+            return bool(info.checker(*bsym.args, **bsym.kwargs))
+        except Exception:
+            return False
+
+    def make_symbol(self, name: str, fn: Callable, *, like: Symbol | None = None, meta=None, tags=()) -> Symbol:
+        """A symbol of this executor that runs ``fn``; it prints as ``torch.<path>`` when it is one."""
+        path = _torch_path(fn)
+        if path is not None:
+            return Symbol(
+                name=path, meta=like.meta if like else meta, id=f"{self.name}.{name}", module=torch,
+                module_alias="torch", python_impl=fn, executor=self, tags=frozenset(tags),
+            )  # fmt: skip
+        return Symbol(
+            name=name, meta=like.meta if like else meta, id=f"{self.name}.{name}", python_impl=fn, executor=self,
+            tags=frozenset(tags) | (like.tags if like else frozenset()),
+        )  # fmt: skip
+
+
+class OperatorExecutor(Executor):
+    """Claims single bound symbols and runs each with a Python callable."""
+
+    def register_operator(
+        self,
+        name: str,
+        *,
+        like: Symbol | None = None,
+        meta: Callable | None = None,
+        fn: Callable,
+        tags: Sequence[str] = (),
+        module=None,
+        replaces: Callable | None = None,
+    ) -> Symbol:
+        """A new symbol ``name`` that runs ``fn``; its meta is ``meta`` or borrowed from ``like``.
+
+        Called inside a jitted function it records itself in the trace, like a built-in op.
+        """
+        if (like is None) == (meta is None):
+            raise ThunderValueError(f"register_operator({name!r}): pass exactly one of like= or meta=")
+        sym = Symbol(
+            name=name, meta=like.meta if like else meta, id=f"{self.name}.{name}", python_impl=fn, executor=self,
+            tags=frozenset(tags),
+        )  # fmt: skip
+        self.opmap[name] = sym
+        self.implmap[sym.id] = ImplInfo(symbol=sym)
+        if replaces is not None:
+            replacements[replaces] = sym
+        return sym
+
+    def register_implementation(
+        self,
+        id_or_symbol,
+        op: Symbol | None = None,
+        *,
+        checker: Callable | None = None,
+        execution_transform: Callable | None = None,
+        grad_transform: Callable | None = None,
+    ) -> None:
+        """Lets this executor run an existing symbol: with ``op``, or by ``execution_transform``."""
+        key = id_or_symbol.id if isinstance(id_or_symbol, Symbol) else id_or_symbol
+        if op is None and execution_transform is None:
+            raise ThunderValueError("register_implementation: pass op= or execution_transform=")
+        self.implmap[key] = ImplInfo(op, checker, execution_transform, grad_transform)
+
+
+class FusionExecutor(Executor):
+    """Claims regions of consecutive supported bound symbols and emits fusion symbols."""
+
+    def register_supported(self, id_or_symbol, checker: Callable | None = None) -> None:
+        key = id_or_symbol.id if isinstance(id_or_symbol, Symbol) else id_or_symbol
+        self.implmap[key] = ImplInfo(checker=checker)
+
+    def fusion_pass(self, trace):
+        """Returns ``trace`` with fusible regions replaced by fusion symbols."""
+        raise NotImplementedError
+
+
+# torch callables that user-registered operators replace (``register_operator(..., replaces=fn)``):
+# the tracer records the operator wherever the program calls ``fn``.
+replacements: dict[Callable, Symbol] = {}
+
+_executor_map: dict[str, Executor] = {}
+_default_executors: list[Executor] = []
+_always_executors: list[Executor] = []
+
+
+def register_executor(ex: Executor) -> Executor:
+    _executor_map[ex.name] = ex
+    return ex
+
+
+def deregister_executor(ex: Executor | str) -> None:
+    name = ex if isinstance(ex, str) else ex.name
+    ex = _executor_map.pop(name, None)
+    if ex is not None:
+        remove_default_executor(ex)
+        remove_always_executor(ex)
+
+
+def get_executor(name: str) -> Executor | None:
+    return _executor_map.get(name)
+
+
+def get_all_executors() -> tuple[Executor, ...]:
+    return tuple(_executor_map.values())
+
+
+def get_default_executors() -> tuple[Executor, ...]:
+    return tuple(_default_executors)
+
+
+def get_always_executors() -> tuple[Executor, ...]:
+    return tuple(_always_executors)
+
+
+def _resolve(ex: Executor | str) -> Executor:
+    if isinstance(ex, Executor):
+        return ex
+    found = _executor_map.get(ex)
+    if found is None:
+        known = ", ".join(sorted(_executor_map))
+        raise ThunderValueError(
+            f"unknown executor {ex!r}: the executors available here are {known}. "
+            "Pass one of these names, or an Executor object registered with thunder.extend.register_executor."
+        )
+    return found
+
+
+def set_default_executors(executors: Sequence[Executor | str]) -> None:
+    _default_executors[:] = [_resolve(e) for e in executors]
+
+
+def set_always_executors(executors: Sequence[Executor | str]) -> None:
+    _always_executors[:] = [_resolve(e) for e in executors]
+
+
+def add_default_executor(ex: Executor | str) -> None:
+    ex = _resolve(ex)
+    remove_default_executor(ex)
+    _default_executors.insert(0, ex)
+
+
+def add_always_executor(ex: Executor | str) -> None:
+    ex = _resolve(ex)
+    if ex not in _always_executors:
+        _always_executors.append(ex)
+
+
+def remove_default_executor(ex: Executor | str) -> None:
+    ex = _executor_map.get(ex) if isinstance(ex, str) else ex
+    if ex in _default_executors:
+        _default_executors.remove(ex)
+
+
+def remove_always_executor(ex: Executor | str) -> None:
+    ex = _executor_map.get(ex) if isinstance(ex, str) else ex
+    if ex in _always_executors:
+        _always_executors.remove(ex)
+
+
+def resolve_executors(executors: Sequence[Executor | str] | None) -> tuple[Executor, ...]:
+    """The executors a jit uses: the given (or default) ones, then the always ones, no duplicates."""
+    chosen = list(get_default_executors() if executors is None else (_resolve(e) for e in executors))
+    for ex in get_always_executors():
+        if ex not in chosen:
+            chosen.append(ex)
+    return tuple(chosen)

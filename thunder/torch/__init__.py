@@ -1,0 +1,30 @@
+"""The torch language: one symbol per supported torch function, Tensor method and
+``torch.nn.functional`` function, with PyTorch's semantics, decomposed into prims.
+
+See Note [The torch language] in ``thunder.torch.base``.
+
+Layer: language. Imports: core.
+"""
+
+from thunder.core import proxies as _proxies
+from thunder.core.errors import UnsupportedOpError
+from thunder.core.tracectx import current_source_location
+from thunder.torch.base import inplace_twins, symbol_to_torch, torch_to_thunder_map, torchsymbol
+from thunder.torch.elementwise import *  # noqa: F403
+
+
+def _torch_function(func, args, kwargs):
+    """Handles a torch function called natively on a proxy (``TensorProxy.__torch_function__``)."""
+    sym = torch_to_thunder_map.get(func)
+    if sym is None:
+        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+        loc = current_source_location()
+        where = f" (called at {loc})" if loc is not None else ""
+        raise UnsupportedOpError(
+            f"torch function {name} is not supported by thunder yet{where}. Add a symbol for it with "
+            "@thunder.torch.torchsymbol(<torch function>) (see thunder/torch/), or call it outside the jitted function."
+        )
+    return sym(*args, **kwargs)
+
+
+_proxies.torch_function_handler = _torch_function

@@ -1,0 +1,200 @@
+"""The machinery of the torch language: the torch-callable -> symbol table, tensor methods,
+in-place twins, and the broadcasting/conversion helpers every family uses.
+
+Note [The torch language]
+Each supported torch function, Tensor method and ``torch.nn.functional`` function has one
+symbol here, declared with ``@torchsymbol(torch.fn, ..., method_name=...)``. The decorated
+Python function is the symbol's meta: it validates the call with PyTorch's semantics
+(broadcasting, type promotion, defaults) and decomposes it into prims and other symbols;
+those calls become the bound symbol's subsymbols. Executors may run the symbol directly
+(the torch executor calls the same torch function, so results match eager exactly) or run
+its decomposition. ``torch_to_thunder_map`` is what the tracer's lookaside consults.
+
+Layer: language. Imports: core.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from numbers import Number
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core import proxies as _proxies
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import NumberProxy, TensorProxy, register_method
+from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
+
+# torch callable -> thunder symbol. Keys are the objects the user's code calls.
+torch_to_thunder_map: dict[Callable, Symbol] = {}
+# symbol id -> the torch callable with the same signature (for the torch executor).
+symbol_to_torch: dict[str, Callable] = {}
+# name of an out-of-place symbol -> its in-place twin (``add`` -> ``add_``)
+inplace_twins: dict[str, Symbol] = {}
+
+def torchsymbol(
+    *torch_fns: Callable,
+    method_name: str | Sequence[str] | None = None,
+    id: str | None = None,
+    tags: Sequence[str] = (),
+    torch_impl: Callable | None = None,
+):
+    """Declares a torch-language symbol whose decomposition is the decorated function.
+
+    ``torch_fns`` are the torch callables it stands for; ``method_name`` the ``Tensor``
+    method(s) and operator dunders it installs on proxies; ``torch_impl`` what the torch
+    executor runs (default: the first of ``torch_fns``, called with the same arguments).
+    """
+
+    def deco(fn: Callable) -> Symbol:
+        sym = Symbol(
+            name=fn.__name__,
+            meta=fn,
+            id=id or f"torch.{fn.__name__}",
+            module=importlib.import_module("thunder.torch"),
+            module_alias="ltorch",
+            tags=frozenset(tags),
+        )
+        sym.__doc__ = fn.__doc__
+        for tfn in torch_fns:
+            torch_to_thunder_map[tfn] = sym
+        impl = torch_impl or (torch_fns[0] if torch_fns else None)
+        if impl is not None:
+            symbol_to_torch[sym.id] = impl
+        names = [method_name] if isinstance(method_name, str) else list(method_name or ())
+        for name in names:
+            register_method(name, _as_method(sym))
+            tensor_attr = getattr(torch.Tensor, name, None)
+            if tensor_attr is not None:
+                torch_to_thunder_map[tensor_attr] = sym
+        return sym
+
+    return deco
+
+
+def _as_method(sym: Symbol):
+    def method(self, *args, **kwargs):
+        return sym(self, *args, **kwargs)
+
+    method.__name__ = sym.name
+    return method
+
+
+def register_reflected(name: str, sym: Symbol) -> None:
+    """Installs a reflected operator (``__radd__``): ``b + a`` calls ``sym(b, a)``."""
+
+    def method(self, other):
+        return sym(other, self)
+
+    register_method(name, method)
+
+
+def make_inplace(sym: Symbol, *, torch_fn: Callable | None = None, method_name: str | None = None) -> Symbol:
+    """The in-place twin of ``sym`` (``add`` -> ``add_``): computes out of place, then copies into ``a``.
+
+    Its observable effect is eager's: the input tensor is mutated and returned.
+    """
+    name = method_name or f"{sym.name}_"
+
+    def meta(a, *args, **kwargs):
+        out = sym(a, *args, **kwargs)
+        if isinstance(out, TensorProxy) and out.dtype != a.dtype:
+            if not dtypes.can_cast(out.dtype, a.dtype):
+                raise ThunderTypeError(
+                    f"ltorch.{name}: result type {out.dtype} can't be cast to the desired output type {a.dtype}"
+                )
+        if isinstance(out, TensorProxy) and out.shape != a.shape:
+            raise ThunderValueError(
+                f"ltorch.{name}: output with shape {list(a.shape)} doesn't match the broadcast shape {list(out.shape)}"
+            )
+        return copy_(out, a)
+
+    meta.__name__ = name
+    fns = [torch_fn] if torch_fn is not None else []
+    tensor_attr = getattr(torch.Tensor, name, None)
+    impl = tensor_attr
+    twin = torchsymbol(*fns, method_name=name, tags=(IN_PLACE, DONT_DCE), torch_impl=impl)(meta)
+    inplace_twins[sym.name] = twin
+    return twin
+
+
+def copy_(src, dst):
+    """Copies ``src`` into ``dst`` in place (converting and broadcasting), returns ``dst``."""
+    if isinstance(src, TensorProxy) and src.shape != dst.shape:
+        src = expand_to(src, dst.shape)
+    src = maybe_convert_to_dtype(src, dst.dtype)
+    return prims.copy_(src, dst)
+
+
+# ----------------------------------------------------------------------------------------
+# Helpers for decompositions
+# ----------------------------------------------------------------------------------------
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, TensorProxy)
+
+
+def is_number(x) -> bool:
+    return isinstance(x, (Number, NumberProxy)) and not isinstance(x, torch.Tensor)
+
+
+def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """PyTorch's broadcasting of shapes, with its error text."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = [1] * ndim
+    for s in shapes:
+        offset = ndim - len(s)
+        for i, n in enumerate(s):
+            cur = result[offset + i]
+            if cur == 1:
+                result[offset + i] = n
+            elif n != 1 and n != cur:
+                raise ThunderValueError(
+                    f"{op}: the size of tensor a ({cur}) must match the size of tensor b ({n}) at non-singleton "
+                    f"dimension {offset + i}: shapes {[list(x) for x in shapes]} cannot be broadcast"
+                )
+    return tuple(result)
+
+
+def expand_to(a: TensorProxy, shape: Sequence[int]) -> TensorProxy:
+    """Broadcasts ``a`` to ``shape`` (trailing dims aligned)."""
+    shape = tuple(shape)
+    if a.shape == shape:
+        return a
+    offset = len(shape) - a.ndim
+    return prims.broadcast_in_dim(a, shape, tuple(range(offset, len(shape))))
+
+
+def maybe_broadcast(*args, op: str = "broadcast"):
+    """Broadcasts the tensors among ``args`` to their common shape; numbers pass through."""
+    shapes = [a.shape for a in args if isinstance(a, TensorProxy)]
+    if not shapes:
+        return args
+    common = broadcast_shapes(op, *shapes)
+    return tuple(expand_to(a, common) if isinstance(a, TensorProxy) else a for a in args)
+
+
+def maybe_convert_to_dtype(a, dtype: torch.dtype):
+    if isinstance(a, TensorProxy):
+        return a if a.dtype == dtype else prims.convert_element_type(a, dtype)
+    if is_number(a):
+        typ = dtypes.dtype_to_python_type(dtype)
+        value = _proxies.pyval(a)
+        # Python scalars keep their own type unless the tensor category is lower (ints into float ops stay exact).
+        if typ is bool or isinstance(value, bool):
+            return value
+        if typ is int and isinstance(value, float):
+            return value
+        return typ(value) if not isinstance(a, NumberProxy) else a
+    return a
+
+
+def canonicalize_dim(op: str, ndim: int, dim: int) -> int:
+    return prims.canonicalize_dim(op, ndim, dim)
+
+
+def to_dtype(x) -> torch.dtype:
+    return dtypes.to_dtype(x)

@@ -1,0 +1,324 @@
+"""Elementwise torch ops: unary and binary math, comparisons, logical and bitwise ops,
+``where`` and ``clamp``, with PyTorch's broadcasting and type promotion.
+
+One-to-one ops and their in-place twins are generated from the tables below.
+
+Layer: language. Imports: core, torch.base.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core.dtypes import ELEMENTWISE_TYPE_PROMOTION_KIND as K
+from thunder.core.errors import ThunderTypeError
+from thunder.core.proxies import TensorProxy, pyval
+from thunder.torch.base import (
+    is_number,
+    is_tensor,
+    make_inplace,
+    maybe_broadcast,
+    maybe_convert_to_dtype,
+    register_reflected,
+    torchsymbol,
+)
+
+__all__: list[str] = []
+
+
+def _export(sym):
+    globals()[sym.name] = sym
+    __all__.append(sym.name)
+    return sym
+
+
+def _unary(name: str, prim, kind: K, *, methods=(), torch_fn=None, inplace: bool = True, allowed=None):
+    torch_fn = torch_fn or getattr(torch, name)
+
+    def meta(a):
+        if not is_tensor(a):
+            raise ThunderTypeError(f"ltorch.{name}: expected a tensor, got {type(a).__name__} {a!r}")
+        if allowed is not None and not allowed(a.dtype):
+            raise ThunderTypeError(f'ltorch.{name}: "{name}" is not implemented for dtype {a.dtype}')
+        computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, kind=kind)
+        out = prim(maybe_convert_to_dtype(a, computation_dtype))
+        return maybe_convert_to_dtype(out, result_dtype)
+
+    meta.__name__ = name
+    meta.__doc__ = f"``torch.{name}``: elementwise, decomposed into ``prims.{prim.name}``."
+    sym = _export(torchsymbol(torch_fn, method_name=(name, *methods))(meta))
+    if inplace:
+        _export(make_inplace(sym))
+    return sym
+
+
+def _binary_decomposition(name: str, prim, kind: K, a, b, allowed=None):
+    op = f"ltorch.{name}"
+    for arg, n in ((a, "a"), (b, "b")):
+        if not (is_tensor(arg) or is_number(arg)):
+            raise ThunderTypeError(f"{op}: expected {n} to be a tensor or a number, got {type(arg).__name__}")
+    if allowed is not None:
+        for arg, n in ((a, "a"), (b, "b")):
+            if not allowed(dtypes.to_dtype(arg)):
+                raise ThunderTypeError(f'{op}: "{name}" is not implemented for {n} of dtype {dtypes.to_dtype(arg)}')
+    computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, b, kind=kind)
+    a, b = maybe_broadcast(a, b, op=op)
+    out = prim(maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype))
+    return maybe_convert_to_dtype(out, result_dtype)
+
+
+def _binary(name: str, prim, kind: K, *, methods=(), reflected=(), torch_fns=None, inplace=True, allowed=None):
+    torch_fns = torch_fns or (getattr(torch, name),)
+
+    def meta(a, b):
+        return _binary_decomposition(name, prim, kind, a, b, allowed)
+
+    meta.__name__ = name
+    meta.__doc__ = f"``torch.{name}``: elementwise with broadcasting and type promotion."
+    sym = _export(torchsymbol(*torch_fns, method_name=(name, *methods))(meta))
+    for r in reflected:
+        register_reflected(r, sym)
+    if inplace:
+        _export(make_inplace(sym))
+    return sym
+
+
+def _integral(d):
+    return dtypes.is_integer_dtype(d)
+
+
+def _not_complex(d):
+    return not d.is_complex
+
+
+# name, prim, promotion, extra methods
+_unary("abs", prims.abs, K.COMPLEX_TO_FLOAT, methods=("__abs__",))
+_unary("neg", prims.neg, K.DEFAULT, methods=("__neg__",))
+_unary("sign", prims.sign, K.DEFAULT)
+_unary("signbit", prims.signbit, K.ALWAYS_BOOL, inplace=False)
+for _name in (
+    "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan",
+    "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "reciprocal", "erf", "erfc", "erfinv",
+    "lgamma", "digamma", "sigmoid",
+):  # fmt: skip
+    _unary(_name, getattr(prims, _name), K.INT_TO_FLOAT)
+for _name in ("floor", "ceil", "round", "trunc"):
+    _unary(_name, getattr(prims, _name), K.DEFAULT)
+_unary("bitwise_not", prims.bitwise_not, K.DEFAULT, methods=("__invert__",), allowed=_integral)
+_unary("isfinite", prims.isfinite, K.ALWAYS_BOOL, inplace=False)
+_unary("isnan", prims.isnan, K.ALWAYS_BOOL, inplace=False)
+_unary("isinf", prims.isinf, K.ALWAYS_BOOL, inplace=False)
+_unary("real", prims.real, K.COMPLEX_TO_FLOAT, inplace=False)
+_unary("imag", prims.imag, K.COMPLEX_TO_FLOAT, inplace=False)
+
+_binary("atan2", prims.atan2, K.INT_TO_FLOAT, methods=("arctan2",))
+_binary("fmod", prims.fmod, K.DEFAULT)
+_binary("remainder", prims.remainder, K.DEFAULT, methods=("__mod__",), reflected=("__rmod__",))
+_binary("pow", prims.pow, K.DEFAULT, methods=("__pow__",), reflected=("__rpow__",))
+_binary("maximum", prims.maximum, K.DEFAULT, inplace=False, allowed=_not_complex)
+_binary("minimum", prims.minimum, K.DEFAULT, inplace=False, allowed=_not_complex)
+_binary("copysign", prims.copysign, K.INT_TO_FLOAT)
+_binary("nextafter", prims.nextafter, K.DEFAULT)
+for _name, _dunder in (("eq", "__eq__"), ("ne", "__ne__"), ("lt", "__lt__"), ("le", "__le__"), ("gt", "__gt__"), ("ge", "__ge__")):
+    _binary(_name, getattr(prims, _name), K.ALWAYS_BOOL, methods=(_dunder,))
+eq, ne, lt, le, gt, ge = (globals()[_n] for _n in ("eq", "ne", "lt", "le", "gt", "ge"))
+isnan = globals()["isnan"]
+for _name, _dunder, _rdunder in (
+    ("bitwise_and", "__and__", "__rand__"),
+    ("bitwise_or", "__or__", "__ror__"),
+    ("bitwise_xor", "__xor__", "__rxor__"),
+    ("bitwise_left_shift", "__lshift__", "__rlshift__"),
+    ("bitwise_right_shift", "__rshift__", "__rrshift__"),
+):
+    _binary(_name, getattr(prims, _name), K.DEFAULT, methods=(_dunder,), reflected=(_rdunder,), allowed=_integral)
+
+
+def _scaled(b, alpha):
+    if alpha is None or (not isinstance(alpha, TensorProxy) and pyval(alpha) == 1):
+        return b
+    return mul(b, alpha)
+
+
+@torchsymbol(torch.add, method_name=("add", "__add__"))
+def add(a, b, *, alpha=None):
+    """``torch.add``: ``a + alpha * b`` with broadcasting and type promotion."""
+    return _binary_decomposition("add", prims.add, K.DEFAULT, a, _scaled(b, alpha))
+
+
+@torchsymbol(torch.sub, torch.subtract, method_name=("sub", "subtract", "__sub__"))
+def sub(a, b, *, alpha=None):
+    """``torch.sub``: ``a - alpha * b``."""
+    if dtypes.to_dtype(a) is torch.bool and dtypes.to_dtype(b) is torch.bool:
+        raise ThunderTypeError(
+            "ltorch.sub: subtraction of two bool tensors is not supported; use the ^ operator or logical_xor"
+        )
+    return _binary_decomposition("sub", prims.sub, K.DEFAULT, a, _scaled(b, alpha))
+
+
+mul = _binary("mul", prims.mul, K.DEFAULT, methods=("multiply", "__mul__"), reflected=("__rmul__",),
+              torch_fns=(torch.mul, torch.multiply))  # fmt: skip
+register_reflected("__radd__", add)
+register_reflected("__rsub__", sub)
+__all__ += ["add", "sub"]
+add_ = _export(make_inplace(add))
+sub_ = _export(make_inplace(sub))
+
+
+@torchsymbol(torch.div, torch.divide, torch.true_divide, method_name=("div", "divide", "true_divide", "__truediv__"))
+def div(a, b, *, rounding_mode=None):
+    """``torch.div``: true division, or ``rounding_mode`` "trunc" / "floor"."""
+    op = "ltorch.div"
+    if rounding_mode is None:
+        computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, b, kind=K.INT_TO_FLOAT)
+        a, b = maybe_broadcast(a, b, op=op)
+        out = prims.div(maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype))
+        return maybe_convert_to_dtype(out, result_dtype)
+    if rounding_mode not in ("trunc", "floor"):
+        raise ThunderTypeError(
+            f"{op}: rounding_mode must be None, 'trunc' or 'floor', but got {rounding_mode!r}"
+        )
+    computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, b, kind=K.DEFAULT)
+    a, b = maybe_broadcast(a, b, op=op)
+    a, b = maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype)
+    if dtypes.is_integer_dtype(computation_dtype):
+        q = prims.div(a, b)  # truncates
+        if rounding_mode == "floor":
+            r = prims.fmod(a, b)
+            adjust = prims.bitwise_and(prims.ne(r, 0), prims.ne(prims.lt(r, 0), prims.lt(b, 0) if is_tensor(b) else b < 0))
+            q = prims.where(adjust, prims.sub(q, 1), q)
+        return maybe_convert_to_dtype(q, result_dtype)
+    q = prims.div(a, b)
+    q = prims.trunc(q) if rounding_mode == "trunc" else prims.floor(q)
+    return maybe_convert_to_dtype(q, result_dtype)
+
+
+register_reflected("__rtruediv__", div)
+div_ = make_inplace(div)
+
+
+@torchsymbol(torch.floor_divide, method_name=("floor_divide", "__floordiv__"))
+def floor_divide(a, b):
+    """``torch.floor_divide``: division rounded towards negative infinity."""
+    return div(a, b, rounding_mode="floor")
+
+
+register_reflected("__rfloordiv__", floor_divide)
+floor_divide_ = make_inplace(floor_divide)
+__all__ += ["div", "div_", "floor_divide", "floor_divide_"]
+
+
+@torchsymbol(torch.where, method_name="where")
+def where(condition, input=None, other=None):
+    """``torch.where(condition, input, other)``, with broadcasting and promotion of input and other."""
+    if input is None and other is None:
+        raise ThunderTypeError(
+            "ltorch.where: the one-argument form where(condition) returns data-dependent shapes and is not supported; "
+            "use torch.nonzero outside the jitted function"
+        )
+    if is_tensor(condition) and condition.dtype is not torch.bool:
+        raise ThunderTypeError(f"ltorch.where: expected condition to be a bool tensor, but got dtype {condition.dtype}")
+    dtype = dtypes.result_type(input, other)
+    condition, input, other = maybe_broadcast(condition, input, other, op="ltorch.where")
+    input, other = maybe_convert_to_dtype(input, dtype), maybe_convert_to_dtype(other, dtype)
+    if not is_tensor(input) and not is_tensor(other) and not is_tensor(condition):
+        raise ThunderTypeError("ltorch.where: expected at least one tensor")
+    if not is_tensor(input) and not is_tensor(other):
+        input = prims.convert_element_type(prims.where(condition, input, other), dtype)
+        return input
+    return prims.where(condition, input, other)
+
+
+@torchsymbol(torch.clamp, torch.clip, method_name=("clamp", "clip"))
+def clamp(a, min=None, max=None):
+    """``torch.clamp``: NaN stays NaN; ``min`` greater than ``max`` gives ``max``."""
+    if min is None and max is None:
+        raise ThunderTypeError("ltorch.clamp: at least one of 'min' or 'max' must not be None")
+    out = a
+    if min is not None:
+        dtype = dtypes.result_type(out, min)
+        out = where(logical_or(lt(out, min), isnan(min) if is_tensor(min) else False), min, out)
+        out = maybe_convert_to_dtype(out, dtype)
+    if max is not None:
+        dtype = dtypes.result_type(out, max)
+        out = where(logical_or(gt(out, max), isnan(max) if is_tensor(max) else False), max, out)
+        out = maybe_convert_to_dtype(out, dtype)
+    return out
+
+
+clamp_ = make_inplace(clamp)
+__all__ += ["where", "clamp", "clamp_"]
+
+
+def _to_bool(a):
+    if is_tensor(a):
+        return a if a.dtype is torch.bool else prims.ne(a, False if a.dtype is torch.bool else 0)
+    return bool(pyval(a))
+
+
+def _logical(name, prim):
+    def meta(a, b):
+        a, b = maybe_broadcast(a, b, op=f"ltorch.{name}")
+        return prim(_to_bool(a), _to_bool(b))
+
+    meta.__name__ = name
+    sym = _export(torchsymbol(getattr(torch, name), method_name=name)(meta))
+    _export(make_inplace(sym))
+    return sym
+
+
+logical_and = _logical("logical_and", prims.bitwise_and)
+logical_or = _logical("logical_or", prims.bitwise_or)
+logical_xor = _logical("logical_xor", prims.bitwise_xor)
+
+
+@torchsymbol(torch.logical_not, method_name="logical_not")
+def logical_not(a):
+    """``torch.logical_not``: True where ``a`` is zero."""
+    return prims.eq(a, False if a.dtype is torch.bool else 0)
+
+
+logical_not_ = make_inplace(logical_not)
+
+
+@torchsymbol(torch.positive, method_name=("positive", "__pos__"))
+def positive(a):
+    return a
+
+
+@torchsymbol(torch.lerp, method_name="lerp")
+def lerp(start, end, weight):
+    """``torch.lerp``: ``start + weight * (end - start)``."""
+    return add(start, mul(weight, sub(end, start)))
+
+
+lerp_ = make_inplace(lerp)
+
+
+@torchsymbol(torch.addcmul, method_name="addcmul")
+def addcmul(a, tensor1, tensor2, *, value=1):
+    return add(a, mul(mul(tensor1, tensor2), value))
+
+
+@torchsymbol(torch.addcdiv, method_name="addcdiv")
+def addcdiv(a, tensor1, tensor2, *, value=1):
+    return add(a, mul(div(tensor1, tensor2), value))
+
+
+@torchsymbol(torch.square, method_name="square")
+def square(a):
+    return mul(a, a)
+
+
+@torchsymbol(torch.nan_to_num, method_name="nan_to_num")
+def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
+    """``torch.nan_to_num``: replaces NaN and infinities by finite values of ``a``'s dtype."""
+    if not a.dtype.is_floating_point:
+        return a
+    info = torch.finfo(a.dtype)
+    out = where(isnan(a), nan, a)
+    out = where(eq(out, float("inf")), info.max if posinf is None else posinf, out)
+    return where(eq(out, float("-inf")), info.min if neginf is None else neginf, out)
+
+
+__all__ += ["logical_not", "logical_not_", "positive", "lerp", "lerp_", "addcmul", "addcdiv", "square", "nan_to_num"]

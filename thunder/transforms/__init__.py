@@ -1,0 +1,11 @@
+"""Passes over traces: each takes a trace and returns a new one stamped with its name and time.
+
+Layer: transforms. Imports: core, extend (never thunder.torch).
+"""
+
+from thunder.transforms.cse import cse
+from thunder.transforms.dce import dce
+from thunder.transforms.delete_last_used import delete_last_used
+from thunder.transforms.execution import transform_for_execution
+
+__all__ = ["cse", "dce", "delete_last_used", "transform_for_execution"]
