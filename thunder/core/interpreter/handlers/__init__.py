@@ -3,11 +3,11 @@
 Layer: ``thunder.core.interpreter`` handlers. Imports: the standard library, the interpreter's modules.
 """
 
-from . import arithmetic, calls, containers, control, exceptions, generators, imports, matching, stack, variables
-from ..opcodes import mark_unsupported
-
 # 3.12 lists pseudo-instructions and instrumented variants in dis.opmap; none occur in co_code we decode.
 import dis as _dis
+
+from ..opcodes import mark_unsupported
+from . import arithmetic, calls, containers, control, exceptions, generators, imports, matching, stack, variables
 
 for _name in _dis.opmap:
     if _name.startswith("INSTRUMENTED_"):

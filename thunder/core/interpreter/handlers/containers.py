@@ -5,9 +5,8 @@ Layer: ``thunder.core.interpreter`` handlers. Imports: the standard library, the
 
 from __future__ import annotations
 
-from ..errors import DELETED
+from ..errors import DELETED, NULL
 from ..execution import lookup_type_attr
-from ..errors import NULL
 from ..opcodes import register_opcode_handler
 from ..protocols import delitem, getitem, length, setitem
 

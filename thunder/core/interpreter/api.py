@@ -1,0 +1,108 @@
+"""The public entry point: ``interpret`` and the queries on an interpreted callable.
+
+Layer: ``thunder.core.interpreter``. Imports: the standard library and the interpreter's modules.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+from collections.abc import Callable
+
+from . import handlers as _handlers  # noqa: F401  (registers the opcode handlers)
+from . import lookasides as _lookasides  # noqa: F401  (registers the interpreter's lookasides)
+from .errors import InterpreterError
+from .execution import call
+from .runtime import InterpreterCallbacks, Runtime, runtime_stack
+from .tracebacks import reraise_in_user_frames
+
+__all__ = ["interpret", "last_interpreted_instructions", "last_interpreter_log"]
+
+
+def _run(ctx: Runtime, fn, args: tuple, kwargs: dict):
+    runtimes = runtime_stack()
+    runtimes.append(ctx)
+    exc = None
+    try:
+        return call(ctx, fn, args, kwargs)
+    except InterpreterError:
+        raise
+    except BaseException as e:
+        exc = e
+    finally:
+        runtimes.pop()
+        ctx.done = True
+    # Outside the except clause, so nothing of the interpreter becomes the exception's context.
+    frames = ctx.unwound[::-1] if ctx.unwound_exc is exc else []
+    try:
+        reraise_in_user_frames(exc, frames)
+    finally:
+        exc = None
+
+
+def interpret(
+    fn: Callable,
+    *,
+    fn_lookaside: Callable | None = None,
+    callbacks: InterpreterCallbacks | None = None,
+    with_provenance_tracking: bool = False,
+    record_history: bool = False,
+    uncacheable_classes: tuple | None = None,
+    **kwargs,
+) -> Callable:
+    """Returns a callable with ``fn``'s signature that runs ``fn`` under the bytecode interpreter.
+
+    Args:
+        fn: a function, bound method, callable object, class or builtin (builtins run natively).
+        fn_lookaside: ``fn_lookaside(target)`` is asked before every call the program makes; a non-None result
+            is called natively instead of ``target``. See Note [Calls under the interpreter] in ``execution``.
+        callbacks: ``InterpreterCallbacks`` hooks (or a dict of them).
+        with_provenance_tracking: accepted for compatibility; provenance is the tracing layer's job here.
+        record_history: keep the full log for ``last_interpreter_log``.
+        uncacheable_classes: accepted for compatibility; unused.
+
+    Returns:
+        The wrapper. ``last_interpreted_instructions(wrapper)`` and ``last_interpreter_log(wrapper)`` describe
+        its last call.
+    """
+    if isinstance(callbacks, dict):
+        callbacks = InterpreterCallbacks(**callbacks)
+
+    def interpreted(*args, **kwargs):
+        ctx = Runtime(fn_lookaside, callbacks, record_history)
+        interpreted._last_interpreted_instructions = ctx.instructions
+        interpreted._last_interpreter_log = ctx.log
+        return _run(ctx, fn, args, kwargs)
+
+    try:
+        functools.update_wrapper(interpreted, fn)
+    except (AttributeError, TypeError):
+        pass
+    interpreted._interpreted_fn = fn
+    interpreted._last_interpreted_instructions = None
+    interpreted._last_interpreter_log = None
+    return interpreted
+
+
+def _check(fn: Callable, attr: str):
+    if not hasattr(fn, "_interpreted_fn"):
+        raise TypeError(f"{fn!r} is not a callable returned by interpret()")
+    value = getattr(fn, attr)
+    if value is None and attr == "_last_interpreted_instructions":
+        raise TypeError(f"{fn!r} has not been called yet")
+    return value
+
+
+def last_interpreted_instructions(fn: Callable) -> list[dis.Instruction]:
+    """The instructions run by the last call of ``fn`` (a callable returned by ``interpret``), in execution
+    order across all interpreted frames."""
+    return _check(fn, "_last_interpreted_instructions")
+
+
+def last_interpreter_log(fn: Callable) -> list:
+    """The log of the last call of ``fn``: instructions interleaved with Line, InterpreterCall,
+    InterpreterReturn, Lookaside and Opaque entries (see ``log``). Without ``record_history=True`` only the
+    instructions were recorded and that list is returned."""
+    instructions = _check(fn, "_last_interpreted_instructions")
+    log = fn._last_interpreter_log
+    return list(instructions) if log is None else log

@@ -1,0 +1,211 @@
+"""The interpreter's own lookasides: builtins that inspect the calling frame.
+
+Layer: ``thunder.core.interpreter``. Imports: the standard library and the interpreter's modules.
+
+Natively these builtins would see the interpreter's Python frames instead of the interpreted one, so they
+are replaced, for interpreted callers only, by versions that read the interpreted frame.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+import types
+from collections.abc import Mapping
+from types import CellType, FunctionType
+
+from .errors import NULL
+from .execution import call, current_frame, register_default_lookaside, run_function_frame
+from .frame import Frame
+from .instructions import decode
+from .runtime import is_jitting_with_raise
+
+__all__ = ["frame_locals"]
+
+
+@register_default_lookaside(is_jitting_with_raise)
+def _is_jitting_with_raise(ctx, args, kwargs):
+    return True
+
+
+def _no_args(name, args, kwargs):
+    if args or kwargs:
+        raise TypeError(f"{name}() takes no arguments")
+
+
+def frame_locals(frame: Frame) -> dict:
+    if frame.locals is not None:
+        return frame.locals
+    out = {}
+    names = frame.info.names
+    code = frame.code
+    cells = set(code.co_cellvars) | set(code.co_freevars)
+    for i, v in enumerate(frame.fast):
+        if v is NULL:
+            continue
+        name = names[i]
+        if name in cells and type(v) is CellType:
+            try:
+                v = v.cell_contents
+            except ValueError:
+                continue
+        out[name] = v
+    return out
+
+
+@register_default_lookaside(builtins.locals)
+def _locals(ctx, args, kwargs):
+    _no_args("locals", args, kwargs)
+    return frame_locals(current_frame(ctx))
+
+
+@register_default_lookaside(builtins.globals)
+def _globals(ctx, args, kwargs):
+    _no_args("globals", args, kwargs)
+    return current_frame(ctx).globals
+
+
+@register_default_lookaside(builtins.vars)
+def _vars(ctx, args, kwargs):
+    if args or kwargs:
+        return vars(*args, **(kwargs or {}))
+    return frame_locals(current_frame(ctx))
+
+
+@register_default_lookaside(builtins.dir)
+def _dir(ctx, args, kwargs):
+    if args or kwargs:
+        return dir(*args, **(kwargs or {}))
+    return sorted(frame_locals(current_frame(ctx)))
+
+
+def _default_namespaces(ctx, name, args, kwargs):
+    args = list(args)
+    kwargs = dict(kwargs or {})
+    if len(args) < 2 and "globals" not in kwargs:
+        frame = current_frame(ctx)
+        args.append(frame.globals)
+        if len(args) < 3 and "locals" not in kwargs:
+            args.append(frame_locals(frame))
+    return args, kwargs
+
+
+@register_default_lookaside(builtins.eval)
+def _eval(ctx, args, kwargs):
+    args, kwargs = _default_namespaces(ctx, "eval", args, kwargs)
+    return eval(*args, **kwargs)
+
+
+@register_default_lookaside(builtins.exec)
+def _exec(ctx, args, kwargs):
+    args, kwargs = _default_namespaces(ctx, "exec", args, kwargs)
+    return exec(*args, **kwargs)
+
+
+@register_default_lookaside(sys.exc_info)
+def _exc_info(ctx, args, kwargs):
+    _no_args("exc_info", args, kwargs)
+    e = ctx.handled_exception()
+    if e is None:
+        return (None, None, None)
+    return (type(e), e, e.__traceback__)
+
+
+if hasattr(sys, "exception"):
+
+    @register_default_lookaside(sys.exception)
+    def _exception(ctx, args, kwargs):
+        _no_args("exception", args, kwargs)
+        return ctx.handled_exception()
+
+
+@register_default_lookaside(builtins.super)
+def _super(ctx, args, kwargs):
+    if args or kwargs:
+        return super(*args, **(kwargs or {}))
+    frame = current_frame(ctx)
+    code = frame.code
+    if code.co_argcount == 0 and not code.co_flags & 0x04:
+        raise RuntimeError("super(): no arguments")
+    first = frame.fast[0]
+    if code.co_varnames[0] in code.co_cellvars and type(first) is CellType:
+        try:
+            first = first.cell_contents
+        except ValueError:
+            first = NULL
+    if first is NULL:
+        raise RuntimeError("super(): arg[0] deleted")
+    names = frame.info.names
+    try:
+        idx = names.index("__class__", frame.info.free_start)
+    except ValueError:
+        raise RuntimeError("super(): __class__ cell not found") from None
+    try:
+        cls = frame.fast[idx].cell_contents
+    except ValueError:
+        raise RuntimeError("super(): empty __class__ cell") from None
+    if not isinstance(cls, type):
+        raise RuntimeError("super(): __class__ is not a type")
+    return super(cls, first)
+
+
+def _calculate_metaclass(meta: type, bases: tuple) -> type:
+    winner = meta
+    for base in bases:
+        base_meta = type(base)
+        if issubclass(winner, base_meta):
+            continue
+        if issubclass(base_meta, winner):
+            winner = base_meta
+            continue
+        raise TypeError(
+            "metaclass conflict: the metaclass of a derived class must be a (non-strict) subclass "
+            "of the metaclasses of all its bases"
+        )
+    return winner
+
+
+@register_default_lookaside(builtins.__build_class__)
+def _build_class(ctx, args, kwargs):
+    """``__build_class__`` with the class body interpreted."""
+    if len(args) < 2:
+        raise TypeError("__build_class__: not enough arguments")
+    func, name, *bases = args
+    if type(func) is not FunctionType:
+        raise TypeError("__build_class__: func must be a function")
+    if not isinstance(name, str):
+        raise TypeError("__build_class__: name is not a string")
+    kwargs = dict(kwargs or {})
+    orig_bases = tuple(bases)
+    bases = types.resolve_bases(orig_bases)
+    meta = kwargs.pop("metaclass", NULL)
+    if meta is NULL:
+        meta = type(bases[0]) if bases else type
+        is_class = True
+    else:
+        is_class = isinstance(meta, type)
+    if is_class:
+        meta = _calculate_metaclass(meta, bases)
+    prepare = getattr(meta, "__prepare__", NULL)
+    ns = {} if prepare is NULL else call(ctx, prepare, (name, bases), kwargs)
+    if not isinstance(ns, Mapping):
+        meta_name = meta.__name__ if is_class else "<metaclass>"
+        raise TypeError(f"{meta_name}.__prepare__() must return a mapping, not {type(ns).__name__}")
+    code = func.__code__
+    info = decode(code)
+    fast = [NULL] * info.nlocalsplus
+    if func.__closure__:
+        fast[info.free_start :] = func.__closure__
+    frame = Frame(ctx, code, info, func, func.__globals__, func.__builtins__, ns, fast)
+    cell = run_function_frame(ctx, frame, func)
+    if bases is not orig_bases:
+        ns["__orig_bases__"] = orig_bases
+    cls = call(ctx, meta, (name, bases, ns), kwargs)
+    if isinstance(cls, type) and type(cell) is CellType:
+        try:
+            contents = cell.cell_contents
+        except ValueError:
+            contents = NULL
+        if contents is not cls:
+            raise TypeError(f"__class__ set to {contents!r} defining {name!r} as {cls!r}")
+    return cls
