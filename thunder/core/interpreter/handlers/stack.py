@@ -81,4 +81,5 @@ def END_FOR(inst, frame):
 
 @register_opcode_handler("KW_NAMES", max_ver=(3, 12))
 def KW_NAMES(inst, frame):
-    frame.kw_names = inst.argval
+    # dis does not resolve KW_NAMES' constant in 3.11.
+    frame.kw_names = frame.code.co_consts[inst.arg]
