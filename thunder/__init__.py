@@ -28,12 +28,12 @@ from thunder.common import (
     make_compile_options,
 )
 from thunder.compiler import Cache, check_prologue_accepts, compile_entry
-from thunder.core import dtypes, devices
+from thunder.core import devices, dtypes
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
-from thunder.extend import Executor, FusionExecutor, OperatorExecutor
 from thunder.executors import torch_compile as _torch_compile
+from thunder.extend import Executor, FusionExecutor, OperatorExecutor
 
 __version__ = "0.1.0"
 

@@ -6,12 +6,11 @@ every prim by name (traces print them as ``prims.<name>``).
 Layer: core. Imports: core only.
 """
 
-from thunder.core.prims.base import all_prims, make_prim
+from thunder.core.prims.base import all_prims, canonicalize_dim, canonicalize_dims, make_prim
 from thunder.core.prims.elementwise import *  # noqa: F403
 from thunder.core.prims.elementwise import ElementwisePrimIDs
+from thunder.core.prims.inplace import InplacePrimIDs, copy_
 from thunder.core.prims.python import *  # noqa: F403
 from thunder.core.prims.python import PythonPrimIDs
 from thunder.core.prims.shape import *  # noqa: F403
 from thunder.core.prims.shape import ShapePrimIDs
-from thunder.core.prims.base import canonicalize_dim, canonicalize_dims
-from thunder.core.prims.inplace import InplacePrimIDs, copy_

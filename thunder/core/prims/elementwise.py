@@ -13,8 +13,8 @@ import torch
 from thunder.core import dtypes
 from thunder.core.errors import ThunderTypeError
 from thunder.core.prims.base import check_same_device, check_same_dtype, check_same_shape, is_number, make_prim
-from thunder.core.symbol import Symbol
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval
+from thunder.core.symbol import Symbol
 
 
 class ElementwisePrimIDs(enum.Enum):
