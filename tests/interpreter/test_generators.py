@@ -1,0 +1,238 @@
+import pytest
+from helpers import assert_same
+
+from thunder.core.interpreter import interpret, is_jitting_with_raise
+
+
+def test_generator_iteration():
+    def gen(n):
+        for i in range(n):
+            yield i * 2
+
+    def f(n):
+        return list(gen(n)), [x for x in gen(n)], sum(gen(n))
+
+    assert_same(f, 4)
+
+
+def test_generator_send():
+    def acc():
+        total = 0
+        while True:
+            x = yield total
+            if x is None:
+                return total
+            total += x
+
+    def f():
+        g = acc()
+        next(g)
+        out = [g.send(1), g.send(2)]
+        try:
+            g.send(None)
+        except StopIteration as e:
+            out.append(("returned", e.value))
+        return out
+
+    assert_same(f)
+
+
+def test_generator_throw():
+    def gen():
+        try:
+            yield 1
+        except ValueError as e:
+            yield ("caught", str(e))
+        yield 3
+
+    def f():
+        g = gen()
+        return next(g), g.throw(ValueError("x")), next(g)
+
+    assert_same(f)
+
+
+def test_generator_close_runs_finally():
+    def f():
+        log = []
+
+        def gen():
+            try:
+                yield 1
+                yield 2
+            finally:
+                log.append("closed")
+
+        g = gen()
+        next(g)
+        g.close()
+        return log
+
+    assert_same(f)
+
+
+def test_generator_ignoring_generator_exit():
+    def gen():
+        try:
+            yield 1
+        except GeneratorExit:
+            pass
+        yield 2
+
+    def f():
+        g = gen()
+        next(g)
+        g.close()
+
+    assert_same(f)
+
+
+def test_yield_from_return_value():
+    def inner():
+        yield 1
+        yield 2
+        return "inner-done"
+
+    def outer():
+        r = yield from inner()
+        yield r
+
+    def f():
+        return list(outer())
+
+    assert_same(f)
+
+
+def test_yield_from_delegates_send_and_throw():
+    def inner():
+        try:
+            x = yield "first"
+            yield ("got", x)
+        except KeyError:
+            yield "inner caught"
+        return "r"
+
+    def outer():
+        r = yield from inner()
+        yield ("outer", r)
+
+    def f():
+        g = outer()
+        out = [next(g), g.send(5), g.throw(KeyError("k")), next(g)]
+        return out
+
+    def g2():
+        g = outer()
+        return [next(g), g.throw(KeyError("k")), next(g)]
+
+    assert_same(f)
+    assert_same(g2)
+
+
+def test_yield_from_throw_finishing_subgenerator():
+    def inner():
+        try:
+            yield 1
+        except KeyError:
+            return "stopped"
+
+    def outer():
+        r = yield from inner()
+        yield r
+
+    def f():
+        g = outer()
+        return next(g), g.throw(KeyError())
+
+    assert_same(f)
+
+
+def test_yield_from_plain_iterable():
+    def gen():
+        yield from [1, 2, 3]
+        yield from range(2)
+
+    assert_same(lambda: list(gen()))
+
+
+def test_generator_expression():
+    def f(xs):
+        g = (x + 1 for x in xs)
+        return next(g), list(g)
+
+    assert_same(f, [1, 2, 3])
+
+
+def test_generator_return_value_in_stopiteration():
+    def gen():
+        yield 1
+        return 42
+
+    def f():
+        g = gen()
+        next(g)
+        try:
+            next(g)
+        except StopIteration as e:
+            return e.value
+
+    assert_same(f)
+
+
+def test_stopiteration_inside_generator_becomes_runtimeerror():
+    def gen():
+        yield 1
+        raise StopIteration
+
+    assert_same(lambda: list(gen()))
+
+
+def test_generator_created_under_interpreter_runs_interpreted():
+    def gen():
+        assert is_jitting_with_raise()
+        yield 1
+
+    def f():
+        return list(gen())
+
+    assert interpret(f)() == [1]
+
+
+def test_generator_returned_from_interpret_works_natively():
+    def gen(n):
+        total = 0
+        for i in range(n):
+            x = yield i
+            total += x or 0
+        return total
+
+    g = interpret(gen)(3)
+    assert next(g) == 0
+    assert g.send(10) == 1
+    assert g.send(5) == 2
+    with pytest.raises(StopIteration) as info:
+        g.send(1)
+    assert info.value.value == 16
+
+
+def test_generator_name():
+    def mygen():
+        yield 1
+
+    g = interpret(mygen)()
+    assert g.__name__ == "mygen"
+
+
+def test_generator_exception_propagates_to_caller():
+    def gen():
+        yield 1
+        raise ValueError("from gen")
+
+    def f():
+        try:
+            for _ in gen():
+                pass
+        except ValueError as e:
+            return str(e)
+
+    assert_same(f)
