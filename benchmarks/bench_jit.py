@@ -1,0 +1,143 @@
+"""Cached-call overhead and compile time of thunder.jit against eager PyTorch.
+
+Run: ``python benchmarks/bench_jit.py [--torch-compile]``. Medians of batched timings, one
+process, ratios against eager measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import thunder
+
+
+def median_call_us(fn, args, *, batch: int = 2000, repeats: int = 31) -> float:
+    """Median time of one call in microseconds, timed in batches."""
+    for _ in range(200):
+        fn(*args)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        for _ in range(batch):
+            fn(*args)
+        samples.append((time.perf_counter_ns() - start) / batch / 1e3)
+    return statistics.median(samples)
+
+
+def add(a, b):
+    return a + b
+
+
+def five_inputs(a, b, c, d, e):
+    return (a * b + c) * d - e
+
+
+def twenty_ops(a, b):
+    x = a + b
+    x = x * a
+    x = x - b
+    x = torch.sin(x)
+    x = x * 2.0
+    x = torch.exp(x)
+    x = x / 3.0
+    x = torch.tanh(x)
+    x = x + a
+    x = torch.cos(x)
+    x = x * b
+    x = torch.abs(x)
+    x = x + 1.0
+    x = torch.log(x)
+    x = x - a
+    x = torch.sigmoid(x)
+    x = x * x
+    x = torch.sqrt(x + 1.0)
+    x = torch.neg(x)
+    return x * 0.5
+
+
+def first_call_ms(fn, args, repeats: int = 7) -> float:
+    """Median time of the first call (trace, passes, codegen, run) of a fresh jit."""
+    samples = []
+    for _ in range(repeats):
+        jfn = thunder.jit(fn)
+        start = time.perf_counter_ns()
+        jfn(*args)
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+    return statistics.median(samples)
+
+
+def cache_with_entries_us(n_entries: int) -> tuple[float, float]:
+    """Cached-call time with ``n_entries`` entries: hitting the last entry, and alternating entries."""
+    jfn = thunder.jit(add)
+    inputs = [(torch.randn(i + 1, 2), torch.randn(i + 1, 2)) for i in range(n_entries)]
+    for args in inputs:
+        jfn(*args)
+    assert thunder.cache_misses(jfn) == n_entries
+    same = median_call_us(jfn, inputs[0], batch=1000, repeats=15)
+    first, last = inputs[0], inputs[-1]
+
+    def alternating(a, b, c, d):
+        jfn(a, b)
+        jfn(c, d)
+
+    alt = median_call_us(alternating, (*first, *last), batch=500, repeats=15) / 2
+    return same, alt
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--torch-compile", action="store_true", help="also time torch.compile")
+    opts = parser.parse_args()
+    torch.set_num_threads(1)
+    rows = []
+    cases = [
+        ("a + b (2x2)", add, [torch.randn(2, 2) for _ in range(2)]),
+        ("(a*b+c)*d-e (2x2)", five_inputs, [torch.randn(2, 2) for _ in range(5)]),
+        ("20 elementwise ops (2x2)", twenty_ops, [torch.randn(2, 2) for _ in range(2)]),
+    ]
+    for name, fn, args in cases:
+        eager = median_call_us(fn, args)
+        jfn = thunder.jit(fn)
+        jfn(*args)
+        jit = median_call_us(jfn, args)
+        row = [name, f"{eager:.2f}", f"{jit:.2f}", f"{jit / eager:.2f}x"]
+        if opts.torch_compile:
+            cfn = torch.compile(fn)
+            cfn(*args)
+            tc = median_call_us(cfn, args)
+            row += [f"{tc:.2f}", f"{tc / eager:.2f}x"]
+        rows.append(row)
+    header = ["cached call", "eager us", "thunder us", "thunder/eager"]
+    if opts.torch_compile:
+        header += ["torch.compile us", "compile/eager"]
+    _print_table(header, rows)
+
+    print()
+    args = [torch.randn(2, 2) for _ in range(2)]
+    _print_table(
+        ["first call (trace + compile + run)", "thunder ms"],
+        [["20 elementwise ops", f"{first_call_ms(twenty_ops, args):.1f}"], ["a + b", f"{first_call_ms(add, args):.1f}"]],
+    )
+
+    print()
+    rows = []
+    for n in (1, 10, 100):
+        same, alt = cache_with_entries_us(n)
+        rows.append([str(n), f"{same:.2f}", f"{alt:.2f}"])
+    _print_table(["cache entries", "same entry us", "alternating first/last entry us"], rows)
+
+
+def _print_table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+if __name__ == "__main__":
+    main()
