@@ -135,7 +135,7 @@ def test_delete_deref_unbound():
         def bar():
             nonlocal value
             del value
-            return a + value
+            return a + value  # noqa: F821
 
         return bar()
 

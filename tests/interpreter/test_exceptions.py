@@ -72,7 +72,7 @@ def test_implicit_context_chaining():
             try:
                 raise KeyError("first")
             except KeyError:
-                raise ValueError("second")
+                raise ValueError("second")  # noqa: B904
         except ValueError as e:
             return type(e.__context__), str(e.__context__)
 
@@ -137,7 +137,7 @@ def test_nested_handlers():
                 raise ValueError
             except ValueError:
                 out.append(1)
-                raise IndexError
+                raise IndexError  # noqa: B904
         except IndexError:
             out.append(2)
         return out
@@ -212,7 +212,7 @@ def test_except_tuple_and_bad_type():
     def g():
         try:
             raise ValueError
-        except 3:  # type: ignore
+        except 3:  # noqa: B030
             pass
 
     assert_same(f, ValueError)
@@ -232,7 +232,7 @@ def test_raise_class_instantiates_with_interpreted_init():
 
 def test_raise_non_exception():
     def f():
-        raise 5
+        raise 5  # noqa: B016
 
     assert_same(f)
 

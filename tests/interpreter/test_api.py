@@ -1,0 +1,427 @@
+import dis
+import io
+import math
+import sys
+
+import pytest
+
+from thunder.core.interpreter import (
+    DELETED,
+    HANDLERS,
+    UNSUPPORTED,
+    InterpreterCallbacks,
+    InterpreterError,
+    current_source_location,
+    get_interpreter_stack,
+    interpret,
+    is_jitting,
+    is_jitting_with_raise,
+    last_interpreted_instructions,
+    last_interpreter_log,
+    make_opaque,
+    print_interpreter_log,
+)
+from thunder.core.interpreter.opcodes import handler_for
+
+MODULE_GLOBAL = 3
+
+
+def test_every_opcode_is_handled_or_explicitly_unsupported():
+    missing = [name for name in dis.opmap if name not in HANDLERS and name not in UNSUPPORTED]
+    assert missing == []
+    for reason in UNSUPPORTED.values():
+        assert reason
+
+
+# -- lookaside -----------------------------------------------------------------------------------------------
+
+
+def test_lookaside_replacement_is_called_and_result_used():
+    def f(x):
+        return math.sqrt(x) + 1
+
+    def lookaside(fn):
+        if fn is math.sqrt:
+            return lambda x: 100
+
+    assert interpret(f, fn_lookaside=lookaside)(4) == 101
+
+
+def test_lookaside_sees_every_call_including_entry():
+    seen = []
+
+    def g(x):
+        return abs(x)
+
+    def f(x):
+        return g(x) + len([x])
+
+    def lookaside(fn):
+        seen.append(fn)
+        return None
+
+    assert interpret(f, fn_lookaside=lookaside)(-2) == 3
+    assert seen[0] is f and g in seen and abs in seen and len in seen
+
+
+def test_lookaside_for_python_function_is_not_entered():
+    def helper(x):
+        raise AssertionError("should not run")
+
+    def f(x):
+        return helper(x)
+
+    jf = interpret(f, fn_lookaside=lambda fn: (lambda x: x * 3) if fn is helper else None)
+    assert jf(2) == 6
+    assert all(i.opname != "RAISE_VARARGS" for i in last_interpreted_instructions(jf))
+
+
+def test_lookaside_exception_is_catchable_by_user_code():
+    def f():
+        try:
+            return math.floor(1.5)
+        except ZeroDivisionError as e:
+            return "caught " + str(e)
+
+    def lookaside(fn):
+        if fn is math.floor:
+
+            def boom(x):
+                raise ZeroDivisionError("from lookaside")
+
+            return boom
+
+    assert interpret(f, fn_lookaside=lookaside)() == "caught from lookaside"
+
+
+def test_lookaside_applies_to_interpreted_dunders():
+    class C:
+        def __enter__(self):
+            return "real"
+
+        def __exit__(self, *a):
+            return False
+
+    def f():
+        with C() as v:
+            return v
+
+    def lookaside(fn):
+        if getattr(fn, "__name__", None) == "__enter__":
+            return lambda *args: "replaced"
+
+    assert interpret(f, fn_lookaside=lookaside)() == "replaced"
+
+
+def test_lookaside_sees_call_function_ex():
+    seen = []
+
+    def g(*a, **k):
+        return a, k
+
+    def f(args, kwargs):
+        return g(*args, **kwargs)
+
+    interpret(f, fn_lookaside=lambda fn: seen.append(fn))((1,), {"a": 2})
+    assert g in seen
+
+
+# -- callbacks --------------------------------------------------------------------------------------------------
+
+
+def test_load_global_callback_replaces_value():
+    calls = []
+
+    def load_global(globals_dict, name, value, is_builtin):
+        calls.append((name, is_builtin))
+        return 40 if name == "MODULE_GLOBAL" else value
+
+    def f():
+        return MODULE_GLOBAL + len([1])
+
+    assert interpret(f, callbacks=InterpreterCallbacks(load_global=load_global))() == 41
+    assert ("MODULE_GLOBAL", False) in calls and ("len", True) in calls
+
+
+def test_store_global_callback_including_delete():
+    seen = []
+
+    def f():
+        global _API_TMP
+        _API_TMP = 1
+        del _API_TMP
+
+    cb = InterpreterCallbacks(store_global=lambda g, n, v: seen.append((n, v)))
+    interpret(f, callbacks=cb)()
+    assert seen == [("_API_TMP", 1), ("_API_TMP", DELETED)]
+
+
+def test_attr_callbacks():
+    class C:
+        pass
+
+    loads, stores = [], []
+
+    def load_attr(obj, name, value):
+        loads.append(name)
+        return value * 2 if name == "x" else value
+
+    def f(c):
+        c.x = 5
+        y = c.x
+        del c.x
+        return y
+
+    cb = InterpreterCallbacks(load_attr=load_attr, store_attr=lambda o, n, v: stores.append((n, v)))
+    assert interpret(f, callbacks=cb)(C()) == 10
+    assert loads == ["x"] and stores == [("x", 5), ("x", DELETED)]
+
+
+def test_store_subscr_callback():
+    seen = []
+
+    def f(d):
+        d["a"] = 1
+        del d["a"]
+        return d
+
+    cb = InterpreterCallbacks(store_subscr=lambda c, k, v: seen.append((k, v)))
+    interpret(f, callbacks=cb)({})
+    assert seen == [("a", 1), ("a", DELETED)]
+
+
+def test_deref_callbacks():
+    loads, stores = [], []
+
+    def f():
+        x = 1
+
+        def inner():
+            nonlocal x
+            x = x + 1
+            return x
+
+        return inner()
+
+    def load_deref(code, name, value):
+        loads.append((code.co_name, name, value))
+        return value
+
+    cb = InterpreterCallbacks(load_deref=load_deref, store_deref=lambda c, n, v: stores.append((c.co_name, n, v)))
+    assert interpret(f, callbacks=cb)() == 2
+    assert loads == [("inner", "x", 1), ("inner", "x", 2)]
+    assert stores == [("f", "x", 1), ("inner", "x", 2)]
+
+
+# -- instruction log -----------------------------------------------------------------------------------------------
+
+
+def test_last_interpreted_instructions():
+    def g(x):
+        return x + 1
+
+    def f(x):
+        return g(x) * 2
+
+    jf = interpret(f)
+    jf(1)
+    insts = last_interpreted_instructions(jf)
+    assert all(isinstance(i, dis.Instruction) for i in insts)
+    names = [i.opname for i in insts]
+    assert names.count("RETURN_VALUE") == 2
+    assert names.index("BINARY_OP") < len(names)
+
+
+def test_last_interpreter_log_with_history():
+    def g(x):
+        return math.floor(x)
+
+    def f(x):
+        return g(x) + 1
+
+    jf = interpret(f, record_history=True, fn_lookaside=lambda fn: (lambda x: 7) if fn is math.floor else None)
+    assert jf(1.5) == 8
+    log = last_interpreter_log(jf)
+    kinds = [item["kind"] if isinstance(item, dict) else "inst" for item in log]
+    assert "InterpreterCall" in kinds and "InterpreterReturn" in kinds and "Lookaside" in kinds
+    assert "Line" in kinds and "inst" in kinds
+    out = []
+    print_interpreter_log(log, print_fn=out.append, use_colors=False)
+    text = "\n".join(out)
+    assert "Interpreting call to" in text and "Lookaside for" in text and "LOAD_FAST" in text
+    # indentation by call depth
+    assert any(line.startswith("  ") for line in out)
+
+
+def test_print_interpreter_log_max_depth_and_colors():
+    def g():
+        return len([])
+
+    def f():
+        return g()
+
+    jf = interpret(f, record_history=True)
+    jf()
+    out = []
+    print_interpreter_log(last_interpreter_log(jf), print_fn=out.append, max_depth=0)
+    assert out and all(not line.startswith("  ") for line in out)
+    assert any("\x1b[" in line for line in out)
+
+
+def test_opaque_log_entries():
+    def f():
+        return len([1])
+
+    jf = interpret(f, record_history=True)
+    jf()
+    assert any(isinstance(i, dict) and i["kind"] == "Opaque" and i["fn"] is len for i in last_interpreter_log(jf))
+
+
+def test_log_without_history_is_instructions():
+    jf = interpret(lambda: 1)
+    jf()
+    assert last_interpreter_log(jf) == last_interpreted_instructions(jf)
+
+
+# -- opaque, is_jitting -------------------------------------------------------------------------------------------
+
+
+def test_make_opaque_runs_natively():
+    @make_opaque
+    def native(x):
+        return is_jitting(), x
+
+    def helper():
+        return is_jitting_with_raise()
+
+    def f():
+        return native(1), helper()
+
+    jf = interpret(f, record_history=True)
+    assert jf() == ((True, 1), True)
+    assert any(isinstance(i, dict) and i["kind"] == "Opaque" and i["fn"] is native for i in last_interpreter_log(jf))
+
+
+def test_is_jitting_with_raise_natively():
+    assert is_jitting_with_raise() is False
+    assert is_jitting() is False
+
+
+def test_is_jitting_with_raise_raises_when_called_natively_under_interpreter():
+    @make_opaque
+    def native():
+        return is_jitting_with_raise()
+
+    with pytest.raises(InterpreterError):
+        interpret(native)()
+
+
+def test_is_jitting_inside_lookaside_replacement():
+    seen = []
+
+    def f():
+        return math.floor(1.5)
+
+    def lookaside(fn):
+        if fn is math.floor:
+            return lambda x: seen.append(is_jitting()) or 0
+
+    interpret(f, fn_lookaside=lookaside)()
+    assert seen == [True]
+
+
+# -- errors -----------------------------------------------------------------------------------------------------------
+
+
+def test_interpreter_error_for_unsupported_opcode(monkeypatch):
+    from thunder.core.interpreter import instructions
+
+    def f():
+        return 1
+
+    code = f.__code__
+    info = instructions.decode(code)
+    original = list(info.handlers)
+    monkeypatch.setitem(UNSUPPORTED, "RETURN_VALUE", "test")
+    idx = [i.opname for i in info.instructions].index("RETURN_VALUE")
+    info.handlers[idx] = handler_for("NOT_AN_OPCODE")
+    try:
+        with pytest.raises(InterpreterError, match="unsupported opcode"):
+            interpret(f)()
+    finally:
+        info.handlers[:] = original
+
+
+def test_interpreter_error_is_not_caught_by_user_code():
+    @make_opaque
+    def native():
+        return is_jitting_with_raise()
+
+    def f():
+        try:
+            native()
+        except Exception:
+            return "swallowed"
+
+    with pytest.raises(InterpreterError):
+        interpret(f)()
+
+
+def test_user_exceptions_are_not_interpreter_errors():
+    def f():
+        raise RuntimeError("user")
+
+    with pytest.raises(RuntimeError, match="user") as info:
+        interpret(f)()
+    assert type(info.value) is RuntimeError
+
+
+# -- stack inspection ------------------------------------------------------------------------------------------------------
+
+
+def test_interpreter_stack_from_lookaside():
+    seen = {}
+
+    def inner():
+        return math.floor(2.5)
+
+    def outer():
+        return inner()
+
+    def lookaside(fn):
+        if fn is math.floor:
+
+            def repl(x):
+                seen["stack"] = [fr.name for fr in get_interpreter_stack()]
+                seen["loc"] = current_source_location()
+                return 0
+
+            return repl
+
+    interpret(outer, fn_lookaside=lookaside)()
+    assert seen["stack"] == ["outer", "inner"]
+    filename, lineno, qualname = seen["loc"]
+    assert filename == __file__ and qualname.endswith("inner")
+    assert "math.floor" in open(filename).read().splitlines()[lineno - 1]
+    assert current_source_location() is None and get_interpreter_stack() == []
+
+
+def test_callbacks_as_dict():
+    def f():
+        return MODULE_GLOBAL
+
+    assert interpret(f, callbacks={"load_global": lambda g, n, v, b: 9})() == 9
+
+
+def test_print_expr_and_sys_displayhook_untouched():
+    # PRINT_EXPR only occurs in interactive code; check the module-level compile path works via exec.
+    code = compile("1 + 1", "<interactive>", "single")
+    assert any(i.opname == "PRINT_EXPR" for i in dis.get_instructions(code))
+    buf = io.StringIO()
+    old = sys.stdout
+    sys.stdout = buf
+    try:
+        exec(code, {})
+    finally:
+        sys.stdout = old
+    assert buf.getvalue().strip() == "2"
