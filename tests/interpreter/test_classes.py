@@ -378,3 +378,39 @@ def test_class_attribute_closure_classderef():
         return C.y
 
     assert_same(f)
+
+
+def test_builtin_bool_len_iter_next_interpret_dunders():
+    class X:
+        def __bool__(self):
+            return is_jitting_with_raise()
+
+        def __len__(self):
+            return 3 if is_jitting_with_raise() else 0
+
+        def __iter__(self):
+            assert is_jitting_with_raise()
+            return self
+
+        def __next__(self):
+            assert is_jitting_with_raise()
+            raise StopIteration
+
+    x = X()
+    assert interpret(bool)(x) is True
+    assert interpret(len)(x) == 3
+
+    def f(x):
+        return next(iter(x), "default")
+
+    assert interpret(f)(x) == "default"
+
+
+def test_dunder_bool_is_looked_up_on_the_class():
+    class X:
+        def __bool__(self):
+            return False
+
+    x = X()
+    x.__bool__ = lambda: True
+    assert interpret(bool)(x) is bool(x) is False

@@ -311,3 +311,33 @@ def test_exception_while_unpacking_propagates():
             return str(e)
 
     assert_same(f)
+
+
+def test_escaping_exception_context_when_called_inside_except():
+    def f():
+        raise ValueError("inner")
+
+    try:
+        raise KeyError("outer")
+    except KeyError as outer:
+        with pytest.raises(ValueError) as info:
+            interpret(f)()
+        assert info.value.__context__ is outer
+
+
+def test_reraised_saved_exception_gets_new_context():
+    def f():
+        saved = None
+        try:
+            raise ValueError("saved")
+        except ValueError as e:
+            saved = e
+        try:
+            try:
+                raise KeyError("handled")
+            except KeyError:
+                raise saved
+        except ValueError as e:
+            return type(e.__context__)
+
+    assert_same(f)

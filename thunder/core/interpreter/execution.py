@@ -153,6 +153,8 @@ def run_frame(frame: Frame) -> int:
                 raise
             if ctx.propagating is e:
                 ctx.propagating = None
+            if ctx.unwound_exc is e:
+                ctx.unwound_exc = None
 
 
 def throw_into(frame: Frame, exc: BaseException) -> int:

@@ -18,6 +18,7 @@ from .errors import NULL
 from .execution import call, current_frame, register_default_lookaside, run_function_frame
 from .frame import Frame
 from .instructions import decode
+from .protocols import get_iter, iter_next, length, truth
 from .runtime import is_jitting_with_raise
 
 __all__ = ["frame_locals"]
@@ -209,3 +210,47 @@ def _build_class(ctx, args, kwargs):
         if contents is not cls:
             raise TypeError(f"__class__ set to {contents!r} defining {name!r} as {cls!r}")
     return cls
+
+
+# Builtins that only dispatch to a dunder: interpret the dunder when it is a Python function
+# (see Note [Implicit calls] in ``protocols``).
+
+_MISSING = object()
+
+
+@register_default_lookaside(builtins.bool)
+def _bool(ctx, args, kwargs):
+    if len(args) == 1 and not kwargs:
+        return truth(ctx, args[0])
+    return bool(*args, **(kwargs or {}))
+
+
+@register_default_lookaside(builtins.len)
+def _len(ctx, args, kwargs):
+    if len(args) == 1 and not kwargs:
+        return length(ctx, args[0])
+    return len(*args, **(kwargs or {}))
+
+
+@register_default_lookaside(builtins.iter)
+def _iter(ctx, args, kwargs):
+    if len(args) == 1 and not kwargs:
+        return get_iter(ctx, args[0])
+    return iter(*args, **(kwargs or {}))
+
+
+@register_default_lookaside(builtins.next)
+def _next(ctx, args, kwargs):
+    if kwargs or not 1 <= len(args) <= 2:
+        return next(*args, **(kwargs or {}))
+    it = args[0]
+    if not hasattr(type(it), "__next__"):
+        raise TypeError(f"'{type(it).__name__}' object is not an iterator")
+    if len(args) == 1:
+        return iter_next(ctx, it)
+    result = _MISSING
+    try:
+        result = iter_next(ctx, it)
+    except StopIteration:
+        pass
+    return args[1] if result is _MISSING else result

@@ -37,6 +37,7 @@ def RAISE_VARARGS(inst, frame):
         if exc is None:
             raise RuntimeError("No active exception to reraise")
         raise exc
+    ctx.propagating = None  # a re-raised object that once left a frame is fresh again
     cause = stack.pop() if argc == 2 else NULL
     exc = _make_exception(ctx, stack.pop())
     if cause is not NULL:
