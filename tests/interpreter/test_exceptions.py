@@ -336,7 +336,7 @@ def test_reraised_saved_exception_gets_new_context():
             try:
                 raise KeyError("handled")
             except KeyError:
-                raise saved
+                raise saved  # noqa: B904
         except ValueError as e:
             return type(e.__context__)
 
