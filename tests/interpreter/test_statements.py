@@ -190,3 +190,32 @@ def test_exec_and_eval_see_frame():
         return eval("a + 1"), eval("len([a])")
 
     assert_same(f, 2)
+
+
+def test_locals_dict_semantics_pre_313():
+    def foo():
+        assert locals() == {}
+        locals_dict = locals()
+        assert locals()["locals_dict"] is not None
+        locals_dict["a"] = 5
+        assert locals_dict is locals()
+        del locals_dict
+        assert "locals_dict" not in locals()
+        b = object()
+        assert b is locals()["b"]
+        assert locals()["a"] == 5
+        try:
+            return a  # noqa: F821
+        except NameError as e:
+            return str(e)
+
+    assert_same(foo)
+
+
+def test_namedtuple_module_is_callers():
+    import collections
+
+    def f():
+        return collections.namedtuple("P", "x y")
+
+    assert interpret(f)().__module__ == __name__

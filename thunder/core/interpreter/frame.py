@@ -27,6 +27,8 @@ class Frame:
       kw_names: the tuple set by KW_NAMES for the next CALL (None otherwise).
       retval: the value returned or yielded by the last RETURN/YIELD signal.
       gen_exc: a generator's own handled-exception slot while it is suspended.
+      locals_snapshot: the dict ``locals()`` returns in a function frame (one per frame, refreshed on each
+        call, like CPython before 3.13).
     """
 
     __slots__ = (
@@ -43,6 +45,7 @@ class Frame:
         "kw_names",
         "retval",
         "gen_exc",
+        "locals_snapshot",
     )
 
     def __init__(self, ctx, code: CodeType, info: CodeInfo, func, globals_, builtins_, locals_, fast: list):
@@ -59,6 +62,7 @@ class Frame:
         self.kw_names = None
         self.retval = None
         self.gen_exc = None
+        self.locals_snapshot = None
 
     def current_line(self) -> int | None:
         return instruction_line(self.info, self.pc - 1)

@@ -9,6 +9,7 @@ are replaced, for interpreted callers only, by versions that read the interprete
 from __future__ import annotations
 
 import builtins
+import collections
 import sys
 import types
 from collections.abc import Mapping
@@ -35,22 +36,27 @@ def _no_args(name, args, kwargs):
 
 
 def frame_locals(frame: Frame) -> dict:
+    """What ``locals()`` returns in ``frame``: its locals mapping, or (function frames) one dict per frame that
+    each call refreshes from the fast slots, keeping keys the program added (CPython < 3.13 semantics)."""
     if frame.locals is not None:
         return frame.locals
-    out = {}
+    out = frame.locals_snapshot
+    if out is None:
+        out = frame.locals_snapshot = {}
     names = frame.info.names
     code = frame.code
     cells = set(code.co_cellvars) | set(code.co_freevars)
     for i, v in enumerate(frame.fast):
-        if v is NULL:
-            continue
         name = names[i]
-        if name in cells and type(v) is CellType:
+        if v is not NULL and name in cells and type(v) is CellType:
             try:
                 v = v.cell_contents
             except ValueError:
-                continue
-        out[name] = v
+                v = NULL
+        if v is NULL:
+            out.pop(name, None)
+        else:
+            out[name] = v
     return out
 
 
@@ -254,3 +260,12 @@ def _next(ctx, args, kwargs):
     except StopIteration:
         pass
     return args[1] if result is _MISSING else result
+
+
+@register_default_lookaside(collections.namedtuple)
+def _namedtuple(ctx, args, kwargs):
+    # namedtuple() reads its caller's module from the Python frame stack, which is the interpreter's.
+    kwargs = dict(kwargs or {})
+    if "module" not in kwargs:
+        kwargs["module"] = current_frame(ctx).globals.get("__name__", "__main__")
+    return collections.namedtuple(*args, **kwargs)
