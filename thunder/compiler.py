@@ -77,6 +77,8 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
         if hook is not None:
             prologue, computation, _ = hook(prologue, computation, None, compile_data=cd)
     traces = run_passes(cd, computation)
+    final = traces[-1]
+    final.args = tracer.finish_prologue(_used_symbol_names(final))
     prologue_traces = [prologue]
     executed_prologue = transform_for_execution(prologue, cd.options.executors)
     executed_prologue.set_provenance(TraceProvenance("Transform for execution", 0.0))
@@ -98,6 +100,19 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
     cs.last_interpreted_instructions = last_interpreted_instructions(tracer.interpreted)
     cs.last_interpreter_log = last_interpreter_log(tracer.interpreted) if cd.debug_options.record_interpreter_history else None
     return entry
+
+
+def _used_symbol_names(trace: TraceCtx) -> set[str]:
+    """Names of symbolic numbers the trace's code refers to."""
+    from thunder.core.pytree import tree_leaves
+    from thunder.core.symbolic import is_symbolic
+
+    names: set[str] = set()
+    for bsym in trace.bound_symbols:
+        for leaf in tree_leaves((bsym.args, bsym.kwargs)):
+            if is_symbolic(leaf):
+                names |= leaf.names
+    return names
 
 
 def input_key(cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> Any:

@@ -22,6 +22,7 @@ import torch
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import SymFloat, SymInt
 
 
 class Printer:
@@ -50,6 +51,8 @@ class Printer:
     def value(self, x: Any) -> str:
         if isinstance(x, Proxy):
             return x.name
+        if isinstance(x, (SymInt, SymFloat)):
+            return x.expr
         if x is None or isinstance(x, bool):
             return repr(x)
         if isinstance(x, int):

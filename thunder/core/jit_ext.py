@@ -31,7 +31,8 @@ import torch
 from thunder.core import prims
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, current_source_location, interpret
-from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, tensorproxy_from_tensor
+from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
+from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.trace import TraceCtx, tracectx
 from thunder.core.tracectx import source_location_provider
@@ -61,7 +62,9 @@ class Tracer:
         self.computation = TraceCtx(fn, name="computation")
         self.prologue = TraceCtx(fn, name="prologue")
         self.prologue.varargs, self.prologue.varkwargs = "args", "kwargs"
-        self.inputs: list[Proxy] = []  # the computation's parameters, in order
+        self.inputs: list[tuple[Proxy, Any]] = []  # (prologue proxy, what the computation sees), in order
+        self.dims: list[tuple[Proxy, SymInt]] = []  # symbolic dims of input tensors (symbolic values)
+        self.constraints: list[str] = []
         self._provenance: dict[int, Proxy] = {}  # id(outside object) -> prologue proxy
         self._proxy_for: dict[int, Any] = {}  # id(outside object) -> what the program sees instead
         self._keepalive: list[Any] = []  # outside objects, kept so their ids stay unique
@@ -131,21 +134,30 @@ class Tracer:
             return known
         with tracectx(self.computation):
             name = holder.name if holder.name not in self.computation.names else None
-            p = tensorproxy_from_tensor(t, name)
+            if self.symbolic:
+                dims = [self._prologue_proxy(f"{holder.name}_{i}") for i in range(t.ndim)]
+                self.computation.names.update(d.name for d in dims)
+                shape = tuple(SymInt(n, d.name) for n, d in zip(t.shape, dims))
+                p = TensorProxy(name, shape=shape, dtype=t.dtype, device=t.device, requires_grad=t.requires_grad)
+            else:
+                p = tensorproxy_from_tensor(t, name)
         if self.symbolic:
             self._check(prims.check_tensor_rank, holder, t.ndim, t.device, t.dtype, t.requires_grad)
+            if dims:
+                self._emit(prims.unpack_shape, holder, dims, output=dims)
+                self.dims.extend((d, s) for d, s in zip(dims, p.shape))
         else:
             self._check(prims.check_tensor, holder, tuple(t.shape), t.device, t.dtype, t.requires_grad)
         self._register(t, holder, p)
         self.inputs.append((holder, p))
         return p
 
-    def _number_input(self, value: Number, holder: Proxy) -> NumberProxy:
+    def _number_input(self, value: Number, holder: Proxy):
         self._check(prims.check_type, holder, type(value))
-        with tracectx(self.computation):
-            p = NumberProxy(value, holder.name if holder.name not in self.computation.names else None)
-        self.inputs.append((holder, p))
-        return p
+        self.computation.names.add(holder.name)
+        sym = SymInt(value, holder.name) if type(value) is int else SymFloat(value, holder.name)
+        self.inputs.append((holder, sym))
+        return sym
 
     def bind_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Unpacks the call's arguments as the program will see them."""
@@ -285,16 +297,26 @@ class Tracer:
         self.interpreted = interpret(
             self.fn, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
         )
-        with tracectx(self.computation), source_location_provider(_source_location):
+        with tracectx(self.computation), source_location_provider(_source_location), recording_constraints() as cs:
             seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
             result = self.interpreted(*seen_args, **seen_kwargs)
             _check_result(result)
             prims.python_return(result)
-        self.computation.args = [p for _, p in self.inputs]
-        self.prologue.bound_symbols.append(
-            prims.python_return.bind(tuple(h for h, _ in self.inputs), output=None)
-        )
+        self.constraints = list(cs)
+        if self.checks:
+            for expr in self.constraints:
+                self._emit(prims.check_expr, expr, ())
+        self.computation.args = [p for _, p in self.inputs] + [s for _, s in self.dims]
         return result
+
+    def finish_prologue(self, used_names: set[str]) -> list:
+        """Ends the prologue with the computation's inputs; returns the computation's parameters.
+
+        Symbolic dims are passed only when the final computation uses them.
+        """
+        pairs = list(self.inputs) + [(d, s) for d, s in self.dims if s.name in used_names]
+        self.prologue.bound_symbols.append(prims.python_return.bind(tuple(h for h, _ in pairs), output=None))
+        return [p for _, p in pairs]
 
 
 def _source_location() -> SourceLocation | None:

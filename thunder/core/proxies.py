@@ -142,7 +142,7 @@ class TensorProxy(Proxy):
     # Metadata queries answer from the proxy; they record nothing.
     def size(self, dim: int | None = None):
         if dim is None:
-            return torch.Size(self.shape) if all(isinstance(d, int) for d in self.shape) else self.shape
+            return torch.Size(self.shape) if all(type(d) is int for d in self.shape) else self.shape
         return self.shape[dim]
 
     def dim(self) -> int:

@@ -113,7 +113,7 @@ class TraceCtx:
 
     # --- printing and running ----------------------------------------------------------
     def signature(self) -> list[str]:
-        params = [a.name if isinstance(a, Proxy) else str(a) for a in self.args]
+        params = [a.name if hasattr(a, "name") else str(a) for a in self.args]
         if self.varargs:
             params.append(f"*{self.varargs}")
         if self.varkwargs:

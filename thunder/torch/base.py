@@ -26,6 +26,7 @@ from thunder.core import proxies as _proxies
 from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.proxies import NumberProxy, TensorProxy, register_method
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
+from thunder.core.symbolic import is_symbolic
 
 # torch callable -> thunder symbol. Keys are the objects the user's code calls.
 torch_to_thunder_map: dict[Callable, Symbol] = {}
@@ -181,6 +182,8 @@ def maybe_convert_to_dtype(a, dtype: torch.dtype):
     if isinstance(a, TensorProxy):
         return a if a.dtype == dtype else prims.convert_element_type(a, dtype)
     if is_number(a):
+        if is_symbolic(a):
+            return a
         typ = dtypes.dtype_to_python_type(dtype)
         value = _proxies.pyval(a)
         # Python scalars keep their own type unless the tensor category is lower (ints into float ops stay exact).

@@ -13,6 +13,7 @@ from collections.abc import Hashable
 
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import DONT_DCE, IN_PLACE, RANDOM, BoundSymbol
+from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import TraceCtx, from_trace, timed_pass
 
 _NOT_MERGED = frozenset({RANDOM, IN_PLACE, DONT_DCE})
@@ -21,6 +22,8 @@ _NOT_MERGED = frozenset({RANDOM, IN_PLACE, DONT_DCE})
 def _key(x) -> Hashable:
     if isinstance(x, Proxy):
         return ("proxy", x.name)
+    if is_symbolic(x):
+        return ("symbolic", x.expr)
     if isinstance(x, (list, tuple)):
         return (type(x).__name__, tuple(_key(v) for v in x))
     if isinstance(x, dict):

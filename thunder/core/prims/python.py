@@ -25,6 +25,7 @@ class PythonPrimIDs(enum.Enum):
     UNPACK_ATTR = enum.auto()
     UNPACK_GLOBAL = enum.auto()
     UNPACK_CELL = enum.auto()
+    UNPACK_SHAPE = enum.auto()
     CHECK_ARGS_STRUCTURE = enum.auto()
     CHECK_TENSOR = enum.auto()
     CHECK_TENSOR_RANK = enum.auto()
@@ -92,6 +93,17 @@ def _print_unpack_cell(bsym, printer):
 
 
 unpack_cell = make_prim(P.UNPACK_CELL, "unpack_cell", lambda cell, output: output, printer=_print_unpack_cell)
+
+
+def _print_unpack_shape(bsym, printer):
+    t, dims = bsym.args
+    names = [d.name for d in dims]
+    lhs = f"{names[0]}," if len(names) == 1 else ", ".join(names)
+    return [f"{lhs} = {printer.value(t)}.shape"]
+
+
+# ``unpack_shape(t, dims)``: binds the proxies ``dims`` to the sizes of t (symbolic values).
+unpack_shape = make_prim(P.UNPACK_SHAPE, "unpack_shape", lambda t, dims: list(dims), printer=_print_unpack_shape)
 
 
 def _print_check_args_structure(bsym, printer):
