@@ -19,6 +19,7 @@ Layer: tracing. Imports: core, extend, the torch language (its callable -> symbo
 from __future__ import annotations
 
 import inspect
+import os
 import random
 import types
 import warnings
@@ -30,10 +31,10 @@ import torch
 
 from thunder.core import prims
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
-from thunder.core.interpreter import InterpreterCallbacks, current_source_location, interpret
+from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
-from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
 from thunder.core.symbol import SourceLocation, Symbol
+from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
 from thunder.core.tracectx import source_location_provider
 
@@ -180,8 +181,8 @@ class Tracer:
     def sharp_edge(self, what: str) -> None:
         if self.sharp_edges is self._SHARP.ALLOW:
             return
-        loc = current_source_location()
-        where = f" at {SourceLocation(*loc)}" if loc else ""
+        loc = _source_location()
+        where = f" at {loc}" if loc else ""
         msg = (
             f"{what}{where}. The compiled function will not see later changes (it was specialised when traced). "
             "Pass the value as an argument instead, or use sharp_edges='allow' to accept this."
@@ -319,9 +320,15 @@ class Tracer:
         return [p for _, p in pairs]
 
 
+_THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _source_location() -> SourceLocation | None:
-    loc = current_source_location()
-    return SourceLocation(*loc) if loc is not None else None
+    """The innermost interpreted frame that is the user's (thunder's own frames are skipped)."""
+    for frame in reversed(get_interpreter_stack()):
+        if not frame.filename.startswith(_THUNDER_DIR):
+            return SourceLocation(frame.filename, frame.lineno or 0, frame.qualname)
+    return None
 
 
 def _find_cell(fn: Callable, code, name: str):

@@ -19,6 +19,7 @@ import torch
 from thunder.core import dtypes
 from thunder.core.devices import device_str
 from thunder.core.errors import ThunderRuntimeError
+from thunder.core.interpreter import make_opaque
 from thunder.core.tracectx import get_tracectx
 
 _fallback_counter = 0
@@ -90,8 +91,12 @@ _METHODS: dict[str, Callable] = {}
 
 
 def register_method(name: str, fn: Callable) -> None:
-    """Installs ``fn`` as the tensor method (or operator dunder) ``name`` of ``TensorProxy``."""
-    _METHODS[name] = fn
+    """Installs ``fn`` as the tensor method (or operator dunder) ``name`` of ``TensorProxy``.
+
+    Methods are opaque to the interpreter: they only call symbols, so running them natively
+    is faster and keeps thunder's own frames out of the user's source locations.
+    """
+    _METHODS[name] = make_opaque(fn)
     setattr(TensorProxy, name, fn)
 
 
@@ -249,6 +254,11 @@ class TensorProxy(Proxy):
         if torch_function_handler is None:
             return NotImplemented
         return torch_function_handler(func, args, kwargs or {})
+
+
+for _attr in list(vars(TensorProxy).values()):
+    if callable(_attr) and not isinstance(_attr, (type, classmethod, staticmethod)):
+        make_opaque(_attr)
 
 
 def is_proxyable(x: Any) -> bool:
