@@ -453,3 +453,24 @@ def test_wraps_signature():
     jf = interpret(f)
     assert jf.__name__ == "f" and jf.__doc__ == "doc"
     assert inspect.signature(jf) == inspect.signature(f)
+
+
+def test_deep_recursion_like_native():
+    def depth(n):
+        return 0 if n == 0 else 1 + depth(n - 1)
+
+    assert_same(depth, 800)
+
+
+def test_infinite_recursion_raises_recursion_error():
+    def forever(n):
+        return forever(n + 1)
+
+    assert_same(forever, 0)
+
+
+def test_interpret_class_does_not_copy_class_dict():
+    class C:
+        attr = 1
+
+    assert not hasattr(interpret(C), "attr")

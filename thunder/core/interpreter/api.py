@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dis
 import functools
+import sys
 from collections.abc import Callable
+from types import FunctionType, MethodType
 
 from . import handlers as _handlers  # noqa: F401  (registers the opcode handlers)
 from . import lookasides as _lookasides  # noqa: F401  (registers the interpreter's lookasides)
@@ -19,8 +21,18 @@ from .tracebacks import reraise_in_user_frames
 __all__ = ["interpret", "last_interpreted_instructions", "last_interpreter_log"]
 
 
+# Each interpreted call nests about five Python frames of the interpreter (call, enter_function,
+# run_function_frame, run_frame, the CALL handler). While the outermost interpretation runs, the recursion limit
+# is raised by this factor so that interpreted programs can recurse about as deep as they can natively.
+_RECURSION_FACTOR = 6
+
+
 def _run(ctx: Runtime, fn, args: tuple, kwargs: dict):
     runtimes = runtime_stack()
+    outermost = not runtimes
+    if outermost:
+        saved_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(saved_limit * _RECURSION_FACTOR)
     runtimes.append(ctx)
     exc = None
     try:
@@ -32,6 +44,8 @@ def _run(ctx: Runtime, fn, args: tuple, kwargs: dict):
     finally:
         runtimes.pop()
         ctx.done = True
+        if outermost:
+            sys.setrecursionlimit(saved_limit)
     # Outside the except clause, so nothing of the interpreter becomes the exception's context.
     frames = ctx.unwound[::-1] if ctx.unwound_exc is exc else []
     try:
@@ -75,13 +89,18 @@ def interpret(
         return _run(ctx, fn, args, kwargs)
 
     try:
-        functools.update_wrapper(interpreted, fn)
+        # A class's or object's __dict__ holds its attributes, not function metadata: copy names and docs only.
+        functools.update_wrapper(interpreted, fn, updated=functools.WRAPPER_UPDATES if callable_is_function(fn) else ())
     except (AttributeError, TypeError):
         pass
     interpreted._interpreted_fn = fn
     interpreted._last_interpreted_instructions = None
     interpreted._last_interpreter_log = None
     return interpreted
+
+
+def callable_is_function(fn) -> bool:
+    return isinstance(fn, (FunctionType, MethodType, functools.partial))
 
 
 def _check(fn: Callable, attr: str):

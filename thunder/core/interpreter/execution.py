@@ -109,6 +109,10 @@ def unwind_to_handler(frame: Frame, e: BaseException) -> bool:
         return False
     target, depth, lasti = entry
     stack = frame.stack
+    if len(stack) < depth:
+        # Only when throwing into a generator on 3.12, where YIELD_VALUE leaves a slot for the sent value that
+        # our YIELD_VALUE pops (the resumption pushes the sent value instead).
+        stack.extend([None] * (depth - len(stack)))
     del stack[depth:]
     if lasti:
         stack.append(frame.info.offsets[frame.pc - 1])

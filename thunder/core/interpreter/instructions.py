@@ -11,6 +11,7 @@ resolved per instruction, the line of each instruction and the names of the fast
 
 from __future__ import annotations
 
+import bisect
 import dis
 import sys
 from types import CodeType
@@ -112,10 +113,11 @@ class CodeInfo:
             lines.append(pos.lineno if pos is not None else None)
         self.lines = lines
         exc = [None] * len(insts)
+        offsets = self.offsets
         for start, end, target, depth, lasti in parse_exception_table(code):
             entry = (offset_to_index[target], depth, lasti)
-            for idx, off in enumerate(self.offsets):
-                if start <= off < end and exc[idx] is None:
+            for idx in range(bisect.bisect_left(offsets, start), bisect.bisect_left(offsets, end)):
+                if exc[idx] is None:
                     exc[idx] = entry
         self.exc_handlers = exc
         self.names = localsplus_names(code)
