@@ -192,6 +192,8 @@ class Tracer:
         warnings.warn(msg, stacklevel=2)
 
     def load_global(self, globals_dict: dict, name: str, value: Any, is_builtin: bool) -> Any:
+        if _is_thunder_module(globals_dict):
+            return value
         if is_builtin or isinstance(value, (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType)):
             return value
         if isinstance(value, Symbol) or callable(value) and not isinstance(value, torch.Tensor):
@@ -233,6 +235,8 @@ class Tracer:
         return self.unpack_value(value, attr, attr.name)
 
     def store_global(self, globals_dict: dict, name: str, value: Any) -> None:
+        if _is_thunder_module(globals_dict):
+            return
         self.sharp_edge(f"Assigning the global {name!r}")
 
     def store_attr(self, obj: Any, name: str, value: Any) -> None:
@@ -329,6 +333,11 @@ def _source_location() -> SourceLocation | None:
         if not frame.filename.startswith(_THUNDER_DIR):
             return SourceLocation(frame.filename, frame.lineno or 0, frame.qualname)
     return None
+
+
+def _is_thunder_module(globals_dict: dict) -> bool:
+    name = globals_dict.get("__name__", "")
+    return name == "thunder" or name.startswith("thunder.")
 
 
 def _find_cell(fn: Callable, code, name: str):

@@ -11,7 +11,7 @@ every constraint on each call. A trace is therefore reused for any inputs that s
 same constraints, and recompiled only when one fails. Generated code prints a symbolic
 number as its expression, so shapes computed from input shapes follow the inputs at run time.
 
-Layer: core. Imports: stdlib only.
+Layer: core. Imports: stdlib, core.interpreter (to mark its methods opaque).
 """
 
 from __future__ import annotations
@@ -223,3 +223,16 @@ class SymFloat(_SymbolicMixin, float):
 
     def __int__(self):
         return int(_concretize(self, float))
+
+
+def _make_methods_opaque() -> None:
+    # The interpreter runs these natively: they are thunder's bookkeeping, not the user's program.
+    from thunder.core.interpreter import make_opaque
+
+    for cls in (_SymbolicMixin, SymInt, SymFloat):
+        for attr in list(vars(cls).values()):
+            if callable(attr) and not isinstance(attr, (type, staticmethod, classmethod)):
+                make_opaque(attr)
+
+
+_make_methods_opaque()

@@ -1,0 +1,154 @@
+"""The cache: what recompiles and what does not, for each cache option."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+
+
+def add(a, b):
+    return a + b
+
+
+def scale(x, n):
+    return x * n
+
+
+def test_hit_after_first_call():
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    jf(a, b)
+    jf(a, b)
+    jf(torch.randn(2, 3), torch.randn(2, 3))
+    assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (1, 2)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda t: t.reshape(3, 2),  # shape
+        lambda t: t.double(),  # dtype
+        lambda t: t.clone().requires_grad_(True),  # requires_grad
+    ],
+    ids=["shape", "dtype", "requires_grad"],
+)
+def test_recompiles_on_tensor_metadata_change(change):
+    jf = thunder.jit(add)
+    a = torch.randn(2, 3)
+    jf(a, a)
+    other = change(a)
+    out = jf(other, other)
+    torch.testing.assert_close(out, other + other)
+    assert thunder.cache_misses(jf) == 2
+    jf(a, a)  # the first entry still serves its inputs
+    assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (2, 1)
+
+
+def test_recompiles_on_python_int_change_and_not_otherwise():
+    jf = thunder.jit(scale)
+    x = torch.randn(3)
+    jf(x, 2)
+    jf(x, 2)
+    assert thunder.cache_misses(jf) == 1
+    torch.testing.assert_close(jf(x, 3), x * 3)
+    assert thunder.cache_misses(jf) == 2
+    jf(x, 2.0)  # a float is not the int 2
+    assert thunder.cache_misses(jf) == 3
+
+
+GLOBAL_FACTOR = 2.0
+
+
+def uses_global(x):
+    return x * GLOBAL_FACTOR
+
+
+def test_recompiles_when_a_guarded_global_changes():
+    global GLOBAL_FACTOR
+    jf = thunder.jit(uses_global)
+    x = torch.randn(3)
+    torch.testing.assert_close(jf(x), x * 2.0)
+    try:
+        GLOBAL_FACTOR = 5.0
+        torch.testing.assert_close(jf(x), x * 5.0)
+        assert thunder.cache_misses(jf) == 2
+    finally:
+        GLOBAL_FACTOR = 2.0
+
+
+def test_no_caching_always_recompiles():
+    jf = thunder.jit(add, cache="no caching")
+    a = torch.randn(2)
+    jf(a, a)
+    jf(a, a)
+    assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (2, 0)
+    assert thunder.cache_option(jf) is thunder.CACHE_OPTIONS.NO_CACHING
+
+
+def test_same_input_skips_checks():
+    jf = thunder.jit(add, cache="same input")
+    a = torch.randn(2)
+    jf(a, a)
+    jf(a, a)
+    assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (1, 1)
+    prologue = str(thunder.last_prologue_traces(jf)[-1])
+    assert "shape" not in prologue and "dtype" not in prologue
+
+
+def test_symbolic_values_reuses_the_trace_for_new_shapes_and_ints():
+    jf = thunder.jit(scale, cache="symbolic values")
+    for n in (2, 3, 4):
+        for size in (3, 5, 7):
+            x = torch.randn(size, 4)
+            torch.testing.assert_close(jf(x, n), x * n)
+    assert thunder.cache_misses(jf) == 1
+    assert thunder.cache_hits(jf) == 8
+
+
+def test_symbolic_values_recompiles_when_a_constraint_fails():
+    def f(x, y):
+        return x + y
+
+    jf = thunder.jit(f, cache="symbolic values")
+    jf(torch.randn(3, 4), torch.randn(3, 4))
+    jf(torch.randn(5, 6), torch.randn(5, 6))  # same constraints (no broadcasting)
+    assert thunder.cache_misses(jf) == 1
+    x, y = torch.randn(1, 6), torch.randn(5, 6)  # now dim 0 broadcasts: a constraint fails
+    torch.testing.assert_close(jf(x, y), x + y)
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_symbolic_values_branching_on_an_int_is_a_constraint():
+    def f(x, n):
+        if n > 2:
+            return x * n
+        return x - n
+
+    jf = thunder.jit(f, cache="symbolic values")
+    x = torch.randn(3)
+    torch.testing.assert_close(jf(x, 3), x * 3)
+    torch.testing.assert_close(jf(x, 10), x * 10)
+    assert thunder.cache_misses(jf) == 1
+    torch.testing.assert_close(jf(x, 1), x - 1)
+    assert thunder.cache_misses(jf) == 2
+    prologue = str(thunder.last_prologue_traces(jf)[-1])
+    assert "n <= 2" in prologue
+
+
+def test_lookup_does_not_depend_on_entry_order():
+    jf = thunder.jit(add)
+    inputs = [(torch.randn(i + 1), torch.randn(i + 1)) for i in range(100)]
+    for a, b in inputs:
+        jf(a, b)
+    assert thunder.cache_misses(jf) == 100
+    for a, b in reversed(inputs):
+        torch.testing.assert_close(jf(a, b), a + b)
+    assert thunder.cache_misses(jf) == 100
+    assert thunder.cache_hits(jf) == 100
+
+
+def test_unknown_cache_option_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown cache option 'sometimes'.*constant values"):
+        thunder.jit(add, cache="sometimes")
