@@ -236,3 +236,55 @@ def test_generator_exception_propagates_to_caller():
             return str(e)
 
     assert_same(f)
+
+
+def test_exc_info_inside_generator_is_its_own():
+    import sys
+
+    def gen():
+        try:
+            raise KeyError("in gen")
+        except KeyError:
+            yield sys.exc_info()[0]
+        yield sys.exc_info()[0]
+
+    def f():
+        g = gen()
+        first = next(g)
+        outside = sys.exc_info()[0]
+        second = next(g)
+        return first, outside, second
+
+    assert_same(f)
+
+
+def test_async_function_runs_natively():
+    import asyncio
+
+    async def coro(x):
+        await asyncio.sleep(0)
+        return x * 2
+
+    def f():
+        return asyncio.run(coro(21))
+
+    assert_same(f)
+
+
+def test_generator_in_finally_and_with():
+    def f():
+        log = []
+
+        def gen():
+            try:
+                for i in range(3):
+                    yield i
+            finally:
+                log.append("gen-finally")
+
+        for v in gen():
+            if v == 1:
+                break
+        return log
+
+    assert_same(f)
