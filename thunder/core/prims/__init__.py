@@ -10,6 +10,8 @@ from thunder.core.prims.base import all_prims, canonicalize_dim, canonicalize_di
 from thunder.core.prims.elementwise import *  # noqa: F403
 from thunder.core.prims.elementwise import ElementwisePrimIDs
 from thunder.core.prims.inplace import InplacePrimIDs, copy_
+from thunder.core.prims.linalg import *  # noqa: F403
+from thunder.core.prims.nn import *  # noqa: F403
 from thunder.core.prims.python import *  # noqa: F403
 from thunder.core.prims.python import PythonPrimIDs
 from thunder.core.prims.shape import *  # noqa: F403

@@ -1,0 +1,414 @@
+"""Linear algebra in the torch language: ``matmul`` (and ``@``), ``mm``, ``bmm``, ``mv``,
+``linear``, ``addmm``, ``baddbmm`` and ``einsum``.
+
+PyTorch's matrix products do not promote types: operands must share a dtype. The
+decompositions reduce every rank combination to ``prims.matmul`` over equal-rank,
+equal-batch operands (1-D operands get a unit dim that is squeezed away afterwards).
+
+Layer: language. Imports: core, torch.base, torch.elementwise.
+"""
+
+from __future__ import annotations
+
+import string
+
+import torch
+
+from thunder.core import prims
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import TensorProxy, pyval
+from thunder.torch.base import broadcast_shapes, expand_to, register_reflected, torchsymbol
+from thunder.torch.elementwise import add, mul
+
+__all__ = ["matmul", "mm", "bmm", "mv", "linear", "addmm", "baddbmm", "einsum"]
+
+
+def _shape(s) -> str:
+    return str(tuple(s))
+
+
+def _check_operands(op: str, names: tuple[str, ...], *tensors) -> None:
+    for t, n in zip(tensors, names):
+        if not isinstance(t, TensorProxy):
+            raise ThunderTypeError(f"{op}: expected {n} to be a tensor, but got {type(t).__name__} {t!r}")
+    first = tensors[0]
+    for t, n in zip(tensors[1:], names[1:]):
+        if t.dtype != first.dtype:
+            raise ThunderTypeError(
+                f"{op}: {names[0]} has dtype {first.dtype} and {n} has dtype {t.dtype}; matrix products do not "
+                f"promote types (expected both to have the same dtype): convert one, e.g. {n}.to({first.dtype})"
+            )
+        if t.device != first.device:
+            raise ThunderValueError(f"{op}: {names[0]} is on {first.device} and {n} is on {t.device}; move them to one device")
+    if first.dtype is torch.bool:
+        raise ThunderTypeError(f"{op}: matrix products are not implemented for bool tensors; convert them to a numeric dtype")
+
+
+def _check_inner(op: str, a: TensorProxy, b: TensorProxy, names=("a", "b")) -> None:
+    ka = a.shape[-1]
+    kb = b.shape[-2] if b.ndim >= 2 else b.shape[0]
+    if ka != kb:
+        raise ThunderValueError(
+            f"{op}: {names[0]} has shape {_shape(a.shape)} and {names[1]} has shape {_shape(b.shape)}: "
+            f"inner dimensions {ka} and {kb} differ"
+        )
+
+
+def _reshape(a: TensorProxy, shape) -> TensorProxy:
+    shape = tuple(shape)
+    return a if a.shape == shape else prims.reshape(a, shape)
+
+
+def _matmul(a: TensorProxy, b: TensorProxy) -> TensorProxy:
+    """``torch.matmul`` semantics over validated operands of rank >= 1."""
+    a2 = _reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
+    b2 = _reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
+    batch = broadcast_shapes("ltorch.matmul", a2.shape[:-2], b2.shape[:-2])
+    a2 = expand_to(a2, (*batch, *a2.shape[-2:]))
+    b2 = expand_to(b2, (*batch, *b2.shape[-2:]))
+    out = prims.matmul(a2, b2)
+    squeeze = []
+    if a.ndim == 1:
+        squeeze.append(out.ndim - 2)
+    if b.ndim == 1:
+        squeeze.append(out.ndim - 1)
+    return prims.squeeze(out, tuple(squeeze)) if squeeze else out
+
+
+@torchsymbol(torch.matmul, method_name=("matmul", "__matmul__"))
+def matmul(input, other):
+    """``torch.matmul`` / ``@``: dot, matrix-vector, matrix and batched products with batch broadcasting."""
+    op = "ltorch.matmul"
+    _check_operands(op, ("a", "b"), input, other)
+    if input.ndim == 0 or other.ndim == 0:
+        raise ThunderValueError(
+            f"{op}: both arguments to matmul need to be at least 1D, but they are {input.ndim}D and {other.ndim}D; "
+            "use torch.mul (*) to multiply by a scalar"
+        )
+    _check_inner(op, input, other)
+    if input.ndim > 2 and other.ndim > 2:
+        broadcast_shapes(op, input.shape[:-2], other.shape[:-2])
+    return _matmul(input, other)
+
+
+register_reflected("__rmatmul__", matmul)
+
+
+def _check_rank(op: str, name: str, t: TensorProxy, rank: int, what: str) -> None:
+    if t.ndim != rank:
+        raise ThunderValueError(f"{op}: {name} must be {what} ({rank}-D), but got shape {_shape(t.shape)} ({t.ndim}-D)")
+
+
+@torchsymbol(torch.mm, method_name="mm")
+def mm(input, mat2):
+    """``torch.mm``: product of two matrices (no broadcasting)."""
+    op = "ltorch.mm"
+    _check_operands(op, ("input", "mat2"), input, mat2)
+    _check_rank(op, "input", input, 2, "a matrix")
+    _check_rank(op, "mat2", mat2, 2, "a matrix")
+    _check_inner(op, input, mat2, ("input", "mat2"))
+    return prims.matmul(input, mat2)
+
+
+@torchsymbol(torch.bmm, method_name="bmm")
+def bmm(input, mat2):
+    """``torch.bmm``: batched product of two 3-D tensors with the same batch size (no broadcasting)."""
+    op = "ltorch.bmm"
+    _check_operands(op, ("input", "mat2"), input, mat2)
+    _check_rank(op, "input", input, 3, "a batch of matrices")
+    _check_rank(op, "mat2", mat2, 3, "a batch of matrices")
+    if input.shape[0] != mat2.shape[0]:
+        raise ThunderValueError(
+            f"{op}: input and mat2 must have the same number of batches, but got {input.shape[0]} and {mat2.shape[0]} "
+            f"(shapes {_shape(input.shape)} and {_shape(mat2.shape)}); use torch.matmul to broadcast"
+        )
+    _check_inner(op, input, mat2, ("input", "mat2"))
+    return prims.matmul(input, mat2)
+
+
+@torchsymbol(torch.mv, method_name="mv")
+def mv(input, vec):
+    """``torch.mv``: matrix times vector."""
+    op = "ltorch.mv"
+    _check_operands(op, ("input", "vec"), input, vec)
+    _check_rank(op, "input", input, 2, "a matrix")
+    _check_rank(op, "vec", vec, 1, "a vector")
+    _check_inner(op, input, vec, ("input", "vec"))
+    return _matmul(input, vec)
+
+
+@torchsymbol(torch.nn.functional.linear, torch._C._nn.linear)
+def linear(input, weight, bias=None):
+    """``torch.nn.functional.linear``: ``input @ weight.T + bias``; ``prims.linear`` when bias has shape (out,)."""
+    op = "ltorch.linear"
+    names, tensors = ("input", "weight"), (input, weight)
+    if bias is not None:
+        names, tensors = (*names, "bias"), (*tensors, bias)
+    _check_operands(op, names, *tensors)
+    if input.ndim == 0 or weight.ndim not in (1, 2):
+        raise ThunderValueError(
+            f"{op}: expected input of rank >= 1 and weight of rank 1 or 2, but got shapes {_shape(input.shape)} and "
+            f"{_shape(weight.shape)}"
+        )
+    if input.shape[-1] != weight.shape[-1]:
+        raise ThunderValueError(
+            f"{op}: input has shape {_shape(input.shape)} and weight has shape {_shape(weight.shape)}: in_features "
+            f"{input.shape[-1]} and {weight.shape[-1]} differ (weight is (out_features, in_features))"
+        )
+    out_features = weight.shape[:1] if weight.ndim == 2 else ()
+    if bias is None or bias.shape == out_features:
+        return prims.linear(input, weight, bias)
+    out = prims.linear(input, weight, None)
+    broadcast_shapes(op, out.shape, bias.shape)
+    if len(bias.shape) > out.ndim or broadcast_shapes(op, out.shape, bias.shape) != out.shape:
+        raise ThunderValueError(f"{op}: bias of shape {_shape(bias.shape)} does not broadcast to the output {_shape(out.shape)}")
+    return add(out, bias)
+
+
+def _scaled_sum(op, input, product, beta, alpha):
+    """``beta * input + alpha * product``; ``input`` is ignored when beta is 0 (NaN included), as in PyTorch."""
+    if not product.dtype.is_floating_point and not product.dtype.is_complex:
+        for n, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(pyval(v), float):
+                raise ThunderTypeError(f"{op}: {n}={v!r} must be an int for integer inputs (Boolean alpha only for bool)")
+    broadcast_shapes(op, product.shape, input.shape)
+    if broadcast_shapes(op, product.shape, input.shape) != product.shape:
+        raise ThunderValueError(
+            f"{op}: input of shape {_shape(input.shape)} does not broadcast to the product's shape {_shape(product.shape)}"
+        )
+    if pyval(alpha) != 1:
+        product = mul(product, alpha)
+    if pyval(beta) == 0:
+        return product
+    scaled = input if pyval(beta) == 1 else mul(input, beta)
+    return add(scaled, product)
+
+
+@torchsymbol(torch.addmm, method_name="addmm")
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``torch.addmm``: ``beta * input + alpha * (mat1 @ mat2)``."""
+    op = "ltorch.addmm"
+    _check_operands(op, ("input", "mat1", "mat2"), input, mat1, mat2)
+    _check_rank(op, "mat1", mat1, 2, "a matrix")
+    _check_rank(op, "mat2", mat2, 2, "a matrix")
+    _check_inner(op, mat1, mat2, ("mat1", "mat2"))
+    return _scaled_sum(op, input, prims.matmul(mat1, mat2), beta, alpha)
+
+
+@torchsymbol(torch.baddbmm, method_name="baddbmm")
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``torch.baddbmm``: ``beta * input + alpha * bmm(batch1, batch2)``."""
+    op = "ltorch.baddbmm"
+    _check_operands(op, ("input", "batch1", "batch2"), input, batch1, batch2)
+    _check_rank(op, "batch1", batch1, 3, "a batch of matrices")
+    _check_rank(op, "batch2", batch2, 3, "a batch of matrices")
+    if batch1.shape[0] != batch2.shape[0]:
+        raise ThunderValueError(
+            f"{op}: batch1 and batch2 must have the same number of batches, but got {batch1.shape[0]} and {batch2.shape[0]}"
+        )
+    _check_inner(op, batch1, batch2, ("batch1", "batch2"))
+    return _scaled_sum(op, input, prims.matmul(batch1, batch2), beta, alpha)
+
+
+# ----------------------------------------------------------------------------------------
+# einsum
+# ----------------------------------------------------------------------------------------
+# Note [einsum decomposition]
+# einsum decomposes (instead of binding a prim that carries the equation) so that fusion
+# executors and grad rules see only matmuls, reshapes and sums, which they already handle:
+#   1. repeated labels within one operand (a diagonal, "ii->i") become a permute, a reshape
+#      and a strided slice;
+#   2. labels no later term needs are summed out as early as possible;
+#   3. operands are contracted left to right, each pair as one batched ``prims.matmul``
+#      over (shared kept labels, own labels, contracted labels);
+#   4. the result is permuted into the output order.
+# Contracting left to right is not the optimal order for three or more operands (opt_einsum),
+# but it is correct; the torch executor runs ``torch.einsum`` itself when it claims the call.
+
+
+def _reduction_sum(a: TensorProxy, dims: tuple[int, ...]) -> TensorProxy:
+    from thunder.torch import sum as _sum  # reductions live in a sibling module; resolved at call time
+
+    return _sum(a, dims)
+
+
+def _parse_term(op: str, term: str, i: int, t: TensorProxy, ellipsis_labels: list) -> list:
+    labels = []
+    rest = term
+    has_ellipsis = "..." in term
+    if term.count("...") > 1:
+        raise ThunderValueError(f"{op}: more than one ellipsis in the subscripts of operand {i}: {term!r}")
+    for ch in term.replace("...", ""):
+        if ch not in string.ascii_letters:
+            raise ThunderValueError(
+                f"{op}: invalid subscript {ch!r} given in the equation for operand {i}: subscripts must be in [a-zA-Z]"
+            )
+    nletters = len(rest.replace("...", ""))
+    if has_ellipsis:
+        if nletters > t.ndim:
+            raise ThunderValueError(
+                f"{op}: the number of subscripts in the equation ({nletters}) is more than the number of dimensions "
+                f"({t.ndim}) for operand {i}"
+            )
+        n_ell = t.ndim - nletters
+        before, after = term.split("...")
+        labels = list(before) + ellipsis_labels[len(ellipsis_labels) - n_ell :] + list(after)
+    else:
+        if nletters != t.ndim:
+            raise ThunderValueError(
+                f"{op}: the number of subscripts in the equation ({nletters}) does not match the number of dimensions "
+                f"({t.ndim}) for operand {i} and no ellipsis was given"
+            )
+        labels = list(term)
+    return labels
+
+
+def _permute(a: TensorProxy, perm) -> TensorProxy:
+    perm = tuple(perm)
+    return a if perm == tuple(range(a.ndim)) else prims.transpose(a, perm)
+
+
+def _take_diagonal(a: TensorProxy, labels: list) -> tuple[TensorProxy, list]:
+    """Collapses every repeated label of one operand into its diagonal (step 1 of the note)."""
+    while True:
+        seen = {}
+        pair = None
+        for d, lab in enumerate(labels):
+            if lab in seen:
+                pair = (seen[lab], d)
+                break
+            seen[lab] = d
+        if pair is None:
+            return a, labels
+        d0, d1 = pair
+        n = a.shape[d0]
+        if a.shape[d1] != n:
+            raise ThunderValueError(
+                f"ltorch.einsum: subscript {labels[d0]!r} is repeated for an operand but the sizes don't match, "
+                f"{n} != {a.shape[d1]}"
+            )
+        keep = [d for d in range(a.ndim) if d not in pair]
+        a = _permute(a, (*keep, d0, d1))
+        a = prims.reshape(a, (*(a.shape[: len(keep)]), n * n))
+        batch = a.shape[:-1]
+        a = prims.slice_prim(a, (0,) * a.ndim, (*batch, n * n), (*(1,) * len(batch), n + 1))
+        labels = [labels[d] for d in keep] + [labels[d0]]
+
+
+def _sum_labels(a: TensorProxy, labels: list, drop: set) -> tuple[TensorProxy, list]:
+    dims = tuple(d for d, lab in enumerate(labels) if lab in drop)
+    if not dims:
+        return a, labels
+    return _reduction_sum(a, dims), [lab for lab in labels if lab not in drop]
+
+
+@torchsymbol(torch.einsum)
+def einsum(equation, *operands):
+    """``torch.einsum``: see Note [einsum decomposition] for how it becomes matmuls, reshapes and sums."""
+    op = "ltorch.einsum"
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise ThunderTypeError(
+            f"{op}: the sublist format einsum(op1, sublist1, ...) is not supported; pass the equation string first"
+        )
+    if not operands:
+        raise ThunderValueError(f"{op}: must provide at least one operand")
+    _check_operands(op, tuple(f"operands[{i}]" for i in range(len(operands))), *operands)
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        which = "more" if len(operands) > len(terms) else "fewer"
+        raise ThunderValueError(
+            f"{op}: {which} operands were provided than specified in the equation {equation!r} "
+            f"({len(operands)} tensors for {len(terms)} subscript groups)"
+        )
+    n_ell = max((t.ndim - len(term.replace("...", "")) for term, t in zip(terms, operands) if "..." in term), default=0)
+    ell = [("...", k) for k in range(max(n_ell, 0))]
+    labels = [_parse_term(op, term, i, t, ell) for i, (term, t) in enumerate(zip(terms, operands))]
+
+    if arrow:
+        if rhs.count("...") > 1:
+            raise ThunderValueError(f"{op}: more than one ellipsis in the output subscripts {rhs!r}")
+        before, _, after = rhs.partition("...")
+        out_labels = list(before) + (ell if "..." in rhs else []) + list(after)
+        for ch in rhs.replace("...", ""):
+            if ch not in string.ascii_letters:
+                raise ThunderValueError(f"{op}: invalid subscript {ch!r} given in the output: subscripts must be in [a-zA-Z]")
+            if not any(ch in labs for labs in labels):
+                raise ThunderValueError(f"{op}: output subscript {ch} does not appear in the equation for any input operand")
+            if rhs.count(ch) > 1:
+                raise ThunderValueError(f"{op}: output subscript {ch} appears more than once in the output")
+    else:
+        counts: dict = {}
+        for labs in labels:
+            for lab in labs:
+                counts[lab] = counts.get(lab, 0) + 1
+        used_ell = [e for e in ell if e in counts]
+        out_labels = used_ell + sorted(lab for lab, c in counts.items() if c == 1 and isinstance(lab, str))
+
+    # Sizes: a label has one size; size-1 dims broadcast against it.
+    sizes: dict = {}
+    for i, (labs, t) in enumerate(zip(labels, operands)):
+        for lab, n in zip(labs, t.shape):
+            cur = sizes.get(lab, 1)
+            if n != 1 and cur != 1 and n != cur:
+                shown = "..." if isinstance(lab, tuple) else lab
+                raise ThunderValueError(
+                    f"{op}: operands do not broadcast: subscript {shown!r} has size {cur} in an earlier operand and "
+                    f"{n} in operand {i}"
+                )
+            sizes[lab] = max(cur, n) if n != 1 else cur
+
+    tensors = []
+    for t, labs in zip(operands, labels):
+        t, labs = _take_diagonal(t, labs)
+        tensors.append((t, labs))
+
+    def needed_after(k: int) -> set:
+        need = set(out_labels)
+        for _, labs in tensors[k + 1 :]:
+            need.update(labs)
+        return need
+
+    acc, acc_labels = tensors[0]
+    if len(tensors) == 1:
+        acc, acc_labels = _sum_labels(acc, acc_labels, set(acc_labels) - set(out_labels))
+    for k in range(1, len(tensors)):
+        b, b_labels = tensors[k]
+        later = needed_after(k)
+        acc, acc_labels = _sum_labels(acc, acc_labels, {x for x in acc_labels if x not in b_labels and x not in later})
+        b, b_labels = _sum_labels(b, b_labels, {x for x in b_labels if x not in acc_labels and x not in later})
+        shared = [x for x in acc_labels if x in b_labels]
+        batch = [x for x in shared if x in later]
+        contract = [x for x in shared if x not in later]
+        a_only = [x for x in acc_labels if x not in b_labels]
+        b_only = [x for x in b_labels if x not in acc_labels]
+        acc = _permute(acc, [acc_labels.index(x) for x in batch + a_only + contract])
+        b = _permute(b, [b_labels.index(x) for x in batch + contract + b_only])
+        # Broadcast shared labels of size 1 against the other operand.
+        acc = expand_to(acc, [*(sizes[x] for x in batch), *acc.shape[len(batch) : len(batch) + len(a_only)],
+                              *(sizes[x] for x in contract)])  # fmt: skip
+        b = expand_to(b, [*(sizes[x] for x in batch + contract), *b.shape[len(batch) + len(contract) :]])
+        bsz = [sizes[x] for x in batch]
+        msz = list(acc.shape[len(batch) : len(batch) + len(a_only)])
+        ksz = [sizes[x] for x in contract]
+        nsz = list(b.shape[len(batch) + len(contract) :])
+        prod = _math_prod
+        out = prims.matmul(
+            prims.reshape(acc, (prod(bsz), prod(msz), prod(ksz))), prims.reshape(b, (prod(bsz), prod(ksz), prod(nsz)))
+        )
+        acc = prims.reshape(out, (*bsz, *msz, *nsz))
+        acc_labels = batch + a_only + b_only
+    acc, acc_labels = _sum_labels(acc, acc_labels, set(acc_labels) - set(out_labels))
+    acc = _permute(acc, [acc_labels.index(x) for x in out_labels])
+    # Output labels that only met size-1 dims keep them; those broadcast above take the full size.
+    return acc
+
+
+def _math_prod(xs) -> int:
+    p = 1
+    for x in xs:
+        p *= x
+    return p
