@@ -277,7 +277,7 @@ def test_generator_in_finally_and_with():
 
         def gen():
             try:
-                for i in range(3):
+                for i in range(3):  # noqa: UP028
                     yield i
             finally:
                 log.append("gen-finally")
