@@ -214,12 +214,17 @@ class Tracer:
         known = self._proxy_for.get(id(value))
         if known is not None:
             return known
-        cell = _find_cell(self.fn, code, name)
-        if cell is None:
-            return value
-        holder = self._prologue_proxy(name)
-        self._emit(prims.unpack_cell, cell, holder, output=holder)
-        return self.unpack_value(value, holder, holder.name)
+        cell = _find_cell(self.fn, code, name) or _cell_holding(self.fn, value)
+        if cell is not None:
+            holder = self._prologue_proxy(name)
+            self._emit(prims.unpack_cell, cell, holder, output=holder)
+            return self.unpack_value(value, holder, holder.name)
+        if isinstance(value, torch.Tensor):
+            # A tensor captured by a nested function: an input of the trace, by identity.
+            holder = self._prologue_proxy(name)
+            self._emit(prims.unpack_constant, value, holder, output=holder)
+            return self.unpack_value(value, holder, holder.name)
+        return value
 
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:
         holder = self._provenance.get(id(obj))
@@ -332,6 +337,18 @@ def _source_location() -> SourceLocation | None:
     for frame in reversed(get_interpreter_stack()):
         if not frame.filename.startswith(_THUNDER_DIR):
             return SourceLocation(frame.filename, frame.lineno or 0, frame.qualname)
+    return None
+
+
+def _cell_holding(fn: Callable, value: Any):
+    """The closure cell of ``fn`` that holds ``value``, if any."""
+    fn = getattr(fn, "__func__", fn)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            if cell.cell_contents is value:
+                return cell
+        except ValueError:  # empty cell
+            continue
     return None
 
 

@@ -13,8 +13,9 @@ import torch
 from thunder.core import dtypes, prims
 from thunder.core.dtypes import ELEMENTWISE_TYPE_PROMOTION_KIND as K
 from thunder.core.errors import ThunderTypeError
-from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.proxies import TensorProxy, pyval, register_method
 from thunder.torch.base import (
+    _as_method,
     is_number,
     is_tensor,
     make_inplace,
@@ -322,3 +323,12 @@ def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
 
 
 __all__ += ["logical_not", "logical_not_", "positive", "lerp", "lerp_", "addcmul", "addcdiv", "square", "nan_to_num"]
+
+# Augmented assignment (``x += y``) mutates the tensor in place, as in eager PyTorch.
+for _dunder, _name in (
+    ("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__", "mul_"), ("__itruediv__", "div_"),
+    ("__ifloordiv__", "floor_divide_"), ("__imod__", "remainder_"), ("__ipow__", "pow_"),
+    ("__iand__", "bitwise_and_"), ("__ior__", "bitwise_or_"), ("__ixor__", "bitwise_xor_"),
+    ("__ilshift__", "bitwise_left_shift_"), ("__irshift__", "bitwise_right_shift_"),
+):  # fmt: skip
+    register_method(_dunder, _as_method(globals()[_name]))

@@ -26,6 +26,7 @@ class PythonPrimIDs(enum.Enum):
     UNPACK_GLOBAL = enum.auto()
     UNPACK_CELL = enum.auto()
     UNPACK_SHAPE = enum.auto()
+    UNPACK_CONSTANT = enum.auto()
     CHECK_ARGS_STRUCTURE = enum.auto()
     CHECK_TENSOR = enum.auto()
     CHECK_TENSOR_RANK = enum.auto()
@@ -93,6 +94,17 @@ def _print_unpack_cell(bsym, printer):
 
 
 unpack_cell = make_prim(P.UNPACK_CELL, "unpack_cell", lambda cell, output: output, printer=_print_unpack_cell)
+
+
+def _print_unpack_constant(bsym, printer):
+    value, _ = bsym.args
+    return [f"{bsym.output.name} = {printer.constant(value, '_captured')}"]
+
+
+# ``unpack_constant(value, output)``: an object captured by identity (a tensor in a nested closure).
+unpack_constant = make_prim(
+    P.UNPACK_CONSTANT, "unpack_constant", lambda value, output: output, printer=_print_unpack_constant
+)
 
 
 def _print_unpack_shape(bsym, printer):

@@ -1,0 +1,263 @@
+"""thunder.jit for functions: results, traces, the query API, errors."""
+
+from __future__ import annotations
+
+import dis
+import re
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.errors import ThunderValueError, UnsupportedOpError
+
+
+def f(a, b):
+    c = a + b
+    d = torch.sin(c) * 2.0
+    return d - b
+
+
+def test_matches_eager():
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    torch.testing.assert_close(thunder.jit(f)(a, b), f(a, b))
+
+
+def test_last_traces_start_with_the_program_and_end_with_what_runs():
+    jf = thunder.jit(f)
+    jf(torch.randn(3), torch.randn(3))
+    traces = thunder.last_traces(jf)
+    names = [t.provenance.pass_name for t in traces]
+    assert names == [
+        "Interpretation",
+        "Dead Code Elimination",
+        "Common Subexpression Elimination",
+        "Transform for execution",
+        "Delete Last Used",
+    ]
+    assert len({id(t) for t in traces}) == len(traces)  # each trace once
+    # the last trace is the one that runs: its callable is the cache entry's computation
+    assert thunder.compile_stats(jf).entries[-1].computation is traces[-1].python_callable()
+
+
+def test_trace_prints_as_runnable_python_with_provenance_and_decompositions():
+    jf = thunder.jit(f)
+    a, b = torch.randn(3), torch.randn(3)
+    jf(a, b)
+    first, last = thunder.last_traces(jf)[0], thunder.last_traces(jf)[-1]
+    text = str(first)
+    assert re.match(r"# Constructed by Interpretation \(took \d+ milliseconds\)", text)
+    assert "t0 = ltorch.add(a, b)" in text
+    assert "# t0 = prims.add(a, b)" in text  # the decomposition, as a comment
+    assert "test_jit.py:" in text and "c = a + b" in text  # the user's source line
+    dce_text = str(thunder.last_traces(jf)[1])
+    assert dce_text.startswith("# Constructed by Dead Code Elimination (took ")
+    # the printed text of the executed trace runs and gives the same result
+    namespace: dict = {}
+    exec(str(last).replace("_Tensor", "torch.Tensor"), namespace)
+    torch.testing.assert_close(namespace["computation"](a, b), f(a, b))
+
+
+def test_printed_language_trace_runs_eagerly():
+    jf = thunder.jit(f)
+    a, b = torch.randn(3), torch.randn(3)
+    jf(a, b)
+    namespace: dict = {}
+    exec(str(thunder.last_traces(jf)[0]), namespace)
+    torch.testing.assert_close(namespace["computation"](a, b), f(a, b))
+
+
+def test_bound_symbols_carry_source_and_lineage():
+    jf = thunder.jit(f)
+    jf(torch.randn(3), torch.randn(3))
+    traces = thunder.last_traces(jf)
+    first_uids = {b.uid for b in traces[0].bound_symbols}
+    executed = [b for b in traces[3].bound_symbols if b.sym.name != "python_return"]
+    for bsym in executed:
+        assert bsym.lineage and set(bsym.lineage) <= first_uids | {b.uid for b in traces[2].bound_symbols}
+    add = traces[0].bound_symbols[0]
+    assert add.source.lineno == f.__code__.co_firstlineno + 1
+    assert add.source.function == "f"
+
+
+def test_dce_removes_unused_and_cse_merges_repeats():
+    def g(x):
+        unused = torch.exp(x)  # noqa: F841
+        y = torch.sin(x)
+        z = torch.sin(x)
+        return y + z
+
+    jg = thunder.jit(g)
+    x = torch.randn(4)
+    torch.testing.assert_close(jg(x), g(x))
+    traces = thunder.last_traces(jg)
+    assert "exp" in str(traces[0]) and "exp" not in str(traces[1])
+    assert str(traces[1]).count("ltorch.sin(") == 2
+    assert str(traces[2]).count("ltorch.sin(") == 1
+
+
+def test_delete_last_used_frees_intermediates():
+    jf = thunder.jit(f)
+    jf(torch.randn(3), torch.randn(3))
+    text = str(thunder.last_traces(jf)[-1])
+    assert "del t0" in text
+
+
+def test_query_api():
+    jf = thunder.jit(f, executors=["torch"], my_option=3)
+    jf(torch.randn(2), torch.randn(2))
+    cd = thunder.compile_data(jf)
+    assert [e.name for e in cd.executors_list][:1] == ["torch"]
+    assert thunder.cache_option(jf) is thunder.CACHE_OPTIONS.CONSTANT_VALUES
+    assert thunder.compile_stats(jf).cache_misses == 1
+    assert thunder.list_transforms(jf) == []
+    assert len(thunder.last_prologue_traces(jf)) >= 1
+    assert thunder.last_backward_traces(jf) == []
+    instructions = thunder.last_interpreted_instructions(jf)
+    assert instructions and all(isinstance(i, dis.Instruction) for i in instructions)
+    assert any(i.opname == "BINARY_OP" for i in instructions)
+
+
+def test_last_compile_options_reports_unused(capsys):
+    jf = thunder.jit(f, my_option=3)
+    jf(torch.randn(2), torch.randn(2))
+    thunder.last_compile_options(jf)
+    out = capsys.readouterr().out
+    assert "Unused compile options:" in out and "my_option=3" in out
+
+
+def test_interpreter_log_with_debug_option():
+    jf = thunder.jit(f, debug_options=thunder.DebugOptions(record_interpreter_history=True))
+    jf(torch.randn(2), torch.randn(2))
+    log = thunder.last_interpreter_log(jf)
+    assert any(isinstance(e, dis.Instruction) for e in log)
+    assert len(log) > len(thunder.last_interpreted_instructions(jf))
+
+
+def test_debug_options_register_option():
+    thunder.DebugOptions.register_option("test_only_flag", bool, False, "for a test")
+    assert thunder.DebugOptions(test_only_flag=True).test_only_flag is True
+    with pytest.raises(ValueError, match="unknown option"):
+        thunder.DebugOptions(not_an_option=1)
+
+
+def test_from_thunder_import_star():
+    namespace: dict = {}
+    exec("from thunder import *", namespace)
+    for name in ("jit", "last_traces", "cache_hits", "CACHE_OPTIONS", "DebugOptions"):
+        assert name in namespace
+
+
+def test_unknown_executor_name_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown executor 'nope'.*torch"):
+        thunder.jit(f, executors=["nope"])
+
+
+def test_unsupported_torch_function_names_it_and_the_line():
+    def uses_fft(x):
+        return torch.fft.fft(x)
+
+    with pytest.raises(UnsupportedOpError) as excinfo:
+        thunder.jit(uses_fft)(torch.randn(4))
+    message = str(excinfo.value)
+    assert "fft" in message and "test_jit.py:" in message and "torchsymbol" in message
+
+
+def test_bad_input_error_names_op_argument_and_line():
+    def bad(a, b):
+        return a + b
+
+    with pytest.raises(ThunderValueError) as excinfo:
+        thunder.jit(bad)(torch.randn(3, 4), torch.randn(5))
+    message = str(excinfo.value)
+    assert "ltorch.add" in message and "must match" in message and "return a + b" in message
+
+
+def test_user_exceptions_propagate_as_themselves():
+    class MyError(Exception):
+        pass
+
+    def raises(x):
+        if x.shape[0] == 3:
+            raise MyError("three")
+        return x
+
+    with pytest.raises(MyError, match="three"):
+        thunder.jit(raises)(torch.randn(3))
+
+
+def test_data_dependent_control_flow_is_a_clear_error():
+    def branch(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(RuntimeError, match="Data-dependent control flow"):
+        thunder.jit(branch)(torch.randn(3))
+
+
+def test_python_control_flow_on_metadata_and_containers():
+    def g(xs, scale, *, flip=False):
+        out = []
+        for i, x in enumerate(xs):
+            y = x * scale if i % 2 == 0 else x - scale
+            out.append(-y if flip else y)
+        return {"sum": out[0] + out[1], "parts": tuple(out)}
+
+    xs = [torch.randn(3), torch.randn(3), torch.randn(3)]
+    jg = thunder.jit(g)
+    expected = g(xs, 2.0, flip=True)
+    actual = jg(xs, 2.0, flip=True)
+    torch.testing.assert_close(actual, expected)
+    assert thunder.cache_misses(jg) == 1
+    jg(xs, 2.0, flip=True)
+    assert thunder.cache_hits(jg) == 1
+
+
+def test_closure_and_nested_function():
+    w = torch.randn(3)
+
+    def outer(x):
+        def inner(y):
+            return y * w
+
+        return inner(x) + 1
+
+    x = torch.randn(3)
+    torch.testing.assert_close(thunder.jit(outer)(x), outer(x))
+
+
+def test_inplace_on_input_is_visible_to_the_caller():
+    def g(x, y):
+        x.add_(y)
+        x.mul_(2)
+        return x + 1
+
+    x, y = torch.randn(3), torch.randn(3)
+    xe = x.clone()
+    expected = g(xe, y)
+    actual = thunder.jit(g)(x, y)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(x, xe)
+
+
+def test_augmented_assignment_mutates_in_place():
+    def g(x):
+        x += 1
+        x *= 3
+        return x
+
+    x = torch.randn(3)
+    xe = x.clone()
+    torch.testing.assert_close(thunder.jit(g)(x), g(xe))
+    torch.testing.assert_close(x, xe)
+
+
+def test_jit_of_non_callable_is_a_type_error():
+    with pytest.raises(TypeError, match="function or torch.nn.Module"):
+        thunder.jit(3)
+
+
+def test_query_on_plain_function_is_a_clear_error():
+    with pytest.raises(TypeError, match="not a function returned by thunder.jit"):
+        thunder.last_traces(f)
