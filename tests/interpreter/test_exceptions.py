@@ -341,3 +341,45 @@ def test_reraised_saved_exception_gets_new_context():
             return type(e.__context__)
 
     assert_same(f)
+
+
+class _Payload:
+    pass
+
+
+def test_no_leak_after_caught_exception():
+    import weakref
+
+    def raises():
+        raise RuntimeError("Exc")
+
+    def forward(x):
+        try:
+            raises()
+        except RuntimeError:
+            pass
+        return 1
+
+    def run():
+        x = _Payload()
+        interpret(forward)(x)
+        return weakref.ref(x)
+
+    assert run()() is None
+
+
+def test_no_leak_after_uncaught_exception():
+    import weakref
+
+    def forward(x):
+        raise RuntimeError("FOOBAR")
+
+    def run():
+        x = _Payload()
+        try:
+            interpret(forward)(x)
+        except RuntimeError:
+            pass
+        return weakref.ref(x)
+
+    assert run()() is None

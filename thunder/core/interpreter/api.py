@@ -44,10 +44,13 @@ def _run(ctx: Runtime, fn, args: tuple, kwargs: dict):
     finally:
         runtimes.pop()
         ctx.done = True
+        ctx.propagating = None
         if outermost:
             sys.setrecursionlimit(saved_limit)
     # Outside the except clause, so nothing of the interpreter becomes the exception's context.
     frames = ctx.unwound[::-1] if ctx.unwound_exc is exc else []
+    ctx.unwound_exc = None
+    ctx.unwound = []
     try:
         reraise_in_user_frames(exc, frames)
     finally:

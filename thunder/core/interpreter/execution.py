@@ -165,7 +165,10 @@ def throw_into(frame: Frame, exc: BaseException) -> int:
     """Raises ``exc`` inside a frame suspended at a yield (generator ``throw``/``close``), then runs it."""
     if not unwind_to_handler(frame, exc):
         note_unwound(frame, exc)
-        raise exc
+        try:
+            raise exc
+        finally:
+            del exc
     return run_frame(frame)
 
 

@@ -79,11 +79,16 @@ def reraise_in_user_frames(exc: BaseException, frames: list) -> None:
     context, suppress = exc.__context__, exc.__suppress_context__
     exc.__traceback__ = strip_internal_frames(exc.__traceback__)
     fn = None
+    innermost_globals: dict = {}
     for i in range(len(frames) - 1, -1, -1):
         code, lineno = frames[i]
         innermost = i == len(frames) - 1
         stub = _stub_code(code.co_filename, lineno, code.co_name, code.co_qualname, innermost)
-        g = {"__thunder_exc__": exc} if innermost else {"__thunder_next__": fn}
+        if innermost:
+            innermost_globals["__thunder_exc__"] = exc
+            g = innermost_globals
+        else:
+            g = {"__thunder_next__": fn}
         fn = FunctionType(stub, g)
     try:
         if fn is None:
@@ -92,4 +97,8 @@ def reraise_in_user_frames(exc: BaseException, frames: list) -> None:
     except BaseException as e:
         e.__context__, e.__suppress_context__ = context, suppress
         e.__traceback__ = strip_internal_frames(e.__traceback__)
+        # The stub frames stay in the traceback: they must not reference the exception (a cycle).
+        innermost_globals.clear()
         raise
+    finally:
+        del exc, fn

@@ -36,13 +36,20 @@ def RAISE_VARARGS(inst, frame):
         exc = ctx.handled_exception()
         if exc is None:
             raise RuntimeError("No active exception to reraise")
-        raise exc
+        try:
+            raise exc
+        finally:
+            # The traceback references this frame: do not let it reference the exception (a cycle).
+            del exc
     ctx.propagating = None  # a re-raised object that once left a frame is fresh again
     cause = stack.pop() if argc == 2 else NULL
     exc = _make_exception(ctx, stack.pop())
     if cause is not NULL:
         exc.__cause__ = None if cause is None else _make_exception(ctx, cause, cause=True)
-    raise exc
+    try:
+        raise exc
+    finally:
+        del exc, cause
 
 
 @register_opcode_handler("RERAISE")
@@ -198,7 +205,10 @@ def CLEANUP_THROW(inst, frame):
     stack = frame.stack
     exc = stack[-1]
     if not isinstance(exc, StopIteration):
-        raise exc
+        try:
+            raise exc
+        finally:
+            del exc
     del stack[-3:]
     stack.append(None)
     stack.append(exc.value)
