@@ -1,0 +1,122 @@
+"""Executors: torchcompile fusion, the extend API, user transforms."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+from thunder.extend import OperatorExecutor, deregister_executor, register_executor
+
+
+def elementwise_chain(a, b):
+    c = a * b + 1.0
+    d = torch.sin(c) - b
+    return torch.exp(d) * 0.5
+
+
+@pytest.mark.slow
+def test_torchcompile_fuses_regions_and_matches_eager():
+    jf = thunder.jit(elementwise_chain, executors=["torchcompile"])
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    torch.testing.assert_close(jf(a, b), elementwise_chain(a, b))
+    torch.testing.assert_close(jf(a, b), elementwise_chain(a, b))
+    executed = thunder.last_traces(jf)[-1]
+    fusions = [b for b in executed.bound_symbols if b.sym.name.startswith("TorchCompile")]
+    assert len(fusions) == 1
+    fusion = fusions[0]
+    assert len(fusion.subsymbols) == 6 and len(fusion.lineage) == 6
+    assert "TorchCompile" in str(executed)
+
+
+def test_torchcompile_leaves_inplace_ops_to_torch():
+    def g(x):
+        y = x * 2
+        x.add_(1)
+        return y + x
+
+    jf = thunder.jit(g, executors=["torchcompile"])
+    executed = thunder.last_traces
+    x = torch.randn(3)
+    xe = x.clone()
+    # regions are at least two ops long; here each side of the in-place op has one op
+    torch.testing.assert_close(jf(x), g(xe))
+    torch.testing.assert_close(x, xe)
+    assert "add_" in str(executed(jf)[-1])
+
+
+def test_executors_listed_highest_priority_first_and_extended_by_always():
+    jf = thunder.jit(elementwise_chain, executors=["torchcompile"])
+    names = [e.name for e in thunder.compile_data(jf).executors_list]
+    assert names == ["torchcompile", "torch", "python"]
+
+
+def test_register_operator_shows_in_traces_and_runs():
+    ex = OperatorExecutor("test_custom_ex")
+    register_executor(ex)
+    calls = []
+
+    def my_mul_impl(a, b):
+        calls.append(1)
+        return a * b
+
+    my_mul = ex.register_operator("my_mul", like=thunder.torch.mul, fn=my_mul_impl)
+    try:
+
+        def g(x, y):
+            return my_mul(x, y) + 1
+
+        jg = thunder.jit(g, executors=[ex])
+        x, y = torch.randn(3), torch.randn(3)
+        torch.testing.assert_close(jg(x, y), x * y + 1)
+        assert calls
+        assert "my_mul(x, y)" in str(thunder.last_traces(jg)[-1])
+    finally:
+        deregister_executor(ex)
+
+
+def test_register_implementation_claims_an_existing_symbol():
+    ex = OperatorExecutor("test_sin_ex")
+    register_executor(ex)
+    seen = []
+
+    def sin_impl(a):
+        seen.append(a.shape)
+        return torch.sin(a)
+
+    sin_op = ex.register_operator("sin_via_ex", like=thunder.torch.sin, fn=sin_impl)
+    ex.register_implementation(thunder.torch.sin, sin_op, checker=lambda a: a.ndim == 1)
+    try:
+
+        def g(x):
+            return torch.sin(x)
+
+        jg = thunder.jit(g, executors=[ex])
+        torch.testing.assert_close(jg(torch.ones(3)), torch.sin(torch.ones(3)))
+        assert seen == [torch.Size([3])]
+        torch.testing.assert_close(jg(torch.ones(2, 2)), torch.sin(torch.ones(2, 2)))  # checker says no: torch runs it
+        assert len(seen) == 1
+    finally:
+        deregister_executor(ex)
+
+
+def test_user_transform_post_optimization_shows_in_last_traces():
+    class CountOps(thunder.Transform):
+        def __init__(self):
+            self.seen = 0
+
+        def transform_trace_post_optimization(self, trace, **kwargs):
+            self.seen = len(trace.bound_symbols)
+            from thunder.core.trace import from_trace
+
+            new = from_trace(trace)
+            new.bound_symbols.extend(trace.bound_symbols)
+            return new
+
+    t = CountOps()
+    jf = thunder.jit(elementwise_chain, transforms=[t])
+    a, b = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(jf(a, b), elementwise_chain(a, b))
+    assert t.seen > 0
+    assert thunder.list_transforms(jf) == [t]
+    assert "CountOps" in [tr.provenance.pass_name for tr in thunder.last_traces(jf)]
