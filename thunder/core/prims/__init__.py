@@ -16,3 +16,5 @@ from thunder.core.prims.python import *  # noqa: F403
 from thunder.core.prims.python import PythonPrimIDs
 from thunder.core.prims.shape import *  # noqa: F403
 from thunder.core.prims.shape import ShapePrimIDs
+from thunder.core.prims.reduction import *  # noqa: F403
+from thunder.core.prims.factory import *  # noqa: F403
