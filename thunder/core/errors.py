@@ -16,6 +16,10 @@ class ThunderValueError(ThunderError, ValueError):
     """An op received an argument with a bad value or shape."""
 
 
+class ThunderIndexError(ThunderError, IndexError):
+    """An index or dim is out of range (where PyTorch raises IndexError)."""
+
+
 class ThunderRuntimeError(ThunderError, RuntimeError):
     """Something the user's program did cannot be compiled (data-dependent control flow, ...)."""
 

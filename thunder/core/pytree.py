@@ -11,6 +11,12 @@ import optree
 
 NAMESPACE = "thunder"
 
+# Slices are nodes, not leaves: an index key such as ``(slice(i, None), t)`` may hold proxies,
+# and a bound symbol's flat args must find them (and ``rename`` must substitute them).
+optree.register_pytree_node(
+    slice, lambda s: ((s.start, s.stop, s.step), None), lambda _, c: slice(*c), namespace=NAMESPACE
+)
+
 
 def tree_flatten(tree: Any) -> tuple[list, Any]:
     return optree.tree_flatten(tree, none_is_leaf=True, namespace=NAMESPACE)

@@ -18,3 +18,4 @@ from thunder.core.prims.shape import *  # noqa: F403
 from thunder.core.prims.shape import ShapePrimIDs
 from thunder.core.prims.reduction import *  # noqa: F403
 from thunder.core.prims.factory import *  # noqa: F403
+from thunder.core.prims.indexing import *  # noqa: F403

@@ -1,0 +1,556 @@
+"""Indexing ops of the torch language: ``a[key]`` and ``a[key] = value`` with PyTorch's basic
+and advanced indexing, and the gather/scatter family (index_select, gather, scatter,
+scatter_add, index_add, index_copy, index_put, masked_fill), with in-place twins.
+
+Note [Indexing]
+A key is split into a basic part (ints, slices, None, Ellipsis) and an advanced part (integer
+index tensors, or lists of ints). The basic part becomes one ``slice_prim`` (ints are slices of
+length one, then squeezed; None inserts size-1 dims). On the result ``T`` the index tensors
+sit at known dims: PyTorch handles ints before tensors, so adjacency is judged in ``T``'s
+layout. Index tensors broadcast to one shape ``B``; the result has ``B`` where the tensors
+were when they are adjacent, and in front otherwise. ``a[key] = value`` runs the same steps
+backwards: ``value`` is broadcast to the shape of ``a[key]``, put into ``T``'s layout with
+``index_put``, reshaped to the slice's layout, written with ``slice_scatter`` and copied into
+``a`` with ``prims.copy_`` (so the symbol is IN_PLACE, as eager's ``__setitem__``). Boolean
+masks make shapes depend on data, so ``a[mask]`` is refused; ``a[mask] = value`` keeps
+shapes and becomes a ``where``.
+
+The torch executor runs ``operator.getitem`` / ``operator.setitem`` with the user's key.
+
+Layer: language. Imports: core, torch.base, torch.shape.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core.errors import ThunderIndexError, ThunderRuntimeError, ThunderTypeError, ThunderValueError
+from thunder.core.prims.indexing import advanced_index_shape
+from thunder.core.proxies import NumberProxy, TensorProxy, pyval
+from thunder.core.symbol import DONT_DCE, IN_PLACE
+from thunder.torch.base import broadcast_shapes, expand_to, make_inplace, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.shape import check_dim
+
+__all__: list[str] = []
+
+_INDEX_DTYPES = (torch.int64, torch.int32)
+_VALID_INDICES = "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices"
+
+
+def _export(*syms):
+    for sym in syms:
+        globals()[sym.name] = sym
+        __all__.append(sym.name)
+
+
+def _is_int(x) -> bool:
+    v = pyval(x)
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _data_dependent_mask(op: str, what: str):
+    return ThunderRuntimeError(
+        f"{op}: indexing with a boolean mask ({what}) gives a result whose shape depends on the mask's values, "
+        "which are not known while tracing. Use torch.where(mask, a, other) or a.masked_fill(...), "
+        "or index outside the jitted function."
+    )
+
+
+@dataclass
+class _Plan:
+    """The basic part of a key over ``a``: one strided slice, then squeezes and insertions."""
+
+    starts: list[int]
+    ends: list[int]
+    strides: list[int]
+    squeeze_dims: list[int] = field(default_factory=list)  # dims of the slice removed by ints
+    none_positions: list[int] = field(default_factory=list)  # dims of T inserted by None
+    tensors: dict[int, TensorProxy] = field(default_factory=dict)  # dim of T -> index tensor
+
+    def slice_shape(self) -> tuple[int, ...]:
+        return tuple(max(0, (e - s + st - 1) // st) for s, e, st in zip(self.starts, self.ends, self.strides))
+
+    def is_full(self, shape) -> bool:
+        return all(s == 0 and e == n and st == 1 for s, e, st, n in zip(self.starts, self.ends, self.strides, shape))
+
+
+def _index_tensor_from(op: str, a: TensorProxy, x):
+    """An index tensor for a list of ints (or a tensor), refusing masks."""
+    if isinstance(x, TensorProxy):
+        t = x
+    else:
+        flat = []
+
+        def walk(v):
+            if isinstance(v, (list, tuple)):
+                for y in v:
+                    walk(y)
+            else:
+                flat.append(pyval(v))
+
+        walk(x)
+        if any(isinstance(v, bool) for v in flat):
+            raise _data_dependent_mask(op, "a list of bools")
+        if any(not isinstance(v, int) for v in flat):
+            raise ThunderIndexError(f"{op}: {_VALID_INDICES} (got a list holding {flat!r})")
+        t = prims.tensor_from_sequence(x, device=a.device, dtype=torch.int64)
+    if t.dtype in (torch.bool, torch.uint8):
+        raise _data_dependent_mask(op, f"a {t.dtype} tensor of shape {list(t.shape)}")
+    if t.dtype not in _INDEX_DTYPES:
+        raise ThunderIndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors, got {t.dtype}")
+    return t
+
+
+def _plan(op: str, a: TensorProxy, key) -> _Plan:
+    """Walks the key (see Note [Indexing])."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise ThunderIndexError(f"{op}: an index can only have a single ellipsis ('...')")
+    consumed = sum(0 if (k is None or k is Ellipsis or isinstance(k, bool)) else 1 for k in key)
+    if consumed > a.ndim:
+        raise ThunderIndexError(f"{op}: too many indices for tensor of dimension {a.ndim}")
+    plan = _Plan([0] * a.ndim, list(a.shape), [1] * a.ndim)
+    d = 0  # dim of a
+    r = 0  # dim of T
+    for k in key:
+        if k is None:
+            plan.none_positions.append(r)
+            r += 1
+        elif k is Ellipsis:
+            n_dims = a.ndim - consumed
+            d += n_dims
+            r += n_dims
+        elif isinstance(k, bool):
+            if not k:
+                raise ThunderIndexError(f"{op}: indexing with the Python bool False is not supported")
+            plan.none_positions.append(r)
+            r += 1
+        elif _is_int(k):
+            i, n = pyval(k), a.shape[d]
+            if not -n <= i < n:
+                raise ThunderIndexError(f"{op}: index {i} is out of bounds for dimension {d} with size {n}")
+            i = i + n if i < 0 else i
+            plan.starts[d], plan.ends[d] = i, i + 1
+            plan.squeeze_dims.append(d)
+            d += 1
+        elif isinstance(k, slice):
+            parts = [pyval(x) for x in (k.start, k.stop, k.step)]
+            for x in parts:
+                if isinstance(x, TensorProxy):
+                    raise ThunderRuntimeError(
+                        f"{op}: a tensor as a slice bound is data-dependent; use a Python int in slices"
+                    )
+                if x is not None and not _is_int(x):
+                    raise ThunderTypeError(
+                        f"{op}: slice indices must be integers or None or have an __index__ method, got {x!r}"
+                    )
+            if parts[2] is not None and parts[2] <= 0:
+                if parts[2] == 0:
+                    raise ThunderValueError(f"{op}: slice step cannot be zero")
+                raise ThunderValueError(
+                    f"{op}: step must be greater than zero (negative steps are not supported by PyTorch; use flip)"
+                )
+            start, stop, step = slice(*parts).indices(a.shape[d])
+            plan.starts[d], plan.ends[d], plan.strides[d] = start, max(start, stop), step
+            d += 1
+            r += 1
+        elif isinstance(k, (TensorProxy, list, tuple)):
+            if isinstance(k, TensorProxy) and k.dtype in (torch.bool, torch.uint8):
+                raise _data_dependent_mask(op, f"a {k.dtype} tensor of shape {list(k.shape)}")
+            plan.tensors[r] = _index_tensor_from(op, a, k)
+            d += 1
+            r += 1
+        elif isinstance(k, torch.Tensor):
+            raise ThunderRuntimeError(f"{op}: a torch.Tensor made outside the trace cannot be used as an index")
+        else:
+            raise ThunderIndexError(f"{op}: {_VALID_INDICES} (got {type(k).__name__})")
+    return plan
+
+
+def _basic(a: TensorProxy, plan: _Plan) -> TensorProxy:
+    """``T``: ``a`` with the basic part of the key applied."""
+    t = prims.slice_prim(a, tuple(plan.starts), tuple(plan.ends), tuple(plan.strides))
+    if plan.squeeze_dims:
+        t = prims.squeeze(t, tuple(plan.squeeze_dims))
+    if plan.none_positions:
+        shape = list(t.shape)
+        for p in plan.none_positions:
+            shape.insert(p, 1)
+        kept = tuple(i for i in range(len(shape)) if i not in plan.none_positions)
+        t = prims.broadcast_in_dim(t, tuple(shape), kept)
+    return t
+
+
+def _wrapped_indices(op: str, t: TensorProxy, tensors: dict[int, TensorProxy]) -> dict[int, TensorProxy]:
+    """Index tensors broadcast to one shape, as int64, negative values wrapped."""
+    bshape = broadcast_shapes(op, *(x.shape for x in tensors.values()))
+    out = {}
+    for p, x in sorted(tensors.items()):
+        x = expand_to(maybe_convert_to_dtype(x, torch.int64), bshape)
+        n = t.shape[p]
+        out[p] = prims.where(prims.lt(x, 0), prims.add(x, n), x)
+    return out
+
+
+def _advanced(t: TensorProxy, idx: dict[int, TensorProxy]) -> TensorProxy:
+    """``t[idx]`` for index tensors (broadcast and wrapped) at dims ``idx`` of ``t``."""
+    positions = sorted(idx)
+    bshape = idx[positions[0]].shape
+    result_shape = advanced_index_shape(t.shape, [idx.get(i) for i in range(t.ndim)])
+    others = [i for i in range(t.ndim) if i not in idx]
+    if len(positions) == 1:
+        p = positions[0]
+        flat = prims.reshape(idx[p], (math.prod(bshape),))
+        out = prims.take(t, flat, p)
+        return prims.reshape(out, result_shape)
+    # Several index tensors: index dims to the front, merged into one, indexed by a linear index.
+    moved = prims.transpose(t, (*positions, *others))
+    sizes = [t.shape[p] for p in positions]
+    merged = prims.reshape(moved, (math.prod(sizes), *(t.shape[i] for i in others)))
+    linear = None
+    stride = 1
+    for p, n in reversed(list(zip(positions, sizes))):
+        term = idx[p] if stride == 1 else prims.mul(idx[p], stride)
+        linear = term if linear is None else prims.add(linear, term)
+        stride *= n
+    out = prims.take(merged, prims.reshape(linear, (math.prod(bshape),)), 0)
+    out = prims.reshape(out, (*bshape, *(t.shape[i] for i in others)))
+    if not _is_adjacent(positions) or positions[0] == 0:
+        return out
+    return _to_layout(out, len(bshape), positions[0])
+
+
+def _to_layout(out: TensorProxy, nb: int, first: int) -> TensorProxy:
+    """Moves the leading ``nb`` dims (the index shape) to position ``first`` (adjacent index tensors)."""
+    rest = list(range(nb, out.ndim))
+    perm = rest[:first] + list(range(nb)) + rest[first:]
+    return prims.transpose(out, tuple(perm))
+
+
+def _is_adjacent(positions) -> bool:
+    return positions == list(range(positions[0], positions[-1] + 1))
+
+
+@torchsymbol(method_name="__getitem__", torch_impl=operator.getitem)
+def getitem(a, key):
+    """``a[key]``: basic and advanced (integer tensor) indexing; see Note [Indexing]."""
+    op = "ltorch.getitem"
+    plan = _plan(op, a, key)
+    t = _basic(a, plan)
+    if not plan.tensors:
+        return t
+    return _advanced(t, _wrapped_indices(op, t, plan.tensors))
+
+
+def _mask_key(key):
+    """The bool mask of ``a[mask] = v`` (a bool tensor alone, or with trailing full slices / Ellipsis)."""
+    if isinstance(key, TensorProxy) and key.dtype in (torch.bool, torch.uint8):
+        return key
+    if isinstance(key, tuple) and key and isinstance(key[0], TensorProxy) and key[0].dtype in (torch.bool, torch.uint8):
+        if all(k is Ellipsis or k == slice(None) for k in key[1:]):
+            return key[0]
+    return None
+
+
+def _value_tensor(op: str, a: TensorProxy, value, shape) -> TensorProxy:
+    """``value`` converted to ``a``'s dtype and broadcast to ``shape`` (leading size-1 dims dropped)."""
+    if isinstance(value, TensorProxy):
+        if value.device != a.device and value.ndim != 0:
+            raise ThunderValueError(f"{op}: value is on {value.device} but the indexed tensor is on {a.device}")
+        v = value
+        while v.ndim > len(shape) and v.shape[0] == 1:
+            v = prims.squeeze(v, (0,))
+        try:
+            common = broadcast_shapes(op, v.shape, shape)
+        except ThunderValueError:
+            common = None
+        if common != tuple(shape):
+            raise ThunderValueError(
+                f"{op}: shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to indexing "
+                f"result of shape {list(shape)}"
+            )
+        return expand_to(maybe_convert_to_dtype(v, a.dtype), shape)
+    if isinstance(value, (int, float, bool, complex, NumberProxy)):
+        return prims.full(
+            tuple(shape), dtypes.dtype_to_python_type(a.dtype)(pyval(value)), device=a.device, dtype=a.dtype
+        )
+    raise ThunderTypeError(f"{op}: can only assign a tensor or a number, but got {type(value).__name__}")
+
+
+def _masked_set(op: str, a: TensorProxy, mask: TensorProxy, value):
+    """``a`` with ``value`` where ``mask`` (which covers a's leading dims) is True."""
+    if mask.ndim > a.ndim or tuple(mask.shape) != tuple(a.shape[: mask.ndim]):
+        bad = next((i for i in range(min(mask.ndim, a.ndim)) if mask.shape[i] != a.shape[i]), 0)
+        raise ThunderIndexError(
+            f"{op}: The shape of the mask {list(mask.shape)} at index {bad} does not match the shape of the "
+            f"indexed tensor {list(a.shape)} at index {bad}"
+        )
+    rest = tuple(a.shape[mask.ndim :])
+    if isinstance(value, TensorProxy) and value.ndim > len(rest):
+        if value.ndim != len(rest) + 1 or value.shape[0] != 1:
+            raise _data_dependent_mask(op, "assigning one value per selected element needs the number of True values")
+    v = _value_tensor(op, a, value, rest)
+    m = mask if mask.dtype is torch.bool else prims.ne(mask, 0)
+    m = prims.broadcast_in_dim(m, tuple(a.shape), tuple(range(mask.ndim)))
+    return prims.where(m, expand_to(v, a.shape), a)
+
+
+def _put(op: str, a: TensorProxy, key, value, accumulate: bool) -> TensorProxy:
+    """The tensor ``a`` would be after ``a[key] = value`` (or ``+=`` with accumulate), out of place."""
+    mask = _mask_key(key)
+    if mask is not None:
+        if accumulate:
+            raise _data_dependent_mask(op, "accumulate=True")
+        return _masked_set(op, a, mask, value)
+    plan = _plan(op, a, key)
+    t = _basic(a, plan)
+    if plan.tensors:
+        idx = _wrapped_indices(op, t, plan.tensors)
+        target_shape = advanced_index_shape(t.shape, [idx.get(i) for i in range(t.ndim)])
+        v = _value_tensor(op, a, value, target_shape)
+        new_t = prims.index_put(t, tuple(idx.get(i) for i in range(max(idx) + 1)), v, accumulate)
+    else:
+        v = _value_tensor(op, a, value, t.shape)
+        new_t = prims.add(t, v) if accumulate else v
+    # Back to the slice's layout: drop None dims, restore the dims ints removed.
+    if plan.none_positions:
+        new_t = prims.squeeze(new_t, tuple(plan.none_positions))
+    src = prims.reshape(new_t, plan.slice_shape())
+    if plan.is_full(a.shape):
+        return src
+    return prims.slice_scatter(a, src, tuple(plan.starts), tuple(plan.ends), tuple(plan.strides))
+
+
+@torchsymbol(method_name="__setitem__", torch_impl=operator.setitem, tags=(IN_PLACE, DONT_DCE))
+def setitem(a, key, value):
+    """``a[key] = value``: in place; see Note [Indexing]."""
+    op = "ltorch.setitem"
+    if not isinstance(a, TensorProxy):
+        raise ThunderTypeError(f"{op}: expected a tensor, got {type(a).__name__}")
+    out = _put(op, a, key, value, False)
+    prims.copy_(out, a)
+    return a
+
+
+@torchsymbol(torch.index_put, method_name="index_put")
+def index_put(a, indices, values, accumulate=False):
+    """``torch.index_put``: ``a[indices] = values`` (``+=`` when accumulate), out of place."""
+    op = "ltorch.index_put"
+    if not isinstance(indices, (tuple, list)):
+        raise ThunderTypeError(f"{op}: indices must be a tuple of tensors, got {type(indices).__name__}")
+    if not isinstance(values, TensorProxy):
+        raise ThunderTypeError(f"{op}: values must be a tensor, got {type(values).__name__}")
+    if values.dtype != a.dtype:
+        raise ThunderTypeError(
+            f"{op}: Index put requires the source and destination dtypes match, got {a.dtype} for the destination "
+            f"and {values.dtype} for the source."
+        )
+    return _put(op, a, tuple(indices), values, bool(accumulate))
+
+
+# ----------------------------------------------------------------------------------------
+# The gather/scatter family
+# ----------------------------------------------------------------------------------------
+
+
+def _index_arg(op: str, index, *, name: str = "index", vector: bool = False) -> TensorProxy:
+    if not isinstance(index, TensorProxy):
+        raise ThunderTypeError(f"{op}: expected {name} to be a tensor, got {type(index).__name__}")
+    if index.dtype not in _INDEX_DTYPES:
+        raise ThunderTypeError(f"{op}: Expected dtype int32/int64 for {name}, but got {index.dtype}")
+    if vector and index.ndim > 1:
+        raise ThunderIndexError(f"{op}: Index is supposed to be a vector")
+    return index
+
+
+@torchsymbol(torch.index_select, method_name="index_select")
+def index_select(a, dim, index):
+    """``torch.index_select``: the slices at ``index`` (a vector) along ``dim``."""
+    op = "ltorch.index_select"
+    index = _index_arg(op, index, vector=True)
+    d = check_dim(op, a.ndim, dim)
+    if index.ndim == 0:
+        index = prims.reshape(index, (1,))
+    return prims.take(a, index, d)
+
+
+def _check_gather_shapes(op: str, a, d, index, src=None):
+    if index.ndim != a.ndim and not (a.ndim == 0 and index.ndim <= 1) and index.numel():
+        raise ThunderValueError(f"{op}: Index tensor must have the same number of dimensions as input tensor")
+    for i, (n, m) in enumerate(zip(index.shape, a.shape)):
+        if i != d and n > m:
+            raise ThunderValueError(
+                f"{op}: Size does not match at dimension {i} expected index {list(index.shape)} to be smaller than "
+                f"self {list(a.shape)} apart from dimension {d}"
+            )
+    if src is not None:
+        if src.ndim != index.ndim and index.numel():
+            raise ThunderValueError(f"{op}: Index tensor must have the same number of dimensions as src tensor")
+        for n, m in zip(index.shape, src.shape):
+            if n > m:
+                raise ThunderValueError(
+                    f"{op}: Expected index {list(index.shape)} to be smaller than self {list(a.shape)} apart from "
+                    f"dimension {d} and to be smaller size than src {list(src.shape)}"
+                )
+
+
+@torchsymbol(torch.gather, method_name="gather")
+def gather(a, dim, index, *, sparse_grad=False):
+    """``torch.gather``: ``out[i][j] = a[index[i][j]][j]`` for dim 0 (``prims.take_along_axis``)."""
+    op = "ltorch.gather"
+    index = _index_arg(op, index)
+    d = check_dim(op, a.ndim, dim)
+    _check_gather_shapes(op, a, d, index)
+    return prims.take_along_axis(a, index, d)
+
+
+@torchsymbol(torch.take_along_dim, method_name="take_along_dim")
+def take_along_dim(a, indices, dim=None):
+    """``torch.take_along_dim``: gather with broadcasting of ``a`` and ``indices`` (dim None: flattened)."""
+    op = "ltorch.take_along_dim"
+    indices = _index_arg(op, indices, name="indices")
+    if dim is None:
+        return prims.take_along_axis(prims.reshape(a, (a.numel(),)), prims.reshape(indices, (indices.numel(),)), 0)
+    d = check_dim(op, a.ndim, dim)
+    if indices.ndim != a.ndim:
+        raise ThunderValueError(
+            f"{op}: input and indices should have the same number of dimensions, but got {a.ndim} dimensions for input, and {indices.ndim} dimensions for indices"
+        )
+    a_shape = list(a.shape)
+    i_shape = list(indices.shape)
+    a_shape[d] = i_shape[d] = 1
+    common = list(broadcast_shapes(op, a_shape, i_shape))
+    ca, ci = list(common), list(common)
+    ca[d], ci[d] = a.shape[d], indices.shape[d]
+    a = expand_to(a, tuple(ca))
+    indices = expand_to(maybe_convert_to_dtype(indices, torch.int64), tuple(ci))
+    n = a.shape[d]
+    indices = prims.where(prims.lt(indices, 0), prims.add(indices, n), indices)
+    return prims.take_along_axis(a, indices, d)
+
+
+def _src_tensor(op: str, a, src, index):
+    """``src`` as a tensor of ``a``'s dtype (a number fills the index's shape)."""
+    if isinstance(src, TensorProxy):
+        if src.dtype != a.dtype:
+            raise ThunderTypeError(
+                f"{op}: Expected self.dtype to be equal to src.dtype, but got {a.dtype} and {src.dtype}"
+            )
+        return src
+    if isinstance(src, (int, float, bool, complex, NumberProxy)):
+        return prims.full(
+            tuple(index.shape), dtypes.dtype_to_python_type(a.dtype)(pyval(src)), device=a.device, dtype=a.dtype
+        )
+    raise ThunderTypeError(f"{op}: src must be a tensor or a number, got {type(src).__name__}")
+
+
+@torchsymbol(torch.scatter, method_name="scatter")
+def scatter(a, dim, index, src=None, value=None, *, reduce=None):
+    """``torch.scatter``: a copy of ``a`` with ``src`` (a tensor or a number, also as ``value=``)
+    written at ``index`` along ``dim``."""
+    op = "ltorch.scatter"
+    if reduce is not None:
+        raise ThunderValueError(f"{op}: reduce={reduce!r} is not supported; use scatter_add or scatter_reduce outside")
+    if src is None and value is None:
+        raise ThunderTypeError(f"{op}: expected src or value")
+    index = _index_arg(op, index)
+    d = check_dim(op, a.ndim, dim)
+    s = _src_tensor(op, a, src if src is not None else value, index)
+    _check_gather_shapes(op, a, d, index, s)
+    return prims.scatter(a, index, s, d)
+
+
+@torchsymbol(torch.scatter_add, method_name="scatter_add")
+def scatter_add(a, dim, index, src):
+    """``torch.scatter_add``: like scatter, but adding (duplicate indices accumulate)."""
+    op = "ltorch.scatter_add"
+    index = _index_arg(op, index)
+    d = check_dim(op, a.ndim, dim)
+    s = _src_tensor(op, a, src, index)
+    _check_gather_shapes(op, a, d, index, s)
+    return prims.scatter_add(a, index, s, d)
+
+
+def _index_update(op: str, prim, a, dim, index, source):
+    index = _index_arg(op, index, vector=True)
+    d = check_dim(op, a.ndim, dim)
+    if not isinstance(source, TensorProxy):
+        raise ThunderTypeError(f"{op}: source must be a tensor, got {type(source).__name__}")
+    if source.dtype != a.dtype:
+        raise ThunderTypeError(f"{op}: self ({a.dtype}) and source ({source.dtype}) must have the same scalar type")
+    if index.ndim == 0:
+        index = prims.reshape(index, (1,))
+    expected = list(a.shape)
+    if a.ndim:
+        expected[d] = index.shape[0]
+    if list(source.shape) != expected and not (a.ndim == 0 and source.numel() == 1):
+        raise ThunderValueError(
+            f"{op}: source of shape {list(source.shape)} does not match the expected shape {expected} "
+            f"(self {list(a.shape)} with dim {d} of size len(index) = {index.shape[0]})"
+        )
+    if a.ndim == 0 and source.shape != ():
+        source = prims.reshape(source, ())
+    return prim(a, index, source, d)
+
+
+@torchsymbol(torch.index_add, method_name="index_add")
+def index_add(a, dim, index, source, *, alpha=1):
+    """``torch.index_add``: adds ``alpha * source``'s slices into ``a`` at positions ``index`` along ``dim``."""
+    op = "ltorch.index_add"
+    if pyval(alpha) != 1 and isinstance(source, TensorProxy):
+        source = prims.mul(source, dtypes.dtype_to_python_type(source.dtype)(pyval(alpha)))
+    return _index_update(op, prims.index_add, a, dim, index, source)
+
+
+@torchsymbol(torch.index_copy, method_name="index_copy")
+def index_copy(a, dim, index, source):
+    """``torch.index_copy``: writes ``source``'s slices into ``a`` at positions ``index`` along ``dim``."""
+    return _index_update("ltorch.index_copy", prims.index_copy, a, dim, index, source)
+
+
+@torchsymbol(torch.masked_fill, method_name="masked_fill")
+def masked_fill(a, mask, value):
+    """``torch.masked_fill``: ``value`` (a number or 0-d tensor) where ``mask`` is True."""
+    op = "ltorch.masked_fill"
+    if not isinstance(mask, TensorProxy) or mask.dtype is not torch.bool:
+        got = mask.dtype if isinstance(mask, TensorProxy) else type(mask).__name__
+        raise ThunderTypeError(f"{op}: masked_fill only supports boolean masks, but got mask with dtype {got}")
+    if isinstance(value, TensorProxy):
+        if value.ndim != 0:
+            raise ThunderValueError(
+                f"{op}: masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
+                "dimension(s)."
+            )
+        v = maybe_convert_to_dtype(value, a.dtype)
+    elif isinstance(value, (int, float, bool, complex, NumberProxy)):
+        v = dtypes.dtype_to_python_type(a.dtype)(pyval(value))
+        if isinstance(pyval(value), float) and not (a.dtype.is_floating_point or a.dtype.is_complex):
+            v = pyval(value)
+            v = int(v) if a.dtype is not torch.bool else bool(v)
+    else:
+        raise ThunderTypeError(f"{op}: value must be a number or a 0-d tensor, got {type(value).__name__}")
+    shape = broadcast_shapes(op, a.shape, mask.shape)
+    a_b, m_b = expand_to(a, shape), expand_to(mask, shape)
+    if isinstance(v, TensorProxy):
+        v = expand_to(v, shape)
+    else:
+        v = prims.full(shape, v, device=a.device, dtype=a.dtype)
+    return prims.where(m_b, v, a_b)
+
+
+_export(getitem, setitem, index_put, index_select, gather, take_along_dim, scatter, scatter_add, index_add,
+        index_copy, masked_fill)  # fmt: skip
+_export(
+    make_inplace(index_put),
+    make_inplace(scatter),
+    make_inplace(scatter_add),
+    make_inplace(index_add),
+    make_inplace(index_copy),
+    make_inplace(masked_fill),
+)

@@ -1,0 +1,847 @@
+"""Shape ops of the torch language: reshaping, permuting, squeezing, expanding, joining,
+splitting, slicing, padding, flipping and rolling, with PyTorch's argument forms (varargs or
+a sequence, keyword names, negative dims) and its error text.
+
+Each symbol decomposes into shape prims. The torch executor runs the torch function itself,
+so view ops return real views at run time and an in-place op on a view mutates its base, as
+in eager PyTorch.
+
+Layer: language. Imports: core, torch.base.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core.errors import ThunderIndexError, ThunderTypeError, ThunderValueError
+from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
+from thunder.torch.base import expand_to, maybe_convert_to_dtype, torchsymbol
+
+__all__: list[str] = []
+
+
+def _export(sym):
+    globals()[sym.name] = sym
+    __all__.append(sym.name)
+    return sym
+
+
+# ----------------------------------------------------------------------------------------
+# Argument helpers
+# ----------------------------------------------------------------------------------------
+
+
+def check_dim(op: str, ndim: int, dim, *, extra: int = 0) -> int:
+    """``dim`` wrapped into ``[0, ndim + extra)``; PyTorch's IndexError text when out of range.
+
+    ``extra=1`` for ops that insert a dim (unsqueeze, stack). 0-d tensors accept -1 and 0.
+    """
+    dim = pyval(dim)
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise ThunderTypeError(f"{op}: dim must be an int, but got {type(dim).__name__} {dim!r}")
+    rank = max(ndim + extra, 1)
+    if not -rank <= dim < rank:
+        raise ThunderIndexError(
+            f"{op}: Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {dim})"
+        )
+    return dim + rank if dim < 0 else dim
+
+
+def check_dims(op: str, ndim: int, dims, *, unique: bool = True) -> tuple[int, ...]:
+    if isinstance(dims, (int, NumberProxy)):
+        dims = (dims,)
+    out = tuple(check_dim(op, ndim, d) for d in dims)
+    if unique and len(set(out)) != len(out):
+        dup = next(d for d in out if out.count(d) > 1)
+        raise ThunderValueError(f"{op}: dim {dup} appears multiple times in the list of dims")
+    return out
+
+
+def shape_arg(op: str, args: tuple, kw=None, name: str = "shape") -> tuple[int, ...]:
+    """The shape given as varargs (``view(2, 3)``), one sequence (``view((2, 3))``) or keyword."""
+    if kw is not None:
+        if args:
+            raise ThunderTypeError(f"{op}: got {name} both positionally and as a keyword")
+        args = (kw,)
+    if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)):
+        args = tuple(args[0])
+    out = []
+    for s in args:
+        v = pyval(s)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ThunderTypeError(f"{op}: {name} must be a sequence of ints, but got {type(s).__name__} {s!r}")
+        out.append(v)
+    return tuple(out)
+
+
+def infer_shape(op: str, shape: Sequence[int], numel: int) -> tuple[int, ...]:
+    """Resolves one ``-1`` in ``shape`` for a tensor of ``numel`` elements (PyTorch's errors)."""
+    if sum(1 for s in shape if s == -1) > 1:
+        raise ThunderValueError(f"{op}: only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise ThunderValueError(f"{op}: invalid shape dimension {s}")
+    known = math.prod(s for s in shape if s != -1)
+    if -1 in shape:
+        if known == 0:
+            raise ThunderValueError(
+                f"{op}: cannot reshape tensor of 0 elements into shape {list(shape)} because the unspecified "
+                "dimension size -1 can be any value and is ambiguous"
+            )
+        if numel % known:
+            raise ThunderValueError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
+        return tuple(numel // known if s == -1 else s for s in shape)
+    if known != numel:
+        raise ThunderValueError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def _check_tensor(op: str, a, name: str = "input") -> None:
+    if not isinstance(a, TensorProxy):
+        raise ThunderTypeError(f"{op}: expected {name} to be a tensor, but got {type(a).__name__} {a!r}")
+
+
+def _reshape(a: TensorProxy, shape) -> TensorProxy:
+    return prims.reshape(a, tuple(shape))
+
+
+def unsqueeze_to(a: TensorProxy, shape: Sequence[int], new_dims: Sequence[int]) -> TensorProxy:
+    """``a`` with size-1 dims inserted at ``new_dims`` of the result ``shape``."""
+    kept = tuple(i for i in range(len(shape)) if i not in set(new_dims))
+    return prims.broadcast_in_dim(a, tuple(shape), kept)
+
+
+# ----------------------------------------------------------------------------------------
+# Reshaping
+# ----------------------------------------------------------------------------------------
+
+
+def _reshape_decomp(op: str, a, args, shape_kw):
+    _check_tensor(op, a)
+    shape = infer_shape(op, shape_arg(op, args, shape_kw), a.numel())
+    return _reshape(a, shape)
+
+
+@torchsymbol(torch.reshape, method_name="reshape", torch_impl=torch.Tensor.reshape)
+def reshape(a, *args, shape=None):
+    """``torch.reshape`` / ``Tensor.reshape``: the shape as varargs or a sequence, with one -1 inferred."""
+    return _reshape_decomp("ltorch.reshape", a, args, shape)
+
+
+@torchsymbol(method_name="view", torch_impl=torch.Tensor.view)
+def view(a, *args, size=None):
+    """``Tensor.view``: like reshape; at run time the torch executor returns a real view."""
+    if len(args) == 1 and isinstance(args[0], torch.dtype) or isinstance(size, torch.dtype):
+        raise ThunderTypeError(
+            "ltorch.view: view(dtype) (reinterpreting the bits as another dtype) is not supported; "
+            "use .to(dtype) to convert values"
+        )
+    return _reshape_decomp("ltorch.view", a, args, size)
+
+
+@torchsymbol(method_name="view_as", torch_impl=torch.Tensor.view_as)
+def view_as(a, other):
+    return _reshape_decomp("ltorch.view_as", a, (other.shape,), None)
+
+
+@torchsymbol(method_name="reshape_as", torch_impl=torch.Tensor.reshape_as)
+def reshape_as(a, other):
+    return _reshape_decomp("ltorch.reshape_as", a, (other.shape,), None)
+
+
+@torchsymbol(torch.flatten, method_name="flatten")
+def flatten(a, start_dim=0, end_dim=-1):
+    """``torch.flatten``: dims ``start_dim..end_dim`` merged into one (a 0-d tensor becomes 1-D)."""
+    op = "ltorch.flatten"
+    _check_tensor(op, a)
+    if a.ndim == 0:
+        return _reshape(a, (1,))
+    s, e = check_dim(op, a.ndim, start_dim), check_dim(op, a.ndim, end_dim)
+    if s > e:
+        raise ThunderValueError(f"{op}: flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = a.shape[:s] + (math.prod(a.shape[s : e + 1]),) + a.shape[e + 1 :]
+    return _reshape(a, shape)
+
+
+@torchsymbol(torch.unflatten, method_name="unflatten")
+def unflatten(a, dim, sizes):
+    """``torch.unflatten``: dim ``dim`` split into ``sizes`` (one -1 inferred)."""
+    op = "ltorch.unflatten"
+    _check_tensor(op, a)
+    d = check_dim(op, a.ndim, dim)
+    sizes = shape_arg(op, (sizes,), name="sizes")
+    if not sizes:
+        raise ThunderValueError(f"{op}: sizes must be non-empty")
+    n = a.shape[d] if a.ndim else 1
+    try:
+        sizes = infer_shape(op, sizes, n)
+    except ThunderValueError:
+        raise ThunderValueError(
+            f"{op}: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} ({n}) in the input tensor"
+        ) from None
+    return _reshape(a, a.shape[:d] + sizes + a.shape[d + 1 :])
+
+
+@torchsymbol(torch.squeeze, method_name="squeeze")
+def squeeze(a, dim=None):
+    """``torch.squeeze``: drops size-1 dims (all, one, or a tuple); other sizes are left alone."""
+    op = "ltorch.squeeze"
+    _check_tensor(op, a)
+    dims = range(a.ndim) if dim is None else check_dims(op, a.ndim, dim, unique=False)
+    dims = tuple(sorted({d for d in dims if a.ndim and a.shape[d] == 1}))
+    return prims.squeeze(a, dims)
+
+
+@torchsymbol(torch.unsqueeze, method_name="unsqueeze")
+def unsqueeze(a, dim):
+    """``torch.unsqueeze``: a size-1 dim inserted at ``dim`` (in ``[-ndim-1, ndim]``)."""
+    op = "ltorch.unsqueeze"
+    _check_tensor(op, a)
+    d = check_dim(op, a.ndim, dim, extra=1)
+    return unsqueeze_to(a, a.shape[:d] + (1,) + a.shape[d:], (d,))
+
+
+# ----------------------------------------------------------------------------------------
+# Permuting
+# ----------------------------------------------------------------------------------------
+
+
+@torchsymbol(torch.permute, method_name="permute", torch_impl=torch.Tensor.permute)
+def permute(a, *args, dims=None):
+    """``torch.permute`` / ``Tensor.permute``: dims as varargs or a sequence."""
+    op = "ltorch.permute"
+    _check_tensor(op, a)
+    perm = shape_arg(op, args, dims, name="dims")
+    if len(perm) != a.ndim:
+        raise ThunderValueError(
+            f"{op}: number of dimensions in the tensor input does not match the length of the desired ordering "
+            f"of dimensions i.e. input.dim() = {a.ndim} is not equal to len(dims) = {len(perm)}"
+        )
+    perm = tuple(check_dim(op, a.ndim, d) for d in perm)
+    if len(set(perm)) != len(perm):
+        raise ThunderValueError(f"{op}: permute(): duplicate dims are not allowed.")
+    return prims.transpose(a, perm)
+
+
+def _swap(op: str, a, d0, d1):
+    _check_tensor(op, a)
+    d0, d1 = check_dim(op, a.ndim, d0), check_dim(op, a.ndim, d1)
+    perm = list(range(a.ndim))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return prims.transpose(a, tuple(perm))
+
+
+@torchsymbol(torch.transpose, method_name="transpose")
+def transpose(a, dim0, dim1):
+    """``torch.transpose``: swaps two dims."""
+    return _swap("ltorch.transpose", a, dim0, dim1)
+
+
+@torchsymbol(torch.swapaxes, method_name="swapaxes")
+def swapaxes(a, axis0, axis1):
+    return _swap("ltorch.swapaxes", a, axis0, axis1)
+
+
+@torchsymbol(torch.swapdims, method_name="swapdims")
+def swapdims(a, dim0, dim1):
+    return _swap("ltorch.swapdims", a, dim0, dim1)
+
+
+@torchsymbol(torch.t, method_name="t")
+def t(a):
+    """``torch.t``: transposes a matrix; 0-d and 1-D tensors are returned as they are."""
+    op = "ltorch.t"
+    _check_tensor(op, a)
+    if a.ndim > 2:
+        raise ThunderValueError(f"{op}: t() expects a tensor with <= 2 dimensions, but self is {a.ndim}D")
+    return prims.transpose(a, tuple(reversed(range(a.ndim))))
+
+
+def _tensor_T(a):
+    return a.T
+
+
+def _tensor_mT(a):
+    return a.mT
+
+
+@torchsymbol(torch_impl=_tensor_T)
+def T(a):
+    """``Tensor.T``: all dims reversed (PyTorch deprecates it for tensors that are not 2-D)."""
+    if a.ndim not in (0, 2):
+        warnings.warn(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated; "
+            "use x.mT or x.permute(...)",
+            UserWarning,
+            stacklevel=3,
+        )
+    return prims.transpose(a, tuple(reversed(range(a.ndim))))
+
+
+@torchsymbol(torch_impl=_tensor_mT)
+def mT(a):
+    """``Tensor.mT``: the last two dims swapped."""
+    if a.ndim < 2:
+        raise ThunderValueError(
+            f"ltorch.mT: tensor.mT is only supported on matrices or batches of matrices. Got {a.ndim}-D tensor."
+        )
+    return _swap("ltorch.mT", a, -2, -1)
+
+
+register_method("T", property(lambda self: T(self)))
+register_method("mT", property(lambda self: mT(self)))
+
+
+def _movedim_dims(op, ndim, x, name):
+    dims = (x,) if isinstance(x, (int, NumberProxy)) else tuple(x)
+    out = tuple(check_dim(op, ndim, d) for d in dims)
+    if len(set(out)) != len(out):
+        raise ThunderValueError(f"{op}: movedim: repeated dim in `{name}` ({list(dims)})")
+    return out
+
+
+def _movedim(op, a, source, destination):
+    _check_tensor(op, a)
+    src = _movedim_dims(op, a.ndim, source, "source")
+    dst = _movedim_dims(op, a.ndim, destination, "destination")
+    if len(src) != len(dst):
+        raise ThunderValueError(
+            f"{op}: movedim: Invalid source or destination dims: source ({list(src)} dims) should contain the same "
+            f"number of dims as destination ({list(dst)} dims)"
+        )
+    perm = [-1] * a.ndim
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(d for d in range(a.ndim) if d not in src)
+    perm = tuple(p if p != -1 else next(rest) for p in perm)
+    return prims.transpose(a, perm)
+
+
+@torchsymbol(torch.movedim, method_name="movedim")
+def movedim(a, source, destination):
+    """``torch.movedim``: moves dims ``source`` to positions ``destination``; others keep their order."""
+    return _movedim("ltorch.movedim", a, source, destination)
+
+
+@torchsymbol(torch.moveaxis, method_name="moveaxis")
+def moveaxis(a, source, destination):
+    return _movedim("ltorch.moveaxis", a, source, destination)
+
+
+# ----------------------------------------------------------------------------------------
+# Expanding and repeating
+# ----------------------------------------------------------------------------------------
+
+
+def _expand(op: str, a, sizes):
+    _check_tensor(op, a)
+    if len(sizes) < a.ndim:
+        raise ThunderValueError(
+            f"{op}: the number of sizes provided ({len(sizes)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({a.ndim})"
+        )
+    offset = len(sizes) - a.ndim
+    shape = []
+    for i, s in enumerate(sizes):
+        if i < offset:
+            if s < 0:
+                raise ThunderValueError(
+                    f"{op}: The expanded size of the tensor ({s}) isn't allowed in a leading, non-existing dimension {i}"
+                )
+            shape.append(s)
+            continue
+        n = a.shape[i - offset]
+        if s == -1:
+            s = n
+        elif n != 1 and s != n:
+            raise ThunderValueError(
+                f"{op}: The expanded size of the tensor ({s}) must match the existing size ({n}) at non-singleton "
+                f"dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(a.shape)}"
+            )
+        shape.append(s)
+    return prims.broadcast_in_dim(a, tuple(shape), tuple(range(offset, len(shape))))
+
+
+@torchsymbol(method_name="expand", torch_impl=torch.Tensor.expand)
+def expand(a, *args, size=None):
+    """``Tensor.expand``: size-1 dims broadcast to the given sizes (-1 keeps a size); new dims in front."""
+    return _expand("ltorch.expand", a, shape_arg("ltorch.expand", args, size, name="size"))
+
+
+@torchsymbol(method_name="expand_as", torch_impl=torch.Tensor.expand_as)
+def expand_as(a, other):
+    return _expand("ltorch.expand_as", a, tuple(other.shape))
+
+
+@torchsymbol(torch.broadcast_to, method_name="broadcast_to")
+def broadcast_to(a, size):
+    return _expand("ltorch.broadcast_to", a, shape_arg("ltorch.broadcast_to", (size,), name="size"))
+
+
+@torchsymbol(method_name="repeat", torch_impl=torch.Tensor.repeat)
+def repeat(a, *args, repeats=None):
+    """``Tensor.repeat``: tiles ``a``; extra leading repeats add dims."""
+    op = "ltorch.repeat"
+    _check_tensor(op, a)
+    reps = shape_arg(op, args, repeats, name="repeats")
+    if len(reps) < a.ndim:
+        raise ThunderValueError(
+            f"{op}: Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+        )
+    if any(r < 0 for r in reps):
+        raise ThunderValueError(f"{op}: Trying to create tensor with negative dimension: repeats {list(reps)}")
+    shape = (1,) * (len(reps) - a.ndim) + tuple(a.shape)
+    # (n0, n1) -> (1, n0, 1, n1) -> (r0, n0, r1, n1) -> (r0 * n0, r1 * n1)
+    inter = tuple(x for n in shape for x in (1, n))
+    big = tuple(x for r, n in zip(reps, shape) for x in (r, n))
+    out = _reshape(a, inter)
+    out = prims.broadcast_in_dim(out, big, tuple(range(len(big))))
+    return _reshape(out, tuple(r * n for r, n in zip(reps, shape)))
+
+
+# ----------------------------------------------------------------------------------------
+# Joining
+# ----------------------------------------------------------------------------------------
+
+
+def _tensor_list(op: str, tensors) -> list[TensorProxy]:
+    if isinstance(tensors, TensorProxy) or not isinstance(tensors, (tuple, list)):
+        raise ThunderTypeError(f"{op}: expected a tuple or list of tensors, but got {type(tensors).__name__}")
+    if not tensors:
+        raise ThunderValueError(f"{op}: expected a non-empty list of Tensors")
+    for i, x in enumerate(tensors):
+        _check_tensor(op, x, f"tensors[{i}]")
+    return list(tensors)
+
+
+def _promote_all(tensors):
+    dtype = dtypes.result_type(*tensors)
+    return [maybe_convert_to_dtype(x, dtype) for x in tensors]
+
+
+def _cat(op: str, tensors, dim):
+    tensors = _tensor_list(op, tensors)
+    for i, x in enumerate(tensors):
+        if x.ndim == 0:
+            raise ThunderValueError(f"{op}: zero-dimensional tensor (at position {i}) cannot be concatenated")
+    # PyTorch skips legacy empty 1-D tensors of shape (0,) when the others have more dims.
+    nonempty = [x for x in tensors if not (x.ndim == 1 and x.shape[0] == 0)]
+    ref = nonempty[0] if nonempty else tensors[0]
+    d = check_dim(op, ref.ndim, dim)
+    dtype = dtypes.result_type(*tensors)
+    nonempty = nonempty or tensors[:1]
+    for x in nonempty:
+        if x.ndim != ref.ndim:
+            raise ThunderValueError(f"{op}: Tensors must have same number of dimensions: got {ref.ndim} and {x.ndim}")
+        for j, (m, n) in enumerate(zip(ref.shape, x.shape)):
+            if j != d and m != n:
+                raise ThunderValueError(
+                    f"{op}: Sizes of tensors must match except in dimension {d}. Expected size {m} but got size {n} "
+                    f"for tensor number {tensors.index(x)} in the list."
+                )
+    parts = [maybe_convert_to_dtype(x, dtype) for x in nonempty]
+    return prims.cat(parts, d)
+
+
+@torchsymbol(torch.cat, torch.concat)
+def cat(tensors, dim=0):
+    """``torch.cat``: joins tensors along an existing dim, promoting dtypes as PyTorch does."""
+    return _cat("ltorch.cat", tensors, dim)
+
+
+@torchsymbol(torch.concatenate)
+def concatenate(tensors, axis=0):
+    return _cat("ltorch.concatenate", tensors, axis)
+
+
+@torchsymbol(torch.stack)
+def stack(tensors, dim=0):
+    """``torch.stack``: joins equal-shaped tensors along a new dim."""
+    op = "ltorch.stack"
+    tensors = _tensor_list(op, tensors)
+    first = tensors[0]
+    for i, x in enumerate(tensors):
+        if x.shape != first.shape:
+            raise ThunderValueError(
+                f"{op}: stack expects each tensor to be equal size, but got {list(first.shape)} at entry 0 and "
+                f"{list(x.shape)} at entry {i}"
+            )
+    d = check_dim(op, first.ndim, dim, extra=1)
+    shape = first.shape[:d] + (1,) + first.shape[d:]
+    return prims.cat([unsqueeze_to(x, shape, (d,)) for x in _promote_all(tensors)], d)
+
+
+@torchsymbol(torch.hstack)
+def hstack(tensors):
+    """``torch.hstack``: cat along dim 1, or dim 0 for 1-D tensors."""
+    tensors = [x if x.ndim else _reshape(x, (1,)) for x in _tensor_list("ltorch.hstack", tensors)]
+    return _cat("ltorch.hstack", tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+@torchsymbol(torch.vstack)
+def vstack(tensors):
+    """``torch.vstack``: cat along dim 0 after making each tensor at least 2-D."""
+    tensors = _tensor_list("ltorch.vstack", tensors)
+    tensors = [x if x.ndim >= 2 else _reshape(x, (1, x.numel())) for x in tensors]
+    return _cat("ltorch.vstack", tensors, 0)
+
+
+# ----------------------------------------------------------------------------------------
+# Slicing and splitting
+# ----------------------------------------------------------------------------------------
+
+
+def slice_dim(a: TensorProxy, dim: int, start: int, stop: int, step: int = 1) -> TensorProxy:
+    """``a`` sliced along one dim (start/stop already in range)."""
+    starts = [0] * a.ndim
+    ends = list(a.shape)
+    strides = [1] * a.ndim
+    starts[dim], ends[dim], strides[dim] = start, max(start, stop), step
+    return prims.slice_prim(a, tuple(starts), tuple(ends), tuple(strides))
+
+
+@torchsymbol(torch.narrow, method_name="narrow")
+def narrow(a, dim, start, length):
+    """``torch.narrow``: ``length`` elements of dim ``dim`` from ``start`` (negative start wraps)."""
+    op = "ltorch.narrow"
+    _check_tensor(op, a)
+    if a.ndim == 0:
+        raise ThunderValueError(f"{op}: narrow() cannot be applied to a 0-dim tensor.")
+    d = check_dim(op, a.ndim, dim)
+    start, length = pyval(start), pyval(length)
+    if isinstance(start, TensorProxy):
+        raise ThunderTypeError(f"{op}: a tensor start is data-dependent; pass a Python int")
+    n = a.shape[d]
+    if not -n <= start <= n:
+        raise ThunderIndexError(f"{op}: start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if start < 0:
+        start += n
+    if length < 0:
+        raise ThunderValueError(f"{op}: narrow(): length must be non-negative.")
+    if start + length > n:
+        raise ThunderValueError(f"{op}: start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return slice_dim(a, d, start, start + length)
+
+
+@torchsymbol(torch.select, method_name="select")
+def select(a, dim, index):
+    """``torch.select``: the slice at ``index`` of dim ``dim``, with that dim removed."""
+    op = "ltorch.select"
+    _check_tensor(op, a)
+    if a.ndim == 0:
+        raise ThunderIndexError(f"{op}: select() cannot be applied to a 0-dim tensor.")
+    d = check_dim(op, a.ndim, dim)
+    i, n = pyval(index), a.shape[d]
+    if not -n <= i < n:
+        raise ThunderIndexError(
+            f"{op}: select(): index {i} out of range for tensor of size {list(a.shape)} at dimension {d}"
+        )
+    i = i + n if i < 0 else i
+    return prims.squeeze(slice_dim(a, d, i, i + 1), (d,))
+
+
+def _split_at(a, d, bounds):
+    return tuple(slice_dim(a, d, s, e) for s, e in zip(bounds[:-1], bounds[1:]))
+
+
+@torchsymbol(torch.split, method_name="split", torch_impl=torch.Tensor.split)
+def split(a, split_size_or_sections, dim=0):
+    """``torch.split``: pieces of ``split_size`` (the last may be smaller) or of the given sizes."""
+    op = "ltorch.split"
+    _check_tensor(op, a)
+    d = check_dim(op, a.ndim, dim)
+    n = a.shape[d] if a.ndim else 1
+    sizes = split_size_or_sections
+    if isinstance(sizes, (int, NumberProxy)):
+        size = pyval(sizes)
+        if size < 0:
+            raise ThunderValueError(f"{op}: split expects split_size be non-negative, but got split_size={size}")
+        if size == 0:
+            if n != 0:
+                raise ThunderValueError(
+                    f"{op}: split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+                )
+            return (slice_dim(a, d, 0, 0),)
+        bounds = list(range(0, n, size)) + [n] if n else [0, 0]
+        return _split_at(a, d, bounds)
+    sizes = [pyval(s) for s in sizes]
+    if sum(sizes) != n or any(s < 0 for s in sizes):
+        raise ThunderValueError(
+            f"{op}: split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension "
+            f"{d}), but got split_sizes={sizes}"
+        )
+    return _split_at(a, d, [0, *_cumsum(sizes)])
+
+
+def _cumsum(xs):
+    total, out = 0, []
+    for x in xs:
+        total += x
+        out.append(total)
+    return out
+
+
+@torchsymbol(torch.chunk, method_name="chunk")
+def chunk(a, chunks, dim=0):
+    """``torch.chunk``: pieces of ``ceil(n / chunks)`` elements (possibly fewer than ``chunks`` pieces)."""
+    op = "ltorch.chunk"
+    _check_tensor(op, a)
+    chunks = pyval(chunks)
+    if chunks <= 0:
+        raise ThunderValueError(f"{op}: chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = check_dim(op, a.ndim, dim)
+    n = a.shape[d]
+    size = -(-n // chunks)
+    if size == 0:
+        return tuple(slice_dim(a, d, 0, 0) for _ in range(chunks))
+    return _split_at(a, d, list(range(0, n, size)) + [n])
+
+
+@torchsymbol(torch.tensor_split, method_name="tensor_split")
+def tensor_split(a, indices_or_sections, dim=0):
+    """``torch.tensor_split``: ``sections`` near-equal pieces, or pieces cut at the given indices."""
+    op = "ltorch.tensor_split"
+    _check_tensor(op, a)
+    if a.ndim == 0:
+        raise ThunderValueError(
+            f"{op}: tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
+        )
+    d = check_dim(op, a.ndim, dim)
+    n = a.shape[d]
+    if isinstance(indices_or_sections, TensorProxy):
+        raise ThunderTypeError(f"{op}: indices given as a tensor are data-dependent; pass a list of ints")
+    if isinstance(indices_or_sections, (int, NumberProxy)):
+        s = pyval(indices_or_sections)
+        if s <= 0:
+            raise ThunderValueError(f"{op}: number of sections must be larger than 0, got {s}")
+        q, r = divmod(n, s)
+        bounds = [0]
+        for i in range(s):
+            bounds.append(bounds[-1] + q + (1 if i < r else 0))
+        return _split_at(a, d, bounds)
+    bounds = [0]
+    for i in indices_or_sections:
+        i = pyval(i)
+        i = i + n if i < 0 else i
+        bounds.append(min(max(i, 0), n))
+    bounds.append(n)
+    return tuple(slice_dim(a, d, s, max(s, e)) for s, e in zip(bounds[:-1], bounds[1:]))
+
+
+@torchsymbol(torch.unbind, method_name="unbind")
+def unbind(a, dim=0):
+    """``torch.unbind``: the slices along ``dim``, each with that dim removed."""
+    op = "ltorch.unbind"
+    _check_tensor(op, a)
+    if a.ndim == 0:
+        raise ThunderIndexError(f"{op}: Dimension specified as 0 but tensor has no dimensions")
+    d = check_dim(op, a.ndim, dim)
+    return tuple(prims.squeeze(slice_dim(a, d, i, i + 1), (d,)) for i in range(a.shape[d]))
+
+
+@torchsymbol(torch.diagonal, method_name="diagonal")
+def diagonal(a, offset=0, dim1=0, dim2=1):
+    """``torch.diagonal``: the (offset) diagonal of dims dim1 and dim2, appended as the last dim."""
+    op = "ltorch.diagonal"
+    _check_tensor(op, a)
+    if a.ndim < 2:
+        raise ThunderValueError(f"{op}: diagonal requires a tensor with at least 2 dimensions, got {a.ndim}")
+    d1, d2 = check_dim(op, a.ndim, dim1), check_dim(op, a.ndim, dim2)
+    if d1 == d2:
+        raise ThunderValueError(f"{op}: diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = pyval(offset)
+    rest = [d for d in range(a.ndim) if d not in (d1, d2)]
+    x = prims.transpose(a, (*rest, d1, d2))
+    n, m = a.shape[d1], a.shape[d2]
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    x = _reshape(x, (*x.shape[:-2], n * m))
+    start = offset if offset >= 0 else -offset * m
+    if length == 0:
+        start = 0
+    x = slice_dim(x, x.ndim - 1, start, start + max(length - 1, 0) * (m + 1) + (1 if length else 0), m + 1)
+    return x
+
+
+# ----------------------------------------------------------------------------------------
+# Flipping, rolling, padding, triangles
+# ----------------------------------------------------------------------------------------
+
+
+@torchsymbol(torch.flip, method_name="flip", torch_impl=torch.Tensor.flip)
+def flip(a, *args, dims=None):
+    """``torch.flip``: reverses the order of elements along ``dims``."""
+    op = "ltorch.flip"
+    _check_tensor(op, a)
+    dims = check_dims(op, a.ndim, shape_arg(op, args, dims, name="dims"))
+    return prims.flip(a, dims)
+
+
+@torchsymbol(torch.fliplr, method_name="fliplr")
+def fliplr(a):
+    if a.ndim < 2:
+        raise ThunderValueError("ltorch.fliplr: Input must be >= 2-d.")
+    return prims.flip(a, (1,))
+
+
+@torchsymbol(torch.flipud, method_name="flipud")
+def flipud(a):
+    if a.ndim < 1:
+        raise ThunderValueError("ltorch.flipud: Input must be >= 1-d.")
+    return prims.flip(a, (0,))
+
+
+def _roll_dim(a, shift, d):
+    n = a.shape[d]
+    if n == 0:
+        return a
+    s = shift % n
+    if s == 0:
+        return a
+    return prims.cat([slice_dim(a, d, n - s, n), slice_dim(a, d, 0, n - s)], d)
+
+
+@torchsymbol(torch.roll, method_name="roll")
+def roll(a, shifts, dims=None):
+    """``torch.roll``: elements shifted cyclically along ``dims`` (the flattened tensor when None)."""
+    op = "ltorch.roll"
+    _check_tensor(op, a)
+    shifts = (shifts,) if isinstance(shifts, (int, NumberProxy)) else tuple(shifts)
+    shifts = tuple(pyval(s) for s in shifts)
+    if dims is None or (isinstance(dims, (tuple, list)) and not dims):
+        if len(shifts) != 1:
+            raise ThunderValueError(f"{op}: shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        out = _roll_dim(_reshape(a, (a.numel(),)), shifts[0], 0)
+        return _reshape(out, a.shape)
+    dims = (dims,) if isinstance(dims, (int, NumberProxy)) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise ThunderValueError(f"{op}: shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    out = a
+    for s, d in zip(shifts, dims):
+        out = _roll_dim(out, s, check_dim(op, a.ndim, d))
+    if out is a:
+        out = prims.slice_prim(a, (0,) * a.ndim, a.shape, (1,) * a.ndim)
+    return out
+
+
+def _pad_nonconstant(op, a, pairs, mode):
+    """reflect / replicate / circular padding of the trailing dims, built from slices and cat."""
+    out = a
+    for d, (lo, hi) in pairs:
+        n = out.shape[d]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise ThunderValueError(
+                f"{op}: Padding size should be less than the corresponding input dimension, but got: padding "
+                f"({lo}, {hi}) at dimension {d} of input {list(a.shape)}"
+            )
+        if mode == "circular" and (lo > n or hi > n):
+            raise ThunderValueError(f"{op}: Padding value causes wrapping around more than once.")
+        if lo < 0 or hi < 0:
+            out = slice_dim(out, d, max(-lo, 0), n - max(-hi, 0))
+            lo, hi, n = max(lo, 0), max(hi, 0), out.shape[d]
+        parts = []
+        if lo:
+            if mode == "reflect":
+                parts.append(prims.flip(slice_dim(out, d, 1, lo + 1), (d,)))
+            elif mode == "replicate":
+                edge = slice_dim(out, d, 0, 1)
+                shape = list(out.shape)
+                shape[d] = lo
+                parts.append(prims.broadcast_in_dim(edge, tuple(shape), tuple(range(out.ndim))))
+            else:
+                parts.append(slice_dim(out, d, n - lo, n))
+        parts.append(out)
+        if hi:
+            if mode == "reflect":
+                parts.append(prims.flip(slice_dim(out, d, n - 1 - hi, n - 1), (d,)))
+            elif mode == "replicate":
+                edge = slice_dim(out, d, n - 1, n)
+                shape = list(out.shape)
+                shape[d] = hi
+                parts.append(prims.broadcast_in_dim(edge, tuple(shape), tuple(range(out.ndim))))
+            else:
+                parts.append(slice_dim(out, d, 0, hi))
+        out = prims.cat(parts, d) if len(parts) > 1 else out
+    return out
+
+
+@torchsymbol(torch.nn.functional.pad)
+def pad(input, pad, mode="constant", value=None):
+    """``torch.nn.functional.pad``: ``pad`` lists (left, right) pairs from the last dim backwards;
+    negative amounts crop. Modes: constant, reflect, replicate, circular."""
+    op = "ltorch.pad"
+    a = input
+    _check_tensor(op, a)
+    amounts = [pyval(p) for p in pad]
+    if len(amounts) % 2:
+        raise ThunderValueError(f"{op}: Padding length must be divisible by 2")
+    if len(amounts) // 2 > a.ndim:
+        raise ThunderValueError(
+            f"{op}: Padding length should be less than or equal to two times the input dimension but got padding length {len(amounts)} and input of dimension {a.ndim}"
+        )
+    pairs = [(a.ndim - 1 - i, (amounts[2 * i], amounts[2 * i + 1])) for i in range(len(amounts) // 2)]
+    if mode == "constant":
+        config = [(0, 0, 0)] * a.ndim
+        for d, (lo, hi) in pairs:
+            config[d] = (lo, hi, 0)
+            if a.shape[d] + lo + hi < 0:
+                raise ThunderValueError(
+                    f"{op}: The input size {a.shape[d]}, plus negative padding {lo} and {hi} resulted in a negative "
+                    f"output size, which is invalid. Check dimension {d} of your input."
+                )
+        fill = 0 if value is None else pyval(value)
+        fill = dtypes.dtype_to_python_type(a.dtype)(fill) if not a.dtype.is_floating_point else float(fill)
+        return prims.pad(a, fill, tuple(config))
+    if mode not in ("reflect", "replicate", "circular"):
+        raise ThunderValueError(
+            f"{op}: Unrecognised padding mode {mode!r}; expected 'constant', 'reflect', 'replicate' or 'circular'"
+        )
+    if value is not None and pyval(value) != 0:
+        raise ThunderValueError(f'{op}: Padding mode "{mode}" doesn\'t take in value argument')
+    return _pad_nonconstant(op, a, pairs, mode)
+
+
+def _triangle(op: str, a, diagonal, lower: bool):
+    _check_tensor(op, a)
+    if a.ndim < 2:
+        raise ThunderValueError(f"{op}: input tensor must have at least 2 dimensions")
+    n, m = a.shape[-2], a.shape[-1]
+    rows = prims.iota(n, start=0, step=1, device=a.device, dtype=torch.int64)
+    cols = prims.iota(m, start=0, step=1, device=a.device, dtype=torch.int64)
+    rows = prims.broadcast_in_dim(rows, (n, m), (0,))
+    cols = prims.broadcast_in_dim(cols, (n, m), (1,))
+    diff = prims.sub(cols, rows)
+    k = pyval(diagonal)
+    mask = (
+        prims.le(diff, prims.full((n, m), k, device=a.device, dtype=torch.int64))
+        if lower
+        else prims.ge(diff, prims.full((n, m), k, device=a.device, dtype=torch.int64))
+    )
+    mask = expand_to(mask, a.shape)
+    zero = False if a.dtype is torch.bool else 0
+    zeros = prims.full(a.shape, zero, device=a.device, dtype=a.dtype)
+    return prims.where(mask, a, zeros)
+
+
+@torchsymbol(torch.tril, method_name="tril")
+def tril(a, diagonal=0):
+    """``torch.tril``: elements on and below the ``diagonal``-th diagonal; the rest are zero."""
+    return _triangle("ltorch.tril", a, diagonal, True)
+
+
+@torchsymbol(torch.triu, method_name="triu")
+def triu(a, diagonal=0):
+    """``torch.triu``: elements on and above the ``diagonal``-th diagonal; the rest are zero."""
+    return _triangle("ltorch.triu", a, diagonal, False)
+
+
+for _sym in (
+    reshape, view, view_as, reshape_as, flatten, unflatten, squeeze, unsqueeze, permute, transpose, swapaxes,
+    swapdims, t, T, mT, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
+    vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, flip, fliplr, flipud, roll, pad, tril, triu,
+):  # fmt: skip
+    __all__.append(_sym.name)
