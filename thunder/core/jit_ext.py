@@ -115,6 +115,15 @@ class Tracer:
                 self._emit(prims.unpack_key, holder, k, p, output=p)
                 out[k] = self.unpack_value(value[k], p, p.name)
             return out
+        if isinstance(value, dict):
+            # Dict-like state of outside objects (a module's hook dicts): its keys are part of
+            # what the trace assumed; values are unpacked when read through attributes.
+            self._check(prims.check_type, holder, type(value))
+            keys = tuple(value)
+            if all(isinstance(k, (str, int)) for k in keys):
+                self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
+            self._register(value, holder, value)
+            return value
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)):
             self._check(prims.check_identity, holder, value)
             return value

@@ -1,0 +1,69 @@
+"""thunder.jit of nn.Modules (a first version: the module is an input of the trace)."""
+
+from __future__ import annotations
+
+import torch
+
+import thunder
+from thunder.core.module import ThunderModule
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+
+
+def test_module_matches_eager_and_is_a_thunder_module():
+    m = _mlp()
+    tm = thunder.jit(m)
+    assert isinstance(tm, ThunderModule) and isinstance(tm, torch.nn.Module)
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(tm(x), m(x))
+    assert "linear" in str(thunder.last_traces(tm)[-1])
+
+
+def test_parameter_updates_are_seen_without_recompiling():
+    m = _mlp()
+    tm = thunder.jit(m)
+    x = torch.randn(5, 3)
+    tm(x)
+    with torch.no_grad():
+        m[0].weight.mul_(2.0)
+    torch.testing.assert_close(tm(x), m(x))
+    assert (thunder.cache_misses(tm), thunder.cache_hits(tm)) == (1, 1)
+
+
+def test_adding_a_hook_recompiles():
+    m = _mlp()
+    tm = thunder.jit(m)
+    x = torch.randn(5, 3)
+    tm(x)
+    m[2].register_forward_hook(lambda mod, inputs, out: out * 10)
+    torch.testing.assert_close(tm(x), m(x))
+    assert thunder.cache_misses(tm) == 2
+
+
+def test_training_flag_is_guarded():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+    tm = thunder.jit(m)
+    x = torch.randn(8, 4)
+    m.eval()
+    torch.testing.assert_close(tm(x), m(x))
+    m.train()
+    out = tm(x)
+    assert thunder.cache_misses(tm) == 2
+    assert (out == 0).any()
+
+
+def test_module_api_forwards_to_the_original():
+    m = _mlp()
+    tm = thunder.jit(m)
+    assert tm.get_parameter("0.weight") is m[0].weight
+    assert tm.get_submodule("2") is m[2]
+    assert [n for n, _ in tm.named_parameters()] == [n for n, _ in m.named_parameters()]
+    assert tm.state_dict().keys() == m.state_dict().keys()
+    tm.load_state_dict({k: torch.zeros_like(v) for k, v in m.state_dict().items()})
+    assert m[0].weight.abs().sum() == 0
+    with tm.no_sync():
+        pass
