@@ -261,3 +261,22 @@ def test_jit_of_non_callable_is_a_type_error():
 def test_query_on_plain_function_is_a_clear_error():
     with pytest.raises(TypeError, match="not a function returned by thunder.jit"):
         thunder.last_traces(f)
+
+
+def test_check_traces_verifies_every_pass():
+    jf = thunder.jit(f, debug_options=thunder.DebugOptions(check_traces=True))
+    a, b = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(jf(a, b), f(a, b))
+
+
+def test_verifier_catches_use_before_definition():
+    from thunder.core.errors import InternalError
+    from thunder.core.verifier import verify
+
+    jf = thunder.jit(f)
+    jf(torch.randn(3), torch.randn(3))
+    trace = thunder.last_traces(jf)[1]
+    broken = trace.bound_symbols[1:]  # drop the op that defines t0
+    trace.bound_symbols = broken
+    with pytest.raises(InternalError, match="uses 't0' before it is defined"):
+        verify(trace)

@@ -20,6 +20,7 @@ import thunder.torch  # noqa: F401  (binds thunder.torch, the torch language)
 from thunder import extend
 from thunder.common import (
     CACHE_OPTIONS,
+    MISS,
     SHARP_EDGES_OPTIONS,
     CacheEntry,
     CompileData,
@@ -201,10 +202,10 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
         def fn_(*args, **kwargs):
             entry = state.last_entry
             if entry is not None:
-                inputs = entry.prologue(*args, **kwargs)
-                if inputs is not None:
+                result = entry.run(*args, **kwargs)
+                if result is not MISS:
                     cs.cache_hits += 1
-                    return entry.computation(*inputs)
+                    return result
             return slow_call(args, kwargs)
 
     else:

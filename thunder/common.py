@@ -125,12 +125,25 @@ class CompileData:
         return f"CompileData(fn={getattr(self.fn, '__name__', self.fn)!r}, executors={names}, cache={self.cache_option.value!r})"
 
 
+class _Miss:
+    """Returned by an entry's ``run`` when its prologue rejects the inputs."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS = _Miss()
+
+
 @dataclass
 class CacheEntry:
     """One compiled specialisation: a prologue that accepts inputs, and what runs for them."""
 
     prologue: Callable
     computation: Callable
+    run: Callable  # prologue and computation in one call; returns MISS when the prologue rejects
     prologue_traces: list
     computation_traces: list
     backward_traces: list = field(default_factory=list)

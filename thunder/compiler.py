@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from thunder.common import CACHE_OPTIONS, CacheEntry, CompileData, CompileStats
+from thunder.common import CACHE_OPTIONS, MISS, CacheEntry, CompileData, CompileStats
 from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
 from thunder.core.trace import TraceCtx, TraceProvenance
@@ -83,9 +83,11 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
     executed_prologue = transform_for_execution(prologue, cd.options.executors)
     executed_prologue.set_provenance(TraceProvenance("Transform for execution", 0.0))
     prologue_traces.append(executed_prologue)
+    computation_fn = traces[-1].python_callable()
     entry = CacheEntry(
         prologue=executed_prologue.python_callable(),
-        computation=traces[-1].python_callable(),
+        computation=computation_fn,
+        run=executed_prologue.fused_prologue_callable(computation_fn, MISS),
         prologue_traces=prologue_traces,
         computation_traces=traces,
         key=input_key(cd.cache_option, args, kwargs),

@@ -28,9 +28,11 @@ from thunder.core.symbolic import SymFloat, SymInt
 class Printer:
     """Turns values into source text, collecting the globals the text needs."""
 
-    def __init__(self):
+    def __init__(self, *, miss: str = "None", return_call: str | None = None):
         self.ctx: dict[str, Any] = {}
         self._const_names: dict[int, str] = {}
+        self.miss = miss  # what a failed prologue check returns
+        self.return_call = return_call  # a prologue's return calls this global with its outputs
 
     def add_ctx(self, name: str, value: Any) -> str:
         prev = self.ctx.get(name, value)

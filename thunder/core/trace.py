@@ -135,6 +135,17 @@ class TraceCtx:
             self._callable.__thunder_source__ = source
         return self._callable
 
+    def fused_prologue_callable(self, computation: Callable, miss: Any) -> Callable:
+        """This prologue compiled together with the call of ``computation``: one call on a cache hit.
+
+        It returns ``miss`` when a check fails, else whatever ``computation`` returns.
+        """
+        printer = Printer(miss="_MISS", return_call="_computation")
+        printer.add_ctx("_MISS", miss)
+        printer.add_ctx("_computation", computation)
+        source = trace_source(self, print_depth=1, printer=printer)
+        return compile_source(source, self.name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}")
+
     def set_provenance(self, provenance: TraceProvenance) -> None:
         self.provenance = provenance
 

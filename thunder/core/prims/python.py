@@ -41,6 +41,8 @@ P = PythonPrimIDs
 
 def _print_return(bsym, printer):
     (value,) = bsym.args
+    if printer.return_call is not None:  # a prologue fused with its computation: call it
+        return [f"return {printer.return_call}(*{printer.value(value)})"]
     return [f"return {printer.value(value)}"]
 
 
@@ -123,8 +125,8 @@ def _print_check_args_structure(bsym, printer):
     a, k = printer.value(args), printer.value(kwargs)
     if kwnames:
         keys = printer.constant(frozenset(kwnames), "_kwnames")
-        return [f"if len({a}) != {nargs} or {k}.keys() != {keys}: return None"]
-    return [f"if len({a}) != {nargs} or {k}: return None"]
+        return [f"if len({a}) != {nargs} or {k}.keys() != {keys}: return {printer.miss}"]
+    return [f"if len({a}) != {nargs} or {k}: return {printer.miss}"]
 
 
 check_args_structure = make_prim(
@@ -151,7 +153,7 @@ def _print_check_tensor(bsym, printer):
         _device_check(x, device),
         f"{'' if requires_grad else 'not '}{x}.requires_grad",
     ]
-    return [f"if not ({' and '.join(conds)}): return None"]
+    return [f"if not ({' and '.join(conds)}): return {printer.miss}"]
 
 
 # ``check_tensor(t, shape, device, dtype, requires_grad)``: t must be a tensor with this metadata.
@@ -169,7 +171,7 @@ def _print_check_tensor_rank(bsym, printer):
         _device_check(x, device),
         f"{'' if requires_grad else 'not '}{x}.requires_grad",
     ]
-    return [f"if not ({' and '.join(conds)}): return None"]
+    return [f"if not ({' and '.join(conds)}): return {printer.miss}"]
 
 
 # Like check_tensor, but the shape is symbolic: only the rank is fixed.
@@ -182,11 +184,11 @@ def _print_check_value(bsym, printer):
     x, value = bsym.args
     name = printer.value(x)
     if value is None or isinstance(value, bool):
-        return [f"if {name} is not {value!r}: return None"]
+        return [f"if {name} is not {value!r}: return {printer.miss}"]
     typ = type(value)
     if typ in (int, float, str, complex):
-        return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: return None"]
-    return [f"if {name} != {printer.value(value)}: return None"]
+        return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: return {printer.miss}"]
+    return [f"if {name} != {printer.value(value)}: return {printer.miss}"]
 
 
 # ``check_value(x, value)``: x must equal value and have its exact type (1 is not 1.0 or True).
@@ -195,7 +197,7 @@ check_value = make_prim(P.CHECK_VALUE, "check_value", lambda *args: None, tags=(
 
 def _print_check_identity(bsym, printer):
     x, obj = bsym.args
-    return [f"if {printer.value(x)} is not {printer.constant(obj, '_obj')}: return None"]
+    return [f"if {printer.value(x)} is not {printer.constant(obj, '_obj')}: return {printer.miss}"]
 
 
 check_identity = make_prim(
@@ -205,7 +207,7 @@ check_identity = make_prim(
 
 def _print_check_type(bsym, printer):
     x, typ = bsym.args
-    return [f"if type({printer.value(x)}) is not {printer.constant(typ, '_type')}: return None"]
+    return [f"if type({printer.value(x)}) is not {printer.constant(typ, '_type')}: return {printer.miss}"]
 
 
 check_type = make_prim(P.CHECK_TYPE, "check_type", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_type)
@@ -213,7 +215,7 @@ check_type = make_prim(P.CHECK_TYPE, "check_type", lambda *args: None, tags=(DON
 
 def _print_check_expr(bsym, printer):
     expr, proxies = bsym.args
-    return [f"if not ({expr}): return None"]
+    return [f"if not ({expr}): return {printer.miss}"]
 
 
 # ``check_expr(expr, proxies)``: a Python boolean expression over the named proxies (symbolic constraints).
