@@ -14,7 +14,6 @@ from typing import Any
 
 from thunder.core.codegen import Printer, compile_source, trace_source
 from thunder.core.errors import ThunderError
-from thunder.core.proxies import Proxy
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.tracectx import current_source_location, get_tracectx, set_tracectx, tracectx
 

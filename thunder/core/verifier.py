@@ -9,8 +9,8 @@ Layer: core. Imports: core.
 from __future__ import annotations
 
 from thunder.core.errors import InternalError
-from thunder.core.symbolic import is_symbolic
 from thunder.core.pytree import tree_leaves
+from thunder.core.symbolic import is_symbolic
 
 
 def verify(trace) -> None:
