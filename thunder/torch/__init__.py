@@ -14,6 +14,8 @@ from thunder.torch.elementwise import *  # noqa: F403
 from thunder.torch.shape import *  # noqa: F403
 from thunder.torch.indexing import *  # noqa: F403
 from thunder.torch.reductions import *  # noqa: F403
+from thunder.torch.factories import *  # noqa: F403
+from thunder.torch.conversions import *  # noqa: F403
 from thunder.torch.linalg import *  # noqa: F403
 
 

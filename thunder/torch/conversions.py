@@ -1,0 +1,229 @@
+"""Dtype and device conversions: ``Tensor.to`` (every calling convention), ``float``/``double``/
+``half``/``bfloat16``/``int``/``long``/``short``/``char``/``byte``/``bool``, ``type_as``,
+``Tensor.type``, ``cpu``/``cuda``, ``contiguous``, ``clone`` and ``detach``.
+
+As in PyTorch, a conversion to the dtype and device the tensor already has returns the
+tensor itself (unless ``copy=True``). Device names are resolved as the factories do: a CUDA
+device on a machine without CUDA is a clear error while tracing.
+
+Layer: language. Imports: core, torch.base, torch.factories.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import TensorProxy, register_method
+from thunder.torch.base import torchsymbol
+from thunder.torch.factories import factory_device
+
+__all__ = ["to", "type_as", "tensor_type", "cpu", "cuda", "contiguous", "clone", "detach"]
+
+
+def _check_self(op: str, a) -> None:
+    if not isinstance(a, TensorProxy):
+        raise ThunderTypeError(f"{op}: expected a tensor, but got {type(a).__name__} {a!r}")
+
+
+def convert(a: TensorProxy, dtype: torch.dtype | None, device: torch.device | None, copy: bool = False) -> TensorProxy:
+    """``a`` with ``dtype`` and on ``device`` (None keeps the current one): ``a`` itself when nothing changes."""
+    out = a
+    if device is not None and device != a.device:
+        out = prims.device_put(out, device)
+    if dtype is not None and dtype != a.dtype:
+        out = prims.convert_element_type(out, dtype)
+    if copy and out is a:
+        out = prims.clone(a)
+    return out
+
+
+def _is_device_like(x) -> bool:
+    return isinstance(x, (str, torch.device)) or (isinstance(x, int) and not isinstance(x, bool))
+
+
+def _parse_to(op: str, a: TensorProxy, args: tuple, kwargs: dict):
+    """Resolves ``to(dtype, ...)``, ``to(device, dtype, ...)`` and ``to(other, ...)`` to (dtype, device, copy)."""
+    kwargs = dict(kwargs)
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    other = kwargs.pop("other", None)
+    args = list(args)
+    if args and isinstance(args[0], TensorProxy):
+        other = args.pop(0)
+    elif args and isinstance(args[0], torch.dtype):
+        dtype = args.pop(0)
+    elif args and (_is_device_like(args[0]) or args[0] is None):
+        device = args.pop(0)
+        if args and (isinstance(args[0], torch.dtype) or args[0] is None):
+            dtype = args.pop(0)
+    flags = ["non_blocking", "copy"]
+    if len(args) > len(flags):
+        raise ThunderTypeError(f"{op}: too many positional arguments {tuple(args)!r}; expected to(dtype | device | other, non_blocking, copy)")
+    for name, value in zip(flags, args):
+        if name in kwargs:
+            raise ThunderTypeError(f"{op}: got {name} both positionally and as a keyword")
+        kwargs[name] = value
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    memory_format = kwargs.pop("memory_format", None)
+    if kwargs:
+        raise ThunderTypeError(f"{op}: unexpected keyword arguments {sorted(kwargs)}")
+    if memory_format not in (None, torch.preserve_format, torch.contiguous_format):
+        raise ThunderValueError(f"{op}: memory_format={memory_format} is not supported; use torch.preserve_format")
+    if other is not None:
+        if not isinstance(other, TensorProxy):
+            raise ThunderTypeError(f"{op}: other must be a tensor, but got {type(other).__name__}")
+        dtype, device = other.dtype, other.device
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise ThunderTypeError(f"{op}: dtype must be a torch.dtype, but got {type(dtype).__name__} {dtype!r}")
+    if device is not None:
+        device = factory_device(op, device)
+    return dtype, device, bool(copy)
+
+
+@torchsymbol(method_name="to", torch_impl=torch.Tensor.to)
+def to(self, *args, **kwargs):
+    """``Tensor.to``: a dtype, a device (and dtype), or another tensor's dtype and device; ``self`` when unchanged."""
+    op = "ltorch.to"
+    _check_self(op, self)
+    dtype, device, copy = _parse_to(op, self, args, kwargs)
+    return convert(self, dtype, device, copy)
+
+
+def _dtype_method(name: str, dtype: torch.dtype):
+    op = f"ltorch.{name}"
+
+    def meta(self, memory_format=None):
+        _check_self(op, self)
+        return convert(self, dtype, None)
+
+    meta.__name__ = name
+    meta.__doc__ = f"``Tensor.{name}()``: ``self.to({dtype})``."
+    sym = torchsymbol(method_name=name, torch_impl=getattr(torch.Tensor, name))(meta)
+    _DTYPE_METHODS[name] = sym
+    __all__.append(name)
+    return sym
+
+
+# Their names (float, int, bool, ...) would shadow builtins that this module uses, so they are
+# kept out of its globals and served by the module ``__getattr__`` (star imports included).
+_DTYPE_METHODS: dict = {}
+
+
+def __getattr__(name: str):
+    try:
+        return _DTYPE_METHODS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+for _name, _dtype in (
+    ("float", torch.float32), ("double", torch.float64), ("half", torch.float16), ("bfloat16", torch.bfloat16),
+    ("int", torch.int32), ("long", torch.int64), ("short", torch.int16), ("char", torch.int8),
+    ("byte", torch.uint8), ("bool", torch.bool), ("cfloat", torch.complex64), ("cdouble", torch.complex128),
+):  # fmt: skip
+    _dtype_method(_name, _dtype)
+
+
+@torchsymbol(method_name="type_as", torch_impl=torch.Tensor.type_as)
+def type_as(self, other):
+    """``Tensor.type_as``: ``self`` converted to ``other``'s dtype."""
+    op = "ltorch.type_as"
+    _check_self(op, self)
+    if not isinstance(other, TensorProxy):
+        raise ThunderTypeError(f"{op}: other must be a tensor, but got {type(other).__name__} {other!r}")
+    return convert(self, other.dtype, None)
+
+
+# 'torch.FloatTensor' <-> torch.float32, and the same for every dtype the legacy names cover
+_LEGACY_TYPE_NAMES: dict[str, torch.dtype] = {}
+for _d in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+           torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128):  # fmt: skip
+    _LEGACY_TYPE_NAMES[torch.empty(0, dtype=_d).type()] = _d
+
+
+def _legacy_name(a: TensorProxy) -> str:
+    name = next((n for n, d in _LEGACY_TYPE_NAMES.items() if d == a.dtype), f"torch.{dtypes.short_name(a.dtype)}")
+    return name.replace("torch.", "torch.cuda.", 1) if a.device.type == "cuda" else name
+
+
+def _tensor_type(self, dtype=None, non_blocking=False, **kwargs):
+    """``Tensor.type(dtype)``: a conversion to a torch.dtype or a legacy name such as 'torch.DoubleTensor'."""
+    op = "ltorch.tensor_type"
+    _check_self(op, self)
+    device = None
+    if isinstance(dtype, str):
+        name = dtype
+        if name.startswith("torch.cuda."):
+            device = factory_device(op, "cuda")
+            name = name.replace("torch.cuda.", "torch.", 1)
+        if name not in _LEGACY_TYPE_NAMES:
+            raise ThunderValueError(f"{op}: invalid type {dtype!r}; expected a torch.dtype or a name like 'torch.FloatTensor'")
+        dtype = _LEGACY_TYPE_NAMES[name]
+    if not isinstance(dtype, torch.dtype):
+        raise ThunderTypeError(f"{op}: dtype must be a torch.dtype or a type name, but got {type(dtype).__name__} {dtype!r}")
+    return convert(self, dtype, device)
+
+
+_tensor_type.__name__ = "tensor_type"
+tensor_type = torchsymbol(method_name="type", torch_impl=torch.Tensor.type)(_tensor_type)
+
+
+def _type_method(self, dtype=None, non_blocking=False, **kwargs):
+    # ``t.type()`` with no dtype is a query (a string), not an op: it records nothing.
+    if dtype is None:
+        return _legacy_name(self)
+    return tensor_type(self, dtype, non_blocking, **kwargs)
+
+
+register_method("type", _type_method)
+
+
+@torchsymbol(method_name="cpu", torch_impl=torch.Tensor.cpu)
+def cpu(self, memory_format=None):
+    """``Tensor.cpu``: ``self`` when already on the CPU."""
+    _check_self("ltorch.cpu", self)
+    return convert(self, None, torch.device("cpu"))
+
+
+@torchsymbol(method_name="cuda", torch_impl=torch.Tensor.cuda)
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    """``Tensor.cuda``: to the current (or given) CUDA device; a clear error on a machine without CUDA."""
+    op = "ltorch.cuda"
+    _check_self(op, self)
+    if device is None:
+        device = "cuda"
+    elif isinstance(device, int) and not isinstance(device, bool):
+        device = torch.device("cuda", device)
+    target = factory_device(op, device)
+    if target.type != "cuda":
+        raise ThunderValueError(f"{op}: Invalid device, must be cuda device, but got {target}")
+    return convert(self, None, target)
+
+
+@torchsymbol(method_name="contiguous", torch_impl=torch.Tensor.contiguous)
+def contiguous(self, memory_format=torch.contiguous_format):
+    """``Tensor.contiguous``: a new proxy (the result may be a copy when ``self`` is strided)."""
+    op = "ltorch.contiguous"
+    _check_self(op, self)
+    if memory_format not in (torch.contiguous_format, torch.preserve_format):
+        raise ThunderValueError(f"{op}: memory_format={memory_format} is not supported; use torch.contiguous_format")
+    return prims.clone(self)
+
+
+@torchsymbol(torch.clone, method_name="clone")
+def clone(input, *, memory_format=torch.preserve_format):
+    """``torch.clone``: a copy that never aliases ``input``."""
+    _check_self("ltorch.clone", input)
+    return prims.clone(input)
+
+
+@torchsymbol(torch.detach, method_name="detach", torch_impl=torch.Tensor.detach)
+def detach(input):
+    """``Tensor.detach``: the same values, cut from autograd (the torch executor returns a view, as eager does).
+
+    It has no prim decomposition: every executor runs it as itself."""
+    _check_self("ltorch.detach", input)
+    return TensorProxy.like(input, requires_grad=False)
