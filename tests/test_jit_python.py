@@ -1,0 +1,133 @@
+"""Python language features inside jitted functions: the interpreter and the tracer together."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import torch
+
+import thunder
+
+
+def _check(fn, *args, **kwargs):
+    expected = fn(*args, **kwargs)
+    actual = thunder.jit(fn)(*args, **kwargs)
+    torch.testing.assert_close(actual, expected)
+    return actual
+
+
+def test_generators_and_comprehensions():
+    def gen(xs):
+        for i, x in enumerate(xs):
+            yield x * (i + 1)
+
+    def f(xs):
+        doubled = [x * 2 for x in xs]
+        total = sum(gen(doubled), torch.zeros(3))
+        squares = {i: x * x for i, x in enumerate(xs)}
+        return total + squares[1]
+
+    _check(f, [torch.randn(3) for _ in range(3)])
+
+
+def test_dataclass_config_and_methods():
+    @dataclasses.dataclass
+    class Config:
+        scale: float
+        shift: float = 1.0
+
+        def apply(self, x):
+            return x * self.scale + self.shift
+
+    def f(x, cfg):
+        return cfg.apply(x)
+
+    x = torch.randn(4)
+    cfg = Config(2.0)
+    jf = thunder.jit(f)
+    torch.testing.assert_close(jf(x, cfg), f(x, cfg))
+    cfg.scale = 3.0  # an attribute the trace read: the prologue notices
+    torch.testing.assert_close(jf(x, cfg), f(x, cfg))
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_classes_super_and_properties():
+    class Base:
+        def __init__(self, w):
+            self.w = w
+
+        def forward(self, x):
+            return x * self.w
+
+    class Child(Base):
+        @property
+        def bias(self):
+            return 0.5
+
+        def forward(self, x):
+            return super().forward(x) + self.bias
+
+    def f(x, w):
+        return Child(w).forward(x)
+
+    _check(f, torch.randn(3), torch.randn(3))
+
+
+def test_match_statement_and_kwargs():
+    def f(x, *, mode="relu", **extra):
+        match mode:
+            case "relu":
+                y = torch.relu(x)
+            case "neg":
+                y = -x
+            case _:
+                y = x
+        return y * extra.get("scale", 1.0)
+
+    _check(f, torch.randn(4), mode="neg", scale=2.0)
+    _check(f, torch.randn(4), mode="relu")
+
+
+def test_exceptions_inside_the_traced_function():
+    def f(x):
+        try:
+            raise KeyError("missing")
+        except KeyError:
+            y = x + 1
+        finally:
+            y = y * 2
+        return y
+
+    _check(f, torch.randn(3))
+
+
+def test_functools_partial_and_lambda():
+    def scale(x, factor):
+        return x * factor
+
+    def f(x):
+        g = functools.partial(scale, factor=3.0)
+        h = lambda t: t - 1  # noqa: E731
+        return h(g(x))
+
+    _check(f, torch.randn(3))
+
+
+def test_star_unpacking_and_fstrings():
+    def f(*xs):
+        first, *rest = xs
+        label = f"{len(rest):02d}"
+        assert label == "02"
+        return first + sum(rest)
+
+    _check(f, torch.randn(2), torch.randn(2), torch.randn(2))
+
+
+def test_recursion():
+    def f(x, n):
+        if n == 0:
+            return x
+        return f(x * 2, n - 1)
+
+    _check(f, torch.randn(3), 3)
