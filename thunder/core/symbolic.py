@@ -98,6 +98,20 @@ import operator as _op  # noqa: E402
 
 
 class _SymbolicMixin:
+    """Shared behaviour of SymInt and SymFloat; ``_base`` is the Python type they extend."""
+
+    _base: type
+
+    def __new__(cls, value, expr: str, names: frozenset = frozenset()):
+        self = cls._base.__new__(cls, value)
+        self.value = cls._base(value)
+        self.expr = expr
+        self.names = names or frozenset({expr})
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.expr
 
     __eq__ = _cmp("==", _op.eq)
     __ne__ = _cmp("!=", _op.ne)
@@ -165,16 +179,7 @@ class _SymbolicMixin:
 class SymInt(_SymbolicMixin, int):
     """An int that remembers the expression it came from (see Note [Symbolic values])."""
 
-    def __new__(cls, value: int, expr: str, names: frozenset = frozenset()):
-        self = int.__new__(cls, value)
-        self.value = int(value)
-        self.expr = expr
-        self.names = names or frozenset({expr})
-        return self
-
-    @property
-    def name(self) -> str:
-        return self.expr
+    _base = int
 
     def __index__(self):
         return _concretize(self, int)
@@ -207,16 +212,7 @@ class SymInt(_SymbolicMixin, int):
 class SymFloat(_SymbolicMixin, float):
     """A float that remembers the expression it came from (see Note [Symbolic values])."""
 
-    def __new__(cls, value: float, expr: str, names: frozenset = frozenset()):
-        self = float.__new__(cls, value)
-        self.value = float(value)
-        self.expr = expr
-        self.names = names or frozenset({expr})
-        return self
-
-    @property
-    def name(self) -> str:
-        return self.expr
+    _base = float
 
     def __float__(self):
         return _concretize(self, float)

@@ -142,18 +142,23 @@ def _device_check(x: str, device: torch.device) -> str:
     return f"{x}.device.type == {device.type!r}"
 
 
-def _print_check_tensor(bsym, printer):
-    t, shape, device, dtype, requires_grad = bsym.args
+def _tensor_conditions(printer, t, size_check: str, device, dtype, requires_grad) -> str:
     x = printer.value(t)
     printer.add_ctx("_Tensor", torch.Tensor)
     conds = [
         f"isinstance({x}, _Tensor)",
-        f"{x}.shape == {printer.value(tuple(shape))}",
+        size_check.format(x=x),
         f"{x}.dtype is {printer.value(dtype)}",
         _device_check(x, device),
         f"{'' if requires_grad else 'not '}{x}.requires_grad",
     ]
-    return [f"if not ({' and '.join(conds)}): return {printer.miss}"]
+    return f"if not ({' and '.join(conds)}): return {printer.miss}"
+
+
+def _print_check_tensor(bsym, printer):
+    t, shape, device, dtype, requires_grad = bsym.args
+    size_check = "{x}.shape == " + printer.value(tuple(shape))
+    return [_tensor_conditions(printer, t, size_check, device, dtype, requires_grad)]
 
 
 # ``check_tensor(t, shape, device, dtype, requires_grad)``: t must be a tensor with this metadata.
@@ -162,16 +167,7 @@ check_tensor = make_prim(P.CHECK_TENSOR, "check_tensor", lambda *args: None, tag
 
 def _print_check_tensor_rank(bsym, printer):
     t, ndim, device, dtype, requires_grad = bsym.args
-    x = printer.value(t)
-    printer.add_ctx("_Tensor", torch.Tensor)
-    conds = [
-        f"isinstance({x}, _Tensor)",
-        f"{x}.ndim == {ndim}",
-        f"{x}.dtype is {printer.value(dtype)}",
-        _device_check(x, device),
-        f"{'' if requires_grad else 'not '}{x}.requires_grad",
-    ]
-    return [f"if not ({' and '.join(conds)}): return {printer.miss}"]
+    return [_tensor_conditions(printer, t, "{x}.ndim == " + str(ndim), device, dtype, requires_grad)]
 
 
 # Like check_tensor, but the shape is symbolic: only the rank is fixed.
