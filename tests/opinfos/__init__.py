@@ -8,7 +8,7 @@ import importlib
 
 from tests.opinfos.core import ErrorInput, OpInfo, SampleInput, make
 
-DOMAINS = ("elementwise", "reductions", "shape", "factories", "nn", "linalg", "conversions", "inplace")
+DOMAINS = ("elementwise", "reductions", "shape", "indexing", "factories", "nn", "linalg", "conversions", "inplace")
 
 
 def all_opinfos() -> list[OpInfo]:

@@ -232,7 +232,8 @@ def _swap(op: str, a, d0, d1):
     _check_tensor(op, a)
     d0, d1 = check_dim(op, a.ndim, d0), check_dim(op, a.ndim, d1)
     perm = list(range(a.ndim))
-    perm[d0], perm[d1] = perm[d1], perm[d0]
+    if a.ndim:
+        perm[d0], perm[d1] = perm[d1], perm[d0]
     return prims.transpose(a, tuple(perm))
 
 
@@ -430,21 +431,21 @@ def _cat(op: str, tensors, dim):
         if x.ndim == 0:
             raise ThunderValueError(f"{op}: zero-dimensional tensor (at position {i}) cannot be concatenated")
     # PyTorch skips legacy empty 1-D tensors of shape (0,) when the others have more dims.
-    nonempty = [x for x in tensors if not (x.ndim == 1 and x.shape[0] == 0)]
-    ref = nonempty[0] if nonempty else tensors[0]
+    nonempty = [(i, x) for i, x in enumerate(tensors) if not (x.ndim == 1 and x.shape[0] == 0)]
+    ref = nonempty[0][1] if nonempty else tensors[0]
     d = check_dim(op, ref.ndim, dim)
     dtype = dtypes.result_type(*tensors)
-    nonempty = nonempty or tensors[:1]
-    for x in nonempty:
+    nonempty = nonempty or [(0, tensors[0])]
+    for i, x in nonempty:
         if x.ndim != ref.ndim:
             raise ThunderValueError(f"{op}: Tensors must have same number of dimensions: got {ref.ndim} and {x.ndim}")
         for j, (m, n) in enumerate(zip(ref.shape, x.shape)):
             if j != d and m != n:
                 raise ThunderValueError(
                     f"{op}: Sizes of tensors must match except in dimension {d}. Expected size {m} but got size {n} "
-                    f"for tensor number {tensors.index(x)} in the list."
+                    f"for tensor number {i} in the list."
                 )
-    parts = [maybe_convert_to_dtype(x, dtype) for x in nonempty]
+    parts = [maybe_convert_to_dtype(x, dtype) for _, x in nonempty]
     return prims.cat(parts, d)
 
 
