@@ -11,6 +11,7 @@ from thunder.core.errors import UnsupportedOpError
 from thunder.core.tracectx import current_source_location
 from thunder.torch.base import inplace_twins, symbol_to_torch, torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import *  # noqa: F403
+from thunder.torch.nn import *  # noqa: F403
 from thunder.torch.shape import *  # noqa: F403
 from thunder.torch.indexing import *  # noqa: F403
 from thunder.torch.reductions import *  # noqa: F403

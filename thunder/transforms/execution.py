@@ -41,6 +41,8 @@ def _claim(bsym: BoundSymbol, executors: Sequence[Executor], out: list[tuple[Exe
             return
         out.append((ex, bsym if info.symbol is bsym.sym else bsym.from_bsym(sym=info.symbol, subsymbols=bsym.subsymbols)))
         return
+    if not bsym.subsymbols and _is_identity(bsym):
+        return  # e.g. dropout in eval mode: the output is an input, nothing runs
     if not bsym.subsymbols:
         where = f" (called at {bsym.source})" if bsym.source else ""
         names = ", ".join(e.name for e in executors)
@@ -51,6 +53,13 @@ def _claim(bsym: BoundSymbol, executors: Sequence[Executor], out: list[tuple[Exe
         )
     for sub in bsym.subsymbols:
         _claim(sub.from_bsym(source=sub.source or bsym.source, lineage=(bsym.uid,)), executors, out, bsym)
+
+
+def _is_identity(bsym: BoundSymbol) -> bool:
+    """Whether every output of ``bsym`` is one of its inputs (a decomposition that computes nothing)."""
+    inputs = {p.name for p in bsym.flat_proxy_args}
+    outs = bsym.flat_proxy_outs
+    return bool(outs) and all(o.name in inputs for o in outs)
 
 
 def _output_swap(result, original) -> dict:

@@ -1,0 +1,192 @@
+"""``torch.nn.functional`` in the torch language. This module holds convolution, embedding
+and dropout, and re-exports the families split into sibling modules: activations and
+softmax (``nn_activations``), normalisations (``nn_norms``), losses (``nn_losses``) and
+attention (``nn_attention``).
+
+Layer: language. Imports: core, torch.base, torch.elementwise, torch.nn_*.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from thunder.core import prims
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import pyval
+from thunder.core.symbol import RANDOM
+from thunder.torch.base import make_inplace, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.nn_activations import *  # noqa: F403
+from thunder.torch.nn_activations import __all__ as _activations_all
+from thunder.torch.nn_utils import check_float, check_tensor, register_inplace_dispatch, upcast
+
+__all__ = ["conv1d", "conv2d", "conv3d", "embedding", "dropout", "dropout_", *_activations_all]
+
+
+# ----------------------------------------------------------------------------------------
+# convolution
+# ----------------------------------------------------------------------------------------
+
+
+def _expand_param(op: str, name: str, value, n: int) -> tuple[int, ...]:
+    value = pyval(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * n
+    if isinstance(value, (tuple, list)) and all(isinstance(pyval(v), int) for v in value):
+        if len(value) == 1:
+            return (pyval(value[0]),) * n
+        if len(value) == n:
+            return tuple(pyval(v) for v in value)
+    raise ThunderValueError(f"{op}: {name} must be an int or a tuple of {n} ints, but got {value!r}")
+
+
+def _conv(n: int, input, weight, bias, stride, padding, dilation, groups):
+    op = f"ltorch.conv{n}d"
+    check_tensor(op, "input", input)
+    check_tensor(op, "weight", weight)
+    if bias is not None:
+        check_tensor(op, "bias", bias)
+    if input.ndim not in (n + 1, n + 2):
+        raise ThunderValueError(
+            f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv{n}d, but got input of size: "
+            f"{list(input.shape)}"
+        )
+    if weight.ndim != n + 2:
+        raise ThunderValueError(
+            f"{op}: weight must be {n + 2}-D (out_channels, in_channels / groups, *kernel), got shape {list(weight.shape)}"
+        )
+    for t, name in ((weight, "weight"), (bias, "bias")):
+        if t is not None and t.dtype != input.dtype:
+            raise ThunderTypeError(
+                f"{op}: input type ({input.dtype}) and {name} type ({t.dtype}) should be the same; convert one, "
+                f"e.g. {name}.to({input.dtype})"
+            )
+    check_float(op, "input", input)
+    stride = _expand_param(op, "stride", stride, n)
+    dilation = _expand_param(op, "dilation", dilation, n)
+    groups = pyval(groups)
+    if not isinstance(groups, int) or groups < 1:
+        raise ThunderValueError(f"{op}: non-positive groups is not supported (got groups={groups!r})")
+    if any(s < 1 for s in stride):
+        raise ThunderValueError(f"{op}: non-positive stride is not supported (got stride={stride})")
+    if any(d < 1 for d in dilation):
+        raise ThunderValueError(f"{op}: dilation should be greater than zero (got dilation={dilation})")
+    unbatched = input.ndim == n + 1
+    a = prims.reshape(input, (1, *input.shape)) if unbatched else input
+    c_in = a.shape[1]
+    if c_in != weight.shape[1] * groups:
+        raise ThunderValueError(
+            f"{op}: Given groups={groups}, weight of size {list(weight.shape)}, expected input{list(a.shape)} to have "
+            f"{weight.shape[1] * groups} channels, but got {c_in} channels instead"
+        )
+    if weight.shape[0] % groups:
+        raise ThunderValueError(
+            f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight "
+            f"of size {list(weight.shape)} instead"
+        )
+    kernel = weight.shape[2:]
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise ThunderValueError(f"{op}: Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+        if padding == "valid":
+            pads = (0,) * n
+        else:
+            if any(s != 1 for s in stride):
+                raise ThunderValueError(f"{op}: padding='same' is not supported for strided convolutions")
+            totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            pads = tuple(t // 2 for t in totals)
+            extra = [t - 2 * p for t, p in zip(totals, pads)]
+            if any(extra):
+                # PyTorch pads the odd remainder on the right, then convolves symmetrically.
+                a = prims.pad(a, 0.0, ((0, 0, 0), (0, 0, 0), *((0, e, 0) for e in extra)))
+    else:
+        pads = _expand_param(op, "padding", padding, n)
+        if any(p < 0 for p in pads):
+            raise ThunderValueError(f"{op}: negative padding is not supported (got padding={pads})")
+    out = prims.convolution(a, weight, bias, stride, pads, dilation, False, (0,) * n, groups)
+    return prims.reshape(out, out.shape[1:]) if unbatched else out
+
+
+@torchsymbol(F.conv1d, torch.conv1d)
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """``F.conv1d``: padding may be an int, a tuple, "valid" or "same"; unbatched input allowed."""
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups)
+
+
+@torchsymbol(F.conv2d, torch.conv2d)
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """``F.conv2d``: see ``conv1d``."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+@torchsymbol(F.conv3d, torch.conv3d)
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """``F.conv3d``: see ``conv1d``."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+# ----------------------------------------------------------------------------------------
+# embedding
+# ----------------------------------------------------------------------------------------
+
+
+@torchsymbol(F.embedding)
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """``F.embedding``: rows of ``weight`` at ``input``. ``padding_idx`` only affects the gradient.
+
+    ``max_norm`` renormalises ``weight`` in place during the lookup; it is not supported.
+    """
+    op = "ltorch.embedding"
+    check_tensor(op, "input", input)
+    check_tensor(op, "weight", weight)
+    if max_norm is not None:
+        raise ThunderValueError(
+            f"{op}: max_norm={max_norm!r} is not supported (it renormalises weight in place); renormalise the "
+            "weight outside the jitted function or pass max_norm=None"
+        )
+    if input.dtype not in (torch.int32, torch.int64):
+        raise ThunderTypeError(
+            f"{op}: Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
+            f"but got {input.dtype} instead: convert it with input.long()"
+        )
+    if weight.ndim != 2:
+        raise ThunderValueError(f"{op}: 'weight' must be 2-D (num_embeddings, embedding_dim), but got shape {list(weight.shape)}")
+    if padding_idx is not None:
+        num = weight.shape[0]
+        if not -num <= padding_idx < num:
+            raise ThunderValueError(f"{op}: Padding_idx must be within num_embeddings (got {padding_idx} for {num})")
+        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
+    return prims.embedding(input, weight, padding_idx)
+
+
+# ----------------------------------------------------------------------------------------
+# dropout
+# ----------------------------------------------------------------------------------------
+
+
+@torchsymbol(F.dropout, tags=(RANDOM,))
+def dropout(input, p=0.5, training=True):
+    """``F.dropout``: zeroes each element with probability ``p`` and scales the rest by ``1 / (1 - p)``.
+
+    Identity when ``training`` is False or ``p`` is 0 (no random numbers are drawn).
+    """
+    op = "ltorch.dropout"
+    check_tensor(op, "input", input)
+    p = pyval(p)
+    if not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise ThunderValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p!r}")
+    if not training or p == 0:
+        return input
+    check_float(op, "input", input)
+    a = upcast(input)
+    if p == 1:
+        out = prims.mul(a, 0.0)
+    else:
+        u = prims.uniform(a.shape, 0.0, 1.0, device=a.device, dtype=a.dtype)
+        keep_mask = prims.convert_element_type(prims.lt(u, 1.0 - p), a.dtype)
+        out = prims.mul(prims.mul(a, keep_mask), 1.0 / (1.0 - p))
+    return maybe_convert_to_dtype(out, input.dtype)
+
+
+dropout_ = make_inplace(dropout)
+register_inplace_dispatch(F.dropout, dropout, dropout_)

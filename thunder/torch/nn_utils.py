@@ -1,0 +1,95 @@
+"""Helpers shared by the ``torch.nn.functional`` families (activations, norms, losses,
+attention): dtype checks, keep-dim reductions over prims, and the dispatchers that route a
+call with ``inplace=True`` to the in-place twin of a symbol.
+
+Layer: language. Imports: core, torch.base.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import Symbol
+from thunder.torch.base import canonicalize_dim, maybe_convert_to_dtype, torch_to_thunder_map
+
+
+def check_tensor(op: str, name: str, x) -> None:
+    if not isinstance(x, TensorProxy):
+        raise ThunderTypeError(f"{op}: expected {name} to be a tensor, but got {type(x).__name__} {x!r}")
+
+
+def check_float(op: str, name: str, x: TensorProxy) -> None:
+    check_tensor(op, name, x)
+    if not dtypes.is_float_dtype(x.dtype):
+        raise ThunderTypeError(
+            f'{op}: "{op.removeprefix("ltorch.")}" is not implemented for {name} of dtype {x.dtype}; '
+            f"a floating-point tensor is required: convert it, e.g. {name}.to(torch.float32)"
+        )
+
+
+def computation_dtype(d: torch.dtype) -> torch.dtype:
+    """float32 for low-precision floats (decompositions round once, as PyTorch's kernels do)."""
+    return torch.float32 if d in dtypes.low_precision_dtypes else d
+
+
+def upcast(a):
+    return maybe_convert_to_dtype(a, computation_dtype(a.dtype)) if isinstance(a, TensorProxy) else a
+
+
+def keep(r: TensorProxy, shape: Sequence[int], dims: Sequence[int]) -> TensorProxy:
+    """Broadcasts a reduction result back to ``shape`` (the reduced ``dims`` become size-n again)."""
+    kept = tuple(d for d in range(len(shape)) if d not in dims)
+    return prims.broadcast_in_dim(r, tuple(shape), kept)
+
+
+def keepdim(r: TensorProxy, shape: Sequence[int], dims: Sequence[int]) -> TensorProxy:
+    """A reduction result with the reduced ``dims`` kept as size-1 dims."""
+    out_shape = tuple(1 if d in dims else n for d, n in enumerate(shape))
+    return prims.reshape(r, out_shape) if r.shape != out_shape else r
+
+
+def sum_keep(a: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+    return keep(prims.sum(a, tuple(dims)), a.shape, dims)
+
+
+def amax_keep(a: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+    return keep(prims.amax(a, tuple(dims)), a.shape, dims)
+
+
+def dim_arg(op: str, a: TensorProxy, dim) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise ThunderTypeError(f"{op}: dim must be an int, but got {type(dim).__name__} {dim!r}")
+    return canonicalize_dim(op, a.ndim, dim)
+
+
+def check_choice(op: str, name: str, value, choices: Sequence) -> None:
+    if value not in choices:
+        raise ThunderValueError(f"{op}: {name} must be one of {list(choices)}, but got {value!r}")
+
+
+def register_inplace_dispatch(torch_fn: Callable, out_of_place: Symbol, in_place: Symbol) -> Callable:
+    """Maps ``torch_fn`` (a ``torch.nn.functional`` function with an ``inplace`` flag) to a dispatcher.
+
+    ``F.relu(x, inplace=True)`` must mutate ``x`` even when its result is unused, so it is
+    recorded as the in-place twin (tagged IN_PLACE, DONT_DCE), not as the pure symbol.
+    """
+    sig = inspect.signature(torch_fn)
+
+    def dispatch(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        params = dict(bound.arguments)
+        inplace = params.pop("inplace", False)
+        first = params.pop(next(iter(sig.parameters)))
+        return (in_place if inplace else out_of_place)(first, **params)
+
+    dispatch.__name__ = getattr(torch_fn, "__name__", out_of_place.name)
+    dispatch.__qualname__ = dispatch.__name__
+    dispatch.__doc__ = f"Routes ``{dispatch.__name__}`` to ``ltorch.{out_of_place.name}`` or ``ltorch.{in_place.name}``."
+    torch_to_thunder_map[torch_fn] = dispatch
+    return dispatch
