@@ -79,6 +79,8 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
     traces = run_passes(cd, computation)
     final = traces[-1]
     final.args = tracer.finish_prologue(_used_symbol_names(final))
+    if cd.disable_torch_autograd:
+        final.decorators.append("torch.no_grad()")
     prologue_traces = [prologue]
     executed_prologue = transform_for_execution(prologue, cd.options.executors)
     executed_prologue.set_provenance(TraceProvenance("Transform for execution", 0.0))

@@ -168,6 +168,8 @@ def trace_source(trace, *, print_depth: int = 2, printer: Printer | None = None,
             last_source = src
         body.extend(bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1))
     signature = ", ".join(trace.signature())
+    if any(deco.startswith("torch.") for deco in trace.decorators):
+        printer.add_ctx("torch", torch)
     lines = []
     if with_header:
         if trace.provenance is not None:
