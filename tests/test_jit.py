@@ -280,3 +280,11 @@ def test_verifier_catches_use_before_definition():
     trace.bound_symbols = broken
     with pytest.raises(InternalError, match="uses 't0' before it is defined"):
         verify(trace)
+
+
+def test_unsupported_tensor_method_names_it_and_how_to_add_it():
+    def g(x):
+        return x.numpy()
+
+    with pytest.raises(UnsupportedOpError, match=r"Tensor.numpy is not supported.*test_jit.py:\d+.*method_name='numpy'"):
+        thunder.jit(g)(torch.randn(2))

@@ -249,6 +249,21 @@ class TensorProxy(Proxy):
 
     __hash__ = Proxy.__hash__
 
+    def __getattr__(self, name: str):
+        # Only reached for names TensorProxy lacks: a Tensor method or property with no symbol yet.
+        if name.startswith("__") or not hasattr(torch.Tensor, name):
+            raise AttributeError(f"'TensorProxy' object has no attribute {name!r}")
+        from thunder.core.errors import UnsupportedOpError
+        from thunder.core.tracectx import current_source_location
+
+        loc = current_source_location()
+        where = f" (called at {loc})" if loc is not None else ""
+        raise UnsupportedOpError(
+            f"Tensor.{name} is not supported by thunder yet{where}. Add a symbol for it with "
+            f"@thunder.torch.torchsymbol(torch.Tensor.{name}, method_name={name!r}) (see thunder/torch/), "
+            "or call it outside the jitted function."
+        )
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         if torch_function_handler is None:
