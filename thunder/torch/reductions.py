@@ -44,8 +44,9 @@ def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def reduction_dims(op: str, a: TensorProxy, dim) -> tuple[int, ...]:
-    """Canonical (sorted, non-negative, distinct) dims for ``dim``; ``None`` and ``()`` mean every dim.
+def reduction_dims(op: str, a: TensorProxy, dim, *, empty_is_all: bool = True) -> tuple[int, ...]:
+    """Canonical (sorted, non-negative, distinct) dims for ``dim``; ``None`` means every dim, and so
+    does ``()`` unless ``empty_is_all`` is False (``torch.any(a, ())`` reduces nothing).
 
     A 0-d tensor accepts dim 0 or -1 and has no dims to reduce."""
     if dim is None:
@@ -56,7 +57,7 @@ def reduction_dims(op: str, a: TensorProxy, dim) -> tuple[int, ...]:
         if not builtins.all(_is_int(d) for d in dim):
             raise ThunderTypeError(f"{op}: dim must be an int or a tuple of ints, but got {dim!r}")
         if len(dim) == 0:
-            return tuple(range(a.ndim))
+            return tuple(range(a.ndim)) if empty_is_all else ()
         dims = tuple(pyval(d) for d in dim)
     else:
         raise ThunderTypeError(
@@ -326,7 +327,7 @@ def _count(a: TensorProxy, dims, *, nonzero: bool) -> TensorProxy:
 def _any_all(name: str, input, dim, keepdim):
     op = f"ltorch.{name}"
     _check_input(op, input)
-    dims = reduction_dims(op, input, dim)
+    dims = reduction_dims(op, input, dim, empty_is_all=False)
     # any: some element is nonzero; all: no element is zero
     count = _count(input, dims, nonzero=name == "any")
     out = prims.ne(count, 0) if name == "any" else prims.eq(count, 0)
