@@ -225,3 +225,9 @@ opinfos += [
     OpInfo("F.dropout_inplace_eval", lambda a: (F.dropout(a, 0.5, False, True), a)[1], _unary(),
            dtypes=FLOATS, mutates=True),
 ]
+
+
+# The families split into sibling modules.
+from tests.opinfos.nn_norms import opinfos as _norms  # noqa: E402
+
+opinfos += _norms

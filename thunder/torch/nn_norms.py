@@ -1,0 +1,191 @@
+"""Normalisations from ``torch.nn.functional``: layer_norm, rms_norm, group_norm, batch_norm.
+
+Statistics are computed with ``prims.var_mean``/``prims.sum`` in float32 for bf16/f16
+inputs; the result has the input's dtype. ``batch_norm`` in training mode with running
+statistics updates them in place, as PyTorch does (``prims.copy_``), so its symbol carries
+the IN_PLACE and DONT_DCE tags: it is never merged with another call, never removed, and
+earlier reads of the running statistics are not reused after it.
+
+Layer: language. Imports: core, torch.base, torch.nn_utils.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from thunder.core import prims
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.symbol import DONT_DCE, IN_PLACE
+from thunder.torch.base import copy_, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.nn_utils import check_float, check_tensor, keep, upcast
+
+__all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm"]
+
+
+def _normalized_shape(op: str, input: TensorProxy, normalized_shape) -> tuple[int, ...]:
+    ns = pyval(normalized_shape)
+    if isinstance(ns, torch.Size):
+        ns = tuple(ns)
+    if not isinstance(ns, (tuple, list)) or not all(isinstance(pyval(n), int) for n in ns):
+        raise ThunderTypeError(
+            f"{op}: argument 'normalized_shape' must be tuple of ints, not {type(ns).__name__}: pass e.g. "
+            f"({ns!r},)"
+        )
+    ns = tuple(pyval(n) for n in ns)
+    if len(ns) == 0:
+        raise ThunderValueError(f"{op}: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element")
+    if input.ndim < len(ns) or tuple(input.shape[input.ndim - len(ns) :]) != ns:
+        raise ThunderValueError(
+            f"{op}: Given normalized_shape={list(ns)}, expected input with shape [*, {', '.join(map(str, ns))}], but "
+            f"got input of size{list(input.shape)}"
+        )
+    return ns
+
+
+def _check_affine(op: str, name: str, t, shape: tuple[int, ...], input: TensorProxy, what: str) -> None:
+    if t is None:
+        return
+    check_tensor(op, name, t)
+    if tuple(t.shape) != shape:
+        raise ThunderValueError(
+            f"{op}: Expected {name} to be of same shape as {what}, but got {name} of shape {list(t.shape)} and "
+            f"{what} = {list(shape)}"
+        )
+    if t.device != input.device:
+        raise ThunderValueError(f"{op}: {name} is on {t.device} but input is on {input.device}")
+
+
+def _affine(out: TensorProxy, weight, bias, dims: tuple[int, ...]) -> TensorProxy:
+    """``out * weight + bias`` with weight/bias laid along ``dims`` of ``out`` (computed in out's dtype)."""
+    if weight is not None:
+        out = prims.mul(out, prims.broadcast_in_dim(maybe_convert_to_dtype(weight, out.dtype), out.shape, dims))
+    if bias is not None:
+        out = prims.add(out, prims.broadcast_in_dim(maybe_convert_to_dtype(bias, out.dtype), out.shape, dims))
+    return out
+
+
+def _normalize(a: TensorProxy, dims: tuple[int, ...], eps) -> tuple[TensorProxy, TensorProxy, TensorProxy]:
+    """``(a - mean) / sqrt(var + eps)`` over ``dims`` (biased variance); also returns mean and var."""
+    var, mean = prims.var_mean(a, dims, correction=0)
+    rstd = prims.rsqrt(prims.add(var, eps))
+    out = prims.mul(prims.sub(a, keep(mean, a.shape, dims)), keep(rstd, a.shape, dims))
+    return out, mean, var
+
+
+@torchsymbol(F.layer_norm)
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """``F.layer_norm``: normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
+    op = "ltorch.layer_norm"
+    check_float(op, "input", input)
+    ns = _normalized_shape(op, input, normalized_shape)
+    _check_affine(op, "weight", weight, ns, input, "normalized_shape")
+    _check_affine(op, "bias", bias, ns, input, "normalized_shape")
+    dims = tuple(range(input.ndim - len(ns), input.ndim))
+    a = upcast(input)
+    if math.prod(a.shape) == 0:
+        out = a
+    else:
+        out, _, _ = _normalize(a, dims, eps)
+    out = _affine(out, weight, bias, dims)
+    return maybe_convert_to_dtype(out, input.dtype)
+
+
+@torchsymbol(F.rms_norm)
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``F.rms_norm``: ``x / sqrt(mean(x**2) + eps) * weight`` over the trailing dims; eps defaults to
+    the machine epsilon of the input's dtype."""
+    op = "ltorch.rms_norm"
+    check_float(op, "input", input)
+    ns = _normalized_shape(op, input, normalized_shape)
+    _check_affine(op, "weight", weight, ns, input, "normalized_shape")
+    if eps is None:
+        eps = torch.finfo(input.dtype).eps
+    dims = tuple(range(input.ndim - len(ns), input.ndim))
+    a = upcast(input)
+    if math.prod(a.shape) == 0:
+        out = a
+    else:
+        ms = prims.div(prims.sum(prims.mul(a, a), dims), float(math.prod(ns)))
+        out = prims.mul(a, keep(prims.rsqrt(prims.add(ms, eps)), a.shape, dims))
+    out = _affine(out, weight, None, dims)
+    return maybe_convert_to_dtype(out, input.dtype)
+
+
+@torchsymbol(F.group_norm)
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """``F.group_norm``: normalise each group of ``C / num_groups`` channels (with their spatial dims)."""
+    op = "ltorch.group_norm"
+    check_float(op, "input", input)
+    if input.ndim < 2:
+        raise ThunderValueError(f"{op}: Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if not isinstance(num_groups, int) or num_groups < 1 or c % num_groups:
+        raise ThunderValueError(
+            f"{op}: Expected number of channels in input to be divisible by num_groups, but got input of shape "
+            f"{list(input.shape)} and num_groups={num_groups}"
+        )
+    _check_affine(op, "weight", weight, (c,), input, "the channel dim")
+    _check_affine(op, "bias", bias, (c,), input, "the channel dim")
+    a = upcast(input)
+    if math.prod(a.shape) == 0:
+        out = a
+    else:
+        grouped = prims.reshape(a, (n, num_groups, math.prod(a.shape[1:]) // num_groups))
+        out, _, _ = _normalize(grouped, (2,), eps)
+        out = prims.reshape(out, a.shape)
+    out = _affine(out, weight, bias, (1,))
+    return maybe_convert_to_dtype(out, input.dtype)
+
+
+@torchsymbol(F.batch_norm, tags=(IN_PLACE, DONT_DCE))
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """``F.batch_norm``: per-channel (dim 1) normalisation.
+
+    Training: batch statistics; running statistics, when given, are updated in place with
+    ``(1 - momentum) * running + momentum * batch`` (unbiased variance). Evaluation: the
+    running statistics are used.
+    """
+    op = "ltorch.batch_norm"
+    check_float(op, "input", input)
+    if input.ndim < 2:
+        raise ThunderValueError(f"{op}: Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        _check_affine(op, name, t, (c,), input, "the channel dim of input")
+    if (running_mean is None) != (running_var is None):
+        raise ThunderValueError(f"{op}: running_mean and running_var must be both given or both None")
+    if not training and running_mean is None:
+        raise ThunderValueError(
+            f"{op}: running_mean and running_var must be defined in evaluation mode (training=False); pass "
+            "training=True to use batch statistics"
+        )
+    momentum = pyval(momentum)
+    if not isinstance(momentum, (int, float)):
+        raise ThunderTypeError(f"{op}: momentum must be a number, but got {momentum!r}")
+    dims = (0, *range(2, input.ndim))
+    count = math.prod(input.shape[d] for d in dims)
+    a = upcast(input)
+    if training:
+        if count <= 1:
+            raise ThunderValueError(
+                f"{op}: Expected more than 1 value per channel when training, got input size {list(input.shape)}"
+            )
+        out, mean, var = _normalize(a, dims, eps)
+        if running_mean is not None:
+            unbiased = prims.mul(var, count / (count - 1))
+            for running, batch in ((running_mean, mean), (running_var, unbiased)):
+                r = upcast(running)
+                r = maybe_convert_to_dtype(r, batch.dtype)
+                updated = prims.add(prims.mul(r, 1.0 - momentum), prims.mul(batch, float(momentum)))
+                copy_(updated, running)
+    else:
+        rm = maybe_convert_to_dtype(upcast(running_mean), a.dtype)
+        rv = maybe_convert_to_dtype(upcast(running_var), a.dtype)
+        rstd = prims.rsqrt(prims.add(rv, eps))
+        out = prims.mul(prims.sub(a, prims.broadcast_in_dim(rm, a.shape, (1,))), prims.broadcast_in_dim(rstd, a.shape, (1,)))
+    out = _affine(out, weight, bias, (1,))
+    return maybe_convert_to_dtype(out, input.dtype)
