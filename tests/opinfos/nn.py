@@ -231,3 +231,6 @@ opinfos += [
 from tests.opinfos.nn_norms import opinfos as _norms  # noqa: E402
 
 opinfos += _norms
+from tests.opinfos.nn_losses import opinfos as _losses  # noqa: E402
+
+opinfos += _losses

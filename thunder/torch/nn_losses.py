@@ -1,0 +1,284 @@
+"""Losses from ``torch.nn.functional``: mse_loss, l1_loss, binary_cross_entropy_with_logits,
+nll_loss and cross_entropy (class indices or probabilities, weight, ignore_index,
+label_smoothing), with PyTorch's reductions ("none", "mean", "sum" and the legacy
+``size_average``/``reduce`` flags).
+
+Computed in float32 for bf16/f16 inputs. ``nll_loss`` picks the target's log-probability
+with ``prims.take_along_axis`` and the class weights with ``prims.take``.
+
+Layer: language. Imports: core, torch.base, torch.elementwise, torch.nn_utils, torch.nn_activations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from thunder.core import dtypes, prims
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import TensorProxy, pyval
+from thunder.torch.base import broadcast_shapes, expand_to, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.nn_activations import log_softmax
+from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype
+
+__all__ = ["mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy"]
+
+
+def _reduction(op: str, size_average, reduce, reduction) -> str:
+    if size_average is not None or reduce is not None:
+        # PyTorch's legacy flags (``_Reduction.legacy_get_string``); both default to True.
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        return "mean" if size_average and reduce else "sum" if reduce else "none"
+    if reduction not in ("none", "mean", "sum"):
+        raise ThunderValueError(f"{op}: {reduction} is not a valid value for reduction; use 'none', 'mean' or 'sum'")
+    return reduction
+
+
+def _sum_all(a: TensorProxy) -> TensorProxy:
+    return prims.sum(a, tuple(range(a.ndim)))
+
+
+def _apply_reduction(loss: TensorProxy, reduction: str) -> TensorProxy:
+    if reduction == "none":
+        return loss
+    total = _sum_all(loss)
+    if reduction == "sum":
+        return total
+    return prims.div(total, float(math.prod(loss.shape)))  # empty input: 0 / 0 = nan, as in PyTorch
+
+
+def _pointwise_loss_inputs(op: str, input, target):
+    """Broadcast, promoted and upcast (input, target), and the result dtype."""
+    check_tensor(op, "input", input)
+    check_tensor(op, "target", target)
+    dtype = dtypes.result_type(input, target)
+    if not dtypes.is_float_dtype(dtype):
+        raise ThunderTypeError(f"{op}: expected floating-point input and target, but got {input.dtype} and {target.dtype}")
+    shape = broadcast_shapes(op, input.shape, target.shape)
+    cdt = computation_dtype(dtype)
+    a = maybe_convert_to_dtype(expand_to(input, shape), cdt)
+    b = maybe_convert_to_dtype(expand_to(target, shape), cdt)
+    return a, b, dtype
+
+
+def _weighted_pointwise(op: str, per_elem, input, weight, reduction, dtype):
+    if weight is None:
+        return maybe_convert_to_dtype(_apply_reduction(per_elem, reduction), dtype)
+    check_tensor(op, "weight", weight)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ThunderValueError(f"{op}: Weights and input must have the same size ({list(weight.shape)} vs {list(input.shape)})")
+    dtype = dtypes.result_type(dtype, weight.dtype)
+    w = maybe_convert_to_dtype(expand_to(weight, per_elem.shape), computation_dtype(dtype))
+    per_elem = prims.mul(maybe_convert_to_dtype(per_elem, w.dtype), w)
+    if reduction == "mean":
+        return maybe_convert_to_dtype(prims.div(_sum_all(per_elem), _sum_all(w)), dtype)
+    return maybe_convert_to_dtype(_apply_reduction(per_elem, reduction), dtype)
+
+
+@torchsymbol(F.mse_loss)
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """``F.mse_loss``: ``(input - target) ** 2``, broadcast, reduced."""
+    op = "ltorch.mse_loss"
+    reduction = _reduction(op, size_average, reduce, reduction)
+    a, b, dtype = _pointwise_loss_inputs(op, input, target)
+    diff = prims.sub(a, b)
+    return _weighted_pointwise(op, prims.mul(diff, diff), input, weight, reduction, dtype)
+
+
+@torchsymbol(F.l1_loss)
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """``F.l1_loss``: ``|input - target|``, broadcast, reduced."""
+    op = "ltorch.l1_loss"
+    reduction = _reduction(op, size_average, reduce, reduction)
+    a, b, dtype = _pointwise_loss_inputs(op, input, target)
+    return _weighted_pointwise(op, prims.abs(prims.sub(a, b)), input, weight, reduction, dtype)
+
+
+@torchsymbol(F.binary_cross_entropy_with_logits)
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
+    """``F.binary_cross_entropy_with_logits``: ``(1 - t) * x - (1 + (pos_weight - 1) * t) * log_sigmoid(x)``,
+    times ``weight``; ``log_sigmoid`` is computed stably as ``min(x, 0) - log1p(exp(-|x|))``."""
+    op = "ltorch.binary_cross_entropy_with_logits"
+    reduction = _reduction(op, size_average, reduce, reduction)
+    check_tensor(op, "input", input)
+    check_tensor(op, "target", target)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ThunderValueError(
+            f"{op}: Target size (torch.Size({list(target.shape)})) must be the same as input size "
+            f"(torch.Size({list(input.shape)}))"
+        )
+    dtype = dtypes.result_type(input, target, *(t for t in (weight, pos_weight) if t is not None))
+    if not dtypes.is_float_dtype(dtype):
+        raise ThunderTypeError(f"{op}: expected floating-point input and target, but got {input.dtype} and {target.dtype}")
+    cdt = computation_dtype(dtype)
+    x = maybe_convert_to_dtype(input, cdt)
+    t = maybe_convert_to_dtype(target, cdt)
+    log_sig = prims.sub(prims.where(prims.lt(x, 0.0), x, 0.0), prims.log1p(prims.exp(prims.neg(prims.abs(x)))))
+    if pos_weight is not None:
+        check_tensor(op, "pos_weight", pos_weight)
+        broadcast_shapes(op, x.shape, pos_weight.shape)
+        pw = expand_to(maybe_convert_to_dtype(pos_weight, cdt), x.shape)
+        log_weight = prims.add(prims.mul(prims.sub(pw, 1.0), t), 1.0)
+        log_sig = prims.mul(log_weight, log_sig)
+    loss = prims.sub(prims.mul(prims.sub(1.0, t), x), log_sig)
+    if weight is not None:
+        check_tensor(op, "weight", weight)
+        broadcast_shapes(op, x.shape, weight.shape)
+        loss = prims.mul(loss, expand_to(maybe_convert_to_dtype(weight, cdt), x.shape))
+    return maybe_convert_to_dtype(_apply_reduction(loss, reduction), dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# nll_loss and cross_entropy
+# ----------------------------------------------------------------------------------------
+
+
+def _check_class_target(op: str, input: TensorProxy, target: TensorProxy, weight) -> int:
+    """Validates (input, class-index target, weight); returns the number of classes."""
+    if target.dtype not in (torch.int64, torch.uint8):
+        raise ThunderTypeError(
+            f"{op}: expected target dtype to be Long or Byte, but got {target.dtype}; convert it with target.long()"
+        )
+    if input.ndim < 1:
+        raise ThunderValueError(f"{op}: input must have a class dim, but got a 0-d tensor")
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise ThunderValueError(f"{op}: 0D or 1D target tensor expected, multi-target not supported (got target of shape {list(target.shape)})")
+    else:
+        if target.ndim >= 1 and input.shape[0] != target.shape[0]:
+            raise ThunderValueError(
+                f"{op}: Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]})."
+            )
+        expected = (input.shape[0], *input.shape[2:])
+        if tuple(target.shape) != expected:
+            raise ThunderValueError(
+                f"{op}: expected target of shape {list(expected)} for input of shape {list(input.shape)}, but got "
+                f"{list(target.shape)}" if target.ndim != 1 or input.ndim != 2 else
+                f"{op}: 0D or 1D target tensor expected, multi-target not supported"
+            )  # fmt: skip
+    c = input.shape[0] if input.ndim == 1 else input.shape[1]
+    if weight is not None:
+        check_tensor(op, "weight", weight)
+        if tuple(weight.shape) != (c,):
+            raise ThunderValueError(
+                f"{op}: weight tensor should be defined either for all {c} classes or no classes but got weight "
+                f"tensor of shape: {list(weight.shape)}"
+            )
+    return c
+
+
+def _nll_parts(logp: TensorProxy, target: TensorProxy, weight, ignore_index: int):
+    """Per-element ``-w[t] * logp[t]`` and per-element weights ``w[t]`` (0 where ignored)."""
+    class_dim = 0 if logp.ndim == 1 else 1
+    ignored = prims.eq(target, ignore_index)
+    safe = prims.where(ignored, 0, target)
+    if safe.dtype is not torch.int64:
+        safe = prims.convert_element_type(safe, torch.int64)
+    idx_shape = list(safe.shape)
+    idx_shape.insert(class_dim, 1)
+    picked = prims.take_along_axis(logp, prims.reshape(safe, tuple(idx_shape)), class_dim)
+    picked = prims.reshape(picked, safe.shape)
+    if weight is not None:
+        w = maybe_convert_to_dtype(weight, logp.dtype)
+        flat = prims.reshape(safe, (math.prod(safe.shape),))
+        w_t = prims.reshape(prims.take(w, flat, 0), safe.shape)
+    else:
+        w_t = prims.add(prims.mul(prims.convert_element_type(safe, logp.dtype), 0.0), 1.0)
+    w_t = prims.where(ignored, 0.0, w_t)
+    return prims.neg(prims.mul(picked, w_t)), w_t, ignored
+
+
+def _reduce_nll(losses, weights, reduction: str):
+    if reduction == "none":
+        return losses
+    total = _sum_all(losses)
+    if reduction == "sum":
+        return total
+    return prims.div(total, _sum_all(weights))
+
+
+@torchsymbol(F.nll_loss)
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """``F.nll_loss``: ``-weight[t] * input[t]`` over class indices; "mean" divides by the sum of the
+    weights of the targets that are not ``ignore_index``."""
+    op = "ltorch.nll_loss"
+    reduction = _reduction(op, size_average, reduce, reduction)
+    check_float(op, "input", input)
+    check_tensor(op, "target", target)
+    _check_class_target(op, input, target, weight)
+    logp = maybe_convert_to_dtype(input, computation_dtype(input.dtype))
+    losses, weights, _ = _nll_parts(logp, target, weight, ignore_index)
+    return maybe_convert_to_dtype(_reduce_nll(losses, weights, reduction), input.dtype)
+
+
+@torchsymbol(F.cross_entropy)
+def cross_entropy(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0
+):
+    """``F.cross_entropy``: ``nll_loss(log_softmax(input, class_dim), target)`` for class indices, or
+    ``-sum(weight * target * log_softmax(input))`` over the class dim for probabilities; both with
+    label smoothing as in PyTorch."""
+    op = "ltorch.cross_entropy"
+    reduction = _reduction(op, size_average, reduce, reduction)
+    check_float(op, "input", input)
+    check_tensor(op, "target", target)
+    ls = pyval(label_smoothing)
+    if not isinstance(ls, (int, float)) or not 0.0 <= ls <= 1.0:
+        raise ThunderValueError(f"{op}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing!r}")
+    if input.ndim == 0:
+        raise ThunderValueError(f"{op}: input must have a class dim, but got a 0-d tensor")
+    class_dim = 0 if input.ndim == 1 else 1
+    c = input.shape[class_dim]
+    logp = log_softmax(maybe_convert_to_dtype(input, computation_dtype(input.dtype)), class_dim)
+
+    def class_weights(shape):
+        return prims.broadcast_in_dim(maybe_convert_to_dtype(weight, logp.dtype), shape, (class_dim,))
+
+    if dtypes.is_float_dtype(target.dtype):
+        # Probabilities: target has the input's shape.
+        if tuple(target.shape) != tuple(input.shape):
+            raise ThunderValueError(
+                f"{op}: class-probability target must have the input's shape {list(input.shape)}, but got "
+                f"{list(target.shape)} (for class indices use an int64 target)"
+            )
+        if weight is not None and tuple(weight.shape) != (c,):
+            raise ThunderValueError(f"{op}: weight should have {c} elements (one per class), got shape {list(weight.shape)}")
+        t = maybe_convert_to_dtype(target, logp.dtype)
+        if ls > 0:
+            t = prims.add(prims.mul(t, 1.0 - ls), ls / c)
+        prod = prims.mul(logp, t)
+        if weight is not None:
+            prod = prims.mul(prod, class_weights(prod.shape))
+        losses = prims.neg(prims.sum(prod, (class_dim,)))
+        if reduction == "none":
+            out = losses
+        elif reduction == "sum":
+            out = _sum_all(losses)
+        else:
+            out = prims.div(_sum_all(losses), float(math.prod(input.shape) // c) if c else 0.0)
+        return maybe_convert_to_dtype(out, input.dtype)
+
+    _check_class_target(op, input, target, weight)
+    losses, weights, ignored = _nll_parts(logp, target, weight, ignore_index)
+    nll = _reduce_nll(losses, weights, reduction)
+    if ls == 0:
+        return maybe_convert_to_dtype(nll, input.dtype)
+    weighted = prims.mul(logp, class_weights(logp.shape)) if weight is not None else logp
+    smooth = prims.where(ignored, 0.0, prims.neg(prims.sum(weighted, (class_dim,))))
+    if reduction == "none":
+        smooth_red = smooth
+    elif reduction == "sum":
+        smooth_red = _sum_all(smooth)
+    elif weight is not None:
+        smooth_red = prims.div(_sum_all(smooth), _sum_all(weights))
+    else:
+        kept = prims.convert_element_type(prims.eq(ignored, False), logp.dtype)
+        smooth_red = prims.div(_sum_all(smooth), _sum_all(kept))
+    out = prims.add(prims.mul(nll, 1.0 - ls), prims.mul(smooth_red, ls / c))
+    return maybe_convert_to_dtype(out, input.dtype)
+
