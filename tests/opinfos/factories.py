@@ -90,6 +90,14 @@ def _tensor_samples(dtype, device):
             yield SampleInput((data,))  # inferred dtype
 
 
+def _as_tensor_samples(dtype, device):
+    yield SampleInput(([[1, 2], [3, 4]],), {"dtype": dtype})
+    yield SampleInput((make((2, 3), dtype, device),))  # a tensor passes through
+    yield SampleInput((make((2, 3), dtype, device),), {"dtype": torch.float64})
+    yield SampleInput((make((2, 3), dtype, device),), {"device": device})
+    yield SampleInput(([1.5, 2.5],))
+
+
 def _like_samples(extra=()):
     def samples(dtype, device):
         for shape, noncontig in (((), False), ((3, 4), False), ((0, 2), False), ((4, 6), True)):
@@ -191,6 +199,7 @@ opinfos: list[OpInfo] = [
     OpInfo("rand_unused_draw", lambda *size: (torch.rand(*size), torch.randn(*size))[1],
            lambda dtype, device: (SampleInput((3, 4)),), dtypes=(torch.float32,)),
     OpInfo("tensor", torch.tensor, _tensor_samples, dtypes=ALL, error_inputs=_tensor_errors),
+    OpInfo("as_tensor", torch.as_tensor, _as_tensor_samples, dtypes=(torch.float32, torch.int64, torch.bool)),
     OpInfo("scalar_tensor", torch.scalar_tensor, lambda dtype, device: (SampleInput((3,), {"dtype": dtype}),
                                                                          SampleInput((1.5,)),), dtypes=ALL),
     OpInfo("zeros_like", torch.zeros_like, _like_samples(), dtypes=ALL, error_inputs=_like_errors),

@@ -120,6 +120,16 @@ def _torch_norm_samples(dtype, device):
     yield SampleInput((make((2, 3, 4), dtype, device),), {"p": 3, "dim": -1})
 
 
+def _nan_samples(dtype, device):
+    yield from _reduction_samples(keepdim=False)(dtype, device)
+    if dtype.is_floating_point:
+        nan = float("nan")
+        t = torch.tensor([[1.0, nan, 3.0], [nan, nan, nan]], dtype=dtype)
+        yield SampleInput((t,))
+        yield SampleInput((t, 1))
+        yield SampleInput((t, 0), {"keepdim": True})
+
+
 # --- error inputs --------------------------------------------------------------------------
 
 
@@ -232,4 +242,6 @@ opinfos: list[OpInfo] = [
     OpInfo("cumsum_method", lambda a, *args, **kw: a.cumsum(*args, **kw), _scan_samples, dtypes=(torch.float32, torch.int64)),
     OpInfo("vector_norm", torch.linalg.vector_norm, _norm_samples, dtypes=FLOATS, error_inputs=_norm_errors),
     OpInfo("norm", torch.norm, _torch_norm_samples, dtypes=FLOATS),
+    OpInfo("nansum", torch.nansum, _nan_samples, dtypes=FLOATS_AND_INT),
+    OpInfo("nanmean", torch.nanmean, _nan_samples, dtypes=FLOATS),
 ]

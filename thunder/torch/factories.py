@@ -27,7 +27,7 @@ from thunder.torch.base import is_number, torchsymbol
 
 __all__ = [
     "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand", "randn", "randint", "tensor",
-    "scalar_tensor", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+    "scalar_tensor", "as_tensor", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
     "randint_like", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
 ]  # fmt: skip
 
@@ -378,6 +378,19 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     dtype = factory_dtype(op, dtype, _infer_data_dtype(op, data))
     t = prims.tensor_from_sequence(data, device=factory_device(op, device), dtype=dtype)
     return _finish(op, t, requires_grad)
+
+
+@torchsymbol(torch.as_tensor)
+def as_tensor(data, *, dtype=None, device=None):
+    """``torch.as_tensor``: a tensor passes through (converted if asked); Python data becomes a constant."""
+    op = "ltorch.as_tensor"
+    if isinstance(data, TensorProxy):
+        dtype = factory_dtype(op, dtype, data.dtype)
+        target = factory_device(op, device, data.device)
+        out = data if target == data.device else prims.device_put(data, target)
+        return out if dtype == out.dtype else prims.convert_element_type(out, dtype)
+    dtype = factory_dtype(op, dtype, _infer_data_dtype(op, data))
+    return prims.tensor_from_sequence(data, device=factory_device(op, device), dtype=dtype)
 
 
 @torchsymbol(torch.scalar_tensor)

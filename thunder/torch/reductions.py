@@ -25,7 +25,8 @@ from thunder.torch.elementwise import maximum, minimum
 
 __all__ = [
     "sum", "mean", "var", "std", "var_mean", "std_mean", "amax", "amin", "max", "min", "argmax", "argmin",
-    "prod", "any", "all", "count_nonzero", "logsumexp", "cumsum", "cumprod", "norm", "vector_norm",
+    "prod", "any", "all", "count_nonzero", "logsumexp", "cumsum", "cumprod", "norm", "vector_norm", "nansum",
+    "nanmean",
 ]  # fmt: skip
 
 
@@ -142,6 +143,41 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     computation_dtype = _computation_dtype(result_dtype)
     total = prims.sum(maybe_convert_to_dtype(input, computation_dtype), dims)
     out = prims.div(total, float(_reduced_numel(input, dims)))
+    return keep_dims(maybe_convert_to_dtype(out, result_dtype), input, dims, keepdim)
+
+
+def _without_nans(a: TensorProxy) -> TensorProxy:
+    if not dtypes.is_inexact_dtype(a.dtype):
+        return a
+    return prims.where(prims.isnan(a), 0, a)
+
+
+@torchsymbol(torch.nansum, method_name="nansum")
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """``torch.nansum``: ``sum`` with NaNs counted as zero."""
+    op = "ltorch.nansum"
+    _check_input(op, input)
+    dims = reduction_dims(op, input, dim)
+    return _accumulate(op, prims.sum, _without_nans(input), dims, keepdim, dtype)
+
+
+@torchsymbol(torch.nanmean, method_name="nanmean")
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """``torch.nanmean``: the mean of the non-NaN elements (NaN where there are none)."""
+    op = "ltorch.nanmean"
+    _check_input(op, input)
+    _check_dtype_arg(op, dtype)
+    result_dtype = dtype if dtype is not None else input.dtype
+    if not dtypes.is_inexact_dtype(result_dtype):
+        raise ThunderTypeError(
+            f"{op}: nanmean(): expected input to have floating point or complex dtype but got {result_dtype}; "
+            "convert the input with .float() or pass dtype=torch.float32"
+        )
+    dims = reduction_dims(op, input, dim)
+    a = maybe_convert_to_dtype(input, _computation_dtype(result_dtype))
+    total = prims.sum(_without_nans(a), dims)
+    count = prims.sum(prims.convert_element_type(prims.bitwise_not(prims.isnan(a)), a.dtype), dims)
+    out = prims.div(total, count)
     return keep_dims(maybe_convert_to_dtype(out, result_dtype), input, dims, keepdim)
 
 
