@@ -21,14 +21,18 @@ def _unary(specials=True, **kwargs_list):
         for kw in kwargs_list.get("kwargs", ()):
             yield SampleInput((make((3, 4), dtype, device),), dict(kw))
         if dtype.is_floating_point and specials:
-            yield SampleInput((torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 25.0], dtype=dtype),))
+            yield SampleInput(
+                (torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 25.0], dtype=dtype),)
+            )
 
     return samples
 
 
 def _float_errors(fn_name):
     def errors(device):
-        yield ErrorInput(SampleInput((make((3,), torch.int64, device),)), TypeError, rf"ltorch.{fn_name}: .*floating-point")
+        yield ErrorInput(
+            SampleInput((make((3,), torch.int64, device),)), TypeError, rf"ltorch.{fn_name}: .*floating-point"
+        )
 
     return errors
 
@@ -49,21 +53,40 @@ opinfos: list[OpInfo] = [
     OpInfo("relu_method", lambda a: a.relu(), _unary(), dtypes=FLOATS_AND_INT),
     OpInfo("relu_", lambda a: torch.relu_(a), _unary(), dtypes=FLOATS_AND_INT, mutates=True),
     OpInfo("F.relu_inplace", _inplace(F.relu), _unary(), dtypes=FLOATS_AND_INT, mutates=True),
-    OpInfo("F.relu_inplace_unused_result", lambda a: (F.relu(a, inplace=True), a * 2)[1], _unary(), dtypes=FLOATS, mutates=True),
+    OpInfo(
+        "F.relu_inplace_unused_result",
+        lambda a: (F.relu(a, inplace=True), a * 2)[1],
+        _unary(),
+        dtypes=FLOATS,
+        mutates=True,
+    ),
     OpInfo("F.hardtanh", F.hardtanh, _unary(kwargs=({"min_val": -0.5, "max_val": 2.0},)), dtypes=FLOATS),
     OpInfo("F.relu6", F.relu6, _unary(), dtypes=FLOATS),
-    OpInfo("F.leaky_relu", F.leaky_relu, _unary(kwargs=({"negative_slope": 0.2},)), dtypes=FLOATS,
-           error_inputs=_float_errors("leaky_relu")),
+    OpInfo(
+        "F.leaky_relu",
+        F.leaky_relu,
+        _unary(kwargs=({"negative_slope": 0.2},)),
+        dtypes=FLOATS,
+        error_inputs=_float_errors("leaky_relu"),
+    ),
     OpInfo("F.leaky_relu_inplace", _inplace(F.leaky_relu, negative_slope=0.3), _unary(), dtypes=FLOATS, mutates=True),
     OpInfo("F.elu", F.elu, _unary(kwargs=({"alpha": 0.5},)), dtypes=FLOATS, error_inputs=_float_errors("elu")),
     OpInfo("F.elu_inplace", _inplace(F.elu), _unary(), dtypes=FLOATS, mutates=True),
     # PyTorch's CPU gelu gives NaN at +inf (its kernel multiplies inf by 0); no inf samples.
-    OpInfo("F.gelu", F.gelu, _unary(specials=False, kwargs=({"approximate": "tanh"}, {"approximate": "none"})), dtypes=FLOATS,
-           error_inputs=lambda device: (
-               ErrorInput(SampleInput((make((3,), torch.float32, device),), {"approximate": "fast"}), ValueError,
-                          r"ltorch.gelu: approximate must be one of \['none', 'tanh'\], but got 'fast'"),
-               ErrorInput(SampleInput((make((3,), torch.int64, device),)), TypeError, r"floating-point"),
-           )),
+    OpInfo(
+        "F.gelu",
+        F.gelu,
+        _unary(specials=False, kwargs=({"approximate": "tanh"}, {"approximate": "none"})),
+        dtypes=FLOATS,
+        error_inputs=lambda device: (
+            ErrorInput(
+                SampleInput((make((3,), torch.float32, device),), {"approximate": "fast"}),
+                ValueError,
+                r"ltorch.gelu: approximate must be one of \['none', 'tanh'\], but got 'fast'",
+            ),
+            ErrorInput(SampleInput((make((3,), torch.int64, device),)), TypeError, r"floating-point"),
+        ),
+    ),
     OpInfo("F.silu", F.silu, _unary(), dtypes=FLOATS, error_inputs=_float_errors("silu")),
     OpInfo("F.silu_inplace", _inplace(F.silu), _unary(), dtypes=FLOATS, mutates=True),
     OpInfo("F.mish", F.mish, _unary(), dtypes=FLOATS),
@@ -93,8 +116,11 @@ def _softmax_int_samples(dtype, device):
 
 def _softmax_errors(name):
     def errors(device):
-        yield ErrorInput(SampleInput((make((3, 4), torch.float32, device),), {"dim": 2}), ValueError,
-                         r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)")
+        yield ErrorInput(
+            SampleInput((make((3, 4), torch.float32, device),), {"dim": 2}),
+            ValueError,
+            r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)",
+        )
         yield ErrorInput(SampleInput((make((3, 4), torch.int64, device),), {"dim": 0}), TypeError,
                          rf'"{name}" is not implemented for input of dtype torch.int64')  # fmt: skip
 
@@ -105,11 +131,22 @@ for _name in ("softmax", "log_softmax"):
     _f = getattr(F, _name)
     opinfos += [
         OpInfo(f"F.{_name}", _f, _softmax_samples, dtypes=FLOATS, error_inputs=_softmax_errors(_name)),
-        OpInfo(f"F.{_name}_implicit_dim", lambda a, _f=_f: _f(a), lambda dtype, device: (
-            SampleInput((make((3, 4), dtype, device),)), SampleInput((make((2, 3, 4), dtype, device),)),
-        ), dtypes=(torch.float32,)),
+        OpInfo(
+            f"F.{_name}_implicit_dim",
+            lambda a, _f=_f: _f(a),
+            lambda dtype, device: (
+                SampleInput((make((3, 4), dtype, device),)),
+                SampleInput((make((2, 3, 4), dtype, device),)),
+            ),
+            dtypes=(torch.float32,),
+        ),
         OpInfo(f"torch.{_name}", getattr(torch, _name), _softmax_samples, dtypes=FLOATS),
-        OpInfo(f"{_name}_method", lambda a, *args, _n=_name, **kw: getattr(a, _n)(*args, **kw), _softmax_samples, dtypes=FLOATS),
+        OpInfo(
+            f"{_name}_method",
+            lambda a, *args, _n=_name, **kw: getattr(a, _n)(*args, **kw),
+            _softmax_samples,
+            dtypes=FLOATS,
+        ),
         OpInfo(f"{_name}_int_input", _f, _softmax_int_samples, dtypes=(torch.float32, torch.float64)),
     ]
 
@@ -143,15 +180,26 @@ def _conv_errors(n):
         f = torch.float32
         sp = (7, 6, 5)[:n]
         k3 = (3,) * n
-        yield ErrorInput(SampleInput((make((2, 3, *sp), f, device), make((6, 4, *k3), f, device))), ValueError,
-                         r"expected input\[2, 3, .*\] to have 4 channels, but got 3 channels instead")
-        yield ErrorInput(SampleInput((make(sp, f, device), make((6, 4, *k3), f, device))), ValueError,
-                         rf"Expected {n + 1}D \(unbatched\) or {n + 2}D \(batched\) input to conv{n}d")
-        yield ErrorInput(SampleInput((make((2, 4, *sp), f, device), make((6, 4, *k3), f, device)),
-                                     {"padding": "same", "stride": 2}), ValueError,
-                         r"padding='same' is not supported for strided convolutions")
-        yield ErrorInput(SampleInput((make((2, 4, *sp), f, device), make((6, 4, *k3), torch.float64, device))),
-                         TypeError, r"input type \(torch.float32\) and weight type \(torch.float64\) should be the same")
+        yield ErrorInput(
+            SampleInput((make((2, 3, *sp), f, device), make((6, 4, *k3), f, device))),
+            ValueError,
+            r"expected input\[2, 3, .*\] to have 4 channels, but got 3 channels instead",
+        )
+        yield ErrorInput(
+            SampleInput((make(sp, f, device), make((6, 4, *k3), f, device))),
+            ValueError,
+            rf"Expected {n + 1}D \(unbatched\) or {n + 2}D \(batched\) input to conv{n}d",
+        )
+        yield ErrorInput(
+            SampleInput((make((2, 4, *sp), f, device), make((6, 4, *k3), f, device)), {"padding": "same", "stride": 2}),
+            ValueError,
+            r"padding='same' is not supported for strided convolutions",
+        )
+        yield ErrorInput(
+            SampleInput((make((2, 4, *sp), f, device), make((6, 4, *k3), torch.float64, device))),
+            TypeError,
+            r"input type \(torch.float32\) and weight type \(torch.float64\) should be the same",
+        )
         yield ErrorInput(SampleInput((make((2, 4, *(2,) * n), f, device), make((6, 4, *k3), f, device))), ValueError,
                          r"kernel size can't be greater than actual input size")  # fmt: skip
 
@@ -160,9 +208,27 @@ def _conv_errors(n):
 
 _CONV_TOL = {torch.bfloat16: 3e-2, torch.float32: 1e-4}
 opinfos += [
-    OpInfo("F.conv1d", F.conv1d, _conv_samples(1), dtypes=FLOATS, error_inputs=_conv_errors(1), atol=_CONV_TOL, rtol=_CONV_TOL),
-    OpInfo("F.conv2d", F.conv2d, _conv_samples(2), dtypes=FLOATS, error_inputs=_conv_errors(2), atol=_CONV_TOL, rtol=_CONV_TOL),
-    OpInfo("F.conv3d", F.conv3d, _conv_samples(3), dtypes=(torch.float32, torch.float64), atol=_CONV_TOL, rtol=_CONV_TOL),
+    OpInfo(
+        "F.conv1d",
+        F.conv1d,
+        _conv_samples(1),
+        dtypes=FLOATS,
+        error_inputs=_conv_errors(1),
+        atol=_CONV_TOL,
+        rtol=_CONV_TOL,
+    ),
+    OpInfo(
+        "F.conv2d",
+        F.conv2d,
+        _conv_samples(2),
+        dtypes=FLOATS,
+        error_inputs=_conv_errors(2),
+        atol=_CONV_TOL,
+        rtol=_CONV_TOL,
+    ),
+    OpInfo(
+        "F.conv3d", F.conv3d, _conv_samples(3), dtypes=(torch.float32, torch.float64), atol=_CONV_TOL, rtol=_CONV_TOL
+    ),
 ]
 
 
@@ -178,17 +244,29 @@ def _embedding_samples(dtype, device):
     yield SampleInput((torch.randint(0, 10, (2, 3), device=device, dtype=torch.int32), w), {"padding_idx": -1})
     yield SampleInput((torch.tensor(3, device=device), w))
     yield SampleInput((torch.zeros(0, 2, dtype=torch.int64, device=device), w))
-    yield SampleInput((torch.randint(0, 10, (4, 6), device=device)[:, ::2], make((10, 6), dtype, device, noncontiguous=True)))
+    yield SampleInput(
+        (torch.randint(0, 10, (4, 6), device=device)[:, ::2], make((10, 6), dtype, device, noncontiguous=True))
+    )
 
 
 def _embedding_errors(device):
     w = make((10, 3), torch.float32, device)
-    yield ErrorInput(SampleInput((make((3,), torch.float32, device), w)), TypeError,
-                     r"Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int")
-    yield ErrorInput(SampleInput((torch.tensor([1]), w), {"padding_idx": 10}), ValueError,
-                     r"Padding_idx must be within num_embeddings")
-    yield ErrorInput(SampleInput((torch.tensor([1]), w), {"max_norm": 1.0}), ValueError, r"max_norm=1.0 is not supported")
-    yield ErrorInput(SampleInput((torch.tensor([1]), make((10,), torch.float32, device))), ValueError, r"'weight' must be 2-D")
+    yield ErrorInput(
+        SampleInput((make((3,), torch.float32, device), w)),
+        TypeError,
+        r"Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int",
+    )
+    yield ErrorInput(
+        SampleInput((torch.tensor([1]), w), {"padding_idx": 10}),
+        ValueError,
+        r"Padding_idx must be within num_embeddings",
+    )
+    yield ErrorInput(
+        SampleInput((torch.tensor([1]), w), {"max_norm": 1.0}), ValueError, r"max_norm=1.0 is not supported"
+    )
+    yield ErrorInput(
+        SampleInput((torch.tensor([1]), make((10,), torch.float32, device))), ValueError, r"'weight' must be 2-D"
+    )
 
 
 opinfos += [
@@ -222,8 +300,13 @@ def _dropout_errors(device):
 opinfos += [
     OpInfo("F.dropout", F.dropout, _dropout_samples, dtypes=FLOATS, random=True, error_inputs=_dropout_errors),
     OpInfo("F.dropout_exact", F.dropout, _dropout_exact_samples, dtypes=FLOATS),
-    OpInfo("F.dropout_inplace_eval", lambda a: (F.dropout(a, 0.5, False, True), a)[1], _unary(),
-           dtypes=FLOATS, mutates=True),
+    OpInfo(
+        "F.dropout_inplace_eval",
+        lambda a: (F.dropout(a, 0.5, False, True), a)[1],
+        _unary(),
+        dtypes=FLOATS,
+        mutates=True,
+    ),
 ]
 
 
@@ -234,3 +317,6 @@ opinfos += _norms
 from tests.opinfos.nn_losses import opinfos as _losses  # noqa: E402
 
 opinfos += _losses
+from tests.opinfos.nn_attention import opinfos as _attention  # noqa: E402
+
+opinfos += _attention

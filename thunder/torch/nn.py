@@ -18,13 +18,15 @@ from thunder.core.symbol import RANDOM
 from thunder.torch.base import make_inplace, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.nn_activations import *  # noqa: F403
 from thunder.torch.nn_activations import __all__ as _activations_all
+from thunder.torch.nn_attention import *  # noqa: F403
+from thunder.torch.nn_attention import __all__ as _attention_all
 from thunder.torch.nn_losses import *  # noqa: F403
 from thunder.torch.nn_losses import __all__ as _losses_all
 from thunder.torch.nn_norms import *  # noqa: F403
 from thunder.torch.nn_norms import __all__ as _norms_all
 from thunder.torch.nn_utils import check_float, check_tensor, register_inplace_dispatch, upcast
 
-__all__ = ["conv1d", "conv2d", "conv3d", "embedding", "dropout", "dropout_", *_activations_all, *_norms_all, *_losses_all]
+__all__ = ["conv1d", "conv2d", "conv3d", "embedding", "dropout", "dropout_", *_activations_all, *_norms_all, *_losses_all, *_attention_all]
 
 
 # ----------------------------------------------------------------------------------------

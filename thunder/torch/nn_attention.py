@@ -1,0 +1,111 @@
+"""``torch.nn.functional.scaled_dot_product_attention`` in the torch language.
+
+Decomposed into the math formulation ``softmax(q @ k^T * scale + mask) @ v`` (matmul,
+amax/exp/sum, where), with the causal mask built from ``prims.iota``; computed in float32
+for bf16/f16 inputs. The ``sdpa`` executor claims the whole symbol when it can.
+
+Layer: language. Imports: core, torch.base, torch.linalg, torch.nn_utils, torch.nn_activations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch.nn.functional as F
+
+from thunder.core import dtypes, prims
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import pyval
+from thunder.core.symbol import RANDOM
+from thunder.torch.base import broadcast_shapes, expand_to, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.linalg import _matmul
+from thunder.torch.nn_utils import amax_keep, check_float, sum_keep, upcast
+
+__all__ = ["scaled_dot_product_attention"]
+
+
+def _repeat_heads(t, r: int):
+    """``t.repeat_interleave(r, dim=-3)`` as broadcast + reshape (grouped-query attention)."""
+    if r == 1:
+        return t
+    shape = t.shape
+    expanded = (*shape[:-2], r, *shape[-2:])
+    dims = tuple(d for d in range(len(expanded)) if d != len(shape) - 2)
+    t = prims.broadcast_in_dim(t, expanded, dims)
+    return prims.reshape(t, (*shape[:-3], shape[-3] * r, *shape[-2:]))
+
+
+@torchsymbol(F.scaled_dot_product_attention, tags=(RANDOM,))
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
+    """``F.scaled_dot_product_attention``: ``softmax(q @ k^T * scale + mask) @ v``.
+
+    ``attn_mask`` is a bool mask (True takes part) or a float bias added to the scores;
+    ``is_causal`` masks keys after each query; ``enable_gqa`` repeats key/value heads.
+    """
+    op = "ltorch.scaled_dot_product_attention"
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_float(op, name, t)
+        if t.ndim < 2:
+            raise ThunderValueError(f"{op}: {name} must have at least 2 dims (..., L, E), but got shape {list(t.shape)}")
+    if not (query.dtype == key.dtype == value.dtype):
+        raise ThunderTypeError(
+            f"{op}: Expected query, key, and value to have the same dtype, but got query.dtype: {query.dtype} "
+            f"key.dtype: {key.dtype} and value.dtype: {value.dtype} instead."
+        )
+    if query.shape[-1] != key.shape[-1]:
+        raise ThunderValueError(
+            f"{op}: query and key must have the same embedding dim, but got query {list(query.shape)} and key "
+            f"{list(key.shape)}"
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise ThunderValueError(
+            f"{op}: key and value must have the same sequence length, but got key {list(key.shape)} and value "
+            f"{list(value.shape)}"
+        )
+    if is_causal and attn_mask is not None:
+        raise ThunderValueError(f"{op}: Explicit attn_mask should not be set when is_causal=True")
+    dropout_p = pyval(dropout_p)
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ThunderValueError(f"{op}: dropout_p must be in [0, 1], but got {dropout_p!r}")
+    q, k, v = upcast(query), upcast(key), upcast(value)
+    if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        hq, hk = q.shape[-3], k.shape[-3]
+        if hk == 0 or hq % hk or v.shape[-3] != hk:
+            raise ThunderValueError(
+                f"{op}: with enable_gqa the number of query heads ({hq}) must be a multiple of the key/value heads "
+                f"({hk}, {v.shape[-3]})"
+            )
+        k, v = _repeat_heads(k, hq // hk), _repeat_heads(v, hq // hk)
+    L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
+    scale = 1.0 / math.sqrt(E) if scale is None else float(pyval(scale))
+    kt = prims.transpose(k, (*range(k.ndim - 2), k.ndim - 1, k.ndim - 2))
+    scores = prims.mul(_matmul(q, kt), scale)
+    if is_causal:
+        rows = prims.broadcast_in_dim(prims.iota(L, start=0, step=1, device=q.device, dtype=dtypes.int64), (L, S), (0,))
+        cols = prims.broadcast_in_dim(prims.iota(S, start=0, step=1, device=q.device, dtype=dtypes.int64), (L, S), (1,))
+        attn_mask = prims.le(cols, rows)
+    if attn_mask is not None:
+        shape = broadcast_shapes(op, scores.shape, attn_mask.shape)
+        if shape != scores.shape:
+            raise ThunderValueError(
+                f"{op}: attn_mask of shape {list(attn_mask.shape)} does not broadcast to the scores {list(scores.shape)}"
+            )
+        mask = expand_to(attn_mask, shape)
+        if mask.dtype is dtypes.bool8:
+            scores = prims.where(mask, scores, -math.inf)
+        else:
+            scores = prims.add(scores, maybe_convert_to_dtype(mask, scores.dtype))
+    if S == 0:
+        probs = scores
+    else:
+        shifted = prims.sub(scores, amax_keep(scores, (scores.ndim - 1,)))
+        e = prims.exp(shifted)
+        probs = prims.div(e, sum_keep(e, (scores.ndim - 1,)))
+    if dropout_p > 0:
+        from thunder.torch.nn import dropout
+
+        probs = dropout(probs, dropout_p, True)
+    out = _matmul(probs, v)
+    return maybe_convert_to_dtype(out, query.dtype)
