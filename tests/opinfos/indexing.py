@@ -238,6 +238,18 @@ def _masked_fill_errors(device):
     yield ErrorInput(_s(a, make((5,), torch.bool, device), 1.0), ValueError, r"size of tensor a \(4\) must match")
 
 
+def _index_fill_samples(dtype, device):
+    yield _s(make((4, 5), dtype, device), 0, _idx([0, 3, 3], device), 2)
+    yield _s(make((4, 5), dtype, device), -1, _idx([-1], device), make((), dtype, device))
+    yield _s(make((4, 6), dtype, device, noncontiguous=True), dim=1, index=_idx(2, device), value=0)
+
+
+def _take_samples(dtype, device):
+    yield _s(make((4, 5), dtype, device), _idx([0, 19, -1, 7], device))
+    yield _s(make((4, 5), dtype, device), _rand_idx((2, 3), 20, device))
+    yield _s(make((4, 6), dtype, device, noncontiguous=True), _idx(5, device))
+
+
 def _inplace(name):
     def op(a, *args, **kwargs):
         return getattr(a, name)(*args, **kwargs)
@@ -266,6 +278,9 @@ opinfos: list[OpInfo] = [
     OpInfo("index_add_", _inplace("index_add_"), _index_add_samples, dtypes=(torch.float64, torch.int64), mutates=True),
     OpInfo("index_copy", torch.index_copy, _index_copy_samples, dtypes=ALL),
     OpInfo("index_copy_", _inplace("index_copy_"), _index_copy_samples, mutates=True),
+    OpInfo("index_fill", torch.index_fill, _index_fill_samples, dtypes=ALL),
+    OpInfo("index_fill_", _inplace("index_fill_"), _index_fill_samples, mutates=True),
+    OpInfo("take", torch.take, _take_samples, dtypes=ALL),
     OpInfo("index_put", torch.index_put, _index_put_samples),
     OpInfo("index_put_", _inplace("index_put_"), _index_put_samples, dtypes=(torch.float64, torch.int64), mutates=True),
     OpInfo("masked_fill", torch.masked_fill, _masked_fill_samples, dtypes=ALL, error_inputs=_masked_fill_errors),

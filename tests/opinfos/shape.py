@@ -139,6 +139,14 @@ opinfos: list[OpInfo] = [
             ((_T(2, 3, 4), 1, (2, 2)), {}, ValueError, r"sizes \[2, 2\] don't multiply up to the size of dim 1 \(3\)"),
         ),
     ),
+    OpInfo("ravel", torch.ravel, _samples(lambda t: [_s(t((2, 3))), _s(t((4, 6), True)), _s(t(())), _s(t((0, 2)))])),
+    OpInfo(
+        "tril_",
+        lambda a, *x, **k: a.tril_(*x, **k),
+        _samples(lambda t: [_s(t((3, 4))), _s(t((2, 3, 4)), diagonal=1)]),
+        mutates=True,
+    ),
+    OpInfo("triu_", lambda a, *x, **k: a.triu_(*x, **k), _samples(lambda t: [_s(t((3, 4)), -1)]), mutates=True),
     OpInfo(
         "squeeze",
         torch.squeeze,

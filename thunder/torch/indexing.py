@@ -514,6 +514,42 @@ def index_copy(a, dim, index, source):
     return _index_update("ltorch.index_copy", prims.index_copy, a, dim, index, source)
 
 
+@torchsymbol(torch.index_fill, method_name="index_fill")
+def index_fill(a, dim, index, value):
+    """``torch.index_fill``: ``value`` (a number or 0-d tensor) in the slices at ``index`` along ``dim``."""
+    op = "ltorch.index_fill"
+    index = _index_arg(op, index, vector=True)
+    d = check_dim(op, a.ndim, dim)
+    if index.ndim == 0:
+        index = prims.reshape(index, (1,))
+    shape = list(a.shape)
+    if a.ndim:
+        shape[d] = index.shape[0]
+    if isinstance(value, TensorProxy):
+        if value.ndim != 0:
+            raise ThunderValueError(
+                f"{op}: index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
+                "dimension(s)."
+            )
+        source = expand_to(maybe_convert_to_dtype(value, a.dtype), tuple(shape))
+    else:
+        source = _value_tensor(op, a, value, tuple(shape))
+    n = a.shape[d] if a.ndim else 1
+    index = prims.where(prims.lt(index, 0), prims.add(index, n), index)
+    return prims.index_copy(a, index, source, d)
+
+
+@torchsymbol(torch.take, method_name="take")
+def take(a, index):
+    """``torch.take``: elements of the flattened ``a`` at ``index``, in ``index``'s shape."""
+    op = "ltorch.take"
+    index = _index_arg(op, index)
+    flat = prims.reshape(a, (a.numel(),))
+    idx = prims.reshape(maybe_convert_to_dtype(index, torch.int64), (index.numel(),))
+    idx = prims.where(prims.lt(idx, 0), prims.add(idx, a.numel()), idx)
+    return prims.reshape(prims.take(flat, idx, 0), tuple(index.shape))
+
+
 @torchsymbol(torch.masked_fill, method_name="masked_fill")
 def masked_fill(a, mask, value):
     """``torch.masked_fill``: ``value`` (a number or 0-d tensor) where ``mask`` is True."""
@@ -545,12 +581,13 @@ def masked_fill(a, mask, value):
 
 
 _export(getitem, setitem, index_put, index_select, gather, take_along_dim, scatter, scatter_add, index_add,
-        index_copy, masked_fill)  # fmt: skip
+        index_copy, index_fill, take, masked_fill)  # fmt: skip
 _export(
     make_inplace(index_put),
     make_inplace(scatter),
     make_inplace(scatter_add),
     make_inplace(index_add),
     make_inplace(index_copy),
+    make_inplace(index_fill),
     make_inplace(masked_fill),
 )

@@ -20,7 +20,7 @@ import torch
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderIndexError, ThunderTypeError, ThunderValueError
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
-from thunder.torch.base import expand_to, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.base import expand_to, make_inplace, maybe_convert_to_dtype, torchsymbol
 
 __all__: list[str] = []
 
@@ -185,6 +185,13 @@ def unflatten(a, dim, sizes):
             f"{op}: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} ({n}) in the input tensor"
         ) from None
     return _reshape(a, a.shape[:d] + sizes + a.shape[d + 1 :])
+
+
+@torchsymbol(torch.ravel, method_name="ravel")
+def ravel(a):
+    """``torch.ravel``: the elements as a 1-D tensor."""
+    _check_tensor("ltorch.ravel", a)
+    return _reshape(a, (a.numel(),))
 
 
 @torchsymbol(torch.squeeze, method_name="squeeze")
@@ -840,7 +847,13 @@ def triu(a, diagonal=0):
     return _triangle("ltorch.triu", a, diagonal, False)
 
 
+tril_ = make_inplace(tril)
+triu_ = make_inplace(triu)
+
 for _sym in (
+    tril_,
+    triu_,
+    ravel,
     reshape, view, view_as, reshape_as, flatten, unflatten, squeeze, unsqueeze, permute, transpose, swapaxes,
     swapdims, t, T, mT, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
     vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, flip, fliplr, flipud, roll, pad, tril, triu,
