@@ -160,7 +160,9 @@ def test_default_dtype_is_followed():
     previous = torch.get_default_dtype()
     try:
         torch.set_default_dtype(torch.float64)
-        out = thunder.jit(lambda: (torch.zeros(2), torch.arange(0, 1, 0.5), torch.tensor([1.5]), torch.full((1,), 2.0)))()
+        out = thunder.jit(
+            lambda: (torch.zeros(2), torch.arange(0, 1, 0.5), torch.tensor([1.5]), torch.full((1,), 2.0))
+        )()
         assert [t.dtype for t in out] == [torch.float64] * 4
     finally:
         torch.set_default_dtype(previous)

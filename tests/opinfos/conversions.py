@@ -61,8 +61,11 @@ def _to_errors(device):
 
 def _cuda_errors(device):
     if not torch.cuda.is_available():
-        yield ErrorInput(SampleInput((make((2, 3), torch.float32, device),)), RuntimeError,
-                         r"ltorch.cuda: device cuda.*CUDA is not available on this machine")
+        yield ErrorInput(
+            SampleInput((make((2, 3), torch.float32, device),)),
+            RuntimeError,
+            r"ltorch.cuda: device cuda.*CUDA is not available on this machine",
+        )
 
 
 def _type_errors(device):
@@ -72,7 +75,9 @@ def _type_errors(device):
 
 
 def _type_as_errors(device):
-    yield ErrorInput(SampleInput((make((2,), torch.float32, device), torch.float64)), TypeError, r"other must be a tensor")
+    yield ErrorInput(
+        SampleInput((make((2,), torch.float32, device), torch.float64)), TypeError, r"other must be a tensor"
+    )
 
 
 opinfos: list[OpInfo] = [
@@ -81,10 +86,20 @@ opinfos: list[OpInfo] = [
     OpInfo("type", _method("type"), _type_samples, dtypes=ALL, error_inputs=_type_errors),
     OpInfo("type_query", lambda a: (a.type(), a + 0), _unary_samples, dtypes=ALL[:-1]),
     OpInfo("cpu", _method("cpu"), _unary_samples, dtypes=ALL),
-    OpInfo("cuda", _method("cuda"), _unary_samples, dtypes=(torch.float32,), error_inputs=_cuda_errors,
-           skips=(("test_core_vs_torch_consistency", None, "needs a CUDA device"),) if not torch.cuda.is_available() else ()),
+    OpInfo(
+        "cuda",
+        _method("cuda"),
+        _unary_samples,
+        dtypes=(torch.float32,),
+        error_inputs=_cuda_errors,
+        skips=(("test_core_vs_torch_consistency", None, "needs a CUDA device"),)
+        if not torch.cuda.is_available()
+        else (),
+    ),
     OpInfo("contiguous", _method("contiguous"), _unary_samples, dtypes=ALL),
-    OpInfo("contiguous_is_contiguous", lambda a: a.contiguous().is_contiguous(), _unary_samples, dtypes=(torch.float32,)),
+    OpInfo(
+        "contiguous_is_contiguous", lambda a: a.contiguous().is_contiguous(), _unary_samples, dtypes=(torch.float32,)
+    ),
     OpInfo("clone", torch.clone, _unary_samples, dtypes=ALL),
     OpInfo("clone_method", _method("clone"), _unary_samples, dtypes=(torch.float32,)),
     OpInfo("detach", _method("detach"), _unary_samples, dtypes=ALL),

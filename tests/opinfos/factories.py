@@ -135,8 +135,11 @@ def _zeros_errors(device):
     yield ErrorInput(SampleInput((2, -1)), ValueError, r"Trying to create tensor with negative dimension -1: \[2, -1\]")
     yield ErrorInput(SampleInput((2, 3.0)), TypeError, r"size must be ints.*float 3.0")
     yield ErrorInput(SampleInput((2,), {"dtype": "float32"}), TypeError, r"dtype must be a torch.dtype")
-    yield ErrorInput(SampleInput((2,), {"dtype": torch.int64, "requires_grad": True}), RuntimeError,
-                     r"Only Tensors of floating point and complex dtype can require gradients")
+    yield ErrorInput(
+        SampleInput((2,), {"dtype": torch.int64, "requires_grad": True}),
+        RuntimeError,
+        r"Only Tensors of floating point and complex dtype can require gradients",
+    )
     if not torch.cuda.is_available():
         yield ErrorInput(SampleInput((2,), {"device": "cuda"}), RuntimeError, r"CUDA is not available on this machine")
 
@@ -154,7 +157,9 @@ def _linspace_errors(device):
 
 def _rand_errors(device):
     yield ErrorInput(SampleInput((2, 3), {"dtype": torch.int64}), TypeError, r"floating point dtype is required")
-    yield ErrorInput(SampleInput((2, 3), {"generator": torch.Generator()}), RuntimeError, r"generator= cannot be traced")
+    yield ErrorInput(
+        SampleInput((2, 3), {"generator": torch.Generator()}), RuntimeError, r"generator= cannot be traced"
+    )
 
 
 def _randint_errors(device):
@@ -174,7 +179,9 @@ def _full_errors(device):
 
 def _like_errors(device):
     yield ErrorInput(SampleInput(((2, 3),)), TypeError, r"expected input to be a tensor")
-    yield ErrorInput(SampleInput((make((2,), torch.float32, device),), {"dtype": 3}), TypeError, r"dtype must be a torch.dtype")
+    yield ErrorInput(
+        SampleInput((make((2,), torch.float32, device),), {"dtype": 3}), TypeError, r"dtype must be a torch.dtype"
+    )
 
 
 opinfos: list[OpInfo] = [
@@ -182,26 +189,59 @@ opinfos: list[OpInfo] = [
     OpInfo("ones", torch.ones, _size_samples(), dtypes=ALL),
     OpInfo("empty", torch.empty, _size_samples(), dtypes=ALL, random=True),
     OpInfo("full", torch.full, _full_samples, dtypes=ALL, error_inputs=_full_errors),
-    OpInfo("arange", torch.arange, _arange_samples, dtypes=(torch.float32, torch.float64, torch.int64),
-           error_inputs=_arange_errors),
-    OpInfo("arange_bf16", torch.arange, lambda dtype, device: (SampleInput((5,), {"dtype": dtype}),
-                                                               SampleInput((0, 4, 0.5), {"dtype": dtype})),
-           dtypes=(torch.bfloat16,)),
-    OpInfo("linspace", torch.linspace, _linspace_samples, dtypes=(torch.float32, torch.float64, torch.bfloat16, torch.int64),
-           error_inputs=_linspace_errors),
+    OpInfo(
+        "arange",
+        torch.arange,
+        _arange_samples,
+        dtypes=(torch.float32, torch.float64, torch.int64),
+        error_inputs=_arange_errors,
+    ),
+    OpInfo(
+        "arange_bf16",
+        torch.arange,
+        lambda dtype, device: (SampleInput((5,), {"dtype": dtype}), SampleInput((0, 4, 0.5), {"dtype": dtype})),
+        dtypes=(torch.bfloat16,),
+    ),
+    OpInfo(
+        "linspace",
+        torch.linspace,
+        _linspace_samples,
+        dtypes=(torch.float32, torch.float64, torch.bfloat16, torch.int64),
+        error_inputs=_linspace_errors,
+    ),
     OpInfo("eye", torch.eye, _eye_samples, dtypes=ALL),
     OpInfo("rand", torch.rand, _size_samples(), dtypes=FLOATS, error_inputs=_rand_errors),
     OpInfo("randn", torch.randn, _size_samples(), dtypes=FLOATS),
-    OpInfo("randint", torch.randint, _randint_samples, dtypes=(torch.int64, torch.int32, torch.float32),
-           error_inputs=_randint_errors),
-    OpInfo("rand_twice", lambda *size: torch.rand(*size) + torch.rand(*size), lambda dtype, device: (SampleInput((3, 4)),),
-           dtypes=(torch.float32,)),
-    OpInfo("rand_unused_draw", lambda *size: (torch.rand(*size), torch.randn(*size))[1],
-           lambda dtype, device: (SampleInput((3, 4)),), dtypes=(torch.float32,)),
+    OpInfo(
+        "randint",
+        torch.randint,
+        _randint_samples,
+        dtypes=(torch.int64, torch.int32, torch.float32),
+        error_inputs=_randint_errors,
+    ),
+    OpInfo(
+        "rand_twice",
+        lambda *size: torch.rand(*size) + torch.rand(*size),
+        lambda dtype, device: (SampleInput((3, 4)),),
+        dtypes=(torch.float32,),
+    ),
+    OpInfo(
+        "rand_unused_draw",
+        lambda *size: (torch.rand(*size), torch.randn(*size))[1],
+        lambda dtype, device: (SampleInput((3, 4)),),
+        dtypes=(torch.float32,),
+    ),
     OpInfo("tensor", torch.tensor, _tensor_samples, dtypes=ALL, error_inputs=_tensor_errors),
     OpInfo("as_tensor", torch.as_tensor, _as_tensor_samples, dtypes=(torch.float32, torch.int64, torch.bool)),
-    OpInfo("scalar_tensor", torch.scalar_tensor, lambda dtype, device: (SampleInput((3,), {"dtype": dtype}),
-                                                                         SampleInput((1.5,)),), dtypes=ALL),
+    OpInfo(
+        "scalar_tensor",
+        torch.scalar_tensor,
+        lambda dtype, device: (
+            SampleInput((3,), {"dtype": dtype}),
+            SampleInput((1.5,)),
+        ),
+        dtypes=ALL,
+    ),
     OpInfo("zeros_like", torch.zeros_like, _like_samples(), dtypes=ALL, error_inputs=_like_errors),
     OpInfo("ones_like", torch.ones_like, _like_samples(), dtypes=ALL),
     OpInfo("empty_like", torch.empty_like, _like_samples(), dtypes=ALL, random=True),
@@ -213,5 +253,10 @@ opinfos: list[OpInfo] = [
     OpInfo("new_ones", lambda a, *args, **kw: a.new_ones(*args, **kw), _new_samples(), dtypes=ALL),
     OpInfo("new_empty", lambda a, *args, **kw: a.new_empty(*args, **kw), _new_samples(), dtypes=ALL, random=True),
     OpInfo("new_full", lambda a, *args, **kw: a.new_full(*args, **kw), _new_samples(fill=True), dtypes=ALL),
-    OpInfo("new_tensor", lambda a, *args, **kw: a.new_tensor(*args, **kw), _new_tensor_samples, dtypes=(torch.float32, torch.int64)),
+    OpInfo(
+        "new_tensor",
+        lambda a, *args, **kw: a.new_tensor(*args, **kw),
+        _new_tensor_samples,
+        dtypes=(torch.float32, torch.int64),
+    ),
 ]

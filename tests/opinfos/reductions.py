@@ -135,14 +135,18 @@ def _nan_samples(dtype, device):
 
 def _dim_errors(device):
     a = make((3, 4), torch.float32, device)
-    yield ErrorInput(SampleInput((a, 2)), ValueError, r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)")
+    yield ErrorInput(
+        SampleInput((a, 2)), ValueError, r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)"
+    )
     yield ErrorInput(SampleInput((a, (0, 0))), ValueError, r"dim 0 appears multiple times")
     yield ErrorInput(SampleInput((a, 1.0)), TypeError, r"dim must be an int.*got float 1.0")
 
 
 def _sum_errors(device):
     yield from _dim_errors(device)
-    yield ErrorInput(SampleInput((make((3,), torch.float32, device),), {"dtype": "float"}), TypeError, r"dtype must be a torch.dtype")
+    yield ErrorInput(
+        SampleInput((make((3,), torch.float32, device),), {"dtype": "float"}), TypeError, r"dtype must be a torch.dtype"
+    )
 
 
 def _mean_errors(device):
@@ -155,7 +159,9 @@ def _mean_errors(device):
 
 def _var_errors(device):
     yield from _dim_errors(device)
-    yield ErrorInput(SampleInput((make((3,), torch.int64, device),)), TypeError, r"std and var only support floating point")
+    yield ErrorInput(
+        SampleInput((make((3,), torch.int64, device),)), TypeError, r"std and var only support floating point"
+    )
     yield ErrorInput(
         SampleInput((make((3,), torch.float32, device),), {"unbiased": True, "correction": 1}),
         TypeError, r"either unbiased or correction",
@@ -165,8 +171,14 @@ def _var_errors(device):
 def _extremum_errors(name):
     def errors(device):
         yield from _dim_errors(device)
-        yield ErrorInput(SampleInput((make((0, 3), torch.float32, device),)), ValueError, r"Expected reduction dim to be specified")
-        yield ErrorInput(SampleInput((make((0, 3), torch.float32, device), 0)), ValueError, r"Expected reduction dim 0 to have non-zero size")
+        yield ErrorInput(
+            SampleInput((make((0, 3), torch.float32, device),)), ValueError, r"Expected reduction dim to be specified"
+        )
+        yield ErrorInput(
+            SampleInput((make((0, 3), torch.float32, device), 0)),
+            ValueError,
+            r"Expected reduction dim 0 to have non-zero size",
+        )
 
     return errors
 
@@ -175,11 +187,15 @@ def _arg_errors(device):
     a = make((3, 4), torch.float32, device)
     yield ErrorInput(SampleInput((a, 2)), ValueError, r"Dimension out of range")
     yield ErrorInput(SampleInput((a, (0, 1))), TypeError, r"dim must be an int or None")
-    yield ErrorInput(SampleInput((make((0, 3), torch.float32, device),)), ValueError, r"Expected reduction dim to be specified")
+    yield ErrorInput(
+        SampleInput((make((0, 3), torch.float32, device),)), ValueError, r"Expected reduction dim to be specified"
+    )
 
 
 def _max_errors(device):
-    yield ErrorInput(SampleInput((make((0, 3), torch.float32, device),)), ValueError, r"Expected reduction dim to be specified")
+    yield ErrorInput(
+        SampleInput((make((0, 3), torch.float32, device),)), ValueError, r"Expected reduction dim to be specified"
+    )
     yield ErrorInput(SampleInput((make((3, 4), torch.float32, device), 2)), ValueError, r"Dimension out of range")
     yield ErrorInput(
         SampleInput((make((3, 4), torch.float32, device), make((3,), torch.float32, device))), ValueError,
@@ -194,12 +210,16 @@ def _scan_errors(device):
 
 
 def _prod_errors(device):
-    yield ErrorInput(SampleInput((make((3, 4), torch.float32, device), (0, 1))), TypeError, r"torch.prod reduces one dim")
+    yield ErrorInput(
+        SampleInput((make((3, 4), torch.float32, device), (0, 1))), TypeError, r"torch.prod reduces one dim"
+    )
     yield ErrorInput(SampleInput((make((3, 4), torch.float32, device), -3)), ValueError, r"Dimension out of range")
 
 
 def _norm_errors(device):
-    yield ErrorInput(SampleInput((make((3,), torch.int64, device),)), TypeError, r"Expected a floating point or complex tensor")
+    yield ErrorInput(
+        SampleInput((make((3,), torch.int64, device),)), TypeError, r"Expected a floating point or complex tensor"
+    )
     yield ErrorInput(SampleInput((make((0, 3), torch.float32, device), float("inf"))), ValueError, r"non-empty")
 
 
@@ -208,12 +228,26 @@ _INT_DTYPES = (torch.int64, torch.bool)
 opinfos: list[OpInfo] = [
     OpInfo("sum", torch.sum, _reduction_samples(dtype_kw=torch.float64), dtypes=ALL, error_inputs=_sum_errors),
     OpInfo("sum_method", lambda a, *args, **kw: a.sum(*args, **kw), _reduction_samples(), dtypes=FLOATS_AND_INT),
-    OpInfo("sum_int_dtype", lambda a, *args, **kw: torch.sum(a, *args, **kw, dtype=torch.int32), _reduction_samples(keepdim=False), dtypes=(torch.int64, torch.bool)),
-    OpInfo("prod", torch.prod, _reduction_samples(tuples=False, dtype_kw=torch.float64, low=-1.5, high=1.5), dtypes=ALL,
-           error_inputs=_prod_errors),
+    OpInfo(
+        "sum_int_dtype",
+        lambda a, *args, **kw: torch.sum(a, *args, **kw, dtype=torch.int32),
+        _reduction_samples(keepdim=False),
+        dtypes=(torch.int64, torch.bool),
+    ),
+    OpInfo(
+        "prod",
+        torch.prod,
+        _reduction_samples(tuples=False, dtype_kw=torch.float64, low=-1.5, high=1.5),
+        dtypes=ALL,
+        error_inputs=_prod_errors,
+    ),
     OpInfo("mean", torch.mean, _reduction_samples(dtype_kw=torch.float64), dtypes=FLOATS, error_inputs=_mean_errors),
-    OpInfo("mean_int_with_dtype", lambda a, *args: torch.mean(a, *args, dtype=torch.float32), _reduction_samples(keepdim=False),
-           dtypes=(torch.int64,)),
+    OpInfo(
+        "mean_int_with_dtype",
+        lambda a, *args: torch.mean(a, *args, dtype=torch.float32),
+        _reduction_samples(keepdim=False),
+        dtypes=(torch.int64,),
+    ),
     OpInfo("var", torch.var, _moment_samples, dtypes=FLOATS, error_inputs=_var_errors),
     OpInfo("std", torch.std, _moment_samples, dtypes=FLOATS),
     OpInfo("var_mean", torch.var_mean, _moment_samples, dtypes=FLOATS),
@@ -225,21 +259,48 @@ opinfos: list[OpInfo] = [
     OpInfo("min", torch.min, _nonempty_samples(tuples=False), dtypes=FLOATS_AND_INT),
     OpInfo("max_dim", torch.max, _max_min_dim_samples, dtypes=FLOATS_AND_INT),
     OpInfo("min_dim", torch.min, _max_min_dim_samples, dtypes=FLOATS_AND_INT),
-    OpInfo("max_dim_method_values", lambda a, *args, **kw: a.max(*args, **kw).values, _max_min_dim_samples, dtypes=(torch.float32,)),
-    OpInfo("min_dim_method_indices", lambda a, *args, **kw: a.min(*args, **kw).indices, _max_min_dim_samples, dtypes=(torch.float32,)),
+    OpInfo(
+        "max_dim_method_values",
+        lambda a, *args, **kw: a.max(*args, **kw).values,
+        _max_min_dim_samples,
+        dtypes=(torch.float32,),
+    ),
+    OpInfo(
+        "min_dim_method_indices",
+        lambda a, *args, **kw: a.min(*args, **kw).indices,
+        _max_min_dim_samples,
+        dtypes=(torch.float32,),
+    ),
     OpInfo("max_binary", torch.max, _max_binary_samples, dtypes=FLOATS_AND_INT),
     OpInfo("min_binary", torch.min, _max_binary_samples, dtypes=FLOATS_AND_INT),
     OpInfo("argmax", torch.argmax, _nonempty_samples(tuples=False), dtypes=FLOATS_AND_INT, error_inputs=_arg_errors),
     OpInfo("argmin", torch.argmin, _nonempty_samples(tuples=False), dtypes=FLOATS_AND_INT),
-    OpInfo("argmax_keepdim_all", lambda a: torch.argmax(a, keepdim=True), lambda dtype, device: (s for s in _nonempty_samples(tuples=False)(dtype, device) if len(s.args) == 1 and not s.kwargs), dtypes=(torch.float32,)),
+    OpInfo(
+        "argmax_keepdim_all",
+        lambda a: torch.argmax(a, keepdim=True),
+        lambda dtype, device: (
+            s for s in _nonempty_samples(tuples=False)(dtype, device) if len(s.args) == 1 and not s.kwargs
+        ),
+        dtypes=(torch.float32,),
+    ),
     OpInfo("any", torch.any, _reduction_samples(), dtypes=ALL),
     OpInfo("all", torch.all, _reduction_samples(), dtypes=ALL),
-    OpInfo("any_uint8", lambda a, *args, **kw: torch.any(a.to(torch.uint8), *args, **kw), _reduction_samples(), dtypes=(torch.int64,)),
+    OpInfo(
+        "any_uint8",
+        lambda a, *args, **kw: torch.any(a.to(torch.uint8), *args, **kw),
+        _reduction_samples(),
+        dtypes=(torch.int64,),
+    ),
     OpInfo("count_nonzero", torch.count_nonzero, _reduction_samples(keepdim=False), dtypes=ALL),
     OpInfo("logsumexp", torch.logsumexp, _logsumexp_samples, dtypes=FLOATS_AND_INT, error_inputs=_dim_errors),
     OpInfo("cumsum", torch.cumsum, _scan_samples, dtypes=ALL, error_inputs=_scan_errors),
     OpInfo("cumprod", torch.cumprod, _scan_samples, dtypes=ALL),
-    OpInfo("cumsum_method", lambda a, *args, **kw: a.cumsum(*args, **kw), _scan_samples, dtypes=(torch.float32, torch.int64)),
+    OpInfo(
+        "cumsum_method",
+        lambda a, *args, **kw: a.cumsum(*args, **kw),
+        _scan_samples,
+        dtypes=(torch.float32, torch.int64),
+    ),
     OpInfo("vector_norm", torch.linalg.vector_norm, _norm_samples, dtypes=FLOATS, error_inputs=_norm_errors),
     OpInfo("norm", torch.norm, _torch_norm_samples, dtypes=FLOATS),
     OpInfo("nansum", torch.nansum, _nan_samples, dtypes=FLOATS_AND_INT),

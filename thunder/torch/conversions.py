@@ -60,7 +60,9 @@ def _parse_to(op: str, a: TensorProxy, args: tuple, kwargs: dict):
             dtype = args.pop(0)
     flags = ["non_blocking", "copy"]
     if len(args) > len(flags):
-        raise ThunderTypeError(f"{op}: too many positional arguments {tuple(args)!r}; expected to(dtype | device | other, non_blocking, copy)")
+        raise ThunderTypeError(
+            f"{op}: too many positional arguments {tuple(args)!r}; expected to(dtype | device | other, non_blocking, copy)"
+        )
     for name, value in zip(flags, args):
         if name in kwargs:
             raise ThunderTypeError(f"{op}: got {name} both positionally and as a keyword")
@@ -160,10 +162,14 @@ def _tensor_type(self, dtype=None, non_blocking=False, **kwargs):
             device = factory_device(op, "cuda")
             name = name.replace("torch.cuda.", "torch.", 1)
         if name not in _LEGACY_TYPE_NAMES:
-            raise ThunderValueError(f"{op}: invalid type {dtype!r}; expected a torch.dtype or a name like 'torch.FloatTensor'")
+            raise ThunderValueError(
+                f"{op}: invalid type {dtype!r}; expected a torch.dtype or a name like 'torch.FloatTensor'"
+            )
         dtype = _LEGACY_TYPE_NAMES[name]
     if not isinstance(dtype, torch.dtype):
-        raise ThunderTypeError(f"{op}: dtype must be a torch.dtype or a type name, but got {type(dtype).__name__} {dtype!r}")
+        raise ThunderTypeError(
+            f"{op}: dtype must be a torch.dtype or a type name, but got {type(dtype).__name__} {dtype!r}"
+        )
     return convert(self, dtype, device)
 
 

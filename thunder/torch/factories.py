@@ -135,7 +135,9 @@ def _filled(op, shape, fill_value, device, dtype, requires_grad):
 def _const_factory(name: str, fill_value):
     op = f"ltorch.{name}"
 
-    def meta(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, size_kw=None):
+    def meta(
+        *size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, size_kw=None
+    ):
         _check_unsupported(op, out=out, layout=layout, pin_memory=pin_memory)
         shape = factory_size(op, size, size_kw)
         dtype = factory_dtype(op, dtype, torch.get_default_dtype())
@@ -271,7 +273,9 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 def _float_dtype(op: str, dtype) -> torch.dtype:
     dtype = factory_dtype(op, dtype, torch.get_default_dtype())
     if not dtype.is_floating_point:
-        raise ThunderTypeError(f'{op}: "check_uniform_bounds" not implemented for {dtype}: a floating point dtype is required')
+        raise ThunderTypeError(
+            f'{op}: "check_uniform_bounds" not implemented for {dtype}: a floating point dtype is required'
+        )
     return dtype
 
 
@@ -352,7 +356,9 @@ def _infer_data_dtype(op: str, data) -> torch.dtype:
         elif isinstance(x, Number):
             kinds.add(type(x))
         else:
-            raise ThunderTypeError(f"{op}: data must be numbers or nested lists of numbers, but found {type(x).__name__} {x!r}")
+            raise ThunderTypeError(
+                f"{op}: data must be numbers or nested lists of numbers, but found {type(x).__name__} {x!r}"
+            )
 
     visit(data)
     if builtins.any(issubclass(k, complex) for k in kinds):

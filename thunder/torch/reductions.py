@@ -294,9 +294,7 @@ def _arg_extremum(name: str, prim, input, dim, keepdim):
     _check_input(op, input)
     if dim is None:
         if input.numel() == 0:
-            raise ThunderValueError(
-                f"{op}(): Expected reduction dim to be specified for input.numel() == 0; pass dim="
-            )
+            raise ThunderValueError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0; pass dim=")
         out = prim(prims.reshape(input, (input.numel(),)), 0) if input.ndim != 1 else prim(input, 0)
         if keepdim and input.ndim > 0:
             out = prims.broadcast_in_dim(out, (1,) * input.ndim, ())
