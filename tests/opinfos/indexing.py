@@ -128,6 +128,13 @@ def _index_select_samples(dtype, device):
     yield _s(make((), dtype, device), 0, _idx([0], device))
 
 
+def _index_select_errors(device):
+    a = make((4, 5), torch.float32, device)
+    yield ErrorInput(_s(a, 2, _idx([0], device)), IndexError, r"Dimension out of range")
+    yield ErrorInput(_s(a, 0, _idx([[0]], device)), IndexError, r"Index is supposed to be a vector")
+    yield ErrorInput(_s(a, 0, make((1,), torch.float32, device)), TypeError, r"Expected dtype int32/int64 for index")
+
+
 def _gather_samples(dtype, device):
     yield _s(make((4, 5), dtype, device), 0, _rand_idx((3, 5), 4, device))
     yield _s(make((4, 5), dtype, device), 1, _rand_idx((4, 7), 5, device))
@@ -261,7 +268,7 @@ opinfos: list[OpInfo] = [
     OpInfo("getitem", operator.getitem, _getitem_samples, dtypes=ALL, error_inputs=_getitem_errors),
     OpInfo("setitem", _setitem, _setitem_samples, dtypes=ALL, error_inputs=_setitem_errors, mutates=True),
     OpInfo("setitem_returns_nothing", _setitem_input_only, _setitem_samples, mutates=True),
-    OpInfo("index_select", torch.index_select, _index_select_samples, dtypes=ALL),
+    OpInfo("index_select", torch.index_select, _index_select_samples, dtypes=ALL, error_inputs=_index_select_errors),
     OpInfo("gather", torch.gather, _gather_samples, dtypes=ALL, error_inputs=_gather_errors),
     OpInfo("take_along_dim", torch.take_along_dim, _take_along_dim_samples),
     OpInfo("scatter", torch.scatter, _scatter_samples, error_inputs=_scatter_errors),

@@ -12,7 +12,6 @@ Layer: language. Imports: core, torch.base.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 
 import torch
@@ -280,14 +279,7 @@ def _tensor_mT(a):
 
 @torchsymbol(torch_impl=_tensor_T)
 def T(a):
-    """``Tensor.T``: all dims reversed (PyTorch deprecates it for tensors that are not 2-D)."""
-    if a.ndim not in (0, 2):
-        warnings.warn(
-            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated; "
-            "use x.mT or x.permute(...)",
-            UserWarning,
-            stacklevel=3,
-        )
+    """``Tensor.T``: all dims reversed (PyTorch warns at run time for tensors that are not 2-D)."""
     return prims.transpose(a, tuple(reversed(range(a.ndim))))
 
 
