@@ -74,13 +74,18 @@ def _compare(actual, expected, dtype, info, sample):
         return
     tol = dict(_DECOMP_TOL.get(dtype, tolerance(dtype)))
     if dtype in info.atol:
-        tol = {"atol": max(tol["atol"], info.atol[dtype]), "rtol": max(tol["rtol"], info.rtol.get(dtype, info.atol[dtype]))}
+        tol = {
+            "atol": max(tol["atol"], info.atol[dtype]),
+            "rtol": max(tol["rtol"], info.rtol.get(dtype, info.atol[dtype])),
+        }
     torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{sample}: {m}", **tol)
 
 
 @pytest.mark.parametrize("info,dtype", list(_cases()))
 def test_decomposition_vs_torch(info, dtype, prims_only):
-    reason = info.skip_reason("test_decomposition_vs_torch", dtype) or info.skip_reason("test_core_vs_torch_consistency", dtype)
+    reason = info.skip_reason("test_decomposition_vs_torch", dtype) or info.skip_reason(
+        "test_core_vs_torch_consistency", dtype
+    )
     if reason:
         pytest.xfail(reason)
     for sample in info.sample_inputs(dtype, "cpu"):

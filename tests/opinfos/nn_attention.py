@@ -34,19 +34,38 @@ def _sdpa_dropout_samples(dtype, device):
 def _sdpa_errors(device):
     f = torch.float32
     m = lambda *s, dtype=f: make(s, dtype, device)  # noqa: E731
-    yield ErrorInput(SampleInput((m(2, 4, 8), m(2, 5, 7), m(2, 5, 8))), ValueError,
-                     r"query and key must have the same embedding dim")
-    yield ErrorInput(SampleInput((m(2, 4, 8), m(2, 5, 8), m(2, 6, 8))), ValueError,
-                     r"key and value must have the same sequence length")
-    yield ErrorInput(SampleInput((m(2, 4, 8), m(2, 5, 8), m(2, 5, 8, dtype=torch.float64))), TypeError,
-                     r"Expected query, key, and value to have the same dtype")
+    yield ErrorInput(
+        SampleInput((m(2, 4, 8), m(2, 5, 7), m(2, 5, 8))), ValueError, r"query and key must have the same embedding dim"
+    )
+    yield ErrorInput(
+        SampleInput((m(2, 4, 8), m(2, 5, 8), m(2, 6, 8))),
+        ValueError,
+        r"key and value must have the same sequence length",
+    )
+    yield ErrorInput(
+        SampleInput((m(2, 4, 8), m(2, 5, 8), m(2, 5, 8, dtype=torch.float64))),
+        TypeError,
+        r"Expected query, key, and value to have the same dtype",
+    )
     yield ErrorInput(SampleInput((m(2, 4, 8), m(2, 4, 8), m(2, 4, 8)), {"attn_mask": m(4, 4), "is_causal": True}),
                      ValueError, r"Explicit attn_mask should not be set when is_causal=True")  # fmt: skip
 
 
 opinfos: list[OpInfo] = [
-    OpInfo("F.scaled_dot_product_attention", F.scaled_dot_product_attention, _sdpa_samples, dtypes=FLOATS,
-           error_inputs=_sdpa_errors, atol=_TOL, rtol=_TOL),
-    OpInfo("F.scaled_dot_product_attention_dropout", F.scaled_dot_product_attention, _sdpa_dropout_samples,
-           dtypes=FLOATS, random=True),
+    OpInfo(
+        "F.scaled_dot_product_attention",
+        F.scaled_dot_product_attention,
+        _sdpa_samples,
+        dtypes=FLOATS,
+        error_inputs=_sdpa_errors,
+        atol=_TOL,
+        rtol=_TOL,
+    ),
+    OpInfo(
+        "F.scaled_dot_product_attention_dropout",
+        F.scaled_dot_product_attention,
+        _sdpa_dropout_samples,
+        dtypes=FLOATS,
+        random=True,
+    ),
 ]

@@ -33,10 +33,16 @@ def _pointwise_samples(weighted: bool):
 def _pointwise_errors(name):
     def errors(device):
         f = torch.float32
-        yield ErrorInput(SampleInput((make((3,), f, device), make((3,), f, device)), {"reduction": "avg"}), ValueError,
-                         rf"ltorch.{name}: avg is not a valid value for reduction")
-        yield ErrorInput(SampleInput((make((3,), f, device), make((4,), f, device))), ValueError,
-                         r"size of tensor a \(3\) must match the size of tensor b \(4\)")
+        yield ErrorInput(
+            SampleInput((make((3,), f, device), make((3,), f, device)), {"reduction": "avg"}),
+            ValueError,
+            rf"ltorch.{name}: avg is not a valid value for reduction",
+        )
+        yield ErrorInput(
+            SampleInput((make((3,), f, device), make((4,), f, device))),
+            ValueError,
+            r"size of tensor a \(3\) must match the size of tensor b \(4\)",
+        )
         yield ErrorInput(SampleInput((make((3,), f, device), make((3,), f, device)), {"weight": make((4,), f, device)}),
                          ValueError, r"Weights and input must have the same size")  # fmt: skip
 
@@ -77,7 +83,10 @@ def _class_samples(dtype, device, *, smoothing=False):
             yield SampleInput((m(4, 5), _targets((4,), 5, device)), {**kw, **ex})
         yield SampleInput((m(4, 5), _targets((4,), 5, device, ignore=-100)), {"weight": w(5), **ex})
         yield SampleInput((m(4, 5), _targets((4,), 5, device, ignore=2)), {"ignore_index": 2, **ex})
-        yield SampleInput((m(4, 5), _targets((4,), 5, device, ignore=1)), {"ignore_index": 1, "weight": w(5), "reduction": "sum", **ex})
+        yield SampleInput(
+            (m(4, 5), _targets((4,), 5, device, ignore=1)),
+            {"ignore_index": 1, "weight": w(5), "reduction": "sum", **ex},
+        )
         yield SampleInput((m(2, 5, 3, 2), _targets((2, 3, 2), 5, device)), {"weight": w(5), **ex})
         yield SampleInput((m(2, 5, 3), _targets((2, 3), 5, device)), {"reduction": "none", **ex})
         yield SampleInput((m(5), _targets((), 5, device)), dict(ex))
@@ -87,7 +96,9 @@ def _class_samples(dtype, device, *, smoothing=False):
 
 def _nll_samples(dtype, device):
     for s in _class_samples(dtype, device):
-        yield SampleInput((torch.log_softmax(s.args[0].float(), 1 if s.args[0].ndim > 1 else 0).to(dtype), *s.args[1:]), s.kwargs)
+        yield SampleInput(
+            (torch.log_softmax(s.args[0].float(), 1 if s.args[0].ndim > 1 else 0).to(dtype), *s.args[1:]), s.kwargs
+        )
 
 
 def _prob_samples(dtype, device):
@@ -95,19 +106,32 @@ def _prob_samples(dtype, device):
     p = lambda *s: torch.softmax(make(s, torch.float32, device), 1).to(dtype)  # noqa: E731
     for kw in _REDUCTIONS:
         yield SampleInput((m(4, 5), p(4, 5)), dict(kw))
-    yield SampleInput((m(4, 5), p(4, 5)), {"weight": make((5,), dtype, device, low=0.1, high=2), "label_smoothing": 0.3})
+    yield SampleInput(
+        (m(4, 5), p(4, 5)), {"weight": make((5,), dtype, device, low=0.1, high=2), "label_smoothing": 0.3}
+    )
     yield SampleInput((m(2, 5, 3), p(2, 5, 3)), {"reduction": "sum", "label_smoothing": 0.1})
 
 
 def _class_errors(name):
     def errors(device):
         f = torch.float32
-        yield ErrorInput(SampleInput((make((3, 4), f, device), torch.tensor([1, 2], device=device))), ValueError,
-                         r"Expected input batch_size \(3\) to match target batch_size \(2\)")
-        yield ErrorInput(SampleInput((make((3, 4), f, device), torch.tensor([1, 2, 3], dtype=torch.int32, device=device))),
-                         TypeError, r"expected target dtype to be Long or Byte, but got torch.int32")
-        yield ErrorInput(SampleInput((make((3, 4), f, device), torch.tensor([1, 2, 3], device=device)), {"weight": make((3,), f, device)}),
-                         ValueError, r"weight tensor should be defined either for all 4 classes or no classes")
+        yield ErrorInput(
+            SampleInput((make((3, 4), f, device), torch.tensor([1, 2], device=device))),
+            ValueError,
+            r"Expected input batch_size \(3\) to match target batch_size \(2\)",
+        )
+        yield ErrorInput(
+            SampleInput((make((3, 4), f, device), torch.tensor([1, 2, 3], dtype=torch.int32, device=device))),
+            TypeError,
+            r"expected target dtype to be Long or Byte, but got torch.int32",
+        )
+        yield ErrorInput(
+            SampleInput(
+                (make((3, 4), f, device), torch.tensor([1, 2, 3], device=device)), {"weight": make((3,), f, device)}
+            ),
+            ValueError,
+            r"weight tensor should be defined either for all 4 classes or no classes",
+        )
         yield ErrorInput(SampleInput((make((3, 4), f, device), torch.tensor([1, 2, 3], device=device)), {"reduction": "foo"}),
                          ValueError, rf"ltorch.{name}: foo is not a valid value for reduction")  # fmt: skip
         if name == "cross_entropy":
@@ -118,12 +142,50 @@ def _class_errors(name):
 
 
 opinfos: list[OpInfo] = [
-    OpInfo("F.mse_loss", F.mse_loss, _pointwise_samples(True), dtypes=FLOATS, error_inputs=_pointwise_errors("mse_loss"), atol=_TOL, rtol=_TOL),
-    OpInfo("F.l1_loss", F.l1_loss, _pointwise_samples(True), dtypes=FLOATS, error_inputs=_pointwise_errors("l1_loss"), atol=_TOL, rtol=_TOL),
-    OpInfo("F.binary_cross_entropy_with_logits", F.binary_cross_entropy_with_logits, _bce_samples, dtypes=FLOATS,
-           error_inputs=_bce_errors, atol=_TOL, rtol=_TOL),
-    OpInfo("F.nll_loss", F.nll_loss, _nll_samples, dtypes=FLOATS, error_inputs=_class_errors("nll_loss"), atol=_TOL, rtol=_TOL),
-    OpInfo("F.cross_entropy", F.cross_entropy, lambda d, dev: _class_samples(d, dev, smoothing=True), dtypes=FLOATS,
-           error_inputs=_class_errors("cross_entropy"), atol=_TOL, rtol=_TOL),
+    OpInfo(
+        "F.mse_loss",
+        F.mse_loss,
+        _pointwise_samples(True),
+        dtypes=FLOATS,
+        error_inputs=_pointwise_errors("mse_loss"),
+        atol=_TOL,
+        rtol=_TOL,
+    ),
+    OpInfo(
+        "F.l1_loss",
+        F.l1_loss,
+        _pointwise_samples(True),
+        dtypes=FLOATS,
+        error_inputs=_pointwise_errors("l1_loss"),
+        atol=_TOL,
+        rtol=_TOL,
+    ),
+    OpInfo(
+        "F.binary_cross_entropy_with_logits",
+        F.binary_cross_entropy_with_logits,
+        _bce_samples,
+        dtypes=FLOATS,
+        error_inputs=_bce_errors,
+        atol=_TOL,
+        rtol=_TOL,
+    ),
+    OpInfo(
+        "F.nll_loss",
+        F.nll_loss,
+        _nll_samples,
+        dtypes=FLOATS,
+        error_inputs=_class_errors("nll_loss"),
+        atol=_TOL,
+        rtol=_TOL,
+    ),
+    OpInfo(
+        "F.cross_entropy",
+        F.cross_entropy,
+        lambda d, dev: _class_samples(d, dev, smoothing=True),
+        dtypes=FLOATS,
+        error_inputs=_class_errors("cross_entropy"),
+        atol=_TOL,
+        rtol=_TOL,
+    ),
     OpInfo("F.cross_entropy_probabilities", F.cross_entropy, _prob_samples, dtypes=FLOATS, atol=_TOL, rtol=_TOL),
 ]

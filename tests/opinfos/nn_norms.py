@@ -24,10 +24,16 @@ def _layer_norm_samples(dtype, device):
 
 def _layer_norm_errors(device):
     f = torch.float32
-    yield ErrorInput(SampleInput((make((3, 5), f, device), (4,))), ValueError,
-                     r"ltorch.layer_norm: Given normalized_shape=\[4\], expected input with shape \[\*, 4\], but got input of size\[3, 5\]")
-    yield ErrorInput(SampleInput((make((3, 4), f, device), (4,), make((5,), f, device))), ValueError,
-                     r"Expected weight to be of same shape as normalized_shape, but got weight of shape \[5\]")
+    yield ErrorInput(
+        SampleInput((make((3, 5), f, device), (4,))),
+        ValueError,
+        r"ltorch.layer_norm: Given normalized_shape=\[4\], expected input with shape \[\*, 4\], but got input of size\[3, 5\]",
+    )
+    yield ErrorInput(
+        SampleInput((make((3, 4), f, device), (4,), make((5,), f, device))),
+        ValueError,
+        r"Expected weight to be of same shape as normalized_shape, but got weight of shape \[5\]",
+    )
     yield ErrorInput(SampleInput((make((3, 4), torch.int64, device), (4,))), TypeError, r"floating-point")
     yield ErrorInput(SampleInput((make((3, 4), f, device), 4)), TypeError, r"argument 'normalized_shape' must be tuple of ints, not int")  # fmt: skip
 
@@ -57,8 +63,11 @@ def _group_norm_samples(dtype, device):
 
 def _group_norm_errors(device):
     f = torch.float32
-    yield ErrorInput(SampleInput((make((2, 6, 4), f, device), 4)), ValueError,
-                     r"Expected number of channels in input to be divisible by num_groups, but got input of shape \[2, 6, 4\] and num_groups=4")
+    yield ErrorInput(
+        SampleInput((make((2, 6, 4), f, device), 4)),
+        ValueError,
+        r"Expected number of channels in input to be divisible by num_groups, but got input of shape \[2, 6, 4\] and num_groups=4",
+    )
     yield ErrorInput(SampleInput((make((6,), f, device), 2)), ValueError, r"Expected at least 2 dimensions")  # fmt: skip
 
 
@@ -78,18 +87,50 @@ def _batch_norm_samples(dtype, device):
 
 def _batch_norm_errors(device):
     f = torch.float32
-    yield ErrorInput(SampleInput((make((1, 3), f, device), None, None), {"training": True}), ValueError,
-                     r"Expected more than 1 value per channel when training, got input size \[1, 3\]")
-    yield ErrorInput(SampleInput((make((4, 3), f, device), None, None)), ValueError,
-                     r"running_mean and running_var must be defined in evaluation mode")
+    yield ErrorInput(
+        SampleInput((make((1, 3), f, device), None, None), {"training": True}),
+        ValueError,
+        r"Expected more than 1 value per channel when training, got input size \[1, 3\]",
+    )
+    yield ErrorInput(
+        SampleInput((make((4, 3), f, device), None, None)),
+        ValueError,
+        r"running_mean and running_var must be defined in evaluation mode",
+    )
     yield ErrorInput(SampleInput((make((4, 3), f, device), make((4,), f, device), make((3,), f, device))), ValueError,
                      r"Expected running_mean to be of same shape as the channel dim of input")  # fmt: skip
 
 
 opinfos: list[OpInfo] = [
-    OpInfo("F.layer_norm", F.layer_norm, _layer_norm_samples, dtypes=FLOATS, error_inputs=_layer_norm_errors, atol=_TOL, rtol=_TOL),
-    OpInfo("F.rms_norm", F.rms_norm, _rms_norm_samples, dtypes=FLOATS, error_inputs=_rms_norm_errors, atol=_TOL, rtol=_TOL),
-    OpInfo("F.group_norm", F.group_norm, _group_norm_samples, dtypes=FLOATS, error_inputs=_group_norm_errors, atol=_TOL, rtol=_TOL),
-    OpInfo("F.batch_norm", F.batch_norm, _batch_norm_samples, dtypes=FLOATS, error_inputs=_batch_norm_errors, mutates=True,
-           atol=_TOL, rtol=_TOL),
+    OpInfo(
+        "F.layer_norm",
+        F.layer_norm,
+        _layer_norm_samples,
+        dtypes=FLOATS,
+        error_inputs=_layer_norm_errors,
+        atol=_TOL,
+        rtol=_TOL,
+    ),
+    OpInfo(
+        "F.rms_norm", F.rms_norm, _rms_norm_samples, dtypes=FLOATS, error_inputs=_rms_norm_errors, atol=_TOL, rtol=_TOL
+    ),
+    OpInfo(
+        "F.group_norm",
+        F.group_norm,
+        _group_norm_samples,
+        dtypes=FLOATS,
+        error_inputs=_group_norm_errors,
+        atol=_TOL,
+        rtol=_TOL,
+    ),
+    OpInfo(
+        "F.batch_norm",
+        F.batch_norm,
+        _batch_norm_samples,
+        dtypes=FLOATS,
+        error_inputs=_batch_norm_errors,
+        mutates=True,
+        atol=_TOL,
+        rtol=_TOL,
+    ),
 ]

@@ -39,9 +39,13 @@ def _check_operands(op: str, names: tuple[str, ...], *tensors) -> None:
                 f"promote types (expected both to have the same dtype): convert one, e.g. {n}.to({first.dtype})"
             )
         if t.device != first.device:
-            raise ThunderValueError(f"{op}: {names[0]} is on {first.device} and {n} is on {t.device}; move them to one device")
+            raise ThunderValueError(
+                f"{op}: {names[0]} is on {first.device} and {n} is on {t.device}; move them to one device"
+            )
     if first.dtype is torch.bool:
-        raise ThunderTypeError(f"{op}: matrix products are not implemented for bool tensors; convert them to a numeric dtype")
+        raise ThunderTypeError(
+            f"{op}: matrix products are not implemented for bool tensors; convert them to a numeric dtype"
+        )
 
 
 def _check_inner(op: str, a: TensorProxy, b: TensorProxy, names=("a", "b")) -> None:
@@ -161,7 +165,9 @@ def linear(input, weight, bias=None):
     out = prims.linear(input, weight, None)
     broadcast_shapes(op, out.shape, bias.shape)
     if len(bias.shape) > out.ndim or broadcast_shapes(op, out.shape, bias.shape) != out.shape:
-        raise ThunderValueError(f"{op}: bias of shape {_shape(bias.shape)} does not broadcast to the output {_shape(out.shape)}")
+        raise ThunderValueError(
+            f"{op}: bias of shape {_shape(bias.shape)} does not broadcast to the output {_shape(out.shape)}"
+        )
     return add(out, bias)
 
 
@@ -170,7 +176,9 @@ def _scaled_sum(op, input, product, beta, alpha):
     if not product.dtype.is_floating_point and not product.dtype.is_complex:
         for n, v in (("beta", beta), ("alpha", alpha)):
             if isinstance(pyval(v), float):
-                raise ThunderTypeError(f"{op}: {n}={v!r} must be an int for integer inputs (Boolean alpha only for bool)")
+                raise ThunderTypeError(
+                    f"{op}: {n}={v!r} must be an int for integer inputs (Boolean alpha only for bool)"
+                )
     broadcast_shapes(op, product.shape, input.shape)
     if broadcast_shapes(op, product.shape, input.shape) != product.shape:
         raise ThunderValueError(
@@ -227,9 +235,10 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 def _reduction_sum(a: TensorProxy, dims: tuple[int, ...]) -> TensorProxy:
-    from thunder.torch import sum as _sum  # reductions live in a sibling module; resolved at call time
-
-    return _sum(a, dims)
+    """Sum over ``dims`` in ``a``'s dtype (float32 accumulation for bf16/f16, rounded once)."""
+    low = a.dtype in (torch.bfloat16, torch.float16)
+    out = prims.sum(prims.convert_element_type(a, torch.float32) if low else a, tuple(dims))
+    return prims.convert_element_type(out, a.dtype) if low else out
 
 
 def _parse_term(op: str, term: str, i: int, t: TensorProxy, ellipsis_labels: list) -> list:
@@ -335,9 +344,13 @@ def einsum(equation, *operands):
         out_labels = list(before) + (ell if "..." in rhs else []) + list(after)
         for ch in rhs.replace("...", ""):
             if ch not in string.ascii_letters:
-                raise ThunderValueError(f"{op}: invalid subscript {ch!r} given in the output: subscripts must be in [a-zA-Z]")
+                raise ThunderValueError(
+                    f"{op}: invalid subscript {ch!r} given in the output: subscripts must be in [a-zA-Z]"
+                )
             if not any(ch in labs for labs in labels):
-                raise ThunderValueError(f"{op}: output subscript {ch} does not appear in the equation for any input operand")
+                raise ThunderValueError(
+                    f"{op}: output subscript {ch} does not appear in the equation for any input operand"
+                )
             if rhs.count(ch) > 1:
                 raise ThunderValueError(f"{op}: output subscript {ch} appears more than once in the output")
     else:

@@ -26,7 +26,18 @@ from thunder.torch.nn_norms import *  # noqa: F403
 from thunder.torch.nn_norms import __all__ as _norms_all
 from thunder.torch.nn_utils import check_float, check_tensor, register_inplace_dispatch, upcast
 
-__all__ = ["conv1d", "conv2d", "conv3d", "embedding", "dropout", "dropout_", *_activations_all, *_norms_all, *_losses_all, *_attention_all]
+__all__ = [
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "embedding",
+    "dropout",
+    "dropout_",
+    *_activations_all,
+    *_norms_all,
+    *_losses_all,
+    *_attention_all,
+]
 
 
 # ----------------------------------------------------------------------------------------
@@ -156,7 +167,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             f"but got {input.dtype} instead: convert it with input.long()"
         )
     if weight.ndim != 2:
-        raise ThunderValueError(f"{op}: 'weight' must be 2-D (num_embeddings, embedding_dim), but got shape {list(weight.shape)}")
+        raise ThunderValueError(
+            f"{op}: 'weight' must be 2-D (num_embeddings, embedding_dim), but got shape {list(weight.shape)}"
+        )
     if padding_idx is not None:
         num = weight.shape[0]
         if not -num <= padding_idx < num:

@@ -48,7 +48,9 @@ def scaled_dot_product_attention(
     for name, t in (("query", query), ("key", key), ("value", value)):
         check_float(op, name, t)
         if t.ndim < 2:
-            raise ThunderValueError(f"{op}: {name} must have at least 2 dims (..., L, E), but got shape {list(t.shape)}")
+            raise ThunderValueError(
+                f"{op}: {name} must have at least 2 dims (..., L, E), but got shape {list(t.shape)}"
+            )
     if not (query.dtype == key.dtype == value.dtype):
         raise ThunderTypeError(
             f"{op}: Expected query, key, and value to have the same dtype, but got query.dtype: {query.dtype} "

@@ -56,7 +56,9 @@ def _pointwise_loss_inputs(op: str, input, target):
     check_tensor(op, "target", target)
     dtype = dtypes.result_type(input, target)
     if not dtypes.is_float_dtype(dtype):
-        raise ThunderTypeError(f"{op}: expected floating-point input and target, but got {input.dtype} and {target.dtype}")
+        raise ThunderTypeError(
+            f"{op}: expected floating-point input and target, but got {input.dtype} and {target.dtype}"
+        )
     shape = broadcast_shapes(op, input.shape, target.shape)
     cdt = computation_dtype(dtype)
     a = maybe_convert_to_dtype(expand_to(input, shape), cdt)
@@ -69,7 +71,9 @@ def _weighted_pointwise(op: str, per_elem, input, weight, reduction, dtype):
         return maybe_convert_to_dtype(_apply_reduction(per_elem, reduction), dtype)
     check_tensor(op, "weight", weight)
     if tuple(weight.shape) != tuple(input.shape):
-        raise ThunderValueError(f"{op}: Weights and input must have the same size ({list(weight.shape)} vs {list(input.shape)})")
+        raise ThunderValueError(
+            f"{op}: Weights and input must have the same size ({list(weight.shape)} vs {list(input.shape)})"
+        )
     dtype = dtypes.result_type(dtype, weight.dtype)
     w = maybe_convert_to_dtype(expand_to(weight, per_elem.shape), computation_dtype(dtype))
     per_elem = prims.mul(maybe_convert_to_dtype(per_elem, w.dtype), w)
@@ -114,7 +118,9 @@ def binary_cross_entropy_with_logits(
         )
     dtype = dtypes.result_type(input, target, *(t for t in (weight, pos_weight) if t is not None))
     if not dtypes.is_float_dtype(dtype):
-        raise ThunderTypeError(f"{op}: expected floating-point input and target, but got {input.dtype} and {target.dtype}")
+        raise ThunderTypeError(
+            f"{op}: expected floating-point input and target, but got {input.dtype} and {target.dtype}"
+        )
     cdt = computation_dtype(dtype)
     x = maybe_convert_to_dtype(input, cdt)
     t = maybe_convert_to_dtype(target, cdt)
@@ -148,7 +154,9 @@ def _check_class_target(op: str, input: TensorProxy, target: TensorProxy, weight
         raise ThunderValueError(f"{op}: input must have a class dim, but got a 0-d tensor")
     if input.ndim == 1:
         if target.ndim != 0:
-            raise ThunderValueError(f"{op}: 0D or 1D target tensor expected, multi-target not supported (got target of shape {list(target.shape)})")
+            raise ThunderValueError(
+                f"{op}: 0D or 1D target tensor expected, multi-target not supported (got target of shape {list(target.shape)})"
+            )
     else:
         if target.ndim >= 1 and input.shape[0] != target.shape[0]:
             raise ThunderValueError(
@@ -247,7 +255,9 @@ def cross_entropy(
                 f"{list(target.shape)} (for class indices use an int64 target)"
             )
         if weight is not None and tuple(weight.shape) != (c,):
-            raise ThunderValueError(f"{op}: weight should have {c} elements (one per class), got shape {list(weight.shape)}")
+            raise ThunderValueError(
+                f"{op}: weight should have {c} elements (one per class), got shape {list(weight.shape)}"
+            )
         t = maybe_convert_to_dtype(target, logp.dtype)
         if ls > 0:
             t = prims.add(prims.mul(t, 1.0 - ls), ls / c)
@@ -281,4 +291,3 @@ def cross_entropy(
         smooth_red = prims.div(_sum_all(smooth), _sum_all(kept))
     out = prims.add(prims.mul(nll, 1.0 - ls), prims.mul(smooth_red, ls / c))
     return maybe_convert_to_dtype(out, input.dtype)
-

@@ -32,12 +32,13 @@ def _normalized_shape(op: str, input: TensorProxy, normalized_shape) -> tuple[in
         ns = tuple(ns)
     if not isinstance(ns, (tuple, list)) or not all(isinstance(pyval(n), int) for n in ns):
         raise ThunderTypeError(
-            f"{op}: argument 'normalized_shape' must be tuple of ints, not {type(ns).__name__}: pass e.g. "
-            f"({ns!r},)"
+            f"{op}: argument 'normalized_shape' must be tuple of ints, not {type(ns).__name__}: pass e.g. ({ns!r},)"
         )
     ns = tuple(pyval(n) for n in ns)
     if len(ns) == 0:
-        raise ThunderValueError(f"{op}: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element")
+        raise ThunderValueError(
+            f"{op}: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element"
+        )
     if input.ndim < len(ns) or tuple(input.shape[input.ndim - len(ns) :]) != ns:
         raise ThunderValueError(
             f"{op}: Given normalized_shape={list(ns)}, expected input with shape [*, {', '.join(map(str, ns))}], but "
@@ -186,6 +187,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         rm = maybe_convert_to_dtype(upcast(running_mean), a.dtype)
         rv = maybe_convert_to_dtype(upcast(running_var), a.dtype)
         rstd = prims.rsqrt(prims.add(rv, eps))
-        out = prims.mul(prims.sub(a, prims.broadcast_in_dim(rm, a.shape, (1,))), prims.broadcast_in_dim(rstd, a.shape, (1,)))
+        out = prims.mul(
+            prims.sub(a, prims.broadcast_in_dim(rm, a.shape, (1,))), prims.broadcast_in_dim(rstd, a.shape, (1,))
+        )
     out = _affine(out, weight, bias, (1,))
     return maybe_convert_to_dtype(out, input.dtype)

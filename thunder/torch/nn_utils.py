@@ -90,6 +90,8 @@ def register_inplace_dispatch(torch_fn: Callable, out_of_place: Symbol, in_place
 
     dispatch.__name__ = getattr(torch_fn, "__name__", out_of_place.name)
     dispatch.__qualname__ = dispatch.__name__
-    dispatch.__doc__ = f"Routes ``{dispatch.__name__}`` to ``ltorch.{out_of_place.name}`` or ``ltorch.{in_place.name}``."
+    dispatch.__doc__ = (
+        f"Routes ``{dispatch.__name__}`` to ``ltorch.{out_of_place.name}`` or ``ltorch.{in_place.name}``."
+    )
     torch_to_thunder_map[torch_fn] = dispatch
     return dispatch

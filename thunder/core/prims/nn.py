@@ -43,7 +43,12 @@ def _convolution_meta(a, weight, bias, stride, padding, dilation, transposed, ou
         raise ThunderValueError(
             f"{op}: expected a of shape (N, C, *spatial) and weight of the same rank, got {a.shape} and {weight.shape}"
         )
-    for name, v in (("stride", stride), ("padding", padding), ("dilation", dilation), ("output_padding", output_padding)):
+    for name, v in (
+        ("stride", stride),
+        ("padding", padding),
+        ("dilation", dilation),
+        ("output_padding", output_padding),
+    ):
         if len(v) != nspatial or any(not isinstance(x, int) for x in v):
             raise ThunderValueError(f"{op}: {name} must have {nspatial} ints, got {v!r}")
     if any(s < 1 for s in stride) or any(d < 1 for d in dilation) or any(p < 0 for p in padding):
@@ -55,7 +60,9 @@ def _convolution_meta(a, weight, bias, stride, padding, dilation, transposed, ou
     if transposed:
         c_out = weight.shape[1] * groups
         if weight.shape[0] != c_in or c_in % groups:
-            raise ThunderValueError(f"{op}: weight {weight.shape} does not fit input channels {c_in} with groups={groups}")
+            raise ThunderValueError(
+                f"{op}: weight {weight.shape} does not fit input channels {c_in} with groups={groups}"
+            )
         spatial = [
             (n - 1) * s - 2 * p + d * (k - 1) + op_ + 1
             for n, s, p, d, k, op_ in zip(a.shape[2:], stride, padding, dilation, kernel, output_padding)
@@ -68,7 +75,8 @@ def _convolution_meta(a, weight, bias, stride, padding, dilation, transposed, ou
                 f"channels, but a has {c_in} (shape {a.shape})"
             )
         spatial = [
-            (n + 2 * p - d * (k - 1) - 1) // s + 1 for n, s, p, d, k in zip(a.shape[2:], stride, padding, dilation, kernel)
+            (n + 2 * p - d * (k - 1) - 1) // s + 1
+            for n, s, p, d, k in zip(a.shape[2:], stride, padding, dilation, kernel)
         ]
         padded = tuple(n + 2 * p for n, p in zip(a.shape[2:], padding))
         dilated = tuple(d * (k - 1) + 1 for d, k in zip(dilation, kernel))
