@@ -12,8 +12,11 @@ class ThunderTypeError(ThunderError, TypeError):
     """An op received an argument of the wrong type or dtype."""
 
 
-class ThunderValueError(ThunderError, ValueError):
-    """An op received an argument with a bad value or shape."""
+class ThunderValueError(ThunderError, ValueError, RuntimeError):
+    """An op received an argument with a bad value or shape.
+
+    Also a RuntimeError: PyTorch raises RuntimeError for most shape errors, and code written
+    against either type must catch it."""
 
 
 class ThunderIndexError(ThunderError, IndexError):
