@@ -152,3 +152,26 @@ def test_lookup_does_not_depend_on_entry_order():
 def test_unknown_cache_option_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown cache option 'sometimes'.*constant values"):
         thunder.jit(add, cache="sometimes")
+
+
+def test_recompiles_when_the_default_dtype_changes():
+    def f(x):
+        return x * 2 + torch.ones(3)
+
+    jf = thunder.jit(f)
+    x = torch.ones(3, dtype=torch.float64)
+    assert jf(x).dtype == torch.float64
+    assert "get_default_dtype" in str(thunder.last_prologue_traces(jf)[-1])
+    previous = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)
+        torch.testing.assert_close(jf(x), f(x))
+        assert thunder.cache_misses(jf) == 2
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def test_default_dtype_is_not_checked_when_unused():
+    jf = thunder.jit(add)
+    jf(torch.randn(2), torch.randn(2))
+    assert "get_default_dtype" not in str(thunder.last_prologue_traces(jf)[-1])

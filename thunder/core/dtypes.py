@@ -47,6 +47,18 @@ for _name in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64", "com
 low_precision_dtypes = frozenset({torch.float16, torch.bfloat16})
 
 
+# Set whenever a trace's meaning depends on torch's default dtype; the tracer then has the
+# prologue check it (see ``thunder.core.jit_ext``).
+default_dtype_was_read = False
+
+
+def default_dtype() -> torch.dtype:
+    """``torch.get_default_dtype()``, noting that the trace being recorded depends on it."""
+    global default_dtype_was_read
+    default_dtype_was_read = True
+    return torch.get_default_dtype()
+
+
 def short_name(d: torch.dtype) -> str:
     """The short name used in printed traces, e.g. ``f32``."""
     return _SHORT_NAMES.get(d, str(d).removeprefix("torch."))
@@ -94,9 +106,9 @@ def python_type_to_dtype(typ: type) -> torch.dtype:
     if issubclass(typ, int):
         return torch.int64
     if issubclass(typ, float):
-        return torch.get_default_dtype()
+        return default_dtype()
     if issubclass(typ, complex):
-        return corresponding_complex_dtype(torch.get_default_dtype())
+        return corresponding_complex_dtype(default_dtype())
     raise TypeError(f"Python type {typ.__name__} has no corresponding dtype")
 
 
@@ -174,7 +186,7 @@ def result_type(*args) -> torch.dtype:
             typ = a.python_type if hasattr(a, "python_type") else type(a)
             wd = python_type_to_dtype(typ)
             if wd.is_floating_point:
-                wd = torch.get_default_dtype()
+                wd = default_dtype()
             wrapped_result = _promote(wrapped_result, wd)
         else:
             raise TypeError(f"cannot compute a result dtype from {type(a).__name__} {a!r}")
@@ -195,7 +207,7 @@ def elementwise_type_promotion(
     promoted = result_type(*args)
     K = ELEMENTWISE_TYPE_PROMOTION_KIND
     if kind is K.INT_TO_FLOAT and not promoted.is_floating_point and not promoted.is_complex:
-        promoted = torch.get_default_dtype()
+        promoted = default_dtype()
     if kind is K.ALWAYS_BOOL:
         result = torch.bool
     elif kind is K.COMPLEX_TO_FLOAT:

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from thunder.core import prims
+from thunder.core import dtypes, prims
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
@@ -316,12 +316,15 @@ class Tracer:
         self.interpreted = interpret(
             self.fn, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
         )
+        dtypes.default_dtype_was_read = False
         with tracectx(self.computation), source_location_provider(_source_location), recording_constraints() as cs:
             seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
             result = self.interpreted(*seen_args, **seen_kwargs)
             _check_result(result)
             prims.python_return(result)
         self.constraints = list(cs)
+        if dtypes.default_dtype_was_read:
+            self._check(prims.check_default_dtype, torch.get_default_dtype())
         if self.checks:
             for expr in self.constraints:
                 self._emit(prims.check_expr, expr, ())

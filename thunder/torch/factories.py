@@ -140,7 +140,7 @@ def _const_factory(name: str, fill_value):
     ):
         _check_unsupported(op, out=out, layout=layout, pin_memory=pin_memory)
         shape = factory_size(op, size, size_kw)
-        dtype = factory_dtype(op, dtype, torch.get_default_dtype())
+        dtype = factory_dtype(op, dtype, dtypes.default_dtype())
         return _filled(op, shape, fill_value, factory_device(op, device), dtype, requires_grad)
 
     meta.__name__ = name
@@ -181,7 +181,7 @@ def _empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=
     op = "ltorch.empty"
     _check_unsupported(op, out=out, layout=layout, pin_memory=pin_memory)
     shape = factory_size(op, size, size_kw)
-    dtype = factory_dtype(op, dtype, torch.get_default_dtype())
+    dtype = factory_dtype(op, dtype, dtypes.default_dtype())
     return _finish(op, prims.empty(shape, device=factory_device(op, device), dtype=dtype), requires_grad)
 
 
@@ -221,7 +221,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
             f"{op}: upper bound and larger bound inconsistent with step sign (start={start}, end={end}, step={step})"
         )
     all_int = builtins.all(isinstance(x, int) for x in (start, end, step))
-    dtype = factory_dtype(op, dtype, torch.int64 if all_int else torch.get_default_dtype())
+    dtype = factory_dtype(op, dtype, torch.int64 if all_int else dtypes.default_dtype())
     length = math.ceil((end - start) / step) if not all_int else -((start - end) // step)
     out_t = prims.iota(length, start=start, step=step, device=factory_device(op, device), dtype=dtype)
     return _finish(op, out_t, requires_grad)
@@ -238,7 +238,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         raise ThunderTypeError(f"{op}: steps must be an int, but got {type(steps).__name__} {steps!r}")
     if steps < 0:
         raise ThunderValueError(f"{op}: number of steps must be non-negative, but got {steps}")
-    dtype = factory_dtype(op, dtype, torch.get_default_dtype())
+    dtype = factory_dtype(op, dtype, dtypes.default_dtype())
     device = factory_device(op, device)
     if steps <= 1:
         return _finish(op, prims.full((steps,), start, device=device, dtype=dtype), requires_grad)
@@ -258,7 +258,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     _check_unsupported(op, out=out, layout=layout, pin_memory=pin_memory)
     m = n if m is None else m
     n, m = factory_size(op, (n, m))
-    dtype = factory_dtype(op, dtype, torch.get_default_dtype())
+    dtype = factory_dtype(op, dtype, dtypes.default_dtype())
     device = factory_device(op, device)
     rows = prims.broadcast_in_dim(prims.iota(n, start=0, step=1, device=device, dtype=torch.int64), (n, m), (0,))
     cols = prims.broadcast_in_dim(prims.iota(m, start=0, step=1, device=device, dtype=torch.int64), (n, m), (1,))
@@ -271,7 +271,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 
 
 def _float_dtype(op: str, dtype) -> torch.dtype:
-    dtype = factory_dtype(op, dtype, torch.get_default_dtype())
+    dtype = factory_dtype(op, dtype, dtypes.default_dtype())
     if not dtype.is_floating_point:
         raise ThunderTypeError(
             f'{op}: "check_uniform_bounds" not implemented for {dtype}: a floating point dtype is required'
@@ -293,7 +293,7 @@ def _randn(*size, generator=None, out=None, dtype=None, layout=None, device=None
     op = "ltorch.randn"
     _check_unsupported(op, out=out, layout=layout, generator=generator, pin_memory=pin_memory)
     shape = factory_size(op, size, size_kw)
-    dtype = factory_dtype(op, dtype, torch.get_default_dtype())
+    dtype = factory_dtype(op, dtype, dtypes.default_dtype())
     if not dtypes.is_inexact_dtype(dtype):
         raise ThunderTypeError(f'{op}: "normal_kernel" not implemented for {dtype}: a floating point dtype is required')
     t = prims.randn(shape, device=factory_device(op, device), dtype=dtype)
@@ -362,14 +362,14 @@ def _infer_data_dtype(op: str, data) -> torch.dtype:
 
     visit(data)
     if builtins.any(issubclass(k, complex) for k in kinds):
-        return dtypes.corresponding_complex_dtype(torch.get_default_dtype())
+        return dtypes.corresponding_complex_dtype(dtypes.default_dtype())
     if builtins.any(issubclass(k, float) for k in kinds):
-        return torch.get_default_dtype()
+        return dtypes.default_dtype()
     if builtins.any(issubclass(k, int) and k is not bool for k in kinds):
         return torch.int64
     if kinds:
         return torch.bool
-    return torch.get_default_dtype()  # torch.tensor([]) is float
+    return dtypes.default_dtype()  # torch.tensor([]) is float
 
 
 @torchsymbol(torch.tensor)
@@ -405,7 +405,7 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=Fals
     op = "ltorch.scalar_tensor"
     _check_unsupported(op, layout=layout, pin_memory=pin_memory)
     _check_fill(op, s)
-    dtype = factory_dtype(op, dtype, torch.get_default_dtype())
+    dtype = factory_dtype(op, dtype, dtypes.default_dtype())
     return _filled(op, (), s, factory_device(op, device), dtype, requires_grad)
 
 

@@ -397,7 +397,7 @@ def count_nonzero(input, dim=None):
 
 def _float_input(a: TensorProxy) -> tuple[TensorProxy, torch.dtype]:
     """``a`` in its computation dtype, and the result dtype (integers become the default float)."""
-    result = a.dtype if dtypes.is_inexact_dtype(a.dtype) else torch.get_default_dtype()
+    result = a.dtype if dtypes.is_inexact_dtype(a.dtype) else dtypes.default_dtype()
     return maybe_convert_to_dtype(a, _computation_dtype(result)), result
 
 

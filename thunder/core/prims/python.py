@@ -34,6 +34,7 @@ class PythonPrimIDs(enum.Enum):
     CHECK_IDENTITY = enum.auto()
     CHECK_TYPE = enum.auto()
     CHECK_EXPR = enum.auto()
+    CHECK_DEFAULT_DTYPE = enum.auto()
 
 
 P = PythonPrimIDs
@@ -207,6 +208,18 @@ def _print_check_type(bsym, printer):
 
 
 check_type = make_prim(P.CHECK_TYPE, "check_type", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_type)
+
+
+def _print_check_default_dtype(bsym, printer):
+    (dtype,) = bsym.args
+    printer.add_ctx("torch", torch)
+    return [f"if torch.get_default_dtype() is not {printer.value(dtype)}: return {printer.miss}"]
+
+
+# ``check_default_dtype(dtype)``: torch's default dtype, which the trace's meaning depends on.
+check_default_dtype = make_prim(
+    P.CHECK_DEFAULT_DTYPE, "check_default_dtype", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_default_dtype
+)
 
 
 def _print_check_expr(bsym, printer):
