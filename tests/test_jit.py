@@ -288,3 +288,19 @@ def test_unsupported_tensor_method_names_it_and_how_to_add_it():
 
     with pytest.raises(UnsupportedOpError, match=r"Tensor.numpy is not supported.*test_jit.py:\d+.*method_name='numpy'"):
         thunder.jit(g)(torch.randn(2))
+
+
+def test_returns_keep_namedtuple_and_structseq_types():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def g(x):
+        return torch.max(x, dim=0), Pair(x + 1, x - 1)
+
+    x = torch.randn(3, 4)
+    result, pair = thunder.jit(g)(x)
+    expected, _ = g(x)
+    assert type(result) is type(expected) and isinstance(pair, Pair)
+    torch.testing.assert_close(result.values, expected.values)
+    torch.testing.assert_close(pair.b, x - 1)

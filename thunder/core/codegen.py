@@ -73,11 +73,14 @@ class Printer:
         if isinstance(x, torch.device):
             self.add_ctx("torch", torch)
             return f"torch.device({device_str(x)!r})"
-        if isinstance(x, tuple):  # torch.Size included
-            if hasattr(x, "_fields"):
-                return self.constant(x)
+        if isinstance(x, tuple):  # torch.Size prints as a plain tuple
             inner = ", ".join(self.value(v) for v in x)
-            return f"({inner},)" if len(x) == 1 else f"({inner})"
+            items = f"({inner},)" if len(x) == 1 else f"({inner})"
+            if hasattr(x, "_fields"):  # a namedtuple
+                return f"{self.constant(type(x), '_tuple_type')}(*{items})"
+            if hasattr(type(x), "n_fields"):  # a structseq such as torch.return_types.max
+                return f"{self.constant(type(x), '_tuple_type')}({items})"
+            return items
         if isinstance(x, list):
             return "[" + ", ".join(self.value(v) for v in x) + "]"
         if isinstance(x, dict):
