@@ -62,7 +62,9 @@ class OpInfo:
         return None
 
 
-def make(shape, dtype, device="cpu", *, low=None, high=None, noncontiguous=False, requires_grad=False, exclude_zero=False):
+def make(
+    shape, dtype, device="cpu", *, low=None, high=None, noncontiguous=False, requires_grad=False, exclude_zero=False
+):
     """A random tensor for samples (bf16/float in [-3, 3] unless told otherwise)."""
     if dtype is torch.bool:
         return make_tensor(shape, dtype=dtype, device=device, noncontiguous=noncontiguous)
@@ -88,5 +90,3 @@ def tolerance(dtype: torch.dtype) -> dict[str, float]:
     if dtype is torch.float16:
         return {"atol": 1e-3, "rtol": 1e-3}
     return {}
-
-

@@ -31,10 +31,13 @@ def _binary_samples(exclude_zero=False, scalars=True):
     def samples(dtype, device):
         for sa, sb in elementwise_binary_shapes():
             yield SampleInput((make(sa, dtype, device), make(sb, dtype, device, exclude_zero=exclude_zero)))
-        yield SampleInput((make((3, 4), dtype, device, noncontiguous=True), make((3, 4), dtype, device, exclude_zero=exclude_zero)))
+        yield SampleInput(
+            (make((3, 4), dtype, device, noncontiguous=True), make((3, 4), dtype, device, exclude_zero=exclude_zero))
+        )
         if scalars and dtype is not torch.bool:
             yield SampleInput((make((2, 3), dtype, device), 2))
             yield SampleInput((make((2, 3), dtype, device), 0.5 if dtype.is_floating_point else 3))
+
     return samples
 
 
@@ -74,7 +77,9 @@ for _name, _op in (
     ("add_operator", operator.add), ("sub_operator", operator.sub), ("mul_operator", operator.mul),
     ("atan2", torch.atan2), ("copysign", torch.copysign),
 ):  # fmt: skip
-    opinfos.append(OpInfo(_name, _op, _binary_samples(scalars=_name not in ("maximum", "minimum", "atan2", "copysign"))))
+    opinfos.append(
+        OpInfo(_name, _op, _binary_samples(scalars=_name not in ("maximum", "minimum", "atan2", "copysign")))
+    )
 
 opinfos += [
     OpInfo("add_alpha", lambda a, b: torch.add(a, b, alpha=2), _binary_samples(scalars=False)),
@@ -86,11 +91,16 @@ opinfos += [
     OpInfo("floordiv_operator", operator.floordiv, _binary_samples(exclude_zero=True)),
     OpInfo("remainder", torch.remainder, _binary_samples(exclude_zero=True)),
     OpInfo("fmod", torch.fmod, _binary_samples(exclude_zero=True)),
-    OpInfo("pow", torch.pow, lambda dtype, device: (
-        SampleInput((make((3, 4), dtype, device, low=0.5, high=2.0), make((4,), dtype, device, low=0, high=3))),
-        SampleInput((make((3, 4), dtype, device, low=0.5, high=2.0), 2)),
-    ), dtypes=FLOATS),
-    OpInfo("rpow_operator", lambda a: 2 ** a, _unary_samples(-2, 2), dtypes=FLOATS),
+    OpInfo(
+        "pow",
+        torch.pow,
+        lambda dtype, device: (
+            SampleInput((make((3, 4), dtype, device, low=0.5, high=2.0), make((4,), dtype, device, low=0, high=3))),
+            SampleInput((make((3, 4), dtype, device, low=0.5, high=2.0), 2)),
+        ),
+        dtypes=FLOATS,
+    ),
+    OpInfo("rpow_operator", lambda a: 2**a, _unary_samples(-2, 2), dtypes=FLOATS),
     OpInfo("radd_operator", lambda a: 1.5 + a, _unary_samples(), dtypes=FLOATS_AND_INT),
     OpInfo("rsub_operator", lambda a: 3 - a, _unary_samples(), dtypes=FLOATS_AND_INT),
     OpInfo("rtruediv_operator", lambda a: 3 / a, _unary_samples(0.5, 3), dtypes=FLOATS),
@@ -99,7 +109,9 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     opinfos.append(OpInfo(_name, getattr(torch, _name), _binary_samples(), dtypes=ALL[:-1]))
     opinfos.append(OpInfo(f"{_name}_operator", getattr(operator, _name), _binary_samples(), dtypes=FLOATS_AND_INT))
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-    opinfos.append(OpInfo(_name, getattr(torch, _name), _binary_samples(scalars=False), dtypes=(torch.int64, torch.bool)))
+    opinfos.append(
+        OpInfo(_name, getattr(torch, _name), _binary_samples(scalars=False), dtypes=(torch.int64, torch.bool))
+    )
 for _name in ("logical_and", "logical_or", "logical_xor"):
     opinfos.append(OpInfo(_name, getattr(torch, _name), _binary_samples(scalars=False), dtypes=ALL))
 
@@ -135,13 +147,35 @@ def _bitwise_errors(device):
 opinfos += [
     OpInfo("where", torch.where, _where_samples, dtypes=ALL),
     OpInfo("clamp", torch.clamp, _clamp_samples, dtypes=FLOATS_AND_INT),
-    OpInfo("add_broadcast_error", torch.add, _binary_samples(scalars=False), dtypes=(torch.float32,), error_inputs=_binary_errors),
-    OpInfo("bitwise_error", torch.bitwise_and, _binary_samples(scalars=False), dtypes=(torch.int64,), error_inputs=_bitwise_errors),
-    OpInfo("lerp", torch.lerp, lambda dtype, device: (
-        SampleInput((make((3, 4), dtype, device), make((3, 4), dtype, device), 0.3)),
-        SampleInput((make((3, 4), dtype, device), make((4,), dtype, device), make((3, 4), dtype, device))),
-    ), dtypes=FLOATS),
-    OpInfo("nan_to_num", torch.nan_to_num, lambda dtype, device: (
-        SampleInput((torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0], dtype=dtype),)),
-    ), dtypes=FLOATS),
+    OpInfo(
+        "add_broadcast_error",
+        torch.add,
+        _binary_samples(scalars=False),
+        dtypes=(torch.float32,),
+        error_inputs=_binary_errors,
+    ),
+    OpInfo(
+        "bitwise_error",
+        torch.bitwise_and,
+        _binary_samples(scalars=False),
+        dtypes=(torch.int64,),
+        error_inputs=_bitwise_errors,
+    ),
+    OpInfo(
+        "lerp",
+        torch.lerp,
+        lambda dtype, device: (
+            SampleInput((make((3, 4), dtype, device), make((3, 4), dtype, device), 0.3)),
+            SampleInput((make((3, 4), dtype, device), make((4,), dtype, device), make((3, 4), dtype, device))),
+        ),
+        dtypes=FLOATS,
+    ),
+    OpInfo(
+        "nan_to_num",
+        torch.nan_to_num,
+        lambda dtype, device: (
+            SampleInput((torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0], dtype=dtype),)),
+        ),
+        dtypes=FLOATS,
+    ),
 ]

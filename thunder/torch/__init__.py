@@ -10,14 +10,14 @@ from thunder.core import proxies as _proxies
 from thunder.core.errors import UnsupportedOpError
 from thunder.core.tracectx import current_source_location
 from thunder.torch.base import inplace_twins, symbol_to_torch, torch_to_thunder_map, torchsymbol
-from thunder.torch.elementwise import *  # noqa: F403
-from thunder.torch.nn import *  # noqa: F403
-from thunder.torch.shape import *  # noqa: F403
-from thunder.torch.indexing import *  # noqa: F403
-from thunder.torch.reductions import *  # noqa: F403
-from thunder.torch.factories import *  # noqa: F403
 from thunder.torch.conversions import *  # noqa: F403
+from thunder.torch.elementwise import *  # noqa: F403
+from thunder.torch.factories import *  # noqa: F403
+from thunder.torch.indexing import *  # noqa: F403
 from thunder.torch.linalg import *  # noqa: F403
+from thunder.torch.nn import *  # noqa: F403
+from thunder.torch.reductions import *  # noqa: F403
+from thunder.torch.shape import *  # noqa: F403
 
 
 def _torch_function(func, args, kwargs):

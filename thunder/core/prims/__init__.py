@@ -9,13 +9,13 @@ Layer: core. Imports: core only.
 from thunder.core.prims.base import all_prims, canonicalize_dim, canonicalize_dims, make_prim
 from thunder.core.prims.elementwise import *  # noqa: F403
 from thunder.core.prims.elementwise import ElementwisePrimIDs
+from thunder.core.prims.factory import *  # noqa: F403
+from thunder.core.prims.indexing import *  # noqa: F403
 from thunder.core.prims.inplace import InplacePrimIDs, copy_
 from thunder.core.prims.linalg import *  # noqa: F403
 from thunder.core.prims.nn import *  # noqa: F403
 from thunder.core.prims.python import *  # noqa: F403
 from thunder.core.prims.python import PythonPrimIDs
+from thunder.core.prims.reduction import *  # noqa: F403
 from thunder.core.prims.shape import *  # noqa: F403
 from thunder.core.prims.shape import ShapePrimIDs
-from thunder.core.prims.reduction import *  # noqa: F403
-from thunder.core.prims.factory import *  # noqa: F403
-from thunder.core.prims.indexing import *  # noqa: F403
