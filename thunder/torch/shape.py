@@ -549,9 +549,18 @@ def _split_at(a, d, bounds):
     return tuple(slice_dim(a, d, s, e) for s, e in zip(bounds[:-1], bounds[1:]))
 
 
-@torchsymbol(torch.split, method_name="split", torch_impl=torch.Tensor.split)
-def split(a, split_size_or_sections, dim=0):
+def _split_impl(a, split_size_or_sections=None, dim=0, *, split_size=None):
+    # torch.split names the argument split_size_or_sections, Tensor.split names it split_size.
+    return torch.split(a, split_size if split_size is not None else split_size_or_sections, dim)
+
+
+@torchsymbol(torch.split, method_name="split", torch_impl=_split_impl)
+def split(a, split_size_or_sections=None, dim=0, *, split_size=None):
     """``torch.split``: pieces of ``split_size`` (the last may be smaller) or of the given sizes."""
+    if split_size is not None:
+        split_size_or_sections = split_size
+    if split_size_or_sections is None:
+        raise ThunderTypeError("ltorch.split: missing the split_size_or_sections argument")
     op = "ltorch.split"
     _check_tensor(op, a)
     d = check_dim(op, a.ndim, dim)
