@@ -118,7 +118,7 @@ def _softmax_errors(name):
     def errors(device):
         yield ErrorInput(
             SampleInput((make((3, 4), torch.float32, device),), {"dim": 2}),
-            ValueError,
+            IndexError,
             r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)",
         )
         yield ErrorInput(SampleInput((make((3, 4), torch.int64, device),), {"dim": 0}), TypeError,

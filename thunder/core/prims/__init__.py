@@ -19,3 +19,15 @@ from thunder.core.prims.python import PythonPrimIDs
 from thunder.core.prims.reduction import *  # noqa: F403
 from thunder.core.prims.shape import *  # noqa: F403
 from thunder.core.prims.shape import ShapePrimIDs
+
+
+class PrimIDs:
+    """Every prim ID by name, across families (``prims.PrimIDs.ADD``), as lightning-thunder spells it."""
+
+
+for _family in (ElementwisePrimIDs, PythonPrimIDs, ShapePrimIDs, InplacePrimIDs):
+    for _member in _family:
+        setattr(PrimIDs, _member.name, _member)
+for _sym in list(all_prims.values()):
+    if not hasattr(PrimIDs, _sym.id.name):
+        setattr(PrimIDs, _sym.id.name, _sym.id)

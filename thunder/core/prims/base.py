@@ -16,7 +16,7 @@ from numbers import Number
 import torch
 
 from thunder.core import dtypes
-from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderIndexError, ThunderTypeError, ThunderValueError
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.symbol import Symbol
 
@@ -101,7 +101,7 @@ def canonicalize_dim(op: str, ndim: int, dim: int, *, wrap_scalar: bool = True) 
     if not isinstance(dim, int):
         raise ThunderTypeError(f"{op}: dim must be an int, but got {type(dim).__name__} {dim!r}")
     if dim < -rank or dim >= rank:
-        raise ThunderValueError(
+        raise ThunderIndexError(
             f"{op}: Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {dim})"
         )
     return dim + rank if dim < 0 else dim
