@@ -29,7 +29,8 @@ def delete_last_used(trace: TraceCtx) -> TraceCtx:
     """Inserts ``del`` statements after the last use of each value that is not returned."""
     new = from_trace(trace)
     bsyms = trace.bound_symbols
-    seen: set[str] = set()
+    # Parameters are held by the caller too: deleting them frees nothing.
+    seen: set[str] = {getattr(a, "name", None) for a in trace.args}
     to_delete: list[list] = [[] for _ in bsyms]
     # Walk backwards: the first time a name is seen is its last use.
     for i in range(len(bsyms) - 1, -1, -1):

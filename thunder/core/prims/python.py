@@ -13,6 +13,7 @@ import enum
 
 import torch
 
+from thunder.core import dtypes
 from thunder.core.prims.base import make_prim
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import DONT_DCE, Symbol
@@ -43,7 +44,7 @@ P = PythonPrimIDs
 def _print_return(bsym, printer):
     (value,) = bsym.args
     if printer.return_call is not None:  # a prologue fused with its computation: call it
-        return [f"return {printer.return_call}(*{printer.value(value)})"]
+        return [f"return {printer.return_call}({', '.join(printer.value(v) for v in value)})"]
     return [f"return {printer.value(value)}"]
 
 
@@ -149,7 +150,7 @@ def _tensor_conditions(printer, t, size_check: str, device, dtype, requires_grad
     conds = [
         f"isinstance({x}, _Tensor)",
         size_check.format(x=x),
-        f"{x}.dtype is {printer.value(dtype)}",
+        f"{x}.dtype is {printer.add_ctx('_' + dtypes.short_name(dtype), dtype)}",  # a global: no torch.<attr> lookup
         _device_check(x, device),
         f"{'' if requires_grad else 'not '}{x}.requires_grad",
     ]
