@@ -27,6 +27,7 @@ def main() -> None:
     for size in ((2, 2), (1024, 1024)):
         args = [torch.randn(*size) for _ in range(2)]
         batch = 2000 if size == (2, 2) else 20
+        median_call_us(twenty_ops, args, batch=batch, repeats=3)  # warm the allocator
         eager = median_call_us(twenty_ops, args, batch=batch, repeats=11)
         makers = {
             "thunder (torch)": lambda: thunder.jit(twenty_ops),
