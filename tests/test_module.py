@@ -67,3 +67,18 @@ def test_module_api_forwards_to_the_original():
     assert m[0].weight.abs().sum() == 0
     with tm.no_sync():
         pass
+
+
+def test_source_locations_carry_the_module_path():
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.relu(self.fc(x)) + x
+
+    tm = thunder.jit(torch.nn.Sequential(Block(), Block()))
+    tm(torch.randn(2, 4))
+    paths = [b.source.module_path for b in thunder.last_traces(tm)[0].bound_symbols if b.source]
+    assert paths == ["0.fc", "0", "0", "1.fc", "1", "1"]

@@ -18,6 +18,7 @@ Layer: tracing. Imports: core, extend, the torch language (its callable -> symbo
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import random
@@ -70,6 +71,7 @@ class Tracer:
         self._proxy_for: dict[int, Any] = {}  # id(outside object) -> what the program sees instead
         self._keepalive: list[Any] = []  # outside objects, kept so their ids stay unique
         self._globals_proxies: dict[int, Proxy] = {}
+        self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
         self.interpreted: Callable | None = None
 
     # --- the prologue ---------------------------------------------------------------------
@@ -127,6 +129,9 @@ class Tracer:
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)):
             self._check(prims.check_identity, holder, value)
             return value
+        if isinstance(value, torch.nn.Module) and not self._module_paths:
+            for path, sub in value.named_modules():
+                self._module_paths.setdefault(id(sub), path)
         # Any other object: its type is checked, and each attribute the program reads is unpacked
         # and checked when it is read (see Note [Provenance]).
         self._check(prims.check_type, holder, type(value))
@@ -317,7 +322,8 @@ class Tracer:
             self.fn, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
         )
         dtypes.default_dtype_was_read = False
-        with tracectx(self.computation), source_location_provider(_source_location), recording_constraints() as cs:
+        provider = functools.partial(_source_location, self._module_paths)
+        with tracectx(self.computation), source_location_provider(provider), recording_constraints() as cs:
             seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
             result = self.interpreted(*seen_args, **seen_kwargs)
             _check_result(result)
@@ -344,11 +350,20 @@ class Tracer:
 _THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _source_location() -> SourceLocation | None:
-    """The innermost interpreted frame that is the user's (thunder's own frames are skipped)."""
-    for frame in reversed(get_interpreter_stack()):
+def _source_location(module_paths: dict[int, str] | None = None) -> SourceLocation | None:
+    """The innermost interpreted frame that is the user's (thunder's own frames are skipped), with
+    the qualified path of the innermost ``nn.Module`` whose method is running (``"encoder.layers.0"``)."""
+    stack = get_interpreter_stack()
+    module_path = None
+    if module_paths:
+        for frame in reversed(stack):
+            path = module_paths.get(id(frame.receiver)) if frame.receiver is not None else None
+            if path is not None:
+                module_path = path
+                break
+    for frame in reversed(stack):
         if not frame.filename.startswith(_THUNDER_DIR):
-            return SourceLocation(frame.filename, frame.lineno or 0, frame.qualname)
+            return SourceLocation(frame.filename, frame.lineno or 0, frame.qualname, module_path)
     return None
 
 

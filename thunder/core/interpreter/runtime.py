@@ -16,7 +16,7 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
-from .errors import InterpreterError
+from .errors import NULL, InterpreterError
 from .instructions import instruction_line
 
 __all__ = [
@@ -237,13 +237,15 @@ def is_opaque(fn) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class InterpreterFrameInfo:
-    """One interpreted user frame: ``code``, current ``lineno``, ``name`` (co_name), ``qualname``, ``filename``."""
+    """One interpreted user frame: ``code``, current ``lineno``, ``name`` (co_name), ``qualname``, ``filename``,
+    and ``receiver``: the value of a method's ``self`` parameter (None for other frames)."""
 
     code: CodeType
     lineno: int | None
     name: str
     qualname: str
     filename: str
+    receiver: object = None
 
 
 def get_interpreter_stack() -> list[InterpreterFrameInfo]:
@@ -254,10 +256,28 @@ def get_interpreter_stack() -> list[InterpreterFrameInfo]:
             code = f.code
             out.append(
                 InterpreterFrameInfo(
-                    code, instruction_line(f.info, f.pc - 1), code.co_name, code.co_qualname, code.co_filename
+                    code,
+                    instruction_line(f.info, f.pc - 1),
+                    code.co_name,
+                    code.co_qualname,
+                    code.co_filename,
+                    _receiver(f),
                 )
             )
     return out
+
+
+def _receiver(f) -> object:
+    code = f.code
+    if not code.co_argcount or code.co_varnames[0] != "self" or not f.fast:
+        return None
+    value = f.fast[0]
+    if type(value).__name__ == "cell":
+        try:
+            value = value.cell_contents
+        except ValueError:
+            return None
+    return None if value is NULL else value
 
 
 def current_source_location() -> tuple[str, int | None, str] | None:
