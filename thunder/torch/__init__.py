@@ -6,6 +6,8 @@ See Note [The torch language] in ``thunder.torch.base``.
 Layer: language. Imports: core.
 """
 
+from torch.overrides import resolve_name
+
 from thunder.core import proxies as _proxies
 from thunder.core.errors import UnsupportedOpError
 from thunder.core.tracectx import current_source_location
@@ -25,7 +27,7 @@ def _torch_function(func, args, kwargs):
     """Handles a torch function called natively on a proxy (``TensorProxy.__torch_function__``)."""
     sym = torch_to_thunder_map.get(func)
     if sym is None:
-        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+        name = resolve_name(func) or getattr(func, "__qualname__", None) or repr(func)
         loc = current_source_location()
         where = f" (called at {loc})" if loc is not None else ""
         raise UnsupportedOpError(
