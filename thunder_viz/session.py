@@ -1,0 +1,467 @@
+"""Sessions: a jitted callable, the inputs of its last call, and the runs made from the explorer.
+
+A :class:`Session` is what the explorer widget and the ``%thunder_jit`` magic hold on to. It
+knows the original function (or ``nn.Module``) and the compile options, so it can jit it again
+with other executors and rerun it with the inputs of the last call (:meth:`Session.rerun`),
+timing it and comparing its outputs with eager PyTorch. Failures while tracing, compiling or
+running become an :class:`ErrorInfo` that points at the user's source line.
+
+The document shown by the front end is built by :mod:`thunder_viz.graph` (see
+``docs/trace-schema.md``); this module only adds runs, executors and errors to it.
+
+Layer: thunder_viz sessions. Imports: torch, thunder (public API and ``thunder.core`` data
+types), thunder_viz.graph (lazily). Never imported by ``thunder``.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import itertools
+import linecache
+import os
+import statistics
+import sysconfig
+import time
+import traceback
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+import thunder
+from thunder.core.pytree import tree_flatten, tree_map
+
+__all__ = ["ErrorInfo", "Run", "Session", "UserFrame", "session_for", "compare_outputs"]
+
+STAGES = ("tracing", "compiling", "running")
+
+# Tolerances of torch.testing.assert_close, by dtype (rtol, atol).
+_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+    torch.complex64: (1.3e-6, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
+}
+
+
+@dataclass(frozen=True)
+class UserFrame:
+    """A line of the user's program (``ErrorInfo.user_frame`` in the schema)."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """A failure while tracing, compiling or running, as the explorer's error panel shows it."""
+
+    type: str
+    message: str
+    stage: str
+    user_frame: UserFrame | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def one_line(self) -> str:
+        """What failed, in one line (the magic prints this)."""
+        first = self.message.strip().splitlines()[0] if self.message.strip() else ""
+        where = ""
+        if self.user_frame is not None:
+            where = f" at {self.user_frame.file}:{self.user_frame.line}"
+            if self.user_frame.code:
+                where += f" ({self.user_frame.code})"
+        return f"{self.type} while {self.stage}{where}: {first}"
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, *, jitted: Any = None, stage: str | None = None) -> ErrorInfo:
+        """Describes ``exc``; the stage is read from the traceback unless given."""
+        frames = traceback.extract_tb(exc.__traceback__)
+        return cls(
+            type=type(exc).__name__,
+            message=str(exc),
+            stage=stage or _stage_of(frames),
+            user_frame=_user_frame(frames, jitted),
+        )
+
+
+@dataclass
+class Run:
+    """One execution made from the explorer (``Run`` in the schema)."""
+
+    id: str
+    executors: list[str]
+    median_ms: float | None = None
+    repeats: int = 0
+    max_abs_diff: float | None = None
+    matches_eager: bool | None = None
+    cache_hits: int = 0
+    cache_misses: int = 0
+    error: ErrorInfo | None = None
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["error"] = None if self.error is None else self.error.to_json()
+        return out
+
+
+# Which stage a failure belongs to, from the compiler function it escaped from. See
+# thunder/compiler.py: compile_entry = acquire_traces (tracing) + passes and codegen (compiling).
+def _stage_of(frames: traceback.StackSummary) -> str:
+    names = {(os.path.basename(f.filename), f.name) for f in frames}
+    if ("compiler.py", "acquire_traces") in names:
+        return "tracing"
+    if ("compiler.py", "compile_entry") in names:
+        return "compiling"
+    return "running"
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Directories whose frames are never the user's: the compiler, the visualiser, torch, Python itself."""
+    import IPython  # only for its location
+
+    dirs = [
+        os.path.dirname(thunder.__file__),
+        os.path.dirname(os.path.abspath(__file__)),
+        os.path.dirname(torch.__file__),
+        os.path.dirname(IPython.__file__),
+        sysconfig.get_paths()["stdlib"],
+    ]
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+
+
+_LIBRARY_DIRS: tuple[str, ...] | None = None
+
+
+def _is_library_file(filename: str) -> bool:
+    global _LIBRARY_DIRS
+    if _LIBRARY_DIRS is None:
+        _LIBRARY_DIRS = _library_dirs()
+    if filename.startswith("<frozen"):
+        return True
+    return os.path.realpath(filename).startswith(_LIBRARY_DIRS)
+
+
+def _user_frame(frames: traceback.StackSummary, jitted: Any) -> UserFrame | None:
+    """The innermost frame of the user's program.
+
+    Frames of generated trace code (file names like ``thunder.computation_5``) are mapped back,
+    through the bound symbol printed on that line, to where the user wrote the op.
+    """
+    for frame in reversed(frames):
+        if frame.filename.startswith("thunder."):
+            mapped = _frame_of_generated_line(frame, jitted)
+            if mapped is not None:
+                return mapped
+            continue
+        if _is_library_file(frame.filename):
+            continue
+        code = frame.line or linecache.getline(frame.filename, frame.lineno or 0).strip()
+        return UserFrame(file=frame.filename, line=frame.lineno or 0, function=frame.name, code=code)
+    return None
+
+
+def _frame_of_generated_line(frame: traceback.FrameSummary, jitted: Any) -> UserFrame | None:
+    if jitted is None:
+        return None
+    line = frame.line or linecache.getline(frame.filename, frame.lineno or 0).strip()
+    try:
+        statement = ast.parse(line.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    targets = statement.targets if isinstance(statement, ast.Assign) else []
+    names = {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    if not names:
+        return None
+    try:
+        traces = list(thunder.last_traces(jitted)) + list(thunder.last_prologue_traces(jitted))
+    except TypeError:
+        return None
+    for trace in traces[::-1]:
+        for bsym in trace.bound_symbols:
+            outs = {getattr(p, "name", None) for p in bsym.flat_proxy_outs}
+            if names & outs and bsym.source is not None:
+                src = bsym.source
+                return UserFrame(file=src.filename, line=src.lineno, function=src.function, code=src.source_line)
+    return None
+
+
+def _clone(x: Any) -> Any:
+    """A copy of a tensor input with the same dtype, device, strides and requires_grad."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone().requires_grad_(x.requires_grad)
+    return x
+
+
+def clone_inputs(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """Copies of the tensors among the inputs (other values are shared)."""
+    return tree_map(_clone, args), tree_map(_clone, kwargs)
+
+
+def compare_outputs(actual: Any, expected: Any) -> tuple[float | None, bool]:
+    """(max abs difference over all tensor leaves, whether they match with dtype-aware tolerances).
+
+    The difference is None when the outputs are not comparable (different structure, shapes
+    or kinds of leaves, or no numbers at all).
+    """
+    a_leaves, a_spec = tree_flatten(actual)
+    e_leaves, e_spec = tree_flatten(expected)
+    if a_spec != e_spec or len(a_leaves) != len(e_leaves):
+        return None, False
+    worst: float | None = None
+    matches = True
+    for a, e in zip(a_leaves, e_leaves):
+        if isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor):
+            diff, ok = _compare_tensors(a.detach(), e.detach())
+        elif isinstance(a, (int, float, complex)) and isinstance(e, (int, float, complex)):
+            diff, ok = float(abs(a - e)), a == e or abs(a - e) <= 1e-7 + 1e-7 * abs(e)
+        else:
+            diff, ok = None, (type(a) is type(e) and _safe_equal(a, e))
+        if diff is None and not ok:
+            return None, False
+        matches = matches and ok
+        if diff is not None:
+            worst = diff if worst is None else max(worst, diff)
+    return worst, matches
+
+
+def _safe_equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _compare_tensors(a: torch.Tensor, e: torch.Tensor) -> tuple[float | None, bool]:
+    if a.shape != e.shape:
+        return None, False
+    if a.numel() == 0:
+        return 0.0, a.dtype == e.dtype
+    wide = torch.complex128 if (a.is_complex() or e.is_complex()) else torch.float64
+    a64, e64 = a.cpu().to(wide), e.cpu().to(wide)
+    both_nan = torch.isnan(a64) & torch.isnan(e64)
+    diff = torch.where(both_nan, torch.zeros_like(a64), a64 - e64).abs()
+    max_diff = float(torch.nan_to_num(diff, nan=float("inf")).max())
+    rtol, atol = _TOLERANCES.get(e.dtype, (0.0, 0.0))
+    ok = a.dtype == e.dtype and bool(torch.allclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True))
+    return max_diff, ok
+
+
+def _original_of(jitted: Any) -> Any:
+    """The function or module that ``jitted`` compiles."""
+    from thunder.core.module import ThunderModule
+
+    if isinstance(jitted, ThunderModule):
+        return jitted._model
+    return thunder.compile_data(jitted).fn
+
+
+def _name_of(obj: Any) -> str:
+    if isinstance(obj, torch.nn.Module):
+        return type(obj).__name__
+    return getattr(obj, "__name__", None) or type(obj).__name__
+
+
+def executor_names(executors: Sequence[Any]) -> list[str]:
+    return [e if isinstance(e, str) else e.name for e in executors]
+
+
+def available_executors() -> list[str]:
+    """The registered executors, in priority order: optional ones first, always-on ones last."""
+    always = executor_names(thunder.get_always_executors())
+    others = [name for name in executor_names(thunder.get_all_executors()) if name not in always]
+    return others + always
+
+
+# jitted callable -> its session, so explore(jf) finds the inputs a session recorded.
+_SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def session_for(jitted: Any) -> Session | None:
+    """The session that last recorded a call of ``jitted`` (or reran it), if any."""
+    try:
+        return _SESSIONS.get(jitted)
+    except TypeError:
+        return None
+
+
+@dataclass
+class Session:
+    """A jitted callable, the inputs of its last call, and the runs made since.
+
+    Inputs are kept by reference, as the caller passed them. Every rerun (and the eager
+    reference it is compared with) gets its own clones of the tensor inputs, so a program that
+    mutates its inputs in place leaves them as they were and reruns are reproducible. The
+    state of a module (parameters, buffers such as batch-norm running statistics) is not
+    cloned: a module that updates its buffers sees the updates of earlier runs.
+
+    Args:
+        jitted: what ``thunder.jit`` returned (a function or a ``ThunderModule``).
+        args, kwargs: the inputs of the last call, when known.
+    """
+
+    jitted: Any
+    args: tuple | None = None
+    kwargs: dict | None = None
+    runs: list[Run] = field(default_factory=list)
+    error: ErrorInfo | None = None
+    time_budget_s: float = 1.0  # about how long rerun may spend timing
+    max_repeats: int = 20
+
+    def __post_init__(self) -> None:
+        self.original = _original_of(self.jitted)
+        self.options = thunder.compile_data(self.jitted).options
+        self._run_ids = itertools.count(1)
+        _register(self.jitted, self)
+
+    @property
+    def has_inputs(self) -> bool:
+        return self.args is not None
+
+    @property
+    def title(self) -> str:
+        return _name_of(self.original)
+
+    @property
+    def executors(self) -> list[str]:
+        """The executors the current jitted callable uses, highest priority first."""
+        return executor_names(thunder.compile_data(self.jitted).executors_list)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls the jitted callable, recording the inputs; a failure is recorded, then re-raised."""
+        self.args, self.kwargs = args, kwargs
+        self.error = None
+        try:
+            return self.jitted(*args, **kwargs)
+        except Exception as exc:
+            self.error = ErrorInfo.from_exception(exc, jitted=self.jitted)
+            raise
+
+    def rerun(self, executors: Sequence[Any]) -> Run:
+        """Jits the original again with ``executors`` (other options unchanged) and reruns it.
+
+        The new callable replaces ``jitted``; the returned :class:`Run` (also appended to
+        ``runs``) has the median time, the agreement with eager PyTorch and the cache counters.
+        A failure becomes the run's ``error`` (and the session's), never an exception.
+        """
+        if not self.has_inputs:
+            raise ValueError(
+                f"cannot rerun {self.title!r}: the inputs of its last call are unknown; "
+                "call it through the session or pass args= to thunder_viz.explore"
+            )
+        names = executor_names(executors)
+        unknown = [n for n in names if n not in available_executors()]
+        if unknown:
+            raise ValueError(f"unknown executors {unknown}: available are {available_executors()}")
+        run = Run(id=f"r{next(self._run_ids)}", executors=list(names))
+        self.error = None
+        try:
+            jitted = self._rejit(names)
+        except Exception as exc:  # bad options: nothing was traced
+            run.error = self.error = ErrorInfo.from_exception(exc, stage="compiling")
+            self.runs.append(run)
+            return run
+        self.jitted = jitted
+        _register(jitted, self)
+        run.executors = self.executors
+        try:
+            args, kwargs = clone_inputs(self.args, self.kwargs)
+            outputs = jitted(*args, **kwargs)
+            run.median_ms, run.repeats = self._time(jitted)
+        except Exception as exc:
+            run.error = self.error = ErrorInfo.from_exception(exc, jitted=jitted)
+        else:
+            run.max_abs_diff, run.matches_eager = self._against_eager(outputs)
+        run.cache_hits = thunder.cache_hits(jitted)
+        run.cache_misses = thunder.cache_misses(jitted)
+        self.runs.append(run)
+        return run
+
+    def _rejit(self, executors: list[str]) -> Any:
+        o = self.options
+        return thunder.jit(
+            self.original,
+            executors=executors,
+            cache=o.cache_option,
+            sharp_edges=o.sharp_edges,
+            disable_torch_autograd=o.disable_torch_autograd,
+            transforms=list(o.transforms),
+            debug_options=o.debug_options,
+            **dict(o.extra),
+        )
+
+    def _time(self, jitted: Callable) -> tuple[float, int]:
+        """Median wall time of a call, in ms, over up to ``max_repeats`` calls within the budget."""
+        args, kwargs = clone_inputs(self.args, self.kwargs)
+        start = time.perf_counter_ns()
+        jitted(*args, **kwargs)  # warm-up, and an estimate of one call
+        estimate_s = (time.perf_counter_ns() - start) / 1e9
+        repeats = max(1, min(self.max_repeats, int(self.time_budget_s / max(estimate_s, 1e-9))))
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter_ns()
+            jitted(*args, **kwargs)
+            samples.append(time.perf_counter_ns() - start)
+        return statistics.median(samples) / 1e6, repeats
+
+    def _against_eager(self, outputs: Any) -> tuple[float | None, bool | None]:
+        args, kwargs = clone_inputs(self.args, self.kwargs)
+        try:
+            with torch.no_grad() if self.options.disable_torch_autograd else contextlib.nullcontext():
+                expected = self.original(*args, **kwargs)
+        except Exception:  # eager PyTorch fails where thunder did not: nothing to compare with
+            return None, None
+        return compare_outputs(outputs, expected)
+
+    def executors_json(self, *, interactive: bool | None = None, reason: str | None = None) -> dict:
+        """The ``executors`` object of the document."""
+        if interactive is None:
+            interactive = self.has_inputs
+            if not interactive and reason is None:
+                reason = "the inputs of the last call are unknown: pass args= to thunder_viz.explore"
+        return {
+            "available": available_executors(),
+            "selected": self.executors,
+            "always": executor_names(thunder.get_always_executors()),
+            "interactive": bool(interactive),
+            "reason": None if interactive else reason,
+        }
+
+    def steps(self) -> list:
+        """The steps of the last compilation, or none when it did not get as far as running."""
+        from thunder_viz import graph
+
+        if self.error is not None and self.error.stage != "running":
+            return []
+        try:
+            thunder.last_traces(self.jitted)
+        except TypeError:  # never compiled
+            return []
+        return graph.steps_from_jitted(self.jitted)
+
+    def to_document(self, *, interactive: bool | None = None, reason: str | None = None) -> dict:
+        """The JSON document of ``docs/trace-schema.md`` for this session."""
+        from thunder_viz import graph
+
+        return graph.document(
+            title=self.title,
+            steps=self.steps(),
+            runs=[run.to_json() for run in self.runs],
+            executors=self.executors_json(interactive=interactive, reason=reason),
+            error=None if self.error is None else self.error.to_json(),
+        )
+
+
+def _register(jitted: Any, session: Session) -> None:
+    try:
+        _SESSIONS[jitted] = session
+    except TypeError:  # not weak-referenceable: explore then needs args=
+        pass
