@@ -89,3 +89,13 @@ def test_pure_function_is_fine_under_error():
 def test_bad_sharp_edges_option():
     with pytest.raises(ValueError, match="unknown sharp_edges option"):
         thunder.jit(reads_global, sharp_edges="sometimes")
+
+
+def test_library_internals_are_not_reported():
+    def call_module(m, x):
+        return m(x)
+
+    jf = thunder.jit(call_module, sharp_edges="error")
+    m = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(jf(m, x), m(x))

@@ -215,7 +215,9 @@ class Tracer:
         known = self._proxy_for.get(id(value))
         if known is not None:
             return known
-        self.sharp_edge(f"Reading the global {name!r} of module {globals_dict.get('__name__', '?')!r}")
+        module = globals_dict.get("__name__", "?")
+        if not _is_library_module(module):  # torch's own globals (hook registries) are guarded, not reported
+            self.sharp_edge(f"Reading the global {name!r} of module {module!r}")
         holder = self._prologue_proxy(name)
         self._emit(prims.unpack_global, globals_dict, name, holder, output=holder)
         return self.unpack_value(value, holder, holder.name)
@@ -377,6 +379,13 @@ def _cell_holding(fn: Callable, value: Any):
         except ValueError:  # empty cell
             continue
     return None
+
+
+_LIBRARY_PREFIXES = ("torch.", "typing", "collections", "functools", "enum", "dataclasses", "abc")
+
+
+def _is_library_module(name: str) -> bool:
+    return name == "torch" or name.startswith(_LIBRARY_PREFIXES)
 
 
 def _is_thunder_module(globals_dict: dict) -> bool:
