@@ -1,0 +1,433 @@
+"""Browser tests: the trace explorer inside a real JupyterLab, driven through Chromium.
+
+Layer: tests. Imports pytest and the fixtures of ``tests/browser/conftest.py``; the notebooks in
+``tests/browser/notebooks/`` import thunder and thunder_viz in their kernels. Every selector used
+here is part of the DOM contract in the visualiser brief (``data-testid`` and ``data-*``
+attributes, ``aria-selected``/``aria-current``, the ``diff-*`` and ``search-match`` classes).
+
+Each test opens its own fresh copy of a notebook, so the tests are independent and can run in
+any order and under ``pytest -n 2``. Screenshots of each stage go to ``artifacts/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+READY_MS = 120_000  # kernel start, `import torch`, the first jit and the widget's first render
+RERUN_MS = 240_000  # TorchInductor compiles a fusion region in ~10-20 s on two CPU cores
+
+EXPLORER = ".thunder-explorer"
+STEP = '[data-testid="step"]'
+NODE = '[data-testid="graph"] [data-testid="node"]'
+LINE = '[data-testid="source-line"]'
+PASSES = [
+    "Interpretation",
+    "Dead Code Elimination",
+    "Common Subexpression Elimination",
+    "Transform for execution",
+    "Delete Last Used",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers over the DOM contract
+
+
+def ready_explorer(nb, index: int = 0):
+    """The index-th explorer of the notebook, once it says it has rendered its first graph."""
+    ex = nb.page.locator(EXPLORER).nth(index)
+    ex.wait_for(state="attached", timeout=READY_MS)
+    nb.page.wait_for_function(
+        "([sel, i]) => { const e = document.querySelectorAll(sel)[i]; return !!e && e.dataset.ready === 'true'; }",
+        arg=[EXPLORER, index],
+        timeout=READY_MS,
+    )
+    ex.scroll_into_view_if_needed()
+    return ex
+
+
+def open_and_run(notebook_opener, name: str, allow_errors: bool = False):
+    nb = notebook_opener(name)
+    if allow_errors:
+        try:
+            nb.run_all()
+        except AssertionError:
+            pass
+    else:
+        nb.run_all()
+    return nb
+
+
+def current_step(ex) -> int:
+    selected = ex.locator(f'{STEP}[aria-selected="true"]')
+    assert selected.count() == 1, "exactly one step is aria-selected"
+    return int(selected.get_attribute("data-step-index"))
+
+
+def step_by_pass(ex, pass_name: str):
+    """The step item of the computation trace made by ``pass_name`` (the last one if several)."""
+    steps = ex.locator(STEP).filter(has_text=pass_name)
+    assert steps.count() >= 1, f"no step named {pass_name!r}; steps: {ex.locator(STEP).all_inner_texts()}"
+    return steps.last
+
+
+def go_to(ex, pass_name: str) -> None:
+    step = step_by_pass(ex, pass_name)
+    step.click()
+    index = step.get_attribute("data-step-index")
+    ex.locator(f'{STEP}[data-step-index="{index}"][aria-selected="true"]').wait_for()
+
+
+def node_labels(ex) -> list[str]:
+    return [t.strip() for t in ex.locator(NODE).all_text_contents()]
+
+
+def count_labelled(ex, word: str) -> int:
+    return sum(1 for label in node_labels(ex) if re.search(rf"\b{word}\b", label))
+
+
+def node_boxes(ex) -> dict[str, dict]:
+    """Screen boxes of the graph's nodes keyed by their stable ``data-node-id``."""
+    return ex.locator(NODE).evaluate_all(
+        "els => Object.fromEntries(els.map(e => { const r = e.getBoundingClientRect();"
+        " return [e.dataset.nodeId, {x: r.x, y: r.y, w: r.width, h: r.height}]; }))"
+    )
+
+
+def active_cell(nb) -> int:
+    return nb.page.evaluate("() => window.jupyterapp.shell.currentWidget.content.activeCellIndex")
+
+
+def absent_or_hidden(locator) -> bool:
+    return locator.count() == 0 or not locator.first.is_visible()
+
+
+def no_page_errors(nb) -> None:
+    assert not nb.page_errors, f"uncaught errors in the page: {nb.page_errors}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The fixtures themselves (no thunder_viz needed): a failure here is the test rig, not the explorer
+
+
+def test_jupyterlab_runs_a_notebook_in_chromium(notebook_opener):
+    nb = open_and_run(notebook_opener, "smoke.ipynb")
+    outputs = nb.outputs()
+    assert outputs[1][0]["data"]["text/plain"] == "42"
+    nb.page.locator(".jp-OutputArea-output", has_text="42").wait_for()
+    nb.screenshot("smoke_01_notebook")
+    no_page_errors(nb)
+
+
+# ---------------------------------------------------------------------------------------------
+# The explorer of `%thunder_jit f(x, y)`
+
+
+def test_explorer_renders_the_steps_of_the_last_compilation(notebook_opener):
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+    nb.screenshot("explorer_01_notebook")
+    nb.screenshot("explorer_02_rendered", ex)
+
+    texts = ex.locator(STEP).all_inner_texts()
+    indices = [int(i) for i in ex.locator(STEP).evaluate_all("els => els.map(e => e.dataset.stepIndex)")]
+    assert indices == sorted(indices) and len(set(indices)) == len(indices), indices
+    assert any("prologue" in t.lower() for t in texts), f"no prologue step in {texts}"
+    positions = [next((i for i, t in enumerate(texts) if p in t), None) for p in PASSES]
+    assert None not in positions, f"missing passes in {texts}"
+    assert positions == sorted(positions), f"passes out of order: {texts}"
+    assert current_step(ex) in indices
+
+    graph = ex.locator('[data-testid="graph"]')
+    assert graph.evaluate("e => e.tagName.toLowerCase()") == "svg"
+    assert ex.locator(NODE).count() > 0
+    assert ex.locator(f'[data-testid="source"] {LINE}').count() > 0
+    assert "ready" in ex.locator('[data-testid="status"]').inner_text().lower()
+    assert ex.locator('[data-testid="runs"]').count() == 1
+    no_page_errors(nb)
+
+
+def test_each_pass_changes_the_graph_and_surviving_nodes_stay_put(notebook_opener):
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+
+    go_to(ex, "Interpretation")
+    nb.screenshot("explorer_03_interpretation", ex)
+    assert count_labelled(ex, "cos") == 1, node_labels(ex)
+    assert count_labelled(ex, "sin") == 2, node_labels(ex)
+    before = node_boxes(ex)
+
+    go_to(ex, "Dead Code Elimination")
+    nb.screenshot("explorer_04_dce", ex)
+    assert count_labelled(ex, "cos") == 0, "DCE removes the unused cos"
+    after = node_boxes(ex)
+    assert set(after) < set(before), "DCE only removes nodes; the others keep their ids"
+    moved = {
+        nid: (before[nid], after[nid])
+        for nid in after
+        if abs(before[nid]["x"] - after[nid]["x"]) > 1 or abs(before[nid]["y"] - after[nid]["y"]) > 1
+    }
+    assert not moved, f"nodes that survive a pass must not move: {moved}"
+
+    go_to(ex, "Common Subexpression Elimination")
+    nb.screenshot("explorer_05_cse", ex)
+    assert count_labelled(ex, "sin") == 1, "CSE merges the repeated sin(x) * y"
+    assert count_labelled(ex, "mul") == 1, node_labels(ex)
+
+    go_to(ex, "Transform for execution")
+    nb.screenshot("explorer_06_transform_for_execution", ex)
+    # ltorch ops are claimed by the torch executor: same identity, different executor.
+    assert ex.locator(f"{NODE}.diff-rewritten").count() >= 1
+    assert ex.locator(f'[data-testid="source"] {LINE}.diff-rewritten').count() >= 1
+
+    go_to(ex, "Delete Last Used")
+    nb.screenshot("explorer_07_delete_last_used", ex)
+    assert ex.locator(f"{NODE}.diff-added").count() >= 1, "the del statements are new"
+    no_page_errors(nb)
+
+
+def test_steps_walk_with_the_mouse_and_the_keyboard(notebook_opener):
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+    steps = ex.locator(STEP)
+    indices = [int(i) for i in steps.evaluate_all("els => els.map(e => e.dataset.stepIndex)")]
+    assert len(indices) >= 4
+
+    for i in (indices[2], indices[0], indices[-1]):
+        ex.locator(f'{STEP}[data-step-index="{i}"]').click()
+        assert current_step(ex) == i
+
+    ex.locator(f'{STEP}[data-step-index="{indices[0]}"]').click()
+    cell = active_cell(nb)
+    for key, expected in (("ArrowDown", 1), ("ArrowDown", 2), ("ArrowUp", 1), ("j", 2), ("j", 3), ("k", 2)):
+        nb.page.keyboard.press(key)
+        nb.page.wait_for_timeout(50)
+        assert current_step(ex) == indices[expected], f"after {key}"
+    nb.screenshot("explorer_08_keyboard", ex)
+    # The keys went to the explorer, not to JupyterLab's command mode (where j/k/arrows change cell).
+    assert active_cell(nb) == cell, "the notebook's active cell moved: the explorer leaked its keys to JupyterLab"
+    no_page_errors(nb)
+
+
+def test_selecting_a_node_highlights_its_line_and_a_line_selects_its_node(notebook_opener):
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+    go_to(ex, "Dead Code Elimination")
+
+    sin = ex.locator(NODE).filter(has_text=re.compile(r"\bsin\b")).first
+    sin.click()
+    assert sin.get_attribute("aria-selected") == "true"
+    assert ex.locator(f'{NODE}[aria-selected="true"]').count() == 1
+    current = ex.locator(f'{LINE}[aria-current="true"]')
+    assert current.count() == 1, "exactly one highlighted source line"
+    assert re.search(r"= ltorch\.sin\(x\)", current.inner_text()), current.inner_text()
+    assert int(current.get_attribute("data-line")) >= 1
+
+    details = ex.locator('[data-testid="node-details"]').inner_text()
+    for expected in ("sin", "f32", "4", "8", "torch.sin(x) * y"):
+        assert expected in details, f"{expected!r} not in node details:\n{details}"
+    nb.screenshot("explorer_09_node_selected", ex)
+
+    add_line = ex.locator(LINE).filter(has_text=re.compile(r"= ltorch\.add\(")).first
+    add_line.click()
+    assert add_line.get_attribute("aria-current") == "true"
+    assert ex.locator(f'{LINE}[aria-current="true"]').count() == 1
+    selected = ex.locator(f'{NODE}[aria-selected="true"]')
+    assert selected.count() == 1
+    assert re.search(r"\badd\b", selected.text_content()), selected.text_content()
+    assert "add" in ex.locator('[data-testid="node-details"]').inner_text()
+    nb.screenshot("explorer_10_line_selected", ex)
+    no_page_errors(nb)
+
+
+def test_search_marks_matching_nodes(notebook_opener):
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+    go_to(ex, "Dead Code Elimination")
+    search = ex.locator('input[data-testid="search"]')
+
+    search.fill("sin")
+    ex.locator(".search-match").first.wait_for()
+    matched = ex.locator(f"{NODE}.search-match")
+    assert matched.count() == 2, node_labels(ex)
+    assert all("sin" in t for t in matched.all_text_contents())
+    nb.screenshot("explorer_11_search", ex)
+
+    search.fill("zzz_no_such_op")
+    nb.page.wait_for_timeout(300)
+    assert ex.locator(".search-match").count() == 0
+
+    search.fill("")
+    nb.page.wait_for_timeout(300)
+    assert ex.locator(".search-match").count() == 0
+    no_page_errors(nb)
+
+
+def test_graph_pans_and_zooms(notebook_opener):
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+    graph = ex.locator('[data-testid="graph"]')
+    node = ex.locator(NODE).first
+    node_id = node.get_attribute("data-node-id")
+    box = graph.bounding_box()
+
+    before = node_boxes(ex)[node_id]
+    nb.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    nb.page.mouse.wheel(0, -400)
+    nb.page.wait_for_timeout(300)
+    zoomed = node_boxes(ex)[node_id]
+    assert abs(zoomed["w"] - before["w"]) > 1, f"wheel over the graph zooms: {before} -> {zoomed}"
+
+    # Drag from an empty corner of the graph.
+    x0, y0 = box["x"] + 5, box["y"] + 5
+    nb.page.mouse.move(x0, y0)
+    nb.page.mouse.down()
+    nb.page.mouse.move(x0 + 60, y0 + 40, steps=6)
+    nb.page.mouse.up()
+    nb.page.wait_for_timeout(200)
+    panned = node_boxes(ex)[node_id]
+    assert abs(panned["x"] - zoomed["x"] - 60) < 3 and abs(panned["y"] - zoomed["y"] - 40) < 3, (zoomed, panned)
+    nb.screenshot("explorer_12_pan_zoom", ex)
+    no_page_errors(nb)
+
+
+@pytest.mark.slow
+def test_torchcompile_toggle_reruns_in_place_and_keeps_previous_runs(notebook_opener):
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+
+    toggles = ex.locator('input[data-testid="executor-toggle"]')
+    executors = toggles.evaluate_all("els => els.map(e => e.dataset.executor)")
+    assert {"torch", "python", "torchcompile"} <= set(executors), executors
+    for always in ("torch", "python"):
+        toggle = ex.locator(f'input[data-testid="executor-toggle"][data-executor="{always}"]')
+        assert toggle.is_checked() and toggle.is_disabled(), f"{always} is always on"
+    tc = ex.locator('input[data-testid="executor-toggle"][data-executor="torchcompile"]')
+    assert tc.is_enabled() and not tc.is_checked()
+    assert absent_or_hidden(ex.locator('[data-testid="executors-unavailable"]'))
+
+    runs = ex.locator('[data-testid="runs"] [data-testid="run"]')
+    n_runs = runs.count()
+    old_rows = runs.all_inner_texts()
+    tc.check()
+    ex.locator('[data-testid="rerun"]').click()
+    nb.page.wait_for_function(
+        "([sel, n]) => document.querySelectorAll(sel).length > n",
+        arg=[f'{EXPLORER} [data-testid="runs"] [data-testid="run"]', n_runs],
+        timeout=RERUN_MS,
+        polling=500,
+    )
+    nb.page.wait_for_function(
+        "(sel) => /ready/i.test(document.querySelector(sel).textContent)",
+        arg=f'{EXPLORER} [data-testid="status"]',
+        timeout=RERUN_MS,
+        polling=500,
+    )
+    nb.screenshot("explorer_13_after_torchcompile_rerun", ex)
+
+    assert runs.count() == n_runs + 1
+    assert runs.all_inner_texts()[:n_runs] == old_rows, "previous runs' figures stay as they were"
+    new = runs.nth(n_runs)
+
+    def field(name: str) -> str:
+        return new.locator(f'[data-field="{name}"]').inner_text().strip()
+
+    assert "torchcompile" in field("executors")
+    assert float(re.search(r"[\d.]+(?:e-?\d+)?", field("median_ms")).group()) > 0
+    assert float(re.search(r"[\d.]+(?:e-?\d+)?", field("max_abs_diff")).group()) < 1e-4
+    assert int(field("cache_misses")) >= 1
+    assert int(field("cache_hits")) >= 0
+    assert absent_or_hidden(ex.locator('[data-testid="error"]'))
+
+    # The steps are the new compilation's: the execution transform fused the region.
+    go_to(ex, "Transform for execution")
+    nb.screenshot("explorer_14_fusion", ex)
+    graph_text = ex.locator('[data-testid="graph"]').text_content()
+    assert re.search("torchcompile", graph_text, re.I), graph_text
+    assert ex.locator(f"{NODE}.diff-fused").count() >= 1
+
+    groups = ex.locator('[data-testid="graph"] [data-testid="group"]')
+    assert groups.count() >= 1, "the fusion is a group"
+    group = groups.first
+    toggle = group.locator('[data-testid="group-toggle"]')
+    if toggle.count() == 0:  # the toggle may sit beside the group rather than inside it
+        gid = group.get_attribute("data-group-id")
+        toggle = ex.locator(f'[data-testid="group-toggle"][data-group-id="{gid}"]')
+    visible = lambda: ex.locator(NODE).evaluate_all(
+        "els => els.filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; })"
+        ".map(e => e.dataset.nodeId).sort()"
+    )
+    expanded = (visible(), group.bounding_box())
+    toggle.first.click()
+    nb.page.wait_for_timeout(300)
+    collapsed = (visible(), group.bounding_box())
+    nb.screenshot("explorer_15_group_collapsed", ex)
+    assert collapsed != expanded, "collapsing a group changes what the graph shows"
+    toggle.first.click()
+    nb.page.wait_for_timeout(300)
+    assert visible() == expanded[0], "expanding restores the group's nodes"
+    no_page_errors(nb)
+
+
+# ---------------------------------------------------------------------------------------------
+# Failures and hostile input
+
+
+def test_a_tracing_error_shows_the_users_line_not_a_traceback(notebook_opener):
+    nb = open_and_run(notebook_opener, "failing.ipynb", allow_errors=True)
+    ex = nb.page.locator(EXPLORER).first
+    ex.wait_for(timeout=READY_MS)
+    error = ex.locator('[data-testid="error"]')
+    error.wait_for(timeout=READY_MS)
+    error.scroll_into_view_if_needed()
+    nb.screenshot("failing_01_error", ex)
+    text = error.inner_text()
+    for expected in ("UnsupportedOpError", "to_sparse", "return y.to_sparse()"):
+        assert expected in text, f"{expected!r} not in the error panel:\n{text}"
+    assert "Traceback (most recent call last)" not in text and "site-packages" not in text
+    no_page_errors(nb)
+
+
+def test_markup_in_user_strings_is_shown_as_text_and_runs_nothing(notebook_opener):
+    nb = notebook_opener("hostile.ipynb")
+    nb.page.evaluate("() => { window.__pwned = undefined; }")
+    try:
+        nb.run_all()
+    except AssertionError:
+        pass  # `boom` raises; its explorer must still show the error
+    ex = ready_explorer(nb, 0)
+    go_to(ex, "Dead Code Elimination")
+    source = ex.locator('[data-testid="source"]').inner_text()
+    assert '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2; alert(2)">' in source
+
+    ex.locator(NODE).filter(has_text=re.compile(r"\bmul\b")).first.click()
+    details = ex.locator('[data-testid="node-details"]').inner_text()
+    assert "<script>window.__pwned = 1</script>" in details, details
+    nb.screenshot("hostile_01_source_and_details", ex)
+
+    search = ex.locator('input[data-testid="search"]')
+    search.fill("<img src=x onerror=alert(6)>")
+    nb.page.wait_for_timeout(300)
+
+    failed = nb.page.locator(EXPLORER).nth(1)
+    error = failed.locator('[data-testid="error"]')
+    error.wait_for(timeout=READY_MS)
+    assert '<img src=x onerror="window.__pwned = 5; alert(5)"> broke' in error.inner_text()
+    nb.screenshot("hostile_02_error", failed)
+
+    nb.page.wait_for_timeout(1000)  # give an injected <img> time to fail loading and fire onerror
+    assert nb.page.evaluate("() => window.__pwned") is None, "a script from the user's strings ran"
+    assert nb.dialogs == [], f"a script from the user's strings opened dialogs: {nb.dialogs}"
+    injected = nb.page.evaluate(
+        """(sel) => [...document.querySelectorAll(sel + ' *')]
+             .filter(e => e.tagName.toLowerCase() === 'script' || (e.tagName.toLowerCase() === 'img' && e.getAttribute('src') === 'x')
+                          || [...e.attributes].some(a => /^on/i.test(a.name)))
+             .map(e => e.outerHTML.slice(0, 120))""",
+        EXPLORER,
+    )
+    assert injected == [], f"markup from the user's program became elements: {injected}"
+    no_page_errors(nb)
