@@ -1,1 +1,15 @@
 """thunder_viz: see what the thunder compiler did (filled in by the visualiser issue)."""
+
+# --- sessions, explorer widget and %thunder_jit (thunder_viz/session.py, widget.py, api.py, magic.py) ---
+from thunder_viz.api import explore
+from thunder_viz.session import Session
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext thunder_viz``: registers ``%thunder_jit`` and ``%%thunder_jit``."""
+    from thunder_viz.magic import ThunderJitMagics
+
+    ipython.register_magics(ThunderJitMagics)
+
+
+# --- end of sessions, explorer widget and %thunder_jit ---

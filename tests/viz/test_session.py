@@ -1,0 +1,202 @@
+"""Sessions: recorded inputs, reruns with other executors, eager agreement, errors with the user's line."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+from tests.viz import session_stubs
+from thunder_viz.session import ErrorInfo, Session, compare_outputs, session_for
+
+
+@pytest.fixture(autouse=True)
+def _graph(monkeypatch):
+    session_stubs.install(monkeypatch)
+
+
+def mul_sin(x, y):
+    return x * y + torch.sin(x)
+
+
+def bump_in_place(x):
+    x.add_(1)
+    return x * 2
+
+
+def bad_matmul(a, b):
+    c = a + 1
+    return c @ b  # the user's failing line
+
+
+def bad_index(x, i):
+    y = x * 2
+    return torch.index_select(y, 0, i)  # fails only when it runs
+
+
+def _session(fn, *args, **kwargs) -> Session:
+    session = Session(thunder.jit(fn))
+    session(*args, **kwargs)
+    return session
+
+
+def test_call_records_inputs_and_registers_the_session():
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    jf = thunder.jit(mul_sin)
+    session = Session(jf)
+    out = session(x, y)
+    torch.testing.assert_close(out, mul_sin(x, y))
+    assert session.args[0] is x and session.args[1] is y
+    assert session_for(jf) is session
+    assert session.executors == ["torch", "python"]
+
+
+def test_rerun_records_a_run_with_time_agreement_and_cache_counters():
+    session = _session(mul_sin, torch.randn(3, 4), torch.randn(3, 4))
+    session.max_repeats = 5
+    run = session.rerun(["torch"])
+    assert session.runs == [run]
+    assert run.id == "r1" and run.error is None
+    assert run.executors == ["torch", "python"]
+    assert run.median_ms > 0 and 1 <= run.repeats <= 5
+    assert run.max_abs_diff == 0.0 and run.matches_eager is True
+    assert run.cache_misses == 1 and run.cache_hits == run.repeats + 1  # warm-up and timed calls hit
+    assert session_for(session.jitted) is session
+
+
+def test_rerun_replaces_the_jitted_callable_keeping_other_options():
+    jf = thunder.jit(mul_sin, cache="no caching")
+    session = Session(jf)
+    session(torch.randn(2), torch.randn(2))
+    session.max_repeats = 2
+    run = session.rerun(["python"])
+    assert session.jitted is not jf
+    assert thunder.cache_option(session.jitted) is thunder.CACHE_OPTIONS.NO_CACHING
+    assert run.cache_hits == 0 and run.cache_misses == run.repeats + 2
+
+
+def test_reruns_clone_the_inputs_a_program_mutates():
+    x = torch.zeros(3)
+    session = _session(bump_in_place, x)
+    assert torch.equal(x, torch.ones(3))  # the user's own call mutates, as eager would
+    session.max_repeats = 3
+    first = session.rerun(["torch"])
+    second = session.rerun(["torch"])
+    assert torch.equal(x, torch.ones(3))  # reruns and the eager reference work on clones
+    assert first.matches_eager and second.matches_eager and first.max_abs_diff == 0.0
+    assert [r.id for r in session.runs] == ["r1", "r2"]
+
+
+def test_rerun_without_inputs_or_with_unknown_executor_is_a_clear_error():
+    jf = thunder.jit(mul_sin)
+    with pytest.raises(ValueError, match="inputs of its last call are unknown"):
+        Session(jf).rerun(["torch"])
+    session = _session(mul_sin, torch.randn(2), torch.randn(2))
+    with pytest.raises(ValueError, match="unknown executors \\['nvfuser'\\]"):
+        session.rerun(["nvfuser"])
+
+
+def test_tracing_failure_names_the_users_line_and_keeps_no_steps():
+    session = Session(thunder.jit(bad_matmul))
+    with pytest.raises(thunder.core.errors.ThunderValueError):
+        session(torch.randn(2, 3), torch.randn(2, 3))
+    error = session.error
+    assert error.type == "ThunderValueError" and error.stage == "tracing"
+    assert error.user_frame.file == __file__ and error.user_frame.function == "bad_matmul"
+    assert error.user_frame.code == "return c @ b  # the user's failing line"
+    doc = session.to_document()
+    assert doc["steps"] == [] and doc["error"]["user_frame"]["line"] == error.user_frame.line
+    assert "while tracing" in error.one_line() and "inner dimensions" in error.one_line()
+
+
+def test_running_failure_maps_generated_code_back_to_the_users_line_and_keeps_steps():
+    session = Session(thunder.jit(bad_index))
+    session.args, session.kwargs = (torch.randn(2, 3), torch.tensor([5])), {}
+    run = session.rerun(["torch"])
+    assert run.error is session.error
+    assert run.error.type == "IndexError" and run.error.stage == "running"
+    assert run.error.user_frame.function == "bad_index"
+    assert run.error.user_frame.code == "return torch.index_select(y, 0, i)  # fails only when it runs"
+    assert run.median_ms is None and run.cache_misses == 1
+    doc = session.to_document()
+    assert doc["steps"], "the compilation completed: its steps stay"
+    assert doc["runs"][0]["error"]["stage"] == "running"
+    session_stubs.validate(doc)
+
+
+def test_an_exception_raised_by_the_user_points_at_the_raise():
+    def explode(x):
+        raise ValueError("no negative inputs")
+
+    session = Session(thunder.jit(explode))
+    with pytest.raises(ValueError):
+        session(torch.randn(2))
+    assert session.error.user_frame.code == 'raise ValueError("no negative inputs")'
+    assert session.error.message == "no negative inputs"
+
+
+def test_document_lists_executors_and_runs():
+    session = _session(mul_sin, torch.randn(2), torch.randn(2))
+    session.max_repeats = 2
+    session.rerun(["python"])
+    doc = session.to_document()
+    session_stubs.validate(doc)
+    assert doc["title"] == "mul_sin"
+    ex = doc["executors"]
+    assert ex["available"][-2:] == ["torch", "python"] and "torchcompile" in ex["available"]
+    assert ex["selected"] == ["python", "torch"] and ex["always"] == ["torch", "python"]
+    assert ex["interactive"] is True and ex["reason"] is None
+    assert [r["id"] for r in doc["runs"]] == ["r1"]
+    assert {"median_ms", "repeats", "max_abs_diff", "matches_eager", "cache_hits", "cache_misses"} <= set(
+        doc["runs"][0]
+    )
+
+
+def test_document_without_inputs_is_not_interactive_and_says_why():
+    jf = thunder.jit(mul_sin)
+    jf(torch.randn(2), torch.randn(2))
+    doc = Session(jf).to_document()
+    assert doc["executors"]["interactive"] is False
+    assert "args=" in doc["executors"]["reason"]
+    assert [s["kind"] for s in doc["steps"]][:1] == ["prologue"]
+
+
+def test_module_session_reruns_the_module():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh())
+    tm = thunder.jit(model)
+    session = Session(tm)
+    session(torch.randn(2, 4))
+    assert session.original is model and session.title == "Sequential"
+    session.max_repeats = 2
+    run = session.rerun(["torch"])
+    assert run.error is None and run.matches_eager and run.max_abs_diff < 1e-6
+
+
+@pytest.mark.parametrize(
+    "actual, expected, diff, ok",
+    [
+        (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]), 0.5, False),
+        ((torch.tensor([1.0]), 3), (torch.tensor([1.0 + 1e-7]), 3), pytest.approx(1e-7, rel=0.2), True),
+        (torch.tensor([float("nan")]), torch.tensor([float("nan")]), 0.0, True),
+        (torch.tensor([1, 2]), torch.tensor([1, 3]), 1.0, False),
+        (torch.ones(2), torch.ones(3), None, False),
+        ([torch.ones(1)], (torch.ones(1),), None, False),
+        (
+            torch.ones(2, dtype=torch.bfloat16),
+            torch.ones(2, dtype=torch.bfloat16) * 1.0078125,
+            pytest.approx(0.0078125),
+            True,
+        ),
+    ],
+)
+def test_compare_outputs(actual, expected, diff, ok):
+    assert compare_outputs(actual, expected) == (diff, ok)
+
+
+def test_error_info_to_json_follows_the_schema():
+    try:
+        bad_matmul(torch.randn(2, 3), torch.randn(2, 3))
+    except RuntimeError as exc:
+        info = ErrorInfo.from_exception(exc)
+    assert set(info.to_json()) == {"type", "message", "stage", "user_frame"}
+    assert set(info.to_json()["user_frame"]) == {"file", "line", "function", "code"}

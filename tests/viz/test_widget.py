@@ -1,0 +1,185 @@
+"""The explorer widget without a browser: a recording comm, and front-end messages simulated.
+
+See /work/shared/JUPYTER-TESTING.md ("Widgets without a browser").
+"""
+
+from __future__ import annotations
+
+import comm
+import pytest
+import torch
+from comm.base_comm import BaseComm
+
+import thunder
+import thunder_viz
+from tests.viz import session_stubs
+from thunder_viz.session import Session
+from thunder_viz.widget import _PLACEHOLDER_ESM, ESM_PATH, ExplorerWidget
+
+TRACE_MIME = "application/vnd.thunder.trace+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+class RecordingComm(BaseComm):
+    """A comm that keeps what the kernel would send to the front end."""
+
+    def __init__(self, *args, **kwargs):
+        self.sent: list[dict] = []
+        super().__init__(*args, **kwargs)
+
+    def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+        self.sent.append({"msg_type": msg_type, "data": data, "buffers": buffers})
+
+
+@pytest.fixture(autouse=True)
+def _recording_comm(monkeypatch):
+    session_stubs.install(monkeypatch)
+    monkeypatch.setattr(comm, "create_comm", RecordingComm)
+
+
+def front_end_sends(widget, content: dict) -> None:
+    widget._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+def front_end_sets(widget, **state) -> None:
+    widget._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
+
+
+def state_updates(widget) -> list[dict]:
+    return [m["data"]["state"] for m in widget.comm.sent if m["data"] and m["data"].get("method") == "update"]
+
+
+def scaled_tanh(x, w):
+    return torch.tanh(x @ w) * 0.5 + x.sum()
+
+
+def explorer(**session_options) -> ExplorerWidget:
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    session = Session(thunder.jit(scaled_tanh), **session_options)
+    session(x, w)
+    session.max_repeats = 3
+    return ExplorerWidget(session)
+
+
+def test_widget_opens_with_the_document_and_the_front_end():
+    w = explorer()
+    opened = w.comm.sent[0]
+    assert opened["msg_type"] == "comm_open"
+    state = opened["data"]["state"]
+    assert state["doc"]["title"] == "scaled_tanh" and state["status"] == "ready"
+    assert state["doc"]["executors"]["interactive"] is True
+    expected_esm = ESM_PATH.read_text() if ESM_PATH.exists() else _PLACEHOLDER_ESM
+    assert state["_esm"] == expected_esm and "export default" in state["_esm"]
+    session_stubs.validate(w.doc)
+
+
+def test_rerun_message_recompiles_reruns_and_updates_the_document():
+    w = explorer()
+    w.comm.sent.clear()
+    front_end_sends(w, {"type": "rerun", "executors": ["python"]})
+    [run] = w.session.runs
+    assert run.executors == ["python", "torch"] and run.error is None
+    assert run.median_ms > 0 and run.max_abs_diff is not None and run.matches_eager
+    assert run.cache_misses == 1 and run.cache_hits >= 1
+    assert w.doc["runs"] == [run.to_json()]
+    assert w.doc["executors"]["selected"] == ["python", "torch"]
+    # What the front end saw, in order: running, the new document, ready.
+    updates = state_updates(w)
+    assert updates[0] == {"status": "running…"}
+    assert updates[-1] == {"status": "ready"}
+    [doc_update] = [u for u in updates if "doc" in u]
+    assert doc_update["doc"]["runs"][0]["id"] == "r1"
+    assert updates.index(doc_update) == 1
+
+
+def test_previous_runs_stay_in_the_document():
+    w = explorer()
+    w.rerun(["torch"])
+    w.rerun(["python"])
+    assert [(r["id"], r["executors"]) for r in w.doc["runs"]] == [
+        ("r1", ["torch", "python"]),
+        ("r2", ["python", "torch"]),
+    ]
+
+
+def test_bad_rerun_message_sets_an_error_status_and_keeps_the_kernel_going():
+    w = explorer()
+    front_end_sends(w, {"type": "rerun", "executors": ["nvfuser"]})
+    assert w.status.startswith("error: unknown executors ['nvfuser']")
+    front_end_sends(w, {"type": "rerun", "executors": "torch"})
+    assert w.status.startswith("error: a rerun needs a list")
+    assert w.session.runs == []
+    front_end_sends(w, {"type": "something else"})  # ignored
+    front_end_sends(w, {"type": "rerun", "executors": ["torch"]})
+    assert w.status == "ready" and len(w.session.runs) == 1
+
+
+def test_rerun_that_fails_shows_the_error_in_the_document():
+    def index_out_of_range(x, i):
+        return torch.index_select(x * 2, 0, i)  # out of range when it runs
+
+    session = Session(thunder.jit(index_out_of_range))
+    session(torch.randn(2, 3), torch.tensor([1]))
+    w = ExplorerWidget(session)
+    session.args = (torch.randn(2, 3), torch.tensor([7]))
+    front_end_sends(w, {"type": "rerun", "executors": ["torch"]})
+    assert w.status == "ready"
+    assert w.doc["error"]["type"] == "IndexError" and w.doc["error"]["stage"] == "running"
+    assert w.doc["error"]["user_frame"]["code"].startswith("return torch.index_select(x * 2, 0, i)")
+    assert w.doc["runs"][0]["error"] == w.doc["error"]
+    assert w.doc["steps"], "the completed steps stay"
+
+
+def test_trait_updates_from_the_front_end_are_applied():
+    w = explorer()
+    front_end_sets(w, status="busy in the browser")
+    assert w.status == "busy in the browser"
+
+
+def test_mimebundle_carries_the_widget_view_and_the_saved_document():
+    w = explorer()
+    data, _metadata = w._repr_mimebundle_()
+    assert data[WIDGET_MIME]["model_id"] == w.model_id
+    saved = data[TRACE_MIME]
+    assert saved["executors"]["interactive"] is False and "no kernel" in saved["executors"]["reason"]
+    assert saved["steps"] == w.doc["steps"]
+    assert w.doc["executors"]["interactive"] is True, "the live document stays interactive"
+    assert "text/html" in data and "def computation" in data["text/plain"]
+
+
+def test_explore_uses_the_inputs_a_session_recorded_or_the_given_ones():
+    jf = thunder.jit(scaled_tanh)
+    with pytest.raises(TypeError, match="has not been called yet"):
+        thunder_viz.explore(jf)
+    w = thunder_viz.explore(jf, args=(torch.randn(4, 4), torch.randn(4, 4)))
+    assert w.doc["executors"]["interactive"] is True and w.doc["steps"]
+    again = thunder_viz.explore(jf)
+    assert again.session is w.session
+
+
+def test_explore_after_a_plain_call_shows_the_compilation_without_reruns():
+    jf = thunder.jit(scaled_tanh)
+    jf(torch.randn(4, 4), torch.randn(4, 4))
+    w = thunder_viz.explore(jf)
+    assert w.doc["steps"] and w.doc["executors"]["interactive"] is False
+    with pytest.raises(ValueError, match="inputs of its last call are unknown"):
+        w.rerun(["torch"])
+    assert w.status.startswith("error:")
+
+
+def test_explore_rejects_what_is_not_jitted():
+    with pytest.raises(TypeError, match="not a function returned by thunder.jit"):
+        thunder_viz.explore(scaled_tanh)
+
+
+@pytest.mark.slow
+def test_rerun_with_torchcompile_shows_a_torchcompile_fusion():
+    w = explorer()
+    front_end_sends(w, {"type": "rerun", "executors": ["torchcompile"]})
+    [run] = w.session.runs
+    assert run.error is None and run.matches_eager, run
+    assert run.executors[0] == "torchcompile"
+    final = w.doc["steps"][-1]
+    fusions = [n for n in final["nodes"] if n["fusion"]]
+    assert fusions and all(n["executor"] == "torchcompile" for n in fusions)
+    assert any(n["executor"] == "torchcompile" for n in final["nodes"])

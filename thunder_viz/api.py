@@ -1,0 +1,64 @@
+"""``thunder_viz.explore``: open the explorer on a jitted callable.
+
+Layer: thunder_viz entry points. Imports: thunder, thunder_viz.session, thunder_viz.widget
+(lazily, so ``import thunder_viz`` does not load ipywidgets).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import thunder
+from thunder_viz.session import Session, session_for
+
+if TYPE_CHECKING:
+    from thunder_viz.widget import ExplorerWidget
+
+__all__ = ["explore"]
+
+
+def _was_called(jitted: Any) -> bool:
+    try:
+        thunder.last_traces(jitted)
+    except TypeError:
+        return False
+    return True
+
+
+def explore(jitted_fn: Any, *, args: tuple | None = None, kwargs: dict | None = None) -> ExplorerWidget:
+    """Shows what thunder did to ``jitted_fn`` in an explorer widget.
+
+    Args:
+        jitted_fn: what ``thunder.jit`` returned (function or module).
+        args, kwargs: inputs to run it with (it is called once with them). Without them, the
+            inputs of the last call a :class:`~thunder_viz.session.Session` recorded are used
+            for reruns; if none were recorded, the last compilation is shown but the executor
+            toggles are off.
+
+    Returns:
+        The :class:`~thunder_viz.widget.ExplorerWidget` (display it, or let the cell show it).
+
+    Raises:
+        TypeError: ``jitted_fn`` is not a jitted callable, or it was never called and no
+            ``args`` were given (there is nothing to show yet).
+    """
+    from thunder_viz.widget import ExplorerWidget
+
+    thunder.compile_data(jitted_fn)  # a clear TypeError for something that is not jitted
+    if args is not None or kwargs is not None:
+        session = Session(jitted_fn)
+        try:
+            session(*(args or ()), **(kwargs or {}))
+        except Exception:  # shown in the explorer's error panel
+            pass
+        return ExplorerWidget(session)
+    session = session_for(jitted_fn)
+    if session is not None:
+        return ExplorerWidget(session)
+    if not _was_called(jitted_fn):
+        name = getattr(jitted_fn, "__name__", type(jitted_fn).__name__)
+        raise TypeError(
+            f"{name!r} has not been called yet, so there is no compilation to explore: "
+            f"call it first, or pass its inputs with explore({name}, args=(...))"
+        )
+    return ExplorerWidget(Session(jitted_fn))

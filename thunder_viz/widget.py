@@ -1,0 +1,146 @@
+"""The explorer widget: an anywidget whose front end is the built ``thunder_viz/static/widget.js``.
+
+Python owns the synced state: ``doc`` (the trace document of ``docs/trace-schema.md``) and
+``status`` (``"ready"``, ``"running…"``, or ``"error: …"``). The front end asks for a rerun with
+the custom message ``{"type": "rerun", "executors": [...]}``; the widget recompiles and reruns
+through its :class:`~thunder_viz.session.Session` and replaces ``doc``.
+
+Its display also carries the document itself (``application/vnd.thunder.trace+json``), a
+static HTML snapshot and the trace source as text, so a saved notebook still shows something
+without a kernel.
+
+Layer: thunder_viz front-end glue. Imports: anywidget, traitlets, thunder_viz.session,
+thunder_viz.render.mime (lazily).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from thunder_viz.session import Run, Session
+
+__all__ = ["ExplorerWidget"]
+
+STATIC = Path(__file__).parent / "static"
+ESM_PATH = STATIC / "widget.js"
+CSS_PATH = STATIC / "explorer.css"
+
+STATUS_READY = "ready"
+STATUS_RUNNING = "running…"
+
+# Shown until the front-end bundle is built: the document as text, and the status.
+_PLACEHOLDER_ESM = """
+function render({ model, el }) {
+  const root = document.createElement("div");
+  root.className = "thunder-explorer";
+  const status = document.createElement("div");
+  status.dataset.testid = "status";
+  const pre = document.createElement("pre");
+  const update = () => {
+    status.textContent = model.get("status");
+    pre.textContent = JSON.stringify(model.get("doc"), null, 1);
+  };
+  model.on("change:doc", update);
+  model.on("change:status", update);
+  update();
+  root.append(status, pre);
+  el.append(root);
+  return () => {
+    model.off("change:doc", update);
+    model.off("change:status", update);
+  };
+}
+export default { render };
+"""
+
+SAVED_REASON = "saved output: no kernel to recompile with"
+
+
+def _read(path: Path, fallback: str) -> str:
+    """The file's text, read when a widget is made (so a freshly built bundle is picked up)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return fallback
+
+
+class ExplorerWidget(anywidget.AnyWidget):
+    """The trace explorer of one :class:`Session`.
+
+    Args:
+        session: the session to show and rerun.
+        interactive, reason: override whether the executor toggles work (by default they do
+            when the session knows the inputs of the last call).
+    """
+
+    doc = traitlets.Dict().tag(sync=True)
+    status = traitlets.Unicode(STATUS_READY).tag(sync=True)
+
+    # Properties, not class constants: anywidget reads them once per instance, so a widget made
+    # after the front end is built uses the bundle instead of the placeholder.
+    @property
+    def _esm(self) -> str:
+        return _read(ESM_PATH, _PLACEHOLDER_ESM)
+
+    @property
+    def _css(self) -> str:
+        return _read(CSS_PATH, "")
+
+    def __init__(self, session: Session, *, interactive: bool | None = None, reason: str | None = None, **kwargs):
+        self.session = session
+        self._interactive = interactive
+        self._reason = reason
+        super().__init__(doc=self._document(), status=STATUS_READY, **kwargs)
+        self.on_msg(self._on_custom_message)
+
+    def _document(self) -> dict:
+        return self.session.to_document(interactive=self._interactive, reason=self._reason)
+
+    def rerun(self, executors: Sequence[Any]) -> Run:
+        """Recompiles with ``executors``, reruns with the last inputs and shows the new steps and run."""
+        self.status = STATUS_RUNNING
+        try:
+            run = self.session.rerun(executors)
+            self.doc = self._document()
+        except Exception as exc:
+            self.status = f"error: {exc}"
+            raise
+        self.status = STATUS_READY
+        return run
+
+    def _on_custom_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict) or content.get("type") != "rerun":
+            return
+        executors = content.get("executors")
+        if not isinstance(executors, list) or not all(isinstance(e, str) for e in executors):
+            self.status = f"error: a rerun needs a list of executor names, got {executors!r}"
+            return
+        try:
+            self.rerun(executors)
+        except Exception:  # the status says what failed; the kernel carries on
+            pass
+
+    def saved_document(self) -> dict:
+        """The document as a saved output shows it: the same, but with nothing to recompile with."""
+        doc = copy.deepcopy(self.doc)
+        if isinstance(doc.get("executors"), dict):
+            doc["executors"]["interactive"] = False
+            doc["executors"]["reason"] = SAVED_REASON
+        return doc
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict, dict] | None:
+        widget = super()._repr_mimebundle_(**kwargs)
+        if widget is None:
+            return None
+        widget_data, widget_metadata = widget
+        from thunder_viz.render.mime import mime_bundle
+
+        bundle = mime_bundle(self.saved_document())
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        return {**widget_data, **data}, {**widget_metadata, **metadata}
