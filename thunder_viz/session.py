@@ -19,6 +19,7 @@ import ast
 import contextlib
 import itertools
 import linecache
+import math
 import os
 import statistics
 import sysconfig
@@ -230,6 +231,8 @@ def compare_outputs(actual: Any, expected: Any) -> tuple[float | None, bool]:
         matches = matches and ok
         if diff is not None:
             worst = diff if worst is None else max(worst, diff)
+    if worst is not None and not math.isfinite(worst):  # the document is strict JSON: no infinity
+        return None, False
     return worst, matches
 
 
@@ -247,9 +250,9 @@ def _compare_tensors(a: torch.Tensor, e: torch.Tensor) -> tuple[float | None, bo
         return 0.0, a.dtype == e.dtype
     wide = torch.complex128 if (a.is_complex() or e.is_complex()) else torch.float64
     a64, e64 = a.cpu().to(wide), e.cpu().to(wide)
-    both_nan = torch.isnan(a64) & torch.isnan(e64)
-    diff = torch.where(both_nan, torch.zeros_like(a64), a64 - e64).abs()
-    max_diff = float(torch.nan_to_num(diff, nan=float("inf")).max())
+    same = (a64 == e64) | (torch.isnan(a64) & torch.isnan(e64))  # equal infinities and NaNs agree
+    diff = torch.where(same, torch.zeros_like(a64), a64 - e64).abs()
+    max_diff = float(torch.nan_to_num(diff, nan=math.inf).max())
     rtol, atol = _TOLERANCES.get(e.dtype, (0.0, 0.0))
     ok = a.dtype == e.dtype and bool(torch.allclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True))
     return max_diff, ok

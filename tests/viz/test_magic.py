@@ -137,3 +137,36 @@ def test_split_line_and_options():
     assert split_line("f(--x)") == ("", "f(--x)")
     options = parse_options("--executors torchcompile --name jf")
     assert (options.executors, options.cache, options.name) == ("torchcompile", None, "jf")
+
+
+def _real_serializer() -> bool:
+    try:
+        from thunder_viz.render.mime import mime_bundle  # noqa: F401
+
+        from thunder_viz.graph import steps_from_jitted  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _real_serializer(), reason="thunder_viz.graph / render.mime not written yet")
+def test_magic_in_a_real_kernel_stores_the_widget_and_the_saved_document(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import torch\n%load_ext thunder_viz\nx = torch.ones(2, 3)"),
+        nbformat.v4.new_code_cell("def f(a):\n    return torch.cos(a) + 1\n%thunder_jit f(x)"),
+    ]
+    nbclient.NotebookClient(
+        nb, timeout=120, store_widget_state=True, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = nb.cells[1].outputs
+    [display] = [o for o in outputs if o.output_type == "display_data"]
+    assert WIDGET_MIME in display.data and TRACE_MIME in display.data
+    assert display.data[TRACE_MIME]["executors"]["interactive"] is False
+    [result] = [o for o in outputs if o.output_type == "execute_result"]
+    assert "tensor" in result.data["text/plain"]
+    model_id = display.data[WIDGET_MIME]["model_id"]
+    state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"][model_id]["state"]
+    assert state["doc"]["title"] == "f" and state["status"] == "ready"

@@ -180,6 +180,8 @@ def test_module_session_reruns_the_module():
         (torch.tensor([float("nan")]), torch.tensor([float("nan")]), 0.0, True),
         (torch.tensor([1, 2]), torch.tensor([1, 3]), 1.0, False),
         (torch.ones(2), torch.ones(3), None, False),
+        (torch.tensor([float("inf"), 1.0]), torch.tensor([float("inf"), 1.0]), 0.0, True),
+        (torch.tensor([float("nan")]), torch.tensor([1.0]), None, False),
         ([torch.ones(1)], (torch.ones(1),), None, False),
         (
             torch.ones(2, dtype=torch.bfloat16),
