@@ -31,6 +31,7 @@ STATIC = Path(__file__).parent / "static"
 ESM_PATH = STATIC / "widget.js"
 CSS_PATH = STATIC / "explorer.css"
 
+TRACE_MIME = "application/vnd.thunder.trace+json"
 STATUS_READY = "ready"
 STATUS_RUNNING = "running…"
 
@@ -139,8 +140,12 @@ class ExplorerWidget(anywidget.AnyWidget):
         if widget is None:
             return None
         widget_data, widget_metadata = widget
-        from thunder_viz.render.mime import mime_bundle
-
-        bundle = mime_bundle(self.saved_document())
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        saved = self.saved_document()
+        try:
+            from thunder_viz.render.mime import mime_bundle
+        except ImportError:  # the renderers are optional for the live widget
+            data, metadata = {TRACE_MIME: saved}, {}
+        else:
+            bundle = mime_bundle(saved)
+            data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         return {**widget_data, **data}, {**widget_metadata, **metadata}

@@ -141,15 +141,13 @@ def test_split_line_and_options():
 
 def _real_serializer() -> bool:
     try:
-        from thunder_viz.render.mime import mime_bundle  # noqa: F401
-
         from thunder_viz.graph import steps_from_jitted  # noqa: F401
     except ImportError:
         return False
     return True
 
 
-@pytest.mark.skipif(not _real_serializer(), reason="thunder_viz.graph / render.mime not written yet")
+@pytest.mark.skipif(not _real_serializer(), reason="thunder_viz.graph not written yet")
 def test_magic_in_a_real_kernel_stores_the_widget_and_the_saved_document(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
