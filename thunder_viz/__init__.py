@@ -13,3 +13,8 @@ def load_ipython_extension(ipython) -> None:
 
 
 # --- end of sessions, explorer widget and %thunder_jit ---
+
+# --- graph model, diff and renderers (thunder_viz/graph.py, thunder_viz/render/) ---
+from thunder_viz.graph import diff, document, steps_from_jitted, steps_from_traces, validate_document  # noqa: E402
+
+# --- end of graph model, diff and renderers ---

@@ -1,0 +1,826 @@
+"""The graph model of traces, their diff, and the trace document (docs/trace-schema.md).
+
+A trace becomes a *step*: nodes are its bound symbols (plus the members of each fusion),
+edges are the values between them, groups are fusions, decompositions and module scopes.
+Node identity comes from lineage (see Note [Node identity]), so two steps of one
+compilation can be diffed and laid out stably. Steps are plain JSON-ready dicts with exactly
+the fields of the schema: the front end, the renderers and the tests read the same thing.
+
+Note [Node identity]
+The first step of a kind names each node ``n<uid>``. In a later step a bound symbol that a
+pass kept (same uid) keeps its id; one made from exactly one bound symbol of the previous
+step (claimed by an executor, renamed) takes that one's id; several made from the same one
+(a decomposition) take ``<parent id>.<k>``; a fusion gets ``n<uid>`` of its own and lists the
+ids it absorbed, and its members take the ids of the ops they were. Anything else is new.
+A fusion absorbing an op that the execution transform first decomposed knows only the uid
+of an intermediate bound symbol that no trace keeps; then (and only then) the member is
+matched to the previous node that produced the same value.
+
+Note [Statement lines]
+``line`` is where a node is printed in ``source`` (``trace.python(print_depth=1)``, lines
+split at "\\n"). The printer's body is the last part of the source: parameter comments, then
+per bound symbol an optional ``# file:line`` comment and its statement. We count those
+lines the way ``thunder.core.codegen.trace_source`` emits them (counting newlines inside
+each piece, so odd file names cannot shift the numbers), then check that each counted line
+prints the node's call; if any check fails we fall back to scanning the text in order.
+
+Layer: visualiser. Imports: thunder (public API, core printer, symbols and proxies); never
+imported by thunder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from thunder.core import dtypes
+from thunder.core.codegen import Printer, bsym_lines
+from thunder.core.devices import device_str
+from thunder.core.prims.python import python_return
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.symbol import BoundSymbol, SourceLocation
+from thunder.transforms.delete_last_used import python_del
+
+__all__ = [
+    "SCHEMA",
+    "VERSION",
+    "KINDS",
+    "DocumentError",
+    "steps_from_traces",
+    "steps_from_jitted",
+    "diff",
+    "document",
+    "validate_document",
+]
+
+SCHEMA = "thunder-trace"
+VERSION = 1
+KINDS = ("prologue", "computation", "backward")
+
+_REPR_LIMIT = 200  # characters of a constant's repr kept in the document
+
+
+# --- values ------------------------------------------------------------------------------
+def _shape(shape) -> list:
+    return [d if type(d) is int else str(d) for d in shape]
+
+
+def _constant_ref(x: Any) -> dict:
+    text = repr(x)
+    if len(text) > _REPR_LIMIT:
+        text = text[: _REPR_LIMIT - 1] + "…"
+    kind = "number" if isinstance(x, (bool, int, float, complex)) else "other"
+    return {"name": text, "shape": None, "dtype": None, "device": None, "kind": kind, "repr": text}
+
+
+def _proxy_ref(p: Proxy) -> dict:
+    if isinstance(p, TensorProxy):
+        return {
+            "name": p.name,
+            "shape": _shape(p.shape),
+            "dtype": dtypes.short_name(p.dtype),
+            "device": device_str(p.device),
+            "kind": "tensor",
+        }
+    if isinstance(p, NumberProxy):
+        return {"name": p.name, "shape": None, "dtype": None, "device": None, "kind": "number", "repr": repr(p.value)}
+    return {"name": p.name, "shape": None, "dtype": None, "device": None, "kind": "other"}
+
+
+class _Facts:
+    """What a step needs to know about bound symbols and values, computed once per object.
+
+    Passes keep bound symbols and proxies as the same objects from trace to trace, so one
+    compilation's steps mostly share them; the cache holds the objects so ids stay valid.
+    """
+
+    def __init__(self):
+        self._values: dict[int, tuple[Any, dict]] = {}
+        self._bsyms: dict[int, tuple[BoundSymbol, dict]] = {}
+        self._sources: dict[SourceLocation, tuple[dict, int]] = {}
+        self._decompositions: dict[int, tuple[tuple, list[str]]] = {}
+
+    def value(self, x: Any) -> dict:
+        hit = self._values.get(id(x))
+        if hit is not None and hit[0] is x:
+            return hit[1]
+        ref = _proxy_ref(x) if isinstance(x, Proxy) else _constant_ref(x)
+        self._values[id(x)] = (x, ref)
+        return ref
+
+    def source(self, src: SourceLocation) -> tuple[dict, int]:
+        """The node's ``source`` field, and how many newlines the printer's ``# file:line``
+        comment for it holds (only a file name can bring one)."""
+        hit = self._sources.get(src)
+        if hit is None:
+            code = src.source_line
+            info = {
+                "file": src.filename,
+                "line": src.lineno,
+                "function": src.function,
+                "module_path": src.module_path,
+                "code": code,
+            }
+            hit = self._sources[src] = (info, src.filename.count("\n") + code.count("\n"))
+        return hit
+
+    def decomposition(self, subsymbols: tuple) -> list[str]:
+        """The subsymbols printed; passes that rewrite a bound symbol keep its subsymbols tuple."""
+        if not subsymbols:
+            return []
+        hit = self._decompositions.get(id(subsymbols))
+        if hit is not None and hit[0] is subsymbols:
+            return hit[1]
+        printer = Printer()
+        lines = [line for sub in subsymbols for line in bsym_lines(sub, print_depth=1, printer=printer)]
+        self._decompositions[id(subsymbols)] = (subsymbols, lines)
+        return lines
+
+    def bsym(self, bsym: BoundSymbol) -> dict:
+        """Per-bound-symbol fields that do not depend on the step."""
+        hit = self._bsyms.get(id(bsym))
+        if hit is not None and hit[0] is bsym:
+            return hit[1]
+        sym = bsym.sym
+        value = self.value
+        facts = {
+            "op": sym.print_name,
+            "label": sym.name.removeprefix("python_"),
+            "inputs": [value(a) for a in bsym.flat_args],
+            "outputs": [value(o) for o in bsym.flat_proxy_outs],
+            "source": self.source(bsym.source)[0] if bsym.source is not None else None,
+            "decomposition": self.decomposition(bsym.subsymbols),
+        }
+        self._bsyms[id(bsym)] = (bsym, facts)
+        return facts
+
+
+# --- lines -------------------------------------------------------------------------------
+def _statement_lines(trace, source: str, facts: _Facts) -> list[int]:
+    """The 1-based line of ``source`` printing each top-level bound symbol (Note [Statement lines])."""
+    bsyms = trace.bound_symbols
+    text_lines = source.split("\n")
+    body = 0
+    for p in trace.args:
+        if isinstance(p, (TensorProxy, NumberProxy)):
+            body += 1
+    starts: list[int] = []
+    last_source = None
+    for bsym in bsyms:
+        src = bsym.source
+        if src is not None and src != last_source:
+            body += facts.source(src)[1] + 1
+            last_source = src
+        starts.append(body)
+        if bsym.sym.printer is not None:
+            printed = bsym.sym.printer(bsym, Printer())
+            body += sum(line.count("\n") + 1 for line in printed)
+        else:
+            body += 1
+    first = len(text_lines) - max(body, 1)  # 0-based index of the body's first line
+    lines = [first + s + 1 for s in starts]
+    if first >= 0 and all(_prints(bsym, text_lines[n - 1]) for bsym, n in zip(bsyms, lines)):
+        return lines
+    return _scan_lines(bsyms, text_lines)
+
+
+def _prints(bsym: BoundSymbol, text: str) -> bool:
+    """Whether ``text`` can be the first printed line of ``bsym`` (a cheap check, not a parse)."""
+    if bsym.sym.printer is not None:
+        return not text.lstrip().startswith("#")
+    return bsym.sym.print_name + "(" in text
+
+
+def _scan_lines(bsyms: Sequence[BoundSymbol], text_lines: list[str]) -> list[int]:
+    start = next((i for i, t in enumerate(text_lines) if t.startswith("def ")), 0) + 1
+    lines, pos = [], start
+    for bsym in bsyms:
+        found = next((i for i in range(pos, len(text_lines)) if _prints(bsym, text_lines[i])), None)
+        if found is None:
+            lines.append(pos)  # keep the order; point at the last matched statement
+            continue
+        lines.append(found + 1)
+        pos = found + 1
+    return lines
+
+
+# --- one step ----------------------------------------------------------------------------
+class _StepIndex:
+    """What the next step needs from this one to derive identity."""
+
+    __slots__ = ("uid_to_id", "origin", "producer", "op", "executed")
+
+    def __init__(self):
+        self.uid_to_id: dict[int, str] = {}
+        self.origin: dict[str, list[str]] = {}
+        self.producer: dict[str, str] = {}  # value name -> id of the node that makes it
+        self.op: dict[str, str] = {}
+        self.executed = False
+
+
+class _Groups:
+    """Group ids shared by all steps of a document: the same scope keeps the same id."""
+
+    def __init__(self):
+        self._ids: dict[tuple, str] = {}
+
+    def id(self, key: tuple) -> str:
+        gid = self._ids.get(key)
+        if gid is None:
+            gid = self._ids[key] = f"g{len(self._ids)}"
+        return gid
+
+
+class _StepBuilder:
+    def __init__(self, trace, kind: str, index: int, prev: _StepIndex | None, inherit: bool, facts, groups):
+        self.trace = trace
+        self.kind = kind
+        self.index = index
+        self.prev = prev
+        self.inherit = inherit and prev is not None
+        self.facts = facts
+        self.registry = groups
+        self.nodes: list[dict] = []
+        self.used: set[str] = set()
+        self.groups: dict[str, dict] = {}
+        self.out = _StepIndex()
+
+    # identity
+    def _resolve(self, uids: Iterable[int]) -> list[str]:
+        if self.prev is None:
+            return []
+        table = self.prev.uid_to_id
+        return _unique(table[u] for u in uids if u in table)
+
+    def _free(self, wanted: str | None, uid: int) -> str:
+        nid = wanted if wanted is not None and wanted not in self.used else f"n{uid}"
+        k = 0
+        while nid in self.used:  # cannot happen with unique uids; kept for safety
+            nid, k = f"n{uid}_{k}", k + 1
+        self.used.add(nid)
+        return nid
+
+    def _origin(self, nid: str, lineage: list[str]) -> list[str]:
+        if self.prev is None:
+            return [nid]
+        table = self.prev.origin
+        return _unique(o for pid in lineage for o in table.get(pid, ()))
+
+    # groups
+    def _module_group(self, path: str | None) -> str | None:
+        if not path:
+            return None
+        parts = path.split(".")
+        parent = None
+        for i in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:i])
+            gid = self.registry.id(("module", prefix))
+            if gid not in self.groups:
+                self.groups[gid] = _group(gid, "module", prefix, parent)
+            parent = gid
+        return parent
+
+    def _add_to(self, gid: str | None, node: dict) -> None:
+        node["group"] = gid
+        if gid is not None:
+            self.groups[gid]["nodes"].append(node["id"])
+
+    def _executor(self, bsym: BoundSymbol) -> str | None:
+        ex = bsym.sym.executor
+        if ex is not None:
+            return ex.name
+        # Python-level symbols are the python executor's once the trace is executable.
+        return "python" if self.out.executed and bsym.sym.printer is not None else None
+
+    def _node(self, bsym, nid, line, lineage, executor=None) -> dict:
+        facts = self.facts.bsym(bsym)
+        node = {
+            "id": nid,
+            "uid": bsym.uid,
+            "op": facts["op"],
+            "label": facts["label"],
+            "executor": executor if executor is not None else self._executor(bsym),
+            "fusion": bool(bsym.sym._is_fusion),
+            "inputs": facts["inputs"],
+            "outputs": facts["outputs"],
+            "line": line,
+            "source": facts["source"],
+            "lineage": lineage,
+            "origin": self._origin(nid, lineage),
+            "decomposition": facts["decomposition"],
+            "group": None,
+            "fused_into": None,
+        }
+        self.out.uid_to_id[bsym.uid] = nid
+        self.out.origin[nid] = node["origin"]
+        self.out.op[nid] = node["op"]
+        return node
+
+    def build(self, source: str, pass_name: str, ms: float) -> dict:
+        trace, prev = self.trace, self.prev
+        bsyms = trace.bound_symbols
+        executed = (self.inherit and prev.executed) or pass_name == "Transform for execution"
+        self.out.executed = executed or any(b.sym.executor is not None for b in bsyms)
+        lines = _statement_lines(trace, source, self.facts)
+        prev_ids = prev.uid_to_id if self.inherit else {}
+        # Several new bound symbols made from one: a decomposition, numbered in order.
+        made_from: dict[int, int] = {}
+        for b in bsyms:
+            if b.uid not in prev_ids and len(b.lineage) == 1 and not b.sym._is_fusion:
+                made_from[b.lineage[0]] = made_from.get(b.lineage[0], 0) + 1
+        parts: dict[int, int] = {}
+        inner: list[tuple[dict, BoundSymbol]] = []
+        for bsym, line in zip(bsyms, lines):
+            if bsym.sym._is_fusion:
+                self._fusion(bsym, line, inner, prev_ids)
+                continue
+            wanted, lineage, part_of = self._identity(bsym, prev_ids, made_from, parts)
+            nid = self._free(wanted, bsym.uid)
+            node = self._node(bsym, nid, line, lineage)
+            if part_of is not None and nid == wanted:
+                self._add_part(node, part_of, bsym)
+            else:
+                self._add_to(self._module_group(_module_path(bsym)), node)
+            self.nodes.append(node)
+        edges, inner_edges = self._edges(inner)
+        return {
+            "id": f"s{self.index}",
+            "index": self.index,
+            "kind": self.kind,
+            "pass": pass_name,
+            "ms": ms,
+            "source": source,
+            "nodes": self.nodes,
+            "edges": edges,
+            "inner_edges": inner_edges,
+            "groups": list(self.groups.values()),
+            "inputs": self._inputs(),
+            "outputs": self._outputs(),
+            "diff": None,
+        }
+
+    def _identity(self, bsym, prev_ids, made_from, parts) -> tuple[str | None, list[str], str | None]:
+        """The id ``bsym`` wants, the previous nodes it was made from, and the parent it is a part of."""
+        uid = bsym.uid
+        if uid in prev_ids:
+            return prev_ids[uid], [prev_ids[uid]], None
+        lineage = self._resolve(bsym.lineage)
+        if not (self.inherit and len(bsym.lineage) == 1 and lineage):
+            return None, lineage, None
+        parent_uid = bsym.lineage[0]
+        if made_from.get(parent_uid, 0) < 2:
+            return lineage[0], lineage, None
+        k = parts.get(parent_uid, 0)
+        parts[parent_uid] = k + 1
+        return f"{lineage[0]}.{k}", lineage, lineage[0]
+
+    def _add_part(self, node: dict, parent_id: str, bsym: BoundSymbol) -> None:
+        module = self._module_group(_module_path(bsym))
+        gid = self.registry.id(("decomposition", parent_id))
+        if gid not in self.groups:
+            label = self.prev.op.get(parent_id, parent_id)
+            self.groups[gid] = _group(gid, "decomposition", label, module)
+        self._add_to(gid, node)
+
+    def _fusion(self, bsym: BoundSymbol, line: int, inner: list, prev_ids: dict[int, str]) -> None:
+        """The fusion node, then its members (in the fusion's group)."""
+        members = bsym.subsymbols
+        survived = bsym.uid in prev_ids
+        nid = self._free(prev_ids.get(bsym.uid), bsym.uid)
+        absorbed = [nid] if survived else self._resolve(bsym.lineage)
+        executor = self._executor(bsym)
+        member_nodes = []
+        for m in members:
+            if m.uid in prev_ids:
+                resolved = [prev_ids[m.uid]]
+            else:
+                resolved = self._resolve(m.lineage) if self.inherit else []
+                if not resolved and self.inherit:  # Note [Node identity], the last case
+                    made = self.prev.producer
+                    resolved = _unique(made[o.name] for o in m.flat_proxy_outs if o.name in made)
+                if not survived:
+                    absorbed.extend(r for r in resolved if r not in absorbed)
+            mid = self._free(resolved[0] if len(resolved) == 1 else None, m.uid)
+            mnode = self._node(m, mid, line, resolved, executor=executor)
+            mnode["fused_into"] = nid
+            member_nodes.append(mnode)
+        node = self._node(bsym, nid, line, absorbed)
+        parent = self._module_group(_common_prefix([_module_path(m) for m in members] or [None]))
+        self._add_to(parent, node)
+        gid = self.registry.id(("fusion", nid))
+        group = self.groups[gid] = _group(gid, "fusion", bsym.sym.name, parent, collapsed=True)
+        group["node"] = nid
+        self.nodes.append(node)
+        for mnode, m in zip(member_nodes, members):
+            self._add_to(gid, mnode)
+            self.nodes.append(mnode)
+            inner.append((mnode, m))
+
+    # values
+    def _inputs(self) -> list[dict]:
+        trace = self.trace
+        refs = [self.facts.value(a) if isinstance(a, Proxy) else _constant_ref(a) for a in trace.args]
+        for extra in (trace.varargs, trace.varkwargs):
+            if extra:
+                refs.append({"name": extra, "shape": None, "dtype": None, "device": None, "kind": "other"})
+        return refs
+
+    def _outputs(self) -> list[str]:
+        for bsym in reversed(self.trace.bound_symbols):
+            if bsym.sym is python_return:
+                return [p.name for p in bsym.flat_proxy_args]
+        return []
+
+    def _edges(self, inner: list[tuple[dict, BoundSymbol]]) -> tuple[list[dict], list[dict]]:
+        """``edges``: the graph with every fusion collapsed. ``inner_edges``: every edge that
+        touches a fusion member, with both ends at the finest level (members, not fusions)."""
+        input_names = {ref["name"] for ref in self._inputs()}
+        producer: dict[str, str] = {}  # value -> top-level node
+        fine: dict[str, str] = {}  # value -> member, for values a fusion member makes
+        refs: dict[str, dict] = {}
+        edges: list[dict] = []
+        inner_edges: list[dict] = []
+        members_of: dict[str, list[tuple[dict, BoundSymbol]]] = {}
+        for mnode, m in inner:
+            members_of.setdefault(mnode["fused_into"], []).append((mnode, m))
+
+        def link(into: list, src: str, dst: str, name: str) -> None:
+            ref = refs[name]
+            into.append(
+                {"id": "", "source": src, "target": dst, "value": name, "shape": ref["shape"], "dtype": ref["dtype"]}
+            )
+
+        def uses(bsym: BoundSymbol, nid: str, member: bool) -> list[str]:
+            """Links ``nid`` to the makers of the values ``bsym`` reads; returns their names."""
+            seen: dict[str, None] = {}
+            for p in bsym.flat_proxy_args:
+                name = p.name
+                if name in seen:
+                    continue
+                seen[name] = None
+                if name not in refs:
+                    refs[name] = self.facts.value(p)
+                src = producer.get(name) or (f"input:{name}" if name in input_names else None)
+                if src is None or src == nid:
+                    continue
+                src_fine = fine.get(name)
+                if not member:
+                    link(edges, src, nid, name)
+                if member or src_fine is not None:
+                    link(inner_edges, src_fine or src, nid, name)
+            return list(seen)
+
+        top_nodes = [n for n in self.nodes if n["fused_into"] is None]
+        for bsym, node in zip(self.trace.bound_symbols, top_nodes):
+            nid = node["id"]
+            if bsym.sym is not python_del:  # freeing a value is not a use of it
+                names = uses(bsym, nid, member=False)
+                if bsym.sym is python_return:
+                    for name in names:
+                        link(edges, nid, "output", name)
+            made_here: list[tuple[str, str]] = []
+            for mnode, m in members_of.get(nid, ()):
+                uses(m, mnode["id"], member=True)
+                for p in m.flat_proxy_outs:
+                    refs[p.name] = self.facts.value(p)
+                    fine[p.name] = mnode["id"]
+                    producer[p.name] = mnode["id"]  # members see each other's values
+                    made_here.append((p.name, mnode["id"]))
+            for p in bsym.flat_proxy_outs:
+                refs[p.name] = self.facts.value(p)
+                producer[p.name] = nid
+            for name, _ in made_here:
+                producer[name] = nid
+        self.out.producer = producer
+        for k, e in enumerate(edges):
+            e["id"] = f"e{k}"
+        for k, e in enumerate(inner_edges):
+            e["id"] = f"i{k}"
+        return edges, inner_edges
+
+
+def _module_path(bsym: BoundSymbol) -> str | None:
+    return bsym.source.module_path if bsym.source is not None else None
+
+
+def _group(gid: str, kind: str, label: str, parent: str | None, *, collapsed: bool = False) -> dict:
+    return {"id": gid, "kind": kind, "label": label, "nodes": [], "parent": parent, "collapsed": collapsed}
+
+
+def _common_prefix(paths: list[str | None]) -> str | None:
+    if any(not p for p in paths):
+        return None
+    split = [p.split(".") for p in paths]
+    common = []
+    for parts in zip(*split):
+        if any(x != parts[0] for x in parts):
+            break
+        common.append(parts[0])
+    return ".".join(common) or None
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+# --- steps -------------------------------------------------------------------------------
+class _DocumentState:
+    """Shared by the steps of one document: caches and group ids."""
+
+    def __init__(self):
+        self.facts = _Facts()
+        self.groups = _Groups()
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """Building a document allocates many small dicts while the traces hold many objects:
+    the cyclic collector would rescan them all, for nothing (they form no cycles)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _steps(traces: Sequence, kind: str, start_index: int, after: _StepIndex | None, state: _DocumentState):
+    """Steps (with diffs) for consecutive traces of one kind, and the last step's index."""
+    if kind not in KINDS:
+        raise ValueError(f"steps_from_traces: kind must be one of {KINDS}, got {kind!r}")
+    steps: list[dict] = []
+    prev = after
+    for i, trace in enumerate(traces):
+        provenance = trace.provenance
+        builder = _StepBuilder(trace, kind, start_index + i, prev, i > 0, state.facts, state.groups)
+        step = builder.build(
+            trace.python(print_depth=1),
+            provenance.pass_name if provenance is not None else "",
+            float(provenance.ms) if provenance is not None else 0.0,
+        )
+        if steps:
+            step["diff"] = diff(steps[-1], step)
+        steps.append(step)
+        prev = builder.out
+    return steps, prev
+
+
+def steps_from_traces(traces: Sequence, kind: str = "computation", *, start_index: int = 0) -> list[dict]:
+    """Steps (with diffs) for consecutive traces of one kind (each made from the one before)."""
+    with _no_gc():
+        return _steps(traces, kind, start_index, None, _DocumentState())[0]
+
+
+def steps_from_jitted(jf) -> list[dict]:
+    """The steps of ``jf``'s last compilation: prologue traces, computation traces, backward traces.
+
+    Backward nodes are resolved against the last computation step for lineage and origin
+    (a backward op's lineage is the forward op whose gradient it computes).
+    """
+    import thunder
+
+    state = _DocumentState()
+    with _no_gc():
+        prologue, _ = _steps(thunder.last_prologue_traces(jf), "prologue", 0, None, state)
+        computation, forward = _steps(thunder.last_traces(jf), "computation", len(prologue), None, state)
+        start = len(prologue) + len(computation)
+        backward, _ = _steps(thunder.last_backward_traces(jf), "backward", start, forward, state)
+    return prologue + computation + backward
+
+
+# --- diff --------------------------------------------------------------------------------
+def diff(step_a: dict, step_b: dict) -> dict:
+    """What changed from ``step_a`` to ``step_b`` (two steps of one kind, ``b`` after ``a``).
+
+    ``merged`` maps a removed node to the node that now supplies its values (CSE): a node
+    kept in both steps read the removed node's output in ``a`` and reads that node's in ``b``.
+    """
+    a_nodes = {n["id"]: n for n in step_a["nodes"]}
+    b_ids = {n["id"] for n in step_b["nodes"]}
+    claimed: set[str] = set()
+    added, rewritten, fused, unchanged = [], [], {}, 0
+    for n in step_b["nodes"]:
+        claimed.update(n["lineage"])
+        if n["fused_into"] is not None:
+            continue
+        nid = n["id"]
+        if n["fusion"] and nid not in a_nodes:
+            fused[nid] = list(n["lineage"])
+        elif nid in a_nodes:
+            old = a_nodes[nid]
+            if old["op"] != n["op"] or old["executor"] != n["executor"]:
+                rewritten.append(nid)
+            else:
+                unchanged += 1
+        elif n["lineage"]:
+            rewritten.append(nid)  # a part of a decomposed node
+        else:
+            added.append(nid)
+    removed = [nid for nid in a_nodes if nid not in b_ids and nid not in claimed]
+    return {
+        "previous": step_a["id"],
+        "added": added,
+        "removed": removed,
+        "rewritten": rewritten,
+        "fused": fused,
+        "merged": _merged(step_a, step_b, a_nodes, set(removed)),
+        "unchanged": unchanged,
+    }
+
+
+def _merged(step_a: dict, step_b: dict, a_nodes: dict, removed: set[str]) -> dict:
+    if not removed:
+        return {}
+    a_made = {o["name"]: n["id"] for n in step_a["nodes"] if n["fused_into"] is None for o in n["outputs"]}
+    b_made = {o["name"]: n["id"] for n in step_b["nodes"] if n["fused_into"] is None for o in n["outputs"]}
+    for ref in step_b["inputs"]:
+        b_made.setdefault(ref["name"], f"input:{ref['name']}")
+    merged: dict[str, str] = {}
+    for n in step_b["nodes"]:
+        old = a_nodes.get(n["id"])
+        if old is None or n["fused_into"] is not None:
+            continue
+        for before, after in zip(old["inputs"], n["inputs"]):
+            if before["name"] == after["name"]:
+                continue
+            gone = a_made.get(before["name"])
+            if gone in removed and gone not in merged and after["name"] in b_made:
+                merged[gone] = b_made[after["name"]]
+    return merged
+
+
+# --- document ----------------------------------------------------------------------------
+def document(
+    steps: Sequence[dict],
+    *,
+    title: str,
+    runs: Sequence[dict] = (),
+    executors: dict | None = None,
+    error: dict | None = None,
+) -> dict:
+    """The trace document (schema ``thunder-trace`` version 1) of one explorer session."""
+    doc = {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "title": str(title),
+        "steps": list(steps),
+        "runs": list(runs),
+        "error": error,
+    }
+    if executors is not None:
+        doc["executors"] = executors
+    return doc
+
+
+class DocumentError(ValueError):
+    """A trace document that does not follow docs/trace-schema.md; the message names the field."""
+
+
+_NULL = type(None)
+_STR_OR_NULL = (str, _NULL)
+_NUM = (int, float)
+
+
+def _check(cond: bool, where: str, what: str) -> None:
+    if not cond:
+        raise DocumentError(f"{where}: {what}")
+
+
+def _fields(obj: Any, where: str, spec: dict[str, Any]) -> None:
+    _check(isinstance(obj, dict), where, f"expected an object, got {type(obj).__name__}")
+    for key, types_ in spec.items():
+        _check(key in obj, where, f"missing field {key!r}")
+        value = obj[key]
+        ok = isinstance(value, types_) and not (isinstance(value, bool) and bool not in _as_tuple(types_))
+        _check(ok, f"{where}.{key}", f"expected {_type_names(types_)}, got {type(value).__name__}")
+
+
+def _as_tuple(t) -> tuple:
+    return t if isinstance(t, tuple) else (t,)
+
+
+def _type_names(t) -> str:
+    return " or ".join("null" if x is _NULL else x.__name__ for x in _as_tuple(t))
+
+
+_VALUE = {"name": str, "shape": (list, _NULL), "dtype": _STR_OR_NULL, "device": _STR_OR_NULL, "kind": str}
+_NODE = {
+    "id": str, "uid": int, "op": str, "label": str, "executor": _STR_OR_NULL, "fusion": bool,
+    "inputs": list, "outputs": list, "line": int, "source": (dict, _NULL), "lineage": list,
+    "origin": list, "decomposition": list, "group": _STR_OR_NULL,
+}  # fmt: skip
+_EDGE = {"id": str, "source": str, "target": str, "value": str, "shape": (list, _NULL), "dtype": _STR_OR_NULL}
+_GROUP = {"id": str, "kind": str, "label": str, "nodes": list, "parent": _STR_OR_NULL, "collapsed": bool}
+_STEP = {
+    "id": str, "index": int, "kind": str, "pass": str, "ms": _NUM, "source": str, "nodes": list,
+    "edges": list, "groups": list, "inputs": list, "outputs": list, "diff": (dict, _NULL),
+}  # fmt: skip
+_DIFF = {"previous": str, "added": list, "removed": list, "rewritten": list, "fused": dict, "unchanged": int}
+_RUN = {
+    "id": str, "executors": list, "median_ms": (int, float, _NULL), "repeats": int,
+    "max_abs_diff": (int, float, _NULL), "matches_eager": (bool, _NULL), "cache_hits": int,
+    "cache_misses": int, "error": (dict, _NULL),
+}  # fmt: skip
+_ERROR = {"type": str, "message": str, "stage": str, "user_frame": (dict, _NULL)}
+_EXECUTORS = {"available": list, "selected": list, "always": list, "interactive": bool, "reason": _STR_OR_NULL}
+_VALUE_KINDS = {"tensor", "number", "other"}
+_GROUP_KINDS = {"fusion", "module", "decomposition"}
+_STAGES = {"tracing", "compiling", "running"}
+LIMITS = {"steps": 200, "nodes": 100_000}
+
+
+def validate_document(doc: Any, *, check_json: bool = True) -> None:
+    """Raises ``DocumentError`` naming the first field of ``doc`` that breaks the schema.
+
+    It checks what the front end relies on: required fields and their types, unique ids,
+    edges and groups that point at existing nodes, lines inside the source, diffs that point
+    at the previous step of the same kind, and (``check_json``) that it serialises as strict
+    JSON (no NaN or infinity).
+    """
+    _fields(doc, "document", {"schema": str, "version": int, "title": str, "steps": list, "runs": list})
+    _check(doc["schema"] == SCHEMA, "document.schema", f"expected {SCHEMA!r}")
+    _check(doc["version"] == VERSION, "document.version", f"this validator knows version {VERSION}")
+    _check("error" in doc, "document", "missing field 'error'")
+    if doc["error"] is not None:
+        _validate_error(doc["error"], "document.error")
+    if doc.get("executors") is not None:
+        _fields(doc["executors"], "document.executors", _EXECUTORS)
+    steps = doc["steps"]
+    _check(len(steps) <= LIMITS["steps"], "document.steps", f"more than {LIMITS['steps']} steps")
+    last_of_kind: dict[str, str] = {}
+    step_ids: set[str] = set()
+    for i, step in enumerate(steps):
+        where = f"steps[{i}]"
+        _validate_step(step, where, i)
+        _check(step["id"] not in step_ids, f"{where}.id", f"duplicate step id {step['id']!r}")
+        step_ids.add(step["id"])
+        previous = last_of_kind.get(step["kind"])
+        if step["diff"] is not None:
+            _check(step["diff"]["previous"] == previous, f"{where}.diff.previous", f"expected {previous!r}")
+        last_of_kind[step["kind"]] = step["id"]
+    for i, run in enumerate(doc["runs"]):
+        _fields(run, f"runs[{i}]", _RUN)
+        if run["error"] is not None:
+            _validate_error(run["error"], f"runs[{i}].error")
+    if check_json:
+        try:
+            json.dumps(doc, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise DocumentError(f"document: not strict JSON: {e}") from None
+
+
+def _validate_error(err: Any, where: str) -> None:
+    _fields(err, where, _ERROR)
+    _check(err["stage"] in _STAGES, f"{where}.stage", f"expected one of {sorted(_STAGES)}")
+
+
+def _validate_step(step: Any, where: str, i: int) -> None:
+    _fields(step, where, _STEP)
+    _check(step["index"] == i, f"{where}.index", f"expected {i} (the step's position)")
+    _check(step["kind"] in KINDS, f"{where}.kind", f"expected one of {list(KINDS)}")
+    nodes = step["nodes"]
+    _check(len(nodes) <= LIMITS["nodes"], f"{where}.nodes", f"more than {LIMITS['nodes']} nodes")
+    n_lines = step["source"].count("\n") + 1
+    ids: set[str] = set()
+    for k, node in enumerate(nodes):
+        nw = f"{where}.nodes[{k}]"
+        _fields(node, nw, _NODE)
+        _check(node["id"] not in ids, f"{nw}.id", f"duplicate node id {node['id']!r}")
+        ids.add(node["id"])
+        _check(1 <= node["line"] <= n_lines, f"{nw}.line", f"{node['line']} is outside the source (1..{n_lines})")
+        for j, ref in enumerate(node["inputs"]):
+            _validate_value(ref, f"{nw}.inputs[{j}]")
+        for j, ref in enumerate(node["outputs"]):
+            _validate_value(ref, f"{nw}.outputs[{j}]")
+    for k, ref in enumerate(step["inputs"]):
+        _validate_value(ref, f"{where}.inputs[{k}]")
+    ends = ids | {f"input:{ref['name']}" for ref in step["inputs"]} | {"output"}
+    for key in ("edges", "inner_edges"):
+        for k, edge in enumerate(step.get(key, ())):
+            ew = f"{where}.{key}[{k}]"
+            _fields(edge, ew, _EDGE)
+            _check(edge["source"] in ends, f"{ew}.source", f"unknown node {edge['source']!r}")
+            _check(edge["target"] in ends, f"{ew}.target", f"unknown node {edge['target']!r}")
+    group_ids = {g.get("id") for g in step["groups"] if isinstance(g, dict)}
+    for k, group in enumerate(step["groups"]):
+        gw = f"{where}.groups[{k}]"
+        _fields(group, gw, _GROUP)
+        _check(group["kind"] in _GROUP_KINDS, f"{gw}.kind", f"expected one of {sorted(_GROUP_KINDS)}")
+        _check(group["parent"] is None or group["parent"] in group_ids, f"{gw}.parent", "unknown group")
+        for nid in group["nodes"]:
+            _check(nid in ids, f"{gw}.nodes", f"unknown node {nid!r}")
+    for k, node in enumerate(nodes):
+        _check(node["group"] is None or node["group"] in group_ids, f"{where}.nodes[{k}].group", "unknown group")
+    if step["diff"] is not None:
+        _fields(step["diff"], f"{where}.diff", _DIFF)
+        for nid in (*step["diff"]["added"], *step["diff"]["rewritten"], *step["diff"]["fused"]):
+            _check(nid in ids, f"{where}.diff", f"unknown node {nid!r}")
+
+
+def _validate_value(ref: Any, where: str) -> None:
+    _fields(ref, where, _VALUE)
+    _check(ref["kind"] in _VALUE_KINDS, f"{where}.kind", f"expected one of {sorted(_VALUE_KINDS)}")
