@@ -1,0 +1,44 @@
+// Builds the committed bundles into thunder_viz/static (pip install needs no Node):
+//   widget.js      ESM for anywidget's _esm
+//   standalone.js  IIFE for the static HTML snapshot (window.ThunderExplorer)
+//   explorer.css   styles for both
+// The layout worker is bundled first and inlined into both as a string (started from a Blob
+// URL), so no bundle loads anything from the network or from a second file.
+import * as esbuild from "esbuild";
+import { copyFileSync, mkdirSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const out = join(here, "..", "thunder_viz", "static");
+mkdirSync(out, { recursive: true });
+
+const common = { bundle: true, minify: true, target: ["es2020"], legalComments: "none", logLevel: "warning" };
+
+const worker = await esbuild.build({
+  ...common,
+  entryPoints: [join(here, "src", "layout-worker.ts")],
+  format: "iife",
+  write: false,
+});
+const define = { __LAYOUT_WORKER_SOURCE__: JSON.stringify(worker.outputFiles[0].text) };
+
+await esbuild.build({
+  ...common,
+  define,
+  entryPoints: [join(here, "src", "widget.ts")],
+  format: "esm",
+  outfile: join(out, "widget.js"),
+});
+await esbuild.build({
+  ...common,
+  define,
+  entryPoints: [join(here, "src", "standalone.ts")],
+  format: "iife",
+  outfile: join(out, "standalone.js"),
+});
+copyFileSync(join(here, "src", "explorer.css"), join(out, "explorer.css"));
+
+for (const f of ["widget.js", "standalone.js", "explorer.css"]) {
+  console.log(`${f}: ${(statSync(join(out, f)).size / 1024).toFixed(1)} KiB`);
+}

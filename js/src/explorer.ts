@@ -1,0 +1,595 @@
+/**
+ * The explorer core: `mount(el, host)` shows a trace document and keeps it up to date.
+ *
+ * Layer: front-end core, host-agnostic; imports the schema, layout, graph view and panels. The
+ * entries (widget.ts for anywidget, standalone.ts for the HTML snapshot, later a JupyterLab mime
+ * renderer) only adapt their host to `ExplorerHost`. The DOM it builds is the contract the
+ * browser tests use (data-testid attributes, see docs/trace-schema.md's companion notes in
+ * thunder_viz); all document text is rendered as text.
+ */
+import { formatMs, h, setAttrs, truncate } from "./dom";
+import { GraphView } from "./graph-view";
+import type { ExplorerHost } from "./host";
+import type { LayoutStepInput, StepLayout } from "./layout";
+import { createLayoutProvider, type LayoutProvider } from "./layout-client";
+import { diffSummary, errorBox, executorsPanel, invalidBox, nodeDetails, runsTable, type NodeLink } from "./panels";
+import { validateDocument, type Step, type TraceDocument, type TraceNode } from "./schema";
+
+export interface MountOptions {
+  /** Lay out in a Web Worker when the page allows it (default true). */
+  useWorker?: boolean;
+}
+
+/** Shows the host's document in `el`; returns the cleanup function. */
+export function mount(el: HTMLElement, host: ExplorerHost, options: MountOptions = {}): () => void {
+  const explorer = new Explorer(el, host, options);
+  return () => explorer.dispose();
+}
+
+/** The layout's view of a step. */
+export function layoutInput(step: Step): LayoutStepInput {
+  return {
+    inputs: step.inputs.map((v) => `input:${v.name}`),
+    nodes: step.nodes.map((n) => ({ id: n.id, lineage: n.lineage })),
+    edges: step.edges.map((e) => [e.source, e.target]),
+  };
+}
+
+const SOURCE_LINE_CHARS = 400;
+
+class Explorer {
+  private readonly doc: Document;
+  private readonly root: HTMLElement;
+  private readonly statusEl: HTMLElement;
+  private readonly titleEl: HTMLElement;
+  private readonly searchEl: HTMLInputElement;
+  private readonly searchCount: HTMLElement;
+  private readonly errorSlot: HTMLElement;
+  private readonly body: HTMLElement;
+  private readonly stepList: HTMLElement;
+  private readonly stepHeader: HTMLElement;
+  private readonly diffSlot: HTMLElement;
+  private readonly sourceEl: HTMLElement;
+  private readonly detailsEl: HTMLElement;
+  private readonly executorsSlot: HTMLElement;
+  private readonly runsSlot: HTMLElement;
+  private readonly graph: GraphView;
+  private readonly unsubscribe: () => void;
+
+  private rawDoc: unknown = undefined;
+  private model: TraceDocument | null = null;
+  private layouts: LayoutProvider | null = null;
+  private stepIndex = 0;
+  private stepNodes = new Map<string, TraceNode>();
+  private lineToNode = new Map<number, string>();
+  private sourceLines: HTMLElement[] = [];
+  private selected: string | null = null;
+  private collapsed = new Map<string, boolean>();
+  private query = "";
+  private matches: string[] = [];
+  private matchCursor = -1;
+  private pending = new Set<string>();
+  private busy = false;
+  private renderToken = 0;
+  private disposed = false;
+  private revealOnRender = false;
+
+  constructor(
+    private readonly el: HTMLElement,
+    private readonly host: ExplorerHost,
+    private readonly options: MountOptions,
+  ) {
+    const doc = el.ownerDocument;
+    this.doc = doc;
+    this.graph = new GraphView(doc, {
+      onSelect: (id) => this.select(id),
+      onToggleGroup: (gid) => this.toggleGroup(gid),
+    });
+    this.titleEl = h(doc, "span", { class: "tx-title" });
+    this.statusEl = h(doc, "span", { class: "tx-status", "data-testid": "status", role: "status" });
+    this.searchEl = h(doc, "input", {
+      type: "search",
+      class: "tx-search",
+      "data-testid": "search",
+      placeholder: "Search op or value  ( / )",
+      "aria-label": "search op or value name",
+    });
+    this.searchCount = h(doc, "span", { class: "tx-search-count", "data-testid": "search-count" });
+    const zoomButton = (testid: string, text: string, label: string, fn: () => void): HTMLElement => {
+      const b = h(doc, "button", { type: "button", class: "tx-zoom", "data-testid": testid, title: label, "aria-label": label }, text);
+      b.addEventListener("click", fn);
+      return b;
+    };
+    const header = h(
+      doc,
+      "header",
+      { class: "tx-header" },
+      h(doc, "span", { class: "tx-brand" }, "thunder"),
+      this.titleEl,
+      this.statusEl,
+      h(doc, "span", { class: "tx-spacer" }),
+      this.searchEl,
+      this.searchCount,
+      zoomButton("zoom-out", "−", "zoom out", () => this.graph.zoomBy(1 / 1.25)),
+      zoomButton("zoom-in", "+", "zoom in", () => this.graph.zoomBy(1.25)),
+      zoomButton("zoom-fit", "⤢", "fit graph", () => this.graph.fit()),
+    );
+    this.errorSlot = h(doc, "div", { class: "tx-error-slot" });
+    this.stepList = h(doc, "ul", { class: "tx-step-list", role: "listbox", "aria-label": "compilation steps" });
+    this.stepHeader = h(doc, "div", { class: "tx-step-header" });
+    this.diffSlot = h(doc, "div", { class: "tx-diff-slot" });
+    this.sourceEl = h(doc, "div", { class: "tx-source", "data-testid": "source", role: "list", "aria-label": "trace source" });
+    this.detailsEl = h(doc, "section", { class: "tx-details", "data-testid": "node-details", "aria-live": "polite" });
+    this.executorsSlot = h(doc, "div", { class: "tx-executors-slot" });
+    this.runsSlot = h(doc, "div", { class: "tx-runs-slot" });
+    this.body = h(
+      doc,
+      "div",
+      { class: "tx-body" },
+      h(doc, "nav", { class: "tx-steps", "aria-label": "steps" }, h(doc, "h4", {}, "Steps"), this.stepList),
+      h(doc, "div", { class: "tx-graph-pane" }, this.stepHeader, this.diffSlot, h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg)),
+      h(
+        doc,
+        "div",
+        { class: "tx-side" },
+        h(doc, "section", { class: "tx-source-pane" }, h(doc, "h4", {}, "Trace source"), this.sourceEl),
+        this.detailsEl,
+      ),
+    );
+    this.root = h(
+      doc,
+      "div",
+      { class: "thunder-explorer", tabindex: 0, "data-ready": "false" },
+      header,
+      this.errorSlot,
+      this.body,
+      h(doc, "footer", { class: "tx-footer" }, this.executorsSlot, this.runsSlot),
+    );
+    el.replaceChildren(this.root);
+    this.listen();
+    this.unsubscribe = host.subscribe(() => this.update());
+    this.update();
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.unsubscribe();
+    this.graph.dispose();
+    this.layouts?.dispose();
+    this.el.replaceChildren();
+  }
+
+  // -- document -------------------------------------------------------------------------------
+
+  private update(): void {
+    if (this.disposed) return;
+    const raw = this.host.getDocument();
+    if (raw !== this.rawDoc) {
+      this.rawDoc = raw;
+      this.busy = false;
+      const result = validateDocument(raw);
+      if (result.ok) this.setDocument(result.doc);
+      else this.showInvalid(result.errors);
+    }
+    this.renderStatus();
+  }
+
+  private showInvalid(errors: string[]): void {
+    this.model = null;
+    this.layouts?.dispose();
+    this.layouts = null;
+    this.errorSlot.replaceChildren(invalidBox(this.doc, errors));
+    this.body.hidden = true;
+    this.executorsSlot.replaceChildren();
+    this.runsSlot.replaceChildren();
+    setAttrs(this.root, { "data-invalid": "true" });
+  }
+
+  private setDocument(model: TraceDocument): void {
+    this.model = model;
+    this.body.hidden = false;
+    setAttrs(this.root, { "data-invalid": null });
+    this.titleEl.textContent = model.title;
+    this.layouts?.dispose();
+    this.layouts = createLayoutProvider(model.steps.map(layoutInput), { useWorker: this.options.useWorker });
+    this.pending = new Set(model.executors?.selected ?? []);
+    this.renderStepList();
+    this.errorSlot.replaceChildren(...(model.error ? [errorBox(this.doc, model.error, model.steps.length)] : []));
+    this.renderExecutors();
+    this.runsSlot.replaceChildren(runsTable(this.doc, model.runs));
+    this.showStep(Math.min(this.stepIndex, Math.max(0, model.steps.length - 1)));
+  }
+
+  private renderStepList(): void {
+    const model = this.model;
+    if (!model) return;
+    const doc = this.doc;
+    const items = model.steps.map((st, i) => {
+      const d = st.diff;
+      const changes = d
+        ? `+${d.added.length} −${d.removed.length} ~${d.rewritten.length}${Object.keys(d.fused).length ? ` ⊕${Object.keys(d.fused).length}` : ""}`
+        : "";
+      return h(
+        doc,
+        "li",
+        { class: `tx-step kind-${st.kind}`, "data-testid": "step", "data-step-index": i, role: "option", tabindex: -1, "aria-selected": "false" },
+        h(doc, "span", { class: "tx-step-index" }, String(i)),
+        h(
+          doc,
+          "span",
+          { class: "tx-step-text" },
+          h(doc, "span", { class: "tx-step-pass" }, truncate(st.pass, 40)),
+          h(doc, "span", { class: "tx-step-meta" }, `${st.kind} · ${st.nodes.length} ops · ${formatMs(st.ms)}`),
+          changes ? h(doc, "span", { class: "tx-step-diff" }, changes) : null,
+        ),
+      );
+    });
+    if (model.error) {
+      items.push(h(doc, "li", { class: "tx-step tx-step-failed", "aria-disabled": "true" }, h(doc, "span", { class: "tx-step-index" }, "✕"), h(doc, "span", { class: "tx-step-text" }, `failed while ${model.error.stage}`)));
+    }
+    this.stepList.replaceChildren(...items);
+  }
+
+  private renderExecutors(): void {
+    const model = this.model;
+    if (!model) return;
+    const info = model.executors;
+    const canRerun = typeof this.host.requestRerun === "function";
+    const interactive = Boolean(info?.interactive) && canRerun;
+    const reason = !info
+      ? "This document does not record the executors."
+      : !info.interactive
+        ? (info.reason ?? "No running kernel: executors cannot be changed here.")
+        : "No running kernel: executors cannot be changed here.";
+    this.executorsSlot.replaceChildren(
+      executorsPanel(
+        this.doc,
+        { info, interactive, reason, pending: this.pending, busy: this.busy },
+        (name, on) => {
+          if (on) this.pending.add(name);
+          else this.pending.delete(name);
+        },
+        () => this.rerun(),
+      ),
+    );
+  }
+
+  private rerun(): void {
+    const info = this.model?.executors;
+    if (!info || !this.host.requestRerun || this.busy) return;
+    const chosen = info.available.filter((e) => this.pending.has(e) || info.always.includes(e));
+    this.busy = true;
+    this.renderExecutors();
+    this.renderStatus();
+    this.host.requestRerun(chosen);
+  }
+
+  private renderStatus(): void {
+    const hostStatus = this.host.getStatus?.() ?? "ready";
+    const text = this.busy && !/running/i.test(hostStatus) ? "running…" : hostStatus || "ready";
+    this.statusEl.textContent = text;
+    this.statusEl.classList.toggle("busy", /running|compil/i.test(text));
+  }
+
+  // -- steps ----------------------------------------------------------------------------------
+
+  private showStep(index: number): void {
+    const model = this.model;
+    if (!model || !this.layouts) return;
+    const step = model.steps[index];
+    this.stepIndex = index;
+    for (const li of Array.from(this.stepList.children)) {
+      if (li.getAttribute("data-step-index") === null) continue;
+      setAttrs(li, { "aria-selected": li.getAttribute("data-step-index") === String(index) ? "true" : "false" });
+    }
+    if (!step) {
+      this.renderEmpty();
+      return;
+    }
+    const token = ++this.renderToken;
+    const layout = this.layouts.get(index);
+    if (layout instanceof Promise) {
+      void layout.then((l) => {
+        if (token === this.renderToken && !this.disposed) this.renderStep(step, l);
+      });
+    } else {
+      this.renderStep(step, layout);
+    }
+  }
+
+  private renderEmpty(): void {
+    this.stepHeader.textContent = "No steps completed.";
+    this.diffSlot.replaceChildren();
+    this.sourceEl.replaceChildren();
+    this.detailsEl.replaceChildren();
+    setAttrs(this.root, { "data-ready": "true" });
+  }
+
+  private renderStep(step: Step, layout: StepLayout): void {
+    const doc = this.doc;
+    this.stepNodes = new Map(step.nodes.map((n) => [n.id, n]));
+    const diffClass = new Map<string, string>();
+    if (step.diff) {
+      for (const id of step.diff.added) diffClass.set(id, "diff-added");
+      for (const id of step.diff.rewritten) diffClass.set(id, "diff-rewritten");
+      for (const id of Object.keys(step.diff.fused)) diffClass.set(id, "diff-fused");
+    }
+    const groups = new Map(step.groups.map((g) => [g.id, g]));
+    this.graph.setStep({
+      step,
+      layout,
+      diffClass,
+      isCollapsed: (gid) => this.collapsed.get(gid) ?? groups.get(gid)?.collapsed ?? false,
+    });
+
+    this.stepHeader.replaceChildren(
+      h(doc, "strong", {}, `Step ${step.index}: ${step.pass}`),
+      h(doc, "span", { class: "tx-muted" }, ` ${step.kind} · ${step.nodes.length} ops · ${formatMs(step.ms)}`),
+    );
+    this.diffSlot.replaceChildren(diffSummary(doc, step.diff, this.previousStep(step)));
+
+    this.lineToNode = new Map();
+    for (const n of step.nodes) if (n.line !== null && !this.lineToNode.has(n.line)) this.lineToNode.set(n.line, n.id);
+    const frag = doc.createDocumentFragment();
+    this.sourceLines = step.source.split("\n").map((text, i) => {
+      const line = i + 1;
+      const nid = this.lineToNode.get(line);
+      const diff = nid === undefined ? undefined : diffClass.get(nid);
+      const el = h(
+        doc,
+        "div",
+        { class: `tx-line${diff ? ` ${diff}` : ""}${nid !== undefined ? " has-node" : ""}`, "data-testid": "source-line", "data-line": line, role: "listitem" },
+        truncate(text, SOURCE_LINE_CHARS) || " ",
+      );
+      frag.appendChild(el);
+      return el;
+    });
+    this.sourceEl.replaceChildren(frag);
+
+    if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
+    this.applySelection(this.revealOnRender);
+    this.revealOnRender = false;
+    this.applySearch();
+    setAttrs(this.root, { "data-ready": "true", "data-step-index": step.index });
+  }
+
+  private previousStep(step: Step): Step | undefined {
+    const steps = this.model?.steps ?? [];
+    if (step.diff) {
+      const byId = steps.find((s) => s.id === step.diff?.previous);
+      if (byId) return byId;
+    }
+    const i = steps.indexOf(step);
+    for (let j = i - 1; j >= 0; j--) if (steps[j]?.kind === step.kind) return steps[j];
+    return undefined;
+  }
+
+  private firstStepOfKind(step: Step): Step | undefined {
+    return this.model?.steps.find((s) => s.kind === step.kind);
+  }
+
+  // -- selection ------------------------------------------------------------------------------
+
+  private select(nodeId: string | null, reveal = true): void {
+    this.selected = nodeId !== null && this.stepNodes.has(nodeId) ? nodeId : null;
+    if (this.selected !== null) this.expandAncestors(this.selected);
+    this.applySelection(reveal);
+  }
+
+  /** Opens collapsed groups hiding a node the user asked for. */
+  private expandAncestors(nodeId: string): void {
+    const rep = this.graph.representative(nodeId);
+    if (rep === undefined || rep === nodeId || !rep.startsWith("group:")) return;
+    const step = this.currentStep();
+    if (!step) return;
+    const byId = new Map(step.groups.map((g) => [g.id, g]));
+    for (const g of step.groups) {
+      if (!g.nodes.includes(nodeId)) continue;
+      const seen = new Set<string>();
+      for (let cur: typeof g | undefined = g; cur && !seen.has(cur.id); cur = cur.parent === null ? undefined : byId.get(cur.parent)) {
+        seen.add(cur.id);
+        this.collapsed.set(cur.id, false);
+      }
+    }
+    this.graph.refresh();
+  }
+
+  private applySelection(reveal: boolean): void {
+    const id = this.selected;
+    this.graph.setSelected(id);
+    const node = id === null ? undefined : this.stepNodes.get(id);
+    for (const el of this.sourceLines) if (el.hasAttribute("aria-current")) el.removeAttribute("aria-current");
+    if (node && node.line !== null) {
+      const lineEl = this.sourceLines[node.line - 1];
+      if (lineEl) {
+        lineEl.setAttribute("aria-current", "true");
+        if (reveal) scrollWithin(this.sourceEl, lineEl);
+      }
+    }
+    if (node && reveal) this.graph.reveal(node.id);
+    this.renderDetails(node);
+  }
+
+  private renderDetails(node: TraceNode | undefined): void {
+    const step = this.currentStep();
+    if (!node || !step) {
+      this.detailsEl.replaceChildren(h(this.doc, "p", { class: "tx-muted" }, "Select a node in the graph or a line of the source."));
+      return;
+    }
+    const prev = this.previousStep(step);
+    const first = this.firstStepOfKind(step);
+    const steps = this.model?.steps ?? [];
+    const link = (s: Step | undefined, id: string): NodeLink => ({
+      stepIndex: s ? steps.indexOf(s) : -1,
+      id,
+      node: s?.nodes.find((n) => n.id === id),
+    });
+    const lineage = node.lineage.map((id) => link(prev, id));
+    const origin = first && first !== step ? node.origin.map((id) => link(first, id)) : [];
+    const diff = step.diff;
+    let diffLabel: string | null = null;
+    if (diff) {
+      if (diff.added.includes(node.id)) diffLabel = "added by this pass";
+      else if (diff.rewritten.includes(node.id)) diffLabel = "rewritten by this pass";
+      else if (diff.fused[node.id]) diffLabel = `fusion of ${diff.fused[node.id]?.length ?? 0} ops from the previous step`;
+    }
+    this.detailsEl.replaceChildren(...nodeDetails(this.doc, node, step, lineage.filter((l) => l.stepIndex >= 0), origin.filter((l) => l.stepIndex >= 0), diffLabel));
+  }
+
+  private toggleGroup(gid: string): void {
+    const step = this.currentStep();
+    const group = step?.groups.find((g) => g.id === gid);
+    const now = this.collapsed.get(gid) ?? group?.collapsed ?? false;
+    this.collapsed.set(gid, !now);
+    this.graph.refresh();
+    this.graph.setSelected(this.selected);
+  }
+
+  private currentStep(): Step | undefined {
+    return this.model?.steps[this.stepIndex];
+  }
+
+  // -- search ---------------------------------------------------------------------------------
+
+  private applySearch(): void {
+    const q = this.query.trim().toLowerCase();
+    const step = this.currentStep();
+    const matched: string[] = [];
+    if (q && step) {
+      for (const n of step.nodes) {
+        if (
+          n.op.toLowerCase().includes(q) ||
+          n.label.toLowerCase().includes(q) ||
+          n.outputs.some((v) => v.name.toLowerCase().includes(q)) ||
+          n.inputs.some((v) => v.name.toLowerCase().includes(q))
+        ) {
+          matched.push(n.id);
+        }
+      }
+    }
+    this.matches = matched;
+    this.matchCursor = -1;
+    const set = new Set(matched);
+    this.graph.setMatches(set);
+    const lines = new Set<number>();
+    for (const id of matched) {
+      const line = this.stepNodes.get(id)?.line;
+      if (line !== null && line !== undefined) lines.add(line);
+    }
+    this.sourceLines.forEach((el, i) => el.classList.toggle("search-match", lines.has(i + 1)));
+    this.searchCount.textContent = q ? `${matched.length} match${matched.length === 1 ? "" : "es"}` : "";
+  }
+
+  private nextMatch(delta: number): void {
+    if (!this.matches.length) return;
+    this.matchCursor = (this.matchCursor + delta + this.matches.length) % this.matches.length;
+    this.select(this.matches[this.matchCursor] ?? null);
+  }
+
+  // -- input ----------------------------------------------------------------------------------
+
+  private listen(): void {
+    this.searchEl.addEventListener("input", () => {
+      this.query = this.searchEl.value;
+      this.applySearch();
+    });
+    this.searchEl.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") {
+        e.preventDefault();
+        this.nextMatch(e.shiftKey ? -1 : 1);
+      } else if (e.key === "Escape") {
+        this.searchEl.value = "";
+        this.query = "";
+        this.applySearch();
+        this.root.focus();
+      }
+      e.stopPropagation();
+    });
+    this.stepList.addEventListener("click", (e) => {
+      const li = (e.target as Element | null)?.closest?.("[data-testid='step']");
+      const index = li?.getAttribute("data-step-index");
+      if (index === null || index === undefined) return;
+      this.showStep(Number(index));
+      this.root.focus();
+    });
+    this.sourceEl.addEventListener("click", (e) => {
+      const lineEl = (e.target as Element | null)?.closest?.("[data-testid='source-line']");
+      const line = Number(lineEl?.getAttribute("data-line"));
+      if (!lineEl || !Number.isFinite(line)) return;
+      const nid = this.lineToNode.get(line);
+      if (nid !== undefined) {
+        this.select(nid);
+      } else {
+        this.select(null, false);
+        lineEl.setAttribute("aria-current", "true");
+      }
+    });
+    this.detailsEl.addEventListener("click", (e) => {
+      const link = (e.target as Element | null)?.closest?.("[data-testid='lineage-link']");
+      if (!link) return;
+      const index = Number(link.getAttribute("data-step-index"));
+      const nid = link.getAttribute("data-node-id");
+      if (!Number.isInteger(index) || nid === null) return;
+      this.selected = nid;
+      this.revealOnRender = true;
+      this.showStep(index);
+    });
+    this.root.addEventListener("keydown", (e) => this.onKey(e));
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    const target = e.target as HTMLElement | null;
+    if (target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "BUTTON")) {
+      if (target.tagName !== "BUTTON" || (e.key !== "ArrowDown" && e.key !== "ArrowUp")) return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const steps = this.model?.steps.length ?? 0;
+    let handled = true;
+    switch (e.key) {
+      case "ArrowDown":
+      case "j":
+        if (this.stepIndex + 1 < steps) this.showStep(this.stepIndex + 1);
+        break;
+      case "ArrowUp":
+      case "k":
+        if (this.stepIndex > 0) this.showStep(this.stepIndex - 1);
+        break;
+      case "Home":
+        if (steps) this.showStep(0);
+        break;
+      case "End":
+        if (steps) this.showStep(steps - 1);
+        break;
+      case "/":
+        this.searchEl.focus();
+        break;
+      case "+":
+      case "=":
+        this.graph.zoomBy(1.25);
+        break;
+      case "-":
+        this.graph.zoomBy(1 / 1.25);
+        break;
+      case "0":
+        this.graph.fit();
+        break;
+      case "n":
+        this.nextMatch(1);
+        break;
+      case "Escape":
+        this.select(null, false);
+        break;
+      default:
+        handled = false;
+    }
+    if (handled) e.preventDefault();
+  }
+}
+
+/** Scrolls only the pane (never the notebook page around the explorer) to show a line. */
+function scrollWithin(pane: HTMLElement, el: HTMLElement): void {
+  const top = el.offsetTop;
+  if (top < pane.scrollTop || top + el.offsetHeight > pane.scrollTop + pane.clientHeight) {
+    pane.scrollTop = Math.max(0, top - pane.clientHeight / 3);
+  }
+}

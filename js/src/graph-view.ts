@@ -1,0 +1,660 @@
+/**
+ * The graph of one step as a single SVG: nodes, value edges, groups; pan, zoom, culling.
+ *
+ * Layer: front-end core; imports the schema types, the layout's output and the safe DOM helpers.
+ * It owns no explorer state: the explorer tells it which step, which groups are collapsed, what
+ * is selected and what matches the search, and hears back about clicks.
+ *
+ * Note [Graph rendering cost]: all edges are one <path> (one element however many edges), nodes
+ * are a <g> with two rects and two texts, built into a fragment and attached once. Above
+ * CULL_THRESHOLD items only those near the viewport are built; panning inside the built region
+ * only moves a transform, leaving it rebuilds the region (once per animation frame).
+ */
+import { formatShape, s, setAttrs, truncate } from "./dom";
+import { OUTPUT_ID, type StepLayout } from "./layout";
+import type { Group, Step, TraceNode } from "./schema";
+
+export const NODE_W = 168;
+export const NODE_H = 44;
+const COL_W = 200;
+const ROW_H = 84;
+const IO_W = 128;
+const IO_H = 26;
+const CULL_THRESHOLD = 1500;
+const MIN_ZOOM = 0.05;
+const MAX_ZOOM = 4;
+const LABEL_CHARS = 24;
+const MAX_GROUP_DEPTH = 32;
+
+/** Executors with their own colour in explorer.css; others get one of the palette colours. */
+const KNOWN_EXECUTORS = new Set(["torch", "python", "torchcompile", "nvfuser", "cudnn", "sdpa", "triton"]);
+const PALETTE_SIZE = 6;
+
+/** The CSS class colouring an executor (never built from document text, so always a safe name). */
+export function executorClass(executor: string | null): string {
+  if (executor === null) return "exec-none";
+  if (KNOWN_EXECUTORS.has(executor)) return `exec-${executor}`;
+  let hash = 0;
+  for (let i = 0; i < executor.length; i++) hash = (hash * 31 + executor.charCodeAt(i)) >>> 0;
+  return `exec-p${hash % PALETTE_SIZE}`;
+}
+
+interface Item {
+  key: string;
+  kind: "node" | "io" | "group";
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  node?: TraceNode;
+  group?: Group;
+  label: string;
+  sub: string;
+}
+
+interface GroupBox {
+  group: Group;
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+export interface GraphCallbacks {
+  onSelect(nodeId: string | null): void;
+  onToggleGroup(groupId: string): void;
+}
+
+export interface GraphState {
+  step: Step;
+  layout: StepLayout;
+  isCollapsed(groupId: string): boolean;
+  /** node id -> diff class (`diff-added`, `diff-rewritten`, `diff-fused`). */
+  diffClass: Map<string, string>;
+}
+
+interface View {
+  tx: number;
+  ty: number;
+  k: number;
+}
+
+export class GraphView {
+  readonly svg: SVGSVGElement;
+  private readonly viewport: SVGElement;
+  private readonly groupLayer: SVGElement;
+  private readonly edgePath: SVGElement;
+  private readonly selectedEdgePath: SVGElement;
+  private readonly nodeLayer: SVGElement;
+  private readonly doc: Document;
+
+  private state: GraphState | null = null;
+  private items: Item[] = [];
+  private itemByKey = new Map<string, Item>();
+  private repOf = new Map<string, string>();
+  private edges: [Item, Item][] = [];
+  private boxes: GroupBox[] = [];
+  private rendered = new Map<string, SVGElement>();
+  private region: { x0: number; y0: number; x1: number; y1: number } | null = null;
+  private view: View = { tx: 20, ty: 20, k: 1 };
+  private hasView = false;
+  private selected: string | null = null;
+  private matches = new Set<string>();
+  private frame = 0;
+  private readonly cleanups: (() => void)[] = [];
+
+  constructor(
+    doc: Document,
+    private readonly callbacks: GraphCallbacks,
+  ) {
+    this.doc = doc;
+    this.svg = s(doc, "svg", {
+      "data-testid": "graph",
+      class: "graph",
+      role: "img",
+      "aria-label": "trace graph",
+    }) as SVGSVGElement;
+    this.viewport = s(doc, "g", { class: "viewport" });
+    this.groupLayer = s(doc, "g", { class: "groups" });
+    this.edgePath = s(doc, "path", { class: "edges", d: "" });
+    this.selectedEdgePath = s(doc, "path", { class: "edges-selected", d: "" });
+    this.nodeLayer = s(doc, "g", { class: "nodes" });
+    this.viewport.append(this.groupLayer, this.edgePath, this.selectedEdgePath, this.nodeLayer);
+    this.svg.appendChild(this.viewport);
+    this.listen();
+  }
+
+  /** Shows a step (keeping the current pan and zoom, so surviving nodes stay put on screen). */
+  setStep(state: GraphState): void {
+    this.state = state;
+    this.build();
+    if (!this.hasView) {
+      this.fit();
+      this.hasView = true;
+    } else {
+      this.applyView();
+    }
+    this.render();
+  }
+
+  /** Rebuilds after groups were collapsed or expanded. */
+  refresh(): void {
+    if (!this.state) return;
+    this.build();
+    this.render();
+  }
+
+  setSelected(nodeId: string | null): void {
+    this.selected = nodeId;
+    for (const [key, el] of this.rendered) setAttrs(el, { "aria-selected": key === nodeId ? "true" : null });
+    this.drawSelectedEdges();
+  }
+
+  setMatches(ids: Set<string>): void {
+    this.matches = ids;
+    for (const [key, el] of this.rendered) el.classList.toggle("search-match", ids.has(key));
+  }
+
+  /** The key of the item standing for a node: itself, or the collapsed group hiding it. */
+  representative(nodeId: string): string | undefined {
+    return this.repOf.get(nodeId);
+  }
+
+  /** Brings an item into view if it is outside the viewport. */
+  reveal(nodeId: string): void {
+    const item = this.itemByKey.get(this.repOf.get(nodeId) ?? nodeId);
+    if (!item) return;
+    const { width, height } = this.size();
+    const { tx, ty, k } = this.view;
+    const sx = item.x * k + tx;
+    const sy = item.y * k + ty;
+    if (sx >= 0 && sy >= 0 && sx + item.w * k <= width && sy + item.h * k <= height) return;
+    this.view = { k, tx: width / 2 - (item.x + item.w / 2) * k, ty: height / 2 - (item.y + item.h / 2) * k };
+    this.onViewChanged();
+  }
+
+  zoomBy(factor: number, cx?: number, cy?: number): void {
+    const { width, height } = this.size();
+    const px = cx ?? width / 2;
+    const py = cy ?? height / 2;
+    const k = Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, this.view.k * factor));
+    const f = k / this.view.k;
+    this.view = { k, tx: px - (px - this.view.tx) * f, ty: py - (py - this.view.ty) * f };
+    this.onViewChanged();
+  }
+
+  /** Fits the graph when it can be read that small; big graphs start at the top, readable. */
+  fit(): void {
+    const b = this.bounds();
+    const { width, height } = this.size();
+    if (!b) return;
+    const fitK = Math.min((width - 40) / (b.x1 - b.x0), (height - 40) / (b.y1 - b.y0));
+    const k = Math.min(1, Math.max(0.6, fitK));
+    const contentW = (b.x1 - b.x0) * k;
+    const tx = contentW < width ? (width - contentW) / 2 - b.x0 * k : 20 - b.x0 * k;
+    const contentH = (b.y1 - b.y0) * k;
+    const ty = contentH < height ? (height - contentH) / 2 - b.y0 * k : 20 - b.y0 * k;
+    this.view = { tx, ty, k };
+    this.onViewChanged();
+  }
+
+  /** Pans by a screen-space offset. */
+  panBy(dx: number, dy: number): void {
+    this.view = { ...this.view, tx: this.view.tx + dx, ty: this.view.ty + dy };
+    this.onViewChanged();
+  }
+
+  dispose(): void {
+    cancelAnimationFrameSafe(this.frame);
+    for (const c of this.cleanups) c();
+    this.cleanups.length = 0;
+  }
+
+  // -- model --------------------------------------------------------------------------------
+
+  private build(): void {
+    const state = this.state;
+    if (!state) return;
+    const { step, layout, isCollapsed } = state;
+    const pos = new Map<string, { x: number; y: number }>();
+    layout.ids.forEach((id, i) => {
+      pos.set(id, { x: (layout.col[i] as number) * COL_W, y: (layout.layer[i] as number) * ROW_H });
+    });
+
+    const groupById = new Map<string, Group>();
+    for (const g of step.groups) groupById.set(g.id, g);
+    const chainOf = (g: Group): Group[] => {
+      const chain: Group[] = [];
+      const seen = new Set<string>();
+      for (let cur: Group | undefined = g; cur && !seen.has(cur.id) && chain.length < MAX_GROUP_DEPTH; ) {
+        seen.add(cur.id);
+        chain.push(cur);
+        cur = cur.parent === null ? undefined : groupById.get(cur.parent);
+      }
+      return chain;
+    };
+    const chains = new Map<string, Group[]>();
+    for (const g of step.groups) chains.set(g.id, chainOf(g));
+
+    // Which groups each node sits in (directly listed, plus ancestors).
+    const groupsOfNode = new Map<string, Group[]>();
+    for (const g of step.groups) {
+      for (const nid of g.nodes) {
+        const list = groupsOfNode.get(nid);
+        if (list) list.push(g);
+        else groupsOfNode.set(nid, [g]);
+      }
+    }
+
+    const items: Item[] = [];
+    const itemByKey = new Map<string, Item>();
+    const repOf = new Map<string, string>();
+    const add = (item: Item): void => {
+      items.push(item);
+      itemByKey.set(item.key, item);
+    };
+
+    for (const input of step.inputs) {
+      const id = `input:${input.name}`;
+      const p = pos.get(id);
+      if (!p) continue;
+      add(ioItem(id, p, input.name, `${formatShape(input.shape)} ${input.dtype ?? ""}`.trim()));
+      repOf.set(id, id);
+    }
+    for (const node of step.nodes) {
+      const p = pos.get(node.id);
+      if (!p || repOf.has(node.id)) continue;
+      const collapsedGroup = outermostCollapsed(groupsOfNode.get(node.id), chains, isCollapsed);
+      if (collapsedGroup) {
+        const key = `group:${collapsedGroup.id}`;
+        repOf.set(node.id, key);
+        if (!itemByKey.has(key)) {
+          add({
+            key,
+            kind: "group",
+            x: p.x,
+            y: p.y,
+            w: NODE_W,
+            h: NODE_H,
+            group: collapsedGroup,
+            label: collapsedGroup.label || collapsedGroup.id,
+            sub: `${collapsedGroup.kind} · ${collapsedGroup.nodes.length} ops`,
+          });
+        }
+        continue;
+      }
+      repOf.set(node.id, node.id);
+      add({ key: node.id, kind: "node", x: p.x, y: p.y, w: NODE_W, h: NODE_H, node, label: node.label || node.op, sub: nodeSubtitle(node) });
+    }
+    const out = pos.get(OUTPUT_ID);
+    if (out) {
+      add(ioItem(OUTPUT_ID, out, "return", step.outputs.join(", ")));
+      repOf.set(OUTPUT_ID, OUTPUT_ID);
+    }
+
+    const edges: [Item, Item][] = [];
+    const seenEdges = new Set<string>();
+    for (const e of step.edges) {
+      const a = repOf.get(e.source);
+      const b = repOf.get(e.target);
+      if (a === undefined || b === undefined || a === b) continue;
+      const key = `${a}\u0000${b}`;
+      if (seenEdges.has(key)) continue;
+      seenEdges.add(key);
+      const ia = itemByKey.get(a);
+      const ib = itemByKey.get(b);
+      if (ia && ib) edges.push([ia, ib]);
+    }
+
+    // Boxes around expanded groups whose ancestors are all expanded.
+    const boxes: GroupBox[] = [];
+    const maxDepth = Math.max(0, ...[...chains.values()].map((c) => c.length));
+    for (const g of step.groups) {
+      const chain = chains.get(g.id) as Group[];
+      if (chain.some((c) => isCollapsed(c.id))) continue;
+      let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+      const members = new Set<string>();
+      collectMembers(g, step.groups, members);
+      for (const nid of members) {
+        const it = itemByKey.get(repOf.get(nid) ?? "");
+        if (!it) continue;
+        x0 = Math.min(x0, it.x);
+        y0 = Math.min(y0, it.y);
+        x1 = Math.max(x1, it.x + it.w);
+        y1 = Math.max(y1, it.y + it.h);
+      }
+      if (x0 === Infinity) continue;
+      const pad = 8 + 8 * (maxDepth - chain.length);
+      boxes.push({ group: g, x: x0 - pad, y: y0 - pad - 16, w: x1 - x0 + 2 * pad, h: y1 - y0 + 2 * pad + 16 });
+    }
+    boxes.sort((a, b) => b.w * b.h - a.w * a.h); // big ones first, so inner boxes are on top
+
+    this.items = items;
+    this.itemByKey = itemByKey;
+    this.repOf = repOf;
+    this.edges = edges;
+    this.boxes = boxes;
+    this.region = null;
+  }
+
+  private bounds(): { x0: number; y0: number; x1: number; y1: number } | null {
+    if (!this.items.length) return null;
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (const it of this.items) {
+      x0 = Math.min(x0, it.x);
+      y0 = Math.min(y0, it.y);
+      x1 = Math.max(x1, it.x + it.w);
+      y1 = Math.max(y1, it.y + it.h);
+    }
+    return { x0: x0 - 30, y0: y0 - 30, x1: x1 + 30, y1: y1 + 30 };
+  }
+
+  // -- rendering ----------------------------------------------------------------------------
+
+  private size(): { width: number; height: number } {
+    return { width: this.svg.clientWidth || 800, height: this.svg.clientHeight || 600 };
+  }
+
+  private culling(): boolean {
+    return this.items.length > CULL_THRESHOLD;
+  }
+
+  /** The graph-space rectangle to build: everything, or the viewport and a margin around it. */
+  private wantedRegion(): { x0: number; y0: number; x1: number; y1: number } {
+    if (!this.culling()) return { x0: -Infinity, y0: -Infinity, x1: Infinity, y1: Infinity };
+    const { width, height } = this.size();
+    const { tx, ty, k } = this.view;
+    const w = width / k;
+    const hgt = height / k;
+    const x0 = -tx / k;
+    const y0 = -ty / k;
+    return { x0: x0 - w / 2, y0: y0 - hgt / 2, x1: x0 + w * 1.5, y1: y0 + hgt * 1.5 };
+  }
+
+  private render(): void {
+    const doc = this.doc;
+    const region = this.wantedRegion();
+    this.region = region;
+    const inRegion = (x: number, y: number, w: number, h: number): boolean =>
+      x + w >= region.x0 && x <= region.x1 && y + h >= region.y0 && y <= region.y1;
+
+    const groupFrag = doc.createDocumentFragment();
+    for (const b of this.boxes) {
+      if (!inRegion(b.x, b.y, b.w, b.h)) continue;
+      groupFrag.appendChild(this.groupBoxElement(b));
+    }
+    this.groupLayer.replaceChildren(groupFrag);
+
+    const parts: string[] = [];
+    for (const [a, b] of this.edges) {
+      const x0 = Math.min(a.x, b.x), y0 = Math.min(a.y, b.y);
+      const x1 = Math.max(a.x + a.w, b.x + b.w), y1 = Math.max(a.y + a.h, b.y + b.h);
+      if (!inRegion(x0, y0, x1 - x0, y1 - y0)) continue;
+      parts.push(edgePathData(a, b));
+    }
+    this.edgePath.setAttribute("d", parts.join(""));
+
+    const frag = doc.createDocumentFragment();
+    const rendered = new Map<string, SVGElement>();
+    const diffClass = this.state?.diffClass ?? new Map<string, string>();
+    for (const it of this.items) {
+      if (!inRegion(it.x, it.y, it.w, it.h)) continue;
+      const el = this.itemElement(it, diffClass);
+      rendered.set(it.key, el);
+      frag.appendChild(el);
+    }
+    this.nodeLayer.replaceChildren(frag);
+    this.rendered = rendered;
+    this.drawSelectedEdges();
+  }
+
+  private itemElement(it: Item, diffClass: Map<string, string>): SVGElement {
+    const doc = this.doc;
+    if (it.kind === "io") {
+      return s(
+        doc,
+        "g",
+        { class: "io-node", "data-testid": "io", "data-io-id": it.key, transform: `translate(${it.x},${it.y})` },
+        s(doc, "rect", { class: "io-box", width: it.w, height: it.h, rx: it.h / 2 }),
+        s(doc, "text", { class: "io-label", x: it.w / 2, y: 17, "text-anchor": "middle" }, truncate(it.sub ? `${it.label}: ${it.sub}` : it.label, 22)),
+      );
+    }
+    if (it.kind === "group" && it.group) return this.collapsedGroupElement(it, it.group);
+    const node = it.node as TraceNode;
+    const classes = ["node", executorClass(node.executor)];
+    if (node.fusion) classes.push("fusion");
+    const diff = diffClass.get(node.id);
+    if (diff) classes.push(diff);
+    if (this.matches.has(node.id)) classes.push("search-match");
+    return s(
+      doc,
+      "g",
+      {
+        class: classes.join(" "),
+        "data-testid": "node",
+        "data-node-id": node.id,
+        transform: `translate(${it.x},${it.y})`,
+        "aria-selected": node.id === this.selected ? "true" : null,
+      },
+      s(doc, "rect", { class: "node-box", width: it.w, height: it.h, rx: 6 }),
+      s(doc, "rect", { class: "node-band", width: 6, height: it.h, rx: 2 }),
+      s(doc, "text", { class: "node-label", x: 14, y: 18 }, truncate(it.label, LABEL_CHARS)),
+      s(doc, "text", { class: "node-sub", x: 14, y: 34 }, truncate(it.sub, LABEL_CHARS + 4)),
+    );
+  }
+
+  private toggleElement(group: Group, collapsed: boolean, x: number, y: number): SVGElement {
+    const doc = this.doc;
+    return s(
+      doc,
+      "g",
+      {
+        class: "group-toggle",
+        "data-testid": "group-toggle",
+        "data-group-id": group.id,
+        role: "button",
+        "aria-expanded": collapsed ? "false" : "true",
+        "aria-label": collapsed ? "expand group" : "collapse group",
+        transform: `translate(${x},${y})`,
+      },
+      s(doc, "rect", { width: 14, height: 14, rx: 3 }),
+      s(doc, "text", { x: 7, y: 11, "text-anchor": "middle" }, collapsed ? "+" : "−"),
+    );
+  }
+
+  private collapsedGroupElement(it: Item, group: Group): SVGElement {
+    const doc = this.doc;
+    const classes = ["group", "collapsed", `group-${group.kind}`];
+    return s(
+      doc,
+      "g",
+      {
+        class: classes.join(" "),
+        "data-testid": "group",
+        "data-group-id": group.id,
+        transform: `translate(${it.x},${it.y})`,
+      },
+      s(doc, "rect", { class: "group-box", width: it.w, height: it.h, rx: 8 }),
+      s(doc, "text", { class: "node-label", x: 26, y: 18 }, truncate(it.label, LABEL_CHARS - 3)),
+      s(doc, "text", { class: "node-sub", x: 26, y: 34 }, it.sub),
+      this.toggleElement(group, true, 6, 6),
+    );
+  }
+
+  private groupBoxElement(b: GroupBox): SVGElement {
+    const doc = this.doc;
+    return s(
+      doc,
+      "g",
+      {
+        class: `group group-${b.group.kind}`,
+        "data-testid": "group",
+        "data-group-id": b.group.id,
+        transform: `translate(${b.x},${b.y})`,
+      },
+      s(doc, "rect", { class: "group-box", width: b.w, height: b.h, rx: 10 }),
+      this.toggleElement(b.group, false, 6, 4),
+      s(doc, "text", { class: "group-label", x: 26, y: 15 }, truncate(`${b.group.label || b.group.id} (${b.group.kind})`, Math.max(8, Math.floor(b.w / 7)))),
+    );
+  }
+
+  private drawSelectedEdges(): void {
+    const sel = this.selected === null ? undefined : this.repOf.get(this.selected);
+    const parts: string[] = [];
+    if (sel !== undefined) {
+      for (const [a, b] of this.edges) if (a.key === sel || b.key === sel) parts.push(edgePathData(a, b));
+    }
+    this.selectedEdgePath.setAttribute("d", parts.join(""));
+  }
+
+  private applyView(): void {
+    const { tx, ty, k } = this.view;
+    this.viewport.setAttribute("transform", `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`);
+    this.svg.classList.toggle("lod-low", k < 0.4);
+  }
+
+  private onViewChanged(): void {
+    this.applyView();
+    if (!this.culling() || this.frame) return;
+    this.frame = requestAnimationFrameSafe(() => {
+      this.frame = 0;
+      const have = this.region;
+      const { width, height } = this.size();
+      const { tx, ty, k } = this.view;
+      const vx0 = -tx / k, vy0 = -ty / k, vx1 = vx0 + width / k, vy1 = vy0 + height / k;
+      if (!have || vx0 < have.x0 || vy0 < have.y0 || vx1 > have.x1 || vy1 > have.y1) {
+        this.render();
+      }
+    });
+  }
+
+  // -- input ----------------------------------------------------------------------------------
+
+  private listen(): void {
+    const svg = this.svg;
+    let drag: { x: number; y: number; id: number; moved: boolean } | null = null;
+    let suppressClick = false;
+
+    const on = <K extends keyof SVGElementEventMap>(type: K, fn: (e: SVGElementEventMap[K]) => void, opts?: AddEventListenerOptions): void => {
+      svg.addEventListener(type, fn as EventListener, opts);
+      this.cleanups.push(() => svg.removeEventListener(type, fn as EventListener, opts));
+    };
+
+    on("pointerdown", (e) => {
+      if (e.button !== 0) return;
+      drag = { x: e.clientX, y: e.clientY, id: e.pointerId, moved: false };
+    });
+    on("pointermove", (e) => {
+      if (!drag || e.pointerId !== drag.id) return;
+      const dx = e.clientX - drag.x;
+      const dy = e.clientY - drag.y;
+      if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
+      if (!drag.moved) {
+        drag.moved = true;
+        svg.classList.add("panning");
+        try {
+          svg.setPointerCapture(e.pointerId);
+        } catch {
+          /* synthetic events have no capturable pointer */
+        }
+      }
+      drag.x = e.clientX;
+      drag.y = e.clientY;
+      this.panBy(dx, dy);
+    });
+    const end = (e: PointerEvent): void => {
+      if (!drag || e.pointerId !== drag.id) return;
+      suppressClick = drag.moved;
+      drag = null;
+      svg.classList.remove("panning");
+    };
+    on("pointerup", end);
+    on("pointercancel", end);
+    on(
+      "wheel",
+      (e) => {
+        e.preventDefault();
+        const rect = svg.getBoundingClientRect();
+        this.zoomBy(Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015)), e.clientX - rect.left, e.clientY - rect.top);
+      },
+      { passive: false },
+    );
+    on("click", (e) => {
+      if (suppressClick) {
+        suppressClick = false;
+        return;
+      }
+      const target = e.target as Element | null;
+      const toggle = target?.closest?.("[data-testid='group-toggle']");
+      if (toggle) {
+        const gid = toggle.getAttribute("data-group-id");
+        if (gid !== null) this.callbacks.onToggleGroup(gid);
+        return;
+      }
+      const node = target?.closest?.("[data-testid='node']");
+      if (node) {
+        this.callbacks.onSelect(node.getAttribute("data-node-id"));
+        return;
+      }
+      const group = target?.closest?.("[data-testid='group'].collapsed");
+      const gid = group?.getAttribute("data-group-id");
+      if (gid) this.callbacks.onToggleGroup(gid);
+    });
+  }
+}
+
+function ioItem(key: string, p: { x: number; y: number }, label: string, sub: string): Item {
+  return { key, kind: "io", x: p.x + (NODE_W - IO_W) / 2, y: p.y + (NODE_H - IO_H) / 2, w: IO_W, h: IO_H, label, sub };
+}
+
+function nodeSubtitle(node: TraceNode): string {
+  const out = node.outputs[0];
+  if (!out) return node.executor ?? "";
+  const more = node.outputs.length > 1 ? ` +${node.outputs.length - 1}` : "";
+  const type = out.kind === "tensor" ? `${formatShape(out.shape)} ${out.dtype ?? ""}`.trim() : (out.repr ?? out.kind);
+  return `${out.name}: ${type}${more}`;
+}
+
+function outermostCollapsed(
+  groups: Group[] | undefined,
+  chains: Map<string, Group[]>,
+  isCollapsed: (id: string) => boolean,
+): Group | undefined {
+  if (!groups) return undefined;
+  for (const g of groups) {
+    const chain = chains.get(g.id) ?? [g];
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const c = chain[i] as Group;
+      if (isCollapsed(c.id)) return c;
+    }
+  }
+  return undefined;
+}
+
+/** A group's nodes and those of the groups nested in it. */
+function collectMembers(g: Group, all: Group[], out: Set<string>, depth = 0): void {
+  for (const n of g.nodes) out.add(n);
+  if (depth >= MAX_GROUP_DEPTH) return;
+  for (const child of all) if (child.parent === g.id && child.id !== g.id) collectMembers(child, all, out, depth + 1);
+}
+
+/** A curve from the bottom of `a` to the top of `b`, with a chevron at `b`. */
+function edgePathData(a: Item, b: Item): string {
+  const x1 = Math.round(a.x + a.w / 2);
+  const y1 = Math.round(a.y + a.h);
+  const x2 = Math.round(b.x + b.w / 2);
+  const y2 = Math.round(b.y);
+  const dy = Math.max(24, Math.abs(y2 - y1) / 2);
+  return `M${x1} ${y1}C${x1} ${y1 + dy} ${x2} ${y2 - dy} ${x2} ${y2}M${x2 - 4} ${y2 - 6}L${x2} ${y2}L${x2 + 4} ${y2 - 6}`;
+}
+
+function requestAnimationFrameSafe(fn: () => void): number {
+  if (typeof requestAnimationFrame === "function") return requestAnimationFrame(fn);
+  return setTimeout(fn, 16) as unknown as number;
+}
+
+function cancelAnimationFrameSafe(id: number): void {
+  if (!id) return;
+  if (typeof cancelAnimationFrame === "function") cancelAnimationFrame(id);
+  else clearTimeout(id);
+}

@@ -1,0 +1,144 @@
+/**
+ * Layered graph layout that follows trace order and stays stable from step to step.
+ *
+ * Layer: front-end core, pure (no DOM), so it runs both in the layout Web Worker and on the main
+ * thread. Imports nothing.
+ *
+ * Note [Stable layout]: cells (layer, column) are remembered by node id across the steps of one
+ * document, laid out in document order. A node whose id was laid out before keeps its cell, so a
+ * node that survives a pass does not move. A new node goes one layer below its lowest producer,
+ * in the free column nearest to the column of what it was made from (its lineage, e.g. the ops a
+ * fusion absorbed, whose cells the pass freed) or else of its first producer; so chains of ops
+ * stand in one column and a fusion appears where its first member was. Survivors are placed
+ * before new nodes, so a new node early in trace order cannot take a survivor's cell. Because the result only
+ * depends on the steps before it, it is the same whichever order the user walks the steps in.
+ */
+
+/** What the layout needs of one step (small, so it is cheap to post to the worker). */
+export interface LayoutStepInput {
+  /** Pseudo-node ids of the step inputs, `input:<name>`. */
+  inputs: string[];
+  /** Nodes in trace order. */
+  nodes: { id: string; lineage: string[] }[];
+  /** `[source, target]` ids; sources may be `input:<name>`, targets may be `output`. */
+  edges: [string, string][];
+}
+
+/** Cells of every laid-out id of a step (`layer[i]`, `col[i]` belong to `ids[i]`). */
+export interface StepLayout {
+  ids: string[];
+  layer: Int32Array;
+  col: Int32Array;
+}
+
+export const OUTPUT_ID = "output";
+
+interface Cell {
+  layer: number;
+  col: number;
+}
+
+export class LayoutEngine {
+  private readonly memory = new Map<string, Cell>();
+
+  /** Lays out the next step; call in document order. */
+  layoutStep(step: LayoutStepInput): StepLayout {
+    const occupied = new Map<number, Set<number>>();
+    const placed = new Map<string, Cell>();
+    const ids: string[] = [];
+
+    const isFree = (c: Cell): boolean => !occupied.get(c.layer)?.has(c.col);
+    const place = (id: string, c: Cell): void => {
+      let cols = occupied.get(c.layer);
+      if (!cols) occupied.set(c.layer, (cols = new Set()));
+      cols.add(c.col);
+      placed.set(id, c);
+      ids.push(id);
+    };
+    const nearestFree = (layer: number, hint: number): Cell => {
+      const cols = occupied.get(layer);
+      if (!cols || !cols.has(hint)) return { layer, col: hint };
+      for (let d = 1; ; d++) {
+        if (!cols.has(hint + d)) return { layer, col: hint + d };
+        if (hint - d >= 0 && !cols.has(hint - d)) return { layer, col: hint - d };
+      }
+    };
+
+    const producers = new Map<string, string[]>();
+    for (const [source, target] of step.edges) {
+      const list = producers.get(target);
+      if (list) list.push(source);
+      else producers.set(target, [source]);
+    }
+
+    step.inputs.forEach((id, i) => {
+      const remembered = this.memory.get(id);
+      place(id, remembered && isFree(remembered) ? remembered : nearestFree(0, i));
+    });
+
+    // Survivors first, so a new node placed earlier in trace order cannot take their cells.
+    const fresh: LayoutStepInput["nodes"] = [];
+    for (const node of step.nodes) {
+      if (placed.has(node.id)) continue; // a malformed document may repeat an id: lay it out once
+      const remembered = this.memory.get(node.id);
+      if (remembered && isFree(remembered)) place(node.id, remembered);
+      else {
+        placed.set(node.id, { layer: -1, col: -1 }); // reserve the id; replaced below
+        fresh.push(node);
+      }
+    }
+    for (const node of fresh) {
+      placed.delete(node.id);
+      place(node.id, this.cellFor(node.lineage, producers.get(node.id), placed, isFree, nearestFree));
+    }
+    let maxLayer = 0;
+    for (const c of placed.values()) if (c.layer > maxLayer) maxLayer = c.layer;
+
+    const remembered = this.memory.get(OUTPUT_ID);
+    const firstProducer = producers.get(OUTPUT_ID)?.map((p) => placed.get(p)).find((c) => c);
+    const outLayer = Math.max(remembered?.layer ?? 0, maxLayer + 1);
+    place(OUTPUT_ID, nearestFree(outLayer, remembered?.col ?? firstProducer?.col ?? 0));
+
+    const layer = new Int32Array(ids.length);
+    const col = new Int32Array(ids.length);
+    ids.forEach((id, i) => {
+      const c = placed.get(id) as Cell;
+      layer[i] = c.layer;
+      col[i] = c.col;
+      this.memory.set(id, c);
+    });
+    return { ids, layer, col };
+  }
+
+  /** The cell of a node laid out for the first time (see Note [Stable layout]). */
+  private cellFor(
+    lineage: string[],
+    sources: string[] | undefined,
+    placed: Map<string, Cell>,
+    isFree: (c: Cell) => boolean,
+    nearestFree: (layer: number, hint: number) => Cell,
+  ): Cell {
+    let desired = 1;
+    let hint: number | undefined;
+    for (const s of sources ?? []) {
+      const c = placed.get(s);
+      if (!c || c.layer < 0) continue;
+      if (c.layer + 1 > desired) desired = c.layer + 1;
+      if (hint === undefined) hint = c.col;
+    }
+    for (const ancestor of lineage) {
+      const c = this.memory.get(ancestor);
+      if (!c) continue;
+      if (c.layer >= desired && isFree(c)) return c;
+      hint = c.col;
+      break;
+    }
+    return nearestFree(desired, hint ?? 0);
+  }
+}
+
+/** Lays out steps one after the other, remembering cells (see Note [Stable layout]). */
+export function layoutSteps(steps: LayoutStepInput[]): StepLayout[] {
+  const engine = new LayoutEngine();
+  return steps.map((s) => engine.layoutStep(s));
+}

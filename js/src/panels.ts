@@ -1,0 +1,280 @@
+/**
+ * The explorer's side panels as pure functions from document data to elements: node details,
+ * diff summary, runs table, executor toggles, error box.
+ *
+ * Layer: front-end core; imports the schema types and the safe DOM helpers. Every document
+ * string goes through `h(...)` children, i.e. becomes a text node.
+ */
+import { formatMs, formatShape, h } from "./dom";
+import { executorClass } from "./graph-view";
+import type { Diff, ErrorInfo, ExecutorsInfo, Run, Step, TraceNode, ValueRef } from "./schema";
+
+/** A node of another step that details can link to (lineage, origin). */
+export interface NodeLink {
+  stepIndex: number;
+  node: TraceNode | undefined;
+  id: string;
+}
+
+export function valueText(v: ValueRef): string {
+  if (v.kind === "tensor") {
+    const parts = [formatShape(v.shape), v.dtype ?? "", v.device ?? ""].filter((p) => p);
+    return `${v.name}: ${parts.join(" ")}`;
+  }
+  return v.repr !== null && v.repr !== undefined ? `${v.name} = ${v.repr}` : `${v.name} (${v.kind})`;
+}
+
+function linkList(doc: Document, links: NodeLink[]): HTMLElement {
+  if (!links.length) return h(doc, "span", { class: "tx-muted" }, "—");
+  return h(
+    doc,
+    "span",
+    { class: "tx-links" },
+    ...links.map((l) =>
+      h(
+        doc,
+        "button",
+        {
+          type: "button",
+          class: "tx-link",
+          "data-testid": "lineage-link",
+          "data-step-index": l.stepIndex,
+          "data-node-id": l.id,
+          title: `step ${l.stepIndex}`,
+        },
+        l.node ? `${l.node.op} (${l.id}, step ${l.stepIndex})` : `${l.id} (step ${l.stepIndex})`,
+      ),
+    ),
+  );
+}
+
+function row(doc: Document, label: string, value: Node | string): HTMLElement {
+  return h(doc, "div", { class: "tx-row" }, h(doc, "dt", {}, label), h(doc, "dd", {}, value));
+}
+
+/** Everything known about a node; `lineage`/`origin` resolved by the explorer. */
+export function nodeDetails(
+  doc: Document,
+  node: TraceNode,
+  step: Step,
+  lineage: NodeLink[],
+  origin: NodeLink[],
+  diffLabel: string | null,
+): HTMLElement[] {
+  const group = node.group === null ? undefined : step.groups.find((g) => g.id === node.group);
+  const values = (list: ValueRef[]): HTMLElement =>
+    list.length
+      ? h(doc, "ul", { class: "tx-values" }, ...list.map((v) => h(doc, "li", {}, valueText(v))))
+      : h(doc, "span", { class: "tx-muted" }, "none");
+  const src = node.source;
+  const rows: HTMLElement[] = [
+    row(doc, "executor", h(doc, "span", { class: `tx-exec ${executorClass(node.executor)}` }, node.executor ?? "not assigned yet")),
+    row(doc, "inputs", values(node.inputs)),
+    row(doc, "outputs", values(node.outputs)),
+    row(
+      doc,
+      "user source",
+      src
+        ? h(
+            doc,
+            "span",
+            {},
+            h(doc, "span", { class: "tx-file" }, `${src.file}:${src.line}`),
+            ` in ${src.function}`,
+            src.code ? h(doc, "code", { class: "tx-code" }, src.code) : null,
+          )
+        : h(doc, "span", { class: "tx-muted" }, "not from user code"),
+    ),
+  ];
+  if (src?.module_path) rows.push(row(doc, "module", src.module_path));
+  if (group) rows.push(row(doc, "group", `${group.label || group.id} (${group.kind})`));
+  if (diffLabel) rows.push(row(doc, "change", diffLabel));
+  rows.push(row(doc, "made from", linkList(doc, lineage)));
+  rows.push(row(doc, "original op", linkList(doc, origin)));
+  rows.push(row(doc, "id", `${node.id} (uid ${node.uid})`));
+  const out: HTMLElement[] = [
+    h(doc, "h3", { class: "tx-details-title" }, node.op, h(doc, "span", { class: "tx-muted" }, ` line ${node.line ?? "?"}`)),
+    h(doc, "dl", { class: "tx-dl" }, ...rows),
+  ];
+  if (node.decomposition.length) {
+    out.push(
+      h(doc, "h4", {}, "decomposition"),
+      h(doc, "pre", { class: "tx-decomposition" }, node.decomposition.join("\n")),
+    );
+  }
+  return out;
+}
+
+/** One line per kind of change; removed nodes named from the previous step. */
+export function diffSummary(doc: Document, diff: Diff | null, previous: Step | undefined): HTMLElement {
+  const el = h(doc, "div", { class: "tx-diff", "data-testid": "diff-summary" });
+  if (!diff) {
+    el.append(h(doc, "span", { class: "tx-muted" }, "first step of its kind: nothing to compare"));
+    return el;
+  }
+  const fusedCount = Object.keys(diff.fused).length;
+  const chip = (cls: string, text: string): HTMLElement => h(doc, "span", { class: `tx-chip ${cls}` }, text);
+  el.append(
+    h(doc, "span", { class: "tx-muted" }, `vs ${previous ? `step ${previous.index} (${previous.pass})` : diff.previous}: `),
+    chip("diff-added", `+${diff.added.length} added`),
+    chip("diff-removed", `−${diff.removed.length} removed`),
+    chip("diff-rewritten", `~${diff.rewritten.length} rewritten`),
+    chip("diff-fused", `${fusedCount} fusions`),
+    h(doc, "span", { class: "tx-muted" }, ` ${diff.unchanged} unchanged`),
+  );
+  if (diff.removed.length) {
+    const names = diff.removed.slice(0, 12).map((id) => {
+      const n = previous?.nodes.find((x) => x.id === id);
+      return n ? `${n.label || n.op} (${id})` : id;
+    });
+    const more = diff.removed.length > 12 ? ` and ${diff.removed.length - 12} more` : "";
+    el.append(h(doc, "div", { class: "tx-removed", "data-testid": "diff-removed" }, `removed: ${names.join(", ")}${more}`));
+  }
+  return el;
+}
+
+function formatDiff(v: number | null): string {
+  if (v === null) return "n/a";
+  if (v === 0) return "0";
+  return Math.abs(v) < 1e-3 || Math.abs(v) >= 1e4 ? v.toExponential(2) : v.toPrecision(3);
+}
+
+export function runsTable(doc: Document, runs: Run[]): HTMLElement {
+  const cell = (field: string, text: string, cls = ""): HTMLElement =>
+    h(doc, "td", { "data-field": field, class: cls || null }, text);
+  const body = h(
+    doc,
+    "tbody",
+    {},
+    ...runs.map((r, i) =>
+      h(
+        doc,
+        "tr",
+        { "data-testid": "run", "data-run-id": r.id, class: i === runs.length - 1 ? "latest" : null },
+        cell("id", r.id),
+        cell("executors", r.executors.join(", ")),
+        cell("median_ms", r.median_ms === null ? "–" : formatMs(r.median_ms)),
+        cell("max_abs_diff", formatDiff(r.max_abs_diff)),
+        cell(
+          "matches_eager",
+          r.matches_eager === null ? "–" : r.matches_eager ? "yes" : "NO",
+          r.matches_eager === false ? "tx-bad" : "",
+        ),
+        cell("cache_hits", String(r.cache_hits)),
+        cell("cache_misses", String(r.cache_misses)),
+        cell("error", r.error ? `${r.error.type}: ${r.error.message}` : "", r.error ? "tx-bad" : ""),
+      ),
+    ),
+  );
+  const head = h(
+    doc,
+    "thead",
+    {},
+    h(
+      doc,
+      "tr",
+      {},
+      ...["run", "executors", "median", "max |Δ| vs eager", "matches", "cache hits", "cache misses", "error"].map((t) =>
+        h(doc, "th", { scope: "col" }, t),
+      ),
+    ),
+  );
+  return h(
+    doc,
+    "table",
+    { class: "tx-runs", "data-testid": "runs" },
+    h(doc, "caption", {}, runs.length ? "Runs (oldest first)" : "Runs: none yet"),
+    head,
+    body,
+  );
+}
+
+export interface ExecutorPanelState {
+  info: ExecutorsInfo | null;
+  interactive: boolean;
+  reason: string;
+  pending: Set<string>;
+  busy: boolean;
+}
+
+/** Executor toggles (which double as the colour legend) and the rerun button. */
+export function executorsPanel(
+  doc: Document,
+  st: ExecutorPanelState,
+  onToggle: (name: string, on: boolean) => void,
+  onRerun: () => void,
+): HTMLElement {
+  const available = st.info?.available ?? [];
+  const always = new Set(st.info?.always ?? []);
+  const toggles = available.map((name) => {
+    const box = h(doc, "input", {
+      type: "checkbox",
+      "data-testid": "executor-toggle",
+      "data-executor": name,
+      checked: st.pending.has(name),
+      disabled: !st.interactive || always.has(name) || st.busy,
+      title: always.has(name) ? "always on" : null,
+    });
+    box.checked = st.pending.has(name);
+    box.addEventListener("change", () => onToggle(name, box.checked));
+    return h(
+      doc,
+      "label",
+      { class: "tx-toggle" },
+      box,
+      h(doc, "span", { class: `tx-swatch ${executorClass(name)}` }),
+      name,
+      always.has(name) ? h(doc, "span", { class: "tx-muted" }, " (always)") : null,
+    );
+  });
+  const button = h(
+    doc,
+    "button",
+    { type: "button", class: "tx-rerun", "data-testid": "rerun", disabled: !st.interactive || st.busy },
+    st.busy ? "Running…" : "Recompile & rerun",
+  );
+  button.addEventListener("click", onRerun);
+  return h(
+    doc,
+    "section",
+    { class: "tx-executors", "aria-label": "executors" },
+    h(doc, "h4", {}, "Executors"),
+    h(doc, "div", { class: "tx-toggles" }, ...toggles, h(doc, "span", { class: "tx-legend-none" }, h(doc, "span", { class: "tx-swatch exec-none" }), "unassigned")),
+    button,
+    st.interactive ? null : h(doc, "p", { class: "tx-unavailable", "data-testid": "executors-unavailable" }, st.reason),
+  );
+}
+
+/** A failure as the user needs it: what, where in their code, and how far compilation got. */
+export function errorBox(doc: Document, err: ErrorInfo, stepsDone: number): HTMLElement {
+  const frame = err.user_frame;
+  return h(
+    doc,
+    "div",
+    { class: "tx-error", "data-testid": "error", role: "alert" },
+    h(doc, "div", { class: "tx-error-title" }, h(doc, "strong", {}, err.type), ` while ${err.stage}`),
+    h(doc, "div", { class: "tx-error-message" }, err.message),
+    frame
+      ? h(
+          doc,
+          "div",
+          { class: "tx-error-frame" },
+          h(doc, "span", { class: "tx-file" }, `${frame.file}:${frame.line}`),
+          ` in ${frame.function}`,
+          frame.code ? h(doc, "code", { class: "tx-code" }, frame.code) : null,
+        )
+      : null,
+    h(doc, "div", { class: "tx-muted" }, `${stepsDone} step${stepsDone === 1 ? "" : "s"} completed before the failure.`),
+  );
+}
+
+/** Shown instead of the explorer when the document cannot be read. */
+export function invalidBox(doc: Document, errors: string[]): HTMLElement {
+  return h(
+    doc,
+    "div",
+    { class: "tx-error tx-invalid", "data-testid": "error", role: "alert" },
+    h(doc, "div", { class: "tx-error-title" }, h(doc, "strong", {}, "This trace document cannot be shown")),
+    h(doc, "ul", {}, ...errors.map((e) => h(doc, "li", {}, e))),
+  );
+}

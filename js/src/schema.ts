@@ -1,0 +1,483 @@
+/**
+ * The trace document (`application/vnd.thunder.trace+json`, version 1): TypeScript mirror of
+ * docs/trace-schema.md, and a validator for it.
+ *
+ * Layer: front-end core, imports nothing. The document is untrusted (a saved notebook or an HTML
+ * file can hold anything), so `validateDocument` checks every field the explorer reads before
+ * the explorer sees it, and the explorer renders every string as text.
+ */
+
+export const MIME_TYPE = "application/vnd.thunder.trace+json";
+export const SCHEMA_NAME = "thunder-trace";
+export const SCHEMA_VERSION = 1;
+
+/** Limits from docs/trace-schema.md ("Limits the front end enforces"). */
+export const LIMITS = {
+  maxBytes: 50 * 1024 * 1024,
+  maxSteps: 200,
+  maxNodesPerStep: 100_000,
+} as const;
+
+export type StepKind = "prologue" | "computation" | "backward";
+export type ValueKind = "tensor" | "number" | "other";
+export type GroupKind = "fusion" | "module" | "decomposition";
+export type ErrorStage = "tracing" | "compiling" | "running";
+
+export interface ValueRef {
+  name: string;
+  shape: number[] | null;
+  dtype: string | null;
+  device: string | null;
+  kind: ValueKind;
+  repr?: string | null;
+}
+
+/** A step input: same fields as a ValueRef. */
+export type Value = ValueRef;
+
+export interface SourceInfo {
+  file: string;
+  line: number;
+  function: string;
+  module_path: string | null;
+  code: string | null;
+}
+
+export interface TraceNode {
+  id: string;
+  uid: number;
+  op: string;
+  label: string;
+  executor: string | null;
+  fusion: boolean;
+  inputs: ValueRef[];
+  outputs: ValueRef[];
+  line: number | null;
+  source: SourceInfo | null;
+  lineage: string[];
+  origin: string[];
+  decomposition: string[];
+  group: string | null;
+}
+
+export interface Edge {
+  id: string;
+  source: string;
+  target: string;
+  value: string;
+  shape: number[] | null;
+  dtype: string | null;
+}
+
+export interface Group {
+  id: string;
+  kind: GroupKind;
+  label: string;
+  nodes: string[];
+  parent: string | null;
+  collapsed: boolean;
+}
+
+export interface Diff {
+  previous: string;
+  added: string[];
+  removed: string[];
+  rewritten: string[];
+  fused: Record<string, string[]>;
+  unchanged: number;
+}
+
+export interface Step {
+  id: string;
+  index: number;
+  kind: StepKind;
+  pass: string;
+  ms: number | null;
+  source: string;
+  nodes: TraceNode[];
+  edges: Edge[];
+  groups: Group[];
+  inputs: Value[];
+  outputs: string[];
+  diff: Diff | null;
+}
+
+export interface UserFrame {
+  file: string;
+  line: number;
+  function: string;
+  code: string | null;
+}
+
+export interface ErrorInfo {
+  type: string;
+  message: string;
+  stage: ErrorStage;
+  user_frame: UserFrame | null;
+}
+
+export interface Run {
+  id: string;
+  executors: string[];
+  median_ms: number | null;
+  repeats: number;
+  max_abs_diff: number | null;
+  matches_eager: boolean | null;
+  cache_hits: number;
+  cache_misses: number;
+  error: ErrorInfo | null;
+}
+
+export interface ExecutorsInfo {
+  available: string[];
+  selected: string[];
+  always: string[];
+  interactive: boolean;
+  reason: string | null;
+}
+
+export interface TraceDocument {
+  schema: typeof SCHEMA_NAME;
+  version: typeof SCHEMA_VERSION;
+  title: string;
+  steps: Step[];
+  runs: Run[];
+  executors: ExecutorsInfo | null;
+  error: ErrorInfo | null;
+}
+
+export type ValidationResult =
+  | { ok: true; doc: TraceDocument }
+  | { ok: false; errors: string[] };
+
+/** Raised inside the walk to stop at the first limit breach (no point reading further). */
+class LimitExceeded extends Error {}
+
+const MAX_REPORTED_ERRORS = 10;
+
+/**
+ * Walks an untrusted value and records why it is not a document. Each `read*` returns the value
+ * when it has the expected type (or a safe default after recording an error), so one pass both
+ * checks and yields a typed copy holding only known fields.
+ */
+class Reader {
+  readonly errors: string[] = [];
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  fail(path: string, message: string): void {
+    if (this.errors.length < MAX_REPORTED_ERRORS) this.errors.push(`${path}: ${message}`);
+  }
+
+  /** Approximates the serialised size as it walks, so an object document is bounded too. */
+  private count(n: number): void {
+    this.bytes += n;
+    if (this.bytes > this.maxBytes) {
+      throw new LimitExceeded(
+        `the document is larger than ${Math.round(this.maxBytes / 1024 / 1024)} MB`,
+      );
+    }
+  }
+
+  obj(v: unknown, path: string): Record<string, unknown> {
+    this.count(2);
+    if (typeof v === "object" && v !== null && !Array.isArray(v)) {
+      return v as Record<string, unknown>;
+    }
+    this.fail(path, `expected an object, got ${describe(v)}`);
+    return {};
+  }
+
+  arr(v: unknown, path: string, max = Infinity): unknown[] {
+    this.count(2);
+    if (!Array.isArray(v)) {
+      this.fail(path, `expected a list, got ${describe(v)}`);
+      return [];
+    }
+    if (v.length > max) throw new LimitExceeded(`${path} has ${v.length} entries (at most ${max})`);
+    return v;
+  }
+
+  str(v: unknown, path: string): string {
+    if (typeof v === "string") {
+      this.count(v.length + 2);
+      return v;
+    }
+    this.fail(path, `expected a string, got ${describe(v)}`);
+    return "";
+  }
+
+  optStr(v: unknown, path: string): string | null {
+    return v === null || v === undefined ? null : this.str(v, path);
+  }
+
+  num(v: unknown, path: string): number {
+    this.count(8);
+    if (typeof v === "number" && Number.isFinite(v)) return v;
+    this.fail(path, `expected a finite number, got ${describe(v)}`);
+    return 0;
+  }
+
+  optNum(v: unknown, path: string): number | null {
+    return v === null || v === undefined ? null : this.num(v, path);
+  }
+
+  int(v: unknown, path: string): number {
+    const n = this.num(v, path);
+    if (!Number.isInteger(n)) this.fail(path, `expected an integer, got ${n}`);
+    return n;
+  }
+
+  bool(v: unknown, path: string): boolean {
+    this.count(5);
+    if (typeof v === "boolean") return v;
+    this.fail(path, `expected true or false, got ${describe(v)}`);
+    return false;
+  }
+
+  oneOf<T extends string>(v: unknown, path: string, allowed: readonly T[]): T {
+    const s = this.str(v, path);
+    if ((allowed as readonly string[]).includes(s)) return s as T;
+    this.fail(path, `expected one of ${allowed.map((a) => JSON.stringify(a)).join(", ")}`);
+    return allowed[0] as T;
+  }
+
+  strList(v: unknown, path: string): string[] {
+    return this.arr(v, path).map((x, i) => this.str(x, `${path}[${i}]`));
+  }
+
+  shape(v: unknown, path: string): number[] | null {
+    if (v === null || v === undefined) return null;
+    return this.arr(v, path).map((x, i) => this.int(x, `${path}[${i}]`));
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "null";
+  if (v === undefined) return "nothing (the field is missing)";
+  if (Array.isArray(v)) return "a list";
+  return typeof v === "object" ? "an object" : `${typeof v} ${JSON.stringify(v).slice(0, 40)}`;
+}
+
+function readValueRef(r: Reader, v: unknown, path: string): ValueRef {
+  const o = r.obj(v, path);
+  return {
+    name: r.str(o.name, `${path}.name`),
+    shape: r.shape(o.shape, `${path}.shape`),
+    dtype: r.optStr(o.dtype, `${path}.dtype`),
+    device: r.optStr(o.device, `${path}.device`),
+    kind: r.oneOf(o.kind, `${path}.kind`, ["tensor", "number", "other"] as const),
+    repr: r.optStr(o.repr, `${path}.repr`),
+  };
+}
+
+function readValueRefs(r: Reader, v: unknown, path: string): ValueRef[] {
+  return r.arr(v, path).map((x, i) => readValueRef(r, x, `${path}[${i}]`));
+}
+
+function readSource(r: Reader, v: unknown, path: string): SourceInfo | null {
+  if (v === null || v === undefined) return null;
+  const o = r.obj(v, path);
+  return {
+    file: r.str(o.file, `${path}.file`),
+    line: r.int(o.line, `${path}.line`),
+    function: r.str(o.function, `${path}.function`),
+    module_path: r.optStr(o.module_path, `${path}.module_path`),
+    code: r.optStr(o.code, `${path}.code`),
+  };
+}
+
+function readNode(r: Reader, v: unknown, path: string): TraceNode {
+  const o = r.obj(v, path);
+  return {
+    id: r.str(o.id, `${path}.id`),
+    uid: r.int(o.uid, `${path}.uid`),
+    op: r.str(o.op, `${path}.op`),
+    label: r.str(o.label, `${path}.label`),
+    executor: r.optStr(o.executor, `${path}.executor`),
+    fusion: r.bool(o.fusion, `${path}.fusion`),
+    inputs: readValueRefs(r, o.inputs, `${path}.inputs`),
+    outputs: readValueRefs(r, o.outputs, `${path}.outputs`),
+    line: o.line === null ? null : r.int(o.line, `${path}.line`),
+    source: readSource(r, o.source, `${path}.source`),
+    lineage: r.strList(o.lineage, `${path}.lineage`),
+    origin: r.strList(o.origin, `${path}.origin`),
+    decomposition: o.decomposition === undefined ? [] : r.strList(o.decomposition, `${path}.decomposition`),
+    group: r.optStr(o.group, `${path}.group`),
+  };
+}
+
+function readEdge(r: Reader, v: unknown, path: string): Edge {
+  const o = r.obj(v, path);
+  return {
+    id: r.str(o.id, `${path}.id`),
+    source: r.str(o.source, `${path}.source`),
+    target: r.str(o.target, `${path}.target`),
+    value: r.str(o.value, `${path}.value`),
+    shape: r.shape(o.shape, `${path}.shape`),
+    dtype: r.optStr(o.dtype, `${path}.dtype`),
+  };
+}
+
+function readGroup(r: Reader, v: unknown, path: string): Group {
+  const o = r.obj(v, path);
+  return {
+    id: r.str(o.id, `${path}.id`),
+    kind: r.oneOf(o.kind, `${path}.kind`, ["fusion", "module", "decomposition"] as const),
+    label: r.str(o.label, `${path}.label`),
+    nodes: r.strList(o.nodes, `${path}.nodes`),
+    parent: r.optStr(o.parent, `${path}.parent`),
+    collapsed: o.collapsed === undefined ? false : r.bool(o.collapsed, `${path}.collapsed`),
+  };
+}
+
+function readDiff(r: Reader, v: unknown, path: string): Diff | null {
+  if (v === null || v === undefined) return null;
+  const o = r.obj(v, path);
+  const fusedIn = r.obj(o.fused ?? {}, `${path}.fused`);
+  const fused: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
+  for (const [k, members] of Object.entries(fusedIn)) {
+    fused[k] = r.strList(members, `${path}.fused[${JSON.stringify(k)}]`);
+  }
+  return {
+    previous: r.str(o.previous, `${path}.previous`),
+    added: r.strList(o.added, `${path}.added`),
+    removed: r.strList(o.removed, `${path}.removed`),
+    rewritten: r.strList(o.rewritten, `${path}.rewritten`),
+    fused,
+    unchanged: r.int(o.unchanged, `${path}.unchanged`),
+  };
+}
+
+function readStep(r: Reader, v: unknown, path: string): Step {
+  const o = r.obj(v, path);
+  return {
+    id: r.str(o.id, `${path}.id`),
+    index: r.int(o.index, `${path}.index`),
+    kind: r.oneOf(o.kind, `${path}.kind`, ["prologue", "computation", "backward"] as const),
+    pass: r.str(o.pass, `${path}.pass`),
+    ms: r.optNum(o.ms, `${path}.ms`),
+    source: r.str(o.source, `${path}.source`),
+    nodes: r
+      .arr(o.nodes, `${path}.nodes`, LIMITS.maxNodesPerStep)
+      .map((x, i) => readNode(r, x, `${path}.nodes[${i}]`)),
+    edges: r.arr(o.edges, `${path}.edges`).map((x, i) => readEdge(r, x, `${path}.edges[${i}]`)),
+    groups: r.arr(o.groups, `${path}.groups`).map((x, i) => readGroup(r, x, `${path}.groups[${i}]`)),
+    inputs: readValueRefs(r, o.inputs, `${path}.inputs`),
+    outputs: r.strList(o.outputs, `${path}.outputs`),
+    diff: readDiff(r, o.diff, `${path}.diff`),
+  };
+}
+
+function readUserFrame(r: Reader, v: unknown, path: string): UserFrame | null {
+  if (v === null || v === undefined) return null;
+  const o = r.obj(v, path);
+  return {
+    file: r.str(o.file, `${path}.file`),
+    line: r.int(o.line, `${path}.line`),
+    function: r.str(o.function, `${path}.function`),
+    code: r.optStr(o.code, `${path}.code`),
+  };
+}
+
+function readError(r: Reader, v: unknown, path: string): ErrorInfo | null {
+  if (v === null || v === undefined) return null;
+  const o = r.obj(v, path);
+  return {
+    type: r.str(o.type, `${path}.type`),
+    message: r.str(o.message, `${path}.message`),
+    stage: r.oneOf(o.stage, `${path}.stage`, ["tracing", "compiling", "running"] as const),
+    user_frame: readUserFrame(r, o.user_frame, `${path}.user_frame`),
+  };
+}
+
+function readRun(r: Reader, v: unknown, path: string): Run {
+  const o = r.obj(v, path);
+  return {
+    id: r.str(o.id, `${path}.id`),
+    executors: r.strList(o.executors, `${path}.executors`),
+    median_ms: r.optNum(o.median_ms, `${path}.median_ms`),
+    repeats: o.repeats === undefined ? 0 : r.int(o.repeats, `${path}.repeats`),
+    max_abs_diff: r.optNum(o.max_abs_diff, `${path}.max_abs_diff`),
+    matches_eager:
+      o.matches_eager === null || o.matches_eager === undefined
+        ? null
+        : r.bool(o.matches_eager, `${path}.matches_eager`),
+    cache_hits: r.int(o.cache_hits, `${path}.cache_hits`),
+    cache_misses: r.int(o.cache_misses, `${path}.cache_misses`),
+    error: readError(r, o.error, `${path}.error`),
+  };
+}
+
+function readExecutors(r: Reader, v: unknown, path: string): ExecutorsInfo | null {
+  if (v === null || v === undefined) return null;
+  const o = r.obj(v, path);
+  return {
+    available: r.strList(o.available, `${path}.available`),
+    selected: r.strList(o.selected, `${path}.selected`),
+    always: o.always === undefined ? [] : r.strList(o.always, `${path}.always`),
+    interactive: r.bool(o.interactive, `${path}.interactive`),
+    reason: r.optStr(o.reason, `${path}.reason`),
+  };
+}
+
+/**
+ * Checks that `input` (a parsed object or JSON text) is a version-1 trace document and returns a
+ * typed copy holding only the documented fields, or readable reasons why it is not one.
+ */
+export function validateDocument(
+  input: unknown,
+  maxBytes: number = LIMITS.maxBytes,
+): ValidationResult {
+  let value = input;
+  if (typeof input === "string") {
+    if (input.length > maxBytes) {
+      return {
+        ok: false,
+        errors: [`the document is larger than ${Math.round(maxBytes / 1024 / 1024)} MB`],
+      };
+    }
+    try {
+      value = JSON.parse(input) as unknown;
+    } catch (e) {
+      return { ok: false, errors: [`the document is not valid JSON (${String(e)})`] };
+    }
+  }
+  const r = new Reader(maxBytes);
+  try {
+    const o = r.obj(value, "document");
+    if (r.errors.length) return { ok: false, errors: r.errors };
+    if (o.schema !== SCHEMA_NAME) {
+      return {
+        ok: false,
+        errors: [`schema: expected "${SCHEMA_NAME}", got ${describe(o.schema)}`],
+      };
+    }
+    if (o.version !== SCHEMA_VERSION) {
+      return {
+        ok: false,
+        errors: [
+          `version: this explorer reads version ${SCHEMA_VERSION} documents, got ${describe(o.version)}` +
+            " (update thunder_viz to read newer documents)",
+        ],
+      };
+    }
+    const doc: TraceDocument = {
+      schema: SCHEMA_NAME,
+      version: SCHEMA_VERSION,
+      title: r.str(o.title, "title"),
+      steps: r
+        .arr(o.steps, "steps", LIMITS.maxSteps)
+        .map((x, i) => readStep(r, x, `steps[${i}]`)),
+      runs: o.runs === undefined ? [] : r.arr(o.runs, "runs").map((x, i) => readRun(r, x, `runs[${i}]`)),
+      executors: readExecutors(r, o.executors, "executors"),
+      error: readError(r, o.error, "error"),
+    };
+    if (r.errors.length) return { ok: false, errors: r.errors };
+    return { ok: true, doc };
+  } catch (e) {
+    if (e instanceof LimitExceeded) return { ok: false, errors: [e.message] };
+    throw e;
+  }
+}

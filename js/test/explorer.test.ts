@@ -1,0 +1,222 @@
+import { afterEach, describe, expect, test, vi } from "vitest";
+import type { ExplorerHost } from "../src/host";
+import { click, fixture, key, mountDoc, type Mounted } from "./helpers";
+
+let m: Mounted | null = null;
+afterEach(() => {
+  m?.cleanup();
+  m = null;
+});
+
+function selectedStep(mm: Mounted): string | null {
+  return mm.q("[data-testid='step'][aria-selected='true']").getAttribute("data-step-index");
+}
+
+describe("explorer DOM contract", () => {
+  test("renders steps, graph, source and is ready", () => {
+    m = mountDoc(fixture("sample"));
+    expect(m.root.getAttribute("data-ready")).toBe("true");
+    expect(m.all("[data-testid='step']")).toHaveLength(4);
+    expect(selectedStep(m)).toBe("0");
+    expect(m.q("[data-testid='graph']").tagName.toLowerCase()).toBe("svg");
+    expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual(["p1", "p2", "p3", "p4"]);
+    expect(m.all("[data-testid='source-line']")).toHaveLength(7);
+    expect(m.q("[data-testid='status']").textContent).toBe("static snapshot");
+  });
+
+  test("arrow keys and j/k walk the steps", () => {
+    m = mountDoc(fixture("sample"));
+    key(m.root, "ArrowDown");
+    expect(selectedStep(m)).toBe("1");
+    key(m.root, "j");
+    expect(selectedStep(m)).toBe("2");
+    key(m.root, "k");
+    key(m.root, "ArrowUp");
+    key(m.root, "ArrowUp");
+    expect(selectedStep(m)).toBe("0");
+    click(m.q("[data-testid='step'][data-step-index='3']"));
+    expect(selectedStep(m)).toBe("3");
+    expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual(["n7", "n4", "n5"]);
+  });
+
+  test("selecting a node highlights its source line and shows details", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='1']"));
+    click(m.q("[data-testid='node'][data-node-id='n3'] text"));
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n3");
+    const line = m.q("[data-testid='source-line'][aria-current='true']");
+    expect(line.textContent).toContain("t2 = ltorch.add(t0, t1)");
+    const details = m.q("[data-testid='node-details']").textContent ?? "";
+    expect(details).toContain("ltorch.add");
+    expect(details).toContain("t2: 4×8 f32 cpu");
+    expect(details).toContain("/home/user/model.py:18");
+    expect(details).toContain("block.mlp");
+    expect(details).toContain("t2 = prims.add(t0, t1)");
+  });
+
+  test("selecting a source line selects its node", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='1']"));
+    const line = m.all("[data-testid='source-line']").find((l) => l.textContent?.includes("ltorch.sin"))!;
+    click(line);
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n2");
+    expect(line.getAttribute("aria-current")).toBe("true");
+  });
+
+  test("selection survives a pass that keeps the node", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='2']"));
+    click(m.q("[data-testid='node'][data-node-id='n4']"));
+    key(m.root, "ArrowDown");
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n4");
+    expect(m.q("[data-testid='source-line'][aria-current='true']").textContent).toContain("torch.sub(t2, y)");
+  });
+
+  test("a surviving node is drawn at the same place in the next step", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='2']"));
+    const before = m.q("[data-testid='node'][data-node-id='n4']").getAttribute("transform");
+    const viewBefore = m.q(".viewport").getAttribute("transform");
+    key(m.root, "ArrowDown");
+    expect(m.q("[data-testid='node'][data-node-id='n4']").getAttribute("transform")).toBe(before);
+    expect(m.q(".viewport").getAttribute("transform")).toBe(viewBefore);
+  });
+
+  test("diff classes mark nodes and lines; removed nodes are named", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='3']"));
+    expect(m.q("[data-node-id='n7']").classList.contains("diff-fused")).toBe(true);
+    expect(m.q("[data-node-id='n4']").classList.contains("diff-rewritten")).toBe(true);
+    expect(m.all(".tx-line.diff-fused")).toHaveLength(1);
+    expect(m.q("[data-testid='diff-removed']").textContent).toBe("removed: mul (n1), sin (n2), add (n3)");
+  });
+
+  test("lineage links lead back to the original ops", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='3']"));
+    click(m.q("[data-node-id='n7']"));
+    const links = m.all("[data-testid='lineage-link']");
+    expect(links.map((l) => l.textContent)).toContain("ltorch.sin (n2, step 2)");
+    click(links.find((l) => l.textContent === "ltorch.sin (n2, step 2)")!);
+    expect(selectedStep(m)).toBe("2");
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n2");
+  });
+
+  test("search marks matching nodes and lines", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='1']"));
+    const search = m.q<HTMLInputElement>("input[data-testid='search']");
+    search.value = "t1";
+    search.dispatchEvent(new Event("input", { bubbles: true }));
+    expect(m.all("[data-testid='node'].search-match").map((n) => n.getAttribute("data-node-id"))).toEqual(["n2", "n3"]);
+    expect(m.all("[data-testid='source-line'].search-match")).toHaveLength(2);
+    search.value = "SIN";
+    search.dispatchEvent(new Event("input", { bubbles: true }));
+    expect(m.all(".search-match[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual(["n2"]);
+    search.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n2");
+  });
+
+  test("groups collapse and expand", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='1']"));
+    const toggle = m.q("[data-testid='group'][data-group-id='g1'] [data-testid='group-toggle']");
+    expect(toggle.getAttribute("aria-expanded")).toBe("true");
+    click(toggle);
+    expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual(["n4", "n5"]);
+    const collapsed = m.q("[data-testid='group'][data-group-id='g1']");
+    expect(collapsed.classList.contains("collapsed")).toBe(true);
+    expect(collapsed.textContent).toContain("block.mlp");
+    click(m.q("[data-testid='group'][data-group-id='g1'] [data-testid='group-toggle']"));
+    expect(m.all("[data-testid='node']")).toHaveLength(6);
+  });
+
+  test("selecting a line inside a collapsed group opens the group", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='1']"));
+    click(m.q("[data-testid='group'][data-group-id='g1'] [data-testid='group-toggle']"));
+    click(m.all("[data-testid='source-line']").find((l) => l.textContent?.includes("ltorch.mul"))!);
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n1");
+  });
+
+  test("a static host disables the executor toggles and says why", () => {
+    m = mountDoc(fixture("sample"));
+    const toggles = m.all("input[data-testid='executor-toggle']") as HTMLInputElement[];
+    expect(toggles.map((t) => t.getAttribute("data-executor"))).toEqual(["torchcompile", "torch", "python"]);
+    expect(toggles.every((t) => t.disabled)).toBe(true);
+    expect(m.q<HTMLButtonElement>("[data-testid='rerun']").disabled).toBe(true);
+    expect(m.q("[data-testid='executors-unavailable']").textContent).toMatch(/no running kernel/i);
+  });
+
+  test("an interactive host reruns with the chosen executors and shows new runs", () => {
+    let doc: unknown = fixture("sample");
+    let status = "ready";
+    const listeners = new Set<() => void>();
+    const requestRerun = vi.fn();
+    const host: ExplorerHost = {
+      getDocument: () => doc,
+      getStatus: () => status,
+      subscribe: (l) => (listeners.add(l), () => listeners.delete(l)),
+      requestRerun,
+    };
+    m = mountDoc(null, host);
+    expect(m.all("[data-testid='executors-unavailable']")).toHaveLength(0);
+    const tc = m.q<HTMLInputElement>("input[data-testid='executor-toggle'][data-executor='torchcompile']");
+    expect(tc.disabled).toBe(false);
+    expect(m.q<HTMLInputElement>("input[data-executor='torch']").disabled).toBe(true); // always on
+    tc.checked = false;
+    tc.dispatchEvent(new Event("change", { bubbles: true }));
+    click(m.q("[data-testid='rerun']"));
+    expect(requestRerun).toHaveBeenCalledWith(["torch", "python"]);
+    expect(m.q("[data-testid='status']").textContent).toBe("running…");
+    expect(m.q<HTMLButtonElement>("[data-testid='rerun']").disabled).toBe(true);
+
+    const next = fixture("sample");
+    next.runs.push({ ...next.runs[0]!, id: "r3", median_ms: 0.044, cache_misses: 2 });
+    doc = next;
+    status = "ready";
+    listeners.forEach((l) => l());
+    expect(m.q("[data-testid='status']").textContent).toBe("ready");
+    const rows = m.all("[data-testid='run']");
+    expect(rows).toHaveLength(3);
+    const last = rows[2]!;
+    expect(last.querySelector("[data-field='median_ms']")!.textContent).toBe("44.0 µs");
+    expect(last.querySelector("[data-field='cache_misses']")!.textContent).toBe("2");
+    expect(last.querySelector("[data-field='executors']")!.textContent).toBe("torch, python");
+    expect(rows[1]!.querySelector("[data-field='max_abs_diff']")!.textContent).toBe("2.38e-7");
+    expect(rows[1]!.querySelector("[data-field='cache_hits']")!.textContent).toBe("19");
+  });
+
+  test("a failure shows the error with the user's line and the completed steps", () => {
+    m = mountDoc(fixture("sample-error"));
+    const err = m.q("[data-testid='error']").textContent ?? "";
+    expect(err).toContain("ThunderValueError");
+    expect(err).toContain("cannot be broadcast");
+    expect(err).toContain("/home/user/model.py:18");
+    expect(err).toContain("z = x * y + torch.sin(x)");
+    expect(err).toContain("3 steps completed");
+    expect(m.all("[data-testid='step']")).toHaveLength(3);
+    expect(m.root.getAttribute("data-ready")).toBe("true");
+  });
+
+  test("a failure before any step still shows the error", () => {
+    const doc = fixture("sample-error");
+    doc.steps = [];
+    m = mountDoc(doc);
+    expect(m.q("[data-testid='error']").textContent).toContain("ThunderValueError");
+    expect(m.root.getAttribute("data-ready")).toBe("true");
+  });
+
+  test("an invalid document shows why instead of the explorer", () => {
+    m = mountDoc({ schema: "thunder-trace", version: 99 });
+    expect(m.q("[data-testid='error']").textContent).toMatch(/cannot be shown.*version 1/);
+    expect(m.root.getAttribute("data-invalid")).toBe("true");
+  });
+
+  test("cleanup empties the element", () => {
+    const mm = mountDoc(fixture("sample"));
+    const el = mm.el;
+    mm.cleanup();
+    expect(el.childElementCount).toBe(0);
+  });
+});
