@@ -21,6 +21,7 @@ import torch
 
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.pytree import rebuild_mapping
 from thunder.core.symbol import BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt
 
@@ -55,18 +56,15 @@ class Printer:
             return x.name
         if isinstance(x, (SymInt, SymFloat)):
             return x.expr
-        if x is None or isinstance(x, bool):
+        typ = type(x)
+        if x is None or typ is bool or typ is int or typ is str:
             return repr(x)
-        if isinstance(x, int):
-            return repr(x)
-        if isinstance(x, float):
+        if typ is float:
             if math.isfinite(x):
                 return repr(x)
             return f"float({str(x)!r})"
-        if isinstance(x, complex):
+        if typ is complex:
             return f"complex({self.value(x.real)}, {self.value(x.imag)})"
-        if isinstance(x, str):
-            return repr(x)
         if isinstance(x, torch.dtype):
             self.add_ctx("torch", torch)
             return str(x)
@@ -84,7 +82,13 @@ class Printer:
         if isinstance(x, list):
             return "[" + ", ".join(self.value(v) for v in x) + "]"
         if isinstance(x, dict):
-            return "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in x.items()) + "}"
+            items = "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in x.items()) + "}"
+            if type(x) is dict:
+                return items
+            # A dict subclass (an OrderedDict, a Hugging Face ModelOutput) is rebuilt as its type.
+            self.add_ctx("_rebuild_mapping", rebuild_mapping)
+            typ = self.constant(type(x), "_mapping_type")
+            return f"_rebuild_mapping({typ}, {items}.keys(), {items}.values())"
         if isinstance(x, slice):
             return f"slice({self.value(x.start)}, {self.value(x.stop)}, {self.value(x.step)})"
         if x is Ellipsis:

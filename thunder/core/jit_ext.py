@@ -34,6 +34,7 @@ from thunder.core import dtypes, prims
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
+from thunder.core.pytree import register_containers
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
@@ -244,7 +245,16 @@ class Tracer:
 
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:
         holder = self._provenance.get(id(obj))
-        if holder is None or isinstance(obj, Proxy):
+        if holder is None:
+            if not isinstance(value, torch.Tensor) or isinstance(obj, (Proxy, torch.Tensor, types.ModuleType)):
+                return value
+            # A tensor attribute of an object reached without provenance (a submodule yielded by
+            # iterating a ModuleList, say): the object is captured by identity and the attribute
+            # is read from it by the prologue on every call.
+            holder = self._prologue_proxy(f"{type(obj).__name__.lower()}")
+            self._emit(prims.unpack_constant, obj, holder, output=holder)
+            self._register(obj, holder, obj)
+        elif isinstance(obj, Proxy):
             return value
         if isinstance(value, (types.MethodType, types.BuiltinMethodType)) or name.startswith("__"):
             return value
@@ -280,6 +290,8 @@ class Tracer:
             sym = None
         if sym is not None:
             return sym
+        if fn in _NO_TORCH_FUNCTION:
+            return _no_torch_function
         if isinstance(fn, Symbol):
             return fn
         self_obj = getattr(fn, "__self__", None)
@@ -328,6 +340,7 @@ class Tracer:
         with tracectx(self.computation), source_location_provider(provider), recording_constraints() as cs:
             seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
             result = self.interpreted(*seen_args, **seen_kwargs)
+            register_containers(result)
             _check_result(result)
             prims.python_return(result)
         self.constraints = list(cs)
@@ -382,6 +395,17 @@ def _cell_holding(fn: Callable, value: Any):
 
 
 _LIBRARY_PREFIXES = ("torch.", "typing", "collections", "functools", "enum", "dataclasses", "abc")
+
+
+# torch's Python functions start with ``if has_torch_function(...)``: while tracing the answer is
+# no, so their bodies run under the interpreter and reach the ops they are made of.
+_NO_TORCH_FUNCTION = frozenset(
+    {torch._C._has_torch_function, torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic}
+)
+
+
+def _no_torch_function(*args) -> bool:
+    return False
 
 
 def _is_library_module(name: str) -> bool:

@@ -191,6 +191,11 @@ class TensorProxy(Proxy):
     def is_sparse(self) -> bool:
         return False
 
+    # Layouts and backends a traced tensor never has (library code branches on these).
+    is_nested = is_mps = is_xpu = is_mkldnn = is_sparse_csr = is_vulkan = is_ipu = is_xla = is_mtia = property(
+        lambda self: False
+    )
+
     @property
     def is_quantized(self) -> bool:
         return False

@@ -18,6 +18,42 @@ optree.register_pytree_node(
 )
 
 
+_registered: set[type] = set()
+
+
+def register_containers(tree: Any) -> None:
+    """Registers the dict subclasses found in ``tree`` (e.g. Hugging Face ``ModelOutput``) as
+    pytree nodes, so their values are found and their type survives flattening."""
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        typ = type(x)
+        if isinstance(x, dict):
+            if typ is not dict and typ not in _registered and not _known_to_optree(typ):
+                optree.register_pytree_node(
+                    typ,
+                    lambda d: (list(d.values()), list(d.keys()), list(d.keys())),
+                    lambda keys, values, typ=typ: rebuild_mapping(typ, keys, values),
+                    namespace=NAMESPACE,
+                )
+                _registered.add(typ)
+            stack.extend(x.values())
+        elif typ in (list, tuple) or isinstance(x, tuple):
+            stack.extend(x)
+
+
+def rebuild_mapping(typ: type, keys, values) -> Any:
+    """An instance of the dict subclass ``typ`` with these items (dataclass mappings by keyword)."""
+    items = dict(zip(keys, values))
+    if hasattr(typ, "__dataclass_fields__"):
+        return typ(**items)
+    return typ(items)
+
+
+def _known_to_optree(typ: type) -> bool:
+    return optree.register_pytree_node.get(typ, namespace=NAMESPACE) is not None
+
+
 def tree_flatten(tree: Any) -> tuple[list, Any]:
     return optree.tree_flatten(tree, none_is_leaf=True, namespace=NAMESPACE)
 

@@ -1,0 +1,85 @@
+"""Real programs: torch.nn models and Hugging Face transformers models built from small
+configs with random weights (nothing is downloaded). Forward and backward match eager."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+
+transformers = pytest.importorskip("transformers")
+
+
+def _gpt2():
+    cfg = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=100, n_positions=64,
+                                  bos_token_id=0, eos_token_id=0)  # fmt: skip
+    return transformers.GPT2LMHeadModel(cfg)
+
+
+def _llama():
+    cfg = transformers.LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
+                                   intermediate_size=64, vocab_size=100, max_position_embeddings=64)  # fmt: skip
+    return transformers.LlamaForCausalLM(cfg)
+
+
+def _bert():
+    cfg = transformers.BertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
+                                  vocab_size=100, max_position_embeddings=64)  # fmt: skip
+    return transformers.BertForMaskedLM(cfg)
+
+
+MODELS = {"gpt2": _gpt2, "llama": _llama, "bert": _bert}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_forward_matches_eager(name):
+    torch.manual_seed(0)
+    model = MODELS[name]().eval()
+    ids = torch.randint(0, 100, (2, 8))
+    tm = thunder.jit(model)
+    out = tm(ids)
+    expected = model(ids)
+    assert type(out) is type(expected)
+    torch.testing.assert_close(out.logits, expected.logits)
+    tm(ids)
+    assert thunder.cache_hits(tm) == 1
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama"])
+def test_backward_matches_eager(name):
+    torch.manual_seed(0)
+    model = MODELS[name]().train()
+    model.config.attn_pdrop = 0.0
+    ids = torch.randint(0, 100, (2, 8))
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    tm = thunder.jit(model)
+    loss = tm(ids, labels=ids).loss
+    loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    model(ids, labels=ids).loss.backward()
+    assert grads
+    for n, p in model.named_parameters():
+        if p.grad is not None:
+            torch.testing.assert_close(grads[n], p.grad, msg=n)
+
+
+def test_nn_transformer_encoder_layer():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    torch.testing.assert_close(thunder.jit(layer)(x), layer(x))
+
+
+def test_conv_net():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 4, 3, stride=2), torch.nn.Flatten(), torch.nn.LazyLinear(10),
+    ).eval()  # fmt: skip
+    x = torch.randn(2, 3, 8, 8)
+    expected = net(x)
+    torch.testing.assert_close(thunder.jit(net)(x), expected)
