@@ -144,8 +144,18 @@ class ThunderJitMagics(Magics):
         try:
             result = session(*args, **kwargs)
         except Exception:
-            display(ExplorerWidget(session))
+            _show(session)
             print(f"thunder_jit: {session.error.one_line()}")
             return None
-        display(ExplorerWidget(session))
+        _show(session)
         return result
+
+
+def _show(session: Session) -> None:
+    """Displays the explorer; if that fails, says so in one line (the call's result still counts)."""
+    try:
+        widget = ExplorerWidget(session)
+    except Exception as exc:
+        print(f"thunder_jit: could not show the explorer: {type(exc).__name__}: {exc}")
+        return
+    display(widget)

@@ -284,16 +284,19 @@ def available_executors() -> list[str]:
     return others + always
 
 
-# jitted callable -> its session, so explore(jf) finds the inputs a session recorded.
+# jitted callable -> weak reference to its session, so explore(jf) finds the inputs a live
+# session recorded. Both sides are weak: a session holds its jitted callable and its inputs,
+# and must not keep them alive once nothing (no widget) uses it.
 _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def session_for(jitted: Any) -> Session | None:
-    """The session that last recorded a call of ``jitted`` (or reran it), if any."""
+    """The live session that last recorded a call of ``jitted`` (or reran it), if any."""
     try:
-        return _SESSIONS.get(jitted)
+        ref = _SESSIONS.get(jitted)
     except TypeError:
         return None
+    return None if ref is None else ref()
 
 
 @dataclass
@@ -465,6 +468,6 @@ class Session:
 
 def _register(jitted: Any, session: Session) -> None:
     try:
-        _SESSIONS[jitted] = session
+        _SESSIONS[jitted] = weakref.ref(session)
     except TypeError:  # not weak-referenceable: explore then needs args=
         pass

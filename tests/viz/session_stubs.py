@@ -66,6 +66,12 @@ def _has(module: str, name: str) -> bool:
         return False
 
 
+def real(module: str) -> bool:
+    """Whether ``module`` is the real one (not a stand-in of this file)."""
+    found = sys.modules.get(module)
+    return found is not None and getattr(found, "__file__", None) is not None
+
+
 def install(monkeypatch) -> None:
     """Puts the stand-ins in place of the modules that are not there yet."""
     import thunder_viz

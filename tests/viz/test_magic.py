@@ -122,6 +122,16 @@ def test_widget_displayed_by_the_magic_can_rerun(shell, monkeypatch):
     assert run_.error is None and run_.matches_eager
 
 
+def test_result_is_returned_even_if_the_explorer_cannot_be_built(shell, monkeypatch):
+    def broken_document(self, **_):
+        raise RuntimeError("serializer bug")
+
+    monkeypatch.setattr("thunder_viz.session.Session.to_document", broken_document)
+    value, outputs, stdout = run(shell, "%thunder_jit f(x, y)")
+    assert value is not None and explorers(outputs) == []
+    assert "thunder_jit: could not show the explorer: RuntimeError: serializer bug" in stdout
+
+
 @pytest.mark.parametrize("line", ["x + 1", "f", "--bogus 1 f(x)", "--name 1x f(x, y)", "f(x"])
 def test_usage_errors(shell, line):
     result = shell.run_cell(f"%thunder_jit {line}")

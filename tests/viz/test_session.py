@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 import torch
 
@@ -49,6 +52,18 @@ def test_call_records_inputs_and_registers_the_session():
     assert session.args[0] is x and session.args[1] is y
     assert session_for(jf) is session
     assert session.executors == ["torch", "python"]
+
+
+def test_a_session_nothing_uses_does_not_keep_the_function_and_inputs_alive():
+    jf = thunder.jit(mul_sin)
+    x = torch.randn(2)
+    Session(jf)(x, x)
+    gc.collect()
+    assert session_for(jf) is None
+    jf_ref = weakref.ref(jf)
+    del jf
+    gc.collect()
+    assert jf_ref() is None
 
 
 def test_rerun_records_a_run_with_time_agreement_and_cache_counters():
