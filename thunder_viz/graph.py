@@ -64,8 +64,9 @@ _REPR_LIMIT = 200  # characters of a constant's repr kept in the document
 
 
 # --- values ------------------------------------------------------------------------------
-def _shape(shape) -> list:
-    return [d if type(d) is int else str(d) for d in shape]
+def _shape(shape) -> list | None:
+    """The shape as ints; None when a dimension is symbolic (the ``repr`` then shows it)."""
+    return list(shape) if all(type(d) is int for d in shape) else None
 
 
 def _constant_ref(x: Any) -> dict:
@@ -78,13 +79,16 @@ def _constant_ref(x: Any) -> dict:
 
 def _proxy_ref(p: Proxy) -> dict:
     if isinstance(p, TensorProxy):
-        return {
+        ref = {
             "name": p.name,
             "shape": _shape(p.shape),
             "dtype": dtypes.short_name(p.dtype),
             "device": device_str(p.device),
             "kind": "tensor",
         }
+        if ref["shape"] is None:
+            ref["repr"] = p.type_string()
+        return ref
     if isinstance(p, NumberProxy):
         return {"name": p.name, "shape": None, "dtype": None, "device": None, "kind": "number", "repr": repr(p.value)}
     return {"name": p.name, "shape": None, "dtype": None, "device": None, "kind": "other"}
@@ -409,10 +413,10 @@ class _StepBuilder:
             member_nodes.append(mnode)
         node = self._node(bsym, nid, line, absorbed)
         parent = self._module_group(_common_prefix([_module_path(m) for m in members] or [None]))
-        self._add_to(parent, node)
         gid = self.registry.id(("fusion", nid))
         group = self.groups[gid] = _group(gid, "fusion", bsym.sym.name, parent, collapsed=True)
         group["node"] = nid
+        self._add_to(gid, node)  # the group is the fusion: collapsed, it stands for the fusion node
         self.nodes.append(node)
         for mnode, m in zip(member_nodes, members):
             self._add_to(gid, mnode)
