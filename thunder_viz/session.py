@@ -299,7 +299,7 @@ def session_for(jitted: Any) -> Session | None:
     return None if ref is None else ref()
 
 
-@dataclass
+@dataclass(eq=False)  # sessions are compared by identity (their inputs are tensors)
 class Session:
     """A jitted callable, the inputs of its last call, and the runs made since.
 
@@ -407,15 +407,17 @@ class Session:
     def _time(self, jitted: Callable) -> tuple[float, int]:
         """Median wall time of a call, in ms, over up to ``max_repeats`` calls within the budget."""
         args, kwargs = clone_inputs(self.args, self.kwargs)
-        start = time.perf_counter_ns()
-        jitted(*args, **kwargs)  # warm-up, and an estimate of one call
-        estimate_s = (time.perf_counter_ns() - start) / 1e9
-        repeats = max(1, min(self.max_repeats, int(self.time_budget_s / max(estimate_s, 1e-9))))
-        samples = []
-        for _ in range(repeats):
+
+        def timed_call() -> int:
+            _synchronize()
             start = time.perf_counter_ns()
             jitted(*args, **kwargs)
-            samples.append(time.perf_counter_ns() - start)
+            _synchronize()  # CUDA kernels run asynchronously: wait for them
+            return time.perf_counter_ns() - start
+
+        estimate_s = timed_call() / 1e9  # warm-up, and an estimate of one call
+        repeats = max(1, min(self.max_repeats, int(self.time_budget_s / max(estimate_s, 1e-9))))
+        samples = [timed_call() for _ in range(repeats)]
         return statistics.median(samples) / 1e6, repeats
 
     def _against_eager(self, outputs: Any) -> tuple[float | None, bool | None]:
@@ -464,6 +466,11 @@ class Session:
             executors=self.executors_json(interactive=interactive, reason=reason),
             error=None if self.error is None else self.error.to_json(),
         )
+
+
+def _synchronize() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 def _register(jitted: Any, session: Session) -> None:
