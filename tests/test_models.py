@@ -83,3 +83,16 @@ def test_conv_net():
     x = torch.randn(2, 3, 8, 8)
     expected = net(x)
     torch.testing.assert_close(thunder.jit(net)(x), expected)
+
+
+def test_returned_cache_objects_hold_real_tensors():
+    torch.manual_seed(0)
+    model = _gpt2().eval()
+    ids = torch.randint(0, 100, (2, 8))
+    tm = thunder.jit(model)
+    out, expected = tm(ids), model(ids)
+    keys = out.past_key_values.layers[0].keys
+    assert type(keys) is torch.Tensor
+    torch.testing.assert_close(keys, expected.past_key_values.layers[0].keys)
+    assert tm(ids).past_key_values is not out.past_key_values  # a new object per call
+

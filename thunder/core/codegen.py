@@ -21,7 +21,7 @@ import torch
 
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
-from thunder.core.pytree import rebuild_mapping
+from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, rebuild_object
 from thunder.core.symbol import BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt
 
@@ -88,7 +88,10 @@ class Printer:
             # A dict subclass (an OrderedDict, a Hugging Face ModelOutput) is rebuilt as its type.
             self.add_ctx("_rebuild_mapping", rebuild_mapping)
             typ = self.constant(type(x), "_mapping_type")
-            return f"_rebuild_mapping({typ}, {items}.keys(), {items}.values())"
+            return f"_rebuild_mapping({typ}, {items})"
+        if isinstance(x, ObjectWithProxies):
+            self.add_ctx("_rebuild_object", rebuild_object)
+            return f"_rebuild_object({self.constant(x.template, '_template')}, {self.value(x.attrs)})"
         if isinstance(x, slice):
             return f"slice({self.value(x.start)}, {self.value(x.stop)}, {self.value(x.step)})"
         if x is Ellipsis:

@@ -34,7 +34,7 @@ from thunder.core import dtypes, prims
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
-from thunder.core.pytree import register_containers
+from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
@@ -339,7 +339,7 @@ class Tracer:
         provider = functools.partial(_source_location, self._module_paths)
         with tracectx(self.computation), source_location_provider(provider), recording_constraints() as cs:
             seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
-            result = self.interpreted(*seen_args, **seen_kwargs)
+            result = _lift_objects(self.interpreted(*seen_args, **seen_kwargs))
             register_containers(result)
             _check_result(result)
             prims.python_return(result)
@@ -442,6 +442,27 @@ def _parameter_names(fn: Callable, nargs: int, kwargs: dict) -> list[str]:
             break
     names.extend(f"arg{i}" for i in range(len(names), nargs))
     return names[:nargs]
+
+
+def _lift_objects(x: Any, depth: int = 0) -> Any:
+    """``x`` with every plain object that holds proxies in its attributes replaced by an
+    ``ObjectWithProxies`` (rebuilt by the generated code), so no proxy escapes to the caller."""
+    if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))) or depth > 6:
+        return x
+    if type(x) in (list, tuple):
+        items = [_lift_objects(v, depth + 1) for v in x]
+        return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+    if isinstance(x, dict):
+        changed = {k: _lift_objects(v, depth + 1) for k, v in x.items()}
+        if all(changed[k] is v for k, v in x.items()):
+            return x
+        return changed if type(x) is dict else rebuild_mapping(type(x), changed)
+    attrs = getattr(x, "__dict__", None)
+    if attrs is None or isinstance(x, (types.ModuleType, type, types.FunctionType, torch.nn.Module)):
+        return x
+    lifted = {k: _lift_objects(v, depth + 1) for k, v in attrs.items()}
+    changed = {k: v for k, v in lifted.items() if v is not attrs[k] or isinstance(v, Proxy)}
+    return ObjectWithProxies(x, changed) if changed else x
 
 
 def _check_result(result: Any) -> None:

@@ -5,6 +5,7 @@ Layer: core. Imports: optree.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import optree
@@ -33,7 +34,7 @@ def register_containers(tree: Any) -> None:
                 optree.register_pytree_node(
                     typ,
                     lambda d: (list(d.values()), list(d.keys()), list(d.keys())),
-                    lambda keys, values, typ=typ: rebuild_mapping(typ, keys, values),
+                    lambda keys, values, typ=typ: rebuild_mapping(typ, dict(zip(keys, values))),
                     namespace=NAMESPACE,
                 )
                 _registered.add(typ)
@@ -42,9 +43,8 @@ def register_containers(tree: Any) -> None:
             stack.extend(x)
 
 
-def rebuild_mapping(typ: type, keys, values) -> Any:
+def rebuild_mapping(typ: type, items: dict) -> Any:
     """An instance of the dict subclass ``typ`` with these items (dataclass mappings by keyword)."""
-    items = dict(zip(keys, values))
     if hasattr(typ, "__dataclass_fields__"):
         return typ(**items)
     return typ(items)
@@ -52,6 +52,32 @@ def rebuild_mapping(typ: type, keys, values) -> Any:
 
 def _known_to_optree(typ: type) -> bool:
     return optree.register_pytree_node.get(typ, namespace=NAMESPACE) is not None
+
+
+class ObjectWithProxies:
+    """A returned object whose attributes hold traced values (a Hugging Face ``DynamicCache``,
+    say). Generated code rebuilds it on every call: a shallow copy of the trace-time object with
+    those attributes set to the call's values, so no proxy ever escapes to the caller."""
+
+    __slots__ = ("template", "attrs")
+
+    def __init__(self, template: Any, attrs: dict[str, Any]):
+        self.template = template
+        self.attrs = attrs
+
+
+def rebuild_object(template: Any, attrs: dict[str, Any]) -> Any:
+    new = copy.copy(template)
+    new.__dict__.update(attrs)
+    return new
+
+
+optree.register_pytree_node(
+    ObjectWithProxies,
+    lambda o: (list(o.attrs.values()), (o.template, list(o.attrs))),
+    lambda meta, values: ObjectWithProxies(meta[0], dict(zip(meta[1], values))),
+    namespace=NAMESPACE,
+)
 
 
 def tree_flatten(tree: Any) -> tuple[list, Any]:
