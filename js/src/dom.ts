@@ -55,7 +55,7 @@ export function truncate(text: string, max: number): string {
 }
 
 /** `[2, 3]` -> `2×3`; a scalar tensor is `()`. */
-export function formatShape(shape: readonly number[] | null): string {
+export function formatShape(shape: readonly (number | string)[] | null): string {
   if (shape === null) return "";
   return shape.length === 0 ? "()" : shape.join("×");
 }

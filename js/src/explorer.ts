@@ -30,12 +30,13 @@ export function mount(el: HTMLElement, host: ExplorerHost, options: MountOptions
 export function layoutInput(step: Step): LayoutStepInput {
   return {
     inputs: step.inputs.map((v) => `input:${v.name}`),
-    nodes: step.nodes.map((n) => ({ id: n.id, lineage: n.lineage })),
-    edges: step.edges.map((e) => [e.source, e.target]),
+    nodes: step.nodes.map((n) => ({ id: n.id, lineage: n.lineage, fusedInto: n.fused_into })),
+    edges: [...step.edges, ...step.inner_edges].map((e) => [e.source, e.target]),
   };
 }
 
 const SOURCE_LINE_CHARS = 400;
+const SOURCE_CHUNK_LINES = 100;
 
 class Explorer {
   private readonly doc: Document;
@@ -219,7 +220,7 @@ class Explorer {
           "span",
           { class: "tx-step-text" },
           h(doc, "span", { class: "tx-step-pass" }, truncate(st.pass, 40)),
-          h(doc, "span", { class: "tx-step-meta" }, `${st.kind} · ${st.nodes.length} ops · ${formatMs(st.ms)}`),
+          h(doc, "span", { class: "tx-step-meta" }, `${st.kind} · ${opCount(st)} ops · ${formatMs(st.ms)}`),
           changes ? h(doc, "span", { class: "tx-step-diff" }, changes) : null,
         ),
       );
@@ -314,23 +315,17 @@ class Explorer {
       for (const id of step.diff.rewritten) diffClass.set(id, "diff-rewritten");
       for (const id of Object.keys(step.diff.fused)) diffClass.set(id, "diff-fused");
     }
-    const groups = new Map(step.groups.map((g) => [g.id, g]));
-    this.graph.setStep({
-      step,
-      layout,
-      diffClass,
-      isCollapsed: (gid) => this.collapsed.get(gid) ?? groups.get(gid)?.collapsed ?? false,
-    });
-
     this.stepHeader.replaceChildren(
       h(doc, "strong", {}, `Step ${step.index}: ${step.pass}`),
-      h(doc, "span", { class: "tx-muted" }, ` ${step.kind} · ${step.nodes.length} ops · ${formatMs(step.ms)}`),
+      h(doc, "span", { class: "tx-muted" }, ` ${step.kind} · ${opCount(step)} ops · ${formatMs(step.ms)}`),
     );
     this.diffSlot.replaceChildren(diffSummary(doc, step.diff, this.previousStep(step)));
 
     this.lineToNode = new Map();
     for (const n of step.nodes) if (n.line !== null && !this.lineToNode.has(n.line)) this.lineToNode.set(n.line, n.id);
+    // Lines in chunks the browser may skip laying out while off screen (content-visibility).
     const frag = doc.createDocumentFragment();
+    let chunk: HTMLElement | null = null;
     this.sourceLines = step.source.split("\n").map((text, i) => {
       const line = i + 1;
       const nid = this.lineToNode.get(line);
@@ -341,10 +336,23 @@ class Explorer {
         { class: `tx-line${diff ? ` ${diff}` : ""}${nid !== undefined ? " has-node" : ""}`, "data-testid": "source-line", "data-line": line, role: "listitem" },
         truncate(text, SOURCE_LINE_CHARS) || " ",
       );
-      frag.appendChild(el);
+      if (i % SOURCE_CHUNK_LINES === 0) {
+        chunk = h(doc, "div", { class: "tx-source-chunk", role: "presentation" });
+        frag.appendChild(chunk);
+      }
+      (chunk as HTMLElement).appendChild(el);
       return el;
     });
     this.sourceEl.replaceChildren(frag);
+    // The graph last: it measures its viewport, which lays out the page once, with everything.
+    const groups = new Map(step.groups.map((g) => [g.id, g]));
+    this.graph.setStep({
+      step,
+      layout,
+      diffClass,
+      isCollapsed: (gid) => this.collapsed.get(gid) ?? groups.get(gid)?.collapsed ?? false,
+    });
+
 
     if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
     this.applySelection(this.revealOnRender);
@@ -379,7 +387,7 @@ class Explorer {
   /** Opens collapsed groups hiding a node the user asked for. */
   private expandAncestors(nodeId: string): void {
     const rep = this.graph.representative(nodeId);
-    if (rep === undefined || rep === nodeId || !rep.startsWith("group:")) return;
+    if (rep === nodeId) return; // visible already (undefined: hidden, e.g. an expanded fusion node)
     const step = this.currentStep();
     if (!step) return;
     const byId = new Map(step.groups.map((g) => [g.id, g]));
@@ -433,7 +441,8 @@ class Explorer {
       else if (diff.rewritten.includes(node.id)) diffLabel = "rewritten by this pass";
       else if (diff.fused[node.id]) diffLabel = `fusion of ${diff.fused[node.id]?.length ?? 0} ops from the previous step`;
     }
-    this.detailsEl.replaceChildren(...nodeDetails(this.doc, node, step, lineage.filter((l) => l.stepIndex >= 0), origin.filter((l) => l.stepIndex >= 0), diffLabel));
+    const fusion = node.fused_into === null ? undefined : this.stepNodes.get(node.fused_into);
+    this.detailsEl.replaceChildren(...nodeDetails(this.doc, node, step, fusion, lineage.filter((l) => l.stepIndex >= 0), origin.filter((l) => l.stepIndex >= 0), diffLabel));
   }
 
   private toggleGroup(gid: string): void {
@@ -584,6 +593,13 @@ class Explorer {
     }
     if (handled) e.preventDefault();
   }
+}
+
+/** Statements of the trace (fusion members are not statements). */
+function opCount(step: Step): number {
+  let n = 0;
+  for (const node of step.nodes) if (node.fused_into === null) n++;
+  return n;
 }
 
 /** Scrolls only the pane (never the notebook page around the explorer) to show a line. */

@@ -54,6 +54,8 @@ interface Item {
 
 interface GroupBox {
   group: Group;
+  /** A collapsed fusion's frame around its fusion node. */
+  collapsed: boolean;
   x: number;
   y: number;
   w: number;
@@ -101,6 +103,7 @@ export class GraphView {
   private selected: string | null = null;
   private matches = new Set<string>();
   private frame = 0;
+  private measured: { width: number; height: number } | null = null;
   private readonly cleanups: (() => void)[] = [];
 
   constructor(
@@ -122,11 +125,22 @@ export class GraphView {
     this.viewport.append(this.groupLayer, this.edgePath, this.selectedEdgePath, this.nodeLayer);
     this.svg.appendChild(this.viewport);
     this.listen();
+    if (typeof ResizeObserver === "function") {
+      const observer = new ResizeObserver((entries) => {
+        const box = entries[entries.length - 1]?.contentRect;
+        if (!box || !box.width || !box.height) return;
+        this.measured = { width: box.width, height: box.height };
+        this.onViewChanged();
+      });
+      observer.observe(this.svg);
+      this.cleanups.push(() => observer.disconnect());
+    }
   }
 
   /** Shows a step (keeping the current pan and zoom, so surviving nodes stay put on screen). */
   setStep(state: GraphState): void {
     this.state = state;
+    this.measured = null;
     this.build();
     if (!this.hasView) {
       this.fit();
@@ -147,6 +161,10 @@ export class GraphView {
   setSelected(nodeId: string | null): void {
     this.selected = nodeId;
     for (const [key, el] of this.rendered) setAttrs(el, { "aria-selected": key === nodeId ? "true" : null });
+    for (const el of Array.from(this.groupLayer.children)) {
+      const box = this.boxes.find((b) => b.group.id === el.getAttribute("data-group-id"));
+      setAttrs(el, { "aria-selected": box && box.group.node !== null && box.group.node === nodeId ? "true" : null });
+    }
     this.drawSelectedEdges();
   }
 
@@ -261,11 +279,22 @@ export class GraphView {
       add(ioItem(id, p, input.name, `${formatShape(input.shape)} ${input.dtype ?? ""}`.trim()));
       repOf.set(id, id);
     }
+    // Note [Fusion groups]: a fusion group with a `node` is collapsed into that fusion node
+    // (a plain node, drawn where its first member is) and expanded into its members, with the
+    // fusion node hidden. Other collapsed groups become one box standing for their nodes.
+    const nodeIds = new Set(step.nodes.map((n) => n.id));
+    const fusionNodeOf = (g: Group): string | null => (g.kind === "fusion" && g.node !== null && nodeIds.has(g.node) ? g.node : null);
+    const expandedFusionNodes = new Set<string>();
+    for (const g of step.groups) {
+      const f = fusionNodeOf(g);
+      if (f !== null && !isCollapsed(g.id)) expandedFusionNodes.add(f);
+    }
     for (const node of step.nodes) {
       const p = pos.get(node.id);
       if (!p || repOf.has(node.id)) continue;
       const collapsedGroup = outermostCollapsed(groupsOfNode.get(node.id), chains, isCollapsed);
-      if (collapsedGroup) {
+      const fusionNode = collapsedGroup ? fusionNodeOf(collapsedGroup) : null;
+      if (collapsedGroup && fusionNode === null) {
         const key = `group:${collapsedGroup.id}`;
         repOf.set(node.id, key);
         if (!itemByKey.has(key)) {
@@ -283,6 +312,11 @@ export class GraphView {
         }
         continue;
       }
+      if (fusionNode !== null && fusionNode !== node.id) {
+        repOf.set(node.id, fusionNode); // a member of a collapsed fusion
+        continue;
+      }
+      if (fusionNode === null && expandedFusionNodes.has(node.id)) continue; // shown as its members
       repOf.set(node.id, node.id);
       add({ key: node.id, kind: "node", x: p.x, y: p.y, w: NODE_W, h: NODE_H, node, label: node.label || node.op, sub: nodeSubtitle(node) });
     }
@@ -292,9 +326,11 @@ export class GraphView {
       repOf.set(OUTPUT_ID, OUTPUT_ID);
     }
 
+    // Top-level edges plus the edges of fusion members, each end mapped to what stands for it:
+    // an edge of a hidden fusion node or inside one item disappears, duplicates merge.
     const edges: [Item, Item][] = [];
     const seenEdges = new Set<string>();
-    for (const e of step.edges) {
+    for (const e of [...step.edges, ...step.inner_edges]) {
       const a = repOf.get(e.source);
       const b = repOf.get(e.target);
       if (a === undefined || b === undefined || a === b) continue;
@@ -306,26 +342,58 @@ export class GraphView {
       if (ia && ib) edges.push([ia, ib]);
     }
 
-    // Boxes around expanded groups whose ancestors are all expanded.
+    // Boxes around expanded groups whose ancestors are all expanded (around their members and
+    // the boxes of their child groups, so nested labels never overlap), and a frame (holding the
+    // expand toggle) around each collapsed fusion node.
+    const children = new Map<string, Group[]>();
+    for (const g of step.groups) {
+      if (g.parent === null || g.parent === g.id) continue;
+      const list = children.get(g.parent);
+      if (list) list.push(g);
+      else children.set(g.parent, [g]);
+    }
     const boxes: GroupBox[] = [];
-    const maxDepth = Math.max(0, ...[...chains.values()].map((c) => c.length));
+    const boxOf = new Map<string, GroupBox | null>();
+    const computeBox = (g: Group, depth: number): GroupBox | null => {
+      if (boxOf.has(g.id)) return boxOf.get(g.id) ?? null;
+      boxOf.set(g.id, null); // guards against parent cycles in a malformed document
+      const fusionNode = fusionNodeOf(g);
+      const collapsed = isCollapsed(g.id);
+      if (collapsed && fusionNode === null) return null; // drawn as a box item
+      let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+      const cover = (x: number, y: number, w: number, hgt: number): void => {
+        x0 = Math.min(x0, x);
+        y0 = Math.min(y0, y);
+        x1 = Math.max(x1, x + w);
+        y1 = Math.max(y1, y + hgt);
+      };
+      const memberIds = collapsed ? [fusionNode as string] : g.nodes.filter((nid) => nid !== fusionNode);
+      for (const nid of memberIds) {
+        const it = itemByKey.get(repOf.get(nid) ?? "");
+        if (it) cover(it.x, it.y, it.w, it.h);
+      }
+      if (!collapsed && depth < MAX_GROUP_DEPTH) {
+        for (const child of children.get(g.id) ?? []) {
+          const inner = computeBox(child, depth + 1);
+          if (inner) cover(inner.x, inner.y, inner.w, inner.h);
+          else if (isCollapsed(child.id)) {
+            const it = itemByKey.get(`group:${child.id}`);
+            if (it) cover(it.x, it.y, it.w, it.h);
+          }
+        }
+      }
+      if (x0 === Infinity) return null;
+      const pad = collapsed ? 5 : 8;
+      const top = 18;
+      const box = { group: g, collapsed, x: x0 - pad, y: y0 - pad - top, w: x1 - x0 + 2 * pad, h: y1 - y0 + 2 * pad + top };
+      boxOf.set(g.id, box);
+      boxes.push(box);
+      return box;
+    };
     for (const g of step.groups) {
       const chain = chains.get(g.id) as Group[];
-      if (chain.some((c) => isCollapsed(c.id))) continue;
-      let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-      const members = new Set<string>();
-      collectMembers(g, step.groups, members);
-      for (const nid of members) {
-        const it = itemByKey.get(repOf.get(nid) ?? "");
-        if (!it) continue;
-        x0 = Math.min(x0, it.x);
-        y0 = Math.min(y0, it.y);
-        x1 = Math.max(x1, it.x + it.w);
-        y1 = Math.max(y1, it.y + it.h);
-      }
-      if (x0 === Infinity) continue;
-      const pad = 8 + 8 * (maxDepth - chain.length);
-      boxes.push({ group: g, x: x0 - pad, y: y0 - pad - 16, w: x1 - x0 + 2 * pad, h: y1 - y0 + 2 * pad + 16 });
+      if (chain.slice(1).some((c) => isCollapsed(c.id))) continue;
+      computeBox(g, 0);
     }
     boxes.sort((a, b) => b.w * b.h - a.w * a.h); // big ones first, so inner boxes are on top
 
@@ -351,8 +419,15 @@ export class GraphView {
 
   // -- rendering ----------------------------------------------------------------------------
 
+  /**
+   * The viewport size. Reading it forces a layout, so it is read once per step (after the
+   * explorer has built everything else) and then kept up to date by a ResizeObserver.
+   */
   private size(): { width: number; height: number } {
-    return { width: this.svg.clientWidth || 800, height: this.svg.clientHeight || 600 };
+    if (!this.measured) {
+      this.measured = { width: this.svg.clientWidth || 800, height: this.svg.clientHeight || 600 };
+    }
+    return this.measured;
   }
 
   private culling(): boolean {
@@ -483,18 +558,20 @@ export class GraphView {
 
   private groupBoxElement(b: GroupBox): SVGElement {
     const doc = this.doc;
+    const label = b.collapsed ? `${b.group.kind} · ${b.group.nodes.length - 1} ops` : `${b.group.label || b.group.id} (${b.group.kind})`;
     return s(
       doc,
       "g",
       {
-        class: `group group-${b.group.kind}`,
+        class: `group group-${b.group.kind}${b.collapsed ? " collapsed-frame" : ""}`,
         "data-testid": "group",
         "data-group-id": b.group.id,
         transform: `translate(${b.x},${b.y})`,
+        "aria-selected": b.group.node !== null && b.group.node === this.selected ? "true" : null,
       },
       s(doc, "rect", { class: "group-box", width: b.w, height: b.h, rx: 10 }),
-      this.toggleElement(b.group, false, 6, 4),
-      s(doc, "text", { class: "group-label", x: 26, y: 15 }, truncate(`${b.group.label || b.group.id} (${b.group.kind})`, Math.max(8, Math.floor(b.w / 7)))),
+      this.toggleElement(b.group, b.collapsed, 6, 4),
+      s(doc, "text", { class: "group-label", x: 26, y: 15 }, truncate(label, Math.max(8, Math.floor(b.w / 7)))),
     );
   }
 
@@ -629,13 +706,6 @@ function outermostCollapsed(
     }
   }
   return undefined;
-}
-
-/** A group's nodes and those of the groups nested in it. */
-function collectMembers(g: Group, all: Group[], out: Set<string>, depth = 0): void {
-  for (const n of g.nodes) out.add(n);
-  if (depth >= MAX_GROUP_DEPTH) return;
-  for (const child of all) if (child.parent === g.id && child.id !== g.id) collectMembers(child, all, out, depth + 1);
 }
 
 /** A curve from the bottom of `a` to the top of `b`, with a chevron at `b`. */

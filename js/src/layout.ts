@@ -18,8 +18,8 @@
 export interface LayoutStepInput {
   /** Pseudo-node ids of the step inputs, `input:<name>`. */
   inputs: string[];
-  /** Nodes in trace order. */
-  nodes: { id: string; lineage: string[] }[];
+  /** Nodes in trace order; a fusion member names its fusion node in `fusedInto`. */
+  nodes: { id: string; lineage: string[]; fusedInto?: string | null }[];
   /** `[source, target]` ids; sources may be `input:<name>`, targets may be `output`. */
   edges: [string, string][];
 }
@@ -76,20 +76,32 @@ export class LayoutEngine {
       place(id, remembered && isFree(remembered) ? remembered : nearestFree(0, i));
     });
 
+    // A fusion node with members stands where its first member is (it is drawn only while its
+    // members are hidden), so it shares that cell instead of taking one of its own.
+    const fusionIds = new Set<string>();
+    for (const node of step.nodes) if (node.fusedInto) fusionIds.add(node.fusedInto);
+    const placeMember = (node: LayoutStepInput["nodes"][number], cell: Cell): void => {
+      place(node.id, cell);
+      const fusion = node.fusedInto;
+      if (fusion && !placed.has(fusion)) {
+        placed.set(fusion, cell);
+        ids.push(fusion);
+      }
+    };
+
     // Survivors first, so a new node placed earlier in trace order cannot take their cells.
     const fresh: LayoutStepInput["nodes"] = [];
+    const seen = new Set<string>(step.inputs);
     for (const node of step.nodes) {
-      if (placed.has(node.id)) continue; // a malformed document may repeat an id: lay it out once
+      if (seen.has(node.id)) continue; // a malformed document may repeat an id: lay it out once
+      seen.add(node.id);
+      if (fusionIds.has(node.id)) continue;
       const remembered = this.memory.get(node.id);
-      if (remembered && isFree(remembered)) place(node.id, remembered);
-      else {
-        placed.set(node.id, { layer: -1, col: -1 }); // reserve the id; replaced below
-        fresh.push(node);
-      }
+      if (remembered && isFree(remembered)) placeMember(node, remembered);
+      else fresh.push(node);
     }
     for (const node of fresh) {
-      placed.delete(node.id);
-      place(node.id, this.cellFor(node.lineage, producers.get(node.id), placed, isFree, nearestFree));
+      placeMember(node, this.cellFor(node.lineage, producers.get(node.id), placed, isFree, nearestFree));
     }
     let maxLayer = 0;
     for (const c of placed.values()) if (c.layer > maxLayer) maxLayer = c.layer;
@@ -122,7 +134,7 @@ export class LayoutEngine {
     let hint: number | undefined;
     for (const s of sources ?? []) {
       const c = placed.get(s);
-      if (!c || c.layer < 0) continue;
+      if (!c) continue;
       if (c.layer + 1 > desired) desired = c.layer + 1;
       if (hint === undefined) hint = c.col;
     }

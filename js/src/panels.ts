@@ -57,6 +57,7 @@ export function nodeDetails(
   doc: Document,
   node: TraceNode,
   step: Step,
+  fusion: TraceNode | undefined,
   lineage: NodeLink[],
   origin: NodeLink[],
   diffLabel: string | null,
@@ -87,6 +88,7 @@ export function nodeDetails(
     ),
   ];
   if (src?.module_path) rows.push(row(doc, "module", src.module_path));
+  if (fusion) rows.push(row(doc, "runs in", `${fusion.op} (${fusion.id})`));
   if (group) rows.push(row(doc, "group", `${group.label || group.id} (${group.kind})`));
   if (diffLabel) rows.push(row(doc, "change", diffLabel));
   rows.push(row(doc, "made from", linkList(doc, lineage)));
@@ -123,9 +125,10 @@ export function diffSummary(doc: Document, diff: Diff | null, previous: Step | u
     h(doc, "span", { class: "tx-muted" }, ` ${diff.unchanged} unchanged`),
   );
   if (diff.removed.length) {
+    const mergedInto = (id: string): string => (diff.merged[id] ? ` → merged into ${diff.merged[id]}` : "");
     const names = diff.removed.slice(0, 12).map((id) => {
       const n = previous?.nodes.find((x) => x.id === id);
-      return n ? `${n.label || n.op} (${id})` : id;
+      return `${n ? `${n.label || n.op} (${id})` : id}${mergedInto(id)}`;
     });
     const more = diff.removed.length > 12 ? ` and ${diff.removed.length - 12} more` : "";
     el.append(h(doc, "div", { class: "tx-removed", "data-testid": "diff-removed" }, `removed: ${names.join(", ")}${more}`));

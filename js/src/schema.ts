@@ -23,9 +23,12 @@ export type ValueKind = "tensor" | "number" | "other";
 export type GroupKind = "fusion" | "module" | "decomposition";
 export type ErrorStage = "tracing" | "compiling" | "running";
 
+/** A dimension: an int, or a string for a symbolic dimension. */
+export type Dim = number | string;
+
 export interface ValueRef {
   name: string;
-  shape: number[] | null;
+  shape: Dim[] | null;
   dtype: string | null;
   device: string | null;
   kind: ValueKind;
@@ -58,6 +61,8 @@ export interface TraceNode {
   origin: string[];
   decomposition: string[];
   group: string | null;
+  /** For a fusion member: the fusion node it runs in (members follow it in `nodes`). */
+  fused_into: string | null;
 }
 
 export interface Edge {
@@ -65,7 +70,7 @@ export interface Edge {
   source: string;
   target: string;
   value: string;
-  shape: number[] | null;
+  shape: Dim[] | null;
   dtype: string | null;
 }
 
@@ -76,6 +81,8 @@ export interface Group {
   nodes: string[];
   parent: string | null;
   collapsed: boolean;
+  /** Fusion groups: the fusion node the group expands. */
+  node: string | null;
 }
 
 export interface Diff {
@@ -84,6 +91,8 @@ export interface Diff {
   removed: string[];
   rewritten: string[];
   fused: Record<string, string[]>;
+  /** Removed node -> the node (or `input:x`) now supplying its values (CSE). */
+  merged: Record<string, string>;
   unchanged: number;
 }
 
@@ -95,7 +104,10 @@ export interface Step {
   ms: number | null;
   source: string;
   nodes: TraceNode[];
+  /** Edges between top-level nodes (every fusion collapsed). */
   edges: Edge[];
+  /** Every edge touching a fusion member, both ends at the finest level. */
+  inner_edges: Edge[];
   groups: Group[];
   inputs: Value[];
   outputs: string[];
@@ -247,9 +259,11 @@ class Reader {
     return this.arr(v, path).map((x, i) => this.str(x, `${path}[${i}]`));
   }
 
-  shape(v: unknown, path: string): number[] | null {
+  shape(v: unknown, path: string): Dim[] | null {
     if (v === null || v === undefined) return null;
-    return this.arr(v, path).map((x, i) => this.int(x, `${path}[${i}]`));
+    return this.arr(v, path).map((x, i) =>
+      typeof x === "string" ? this.str(x, `${path}[${i}]`) : this.int(x, `${path}[${i}]`),
+    );
   }
 }
 
@@ -305,6 +319,7 @@ function readNode(r: Reader, v: unknown, path: string): TraceNode {
     origin: r.strList(o.origin, `${path}.origin`),
     decomposition: o.decomposition === undefined ? [] : r.strList(o.decomposition, `${path}.decomposition`),
     group: r.optStr(o.group, `${path}.group`),
+    fused_into: r.optStr(o.fused_into, `${path}.fused_into`),
   };
 }
 
@@ -329,6 +344,7 @@ function readGroup(r: Reader, v: unknown, path: string): Group {
     nodes: r.strList(o.nodes, `${path}.nodes`),
     parent: r.optStr(o.parent, `${path}.parent`),
     collapsed: o.collapsed === undefined ? false : r.bool(o.collapsed, `${path}.collapsed`),
+    node: r.optStr(o.node, `${path}.node`),
   };
 }
 
@@ -340,12 +356,16 @@ function readDiff(r: Reader, v: unknown, path: string): Diff | null {
   for (const [k, members] of Object.entries(fusedIn)) {
     fused[k] = r.strList(members, `${path}.fused[${JSON.stringify(k)}]`);
   }
+  const mergedIn = r.obj(o.merged ?? {}, `${path}.merged`);
+  const merged: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [k, into] of Object.entries(mergedIn)) merged[k] = r.str(into, `${path}.merged[${JSON.stringify(k)}]`);
   return {
     previous: r.str(o.previous, `${path}.previous`),
     added: r.strList(o.added, `${path}.added`),
     removed: r.strList(o.removed, `${path}.removed`),
     rewritten: r.strList(o.rewritten, `${path}.rewritten`),
     fused,
+    merged,
     unchanged: r.int(o.unchanged, `${path}.unchanged`),
   };
 }
@@ -363,6 +383,10 @@ function readStep(r: Reader, v: unknown, path: string): Step {
       .arr(o.nodes, `${path}.nodes`, LIMITS.maxNodesPerStep)
       .map((x, i) => readNode(r, x, `${path}.nodes[${i}]`)),
     edges: r.arr(o.edges, `${path}.edges`).map((x, i) => readEdge(r, x, `${path}.edges[${i}]`)),
+    inner_edges:
+      o.inner_edges === undefined
+        ? []
+        : r.arr(o.inner_edges, `${path}.inner_edges`).map((x, i) => readEdge(r, x, `${path}.inner_edges[${i}]`)),
     groups: r.arr(o.groups, `${path}.groups`).map((x, i) => readGroup(r, x, `${path}.groups[${i}]`)),
     inputs: readValueRefs(r, o.inputs, `${path}.inputs`),
     outputs: r.strList(o.outputs, `${path}.outputs`),

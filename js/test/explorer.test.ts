@@ -88,7 +88,38 @@ describe("explorer DOM contract", () => {
     expect(m.q("[data-node-id='n7']").classList.contains("diff-fused")).toBe(true);
     expect(m.q("[data-node-id='n4']").classList.contains("diff-rewritten")).toBe(true);
     expect(m.all(".tx-line.diff-fused")).toHaveLength(1);
-    expect(m.q("[data-testid='diff-removed']").textContent).toBe("removed: mul (n1), sin (n2), add (n3)");
+    expect(m.all(".tx-line.diff-rewritten")).toHaveLength(2);
+    click(m.q("[data-testid='step'][data-step-index='2']"));
+    expect(m.q("[data-testid='diff-removed']").textContent).toBe("removed: cos (n6)");
+  });
+
+  test("a fusion expands into its members and collapses back into its node", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='3']"));
+    const ids = (): (string | null)[] => m!.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"));
+    const toggle = (): Element => m!.q("[data-testid='group'][data-group-id='g2'] [data-testid='group-toggle']");
+    expect(toggle().getAttribute("aria-expanded")).toBe("false");
+    expect(ids()).toEqual(["n7", "n4", "n5"]);
+    const collapsedAt = m.q("[data-node-id='n7']").getAttribute("transform");
+    click(toggle());
+    expect(toggle().getAttribute("aria-expanded")).toBe("true");
+    expect(ids()).toEqual(["n1", "n2", "n3", "n4", "n5"]);
+    // the fusion stood where its first member stands
+    expect(m.q("[data-node-id='n1']").getAttribute("transform")).toBe(collapsedAt);
+    click(m.q("[data-node-id='n2']"));
+    expect(m.q("[data-testid='node-details']").textContent).toContain("runs inTorchCompile0 (n7)");
+    click(toggle());
+    expect(ids()).toEqual(["n7", "n4", "n5"]);
+  });
+
+  test("searching a fusion member and pressing Enter opens the fusion", () => {
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='3']"));
+    const search = m.q<HTMLInputElement>("input[data-testid='search']");
+    search.value = "sin";
+    search.dispatchEvent(new Event("input", { bubbles: true }));
+    search.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n2");
   });
 
   test("lineage links lead back to the original ops", () => {

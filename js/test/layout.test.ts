@@ -63,6 +63,27 @@ describe("layered layout", () => {
     expect(lb!.get("n3")).toEqual(la!.get("n3"));
   });
 
+  test("a fusion node shares its first member's cell; members keep theirs", () => {
+    const a: LayoutStepInput = {
+      inputs: ["input:x"],
+      nodes: ["n1", "n2", "n3"].map((id) => ({ id, lineage: [] })),
+      edges: chain(["input:x", "n1", "n2", "n3", "output"]),
+    };
+    const b: LayoutStepInput = {
+      inputs: ["input:x"],
+      nodes: [
+        { id: "f", lineage: ["n1", "n2"] },
+        { id: "n1", lineage: ["n1"], fusedInto: "f" },
+        { id: "n2", lineage: ["n2"], fusedInto: "f" },
+        { id: "n3", lineage: ["n3"] },
+      ],
+      edges: [["input:x", "f"], ["f", "n3"], ["input:x", "n1"], ["n1", "n2"], ["n2", "n3"], ["n3", "output"]],
+    };
+    const [la, lb] = layoutSteps([a, b]).map(cells);
+    for (const id of ["n1", "n2", "n3"]) expect(lb!.get(id), id).toEqual(la!.get(id));
+    expect(lb!.get("f")).toEqual(la!.get("n1"));
+  });
+
   test("in the sample, every node that survives a pass keeps its cell", () => {
     const doc = fixture("sample");
     const layouts = layoutSteps(doc.steps.map(layoutInput)).map(cells);

@@ -41,10 +41,23 @@ describe("validateDocument", () => {
 
   test("names the path of a wrong type", () => {
     const doc = fixture("sample") as unknown as { steps: { edges: Record<string, unknown>[] }[] };
-    doc.steps[3]!.edges[0]!.shape = ["4", 8];
+    doc.steps[3]!.edges[0]!.shape = [true, 8];
     const result = validateDocument(doc);
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.errors).toContain('steps[3].edges[0].shape[0]: expected a finite number, got string "4"');
+    if (!result.ok) expect(result.errors).toContain("steps[3].edges[0].shape[0]: expected a finite number, got boolean true");
+  });
+
+  test("accepts symbolic dimensions and documents without the added fields", () => {
+    const doc = fixture("sample") as unknown as { steps: Record<string, unknown>[] };
+    const step = doc.steps[1] as { inner_edges?: unknown; edges: { shape: unknown }[] };
+    step.edges[0]!.shape = ["s0", 8];
+    delete step.inner_edges;
+    const result = validateDocument(doc);
+    expect(result.ok).toBe(true);
+    if (result.ok) {
+      expect(result.doc.steps[1]!.edges[0]!.shape).toEqual(["s0", 8]);
+      expect(result.doc.steps[1]!.inner_edges).toEqual([]);
+    }
   });
 
   test("rejects non-objects and bad JSON", () => {
