@@ -13,7 +13,13 @@ const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, "..", "thunder_viz", "static");
 mkdirSync(out, { recursive: true });
 
-const common = { bundle: true, minify: true, target: ["es2020"], legalComments: "none", logLevel: "warning" };
+const common = {
+  bundle: true,
+  minify: true,
+  target: ["es2020"],
+  legalComments: "none",
+  logLevel: "warning",
+};
 
 const worker = await esbuild.build({
   ...common,

@@ -12,7 +12,15 @@ import { GraphView } from "./graph-view";
 import type { ExplorerHost } from "./host";
 import type { LayoutStepInput, StepLayout } from "./layout";
 import { createLayoutProvider, type LayoutProvider } from "./layout-client";
-import { diffSummary, errorBox, executorsPanel, invalidBox, nodeDetails, runsTable, type NodeLink } from "./panels";
+import {
+  diffSummary,
+  errorBox,
+  executorsPanel,
+  invalidBox,
+  nodeDetails,
+  runsTable,
+  type NodeLink,
+} from "./panels";
 import { validateDocument, type Step, type TraceDocument, type TraceNode } from "./schema";
 
 export interface MountOptions {
@@ -74,6 +82,7 @@ class Explorer {
   private renderToken = 0;
   private disposed = false;
   private revealOnRender = false;
+  private lastStatus = "";
 
   constructor(
     private readonly el: HTMLElement,
@@ -96,8 +105,24 @@ class Explorer {
       "aria-label": "search op or value name",
     });
     this.searchCount = h(doc, "span", { class: "tx-search-count", "data-testid": "search-count" });
-    const zoomButton = (testid: string, text: string, label: string, fn: () => void): HTMLElement => {
-      const b = h(doc, "button", { type: "button", class: "tx-zoom", "data-testid": testid, title: label, "aria-label": label }, text);
+    const zoomButton = (
+      testid: string,
+      text: string,
+      label: string,
+      fn: () => void,
+    ): HTMLElement => {
+      const b = h(
+        doc,
+        "button",
+        {
+          type: "button",
+          class: "tx-zoom",
+          "data-testid": testid,
+          title: label,
+          "aria-label": label,
+        },
+        text,
+      );
       b.addEventListener("click", fn);
       return b;
     };
@@ -116,24 +141,56 @@ class Explorer {
       zoomButton("zoom-fit", "⤢", "fit graph", () => this.graph.fit()),
     );
     this.errorSlot = h(doc, "div", { class: "tx-error-slot" });
-    this.stepList = h(doc, "ul", { class: "tx-step-list", role: "listbox", "aria-label": "compilation steps" });
+    this.stepList = h(doc, "ul", {
+      class: "tx-step-list",
+      role: "listbox",
+      "aria-label": "compilation steps",
+    });
     this.stepHeader = h(doc, "div", { class: "tx-step-header" });
     this.diffSlot = h(doc, "div", { class: "tx-diff-slot" });
-    this.sourceEl = h(doc, "div", { class: "tx-source", "data-testid": "source", role: "list", "aria-label": "trace source" });
-    this.detailsEl = h(doc, "section", { class: "tx-details", "data-testid": "node-details", "aria-live": "polite" });
+    this.sourceEl = h(doc, "div", {
+      class: "tx-source",
+      "data-testid": "source",
+      role: "list",
+      "aria-label": "trace source",
+    });
+    this.detailsEl = h(doc, "section", {
+      class: "tx-details",
+      "data-testid": "node-details",
+      "aria-live": "polite",
+    });
     this.executorsSlot = h(doc, "div", { class: "tx-executors-slot" });
     this.runsSlot = h(doc, "div", { class: "tx-runs-slot" });
     this.body = h(
       doc,
       "div",
       { class: "tx-body" },
-      h(doc, "nav", { class: "tx-steps", "aria-label": "steps" }, h(doc, "h4", {}, "Steps"), this.stepList),
-      h(doc, "div", { class: "tx-graph-pane" }, this.stepHeader, this.diffSlot, h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg)),
+      h(
+        doc,
+        "nav",
+        { class: "tx-steps", "aria-label": "steps" },
+        h(doc, "h4", {}, "Steps"),
+        this.stepList,
+      ),
+      h(
+        doc,
+        "div",
+        { class: "tx-graph-pane" },
+        this.stepHeader,
+        this.diffSlot,
+        h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg),
+      ),
       h(
         doc,
         "div",
         { class: "tx-side" },
-        h(doc, "section", { class: "tx-source-pane" }, h(doc, "h4", {}, "Trace source"), this.sourceEl),
+        h(
+          doc,
+          "section",
+          { class: "tx-source-pane" },
+          h(doc, "h4", {}, "Trace source"),
+          this.sourceEl,
+        ),
         this.detailsEl,
       ),
     );
@@ -165,6 +222,13 @@ class Explorer {
   private update(): void {
     if (this.disposed) return;
     const raw = this.host.getDocument();
+    const status = this.host.getStatus?.() ?? "";
+    if (this.busy && status !== this.lastStatus && !/running/i.test(status)) {
+      // the host finished (or failed) without a new document: let the user try again
+      this.busy = false;
+      this.renderExecutors();
+    }
+    this.lastStatus = status;
     if (raw !== this.rawDoc) {
       this.rawDoc = raw;
       this.busy = false;
@@ -192,10 +256,14 @@ class Explorer {
     setAttrs(this.root, { "data-invalid": null });
     this.titleEl.textContent = model.title;
     this.layouts?.dispose();
-    this.layouts = createLayoutProvider(model.steps.map(layoutInput), { useWorker: this.options.useWorker });
+    this.layouts = createLayoutProvider(model.steps.map(layoutInput), {
+      useWorker: this.options.useWorker,
+    });
     this.pending = new Set(model.executors?.selected ?? []);
     this.renderStepList();
-    this.errorSlot.replaceChildren(...(model.error ? [errorBox(this.doc, model.error, model.steps.length)] : []));
+    this.errorSlot.replaceChildren(
+      ...(model.error ? [errorBox(this.doc, model.error, model.steps.length)] : []),
+    );
     this.renderExecutors();
     this.runsSlot.replaceChildren(runsTable(this.doc, model.runs));
     this.showStep(Math.min(this.stepIndex, Math.max(0, model.steps.length - 1)));
@@ -213,20 +281,40 @@ class Explorer {
       return h(
         doc,
         "li",
-        { class: `tx-step kind-${st.kind}`, "data-testid": "step", "data-step-index": i, role: "option", tabindex: -1, "aria-selected": "false" },
+        {
+          class: `tx-step kind-${st.kind}`,
+          "data-testid": "step",
+          "data-step-index": i,
+          role: "option",
+          tabindex: -1,
+          "aria-selected": "false",
+        },
         h(doc, "span", { class: "tx-step-index" }, String(i)),
         h(
           doc,
           "span",
           { class: "tx-step-text" },
           h(doc, "span", { class: "tx-step-pass" }, truncate(st.pass, 40)),
-          h(doc, "span", { class: "tx-step-meta" }, `${st.kind} · ${opCount(st)} ops · ${formatMs(st.ms)}`),
+          h(
+            doc,
+            "span",
+            { class: "tx-step-meta" },
+            `${st.kind} · ${opCount(st)} ops · ${formatMs(st.ms)}`,
+          ),
           changes ? h(doc, "span", { class: "tx-step-diff" }, changes) : null,
         ),
       );
     });
     if (model.error) {
-      items.push(h(doc, "li", { class: "tx-step tx-step-failed", "aria-disabled": "true" }, h(doc, "span", { class: "tx-step-index" }, "✕"), h(doc, "span", { class: "tx-step-text" }, `failed while ${model.error.stage}`)));
+      items.push(
+        h(
+          doc,
+          "li",
+          { class: "tx-step tx-step-failed", "aria-disabled": "true" },
+          h(doc, "span", { class: "tx-step-index" }, "✕"),
+          h(doc, "span", { class: "tx-step-text" }, `failed while ${model.error.stage}`),
+        ),
+      );
     }
     this.stepList.replaceChildren(...items);
   }
@@ -270,6 +358,7 @@ class Explorer {
     const text = this.busy && !/running/i.test(hostStatus) ? "running…" : hostStatus || "ready";
     this.statusEl.textContent = text;
     this.statusEl.classList.toggle("busy", /running|compil/i.test(text));
+    this.statusEl.classList.toggle("failed", /^error/i.test(text));
   }
 
   // -- steps ----------------------------------------------------------------------------------
@@ -281,7 +370,9 @@ class Explorer {
     this.stepIndex = index;
     for (const li of Array.from(this.stepList.children)) {
       if (li.getAttribute("data-step-index") === null) continue;
-      setAttrs(li, { "aria-selected": li.getAttribute("data-step-index") === String(index) ? "true" : "false" });
+      setAttrs(li, {
+        "aria-selected": li.getAttribute("data-step-index") === String(index) ? "true" : "false",
+      });
     }
     if (!step) {
       this.renderEmpty();
@@ -317,12 +408,18 @@ class Explorer {
     }
     this.stepHeader.replaceChildren(
       h(doc, "strong", {}, `Step ${step.index}: ${step.pass}`),
-      h(doc, "span", { class: "tx-muted" }, ` ${step.kind} · ${opCount(step)} ops · ${formatMs(step.ms)}`),
+      h(
+        doc,
+        "span",
+        { class: "tx-muted" },
+        ` ${step.kind} · ${opCount(step)} ops · ${formatMs(step.ms)}`,
+      ),
     );
     this.diffSlot.replaceChildren(diffSummary(doc, step.diff, this.previousStep(step)));
 
     this.lineToNode = new Map();
-    for (const n of step.nodes) if (n.line !== null && !this.lineToNode.has(n.line)) this.lineToNode.set(n.line, n.id);
+    for (const n of step.nodes)
+      if (n.line !== null && !this.lineToNode.has(n.line)) this.lineToNode.set(n.line, n.id);
     // Lines in chunks the browser may skip laying out while off screen (content-visibility).
     const frag = doc.createDocumentFragment();
     let chunk: HTMLElement | null = null;
@@ -333,7 +430,12 @@ class Explorer {
       const el = h(
         doc,
         "div",
-        { class: `tx-line${diff ? ` ${diff}` : ""}${nid !== undefined ? " has-node" : ""}`, "data-testid": "source-line", "data-line": line, role: "listitem" },
+        {
+          class: `tx-line${diff ? ` ${diff}` : ""}${nid !== undefined ? " has-node" : ""}`,
+          "data-testid": "source-line",
+          "data-line": line,
+          role: "listitem",
+        },
         truncate(text, SOURCE_LINE_CHARS) || " ",
       );
       if (i % SOURCE_CHUNK_LINES === 0) {
@@ -352,7 +454,6 @@ class Explorer {
       diffClass,
       isCollapsed: (gid) => this.collapsed.get(gid) ?? groups.get(gid)?.collapsed ?? false,
     });
-
 
     if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
     this.applySelection(this.revealOnRender);
@@ -394,7 +495,11 @@ class Explorer {
     for (const g of step.groups) {
       if (!g.nodes.includes(nodeId)) continue;
       const seen = new Set<string>();
-      for (let cur: typeof g | undefined = g; cur && !seen.has(cur.id); cur = cur.parent === null ? undefined : byId.get(cur.parent)) {
+      for (
+        let cur: typeof g | undefined = g;
+        cur && !seen.has(cur.id);
+        cur = cur.parent === null ? undefined : byId.get(cur.parent)
+      ) {
         seen.add(cur.id);
         this.collapsed.set(cur.id, false);
       }
@@ -406,7 +511,8 @@ class Explorer {
     const id = this.selected;
     this.graph.setSelected(id);
     const node = id === null ? undefined : this.stepNodes.get(id);
-    for (const el of this.sourceLines) if (el.hasAttribute("aria-current")) el.removeAttribute("aria-current");
+    for (const el of this.sourceLines)
+      if (el.hasAttribute("aria-current")) el.removeAttribute("aria-current");
     if (node && node.line !== null) {
       const lineEl = this.sourceLines[node.line - 1];
       if (lineEl) {
@@ -421,7 +527,14 @@ class Explorer {
   private renderDetails(node: TraceNode | undefined): void {
     const step = this.currentStep();
     if (!node || !step) {
-      this.detailsEl.replaceChildren(h(this.doc, "p", { class: "tx-muted" }, "Select a node in the graph or a line of the source."));
+      this.detailsEl.replaceChildren(
+        h(
+          this.doc,
+          "p",
+          { class: "tx-muted" },
+          "Select a node in the graph or a line of the source.",
+        ),
+      );
       return;
     }
     const prev = this.previousStep(step);
@@ -439,10 +552,21 @@ class Explorer {
     if (diff) {
       if (diff.added.includes(node.id)) diffLabel = "added by this pass";
       else if (diff.rewritten.includes(node.id)) diffLabel = "rewritten by this pass";
-      else if (diff.fused[node.id]) diffLabel = `fusion of ${diff.fused[node.id]?.length ?? 0} ops from the previous step`;
+      else if (diff.fused[node.id])
+        diffLabel = `fusion of ${diff.fused[node.id]?.length ?? 0} ops from the previous step`;
     }
     const fusion = node.fused_into === null ? undefined : this.stepNodes.get(node.fused_into);
-    this.detailsEl.replaceChildren(...nodeDetails(this.doc, node, step, fusion, lineage.filter((l) => l.stepIndex >= 0), origin.filter((l) => l.stepIndex >= 0), diffLabel));
+    this.detailsEl.replaceChildren(
+      ...nodeDetails(
+        this.doc,
+        node,
+        step,
+        fusion,
+        lineage.filter((l) => l.stepIndex >= 0),
+        origin.filter((l) => l.stepIndex >= 0),
+        diffLabel,
+      ),
+    );
   }
 
   private toggleGroup(gid: string): void {
@@ -486,7 +610,9 @@ class Explorer {
       if (line !== null && line !== undefined) lines.add(line);
     }
     this.sourceLines.forEach((el, i) => el.classList.toggle("search-match", lines.has(i + 1)));
-    this.searchCount.textContent = q ? `${matched.length} match${matched.length === 1 ? "" : "es"}` : "";
+    this.searchCount.textContent = q
+      ? `${matched.length} match${matched.length === 1 ? "" : "es"}`
+      : "";
   }
 
   private nextMatch(delta: number): void {
@@ -548,7 +674,10 @@ class Explorer {
 
   private onKey(e: KeyboardEvent): void {
     const target = e.target as HTMLElement | null;
-    if (target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "BUTTON")) {
+    if (
+      target &&
+      (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "BUTTON")
+    ) {
       if (target.tagName !== "BUTTON" || (e.key !== "ArrowDown" && e.key !== "ArrowUp")) return;
     }
     if (e.ctrlKey || e.metaKey || e.altKey) return;

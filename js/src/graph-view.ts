@@ -27,7 +27,15 @@ const LABEL_CHARS = 24;
 const MAX_GROUP_DEPTH = 32;
 
 /** Executors with their own colour in explorer.css; others get one of the palette colours. */
-const KNOWN_EXECUTORS = new Set(["torch", "python", "torchcompile", "nvfuser", "cudnn", "sdpa", "triton"]);
+const KNOWN_EXECUTORS = new Set([
+  "torch",
+  "python",
+  "torchcompile",
+  "nvfuser",
+  "cudnn",
+  "sdpa",
+  "triton",
+]);
 const PALETTE_SIZE = 6;
 
 /** The CSS class colouring an executor (never built from document text, so always a safe name). */
@@ -160,10 +168,14 @@ export class GraphView {
 
   setSelected(nodeId: string | null): void {
     this.selected = nodeId;
-    for (const [key, el] of this.rendered) setAttrs(el, { "aria-selected": key === nodeId ? "true" : null });
+    for (const [key, el] of this.rendered)
+      setAttrs(el, { "aria-selected": key === nodeId ? "true" : null });
     for (const el of Array.from(this.groupLayer.children)) {
       const box = this.boxes.find((b) => b.group.id === el.getAttribute("data-group-id"));
-      setAttrs(el, { "aria-selected": box && box.group.node !== null && box.group.node === nodeId ? "true" : null });
+      setAttrs(el, {
+        "aria-selected":
+          box && box.group.node !== null && box.group.node === nodeId ? "true" : null,
+      });
     }
     this.drawSelectedEdges();
   }
@@ -187,7 +199,11 @@ export class GraphView {
     const sx = item.x * k + tx;
     const sy = item.y * k + ty;
     if (sx >= 0 && sy >= 0 && sx + item.w * k <= width && sy + item.h * k <= height) return;
-    this.view = { k, tx: width / 2 - (item.x + item.w / 2) * k, ty: height / 2 - (item.y + item.h / 2) * k };
+    this.view = {
+      k,
+      tx: width / 2 - (item.x + item.w / 2) * k,
+      ty: height / 2 - (item.y + item.h / 2) * k,
+    };
     this.onViewChanged();
   }
 
@@ -244,7 +260,10 @@ export class GraphView {
     const chainOf = (g: Group): Group[] => {
       const chain: Group[] = [];
       const seen = new Set<string>();
-      for (let cur: Group | undefined = g; cur && !seen.has(cur.id) && chain.length < MAX_GROUP_DEPTH; ) {
+      for (
+        let cur: Group | undefined = g;
+        cur && !seen.has(cur.id) && chain.length < MAX_GROUP_DEPTH;
+      ) {
         seen.add(cur.id);
         chain.push(cur);
         cur = cur.parent === null ? undefined : groupById.get(cur.parent);
@@ -283,7 +302,8 @@ export class GraphView {
     // (a plain node, drawn where its first member is) and expanded into its members, with the
     // fusion node hidden. Other collapsed groups become one box standing for their nodes.
     const nodeIds = new Set(step.nodes.map((n) => n.id));
-    const fusionNodeOf = (g: Group): string | null => (g.kind === "fusion" && g.node !== null && nodeIds.has(g.node) ? g.node : null);
+    const fusionNodeOf = (g: Group): string | null =>
+      g.kind === "fusion" && g.node !== null && nodeIds.has(g.node) ? g.node : null;
     const expandedFusionNodes = new Set<string>();
     for (const g of step.groups) {
       const f = fusionNodeOf(g);
@@ -318,7 +338,17 @@ export class GraphView {
       }
       if (fusionNode === null && expandedFusionNodes.has(node.id)) continue; // shown as its members
       repOf.set(node.id, node.id);
-      add({ key: node.id, kind: "node", x: p.x, y: p.y, w: NODE_W, h: NODE_H, node, label: node.label || node.op, sub: nodeSubtitle(node) });
+      add({
+        key: node.id,
+        kind: "node",
+        x: p.x,
+        y: p.y,
+        w: NODE_W,
+        h: NODE_H,
+        node,
+        label: node.label || node.op,
+        sub: nodeSubtitle(node),
+      });
     }
     const out = pos.get(OUTPUT_ID);
     if (out) {
@@ -360,14 +390,19 @@ export class GraphView {
       const fusionNode = fusionNodeOf(g);
       const collapsed = isCollapsed(g.id);
       if (collapsed && fusionNode === null) return null; // drawn as a box item
-      let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+      let x0 = Infinity,
+        y0 = Infinity,
+        x1 = -Infinity,
+        y1 = -Infinity;
       const cover = (x: number, y: number, w: number, hgt: number): void => {
         x0 = Math.min(x0, x);
         y0 = Math.min(y0, y);
         x1 = Math.max(x1, x + w);
         y1 = Math.max(y1, y + hgt);
       };
-      const memberIds = collapsed ? [fusionNode as string] : g.nodes.filter((nid) => nid !== fusionNode);
+      const memberIds = collapsed
+        ? [fusionNode as string]
+        : g.nodes.filter((nid) => nid !== fusionNode);
       for (const nid of memberIds) {
         const it = itemByKey.get(repOf.get(nid) ?? "");
         if (it) cover(it.x, it.y, it.w, it.h);
@@ -385,7 +420,14 @@ export class GraphView {
       if (x0 === Infinity) return null;
       const pad = collapsed ? 5 : 8;
       const top = 18;
-      const box = { group: g, collapsed, x: x0 - pad, y: y0 - pad - top, w: x1 - x0 + 2 * pad, h: y1 - y0 + 2 * pad + top };
+      const box = {
+        group: g,
+        collapsed,
+        x: x0 - pad,
+        y: y0 - pad - top,
+        w: x1 - x0 + 2 * pad,
+        h: y1 - y0 + 2 * pad + top,
+      };
       boxOf.set(g.id, box);
       boxes.push(box);
       return box;
@@ -407,7 +449,10 @@ export class GraphView {
 
   private bounds(): { x0: number; y0: number; x1: number; y1: number } | null {
     if (!this.items.length) return null;
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    let x0 = Infinity,
+      y0 = Infinity,
+      x1 = -Infinity,
+      y1 = -Infinity;
     for (const it of this.items) {
       x0 = Math.min(x0, it.x);
       y0 = Math.min(y0, it.y);
@@ -462,8 +507,10 @@ export class GraphView {
 
     const parts: string[] = [];
     for (const [a, b] of this.edges) {
-      const x0 = Math.min(a.x, b.x), y0 = Math.min(a.y, b.y);
-      const x1 = Math.max(a.x + a.w, b.x + b.w), y1 = Math.max(a.y + a.h, b.y + b.h);
+      const x0 = Math.min(a.x, b.x),
+        y0 = Math.min(a.y, b.y);
+      const x1 = Math.max(a.x + a.w, b.x + b.w),
+        y1 = Math.max(a.y + a.h, b.y + b.h);
       if (!inRegion(x0, y0, x1 - x0, y1 - y0)) continue;
       parts.push(edgePathData(a, b));
     }
@@ -489,9 +536,19 @@ export class GraphView {
       return s(
         doc,
         "g",
-        { class: "io-node", "data-testid": "io", "data-io-id": it.key, transform: `translate(${it.x},${it.y})` },
+        {
+          class: "io-node",
+          "data-testid": "io",
+          "data-io-id": it.key,
+          transform: `translate(${it.x},${it.y})`,
+        },
         s(doc, "rect", { class: "io-box", width: it.w, height: it.h, rx: it.h / 2 }),
-        s(doc, "text", { class: "io-label", x: it.w / 2, y: 17, "text-anchor": "middle" }, truncate(it.sub ? `${it.label}: ${it.sub}` : it.label, 22)),
+        s(
+          doc,
+          "text",
+          { class: "io-label", x: it.w / 2, y: 17, "text-anchor": "middle" },
+          truncate(it.sub ? `${it.label}: ${it.sub}` : it.label, 22),
+        ),
       );
     }
     if (it.kind === "group" && it.group) return this.collapsedGroupElement(it, it.group);
@@ -558,7 +615,9 @@ export class GraphView {
 
   private groupBoxElement(b: GroupBox): SVGElement {
     const doc = this.doc;
-    const label = b.collapsed ? `${b.group.kind} · ${b.group.nodes.length - 1} ops` : `${b.group.label || b.group.id} (${b.group.kind})`;
+    const label = b.collapsed
+      ? `${b.group.kind} · ${b.group.nodes.length - 1} ops`
+      : `${b.group.label || b.group.id} (${b.group.kind})`;
     return s(
       doc,
       "g",
@@ -571,7 +630,12 @@ export class GraphView {
       },
       s(doc, "rect", { class: "group-box", width: b.w, height: b.h, rx: 10 }),
       this.toggleElement(b.group, b.collapsed, 6, 4),
-      s(doc, "text", { class: "group-label", x: 26, y: 15 }, truncate(label, Math.max(8, Math.floor(b.w / 7)))),
+      s(
+        doc,
+        "text",
+        { class: "group-label", x: 26, y: 15 },
+        truncate(label, Math.max(8, Math.floor(b.w / 7))),
+      ),
     );
   }
 
@@ -579,14 +643,18 @@ export class GraphView {
     const sel = this.selected === null ? undefined : this.repOf.get(this.selected);
     const parts: string[] = [];
     if (sel !== undefined) {
-      for (const [a, b] of this.edges) if (a.key === sel || b.key === sel) parts.push(edgePathData(a, b));
+      for (const [a, b] of this.edges)
+        if (a.key === sel || b.key === sel) parts.push(edgePathData(a, b));
     }
     this.selectedEdgePath.setAttribute("d", parts.join(""));
   }
 
   private applyView(): void {
     const { tx, ty, k } = this.view;
-    this.viewport.setAttribute("transform", `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`);
+    this.viewport.setAttribute(
+      "transform",
+      `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`,
+    );
     this.svg.classList.toggle("lod-low", k < 0.4);
   }
 
@@ -598,7 +666,10 @@ export class GraphView {
       const have = this.region;
       const { width, height } = this.size();
       const { tx, ty, k } = this.view;
-      const vx0 = -tx / k, vy0 = -ty / k, vx1 = vx0 + width / k, vy1 = vy0 + height / k;
+      const vx0 = -tx / k,
+        vy0 = -ty / k,
+        vx1 = vx0 + width / k,
+        vy1 = vy0 + height / k;
       if (!have || vx0 < have.x0 || vy0 < have.y0 || vx1 > have.x1 || vy1 > have.y1) {
         this.render();
       }
@@ -612,7 +683,11 @@ export class GraphView {
     let drag: { x: number; y: number; id: number; moved: boolean } | null = null;
     let suppressClick = false;
 
-    const on = <K extends keyof SVGElementEventMap>(type: K, fn: (e: SVGElementEventMap[K]) => void, opts?: AddEventListenerOptions): void => {
+    const on = <K extends keyof SVGElementEventMap>(
+      type: K,
+      fn: (e: SVGElementEventMap[K]) => void,
+      opts?: AddEventListenerOptions,
+    ): void => {
       svg.addEventListener(type, fn as EventListener, opts);
       this.cleanups.push(() => svg.removeEventListener(type, fn as EventListener, opts));
     };
@@ -652,7 +727,11 @@ export class GraphView {
       (e) => {
         e.preventDefault();
         const rect = svg.getBoundingClientRect();
-        this.zoomBy(Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015)), e.clientX - rect.left, e.clientY - rect.top);
+        this.zoomBy(
+          Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015)),
+          e.clientX - rect.left,
+          e.clientY - rect.top,
+        );
       },
       { passive: false },
     );
@@ -681,14 +760,26 @@ export class GraphView {
 }
 
 function ioItem(key: string, p: { x: number; y: number }, label: string, sub: string): Item {
-  return { key, kind: "io", x: p.x + (NODE_W - IO_W) / 2, y: p.y + (NODE_H - IO_H) / 2, w: IO_W, h: IO_H, label, sub };
+  return {
+    key,
+    kind: "io",
+    x: p.x + (NODE_W - IO_W) / 2,
+    y: p.y + (NODE_H - IO_H) / 2,
+    w: IO_W,
+    h: IO_H,
+    label,
+    sub,
+  };
 }
 
 function nodeSubtitle(node: TraceNode): string {
   const out = node.outputs[0];
   if (!out) return node.executor ?? "";
   const more = node.outputs.length > 1 ? ` +${node.outputs.length - 1}` : "";
-  const type = out.kind === "tensor" ? `${formatShape(out.shape)} ${out.dtype ?? ""}`.trim() : (out.repr ?? out.kind);
+  const type =
+    out.kind === "tensor"
+      ? `${formatShape(out.shape)} ${out.dtype ?? ""}`.trim()
+      : (out.repr ?? out.kind);
   return `${out.name}: ${type}${more}`;
 }
 

@@ -101,7 +101,12 @@ export function createLayoutProvider(
   options: { useWorker?: boolean } = {},
 ): LayoutProvider {
   const source = typeof __LAYOUT_WORKER_SOURCE__ === "string" ? __LAYOUT_WORKER_SOURCE__ : null;
-  if (options.useWorker !== false && source && typeof Worker !== "undefined" && typeof Blob !== "undefined") {
+  if (
+    options.useWorker !== false &&
+    source &&
+    typeof Worker !== "undefined" &&
+    typeof Blob !== "undefined"
+  ) {
     let url: string | null = null;
     try {
       url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));

@@ -101,13 +101,19 @@ export class LayoutEngine {
       else fresh.push(node);
     }
     for (const node of fresh) {
-      placeMember(node, this.cellFor(node.lineage, producers.get(node.id), placed, isFree, nearestFree));
+      placeMember(
+        node,
+        this.cellFor(node.lineage, producers.get(node.id), placed, isFree, nearestFree),
+      );
     }
     let maxLayer = 0;
     for (const c of placed.values()) if (c.layer > maxLayer) maxLayer = c.layer;
 
     const remembered = this.memory.get(OUTPUT_ID);
-    const firstProducer = producers.get(OUTPUT_ID)?.map((p) => placed.get(p)).find((c) => c);
+    const firstProducer = producers
+      .get(OUTPUT_ID)
+      ?.map((p) => placed.get(p))
+      .find((c) => c);
     const outLayer = Math.max(remembered?.layer ?? 0, maxLayer + 1);
     place(OUTPUT_ID, nearestFree(outLayer, remembered?.col ?? firstProducer?.col ?? 0));
 

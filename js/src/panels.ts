@@ -21,7 +21,9 @@ export function valueText(v: ValueRef): string {
     const parts = [formatShape(v.shape), v.dtype ?? "", v.device ?? ""].filter((p) => p);
     return `${v.name}: ${parts.join(" ")}`;
   }
-  return v.repr !== null && v.repr !== undefined ? `${v.name} = ${v.repr}` : `${v.name} (${v.kind})`;
+  return v.repr !== null && v.repr !== undefined
+    ? `${v.name} = ${v.repr}`
+    : `${v.name} (${v.kind})`;
 }
 
 function linkList(doc: Document, links: NodeLink[]): HTMLElement {
@@ -69,7 +71,16 @@ export function nodeDetails(
       : h(doc, "span", { class: "tx-muted" }, "none");
   const src = node.source;
   const rows: HTMLElement[] = [
-    row(doc, "executor", h(doc, "span", { class: `tx-exec ${executorClass(node.executor)}` }, node.executor ?? "not assigned yet")),
+    row(
+      doc,
+      "executor",
+      h(
+        doc,
+        "span",
+        { class: `tx-exec ${executorClass(node.executor)}` },
+        node.executor ?? "not assigned yet",
+      ),
+    ),
     row(doc, "inputs", values(node.inputs)),
     row(doc, "outputs", values(node.outputs)),
     row(
@@ -95,7 +106,13 @@ export function nodeDetails(
   rows.push(row(doc, "original op", linkList(doc, origin)));
   rows.push(row(doc, "id", `${node.id} (uid ${node.uid})`));
   const out: HTMLElement[] = [
-    h(doc, "h3", { class: "tx-details-title" }, node.op, h(doc, "span", { class: "tx-muted" }, ` line ${node.line ?? "?"}`)),
+    h(
+      doc,
+      "h3",
+      { class: "tx-details-title" },
+      node.op,
+      h(doc, "span", { class: "tx-muted" }, ` line ${node.line ?? "?"}`),
+    ),
     h(doc, "dl", { class: "tx-dl" }, ...rows),
   ];
   if (node.decomposition.length) {
@@ -108,30 +125,51 @@ export function nodeDetails(
 }
 
 /** One line per kind of change; removed nodes named from the previous step. */
-export function diffSummary(doc: Document, diff: Diff | null, previous: Step | undefined): HTMLElement {
+export function diffSummary(
+  doc: Document,
+  diff: Diff | null,
+  previous: Step | undefined,
+): HTMLElement {
   const el = h(doc, "div", { class: "tx-diff", "data-testid": "diff-summary" });
   if (!diff) {
     el.append(h(doc, "span", { class: "tx-muted" }, "first step of its kind: nothing to compare"));
     return el;
   }
   const fusedCount = Object.keys(diff.fused).length;
-  const chip = (cls: string, text: string): HTMLElement => h(doc, "span", { class: `tx-chip ${cls}` }, text);
+  const chip = (cls: string, text: string): HTMLElement =>
+    h(doc, "span", { class: `tx-chip ${cls}` }, text);
+  const chips = [
+    diff.added.length ? chip("diff-added", `+${diff.added.length} added`) : null,
+    diff.removed.length ? chip("diff-removed", `−${diff.removed.length} removed`) : null,
+    diff.rewritten.length ? chip("diff-rewritten", `~${diff.rewritten.length} rewritten`) : null,
+    fusedCount ? chip("diff-fused", `${fusedCount} fusion${fusedCount === 1 ? "" : "s"}`) : null,
+  ].filter((c): c is HTMLElement => c !== null);
   el.append(
-    h(doc, "span", { class: "tx-muted" }, `vs ${previous ? `step ${previous.index} (${previous.pass})` : diff.previous}: `),
-    chip("diff-added", `+${diff.added.length} added`),
-    chip("diff-removed", `−${diff.removed.length} removed`),
-    chip("diff-rewritten", `~${diff.rewritten.length} rewritten`),
-    chip("diff-fused", `${fusedCount} fusions`),
+    h(
+      doc,
+      "span",
+      { class: "tx-muted" },
+      `vs ${previous ? `step ${previous.index} (${previous.pass})` : diff.previous}: `,
+    ),
+    ...(chips.length ? chips : [h(doc, "span", {}, "no change")]),
     h(doc, "span", { class: "tx-muted" }, ` ${diff.unchanged} unchanged`),
   );
   if (diff.removed.length) {
-    const mergedInto = (id: string): string => (diff.merged[id] ? ` → merged into ${diff.merged[id]}` : "");
+    const mergedInto = (id: string): string =>
+      diff.merged[id] ? ` → merged into ${diff.merged[id]}` : "";
     const names = diff.removed.slice(0, 12).map((id) => {
       const n = previous?.nodes.find((x) => x.id === id);
       return `${n ? `${n.label || n.op} (${id})` : id}${mergedInto(id)}`;
     });
     const more = diff.removed.length > 12 ? ` and ${diff.removed.length - 12} more` : "";
-    el.append(h(doc, "div", { class: "tx-removed", "data-testid": "diff-removed" }, `removed: ${names.join(", ")}${more}`));
+    el.append(
+      h(
+        doc,
+        "div",
+        { class: "tx-removed", "data-testid": "diff-removed" },
+        `removed: ${names.join(", ")}${more}`,
+      ),
+    );
   }
   return el;
 }
@@ -153,7 +191,11 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
       h(
         doc,
         "tr",
-        { "data-testid": "run", "data-run-id": r.id, class: i === runs.length - 1 ? "latest" : null },
+        {
+          "data-testid": "run",
+          "data-run-id": r.id,
+          class: i === runs.length - 1 ? "latest" : null,
+        },
         cell("id", r.id),
         cell("executors", r.executors.join(", ")),
         cell("median_ms", r.median_ms === null ? "–" : formatMs(r.median_ms)),
@@ -165,7 +207,11 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
         ),
         cell("cache_hits", String(r.cache_hits)),
         cell("cache_misses", String(r.cache_misses)),
-        cell("error", r.error ? `${r.error.type}: ${r.error.message}` : "", r.error ? "tx-bad" : ""),
+        cell(
+          "error",
+          r.error ? `${r.error.type}: ${r.error.message}` : "",
+          r.error ? "tx-bad" : "",
+        ),
       ),
     ),
   );
@@ -177,9 +223,16 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
       doc,
       "tr",
       {},
-      ...["run", "executors", "median", "max |Δ| vs eager", "matches", "cache hits", "cache misses", "error"].map((t) =>
-        h(doc, "th", { scope: "col" }, t),
-      ),
+      ...[
+        "run",
+        "executors",
+        "median",
+        "max |Δ| vs eager",
+        "matches",
+        "cache hits",
+        "cache misses",
+        "error",
+      ].map((t) => h(doc, "th", { scope: "col" }, t)),
     ),
   );
   return h(
@@ -233,7 +286,12 @@ export function executorsPanel(
   const button = h(
     doc,
     "button",
-    { type: "button", class: "tx-rerun", "data-testid": "rerun", disabled: !st.interactive || st.busy },
+    {
+      type: "button",
+      class: "tx-rerun",
+      "data-testid": "rerun",
+      disabled: !st.interactive || st.busy,
+    },
     st.busy ? "Running…" : "Recompile & rerun",
   );
   button.addEventListener("click", onRerun);
@@ -242,9 +300,23 @@ export function executorsPanel(
     "section",
     { class: "tx-executors", "aria-label": "executors" },
     h(doc, "h4", {}, "Executors"),
-    h(doc, "div", { class: "tx-toggles" }, ...toggles, h(doc, "span", { class: "tx-legend-none" }, h(doc, "span", { class: "tx-swatch exec-none" }), "unassigned")),
+    h(
+      doc,
+      "div",
+      { class: "tx-toggles" },
+      ...toggles,
+      h(
+        doc,
+        "span",
+        { class: "tx-legend-none" },
+        h(doc, "span", { class: "tx-swatch exec-none" }),
+        "unassigned",
+      ),
+    ),
     button,
-    st.interactive ? null : h(doc, "p", { class: "tx-unavailable", "data-testid": "executors-unavailable" }, st.reason),
+    st.interactive
+      ? null
+      : h(doc, "p", { class: "tx-unavailable", "data-testid": "executors-unavailable" }, st.reason),
   );
 }
 
@@ -255,7 +327,13 @@ export function errorBox(doc: Document, err: ErrorInfo, stepsDone: number): HTML
     doc,
     "div",
     { class: "tx-error", "data-testid": "error", role: "alert" },
-    h(doc, "div", { class: "tx-error-title" }, h(doc, "strong", {}, err.type), ` while ${err.stage}`),
+    h(
+      doc,
+      "div",
+      { class: "tx-error-title" },
+      h(doc, "strong", {}, err.type),
+      ` while ${err.stage}`,
+    ),
     h(doc, "div", { class: "tx-error-message" }, err.message),
     frame
       ? h(
@@ -267,7 +345,12 @@ export function errorBox(doc: Document, err: ErrorInfo, stepsDone: number): HTML
           frame.code ? h(doc, "code", { class: "tx-code" }, frame.code) : null,
         )
       : null,
-    h(doc, "div", { class: "tx-muted" }, `${stepsDone} step${stepsDone === 1 ? "" : "s"} completed before the failure.`),
+    h(
+      doc,
+      "div",
+      { class: "tx-muted" },
+      `${stepsDone} step${stepsDone === 1 ? "" : "s"} completed before the failure.`,
+    ),
   );
 }
 
@@ -277,7 +360,12 @@ export function invalidBox(doc: Document, errors: string[]): HTMLElement {
     doc,
     "div",
     { class: "tx-error tx-invalid", "data-testid": "error", role: "alert" },
-    h(doc, "div", { class: "tx-error-title" }, h(doc, "strong", {}, "This trace document cannot be shown")),
+    h(
+      doc,
+      "div",
+      { class: "tx-error-title" },
+      h(doc, "strong", {}, "This trace document cannot be shown"),
+    ),
     h(doc, "ul", {}, ...errors.map((e) => h(doc, "li", {}, e))),
   );
 }

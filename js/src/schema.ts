@@ -158,9 +158,7 @@ export interface TraceDocument {
   error: ErrorInfo | null;
 }
 
-export type ValidationResult =
-  | { ok: true; doc: TraceDocument }
-  | { ok: false; errors: string[] };
+export type ValidationResult = { ok: true; doc: TraceDocument } | { ok: false; errors: string[] };
 
 /** Raised inside the walk to stop at the first limit breach (no point reading further). */
 class LimitExceeded extends Error {}
@@ -317,7 +315,8 @@ function readNode(r: Reader, v: unknown, path: string): TraceNode {
     source: readSource(r, o.source, `${path}.source`),
     lineage: r.strList(o.lineage, `${path}.lineage`),
     origin: r.strList(o.origin, `${path}.origin`),
-    decomposition: o.decomposition === undefined ? [] : r.strList(o.decomposition, `${path}.decomposition`),
+    decomposition:
+      o.decomposition === undefined ? [] : r.strList(o.decomposition, `${path}.decomposition`),
     group: r.optStr(o.group, `${path}.group`),
     fused_into: r.optStr(o.fused_into, `${path}.fused_into`),
   };
@@ -358,7 +357,8 @@ function readDiff(r: Reader, v: unknown, path: string): Diff | null {
   }
   const mergedIn = r.obj(o.merged ?? {}, `${path}.merged`);
   const merged: Record<string, string> = Object.create(null) as Record<string, string>;
-  for (const [k, into] of Object.entries(mergedIn)) merged[k] = r.str(into, `${path}.merged[${JSON.stringify(k)}]`);
+  for (const [k, into] of Object.entries(mergedIn))
+    merged[k] = r.str(into, `${path}.merged[${JSON.stringify(k)}]`);
   return {
     previous: r.str(o.previous, `${path}.previous`),
     added: r.strList(o.added, `${path}.added`),
@@ -386,8 +386,12 @@ function readStep(r: Reader, v: unknown, path: string): Step {
     inner_edges:
       o.inner_edges === undefined
         ? []
-        : r.arr(o.inner_edges, `${path}.inner_edges`).map((x, i) => readEdge(r, x, `${path}.inner_edges[${i}]`)),
-    groups: r.arr(o.groups, `${path}.groups`).map((x, i) => readGroup(r, x, `${path}.groups[${i}]`)),
+        : r
+            .arr(o.inner_edges, `${path}.inner_edges`)
+            .map((x, i) => readEdge(r, x, `${path}.inner_edges[${i}]`)),
+    groups: r
+      .arr(o.groups, `${path}.groups`)
+      .map((x, i) => readGroup(r, x, `${path}.groups[${i}]`)),
     inputs: readValueRefs(r, o.inputs, `${path}.inputs`),
     outputs: r.strList(o.outputs, `${path}.outputs`),
     diff: readDiff(r, o.diff, `${path}.diff`),
@@ -491,10 +495,11 @@ export function validateDocument(
       schema: SCHEMA_NAME,
       version: SCHEMA_VERSION,
       title: r.str(o.title, "title"),
-      steps: r
-        .arr(o.steps, "steps", LIMITS.maxSteps)
-        .map((x, i) => readStep(r, x, `steps[${i}]`)),
-      runs: o.runs === undefined ? [] : r.arr(o.runs, "runs").map((x, i) => readRun(r, x, `runs[${i}]`)),
+      steps: r.arr(o.steps, "steps", LIMITS.maxSteps).map((x, i) => readStep(r, x, `steps[${i}]`)),
+      runs:
+        o.runs === undefined
+          ? []
+          : r.arr(o.runs, "runs").map((x, i) => readRun(r, x, `runs[${i}]`)),
       executors: readExecutors(r, o.executors, "executors"),
       error: readError(r, o.error, "error"),
     };

@@ -17,7 +17,11 @@ export interface StandaloneOptions {
   status?: string;
 }
 
-function mount(element: HTMLElement, document: unknown, options: StandaloneOptions = {}): () => void {
+function mount(
+  element: HTMLElement,
+  document: unknown,
+  options: StandaloneOptions = {},
+): () => void {
   const host: ExplorerHost = staticHost(document, options.status ?? "static snapshot");
   if (options.interactive && options.onRerun) host.requestRerun = options.onRerun;
   return mountCore(element, host);

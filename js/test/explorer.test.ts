@@ -19,7 +19,12 @@ describe("explorer DOM contract", () => {
     expect(m.all("[data-testid='step']")).toHaveLength(4);
     expect(selectedStep(m)).toBe("0");
     expect(m.q("[data-testid='graph']").tagName.toLowerCase()).toBe("svg");
-    expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual(["p1", "p2", "p3", "p4"]);
+    expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual([
+      "p1",
+      "p2",
+      "p3",
+      "p4",
+    ]);
     expect(m.all("[data-testid='source-line']")).toHaveLength(7);
     expect(m.q("[data-testid='status']").textContent).toBe("static snapshot");
   });
@@ -36,14 +41,20 @@ describe("explorer DOM contract", () => {
     expect(selectedStep(m)).toBe("0");
     click(m.q("[data-testid='step'][data-step-index='3']"));
     expect(selectedStep(m)).toBe("3");
-    expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual(["n7", "n4", "n5"]);
+    expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual([
+      "n7",
+      "n4",
+      "n5",
+    ]);
   });
 
   test("selecting a node highlights its source line and shows details", () => {
     m = mountDoc(fixture("sample"));
     click(m.q("[data-testid='step'][data-step-index='1']"));
     click(m.q("[data-testid='node'][data-node-id='n3'] text"));
-    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n3");
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe(
+      "n3",
+    );
     const line = m.q("[data-testid='source-line'][aria-current='true']");
     expect(line.textContent).toContain("t2 = ltorch.add(t0, t1)");
     const details = m.q("[data-testid='node-details']").textContent ?? "";
@@ -57,9 +68,13 @@ describe("explorer DOM contract", () => {
   test("selecting a source line selects its node", () => {
     m = mountDoc(fixture("sample"));
     click(m.q("[data-testid='step'][data-step-index='1']"));
-    const line = m.all("[data-testid='source-line']").find((l) => l.textContent?.includes("ltorch.sin"))!;
+    const line = m
+      .all("[data-testid='source-line']")
+      .find((l) => l.textContent?.includes("ltorch.sin"))!;
     click(line);
-    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n2");
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe(
+      "n2",
+    );
     expect(line.getAttribute("aria-current")).toBe("true");
   });
 
@@ -68,8 +83,12 @@ describe("explorer DOM contract", () => {
     click(m.q("[data-testid='step'][data-step-index='2']"));
     click(m.q("[data-testid='node'][data-node-id='n4']"));
     key(m.root, "ArrowDown");
-    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n4");
-    expect(m.q("[data-testid='source-line'][aria-current='true']").textContent).toContain("torch.sub(t2, y)");
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe(
+      "n4",
+    );
+    expect(m.q("[data-testid='source-line'][aria-current='true']").textContent).toContain(
+      "torch.sub(t2, y)",
+    );
   });
 
   test("a surviving node is drawn at the same place in the next step", () => {
@@ -96,8 +115,10 @@ describe("explorer DOM contract", () => {
   test("a fusion expands into its members and collapses back into its node", () => {
     m = mountDoc(fixture("sample"));
     click(m.q("[data-testid='step'][data-step-index='3']"));
-    const ids = (): (string | null)[] => m!.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"));
-    const toggle = (): Element => m!.q("[data-testid='group'][data-group-id='g2'] [data-testid='group-toggle']");
+    const ids = (): (string | null)[] =>
+      m!.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"));
+    const toggle = (): Element =>
+      m!.q("[data-testid='group'][data-group-id='g2'] [data-testid='group-toggle']");
     expect(toggle().getAttribute("aria-expanded")).toBe("false");
     expect(ids()).toEqual(["n7", "n4", "n5"]);
     const collapsedAt = m.q("[data-node-id='n7']").getAttribute("transform");
@@ -119,7 +140,9 @@ describe("explorer DOM contract", () => {
     search.value = "sin";
     search.dispatchEvent(new Event("input", { bubbles: true }));
     search.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
-    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n2");
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe(
+      "n2",
+    );
   });
 
   test("lineage links lead back to the original ops", () => {
@@ -130,7 +153,9 @@ describe("explorer DOM contract", () => {
     expect(links.map((l) => l.textContent)).toContain("ltorch.sin (n2, step 2)");
     click(links.find((l) => l.textContent === "ltorch.sin (n2, step 2)")!);
     expect(selectedStep(m)).toBe("2");
-    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n2");
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe(
+      "n2",
+    );
   });
 
   test("search marks matching nodes and lines", () => {
@@ -139,13 +164,19 @@ describe("explorer DOM contract", () => {
     const search = m.q<HTMLInputElement>("input[data-testid='search']");
     search.value = "t1";
     search.dispatchEvent(new Event("input", { bubbles: true }));
-    expect(m.all("[data-testid='node'].search-match").map((n) => n.getAttribute("data-node-id"))).toEqual(["n2", "n3"]);
+    expect(
+      m.all("[data-testid='node'].search-match").map((n) => n.getAttribute("data-node-id")),
+    ).toEqual(["n2", "n3"]);
     expect(m.all("[data-testid='source-line'].search-match")).toHaveLength(2);
     search.value = "SIN";
     search.dispatchEvent(new Event("input", { bubbles: true }));
-    expect(m.all(".search-match[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual(["n2"]);
+    expect(
+      m.all(".search-match[data-testid='node']").map((n) => n.getAttribute("data-node-id")),
+    ).toEqual(["n2"]);
     search.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
-    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n2");
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe(
+      "n2",
+    );
   });
 
   test("groups collapse and expand", () => {
@@ -154,7 +185,10 @@ describe("explorer DOM contract", () => {
     const toggle = m.q("[data-testid='group'][data-group-id='g1'] [data-testid='group-toggle']");
     expect(toggle.getAttribute("aria-expanded")).toBe("true");
     click(toggle);
-    expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual(["n4", "n5"]);
+    expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual([
+      "n4",
+      "n5",
+    ]);
     const collapsed = m.q("[data-testid='group'][data-group-id='g1']");
     expect(collapsed.classList.contains("collapsed")).toBe(true);
     expect(collapsed.textContent).toContain("block.mlp");
@@ -167,13 +201,19 @@ describe("explorer DOM contract", () => {
     click(m.q("[data-testid='step'][data-step-index='1']"));
     click(m.q("[data-testid='group'][data-group-id='g1'] [data-testid='group-toggle']"));
     click(m.all("[data-testid='source-line']").find((l) => l.textContent?.includes("ltorch.mul"))!);
-    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe("n1");
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe(
+      "n1",
+    );
   });
 
   test("a static host disables the executor toggles and says why", () => {
     m = mountDoc(fixture("sample"));
     const toggles = m.all("input[data-testid='executor-toggle']") as HTMLInputElement[];
-    expect(toggles.map((t) => t.getAttribute("data-executor"))).toEqual(["torchcompile", "torch", "python"]);
+    expect(toggles.map((t) => t.getAttribute("data-executor"))).toEqual([
+      "torchcompile",
+      "torch",
+      "python",
+    ]);
     expect(toggles.every((t) => t.disabled)).toBe(true);
     expect(m.q<HTMLButtonElement>("[data-testid='rerun']").disabled).toBe(true);
     expect(m.q("[data-testid='executors-unavailable']").textContent).toMatch(/no running kernel/i);
@@ -192,7 +232,9 @@ describe("explorer DOM contract", () => {
     };
     m = mountDoc(null, host);
     expect(m.all("[data-testid='executors-unavailable']")).toHaveLength(0);
-    const tc = m.q<HTMLInputElement>("input[data-testid='executor-toggle'][data-executor='torchcompile']");
+    const tc = m.q<HTMLInputElement>(
+      "input[data-testid='executor-toggle'][data-executor='torchcompile']",
+    );
     expect(tc.disabled).toBe(false);
     expect(m.q<HTMLInputElement>("input[data-executor='torch']").disabled).toBe(true); // always on
     tc.checked = false;
@@ -249,5 +291,58 @@ describe("explorer DOM contract", () => {
     const el = mm.el;
     mm.cleanup();
     expect(el.childElementCount).toBe(0);
+  });
+});
+
+describe("a document from the Python serializer (thunder_viz.graph, an MLP under torchcompile)", () => {
+  test("walks all steps; the fusion expands into the ops it absorbed, where they stood", () => {
+    const mm = mountDoc(fixture("real-mlp"));
+    try {
+      const steps = mm.all("[data-testid='step']");
+      expect(steps.length).toBeGreaterThan(3);
+      const last = steps.length - 1;
+      click(mm.q(`[data-testid='step'][data-step-index='${last}']`));
+      const fusionGroup = mm.q(
+        "[data-testid='group'] [data-testid='group-toggle'][aria-expanded='false']",
+      );
+      const members = ["n148", "n154", "n176"];
+      for (const id of members)
+        expect(mm.all(`[data-testid='node'][data-node-id='${id}']`)).toHaveLength(0);
+      click(fusionGroup);
+      const at = (id: string): string | null =>
+        mm.q(`[data-testid='node'][data-node-id='${id}']`).getAttribute("transform");
+      const expanded = members.map(at);
+      // the same ops before the fusion pass stand at the same place
+      click(mm.q(`[data-testid='step'][data-step-index='${last - 2}']`));
+      expect(members.map(at)).toEqual(expanded);
+    } finally {
+      mm.cleanup();
+    }
+  });
+
+  test("a status change without a new document ends the busy state", () => {
+    let status = "ready";
+    const listeners = new Set<() => void>();
+    const doc = fixture("sample");
+    const host: ExplorerHost = {
+      getDocument: () => doc,
+      getStatus: () => status,
+      subscribe: (l) => (listeners.add(l), () => listeners.delete(l)),
+      requestRerun: () => {
+        status = "running…";
+        listeners.forEach((l) => l());
+      },
+    };
+    const mm = mountDoc(null, host);
+    try {
+      click(mm.q("[data-testid='rerun']"));
+      expect(mm.q<HTMLButtonElement>("[data-testid='rerun']").disabled).toBe(true);
+      status = "error: a rerun needs a list of executor names";
+      listeners.forEach((l) => l());
+      expect(mm.q<HTMLButtonElement>("[data-testid='rerun']").disabled).toBe(false);
+      expect(mm.q("[data-testid='status']").classList.contains("failed")).toBe(true);
+    } finally {
+      mm.cleanup();
+    }
   });
 });

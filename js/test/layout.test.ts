@@ -18,7 +18,13 @@ describe("layered layout", () => {
         { id: "n2", lineage: [] },
         { id: "n3", lineage: [] },
       ],
-      edges: [["input:a", "n1"], ["input:b", "n2"], ["n1", "n3"], ["n2", "n3"], ["n3", "output"]],
+      edges: [
+        ["input:a", "n1"],
+        ["input:b", "n2"],
+        ["n1", "n3"],
+        ["n2", "n3"],
+        ["n3", "output"],
+      ],
     };
     const c = cells(new LayoutEngine().layoutStep(step));
     expect(c.get("input:a")![0]).toBe(0);
@@ -39,7 +45,14 @@ describe("layered layout", () => {
     const b: LayoutStepInput = {
       inputs: ["input:x"],
       nodes: ["n9", "n1", "n3", "n4", "n5"].map((id) => ({ id, lineage: [] })),
-      edges: [["input:x", "n9"], ["n9", "n1"], ["n1", "n3"], ["n3", "n4"], ["n4", "n5"], ["n5", "output"]],
+      edges: [
+        ["input:x", "n9"],
+        ["n9", "n1"],
+        ["n1", "n3"],
+        ["n3", "n4"],
+        ["n4", "n5"],
+        ["n5", "output"],
+      ],
     };
     const [la, lb] = layoutSteps([a, b]).map(cells);
     for (const id of ["input:x", "n1", "n3", "n4"]) expect(lb!.get(id), id).toEqual(la!.get(id));
@@ -55,8 +68,15 @@ describe("layered layout", () => {
     };
     const b: LayoutStepInput = {
       inputs: ["input:x"],
-      nodes: [{ id: "f1", lineage: ["n1", "n2"] }, { id: "n3", lineage: ["n3"] }],
-      edges: [["input:x", "f1"], ["f1", "n3"], ["n3", "output"]],
+      nodes: [
+        { id: "f1", lineage: ["n1", "n2"] },
+        { id: "n3", lineage: ["n3"] },
+      ],
+      edges: [
+        ["input:x", "f1"],
+        ["f1", "n3"],
+        ["n3", "output"],
+      ],
     };
     const [la, lb] = layoutSteps([a, b]).map(cells);
     expect(lb!.get("f1")).toEqual(la!.get("n1"));
@@ -77,7 +97,14 @@ describe("layered layout", () => {
         { id: "n2", lineage: ["n2"], fusedInto: "f" },
         { id: "n3", lineage: ["n3"] },
       ],
-      edges: [["input:x", "f"], ["f", "n3"], ["input:x", "n1"], ["n1", "n2"], ["n2", "n3"], ["n3", "output"]],
+      edges: [
+        ["input:x", "f"],
+        ["f", "n3"],
+        ["input:x", "n1"],
+        ["n1", "n2"],
+        ["n2", "n3"],
+        ["n3", "output"],
+      ],
     };
     const [la, lb] = layoutSteps([a, b]).map(cells);
     for (const id of ["n1", "n2", "n3"]) expect(lb!.get(id), id).toEqual(la!.get(id));
@@ -90,7 +117,8 @@ describe("layered layout", () => {
     for (let i = 1; i < doc.steps.length; i++) {
       const prev = new Set(doc.steps[i - 1]!.nodes.map((n) => n.id));
       for (const n of doc.steps[i]!.nodes) {
-        if (prev.has(n.id)) expect(layouts[i]!.get(n.id), `${n.id} in step ${i}`).toEqual(layouts[i - 1]!.get(n.id));
+        if (prev.has(n.id))
+          expect(layouts[i]!.get(n.id), `${n.id} in step ${i}`).toEqual(layouts[i - 1]!.get(n.id));
       }
     }
     // the fusion replaces mul, sin, add where mul stood

@@ -23,20 +23,29 @@ describe("validateDocument", () => {
 
   test("rejects another schema", () => {
     const result = validateDocument({ ...fixture("sample"), schema: "something-else" });
-    expect(result).toEqual({ ok: false, errors: ['schema: expected "thunder-trace", got string "something-else"'] });
+    expect(result).toEqual({
+      ok: false,
+      errors: ['schema: expected "thunder-trace", got string "something-else"'],
+    });
   });
 
   test("rejects an unknown version and says how to fix it", () => {
     const result = validateDocument({ ...fixture("sample"), version: 2 });
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.errors[0]).toMatch(/reads version 1 documents, got number 2.*update thunder_viz/);
+    if (!result.ok)
+      expect(result.errors[0]).toMatch(
+        /reads version 1 documents, got number 2.*update thunder_viz/,
+      );
   });
 
   test("names the path of a missing field", () => {
     const doc = fixture("sample") as unknown as { steps: { nodes: Record<string, unknown>[] }[] };
     delete doc.steps[1]!.nodes[2]!.op;
     const result = validateDocument(doc);
-    expect(result).toEqual({ ok: false, errors: ["steps[1].nodes[2].op: expected a string, got nothing (the field is missing)"] });
+    expect(result).toEqual({
+      ok: false,
+      errors: ["steps[1].nodes[2].op: expected a string, got nothing (the field is missing)"],
+    });
   });
 
   test("names the path of a wrong type", () => {
@@ -44,7 +53,10 @@ describe("validateDocument", () => {
     doc.steps[3]!.edges[0]!.shape = [true, 8];
     const result = validateDocument(doc);
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.errors).toContain("steps[3].edges[0].shape[0]: expected a finite number, got boolean true");
+    if (!result.ok)
+      expect(result.errors).toContain(
+        "steps[3].edges[0].shape[0]: expected a finite number, got boolean true",
+      );
   });
 
   test("accepts symbolic dimensions and documents without the added fields", () => {
@@ -83,7 +95,10 @@ describe("validateDocument", () => {
     const doc = fixture("sample");
     doc.steps = Array.from({ length: LIMITS.maxSteps + 1 }, () => doc.steps[1]!);
     const result = validateDocument(doc);
-    expect(result).toEqual({ ok: false, errors: [`steps has ${LIMITS.maxSteps + 1} entries (at most ${LIMITS.maxSteps})`] });
+    expect(result).toEqual({
+      ok: false,
+      errors: [`steps has ${LIMITS.maxSteps + 1} entries (at most ${LIMITS.maxSteps})`],
+    });
   });
 
   test("reports at most ten problems", () => {

@@ -12,7 +12,10 @@ function hostileDocument(): TraceDocument {
   doc.title = PAYLOAD;
   for (const step of doc.steps) {
     step.pass = PAYLOAD;
-    step.source = step.source.split("\n").map((l) => `${l} ${PAYLOAD}`).join("\n");
+    step.source = step.source
+      .split("\n")
+      .map((l) => `${l} ${PAYLOAD}`)
+      .join("\n");
     for (const node of step.nodes) {
       node.op = `${SCRIPT}op`;
       node.label = `${IMG}label`;
@@ -67,7 +70,9 @@ describe("document strings are text, never markup", () => {
     const m = mountDoc(hostileDocument());
     mounted.push(m);
     walk(m, () => {
-      expect(m.el.querySelectorAll("script, img, iframe, object, embed, a, foreignObject, style")).toHaveLength(0);
+      expect(
+        m.el.querySelectorAll("script, img, iframe, object, embed, a, foreignObject, style"),
+      ).toHaveLength(0);
       for (const el of Array.from(m.el.querySelectorAll("*"))) {
         for (const attr of Array.from(el.attributes)) {
           expect(attr.name.startsWith("on"), `${el.tagName} has ${attr.name}`).toBe(false);
@@ -91,7 +96,15 @@ describe("document strings are text, never markup", () => {
       // the hostile document adds one executor toggle (label, input, span), an error box
       // (div ×5, strong, span, code) and a "failed" step (li, span ×2); everything else must
       // match tag for tag.
-      const extra: Record<string, number> = { label: 1, input: 1, span: 4, li: 1, div: 5, strong: 1, code: 1 };
+      const extra: Record<string, number> = {
+        label: 1,
+        input: 1,
+        span: 4,
+        li: 1,
+        div: 5,
+        strong: 1,
+        code: 1,
+      };
       for (const tag of new Set([...Object.keys(b), ...Object.keys(h)])) {
         expect((h[tag] ?? 0) - (b[tag] ?? 0), `<${tag}> in step ${i}`).toBe(extra[tag] ?? 0);
       }
