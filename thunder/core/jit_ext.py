@@ -177,7 +177,11 @@ class Tracer:
 
     def bind_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Unpacks the call's arguments as the program will see them."""
-        params = _parameter_names(self.fn, len(args), kwargs)
+        if getattr(self.fn, "_thunder_calls_module", False) and args:
+            # ThunderModule calls ``_call_module(module, *inputs)``: name inputs after forward's parameters.
+            params = ["module", *_parameter_names(args[0].forward, len(args) - 1, kwargs)]
+        else:
+            params = _parameter_names(self.fn, len(args), kwargs)
         args_p, kwargs_p = self._prologue_proxy("args"), self._prologue_proxy("kwargs")
         self.prologue.args = []
         self._emit(prims.check_args_structure, args_p, kwargs_p, len(args), tuple(kwargs))

@@ -20,6 +20,9 @@ def _call_module(module, *args, **kwargs):
     return module(*args, **kwargs)
 
 
+_call_module._thunder_calls_module = True  # the tracer names inputs after ``module.forward``
+
+
 class ThunderModule(torch.nn.Module):
     """A compiled ``nn.Module``; attribute access is forwarded to the original module."""
 
