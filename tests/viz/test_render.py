@@ -308,6 +308,8 @@ def test_mime_bundle_has_the_document_html_and_text(evil_doc, monkeypatch, stub_
     assert 'type="application/json"' in bundle["text/html"]
     monkeypatch.setattr(render_html, "STATIC_DIR", stub_static / "nowhere")
     assert set(mime_bundle(evil_doc)) == {MIME_TYPE, "text/plain"}
+    monkeypatch.setattr(render_html, "STATIC_DIR", stub_static)
+    assert set(mime_bundle(evil_doc, include_html=False)) == {MIME_TYPE, "text/plain"}
 
 
 def test_mime_bundle_of_a_document_without_steps():

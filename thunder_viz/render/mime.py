@@ -33,11 +33,16 @@ def plain_text(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def mime_bundle(doc: dict) -> dict:
-    """``{mime type: data}`` for IPython's ``_repr_mimebundle_`` and saved notebooks."""
+def mime_bundle(doc: dict, *, include_html: bool = True) -> dict:
+    """``{mime type: data}`` for IPython's ``_repr_mimebundle_`` and saved notebooks.
+
+    The ``text/html`` snapshot repeats the document and inlines the front end (about 50 kB):
+    pass ``include_html=False`` to keep big notebooks small.
+    """
     bundle = {MIME_TYPE: doc, "text/plain": plain_text(doc)}
-    try:
-        bundle["text/html"] = html_fragment(doc)
-    except BundleMissingError:
-        pass  # the JupyterLab extension and text/plain still show it
+    if include_html:
+        try:
+            bundle["text/html"] = html_fragment(doc)
+        except BundleMissingError:
+            pass  # the JupyterLab extension and text/plain still show it
     return bundle
