@@ -304,3 +304,16 @@ def test_returns_keep_namedtuple_and_structseq_types():
     assert type(result) is type(expected) and isinstance(pair, Pair)
     torch.testing.assert_close(result.values, expected.values)
     torch.testing.assert_close(pair.b, x - 1)
+
+
+def test_a_failure_while_tracing_leaves_the_recorded_ops_visible():
+    def g(a, b):
+        c = torch.sin(a)
+        return c + b  # shapes do not broadcast
+
+    jg = thunder.jit(g)
+    with pytest.raises(ValueError):
+        jg(torch.randn(3), torch.randn(4))
+    (partial,) = thunder.last_traces(jg)
+    assert partial.provenance.pass_name == "Interpretation (incomplete)"
+    assert "ltorch.sin(a)" in str(partial)

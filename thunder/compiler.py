@@ -22,8 +22,13 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.transforms import cse, dce, delete_last_used, transform_for_execution
 
 
-def acquire_traces(cd: CompileData, args: tuple, kwargs: dict) -> tuple[TraceCtx, TraceCtx, Tracer]:
-    """Runs the program under the interpreter: the prologue and computation traces."""
+def acquire_traces(
+    cd: CompileData, args: tuple, kwargs: dict, cs: CompileStats | None = None
+) -> tuple[TraceCtx, TraceCtx, Tracer]:
+    """Runs the program under the interpreter: the prologue and computation traces.
+
+    If the program fails while being traced, what was recorded up to the failure is published
+    in ``cs`` (as the "Interpretation (incomplete)" trace) before the error propagates."""
     start = time.perf_counter_ns()
     tracer = Tracer(
         cd.fn,
@@ -31,16 +36,27 @@ def acquire_traces(cd: CompileData, args: tuple, kwargs: dict) -> tuple[TraceCtx
         sharp_edges=cd.sharp_edges,
         record_history=cd.debug_options.record_interpreter_history,
     )
-    tracer.trace(args, kwargs)
+    try:
+        tracer.trace(args, kwargs)
+    except Exception:
+        if cs is not None:
+            partial = tracer.computation
+            partial.set_provenance(TraceProvenance("Interpretation (incomplete)", (time.perf_counter_ns() - start) / 1e6))
+            cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = [partial], [tracer.prologue], []
+        raise
     ms = (time.perf_counter_ns() - start) / 1e6
     tracer.computation.set_provenance(TraceProvenance("Interpretation", ms))
     tracer.prologue.set_provenance(TraceProvenance("Interpretation", ms))
     return tracer.prologue, tracer.computation, tracer
 
 
-def run_passes(cd: CompileData, computation: TraceCtx) -> list[TraceCtx]:
-    """The computation pipeline: one flat list of passes, each leaving a trace."""
-    traces = [computation]
+def run_passes(cd: CompileData, computation: TraceCtx, traces: list[TraceCtx] | None = None) -> list[TraceCtx]:
+    """The computation pipeline: one flat list of passes, each leaving a trace.
+
+    ``traces`` (if given) receives each trace as soon as it exists, so a pass that fails leaves
+    the steps before it visible."""
+    traces = traces if traces is not None else []
+    traces.append(computation)
     pipeline: list[Callable[[TraceCtx], TraceCtx]] = [
         dce,
         cse,
@@ -71,12 +87,15 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
 def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) -> CacheEntry:
     """Traces and compiles a new cache entry for these inputs."""
     start = time.perf_counter_ns()
-    prologue, computation, tracer = acquire_traces(cd, args, kwargs)
+    prologue, computation, tracer = acquire_traces(cd, args, kwargs, cs)
     for transform in cd.options.transforms:
         hook = getattr(transform, "transform_traces_pre_prologue", None)
         if hook is not None:
             prologue, computation, _ = hook(prologue, computation, None, compile_data=cd)
-    traces = run_passes(cd, computation)
+    # Published before the passes run: if one fails, the traces made so far stay inspectable.
+    traces: list[TraceCtx] = []
+    cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = traces, [prologue], []
+    run_passes(cd, computation, traces)
     final = traces[-1]
     final.args = tracer.finish_prologue(_used_symbol_names(final))
     if cd.disable_torch_autograd:
