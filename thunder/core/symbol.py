@@ -11,6 +11,7 @@ Layer: core. Imports: core.proxies, core.pytree, core.tracectx, core.errors.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import linecache
 import os
@@ -39,17 +40,24 @@ class SourceLocation:
         return linecache.getline(self.filename, self.lineno).strip()
 
     def short(self) -> str:
-        try:
-            rel = os.path.relpath(self.filename)
-            name = rel if not rel.startswith("..") else self.filename
-        except ValueError:
-            name = self.filename
-        return f"{name}:{self.lineno}"
+        return f"{_display_path(self.filename)}:{self.lineno}"
 
     def __str__(self) -> str:
         where = f"{self.short()} in {self.function}" if self.function else self.short()
         line = self.source_line
         return f"{where}: {line}" if line else where
+
+
+@functools.lru_cache(maxsize=1024)
+def _display_path(filename: str) -> str:
+    """The path relative to the working directory when inside it; one line, always (it is
+    printed in ``#`` comments of generated code)."""
+    try:
+        rel = os.path.relpath(filename)
+        name = rel if not rel.startswith("..") else filename
+    except ValueError:
+        name = filename
+    return name.replace("\r", "\\r").replace("\n", "\\n")
 
 
 # Implementations used when a symbol is called outside any trace (a printed trace run by
