@@ -444,11 +444,11 @@ class Session:
         }
 
     def steps(self) -> list:
-        """The steps of the last compilation, or none when it did not get as far as running."""
+        """The steps of the last compilation. After a failure these are the traces thunder made
+        before it (an incomplete "Interpretation" when tracing failed), so the explorer shows how
+        far the compiler got."""
         from thunder_viz import graph
 
-        if self.error is not None and self.error.stage != "running":
-            return []
         try:
             thunder.last_traces(self.jitted)
         except TypeError:  # never compiled

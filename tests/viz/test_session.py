@@ -111,7 +111,7 @@ def test_rerun_without_inputs_or_with_unknown_executor_is_a_clear_error():
         session.rerun(["nvfuser"])
 
 
-def test_tracing_failure_names_the_users_line_and_keeps_no_steps():
+def test_tracing_failure_names_the_users_line_and_keeps_the_incomplete_trace():
     session = Session(thunder.jit(bad_matmul))
     with pytest.raises(thunder.core.errors.ThunderValueError):
         session(torch.randn(2, 3), torch.randn(2, 3))
@@ -120,7 +120,10 @@ def test_tracing_failure_names_the_users_line_and_keeps_no_steps():
     assert error.user_frame.file == __file__ and error.user_frame.function == "bad_matmul"
     assert error.user_frame.code == "return c @ b  # the user's failing line"
     doc = session.to_document()
-    assert doc["steps"] == [] and doc["error"]["user_frame"]["line"] == error.user_frame.line
+    assert doc["error"]["user_frame"]["line"] == error.user_frame.line
+    computation = [s for s in doc["steps"] if s["kind"] == "computation"]
+    assert [s["pass"] for s in computation] == ["Interpretation (incomplete)"]
+    assert computation[0]["nodes"], "the ops recorded before the failure are shown"
     assert "while tracing" in error.one_line() and "inner dimensions" in error.one_line()
 
 
