@@ -224,6 +224,7 @@ def test_each_pass_changes_the_graph_and_surviving_nodes_stay_put(notebook_opene
     go_to(ex, "Delete Last Used")
     nb.screenshot("explorer_07_delete_last_used", ex)
     assert ex.locator(f"{NODE}.diff-added").count() >= 1, "the del statements are new"
+    assert ex.locator(f'[data-testid="source"] {LINE}.diff-added').count() >= 1
     no_page_errors(nb)
 
 
@@ -293,6 +294,10 @@ def test_search_marks_matching_nodes(notebook_opener):
     assert matched.count() == 2, node_labels(ex)
     assert all(t.startswith("sin") for t in matched.all_text_contents()), matched.all_text_contents()
     nb.screenshot("explorer_11_search", ex)
+
+    search.fill("t2")  # a value name: its producer (and edges) match
+    ex.locator(".search-match").first.wait_for()
+    assert ex.locator(f"{NODE}.search-match").count() >= 1
 
     search.fill("zzz_no_such_op")
     nb.page.wait_for_timeout(300)
@@ -398,15 +403,27 @@ def test_torchcompile_toggle_reruns_in_place_and_keeps_previous_runs(notebook_op
         "els => els.filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; })"
         ".map(e => e.dataset.nodeId).sort()"
     )
-    expanded = (visible(), group.bounding_box())
+    expanded = (visible(), group.bounding_box())  # collapsed or expanded: whichever is the default
     toggle.first.click()
     nb.page.wait_for_timeout(300)
     collapsed = (visible(), group.bounding_box())
-    nb.screenshot("explorer_15_group_collapsed", ex)
-    assert collapsed != expanded, "collapsing a group changes what the graph shows"
+    nb.screenshot("explorer_15_group_toggled", ex)
+    assert collapsed != expanded, "toggling a group changes what the graph shows"
     toggle.first.click()
     nb.page.wait_for_timeout(300)
-    assert visible() == expanded[0], "expanding restores the group's nodes"
+    assert visible() == expanded[0], "toggling back restores the group's nodes"
+    no_page_errors(nb)
+
+
+def test_an_explorer_without_inputs_says_why_it_cannot_rerun(notebook_opener):
+    nb = open_and_run(notebook_opener, "not_interactive.ipynb")
+    ex = ready_explorer(nb)
+    toggles = ex.locator('input[data-testid="executor-toggle"]')
+    assert toggles.count() >= 1
+    assert all(toggles.nth(i).is_disabled() for i in range(toggles.count())), "no kernel-side inputs: toggles off"
+    why = ex.locator('[data-testid="executors-unavailable"]')
+    assert why.is_visible() and why.inner_text().strip(), "the explorer says why it cannot rerun"
+    nb.screenshot("not_interactive_01", ex)
     no_page_errors(nb)
 
 
