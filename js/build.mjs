@@ -2,10 +2,14 @@
 //   widget.js      ESM for anywidget's _esm
 //   standalone.js  IIFE for the static HTML snapshot (window.ThunderExplorer)
 //   explorer.css   styles for both
+// With --lab it builds, instead, the JupyterLab extension's input in lib/ (see build:labextension):
+//   lib/plugin.js     ESM of src/plugin.ts; JupyterLab's packages stay imports (shared at run time)
+//   lib/mime.js, lib/extension.js   re-export its mime renderer extension and its commands plugin
+// which `build-labextension` then wraps into the federated bundle in thunder_viz/labextension.
 // The layout worker is bundled first and inlined into both as a string (started from a Blob
 // URL), so no bundle loads anything from the network or from a second file.
 import * as esbuild from "esbuild";
-import { copyFileSync, mkdirSync, statSync } from "node:fs";
+import { copyFileSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -29,22 +33,50 @@ const worker = await esbuild.build({
 });
 const define = { __LAYOUT_WORKER_SOURCE__: JSON.stringify(worker.outputFiles[0].text) };
 
-await esbuild.build({
-  ...common,
-  define,
-  entryPoints: [join(here, "src", "widget.ts")],
-  format: "esm",
-  outfile: join(out, "widget.js"),
-});
-await esbuild.build({
-  ...common,
-  define,
-  entryPoints: [join(here, "src", "standalone.ts")],
-  format: "iife",
-  outfile: join(out, "standalone.js"),
-});
-copyFileSync(join(here, "src", "explorer.css"), join(out, "explorer.css"));
+if (process.argv.includes("--lab")) {
+  const lib = join(here, "lib");
+  mkdirSync(lib, { recursive: true });
+  await esbuild.build({
+    ...common,
+    define,
+    entryPoints: [join(here, "src", "plugin.ts")],
+    format: "esm",
+    external: ["@jupyterlab/*", "@lumino/*"],
+    outfile: join(lib, "plugin.js"),
+  });
+  // The core's package.json (its shared packages and their versions) for build-labextension.
+  mkdirSync(join(lib, "core"), { recursive: true });
+  copyFileSync(
+    join(here, "node_modules", "@jupyterlab", "core-meta", "core.package.json"),
+    join(lib, "core", "package.json"),
+  );
+  writeFileSync(
+    join(lib, "mime.js"),
+    'export { rendererExtension as default } from "./plugin.js";\n',
+  );
+  writeFileSync(
+    join(lib, "extension.js"),
+    'export { commandsPlugin as default } from "./plugin.js";\n',
+  );
+  console.log(`lib/plugin.js: ${(statSync(join(lib, "plugin.js")).size / 1024).toFixed(1)} KiB`);
+} else {
+  await esbuild.build({
+    ...common,
+    define,
+    entryPoints: [join(here, "src", "widget.ts")],
+    format: "esm",
+    outfile: join(out, "widget.js"),
+  });
+  await esbuild.build({
+    ...common,
+    define,
+    entryPoints: [join(here, "src", "standalone.ts")],
+    format: "iife",
+    outfile: join(out, "standalone.js"),
+  });
+  copyFileSync(join(here, "src", "explorer.css"), join(out, "explorer.css"));
 
-for (const f of ["widget.js", "standalone.js", "explorer.css"]) {
-  console.log(`${f}: ${(statSync(join(out, f)).size / 1024).toFixed(1)} KiB`);
+  for (const f of ["widget.js", "standalone.js", "explorer.css"]) {
+    console.log(`${f}: ${(statSync(join(out, f)).size / 1024).toFixed(1)} KiB`);
+  }
 }

@@ -18,3 +18,15 @@ def load_ipython_extension(ipython) -> None:
 from thunder_viz.graph import diff, document, steps_from_jitted, steps_from_traces, validate_document  # noqa: E402
 
 # --- end of graph model, diff and renderers ---
+
+
+# --- rich displays of traces and sessions in IPython (thunder_viz/display.py) ---
+def _register_displays() -> None:
+    from thunder_viz.display import register_formatters
+
+    register_formatters()  # no-op outside IPython
+
+
+_register_displays()
+
+# --- end of rich displays ---
