@@ -109,7 +109,7 @@ def _wait_until_up(server: LabServer, timeout: float = 90.0) -> None:
 @pytest.fixture(scope="session")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     """Start JupyterLab on a free port with the test notebooks in a temporary root directory."""
-    if not shutil.which("jupyter") and not _has_module("jupyterlab"):
+    if not _has_module("jupyterlab"):
         _unavailable("jupyterlab is not installed")
     base = tmp_path_factory.mktemp("lab")
     root, settings, workspaces, runtime = (base / d for d in ("root", "settings", "workspaces", "runtime"))
@@ -134,6 +134,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         sys.executable, "-m", "jupyterlab", "--no-browser",
         f"--port={port}", "--ip=127.0.0.1", "--allow-root",
         "--ServerApp.token=", "--ServerApp.password=",
+        "--ServerApp.disable_check_xsrf=True",  # only for the fixture's own REST calls (kernel shutdown)
         f"--ServerApp.root_dir={root}",
         "--LabApp.expose_app_in_browser=True",
         f"--LabApp.workspaces_dir={workspaces}",
@@ -267,6 +268,13 @@ def open_notebook(browser: object, server: LabServer, name: str, timeout_s: floa
 
 
 def close_notebook(nb: NotebookPage) -> None:
+    """Shut the notebook's kernel down (each test opens its own; idle ones would pile up) and close the page."""
+    try:
+        nb.page.evaluate(
+            f"async () => {{ const p = {_PANEL}; if (p && p.sessionContext) await p.sessionContext.shutdown(); }}"
+        )
+    except Exception:  # the page may already be gone; the server's shutdown catches the kernel then
+        pass
     nb.page.context.close()
 
 
