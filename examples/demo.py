@@ -1,37 +1,48 @@
-"""Demo: jit a small function, run it, and print what the compiler did.
+"""Demo: jit a small model, run it, print what the compiler did, and write the trace explorer
+as a self-contained HTML page (open it in any browser: no kernel, no network).
 
-Run: ``python examples/demo.py``
+Run: ``python examples/demo.py [--out explorer.html]``
 """
+
+import argparse
 
 import torch
 
 import thunder
+from thunder_viz import Session
+from thunder_viz.render.html import to_html
 
 
-def gelu_mlp(x, w1, w2):
-    h = torch.nn.functional.linear(x, w1)
-    h = 0.5 * h * (1.0 + torch.tanh(0.7978845608 * (h + 0.044715 * h * h * h)))
-    return torch.nn.functional.linear(h, w2)
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 4)
 
-
-def simple(x, y):
-    z = x * y + torch.sin(x)
-    return z - y
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.fc1(x))
+        unused = h * 3  # noqa: F841  (dead code: the DCE pass removes it)
+        return torch.softmax(self.fc2(h) + self.fc2(h), dim=-1)  # a repeated subexpression: CSE merges it
 
 
 def main() -> None:
-    x, y = torch.randn(4, 8), torch.randn(4, 8)
-    jfn = thunder.jit(simple)
-    out = jfn(x, y)
-    torch.testing.assert_close(out, simple(x, y))
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default="explorer.html", help="where to write the HTML explorer")
+    opts = parser.parse_args()
+
+    torch.manual_seed(0)
+    model, x = MLP(), torch.randn(8, 16)
+    session = Session(thunder.jit(model))
+    out = session(x)
+    torch.testing.assert_close(out, model(x))
     print("Result matches eager PyTorch.\n")
-    print("=== Prologue (checks the inputs on every call) ===")
-    print(thunder.last_prologue_traces(jfn)[-1])
-    for trace in thunder.last_traces(jfn):
-        print(f"\n=== {trace.provenance} ===")
-        print(trace)
-    jfn(x, y)
-    print(f"\ncache hits: {thunder.cache_hits(jfn)}, cache misses: {thunder.cache_misses(jfn)}")
+    for trace in thunder.last_traces(session.jitted):
+        print(f"=== {trace.provenance} ===")
+        print(trace.python(print_depth=1), end="\n\n")
+    session.rerun(["torch"])  # timing and agreement with eager, shown in the explorer's runs table
+    with open(opts.out, "w", encoding="utf-8") as f:
+        f.write(to_html(session.to_document(interactive=False, reason="a static HTML snapshot")))
+    print(f"Wrote the trace explorer to {opts.out}")
 
 
 if __name__ == "__main__":
