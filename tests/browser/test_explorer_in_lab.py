@@ -166,6 +166,8 @@ def test_jupyterlab_runs_a_notebook_in_chromium(notebook_opener):
 def test_explorer_renders_the_steps_of_the_last_compilation(notebook_opener):
     nb = open_and_run(notebook_opener, "explorer.ipynb")
     ex = ready_explorer(nb)
+    # One %thunder_jit, one explorer: the live widget, not also the saved document's mime renderer.
+    assert nb.page.locator(EXPLORER).count() == 1
     nb.screenshot("explorer_01_notebook")
     nb.screenshot("explorer_02_rendered", ex)
 
