@@ -317,3 +317,11 @@ def test_a_failure_while_tracing_leaves_the_recorded_ops_visible():
     (partial,) = thunder.last_traces(jg)
     assert partial.provenance.pass_name == "Interpretation (incomplete)"
     assert "ltorch.sin(a)" in str(partial)
+
+
+def test_every_language_symbol_is_reachable_by_its_printed_name():
+    # printed traces say ``ltorch.<name>(...)``: running them needs thunder.torch.<name> to be that symbol
+    from thunder.core.symbol import Symbol
+
+    for sym in set(s for s in thunder.torch.torch_to_thunder_map.values() if isinstance(s, Symbol)):
+        assert getattr(thunder.torch, sym.name, None) is sym, sym.name

@@ -34,7 +34,7 @@ from thunder.torch.nn_utils import (
 __all__ = [
     "relu", "relu_", "relu6", "relu6_", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "elu", "elu_",
     "gelu", "silu", "silu_", "mish", "mish_", "softplus", "hardswish", "hardswish_", "hardsigmoid", "hardsigmoid_",
-    "softmax", "log_softmax",
+    "softmax", "log_softmax", "torch_softmax", "torch_log_softmax",
 ]  # fmt: skip
 
 # F.tanh / F.sigmoid are Python wrappers of the torch functions: the same symbols.
@@ -250,12 +250,12 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 # torch.softmax / Tensor.softmax take ``dtype`` as the third positional argument, so they get
 # their own symbols (the torch executor calls them with exactly the user's arguments).
 @torchsymbol(torch.softmax, torch.special.softmax, method_name="softmax", id="torch.softmax_tensor")
-def _softmax(input, dim, dtype=None):
+def torch_softmax(input, dim, dtype=None):
     """``torch.softmax`` / ``Tensor.softmax``: see ``softmax``."""
     return _softmax_common("softmax", input, dim, dtype, log=False)
 
 
 @torchsymbol(torch.log_softmax, torch.special.log_softmax, method_name="log_softmax", id="torch.log_softmax_tensor")
-def _log_softmax(input, dim, dtype=None):
+def torch_log_softmax(input, dim, dtype=None):
     """``torch.log_softmax`` / ``Tensor.log_softmax``: see ``log_softmax``."""
     return _softmax_common("log_softmax", input, dim, dtype, log=True)
