@@ -69,6 +69,8 @@ class Explorer {
   private model: TraceDocument | null = null;
   private layouts: LayoutProvider | null = null;
   private stepIndex = 0;
+  /** False until the first document is shown: it opens on the traced program, not the prologue. */
+  private opened = false;
   private stepNodes = new Map<string, TraceNode>();
   private lineToNode = new Map<number, string>();
   private sourceLines: HTMLElement[] = [];
@@ -266,6 +268,13 @@ class Explorer {
     );
     this.renderExecutors();
     this.runsSlot.replaceChildren(runsTable(this.doc, model.runs));
+    if (!this.opened) {
+      this.opened = true;
+      this.stepIndex = Math.max(
+        0,
+        model.steps.findIndex((s) => s.kind === "computation"),
+      );
+    }
     this.showStep(Math.min(this.stepIndex, Math.max(0, model.steps.length - 1)));
   }
 

@@ -17,6 +17,8 @@ describe("explorer DOM contract", () => {
     m = mountDoc(fixture("sample"));
     expect(m.root.getAttribute("data-ready")).toBe("true");
     expect(m.all("[data-testid='step']")).toHaveLength(4);
+    expect(selectedStep(m)).toBe("1"); // it opens on the traced program, not the prologue
+    click(m.q("[data-testid='step'][data-step-index='0']"));
     expect(selectedStep(m)).toBe("0");
     expect(m.q("[data-testid='graph']").tagName.toLowerCase()).toBe("svg");
     expect(m.all("[data-testid='node']").map((n) => n.getAttribute("data-node-id"))).toEqual([
@@ -31,6 +33,8 @@ describe("explorer DOM contract", () => {
 
   test("arrow keys and j/k walk the steps", () => {
     m = mountDoc(fixture("sample"));
+    key(m.root, "Home");
+    expect(selectedStep(m)).toBe("0");
     key(m.root, "ArrowDown");
     expect(selectedStep(m)).toBe("1");
     key(m.root, "j");
