@@ -14,6 +14,7 @@
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { ICommandPalette } from "@jupyterlab/apputils";
 import type { IRenderMime } from "@jupyterlab/rendermime-interfaces";
+import type { Message } from "@lumino/messaging";
 import { Widget } from "@lumino/widgets";
 import { mount } from "./explorer";
 import { staticHost } from "./host";
@@ -80,10 +81,20 @@ export function tabTitle(doc: unknown): string {
   return text ? `Trace: ${text}` : "Trace explorer";
 }
 
+/** A main-area tab; activating it focuses the explorer (so the shell tracks it, and keys work). */
+class ExplorerTab extends Widget {
+  protected override onActivateRequest(msg: Message): void {
+    super.onActivateRequest(msg);
+    const root = this.node.querySelector<HTMLElement>(".thunder-explorer");
+    (root ?? this.node).focus();
+  }
+}
+
 /** A main-area widget showing `doc` in the explorer, filling the tab. */
 export function explorerTab(doc: unknown, id: string): Widget {
-  const widget = new Widget();
+  const widget = new ExplorerTab();
   widget.id = id;
+  widget.node.tabIndex = -1;
   widget.addClass(TAB_CLASS);
   widget.title.label = tabTitle(doc);
   widget.title.caption = "thunder trace explorer (read-only)";
@@ -93,11 +104,15 @@ export function explorerTab(doc: unknown, id: string): Widget {
   return widget;
 }
 
-/** The output the command acts on: the one right-clicked, else the active cell's, else the first. */
-function targetOutput(app: JupyterFrontEnd): HTMLElement | null {
-  const isOutput = (node: HTMLElement): boolean => node.classList.contains(OUTPUT_CLASS);
-  const hit = app.contextMenuHitTest(isOutput);
-  if (hit) return hit;
+/**
+ * The output the command acts on: the one right-clicked (from the context menu; JupyterLab keeps
+ * the last right-click's target, so only then), else the active cell's, else the first shown.
+ */
+function targetOutput(app: JupyterFrontEnd, fromContextMenu: boolean): HTMLElement | null {
+  if (fromContextMenu) {
+    const hit = app.contextMenuHitTest((node) => node.classList.contains(OUTPUT_CLASS));
+    if (hit) return hit;
+  }
   const current = app.shell.currentWidget?.node;
   if (!current) return null;
   return (
@@ -117,9 +132,9 @@ export const commandsPlugin: JupyterFrontEndPlugin<void> = {
     app.commands.addCommand(OPEN_IN_TAB, {
       label: "Open Trace Explorer in New Tab",
       caption: "Show a thunder trace explorer output in its own, larger, main-area tab",
-      isEnabled: () => targetOutput(app) !== null,
-      execute: () => {
-        const output = targetOutput(app);
+      isEnabled: (args) => targetOutput(app, args.fromContextMenu === true) !== null,
+      execute: (args) => {
+        const output = targetOutput(app, args.fromContextMenu === true);
         if (!output || !shown.has(output)) return null;
         const widget = explorerTab(shown.get(output), `thunder-explorer-tab-${++tabs}`);
         app.shell.add(widget, "main");
@@ -127,7 +142,12 @@ export const commandsPlugin: JupyterFrontEndPlugin<void> = {
         return widget.id;
       },
     });
-    app.contextMenu.addItem({ command: OPEN_IN_TAB, selector: `.${OUTPUT_CLASS}`, rank: 0 });
+    app.contextMenu.addItem({
+      command: OPEN_IN_TAB,
+      selector: `.${OUTPUT_CLASS}`,
+      rank: 0,
+      args: { fromContextMenu: true },
+    });
     palette?.addItem({ command: OPEN_IN_TAB, category: "Thunder" });
   },
 };
