@@ -279,7 +279,7 @@ def close_notebook(nb: NotebookPage) -> None:
 
 
 @pytest.fixture
-def notebook_opener(browser: object, lab_server: LabServer) -> Iterator[object]:
+def notebook_opener(lab_server: LabServer, browser: object) -> Iterator[object]:
     """``open(name) -> NotebookPage``; every page opened is closed after the test."""
     opened: list[NotebookPage] = []
 
