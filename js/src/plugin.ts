@@ -5,7 +5,8 @@
  * Layer: front-end entry; imports the core (explorer, host, schema) and JupyterLab's shared
  * packages (provided by JupyterLab at run time, never bundled). Two thin exports over one module:
  * `rendererExtension` (a mime renderer extension for `application/vnd.thunder.trace+json`) and
- * `commandsPlugin` (a front-end plugin for the command, the palette and the context menu).
+ * `commandsPlugin` (a front-end plugin for the command, the palette and the context menu, and
+ * the saved explorer in place of a widget that cannot load with no kernel).
  * build.mjs bundles this file into `lib/plugin.js`, which `lib/mime.js` and `lib/extension.js`
  * re-export for JupyterLab's federated build. The document in an output is untrusted data (a
  * notebook can hold anything): it is only ever handed to the core, which validates it and renders
@@ -13,9 +14,10 @@
  */
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { ICommandPalette } from "@jupyterlab/apputils";
+import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
 import type { IRenderMime } from "@jupyterlab/rendermime-interfaces";
 import type { Message } from "@lumino/messaging";
-import { Widget } from "@lumino/widgets";
+import { Panel, Widget } from "@lumino/widgets";
 import { mount } from "./explorer";
 import { staticHost } from "./host";
 import { MIME_TYPE } from "./schema";
@@ -27,6 +29,7 @@ export const OPEN_IN_TAB = "thunder-explorer:open-in-tab";
 /** What the status line says: the output is shown from the notebook, nothing can rerun. */
 export const SAVED_STATUS = "saved output";
 const TITLE_CHARS = 60;
+const WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
 
 /** The document each rendered output shows, for the command (keyed by the output's node). */
 const shown = new WeakMap<HTMLElement, unknown>();
@@ -121,14 +124,59 @@ function targetOutput(app: JupyterFrontEnd, fromContextMenu: boolean): HTMLEleme
   );
 }
 
+/** What this file reads of a code cell's output area (structural, to import no more packages). */
+interface OutputAreaLike {
+  model: { length: number; get(index: number): IRenderMime.IMimeModel };
+  widgets: readonly Widget[];
+}
+
+/**
+ * A trusted notebook reopened: JupyterLab prefers the widget view of an explorer widget's saved
+ * output, which cannot load without the kernel that made it ("Loading widget..." for good). That
+ * output also carries the saved document, so the read-only explorer is shown in its place until
+ * the widget view renders something (widget state saved in the notebook can restore it).
+ */
+export async function showSavedWidgetOutputs(panel: NotebookPanel): Promise<void> {
+  await panel.context.ready;
+  if (panel.isDisposed) return;
+  for (const cell of panel.content.widgets) {
+    const area = (cell as unknown as { outputArea?: OutputAreaLike }).outputArea;
+    for (let i = 0; area && i < area.model.length; i++) {
+      const output = area.model.get(i);
+      const child = area.widgets[i];
+      if (!(WIDGET_VIEW in output.data) || !(MIME_TYPE in output.data)) continue;
+      if (!(child instanceof Panel) || child.widgets.length < 2) continue;
+      const view = child.widgets[child.widgets.length - 1] as Widget;
+      if (view.hasClass(OUTPUT_CLASS)) continue; // already the explorer (an untrusted notebook)
+      const explorer = new ExplorerRenderer(MIME_TYPE);
+      explorer.addClass("jp-OutputArea-output");
+      void explorer.renderModel(output);
+      view.hide();
+      child.addWidget(explorer);
+      const watch = new MutationObserver(() => {
+        if (!view.node.firstElementChild) return; // still only "Loading widget..." text
+        watch.disconnect();
+        explorer.dispose();
+        view.show();
+      });
+      watch.observe(view.node, { childList: true });
+      view.disposed.connect(() => watch.disconnect());
+    }
+  }
+}
+
 let tabs = 0;
 
 export const commandsPlugin: JupyterFrontEndPlugin<void> = {
   id: "thunder-explorer:commands",
   description: "Opens a thunder trace explorer output in its own tab.",
   autoStart: true,
-  optional: [ICommandPalette],
-  activate(app: JupyterFrontEnd, palette: ICommandPalette | null) {
+  optional: [ICommandPalette, INotebookTracker],
+  activate(
+    app: JupyterFrontEnd,
+    palette: ICommandPalette | null,
+    notebooks: INotebookTracker | null,
+  ) {
     app.commands.addCommand(OPEN_IN_TAB, {
       label: "Open Trace Explorer in New Tab",
       caption: "Show a thunder trace explorer output in its own, larger, main-area tab",
@@ -149,5 +197,6 @@ export const commandsPlugin: JupyterFrontEndPlugin<void> = {
       args: { fromContextMenu: true },
     });
     palette?.addItem({ command: OPEN_IN_TAB, category: "Thunder" });
+    notebooks?.widgetAdded.connect((_, panel) => void showSavedWidgetOutputs(panel));
   },
 };

@@ -13,12 +13,13 @@ Layer: tests. Imports pytest and the fixtures of ``tests/browser/conftest.py`` (
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
 import pytest
+from nbformat.sign import NotebookNotary
 
 from tests.browser.conftest import NOTEBOOKS, LabServer, save_screenshot
 
@@ -66,12 +67,14 @@ def open_saved(browser: object, lab_server: LabServer):
     """``open(name) -> SavedPage``: a fresh copy of a saved notebook, opened with "No Kernel"."""
     contexts = []
 
-    def _open(name: str) -> SavedPage:
-        nb = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))
-        nb["metadata"].pop("kernelspec", None)  # no kernel to match: JupyterLab asks which to start
-        nb["metadata"].pop("language_info", None)
+    def _open(name: str, trusted: bool = False) -> SavedPage:
+        nb = nbformat.reads((NOTEBOOKS / name).read_text(encoding="utf-8"), as_version=4)
+        nb.metadata.pop("kernelspec", None)  # no kernel to match: JupyterLab asks which to start
+        nb.metadata.pop("language_info", None)
+        if trusted:  # as the user's own notebook, run and saved in their JupyterLab
+            NotebookNotary().sign(nb)
         fresh = f"{Path(name).stem}-{time.monotonic_ns()}.ipynb"
-        (lab_server.root / fresh).write_text(json.dumps(nb), encoding="utf-8")
+        (lab_server.root / fresh).write_text(nbformat.writes(nb), encoding="utf-8")
         context = browser.new_context(viewport={"width": 1500, "height": 1100}, device_scale_factor=1)
         contexts.append(context)
         page = context.new_page()
@@ -162,6 +165,25 @@ def test_a_saved_notebook_shows_its_explorers_with_no_kernel(open_saved):
     save_screenshot(page, "saved_notebook_no_kernel")
     assert nb.kernel() is None
     assert not nb.page_errors, nb.page_errors
+
+
+def test_a_trusted_saved_notebook_shows_the_explorer_in_place_of_the_widget(open_saved):
+    # Trusted, JupyterLab prefers the widget view, which cannot load with no kernel: the saved
+    # document in the same output is shown instead, read-only.
+    nb = open_saved("saved_explorer.ipynb", trusted=True)
+    nb.explorers_ready(3)
+    page = nb.page
+    assert page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets[3].outputArea.model.get(0).trusted"
+    )
+    widget_output = page.locator(".jp-NotebookPanel .jp-OutputArea-child").nth(2)
+    assert widget_output.locator(".jp-OutputArea-output.lm-mod-hidden", has_text="Loading widget").count() == 1
+    explorer = widget_output.locator(EXPLORER)
+    assert explorer.locator(STEP).count() >= 6
+    assert explorer.locator('[data-testid="rerun"]').is_disabled()
+    explorer.scroll_into_view_if_needed()
+    save_screenshot(explorer, "saved_notebook_trusted_widget_output")
+    assert nb.kernel() is None
 
 
 def test_the_command_opens_an_explorer_in_its_own_tab(open_saved):
