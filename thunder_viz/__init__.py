@@ -7,9 +7,11 @@ from thunder_viz.session import Session
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext thunder_viz``: registers ``%thunder_jit`` and ``%%thunder_jit``."""
+    from thunder_viz.display import register_formatters
     from thunder_viz.magic import ThunderJitMagics
 
     ipython.register_magics(ThunderJitMagics)
+    register_formatters(ipython)  # traces and sessions display as explorers in this shell
 
 
 # --- end of sessions, explorer widget and %thunder_jit ---
