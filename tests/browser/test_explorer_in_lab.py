@@ -78,15 +78,21 @@ def step_by_pass(ex, pass_name: str, kind: str = "computation"):
 
 
 def settle(ex, timeout_s: float = 10.0) -> None:
-    """Wait until the graph stops changing: steps render asynchronously (layout runs in a worker)."""
-    snapshot = "e => [...e.querySelectorAll('[data-testid=node]')].map(n => n.dataset.nodeId + n.getAttribute('class') + n.getAttribute('transform')).join('|')"
+    """Wait until the explorer stops changing: a step's graph lays out in a worker and its source
+    pane fills in chunks, so both finish after the click that asked for them."""
+    snapshot = """e => [
+      ...[...e.querySelectorAll('[data-testid=node]')].map(
+          n => n.dataset.nodeId + n.getAttribute('class') + n.getAttribute('transform') + n.getAttribute('aria-selected')),
+      e.querySelectorAll('[data-testid=source-line]').length,
+      (e.querySelector('[data-testid=source-line][aria-current=true]') || {dataset: {}}).dataset.line,
+    ].join('|')"""
     previous, deadline = None, time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         current = ex.evaluate(snapshot)
-        if current == previous and current:
+        if current == previous:
             return
         previous = current
-        time.sleep(0.15)
+        time.sleep(0.2)
 
 
 def go_to(ex, pass_name: str, kind: str = "computation") -> None:
@@ -260,6 +266,7 @@ def test_selecting_a_node_highlights_its_line_and_a_line_selects_its_node(notebo
 
     sin = node_for(ex, "sin")
     sin.click()
+    settle(ex)
     assert sin.get_attribute("aria-selected") == "true"
     assert ex.locator(f'{NODE}[aria-selected="true"]').count() == 1
     current = ex.locator(f'{LINE}[aria-current="true"]')
@@ -274,6 +281,7 @@ def test_selecting_a_node_highlights_its_line_and_a_line_selects_its_node(notebo
 
     add_line = ex.locator(LINE).filter(has_text=re.compile(r"= ltorch\.add\(")).first
     add_line.click()
+    settle(ex)
     assert add_line.get_attribute("aria-current") == "true"
     assert ex.locator(f'{LINE}[aria-current="true"]').count() == 1
     selected = ex.locator(f'{NODE}[aria-selected="true"]')
@@ -461,6 +469,7 @@ def test_markup_in_user_strings_is_shown_as_text_and_runs_nothing(notebook_opene
     assert '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2; alert(2)">' in source
 
     node_for(ex, "mul").click()
+    settle(ex)
     details = ex.locator('[data-testid="node-details"]').inner_text()
     assert "<script>window.__pwned = 1</script>" in details, details
     nb.screenshot("hostile_01_source_and_details", ex)
