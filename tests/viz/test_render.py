@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import hashlib
 import json
 import re
@@ -327,22 +328,30 @@ def test_snapshot_runs_in_chromium_without_running_hostile_strings(evil_doc, tmp
     path = tmp_path / "snapshot.html"
     path.write_text(to_html(evil_doc), encoding="utf-8")
     dialogs, errors, requests = [], [], []
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(chromium), args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-        )
-        try:
-            page = browser.new_page()
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(path.as_uri())
-            page.wait_for_selector('.thunder-explorer[data-ready="true"]', timeout=10_000)
-            assert page.evaluate("document.querySelector('.thunder-fallback').hidden") is True
-            assert page.locator("img").count() == 0
-            page.locator('[data-testid="step"][data-step-index="0"]').click()
-            assert "</script><script>alert(1)</script>" in page.locator('[data-testid="source"]').inner_text()
-        finally:
-            browser.close()
+
+    def drive() -> str:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=str(chromium), args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+            )
+            try:
+                page = browser.new_page()
+                page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("request", lambda r: requests.append(r.url))
+                page.goto(path.as_uri())
+                page.wait_for_selector('.thunder-explorer[data-ready="true"]', timeout=10_000)
+                assert page.evaluate("document.querySelector('.thunder-fallback').hidden") is True
+                assert page.locator("img").count() == 0
+                page.locator('[data-testid="step"][data-step-index="0"]').click()
+                return page.locator('[data-testid="source"]').inner_text()
+            finally:
+                browser.close()
+
+    # Its own thread: another test on this worker may hold a session-wide Playwright (an asyncio
+    # loop) on the main thread, and the sync API refuses to nest inside one.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        source_text = pool.submit(drive).result(timeout=120)
+    assert "</script><script>alert(1)</script>" in source_text
     assert dialogs == [] and errors == []
     assert all(url.startswith(("file:", "blob:", "data:")) for url in requests), requests
