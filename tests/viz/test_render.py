@@ -344,6 +344,11 @@ def test_snapshot_runs_in_chromium_without_running_hostile_strings(evil_doc, tmp
                 assert page.evaluate("document.querySelector('.thunder-fallback').hidden") is True
                 assert page.locator("img").count() == 0
                 page.locator('[data-testid="step"][data-step-index="0"]').click()
+                # the source pane fills in asynchronously, in chunks
+                page.wait_for_function(
+                    "document.querySelector('[data-testid=\"source\"]').innerText.includes('alert(1)')",
+                    timeout=10_000,
+                )
                 return page.locator('[data-testid="source"]').inner_text()
             finally:
                 browser.close()

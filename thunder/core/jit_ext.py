@@ -203,8 +203,10 @@ class Tracer:
         loc = _source_location()
         where = f" at {loc}" if loc else ""
         msg = (
-            f"{what}{where}. The compiled function will not see later changes (it was specialised when traced). "
-            "Pass the value as an argument instead, or use sharp_edges='allow' to accept this."
+            f"{what}{where}. The trace captures it when the function is compiled: a value read from outside is "
+            "guarded (a change recompiles), but a random number or clock time is frozen and outside mutations are "
+            "not replayed on cached calls. Pass the value as an argument instead, or use sharp_edges='allow' to "
+            "accept this."
         )
         if self.sharp_edges is self._SHARP.ERROR:
             raise SharpEdgeError(msg)
@@ -303,7 +305,8 @@ class Tracer:
             return fn
         module = getattr(fn, "__module__", None)
         if module in _NONDETERMINISTIC_MODULES or isinstance(self_obj, random.Random):
-            return self._sharp_call(fn, f"Calling {module}.{getattr(fn, '__name__', fn)}()")
+            where = module or type(self_obj).__module__
+            return self._sharp_call(fn, f"Calling {where}.{getattr(fn, '__name__', fn)}()")
         if (
             isinstance(fn, types.BuiltinMethodType)
             and type(self_obj) in (list, dict, set)

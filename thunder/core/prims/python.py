@@ -10,6 +10,7 @@ Layer: core. Imports: core only.
 from __future__ import annotations
 
 import enum
+import keyword
 
 import torch
 
@@ -76,7 +77,9 @@ unpack_key = make_prim(P.UNPACK_KEY, "unpack_key", lambda d, key, output: output
 
 def _print_unpack_attr(bsym, printer):
     obj, name, _ = bsym.args
-    return [f"{bsym.output.name} = {printer.value(obj)}.{name}"]
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return [f"{bsym.output.name} = {printer.value(obj)}.{name}"]
+    return [f"{bsym.output.name} = getattr({printer.value(obj)}, {name!r})"]
 
 
 unpack_attr = make_prim(P.UNPACK_ATTR, "unpack_attr", lambda obj, name, output: output, printer=_print_unpack_attr)
