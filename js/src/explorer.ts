@@ -364,7 +364,10 @@ class Explorer {
 
   private renderStatus(): void {
     const hostStatus = this.host.getStatus?.() ?? "ready";
-    const text = this.busy && !/running/i.test(hostStatus) ? "running…" : hostStatus || "ready";
+    let text = this.busy && !/running/i.test(hostStatus) ? "running…" : hostStatus || "ready";
+    // A document that records a failure is not "ready": say where it failed.
+    const failure = this.model?.error;
+    if (failure && text === "ready") text = `error while ${failure.stage}`;
     this.statusEl.textContent = text;
     this.statusEl.classList.toggle("busy", /running|compil/i.test(text));
     this.statusEl.classList.toggle("failed", /^error/i.test(text));
