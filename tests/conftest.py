@@ -13,3 +13,12 @@ import torch
 def _seed_everything():
     torch.manual_seed(0)
     random.seed(0)
+
+
+@pytest.fixture
+def prims_only(monkeypatch):
+    """The torch executor runs prims only, so every language symbol runs its decomposition."""
+    import thunder.executors.torchex as torchex
+
+    monkeypatch.setattr(torchex, "symbol_to_torch", {})
+    monkeypatch.setattr(torchex.ex, "implmap", {})

@@ -1,5 +1,5 @@
-"""Shape and indexing behaviour beyond the op database: the prim decompositions of every shape
-and indexing op evaluated against eager PyTorch, ``__setitem__`` forms, views and mutation
+"""Shape and indexing behaviour beyond the op database (whose generic templates in
+``tests/test_ops.py`` also run every decomposition): ``__setitem__`` forms, views and mutation
 of inputs, and how index keys with tensors print in traces."""
 
 from __future__ import annotations
@@ -8,88 +8,6 @@ import pytest
 import torch
 
 import thunder
-from tests.opinfos import indexing as indexing_ops
-from tests.opinfos import shape as shape_ops
-from tests.opinfos.core import tolerance
-from thunder.core.proxies import Proxy
-from thunder.core.pytree import tree_flatten, tree_map, tree_unflatten
-
-# ------------------------------------------------------------------------------------------
-# Decompositions: the torch executor runs torch itself, so the database alone does not check
-# the prims a symbol decomposes into. Here each traced op is run prim by prim.
-# ------------------------------------------------------------------------------------------
-
-
-def _run_prims(trace, args):
-    env = {p.name: a for p, a in zip(trace.args, args)}
-
-    def read(x):
-        return env[x.name] if isinstance(x, Proxy) else x
-
-    def run(bsym):
-        if bsym.sym.name == "python_return":
-            return tree_map(read, bsym.args[0])
-        if bsym.sym.is_prim:
-            out = bsym.sym.python_impl(*tree_map(read, bsym.args), **tree_map(read, bsym.kwargs))
-            leaves, _ = tree_flatten(bsym.output)
-            values, _ = tree_flatten(out)
-            for p, v in zip(leaves, values):
-                if isinstance(p, Proxy):
-                    env[p.name] = v
-            return None
-        assert bsym.subsymbols, f"{bsym.sym.name} has no decomposition"
-        for sub in bsym.subsymbols:
-            run(sub)
-        return None
-
-    result = None
-    for bsym in trace.bound_symbols:
-        r = run(bsym)
-        if bsym.sym.name == "python_return":
-            result = r
-    return result
-
-
-def _cases():
-    for info in shape_ops.opinfos + indexing_ops.opinfos:
-        for dtype in info.dtypes:
-            yield pytest.param(info, dtype, id=f"{info.name}-{str(dtype).removeprefix('torch.')}")
-
-
-def _clone(x):
-    return x.clone() if isinstance(x, torch.Tensor) else [_clone(y) for y in x] if isinstance(x, list) else x
-
-
-def _compare(actual, expected, dtype, sample):
-    a_leaves, _ = tree_flatten(actual)
-    e_leaves, _ = tree_flatten(expected)
-    assert len(a_leaves) == len(e_leaves), sample
-    for a, e in zip(a_leaves, e_leaves):
-        if isinstance(e, torch.Tensor):
-            assert a.shape == e.shape and a.dtype == e.dtype, f"{sample}: {a.shape} {a.dtype} vs {e.shape} {e.dtype}"
-            torch.testing.assert_close(a, e, equal_nan=True, msg=lambda m: f"{sample}: {m}", **tolerance(dtype))
-
-
-@pytest.mark.parametrize("info,dtype", list(_cases()))
-def test_decomposition_matches_torch(info, dtype):
-    for sample in info.sample_inputs(dtype, "cpu"):
-        flat, spec = tree_flatten((sample.args, sample.kwargs))
-        eager_args, eager_kwargs = tree_unflatten(spec, [_clone(x) for x in flat])
-        expected = info.op(*eager_args, **eager_kwargs)
-        jfn = thunder.jit(lambda *a, **k: info.op(*a, **k))  # noqa: B023
-        jfn(*_clone(list(sample.args)), **sample.kwargs)
-        trace = thunder.last_traces(jfn)[0]
-        prologue = thunder.last_prologue_traces(jfn)[-1]
-        inputs = prologue.python_callable()(
-            *_clone(list(sample.args)), **{k: _clone(v) for k, v in sample.kwargs.items()}
-        )
-        actual = _run_prims(trace, inputs)
-        _compare(actual, expected, dtype, sample)
-        if info.mutates:
-            tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-            eager_tensors = [x for x in tree_flatten((eager_args, eager_kwargs))[0] if isinstance(x, torch.Tensor)]
-            _compare(tensors[: len(eager_tensors)], eager_tensors[: len(tensors)], dtype, sample)
-
 
 # ------------------------------------------------------------------------------------------
 # __setitem__ and views
