@@ -89,6 +89,16 @@ def check_same_dtype(op: str, tensors: Sequence[TensorProxy], names: Sequence[st
             )
 
 
+def check_operands(op: str, **named) -> None:
+    """Each named argument that is not None must be a tensor, all on one device with one dtype
+    (an optional bias is passed as None when absent)."""
+    present = {name: t for name, t in named.items() if t is not None}
+    for name, t in present.items():
+        check_tensor(op, name, t)
+    check_same_device(op, list(present.values()), list(present))
+    check_same_dtype(op, list(present.values()), list(present))
+
+
 def check_dtype(op: str, arg: str, x, allowed: Callable[[torch.dtype], bool], what: str) -> None:
     d = dtypes.to_dtype(x)
     if not allowed(d):

@@ -15,7 +15,7 @@ import enum
 import torch
 
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.prims.base import check_same_device, check_same_dtype, check_tensor, make_prim
+from thunder.core.prims.base import check_operands, check_same_device, check_same_dtype, check_tensor, make_prim
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 
@@ -57,15 +57,7 @@ matmul = make_prim(LinalgPrimIDs.MATMUL, "matmul", _matmul_meta, impl=torch.matm
 
 def _linear_meta(a, w, bias):
     op = "prims.linear"
-    check_tensor(op, "a", a)
-    check_tensor(op, "w", w)
-    tensors, names = [a, w], ["a", "w"]
-    if bias is not None:
-        check_tensor(op, "bias", bias)
-        tensors.append(bias)
-        names.append("bias")
-    check_same_device(op, tensors, names)
-    check_same_dtype(op, tensors, names)
+    check_operands(op, a=a, w=w, bias=bias)
     _check_matmul_dtype(op, a)
     if a.ndim < 1 or w.ndim not in (1, 2):
         raise ThunderValueError(f"{op}: expected a of rank >= 1 and w of rank 1 or 2, got {a.shape} and {w.shape}")

@@ -15,7 +15,7 @@ import torch
 
 from thunder.core import dtypes
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.prims.base import check_same_device, check_same_dtype, check_tensor, make_prim
+from thunder.core.prims.base import check_operands, check_same_device, check_tensor, make_prim
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 
@@ -27,15 +27,7 @@ class NNPrimIDs(enum.Enum):
 
 def _convolution_meta(a, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     op = "prims.convolution"
-    check_tensor(op, "a", a)
-    check_tensor(op, "weight", weight)
-    tensors, names = [a, weight], ["a", "weight"]
-    if bias is not None:
-        check_tensor(op, "bias", bias)
-        tensors.append(bias)
-        names.append("bias")
-    check_same_device(op, tensors, names)
-    check_same_dtype(op, tensors, names)
+    check_operands(op, a=a, weight=weight, bias=bias)
     if not dtypes.is_inexact_dtype(a.dtype):
         raise ThunderTypeError(f"{op}: a has dtype {a.dtype}, but a floating-point dtype is required")
     nspatial = a.ndim - 2
