@@ -67,6 +67,22 @@ def test_core_vs_torch_consistency(info, dtype):
         _assert_same(actual, expected, dtype, info, sample)
         if info.mutates:
             _assert_same(jit_args, eager_args, dtype, info, sample)
+        _assert_metas_match(jfn, actual, sample)
+
+
+def _assert_metas_match(jfn, actual, sample):
+    """The metadata the trace promised for each output (its meta functions' work) is what ran."""
+    from thunder.core.proxies import TensorProxy
+    from thunder.core.pytree import tree_leaves
+
+    returned = thunder.last_traces(jfn)[0].bound_symbols[-1].args[0]
+    promised, produced = tree_leaves(returned), tree_leaves(actual)
+    assert len(promised) == len(produced), f"{sample}: trace returns {len(promised)} values, call {len(produced)}"
+    for p, value in zip(promised, produced):
+        if isinstance(p, TensorProxy):
+            assert tuple(p.shape) == tuple(value.shape), f"{sample}: meta shape {p.shape} vs {tuple(value.shape)}"
+            assert p.dtype == value.dtype, f"{sample}: meta dtype {p.dtype} vs {value.dtype}"
+            assert p.device == value.device, f"{sample}: meta device {p.device} vs {value.device}"
 
 
 def _error_cases():
