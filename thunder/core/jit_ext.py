@@ -18,6 +18,7 @@ Layer: tracing. Imports: core, extend, the torch language (its callable -> symbo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
@@ -68,6 +69,7 @@ class Tracer:
         self.inputs: list[tuple[Proxy, Any]] = []  # (prologue proxy, what the computation sees), in order
         self.dims: list[tuple[Proxy, SymInt]] = []  # symbolic dims of input tensors (symbolic values)
         self.constraints: list[str] = []
+        self.grad_mode_switched = False
         self._provenance: dict[int, Proxy] = {}  # id(outside object) -> prologue proxy
         self._proxy_for: dict[int, Any] = {}  # id(outside object) -> what the program sees instead
         self._keepalive: list[Any] = []  # outside objects, kept so their ids stay unique
@@ -298,6 +300,8 @@ class Tracer:
             return sym
         if fn in _NO_TORCH_FUNCTION:
             return _no_torch_function
+        if fn is torch._C._set_grad_enabled:
+            return self._set_grad_enabled
         if isinstance(fn, Symbol):
             return fn
         self_obj = getattr(fn, "__self__", None)
@@ -315,6 +319,14 @@ class Tracer:
         ):
             return self._sharp_call(fn, f"Mutating a {type(self_obj).__name__} from outside the function with .{fn.__name__}()")
         return None
+
+    def _set_grad_enabled(self, enabled: bool) -> None:
+        """``with torch.no_grad():`` and friends: switch now (tracing continues in that mode) and
+        record the switch, so the computation switches at the same point."""
+        enabled = bool(enabled)
+        torch._C._set_grad_enabled(enabled)
+        self.grad_mode_switched = True
+        prims.set_grad_enabled(enabled)
 
     def _is_global_container(self, obj) -> bool:
         fn_globals = getattr(self.fn, "__globals__", None) or {}
@@ -343,8 +355,14 @@ class Tracer:
             self.fn, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
         )
         dtypes.default_dtype_was_read = False
+        grad_enabled = torch.is_grad_enabled()
         provider = functools.partial(_source_location, self._module_paths)
-        with tracectx(self.computation), source_location_provider(provider), recording_constraints() as cs:
+        with (
+            tracectx(self.computation),
+            source_location_provider(provider),
+            recording_constraints() as cs,
+            _restoring_grad_mode(grad_enabled),
+        ):
             seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
             result = _lift_objects(self.interpreted(*seen_args, **seen_kwargs))
             register_containers(result)
@@ -353,6 +371,8 @@ class Tracer:
         self.constraints = list(cs)
         if dtypes.default_dtype_was_read:
             self._check(prims.check_default_dtype, torch.get_default_dtype())
+        if self.grad_mode_switched:  # the recorded switches restore the mode the trace began in
+            self._check(prims.check_grad_enabled, grad_enabled)
         if self.checks:
             for expr in self.constraints:
                 self._emit(prims.check_expr, expr, ())
@@ -370,6 +390,15 @@ class Tracer:
 
 
 _THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@contextlib.contextmanager
+def _restoring_grad_mode(enabled: bool):
+    """A program that fails inside ``with torch.no_grad():`` must not leave autograd off."""
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(enabled)
 
 
 def _source_location(module_paths: dict[int, str] | None = None) -> SourceLocation | None:

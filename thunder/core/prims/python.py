@@ -37,6 +37,8 @@ class PythonPrimIDs(enum.Enum):
     CHECK_TYPE = enum.auto()
     CHECK_EXPR = enum.auto()
     CHECK_DEFAULT_DTYPE = enum.auto()
+    CHECK_GRAD_ENABLED = enum.auto()
+    SET_GRAD_ENABLED = enum.auto()
 
 
 P = PythonPrimIDs
@@ -223,6 +225,29 @@ def _print_check_default_dtype(bsym, printer):
 # ``check_default_dtype(dtype)``: torch's default dtype, which the trace's meaning depends on.
 check_default_dtype = make_prim(
     P.CHECK_DEFAULT_DTYPE, "check_default_dtype", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_default_dtype
+)
+
+
+def _print_check_grad_enabled(bsym, printer):
+    (enabled,) = bsym.args
+    printer.add_ctx("torch", torch)
+    return [f"if torch.is_grad_enabled() is not {enabled!r}: return {printer.miss}"]
+
+
+# ``check_grad_enabled(enabled)``: the grad mode the trace's own mode switches were recorded under.
+check_grad_enabled = make_prim(
+    P.CHECK_GRAD_ENABLED, "check_grad_enabled", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_grad_enabled
+)
+
+
+def _set_grad_enabled_impl(enabled: bool) -> None:
+    torch._C._set_grad_enabled(enabled)
+
+
+# ``set_grad_enabled(enabled)``: the program switched autograd on or off here (``with torch.no_grad():``);
+# the switch runs in order at run time, so results inside it are not connected to autograd, as in eager.
+set_grad_enabled = make_prim(
+    P.SET_GRAD_ENABLED, "set_grad_enabled", lambda enabled: None, impl=_set_grad_enabled_impl, tags=(DONT_DCE,)
 )
 
 
