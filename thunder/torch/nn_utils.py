@@ -14,14 +14,10 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.prims.base import check_tensor  # noqa: F401  (re-exported for the nn modules)
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.torch.base import canonicalize_dim, maybe_convert_to_dtype, torch_to_thunder_map
-
-
-def check_tensor(op: str, name: str, x) -> None:
-    if not isinstance(x, TensorProxy):
-        raise ThunderTypeError(f"{op}: expected {name} to be a tensor, but got {type(x).__name__} {x!r}")
 
 
 def check_float(op: str, name: str, x: TensorProxy) -> None:
