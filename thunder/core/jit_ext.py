@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from thunder.core import dtypes, prims
+from thunder.core import dtypes, introspection, prims
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
@@ -254,6 +254,8 @@ class Tracer:
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:
         holder = self._provenance.get(id(obj))
         if holder is None:
+            if isinstance(obj, (Proxy, int, float)):
+                return introspection.proxy_attribute(obj, name, value)
             if not isinstance(value, torch.Tensor) or isinstance(obj, (Proxy, torch.Tensor, types.ModuleType)):
                 return value
             # A tensor attribute of an object reached without provenance (a submodule yielded by
@@ -263,7 +265,7 @@ class Tracer:
             self._emit(prims.unpack_constant, obj, holder, output=holder)
             self._register(obj, holder, obj)
         elif isinstance(obj, Proxy):
-            return value
+            return introspection.proxy_attribute(obj, name, value)
         if isinstance(value, (types.MethodType, types.BuiltinMethodType)) or name.startswith("__"):
             return value
         known = self._proxy_for.get(id(value))
@@ -292,6 +294,9 @@ class Tracer:
 
     # --- lookaside ------------------------------------------------------------------------
     def lookaside(self, fn: Callable) -> Callable | None:
+        replacement = introspection.lookaside(fn)
+        if replacement is not None:
+            return replacement
         try:
             sym = _lookaside_table().get(fn)
         except TypeError:  # unhashable callable
