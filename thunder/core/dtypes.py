@@ -6,6 +6,7 @@ Layer: core. Imports: torch only.
 
 from __future__ import annotations
 
+import contextvars
 import enum
 from numbers import Number
 
@@ -48,14 +49,14 @@ low_precision_dtypes = frozenset({torch.float16, torch.bfloat16})
 
 
 # Set whenever a trace's meaning depends on torch's default dtype; the tracer then has the
-# prologue check it (see ``thunder.core.jit_ext``).
-default_dtype_was_read = False
+# prologue check it (see ``thunder.core.jit_ext``). A ContextVar, so each thread tracing at
+# once has its own flag: ``.set(False)`` before tracing, ``.get()`` after.
+default_dtype_was_read: contextvars.ContextVar[bool] = contextvars.ContextVar("thunder_default_dtype_was_read", default=False)
 
 
 def default_dtype() -> torch.dtype:
     """``torch.get_default_dtype()``, noting that the trace being recorded depends on it."""
-    global default_dtype_was_read
-    default_dtype_was_read = True
+    default_dtype_was_read.set(True)
     return torch.get_default_dtype()
 
 

@@ -359,7 +359,7 @@ class Tracer:
         self.interpreted = interpret(
             self.fn, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
         )
-        dtypes.default_dtype_was_read = False
+        dtypes.default_dtype_was_read.set(False)
         grad_enabled = torch.is_grad_enabled()
         provider = functools.partial(_source_location, self._module_paths)
         with (
@@ -374,7 +374,7 @@ class Tracer:
             _check_result(result)
             prims.python_return(result)
         self.constraints = list(cs)
-        if dtypes.default_dtype_was_read:
+        if dtypes.default_dtype_was_read.get():
             self._check(prims.check_default_dtype, torch.get_default_dtype())
         if self.grad_mode_switched:  # the recorded switches restore the mode the trace began in
             self._check(prims.check_grad_enabled, grad_enabled)

@@ -17,25 +17,29 @@ Layer: core. Imports: stdlib, core.interpreter (to mark its methods opaque).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Iterator
 
-_constraints: dict[str, None] | None = None  # ordered set of constraint expressions being recorded
+# The ordered set of constraint expressions being recorded, per thread (a ContextVar, not a
+# global: two threads tracing at once must not see each other's constraints).
+_constraints: contextvars.ContextVar[dict[str, None] | None] = contextvars.ContextVar("thunder_constraints", default=None)
 
 
 @contextlib.contextmanager
 def recording_constraints() -> Iterator[dict[str, None]]:
     """Collects the constraints recorded while tracing (in order, without duplicates)."""
-    global _constraints
-    prev, _constraints = _constraints, {}
+    recorded: dict[str, None] = {}
+    token = _constraints.set(recorded)
     try:
-        yield _constraints
+        yield recorded
     finally:
-        _constraints = prev
+        _constraints.reset(token)
 
 
 def _record(expr: str) -> None:
-    if _constraints is not None:
-        _constraints[expr] = None
+    recorded = _constraints.get()
+    if recorded is not None:
+        recorded[expr] = None
 
 
 def _expr(x) -> str:

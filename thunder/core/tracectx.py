@@ -1,50 +1,58 @@
 """The trace being recorded now, and the source-location provider.
 
+Both live in ``contextvars`` (one value per thread, and per asyncio task), never in module
+globals: two threads tracing at once each see their own trace (see "Threads" in
+``ARCHITECTURE.md``).
+
 Layer: core. Imports: stdlib only. Kept tiny so every core module can import it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Callable, Iterator
 from typing import Any
 
-_current_trace: Any = None
+_current_trace: contextvars.ContextVar[Any] = contextvars.ContextVar("thunder_current_trace", default=None)
 # Set by the tracing layer while it records: returns the user's source location of the call
 # being recorded (see ``thunder.core.symbol.SourceLocation``).
-_source_location_provider: Callable[[], Any] | None = None
+_source_location_provider: contextvars.ContextVar[Callable[[], Any] | None] = contextvars.ContextVar(
+    "thunder_source_location_provider", default=None
+)
 
 
 def get_tracectx():
-    """The ``TraceCtx`` being recorded, or None."""
-    return _current_trace
+    """The ``TraceCtx`` being recorded (on this thread), or None."""
+    return _current_trace.get()
 
 
 def set_tracectx(trace) -> Any:
-    global _current_trace
-    prev, _current_trace = _current_trace, trace
+    """Makes ``trace`` the current trace of this thread; returns the previous one."""
+    prev = _current_trace.get()
+    _current_trace.set(trace)
     return prev
 
 
 @contextlib.contextmanager
 def tracectx(trace) -> Iterator[Any]:
     """Record symbol calls into ``trace`` inside the ``with`` block."""
-    prev = set_tracectx(trace)
+    token = _current_trace.set(trace)
     try:
         yield trace
     finally:
-        set_tracectx(prev)
+        _current_trace.reset(token)
 
 
 def current_source_location():
-    return _source_location_provider() if _source_location_provider is not None else None
+    provider = _source_location_provider.get()
+    return provider() if provider is not None else None
 
 
 @contextlib.contextmanager
 def source_location_provider(provider: Callable[[], Any] | None) -> Iterator[None]:
-    global _source_location_provider
-    prev, _source_location_provider = _source_location_provider, provider
+    token = _source_location_provider.set(provider)
     try:
         yield
     finally:
-        _source_location_provider = prev
+        _source_location_provider.reset(token)
