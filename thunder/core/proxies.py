@@ -9,6 +9,7 @@ Layer: core. Imports: core.dtypes, core.devices, core.tracectx, core.errors.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from numbers import Number
@@ -22,16 +23,14 @@ from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import make_opaque
 from thunder.core.tracectx import get_tracectx
 
-_fallback_counter = 0
+_fallback_counter = itertools.count(1)  # next() on it is atomic: names stay unique across threads
 
 
 def make_proxy_name(prefix: str = "t") -> str:
     trace = get_tracectx()
     if trace is not None:
         return trace.make_name(prefix)
-    global _fallback_counter
-    _fallback_counter += 1
-    return f"_{prefix}{_fallback_counter}"
+    return f"_{prefix}{next(_fallback_counter)}"
 
 
 class Proxy:
