@@ -1,0 +1,34 @@
+"""A randomized tester of ``thunder.jit`` against eager PyTorch.
+
+- ``inputs``: Python source for call arguments (tensors of many shapes, dtypes and strides,
+  Python numbers, strings, iterators), so a call can be printed as a reproducer.
+- ``snippets``: small pieces of programs, one pool per feature family (elementwise ops,
+  globals, closures, module attributes, side effects, ...), each with the outside-state
+  changes that may happen between two calls.
+- ``programs``: a seeded generator that puts snippets together into a program's source and
+  draws a sequence of calls for it.
+- ``checker``: runs each call eagerly and through ``thunder.jit`` in two identical worlds and
+  classifies it: OK, CLEAR (a clear error), WRONG (a silent mismatch), INTERNAL, CRASH; it
+  shrinks a failing case and prints it as a reproducer.
+
+Used by ``tests/test_randomized.py`` (a small seeded run) and ``benchmarks/fuzz_jit.py``
+(the long run). Everything is deterministic per seed.
+"""
+
+from tests.fuzz.checker import CallResult, Outcome, ProgramResult, check_program, reproducer, shrink
+from tests.fuzz.programs import CACHE_OPTIONS, FAMILIES, Call, Program, calls_for, generate_program
+
+__all__ = [
+    "CACHE_OPTIONS",
+    "FAMILIES",
+    "Call",
+    "CallResult",
+    "Outcome",
+    "Program",
+    "ProgramResult",
+    "calls_for",
+    "check_program",
+    "generate_program",
+    "reproducer",
+    "shrink",
+]

@@ -1,0 +1,370 @@
+"""Eager vs ``thunder.jit``: run a program's calls in two identical worlds and classify each.
+
+Each world is the program's source executed into a fresh module dict (real globals), with
+the same seeds, so the two hold equal but separate objects. Every call does, in each world:
+the outside-state changes, ``torch.manual_seed``, the arguments, ``random.seed``, the call
+with stdout captured; then the backward of the sum of the float outputs that require grad.
+Then it compares results (values with ``equal_nan``, dtypes, shapes, requires_grad, Python
+types: a float stays a float, a tuple a tuple, a ``torch.Size`` a ``torch.Size``), printed
+output, the arguments afterwards (in-place ops on inputs), gradients of the inputs and of
+module parameters, and the globals the program writes.
+
+Outcomes: OK; CLEAR (thunder raised a thunder error, or the exception eager raised too);
+WRONG (a silent mismatch, or a result where eager raised); INTERNAL (``InternalError``,
+``InterpreterError``, or an exception eager did not raise that is not a thunder error);
+CRASH (something the checker could not survive: a non-``Exception``, a ``RecursionError``,
+or a failure inside the comparison).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import enum
+import io
+import linecache
+import math
+import random
+import warnings
+from dataclasses import dataclass, field, replace
+
+import torch
+
+import thunder
+from thunder.core.errors import InternalError, ThunderError
+from thunder.core.interpreter import InterpreterError
+from tests.fuzz.programs import Call, Program, calls_for
+
+
+class Outcome(enum.Enum):
+    OK = "ok"
+    CLEAR = "clear error"
+    WRONG = "wrong result"
+    INTERNAL = "internal error"
+    CRASH = "crash"
+
+
+FAILURES = (Outcome.WRONG, Outcome.INTERNAL, Outcome.CRASH)
+
+
+@dataclass
+class CallResult:
+    index: int
+    outcome: Outcome
+    detail: str = ""
+
+
+@dataclass
+class ProgramResult:
+    program: Program
+    cache: str
+    calls: list[CallResult] = field(default_factory=list)
+
+    @property
+    def failure(self) -> CallResult | None:
+        return next((c for c in self.calls if c.outcome in FAILURES), None)
+
+
+@dataclass
+class Observation:
+    out: object = None
+    exc: BaseException | None = None
+    stdout: str = ""
+    args: object = None
+    grads: list = field(default_factory=list)
+    grad_exc: BaseException | None = None
+    state: dict = field(default_factory=dict)
+    mutation_errors: list = field(default_factory=list)
+
+
+class World:
+    """One execution of the program's module, eager or jitted."""
+
+    def __init__(self, prog: Program, source: str, cache: str | None):
+        filename = f"<fuzz {prog.family} {prog.seed}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        self.ns: dict = {"__name__": f"fuzz_{prog.family}_{prog.seed}", "__builtins__": builtins}
+        torch.manual_seed(prog.seed)
+        random.seed(prog.seed)
+        exec(compile(source, filename, "exec"), self.ns)
+        target = eval(prog.entry_expr, self.ns)
+        self.fn = target if cache is None else thunder.jit(target, cache=cache)
+
+
+def _flat(obj):
+    if isinstance(obj, (tuple, list)):
+        for o in obj:
+            yield from _flat(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _flat(o)
+    else:
+        yield obj
+
+
+def _snap(value, depth=0):
+    """A copy of outside state that later calls cannot change."""
+    if depth > 4:
+        return repr(value)
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_snap(v, depth + 1) for v in value) if type(value) in (list, tuple) else value
+    if isinstance(value, dict):
+        return {k: _snap(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return set(value)
+    if isinstance(value, (int, float, str, bytes, type(None), torch.dtype, torch.device, torch.Size)):
+        return value
+    if hasattr(value, "__dict__") and not isinstance(value, type) and not callable(value) or isinstance(value, torch.nn.Module):
+        simple = (int, float, str, bool, type(None), tuple, list, dict)
+        return {"<attrs>": {k: _snap(v, depth + 1) for k, v in vars(value).items() if not k.startswith("_") and isinstance(v, simple)}}
+    return f"<{type(value).__name__}>"
+
+
+def _module_params(ns: dict) -> list[torch.Tensor]:
+    params = []
+    for v in list(ns.values()):
+        holders = [v] if isinstance(v, torch.nn.Module) else [getattr(v, "lin", None)] if hasattr(v, "lin") else []
+        for h in holders:
+            if isinstance(h, torch.nn.Module):
+                params += [p for p in h.parameters() if p not in params]
+    return params
+
+
+def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Observation:
+    obs = Observation()
+    ns = world.ns
+    torch.manual_seed(call.seed)
+    random.seed(call.seed)
+    for _, stmt in call.before:
+        try:
+            exec(stmt, ns)
+        except Exception as e:  # the same in both worlds; recorded and compared
+            obs.mutation_errors.append(type(e).__name__)
+    params = _module_params(ns)
+    for p in params:
+        p.grad = None
+    torch.manual_seed(call.seed)
+    args = eval(call.args, ns)
+    random.seed(call.seed)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            obs.out = world.fn(*args)
+        except Exception as e:
+            obs.exc = e
+        if obs.exc is None and grad:
+            leaves = [a for a in _flat(args) if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
+            leaves += [p for p in params if p.requires_grad]
+            outs = [o for o in _flat(obs.out) if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
+            if leaves and outs:
+                try:
+                    sum(o.sum() for o in outs).backward()
+                except Exception as e:
+                    obs.grad_exc = e
+                obs.grads = [None if p.grad is None else p.grad.detach().clone() for p in leaves]
+    obs.stdout = buf.getvalue()
+    obs.args = _snap(tuple(args))
+    obs.state = {name: _snap(ns.get(name, "<unbound>")) for name in prog.state}
+    return obs
+
+
+def compare(e, j, path: str, *, check_requires_grad: bool = True) -> str | None:
+    """The first difference between eager's ``e`` and thunder's ``j``, or None."""
+    if isinstance(e, torch.Tensor):
+        if not isinstance(j, torch.Tensor):
+            return f"{path}: eager gives a tensor, thunder gives {type(j).__name__} {_short(j)}"
+        if e.dtype != j.dtype:
+            return f"{path}: dtype {e.dtype} in eager, {j.dtype} in thunder"
+        if e.shape != j.shape:
+            return f"{path}: shape {tuple(e.shape)} in eager, {tuple(j.shape)} in thunder"
+        if check_requires_grad and e.requires_grad != j.requires_grad:
+            return f"{path}: requires_grad {e.requires_grad} in eager, {j.requires_grad} in thunder"
+        try:
+            torch.testing.assert_close(j.detach(), e.detach(), equal_nan=True, check_stride=False)
+        except AssertionError as err:
+            lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+            return f"{path}: values differ ({'; '.join(lines[:3])})"
+        return None
+    if type(e) is not type(j):
+        return f"{path}: eager gives {type(e).__name__} {_short(e)}, thunder gives {type(j).__name__} {_short(j)}"
+    if isinstance(e, float):
+        if math.isnan(e) and math.isnan(j):
+            return None
+        if e != j or math.copysign(1.0, e) != math.copysign(1.0, j):
+            return f"{path}: {e!r} in eager, {j!r} in thunder"
+        return None
+    if isinstance(e, (tuple, list)):
+        if len(e) != len(j):
+            return f"{path}: length {len(e)} in eager, {len(j)} in thunder ({_short(e)} vs {_short(j)})"
+        for i, (a, b) in enumerate(zip(e, j)):
+            d = compare(a, b, f"{path}[{i}]", check_requires_grad=check_requires_grad)
+            if d:
+                return d
+        return None
+    if isinstance(e, dict):
+        if list(e) != list(j):
+            return f"{path}: keys {list(e)!r:.80} in eager, {list(j)!r:.80} in thunder"
+        for k in e:
+            d = compare(e[k], j[k], f"{path}[{k!r}]", check_requires_grad=check_requires_grad)
+            if d:
+                return d
+        return None
+    if isinstance(e, (int, str, bytes, set, frozenset, type(None), torch.dtype, torch.device)):
+        return None if e == j else f"{path}: {_short(e)} in eager, {_short(j)} in thunder"
+    return None  # iterators, functions, ...: compared by type only
+
+
+def _short(v) -> str:
+    text = repr(v).replace("\n", " ")
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _exc(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0][:160] if msg else ''}"
+
+
+def _is_internal(e: BaseException) -> bool:
+    return isinstance(e, (InternalError, InterpreterError)) or not isinstance(e, ThunderError)
+
+
+def classify(e: Observation, j: Observation) -> tuple[Outcome, str]:
+    if j.exc is not None and isinstance(j.exc, RecursionError):
+        return Outcome.CRASH, f"thunder: {_exc(j.exc)}"
+    if j.exc is not None and isinstance(j.exc, (InternalError, InterpreterError)):
+        return Outcome.INTERNAL, f"thunder raised {_exc(j.exc)}" + (f" (eager raised {_exc(e.exc)})" if e.exc else "")
+    if e.exc is not None and j.exc is not None:
+        if isinstance(j.exc, type(e.exc)) or isinstance(j.exc, ThunderError):
+            return Outcome.CLEAR, f"both raised: eager {_exc(e.exc)}; thunder {_exc(j.exc)}"
+        return Outcome.INTERNAL, f"eager raised {_exc(e.exc)}, thunder raised {_exc(j.exc)}"
+    if e.exc is not None:
+        return Outcome.WRONG, f"eager raised {_exc(e.exc)}, thunder returned {_short(j.out)}"
+    if j.exc is not None:
+        if _is_internal(j.exc):
+            return Outcome.INTERNAL, f"thunder raised {_exc(j.exc)}, eager returned {_short(e.out)}"
+        return Outcome.CLEAR, f"thunder raised {_exc(j.exc)}"
+    checks = (
+        lambda: compare(e.out, j.out, "result"),
+        lambda: None if e.stdout == j.stdout else f"printed {e.stdout!r:.100} in eager, {j.stdout!r:.100} in thunder",
+        lambda: compare(e.args, j.args, "arguments after the call", check_requires_grad=False),
+        lambda: compare(e.state, j.state, "outside state after the call", check_requires_grad=False),
+        lambda: _grad_diff(e, j),
+        lambda: compare(e.grads, j.grads, "gradients", check_requires_grad=False),
+        lambda: compare(e.mutation_errors, j.mutation_errors, "state changes before the call"),
+    )
+    for check in checks:
+        d = check()
+        if d:
+            return Outcome.WRONG, d
+    return Outcome.OK, ""
+
+
+def _grad_diff(e: Observation, j: Observation) -> str | None:
+    if (e.grad_exc is None) == (j.grad_exc is None):
+        return None
+    if e.grad_exc is not None:
+        return f"backward: eager raised {_exc(e.grad_exc)}, thunder did not"
+    return f"backward: thunder raised {_exc(j.grad_exc)}, eager did not"
+
+
+def check_program(prog: Program, cache: str, *, jit=None, stop_at_failure: bool = True) -> ProgramResult:
+    """Runs ``prog``'s calls for ``cache`` eagerly and jitted; one ``CallResult`` per call run.
+
+    ``jit`` replaces ``thunder.jit`` (for testing the checker itself)."""
+    result = ProgramResult(prog, cache)
+    source = prog.source
+    try:
+        eager = World(prog, source, None)
+    except Exception as e:  # a generator bug: the program does not even load eagerly
+        result.calls.append(CallResult(-1, Outcome.CRASH, f"program does not load: {_exc(e)}"))
+        return result
+    try:
+        jitted = World(prog, source, None)
+        jitted.fn = (jit or thunder.jit)(jitted.fn, cache=cache)
+    except Exception as e:
+        outcome = Outcome.CLEAR if isinstance(e, ThunderError) and not isinstance(e, InternalError) else Outcome.INTERNAL
+        result.calls.append(CallResult(-1, outcome, f"thunder.jit itself raised {_exc(e)}"))
+        return result
+    for i, call in enumerate(calls_for(prog, cache)):
+        try:
+            e = observe(eager, prog, call)
+            j = observe(jitted, prog, call)
+            outcome, detail = classify(e, j)
+        except BaseException as err:  # a crash of the run is a finding too
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            result.calls.append(CallResult(i, Outcome.CRASH, f"checker could not finish the call: {_exc(err)}"))
+            break
+        result.calls.append(CallResult(i, outcome, detail))
+        if outcome in FAILURES and stop_at_failure:
+            break
+        if e.exc is not None and compare(e.state, j.state, "") is not None:
+            break  # both raised but left the worlds different: later calls would mean nothing
+    return result
+
+
+def _fails_last(prog: Program, cache: str, outcome: Outcome, jit=None) -> bool:
+    res = check_program(prog, cache, jit=jit)
+    f = res.failure
+    return f is not None and f.outcome is outcome and f.index == len(calls_for(prog, cache)) - 1
+
+
+def shrink(prog: Program, cache: str, *, jit=None, budget: int = 40) -> Program:
+    """A smaller program and call sequence that still fails the same way on its last call."""
+    res = check_program(prog, cache, jit=jit)
+    failure = res.failure
+    if failure is None or failure.index < 0:
+        return prog
+    outcome = failure.outcome
+    if cache == "same input":
+        prog = replace(prog, calls=prog.calls[: failure.index + 1])
+    else:
+        prog = replace(prog, calls=prog.calls[: failure.index + 1])
+    tries = 0
+
+    def attempt(candidate: Program) -> bool:
+        nonlocal tries
+        tries += 1
+        return tries <= budget and _fails_last(candidate, cache, outcome, jit)
+
+    i = 0
+    while i < len(prog.calls) - 1:  # drop earlier calls
+        cand = replace(prog, calls=prog.calls[:i] + prog.calls[i + 1 :])
+        if attempt(cand):
+            prog = cand
+        else:
+            i += 1
+    i = 0
+    while i < len(prog.snippets) and len(prog.snippets) > 1:  # drop snippets
+        cand = prog.without_snippet(i)
+        if attempt(cand):
+            prog = cand
+        else:
+            i += 1
+    for ci, call in enumerate(prog.calls):  # drop state changes
+        k = 0
+        while k < len(call.before):
+            new_call = replace(call, before=call.before[:k] + call.before[k + 1 :])
+            cand = replace(prog, calls=prog.calls[:ci] + [new_call] + prog.calls[ci + 1 :])
+            if attempt(cand):
+                prog, call = cand, new_call
+            else:
+                k += 1
+    return prog
+
+
+def reproducer(prog: Program, cache: str, detail: str = "") -> str:
+    """The program and its calls as one script (thunder's results printed; eager's in comments)."""
+    lines = [f"# family {prog.family}, seed {prog.seed}, cache={cache!r}, entry {prog.entry_expr}"]
+    if detail:
+        lines.append(f"# last call: {detail}")
+    lines += [prog.source.rstrip(), "", f"jfn = thunder.jit({prog.entry_expr}, cache={cache!r})"]
+    for call in calls_for(prog, cache):
+        for _, stmt in call.before:
+            lines.append(stmt)
+        lines.append(f"torch.manual_seed({call.seed}); args = {call.args}")
+        lines.append("random.seed(%d); print(jfn(*args))" % call.seed)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,155 @@
+"""Call arguments as Python source.
+
+Every argument is written as an expression (``torch.randn(4, 3).transpose(-1, -2)``,
+``float('nan')``, ``iter([1, 2])``), evaluated after ``torch.manual_seed(call.seed)`` in each
+world, so eager and thunder get equal but distinct objects, and a failing call prints as a
+reproducer with nothing hidden.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+DTYPES_BY_KIND = {
+    "float": ("float32", "float64"),
+    "int": ("int64",),
+    "bool": ("bool",),
+}
+LAYOUTS = ("contiguous", "transposed", "sliced", "expanded", "offset")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    dtype: str  # "float32", "float64", "int64", "bool"
+    layout: str = "contiguous"
+    requires_grad: bool = False
+
+    def expr(self) -> str:
+        shape, layout = self.shape, self.layout
+        if layout == "transposed" and len(shape) >= 2:
+            base = _base(shape[:-2] + (shape[-1], shape[-2]), self.dtype) + ".transpose(-1, -2)"
+        elif layout == "sliced" and len(shape) >= 1:
+            base = _base(shape[:-1] + (shape[-1] * 2,), self.dtype) + "[..., ::2]"
+        elif layout == "expanded" and len(shape) >= 1 and shape[0] > 1:
+            base = _base((1,) + shape[1:], self.dtype) + ".expand" + _tuple(shape)
+        elif layout == "offset" and len(shape) >= 1:
+            base = _base((shape[0] + 1,) + shape[1:], self.dtype) + "[1:]"
+        else:
+            base = _base(shape, self.dtype)
+        if self.requires_grad and self.dtype.startswith("float"):
+            base += ".requires_grad_()"
+        return base
+
+
+def _tuple(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _base(shape: tuple[int, ...], dtype: str) -> str:
+    dims = _tuple(shape)
+    if dtype == "float32":
+        return f"torch.randn({dims})"
+    if dtype == "float64":
+        return f"torch.randn({dims}, dtype=torch.float64)"
+    if dtype == "int64":
+        return f"torch.randint(-3, 4, {dims})"
+    if dtype == "bool":
+        return f"torch.randint(0, 2, {dims}).bool()"
+    raise ValueError(dtype)
+
+
+NUMBERS = {
+    "int": ("0", "1", "2", "3", "-1", "5", "7"),
+    "float": ("0.5", "2.0", "-1.5", "0.0", "-0.0", "3.0", "float('nan')", "float('inf')", "1e-3", "-float('inf')"),
+    "bool": ("True", "False"),
+    "tensor": ("torch.tensor(2.0)", "torch.tensor(3)", "torch.tensor([1.5, -1.0])[0]"),
+}
+NUMBERS["any"] = NUMBERS["int"] + NUMBERS["float"] + NUMBERS["bool"]
+NUMBERS["any+tensor"] = NUMBERS["any"] + NUMBERS["tensor"]
+STRINGS = ("'add'", "'mul'", "'sub'", "''", "'relu'", "'sin'", "'m'")
+ITERABLES = (
+    "iter([1, 2])",
+    "(i * 2 for i in range(3))",
+    "[1, 2.5]",
+    "range(3)",
+    "map(float, [1, 2])",
+    "iter(())",
+    "zip([1, 2], [3, 4])",
+)
+LISTS = ("[]", "[1]", "[1, 2.0]", "['a']")
+
+
+class InputDrawer:
+    """Draws the arguments of successive calls of one program.
+
+    ``rank`` is the program's usual number of dims, ``kind`` its usual dtype kind; each call
+    repeats the previous one's metadata often (to exercise cache hits) and otherwise varies
+    shape, rank, dtype, layout and requires_grad."""
+
+    def __init__(self, rng: random.Random, *, kind: str, rank: int, n_pool: str, last_dim: int | None):
+        self.rng = rng
+        self.kind = kind
+        self.rank = rank
+        self.n_pool = n_pool
+        self.last_dim = last_dim
+        self.prev: dict[str, str] = {}
+        self.prev_x: TensorSpec | None = None
+
+    def x(self) -> TensorSpec:
+        r = self.rng
+        if self.prev_x is not None and r.random() < 0.45:
+            return self.prev_x
+        rank = self.rank
+        if r.random() < 0.15:
+            rank = max(0, rank + r.choice((-1, 1)))
+        if self.last_dim is not None:
+            rank = max(rank, 1)
+        shape = [r.choice((1, 2, 3, 4)) for _ in range(rank)]
+        if self.last_dim is not None:
+            shape[-1] = self.last_dim
+        kind = self.kind
+        if r.random() < 0.1:
+            kind = r.choice(tuple(DTYPES_BY_KIND))
+        dtype = r.choice(DTYPES_BY_KIND[kind])
+        layout = "contiguous" if r.random() < 0.5 else r.choice(LAYOUTS)
+        if self.last_dim is not None and layout == "transposed":
+            layout = "contiguous"
+        rg = dtype.startswith("float") and r.random() < 0.3
+        spec = TensorSpec(tuple(shape), dtype, layout, rg)
+        self.prev_x = spec
+        return spec
+
+    def w(self, x: TensorSpec) -> TensorSpec:
+        """A second tensor that broadcasts against x."""
+        r = self.rng
+        shape = list(x.shape)
+        if shape and r.random() < 0.3:
+            shape = shape[r.randrange(len(shape)) :]
+        shape = [1 if r.random() < 0.25 else d for d in shape]
+        layout = "contiguous" if r.random() < 0.7 else r.choice(LAYOUTS)
+        rg = x.dtype.startswith("float") and r.random() < 0.2
+        return TensorSpec(tuple(shape), x.dtype, layout, rg)
+
+    def _repeat_or(self, name: str, choices: tuple[str, ...]) -> str:
+        if name in self.prev and self.rng.random() < 0.45:
+            return self.prev[name]
+        value = self.rng.choice(choices)
+        self.prev[name] = value
+        return value
+
+    def n(self) -> str:
+        pool = self.n_pool
+        if self.rng.random() < 0.1:
+            pool = "any"
+        return self._repeat_or("n", NUMBERS[pool])
+
+    def s(self) -> str:
+        return self._repeat_or("s", STRINGS)
+
+    def it(self) -> str:
+        return self._repeat_or("it", ITERABLES)
+
+    def lst(self) -> str:
+        return self._repeat_or("lst", LISTS)

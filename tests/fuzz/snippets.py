@@ -1,0 +1,710 @@
+"""Pieces of programs, one pool per feature family.
+
+A program's body is a sequence of snippets that work on ``acc`` (the running tensor, first
+``x``) and may append extra results to ``ret``; the function returns ``(acc, *ret)``. A
+snippet can also bring module-level setup (globals, helpers), closure cells (the program is
+then built inside a factory with a ``set_<cell>`` setter per cell), the outside-state changes
+that may happen between calls (statements run at module level), the parameters it needs and
+the globals whose value is compared after every call.
+
+In the text ``{u}`` becomes a name suffix unique in the program and ``{M}`` the owner object
+(``m`` when the program is a function reading the global ``m``, ``self`` when the program is
+``m.forward`` or a bound method).
+
+A generator receives the random stream and a ``Ctx`` whose ``kind`` is the dtype kind of
+``acc`` ("float", "int", "bool") as far as the generator can tell; it updates it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Snippet:
+    family: str
+    tag: str
+    body: str
+    setup: str = ""
+    cells: dict[str, str] = field(default_factory=dict)
+    mutations: list[str] = field(default_factory=list)
+    needs: frozenset[str] = frozenset()
+    state: tuple[str, ...] = ()
+    n_pool: str | None = None
+
+
+@dataclass
+class Ctx:
+    kind: str
+    entry: str  # "function", "module", "method"
+    closure: bool = False
+
+
+def _s(family, tag, body, **kw) -> Snippet:
+    if "needs" in kw:
+        kw["needs"] = frozenset(kw["needs"])
+    return Snippet(family, tag, body.strip("\n"), **kw)
+
+
+def _pick(rng: random.Random, seq):
+    return seq[rng.randrange(len(seq))]
+
+
+# ---------------------------------------------------------------- elementwise
+
+# (expression, kinds it is valid on, result kind or None for "same")
+UNARY = [
+    ("torch.sin(acc)", "fib", "float"),
+    ("acc.exp()", "fi", "float"),
+    ("torch.tanh(acc)", "fi", "float"),
+    ("torch.sigmoid(acc)", "f", None),
+    ("acc.abs()", "fi", None),
+    ("-acc", "fi", None),
+    ("torch.relu(acc)", "fi", None),
+    ("acc.sqrt()", "fi", "float"),
+    ("torch.log1p(acc.abs())", "fi", "float"),
+    ("acc.floor()", "fi", None),
+    ("acc.round()", "f", None),
+    ("acc.reciprocal()", "f", None),
+    ("acc * acc", "fi", None),
+    ("acc.clamp(-1, 1)", "fi", None),
+    ("acc ** 2", "fi", None),
+    ("torch.where(acc > 0, acc, 0.5)", "f", None),
+    ("acc.float()", "fib", "float"),
+    ("acc.double()", "fib", "float"),
+    ("acc.to(torch.float32)", "fib", "float"),
+    ("torch.nn.functional.gelu(acc)", "f", None),
+    ("torch.softmax(acc, -1)", "f", None),
+    ("acc // 2", "i", None),
+    ("acc % 3", "fi", None),
+    ("~acc", "ib", None),
+    ("acc & 1", "i", None),
+    ("acc.logical_not()", "fib", "bool"),
+    ("acc.int().long()", "fib", "int"),
+    ("(acc > 0)", "fi", "bool"),
+    ("acc.sign()", "fi", None),
+    ("torch.nan_to_num(acc)", "f", None),
+    ("acc.type_as(x)", "fib", None),
+]
+BINARY_W = [
+    ("acc + w", "fi", None),
+    ("acc * w", "fib", None),
+    ("acc - w", "fi", None),
+    ("acc / w", "fi", "float"),
+    ("torch.maximum(acc, w)", "fi", None),
+    ("torch.where(w > 0, acc, -acc)", "fi", None),
+    ("acc | w", "ib", None),
+    ("torch.atan2(acc, w)", "f", "float"),
+    ("acc.add(w, alpha=2)", "fi", None),
+    ("(acc == w)", "fib", "bool"),
+]
+BINARY_N = [
+    ("acc * n", "fi", None),
+    ("acc + n", "fi", None),
+    ("acc - n", "fi", None),
+    ("acc / n", "fi", "float"),
+    ("torch.clamp(acc, max=n)", "fi", None),
+    ("acc.masked_fill(acc > 0, n)", "fi", None),
+    ("torch.full_like(acc, n)", "fi", None),
+    ("n * acc + 1", "fi", None),
+    ("acc ** n", "f", None),
+    ("torch.add(acc, n, alpha=2)", "fi", None),
+]
+
+
+def _op(rng, ctx, table):
+    ok = [t for t in table if ctx.kind[0] in t[1]]
+    expr, _, out = _pick(rng, ok)
+    if out is not None:
+        ctx.kind = out
+    elif ctx.kind == "int" and "/" in expr:
+        ctx.kind = "float"
+    return expr
+
+
+def elementwise(rng, ctx):
+    choice = rng.random()
+    if choice < 0.45:
+        return _s("elementwise", "unary op", f"acc = {_op(rng, ctx, UNARY)}")
+    if choice < 0.75:
+        return _s("elementwise", "binary op with a tensor", f"acc = {_op(rng, ctx, BINARY_W)}", needs={"w"})
+    pool = "float" if ctx.kind == "float" and rng.random() < 0.5 else "any"
+    return _s("elementwise", "binary op with a Python number", f"acc = {_op(rng, ctx, BINARY_N)}", needs={"n"}, n_pool=pool)
+
+
+# ---------------------------------------------------------------- reductions, shapes, indexing, matmul
+
+REDUCTIONS = [
+    ("acc = acc.sum()", "fib", "keep_int"),
+    ("acc = acc.sum(0)", "fib", "keep_int"),
+    ("acc = acc.sum(-1, keepdim=True)", "fib", "keep_int"),
+    ("acc = acc.mean()", "f", None),
+    ("acc = acc.amax(-1)", "fi", None),
+    ("acc = acc.prod()", "fi", None),
+    ("acc = torch.cumsum(acc, -1)", "fi", None),
+    ("acc = acc.var()", "f", None),
+    ("acc = acc.argmax()", "fi", "int"),
+    ("acc = acc.max(-1).values", "fi", None),
+]
+SHAPES = [
+    "acc = acc.reshape(-1)",
+    "acc = acc.flatten()",
+    "acc = acc.unsqueeze(0)",
+    "acc = acc.view(-1)",
+    "acc = acc.contiguous().view(-1)",
+    "acc = acc.squeeze()",
+    "acc = acc.expand(2, *acc.shape)",
+    "acc = torch.stack([acc, acc])",
+    "if acc.ndim >= 2:\n    acc = acc.transpose(0, -1)",
+    "if acc.ndim >= 2:\n    acc = acc.mT",
+    "acc = acc.permute(*reversed(range(acc.ndim)))",
+    "if acc.ndim >= 1:\n    acc = torch.cat([acc, acc], -1)",
+    "if acc.ndim >= 1:\n    acc = acc[0]",
+    "if acc.ndim >= 1:\n    acc = acc[..., :2]",
+    "if acc.ndim >= 1:\n    acc = acc[::2]",
+    "if acc.ndim >= 1:\n    acc = acc[-1]",
+    "acc = acc[None]",
+    "if acc.ndim >= 2:\n    acc = acc[:, 1:]",
+    "if acc.ndim == 2 and acc.shape[0] > 1:\n    acc = acc[1:, ::2]",
+]
+MATMUL = [
+    "if acc.ndim == 2:\n    acc = acc @ acc.mT",
+    "if acc.ndim >= 1:\n    acc = acc @ torch.ones(acc.shape[-1], 3, dtype=acc.dtype)",
+    "if acc.ndim >= 1 and w.ndim >= 1 and acc.shape[-1] == w.shape[-1]:\n    acc = torch.matmul(acc, w.mT if w.ndim >= 2 else w)",
+    "if acc.ndim == 2:\n    acc = torch.nn.functional.linear(acc, torch.ones(2, acc.shape[-1], dtype=acc.dtype))",
+]
+QUERIES = [
+    "ret.append(acc.shape)",
+    "ret.append(acc.size())",
+    "ret.append(acc.shape[-1] if acc.ndim else 0)",
+    "ret.append(acc.numel())",
+    "ret.append(acc.dim())",
+    "ret.append(len(acc) if acc.ndim else -1)",
+    "ret.append(acc.stride())",
+    "ret.append(x.stride())",
+    "ret.append(acc.is_contiguous())",
+    "ret.append(x.is_contiguous())",
+    "ret.append(tuple(acc.shape))",
+    "ret.append(acc.size(0) * 2 if acc.ndim else 1)",
+    "ret.append(acc.shape == (2, 3))",
+    "ret.append(x.storage_offset())",
+]
+
+
+def reductions(rng, ctx):
+    choice = rng.random()
+    if choice < 0.3:
+        ok = [r for r in REDUCTIONS if ctx.kind[0] in r[1]]
+        body, _, out = _pick(rng, ok)
+        if out == "keep_int" and ctx.kind == "bool":
+            ctx.kind = "int"
+        elif out == "int":
+            ctx.kind = "int"
+        return _s("reductions", "reduction", body)
+    if choice < 0.65:
+        return _s("reductions", "reshape / view / indexing", _pick(rng, SHAPES))
+    if choice < 0.8:
+        body = _pick(rng, MATMUL)
+        if ctx.kind == "bool":
+            body = body.replace("acc @", "acc.float() @").replace("dtype=acc.dtype", "dtype=torch.float32")
+            ctx.kind = "float"
+        needs = {"w"} if "w" in body.replace("while", "") and "w." in body else set()
+        return _s("reductions", "matmul", body, needs=needs)
+    return _s("reductions", "shape / stride query", _pick(rng, QUERIES))
+
+
+# ---------------------------------------------------------------- branches on tensor metadata
+
+META = [
+    "if x.ndim == 2:\n    acc = acc + 1\nelse:\n    acc = acc - 1",
+    "if x.ndim > 0 and x.shape[0] > 2:\n    acc = acc * 2",
+    "if x.dtype == torch.float32:\n    acc = acc + 1\nelif x.dtype is torch.float64:\n    acc = acc - 1",
+    "if x.is_floating_point():\n    acc = acc * 3",
+    "if x.requires_grad:\n    acc = acc + 2",
+    "if x.is_contiguous():\n    acc = acc + 1\nelse:\n    acc = acc * 2",
+    "if isinstance(x, torch.Tensor):\n    acc = acc + 1",
+    "if type(x) is torch.Tensor:\n    acc = acc + 1",
+    "if x.numel() > 6:\n    acc = acc - 1",
+    "if x.shape == (2, 3):\n    acc = acc * 5",
+    "if x.ndim > 0 and x.stride()[-1] == 1:\n    acc = acc + 3",
+    "if x.ndim >= 2 and x.mT.is_contiguous():\n    acc = acc - 3",
+    "ret.append(x.dtype)",
+    "ret.append(x.device)",
+    "ret.append(x.requires_grad)",
+    "ret.append(acc.requires_grad)",
+    "ret.append(x.is_leaf)",
+    "ret.append(x.grad is None)",
+    "ret.append(acc.dtype == torch.bool)",
+    "if x.dtype in (torch.int64, torch.bool):\n    acc = acc.float()",
+]
+META_N = [
+    "if isinstance(n, torch.Tensor):\n    acc = acc + n\nelif type(n) is int:\n    acc = acc * n\nelif type(n) is bool:\n    acc = acc + 7\nelse:\n    acc = acc - n",
+    "if isinstance(n, float):\n    ret.append('float')\nelif isinstance(n, bool):\n    ret.append('bool')\nelif isinstance(n, int):\n    ret.append('int')",
+    "ret.append(type(n).__name__)",
+]
+
+
+def tensor_meta(rng, ctx):
+    if rng.random() < 0.2:
+        return _s("tensor_meta", "branch on the type of a number", _pick(rng, META_N), needs={"n"}, n_pool="any+tensor")
+    body = _pick(rng, META)
+    if "acc.float()" in body:
+        ctx.kind = "float"
+    return _s("tensor_meta", "branch on tensor metadata", body)
+
+
+# ---------------------------------------------------------------- Python numbers
+
+NUMBER_OPS = [
+    "k = n * 2 + 1\nacc = acc * k\nret.append(k)",
+    "ret.append(n / 2)",
+    "ret.append(n // 2)",
+    "ret.append(-n)",
+    "ret.append(abs(n))",
+    "ret.append(n ** 2)",
+    "ret.append(n == 0)",
+    "ret.append(max(n, 1))",
+    "ret.append(float(n))",
+    "ret.append(int(n))",
+    "ret.append(round(n, 1))",
+    "ret.append(math.floor(n))",
+    "ret.append(math.ceil(n))",
+    "ret.append(math.trunc(n))",
+    "ret.append(math.copysign(1.0, n))",
+    "ret.append(n != n)",
+    "ret.append(math.isnan(n))",
+    "ret.append(str(n))",
+    "ret.append(f'{n:.2f}')",
+    "ret.append(f'n={n}')",
+    "ret.append(format(n, '.1e'))",
+    "ret.append(isinstance(n, int))",
+    "ret.append(type(n) is int)",
+    "ret.append(hash(n))",
+    "ret.append(float(n).is_integer())",
+    "ret.append((10, 20, 30)[int(n) % 3])",
+    "ret.append('abc'[int(n) % 3])",
+    "ret.append({0: 'a', 1: 'b', 2: 'c'}.get(n, 'z'))",
+    "ret.append(n in {1, 2})",
+    "for i in range(int(n) % 4):\n    acc = acc + i",
+    "if n > 2:\n    acc = acc * 2\nelse:\n    acc = acc + 1",
+    "if n:\n    acc = acc + 1",
+    "if n is True:\n    ret.append('is True')",
+    "ret.append(divmod(n, 3))",
+    "ret.append(int(n).bit_length())",
+    "ret.append(n * 1.5 - 1)",
+    "ret.append(n + True)",
+    "ret.append(min(n, 2) * acc.ndim)",
+    "ret.append(n < 1 < 3)",
+    "acc = acc * (n if n == n else 0)",
+    "ret.append(math.sqrt(abs(n)))",
+    "ret.append(n)",
+]
+
+
+def python_numbers(rng, ctx):
+    pool = _pick(rng, ("int", "int", "float", "any"))
+    return _s("python_numbers", "Python arithmetic and branches on a number", _pick(rng, NUMBER_OPS), needs={"n"}, n_pool=pool)
+
+
+# ---------------------------------------------------------------- strings
+
+STRING_OPS = [
+    "if s == 'add':\n    acc = acc + 1\nelif s == 'mul':\n    acc = acc * 2\nelse:\n    acc = acc - 1",
+    "ret.append(s + '!')",
+    "ret.append(s.upper())",
+    "ret.append(len(s))",
+    "acc = acc * len(s)",
+    "if s.startswith('m'):\n    acc = acc * 3",
+    "ret.append(s[0] if s else '')",
+    "ret.append(s * 2)",
+    "if s in ('add', 'sub'):\n    acc = acc + 5",
+    "ret.append(s.split('d'))",
+    "ret.append(f'{s}:{acc.ndim}')",
+    "acc = {'sin': torch.sin, 'relu': torch.relu}.get(s, torch.abs)(acc.float())",
+    "ret.append(hash(s) == hash('add'))",
+    "ret.append(s == '')",
+]
+
+
+def strings(rng, ctx):
+    body = _pick(rng, STRING_OPS)
+    if "acc.float()" in body:
+        ctx.kind = "float"
+    return _s("strings", "Python code on a string argument", body, needs={"s"})
+
+
+# ---------------------------------------------------------------- globals (values)
+
+GLOBAL_NUMBERS = ("2.0", "3", "-0.0", "0.0", "float('nan')", "True", "1", "0.5", "float('inf')")
+
+
+def globals_values(rng, ctx):
+    choice = rng.random()
+    if choice < 0.35:
+        init = _pick(rng, GLOBAL_NUMBERS)
+        muts = [f"G{{u}} = {v}" for v in GLOBAL_NUMBERS if v != init]
+        return _s("globals", "global number rebound", "acc = acc * G{u}\nret.append(G{u})", setup=f"G{{u}} = {init}", mutations=muts)
+    if choice < 0.55:
+        return _s(
+            "globals", "global string rebound",
+            "if NAME{u} == 'a':\n    acc = acc + 1\nelse:\n    ret.append(NAME{u} * 2)",
+            setup="NAME{u} = 'a'", mutations=["NAME{u} = 'b'", "NAME{u} = 'a'", "NAME{u} = ''"],
+        )  # fmt: skip
+    if choice < 0.7:
+        return _s(
+            "globals", "global flag rebound", "if FLAG{u}:\n    acc = acc + 1",
+            setup="FLAG{u} = True", mutations=["FLAG{u} = False", "FLAG{u} = True", "FLAG{u} = 0", "FLAG{u} = None"],
+        )  # fmt: skip
+    if choice < 0.85:
+        return _s(
+            "globals", "global tensor rebound or mutated", "acc = acc + W{u}",
+            setup="W{u} = torch.randn(())",
+            mutations=["W{u} = torch.randn(()) * 3", "W{u}.add_(1)", "W{u} = torch.randn((), dtype=torch.float64)", "W{u} = torch.tensor(2)"],
+        )  # fmt: skip
+    return _s(
+        "globals", "global tuple rebound", "acc = acc * T{u}[0]\nret.append(len(T{u}))",
+        setup="T{u} = (2, 3)", mutations=["T{u} = (5,)", "T{u} = (2.5, 1, 1)", "T{u} = (2, 3)"],
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- global functions, defaults, helper closures
+
+def global_functions(rng, ctx):
+    choice = rng.random()
+    if choice < 0.2:
+        return _s(
+            "global_functions", "global function rebound", "acc = ACT{u}(acc.float())", setup="ACT{u} = torch.relu",
+            mutations=["ACT{u} = torch.tanh", "ACT{u} = torch.sigmoid", "ACT{u} = torch.relu", "ACT{u} = lambda t: t * 2"],
+        ) if _float(ctx) else _s("global_functions", "global function rebound", "acc = ACT{u}(acc)", setup="ACT{u} = torch.abs",
+                                 mutations=["ACT{u} = torch.neg", "ACT{u} = torch.abs", "ACT{u} = lambda t: t * 2"])  # fmt: skip
+    if choice < 0.4:
+        return _s(
+            "global_functions", "helper's __defaults__ changed", "acc = h{u}(acc)",
+            setup="def h{u}(t, k=2):\n    return t * k",
+            mutations=["h{u}.__defaults__ = (3,)", "h{u}.__defaults__ = (-1,)", "h{u}.__defaults__ = (2,)"],
+        )  # fmt: skip
+    if choice < 0.55:
+        return _s(
+            "global_functions", "helper's __kwdefaults__ changed", "acc = h{u}(acc)",
+            setup="def h{u}(t, *, k=2):\n    return t + k",
+            mutations=["h{u}.__kwdefaults__ = {'k': 5}", "h{u}.__kwdefaults__ = {'k': -1}"],
+        )  # fmt: skip
+    if choice < 0.7:
+        return _s(
+            "global_functions", "helper redefined", "acc = h{u}(acc)",
+            setup="def h{u}(t):\n    return t * 2",
+            mutations=["def h{u}(t):\n    return t - 1", "h{u} = lambda t: t + 3", "def h{u}(t):\n    return t * 2"],
+        )  # fmt: skip
+    if choice < 0.85:
+        return _s(
+            "global_functions", "closure cell of a helper changed", "acc = hc{u}(acc)",
+            setup=(
+                "def _mk{u}():\n    c = 2\n    def inner(t):\n        return t * c\n"
+                "    def setc(v):\n        nonlocal c\n        c = v\n    return inner, setc\nhc{u}, set_hc{u} = _mk{u}()"
+            ),
+            mutations=["set_hc{u}(5)", "set_hc{u}(-1)", "set_hc{u}(2)"],
+        )  # fmt: skip
+    return _s(
+        "global_functions", "helper reads a global that changes", "acc = h{u}(acc)",
+        setup="K{u} = 2\ndef h{u}(t):\n    return t * K{u}", mutations=["K{u} = 3", "K{u} = 2", "K{u} = -0.5"],
+    )  # fmt: skip
+
+
+def _float(ctx):
+    ctx.kind = "float"
+    return True
+
+
+# ---------------------------------------------------------------- containers
+
+def containers(rng, ctx):
+    choice = rng.random()
+    if choice < 0.3:
+        reads = _pick(rng, (
+            "acc = acc * len(L{u}) + L{u}[-1]", "for v in L{u}:\n    acc = acc + v", "ret.append(sum(L{u}))",
+            "acc = acc + L{u}[0]\nret.append(list(L{u}))",
+        ))  # fmt: skip
+        return _s(
+            "containers", "global list mutated in place", reads, setup="L{u} = [1, 2]",
+            mutations=["L{u}.append(3)", "L{u}[0] = 7", "L{u}.pop()", "L{u}.insert(0, 0.5)", "L{u}.extend([1, 1])", "L{u}[:] = [2]"],
+        )  # fmt: skip
+    if choice < 0.5:
+        reads = _pick(rng, (
+            "acc = acc * D{u}.get(1, 0.0)", "ret.append(len(D{u}))", "if 3 in D{u}:\n    acc = acc + 1",
+            "for k, v in D{u}.items():\n    acc = acc + k * v", "ret.append(D{u}[2])",
+        ))  # fmt: skip
+        return _s(
+            "containers", "global dict with int keys mutated in place", reads, setup="D{u} = {1: 2.0, 2: 3.0}",
+            mutations=["D{u}[1] = 5.0", "D{u}[3] = 1.0", "D{u}.pop(3, None)", "D{u}[2] = -0.0", "D{u}.clear()", "D{u}.update({1: 2.0, 2: 3.0})"],
+        )  # fmt: skip
+    if choice < 0.65:
+        return _s(
+            "containers", "global config dict mutated in place",
+            "if CFG{u}['act'] == 'relu':\n    acc = torch.relu(acc)\nacc = acc * CFG{u}['scale']",
+            setup="CFG{u} = {'act': 'relu', 'scale': 2.0}",
+            mutations=["CFG{u}['act'] = 'none'", "CFG{u}['scale'] = 3", "CFG{u}['act'] = 'relu'", "CFG{u}['scale'] = float('nan')"],
+        )  # fmt: skip
+    if choice < 0.85:
+        reads = _pick(rng, (
+            "if 2 in S{u}:\n    acc = acc + 1", "ret.append(len(S{u}))", "ret.append(sorted(S{u}))",
+            "if n in S{u}:\n    acc = acc * 2",
+        ))  # fmt: skip
+        return _s(
+            "containers", "global set mutated in place", reads, setup="S{u} = {1, 2}",
+            mutations=["S{u}.add(3)", "S{u}.discard(2)", "S{u}.add(2)", "S{u}.clear()"],
+            needs={"n"} if "n in" in reads else (), n_pool="int",
+        )  # fmt: skip
+    return _s(
+        "containers", "nested global list mutated in place", "acc = acc + NL{u}[0][1]",
+        setup="NL{u} = [[1, 2], [3]]", mutations=["NL{u}[0][1] = 9", "NL{u}[0] = [4, 5]", "NL{u}[0][1] = 2"],
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- closures (program built in a factory)
+
+def closures(rng, ctx):
+    choice = rng.random()
+    if choice < 0.35:
+        return _s(
+            "closures", "closure number rebound (nonlocal setter)", "acc = acc * k{u}\nret.append(k{u})",
+            cells={"k{u}": "2.0"}, mutations=["set_k{u}(3.0)", "set_k{u}(-0.0)", "set_k{u}(2)", "set_k{u}(float('nan'))", "set_k{u}(True)"],
+        )  # fmt: skip
+    if choice < 0.55:
+        return _s(
+            "closures", "closure string rebound", "if mode{u} == 'a':\n    acc = acc + 1\nelse:\n    acc = acc - 1",
+            cells={"mode{u}": "'a'"}, mutations=["set_mode{u}('b')", "set_mode{u}('a')"],
+        )  # fmt: skip
+    if choice < 0.75:
+        return _s(
+            "closures", "closure function rebound", "acc = fn{u}(acc)",
+            cells={"fn{u}": "torch.abs"}, mutations=["set_fn{u}(torch.neg)", "set_fn{u}(lambda t: t * 3)", "set_fn{u}(torch.abs)"],
+        )  # fmt: skip
+    return _s(
+        "closures", "closure list mutated in place", "acc = acc + len(cl{u})\nret.append(list(cl{u}))",
+        setup="_shared{u} = [1, 2]", cells={"cl{u}": "_shared{u}"},
+        mutations=["_shared{u}.append(3)", "_shared{u}.clear()", "set_cl{u}([5])"],
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- attributes of modules and objects
+
+def objects(rng, ctx):
+    choice = rng.random()
+    if choice < 0.2:
+        return _s(
+            "objects", "owner's number attribute changed", "acc = acc * {M}.scale",
+            mutations=["m.scale = 3.0", "m.scale = -0.0", "m.scale = 2", "m.scale = float('nan')", "m.scale = 2.0"],
+            needs={"owner"},
+        )  # fmt: skip
+    if choice < 0.35:
+        return _s(
+            "objects", "training flag changed", "if {M}.training:\n    acc = acc + 1\nelse:\n    acc = acc - 1",
+            mutations=["m.train(False)", "m.train(True)"], needs={"owner"},
+        )  # fmt: skip
+    if choice < 0.5:
+        return _s(
+            "objects", "Dropout.p changed (0 or 1)", "if acc.is_floating_point():\n    acc = {M}.drop(acc)",
+            mutations=["m.drop.p = 1.0", "m.drop.p = 0.0", "m.train(False)", "m.train(True)"], needs={"owner"},
+        )  # fmt: skip
+    if choice < 0.6:
+        return _s(
+            "objects", "owner's string attribute changed", "if {M}.mode == 'sum':\n    acc = acc.sum()\nret.append({M}.mode)",
+            mutations=["m.mode = 'mean'", "m.mode = 'sum'"], needs={"owner"},
+        )  # fmt: skip
+    if choice < 0.8:
+        return _s(
+            "objects", "owner's Linear changed", "ret.append({M}.lin(x.to(torch.float32)))",
+            mutations=[
+                "m.lin.weight.data.mul_(2)", "m.lin.bias = None", "m.lin = torch.nn.Linear(4, 4)",
+                "m.lin.weight.requires_grad_(False)", "m.lin.weight = torch.nn.Parameter(torch.ones(4, 4))",
+            ],
+            needs={"owner", "lastdim4"},
+        )  # fmt: skip
+    if choice < 0.9:
+        return _s(
+            "objects", "owner's buffer changed", "acc = acc + {M}.buf",
+            mutations=["m.buf.add_(1)", "m.buf = torch.zeros(())", "m.buf = torch.ones((), dtype=torch.float64)"],
+            needs={"owner"},
+        )  # fmt: skip
+    return _s(
+        "objects", "attribute of a plain global object changed", "acc = acc + cfg{u}.shift\nif cfg{u}.flag:\n    acc = acc * 2",
+        setup="class _Cfg{u}:\n    pass\ncfg{u} = _Cfg{u}()\ncfg{u}.shift = 1\ncfg{u}.flag = True",
+        mutations=["cfg{u}.shift = 2.5", "cfg{u}.flag = False", "cfg{u}.shift = -0.0", "cfg{u}.flag = True", "del cfg{u}.flag"],
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- Python side effects
+
+def side_effects(rng, ctx):
+    choice = rng.random()
+    if choice < 0.2:
+        item = _pick(rng, ("n", "acc.shape", "acc.ndim", "acc", "(n, s)"))
+        needs = {"n"} | ({"s"} if "s" in item.replace("shape", "") else set())
+        extra = "\nacc = acc * len(LOG{u})" if rng.random() < 0.4 else ""
+        return _s("side_effects", f"append {item} to a global list", f"LOG{{u}}.append({item}){extra}",
+                  setup="LOG{u} = []", state=("LOG{u}",), needs=needs, mutations=["LOG{u}.clear()"])  # fmt: skip
+    if choice < 0.35:
+        return _s("side_effects", "set items of a global dict", "D{u}['last'] = n\nD{u}[len(D{u})] = acc.ndim",
+                  setup="D{u} = {}", state=("D{u}",), needs={"n"})  # fmt: skip
+    if choice < 0.55:
+        body = _pick(rng, (
+            "print('acc', tuple(acc.shape), n)", "print(s, end='|')", "print(f'n={n} ndim={acc.ndim}')",
+            "print('dtype', acc.dtype)", "print(n, s, sep=',')",
+        ))  # fmt: skip
+        needs = {x for x in ("n", "s") if f"{x}," in body or f"{x})" in body or "{" + x in body or f" {x}" in body}
+        return _s("side_effects", "print", body, needs=needs or {"n"})
+    if choice < 0.7:
+        return _s("side_effects", "set attributes on a global object", "o{u}.count = o{u}.count + 1\no{u}.last = n",
+                  setup="class _O{u}:\n    pass\no{u} = _O{u}()\no{u}.count = 0", state=("o{u}",), needs={"n"})  # fmt: skip
+    if choice < 0.8:
+        return _s("side_effects", "rebind a global (global statement)", "global CNT{u}\nCNT{u} = CNT{u} + 1\nret.append(CNT{u})",
+                  setup="CNT{u} = 0", state=("CNT{u}",))  # fmt: skip
+    if choice < 0.9:
+        return _s("side_effects", "mutate an argument list", "lst.append(acc.ndim)\nret.append(len(lst))", needs={"lst"})
+    return _s("side_effects", "set an attribute of the owner", "{M}.calls = {M}.calls + 1", needs={"owner"}, state=("m",))
+
+
+# ---------------------------------------------------------------- in-place tensor ops
+
+INPLACE = [
+    "acc = acc * 2\nacc.add_(1)",
+    "a{u} = acc + 1\nb{u} = acc + 1\na{u}.mul_(2)\nret.append(b{u})",
+    "t{u} = acc * 1\nif t{u}.ndim >= 1:\n    t{u}[0].fill_(5)\nret.append(t{u})",
+    "t{u} = acc * 1\nv{u} = t{u}.view(-1) if t{u}.is_contiguous() else t{u}\nv{u}.mul_(0)\nret.append(t{u})",
+    "x.add_(1)",
+    "x.mul_(2)",
+    "acc = acc.clamp(-5, 5)\nacc.clamp_(min=0)",
+    "acc = acc + 0\nacc.relu_()",
+    "t{u} = acc.clone()\nif t{u}.ndim >= 1:\n    t{u}[0] = 3\nret.append(t{u})",
+    "t{u} = acc.clone()\nt{u}[t{u} > 0] = 0\nret.append(t{u})",
+    "x.detach().mul_(2)",
+    "acc = acc + 0\nacc.copy_(w)",
+    "t{u} = acc.clone()\nt{u}.zero_()\nacc = acc + t{u}",
+    "t{u} = acc * 1\nu{u} = t{u} * 1\nt{u}.add_(1)\nret.append(u{u})\nret.append(t{u})",
+]
+
+
+def inplace(rng, ctx):
+    body = _pick(rng, INPLACE)
+    return _s("inplace", "in-place op", body, needs={"w"} if "w)" in body else ())
+
+
+# ---------------------------------------------------------------- Python needs a tensor value (must fail clearly)
+
+VALUE_DEPENDENT = [
+    "if acc.sum() > 0:\n    acc = acc + 1",
+    "if x.any():\n    acc = acc * 2",
+    "ret.append(bool(x.all()))",
+    "ret.append(float(acc.sum()))",
+    "ret.append(acc.sum().item())",
+    "ret.append(int(acc.sum()))",
+    "ret.append(acc.tolist())",
+    "print(acc)",
+    "ret.append(str(acc))",
+    "ret.append(f'{acc}')",
+    "acc = acc[acc > 0]",
+    "acc = torch.nonzero(acc)",
+    "while acc.sum() > 100:\n    acc = acc / 2",
+    "ret.append(acc.max() > 1)",
+]
+
+
+def value_dependent(rng, ctx):
+    body = _pick(rng, VALUE_DEPENDENT)
+    if "nonzero" in body:
+        ctx.kind = "int"
+    return _s("value_dependent", "Python needs a tensor value", body)
+
+
+# ---------------------------------------------------------------- ops eager rejects (thunder must reject them too)
+
+EAGER_ERRORS = [
+    "_ = -(x > 0)\nacc = acc + 0",
+    "_ = x.view(-1)\nacc = acc + 0",
+    "_ = x @ torch.ones(x.shape[-1] + 1) if x.ndim else x\nacc = acc + 0",
+    "_ = torch.ones(3) + torch.ones(4)",
+    "_ = x.sum(5)",
+    "_ = x[100] if x.ndim else x\nacc = acc + 0",
+    "_ = x.reshape(7, -1)",
+    "_ = x.long() // 0",
+    "_ = (x > 0) - (x > 0)",
+    "_ = x.float() & 1",
+    "_ = torch.cat([x, torch.ones(2, 2, 2, 2, 2)])",
+    "_ = x.expand(5, 5, 5, 5, 5)",
+    "_ = torch.sigmoid(x.long())",
+    "_ = x.to(torch.float32).mean(dtype=torch.int64)",
+]
+
+
+def eager_errors(rng, ctx):
+    return _s("eager_errors", "an op eager rejects", _pick(rng, EAGER_ERRORS))
+
+
+# ---------------------------------------------------------------- values taken from the world on every call
+
+def randomness(rng, ctx):
+    body = _pick(rng, (
+        "acc = acc * random.random()", "acc = acc + random.randint(0, 3)", "ret.append(random.choice(['a', 'b', 'c']))",
+        "ret.append(random.random())",
+    ))  # fmt: skip
+    if "random.random()" in body and "acc" in body:
+        ctx.kind = "float"
+    return _s("randomness", "Python random on every call", body)
+
+
+# ---------------------------------------------------------------- iterators and iterables as arguments
+
+def iterators(rng, ctx):
+    body = _pick(rng, (
+        "for v in it:\n    acc = acc + (v[0] if isinstance(v, tuple) else v)",
+        "ret.append(list(it))",
+        "ret.append(sum(1 for _ in it))",
+    ))  # fmt: skip
+    return _s("iterators", "iterator or iterable argument", body, needs={"it"})
+
+
+# ---------------------------------------------------------------- calls: helpers, partial, nested jit, no_grad
+
+def calls(rng, ctx):
+    choice = rng.random()
+    if choice < 0.2:
+        return _s("calls", "helper with *args/**kwargs", "acc = hv{u}(acc, 2, k=3)",
+                  setup="def hv{u}(t, *args, **kwargs):\n    return t * args[0] + kwargs['k']")  # fmt: skip
+    if choice < 0.35:
+        return _s("calls", "functools.partial with keywords", "acc = P{u}(acc, 1)",
+                  setup="P{u} = functools.partial(torch.add, alpha=2)",
+                  mutations=["P{u} = functools.partial(torch.add, alpha=3)"])  # fmt: skip
+    if choice < 0.5:
+        return _s("calls", "calls another jitted function", "acc = J{u}(acc)",
+                  setup="J{u} = thunder.jit(lambda t: t * 2 + 1)")  # fmt: skip
+    if choice < 0.65:
+        return _s("calls", "torch.no_grad block", "with torch.no_grad():\n    c{u} = acc * 2\nacc = acc + c{u}")
+    if choice < 0.8:
+        return _s("calls", "try/except in the program",
+                  "try:\n    acc = acc + acc[5]\nexcept IndexError:\n    acc = acc - 1")  # fmt: skip
+    if choice < 0.9:
+        return _s("calls", "generator expression and builtins", "acc = acc + sum(i * i for i in range(3))\nret.append(sorted([3, 1, 2]))")
+    return _s("calls", "lambda and map", "ret.append(list(map(lambda v: v * 2, [1, 2])))\nacc = (lambda t: t + 1)(acc)")
+
+
+FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
+    "elementwise": elementwise,
+    "reductions": reductions,
+    "tensor_meta": tensor_meta,
+    "python_numbers": python_numbers,
+    "strings": strings,
+    "globals": globals_values,
+    "global_functions": global_functions,
+    "containers": containers,
+    "closures": closures,
+    "objects": objects,
+    "side_effects": side_effects,
+    "inplace": inplace,
+    "value_dependent": value_dependent,
+    "eager_errors": eager_errors,
+    "randomness": randomness,
+    "iterators": iterators,
+    "calls": calls,
+}
