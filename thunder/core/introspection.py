@@ -5,25 +5,355 @@ but the program must see what eager sees: ``isinstance(t, torch.Tensor)``, ``typ
 tracer consults ``lookaside`` before every call and ``proxy_attribute`` after every attribute load
 on a proxy.
 
-Layer: tracing. Imports: core, torch.
+Note [Eager types]
+Every traced value has an *eager type*: the type the value has when the program runs eagerly.
+A ``TensorProxy`` is a ``torch.Tensor``, or, for an input, the type of the tensor it stands for
+(``torch.nn.Parameter``, a subclass; the tracer reports inputs through ``note_input``); a
+``SymInt`` is an ``int``, a ``SymFloat`` a ``float``. Traced code asks through ``type``,
+``isinstance``, ``__class__``, ``hasattr``/``getattr`` and gets answers about the eager type.
+The answers are given only to traced code (through the lookaside): thunder's own code, which
+runs natively, still tells proxies from tensors with ``isinstance(x, TensorProxy)``.
+Attributes a proxy has but eager's value lacks (``TensorProxy.name``, ``SymInt.expr``) are not
+visible to traced code.
+
+Note [Native consumers of symbolic numbers]
+A ``SymInt`` is an ``int`` subclass, and C code that reads an int (``range``, ``chr``, ``math.gcd``,
+``struct.pack``, a ``str`` method, ``tuple.__getitem__`` called explicitly ...) reads its value
+without calling any method, so a trace would silently specialise on it. Calls of such functions
+from traced code are looked aside: their symbolic arguments are concretised first, which records
+``expr == value`` as a constraint (see Note [Symbolic values] in ``symbolic``). Functions that
+reach the number through its methods (``math.floor``, ``math.prod``, ``max``, ``sum``, dict
+lookups through ``__hash__``) keep it symbolic and need nothing here.
+
+Layer: tracing. Imports: core, core.interpreter, and (lazily) the torch language's symbol table.
 """
 
 from __future__ import annotations
 
+import builtins
+import itertools
+import math
+import operator
+import struct
+import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-_LOOKASIDES: dict[Callable, Callable] = {}
+import torch
+
+from thunder.core.errors import UnsupportedOpError
+from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
+from thunder.core.interpreter.runtime import current_runtime
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.symbolic import SymFloat, SymInt
+
+# --- eager types -------------------------------------------------------------------------------
+
+# id(input proxy) -> (weak reference to it, the type of the tensor it stands for), for inputs
+# whose type is not exactly torch.Tensor. Keyed by id: a proxy's ``==`` is a traced op.
+_input_types: dict[int, tuple[weakref.ref, type]] = {}
+
+
+def note_input(proxy: TensorProxy, value: Any) -> None:
+    """Called by the tracer for each input tensor: ``proxy`` stands for ``value`` (see Note [Eager types])."""
+    typ = type(value)
+    if typ is torch.Tensor:
+        return
+    key = id(proxy)
+
+    def forget(ref, key=key):
+        entry = _input_types.get(key)
+        if entry is not None and entry[0] is ref:
+            del _input_types[key]
+
+    _input_types[key] = (weakref.ref(proxy, forget), typ)
+
+
+def eager_type(x: Any) -> type:
+    """The type ``x`` has when the program runs eagerly (see Note [Eager types])."""
+    typ = type(x)
+    if typ is SymInt:
+        return int
+    if typ is SymFloat:
+        return float
+    if isinstance(x, TensorProxy):
+        entry = _input_types.get(id(x))
+        if entry is not None and entry[0]() is x:
+            return entry[1]
+        return torch.Tensor
+    if isinstance(x, NumberProxy):
+        return x.python_type
+    return typ
+
+
+def _is_traced(x: Any) -> bool:
+    return isinstance(x, (Proxy, SymInt, SymFloat))
+
+
+def _type(*args, **kwargs):
+    if len(args) == 1 and not kwargs:
+        return eager_type(args[0])
+    return type(*args, **kwargs)  # type(name, bases, namespace): what the interpreter runs for it too
+
+
+def _eager_isinstance(obj: Any, classinfo) -> bool:
+    if not _is_traced(obj):
+        return isinstance(obj, classinfo)
+    try:
+        if issubclass(eager_type(obj), classinfo):
+            return True
+    except TypeError:  # classinfo that only checks instances (a data protocol): ask the value itself
+        pass
+    # Thunder's own classes (``TensorProxy``, ``SymInt``) still answer for themselves.
+    return isinstance(obj, classinfo)
+
+
+def _isinstance(obj, classinfo, /) -> bool:
+    return _eager_isinstance(obj, classinfo)
+
+
+# --- attributes --------------------------------------------------------------------------------
+
+
+def _check_visible(obj: Any, name: str) -> None:
+    """Raises eager's AttributeError for an attribute the proxy has but eager's value lacks."""
+    if not isinstance(name, str) or name.startswith("__"):
+        return
+    et = eager_type(obj)
+    if et is type(obj) or hasattr(et, name):
+        return
+    raise AttributeError(f"'{et.__name__}' object has no attribute '{name}'")
+
+
+def proxy_attribute(obj: Any, name: str, value: Any) -> Any:
+    """What traced code sees for ``obj.name`` when ``obj`` is a traced value (``value`` is what was loaded)."""
+    if not _is_traced(obj):
+        return value
+    if name == "__class__":
+        return eager_type(obj)
+    _check_visible(obj, name)
+    return value
+
+
+def _load_attr(obj: Any, name: str) -> Any:
+    """``obj.name`` as the interpreted program's LOAD_ATTR does it (properties interpreted, the tracer told)."""
+    ctx = current_runtime()
+    if ctx is None or not isinstance(name, str):
+        return getattr(obj, name)
+    value = _interpreter_load_attr(ctx, obj, name)
+    cb = ctx.cb_load_attr
+    return cb(obj, name, value) if cb is not None else value
+
+
+def _getattr(obj, name, *default):
+    if len(default) > 1:
+        raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
+    if not isinstance(name, str):
+        raise TypeError(f"attribute name must be string, not '{type(name).__name__}'")
+    if not default:
+        return _load_attr(obj, name)
+    try:
+        return _load_attr(obj, name)
+    except AttributeError:
+        return default[0]
+
+
+def _hasattr(obj, name, /) -> bool:
+    if not isinstance(name, str):
+        raise TypeError(f"attribute name must be string, not '{type(name).__name__}'")
+    try:
+        _load_attr(obj, name)
+    except AttributeError:
+        return False
+    except UnsupportedOpError:
+        # A Tensor attribute thunder does not implement yet: eager has it. Using it fails clearly.
+        if isinstance(obj, TensorProxy) and hasattr(eager_type(obj), name):
+            return True
+        raise
+    return True
+
+
+def _len(obj, /):
+    if isinstance(obj, TensorProxy):
+        return obj.__len__()  # a symbolic dim stays symbolic (native len() would read its value)
+    return len(obj)
+
+
+# --- symbolic numbers read natively ------------------------------------------------------------
+
+
+def _pin(x: Any) -> Any:
+    """The plain value of a symbolic number (recording the constraint), anything else unchanged."""
+    typ = type(x)
+    if typ is SymInt:
+        return x.__index__()
+    if typ is SymFloat:
+        return x.__float__()
+    return x
+
+
+def _has_symbolic(args: tuple, kwargs: dict | None) -> bool:
+    return any(type(a) in (SymInt, SymFloat) for a in args) or bool(
+        kwargs and any(type(v) in (SymInt, SymFloat) for v in kwargs.values())
+    )
+
+
+def _pinning(fn: Callable, first: int = 0) -> Callable:
+    """``fn`` called with its symbolic arguments from position ``first`` on concretised."""
+
+    def call(*args, **kwargs):
+        if _has_symbolic(args, kwargs):
+            args = args[:first] + tuple(_pin(a) for a in args[first:])
+            kwargs = {k: _pin(v) for k, v in kwargs.items()}
+        return fn(*args, **kwargs)
+
+    call.__name__ = getattr(fn, "__name__", "call")
+    call.__wrapped__ = fn
+    return call
+
+
+# Types whose C methods read int arguments natively (indices, widths, counts).
+_SEQUENCE_TYPES = (str, bytes, bytearray, list, tuple, range, memoryview)
+# Methods of these that only read: concretising their int arguments is safe. (Mutating methods of
+# lists are left to the tracer, which reports mutations of outside containers.)
+_READING_METHODS = frozenset({"__getitem__", "index", "count", "__mul__", "__rmul__"})
+# math functions that reach the number through its methods and keep it symbolic.
+_MATH_SYMBOLIC = frozenset({"floor", "ceil", "trunc", "prod"})
+
+
+def _native_consumers() -> dict[Callable, Callable]:
+    table: dict[Callable, Callable] = {}
+    # (Not ``slice``: a slice keeps the number, and slicing a tensor with it stays symbolic.)
+    for fn in (builtins.range, builtins.chr, builtins.hex, builtins.oct, builtins.bin, builtins.bytes,
+               builtins.bytearray, builtins.enumerate, operator.index, struct.pack, struct.pack_into,
+               struct.Struct.pack):  # fmt: skip
+        table[fn] = _pinning(fn)
+    for name, fn in vars(math).items():
+        if callable(fn) and not name.startswith("_") and name not in _MATH_SYMBOLIC:
+            table[fn] = _pinning(fn)
+    for name, fn in vars(itertools).items():
+        if callable(fn) and not name.startswith("_"):
+            table[fn] = _pinning(fn)
+    for fn in (operator.getitem, operator.indexOf, operator.countOf):
+        table[fn] = _sequence_pinning(fn)
+    return table
+
+
+def _sequence_pinning(fn: Callable) -> Callable:
+    """``operator.getitem`` and friends: concretise the index only when the container is a builtin sequence."""
+
+    def call(container, *args):
+        if isinstance(container, _SEQUENCE_TYPES) and _has_symbolic(args, None):
+            args = tuple(_pin(a) for a in args)
+        return fn(container, *args)
+
+    call.__name__ = fn.__name__
+    call.__wrapped__ = fn
+    return call
+
+
+def _builtin_method_lookaside(fn: Callable) -> Callable | None:
+    """A bound C method of a builtin sequence (``"ab".ljust(n)``, ``(1, 2)[n]`` spelled as a call)."""
+    owner = fn.__self__
+    if isinstance(owner, (str, bytes)) or (isinstance(owner, _SEQUENCE_TYPES) and fn.__name__ in _READING_METHODS):
+        return _pinning(fn)
+    return None
+
+
+# --- unbound methods -----------------------------------------------------------------------------
+
+
+def _numeric_method(fn: Callable) -> Callable:
+    """``int.bit_length(n)``, ``float.is_integer(x)``, ``int.__add__(n, 1)``: a symbolic receiver uses its
+    own method; a plain receiver gets its other symbolic arguments concretised (the method reads them
+    natively)."""
+    name = fn.__name__
+
+    def call(*args, **kwargs):
+        if args and type(args[0]) in (SymInt, SymFloat):
+            return getattr(type(args[0]), name)(*args, **kwargs)
+        if _has_symbolic(args, kwargs):
+            return fn(*(_pin(a) for a in args), **{k: _pin(v) for k, v in kwargs.items()})
+        return fn(*args, **kwargs)
+
+    call.__name__ = name
+    call.__wrapped__ = fn
+    return call
+
+
+def _tensor_method(fn: Callable, name: str) -> Callable:
+    """``torch.Tensor.<name>(x, ...)`` with a traced ``x``: the bound method of the proxy, as in eager."""
+
+    def call(*args, **kwargs):
+        if args and isinstance(args[0], TensorProxy):
+            return getattr(args[0], name)(*args[1:], **kwargs)
+        return fn(*args, **kwargs)
+
+    call.__name__ = name
+    call.__wrapped__ = fn
+    return call
+
+
+def _unbound_method_lookaside(fn: Callable) -> Callable | None:
+    objclass = getattr(fn, "__objclass__", None)
+    if objclass is int or objclass is float:
+        return _numeric_method(fn)
+    if objclass in _SEQUENCE_TYPES:
+        if objclass in (str, bytes) or fn.__name__ in _READING_METHODS:
+            return _pinning(fn, first=1)
+        return None
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    if objclass is not None and not issubclass(torch.Tensor, objclass):
+        return None
+    try:
+        if getattr(torch.Tensor, name, None) is not fn:
+            return None
+    except Exception:  # a Tensor attribute whose lookup fails
+        return None
+    from thunder.torch import torch_to_thunder_map
+
+    if fn in torch_to_thunder_map:  # the tracer maps it to its symbol
+        return None
+    return _tensor_method(fn, name)
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+_LOOKASIDES: dict[Callable, Callable] = {
+    builtins.type: _type,
+    builtins.isinstance: _isinstance,
+    builtins.getattr: _getattr,
+    builtins.hasattr: _hasattr,
+    builtins.len: _len,
+    **_native_consumers(),
+}
+_unbound_cache: dict[Callable, Callable | None] = {}
 
 
 def lookaside(fn: Callable) -> Callable | None:
     """The replacement for ``fn`` when traced code calls it, or None."""
     try:
-        return _LOOKASIDES.get(fn)
+        found = _LOOKASIDES.get(fn)
     except TypeError:  # unhashable callable
         return None
-
-
-def proxy_attribute(obj: Any, name: str, value: Any) -> Any:
-    """What traced code sees for ``obj.name`` when ``obj`` is a traced value (``value`` is what was loaded)."""
-    return value
+    if found is not None:
+        return found
+    typ = type(fn)
+    if typ is types.BuiltinMethodType:
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, _SEQUENCE_TYPES):
+            return _builtin_method_lookaside(fn)
+        return None
+    if typ in (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType):
+        try:
+            return _unbound_cache[fn]
+        except KeyError:
+            pass
+        replacement = _unbound_method_lookaside(fn)
+        if typ is not types.FunctionType or replacement is not None:
+            _unbound_cache[fn] = replacement
+        return replacement
+    return None

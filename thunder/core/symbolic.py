@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from collections.abc import Iterator
 
 # The ordered set of constraint expressions being recorded, per thread (a ContextVar, not a
@@ -62,6 +63,8 @@ _INVERSE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 def _cmp(op: str, pyop):
     def method(self, other):
+        if isinstance(other, complex):  # complex compares the value natively: pin it
+            return pyop(_concretize(self, self._base), other)
         if not isinstance(other, (int, float)):
             return NotImplemented
         result = pyop(self.value, other.value if _is_sym(other) else other)
@@ -74,7 +77,11 @@ def _cmp(op: str, pyop):
 
 def _arith(op: str, pyop, reflected: bool = False):
     def method(self, other):
-        if isinstance(other, bool) or not isinstance(other, (int, float)):
+        if isinstance(other, complex) or (op == "*" and isinstance(other, _SEQUENCES)):
+            # complex arithmetic and sequence repetition read the value natively: pin it.
+            a, b = (other, _concretize(self, self._base)) if reflected else (_concretize(self, self._base), other)
+            return pyop(a, b)
+        if not isinstance(other, (int, float)):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)
         av = a.value if _is_sym(a) else a
@@ -85,9 +92,29 @@ def _arith(op: str, pyop, reflected: bool = False):
     return method
 
 
+# Sequences whose repetition (``[0] * n``) reads an int natively.
+_SEQUENCES = (list, tuple, str, bytes, bytearray)
+
+
+def value_constraint(expr: str, value) -> str:
+    """A Python expression that holds exactly when ``expr`` evaluates to ``value`` (``-0.0``, nan, inf included)."""
+    if type(value) is float and (value == 0.0 or value != value or value in (math.inf, -math.inf)):
+        return f"repr({expr}) == {repr(value)!r}"
+    return f"{expr} == {value!r}"
+
+
 def _concretize(self, kind):
-    _record(f"{self.expr} == {self.value!r}")
+    """The plain value of a symbolic number, recording that the trace relies on it."""
+    _record(value_constraint(self.expr, self.value))
     return kind(self.value)
+
+
+def _finite(self) -> None:
+    """Records that a float is finite (``math.floor`` and friends raise otherwise)."""
+    if self.value - self.value == 0:
+        _record(f"{self.expr} - {self.expr} == 0")
+    else:
+        _concretize(self, float)
 
 
 def make_symbolic(value, expr: str, names: frozenset):
@@ -151,33 +178,64 @@ class _SymbolicMixin:
         return result
 
     def __hash__(self):
-        return hash(self.value)
+        # Dicts and sets hash natively and compare with ``==`` only on a hash match, so a lookup that
+        # misses would record nothing: the hash itself pins the value.
+        return hash(_concretize(self, self._base))
 
-    def __pow__(self, other):
-        return _concretize(self, type(self.value)) ** other
+    def __pow__(self, other, mod=None):
+        base = _concretize(self, self._base)
+        return pow(base, other) if mod is None else pow(base, other, mod)
 
-    def __rpow__(self, other):
-        return other ** _concretize(self, type(self.value))
+    def __rpow__(self, other, mod=None):
+        exp = _concretize(self, self._base)
+        return pow(other, exp) if mod is None else pow(other, exp, mod)
 
     def __divmod__(self, other):
-        return divmod(_concretize(self, type(self.value)), other)
+        q = self.__floordiv__(other)
+        return q if q is NotImplemented else (q, self.__mod__(other))
 
-    def __round__(self, ndigits=None):
-        return round(_concretize(self, type(self.value)), ndigits)
+    def __rdivmod__(self, other):
+        q = self.__rfloordiv__(other)
+        return q if q is NotImplemented else (q, self.__rmod__(other))
 
-    def __trunc__(self):
-        return int(_concretize(self, type(self.value)))
-
+    # Text and serialisation read the value: each pins it (see Note [Symbolic values]).
     def __repr__(self) -> str:
-        return repr(self.value)
+        return repr(_concretize(self, self._base))
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return str(_concretize(self, self._base))
 
     def __format__(self, spec):
-        return format(self.value, spec)
+        return format(_concretize(self, self._base), spec)
 
     def __reduce__(self):
-        return (type(self.value), (self.value,))
+        return (self._base, (_concretize(self, self._base),))
+
+    def __getnewargs__(self):
+        return (_concretize(self, self._base),)
+
+    # Numbers are immutable: a copy is the same symbolic number (``copy.deepcopy`` would otherwise
+    # go through ``__reduce__`` and return a plain number).
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def conjugate(self):
+        return self
+
+    @property
+    def real(self):
+        return self
+
+    @property
+    def imag(self):
+        return self._base(0)
+
+
+def _ndigits(ndigits):
+    return ndigits.__index__() if _is_sym(ndigits) else ndigits
 
 
 class SymInt(_SymbolicMixin, int):
@@ -209,8 +267,58 @@ class SymInt(_SymbolicMixin, int):
     def __rshift__(self, other):
         return _concretize(self, int) >> other
 
+    def __rand__(self, other):
+        return other & _concretize(self, int)
+
+    def __ror__(self, other):
+        return other | _concretize(self, int)
+
+    def __rxor__(self, other):
+        return other ^ _concretize(self, int)
+
+    def __rlshift__(self, other):
+        return other << _concretize(self, int)
+
+    def __rrshift__(self, other):
+        return other >> _concretize(self, int)
+
     def __invert__(self):
         return make_symbolic(~self.value, f"(~{self.expr})", self.names)
+
+    # Rounding an int is the identity: the result stays symbolic, nothing is pinned.
+    def __trunc__(self):
+        return self
+
+    __floor__ = __ceil__ = __trunc__
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            return self
+        ndigits = _ndigits(ndigits)
+        return make_symbolic(round(self.value, ndigits), f"round({self.expr}, {ndigits!r})", self.names)
+
+    def bit_length(self):
+        return make_symbolic(self.value.bit_length(), f"({self.expr}).bit_length()", self.names)
+
+    def bit_count(self):
+        return make_symbolic(self.value.bit_count(), f"({self.expr}).bit_count()", self.names)
+
+    def is_integer(self):
+        return True
+
+    def as_integer_ratio(self):
+        return (self, 1)
+
+    def to_bytes(self, *args, **kwargs):
+        return _concretize(self, int).to_bytes(*args, **kwargs)
+
+    @property
+    def numerator(self):
+        return self
+
+    @property
+    def denominator(self):
+        return 1
 
 
 class SymFloat(_SymbolicMixin, float):
@@ -224,6 +332,37 @@ class SymFloat(_SymbolicMixin, float):
     def __int__(self):
         return int(_concretize(self, float))
 
+    # Rounding to an int keeps the expression; it raises for nan and inf, so finiteness is recorded.
+    def __trunc__(self):
+        _finite(self)
+        return make_symbolic(math.trunc(self.value), f"int({self.expr})", self.names)
+
+    def __floor__(self):
+        _finite(self)
+        return make_symbolic(math.floor(self.value), f"int({self.expr} // 1)", self.names)
+
+    def __ceil__(self):
+        _finite(self)
+        return make_symbolic(math.ceil(self.value), f"(-int(-{self.expr} // 1))", self.names)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            _finite(self)
+            return make_symbolic(round(self.value), f"round({self.expr})", self.names)
+        ndigits = _ndigits(ndigits)
+        return make_symbolic(round(self.value, ndigits), f"round({self.expr}, {ndigits!r})", self.names)
+
+    def is_integer(self):
+        result = self.value.is_integer()
+        _record(f"({self.expr}).is_integer()" if result else f"not ({self.expr}).is_integer()")
+        return result
+
+    def as_integer_ratio(self):
+        return _concretize(self, float).as_integer_ratio()
+
+    def hex(self):
+        return _concretize(self, float).hex()
+
 
 def _make_methods_opaque() -> None:
     # The interpreter runs these natively: they are thunder's bookkeeping, not the user's program.
@@ -231,7 +370,11 @@ def _make_methods_opaque() -> None:
 
     for cls in (_SymbolicMixin, SymInt, SymFloat):
         for attr in list(vars(cls).values()):
-            if callable(attr) and not isinstance(attr, (type, staticmethod, classmethod)):
+            if isinstance(attr, property):
+                attr = attr.fget
+            elif isinstance(attr, staticmethod):
+                attr = attr.__func__
+            if callable(attr) and not isinstance(attr, (type, classmethod)):
                 make_opaque(attr)
 
 
