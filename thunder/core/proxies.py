@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import sys
 from collections.abc import Callable, Sequence
 from numbers import Number
 from typing import Any
@@ -21,6 +23,7 @@ from thunder.core import dtypes
 from thunder.core.devices import device_str
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import make_opaque
+from thunder.core.symbolic import is_symbolic
 from thunder.core.tracectx import get_tracectx
 
 _fallback_counter = itertools.count(1)  # next() on it is atomic: names stay unique across threads
@@ -104,10 +107,117 @@ def register_method(name: str, fn: Callable) -> None:
 torch_function_handler: Callable[[Callable, tuple, dict], Any] | None = None
 
 
-class TensorProxy(Proxy):
-    """A tensor in a trace: metadata only, no data."""
+# Note [Shapes are torch.Size]
+# Eager's ``x.shape`` and ``x.size()`` are ``torch.Size``; so are a proxy's. ``torch.Size`` cannot be
+# subclassed, and its constructor converts items with ``__index__``, which would concretise a
+# symbolic dim (``cache="symbolic values"``), recording ``a_0 == 3`` and specialising the trace.
+# Concatenation does not convert: ``torch.Size() + (a_0, 4)`` is a real ``torch.Size`` whose items
+# are the SymInts themselves, and indexing, slicing and ``+`` keep them. So a proxy's shape is
+# always a genuine ``torch.Size`` (``type(x.shape) is torch.Size``) and symbolic dims stay
+# symbolic. The one C method that reads the items' values is ``torch.Size.numel``: it would
+# silently return a plain int, so the tracer routes it to ``size_numel`` (see
+# ``torch_size_lookaside``).
 
-    __slots__ = ("shape", "dtype", "device", "requires_grad", "ndim")
+
+def as_size(dims: Sequence[int]) -> torch.Size:
+    """``dims`` as a ``torch.Size`` whose items are ``dims``' own objects (SymInts stay symbolic)."""
+    if type(dims) is torch.Size and not any(is_symbolic(d) for d in dims):
+        return dims
+    dims = tuple(dims)
+    if all(type(d) is int for d in dims):
+        return torch.Size(dims)
+    if all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        return torch.Size() + dims
+    return torch.Size(dims)  # raises the usual TypeError for a non-int dim
+
+
+def size_numel(size: Sequence[int]):
+    """``torch.Size.numel`` that keeps symbolic dims symbolic (the product's expression)."""
+    return math.prod(size)
+
+
+def torch_size_lookaside(fn: Callable) -> Callable | None:
+    """What the tracer calls instead of ``fn`` when ``fn`` is ``torch.Size.numel`` (bound or not)
+    and the size holds symbolic dims; None otherwise (``fn`` runs natively)."""
+    if fn is torch.Size.numel:
+        return size_numel
+    receiver = getattr(fn, "__self__", None)
+    if type(receiver) is torch.Size and getattr(fn, "__name__", None) == "numel":
+        if any(is_symbolic(d) for d in receiver):
+            return lambda: size_numel(receiver)
+    return None
+
+
+# Note [Strides of traced tensors]
+# ``stride()``, ``is_contiguous()`` and ``storage_offset()`` answer what eager would answer at that
+# point of the program. An input proxy made from a real tensor (``tensorproxy_from_tensor``)
+# records that tensor's strides and storage offset; when the program reads them (directly, or
+# through the layout of a value computed from that input) ``strides_read`` becomes True, and the
+# prologue must check that later inputs have the same strides and storage offset. The layout of
+# an intermediate result is found by ``layout_provider`` (set by the torch language): it replays
+# the ops that produced the value on ``device="meta"`` tensors with the inputs' real strides, so
+# the answer follows torch's own layout rules; where it cannot, it raises a ThunderError.
+
+# Set by thunder.torch: ``layout_provider(proxy, need_offset)`` returns a meta tensor with the layout
+# eager would give ``proxy`` (marking the inputs it depends on as ``strides_read``), or raises a
+# ThunderError saying why it cannot be known (``need_offset``: the storage offset is asked for too).
+layout_provider: Callable[[TensorProxy, bool], torch.Tensor] | None = None
+
+# Set by the tracer: ``grad_reader(proxy)`` returns what ``proxy.grad`` reads in the program (the
+# real ``.grad`` of an input, as a traced value); None keeps the answer ``None``.
+grad_reader: Callable[[TensorProxy], Any] | None = None
+
+
+def _input_meta(p: TensorProxy) -> torch.Tensor:
+    """A meta tensor with the size, strides and storage offset an input proxy was made from.
+
+    Its layout depends on the dims' values: symbolic dims are concretised (recording a constraint)."""
+    shape = tuple(int(d) if is_symbolic(d) else d for d in p.shape)
+    p.strides_read = True
+    extent = p.offset + sum((n - 1) * s for n, s in zip(shape, p.strides)) + 1 if all(shape) else 0
+    base = torch.empty(max(extent, p.offset), dtype=p.dtype, device="meta")
+    return base.as_strided(shape, p.strides, p.offset)
+
+
+def meta_layout(p: TensorProxy, need_offset: bool = False) -> torch.Tensor:
+    """A meta tensor laid out as eager lays out ``p`` (see Note [Strides of traced tensors])."""
+    if p.strides is not None:
+        return _input_meta(p)
+    if layout_provider is None:
+        raise ThunderRuntimeError(
+            f"The strides of tensor {p.name} are not known while tracing: it is not an input of the traced "
+            "function. Call .contiguous() to get a tensor with a known layout."
+        )
+    return layout_provider(p, need_offset)
+
+
+_INTERPRETER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interpreter") + os.sep
+
+
+def _requested_by_program() -> bool:
+    """Whether the dunder calling this was invoked by the interpreted user program (the
+    interpreter runs ``str(x)``, ``format(x)`` and f-strings natively from its own handlers),
+    rather than by thunder's own code formatting a proxy (error messages, printers)."""
+    frame = sys._getframe(2)
+    return frame is not None and frame.f_code.co_filename.startswith(_INTERPRETER_DIR)
+
+
+def _no_values(p: TensorProxy, what: str):
+    return ThunderRuntimeError(
+        f"{what} of tensor {p.name} ({p.type_string()}) needs its values, which are not known while tracing: "
+        "inside a jitted function a tensor is a proxy with metadata only. Format it outside the jitted "
+        "function (return it, then print it), or format its metadata (x.shape, x.dtype) instead."
+    )
+
+
+class TensorProxy(Proxy):
+    """A tensor in a trace: metadata only, no data.
+
+    ``strides``/``offset`` are the real layout of the tensor an input proxy was made from (None for
+    intermediates); ``strides_read`` says the program depended on them (see Note [Strides of
+    traced tensors])."""
+
+    __slots__ = ("shape", "dtype", "device", "requires_grad", "ndim", "strides", "offset", "strides_read")
 
     def __init__(
         self,
@@ -119,11 +229,14 @@ class TensorProxy(Proxy):
         requires_grad: bool = False,
     ):
         super().__init__(name, prefix="t")
-        self.shape = tuple(shape)
+        self.shape = as_size(shape)  # see Note [Shapes are torch.Size]
         self.ndim = len(self.shape)
         self.dtype = dtype
         self.device = device
         self.requires_grad = requires_grad
+        self.strides: tuple[int, ...] | None = None
+        self.offset: int | None = None
+        self.strides_read = False
 
     @staticmethod
     def like(t, name: str | None = None, **changes) -> TensorProxy:
@@ -137,7 +250,9 @@ class TensorProxy(Proxy):
         )
 
     def replace_name(self, name: str) -> TensorProxy:
-        return TensorProxy.like(self, name)
+        p = TensorProxy.like(self, name)
+        p.strides, p.offset, p.strides_read = self.strides, self.offset, self.strides_read
+        return p
 
     def type_string(self) -> str:
         dims = ", ".join(str(d) for d in self.shape)
@@ -146,7 +261,7 @@ class TensorProxy(Proxy):
     # Metadata queries answer from the proxy; they record nothing.
     def size(self, dim: int | None = None):
         if dim is None:
-            return torch.Size(self.shape) if all(type(d) is int for d in self.shape) else self.shape
+            return self.shape
         return self.shape[dim]
 
     def dim(self) -> int:
@@ -168,8 +283,19 @@ class TensorProxy(Proxy):
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
-    def is_contiguous(self, memory_format=None) -> bool:
-        return True
+    # Layout queries: eager's answer at this point of the program (Note [Strides of traced tensors]).
+    def is_contiguous(self, memory_format=torch.contiguous_format) -> bool:
+        return meta_layout(self).is_contiguous(memory_format=memory_format)
+
+    def stride(self, dim: int | None = None):
+        strides = meta_layout(self).stride()
+        return strides if dim is None else strides[dim]
+
+    def storage_offset(self) -> int:
+        return meta_layout(self, need_offset=True).storage_offset()
+
+    def is_non_overlapping_and_dense(self) -> bool:
+        return meta_layout(self).is_non_overlapping_and_dense()
 
     def get_device(self) -> int:
         return -1 if self.device.type == "cpu" else (self.device.index or 0)
@@ -205,7 +331,7 @@ class TensorProxy(Proxy):
 
     @property
     def grad(self):
-        return None
+        return grad_reader(self) if grad_reader is not None else None
 
     @property
     def data(self):
@@ -214,6 +340,18 @@ class TensorProxy(Proxy):
     @property
     def itemsize(self) -> int:
         return self.dtype.itemsize
+
+    # Formatting needs values: the program's ``str(x)``/``f"{x}"``/``format(x)`` fail clearly, while
+    # thunder's own code (error messages, printers) still gets the proxy's name.
+    def __str__(self) -> str:
+        if _requested_by_program():
+            raise _no_values(self, "str()")
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        if _requested_by_program():
+            raise _no_values(self, "Formatting (an f-string or format())")
+        return format(self.name, spec)
 
     # Data-dependent uses cannot be traced: say so where the user can act on it.
     def __bool__(self):
@@ -278,12 +416,20 @@ class TensorProxy(Proxy):
 for _attr in list(vars(TensorProxy).values()):
     if callable(_attr) and not isinstance(_attr, (type, classmethod, staticmethod)):
         make_opaque(_attr)
+    elif isinstance(_attr, property) and _attr.fget is not None:
+        make_opaque(_attr.fget)
 
 
 def is_proxyable(x: Any) -> bool:
     return isinstance(x, torch.Tensor)
 
 
-def tensorproxy_from_tensor(t: torch.Tensor, name: str | None = None) -> TensorProxy:
-    """A proxy with the metadata of a real tensor."""
-    return TensorProxy(name, shape=tuple(t.shape), dtype=t.dtype, device=t.device, requires_grad=t.requires_grad)
+def tensorproxy_from_tensor(t: torch.Tensor, name: str | None = None, *, shape: Sequence[int] | None = None) -> TensorProxy:
+    """A proxy with the metadata of a real tensor, including its strides and storage offset
+    (``shape`` overrides the shape, e.g. with symbolic dims)."""
+    p = TensorProxy(
+        name, shape=t.shape if shape is None else shape, dtype=t.dtype, device=t.device, requires_grad=t.requires_grad
+    )
+    if t.layout is torch.strided:
+        p.strides, p.offset = tuple(t.stride()), t.storage_offset()
+    return p

@@ -17,6 +17,7 @@ from thunder.torch.elementwise import *  # noqa: F403
 from thunder.torch.factories import *  # noqa: F403
 from thunder.torch.indexing import *  # noqa: F403
 from thunder.torch.inplace import *  # noqa: F403
+from thunder.torch.layout import *  # noqa: F403
 from thunder.torch.linalg import *  # noqa: F403
 from thunder.torch.nn import *  # noqa: F403
 from thunder.torch.reductions import *  # noqa: F403

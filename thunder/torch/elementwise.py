@@ -13,6 +13,7 @@ import torch
 from thunder.core import dtypes, prims
 from thunder.core.dtypes import ELEMENTWISE_TYPE_PROMOTION_KIND as K
 from thunder.core.errors import ThunderTypeError
+from thunder.core.interpreter import make_opaque
 from thunder.core.proxies import TensorProxy, pyval, register_method
 from thunder.torch.base import (
     _as_method,
@@ -34,14 +35,51 @@ def _export(sym):
     return sym
 
 
-def _unary(name: str, prim, kind: K, *, methods=(), torch_fn=None, inplace: bool = True, allowed=None):
+# Note [Dtype rules]
+# A meta validates like eager: an op that eager rejects for a dtype (``-x`` on bool, ``x & y`` on
+# floats, ``floor`` of a complex) raises while tracing, inside the meta, so it fails even when its
+# result is dead code. Each rule below says which dtypes an op's kernel rejects, in terms of its
+# operands' dtypes and the dtype it computes in (after type promotion); ``tests/
+# test_trace_semantics.py`` checks every op of this module against eager over bool, uint8, int64,
+# float32 and complex64. A rule returns None (accepted) or the reason, which the error names with
+# the op and the dtype.
+
+
+def _no_bool(d):
+    return "bool" if d is torch.bool else None
+
+
+def _no_complex(d):
+    return "complex" if d.is_complex else None
+
+
+def _no_bool_or_complex(d):
+    return _no_bool(d) or _no_complex(d)
+
+
+def _floating_only(d):
+    return None if d.is_floating_point else "non-floating-point"
+
+
+def _complex_only(d):
+    return None if d.is_complex else "non-complex"
+
+
+def _reject(op: str, rule, dtype, what: str = "dtype") -> None:
+    if rule is None:
+        return
+    why = rule(dtype)
+    if why is not None:
+        raise ThunderTypeError(f'ltorch.{op}: "{op}" is not implemented for {what} {dtype} ({why} dtypes are not supported)')
+
+
+def _unary(name: str, prim, kind: K, *, methods=(), torch_fn=None, inplace: bool = True, reject=None):
     torch_fn = torch_fn or getattr(torch, name)
 
     def meta(a):
         if not is_tensor(a):
             raise ThunderTypeError(f"ltorch.{name}: expected a tensor, got {type(a).__name__} {a!r}")
-        if allowed is not None and not allowed(a.dtype):
-            raise ThunderTypeError(f'ltorch.{name}: "{name}" is not implemented for dtype {a.dtype}')
+        _reject(name, reject, a.dtype)
         computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, kind=kind)
         out = prim(maybe_convert_to_dtype(a, computation_dtype))
         return maybe_convert_to_dtype(out, result_dtype)
@@ -54,7 +92,9 @@ def _unary(name: str, prim, kind: K, *, methods=(), torch_fn=None, inplace: bool
     return sym
 
 
-def _binary_decomposition(name: str, prim, kind: K, a, b, allowed=None):
+def _binary_decomposition(name: str, prim, kind: K, a, b, allowed=None, reject=None):
+    """``allowed``: a predicate each operand's dtype must satisfy; ``reject``: a rule (see Note
+    [Dtype rules]) for the dtype the op computes in."""
     op = f"ltorch.{name}"
     for arg, n in ((a, "a"), (b, "b")):
         if not (is_tensor(arg) or is_number(arg)):
@@ -64,16 +104,18 @@ def _binary_decomposition(name: str, prim, kind: K, a, b, allowed=None):
             if not allowed(dtypes.to_dtype(arg)):
                 raise ThunderTypeError(f'{op}: "{name}" is not implemented for {n} of dtype {dtypes.to_dtype(arg)}')
     computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, b, kind=kind)
+    if reject is not None:
+        _reject(name, reject, dtypes.result_type(a, b), "operands of dtype")
     a, b = maybe_broadcast(a, b, op=op)
     out = prim(maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype))
     return maybe_convert_to_dtype(out, result_dtype)
 
 
-def _binary(name: str, prim, kind: K, *, methods=(), reflected=(), torch_fns=None, inplace=True, allowed=None):
+def _binary(name: str, prim, kind: K, *, methods=(), reflected=(), torch_fns=None, inplace=True, allowed=None, reject=None):
     torch_fns = torch_fns or (getattr(torch, name),)
 
     def meta(a, b):
-        return _binary_decomposition(name, prim, kind, a, b, allowed)
+        return _binary_decomposition(name, prim, kind, a, b, allowed, reject)
 
     meta.__name__ = name
     meta.__doc__ = f"``torch.{name}``: elementwise with broadcasting and type promotion."
@@ -85,6 +127,19 @@ def _binary(name: str, prim, kind: K, *, methods=(), reflected=(), torch_fns=Non
     return sym
 
 
+def _checked(twin, check):
+    """``twin`` (an in-place symbol) with an extra check before its meta (an in-place-only dtype rule)."""
+    meta = twin.meta
+
+    def checked(a, *args, **kwargs):
+        check(a, *args, **kwargs)
+        return meta(a, *args, **kwargs)
+
+    checked.__name__ = meta.__name__
+    twin.meta = checked
+    return twin
+
+
 def _integral(d):
     return dtypes.is_integer_dtype(d)
 
@@ -93,46 +148,79 @@ def _not_complex(d):
     return not d.is_complex
 
 
-# name, prim, promotion, extra methods
-_unary("abs", prims.abs, K.COMPLEX_TO_FLOAT, methods=("__abs__",))
-_unary("neg", prims.neg, K.DEFAULT, methods=("__neg__",))
-_unary("sign", prims.sign, K.DEFAULT)
-_unary("signbit", prims.signbit, K.ALWAYS_BOOL, inplace=False)
+# name, prim, promotion, extra methods, dtype rule
+_unary("abs", prims.abs, K.COMPLEX_TO_FLOAT, methods=("__abs__",), reject=_no_bool, inplace=False)
+_unary("neg", prims.neg, K.DEFAULT, methods=("__neg__",), inplace=False)
+_unary("sign", prims.sign, K.DEFAULT, reject=_no_complex)
+_unary("signbit", prims.signbit, K.ALWAYS_BOOL, inplace=False, reject=_no_complex)
 for _name in (
     "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan",
-    "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "reciprocal", "erf", "erfc", "erfinv",
-    "lgamma", "digamma", "sigmoid",
+    "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "reciprocal", "sigmoid",
 ):  # fmt: skip
     _unary(_name, getattr(prims, _name), K.INT_TO_FLOAT)
+for _name in ("erf", "erfc", "erfinv", "lgamma", "digamma"):
+    _unary(_name, getattr(prims, _name), K.INT_TO_FLOAT, reject=_no_complex)
 for _name in ("floor", "ceil", "round", "trunc"):
-    _unary(_name, getattr(prims, _name), K.DEFAULT)
-_unary("bitwise_not", prims.bitwise_not, K.DEFAULT, methods=("__invert__",), allowed=_integral)
+    _unary(_name, getattr(prims, _name), K.DEFAULT, reject=_no_bool_or_complex)
+_unary("bitwise_not", prims.bitwise_not, K.DEFAULT, methods=("__invert__",), reject=lambda d: None if _integral(d) else "floating-point and complex")
 _unary("isfinite", prims.isfinite, K.ALWAYS_BOOL, inplace=False)
 _unary("isnan", prims.isnan, K.ALWAYS_BOOL, inplace=False)
 _unary("isinf", prims.isinf, K.ALWAYS_BOOL, inplace=False)
 _unary("real", prims.real, K.COMPLEX_TO_FLOAT, inplace=False)
-_unary("imag", prims.imag, K.COMPLEX_TO_FLOAT, inplace=False)
+_unary("imag", prims.imag, K.COMPLEX_TO_FLOAT, inplace=False, reject=_complex_only)
+# ``Tensor.real`` and ``Tensor.imag`` are properties in eager, not methods.
+for _name in ("real", "imag"):
+    setattr(TensorProxy, _name, property(make_opaque(_as_method(globals()[_name])), doc=f"``Tensor.{_name}``"))
 
-_binary("atan2", prims.atan2, K.INT_TO_FLOAT, methods=("arctan2",))
-_binary("fmod", prims.fmod, K.DEFAULT)
-_binary("remainder", prims.remainder, K.DEFAULT, methods=("__mod__",), reflected=("__rmod__",))
-_binary("pow", prims.pow, K.DEFAULT, methods=("__pow__",), reflected=("__rpow__",))
+
+def _neg_check(a, *args):
+    if is_tensor(a) and a.dtype is torch.bool:
+        raise ThunderTypeError(
+            "ltorch.neg: negation, the `-` operator, on a bool tensor is not supported (dtype torch.bool). "
+            "To invert a mask, use the `~` or logical_not() operator instead."
+        )
+
+
+neg = _checked(globals()["neg"], _neg_check)
+neg_ = _export(make_inplace(neg))
+
+
+def _abs__check(a, *args):
+    if is_tensor(a) and a.dtype.is_complex:
+        raise ThunderTypeError(
+            f"ltorch.abs_: in-place abs is not supported for complex tensors (dtype {a.dtype}): the result is real. "
+            "Use torch.abs(x) out of place."
+        )
+
+
+abs_ = _export(_checked(make_inplace(globals()["abs"]), _abs__check))
+
+_binary("atan2", prims.atan2, K.INT_TO_FLOAT, methods=("arctan2",), reject=_no_complex)
+_binary("fmod", prims.fmod, K.DEFAULT, reject=_no_bool_or_complex)
+_binary("remainder", prims.remainder, K.DEFAULT, methods=("__mod__",), reflected=("__rmod__",), reject=_no_bool_or_complex)
+_binary("pow", prims.pow, K.DEFAULT, methods=("__pow__",), reflected=("__rpow__",), reject=_no_bool)
 _binary("maximum", prims.maximum, K.DEFAULT, inplace=False, allowed=_not_complex)
 _binary("minimum", prims.minimum, K.DEFAULT, inplace=False, allowed=_not_complex)
-_binary("copysign", prims.copysign, K.INT_TO_FLOAT)
-_binary("nextafter", prims.nextafter, K.DEFAULT)
-for _name, _dunder in (("eq", "__eq__"), ("ne", "__ne__"), ("lt", "__lt__"), ("le", "__le__"), ("gt", "__gt__"), ("ge", "__ge__")):
+_binary("copysign", prims.copysign, K.INT_TO_FLOAT, reject=_no_complex)
+_binary("nextafter", prims.nextafter, K.DEFAULT, reject=_floating_only)
+for _name, _dunder in (("eq", "__eq__"), ("ne", "__ne__")):
     _binary(_name, getattr(prims, _name), K.ALWAYS_BOOL, methods=(_dunder,))
+for _name, _dunder in (("lt", "__lt__"), ("le", "__le__"), ("gt", "__gt__"), ("ge", "__ge__")):
+    _binary(_name, getattr(prims, _name), K.ALWAYS_BOOL, methods=(_dunder,), reject=_no_complex)
 eq, ne, lt, le, gt, ge = (globals()[_n] for _n in ("eq", "ne", "lt", "le", "gt", "ge"))
 isnan = globals()["isnan"]
 for _name, _dunder, _rdunder in (
     ("bitwise_and", "__and__", "__rand__"),
     ("bitwise_or", "__or__", "__ror__"),
     ("bitwise_xor", "__xor__", "__rxor__"),
+):
+    _binary(_name, getattr(prims, _name), K.DEFAULT, methods=(_dunder,), reflected=(_rdunder,), allowed=_integral)
+for _name, _dunder, _rdunder in (
     ("bitwise_left_shift", "__lshift__", "__rlshift__"),
     ("bitwise_right_shift", "__rshift__", "__rrshift__"),
 ):
-    _binary(_name, getattr(prims, _name), K.DEFAULT, methods=(_dunder,), reflected=(_rdunder,), allowed=_integral)
+    _binary(_name, getattr(prims, _name), K.DEFAULT, methods=(_dunder,), reflected=(_rdunder,), allowed=_integral,
+            reject=_no_bool)  # fmt: skip
 
 
 def _scaled(b, alpha):
@@ -152,7 +240,13 @@ def sub(a, b, *, alpha=None):
     """``torch.sub``: ``a - alpha * b``."""
     if dtypes.to_dtype(a) is torch.bool and dtypes.to_dtype(b) is torch.bool:
         raise ThunderTypeError(
-            "ltorch.sub: subtraction of two bool tensors is not supported; use the ^ operator or logical_xor"
+            "ltorch.sub: subtraction of two bool tensors (dtype torch.bool) is not supported; use the ^ operator "
+            "or logical_xor"
+        )
+    if dtypes.to_dtype(a) is torch.bool or dtypes.to_dtype(b) is torch.bool:
+        raise ThunderTypeError(
+            "ltorch.sub: subtraction, the `-` operator, with a bool operand (dtype torch.bool) is not supported; "
+            "to invert a mask use the `~` or logical_not() operator instead"
         )
     return _binary_decomposition("sub", prims.sub, K.DEFAULT, a, _scaled(b, alpha))
 
@@ -180,6 +274,7 @@ def div(a, b, *, rounding_mode=None):
             f"{op}: rounding_mode must be None, 'trunc' or 'floor', but got {rounding_mode!r}"
         )
     computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, b, kind=K.DEFAULT)
+    _reject(f"div (rounding_mode={rounding_mode!r})", _no_bool_or_complex, dtypes.result_type(a, b), "operands of dtype")
     a, b = maybe_broadcast(a, b, op=op)
     a, b = maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype)
     if dtypes.is_integer_dtype(computation_dtype):
@@ -235,6 +330,9 @@ def clamp(a, min=None, max=None):
     """``torch.clamp``: NaN stays NaN; ``min`` greater than ``max`` gives ``max``."""
     if min is None and max is None:
         raise ThunderTypeError("ltorch.clamp: at least one of 'min' or 'max' must not be None")
+    for x, n in ((a, "input"), (min, "min"), (max, "max")):
+        if x is not None and dtypes.to_dtype(x).is_complex:
+            raise ThunderTypeError(f"ltorch.clamp: clamp is not supported for complex types ({n} has dtype {dtypes.to_dtype(x)})")
     out = a
     if min is not None:
         dtype = dtypes.result_type(out, min)
@@ -284,12 +382,20 @@ logical_not_ = make_inplace(logical_not)
 
 @torchsymbol(torch.positive, method_name=("positive", "__pos__"))
 def positive(a):
+    """``torch.positive``: ``a`` itself (eager rejects bool tensors)."""
+    if is_tensor(a) and a.dtype is torch.bool:
+        raise ThunderTypeError("ltorch.positive: the `+` operator on a bool tensor (dtype torch.bool) is not supported")
     return a
 
 
 @torchsymbol(torch.lerp, method_name="lerp")
 def lerp(start, end, weight):
-    """``torch.lerp``: ``start + weight * (end - start)``."""
+    """``torch.lerp``: ``start + weight * (end - start)``; no type promotion between the tensors."""
+    op = "ltorch.lerp"
+    for x, n in ((end, "end"), (weight, "weight")):
+        if is_tensor(x) and x.dtype != start.dtype:
+            raise ThunderTypeError(f"{op}: expected dtype {start.dtype} for `{n}` but got dtype {x.dtype}")
+    _reject("lerp", lambda d: None if d.is_floating_point or d.is_complex else "integer and bool", start.dtype)
     return add(start, mul(weight, sub(end, start)))
 
 
@@ -298,11 +404,20 @@ lerp_ = make_inplace(lerp)
 
 @torchsymbol(torch.addcmul, method_name="addcmul")
 def addcmul(a, tensor1, tensor2, *, value=1):
+    """``torch.addcmul``: ``a + value * tensor1 * tensor2``."""
+    _reject("addcmul", _no_bool, dtypes.result_type(dtypes.result_type(a, tensor1), tensor2), "operands of dtype")
     return add(a, mul(mul(tensor1, tensor2), value))
 
 
 @torchsymbol(torch.addcdiv, method_name="addcdiv")
 def addcdiv(a, tensor1, tensor2, *, value=1):
+    """``torch.addcdiv``: ``a + value * tensor1 / tensor2`` (true division; integer operands are rejected)."""
+    if dtypes.is_integer_dtype(dtypes.to_dtype(tensor1)) and dtypes.is_integer_dtype(dtypes.to_dtype(tensor2)):
+        raise ThunderTypeError(
+            f"ltorch.addcdiv: integer division with addcdiv is not supported (tensor1 has dtype "
+            f"{dtypes.to_dtype(tensor1)}, tensor2 {dtypes.to_dtype(tensor2)}); use torch.addcmul(input, tensor1, "
+            "torch.reciprocal(tensor2)) or convert to a floating-point dtype"
+        )
     return add(a, mul(div(tensor1, tensor2), value))
 
 

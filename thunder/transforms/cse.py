@@ -4,12 +4,23 @@ Two bound symbols of the same symbol with the same arguments compute the same va
 the symbol is random or in-place; after an in-place op, earlier results that read the
 mutated tensor are no longer reused.
 
+Note [CSE and mutation]
+Merging ``b = x + 1`` into an earlier ``a = x + 1`` makes ``a`` and ``b`` one tensor. That is
+only right if neither is mutated afterwards: ``a.add_(1)`` must not change ``b``. A value is
+mutated when an in-place op writes it or a view of it, and the trace does not say which ops
+return views, so every value an in-place op writes is followed back through the ops that made
+it (any of them may be a view of its inputs): no bound symbol that produces one of those values
+is merged or reused. Merging two identical view ops would be harmless, but they are kept apart
+too: the cost is only a missed merge in programs that mutate.
+
 Layer: transforms. Imports: core.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
+
+import torch
 
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import DONT_DCE, IN_PLACE, RANDOM, BoundSymbol
@@ -25,7 +36,8 @@ def _key(x) -> Hashable:
     if is_symbolic(x):
         return ("symbolic", x.expr)
     if isinstance(x, (list, tuple)):
-        return (type(x).__name__, tuple(_key(v) for v in x))
+        kind = "tuple" if type(x) is torch.Size else type(x).__name__  # a shape either way
+        return (kind, tuple(_key(v) for v in x))
     if isinstance(x, dict):
         return ("dict", tuple((k, _key(v)) for k, v in x.items()))
     if isinstance(x, float) and x != x:
@@ -43,18 +55,49 @@ def _bsym_key(bsym: BoundSymbol, swap: dict[str, Proxy]) -> Hashable | None:
         return None
 
 
+def _mutates(bsym: BoundSymbol) -> bool:
+    return IN_PLACE in bsym.sym.tags or any(_mutates(s) for s in bsym.subsymbols)
+
+
+def _written(bsym: BoundSymbol) -> set[str]:
+    """Names of the values an in-place bound symbol (or one in its decomposition) writes."""
+    names = {o.name for o in bsym.flat_proxy_outs} if IN_PLACE in bsym.sym.tags else set()
+    for s in bsym.subsymbols:
+        names |= _written(s)
+    return names
+
+
+def _possibly_mutated(bsyms: list[BoundSymbol]) -> set[str]:
+    """Names of values that an in-place op writes, directly or through a chain of ops that may
+    return views (see Note [CSE and mutation])."""
+    mutated: set[str] = set()
+    for bsym in bsyms:
+        if _mutates(bsym):
+            mutated |= _written(bsym)
+    if not mutated:
+        return mutated
+    for bsym in reversed(bsyms):
+        if not _mutates(bsym) and any(o.name in mutated for o in bsym.flat_proxy_outs):
+            mutated.update(a.name for a in bsym.flat_proxy_args)
+    return mutated
+
+
 @timed_pass("Common Subexpression Elimination")
 def cse(trace: TraceCtx) -> TraceCtx:
-    """Replaces repeated computations by the first result."""
+    """Replaces repeated computations by the first result (see Note [CSE and mutation])."""
     new = from_trace(trace)
     seen: dict[Hashable, BoundSymbol] = {}
     swap: dict[str, Proxy] = {}
+    mutated = _possibly_mutated(trace.bound_symbols)
     for bsym in trace.bound_symbols:
         if swap and any(a.name in swap for a in bsym.flat_proxy_args):
             bsym = bsym.rename(swap)
-        if bsym.sym.tags & _NOT_MERGED:
-            if IN_PLACE in bsym.sym.tags:
+        if bsym.sym.tags & _NOT_MERGED or _mutates(bsym):
+            if _mutates(bsym):
                 seen.clear()
+            new.bound_symbols.append(bsym)
+            continue
+        if mutated and any(o.name in mutated for o in bsym.flat_proxy_outs):
             new.bound_symbols.append(bsym)
             continue
         key = _bsym_key(bsym, swap)

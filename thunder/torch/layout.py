@@ -1,0 +1,234 @@
+"""Layouts of traced tensors: the strides eager PyTorch gives an intermediate result.
+
+See Note [Strides of traced tensors] in ``thunder.core.proxies``. An input proxy knows the real
+strides of its tensor; an intermediate's layout follows torch's own rules (an elementwise op on a
+transposed tensor is not contiguous in eager). This module answers ``stride()``,
+``is_contiguous()`` and ``storage_offset()`` for intermediates by replaying the top-level bound
+symbols that produced the value, with the torch callables the torch executor runs, on
+``device="meta"`` tensors laid out like the inputs: torch itself computes the layout, so it is
+eager's. What cannot be replayed raises a ThunderRuntimeError that names the op: never a guess.
+
+Replays are incremental per trace: each top-level bound symbol runs at most once, in program
+order, and only when a queried value depends on it.
+
+Layer: language. Imports: core, torch.base, torch.conversions.
+"""
+
+from __future__ import annotations
+
+import bisect
+import weakref
+from dataclasses import dataclass, field
+
+import torch
+
+from thunder.core import proxies
+from thunder.core.errors import ThunderRuntimeError
+from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import SymFloat, SymInt, is_symbolic
+from thunder.core.tracectx import get_tracectx
+from thunder.torch import conversions
+from thunder.torch.base import symbol_to_torch
+
+__all__: list[str] = []
+
+
+@dataclass
+class _Replay:
+    """The meta tensors of one trace's values replayed so far."""
+
+    metas: dict[str, torch.Tensor] = field(default_factory=dict)
+    unknown: dict[str, str] = field(default_factory=dict)  # name -> why its layout is not known
+    unknown_offset: dict[str, str] = field(default_factory=dict)  # strides known, storage offset not
+    done: set[int] = field(default_factory=set)  # uids of bound symbols already replayed
+
+
+_replays: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+# Device moves keep the layout of a dense tensor (``memory_format=torch.preserve_format``).
+_LAYOUT_PRESERVING = frozenset({conversions.cpu.id, conversions.cuda.id})
+# Ops whose result is contiguous whatever their input's layout (storage offset aside: eager's
+# ``contiguous()`` returns ``self`` when it already is).
+_CONTIGUOUS_RESULT = frozenset({conversions.contiguous.id})
+
+
+def _where(bsym: BoundSymbol) -> str:
+    return f" (at {bsym.source})" if bsym.source is not None else ""
+
+
+def _unknown(p: TensorProxy, reason: str) -> ThunderRuntimeError:
+    return ThunderRuntimeError(
+        f"The strides of tensor {p.name} are not known while tracing: {reason}. "
+        f"Call .contiguous() on it first to get a tensor with a known layout."
+    )
+
+
+def _concrete(x):
+    """A value of a bound symbol's arguments, for running it on meta tensors: symbolic numbers are
+    concretised (the layout depends on them, so a constraint is recorded), devices become meta."""
+    if isinstance(x, (SymInt, SymFloat)):
+        return int(x) if isinstance(x, SymInt) else float(x)
+    if isinstance(x, NumberProxy):
+        return x.value
+    if isinstance(x, torch.device):
+        return torch.device("meta")
+    return x
+
+
+def _ancestors(top: list[BoundSymbol], name: str) -> tuple[list[int], set[str]]:
+    """Indices of the top-level bound symbols ``name`` (as it is now) depends on, in order, and
+    the names of the values with no producer (inputs). An in-place op outputs the tensor it reads,
+    so an argument's producer is the last one *before* the reading bound symbol."""
+    producers: dict[str, list[int]] = {}
+    for i, bsym in enumerate(top):
+        for out in bsym.flat_proxy_outs:
+            producers.setdefault(out.name, []).append(i)
+    needed: set[int] = set()
+    roots: set[str] = set()
+    stack, seen = [(name, len(top))], set()
+    while stack:
+        n, before = stack.pop()
+        if (n, before) in seen:
+            continue
+        seen.add((n, before))
+        k = bisect.bisect_left(producers.get(n, ()), before)
+        if k == 0:
+            roots.add(n)
+            continue
+        i = producers[n][k - 1]
+        needed.add(i)
+        stack.extend((a.name, i) for a in top[i].flat_proxy_args if isinstance(a, TensorProxy))
+    return sorted(needed), roots
+
+
+def _meta_of(state: _Replay, p: TensorProxy) -> torch.Tensor | None:
+    if p.name in state.metas:
+        return state.metas[p.name]
+    if p.strides is not None:
+        t = state.metas[p.name] = proxies._input_meta(p)
+        return t
+    return None
+
+
+def _replay(state: _Replay, bsym: BoundSymbol) -> None:
+    outs = [o for o in bsym.flat_proxy_outs if isinstance(o, TensorProxy)]
+    if not outs:
+        return
+    ins = [a for a in bsym.flat_proxy_args if isinstance(a, TensorProxy)]
+    missing = [a for a in ins if a.name in state.unknown or _meta_of(state, a) is None]
+    sym = bsym.sym
+    if sym.id in _CONTIGUOUS_RESULT and bsym.kwargs.get("memory_format", torch.contiguous_format) is torch.contiguous_format:
+        if missing:
+            for o in outs:
+                state.metas[o.name] = torch.empty(_sizes(o), dtype=o.dtype, device="meta")
+                state.unknown_offset[o.name] = (
+                    f"it is {sym.print_name}() of a tensor whose layout is not known, which may return that "
+                    "tensor itself"
+                )
+            return
+    if missing:
+        a = missing[0]
+        why = state.unknown.get(a.name) or f"its input {a.name} is not an input of the traced function"
+        for o in outs:
+            state.unknown[o.name] = why
+        return
+    if sym.id in _LAYOUT_PRESERVING:
+        for o in outs:
+            state.metas[o.name] = state.metas[ins[0].name]
+        return
+    impl = symbol_to_torch.get(sym.id) or (sym.python_impl if sym.is_prim else None)
+    if not ins:
+        # A factory: contiguous, unless it takes a device (and maybe strides) it can create on meta.
+        if impl is not None and "device" in bsym.kwargs:
+            kwargs = {**tree_map(_concrete, bsym.kwargs), "device": torch.device("meta")}
+            try:
+                with torch.no_grad():
+                    result = impl(*tree_map(_concrete, bsym.args), **kwargs)
+                if _bind_results(state, outs, result):
+                    return
+            except Exception:
+                pass
+        for o in outs:
+            state.metas[o.name] = torch.empty(_sizes(o), dtype=o.dtype, device="meta")
+        return
+    if impl is None:
+        for o in outs:
+            state.unknown[o.name] = f"it is computed by {sym.print_name}{_where(bsym)}, which has no torch implementation"
+        return
+
+    def arg(x):
+        if isinstance(x, TensorProxy):
+            return state.metas[x.name]
+        return _concrete(x)
+
+    try:
+        args, kwargs = tree_map(arg, bsym.args), tree_map(arg, bsym.kwargs)
+        with torch.no_grad():
+            result = impl(*args, **kwargs)
+    except Exception as e:
+        for o in outs:
+            state.unknown[o.name] = (
+                f"it is computed by {sym.print_name}{_where(bsym)}, which cannot run on meta tensors "
+                f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+            )
+        return
+    if not _bind_results(state, outs, result):
+        for o in outs:
+            state.unknown[o.name] = f"the results of {sym.print_name}{_where(bsym)} do not match its trace outputs"
+
+
+def _bind_results(state: _Replay, outs: list[TensorProxy], result) -> bool:
+    tensors = [r for r in tree_leaves(result) if isinstance(r, torch.Tensor)]
+    if len(tensors) != len(outs) or any(tuple(t.shape) != tuple(map(pyval, o.shape)) for t, o in zip(tensors, outs)):
+        return False
+    for t, o in zip(tensors, outs):
+        state.metas[o.name] = t
+        state.unknown.pop(o.name, None)
+        state.unknown_offset.pop(o.name, None)
+    return True
+
+
+def pyval(d):
+    return d.value if is_symbolic(d) else d
+
+
+def _sizes(p: TensorProxy) -> tuple[int, ...]:
+    """``p``'s shape as ints; symbolic dims are concretised (a fresh layout depends on them)."""
+    return tuple(int(d) for d in p.shape)
+
+
+def meta_layout_of(p: TensorProxy, need_offset: bool = False) -> torch.Tensor:
+    """A meta tensor laid out as eager lays out the intermediate ``p`` (``proxies.layout_provider``)."""
+    trace = get_tracectx()
+    if trace is None:
+        raise _unknown(p, "it is not part of a trace being built")
+    top = trace.scopes[0]
+    state = _replays.get(trace)
+    if state is None:
+        state = _replays[trace] = _Replay()
+    needed, roots = _ancestors(top, p.name)
+    if p.name in roots:
+        raise _unknown(
+            p,
+            "it is not an input of the traced function, nor a result of the ops recorded so far (a value inside "
+            "the decomposition of an op)",
+        )
+    for i in needed:
+        bsym = top[i]
+        if bsym.uid in state.done:
+            continue
+        state.done.add(bsym.uid)
+        _replay(state, bsym)
+    if p.name in state.unknown:
+        raise _unknown(p, state.unknown[p.name])
+    if need_offset and p.name in state.unknown_offset:
+        raise ThunderRuntimeError(
+            f"The storage offset of tensor {p.name} is not known while tracing: {state.unknown_offset[p.name]}."
+        )
+    # The inputs whose meta tensors were made are marked ``strides_read`` (``proxies._input_meta``).
+    return state.metas[p.name]
+
+
+proxies.layout_provider = meta_layout_of
