@@ -10,7 +10,9 @@ Layer: entry points. Imports: everything below.
 
 from __future__ import annotations
 
+import collections
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +20,16 @@ import thunder.executors.pythonex as _pythonex
 import thunder.executors.torchex as _torchex
 import thunder.torch  # noqa: F401  (binds thunder.torch, the torch language)
 from thunder import extend
+from thunder.cache_diagnostics import (
+    DEFAULT_RECOMPILE_WARNING_LIMIT,
+    FIRST_CALL,
+    MISS_REASONS_KEPT,
+    NO_CACHING,
+    CacheMissReason,
+    RecompileWarning,
+    diagnose_miss,
+    warn_recompiles,
+)
 from thunder.common import (
     CACHE_OPTIONS,
     MISS,
@@ -28,13 +40,15 @@ from thunder.common import (
     DebugOptions,
     make_compile_options,
 )
-from thunder.compiler import Cache, check_prologue_accepts, compile_entry
+from thunder.compiler import DEFAULT_CACHE_SIZE_LIMIT, Cache, check_prologue_accepts, compile_entry
 from thunder.core import devices, dtypes
+from thunder.core.errors import ThunderValueError
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
 from thunder.executors import torch_compile as _torch_compile
 from thunder.extend import Executor, FusionExecutor, OperatorExecutor
+from thunder.runtime_errors import add_runtime_note
 
 __version__ = "0.1.0"
 
@@ -48,6 +62,9 @@ __all__ = [
     "cache_option",
     "cache_hits",
     "cache_misses",
+    "cache_miss_reasons",
+    "CacheMissReason",
+    "RecompileWarning",
     "list_transforms",
     "last_interpreted_instructions",
     "last_interpreter_log",
@@ -108,38 +125,107 @@ class Transform:
 
 
 class _Jitted:
-    """The state behind a jitted function (reached through ``fn._thunder``)."""
+    """The state behind a jitted function (reached through ``fn._thunder``).
 
-    __slots__ = ("cd", "cs", "cache", "last_entry")
+    Note [Concurrent calls]
+    Any number of threads may call one jitted function. The hot path (``fn_`` in
+    ``_make_jitted``) reads ``last_entry`` (one attribute read) and bumps a lock-free counter.
+    The slow path looks entries up without a lock (Note [The cache under threads] in
+    ``thunder.compiler``); only a miss takes ``lock``, looks again (another thread may have
+    compiled the entry meanwhile), then traces and compiles while holding it, so one function
+    compiles one entry at a time and the counters, the cache and ``cs``'s last traces change
+    together. Computations run outside the lock. Tracing state is per thread (``contextvars``),
+    so different functions compile in parallel.
+    """
+
+    __slots__ = ("cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles")
 
     def __init__(self, cd: CompileData):
         self.cd = cd
-        self.cs = CompileStats()
-        self.cache = Cache()
+        self.cache = Cache(_cache_size_limit(cd.compile_options.get("cache_size_limit", DEFAULT_CACHE_SIZE_LIMIT)))
+        self.cs = CompileStats(cache=self.cache)
         self.last_entry: CacheEntry | None = None
+        self.lock = threading.RLock()
+        self.miss_reasons: collections.deque[CacheMissReason] = collections.deque(maxlen=MISS_REASONS_KEPT)
+        self.warned_recompiles = False
 
     def slow_call(self, args: tuple, kwargs: dict) -> Any:
         """Everything but the hot path: other cache entries, then compiling a new one."""
-        cd, cs = self.cd, self.cs
-        option = cd.cache_option
-        if option is CACHE_OPTIONS.SAME_INPUT and self.last_entry is not None:
-            cs.cache_hits += 1
-            return self.last_entry.computation(*self.last_entry.prologue(*args, **kwargs))
-        if option is not CACHE_OPTIONS.NO_CACHING:
+        option = self.cd.cache_option
+        if option is CACHE_OPTIONS.SAME_INPUT:
+            entry = self.last_entry
+            if entry is not None:
+                self.cs.hits.bump()
+                return _run(entry.computation, entry.prologue(*args, **kwargs))
+        elif option is not CACHE_OPTIONS.NO_CACHING:
             found = self.cache.lookup(option, args, kwargs)
             if found is not None:
-                entry, inputs = found
-                cs.cache_hits += 1
-                self.last_entry = entry
-                return entry.computation(*inputs)
-        cs.cache_misses += 1
+                return self._hit(*found)
+        with self.lock:
+            found = self._lookup_again(option, args, kwargs)
+            if found is None:
+                entry, inputs = self._compile(option, args, kwargs)
+        if found is not None:
+            return self._hit(*found)
+        return _run(entry.computation, inputs)
+
+    def _hit(self, entry: CacheEntry, inputs: Any) -> Any:
+        self.cs.hits.bump()
+        self.cache.touch(entry)
+        self.last_entry = entry
+        return _run(entry.computation, inputs)
+
+    def _lookup_again(self, option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any] | None:
+        """Under the lock: the entry another thread compiled while this one waited, if it fits."""
+        if option is CACHE_OPTIONS.SAME_INPUT:
+            entry = self.last_entry
+            return (entry, entry.prologue(*args, **kwargs)) if entry is not None else None
+        if option is CACHE_OPTIONS.NO_CACHING:
+            return None
+        return self.cache.lookup(option, args, kwargs)
+
+    def _compile(self, option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any]:
+        """Under the lock: a miss. Records why, compiles and caches a new entry."""
+        cd, cs = self.cd, self.cs
+        misses = cs.misses.bump() + 1
+        reason = self._miss_reason(option, args, kwargs)
+        self.miss_reasons.append(reason)
+        limit = _cache_size_limit(cd.get_compile_option("cache_size_limit", DEFAULT_CACHE_SIZE_LIMIT))
+        warn_after = cd.get_compile_option("recompile_warning_limit", DEFAULT_RECOMPILE_WARNING_LIMIT)
         entry = compile_entry(cd, cs, args, kwargs)
         inputs = check_prologue_accepts(entry, args, kwargs)
         if option is not CACHE_OPTIONS.NO_CACHING:
-            self.cache.add(entry)
+            self.cache.limit = limit
+            self.cache.add(entry)  # the evicted entries are freed when the last reference goes
             self.last_entry = entry
-        cs.entries = self.cache.entries
-        return entry.computation(*inputs)
+        if not self.warned_recompiles and warn_after is not None and misses >= warn_after:
+            self.warned_recompiles = True
+            name = type(args[0]).__qualname__ if cd.is_module and args else getattr(cd.fn, "__qualname__", repr(cd.fn))
+            warn_recompiles(name, misses, reason, option, limit)
+        return entry, inputs
+
+    def _miss_reason(self, option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> CacheMissReason:
+        if option is CACHE_OPTIONS.NO_CACHING:
+            return NO_CACHING
+        entry = self.last_entry
+        if entry is None:
+            return FIRST_CALL
+        return diagnose_miss(entry, args, kwargs)
+
+
+def _run(computation: Callable, inputs: Any) -> Any:
+    """Runs a computation; an exception it raises is noted with the op and the user's line."""
+    try:
+        return computation(*inputs)
+    except Exception as e:
+        add_runtime_note(e)
+        raise
+
+
+def _cache_size_limit(value: Any) -> int:
+    if type(value) is not int or value < 1:
+        raise ThunderValueError(f"cache_size_limit must be a positive int (entries kept per function), got {value!r}")
+    return value
 
 
 def jit(
@@ -167,7 +253,11 @@ def jit(
         disable_torch_autograd: do not connect results to torch autograd.
         transforms: ``thunder.Transform`` instances.
         debug_options: a ``thunder.DebugOptions``.
-        compile_options: named options (see ``last_compile_options``).
+        compile_options: named options (see ``last_compile_options``), among them
+            ``cache_size_limit``: how many entries the cache keeps (default 256); beyond it the
+            least recently used entry is evicted, with its generated code; and
+            ``recompile_warning_limit``: after this many cache misses a ``thunder.RecompileWarning``
+            says why the function keeps recompiling (default 32; None: never).
 
     Returns:
         A callable with ``fn``'s signature. See ``thunder.last_traces`` and friends.
@@ -195,16 +285,23 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     state = _Jitted(cd)
     cs = state.cs
     slow_call = state.slow_call
+    hit = cs.hits.bump
 
-    # The hot path: the last entry's prologue decides, with no exceptions and no lookups.
+    # The hot path: the last entry's prologue decides, with no exceptions, no lookups and no
+    # lock (Note [Concurrent calls]); the ``try`` costs nothing unless the computation raises
+    # (Note [Runtime errors] in ``thunder.runtime_errors``).
     if cd.cache_option is CACHE_OPTIONS.CONSTANT_VALUES or cd.cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES:
 
         def fn_(*args, **kwargs):
             entry = state.last_entry
             if entry is not None:
-                result = entry.run(*args, **kwargs)
+                try:
+                    result = entry.run(*args, **kwargs)
+                except Exception as e:
+                    add_runtime_note(e)
+                    raise
                 if result is not MISS:
-                    cs.cache_hits += 1
+                    hit()
                     return result
             return slow_call(args, kwargs)
 
@@ -271,6 +368,27 @@ def cache_hits(fn) -> int:
 
 def cache_misses(fn) -> int:
     return _state(fn).cs.cache_misses
+
+
+def cache_miss_reasons(fn) -> list[CacheMissReason]:
+    """Why the recent calls of ``fn`` missed the cache, oldest first (the last 64 misses).
+
+    Each ``thunder.CacheMissReason`` names the check that failed (``shape``, ``dtype``, ``value``,
+    ``type``, ...), the input it failed on by its prologue name (``x``, ``args``,
+    ``self_fc1_weight``), the value the cached trace was made for and the value of the call:
+    ``str(reason)`` reads like ``"x shape changed (4,) -> (5,)"``. The first call's reason is
+    that nothing was compiled yet. A reason compares the call with the most recently used entry.
+    Like ``TORCH_LOGS=recompiles`` for ``torch.compile``.
+
+    Args:
+        fn: a function or module returned by ``thunder.jit``.
+
+    Returns:
+        A list of ``thunder.CacheMissReason``.
+
+    See also: ``thunder.cache_misses``, the compile option ``cache_size_limit``.
+    """
+    return list(_state(fn).miss_reasons)
 
 
 def list_transforms(fn) -> list:

@@ -6,6 +6,8 @@ Layer: entry points. Imports: core, extend.
 from __future__ import annotations
 
 import enum
+import itertools
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,15 +150,48 @@ class CacheEntry:
     computation_traces: list
     backward_traces: list = field(default_factory=list)
     key: Any = None
+    # The prologue printed to return why a check failed instead of MISS; made on the first
+    # miss that needs it (see ``thunder.cache_diagnostics``).
+    diagnostic: Callable | None = None
+
+
+class AtomicCounter:
+    """A counter that threads bump without a lock.
+
+    ``bump()`` is ``next`` on an ``itertools.count``: one C call, atomic under the GIL, and as
+    cheap as ``x += 1`` on an attribute (which loses counts when two threads interleave). Reading
+    takes a lock: ``next`` returns bumps plus earlier reads, and the reads are counted under it.
+    """
+
+    __slots__ = ("_count", "_reads", "_lock", "bump")
+
+    def __init__(self):
+        self._count = itertools.count()
+        self._reads = 0
+        self._lock = threading.Lock()
+        self.bump: Callable[[], int] = self._count.__next__
+
+    @property
+    def value(self) -> int:
+        with self._lock:
+            n = next(self._count) - self._reads
+            self._reads += 1
+        return n
+
+    def __repr__(self) -> str:
+        return f"AtomicCounter({self.value})"
 
 
 @dataclass
 class CompileStats:
-    """Counters, timings and trace histories (``thunder.compile_stats``)."""
+    """Counters, timings and trace histories (``thunder.compile_stats``).
 
-    calls: int = 0
-    cache_hits: int = 0
-    cache_misses: int = 0
+    ``cache_hits`` and ``cache_misses`` are exact under concurrent calls (see ``AtomicCounter``);
+    ``calls`` is their sum."""
+
+    hits: AtomicCounter = field(default_factory=AtomicCounter, repr=False, compare=False)
+    misses: AtomicCounter = field(default_factory=AtomicCounter, repr=False, compare=False)
+    cache: Any = field(default=None, repr=False, compare=False)  # the jitted function's ``Cache``
     last_traces: list | None = None
     last_prologue_traces: list | None = None
     last_backward_traces: list | None = None
@@ -165,7 +200,23 @@ class CompileStats:
     last_trace_tracing_ms: float = 0.0
     last_compile_ms: float = 0.0
     pass_times_ms: dict = field(default_factory=dict)
-    entries: list[CacheEntry] = field(default_factory=list)
+
+    @property
+    def cache_hits(self) -> int:
+        return self.hits.value
+
+    @property
+    def cache_misses(self) -> int:
+        return self.misses.value
+
+    @property
+    def calls(self) -> int:
+        return self.cache_hits + self.cache_misses
+
+    @property
+    def entries(self) -> list[CacheEntry]:
+        """The cached entries, least recently used first."""
+        return self.cache.entries if self.cache is not None else []
 
     @property
     def interpreter_cache(self) -> list[CacheEntry]:

@@ -10,6 +10,7 @@ Layer: entry points. Imports: core, extend, transforms, executors.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -162,24 +163,66 @@ def _leaf_key(x: Any, symbolic: bool) -> Any:
     return (typ,)
 
 
+#: How many entries a jitted function keeps by default (the compile option ``cache_size_limit``).
+DEFAULT_CACHE_SIZE_LIMIT = 256
+
+
 class Cache:
-    """Entries by input key; the most recently used entry is tried first, without a key."""
+    """Entries by input key; the least recently used entry is evicted beyond ``limit``.
 
-    __slots__ = ("by_key", "entries")
+    Note [The cache under threads]
+    Lookups take no lock. ``by_key`` maps a key to a tuple of entries that is replaced, never
+    changed (copy on write), so a reader sees the old tuple or the new one, each complete.
+    Adding and evicting happen under the jitted function's compile lock. Recency is an
+    ``OrderedDict`` of entry ids, least recent first; a hit moves its entry to the end. Each of
+    its operations is one C call on int keys, atomic under the GIL, so ``touch`` needs no lock.
+    Hits on the hot path (the last entry used) do not touch: that entry is the most recent one.
+    An evicted entry drops its last references here and is freed, with its generated code and
+    linecache entries (Note [Generated code and its resources] in ``thunder.core.codegen``).
+    """
 
-    def __init__(self):
-        self.by_key: dict[Any, list[CacheEntry]] = {}
-        self.entries: list[CacheEntry] = []
+    __slots__ = ("by_key", "_lru", "limit")
 
-    def add(self, entry: CacheEntry) -> None:
-        self.by_key.setdefault(entry.key, []).insert(0, entry)
-        self.entries.append(entry)
+    def __init__(self, limit: int = DEFAULT_CACHE_SIZE_LIMIT):
+        self.by_key: dict[Any, tuple[CacheEntry, ...]] = {}
+        self._lru: OrderedDict[int, CacheEntry] = OrderedDict()
+        self.limit = limit
+
+    @property
+    def entries(self) -> list[CacheEntry]:
+        """The entries, least recently used first."""
+        return list(self._lru.values())
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    def add(self, entry: CacheEntry) -> list[CacheEntry]:
+        """Adds ``entry`` as the most recently used; returns the entries evicted to stay within ``limit``."""
+        self.by_key[entry.key] = (entry, *self.by_key.get(entry.key, ()))
+        self._lru[id(entry)] = entry
+        evicted = []
+        while len(self._lru) > self.limit:
+            _, old = self._lru.popitem(last=False)
+            rest = tuple(e for e in self.by_key.get(old.key, ()) if e is not old)
+            if rest:
+                self.by_key[old.key] = rest
+            else:
+                self.by_key.pop(old.key, None)
+            evicted.append(old)
+        return evicted
+
+    def touch(self, entry: CacheEntry) -> None:
+        """Marks ``entry`` as the most recently used."""
+        try:
+            self._lru.move_to_end(id(entry))
+        except KeyError:  # evicted meanwhile by another thread
+            pass
 
     def lookup(self, cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any] | None:
         try:
             candidates = self.by_key.get(input_key(cache_option, args, kwargs), ())
         except TypeError:  # an unhashable input
-            candidates = [e for group in self.by_key.values() for e in group]
+            candidates = [e for group in tuple(self.by_key.values()) for e in group]
         for entry in candidates:
             inputs = entry.prologue(*args, **kwargs)
             if inputs is not None:

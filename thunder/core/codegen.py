@@ -13,8 +13,12 @@ Layer: core. Imports: core.proxies, core.symbol, core.dtypes, core.devices.
 
 from __future__ import annotations
 
+import itertools
+import linecache
 import math
 import types
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,13 +31,27 @@ from thunder.core.symbolic import SymFloat, SymInt
 
 
 class Printer:
-    """Turns values into source text, collecting the globals the text needs."""
+    """Turns values into source text, collecting the globals the text needs.
 
-    def __init__(self, *, miss: str = "None", return_call: str | None = None):
+    ``miss`` is the expression a failed prologue check returns: a string, or a function of the
+    printer that makes one from ``printer.bsym``, the bound symbol being printed (a diagnostic
+    prologue returns why the check failed; see ``thunder.cache_diagnostics``). ``line_bsyms``
+    maps each generated line to the top-level bound symbol printed there (filled by
+    ``trace_source``)."""
+
+    def __init__(self, *, miss: str | Callable[[Printer], str] = "None", return_call: str | None = None):
         self.ctx: dict[str, Any] = {}
         self._const_names: dict[int, str] = {}
-        self.miss = miss  # what a failed prologue check returns
+        self._miss = miss
         self.return_call = return_call  # a prologue's return calls this global with its outputs
+        self.bsym: BoundSymbol | None = None  # the bound symbol being printed
+        self.line_bsyms: dict[int, BoundSymbol] = {}
+
+    @property
+    def miss(self) -> str:
+        """What a failed prologue check returns (an expression)."""
+        miss = self._miss
+        return miss if type(miss) is str else miss(self)
 
     def add_ctx(self, name: str, value: Any) -> str:
         prev = self.ctx.get(name, value)
@@ -144,6 +162,7 @@ def bsym_lines(bsym: BoundSymbol, *, print_depth: int = 1, printer: Printer | No
     """Source lines for one bound symbol (and its decomposition, as comments, to ``print_depth``)."""
     printer = printer or Printer()
     pad = "  " * indent
+    printer.bsym = bsym
     if bsym.sym.printer is not None:
         lines = [pad + line for line in bsym.sym.printer(bsym, printer)]
     else:
@@ -170,13 +189,16 @@ def trace_source(trace, *, print_depth: int = 2, printer: Printer | None = None,
         if isinstance(p, (TensorProxy, NumberProxy)):
             body.append(f'  # {p.name}: "{p.type_string()}"')
     last_source = None
+    spans: list[tuple[int, int, BoundSymbol]] = []  # body lines [start, stop) of each bound symbol
     for bsym in trace.bound_symbols:
         src = bsym.source
         if src is not None and src != last_source and print_depth > 0:
             text = src.source_line
             body.append(f"  # {src.short()}: \t{text}" if text else f"  # {src.short()}")
             last_source = src
+        start = len(body)
         body.extend(bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1))
+        spans.append((start, len(body), bsym))
     signature = ", ".join(trace.signature())
     if any(deco.startswith("torch.") for deco in trace.decorators):
         printer.add_ctx("torch", torch)
@@ -191,17 +213,56 @@ def trace_source(trace, *, print_depth: int = 2, printer: Printer | None = None,
     for deco in trace.decorators:
         lines.append(f"@{deco}")
     lines.append(f"def {trace.name}({signature}):")
+    first = len(lines) + 1  # the line number of body[0]
+    for start, stop, bsym in spans:
+        for i in range(start, stop):
+            printer.line_bsyms[first + i] = bsym
     lines.extend(body or ["  pass"])
     return "\n".join(lines)
 
 
-def compile_source(source: str, name: str, ctx: dict[str, Any], filename: str) -> Any:
-    """Compiles generated source and returns the function ``name`` it defines."""
-    import linecache
+# Note [Generated code and its resources]
+# Each compiled trace registers its source in ``linecache`` (so tracebacks through it show its
+# lines) and its line -> bound symbol map in ``_generated`` (so a runtime error can name the op
+# and the user's line, see ``bsym_at``). Both are removed when the function is freed: a
+# ``weakref.finalize`` on it. The function is not kept in its own globals, so nothing but its
+# owners (a cache entry, a trace) holds it and refcounting frees it as soon as they go; an
+# evicted cache entry takes its linecache entries with it.
+_generated: dict[str, dict[int, BoundSymbol]] = {}
+_file_ids = itertools.count(1)
 
+
+def compile_source(
+    source: str, name: str, ctx: dict[str, Any], filename: str, line_bsyms: dict[int, BoundSymbol] | None = None
+) -> Any:
+    """Compiles generated source and returns the function ``name`` it defines.
+
+    ``filename`` names it in tracebacks and ``linecache`` (made unique if already taken);
+    ``line_bsyms`` maps its lines to the bound symbols printed there (see ``bsym_at``)."""
+    if filename in _generated:
+        filename = f"{filename}_{next(_file_ids)}"
     code = compile(source, filename, "exec")
-    # Tracebacks through generated code show its lines.
-    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace = dict(ctx)
     exec(code, namespace)
-    return namespace[name]
+    fn = namespace.pop(name)  # not in its own globals: no reference cycle (Note [Generated code and its resources])
+    # Tracebacks through generated code show its lines.
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    _generated[filename] = line_bsyms or {}
+    weakref.finalize(fn, _release, filename).atexit = False
+    return fn
+
+
+def _release(filename: str) -> None:
+    linecache.cache.pop(filename, None)
+    _generated.pop(filename, None)
+
+
+def bsym_at(filename: str, lineno: int) -> BoundSymbol | None:
+    """The bound symbol printed at line ``lineno`` of generated code ``filename``, or None."""
+    lines = _generated.get(filename)
+    return lines.get(lineno) if lines is not None else None
+
+
+def is_generated(filename: str) -> bool:
+    """Whether ``filename`` names generated code that is alive."""
+    return filename in _generated

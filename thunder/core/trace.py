@@ -130,7 +130,9 @@ class TraceCtx:
         if self._callable is None:
             printer = Printer()
             source = trace_source(self, print_depth=1, printer=printer)
-            self._callable = compile_source(source, self.name, printer.ctx, f"thunder.{self.name}_{self.uid}")
+            self._callable = compile_source(
+                source, self.name, printer.ctx, f"thunder.{self.name}_{self.uid}", printer.line_bsyms
+            )
             self._callable.__thunder_source__ = source
         return self._callable
 
@@ -143,7 +145,7 @@ class TraceCtx:
         printer.add_ctx("_MISS", miss)
         printer.add_ctx("_computation", computation)
         source = trace_source(self, print_depth=1, printer=printer)
-        return compile_source(source, self.name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}")
+        return compile_source(source, self.name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms)
 
     def set_provenance(self, provenance: TraceProvenance) -> None:
         self.provenance = provenance

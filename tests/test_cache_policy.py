@@ -1,0 +1,267 @@
+"""The cache's policy: a bounded LRU, generated code freed with its entry, the recompile-storm
+warning, and ``thunder.cache_miss_reasons``."""
+
+from __future__ import annotations
+
+import gc
+import linecache
+import warnings
+
+import pytest
+import torch
+
+import thunder
+from thunder.compiler import DEFAULT_CACHE_SIZE_LIMIT
+from thunder.core.errors import ThunderValueError
+
+
+def add_one(x):
+    return x + 1
+
+
+def scale(x, n):
+    return x * n
+
+
+def generated_lines() -> int:
+    return sum(1 for name in linecache.cache if name.startswith("thunder."))
+
+
+def test_default_cache_size_limit_is_256():
+    assert DEFAULT_CACHE_SIZE_LIMIT == 256
+    assert thunder.compile_stats(thunder.jit(add_one)).cache.limit == 256
+
+
+def test_cache_keeps_at_most_cache_size_limit_entries():
+    jf = thunder.jit(add_one, cache_size_limit=3)
+    for n in range(1, 11):
+        x = torch.randn(n)
+        torch.testing.assert_close(jf(x), x + 1)
+    assert len(thunder.compile_stats(jf).entries) == 3
+    assert [e.computation_traces[0].args[0].shape for e in thunder.compile_stats(jf).entries] == [(8,), (9,), (10,)]
+
+
+def test_least_recently_used_entry_is_evicted():
+    jf = thunder.jit(add_one, cache_size_limit=2)
+    a, b, c = torch.randn(1), torch.randn(2), torch.randn(3)
+    jf(a)
+    jf(b)
+    jf(a)  # a is now more recent than b
+    jf(c)  # evicts b
+    misses = thunder.cache_misses(jf)
+    jf(a)
+    assert thunder.cache_misses(jf) == misses
+    jf(b)
+    assert thunder.cache_misses(jf) == misses + 1
+
+
+def test_cache_size_limit_is_a_used_compile_option(capsys):
+    jf = thunder.jit(add_one, cache_size_limit=4)
+    jf(torch.randn(2))
+    thunder.last_compile_options(jf)
+    out = capsys.readouterr().out
+    assert out.index("cache_size_limit=4") < out.index("Unused compile options:")
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "8"])
+def test_bad_cache_size_limit_is_rejected(bad):
+    with pytest.raises(ThunderValueError, match="cache_size_limit must be a positive int"):
+        thunder.jit(add_one, cache_size_limit=bad)
+
+
+def test_generated_code_leaves_linecache_with_its_function():
+    before = generated_lines()
+    jf = thunder.jit(add_one)
+    jf(torch.randn(3))
+    assert generated_lines() > before
+    del jf
+    gc.collect()
+    assert generated_lines() == before
+
+
+@pytest.mark.filterwarnings("ignore::thunder.RecompileWarning")
+def test_evicted_entries_free_their_linecache_entries_without_gc():
+    before = generated_lines()
+    jf = thunder.jit(add_one, cache_size_limit=4)
+    gc.disable()  # freed by reference counting when evicted, not by a later collection
+    try:
+        for n in range(1, 60):
+            jf(torch.randn(n))
+        grown = generated_lines() - before
+    finally:
+        gc.enable()
+    # Each live entry: prologue, computation, fused prologue and (after a miss) its diagnostic prologue.
+    assert grown <= 4 * 4
+
+
+def test_recompile_storm_warns_once_with_the_reason():
+    jf = thunder.jit(add_one)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(1, 101):
+            jf(torch.randn(n))
+    storm = [w for w in caught if issubclass(w.category, thunder.RecompileWarning)]
+    assert len(storm) == 1
+    message = str(storm[0].message)
+    assert "add_one" in message
+    assert "x shape changed" in message
+    assert "cache='symbolic values'" in message
+    assert storm[0].filename == __file__  # points at the call
+
+
+def test_recompile_warning_limit_is_configurable():
+    jf = thunder.jit(scale, recompile_warning_limit=3)
+    x = torch.randn(2)
+    with pytest.warns(thunder.RecompileWarning, match=r"n value changed 2 -> 3"):
+        for n in (1, 2, 3):
+            jf(x, n)
+
+
+def test_recompile_warning_is_a_user_warning():
+    assert issubclass(thunder.RecompileWarning, UserWarning)
+
+
+# --- cache_miss_reasons -----------------------------------------------------------------------------
+
+
+def reasons(jf) -> list[str]:
+    return [str(r) for r in thunder.cache_miss_reasons(jf)]
+
+
+def test_first_miss_is_the_first_call():
+    jf = thunder.jit(add_one)
+    jf(torch.randn(2))
+    assert reasons(jf) == ["first call: nothing was compiled yet"]
+
+
+def test_hits_add_no_reason():
+    jf = thunder.jit(add_one)
+    x = torch.randn(2)
+    jf(x)
+    jf(x)
+    assert len(thunder.cache_miss_reasons(jf)) == 1
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda x: torch.randn(5), "x shape changed (4,) -> (5,)"),
+        (lambda x: x.double(), "x dtype changed torch.float32 -> torch.float64"),
+        (lambda x: x.clone().requires_grad_(), "x requires_grad changed False -> True"),
+        (lambda x: 3, "x type changed Tensor -> int"),
+    ],
+    ids=["shape", "dtype", "requires_grad", "type"],
+)
+def test_tensor_miss_names_the_input_the_check_and_both_values(change, expected):
+    jf = thunder.jit(add_one)
+    x = torch.randn(4)
+    jf(x)
+    try:
+        jf(change(x))
+    except Exception:
+        pass  # the new input may not be valid for the program: the reason is recorded before tracing
+    assert reasons(jf)[-1] == expected
+
+
+def test_reason_fields():
+    jf = thunder.jit(add_one)
+    jf(torch.randn(4))
+    jf(torch.randn(5))
+    reason = thunder.cache_miss_reasons(jf)[-1]
+    assert isinstance(reason, thunder.CacheMissReason)
+    assert (reason.input, reason.check, reason.expected, reason.actual) == ("x", "shape", (4,), (5,))
+
+
+def test_python_number_miss():
+    jf = thunder.jit(scale)
+    x = torch.randn(2)
+    jf(x, 2)
+    jf(x, 3)
+    jf(x, 3.0)
+    assert reasons(jf)[1:] == ["n value changed 2 -> 3", "n type changed int -> float"]
+
+
+def test_argument_structure_miss():
+    jf = thunder.jit(scale)
+    x = torch.randn(2)
+    jf(x, 2)
+    jf(x, n=2)
+    assert reasons(jf)[-1] == "args length changed 2 -> 1"
+
+
+def test_miss_on_a_module_parameter_names_its_prologue_input():
+    model = torch.nn.Linear(4, 3)
+    tm = thunder.jit(model)
+    tm(torch.randn(2, 4))
+    model.weight = torch.nn.Parameter(torch.randn(3, 4, dtype=torch.float64))
+    try:
+        tm(torch.randn(2, 4))
+    except Exception:
+        pass
+    last = thunder.cache_miss_reasons(tm)[-1]
+    assert (last.check, last.expected, last.actual) == ("dtype", torch.float32, torch.float64)
+    assert last.input.endswith("weight")
+
+
+GLOBAL_N = 2
+
+
+def uses_global(x):
+    return x * GLOBAL_N
+
+
+def test_global_miss():
+    global GLOBAL_N
+    jf = thunder.jit(uses_global)
+    x = torch.randn(2)
+    jf(x)
+    try:
+        GLOBAL_N = 5
+        torch.testing.assert_close(jf(x), x * 5)
+    finally:
+        GLOBAL_N = 2
+    last = thunder.cache_miss_reasons(jf)[-1]
+    assert (last.check, last.expected, last.actual) == ("value", 2, 5)
+    assert "GLOBAL_N" in last.input
+
+
+def branchy(x, n):
+    return x * n if n > 2 else x - n
+
+
+def test_symbolic_constraint_miss():
+    jf = thunder.jit(branchy, cache="symbolic values")
+    x = torch.randn(2)
+    jf(x, 5)
+    jf(x, 7)  # same constraints: a hit
+    jf(x, 1)
+    last = thunder.cache_miss_reasons(jf)[-1]
+    assert last.check == "constraint"
+    assert "no longer holds" in str(last) and "n=1" in str(last)
+
+
+def test_no_caching_reason():
+    jf = thunder.jit(add_one, cache="no caching")
+    jf(torch.randn(2))
+    jf(torch.randn(2))
+    assert reasons(jf) == ["cache='no caching': every call compiles"] * 2
+
+
+@pytest.mark.filterwarnings("ignore::thunder.RecompileWarning")
+def test_cache_miss_reasons_keeps_the_last_64():
+    jf = thunder.jit(add_one)
+    for n in range(1, 101):
+        jf(torch.randn(n))
+    got = reasons(jf)
+    assert len(got) == 64
+    assert got[-1] == "x shape changed (99,) -> (100,)"
+
+
+def test_cache_miss_reasons_of_a_plain_function_is_a_type_error():
+    with pytest.raises(TypeError, match="not a function returned by thunder.jit"):
+        thunder.cache_miss_reasons(add_one)
+
+
+def test_cache_miss_reasons_is_public_and_documented():
+    assert "cache_miss_reasons" in thunder.__all__
+    assert "Returns" in thunder.cache_miss_reasons.__doc__

@@ -1,0 +1,154 @@
+"""Exceptions raised while compiled code runs name the op and the user's line; a jitted
+function called inside another one is traced through."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+import thunder
+from thunder.core import jit_ext
+from thunder.core.jit_ext import Tracer
+from thunder.core.nested_jit import inner_jitted_lookaside
+from thunder.runtime_errors import NOTE_PREFIX
+
+
+def line_of(fn, text: str) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def eager_and_jitted_errors(fn, *args):
+    with pytest.raises(Exception) as eager:
+        fn(*args)
+    with pytest.raises(Exception) as jitted:
+        thunder.jit(fn)(*args)
+    return eager.value, jitted.value
+
+
+def flatten(x):
+    y = x * 2
+    return y.view(-1)
+
+
+def test_view_of_a_transposed_tensor_names_the_op_and_line():
+    eager, jitted = eager_and_jitted_errors(flatten, torch.randn(3, 4).t())
+    assert type(jitted) is type(eager) and str(jitted) == str(eager)
+    (note,) = jitted.__notes__
+    assert note.startswith(f"{NOTE_PREFIX}torch.Tensor.view at {__file__}:{line_of(flatten, 'view(-1)')}")
+    assert "return y.view(-1)" in note
+
+
+def bump(w):
+    w.add_(1)
+    return w * 2
+
+
+def test_in_place_op_on_a_leaf_that_requires_grad_names_the_op_and_line():
+    eager, jitted = eager_and_jitted_errors(bump, torch.randn(3, requires_grad=True))
+    assert type(jitted) is type(eager) and str(jitted) == str(eager)
+    assert jitted.__notes__[0].startswith(f"{NOTE_PREFIX}torch.Tensor.add_ at {__file__}:{line_of(bump, 'add_')}")
+
+
+def floor_div(a, b):
+    return a // b
+
+
+def test_integer_division_by_zero_on_a_cached_call_names_the_op_and_line():
+    jf = thunder.jit(floor_div)
+    a = torch.tensor([4, 6])
+    torch.testing.assert_close(jf(a, torch.tensor([2, 3])), torch.tensor([2, 2]))
+    with pytest.raises(RuntimeError) as eager:
+        floor_div(a, torch.tensor([1, 0]))
+    with pytest.raises(RuntimeError) as jitted:
+        jf(a, torch.tensor([1, 0]))  # a cache hit: the hot path
+    assert thunder.cache_hits(jf) == 0 and thunder.cache_misses(jf) == 1
+    assert str(jitted.value) == str(eager.value)
+    assert jitted.value.__notes__[0].startswith(
+        f"{NOTE_PREFIX}torch.floor_divide at {__file__}:{line_of(floor_div, 'a // b')}, in floor_div"
+    )
+
+
+def test_the_function_still_works_after_a_runtime_error():
+    jf = thunder.jit(floor_div)
+    with pytest.raises(RuntimeError):
+        jf(torch.tensor([1]), torch.tensor([0]))
+    torch.testing.assert_close(jf(torch.tensor([9]), torch.tensor([3])), torch.tensor([3]))
+
+
+class Reshaper(torch.nn.Module):
+    def forward(self, x):
+        return x.view(-1)
+
+
+def test_runtime_error_in_a_module_names_the_module_line():
+    tm = thunder.jit(torch.nn.Sequential(Reshaper()))
+    with pytest.raises(RuntimeError) as info:
+        tm(torch.randn(3, 4).t())
+    note = info.value.__notes__[0]
+    assert f"{__file__}:{line_of(Reshaper.forward, 'view(-1)')}" in note
+    assert "(module 0)" in note
+
+
+def test_errors_raised_while_tracing_get_no_runtime_note():
+    def bad(x):
+        raise KeyError("mine")
+
+    with pytest.raises(KeyError) as info:
+        thunder.jit(bad)(torch.randn(2))
+    assert not any(n.startswith(NOTE_PREFIX) for n in getattr(info.value, "__notes__", ()))
+
+
+# --- a jitted function calling another jitted function ---------------------------------------------
+
+
+HOOKED = "inner_jitted_lookaside" in inspect.getsource(jit_ext)
+
+
+@pytest.fixture
+def nested_jit_hook(monkeypatch):
+    """The one-line hook in ``Tracer.lookaside``, patched in where it is not there yet."""
+    if not HOOKED:
+        original = Tracer.lookaside
+
+        def lookaside(self, fn):
+            inner = inner_jitted_lookaside(fn)
+            return inner if inner is not None else original(self, fn)
+
+        monkeypatch.setattr(Tracer, "lookaside", lookaside)
+
+
+def inner(x, k=2):
+    return x.sin() * k
+
+
+def test_jitted_function_calling_a_jitted_function_traces_through_it(nested_jit_hook):
+    jinner = thunder.jit(inner)
+
+    def outer(x):
+        return jinner(x, k=3) + jinner(x)
+
+    jouter = thunder.jit(outer)
+    x = torch.randn(4)
+    torch.testing.assert_close(jouter(x), inner(x, k=3) + inner(x))
+    assert thunder.cache_misses(jinner) == 0  # traced into outer's trace, not compiled on its own
+    assert "torch.sin" in str(thunder.last_traces(jouter)[-1])
+
+
+def test_jitted_function_calling_a_thunder_module(nested_jit_hook):
+    model = torch.nn.Linear(4, 2)
+    tm = thunder.jit(model)
+
+    def outer(x):
+        return tm(x).relu()
+
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(thunder.jit(outer)(x), model(x).relu())
+
+
+def test_inner_jitted_lookaside_ignores_other_callables():
+    assert inner_jitted_lookaside(inner) is None
+    assert inner_jitted_lookaside(torch.sin) is None
+    assert inner_jitted_lookaside(thunder.jit(inner)) is not None

@@ -1,0 +1,249 @@
+"""Why a call missed the cache, and the warning for a function that keeps recompiling.
+
+Note [Cache miss reasons]
+On a miss (the slow path only, after every candidate entry's prologue rejected the inputs) the
+most recently used entry's prologue runs again in a *diagnostic* version: the same trace printed
+by the same printer, with ``printer.miss`` (what a failed check returns) replaced by a call
+``_explain(<the check's bound symbol>, _locals())``. The printer knows the bound symbol it is
+printing, so every check printer works unchanged; the bound symbol's arguments name the checked
+proxy and hold the values the trace assumed, and the generated code's locals hold the values
+it got now, by proxy name. ``_explain`` turns the two into a ``CacheMissReason`` through a table
+keyed by prim ID (a check prim with no row gets a generic reason). Nothing here runs on a hit.
+
+Layer: entry points. Imports: core (the codegen printer, the Python prims).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from thunder.common import CacheEntry
+from thunder.core.codegen import Printer, compile_source, trace_source
+from thunder.core.prims.python import PythonPrimIDs as P
+from thunder.core.proxies import Proxy
+from thunder.core.symbol import BoundSymbol
+
+__all__ = ["CacheMissReason", "RecompileWarning", "diagnose_miss", "FIRST_CALL", "NO_CACHING"]
+
+#: How many reasons ``thunder.cache_miss_reasons`` keeps per function.
+MISS_REASONS_KEPT = 64
+#: After this many cache misses of one function, ``RecompileWarning`` is issued (once); the
+#: compile option ``recompile_warning_limit`` changes it.
+DEFAULT_RECOMPILE_WARNING_LIMIT = 32
+
+
+class RecompileWarning(UserWarning):
+    """A jitted function keeps compiling new cache entries (a recompile storm)."""
+
+
+@dataclass(frozen=True)
+class CacheMissReason:
+    """Why one call missed the cache.
+
+    Attributes:
+        input: the prologue name of the checked input (``x``, ``args``, ``self_fc1_weight``),
+            or None for state that is not an input (grad mode, the default dtype).
+        check: what was checked: ``shape``, ``dtype``, ``device``, ``requires_grad``, ``rank``,
+            ``type``, ``value``, ``object``, ``length``, ``keys``, ``constraint``, ...
+        expected: the value the cached trace was made for.
+        actual: the value of this call.
+        message: the reason in words (``str(reason)``).
+    """
+
+    input: str | None
+    check: str
+    expected: Any = None
+    actual: Any = None
+    message: str = ""
+
+    def __str__(self) -> str:
+        if self.message:
+            return self.message
+        what = f"{self.input} {self.check}" if self.input else self.check
+        return f"{what} changed {_short(self.expected)} -> {_short(self.actual)}"
+
+
+FIRST_CALL = CacheMissReason(None, "empty cache", message="first call: nothing was compiled yet")
+NO_CACHING = CacheMissReason(None, "no caching", message="cache='no caching': every call compiles")
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    if isinstance(value, type):
+        text = value.__qualname__
+    elif callable(value) and hasattr(value, "__qualname__"):
+        text = f"<{type(value).__name__} {value.__qualname__}>"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- the diagnostic prologue --------------------------------------------------------------------
+
+
+def diagnose_miss(entry: CacheEntry, args: tuple, kwargs: dict) -> CacheMissReason:
+    """Why ``entry``'s prologue rejects these inputs (see Note [Cache miss reasons])."""
+    diagnostic = entry.diagnostic
+    if diagnostic is None:
+        diagnostic = entry.diagnostic = _diagnostic_prologue(entry.prologue_traces[-1])
+    try:
+        out = diagnostic(*args, **kwargs)
+    except Exception as e:  # a prologue is made not to raise; say so if one does
+        return CacheMissReason(None, "prologue", message=f"the prologue raised {type(e).__name__}: {e}")
+    if isinstance(out, CacheMissReason):
+        return out
+    return CacheMissReason(None, "none", message="the most recent entry accepts these inputs (compiled meanwhile)")
+
+
+def _diagnostic_prologue(trace) -> Callable:
+    printer = Printer(miss=_miss_expression)
+    printer.add_ctx("_explain", _explain)
+    printer.add_ctx("_locals", locals)
+    source = trace_source(trace, print_depth=1, printer=printer)
+    return compile_source(source, trace.name, printer.ctx, f"thunder.{trace.name}_diagnostic_{trace.uid}")
+
+
+def _miss_expression(printer: Printer) -> str:
+    return f"_explain({printer.constant(printer.bsym, '_check')}, _locals())"
+
+
+def _explain(bsym: BoundSymbol, values: dict[str, Any]) -> CacheMissReason:
+    explain = _EXPLAINERS.get(bsym.sym.id, _explain_generic)
+    try:
+        return explain(bsym, values)
+    except Exception as e:  # never let a diagnostic hide the miss itself
+        return CacheMissReason(None, bsym.sym.name, message=f"{bsym.sym.print_name} failed ({type(e).__name__}: {e})")
+
+
+def _value(values: dict[str, Any], p: Any) -> Any:
+    return values.get(p.name, "<unbound>") if isinstance(p, Proxy) else p
+
+
+def _explain_args_structure(bsym, values):
+    args_p, kwargs_p, nargs, kwnames = bsym.args
+    args, kwargs = _value(values, args_p), _value(values, kwargs_p)
+    if len(args) != nargs:
+        return CacheMissReason("args", "length", nargs, len(args))
+    return CacheMissReason("kwargs", "keys", tuple(sorted(kwnames)), tuple(sorted(kwargs)))
+
+
+def _explain_tensor(bsym, values):
+    t, shape_or_rank, device, dtype, requires_grad = bsym.args
+    x = _value(values, t)
+    name = t.name
+    if not isinstance(x, torch.Tensor):
+        return CacheMissReason(name, "type", torch.Tensor, type(x))
+    if bsym.sym.id is P.CHECK_TENSOR_RANK:
+        if x.ndim != shape_or_rank:
+            return CacheMissReason(name, "rank", shape_or_rank, x.ndim)
+    elif tuple(x.shape) != tuple(shape_or_rank):
+        return CacheMissReason(name, "shape", tuple(shape_or_rank), tuple(x.shape))
+    if x.dtype is not dtype:
+        return CacheMissReason(name, "dtype", dtype, x.dtype)
+    if x.device != device:
+        return CacheMissReason(name, "device", device, x.device)
+    return CacheMissReason(name, "requires_grad", requires_grad, x.requires_grad)
+
+
+def _explain_value(bsym, values):
+    p, expected = bsym.args
+    x = _value(values, p)
+    if type(x) is not type(expected):
+        return CacheMissReason(p.name, "type", type(expected), type(x))
+    return CacheMissReason(p.name, "value", expected, x)
+
+
+def _explain_identity(bsym, values):
+    p, expected = bsym.args
+    return CacheMissReason(p.name, "object", expected, _value(values, p))
+
+
+def _explain_type(bsym, values):
+    p, expected = bsym.args
+    return CacheMissReason(p.name, "type", expected, type(_value(values, p)))
+
+
+def _explain_default_dtype(bsym, values):
+    (expected,) = bsym.args
+    return CacheMissReason(None, "torch default dtype", expected, torch.get_default_dtype())
+
+
+def _explain_grad_enabled(bsym, values):
+    (expected,) = bsym.args
+    return CacheMissReason(None, "grad mode (torch.is_grad_enabled())", expected, torch.is_grad_enabled())
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def _explain_expr(bsym, values):
+    expr, proxies = bsym.args
+    names = [p.name for p in proxies if isinstance(p, Proxy)]
+    names += [n for n in _IDENTIFIER.findall(expr) if n in values and n not in names]
+    now = ", ".join(f"{n}={_short(values[n], 40)}" for n in names)
+    return CacheMissReason(
+        names[0] if names else None,
+        "constraint",
+        expr,
+        {n: values[n] for n in names},
+        message=f"constraint {expr} no longer holds" + (f" ({now})" if now else ""),
+    )
+
+
+def _explain_generic(bsym, values):
+    """A check prim without a row in the table: its proxies' values against its other arguments."""
+    proxies = [a for a in bsym.args if isinstance(a, Proxy)]
+    expected = [a for a in bsym.args if not isinstance(a, Proxy)]
+    name = proxies[0].name if proxies else None
+    now = ", ".join(f"{p.name}={_short(_value(values, p), 40)}" for p in proxies)
+    return CacheMissReason(
+        name,
+        bsym.sym.name,
+        tuple(expected),
+        tuple(_value(values, p) for p in proxies),
+        message=f"{bsym.sym.print_name} failed"
+        + (f" for {now}" if now else "")
+        + (f"; traced with {_short(tuple(expected))}" if expected else ""),
+    )
+
+
+_EXPLAINERS: dict[Any, Callable[[BoundSymbol, dict], CacheMissReason]] = {
+    P.CHECK_ARGS_STRUCTURE: _explain_args_structure,
+    P.CHECK_TENSOR: _explain_tensor,
+    P.CHECK_TENSOR_RANK: _explain_tensor,
+    P.CHECK_VALUE: _explain_value,
+    P.CHECK_IDENTITY: _explain_identity,
+    P.CHECK_TYPE: _explain_type,
+    P.CHECK_DEFAULT_DTYPE: _explain_default_dtype,
+    P.CHECK_GRAD_ENABLED: _explain_grad_enabled,
+    P.CHECK_EXPR: _explain_expr,
+}
+
+
+# --- the recompile warning ---------------------------------------------------------------------
+
+
+def warn_recompiles(name: str, misses: int, reason: CacheMissReason, cache_option, cache_size_limit: int) -> None:
+    """Warns that the jitted function ``name`` has missed the cache ``misses`` times, naming the last reason.
+
+    ``stacklevel`` points at the caller of the jitted function (this, ``_compile``, ``slow_call``, ``fn_``)."""
+    from thunder.common import CACHE_OPTIONS
+
+    advice = ""
+    if cache_option is CACHE_OPTIONS.CONSTANT_VALUES:
+        advice = (
+            " Under cache='constant values' every new input shape or Python number compiles a new entry; "
+            f"if these inputs keep changing, use thunder.jit({name}, cache='symbolic values')."
+        )
+    warnings.warn(
+        f"thunder.jit: {name} has been compiled {misses} times; the last recompile was because {reason}."
+        f"{advice} thunder.cache_miss_reasons() lists the recent reasons. The cache keeps the "
+        f"{cache_size_limit} most recently used entries (compile option cache_size_limit).",
+        RecompileWarning,
+        stacklevel=5,
+    )

@@ -1,0 +1,66 @@
+"""Exceptions raised while compiled code runs point at the user's op and line.
+
+Note [Runtime errors]
+When generated code raises (``x.view(-1)`` of a transposed tensor, integer division by zero),
+the traceback ends in ``thunder.computation_N``, which the user did not write. The jitted
+function's call site catches the exception (a ``try`` around the whole call: free in Python
+3.11 when nothing raises), walks the traceback to the innermost frame of generated code, looks
+up the bound symbol printed on that line (``thunder.core.codegen.bsym_at``) and adds a note
+(PEP 678) naming the op and the source line it came from. The exception keeps its type and
+message; only ``__notes__`` grows, once.
+
+Layer: entry points. Imports: core.
+"""
+
+from __future__ import annotations
+
+from thunder.core.codegen import bsym_at
+from thunder.core.symbol import BoundSymbol
+
+__all__ = ["add_runtime_note", "NOTE_PREFIX"]
+
+NOTE_PREFIX = "while running "
+
+
+def add_runtime_note(e: BaseException) -> None:
+    """Adds "while running <op> at <file>:<line>" to ``e`` if it came from generated code."""
+    if any(isinstance(n, str) and n.startswith(NOTE_PREFIX) for n in getattr(e, "__notes__", ())):
+        return  # noted already (a jitted function called inside another one)
+    found: tuple[BoundSymbol, str, int] | None = None
+    tb = e.__traceback__
+    while tb is not None:  # outermost first: the last match is the innermost generated frame
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.startswith("thunder."):
+            bsym = bsym_at(filename, tb.tb_lineno)
+            if bsym is not None:
+                found = (bsym, filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if found is None:
+        return
+    bsym, filename, lineno = found
+    e.add_note(_describe(bsym, filename, lineno))
+
+
+def _describe(bsym: BoundSymbol, filename: str, lineno: int) -> str:
+    op = bsym.sym.print_name
+    src = _source_of(bsym)
+    if src is None:
+        return f"{NOTE_PREFIX}{op} (generated code {filename}, line {lineno})"
+    where = f"{src.filename}:{src.lineno}"
+    if src.function:
+        where += f", in {src.function}"
+    if src.module_path:
+        where += f" (module {src.module_path})"
+    text = src.source_line
+    return f"{NOTE_PREFIX}{op} at {where}" + (f"\n    {text}" if text else "")
+
+
+def _source_of(bsym: BoundSymbol, depth: int = 0):
+    """The user's source location of ``bsym``, or of the first op it is made of that has one (a fusion)."""
+    if bsym.source is not None or depth > 4:
+        return bsym.source
+    for sub in bsym.subsymbols:
+        src = _source_of(sub, depth + 1)
+        if src is not None:
+            return src
+    return None
