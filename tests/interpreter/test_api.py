@@ -203,11 +203,11 @@ def test_deref_callbacks():
 
         return inner()
 
-    def load_deref(code, name, value):
+    def load_deref(code, name, value, cell):
         loads.append((code.co_name, name, value))
         return value
 
-    cb = InterpreterCallbacks(load_deref=load_deref, store_deref=lambda c, n, v: stores.append((c.co_name, n, v)))
+    cb = InterpreterCallbacks(load_deref=load_deref, store_deref=lambda c, n, v, cell: stores.append((c.co_name, n, v)))
     assert interpret(f, callbacks=cb)() == 2
     assert loads == [("inner", "x", 1), ("inner", "x", 2)]
     assert stores == [("f", "x", 1), ("inner", "x", 2)]

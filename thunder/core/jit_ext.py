@@ -18,11 +18,16 @@ Layer: tracing. Imports: core, extend, the torch language (its callable -> symbo
 
 from __future__ import annotations
 
+import collections
+import collections.abc
 import contextlib
 import functools
 import inspect
 import os
 import random
+import re
+import sys
+import threading
 import types
 import warnings
 from collections.abc import Callable
@@ -34,6 +39,7 @@ import torch
 from thunder.core import dtypes, introspection, prims
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
+from thunder.core.interpreter.errors import DELETED
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers
 from thunder.core.symbol import SourceLocation, Symbol
@@ -51,8 +57,22 @@ _MUTATING_METHODS = frozenset(
 )  # fmt: skip
 
 
+_NOT_SEEN = object()
+
+
 class Tracer:
-    """The state of one trace acquisition: the two traces being built and the provenance map."""
+    """The state of one trace acquisition: the two traces being built and the provenance map.
+
+    Note [What a trace relied on]
+    Everything the program reads from outside goes through ``unpack_value`` with a prologue
+    expression (its *path*: an argument, a global, a closure cell, an attribute of an object that
+    has a path, a captured constant), which emits the prologue's check for it. Each path is read
+    and checked once (``_reads``); a path the program assigned is the program's own from then on
+    (``_written``). Outside lists, dicts and sets are copied for the program (the prologue
+    unpacks their items); a copy the program changed is written back at the end of every call.
+    Assignments to outside globals, cells and attributes are undone when tracing ends and
+    replayed by the computation, in order, with each call's values; so are ``print`` calls.
+    """
 
     def __init__(self, fn: Callable, *, cache_option, sharp_edges, record_history: bool = False):
         from thunder.common import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
@@ -73,7 +93,16 @@ class Tracer:
         self._provenance: dict[int, Proxy] = {}  # id(outside object) -> prologue proxy
         self._proxy_for: dict[int, Any] = {}  # id(outside object) -> what the program sees instead
         self._keepalive: list[Any] = []  # outside objects, kept so their ids stay unique
-        self._globals_proxies: dict[int, Proxy] = {}
+        self._reads: dict[tuple, Any] = {}  # path -> what the program saw (see Note [What a trace relied on])
+        self._written: set[tuple] = set()
+        self._undo: list[Callable[[], None]] = []
+        self._internal_cells: set[int] = set()  # cells the program made itself
+        self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
+        self._copies: dict[int, tuple[Proxy, Any, Any]] = {}  # id(copy) -> (holder, copy, its first contents)
+        self._constants: dict[int, Proxy] = {}  # id(object) -> prologue proxy capturing it by identity
+        self._object_inputs: dict[str, Proxy] = {}  # prologue name -> the computation's proxy for that object
+        self._guarded_functions: set[int] = set()
+        self._hoisted: dict[str, str] = {}  # prologue name -> the call that makes it (random.random)
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
         self.interpreted: Callable | None = None
 
@@ -89,8 +118,33 @@ class Tracer:
         if self.checks:
             self._emit(sym, *args)
 
+    def _constant(self, obj: Any, name: str) -> Proxy:
+        """A prologue proxy holding ``obj`` itself (captured by identity)."""
+        holder = self._constants.get(id(obj))
+        if holder is None:
+            holder = self._constants[id(obj)] = self._prologue_proxy(name)
+            self._emit(prims.unpack_constant, obj, holder, output=holder)
+            self._keepalive.append(obj)
+        return holder
+
+    def _object_input(self, holder: Proxy) -> Proxy:
+        """The computation's parameter for the outside object that ``holder`` unpacks (to mutate it)."""
+        p = self._object_inputs.get(holder.name)
+        if p is None:
+            with tracectx(self.computation):
+                p = Proxy(self.computation.safe_name(holder.name))
+            self._object_inputs[holder.name] = p
+            self.inputs.append((holder, p))
+        return p
+
     def unpack_value(self, value: Any, holder: Proxy, name: str) -> Any:
         """Registers an outside ``value`` held by prologue proxy ``holder``; returns what the program sees."""
+        known = self._proxy_for.get(id(value))
+        if known is not None:
+            first = self._provenance[id(value)]
+            if first is not holder:
+                self._check(prims.check_is, holder, first)  # the trace assumed one object: it must stay one
+            return known
         if isinstance(value, torch.Tensor):
             return self._tensor_input(value, holder)
         if isinstance(value, bool) or value is None or isinstance(value, (str, torch.dtype, torch.device)):
@@ -109,29 +163,46 @@ class Tracer:
             self._check(prims.check_expr, f"len({holder.name}) == {len(value)}", (holder,))
             items = [self._prologue_proxy(f"{name}_{i}") for i in range(len(value))]
             self._emit(prims.unpack_sequence, holder, items, output=items)
-            return type(value)(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
-        if type(value) is dict and all(isinstance(k, str) for k in value):
-            self._check(prims.check_type, holder, dict)
+            seen = type(value)(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
+            return self._copied(value, holder, seen)
+        if type(value) in (dict, collections.OrderedDict) and all(_is_literal_key(k) for k in value):
+            self._check(prims.check_type, holder, type(value))
             keys = tuple(value)
             self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
-            out = {}
+            seen = type(value)()
             for k in keys:
                 p = self._prologue_proxy(f"{name}_{k}")
                 self._emit(prims.unpack_key, holder, k, p, output=p)
-                out[k] = self.unpack_value(value[k], p, p.name)
-            return out
+                seen[k] = self.unpack_value(value[k], p, p.name)
+            return self._copied(value, holder, seen)
+        if type(value) in (set, frozenset) and all(_is_literal_key(k) for k in value):
+            self._check(prims.check_type, holder, type(value))
+            self._check(prims.check_value, holder, frozenset(value))
+            return self._copied(value, holder, type(value)(value))
         if isinstance(value, dict):
-            # Dict-like state of outside objects (a module's hook dicts): its keys are part of
-            # what the trace assumed; values are unpacked when read through attributes.
+            # A dict subclass with a custom constructor: checked by its keys, seen as itself (its values are
+            # unpacked when read through attributes); changing it from inside the program is refused.
             self._check(prims.check_type, holder, type(value))
             keys = tuple(value)
-            if all(isinstance(k, (str, int)) for k in keys):
+            if all(_is_literal_key(k) for k in keys):
                 self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
             self._register(value, holder, value)
             return value
-        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)):
+        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol)) or (
+            isinstance(value, types.ModuleType) and _is_fixed_module(value)
+        ):
             self._check(prims.check_identity, holder, value)
+            if isinstance(value, types.FunctionType):
+                self._guard_function(value, holder)
+            elif isinstance(value, type) and not _is_library_module(value.__module__):
+                self._register(value, holder, value)  # its class attributes are read through attribute loads
             return value
+        if isinstance(value, types.ModuleType):  # the user's own module: its attributes are checked when read
+            self._check(prims.check_identity, holder, value)
+            self._register(value, holder, value)
+            return value
+        if isinstance(value, collections.abc.Iterator) and type(value) not in _ITERATOR_EXCLUDED:
+            return self._iterator_input(value, holder, name)
         if isinstance(value, torch.nn.Module) and not self._module_paths:
             for path, sub in value.named_modules():
                 self._module_paths.setdefault(id(sub), path)
@@ -146,10 +217,45 @@ class Tracer:
         self._proxy_for[id(obj)] = seen_as
         self._keepalive.append(obj)
 
+    def _copied(self, original: Any, holder: Proxy, copy: Any) -> Any:
+        """The program works on ``copy`` of the outside container ``original``; a change is written back."""
+        self._register(original, holder, copy)
+        if type(copy) in (list, dict, collections.OrderedDict, set):
+            self._copies[id(copy)] = (holder, copy, _contents(copy))
+        return copy
+
+    def _iterator_input(self, it, holder: Proxy, name: str):
+        """An iterator argument: every call consumes it whole (the prologue does), and the program
+        iterates over its items. A program that stops early would leave items eager leaves: refused."""
+        items = list(it)
+        seq = self._prologue_proxy(f"{name}_items")
+        self._emit(prims.unpack_iterator, holder, seq, output=seq)
+        self._check(prims.check_expr, f"len({seq.name}) == {len(items)}", (seq,))
+        item_holders = [self._prologue_proxy(f"{name}_{i}") for i in range(len(items))]
+        self._emit(prims.unpack_sequence, seq, item_holders, output=item_holders)
+        seen = [self.unpack_value(v, p, p.name) for v, p in zip(items, item_holders)]
+        wrapper = _WholeIterator(seen, name)
+        self._keepalive.append(wrapper)
+        return wrapper
+
+    def _guard_function(self, fn: types.FunctionType, holder: Proxy | None = None) -> None:
+        """A function's defaults are part of what a call of it computes: the prologue checks they are the
+        same objects (assigning ``f.__defaults__`` makes new ones)."""
+        if id(fn) in self._guarded_functions or not self.checks:
+            return
+        self._guarded_functions.add(id(fn))
+        if _is_library_module(getattr(fn, "__module__", None) or "") or fn.__module__ in ("thunder",):
+            return
+        for attr in ("__defaults__", "__kwdefaults__"):
+            current = getattr(fn, attr)
+            if current is None:
+                continue
+            holder = holder or self._constant(fn, fn.__name__)
+            p = self._prologue_proxy(f"{holder.name}{attr.rstrip('_')}")
+            self._emit(prims.unpack_attr, holder, attr, p, output=p)
+            self._check(prims.check_identity, p, current)
+
     def _tensor_input(self, t: torch.Tensor, holder: Proxy) -> TensorProxy:
-        known = self._proxy_for.get(id(t))
-        if known is not None:
-            return known
         with tracectx(self.computation):
             name = holder.name if holder.name not in self.computation.names else None
             if self.symbolic:
@@ -184,6 +290,7 @@ class Tracer:
             params = ["module", *_parameter_names(args[0].forward, len(args) - 1, kwargs)]
         else:
             params = _parameter_names(self.fn, len(args), kwargs)
+        self._bind_callable(self.fn)
         args_p, kwargs_p = self._prologue_proxy("args"), self._prologue_proxy("kwargs")
         self.prologue.args = []
         self._emit(prims.check_args_structure, args_p, kwargs_p, len(args), tuple(kwargs))
@@ -198,102 +305,195 @@ class Tracer:
             seen_kwargs[k] = self.unpack_value(v, h, h.name)
         return seen_args, seen_kwargs
 
+    def _bind_callable(self, fn: Callable) -> None:
+        """The jitted callable's own state: its defaults, and the object a bound method (or a callable
+        object) reads its attributes from, captured by identity."""
+        receiver = fn.__self__ if isinstance(fn, types.MethodType) else None
+        func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if isinstance(func, types.FunctionType):
+            self._guard_function(func)
+        elif not isinstance(func, (types.BuiltinFunctionType, type)):
+            receiver = func  # a callable object
+        if receiver is not None and not isinstance(receiver, (types.ModuleType, type)):
+            self.unpack_value(receiver, self._constant(receiver, "self"), "self")
+
     # --- interpreter callbacks --------------------------------------------------------------
-    def sharp_edge(self, what: str) -> None:
+    def sharp_edge(self, what: str, *, replayed: bool = False) -> None:
         if self.sharp_edges is self._SHARP.ALLOW:
             return
         loc = _source_location()
         where = f" at {loc}" if loc else ""
+        if replayed:
+            consequence = "thunder replays it on every call, after the ops before it"
+        else:
+            consequence = "a value read from outside is guarded (a change recompiles)"
         msg = (
-            f"{what}{where}. The trace captures it when the function is compiled: a value read from outside is "
-            "guarded (a change recompiles), but a random number or clock time is frozen and outside mutations are "
-            "not replayed on cached calls. Pass the value as an argument instead, or use sharp_edges='allow' to "
-            "accept this."
+            f"{what}{where}. The trace captures it when the function is compiled: {consequence}. Pass the value "
+            "as an argument (or return it) instead, or use sharp_edges='allow' to accept this."
         )
         if self.sharp_edges is self._SHARP.ERROR:
             raise SharpEdgeError(msg)
         warnings.warn(msg, stacklevel=2)
 
-    def load_global(self, globals_dict: dict, name: str, value: Any, is_builtin: bool) -> Any:
-        if _is_thunder_module(globals_dict):
+    def _read(self, key: tuple, value: Any, make_holder: Callable[[], Proxy]) -> Any:
+        """What the program sees for ``value`` read through path ``key`` (checked once per path)."""
+        if key in self._written:
             return value
-        if is_builtin or isinstance(value, (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType)):
-            return value
-        if isinstance(value, Symbol) or callable(value) and not isinstance(value, torch.Tensor):
-            return value
-        known = self._proxy_for.get(id(value))
-        if known is not None:
-            return known
-        module = globals_dict.get("__name__", "?")
-        if not _is_library_module(module):  # torch's own globals (hook registries) are guarded, not reported
-            self.sharp_edge(f"Reading the global {name!r} of module {module!r}")
-        holder = self._prologue_proxy(name)
-        self._emit(prims.unpack_global, globals_dict, name, holder, output=holder)
-        return self.unpack_value(value, holder, holder.name)
+        seen = self._reads.get(key, _NOT_SEEN)
+        if seen is _NOT_SEEN:
+            holder = make_holder()
+            seen = self._reads[key] = self.unpack_value(value, holder, holder.name)
+        return seen
 
-    def load_deref(self, code, name: str, value: Any) -> Any:
-        if isinstance(value, (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType, Symbol)):
+    def load_global(self, globals_dict: dict, name: str, value: Any, is_builtin: bool) -> Any:
+        if is_builtin or _is_thunder_module(globals_dict):
             return value
-        if isinstance(value, Proxy):
+        module = globals_dict.get("__name__", "?")
+        if _is_library_module(module) and _is_code_like(value):
+            return value  # torch's own functions, classes and modules are taken as fixed
+        key = ("global", id(globals_dict), name)
+        if key not in self._reads and not _is_code_like(value) and not _is_library_module(module):
+            self.sharp_edge(f"Reading the global {name!r} of module {module!r}")
+
+        def holder():
+            h = self._prologue_proxy(name)
+            self._emit(prims.unpack_global, globals_dict, name, h, output=h)
+            return h
+
+        return self._read(key, value, holder)
+
+    def load_deref(self, code, name: str, value: Any, cell) -> Any:
+        if id(cell) in self._internal_cells or isinstance(value, Proxy):
             return value
-        known = self._proxy_for.get(id(value))
-        if known is not None:
-            return known
-        cell = _find_cell(self.fn, code, name) or _cell_holding(self.fn, value)
-        if cell is not None:
-            holder = self._prologue_proxy(name)
-            self._emit(prims.unpack_cell, cell, holder, output=holder)
-            return self.unpack_value(value, holder, holder.name)
-        if isinstance(value, torch.Tensor):
-            # A tensor captured by a nested function: an input of the trace, by identity.
-            holder = self._prologue_proxy(name)
-            self._emit(prims.unpack_constant, value, holder, output=holder)
-            return self.unpack_value(value, holder, holder.name)
-        return value
+
+        def holder():
+            h = self._prologue_proxy(name)
+            self._emit(prims.unpack_cell, cell, h, output=h)
+            self._keepalive.append(cell)
+            return h
+
+        return self._read(("cell", id(cell)), value, holder)
+
+    def make_cell(self, cell) -> None:
+        self._internal_cells.add(id(cell))
+        self._keepalive.append(cell)
 
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:
         holder = self._provenance.get(id(obj))
         if holder is None:
             if isinstance(obj, (Proxy, int, float)):
                 return introspection.proxy_attribute(obj, name, value)
-            if not isinstance(value, torch.Tensor) or isinstance(obj, (Proxy, torch.Tensor, types.ModuleType)):
+            if not isinstance(obj, torch.nn.Module) and not (
+                isinstance(value, torch.Tensor) and not isinstance(obj, (torch.Tensor, types.ModuleType))
+            ):
                 return value
-            # A tensor attribute of an object reached without provenance (a submodule yielded by
-            # iterating a ModuleList, say): the object is captured by identity and the attribute
-            # is read from it by the prologue on every call.
-            holder = self._prologue_proxy(f"{type(obj).__name__.lower()}")
-            self._emit(prims.unpack_constant, obj, holder, output=holder)
-            self._register(obj, holder, obj)
-        elif isinstance(obj, Proxy):
-            return introspection.proxy_attribute(obj, name, value)
+            if not self._is_outside(obj):
+                return value
+            # An nn.Module (or an object holding a tensor) reached without provenance (a submodule yielded
+            # by iterating a ModuleList, say): captured by identity, its attributes checked when read.
+            holder = self._constant(obj, type(obj).__name__.lower())
+            self.unpack_value(obj, holder, holder.name)
         if isinstance(value, (types.MethodType, types.BuiltinMethodType)) or name.startswith("__"):
             return value
-        known = self._proxy_for.get(id(value))
-        if known is not None:
-            return known
+        return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name))
+
+    def _is_outside(self, obj: Any) -> bool:
+        """Whether ``obj``, reached without provenance, existed before the program ran. An object the
+        program made is seen first while its constructor runs (``nn.ModuleList.__getitem__`` of a slice
+        builds a new ModuleList, say); it is remembered as the program's own."""
+        if id(obj) in self._internal_objects:
+            return False
+        for frame in get_interpreter_stack():
+            if frame.receiver is obj and frame.name in ("__init__", "__new__", "__post_init__"):
+                self._internal_objects.add(id(obj))
+                self._keepalive.append(obj)
+                return False
+        return True
+
+    def _attr_holder(self, holder: Proxy, name: str) -> Proxy:
         attr = self._prologue_proxy(f"{holder.name}_{name}")
         self._emit(prims.unpack_attr, holder, name, attr, output=attr)
-        return self.unpack_value(value, attr, attr.name)
+        return attr
 
+    def _getattr(self, obj, name, *default):
+        """``getattr(obj, name[, default])`` called by the program: read like ``obj.name``."""
+        holder = self._provenance.get(id(obj))
+        if holder is None or type(name) is not str:
+            traced = introspection.lookaside(getattr)  # a traced value answers as what it stands for
+            return (traced or getattr)(obj, name, *default)
+        present = hasattr(obj, name)
+        if not present and default:
+            if ("attr", id(obj), name) not in self._written:
+                self._check(prims.check_hasattr, holder, name, False)
+            return default[0]
+        return self.load_attr(obj, name, getattr(obj, name))
+
+    def _hasattr(self, obj, name) -> bool:
+        holder = self._provenance.get(id(obj))
+        if holder is None:
+            traced = introspection.lookaside(hasattr)
+            return (traced or hasattr)(obj, name)
+        present = hasattr(obj, name)
+        if holder is not None and type(name) is str and ("attr", id(obj), name) not in self._written:
+            self._check(prims.check_hasattr, holder, name, present)
+        return present
+
+    # Assignments to outside state: done now (the rest of the trace sees them), undone when tracing
+    # ends, and replayed by the computation on every call (see Note [What a trace relied on]).
     def store_global(self, globals_dict: dict, name: str, value: Any) -> None:
         if _is_thunder_module(globals_dict):
             return
-        self.sharp_edge(f"Assigning the global {name!r}")
+        self.sharp_edge(f"Assigning the global {name!r}", replayed=True)
+        key = ("global", id(globals_dict), name)
+        self._remember(key, lambda: globals_dict.get(name, _NOT_SEEN), lambda old: _restore_item(globals_dict, name, old))
+        deleted = value is DELETED
+        prims.store_global(globals_dict, name, None if deleted else _lift_objects(value), deleted)
+
+    def store_deref(self, code, name: str, value: Any, cell) -> None:
+        if id(cell) in self._internal_cells:
+            return
+        self.sharp_edge(f"Assigning the closure variable {name!r} of an enclosing function", replayed=True)
+        self._remember(("cell", id(cell)), lambda: _cell_contents(cell), lambda old: _restore_cell(cell, old))
+        self._keepalive.append(cell)
+        prims.store_cell(cell, _lift_objects(value))
 
     def store_attr(self, obj: Any, name: str, value: Any) -> None:
-        if id(obj) in self._provenance:
-            self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function")
+        holder = self._provenance.get(id(obj))
+        if holder is None and isinstance(obj, torch.nn.Module) and self._is_outside(obj):
+            holder = self._constant(obj, type(obj).__name__.lower())
+            self.unpack_value(obj, holder, holder.name)
+        if holder is None or isinstance(obj, (Proxy, types.ModuleType, type)) and not isinstance(obj, types.ModuleType):
+            return
+        if isinstance(obj, types.ModuleType) or isinstance(value, torch.Tensor) and not isinstance(value, Proxy):
+            raise ThunderRuntimeError(f"Setting attribute {name!r} of {type(obj).__name__} inside a jitted function is not supported")
+        self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
+        self._remember(("attr", id(obj), name), lambda: obj.__dict__.get(name, _NOT_SEEN) if hasattr(obj, "__dict__") else getattr(obj, name, _NOT_SEEN),
+                       lambda old: _restore_attr(obj, name, old))  # fmt: skip
+        deleted = value is DELETED
+        prims.store_attr(self._object_input(holder), name, None if deleted else _lift_objects(value), deleted)
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
-        if id(container) in self._provenance or id(container) in self._globals_proxies:
-            self.sharp_edge("Assigning into a container from outside the function")
+        if id(container) in self._copies:
+            self.sharp_edge("Assigning into a container from outside the function", replayed=True)
+        elif id(container) in self._provenance:
+            raise ThunderRuntimeError(
+                f"Assigning into a {type(container).__name__} from outside the jitted function is not supported "
+                f"(at {_source_location()}): thunder replays changes to outside lists, dicts and sets, not to other "
+                "containers. Return the new value instead, or change it outside the function."
+            )
 
-    def store_deref(self, code, name: str, value: Any) -> None:
-        if _find_cell(self.fn, code, name) is not None:
-            self.sharp_edge(f"Assigning the closure variable {name!r} of an enclosing function")
+    def _remember(self, key: tuple, current: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+        if key not in self._written:
+            self._written.add(key)
+            old = current()
+            self._undo.append(lambda: restore(old))
 
     # --- lookaside ------------------------------------------------------------------------
     def lookaside(self, fn: Callable) -> Callable | None:
+        if fn is getattr:
+            return self._getattr
+        if fn is hasattr:
+            return self._hasattr
         replacement = introspection.lookaside(fn)
         if replacement is not None:
             return replacement
@@ -307,22 +507,26 @@ class Tracer:
             return _no_torch_function
         if fn is torch._C._set_grad_enabled:
             return self._set_grad_enabled
+        if fn is print:
+            return self._print
         if isinstance(fn, Symbol):
             return fn
         self_obj = getattr(fn, "__self__", None)
         if isinstance(self_obj, Proxy):
             return fn
+        func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if isinstance(func, types.FunctionType):
+            self._guard_function(func)
+            return None
         module = getattr(fn, "__module__", None)
         if module in _NONDETERMINISTIC_MODULES or isinstance(self_obj, random.Random):
             where = module or type(self_obj).__module__
-            return self._sharp_call(fn, f"Calling {where}.{getattr(fn, '__name__', fn)}()")
-        if (
-            isinstance(fn, types.BuiltinMethodType)
-            and type(self_obj) in (list, dict, set)
-            and fn.__name__ in _MUTATING_METHODS
-            and (id(self_obj) in self._provenance or self._is_global_container(self_obj))
-        ):
-            return self._sharp_call(fn, f"Mutating a {type(self_obj).__name__} from outside the function with .{fn.__name__}()")
+            return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")
+        if isinstance(fn, (types.BuiltinMethodType, types.MethodWrapperType)) and fn.__name__ in _MUTATING_METHODS:
+            if id(self_obj) in self._copies:
+                return self._sharp_call(fn, f"Mutating a {type(self_obj).__name__} from outside the function with .{fn.__name__}()")
+            if id(self_obj) in self._provenance and not isinstance(self_obj, (types.ModuleType, type)):
+                return self._refuse_mutation(fn)
         return None
 
     def _set_grad_enabled(self, enabled: bool) -> None:
@@ -333,13 +537,63 @@ class Tracer:
         self.grad_mode_switched = True
         prims.set_grad_enabled(enabled)
 
-    def _is_global_container(self, obj) -> bool:
-        fn_globals = getattr(self.fn, "__globals__", None) or {}
-        return any(v is obj for v in fn_globals.values())
+    def _print(self, *args, **kwargs) -> None:
+        """``print`` in the program: recorded, so each call prints its own values in order."""
+        prims.python_print(_snapshot(_lift_objects(args)), _snapshot(_lift_objects(kwargs)))
+
+    def _hoisted_call(self, fn: Callable, what: str) -> Callable:
+        """A call whose result differs from call to call (``random.random()``, ``time.time()``): the
+        prologue makes it on every call and passes a number in; the program sees a symbolic number."""
+
+        def call(*args, **kwargs):
+            self.sharp_edge(f"Calling {what}()", replayed=True)
+            leaves = [*args, *kwargs.values()]
+            if any(isinstance(a, Proxy) or _is_symbolic_number(a) or not _is_literal_key(a) for a in leaves):
+                raise ThunderRuntimeError(
+                    f"{what}() is called with values computed inside the jitted function (at {_source_location()}); "
+                    "thunder makes such calls in the prologue, from constant arguments only. Call it outside the "
+                    "function and pass the result as an argument."
+                )
+            rng = fn.__self__ if isinstance(getattr(fn, "__self__", None), random.Random) else None
+            state = rng.getstate() if rng is not None else None
+            value = fn(*args, **kwargs)
+            if value is None:  # called for its effect (random.seed): every call makes it
+                self._emit(prims.unpack_call, fn, args, kwargs, None)
+                self._keepalive.append(fn)
+                return None
+            if type(value) not in (int, float):
+                raise ThunderRuntimeError(
+                    f"{what}() returned a {type(value).__name__}, which thunder cannot make an input of the trace "
+                    f"(at {_source_location()}); only numbers can be. Call it outside the jitted function and pass "
+                    "the result as an argument."
+                )
+            if state is not None:  # the first call's prologue draws this same number again
+                rng.setstate(state)
+            holder = self._prologue_proxy(getattr(fn, "__name__", "value"))
+            self._hoisted[holder.name] = what
+            self._emit(prims.unpack_call, fn, args, kwargs, holder, output=holder)
+            self._keepalive.append(fn)
+            self._check(prims.check_type, holder, type(value))
+            self.computation.names.add(holder.name)
+            sym = SymInt(value, holder.name) if type(value) is int else SymFloat(value, holder.name)
+            self.inputs.append((holder, sym))
+            return sym
+
+        return call
+
+    def _refuse_mutation(self, fn: Callable) -> Callable:
+        def call(*args, **kwargs):
+            raise ThunderRuntimeError(
+                f"Changing a {type(fn.__self__).__name__} from outside the jitted function with .{fn.__name__}() is "
+                f"not supported (at {_source_location()}): thunder replays changes to outside lists, dicts and sets, "
+                "not to other containers. Return the new value instead, or change it outside the function."
+            )
+
+        return call
 
     def _sharp_call(self, fn: Callable, what: str) -> Callable:
         def call(*args, **kwargs):
-            self.sharp_edge(what)
+            self.sharp_edge(what, replayed=True)
             return fn(*args, **kwargs)
 
         return call
@@ -355,6 +609,7 @@ class Tracer:
             store_subscr=self.store_subscr,
             load_deref=self.load_deref,
             store_deref=self.store_deref,
+            make_cell=self.make_cell,
         )
         self.interpreted = interpret(
             self.fn, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
@@ -362,18 +617,24 @@ class Tracer:
         dtypes.default_dtype_was_read.set(False)
         grad_enabled = torch.is_grad_enabled()
         provider = functools.partial(_source_location, self._module_paths)
-        with (
-            tracectx(self.computation),
-            source_location_provider(provider),
-            recording_constraints() as cs,
-            _restoring_grad_mode(grad_enabled),
-        ):
-            seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
-            result = _lift_objects(self.interpreted(*seen_args, **seen_kwargs))
-            register_containers(result)
-            _check_result(result)
-            prims.python_return(result)
+        try:
+            with (
+                tracectx(self.computation),
+                source_location_provider(provider),
+                recording_constraints() as cs,
+                _restoring_grad_mode(grad_enabled),
+            ):
+                seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
+                result = _lift_objects(self.interpreted(*seen_args, **seen_kwargs))
+                register_containers(result)
+                _check_result(result)
+                self._write_back_copies()
+                prims.python_return(result)
+        finally:
+            for undo in reversed(self._undo):
+                undo()
         self.constraints = list(cs)
+        self._refuse_branches_on_hoisted()
         if dtypes.default_dtype_was_read.get():
             self._check(prims.check_default_dtype, torch.get_default_dtype())
         if self.grad_mode_switched:  # the recorded switches restore the mode the trace began in
@@ -384,6 +645,25 @@ class Tracer:
         self.computation.args = [p for _, p in self.inputs] + [s for _, s in self.dims]
         return result
 
+    def _refuse_branches_on_hoisted(self) -> None:
+        """A branch on ``random.random()`` would pick a trace per draw, and trying the traces draws again."""
+        for expr in self.constraints:
+            for name, what in self._hoisted.items():
+                if re.search(rf"\b{re.escape(name)}\b", expr):
+                    raise ThunderRuntimeError(
+                        f"The program's control flow depends on the result of {what}() ({expr}), which changes on "
+                        "every call; thunder passes such results into the trace as values, and cannot branch on them. "
+                        "Draw the number outside the jitted function and pass it as an argument, or use torch.rand "
+                        "and torch.where."
+                    )
+
+    def _write_back_copies(self) -> None:
+        """Outside containers the program changed end each call as the program left them."""
+        for holder, copy, first in self._copies.values():
+            if _contents(copy) != first:
+                state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
+                prims.replace_contents(self._object_input(holder), _lift_objects(state))
+
     def finish_prologue(self, used_names: set[str]) -> list:
         """Ends the prologue with the computation's inputs; returns the computation's parameters.
 
@@ -392,6 +672,164 @@ class Tracer:
         pairs = list(self.inputs) + [(d, s) for d, s in self.dims if s.name in used_names]
         self.prologue.bound_symbols.append(prims.python_return.bind(tuple(h for h, _ in pairs), output=None))
         return [p for _, p in pairs]
+
+
+class _WholeIterator:
+    """What the program sees for an iterator argument: its items, which it must consume to the end."""
+
+    def __init__(self, items: list, name: str):
+        self._items, self._i, self._name = items, 0, name
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._i >= len(self._items):
+            raise StopIteration
+        self._i += 1
+        return self._items[self._i - 1]
+
+
+_ITERATOR_EXCLUDED = ()
+_consumed = threading.local()  # iterators a prologue consumed on this thread: id -> (iterator, items)
+
+
+class ReplayableIterator:
+    """An iterator argument's items, which every prologue (and the tracer) can consume again: the slow
+    path makes one, so trying several cache entries and tracing all see the items the call was given."""
+
+    def __init__(self, items: list):
+        self._items = items
+        self._it = iter(items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __next__(self):
+        return next(self._it)
+
+
+def consume_iterator(it) -> tuple:
+    """What a prologue does with an iterator argument: take all its items, remembered for the slow path
+    (a check after this one may reject the call, which must then see the same items)."""
+    if type(it) is ReplayableIterator:
+        return tuple(it)
+    items = tuple(it)
+    store = getattr(_consumed, "items", None)
+    if store is None:
+        store = _consumed.items = {}
+    store[id(it)] = (it, items)
+    return items
+
+
+def replayable_arguments(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``args``/``kwargs`` with iterators made replayable (the slow path; see ``consume_iterator``)."""
+    store = getattr(_consumed, "items", None) or {}
+
+    def fix(x):
+        if not isinstance(x, collections.abc.Iterator) or type(x) in (ReplayableIterator,) or isinstance(x, torch.Tensor):
+            return x
+        it, items = store.pop(id(x), (x, None))
+        return ReplayableIterator(list(items) if items is not None and it is x else list(x))
+
+    if not any(isinstance(a, collections.abc.Iterator) for a in (*args, *kwargs.values())):
+        return args, kwargs
+    return tuple(fix(a) for a in args), {k: fix(v) for k, v in kwargs.items()}
+
+
+def _contents(container: Any) -> Any:
+    """A shallow snapshot of a list, dict or set, compared by identity of the items."""
+    if isinstance(container, list):
+        return _IdentityList(container)
+    if isinstance(container, dict):
+        return _IdentityList(container.items(), mapping=True)
+    return frozenset(container)
+
+
+class _IdentityList(list):
+    """Items compared by identity (tensors and proxies have no usable ``==``)."""
+
+    def __init__(self, items, mapping: bool = False):
+        super().__init__(items)
+        self.mapping = mapping
+
+    def __eq__(self, other):
+        if len(self) != len(other):
+            return False
+        if self.mapping:
+            return all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(self, other))
+        return all(a is b for a, b in zip(self, other))
+
+    def __ne__(self, other):
+        return not self == other
+
+
+def _snapshot(x: Any) -> Any:
+    """Copies the containers in ``x`` so later changes by the program do not alter what was recorded."""
+    if type(x) in (list, tuple):
+        return type(x)(_snapshot(v) for v in x)
+    if type(x) is dict:
+        return {k: _snapshot(v) for k, v in x.items()}
+    return x
+
+
+def _is_literal_key(x: Any) -> bool:
+    """Whether ``x`` prints as a literal in generated code (so it can be a checked key or element)."""
+    if type(x) in (str, int, float, bool, type(None), complex):
+        return True
+    return type(x) is tuple and all(_is_literal_key(v) for v in x)
+
+
+def _is_symbolic_number(x: Any) -> bool:
+    return isinstance(x, (SymInt, SymFloat))
+
+
+def _is_code_like(value: Any) -> bool:
+    """Functions, classes, modules and symbols: fixed parts of a library's code."""
+    return isinstance(value, (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType, Symbol)) or (
+        callable(value) and not isinstance(value, (torch.Tensor, torch.nn.Module))
+    )
+
+
+def _is_fixed_module(module: types.ModuleType) -> bool:
+    """Modules whose attributes the program may read without checks: the standard library, torch, thunder."""
+    name = module.__name__
+    root = name.partition(".")[0]
+    return root in sys.stdlib_module_names or root in ("torch", "thunder", "numpy", "builtins") or _is_library_module(name)
+
+
+def _cell_contents(cell) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _NOT_SEEN
+
+
+def _restore_cell(cell, old) -> None:
+    if old is _NOT_SEEN:
+        try:
+            del cell.cell_contents
+        except ValueError:
+            pass
+    else:
+        cell.cell_contents = old
+
+
+def _restore_item(mapping: dict, key, old) -> None:
+    if old is _NOT_SEEN:
+        mapping.pop(key, None)
+    else:
+        mapping[key] = old
+
+
+def _restore_attr(obj, name: str, old) -> None:
+    if old is _NOT_SEEN:
+        try:
+            delattr(obj, name)
+        except AttributeError:
+            pass
+    else:
+        setattr(obj, name, old)
 
 
 _THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -423,18 +861,6 @@ def _source_location(module_paths: dict[int, str] | None = None) -> SourceLocati
     return None
 
 
-def _cell_holding(fn: Callable, value: Any):
-    """The closure cell of ``fn`` that holds ``value``, if any."""
-    fn = getattr(fn, "__func__", fn)
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            if cell.cell_contents is value:
-                return cell
-        except ValueError:  # empty cell
-            continue
-    return None
-
-
 _LIBRARY_PREFIXES = ("torch.", "typing", "collections", "functools", "enum", "dataclasses", "abc")
 
 
@@ -456,16 +882,6 @@ def _is_library_module(name: str) -> bool:
 def _is_thunder_module(globals_dict: dict) -> bool:
     name = globals_dict.get("__name__", "")
     return name == "thunder" or name.startswith("thunder.")
-
-
-def _find_cell(fn: Callable, code, name: str):
-    fn = getattr(fn, "__func__", fn)
-    if getattr(fn, "__code__", None) is not code or not fn.__closure__:
-        return None
-    try:
-        return fn.__closure__[code.co_freevars.index(name)]
-    except ValueError:
-        return None
 
 
 def _parameter_names(fn: Callable, nargs: int, kwargs: dict) -> list[str]:

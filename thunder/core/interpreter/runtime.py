@@ -47,10 +47,12 @@ class InterpreterCallbacks:
     - ``store_attr(obj, name, value)``: before STORE_ATTR and DELETE_ATTR (``value is DELETED``).
     - ``store_subscr(container, key, value)``: before STORE_SUBSCR / DELETE_SUBSCR (``value is DELETED``) and
       3.12's STORE_SLICE (``key`` is the slice).
-    - ``load_deref(fn_code, name, value) -> value``: when LOAD_DEREF / LOAD_CLASSDEREF (3.12:
+    - ``load_deref(fn_code, name, value, cell) -> value``: when LOAD_DEREF / LOAD_CLASSDEREF (3.12:
       LOAD_FROM_DICT_OR_DEREF) reads a *free* variable of the code object ``fn_code`` (a closure cell of the
       function, not a cell the function created itself). The returned value is pushed.
-    - ``store_deref(fn_code, name, value)``: before STORE_DEREF (any cell, free or own).
+    - ``store_deref(fn_code, name, value, cell)``: before STORE_DEREF (any cell, free or own).
+    - ``make_cell(cell)``: after MAKE_CELL made a cell for an interpreted frame (cells made while interpreting
+      are the program's own; any other cell a frame reads came from outside).
     """
 
     load_global: Callable | None = None
@@ -60,6 +62,7 @@ class InterpreterCallbacks:
     store_subscr: Callable | None = None
     load_deref: Callable | None = None
     store_deref: Callable | None = None
+    make_cell: Callable | None = None
 
 
 _NO_CALLBACKS = InterpreterCallbacks()
@@ -91,6 +94,7 @@ class Runtime:
         "cb_store_subscr",
         "cb_load_deref",
         "cb_store_deref",
+        "cb_make_cell",
         "frames",
         "exc_slots",
         "instructions",
@@ -113,6 +117,7 @@ class Runtime:
         self.cb_store_subscr = cb.store_subscr
         self.cb_load_deref = cb.load_deref
         self.cb_store_deref = cb.store_deref
+        self.cb_make_cell = cb.make_cell
         self.frames: list = []
         self.exc_slots: list = [None]
         self.instructions: list = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import keyword
+import math
 
 import torch
 
@@ -38,7 +39,16 @@ class PythonPrimIDs(enum.Enum):
     CHECK_EXPR = enum.auto()
     CHECK_DEFAULT_DTYPE = enum.auto()
     CHECK_GRAD_ENABLED = enum.auto()
+    CHECK_IS = enum.auto()
+    CHECK_HASATTR = enum.auto()
     SET_GRAD_ENABLED = enum.auto()
+    UNPACK_CALL = enum.auto()
+    UNPACK_ITERATOR = enum.auto()
+    PRINT = enum.auto()
+    STORE_ATTR = enum.auto()
+    STORE_GLOBAL = enum.auto()
+    STORE_CELL = enum.auto()
+    REPLACE_CONTENTS = enum.auto()
 
 
 P = PythonPrimIDs
@@ -189,6 +199,17 @@ def _print_check_value(bsym, printer):
     if value is None or isinstance(value, bool):
         return [f"if {name} is not {value!r}: return {printer.miss}"]
     typ = type(value)
+    if typ is float and value != value:  # NaN equals nothing, itself included
+        return [f"if type({name}) is not float or {name} == {name}: return {printer.miss}"]
+    if typ is float and value == 0.0:  # -0.0 == 0.0, but they differ (copysign, 1 / x, atan2)
+        sign = printer.add_ctx("_copysign", math.copysign)
+        return [
+            f"if type({name}) is not float or {name} != 0.0 or {sign}(1.0, {name}) != {math.copysign(1.0, value)}: "
+            f"return {printer.miss}"
+        ]
+    if typ is complex and (value != value or value.real == 0.0 or value.imag == 0.0):
+        # Compared by the representation, which tells NaN and the signs of zeros apart.
+        return [f"if type({name}) is not complex or repr({name}) != {repr(value)!r}: return {printer.miss}"]
     if typ in (int, float, str, complex):
         return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: return {printer.miss}"]
     return [f"if {name} != {printer.value(value)}: return {printer.miss}"]
@@ -248,6 +269,114 @@ def _set_grad_enabled_impl(enabled: bool) -> None:
 # the switch runs in order at run time, so results inside it are not connected to autograd, as in eager.
 set_grad_enabled = make_prim(
     P.SET_GRAD_ENABLED, "set_grad_enabled", lambda enabled: None, impl=_set_grad_enabled_impl, tags=(DONT_DCE,)
+)
+
+
+def _print_check_is(bsym, printer):
+    x, other = bsym.args
+    return [f"if {printer.value(x)} is not {printer.value(other)}: return {printer.miss}"]
+
+
+# ``check_is(x, other)``: two inputs the trace saw as one object (an alias) must still be one.
+check_is = make_prim(P.CHECK_IS, "check_is", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_is)
+
+
+def _print_check_hasattr(bsym, printer):
+    obj, name, present = bsym.args
+    return [f"if hasattr({printer.value(obj)}, {name!r}) is not {present!r}: return {printer.miss}"]
+
+
+# ``check_hasattr(obj, name, present)``: whether ``obj`` has the attribute, which the program asked.
+check_hasattr = make_prim(P.CHECK_HASATTR, "check_hasattr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_hasattr)
+
+
+def _print_unpack_call(bsym, printer):
+    fn, args, kwargs, output = bsym.args
+    parts = [printer.value(a) for a in args] + [f"{k}={printer.value(v)}" for k, v in kwargs.items()]
+    call = f"{printer.constant(fn, '_fn')}({', '.join(parts)})"
+    return [f"{output.name} = {call}" if output is not None else call]
+
+
+# ``unpack_call(fn, args, kwargs, output)``: a value the program takes from the world (``random.random()``,
+# ``time.time()``), produced by the prologue on every call and passed in; ``output`` None runs it for its effect.
+unpack_call = make_prim(
+    P.UNPACK_CALL, "unpack_call", lambda fn, args, kwargs, output: output, tags=(DONT_DCE,), printer=_print_unpack_call
+)
+
+
+def _print_unpack_iterator(bsym, printer):
+    from thunder.core.jit_ext import consume_iterator
+
+    it, output = bsym.args
+    return [f"{output.name} = {printer.add_ctx('_consume_iterator', consume_iterator)}({printer.value(it)})"]
+
+
+# ``unpack_iterator(it, output)``: an iterator argument, consumed by every call as eager consumes it.
+unpack_iterator = make_prim(
+    P.UNPACK_ITERATOR, "unpack_iterator", lambda it, output: output, tags=(DONT_DCE,), printer=_print_unpack_iterator
+)
+
+
+# Python side effects of the program, replayed in order by every call of the computation.
+def _print_print(bsym, printer):
+    args, kwargs = bsym.args
+
+    def value(x):  # a torch.Size prints as torch.Size([...]), not as the tuple the printer makes of it
+        if isinstance(x, torch.Size):
+            return f"{printer.add_ctx('_Size', torch.Size)}({printer.value(tuple(x))})"
+        return printer.value(x)
+
+    parts = [value(a) for a in args] + [f"{k}={value(v)}" for k, v in kwargs.items()]
+    return [f"print({', '.join(parts)})"]
+
+
+python_print = make_prim(P.PRINT, "python_print", lambda args, kwargs: None, tags=(DONT_DCE,), printer=_print_print)
+
+
+def _print_store_attr(bsym, printer):
+    obj, name, value, delete = bsym.args
+    target = printer.value(obj)
+    if delete:
+        return [f"delattr({target}, {name!r})"]
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return [f"{target}.{name} = {printer.value(value)}"]
+    return [f"setattr({target}, {name!r}, {printer.value(value)})"]
+
+
+store_attr = make_prim(P.STORE_ATTR, "store_attr", lambda *args: None, tags=(DONT_DCE,), printer=_print_store_attr)
+
+
+def _print_store_global(bsym, printer):
+    globals_dict, name, value, delete = bsym.args
+    target = f"{printer.constant(globals_dict, '_globals')}[{name!r}]"
+    return [f"del {target}" if delete else f"{target} = {printer.value(value)}"]
+
+
+store_global = make_prim(P.STORE_GLOBAL, "store_global", lambda *args: None, tags=(DONT_DCE,), printer=_print_store_global)
+
+
+def _print_store_cell(bsym, printer):
+    cell, value = bsym.args
+    return [f"{printer.constant(cell, '_cell')}.cell_contents = {printer.value(value)}"]
+
+
+store_cell = make_prim(P.STORE_CELL, "store_cell", lambda *args: None, tags=(DONT_DCE,), printer=_print_store_cell)
+
+
+def _print_replace_contents(bsym, printer):
+    container, items = bsym.args
+    c = printer.value(container)
+    if isinstance(items, list):
+        return [f"{c}[:] = {printer.value(items)}"]
+    if isinstance(items, dict):
+        return [f"{c}.clear()", f"{c}.update({printer.value(dict(items))})"]
+    return [f"{c}.clear()", f"{c}.update({printer.value(list(items))})"]
+
+
+# ``replace_contents(container, items)``: an outside list, dict or set the program changed ends the call
+# holding what it held at the end of the program.
+replace_contents = make_prim(
+    P.REPLACE_CONTENTS, "replace_contents", lambda *args: None, tags=(DONT_DCE,), printer=_print_replace_contents
 )
 
 

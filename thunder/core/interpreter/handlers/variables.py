@@ -73,7 +73,10 @@ def _cell_get(cell):
 def MAKE_CELL(inst, frame):
     fast = frame.fast
     v = fast[inst.arg]
-    fast[inst.arg] = CellType() if v is NULL else CellType(v)
+    cell = fast[inst.arg] = CellType() if v is NULL else CellType(v)
+    cb = frame.ctx.cb_make_cell
+    if cb is not None:
+        cb(cell)
 
 
 @register_opcode_handler("COPY_FREE_VARS")
@@ -88,12 +91,13 @@ def LOAD_CLOSURE(inst, frame):
 
 
 def _load_cell(frame, i: int, name: str):
-    v = _cell_get(frame.fast[i])
+    cell = frame.fast[i]
+    v = _cell_get(cell)
     if v is NULL:
         raise _unbound_deref(frame, i)
     cb = frame.ctx.cb_load_deref
     if cb is not None and i >= frame.info.free_start:
-        v = cb(frame.code, name, v)
+        v = cb(frame.code, name, v, cell)
     return v
 
 
@@ -126,9 +130,10 @@ def LOAD_FROM_DICT_OR_DEREF(inst, frame):
 def STORE_DEREF(inst, frame):
     v = frame.stack.pop()
     cb = frame.ctx.cb_store_deref
+    cell = frame.fast[inst.arg]
     if cb is not None:
-        cb(frame.code, frame.info.names[inst.arg], v)
-    frame.fast[inst.arg].cell_contents = v
+        cb(frame.code, frame.info.names[inst.arg], v, cell)
+    cell.cell_contents = v
 
 
 @register_opcode_handler("DELETE_DEREF")

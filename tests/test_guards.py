@@ -1,0 +1,392 @@
+"""Everything a trace relied on is checked before the trace is reused.
+
+Each test compiles a function, changes one piece of outside state the program read (or calls
+with an input whose identity the check must tell apart), and compares the second call with
+eager PyTorch (see Note [What a trace relied on] in ``thunder.core.jit_ext``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.errors import ThunderRuntimeError
+
+X = torch.arange(3.0)
+
+
+def _same_as_eager(jf, f, *args):
+    torch.testing.assert_close(jf(*args), f(*args), equal_nan=True, rtol=0, atol=0)
+
+
+# --- functions and modules held by globals and closures ----------------------------------------------------
+
+
+def helper(t):
+    return t + 1
+
+
+def calls_global_helper(t):
+    return helper(t)
+
+
+def test_global_function_rebound():
+    global helper
+    jf = thunder.jit(calls_global_helper)
+    _same_as_eager(jf, calls_global_helper, X)
+    old = helper
+    try:
+        helper = lambda t: t * 10  # noqa: E731
+        _same_as_eager(jf, calls_global_helper, X)
+    finally:
+        helper = old
+    _same_as_eager(jf, calls_global_helper, X)
+
+
+def _with_setter():
+    h = torch.sin
+
+    def f(t):
+        return h(t)
+
+    def set_h(v):
+        nonlocal h
+        h = v
+
+    return f, set_h
+
+
+def test_closure_function_rebound_through_nonlocal():
+    f, set_h = _with_setter()
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X)
+    set_h(torch.cos)
+    _same_as_eager(jf, f, X)
+
+
+def _helper_with_cell():
+    k = 2
+
+    def scaled(t):
+        return t * k
+
+    def set_k(v):
+        nonlocal k
+        k = v
+
+    return scaled, set_k
+
+
+scaled_helper, set_helper_k = _helper_with_cell()
+
+
+def calls_helper_with_cell(t):
+    return scaled_helper(t)
+
+
+def test_closure_cell_of_a_helper():
+    jf = thunder.jit(calls_helper_with_cell)
+    _same_as_eager(jf, calls_helper_with_cell, X)
+    set_helper_k(7)
+    _same_as_eager(jf, calls_helper_with_cell, X)
+
+
+def with_defaults(t, k=2, *, m=3):
+    return t * k + m
+
+
+def calls_with_defaults(t):
+    return with_defaults(t)
+
+
+def test_helper_defaults_and_kwdefaults():
+    jf = thunder.jit(calls_with_defaults)
+    _same_as_eager(jf, calls_with_defaults, X)
+    old, old_kw = with_defaults.__defaults__, with_defaults.__kwdefaults__
+    try:
+        with_defaults.__defaults__ = (5,)
+        _same_as_eager(jf, calls_with_defaults, X)
+        with_defaults.__kwdefaults__ = {"m": -1}
+        _same_as_eager(jf, calls_with_defaults, X)
+    finally:
+        with_defaults.__defaults__, with_defaults.__kwdefaults__ = old, old_kw
+
+
+def test_defaults_of_the_jitted_function_itself():
+    def f(t, k=2):
+        return t * k
+
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X)
+    f.__defaults__ = (4,)
+    _same_as_eager(jf, f, X)
+
+
+# --- attributes of objects the program reads -----------------------------------------------------------------
+
+
+class Scaler:
+    def __init__(self):
+        self.k = 2.0
+
+    def apply(self, t):
+        return t * self.k
+
+
+def test_bound_method_receiver():
+    s = Scaler()
+    jf = thunder.jit(s.apply)
+    _same_as_eager(jf, s.apply, X)
+    s.k = 5.0
+    _same_as_eager(jf, s.apply, X)
+
+
+def test_callable_object():
+    class Adder:
+        def __init__(self):
+            self.k = 1.0
+
+        def __call__(self, t):
+            return t + self.k
+
+    a = Adder()
+    jf = thunder.jit(a)
+    _same_as_eager(jf, a, X)
+    a.k = -3.0
+    _same_as_eager(jf, a, X)
+
+
+class ScaledLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 2.0
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, t):
+        return self.lin(t * self.scale)
+
+
+global_module = ScaledLinear()
+
+
+def calls_global_module(t):
+    return global_module(t)
+
+
+def test_global_module_attribute_read_before_its_tensors():
+    jf = thunder.jit(calls_global_module)
+    _same_as_eager(jf, calls_global_module, X)
+    global_module.scale = 3.0
+    _same_as_eager(jf, calls_global_module, X)
+
+
+dropout = torch.nn.Dropout(0.0)
+
+
+def calls_dropout(t):
+    return dropout(t)
+
+
+def test_dropout_p_changed():
+    jf = thunder.jit(calls_dropout)
+    _same_as_eager(jf, calls_dropout, X)
+    dropout.p = 1.0
+    try:
+        _same_as_eager(jf, calls_dropout, X)
+    finally:
+        dropout.p = 0.0
+
+
+def test_training_flag_of_a_global_module():
+    d = torch.nn.Dropout(1.0)
+    f = lambda t: d(t)  # noqa: E731
+    jf = thunder.jit(f)
+    d.eval()
+    _same_as_eager(jf, f, X)
+    d.train()
+    _same_as_eager(jf, f, X)
+
+
+def test_submodule_attribute_reached_through_a_module_list():
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = 2.0
+
+        def forward(self, t):
+            return t * self.k
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([Scale(), Scale(), Scale()])
+
+        def forward(self, t):
+            for layer in self.layers[:2]:  # slicing builds a new ModuleList inside the program
+                t = layer(t)
+            return t
+
+    net = Net()
+    jm = thunder.jit(net)
+    _same_as_eager(jm, net, X)
+    net.layers[1].k = 10.0
+    _same_as_eager(jm, net, X)
+
+
+def test_class_attribute_of_a_user_class():
+    class Config:
+        SCALE = 2.0
+
+    f = lambda t: t * Config.SCALE  # noqa: E731
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X)
+    Config.SCALE = 9.0
+    _same_as_eager(jf, f, X)
+
+
+def test_getattr_and_hasattr_builtins():
+    class C:
+        pass
+
+    c = C()
+    f = lambda t, c: t * getattr(c, "k", 1.0) if hasattr(c, "k") or True else t  # noqa: E731
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X, c)
+    c.k = 4.0
+    _same_as_eager(jf, f, X, c)
+    g = lambda t, c: t * 2 if hasattr(c, "m") else t  # noqa: E731
+    jg = thunder.jit(g)
+    _same_as_eager(jg, g, X, c)
+    c.m = 1
+    _same_as_eager(jg, g, X, c)
+
+
+# --- global containers changed in place ----------------------------------------------------------------------
+
+GLOBAL_SET = {1, 2}
+GLOBAL_INT_DICT = {1: 2.0}
+GLOBAL_LIST = [1.0]
+
+
+def reads_set(t):
+    return t * (3 in GLOBAL_SET)
+
+
+def reads_int_dict(t):
+    return t * GLOBAL_INT_DICT[1]
+
+
+def reads_list(t):
+    return t * GLOBAL_LIST[0]
+
+
+@pytest.mark.parametrize(
+    "f, change",
+    [
+        (reads_set, lambda: GLOBAL_SET.add(3)),
+        (reads_int_dict, lambda: GLOBAL_INT_DICT.__setitem__(1, 5.0)),
+        (reads_list, lambda: GLOBAL_LIST.__setitem__(0, 4.0)),
+    ],
+    ids=["set", "dict-int-keys", "list"],
+)
+def test_global_container_mutated_in_place(f, change):
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X)
+    change()
+    _same_as_eager(jf, f, X)
+
+
+# --- Python numbers whose identity an equality check misses --------------------------------------------------
+
+
+def sign_of(t, a):
+    return t * math.copysign(1.0, a)
+
+
+def test_negative_zero_after_zero():
+    jf = thunder.jit(sign_of)
+    _same_as_eager(jf, sign_of, X, 0.0)
+    _same_as_eager(jf, sign_of, X, -0.0)
+
+
+def test_nan_argument():
+    f = lambda t, a: t * a  # noqa: E731
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X, float("nan"))
+    _same_as_eager(jf, f, X, float("nan"))
+    assert thunder.cache_misses(jf) == 1
+    _same_as_eager(jf, f, X, 1.5)
+
+
+def test_true_after_one():
+    f = lambda t, a: t * 2 if type(a) is bool else t - 1  # noqa: E731
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X, True)
+    _same_as_eager(jf, f, X, 1)
+
+
+def test_aliased_tensor_arguments():
+    f = lambda a, b: a + b  # noqa: E731
+    jf = thunder.jit(f)
+    a, b = torch.ones(3), torch.full((3,), 5.0)
+    _same_as_eager(jf, f, a, a)
+    _same_as_eager(jf, f, a, b)
+
+
+# --- iterators -----------------------------------------------------------------------------------------------
+
+
+def sums_iterator(t, it):
+    return t + sum(it)
+
+
+@pytest.mark.parametrize("make", [lambda v: iter(v), lambda v: (i for i in v)], ids=["iterator", "generator"])
+def test_iterator_argument_is_consumed_by_every_call(make):
+    jf = thunder.jit(sums_iterator)
+    for items in ([1, 2], [5, 6], [7], [7], []):
+        torch.testing.assert_close(jf(X, make(items)), sums_iterator(X, make(items)))
+    it = make([3])
+    jf(X, it)
+    assert list(it) == []  # consumed, as eager consumes it
+
+
+# --- random numbers and clocks -------------------------------------------------------------------------------
+
+
+def test_random_number_drawn_on_every_call():
+    import random
+
+    f = lambda t: t * random.random()  # noqa: E731
+    jf = thunder.jit(f)
+    random.seed(1)
+    got = [jf(X) for _ in range(3)]
+    random.seed(1)
+    expected = [f(X) for _ in range(3)]
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+    assert thunder.cache_misses(jf) == 1
+
+
+def test_branch_on_a_random_number_is_a_clear_error():
+    import random
+
+    def f(t):
+        if random.random() > 0.5:
+            return t + 1
+        return t - 1
+
+    with pytest.raises(ThunderRuntimeError, match=r"control flow depends on the result of random\.random\(\)"):
+        thunder.jit(f)(X)
+
+
+def test_clock_read_on_every_call():
+    import time
+
+    f = lambda t: t + (time.perf_counter_ns() % 1000)  # noqa: E731
+    jf = thunder.jit(f)
+    values = {float(jf(torch.zeros(1))[0]) for _ in range(20)}
+    assert len(values) > 1
+    assert thunder.cache_misses(jf) == 1

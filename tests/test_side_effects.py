@@ -1,0 +1,265 @@
+"""Python side effects happen on every call, as in eager: printing, changing outside lists, dicts,
+sets, attributes, globals and closure variables (see Note [What a trace relied on] in
+``thunder.core.jit_ext``)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
+
+X = torch.arange(3.0)
+
+
+def _stdout_of(fn, *args):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        out = fn(*args)
+    return out, buf.getvalue()
+
+
+def prints(t):
+    y = t * 2
+    print("y is", y, [1, 2], sep="|")
+    z = y + 1
+    print(z.shape, end="!\n")
+    return z
+
+
+def test_print_runs_on_every_call_with_that_calls_values():
+    jf = thunder.jit(prints)
+    for t in (X, X * 3, X - 1):
+        (out, text), (expected, expected_text) = _stdout_of(jf, t), _stdout_of(prints, t)
+        assert text == expected_text
+        torch.testing.assert_close(out, expected)
+    assert thunder.cache_misses(jf) == 1
+
+
+def test_print_of_a_list_the_program_changes_later_prints_it_as_it_was():
+    def f(t):
+        items = [t]
+        print(items)
+        items.append(t + 1)
+        return items[1]
+
+    jf = thunder.jit(f)
+    assert _stdout_of(jf, X)[1] == _stdout_of(f, X)[1]
+
+
+LOG: list = []
+
+
+def appends_to_global(t):
+    LOG.append(t.sum())
+    return t * 2
+
+
+def test_append_to_a_global_list():
+    jf = thunder.jit(appends_to_global)
+    LOG.clear()
+    jf(X)
+    jf(X * 2)
+    got = [float(v) for v in LOG]
+    LOG.clear()
+    appends_to_global(X)
+    appends_to_global(X * 2)
+    assert got == [float(v) for v in LOG]
+    assert all(isinstance(v, torch.Tensor) for v in LOG)
+
+
+TABLE: dict = {}
+
+
+def sets_item(t, k):
+    TABLE[k] = t + 1
+    return t
+
+
+def test_set_item_of_a_global_dict():
+    jf = thunder.jit(sets_item)
+    TABLE.clear()
+    jf(X, "a")
+    jf(X * 2, "b")
+    assert set(TABLE) == {"a", "b"}
+    torch.testing.assert_close(TABLE["b"], X * 2 + 1)
+
+
+SEEN: set = set()
+
+
+def adds_to_set(t, k):
+    SEEN.add(k)
+    return t * len(SEEN)
+
+
+def test_add_to_a_global_set():
+    jf = thunder.jit(adds_to_set)
+    SEEN.clear()
+    got = [jf(X, k) for k in ("a", "b", "a")]
+    SEEN.clear()
+    expected = [adds_to_set(X, k) for k in ("a", "b", "a")]
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+    assert SEEN == {"a", "b"}
+
+
+def test_append_to_an_argument_list():
+    def f(t, out):
+        out.append(t + 1)
+        out.append(t + 2)
+        return t
+
+    jf = thunder.jit(f)
+    for t in (X, X * 5):
+        a = []
+        jf(t, a)
+        assert len(a) == 2
+        torch.testing.assert_close(a[1], t + 2)
+
+
+def test_append_to_a_closure_list():
+    acc = []
+
+    def f(t):
+        acc.append(t * 3)
+        return t
+
+    jf = thunder.jit(f)
+    jf(X)
+    jf(X + 1)
+    assert len(acc) == 2
+    torch.testing.assert_close(acc[1], (X + 1) * 3)
+
+
+def test_setting_an_attribute_of_an_outside_object():
+    class Box:
+        pass
+
+    box = Box()
+    box.v = None
+
+    def f(t):
+        box.v = t * 3
+        return t
+
+    jf = thunder.jit(f)
+    jf(X)
+    torch.testing.assert_close(box.v, X * 3)
+    jf(X * 2)
+    torch.testing.assert_close(box.v, X * 6)
+
+
+def test_module_counts_its_calls():
+    class Counting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, t):
+            self.calls += 1
+            return t * self.calls
+
+    m, eager = Counting(), Counting()
+    jm = thunder.jit(m)
+    for _ in range(3):
+        torch.testing.assert_close(jm(X), eager(X))
+    assert m.calls == 3
+
+
+COUNT = 0
+
+
+def counts_in_a_global(t):
+    global COUNT
+    COUNT += 1
+    return t * COUNT
+
+
+def test_global_counter():
+    global COUNT
+    jf = thunder.jit(counts_in_a_global)
+    COUNT = 0
+    got = [jf(X) for _ in range(3)]
+    assert COUNT == 3
+    COUNT = 0
+    for g in got:
+        torch.testing.assert_close(g, counts_in_a_global(X))
+
+
+def test_nonlocal_counter():
+    def make():
+        n = 0
+
+        def f(t):
+            nonlocal n
+            n += 1
+            return t * n
+
+        return f
+
+    f, eager = make(), make()
+    jf = thunder.jit(f)
+    for _ in range(3):
+        torch.testing.assert_close(jf(X), eager(X))
+
+
+def test_tracing_leaves_no_proxy_behind():
+    class Box:
+        pass
+
+    box = Box()
+
+    def f(t):
+        box.v = t + 1
+        return t
+
+    jf = thunder.jit(f)
+    jf(X)
+    assert type(box.v) is torch.Tensor
+
+
+def test_changing_another_outside_container_is_a_clear_error():
+    import collections
+
+    q = collections.deque()
+
+    def f(t):
+        q.append(t)
+        return t
+
+    with pytest.raises(ThunderRuntimeError, match=r"Changing a deque from outside the jitted function"):
+        thunder.jit(f)(X)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda t, out: out.append(t),
+        lambda t, out: out.__setitem__(0, t),
+    ],
+    ids=["append", "setitem"],
+)
+def test_sharp_edges_report_mutations_of_argument_containers(f):
+    with pytest.raises(SharpEdgeError, match=r"from outside the function"):
+        thunder.jit(f, sharp_edges="error")(X, [0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        thunder.jit(f, sharp_edges="warn")(X, [0])
+    assert any("from outside the function" in str(w.message) for w in caught)
+
+
+def test_sharp_edges_report_closure_container_mutation():
+    acc = []
+
+    def f(t):
+        acc.append(t)
+        return t
+
+    with pytest.raises(SharpEdgeError):
+        thunder.jit(f, sharp_edges="error")(X)
