@@ -34,6 +34,7 @@ import builtins
 import itertools
 import math
 import operator
+import pickle
 import struct
 import types
 import weakref
@@ -126,12 +127,18 @@ def _check_visible(obj: Any, name: str) -> None:
     raise AttributeError(f"'{et.__name__}' object has no attribute '{name}'")
 
 
+# Attributes of torch.Tensor that a TensorProxy has too, with another meaning: what eager reads.
+_TENSOR_ATTRIBUTE_VALUES = {"name": None}
+
+
 def proxy_attribute(obj: Any, name: str, value: Any) -> Any:
     """What traced code sees for ``obj.name`` when ``obj`` is a traced value (``value`` is what was loaded)."""
     if not _is_traced(obj):
         return value
     if name == "__class__":
         return eager_type(obj)
+    if isinstance(obj, TensorProxy) and name in _TENSOR_ATTRIBUTE_VALUES:
+        return _TENSOR_ATTRIBUTE_VALUES[name]
     _check_visible(obj, name)
     return value
 
@@ -227,7 +234,7 @@ def _native_consumers() -> dict[Callable, Callable]:
     # (Not ``slice``: a slice keeps the number, and slicing a tensor with it stays symbolic.)
     for fn in (builtins.range, builtins.chr, builtins.hex, builtins.oct, builtins.bin, builtins.bytes,
                builtins.bytearray, builtins.enumerate, operator.index, struct.pack, struct.pack_into,
-               struct.Struct.pack):  # fmt: skip
+               struct.Struct.pack, pickle.dumps, pickle.dump):  # fmt: skip
         table[fn] = _pinning(fn)
     for name, fn in vars(math).items():
         if callable(fn) and not name.startswith("_") and name not in _MATH_SYMBOLIC:
@@ -295,6 +302,30 @@ def _tensor_method(fn: Callable, name: str) -> Callable:
     return call
 
 
+_tensor_method_names: dict[int, tuple[Any, str]] | None = None
+
+
+def _tensor_method_name(fn: Callable) -> str | None:
+    """The name under which ``torch.Tensor`` exposes ``fn`` (one TensorProxy implements, for aliases
+    such as ``__rtruediv__``/``__rdiv__``), or None."""
+    global _tensor_method_names
+    if _tensor_method_names is None:
+        names: dict[int, tuple[Any, str]] = {}
+        for name in dir(torch.Tensor):
+            try:
+                attr = getattr(torch.Tensor, name)
+            except Exception:  # a Tensor attribute whose lookup fails
+                continue
+            if not callable(attr) or isinstance(attr, type):
+                continue
+            known = names.get(id(attr))
+            if known is None or (not hasattr(TensorProxy, known[1]) and hasattr(TensorProxy, name)):
+                names[id(attr)] = (attr, name)
+        _tensor_method_names = names
+    entry = _tensor_method_names.get(id(fn))
+    return entry[1] if entry is not None and entry[0] is fn else None
+
+
 def _unbound_method_lookaside(fn: Callable) -> Callable | None:
     objclass = getattr(fn, "__objclass__", None)
     if objclass is int or objclass is float:
@@ -303,15 +334,10 @@ def _unbound_method_lookaside(fn: Callable) -> Callable | None:
         if objclass in (str, bytes) or fn.__name__ in _READING_METHODS:
             return _pinning(fn, first=1)
         return None
-    name = getattr(fn, "__name__", None)
-    if not isinstance(name, str):
-        return None
     if objclass is not None and not issubclass(torch.Tensor, objclass):
         return None
-    try:
-        if getattr(torch.Tensor, name, None) is not fn:
-            return None
-    except Exception:  # a Tensor attribute whose lookup fails
+    name = _tensor_method_name(fn)
+    if name is None:
         return None
     from thunder.torch import torch_to_thunder_map
 
@@ -342,7 +368,7 @@ def lookaside(fn: Callable) -> Callable | None:
     if found is not None:
         return found
     typ = type(fn)
-    if typ is types.BuiltinMethodType:
+    if typ is types.BuiltinMethodType or typ is types.MethodWrapperType:
         owner = getattr(fn, "__self__", None)
         if isinstance(owner, _SEQUENCE_TYPES):
             return _builtin_method_lookaside(fn)
