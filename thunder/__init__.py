@@ -43,7 +43,6 @@ from thunder.common import (
 from thunder.compiler import DEFAULT_CACHE_SIZE_LIMIT, Cache, check_prologue_accepts, compile_entry
 from thunder.core import devices, dtypes
 from thunder.core.errors import ThunderValueError
-from thunder.core.jit_ext import replayable_arguments
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
@@ -152,7 +151,6 @@ class _Jitted:
 
     def slow_call(self, args: tuple, kwargs: dict) -> Any:
         """Everything but the hot path: other cache entries, then compiling a new one."""
-        args, kwargs = replayable_arguments(args, kwargs)
         option = self.cd.cache_option
         if option is CACHE_OPTIONS.SAME_INPUT:
             entry = self.last_entry
@@ -161,30 +159,31 @@ class _Jitted:
                 return _run(entry.computation, entry.prologue(*args, **kwargs))
         elif option is not CACHE_OPTIONS.NO_CACHING:
             found = self.cache.lookup(option, args, kwargs)
-            if found is not None:
-                return self._hit(*found)
+            if found is None:
+                with self.lock:
+                    found = self.cache.lookup(option, args, kwargs)  # compiled meanwhile by another thread?
+                    if found is None:
+                        entry, inputs = self._compile(option, args, kwargs)
+                if found is None:  # the computation runs outside the lock
+                    return _run(entry.computation, inputs)
+            entry, inputs = found
+            next(self.cs.hits.count)
+            self.cache.touch(entry)
+            self.last_entry = entry
+            return _run(entry.computation, inputs)
         with self.lock:
             found = self._lookup_again(option, args, kwargs)
             if found is None:
                 entry, inputs = self._compile(option, args, kwargs)
         if found is not None:
-            return self._hit(*found)
-        return _run(entry.computation, inputs)
-
-    def _hit(self, entry: CacheEntry, inputs: Any) -> Any:
-        self.cs.hits.bump()
-        self.cache.touch(entry)
-        self.last_entry = entry
+            next(self.cs.hits.count)
+            entry, inputs = found
         return _run(entry.computation, inputs)
 
     def _lookup_again(self, option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any] | None:
-        """Under the lock: the entry another thread compiled while this one waited, if it fits."""
-        if option is CACHE_OPTIONS.SAME_INPUT:
-            entry = self.last_entry
-            return (entry, entry.prologue(*args, **kwargs)) if entry is not None else None
-        if option is CACHE_OPTIONS.NO_CACHING:
-            return None
-        return self.cache.lookup(option, args, kwargs)
+        """Under the lock, "same input" and "no caching": the entry another thread compiled meanwhile."""
+        entry = self.last_entry if option is CACHE_OPTIONS.SAME_INPUT else None
+        return (entry, entry.prologue(*args, **kwargs)) if entry is not None else None
 
     def _compile(self, option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any]:
         """Under the lock: a miss. Records why, compiles and caches a new entry."""
@@ -287,7 +286,7 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     state = _Jitted(cd)
     cs = state.cs
     slow_call = state.slow_call
-    hit = cs.hits.bump
+    hits = cs.hits.count
 
     # The hot path: the last entry's prologue decides, with no exceptions, no lookups and no
     # lock (Note [Concurrent calls]); the ``try`` costs nothing unless the computation raises
@@ -303,7 +302,7 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
                     add_runtime_note(e)
                     raise
                 if result is not MISS:
-                    hit()
+                    next(hits)
                     return result
             return slow_call(args, kwargs)
 

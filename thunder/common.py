@@ -158,23 +158,24 @@ class CacheEntry:
 class AtomicCounter:
     """A counter that threads bump without a lock.
 
-    ``bump()`` is ``next`` on an ``itertools.count``: one C call, atomic under the GIL, and as
-    cheap as ``x += 1`` on an attribute (which loses counts when two threads interleave). Reading
-    takes a lock: ``next`` returns bumps plus earlier reads, and the reads are counted under it.
+    A bump is ``next(counter.count)`` (or ``counter.bump()``) on an ``itertools.count``: one C
+    call, atomic under the GIL, and as cheap as ``x += 1`` on an attribute (which loses counts
+    when two threads interleave). Reading takes a lock: ``next`` returns bumps plus earlier
+    reads, and the reads are counted under it.
     """
 
-    __slots__ = ("_count", "_reads", "_lock", "bump")
+    __slots__ = ("count", "_reads", "_lock", "bump")
 
     def __init__(self):
-        self._count = itertools.count()
+        self.count = itertools.count()
         self._reads = 0
         self._lock = threading.Lock()
-        self.bump: Callable[[], int] = self._count.__next__
+        self.bump: Callable[[], int] = self.count.__next__
 
     @property
     def value(self) -> int:
         with self._lock:
-            n = next(self._count) - self._reads
+            n = next(self.count) - self._reads
             self._reads += 1
         return n
 
