@@ -390,3 +390,42 @@ def test_clock_read_on_every_call():
     values = {float(jf(torch.zeros(1))[0]) for _ in range(20)}
     assert len(values) > 1
     assert thunder.cache_misses(jf) == 1
+
+
+# --- tensor state the program looked at ----------------------------------------------------------------------
+
+
+def test_grad_of_an_input_reads_the_real_grad():
+    def f(t):
+        g = t.grad
+        return t * 2 if g is None else t * g
+
+    x = torch.ones(3, requires_grad=True)
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, x)
+    x.grad = torch.full((3,), 5.0)
+    _same_as_eager(jf, f, x)
+    x.grad = torch.full((3,), -1.0)
+    _same_as_eager(jf, f, x)
+
+
+def test_contiguity_of_an_input_is_checked():
+    f = lambda t: t * 2 if t.is_contiguous() else t * 3  # noqa: E731
+    jf = thunder.jit(f)
+    a = torch.ones(3, 3)
+    _same_as_eager(jf, f, a)
+    _same_as_eager(jf, f, a.t())
+    _same_as_eager(jf, f, a)
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_jitted_function_called_by_a_jitted_function():
+    inner = thunder.jit(lambda t: t + 1)
+
+    def outer(t):
+        return inner(t) * 2
+
+    jf = thunder.jit(outer)
+    out = jf(X)
+    assert thunder.cache_misses(inner) == 0  # traced through, not compiled on proxies
+    torch.testing.assert_close(out, (X + 1) * 2)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import contextlib
+import contextvars
 import functools
 import inspect
 import os
@@ -36,10 +37,11 @@ from typing import Any
 
 import torch
 
-from thunder.core import dtypes, introspection, prims
+from thunder.core import dtypes, introspection, prims, proxies
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.interpreter.errors import DELETED
+from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers
 from thunder.core.symbol import SourceLocation, Symbol
@@ -102,6 +104,7 @@ class Tracer:
         self._constants: dict[int, Proxy] = {}  # id(object) -> prologue proxy capturing it by identity
         self._object_inputs: dict[str, Proxy] = {}  # prologue name -> the computation's proxy for that object
         self._guarded_functions: set[int] = set()
+        self._tensor_inputs: dict[int, tuple[Proxy, torch.Tensor]] = {}  # id(proxy) -> (holder, real tensor)
         self._hoisted: dict[str, str] = {}  # prologue name -> the call that makes it (random.random)
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
         self.interpreted: Callable | None = None
@@ -262,7 +265,7 @@ class Tracer:
                 dims = [self._prologue_proxy(f"{holder.name}_{i}") for i in range(t.ndim)]
                 self.computation.names.update(d.name for d in dims)
                 shape = tuple(SymInt(n, d.name) for n, d in zip(t.shape, dims))
-                p = TensorProxy(name, shape=shape, dtype=t.dtype, device=t.device, requires_grad=t.requires_grad)
+                p = tensorproxy_from_tensor(t, name, shape=shape)
             else:
                 p = tensorproxy_from_tensor(t, name)
         if self.symbolic:
@@ -274,7 +277,25 @@ class Tracer:
             self._check(prims.check_tensor, holder, tuple(t.shape), t.device, t.dtype, t.requires_grad)
         self._register(t, holder, p)
         self.inputs.append((holder, p))
+        self._tensor_inputs[id(p)] = (holder, t)
         return p
+
+    def read_grad(self, p: TensorProxy) -> Any:
+        """``p.grad`` in the program: the real ``.grad`` of an input tensor, read (and checked) by the
+        prologue; an intermediate has none, as in eager."""
+        found = self._tensor_inputs.get(id(p))
+        if found is None:
+            return None
+        holder, t = found
+        return self._read(("attr", id(t), "grad"), t.grad, lambda: self._attr_holder(holder, "grad"))
+
+    def _check_strides(self) -> None:
+        """Inputs whose layout the program depended on (see Note [Strides of traced tensors])."""
+        for holder, t in self._tensor_inputs.values():
+            p = self._proxy_for.get(id(t))
+            if getattr(p, "strides_read", False):
+                expr = f"{holder.name}.stride() == {tuple(t.stride())} and {holder.name}.storage_offset() == {t.storage_offset()}"
+                self._check(prims.check_expr, expr, (holder,))
 
     def _number_input(self, value: Number, holder: Proxy):
         self._check(prims.check_type, holder, type(value))
@@ -511,6 +532,9 @@ class Tracer:
             return self._print
         if isinstance(fn, Symbol):
             return fn
+        inner = inner_jitted_lookaside(fn)
+        if inner is not None:
+            return inner
         self_obj = getattr(fn, "__self__", None)
         if isinstance(self_obj, Proxy):
             return fn
@@ -617,6 +641,7 @@ class Tracer:
         dtypes.default_dtype_was_read.set(False)
         grad_enabled = torch.is_grad_enabled()
         provider = functools.partial(_source_location, self._module_paths)
+        active = _active_tracer.set(self)
         try:
             with (
                 tracectx(self.computation),
@@ -631,10 +656,12 @@ class Tracer:
                 self._write_back_copies()
                 prims.python_return(result)
         finally:
+            _active_tracer.reset(active)
             for undo in reversed(self._undo):
                 undo()
         self.constraints = list(cs)
         self._refuse_branches_on_hoisted()
+        self._check_strides()
         if dtypes.default_dtype_was_read.get():
             self._check(prims.check_default_dtype, torch.get_default_dtype())
         if self.grad_mode_switched:  # the recorded switches restore the mode the trace began in
@@ -831,6 +858,16 @@ def _restore_attr(obj, name: str, old) -> None:
     else:
         setattr(obj, name, old)
 
+
+_active_tracer: contextvars.ContextVar[Tracer | None] = contextvars.ContextVar("thunder_active_tracer", default=None)
+
+
+def _read_grad(p: TensorProxy) -> Any:
+    tracer = _active_tracer.get()
+    return tracer.read_grad(p) if tracer is not None else None
+
+
+proxies.grad_reader = _read_grad
 
 _THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
