@@ -14,7 +14,7 @@ import torch
 import thunder
 import thunder.core.jit_ext
 from thunder.core import introspection
-from thunder.core.errors import UnsupportedOpError
+from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.proxies import TensorProxy
 
 # The tracer reports which input proxies stand for Parameters (or other Tensor subclasses).
@@ -26,6 +26,10 @@ needs_input_types = pytest.mark.skipif(
 
 class _MyTensor(torch.Tensor):
     pass
+
+
+class _PlainResultTensor(torch.Tensor):
+    __torch_function__ = torch._C._disabled_torch_function_impl
 
 
 def _values():
@@ -181,13 +185,25 @@ def test_parameter_of_a_module_is_a_parameter():
 
 
 @needs_input_types
-def test_tensor_subclass_input_keeps_its_type():
+def test_tensor_subclass_without_torch_function_keeps_its_type():
     def f(x):
-        return x + 1, type(x), isinstance(x, _MyTensor), x.__class__
+        y = x + 1
+        return y, type(x), isinstance(x, _PlainResultTensor), x.__class__, type(y), isinstance(y, _PlainResultTensor)
+
+    x = torch.ones(2).as_subclass(_PlainResultTensor)
+    out, ref = thunder.jit(f)(x), f(x)
+    assert out[1:] == ref[1:] == (_PlainResultTensor, True, _PlainResultTensor, torch.Tensor, False)
+
+
+@needs_input_types
+def test_tensor_subclass_with_torch_function_fails_clearly():
+    def f(x):
+        return x + 1, type(x + 1)
 
     x = torch.ones(2).as_subclass(_MyTensor)
-    out = thunder.jit(f)(x)
-    assert out[1:] == (_MyTensor, True, _MyTensor)
+    assert f(x)[1] is _MyTensor
+    with pytest.raises(ThunderTypeError, match="_MyTensor, a torch.Tensor subclass with __torch_function__ enabled"):
+        thunder.jit(f)(x)
 
 
 def test_result_of_an_op_on_a_parameter_is_a_tensor():

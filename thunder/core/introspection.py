@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from thunder.core.errors import UnsupportedOpError
+from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
@@ -54,13 +54,26 @@ from thunder.core.symbolic import SymFloat, SymInt
 # id(input proxy) -> (weak reference to it, the type of the tensor it stands for), for inputs
 # whose type is not exactly torch.Tensor. Keyed by id: a proxy's ``==`` is a traced op.
 _input_types: dict[int, tuple[weakref.ref, type]] = {}
+_DISABLED_TORCH_FUNCTION = torch._C._disabled_torch_function_impl
 
 
 def note_input(proxy: TensorProxy, value: Any) -> None:
-    """Called by the tracer for each input tensor: ``proxy`` stands for ``value`` (see Note [Eager types])."""
+    """Called by the tracer for each input tensor: ``proxy`` stands for ``value`` (see Note [Eager types]).
+
+    Raises ThunderTypeError for a Tensor subclass whose ``__torch_function__`` makes eager's results
+    instances of the subclass: thunder traces plain tensor ops, so every answer about them would differ.
+    """
     typ = type(value)
     if typ is torch.Tensor:
         return
+    if getattr(typ, "__torch_function__", None) is not _DISABLED_TORCH_FUNCTION:
+        raise ThunderTypeError(
+            f"thunder.jit: an input is a {typ.__module__}.{typ.__qualname__}, a torch.Tensor subclass with "
+            "__torch_function__ enabled: eagerly, operations on it return the subclass and run its overrides, "
+            "but thunder traces them as plain torch.Tensor operations. Pass x.as_subclass(torch.Tensor), or set "
+            "__torch_function__ = torch._C._disabled_torch_function_impl on the subclass (as torch.nn.Parameter "
+            "does) if its results are meant to be plain tensors."
+        )
     key = id(proxy)
 
     def forget(ref, key=key):
@@ -356,7 +369,9 @@ _LOOKASIDES: dict[Callable, Callable] = {
     builtins.len: _len,
     **_native_consumers(),
 }
+# Unbound methods (descriptors, and torch.Tensor's Python-defined methods) -> replacement or None.
 _unbound_cache: dict[Callable, Callable | None] = {}
+_DESCRIPTOR_TYPES = (types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
 def lookaside(fn: Callable) -> Callable | None:
@@ -369,17 +384,12 @@ def lookaside(fn: Callable) -> Callable | None:
         return found
     typ = type(fn)
     if typ is types.BuiltinMethodType or typ is types.MethodWrapperType:
-        owner = getattr(fn, "__self__", None)
-        if isinstance(owner, _SEQUENCE_TYPES):
+        if isinstance(getattr(fn, "__self__", None), _SEQUENCE_TYPES):
             return _builtin_method_lookaside(fn)
         return None
-    if typ in (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType):
-        try:
-            return _unbound_cache[fn]
-        except KeyError:
-            pass
-        replacement = _unbound_method_lookaside(fn)
-        if typ is not types.FunctionType or replacement is not None:
-            _unbound_cache[fn] = replacement
+    if typ in _DESCRIPTOR_TYPES or (typ is types.FunctionType and _tensor_method_name(fn) is not None):
+        replacement = _unbound_cache.get(fn, _unbound_cache)
+        if replacement is _unbound_cache:
+            replacement = _unbound_cache[fn] = _unbound_method_lookaside(fn)
         return replacement
     return None
