@@ -1,14 +1,17 @@
 """Why a call missed the cache, and the warning for a function that keeps recompiling.
 
 Note [Cache miss reasons]
-On a miss (the slow path only, after every candidate entry's prologue rejected the inputs) the
-most recently used entry's prologue runs again in a *diagnostic* version: the same trace printed
-by the same printer, with ``printer.miss`` (what a failed check returns) replaced by a call
-``_explain(<the check's bound symbol>, _locals())``. The printer knows the bound symbol it is
-printing, so every check printer works unchanged; the bound symbol's arguments name the checked
-proxy and hold the values the trace assumed, and the generated code's locals hold the values
-it got now, by proxy name. ``_explain`` turns the two into a ``CacheMissReason`` through a table
-keyed by prim ID (a check prim with no row gets a generic reason). Nothing here runs on a hit.
+An entry has two compiled prologues. The hot path runs the one fused with the computation,
+which returns ``MISS`` when a check fails. The slow path (lookups among the other entries)
+runs the *diagnostic* one: the same trace printed by the same printer, with ``printer.miss``
+(what a failed check returns) replaced by ``_Rejection(<the check's bound symbol>, _locals())``.
+The printer knows the bound symbol it is printing, so every check printer works unchanged.
+On a miss (every candidate rejected the inputs) the most recently used entry's diagnostic
+prologue runs once more and ``explain`` turns its rejection into a ``CacheMissReason``: the
+bound symbol's arguments name the checked proxy and hold the values the trace assumed, the
+generated code's locals hold this call's values by proxy name, and a table keyed by prim ID
+says how to compare them (a check prim with no row gets a generic reason). Nothing here runs
+on a hit, and no extra code is compiled: the slow-path prologue is needed anyway.
 
 Layer: entry points. Imports: core (the codegen printer, the Python prims).
 """
@@ -29,7 +32,7 @@ from thunder.core.prims.python import PythonPrimIDs as P
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import BoundSymbol
 
-__all__ = ["CacheMissReason", "RecompileWarning", "diagnose_miss", "FIRST_CALL", "NO_CACHING"]
+__all__ = ["CacheMissReason", "RecompileWarning", "Rejection", "diagnostic_prologue", "diagnose_miss", "explain"]
 
 #: How many reasons ``thunder.cache_miss_reasons`` keeps per function.
 MISS_REASONS_KEPT = 64
@@ -86,36 +89,50 @@ def _short(value: Any, limit: int = 80) -> str:
 # --- the diagnostic prologue --------------------------------------------------------------------
 
 
-def diagnose_miss(entry: CacheEntry, args: tuple, kwargs: dict) -> CacheMissReason:
-    """Why ``entry``'s prologue rejects these inputs (see Note [Cache miss reasons])."""
-    diagnostic = entry.diagnostic
-    if diagnostic is None:
-        diagnostic = entry.diagnostic = _diagnostic_prologue(entry.prologue_traces[-1])
-    try:
-        out = diagnostic(*args, **kwargs)
-    except Exception as e:  # a prologue is made not to raise; say so if one does
-        return CacheMissReason(None, "prologue", message=f"the prologue raised {type(e).__name__}: {e}")
-    if isinstance(out, CacheMissReason):
-        return out
-    return CacheMissReason(None, "none", message="the most recent entry accepts these inputs (compiled meanwhile)")
+class Rejection:
+    """What a diagnostic prologue returns when a check fails: the check and the prologue's locals."""
+
+    __slots__ = ("bsym", "values")
+
+    def __init__(self, bsym: BoundSymbol, values: dict[str, Any]):
+        self.bsym, self.values = bsym, values
+
+    def __repr__(self) -> str:
+        return f"Rejection({explain(self)})"
 
 
-def _diagnostic_prologue(trace) -> Callable:
+def diagnostic_prologue(trace) -> Callable:
+    """The prologue ``trace`` compiled to return its inputs (a tuple) or a ``Rejection``."""
     printer = Printer(miss=_miss_expression)
-    printer.add_ctx("_explain", _explain)
+    printer.add_ctx("_Rejection", Rejection)
     printer.add_ctx("_locals", locals)
     source = trace_source(trace, print_depth=1, printer=printer)
-    return compile_source(source, trace.name, printer.ctx, f"thunder.{trace.name}_diagnostic_{trace.uid}")
+    fn = compile_source(source, trace.name, printer.ctx, f"thunder.{trace.name}_{trace.uid}", printer.line_bsyms)
+    fn.__thunder_source__ = source
+    return fn
 
 
 def _miss_expression(printer: Printer) -> str:
-    return f"_explain({printer.constant(printer.bsym, '_check')}, _locals())"
+    return f"_Rejection({printer.constant(printer.bsym, '_check')}, _locals())"
 
 
-def _explain(bsym: BoundSymbol, values: dict[str, Any]) -> CacheMissReason:
-    explain = _EXPLAINERS.get(bsym.sym.id, _explain_generic)
+def diagnose_miss(entry: CacheEntry, args: tuple, kwargs: dict) -> CacheMissReason:
+    """Why ``entry``'s prologue rejects these inputs (see Note [Cache miss reasons])."""
     try:
-        return explain(bsym, values)
+        out = entry.prologue(*args, **kwargs)
+    except Exception as e:  # a prologue is made not to raise; say so if one does
+        return CacheMissReason(None, "prologue", message=f"the prologue raised {type(e).__name__}: {e}")
+    if type(out) is Rejection:
+        return explain(out)
+    return CacheMissReason(None, "none", message="the most recent entry accepts these inputs (compiled meanwhile)")
+
+
+def explain(rejection: Rejection) -> CacheMissReason:
+    """The reason a diagnostic prologue's check failed."""
+    bsym = rejection.bsym
+    explainer = _EXPLAINERS.get(bsym.sym.id, _explain_generic)
+    try:
+        return explainer(bsym, rejection.values)
     except Exception as e:  # never let a diagnostic hide the miss itself
         return CacheMissReason(None, bsym.sym.name, message=f"{bsym.sym.print_name} failed ({type(e).__name__}: {e})")
 
@@ -190,7 +207,7 @@ def _explain_expr(bsym, values):
         names[0] if names else None,
         "constraint",
         expr,
-        {n: values[n] for n in names},
+        {n: values[n] if isinstance(values[n], (int, float, str, bool, type(None))) else _short(values[n]) for n in names},
         message=f"constraint {expr} no longer holds" + (f" ({now})" if now else ""),
     )
 

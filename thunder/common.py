@@ -143,16 +143,13 @@ MISS = _Miss()
 class CacheEntry:
     """One compiled specialisation: a prologue that accepts inputs, and what runs for them."""
 
-    prologue: Callable
+    prologue: Callable  # returns the computation's inputs (a tuple), or why not (see thunder.cache_diagnostics)
     computation: Callable
     run: Callable  # prologue and computation in one call; returns MISS when the prologue rejects
     prologue_traces: list
     computation_traces: list
     backward_traces: list = field(default_factory=list)
     key: Any = None
-    # The prologue printed to return why a check failed instead of MISS; made on the first
-    # miss that needs it (see ``thunder.cache_diagnostics``).
-    diagnostic: Callable | None = None
 
 
 class AtomicCounter:

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from thunder.cache_diagnostics import Rejection, diagnostic_prologue, explain
 from thunder.common import CACHE_OPTIONS, MISS, CacheEntry, CompileData, CompileStats
 from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
@@ -107,7 +108,7 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
     prologue_traces.append(executed_prologue)
     computation_fn = traces[-1].python_callable()
     entry = CacheEntry(
-        prologue=executed_prologue.python_callable(),
+        prologue=diagnostic_prologue(executed_prologue),  # Note [Cache miss reasons]
         computation=computation_fn,
         run=executed_prologue.fused_prologue_callable(computation_fn, MISS),
         prologue_traces=prologue_traces,
@@ -225,16 +226,17 @@ class Cache:
             candidates = [e for group in tuple(self.by_key.values()) for e in group]
         for entry in candidates:
             inputs = entry.prologue(*args, **kwargs)
-            if inputs is not None:
+            if type(inputs) is tuple:  # else a Rejection
                 return entry, inputs
         return None
 
 
 def check_prologue_accepts(entry: CacheEntry, args: tuple, kwargs: dict):
     inputs = entry.prologue(*args, **kwargs)
-    if inputs is None:
+    if type(inputs) is not tuple:
         raise InternalError(
-            "the prologue of a newly compiled entry rejected the inputs it was traced with; this is a bug in thunder. "
+            "the prologue of a newly compiled entry rejected the inputs it was traced with "
+            f"({explain(inputs) if type(inputs) is Rejection else inputs!r}); this is a bug in thunder. "
             f"Prologue:\n{entry.prologue_traces[-1]}"
         )
     return inputs
