@@ -312,3 +312,17 @@ def test_multihead_attention_runs():
     out, ref = thunder.jit(m)(x, x, x), m(x, x, x)
     torch.testing.assert_close(out[0], ref[0])
     torch.testing.assert_close(out[1], ref[1])
+
+
+@pytest.mark.parametrize(
+    "name", ["__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rand__", "__ror__", "__rxor__"]
+)
+def test_reflected_unbound_methods_are_in_the_symbol_table(name):
+    # thunder.examine (and natively run code reaching __torch_function__) use the table.
+    from thunder.examine import examine
+
+    fn = getattr(torch.Tensor, name)
+    assert fn in thunder.torch.torch_to_thunder_map
+    x = torch.tensor([1, 2]) if name in ("__rand__", "__ror__", "__rxor__") else torch.tensor([1.0, 2.0])
+    report = examine(lambda x: fn(x, 3), x, show=False)
+    assert report["unsupported"] == {} and report["jit_error"] is None, report

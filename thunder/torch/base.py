@@ -84,12 +84,17 @@ def _as_method(sym: Symbol):
 
 
 def register_reflected(name: str, sym: Symbol) -> None:
-    """Installs a reflected operator (``__radd__``): ``b + a`` calls ``sym(b, a)``."""
+    """Installs a reflected operator (``__radd__``): ``b + a`` calls ``sym(b, a)``, and so does the
+    unbound ``torch.Tensor.__radd__(a, b)`` (mapped in ``torch_to_thunder_map``)."""
 
     def method(self, other):
         return sym(other, self)
 
+    method.__name__ = name
     register_method(name, method)
+    tensor_attr = getattr(torch.Tensor, name, None)
+    if tensor_attr is not None:
+        torch_to_thunder_map.setdefault(tensor_attr, method)
 
 
 def make_inplace(sym: Symbol, *, torch_fn: Callable | None = None, method_name: str | None = None) -> Symbol:
