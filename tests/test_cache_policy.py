@@ -109,6 +109,14 @@ def test_recompile_storm_warns_once_with_the_reason():
     assert storm[0].filename == __file__  # points at the call
 
 
+def test_recompile_warning_of_a_module_points_at_the_call():
+    tm = thunder.jit(torch.nn.Linear(3, 2), recompile_warning_limit=2)
+    with pytest.warns(thunder.RecompileWarning, match="Linear has been compiled 2 times") as record:
+        for n in (1, 2):
+            tm(torch.randn(n, 3))
+    assert record[0].filename == __file__
+
+
 def test_recompile_warning_limit_is_configurable():
     jf = thunder.jit(scale, recompile_warning_limit=3)
     x = torch.randn(2)

@@ -18,7 +18,9 @@ Layer: entry points. Imports: core (the codegen printer, the Python prims).
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,6 +79,8 @@ NO_CACHING = CacheMissReason(None, "no caching", message="cache='no caching': ev
 
 
 def _short(value: Any, limit: int = 80) -> str:
+    if isinstance(value, torch.Tensor):  # metadata, not values: checks are about metadata
+        return f"<Tensor {tuple(value.shape)} {value.dtype} {value.device}>"
     if isinstance(value, type):
         text = value.__qualname__
     elif callable(value) and hasattr(value, "__qualname__"):
@@ -248,7 +252,7 @@ _EXPLAINERS: dict[Any, Callable[[BoundSymbol, dict], CacheMissReason]] = {
 def warn_recompiles(name: str, misses: int, reason: CacheMissReason, cache_option, cache_size_limit: int) -> None:
     """Warns that the jitted function ``name`` has missed the cache ``misses`` times, naming the last reason.
 
-    ``stacklevel`` points at the caller of the jitted function (this, ``_compile``, ``slow_call``, ``fn_``)."""
+    The warning points at the user's call of the jitted function (or of the module)."""
     from thunder.common import CACHE_OPTIONS
 
     advice = ""
@@ -262,5 +266,17 @@ def warn_recompiles(name: str, misses: int, reason: CacheMissReason, cache_optio
         f"{advice} thunder.cache_miss_reasons() lists the recent reasons. The cache keeps the "
         f"{cache_size_limit} most recently used entries (compile option cache_size_limit).",
         RecompileWarning,
-        stacklevel=5,
+        stacklevel=_callers_stacklevel(),
     )
+
+
+_THUNDER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_TORCH_NN_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "nn") + os.sep
+
+
+def _callers_stacklevel() -> int:
+    """The ``stacklevel`` of the innermost frame outside thunder and ``torch.nn`` (Module.__call__)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith((_THUNDER_DIR, _TORCH_NN_DIR)):
+        frame, level = frame.f_back, level + 1
+    return level
