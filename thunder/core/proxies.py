@@ -17,12 +17,14 @@ from collections.abc import Callable, Sequence
 from numbers import Number
 from typing import Any
 
+import optree
 import torch
 
 from thunder.core import dtypes
 from thunder.core.devices import device_str
 from thunder.core.errors import ThunderRuntimeError
-from thunder.core.interpreter import make_opaque
+from thunder.core.interpreter import is_jitting, make_opaque
+from thunder.core.pytree import NAMESPACE
 from thunder.core.symbolic import is_symbolic
 from thunder.core.tracectx import get_tracectx
 
@@ -108,27 +110,69 @@ torch_function_handler: Callable[[Callable, tuple, dict], Any] | None = None
 
 
 # Note [Shapes are torch.Size]
-# Eager's ``x.shape`` and ``x.size()`` are ``torch.Size``; so are a proxy's. ``torch.Size`` cannot be
-# subclassed, and its constructor converts items with ``__index__``, which would concretise a
-# symbolic dim (``cache="symbolic values"``), recording ``a_0 == 3`` and specialising the trace.
-# Concatenation does not convert: ``torch.Size() + (a_0, 4)`` is a real ``torch.Size`` whose items
-# are the SymInts themselves, and indexing, slicing and ``+`` keep them. So a proxy's shape is
-# always a genuine ``torch.Size`` (``type(x.shape) is torch.Size``) and symbolic dims stay
-# symbolic. The one C method that reads the items' values is ``torch.Size.numel``: it would
-# silently return a plain int, so the tracer routes it to ``size_numel`` (see
-# ``torch_size_lookaside``).
+# Eager's ``x.shape`` and ``x.size()`` are ``torch.Size``; so are a proxy's whenever its dims are
+# plain ints. Under ``cache="symbolic values"`` dims are SymInts, and ``torch.Size`` cannot hold
+# them faithfully: its constructor converts items with ``__index__`` (concretising the dim and
+# specialising the trace), and although concatenation (``torch.Size() + dims``) keeps the SymInt
+# objects, ``torch.Size.numel`` then reads their values in C and silently returns a plain int: a
+# trace that multiplies by ``x.shape.numel()`` would be wrong for the next shape. ``torch.Size``
+# cannot be subclassed either. So a shape with symbolic dims is a ``SymbolicSize``: a tuple
+# subclass that keeps the SymInts, answers ``isinstance(s, torch.Size)`` with True (its
+# ``__class__`` is ``torch.Size``), has torch.Size's methods (``numel`` as the symbolic product)
+# and stays a SymbolicSize under slicing, ``+`` and ``*``. Only ``type(s)`` tells it apart
+# (the introspection table can answer ``torch.Size`` for it). A real ``torch.Size`` holding
+# SymInts can still arise (``torch.Size([1]) + x.shape``): ``torch_size_lookaside`` routes its
+# ``numel`` to the symbolic product.
+
+
+class SymbolicSize(tuple):
+    """A ``torch.Size`` whose dims may be symbolic (see Note [Shapes are torch.Size])."""
+
+    __slots__ = ()
+
+    @property
+    def __class__(self):
+        return torch.Size
+
+    def numel(self):
+        return math.prod(self)
+
+    def __getitem__(self, i):
+        item = tuple.__getitem__(self, i)
+        return as_size(item) if isinstance(i, slice) else item
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return as_size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return as_size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return as_size(tuple(self) * n)
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        return f"torch.Size([{', '.join(repr(d) for d in self)}])"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (as_size, (tuple(self),))
 
 
 def as_size(dims: Sequence[int]) -> torch.Size:
-    """``dims`` as a ``torch.Size`` whose items are ``dims``' own objects (SymInts stay symbolic)."""
-    if type(dims) is torch.Size and not any(is_symbolic(d) for d in dims):
-        return dims
+    """``dims`` as a ``torch.Size``, or a ``SymbolicSize`` when a dim is symbolic."""
+    if type(dims) is torch.Size:
+        return dims if not any(is_symbolic(d) for d in dims) else SymbolicSize(dims)
     dims = tuple(dims)
-    if all(type(d) is int for d in dims):
-        return torch.Size(dims)
-    if all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
-        return torch.Size() + dims
-    return torch.Size(dims)  # raises the usual TypeError for a non-int dim
+    if any(is_symbolic(d) for d in dims):
+        return SymbolicSize(dims)
+    return torch.Size(dims)
 
 
 def size_numel(size: Sequence[int]):
@@ -137,8 +181,8 @@ def size_numel(size: Sequence[int]):
 
 
 def torch_size_lookaside(fn: Callable) -> Callable | None:
-    """What the tracer calls instead of ``fn`` when ``fn`` is ``torch.Size.numel`` (bound or not)
-    and the size holds symbolic dims; None otherwise (``fn`` runs natively)."""
+    """What the tracer should call instead of ``fn`` when ``fn`` is ``numel`` of a real
+    ``torch.Size`` holding symbolic dims (bound, or ``torch.Size.numel`` itself); None otherwise."""
     if fn is torch.Size.numel:
         return size_numel
     receiver = getattr(fn, "__self__", None)
@@ -146,6 +190,14 @@ def torch_size_lookaside(fn: Callable) -> Callable | None:
         if any(is_symbolic(d) for d in receiver):
             return lambda: size_numel(receiver)
     return None
+
+
+# Shapes are pytree nodes, so the symbolic dims inside them are found (a computation's parameters)
+# and renamed like any other leaf.
+optree.register_pytree_node(SymbolicSize, lambda s: (list(s), None), lambda _, dims: as_size(dims), namespace=NAMESPACE)
+optree.register_pytree_node(torch.Size, lambda s: (list(s), None), lambda _, dims: as_size(dims), namespace=NAMESPACE)
+make_opaque(SymbolicSize.numel)
+make_opaque(SymbolicSize.__getitem__)
 
 
 # Note [Strides of traced tensors]
@@ -191,15 +243,34 @@ def meta_layout(p: TensorProxy, need_offset: bool = False) -> torch.Tensor:
     return layout_provider(p, need_offset)
 
 
-_INTERPRETER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interpreter") + os.sep
+# Code that runs builtins on behalf of the interpreted program: the interpreter's opcode handlers
+# and call machinery, and the tracer's emulations of builtins (``thunder.core.introspection``
+# wraps ``str.format`` & co.). Not the interpreter's log printer, which formats after the fact.
+_CORE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PROGRAM_FACING_DIRS = (os.path.join(_CORE_DIR, "interpreter", "handlers") + os.sep,)
+_PROGRAM_FACING_FILES = frozenset(
+    os.path.join(_CORE_DIR, *parts)
+    for parts in (
+        ("interpreter", "execution.py"),
+        ("interpreter", "protocols.py"),
+        ("interpreter", "lookasides.py"),
+        ("introspection.py",),
+    )
+)
 
 
 def _requested_by_program() -> bool:
-    """Whether the dunder calling this was invoked by the interpreted user program (the
-    interpreter runs ``str(x)``, ``format(x)`` and f-strings natively from its own handlers),
-    rather than by thunder's own code formatting a proxy (error messages, printers)."""
+    """Whether the dunder calling this was invoked for the interpreted user program (the
+    interpreter runs ``str(x)``, ``format(x)`` and f-strings natively from its own handlers, or
+    through the tracer's builtin emulations), rather than by thunder's own code formatting a
+    proxy (error messages, printers), which gets the proxy's name."""
+    if not is_jitting():
+        return False
     frame = sys._getframe(2)
-    return frame is not None and frame.f_code.co_filename.startswith(_INTERPRETER_DIR)
+    if frame is None:
+        return False
+    filename = frame.f_code.co_filename
+    return filename in _PROGRAM_FACING_FILES or filename.startswith(_PROGRAM_FACING_DIRS)
 
 
 def _no_values(p: TensorProxy, what: str):
@@ -341,11 +412,16 @@ class TensorProxy(Proxy):
     def itemsize(self) -> int:
         return self.dtype.itemsize
 
-    # Formatting needs values: the program's ``str(x)``/``f"{x}"``/``format(x)`` fail clearly, while
+    # Formatting needs values: the program's ``str(x)``/``repr(x)``/``f"{x}"``/``format(x)`` fail clearly, while
     # thunder's own code (error messages, printers) still gets the proxy's name.
     def __str__(self) -> str:
         if _requested_by_program():
             raise _no_values(self, "str()")
+        return self.name
+
+    def __repr__(self) -> str:
+        if _requested_by_program():
+            raise _no_values(self, "repr()")
         return self.name
 
     def __format__(self, spec: str) -> str:

@@ -136,6 +136,7 @@ def _checked(twin, check):
         return meta(a, *args, **kwargs)
 
     checked.__name__ = meta.__name__
+    checked.__wrapped__ = meta  # its signature is meta's
     twin.meta = checked
     return twin
 
@@ -198,7 +199,17 @@ abs_ = _export(_checked(make_inplace(globals()["abs"]), _abs__check))
 _binary("atan2", prims.atan2, K.INT_TO_FLOAT, methods=("arctan2",), reject=_no_complex)
 _binary("fmod", prims.fmod, K.DEFAULT, reject=_no_bool_or_complex)
 _binary("remainder", prims.remainder, K.DEFAULT, methods=("__mod__",), reflected=("__rmod__",), reject=_no_bool_or_complex)
-_binary("pow", prims.pow, K.DEFAULT, methods=("__pow__",), reflected=("__rpow__",), reject=_no_bool)
+_binary("pow", prims.pow, K.DEFAULT, methods=("__pow__",), reflected=("__rpow__",))
+
+
+def _pow_check(a, b):
+    # A bool tensor exponent has no kernel when the base is bool too; a Python exponent is fine.
+    if is_tensor(b) and dtypes.result_type(a, b) is torch.bool:
+        raise ThunderTypeError('ltorch.pow: "pow" is not implemented for operands of dtype torch.bool (a bool base with a '
+                               "bool tensor exponent); convert one of them to an integer dtype")  # fmt: skip
+
+
+pow = _checked(globals()["pow"], _pow_check)
 _binary("maximum", prims.maximum, K.DEFAULT, inplace=False, allowed=_not_complex)
 _binary("minimum", prims.minimum, K.DEFAULT, inplace=False, allowed=_not_complex)
 _binary("copysign", prims.copysign, K.INT_TO_FLOAT, reject=_no_complex)

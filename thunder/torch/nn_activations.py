@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from thunder.core import dtypes, prims
-from thunder.core.errors import ThunderTypeError
+from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.proxies import TensorProxy
 from thunder.torch.base import make_inplace, maybe_convert_to_dtype, torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import clamp, sigmoid, tanh
 from thunder.torch.nn_utils import (
@@ -58,7 +59,9 @@ def relu(input):
     op = "ltorch.relu"
     check_tensor(op, "input", input)
     if input.dtype is torch.bool:
-        raise ThunderTypeError(f'{op}: "relu" is not implemented for bool tensors; convert to a numeric dtype')
+        raise ThunderTypeError(f'{op}: "relu" is not implemented for bool tensors (dtype torch.bool); convert to a numeric dtype')
+    if input.dtype.is_complex:
+        raise ThunderTypeError(f'{op}: "relu" is not implemented for complex tensors (dtype {input.dtype})')
     return prims.where(prims.le(input, 0), 0, input)
 
 
@@ -73,7 +76,12 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
     op = "ltorch.hardtanh"
     check_tensor(op, "input", input)
     if input.dtype is torch.bool:
-        raise ThunderTypeError(f'{op}: "hardtanh" is not implemented for bool tensors')
+        raise ThunderTypeError(f'{op}: "hardtanh" is not implemented for bool tensors (dtype torch.bool)')
+    if input.dtype is torch.uint8 and (min_val < 0 or max_val < 0):
+        raise ThunderValueError(
+            f"{op}: cannot do hardtanh on an unsigned type (dtype {input.dtype}) with negative limits "
+            f"(min_val={min_val}, max_val={max_val})"
+        )
     if dtypes.is_integer_dtype(input.dtype):
         min_val, max_val = int(min_val), int(max_val)
     return clamp(input, min_val, max_val)
@@ -131,7 +139,9 @@ def gelu(input, approximate="none"):
 
 @torchsymbol(F.silu)
 def silu(input):
-    """``F.silu``: ``input * sigmoid(input)``."""
+    """``F.silu``: ``input * sigmoid(input)`` (floating-point or complex)."""
+    if isinstance(input, TensorProxy) and input.dtype.is_complex:
+        return prims.mul(input, prims.sigmoid(input))
     a, dtype = _unary_float("ltorch.silu", input)
     return _finish(prims.mul(a, prims.sigmoid(a)), dtype)
 

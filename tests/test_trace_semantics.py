@@ -1,0 +1,454 @@
+"""The trace computes what eager computes: shapes, layouts, CSE under mutation, dtype rules,
+``Tensor.real``/``.imag``, formatting of tensors and ``.grad`` inside a jitted function,
+each compared with eager PyTorch."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+
+import pytest
+import torch
+
+import thunder
+from thunder.core import proxies
+from thunder.core.errors import ThunderError
+from thunder.core.interpreter import make_opaque
+from thunder.core.proxies import SymbolicSize, TensorProxy, tensorproxy_from_tensor
+from thunder.core.trace import TraceCtx, tracectx
+from thunder.torch import elementwise, nn_activations
+from thunder.torch.base import symbol_to_torch
+
+CACHES = ["constant values", "symbolic values"]
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+# --- shapes ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_shape_and_size_are_torch_size(cache):
+    def f(x):
+        return isinstance(x.shape, torch.Size), isinstance(x.size(), torch.Size), isinstance(x.shape[1:], torch.Size)
+
+    jf = thunder.jit(f, cache=cache)
+    x = torch.randn(2, 3)
+    assert jf(x) == f(x) == (True, True, True)
+
+
+def test_shape_is_exactly_torch_size_for_constant_values():
+    def f(x):
+        return type(x.shape) is torch.Size, type(x.size()) is torch.Size, x.size(1), x.size(-1)
+
+    x = torch.randn(2, 3)
+    assert thunder.jit(f)(x) == f(x) == (True, True, 3, 3)
+
+
+def test_symbolic_shape_keeps_its_dims_symbolic():
+    """``x.shape.numel()`` and slices follow the input's shape: no silent specialisation."""
+
+    def f(x):
+        s = x.shape
+        return x.reshape(s[1], s[0]) * s.numel() + s[1:][0]
+
+    jf = thunder.jit(f, cache="symbolic values")
+    for shape in ((2, 3), (4, 5), (3, 7)):
+        x = torch.randn(shape)
+        torch.testing.assert_close(jf(x), f(x))
+    assert thunder.cache_misses(jf) == 1
+
+
+def test_symbolic_size_type():
+    from thunder.core.symbolic import SymInt, recording_constraints
+
+    with recording_constraints() as cs:
+        s = proxies.as_size((SymInt(3, "a_0"), 4))
+        assert isinstance(s, SymbolicSize) and isinstance(s, torch.Size)
+        assert s.numel().expr == "((1 * a_0) * 4)"
+        assert isinstance(s[:1], SymbolicSize) and isinstance(s + (5,), SymbolicSize)
+        assert isinstance((5,) + s, SymbolicSize) and isinstance(s * 2, SymbolicSize)
+    assert list(cs) == []  # nothing above concretised a dim
+    assert repr(s) == "torch.Size([3, 4])"
+    assert type(proxies.as_size((3, 4))) is torch.Size
+
+
+def test_torch_size_lookaside_for_real_sizes_holding_symbols():
+    from thunder.core.symbolic import SymInt
+
+    s = torch.Size() + (SymInt(3, "a_0"), 4)
+    replacement = proxies.torch_size_lookaside(s.numel)
+    assert replacement is not None and replacement().expr == "((1 * a_0) * 4)"
+    assert proxies.torch_size_lookaside(torch.Size([3]).numel) is None
+
+
+# --- strides, contiguity, storage offset ----------------------------------------------------
+
+_LAYOUT_PROGRAMS = {
+    "stride": lambda x: x.stride(),
+    "stride_dim": lambda x: (x.stride(0), x.stride(-1)),
+    "is_contiguous": lambda x: x.is_contiguous(),
+    "storage_offset": lambda x: x.storage_offset(),
+    "elementwise": lambda x: (x + 1).stride(),
+    "elementwise_contiguous": lambda x: (x * 2).is_contiguous(),
+    "t": lambda x: x.t().stride(),
+    "t_elementwise": lambda x: (x.t() + 1).stride(),
+    "slice_offset": lambda x: x[:, 1:].storage_offset(),
+    "step_slice": lambda x: x[::2].stride(),
+    "contiguous": lambda x: x.contiguous().stride(),
+    "contiguous_offset": lambda x: x[1:].contiguous().storage_offset(),
+    "sum": lambda x: x.sum(0).stride(),
+    "matmul": lambda x: (x @ x.t()).stride(),
+    "reshape": lambda x: x.reshape(-1).is_contiguous(),
+    "permute": lambda x: x.unsqueeze(0).permute(2, 0, 1).stride(),
+    "expand": lambda x: x[:1].expand(5, -1).stride(),
+    "zeros": lambda x: torch.zeros(3, 4).stride(),
+    "zeros_like": lambda x: torch.zeros_like(x).stride(),
+    "empty_like": lambda x: torch.empty_like(x).stride(),
+    "to_dtype": lambda x: x.to(torch.float64).stride(),
+    "clone": lambda x: x.clone().stride(),
+    "inplace": lambda x: x.clone().add_(1).stride(),
+    "cat": lambda x: torch.cat([x, x]).stride(),
+    "where": lambda x: torch.where(x > 0, x, 0.0).stride(),
+    "softmax": lambda x: torch.softmax(x, -1).stride(),
+    "advanced_index": lambda x: x[torch.tensor([0, 1])].stride(),
+    "branch_on_layout": lambda x: x.contiguous() * 2 if not x.is_contiguous() else x + 1,
+}
+
+
+def _layout_inputs():
+    return {
+        "contiguous": torch.randn(4, 6),
+        "transposed": torch.randn(6, 4).t(),
+        "sliced": torch.randn(8, 12)[::2, 1:7],
+        "offset": torch.randn(5, 6)[1:],
+    }
+
+
+@pytest.mark.parametrize("program", list(_LAYOUT_PROGRAMS))
+def test_layout_queries_match_eager(program):
+    f = _LAYOUT_PROGRAMS[program]
+    for name, x in _layout_inputs().items():
+        expected = f(x)
+        got = thunder.jit(f)(x)
+        assert _same(got, expected), (name, got, expected)
+
+
+def test_input_proxy_records_its_strides_and_whether_they_were_read():
+    x = torch.randn(6, 4).t()[1:]
+    with tracectx(TraceCtx()):
+        p = tensorproxy_from_tensor(x)
+        assert (p.strides, p.offset, p.strides_read) == ((1, 4), 1, False)
+        assert p.is_contiguous() is False
+        assert p.strides_read
+
+
+def test_layout_of_intermediate_marks_the_inputs_it_depends_on():
+    def f(x, y):
+        return (x + 1).is_contiguous(), y * 2
+
+    jf = thunder.jit(f)
+    jf(torch.randn(3, 4).t(), torch.randn(3))
+    # the tracer's proxies for the inputs are the computation's parameters
+    x_p, y_p = thunder.last_traces(jf)[0].args[:2]
+    assert x_p.strides_read and not y_p.strides_read
+
+
+def test_cached_trace_is_not_reused_for_other_strides():
+    def f(x):
+        return x + 1 if x.is_contiguous() else x - 1
+
+    jf = thunder.jit(f)
+    for x in (torch.randn(3, 4), torch.randn(4, 3).t(), torch.randn(3, 4)):
+        torch.testing.assert_close(jf(x), f(x))
+
+
+def test_layout_under_symbolic_values():
+    f = _LAYOUT_PROGRAMS["t_elementwise"]
+    x = torch.randn(6, 4).t()
+    assert thunder.jit(f, cache="symbolic values")(x) == f(x)
+
+
+def test_unknown_layout_raises_clearly():
+    with tracectx(TraceCtx()):
+        p = TensorProxy(shape=(2, 3), dtype=torch.float32, device=torch.device("cpu"))
+        with pytest.raises(ThunderError, match=r"strides of tensor .* are not known while tracing.*contiguous\(\)"):
+            p.stride()
+
+
+def test_contiguous_still_works_on_any_input():
+    def f(x):
+        return x.contiguous().view(-1)
+
+    for x in _layout_inputs().values():
+        torch.testing.assert_close(thunder.jit(f)(x), f(x))
+
+
+# --- CSE never merges values that are mutated later -----------------------------------------
+
+
+def _cse_programs():
+    def mutate_first(x):
+        a = x + 1
+        b = x + 1
+        a.add_(1)
+        return a, b
+
+    def mutate_second(x):
+        a = x + 1
+        b = x + 1
+        b.mul_(3)
+        return a, b
+
+    def mutate_through_view(x):
+        a = x * 2
+        b = x * 2
+        a.view(-1)[0] = 100.0
+        return a, b
+
+    def mutate_view_chain(x):
+        a = x.exp()
+        b = x.exp()
+        a.t().unsqueeze(0).sub_(1)
+        return a, b
+
+    def mutate_input_between(x):
+        a = x + 1
+        x.add_(1)
+        b = x + 1
+        return a, b
+
+    return [mutate_first, mutate_second, mutate_through_view, mutate_view_chain, mutate_input_between]
+
+
+@pytest.mark.parametrize("fn", _cse_programs(), ids=lambda f: f.__name__)
+def test_cse_does_not_merge_mutated_values(fn):
+    x = torch.randn(3, 3)
+    expected = fn(x.clone())
+    got = thunder.jit(fn)(x.clone())
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+
+
+def test_cse_still_merges_without_mutation():
+    def f(x):
+        return (x + 1) * (x + 1)
+
+    jf = thunder.jit(f)
+    jf(torch.randn(3))
+    adds = [b for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name == "add"]
+    assert len(adds) == 1
+
+
+# --- metas validate dtypes like eager -------------------------------------------------------
+
+_DTYPES = (torch.bool, torch.uint8, torch.int64, torch.float32, torch.complex64)
+
+
+def _sample(dtype):
+    # Nonzero values, so integer division and remainder never fail on data.
+    if dtype is torch.bool:
+        return torch.ones(3, dtype=torch.bool)
+    return (torch.arange(3) + 1).to(dtype)
+
+
+def _arity(sym, module) -> int:
+    base = getattr(module, sym.name[:-1], None) if sym.name.endswith("_") else None
+    if base is not None:  # an in-place twin takes its out-of-place op's arguments
+        sym = base
+    params = inspect.signature(sym.meta).parameters.values()
+    return len([p for p in params if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+
+
+def _dtype_cases():
+    """(op name, symbol, args) for every elementwise op of the torch language over the dtypes."""
+    cases = []
+    for module in (elementwise, nn_activations):
+        for name in sorted(set(module.__all__)):
+            sym = getattr(module, name)
+            if symbol_to_torch.get(sym.id) is None or name == "where" or "softmax" in name:
+                continue
+            n = 2 if name in ("clamp", "clamp_") else _arity(sym, module)
+            if n == 1:
+                combos = [(d,) for d in _DTYPES]
+            elif n == 2:
+                combos = list(itertools.product(_DTYPES, repeat=2))
+            elif n == 3:
+                combos = [(a, b, a) for a, b in itertools.product(_DTYPES, repeat=2)]
+            else:
+                continue
+            cases.extend(pytest.param(name, sym, combo, id=f"{name}-{'-'.join(str(d)[6:] for d in combo)}") for combo in combos)
+    return cases
+
+
+def _eager_error(sym, args):
+    try:
+        symbol_to_torch[sym.id](*[a.clone() for a in args])
+    except Exception as e:  # noqa: BLE001 - any eager failure is a rejection
+        return e
+    return None
+
+
+def _thunder_error(sym, args):
+    try:
+        with tracectx(TraceCtx()):
+            sym(*[tensorproxy_from_tensor(a) for a in args])
+    except Exception as e:  # noqa: BLE001
+        return e
+    return None
+
+
+@pytest.mark.parametrize("name, sym, dtypes", _dtype_cases())
+def test_meta_rejects_exactly_what_eager_rejects(name, sym, dtypes):
+    args = [_sample(d) for d in dtypes]
+    eager, ours = _eager_error(sym, args), _thunder_error(sym, args)
+    assert (eager is None) == (ours is None), f"eager: {eager!r}; thunder: {ours!r}"
+    if ours is not None:
+        assert isinstance(ours, ThunderError), repr(ours)
+        msg = str(ours)
+        assert name.rstrip("_") in msg or name in msg, msg
+        assert any(str(d) in msg for d in dtypes), msg
+
+
+_DEAD_CODE_REJECTS = {
+    "neg_bool": (lambda x: (-x, x)[1], torch.bool),
+    "invert_float": (lambda x: (~x, x)[1], torch.float32),
+    "and_float": (lambda x: (x & x, x)[1], torch.float32),
+    "lshift_float": (lambda x: (x << x, x)[1], torch.float32),
+    "rshift_float": (lambda x: (x >> 1, x)[1], torch.float32),
+    "sqrt_inplace_int": (lambda x: (x.clone().sqrt_(), x)[1], torch.int64),
+    "floor_complex": (lambda x: (torch.floor(x), x)[1], torch.complex64),
+    "sub_bool": (lambda x: (x - x, x)[1], torch.bool),
+    "lt_complex": (lambda x: (x < x, x)[1], torch.complex64),
+    "imag_float": (lambda x: (x.imag, x)[1], torch.float32),
+    "abs_inplace_complex": (lambda x: (x.clone().abs_(), x)[1], torch.complex64),
+    "positive_bool": (lambda x: (+x, x)[1], torch.bool),
+}
+
+
+@pytest.mark.parametrize("case", list(_DEAD_CODE_REJECTS))
+def test_rejected_op_raises_at_compile_time_even_when_dead(case):
+    fn, dtype = _DEAD_CODE_REJECTS[case]
+    x = _sample(dtype)
+    with pytest.raises(Exception):
+        fn(x)
+    with pytest.raises(ThunderError, match=str(dtype)):
+        thunder.jit(fn)(x)
+
+
+def test_pow_of_bool_follows_eager():
+    b = torch.ones(3, dtype=torch.bool)
+    assert _same(thunder.jit(lambda x: x**True)(b), b**True)
+    assert _same(thunder.jit(lambda x: x**2)(b), b**2)
+    with pytest.raises(ThunderError, match="pow"):
+        thunder.jit(lambda x: x**x)(b)
+
+
+# --- Tensor.real and Tensor.imag are properties ---------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.float32])
+def test_real_is_a_property(dtype):
+    def f(x):
+        return x.real * 2
+
+    x = torch.randn(3, dtype=dtype)
+    torch.testing.assert_close(thunder.jit(f)(x), f(x))
+
+
+def test_imag_is_a_property():
+    def f(x):
+        return x.imag + 1, torch.imag(x), torch.real(x)
+
+    x = torch.randn(3, dtype=torch.complex64)
+    for got, expected in zip(thunder.jit(f)(x), f(x)):
+        torch.testing.assert_close(got, expected)
+
+
+# --- formatting a tensor inside the function fails clearly ----------------------------------
+
+_FORMATTING = {
+    "fstring": lambda x: f"{x}",
+    "fstring_repr": lambda x: f"{x!r}",
+    "str": lambda x: str(x),
+    "format": lambda x: format(x),
+    "str_format": lambda x: "value: {}".format(x),  # noqa: UP032 - str.format is what is tested
+    "percent": lambda x: "value: %s" % (x,),  # noqa: UP031 - %-formatting is what is tested
+}
+
+
+@pytest.mark.parametrize("case", list(_FORMATTING))
+def test_formatting_a_tensor_in_the_program_fails_clearly(case):
+    """(``repr`` too: ``f"{x!r}"`` in the program would print the proxy's name, not values.)"""
+    fn = _FORMATTING[case]
+    assert "tensor(" in fn(torch.ones(2))  # eager prints the values
+    with pytest.raises(ThunderError, match="not known while tracing"):
+        thunder.jit(fn)(torch.ones(2))
+
+
+def test_thunder_code_still_formats_proxies():
+    @make_opaque
+    def describe(t):  # thunder-side code run natively while the program is traced
+        return f"{t} {t:>4} " + str(t) + " {}".format(t)  # noqa: UP032
+
+    seen = []
+
+    def f(x):
+        seen.append(describe(x))
+        return x + 1
+
+    jf = thunder.jit(f, sharp_edges="allow")
+    jf(torch.ones(2))
+    assert seen == ["x    x x x"]
+    trace = thunder.last_traces(jf)[-1]
+    assert "def computation(x" in str(trace) and f"{trace.args[0]}" == "x"
+    with tracectx(TraceCtx()):
+        p = TensorProxy("p", shape=(2,), dtype=torch.float32, device=torch.device("cpu"))
+    assert str(p) == f"{p}" == repr(p) == "p"
+
+
+def test_shape_formatting_still_works():
+    def f(x):
+        return f"{x.shape} {x.dtype}"
+
+    assert thunder.jit(f)(torch.ones(2, 3)) == f(torch.ones(2, 3))
+
+
+# --- x.grad reads through the tracer's hook -------------------------------------------------
+
+
+def test_grad_property_calls_the_grad_reader(monkeypatch):
+    calls = []
+
+    def reader(p):
+        calls.append(p)
+        return p * 0
+
+    monkeypatch.setattr(proxies, "grad_reader", reader)
+    with tracectx(TraceCtx()):
+        p = TensorProxy("p", shape=(2,), dtype=torch.float32, device=torch.device("cpu"))
+        g = p.grad
+    assert calls == [p] and isinstance(g, TensorProxy)
+
+
+def test_grad_without_reader_is_none():
+    assert proxies.grad_reader is None or callable(proxies.grad_reader)
+    with tracectx(TraceCtx()):
+        p = TensorProxy("p", shape=(2,), dtype=torch.float32, device=torch.device("cpu"))
+        if proxies.grad_reader is None:
+            assert p.grad is None
+
+
+def test_grad_reads_the_real_grad():
+    def f(x):
+        return x.grad * 2
+
+    x = torch.randn(3, requires_grad=True)
+    x.grad = torch.ones(3)
+    torch.testing.assert_close(thunder.jit(f)(x), f(x))
