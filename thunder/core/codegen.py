@@ -89,9 +89,11 @@ class Printer:
         if isinstance(x, torch.device):
             self.add_ctx("torch", torch)
             return f"torch.device({device_str(x)!r})"
-        if isinstance(x, tuple):  # torch.Size prints as a plain tuple
+        if isinstance(x, tuple):
             inner = ", ".join(self.value(v) for v in x)
             items = f"({inner},)" if len(x) == 1 else f"({inner})"
+            if isinstance(x, torch.Size):  # a shape the program returns or prints stays a torch.Size
+                return f"{self.add_ctx('_Size', torch.Size)}({items})"
             if hasattr(x, "_fields"):  # a namedtuple
                 return f"{self.constant(type(x), '_tuple_type')}(*{items})"
             if hasattr(type(x), "n_fields"):  # a structseq such as torch.return_types.max

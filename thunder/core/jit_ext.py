@@ -324,11 +324,23 @@ class Tracer:
             h = self._prologue_proxy(k)
             self._emit(prims.unpack_key, kwargs_p, k, h, output=h)
             seen_kwargs[k] = self.unpack_value(v, h, h.name)
+        if isinstance(self.fn, functools.partial):
+            # The partial's own arguments are inputs too (read from it on every call, so changing
+            # ``p.keywords`` is seen); the program is what it wraps.
+            holder = self._constant(self.fn, "partial")
+            bound = self._prologue_proxy("partial_args")
+            self._emit(prims.unpack_attr, holder, "args", bound, output=bound)
+            keywords = self._prologue_proxy("partial_keywords")
+            self._emit(prims.unpack_attr, holder, "keywords", keywords, output=keywords)
+            seen_args = (*self.unpack_value(self.fn.args, bound, bound.name), *seen_args)
+            seen_kwargs = {**self.unpack_value(self.fn.keywords, keywords, keywords.name), **seen_kwargs}
         return seen_args, seen_kwargs
 
     def _bind_callable(self, fn: Callable) -> None:
         """The jitted callable's own state: its defaults, and the object a bound method (or a callable
         object) reads its attributes from, captured by identity."""
+        if isinstance(fn, functools.partial):
+            fn = fn.func
         receiver = fn.__self__ if isinstance(fn, types.MethodType) else None
         func = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if isinstance(func, types.FunctionType):
@@ -635,8 +647,9 @@ class Tracer:
             store_deref=self.store_deref,
             make_cell=self.make_cell,
         )
+        program = self.fn.func if isinstance(self.fn, functools.partial) else self.fn
         self.interpreted = interpret(
-            self.fn, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
+            program, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
         )
         dtypes.default_dtype_was_read.set(False)
         grad_enabled = torch.is_grad_enabled()
@@ -963,6 +976,12 @@ def _check_result(result: Any) -> None:
     from thunder.core.pytree import tree_leaves
 
     for leaf in tree_leaves(result):
+        if isinstance(leaf, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
+            raise ThunderRuntimeError(
+                f"the function returned a {type(leaf).__name__}, whose code would run after the trace, on traced "
+                "values; thunder cannot compile that. Return a list or tuple instead, e.g. `return list(...)` or "
+                "`return tuple(t * i for i in ...)`."
+            )
         if isinstance(leaf, torch.Tensor):
             raise ThunderRuntimeError(
                 "the function returned a torch.Tensor that was not computed from its inputs by traced torch "

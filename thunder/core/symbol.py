@@ -104,6 +104,16 @@ class Symbol:
                     "call it inside a function compiled with thunder.jit"
                 )
             return impl(*args, **kwargs)
+        if "out" in kwargs and not self.is_prim:
+            from thunder.core.errors import UnsupportedOpError
+            from thunder.core.tracectx import current_source_location
+
+            loc = current_source_location()
+            raise UnsupportedOpError(
+                f"{self.print_name}(..., out=...) is not supported by thunder{f' (called at {loc})' if loc else ''}: "
+                "a trace computes new values and does not write into given tensors. Use the result instead, or "
+                "copy it into the tensor: out.copy_(op(...))."
+            )
         return trace.record(self, args, kwargs)
 
     def bind(self, *args, output, subsymbols: Sequence[BoundSymbol] = (), source=None, lineage=(), **kwargs):
