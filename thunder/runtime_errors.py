@@ -24,6 +24,13 @@ NOTE_PREFIX = "while running "
 
 def add_runtime_note(e: BaseException) -> None:
     """Adds "while running <op> at <file>:<line>" to ``e`` if it came from generated code."""
+    try:
+        _add_note(e)
+    except Exception:  # the note is a courtesy: never replace the user's exception with ours
+        pass
+
+
+def _add_note(e: BaseException) -> None:
     if any(isinstance(n, str) and n.startswith(NOTE_PREFIX) for n in getattr(e, "__notes__", ())):
         return  # noted already (a jitted function called inside another one)
     found: tuple[BoundSymbol, str, int] | None = None
