@@ -43,6 +43,7 @@ from thunder.common import (
 from thunder.compiler import DEFAULT_CACHE_SIZE_LIMIT, Cache, check_prologue_accepts, compile_entry
 from thunder.core import devices, dtypes
 from thunder.core.errors import ThunderValueError
+from thunder.core.jit_ext import replayable_arguments
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
@@ -151,6 +152,7 @@ class _Jitted:
 
     def slow_call(self, args: tuple, kwargs: dict) -> Any:
         """Everything but the hot path: other cache entries, then compiling a new one."""
+        args, kwargs = replayable_arguments(args, kwargs)
         option = self.cd.cache_option
         if option is CACHE_OPTIONS.SAME_INPUT:
             entry = self.last_entry
