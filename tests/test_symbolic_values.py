@@ -126,6 +126,8 @@ CASES = {
     "pickle": (lambda x, n: x + len(pickle.dumps(n)), [(_x(), 3), (_x(), 300)], 2),
     "struct_pack": (lambda x, n: x + struct.pack("<i", n)[0], [(_x(), 3), (_x(), 4)], 2),
     "itertools_repeat": (lambda x, n: x * len(list(itertools.repeat(0, n))), [(_x(), 3), (_x(), 4)], 2),
+    "from_bytes_on_instance": (lambda x, n: x + n.from_bytes(b"\x02", "little"), [(_x(), 3), (_x(), 4)], 1),
+    "fromhex_on_instance": (lambda x, f: x + f.fromhex("0x1p1"), [(_x(), 2.5), (_x(), 3.5)], 1),
     "comparison_branch": (lambda x, n: x + 1 if n > 2 else x - 1, [(_x(), 3), (_x(), 4), (_x(), 1)], 2),
     "max_branch": (lambda x, n: x * max(n, 2), [(_x(), 3), (_x(), 4), (_x(), 1)], 2),
 }
@@ -233,3 +235,25 @@ def test_shape_polymorphic_code_does_not_recompile():
         x = torch.arange(float(n))
         _assert_same(jf(x), f(x))
     assert thunder.cache_misses(jf) == 1
+
+
+def test_setting_an_attribute_of_a_number_fails_as_in_eager():
+    def f(x, n):
+        n.tag = 1
+        return x
+
+    with pytest.raises(AttributeError, match="'int' object has no attribute 'tag'"):
+        f(_x(), 3)
+    with pytest.raises(AttributeError, match="'int' object has no attribute 'tag'"):
+        thunder.jit(f, cache="symbolic values")(_x(), 3)
+
+
+@pytest.mark.parametrize("query", ["is_floating_point", "is_complex", "numel"])
+def test_torch_metadata_queries_answer_from_the_proxy(query):
+    fn = getattr(torch, query)
+
+    def f(x):
+        return x + 1, fn(x)
+
+    for x in (torch.ones(2, 3), torch.ones(4, dtype=torch.int64)):
+        _assert_same(thunder.jit(f)(x), f(x))

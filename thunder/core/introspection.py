@@ -200,6 +200,22 @@ def _len(obj, /):
     return len(obj)
 
 
+def _tensor_query(fn: Callable, method: str) -> Callable:
+    """``torch.is_floating_point(t)`` and friends: answered from the proxy's metadata, like the method."""
+
+    def call(t, *args, **kwargs):
+        if isinstance(t, TensorProxy):
+            return getattr(t, method)(*args, **kwargs)
+        return fn(t, *args, **kwargs)
+
+    call.__name__ = fn.__name__
+    call.__wrapped__ = fn
+    return call
+
+
+_TENSOR_QUERIES = {torch.is_floating_point: "is_floating_point", torch.is_complex: "is_complex", torch.numel: "numel"}
+
+
 # --- symbolic numbers read natively ------------------------------------------------------------
 
 
@@ -367,6 +383,7 @@ _LOOKASIDES: dict[Callable, Callable] = {
     builtins.getattr: _getattr,
     builtins.hasattr: _hasattr,
     builtins.len: _len,
+    **{fn: _tensor_query(fn, method) for fn, method in _TENSOR_QUERIES.items()},
     **_native_consumers(),
 }
 # Unbound methods (descriptors, and torch.Tensor's Python-defined methods) -> replacement or None.

@@ -135,10 +135,18 @@ class _SymbolicMixin:
 
     def __new__(cls, value, expr: str, names: frozenset = frozenset()):
         self = cls._base.__new__(cls, value)
-        self.value = cls._base(value)
-        self.expr = expr
-        self.names = names or frozenset({expr})
+        fields = self.__dict__  # set directly: the program may not set attributes (see __setattr__)
+        fields["value"] = cls._base(value)
+        fields["expr"] = expr
+        fields["names"] = names or frozenset({expr})
         return self
+
+    # An int has no instance attributes: setting one fails as it does eagerly.
+    def __setattr__(self, name, value):
+        raise AttributeError(f"'{self._base.__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"'{self._base.__name__}' object has no attribute '{name}'")
 
     @property
     def name(self) -> str:
@@ -312,6 +320,10 @@ class SymInt(_SymbolicMixin, int):
     def to_bytes(self, *args, **kwargs):
         return _concretize(self, int).to_bytes(*args, **kwargs)
 
+    @classmethod
+    def from_bytes(cls, *args, **kwargs):
+        return int.from_bytes(*args, **kwargs)
+
     @property
     def numerator(self):
         return self
@@ -363,6 +375,10 @@ class SymFloat(_SymbolicMixin, float):
     def hex(self):
         return _concretize(self, float).hex()
 
+    @classmethod
+    def fromhex(cls, string):
+        return float.fromhex(string)
+
 
 def _make_methods_opaque() -> None:
     # The interpreter runs these natively: they are thunder's bookkeeping, not the user's program.
@@ -372,9 +388,9 @@ def _make_methods_opaque() -> None:
         for attr in list(vars(cls).values()):
             if isinstance(attr, property):
                 attr = attr.fget
-            elif isinstance(attr, staticmethod):
+            elif isinstance(attr, (staticmethod, classmethod)):
                 attr = attr.__func__
-            if callable(attr) and not isinstance(attr, (type, classmethod)):
+            if callable(attr) and not isinstance(attr, type):
                 make_opaque(attr)
 
 
