@@ -452,3 +452,35 @@ def test_grad_reads_the_real_grad():
     x = torch.randn(3, requires_grad=True)
     x.grad = torch.ones(3)
     torch.testing.assert_close(thunder.jit(f)(x), f(x))
+
+
+def _prim_cases():
+    from thunder.core.prims.base import all_prims
+    from thunder.core.prims.elementwise import ElementwisePrimIDs as E
+
+    cases = []
+    for pid in E:
+        if pid in (E.WHERE, E.CONVERT_ELEMENT_TYPE):
+            continue
+        n = 1 if pid.value < E.ADD.value else 2
+        cases.extend(pytest.param(all_prims[pid], n, d, id=f"{pid.name.lower()}-{str(d)[6:]}") for d in _DTYPES)
+    return cases
+
+
+@pytest.mark.parametrize("prim, n, dtype", _prim_cases())
+def test_prim_meta_rejects_exactly_what_its_kernel_rejects(prim, n, dtype):
+    args = [_sample(dtype)] * n
+    try:
+        prim.python_impl(*args)
+        eager = None
+    except Exception as e:  # noqa: BLE001
+        eager = e
+    try:
+        with tracectx(TraceCtx()):
+            prim(*[tensorproxy_from_tensor(a) for a in args])
+        ours = None
+    except ThunderError as e:
+        ours = e
+    assert (eager is None) == (ours is None), f"kernel: {eager!r}; meta: {ours!r}"
+    if ours is not None:
+        assert prim.name in str(ours) and str(dtype) in str(ours)

@@ -91,8 +91,83 @@ class ElementwisePrimIDs(enum.Enum):
     CONVERT_ELEMENT_TYPE = enum.auto()
 
 
+# Note [Prim dtype rules]
+# A prim's meta rejects the dtypes its reference implementation (PyTorch's kernel) rejects, so a
+# trace never holds a prim that no executor can run: ``prims.floor`` of a complex tensor fails
+# while tracing, not when the computation runs. Prims do not promote, so a rule looks at the one
+# dtype all tensor operands share; a third entry names the operand that must be a tensor for the
+# rule to apply. (The torch language applies eager's rules before promotion,
+# see Note [Dtype rules] in ``thunder.torch.elementwise``.)
+def _not_bool(d):
+    return d is not torch.bool
+
+
+def _not_complex(d):
+    return not d.is_complex
+
+
+def _real_not_bool(d):
+    return d is not torch.bool and not d.is_complex
+
+
+def _integral(d):
+    return not d.is_floating_point and not d.is_complex
+
+
+def _integral_not_bool(d):
+    return _integral(d) and d is not torch.bool
+
+
+def _floating(d):
+    return d.is_floating_point
+
+
+def _complex(d):
+    return d.is_complex
+
+
+_RULES = {
+    "abs": (_not_bool, "bool"),
+    "neg": (_not_bool, "bool"),
+    "sign": (_not_complex, "complex"),
+    "signbit": (_not_complex, "complex"),
+    "floor": (_real_not_bool, "bool and complex"),
+    "ceil": (_real_not_bool, "bool and complex"),
+    "round": (_real_not_bool, "bool and complex"),
+    "trunc": (_real_not_bool, "bool and complex"),
+    "erf": (_not_complex, "complex"),
+    "erfc": (_not_complex, "complex"),
+    "erfinv": (_not_complex, "complex"),
+    "lgamma": (_not_complex, "complex"),
+    "digamma": (_not_complex, "complex"),
+    "bitwise_not": (_integral, "floating-point and complex"),
+    "imag": (_complex, "non-complex"),
+    "sub": (_not_bool, "bool"),
+    "div": (_not_bool, "bool"),
+    "fmod": (_real_not_bool, "bool and complex"),
+    "remainder": (_real_not_bool, "bool and complex"),
+    "pow": (_not_bool, "bool", "b"),  # a Python exponent has a bool kernel; a tensor one does not
+    "atan2": (_not_complex, "complex"),
+    "maximum": (_not_complex, "complex"),
+    "minimum": (_not_complex, "complex"),
+    "lt": (_not_complex, "complex"),
+    "le": (_not_complex, "complex"),
+    "gt": (_not_complex, "complex"),
+    "ge": (_not_complex, "complex"),
+    "bitwise_and": (_integral, "floating-point and complex"),
+    "bitwise_or": (_integral, "floating-point and complex"),
+    "bitwise_xor": (_integral, "floating-point and complex"),
+    "bitwise_left_shift": (_integral_not_bool, "bool, floating-point and complex"),
+    "bitwise_right_shift": (_integral_not_bool, "bool, floating-point and complex"),
+    "copysign": (_not_complex, "complex"),
+    "nextafter": (_floating, "non-floating-point"),
+}
+
+
 def _elementwise_meta(op: str, names: tuple[str, ...], output_dtype):
-    """Meta for an elementwise prim: same shapes, devices and dtypes; numbers allowed."""
+    """Meta for an elementwise prim: same shapes, devices and dtypes; numbers allowed; the
+    dtype rule of Note [Prim dtype rules]."""
+    rule = _RULES.get(op)
 
     def meta(*args):
         for a, n in zip(args, names):
@@ -106,6 +181,11 @@ def _elementwise_meta(op: str, names: tuple[str, ...], output_dtype):
         check_same_device(f"prims.{op}", tensors, tnames)
         check_same_dtype(f"prims.{op}", tensors, tnames)
         t = tensors[0]
+        applies = rule is not None and (len(rule) < 3 or isinstance(args[names.index(rule[2])], TensorProxy))
+        if applies and not rule[0](t.dtype):
+            raise ThunderTypeError(
+                f"prims.{op}: not implemented for dtype {t.dtype} ({rule[1]} dtypes are not supported by its kernel)"
+            )
         return TensorProxy(shape=t.shape, dtype=output_dtype(t.dtype), device=t.device, requires_grad=False)
 
     return meta
