@@ -58,6 +58,8 @@ CASES = {
         [(_x(), 3), (_x(), 4)],
         1,
     ),  # fmt: skip
+    "type_of_shape": (lambda x: x + (1 if type(x.shape) is torch.Size else 2), [(_x(3),), (_x(4),)], 1),
+    "type_of_size": (lambda x: x + len(type(x.size()).__name__), [(_x(3),), (_x(4),)], 1),
     "type_name": (lambda x, n: x + len(type(n).__name__), [(_x(), 3), (_x(), 4)], 1),
     # indexing a sequence with it, spelled as a call
     "operator_getitem": (lambda x, n: x + operator.getitem((1, 2, 3, 4), n), [(_x(), 1), (_x(), 2)], 2),

@@ -98,6 +98,12 @@ def eager_type(x: Any) -> type:
         return torch.Tensor
     if isinstance(x, NumberProxy):
         return x.python_type
+    if typ.__module__.startswith("thunder."):
+        # A stand-in that names the eager class through ``__class__`` (a shape with symbolic dims
+        # is a ``SymbolicSize`` whose ``__class__`` is ``torch.Size``).
+        cls = x.__class__
+        if cls is not typ and isinstance(cls, type):
+            return cls
     return typ
 
 
