@@ -28,6 +28,7 @@ import os
 import random
 import re
 import sys
+import sysconfig
 import threading
 import types
 import warnings
@@ -247,8 +248,8 @@ class Tracer:
         if id(fn) in self._guarded_functions or not self.checks:
             return
         self._guarded_functions.add(id(fn))
-        if _is_library_module(getattr(fn, "__module__", None) or "") or fn.__module__ in ("thunder",):
-            return
+        if _is_library_module(getattr(fn, "__module__", None) or "") or _is_installed_code(fn.__code__):
+            return  # a library's function keeps its defaults (its globals are still checked when read)
         for attr in ("__defaults__", "__kwdefaults__"):
             current = getattr(fn, attr)
             if current is None:
@@ -831,6 +832,17 @@ def _is_code_like(value: Any) -> bool:
     )
 
 
+_THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_INSTALLED_DIRS = tuple(
+    {os.path.join(p, "") for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], _THUNDER_DIR)}
+)
+
+
+def _is_installed_code(code: types.CodeType) -> bool:
+    """Code of an installed package (site-packages) or of thunder itself, not the user's own."""
+    return code.co_filename.startswith(_INSTALLED_DIRS)
+
+
 def _is_fixed_module(module: types.ModuleType) -> bool:
     """Modules whose attributes the program may read without checks: the standard library, torch, thunder."""
     name = module.__name__
@@ -882,7 +894,6 @@ def _read_grad(p: TensorProxy) -> Any:
 
 proxies.grad_reader = _read_grad
 
-_THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @contextlib.contextmanager
