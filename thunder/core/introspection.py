@@ -117,7 +117,7 @@ def _type(*args, **kwargs):
     return type(*args, **kwargs)  # type(name, bases, namespace): what the interpreter runs for it too
 
 
-def _eager_isinstance(obj: Any, classinfo) -> bool:
+def _isinstance(obj, classinfo, /) -> bool:
     if not _is_traced(obj):
         return isinstance(obj, classinfo)
     try:
@@ -127,10 +127,6 @@ def _eager_isinstance(obj: Any, classinfo) -> bool:
         pass
     # Thunder's own classes (``TensorProxy``, ``SymInt``) still answer for themselves.
     return isinstance(obj, classinfo)
-
-
-def _isinstance(obj, classinfo, /) -> bool:
-    return _eager_isinstance(obj, classinfo)
 
 
 # --- attributes --------------------------------------------------------------------------------
