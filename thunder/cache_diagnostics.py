@@ -211,7 +211,10 @@ def _explain_expr(bsym, values):
         names[0] if names else None,
         "constraint",
         expr,
-        {n: values[n] if isinstance(values[n], (int, float, str, bool, type(None))) else _short(values[n]) for n in names},
+        {
+            n: values[n] if isinstance(values[n], (int, float, str, bool, type(None))) else _short(values[n])
+            for n in names
+        },
         message=f"constraint {expr} no longer holds" + (f" ({now})" if now else ""),
     )
 
