@@ -263,3 +263,25 @@ def test_sharp_edges_report_closure_container_mutation():
 
     with pytest.raises(SharpEdgeError):
         thunder.jit(f, sharp_edges="error")(X)
+
+
+def test_returned_outside_containers_and_objects_are_the_objects_themselves():
+    class Box:
+        pass
+
+    box = Box()
+
+    def f(t, items, table, obj):
+        items.append(t)
+        table["k"] = t * 2
+        obj.v = t + 1
+        return items, table, obj
+
+    jf = thunder.jit(f)
+    for t in (X, X * 2):
+        items, table = [], {}
+        out = jf(t, items, table, box)
+        assert out[0] is items and out[1] is table and out[2] is box
+        assert len(items) == 1
+        torch.testing.assert_close(table["k"], t * 2)
+        torch.testing.assert_close(box.v, t + 1)

@@ -664,7 +664,7 @@ class Tracer:
                 _restoring_grad_mode(grad_enabled),
             ):
                 seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
-                result = _lift_objects(self.interpreted(*seen_args, **seen_kwargs))
+                result = _lift_objects(self._outside_objects_as_inputs(self.interpreted(*seen_args, **seen_kwargs)))
                 register_containers(result)
                 _check_result(result)
                 self._write_back_copies()
@@ -685,6 +685,26 @@ class Tracer:
                 self._emit(prims.check_expr, expr, ())
         self.computation.args = [p for _, p in self.inputs] + [s for _, s in self.dims]
         return result
+
+    def _outside_objects_as_inputs(self, x: Any, depth: int = 0) -> Any:
+        """The result with each outside object (or the program's copy of an outside container) replaced by
+        the computation's parameter holding that object: the caller gets the object itself, as in eager
+        (with the changes the program made, which the computation replays before returning)."""
+        copied = self._copies.get(id(x))
+        if copied is not None:
+            return self._object_input(copied[0])
+        if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))) or depth > 6:
+            return x
+        holder = self._provenance.get(id(x))
+        if holder is not None and self._proxy_for.get(id(x)) is x and not _is_code_like(x) and not isinstance(x, types.ModuleType):
+            return self._object_input(holder)
+        if type(x) in (list, tuple):
+            items = [self._outside_objects_as_inputs(v, depth + 1) for v in x]
+            return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+        if type(x) is dict:
+            items = {k: self._outside_objects_as_inputs(v, depth + 1) for k, v in x.items()}
+            return x if all(items[k] is v for k, v in x.items()) else items
+        return x
 
     def _refuse_branches_on_hoisted(self) -> None:
         """A branch on ``random.random()`` would pick a trace per draw, and trying the traces draws again."""
