@@ -9,8 +9,6 @@ import pytest
 import torch
 
 import thunder
-from thunder.core import jit_ext
-from thunder.core.jit_ext import Tracer
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.runtime_errors import NOTE_PREFIX
 
@@ -104,27 +102,11 @@ def test_errors_raised_while_tracing_get_no_runtime_note():
 # --- a jitted function calling another jitted function ---------------------------------------------
 
 
-HOOKED = "inner_jitted_lookaside" in inspect.getsource(jit_ext)
-
-
-@pytest.fixture
-def nested_jit_hook(monkeypatch):
-    """The one-line hook in ``Tracer.lookaside``, patched in where it is not there yet."""
-    if not HOOKED:
-        original = Tracer.lookaside
-
-        def lookaside(self, fn):
-            inner = inner_jitted_lookaside(fn)
-            return inner if inner is not None else original(self, fn)
-
-        monkeypatch.setattr(Tracer, "lookaside", lookaside)
-
-
 def inner(x, k=2):
     return x.sin() * k
 
 
-def test_jitted_function_calling_a_jitted_function_traces_through_it(nested_jit_hook):
+def test_jitted_function_calling_a_jitted_function_traces_through_it():
     jinner = thunder.jit(inner)
 
     def outer(x):
@@ -137,7 +119,7 @@ def test_jitted_function_calling_a_jitted_function_traces_through_it(nested_jit_
     assert "torch.sin" in str(thunder.last_traces(jouter)[-1])
 
 
-def test_jitted_function_calling_a_thunder_module(nested_jit_hook):
+def test_jitted_function_calling_a_thunder_module():
     model = torch.nn.Linear(4, 2)
     tm = thunder.jit(model)
 
