@@ -220,21 +220,23 @@ layout_provider: Callable[[TensorProxy, bool], torch.Tensor] | None = None
 grad_reader: Callable[[TensorProxy], Any] | None = None
 
 
-def _input_meta(p: TensorProxy) -> torch.Tensor:
-    """A meta tensor with the size, strides and storage offset an input proxy was made from.
+def input_layout_tensor(p: TensorProxy, device: str = "meta") -> torch.Tensor:
+    """A tensor with the size, strides and storage offset an input proxy was made from (on
+    ``device``: meta, or zeros on the CPU), and mark ``p`` as ``strides_read``.
 
     Its layout depends on the dims' values: symbolic dims are concretised (recording a constraint)."""
     shape = tuple(int(d) if is_symbolic(d) else d for d in p.shape)
     p.strides_read = True
     extent = p.offset + sum((n - 1) * s for n, s in zip(shape, p.strides)) + 1 if all(shape) else 0
-    base = torch.empty(max(extent, p.offset), dtype=p.dtype, device="meta")
+    make = torch.empty if device == "meta" else torch.zeros
+    base = make(max(extent, p.offset), dtype=p.dtype, device=device)
     return base.as_strided(shape, p.strides, p.offset)
 
 
 def meta_layout(p: TensorProxy, need_offset: bool = False) -> torch.Tensor:
     """A meta tensor laid out as eager lays out ``p`` (see Note [Strides of traced tensors])."""
     if p.strides is not None:
-        return _input_meta(p)
+        return input_layout_tensor(p)
     if layout_provider is None:
         raise ThunderRuntimeError(
             f"The strides of tensor {p.name} are not known while tracing: it is not an input of the traced "
@@ -364,9 +366,6 @@ class TensorProxy(Proxy):
 
     def storage_offset(self) -> int:
         return meta_layout(self, need_offset=True).storage_offset()
-
-    def is_non_overlapping_and_dense(self) -> bool:
-        return meta_layout(self).is_non_overlapping_and_dense()
 
     def get_device(self) -> int:
         return -1 if self.device.type == "cpu" else (self.device.index or 0)

@@ -17,6 +17,8 @@ Layer: language. Imports: core, torch.base, torch.conversions.
 from __future__ import annotations
 
 import bisect
+import math
+import re
 import weakref
 from dataclasses import dataclass, field
 
@@ -37,15 +39,46 @@ __all__: list[str] = []
 
 @dataclass
 class _Replay:
-    """The meta tensors of one trace's values replayed so far."""
+    """The tensors (on ``device``) of one trace's values replayed so far."""
 
+    device: str = "meta"
     metas: dict[str, torch.Tensor] = field(default_factory=dict)
     unknown: dict[str, str] = field(default_factory=dict)  # name -> why its layout is not known
     unknown_offset: dict[str, str] = field(default_factory=dict)  # strides known, storage offset not
     done: set[int] = field(default_factory=set)  # uids of bound symbols already replayed
 
 
-_replays: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_replays: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {device: _Replay}
+
+# Note [Ambiguous layouts]
+# Meta tensors follow torch's layout rules except in degenerate cases: a tensor with a size-1 (or
+# size-0) dim whose stride is not the contiguous one (``torch.randn(6, 1).t()``, strides (1, 1))
+# gets ``(x + 1).stride() == (1, 1)`` on the CPU but ``(6, 1)`` on meta, because meta's
+# ``empty_like`` does not copy such strides. So after a meta replay, if any op of it read such a
+# tensor, the values are replayed again on real CPU tensors (zeros), when every input and result
+# involved is small enough; otherwise the layout is reported as unknown rather than guessed.
+_CPU_REPLAY_LIMIT = 1 << 16  # elements per tensor
+
+
+def _contiguous_strides(shape) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _ambiguous(t: torch.Tensor) -> bool:
+    """Whether ``t``'s layout is one where meta and real tensors may disagree (Note [Ambiguous layouts])."""
+    return any(n <= 1 for n in t.shape) and t.stride() != _contiguous_strides(t.shape)
+
+
+def _elements(q: TensorProxy) -> int:
+    """Elements a CPU replay allocates for ``q`` (an input's whole strided extent)."""
+    shape = tuple(map(pyval, q.shape))
+    if q.strides is None or not all(shape):
+        return math.prod(shape)
+    return q.offset + sum((n - 1) * st for n, st in zip(shape, q.strides)) + 1
 
 # Device moves keep the layout of a dense tensor (``memory_format=torch.preserve_format``).
 _LAYOUT_PRESERVING = frozenset({conversions.cpu.id, conversions.cuda.id})
@@ -65,41 +98,44 @@ def _unknown(p: TensorProxy, reason: str) -> ThunderRuntimeError:
     )
 
 
-def _concrete(x):
-    """A value of a bound symbol's arguments, for running it on meta tensors: symbolic numbers are
-    concretised (the layout depends on them, so a constraint is recorded), devices become meta."""
+_DEVICE_STRING = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu)(:\d+)?")
+
+
+def _concrete(x, device: str):
+    """A value of a bound symbol's arguments, for replaying it on ``device``: symbolic numbers are
+    concretised (the layout depends on them, so a constraint is recorded), devices become ``device``."""
     if isinstance(x, (SymInt, SymFloat)):
         return int(x) if isinstance(x, SymInt) else float(x)
     if isinstance(x, NumberProxy):
         return x.value
-    if isinstance(x, torch.device):
-        return torch.device("meta")
+    if isinstance(x, torch.device) or (isinstance(x, str) and _DEVICE_STRING.fullmatch(x)):
+        return torch.device(device)
     return x
 
 
-def _ancestors(top: list[BoundSymbol], name: str) -> tuple[list[int], set[str]]:
-    """Indices of the top-level bound symbols ``name`` (as it is now) depends on, in order, and
-    the names of the values with no producer (inputs). An in-place op outputs the tensor it reads,
-    so an argument's producer is the last one *before* the reading bound symbol."""
+def _ancestors(top: list[BoundSymbol], p: TensorProxy) -> tuple[list[int], dict[str, TensorProxy]]:
+    """Indices of the top-level bound symbols ``p`` (as it is now) depends on, in order, and the
+    values with no producer (inputs) by name. An in-place op outputs the tensor it reads, so an
+    argument's producer is the last one *before* the reading bound symbol."""
     producers: dict[str, list[int]] = {}
     for i, bsym in enumerate(top):
         for out in bsym.flat_proxy_outs:
             producers.setdefault(out.name, []).append(i)
     needed: set[int] = set()
-    roots: set[str] = set()
-    stack, seen = [(name, len(top))], set()
+    roots: dict[str, TensorProxy] = {}
+    stack, seen = [(p, len(top))], set()
     while stack:
-        n, before = stack.pop()
-        if (n, before) in seen:
+        q, before = stack.pop()
+        if (q.name, before) in seen:
             continue
-        seen.add((n, before))
-        k = bisect.bisect_left(producers.get(n, ()), before)
+        seen.add((q.name, before))
+        k = bisect.bisect_left(producers.get(q.name, ()), before)
         if k == 0:
-            roots.add(n)
+            roots[q.name] = q
             continue
-        i = producers[n][k - 1]
+        i = producers[q.name][k - 1]
         needed.add(i)
-        stack.extend((a.name, i) for a in top[i].flat_proxy_args if isinstance(a, TensorProxy))
+        stack.extend((a, i) for a in top[i].flat_proxy_args if isinstance(a, TensorProxy))
     return sorted(needed), roots
 
 
@@ -107,9 +143,15 @@ def _meta_of(state: _Replay, p: TensorProxy) -> torch.Tensor | None:
     if p.name in state.metas:
         return state.metas[p.name]
     if p.strides is not None:
-        t = state.metas[p.name] = proxies._input_meta(p)
+        t = state.metas[p.name] = proxies.input_layout_tensor(p, state.device)
         return t
     return None
+
+
+def _fresh(state: _Replay, p: TensorProxy) -> torch.Tensor:
+    """A contiguous tensor shaped like ``p`` on the replay's device."""
+    make = torch.empty if state.device == "meta" else torch.zeros
+    return make(_sizes(p), dtype=p.dtype, device=state.device)
 
 
 def _replay(state: _Replay, bsym: BoundSymbol) -> None:
@@ -122,7 +164,7 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
     if sym.id in _CONTIGUOUS_RESULT and bsym.kwargs.get("memory_format", torch.contiguous_format) is torch.contiguous_format:
         if missing:
             for o in outs:
-                state.metas[o.name] = torch.empty(_sizes(o), dtype=o.dtype, device="meta")
+                state.metas[o.name] = _fresh(state, o)
                 state.unknown_offset[o.name] = (
                     f"it is {sym.print_name}() of a tensor whose layout is not known, which may return that "
                     "tensor itself"
@@ -139,19 +181,23 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
             state.metas[o.name] = state.metas[ins[0].name]
         return
     impl = symbol_to_torch.get(sym.id) or (sym.python_impl if sym.is_prim else None)
+
+    def conc(x):
+        return _concrete(x, state.device)
+
     if not ins:
         # A factory: contiguous, unless it takes a device (and maybe strides) it can create on meta.
         if impl is not None and "device" in bsym.kwargs:
-            kwargs = {**tree_map(_concrete, bsym.kwargs), "device": torch.device("meta")}
+            kwargs = {**tree_map(conc, bsym.kwargs), "device": torch.device(state.device)}
             try:
                 with torch.no_grad():
-                    result = impl(*tree_map(_concrete, bsym.args), **kwargs)
+                    result = impl(*tree_map(conc, bsym.args), **kwargs)
                 if _bind_results(state, outs, result):
                     return
             except Exception:
                 pass
         for o in outs:
-            state.metas[o.name] = torch.empty(_sizes(o), dtype=o.dtype, device="meta")
+            state.metas[o.name] = _fresh(state, o)
         return
     if impl is None:
         for o in outs:
@@ -161,7 +207,7 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
     def arg(x):
         if isinstance(x, TensorProxy):
             return state.metas[x.name]
-        return _concrete(x)
+        return conc(x)
 
     try:
         args, kwargs = tree_map(arg, bsym.args), tree_map(arg, bsym.kwargs)
@@ -199,35 +245,63 @@ def _sizes(p: TensorProxy) -> tuple[int, ...]:
     return tuple(int(d) for d in p.shape)
 
 
+def _run(trace, device: str, top: list[BoundSymbol], needed: list[int]) -> _Replay:
+    """Replays the ``needed`` top-level bound symbols not replayed yet on ``device``."""
+    states = _replays.setdefault(trace, {})
+    state = states.get(device)
+    if state is None:
+        state = states[device] = _Replay(device)
+    for i in needed:
+        bsym = top[i]
+        if bsym.uid not in state.done:
+            state.done.add(bsym.uid)
+            _replay(state, bsym)
+    return state
+
+
 def meta_layout_of(p: TensorProxy, need_offset: bool = False) -> torch.Tensor:
-    """A meta tensor laid out as eager lays out the intermediate ``p`` (``proxies.layout_provider``)."""
+    """A tensor (meta, or a small CPU one: Note [Ambiguous layouts]) laid out as eager lays out the
+    intermediate ``p`` (``proxies.layout_provider``)."""
     trace = get_tracectx()
     if trace is None:
         raise _unknown(p, "it is not part of a trace being built")
     top = trace.scopes[0]
-    state = _replays.get(trace)
-    if state is None:
-        state = _replays[trace] = _Replay()
-    needed, roots = _ancestors(top, p.name)
+    needed, roots = _ancestors(top, p)
     if p.name in roots:
         raise _unknown(
             p,
             "it is not an input of the traced function, nor a result of the ops recorded so far (a value inside "
             "the decomposition of an op)",
         )
-    for i in needed:
-        bsym = top[i]
-        if bsym.uid in state.done:
-            continue
-        state.done.add(bsym.uid)
-        _replay(state, bsym)
+    state = _run(trace, "meta", top, needed)
+    ambiguous = [
+        a
+        for i in needed
+        for a in top[i].flat_proxy_args
+        if isinstance(a, TensorProxy) and a.name in state.metas and _ambiguous(state.metas[a.name])
+    ]
+    if ambiguous and p.name not in state.unknown:
+        too_big = [
+            q
+            for q in [*roots.values(), *(o for i in needed for o in top[i].flat_proxy_outs)]
+            if isinstance(q, TensorProxy) and _elements(q) > _CPU_REPLAY_LIMIT
+        ]
+        a = ambiguous[0]
+        if too_big:
+            raise _unknown(
+                p,
+                f"it is computed from {a.name}, whose strides {state.metas[a.name].stride()} for size-1 dims of shape "
+                f"{tuple(state.metas[a.name].shape)} make torch's layout rules device-dependent, and {too_big[0].name} "
+                "is too large to replay on the CPU",
+            )
+        state = _run(trace, "cpu", top, needed)
     if p.name in state.unknown:
         raise _unknown(p, state.unknown[p.name])
     if need_offset and p.name in state.unknown_offset:
         raise ThunderRuntimeError(
             f"The storage offset of tensor {p.name} is not known while tracing: {state.unknown_offset[p.name]}."
         )
-    # The inputs whose meta tensors were made are marked ``strides_read`` (``proxies._input_meta``).
+    # The inputs whose tensors were made are marked ``strides_read`` (``proxies.input_layout_tensor``).
     return state.metas[p.name]
 
 
