@@ -285,3 +285,22 @@ def test_returned_outside_containers_and_objects_are_the_objects_themselves():
         assert len(items) == 1
         torch.testing.assert_close(table["k"], t * 2)
         torch.testing.assert_close(box.v, t + 1)
+
+
+@pytest.mark.parametrize("how", ["setattr", "object.__setattr__"])
+def test_setattr_builtin_on_an_outside_object(how):
+    class Box:
+        pass
+
+    box = Box()
+    set_ = setattr if how == "setattr" else object.__setattr__
+
+    def f(t):
+        set_(box, "v", t * 2)
+        return t
+
+    jf = thunder.jit(f)
+    jf(X)
+    assert type(box.v) is torch.Tensor
+    jf(X + 1)
+    torch.testing.assert_close(box.v, (X + 1) * 2)

@@ -260,6 +260,8 @@ class Tracer:
             self._check(prims.check_identity, p, current)
 
     def _tensor_input(self, t: torch.Tensor, holder: Proxy) -> TensorProxy:
+        if type(t) is not torch.Tensor:
+            self._check(prims.check_type, holder, type(t))  # a Parameter stays a Parameter
         with tracectx(self.computation):
             name = holder.name if holder.name not in self.computation.names else None
             if self.symbolic:
@@ -276,6 +278,7 @@ class Tracer:
                 self.dims.extend((d, s) for d, s in zip(dims, p.shape))
         else:
             self._check(prims.check_tensor, holder, tuple(t.shape), t.device, t.dtype, t.requires_grad)
+        introspection.note_input(p, t)
         self._register(t, holder, p)
         self.inputs.append((holder, p))
         self._tensor_inputs[id(p)] = (holder, t)
@@ -516,6 +519,17 @@ class Tracer:
                 "containers. Return the new value instead, or change it outside the function."
             )
 
+    def _setattr(self, obj: Any, name: str, value: Any) -> None:
+        """``setattr(obj, name, value)`` (or ``object.__setattr__``) called by the program: a STORE_ATTR."""
+        self.store_attr(obj, name, value)
+        if isinstance(obj, Proxy):  # a traced value answers as what it stands for
+            return (introspection.lookaside(setattr) or setattr)(obj, name, value)
+        setattr(obj, name, value)
+
+    def _delattr(self, obj: Any, name: str) -> None:
+        self.store_attr(obj, name, DELETED)
+        delattr(obj, name)
+
     def _remember(self, key: tuple, current: Callable[[], Any], restore: Callable[[Any], None]) -> None:
         if key not in self._written:
             self._written.add(key)
@@ -528,6 +542,10 @@ class Tracer:
             return self._getattr
         if fn is hasattr:
             return self._hasattr
+        if fn is setattr or fn is object.__setattr__:
+            return self._setattr
+        if fn is delattr or fn is object.__delattr__:
+            return self._delattr
         replacement = introspection.lookaside(fn)
         if replacement is not None:
             return replacement
