@@ -5,6 +5,7 @@ containers, under the default cache and under ``cache="symbolic values"`` (where
 as ``SymInt``/``SymFloat``). Each case runs ``f`` eagerly and under ``thunder.jit`` and compares.
 """
 
+import functools
 import inspect
 import numbers
 
@@ -326,3 +327,28 @@ def test_reflected_unbound_methods_are_in_the_symbol_table(name):
     x = torch.tensor([1, 2]) if name in ("__rand__", "__ror__", "__rxor__") else torch.tensor([1.0, 2.0])
     report = examine(lambda x: fn(x, 3), x, show=False)
     assert report["unsupported"] == {} and report["jit_error"] is None, report
+
+
+@functools.singledispatch
+def _kind(v):
+    return "other"
+
+
+@_kind.register
+def _(v: torch.Tensor):
+    return "tensor"
+
+
+@_kind.register
+def _(v: int):
+    return "int"
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_singledispatch_dispatches_on_the_eager_class(cache):
+    def f(x, n):
+        return x + 1, _kind(x), _kind(n), _kind(x.sin()), _kind("s")
+
+    x = torch.ones(2)
+    expected = f(x, 3)  # also warms singledispatch's cache (writing it while tracing is a sharp edge)
+    assert thunder.jit(f, cache=cache)(x, 3)[1:] == expected[1:]
