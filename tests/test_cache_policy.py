@@ -244,8 +244,31 @@ def test_symbolic_constraint_miss():
     jf(x, 7)  # same constraints: a hit
     jf(x, 1)
     last = thunder.cache_miss_reasons(jf)[-1]
-    assert last.check == "constraint"
-    assert "no longer holds" in str(last) and "n=1" in str(last)
+    assert (last.input, last.check) == ("n", "constraint")
+    assert str(last) == "constraint n > 2 no longer holds (n is 1)"
+
+
+def reads_strides(x):
+    return x * x.stride()[0]
+
+
+def test_guard_expression_miss_names_the_part_that_changed():
+    jf = thunder.jit(reads_strides)
+    jf(torch.randn(3, 4))
+    jf(torch.randn(4, 3).t())
+    assert reasons(jf)[-1] == "x.stride() changed (4, 1) -> (1, 3)"
+
+
+def add(a, b):
+    return a + b
+
+
+def test_alias_miss():
+    jf = thunder.jit(add)
+    x = torch.randn(3)
+    jf(x, x)
+    jf(x, x.clone())
+    assert reasons(jf)[-1] == "b is no longer the same object as a"
 
 
 def test_no_caching_reason():

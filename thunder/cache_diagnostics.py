@@ -18,6 +18,7 @@ Layer: entry points. Imports: core (the codegen printer, the Python prims).
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -203,20 +204,68 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
 def _explain_expr(bsym, values):
+    """A guard expression (``x.stride() == (4, 1) and x.storage_offset() == 0``, ``a_0 > 1``): the
+    first of its ``and``-ed parts that is false now, re-evaluated over the prologue's locals."""
     expr, proxies = bsym.args
+    part, left, right = _failing_part(expr, values)
     names = [p.name for p in proxies if isinstance(p, Proxy)]
-    names += [n for n in _IDENTIFIER.findall(expr) if n in values and n not in names]
+    names += [n for n in _IDENTIFIER.findall(part) if n in values and n not in names]
+    name = names[0] if names else None
+    if left is not None:
+        now = _eval(left, values)
+        if right is not None:  # ``left == right``: say what the left side is now
+            return CacheMissReason(
+                name,
+                left,
+                _eval(right, values),
+                now,
+                message=f"{left} changed {_short(_eval(right, values))} -> {_short(now)}",
+            )
+        return CacheMissReason(
+            name, "constraint", part, now, message=f"constraint {part} no longer holds ({left} is {_short(now)})"
+        )
     now = ", ".join(f"{n}={_short(values[n], 40)}" for n in names)
     return CacheMissReason(
-        names[0] if names else None,
-        "constraint",
-        expr,
-        {
-            n: values[n] if isinstance(values[n], (int, float, str, bool, type(None))) else _short(values[n])
-            for n in names
-        },
-        message=f"constraint {expr} no longer holds" + (f" ({now})" if now else ""),
+        name, "constraint", part, None, message=f"constraint {part} no longer holds" + (f" ({now})" if now else "")
     )
+
+
+def _failing_part(expr: str, values: dict) -> tuple[str, str | None, str | None]:
+    """(the false part of ``expr``, its compared left side or None, the right side if it is ``==``)."""
+    try:
+        tree = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return expr, None, None
+    parts = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
+    for part in parts:
+        if _eval(ast.unparse(part), values, True):
+            continue
+        src = ast.unparse(part)
+        if isinstance(part, ast.Compare) and len(part.ops) == 1:
+            right = ast.unparse(part.comparators[0]) if isinstance(part.ops[0], ast.Eq) else None
+            return src, ast.unparse(part.left), right
+        return src, None, None
+    return expr, None, None
+
+
+def _eval(source: str, values: dict, default: Any = "<unknown>") -> Any:
+    """A sub-expression of generated guard code, evaluated over the prologue's locals."""
+    try:
+        return eval(source, {}, values)  # noqa: S307 (thunder's own generated code, already run by the prologue)
+    except Exception:
+        return default
+
+
+def _explain_is(bsym, values):
+    p, other = bsym.args
+    return CacheMissReason(
+        p.name, "alias", other.name, None, message=f"{p.name} is no longer the same object as {other.name}"
+    )
+
+
+def _explain_hasattr(bsym, values):
+    p, name, present = bsym.args
+    return CacheMissReason(p.name, f"hasattr {name!r}", present, not present)
 
 
 def _explain_generic(bsym, values):
@@ -246,6 +295,8 @@ _EXPLAINERS: dict[Any, Callable[[BoundSymbol, dict], CacheMissReason]] = {
     P.CHECK_DEFAULT_DTYPE: _explain_default_dtype,
     P.CHECK_GRAD_ENABLED: _explain_grad_enabled,
     P.CHECK_EXPR: _explain_expr,
+    P.CHECK_IS: _explain_is,
+    P.CHECK_HASATTR: _explain_hasattr,
 }
 
 
