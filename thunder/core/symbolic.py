@@ -11,6 +11,18 @@ every constraint on each call. A trace is therefore reused for any inputs that s
 same constraints, and recompiled only when one fails. Generated code prints a symbolic
 number as its expression, so shapes computed from input shapes follow the inputs at run time.
 
+Nothing may read the value silently. Each int/float method is overridden to do one of:
+  - keep the expression: arithmetic, ``divmod``, ``abs``, rounding (``math.floor(f)`` is
+    ``int(f // 1)``; rounding a float also records that it is finite, since nan and inf raise),
+    ``bit_length``, ``real``/``numerator``/``conjugate``, ``copy``/``deepcopy``;
+  - record the outcome: comparisons, ``bool``, ``float.is_integer``;
+  - pin the value (record ``expr == value``, see ``value_constraint``): ``__index__``/``int()``,
+    bitwise ops, ``**``, ``hash`` (a dict or set lookup that misses would compare nothing),
+    ``str``/``repr``/``format`` (f-strings too), pickling, ``to_bytes``, ``hex``.
+C code that reads an int subclass's value without calling a method (``range``, ``chr``,
+``math.gcd``, ``str`` methods) is handled where traced code calls it: see Note [Native
+consumers of symbolic numbers] in ``introspection``, which also makes ``type(n)`` say ``int``.
+
 Layer: core. Imports: stdlib, core.interpreter (to mark its methods opaque).
 """
 
