@@ -25,15 +25,17 @@ import io
 import linecache
 import math
 import random
+import signal
+import threading
 import warnings
 from dataclasses import dataclass, field, replace
 
 import torch
 
 import thunder
+from tests.fuzz.programs import Call, Program, calls_for
 from thunder.core.errors import InternalError, ThunderError
 from thunder.core.interpreter import InterpreterError
-from tests.fuzz.programs import Call, Program, calls_for
 
 
 class Outcome(enum.Enum):
@@ -45,6 +47,30 @@ class Outcome(enum.Enum):
 
 
 FAILURES = (Outcome.WRONG, Outcome.INTERNAL, Outcome.CRASH)
+CALL_TIMEOUT_S = 10.0  # a call (trace + compile + run) that takes longer is counted as a hang
+
+
+class CallTimeout(BaseException):
+    """Raised into a call that ran past ``CALL_TIMEOUT_S`` (not an Exception: the program
+    under test cannot catch it)."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise CallTimeout(f"the call did not finish in {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass
@@ -116,9 +142,20 @@ def _snap(value, depth=0):
         return set(value)
     if isinstance(value, (int, float, str, bytes, type(None), torch.dtype, torch.device, torch.Size)):
         return value
-    if hasattr(value, "__dict__") and not isinstance(value, type) and not callable(value) or isinstance(value, torch.nn.Module):
+    if (
+        hasattr(value, "__dict__")
+        and not isinstance(value, type)
+        and not callable(value)
+        or isinstance(value, torch.nn.Module)
+    ):
         simple = (int, float, str, bool, type(None), tuple, list, dict)
-        return {"<attrs>": {k: _snap(v, depth + 1) for k, v in vars(value).items() if not k.startswith("_") and isinstance(v, simple)}}
+        return {
+            "<attrs>": {
+                k: _snap(v, depth + 1)
+                for k, v in vars(value).items()
+                if not k.startswith("_") and isinstance(v, simple)
+            }
+        }
     return f"<{type(value).__name__}>"
 
 
@@ -152,13 +189,16 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
     with contextlib.redirect_stdout(buf), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            obs.out = world.fn(*args)
-        except Exception as e:
+            with _deadline(CALL_TIMEOUT_S):
+                obs.out = world.fn(*args)
+        except (Exception, CallTimeout) as e:
             obs.exc = e
         if obs.exc is None and grad:
             leaves = [a for a in _flat(args) if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
             leaves += [p for p in params if p.requires_grad]
-            outs = [o for o in _flat(obs.out) if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
+            outs = [
+                o for o in _flat(obs.out) if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()
+            ]
             if leaves and outs:
                 try:
                     sum(o.sum() for o in outs).backward()
@@ -232,6 +272,8 @@ def _is_internal(e: BaseException) -> bool:
 
 
 def classify(e: Observation, j: Observation) -> tuple[Outcome, str]:
+    if isinstance(j.exc, CallTimeout) or isinstance(e.exc, CallTimeout):
+        return Outcome.CRASH, f"hang: {j.exc or e.exc}" + ("" if j.exc else " (eager)")
     if j.exc is not None and isinstance(j.exc, RecursionError):
         return Outcome.CRASH, f"thunder: {_exc(j.exc)}"
     if j.exc is not None and isinstance(j.exc, (InternalError, InterpreterError)):
@@ -285,7 +327,9 @@ def check_program(prog: Program, cache: str, *, jit=None, stop_at_failure: bool 
         jitted = World(prog, source, None)
         jitted.fn = (jit or thunder.jit)(jitted.fn, cache=cache)
     except Exception as e:
-        outcome = Outcome.CLEAR if isinstance(e, ThunderError) and not isinstance(e, InternalError) else Outcome.INTERNAL
+        outcome = (
+            Outcome.CLEAR if isinstance(e, ThunderError) and not isinstance(e, InternalError) else Outcome.INTERNAL
+        )
         result.calls.append(CallResult(-1, outcome, f"thunder.jit itself raised {_exc(e)}"))
         return result
     for i, call in enumerate(calls_for(prog, cache)):
@@ -366,5 +410,5 @@ def reproducer(prog: Program, cache: str, detail: str = "") -> str:
         for _, stmt in call.before:
             lines.append(stmt)
         lines.append(f"torch.manual_seed({call.seed}); args = {call.args}")
-        lines.append("random.seed(%d); print(jfn(*args))" % call.seed)
+        lines.append(f"random.seed({call.seed}); print(jfn(*args))")
     return "\n".join(lines) + "\n"

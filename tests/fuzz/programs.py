@@ -89,7 +89,9 @@ class Program:
 
     def without_snippet(self, i: int) -> Program:
         snippets = self.snippets[:i] + self.snippets[i + 1 :]
-        calls = [replace(c, before=tuple((j if j < i else j - 1, s) for j, s in c.before if j != i)) for c in self.calls]
+        calls = [
+            replace(c, before=tuple((j if j < i else j - 1, s) for j, s in c.before if j != i)) for c in self.calls
+        ]
         return replace(self, snippets=snippets, calls=calls)
 
 

@@ -115,7 +115,7 @@ BINARY_N = [
 
 
 def _op(rng, ctx, table):
-    ok = [t for t in table if ctx.kind[0] in t[1]]
+    ok = [t for t in table if ctx.kind[0] in t[1]] or table  # none fits: eager decides what is valid
     expr, _, out = _pick(rng, ok)
     if out is not None:
         ctx.kind = out
@@ -131,7 +131,9 @@ def elementwise(rng, ctx):
     if choice < 0.75:
         return _s("elementwise", "binary op with a tensor", f"acc = {_op(rng, ctx, BINARY_W)}", needs={"w"})
     pool = "float" if ctx.kind == "float" and rng.random() < 0.5 else "any"
-    return _s("elementwise", "binary op with a Python number", f"acc = {_op(rng, ctx, BINARY_N)}", needs={"n"}, n_pool=pool)
+    return _s(
+        "elementwise", "binary op with a Python number", f"acc = {_op(rng, ctx, BINARY_N)}", needs={"n"}, n_pool=pool
+    )
 
 
 # ---------------------------------------------------------------- reductions, shapes, indexing, matmul
@@ -281,7 +283,7 @@ NUMBER_OPS = [
     "ret.append(format(n, '.1e'))",
     "ret.append(isinstance(n, int))",
     "ret.append(type(n) is int)",
-    "ret.append(hash(n))",
+    "ret.append(hash(n) if not isinstance(n, torch.Tensor) else 0)",
     "ret.append(float(n).is_integer())",
     "ret.append((10, 20, 30)[int(n) % 3])",
     "ret.append('abc'[int(n) % 3])",
@@ -305,7 +307,9 @@ NUMBER_OPS = [
 
 def python_numbers(rng, ctx):
     pool = _pick(rng, ("int", "int", "float", "any"))
-    return _s("python_numbers", "Python arithmetic and branches on a number", _pick(rng, NUMBER_OPS), needs={"n"}, n_pool=pool)
+    return _s(
+        "python_numbers", "Python arithmetic and branches on a number", _pick(rng, NUMBER_OPS), needs={"n"}, n_pool=pool
+    )
 
 
 # ---------------------------------------------------------------- strings
@@ -345,7 +349,13 @@ def globals_values(rng, ctx):
     if choice < 0.35:
         init = _pick(rng, GLOBAL_NUMBERS)
         muts = [f"G{{u}} = {v}" for v in GLOBAL_NUMBERS if v != init]
-        return _s("globals", "global number rebound", "acc = acc * G{u}\nret.append(G{u})", setup=f"G{{u}} = {init}", mutations=muts)
+        return _s(
+            "globals",
+            "global number rebound",
+            "acc = acc * G{u}\nret.append(G{u})",
+            setup=f"G{{u}} = {init}",
+            mutations=muts,
+        )
     if choice < 0.55:
         return _s(
             "globals", "global string rebound",
@@ -370,6 +380,7 @@ def globals_values(rng, ctx):
 
 
 # ---------------------------------------------------------------- global functions, defaults, helper closures
+
 
 def global_functions(rng, ctx):
     choice = rng.random()
@@ -419,6 +430,7 @@ def _float(ctx):
 
 # ---------------------------------------------------------------- containers
 
+
 def containers(rng, ctx):
     choice = rng.random()
     if choice < 0.3:
@@ -464,6 +476,7 @@ def containers(rng, ctx):
 
 # ---------------------------------------------------------------- closures (program built in a factory)
 
+
 def closures(rng, ctx):
     choice = rng.random()
     if choice < 0.35:
@@ -489,6 +502,7 @@ def closures(rng, ctx):
 
 
 # ---------------------------------------------------------------- attributes of modules and objects
+
 
 def objects(rng, ctx):
     choice = rng.random()
@@ -537,6 +551,7 @@ def objects(rng, ctx):
 
 # ---------------------------------------------------------------- Python side effects
 
+
 def side_effects(rng, ctx):
     choice = rng.random()
     if choice < 0.2:
@@ -562,8 +577,12 @@ def side_effects(rng, ctx):
         return _s("side_effects", "rebind a global (global statement)", "global CNT{u}\nCNT{u} = CNT{u} + 1\nret.append(CNT{u})",
                   setup="CNT{u} = 0", state=("CNT{u}",))  # fmt: skip
     if choice < 0.9:
-        return _s("side_effects", "mutate an argument list", "lst.append(acc.ndim)\nret.append(len(lst))", needs={"lst"})
-    return _s("side_effects", "set an attribute of the owner", "{M}.calls = {M}.calls + 1", needs={"owner"}, state=("m",))
+        return _s(
+            "side_effects", "mutate an argument list", "lst.append(acc.ndim)\nret.append(len(lst))", needs={"lst"}
+        )
+    return _s(
+        "side_effects", "set an attribute of the owner", "{M}.calls = {M}.calls + 1", needs={"owner"}, state=("m",)
+    )
 
 
 # ---------------------------------------------------------------- in-place tensor ops
@@ -644,6 +663,7 @@ def eager_errors(rng, ctx):
 
 # ---------------------------------------------------------------- values taken from the world on every call
 
+
 def randomness(rng, ctx):
     body = _pick(rng, (
         "acc = acc * random.random()", "acc = acc + random.randint(0, 3)", "ret.append(random.choice(['a', 'b', 'c']))",
@@ -656,6 +676,7 @@ def randomness(rng, ctx):
 
 # ---------------------------------------------------------------- iterators and iterables as arguments
 
+
 def iterators(rng, ctx):
     body = _pick(rng, (
         "for v in it:\n    acc = acc + (v[0] if isinstance(v, tuple) else v)",
@@ -666,6 +687,7 @@ def iterators(rng, ctx):
 
 
 # ---------------------------------------------------------------- calls: helpers, partial, nested jit, no_grad
+
 
 def calls(rng, ctx):
     choice = rng.random()
@@ -685,7 +707,11 @@ def calls(rng, ctx):
         return _s("calls", "try/except in the program",
                   "try:\n    acc = acc + acc[5]\nexcept IndexError:\n    acc = acc - 1")  # fmt: skip
     if choice < 0.9:
-        return _s("calls", "generator expression and builtins", "acc = acc + sum(i * i for i in range(3))\nret.append(sorted([3, 1, 2]))")
+        return _s(
+            "calls",
+            "generator expression and builtins",
+            "acc = acc + sum(i * i for i in range(3))\nret.append(sorted([3, 1, 2]))",
+        )
     return _s("calls", "lambda and map", "ret.append(list(map(lambda v: v * 2, [1, 2])))\nacc = (lambda t: t + 1)(acc)")
 
 
