@@ -295,9 +295,11 @@ _EXPLAINERS: dict[Any, Callable[[BoundSymbol, dict], CacheMissReason]] = {
     P.CHECK_DEFAULT_DTYPE: _explain_default_dtype,
     P.CHECK_GRAD_ENABLED: _explain_grad_enabled,
     P.CHECK_EXPR: _explain_expr,
-    P.CHECK_IS: _explain_is,
-    P.CHECK_HASATTR: _explain_hasattr,
 }
+# Check prims added later (another part of issue 7 adds them): a row each where they exist.
+for _name, _explainer in (("CHECK_IS", _explain_is), ("CHECK_HASATTR", _explain_hasattr)):
+    if hasattr(P, _name):
+        _EXPLAINERS[getattr(P, _name)] = _explainer
 
 
 # --- the recompile warning ---------------------------------------------------------------------
