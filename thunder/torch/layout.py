@@ -28,7 +28,7 @@ from thunder.core import proxies
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
-from thunder.core.symbol import BoundSymbol
+from thunder.core.symbol import IN_PLACE, BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt, is_symbolic
 from thunder.core.tracectx import get_tracectx
 from thunder.torch import conversions
@@ -220,9 +220,13 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
                 f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
             )
         return
-    if not _bind_results(state, outs, result):
-        for o in outs:
-            state.unknown[o.name] = f"the results of {sym.print_name}{_where(bsym)} do not match its trace outputs"
+    if _bind_results(state, outs, result):
+        return
+    in_names = {a.name for a in ins}
+    for o in outs:
+        if IN_PLACE in sym.tags and o.name in in_names:
+            continue  # mutated in place (``__setitem__`` returns None): its tensor is the argument's
+        state.unknown[o.name] = f"the results of {sym.print_name}{_where(bsym)} do not match its trace outputs"
 
 
 def _bind_results(state: _Replay, outs: list[TensorProxy], result) -> bool:
