@@ -25,7 +25,7 @@ from thunder.core.symbolic import SymFloat, SymInt, _SymbolicMixin, recording_co
 def _assert_same(actual, expected):
     assert type(actual) is type(expected), (actual, expected)
     if isinstance(expected, torch.Tensor):
-        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(actual, expected, equal_nan=True)
     elif isinstance(expected, (tuple, list)):
         assert len(actual) == len(expected)
         for a, e in zip(actual, expected):
@@ -130,6 +130,9 @@ CASES = {
     "itertools_repeat": (lambda x, n: x * len(list(itertools.repeat(0, n))), [(_x(), 3), (_x(), 4)], 2),
     "from_bytes_on_instance": (lambda x, n: x + n.from_bytes(b"\x02", "little"), [(_x(), 3), (_x(), 4)], 1),
     "fromhex_on_instance": (lambda x, f: x + f.fromhex("0x1p1"), [(_x(), 2.5), (_x(), 3.5)], 1),
+    "compare_with_inf": (lambda x, f: x + (1 if f < math.inf else 0), [(_x(), 2.0), (_x(), math.inf)], 2),
+    "arithmetic_with_inf": (lambda x, f: x * (f + math.inf), [(_x(), 2.0), (_x(), 3.0)], 1),
+    "arithmetic_with_nan": (lambda x, f: x * (f * math.nan), [(_x(), 2.0), (_x(), 3.0)], 1),
     "comparison_branch": (lambda x, n: x + 1 if n > 2 else x - 1, [(_x(), 3), (_x(), 4), (_x(), 1)], 2),
     "max_branch": (lambda x, n: x * max(n, 2), [(_x(), 3), (_x(), 4), (_x(), 1)], 2),
 }

@@ -56,8 +56,11 @@ def _record(expr: str) -> None:
 
 
 def _expr(x) -> str:
+    """``x`` as Python source in an expression or constraint."""
     if isinstance(x, (SymInt, SymFloat)):
         return x.expr
+    if type(x) is float and not math.isfinite(x):
+        return f"float({str(x)!r})"  # repr would print a name (inf, nan) the prologue does not define
     return repr(x)
 
 
