@@ -6,23 +6,15 @@ as ``SymInt``/``SymFloat``). Each case runs ``f`` eagerly and under ``thunder.ji
 """
 
 import functools
-import inspect
 import numbers
 
 import pytest
 import torch
 
 import thunder
-import thunder.core.jit_ext
 from thunder.core import introspection
 from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.proxies import TensorProxy
-
-# The tracer reports which input proxies stand for Parameters (or other Tensor subclasses).
-_TRACER_REPORTS_INPUTS = "introspection.note_input" in inspect.getsource(thunder.core.jit_ext)
-needs_input_types = pytest.mark.skipif(
-    not _TRACER_REPORTS_INPUTS, reason="the tracer does not call introspection.note_input for its input tensors yet"
-)
 
 
 class _MyTensor(torch.Tensor):
@@ -104,19 +96,11 @@ FORMS = {
     "elements_class": lambda v: [e.__class__ for e in _elements(v)],
 }
 
-# Forms whose answer differs for a Parameter input only when the tracer knows the input's type.
-_PARAMETER_SENSITIVE = {
-    "isinstance_Parameter", "issubclass_type_Parameter", "type_is_Tensor", "type_is_Parameter", "type_name",
-    "type_qualname_module", "type_in_tuple", "type_mro_length", "dunder_class", "dunder_class_is_Tensor",
-    "getattr_dunder_class", "is_tensor_like", "elements_type", "elements_class",
-}  # fmt: skip
-
 
 def _cases():
     for form in FORMS:
         for value in _values():
-            marks = [needs_input_types] if value == "parameter" and form in _PARAMETER_SENSITIVE else []
-            yield pytest.param(form, value, marks=marks, id=f"{form}-{value}")
+            yield pytest.param(form, value, id=f"{form}-{value}")
 
 
 @pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
@@ -164,7 +148,6 @@ def test_branch_on_introspection_of_computed_tensor(form):
     torch.testing.assert_close(thunder.jit(f)(x), f(x))
 
 
-@needs_input_types
 def test_parameter_of_a_module_is_a_parameter():
     class M(torch.nn.Module):
         def __init__(self):
@@ -185,7 +168,6 @@ def test_parameter_of_a_module_is_a_parameter():
     torch.testing.assert_close(thunder.jit(m)(x), m(x))
 
 
-@needs_input_types
 def test_tensor_subclass_without_torch_function_keeps_its_type():
     def f(x):
         y = x + 1
@@ -196,7 +178,6 @@ def test_tensor_subclass_without_torch_function_keeps_its_type():
     assert out[1:] == ref[1:] == (_PlainResultTensor, True, _PlainResultTensor, torch.Tensor, False)
 
 
-@needs_input_types
 def test_tensor_subclass_with_torch_function_fails_clearly():
     def f(x):
         return x + 1, type(x + 1)
@@ -352,3 +333,13 @@ def test_singledispatch_dispatches_on_the_eager_class(cache):
     x = torch.ones(2)
     expected = f(x, 3)  # also warms singledispatch's cache (writing it while tracing is a sharp edge)
     assert thunder.jit(f, cache=cache)(x, 3)[1:] == expected[1:]
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_a_parameter_after_a_tensor_gets_its_own_answers(cache):
+    def f(x):
+        return x * 2 if isinstance(x, torch.nn.Parameter) else x - 1
+
+    jf = thunder.jit(f, cache=cache)
+    for x in (torch.ones(3), torch.nn.Parameter(torch.ones(3)), torch.ones(3)):
+        torch.testing.assert_close(jf(x), f(x))
