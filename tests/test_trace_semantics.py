@@ -369,6 +369,27 @@ def test_meta_rejects_exactly_what_eager_rejects(name, sym, dtypes):
         assert any(str(d) in msg for d in dtypes), msg
 
 
+def _reduction_cases():
+    from thunder.torch import reductions
+
+    cases = []
+    for name in sorted(set(reductions.__all__)):
+        sym = getattr(reductions, name)
+        if symbol_to_torch.get(sym.id) is None or _arity(sym, reductions) != 1:
+            continue
+        cases.extend(pytest.param(name, sym, d, id=f"{name}-{str(d)[6:]}") for d in _DTYPES)
+    return cases
+
+
+@pytest.mark.parametrize("name, sym, dtype", _reduction_cases())
+def test_reduction_meta_rejects_exactly_what_eager_rejects(name, sym, dtype):
+    args = [_sample(dtype).reshape(1, 3).expand(2, 3).contiguous()]
+    eager, ours = _eager_error(sym, args), _thunder_error(sym, args)
+    assert (eager is None) == (ours is None), f"eager: {eager!r}; thunder: {ours!r}"
+    if ours is not None:
+        assert isinstance(ours, ThunderError) and str(dtype) in str(ours), repr(ours)
+
+
 _DEAD_CODE_REJECTS = {
     "neg_bool": (lambda x: (-x, x)[1], torch.bool),
     "invert_float": (lambda x: (~x, x)[1], torch.float32),

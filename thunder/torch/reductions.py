@@ -157,8 +157,14 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """``torch.nansum``: ``sum`` with NaNs counted as zero."""
     op = "ltorch.nansum"
     _check_input(op, input)
+    _reject_complex_nan_reduction(op, input)
     dims = reduction_dims(op, input, dim)
     return _accumulate(op, prims.sum, _without_nans(input), dims, keepdim, dtype)
+
+
+def _reject_complex_nan_reduction(op: str, input) -> None:
+    if input.dtype.is_complex:
+        raise ThunderTypeError(f"{op}: nansum does not support complex inputs (dtype {input.dtype})")
 
 
 @torchsymbol(torch.nanmean, method_name="nanmean")
@@ -166,6 +172,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """``torch.nanmean``: the mean of the non-NaN elements (NaN where there are none)."""
     op = "ltorch.nanmean"
     _check_input(op, input)
+    _reject_complex_nan_reduction(op, input)
     _check_dtype_arg(op, dtype)
     result_dtype = dtype if dtype is not None else input.dtype
     if not dtypes.is_inexact_dtype(result_dtype):
@@ -292,6 +299,9 @@ def amin(input, dim=(), keepdim=False):
 def _arg_extremum(name: str, prim, input, dim, keepdim):
     op = f"ltorch.{name}"
     _check_input(op, input)
+    if input.dtype is torch.bool or input.dtype.is_complex:
+        kind = "bool" if input.dtype is torch.bool else "complex"
+        raise ThunderTypeError(f"{op}(): does not support {kind} input (dtype {input.dtype})")
     if dim is None:
         if input.numel() == 0:
             raise ThunderValueError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0; pass dim=")
