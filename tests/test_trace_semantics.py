@@ -679,3 +679,27 @@ def test_random_programs_with_duplicates_and_mutation_match_eager(seed):
         assert len(got) == len(expected)
         for g, e in zip(got, expected):
             torch.testing.assert_close(g, e, msg=lambda m, steps=steps: f"{steps}: {m}")
+
+
+@pytest.mark.parametrize("method", ["data_ptr", "untyped_storage", "storage"])
+def test_storage_identity_fails_clearly(method):
+    def f(x):
+        return getattr(x, method)()
+
+    f(torch.ones(2))  # eager answers
+    with pytest.raises(ThunderError, match="does not exist while tracing"):
+        thunder.jit(f)(torch.ones(2))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs thunder/core/jit_ext.py Tracer.lookaside to consult proxies.torch_size_lookaside(fn)",
+)
+def test_numel_of_a_real_torch_size_holding_symbolic_dims():
+    def f(x):
+        return (torch.Size([1]) + x.shape).numel()
+
+    jf = thunder.jit(f, cache="symbolic values")
+    for shape in ((2, 3), (4, 5)):
+        x = torch.randn(shape)
+        assert jf(x) == f(x)

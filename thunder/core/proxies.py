@@ -442,6 +442,22 @@ class TensorProxy(Proxy):
             "tracing. Keep the value as a tensor, or call .item() outside the jitted function."
         )
 
+    # Storage identity needs real memory: aliasing checks by address cannot be traced.
+    def data_ptr(self):
+        raise ThunderRuntimeError(
+            f"Storage-dependent value: {self.name}.data_ptr() is the address of the tensor's memory, which does "
+            "not exist while tracing. Compare tensors by value, or check aliasing outside the jitted function."
+        )
+
+    def untyped_storage(self):
+        raise ThunderRuntimeError(
+            f"Storage-dependent value: {self.name}.untyped_storage() needs the tensor's memory, which does not "
+            "exist while tracing. Use the tensor's layout (stride(), storage_offset()) or move this outside the "
+            "jitted function."
+        )
+
+    storage = _typed_storage = untyped_storage
+
     def tolist(self):
         raise ThunderRuntimeError(f"Data-dependent value: {self.name}.tolist() is not supported while tracing.")
 
