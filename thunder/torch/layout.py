@@ -19,7 +19,6 @@ from __future__ import annotations
 import bisect
 import math
 import re
-import weakref
 from dataclasses import dataclass, field
 
 import torch
@@ -30,7 +29,7 @@ from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import IN_PLACE, BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt, is_symbolic
-from thunder.core.tracectx import get_tracectx
+from thunder.core.tracectx import get_tracectx, tracectx
 from thunder.torch import conversions
 from thunder.torch.base import symbol_to_torch
 
@@ -48,7 +47,9 @@ class _Replay:
     done: set[int] = field(default_factory=set)  # uids of bound symbols already replayed
 
 
-_replays: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {device: _Replay}
+# A trace's replays live on the trace itself (``trace._layout_replays``: device -> _Replay), so
+# they go away with it and two threads tracing at once never share one.
+_STATE_ATTR = "_layout_replays"
 
 # Note [Ambiguous layouts]
 # Meta tensors follow torch's layout rules except in degenerate cases: a tensor with a size-1 (or
@@ -190,7 +191,7 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
         if impl is not None and "device" in bsym.kwargs:
             kwargs = {**tree_map(conc, bsym.kwargs), "device": torch.device(state.device)}
             try:
-                with torch.no_grad():
+                with torch.no_grad(), tracectx(None):
                     result = impl(*tree_map(conc, bsym.args), **kwargs)
                 if _bind_results(state, outs, result):
                     return
@@ -211,7 +212,7 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
 
     try:
         args, kwargs = tree_map(arg, bsym.args), tree_map(arg, bsym.kwargs)
-        with torch.no_grad():
+        with torch.no_grad(), tracectx(None):  # an impl that calls symbols must not record into the trace
             result = impl(*args, **kwargs)
     except Exception as e:
         for o in outs:
@@ -251,7 +252,7 @@ def _sizes(p: TensorProxy) -> tuple[int, ...]:
 
 def _run(trace, device: str, top: list[BoundSymbol], needed: list[int]) -> _Replay:
     """Replays the ``needed`` top-level bound symbols not replayed yet on ``device``."""
-    states = _replays.setdefault(trace, {})
+    states = trace.__dict__.setdefault(_STATE_ATTR, {})
     state = states.get(device)
     if state is None:
         state = states[device] = _Replay(device)
