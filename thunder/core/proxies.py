@@ -1,10 +1,17 @@
 """Proxies: the symbolic values a trace is made of.
 
-A ``TensorProxy`` carries the metadata of a tensor (shape, dtype, device, requires_grad).
-Tensor methods and Python operators are installed by the torch language
-(``thunder.torch``) through ``register_method``, so core knows no specific op.
+A ``TensorProxy`` carries the metadata of a tensor (shape, dtype, device, requires_grad, and for
+an input the real strides and storage offset). Tensor methods and Python operators are installed
+by the torch language (``thunder.torch``) through ``register_method``, so core knows no specific
+op. What a traced tensor answers is eager's answer or a clear error: Note [Shapes are
+torch.Size], Note [Strides of traced tensors]; formatting one in the program raises (its values
+are not known).
 
-Layer: core. Imports: core.dtypes, core.devices, core.tracectx, core.errors.
+Hooks set by other layers: ``torch_function_handler`` and ``layout_provider`` (the torch
+language), ``grad_reader`` (the tracer); ``torch_size_lookaside`` is for the tracer to call.
+
+Layer: core. Imports: core.dtypes, core.devices, core.tracectx, core.errors, core.symbolic,
+core.pytree, core.interpreter (``make_opaque``, ``is_jitting``).
 """
 
 from __future__ import annotations
