@@ -360,8 +360,8 @@ def shrink(prog: Program, cache: str, *, jit=None, budget: int = 40) -> Program:
     """A smaller program and call sequence that still fails the same way on its last call."""
     res = check_program(prog, cache, jit=jit)
     failure = res.failure
-    if failure is None or failure.index < 0:
-        return prog
+    if failure is None or failure.index < 0 or failure.outcome is Outcome.CRASH:
+        return prog  # a hang costs the timeout on every try: not worth shrinking
     outcome = failure.outcome
     if cache == "same input":
         prog = replace(prog, calls=prog.calls[: failure.index + 1])
