@@ -304,3 +304,73 @@ def test_setattr_builtin_on_an_outside_object(how):
     assert type(box.v) is torch.Tensor
     jf(X + 1)
     torch.testing.assert_close(box.v, (X + 1) * 2)
+
+
+# --- outside containers: checked only once their contents are read (Note [Outside containers]) -----------
+
+EVENTS: list = []
+SCORES: dict = {}
+TAGS: set = set()
+
+
+def logs_without_reading(t, k):
+    EVENTS.append(t.sum())
+    EVENTS.extend([k])
+    SCORES[k] = t.max()
+    TAGS.add(k)
+    return t * 2
+
+
+def test_writes_that_do_not_read_the_contents_do_not_recompile():
+    jf = thunder.jit(logs_without_reading)
+    EVENTS.clear(), SCORES.clear(), TAGS.clear()
+    for i, k in enumerate("abcab"):
+        jf(X + i, k)
+    assert thunder.cache_misses(jf) == 3  # one per distinct string argument, none for the containers
+    got = ([float(v) if isinstance(v, torch.Tensor) else v for v in EVENTS], {k: float(v) for k, v in SCORES.items()}, set(TAGS))
+    EVENTS.clear(), SCORES.clear(), TAGS.clear()
+    for i, k in enumerate("abcab"):
+        logs_without_reading(X + i, k)
+    assert got == ([float(v) if isinstance(v, torch.Tensor) else v for v in EVENTS], {k: float(v) for k, v in SCORES.items()}, TAGS)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda items: len(items),
+        lambda items: 1 if items else 0,
+        lambda items: sum(1 for _ in items),
+        lambda items: items[-1],
+        lambda items: 3 in items,
+        lambda items: items == [1, 2],
+        lambda items: max(items + [0]),
+        lambda items: str(items),
+    ],
+    ids=["len", "truth", "iterate", "index", "contains", "compare", "concatenate", "str"],
+)
+def test_reading_the_contents_after_a_write_is_checked(read):
+    store = [1]
+
+    def f(t):
+        store.append(2)
+        r = read(store)
+        return t * (len(str(r)) if isinstance(r, str) else float(r))
+
+    jf = thunder.jit(f)
+    got = [jf(X) for _ in range(3)]
+    store[:] = [1]
+    expected = [f(X) for _ in range(3)]
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+
+
+def test_a_container_passed_to_a_native_function_is_read():
+    store = [1.0, 2.0]
+
+    def f(t):
+        return t * sum(store)
+
+    jf = thunder.jit(f)
+    torch.testing.assert_close(jf(X), f(X))
+    store.append(5.0)
+    torch.testing.assert_close(jf(X), f(X))

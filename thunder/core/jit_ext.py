@@ -22,6 +22,7 @@ import collections
 import collections.abc
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import inspect
 import os
@@ -41,7 +42,7 @@ import torch
 from thunder.core import dtypes, introspection, prims, proxies
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
-from thunder.core.interpreter.errors import DELETED
+from thunder.core.interpreter.errors import DELETED, NULL
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers
@@ -102,6 +103,7 @@ class Tracer:
         self._internal_cells: set[int] = set()  # cells the program made itself
         self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
         self._copies: dict[int, tuple[Proxy, Any, Any]] = {}  # id(copy) -> (holder, copy, its first contents)
+        self._lazy: dict[int, _LazyContainer] = {}  # id(copy) -> an outside container not read yet
         self._constants: dict[int, Proxy] = {}  # id(object) -> prologue proxy capturing it by identity
         self._object_inputs: dict[str, Proxy] = {}  # prologue name -> the computation's proxy for that object
         self._guarded_functions: set[int] = set()
@@ -162,27 +164,21 @@ class Tracer:
         if isinstance(value, Number):
             self._check(prims.check_value, holder, value)
             return value
-        if type(value) in (tuple, list):
+        if type(value) is tuple:
+            self._check(prims.check_type, holder, tuple)
+            return self._copied(value, holder, self._unpack_contents(value, holder, name))
+        if type(value) is frozenset and all(_is_literal_key(k) for k in value):
+            self._check(prims.check_type, holder, frozenset)
+            self._check(prims.check_value, holder, value)
+            return self._copied(value, holder, value)
+        if type(value) in _LAZY_TYPES and (type(value) is list or all(_is_literal_key(k) for k in value)):
+            # Checked when the program first reads its contents (see Note [Outside containers]).
             self._check(prims.check_type, holder, type(value))
-            self._check(prims.check_expr, f"len({holder.name}) == {len(value)}", (holder,))
-            items = [self._prologue_proxy(f"{name}_{i}") for i in range(len(value))]
-            self._emit(prims.unpack_sequence, holder, items, output=items)
-            seen = type(value)(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
-            return self._copied(value, holder, seen)
-        if type(value) in (dict, collections.OrderedDict) and all(_is_literal_key(k) for k in value):
-            self._check(prims.check_type, holder, type(value))
-            keys = tuple(value)
-            self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
-            seen = type(value)()
-            for k in keys:
-                p = self._prologue_proxy(f"{name}_{k}")
-                self._emit(prims.unpack_key, holder, k, p, output=p)
-                seen[k] = self.unpack_value(value[k], p, p.name)
-            return self._copied(value, holder, seen)
-        if type(value) in (set, frozenset) and all(_is_literal_key(k) for k in value):
-            self._check(prims.check_type, holder, type(value))
-            self._check(prims.check_value, holder, frozenset(value))
-            return self._copied(value, holder, type(value)(value))
+            copy = type(value)(value)
+            self._register(value, holder, copy)
+            self._keepalive.append(copy)
+            self._lazy[id(copy)] = _LazyContainer(holder, value, copy, name)
+            return copy
         if isinstance(value, dict):
             # A dict subclass with a custom constructor: checked by its keys, seen as itself (its values are
             # unpacked when read through attributes); changing it from inside the program is refused.
@@ -220,6 +216,77 @@ class Tracer:
         self._provenance[id(obj)] = holder
         self._proxy_for[id(obj)] = seen_as
         self._keepalive.append(obj)
+
+    def _unpack_contents(self, value: Any, holder: Proxy, name: str) -> Any:
+        """The prologue's checks and unpacking of a container's items; returns what the program sees."""
+        if type(value) in (set, frozenset):
+            self._check(prims.check_value, holder, frozenset(value))
+            return type(value)(value)
+        if isinstance(value, dict):
+            keys = tuple(value)
+            self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
+            seen = type(value)()
+            for k in keys:
+                p = self._prologue_proxy(f"{name}_{k}")
+                self._emit(prims.unpack_key, holder, k, p, output=p)
+                seen[k] = self.unpack_value(value[k], p, p.name)
+            return seen
+        self._check(prims.check_expr, f"len({holder.name}) == {len(value)}", (holder,))
+        items = [self._prologue_proxy(f"{name}_{i}") for i in range(len(value))]
+        self._emit(prims.unpack_sequence, holder, items, output=items)
+        return type(value)(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
+
+    def _read_contents(self, copy: Any) -> None:
+        """The program is about to read an outside container's contents: from now on they are checked,
+        unpacked, and the container ends each call as the program left it (see Note [Outside containers])."""
+        lazy = self._lazy.pop(id(copy))
+        seen = self._unpack_contents(lazy.original, lazy.holder, lazy.name)
+        first = _contents(seen)
+        copy.clear()
+        if isinstance(copy, list):
+            copy.extend(seen)
+        else:
+            copy.update(seen)
+        for method, args in lazy.writes:
+            getattr(copy, method)(*args)
+        self._copies[id(copy)] = (lazy.holder, copy, first)
+
+    def operands(self, inst, values) -> None:
+        """Interpreter callback (Note [Operand reads]): an outside container used natively is read."""
+        lazy = self._lazy
+        if not lazy:
+            return
+        name = inst.opname
+        if name == "CALL":
+            fn, args = (values[1], values[2:]) if values[0] is NULL else (values[0], values[1:])
+            receiver = getattr(fn, "__self__", None)
+            if id(receiver) in lazy and getattr(fn, "__name__", None) not in _PURE_WRITES.get(type(receiver), ()):
+                self._read_contents(receiver)
+            if _is_interpreted(fn):  # its own instructions report what it reads
+                return
+            values = args
+        elif name == "STORE_SUBSCR":  # the container's side is decided by store_subscr
+            values = (values[0], values[2])
+        self._read_lazies_in(values, 2)
+
+    def _read_lazies_in(self, values, depth: int) -> None:
+        """Outside containers among ``values`` are read, also inside tuples, lists and dicts the interpreter
+        built without an instruction (a frame's ``*args`` and ``**kwargs``)."""
+        lazy = self._lazy
+        for v in values:
+            found = lazy.get(id(v))
+            if found is not None and found.copy is v:
+                self._read_contents(v)
+            elif depth and type(v) in (tuple, list, dict):
+                self._read_lazies_in(v.values() if type(v) is dict else v, depth - 1)
+
+    def _write(self, copy: Any, method: str, args: tuple) -> None:
+        """A change to an outside container whose contents were not read: made now, and made again at the
+        end of every call on the object the path holds then (``log.append(x)`` need not check ``log``)."""
+        if method in ("extend", "update"):
+            args = tuple(list(a) if method == "extend" else dict(a) for a in args)
+        getattr(copy, method)(*args)
+        self._lazy[id(copy)].writes.append((method, _snapshot(args)))
 
     def _copied(self, original: Any, holder: Proxy, copy: Any) -> Any:
         """The program works on ``copy`` of the outside container ``original``; a change is written back."""
@@ -337,7 +404,10 @@ class Tracer:
             keywords = self._prologue_proxy("partial_keywords")
             self._emit(prims.unpack_attr, holder, "keywords", keywords, output=keywords)
             seen_args = (*self.unpack_value(self.fn.args, bound, bound.name), *seen_args)
-            seen_kwargs = {**self.unpack_value(self.fn.keywords, keywords, keywords.name), **seen_kwargs}
+            partial_kwargs = self.unpack_value(self.fn.keywords, keywords, keywords.name)
+            if id(partial_kwargs) in self._lazy:  # read here, by thunder, not by an instruction
+                self._read_contents(partial_kwargs)
+            seen_kwargs = {**partial_kwargs, **seen_kwargs}
         return seen_args, seen_kwargs
 
     def _bind_callable(self, fn: Callable) -> None:
@@ -510,6 +580,14 @@ class Tracer:
         prims.store_attr(self._object_input(holder), name, None if deleted else _lift_objects(value), deleted)
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
+        lazy = self._lazy.get(id(container))
+        if lazy is not None and lazy.copy is container:
+            self.sharp_edge("Assigning into a container from outside the function", replayed=True)
+            if isinstance(container, dict) and value is not DELETED:
+                lazy.writes.append(("__setitem__", (key, _snapshot(value))))
+                return
+            self._read_contents(container)  # a list item or a deletion depends on what is there
+            return
         if id(container) in self._copies:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
         elif id(container) in self._provenance:
@@ -578,6 +656,9 @@ class Tracer:
             where = module or type(self_obj).__module__
             return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")
         if isinstance(fn, (types.BuiltinMethodType, types.MethodWrapperType)) and fn.__name__ in _MUTATING_METHODS:
+            lazy = self._lazy.get(id(self_obj))
+            if lazy is not None and lazy.copy is self_obj and fn.__name__ in _PURE_WRITES[type(self_obj)]:
+                return self._lazy_write_call(self_obj, fn.__name__)
             if id(self_obj) in self._copies:
                 return self._sharp_call(fn, f"Mutating a {type(self_obj).__name__} from outside the function with .{fn.__name__}()")
             if id(self_obj) in self._provenance and not isinstance(self_obj, (types.ModuleType, type)):
@@ -636,6 +717,13 @@ class Tracer:
 
         return call
 
+    def _lazy_write_call(self, copy: Any, method: str) -> Callable:
+        def call(*args):
+            self.sharp_edge(f"Mutating a {type(copy).__name__} from outside the function with .{method}()", replayed=True)
+            self._write(copy, method, args)
+
+        return call
+
     def _refuse_mutation(self, fn: Callable) -> Callable:
         def call(*args, **kwargs):
             raise ThunderRuntimeError(
@@ -665,6 +753,7 @@ class Tracer:
             load_deref=self.load_deref,
             store_deref=self.store_deref,
             make_cell=self.make_cell,
+            operands=self.operands,
         )
         program = self.fn.func if isinstance(self.fn, functools.partial) else self.fn
         self.interpreted = interpret(
@@ -711,6 +800,9 @@ class Tracer:
         copied = self._copies.get(id(x))
         if copied is not None:
             return self._object_input(copied[0])
+        lazy = self._lazy.get(id(x))
+        if lazy is not None and lazy.copy is x:
+            return self._object_input(lazy.holder)
         if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))) or depth > 6:
             return x
         holder = self._provenance.get(id(x))
@@ -738,6 +830,9 @@ class Tracer:
 
     def _write_back_copies(self) -> None:
         """Outside containers the program changed end each call as the program left them."""
+        for lazy in self._lazy.values():
+            for method, args in lazy.writes:
+                prims.container_call(self._object_input(lazy.holder), method, _lift_objects(args))
         for holder, copy, first in self._copies.values():
             if _contents(copy) != first:
                 state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
@@ -751,6 +846,46 @@ class Tracer:
         pairs = list(self.inputs) + [(d, s) for d, s in self.dims if s.name in used_names]
         self.prologue.bound_symbols.append(prims.python_return.bind(tuple(h for h, _ in pairs), output=None))
         return [p for _, p in pairs]
+
+
+# Note [Outside containers]
+# An outside list, dict or set is copied for the program, and its contents are checked only once the
+# program reads them: a native operation on it (indexing, iterating, ``len``, ``in``, truth, passing it
+# to a native function, storing it somewhere) is reported by the interpreter (Note [Operand reads]),
+# and the prologue then checks and unpacks its items; at the end of each call the container holds what
+# the program left in it. Until then, changes that do not depend on the contents (``append``, a dict's
+# ``d[k] = v``, ``set.add``) are recorded and made again by every call on the object the path holds, so
+# a function that logs into a global list does not recompile on every call.
+_LAZY_TYPES = (list, dict, collections.OrderedDict, set)
+_PURE_WRITES = {
+    list: frozenset({"append", "extend", "insert", "clear"}),
+    dict: frozenset({"update", "clear", "__setitem__"}),
+    collections.OrderedDict: frozenset({"update", "clear", "__setitem__"}),
+    set: frozenset({"add", "update", "discard", "clear"}),
+}
+
+
+@dataclasses.dataclass
+class _LazyContainer:
+    holder: Proxy
+    original: Any
+    copy: Any
+    name: str
+    writes: list = dataclasses.field(default_factory=list)
+
+
+def _is_interpreted(fn: Any) -> bool:
+    """Whether the interpreter runs ``fn``'s instructions (so they report their own reads)."""
+    func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if type(func) is not types.FunctionType or "_thunder" in func.__dict__:
+        return False
+    try:
+        return _lookaside_table().get(fn) is None and introspection.lookaside(fn) is None and fn not in _NATIVE_BUILTINS
+    except TypeError:
+        return False
+
+
+_NATIVE_BUILTINS = frozenset()
 
 
 class _WholeIterator:

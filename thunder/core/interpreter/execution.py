@@ -135,7 +135,7 @@ def run_frame(frame: Frame) -> int:
     returned, the value is in ``frame.retval``) or an exception leaves it (raised)."""
     ctx = frame.ctx
     insts = frame.info.instructions
-    handlers = frame.info.handlers
+    handlers = frame.info.handlers if ctx.cb_operands is None else frame.info.watched_handlers()
     record = ctx.record
     while True:
         try:

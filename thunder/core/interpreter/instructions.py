@@ -93,6 +93,7 @@ class CodeInfo:
         "free_start",
         "offset_to_index",
         "nlocalsplus",
+        "_watched",
     )
 
     def __init__(self, code: CodeType):
@@ -123,6 +124,59 @@ class CodeInfo:
         self.names = localsplus_names(code)
         self.nlocalsplus = len(self.names)
         self.free_start = self.nlocalsplus - len(code.co_freevars)
+        self._watched = None
+
+    def watched_handlers(self) -> list:
+        """``handlers``, with each instruction that uses its operands' contents natively (see
+        ``OPERAND_READS``) first reporting them to the ``operands`` callback."""
+        if self._watched is None:
+            self._watched = [_watching(h, i) if i.opname in OPERAND_READS else h for h, i in zip(self.handlers, self.instructions)]
+        return self._watched
+
+
+def _operand_count(inst) -> int:
+    n = OPERAND_READS[inst.opname]
+    if n >= 0:
+        return n
+    arg = inst.arg or 0
+    if inst.opname == "BUILD_MAP":
+        return 2 * arg
+    if inst.opname == "BUILD_CONST_KEY_MAP":
+        return arg + 1
+    return arg + 2 if inst.opname == "CALL" else arg
+
+
+def _watching(handler, inst):
+    n = _operand_count(inst)
+
+    def watched(inst, frame):
+        cb = frame.ctx.cb_operands
+        if cb is not None and n:
+            cb(inst, frame.stack[-n:])
+        return handler(inst, frame)
+
+    return watched
+
+
+# Note [Operand reads]
+# Opcodes the interpreter runs natively on the values they pop, by the number of stack operands
+# they use (-1: it depends on the argument). A tool that tracks values through the program (the
+# tracer's outside containers) learns from these when a value's contents are read, or when the
+# value escapes into another container, an attribute or a native call. Moving values between the
+# stack and variables, and loading attributes, are not reads.
+OPERAND_READS: dict[str, int] = {
+    "BINARY_SUBSCR": 2, "BINARY_SLICE": 3, "STORE_SUBSCR": 3, "STORE_SLICE": 4, "DELETE_SUBSCR": 2,
+    "GET_ITER": 1, "CONTAINS_OP": 2, "UNPACK_SEQUENCE": 1, "UNPACK_EX": 1, "COMPARE_OP": 2, "BINARY_OP": 2,
+    "UNARY_NOT": 1, "UNARY_NEGATIVE": 1, "UNARY_INVERT": 1, "TO_BOOL": 1, "GET_LEN": 1, "MATCH_SEQUENCE": 1,
+    "MATCH_MAPPING": 1, "MATCH_KEYS": 2, "MATCH_CLASS": 3,
+    "POP_JUMP_FORWARD_IF_TRUE": 1, "POP_JUMP_FORWARD_IF_FALSE": 1, "POP_JUMP_BACKWARD_IF_TRUE": 1,
+    "POP_JUMP_BACKWARD_IF_FALSE": 1, "POP_JUMP_IF_TRUE": 1, "POP_JUMP_IF_FALSE": 1, "JUMP_IF_TRUE_OR_POP": 1,
+    "JUMP_IF_FALSE_OR_POP": 1,
+    "LIST_EXTEND": 1, "SET_UPDATE": 1, "DICT_UPDATE": 1, "DICT_MERGE": 1, "LIST_APPEND": 1, "SET_ADD": 1,
+    "MAP_ADD": 2, "BUILD_LIST": -1, "BUILD_TUPLE": -1, "BUILD_SET": -1, "BUILD_MAP": -1, "BUILD_CONST_KEY_MAP": -1,
+    "BUILD_STRING": -1, "FORMAT_VALUE": 2, "STORE_ATTR": 2, "STORE_GLOBAL": 1, "STORE_DEREF": 1, "YIELD_VALUE": 1,
+    "CALL": -1, "CALL_FUNCTION_EX": 3,
+}  # fmt: skip
 
 
 # Keyed by id(code): hashing a code object hashes its contents (slow for big functions). The entry keeps the

@@ -53,6 +53,8 @@ class InterpreterCallbacks:
     - ``store_deref(fn_code, name, value, cell)``: before STORE_DEREF (any cell, free or own).
     - ``make_cell(cell)``: after MAKE_CELL made a cell for an interpreted frame (cells made while interpreting
       are the program's own; any other cell a frame reads came from outside).
+    - ``operands(inst, values)``: before an instruction that uses the contents of its stack operands natively
+      (see Note [Operand reads] in ``instructions``); ``values`` are those operands, ``NULL`` included.
     """
 
     load_global: Callable | None = None
@@ -63,6 +65,7 @@ class InterpreterCallbacks:
     load_deref: Callable | None = None
     store_deref: Callable | None = None
     make_cell: Callable | None = None
+    operands: Callable | None = None
 
 
 _NO_CALLBACKS = InterpreterCallbacks()
@@ -95,6 +98,7 @@ class Runtime:
         "cb_load_deref",
         "cb_store_deref",
         "cb_make_cell",
+        "cb_operands",
         "frames",
         "exc_slots",
         "instructions",
@@ -118,6 +122,7 @@ class Runtime:
         self.cb_load_deref = cb.load_deref
         self.cb_store_deref = cb.store_deref
         self.cb_make_cell = cb.make_cell
+        self.cb_operands = cb.operands
         self.frames: list = []
         self.exc_slots: list = [None]
         self.instructions: list = []

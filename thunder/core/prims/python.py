@@ -49,6 +49,7 @@ class PythonPrimIDs(enum.Enum):
     STORE_GLOBAL = enum.auto()
     STORE_CELL = enum.auto()
     REPLACE_CONTENTS = enum.auto()
+    CONTAINER_CALL = enum.auto()
 
 
 P = PythonPrimIDs
@@ -377,6 +378,21 @@ def _print_replace_contents(bsym, printer):
 # holding what it held at the end of the program.
 replace_contents = make_prim(
     P.REPLACE_CONTENTS, "replace_contents", lambda *args: None, tags=(DONT_DCE,), printer=_print_replace_contents
+)
+
+
+def _print_container_call(bsym, printer):
+    container, method, args = bsym.args
+    if method == "__setitem__":
+        key, value = args
+        return [f"{printer.value(container)}[{printer.value(key)}] = {printer.value(value)}"]
+    return [f"{printer.value(container)}.{method}({', '.join(printer.value(a) for a in args)})"]
+
+
+# ``container_call(container, method, args)``: a change to an outside list, dict or set whose contents the
+# program never read (``log.append(x)``), made again by every call on whatever object the path holds then.
+container_call = make_prim(
+    P.CONTAINER_CALL, "container_call", lambda *args: None, tags=(DONT_DCE,), printer=_print_container_call
 )
 
 
