@@ -25,6 +25,7 @@ Note [Implicit calls]
 
 from __future__ import annotations
 
+import collections
 import operator
 import types
 from types import FunctionType, MethodType
@@ -170,12 +171,22 @@ def _call_slot(ctx, f, a, b):
     return f(a, b)
 
 
+# Builtin types whose ``__mul__``/``__add__`` are sequence slots (repeat, concat), not number slots.
+_SEQUENCE_SLOT_TYPES = frozenset({list, tuple, str, bytes, bytearray, collections.deque})
+
+
 def _binary_dispatch(ctx, a, b, name, rname):
     """CPython's binary operator dispatch; returns NotImplemented when no operand handles it."""
     ta = type(a)
     tb = type(b)
     fa = lookup_type_attr(ta, name)
     fb = lookup_type_attr(tb, rname) if tb is not ta else NULL
+    if fb is not NULL and ta in _SEQUENCE_SLOT_TYPES and name in ("__mul__", "__add__"):
+        # CPython tries the number protocol before a sequence's repeat/concat: ``[0] * n`` asks ``n`` first.
+        r = _call_slot(ctx, fb, b, a)
+        if r is not NotImplemented:
+            return r
+        fb = NULL
     if fb is not NULL and issubclass(tb, ta) and fb is not lookup_type_attr(ta, rname):
         r = _call_slot(ctx, fb, b, a)
         if r is not NotImplemented:
@@ -306,13 +317,27 @@ def compare_op(ctx, sym: str, a, b):
 # -- containers ----------------------------------------------------------------------------------------------
 
 
+def _index(k):
+    """An index as a builtin container reads it: CPython takes the value of an int subclass without
+    calling ``__index__``; asking it lets the subclass see the read (thunder's SymInt records it)."""
+    tk = type(k)
+    if tk is int or tk is bool:
+        return k
+    if isinstance(k, int):
+        return tk.__index__(k)
+    if tk is slice and any(type(v) is not int and isinstance(v, int) for v in (k.start, k.stop, k.step)):
+        return slice(*(v if type(v) is int or not isinstance(v, int) else type(v).__index__(v) for v in (k.start, k.stop, k.step)))
+    return k
+
+
 def getitem(ctx, c, k):
     t = type(c)
     if t not in FAST_TYPES:
         f = lookup_type_attr(t, "__getitem__")
         if _is_py(f):
             return call(ctx, f, (c, k))
-    return c[k]
+        return c[k]
+    return c[_index(k)]
 
 
 def setitem(ctx, c, k, v) -> None:
@@ -322,7 +347,9 @@ def setitem(ctx, c, k, v) -> None:
         if _is_py(f):
             call(ctx, f, (c, k, v))
             return
-    c[k] = v
+        c[k] = v
+        return
+    c[_index(k)] = v
 
 
 def delitem(ctx, c, k) -> None:
