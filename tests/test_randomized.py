@@ -14,45 +14,32 @@ import zlib
 import pytest
 import torch
 
-from tests.fuzz import CACHE_OPTIONS, FAMILIES, Call, Outcome, Program, check_program, generate_program, reproducer
+from tests.fuzz import (
+    CACHE_OPTIONS,
+    FAMILIES,
+    Call,
+    Outcome,
+    Program,
+    check_program,
+    checker,
+    generate_program,
+    reproducer,
+)
 from tests.fuzz.checker import shrink
 from tests.fuzz.programs import calls_for
 from tests.fuzz.snippets import Snippet
 
 PROGRAMS_PER_FAMILY = 5
+CALL_TIMEOUT_S = 2.0
 ALL = "*"
 
 # (family, cache option or ALL) -> the defect the seeded programs of that family still show.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("tensor_meta", ALL): "isinstance(t, torch.Tensor) and type(t) is torch.Tensor are False for a traced tensor "
-    "(type(t).__name__ is 'TensorProxy')",
-    ("python_numbers", "constant values"): "a NaN float argument: the prologue rejects the inputs it was traced with "
-    "(InternalError)",
-    ("python_numbers", "symbolic values"): "a NaN float argument: the prologue rejects the inputs it was traced with "
-    "(InternalError)",
-    ("python_numbers", "no caching"): "a NaN float argument: the prologue rejects the inputs it was traced with "
-    "(InternalError)",
-    ("global_functions", "constant values"): "a rebound global function and a helper's __kwdefaults__ are not "
-    "guarded: the stale trace runs",
-    ("global_functions", "symbolic values"): "a rebound global function and a helper's __kwdefaults__ are not "
-    "guarded: the stale trace runs",
-    ("containers", "constant values"): "a global set mutated in place (S.add) is not guarded: len(S) is stale",
-    ("containers", "symbolic values"): "a global set mutated in place (S.add) is not guarded: len(S) is stale",
-    ("closures", "constant values"): "a closure function rebound through a nonlocal setter is not guarded; a NaN "
-    "closure number makes the prologue reject its own inputs",
-    ("closures", "symbolic values"): "a closure function rebound through a nonlocal setter is not guarded",
-    ("closures", "no caching"): "a NaN closure number makes the prologue reject its own inputs (InternalError)",
-    ("objects", "constant values"): "module attributes m.mode (str) and m.scale = -0.0 after 2.0 are not guarded",
-    ("objects", "symbolic values"): "module attributes m.mode (str), m.scale = -0.0 after 2.0 and int after float "
-    "are not guarded",
-    ("side_effects", ALL): "Python side effects happen once, at trace time: writes to global dicts, lists, argument "
-    "lists and object attributes are not replayed; an attribute write makes the prologue reject its own inputs",
-    ("value_dependent", ALL): "str(tensor) inside the function returns the proxy's name instead of failing clearly",
-    ("randomness", "constant values"): "random.random()/choice/randint are evaluated once at trace time",
-    ("randomness", "symbolic values"): "random.random()/choice/randint are evaluated once at trace time",
-    ("randomness", "same input"): "random.random()/choice/randint are evaluated once at trace time",
-    ("calls", ALL): "calling a thunder.jit-ed function from a jitted function raises TypeError('expected 1 "
-    "argument, got 0')",
+    ("python_numbers", "symbolic values"): "min(n, 2) on a symbolic number: the prologue rejects the inputs it was "
+    "traced with (InternalError, constraint check)",
+    ("side_effects", "same input"): "under cache='same input' the cached call does not replay Python side effects "
+    "(attribute writes, dict items)",
+    ("randomness", ALL): "random.choice(...) inside the function hangs while tracing",
 }
 
 
@@ -69,22 +56,22 @@ def _cases():
 
 
 @pytest.mark.parametrize("family, cache", _cases())
-def test_family_matches_eager(family, cache):
-    failures = []
+def test_family_matches_eager(family, cache, monkeypatch):
+    # A hang is a failure too; in this short run it need not cost the full 10 s.
+    monkeypatch.setattr(checker, "CALL_TIMEOUT_S", CALL_TIMEOUT_S)
     for k in range(PROGRAMS_PER_FAMILY):
         prog = generate_program(_seed(family, k), (family,))
-        result = check_program(prog, cache)
-        if result.failure is not None:
-            failures.append((prog, result.failure))
-    if failures:
-        prog, failure = failures[0]
-        small = shrink(prog, cache, budget=15)
-        small_failure = check_program(small, cache).failure or failure
-        pytest.fail(
-            f"{len(failures)} of {PROGRAMS_PER_FAMILY} programs fail; the first, shrunk "
-            f"({small_failure.outcome.value}):\n{reproducer(small, cache, small_failure.detail)}",
-            pytrace=False,
-        )
+        failure = check_program(prog, cache).failure
+        if failure is not None:  # the first failing program is enough; show it shrunk (not a hang: too slow)
+            small = prog
+            if failure.outcome is not Outcome.CRASH:
+                small = shrink(prog, cache, budget=15)
+                failure = check_program(small, cache).failure or failure
+            pytest.fail(
+                f"program {k} of {PROGRAMS_PER_FAMILY} fails ({failure.outcome.value}); shrunk:\n"
+                f"{reproducer(small, cache, failure.detail)}",
+                pytrace=False,
+            )
 
 
 # ---------------------------------------------------------------- the tester itself
@@ -112,7 +99,7 @@ def _eager_as_jit(fn, cache):
 def test_eager_against_itself_has_no_mismatches():
     """The worlds are reproducible: eager checked against eager never differs, so every
     WRONG the tester reports comes from the compiler."""
-    for seed in range(60):
+    for seed in range(40):
         prog = generate_program(seed)
         result = check_program(prog, "constant values", jit=_eager_as_jit)
         assert result.failure is None, reproducer(prog, "constant values", result.failure.detail)

@@ -24,6 +24,7 @@ import enum
 import io
 import linecache
 import math
+import os
 import random
 import signal
 import threading
@@ -47,7 +48,8 @@ class Outcome(enum.Enum):
 
 
 FAILURES = (Outcome.WRONG, Outcome.INTERNAL, Outcome.CRASH)
-CALL_TIMEOUT_S = 10.0  # a call (trace + compile + run) that takes longer is counted as a hang
+# A call (trace + compile + run) that takes longer is counted as a hang.
+CALL_TIMEOUT_S = float(os.environ.get("THUNDER_FUZZ_CALL_TIMEOUT", "10"))
 
 
 class CallTimeout(BaseException):
