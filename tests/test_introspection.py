@@ -343,3 +343,15 @@ def test_a_parameter_after_a_tensor_gets_its_own_answers(cache):
     jf = thunder.jit(f, cache=cache)
     for x in (torch.ones(3), torch.nn.Parameter(torch.ones(3)), torch.ones(3)):
         torch.testing.assert_close(jf(x), f(x))
+
+
+def test_match_class_pattern_sees_a_tensor():
+    def f(t):
+        match t:
+            case torch.Tensor(shape=(n,)):
+                return t * n
+            case _:
+                return t - 1
+
+    x = torch.ones(3)
+    torch.testing.assert_close(thunder.jit(f)(x), f(x))

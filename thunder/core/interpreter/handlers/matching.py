@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..execution import call
 from ..opcodes import register_opcode_handler
 
 # Classes whose single positional sub-pattern matches the whole subject (PEP 634).
@@ -51,10 +52,12 @@ def MATCH_KEYS(inst, frame):
     stack.append(tuple(values))
 
 
-def _match_class(subject, cls, nargs: int, kw_names: tuple):
+def _match_class(ctx, subject, cls, nargs: int, kw_names: tuple):
+    # ``isinstance`` and ``getattr`` are called as the program's calls (through the lookaside), so a
+    # tracer's stand-in values answer them as the values they stand for.
     if not isinstance(cls, type):
         raise TypeError("called match pattern must be a class")
-    if not isinstance(subject, cls):
+    if not call(ctx, isinstance, (subject, cls)):
         return None
     seen: list[str] = []
     attrs = []
@@ -79,7 +82,7 @@ def _match_class(subject, cls, nargs: int, kw_names: tuple):
                 if name in seen:
                     raise TypeError(f"{cls.__name__}() got multiple sub-patterns for attribute {name!r}")
                 seen.append(name)
-                v = getattr(subject, name, _MISSING)
+                v = call(ctx, getattr, (subject, name, _MISSING))
                 if v is _MISSING:
                     return None
                 attrs.append(v)
@@ -87,7 +90,7 @@ def _match_class(subject, cls, nargs: int, kw_names: tuple):
         if name in seen:
             raise TypeError(f"{cls.__name__}() got multiple sub-patterns for attribute {name!r}")
         seen.append(name)
-        v = getattr(subject, name, _MISSING)
+        v = call(ctx, getattr, (subject, name, _MISSING))
         if v is _MISSING:
             return None
         attrs.append(v)
@@ -100,4 +103,4 @@ def MATCH_CLASS(inst, frame):
     kw_names = stack.pop()
     cls = stack.pop()
     subject = stack.pop()
-    stack.append(_match_class(subject, cls, inst.arg, kw_names))
+    stack.append(_match_class(frame.ctx, subject, cls, inst.arg, kw_names))
