@@ -374,3 +374,35 @@ def test_a_container_passed_to_a_native_function_is_read():
     torch.testing.assert_close(jf(X), f(X))
     store.append(5.0)
     torch.testing.assert_close(jf(X), f(X))
+
+
+def test_assigning_a_parameter_attribute_is_undone_after_tracing():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3))
+
+        def forward(self, t):
+            out = t * self.w
+            self.last = out
+            return out
+
+    m = M()
+    jm = thunder.jit(m)
+    jm(X)
+    assert isinstance(m.w, torch.nn.Parameter) and [n for n, _ in m.named_parameters()] == ["w"]
+    torch.testing.assert_close(m.last, X)
+
+
+def test_class_attribute_assignment_is_replayed():
+    class Config:
+        calls = 0
+
+    def f(t):
+        Config.calls = Config.calls + 1
+        return t * Config.calls
+
+    jf = thunder.jit(f)
+    got = [jf(X) for _ in range(2)]
+    assert Config.calls == 2 and "calls" in vars(Config)
+    torch.testing.assert_close(got[1], X * 2)

@@ -569,13 +569,10 @@ class Tracer:
         if holder is None and isinstance(obj, torch.nn.Module) and self._is_outside(obj):
             holder = self._constant(obj, type(obj).__name__.lower())
             self.unpack_value(obj, holder, holder.name)
-        if holder is None or isinstance(obj, (Proxy, types.ModuleType, type)) and not isinstance(obj, types.ModuleType):
+        if holder is None or isinstance(obj, Proxy):
             return
-        if isinstance(obj, types.ModuleType) or isinstance(value, torch.Tensor) and not isinstance(value, Proxy):
-            raise ThunderRuntimeError(f"Setting attribute {name!r} of {type(obj).__name__} inside a jitted function is not supported")
         self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
-        self._remember(("attr", id(obj), name), lambda: obj.__dict__.get(name, _NOT_SEEN) if hasattr(obj, "__dict__") else getattr(obj, name, _NOT_SEEN),
-                       lambda old: _restore_attr(obj, name, old))  # fmt: skip
+        self._remember(("attr", id(obj), name), lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
         deleted = value is DELETED
         prims.store_attr(self._object_input(holder), name, None if deleted else _lift_objects(value), deleted)
 
@@ -1045,6 +1042,19 @@ def _restore_item(mapping: dict, key, old) -> None:
         mapping.pop(key, None)
     else:
         mapping[key] = old
+
+
+def _own_attribute(obj, name: str) -> Any:
+    """The object's own value of attribute ``name`` (its ``__dict__``, or a module's parameters, buffers
+    and submodules), or _NOT_SEEN when it has none of its own (a class attribute, or nothing)."""
+    own = getattr(obj, "__dict__", None)
+    if own is not None and name in own:
+        return own[name]
+    if isinstance(obj, torch.nn.Module):
+        for table in (obj._parameters, obj._buffers, obj._modules):
+            if name in table:
+                return table[name]
+    return _NOT_SEEN
 
 
 def _restore_attr(obj, name: str, old) -> None:
