@@ -691,10 +691,6 @@ def test_storage_identity_fails_clearly(method):
         thunder.jit(f)(torch.ones(2))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs thunder/core/jit_ext.py Tracer.lookaside to consult proxies.torch_size_lookaside(fn)",
-)
 def test_numel_of_a_real_torch_size_holding_symbolic_dims():
     def f(x):
         return (torch.Size([1]) + x.shape).numel()
