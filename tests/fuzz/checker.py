@@ -67,7 +67,8 @@ def _deadline(seconds: float):
         raise CallTimeout(f"the call did not finish in {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # It repeats: a raise that lands in a finalizer or a ``__del__`` is swallowed by Python.
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.25)
     try:
         yield
     finally:

@@ -25,6 +25,7 @@ class TensorSpec:
     dtype: str  # "float32", "float64", "int64", "bool"
     layout: str = "contiguous"
     requires_grad: bool = False
+    with_grad: bool = False  # a leaf that requires grad and already has a .grad
 
     def expr(self) -> str:
         shape, layout = self.shape, self.layout
@@ -40,6 +41,8 @@ class TensorSpec:
             base = _base(shape, self.dtype)
         if self.requires_grad and self.dtype.startswith("float"):
             base += ".requires_grad_()"
+            if self.with_grad:
+                base = f"(lambda t: setattr(t, 'grad', torch.ones_like(t)) or t)({base})"
         return base
 
 
@@ -117,7 +120,7 @@ class InputDrawer:
         if self.last_dim is not None and layout == "transposed":
             layout = "contiguous"
         rg = dtype.startswith("float") and r.random() < 0.3
-        spec = TensorSpec(tuple(shape), dtype, layout, rg)
+        spec = TensorSpec(tuple(shape), dtype, layout, rg, with_grad=rg and r.random() < 0.3)
         self.prev_x = spec
         return spec
 

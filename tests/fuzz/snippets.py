@@ -238,6 +238,8 @@ META = [
     "ret.append(acc.requires_grad)",
     "ret.append(x.is_leaf)",
     "ret.append(x.grad is None)",
+    "ret.append(x.grad)",
+    "if x.grad is not None:\n    acc = acc + x.grad.sum()",
     "ret.append(acc.dtype == torch.bool)",
     "if x.dtype in (torch.int64, torch.bool):\n    acc = acc.float()",
 ]
