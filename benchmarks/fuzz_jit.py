@@ -9,6 +9,7 @@ Prints, per cache option: programs, calls, OK, clear errors, wrong results, inte
 crashes; then each distinct failure (grouped by cause) with a shrunk reproducer. "same input"
 runs only call sequences that fit it (the first call repeated, see ``tests/fuzz``).
 
+``kill PID`` (or Ctrl-C) stops the run early and prints the figures of the calls that ran.
 Programs run in worker processes, a chunk of seeds each, so a crash of the interpreter (a
 segfault, an abort) is counted against the program that was running, and the run goes on.
 A call that takes more than 10 s counts as a crash (hang).
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -68,83 +70,116 @@ def main(argv=None) -> int:
     if args.worker:
         worker(*args.worker, options, not args.no_shrink)
         return 0
+    run = Run(options)
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops the run and still reports
+    try:
+        run.until(args)
+    except KeyboardInterrupt:  # Ctrl-C: report what ran so far
+        print("interrupted: the figures are for the calls that ran", file=sys.stderr)
+    run.report(args)
+    return 1 if any(run.counts[o]["wrong result"] for o in options) else 0
 
-    t0 = time.perf_counter()
-    programs = Counter()
-    counts = {o: Counter() for o in options}
-    causes: dict[tuple, dict] = {}
-    seed = args.start_seed
-    while any(sum(counts[o].values()) < args.calls for o in options):
-        todo = [o for o in options if sum(counts[o].values()) < args.calls]
-        first, last = seed, seed + args.chunk
-        cmd = [
-            sys.executable,
-            os.path.abspath(__file__),
-            "--worker",
-            str(first),
-            str(last),
-            "--options",
-            ",".join(todo),
-        ]
-        if args.no_shrink:
-            cmd.append("--no-shrink")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
-        running = None
-        for line in proc.stdout:
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+class Run:
+    """Figures of the run so far."""
+
+    def __init__(self, options: list[str]):
+        self.options = options
+        self.t0 = time.perf_counter()
+        self.programs = Counter()
+        self.counts = {o: Counter() for o in options}
+        self.causes: dict[tuple, dict] = {}
+        self.seed = 0
+
+    def calls(self, option: str) -> int:
+        return sum(self.counts[option].values())
+
+    def until(self, args) -> None:
+        self.seed = args.start_seed
+        while any(self.calls(o) < args.calls for o in self.options):
+            todo = [o for o in self.options if self.calls(o) < args.calls]
+            first, last = self.seed, self.seed + args.chunk
+            cmd = [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--worker",
+                str(first),
+                str(last),
+                "--options",
+                ",".join(todo),
+            ]
+            if args.no_shrink:
+                cmd.append("--no-shrink")
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+            running = None
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # the program under test printed to stdout past the checker's capture
-            if "start" in row:
-                running = row["start"]
-                continue
-            o = row["option"]
-            programs[o] += 1
-            counts[o].update(row["outcomes"])
-            if "key" in row:
-                key = (row["key"][0], tuple(row["key"][1]), row["key"][2])
-                entry = causes.setdefault(key, {"count": 0, "options": set(), "seeds": [], "repro": row["repro"]})
-                entry["count"] += 1
-                entry["options"].add(o)
-                entry["seeds"].append(row["seed"])
-                if len(row["repro"]) < len(entry["repro"]):
-                    entry["repro"] = row["repro"]
-        proc.wait()
-        if proc.returncode != 0:  # the worker died inside program `running`
-            died = running if running is not None else first
-            for o in todo:
-                counts[o]["crash"] += 1
-                programs[o] += 1
-            key = ("CRASH", (), f"worker process exited with {proc.returncode}")
-            entry = causes.setdefault(key, {"count": 0, "options": set(todo), "seeds": [], "repro": ""})
-            entry["count"] += 1
-            entry["seeds"].append(died)
-            entry["repro"] += f"# generate_program({died}) killed the process (exit {proc.returncode})\n"
-            seed = died + 1
-        else:
-            seed = last
-        done = ", ".join(f"{o}: {sum(counts[o].values())}" for o in options)
-        print(f"[{time.perf_counter() - t0:6.0f} s] programs up to seed {seed - 1}; calls {done}", file=sys.stderr)
+                for line in proc.stdout:
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # the program under test printed past the checker's capture
+                    if "start" in row:
+                        running = self.seed = row["start"]
+                    else:
+                        self.add(row)
+            except KeyboardInterrupt:
+                proc.kill()
+                raise
+            proc.wait()
+            if proc.returncode != 0:  # the worker died inside program `running`
+                died = running if running is not None else first
+                self.add_crash(died, todo, proc.returncode)
+                self.seed = died + 1
+            else:
+                self.seed = last
+            done = ", ".join(f"{o}: {self.calls(o)}" for o in self.options)
+            print(f"[{time.perf_counter() - self.t0:6.0f} s] up to seed {self.seed - 1}; calls {done}", file=sys.stderr)
 
-    header = f"{'cache option':16s} {'programs':>8s} {'calls':>7s} " + " ".join(f"{h:>14s}" for h in OUTCOMES)
-    print(header)
-    print("-" * len(header))
-    for o in options:
-        c = counts[o]
-        print(f"{o:16s} {programs[o]:8d} {sum(c.values()):7d} " + " ".join(f"{c[h]:14d}" for h in OUTCOMES))
-    print(f"\n{len(causes)} distinct failure causes; seeds {args.start_seed}..{seed - 1}; "
-          f"{time.perf_counter() - t0:.0f} s")  # fmt: skip
-    ordered = sorted(causes.items(), key=lambda kv: -kv[1]["count"])
-    for key, entry in ordered:
-        print(f"  {entry['count']:5d}  {key[0]:8s} {', '.join(key[1])[:50]:50s} {key[2][:80]}")
-    if args.findings:
-        with open(args.findings, "w") as f:
-            for key, entry in ordered:
-                f.write(f"## {key[0]}: {', '.join(key[1])}\n{key[2]}\n\n")
-                f.write(f"{entry['count']} programs; options: {', '.join(sorted(entry['options']))}; ")
-                f.write(f"seeds {entry['seeds'][:8]}\n\n```python\n{entry['repro']}```\n\n")
-    bad = sum(counts[o]["wrong result"] for o in options)
-    return 1 if bad else 0
+    def add(self, row: dict) -> None:
+        o = row["option"]
+        self.programs[o] += 1
+        self.counts[o].update(row["outcomes"])
+        if "key" in row:
+            key = (row["key"][0], tuple(row["key"][1]), row["key"][2])
+            entry = self.causes.setdefault(key, {"count": 0, "options": set(), "seeds": [], "repro": row["repro"]})
+            entry["count"] += 1
+            entry["options"].add(o)
+            entry["seeds"].append(row["seed"])
+            if len(row["repro"]) < len(entry["repro"]):
+                entry["repro"] = row["repro"]
+
+    def add_crash(self, seed: int, options: list[str], returncode: int) -> None:
+        for o in options:
+            self.counts[o]["crash"] += 1
+            self.programs[o] += 1
+        key = ("CRASH", (), f"worker process exited with {returncode}")
+        entry = self.causes.setdefault(key, {"count": 0, "options": set(options), "seeds": [], "repro": ""})
+        entry["count"] += 1
+        entry["seeds"].append(seed)
+        entry["repro"] += f"# generate_program({seed}) killed the process (exit {returncode})\n"
+
+    def report(self, args) -> None:
+        header = f"{'cache option':16s} {'programs':>8s} {'calls':>7s} " + " ".join(f"{h:>14s}" for h in OUTCOMES)
+        print(header)
+        print("-" * len(header))
+        for o in self.options:
+            c = self.counts[o]
+            print(f"{o:16s} {self.programs[o]:8d} {sum(c.values()):7d} " + " ".join(f"{c[h]:14d}" for h in OUTCOMES))
+        print(f"\n{len(self.causes)} distinct failure causes; seeds {args.start_seed}..{self.seed - 1}; "
+              f"{time.perf_counter() - self.t0:.0f} s")  # fmt: skip
+        ordered = sorted(self.causes.items(), key=lambda kv: -kv[1]["count"])
+        for key, entry in ordered:
+            print(f"  {entry['count']:5d}  {key[0]:8s} {', '.join(key[1])[:50]:50s} {key[2][:80]}")
+        if args.findings:
+            with open(args.findings, "w") as f:
+                for key, entry in ordered:
+                    f.write(f"## {key[0]}: {', '.join(key[1])}\n{key[2]}\n\n")
+                    f.write(f"{entry['count']} programs; options: {', '.join(sorted(entry['options']))}; ")
+                    f.write(f"seeds {entry['seeds'][:8]}\n\n```python\n{entry['repro']}```\n\n")
 
 
 if __name__ == "__main__":
