@@ -378,7 +378,7 @@ def test_branch_on_a_random_number_is_a_clear_error():
             return t + 1
         return t - 1
 
-    with pytest.raises(ThunderRuntimeError, match=r"control flow depends on the result of random\.random\(\)"):
+    with pytest.raises(ThunderRuntimeError, match=r"needs the Python value of random\.random\(\)"):
         thunder.jit(f)(X)
 
 
@@ -429,3 +429,29 @@ def test_jitted_function_called_by_a_jitted_function():
     out = jf(X)
     assert thunder.cache_misses(inner) == 0  # traced through, not compiled on proxies
     torch.testing.assert_close(out, (X + 1) * 2)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (lambda t: t * __import__("numpy").random.rand()),
+        lambda: (lambda t: t + __import__("os").urandom(1)[0]),
+    ],
+    ids=["numpy.random", "os.urandom"],
+)
+def test_other_sources_of_randomness_are_not_frozen(make):
+    f = make()
+    try:
+        jf = thunder.jit(f)
+        values = {float(jf(torch.ones(1))[0]) for _ in range(8)}
+    except ThunderRuntimeError as e:  # a clear refusal is fine; a frozen value is not
+        assert "every call" in str(e) or "only numbers" in str(e)
+        return
+    assert len(values) > 1
+
+
+def test_datetime_now_is_a_clear_error():
+    import datetime
+
+    with pytest.raises(ThunderRuntimeError, match=r"datetime\.datetime\.now\(\) returned a datetime"):
+        thunder.jit(lambda t: t + datetime.datetime.now().microsecond)(X)

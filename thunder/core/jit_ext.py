@@ -23,6 +23,7 @@ import collections.abc
 import contextlib
 import contextvars
 import dataclasses
+import datetime
 import functools
 import inspect
 import os
@@ -53,7 +54,22 @@ from thunder.core.tracectx import source_location_provider
 
 _SIMPLE_VALUE_TYPES = (bool, int, float, complex, str, type(None), torch.dtype, torch.device, slice, type(Ellipsis))
 # Functions whose results differ from call to call: a trace would freeze one result.
-_NONDETERMINISTIC_MODULES = frozenset({"random", "time", "secrets", "uuid"})
+_NONDETERMINISTIC_MODULES = frozenset({"random", "time", "secrets", "uuid", "numpy.random"})
+_NONDETERMINISTIC_CALLS = frozenset({os.urandom, os.getrandom} if hasattr(os, "getrandom") else {os.urandom})
+
+
+def _is_nondeterministic(fn: Callable, module: str | None, receiver: Any) -> bool:
+    """Calls whose result differs from call to call: random numbers, clocks, entropy."""
+    if module in _NONDETERMINISTIC_MODULES or isinstance(receiver, random.Random):
+        return True
+    if receiver is not None and (type(receiver).__module__ or "").startswith("numpy.random"):
+        return True
+    if receiver in (datetime.datetime, datetime.date) and getattr(fn, "__name__", "") in ("now", "today", "utcnow"):
+        return True
+    try:
+        return fn in _NONDETERMINISTIC_CALLS
+    except TypeError:
+        return False
 # Methods that mutate the builtin container they are bound to.
 _MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add", "discard",
@@ -652,8 +668,9 @@ class Tracer:
             self._guard_function(func)
             return None
         module = getattr(fn, "__module__", None)
-        if module in _NONDETERMINISTIC_MODULES or isinstance(self_obj, random.Random):
-            where = module or type(self_obj).__module__
+        if _is_nondeterministic(fn, module, self_obj):
+            owner = self_obj if isinstance(self_obj, type) else type(self_obj)
+            where = module or (f"{owner.__module__}.{owner.__qualname__}" if isinstance(self_obj, type) else owner.__module__)
             return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")
         if isinstance(fn, (types.BuiltinMethodType, types.MethodWrapperType)) and fn.__name__ in _MUTATING_METHODS:
             lazy = self._lazy.get(id(self_obj))
@@ -822,8 +839,9 @@ class Tracer:
             for name, what in self._hoisted.items():
                 if re.search(rf"\b{re.escape(name)}\b", expr):
                     raise ThunderRuntimeError(
-                        f"The program's control flow depends on the result of {what}() ({expr}), which changes on "
-                        "every call; thunder passes such results into the trace as values, and cannot branch on them. "
+                        f"The program needs the Python value of {what}() ({expr}: a branch, a conversion such as "
+                        "float(), or an index), which changes on every call; thunder passes such results into the trace "
+                        "as values and cannot decide Python control flow with them. "
                         "Draw the number outside the jitted function and pass it as an argument, or use torch.rand "
                         "and torch.where."
                     )
