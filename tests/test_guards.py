@@ -455,3 +455,68 @@ def test_datetime_now_is_a_clear_error():
 
     with pytest.raises(ThunderRuntimeError, match=r"datetime\.datetime\.now\(\) returned a datetime"):
         thunder.jit(lambda t: t + datetime.datetime.now().microsecond)(X)
+
+
+SCALE = 2.0
+
+
+def draws_and_scales(t):
+    import random
+
+    return t * random.random() * SCALE
+
+
+def test_a_recompile_draws_once_like_eager():
+    import random
+
+    global SCALE
+    jf = thunder.jit(draws_and_scales)
+    try:
+        for k in (2.0, 3.0, 2.0, 4.0):  # each new value recompiles or switches entries
+            SCALE = k
+            random.seed(1)
+            expected = draws_and_scales(X)
+            random.seed(1)
+            torch.testing.assert_close(jf(X), expected)
+            after_call = random.random()
+            random.seed(1)
+            random.random()
+            assert after_call == random.random()  # the call drew exactly once
+    finally:
+        SCALE = 2.0
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda t: t * __import__("random").randint(0, 3), lambda t: t * __import__("random").uniform(1.0, 2.0)],
+    ids=["randint", "uniform"],
+)
+def test_python_level_random_methods_are_drawn_per_call(f):
+    import random
+
+    jf = thunder.jit(f)
+    random.seed(3)
+    got = [jf(X) for _ in range(6)]
+    random.seed(3)
+    for g in got:
+        torch.testing.assert_close(g, f(X))
+
+
+@pytest.mark.parametrize(
+    "f, message",
+    [
+        (lambda t: (t, __import__("random").choice(["a", "b"])), r"random\.choice\(\) returned a str"),
+        (lambda t: (__import__("random").shuffle([1, 2, 3]), t)[1], r"random\.shuffle\(\) changes a list in place"),
+    ],
+    ids=["choice-of-strings", "shuffle"],
+)
+def test_random_calls_thunder_cannot_make_per_call_are_clear_errors(f, message):
+    with pytest.raises(ThunderRuntimeError, match=message):
+        thunder.jit(f)(X)
+
+
+def test_symbolic_nan_against_a_branch():
+    f = lambda t, n: t * 2 if n > 2 else t + 1  # noqa: E731
+    jf = thunder.jit(f, cache="symbolic values")
+    for v in (float("nan"), 1.0, 5.0, float("nan")):
+        _same_as_eager(jf, f, X, v)

@@ -60,3 +60,8 @@ def test_partial_keywords_are_checked():
     jp(X)
     p.keywords["k"] = 10  # a partial's keywords dict can be changed in place
     torch.testing.assert_close(jp(X), p(X))
+
+
+def test_partial_of_a_torch_function():
+    p = functools.partial(torch.add, alpha=2)
+    torch.testing.assert_close(thunder.jit(p)(X, X), p(X, X))

@@ -663,11 +663,11 @@ class Tracer:
         self_obj = getattr(fn, "__self__", None)
         if isinstance(self_obj, Proxy):
             return fn
+        module = getattr(fn, "__module__", None)
         func = fn.__func__ if isinstance(fn, types.MethodType) else fn
-        if isinstance(func, types.FunctionType):
+        if isinstance(func, types.FunctionType) and not _is_nondeterministic(fn, module, self_obj):
             self._guard_function(func)
             return None
-        module = getattr(fn, "__module__", None)
         if _is_nondeterministic(fn, module, self_obj):
             owner = self_obj if isinstance(self_obj, type) else type(self_obj)
             where = module or (f"{owner.__module__}.{owner.__qualname__}" if isinstance(self_obj, type) else owner.__module__)
@@ -701,7 +701,7 @@ class Tracer:
         def call(*args, **kwargs):
             self.sharp_edge(f"Calling {what}()", replayed=True)
             leaves = [*args, *kwargs.values()]
-            if any(isinstance(a, Proxy) or _is_symbolic_number(a) or not _is_literal_key(a) for a in leaves):
+            if any(not _is_literal_argument(a) for a in leaves):
                 raise ThunderRuntimeError(
                     f"{what}() is called with values computed inside the jitted function (at {_source_location()}); "
                     "thunder makes such calls in the prologue, from constant arguments only. Call it outside the "
@@ -711,6 +711,12 @@ class Tracer:
             state = rng.getstate() if rng is not None else None
             value = fn(*args, **kwargs)
             if value is None:  # called for its effect (random.seed): every call makes it
+                if any(type(a) is list for a in leaves):  # random.shuffle(items): changes the program's list
+                    raise ThunderRuntimeError(
+                        f"{what}() changes a list in place (at {_source_location()}), which thunder cannot make on "
+                        "every call from the prologue. Draw a permutation with torch.randperm instead, or call it "
+                        "outside the jitted function."
+                    )
                 self._emit(prims.unpack_call, fn, args, kwargs, None)
                 self._keepalive.append(fn)
                 return None
@@ -726,7 +732,6 @@ class Tracer:
             self._hoisted[holder.name] = what
             self._emit(prims.unpack_call, fn, args, kwargs, holder, output=holder)
             self._keepalive.append(fn)
-            self._check(prims.check_type, holder, type(value))
             self.computation.names.add(holder.name)
             sym = SymInt(value, holder.name) if type(value) is int else SymFloat(value, holder.name)
             self.inputs.append((holder, sym))
@@ -773,6 +778,8 @@ class Tracer:
             operands=self.operands,
         )
         program = self.fn.func if isinstance(self.fn, functools.partial) else self.fn
+        if not isinstance(program, (types.FunctionType, types.MethodType)) and isinstance(self.fn, functools.partial):
+            program = _calling(program)  # functools.partial(torch.add, alpha=2): the call itself is the program
         self.interpreted = interpret(
             program, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
         )
@@ -859,8 +866,14 @@ class Tracer:
     def finish_prologue(self, used_names: set[str]) -> list:
         """Ends the prologue with the computation's inputs; returns the computation's parameters.
 
-        Symbolic dims are passed only when the final computation uses them.
+        Symbolic dims are passed only when the final computation uses them. Calls the prologue makes
+        for the program (``random.random()``) come last, after every check, so a call that another
+        entry serves (or that recompiles) draws once, as eager does; no check depends on them.
         """
+        bsyms = self.prologue.bound_symbols
+        draws = [b for b in bsyms if b.sym is prims.unpack_call]
+        if draws:
+            bsyms[:] = [b for b in bsyms if b.sym is not prims.unpack_call] + draws
         pairs = list(self.inputs) + [(d, s) for d, s in self.dims if s.name in used_names]
         self.prologue.bound_symbols.append(prims.python_return.bind(tuple(h for h, _ in pairs), output=None))
         return [p for _, p in pairs]
@@ -897,6 +910,8 @@ def _is_interpreted(fn: Any) -> bool:
     func = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if type(func) is not types.FunctionType or "_thunder" in func.__dict__:
         return False
+    if _is_nondeterministic(fn, getattr(fn, "__module__", None), getattr(fn, "__self__", None)):
+        return False  # made by the prologue
     try:
         return _lookaside_table().get(fn) is None and introspection.lookaside(fn) is None and fn not in _NATIVE_BUILTINS
     except TypeError:
@@ -1012,8 +1027,20 @@ def _is_literal_key(x: Any) -> bool:
     return type(x) is tuple and all(_is_literal_key(v) for v in x)
 
 
-def _is_symbolic_number(x: Any) -> bool:
-    return isinstance(x, (SymInt, SymFloat))
+def _calling(fn: Callable) -> Callable:
+    def call(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def _is_literal_argument(x: Any) -> bool:
+    """A constant argument the prologue can pass again (a literal, or a list/tuple of literals)."""
+    if isinstance(x, (Proxy, SymInt, SymFloat)):
+        return False
+    if type(x) in (list, tuple):
+        return all(_is_literal_argument(v) for v in x)
+    return _is_literal_key(x)
 
 
 def _is_code_like(value: Any) -> bool:

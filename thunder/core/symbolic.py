@@ -82,9 +82,14 @@ def _cmp(op: str, pyop):
             return pyop(_concretize(self, self._base), other)
         if not isinstance(other, (int, float)):
             return NotImplemented
-        result = pyop(self.value, other.value if _is_sym(other) else other)
-        # Record the comparison that holds, so equal constraints read the same way.
-        _record(f"{self.expr} {op if result else _INVERSE[op]} {_expr(other)}")
+        ov = other.value if _is_sym(other) else other
+        result = pyop(self.value, ov)
+        # Record the comparison that holds, so equal constraints read the same way. With a float an
+        # ordering's inverse is not its negation (NaN compares False both ways): negate it instead.
+        if result or op in ("==", "!=") or (type(self.value) is int and type(ov) is int):
+            _record(f"{self.expr} {op if result else _INVERSE[op]} {_expr(other)}")
+        else:
+            _record(f"not ({self.expr} {op} {_expr(other)})")
         return result
 
     return method
