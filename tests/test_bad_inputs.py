@@ -506,17 +506,3 @@ def _calls_jitted(a):
 def test_jitted_function_calling_a_jitted_function():
     x = _x()
     torch.testing.assert_close(thunder.jit(_calls_jitted)(x), x * 2 + 1)
-
-
-def _branches_on_randint(a):
-    return a + random.randint(0, 3)  # bad: randint
-
-
-def test_python_value_of_a_per_call_random_number():
-    _raises(ThunderRuntimeError, r"needs the Python value of random.getrandbits\(\)", thunder.jit(_branches_on_randint),
-            _x())  # fmt: skip
-
-
-@pytest.mark.xfail(strict=True, reason="the per-call random number error shows neither the user's line nor its file")
-def test_python_value_of_a_per_call_random_number_shows_the_line():
-    _raises(ThunderRuntimeError, r"random", thunder.jit(_branches_on_randint), _x(), where="# bad: randint")
