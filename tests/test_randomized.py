@@ -35,11 +35,8 @@ ALL = "*"
 
 # (family, cache option or ALL) -> the defect the seeded programs of that family still show.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("python_numbers", "symbolic values"): "min(n, 2) on a symbolic number: the prologue rejects the inputs it was "
-    "traced with (InternalError, constraint check)",
     ("side_effects", "same input"): "under cache='same input' the cached call does not replay Python side effects "
     "(attribute writes, dict items)",
-    ("randomness", ALL): "random.choice(...) inside the function hangs while tracing",
 }
 
 
