@@ -438,6 +438,16 @@ def test_inplace_on_a_leaf_that_requires_grad_names_op_and_line():
     assert "add_" in shown and "test_bad_inputs.py" in shown, shown
 
 
+def _int_div_zero_unused(a):
+    _ = a // 0  # bad: unused int div zero
+    return a
+
+
+@pytest.mark.xfail(strict=True, reason="the unused division is dropped before it runs, so nothing raises")
+def test_integer_division_by_zero_whose_result_is_unused():
+    _raises(RuntimeError, r"ZeroDivisionError", thunder.jit(_int_div_zero_unused), torch.arange(3))
+
+
 def test_integer_division_by_zero():
     _raises(
         RuntimeError, r"ZeroDivisionError", thunder.jit(_int_div_zero), torch.arange(3), where="# bad: int div zero"
