@@ -520,3 +520,25 @@ def test_symbolic_nan_against_a_branch():
     jf = thunder.jit(f, cache="symbolic values")
     for v in (float("nan"), 1.0, 5.0, float("nan")):
         _same_as_eager(jf, f, X, v)
+
+
+def test_replacing_a_block_of_a_module_list_iterated_by_enumerate():
+    import copy
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([torch.nn.Linear(3, 3) for _ in range(2)])
+
+        def forward(self, t):
+            for _, block in enumerate(self.blocks):  # enumerate iterates natively: ModuleList.__iter__ must be traced
+                t = block(t)
+            return t * len(self.blocks)
+
+    net = Net()
+    jm = thunder.jit(net)
+    torch.testing.assert_close(jm(X), net(X))
+    net.blocks[1] = copy.deepcopy(net.blocks[0])
+    torch.testing.assert_close(jm(X), net(X))
+    net.blocks.append(torch.nn.Linear(3, 3))
+    torch.testing.assert_close(jm(X), net(X))

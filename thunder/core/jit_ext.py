@@ -44,6 +44,8 @@ from thunder.core import dtypes, introspection, prims, proxies
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.interpreter.errors import DELETED, NULL
+from thunder.core.interpreter.execution import call as interpreter_call
+from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers
@@ -55,6 +57,8 @@ from thunder.core.tracectx import source_location_provider
 _SIMPLE_VALUE_TYPES = (bool, int, float, complex, str, type(None), torch.dtype, torch.device, slice, type(Ellipsis))
 # Functions whose results differ from call to call: a trace would freeze one result.
 _NONDETERMINISTIC_MODULES = frozenset({"random", "time", "secrets", "uuid", "numpy.random"})
+# Builtins that iterate their arguments natively (see Tracer._iterating_builtin).
+_ITERATING_BUILTINS = frozenset({enumerate, zip, list, tuple, set, frozenset, sorted, sum, min, max, any, all, map, filter, iter, dict})
 _NONDETERMINISTIC_CALLS = frozenset({os.urandom, os.getrandom} if hasattr(os, "getrandom") else {os.urandom})
 
 
@@ -64,7 +68,7 @@ def _is_nondeterministic(fn: Callable, module: str | None, receiver: Any) -> boo
         return True
     if receiver is not None and (type(receiver).__module__ or "").startswith("numpy.random"):
         return True
-    if receiver in (datetime.datetime, datetime.date) and getattr(fn, "__name__", "") in ("now", "today", "utcnow"):
+    if (receiver is datetime.datetime or receiver is datetime.date) and getattr(fn, "__name__", "") in ("now", "today", "utcnow"):
         return True
     try:
         return fn in _NONDETERMINISTIC_CALLS
@@ -629,6 +633,10 @@ class Tracer:
 
     # --- lookaside ------------------------------------------------------------------------
     def lookaside(self, fn: Callable) -> Callable | None:
+        if fn is len:
+            return self._len
+        if fn in _ITERATING_BUILTINS:
+            return self._iterating_builtin(fn)
         size_numel = proxies.torch_size_lookaside(fn)
         if size_numel is not None:
             return size_numel
@@ -681,6 +689,32 @@ class Tracer:
             if id(self_obj) in self._provenance and not isinstance(self_obj, (types.ModuleType, type)):
                 return self._refuse_mutation(fn)
         return None
+
+    def _iterating_builtin(self, fn: Callable) -> Callable:
+        """``enumerate(module_list)``, ``list(obj)``, ...: a builtin that iterates its arguments natively
+        would run a Python ``__iter__`` (``nn.ModuleList``'s) outside the interpreter, so what it reads
+        would go unchecked; such arguments are iterated by the interpreter first."""
+
+        run = introspection.lookaside(fn) or fn  # which also answers for traced numbers
+
+        def call(*args, **kwargs):
+            return run(*(self._interpreted_iter(a) for a in args), **kwargs)
+
+        return call
+
+    def _interpreted_iter(self, x: Any) -> Any:
+        method = getattr(type(x), "__iter__", None)
+        if type(method) is not types.FunctionType or isinstance(x, (Proxy, torch.Tensor)):
+            return x
+        return interpreter_call(current_runtime(), method, (x,))
+
+    def _len(self, obj) -> int:
+        """``len(obj)`` of an object whose ``__len__`` is Python code runs that code under the interpreter."""
+        method = getattr(type(obj), "__len__", None)
+        if type(method) is types.FunctionType and not isinstance(obj, (Proxy, torch.Tensor)):
+            return interpreter_call(current_runtime(), method, (obj,))
+        traced = introspection.lookaside(len)
+        return (traced or len)(obj)
 
     def _set_grad_enabled(self, enabled: bool) -> None:
         """``with torch.no_grad():`` and friends: switch now (tracing continues in that mode) and
