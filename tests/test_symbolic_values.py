@@ -263,3 +263,21 @@ def test_torch_metadata_queries_answer_from_the_proxy(query):
 
     for x in (torch.ones(2, 3), torch.ones(4, dtype=torch.int64)):
         _assert_same(thunder.jit(f)(x), f(x))
+
+
+@pytest.mark.parametrize(
+    "f, values",
+    [
+        (lambda x, n: x * (2.5 + n), (1, 2)),
+        (lambda x, n: x * 2 if 2.5 < n else x, (1, 3)),
+        (lambda x, n: x * (True + n), (1, 2)),
+        (lambda x, n: x * 2 if 0.5 * n > 1 else x, (1, 3)),
+        (lambda x, n: x * abs(1j * n), (1, 2)),
+    ],
+    ids=["float-plus", "float-less", "bool-plus", "float-times-branch", "complex-times"],
+)
+def test_builtin_left_operand_reading_a_symbolic_int_natively_is_guarded(f, values):
+    """CPython's float/bool/complex slots read an int operand's value without calling its methods."""
+    jf = thunder.jit(f, cache="symbolic values")
+    for n in values:
+        _assert_same(jf(_x(), n), f(_x(), n))

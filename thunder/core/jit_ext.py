@@ -50,7 +50,7 @@ from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers
 from thunder.core.symbol import SourceLocation, Symbol
-from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
+from thunder.core.symbolic import SymFloat, SymInt, pin, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
 from thunder.core.tracectx import source_location_provider
 
@@ -272,11 +272,14 @@ class Tracer:
         self._copies[id(copy)] = (lazy.holder, copy, first)
 
     def operands(self, inst, values) -> None:
-        """Interpreter callback (Note [Operand reads]): an outside container used natively is read."""
+        """Interpreter callback (Note [Operand reads]): an outside container used natively is read; a
+        symbolic number that CPython's own operator would read natively is pinned."""
+        name = inst.opname
+        if (name == "BINARY_OP" or name == "COMPARE_OP") and len(values) == 2 and _read_natively_by_operator(*values):
+            pin(values[1])  # records ``n == value``, checked by the prologue
         lazy = self._lazy
         if not lazy:
             return
-        name = inst.opname
         if name == "CALL":
             fn, args = (values[1], values[2:]) if values[0] is NULL else (values[0], values[1:])
             receiver = getattr(fn, "__self__", None)
@@ -1059,6 +1062,17 @@ def _is_literal_key(x: Any) -> bool:
     if type(x) in (str, int, float, bool, type(None), complex):
         return True
     return type(x) is tuple and all(_is_literal_key(v) for v in x)
+
+
+def _read_natively_by_operator(left: Any, right: Any) -> bool:
+    """Whether CPython's ``left <op> right`` reads the symbolic ``right`` natively: the left operand's
+    builtin slot goes first (``right`` is no subclass of its type) and accepts ints and floats (``2.5 + n``,
+    ``True + n``, ``0.5 < n``), so neither number's Python methods see the operation."""
+    if not isinstance(right, (SymInt, SymFloat)) or isinstance(left, (SymInt, SymFloat)):
+        return False
+    if isinstance(right, SymInt):
+        return isinstance(left, (float, complex)) or (isinstance(left, int) and type(left) is not int)
+    return isinstance(left, complex)
 
 
 def _calling(fn: Callable) -> Callable:

@@ -129,6 +129,11 @@ def _concretize(self, kind):
     return kind(self.value)
 
 
+def pin(x):
+    """The plain value of the symbolic number ``x``, recording ``x == value`` (a guarded specialisation)."""
+    return _concretize(x, type(x.value))
+
+
 def _finite(self) -> None:
     """Records that a float is finite (``math.floor`` and friends raise otherwise)."""
     if self.value - self.value == 0:
