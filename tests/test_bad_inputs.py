@@ -273,10 +273,6 @@ def _partial_with_keywords(a):
     return P_ADD(a, 1)  # bad: partial
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="torch.add(tensor, number, alpha=2) fails in ltorch.add (prims.mul of two numbers), so the partial does",
-)
 def test_partial_with_keywords_works_or_says_partial():
     x = _x()
     try:

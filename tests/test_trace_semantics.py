@@ -699,3 +699,22 @@ def test_numel_of_a_real_torch_size_holding_symbolic_dims():
     for shape in ((2, 3), (4, 5)):
         x = torch.randn(shape)
         assert jf(x) == f(x)
+
+
+def test_copy_into_a_tensor_from_one_that_requires_grad():
+    def f(w):
+        acc = torch.zeros(2)
+        acc.copy_(w)
+        return acc * 2, acc.requires_grad
+
+    w = torch.ones(2, requires_grad=True)
+    got, expected = thunder.jit(f)(w), f(w)
+    assert got[1] is expected[1] is True
+    torch.testing.assert_close(got[0], expected[0])
+    with torch.no_grad():
+        assert thunder.jit(f)(w)[1] is f(w)[1] is False
+
+
+def test_add_with_alpha_and_a_number():
+    x = torch.ones(2)
+    torch.testing.assert_close(thunder.jit(lambda t: torch.add(t, 2, alpha=3))(x), torch.add(x, 2, alpha=3))

@@ -237,6 +237,8 @@ for _name, _dunder, _rdunder in (
 def _scaled(b, alpha):
     if alpha is None or (not isinstance(alpha, TensorProxy) and pyval(alpha) == 1):
         return b
+    if not isinstance(b, TensorProxy) and not isinstance(alpha, TensorProxy):
+        return b * alpha  # two numbers: Python arithmetic (symbolic numbers stay symbolic)
     return mul(b, alpha)
 
 

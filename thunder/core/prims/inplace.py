@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 
+import torch
+
 from thunder.core.prims.base import check_same_device, check_same_dtype, check_same_shape, check_tensor, make_prim
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
 
@@ -25,6 +27,8 @@ def _copy_meta(src, dst):
     check_same_shape(op, [src, dst], ["src", "dst"])
     check_same_dtype(op, [src, dst], ["src", "dst"])
     check_same_device(op, [src, dst], ["src", "dst"])
+    if src.requires_grad and not dst.requires_grad and torch.is_grad_enabled():
+        dst.requires_grad = True  # as in eager, the written tensor is now part of the autograd graph
     return dst
 
 
