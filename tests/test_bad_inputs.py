@@ -439,9 +439,17 @@ def _int_div_zero_unused(a):
     return a
 
 
-@pytest.mark.xfail(strict=True, reason="the unused division is dropped before it runs, so nothing raises")
 def test_integer_division_by_zero_whose_result_is_unused():
     _raises(RuntimeError, r"ZeroDivisionError", thunder.jit(_int_div_zero_unused), torch.arange(3))
+
+
+def _view_of_expanded_unused(a):
+    _ = a.view(-1)  # bad: unused view of an expanded tensor
+    return a
+
+
+def test_view_that_eager_rejects_at_run_time_whose_result_is_unused():
+    _raises(RuntimeError, r"view size is not compatible", thunder.jit(_view_of_expanded_unused), torch.ones(3, 1).expand(3, 4))
 
 
 def test_integer_division_by_zero():

@@ -15,6 +15,7 @@ from thunder.core.dtypes import ELEMENTWISE_TYPE_PROMOTION_KIND as K
 from thunder.core.errors import ThunderTypeError
 from thunder.core.interpreter import make_opaque
 from thunder.core.proxies import TensorProxy, pyval, register_method
+from thunder.core.symbol import MAY_RAISE
 from thunder.torch.base import (
     _as_method,
     is_number,
@@ -111,7 +112,9 @@ def _binary_decomposition(name: str, prim, kind: K, a, b, allowed=None, reject=N
     return maybe_convert_to_dtype(out, result_dtype)
 
 
-def _binary(name: str, prim, kind: K, *, methods=(), reflected=(), torch_fns=None, inplace=True, allowed=None, reject=None):
+def _binary(
+    name: str, prim, kind: K, *, methods=(), reflected=(), torch_fns=None, inplace=True, allowed=None, reject=None, tags=()
+):
     torch_fns = torch_fns or (getattr(torch, name),)
 
     def meta(a, b):
@@ -119,7 +122,7 @@ def _binary(name: str, prim, kind: K, *, methods=(), reflected=(), torch_fns=Non
 
     meta.__name__ = name
     meta.__doc__ = f"``torch.{name}``: elementwise with broadcasting and type promotion."
-    sym = _export(torchsymbol(*torch_fns, method_name=(name, *methods))(meta))
+    sym = _export(torchsymbol(*torch_fns, method_name=(name, *methods), tags=tags)(meta))
     for r in reflected:
         register_reflected(r, sym)
     if inplace:
@@ -197,8 +200,11 @@ def _abs__check(a, *args):
 abs_ = _export(_checked(make_inplace(globals()["abs"]), _abs__check))
 
 _binary("atan2", prims.atan2, K.INT_TO_FLOAT, methods=("arctan2",), reject=_no_complex)
-_binary("fmod", prims.fmod, K.DEFAULT, reject=_no_bool_or_complex)
-_binary("remainder", prims.remainder, K.DEFAULT, methods=("__mod__",), reflected=("__rmod__",), reject=_no_bool_or_complex)
+_binary("fmod", prims.fmod, K.DEFAULT, reject=_no_bool_or_complex, tags=(MAY_RAISE,))
+_binary(
+    "remainder", prims.remainder, K.DEFAULT, methods=("__mod__",), reflected=("__rmod__",), reject=_no_bool_or_complex,
+    tags=(MAY_RAISE,),
+)  # fmt: skip
 _binary("pow", prims.pow, K.DEFAULT, methods=("__pow__",), reflected=("__rpow__",))
 
 
@@ -273,7 +279,9 @@ add_ = _export(make_inplace(add))
 sub_ = _export(make_inplace(sub))
 
 
-@torchsymbol(torch.div, torch.divide, torch.true_divide, method_name=("div", "divide", "true_divide", "__truediv__"))
+@torchsymbol(
+    torch.div, torch.divide, torch.true_divide, method_name=("div", "divide", "true_divide", "__truediv__"), tags=(MAY_RAISE,)
+)
 def div(a, b, *, rounding_mode=None):
     """``torch.div``: true division, or ``rounding_mode`` "trunc" / "floor"."""
     op = "ltorch.div"
@@ -306,7 +314,7 @@ register_reflected("__rtruediv__", div)
 div_ = make_inplace(div)
 
 
-@torchsymbol(torch.floor_divide, method_name=("floor_divide", "__floordiv__"))
+@torchsymbol(torch.floor_divide, method_name=("floor_divide", "__floordiv__"), tags=(MAY_RAISE,))
 def floor_divide(a, b):
     """``torch.floor_divide``: division rounded towards negative infinity."""
     return div(a, b, rounding_mode="floor")

@@ -19,6 +19,7 @@ import torch
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderIndexError, ThunderTypeError, ThunderValueError
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
+from thunder.core.symbol import MAY_RAISE
 from thunder.torch.base import expand_to, make_inplace, maybe_convert_to_dtype, torchsymbol
 
 __all__: list[str] = []
@@ -132,7 +133,7 @@ def reshape(a, *args, shape=None):
     return _reshape_decomp("ltorch.reshape", a, args, shape)
 
 
-@torchsymbol(method_name="view", torch_impl=torch.Tensor.view)
+@torchsymbol(method_name="view", torch_impl=torch.Tensor.view, tags=(MAY_RAISE,))
 def view(a, *args, size=None):
     """``Tensor.view``: like reshape; at run time the torch executor returns a real view."""
     if len(args) == 1 and isinstance(args[0], torch.dtype) or isinstance(size, torch.dtype):

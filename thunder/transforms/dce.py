@@ -6,7 +6,7 @@ Layer: transforms. Imports: core.
 from __future__ import annotations
 
 from thunder.core.proxies import Proxy
-from thunder.core.symbol import DONT_DCE, BoundSymbol
+from thunder.core.symbol import DONT_DCE, MAY_RAISE, BoundSymbol
 from thunder.core.trace import TraceCtx, from_trace, timed_pass
 
 
@@ -16,7 +16,9 @@ def live_bound_symbols(bsyms: list[BoundSymbol], needed: set[str] | None = None)
     kept: list[BoundSymbol] = []
     for bsym in reversed(bsyms):
         outs = bsym.flat_proxy_outs
-        if DONT_DCE in bsym.sym.tags or any(o.name in needed for o in outs) or not _has_outputs(bsym):
+        tags = bsym.sym.tags
+        # An op that eager could fail at run time is kept, so the program fails where eager fails.
+        if DONT_DCE in tags or MAY_RAISE in tags or any(o.name in needed for o in outs) or not _has_outputs(bsym):
             kept.append(bsym)
             needed.update(a.name for a in bsym.flat_proxy_args)
     kept.reverse()
