@@ -542,3 +542,37 @@ def test_replacing_a_block_of_a_module_list_iterated_by_enumerate():
     torch.testing.assert_close(jm(X), net(X))
     net.blocks.append(torch.nn.Linear(3, 3))
     torch.testing.assert_close(jm(X), net(X))
+
+
+ADD_TWICE = __import__("functools").partial(torch.add, alpha=2)
+
+
+def calls_global_partial(t):
+    return ADD_TWICE(t, 1)
+
+
+def test_global_partial_rebound():
+    import functools
+
+    global ADD_TWICE
+    jf = thunder.jit(calls_global_partial)
+    _same_as_eager(jf, calls_global_partial, X)
+    old = ADD_TWICE
+    try:
+        ADD_TWICE = functools.partial(torch.add, alpha=3)
+        _same_as_eager(jf, calls_global_partial, X)
+    finally:
+        ADD_TWICE = old
+
+
+def test_requires_grad_of_intermediates_as_in_eager():
+    def f(x):
+        y = x * 2 + 3
+        return y, y.requires_grad, y.detach().requires_grad, torch.zeros_like(y).requires_grad, (y > 0).requires_grad
+
+    x = torch.randn(6)[::2].requires_grad_()
+    jf = thunder.jit(f)
+    assert jf(x)[1:] == f(x)[1:] == (True, False, False, False)
+    with torch.no_grad():  # the answer depends on the grad mode: checked, so this recompiles
+        assert jf(x)[1:] == f(x)[1:] == (False, False, False, False)
+    assert thunder.cache_misses(jf) == 2

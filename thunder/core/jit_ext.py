@@ -208,7 +208,7 @@ class Tracer:
                 self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
             self._register(value, holder, value)
             return value
-        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol)) or (
+        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)) or (
             isinstance(value, types.ModuleType) and _is_fixed_module(value)
         ):
             self._check(prims.check_identity, holder, value)
@@ -846,7 +846,8 @@ class Tracer:
         self._check_strides()
         if dtypes.default_dtype_was_read.get():
             self._check(prims.check_default_dtype, torch.get_default_dtype())
-        if self.grad_mode_switched:  # the recorded switches restore the mode the trace began in
+        if self.grad_mode_switched or self.computation.grad_mode_read:
+            # the recorded switches restore the mode the trace began in; requires_grad answers depend on it
             self._check(prims.check_grad_enabled, grad_enabled)
         if self.checks:
             for expr in self.constraints:

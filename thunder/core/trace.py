@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from thunder.core.codegen import Printer, compile_source, trace_source
 from thunder.core.errors import ThunderError
 from thunder.core.symbol import BoundSymbol, Symbol
@@ -20,6 +22,9 @@ from thunder.core.tracectx import current_source_location, get_tracectx, set_tra
 __all__ = ["TraceCtx", "TraceProvenance", "from_trace", "get_tracectx", "set_tracectx", "tracectx", "detached_trace"]
 
 _trace_ids = itertools.count()
+
+# Ids of symbols whose results never require grad, whatever their inputs (filled by the torch language).
+NO_GRAD_RESULTS: set = set()
 
 # Names a trace may not give to proxies: they are globals of generated code.
 RESERVED_NAMES = frozenset(
@@ -55,6 +60,7 @@ class TraceCtx:
         self.decorators: list[str] = []
         self.tags: set[str] = set()
         self.uid = next(_trace_ids)
+        self.grad_mode_read = False  # whether what the trace computed depends on torch's grad mode
         self._callable = None
 
     # --- names -------------------------------------------------------------------------
@@ -103,9 +109,30 @@ class TraceCtx:
             raise
         finally:
             scopes.pop()
+        if top:
+            self._propagate_requires_grad(sym, args, kwargs, result)
         bsym = BoundSymbol(sym, args, kwargs, result, tuple(sub), source=current_source_location() if top else None)
         outer.append(bsym)
         return result
+
+    def _propagate_requires_grad(self, sym: Symbol, args: tuple, kwargs: dict, result: Any) -> None:
+        """As in eager: with grad mode on, a floating or complex result of an op on a tensor that requires
+        grad requires grad too (unless the symbol's results never do: ``detach``, ``zeros_like``, ...).
+        The answer depends on the grad mode, which the trace then records it read."""
+        from thunder.core.proxies import TensorProxy
+        from thunder.core.pytree import tree_leaves
+
+        if sym.id in NO_GRAD_RESULTS:
+            return
+        leaves = tree_leaves((args, kwargs))
+        if not any(type(a) is TensorProxy and a.requires_grad for a in leaves):
+            return
+        self.grad_mode_read = True
+        if not torch.is_grad_enabled():
+            return
+        for out in tree_leaves(result):
+            if type(out) is TensorProxy and not out.requires_grad and (out.dtype.is_floating_point or out.dtype.is_complex):
+                out.requires_grad = True
 
     def add_bound_symbol(self, bsym: BoundSymbol) -> None:
         self.scopes[-1].append(bsym)

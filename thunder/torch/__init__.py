@@ -24,6 +24,22 @@ from thunder.torch.reductions import *  # noqa: F403
 from thunder.torch.shape import *  # noqa: F403
 
 
+def _register_no_grad_results() -> None:
+    import torch
+
+    from thunder.core.trace import NO_GRAD_RESULTS
+
+    for fn in (torch.zeros_like, torch.ones_like, torch.empty_like, torch.full_like, torch.rand_like, torch.randn_like,
+               torch.randint_like, torch.Tensor.detach, torch.detach, torch.Tensor.new_zeros, torch.Tensor.new_ones,
+               torch.Tensor.new_full, torch.Tensor.new_empty, torch.Tensor.new_tensor):  # fmt: skip
+        sym = torch_to_thunder_map.get(fn)
+        if sym is not None:
+            NO_GRAD_RESULTS.add(sym.id)
+
+
+_register_no_grad_results()
+
+
 def _torch_function(func, args, kwargs):
     """Handles a torch function called natively on a proxy (``TensorProxy.__torch_function__``)."""
     sym = torch_to_thunder_map.get(func)
