@@ -34,10 +34,7 @@ CALL_TIMEOUT_S = 2.0
 ALL = "*"
 
 # (family, cache option or ALL) -> the defect the seeded programs of that family still show.
-KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("side_effects", "same input"): "under cache='same input' the cached call does not replay Python side effects "
-    "(attribute writes, dict items)",
-}
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
 def _seed(family: str, k: int) -> int:

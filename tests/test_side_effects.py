@@ -406,3 +406,27 @@ def test_class_attribute_assignment_is_replayed():
     got = [jf(X) for _ in range(2)]
     assert Config.calls == 2 and "calls" in vars(Config)
     torch.testing.assert_close(got[1], X * 2)
+
+
+def test_same_input_refuses_a_function_that_reads_state_it_changes():
+    counter = {"n": 0}
+
+    def f(t):
+        counter["n"] = counter["n"] + 1
+        return t * counter["n"]
+
+    with pytest.raises(ThunderRuntimeError, match=r"cache='same input'.*reads and changes outside state"):
+        thunder.jit(f, cache="same input")(X)
+
+
+def test_same_input_replays_writes_that_read_nothing():
+    log = []
+
+    def f(t):
+        log.append(t * 2)
+        return t
+
+    jf = thunder.jit(f, cache="same input")
+    jf(X)
+    jf(X)
+    assert len(log) == 2

@@ -843,6 +843,7 @@ class Tracer:
                 undo()
         self.constraints = list(cs)
         self._refuse_branches_on_hoisted()
+        self._check_reads_of_written_state()
         self._check_strides()
         if dtypes.default_dtype_was_read.get():
             self._check(prims.check_default_dtype, torch.get_default_dtype())
@@ -878,6 +879,23 @@ class Tracer:
             return x if all(items[k] is v for k, v in x.items()) else items
         return x
 
+    def _refuse_unchecked_state(self, what: str) -> None:
+        """Under ``cache="same input"`` nothing is checked: a program that reads outside state it also
+        changes would reuse, on the next call, the value it read on this one."""
+        if self.checks:
+            return
+        raise ThunderRuntimeError(
+            f"thunder.jit(..., cache='same input'): the function reads and changes outside state ({what}), so the "
+            "next call cannot reuse this trace unchecked: it would see the value read now. Use the default "
+            "cache='constant values' (or 'symbolic values'), which checks that state on every call."
+        )
+
+    def _check_reads_of_written_state(self) -> None:
+        for key in self._written:
+            if key in self._reads:
+                kind = {"global": "a global", "cell": "a closure variable", "attr": f"attribute {key[-1]!r}"}[key[0]]
+                self._refuse_unchecked_state(kind if key[0] != "global" else f"the global {key[-1]!r}")
+
     def _refuse_branches_on_hoisted(self) -> None:
         """A branch on ``random.random()`` would pick a trace per draw, and trying the traces draws again."""
         for expr in self.constraints:
@@ -898,6 +916,7 @@ class Tracer:
                 prims.container_call(self._object_input(lazy.holder), method, _lift_objects(args))
         for holder, copy, first in self._copies.values():
             if _contents(copy) != first:
+                self._refuse_unchecked_state(holder.name)
                 state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
                 prims.replace_contents(self._object_input(holder), _lift_objects(state))
 
