@@ -149,8 +149,8 @@ def test_symbolic_value_consumer_matches_eager(name):
 
 # Native paths the interpreter runs without a call (so the lookaside never sees them): the index
 # of a subscript or slice (the interpreter asks ``__index__`` of an int subclass, as CPython does not),
-# and sequence repetition with the sequence on the left (the number protocol is tried first, as in
-# CPython). printf-style formatting still reads the value natively.
+# sequence repetition with the sequence on the left (the number protocol is tried first, as in
+# CPython), and printf-style formatting (the tracer pins the numbers it formats).
 NATIVE_HOLES = {
     "tuple_subscript": (lambda x, n: x + (1, 2, 3, 4)[n], [(_x(), 1), (_x(), 2)]),
     "str_subscript": (lambda x, n: x + ord("abcd"[n]), [(_x(), 1), (_x(), 2)]),
@@ -166,9 +166,7 @@ NATIVE_HOLES = {
 @pytest.mark.parametrize(
     "name",
     [
-        n if n != "printf_format" else pytest.param(
-            n, marks=pytest.mark.xfail(strict=True, reason="str % n formats the value natively; no hook sees it")
-        )
+        n
         for n in NATIVE_HOLES
     ],
 )

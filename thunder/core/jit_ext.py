@@ -275,8 +275,15 @@ class Tracer:
         """Interpreter callback (Note [Operand reads]): an outside container used natively is read; a
         symbolic number that CPython's own operator would read natively is pinned."""
         name = inst.opname
-        if (name == "BINARY_OP" or name == "COMPARE_OP") and len(values) == 2 and _read_natively_by_operator(*values):
-            pin(values[1])  # records ``n == value``, checked by the prologue
+        if (name == "BINARY_OP" or name == "COMPARE_OP") and len(values) == 2:
+            left, right = values
+            if _read_natively_by_operator(left, right):
+                pin(right)  # records ``n == value``, checked by the prologue
+            elif isinstance(left, (str, bytes)) and inst.argrepr in ("%", "%="):  # printf-style formatting
+                items = right.values() if isinstance(right, dict) else right if type(right) is tuple else (right,)
+                for v in items:
+                    if isinstance(v, (SymInt, SymFloat)):
+                        pin(v)
         lazy = self._lazy
         if not lazy:
             return
