@@ -43,7 +43,7 @@ from thunder.common import (
 from thunder.compiler import DEFAULT_CACHE_SIZE_LIMIT, Cache, check_prologue_accepts, compile_entry
 from thunder.core import devices, dtypes
 from thunder.core.errors import ThunderValueError
-from thunder.core.jit_ext import replayable_arguments
+from thunder.core.iterators import replayable_arguments
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx

@@ -31,7 +31,6 @@ import random
 import re
 import sys
 import sysconfig
-import threading
 import types
 import warnings
 from collections.abc import Callable
@@ -184,13 +183,11 @@ class Tracer:
         if isinstance(value, Number):
             self._check(prims.check_value, holder, value)
             return value
-        if type(value) is tuple:
-            self._check(prims.check_type, holder, tuple)
-            return self._copied(value, holder, self._unpack_contents(value, holder, name))
-        if type(value) is frozenset and all(_is_literal_key(k) for k in value):
-            self._check(prims.check_type, holder, frozenset)
-            self._check(prims.check_value, holder, value)
-            return self._copied(value, holder, value)
+        if type(value) is tuple or (type(value) is frozenset and all(_is_literal_key(k) for k in value)):
+            self._check(prims.check_type, holder, type(value))
+            seen = self._unpack_contents(value, holder, name)
+            self._register(value, holder, seen)
+            return seen
         if type(value) in _LAZY_TYPES and (type(value) is list or all(_is_literal_key(k) for k in value)):
             # Checked when the program first reads its contents (see Note [Outside containers]).
             self._check(prims.check_type, holder, type(value))
@@ -203,9 +200,8 @@ class Tracer:
             # A dict subclass with a custom constructor: checked by its keys, seen as itself (its values are
             # unpacked when read through attributes); changing it from inside the program is refused.
             self._check(prims.check_type, holder, type(value))
-            keys = tuple(value)
-            if all(_is_literal_key(k) for k in keys):
-                self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
+            if all(_is_literal_key(k) for k in value):
+                self._check_keys(holder, tuple(value))
             self._register(value, holder, value)
             return value
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)) or (
@@ -221,7 +217,7 @@ class Tracer:
             self._check(prims.check_identity, holder, value)
             self._register(value, holder, value)
             return value
-        if isinstance(value, collections.abc.Iterator) and type(value) not in _ITERATOR_EXCLUDED:
+        if isinstance(value, collections.abc.Iterator):
             return self._iterator_input(value, holder, name)
         if isinstance(value, torch.nn.Module) and not self._module_paths:
             for path, sub in value.named_modules():
@@ -244,7 +240,7 @@ class Tracer:
             return type(value)(value)
         if isinstance(value, dict):
             keys = tuple(value)
-            self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
+            self._check_keys(holder, keys)
             seen = type(value)()
             for k in keys:
                 p = self._prologue_proxy(f"{name}_{k}")
@@ -255,6 +251,9 @@ class Tracer:
         items = [self._prologue_proxy(f"{name}_{i}") for i in range(len(value))]
         self._emit(prims.unpack_sequence, holder, items, output=items)
         return type(value)(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
+
+    def _check_keys(self, holder: Proxy, keys: tuple) -> None:
+        self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
 
     def _read_contents(self, copy: Any) -> None:
         """The program is about to read an outside container's contents: from now on they are checked,
@@ -318,26 +317,13 @@ class Tracer:
         getattr(copy, method)(*args)
         self._lazy[id(copy)].writes.append((method, _snapshot(args)))
 
-    def _copied(self, original: Any, holder: Proxy, copy: Any) -> Any:
-        """The program works on ``copy`` of the outside container ``original``; a change is written back."""
-        self._register(original, holder, copy)
-        if type(copy) in (list, dict, collections.OrderedDict, set):
-            self._copies[id(copy)] = (holder, copy, _contents(copy))
-        return copy
-
     def _iterator_input(self, it, holder: Proxy, name: str):
-        """An iterator argument: every call consumes it whole (the prologue does), and the program
-        iterates over its items. A program that stops early would leave items eager leaves: refused."""
-        items = list(it)
+        """An iterator argument: every call consumes it whole (the prologue does, into a tuple whose items
+        are checked like a tuple's), and the program iterates over those items. A program that stops
+        early consumes more than eager would (see the closing note of issue 7)."""
         seq = self._prologue_proxy(f"{name}_items")
         self._emit(prims.unpack_iterator, holder, seq, output=seq)
-        self._check(prims.check_expr, f"len({seq.name}) == {len(items)}", (seq,))
-        item_holders = [self._prologue_proxy(f"{name}_{i}") for i in range(len(items))]
-        self._emit(prims.unpack_sequence, seq, item_holders, output=item_holders)
-        seen = [self.unpack_value(v, p, p.name) for v, p in zip(items, item_holders)]
-        wrapper = _WholeIterator(seen, name)
-        self._keepalive.append(wrapper)
-        return wrapper
+        return iter(self._unpack_contents(tuple(it), seq, name))
 
     def _guard_function(self, fn: types.FunctionType, holder: Proxy | None = None) -> None:
         """A function's defaults are part of what a call of it computes: the prologue checks they are the
@@ -977,75 +963,9 @@ def _is_interpreted(fn: Any) -> bool:
     if _is_nondeterministic(fn, getattr(fn, "__module__", None), getattr(fn, "__self__", None)):
         return False  # made by the prologue
     try:
-        return _lookaside_table().get(fn) is None and introspection.lookaside(fn) is None and fn not in _NATIVE_BUILTINS
+        return _lookaside_table().get(fn) is None and introspection.lookaside(fn) is None
     except TypeError:
         return False
-
-
-_NATIVE_BUILTINS = frozenset()
-
-
-class _WholeIterator:
-    """What the program sees for an iterator argument: its items, which it must consume to the end."""
-
-    def __init__(self, items: list, name: str):
-        self._items, self._i, self._name = items, 0, name
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self._i >= len(self._items):
-            raise StopIteration
-        self._i += 1
-        return self._items[self._i - 1]
-
-
-_ITERATOR_EXCLUDED = ()
-_consumed = threading.local()  # iterators a prologue consumed on this thread: id -> (iterator, items)
-
-
-class ReplayableIterator:
-    """An iterator argument's items, which every prologue (and the tracer) can consume again: the slow
-    path makes one, so trying several cache entries and tracing all see the items the call was given."""
-
-    def __init__(self, items: list):
-        self._items = items
-        self._it = iter(items)
-
-    def __iter__(self):
-        return iter(self._items)
-
-    def __next__(self):
-        return next(self._it)
-
-
-def consume_iterator(it) -> tuple:
-    """What a prologue does with an iterator argument: take all its items, remembered for the slow path
-    (a check after this one may reject the call, which must then see the same items)."""
-    if type(it) is ReplayableIterator:
-        return tuple(it)
-    items = tuple(it)
-    store = getattr(_consumed, "items", None)
-    if store is None:
-        store = _consumed.items = {}
-    store[id(it)] = (it, items)
-    return items
-
-
-def replayable_arguments(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """``args``/``kwargs`` with iterators made replayable (the slow path; see ``consume_iterator``)."""
-    store = getattr(_consumed, "items", None) or {}
-
-    def fix(x):
-        if not isinstance(x, collections.abc.Iterator) or type(x) in (ReplayableIterator,) or isinstance(x, torch.Tensor):
-            return x
-        it, items = store.pop(id(x), (x, None))
-        return ReplayableIterator(list(items) if items is not None and it is x else list(x))
-
-    if not any(isinstance(a, collections.abc.Iterator) for a in (*args, *kwargs.values())):
-        return args, kwargs
-    return tuple(fix(a) for a in args), {k: fix(v) for k, v in kwargs.items()}
 
 
 def _contents(container: Any) -> Any:

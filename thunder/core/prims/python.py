@@ -16,6 +16,7 @@ import math
 import torch
 
 from thunder.core import dtypes
+from thunder.core.iterators import consume_iterator
 from thunder.core.prims.base import make_prim
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import DONT_DCE, Symbol
@@ -306,8 +307,6 @@ unpack_call = make_prim(
 
 
 def _print_unpack_iterator(bsym, printer):
-    from thunder.core.jit_ext import consume_iterator
-
     it, output = bsym.args
     return [f"{output.name} = {printer.add_ctx('_consume_iterator', consume_iterator)}({printer.value(it)})"]
 
