@@ -168,3 +168,22 @@ def test_different_functions_trace_at_the_same_time(switch_often):
     assert all(in_threads(work))
     for j in jitted:
         assert thunder.cache_misses(j) == 2  # n > 1 and n <= 1
+
+
+def test_concurrent_interpretations_leave_the_recursion_limit_as_they_found_it(switch_often):
+    """The limit is process-wide: overlapping interpretations in threads must not compound its raise."""
+    before = sys.getrecursionlimit()
+    seen: list[int] = []
+
+    def work(i):
+        def f(x):
+            seen.append(sys.getrecursionlimit())
+            return x + i
+
+        jf = thunder.jit(f, cache="no caching")
+        x = torch.ones(2)
+        return all(torch.equal(jf(x), x + i) for _ in range(30))
+
+    assert all(in_threads(work))
+    assert sys.getrecursionlimit() == before
+    assert max(seen) <= before * 6

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dis
 import functools
 import sys
+import threading
 from collections.abc import Callable
 from types import FunctionType, MethodType
 
@@ -24,15 +25,37 @@ __all__ = ["interpret", "last_interpreted_instructions", "last_interpreter_log"]
 # Each interpreted call nests about five Python frames of the interpreter (call, enter_function,
 # run_function_frame, run_frame, the CALL handler). While the outermost interpretation runs, the recursion limit
 # is raised by this factor so that interpreted programs can recurse about as deep as they can natively.
+# The limit is process-wide while interpretations are per thread, so the first outermost interpretation in any
+# thread raises it and the last one to finish restores it; a count under a lock keeps concurrent threads from
+# compounding the factor.
 _RECURSION_FACTOR = 6
+_recursion_lock = threading.Lock()
+_recursion_users = 0
+_recursion_saved = 0
+
+
+def _raise_recursion_limit() -> None:
+    global _recursion_users, _recursion_saved
+    with _recursion_lock:
+        if _recursion_users == 0:
+            _recursion_saved = sys.getrecursionlimit()
+            sys.setrecursionlimit(_recursion_saved * _RECURSION_FACTOR)
+        _recursion_users += 1
+
+
+def _restore_recursion_limit() -> None:
+    global _recursion_users
+    with _recursion_lock:
+        _recursion_users -= 1
+        if _recursion_users == 0:
+            sys.setrecursionlimit(_recursion_saved)
 
 
 def _run(ctx: Runtime, fn, args: tuple, kwargs: dict):
     runtimes = runtime_stack()
     outermost = not runtimes
     if outermost:
-        saved_limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(saved_limit * _RECURSION_FACTOR)
+        _raise_recursion_limit()
     runtimes.append(ctx)
     exc = None
     try:
@@ -46,7 +69,7 @@ def _run(ctx: Runtime, fn, args: tuple, kwargs: dict):
         ctx.done = True
         ctx.propagating = None
         if outermost:
-            sys.setrecursionlimit(saved_limit)
+            _restore_recursion_limit()
     # Outside the except clause, so nothing of the interpreter becomes the exception's context.
     frames = ctx.unwound[::-1] if ctx.unwound_exc is exc else []
     ctx.unwound_exc = None
