@@ -12,25 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import thunder._core_hooks  # noqa: F401  (installs entry-layer hooks into core; to move to thunder/__init__.py)
 from thunder.core.errors import ThunderValueError
+from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS  # re-exported: thunder.CACHE_OPTIONS, ...
 from thunder.extend import Executor, resolve_executors
-
-
-class CACHE_OPTIONS(enum.Enum):
-    """What a cached entry assumes about the inputs (see ``thunder.jit``)."""
-
-    NO_CACHING = "no caching"
-    CONSTANT_VALUES = "constant values"
-    SAME_INPUT = "same input"
-    SYMBOLIC_VALUES = "symbolic values"
-
-
-class SHARP_EDGES_OPTIONS(enum.Enum):
-    """What to do when the program does something its trace cannot capture."""
-
-    ALLOW = "allow"
-    WARN = "warn"
-    ERROR = "error"
 
 
 def _to_enum(enum_type: type[enum.Enum], value, what: str, default):

@@ -25,7 +25,8 @@ from traced code are looked aside: their symbolic arguments are concretised firs
 reach the number through its methods (``math.floor``, ``math.prod``, ``max``, ``sum``, dict
 lookups through ``__hash__``) keep it symbolic and need nothing here.
 
-Layer: tracing. Imports: core, core.interpreter, and (lazily) the torch language's symbol table.
+Layer: tracing. Imports: core, core.interpreter; which symbol a torch callable stands for comes from
+``thunder.core.symbol_lookup``, filled by the torch language.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import SymFloat, SymInt
 
 # --- eager types -------------------------------------------------------------------------------
@@ -370,9 +372,7 @@ def _unbound_method_lookaside(fn: Callable) -> Callable | None:
     name = _tensor_method_name(fn)
     if name is None:
         return None
-    from thunder.torch import torch_to_thunder_map
-
-    if fn in torch_to_thunder_map:  # the tracer maps it to its symbol
+    if symbol_for(fn) is not None:  # the tracer maps it to its symbol
         return None
     return _tensor_method(fn, name)
 

@@ -13,7 +13,9 @@ the prologue proxy holding it, so an attribute read from it becomes an ``unpack_
 a check in the prologue, recursively. Values created inside the program have no provenance
 and need no checks.
 
-Layer: tracing. Imports: core, extend, the torch language (its callable -> symbol table).
+Layer: tracing. Imports: core only. Which symbol a torch callable stands for comes from
+``symbol_lookup`` (filled by the torch language and the entry layer) or the lookup the caller
+hands to ``Tracer``; the option enums come from ``thunder.core.options``.
 """
 
 from __future__ import annotations
@@ -46,9 +48,11 @@ from thunder.core.interpreter.errors import DELETED, NULL
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.nested_jit import inner_jitted_lookaside
+from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers
 from thunder.core.symbol import SourceLocation, Symbol
+from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, pin, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
 from thunder.core.tracectx import source_location_provider
@@ -97,15 +101,23 @@ class Tracer:
     replayed by the computation, in order, with each call's values; so are ``print`` calls.
     """
 
-    def __init__(self, fn: Callable, *, cache_option, sharp_edges, record_history: bool = False):
-        from thunder.common import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
-
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        cache_option: CACHE_OPTIONS,
+        sharp_edges: SHARP_EDGES_OPTIONS,
+        record_history: bool = False,
+        symbol_lookup: Callable[[Callable], Symbol | None] = symbol_for,
+    ):
+        # ``symbol_lookup(fn)``: the symbol a call of ``fn`` is recorded as, or None (also for an
+        # unhashable ``fn``); by default the tables of ``thunder.core.symbol_lookup``.
         self.fn = fn
         self.symbolic = cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES
         self.checks = cache_option is not CACHE_OPTIONS.SAME_INPUT
         self.sharp_edges = sharp_edges
-        self._SHARP = SHARP_EDGES_OPTIONS
         self.record_history = record_history
+        self.symbol_lookup = symbol_lookup
         self.computation = TraceCtx(fn, name="computation")
         self.prologue = TraceCtx(fn, name="prologue")
         self.prologue.varargs, self.prologue.varkwargs = "args", "kwargs"
@@ -291,7 +303,7 @@ class Tracer:
             receiver = getattr(fn, "__self__", None)
             if id(receiver) in lazy and getattr(fn, "__name__", None) not in _PURE_WRITES.get(type(receiver), ()):
                 self._read_contents(receiver)
-            if _is_interpreted(fn):  # its own instructions report what it reads
+            if _is_interpreted(fn, self.symbol_lookup):  # its own instructions report what it reads
                 return
             values = args
         elif name == "STORE_SUBSCR":  # the container's side is decided by store_subscr
@@ -442,7 +454,7 @@ class Tracer:
 
     # --- interpreter callbacks --------------------------------------------------------------
     def sharp_edge(self, what: str, *, replayed: bool = False) -> None:
-        if self.sharp_edges is self._SHARP.ALLOW:
+        if self.sharp_edges is SHARP_EDGES_OPTIONS.ALLOW:
             return
         loc = _source_location()
         where = f" at {loc}" if loc else ""
@@ -454,7 +466,7 @@ class Tracer:
             f"{what}{where}. The trace captures it when the function is compiled: {consequence}. Pass the value "
             "as an argument (or return it) instead, or use sharp_edges='allow' to accept this."
         )
-        if self.sharp_edges is self._SHARP.ERROR:
+        if self.sharp_edges is SHARP_EDGES_OPTIONS.ERROR:
             raise SharpEdgeError(msg)
         warnings.warn(msg, stacklevel=2)
 
@@ -647,10 +659,7 @@ class Tracer:
         replacement = introspection.lookaside(fn)
         if replacement is not None:
             return replacement
-        try:
-            sym = _lookaside_table().get(fn)
-        except TypeError:  # unhashable callable
-            sym = None
+        sym = self.symbol_lookup(fn)
         if sym is not None:
             return sym
         if fn in _NO_TORCH_FUNCTION:
@@ -955,7 +964,7 @@ class _LazyContainer:
     writes: list = dataclasses.field(default_factory=list)
 
 
-def _is_interpreted(fn: Any) -> bool:
+def _is_interpreted(fn: Any, symbol_lookup: Callable[[Callable], Symbol | None]) -> bool:
     """Whether the interpreter runs ``fn``'s instructions (so they report their own reads)."""
     func = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if type(func) is not types.FunctionType or "_thunder" in func.__dict__:
@@ -963,7 +972,7 @@ def _is_interpreted(fn: Any) -> bool:
     if _is_nondeterministic(fn, getattr(fn, "__module__", None), getattr(fn, "__self__", None)):
         return False  # made by the prologue
     try:
-        return _lookaside_table().get(fn) is None and introspection.lookaside(fn) is None
+        return symbol_lookup(fn) is None and introspection.lookaside(fn) is None
     except TypeError:
         return False
 
@@ -1224,28 +1233,3 @@ def _check_result(result: Any) -> None:
                 "the function returned a torch.Tensor that was not computed from its inputs by traced torch "
                 "operations (it was made by code thunder ran natively); return values must come from traced ops"
             )
-
-
-_table: dict | None = None
-
-
-def _lookaside_table() -> dict:
-    """torch callables and user-registered replacements -> symbols."""
-    global _table
-    if _table is None:
-        from thunder.extend import replacements
-        from thunder.torch import torch_to_thunder_map
-
-        _table = _MergedTable(torch_to_thunder_map, replacements)
-    return _table
-
-
-class _MergedTable:
-    __slots__ = ("first", "second")
-
-    def __init__(self, first: dict, second: dict):
-        self.first, self.second = first, second
-
-    def get(self, key):
-        found = self.second.get(key) if self.second else None
-        return found if found is not None else self.first.get(key)

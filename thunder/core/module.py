@@ -4,16 +4,37 @@ The module is an input of the trace: its parameters, buffers and the attributes 
 reads are unpacked and checked by the prologue (see Note [Provenance] in ``jit_ext``), so an
 optimizer step on the original parameters is seen by the next call.
 
-Layer: entry points. Imports: torch, thunder.common.
+Note [ThunderModule's jit entry]
+``ThunderModule`` lives in core so that ``thunder.core.module.ThunderModule`` (the import path
+lightning-thunder users rely on, in ``isinstance`` checks) stays; but compiling its forward is
+the entry layer's business (compile data, the cache, the hot path). Core does not import
+upward: the entry layer installs the function that makes the jitted forward with
+``install_jit_entry`` when ``thunder`` is imported (see ``thunder._core_hooks``), and the
+constructor calls it.
+
+Layer: core (the class; its forward is made by the entry layer's hook). Imports: torch, core.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+
+from thunder.core.errors import InternalError
+
+# ``make_forward(fn, options)`` -> the jitted ``fn``, compiled as a module's forward (see
+# Note [ThunderModule's jit entry]).
+_jit_entry: Callable[[Callable, Any], Callable] | None = None
+
+
+def install_jit_entry(make_forward: Callable[[Callable, Any], Callable]) -> None:
+    """Sets how ``ThunderModule`` compiles its forward: ``make_forward(fn, options)`` returns the
+    jitted ``fn`` (``options``: the ``thunder.common.CompileOptions`` that ``thunder.jit`` resolved)."""
+    global _jit_entry
+    _jit_entry = make_forward
 
 
 def _call_module(module, *args, **kwargs):
@@ -28,12 +49,10 @@ class ThunderModule(torch.nn.Module):
 
     def __init__(self, model: torch.nn.Module, options):
         super().__init__()
-        from thunder import _make_jitted
-        from thunder.common import CompileData
-
+        if _jit_entry is None:
+            raise InternalError("ThunderModule: no jit entry installed; build it with thunder.jit(module)")
         self._model = model
-        cd = CompileData(_call_module, options, is_module=True)
-        self._forward_fn = _make_jitted(_call_module, cd)
+        self._forward_fn = _jit_entry(_call_module, options)
         for transform in options.transforms:
             hook = getattr(transform, "transform_module", None)
             if hook is not None:

@@ -10,6 +10,7 @@ from torch.overrides import resolve_name
 
 from thunder.core import proxies as _proxies
 from thunder.core.errors import UnsupportedOpError
+from thunder.core.symbol_lookup import register_symbol_table
 from thunder.core.tracectx import current_source_location
 from thunder.torch.base import inplace_twins, symbol_to_torch, torch_to_thunder_map, torchsymbol
 from thunder.torch.conversions import *  # noqa: F403
@@ -55,3 +56,4 @@ def _torch_function(func, args, kwargs):
 
 
 _proxies.torch_function_handler = _torch_function
+register_symbol_table(torch_to_thunder_map)  # the tracer records torch calls as these symbols

@@ -16,7 +16,7 @@ from numbers import Number
 import torch
 
 from thunder.core import dtypes
-from thunder.core.errors import ThunderIndexError, ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderIndexError, ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.symbol import Symbol
 
@@ -121,3 +121,64 @@ def canonicalize_dims(op: str, ndim: int, dims) -> tuple[int, ...]:
     if isinstance(dims, int):
         dims = (dims,)
     return tuple(canonicalize_dim(op, ndim, d) for d in dims)
+
+
+# --- gradient helpers (Note [VJP rules] in thunder.core.rules) ---
+# Shared by the rule sections at the bottom of each family module. They call prims through the
+# package (looked up when a rule runs, so the families may use each other's prims), and work on
+# proxies inside a trace and on real tensors outside one.
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, (TensorProxy, torch.Tensor))
+
+
+def is_differentiable(x) -> bool:
+    """A tensor that can have a gradient: floating point or complex."""
+    return is_tensor(x) and dtypes.is_inexact_dtype(x.dtype)
+
+
+def zeros_like(x, *, shape=None, dtype=None):
+    from thunder.core import prims
+
+    shape = tuple(x.shape) if shape is None else tuple(shape)
+    return prims.full(shape, 0, device=x.device, dtype=x.dtype if dtype is None else dtype)
+
+
+def full_like(x, value):
+    """``value`` as a tensor of ``x``'s shape, dtype and device; numbers in elementwise rules
+    become tensors this way, so one formula covers tensor and number operands."""
+    from thunder.core import prims
+
+    return prims.full(tuple(x.shape), value, device=x.device, dtype=x.dtype)
+
+
+def conj(x):
+    """The complex conjugate of a tensor or number (the identity for real ones).
+
+    There is no conj prim: ``2 * real(z) - z`` is exact (the doubled real part and both
+    differences are exactly representable)."""
+    from thunder.core import prims
+
+    if not is_tensor(x):
+        return x.conjugate() if isinstance(x, complex) else x
+    if not x.dtype.is_complex:
+        return x
+    return prims.sub(prims.mul(prims.convert_element_type(prims.real(x), x.dtype), 2), x)
+
+
+def check_real_grad(op: str, *args) -> None:
+    """Rules that do not implement torch's complex convention call this, so they fail loudly
+    instead of returning a wrong gradient."""
+    for i, a in enumerate(args):
+        if is_tensor(a) and a.dtype.is_complex:
+            raise UnsupportedOpError(
+                f"the gradient of {op} is not implemented for complex inputs (argument {i} has dtype {a.dtype}); "
+                "compute it on the real and imaginary parts separately"
+            )
+
+
+def zero_grad_rule(g, out, *args, **kwargs) -> tuple:
+    """The rule of a prim whose gradient is zero almost everywhere, or whose arguments are not
+    differentiable (factories): no argument gets a gradient."""
+    return (None,) * len(args)

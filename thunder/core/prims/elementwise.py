@@ -6,14 +6,28 @@ Layer: core. Imports: core only.
 from __future__ import annotations
 
 import enum
+import math
 from numbers import Number
 
 import torch
 
 from thunder.core import dtypes
 from thunder.core.errors import ThunderTypeError
-from thunder.core.prims.base import check_same_device, check_same_dtype, check_same_shape, is_number, make_prim
+from thunder.core.prims.base import (
+    check_real_grad,
+    check_same_device,
+    check_same_dtype,
+    check_same_shape,
+    conj,
+    full_like,
+    is_differentiable,
+    is_number,
+    is_tensor,
+    make_prim,
+    zero_grad_rule,
+)
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import Symbol
 
 
@@ -54,6 +68,7 @@ class ElementwisePrimIDs(enum.Enum):
     ERFINV = enum.auto()
     LGAMMA = enum.auto()
     DIGAMMA = enum.auto()
+    TRIGAMMA = enum.auto()  # polygamma(1, x): the derivative of digamma
     SIGMOID = enum.auto()
     BITWISE_NOT = enum.auto()
     ISFINITE = enum.auto()
@@ -140,6 +155,7 @@ _RULES = {
     "erfinv": (_not_complex, "complex"),
     "lgamma": (_not_complex, "complex"),
     "digamma": (_not_complex, "complex"),
+    "trigamma": (_not_complex, "complex"),
     "bitwise_not": (_integral, "floating-point and complex"),
     "imag": (_complex, "non-complex"),
     "sub": (_not_bool, "bool"),
@@ -220,6 +236,10 @@ def _div_impl(a, b):
     return torch.div(a, b) if inexact else torch.div(a, b, rounding_mode="trunc")
 
 
+def _trigamma_impl(a):
+    return torch.polygamma(1, a)
+
+
 def _torch_real(a):
     return torch.real(a).clone() if a.is_complex() else a
 
@@ -264,6 +284,7 @@ erfc = _unary(E.ERFC, "erfc")
 erfinv = _unary(E.ERFINV, "erfinv")
 lgamma = _unary(E.LGAMMA, "lgamma")
 digamma = _unary(E.DIGAMMA, "digamma")
+trigamma = _unary(E.TRIGAMMA, "trigamma", impl=_trigamma_impl)
 sigmoid = _unary(E.SIGMOID, "sigmoid")
 bitwise_not = _unary(E.BITWISE_NOT, "bitwise_not")
 isfinite = _unary(E.ISFINITE, "isfinite", _to_bool)
@@ -342,3 +363,247 @@ convert_element_type = make_prim(
 
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
+
+
+
+# --- gradients (Note [VJP rules] in thunder.core.rules) ---
+# Complex inputs follow torch's convention, the cotangent times the conjugate derivative
+# (``g * conj(f'(z))``), for the holomorphic ops; the others reject them (``check_real_grad``).
+# A number operand gets None; where a formula needs both operands as tensors, the number first
+# becomes one (``full_like``).
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
+
+
+def _sq(x):
+    return mul(x, x)
+
+
+def _register_unary(sym: Symbol, derivative, *, complex_ok: bool = True) -> None:
+    """``g * conj(f'(a))`` with ``f'(a) = derivative(a, out)``."""
+    op = sym.print_name
+
+    def rule(g, out, a):
+        if not is_differentiable(a):
+            return (None,)
+        if not complex_ok:
+            check_real_grad(op, a)
+        return (mul(g, conj(derivative(a, out))),)
+
+    rule.__name__ = rule.__qualname__ = f"_{sym.name}_grad"
+    grad_rules.register(sym)(rule)
+
+
+for _sym, _derivative in (
+    (exp, lambda a, out: out),
+    (exp2, lambda a, out: mul(out, _LN2)),
+    (expm1, lambda a, out: add(out, 1)),
+    (log, lambda a, out: reciprocal(a)),
+    (log1p, lambda a, out: reciprocal(add(a, 1))),
+    (log2, lambda a, out: reciprocal(mul(a, _LN2))),
+    (log10, lambda a, out: reciprocal(mul(a, _LN10))),
+    (sin, lambda a, out: cos(a)),
+    (cos, lambda a, out: neg(sin(a))),
+    (tan, lambda a, out: add(_sq(out), 1)),
+    (asin, lambda a, out: rsqrt(sub(1, _sq(a)))),
+    (acos, lambda a, out: neg(rsqrt(sub(1, _sq(a))))),
+    (atan, lambda a, out: reciprocal(add(_sq(a), 1))),
+    (sinh, lambda a, out: cosh(a)),
+    (cosh, lambda a, out: sinh(a)),
+    (tanh, lambda a, out: sub(1, _sq(out))),
+    (asinh, lambda a, out: rsqrt(add(_sq(a), 1))),
+    (acosh, lambda a, out: rsqrt(sub(_sq(a), 1))),
+    (atanh, lambda a, out: reciprocal(sub(1, _sq(a)))),
+    (sqrt, lambda a, out: div(0.5, out)),
+    (rsqrt, lambda a, out: mul(mul(out, _sq(out)), -0.5)),
+    (reciprocal, lambda a, out: neg(_sq(out))),
+    (sigmoid, lambda a, out: mul(out, sub(1, out))),
+):
+    _register_unary(_sym, _derivative)
+
+for _sym, _derivative in (
+    (erf, lambda a, out: mul(exp(neg(_sq(a))), _TWO_OVER_SQRT_PI)),
+    (erfc, lambda a, out: mul(exp(neg(_sq(a))), -_TWO_OVER_SQRT_PI)),
+    (erfinv, lambda a, out: mul(exp(_sq(out)), _SQRT_PI_OVER_TWO)),
+    (lgamma, lambda a, out: digamma(a)),
+    (digamma, lambda a, out: trigamma(a)),
+):
+    _register_unary(_sym, _derivative, complex_ok=False)  # their metas reject complex inputs too
+
+# Zero almost everywhere (steps, predicates, bit operations), or not differentiable in torch (nextafter).
+grad_rules.register(
+    sign,
+    signbit,
+    floor,
+    ceil,
+    round,
+    trunc,
+    bitwise_not,
+    isfinite,
+    isnan,
+    isinf,
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    bitwise_left_shift,
+    bitwise_right_shift,
+    nextafter,
+)(zero_grad_rule)
+
+
+@grad_rules.register(neg)
+def _neg_grad(g, out, a):
+    return (neg(g) if is_differentiable(a) else None,)
+
+
+@grad_rules.register(abs)
+def _abs_grad(g, out, a):
+    if not is_differentiable(a):
+        return (None,)
+    if not a.dtype.is_complex:
+        return (mul(g, sign(a)),)
+    # torch: g * sgn(z), sgn(z) = z / |z| (0 at 0); g is real, z complex
+    is_zero = eq(out, 0)
+    sgn = where(is_zero, 0, div(a, convert_element_type(where(is_zero, 1, out), a.dtype)))
+    return (mul(convert_element_type(g, a.dtype), sgn),)
+
+
+@grad_rules.register(real)
+def _real_grad(g, out, a):
+    if not is_differentiable(a):
+        return (None,)
+    return (convert_element_type(g, a.dtype) if a.dtype.is_complex else g,)
+
+
+@grad_rules.register(imag)
+def _imag_grad(g, out, a):
+    return (mul(convert_element_type(g, a.dtype), 1j),)
+
+
+def _both(a, b):
+    """Both operands as tensors: a number becomes a tensor like the other operand."""
+    return (a if is_tensor(a) else full_like(b, a)), (b if is_tensor(b) else full_like(a, b))
+
+
+@grad_rules.register(add)
+def _add_grad(g, out, a, b):
+    return (g if is_differentiable(a) else None, g if is_differentiable(b) else None)
+
+
+@grad_rules.register(sub)
+def _sub_grad(g, out, a, b):
+    return (g if is_differentiable(a) else None, neg(g) if is_differentiable(b) else None)
+
+
+@grad_rules.register(mul)
+def _mul_grad(g, out, a, b):
+    return (
+        mul(g, conj(b)) if is_differentiable(a) else None,
+        mul(g, conj(a)) if is_differentiable(b) else None,
+    )
+
+
+@grad_rules.register(div)
+def _div_grad(g, out, a, b):
+    if not (is_differentiable(a) or is_differentiable(b)):
+        return (None, None)  # integer (truncating) division
+    ga = div(g, conj(b))
+    return (ga if is_differentiable(a) else None, neg(mul(ga, conj(out))) if is_differentiable(b) else None)
+
+
+def _register_rounding_division(sym: Symbol, rounding) -> None:
+    """``a - rounding(a / b) * b``: d/da = 1, d/db = -rounding(a / b) (torch's formulas)."""
+
+    def rule(g, out, a, b):
+        return (
+            g if is_differentiable(a) else None,
+            neg(mul(g, rounding(div(a, b)))) if is_differentiable(b) else None,
+        )
+
+    rule.__name__ = rule.__qualname__ = f"_{sym.name}_grad"
+    grad_rules.register(sym)(rule)
+
+
+_register_rounding_division(fmod, trunc)
+_register_rounding_division(remainder, floor)
+
+
+@grad_rules.register(pow)
+def _pow_grad(g, out, a, b):
+    if not (is_differentiable(a) or is_differentiable(b)):
+        return (None, None)
+    check_real_grad("prims.pow", a, b)
+    ta, tb = _both(a, b)
+    ga = gb = None
+    if is_differentiable(a):  # b * a**(b - 1), and 0 where b == 0 (torch: even at a == 0)
+        ga = where(eq(tb, 0), 0, mul(g, mul(tb, pow(ta, sub(tb, 1)))))
+    if is_differentiable(b):  # a**b * log(a), and 0 where a == 0 and b >= 0 (torch)
+        ga_zero = bitwise_and(eq(ta, 0), ge(tb, 0))
+        gb = where(ga_zero, 0, mul(g, mul(out, log(ta))))
+    return ga, gb
+
+
+@grad_rules.register(atan2)
+def _atan2_grad(g, out, a, b):
+    ta, tb = _both(a, b)
+    denom = add(_sq(ta), _sq(tb))
+    return (
+        mul(g, div(tb, denom)) if is_differentiable(a) else None,
+        mul(g, div(neg(ta), denom)) if is_differentiable(b) else None,
+    )
+
+
+def _register_extremum(sym: Symbol, a_loses) -> None:
+    """torch's rule: ties split the cotangent in half; a NaN operand passes it to both."""
+
+    def rule(g, out, a, b):
+        ta, tb = _both(a, b)
+        half = where(eq(ta, tb), mul(g, 0.5), g)
+        return (
+            where(a_loses(ta, tb), 0, half) if is_differentiable(a) else None,
+            where(a_loses(tb, ta), 0, half) if is_differentiable(b) else None,
+        )
+
+    rule.__name__ = rule.__qualname__ = f"_{sym.name}_grad"
+    grad_rules.register(sym)(rule)
+
+
+_register_extremum(maximum, lt)
+_register_extremum(minimum, gt)
+
+
+@grad_rules.register(copysign)
+def _copysign_grad(g, out, a, b):
+    if not is_differentiable(a):
+        return (None, None)
+    is_zero = eq(a, 0)  # torch: g * (out / a), 0 where a == 0; b gets none
+    return (where(is_zero, 0, mul(g, div(out, where(is_zero, 1, a)))), None)
+
+
+@grad_rules.register(where)
+def _where_grad(g, out, pred, a, b):
+    if not is_tensor(pred):
+        return (None, g if pred and is_differentiable(a) else None, g if not pred and is_differentiable(b) else None)
+    return (
+        None,
+        where(pred, g, 0) if is_differentiable(a) else None,
+        where(pred, 0, g) if is_differentiable(b) else None,
+    )
+
+
+@grad_rules.register(convert_element_type)
+def _convert_element_type_grad(g, out, a, dtype):
+    if not is_differentiable(a) or not dtypes.is_inexact_dtype(dtype):
+        return (None, None)  # conversions to integers and bools have no gradient (as in torch)
+    if g.dtype.is_complex and not a.dtype.is_complex:
+        g = real(g)  # torch: a real -> complex conversion passes back the real part
+    return (convert_element_type(g, a.dtype) if g.dtype != a.dtype else g, None)

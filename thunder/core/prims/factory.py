@@ -20,8 +20,9 @@ import torch
 
 from thunder.core import dtypes
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.prims.base import check_tensor, is_number, make_prim
+from thunder.core.prims.base import check_tensor, is_differentiable, is_number, make_prim, zero_grad_rule
 from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, RANDOM, Symbol
 
 
@@ -215,3 +216,21 @@ device_put = make_prim(F.DEVICE_PUT, "device_put", _device_put_meta, impl=_devic
 
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
+
+
+# --- gradients (Note [VJP rules] in thunder.core.rules) ---
+# New tensors depend on no tensor argument: no gradients. Copies pass the cotangent back.
+
+grad_rules.register(full, iota, empty, uniform, randn, randint, tensor_from_sequence)(zero_grad_rule)
+
+
+@grad_rules.register(clone)
+def _clone_grad(g, out, a):
+    return (g if is_differentiable(a) else None,)
+
+
+@grad_rules.register(device_put)
+def _device_put_grad(g, out, a, device):
+    if not is_differentiable(a):
+        return (None, None)
+    return (device_put(g, a.device) if g.device != a.device else g, None)

@@ -10,12 +10,23 @@ Layer: core. Imports: core only.
 from __future__ import annotations
 
 import enum
+import math
 
 import torch
 
+from thunder.core import prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.prims.base import canonicalize_dim, check_same_device, check_same_dtype, check_tensor, make_prim
+from thunder.core.prims.base import (
+    canonicalize_dim,
+    check_same_device,
+    check_same_dtype,
+    check_tensor,
+    is_differentiable,
+    make_prim,
+    zeros_like,
+)
 from thunder.core.proxies import TensorProxy
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import Symbol
 
 
@@ -233,3 +244,113 @@ slice_scatter = make_prim(IX.SLICE_SCATTER, "slice_scatter", _slice_scatter_meta
 
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
+
+
+# --- gradients (Note [VJP rules] in thunder.core.rules) ---
+# A gather's gradient scatters (adding, since an index may repeat); a scatter's gradient
+# gathers. Index tensors get None. Values are moved, never combined, so complex inputs need
+# nothing special.
+
+
+def _index_grads(indices) -> list | tuple:
+    return type(indices)(None for _ in indices)
+
+
+def _padded_to(x, shape):
+    """``x`` padded at the end of each dim with zeros to ``shape`` (a scatter's ``src`` may be
+    larger than its index; the part outside the index gets no gradient)."""
+    if tuple(x.shape) == tuple(shape):
+        return x
+    return prims.pad(x, 0, [(0, n - m, 0) for m, n in zip(x.shape, shape)])
+
+
+@grad_rules.register(take)
+def _take_grad(g, out, a, index, dim):
+    if not is_differentiable(a):
+        return (None, None, None)
+    return (index_add(zeros_like(a), index, g, dim), None, None)
+
+
+@grad_rules.register(take_along_axis)
+def _take_along_axis_grad(g, out, a, index, dim):
+    if not is_differentiable(a):
+        return (None, None, None)
+    return (scatter_add(zeros_like(a), index, g, dim), None, None)
+
+
+def _gathered_src(g, index, src, dim):
+    return _padded_to(take_along_axis(g, index, dim), src.shape) if is_differentiable(src) else None
+
+
+@grad_rules.register(scatter)
+def _scatter_grad(g, out, a, index, src, dim):
+    # torch: a gets the cotangent with the written positions zeroed; src gathers it
+    ga = scatter(g, index, zeros_like(g, shape=index.shape), dim) if is_differentiable(a) else None
+    return (ga, None, _gathered_src(g, index, src, dim), None)
+
+
+@grad_rules.register(scatter_add)
+def _scatter_add_grad(g, out, a, index, src, dim):
+    return (g if is_differentiable(a) else None, None, _gathered_src(g, index, src, dim), None)
+
+
+def _taken_value(g, index, value, dim):
+    if not is_differentiable(value):
+        return None
+    taken = take(g, index, dim)
+    return taken if tuple(taken.shape) == tuple(value.shape) else prims.reshape(taken, tuple(value.shape))
+
+
+@grad_rules.register(index_add)
+def _index_add_grad(g, out, a, index, value, dim):
+    return (g if is_differentiable(a) else None, None, _taken_value(g, index, value, dim), None)
+
+
+@grad_rules.register(index_copy)
+def _index_copy_grad(g, out, a, index, value, dim):
+    ga = index_copy(g, index, zeros_like(value), dim) if is_differentiable(a) else None
+    return (ga, None, _taken_value(g, index, value, dim), None)
+
+
+def _advanced_take(x, indices):
+    """``x[indices]`` for ``index_put``'s indices (index tensors of one shape, or None for a full
+    slice), from one ``take``: the indexed dims go first and are flattened into one, the index
+    tensors into one linear index."""
+    positions = [i for i, t in enumerate(indices) if t is not None]
+    rest = [i for i in range(x.ndim) if i not in positions]
+    rest_shape = tuple(x.shape[i] for i in rest)
+    index_shape = tuple(indices[positions[0]].shape)
+    rows = prims.reshape(
+        prims.transpose(x, (*positions, *rest)), (math.prod(x.shape[p] for p in positions), *rest_shape)
+    )
+    linear = None
+    for p in positions:
+        i = prims.convert_element_type(indices[p], torch.int64)
+        i = prims.where(prims.lt(i, 0), prims.add(i, x.shape[p]), i)  # negative indices count from the end
+        linear = i if linear is None else prims.add(prims.mul(linear, x.shape[p]), i)
+    flat = prims.reshape(linear, (math.prod(index_shape),))
+    taken = prims.reshape(take(rows, flat, 0), (*index_shape, *rest_shape))
+    first = positions[0]
+    if positions == list(range(first, positions[-1] + 1)) and first > 0:
+        # adjacent index tensors: their dims sit where the indexed dims were (advanced_index_shape)
+        k = len(index_shape)
+        taken = prims.transpose(
+            taken, (*range(k, k + first), *range(k), *range(k + first, k + len(rest_shape)))
+        )
+    return taken
+
+
+@grad_rules.register(index_put)
+def _index_put_grad(g, out, a, indices, values, accumulate):
+    ga = None
+    if is_differentiable(a):
+        ga = g if accumulate else index_put(g, indices, zeros_like(values), False)
+    gv = _advanced_take(g, indices) if is_differentiable(values) else None
+    return (ga, _index_grads(indices), gv, None)
+
+
+@grad_rules.register(slice_scatter)
+def _slice_scatter_grad(g, out, a, src, start_indices, end_indices, strides):
+    ga = slice_scatter(g, zeros_like(src), start_indices, end_indices, strides) if is_differentiable(a) else None
+    gs = prims.slice_prim(g, start_indices, end_indices, strides) if is_differentiable(src) else None
+    return (ga, gs, None, None, None)

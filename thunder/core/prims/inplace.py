@@ -12,7 +12,16 @@ import enum
 
 import torch
 
-from thunder.core.prims.base import check_same_device, check_same_dtype, check_same_shape, check_tensor, make_prim
+from thunder.core import prims
+from thunder.core.prims.base import (
+    check_same_device,
+    check_same_dtype,
+    check_same_shape,
+    check_tensor,
+    is_differentiable,
+    make_prim,
+)
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
 
 
@@ -41,3 +50,14 @@ copy_ = make_prim(InplacePrimIDs.COPY_, "copy_", _copy_meta, impl=_copy_impl, ta
 
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
+
+
+# --- gradients (Note [VJP rules] in thunder.core.rules) ---
+
+
+@grad_rules.register(copy_)
+def _copy_grad(g, out, src, dst):
+    """The written values come from ``src``; what ``dst`` held before is overwritten, so it gets none."""
+    if not is_differentiable(src):
+        return (None, None)
+    return (prims.convert_element_type(g, src.dtype) if g.dtype != src.dtype else g, None)

@@ -11,12 +11,23 @@ Layer: core. Imports: core only.
 from __future__ import annotations
 
 import enum
+import math
 
 import torch
 
+from thunder.core import prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.prims.base import check_operands, check_same_device, check_same_dtype, check_tensor, make_prim
+from thunder.core.prims.base import (
+    check_operands,
+    check_same_device,
+    check_same_dtype,
+    check_tensor,
+    conj,
+    is_differentiable,
+    make_prim,
+)
 from thunder.core.proxies import TensorProxy
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import Symbol
 
 
@@ -77,3 +88,45 @@ linear = make_prim(LinalgPrimIDs.LINEAR, "linear", _linear_meta, impl=torch.nn.f
 
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
+
+
+# --- gradients (Note [VJP rules] in thunder.core.rules) ---
+# Complex operands: the cotangent times the conjugate of the other operand (torch's convention).
+
+
+def _mT(x):
+    return prims.transpose(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+
+
+@grad_rules.register(matmul)
+def _matmul_grad(g, out, a, b):
+    return (
+        matmul(g, _mT(conj(b))) if is_differentiable(a) else None,
+        matmul(_mT(conj(a)), g) if is_differentiable(b) else None,
+    )
+
+
+@grad_rules.register(linear)
+def _linear_grad(g, out, a, w, bias):
+    """``out = a @ w.T + bias``; the leading dims of ``a`` are flattened into rows for ``w``'s gradient."""
+    lead = tuple(range(a.ndim - 1))
+    ga = gw = gb = None
+    if w.ndim == 2:
+        if is_differentiable(a):
+            ga = linear(g, prims.transpose(conj(w), (1, 0)), None)
+        if is_differentiable(w):
+            rows = math.prod(a.shape[:-1])
+            g2 = prims.reshape(g, (rows, w.shape[0]))
+            a2 = prims.reshape(conj(a), (rows, w.shape[1]))
+            gw = matmul(prims.transpose(g2, (1, 0)), a2)
+        if bias is not None and is_differentiable(bias):
+            gb = prims.sum(g, lead)
+    else:  # w is a vector: out = (a * w).sum(-1) + bias
+        g_rows = prims.broadcast_in_dim(g, tuple(a.shape), lead)
+        if is_differentiable(a):
+            ga = prims.mul(g_rows, prims.broadcast_in_dim(conj(w), tuple(a.shape), (a.ndim - 1,)))
+        if is_differentiable(w):
+            gw = prims.sum(prims.mul(g_rows, conj(a)), lead)
+        if bias is not None and is_differentiable(bias):
+            gb = prims.sum(g, tuple(range(g.ndim)))
+    return ga, gw, gb

@@ -13,16 +13,26 @@ import enum
 
 import torch
 
-from thunder.core import dtypes
+from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.prims.base import check_operands, check_same_device, check_tensor, make_prim
+from thunder.core.prims.base import (
+    check_operands,
+    check_real_grad,
+    check_same_device,
+    check_tensor,
+    is_differentiable,
+    make_prim,
+)
 from thunder.core.proxies import TensorProxy
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import Symbol
 
 
 class NNPrimIDs(enum.Enum):
     CONVOLUTION = enum.auto()
     EMBEDDING = enum.auto()
+    CONVOLUTION_BACKWARD = enum.auto()
+    EMBEDDING_BACKWARD = enum.auto()
 
 
 def _convolution_meta(a, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -105,4 +115,112 @@ def _embedding_impl(a, weight, padding_idx=None):
 embedding = make_prim(NNPrimIDs.EMBEDDING, "embedding", _embedding_meta, impl=_embedding_impl)
 
 
+# The gradients of ``convolution`` and ``embedding`` are prims of their own: they do not
+# decompose into other prims any better than the forward ops do, and PyTorch has a kernel for each.
+
+
+def _convolution_backward_meta(
+    g, a, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask
+):
+    op = "prims.convolution_backward"
+    check_operands(op, g=g, a=a, weight=weight)
+    if g.ndim != a.ndim or g.shape[0] != a.shape[0]:
+        raise ThunderValueError(f"{op}: g of shape {g.shape} is not the output of a convolution of a {a.shape}")
+    if len(output_mask) != 3 or not all(isinstance(m, bool) for m in output_mask):
+        raise ThunderTypeError(f"{op}: output_mask must be three bools (a, weight, bias), got {output_mask!r}")
+    expected = _convolution_meta(a, weight, None, stride, padding, dilation, transposed, output_padding, groups)
+    if tuple(expected.shape) != tuple(g.shape):
+        raise ThunderValueError(f"{op}: g has shape {g.shape}, but the convolution's output has shape {expected.shape}")
+    want_a, want_weight, want_bias = output_mask
+    return (
+        TensorProxy.like(a, requires_grad=False) if want_a else None,
+        TensorProxy.like(weight, requires_grad=False) if want_weight else None,
+        TensorProxy.like(g, shape=(g.shape[1],), requires_grad=False) if want_bias else None,
+    )
+
+
+def _convolution_backward_impl(
+    g, a, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask
+):
+    bias_sizes = [g.shape[1]] if output_mask[2] else None
+    return tuple(
+        torch.ops.aten.convolution_backward(
+            g, a, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, list(output_mask)
+        )
+    )
+
+
+# ``convolution_backward(g, a, weight, stride, padding, dilation, transposed, output_padding, groups,
+# output_mask)``: the gradients (a, weight, bias) of ``convolution`` for the output cotangent ``g``;
+# ``output_mask`` (three bools) says which to compute, the others are None.
+convolution_backward = make_prim(
+    NNPrimIDs.CONVOLUTION_BACKWARD, "convolution_backward", _convolution_backward_meta, impl=_convolution_backward_impl
+)
+
+
+def _embedding_backward_meta(g, indices, num_weights, padding_idx):
+    op = "prims.embedding_backward"
+    check_tensor(op, "g", g)
+    check_tensor(op, "indices", indices)
+    check_same_device(op, [g, indices], ["g", "indices"])
+    if indices.dtype not in (torch.int32, torch.int64):
+        raise ThunderTypeError(f"{op}: indices must be int32 or int64, but got {indices.dtype}")
+    if not isinstance(num_weights, int) or num_weights < 0:
+        raise ThunderValueError(f"{op}: num_weights must be a non-negative int, got {num_weights!r}")
+    if tuple(g.shape[:-1]) != tuple(indices.shape) or g.ndim != indices.ndim + 1:
+        raise ThunderValueError(f"{op}: g of shape {g.shape} must have shape (*indices.shape, embedding_dim)")
+    if padding_idx is not None and not -num_weights <= padding_idx < num_weights:
+        raise ThunderValueError(f"{op}: padding_idx {padding_idx} is out of range for {num_weights} embeddings")
+    return TensorProxy(shape=(num_weights, g.shape[-1]), dtype=g.dtype, device=g.device)
+
+
+def _embedding_backward_impl(g, indices, num_weights, padding_idx):
+    if padding_idx is None:
+        padding_idx = -1  # aten: no padding row
+    elif padding_idx < 0:
+        padding_idx += num_weights
+    return torch.ops.aten.embedding_dense_backward(g, indices, num_weights, padding_idx, False)
+
+
+# ``embedding_backward(g, indices, num_weights, padding_idx)``: the gradient of ``embedding``'s weight,
+# the rows of ``g`` summed by index; the ``padding_idx`` row (if any) gets none, as in torch.
+embedding_backward = make_prim(
+    NNPrimIDs.EMBEDDING_BACKWARD, "embedding_backward", _embedding_backward_meta, impl=_embedding_backward_impl
+)
+
+
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
+
+
+# --- gradients (Note [VJP rules] in thunder.core.rules) ---
+
+
+@grad_rules.register(convolution)
+def _convolution_grad(g, out, a, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    check_real_grad("prims.convolution", a)
+    mask = (is_differentiable(a), is_differentiable(weight), bias is not None and is_differentiable(bias))
+    if not any(mask):
+        return (None,) * 9
+    ga, gw, gb = convolution_backward(
+        g, a, weight, stride, padding, dilation, transposed, output_padding, groups, mask
+    )
+    return (ga, gw, gb, None, None, None, None, None, None)
+
+
+@grad_rules.register(embedding)
+def _embedding_grad(g, out, a, weight, padding_idx=None):
+    if not is_differentiable(weight):
+        return (None, None, None)
+    return (None, embedding_backward(g, a, weight.shape[0], padding_idx), None)
+
+
+@grad_rules.register(embedding_backward)
+def _embedding_backward_grad(g, out, g_out, indices, num_weights, padding_idx):
+    """``embedding_backward`` is linear in its cotangent: its transpose gathers the rows back,
+    and the padding row contributed nothing."""
+    gathered = embedding(indices, g)
+    if padding_idx is not None:
+        pad_row = padding_idx + num_weights if padding_idx < 0 else padding_idx
+        is_pad = prims.broadcast_in_dim(prims.eq(indices, pad_row), tuple(gathered.shape), tuple(range(indices.ndim)))
+        gathered = prims.where(is_pad, 0, gathered)
+    return (gathered, None, None, None)

@@ -13,13 +13,23 @@ Layer: core. Imports: core only.
 from __future__ import annotations
 
 import enum
+import math
 
 import torch
 
-from thunder.core import dtypes
+from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.prims.base import check_tensor, make_prim
+from thunder.core.prims.base import (
+    check_real_grad,
+    check_tensor,
+    conj,
+    is_differentiable,
+    make_prim,
+    zero_grad_rule,
+    zeros_like,
+)
 from thunder.core.proxies import TensorProxy
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import Symbol
 
 
@@ -193,3 +203,126 @@ cumprod = make_prim(R.CUMPROD, "cumprod", _scan_meta("cumprod"), impl=_cumprod_i
 
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
+
+
+# --- gradients (Note [VJP rules] in thunder.core.rules) ---
+# A reduction's cotangent has the reduced shape; ``_expand`` broadcasts it back over the
+# reduced dims. Products take the conjugate of their factors for complex inputs (torch's
+# convention: the cotangent times the conjugate derivative, and the derivative is a product).
+
+
+def _kept_dims(a, dims) -> tuple[int, ...]:
+    return tuple(i for i in range(a.ndim) if i not in dims)
+
+
+def _expand(x, a, dims):
+    """``x`` (of ``a``'s shape with ``dims`` reduced away) broadcast back to ``a``'s shape."""
+    return prims.broadcast_in_dim(x, tuple(a.shape), _kept_dims(a, dims))
+
+
+def _numel_of(a, dims) -> int:
+    return math.prod(a.shape[d] for d in dims)
+
+
+def _reverse_cumsum(x, dim):
+    return prims.flip(cumsum(prims.flip(x, (dim,)), dim), (dim,))
+
+
+@grad_rules.register(sum)
+def _sum_grad(g, out, a, dims):
+    return (_expand(g, a, dims) if is_differentiable(a) else None, None)
+
+
+def _exclusive_cumprod(x, dim):
+    """The product of the elements strictly before each one along ``dim``."""
+    config = [(0, 0, 0)] * x.ndim
+    config[dim] = (1, -1, 0)  # prepend a 1, drop the last element
+    return cumprod(prims.pad(x, 1, config), dim)
+
+
+@grad_rules.register(prod)
+def _prod_grad(g, out, a, dims):
+    """``g`` times the product of the other elements of the group, from exclusive cumulative
+    products in both directions: no division, so zeros are exact."""
+    if not is_differentiable(a):
+        return (None, None)
+    if not dims:
+        return (g, None)  # every element is its own group
+    if a.numel() == 0:
+        return (zeros_like(a), None)
+    kept = _kept_dims(a, dims)
+    perm = kept + tuple(dims)
+    kept_shape = tuple(a.shape[d] for d in kept)
+    n = _numel_of(a, dims)
+    rows = prims.reshape(prims.transpose(conj(a), perm), (*kept_shape, n))
+    last = len(kept_shape)
+    before = _exclusive_cumprod(rows, last)
+    after = prims.flip(_exclusive_cumprod(prims.flip(rows, (last,)), last), (last,))
+    grad_rows = prims.mul(prims.mul(before, after), prims.broadcast_in_dim(g, (*kept_shape, n), tuple(range(last))))
+    grad = prims.reshape(grad_rows, tuple(a.shape[p] for p in perm))
+    inverse = tuple(perm.index(i) for i in range(a.ndim))
+    return (prims.transpose(grad, inverse), None)
+
+
+def _register_extremum(sym: Symbol) -> None:
+    """torch's rule: the cotangent is shared evenly among the elements equal to the extremum."""
+    op = sym.print_name
+
+    def rule(g, out, a, dims):
+        if not is_differentiable(a):
+            return (None, None)
+        check_real_grad(op, a)
+        is_extremum = prims.eq(a, _expand(out, a, dims))
+        count = sum(prims.convert_element_type(is_extremum, a.dtype), dims)
+        return (prims.where(is_extremum, _expand(prims.div(g, count), a, dims), 0), None)
+
+    rule.__name__ = rule.__qualname__ = f"_{sym.name}_grad"
+    grad_rules.register(sym)(rule)
+
+
+_register_extremum(amax)
+_register_extremum(amin)
+grad_rules.register(argmax, argmin)(zero_grad_rule)
+
+
+def _var_part(g, a, dims, correction):
+    """d var / d a: ``2 (a - mean) / (N - correction)``, times the (real) cotangent."""
+    n = _numel_of(a, dims)
+    mean = _expand(prims.div(sum(a, dims), n), a, dims)
+    scale = 2.0 / (n - correction) if n != correction else math.inf  # torch: 2 / 0 is inf
+    g = prims.convert_element_type(g, a.dtype) if g.dtype != a.dtype else g
+    return prims.mul(_expand(g, a, dims), prims.mul(prims.sub(a, mean), scale))
+
+
+@grad_rules.register(var)
+def _var_grad(g, out, a, dims, *, correction):
+    return (_var_part(g, a, dims, correction), None)
+
+
+@grad_rules.register(var_mean)
+def _var_mean_grad(g, out, a, dims, *, correction):
+    g_var, g_mean = g
+    mean_part = _expand(prims.div(g_mean, _numel_of(a, dims)), a, dims)
+    return (prims.add(_var_part(g_var, a, dims, correction), mean_part), None)
+
+
+@grad_rules.register(cumsum)
+def _cumsum_grad(g, out, a, dim):
+    return (_reverse_cumsum(g, dim) if is_differentiable(a) else None, None)
+
+
+@grad_rules.register(cumprod)
+def _cumprod_grad(g, out, a, dim):
+    """``grad_i = sum_{k >= i} g_k prod_{j <= k, j != i} a_j``, exact with zeros: before the first
+    zero it is ``reverse_cumsum(g * out)_i / a_i`` (no zero to divide by); at the first zero, the
+    cumulative product with that element replaced by 1 gives the products; after it, 0."""
+    if not is_differentiable(a):
+        return (None, None)
+    a, out = conj(a), conj(out)
+    is_zero = prims.eq(a, 0)
+    zeros_so_far = cumsum(prims.convert_element_type(is_zero, torch.int64), dim)
+    before = prims.eq(zeros_so_far, 0)
+    first = prims.bitwise_and(is_zero, prims.eq(zeros_so_far, 1))
+    g_before = prims.div(_reverse_cumsum(prims.mul(g, out), dim), prims.where(before, a, 1))
+    g_first = _reverse_cumsum(prims.mul(g, cumprod(prims.where(first, 1, a), dim)), dim)
+    return (prims.where(before, g_before, prims.where(first, g_first, 0)), None)

@@ -10,9 +10,11 @@ import math
 
 import torch
 
+from thunder.core import prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.prims.base import check_same_device, check_same_dtype, check_tensor, make_prim
+from thunder.core.prims.base import check_same_device, check_same_dtype, check_tensor, is_differentiable, make_prim
 from thunder.core.proxies import TensorProxy
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import Symbol
 
 
@@ -183,3 +185,90 @@ flip = make_prim(S.FLIP, "flip", _flip_meta, impl=torch.flip)
 
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
+
+
+# --- gradients (Note [VJP rules] in thunder.core.rules) ---
+# Shape prims move values without changing them: each gradient moves the cotangent back
+# (complex values need nothing special).
+
+
+@grad_rules.register(broadcast_in_dim)
+def _broadcast_in_dim_grad(g, out, a, shape, broadcast_dimensions):
+    """Sum over the new dims and over the dims of length 1 that were expanded."""
+    if not is_differentiable(a):
+        return (None, None, None)
+    expanded = [d for i, d in enumerate(broadcast_dimensions) if a.shape[i] == 1 and shape[d] != 1]
+    summed = tuple(sorted({d for d in range(len(shape)) if d not in broadcast_dimensions} | set(expanded)))
+    return (reshape(prims.sum(g, summed), tuple(a.shape)), None, None)
+
+
+@grad_rules.register(reshape)
+def _reshape_grad(g, out, a, shape):
+    return (reshape(g, tuple(a.shape)) if is_differentiable(a) else None, None)
+
+
+@grad_rules.register(squeeze)
+def _squeeze_grad(g, out, a, dims):
+    return (reshape(g, tuple(a.shape)) if is_differentiable(a) else None, None)
+
+
+@grad_rules.register(transpose)
+def _transpose_grad(g, out, a, permutation):
+    if not is_differentiable(a):
+        return (None, None)
+    inverse = tuple(tuple(permutation).index(i) for i in range(a.ndim))
+    return (transpose(g, inverse), None)
+
+
+@grad_rules.register(flip)
+def _flip_grad(g, out, a, dims):
+    return (flip(g, dims) if is_differentiable(a) else None, None)
+
+
+def _unslice_config(shape, start_indices, end_indices, strides):
+    """The lax padding config that puts a slice's elements back where they came from, zeros elsewhere."""
+    config = []
+    for n, s, e, st in zip(shape, start_indices, end_indices, strides):
+        length = (e - s + st - 1) // st
+        if length == 0:
+            config.append((s, n - s, 0))
+        else:
+            last = s + (length - 1) * st
+            config.append((s, n - last - 1, st - 1))
+    return config
+
+
+@grad_rules.register(slice_prim)
+def _slice_grad(g, out, a, start_indices, end_indices, strides=None):
+    if not is_differentiable(a):
+        return (None, None, None, None)
+    strides = tuple(strides) if strides is not None else (1,) * a.ndim
+    return (pad(g, 0, _unslice_config(a.shape, start_indices, end_indices, strides)), None, None, None)
+
+
+@grad_rules.register(cat)
+def _cat_grad(g, out, tensors, dim):
+    grads, offset = [], 0
+    for t in tensors:
+        n = t.shape[dim]
+        if is_differentiable(t):
+            start = [0] * g.ndim
+            end = list(g.shape)
+            start[dim], end[dim] = offset, offset + n
+            grads.append(slice_prim(g, start, end, (1,) * g.ndim))
+        else:
+            grads.append(None)
+        offset += n
+    return (type(tensors)(grads) if isinstance(tensors, (list, tuple)) else grads, None)
+
+
+@grad_rules.register(pad)
+def _pad_grad(g, out, a, padding_value, padding_config):
+    """Undo the edges (negative padding crops, so cropped elements get zeros back), then take
+    every ``interior + 1``-th element."""
+    if not is_differentiable(a):
+        return (None, None, None)
+    inner = pad(g, 0, [(-lo, -hi, 0) for lo, hi, _ in padding_config])
+    start = [0] * a.ndim
+    grad = slice_prim(inner, start, list(inner.shape), [interior + 1 for _, _, interior in padding_config])
+    return (grad, None, None)

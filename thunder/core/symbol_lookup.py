@@ -1,0 +1,44 @@
+"""Which symbol a callable stands for: the tables the layers above fill.
+
+The tracer diverts a call of a torch function (or of anything else a symbol stands for) to that
+symbol, and the introspection lookaside leaves such a call to it. Core knows no torch function:
+the torch language registers its table (``thunder.torch.torch_to_thunder_map``) when it is
+imported, and the entry layer registers the callables that user operators replace
+(``thunder.extend.replacements``, ``register_operator(..., replaces=fn)``) in front of it, the
+way JAX's lax registers its rules into tables that the core consults. Tables are registered as
+the live dicts their owners keep filling, so a symbol added later is found.
+
+Layer: core. Imports: stdlib only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["register_symbol_table", "symbol_for"]
+
+_tables: tuple[Mapping[Callable, Any], ...] = ()  # consulted in order; replaced whole, never mutated
+
+
+def register_symbol_table(table: Mapping[Callable, Any], *, first: bool = False) -> None:
+    """Adds ``table`` (callable -> symbol) to the lookup, after the others or, with ``first``, before them.
+
+    Registering a table that is already registered does nothing."""
+    global _tables
+    if any(t is table for t in _tables):
+        return
+    _tables = (table, *_tables) if first else (*_tables, table)
+
+
+def symbol_for(fn: Any) -> Any:
+    """The symbol that ``fn`` stands for in the first table that has one, or None (also for an
+    unhashable ``fn``)."""
+    try:
+        for table in _tables:
+            found = table.get(fn)
+            if found is not None:
+                return found
+    except TypeError:  # unhashable callable
+        return None
+    return None
