@@ -47,6 +47,7 @@ from thunder.core.iterators import replayable_arguments
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
+from thunder.core.transform_common import Transform
 from thunder.executors import torch_compile as _torch_compile
 from thunder.extend import Executor, FusionExecutor, OperatorExecutor
 from thunder.runtime_errors import add_runtime_note
@@ -104,25 +105,6 @@ get_all_executors = extend.get_all_executors
 
 extend.set_always_executors([_torchex.ex, _pythonex.ex])
 extend.set_default_executors([])
-
-
-class Transform:
-    """Base class of user transforms; override the hooks you need (each returns its input by default)."""
-
-    def transform_traces_pre_prologue(self, prologue_trace, computation_trace, epilogue_trace, **kwargs):
-        return prologue_trace, computation_trace, epilogue_trace
-
-    def transform_module(self, model) -> None:
-        return None
-
-    def transform_state_dict_for_submodule(self, model, submodule_name: str, state_dict: dict) -> dict:
-        return state_dict
-
-    def reverse_transform_state_dict_for_submodule(self, model, submodule_name: str, state_dict: dict) -> dict:
-        return state_dict
-
-    def transform_trace_post_optimization(self, computation_trace, **kwargs):
-        return computation_trace
 
 
 class _Jitted:

@@ -180,6 +180,8 @@ class CompileStats:
     last_backward_traces: list | None = None
     last_interpreted_instructions: list | None = None
     last_interpreter_log: list | None = None
+    last_autograd_fallback: str | None = None  # why the last compilation's backward is torch's own
+    last_saved_for_backward_bytes: int | None = None  # what the last compiled forward keeps for its backward
     last_trace_tracing_ms: float = 0.0
     last_compile_ms: float = 0.0
     pass_times_ms: dict = field(default_factory=dict)
@@ -206,6 +208,19 @@ class CompileStats:
         return self.entries
 
 
+def _check_transforms(transforms) -> tuple:
+    from thunder.core.transform_common import Transform
+
+    transforms = tuple(transforms or ())
+    for t in transforms:
+        if not isinstance(t, Transform):
+            raise ThunderValueError(
+                f"transforms must be thunder.Transform instances, got {type(t).__name__} {t!r}: subclass "
+                "thunder.Transform and override the hooks you need"
+            )
+    return transforms
+
+
 def make_compile_options(
     *,
     executors: Sequence[Executor | str] | None,
@@ -226,7 +241,7 @@ def make_compile_options(
         cache_option=resolve_cache_option(cache),
         sharp_edges=resolve_sharp_edges(sharp_edges),
         disable_torch_autograd=bool(disable_torch_autograd),
-        transforms=tuple(transforms or ()),
+        transforms=_check_transforms(transforms),
         debug_options=debug_options or DebugOptions(),
         langctx="torch",
         extra=tuple(extra.items()),

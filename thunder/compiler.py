@@ -9,9 +9,11 @@ Layer: entry points. Imports: core, extend, transforms, executors.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -20,7 +22,10 @@ from thunder.cache_diagnostics import Rejection, diagnostic_prologue, explain
 from thunder.common import CACHE_OPTIONS, MISS, CacheEntry, CompileData, CompileStats
 from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
+from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx, TraceProvenance
+from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
+from thunder.executors.torch_autograd import autograd_callable, make_plan
 from thunder.transforms import cse, dce, delete_last_used, transform_for_execution
 
 
@@ -52,31 +57,90 @@ def acquire_traces(
     return tracer.prologue, tracer.computation, tracer
 
 
-def run_passes(cd: CompileData, computation: TraceCtx, traces: list[TraceCtx] | None = None) -> list[TraceCtx]:
-    """The computation pipeline: one flat list of passes, each leaving a trace.
+@dataclass(frozen=True)
+class Pass:
+    """A named step of the pipeline: ``run(cd, trace) -> trace``."""
 
-    ``traces`` (if given) receives each trace as soon as it exists, so a pass that fails leaves
-    the steps before it visible."""
-    traces = traces if traces is not None else []
-    traces.append(computation)
-    pipeline: list[Callable[[TraceCtx], TraceCtx]] = [
-        dce,
-        cse,
-        lambda t: transform_for_execution(t, cd.options.executors),
-    ]
-    for step in pipeline:
-        traces.append(step(traces[-1]))
-        _maybe_verify(cd, traces[-1])
+    name: str
+    run: Callable[[CompileData, TraceCtx], TraceCtx]
+
+
+#: The slot of the pipeline where a computation that needs gradients is split into a forward
+#: and a backward trace; every pass after it runs on both.
+AUTOGRAD_SPLIT = Pass("Forward and backward split", lambda cd, trace: trace)
+
+
+def _user_transforms(cd: CompileData, trace: TraceCtx) -> TraceCtx:
+    """The users' ``Transform.transform_trace_post_optimization`` hooks, each leaving a trace if it changes it."""
     for transform in cd.options.transforms:
-        hook = getattr(transform, "transform_trace_post_optimization", None)
-        if hook is not None:
-            start = time.perf_counter_ns()
-            new = hook(traces[-1], executors_list=cd.options.executors)
-            if new is not traces[-1]:
-                new.set_provenance(TraceProvenance(type(transform).__name__, (time.perf_counter_ns() - start) / 1e6))
-                traces.append(new)
-    traces.append(delete_last_used(traces[-1]))
-    return traces
+        start = time.perf_counter_ns()
+        new = transform.transform_trace_post_optimization(trace, executors_list=list(cd.options.executors))
+        if new is not trace:
+            new.set_provenance(TraceProvenance(type(transform).__name__, (time.perf_counter_ns() - start) / 1e6))
+            trace = new
+    return trace
+
+
+#: The computation pipeline, in order (Note [The pipeline]).
+PIPELINE: tuple[Pass, ...] = (
+    Pass("Dead Code Elimination", lambda cd, t: dce(t)),
+    Pass("Common Subexpression Elimination", lambda cd, t: cse(t)),
+    AUTOGRAD_SPLIT,
+    Pass("Transform for execution", lambda cd, t: transform_for_execution(t, cd.options.executors)),
+    Pass("User transforms", _user_transforms),
+    Pass("Delete Last Used", lambda cd, t: delete_last_used(t)),
+)
+
+
+# Note [The pipeline]
+# Each pass leaves its own trace (``timed_pass``), appended to the history as soon as it exists, so
+# a pass that fails leaves the steps before it visible. A user transform that changes nothing leaves
+# no trace. At the autograd slot, a computation whose outputs require grad (and whose function was not
+# jitted with ``disable_torch_autograd``) becomes a forward trace, continuing ``traces``, and a backward
+# trace, starting ``backward_traces`` (Note [Forward and backward traces] in thunder.core.transforms);
+# the passes after the slot run on both. What the split cannot differentiate runs under torch's
+# autograd instead (``CompileStats.last_autograd_fallback`` says why).
+def run_passes(
+    cd: CompileData,
+    computation: TraceCtx,
+    traces: list[TraceCtx] | None = None,
+    backward_traces: list[TraceCtx] | None = None,
+    cs: CompileStats | None = None,
+) -> ForwardBackward | None:
+    """Runs ``PIPELINE`` over the computation; returns the autograd split, if there was one."""
+    traces = traces if traces is not None else []
+    backward_traces = backward_traces if backward_traces is not None else []
+    traces.append(computation)
+    split: ForwardBackward | None = None
+    for step in PIPELINE:
+        if step is AUTOGRAD_SPLIT:
+            split = _autograd_split(cd, traces[-1], cs)
+            if split is not None:
+                traces.append(split.forward)
+                backward_traces.append(split.backward)
+            continue
+        for history in (traces, backward_traces) if split is not None else (traces,):
+            new = step.run(cd, history[-1])
+            if new is not history[-1]:
+                history.append(new)
+                _maybe_verify(cd, new)
+    return split
+
+
+def _autograd_split(cd: CompileData, trace: TraceCtx, cs: CompileStats | None) -> ForwardBackward | None:
+    if cd.disable_torch_autograd or not requires_grad_outputs(trace):
+        return None
+    start = time.perf_counter_ns()
+    try:
+        split = split_forward_backward(trace)
+    except NotDifferentiable as e:
+        if cs is not None:
+            cs.last_autograd_fallback = str(e)
+        return None
+    ms = (time.perf_counter_ns() - start) / 1e6
+    split.forward.set_provenance(TraceProvenance(AUTOGRAD_SPLIT.name, ms))
+    split.backward.set_provenance(TraceProvenance(AUTOGRAD_SPLIT.name, ms))
+    return split
 
 
 def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
@@ -91,40 +155,65 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
     start = time.perf_counter_ns()
     prologue, computation, tracer = acquire_traces(cd, args, kwargs, cs)
     for transform in cd.options.transforms:
-        hook = getattr(transform, "transform_traces_pre_prologue", None)
-        if hook is not None:
-            prologue, computation, _ = hook(prologue, computation, None, compile_data=cd)
+        prologue, computation, _ = transform.transform_traces_pre_prologue(prologue, computation, None, compile_data=cd)
     # Published before the passes run: if one fails, the traces made so far stay inspectable.
     traces: list[TraceCtx] = []
-    cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = traces, [prologue], []
-    run_passes(cd, computation, traces)
+    backward_traces: list[TraceCtx] = []
+    cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = traces, [prologue], backward_traces
+    cs.last_autograd_fallback = None
+    split = run_passes(cd, computation, traces, backward_traces, cs)
     final = traces[-1]
-    final.args = tracer.finish_prologue(_used_symbol_names(final))
+    used = _used_symbol_names(final) | (_used_symbol_names(backward_traces[-1]) if split is not None else set())
+    final.args = tracer.finish_prologue(used)
     if cd.disable_torch_autograd:
         final.decorators.append("torch.no_grad()")
     prologue_traces = [prologue]
     executed_prologue = transform_for_execution(prologue, cd.options.executors)
     executed_prologue.set_provenance(TraceProvenance("Transform for execution", 0.0))
     prologue_traces.append(executed_prologue)
-    computation_fn = traces[-1].python_callable()
+    if split is None:
+        computation_fn = final.python_callable()
+    else:
+        computation_fn = _autograd_computation(split, final, backward_traces[-1])
+        cs.last_saved_for_backward_bytes = _saved_bytes(split)
     entry = CacheEntry(
         prologue=diagnostic_prologue(executed_prologue),  # Note [Cache miss reasons]
         computation=computation_fn,
         run=executed_prologue.fused_prologue_callable(computation_fn, MISS),
         prologue_traces=prologue_traces,
         computation_traces=traces,
+        backward_traces=backward_traces,
         key=input_key(cd.cache_option, args, kwargs),
     )
     cs.last_trace_tracing_ms = computation.provenance.ms
     cs.last_compile_ms = (time.perf_counter_ns() - start) / 1e6
     cs.last_traces = traces
     cs.last_prologue_traces = prologue_traces
-    cs.last_backward_traces = []
+    cs.last_backward_traces = backward_traces
     from thunder.core.interpreter import last_interpreted_instructions, last_interpreter_log
 
     cs.last_interpreted_instructions = last_interpreted_instructions(tracer.interpreted)
     cs.last_interpreter_log = last_interpreter_log(tracer.interpreted) if cd.debug_options.record_interpreter_history else None
     return entry
+
+
+def _autograd_computation(split: ForwardBackward, forward: TraceCtx, backward: TraceCtx) -> Callable:
+    """The computation of an entry with a backward: one autograd node over the compiled traces."""
+    plan = make_plan(
+        split, forward.args, forward.python_callable(), backward.python_callable(), split.rebuild.python_callable()
+    )
+    return autograd_callable(plan)
+
+
+def _saved_bytes(split: ForwardBackward) -> int | None:
+    """Bytes of the tensors the forward keeps for the backward (None when a size is symbolic)."""
+    total = 0
+    for p in split.saved:
+        if isinstance(p, TensorProxy):
+            if not all(type(d) is int for d in p.shape):
+                return None
+            total += math.prod(p.shape) * p.dtype.itemsize
+    return total
 
 
 def _used_symbol_names(trace: TraceCtx) -> set[str]:

@@ -16,7 +16,8 @@ import torch
 
 from thunder.core.codegen import Printer, compile_source, trace_source
 from thunder.core.errors import ThunderError
-from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.proxies import Proxy
+from thunder.core.symbol import DONT_DCE, MAY_RAISE, BoundSymbol, Symbol
 from thunder.core.tracectx import current_source_location, get_tracectx, set_tracectx, tracectx
 
 __all__ = ["TraceCtx", "TraceProvenance", "from_trace", "get_tracectx", "set_tracectx", "tracectx", "detached_trace"]
@@ -188,6 +189,34 @@ def from_trace(trace: TraceCtx) -> TraceCtx:
     t.decorators = list(trace.decorators)
     t.tags = set(trace.tags)
     return t
+
+
+def live_bound_symbols(
+    bsyms: list[BoundSymbol], needed: set[str] | None = None, *, keep_may_raise: bool = True
+) -> list[BoundSymbol]:
+    """The bound symbols whose outputs are used (or that have side effects), in order.
+
+    An op that eager could fail at run time (``MAY_RAISE``) is kept, so the program fails where
+    eager fails, unless ``keep_may_raise`` is False (a backward recomputing what already ran)."""
+    needed = set() if needed is None else needed
+    kept: list[BoundSymbol] = []
+    for bsym in reversed(bsyms):
+        tags = bsym.sym.tags
+        if (
+            DONT_DCE in tags
+            or (keep_may_raise and MAY_RAISE in tags)
+            or any(o.name in needed for o in bsym.flat_proxy_outs)
+            or not _has_outputs(bsym)
+        ):
+            kept.append(bsym)
+            needed.update(a.name for a in bsym.flat_proxy_args)
+    kept.reverse()
+    return kept
+
+
+def _has_outputs(bsym: BoundSymbol) -> bool:
+    # A call that produces nothing is kept only for its side effects, which DONT_DCE marks.
+    return bool(bsym.flat_proxy_outs) or not isinstance(bsym.output, Proxy) and bsym.output is not None
 
 
 def detached_trace():

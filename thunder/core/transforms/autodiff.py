@@ -1,0 +1,284 @@
+"""Reverse-mode differentiation of traces: the backward trace of a computation, and its split.
+
+Note [Forward and backward traces]
+``split_forward_backward(trace)`` differentiates a computation trace with respect to its inputs
+that require grad and returns two traces:
+
+- the **forward**: the computation itself, unchanged op for op (so its values are eager's), that
+  returns ``(outputs, saved)``: the distinct proxies of what the program returns, and the
+  forward values the backward reads; a third small trace, ``rebuild(*outputs)``, puts the
+  outputs back into the structure the program returns;
+- the **backward**: ``backward(*saved, *cotangents)`` returning one gradient (or None) per
+  input of the computation; ``cotangents`` has one entry per tensor among ``outputs``.
+
+The backward walks the computation's top-level bound symbols in reverse. A symbol with a rule
+in ``grad_rules`` (Note [VJP rules] in ``thunder.core.rules``) contributes its rule; a symbol
+without one is differentiated through its decomposition: its subsymbols are recomputed in the
+backward from the symbol's inputs (intermediates are cheaper to recompute than to keep alive
+between forward and backward), down to the symbols that have rules. Whatever forward value the
+backward then reads is saved; dead-code elimination of the backward decides which.
+
+Every backward bound symbol carries the forward symbol whose gradient it computes as its
+lineage and source location, so the explorer links the two.
+
+What the transform cannot differentiate (an op with neither a rule nor a decomposition, an
+in-place update of a value that requires grad, a value that requires grad but comes from no
+input) raises ``NotDifferentiable``, and the caller runs the computation under torch's own
+autograd instead, which is always correct.
+
+Layer: core. Imports: core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from thunder.core import prims
+from thunder.core.errors import ThunderError
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.rules import grad_rules
+from thunder.core.symbol import IN_PLACE, BoundSymbol
+from thunder.core.symbolic import is_symbolic
+from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, tracectx
+from thunder.core.tracectx import source_location_provider
+
+__all__ = ["NotDifferentiable", "ForwardBackward", "split_forward_backward", "requires_grad_outputs"]
+
+
+class NotDifferentiable(ThunderError):
+    """The transform cannot differentiate this computation (see Note [Forward and backward traces])."""
+
+
+@dataclass
+class ForwardBackward:
+    """The two traces of ``split_forward_backward`` and how their values line up."""
+
+    forward: TraceCtx
+    backward: TraceCtx
+    saved: list  # forward values the backward reads (proxies, symbolic inputs), in the backward's parameter order
+    outputs: list  # the distinct proxies (and symbolic inputs) the program returns, as the forward returns them
+    rebuild: TraceCtx  # ``rebuild(*outputs)`` returns what the program returns
+
+
+def _differentiable(p) -> bool:
+    return isinstance(p, TensorProxy) and (p.dtype.is_floating_point or p.dtype.is_complex)
+
+
+def requires_grad_outputs(trace: TraceCtx) -> bool:
+    """Whether any tensor the computation returns requires grad: only then is there a backward."""
+    ret = trace.bound_symbols[-1]
+    return any(isinstance(p, TensorProxy) and p.requires_grad for p in tree_leaves(ret.args))
+
+
+def split_forward_backward(trace: TraceCtx) -> ForwardBackward:
+    """The forward and backward traces of ``trace`` (Note [Forward and backward traces])."""
+    *body, ret = trace.bound_symbols
+    if ret.sym is not prims.python_return:
+        raise NotDifferentiable("the computation does not end in a return")
+    active = {a.name for a in trace.args if _differentiable(a) and a.requires_grad}
+    _check_forward(body, active)
+
+    by_name = {a.name: a for a in trace.args if isinstance(a, Proxy) or is_symbolic(a)}
+    outputs = list({p.name: p for leaf in tree_leaves(ret.args) for p in _refs(leaf, by_name)}.values())
+    tensor_outputs = _tensors(outputs)
+
+    bw = from_trace(trace)
+    bw.name = "backward"
+    bw.args = []
+    grads = _Gradients()
+    with tracectx(bw):
+        cotangents = [TensorProxy.like(p, bw.safe_name(f"g_{p.name}"), requires_grad=False) for p in tensor_outputs]
+        for p, c in zip(tensor_outputs, cotangents):
+            if p.name in active:
+                grads.add(p, c)
+        _backprop(body, grads, active, bw, forward_top=True)
+        input_grads = tuple(grads.get(a.name) if isinstance(a, TensorProxy) else None for a in trace.args)
+        prims.python_return(input_grads)
+
+    # Recomputed parts that were fine in the forward cannot raise here: unused, they go.
+    bw.bound_symbols[:] = live_bound_symbols(bw.bound_symbols, keep_may_raise=False)
+    saved = _free_values(bw.bound_symbols, {c.name for c in cotangents}, by_name)
+    bw.args = [*saved, *cotangents]
+
+    fw = from_trace(trace)
+    fw.bound_symbols.extend(body)
+    with tracectx(fw):
+        prims.python_return((tuple(outputs), tuple(saved)))
+    fw.bound_symbols[-1].source = ret.source
+
+    rebuild = from_trace(trace)
+    rebuild.name = "outputs"
+    rebuild.args = list(outputs)
+    rebuild.bound_symbols.append(ret)
+    return ForwardBackward(fw, bw, saved, outputs, rebuild)
+
+
+def _check_forward(body: list[BoundSymbol], active: set[str]) -> None:
+    """Refuses what the transform cannot differentiate, and checks that every value that
+    requires grad comes from an input that does (a tensor made inside with requires_grad=True
+    is a leaf of its own: torch's autograd handles it)."""
+    for bsym in body:
+        reads_active = any(a.name in active for a in bsym.flat_proxy_args)
+        if IN_PLACE in bsym.sym.tags and (reads_active or any(o.requires_grad for o in _tensors(bsym.flat_proxy_outs))):
+            raise NotDifferentiable(f"{bsym.sym.print_name} updates a tensor that requires grad in place")
+        for out in _tensors(bsym.flat_proxy_outs):
+            if out.requires_grad and _differentiable(out):
+                if not reads_active:
+                    raise NotDifferentiable(
+                        f"{out.name} (made by {bsym.sym.print_name}) requires grad but depends on no input that does"
+                    )
+                active.add(out.name)
+
+
+def _tensors(proxies) -> list[TensorProxy]:
+    return [p for p in proxies if isinstance(p, TensorProxy)]
+
+
+class _Gradients:
+    """Cotangents by value name, summed as contributions arrive."""
+
+    def __init__(self):
+        self.by_name: dict[str, TensorProxy] = {}
+
+    def add(self, value: TensorProxy, grad) -> None:
+        if grad is None:
+            return
+        if not isinstance(grad, TensorProxy) or grad.shape != value.shape or grad.dtype != value.dtype:
+            got = f"{grad.dtype} {list(grad.shape)}" if isinstance(grad, TensorProxy) else repr(grad)
+            raise ThunderError(
+                f"a gradient rule returned {got} for {value.name}, a {value.dtype} {list(value.shape)}; "
+                "rules must return gradients of exactly their arguments' shapes and dtypes (a bug in the rule)"
+            )
+        previous = self.by_name.get(value.name)
+        self.by_name[value.name] = grad if previous is None else prims.add(previous, grad)
+
+    def get(self, name: str):
+        return self.by_name.get(name)
+
+
+def _backprop(bsyms: list[BoundSymbol], grads: _Gradients, active: set[str], bw: TraceCtx, forward_top: bool) -> None:
+    for bsym in reversed(bsyms):
+        read = {a.name for a in bsym.flat_proxy_args}
+        outs = [o for o in _tensors(bsym.flat_proxy_outs) if o.name in active and o.name not in read]
+        if not any(grads.get(o.name) is not None for o in outs):
+            continue
+        if bsym.sym.id in NO_GRAD_RESULTS:
+            continue
+        if forward_top:
+            with source_location_provider(lambda src=bsym.source: src):
+                start = len(bw.bound_symbols)
+                _backprop_one(bsym, grads, active, bw)
+            for new in bw.bound_symbols[start:]:
+                new.lineage = (bsym.uid,)
+                new.source = bsym.source
+        else:
+            _backprop_one(bsym, grads, active, bw)
+
+
+def _backprop_one(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: TraceCtx) -> None:
+    rule = grad_rules.get(bsym.sym)
+    if rule is not None:
+        for leaf in tree_leaves(bsym.kwargs):
+            if isinstance(leaf, TensorProxy) and leaf.name in active:
+                raise NotDifferentiable(f"{bsym.sym.print_name} takes a tensor that requires grad as a keyword argument")
+        g = tree_map(lambda o: _cotangent_of(o, grads, active), bsym.output)
+        result = rule(g, bsym.output, *bsym.args, **bsym.kwargs)
+        _accumulate(bsym.args, result, grads, active, bsym)
+        return
+    if not bsym.subsymbols:
+        raise NotDifferentiable(f"{bsym.sym.print_name} has no gradient rule and no decomposition")
+    parts = _recompute(bsym, grads, active, bw)
+    _backprop(parts, grads, active, bw, forward_top=False)
+
+
+def _cotangent_of(o, grads: _Gradients, active: set[str]):
+    if not isinstance(o, TensorProxy):
+        return None
+    g = grads.get(o.name) if o.name in active else None
+    if g is None and _differentiable(o):
+        return prims.full(o.shape, 0, device=o.device, dtype=o.dtype)
+    return g
+
+
+def _accumulate(args, result, grads: _Gradients, active: set[str], bsym: BoundSymbol) -> None:
+    if result is None:
+        return
+    if not isinstance(result, (tuple, list)) or len(result) > len(args):
+        raise ThunderError(
+            f"the gradient rule of {bsym.sym.print_name} returned {result!r}: expected a tuple with one entry per "
+            f"positional argument ({len(args)})"
+        )
+    for a, g in zip(args, result):
+        if isinstance(a, (tuple, list)):
+            if g is not None:
+                _accumulate(a, g, grads, active, bsym)
+        elif isinstance(a, TensorProxy) and a.name in active:
+            grads.add(a, g)
+
+
+def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: TraceCtx) -> list[BoundSymbol]:
+    """Appends ``bsym``'s decomposition, down to symbols with rules, to the backward; returns it.
+
+    The parts that produce ``bsym``'s own outputs get fresh names (the forward value keeps its
+    name; a trace defines each name once), and the cotangents follow the renaming."""
+    parts = _expand(bsym, active)
+    own = {o.name for o in bsym.flat_proxy_outs}
+    swap: dict[str, Proxy] = {}
+    emitted = []
+    for part in parts:
+        renamed = part.rename(swap) if swap else part
+        for o in renamed.flat_proxy_outs:
+            if o.name in own and o.name not in swap:
+                swap[o.name] = o.replace_name(bw.safe_name(f"{o.name}_r"))
+        renamed = renamed.rename(swap) if swap else renamed
+        new = renamed.from_bsym(lineage=(bsym.uid,))
+        bw.bound_symbols.append(new)
+        emitted.append(new)
+    for old, new_proxy in swap.items():
+        active.add(new_proxy.name)
+        g = grads.get(old)
+        if g is not None:
+            grads.by_name[new_proxy.name] = g
+    return emitted
+
+
+def _expand(bsym: BoundSymbol, active: set[str]) -> list[BoundSymbol]:
+    """``bsym``'s subsymbols, each replaced by its own subsymbols until it has a rule (or needs
+    no gradient); marks the intermediates that require grad in ``active``."""
+    out: list[BoundSymbol] = []
+    for sub in bsym.subsymbols:
+        reads_active = any(a.name in active for a in sub.flat_proxy_args)
+        needs = reads_active and sub.sym.id not in NO_GRAD_RESULTS
+        if needs and grad_rules.get(sub.sym) is None and sub.subsymbols:
+            out.extend(_expand(sub, active))
+            continue
+        if needs:
+            for o in _tensors(sub.flat_proxy_outs):
+                if _differentiable(o):
+                    active.add(o.name)
+        out.append(sub)
+    return out
+
+
+def _refs(leaf, by_name: dict) -> list:
+    """The named values ``leaf`` refers to: itself if a proxy; the symbols of a symbolic number
+    (``n * 2`` refers to the input ``n``, see ``thunder.core.symbolic``)."""
+    if isinstance(leaf, Proxy):
+        return [leaf]
+    if is_symbolic(leaf):
+        return [by_name[n] for n in sorted(leaf.names) if n in by_name]
+    return []
+
+
+def _free_values(bsyms: list[BoundSymbol], given: set[str], by_name: dict) -> list:
+    """Values the bound symbols read before (or without) defining them, in first-use order."""
+    defined = set(given)
+    free: dict[str, object] = {}
+    for bsym in bsyms:
+        for leaf in bsym.flat_args:
+            for a in _refs(leaf, by_name):
+                if a.name not in defined and a.name not in free:
+                    free[a.name] = a
+        defined.update(o.name for o in bsym.flat_proxy_outs)
+    return list(free.values())

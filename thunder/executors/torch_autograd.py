@@ -1,0 +1,110 @@
+"""Connects a compiled forward and backward to ``torch.autograd``.
+
+One ``torch.autograd.Function`` runs the forward callable and saves what the backward reads;
+its backward runs the backward callable. So ``loss.backward()`` after a jitted call fills the
+``.grad`` of parameters and inputs; saved tensors are freed after the backward unless
+``retain_graph=True``, and a second backward then fails as in eager; changing a saved tensor
+in place before the backward fails with torch's own error (its version counter); and double
+backward fails clearly (``once_differentiable``).
+
+Layer: executors. Imports: core, torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from thunder.core.proxies import TensorProxy
+from thunder.core.transforms import ForwardBackward
+
+__all__ = ["AutogradPlan", "autograd_callable"]
+
+
+@dataclass(frozen=True, slots=True)
+class AutogradPlan:
+    """What one cache entry's autograd function runs, and where each value goes."""
+
+    forward: Callable  # (*inputs) -> (outputs, saved)
+    backward: Callable  # (*saved, *cotangents) -> one gradient or None per input
+    rebuild: Callable  # (*outputs) -> what the program returns
+    saved_is_tensor: tuple[bool, ...]
+    tensor_outputs: tuple[int, ...]  # positions of the tensors among the outputs
+    differentiable_outputs: tuple[bool, ...]  # per tensor output: does it require grad
+    output_is_input: tuple[int | None, ...]  # per output: the input it is, returned as is
+    grad_positions: tuple[int | None, ...] | None  # per input: where the backward returns its gradient (None: as is)
+
+
+class ThunderFunction(torch.autograd.Function):
+    """The compiled forward and backward of one cache entry, as one autograd node."""
+
+    @staticmethod
+    def forward(ctx, plan: AutogradPlan, holder: list, *inputs):
+        outputs, saved = plan.forward(*inputs)
+        tensors = [s for s, is_tensor in zip(saved, plan.saved_is_tensor) if is_tensor]
+        ctx.save_for_backward(*tensors)
+        ctx.others = [s for s, is_tensor in zip(saved, plan.saved_is_tensor) if not is_tensor]
+        ctx.plan = plan
+        holder.append(outputs)
+        result = tuple(outputs[i] for i in plan.tensor_outputs)
+        frozen = [t for t, d in zip(result, plan.differentiable_outputs) if not d]
+        if frozen:
+            ctx.mark_non_differentiable(*frozen)
+        return result
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, *cotangents):
+        plan = ctx.plan
+        tensors, others = iter(ctx.saved_tensors), iter(ctx.others)
+        saved = [next(tensors) if is_tensor else next(others) for is_tensor in plan.saved_is_tensor]
+        grads = plan.backward(*saved, *cotangents)
+        if plan.grad_positions is not None:
+            grads = [None if i is None else grads[i] for i in plan.grad_positions]
+        return (None, None, *grads)
+
+
+def make_plan(fb: ForwardBackward, inputs: list, forward: Callable, backward: Callable, rebuild: Callable) -> AutogradPlan:
+    """``inputs``: the compiled forward's parameters (the prologue may pass fewer symbolic sizes
+    than were traced, see ``Tracer.finish_prologue``); the backward returns a gradient per traced input."""
+    outputs = fb.outputs
+    tensor_outputs = tuple(i for i, p in enumerate(outputs) if isinstance(p, TensorProxy))
+    names = [getattr(a, "name", None) for a in inputs]
+    input_position = {n: i for i, n in enumerate(names) if n is not None}
+    traced = {getattr(a, "name", None): i for i, a in enumerate(fb.forward.args)}
+    grad_positions = tuple(traced.get(n) if n is not None else None for n in names)
+    return AutogradPlan(
+        forward=forward,
+        backward=backward,
+        rebuild=rebuild,
+        saved_is_tensor=tuple(isinstance(s, TensorProxy) for s in fb.saved),
+        tensor_outputs=tensor_outputs,
+        differentiable_outputs=tuple(bool(outputs[i].requires_grad) for i in tensor_outputs),
+        output_is_input=tuple(input_position.get(p.name) for p in outputs),
+        grad_positions=None if grad_positions == tuple(range(len(fb.forward.args))) else grad_positions,
+    )
+
+
+def autograd_callable(plan: AutogradPlan) -> Callable:
+    """The entry's computation: runs the autograd function and returns the program's result.
+
+    An output that is an input returned unchanged is the caller's own object, as in eager."""
+    apply = ThunderFunction.apply
+    rebuild = plan.rebuild
+    tensor_outputs = plan.tensor_outputs
+    aliases = [(i, j) for i, j in enumerate(plan.output_is_input) if j is not None]
+
+    def computation(*inputs):
+        holder: list = []
+        tensors = apply(plan, holder, *inputs)
+        outputs = list(holder[0])
+        for i, t in zip(tensor_outputs, tensors):
+            outputs[i] = t
+        for i, j in aliases:
+            outputs[i] = inputs[j]
+        return rebuild(*outputs)
+
+    return computation
