@@ -13,12 +13,12 @@ import torch.nn.functional as F
 import thunder
 from thunder.torch.base import symbol_to_torch
 
-LANGUAGE_SYMBOL_IDS = frozenset(symbol_to_torch)
+LANGUAGE_SYMBOLS = frozenset(symbol_to_torch)
 
 
 def _assert_no_language_symbols(jfn):
     final = thunder.last_traces(jfn)[-1]
-    left = [b.sym.id for b in final.bound_symbols if b.sym.id in LANGUAGE_SYMBOL_IDS]
+    left = [b.sym.id for b in final.bound_symbols if b.sym in LANGUAGE_SYMBOLS]
     assert not left, f"language symbols not decomposed: {left}"
 
 

@@ -135,6 +135,6 @@ def test_decomposition_vs_torch(info, dtype, prims_only):
         _assert_same(actual, expected, dtype, info, sample, tolerance_override=tol)
         if info.mutates:
             _assert_same(jit_args, eager_args, dtype, info, sample, tolerance_override=tol)
-        language = {sym for sym in thunder.torch.symbol_to_torch}
-        left = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols if b.sym.id in language]
+        language = set(thunder.torch.symbol_to_torch)
+        left = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols if b.sym in language]
         assert not left, f"language symbols not decomposed: {left}"

@@ -12,9 +12,9 @@ from thunder.extend import ImplInfo, OperatorExecutor, register_executor
 
 class PythonExecutor(OperatorExecutor):
     def lookup_implementation(self, sym: Symbol) -> ImplInfo | None:
-        info = self.implmap.get(sym.id)
+        info = self.implmap.get(sym)
         if info is None and sym.printer is not None:
-            info = self.implmap[sym.id] = ImplInfo(symbol=sym)
+            info = self.implmap[sym] = ImplInfo(symbol=sym)
         return info
 
     def can_execute(self, bsym: BoundSymbol) -> bool:

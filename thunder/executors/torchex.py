@@ -11,21 +11,25 @@ from __future__ import annotations
 
 from thunder.core.prims.base import all_prims
 from thunder.core.symbol import Symbol, eager_implementations
-from thunder.extend import ImplInfo, OperatorExecutor, register_executor
-from thunder.torch.base import symbol_to_torch
+from thunder.extend import ImplInfo, OperatorExecutor, register_executor, register_symbol_table
+from thunder.torch.base import symbol_to_torch, symbols_by_id
+
+# Registrations may name torch-language symbols by id ("torch.sin").
+register_symbol_table(symbols_by_id)
 
 
 class TorchExecutor(OperatorExecutor):
     def lookup_implementation(self, sym: Symbol) -> ImplInfo | None:
-        info = self.implmap.get(sym.id)
+        info = self.implmap.get(sym)
         if info is not None:
             return info
-        fn = symbol_to_torch.get(sym.id)
-        if fn is None and sym.is_prim and sym.id in all_prims:
+        fn = symbol_to_torch.get(sym)
+        if fn is None and sym.is_prim and all_prims.get(sym.id) is sym:
             fn = sym.python_impl
         if fn is None:
             return None
-        info = self.implmap[sym.id] = ImplInfo(symbol=self.make_symbol(f"torch_{sym.name}", fn, like=sym, tags=sym.tags))
+        info = self.implmap[sym] = ImplInfo(symbol=self.make_symbol(f"torch_{sym.name}", fn, like=sym, tags=sym.tags))
+        # eager_implementations is core's table (keyed by id there): symbols called outside a trace.
         eager_implementations.setdefault(sym.id, fn)
         return info
 

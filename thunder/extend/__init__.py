@@ -1,28 +1,39 @@
 """The public executor API: executors, their registration, and the default/always lists.
 
-An ``OperatorExecutor`` claims single bound symbols; a ``FusionExecutor`` claims regions of
-consecutive bound symbols and replaces each by one fusion symbol. Executors are looked up
-by name or passed as objects; the lists are ordered by priority, highest first.
+An ``OperatorExecutor`` claims single bound symbols; a ``FusionExecutor`` claims bound
+symbols one by one too, and the shared region finder (``thunder.extend.regions``) groups them
+into regions that its ``fuse`` replaces by fusion symbols. Executors are looked up by name or
+passed as objects; the lists are ordered by priority, highest first. Implementation tables
+(``Executor.implmap``) are keyed by ``Symbol`` (identity); the registration methods also
+accept a symbol id, resolved once by ``resolve_symbol``.
 
 Layer: extend. Imports: core.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from thunder.core.errors import ThunderValueError
+from thunder.core.prims.base import all_prims
 from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.trace import TraceCtx
+from thunder.extend.regions import Region, find_regions, fusion_bound_symbol
 
 __all__ = [
     "Executor",
     "OperatorExecutor",
     "FusionExecutor",
     "ImplInfo",
+    "Region",
+    "find_regions",
+    "fusion_bound_symbol",
+    "register_symbol_table",
+    "resolve_symbol",
     "register_executor",
     "deregister_executor",
     "get_executor",
@@ -67,20 +78,58 @@ def _torch_path(fn: Callable) -> str | None:
     return None
 
 
+# Tables of symbols by id that ``resolve_symbol`` consults: the prims, and the languages'
+# tables (the torch language registers its own when the torch executor is imported).
+_symbol_tables: list[Mapping[Any, Symbol]] = [all_prims]
+
+
+def register_symbol_table(table: Mapping[Any, Symbol]) -> None:
+    """Makes the symbols of ``table`` (id -> Symbol) resolvable by id in registrations."""
+    if not any(t is table for t in _symbol_tables):
+        _symbol_tables.append(table)
+
+
+def resolve_symbol(id_or_symbol: Any, *, what: str = "resolve_symbol") -> Symbol:
+    """The ``Symbol`` that ``id_or_symbol`` names: itself, a prim ID (``prims.PrimIDs.ADD``), a
+    language symbol id (``"torch.sin"``) or the id of an operator some executor registered."""
+    if isinstance(id_or_symbol, Symbol):
+        return id_or_symbol
+    try:
+        for table in _symbol_tables:
+            found = table.get(id_or_symbol)
+            if found is not None:
+                return found
+    except TypeError:  # an unhashable id
+        pass
+    else:
+        for ex in _executor_map.values():
+            for sym in ex.opmap.values():
+                if sym.id == id_or_symbol:
+                    return sym
+    raise ThunderValueError(
+        f"{what}: unknown symbol id {id_or_symbol!r}: no prim, torch-language symbol or registered operator has it. "
+        "Pass the Symbol itself (e.g. thunder.torch.sin or thunder.core.prims.sin), a prim ID "
+        "(thunder.core.prims.PrimIDs.SIN) or a language id such as 'torch.sin'."
+    )
+
+
 class Executor:
-    """Base of all executors."""
+    """Base of all executors.
+
+    ``implmap`` maps a ``Symbol`` (by identity) to how this executor runs it.
+    """
 
     def __init__(self, name: str, version: Any = None):
         self.name = name
         self.version = version
-        self.implmap: dict[Any, ImplInfo] = {}
+        self.implmap: dict[Symbol, ImplInfo] = {}
         self.opmap: dict[str, Symbol] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
     def lookup_implementation(self, sym: Symbol) -> ImplInfo | None:
-        return self.implmap.get(sym.id)
+        return self.implmap.get(sym)
 
     def can_execute(self, bsym: BoundSymbol) -> bool:
         info = self.lookup_implementation(bsym.sym)
@@ -132,7 +181,7 @@ class OperatorExecutor(Executor):
             tags=frozenset(tags),
         )  # fmt: skip
         self.opmap[name] = sym
-        self.implmap[sym.id] = ImplInfo(symbol=sym)
+        self.implmap[sym] = ImplInfo(symbol=sym)
         if replaces is not None:
             replacements[replaces] = sym
         return sym
@@ -146,23 +195,49 @@ class OperatorExecutor(Executor):
         execution_transform: Callable | None = None,
         grad_transform: Callable | None = None,
     ) -> None:
-        """Lets this executor run an existing symbol: with ``op``, or by ``execution_transform``."""
-        key = id_or_symbol.id if isinstance(id_or_symbol, Symbol) else id_or_symbol
+        """Lets this executor run an existing symbol: with ``op``, or by ``execution_transform``.
+
+        ``id_or_symbol`` is the Symbol or its id (resolved once, here, by ``resolve_symbol``).
+        """
         if op is None and execution_transform is None:
             raise ThunderValueError("register_implementation: pass op= or execution_transform=")
-        self.implmap[key] = ImplInfo(op, checker, execution_transform, grad_transform)
+        sym = resolve_symbol(id_or_symbol, what="register_implementation")
+        self.implmap[sym] = ImplInfo(op, checker, execution_transform, grad_transform)
 
 
 class FusionExecutor(Executor):
-    """Claims regions of consecutive supported bound symbols and emits fusion symbols."""
+    """Runs regions of ops as single fusion symbols.
+
+    How the pass uses it (``thunder.transforms.execution``): claiming gives this executor
+    every bound symbol it accepts (``can_execute``: by default, the symbols registered with
+    ``register_supported`` whose checker accepts the call), at the deepest level of a
+    decomposition it accepts (see Note [Claiming at the deepest level]); the shared region
+    finder (``find_regions``) groups them, dataflow permitting, into ``Region``s; then the pass
+    calls ``fuse(region, trace)`` once per region, in trace order.
+
+    Subclasses implement ``fuse``; ``fusion_bound_symbol`` builds the fusion symbol.
+    """
 
     def register_supported(self, id_or_symbol, checker: Callable | None = None) -> None:
-        key = id_or_symbol.id if isinstance(id_or_symbol, Symbol) else id_or_symbol
-        self.implmap[key] = ImplInfo(checker=checker)
+        """Claims ``id_or_symbol`` (a Symbol or its id) where ``checker`` (if any) accepts the call."""
+        sym = resolve_symbol(id_or_symbol, what="register_supported")
+        self.implmap[sym] = ImplInfo(checker=checker)
 
-    def fusion_pass(self, trace):
-        """Returns ``trace`` with fusible regions replaced by fusion symbols."""
-        raise NotImplementedError
+    def fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:
+        """The executable bound symbols that replace ``region``, usually one fusion symbol.
+
+        Args:
+            region: ops this executor claimed, in a valid order, with their ``inputs`` (values
+                produced outside the region) and ``outputs`` (values used after it or returned).
+                The ops carry their own (language or prim) symbols.
+            trace: the trace being built (for fresh names, e.g. the fusion's).
+
+        Returns:
+            The bound symbols to put in place of the region (they must read only the region's
+            inputs and define at least its outputs), or None to decline it: its ops then go to
+            the operator executors.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement fuse(region, trace)")
 
 
 # torch callables that user-registered operators replace (``register_operator(..., replaces=fn)``):

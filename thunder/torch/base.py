@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from numbers import Number
 
 import torch
+from torch.overrides import resolve_name
 
 from thunder.core import dtypes, prims
 from thunder.core import proxies as _proxies
@@ -30,8 +31,11 @@ from thunder.core.symbolic import is_symbolic
 
 # torch callable -> thunder symbol. Keys are the objects the user's code calls.
 torch_to_thunder_map: dict[Callable, Symbol] = {}
-# symbol id -> the torch callable with the same signature (for the torch executor).
-symbol_to_torch: dict[str, Callable] = {}
+# symbol (by identity) -> the torch callable with the same signature (for the torch executor).
+symbol_to_torch: dict[Symbol, Callable] = {}
+# symbol id -> symbol, for registrations that name a symbol by id (``"torch.sin"``); the torch
+# path of each torch callable a symbol stands for (``"torch.nn.functional.gelu"``) is an alias.
+symbols_by_id: dict[str, Symbol] = {}
 # name of an out-of-place symbol -> its in-place twin (``add`` -> ``add_``)
 inplace_twins: dict[str, Symbol] = {}
 
@@ -59,11 +63,15 @@ def torchsymbol(
             tags=frozenset(tags),
         )
         sym.__doc__ = fn.__doc__
+        symbols_by_id[sym.id] = sym
         for tfn in torch_fns:
             torch_to_thunder_map[tfn] = sym
+            path = resolve_name(tfn)
+            if path is not None:
+                symbols_by_id.setdefault(path, sym)
         impl = torch_impl or (torch_fns[0] if torch_fns else None)
         if impl is not None:
-            symbol_to_torch[sym.id] = impl
+            symbol_to_torch[sym] = impl
         names = [method_name] if isinstance(method_name, str) else list(method_name or ())
         for name in names:
             register_method(name, _as_method(sym))

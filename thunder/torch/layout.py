@@ -181,7 +181,7 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
         for o in outs:
             state.metas[o.name] = state.metas[ins[0].name]
         return
-    impl = symbol_to_torch.get(sym.id) or (sym.python_impl if sym.is_prim else None)
+    impl = symbol_to_torch.get(sym) or (sym.python_impl if sym.is_prim else None)
 
     def conc(x):
         return _concrete(x, state.device)

@@ -1,9 +1,11 @@
-"""Transform for execution: every bound symbol is given to the highest-priority executor that
-can run it. Fusion executors get regions of consecutive symbols they claim; a symbol no
-executor can run is replaced by its decomposition, recursively.
+"""Transform for execution: every bound symbol is given to an executor, at the deepest level of
+its decomposition that a higher-priority executor accepts (Note [Claiming at the deepest
+level]); fusion executors then get regions from the shared region finder
+(``thunder.extend.regions``) and replace each by what their ``fuse`` returns.
 
-Lineage: a claimed symbol points back to the one it replaces; a decomposed symbol's parts
-point to their parent; a fusion lists every symbol it absorbed.
+Lineage: a claimed symbol points back to the one it replaces; the parts of a decomposed (or
+execution-transformed) symbol point to the symbol of the input trace they were part of; a
+fusion lists every input-trace symbol it absorbed.
 
 Layer: transforms. Imports: core, extend.
 """
@@ -13,46 +15,127 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from thunder.core.errors import ThunderRuntimeError
-from thunder.core.symbol import BoundSymbol
-from thunder.core.trace import TraceCtx, from_trace, timed_pass
-from thunder.extend import Executor, FusionExecutor
+from thunder.core.symbol import BoundSymbol, SourceLocation
+from thunder.core.trace import TraceCtx, from_trace, timed_pass, tracectx
+from thunder.extend import Executor, FusionExecutor, find_regions
+
+__all__ = ["transform_for_execution", "claim_bound_symbols"]
+
+# Note [Claiming at the deepest level]
+# Executors are ordered by priority, 0 the highest. For a bound symbol b let
+#   whole(b) = the first executor that accepts b as it is (``can_execute``), and
+#   deep(b)  = the first executor that accepts some bound symbol strictly inside b
+#              (its subsymbols, recursively): min over the subsymbols s of whole(s), deep(s).
+# Walking the trace top-down, b is taken whole by whole(b) unless deep(b) comes before it (or
+# nobody takes b whole): then b is replaced by its subsymbols, each claimed the same way. So
+# with [X, torch], where the fusion executor X accepts only prims, ``ltorch.gelu`` (torch takes
+# it whole, X accepts its prims) is decomposed and X gets the prims; with [torch] alone it
+# stays whole. Both answers are memoized per bound symbol (subsymbols are shared objects),
+# so the pass visits each node of the decomposition forest once per executor: linear in the
+# size of the trace with its decompositions.
+#
+# Special cases kept from before: an operator executor's ``execution_transform`` runs the
+# symbol as other ops, which are claimed with that executor moved last (so it cannot take its
+# own output forever); a symbol nobody runs whose outputs are all inputs (dropout in eval mode)
+# computes nothing and is dropped.
+
+_NONE = 1 << 30  # "no executor": larger than any executor index
 
 
-def _claim(bsym: BoundSymbol, executors: Sequence[Executor], out: list[tuple[Executor, BoundSymbol]], parent=None):
-    for ex in executors:
-        if not ex.can_execute(bsym):
-            continue
+class _Claimer:
+    """Claims bound symbols for one priority list of executors (memoized, see the Note)."""
+
+    def __init__(self, executors: Sequence[Executor], names: set[str] | None = None):
+        self.executors = tuple(executors)
+        self.names = set() if names is None else names  # the output trace's names (new values reserve theirs)
+        self._whole: dict[BoundSymbol, int] = {}
+        self._deep: dict[BoundSymbol, int] = {}
+        self._reordered: dict[int, _Claimer] = {}
+        self.checks = 0  # executor acceptance checks made (for the linearity test)
+
+    def whole(self, bsym: BoundSymbol) -> int:
+        found = self._whole.get(bsym)
+        if found is None:
+            found = _NONE
+            for i, ex in enumerate(self.executors):
+                self.checks += 1
+                if ex.can_execute(bsym):
+                    found = i
+                    break
+            self._whole[bsym] = found
+        return found
+
+    def deep(self, bsym: BoundSymbol) -> int:
+        found = self._deep.get(bsym)
+        if found is None:
+            found = _NONE
+            for s in bsym.subsymbols:
+                found = min(found, self.whole(s), self.deep(s))
+                if found == 0:
+                    break
+            self._deep[bsym] = found
+        return found
+
+    def claim(
+        self,
+        bsym: BoundSymbol,
+        out: list[tuple[Executor, BoundSymbol]],
+        *,
+        lineage: tuple[int, ...] | None = None,
+        source: SourceLocation | None = None,
+    ) -> None:
+        """Appends (executor, executable bound symbol) for ``bsym`` to ``out``.
+
+        ``lineage`` and ``source`` are those of a part of a decomposition (None for a symbol of
+        the input trace: it keeps its own source and its lineage is itself).
+        """
+        top = lineage is None
+        lineage = (bsym.uid,) if top else lineage
+        source = bsym.source if top else (bsym.source or source)
+        w = self.whole(bsym)
+        if bsym.subsymbols and (w == _NONE or (w > 0 and self.deep(bsym) < w)):
+            for sub in bsym.subsymbols:
+                self.claim(sub, out, lineage=lineage, source=source)
+            return
+        if w == _NONE:
+            if _is_identity(bsym):
+                return  # e.g. dropout in eval mode: the output is an input, nothing runs
+            where = f" (called at {source})" if source else ""
+            names = ", ".join(e.name for e in self.executors)
+            raise ThunderRuntimeError(
+                f"no executor can run {bsym.sym.print_name}{where}: none of [{names}] implements it. "
+                "Add an executor that implements it, or register an implementation with "
+                "OperatorExecutor.register_implementation."
+            )
+        ex = self.executors[w]
         if isinstance(ex, FusionExecutor):
-            out.append((ex, bsym))
+            # Kept with its own symbol: the executor's ``fuse`` decides how the region runs.
+            out.append((ex, bsym.from_bsym(source=source, lineage=lineage)))
             return
         info = ex.lookup_implementation(bsym.sym)
         if info.execution_transform is not None:
-            from thunder.core.trace import tracectx
-
-            scratch = from_trace(TraceCtx(name="scratch"))
-            scratch.names = set()
-            with tracectx(scratch):
-                result = info.execution_transform(*bsym.args, **bsym.kwargs)
-            swap = _output_swap(result, bsym.output)
-            for sub in scratch.bound_symbols:
-                sub = sub.rename(swap) if swap else sub
-                sub = sub.from_bsym(source=bsym.source, lineage=(bsym.uid,))
-                _claim(sub, [e for e in executors if e is not ex] + [ex], out, bsym)
+            self._execution_transform(ex, info.execution_transform, bsym, out, lineage, source)
             return
-        out.append((ex, bsym if info.symbol is bsym.sym else bsym.from_bsym(sym=info.symbol, subsymbols=bsym.subsymbols)))
-        return
-    if not bsym.subsymbols and _is_identity(bsym):
-        return  # e.g. dropout in eval mode: the output is an input, nothing runs
-    if not bsym.subsymbols:
-        where = f" (called at {bsym.source})" if bsym.source else ""
-        names = ", ".join(e.name for e in executors)
-        raise ThunderRuntimeError(
-            f"no executor can run {bsym.sym.print_name}{where}: none of [{names}] implements it. "
-            "Add an executor that implements it, or register an implementation with "
-            "OperatorExecutor.register_implementation."
-        )
-    for sub in bsym.subsymbols:
-        _claim(sub.from_bsym(source=sub.source or bsym.source, lineage=(bsym.uid,)), executors, out, bsym)
+        sym = info.symbol if info.symbol is not None else bsym.sym
+        if top and sym is bsym.sym:
+            out.append((ex, bsym))  # unchanged: the same bound symbol
+        else:
+            out.append((ex, bsym.from_bsym(sym=sym, source=source, lineage=lineage)))
+
+    def _execution_transform(self, ex, transform, bsym, out, lineage, source) -> None:
+        scratch = from_trace(TraceCtx(name="scratch"))
+        scratch.names = self.names  # the new ops' values get names free in the output trace
+        with tracectx(scratch):
+            result = transform(*bsym.args, **bsym.kwargs)
+        swap = _output_swap(result, bsym.output)
+        others = self._reordered.get(id(ex))
+        if others is None:
+            others = self._reordered[id(ex)] = _Claimer([e for e in self.executors if e is not ex] + [ex], self.names)
+        for sub in scratch.bound_symbols:
+            sub = sub.rename(swap) if swap else sub
+            others.claim(sub, out, lineage=lineage, source=source)
+        self.checks += others.checks
+        others.checks = 0
 
 
 def _is_identity(bsym: BoundSymbol) -> bool:
@@ -73,25 +156,51 @@ def _output_swap(result, original) -> dict:
     return swap
 
 
+def claim_bound_symbols(
+    bsyms: Sequence[BoundSymbol],
+    executors: Sequence[Executor],
+    *,
+    names: set[str] | None = None,
+    parts: bool = False,
+    stats: dict | None = None,
+) -> list[tuple[Executor, BoundSymbol]]:
+    """Each bound symbol (or the parts of its decomposition) with the executor that claimed it,
+    in trace order (Note [Claiming at the deepest level]).
+
+    Args:
+        names: the names used in the output trace (values new ops make reserve theirs here).
+        parts: ``bsyms`` were made by an earlier claim (their lineage and source are kept).
+        stats: if given, receives the number of acceptance checks made under ``"checks"``.
+    """
+    claimer = _Claimer(executors, names)
+    claimed: list[tuple[Executor, BoundSymbol]] = []
+    for bsym in bsyms:
+        if parts:
+            claimer.claim(bsym, claimed, lineage=bsym.lineage or (bsym.uid,), source=bsym.source)
+        else:
+            claimer.claim(bsym, claimed)
+    if stats is not None:
+        stats["checks"] = stats.get("checks", 0) + claimer.checks
+    return claimed
+
+
 @timed_pass("Transform for execution")
 def transform_for_execution(trace: TraceCtx, executors: Sequence[Executor]) -> TraceCtx:
-    """Claims every bound symbol for an executor, fusing regions for fusion executors."""
-    claimed: list[tuple[Executor, BoundSymbol]] = []
-    for bsym in trace.bound_symbols:
-        _claim(bsym, executors, claimed)
+    """Claims every bound symbol for an executor; fusion executors replace their regions."""
     new = from_trace(trace)
-    i = 0
-    while i < len(claimed):
-        ex, bsym = claimed[i]
-        if not isinstance(ex, FusionExecutor):
-            new.bound_symbols.append(bsym)
-            i += 1
+    claimed = claim_bound_symbols(trace.bound_symbols, executors, names=new.names)
+    if not any(isinstance(ex, FusionExecutor) for ex, _ in claimed):
+        new.bound_symbols.extend(b for _, b in claimed)
+        return new
+    operators = [e for e in executors if not isinstance(e, FusionExecutor)]
+    for region in find_regions(claimed):
+        if not region.is_fusion:
+            new.bound_symbols.extend(region.bound_symbols)
             continue
-        j = i
-        while j < len(claimed) and claimed[j][0] is ex:
-            j += 1
-        region = [b for _, b in claimed[i:j]]
-        later = [b for _, b in claimed[j:]]
-        new.bound_symbols.extend(ex.fuse(region, later, new, executors))
-        i = j
+        fused = region.executor.fuse(region, new)
+        if fused is None:  # declined: the operator executors run its ops
+            declined = claim_bound_symbols(region.bound_symbols, operators, names=new.names, parts=True)
+            new.bound_symbols.extend(b for _, b in declined)
+            continue
+        new.bound_symbols.extend(fused)
     return new
