@@ -1,5 +1,5 @@
-"""Until thunder's own autograd transform lands, results are connected to torch autograd
-through the ops the executors run; ``disable_torch_autograd`` disconnects them."""
+"""Results are connected to torch autograd (through thunder's backward, or torch's own where the
+split falls back); ``disable_torch_autograd`` disconnects them. See also ``test_autograd.py``."""
 
 from __future__ import annotations
 

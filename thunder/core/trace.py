@@ -111,6 +111,7 @@ class TraceCtx:
         finally:
             scopes.pop()
         if top:
+            _refuse_autocast(sym)
             self._propagate_requires_grad(sym, args, kwargs, result)
         bsym = BoundSymbol(sym, args, kwargs, result, tuple(sub), source=current_source_location() if top else None)
         outer.append(bsym)
@@ -222,6 +223,20 @@ def _has_outputs(bsym: BoundSymbol) -> bool:
 def detached_trace():
     """A scratch trace for making proxies outside of any real trace."""
     return tracectx(TraceCtx(name="scratch"))
+
+
+def _refuse_autocast(sym: Symbol) -> None:
+    """Autocast changes the dtypes ops compute in; traces do not model it yet, and ignoring it
+    would return eager's values in the wrong dtype."""
+    if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):
+        from thunder.core.errors import UnsupportedOpError
+
+        where = current_source_location()
+        raise UnsupportedOpError(
+            f"{sym.print_name} was called under torch.autocast{f' (at {where})' if where else ''}, which thunder does "
+            "not support yet: the trace would compute in the inputs' dtypes, not autocast's. Cast explicitly "
+            "(x.to(torch.bfloat16)) instead, or call the model outside thunder.jit."
+        )
 
 
 def _locate_error(e: ThunderError, sym: Symbol) -> None:

@@ -5,7 +5,7 @@ its backward runs the backward callable. So ``loss.backward()`` after a jitted c
 ``.grad`` of parameters and inputs; saved tensors are freed after the backward unless
 ``retain_graph=True``, and a second backward then fails as in eager; changing a saved tensor
 in place before the backward fails with torch's own error (its version counter); and double
-backward fails clearly (``once_differentiable``).
+backward (``create_graph=True``) fails clearly.
 
 Layer: executors. Imports: core, torch.
 """
@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.transforms import ForwardBackward
@@ -56,8 +55,13 @@ class ThunderFunction(torch.autograd.Function):
         return result
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, *cotangents):
+        if torch.is_grad_enabled():  # the engine runs a backward with grad on only for create_graph=True
+            raise RuntimeError(
+                "double backward through a function compiled by thunder.jit is not supported yet: its backward "
+                "trace is not itself differentiated. Call backward/autograd.grad without create_graph=True, or "
+                "jit with disable_torch_autograd=True and differentiate the eager function instead."
+            )
         plan = ctx.plan
         tensors, others = iter(ctx.saved_tensors), iter(ctx.others)
         saved = [next(tensors) if is_tensor else next(others) for is_tensor in plan.saved_is_tensor]

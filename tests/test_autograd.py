@@ -1,0 +1,252 @@
+"""thunder's own autograd: forward and backward traces, connected to torch.autograd, against eager."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import thunder
+from thunder.core.transforms import NotDifferentiable, split_forward_backward
+
+
+def _leaves(*shapes, dtype=torch.float64):
+    torch.manual_seed(0)
+    return [torch.randn(*s, dtype=dtype, requires_grad=True) for s in shapes]
+
+
+def _twin(xs):
+    return [x.detach().clone().requires_grad_(x.requires_grad) for x in xs]
+
+
+def _check_grads(fn, *shapes, dtype=torch.float64, **tol):
+    """``fn``'s gradients through thunder equal eager's, and thunder's backward computed them."""
+    xs = _leaves(*shapes, dtype=dtype)
+    ys = _twin(xs)
+    jfn = thunder.jit(fn)
+    out = jfn(*xs)
+    expected = fn(*ys)
+    torch.testing.assert_close(out, expected, **tol)
+    out.sum().backward()
+    expected.sum().backward()
+    for x, y in zip(xs, ys):
+        torch.testing.assert_close(x.grad, y.grad, **tol)
+    assert thunder.compile_stats(jfn).last_autograd_fallback is None
+    assert thunder.last_backward_traces(jfn)
+    return jfn
+
+
+PROGRAMS = {
+    "elementwise": (lambda a, b: torch.sin(a) * b + torch.exp(a / 3) - b.tanh(), (3, 4), (3, 4)),
+    "broadcast": (lambda a, b: a * b + a, (3, 4), (4,)),
+    "reductions": (lambda a: a.sum(0) + a.mean(1).sum() + a.amax(1).sum() + a.var(), (4, 5)),
+    "matmul": (lambda a, b: a @ b, (3, 4), (4, 5)),
+    "linear": (lambda x, w, b: F.linear(x, w, b), (2, 4), (3, 4), (3,)),
+    "gelu": (lambda x: F.gelu(x), (3, 4)),
+    "softmax": (lambda x: F.softmax(x, -1), (3, 4)),
+    "log_softmax": (lambda x: F.log_softmax(x, 0), (3, 4)),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (4,), w, b), (3, 4), (4,), (4,)),
+    "cross_entropy": (lambda x: F.cross_entropy(x, torch.tensor([1, 0, 3])), (3, 4)),
+    "views": (lambda x: x.reshape(4, 3).t().unsqueeze(0).expand(2, 3, 4)[1, :, 1:], (3, 4)),
+    "cat_and_where": (lambda a, b: torch.where(a > 0, torch.cat([a, b], 0)[:3], b), (3, 4), (3, 4)),
+    "indexing": (lambda a: a[torch.tensor([0, 2, 2])] * 2, (3, 4)),
+    "dtype_change": (lambda a: (a.float() * 2).double(), (3,)),
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_gradients_match_eager(name):
+    fn, *shapes = PROGRAMS[name]
+    _check_grads(fn, *shapes)
+
+
+def test_float32_module_gradients_match_eager():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.LayerNorm(8), torch.nn.Linear(8, 2))
+    twin = torch.nn.Sequential(*[m for m in __import__("copy").deepcopy(model)])
+    x = torch.randn(5, 4)
+    jm = thunder.jit(model)
+    jm(x).pow(2).sum().backward()
+    twin(x).pow(2).sum().backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+
+
+def test_forward_and_backward_traces():
+    jfn = _check_grads(lambda a, b: (torch.sin(a) * b).sum(), (3,), (3,))
+    names = [t.provenance.pass_name for t in thunder.last_traces(jfn)]
+    assert names[:4] == ["Interpretation", "Dead Code Elimination", "Common Subexpression Elimination",
+                         "Forward and backward split"]  # fmt: skip
+    assert names[-1] == "Delete Last Used"
+    backward = thunder.last_backward_traces(jfn)
+    assert [t.provenance.pass_name for t in backward][0] == "Forward and backward split"
+    assert backward[-1].provenance.pass_name == "Delete Last Used"
+    source = str(backward[-1])
+    assert "def backward(" in source and "cos" in source
+
+
+def test_each_backward_op_names_the_forward_op_it_differentiates():
+    jfn = _check_grads(lambda a, b: F.gelu(a * b).sum(), (3,), (3,))
+    split_index = [t.provenance.pass_name for t in thunder.last_traces(jfn)].index("Forward and backward split")
+    forward_uids = {b.uid: b for b in thunder.last_traces(jfn)[split_index].bound_symbols}
+    backward = thunder.last_backward_traces(jfn)[0]
+    for bsym in backward.bound_symbols[:-1]:  # all but the return
+        assert len(bsym.lineage) == 1 and bsym.lineage[0] in forward_uids, bsym
+        assert bsym.source == forward_uids[bsym.lineage[0]].source
+    differentiated = {forward_uids[b.lineage[0]].sym.name for b in backward.bound_symbols[:-1]}
+    assert {"gelu", "mul", "sum"} <= differentiated
+
+
+def test_only_what_the_backward_reads_is_saved():
+    jfn = _check_grads(lambda a: torch.exp(a).sum(), (3,))
+    forward = thunder.last_traces(jfn)[-1]
+    saved = forward.bound_symbols[-1].args[0][1]
+    assert len(saved) == 1  # exp's input or its output, not both, and not the sum
+    assert thunder.compile_stats(jfn).last_saved_for_backward_bytes == 3 * 8
+
+
+def test_decompositions_are_recomputed_in_the_backward_not_saved():
+    jfn = _check_grads(lambda a: F.gelu(a).sum(), (3,))
+    forward = thunder.last_traces(jfn)[-1]
+    saved = forward.bound_symbols[-1].args[0][1]
+    assert [p.name for p in saved] == [forward.args[0].name]  # only the input
+
+
+def test_retain_graph_and_a_second_backward_behave_as_in_eager():
+    (a,) = _leaves((3,))
+    jfn = thunder.jit(lambda x: (x * x).sum())
+    out = jfn(a)
+    out.backward(retain_graph=True)
+    out.backward()
+    torch.testing.assert_close(a.grad, 4 * a.detach())
+    out = jfn(a)
+    out.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.backward()
+
+
+def test_gradients_accumulate():
+    (a,) = _leaves((3,))
+    jfn = thunder.jit(lambda x: (x * 3).sum())
+    jfn(a).backward()
+    jfn(a).backward()
+    torch.testing.assert_close(a.grad, torch.full((3,), 6.0, dtype=torch.float64))
+    assert thunder.cache_misses(jfn) == 1
+
+
+def test_in_place_change_of_a_saved_tensor_fails_as_in_eager():
+    a, b = _leaves((3,), (3,))
+    out = thunder.jit(lambda x, y: (x * y).sum())(a, b)
+    with torch.no_grad():
+        b.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
+def test_double_backward_fails_clearly():
+    (a,) = _leaves((3,))
+    out = thunder.jit(lambda x: (x * x * x).sum())(a)
+    with pytest.raises(RuntimeError, match="double backward .* not supported"):
+        torch.autograd.grad(out, a, create_graph=True)
+
+
+def test_a_change_of_requires_grad_recompiles():
+    a, b = _leaves((3,), (3,))
+    jfn = thunder.jit(lambda x, y: (x * y).sum())
+    jfn(a, b).backward()
+    out = jfn(a, b.detach())
+    assert thunder.cache_misses(jfn) == 2
+    out.backward()
+    torch.testing.assert_close(a.grad, 2 * b.detach())
+
+
+def test_outputs_that_do_not_require_grad():
+    (a,) = _leaves((3,))
+    jfn = thunder.jit(lambda x: (x * 2, x.argmax(), x.detach() + 1, 7))
+    doubled, index, detached, seven = jfn(a)
+    assert doubled.requires_grad and not index.requires_grad and not detached.requires_grad and seven == 7
+    doubled.sum().backward()
+    torch.testing.assert_close(a.grad, torch.full((3,), 2.0, dtype=torch.float64))
+
+
+def test_an_input_returned_as_is_is_the_callers_object():
+    (a,) = _leaves((3,))
+    out, same = thunder.jit(lambda x: ((x * 2).sum(), x))(a)
+    assert same is a
+    out.backward()
+    torch.testing.assert_close(a.grad, torch.full((3,), 2.0, dtype=torch.float64))
+
+
+def test_structured_outputs_keep_their_structure():
+    a, b = _leaves((3,), (3,))
+    out = thunder.jit(lambda x, y: {"sum": (x + y).sum(), "pair": [x * y, 2]})(a, b)
+    assert set(out) == {"sum", "pair"} and out["pair"][1] == 2
+    (out["sum"] + out["pair"][0].sum()).backward()
+    torch.testing.assert_close(a.grad, 1 + b.detach())
+
+
+def test_no_grad_block_inside_is_not_differentiated():
+    def g(x):
+        with torch.no_grad():
+            y = x * 2
+        return (y * x).sum()
+
+    (a,) = _leaves((3,))
+    b = a.detach().clone().requires_grad_()
+    jg = thunder.jit(g)
+    jg(a).backward()
+    g(b).backward()
+    torch.testing.assert_close(a.grad, b.grad)
+    assert thunder.last_backward_traces(jg)
+
+
+def test_disable_torch_autograd_has_no_backward():
+    (a,) = _leaves((3,))
+    jfn = thunder.jit(lambda x: (x * 2).sum(), disable_torch_autograd=True)
+    assert not jfn(a).requires_grad
+    assert thunder.last_backward_traces(jfn) == []
+
+
+def test_symbolic_values_in_the_backward():
+    (a,) = _leaves((3, 4))
+    jfn = thunder.jit(lambda x, n: (x * n).sum(), cache="symbolic values")
+    for n in (2.0, 3.0):
+        a.grad = None
+        jfn(a, n).backward()
+        torch.testing.assert_close(a.grad, torch.full((3, 4), n, dtype=torch.float64))
+    assert thunder.cache_misses(jfn) == 1
+
+
+def test_what_cannot_be_differentiated_runs_under_torch_autograd():
+    def g(x):
+        y = x * 1
+        y.add_(1)  # an in-place update of a value that requires grad
+        return (y * x).sum()
+
+    (a,) = _leaves((3,))
+    b = a.detach().clone().requires_grad_()
+    jg = thunder.jit(g)
+    jg(a).backward()
+    g(b).backward()
+    torch.testing.assert_close(a.grad, b.grad)
+    assert "in place" in thunder.compile_stats(jg).last_autograd_fallback
+    assert thunder.last_backward_traces(jg) == []
+
+
+def test_split_refuses_a_value_that_requires_grad_from_no_input():
+    jfn = thunder.jit(lambda x: x + torch.ones(3, requires_grad=True))
+    jfn(torch.ones(3))
+    with pytest.raises(NotDifferentiable, match="depends on no input"):
+        split_forward_backward(thunder.last_traces(jfn)[0])
+
+
+def test_autocast_inside_fails_clearly():
+    def g(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return x @ x
+
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="autocast"):
+        thunder.jit(g)(torch.randn(2, 2))
+    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(thunder.core.errors.UnsupportedOpError):
+        thunder.jit(lambda x: x @ x)(torch.randn(2, 2))
