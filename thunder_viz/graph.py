@@ -17,12 +17,12 @@ of an intermediate bound symbol that no trace keeps; then (and only then) the me
 matched to the previous node that produced the same value.
 
 Note [Statement lines]
-``line`` is where a node is printed in ``source`` (``trace.python(print_depth=1)``, lines
-split at "\\n"). The printer's body is the last part of the source: parameter comments, then
-per bound symbol an optional ``# file:line`` comment and its statement. We count those
-lines the way ``thunder.core.codegen.trace_source`` emits them (counting newlines inside
-each piece, so odd file names cannot shift the numbers), then check that each counted line
-prints the node's call; if any check fails we fall back to scanning the text in order.
+A step's ``source`` is its trace printed once, top-level statements only
+(``thunder.core.codegen.trace_source(trace, print_depth=1, printer=printer)``, the text of
+``trace.python(print_depth=1)``), and a node's ``line`` is the first line of that text (1-based,
+lines split at "\\n") that prints its bound symbol. The printer records those lines as it
+prints (``printer.line_bsyms``: line -> bound symbol); ``_printed`` inverts that map. Nothing
+here counts or scans printed lines.
 
 Layer: visualiser. Imports: thunder (public API, core printer, symbols and proxies); never
 imported by thunder.
@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from thunder.core import dtypes
-from thunder.core.codegen import Printer, bsym_lines
+from thunder.core.codegen import Printer, bsym_lines, trace_source
 from thunder.core.devices import device_str
 from thunder.core.prims.python import python_return
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
@@ -104,7 +104,7 @@ class _Facts:
     def __init__(self):
         self._values: dict[int, tuple[Any, dict]] = {}
         self._bsyms: dict[int, tuple[BoundSymbol, dict]] = {}
-        self._sources: dict[SourceLocation, tuple[dict, int]] = {}
+        self._sources: dict[SourceLocation, dict] = {}
         self._decompositions: dict[int, tuple[tuple, list[str]]] = {}
 
     def value(self, x: Any) -> dict:
@@ -115,20 +115,17 @@ class _Facts:
         self._values[id(x)] = (x, ref)
         return ref
 
-    def source(self, src: SourceLocation) -> tuple[dict, int]:
-        """The node's ``source`` field, and how many newlines the printer's ``# file:line``
-        comment for it holds (only a file name can bring one)."""
+    def source(self, src: SourceLocation) -> dict:
+        """The node's ``source`` field."""
         hit = self._sources.get(src)
         if hit is None:
-            code = src.source_line
-            info = {
+            hit = self._sources[src] = {
                 "file": src.filename,
                 "line": src.lineno,
                 "function": src.function,
                 "module_path": src.module_path,
-                "code": code,
+                "code": src.source_line,
             }
-            hit = self._sources[src] = (info, src.filename.count("\n") + code.count("\n"))
         return hit
 
     def decomposition(self, subsymbols: tuple) -> list[str]:
@@ -155,7 +152,7 @@ class _Facts:
             "label": sym.name.removeprefix("python_"),
             "inputs": [value(a) for a in bsym.flat_args],
             "outputs": [value(o) for o in bsym.flat_proxy_outs],
-            "source": self.source(bsym.source)[0] if bsym.source is not None else None,
+            "source": self.source(bsym.source) if bsym.source is not None else None,
             "decomposition": self.decomposition(bsym.subsymbols),
         }
         self._bsyms[id(bsym)] = (bsym, facts)
@@ -163,52 +160,24 @@ class _Facts:
 
 
 # --- lines -------------------------------------------------------------------------------
-def _statement_lines(trace, source: str, facts: _Facts) -> list[int]:
-    """The 1-based line of ``source`` printing each top-level bound symbol (Note [Statement lines])."""
-    bsyms = trace.bound_symbols
-    text_lines = source.split("\n")
-    body = 0
-    for p in trace.args:
-        if isinstance(p, (TensorProxy, NumberProxy)):
-            body += 1
-    starts: list[int] = []
-    last_source = None
-    for bsym in bsyms:
-        src = bsym.source
-        if src is not None and src != last_source:
-            body += facts.source(src)[1] + 1
-            last_source = src
-        starts.append(body)
-        if bsym.sym.printer is not None:
-            printed = bsym.sym.printer(bsym, Printer())
-            body += sum(line.count("\n") + 1 for line in printed)
+def _printed(trace) -> tuple[str, list[int]]:
+    """The trace's source and the line of it printing each top-level bound symbol (Note [Statement lines])."""
+    printer = Printer()
+    source = trace_source(trace, print_depth=1, printer=printer)
+    starts: dict[int, list[int]] = {}  # id(bound symbol) -> the first line of each of its statements
+    prev, prev_line = None, 0
+    for line, bsym in printer.line_bsyms.items():  # in increasing line order
+        if bsym is not prev or line != prev_line + 1:
+            starts.setdefault(id(bsym), []).append(line)
+        prev, prev_line = bsym, line
+    lines: list[int] = []
+    for bsym in trace.bound_symbols:
+        found = starts.get(id(bsym))
+        if not found:  # its printer printed nothing: where the statement before it is
+            lines.append(lines[-1] if lines else 1)
         else:
-            body += 1
-    first = len(text_lines) - max(body, 1)  # 0-based index of the body's first line
-    lines = [first + s + 1 for s in starts]
-    if first >= 0 and all(_prints(bsym, text_lines[n - 1]) for bsym, n in zip(bsyms, lines)):
-        return lines
-    return _scan_lines(bsyms, text_lines)
-
-
-def _prints(bsym: BoundSymbol, text: str) -> bool:
-    """Whether ``text`` can be the first printed line of ``bsym`` (a cheap check, not a parse)."""
-    if bsym.sym.printer is not None:
-        return not text.lstrip().startswith("#")
-    return bsym.sym.print_name + "(" in text
-
-
-def _scan_lines(bsyms: Sequence[BoundSymbol], text_lines: list[str]) -> list[int]:
-    start = next((i for i, t in enumerate(text_lines) if t.startswith("def ")), 0) + 1
-    lines, pos = [], start
-    for bsym in bsyms:
-        found = next((i for i in range(pos, len(text_lines)) if _prints(bsym, text_lines[i])), None)
-        if found is None:
-            lines.append(pos)  # keep the order; point at the last matched statement
-            continue
-        lines.append(found + 1)
-        pos = found + 1
-    return lines
+            lines.append(found.pop(0) if len(found) > 1 else found[0])
+    return source, lines
 
 
 # --- one step ----------------------------------------------------------------------------
@@ -323,12 +292,12 @@ class _StepBuilder:
         self.out.op[nid] = node["op"]
         return node
 
-    def build(self, source: str, pass_name: str, ms: float) -> dict:
+    def build(self, pass_name: str, ms: float) -> dict:
         trace, prev = self.trace, self.prev
         bsyms = trace.bound_symbols
         executed = (self.inherit and prev.executed) or pass_name == "Transform for execution"
         self.out.executed = executed or any(b.sym.executor is not None for b in bsyms)
-        lines = _statement_lines(trace, source, self.facts)
+        source, lines = _printed(trace)
         prev_ids = prev.uid_to_id if self.inherit else {}
         # Several new bound symbols made from one: a decomposition, numbered in order.
         made_from: dict[int, int] = {}
@@ -562,7 +531,6 @@ def _steps(traces: Sequence, kind: str, start_index: int, after: _StepIndex | No
         provenance = trace.provenance
         builder = _StepBuilder(trace, kind, start_index + i, prev, i > 0, state.facts, state.groups)
         step = builder.build(
-            trace.python(print_depth=1),
             provenance.pass_name if provenance is not None else "",
             float(provenance.ms) if provenance is not None else 0.0,
         )

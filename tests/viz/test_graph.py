@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -21,8 +22,7 @@ from tests.viz.trace_programs import (
 from thunder.core.trace import TraceProvenance, from_trace
 from thunder_viz.graph import (
     DocumentError,
-    _Facts,
-    _statement_lines,
+    _printed,
     document,
     steps_from_jitted,
     steps_from_traces,
@@ -65,17 +65,28 @@ def test_lines_survive_odd_file_names_and_strings():
     assert "alert(1)" in _printed_at(steps[0], check)
 
 
-def test_lines_fall_back_to_scanning_when_the_text_is_not_the_printer_s():
+def test_lines_come_from_the_printer_s_map_of_the_source_shown():
     jf = thunder.jit(lambda x: torch.sin(x) * 2)
     jf(torch.randn(3))
     trace = thunder.last_traces(jf)[0]
-    lines = trace.python(print_depth=1).split("\n")
-    at = next(i for i, t in enumerate(lines) if "ltorch.sin(" in t)
-    lines.insert(at, "  # a line the printer did not write")  # counting from the end is now off by one
-    source = "\n".join(lines)
-    found = _statement_lines(trace, source, _Facts())
-    printed = [source.split("\n")[n - 1] for n in found]
+    source, lines = _printed(trace)
+    assert source == trace.python(print_depth=1)
+    printed = [source.split("\n")[n - 1] for n in lines]
     assert "ltorch.sin(" in printed[0] and "ltorch.mul(" in printed[1] and printed[2].strip().startswith("return")
+
+
+def test_lines_count_newlines_inside_a_printed_statement():
+    jf = thunder.jit(lambda x: torch.sin(x) * 2)
+    jf(torch.randn(3))
+    trace = from_trace(thunder.last_traces(jf)[0])
+    old = thunder.last_traces(jf)[0]
+    sin, mul, ret = old.bound_symbols
+    two_lines = dataclasses.replace(sin.sym, printer=lambda bsym, printer: ["# one\n  # two", "pass"])
+    trace.bound_symbols = [sin.from_bsym(sym=two_lines), mul, ret]
+    source, lines = _printed(trace)
+    printed = source.split("\n")
+    assert printed[lines[0] - 1].strip() == "# one" and printed[lines[0]].strip() == "# two"
+    assert "ltorch.mul(" in printed[lines[1] - 1] and printed[lines[2] - 1].strip().startswith("return")
 
 
 def test_steps_follow_the_compilation_in_order():

@@ -36,8 +36,9 @@ class Printer:
     ``miss`` is the expression a failed prologue check returns: a string, or a function of the
     printer that makes one from ``printer.bsym``, the bound symbol being printed (a diagnostic
     prologue returns why the check failed; see ``thunder.cache_diagnostics``). ``line_bsyms``
-    maps each generated line to the top-level bound symbol printed there (filled by
-    ``trace_source``)."""
+    maps each line of the source ``trace_source`` returns (1-based, the lines of
+    ``source.split("\\n")``) that prints a top-level bound symbol to it: its statement and, with
+    ``print_depth > 1``, its decomposition comments, not the ``# file:line`` comment before it."""
 
     def __init__(self, *, miss: str | Callable[[Printer], str] = "None", return_call: str | None = None):
         self.ctx: dict[str, Any] = {}
@@ -215,10 +216,13 @@ def trace_source(trace, *, print_depth: int = 2, printer: Printer | None = None,
     for deco in trace.decorators:
         lines.append(f"@{deco}")
     lines.append(f"def {trace.name}({signature}):")
-    first = len(lines) + 1  # the line number of body[0]
+    # 1-based line of each body piece; a piece may hold newlines (a custom printer's lines).
+    header = sum(piece.count("\n") + 1 for piece in lines)
+    line_of = list(itertools.accumulate((piece.count("\n") + 1 for piece in body), initial=header + 1))
+    line_bsyms = printer.line_bsyms
     for start, stop, bsym in spans:
-        for i in range(start, stop):
-            printer.line_bsyms[first + i] = bsym
+        for n in range(line_of[start], line_of[stop]):
+            line_bsyms[n] = bsym
     lines.extend(body or ["  pass"])
     return "\n".join(lines)
 
