@@ -35,6 +35,8 @@ class AutogradPlan:
     differentiable_outputs: tuple[bool, ...]  # per tensor output: does it require grad
     output_is_input: tuple[int | None, ...]  # per output: the input it is, returned as is
     grad_positions: tuple[int | None, ...] | None  # per input: where the backward returns its gradient (None: as is)
+    direct: str | None  # "tensor" or "tuple" when the program returns what the function returns, as is
+    saves: str  # "nothing", "tensors" or "mixed" (tensors and numbers)
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -43,12 +45,17 @@ class ThunderFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, plan: AutogradPlan, holder: list, *inputs):
         outputs, saved = plan.forward(*inputs)
-        tensors = [s for s, is_tensor in zip(saved, plan.saved_is_tensor) if is_tensor]
-        ctx.save_for_backward(*tensors)
-        ctx.others = [s for s, is_tensor in zip(saved, plan.saved_is_tensor) if not is_tensor]
         ctx.plan = plan
-        holder.append(outputs)
-        result = tuple(outputs[i] for i in plan.tensor_outputs)
+        if plan.saves == "tensors":
+            ctx.save_for_backward(*saved)
+        elif plan.saves == "mixed":
+            ctx.save_for_backward(*(s for s, is_tensor in zip(saved, plan.saved_is_tensor) if is_tensor))
+            ctx.others = [s for s, is_tensor in zip(saved, plan.saved_is_tensor) if not is_tensor]
+        if plan.direct is not None:
+            result = outputs
+        else:
+            holder.append(outputs)
+            result = tuple(outputs[i] for i in plan.tensor_outputs)
         frozen = [t for t, d in zip(result, plan.differentiable_outputs) if not d]
         if frozen:
             ctx.mark_non_differentiable(*frozen)
@@ -63,8 +70,11 @@ class ThunderFunction(torch.autograd.Function):
                 "jit with disable_torch_autograd=True and differentiate the eager function instead."
             )
         plan = ctx.plan
-        tensors, others = iter(ctx.saved_tensors), iter(ctx.others)
-        saved = [next(tensors) if is_tensor else next(others) for is_tensor in plan.saved_is_tensor]
+        if plan.saves != "mixed":
+            saved = ctx.saved_tensors
+        else:
+            tensors, others = iter(ctx.saved_tensors), iter(ctx.others)
+            saved = [next(tensors) if is_tensor else next(others) for is_tensor in plan.saved_is_tensor]
         grads = plan.backward(*saved, *cotangents)
         if plan.grad_positions is not None:
             grads = [None if i is None else grads[i] for i in plan.grad_positions]
@@ -89,7 +99,22 @@ def make_plan(fb: ForwardBackward, inputs: list, forward: Callable, backward: Ca
         differentiable_outputs=tuple(bool(outputs[i].requires_grad) for i in tensor_outputs),
         output_is_input=tuple(input_position.get(p.name) for p in outputs),
         grad_positions=None if grad_positions == tuple(range(len(fb.forward.args))) else grad_positions,
+        direct=_direct(fb, outputs, input_position),
+        saves="nothing" if not fb.saved else "tensors" if all(isinstance(s, TensorProxy) for s in fb.saved) else "mixed",
     )
+
+
+def _direct(fb: ForwardBackward, outputs: list, input_position: dict) -> str | None:
+    """Whether the program returns one tensor, or a tuple of distinct tensors, none an input: then
+    the autograd function's own result is what the program returns (the common case, kept cheap)."""
+    if not outputs or any(not isinstance(p, TensorProxy) or p.name in input_position for p in outputs):
+        return None
+    (value,) = fb.rebuild.bound_symbols[-1].args
+    if value is outputs[0] and len(outputs) == 1:
+        return "tensor"
+    if type(value) is tuple and len(value) == len(outputs) and all(v is p for v, p in zip(value, outputs)):
+        return "tuple"
+    return None
 
 
 def autograd_callable(plan: AutogradPlan) -> Callable:
@@ -97,6 +122,10 @@ def autograd_callable(plan: AutogradPlan) -> Callable:
 
     An output that is an input returned unchanged is the caller's own object, as in eager."""
     apply = ThunderFunction.apply
+    if plan.direct == "tensor":
+        return lambda *inputs: apply(plan, None, *inputs)[0]
+    if plan.direct == "tuple":
+        return lambda *inputs: apply(plan, None, *inputs)
     rebuild = plan.rebuild
     tensor_outputs = plan.tensor_outputs
     aliases = [(i, j) for i, j in enumerate(plan.output_is_input) if j is not None]
