@@ -197,3 +197,45 @@ def test_import_linter_contracts_catch_an_upward_import(tmp_path, name, text):
     (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
     status, output = _import_linter(tmp_path / "pyproject.toml", tmp_path)
     assert status != 0 and "BROKEN" in output, output
+
+
+# --- the state core is handed instead of importing it -------------------------------------
+
+
+def test_the_tracer_records_calls_as_the_symbols_its_lookup_names():
+    import torch
+
+    import thunder.torch as ltorch
+    from thunder.core.jit_ext import Tracer
+    from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
+    from thunder.core.symbol_lookup import symbol_for
+
+    def fn(x):
+        return torch.sin(x)
+
+    def lookup(f):
+        return ltorch.cos if f is torch.sin else symbol_for(f)
+
+    tracer = Tracer(
+        fn, cache_option=CACHE_OPTIONS.CONSTANT_VALUES, sharp_edges=SHARP_EDGES_OPTIONS.ALLOW, symbol_lookup=lookup
+    )
+    tracer.trace((torch.randn(3),), {})
+    names = [b.sym.name for b in tracer.computation.bound_symbols]
+    assert "cos" in names and "sin" not in names
+
+
+def test_core_s_tables_are_filled_by_the_layers_above():
+    import torch
+
+    import thunder
+    from thunder.core import module, symbol_lookup
+    from thunder.extend import replacements
+    from thunder.torch import torch_to_thunder_map
+
+    assert symbol_lookup.symbol_for(torch.sin) is torch_to_thunder_map[torch.sin]
+    assert symbol_lookup.symbol_for([]) is None  # unhashable: no symbol, no error
+    tables = symbol_lookup._tables
+    assert tables.index(replacements) < tables.index(torch_to_thunder_map)  # user replacements win
+    assert module._jit_entry is not None
+    assert thunder.CACHE_OPTIONS is thunder.common.CACHE_OPTIONS is thunder.core.options.CACHE_OPTIONS
+    assert thunder.SHARP_EDGES_OPTIONS is thunder.core.options.SHARP_EDGES_OPTIONS
