@@ -521,8 +521,11 @@ def _no_gc():
             gc.enable()
 
 
-def _steps(traces: Sequence, kind: str, start_index: int, after: _StepIndex | None, state: _DocumentState):
-    """Steps (with diffs) for consecutive traces of one kind, and the last step's index."""
+def _steps(
+    traces: Sequence, kind: str, start_index: int, after: _StepIndex | None, state: _DocumentState, collect=None
+):
+    """Steps (with diffs) for consecutive traces of one kind, and the last step's index (each
+    step's index is appended to ``collect`` when given)."""
     if kind not in KINDS:
         raise ValueError(f"steps_from_traces: kind must be one of {KINDS}, got {kind!r}")
     steps: list[dict] = []
@@ -538,6 +541,8 @@ def _steps(traces: Sequence, kind: str, start_index: int, after: _StepIndex | No
             step["diff"] = diff(steps[-1], step)
         steps.append(step)
         prev = builder.out
+        if collect is not None:
+            collect.append(prev)
     return steps, prev
 
 
@@ -550,18 +555,33 @@ def steps_from_traces(traces: Sequence, kind: str = "computation", *, start_inde
 def steps_from_jitted(jf) -> list[dict]:
     """The steps of ``jf``'s last compilation: prologue traces, computation traces, backward traces.
 
-    Backward nodes are resolved against the last computation step for lineage and origin
-    (a backward op's lineage is the forward op whose gradient it computes).
+    Backward nodes are resolved against the computation steps for lineage and origin (a
+    backward op's lineage is the forward op whose gradient it computes, as it stood when the
+    autograd split made the backward; the forward node keeps that id in the later steps).
     """
     import thunder
 
     state = _DocumentState()
+    forward_indices: list[_StepIndex] = []
     with _no_gc():
         prologue, _ = _steps(thunder.last_prologue_traces(jf), "prologue", 0, None, state)
-        computation, forward = _steps(thunder.last_traces(jf), "computation", len(prologue), None, state)
+        computation, _ = _steps(thunder.last_traces(jf), "computation", len(prologue), None, state, forward_indices)
         start = len(prologue) + len(computation)
+        forward = _combined_index(forward_indices) if forward_indices else None
         backward, _ = _steps(thunder.last_backward_traces(jf), "backward", start, forward, state)
     return prologue + computation + backward
+
+
+def _combined_index(indices: list[_StepIndex]) -> _StepIndex:
+    """One index over several steps of a kind (later steps win): what backward lineage resolves against."""
+    merged = _StepIndex()
+    for index in indices:
+        merged.uid_to_id.update(index.uid_to_id)
+        merged.origin.update(index.origin)
+        merged.producer.update(index.producer)
+        merged.op.update(index.op)
+    merged.executed = indices[-1].executed
+    return merged
 
 
 # --- diff --------------------------------------------------------------------------------
