@@ -1,0 +1,195 @@
+"""Training loops: torch.nn and Hugging Face models take 5 optimizer steps under thunder.jit and
+in eager, from identical copies and with the same inputs per step; afterwards every parameter
+(and buffer) agrees with eager, thunder's own backward did the work, and steps 2..5 hit the cache.
+
+Tolerances (float32, ``torch.testing.assert_close``; largest differences observed with 1, 2
+and 8 threads in brackets):
+- SGD (lr 0.1, momentum 0.9): ``SGD_TOL``, atol 1e-6 and rtol 1.3e-6, ten times tighter in atol
+  than the float32 default [1.2e-7].
+- AdamW (lr 1e-3, weight decay 0.01): ``ADAMW_TOL``, the float32 default, atol 1e-5 and rtol
+  1.3e-6 [5.4e-6 in the encoder layer's ``in_proj_bias``, below 1e-6 elsewhere]. Adam divides
+  each gradient by its running RMS, so an element whose true gradient is zero (the key part of
+  an attention's input-projection bias: softmax ignores a shift of all scores), where eager and
+  thunder both compute reduction-order noise of ~1e-10 with different signs, moves by up to
+  ``lr`` per step in a direction the noise decides. ``eps=1e-6`` (instead of 1e-8) keeps that
+  noise from being normalized to a full step, while real gradients, orders of magnitude above it, are still divided
+  by their RMS; with the default eps the same runs differ by up to 4e-4.
+- The losses of each step: atol = rtol = 1e-5.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import thunder
+from tests.test_models import MODELS as HF_MODELS
+
+STEPS = 5
+SGD_TOL = {"atol": 1e-6, "rtol": 1.3e-6}
+ADAMW_TOL = {"atol": 1e-5, "rtol": 1.3e-6}
+LOSS_TOL = {"atol": 1e-5, "rtol": 1e-5}
+
+
+def _mlp():
+    return torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4)
+    )
+
+
+def _conv_net():
+    # The conv net of tests/test_models.py (with an eager Linear instead of LazyLinear, so that
+    # both copies have their parameters before the optimizers are made), BatchNorm in train mode.
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 4, 3, stride=2), torch.nn.Flatten(), torch.nn.Linear(36, 10),
+    )  # fmt: skip
+
+
+def _encoder_layer():
+    return torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, batch_first=True, dropout=0.0)
+
+
+class _SequenceModel(torch.nn.Module):
+    """A small sequence classifier without recurrence: embedding, layer norm, a 1-d convolution
+    over time, mean pooling, a linear head."""
+
+    def __init__(self, vocab: int = 50, dim: int = 16):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(vocab, dim)
+        self.norm = torch.nn.LayerNorm(dim)
+        self.conv = torch.nn.Conv1d(dim, dim, 3, padding=1)
+        self.head = torch.nn.Linear(dim, vocab)
+
+    def forward(self, ids):
+        x = self.norm(self.embedding(ids))
+        x = torch.relu(self.conv(x.transpose(1, 2))).transpose(1, 2)
+        return self.head(x.mean(1))
+
+
+BUILDERS = {**HF_MODELS, "mlp": _mlp, "conv_net": _conv_net, "encoder_layer": _encoder_layer, "sequence": _SequenceModel}
+
+# name -> reason, for the models whose training runs under torch's autograd instead of thunder's
+# own backward (the parameters still agree with eager; see test_training_matches_eager).
+OWN_BACKWARD_XFAIL = {
+    "conv_net": "thunder falls back to torch's autograd: 'ltorch.batch_norm updates a tensor that requires grad "
+    "in place' (batch_norm is tagged in-place as a whole, so any batch_norm that reads a tensor requiring grad "
+    "is refused by the split, with or without running statistics, in train and in eval mode)",
+}
+
+
+def _inputs(name: str, step: int):
+    """(args, target) of one step: the same for thunder and eager."""
+    g = torch.Generator().manual_seed(1000 + step)
+    if name in HF_MODELS:
+        return torch.randint(0, 100, (2, 8), generator=g), None
+    if name == "mlp":
+        return torch.randn(4, 16, generator=g), torch.randn(4, 4, generator=g)
+    if name == "conv_net":
+        return torch.randn(2, 3, 8, 8, generator=g), torch.randn(2, 10, generator=g)
+    if name == "encoder_layer":
+        return torch.randn(2, 5, 16, generator=g), torch.randn(2, 5, 16, generator=g)
+    if name == "sequence":
+        return torch.randint(0, 50, (3, 7), generator=g), torch.randint(0, 50, (3,), generator=g)
+    raise AssertionError(name)
+
+
+def _loss(name: str, model, x, target):
+    if name in HF_MODELS:
+        return model(x, labels=x).loss
+    out = model(x)
+    if name == "sequence":
+        return F.cross_entropy(out, target)
+    return F.mse_loss(out, target)
+
+
+def _build(name: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    model = BUILDERS[name]()
+    config = getattr(model, "config", None)
+    if config is not None:
+        for key in ("attn_pdrop", "resid_pdrop", "embd_pdrop", "summary_first_dropout", "hidden_dropout_prob",
+                    "attention_probs_dropout_prob", "attention_dropout"):  # fmt: skip
+            if hasattr(config, key):
+                setattr(config, key, 0.0)
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    return model.train()
+
+
+def _optimizer(kind: str, params):
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    return torch.optim.AdamW(params, lr=1e-3, eps=1e-6, weight_decay=0.01)
+
+
+def _train(name: str, kind: str):
+    """Runs STEPS steps in both; returns (thunder model, jitted model, eager model, losses)."""
+    model = _build(name)
+    eager = copy.deepcopy(model)  # before any call
+    jm = thunder.jit(model)
+    opt_t, opt_e = _optimizer(kind, model.parameters()), _optimizer(kind, eager.parameters())
+    losses = []
+    for step in range(STEPS):
+        x, target = _inputs(name, step)
+        for m, opt in ((jm, opt_t), (eager, opt_e)):
+            opt.zero_grad()
+            loss = _loss(name, m, x, target)
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+    return model, jm, eager, losses
+
+
+_cache = {}
+
+
+def _trained(name: str, kind: str):
+    if (name, kind) not in _cache:
+        _cache[(name, kind)] = _train(name, kind)
+    return _cache[(name, kind)]
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adamw"])
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_training_matches_eager(name, kind):
+    model, jm, eager, losses = _trained(name, kind)
+    tol = SGD_TOL if kind == "sgd" else ADAMW_TOL
+    for step in range(STEPS):
+        torch.testing.assert_close(losses[2 * step], losses[2 * step + 1], **LOSS_TOL, msg=f"loss of step {step + 1}")
+    params, eager_params = dict(model.named_parameters()), dict(eager.named_parameters())
+    assert params.keys() == eager_params.keys() and params
+    for n, p in params.items():
+        assert p.grad is not None, n
+        torch.testing.assert_close(p, eager_params[n], **tol, msg=n)
+    for (n, b), (_, eb) in zip(model.named_buffers(), eager.named_buffers(), strict=True):
+        torch.testing.assert_close(b, eb, **tol, msg=n)  # BatchNorm's running statistics and step count
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adamw"])
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_training_hits_the_cache(name, kind):
+    _, jm, _, _ = _trained(name, kind)
+    assert thunder.cache_misses(jm) == 1
+    assert thunder.cache_hits(jm) == STEPS - 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(reason=OWN_BACKWARD_XFAIL[n], strict=True))
+        if n in OWN_BACKWARD_XFAIL
+        else n
+        for n in BUILDERS
+    ],
+)
+@pytest.mark.parametrize("kind", ["sgd", "adamw"])
+def test_training_uses_thunders_backward(name, kind):
+    _, jm, _, _ = _trained(name, kind)
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+    assert len(thunder.last_backward_traces(jm)) > 0
+    assert thunder.compile_stats(jm).last_saved_for_backward_bytes > 0
