@@ -208,10 +208,11 @@ def _convolution_grad(g, out, a, weight, bias, stride, padding, dilation, transp
 
 
 @grad_rules.register(embedding)
-def _embedding_grad(g, out, a, weight, padding_idx=None):
+def _embedding_grad(g, out, a, weight, *padding_idx):
+    rest = (None,) * len(padding_idx)  # padding_idx is optional: one entry per argument given
     if not is_differentiable(weight):
-        return (None, None, None)
-    return (None, embedding_backward(g, a, weight.shape[0], padding_idx), None)
+        return (None, None, *rest)
+    return (None, embedding_backward(g, a, weight.shape[0], padding_idx[0] if padding_idx else None), *rest)
 
 
 @grad_rules.register(embedding_backward)

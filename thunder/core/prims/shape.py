@@ -239,11 +239,12 @@ def _unslice_config(shape, start_indices, end_indices, strides):
 
 
 @grad_rules.register(slice_prim)
-def _slice_grad(g, out, a, start_indices, end_indices, strides=None):
+def _slice_grad(g, out, a, start_indices, end_indices, *strides):
+    params = (None,) * (2 + len(strides))  # strides is optional: one entry per argument given
     if not is_differentiable(a):
-        return (None, None, None, None)
-    strides = tuple(strides) if strides is not None else (1,) * a.ndim
-    return (pad(g, 0, _unslice_config(a.shape, start_indices, end_indices, strides)), None, None, None)
+        return (None, *params)
+    strides = tuple(strides[0]) if strides and strides[0] is not None else (1,) * a.ndim
+    return (pad(g, 0, _unslice_config(a.shape, start_indices, end_indices, strides)), *params)
 
 
 @grad_rules.register(cat)
