@@ -541,14 +541,15 @@ _register_rounding_division(remainder, floor)
 def _pow_grad(g, out, a, b):
     if not (is_differentiable(a) or is_differentiable(b)):
         return (None, None)
-    check_real_grad("prims.pow", a, b)
     ta, tb = _both(a, b)
     ga = gb = None
     if is_differentiable(a):  # b * a**(b - 1), and 0 where b == 0 (torch: even at a == 0)
-        ga = where(eq(tb, 0), 0, mul(g, mul(tb, pow(ta, sub(tb, 1)))))
-    if is_differentiable(b):  # a**b * log(a), and 0 where a == 0 and b >= 0 (torch)
-        ga_zero = bitwise_and(eq(ta, 0), ge(tb, 0))
-        gb = where(ga_zero, 0, mul(g, mul(out, log(ta))))
+        ga = where(eq(tb, 0), 0, mul(g, conj(mul(tb, pow(ta, sub(tb, 1))))))
+    if is_differentiable(b):  # a**b * log(a), and 0 where a == 0 and b >= 0 (a real b, for complex b)
+        b_nonnegative = (
+            bitwise_and(eq(imag(tb), 0), ge(real(tb), 0)) if tb.dtype.is_complex else ge(tb, 0)
+        )
+        gb = where(bitwise_and(eq(ta, 0), b_nonnegative), 0, mul(g, conj(mul(out, log(ta)))))
     return ga, gb
 
 

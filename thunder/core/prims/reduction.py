@@ -272,9 +272,10 @@ def _register_extremum(sym: Symbol) -> None:
         if not is_differentiable(a):
             return (None, None)
         check_real_grad(op, a)
-        is_extremum = prims.eq(a, _expand(out, a, dims))
-        count = sum(prims.convert_element_type(is_extremum, a.dtype), dims)
-        return (prims.where(is_extremum, _expand(prims.div(g, count), a, dims), 0), None)
+        # as torch: a group whose extremum is NaN matches no element, and 0 / 0 makes its gradient NaN
+        is_extremum = prims.convert_element_type(prims.eq(a, _expand(out, a, dims)), a.dtype)
+        count = sum(is_extremum, dims)
+        return (prims.mul(_expand(prims.div(g, count), a, dims), is_extremum), None)
 
     rule.__name__ = rule.__qualname__ = f"_{sym.name}_grad"
     grad_rules.register(sym)(rule)
