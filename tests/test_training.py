@@ -12,8 +12,8 @@ and 8 threads in brackets):
   an attention's input-projection bias: softmax ignores a shift of all scores), where eager and
   thunder both compute reduction-order noise of ~1e-10 with different signs, moves by up to
   ``lr`` per step in a direction the noise decides. ``eps=1e-6`` (instead of 1e-8) keeps that
-  noise from being normalized to a full step, while real gradients, orders of magnitude above it, are still divided
-  by their RMS; with the default eps the same runs differ by up to 4e-4.
+  noise from being normalized to a full step, while real gradients, orders of magnitude above
+  it, are still divided by their RMS; with the default eps the same runs differ by up to 4e-4.
 - The losses of each step: atol = rtol = 1e-5.
 """
 
@@ -70,7 +70,13 @@ class _SequenceModel(torch.nn.Module):
         return self.head(x.mean(1))
 
 
-BUILDERS = {**HF_MODELS, "mlp": _mlp, "conv_net": _conv_net, "encoder_layer": _encoder_layer, "sequence": _SequenceModel}
+BUILDERS = {
+    **HF_MODELS,
+    "mlp": _mlp,
+    "conv_net": _conv_net,
+    "encoder_layer": _encoder_layer,
+    "sequence": _SequenceModel,
+}
 
 # name -> reason, for the models whose training runs under torch's autograd instead of thunder's
 # own backward (the parameters still agree with eager; see test_training_matches_eager).
