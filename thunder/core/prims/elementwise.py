@@ -365,7 +365,6 @@ convert_element_type = make_prim(
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
 
 
-
 # --- gradients (Note [VJP rules] in thunder.core.rules) ---
 # Complex inputs follow torch's convention, the cotangent times the conjugate derivative
 # (``g * conj(f'(z))``), for the holomorphic ops; the others reject them (``check_real_grad``).

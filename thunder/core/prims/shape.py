@@ -199,7 +199,8 @@ def _broadcast_in_dim_grad(g, out, a, shape, broadcast_dimensions):
         return (None, None, None)
     expanded = [d for i, d in enumerate(broadcast_dimensions) if a.shape[i] == 1 and shape[d] != 1]
     summed = tuple(sorted({d for d in range(len(shape)) if d not in broadcast_dimensions} | set(expanded)))
-    return (reshape(prims.sum(g, summed), tuple(a.shape)), None, None)
+    grad = prims.sum(g, summed) if summed else g
+    return (reshape(grad, tuple(a.shape)) if tuple(grad.shape) != tuple(a.shape) else grad, None, None)
 
 
 @grad_rules.register(reshape)
