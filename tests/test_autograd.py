@@ -250,3 +250,36 @@ def test_autocast_inside_fails_clearly():
         thunder.jit(g)(torch.randn(2, 2))
     with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(thunder.core.errors.UnsupportedOpError):
         thunder.jit(lambda x: x @ x)(torch.randn(2, 2))
+
+
+def test_batch_norm_in_training_updates_running_statistics_once():
+    """Its in-place writes (running statistics) happen in the forward only, not again in the backward."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)).train().double()
+    twin = copy.deepcopy(model)
+    jm = thunder.jit(model)
+    x = torch.randn(2, 3, 6, 6, dtype=torch.float64)
+    for _ in range(2):
+        jm(x).pow(2).sum().backward()
+        twin(x).pow(2).sum().backward()
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    for b, c in zip(model.buffers(), twin.buffers()):
+        torch.testing.assert_close(b, c)
+
+
+def test_a_gradient_not_asked_for_binds_nothing():
+    """convolution's backward returns no bias gradient for a convolution without bias: the
+    generated line still binds the two it returns."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.ReLU())
+    twin = copy.deepcopy(model)
+    x = torch.randn(2, 3, 6, 6)
+    thunder.jit(model)(x).sum().backward()
+    twin(x).sum().backward()
+    torch.testing.assert_close(model[0].weight.grad, twin[0].weight.grad)

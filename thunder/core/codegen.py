@@ -125,7 +125,7 @@ class Printer:
         """The left-hand side that binds a symbol's output, or None when nothing is bound."""
         if isinstance(out, Proxy):
             return out.name
-        if isinstance(out, (tuple, list)) and out and all(_is_bindable(o) for o in out):
+        if isinstance(out, (tuple, list)) and _is_bindable(out):
             names = [self.target(o) or "_" for o in out]
             return f"({names[0]},)" if len(names) == 1 else "(" + ", ".join(names) + ")"
         return None
@@ -142,7 +142,10 @@ class Printer:
 
 
 def _is_bindable(o) -> bool:
-    return isinstance(o, Proxy) or (isinstance(o, (tuple, list)) and all(_is_bindable(x) for x in o))
+    """Proxies, and tuples of them where an absent output (None, e.g. a gradient not asked for) binds ``_``."""
+    return isinstance(o, Proxy) or (
+        isinstance(o, (tuple, list)) and any(x is not None for x in o) and all(x is None or _is_bindable(x) for x in o)
+    )
 
 
 def type_comment(out: Any) -> str:

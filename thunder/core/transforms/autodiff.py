@@ -38,7 +38,7 @@ from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import IN_PLACE, BoundSymbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, BoundSymbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, tracectx
 from thunder.core.tracectx import source_location_provider
@@ -120,8 +120,14 @@ def _check_forward(body: list[BoundSymbol], active: set[str]) -> None:
     is a leaf of its own: torch's autograd handles it)."""
     for bsym in body:
         reads_active = any(a.name in active for a in bsym.flat_proxy_args)
-        if IN_PLACE in bsym.sym.tags and (reads_active or any(o.requires_grad for o in _tensors(bsym.flat_proxy_outs))):
-            raise NotDifferentiable(f"{bsym.sym.print_name} updates a tensor that requires grad in place")
+        if IN_PLACE in bsym.sym.tags:
+            # ``y.add_(1)`` on a value that requires grad, or ``buf.copy_(x)`` that makes ``buf`` require
+            # grad, changes the autograd graph in place. Internal writes that return nothing (the running
+            # statistics of ``batch_norm``) are not differentiated in eager either.
+            returned = {o.name for o in bsym.flat_proxy_outs}
+            for dst in _written(bsym):
+                if dst.name in active or dst.requires_grad or (reads_active and dst.name in returned):
+                    raise NotDifferentiable(f"{bsym.sym.print_name} updates a tensor that requires grad in place")
         for out in _tensors(bsym.flat_proxy_outs):
             if out.requires_grad and _differentiable(out):
                 if not reads_active:
@@ -129,6 +135,13 @@ def _check_forward(body: list[BoundSymbol], active: set[str]) -> None:
                         f"{out.name} (made by {bsym.sym.print_name}) requires grad but depends on no input that does"
                     )
                 active.add(out.name)
+
+
+def _written(bsym: BoundSymbol) -> list[TensorProxy]:
+    """The tensors ``bsym`` writes in place: the destinations of the ``prims.copy_`` it decomposes to."""
+    if bsym.sym is prims.copy_:
+        return [bsym.args[1]]
+    return [dst for sub in bsym.subsymbols for dst in _written(sub)]
 
 
 def _tensors(proxies) -> list[TensorProxy]:
@@ -245,9 +258,12 @@ def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: Trace
 
 def _expand(bsym: BoundSymbol, active: set[str]) -> list[BoundSymbol]:
     """``bsym``'s subsymbols, each replaced by its own subsymbols until it has a rule (or needs
-    no gradient); marks the intermediates that require grad in ``active``."""
+    no gradient); marks the intermediates that require grad in ``active``. In-place writes and other
+    side effects are left out: they happened in the forward."""
     out: list[BoundSymbol] = []
     for sub in bsym.subsymbols:
+        if sub.sym.tags & {IN_PLACE, DONT_DCE}:
+            continue  # a side effect happens once, in the forward
         reads_active = any(a.name in active for a in sub.flat_proxy_args)
         needs = reads_active and sub.sym.id not in NO_GRAD_RESULTS
         if needs and grad_rules.get(sub.sym) is None and sub.subsymbols:
