@@ -79,6 +79,10 @@ class Explorer {
   private query = "";
   private matches: string[] = [];
   private matchCursor = -1;
+  /** A forward node selected before moving to a backward step: its gradient ops are marked. */
+  private gradientOf: string | null = null;
+  /** Node id -> index of the last computation step holding it (built on demand). */
+  private lastForward: Map<string, number> | null = null;
   private pending = new Set<string>();
   private busy = false;
   private renderToken = 0;
@@ -254,6 +258,7 @@ class Explorer {
 
   private setDocument(model: TraceDocument): void {
     this.model = model;
+    this.lastForward = null;
     this.body.hidden = false;
     setAttrs(this.root, { "data-invalid": null });
     this.titleEl.textContent = model.title;
@@ -375,10 +380,12 @@ class Explorer {
 
   // -- steps ----------------------------------------------------------------------------------
 
-  private showStep(index: number): void {
+  /** `fromSelection`: the node selected in the step being left (a link click replaces it). */
+  private showStep(index: number, fromSelection: string | null = this.selected): void {
     const model = this.model;
     if (!model || !this.layouts) return;
     const step = model.steps[index];
+    this.gradientOf = this.gradientSource(this.currentStep(), fromSelection, step);
     this.stepIndex = index;
     for (const li of Array.from(this.stepList.children)) {
       if (li.getAttribute("data-step-index") === null) continue;
@@ -468,6 +475,8 @@ class Explorer {
     });
 
     if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
+    // a link that lands on a node inside a collapsed group (e.g. a fusion member) opens it
+    if (this.revealOnRender && this.selected !== null) this.expandAncestors(this.selected);
     this.applySelection(this.revealOnRender);
     this.revealOnRender = false;
     this.applySearch();
@@ -489,9 +498,58 @@ class Explorer {
     return this.model?.steps.find((s) => s.kind === step.kind);
   }
 
+  /** The last computation step holding a forward node (what a backward node's origin names). */
+  private forwardStep(id: string): Step | undefined {
+    const steps = this.model?.steps ?? [];
+    if (!this.lastForward) {
+      this.lastForward = new Map();
+      steps.forEach((s, i) => {
+        if (s.kind === "computation") for (const n of s.nodes) this.lastForward?.set(n.id, i);
+      });
+    }
+    const i = this.lastForward.get(id);
+    return i === undefined ? undefined : steps[i];
+  }
+
+  private lastBackwardStep(): Step | undefined {
+    const steps = this.model?.steps ?? [];
+    for (let i = steps.length - 1; i >= 0; i--) if (steps[i]?.kind === "backward") return steps[i];
+    return undefined;
+  }
+
+  /** The forward node whose gradient ops `to` marks after leaving `from` with `selected`. */
+  private gradientSource(
+    from: Step | undefined,
+    selected: string | null,
+    to: Step | undefined,
+  ): string | null {
+    if (to?.kind !== "backward") return null;
+    if (from?.kind === "backward") return this.gradientOf;
+    if (
+      from?.kind === "computation" &&
+      selected !== null &&
+      from.nodes.some((n) => n.id === selected)
+    )
+      return selected;
+    return null;
+  }
+
+  /** Nodes of the shown step computing the gradient of `gradientOf`. */
+  private gradientMarks(): string[] {
+    const of = this.gradientOf;
+    const step = this.currentStep();
+    const forward = of === null ? undefined : this.forwardStep(of);
+    if (of === null || !forward || step?.kind !== "backward") return [];
+    return gradientNodes(step, forward, of).map((n) => n.id);
+  }
+
   // -- selection ------------------------------------------------------------------------------
 
   private select(nodeId: string | null, reveal = true): void {
+    if (this.gradientOf !== null) {
+      this.gradientOf = null; // the user moved on: the marks were for the forward node
+      this.applyMarks();
+    }
     this.selected = nodeId !== null && this.stepNodes.has(nodeId) ? nodeId : null;
     if (this.selected !== null) this.expandAncestors(this.selected);
     this.applySelection(reveal);
@@ -539,6 +597,9 @@ class Explorer {
   private renderDetails(node: TraceNode | undefined): void {
     const step = this.currentStep();
     if (!node || !step) {
+      const marked = this.gradientMarks().length;
+      const of = this.gradientOf === null ? undefined : this.forwardStep(this.gradientOf);
+      const ofNode = of?.nodes.find((n) => n.id === this.gradientOf);
       this.detailsEl.replaceChildren(
         h(
           this.doc,
@@ -546,6 +607,16 @@ class Explorer {
           { class: "tx-muted" },
           "Select a node in the graph or a line of the source.",
         ),
+        ...(ofNode
+          ? [
+              h(
+                this.doc,
+                "p",
+                { class: "tx-muted", "data-testid": "gradient-marks" },
+                `Marked: ${marked} op${marked === 1 ? "" : "s"} computing the gradient of ${ofNode.op} (${ofNode.id}).`,
+              ),
+            ]
+          : []),
       );
       return;
     }
@@ -558,7 +629,17 @@ class Explorer {
       node: s?.nodes.find((n) => n.id === id),
     });
     const lineage = node.lineage.map((id) => link(prev, id));
-    const origin = first && first !== step ? node.origin.map((id) => link(first, id)) : [];
+    // A backward node's origin names forward nodes; any other node's, the first step of its kind.
+    const origin =
+      step.kind === "backward"
+        ? node.origin.map((id) => link(this.forwardStep(id), id))
+        : first && first !== step
+          ? node.origin.map((id) => link(first, id))
+          : [];
+    const backward = step.kind === "computation" ? this.lastBackwardStep() : undefined;
+    const gradients = backward
+      ? gradientNodes(backward, step, node.id).map((n) => link(backward, n.id))
+      : null;
     const diff = step.diff;
     let diffLabel: string | null = null;
     if (diff) {
@@ -576,6 +657,7 @@ class Explorer {
         fusion,
         lineage.filter((l) => l.stepIndex >= 0),
         origin.filter((l) => l.stepIndex >= 0),
+        gradients,
         diffLabel,
       ),
     );
@@ -614,17 +696,22 @@ class Explorer {
     }
     this.matches = matched;
     this.matchCursor = -1;
-    const set = new Set(matched);
+    this.applyMarks();
+    this.searchCount.textContent = q
+      ? `${matched.length} match${matched.length === 1 ? "" : "es"}`
+      : "";
+  }
+
+  /** Search matches and gradient marks share the search-match styling. */
+  private applyMarks(): void {
+    const set = new Set([...this.matches, ...this.gradientMarks()]);
     this.graph.setMatches(set);
     const lines = new Set<number>();
-    for (const id of matched) {
+    for (const id of set) {
       const line = this.stepNodes.get(id)?.line;
       if (line !== null && line !== undefined) lines.add(line);
     }
     this.sourceLines.forEach((el, i) => el.classList.toggle("search-match", lines.has(i + 1)));
-    this.searchCount.textContent = q
-      ? `${matched.length} match${matched.length === 1 ? "" : "es"}`
-      : "";
   }
 
   private nextMatch(delta: number): void {
@@ -677,9 +764,11 @@ class Explorer {
       const index = Number(link.getAttribute("data-step-index"));
       const nid = link.getAttribute("data-node-id");
       if (!Number.isInteger(index) || nid === null) return;
+      const from = this.selected;
       this.selected = nid;
       this.revealOnRender = true;
-      this.showStep(index);
+      this.showStep(index, from);
+      this.root.focus(); // the clicked link is gone with the old details: keep the keys working
     });
     this.root.addEventListener("keydown", (e) => this.onKey(e));
   }
@@ -734,6 +823,16 @@ class Explorer {
     }
     if (handled) e.preventDefault();
   }
+}
+
+/**
+ * The nodes of a backward step computing the gradient of forward node `id` of step `forward`:
+ * those whose origin names it or, for a fusion node, one of its members.
+ */
+function gradientNodes(backward: Step, forward: Step, id: string): TraceNode[] {
+  const ids = new Set([id]);
+  for (const n of forward.nodes) if (n.fused_into === id) ids.add(n.id);
+  return backward.nodes.filter((n) => n.origin.some((o) => ids.has(o)));
 }
 
 /** Statements of the trace (fusion members are not statements). */

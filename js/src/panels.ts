@@ -54,7 +54,11 @@ function row(doc: Document, label: string, value: Node | string): HTMLElement {
   return h(doc, "div", { class: "tx-row" }, h(doc, "dt", {}, label), h(doc, "dd", {}, value));
 }
 
-/** Everything known about a node; `lineage`/`origin` resolved by the explorer. */
+/**
+ * Everything known about a node; `lineage`/`origin`/`gradients` resolved by the explorer. A
+ * backward node's `origin` is the forward ops it computes the gradient of ("gradient of");
+ * `gradients` (null: no backward step) the backward ops computing a forward node's gradient.
+ */
 export function nodeDetails(
   doc: Document,
   node: TraceNode,
@@ -62,6 +66,7 @@ export function nodeDetails(
   fusion: TraceNode | undefined,
   lineage: NodeLink[],
   origin: NodeLink[],
+  gradients: NodeLink[] | null,
   diffLabel: string | null,
 ): HTMLElement[] {
   const group = node.group === null ? undefined : step.groups.find((g) => g.id === node.group);
@@ -103,7 +108,10 @@ export function nodeDetails(
   if (group) rows.push(row(doc, "group", `${group.label || group.id} (${group.kind})`));
   if (diffLabel) rows.push(row(doc, "change", diffLabel));
   rows.push(row(doc, "made from", linkList(doc, lineage)));
-  rows.push(row(doc, "original op", linkList(doc, origin)));
+  rows.push(
+    row(doc, step.kind === "backward" ? "gradient of" : "original op", linkList(doc, origin)),
+  );
+  if (gradients) rows.push(row(doc, "gradient computed by", linkList(doc, gradients)));
   rows.push(row(doc, "id", `${node.id} (uid ${node.uid})`));
   const out: HTMLElement[] = [
     h(

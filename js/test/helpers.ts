@@ -8,7 +8,9 @@ import type { TraceDocument } from "../src/schema";
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** A fresh copy of a fixture document (tests may mutate it). */
-export function fixture(name: "sample" | "sample-error" | "real-mlp"): TraceDocument {
+export function fixture(
+  name: "sample" | "sample-error" | "real-mlp" | "backward-gelu",
+): TraceDocument {
   return JSON.parse(readFileSync(join(here, "fixtures", `${name}.json`), "utf8")) as TraceDocument;
 }
 
