@@ -316,18 +316,21 @@ def test_a_barrier_claimed_by_the_fuser_may_end_its_region_in_place():
 
 def test_outputs_are_values_used_later_or_returned():
     def build(x):
-        a = prims.sin(x)
+        a = prims.sin(x)  # used only inside the region
         b = prims.cos(a)  # used later, outside
         d = prims.mul(b, b)  # returned
         e = prims.exp(b)
-        return d, e
+        return b, d, e
 
-    trace, inputs, (d, e) = _trace(build, (3,))
+    trace, inputs, (b, d, e) = _trace(build, (3,))
     regions = find_regions(_claim(trace), returned=[d, e])
     fused = next(r for r in regions if r.is_fusion)
     assert _names(fused) == ["sin", "cos", "mul"]
-    assert [p.name for p in fused.outputs] == [b.name for b in (fused.bound_symbols[1].output, d)]
-    assert not find_regions(_claim(trace))[0].outputs[-1].name == d.name  # not returned: mul's result is dead
+    assert [p.name for p in fused.inputs] == [inputs[0].name]
+    assert [p.name for p in fused.outputs] == [b.name, d.name]
+    # not returned, mul's result is dead: not an output
+    unreturned = next(r for r in find_regions(_claim(trace)) if r.is_fusion)
+    assert [p.name for p in unreturned.outputs] == [b.name]
 
 
 def test_two_fusion_executors_get_their_own_regions():
@@ -347,6 +350,38 @@ def test_two_fusion_executors_get_their_own_regions():
         ("test_region_fuser_2", ["exp", "exp2"]),
     ]
     _assert_topological(regions, inputs)
+
+
+def test_a_jitted_region_joins_across_an_independent_torch_op():
+    ex = PrimFuser(accepted=[ElementwisePrimIDs.SIN, ElementwisePrimIDs.COS])
+
+    def fn(x):
+        a = torch.sin(x)
+        b = torch.exp(x)  # the fuser does not take exp; cos does not need it
+        return b, torch.cos(a)
+
+    jfn = thunder.jit(fn, executors=[ex])
+    x = torch.randn(5)
+    for got, want in zip(jfn(x), fn(x)):
+        torch.testing.assert_close(got, want)
+    _, after = _claimed_trace(jfn)
+    (fusion,) = _fusions(after)
+    assert [s.sym.name for s in fusion.subsymbols] == ["sin", "cos"]
+    assert [b.sym.name for b in after.bound_symbols] == ["PrimFusion0", "exp", "python_return"]
+
+
+def test_the_builder_takes_a_ready_callable():
+    def build(x):
+        return prims.cos(prims.sin(x))
+
+    trace, inputs, c = _trace(build, (3,))
+    (region,) = find_regions(_claim(trace), returned=[c])
+    fusion = fusion_bound_symbol(region, trace, prefix="Ready", fn=lambda x: (torch.cos(torch.sin(x)),))
+    assert fusion.sym.name.startswith("Ready") and fusion.sym._is_fusion and fusion.sym.executor is FUSER
+    assert fusion.subsymbols == tuple(region.bound_symbols) and fusion.output == (c,)
+    assert fusion.lineage == tuple(b.uid for b in trace.bound_symbols)
+    x = torch.randn(3)
+    torch.testing.assert_close(fusion.sym.python_impl(x)[0], torch.cos(torch.sin(x)))
 
 
 # --- linearity ----------------------------------------------------------------------------
