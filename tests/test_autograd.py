@@ -241,15 +241,48 @@ def test_split_refuses_a_value_that_requires_grad_from_no_input():
         split_forward_backward(thunder.last_traces(jfn)[0])
 
 
-def test_autocast_inside_fails_clearly():
-    def g(x):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            return x @ x
+def _autocast_program(x, w, b):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = F.linear(x, w, b)  # bfloat16
+        loss = F.cross_entropy(y, torch.tensor([0, 1, 2]))  # float32 (autocast's float32 list)
+    return loss + (x @ w.T).float().sum()  # outside the region: float32
 
-    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="autocast"):
-        thunder.jit(g)(torch.randn(2, 2))
-    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(thunder.core.errors.UnsupportedOpError):
-        thunder.jit(lambda x: x @ x)(torch.randn(2, 2))
+
+def test_autocast_inside_matches_eager_forward_and_backward():
+    torch.manual_seed(0)
+    xs = [torch.randn(3, 4, requires_grad=True), torch.randn(5, 4, requires_grad=True), torch.randn(5, requires_grad=True)]
+    ys = _twin(xs)
+    jfn = thunder.jit(_autocast_program)
+    out, expected = jfn(*xs), _autocast_program(*ys)
+    assert out.dtype == expected.dtype
+    torch.testing.assert_close(out, expected)
+    out.backward()
+    expected.backward()
+    for x, y in zip(xs, ys):
+        assert x.grad.dtype == y.grad.dtype
+        torch.testing.assert_close(x.grad, y.grad)
+    assert thunder.compile_stats(jfn).last_autograd_fallback is None
+    assert "bfloat16" in str(thunder.last_traces(jfn)[-1])
+
+
+def test_autocast_around_the_call_is_checked_by_the_prologue():
+    f = lambda x, w: F.softmax(x @ w, -1)  # noqa: E731
+    jf = thunder.jit(f)
+    x, w = torch.randn(3, 4), torch.randn(4, 4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, expected = jf(x, w), f(x, w)
+    assert out.dtype is expected.dtype is torch.bfloat16
+    torch.testing.assert_close(out, expected)
+    assert jf(x, w).dtype is torch.float32  # outside autocast: another entry
+    with torch.autocast("cpu", dtype=torch.float16):
+        assert jf(x, w).dtype is torch.float16 is f(x, w).dtype
+    assert thunder.cache_misses(jf) == 3
+
+
+def test_autocast_does_not_touch_programs_without_autocast_ops():
+    jf = thunder.jit(lambda x: x * 2)
+    jf(torch.randn(3))
+    assert "autocast" not in str(thunder.last_prologue_traces(jf)[-1])
 
 
 def test_batch_norm_in_training_updates_running_statistics_once():

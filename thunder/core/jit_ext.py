@@ -824,6 +824,7 @@ class Tracer:
         )
         dtypes.default_dtype_was_read.set(False)
         grad_enabled = torch.is_grad_enabled()
+        autocast_at_entry = {d: (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda")}
         provider = functools.partial(_source_location, self._module_paths)
         active = _active_tracer.set(self)
         try:
@@ -852,6 +853,11 @@ class Tracer:
         if self.grad_mode_switched or self.computation.grad_mode_read:
             # the recorded switches restore the mode the trace began in; requires_grad answers depend on it
             self._check(prims.check_grad_enabled, grad_enabled)
+        for device_type in sorted(self.computation.autocast_read):  # Note [Autocast] in thunder.core.trace
+            enabled, dtype = autocast_at_entry.get(device_type, (False, None))
+            self._check(prims.check_autocast, device_type, enabled, dtype if enabled else None)
+            if enabled or self.computation.autocast_cast:
+                self.computation.decorators.append(f"torch.autocast({device_type!r}, enabled=False)")
         if self.checks:
             for expr in self.constraints:
                 self._emit(prims.check_expr, expr, ())

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 
 from thunder.core.symbol import Symbol
 
-__all__ = ["RuleTable", "grad_rules"]
+__all__ = ["RuleTable", "autocast_rules", "grad_rules"]
 
 
 class RuleTable:
@@ -68,3 +68,8 @@ class RuleTable:
 
 #: VJP rules (Note [VJP rules]).
 grad_rules = RuleTable("grad")
+
+#: Autocast policies: ``rule(device_type, autocast_dtype) -> dtype | None``, the dtype the symbol's
+#: floating inputs are cast to under ``torch.autocast`` on that device type (Note [Autocast] in
+#: ``thunder.core.trace``).
+autocast_rules = RuleTable("autocast")

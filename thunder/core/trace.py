@@ -17,6 +17,7 @@ import torch
 from thunder.core.codegen import Printer, compile_source, trace_source
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy
+from thunder.core.rules import autocast_rules
 from thunder.core.symbol import DONT_DCE, MAY_RAISE, BoundSymbol, Symbol
 from thunder.core.tracectx import current_source_location, get_tracectx, set_tracectx, tracectx
 
@@ -26,6 +27,16 @@ _trace_ids = itertools.count()
 
 # Ids of symbols whose results never require grad, whatever their inputs (filled by the torch language).
 NO_GRAD_RESULTS: set = set()
+
+# Note [Autocast]
+# Under ``torch.autocast`` (entered around the call or inside the program) eager casts the floating
+# inputs of some ops to the autocast dtype (matmul, linear, convolutions, ...) and of others to
+# float32 (losses, norms, ...), per device type; ``autocast_rules`` holds those policies by symbol,
+# as the torch language declares them. The trace records the casts as ``prims.convert_element_type``
+# before the op, so the backward differentiates through them (gradients return in the inputs' own
+# dtypes, as in eager). The prologue checks the autocast state the trace began in, and the compiled
+# functions run with autocast off: their casts are explicit.
+_AUTOCAST_ELIGIBLE = (torch.float32, torch.float16, torch.bfloat16)  # never float64, as in eager
 
 # Names a trace may not give to proxies: they are globals of generated code.
 RESERVED_NAMES = frozenset(
@@ -62,6 +73,8 @@ class TraceCtx:
         self.tags: set[str] = set()
         self.uid = next(_trace_ids)
         self.grad_mode_read = False  # whether what the trace computed depends on torch's grad mode
+        self.autocast_read: set[str] = set()  # device types whose autocast state the trace depends on
+        self.autocast_cast = False  # whether autocast changed a dtype in it
         self._callable = None
 
     # --- names -------------------------------------------------------------------------
@@ -100,6 +113,8 @@ class TraceCtx:
         scopes = self.scopes
         outer = scopes[-1]
         top = len(scopes) == 1
+        if top and sym in autocast_rules:
+            args, kwargs = self._autocast(sym, args, kwargs)
         sub: list[BoundSymbol] = []
         scopes.append(sub)
         try:
@@ -111,11 +126,35 @@ class TraceCtx:
         finally:
             scopes.pop()
         if top:
-            _refuse_autocast(sym)
             self._propagate_requires_grad(sym, args, kwargs, result)
         bsym = BoundSymbol(sym, args, kwargs, result, tuple(sub), source=current_source_location() if top else None)
         outer.append(bsym)
         return result
+
+    def _autocast(self, sym: Symbol, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """Under ``torch.autocast``, the call's floating inputs cast as eager's autocast casts them
+        (Note [Autocast])."""
+        from thunder.core import prims
+        from thunder.core.proxies import TensorProxy
+        from thunder.core.pytree import tree_leaves, tree_map
+
+        device_type = next((a.device.type for a in tree_leaves((args, kwargs)) if type(a) is TensorProxy), None)
+        if device_type is None:
+            return args, kwargs
+        self.autocast_read.add(device_type)
+        if not torch.is_autocast_enabled(device_type):
+            return args, kwargs
+        target = autocast_rules.get(sym)(device_type, torch.get_autocast_dtype(device_type))
+        if target is None:
+            return args, kwargs
+        self.autocast_cast = True
+
+        def cast(x):
+            if type(x) is TensorProxy and x.device.type == device_type and x.dtype in _AUTOCAST_ELIGIBLE:
+                return x if x.dtype == target else prims.convert_element_type(x, target)
+            return x
+
+        return tree_map(cast, args), tree_map(cast, kwargs)
 
     def _propagate_requires_grad(self, sym: Symbol, args: tuple, kwargs: dict, result: Any) -> None:
         """As in eager: with grad mode on, a floating or complex result of an op on a tensor that requires
@@ -223,20 +262,6 @@ def _has_outputs(bsym: BoundSymbol) -> bool:
 def detached_trace():
     """A scratch trace for making proxies outside of any real trace."""
     return tracectx(TraceCtx(name="scratch"))
-
-
-def _refuse_autocast(sym: Symbol) -> None:
-    """Autocast changes the dtypes ops compute in; traces do not model it yet, and ignoring it
-    would return eager's values in the wrong dtype."""
-    if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):
-        from thunder.core.errors import UnsupportedOpError
-
-        where = current_source_location()
-        raise UnsupportedOpError(
-            f"{sym.print_name} was called under torch.autocast{f' (at {where})' if where else ''}, which thunder does "
-            "not support yet: the trace would compute in the inputs' dtypes, not autocast's. Cast explicitly "
-            "(x.to(torch.bfloat16)) instead, or call the model outside thunder.jit."
-        )
 
 
 def _locate_error(e: ThunderError, sym: Symbol) -> None:

@@ -40,6 +40,10 @@ def _register_no_grad_results() -> None:
 
 _register_no_grad_results()
 
+from thunder.torch import autocast as _autocast  # noqa: E402  (needs the symbols above)
+
+_autocast.register(torch_to_thunder_map)
+
 
 def _torch_function(func, args, kwargs):
     """Handles a torch function called natively on a proxy (``TensorProxy.__torch_function__``)."""

@@ -40,6 +40,7 @@ class PythonPrimIDs(enum.Enum):
     CHECK_EXPR = enum.auto()
     CHECK_DEFAULT_DTYPE = enum.auto()
     CHECK_GRAD_ENABLED = enum.auto()
+    CHECK_AUTOCAST = enum.auto()
     CHECK_IS = enum.auto()
     CHECK_HASATTR = enum.auto()
     SET_GRAD_ENABLED = enum.auto()
@@ -260,6 +261,23 @@ def _print_check_grad_enabled(bsym, printer):
 # ``check_grad_enabled(enabled)``: the grad mode the trace's own mode switches were recorded under.
 check_grad_enabled = make_prim(
     P.CHECK_GRAD_ENABLED, "check_grad_enabled", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_grad_enabled
+)
+
+
+def _print_check_autocast(bsym, printer):
+    device_type, enabled, dtype = bsym.args
+    printer.add_ctx("torch", torch)
+    if not enabled:
+        return [f"if torch.is_autocast_enabled({device_type!r}): return {printer.miss}"]
+    return [
+        f"if not torch.is_autocast_enabled({device_type!r}) or torch.get_autocast_dtype({device_type!r}) is not "
+        f"{printer.value(dtype)}: return {printer.miss}"
+    ]
+
+
+# ``check_autocast(device_type, enabled, dtype)``: the autocast state the trace's casts were made for.
+check_autocast = make_prim(
+    P.CHECK_AUTOCAST, "check_autocast", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_autocast
 )
 
 
