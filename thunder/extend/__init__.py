@@ -211,7 +211,7 @@ class FusionExecutor(Executor):
     How the pass uses it (``thunder.transforms.execution``): claiming gives this executor
     every bound symbol it accepts (``can_execute``: by default, the symbols registered with
     ``register_supported`` whose checker accepts the call), at the deepest level of a
-    decomposition it accepts (see Note [Claiming at the deepest level]); the shared region
+    decomposition it accepts (Note [Claiming at the deepest level] there); the shared region
     finder (``find_regions``) groups them, dataflow permitting, into ``Region``s; then the pass
     calls ``fuse(region, trace)`` once per region, in trace order.
 
