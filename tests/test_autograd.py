@@ -316,3 +316,39 @@ def test_a_gradient_not_asked_for_binds_nothing():
     thunder.jit(model)(x).sum().backward()
     twin(x).sum().backward()
     torch.testing.assert_close(model[0].weight.grad, twin[0].weight.grad)
+
+
+def test_vjp_under_jit_is_one_trace_and_matches_eager():
+    from thunder.core.transforms import vjp
+
+    def f(a, b):
+        return F.gelu(a * b), a.sum()
+
+    torch.manual_seed(0)
+    x, y, v1, v2 = (torch.randn(3, dtype=torch.float64) for _ in range(4))
+    v2 = v2[0]
+    jv = thunder.jit(vjp(f), disable_torch_autograd=True)
+    (out, grads), (eout, egrads) = jv((x, y), (v1, v2)), vjp(f)((x, y), (v1, v2))
+    for a, b in zip((*out, *grads), (*eout, *egrads)):
+        torch.testing.assert_close(a, b)
+    assert "erf" in str(thunder.last_traces(jv)[-1])  # gelu's backward is in the same trace
+    with pytest.raises(thunder.core.errors.ThunderValueError, match="cotangent"):
+        jv((x, y), (v1,))
+
+
+def test_grad_and_value_and_grad():
+    from thunder.core.transforms import grad, value_and_grad
+
+    def f(a, n):
+        return (torch.sin(a) * a * n).sum()
+
+    (x,) = _leaves((3,))
+    x = x.detach()
+    expected = (torch.cos(x) * x + torch.sin(x)) * 2
+    (g, none) = thunder.jit(grad(f))(x, 2)
+    torch.testing.assert_close(g, expected)
+    assert none is None
+    value, (g, _) = thunder.jit(value_and_grad(f))(x, 2)
+    torch.testing.assert_close(value, f(x, 2))
+    torch.testing.assert_close(g, expected)
+    torch.testing.assert_close(grad(f)(x, 2)[0], expected)  # eagerly: torch's autograd

@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from thunder.core import dtypes, introspection, prims, proxies
+from thunder.core import dtypes, introspection, prims, proxies, transforms
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.interpreter.errors import DELETED, NULL
@@ -50,7 +50,7 @@ from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
-from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers
+from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers, tree_leaves
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, pin, recording_constraints
@@ -666,6 +666,8 @@ class Tracer:
             return _no_torch_function
         if fn is torch._C._set_grad_enabled:
             return self._set_grad_enabled
+        if fn is transforms.vjp_call:
+            return self._vjp_call
         if fn is print:
             return self._print
         if isinstance(fn, Symbol):
@@ -801,6 +803,18 @@ class Tracer:
             return fn(*args, **kwargs)
 
         return call
+
+    def _vjp_call(self, fn: Callable, primals: tuple, cotangents: tuple):
+        """``vjp(fn)`` inside a jitted function: ``fn``'s ops, then their pullback, in this trace."""
+        body = self.computation.bound_symbols
+        start = len(body)
+        out = interpreter_call(current_runtime(), fn, tuple(primals))
+        leaves = [t for t in tree_leaves(out) if isinstance(t, TensorProxy)]
+        if cotangents is transforms.ONES:
+            cotangents = tuple(prims.full(t.shape, 1, device=t.device, dtype=t.dtype) for t in leaves)
+        transforms.check_cotangents(leaves, cotangents)
+        grads = transforms.record_vjp(body[start:], list(primals), leaves, list(cotangents))
+        return out, tuple(grads)
 
     # --- running ----------------------------------------------------------------------------
     def trace(self, args: tuple, kwargs: dict) -> Any:

@@ -41,7 +41,7 @@ from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, BoundSymbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, tracectx
-from thunder.core.tracectx import source_location_provider
+from thunder.core.tracectx import get_tracectx, source_location_provider
 
 __all__ = ["NotDifferentiable", "ForwardBackward", "split_forward_backward", "requires_grad_outputs"]
 
@@ -298,3 +298,32 @@ def _free_values(bsyms: list[BoundSymbol], given: set[str], by_name: dict) -> li
                     free[a.name] = a
         defined.update(o.name for o in bsym.flat_proxy_outs)
     return list(free.values())
+
+
+def record_vjp(body: list[BoundSymbol], primals: list, outputs: list, cotangents: list) -> list:
+    """Records into the current trace the pullback of ``body`` (bound symbols of the current trace,
+    which computed ``outputs`` from ``primals``) applied to ``cotangents``; returns one gradient per
+    primal (zeros for a floating tensor that ``outputs`` do not depend on, None for anything else).
+
+    Every floating tensor among ``primals`` is differentiated, whether or not it requires grad: this
+    is ``vjp`` of a function, not torch's autograd."""
+    active = {p.name for p in primals if _differentiable(p)}
+    for bsym in body:
+        if any(a.name in active for a in bsym.flat_proxy_args):
+            if IN_PLACE in bsym.sym.tags:
+                raise NotDifferentiable(f"vjp: {bsym.sym.print_name} updates a tensor in place")
+            if bsym.sym.id not in NO_GRAD_RESULTS:
+                active.update(o.name for o in _tensors(bsym.flat_proxy_outs) if _differentiable(o))
+    trace = get_tracectx()
+    grads = _Gradients()
+    for o, c in zip(outputs, cotangents):
+        if isinstance(o, TensorProxy) and o.name in active and c is not None:
+            grads.add(o, c)
+    _backprop(body, grads, active, trace, forward_top=True)
+    result = []
+    for p in primals:
+        g = grads.get(p.name) if isinstance(p, TensorProxy) else None
+        if g is None and _differentiable(p):
+            g = prims.full(p.shape, 0, device=p.device, dtype=p.dtype)
+        result.append(g)
+    return result
