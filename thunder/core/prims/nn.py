@@ -1,4 +1,5 @@
-"""Neural-network primitives: ``convolution`` and ``embedding``.
+"""Neural-network primitives: ``convolution`` and ``embedding``, and their gradients
+(``convolution_backward``, ``embedding_backward``).
 
 Both stay prims because they do not decompose into the other prims without gathers or
 im2col blow-ups that no backend wants to see; everything else in ``torch.nn.functional``
