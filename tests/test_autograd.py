@@ -352,3 +352,24 @@ def test_grad_and_value_and_grad():
     torch.testing.assert_close(value, f(x, 2))
     torch.testing.assert_close(g, expected)
     torch.testing.assert_close(grad(f)(x, 2)[0], expected)  # eagerly: torch's autograd
+
+
+def test_dropout_in_training_draws_as_eager_and_keeps_its_mask_for_the_backward():
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).train()
+    twin = copy.deepcopy(model)
+    jm = thunder.jit(model)
+    x = torch.randn(8, 4)
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        out = jm(x)
+        torch.manual_seed(seed)
+        expected = twin(x)
+        assert torch.equal(out, expected)  # the same random draws as eager's F.dropout
+        out.pow(2).sum().backward()
+        expected.pow(2).sum().backward()
+    torch.testing.assert_close(model[0].weight.grad, twin[0].weight.grad)
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+    assert "uniform" not in str(thunder.last_backward_traces(jm)[-1])  # the mask is kept, not drawn again

@@ -21,7 +21,6 @@ import thunder.executors.torchex as _torchex
 import thunder.torch  # noqa: F401  (binds thunder.torch, the torch language)
 from thunder import extend
 from thunder.cache_diagnostics import (
-    DEFAULT_RECOMPILE_WARNING_LIMIT,
     FIRST_CALL,
     MISS_REASONS_KEPT,
     NO_CACHING,
@@ -40,7 +39,7 @@ from thunder.common import (
     DebugOptions,
     make_compile_options,
 )
-from thunder.compiler import DEFAULT_CACHE_SIZE_LIMIT, Cache, check_prologue_accepts, compile_entry
+from thunder.compiler import Cache, check_prologue_accepts, compile_entry
 from thunder.core import devices, dtypes
 from thunder.core.errors import ThunderValueError
 from thunder.core.iterators import replayable_arguments
@@ -125,7 +124,7 @@ class _Jitted:
 
     def __init__(self, cd: CompileData):
         self.cd = cd
-        self.cache = Cache(_cache_size_limit(cd.compile_options.get("cache_size_limit", DEFAULT_CACHE_SIZE_LIMIT)))
+        self.cache = Cache(cd.options.cache_size_limit)
         self.cs = CompileStats(cache=self.cache)
         self.last_entry: CacheEntry | None = None
         self.lock = threading.RLock()
@@ -175,8 +174,7 @@ class _Jitted:
         misses = cs.misses.bump() + 1
         reason = self._miss_reason(option, args, kwargs)
         self.miss_reasons.append(reason)
-        limit = _cache_size_limit(cd.get_compile_option("cache_size_limit", DEFAULT_CACHE_SIZE_LIMIT))
-        warn_after = cd.get_compile_option("recompile_warning_limit", DEFAULT_RECOMPILE_WARNING_LIMIT)
+        limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit
         entry = compile_entry(cd, cs, args, kwargs)
         inputs = check_prologue_accepts(entry, args, kwargs)
         if option is not CACHE_OPTIONS.NO_CACHING:
@@ -205,12 +203,6 @@ def _run(computation: Callable, inputs: Any) -> Any:
     except Exception as e:
         add_runtime_note(e)
         raise
-
-
-def _cache_size_limit(value: Any) -> int:
-    if type(value) is not int or value < 1:
-        raise ThunderValueError(f"cache_size_limit must be a positive int (entries kept per function), got {value!r}")
-    return value
 
 
 def jit(

@@ -41,7 +41,6 @@ __all__ = ["CacheMissReason", "RecompileWarning", "Rejection", "diagnostic_prolo
 MISS_REASONS_KEPT = 64
 #: After this many cache misses of one function, ``RecompileWarning`` is issued (once); the
 #: compile option ``recompile_warning_limit`` changes it.
-DEFAULT_RECOMPILE_WARNING_LIMIT = 32
 
 
 class RecompileWarning(UserWarning):

@@ -17,6 +17,11 @@ from thunder.core.errors import ThunderValueError
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS  # re-exported: thunder.CACHE_OPTIONS, ...
 from thunder.extend import Executor, resolve_executors
 
+#: How many entries a jitted function keeps by default (the compile option ``cache_size_limit``).
+DEFAULT_CACHE_SIZE_LIMIT = 256
+#: After how many cache misses a ``RecompileWarning`` says why (the compile option ``recompile_warning_limit``).
+DEFAULT_RECOMPILE_WARNING_LIMIT = 32
+
 
 def _to_enum(enum_type: type[enum.Enum], value, what: str, default):
     if value is None:
@@ -81,7 +86,13 @@ class CompileOptions:
     transforms: tuple
     debug_options: DebugOptions
     langctx: Any
-    extra: tuple  # (name, value) pairs of the named compile options
+    extra: tuple  # (name, value) pairs of every named compile option passed (``**compile_options``)
+    cache_size_limit: int = DEFAULT_CACHE_SIZE_LIMIT  # entries kept per function; the LRU one goes
+    recompile_warning_limit: int | None = DEFAULT_RECOMPILE_WARNING_LIMIT  # misses before a RecompileWarning
+
+
+#: The named compile options thunder reads itself: the typed fields of ``CompileOptions``.
+KNOWN_COMPILE_OPTIONS = ("cache_size_limit", "recompile_warning_limit")
 
 
 class CompileData:
@@ -92,7 +103,8 @@ class CompileData:
         self.options = options
         self.is_module = is_module
         self.compile_options = dict(options.extra)
-        self._used_compile_options: set[str] = set()
+        # thunder's own options are read (as typed fields); others only when a transform asks for them
+        self._used_compile_options: set[str] = {k for k in self.compile_options if k in KNOWN_COMPILE_OPTIONS}
 
     executors_list = property(lambda self: list(self.options.executors))
     cache_option = property(lambda self: self.options.cache_option)
@@ -245,4 +257,22 @@ def make_compile_options(
         debug_options=debug_options or DebugOptions(),
         langctx="torch",
         extra=tuple(extra.items()),
+        cache_size_limit=_cache_size_limit(extra.get("cache_size_limit", DEFAULT_CACHE_SIZE_LIMIT)),
+        recompile_warning_limit=_recompile_warning_limit(
+            extra.get("recompile_warning_limit", DEFAULT_RECOMPILE_WARNING_LIMIT)
+        ),
     )
+
+
+def _cache_size_limit(value: Any) -> int:
+    if type(value) is not int or value < 1:
+        raise ThunderValueError(f"cache_size_limit must be a positive int (entries kept per function), got {value!r}")
+    return value
+
+
+def _recompile_warning_limit(value: Any) -> int | None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise ThunderValueError(
+            f"recompile_warning_limit must be a positive int (cache misses before a warning) or None, got {value!r}"
+        )
+    return value

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from thunder.cache_diagnostics import Rejection, diagnostic_prologue, explain
-from thunder.common import CACHE_OPTIONS, MISS, CacheEntry, CompileData, CompileStats
+from thunder.common import CACHE_OPTIONS, DEFAULT_CACHE_SIZE_LIMIT, MISS, CacheEntry, CompileData, CompileStats
 from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
 from thunder.core.proxies import TensorProxy
@@ -251,10 +251,6 @@ def _leaf_key(x: Any, symbolic: bool) -> Any:
     if typ in (tuple, list):
         return (typ, tuple(_leaf_key(v, symbolic) for v in x))
     return (typ,)
-
-
-#: How many entries a jitted function keeps by default (the compile option ``cache_size_limit``).
-DEFAULT_CACHE_SIZE_LIMIT = 256
 
 
 class Cache:

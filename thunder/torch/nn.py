@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from thunder.core import prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.proxies import pyval
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import RANDOM
 from thunder.torch.base import make_inplace, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.nn_activations import *  # noqa: F403
@@ -197,14 +198,36 @@ def dropout(input, p=0.5, training=True):
     if not training or p == 0:
         return input
     check_float(op, "input", input)
-    a = upcast(input)
     if p == 1:
-        out = prims.mul(a, 0.0)
-    else:
-        u = prims.uniform(a.shape, 0.0, 1.0, device=a.device, dtype=a.dtype)
-        keep_mask = prims.convert_element_type(prims.lt(u, 1.0 - p), a.dtype)
-        out = prims.mul(prims.mul(a, keep_mask), 1.0 / (1.0 - p))
-    return maybe_convert_to_dtype(out, input.dtype)
+        return maybe_convert_to_dtype(prims.mul(upcast(input), 0.0), input.dtype)
+    out, _ = dropout_with_noise(input, p)
+    return out
+
+
+def _dropout_with_noise_impl(a: torch.Tensor, p: float):
+    """What eager's ``F.dropout`` computes, with the scaled keep-mask it drew: on CPU the same
+    draws as eager (ATen's ``_dropout_impl``: ``bernoulli_`` of a tensor like the input), elsewhere
+    ``torch.native_dropout`` (the fused kernel eager uses there)."""
+    if a.device.type == "cpu":
+        noise = torch.empty_like(a).bernoulli_(1 - p)
+        noise.div_(1 - p)
+        return a * noise, noise
+    out, mask = torch.native_dropout(a, p, True)
+    return out, mask.to(a.dtype) / (1 - p)
+
+
+@torchsymbol(id="torch.dropout_with_noise", tags=(RANDOM,), torch_impl=_dropout_with_noise_impl)
+def dropout_with_noise(a, p):
+    """Training-mode dropout (``0 < p < 1``) and its noise: the keep-mask scaled by ``1 / (1 - p)``,
+    which the gradient multiplies by (the backward keeps it instead of drawing again)."""
+    u = prims.uniform(a.shape, 0.0, 1.0, device=a.device, dtype=a.dtype)
+    noise = prims.mul(prims.convert_element_type(prims.lt(u, 1.0 - p), a.dtype), 1.0 / (1.0 - p))
+    return prims.mul(a, noise), noise
+
+
+@grad_rules.register(dropout_with_noise)
+def _dropout_with_noise_vjp(g, out, a, p):
+    return prims.mul(g[0], out[1]), None
 
 
 dropout_ = make_inplace(dropout)

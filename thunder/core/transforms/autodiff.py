@@ -38,7 +38,7 @@ from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import DONT_DCE, IN_PLACE, BoundSymbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, RANDOM, BoundSymbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, tracectx
 from thunder.core.tracectx import get_tracectx, source_location_provider
@@ -77,7 +77,8 @@ def split_forward_backward(trace: TraceCtx) -> ForwardBackward:
     if ret.sym is not prims.python_return:
         raise NotDifferentiable("the computation does not end in a return")
     active = {a.name for a in trace.args if _differentiable(a) and a.requires_grad}
-    _check_forward(body, active)
+    body, exposed = _expose_random_parts(body)
+    _check_forward(body, active, exposed)
 
     by_name = {a.name: a for a in trace.args if isinstance(a, Proxy) or is_symbolic(a)}
     outputs = list({p.name: p for leaf in tree_leaves(ret.args) for p in _refs(leaf, by_name)}.values())
@@ -114,11 +115,48 @@ def split_forward_backward(trace: TraceCtx) -> ForwardBackward:
     return ForwardBackward(fw, bw, saved, outputs, rebuild)
 
 
-def _check_forward(body: list[BoundSymbol], active: set[str]) -> None:
+def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], set[int]]:
+    """The forward body with each symbol that requires grad, has no rule and draws random numbers
+    in its decomposition replaced by that decomposition (down to symbols with rules): random draws
+    cannot be recomputed in the backward, so the forward must make what the backward keeps
+    (``dropout`` becomes ``dropout_with_noise``, whose noise is saved). Returns the new body and the
+    uids of the exposed parts."""
+    new: list[BoundSymbol] = []
+    exposed: set[int] = set()
+    for bsym in body:
+        needs = any(o.requires_grad for o in _tensors(bsym.flat_proxy_outs))
+        if not needs or grad_rules.get(bsym.sym) is not None or not bsym.subsymbols:
+            new.append(bsym)
+            continue
+        parts = _rule_level(bsym)
+        if not any(RANDOM in p.sym.tags for p in parts):
+            new.append(bsym)
+            continue
+        for part in parts:
+            part = part.from_bsym(lineage=(bsym.uid,), source=bsym.source)
+            exposed.add(part.uid)
+            new.append(part)
+    return new, exposed
+
+
+def _rule_level(bsym: BoundSymbol) -> list[BoundSymbol]:
+    return [
+        p
+        for sub in bsym.subsymbols
+        for p in ([sub] if grad_rules.get(sub.sym) is not None or not sub.subsymbols else _rule_level(sub))
+    ]
+
+
+def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int]) -> None:
     """Refuses what the transform cannot differentiate, and checks that every value that
     requires grad comes from an input that does (a tensor made inside with requires_grad=True
-    is a leaf of its own: torch's autograd handles it)."""
+    is a leaf of its own: torch's autograd handles it). Parts exposed from a decomposition
+    (``exposed``) have no requires_grad marks: what they make from values that require grad does."""
     for bsym in body:
+        if bsym.uid in exposed:
+            if any(a.name in active for a in bsym.flat_proxy_args) and bsym.sym.id not in NO_GRAD_RESULTS:
+                active.update(o.name for o in _tensors(bsym.flat_proxy_outs) if _differentiable(o))
+            continue
         reads_active = any(a.name in active for a in bsym.flat_proxy_args)
         if IN_PLACE in bsym.sym.tags:
             # ``y.add_(1)`` on a value that requires grad, or ``buf.copy_(x)`` that makes ``buf`` require
