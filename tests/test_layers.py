@@ -11,7 +11,7 @@
 The AST check below reads every import statement of every file, function-local ones and relative
 ones included; the import-linter contracts in ``pyproject.toml`` (``[tool.importlinter]``) say
 the same for module-level imports and also catch indirect ones. State the upper layers own
-reaches core through hooks and tables core owns (see ``thunder._core_hooks``).
+reaches core through hooks and tables core owns (``thunder/__init__.py`` installs ThunderModule's jit entry; ``thunder.extend`` and ``thunder.torch`` register their symbol tables).
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from thunder.compiler import Cache, check_prologue_accepts, compile_entry
 from thunder.core import devices, dtypes
 from thunder.core.errors import ThunderValueError
 from thunder.core.iterators import replayable_arguments
+from thunder.core.module import install_jit_entry as _install_jit_entry
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
@@ -292,6 +293,10 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     fn_._lc_cd = cd
     fn_._lc_cs = cs
     return fn_
+
+
+# ThunderModule (thunder.core.module) compiles its forward through this entry: core imports nothing above it.
+_install_jit_entry(lambda fn, options: _make_jitted(fn, CompileData(fn, options, is_module=True)))
 
 
 def _state(fn) -> _Jitted:

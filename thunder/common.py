@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import thunder._core_hooks  # noqa: F401  (installs entry-layer hooks into core; to move to thunder/__init__.py)
 from thunder.core.errors import ThunderValueError
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS  # re-exported: thunder.CACHE_OPTIONS, ...
 from thunder.extend import Executor, resolve_executors

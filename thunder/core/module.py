@@ -9,7 +9,7 @@ Note [ThunderModule's jit entry]
 lightning-thunder users rely on, in ``isinstance`` checks) stays; but compiling its forward is
 the entry layer's business (compile data, the cache, the hot path). Core does not import
 upward: the entry layer installs the function that makes the jitted forward with
-``install_jit_entry`` when ``thunder`` is imported (see ``thunder._core_hooks``), and the
+``install_jit_entry`` when ``thunder`` is imported (in ``thunder/__init__.py``), and the
 constructor calls it.
 
 Layer: core (the class; its forward is made by the entry layer's hook). Imports: torch, core.

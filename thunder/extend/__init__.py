@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from thunder.core import symbol_lookup
 from thunder.core.errors import ThunderValueError
 from thunder.core.prims.base import all_prims
 from thunder.core.symbol import BoundSymbol, Symbol
@@ -243,6 +244,7 @@ class FusionExecutor(Executor):
 # torch callables that user-registered operators replace (``register_operator(..., replaces=fn)``):
 # the tracer records the operator wherever the program calls ``fn``.
 replacements: dict[Callable, Symbol] = {}
+symbol_lookup.register_symbol_table(replacements, first=True)  # user operators win over the torch language
 
 _executor_map: dict[str, Executor] = {}
 _default_executors: list[Executor] = []
