@@ -63,6 +63,7 @@ class Pass:
 
     name: str
     run: Callable[[CompileData, TraceCtx], TraceCtx]
+    backward_only: bool = False  # after the split: runs on the backward trace only
 
 
 #: The slot of the pipeline where a computation that needs gradients is split into a forward
@@ -86,6 +87,8 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("Dead Code Elimination", lambda cd, t: dce(t)),
     Pass("Common Subexpression Elimination", lambda cd, t: cse(t)),
     AUTOGRAD_SPLIT,
+    # The forward is the computation as it was; the backward, built from rules, gets its own CSE.
+    Pass("Common Subexpression Elimination", lambda cd, t: cse(t), backward_only=True),
     Pass("Transform for execution", lambda cd, t: transform_for_execution(t, cd.options.executors)),
     Pass("User transforms", _user_transforms),
     Pass("Delete Last Used", lambda cd, t: delete_last_used(t)),
@@ -119,7 +122,10 @@ def run_passes(
                 traces.append(split.forward)
                 backward_traces.append(split.backward)
             continue
-        for history in (traces, backward_traces) if split is not None else (traces,):
+        if step.backward_only and split is None:
+            continue
+        histories = (backward_traces,) if step.backward_only else (traces, backward_traces) if split else (traces,)
+        for history in histories:
             new = step.run(cd, history[-1])
             if new is not history[-1]:
                 history.append(new)
