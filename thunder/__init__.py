@@ -121,7 +121,7 @@ class _Jitted:
     so different functions compile in parallel.
     """
 
-    __slots__ = ("cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles")
+    __slots__ = ("cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "last_inputs")
 
     def __init__(self, cd: CompileData):
         self.cd = cd
@@ -131,6 +131,7 @@ class _Jitted:
         self.lock = threading.RLock()
         self.miss_reasons: collections.deque[CacheMissReason] = collections.deque(maxlen=MISS_REASONS_KEPT)
         self.warned_recompiles = False
+        self.last_inputs: tuple | None = None  # (args, kwargs) of the last call, while recording (below)
 
     def slow_call(self, args: tuple, kwargs: dict) -> Any:
         """Everything but the hot path: other cache entries, then compiling a new one."""
@@ -259,8 +260,31 @@ def jit(
     return _make_jitted(fn, CompileData(fn, options))
 
 
+# Note [Recording the last inputs]
+# A tool that reruns what the user ran (thunder_viz's explorer, opened after an ordinary training
+# step) needs the inputs of the last call. While ``_record_last_inputs(True)`` is in effect each
+# call keeps a reference to its arguments in its function's state (``_last_inputs``); otherwise
+# nothing is kept, and the hot path pays one list lookup.
+_recording_last_inputs = [False]
+
+
+def _record_last_inputs(enabled: bool = True) -> None:
+    """Turns recording of each jitted function's last inputs on or off (Note [Recording the last inputs])."""
+    _recording_last_inputs[0] = bool(enabled)
+
+
+def _last_inputs(fn) -> tuple[tuple, dict] | None:
+    """The (args, kwargs) of ``fn``'s last call while recording; for a module, without the module."""
+    state = _state(fn)
+    if state.last_inputs is None:
+        return None
+    args, kwargs = state.last_inputs
+    return (args[1:], kwargs) if state.cd.is_module else (args, kwargs)
+
+
 def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     state = _Jitted(cd)
+    recording = _recording_last_inputs
     cs = state.cs
     slow_call = state.slow_call
     hits = cs.hits.count
@@ -271,6 +295,8 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     if cd.cache_option is CACHE_OPTIONS.CONSTANT_VALUES or cd.cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES:
 
         def fn_(*args, **kwargs):
+            if recording[0]:
+                state.last_inputs = (args, kwargs)
             entry = state.last_entry
             if entry is not None:
                 try:
@@ -286,6 +312,8 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     else:
 
         def fn_(*args, **kwargs):
+            if recording[0]:
+                state.last_inputs = (args, kwargs)
             return slow_call(args, kwargs)
 
     functools.update_wrapper(fn_, fn)

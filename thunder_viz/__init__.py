@@ -1,8 +1,12 @@
 """thunder_viz: see what the thunder compiler did (filled in by the visualiser issue)."""
 
 # --- sessions, explorer widget and %thunder_jit (thunder_viz/session.py, widget.py, api.py, magic.py) ---
+import thunder as _thunder
 from thunder_viz.api import explore
 from thunder_viz.session import Session
+
+# explore(jitted) after an ordinary call can rerun it (Note [Recording the last inputs] in thunder).
+_thunder._record_last_inputs(True)
 
 
 def load_ipython_extension(ipython) -> None:

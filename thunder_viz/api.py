@@ -31,9 +31,10 @@ def explore(jitted_fn: Any, *, args: tuple | None = None, kwargs: dict | None = 
     Args:
         jitted_fn: what ``thunder.jit`` returned (function or module).
         args, kwargs: inputs to run it with (it is called once with them). Without them, the
-            inputs of the last call a :class:`~thunder_viz.session.Session` recorded are used
-            for reruns; if none were recorded, the last compilation is shown but the executor
-            toggles are off.
+            inputs of the last call are used for reruns: the ones a :class:`~thunder_viz.session.Session`
+            recorded, else those of the last ordinary call made since ``thunder_viz`` was imported
+            (``loss = jm(x); loss.backward(); explore(jm)``); if there are none, the last
+            compilation is shown but the executor toggles are off.
 
     Returns:
         The :class:`~thunder_viz.widget.ExplorerWidget` (display it, or let the cell show it).
@@ -55,6 +56,9 @@ def explore(jitted_fn: Any, *, args: tuple | None = None, kwargs: dict | None = 
     session = session_for(jitted_fn)
     if session is not None:
         return ExplorerWidget(session)
+    recorded = thunder._last_inputs(jitted_fn)  # recorded since thunder_viz was imported
+    if recorded is not None:
+        return ExplorerWidget(Session(jitted_fn, args=recorded[0], kwargs=recorded[1]))
     if not _was_called(jitted_fn):
         name = getattr(jitted_fn, "__name__", type(jitted_fn).__name__)
         raise TypeError(

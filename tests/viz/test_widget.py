@@ -160,9 +160,33 @@ def test_explore_uses_the_inputs_a_session_recorded_or_the_given_ones():
     assert again.session is w.session
 
 
-def test_explore_after_a_plain_call_shows_the_compilation_without_reruns():
+def test_explore_after_a_plain_call_reruns_with_its_inputs():
     jf = thunder.jit(scaled_tanh)
-    jf(torch.randn(4, 4), torch.randn(4, 4))
+    jf(torch.randn(4, 4), torch.randn(4, 4))  # recorded: thunder_viz is imported
+    w = thunder_viz.explore(jf)
+    assert w.doc["steps"] and w.doc["executors"]["interactive"] is True
+    run = w.rerun(["torch"])
+    assert run.error is None and run.matches_eager
+
+
+def test_explore_after_a_training_step_shows_the_backward_and_reruns():
+    torch.manual_seed(0)
+    jm = thunder.jit(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()))
+    jm(torch.randn(2, 4)).sum().backward()
+    w = thunder_viz.explore(jm)
+    kinds = [step["kind"] for step in w.doc["steps"]]
+    assert "backward" in kinds and "computation" in kinds
+    run = w.rerun(["torch"])
+    assert run.error is None and run.matches_eager
+
+
+def test_explore_without_recorded_inputs_shows_the_compilation_without_reruns():
+    jf = thunder.jit(scaled_tanh)
+    thunder._record_last_inputs(False)
+    try:
+        jf(torch.randn(4, 4), torch.randn(4, 4))
+    finally:
+        thunder._record_last_inputs(True)
     w = thunder_viz.explore(jf)
     assert w.doc["steps"] and w.doc["executors"]["interactive"] is False
     with pytest.raises(ValueError, match="inputs of its last call are unknown"):
