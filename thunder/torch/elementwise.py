@@ -357,11 +357,11 @@ def clamp(a, min=None, max=None):
     out = a
     if min is not None:
         dtype = dtypes.result_type(out, min)
-        out = where(logical_or(lt(out, min), isnan(min) if is_tensor(min) else False), min, out)
+        out = where(logical_or(lt(out, min), isnan(min)) if is_tensor(min) else lt(out, min), min, out)
         out = maybe_convert_to_dtype(out, dtype)
     if max is not None:
         dtype = dtypes.result_type(out, max)
-        out = where(logical_or(gt(out, max), isnan(max) if is_tensor(max) else False), max, out)
+        out = where(logical_or(gt(out, max), isnan(max)) if is_tensor(max) else gt(out, max), max, out)
         out = maybe_convert_to_dtype(out, dtype)
     return out
 

@@ -304,7 +304,9 @@ def _expand(bsym: BoundSymbol, active: set[str]) -> list[BoundSymbol]:
             continue  # a side effect happens once, in the forward
         reads_active = any(a.name in active for a in sub.flat_proxy_args)
         needs = reads_active and sub.sym.id not in NO_GRAD_RESULTS
-        if needs and grad_rules.get(sub.sym) is None and sub.subsymbols:
+        # Down to symbols with rules even where no gradient is needed: a decomposition may call a
+        # torch-language symbol with arguments its torch function refuses (it never ran whole before).
+        if grad_rules.get(sub.sym) is None and sub.subsymbols:
             out.extend(_expand(sub, active))
             continue
         if needs:
