@@ -373,3 +373,70 @@ def test_dropout_in_training_draws_as_eager_and_keeps_its_mask_for_the_backward(
     torch.testing.assert_close(model[0].weight.grad, twin[0].weight.grad)
     assert thunder.compile_stats(jm).last_autograd_fallback is None
     assert "uniform" not in str(thunder.last_backward_traces(jm)[-1])  # the mask is kept, not drawn again
+
+
+class _Cube(torch.autograd.Function):
+    """Its backward is deliberately not the derivative of its forward: thunder must run it as is."""
+
+    @staticmethod
+    def forward(ctx, x, k):
+        y = x * x
+        ctx.save_for_backward(x, y)
+        ctx.k = k
+        return y * x * k, y.argmax()
+
+    @staticmethod
+    def backward(ctx, g, _):
+        x, y = ctx.saved_tensors
+        return 2 * g * y * ctx.k + x * 0, None
+
+
+class _Scale(torch.autograd.Function):
+    """The setup_context style."""
+
+    @staticmethod
+    def forward(x, s):
+        return x * s
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.s = inputs[1]
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.s, None
+
+
+def test_custom_autograd_functions_use_their_own_backward():
+    def f(x):
+        cubed, index = _Cube.apply(torch.sin(x), 2.0)
+        return (_Scale.apply(cubed, 3.0) + index).sum()
+
+    (a,) = _leaves((4,))
+    b = a.detach().clone().requires_grad_()
+    jf = thunder.jit(f)
+    out, expected = jf(a), f(b)
+    torch.testing.assert_close(out, expected)
+    out.backward()
+    expected.backward()
+    torch.testing.assert_close(a.grad, b.grad)
+    assert thunder.compile_stats(jf).last_autograd_fallback is None
+    assert "_Cube.apply" in str(thunder.last_traces(jf)[0])
+    with torch.no_grad():
+        torch.testing.assert_close(jf(a), f(b))
+
+
+def test_activation_checkpointing_recomputes_the_region_in_the_backward():
+    import torch.utils.checkpoint as cp
+
+    def block(y, w):
+        return torch.tanh(y @ w) * 2
+
+    def f(x, w):
+        return cp.checkpoint(block, x, w, use_reentrant=False).sum()
+
+    x, w = _leaves((3, 4), (4, 4))
+    jf = _check_grads(f, (3, 4), (4, 4))
+    saved = thunder.last_traces(jf)[-1].bound_symbols[-1].args[0][1]
+    assert {p.name for p in saved} == {p.name for p in thunder.last_traces(jf)[-1].args}  # only x and w
+    assert "tanh" in str(thunder.last_backward_traces(jf)[-1])  # the region runs again

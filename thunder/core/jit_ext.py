@@ -40,9 +40,10 @@ from numbers import Number
 from typing import Any
 
 import torch
+import torch.utils.checkpoint
 
 from thunder.core import dtypes, introspection, prims, proxies, transforms
-from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
+from thunder.core.errors import SharpEdgeError, ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.interpreter.errors import DELETED, NULL
 from thunder.core.interpreter.execution import call as interpreter_call
@@ -56,6 +57,7 @@ from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, pin, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
 from thunder.core.tracectx import source_location_provider
+from thunder.core.traced_autograd import checkpoint_region, is_autograd_function_apply, trace_autograd_function
 
 _SIMPLE_VALUE_TYPES = (bool, int, float, complex, str, type(None), torch.dtype, torch.device, slice, type(Ellipsis))
 # Functions whose results differ from call to call: a trace would freeze one result.
@@ -668,6 +670,10 @@ class Tracer:
             return self._set_grad_enabled
         if fn is transforms.vjp_call:
             return self._vjp_call
+        if is_autograd_function_apply(fn):
+            return functools.partial(self._autograd_function, fn.__self__)
+        if fn is torch.utils.checkpoint.checkpoint:
+            return self._checkpoint
         if fn is print:
             return self._print
         if isinstance(fn, Symbol):
@@ -803,6 +809,27 @@ class Tracer:
             return fn(*args, **kwargs)
 
         return call
+
+    def _checkpoint(self, function, *args, use_reentrant=None, context_fn=None, determinism_check=None,
+                    debug=None, preserve_rng_state=True, **kwargs):  # fmt: skip
+        """``torch.utils.checkpoint.checkpoint`` (Note [Activation checkpointing])."""
+        body = self.computation.bound_symbols
+        start = len(body)
+        result = interpreter_call(current_runtime(), function, args, kwargs)
+        if len(self.computation.scopes) == 1:
+            checkpoint_region(self.computation, start, result)
+        return result
+
+    def _autograd_function(self, cls: type, *args, **kwargs):
+        """``cls.apply(*args)`` of a ``torch.autograd.Function`` (Note [Custom autograd functions])."""
+        if kwargs:
+            raise UnsupportedOpError(
+                f"{cls.__qualname__}.apply(...) with keyword arguments is not supported inside thunder.jit: "
+                "pass them positionally"
+            )
+        return trace_autograd_function(
+            cls, args, self.computation, lambda fn, a: interpreter_call(current_runtime(), fn, tuple(a))
+        )
 
     def _vjp_call(self, fn: Callable, primals: tuple, cotangents: tuple):
         """``vjp(fn)`` inside a jitted function: ``fn``'s ops, then their pullback, in this trace."""

@@ -1,0 +1,188 @@
+"""``torch.autograd.Function`` subclasses called inside a jitted function.
+
+Note [Custom autograd functions]
+``MyFn.apply(*args)`` is traced as eager runs it: the user's ``forward`` runs (its ops are
+recorded, with grad mode off, so nothing inside is differentiated), then its ``backward`` is
+traced once, right away, on placeholder cotangents, into a scratch scope that is not part of the
+computation. The call's outputs come from one bound symbol of a symbol made for this call site,
+``MyFn.apply``, that only renames ``forward``'s outputs (it prints as an assignment) and reads
+every forward value the backward refers to (so dead-code elimination keeps them). Its VJP rule is
+the traced backward, with the placeholders replaced by the real cotangents; the gradients go to
+``forward``'s inputs. So the user's own backward is what runs, as in eager, inside thunder's
+backward trace.
+
+Layer: core. Imports: core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from thunder.core.errors import UnsupportedOpError
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves
+from thunder.core.rules import grad_rules
+from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.trace import TraceCtx
+
+__all__ = ["checkpoint_region", "is_autograd_function_apply", "trace_autograd_function"]
+
+_APPLY = torch.autograd.Function.apply.__func__
+
+
+def is_autograd_function_apply(fn: Any) -> bool:
+    """Whether ``fn`` is ``SomeFunction.apply`` of a ``torch.autograd.Function`` subclass."""
+    return getattr(fn, "__func__", None) is _APPLY and isinstance(getattr(fn, "__self__", None), type)
+
+
+class TracedContext:
+    """The ``ctx`` a traced ``forward``/``backward`` sees: what they save and mark, on proxies."""
+
+    def __init__(self, inputs: tuple):
+        self.saved_tensors: tuple = ()
+        self.needs_input_grad = tuple(isinstance(a, TensorProxy) and a.requires_grad for a in inputs)
+        self.non_differentiable: set[str] = set()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors) -> None:
+        self.saved_tensors = tensors
+
+    def save_for_forward(self, *tensors) -> None:
+        pass
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self.non_differentiable.update(t.name for t in tensors if isinstance(t, Proxy))
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+    def mark_dirty(self, *tensors) -> None:
+        raise UnsupportedOpError(
+            "ctx.mark_dirty (a torch.autograd.Function that changes its inputs in place) is not supported inside "
+            "thunder.jit yet; return new tensors instead"
+        )
+
+
+def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Callable) -> Any:
+    """Traces ``cls.apply(*args)`` into ``trace`` (Note [Custom autograd functions]); ``call(fn, args)``
+    runs Python code under the interpreter. Returns what the program gets."""
+    ctx = TracedContext(args)
+    grad_enabled = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(False)  # eager runs forward and backward with grad mode off
+    try:
+        if _overrides_setup_context(cls):
+            out = call(cls.forward, args)
+            call(cls.setup_context, (ctx, args, out))
+        else:
+            out = call(cls.forward, (ctx, *args))
+        outputs = [t for t in tree_leaves(out) if isinstance(t, TensorProxy)]
+        placeholders = [TensorProxy.like(t, requires_grad=False) for t in outputs]
+        scratch: list[BoundSymbol] = []
+        trace.scopes.append(scratch)
+        try:
+            grads = call(cls.backward, (ctx, *placeholders))
+        finally:
+            trace.scopes.pop()
+    finally:
+        torch._C._set_grad_enabled(grad_enabled)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    if len(grads) != len(args):
+        raise UnsupportedOpError(
+            f"{cls.__qualname__}.backward returned {len(grads)} gradients, but forward takes {len(args)} inputs "
+            "(torch requires one per input, None for those without one)"
+        )
+    defined = {o.name for b in scratch for o in b.flat_proxy_outs} | {p.name for p in placeholders}
+    reads = {a.name: a for b in scratch for a in b.flat_proxy_args if a.name not in defined}
+    reads.update((g.name, g) for g in grads if isinstance(g, Proxy) and g.name not in defined)
+    inputs = [a for a in args if isinstance(a, TensorProxy)]
+    input_grads = [g for a, g in zip(args, grads) if isinstance(a, TensorProxy)]
+    extra = [p for name, p in reads.items() if name not in {a.name for a in inputs}]
+
+    differentiable = grad_enabled and any(a.requires_grad for a in inputs)
+    results = [
+        TensorProxy.like(
+            t, requires_grad=differentiable and t.name not in ctx.non_differentiable and t.dtype.is_floating_point
+        )
+        for t in outputs
+    ]
+    sym = Symbol(name=f"{cls.__name__}.apply", meta=None, id=f"autograd_function.{cls.__qualname__}", printer=_print_alias)
+    grad_rules.register(sym)(_backward_rule(scratch, placeholders, input_grads, len(outputs), len(extra)))
+    trace.add_bound_symbol(sym.bind(*outputs, *inputs, *extra, output=tuple(results), source=None))
+    from thunder.core.tracectx import current_source_location
+
+    trace.bound_symbols[-1].source = current_source_location()
+    swap = {t.name: r for t, r in zip(outputs, results)}
+    from thunder.core.pytree import tree_map
+
+    return tree_map(lambda x: swap.get(x.name, x) if isinstance(x, TensorProxy) else x, out)
+
+
+def _overrides_setup_context(cls: type) -> bool:
+    from torch.autograd.function import _SingleLevelFunction
+
+    return getattr(cls, "setup_context", None) is not _SingleLevelFunction.setup_context
+
+
+def _print_alias(bsym: BoundSymbol, printer) -> list[str]:
+    """``(t5, t6) = (t3, t4)``: the outputs are forward's own."""
+    n = len(bsym.output)
+    if n == 0:
+        return ["pass"]
+    lhs = ", ".join(o.name for o in bsym.output)
+    rhs = ", ".join(a.name for a in bsym.args[:n])
+    return [f"({lhs},) = ({rhs},)"]
+
+
+def _backward_rule(scratch: list[BoundSymbol], placeholders: list, input_grads: list, n_outputs: int, n_extra: int):
+    """The VJP rule of one call site: the traced backward on the real cotangents. The marker's
+    arguments are (forward's outputs, forward's tensor inputs, other forward values the backward
+    reads); gradients go to the inputs, position by position (the same tensor twice sums)."""
+
+    def rule(g, out, *marker_args):
+        from thunder.core.trace import get_tracectx
+
+        swap = {p.name: c for p, c in zip(placeholders, g)}
+        trace = get_tracectx()
+        for bsym in scratch:
+            trace.add_bound_symbol(bsym.rename(swap).from_bsym())
+        grads = [swap.get(x.name, x) if isinstance(x, Proxy) else x for x in input_grads]
+        return (None,) * n_outputs + tuple(grads) + (None,) * n_extra
+
+    return rule
+
+
+# Note [Activation checkpointing]
+# ``torch.utils.checkpoint.checkpoint(fn, *args)`` runs ``fn`` and, in eager, keeps only its
+# inputs: the backward runs ``fn`` again. Traced, the ops ``fn`` recorded become the decomposition
+# of one ``checkpoint`` bound symbol, which no executor runs whole (claiming runs its parts) and
+# which has no gradient rule: the autograd split differentiates it through its decomposition,
+# recomputed in the backward from the region's inputs, so what the region made inside is not
+# saved, as in eager. (A region that draws random numbers is run by the forward and kept: its
+# draws cannot be repeated.)
+checkpoint = Symbol(name="checkpoint", meta=None, id="torch.utils.checkpoint.checkpoint")
+
+
+def checkpoint_region(trace: TraceCtx, start: int, result: Any) -> None:
+    """Folds the bound symbols ``trace`` recorded from ``start`` on (one checkpointed call that
+    returned ``result``) into one ``checkpoint`` bound symbol (Note [Activation checkpointing])."""
+    region = trace.bound_symbols[start:]
+    if not region:
+        return
+    defined: set[str] = set()
+    inputs: dict[str, Proxy] = {}
+    tags: set = set()
+    for bsym in region:
+        for a in bsym.flat_proxy_args:
+            if a.name not in defined:
+                inputs.setdefault(a.name, a)
+        defined.update(o.name for o in bsym.flat_proxy_outs)
+        tags |= bsym.sym.tags
+    outputs = tuple({p.name: p for p in tree_leaves(result) if isinstance(p, Proxy) and p.name in defined}.values())
+    sym = checkpoint if not tags else Symbol(name="checkpoint", meta=None, id=checkpoint.id, tags=frozenset(tags))
+    del trace.bound_symbols[start:]
+    trace.add_bound_symbol(
+        sym.bind(*inputs.values(), output=outputs, subsymbols=region, source=region[0].source)
+    )
