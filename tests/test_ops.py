@@ -138,3 +138,173 @@ def test_decomposition_vs_torch(info, dtype, prims_only):
         language = set(thunder.torch.symbol_to_torch)
         left = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols if b.sym in language]
         assert not left, f"language symbols not decomposed: {left}"
+
+
+# ----------------------------------------------------------------------------------------
+# gradients: thunder's backward (VJP rules, or decompositions) against torch's autograd
+# ----------------------------------------------------------------------------------------
+
+# float64 for every op that has it (float32 where it is the only floating dtype): tight
+# tolerances, so that a rule that is slightly wrong shows. An op's own atol/rtol for the dtype
+# (decompositions that round differently from torch's kernels) loosen them.
+_VJP_DTYPES = (torch.float64, torch.float32)
+_VJP_TOLERANCE = {torch.float64: {"atol": 1e-7, "rtol": 1e-7}, torch.float32: {"atol": 1e-5, "rtol": 1e-4}}
+# The first samples of each op run by default; the rest are marked slow.
+_VJP_DEFAULT_SAMPLES = 3
+
+
+def _floating_tensors(x) -> list:
+    """The floating tensors in a sample argument (lists and tuples of tensors included)."""
+    if isinstance(x, torch.Tensor):
+        return [x] if x.dtype.is_floating_point else []
+    if isinstance(x, (list, tuple)):
+        return [t for y in x for t in _floating_tensors(y)]
+    return []
+
+
+def _vjp_samples(info, dtype) -> list:
+    """The op's samples with a floating tensor to differentiate, as the test draws them."""
+    torch.manual_seed(0)
+    return [s for s in info.sample_inputs(dtype, "cpu") if _floating_tensors([*s.args, *s.kwargs.values()])]
+
+
+def _vjp_cases():
+    for info in OPINFOS:
+        dtype = next((d for d in _VJP_DTYPES if d in info.dtypes), None)
+        if dtype is None:
+            continue  # integer and bool ops only
+        samples = _vjp_samples(info, dtype)  # none for factories: nothing to differentiate
+        skip = info.skip_reason("test_vjp_vs_torch", dtype)
+        for index, sample in enumerate(samples):
+            marks = [pytest.mark.slow] if index >= _VJP_DEFAULT_SAMPLES else []
+            if skip:
+                marks.append(pytest.mark.skip(reason=skip))
+            bug = info.grad_expectation(sample, "xfail")
+            if bug:
+                marks.append(pytest.mark.xfail(strict=True, reason=bug))
+            name = f"{info.name}-{str(dtype).removeprefix('torch.')}-{index}"
+            yield pytest.param(info, dtype, index, id=name, marks=marks)
+
+
+def _with_leaves(sample, info, leaves=None):
+    """A copy of ``sample`` whose differentiable floating tensors are ``leaves`` (fresh leaves
+    requiring grad when None), and those leaves. An in-place op receives ``leaf.clone()``
+    (eager refuses in-place updates of a leaf that requires grad)."""
+    given = iter(leaves) if leaves is not None else None
+    used, passed = [], []
+
+    def convert(x, key):
+        if isinstance(x, (list, tuple)):
+            return type(x)(convert(y, key) for y in x)
+        if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point or key in info.no_grad_args:
+            return _clone(x)
+        leaf = next(given) if given is not None else x.detach().clone().requires_grad_(True)
+        used.append(leaf)
+        passed.append(leaf.clone() if info.mutates or given is not None else leaf)
+        return passed[-1]
+
+    args = tuple(convert(a, i) for i, a in enumerate(sample.args))
+    kwargs = {k: convert(v, k) for k, v in sample.kwargs.items()}
+    return args, kwargs, used, passed
+
+
+def _grad_outputs(result, passed, info) -> list:
+    """The tensors gradients flow back from: what the op returns and, for an in-place op, the
+    tensors it was given (the new values of those it updated are results too)."""
+
+    def flat(x):
+        if isinstance(x, torch.Tensor):
+            return [x]
+        return [t for y in x for t in flat(y)] if isinstance(x, (list, tuple)) else []
+
+    return flat(result) + (list(passed) if info.mutates else [])
+
+
+# Central differences: step, and how close thunder's gradient must come to them.
+_NUMERIC = {torch.float64: (1e-6, {"atol": 1e-5, "rtol": 1e-5}), torch.float32: (1e-2, {"atol": 1e-2, "rtol": 1e-2})}
+
+
+def _numeric_vjp(call, leaves, cotangents, eps):
+    """sum(cotangent * d call(leaves) / d leaf) for each leaf, by central differences."""
+    grads = []
+    with torch.no_grad():
+        for leaf in leaves:
+            grad = torch.zeros_like(leaf)
+            for i in range(leaf.numel()):
+                values = []
+                for step in (eps, -eps):
+                    leaf.view(-1)[i] += step
+                    values.append(sum((o * c).sum() for o, c in zip(call(leaves), cotangents)))
+                    leaf.view(-1)[i] -= step
+                grad.view(-1)[i] = (values[0] - values[1]) / (2 * eps)
+            grads.append(grad)
+    return grads
+
+
+@pytest.mark.parametrize("info,dtype,index", list(_vjp_cases()))
+def test_vjp_vs_torch(info, dtype, index):
+    """One sample of one op, its floating tensors requiring grad: the forward matches eager, and
+    the gradients of thunder's backward for a random cotangent match torch's autograd."""
+    sample = _vjp_samples(info, dtype)[index]
+    fn = lambda *args, **kwargs: info.op(*args, **kwargs)  # noqa: E731
+    e_args, e_kwargs, e_leaves, e_passed = _with_leaves(sample, info)
+    j_args, j_kwargs, j_leaves, j_passed = _with_leaves(sample, info)
+    jfn = thunder.jit(fn)
+    torch.manual_seed(0)
+    expected = fn(*e_args, **e_kwargs)
+    torch.manual_seed(0)
+    actual = jfn(*j_args, **j_kwargs)
+    _assert_same(actual, expected, dtype, info, sample)
+
+    e_outs = _grad_outputs(expected, e_passed, info)
+    j_outs = _grad_outputs(actual, j_passed, info)
+    assert len(j_outs) == len(e_outs), f"{sample}: {len(j_outs)} tensor results vs eager's {len(e_outs)}"
+    for k, (j, e) in enumerate(zip(j_outs, e_outs)):
+        assert j.requires_grad == e.requires_grad, (
+            f"{sample}: result {k} requires_grad={j.requires_grad}, eager's {e.requires_grad}"
+        )
+    differentiable = [k for k, e in enumerate(e_outs) if e.requires_grad]
+    if not differentiable:
+        return  # not differentiable (comparisons, indices, integer results): it ran, and agrees
+    if info.random:
+        pytest.skip("random results: eager and thunder draw different values, so gradients differ too")
+
+    stats = thunder.compile_stats(jfn)
+    fallback = info.grad_expectation(sample, "fallback")
+    if fallback is None:
+        assert stats.last_autograd_fallback is None, f"{sample}: torch's autograd ran: {stats.last_autograd_fallback}"
+        assert thunder.last_backward_traces(jfn), f"{sample}: no backward trace"
+    else:
+        assert stats.last_autograd_fallback is not None or not thunder.last_backward_traces(jfn), (
+            f"{sample}: thunder's backward ran; remove the expected fallback ({fallback})"
+        )
+    skip = info.grad_expectation(sample, "skip")
+    if skip:
+        pytest.skip(skip)
+
+    gen = torch.Generator().manual_seed(1)
+    cotangents = [torch.randn(e_outs[k].shape, dtype=e_outs[k].dtype, generator=gen) for k in differentiable]
+    actual_grads = torch.autograd.grad(
+        [j_outs[k] for k in differentiable], j_leaves, cotangents, allow_unused=True, materialize_grads=True
+    )
+    if info.grad_expectation(sample, "numeric"):
+        # torch's autograd is no reference here (the entry says why): central differences are.
+        def call(leaves):
+            args, kwargs, _, passed = _with_leaves(sample, info, leaves)
+            outs = _grad_outputs(fn(*args, **kwargs), passed, info)
+            return [outs[k] for k in differentiable]
+
+        leaves = [t.detach().clone(memory_format=torch.contiguous_format) for t in e_leaves]
+        eps, tol = _NUMERIC[dtype]
+        expected_grads = _numeric_vjp(call, leaves, cotangents, eps)
+    else:
+        expected_grads = torch.autograd.grad(
+            [e_outs[k] for k in differentiable], e_leaves, cotangents, allow_unused=True, materialize_grads=True
+        )
+        tol = dict(_VJP_TOLERANCE[dtype])
+        if dtype in info.atol:
+            tol = {"atol": max(tol["atol"], info.atol[dtype]), "rtol": max(tol["rtol"], info.rtol.get(dtype, 0))}
+    for k, (a, e) in enumerate(zip(actual_grads, expected_grads)):
+        torch.testing.assert_close(
+            a, e, equal_nan=True, msg=lambda m, k=k: f"{sample}: gradient of input {k}: {m}", **tol
+        )

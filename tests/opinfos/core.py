@@ -54,12 +54,46 @@ class OpInfo:
     atol: dict = field(default_factory=dict)  # dtype -> atol override
     rtol: dict = field(default_factory=dict)
     mutates: bool = False  # in-place op: compare the mutated inputs too
+    # argument positions or keyword names of floating tensors that are not differentiated
+    # (buffers such as batch_norm's running statistics): they never require grad
+    no_grad_args: tuple = ()
+    # The gradient test's expectations, per sample: (kind, predicate over a SampleInput or
+    # None for every sample, reason). Kinds: "xfail" (a bug: strict expected failure),
+    # "fallback" (the split refuses it and torch's autograd runs: gradients are still compared),
+    # "numeric" (torch's own autograd is no reference: central differences are), "skip" (no
+    # gradient comparison: neither torch's autograd nor central differences are a reference).
+    grad: tuple = ()
 
     def skip_reason(self, test: str, dtype: torch.dtype | None) -> str | None:
         for t, d, reason in self.skips:
             if (t == "*" or t == test) and (d is None or d == dtype):
                 return reason
         return None
+
+    def grad_expectation(self, sample: SampleInput, kind: str) -> str | None:
+        for k, applies, reason in self.grad:
+            if k == kind and (applies is None or applies(sample)):
+                return reason
+        return None
+
+
+# Expectations of the gradient test (``OpInfo.grad``) shared by many ops.
+GRAD_INPLACE_FALLBACK = (
+    "fallback",
+    None,
+    "an in-place update of a tensor that requires grad: the split refuses it (Note [Forward and backward "
+    "traces]) and torch's autograd runs, or, when nothing requiring grad is returned, there is no split",
+)
+
+
+def has_nan(sample: SampleInput) -> bool:
+    return any(isinstance(a, torch.Tensor) and a.dtype.is_floating_point and a.isnan().any() for a in sample.args)
+
+
+def has_nonfinite(sample: SampleInput) -> bool:
+    return any(
+        isinstance(a, torch.Tensor) and a.dtype.is_floating_point and not a.isfinite().all() for a in sample.args
+    )
 
 
 def make(

@@ -88,7 +88,12 @@ opinfos += [
     OpInfo("truediv_operator", operator.truediv, _binary_samples(exclude_zero=True)),
     OpInfo("div_floor", lambda a, b: torch.div(a, b, rounding_mode="floor"), _binary_samples(exclude_zero=True)),
     OpInfo("div_trunc", lambda a, b: torch.div(a, b, rounding_mode="trunc"), _binary_samples(exclude_zero=True)),
-    OpInfo("floordiv_operator", operator.floordiv, _binary_samples(exclude_zero=True)),
+    OpInfo(
+        "floordiv_operator",
+        operator.floordiv,
+        _binary_samples(exclude_zero=True),
+        grad=(("numeric", None, "torch has no derivative for aten::floor_divide (zero almost everywhere)"),),
+    ),
     OpInfo("remainder", torch.remainder, _binary_samples(exclude_zero=True)),
     OpInfo("fmod", torch.fmod, _binary_samples(exclude_zero=True)),
     OpInfo(

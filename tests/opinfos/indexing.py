@@ -8,7 +8,7 @@ import operator
 
 import torch
 
-from tests.opinfos.core import ALL, ErrorInput, OpInfo, SampleInput, make
+from tests.opinfos.core import ALL, GRAD_INPLACE_FALLBACK, ErrorInput, OpInfo, SampleInput, make
 
 
 def _s(*args, **kwargs):
@@ -251,6 +251,26 @@ def _index_fill_samples(dtype, device):
     yield _s(make((4, 6), dtype, device, noncontiguous=True), dim=1, index=_idx(2, device), value=0)
 
 
+# Samples torch's own autograd gets wrong (test_vjp_vs_torch checks them by central differences).
+_TORCH_SCATTER_SRC = (
+    "src larger than index: torch's backward returns a gradient of index's shape for src (RuntimeError)"
+)
+_TORCH_INDEX_FILL_NEGATIVE = (
+    "a negative index: torch's index_fill backward raises 'INDICES element is out of DATA bounds'"
+)
+
+
+def _src_beyond_index(s) -> bool:
+    index = s.args[2] if len(s.args) > 2 else s.kwargs["index"]
+    src = s.args[3] if len(s.args) > 3 else s.kwargs.get("src")
+    return isinstance(src, torch.Tensor) and src.shape != index.shape
+
+
+def _negative_index(s) -> bool:
+    index = s.args[2] if len(s.args) > 2 else s.kwargs["index"]
+    return bool((index < 0).any())
+
+
 def _take_samples(dtype, device):
     yield _s(make((4, 5), dtype, device), _idx([0, 19, -1, 7], device))
     yield _s(make((4, 5), dtype, device), _rand_idx((2, 3), 20, device))
@@ -266,30 +286,84 @@ def _inplace(name):
 
 opinfos: list[OpInfo] = [
     OpInfo("getitem", operator.getitem, _getitem_samples, dtypes=ALL, error_inputs=_getitem_errors),
-    OpInfo("setitem", _setitem, _setitem_samples, dtypes=ALL, error_inputs=_setitem_errors, mutates=True),
-    OpInfo("setitem_returns_nothing", _setitem_input_only, _setitem_samples, mutates=True),
+    OpInfo(
+        "setitem",
+        _setitem,
+        _setitem_samples,
+        dtypes=ALL,
+        error_inputs=_setitem_errors,
+        mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK,),
+    ),
+    OpInfo(
+        "setitem_returns_nothing", _setitem_input_only, _setitem_samples, mutates=True, grad=(GRAD_INPLACE_FALLBACK,)
+    ),
     OpInfo("index_select", torch.index_select, _index_select_samples, dtypes=ALL, error_inputs=_index_select_errors),
     OpInfo("gather", torch.gather, _gather_samples, dtypes=ALL, error_inputs=_gather_errors),
     OpInfo("take_along_dim", torch.take_along_dim, _take_along_dim_samples),
-    OpInfo("scatter", torch.scatter, _scatter_samples, error_inputs=_scatter_errors),
-    OpInfo("scatter_", _inplace("scatter_"), _scatter_samples, mutates=True),
-    OpInfo("scatter_add", torch.scatter_add, _scatter_add_samples),
+    OpInfo(
+        "scatter",
+        torch.scatter,
+        _scatter_samples,
+        error_inputs=_scatter_errors,
+        grad=(("numeric", _src_beyond_index, _TORCH_SCATTER_SRC),),
+    ),
+    OpInfo(
+        "scatter_",
+        _inplace("scatter_"),
+        _scatter_samples,
+        mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK, ("skip", _src_beyond_index, _TORCH_SCATTER_SRC + ": the fallback raises")),
+    ),
+    OpInfo(
+        "scatter_add",
+        torch.scatter_add,
+        _scatter_add_samples,
+        grad=(("numeric", _src_beyond_index, _TORCH_SCATTER_SRC),),
+    ),
     OpInfo(
         "scatter_add_",
         _inplace("scatter_add_"),
         _scatter_add_samples,
         dtypes=(torch.float64, torch.int64),
         mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK, ("skip", _src_beyond_index, _TORCH_SCATTER_SRC + ": the fallback raises")),
     ),
     OpInfo("index_add", torch.index_add, _index_add_samples, error_inputs=_index_update_errors),
-    OpInfo("index_add_", _inplace("index_add_"), _index_add_samples, dtypes=(torch.float64, torch.int64), mutates=True),
+    OpInfo(
+        "index_add_",
+        _inplace("index_add_"),
+        _index_add_samples,
+        dtypes=(torch.float64, torch.int64),
+        mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK,),
+    ),
     OpInfo("index_copy", torch.index_copy, _index_copy_samples, dtypes=ALL),
-    OpInfo("index_copy_", _inplace("index_copy_"), _index_copy_samples, mutates=True),
-    OpInfo("index_fill", torch.index_fill, _index_fill_samples, dtypes=ALL),
-    OpInfo("index_fill_", _inplace("index_fill_"), _index_fill_samples, mutates=True),
+    OpInfo("index_copy_", _inplace("index_copy_"), _index_copy_samples, mutates=True, grad=(GRAD_INPLACE_FALLBACK,)),
+    OpInfo(
+        "index_fill",
+        torch.index_fill,
+        _index_fill_samples,
+        dtypes=ALL,
+        grad=(("numeric", _negative_index, _TORCH_INDEX_FILL_NEGATIVE),),
+    ),
+    OpInfo(
+        "index_fill_",
+        _inplace("index_fill_"),
+        _index_fill_samples,
+        mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK, ("skip", _negative_index, _TORCH_INDEX_FILL_NEGATIVE + ": the fallback raises")),
+    ),
     OpInfo("take", torch.take, _take_samples, dtypes=ALL),
     OpInfo("index_put", torch.index_put, _index_put_samples),
-    OpInfo("index_put_", _inplace("index_put_"), _index_put_samples, dtypes=(torch.float64, torch.int64), mutates=True),
+    OpInfo(
+        "index_put_",
+        _inplace("index_put_"),
+        _index_put_samples,
+        dtypes=(torch.float64, torch.int64),
+        mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK,),
+    ),
     OpInfo("masked_fill", torch.masked_fill, _masked_fill_samples, dtypes=ALL, error_inputs=_masked_fill_errors),
-    OpInfo("masked_fill_", _inplace("masked_fill_"), _masked_fill_samples, mutates=True),
+    OpInfo("masked_fill_", _inplace("masked_fill_"), _masked_fill_samples, mutates=True, grad=(GRAD_INPLACE_FALLBACK,)),
 ]

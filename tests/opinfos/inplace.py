@@ -6,7 +6,7 @@ import operator
 
 import torch
 
-from tests.opinfos.core import FLOATS_AND_INT, OpInfo, SampleInput, make
+from tests.opinfos.core import FLOATS_AND_INT, GRAD_INPLACE_FALLBACK, OpInfo, SampleInput, make
 
 
 def _one_tensor(dtype, device):
@@ -37,13 +37,26 @@ def _setitem_samples(dtype, device):
 
 
 opinfos = [
-    OpInfo("Tensor.copy_", torch.Tensor.copy_, _two_tensors, mutates=True),
-    OpInfo("Tensor.zero_", torch.Tensor.zero_, _one_tensor, mutates=True),
-    OpInfo("Tensor.fill_", torch.Tensor.fill_, _tensor_and_number, mutates=True),
+    OpInfo("Tensor.copy_", torch.Tensor.copy_, _two_tensors, mutates=True, grad=(GRAD_INPLACE_FALLBACK,)),
+    OpInfo("Tensor.zero_", torch.Tensor.zero_, _one_tensor, mutates=True, grad=(GRAD_INPLACE_FALLBACK,)),
+    OpInfo("Tensor.fill_", torch.Tensor.fill_, _tensor_and_number, mutates=True, grad=(GRAD_INPLACE_FALLBACK,)),
     OpInfo("torch.fill", torch.fill, _tensor_and_number),
-    OpInfo("Tensor.add_", torch.Tensor.add_, _two_tensors, mutates=True, dtypes=(torch.float32, torch.float64, torch.bfloat16)),
-    OpInfo("Tensor.mul_", torch.Tensor.mul_, _tensor_and_number, mutates=True),
-    OpInfo("Tensor.clamp_", lambda a, b: a.clamp_(min=-1, max=1), _tensor_and_number, mutates=True),
-    OpInfo("iadd_operator", operator.iadd, _tensor_and_number, mutates=True),
-    OpInfo("setitem", _setitem, _setitem_samples, mutates=True, dtypes=FLOATS_AND_INT),
+    OpInfo(
+        "Tensor.add_",
+        torch.Tensor.add_,
+        _two_tensors,
+        mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK,),
+        dtypes=(torch.float32, torch.float64, torch.bfloat16),
+    ),
+    OpInfo("Tensor.mul_", torch.Tensor.mul_, _tensor_and_number, mutates=True, grad=(GRAD_INPLACE_FALLBACK,)),
+    OpInfo(
+        "Tensor.clamp_",
+        lambda a, b: a.clamp_(min=-1, max=1),
+        _tensor_and_number,
+        mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK,),
+    ),
+    OpInfo("iadd_operator", operator.iadd, _tensor_and_number, mutates=True, grad=(GRAD_INPLACE_FALLBACK,)),
+    OpInfo("setitem", _setitem, _setitem_samples, mutates=True, grad=(GRAD_INPLACE_FALLBACK,), dtypes=FLOATS_AND_INT),
 ]

@@ -166,6 +166,7 @@ opinfos: list[OpInfo] = [
         _bce_samples,
         dtypes=FLOATS,
         error_inputs=_bce_errors,
+        no_grad_args=(2, "weight", "pos_weight"),  # torch does not differentiate the weights
         atol=_TOL,
         rtol=_TOL,
     ),
@@ -175,6 +176,7 @@ opinfos: list[OpInfo] = [
         _nll_samples,
         dtypes=FLOATS,
         error_inputs=_class_errors("nll_loss"),
+        no_grad_args=(2, "weight"),  # torch does not differentiate the class weights
         atol=_TOL,
         rtol=_TOL,
     ),
@@ -184,6 +186,7 @@ opinfos: list[OpInfo] = [
         lambda d, dev: _class_samples(d, dev, smoothing=True),
         dtypes=FLOATS,
         error_inputs=_class_errors("cross_entropy"),
+        no_grad_args=(2, "weight"),  # torch does not differentiate the class weights
         atol=_TOL,
         rtol=_TOL,
     ),

@@ -108,6 +108,14 @@ opinfos: list[OpInfo] = [
         _layer_norm_samples,
         dtypes=FLOATS,
         error_inputs=_layer_norm_errors,
+        grad=(
+            (
+                "fallback",
+                lambda s: any(isinstance(v, torch.Tensor) for v in s.kwargs.values()),
+                "weight or bias as a keyword: the split refuses a tensor that requires grad passed to a symbol "
+                "with a rule as a keyword argument (torch's autograd runs)",
+            ),
+        ),
         atol=_TOL,
         rtol=_TOL,
     ),
@@ -120,6 +128,13 @@ opinfos: list[OpInfo] = [
         _group_norm_samples,
         dtypes=FLOATS,
         error_inputs=_group_norm_errors,
+        grad=(
+            (
+                "numeric",
+                lambda s: s.args[2:3] == (None,) and len(s.args) > 3,
+                "a bias without a weight: torch's group_norm backward raises 'tensor does not have a device'",
+            ),
+        ),
         atol=_TOL,
         rtol=_TOL,
     ),
@@ -130,6 +145,7 @@ opinfos: list[OpInfo] = [
         dtypes=FLOATS,
         error_inputs=_batch_norm_errors,
         mutates=True,
+        no_grad_args=(1, 2, "running_mean", "running_var"),  # buffers: torch does not differentiate them
         atol=_TOL,
         rtol=_TOL,
     ),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tests.opinfos.core import ALL, FLOATS_AND_INT, ErrorInput, OpInfo, SampleInput, make
+from tests.opinfos.core import ALL, FLOATS_AND_INT, GRAD_INPLACE_FALLBACK, ErrorInput, OpInfo, SampleInput, make
 
 
 def _s(*args, **kwargs):
@@ -96,6 +96,7 @@ opinfos: list[OpInfo] = [
         lambda a: (a.view(-1).add_(1), a),
         _samples(lambda t: [_s(t((2, 3)))]),
         mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK,),
     ),
     OpInfo(
         "view_as", lambda a, b: a.view_as(b), _samples(lambda t: [_s(t((2, 6)), t((3, 4))), _s(t((0,)), t((0, 2)))])
@@ -145,8 +146,15 @@ opinfos: list[OpInfo] = [
         lambda a, *x, **k: a.tril_(*x, **k),
         _samples(lambda t: [_s(t((3, 4))), _s(t((2, 3, 4)), diagonal=1)]),
         mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK,),
     ),
-    OpInfo("triu_", lambda a, *x, **k: a.triu_(*x, **k), _samples(lambda t: [_s(t((3, 4)), -1)]), mutates=True),
+    OpInfo(
+        "triu_",
+        lambda a, *x, **k: a.triu_(*x, **k),
+        _samples(lambda t: [_s(t((3, 4)), -1)]),
+        mutates=True,
+        grad=(GRAD_INPLACE_FALLBACK,),
+    ),
     OpInfo(
         "squeeze",
         torch.squeeze,
