@@ -440,3 +440,16 @@ def test_activation_checkpointing_recomputes_the_region_in_the_backward():
     saved = thunder.last_traces(jf)[-1].bound_symbols[-1].args[0][1]
     assert {p.name for p in saved} == {p.name for p in thunder.last_traces(jf)[-1].args}  # only x and w
     assert "tanh" in str(thunder.last_backward_traces(jf)[-1])  # the region runs again
+
+
+def test_gradients_under_symbolic_values_follow_the_size():
+    """var's gradient divides by the element count: it must not be this trace's count (fuzz seed 1184)."""
+    f = lambda x: x.var() + x.std(0, correction=0)  # noqa: E731
+    jf = thunder.jit(f, cache="symbolic values")
+    for n in (3, 2, 5):
+        (a,) = _leaves((n,))
+        b = a.detach().clone().requires_grad_()
+        jf(a).backward()
+        f(b).backward()
+        torch.testing.assert_close(a.grad, b.grad)
+    assert thunder.cache_misses(jf) == 1

@@ -23,6 +23,7 @@ from thunder.common import CACHE_OPTIONS, DEFAULT_CACHE_SIZE_LIMIT, MISS, CacheE
 from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbolic import recording_constraints
 from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
 from thunder.executors.torch_autograd import autograd_callable, make_plan
@@ -167,7 +168,9 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
     backward_traces: list[TraceCtx] = []
     cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = traces, [prologue], backward_traces
     cs.last_autograd_fallback = None
-    split = run_passes(cd, computation, traces, backward_traces, cs)
+    with recording_constraints() as late:  # what the passes specialised on symbolic values, checked too
+        split = run_passes(cd, computation, traces, backward_traces, cs)
+    tracer.check_constraints(late)
     final = traces[-1]
     used = _used_symbol_names(final) | (_used_symbol_names(backward_traces[-1]) if split is not None else set())
     final.args = tracer.finish_prologue(used)

@@ -969,6 +969,16 @@ class Tracer:
                 state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
                 prims.replace_contents(self._object_input(holder), _lift_objects(state))
 
+    def check_constraints(self, constraints) -> None:
+        """Adds to the prologue constraints that passes after tracing relied on (a gradient rule that
+        branched on a symbolic size, say), so an entry is never reused where they do not hold."""
+        if self.checks:
+            known = set(self.constraints)
+            for expr in constraints:
+                if expr not in known:
+                    self.constraints.append(expr)
+                    self._emit(prims.check_expr, expr, ())
+
     def finish_prologue(self, used_names: set[str]) -> list:
         """Ends the prologue with the computation's inputs; returns the computation's parameters.
 

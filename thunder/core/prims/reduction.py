@@ -290,9 +290,12 @@ def _var_part(g, a, dims, correction):
     """d var / d a: ``2 (a - mean) / (N - correction)``, times the (real) cotangent."""
     n = _numel_of(a, dims)
     mean = _expand(prims.div(sum(a, dims), n), a, dims)
-    scale = 2.0 / (n - correction) if n != correction else math.inf  # torch: 2 / 0 is inf
     g = prims.convert_element_type(g, a.dtype) if g.dtype != a.dtype else g
-    return prims.mul(_expand(g, a, dims), prims.mul(prims.sub(a, mean), scale))
+    # Divided by the (possibly symbolic) count as a tensor op: ``2.0 / n`` with a symbolic ``n`` would
+    # be a plain float (float's own division runs first), silently fixed to this trace's size; a
+    # zero count divides to inf as in torch.
+    scaled = prims.div(prims.mul(prims.sub(a, mean), 2.0), n - correction)
+    return prims.mul(_expand(g, a, dims), scaled)
 
 
 @grad_rules.register(var)
