@@ -453,3 +453,34 @@ def test_gradients_under_symbolic_values_follow_the_size():
         f(b).backward()
         torch.testing.assert_close(a.grad, b.grad)
     assert thunder.cache_misses(jf) == 1
+
+
+def test_a_zero_gradient_is_zeros_not_none():
+    """floor's gradient is zero: eager's x.grad is a tensor of zeros (fuzz seed 940)."""
+    for f in (lambda x: x.floor(), lambda x: x.floor().ceil() * 2 + x.sign()):
+        (a,) = _leaves((3,))
+        thunder.jit(f)(a).sum().backward()
+        assert a.grad is not None and not a.grad.any()
+
+
+def test_a_tensor_that_requires_grad_leaving_the_computation_keeps_its_history():
+    """Printed or stored, it shows its grad_fn as in eager (fuzz seed 808): torch's autograd runs it."""
+    stored = {}
+
+    def f(x):
+        y = x + 2
+        print(y)
+        stored["y"] = y
+        return y * 3
+
+    import contextlib
+    import io
+
+    (a,) = _leaves((2,))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        jf = thunder.jit(f)
+        jf(a).sum().backward()
+    assert "grad_fn" in printed.getvalue() and stored["y"].grad_fn is not None
+    assert "leave the computation" in thunder.compile_stats(jf).last_autograd_fallback
+    torch.testing.assert_close(a.grad, torch.full((2,), 3.0, dtype=torch.float64))

@@ -94,7 +94,7 @@ def split_forward_backward(trace: TraceCtx) -> ForwardBackward:
             if p.name in active:
                 grads.add(p, c)
         _backprop(body, grads, active, bw, forward_top=True)
-        input_grads = tuple(grads.get(a.name) if isinstance(a, TensorProxy) else None for a in trace.args)
+        input_grads = tuple(_input_grad(a, grads) for a in trace.args)
         prims.python_return(input_grads)
 
     # Recomputed parts that were fine in the forward cannot raise here: unused, they go.
@@ -153,6 +153,15 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
     is a leaf of its own: torch's autograd handles it). Parts exposed from a decomposition
     (``exposed``) have no requires_grad marks: what they make from values that require grad does."""
     for bsym in body:
+        if bsym.sym.printer is not None and DONT_DCE in bsym.sym.tags:
+            # print(t), self.cache = t, outside_list.append(t): the tensor leaves the computation, and in
+            # eager it carries its autograd history (grad_fn, requires_grad), which a tensor made
+            # inside the autograd function's forward does not.
+            escaping = [a.name for a in bsym.flat_proxy_args if a.name in active]
+            if escaping:
+                raise NotDifferentiable(
+                    f"{bsym.sym.print_name} lets {escaping[0]}, which requires grad, leave the computation"
+                )
         if bsym.uid in exposed:
             if any(a.name in active for a in bsym.flat_proxy_args) and bsym.sym.id not in NO_GRAD_RESULTS:
                 active.update(o.name for o in _tensors(bsym.flat_proxy_outs) if _differentiable(o))
@@ -182,17 +191,32 @@ def _written(bsym: BoundSymbol) -> list[TensorProxy]:
     return [dst for sub in bsym.subsymbols for dst in _written(sub)]
 
 
+def _input_grad(a, grads: _Gradients):
+    """The gradient of input ``a``: None where no cotangent reached it (as in eager), zeros where
+    only zeros did."""
+    if not isinstance(a, TensorProxy):
+        return None
+    g = grads.get(a.name)
+    if g is None and a.name in grads.reached:
+        g = prims.full(a.shape, 0, device=a.device, dtype=a.dtype)
+    return g
+
+
 def _tensors(proxies) -> list[TensorProxy]:
     return [p for p in proxies if isinstance(p, TensorProxy)]
 
 
 class _Gradients:
-    """Cotangents by value name, summed as contributions arrive."""
+    """Cotangents by value name, summed as contributions arrive, and the values a cotangent
+    reached at all: where every contribution was zero (``floor``'s rule returns None), eager's
+    gradient is a tensor of zeros, not None (the value is part of the autograd graph)."""
 
     def __init__(self):
         self.by_name: dict[str, TensorProxy] = {}
+        self.reached: set[str] = set()
 
     def add(self, value: TensorProxy, grad) -> None:
+        self.reached.add(value.name)
         if grad is None:
             return
         if not isinstance(grad, TensorProxy) or grad.shape != value.shape or grad.dtype != value.dtype:
@@ -212,9 +236,11 @@ def _backprop(bsyms: list[BoundSymbol], grads: _Gradients, active: set[str], bw:
     for bsym in reversed(bsyms):
         read = {a.name for a in bsym.flat_proxy_args}
         outs = [o for o in _tensors(bsym.flat_proxy_outs) if o.name in active and o.name not in read]
-        if not any(grads.get(o.name) is not None for o in outs):
-            continue
         if bsym.sym.id in NO_GRAD_RESULTS:
+            continue
+        if not any(grads.get(o.name) is not None for o in outs):
+            if any(o.name in grads.reached for o in outs):  # only zeros arrive: the inputs get zeros too
+                grads.reached.update(a.name for a in bsym.flat_proxy_args if a.name in active)
             continue
         if forward_top:
             with source_location_provider(lambda src=bsym.source: src):
@@ -265,7 +291,7 @@ def _accumulate(args, result, grads: _Gradients, active: set[str], bsym: BoundSy
             if g is not None:
                 _accumulate(a, g, grads, active, bsym)
         elif isinstance(a, TensorProxy) and a.name in active:
-            grads.add(a, g)
+            grads.add(a, g)  # None: reached, with a zero gradient
 
 
 def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: TraceCtx) -> list[BoundSymbol]:
@@ -291,6 +317,8 @@ def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: Trace
         g = grads.get(old)
         if g is not None:
             grads.by_name[new_proxy.name] = g
+        if old in grads.reached:
+            grads.reached.add(new_proxy.name)
     return emitted
 
 
