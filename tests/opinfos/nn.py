@@ -85,8 +85,8 @@ opinfos: list[OpInfo] = [
             (
                 "xfail",
                 lambda s: bool((s.args[0] == 0).any()),
-                "at x == 0 (the lower bound) the gradient is the cotangent (clamp's inclusive bounds); torch's "
-                "hardtanh backward gives 0 there (exclusive bounds, as F.relu)",
+                "at x == a bound (0 or 6; hardtanh alike) the gradient is the cotangent (clamp's inclusive "
+                "bounds); torch's hardtanh backward gives 0 there (exclusive bounds)",
             ),
         ),
     ),
