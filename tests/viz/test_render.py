@@ -344,11 +344,10 @@ def test_snapshot_runs_in_chromium_without_running_hostile_strings(evil_doc, tmp
                 assert page.evaluate("document.querySelector('.thunder-fallback').hidden") is True
                 assert page.locator("img").count() == 0
                 page.locator('[data-testid="step"][data-step-index="0"]').click()
-                # the source pane fills in asynchronously, in chunks
-                page.wait_for_function(
-                    "document.querySelector('[data-testid=\"source\"]').innerText.includes('alert(1)')",
-                    timeout=10_000,
-                )
+                # The source pane fills in asynchronously, in chunks. (Not wait_for_function: its
+                # polling evaluates a string, which the snapshot's CSP forbids, so it failed whenever
+                # the first check came too early.)
+                playwright.expect(page.locator('[data-testid="source"]')).to_contain_text("alert(1)", timeout=10_000)
                 return page.locator('[data-testid="source"]').inner_text()
             finally:
                 browser.close()
