@@ -485,3 +485,11 @@ def test_a_tensor_that_requires_grad_leaving_the_computation_keeps_its_history()
     assert "grad_fn" in printed.getvalue() and stored["y"].grad_fn is not None
     assert "leave the computation" in thunder.compile_stats(jf).last_autograd_fallback
     torch.testing.assert_close(a.grad, torch.full((2,), 3.0, dtype=torch.float64))
+
+
+def test_tensors_passed_by_keyword_to_a_symbol_with_a_rule():
+    def f(x, w, b):
+        return F.layer_norm(x, (4,), bias=b, weight=w).sum() + F.layer_norm(x, (4,), bias=b).sum()
+
+    jf = _check_grads(f, (3, 4), (4,), (4,))
+    assert jf is not None

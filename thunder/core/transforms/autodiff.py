@@ -31,6 +31,7 @@ Layer: core. Imports: core.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from thunder.core import prims
@@ -256,17 +257,30 @@ def _backprop(bsyms: list[BoundSymbol], grads: _Gradients, active: set[str], bw:
 def _backprop_one(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: TraceCtx) -> None:
     rule = grad_rules.get(bsym.sym)
     if rule is not None:
-        for leaf in tree_leaves(bsym.kwargs):
-            if isinstance(leaf, TensorProxy) and leaf.name in active:
-                raise NotDifferentiable(f"{bsym.sym.print_name} takes a tensor that requires grad as a keyword argument")
+        args, kwargs = _positional(bsym, active)
         g = tree_map(lambda o: _cotangent_of(o, grads, active), bsym.output)
-        result = rule(g, bsym.output, *bsym.args, **bsym.kwargs)
-        _accumulate(bsym.args, result, grads, active, bsym)
+        result = rule(g, bsym.output, *args, **kwargs)
+        _accumulate(args, result, grads, active, bsym)
         return
     if not bsym.subsymbols:
         raise NotDifferentiable(f"{bsym.sym.print_name} has no gradient rule and no decomposition")
     parts = _recompute(bsym, grads, active, bw)
     _backprop(parts, grads, active, bw, forward_top=False)
+
+
+def _positional(bsym: BoundSymbol, active: set[str]) -> tuple[tuple, dict]:
+    """The call's arguments with those passed by keyword moved into their positions
+    (``F.layer_norm(x, shape, weight=w)``): rules return gradients by position."""
+    if not any(isinstance(v, TensorProxy) and v.name in active for v in tree_leaves(bsym.kwargs)):
+        return bsym.args, bsym.kwargs
+    try:
+        bound = inspect.signature(bsym.sym.meta).bind(*bsym.args, **bsym.kwargs)
+        bound.apply_defaults()  # F.layer_norm(x, shape, bias=b): weight's default fills its place
+    except (TypeError, ValueError):
+        bound = None
+    if bound is None or any(isinstance(v, TensorProxy) and v.name in active for v in tree_leaves(bound.kwargs)):
+        raise NotDifferentiable(f"{bsym.sym.print_name} takes a tensor that requires grad as a keyword-only argument")
+    return bound.args, bound.kwargs
 
 
 def _cotangent_of(o, grads: _Gradients, active: set[str]):
