@@ -6,6 +6,14 @@ Each decomposes into elementwise prims (and ``amax``/``sum`` for softmax), compu
 float32 for bf16/f16 inputs. Functions with an ``inplace`` flag are routed by a dispatcher
 (``nn_utils.register_inplace_dispatch``) to the pure symbol or its in-place twin.
 
+relu, gelu, silu and the four softmax symbols have VJP rules (Note [VJP rules] in
+``thunder.core.rules``) that compute their gradients with the backward kernels eager's autograd
+uses, each a symbol of its own whose torch implementation is the aten op (``threshold_backward``,
+``gelu_backward``, ``silu_backward``, ``softmax_backward_data``, ``log_softmax_backward_data``):
+the gradients are eager's, bit for bit. relu and the softmaxes read their output, as eager's do,
+so the forward keeps the output rather than the input. These backward symbols have no
+decomposition and no rule of their own (no double backward, as in the rest of the transform).
+
 Layer: language. Imports: core, torch.base, torch.elementwise, torch.nn_utils.
 """
 
@@ -18,7 +26,9 @@ import torch.nn.functional as F
 
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.proxies import TensorProxy
+from thunder.core.prims.base import check_real_grad, check_same_device, conj, is_differentiable
+from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.rules import grad_rules
 from thunder.torch.base import make_inplace, maybe_convert_to_dtype, torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import clamp, sigmoid, tanh
 from thunder.torch.nn_utils import (
@@ -36,6 +46,7 @@ __all__ = [
     "relu", "relu_", "relu6", "relu6_", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "elu", "elu_",
     "gelu", "silu", "silu_", "mish", "mish_", "softplus", "hardswish", "hardswish_", "hardsigmoid", "hardsigmoid_",
     "softmax", "log_softmax", "torch_softmax", "torch_log_softmax",
+    "threshold_backward", "gelu_backward", "silu_backward", "softmax_backward_data", "log_softmax_backward_data",
 ]  # fmt: skip
 
 # F.tanh / F.sigmoid are Python wrappers of the torch functions: the same symbols.
@@ -269,3 +280,156 @@ def torch_softmax(input, dim, dtype=None):
 def torch_log_softmax(input, dim, dtype=None):
     """``torch.log_softmax`` / ``Tensor.log_softmax``: see ``log_softmax``."""
     return _softmax_common("log_softmax", input, dim, dtype, log=True)
+
+
+# ----------------------------------------------------------------------------------------
+# Backward kernels and VJP rules
+# ----------------------------------------------------------------------------------------
+
+
+def _check_grad_of(op: str, grad, name: str, t) -> None:
+    """``grad`` is a cotangent of ``t``'s shape and device (as the rules call the backward kernels)."""
+    check_tensor(op, "grad_output", grad)
+    check_tensor(op, name, t)
+    if tuple(grad.shape) != tuple(t.shape):
+        raise ThunderValueError(
+            f"{op}: grad_output of shape {list(grad.shape)} does not match {name} of shape {list(t.shape)}"
+        )
+    check_same_device(op, [grad, t], ["grad_output", name])
+
+
+def _backward_dtype(op: str, grad, t, name: str, accepts) -> torch.dtype:
+    """The result dtype of an eager backward kernel (a TensorIterator op: ``grad`` and ``t`` are
+    promoted), or the error eager raises where ``accepts(grad dtype, promoted dtype)`` is False."""
+    dtype = dtypes.result_type(grad, t)
+    if not accepts(grad.dtype, dtype):
+        raise ThunderTypeError(
+            f'{op}: "{op.removeprefix("ltorch.")}" is not implemented for grad_output of dtype {grad.dtype} and '
+            f"{name} of dtype {t.dtype} (computed in {dtype})"
+        )
+    return dtype
+
+
+@torchsymbol(id="torch.threshold_backward", torch_impl=torch.ops.aten.threshold_backward)
+def threshold_backward(grad_output, self, threshold):
+    """``aten.threshold_backward``: ``grad_output`` where ``self > threshold``, 0 elsewhere (relu's
+    backward, called with relu's output)."""
+    op = "ltorch.threshold_backward"
+    _check_grad_of(op, grad_output, "self", self)
+    if isinstance(threshold, TensorProxy) or not isinstance(pyval(threshold), (int, float)):
+        what = f"a tensor of dtype {threshold.dtype}" if isinstance(threshold, TensorProxy) else repr(threshold)
+        raise ThunderTypeError(f"{op}: threshold must be a number, but got {what}")
+    # Eager's kernel takes any promoted dtype but bool and complex.
+    dtype = _backward_dtype(op, grad_output, self, "self", lambda g, d: d is not torch.bool and not d.is_complex)
+    return TensorProxy.like(grad_output, dtype=dtype, requires_grad=False)
+
+
+@torchsymbol(id="torch.gelu_backward", torch_impl=torch.ops.aten.gelu_backward)
+def gelu_backward(grad_output, self, *, approximate="none"):
+    """``aten.gelu_backward``: the gradient of ``gelu(self, approximate)``."""
+    op = "ltorch.gelu_backward"
+    check_choice(op, "approximate", approximate, ("none", "tanh"))
+    _check_grad_of(op, grad_output, "self", self)
+
+    def accepts(g, d):
+        # A real floating result; eager's CPU kernel (oneDNN) also rejects bool and int64 cotangents.
+        return dtypes.is_float_dtype(d) and (dtypes.is_float_dtype(g) or g is torch.uint8)
+
+    dtype = _backward_dtype(op, grad_output, self, "self", accepts)
+    return TensorProxy.like(grad_output, dtype=dtype, requires_grad=False)
+
+
+@torchsymbol(id="torch.silu_backward", torch_impl=torch.ops.aten.silu_backward)
+def silu_backward(grad_output, self):
+    """``aten.silu_backward``: the gradient of ``silu(self)``."""
+    op = "ltorch.silu_backward"
+    _check_grad_of(op, grad_output, "self", self)
+    dtype = _backward_dtype(op, grad_output, self, "self", lambda g, d: dtypes.is_inexact_dtype(d))
+    return TensorProxy.like(grad_output, dtype=dtype, requires_grad=False)
+
+
+def _softmax_backward_meta(op: str, grad_output, output, dim, input_dtype):
+    _check_grad_of(op, grad_output, "output", output)
+    check_float(op, "output", output)
+    if grad_output.dtype != output.dtype:
+        raise ThunderTypeError(f"{op}: grad_output has dtype {grad_output.dtype} but output has dtype {output.dtype}")
+    dim_arg(op, output, dim)
+    if not isinstance(input_dtype, torch.dtype) or not dtypes.is_float_dtype(input_dtype):
+        raise ThunderTypeError(f"{op}: input_dtype must be a floating-point torch.dtype, but got {input_dtype!r}")
+    half_to_float = input_dtype in dtypes.low_precision_dtypes and output.dtype is torch.float32
+    if input_dtype != output.dtype and not half_to_float:
+        raise ThunderTypeError(
+            f"{op}: input_dtype {input_dtype} must be the output's dtype {output.dtype} (or a half-precision dtype "
+            "for a float32 output)"
+        )
+    return TensorProxy.like(grad_output, dtype=input_dtype, requires_grad=False)
+
+
+@torchsymbol(id="torch.softmax_backward_data", torch_impl=torch.ops.aten._softmax_backward_data)
+def softmax_backward_data(grad_output, output, dim, input_dtype):
+    """``aten._softmax_backward_data``: ``output * (grad_output - sum(grad_output * output, dim))``, in
+    ``input_dtype`` (the dtype softmax's input had)."""
+    return _softmax_backward_meta("ltorch.softmax_backward_data", grad_output, output, dim, input_dtype)
+
+
+@torchsymbol(id="torch.log_softmax_backward_data", torch_impl=torch.ops.aten._log_softmax_backward_data)
+def log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    """``aten._log_softmax_backward_data``: ``grad_output - exp(output) * sum(grad_output, dim)``, in
+    ``input_dtype``."""
+    return _softmax_backward_meta("ltorch.log_softmax_backward_data", grad_output, output, dim, input_dtype)
+
+
+def _grads(first, rest) -> tuple:
+    """One entry per positional argument: ``first`` for the input, None for the others (numbers, flags)."""
+    return (first, *(None for _ in rest))
+
+
+@grad_rules.register(relu)
+def _relu_vjp(g, out, input):
+    # Eager's rule: threshold_backward(grad, result, 0), so the forward's output is what is kept.
+    return (threshold_backward(g, out, 0) if is_differentiable(input) else None,)
+
+
+@grad_rules.register(gelu)
+def _gelu_vjp(g, out, input, *rest, **kwargs):
+    check_real_grad("ltorch.gelu", input)
+    approximate = rest[0] if rest else kwargs.get("approximate", "none")
+    return _grads(gelu_backward(g, input, approximate=approximate), rest)
+
+
+@grad_rules.register(silu)
+def _silu_vjp(g, out, input):
+    if input.dtype.is_complex:
+        # Eager's autograd refuses complex silu; thunder differentiates it as ``x * sigmoid(x)``:
+        # ``g * conj(s + x * s * (1 - s))``.
+        s = prims.sigmoid(input)
+        d = prims.add(s, prims.mul(prims.mul(input, s), prims.sub(1, s)))
+        return (prims.mul(g, conj(d)),)
+    return (silu_backward(g, input),)
+
+
+def _softmax_grad(backward_sym, g, out, input, dim):
+    if dim is None:
+        dim = _implicit_softmax_dim(input.ndim)
+    d = prims.canonicalize_dim(f"ltorch.{backward_sym.name}", out.ndim, dim)
+    # The symbol ran on ``input`` converted to ``dtype`` (the output's dtype); that conversion's
+    # gradient converts back, as eager's ``input.to(dtype)`` does.
+    grad = backward_sym(g, out, d, out.dtype)
+    return maybe_convert_to_dtype(grad, input.dtype)
+
+
+def _functional_softmax_vjp(backward_sym):
+    # F.softmax(input, dim=None, _stacklevel=3, dtype=None) and F.log_softmax: dim is the only
+    # argument besides input that the gradient depends on (dtype is the output's dtype).
+    def rule(g, out, input, *rest, **kwargs):
+        dim = rest[0] if rest else kwargs.get("dim")
+        return _grads(_softmax_grad(backward_sym, g, out, input, dim), rest)
+
+    return rule
+
+
+grad_rules.register(softmax)(_functional_softmax_vjp(softmax_backward_data))
+grad_rules.register(log_softmax)(_functional_softmax_vjp(log_softmax_backward_data))
+# torch.softmax(input, dim, dtype=None) / Tensor.softmax: the same rule (dim is the second argument).
+grad_rules.register(torch_softmax)(_functional_softmax_vjp(softmax_backward_data))
+grad_rules.register(torch_log_softmax)(_functional_softmax_vjp(log_softmax_backward_data))

@@ -6,11 +6,20 @@ label_smoothing), with PyTorch's reductions ("none", "mean", "sum" and the legac
 Computed in float32 for bf16/f16 inputs. ``nll_loss`` picks the target's log-probability
 with ``prims.take_along_axis`` and the class weights with ``prims.take``.
 
+``nll_loss`` has a VJP rule (Note [VJP rules] in ``thunder.core.rules``) computing its gradient
+with eager's kernel (``aten.nll_loss_backward``/``nll_loss2d_backward``, as the symbol
+``nll_loss_backward``). ``cross_entropy`` with class-index targets decomposes, as eager's does,
+into ``log_softmax`` of the input (in the input's dtype) and ``nll_loss`` (plus the label-smoothing
+term, in prims): it has no rule of its own, so the backward recomputes that ``log_softmax`` from
+the saved input and applies the rules of ``nll_loss`` and ``log_softmax``, eager's backward
+kernels; the label-smoothing term and probability targets are differentiated through their prims.
+
 Layer: language. Imports: core, torch.base, torch.elementwise, torch.nn_utils, torch.nn_activations.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -18,12 +27,14 @@ import torch.nn.functional as F
 
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.prims.base import check_real_grad, is_differentiable
 from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.rules import grad_rules
 from thunder.torch.base import broadcast_shapes, expand_to, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.nn_activations import log_softmax
-from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype
+from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, upcast
 
-__all__ = ["mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy"]
+__all__ = ["mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy", "nll_loss_backward"]
 
 
 def _reduction(op: str, size_average, reduce, reduction) -> str:
@@ -242,7 +253,9 @@ def cross_entropy(
         raise ThunderValueError(f"{op}: input must have a class dim, but got a 0-d tensor")
     class_dim = 0 if input.ndim == 1 else 1
     c = input.shape[class_dim]
-    logp = log_softmax(maybe_convert_to_dtype(input, computation_dtype(input.dtype)), class_dim)
+    # As eager: log_softmax in the input's dtype (its symbol computes in float32 and rounds once).
+    logp_in = log_softmax(input, class_dim)
+    logp = upcast(logp_in)
 
     def class_weights(shape):
         return prims.broadcast_in_dim(maybe_convert_to_dtype(weight, logp.dtype), shape, (class_dim,))
@@ -274,10 +287,12 @@ def cross_entropy(
         return maybe_convert_to_dtype(out, input.dtype)
 
     _check_class_target(op, input, target, weight)
-    losses, weights, ignored = _nll_parts(logp, target, weight, ignore_index)
-    nll = _reduce_nll(losses, weights, reduction)
+    # The nll_loss symbol (its rule is eager's kernel), tensors passed positionally.
+    nll = nll_loss(logp_in, target, weight, None, ignore_index, None, reduction)
     if ls == 0:
-        return maybe_convert_to_dtype(nll, input.dtype)
+        return nll
+    _, weights, ignored = _nll_parts(logp, target, weight, ignore_index)
+    nll = upcast(nll)
     weighted = prims.mul(logp, class_weights(logp.shape)) if weight is not None else logp
     smooth = prims.where(ignored, 0.0, prims.neg(prims.sum(weighted, (class_dim,))))
     if reduction == "none":
@@ -291,3 +306,71 @@ def cross_entropy(
         smooth_red = prims.div(_sum_all(smooth), _sum_all(kept))
     out = prims.add(prims.mul(nll, 1.0 - ls), prims.mul(smooth_red, ls / c))
     return maybe_convert_to_dtype(out, input.dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# Backward kernels and VJP rules
+# ----------------------------------------------------------------------------------------
+
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}  # at::Reduction
+
+
+def _nll_loss_backward_impl(grad_output, input, target, weight, reduction, ignore_index):
+    """Eager's ``nll_loss_nd`` backward: ``nll_loss_backward`` for 1-d and 2-d inputs,
+    ``nll_loss2d_backward`` for 4-d ones and for others viewed as (N, C, 1, -1). The total weight
+    of the targets that the "mean" reduction divides by is recomputed by the forward kernel."""
+    aten = torch.ops.aten
+    red = _REDUCTION_ENUM[reduction]
+    if input.ndim <= 2:
+        _, total_weight = aten.nll_loss_forward(input, target, weight, red, ignore_index)
+        return aten.nll_loss_backward(grad_output, input, target, weight, red, ignore_index, total_weight)
+    x, t, g = input, target, grad_output
+    if input.ndim != 4:
+        n, c = input.shape[0], input.shape[1]
+        x = input.contiguous().view(n, c, 1, -1) if input.numel() > 0 else input.contiguous().view(n, c, 0, 0)
+        t = target.contiguous().view(n, 1, -1) if target.numel() > 0 else target.contiguous().view(n, 0, 0)
+        if red == 0:
+            g = grad_output.reshape(t.shape)
+    _, total_weight = aten.nll_loss2d_forward(x, t, weight, red, ignore_index)
+    return aten.nll_loss2d_backward(g, x, t, weight, red, ignore_index, total_weight).view(input.shape)
+
+
+@torchsymbol(id="torch.nll_loss_backward", torch_impl=_nll_loss_backward_impl)
+def nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index):
+    """The gradient of ``nll_loss(input, target, weight, ignore_index=, reduction=)`` with respect to
+    ``input``, with eager's kernels (``aten.nll_loss_backward``/``aten.nll_loss2d_backward``)."""
+    op = "ltorch.nll_loss_backward"
+    check_float(op, "input", input)
+    check_tensor(op, "grad_output", grad_output)
+    check_tensor(op, "target", target)
+    _check_class_target(op, input, target, weight)
+    if reduction not in _REDUCTION_ENUM:
+        raise ThunderValueError(f"{op}: {reduction} is not a valid value for reduction; use 'none', 'mean' or 'sum'")
+    expected = tuple(target.shape) if reduction == "none" else ()
+    if tuple(grad_output.shape) != expected or grad_output.dtype != input.dtype:
+        raise ThunderValueError(
+            f"{op}: grad_output must be a {input.dtype} tensor of shape {list(expected)} (the loss's), but got "
+            f"{grad_output.dtype} {list(grad_output.shape)}"
+        )
+    if not isinstance(pyval(ignore_index), int):
+        raise ThunderTypeError(f"{op}: ignore_index must be an int, but got {ignore_index!r}")
+    return TensorProxy.like(input, requires_grad=False)
+
+
+@grad_rules.register(nll_loss)
+def _nll_loss_vjp(g, out, *args, **kwargs):
+    bound = inspect.signature(nll_loss.meta).bind(*args, **kwargs)
+    bound.apply_defaults()
+    a = bound.arguments
+    input, target, weight = a["input"], a["target"], a["weight"]
+    check_real_grad("ltorch.nll_loss", input)
+    if isinstance(weight, TensorProxy) and weight.requires_grad:
+        from thunder.core.transforms.autodiff import NotDifferentiable
+
+        # Eager: "the derivative for 'weight' is not implemented"; torch's autograd says so.
+        raise NotDifferentiable("ltorch.nll_loss: the derivative for 'weight' is not implemented")
+    if not is_differentiable(input):
+        return (None,) * len(args)
+    reduction = _reduction("ltorch.nll_loss", a["size_average"], a["reduce"], a["reduction"])
+    grad = nll_loss_backward(g, input, target, weight, reduction, pyval(a["ignore_index"]))
+    return (grad, *(None for _ in args[1:]))

@@ -6,11 +6,21 @@ statistics updates them in place, as PyTorch does (``prims.copy_``), so its symb
 the IN_PLACE and DONT_DCE tags: it is never merged with another call, never removed, and
 earlier reads of the running statistics are not reused after it.
 
+layer_norm and batch_norm have VJP rules (Note [VJP rules] in ``thunder.core.rules``) that
+compute their gradients with eager's backward kernels, ``aten.native_layer_norm_backward`` and
+``aten.native_batch_norm_backward``, as the symbols ``layer_norm_backward`` and
+``batch_norm_backward``. Those kernels need the forward's statistics (mean and 1/std), which
+``F.layer_norm``/``F.batch_norm`` do not return: the backward symbols recompute them from the
+saved input with the forward kernels (``aten.native_layer_norm``, ``aten.native_batch_norm``
+without running statistics, so nothing is updated twice), which give the statistics eager kept,
+bit for bit. The forward is unchanged and keeps only the input.
+
 Layer: language. Imports: core, torch.base, torch.nn_utils.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -18,12 +28,14 @@ import torch.nn.functional as F
 
 from thunder.core import prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.prims.base import check_real_grad, is_differentiable
 from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
 from thunder.torch.base import copy_, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.nn_utils import check_float, check_tensor, keep, upcast
 
-__all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm"]
+__all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "layer_norm_backward", "batch_norm_backward"]
 
 
 def _normalized_shape(op: str, input: TensorProxy, normalized_shape) -> tuple[int, ...]:
@@ -192,3 +204,122 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         )
     out = _affine(out, weight, bias, (1,))
     return maybe_convert_to_dtype(out, input.dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# Backward kernels and VJP rules
+# ----------------------------------------------------------------------------------------
+
+
+def _check_backward_call(op: str, grad_output, input, output_mask) -> None:
+    check_tensor(op, "grad_output", grad_output)
+    check_float(op, "input", input)
+    if tuple(grad_output.shape) != tuple(input.shape) or grad_output.dtype != input.dtype:
+        raise ThunderValueError(
+            f"{op}: grad_output ({grad_output.dtype} {list(grad_output.shape)}) must have the input's shape and dtype "
+            f"({input.dtype} {list(input.shape)})"
+        )
+    if grad_output.device != input.device:
+        raise ThunderValueError(f"{op}: grad_output is on {grad_output.device} but input is on {input.device}")
+    if len(output_mask) != 3 or not all(isinstance(m, bool) for m in output_mask):
+        raise ThunderTypeError(f"{op}: output_mask must be three bools (input, weight, bias), got {output_mask!r}")
+
+
+def _masked_grads(output_mask, input, weight, bias):
+    want_input, want_weight, want_bias = output_mask
+    return (
+        TensorProxy.like(input, requires_grad=False) if want_input else None,
+        TensorProxy.like(weight, requires_grad=False) if want_weight and weight is not None else None,
+        TensorProxy.like(bias, requires_grad=False) if want_bias and bias is not None else None,
+    )
+
+
+def _layer_norm_backward_impl(grad_output, input, normalized_shape, weight, bias, eps, output_mask):
+    _, mean, rstd = torch.ops.aten.native_layer_norm(input, list(normalized_shape), weight, bias, eps)
+    return tuple(
+        torch.ops.aten.native_layer_norm_backward(
+            grad_output, input, list(normalized_shape), mean, rstd, weight, bias, list(output_mask)
+        )
+    )
+
+
+@torchsymbol(id="torch.layer_norm_backward", torch_impl=_layer_norm_backward_impl)
+def layer_norm_backward(grad_output, input, normalized_shape, weight, bias, eps, output_mask):
+    """The gradients of ``layer_norm(input, normalized_shape, weight, bias, eps)`` for the inputs
+    ``output_mask`` selects (None for the others), with ``aten.native_layer_norm_backward``; the
+    statistics it needs are recomputed with ``aten.native_layer_norm``."""
+    op = "ltorch.layer_norm_backward"
+    _check_backward_call(op, grad_output, input, output_mask)
+    ns = _normalized_shape(op, input, normalized_shape)
+    _check_affine(op, "weight", weight, ns, input, "normalized_shape")
+    _check_affine(op, "bias", bias, ns, input, "normalized_shape")
+    return _masked_grads(output_mask, input, weight, bias)
+
+
+def _batch_norm_backward_impl(grad_output, input, weight, bias, running_mean, running_var, training, eps, output_mask):
+    if training:
+        # Batch statistics, as the forward computed them; no running statistics, so nothing is updated.
+        _, save_mean, save_invstd = torch.ops.aten.native_batch_norm(input, weight, bias, None, None, True, 0.0, eps)
+        running_mean = running_var = None
+    else:
+        save_mean = save_invstd = None
+    return tuple(
+        torch.ops.aten.native_batch_norm_backward(
+            grad_output, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
+            list(output_mask),
+        )
+    )  # fmt: skip
+
+
+@torchsymbol(id="torch.batch_norm_backward", torch_impl=_batch_norm_backward_impl)
+def batch_norm_backward(grad_output, input, weight, bias, running_mean, running_var, training, eps, output_mask):
+    """The gradients of ``batch_norm`` for the inputs ``output_mask`` selects (input, weight, bias),
+    with ``aten.native_batch_norm_backward``. In training the batch statistics are recomputed with
+    ``aten.native_batch_norm`` (without running statistics: nothing is updated) and
+    ``running_mean``/``running_var`` are not read (pass None); in evaluation the running
+    statistics are the ones the forward used."""
+    op = "ltorch.batch_norm_backward"
+    _check_backward_call(op, grad_output, input, output_mask)
+    if input.ndim < 2:
+        raise ThunderValueError(f"{op}: Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        _check_affine(op, name, t, (c,), input, "the channel dim of input")
+    if not training and (running_mean is None or running_var is None):
+        raise ThunderValueError(f"{op}: running_mean and running_var are required in evaluation mode (training=False)")
+    return _masked_grads(output_mask, input, weight, bias)
+
+
+def _bound(sym, args: tuple, kwargs: dict) -> dict:
+    """The call's arguments by name, defaults filled in (rules see the call as it was recorded)."""
+    bound = inspect.signature(sym.meta).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return {k: pyval(v) if not isinstance(v, TensorProxy) else v for k, v in bound.arguments.items()}
+
+
+@grad_rules.register(layer_norm)
+def _layer_norm_vjp(g, out, *args, **kwargs):
+    a = _bound(layer_norm, args, kwargs)
+    input, weight, bias = a["input"], a["weight"], a["bias"]
+    check_real_grad("ltorch.layer_norm", input, weight, bias)
+    mask = (is_differentiable(input), is_differentiable(weight), is_differentiable(bias))
+    if not any(mask):
+        return (None,) * len(args)
+    ns = tuple(pyval(n) for n in a["normalized_shape"])
+    gi, gw, gb = layer_norm_backward(g, input, ns, weight, bias, a["eps"], mask)
+    return (gi, None, gw, gb, None)[: len(args)]
+
+
+@grad_rules.register(batch_norm)
+def _batch_norm_vjp(g, out, *args, **kwargs):
+    a = _bound(batch_norm, args, kwargs)
+    input, weight, bias = a["input"], a["weight"], a["bias"]
+    check_real_grad("ltorch.batch_norm", input, weight, bias)
+    mask = (is_differentiable(input), is_differentiable(weight), is_differentiable(bias))
+    if not any(mask):
+        return (None,) * len(args)
+    training = bool(a["training"])
+    stats = (None, None) if training else (a["running_mean"], a["running_var"])
+    gi, gw, gb = batch_norm_backward(g, input, weight, bias, *stats, training, a["eps"], mask)
+    # The running statistics get no gradient (buffers, as in eager).
+    return (gi, None, None, gw, gb, None, None, None)[: len(args)]

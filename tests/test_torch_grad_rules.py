@@ -1,0 +1,433 @@
+"""Torch-level VJP rules that compute gradients with eager's backward kernels: gelu, relu, silu,
+softmax/log_softmax (F. and torch. forms), layer_norm, batch_norm, nll_loss, and cross_entropy
+(through log_softmax and nll_loss).
+
+Each case runs forward + backward through ``thunder.jit`` and eager with the same cotangent and
+compares outputs and gradients (float64 tightly, float32/bfloat16 at eager's tolerance, and
+bit for bit where the kernels are eager's own), checks that the backward trace calls the rule's
+backward symbol, and that thunder's own backward ran (no fallback to torch's autograd).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import thunder
+
+DTYPES = (torch.float64, torch.float32, torch.bfloat16)
+
+
+def _tol(dtype, exact=True):
+    if dtype == torch.float64:
+        return {"rtol": 1e-12, "atol": 1e-12}
+    if dtype == torch.bfloat16 and not exact:
+        # Where thunder computes in float32 and eager in bfloat16: an ulp or so apart, more after cancellation.
+        return {"rtol": 2e-2, "atol": 1e-2}
+    return {}  # assert_close's defaults for the dtype: eager's own tolerance
+
+
+def _grads(fn, inputs, cotangent_seed=0):
+    leaves = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    out = fn(*inputs)
+    outs = out if isinstance(out, tuple) else (out,)
+    gen = torch.Generator().manual_seed(cotangent_seed)
+    cots = [torch.randn(o.shape, generator=gen, dtype=torch.float64).to(o.dtype) for o in outs]
+    grads = torch.autograd.grad(outs, leaves, cots, allow_unused=True)
+    return outs, grads
+
+
+def _clone(inputs):
+    return [t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t for t in inputs]
+
+
+def check(fn, inputs, dtype, uses, *, exact=True, not_saved=()):
+    """``fn(*inputs)`` and its gradients through thunder.jit match eager; the backward calls each
+    name in ``uses``; ``not_saved`` names inputs the forward must not keep for the backward."""
+    jf = thunder.jit(fn)
+    e_out, e_grads = _grads(fn, _clone(inputs))
+    t_out, t_grads = _grads(jf, _clone(inputs))
+    assert thunder.compile_stats(jf).last_autograd_fallback is None
+    bw = str(thunder.last_backward_traces(jf)[-1])
+    for name in uses if any(t.numel() for t in inputs if isinstance(t, torch.Tensor)) else ():
+        assert name in bw, f"{name} not in the backward trace:\n{bw}"
+    for o, e in zip(t_out, e_out):
+        torch.testing.assert_close(o, e, equal_nan=True, **_tol(dtype))
+    for g, e in zip(t_grads, e_grads):
+        if e is None:
+            assert g is None or not g.any()
+            continue
+        if exact:
+            torch.testing.assert_close(g, e, rtol=0, atol=0, equal_nan=True)
+        else:
+            torch.testing.assert_close(g, e, equal_nan=True, **_tol(dtype, exact=False))
+    if not_saved:
+        saved = {a.name for a in thunder.last_backward_traces(jf)[-1].args}
+        for name in not_saved:
+            assert name not in saved, f"{name} is kept for the backward: {sorted(saved)}"
+    return jf
+
+
+def _x(*shape, dtype=torch.float32, seed=0, requires_grad=True, scale=1.0):
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=gen, dtype=torch.float64) * scale).to(dtype).requires_grad_(requires_grad)
+
+
+# ----------------------------------------------------------------------------------------
+# activations
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 5), (2, 3, 4), ()])
+@pytest.mark.parametrize("approximate", ["none", "tanh", "positional-tanh", None])
+def test_gelu(dtype, shape, approximate):
+    if approximate is None:
+        fn = F.gelu
+    elif approximate == "positional-tanh":
+        mod = torch.nn.GELU("tanh")
+        fn = mod  # nn.GELU calls F.gelu(input, approximate=...)
+    else:
+
+        def fn(x):
+            return F.gelu(x, approximate=approximate)
+
+    check(fn, [_x(*shape, dtype=dtype, scale=3)], dtype, ["gelu_backward"])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", ["torch", "F", "method", "module"])
+def test_relu_keeps_its_output(dtype, form):
+    fn = {
+        "torch": torch.relu,
+        "F": F.relu,
+        "method": lambda x: x.relu(),
+        "module": torch.nn.ReLU(),
+    }[form]
+
+    def f(x):
+        return fn(x * 2)
+
+    x = _x(4, 6, dtype=dtype)
+    with torch.no_grad():
+        x[0, :3] = 0  # the subgradient at 0 is eager's (0)
+    jf = check(f, [x], dtype, ["threshold_backward"])
+    # Only relu's output is kept (threshold_backward reads the output, as eager's does).
+    bw = thunder.last_backward_traces(jf)[-1]
+    assert len([a for a in bw.args if not a.name.startswith("g_")]) == 1
+
+
+def test_relu_nan_and_integer():
+    x = torch.tensor([float("nan"), -1.0, 2.0, 0.0], requires_grad=True)
+    check(F.relu, [x], torch.float32, ["threshold_backward"])
+    ji = thunder.jit(torch.relu)
+    assert torch.equal(ji(torch.tensor([-1, 3])), torch.tensor([0, 3]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", ["F", "module"])
+def test_silu(dtype, form):
+    fn = F.silu if form == "F" else torch.nn.SiLU()
+    check(fn, [_x(3, 7, dtype=dtype, scale=3)], dtype, ["silu_backward"])
+
+
+def test_silu_complex():
+    # Eager's autograd refuses complex silu; thunder's gradient is that of x * sigmoid(x).
+    x = torch.randn(3, 4, dtype=torch.complex128, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    g = torch.randn(3, 4, dtype=torch.complex128)
+    jf = thunder.jit(F.silu)
+    jf(x).backward(g)
+    (x2 * torch.sigmoid(x2)).backward(g)
+    assert thunder.compile_stats(jf).last_autograd_fallback is None
+    torch.testing.assert_close(x.grad, x2.grad)
+
+
+# ----------------------------------------------------------------------------------------
+# softmax
+# ----------------------------------------------------------------------------------------
+
+SOFTMAX_CALLS = {
+    "F.softmax dim=-1": lambda x: F.softmax(x, dim=-1),
+    "F.softmax 0": lambda x: F.softmax(x, 0),
+    "F.log_softmax dim=1": lambda x: F.log_softmax(x, dim=1),
+    "F.log_softmax -1": lambda x: F.log_softmax(x, -1),
+    "torch.softmax": lambda x: torch.softmax(x, 1),
+    "torch.log_softmax": lambda x: torch.log_softmax(x, -1),
+    "Tensor.softmax": lambda x: x.softmax(-1),
+    "Tensor.log_softmax": lambda x: x.log_softmax(dim=0),
+    "nn.Softmax": torch.nn.Softmax(dim=1),
+    "nn.LogSoftmax": torch.nn.LogSoftmax(dim=-1),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 9), (2, 3, 5)])
+@pytest.mark.parametrize("call", list(SOFTMAX_CALLS))
+def test_softmax(dtype, shape, call):
+    name = "log_softmax_backward_data" if "og" in call else "softmax_backward_data"
+    check(SOFTMAX_CALLS[call], [_x(*shape, dtype=dtype, scale=2)], dtype, [name])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: F.softmax(x, -1, dtype=torch.float64),
+        lambda x: F.log_softmax(x, 1, 3, torch.float64),
+        lambda x: torch.softmax(x, 1, torch.float64),
+        lambda x: torch.log_softmax(x, 0, dtype=torch.float64),
+        lambda x: x.softmax(-1, dtype=torch.float64),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_softmax_dtype_argument(fn, dtype):
+    # softmax of input.to(dtype): the gradient converts back to the input's dtype, as eager's does.
+    check(fn, [_x(3, 6, dtype=dtype)], dtype, ["softmax_backward_data"])
+
+
+def test_softmax_implicit_dim_and_0d():
+    with pytest.warns(UserWarning):
+        check(lambda x: F.softmax(x), [_x(3, 4)], torch.float32, ["softmax_backward_data"])
+    check(lambda x: F.log_softmax(x, 0), [_x()], torch.float32, ["log_softmax_backward_data"])
+    check(lambda x: torch.softmax(x, -1), [_x()], torch.float32, ["softmax_backward_data"])
+
+
+# ----------------------------------------------------------------------------------------
+# layer_norm
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,ns", [((4, 8), (8,)), ((2, 3, 5), (5,)), ((2, 3, 5), (3, 5)), ((0, 4), (4,))])
+@pytest.mark.parametrize("affine", ["both", "weight", "none", "frozen"])
+def test_layer_norm(dtype, shape, ns, affine):
+    x = _x(*shape, dtype=dtype, scale=3, seed=1)
+    w = _x(*ns, dtype=dtype, seed=2, requires_grad=affine != "frozen")
+    b = _x(*ns, dtype=dtype, seed=3, requires_grad=affine != "frozen")
+    if affine == "none":
+        fn, inputs = (lambda x: F.layer_norm(x, ns)), [x]
+    elif affine == "weight":
+        fn, inputs = (lambda x, w: F.layer_norm(x, ns, w)), [x, w]
+    else:
+        fn, inputs = (lambda x, w, b: F.layer_norm(x, ns, w, b, 1e-3)), [x, w, b]
+    check(fn, inputs, dtype, ["layer_norm_backward"])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_module(dtype, affine):
+    mod = torch.nn.LayerNorm(6, elementwise_affine=affine).to(dtype)
+    if affine:
+        with torch.no_grad():
+            mod.weight.normal_()
+            mod.bias.normal_()
+    jm = thunder.jit(mod)
+    ref = copy.deepcopy(mod)
+    x = _x(3, 4, 6, dtype=dtype)
+    x2 = x.detach().clone().requires_grad_()
+    g = torch.randn(3, 4, 6, dtype=torch.float64).to(dtype)
+    jm(x).backward(g)
+    ref(x2).backward(g)
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+    assert "layer_norm_backward" in str(thunder.last_backward_traces(jm)[-1])
+    assert torch.equal(x.grad, x2.grad)
+    for p, q in zip(mod.parameters(), ref.parameters()):
+        assert torch.equal(p.grad, q.grad)
+
+
+def test_layer_norm_weight_as_keyword_is_still_correct():
+    # A tensor that requires grad passed by keyword to a symbol with a rule: the transform declines
+    # it (thunder.core.transforms.autodiff) and the call runs under torch's autograd, still eager's values.
+    x, w, b = _x(3, 5), _x(5, seed=1), _x(5, seed=2)
+    fn = lambda x, w, b: F.layer_norm(x, (5,), weight=w, bias=b)  # noqa: E731
+    jf = thunder.jit(fn)
+    _, e = _grads(fn, _clone([x, w, b]))
+    _, t = _grads(jf, _clone([x, w, b]))
+    for g, h in zip(t, e):
+        torch.testing.assert_close(g, h)
+
+
+# ----------------------------------------------------------------------------------------
+# batch_norm
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "module,shape",
+    [
+        (lambda: torch.nn.BatchNorm2d(3), (4, 3, 5, 5)),
+        (lambda: torch.nn.BatchNorm1d(3), (6, 3)),
+        (lambda: torch.nn.BatchNorm1d(3, affine=False), (4, 3, 7)),
+        (lambda: torch.nn.BatchNorm2d(3, track_running_stats=False), (2, 3, 4, 4)),
+        (lambda: torch.nn.BatchNorm3d(2, momentum=0.3, eps=1e-3), (2, 2, 3, 3, 3)),
+    ],
+)
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_module(dtype, module, shape, train):
+    mod = module().to(dtype).train(train)
+    if mod.affine:
+        with torch.no_grad():
+            mod.weight.normal_()
+            mod.bias.normal_()
+    if mod.track_running_stats:
+        with torch.no_grad():
+            mod.running_mean.normal_()
+            mod.running_var.uniform_(0.5, 2)
+    ref = copy.deepcopy(mod)
+    jm = thunder.jit(mod)
+    x = _x(*shape, dtype=dtype, scale=2, seed=4)
+    x2 = x.detach().clone().requires_grad_()
+    g = torch.randn(shape, dtype=torch.float64).to(dtype)
+    jm(x).backward(g)
+    ref(x2).backward(g)
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+    assert "batch_norm_backward" in str(thunder.last_backward_traces(jm)[-1])
+    assert torch.equal(x.grad, x2.grad)
+    for p, q in zip(mod.parameters(), ref.parameters()):
+        assert torch.equal(p.grad, q.grad)
+    # The running statistics are updated once, by the forward, exactly as eager's.
+    for p, q in zip(mod.buffers(), ref.buffers()):
+        assert torch.equal(p, q)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batch_norm_functional(dtype):
+    x = _x(4, 3, 5, dtype=dtype)
+    w, b = _x(3, dtype=dtype, seed=1), _x(3, dtype=dtype, seed=2)
+
+    def train_with_stats(x, w, b, rm, rv):
+        return F.batch_norm(x, rm, rv, w, b, True, 0.2, 1e-4)
+
+    def train_no_stats(x, w, b):
+        return F.batch_norm(x, None, None, w, b, True)
+
+    def evaluation(x, w, b, rm, rv):
+        return F.batch_norm(x, rm, rv, w, b)
+
+    rm = torch.zeros(3, dtype=dtype)
+    rv = torch.ones(3, dtype=dtype)
+    check(train_no_stats, [x, w, b], dtype, ["batch_norm_backward"])
+    check(evaluation, [x, w, b, rm, rv], dtype, ["batch_norm_backward"])
+    rm_e, rv_e = rm.clone(), rv.clone()
+    jf = thunder.jit(train_with_stats)
+    xa, wa, ba = _clone([x, w, b])
+    xb, wb, bb = _clone([x, w, b])
+    train_with_stats(xa, wa, ba, rm_e, rv_e).sum().backward()
+    jf(xb, wb, bb, rm, rv).sum().backward()
+    assert "batch_norm_backward" in str(thunder.last_backward_traces(jf)[-1])
+    assert torch.equal(rm, rm_e) and torch.equal(rv, rv_e)
+    for g, e in ((xb.grad, xa.grad), (wb.grad, wa.grad), (bb.grad, ba.grad)):
+        assert torch.equal(g, e)
+
+
+# ----------------------------------------------------------------------------------------
+# nll_loss and cross_entropy
+# ----------------------------------------------------------------------------------------
+
+CLASS_SHAPES = [
+    ((5, 7), (5,)),
+    ((7,), ()),
+    ((2, 4, 3), (2, 3)),
+    ((2, 4, 3, 2), (2, 3, 2)),
+    ((2, 3, 2, 2, 2), (2, 2, 2, 2)),
+]
+
+
+def _targets(tshape, c, seed=5, ignore=None):
+    gen = torch.Generator().manual_seed(seed)
+    t = torch.randint(0, c, tshape, generator=gen)
+    if ignore is not None and t.numel() > 1:
+        t.view(-1)[::3] = ignore
+    return t
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,tshape", CLASS_SHAPES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss(dtype, shape, tshape, reduction, weighted):
+    c = shape[0] if len(shape) == 1 else shape[1]
+    x = _x(*shape, dtype=dtype)
+    t = _targets(tshape, c, ignore=1)
+    w = torch.rand(c, generator=torch.Generator().manual_seed(6), dtype=torch.float64).to(dtype) + 0.5
+
+    def fn(x):
+        return F.nll_loss(F.log_softmax(x, 0 if x.ndim == 1 else 1), t, w if weighted else None, ignore_index=1,
+                          reduction=reduction)  # fmt: skip
+
+    check(fn, [x], dtype, ["nll_loss_backward", "log_softmax_backward_data"])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,tshape", CLASS_SHAPES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_class_indices(dtype, shape, tshape, reduction, weighted):
+    c = shape[0] if len(shape) == 1 else shape[1]
+    x = _x(*shape, dtype=dtype, scale=2)
+    t = _targets(tshape, c, ignore=-100)
+    w = torch.rand(c, generator=torch.Generator().manual_seed(6), dtype=torch.float64).to(dtype) + 0.5
+
+    def fn(x):
+        return F.cross_entropy(x, t, w if weighted else None, reduction=reduction)
+
+    check(fn, [x], dtype, ["nll_loss_backward", "log_softmax_backward_data"])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape,tshape", [((6, 5), (6,)), ((2, 4, 3), (2, 3))])
+def test_cross_entropy_label_smoothing(dtype, reduction, weighted, shape, tshape):
+    c = shape[1]
+    x = _x(*shape, dtype=dtype, scale=2)
+    t = _targets(tshape, c, ignore=2)
+    w = torch.rand(c, generator=torch.Generator().manual_seed(6), dtype=torch.float64).to(dtype) + 0.5
+
+    def fn(x):
+        return F.cross_entropy(x, t, weight=w if weighted else None, ignore_index=2, reduction=reduction,
+                               label_smoothing=0.2)  # fmt: skip
+
+    # The smoothing term is differentiated through prims: close to eager, not bit for bit.
+    check(fn, [x], dtype, ["nll_loss_backward", "log_softmax_backward_data"], exact=False)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_cross_entropy_probabilities(dtype, reduction, label_smoothing):
+    x = _x(4, 5, 3, dtype=dtype)
+    target = F.softmax(_x(4, 5, 3, dtype=torch.float64, seed=9, requires_grad=False), 1).to(dtype).requires_grad_()
+
+    def fn(x, target):
+        return F.cross_entropy(x, target, reduction=reduction, label_smoothing=label_smoothing)
+
+    check(fn, [x, target], dtype, ["log_softmax_backward_data"], exact=False)
+
+
+def test_cross_entropy_in_a_model_and_legacy_flags():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(lambda x, t: F.cross_entropy(model(x), t, size_average=False))
+    x, t = torch.randn(6, 8), torch.randint(0, 4, (6,))
+    jm(x, t).backward()
+    F.cross_entropy(ref(x), t, size_average=False).backward()
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+    bw = str(thunder.last_backward_traces(jm)[-1])
+    assert "nll_loss_backward" in bw and "gelu_backward" in bw
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+
+
+def test_nll_loss_weight_that_requires_grad_falls_back_like_eager():
+    x = _x(4, 3)
+    w = torch.rand(3, requires_grad=True)
+    t = torch.tensor([0, 2, 1, 2])
+    jf = thunder.jit(lambda x, w: F.nll_loss(x, t, w))
+    with pytest.raises(RuntimeError, match="weight"):
+        jf(x, w)  # under torch's autograd, as eager: nll_loss is not differentiable in its weight
+    assert thunder.compile_stats(jf).last_autograd_fallback is not None
