@@ -493,3 +493,21 @@ def test_tensors_passed_by_keyword_to_a_symbol_with_a_rule():
 
     jf = _check_grads(f, (3, 4), (4,), (4,))
     assert jf is not None
+
+
+def test_max_and_min_gradients_follow_eager_with_ties_and_nans():
+    """With dim the gradient goes to the index (not shared among ties); without, it is shared
+    among the equal elements, or the NaNs (helper-found: ties and NaN groups were shared/NaN)."""
+    nan = float("nan")
+    fns = (
+        lambda t: torch.max(t, 1).values.sum(),
+        lambda t: torch.min(t, 0, keepdim=True)[0].sum(),
+        lambda t: torch.max(t) + torch.min(t),
+    )
+    for f in fns:
+        for value in ([[2.0, 2.0, 1.0], [0.0, 0.0, 0.0]], [[1.0, nan, 3.0], [4.0, 5.0, 6.0]]):
+            a = torch.tensor(value, dtype=torch.float64, requires_grad=True)
+            b = a.detach().clone().requires_grad_()
+            thunder.jit(f)(a).backward()
+            f(b).backward()
+            torch.testing.assert_close(a.grad, b.grad, equal_nan=True)

@@ -230,13 +230,6 @@ _MOMENT_GRAD = (
         "dim=(): torch's forward reduces every dim but its backward reduces none (N=1, so inf/NaN gradients)",
     ),
 )
-_EXTREMUM_NAN = (
-    (
-        "xfail",
-        has_nan,
-        "a NaN in a reduced group: every gradient of the group is NaN (torch: the cotangent goes to the NaN element)",
-    ),
-)
 
 _INT_DTYPES = (torch.int64, torch.bool)
 
@@ -282,17 +275,15 @@ opinfos: list[OpInfo] = [
         _nonempty_samples(tuples=False),
         dtypes=FLOATS_AND_INT,
         error_inputs=_max_errors,
-        grad=_EXTREMUM_NAN,
     ),
-    OpInfo("min", torch.min, _nonempty_samples(tuples=False), dtypes=FLOATS_AND_INT, grad=_EXTREMUM_NAN),
-    OpInfo("max_dim", torch.max, _max_min_dim_samples, dtypes=FLOATS_AND_INT, grad=_EXTREMUM_NAN),
-    OpInfo("min_dim", torch.min, _max_min_dim_samples, dtypes=FLOATS_AND_INT, grad=_EXTREMUM_NAN),
+    OpInfo("min", torch.min, _nonempty_samples(tuples=False), dtypes=FLOATS_AND_INT),
+    OpInfo("max_dim", torch.max, _max_min_dim_samples, dtypes=FLOATS_AND_INT),
+    OpInfo("min_dim", torch.min, _max_min_dim_samples, dtypes=FLOATS_AND_INT),
     OpInfo(
         "max_dim_method_values",
         lambda a, *args, **kw: a.max(*args, **kw).values,
         _max_min_dim_samples,
         dtypes=(torch.float32,),
-        grad=_EXTREMUM_NAN,
     ),
     OpInfo(
         "min_dim_method_indices",

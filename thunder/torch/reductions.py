@@ -20,6 +20,7 @@ import torch
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.rules import grad_rules
 from thunder.torch.base import canonicalize_dim, is_tensor, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.elementwise import maximum, minimum
 
@@ -337,12 +338,47 @@ def _max_min(name: str, value_prim, index_prim, binary, result_type, input, dim,
         return binary(input, b)
     _check_input(op, input)
     if dim is None:
-        return _extremum(name, value_prim, input, None, False)
+        return (max_all if name == "max" else min_all)(input)
     if not _is_int(dim):
         raise ThunderTypeError(f"{op}: dim must be an int, but got {type(dim).__name__} {dim!r}")
-    values = _extremum(name, value_prim, input, dim, keepdim)
+    values = _extremum(name, value_prim, input, dim, keepdim)  # checks the call as torch does
     indices = _arg_extremum("arg" + name, index_prim, input, dim, keepdim)
+    if input.ndim > 0 and not input.dtype.is_complex and input.dtype is not torch.bool:
+        # The values are the input at the indices, as eager's backward sees them: the gradient goes
+        # to the index (the first extremum, or the first NaN), not shared among ties.
+        d = canonicalize_dim(op, input.ndim, dim)
+        kept = indices if keepdim else prims.broadcast_in_dim(
+            indices, tuple(1 if i == d else n for i, n in enumerate(input.shape)), tuple(i for i in range(input.ndim) if i != d)
+        )  # fmt: skip
+        values = prims.take_along_axis(input, kept, d)
+        values = values if keepdim else prims.squeeze(values, (d,))
     return result_type((values, indices))
+
+
+def _max_min_all(name: str, prim):
+    def meta(input):
+        return _extremum(name, prim, input, None, False)
+
+    meta.__name__ = f"{name}_all"
+    sym = torchsymbol(id=f"torch.{name}_all", torch_impl=getattr(torch, name))(meta)
+
+    @grad_rules.register(sym)
+    def _evenly_distributed(g, out, a):
+        """As eager: the gradient is shared among the elements equal to the result (or, for a NaN
+        result, among the NaNs)."""
+        result = prims.broadcast_in_dim(out, a.shape, ())
+        mask = prims.eq(a, result)
+        if a.dtype.is_floating_point:
+            mask = prims.bitwise_or(mask, prims.bitwise_and(prims.ne(a, a), prims.ne(result, result)))
+        count = prims.sum(prims.convert_element_type(mask, a.dtype), tuple(range(a.ndim)))
+        share = prims.broadcast_in_dim(prims.div(g, count), a.shape, ())
+        return (prims.where(mask, share, 0),)
+
+    return sym
+
+
+max_all = _max_min_all("max", prims.amax)
+min_all = _max_min_all("min", prims.amin)
 
 
 @torchsymbol(torch.max, method_name="max")
