@@ -497,7 +497,7 @@ def test_tensors_passed_by_keyword_to_a_symbol_with_a_rule():
 
 def test_max_and_min_gradients_follow_eager_with_ties_and_nans():
     """With dim the gradient goes to the index (not shared among ties); without, it is shared
-    among the equal elements, or the NaNs (helper-found: ties and NaN groups were shared/NaN)."""
+    among the equal elements, or the NaNs (found by test_ops.py::test_vjp_vs_torch)."""
     nan = float("nan")
     fns = (
         lambda t: torch.max(t, 1).values.sum(),
