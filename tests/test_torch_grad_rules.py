@@ -164,7 +164,7 @@ SOFTMAX_CALLS = {
 }
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", (*DTYPES, torch.float16))
 @pytest.mark.parametrize("shape", [(4, 9), (2, 3, 5)])
 @pytest.mark.parametrize("call", list(SOFTMAX_CALLS))
 def test_softmax(dtype, shape, call):
@@ -182,10 +182,19 @@ def test_softmax(dtype, shape, call):
         lambda x: x.softmax(-1, dtype=torch.float64),
     ],
 )
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_softmax_dtype_argument(fn, dtype):
     # softmax of input.to(dtype): the gradient converts back to the input's dtype, as eager's does.
     check(fn, [_x(3, 6, dtype=dtype)], dtype, ["softmax_backward_data"])
+
+
+def test_softmax_under_autocast():
+    # Under CPU autocast (the matmul in bfloat16, then softmax of the bfloat16 scores) the gradient is eager's.
+    def fn(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return torch.softmax(x @ x.mT, -1)
+
+    check(fn, [_x(3, 4, dtype=torch.bfloat16)], torch.bfloat16, ["softmax_backward_data"])
 
 
 def test_softmax_implicit_dim_and_0d():
@@ -216,7 +225,7 @@ def test_layer_norm(dtype, shape, ns, affine):
     check(fn, inputs, dtype, ["layer_norm_backward"])
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", (*DTYPES, torch.float16))
 @pytest.mark.parametrize("affine", [True, False])
 def test_layer_norm_module(dtype, affine):
     mod = torch.nn.LayerNorm(6, elementwise_affine=affine).to(dtype)
