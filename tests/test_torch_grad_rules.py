@@ -247,16 +247,16 @@ def test_layer_norm_module(dtype, affine):
         assert torch.equal(p.grad, q.grad)
 
 
-def test_layer_norm_weight_as_keyword_is_still_correct():
-    # A tensor that requires grad passed by keyword to a symbol with a rule: the transform declines
-    # it (thunder.core.transforms.autodiff) and the call runs under torch's autograd, still eager's values.
-    x, w, b = _x(3, 5), _x(5, seed=1), _x(5, seed=2)
-    fn = lambda x, w, b: F.layer_norm(x, (5,), weight=w, bias=b)  # noqa: E731
-    jf = thunder.jit(fn)
-    _, e = _grads(fn, _clone([x, w, b]))
-    _, t = _grads(jf, _clone([x, w, b]))
-    for g, h in zip(t, e):
-        torch.testing.assert_close(g, h)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_norms_with_tensors_by_keyword(dtype):
+    # Tensors that require grad passed by keyword are bound to their positions for the rules.
+    x, w, b = _x(3, 5, dtype=dtype), _x(5, seed=1, dtype=dtype), _x(5, seed=2, dtype=dtype)
+    check(lambda x, w, b: F.layer_norm(x, (5,), weight=w, bias=b), [x, w, b], dtype, ["layer_norm_backward"])
+    check(lambda x, b: F.layer_norm(x, (5,), bias=b, eps=1e-3), [x, b], dtype, ["layer_norm_backward"])
+    check(lambda x, w, b: F.batch_norm(x, None, None, weight=w, bias=b, training=True), [x, w, b], dtype,
+          ["batch_norm_backward"])  # fmt: skip
+    check(lambda x: F.gelu(input=x, approximate="tanh"), [x], dtype, ["gelu_backward"])
+    check(lambda x: F.softmax(input=x, dim=0), [x], dtype, ["softmax_backward_data"])
 
 
 # ----------------------------------------------------------------------------------------
