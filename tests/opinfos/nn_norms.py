@@ -108,14 +108,6 @@ opinfos: list[OpInfo] = [
         _layer_norm_samples,
         dtypes=FLOATS,
         error_inputs=_layer_norm_errors,
-        grad=(
-            (
-                "fallback",
-                lambda s: any(isinstance(v, torch.Tensor) for v in s.kwargs.values()),
-                "weight or bias as a keyword: the split refuses a tensor that requires grad passed to a symbol "
-                "with a rule as a keyword argument (torch's autograd runs)",
-            ),
-        ),
         atol=_TOL,
         rtol=_TOL,
     ),
