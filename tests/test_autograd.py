@@ -511,3 +511,13 @@ def test_max_and_min_gradients_follow_eager_with_ties_and_nans():
             thunder.jit(f)(a).backward()
             f(b).backward()
             torch.testing.assert_close(a.grad, b.grad, equal_nan=True)
+
+
+def test_gelu_gradient_times_inf_is_eagers():
+    """Decomposed, gelu's backward summed inf * (terms of both signs) into NaN (fuzz seed 1853)."""
+    f = lambda x: (F.gelu(x) * float("inf")).sum()  # noqa: E731
+    (a,) = _leaves((3, 4))
+    b = a.detach().clone().requires_grad_()
+    thunder.jit(f)(a).backward()
+    f(b).backward()
+    torch.testing.assert_close(a.grad, b.grad, equal_nan=True)
