@@ -521,3 +521,12 @@ def test_gelu_gradient_times_inf_is_eagers():
     thunder.jit(f)(a).backward()
     f(b).backward()
     torch.testing.assert_close(a.grad, b.grad, equal_nan=True)
+
+
+def test_hardtanh_and_relu6_gradients_at_their_bounds_are_eagers():
+    for f in (F.relu6, lambda x: F.hardtanh(x, -0.5, 2.0), lambda x: F.hardtanh_(x.clone())):
+        a = torch.tensor([-1.0, -0.5, 0.0, 2.0, 3.0, 6.0, 7.0], dtype=torch.float64, requires_grad=True)
+        b = a.detach().clone().requires_grad_()
+        thunder.jit(f)(a).sum().backward()
+        f(b).sum().backward()
+        torch.testing.assert_close(a.grad, b.grad)

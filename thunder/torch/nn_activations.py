@@ -98,6 +98,15 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
     return clamp(input, min_val, max_val)
 
 
+@grad_rules.register(hardtanh)
+def _hardtanh_vjp(g, out, a, min_val=-1.0, max_val=1.0):
+    """Eager's ``hardtanh_backward``: the gradient passes strictly inside the bounds (clamp's
+    decomposition would pass it at a bound too). At NaN eager's CPU kernel is not consistent
+    (its vectorised loop gives 0, its scalar tail the cotangent); this gives 0."""
+    inside = prims.bitwise_and(prims.gt(a, min_val), prims.lt(a, max_val))
+    return (prims.where(inside, g, 0), None, None)
+
+
 hardtanh_ = make_inplace(hardtanh, torch_fn=F.hardtanh_)
 register_inplace_dispatch(F.hardtanh, hardtanh, hardtanh_)
 

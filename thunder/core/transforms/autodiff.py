@@ -295,7 +295,9 @@ def _cotangent_of(o, grads: _Gradients, active: set[str]):
 def _accumulate(args, result, grads: _Gradients, active: set[str], bsym: BoundSymbol) -> None:
     if result is None:
         return
-    if not isinstance(result, (tuple, list)) or len(result) > len(args):
+    # Entries past the positional arguments (a rule written for the whole signature, called with
+    # some arguments by keyword) must be None.
+    if not isinstance(result, (tuple, list)) or any(g is not None for g in result[len(args) :]):
         raise ThunderError(
             f"the gradient rule of {bsym.sym.print_name} returned {result!r}: expected a tuple with one entry per "
             f"positional argument ({len(args)})"
