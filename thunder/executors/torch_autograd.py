@@ -37,6 +37,7 @@ class AutogradPlan:
     grad_positions: tuple[int | None, ...] | None  # per input: where the backward returns its gradient (None: as is)
     direct: str | None  # "tensor" or "tuple" when the program returns what the function returns, as is
     saves: str  # "nothing", "tensors" or "mixed" (tensors and numbers)
+    all_differentiable: bool  # every tensor output requires grad (nothing to mark)
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -56,9 +57,8 @@ class ThunderFunction(torch.autograd.Function):
         else:
             holder.append(outputs)
             result = tuple(outputs[i] for i in plan.tensor_outputs)
-        frozen = [t for t, d in zip(result, plan.differentiable_outputs) if not d]
-        if frozen:
-            ctx.mark_non_differentiable(*frozen)
+        if not plan.all_differentiable:
+            ctx.mark_non_differentiable(*(t for t, d in zip(result, plan.differentiable_outputs) if not d))
         return result
 
     @staticmethod
@@ -100,6 +100,7 @@ def make_plan(fb: ForwardBackward, inputs: list, forward: Callable, backward: Ca
         output_is_input=tuple(input_position.get(p.name) for p in outputs),
         grad_positions=None if grad_positions == tuple(range(len(fb.forward.args))) else grad_positions,
         direct=_direct(fb, outputs, input_position),
+        all_differentiable=all(outputs[i].requires_grad for i in tensor_outputs),
         saves="nothing" if not fb.saved else "tensors" if all(isinstance(s, TensorProxy) for s in fb.saved) else "mixed",
     )
 
