@@ -530,3 +530,15 @@ def test_hardtanh_and_relu6_gradients_at_their_bounds_are_eagers():
         thunder.jit(f)(a).sum().backward()
         f(b).sum().backward()
         torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_in_place_functional_activations_under_the_fallback_match_eager():
+    """F.silu(x, inplace=True) runs as eager's in-place kernel, so torch's autograd (the fallback for an
+    in-place update of a value that requires grad) handles it (it used to run silu then copy_ and fail)."""
+    for fn in (F.silu, F.elu, F.hardtanh, F.relu, F.leaky_relu):
+        (a,) = _leaves((4,))
+        b = a.detach().clone().requires_grad_()
+        f = lambda x, fn=fn: fn(x * 1, inplace=True).sum()  # noqa: E731
+        thunder.jit(f)(a).backward()
+        f(b).backward()
+        torch.testing.assert_close(a.grad, b.grad)

@@ -145,15 +145,7 @@ opinfos: list[OpInfo] = [
         _unary(),
         dtypes=FLOATS,
         mutates=True,
-        grad=(
-            GRAD_INPLACE_FALLBACK,
-            (
-                "xfail",
-                None,
-                "the fallback runs silu(a) then copy_(result, a): torch's autograd saved a for silu's backward, "
-                "so backward raises 'modified by an inplace operation' (eager's silu_ does not)",
-            ),
-        ),
+        grad=(GRAD_INPLACE_FALLBACK,),
     ),
     OpInfo("F.mish", F.mish, _unary(), dtypes=FLOATS),
     OpInfo(

@@ -17,7 +17,7 @@ from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.prims.base import check_tensor  # noqa: F401  (re-exported for the nn modules)
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
-from thunder.torch.base import canonicalize_dim, maybe_convert_to_dtype, torch_to_thunder_map
+from thunder.torch.base import canonicalize_dim, maybe_convert_to_dtype, symbol_to_torch, torch_to_thunder_map
 
 
 def check_float(op: str, name: str, x: TensorProxy) -> None:
@@ -90,4 +90,13 @@ def register_inplace_dispatch(torch_fn: Callable, out_of_place: Symbol, in_place
         f"Routes ``{dispatch.__name__}`` to ``ltorch.{out_of_place.name}`` or ``ltorch.{in_place.name}``."
     )
     torch_to_thunder_map[torch_fn] = dispatch
+    if symbol_to_torch.get(in_place) is None:
+        # What the torch executor runs for the twin: eager's own in-place kernel, so that where torch's
+        # autograd runs the computation (the fallback of the autograd split) the update is one op that
+        # autograd knows, not an out-of-place op whose saved input a copy_ then overwrites.
+        def run_in_place(a, *args, **kwargs):
+            return torch_fn(a, *args, inplace=True, **kwargs)
+
+        run_in_place.__name__ = f"{dispatch.__name__}_inplace"
+        symbol_to_torch[in_place] = run_in_place
     return dispatch
