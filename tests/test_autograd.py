@@ -542,3 +542,13 @@ def test_in_place_functional_activations_under_the_fallback_match_eager():
         thunder.jit(f)(a).backward()
         f(b).backward()
         torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_training_batch_norm_keeps_its_batch_statistics_for_the_backward():
+    """Its augmented forward (forward_rules) returns mean and 1/std; the backward reads them."""
+    torch.manual_seed(0)
+    jm = thunder.jit(torch.nn.BatchNorm1d(3).train())
+    jm(torch.randn(5, 3, requires_grad=True)).sum().backward()
+    assert "batch_norm_with_stats" in str(thunder.last_traces(jm)[-1])
+    backward = str(thunder.last_backward_traces(jm)[-1])
+    assert "batch_norm_backward_from_stats" in backward and "native_batch_norm(" not in backward

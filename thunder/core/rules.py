@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 
 from thunder.core.symbol import Symbol
 
-__all__ = ["RuleTable", "autocast_rules", "grad_rules"]
+__all__ = ["RuleTable", "autocast_rules", "forward_rules", "grad_rules"]
 
 
 class RuleTable:
@@ -73,3 +73,9 @@ grad_rules = RuleTable("grad")
 #: floating inputs are cast to under ``torch.autocast`` on that device type (Note [Autocast] in
 #: ``thunder.core.trace``).
 autocast_rules = RuleTable("autocast")
+
+#: Augmented forwards (JAX's ``custom_vjp`` fwd): ``rule(*args, **kwargs) -> output | None`` records
+#: ops that compute the symbol's output and keep, as outputs of their own, what those ops' VJP rules
+#: need (``batch_norm``'s batch statistics), so the backward reads them instead of recomputing them.
+#: None leaves the call as it was. Used by the autograd split for calls that need a gradient.
+forward_rules = RuleTable("augmented forward")

@@ -30,12 +30,15 @@ from thunder.core import prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.prims.base import check_real_grad, is_differentiable
 from thunder.core.proxies import TensorProxy, pyval
-from thunder.core.rules import grad_rules
+from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
 from thunder.torch.base import copy_, maybe_convert_to_dtype, torchsymbol
-from thunder.torch.nn_utils import check_float, check_tensor, keep, upcast
+from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, keep, upcast
 
-__all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "layer_norm_backward", "batch_norm_backward"]
+__all__ = [
+    "layer_norm", "rms_norm", "group_norm", "batch_norm", "layer_norm_backward", "batch_norm_backward",
+    "batch_norm_with_stats", "batch_norm_backward_from_stats",
+]  # fmt: skip
 
 
 def _normalized_shape(op: str, input: TensorProxy, normalized_shape) -> tuple[int, ...]:
@@ -288,6 +291,56 @@ def batch_norm_backward(grad_output, input, weight, bias, running_mean, running_
     if not training and (running_mean is None or running_var is None):
         raise ThunderValueError(f"{op}: running_mean and running_var are required in evaluation mode (training=False)")
     return _masked_grads(output_mask, input, weight, bias)
+
+
+def _batch_norm_with_stats_impl(input, running_mean, running_var, weight, bias, momentum, eps):
+    return tuple(torch.ops.aten.native_batch_norm(input, weight, bias, running_mean, running_var, True, momentum, eps))
+
+
+@torchsymbol(id="torch.batch_norm_with_stats", tags=(IN_PLACE, DONT_DCE), torch_impl=_batch_norm_with_stats_impl)
+def batch_norm_with_stats(input, running_mean, running_var, weight, bias, momentum, eps):
+    """Training-mode ``batch_norm`` that also returns the batch statistics (mean, 1/std, in the
+    computation dtype) its backward needs: ``aten.native_batch_norm``, the kernel ``F.batch_norm`` runs
+    on CPU (so the values and the in-place update of the running statistics are eager's). It is what
+    the autograd split records for a training ``batch_norm`` (its augmented forward)."""
+    c = input.shape[1]
+    stats = TensorProxy.like(input, shape=(c,), dtype=computation_dtype(input.dtype), requires_grad=False)
+    return TensorProxy.like(input, requires_grad=False), stats, TensorProxy.like(stats)
+
+
+@forward_rules.register(batch_norm)
+def _batch_norm_forward(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+                        eps=1e-5):  # fmt: skip
+    if not training or input.device.type != "cpu":  # elsewhere eager may run another kernel (cuDNN)
+        return None
+    out, _, _ = batch_norm_with_stats(input, running_mean, running_var, weight, bias, float(pyval(momentum)), eps)
+    return out
+
+
+def _batch_norm_backward_from_stats_impl(grad_output, input, weight, save_mean, save_invstd, eps, output_mask):
+    return tuple(
+        torch.ops.aten.native_batch_norm_backward(
+            grad_output, input, weight, None, None, save_mean, save_invstd, True, eps, list(output_mask)
+        )
+    )
+
+
+@torchsymbol(id="torch.batch_norm_backward_from_stats", torch_impl=_batch_norm_backward_from_stats_impl)
+def batch_norm_backward_from_stats(grad_output, input, weight, save_mean, save_invstd, eps, output_mask):
+    """``batch_norm_backward`` in training with the statistics the forward kept (no recomputation)."""
+    op = "ltorch.batch_norm_backward_from_stats"
+    _check_backward_call(op, grad_output, input, output_mask)
+    return _masked_grads(output_mask, input, weight, weight)  # the bias gradient has the weight's shape
+
+
+@grad_rules.register(batch_norm_with_stats)
+def _batch_norm_with_stats_vjp(g, out, input, running_mean, running_var, weight, bias, momentum, eps):
+    mask = (is_differentiable(input), is_differentiable(weight), is_differentiable(bias))
+    if not any(mask):
+        return (None,) * 7
+    _, save_mean, save_invstd = out
+    gi, gw, gb = batch_norm_backward_from_stats(g[0], input, weight, save_mean, save_invstd, eps, mask)
+    return (gi, None, None, gw, gb, None, None)
 
 
 def _bound(sym, args: tuple, kwargs: dict) -> dict:

@@ -38,7 +38,7 @@ from thunder.core import prims
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
-from thunder.core.rules import grad_rules
+from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, RANDOM, BoundSymbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, tracectx
@@ -78,7 +78,9 @@ def split_forward_backward(trace: TraceCtx) -> ForwardBackward:
     if ret.sym is not prims.python_return:
         raise NotDifferentiable("the computation does not end in a return")
     active = {a.name for a in trace.args if _differentiable(a) and a.requires_grad}
+    body, augmented = _augment_forwards(body, trace)
     body, exposed = _expose_random_parts(body)
+    exposed |= augmented
     _check_forward(body, active, exposed)
 
     by_name = {a.name: a for a in trace.args if isinstance(a, Proxy) or is_symbolic(a)}
@@ -114,6 +116,39 @@ def split_forward_backward(trace: TraceCtx) -> ForwardBackward:
     rebuild.args = list(outputs)
     rebuild.bound_symbols.append(ret)
     return ForwardBackward(fw, bw, saved, outputs, rebuild)
+
+
+def _augment_forwards(body: list[BoundSymbol], trace: TraceCtx) -> tuple[list[BoundSymbol], set[int]]:
+    """The forward body with each call that needs a gradient and has an augmented forward
+    (``forward_rules``) replaced by the ops that rule records, which also keep what the backward
+    reads; their outputs take the call's own names. Returns the body and the uids of the new ops."""
+    new: list[BoundSymbol] = []
+    made: set[int] = set()
+    for bsym in body:
+        rule = forward_rules.get(bsym.sym)
+        if rule is None or not any(o.requires_grad for o in _tensors(bsym.flat_proxy_outs)):
+            new.append(bsym)
+            continue
+        scratch: list[BoundSymbol] = []
+        with tracectx(trace):
+            trace.scopes.append(scratch)
+            try:
+                out = rule(*bsym.args, **bsym.kwargs)
+            finally:
+                trace.scopes.pop()
+        if out is None:
+            new.append(bsym)
+            continue
+        swap = {
+            o.name: p
+            for o, p in zip(tree_leaves(out), tree_leaves(bsym.output))
+            if isinstance(o, Proxy) and isinstance(p, Proxy) and o.name != p.name
+        }
+        for part in scratch:
+            part = part.rename(swap).from_bsym(lineage=(bsym.uid,), source=bsym.source)
+            made.add(part.uid)
+            new.append(part)
+    return new, made
 
 
 def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], set[int]]:
