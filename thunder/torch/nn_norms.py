@@ -37,7 +37,8 @@ from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype,
 
 __all__ = [
     "layer_norm", "rms_norm", "group_norm", "batch_norm", "layer_norm_backward", "batch_norm_backward",
-    "batch_norm_with_stats", "batch_norm_backward_from_stats",
+    "batch_norm_with_stats", "batch_norm_backward_from_stats", "layer_norm_with_stats",
+    "layer_norm_backward_from_stats",
 ]  # fmt: skip
 
 
@@ -291,6 +292,55 @@ def batch_norm_backward(grad_output, input, weight, bias, running_mean, running_
     if not training and (running_mean is None or running_var is None):
         raise ThunderValueError(f"{op}: running_mean and running_var are required in evaluation mode (training=False)")
     return _masked_grads(output_mask, input, weight, bias)
+
+
+def _layer_norm_with_stats_impl(input, normalized_shape, weight, bias, eps):
+    return tuple(torch.ops.aten.native_layer_norm(input, list(normalized_shape), weight, bias, eps))
+
+
+@torchsymbol(id="torch.layer_norm_with_stats", torch_impl=_layer_norm_with_stats_impl)
+def layer_norm_with_stats(input, normalized_shape, weight, bias, eps):
+    """``layer_norm`` that also returns the mean and 1/std its backward needs
+    (``aten.native_layer_norm``, the kernel ``F.layer_norm`` runs on CPU): the augmented forward the
+    autograd split records for it."""
+    k = input.ndim - len(normalized_shape)
+    stats = TensorProxy.like(input, shape=(*input.shape[:k], *(1,) * len(normalized_shape)), requires_grad=False)
+    return TensorProxy.like(input, requires_grad=False), stats, TensorProxy.like(stats)
+
+
+@forward_rules.register(layer_norm)
+def _layer_norm_forward(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    # Only where the statistics are in the input's dtype for sure: CPU, weight and bias alike.
+    if input.device.type != "cpu" or any(t is not None and t.dtype != input.dtype for t in (weight, bias)):
+        return None
+    ns = _normalized_shape("ltorch.layer_norm", input, normalized_shape)
+    out, _, _ = layer_norm_with_stats(input, ns, weight, bias, eps)
+    return out
+
+
+def _layer_norm_backward_from_stats_impl(grad_output, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    return tuple(
+        torch.ops.aten.native_layer_norm_backward(
+            grad_output, input, list(normalized_shape), mean, rstd, weight, bias, list(output_mask)
+        )
+    )
+
+
+@torchsymbol(id="torch.layer_norm_backward_from_stats", torch_impl=_layer_norm_backward_from_stats_impl)
+def layer_norm_backward_from_stats(grad_output, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    """``layer_norm_backward`` with the statistics the forward kept (no recomputation)."""
+    _check_backward_call("ltorch.layer_norm_backward_from_stats", grad_output, input, output_mask)
+    return _masked_grads(output_mask, input, weight, bias)
+
+
+@grad_rules.register(layer_norm_with_stats)
+def _layer_norm_with_stats_vjp(g, out, input, normalized_shape, weight, bias, eps):
+    mask = (is_differentiable(input), is_differentiable(weight), is_differentiable(bias))
+    if not any(mask):
+        return (None,) * 5
+    _, mean, rstd = out
+    gi, gw, gb = layer_norm_backward_from_stats(g[0], input, normalized_shape, mean, rstd, weight, bias, mask)
+    return (gi, None, gw, gb, None)
 
 
 def _batch_norm_with_stats_impl(input, running_mean, running_var, weight, bias, momentum, eps):
