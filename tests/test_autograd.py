@@ -552,3 +552,31 @@ def test_training_batch_norm_keeps_its_batch_statistics_for_the_backward():
     assert "batch_norm_with_stats" in str(thunder.last_traces(jm)[-1])
     backward = str(thunder.last_backward_traces(jm)[-1])
     assert "batch_norm_backward_from_stats" in backward and "native_batch_norm(" not in backward
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "heads_transposed", "last_dim_strided"])
+def test_attention_gradients_are_eagers_with_its_fused_kernels(layout):
+    """Where eager's F.scaled_dot_product_attention runs the CPU flash kernel, thunder's forward keeps
+    its logsumexp and the backward is eager's fused one; other layouts get eager's own backward."""
+    make = {
+        "contiguous": lambda: torch.randn(2, 2, 8, 16),
+        "heads_transposed": lambda: torch.randn(2, 8, 2, 16).transpose(1, 2),
+        "last_dim_strided": lambda: torch.randn(2, 2, 16, 8).transpose(-1, -2),
+    }[layout]
+    torch.manual_seed(0)
+    weights = torch.arange(512.0).reshape(2, 2, 8, 16)
+    for mask in (None, torch.randn(2, 1, 8, 8)):
+        qkv = [make().requires_grad_() for _ in range(3)]
+        twin = [t.detach().clone().requires_grad_() for t in qkv]
+
+        def f(q, k, v, mask=mask):
+            return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None) * weights).sum()
+
+        jf = thunder.jit(f)
+        out, expected = jf(*qkv), f(*twin)
+        assert torch.equal(out, expected)
+        out.backward()
+        expected.backward()
+        for a, b in zip(qkv, twin):
+            assert torch.equal(a.grad, b.grad)
+        assert "sdpa_flash_cpu_backward" in str(thunder.last_backward_traces(jf)[-1])

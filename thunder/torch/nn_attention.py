@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import math
 
+import torch
+import torch.nn.attention
 import torch.nn.functional as F
 
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.proxies import pyval
+from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import RANDOM
 from thunder.torch.base import broadcast_shapes, expand_to, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.linalg import _matmul
@@ -111,3 +114,100 @@ def scaled_dot_product_attention(
         probs = dropout(probs, dropout_p, True)
     out = _matmul(probs, v)
     return maybe_convert_to_dtype(out, query.dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# The gradient, with PyTorch's own fused kernels where eager uses them
+# ----------------------------------------------------------------------------------------
+
+
+def _flash_cpu_impl(query, key, value, is_causal, attn_mask, scale):
+    """Eager's output, and the logsumexp of the scores. Eager runs the CPU flash kernel when
+    ``torch._fused_sdp_choice`` picks it for these tensors (it looks at their strides too); then
+    this runs it on them as well. Otherwise eager's own choice computes the output, and the flash
+    kernel on contiguous copies gives the logsumexp its backward needs."""
+    if _picks_flash(query, key, value, attn_mask, is_causal, scale):
+        return tuple(
+            torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                query, key, value, 0.0, is_causal, attn_mask=attn_mask, scale=scale
+            )
+        )
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+    q, k, v, m = _contiguous(query, key, value, attn_mask)
+    _, logsumexp = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, 0.0, is_causal, attn_mask=m, scale=scale
+    )
+    return out, logsumexp
+
+
+def _picks_flash(query, key, value, attn_mask, is_causal, scale) -> bool:
+    return torch._fused_sdp_choice(query, key, value, attn_mask, 0.0, is_causal, scale=scale) == _FLASH
+
+
+def _contiguous(*tensors):
+    return tuple(t.contiguous() if t is not None else None for t in tensors)
+
+
+@torchsymbol(id="torch.sdpa_flash_cpu", torch_impl=_flash_cpu_impl)
+def sdpa_flash_cpu(query, key, value, is_causal, attn_mask, scale):
+    """Attention as eager computes it, with the logsumexp of the scores that eager's fused CPU
+    backward (``aten._scaled_dot_product_flash_attention_for_cpu_backward``) needs: the augmented
+    forward the autograd split records."""
+    out = TensorProxy.like(query, shape=(*query.shape[:-1], value.shape[-1]), requires_grad=False)
+    return out, TensorProxy.like(query, shape=tuple(query.shape[:-1]), dtype=torch.float32, requires_grad=False)
+
+
+def _flash_cpu_backward_impl(grad_out, query, key, value, out, logsumexp, is_causal, attn_mask, scale):
+    """Eager's backward: the fused one where eager ran the flash kernel; otherwise the backward of
+    the kernel eager chose, by torch's autograd on a recomputation (a layout the flash kernel refuses)."""
+    if not _picks_flash(query, key, value, attn_mask, is_causal, scale):
+        with torch.enable_grad():
+            q, k, v = (t.detach().requires_grad_() for t in (query, key, value))
+            recomputed = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+            return torch.autograd.grad(recomputed, (q, k, v), grad_out)
+    return tuple(
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            grad_out, query, key, value, out, logsumexp, 0.0, is_causal, attn_mask=attn_mask, scale=scale
+        )
+    )
+
+
+@torchsymbol(id="torch.sdpa_flash_cpu_backward", torch_impl=_flash_cpu_backward_impl)
+def sdpa_flash_cpu_backward(grad_out, query, key, value, out, logsumexp, is_causal, attn_mask, scale):
+    """The gradients of ``sdpa_flash_cpu`` for query, key and value (eager's fused backward kernel)."""
+    return tuple(TensorProxy.like(t, requires_grad=False) for t in (query, key, value))
+
+
+@grad_rules.register(sdpa_flash_cpu)
+def _sdpa_flash_cpu_vjp(g, out, query, key, value, is_causal, attn_mask, scale):
+    gq, gk, gv = sdpa_flash_cpu_backward(g[0], query, key, value, out[0], out[1], is_causal, attn_mask, scale)
+    return (gq, gk, gv, None, None, None)
+
+
+@forward_rules.register(scaled_dot_product_attention)
+def _sdpa_forward(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Where the CPU flash kernel can run these inputs, ``sdpa_flash_cpu`` (eager's output, keeping the
+    logsumexp for eager's fused backward); elsewhere (dropout, bool or differentiable masks, GQA, other
+    devices) the call stays as it is and its gradient is its decomposition's."""
+    if (
+        query.device.type != "cpu"
+        or pyval(dropout_p) != 0
+        or enable_gqa
+        or not (query.ndim == key.ndim == value.ndim == 4)
+        or (attn_mask is not None and (attn_mask.dtype != query.dtype or attn_mask.requires_grad))
+    ):
+        return None
+    scale = None if scale is None else float(pyval(scale))
+    try:  # contiguous stand-ins: whether the flash kernel can run at all (strides are decided per call)
+        q, k, v = (torch.empty(tuple(t.shape), dtype=t.dtype) for t in (query, key, value))
+        mask = None if attn_mask is None else torch.empty(tuple(attn_mask.shape), dtype=attn_mask.dtype)
+        if not _picks_flash(q, k, v, mask, bool(is_causal), scale):
+            return None
+    except (RuntimeError, TypeError):
+        return None
+    out, _ = sdpa_flash_cpu(query, key, value, bool(is_causal), attn_mask, scale)
+    return out
+
+
+_FLASH = int(torch.nn.attention.SDPBackend.FLASH_ATTENTION)  # 1: what torch._fused_sdp_choice returns for it
+__all__ += ["sdpa_flash_cpu", "sdpa_flash_cpu_backward"]
