@@ -569,11 +569,11 @@ def test_attention_gradients_are_eagers_with_its_fused_kernels(layout):
         qkv = [make().requires_grad_() for _ in range(3)]
         twin = [t.detach().clone().requires_grad_() for t in qkv]
 
-        def f(q, k, v, mask=mask):
+        def f(q, k, v, mask):
             return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None) * weights).sum()
 
         jf = thunder.jit(f)
-        out, expected = jf(*qkv), f(*twin)
+        out, expected = jf(*qkv, mask), f(*twin, mask)
         assert torch.equal(out, expected)
         out.backward()
         expected.backward()
