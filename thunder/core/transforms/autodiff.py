@@ -4,7 +4,10 @@ Note [Forward and backward traces]
 ``split_forward_backward(trace)`` differentiates a computation trace with respect to its inputs
 that require grad and returns two traces:
 
-- the **forward**: the computation itself, unchanged op for op (so its values are eager's), that
+- the **forward**: the computation itself, op for op (so its values are eager's), except that a
+  call with an augmented forward (``forward_rules``: ``batch_norm`` keeping its statistics) is
+  recorded as that, and a decomposition that draws random numbers is run by the forward itself
+  (its draws cannot be repeated in the backward); it
   returns ``(outputs, saved)``: the distinct proxies of what the program returns, and the
   forward values the backward reads; a third small trace, ``rebuild(*outputs)``, puts the
   outputs back into the structure the program returns;
@@ -21,10 +24,13 @@ backward then reads is saved; dead-code elimination of the backward decides whic
 Every backward bound symbol carries the forward symbol whose gradient it computes as its
 lineage and source location, so the explorer links the two.
 
+Where only zeros reach an input (``floor``), its gradient is zeros, as in eager, not None.
+
 What the transform cannot differentiate (an op with neither a rule nor a decomposition, an
 in-place update of a value that requires grad, a value that requires grad but comes from no
-input) raises ``NotDifferentiable``, and the caller runs the computation under torch's own
-autograd instead, which is always correct.
+input, one that leaves the computation by a side effect and would lose its autograd history)
+raises ``NotDifferentiable``, and the caller runs the computation under torch's own autograd
+instead, which is always correct.
 
 Layer: core. Imports: core.
 """
