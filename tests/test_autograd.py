@@ -580,3 +580,24 @@ def test_attention_gradients_are_eagers_with_its_fused_kernels(layout):
         for a, b in zip(qkv, twin):
             assert torch.equal(a.grad, b.grad)
         assert "sdpa_flash_cpu_backward" in str(thunder.last_backward_traces(jf)[-1])
+
+
+def test_grouped_query_attention_gradients_are_eagers():
+    torch.manual_seed(0)
+    weights = torch.arange(512.0).reshape(2, 4, 8, 8)
+    q, k, v = torch.randn(2, 4, 8, 8), torch.randn(2, 2, 8, 8), torch.randn(2, 2, 8, 8)
+    qkv = [t.requires_grad_() for t in (q, k, v)]
+    twin = [t.detach().clone().requires_grad_() for t in qkv]
+
+    def f(q, k, v):
+        return (F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True) * weights).sum()
+
+    jf = thunder.jit(f)
+    out, expected = jf(*qkv), f(*twin)
+    assert torch.equal(out, expected)
+    out.backward()
+    expected.backward()
+    for a, b in zip(qkv, twin):
+        assert torch.equal(a.grad, b.grad)
+    assert "sdpa_flash_cpu_backward" in str(thunder.last_backward_traces(jf)[-1])
+

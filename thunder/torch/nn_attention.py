@@ -121,18 +121,20 @@ def scaled_dot_product_attention(
 # ----------------------------------------------------------------------------------------
 
 
-def _flash_cpu_impl(query, key, value, is_causal, attn_mask, scale):
+def _flash_cpu_impl(query, key, value, is_causal, attn_mask, scale, enable_gqa):
     """Eager's output, and the logsumexp of the scores. Eager runs the CPU flash kernel when
     ``torch._fused_sdp_choice`` picks it for these tensors (it looks at their strides too); then
     this runs it on them as well. Otherwise eager's own choice computes the output, and the flash
     kernel on contiguous copies gives the logsumexp its backward needs."""
-    if _picks_flash(query, key, value, attn_mask, is_causal, scale):
+    if _picks_flash(query, key, value, attn_mask, is_causal, scale, enable_gqa):
         return tuple(
             torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
                 query, key, value, 0.0, is_causal, attn_mask=attn_mask, scale=scale
             )
         )
-    out = F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+    out = F.scaled_dot_product_attention(
+        query, key, value, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa
+    )
     q, k, v, m = _contiguous(query, key, value, attn_mask)
     _, logsumexp = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
         q, k, v, 0.0, is_causal, attn_mask=m, scale=scale
@@ -140,8 +142,9 @@ def _flash_cpu_impl(query, key, value, is_causal, attn_mask, scale):
     return out, logsumexp
 
 
-def _picks_flash(query, key, value, attn_mask, is_causal, scale) -> bool:
-    return torch._fused_sdp_choice(query, key, value, attn_mask, 0.0, is_causal, scale=scale) == _FLASH
+def _picks_flash(query, key, value, attn_mask, is_causal, scale, enable_gqa) -> bool:
+    choice = torch._fused_sdp_choice(query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa)
+    return choice == _FLASH
 
 
 def _contiguous(*tensors):
@@ -149,7 +152,7 @@ def _contiguous(*tensors):
 
 
 @torchsymbol(id="torch.sdpa_flash_cpu", torch_impl=_flash_cpu_impl)
-def sdpa_flash_cpu(query, key, value, is_causal, attn_mask, scale):
+def sdpa_flash_cpu(query, key, value, is_causal, attn_mask, scale, enable_gqa):
     """Attention as eager computes it, with the logsumexp of the scores that eager's fused CPU
     backward (``aten._scaled_dot_product_flash_attention_for_cpu_backward``) needs: the augmented
     forward the autograd split records."""
@@ -157,13 +160,15 @@ def sdpa_flash_cpu(query, key, value, is_causal, attn_mask, scale):
     return out, TensorProxy.like(query, shape=tuple(query.shape[:-1]), dtype=torch.float32, requires_grad=False)
 
 
-def _flash_cpu_backward_impl(grad_out, query, key, value, out, logsumexp, is_causal, attn_mask, scale):
+def _flash_cpu_backward_impl(grad_out, query, key, value, out, logsumexp, is_causal, attn_mask, scale, enable_gqa):
     """Eager's backward: the fused one where eager ran the flash kernel; otherwise the backward of
     the kernel eager chose, by torch's autograd on a recomputation (a layout the flash kernel refuses)."""
-    if not _picks_flash(query, key, value, attn_mask, is_causal, scale):
+    if not _picks_flash(query, key, value, attn_mask, is_causal, scale, enable_gqa):
         with torch.enable_grad():
             q, k, v = (t.detach().requires_grad_() for t in (query, key, value))
-            recomputed = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+            recomputed = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa
+            )
             return torch.autograd.grad(recomputed, (q, k, v), grad_out)
     return tuple(
         torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
@@ -173,26 +178,28 @@ def _flash_cpu_backward_impl(grad_out, query, key, value, out, logsumexp, is_cau
 
 
 @torchsymbol(id="torch.sdpa_flash_cpu_backward", torch_impl=_flash_cpu_backward_impl)
-def sdpa_flash_cpu_backward(grad_out, query, key, value, out, logsumexp, is_causal, attn_mask, scale):
+def sdpa_flash_cpu_backward(grad_out, query, key, value, out, logsumexp, is_causal, attn_mask, scale, enable_gqa):
     """The gradients of ``sdpa_flash_cpu`` for query, key and value (eager's fused backward kernel)."""
     return tuple(TensorProxy.like(t, requires_grad=False) for t in (query, key, value))
 
 
 @grad_rules.register(sdpa_flash_cpu)
-def _sdpa_flash_cpu_vjp(g, out, query, key, value, is_causal, attn_mask, scale):
-    gq, gk, gv = sdpa_flash_cpu_backward(g[0], query, key, value, out[0], out[1], is_causal, attn_mask, scale)
-    return (gq, gk, gv, None, None, None)
+def _sdpa_flash_cpu_vjp(g, out, query, key, value, is_causal, attn_mask, scale, enable_gqa):
+    gq, gk, gv = sdpa_flash_cpu_backward(
+        g[0], query, key, value, out[0], out[1], is_causal, attn_mask, scale, enable_gqa
+    )
+    return (gq, gk, gv, None, None, None, None)
 
 
 @forward_rules.register(scaled_dot_product_attention)
 def _sdpa_forward(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """Where the CPU flash kernel can run these inputs, ``sdpa_flash_cpu`` (eager's output, keeping the
-    logsumexp for eager's fused backward); elsewhere (dropout, bool or differentiable masks, GQA, other
-    devices) the call stays as it is and its gradient is its decomposition's."""
+    logsumexp for eager's fused backward); elsewhere (dropout, bool or differentiable masks, other
+    devices) the call stays as it is and its gradient is its decomposition's. Grouped-query attention
+    (``enable_gqa``) runs in the same kernels, as in eager."""
     if (
         query.device.type != "cpu"
         or pyval(dropout_p) != 0
-        or enable_gqa
         or not (query.ndim == key.ndim == value.ndim == 4)
         or (attn_mask is not None and (attn_mask.dtype != query.dtype or attn_mask.requires_grad))
     ):
@@ -201,11 +208,11 @@ def _sdpa_forward(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fa
     try:  # contiguous stand-ins: whether the flash kernel can run at all (strides are decided per call)
         q, k, v = (torch.empty(tuple(t.shape), dtype=t.dtype) for t in (query, key, value))
         mask = None if attn_mask is None else torch.empty(tuple(attn_mask.shape), dtype=attn_mask.dtype)
-        if not _picks_flash(q, k, v, mask, bool(is_causal), scale):
+        if not _picks_flash(q, k, v, mask, bool(is_causal), scale, bool(enable_gqa)):
             return None
     except (RuntimeError, TypeError):
         return None
-    out, _ = sdpa_flash_cpu(query, key, value, bool(is_causal), attn_mask, scale)
+    out, _ = sdpa_flash_cpu(query, key, value, bool(is_causal), attn_mask, scale, bool(enable_gqa))
     return out
 
 
