@@ -554,6 +554,25 @@ def test_training_batch_norm_keeps_its_batch_statistics_for_the_backward():
     assert "batch_norm_backward_from_stats" in backward and "native_batch_norm(" not in backward
 
 
+def _attention_matches_eager(qkv, weights, **kwargs):
+    """Forward and gradients of attention through thunder are eager's bitwise, with eager's fused backward."""
+    qkv = [t.requires_grad_() for t in qkv]
+    twin = [t.detach().clone().requires_grad_() for t in qkv]
+    mask = kwargs.pop("attn_mask", None)  # an argument, not a constant of the traced function
+
+    def f(q, k, v, mask):
+        return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **kwargs) * weights).sum()
+
+    jf = thunder.jit(f)
+    out, expected = jf(*qkv, mask), f(*twin, mask)
+    assert torch.equal(out, expected)
+    out.backward()
+    expected.backward()
+    for a, b in zip(qkv, twin):
+        assert torch.equal(a.grad, b.grad)
+    assert "sdpa_flash_cpu_backward" in str(thunder.last_backward_traces(jf)[-1])
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "heads_transposed", "last_dim_strided"])
 def test_attention_gradients_are_eagers_with_its_fused_kernels(layout):
     """Where eager's F.scaled_dot_product_attention runs the CPU flash kernel, thunder's forward keeps
@@ -565,39 +584,12 @@ def test_attention_gradients_are_eagers_with_its_fused_kernels(layout):
     }[layout]
     torch.manual_seed(0)
     weights = torch.arange(512.0).reshape(2, 2, 8, 16)
-    for mask in (None, torch.randn(2, 1, 8, 8)):
-        qkv = [make().requires_grad_() for _ in range(3)]
-        twin = [t.detach().clone().requires_grad_() for t in qkv]
-
-        def f(q, k, v, mask):
-            return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None) * weights).sum()
-
-        jf = thunder.jit(f)
-        out, expected = jf(*qkv, mask), f(*twin, mask)
-        assert torch.equal(out, expected)
-        out.backward()
-        expected.backward()
-        for a, b in zip(qkv, twin):
-            assert torch.equal(a.grad, b.grad)
-        assert "sdpa_flash_cpu_backward" in str(thunder.last_backward_traces(jf)[-1])
+    _attention_matches_eager([make() for _ in range(3)], weights, is_causal=True)
+    _attention_matches_eager([make() for _ in range(3)], weights, attn_mask=torch.randn(2, 1, 8, 8))
 
 
 def test_grouped_query_attention_gradients_are_eagers():
     torch.manual_seed(0)
-    weights = torch.arange(512.0).reshape(2, 4, 8, 8)
-    q, k, v = torch.randn(2, 4, 8, 8), torch.randn(2, 2, 8, 8), torch.randn(2, 2, 8, 8)
-    qkv = [t.requires_grad_() for t in (q, k, v)]
-    twin = [t.detach().clone().requires_grad_() for t in qkv]
-
-    def f(q, k, v):
-        return (F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True) * weights).sum()
-
-    jf = thunder.jit(f)
-    out, expected = jf(*qkv), f(*twin)
-    assert torch.equal(out, expected)
-    out.backward()
-    expected.backward()
-    for a, b in zip(qkv, twin):
-        assert torch.equal(a.grad, b.grad)
-    assert "sdpa_flash_cpu_backward" in str(thunder.last_backward_traces(jf)[-1])
+    qkv = [torch.randn(2, 4, 8, 8), torch.randn(2, 2, 8, 8), torch.randn(2, 2, 8, 8)]
+    _attention_matches_eager(qkv, torch.arange(512.0).reshape(2, 4, 8, 8), is_causal=True, enable_gqa=True)
 

@@ -150,10 +150,7 @@ def _augment_forwards(body: list[BoundSymbol], trace: TraceCtx) -> tuple[list[Bo
             for o, p in zip(tree_leaves(out), tree_leaves(bsym.output))
             if isinstance(o, Proxy) and isinstance(p, Proxy) and o.name != p.name
         }
-        for part in scratch:
-            part = part.rename(swap).from_bsym(lineage=(bsym.uid,), source=bsym.source)
-            made.add(part.uid)
-            new.append(part)
+        _put_parts(bsym, [part.rename(swap) for part in scratch], new, made)
     return new, made
 
 
@@ -174,11 +171,16 @@ def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], se
         if not any(RANDOM in p.sym.tags for p in parts):
             new.append(bsym)
             continue
-        for part in parts:
-            part = part.from_bsym(lineage=(bsym.uid,), source=bsym.source)
-            exposed.add(part.uid)
-            new.append(part)
+        _put_parts(bsym, parts, new, exposed)
     return new, exposed
+
+
+def _put_parts(bsym: BoundSymbol, parts: list[BoundSymbol], body: list[BoundSymbol], uids: set[int]) -> None:
+    """Appends ``parts`` to ``body`` in place of ``bsym`` (its lineage and source), noting their uids."""
+    for part in parts:
+        part = part.from_bsym(lineage=(bsym.uid,), source=bsym.source)
+        uids.add(part.uid)
+        body.append(part)
 
 
 def _rule_level(bsym: BoundSymbol) -> list[BoundSymbol]:
