@@ -124,6 +124,29 @@ def test_decompositions_are_recomputed_in_the_backward_not_saved():
     assert [p.name for p in saved] == [forward.args[0].name]  # only the input
 
 
+def test_an_output_the_rule_reads_is_saved_not_recomputed():
+    # torch.tanh has no rule of its own; prims.tanh's rule reads the output, which the forward has.
+    jfn = _check_grads(lambda a: torch.tanh(a * 2).sum(), (3,))
+    forward, backward = thunder.last_traces(jfn)[-1], thunder.last_backward_traces(jfn)[-1]
+    saved = forward.bound_symbols[-1].args[0][1]
+    assert not [b for b in backward.bound_symbols if "tanh" in b.sym.name]
+    assert [p.name for p in saved] == [forward.bound_symbols[1].output.name]
+
+
+def test_a_number_exponent_is_differentiated_with_numbers():
+    jfn = _check_grads(lambda a: torch.pow(a, 3.0).sum() + (a**0).sum(), (4,))
+    backward = thunder.last_backward_traces(jfn)[-1]
+    names = [b.sym.name for b in backward.bound_symbols]
+    assert "where" not in names and "eq" not in names
+    assert [b.args[1] for b in backward.bound_symbols if b.sym.name == "pow"] == [2.0]
+
+
+def test_a_whole_slice_passes_its_gradient_through():
+    jfn = _check_grads(lambda a: a[:, -0:].sum() + a[:, 1:].sum(), (2, 3))
+    backward = thunder.last_backward_traces(jfn)[-1]
+    assert sum("pad" in b.sym.name for b in backward.bound_symbols) == 1  # only the partial slice
+
+
 def test_retain_graph_and_a_second_backward_behave_as_in_eager():
     (a,) = _leaves((3,))
     jfn = thunder.jit(lambda x: (x * x).sum())

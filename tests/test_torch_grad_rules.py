@@ -1,6 +1,6 @@
 """Torch-level VJP rules that compute gradients with eager's backward kernels: gelu, relu, silu,
-softmax/log_softmax (F. and torch. forms), layer_norm, batch_norm, nll_loss, and cross_entropy
-(through log_softmax and nll_loss).
+softmax/log_softmax (F. and torch. forms), layer_norm, batch_norm, nll_loss, cross_entropy
+(through log_softmax and nll_loss), and the pieces of split/chunk/unbind (one concatenation).
 
 Each case runs forward + backward through ``thunder.jit`` and eager with the same cotangent and
 compares outputs and gradients (float64 tightly, float32/bfloat16 at eager's tolerance, and
@@ -440,3 +440,30 @@ def test_nll_loss_weight_that_requires_grad_falls_back_like_eager():
     with pytest.raises(RuntimeError, match="weight"):
         jf(x, w)  # under torch's autograd, as eager: nll_loss is not differentiable in its weight
     assert thunder.compile_stats(jf).last_autograd_fallback is not None
+
+
+# ----------------------------------------------------------------------------------------
+# pieces: split, chunk, unbind
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "cut",
+    [
+        lambda x: x.split(2, dim=1),
+        lambda x: torch.split(x, [1, 4, 0, 1], -1),
+        lambda x: x.split(4, 1),  # a smaller last piece
+        lambda x: x.chunk(3, dim=1),
+        lambda x: torch.unbind(x, 0),
+        lambda x: x.unbind(dim=-1),
+    ],
+)
+def test_pieces_gradients_are_one_concatenation(dtype, cut):
+    def f(x):
+        pieces = cut(x * 2)
+        return tuple(p.sin() for p in pieces[::2])  # the others get zeros
+
+    jf = check(f, [_x(3, 6, dtype=dtype)], dtype, ["cat"], exact=False)
+    bw = thunder.last_backward_traces(jf)[-1]
+    assert not [b for b in bw.bound_symbols if "pad" in b.sym.name]

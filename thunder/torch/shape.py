@@ -18,7 +18,9 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderIndexError, ThunderTypeError, ThunderValueError
+from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import MAY_RAISE
 from thunder.torch.base import expand_to, make_inplace, maybe_convert_to_dtype, torchsymbol
 
@@ -652,6 +654,31 @@ def unbind(a, dim=0):
         raise ThunderIndexError(f"{op}: Dimension specified as 0 but tensor has no dimensions")
     d = check_dim(op, a.ndim, dim)
     return tuple(prims.squeeze(slice_dim(a, d, i, i + 1), (d,)) for i in range(a.shape[d]))
+
+
+def _pieces_vjp(name: str, dim_position: int, squeezed: bool = False):
+    """The rule of an op that cuts ``a`` into pieces that cover it once, in order (``split``,
+    ``chunk``, ``unbind``): the pieces' cotangents concatenated, as eager's backward does, instead
+    of one zero-padded tensor per piece summed up."""
+
+    def rule(g, out, a, *rest, **kwargs):
+        nones = tuple(None for _ in rest)
+        if not is_differentiable(a):
+            return (None, *nones)
+        dim = rest[dim_position - 1] if len(rest) >= dim_position else kwargs.get("dim", 0)
+        d = check_dim(f"ltorch.{name}", a.ndim, dim)
+        pieces = list(g)
+        if squeezed:
+            pieces = [prims.reshape(p, (*p.shape[:d], 1, *p.shape[d:])) for p in pieces]
+        return (prims.cat(pieces, d), *nones)
+
+    rule.__name__ = rule.__qualname__ = f"_{name}_vjp"
+    return rule
+
+
+grad_rules.register(split)(_pieces_vjp("split", 2))
+grad_rules.register(chunk)(_pieces_vjp("chunk", 2))
+grad_rules.register(unbind)(_pieces_vjp("unbind", 1, squeezed=True))
 
 
 @torchsymbol(torch.diagonal, method_name="diagonal")

@@ -25,6 +25,7 @@ from thunder.core.prims.base import (
     is_tensor,
     make_prim,
     zero_grad_rule,
+    zeros_like,
 )
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval
 from thunder.core.rules import grad_rules
@@ -540,6 +541,11 @@ _register_rounding_division(remainder, floor)
 def _pow_grad(g, out, a, b):
     if not (is_differentiable(a) or is_differentiable(b)):
         return (None, None)
+    if type(b) in (int, float) and is_differentiable(a):
+        # A plain number exponent, as torch's pow_backward: (b * a**(b - 1)) * g, zeros for b == 0.
+        if b == 0:
+            return (zeros_like(a), None)
+        return (mul(g, conj(mul(pow(a, b - 1), b))), None)
     ta, tb = _both(a, b)
     ga = gb = None
     if is_differentiable(a):  # b * a**(b - 1), and 0 where b == 0 (torch: even at a == 0)

@@ -200,17 +200,22 @@ def _broadcast_in_dim_grad(g, out, a, shape, broadcast_dimensions):
     expanded = [d for i, d in enumerate(broadcast_dimensions) if a.shape[i] == 1 and shape[d] != 1]
     summed = tuple(sorted({d for d in range(len(shape)) if d not in broadcast_dimensions} | set(expanded)))
     grad = prims.sum(g, summed) if summed else g
-    return (reshape(grad, tuple(a.shape)) if tuple(grad.shape) != tuple(a.shape) else grad, None, None)
+    return (_reshaped_like(grad, a), None, None)
+
+
+def _reshaped_like(g, a):
+    """``g`` with ``a``'s shape (``g`` itself where it already has it)."""
+    return g if tuple(g.shape) == tuple(a.shape) else reshape(g, tuple(a.shape))
 
 
 @grad_rules.register(reshape)
 def _reshape_grad(g, out, a, shape):
-    return (reshape(g, tuple(a.shape)) if is_differentiable(a) else None, None)
+    return (_reshaped_like(g, a) if is_differentiable(a) else None, None)
 
 
 @grad_rules.register(squeeze)
 def _squeeze_grad(g, out, a, dims):
-    return (reshape(g, tuple(a.shape)) if is_differentiable(a) else None, None)
+    return (_reshaped_like(g, a) if is_differentiable(a) else None, None)
 
 
 @grad_rules.register(transpose)
@@ -245,7 +250,10 @@ def _slice_grad(g, out, a, start_indices, end_indices, *strides):
     if not is_differentiable(a):
         return (None, *params)
     strides = tuple(strides[0]) if strides and strides[0] is not None else (1,) * a.ndim
-    return (pad(g, 0, _unslice_config(a.shape, start_indices, end_indices, strides)), *params)
+    config = _unslice_config(a.shape, start_indices, end_indices, strides)
+    if all(type(n) is int and n == 0 for edge in config for n in edge):
+        return (g, *params)  # the whole of ``a`` (GPT-2's ``hidden_states[:, -0:, :]``)
+    return (pad(g, 0, config), *params)
 
 
 @grad_rules.register(cat)

@@ -356,13 +356,19 @@ def _accumulate(args, result, grads: _Gradients, active: set[str], bsym: BoundSy
 def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: TraceCtx) -> list[BoundSymbol]:
     """Appends ``bsym``'s decomposition, down to symbols with rules, to the backward; returns it.
 
-    The parts that produce ``bsym``'s own outputs get fresh names (the forward value keeps its
-    name; a trace defines each name once), and the cotangents follow the renaming."""
+    A part that makes only ``bsym``'s own outputs is not recomputed: the forward has its values
+    (``torch.tanh``'s rule reads the forward's ``tanh``, as eager saves it). Other parts that
+    produce some of them get fresh names (the forward value keeps its name; a trace defines each
+    name once), and the cotangents follow the renaming."""
     parts = _expand(bsym, active)
     own = {o.name for o in bsym.flat_proxy_outs}
     swap: dict[str, Proxy] = {}
     emitted = []
     for part in parts:
+        outs = part.flat_proxy_outs
+        if not swap and outs and all(o.name in own for o in outs):
+            emitted.append(part.from_bsym(lineage=(bsym.uid,)))
+            continue
         renamed = part.rename(swap) if swap else part
         for o in renamed.flat_proxy_outs:
             if o.name in own and o.name not in swap:
