@@ -616,3 +616,26 @@ def test_grouped_query_attention_gradients_are_eagers():
     qkv = [torch.randn(2, 4, 8, 8), torch.randn(2, 2, 8, 8), torch.randn(2, 2, 8, 8)]
     _attention_matches_eager(qkv, torch.arange(512.0).reshape(2, 4, 8, 8), is_causal=True, enable_gqa=True)
 
+
+
+def test_a_tensor_leaked_from_a_functorch_transform_behaves_as_in_eager():
+    # The autograd function is entered through torch's C entry, which does not unwrap dead
+    # functorch wrappers itself; without unwrapping them the backward silently gives no gradient.
+    leaked = []
+
+    def f(x):
+        leaked.append(x * 1)
+        return x.sum()
+
+    torch.func.grad(f)(torch.randn(3))
+    w = leaked[0].requires_grad_()
+    jfn = thunder.jit(lambda a: (a * a).sum())
+    for fn in (lambda a: (a * a).sum(), jfn):
+        with pytest.raises(RuntimeError, match="does not require grad and does not have a grad_fn"):
+            fn(w).backward()
+
+
+def test_under_a_functorch_transform_the_error_is_torchs():
+    jfn = thunder.jit(lambda a: (a * a).sum())
+    with pytest.raises(RuntimeError, match="must override the setup_context"):
+        torch.func.grad(jfn)(torch.randn(3, requires_grad=True))

@@ -38,6 +38,7 @@ class AutogradPlan:
     direct: str | None  # "tensor" or "tuple" when the program returns what the function returns, as is
     saves: str  # "nothing", "tensors" or "mixed" (tensors and numbers)
     all_differentiable: bool  # every tensor output requires grad (nothing to mark)
+    tensor_inputs: bool  # every input is a tensor (no symbolic numbers)
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -102,6 +103,7 @@ def make_plan(fb: ForwardBackward, inputs: list, forward: Callable, backward: Ca
         direct=_direct(fb, outputs, input_position),
         all_differentiable=all(outputs[i].requires_grad for i in tensor_outputs),
         saves="nothing" if not fb.saved else "tensors" if all(isinstance(s, TensorProxy) for s in fb.saved) else "mixed",
+        tensor_inputs=all(isinstance(a, TensorProxy) for a in inputs),
     )
 
 
@@ -118,11 +120,46 @@ def _direct(fb: ForwardBackward, outputs: list, input_position: dict) -> str | N
     return None
 
 
+# ``ThunderFunction.apply`` without the Python layer of ``Function.apply`` (argument binding and
+# a pytree walk to unwrap dead functorch wrappers: a third of a small call's cost) is torch's C
+# entry, with dead wrappers unwrapped here; under functorch transforms, the whole of it.
+_c_apply = super(torch.autograd.Function, ThunderFunction).apply
+_functorch_active = torch._C._are_functorch_transforms_active
+_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
+
+
+def _applier(plan: AutogradPlan) -> Callable:
+    """``apply(plan, holder, *inputs)``: ``ThunderFunction.apply`` through torch's C entry."""
+    if plan.tensor_inputs:
+
+        def apply(plan, holder, *inputs):
+            if _functorch_active():
+                return ThunderFunction.apply(plan, holder, *inputs)
+            return _c_apply(plan, holder, *map(_unwrap_if_dead, inputs))
+
+    else:
+
+        def apply(plan, holder, *inputs):
+            if _functorch_active():
+                return ThunderFunction.apply(plan, holder, *inputs)
+            return _c_apply(plan, holder, *(_unwrap_if_dead(x) if isinstance(x, torch.Tensor) else x for x in inputs))
+
+    return apply
+
+
 def autograd_callable(plan: AutogradPlan) -> Callable:
     """The entry's computation: runs the autograd function and returns the program's result.
 
     An output that is an input returned unchanged is the caller's own object, as in eager."""
-    apply = ThunderFunction.apply
+    if plan.direct == "tensor" and plan.tensor_inputs:
+        # The commonest case (a loss from tensors), one Python frame above torch's C entry.
+        def computation(*inputs):
+            if _functorch_active():
+                return ThunderFunction.apply(plan, None, *inputs)[0]
+            return _c_apply(plan, None, *map(_unwrap_if_dead, inputs))[0]
+
+        return computation
+    apply = _applier(plan)
     if plan.direct == "tensor":
         return lambda *inputs: apply(plan, None, *inputs)[0]
     if plan.direct == "tuple":
