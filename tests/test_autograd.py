@@ -639,3 +639,27 @@ def test_under_a_functorch_transform_the_error_is_torchs():
     jfn = thunder.jit(lambda a: (a * a).sum())
     with pytest.raises(RuntimeError, match="must override the setup_context"):
         torch.func.grad(jfn)(torch.randn(3, requires_grad=True))
+
+
+def test_a_kernel_that_computes_several_gradients_computes_only_those_asked_for():
+    # The input of the first convolution does not require grad: eager skips its gradient, so must we.
+    conv = torch.nn.Conv2d(3, 4, 3).double()
+    x = torch.randn(2, 3, 8, 8, dtype=torch.float64)
+    jm = thunder.jit(conv)
+    jm(x).sum().backward()
+    expected = [p.grad.clone() for p in conv.parameters()]
+    for p in conv.parameters():
+        p.grad = None
+    conv(x).sum().backward()
+    for got, want in zip(expected, (p.grad for p in conv.parameters())):
+        torch.testing.assert_close(got, want)
+    (conv_backward,) = [b for b in thunder.last_backward_traces(jm)[-1].bound_symbols if "convolution_backward" in b.sym.name]
+    assert conv_backward.args[-1] == (False, True, True)
+
+
+def test_a_linear_layer_on_rows_is_differentiated_without_reshapes():
+    jm = thunder.jit(torch.nn.Linear(4, 3).double())
+    x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    jm(x).sum().backward()
+    names = [b.sym.name for b in thunder.last_backward_traces(jm)[-1].bound_symbols]
+    assert not [n for n in names if "reshape" in n]

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from thunder.core import prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.prims.base import check_real_grad, is_differentiable
+from thunder.core.prims.base import check_real_grad, grad_asked
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
@@ -335,7 +335,7 @@ def layer_norm_backward_from_stats(grad_output, input, normalized_shape, mean, r
 
 @grad_rules.register(layer_norm_with_stats)
 def _layer_norm_with_stats_vjp(g, out, input, normalized_shape, weight, bias, eps):
-    mask = (is_differentiable(input), is_differentiable(weight), is_differentiable(bias))
+    mask = (grad_asked(input), grad_asked(weight), grad_asked(bias))
     if not any(mask):
         return (None,) * 5
     _, mean, rstd = out
@@ -385,7 +385,7 @@ def batch_norm_backward_from_stats(grad_output, input, weight, save_mean, save_i
 
 @grad_rules.register(batch_norm_with_stats)
 def _batch_norm_with_stats_vjp(g, out, input, running_mean, running_var, weight, bias, momentum, eps):
-    mask = (is_differentiable(input), is_differentiable(weight), is_differentiable(bias))
+    mask = (grad_asked(input), grad_asked(weight), grad_asked(bias))
     if not any(mask):
         return (None,) * 7
     _, save_mean, save_invstd = out
@@ -405,7 +405,7 @@ def _layer_norm_vjp(g, out, *args, **kwargs):
     a = _bound(layer_norm, args, kwargs)
     input, weight, bias = a["input"], a["weight"], a["bias"]
     check_real_grad("ltorch.layer_norm", input, weight, bias)
-    mask = (is_differentiable(input), is_differentiable(weight), is_differentiable(bias))
+    mask = (grad_asked(input), grad_asked(weight), grad_asked(bias))
     if not any(mask):
         return (None,) * len(args)
     ns = tuple(pyval(n) for n in a["normalized_shape"])
@@ -418,7 +418,7 @@ def _batch_norm_vjp(g, out, *args, **kwargs):
     a = _bound(batch_norm, args, kwargs)
     input, weight, bias = a["input"], a["weight"], a["bias"]
     check_real_grad("ltorch.batch_norm", input, weight, bias)
-    mask = (is_differentiable(input), is_differentiable(weight), is_differentiable(bias))
+    mask = (grad_asked(input), grad_asked(weight), grad_asked(bias))
     if not any(mask):
         return (None,) * len(args)
     training = bool(a["training"])

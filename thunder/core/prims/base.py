@@ -9,8 +9,10 @@ Layer: core. Imports: core only.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from numbers import Number
 
 import torch
@@ -136,6 +138,31 @@ def is_tensor(x) -> bool:
 def is_differentiable(x) -> bool:
     """A tensor that can have a gradient: floating point or complex."""
     return is_tensor(x) and dtypes.is_inexact_dtype(x.dtype)
+
+
+# Which arguments' gradients a rule is asked for (``grad_asked``): set by the autograd transform.
+_grads_asked: contextvars.ContextVar[Callable[[object], bool] | None] = contextvars.ContextVar(
+    "thunder_grads_asked", default=None
+)
+
+
+def grad_asked(x) -> bool:
+    """Whether a VJP rule is asked for the gradient of its argument ``x``: within the autograd
+    transform, for the values that require grad; elsewhere (a rule run eagerly) for every
+    differentiable tensor. Rules whose one kernel computes several gradients
+    (``convolution_backward``'s output mask) compute only those asked for, as eager does."""
+    asked = _grads_asked.get()
+    return is_differentiable(x) and (asked is None or asked(x))
+
+
+@contextlib.contextmanager
+def asking_grads(asked: Callable[[object], bool]) -> Iterator[None]:
+    """Rules called inside are asked for the gradients of the arguments ``asked`` accepts."""
+    token = _grads_asked.set(asked)
+    try:
+        yield
+    finally:
+        _grads_asked.reset(token)
 
 
 def zeros_like(x, *, shape=None, dtype=None):

@@ -112,12 +112,13 @@ def _linear_grad(g, out, a, w, bias):
     lead = tuple(range(a.ndim - 1))
     ga = gw = gb = None
     if w.ndim == 2:
+        # As eager's addmm backward: ``g @ w`` and ``g.T @ a``, with no reshapes for 2-D operands.
         if is_differentiable(a):
-            ga = linear(g, prims.transpose(conj(w), (1, 0)), None)
+            ga = matmul(g, conj(w)) if g.ndim == 2 else linear(g, prims.transpose(conj(w), (1, 0)), None)
         if is_differentiable(w):
             rows = math.prod(a.shape[:-1])
-            g2 = prims.reshape(g, (rows, w.shape[0]))
-            a2 = prims.reshape(conj(a), (rows, w.shape[1]))
+            g2 = g if g.ndim == 2 else prims.reshape(g, (rows, w.shape[0]))
+            a2 = conj(a) if a.ndim == 2 else prims.reshape(conj(a), (rows, w.shape[1]))
             gw = matmul(prims.transpose(g2, (1, 0)), a2)
         if bias is not None and is_differentiable(bias):
             gb = prims.sum(g, lead)

@@ -21,6 +21,7 @@ from thunder.core.prims.base import (
     check_real_grad,
     check_same_device,
     check_tensor,
+    grad_asked,
     is_differentiable,
     make_prim,
 )
@@ -199,7 +200,7 @@ __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) an
 @grad_rules.register(convolution)
 def _convolution_grad(g, out, a, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     check_real_grad("prims.convolution", a)
-    mask = (is_differentiable(a), is_differentiable(weight), bias is not None and is_differentiable(bias))
+    mask = (grad_asked(a), grad_asked(weight), bias is not None and grad_asked(bias))
     if not any(mask):
         return (None,) * 9
     ga, gw, gb = convolution_backward(

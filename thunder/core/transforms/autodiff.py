@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from thunder.core import prims
 from thunder.core.errors import ThunderError
+from thunder.core.prims.base import asking_grads
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import forward_rules, grad_rules
@@ -302,7 +303,8 @@ def _backprop_one(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: Tr
     if rule is not None:
         args, kwargs = _positional(bsym, active)
         g = tree_map(lambda o: _cotangent_of(o, grads, active), bsym.output)
-        result = rule(g, bsym.output, *args, **kwargs)
+        with asking_grads(lambda x: isinstance(x, TensorProxy) and x.name in active):
+            result = rule(g, bsym.output, *args, **kwargs)
         _accumulate(args, result, grads, active, bsym)
         return
     if not bsym.subsymbols:
