@@ -37,6 +37,7 @@ import math
 import operator
 import pickle
 import struct
+import sys
 import types
 import weakref
 from collections.abc import Callable
@@ -377,6 +378,24 @@ def _unbound_method_lookaside(fn: Callable) -> Callable | None:
     return _tensor_method(fn, name)
 
 
+def _compiling() -> bool:
+    return True
+
+
+def _compiling_queries() -> dict:
+    """``torch.compiler.is_compiling()`` and its aliases answer True to traced code, as under
+    torch.compile: code that asks (transformers before its data-dependent shortcuts, torch.nn's fast
+    paths) takes the path written for compilers. The answer is the same on every call, so nothing is
+    guarded."""
+    import torch._utils
+
+    queries = [torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling, torch._utils.is_compiling]
+    dynamo = sys.modules.get("torch._dynamo")  # importing it costs seconds; if loaded, its alias too
+    if dynamo is not None:
+        queries.append(dynamo.is_compiling)
+    return dict.fromkeys(queries, _compiling)
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 _LOOKASIDES: dict[Callable, Callable] = {
@@ -387,6 +406,7 @@ _LOOKASIDES: dict[Callable, Callable] = {
     builtins.len: _len,
     **{fn: _tensor_query(fn, method) for fn, method in _TENSOR_QUERIES.items()},
     **_native_consumers(),
+    **_compiling_queries(),
 }
 # Unbound methods (descriptors, and torch.Tensor's Python-defined methods) -> replacement or None.
 _unbound_cache: dict[Callable, Callable | None] = {}
