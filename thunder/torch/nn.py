@@ -1,7 +1,7 @@
 """``torch.nn.functional`` in the torch language. This module holds convolution, embedding
 and dropout, and re-exports the families split into sibling modules: activations and
 softmax (``nn_activations``), normalisations (``nn_norms``), losses (``nn_losses``) and
-attention (``nn_attention``).
+attention (``nn_attention``), pooling (``nn_pooling``).
 
 Layer: language. Imports: core, torch.base, torch.elementwise, torch.nn_*.
 """
@@ -25,7 +25,9 @@ from thunder.torch.nn_losses import *  # noqa: F403
 from thunder.torch.nn_losses import __all__ as _losses_all
 from thunder.torch.nn_norms import *  # noqa: F403
 from thunder.torch.nn_norms import __all__ as _norms_all
-from thunder.torch.nn_utils import check_float, check_tensor, register_inplace_dispatch, upcast
+from thunder.torch.nn_pooling import *  # noqa: F403
+from thunder.torch.nn_pooling import __all__ as _pooling_all
+from thunder.torch.nn_utils import check_float, check_tensor, expand_param, register_inplace_dispatch, upcast
 
 __all__ = [
     "conv1d",
@@ -38,24 +40,13 @@ __all__ = [
     *_norms_all,
     *_losses_all,
     *_attention_all,
+    *_pooling_all,
 ]
 
 
 # ----------------------------------------------------------------------------------------
 # convolution
 # ----------------------------------------------------------------------------------------
-
-
-def _expand_param(op: str, name: str, value, n: int) -> tuple[int, ...]:
-    value = pyval(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,) * n
-    if isinstance(value, (tuple, list)) and all(isinstance(pyval(v), int) for v in value):
-        if len(value) == 1:
-            return (pyval(value[0]),) * n
-        if len(value) == n:
-            return tuple(pyval(v) for v in value)
-    raise ThunderValueError(f"{op}: {name} must be an int or a tuple of {n} ints, but got {value!r}")
 
 
 def _conv(n: int, input, weight, bias, stride, padding, dilation, groups):
@@ -80,8 +71,8 @@ def _conv(n: int, input, weight, bias, stride, padding, dilation, groups):
                 f"e.g. {name}.to({input.dtype})"
             )
     check_float(op, "input", input)
-    stride = _expand_param(op, "stride", stride, n)
-    dilation = _expand_param(op, "dilation", dilation, n)
+    stride = expand_param(op, "stride", stride, n)
+    dilation = expand_param(op, "dilation", dilation, n)
     groups = pyval(groups)
     if not isinstance(groups, int) or groups < 1:
         raise ThunderValueError(f"{op}: non-positive groups is not supported (got groups={groups!r})")
@@ -118,7 +109,7 @@ def _conv(n: int, input, weight, bias, stride, padding, dilation, groups):
                 # PyTorch pads the odd remainder on the right, then convolves symmetrically.
                 a = prims.pad(a, 0.0, ((0, 0, 0), (0, 0, 0), *((0, e, 0) for e in extra)))
     else:
-        pads = _expand_param(op, "padding", padding, n)
+        pads = expand_param(op, "padding", padding, n)
         if any(p < 0 for p in pads):
             raise ThunderValueError(f"{op}: negative padding is not supported (got padding={pads})")
     out = prims.convolution(a, weight, bias, stride, pads, dilation, False, (0,) * n, groups)

@@ -1,6 +1,7 @@
 """Helpers shared by the ``torch.nn.functional`` families (activations, norms, losses,
-attention): dtype checks, keep-dim reductions over prims, and the dispatchers that route a
-call with ``inplace=True`` to the in-place twin of a symbol.
+attention, pooling, resampling): dtype checks, keep-dim reductions over prims, the output
+metadata of symbols that run one aten kernel (``kernel_outputs``), and the dispatchers that
+route a call with ``inplace=True`` to the in-place twin of a symbol.
 
 Layer: language. Imports: core, torch.base.
 """
@@ -15,7 +16,7 @@ import torch
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.prims.base import check_tensor  # noqa: F401  (re-exported for the nn modules)
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.symbol import Symbol
 from thunder.torch.base import canonicalize_dim, maybe_convert_to_dtype, symbol_to_torch, torch_to_thunder_map
 
@@ -67,6 +68,48 @@ def dim_arg(op: str, a: TensorProxy, dim) -> int:
 def check_choice(op: str, name: str, value, choices: Sequence) -> None:
     if value not in choices:
         raise ThunderValueError(f"{op}: {name} must be one of {list(choices)}, but got {value!r}")
+
+
+def expand_param(op: str, name: str, value, n: int) -> tuple[int, ...]:
+    """An int or a sequence of one or ``n`` ints (a conv or pool's kernel_size, stride, ...) as ``n`` ints."""
+    value = pyval(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * n
+    if isinstance(value, (tuple, list, torch.Size)) and all(isinstance(pyval(v), int) for v in value):
+        if len(value) == 1:
+            return (pyval(value[0]),) * n
+        if len(value) == n:
+            return tuple(pyval(v) for v in value)
+    raise ThunderValueError(f"{op}: {name} must be an int or a tuple of {n} ints, but got {value!r}")
+
+
+def kernel_outputs(op: str, kernel: Callable, *args) -> TensorProxy | tuple[TensorProxy, ...]:
+    """The outputs of ``kernel(*args)`` (an aten kernel) as proxies: the kernel runs on ``device="meta"``
+    tensors shaped like the tensor arguments, so shapes, dtypes and the rejected calls are eager's own.
+
+    A call the kernel rejects raises ThunderValueError naming ``op`` with torch's message. The
+    outputs are on the first tensor argument's device and do not require grad (a VJP rule, or
+    the autograd split, decides that).
+    """
+    tensors = [a for a in args if isinstance(a, TensorProxy)]
+    device = tensors[0].device
+
+    def meta(x):
+        if isinstance(x, TensorProxy):
+            return torch.empty(x.shape, dtype=x.dtype, device="meta")
+        if isinstance(x, (tuple, list)):
+            return type(x)(meta(v) for v in x)
+        return pyval(x)
+
+    try:
+        out = kernel(*(meta(a) for a in args))
+    except RuntimeError as e:
+        raise ThunderValueError(f"{op}: {e}") from None
+
+    def proxy(t: torch.Tensor) -> TensorProxy:
+        return TensorProxy(None, shape=tuple(t.shape), dtype=t.dtype, device=device, requires_grad=False)
+
+    return tuple(proxy(t) for t in out) if isinstance(out, (tuple, list)) else proxy(out)
 
 
 def register_inplace_dispatch(torch_fn: Callable, out_of_place: Symbol, in_place: Symbol) -> Callable:

@@ -1,0 +1,142 @@
+"""The ``torch.nn`` layers real models use, under ``thunder.jit(module)`` against eager.
+
+Each case builds a layer twice (same seed), runs one copy under ``thunder.jit`` and the other
+eagerly, and compares the outputs, the gradients of the inputs and of every parameter for a
+random cotangent, and the buffers afterwards (running statistics). Thunder's own backward
+must have run (no fallback to torch's autograd), unless the case says why not.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import thunder
+
+
+@dataclass
+class Case:
+    id: str
+    make: Callable[[], nn.Module]
+    inputs: Callable[[torch.dtype], tuple]  # the module's positional inputs for a dtype
+    call: Callable | None = None  # (module, *inputs) -> outputs; default: module(*inputs)
+    train: tuple[bool, ...] = (True,)  # the modes to check
+    dtypes: tuple[torch.dtype, ...] = (torch.float64, torch.float32)
+    kwargs: dict = field(default_factory=dict)
+
+
+def _floats(*shapes, low=None):
+    def inputs(dtype):
+        return tuple(torch.randn(s, dtype=dtype) if low is None else torch.rand(s, dtype=dtype) + low for s in shapes)
+
+    return inputs
+
+
+def _tensors(x) -> list[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for y in x for t in _tensors(y)]
+    return []
+
+
+_TOL = {torch.float64: {"atol": 1e-7, "rtol": 1e-7}, torch.float32: {"atol": 1e-5, "rtol": 1e-4}}
+
+
+def check_layer(case: Case, dtype: torch.dtype, train: bool) -> None:
+    torch.manual_seed(0)
+    eager = case.make().to(dtype).train(train)
+    jitted = copy.deepcopy(eager)
+    inputs = case.inputs(dtype)
+    e_in = [x.clone().requires_grad_(x.is_floating_point()) for x in inputs]
+    j_in = [x.clone().requires_grad_(x.is_floating_point()) for x in inputs]
+    call = case.call or (lambda m, *xs: m(*xs))
+    jm = thunder.jit(jitted)
+    actual = _tensors(call(jm, *j_in))
+    expected = _tensors(call(eager, *e_in))
+    tol = _TOL[dtype]
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a.dtype == e.dtype and a.shape == e.shape, f"{a.dtype}{list(a.shape)} vs {e.dtype}{list(e.shape)}"
+        torch.testing.assert_close(a, e, **tol)
+    for (name, a), e in zip(jitted.named_buffers(), eager.buffers()):
+        torch.testing.assert_close(a, e, msg=lambda m, name=name: f"buffer {name}: {m}", **tol)
+
+    j_leaves = [x for x in j_in if x.requires_grad] + list(jitted.parameters())
+    e_leaves = [x for x in e_in if x.requires_grad] + list(eager.parameters())
+    differentiable = [k for k, e in enumerate(expected) if e.requires_grad]
+    assert [k for k, a in enumerate(actual) if a.requires_grad] == differentiable
+    gen = torch.Generator().manual_seed(1)
+    cot = [torch.randn(expected[k].shape, dtype=dtype, generator=gen) for k in differentiable]
+    j_grads = torch.autograd.grad([actual[k] for k in differentiable], j_leaves, cot, allow_unused=True,
+                                  materialize_grads=True)  # fmt: skip
+    e_grads = torch.autograd.grad([expected[k] for k in differentiable], e_leaves, cot, allow_unused=True,
+                                  materialize_grads=True)  # fmt: skip
+    for k, (a, e) in enumerate(zip(j_grads, e_grads)):
+        torch.testing.assert_close(a, e, msg=lambda m, k=k: f"gradient of leaf {k}: {m}", **tol)
+    assert thunder.compile_stats(jm).last_autograd_fallback is None, thunder.compile_stats(jm).last_autograd_fallback
+
+
+CASES = [
+    # pooling
+    Case("MaxPool1d", lambda: nn.MaxPool1d(3, 2, 1, dilation=2, return_indices=True), _floats((2, 3, 11))),
+    Case("MaxPool1d_unbatched_ceil", lambda: nn.MaxPool1d(2, ceil_mode=True), _floats((3, 7))),
+    Case("MaxPool2d", lambda: nn.MaxPool2d(2), _floats((2, 3, 8, 8))),
+    Case(
+        "MaxPool2d_options",
+        lambda: nn.MaxPool2d((3, 2), (2, 1), (1, 0), dilation=(1, 2), ceil_mode=True, return_indices=True),
+        _floats((2, 3, 9, 8)),
+    ),  # fmt: skip
+    Case("MaxPool2d_ties", lambda: nn.MaxPool2d(2, 1), lambda d: (torch.ones(1, 2, 4, 4, dtype=d),)),
+    Case("MaxPool3d", lambda: nn.MaxPool3d(2, 2, 1, ceil_mode=True, return_indices=True), _floats((2, 2, 5, 4, 5))),
+    Case("AvgPool1d", lambda: nn.AvgPool1d(3, 2, 1, ceil_mode=True, count_include_pad=False), _floats((2, 3, 10))),
+    Case("AvgPool2d", lambda: nn.AvgPool2d(3, 2, 1), _floats((2, 3, 8, 8))),
+    Case("AvgPool2d_divisor", lambda: nn.AvgPool2d((2, 3), ceil_mode=True, divisor_override=4), _floats((2, 3, 7, 8))),
+    Case("AvgPool3d", lambda: nn.AvgPool3d(2, 1, 1, count_include_pad=False), _floats((2, 2, 4, 3, 4))),
+    Case("AdaptiveAvgPool1d", lambda: nn.AdaptiveAvgPool1d(4), _floats((2, 3, 10))),
+    Case("AdaptiveAvgPool2d", lambda: nn.AdaptiveAvgPool2d((3, None)), _floats((2, 3, 7, 5))),
+    Case("AdaptiveAvgPool2d_1x1", lambda: nn.AdaptiveAvgPool2d(1), _floats((2, 3, 7, 5))),
+    Case("AdaptiveAvgPool3d", lambda: nn.AdaptiveAvgPool3d((2, 3, 1)), _floats((2, 2, 5, 4, 3))),
+    Case("AdaptiveMaxPool1d", lambda: nn.AdaptiveMaxPool1d(3, return_indices=True), _floats((2, 3, 10))),
+    Case("AdaptiveMaxPool2d", lambda: nn.AdaptiveMaxPool2d((3, 4)), _floats((3, 7, 9))),
+    Case("AdaptiveMaxPool3d", lambda: nn.AdaptiveMaxPool3d(2, return_indices=True), _floats((2, 2, 5, 4, 3))),
+    Case("LPPool2d", lambda: nn.LPPool2d(2, 2), _floats((2, 3, 6, 6), low=0.1)),
+    Case("LocalResponseNorm", lambda: nn.LocalResponseNorm(3), _floats((2, 5, 4, 4))),
+    Case("LocalResponseNorm_3d", lambda: nn.LocalResponseNorm(2), _floats((2, 4, 3, 3, 3))),
+]
+
+
+def _params():
+    for case in CASES:
+        for dtype in case.dtypes:
+            for train in case.train:
+                mode = "train" if train else "eval"
+                yield pytest.param(case, dtype, train, id=f"{case.id}-{str(dtype).removeprefix('torch.')}-{mode}")
+
+
+@pytest.mark.parametrize("case,dtype,train", list(_params()))
+def test_layer_vs_eager(case, dtype, train):
+    check_layer(case, dtype, train)
+
+
+def test_functional_max_pool_with_indices_vs_eager():
+    x = torch.randn(2, 3, 9, 8, dtype=torch.float64)
+    jfn = thunder.jit(lambda a: F.max_pool2d_with_indices(a, 3, 2, 1, ceil_mode=True))
+    for a, e in zip(jfn(x), F.max_pool2d_with_indices(x, 3, 2, 1, ceil_mode=True)):
+        torch.testing.assert_close(a, e)
+
+
+def test_pool_rejects_what_eager_rejects():
+    x = torch.randn(1, 2, 4, 4)
+    with pytest.raises(ValueError, match=r"ltorch.max_pool2d_kernel: .*Output size is too small"):
+        thunder.jit(lambda a: F.max_pool2d(a, 6))(x)
+    with pytest.raises(ValueError, match=r"ltorch.avg_pool2d_kernel: pad should be at most half"):
+        thunder.jit(lambda a: F.avg_pool2d(a, 2, padding=2))(x)
+    with pytest.raises(ValueError, match=r"ltorch.max_pool1d: Expected 2D \(unbatched\) or 3D \(batched\) input"):
+        thunder.jit(lambda a: F.max_pool1d(a, 2))(x)
