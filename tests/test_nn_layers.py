@@ -83,6 +83,21 @@ def check_layer(case: Case, dtype: torch.dtype, train: bool) -> None:
     assert thunder.compile_stats(jm).last_autograd_fallback is None, thunder.compile_stats(jm).last_autograd_fallback
 
 
+class Fn(nn.Module):
+    """A functional call as a layer (``F.interpolate`` with the arguments no module exposes)."""
+
+    def __init__(self, fn: Callable, **kwargs):
+        super().__init__()
+        self.fn, self.kwargs = fn, kwargs
+
+    def forward(self, *args):
+        return self.fn(*args, **self.kwargs)
+
+
+def _interp(**kwargs):
+    return lambda: Fn(F.interpolate, **kwargs)
+
+
 CASES = [
     # pooling
     Case("MaxPool1d", lambda: nn.MaxPool1d(3, 2, 1, dilation=2, return_indices=True), _floats((2, 3, 11))),
@@ -109,6 +124,50 @@ CASES = [
     Case("LPPool2d", lambda: nn.LPPool2d(2, 2), _floats((2, 3, 6, 6), low=0.1)),
     Case("LocalResponseNorm", lambda: nn.LocalResponseNorm(3), _floats((2, 5, 4, 4))),
     Case("LocalResponseNorm_3d", lambda: nn.LocalResponseNorm(2), _floats((2, 4, 3, 3, 3))),
+    # resampling
+    Case("Upsample_nearest1d", lambda: nn.Upsample(scale_factor=2.5), _floats((2, 3, 5))),
+    Case("Upsample_nearest2d_size", lambda: nn.Upsample(size=(7, 3)), _floats((2, 3, 4, 5))),
+    Case("Upsample_nearest3d", lambda: nn.Upsample(scale_factor=(2, 1, 1.5)), _floats((1, 2, 3, 3, 4))),
+    Case("interpolate_nearest_exact1d", _interp(scale_factor=1.7, mode="nearest-exact"), _floats((2, 3, 5))),
+    Case("interpolate_nearest_exact2d", _interp(size=(3, 7), mode="nearest-exact"), _floats((2, 3, 5, 4))),
+    Case("interpolate_nearest_exact3d", _interp(scale_factor=2, mode="nearest-exact"), _floats((1, 2, 2, 3, 2))),
+    Case("Upsample_linear", lambda: nn.Upsample(scale_factor=1.5, mode="linear"), _floats((2, 3, 5))),
+    Case("Upsample_linear_align", lambda: nn.Upsample(size=9, mode="linear", align_corners=True), _floats((2, 3, 5))),
+    Case("Upsample_bilinear", lambda: nn.Upsample(scale_factor=2, mode="bilinear"), _floats((2, 3, 4, 5))),
+    Case("UpsamplingBilinear2d", lambda: nn.UpsamplingBilinear2d(size=(6, 7)), _floats((2, 3, 4, 5))),
+    Case("UpsamplingNearest2d", lambda: nn.UpsamplingNearest2d(scale_factor=3), _floats((2, 3, 2, 2))),
+    Case("interpolate_bilinear_down", _interp(scale_factor=0.6, mode="bilinear"), _floats((2, 3, 7, 9))),
+    Case(
+        "interpolate_bilinear_recompute",
+        _interp(scale_factor=1.7, mode="bilinear", recompute_scale_factor=True),
+        _floats((2, 3, 4, 5)),
+    ),  # fmt: skip
+    Case("interpolate_bicubic", _interp(scale_factor=(1.5, 2), mode="bicubic"), _floats((2, 3, 4, 5))),
+    Case("interpolate_bicubic_align", _interp(size=(5, 9), mode="bicubic", align_corners=True), _floats((2, 3, 4, 5))),
+    Case(
+        "interpolate_bilinear_antialias", _interp(size=(3, 2), mode="bilinear", antialias=True), _floats((2, 3, 7, 5))
+    ),
+    Case(
+        "interpolate_bicubic_antialias",
+        _interp(scale_factor=0.5, mode="bicubic", antialias=True),
+        _floats((2, 3, 8, 6)),
+    ),
+    Case(
+        "Upsample_trilinear", lambda: nn.Upsample(scale_factor=(1.5, 2, 1), mode="trilinear"), _floats((1, 2, 3, 3, 2))
+    ),
+    Case(
+        "interpolate_trilinear_align",
+        _interp(size=(4, 5, 3), mode="trilinear", align_corners=True),
+        _floats((1, 2, 3, 3, 2)),
+    ),  # fmt: skip
+    Case("interpolate_lanczos", _interp(size=(3, 4), mode="lanczos", antialias=True), _floats((1, 2, 6, 6))),
+    Case("interpolate_area1d", _interp(size=3, mode="area"), _floats((2, 3, 7))),
+    Case("interpolate_area2d", _interp(scale_factor=0.5, mode="area"), _floats((2, 3, 6, 8))),
+    Case("interpolate_area3d", _interp(size=(2, 3, 1), mode="area"), _floats((1, 2, 4, 5, 3))),
+    Case("PixelShuffle", lambda: nn.PixelShuffle(2), _floats((2, 8, 3, 4))),
+    Case("PixelShuffle_unbatched", lambda: nn.PixelShuffle(3), _floats((9, 2, 2))),
+    Case("PixelUnshuffle", lambda: nn.PixelUnshuffle(2), _floats((2, 2, 4, 6))),
+    Case("PixelUnshuffle_batch_dims", lambda: nn.PixelUnshuffle(2), _floats((2, 2, 1, 4, 2))),
 ]
 
 
