@@ -46,7 +46,8 @@ class DebugOptions:
     """Debugging switches. More can be added at run time with ``DebugOptions.register_option``."""
 
     _options: dict[str, tuple[type, Any, str]] = {
-        "check_traces": (bool, False, "run the trace verifier after every pass"),
+        # lightning-thunder accepts a check level (``check_traces=2``): any level >= 1 verifies every pass.
+        "check_traces": (int, False, "run the trace verifier after every pass (True, or a level >= 1)"),
         "record_interpreter_history": (bool, False, "keep the full interpreter log (instructions are always kept)"),
         "show_interpreter_progress": (bool, False, "print each instruction as the interpreter runs it"),
     }
@@ -146,6 +147,7 @@ class CacheEntry:
     computation_traces: list
     backward_traces: list = field(default_factory=list)
     key: Any = None
+    outcomes: tuple = ()  # the data-dependent values its trace continued with (Note [Data-dependent values])
 
 
 class AtomicCounter:
