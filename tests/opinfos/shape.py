@@ -519,6 +519,37 @@ opinfos: list[OpInfo] = [
         ),
     ),
     OpInfo(
+        "diff",
+        torch.diff,
+        _samples(
+            lambda t: [
+                _s(t((5,))),
+                _s(t((3, 6)), 2),
+                _s(t((4, 3)), 1, 0),
+                _s(t((2, 5)), n=3, dim=-1, prepend=t((2, 1)), append=t((2, 2))),
+                _s(t((2, 5)), prepend=t((2, 0))),
+                _s(t((3, 4)), dim=0, append=t((1, 4))),
+                _s(t((2, 3)), 4),  # n past the length: an empty dim
+                _s(t((2, 3)), 0),
+                _s(t((0, 3)), 1, 0),
+                _s(t((4, 6), True), 1, 1),
+            ]
+        ),
+        dtypes=ALL,
+        error_inputs=_errors(
+            ((_T(4), -1), {}, ValueError, r"order must be non-negative but got -1"),
+            ((_T(),), {}, ValueError, r"diff expects input to be at least one-dimensional"),
+            ((_T(2, 3), 1, -1, _T(3)), {}, ValueError, r"same dimension as input"),
+            ((_T(2, 3), 1, 2), {}, IndexError, r"Dimension out of range"),
+            ((_T(2, 3), 1, -1, None, _T(3, 1)), {}, ValueError, r"Sizes of tensors must match except in dimension 1"),
+        ),
+    ),
+    OpInfo(
+        "diff_method",
+        lambda a, *args, **kwargs: a.diff(*args, **kwargs),
+        _samples(lambda t: [_s(t((3, 4)), 1, 0), _s(t((6,)), prepend=t((1,)))]),
+    ),
+    OpInfo(
         "pad",
         F.pad,
         _samples(

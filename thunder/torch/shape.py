@@ -765,6 +765,48 @@ def roll(a, shifts, dims=None):
     return out
 
 
+
+@torchsymbol(torch.diff, method_name="diff")
+def diff(a, n=1, dim=-1, prepend=None, append=None):
+    """``torch.diff``: the ``n``-th forward difference along ``dim`` (``a[1:] - a[:-1]``, or
+    ``a[1:] ^ a[:-1]`` for bool), after joining ``prepend`` and ``append`` (same number of dims as
+    ``a``) to its ends. An ``n`` at least the length of the dim gives an empty dim.
+
+    Built from slices, ``cat`` and ``sub``, so its gradient is theirs: each input element's
+    cotangent is the difference of its neighbours' cotangents, as in eager."""
+    op = "ltorch.diff"
+    _check_tensor(op, a)
+    n = pyval(n)
+    if not isinstance(n, int):
+        raise ThunderTypeError(f"{op}: n must be an int, but got {type(n).__name__}")
+    if n < 0:
+        raise ThunderValueError(f"{op}: order must be non-negative but got {n}")
+    if a.ndim == 0:
+        raise ThunderValueError(f"{op}: diff expects input to be at least one-dimensional")
+    d = check_dim(op, a.ndim, dim)
+    parts = [a]
+    for name, extra in (("prepend", prepend), ("append", append)):
+        if extra is None:
+            continue
+        if not isinstance(extra, TensorProxy):
+            raise ThunderTypeError(f"{op}: {name} must be a tensor, but got {type(extra).__name__}")
+        if extra.ndim != a.ndim:
+            raise ThunderValueError(
+                f"{op}: diff expects prepend or append to be the same dimension as input, but {name} has "
+                f"{extra.ndim} dims and input {a.ndim}"
+            )
+        parts.insert(0 if name == "prepend" else len(parts), extra)
+    out = _cat(op, parts, d) if len(parts) > 1 else a
+    for _ in range(n):
+        length = out.shape[d]
+        if length == 0:
+            break
+        later, earlier = slice_dim(out, d, 1, length), slice_dim(out, d, 0, length - 1)
+        out = prims.ne(later, earlier) if out.dtype is dtypes.bool8 else prims.sub(later, earlier)
+    if out is a:  # n == 0 and nothing joined: a new tensor, as eager returns
+        out = prims.slice_prim(a, (0,) * a.ndim, a.shape, (1,) * a.ndim)
+    return out
+
 def _pad_nonconstant(op, a, pairs, mode):
     """reflect / replicate / circular padding of the trailing dims, built from slices and cat."""
     out = a
@@ -885,6 +927,7 @@ for _sym in (
     ravel,
     reshape, view, view_as, reshape_as, flatten, unflatten, squeeze, unsqueeze, permute, transpose, swapaxes,
     swapdims, t, T, mT, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
-    vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, flip, fliplr, flipud, roll, pad, tril, triu,
+    vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, flip, fliplr, flipud, roll, diff, pad, tril,
+    triu,
 ):  # fmt: skip
     __all__.append(_sym.name)
