@@ -167,6 +167,33 @@ CASES = [
     Case("PixelShuffle", lambda: nn.PixelShuffle(2), _floats((2, 8, 3, 4))),
     Case("PixelShuffle_unbatched", lambda: nn.PixelShuffle(3), _floats((9, 2, 2))),
     Case("PixelUnshuffle", lambda: nn.PixelUnshuffle(2), _floats((2, 2, 4, 6))),
+    # recurrent
+    Case("LSTM", lambda: nn.LSTM(4, 5), _floats((3, 2, 4))),
+    Case(
+        "LSTM_batch_first_bidir_2layers",
+        lambda: nn.LSTM(4, 5, 2, batch_first=True, bidirectional=True),
+        _floats((2, 3, 4)),
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "LSTM_initial_state_proj",
+        lambda: nn.LSTM(4, 5, 2, proj_size=3, bidirectional=True),
+        _floats((3, 2, 4), (4, 2, 3), (4, 2, 5)),
+        call=lambda m, x, h, c: m(x, (h, c)),
+    ),  # fmt: skip
+    Case("LSTM_no_bias_unbatched", lambda: nn.LSTM(4, 5, bias=False), _floats((3, 4))),
+    Case("GRU", lambda: nn.GRU(4, 5, 3), _floats((3, 2, 4), (3, 2, 5))),
+    Case("GRU_batch_first_bidir", lambda: nn.GRU(4, 5, batch_first=True, bidirectional=True), _floats((2, 3, 4))),
+    Case("RNN_tanh", lambda: nn.RNN(4, 5, 2, bidirectional=True), _floats((3, 2, 4), (4, 2, 5))),
+    Case(
+        "RNN_relu_no_bias", lambda: nn.RNN(4, 5, nonlinearity="relu", bias=False, batch_first=True), _floats((2, 3, 4))
+    ),  # fmt: skip
+    Case("LSTMCell", lambda: nn.LSTMCell(4, 5), _floats((2, 4), (2, 5), (2, 5)), call=lambda m, x, h, c: m(x, (h, c))),
+    Case("LSTMCell_zero_state_unbatched", lambda: nn.LSTMCell(4, 5), _floats((4,))),
+    Case("GRUCell", lambda: nn.GRUCell(4, 5), _floats((2, 4), (2, 5))),
+    Case("GRUCell_no_bias", lambda: nn.GRUCell(4, 5, bias=False), _floats((2, 4))),
+    Case("RNNCell", lambda: nn.RNNCell(4, 5), _floats((2, 4), (2, 5))),
+    Case("RNNCell_relu", lambda: nn.RNNCell(4, 5, nonlinearity="relu"), _floats((2, 4))),
     Case("PixelUnshuffle_batch_dims", lambda: nn.PixelUnshuffle(2), _floats((2, 2, 1, 4, 2))),
 ]
 

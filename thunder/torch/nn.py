@@ -1,8 +1,8 @@
 """``torch.nn.functional`` in the torch language. This module holds convolution, embedding
 and dropout, and re-exports the families split into sibling modules: activations and
 softmax (``nn_activations``), normalisations (``nn_norms``), losses (``nn_losses``),
-attention (``nn_attention``), pooling (``nn_pooling``) and upsampling and pixel shuffle
-(``nn_resample``).
+attention (``nn_attention``), pooling (``nn_pooling``), upsampling and pixel shuffle
+(``nn_resample``) and recurrent layers (``nn_recurrent``).
 
 Layer: language. Imports: core, torch.base, torch.elementwise, torch.nn_*.
 """
@@ -28,6 +28,8 @@ from thunder.torch.nn_norms import *  # noqa: F403
 from thunder.torch.nn_norms import __all__ as _norms_all
 from thunder.torch.nn_pooling import *  # noqa: F403
 from thunder.torch.nn_pooling import __all__ as _pooling_all
+from thunder.torch.nn_recurrent import *  # noqa: F403
+from thunder.torch.nn_recurrent import __all__ as _recurrent_all
 from thunder.torch.nn_resample import *  # noqa: F403
 from thunder.torch.nn_resample import __all__ as _resample_all
 from thunder.torch.nn_utils import check_float, check_tensor, expand_param, register_inplace_dispatch, upcast
@@ -45,6 +47,7 @@ __all__ = [
     *_attention_all,
     *_pooling_all,
     *_resample_all,
+    *_recurrent_all,
 ]
 
 
