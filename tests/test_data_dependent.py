@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 import thunder
 
 
+@pytest.mark.filterwarnings("ignore:`torch._utils.is_compiling` is deprecated")
 @pytest.mark.parametrize(
     "query",
     [torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling, torch._utils.is_compiling],
@@ -40,3 +43,179 @@ def test_transformers_padding_mask_takes_the_compile_friendly_path():
     for m in (mask, torch.ones_like(mask)):  # padded, then all ones: one program covers both
         torch.testing.assert_close(jm(ids, attention_mask=m).last_hidden_state, model(ids, attention_mask=m).last_hidden_state)
     assert thunder.cache_misses(jm) == 1
+
+
+# ----------------------------------------------------------------------------------------
+# Splits where the program needs a tensor's value (Note [Data-dependent values])
+# ----------------------------------------------------------------------------------------
+
+
+def _positive_doubles(x):
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+
+
+def _calls_match_eager(fn, inputs, **jit_options):
+    """Each call gives eager's value, or eager's kind of error."""
+    jf = thunder.jit(fn, **jit_options)
+    for x in inputs:
+        try:
+            want = fn(x)
+        except Exception as e:
+            with pytest.raises(type(e)):
+                jf(x)
+            continue
+        torch.testing.assert_close(jf(x), want, equal_nan=True)
+    return jf
+
+
+def test_a_branch_on_a_tensor_value_takes_each_calls_own_path():
+    pos, neg = torch.ones(3), -torch.ones(3)
+    jf = _calls_match_eager(_positive_doubles, [pos, neg, pos, neg, neg, pos])
+    assert thunder.cache_misses(jf) == 2  # one trace per outcome
+    assert thunder.cache_hits(jf) == 4
+    reason = str(thunder.cache_miss_reasons(jf)[-1])
+    assert "truth value of tensor" in reason and "test_data_dependent.py" in reason and "is False" in reason
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x * 2 if (x > 0).any() else x * 3,
+        lambda x: x + 1 if x.isfinite().all() else torch.zeros_like(x),
+        lambda x: x * int(x.sum()),
+        lambda x: x * float(x.max()),
+        lambda x: x + x.sum().item(),
+        lambda x: x[: int((x > 0).sum())],  # a shape from a value
+        lambda x: torch.tensor(x.tolist()) * 2,
+        lambda x: [x * i for i in range(int(x.abs().sum()) % 4)][-1] if int(x.abs().sum()) % 4 else x,
+    ],
+    ids=["any", "all", "int", "float", "item", "shape", "tolist", "range"],
+)
+def test_the_ways_a_program_asks_for_values(fn):
+    inputs = [torch.tensor([1.0, -2.0, 3.0]), torch.tensor([-1.0, -2.0, 0.5]), torch.tensor([float("inf"), 1.0, 2.0]),
+              torch.tensor([1.0, -2.0, 3.0])]  # fmt: skip
+    _calls_match_eager(fn, inputs)
+
+
+def test_a_loop_whose_trip_count_is_a_tensor_value():
+    def grow(x):
+        while x.sum() < 100:
+            x = x * 2
+        return x
+
+    jf = _calls_match_eager(grow, [torch.ones(2), torch.full((2,), 30.0), torch.ones(2), torch.full((2,), 60.0)])
+    assert thunder.cache_misses(jf) == 3  # 6 doublings, 1, and none: three paths
+
+
+def test_values_told_apart_as_the_program_could():
+    def sign_of(x):
+        v = x.item()
+        return x + (math.copysign(2.0, v) if v == v else 3.0)  # -0.0 has its sign; NaN != NaN
+
+    jf = _calls_match_eager(sign_of, [torch.tensor(0.0), torch.tensor(-0.0), torch.tensor(float("nan")),
+                                      torch.tensor(float("nan")), torch.tensor(0.0)])  # fmt: skip
+    assert thunder.cache_misses(jf) == 3
+
+
+def test_gradients_through_a_data_dependent_branch():
+    def f(x, w):
+        h = x @ w
+        if h.mean() > 0:
+            return (h.relu() * 3).sum()
+        return (h * h).sum()
+
+    w = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    jf = thunder.jit(f)
+    for sign in (1, -1, 1):
+        x = sign * torch.ones(2, 4, dtype=torch.float64)
+        w_eager = w.detach().clone().requires_grad_()
+        got, want = jf(x, w), f(x, w_eager)
+        torch.testing.assert_close(got, want)
+        (g,) = torch.autograd.grad(got, [w])
+        (g_eager,) = torch.autograd.grad(want, [w_eager])
+        torch.testing.assert_close(g, g_eager)
+        assert thunder.compile_stats(jf).last_autograd_fallback is None
+    assert thunder.cache_misses(jf) == 2
+
+
+LOG = []
+
+
+def test_side_effects_before_the_split_happen_once_per_call(capsys):
+    def f(x):
+        print("called")
+        LOG.append(1)
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
+
+    LOG.clear()
+    jf = thunder.jit(f)
+    for x in (torch.ones(2), -torch.ones(2), torch.ones(2), -torch.ones(2)):
+        torch.testing.assert_close(jf(x), x * 2 if x.sum() > 0 else x - 1)
+    assert capsys.readouterr().out == "called\n" * 4
+    assert LOG == [1] * 4
+
+
+def test_random_draws_before_the_split_are_eagers():
+    def f(x):
+        noise = torch.rand_like(x)
+        if x.sum() > 0:
+            return x + noise
+        return x - noise
+
+    jf = thunder.jit(f)
+    for x in (torch.ones(3), -torch.ones(3), torch.ones(3), -torch.ones(3)):
+        torch.manual_seed(1)
+        got = jf(x)
+        torch.manual_seed(1)
+        torch.testing.assert_close(got, f(x))
+        assert not torch.equal(torch.rand(1), torch.rand(1))  # the generator goes on as after eager
+
+
+def test_an_in_place_update_of_an_input_before_a_split_is_refused_clearly():
+    def f(x):
+        x.add_(1)
+        if x.sum() > 0:
+            return x * 2
+        return x
+
+    x = torch.ones(2)
+    with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="updates x, an input, in place before"):
+        thunder.jit(f)(x)
+    torch.testing.assert_close(x, torch.ones(2))  # not updated by tracing
+
+
+def test_sharp_edges_report_the_split():
+    x = torch.ones(2)
+    with pytest.raises(thunder.core.errors.SharpEdgeError, match=r"truth value of tensor .* splits the program"):
+        thunder.jit(_positive_doubles, sharp_edges="error")(x)
+    with pytest.warns(UserWarning, match="Data-dependent value"):
+        torch.testing.assert_close(thunder.jit(_positive_doubles, sharp_edges="warn")(x), x * 2)
+
+
+def test_symbolic_values_and_data_dependent_values():
+    jf = _calls_match_eager(_positive_doubles, [torch.ones(3), -torch.ones(5), torch.ones(7), -torch.ones(2)],
+                            cache="symbolic values")  # fmt: skip
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_threads_calling_with_different_outcomes():
+    import concurrent.futures
+
+    jf = thunder.jit(_positive_doubles)
+    inputs = [torch.full((3,), float(i % 3 - 1)) for i in range(60)]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(jf, inputs))
+    for x, got in zip(inputs, results):
+        torch.testing.assert_close(got, _positive_doubles(x))
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_the_trace_shows_where_it_needed_a_value():
+    jf = thunder.jit(_positive_doubles)
+    jf(torch.ones(2))
+    source = str(thunder.last_traces(jf)[-1])
+    assert "_check_outcome(t1, 'bool', True, 0)" in source

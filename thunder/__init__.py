@@ -39,11 +39,12 @@ from thunder.common import (
     DebugOptions,
     make_compile_options,
 )
-from thunder.compiler import Cache, check_prologue_accepts, compile_entry
-from thunder.core import devices, dtypes
-from thunder.core.errors import ThunderValueError
+from thunder.compiler import Cache, check_prologue_accepts, compile_entry, continues
+from thunder.core import devices, dtypes, prims
+from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.iterators import replayable_arguments
 from thunder.core.module import install_jit_entry as _install_jit_entry
+from thunder.core.prims.python import OutcomeChanged
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
@@ -133,51 +134,73 @@ class _Jitted:
         self.warned_recompiles = False
         self.last_inputs: tuple | None = None  # (args, kwargs) of the last call, while recording (below)
 
-    def slow_call(self, args: tuple, kwargs: dict) -> Any:
-        """Everything but the hot path: other cache entries, then compiling a new one."""
+    def slow_call(self, args: tuple, kwargs: dict, changed: OtherOutcome | None = None) -> Any:
+        """Everything but the hot path: other cache entries, then compiling a new one; ``changed``:
+        the call stopped at a data-dependent value its entry's trace was not made for
+        (Note [Data-dependent values] in ``thunder.core.data_dependent``)."""
         args, kwargs = replayable_arguments(args, kwargs)
+        while True:
+            result = self._call(args, kwargs, changed)
+            if type(result) is not OtherOutcome:
+                return result
+            if changed is not None and len(result.outcomes) <= len(changed.outcomes):
+                raise ThunderRuntimeError(
+                    f"{result.describe()}, though the same call gave {changed.outcomes[result.index]!r} moments ago: "
+                    "the value is not deterministic, so no trace can be chosen for it. Compute it outside the "
+                    "jitted function, or make the ops that produce it deterministic."
+                )
+            changed = result
+
+    def _call(self, args: tuple, kwargs: dict, changed: OtherOutcome | None) -> Any:
         option = self.cd.cache_option
+        outcomes = None if changed is None else changed.outcomes
         if option is CACHE_OPTIONS.SAME_INPUT:
             entry = self.last_entry
-            if entry is not None:
+            if entry is not None and (outcomes is None or continues(entry, outcomes)):
                 self.cs.hits.bump()
-                return _run(entry.computation, entry.prologue(*args, **kwargs))
+                return _run(entry, entry.prologue(*args, **kwargs))
         elif option is not CACHE_OPTIONS.NO_CACHING:
-            found = self.cache.lookup(option, args, kwargs)
+            found = self.cache.lookup(option, args, kwargs, outcomes)
             if found is None:
                 with self.lock:
-                    found = self.cache.lookup(option, args, kwargs)  # compiled meanwhile by another thread?
+                    found = self.cache.lookup(option, args, kwargs, outcomes)  # compiled meanwhile by another thread?
                     if found is None:
-                        entry, inputs = self._compile(option, args, kwargs)
+                        entry, inputs = self._compile(option, args, kwargs, changed)
                 if found is None:  # the computation runs outside the lock
-                    return _run(entry.computation, inputs)
+                    return _run(entry, inputs)
             entry, inputs = found
             next(self.cs.hits.count)
             self.cache.touch(entry)
             self.last_entry = entry
-            return _run(entry.computation, inputs)
+            return _run(entry, inputs)
         with self.lock:
-            found = self._lookup_again(option, args, kwargs)
+            found = self._lookup_again(option, args, kwargs, outcomes)
             if found is None:
-                entry, inputs = self._compile(option, args, kwargs)
+                entry, inputs = self._compile(option, args, kwargs, changed)
         if found is not None:
             next(self.cs.hits.count)
             entry, inputs = found
-        return _run(entry.computation, inputs)
+        return _run(entry, inputs)
 
-    def _lookup_again(self, option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any] | None:
+    def _lookup_again(
+        self, option: CACHE_OPTIONS, args: tuple, kwargs: dict, outcomes: tuple | None
+    ) -> tuple[CacheEntry, Any] | None:
         """Under the lock, "same input" and "no caching": the entry another thread compiled meanwhile."""
         entry = self.last_entry if option is CACHE_OPTIONS.SAME_INPUT else None
-        return (entry, entry.prologue(*args, **kwargs)) if entry is not None else None
+        if entry is None or (outcomes is not None and not continues(entry, outcomes)):
+            return None
+        return entry, entry.prologue(*args, **kwargs)
 
-    def _compile(self, option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any]:
+    def _compile(
+        self, option: CACHE_OPTIONS, args: tuple, kwargs: dict, changed: OtherOutcome | None = None
+    ) -> tuple[CacheEntry, Any]:
         """Under the lock: a miss. Records why, compiles and caches a new entry."""
         cd, cs = self.cd, self.cs
         misses = cs.misses.bump() + 1
-        reason = self._miss_reason(option, args, kwargs)
+        reason = changed.reason() if changed is not None else self._miss_reason(option, args, kwargs)
         self.miss_reasons.append(reason)
         limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit
-        entry = compile_entry(cd, cs, args, kwargs)
+        entry = compile_entry(cd, cs, args, kwargs, changed.outcomes if changed is not None else ())
         inputs = check_prologue_accepts(entry, args, kwargs)
         if option is not CACHE_OPTIONS.NO_CACHING:
             self.cache.limit = limit
@@ -198,10 +221,43 @@ class _Jitted:
         return diagnose_miss(entry, args, kwargs)
 
 
-def _run(computation: Callable, inputs: Any) -> Any:
-    """Runs a computation; an exception it raises is noted with the op and the user's line."""
+class OtherOutcome:
+    """A call that stopped at a data-dependent value: ``entry``'s check ``index`` found ``value``."""
+
+    __slots__ = ("entry", "index", "value", "outcomes")
+
+    def __init__(self, entry: CacheEntry, index: int, value: Any):
+        self.entry, self.index, self.value = entry, index, value
+        self.outcomes = entry.outcomes[:index] + (value,)  # what this call's values begin with
+
+    def describe(self) -> str:
+        check = next(
+            (b for b in self.entry.computation_traces[0].bound_symbols
+             if b.sym is prims.check_outcome and b.args[3] == self.index),
+            None,
+        )  # fmt: skip
+        if check is None:
+            return f"data-dependent value {self.index} is {self.value!r}"
+        t, kind, _, _ = check.args
+        asked = "the truth value" if kind == "bool" else f"{kind}()"
+        where = f" at {check.source}" if check.source else ""
+        return f"{asked} of tensor {t.name}{where} is {self.value!r}"
+
+    def reason(self) -> CacheMissReason:
+        expected = self.entry.outcomes[self.index]
+        return CacheMissReason(
+            None, "data-dependent value", expected, self.value,
+            message=f"{self.describe()}, not {expected!r} as when the trace was made: it continues differently",
+        )  # fmt: skip
+
+
+def _run(entry: CacheEntry, inputs: Any) -> Any:
+    """Runs an entry's computation; an exception it raises is noted with the op and the user's line.
+    A call that stops at a data-dependent value returns an ``OtherOutcome``."""
     try:
-        return computation(*inputs)
+        return entry.computation(*inputs)
+    except OutcomeChanged as changed:
+        return OtherOutcome(entry, changed.index, changed.value)
     except Exception as e:
         add_runtime_note(e)
         raise
@@ -301,6 +357,8 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
             if entry is not None:
                 try:
                     result = entry.run(*args, **kwargs)
+                except OutcomeChanged as changed:
+                    return slow_call(args, kwargs, OtherOutcome(entry, changed.index, changed.value))
                 except Exception as e:
                     add_runtime_note(e)
                     raise

@@ -20,29 +20,36 @@ import torch
 
 from thunder.cache_diagnostics import Rejection, diagnostic_prologue, explain
 from thunder.common import CACHE_OPTIONS, DEFAULT_CACHE_SIZE_LIMIT, MISS, CacheEntry, CompileData, CompileStats
+from thunder.core.data_dependent import draws_random
 from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
+from thunder.core.prims.python import OutcomeChanged, same_outcome
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbolic import recording_constraints
 from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
 from thunder.executors.torch_autograd import autograd_callable, make_plan
+from thunder.executors.torchex import eager_fallback
 from thunder.transforms import cse, dce, delete_last_used, transform_for_execution
 
 
 def acquire_traces(
-    cd: CompileData, args: tuple, kwargs: dict, cs: CompileStats | None = None
+    cd: CompileData, args: tuple, kwargs: dict, cs: CompileStats | None = None, outcomes: tuple = ()
 ) -> tuple[TraceCtx, TraceCtx, Tracer]:
     """Runs the program under the interpreter: the prologue and computation traces.
 
-    If the program fails while being traced, what was recorded up to the failure is published
-    in ``cs`` (as the "Interpretation (incomplete)" trace) before the error propagates."""
+    ``outcomes``: data-dependent values known for these inputs (Note [Data-dependent values] in
+    ``thunder.core.data_dependent``). If the program fails while being traced, what was recorded up
+    to the failure is published in ``cs`` (as the "Interpretation (incomplete)" trace) before the
+    error propagates."""
     start = time.perf_counter_ns()
     tracer = Tracer(
         cd.fn,
         cache_option=cd.cache_option,
         sharp_edges=cd.sharp_edges,
         record_history=cd.debug_options.record_interpreter_history,
+        eager_impl=eager_fallback,
+        outcomes=outcomes,
     )
     try:
         tracer.trace(args, kwargs)
@@ -157,10 +164,11 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
         verify(trace)
 
 
-def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) -> CacheEntry:
-    """Traces and compiles a new cache entry for these inputs."""
+def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, outcomes: tuple = ()) -> CacheEntry:
+    """Traces and compiles a new cache entry for these inputs (whose data-dependent values
+    begin with ``outcomes``)."""
     start = time.perf_counter_ns()
-    prologue, computation, tracer = acquire_traces(cd, args, kwargs, cs)
+    prologue, computation, tracer = acquire_traces(cd, args, kwargs, cs, outcomes)
     for transform in cd.options.transforms:
         prologue, computation, _ = transform.transform_traces_pre_prologue(prologue, computation, None, compile_data=cd)
     # Published before the passes run: if one fails, the traces made so far stay inspectable.
@@ -185,6 +193,8 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
     else:
         computation_fn = _autograd_computation(split, final, backward_traces[-1])
         cs.last_saved_for_backward_bytes = _saved_bytes(split)
+    if tracer.outcomes and draws_random(computation):
+        computation_fn = _restoring_rng_on_changed_outcome(computation_fn)
     entry = CacheEntry(
         prologue=diagnostic_prologue(executed_prologue),  # Note [Cache miss reasons]
         computation=computation_fn,
@@ -193,6 +203,7 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
         computation_traces=traces,
         backward_traces=backward_traces,
         key=input_key(cd.cache_option, args, kwargs),
+        outcomes=tuple(tracer.outcomes),
     )
     cs.last_trace_tracing_ms = computation.provenance.ms
     cs.last_compile_ms = (time.perf_counter_ns() - start) / 1e6
@@ -204,6 +215,24 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict) 
     cs.last_interpreted_instructions = last_interpreted_instructions(tracer.interpreted)
     cs.last_interpreter_log = last_interpreter_log(tracer.interpreted) if cd.debug_options.record_interpreter_history else None
     return entry
+
+
+def _restoring_rng_on_changed_outcome(computation: Callable) -> Callable:
+    """A call that stops at a changed data-dependent value runs again in another entry: the random
+    numbers it drew before the check are drawn again (Note [Data-dependent values])."""
+
+    def run(*inputs):
+        state = torch.random.get_rng_state()
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        try:
+            return computation(*inputs)
+        except OutcomeChanged:
+            torch.random.set_rng_state(state)
+            if cuda is not None:
+                torch.cuda.set_rng_state_all(cuda)
+            raise
+
+    return run
 
 
 def _autograd_computation(split: ForwardBackward, forward: TraceCtx, backward: TraceCtx) -> Callable:
@@ -313,16 +342,26 @@ class Cache:
         except KeyError:  # evicted meanwhile by another thread
             pass
 
-    def lookup(self, cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any] | None:
+    def lookup(
+        self, cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict, outcomes: tuple | None = None
+    ) -> tuple[CacheEntry, Any] | None:
+        """An entry that accepts the inputs (and whose data-dependent outcomes begin with ``outcomes``)."""
         try:
             candidates = self.by_key.get(input_key(cache_option, args, kwargs), ())
         except TypeError:  # an unhashable input
             candidates = [e for group in tuple(self.by_key.values()) for e in group]
         for entry in candidates:
+            if outcomes is not None and not continues(entry, outcomes):
+                continue
             inputs = entry.prologue(*args, **kwargs)
             if type(inputs) is tuple:  # else a Rejection
                 return entry, inputs
         return None
+
+
+def continues(entry: CacheEntry, outcomes: tuple) -> bool:
+    """Whether ``entry``'s trace was made for data-dependent values beginning with ``outcomes``."""
+    return len(entry.outcomes) >= len(outcomes) and all(map(same_outcome, entry.outcomes, outcomes))
 
 
 def check_prologue_accepts(entry: CacheEntry, args: tuple, kwargs: dict):

@@ -42,7 +42,7 @@ from typing import Any
 import torch
 import torch.utils.checkpoint
 
-from thunder.core import dtypes, introspection, prims, proxies, transforms
+from thunder.core import data_dependent, dtypes, introspection, prims, proxies, transforms
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.interpreter.errors import DELETED, NULL
@@ -50,6 +50,7 @@ from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
+from thunder.core.prims.python import tensor_value
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers, tree_leaves
 from thunder.core.symbol import SourceLocation, Symbol
@@ -111,6 +112,8 @@ class Tracer:
         sharp_edges: SHARP_EDGES_OPTIONS,
         record_history: bool = False,
         symbol_lookup: Callable[[Callable], Symbol | None] = symbol_for,
+        eager_impl: Callable[[Symbol], Callable | None] | None = None,
+        outcomes: tuple = (),
     ):
         # ``symbol_lookup(fn)``: the symbol a call of ``fn`` is recorded as, or None (also for an
         # unhashable ``fn``); by default the tables of ``thunder.core.symbol_lookup``.
@@ -144,6 +147,12 @@ class Tracer:
         self._hoisted: dict[str, str] = {}  # prologue name -> the call that makes it (random.random)
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
         self.interpreted: Callable | None = None
+        # Note [Data-dependent values] in thunder.core.data_dependent: ``eager_impl(sym)`` runs a symbol on
+        # real tensors (None: the program cannot ask for tensor values); ``forced`` are the outcomes known
+        # for these inputs, ``outcomes`` those the trace continued with.
+        self.eager_impl = eager_impl
+        self.forced = tuple(outcomes)
+        self.outcomes: list = []
 
     # --- the prologue ---------------------------------------------------------------------
     def _prologue_proxy(self, name: str) -> Proxy:
@@ -389,6 +398,36 @@ class Tracer:
             return None
         holder, t = found
         return self._read(("attr", id(t), "grad"), t.grad, lambda: self._attr_holder(holder, "grad"))
+
+    def read_value(self, p: TensorProxy, kind: str) -> Any:
+        """The Python value the program asks of ``p`` (Note [Data-dependent values]), or None where
+        it cannot be had: the trace continues with it and the computation checks it."""
+        trace = self.computation
+        if self.eager_impl is None or len(trace.scopes) > 1:  # inside a region traced on its own
+            return None
+        index = len(self.outcomes)
+        if index < len(self.forced):
+            value = self.forced[index]
+        else:
+            inputs = {q.name: self._tensor_inputs[id(q)][1] for _, q in self.inputs if id(q) in self._tensor_inputs}
+            real = data_dependent.evaluate(trace.bound_symbols, p, inputs, self.eager_impl)
+            if real is None:
+                return None
+            value = tensor_value(real, kind)
+        if self.sharp_edges is not SHARP_EDGES_OPTIONS.ALLOW:
+            loc = _source_location(self._module_paths)
+            asked = "the truth value" if kind == "bool" else f"{kind}()"
+            msg = (
+                f"Data-dependent value: the program needs {asked} of tensor {p.name}{f' at {loc}' if loc else ''}. "
+                "thunder splits the program there: each call checks the value and runs the trace made for it. Use "
+                "sharp_edges='allow' to accept this, or torch.where / masking to keep the value a tensor."
+            )
+            if self.sharp_edges is SHARP_EDGES_OPTIONS.ERROR:
+                raise SharpEdgeError(msg)
+            warnings.warn(msg, stacklevel=2)
+        prims.check_outcome(p, kind, value, index)
+        self.outcomes.append(value)
+        return value
 
     def _check_strides(self) -> None:
         """Inputs whose layout the program depended on (see Note [Strides of traced tensors])."""
@@ -903,6 +942,8 @@ class Tracer:
             for expr in self.constraints:
                 self._emit(prims.check_expr, expr, ())
         self.computation.args = [p for _, p in self.inputs] + [s for _, s in self.dims]
+        if self.outcomes:
+            data_dependent.order_for_checks(self.computation, {p.name for _, p in self.inputs if isinstance(p, Proxy)})
         return result
 
     def _outside_objects_as_inputs(self, x: Any, depth: int = 0) -> Any:
@@ -1185,6 +1226,14 @@ def _read_grad(p: TensorProxy) -> Any:
 
 
 proxies.grad_reader = _read_grad
+
+
+def _read_value(p: TensorProxy, kind: str) -> Any:
+    tracer = _active_tracer.get()
+    return tracer.read_value(p, kind) if tracer is not None else None
+
+
+proxies.value_reader = _read_value
 
 
 

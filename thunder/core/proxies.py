@@ -225,6 +225,16 @@ layout_provider: Callable[[TensorProxy, bool], torch.Tensor] | None = None
 # Set by the tracer: ``grad_reader(proxy)`` returns what ``proxy.grad`` reads in the program (the
 # real ``.grad`` of an input, as a traced value); None keeps the answer ``None``.
 grad_reader: Callable[[TensorProxy], Any] | None = None
+# Set by the tracer: ``value_reader(proxy, kind)`` is the Python value the program asks of a tensor
+# (``kind``: "bool", "item", "int", "float", "index", "tolist"), or None where it cannot give one
+# (Note [Data-dependent values] in thunder.core.data_dependent).
+value_reader: Callable[[TensorProxy, str], Any] | None = None
+
+
+def _read_value(p: TensorProxy, kind: str) -> Any:
+    return None if value_reader is None else value_reader(p, kind)
+
+
 
 
 def input_layout_tensor(p: TensorProxy, device: str = "meta") -> torch.Tensor:
@@ -435,19 +445,26 @@ class TensorProxy(Proxy):
             raise _no_values(self, "Formatting (an f-string or format())")
         return format(self.name, spec)
 
-    # Data-dependent uses cannot be traced: say so where the user can act on it.
+    # Data-dependent uses: the tracer splits the program there (Note [Data-dependent values] in
+    # thunder.core.data_dependent); where it cannot, say so where the user can act on it.
     def __bool__(self):
-        raise ThunderRuntimeError(
-            f"Data-dependent control flow: the truth value of tensor {self.name} ({self.type_string()}) "
-            "depends on its data, which is not known while tracing. Use torch.where or masking instead of "
-            "`if tensor:`, or move the check outside the jitted function."
-        )
+        value = _read_value(self, "bool")
+        if value is None:
+            raise ThunderRuntimeError(
+                f"Data-dependent control flow: the truth value of tensor {self.name} ({self.type_string()}) "
+                "depends on its data, which is not known while tracing. Use torch.where or masking instead of "
+                "`if tensor:`, or move the check outside the jitted function."
+            )
+        return value
 
     def item(self):
-        raise ThunderRuntimeError(
-            f"Data-dependent value: {self.name}.item() needs the tensor's data, which is not known while "
-            "tracing. Keep the value as a tensor, or call .item() outside the jitted function."
-        )
+        value = _read_value(self, "item")
+        if value is None:
+            raise ThunderRuntimeError(
+                f"Data-dependent value: {self.name}.item() needs the tensor's data, which is not known while "
+                "tracing. Keep the value as a tensor, or call .item() outside the jitted function."
+            )
+        return value
 
     # Storage identity needs real memory: aliasing checks by address cannot be traced.
     def data_ptr(self):
@@ -466,16 +483,28 @@ class TensorProxy(Proxy):
     storage = _typed_storage = untyped_storage
 
     def tolist(self):
-        raise ThunderRuntimeError(f"Data-dependent value: {self.name}.tolist() is not supported while tracing.")
+        value = _read_value(self, "tolist")
+        if value is None:
+            raise ThunderRuntimeError(f"Data-dependent value: {self.name}.tolist() is not supported while tracing.")
+        return value
 
     def __index__(self):
-        raise ThunderRuntimeError(f"Data-dependent value: tensor {self.name} cannot be used as a Python int.")
+        value = _read_value(self, "index")
+        if value is None:
+            raise ThunderRuntimeError(f"Data-dependent value: tensor {self.name} cannot be used as a Python int.")
+        return value
 
     def __int__(self):
-        return self.__index__()
+        value = _read_value(self, "int")
+        if value is None:
+            raise ThunderRuntimeError(f"Data-dependent value: tensor {self.name} cannot be used as a Python int.")
+        return value
 
     def __float__(self):
-        raise ThunderRuntimeError(f"Data-dependent value: tensor {self.name} cannot be used as a Python float.")
+        value = _read_value(self, "float")
+        if value is None:
+            raise ThunderRuntimeError(f"Data-dependent value: tensor {self.name} cannot be used as a Python float.")
+        return value
 
     def __len__(self) -> int:
         if self.ndim == 0:

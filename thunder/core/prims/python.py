@@ -52,6 +52,7 @@ class PythonPrimIDs(enum.Enum):
     STORE_CELL = enum.auto()
     REPLACE_CONTENTS = enum.auto()
     CONTAINER_CALL = enum.auto()
+    CHECK_OUTCOME = enum.auto()
 
 
 P = PythonPrimIDs
@@ -420,6 +421,64 @@ def _print_check_expr(bsym, printer):
 
 # ``check_expr(expr, proxies)``: a Python boolean expression over the named proxies (symbolic constraints).
 check_expr = make_prim(P.CHECK_EXPR, "check_expr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_expr)
+
+
+class OutcomeChanged(Exception):
+    """A data-dependent value of this call differs from the one its trace was made for: another
+    entry (or a new trace) continues from the first ``index`` outcomes and ``value``
+    (Note [Data-dependent values] in thunder.core.data_dependent). Internal: the jitted function catches it."""
+
+    def __init__(self, index: int, value):
+        super().__init__(index, value)
+        self.index, self.value = index, value
+
+
+_TENSOR_VALUE = {
+    "bool": bool,
+    "item": torch.Tensor.item,
+    "int": int,
+    "float": float,
+    "index": lambda t: t.__index__(),
+    "tolist": torch.Tensor.tolist,
+}
+
+
+def tensor_value(t: torch.Tensor, kind: str):
+    """The Python value a program asks of a real tensor (``bool(t)``, ``t.item()``, ...)."""
+    return _TENSOR_VALUE[kind](t)
+
+
+def same_outcome(a, b) -> bool:
+    """Equal Python values, told apart as a program could: by type, -0.0 from 0.0, NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b) or (a != a and b != b)
+    if type(a) is complex:
+        return same_outcome(a.real, b.real) and same_outcome(a.imag, b.imag)
+    if type(a) is list:
+        return len(a) == len(b) and all(same_outcome(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _check_outcome(t, kind: str, expected, index: int) -> None:
+    value = tensor_value(t, kind)
+    if not same_outcome(value, expected):
+        raise OutcomeChanged(index, value)
+
+
+def _print_check_outcome(bsym, printer):
+    t, kind, expected, index = bsym.args
+    check = printer.add_ctx("_check_outcome", _check_outcome)
+    return [f"{check}({printer.value(t)}, {kind!r}, {printer.value(expected)}, {index})"]
+
+
+# ``check_outcome(t, kind, expected, index)``: where the program needed the Python value of tensor ``t``
+# (``kind``: how it asked), the computation checks that this call's value is the one the trace
+# continued with, and raises ``OutcomeChanged`` when it is not (Note [Data-dependent values]).
+check_outcome = make_prim(
+    P.CHECK_OUTCOME, "check_outcome", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_outcome
+)
 
 
 def is_proxy(x) -> bool:

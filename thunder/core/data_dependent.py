@@ -1,0 +1,158 @@
+"""Data-dependent values: where a program needs the Python value of a tensor.
+
+Note [Data-dependent values]
+Where the program asks for the Python value of a tensor (``if mask.all():``, ``n = t.item()``,
+``int(t)``, ``range(t)``, ``t.tolist()``) no trace can answer: the value depends on the data. The
+tracer answers with the value for the inputs being traced, computed by running on them the ops
+recorded so far that lead to the tensor (``evaluate``: no side effects, the inputs unchanged, the
+RNG state as it was), and goes on tracing with it, as torch.compile goes on after a graph break
+with the branch taken. The computation records ``check_outcome(t, kind, value, index)`` there:
+every call computes the value again and, where it differs, raises ``OutcomeChanged``; the jitted
+function then runs the entry whose trace continues with this call's value, or traces one, told
+the outcomes so far (which it takes instead of evaluating again). So every outcome path compiles
+once and each call takes its own; a changed outcome costs the ops before the check twice.
+
+A call can stop at a check and start again in another entry, so nothing it does before its last
+check may be seen: replays of side effects (``print``, assignments to outside state) move after
+the last check (``order_for_checks``; they read values the trace has anyway), the RNG state is
+put back when a check fails (``draws_random``: the caller wraps such computations), and an
+in-place update of an input before a check is refused.
+
+Layer: tracing. Imports: core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from thunder.core import prims
+from thunder.core.errors import ThunderRuntimeError
+from thunder.core.proxies import Proxy
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.symbol import IN_PLACE, RANDOM, BoundSymbol, Symbol
+from thunder.core.symbolic import SymFloat, SymInt
+from thunder.core.trace import TraceCtx
+
+__all__ = ["evaluate", "order_for_checks", "draws_random"]
+
+# Replays of what the program did to the outside world (Note [What a trace relied on]).
+_REPLAYS = frozenset(
+    {prims.python_print, prims.store_attr, prims.store_global, prims.store_cell, prims.replace_contents,
+     prims.container_call}
+)  # fmt: skip
+
+
+class _CannotEvaluate(Exception):
+    pass
+
+
+def evaluate(
+    bsyms: list[BoundSymbol],
+    target: Proxy,
+    inputs: dict[str, torch.Tensor],
+    eager_impl: Callable[[Symbol], Callable | None],
+) -> torch.Tensor | None:
+    """The real value of ``target``: the ops among ``bsyms`` it depends on, run eagerly on the real
+    ``inputs`` (by name); None where some op cannot run outside a trace."""
+    needed = {target.name}
+    part = []
+    for bsym in reversed(bsyms):
+        if any(o.name in needed for o in bsym.flat_proxy_outs):
+            part.append(bsym)
+            needed.update(a.name for a in bsym.flat_proxy_args)
+    part.reverse()
+    env: dict[str, Any] = dict(inputs)
+    if any(_writes(b) for b in part):  # the caller's tensors stay as they are
+        env = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in env.items()}
+    rng = torch.random.get_rng_state()
+    try:
+        with torch.no_grad(), torch.autocast("cpu", enabled=False):
+            for bsym in part:
+                _run(bsym, env, eager_impl)
+    except _CannotEvaluate:
+        return None
+    finally:
+        torch.random.set_rng_state(rng)
+    return env.get(target.name)
+
+
+def _run(bsym: BoundSymbol, env: dict, eager_impl: Callable[[Symbol], Callable | None]) -> None:
+    impl = eager_impl(bsym.sym)
+    if impl is None:
+        if not bsym.subsymbols:
+            raise _CannotEvaluate(bsym.sym.print_name)
+        for sub in bsym.subsymbols:
+            _run(sub, env, eager_impl)
+        return
+    args, kwargs = tree_map(lambda x: _real(x, env), (bsym.args, bsym.kwargs))
+    out = impl(*args, **kwargs)
+    if isinstance(out, tuple) and type(out) is not tuple:  # torch.return_types
+        out = tuple(out)
+    outs = [o for o in tree_leaves(bsym.output)]
+    values = tree_leaves(out)
+    if len(outs) != len(values):
+        raise _CannotEvaluate(bsym.sym.print_name)
+    for o, v in zip(outs, values):
+        if isinstance(o, Proxy):
+            env[o.name] = v
+
+
+def _real(x: Any, env: dict) -> Any:
+    if isinstance(x, SymInt):
+        return int.__int__(x)
+    if isinstance(x, SymFloat):
+        return float.__float__(x)
+    if isinstance(x, Proxy):
+        try:
+            return env[x.name]
+        except KeyError:
+            raise _CannotEvaluate(x.name) from None
+    return x
+
+
+def _writes(bsym: BoundSymbol) -> bool:
+    return IN_PLACE in bsym.sym.tags or any(_writes(s) for s in bsym.subsymbols)
+
+
+def _written(bsym: BoundSymbol) -> list[str]:
+    if bsym.sym is prims.copy_:
+        return [bsym.args[1].name]
+    return [name for sub in bsym.subsymbols for name in _written(sub)]
+
+
+def order_for_checks(trace: TraceCtx, input_names: set[str]) -> None:
+    """Moves the replays of side effects after the last ``check_outcome``; refuses an in-place
+    update of an input before it (Note [Data-dependent values])."""
+    bsyms = trace.bound_symbols
+    last = max((i for i, b in enumerate(bsyms) if b.sym is prims.check_outcome), default=None)
+    if last is None:
+        return
+    for bsym in bsyms[:last]:
+        written = [n for n in _written(bsym) if n in input_names] if _writes(bsym) else []
+        if written:
+            check = bsyms[last]
+            where = f" at {check.source}" if check.source else ""
+            raise ThunderRuntimeError(
+                f"{bsym.sym.print_name} updates {written[0]}, an input, in place before the program needs the value "
+                f"of tensor {check.args[0].name}{where}. A call whose value differs runs again from the start, so "
+                "the update would happen twice; thunder does not support this yet. Make the update after the "
+                "data-dependent branch, or compute the value outside the jitted function."
+            )
+    replays = [b for b in bsyms[:last] if b.sym in _REPLAYS]
+    if replays:
+        moved = {id(b) for b in replays}
+        rest = [b for b in bsyms if id(b) not in moved]
+        after = next(i for i, b in enumerate(rest) if b is bsyms[last]) + 1
+        bsyms[:] = rest[:after] + replays + rest[after:]
+
+
+def draws_random(trace: TraceCtx) -> bool:
+    """Whether the computation draws random numbers (then a failed check must put the RNG state back)."""
+
+    def draws(bsym: BoundSymbol) -> bool:
+        return RANDOM in bsym.sym.tags or any(draws(s) for s in bsym.subsymbols)
+
+    return any(draws(b) for b in trace.bound_symbols)
