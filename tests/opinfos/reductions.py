@@ -203,6 +203,27 @@ def _max_errors(device):
     )  # fmt: skip
 
 
+def _topk_samples(dtype, device):
+    yield SampleInput((make((3, 6), dtype, device), 2))
+    yield SampleInput((make((4, 5), dtype, device, noncontiguous=True), 3, 0))
+    yield SampleInput((make((2, 3, 4), dtype, device), 4), {"largest": False})
+    yield SampleInput((make((2, 5), dtype, device), 5), {"dim": 1, "sorted": True})
+    yield SampleInput((make((2, 5), dtype, device), 0))
+    yield SampleInput((make((), dtype, device), 1))
+    if dtype.is_floating_point:  # NaN counts as the largest
+        yield SampleInput((torch.tensor([[1.0, float("nan"), 3.0], [4.0, 5.0, 6.0]], dtype=dtype, device=device), 2))
+
+
+_TOPK_SKIPS = (("test_decomposition_vs_torch", None, "the indices come from eager's topk kernel: no prim sorts"),)
+
+
+def _topk_errors(device):
+    a = make((3, 4), torch.float32, device)
+    yield ErrorInput(SampleInput((a, 5)), ValueError, r"selected index k out of range")
+    yield ErrorInput(SampleInput((a, 2, 2)), IndexError, r"Dimension out of range")
+    yield ErrorInput(SampleInput((a, 1.5)), TypeError, r"k must be an int")
+
+
 def _scan_errors(device):
     a = make((3, 4), torch.float32, device)
     yield ErrorInput(SampleInput((a, 2)), IndexError, r"Dimension out of range")
@@ -290,6 +311,14 @@ opinfos: list[OpInfo] = [
         lambda a, *args, **kw: a.min(*args, **kw).indices,
         _max_min_dim_samples,
         dtypes=(torch.float32,),
+    ),
+    OpInfo("topk", torch.topk, _topk_samples, dtypes=FLOATS_AND_INT, error_inputs=_topk_errors, skips=_TOPK_SKIPS),
+    OpInfo(
+        "topk_method_values",
+        lambda a, *args, **kw: a.topk(*args, **kw).values,
+        _topk_samples,
+        dtypes=(torch.float32,),
+        skips=_TOPK_SKIPS,
     ),
     OpInfo("max_binary", torch.max, _max_binary_samples, dtypes=FLOATS_AND_INT),
     OpInfo("min_binary", torch.min, _max_binary_samples, dtypes=FLOATS_AND_INT),

@@ -25,7 +25,7 @@ from thunder.torch.base import canonicalize_dim, is_tensor, maybe_convert_to_dty
 from thunder.torch.elementwise import maximum, minimum
 
 __all__ = [
-    "sum", "mean", "var", "std", "var_mean", "std_mean", "amax", "amin", "max", "min", "argmax", "argmin",
+    "sum", "mean", "var", "std", "var_mean", "std_mean", "amax", "amin", "max", "min", "argmax", "argmin", "topk",
     "prod", "any", "all", "count_nonzero", "logsumexp", "cumsum", "cumprod", "norm", "vector_norm", "nansum",
     "nanmean",
 ]  # fmt: skip
@@ -391,6 +391,43 @@ def max(input, dim=None, keepdim=False, *, other=None):
 def min(input, dim=None, keepdim=False, *, other=None):
     """``torch.min``: the minimum of all elements; with ``dim``, ``(values, indices)``; with a tensor, ``minimum``."""
     return _max_min("min", prims.amin, prims.argmin, minimum, torch.return_types.min, input, dim, keepdim, other)
+
+
+
+# Eager's kernel picks the elements (its order of ties and of NaNs, which count as largest); the
+# indices are all ``topk`` takes from it. Integer outputs: nothing to differentiate.
+@torchsymbol(id="torch.topk_kernel", torch_impl=torch.topk)
+def topk_kernel(input, k, dim, largest, sorted):
+    """``torch.topk`` on canonical arguments (k in range, dim non-negative): (values, indices)."""
+    shape = list(input.shape)
+    shape[dim] = k
+    values = TensorProxy.like(input, shape=tuple(shape), requires_grad=False)
+    return values, TensorProxy.like(input, shape=tuple(shape), dtype=torch.int64, requires_grad=False)
+
+
+grad_rules.register(topk_kernel)(lambda g, out, input, k, dim, largest, sorted: (None,) * 5)
+
+
+@torchsymbol(torch.topk, method_name="topk")
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """``torch.topk``: the ``k`` largest (``largest=False``: smallest) elements along ``dim`` and their
+    indices. The indices are eager's kernel's; the values are the input at those indices, so the
+    gradient goes to the chosen elements (a scatter of the cotangent), as in eager."""
+    op = "ltorch.topk"
+    _check_input(op, input)
+    if not _is_int(k):
+        raise ThunderTypeError(f"{op}: k must be an int, but got {type(k).__name__} {k!r}")
+    k = pyval(k)
+    d = canonicalize_dim(op, input.ndim, dim)
+    n = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise ThunderValueError(f"{op}: selected index k out of range (k={k}, size of dim {d}: {n})")
+    if input.ndim == 0:  # eager: the element and index 0, for k 0 or 1
+        a = prims.reshape(input, (1,))
+        values, indices = topk(a, 1, 0, largest, sorted)
+        return torch.return_types.topk((prims.reshape(values, ()), prims.reshape(indices, ())))
+    _, indices = topk_kernel(input, k, d, bool(pyval(largest)), bool(pyval(sorted)))
+    return torch.return_types.topk((prims.take_along_axis(input, indices, d), indices))
 
 
 # ----------------------------------------------------------------------------------------
