@@ -167,6 +167,29 @@ CASES = [
     Case("PixelShuffle", lambda: nn.PixelShuffle(2), _floats((2, 8, 3, 4))),
     Case("PixelShuffle_unbatched", lambda: nn.PixelShuffle(3), _floats((9, 2, 2))),
     Case("PixelUnshuffle", lambda: nn.PixelUnshuffle(2), _floats((2, 2, 4, 6))),
+    # transposed convolution
+    Case(
+        "ConvTranspose1d",
+        lambda: nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1),
+        _floats((2, 3, 5)),
+    ),  # fmt: skip
+    Case("ConvTranspose1d_unbatched_no_bias", lambda: nn.ConvTranspose1d(2, 3, 2, bias=False), _floats((2, 5))),
+    Case(
+        "ConvTranspose2d",
+        lambda: nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), groups=2, dilation=(1, 2)),
+        _floats((2, 4, 5, 4)),
+    ),  # fmt: skip
+    Case(
+        "ConvTranspose2d_output_size",
+        lambda: nn.ConvTranspose2d(3, 2, 3, stride=2),
+        _floats((2, 3, 4, 4)),
+        call=lambda m, x: m(x, output_size=[10, 9]),
+    ),  # fmt: skip
+    Case(
+        "ConvTranspose3d",
+        lambda: nn.ConvTranspose3d(2, 4, 2, stride=2, output_padding=(1, 0, 1), dilation=(2, 1, 2)),
+        _floats((1, 2, 3, 2, 3)),
+    ),  # fmt: skip
     # recurrent
     Case("LSTM", lambda: nn.LSTM(4, 5), _floats((3, 2, 4))),
     Case(

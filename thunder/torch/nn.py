@@ -38,6 +38,9 @@ __all__ = [
     "conv1d",
     "conv2d",
     "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
     "embedding",
     "dropout",
     "dropout_",
@@ -139,6 +142,88 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """``F.conv3d``: see ``conv1d``."""
     return _conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(n: int, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    op = f"ltorch.conv_transpose{n}d"
+    check_tensor(op, "input", input)
+    check_tensor(op, "weight", weight)
+    if bias is not None:
+        check_tensor(op, "bias", bias)
+    if input.ndim not in (n + 1, n + 2):
+        raise ThunderValueError(
+            f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv_transpose{n}d, but got input of "
+            f"size: {list(input.shape)}"
+        )
+    if weight.ndim != n + 2:
+        raise ThunderValueError(
+            f"{op}: weight must be {n + 2}-D (in_channels, out_channels / groups, *kernel), got shape "
+            f"{list(weight.shape)}"
+        )
+    for t, name in ((weight, "weight"), (bias, "bias")):
+        if t is not None and t.dtype != input.dtype:
+            raise ThunderTypeError(
+                f"{op}: input type ({input.dtype}) and {name} type ({t.dtype}) should be the same; convert one, "
+                f"e.g. {name}.to({input.dtype})"
+            )
+    check_float(op, "input", input)
+    stride = expand_param(op, "stride", stride, n)
+    padding = expand_param(op, "padding", padding, n)
+    output_padding = expand_param(op, "output_padding", output_padding, n)
+    dilation = expand_param(op, "dilation", dilation, n)
+    groups = pyval(groups)
+    if not isinstance(groups, int) or groups < 1:
+        raise ThunderValueError(f"{op}: non-positive groups is not supported (got groups={groups!r})")
+    if any(s < 1 for s in stride) or any(d < 1 for d in dilation) or any(p < 0 for p in padding):
+        raise ThunderValueError(
+            f"{op}: stride and dilation must be positive and padding non-negative (got stride={stride}, "
+            f"dilation={dilation}, padding={padding})"
+        )
+    if any(p < 0 or p >= max(s, d) for p, s, d in zip(output_padding, stride, dilation)):
+        raise ThunderValueError(
+            f"{op}: output padding must be smaller than either stride or dilation, but got output_padding="
+            f"{output_padding}, stride={stride}, dilation={dilation}"
+        )
+    unbatched = input.ndim == n + 1
+    a = prims.reshape(input, (1, *input.shape)) if unbatched else input
+    if a.shape[1] != weight.shape[0] or weight.shape[0] % groups:
+        raise ThunderValueError(
+            f"{op}: Given transposed=1, weight of size {list(weight.shape)}, expected input{list(a.shape)} to have "
+            f"{weight.shape[0]} channels (divisible by groups={groups}), but got {a.shape[1]} channels instead"
+        )
+    if bias is not None and tuple(bias.shape) != (weight.shape[1] * groups,):
+        raise ThunderValueError(
+            f"{op}: bias of shape {list(bias.shape)} does not match the {weight.shape[1] * groups} output channels"
+        )
+    sizes = [
+        (i - 1) * s - 2 * p + d * (k - 1) + o + 1
+        for i, s, p, d, k, o in zip(a.shape[2:], stride, padding, dilation, weight.shape[2:], output_padding)
+    ]
+    if any(size < 1 for size in sizes):
+        raise ThunderValueError(
+            f"{op}: Given input size per channel {list(a.shape[2:])}, calculated output size {sizes} is too small"
+        )
+    out = prims.convolution(a, weight, bias, stride, padding, dilation, True, output_padding, groups)
+    return prims.reshape(out, out.shape[1:]) if unbatched else out
+
+
+@torchsymbol(F.conv_transpose1d, torch.conv_transpose1d)
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """``F.conv_transpose1d`` (``nn.ConvTranspose1d``): the gradient of ``conv1d`` w.r.t. its input, as
+    a layer; ``prims.convolution`` with ``transposed=True``. Unbatched input allowed."""
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+@torchsymbol(F.conv_transpose2d, torch.conv_transpose2d)
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """``F.conv_transpose2d``: see ``conv_transpose1d``."""
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+@torchsymbol(F.conv_transpose3d, torch.conv_transpose3d)
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """``F.conv_transpose3d``: see ``conv_transpose1d``."""
+    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 # ----------------------------------------------------------------------------------------
