@@ -219,3 +219,13 @@ def test_the_trace_shows_where_it_needed_a_value():
     jf(torch.ones(2))
     source = str(thunder.last_traces(jf)[-1])
     assert "_check_outcome(t1, 'bool', True, 0)" in source
+
+
+def test_the_explorer_labels_the_split_with_what_was_asked_and_got():
+    from thunder_viz.graph import steps_from_jitted
+
+    jf = thunder.jit(_positive_doubles)
+    jf(-torch.ones(2))
+    (split,) = [n for n in steps_from_jitted(jf)[-1]["nodes"] if n["label"].startswith("split:")]
+    assert split["label"] == "split: bool(t1) = False"
+    assert split["source"] is not None and "x.sum() > 0" in str(split["source"])

@@ -39,6 +39,7 @@ from typing import Any
 from thunder.core import dtypes
 from thunder.core.codegen import Printer, bsym_lines, trace_source
 from thunder.core.devices import device_str
+from thunder.core.prims import check_outcome
 from thunder.core.prims.python import python_return
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, SourceLocation
@@ -149,7 +150,7 @@ class _Facts:
         value = self.value
         facts = {
             "op": sym.print_name,
-            "label": sym.name.removeprefix("python_"),
+            "label": _label(bsym),
             "inputs": [value(a) for a in bsym.flat_args],
             "outputs": [value(o) for o in bsym.flat_proxy_outs],
             "source": self.source(bsym.source) if bsym.source is not None else None,
@@ -157,6 +158,15 @@ class _Facts:
         }
         self._bsyms[id(bsym)] = (bsym, facts)
         return facts
+
+
+def _label(bsym: BoundSymbol) -> str:
+    """A node's label: the op's name; where the program needed a tensor's value (a split,
+    Note [Data-dependent values] in ``thunder.core.data_dependent``), what it asked and got."""
+    if bsym.sym is check_outcome:
+        t, kind, value, _ = bsym.args
+        return f"split: {kind}({t.name}) = {value!r}"
+    return bsym.sym.name.removeprefix("python_")
 
 
 # --- lines -------------------------------------------------------------------------------
