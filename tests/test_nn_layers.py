@@ -167,6 +167,42 @@ CASES = [
     Case("PixelShuffle", lambda: nn.PixelShuffle(2), _floats((2, 8, 3, 4))),
     Case("PixelShuffle_unbatched", lambda: nn.PixelShuffle(3), _floats((9, 2, 2))),
     Case("PixelUnshuffle", lambda: nn.PixelUnshuffle(2), _floats((2, 2, 4, 6))),
+    # normalisation
+    Case("InstanceNorm1d", lambda: nn.InstanceNorm1d(3), _floats((2, 3, 6))),
+    Case("InstanceNorm1d_unbatched_affine", lambda: nn.InstanceNorm1d(3, affine=True), _floats((3, 6))),
+    Case("InstanceNorm2d_affine", lambda: nn.InstanceNorm2d(3, affine=True), _floats((2, 3, 4, 5))),
+    Case(
+        "InstanceNorm2d_running",
+        lambda: nn.InstanceNorm2d(3, affine=True, track_running_stats=True, momentum=0.3),
+        _floats((2, 3, 4, 5)),
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "InstanceNorm3d_running",
+        lambda: nn.InstanceNorm3d(2, track_running_stats=True),
+        _floats((2, 2, 3, 2, 3)),
+        train=(True, False),
+    ),  # fmt: skip
+    Case("GroupNorm", lambda: nn.GroupNorm(2, 4), _floats((2, 4, 3, 3))),
+    Case("GroupNorm_no_affine", lambda: nn.GroupNorm(3, 6, affine=False, eps=1e-3), _floats((2, 6, 5))),
+    Case("LayerNorm", lambda: nn.LayerNorm((3, 4)), _floats((2, 3, 4))),
+    Case("LayerNorm_no_bias", lambda: nn.LayerNorm(4, bias=False), _floats((2, 3, 4))),
+    Case("RMSNorm", lambda: nn.RMSNorm(4), _floats((2, 3, 4))),
+    Case("RMSNorm_eps_no_affine", lambda: nn.RMSNorm((3, 4), eps=1e-4, elementwise_affine=False), _floats((2, 3, 4))),
+    Case("BatchNorm1d", lambda: nn.BatchNorm1d(3), _floats((4, 3)), train=(True, False)),
+    Case("BatchNorm1d_3d_input", lambda: nn.BatchNorm1d(3, momentum=0.2), _floats((4, 3, 5)), train=(True, False)),
+    Case("BatchNorm2d", lambda: nn.BatchNorm2d(3), _floats((2, 3, 4, 4)), train=(True, False)),
+    Case(
+        "BatchNorm2d_no_running",
+        lambda: nn.BatchNorm2d(3, track_running_stats=False, affine=False),
+        _floats((2, 3, 4, 4)),
+        train=(True, False),
+    ),  # fmt: skip
+    Case("BatchNorm3d", lambda: nn.BatchNorm3d(2), _floats((2, 2, 3, 2, 3)), train=(True, False)),
+    Case("normalize", lambda: Fn(F.normalize, dim=1), _floats((3, 4))),
+    Case("normalize_p1", lambda: Fn(F.normalize, p=1.0, dim=-1, eps=1e-3), _floats((2, 3, 4))),
+    Case("normalize_p3", lambda: Fn(F.normalize, p=3, dim=0), _floats((3, 4))),
+    Case("normalize_inf", lambda: Fn(F.normalize, p=float("inf"), dim=1), _floats((3, 4))),
     # transposed convolution
     Case(
         "ConvTranspose1d",
@@ -249,3 +285,14 @@ def test_pool_rejects_what_eager_rejects():
         thunder.jit(lambda a: F.avg_pool2d(a, 2, padding=2))(x)
     with pytest.raises(ValueError, match=r"ltorch.max_pool1d: Expected 2D \(unbatched\) or 3D \(batched\) input"):
         thunder.jit(lambda a: F.max_pool1d(a, 2))(x)
+
+
+def test_batch_norm_cumulative_average_fails_clearly():
+    # momentum=None divides by float(num_batches_tracked) after updating it in place: a value the
+    # program reads after an in-place update of an input, which thunder refuses (not silently wrong).
+    m = nn.BatchNorm1d(3, momentum=None)
+    with pytest.raises(RuntimeError, match=r"updates module_num_batches_tracked, an input, in place before"):
+        thunder.jit(m)(torch.randn(4, 3))
+    m.eval()
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(thunder.jit(m)(x), m(x))

@@ -1,4 +1,5 @@
-"""Normalisations from ``torch.nn.functional``: layer_norm, rms_norm, group_norm, batch_norm.
+"""Normalisations from ``torch.nn.functional``: layer_norm, rms_norm, group_norm, batch_norm,
+instance_norm.
 
 Statistics are computed with ``prims.var_mean``/``prims.sum`` in float32 for bf16/f16
 inputs; the result has the input's dtype. ``batch_norm`` in training mode with running
@@ -27,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from thunder.core import prims
-from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.prims.base import check_real_grad, grad_asked
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import forward_rules, grad_rules
@@ -38,7 +39,7 @@ from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype,
 __all__ = [
     "layer_norm", "rms_norm", "group_norm", "batch_norm", "layer_norm_backward", "batch_norm_backward",
     "batch_norm_with_stats", "batch_norm_backward_from_stats", "layer_norm_with_stats",
-    "layer_norm_backward_from_stats",
+    "layer_norm_backward_from_stats", "instance_norm", "normalize",
 ]  # fmt: skip
 
 
@@ -208,6 +209,87 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         )
     out = _affine(out, weight, bias, (1,))
     return maybe_convert_to_dtype(out, input.dtype)
+
+
+@torchsymbol(F.normalize)
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``F.normalize``: ``input / max(norm_p(input, dim), eps)``; ``p`` is positive or ``inf``.
+
+    The norm is computed in the computation dtype with prims (``sqrt(sum(x * x))`` for ``p=2``),
+    so at an all-zero slice its gradient is not eager's masked zero.
+    """
+    op = "ltorch.normalize"
+    check_float(op, "input", input)
+    if out is not None:
+        raise UnsupportedOpError(f"{op}: out= is not supported; use the returned tensor")
+    p, eps = pyval(p), pyval(eps)
+    if not isinstance(p, (int, float)) or not p > 0:
+        raise UnsupportedOpError(f"{op}: p={p!r} is not supported; p must be a positive number or inf")
+    d = prims.canonicalize_dim(op, max(input.ndim, 1), dim)
+    a = upcast(input)
+    if p == math.inf:
+        norm = prims.amax(prims.abs(a), (d,))
+    elif p == 2:
+        norm = prims.sqrt(prims.sum(prims.mul(a, a), (d,)))
+    elif p == 1:
+        norm = prims.sum(prims.abs(a), (d,))
+    else:
+        norm = prims.pow(prims.sum(prims.pow(prims.abs(a), float(p)), (d,)), 1.0 / p)
+    norm = prims.where(prims.lt(norm, eps), eps, norm)
+    return maybe_convert_to_dtype(prims.div(a, keep(norm, a.shape, (d,))), input.dtype)
+
+
+def _repeat_channels(t, b: int):
+    """A per-channel vector repeated for each of ``b`` instances (``t.repeat(b)``), or None."""
+    if t is None:
+        return None
+    return prims.reshape(prims.broadcast_in_dim(t, (b, t.shape[0]), (1,)), (b * t.shape[0],))
+
+
+@torchsymbol(F.instance_norm, tags=(IN_PLACE, DONT_DCE))
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):  # fmt: skip
+    """``F.instance_norm``: each (instance, channel) normalised over its spatial dims, as ATen does it,
+    a ``batch_norm`` of the input viewed as one instance of ``N * C`` channels.
+
+    With ``use_input_stats`` and running statistics, these are updated in place with the mean over
+    the instances of what each would update them to: ``(1 - momentum) * running + momentum * mean_n(stat)``
+    (unbiased variance). Without ``use_input_stats`` the running statistics normalise.
+    """
+    op = "ltorch.instance_norm"
+    check_float(op, "input", input)
+    if input.ndim < 3:
+        raise ThunderValueError(
+            f"{op}: Expected at least 3 dimensions (batch, channels, *spatial) for input but received {input.ndim}"
+        )
+    b, c = input.shape[0], input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        _check_affine(op, name, t, (c,), input, "the channel dim of input")
+    if (running_mean is None) != (running_var is None):
+        raise ThunderValueError(f"{op}: running_mean and running_var must be both given or both None")
+    use_input_stats = bool(pyval(use_input_stats))
+    if not use_input_stats and running_mean is None:
+        raise ThunderValueError(
+            f"{op}: Expected running_mean and running_var to be defined when use_input_stats is false"
+        )
+    momentum = pyval(momentum)
+    spatial = math.prod(input.shape[2:])
+    if use_input_stats and spatial <= 1:
+        raise ThunderValueError(
+            f"{op}: Expected more than 1 spatial element when training, got input size {list(input.shape)}"
+        )
+    flat = prims.reshape(input, (1, b * c, *input.shape[2:]))
+    stats = (None, None) if use_input_stats else (_repeat_channels(running_mean, b), _repeat_channels(running_var, b))
+    out = batch_norm(flat, *stats, _repeat_channels(weight, b), _repeat_channels(bias, b), use_input_stats, 0.0, eps)
+    if use_input_stats and running_mean is not None:
+        var, mean = prims.var_mean(prims.reshape(upcast(input), (b, c, spatial)), (2,), correction=1)
+        for running, batch in ((running_mean, mean), (running_var, var)):
+            r = maybe_convert_to_dtype(upcast(running), batch.dtype)
+            updated = prims.add(
+                prims.mul(r, 1.0 - momentum), prims.mul(prims.div(prims.sum(batch, (0,)), float(b)), float(momentum))
+            )
+            copy_(updated, running)
+    return prims.reshape(out, input.shape)
 
 
 # ----------------------------------------------------------------------------------------
@@ -425,4 +507,30 @@ def _batch_norm_vjp(g, out, *args, **kwargs):
     stats = (None, None) if training else (a["running_mean"], a["running_var"])
     gi, gw, gb = batch_norm_backward(g, input, weight, bias, *stats, training, a["eps"], mask)
     # The running statistics get no gradient (buffers, as in eager).
+    return (gi, None, None, gw, gb, None, None, None)[: len(args)]
+
+
+@grad_rules.register(instance_norm)
+def _instance_norm_vjp(g, out, *args, **kwargs):
+    # The batch_norm of the decomposition updates nothing here but is an in-place symbol, which the
+    # autograd split does not differentiate through: the gradient is that batch_norm's, with eager's
+    # backward kernel, and the repeated weight and bias gradients summed over the instances.
+    a = _bound(instance_norm, args, kwargs)
+    input, weight, bias = a["input"], a["weight"], a["bias"]
+    check_real_grad("ltorch.instance_norm", input, weight, bias)
+    mask = (grad_asked(input), grad_asked(weight), grad_asked(bias))
+    if not any(mask):
+        return (None,) * len(args)
+    b, c = input.shape[0], input.shape[1]
+    flat_shape = (1, b * c, *input.shape[2:])
+    training = bool(a["use_input_stats"])
+    stats = (
+        (None, None) if training else (_repeat_channels(a["running_mean"], b), _repeat_channels(a["running_var"], b))
+    )
+    gi, gw, gb = batch_norm_backward(
+        prims.reshape(g, flat_shape), prims.reshape(input, flat_shape), _repeat_channels(weight, b),
+        _repeat_channels(bias, b), *stats, training, a["eps"], mask,
+    )  # fmt: skip
+    gi = prims.reshape(gi, input.shape) if gi is not None else None
+    gw, gb = (prims.sum(prims.reshape(t, (b, c)), (0,)) if t is not None else None for t in (gw, gb))
     return (gi, None, None, gw, gb, None, None, None)[: len(args)]
