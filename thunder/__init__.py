@@ -43,14 +43,27 @@ from thunder.compiler import Cache, check_prologue_accepts, compile_entry, conti
 from thunder.core import devices, dtypes, prims
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.iterators import replayable_arguments
+from thunder.core.module import ThunderModule
 from thunder.core.module import install_jit_entry as _install_jit_entry
 from thunder.core.prims.python import OutcomeChanged
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
 from thunder.core.transform_common import Transform
+from thunder.executors import sdpaex as _sdpaex
 from thunder.executors import torch_compile as _torch_compile
-from thunder.extend import Executor, FusionExecutor, OperatorExecutor
+from thunder.extend import (
+    Executor,
+    FusionExecutor,
+    OperatorExecutor,
+    add_always_executor,
+    add_default_executor,
+    remove_always_executor,
+    remove_default_executor,
+    resolve_executors,
+    set_always_executors,
+    set_default_executors,
+)
 from thunder.runtime_errors import add_runtime_note
 
 __version__ = "0.1.0"
@@ -91,6 +104,17 @@ __all__ = [
     "get_all_executors",
     "pytorch_executor",
     "torch_compile_executor",
+    "sdpa_executor",
+    "trace",
+    "ThunderModule",
+    "prims",
+    "add_default_executor",
+    "add_always_executor",
+    "remove_default_executor",
+    "remove_always_executor",
+    "set_default_executors",
+    "set_always_executors",
+    "resolve_executors",
 ]
 
 # dtype shortcuts, as lightning-thunder exposes them
@@ -98,8 +122,10 @@ float32, float64, float16, bfloat16 = dtypes.float32, dtypes.float64, dtypes.flo
 int8, int16, int32, int64, uint8, bool8 = dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.bool8
 
 pytorch_executor = _torchex.ex
-python_executor = _pythonex.ex
+python_executor = pythonex = _pythonex.ex
+nvfuser_executor = None  # nvFuser is a GPU-only executor, not part of this build (lightning-thunder's name)
 torch_compile_executor = _torch_compile.ex
+sdpa_executor = _sdpaex.sdpa_ex
 get_default_executors = extend.get_default_executors
 get_always_executors = extend.get_always_executors
 get_all_executors = extend.get_all_executors
@@ -496,3 +522,54 @@ def last_compile_options(fn, /) -> None:
     print("Unused compile options:")
     for k in unused:
         print(f"  {k}={cd.compile_options[k]!r}")
+
+
+def trace(
+    compile_data: CompileData | None = None,
+    inline_trace: bool = True,
+    rename_proxies: bool = True,
+    include_return_statement: bool = True,
+    use_dce: bool = True,
+) -> Callable[..., TraceCtx]:
+    """lightning-thunder's ``thunder.trace()(fn, *args, **kwargs)``: the trace of ``fn`` for these
+    inputs, without running anything.
+
+    The program is traced as ``thunder.jit`` traces it (under the interpreter, torch calls
+    recorded as torch-language symbols) and, with ``use_dce``, dead code is eliminated; no
+    executor claims anything and nothing is cached. The trace is named after ``fn``.
+
+    Args:
+        compile_data: options to trace with (its executors and transforms are not applied;
+            its cache and sharp-edges options are); default: ``thunder.jit``'s defaults.
+        inline_trace: when called while another trace is being recorded, call ``fn`` so that
+            its operations join that trace (and return its result) instead of making a new one.
+        rename_proxies: accepted for lightning-thunder's signature: the inputs always become
+            new proxies, named after ``fn``'s parameters.
+        include_return_statement: keep the final ``return`` of the trace.
+        use_dce: eliminate dead code.
+
+    Returns:
+        A function ``(fn, *args, **kwargs) -> TraceCtx``.
+    """
+    from thunder.compiler import acquire_traces
+    from thunder.core.tracectx import get_tracectx
+    from thunder.transforms import dce
+
+    def trace_fn(fn: Callable, *args, **kwargs) -> TraceCtx:
+        if inline_trace and get_tracectx() is not None:
+            return fn(*args, **kwargs)
+        options = compile_data.options if compile_data is not None else make_compile_options(
+            executors=None, cache=None, sharp_edges=None, disable_torch_autograd=True, transforms=None,
+            debug_options=None, langctx=None, extra={},
+        )  # fmt: skip
+        _, computation, _ = acquire_traces(CompileData(fn, options), args, kwargs)
+        result = dce(computation) if use_dce else computation
+        if not include_return_statement and result.bound_symbols and result.bound_symbols[-1].sym is prims.python_return:
+            result.bound_symbols = result.bound_symbols[:-1]
+            result.scopes = [result.bound_symbols]
+        name = getattr(fn, "__name__", None)
+        if name is not None and name.isidentifier():
+            result.name = name
+        return result
+
+    return trace_fn

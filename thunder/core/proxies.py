@@ -313,11 +313,22 @@ class TensorProxy(Proxy):
         self,
         name: str | None = None,
         *,
-        shape: Sequence[int],
-        dtype: torch.dtype,
-        device: torch.device,
-        requires_grad: bool = False,
+        like: TensorProxy | None = None,
+        shape: Sequence[int] | None = None,
+        dtype: torch.dtype | None = None,
+        device: torch.device | None = None,
+        requires_grad: bool | None = None,
     ):
+        # ``like=`` (lightning-thunder's spelling, used in meta functions) fills what is not given.
+        if like is not None:
+            shape = like.shape if shape is None else shape
+            dtype = like.dtype if dtype is None else dtype
+            device = like.device if device is None else device
+            requires_grad = like.requires_grad if requires_grad is None else requires_grad
+        elif shape is None or dtype is None or device is None:
+            missing = [k for k, v in (("shape", shape), ("dtype", dtype), ("device", device)) if v is None]
+            raise TypeError(f"TensorProxy needs {', '.join(missing)} (or like=<a TensorProxy> to copy them from)")
+        requires_grad = bool(requires_grad)
         super().__init__(name, prefix="t")
         self.shape = as_size(shape)  # see Note [Shapes are torch.Size]
         self.ndim = len(self.shape)

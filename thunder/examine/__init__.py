@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode, resolve_name
 
-__all__ = ["examine", "collect_torch_calls"]
+__all__ = ["examine", "collect_torch_calls", "get_fusions", "get_fusion_symbols"]
 
 
 class _Collector(TorchFunctionMode):
@@ -47,6 +47,11 @@ def examine(fn: Callable, *args, show: bool = True, **kwargs) -> dict[str, Any]:
     import thunder
     from thunder.torch import torch_to_thunder_map
 
+    if not callable(fn):
+        message = f"examine: expected `fn` to be a callable (a function or module), got {type(fn).__name__}"
+        if show:
+            print(message)
+        return {"supported": {}, "unsupported": {}, "jit_error": message}
     calls = collect_torch_calls(fn, *args, **kwargs)
     ignored = {torch.Tensor.__get__, torch.Tensor.__repr__} if hasattr(torch.Tensor, "__get__") else set()
     supported: dict[str, int] = {}
@@ -71,3 +76,18 @@ def examine(fn: Callable, *args, show: bool = True, **kwargs) -> dict[str, Any]:
         else:
             print(f"thunder.jit failed: {jit_error}")
     return {"supported": supported, "unsupported": unsupported, "jit_error": jit_error}
+
+
+def get_fusion_symbols(trace) -> list:
+    """The bound symbols of ``trace`` (a ``TraceCtx``, e.g. ``thunder.last_traces(fn)[-1]``) that are
+    fusions: regions of ops a fusion executor (``torchcompile``, ...) runs as one call, in trace order."""
+    return [bsym for bsym in trace.bound_symbols if bsym.sym._is_fusion]
+
+
+def get_fusions(trace, warn_if_fusions_unavailable: bool = True) -> list[tuple[str, Callable]]:
+    """``(name, callable)`` for each fusion of ``trace``: the fusion's name as the trace prints it
+    (``TorchCompile0``) and what runs it (called with the fusion's inputs, it returns its outputs).
+
+    ``warn_if_fusions_unavailable`` is accepted for lightning-thunder's signature: every fusion
+    executor here runs on this machine's devices, so there is nothing to warn about."""
+    return [(bsym.sym.name, bsym.sym.python_impl) for bsym in get_fusion_symbols(trace)]

@@ -37,6 +37,15 @@ class TorchExecutor(OperatorExecutor):
 ex = TorchExecutor("torch", version=None)
 register_executor(ex)
 
+# A trace's own callable (``thunder.trace()(fn, ...).python_callable()``) calls language symbols and
+# prims outside any trace: each runs its torch implementation. Symbols declared later get theirs
+# on first lookup (above).
+for _sym, _fn in symbol_to_torch.items():
+    eager_implementations.setdefault(_sym.id, _fn)
+for _prim in all_prims.values():
+    if _prim.python_impl is not None:
+        eager_implementations.setdefault(_prim.id, _prim.python_impl)
+
 
 def eager_fallback(sym: Symbol):
     """The torch implementation of ``sym`` (for running language symbols outside a trace)."""

@@ -12,6 +12,7 @@ Layer: extend. Imports: core.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,8 @@ __all__ = [
     "Executor",
     "OperatorExecutor",
     "FusionExecutor",
+    "TemporaryExecutor",
+    "single_op_executor",
     "ImplInfo",
     "Region",
     "find_regions",
@@ -114,6 +117,14 @@ def resolve_symbol(id_or_symbol: Any, *, what: str = "resolve_symbol") -> Symbol
     )
 
 
+def _meta_of(like: Symbol | Callable | None, meta: Callable | None) -> Callable | None:
+    """The meta function an operator borrows: a symbol's meta, or ``like`` itself when it is a plain
+    function (lightning-thunder accepts both: ``like=thunder.torch.add`` or ``like=lambda a, b: a * b``)."""
+    if like is None:
+        return meta
+    return like.meta if isinstance(like, Symbol) else like
+
+
 class Executor:
     """Base of all executors.
 
@@ -143,17 +154,19 @@ class Executor:
         except Exception:
             return False
 
-    def make_symbol(self, name: str, fn: Callable, *, like: Symbol | None = None, meta=None, tags=()) -> Symbol:
+    def make_symbol(
+        self, name: str, fn: Callable, *, like: Symbol | Callable | None = None, meta=None, tags=()
+    ) -> Symbol:
         """A symbol of this executor that runs ``fn``; it prints as ``torch.<path>`` when it is one."""
         path = _torch_path(fn)
         if path is not None:
             return Symbol(
-                name=path, meta=like.meta if like else meta, id=f"{self.name}.{name}", module=torch,
+                name=path, meta=_meta_of(like, meta), id=f"{self.name}.{name}", module=torch,
                 module_alias="torch", python_impl=fn, executor=self, tags=frozenset(tags),
             )  # fmt: skip
         return Symbol(
-            name=name, meta=like.meta if like else meta, id=f"{self.name}.{name}", python_impl=fn, executor=self,
-            tags=frozenset(tags) | (like.tags if like else frozenset()),
+            name=name, meta=_meta_of(like, meta), id=f"{self.name}.{name}", python_impl=fn, executor=self,
+            tags=frozenset(tags) | (like.tags if isinstance(like, Symbol) else frozenset()),
         )  # fmt: skip
 
 
@@ -164,7 +177,7 @@ class OperatorExecutor(Executor):
         self,
         name: str,
         *,
-        like: Symbol | None = None,
+        like: Symbol | Callable | None = None,
         meta: Callable | None = None,
         fn: Callable,
         tags: Sequence[str] = (),
@@ -178,7 +191,7 @@ class OperatorExecutor(Executor):
         if (like is None) == (meta is None):
             raise ThunderValueError(f"register_operator({name!r}): pass exactly one of like= or meta=")
         sym = Symbol(
-            name=name, meta=like.meta if like else meta, id=f"{self.name}.{name}", python_impl=fn, executor=self,
+            name=name, meta=_meta_of(like, meta), id=f"{self.name}.{name}", python_impl=fn, executor=self,
             tags=frozenset(tags),
         )  # fmt: skip
         self.opmap[name] = sym
@@ -204,6 +217,26 @@ class OperatorExecutor(Executor):
             raise ThunderValueError("register_implementation: pass op= or execution_transform=")
         sym = resolve_symbol(id_or_symbol, what="register_implementation")
         self.implmap[sym] = ImplInfo(op, checker, execution_transform, grad_transform)
+
+
+class TemporaryExecutor(OperatorExecutor):
+    """An operator executor for operators made at run time (a tool wrapping one function for one
+    jit), so that they never clash with another executor's or with each other.
+
+    Its name is unique (``__ad_hoc_executor_<n>``) and each operator it registers gets a unique name
+    and id, the given name followed by ``_<n>``. Pass the executor itself to ``thunder.jit``; it is
+    not registered (``get_executor`` does not know it).
+    """
+
+    _instances = itertools.count()
+
+    def __init__(self, version: Any = None):
+        super().__init__(f"__ad_hoc_executor_{next(self._instances)}", version)
+        self._operators = itertools.count()
+
+    def register_operator(self, name: str, **kwargs) -> Symbol:
+        """``OperatorExecutor.register_operator`` under the unique name ``<name>_<n>``."""
+        return super().register_operator(f"{name}_{next(self._operators)}", **kwargs)
 
 
 class FusionExecutor(Executor):
@@ -283,11 +316,12 @@ def get_always_executors() -> tuple[Executor, ...]:
 def _resolve(ex: Executor | str) -> Executor:
     if isinstance(ex, Executor):
         return ex
-    found = _executor_map.get(ex)
+    found = _executor_map.get(ex) if isinstance(ex, str) else None
     if found is None:
         known = ", ".join(sorted(_executor_map))
         raise ThunderValueError(
-            f"unknown executor {ex!r}: the executors available here are {known}. "
+            f"unknown executor {ex!r}. Expected an Executor or the name of a registered Executor; the executors "
+            f"available here are {known}. "
             "Pass one of these names, or an Executor object registered with thunder.extend.register_executor."
         )
     return found
@@ -301,28 +335,78 @@ def set_always_executors(executors: Sequence[Executor | str]) -> None:
     _always_executors[:] = [_resolve(e) for e in executors]
 
 
-def add_default_executor(ex: Executor | str) -> None:
+def add_default_executor(ex: Executor | str) -> list[Executor]:
+    """Puts ``ex`` first (highest priority) among the default executors; returns them."""
     ex = _resolve(ex)
     remove_default_executor(ex)
     _default_executors.insert(0, ex)
+    return list(_default_executors)
 
 
-def add_always_executor(ex: Executor | str) -> None:
+def add_always_executor(ex: Executor | str) -> list[Executor]:
+    """Adds ``ex`` to the executors every jit uses (after the others); returns them."""
     ex = _resolve(ex)
     if ex not in _always_executors:
         _always_executors.append(ex)
+    return list(_always_executors)
 
 
-def remove_default_executor(ex: Executor | str) -> None:
+def remove_default_executor(ex: Executor | str) -> list[Executor]:
+    """Removes ``ex`` (or the executor of that name) from the default executors; returns them."""
     ex = _executor_map.get(ex) if isinstance(ex, str) else ex
     if ex in _default_executors:
         _default_executors.remove(ex)
+    return list(_default_executors)
 
 
-def remove_always_executor(ex: Executor | str) -> None:
+def remove_always_executor(ex: Executor | str) -> list[Executor]:
+    """Removes ``ex`` (or the executor of that name) from the always executors; returns them."""
     ex = _executor_map.get(ex) if isinstance(ex, str) else ex
     if ex in _always_executors:
         _always_executors.remove(ex)
+    return list(_always_executors)
+
+
+def single_op_executor(
+    executor_name: str,
+    op_name: str,
+    fn: Callable,
+    meta: Callable,
+    *,
+    version: Any = None,
+    replaces: Callable | None = None,
+    tags: Sequence[str] = (),
+    checker: Callable | None = None,
+    execution_transform: Callable | None = None,
+    grad_transform: Callable | None = None,
+) -> OperatorExecutor:
+    """A new, registered ``OperatorExecutor`` with one operator, ``op_name``, that runs ``fn``.
+
+    The operator stands for ``replaces`` (default: ``fn`` itself): a jitted program that calls it
+    records the operator instead of tracing into it, so with this executor in ``executors`` the
+    trace keeps one op where the function would have decomposed (a custom kernel replacing a
+    torch function, an MLP block kept whole). The executor is registered under ``executor_name``.
+
+    Args:
+        executor_name: the executor's name (``thunder.jit(..., executors=[executor_name])``).
+        op_name: the operator's name in traces.
+        fn: what runs the operator.
+        meta: its meta function: proxies in, proxies with the outputs' metadata out.
+        version: the executor's version.
+        replaces: the callable the operator replaces in programs (default ``fn``).
+        tags: the operator's symbol tags.
+        checker, execution_transform, grad_transform: as in ``OperatorExecutor.register_implementation``.
+
+    Returns:
+        The executor.
+    """
+    ex = register_executor(OperatorExecutor(executor_name, version=version))
+    sym = ex.register_operator(op_name, meta=meta, fn=fn, tags=tags, replaces=fn if replaces is None else replaces)
+    if checker is not None or execution_transform is not None or grad_transform is not None:
+        ex.register_implementation(
+            sym, sym, checker=checker, execution_transform=execution_transform, grad_transform=grad_transform
+        )
+    return ex
 
 
 def resolve_executors(executors: Sequence[Executor | str] | None) -> tuple[Executor, ...]:

@@ -41,8 +41,14 @@ FLOAT32 = {
 
 
 def register(torch_to_thunder_map: dict) -> None:
-    """Registers a policy for every symbol that stands for one of the listed torch callables."""
+    """Registers a policy for every symbol that stands for one of the listed torch callables, and
+    for the prims those decompose into, which a program may call directly (``thunder.prims.linear``
+    on a bfloat16 input and a float32 weight runs in bfloat16 under CPU autocast, as ``F.linear``)."""
+    from thunder.core import prims
+
     policies: dict = {}
+    for prim in (prims.linear, prims.matmul, prims.convolution):
+        policies[prim] = {device_type: "lower" for device_type in LOWER_PRECISION}
     for device_type, fns in LOWER_PRECISION.items():
         for fn in fns:
             sym = torch_to_thunder_map.get(fn)

@@ -1,0 +1,311 @@
+"""lightning-thunder's public API where code written for it needs it: ``thunder.trace``, the
+default-executor functions at the top level, ``TensorProxy(like=...)``, ``thunder.core.codeutils``,
+``thunder.torch.to_torch_dtype``, ``DebugOptions(check_traces=<level>)``,
+``thunder.examine.get_fusions``, ``thunder.extend.single_op_executor``/``TemporaryExecutor``, the
+``sdpa`` executor and CPU autocast of prims. Values are checked against eager PyTorch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import thunder
+from thunder.core.proxies import TensorProxy
+from thunder.extend import OperatorExecutor, deregister_executor
+
+
+@pytest.fixture
+def defaults_restored():
+    """Tests that change the default executors leave them as they found them."""
+    saved = thunder.get_default_executors()
+    yield
+    thunder.set_default_executors(saved)
+
+
+def _sincos_executor(name: str):
+    ex = OperatorExecutor(name)
+    thunder.extend.register_executor(ex)
+
+    def meta(a):
+        return TensorProxy(like=a), TensorProxy(like=a)
+
+    sincos = ex.register_operator("sincos", meta=meta, fn=lambda a: (torch.sin(a), torch.cos(a)))
+    return ex, sincos
+
+
+# --- TensorProxy(like=...) -----------------------------------------------------------------
+
+
+def test_tensor_proxy_like_copies_metadata_in_a_meta_function():
+    ex, sincos = _sincos_executor("lt_api_sincos")
+    try:
+
+        def f(a, b):
+            s, c = sincos(a)
+            return s + c + b
+
+        a, b = torch.randn(3), torch.randn(3)
+        jf = thunder.jit(f, executors=[ex])
+        torch.testing.assert_close(jf(a, b), torch.sin(a) + torch.cos(a) + b)
+        names = [b.sym.name for b in thunder.last_traces(jf)[-1].bound_symbols]
+        assert "sincos" in names
+    finally:
+        deregister_executor(ex)
+
+
+def test_tensor_proxy_like_with_changes_and_without_metadata():
+    base = TensorProxy("base_like", shape=(2, 3), dtype=torch.float32, device=torch.device("cpu"), requires_grad=True)
+    p = TensorProxy(like=base, dtype=torch.float16)
+    assert (tuple(p.shape), p.dtype, p.device, p.requires_grad) == ((2, 3), torch.float16, torch.device("cpu"), True)
+    with pytest.raises(TypeError, match="TensorProxy needs shape, dtype.*like="):
+        TensorProxy("incomplete", device=torch.device("cpu"))
+
+
+# --- thunder.trace --------------------------------------------------------------------------
+
+
+def test_trace_returns_the_program_named_after_the_function():
+    def fun(a, b):
+        unused = a * 3  # noqa: F841 - dead code that DCE removes
+        return torch.sin(a) + b
+
+    a, b = torch.randn(4), torch.randn(4)
+    trc = thunder.trace()(fun, a, b)
+    assert isinstance(trc, thunder.TraceCtx)
+    assert "def fun(a, b):" in str(trc)
+    names = [bsym.sym.name for bsym in trc.bound_symbols]
+    assert names == ["sin", "add", "python_return"]
+    torch.testing.assert_close(trc.python_callable()(a, b), fun(a, b))
+
+
+def test_trace_options_keep_dead_code_and_drop_the_return():
+    def fun(a):
+        unused = a * 3  # noqa: F841
+        return a + 1
+
+    a = torch.randn(2)
+    kept = thunder.trace(use_dce=False)(fun, a)
+    assert [b.sym.name for b in kept.bound_symbols] == ["mul", "add", "python_return"]
+    no_return = thunder.trace(include_return_statement=False)(fun, a)
+    assert [b.sym.name for b in no_return.bound_symbols] == ["add"]
+
+
+def test_trace_inlines_into_the_trace_being_recorded():
+    from thunder.core.tracectx import tracectx
+
+    outer = thunder.TraceCtx()
+    x = TensorProxy("x_inline", shape=(2,), dtype=torch.float32, device=torch.device("cpu"))
+    with tracectx(outer):
+        result = thunder.trace()(lambda t: thunder.torch.sin(t), x)
+    assert isinstance(result, TensorProxy)
+    assert [b.sym.name for b in outer.bound_symbols] == ["sin"]
+
+
+# --- executors at the top level and in thunder.extend -----------------------------------------
+
+
+def test_add_default_executor_puts_it_first_and_returns_the_defaults(defaults_restored):
+    ex, _ = _sincos_executor("lt_api_default")
+    try:
+        defaults = thunder.add_default_executor(ex)
+        assert defaults[0] is ex and list(thunder.get_default_executors()) == defaults
+        assert ex not in thunder.remove_default_executor(ex)
+    finally:
+        deregister_executor(ex)
+
+
+def test_top_level_names_of_lightning_thunder():
+    assert thunder.pythonex is thunder.python_executor
+    assert thunder.prims.PrimIDs is thunder.core.prims.PrimIDs
+    assert thunder.nvfuser_executor is None  # GPU only, not in this build
+    assert isinstance(thunder.jit(torch.nn.Linear(2, 2)), thunder.ThunderModule)
+    assert thunder.resolve_executors(("python", "torch")) == (thunder.pythonex, thunder.pytorch_executor)
+    with pytest.raises(ValueError, match="Expected an Executor or the name of a registered Executor"):
+        thunder.resolve_executors(("python", "no_such_executor"))
+
+
+def test_register_operator_like_a_plain_function():
+    ex = OperatorExecutor("lt_api_like_fn")
+    try:
+        mul2 = ex.register_operator("mul2", like=lambda a, b: a * b, fn=lambda a, b: a * b)
+        a, b = torch.randn(3), torch.randn(3)
+        jf = thunder.jit(lambda a, b: mul2(a, b) + 1, executors=[ex])
+        torch.testing.assert_close(jf(a, b), a * b + 1)
+        assert any(b.sym is mul2 for b in thunder.last_traces(jf)[-1].bound_symbols)
+    finally:
+        deregister_executor(ex)
+
+
+def _mlp(a, b, c):
+    return torch.relu(a @ b + c)
+
+
+def _mlp_meta(a, b, c):
+    return TensorProxy(like=c)
+
+
+def test_single_op_executor_keeps_the_function_whole():
+    ex = thunder.extend.single_op_executor("lt_api_mlpex", "mlp", fn=_mlp, meta=_mlp_meta)
+    try:
+        assert thunder.extend.get_executor("lt_api_mlpex") is ex
+        a, b, c = (torch.randn(4, 4) for _ in range(3))
+        for executors in ([ex], ["lt_api_mlpex"]):
+            jf = thunder.jit(lambda a, b, c: _mlp(a, b, c), executors=executors)
+            torch.testing.assert_close(jf(a, b, c), _mlp(a, b, c))
+            (op,) = [b for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name == "mlp"]
+            assert op.sym.executor is ex
+    finally:
+        deregister_executor(ex)
+
+
+def test_temporary_executor_names_are_unique():
+    first, second = thunder.extend.TemporaryExecutor(), thunder.extend.TemporaryExecutor()
+    assert first.name != second.name
+    op1 = first.register_operator("temp_add", like=thunder.torch.add, fn=lambda a, b: a + b)
+    op2 = first.register_operator("temp_add", like=thunder.torch.add, fn=lambda a, b: a + b)
+    assert op1.name != op2.name and op1.name.startswith("temp_add") and op1.id != op2.id
+    a = torch.randn(3)
+    jf = thunder.jit(lambda a, b: op1(a, b), executors=[first])
+    torch.testing.assert_close(jf(a, a), a + a)
+    assert any(b.sym.executor is first for b in thunder.last_traces(jf)[-1].bound_symbols)
+
+
+# --- codeutils, dtypes, debug options ---------------------------------------------------------
+
+
+def test_codeutils_siginfo_of_a_function_and_by_hand():
+    from thunder.core.codeutils import SigInfo, get_siginfo
+
+    def foo(a, b=torch.float32, *args, c=(1, 2), **kw):
+        return a
+
+    info = get_siginfo(foo, (1,), {"d": 4})
+    assert info.args == [("a", 1), ("b", torch.float32)]
+    assert info.varargs == ("args", ()) and info.kwargs == {"c": (1, 2)} and info.varkwargs == ("kw", {"d": 4})
+    assert info.prettyprint() == info.prettyprint() == "def foo(a, b, *args, c, **kw):"
+    manual = SigInfo("my_trace")
+    manual.args = [("x", None), ("y", None)]
+    assert manual.prettyprint() == "def my_trace(x, y):"
+    with pytest.raises(TypeError):
+        get_siginfo(foo, (), {})
+
+
+def test_codeutils_printables():
+    from collections import namedtuple
+
+    from thunder.core.codeutils import prettyprint, to_printable
+
+    for leaf in ("abc", torch.Size([2, 2]), torch.ones(1)):
+        assert to_printable(None, leaf) is leaf
+    pair = namedtuple("Pair", ["x", "y"])("abc", "def")
+    assert to_printable(None, pair) == pair and type(to_printable(None, pair)) is type(pair)
+    p = TensorProxy("pp", shape=(2,), dtype=torch.float32, device=torch.device("cpu"))
+    assert prettyprint((p, 1)) == "(pp, 1)"
+    assert prettyprint((p, 1), literals_as_underscores=True) == "(pp, _)"
+    assert prettyprint(p, with_type=True) == 'pp: "cpu f32[2]"'
+    with pytest.raises(ValueError, match="literal"):
+        prettyprint(3, literals_allowed=False)
+
+
+def test_to_torch_dtype():
+    to_torch_dtype = thunder.torch.to_torch_dtype
+    assert to_torch_dtype(thunder.bfloat16) is torch.bfloat16
+    assert to_torch_dtype(None) is None
+    assert to_torch_dtype(float) is torch.get_default_dtype() and to_torch_dtype(int) is torch.int64
+    with pytest.raises(TypeError, match="to_torch_dtype"):
+        to_torch_dtype("float32")
+
+
+def test_check_traces_accepts_a_level():
+    for level in (True, 2):
+        jf = thunder.jit(lambda a: a.sin() * 2, debug_options=thunder.DebugOptions(check_traces=level))
+        a = torch.randn(3)
+        torch.testing.assert_close(jf(a), a.sin() * 2)
+    with pytest.raises(ValueError, match="check_traces"):
+        thunder.DebugOptions(check_traces="all")
+
+
+# --- examine --------------------------------------------------------------------------------
+
+
+def test_get_fusions_gives_each_fusion_and_its_callable():
+    from thunder.examine import get_fusion_symbols, get_fusions
+
+    def f(a):
+        return (a.sin() * 2).cos()
+
+    jf = thunder.jit(f, executors=["torchcompile"])
+    a = torch.randn(5)
+    jf(a)
+    trace = thunder.last_traces(jf)[-1]
+    ((name, fn),) = get_fusions(trace)
+    assert name.startswith("TorchCompile") and get_fusion_symbols(trace)[0].sym.name == name
+    torch.testing.assert_close(fn(a)[0], f(a))
+    unfused = thunder.jit(f)
+    unfused(a)
+    assert get_fusions(thunder.last_traces(unfused)[-1]) == []
+
+
+def test_examine_a_non_callable_says_so(capsys):
+    result = thunder.examine.examine(torch.ones(2), torch.ones(2))
+    assert "expected `fn` to be a callable" in capsys.readouterr().out
+    assert result["jit_error"] is not None
+
+
+# --- the sdpa executor ----------------------------------------------------------------------
+
+
+def _attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def test_sdpa_executor_claims_attention_forward():
+    from thunder.executors.sdpaex import sdpa_ex
+
+    q, k, v = (torch.randn(2, 3, 5, 8) for _ in range(3))
+    jf = thunder.jit(_attention, executors=["sdpa", "torchcompile"])
+    torch.testing.assert_close(jf(q, k, v), _attention(q, k, v))
+    executors = {b.sym.executor for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name != "python_return"}
+    assert executors == {sdpa_ex}
+
+
+def test_sdpa_executor_claims_attention_forward_and_backward():
+    from thunder.executors.sdpaex import sdpa_ex
+
+    q, k, v = (torch.randn(2, 3, 5, 8, requires_grad=True) for _ in range(3))
+    jf = thunder.jit(_attention, executors=[sdpa_ex])
+    out = jf(q, k, v)
+    expected = _attention(q, k, v)
+    torch.testing.assert_close(out, expected)
+    g = torch.randn_like(expected)
+    torch.testing.assert_close(torch.autograd.grad(out, (q, k, v), g), torch.autograd.grad(expected, (q, k, v), g))
+    for trace in (thunder.last_traces(jf)[-1], thunder.last_backward_traces(jf)[-1]):
+        assert any(b.sym.executor is sdpa_ex for b in trace.bound_symbols)
+
+
+# --- autocast -------------------------------------------------------------------------------
+
+
+def test_cpu_autocast_of_prims_linear_on_mixed_dtypes():
+    x, w = torch.randn(16, 16, dtype=torch.bfloat16), torch.randn(16, 16)
+    jf = thunder.jit(lambda x, w: thunder.prims.linear(x, w, None))
+    with torch.autocast("cpu", torch.bfloat16):
+        out = jf(x, w)
+        expected = F.linear(x, w)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("b_dtype", (torch.float32, torch.bfloat16))
+def test_cpu_autocast_of_mixed_dtype_matmul(b_dtype):
+    a = torch.rand(3, 1, 2, requires_grad=True)
+    b = torch.rand(2, 3, dtype=b_dtype, requires_grad=True)
+    jf = thunder.jit(torch.matmul)
+    with torch.autocast("cpu", torch.bfloat16):
+        out = jf(a, b)
+        expected = torch.matmul(a, b)
+    torch.testing.assert_close(out, expected)
+    g = torch.ones_like(expected) / expected.numel()
+    for got, want in zip(torch.autograd.grad(out, (a, b), g), torch.autograd.grad(expected, (a, b), g)):
+        torch.testing.assert_close(got, want, rtol=5e-3, atol=5e-3)  # bfloat16 products, rounded in another order
