@@ -38,6 +38,14 @@ def _floats(*shapes, low=None):
     return inputs
 
 
+def _ints(shape, high):
+    return lambda dtype: (torch.randint(0, high, shape),)
+
+
+_REPEATED = torch.tensor([[1, 8, 3, 1], [3, 3, 0, 8]])  # repeated indices and the padding rows 8 and 3
+_OFFSETS = torch.tensor([0, 3, 5])
+
+
 def _tensors(x) -> list[torch.Tensor]:
     if isinstance(x, torch.Tensor):
         return [x]
@@ -203,6 +211,41 @@ CASES = [
     Case("normalize_p1", lambda: Fn(F.normalize, p=1.0, dim=-1, eps=1e-3), _floats((2, 3, 4))),
     Case("normalize_p3", lambda: Fn(F.normalize, p=3, dim=0), _floats((3, 4))),
     Case("normalize_inf", lambda: Fn(F.normalize, p=float("inf"), dim=1), _floats((3, 4))),
+    # embeddings
+    Case("Embedding", lambda: nn.Embedding(10, 3), _ints((2, 5), 10)),
+    Case("Embedding_padding_idx", lambda: nn.Embedding(10, 3, padding_idx=-2), lambda d: (_REPEATED,)),
+    Case("Embedding_scale_grad_by_freq", lambda: nn.Embedding(10, 3, scale_grad_by_freq=True), lambda d: (_REPEATED,)),
+    Case(
+        "Embedding_scale_grad_padding",
+        lambda: nn.Embedding(10, 3, padding_idx=3, scale_grad_by_freq=True),
+        lambda d: (_REPEATED,),
+    ),  # fmt: skip
+    Case("EmbeddingBag_mean_2d", lambda: nn.EmbeddingBag(10, 3), _ints((3, 4), 10)),
+    Case(
+        "EmbeddingBag_sum_offsets",
+        lambda: nn.EmbeddingBag(10, 3, mode="sum"),
+        lambda d: (_REPEATED.flatten(), _OFFSETS),
+    ),
+    Case(
+        "EmbeddingBag_max_offsets",
+        lambda: nn.EmbeddingBag(10, 3, mode="max"),
+        lambda d: (_REPEATED.flatten(), _OFFSETS),
+    ),
+    Case(
+        "EmbeddingBag_per_sample_weights",
+        lambda: nn.EmbeddingBag(10, 3, mode="sum", padding_idx=2),
+        lambda d: (_REPEATED.flatten(), _OFFSETS, torch.rand(8, dtype=d)),
+    ),  # fmt: skip
+    Case(
+        "EmbeddingBag_last_offset_scaled",
+        lambda: nn.EmbeddingBag(10, 3, scale_grad_by_freq=True, include_last_offset=True),
+        lambda d: (_REPEATED.flatten(), torch.tensor([0, 2, 5, 8])),
+    ),  # fmt: skip
+    Case(
+        "EmbeddingBag_empty_bag",
+        lambda: nn.EmbeddingBag(10, 3),
+        lambda d: (_REPEATED.flatten(), torch.tensor([0, 3, 3])),
+    ),
     # transposed convolution
     Case(
         "ConvTranspose1d",

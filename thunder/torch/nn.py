@@ -1,8 +1,8 @@
-"""``torch.nn.functional`` in the torch language. This module holds convolution, embedding
-and dropout, and re-exports the families split into sibling modules: activations and
-softmax (``nn_activations``), normalisations (``nn_norms``), losses (``nn_losses``),
-attention (``nn_attention``), pooling (``nn_pooling``), upsampling and pixel shuffle
-(``nn_resample``) and recurrent layers (``nn_recurrent``).
+"""``torch.nn.functional`` in the torch language. This module holds convolution (plain and
+transposed) and dropout, and re-exports the families split into sibling modules: activations
+and softmax (``nn_activations``), normalisations (``nn_norms``), losses (``nn_losses``),
+embeddings (``nn_embedding``), attention (``nn_attention``), pooling (``nn_pooling``),
+upsampling and pixel shuffle (``nn_resample``) and recurrent layers (``nn_recurrent``).
 
 Layer: language. Imports: core, torch.base, torch.elementwise, torch.nn_*.
 """
@@ -22,6 +22,8 @@ from thunder.torch.nn_activations import *  # noqa: F403
 from thunder.torch.nn_activations import __all__ as _activations_all
 from thunder.torch.nn_attention import *  # noqa: F403
 from thunder.torch.nn_attention import __all__ as _attention_all
+from thunder.torch.nn_embedding import *  # noqa: F403
+from thunder.torch.nn_embedding import __all__ as _embedding_all
 from thunder.torch.nn_losses import *  # noqa: F403
 from thunder.torch.nn_losses import __all__ as _losses_all
 from thunder.torch.nn_norms import *  # noqa: F403
@@ -41,13 +43,13 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
-    "embedding",
     "dropout",
     "dropout_",
     *_activations_all,
     *_norms_all,
     *_losses_all,
     *_attention_all,
+    *_embedding_all,
     *_pooling_all,
     *_resample_all,
     *_recurrent_all,
@@ -224,42 +226,6 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """``F.conv_transpose3d``: see ``conv_transpose1d``."""
     return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
-
-
-# ----------------------------------------------------------------------------------------
-# embedding
-# ----------------------------------------------------------------------------------------
-
-
-@torchsymbol(F.embedding)
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
-    """``F.embedding``: rows of ``weight`` at ``input``. ``padding_idx`` only affects the gradient.
-
-    ``max_norm`` renormalises ``weight`` in place during the lookup; it is not supported.
-    """
-    op = "ltorch.embedding"
-    check_tensor(op, "input", input)
-    check_tensor(op, "weight", weight)
-    if max_norm is not None:
-        raise ThunderValueError(
-            f"{op}: max_norm={max_norm!r} is not supported (it renormalises weight in place); renormalise the "
-            "weight outside the jitted function or pass max_norm=None"
-        )
-    if input.dtype not in (torch.int32, torch.int64):
-        raise ThunderTypeError(
-            f"{op}: Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
-            f"but got {input.dtype} instead: convert it with input.long()"
-        )
-    if weight.ndim != 2:
-        raise ThunderValueError(
-            f"{op}: 'weight' must be 2-D (num_embeddings, embedding_dim), but got shape {list(weight.shape)}"
-        )
-    if padding_idx is not None:
-        num = weight.shape[0]
-        if not -num <= padding_idx < num:
-            raise ThunderValueError(f"{op}: Padding_idx must be within num_embeddings (got {padding_idx} for {num})")
-        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
-    return prims.embedding(input, weight, padding_idx)
 
 
 # ----------------------------------------------------------------------------------------
