@@ -115,34 +115,6 @@ def test_tensor_where_a_number_was_traced_recompiles():
 # ---------------------------------------------------------------- Python needs a tensor's value
 
 
-def _if_tensor(a):
-    if a.sum() > 0:  # bad: if tensor
-        return a + 1
-    return a - 1
-
-
-def _bare_if(a):
-    if a:  # bad: bare if
-        return a
-    return -a
-
-
-def _item(a):
-    return a.sum().item()  # bad: item
-
-
-def _int_of_tensor(a):
-    return int(a.sum())  # bad: int
-
-
-def _float_of_tensor(a):
-    return float(a.sum())  # bad: float
-
-
-def _tolist(a):
-    return a.tolist()  # bad: tolist
-
-
 def _bool_mask(a):
     return a[a > 0]  # bad: mask
 
@@ -158,39 +130,6 @@ def _fstring_of_tensor(a):
 def _print_tensor(a):
     print(a)  # bad: print
     return a
-
-
-def test_data_dependent_if():
-    _raises(
-        ThunderRuntimeError, r"Data-dependent control flow: the truth value of tensor \w+ \(cpu b8\[\]\) depends on its data",
-        thunder.jit(_if_tensor), _x(), where="# bad: if tensor",
-    )  # fmt: skip
-
-
-def test_data_dependent_bare_if():
-    e = _raises(ThunderRuntimeError, r"truth value of tensor a \(cpu f32\[\]\)", thunder.jit(_bare_if), torch.ones(()),
-                where="# bad: bare if")  # fmt: skip
-    assert "torch.where" in str(e)  # says what to do instead
-
-
-def test_item():
-    _raises(ThunderRuntimeError, r"Data-dependent value: \w+\.item\(\) needs the tensor's data", thunder.jit(_item), _x(),
-            where="# bad: item")  # fmt: skip
-
-
-def test_int_of_a_tensor():
-    _raises(ThunderRuntimeError, r"Data-dependent value: tensor \w+ cannot be used as a Python int",
-            thunder.jit(_int_of_tensor), _x(), where="# bad: int")  # fmt: skip
-
-
-def test_float_of_a_tensor():
-    _raises(ThunderRuntimeError, r"cannot be used as a Python float", thunder.jit(_float_of_tensor), _x(),
-            where="# bad: float")  # fmt: skip
-
-
-def test_tolist():
-    _raises(ThunderRuntimeError, r"a\.tolist\(\) is not supported while tracing", thunder.jit(_tolist), _x(),
-            where="# bad: tolist")  # fmt: skip
 
 
 def test_boolean_mask_indexing():
