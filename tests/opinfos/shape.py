@@ -519,6 +519,33 @@ opinfos: list[OpInfo] = [
         ),
     ),
     OpInfo(
+        "repeat_interleave",
+        torch.repeat_interleave,
+        _samples(
+            lambda t: [
+                _s(t((2, 3)), 2),
+                _s(t((2, 3)), 3, 1),
+                _s(t((2, 3, 4), True), 2, dim=-2),
+                _s(t((2, 3)), 0, 0),
+                _s(t(()), 2),
+                _s(t((0, 3)), 2, 1),
+                _s(t((2, 3)), 2, 0, output_size=4),
+            ]
+        ),
+        dtypes=ALL,
+        error_inputs=_errors(
+            ((_T(2, 3), -1), {}, ValueError, r"Repeats must be non-negative"),
+            ((_T(2, 3), 2, 2), {}, IndexError, r"Dimension out of range"),
+            ((_T(2, 3), 2, 0), {"output_size": 5}, ValueError, r"output_size 5 does not match"),
+            ((_T(2, 3), _T(2), 0), {}, ValueError, r"repeats given as a tensor make the output's shape depend on"),
+        ),
+    ),
+    OpInfo(
+        "repeat_interleave_method",
+        lambda a, *args, **kwargs: a.repeat_interleave(*args, **kwargs),
+        _samples(lambda t: [_s(t((3, 2)), 2, 0), _s(t((4,)), 3)]),
+    ),
+    OpInfo(
         "diff",
         torch.diff,
         _samples(

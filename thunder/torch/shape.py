@@ -766,6 +766,37 @@ def roll(a, shifts, dims=None):
 
 
 
+
+@torchsymbol(torch.repeat_interleave, method_name="repeat_interleave")
+def repeat_interleave(a, repeats, dim=None, *, output_size=None):
+    """``torch.repeat_interleave``: each element repeated ``repeats`` times along ``dim`` (of the
+    flattened tensor when None), for an int ``repeats``: a new dim after ``dim``, broadcast, merged.
+    Tensor ``repeats`` (per-element counts) give a shape that depends on their values."""
+    op = "ltorch.repeat_interleave"
+    _check_tensor(op, a)
+    if isinstance(repeats, TensorProxy):
+        raise ThunderValueError(
+            f"{op}: repeats given as a tensor make the output's shape depend on its values, which are not known "
+            "while tracing; pass a Python int"
+        )
+    repeats = pyval(repeats)
+    if isinstance(repeats, bool) or not isinstance(repeats, int):
+        raise ThunderTypeError(f"{op}: repeats must be an int, but got {type(repeats).__name__} {repeats!r}")
+    if repeats < 0:
+        raise ThunderValueError(f"{op}: Repeats must be non-negative")
+    if dim is None:
+        a, d = _reshape(a, (a.numel(),)), 0
+    else:
+        d = check_dim(op, a.ndim, dim)
+    if a.ndim == 0:
+        a = _reshape(a, (1,))
+    out_shape = (*a.shape[:d], a.shape[d] * repeats, *a.shape[d + 1 :])
+    if output_size is not None and pyval(output_size) != out_shape[d]:
+        raise ThunderValueError(f"{op}: output_size {pyval(output_size)} does not match the output's {out_shape[d]}")
+    spread = (*a.shape[: d + 1], repeats, *a.shape[d + 1 :])
+    kept = tuple(i if i <= d else i + 1 for i in range(a.ndim))
+    return _reshape(prims.broadcast_in_dim(a, spread, kept), out_shape)
+
 @torchsymbol(torch.diff, method_name="diff")
 def diff(a, n=1, dim=-1, prepend=None, append=None):
     """``torch.diff``: the ``n``-th forward difference along ``dim`` (``a[1:] - a[:-1]``, or
@@ -928,6 +959,6 @@ for _sym in (
     reshape, view, view_as, reshape_as, flatten, unflatten, squeeze, unsqueeze, permute, transpose, swapaxes,
     swapdims, t, T, mT, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
     vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, flip, fliplr, flipud, roll, diff, pad, tril,
-    triu,
+    triu, repeat_interleave,
 ):  # fmt: skip
     __all__.append(_sym.name)
