@@ -46,6 +46,14 @@ _REPEATED = torch.tensor([[1, 8, 3, 1], [3, 3, 0, 8]])  # repeated indices and t
 _OFFSETS = torch.tensor([0, 3, 5])
 
 
+_CAUSAL = torch.ones(3, 3, dtype=torch.bool).triu(1)  # True: not attended
+_KEY_PADDING = torch.tensor([[False, False, True], [False, False, False]])
+
+
+def _self_attention(m, x):
+    return m(x, x, x)
+
+
 def _tensors(x) -> list[torch.Tensor]:
     if isinstance(x, torch.Tensor):
         return [x]
@@ -246,6 +254,93 @@ CASES = [
         lambda: nn.EmbeddingBag(10, 3),
         lambda d: (_REPEATED.flatten(), torch.tensor([0, 3, 3])),
     ),
+    # attention and transformers
+    Case(
+        "MultiheadAttention",
+        lambda: nn.MultiheadAttention(8, 2),
+        _floats((3, 2, 8)),
+        call=_self_attention,
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "MultiheadAttention_batch_first_no_weights",
+        lambda: nn.MultiheadAttention(8, 2, batch_first=True),
+        _floats((2, 3, 8)),
+        call=lambda m, x: m(x, x, x, need_weights=False)[0],
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "MultiheadAttention_key_padding_mask",
+        lambda: nn.MultiheadAttention(8, 2, batch_first=True),
+        _floats((2, 3, 8)),
+        call=lambda m, x: m(x, x, x, key_padding_mask=_KEY_PADDING),
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "MultiheadAttention_bool_mask_per_head",
+        lambda: nn.MultiheadAttention(8, 2),
+        _floats((3, 2, 8)),
+        call=lambda m, x: m(x, x, x, attn_mask=_CAUSAL, average_attn_weights=False),
+    ),  # fmt: skip
+    Case(
+        "MultiheadAttention_float_mask",
+        lambda: nn.MultiheadAttention(8, 4, batch_first=True),
+        _floats((2, 3, 8), (3, 3)),
+        call=lambda m, x, mask: m(x, x, x, attn_mask=mask),
+    ),  # fmt: skip
+    Case(
+        "MultiheadAttention_kdim_vdim",
+        lambda: nn.MultiheadAttention(8, 2, kdim=5, vdim=6),
+        _floats((3, 2, 8), (4, 2, 5), (4, 2, 6)),
+        call=lambda m, q, k, v: m(q, k, v),
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "MultiheadAttention_bias_kv_zero_attn",
+        lambda: nn.MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True),
+        _floats((3, 2, 8), (4, 2, 8)),
+        call=lambda m, q, kv: m(q, kv, kv, key_padding_mask=_KEY_PADDING[:, :1].expand(2, 4)),
+    ),  # fmt: skip
+    Case(
+        "TransformerEncoderLayer",
+        lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0),
+        _floats((3, 2, 8)),
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "TransformerEncoderLayer_norm_first_gelu_masks",
+        lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu", norm_first=True, batch_first=True),
+        _floats((2, 3, 8)),
+        call=lambda m, x: m(x, src_mask=_CAUSAL, src_key_padding_mask=_KEY_PADDING),
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "TransformerEncoder",
+        lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), 2),
+        _floats((2, 3, 8)),
+        call=lambda m, x: m(x, src_key_padding_mask=_KEY_PADDING),
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "TransformerDecoderLayer",
+        lambda: nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0),
+        _floats((3, 2, 8), (4, 2, 8)),
+        call=lambda m, t, mem: m(t, mem, tgt_mask=_CAUSAL, tgt_is_causal=True),
+        train=(True, False),
+    ),  # fmt: skip
+    Case(
+        "TransformerDecoderLayer_norm_first_gelu",
+        lambda: nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, activation=F.gelu, norm_first=True, batch_first=True),
+        _floats((2, 3, 8), (2, 4, 8)),
+        call=lambda m, t, mem: m(t, mem, memory_key_padding_mask=_KEY_PADDING[:, :1].expand(2, 4)),
+    ),  # fmt: skip
+    Case(
+        "Transformer",
+        lambda: nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, batch_first=True),
+        _floats((2, 4, 8), (2, 3, 8)),
+        call=lambda m, s, t: m(s, t, tgt_mask=_CAUSAL, src_key_padding_mask=_KEY_PADDING[:, :1].expand(2, 4)),
+        train=(True, False),
+    ),  # fmt: skip
     # transposed convolution
     Case(
         "ConvTranspose1d",
@@ -339,3 +434,52 @@ def test_batch_norm_cumulative_average_fails_clearly():
     m.eval()
     x = torch.randn(4, 3)
     torch.testing.assert_close(thunder.jit(m)(x), m(x))
+
+
+@pytest.mark.parametrize(
+    "make,call,kernel",
+    [
+        (lambda: nn.MultiheadAttention(8, 2, batch_first=True), _self_attention, "native_multi_head_attention"),
+        (
+            lambda: nn.MultiheadAttention(8, 2, batch_first=True),
+            lambda m, x: m(x, x, x, need_weights=False),
+            "native_multi_head_attention",
+        ),  # fmt: skip
+        (
+            lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True),
+            lambda m, x: m(x),
+            "transformer_encoder_layer_fwd",
+        ),  # fmt: skip
+        (
+            lambda: nn.TransformerEncoderLayer(
+                8, 2, 16, dropout=0.0, batch_first=True, activation="gelu", norm_first=True
+            ),
+            lambda m, x: m(x, src_key_padding_mask=_KEY_PADDING),
+            "transformer_encoder_layer_fwd",
+        ),  # fmt: skip
+    ],
+)
+def test_transformer_inference_fast_path_vs_eager(make, call, kernel):
+    # In eval without grad the modules call their fused kernels: thunder runs the same kernels.
+    torch.manual_seed(0)
+    m = make().eval()
+    x = torch.randn(2, 3, 8)
+    jm = thunder.jit(m)
+    with torch.no_grad():
+        for a, e in zip(_tensors(call(jm, x)), _tensors(call(m, x))):
+            torch.testing.assert_close(a, e)
+    assert f"ltorch.{kernel}" in str(thunder.last_traces(jm)[0])
+
+
+def test_transformer_encoder_padding_mask_inference_is_dense():
+    # Eager's TransformerEncoder runs a padded batch as a nested tensor in inference, which leaves
+    # zeros at the padded positions; traced code takes the dense path (as under torch.compile:
+    # torch.compiler.is_compiling() is True there), so only the positions that are not padding agree.
+    torch.manual_seed(0)
+    m = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), 2).eval()
+    x = torch.randn(2, 3, 8)
+    with torch.no_grad():
+        actual = thunder.jit(m)(x, src_key_padding_mask=_KEY_PADDING)
+        expected = m(x, src_key_padding_mask=_KEY_PADDING)
+    keep = ~_KEY_PADDING
+    torch.testing.assert_close(actual[keep], expected[keep])

@@ -22,7 +22,7 @@ from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import RANDOM
 from thunder.torch.base import broadcast_shapes, expand_to, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.linalg import _matmul
-from thunder.torch.nn_utils import amax_keep, check_float, sum_keep, upcast
+from thunder.torch.nn_utils import amax_keep, check_float, kernel_outputs, sum_keep, upcast
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -218,3 +218,38 @@ def _sdpa_forward(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fa
 
 _FLASH = int(torch.nn.attention.SDPBackend.FLASH_ATTENTION)  # 1: what torch._fused_sdp_choice returns for it
 __all__ += ["sdpa_flash_cpu", "sdpa_flash_cpu_backward"]
+
+
+# Note [Transformer fast paths]
+# In evaluation without gradients, nn.MultiheadAttention and nn.TransformerEncoderLayer call fused
+# kernels when their conditions hold (batch_first, self-attention, no autocast, ...):
+# ``torch._native_multi_head_attention`` and ``torch._transformer_encoder_layer_fwd``. They are symbols
+# that run those kernels, so the values are eager's own; their metas run the kernels on meta tensors.
+# They have no gradient: the modules take these paths only when no input requires grad. (The nested
+# tensor path of nn.TransformerEncoder with a padding mask is not taken in traced code, as under
+# torch.compile: ``torch.compiler.is_compiling()`` is True there, which the module checks.)
+
+
+@torchsymbol(torch._native_multi_head_attention)
+def native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                                mask=None, need_weights=True, average_attn_weights=True, mask_type=None):  # fmt: skip
+    """``torch._native_multi_head_attention``: nn.MultiheadAttention's fused inference kernel
+    (Note [Transformer fast paths]): (output, weights or None)."""
+    return kernel_outputs("ltorch.native_multi_head_attention", torch._native_multi_head_attention, query, key, value,
+                          embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights,
+                          average_attn_weights, mask_type)  # fmt: skip
+
+
+@torchsymbol(torch._transformer_encoder_layer_fwd)
+def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                                  use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2,
+                                  ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):  # fmt: skip
+    """``torch._transformer_encoder_layer_fwd``: nn.TransformerEncoderLayer's fused inference kernel
+    (Note [Transformer fast paths])."""
+    return kernel_outputs("ltorch.transformer_encoder_layer_fwd", torch._transformer_encoder_layer_fwd, src,
+                          embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first,
+                          eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
+                          ffn_weight_2, ffn_bias_2, mask, mask_type)  # fmt: skip
+
+
+__all__ += ["native_multi_head_attention", "transformer_encoder_layer_fwd"]

@@ -89,7 +89,7 @@ def kernel_outputs(op: str, kernel: Callable, *args) -> TensorProxy | tuple[Tens
 
     A call the kernel rejects raises ThunderValueError naming ``op`` with torch's message. The
     outputs are on the first tensor argument's device and do not require grad (a VJP rule, or
-    the autograd split, decides that).
+    the autograd split, decides that); an output the kernel leaves out (None) stays None.
     """
     tensors = [a for a in args if isinstance(a, TensorProxy)]
     device = tensors[0].device
@@ -106,7 +106,9 @@ def kernel_outputs(op: str, kernel: Callable, *args) -> TensorProxy | tuple[Tens
     except RuntimeError as e:
         raise ThunderValueError(f"{op}: {e}") from None
 
-    def proxy(t: torch.Tensor) -> TensorProxy:
+    def proxy(t: torch.Tensor | None) -> TensorProxy | None:
+        if t is None:
+            return None
         return TensorProxy(None, shape=tuple(t.shape), dtype=t.dtype, device=device, requires_grad=False)
 
     return tuple(proxy(t) for t in out) if isinstance(out, (tuple, list)) else proxy(out)
