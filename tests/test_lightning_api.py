@@ -222,8 +222,21 @@ def test_check_traces_accepts_a_level():
         jf = thunder.jit(lambda a: a.sin() * 2, debug_options=thunder.DebugOptions(check_traces=level))
         a = torch.randn(3)
         torch.testing.assert_close(jf(a), a.sin() * 2)
-    with pytest.raises(ValueError, match="check_traces"):
+    with pytest.raises(TypeError, match="check_traces"):
         thunder.DebugOptions(check_traces="all")
+
+
+def test_debug_options_list_their_options_and_check_types():
+    assert "check_traces" in thunder.DebugOptions.__doc__
+    thunder.DebugOptions.register_option("lt_api_flag", bool, False, "a flag only this test reads")
+    try:
+        assert "a flag only this test reads" in thunder.DebugOptions.__doc__
+        assert thunder.DebugOptions().lt_api_flag is False and thunder.DebugOptions(lt_api_flag=True).lt_api_flag
+        with pytest.raises(TypeError, match="lt_api_flag"):
+            thunder.DebugOptions(lt_api_flag=5)
+    finally:
+        del thunder.DebugOptions._options["lt_api_flag"]
+        thunder.DebugOptions.__doc__ = thunder.DebugOptions._docstring()
 
 
 # --- examine --------------------------------------------------------------------------------

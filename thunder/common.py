@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from thunder.core.errors import ThunderValueError
+from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS  # re-exported: thunder.CACHE_OPTIONS, ...
 from thunder.extend import Executor, resolve_executors
 
@@ -42,9 +42,11 @@ def resolve_sharp_edges(value) -> SHARP_EDGES_OPTIONS:
     return _to_enum(SHARP_EDGES_OPTIONS, value, "sharp_edges option", SHARP_EDGES_OPTIONS.ALLOW)
 
 
-class DebugOptions:
-    """Debugging switches. More can be added at run time with ``DebugOptions.register_option``."""
+_DEBUG_OPTIONS_DOC = "Debugging switches. More can be added at run time with ``DebugOptions.register_option``."
 
+
+class DebugOptions:
+    # The docstring is made from the options (``_docstring``), below the class and on each registration.
     _options: dict[str, tuple[type, Any, str]] = {
         # lightning-thunder accepts a check level (``check_traces=2``): any level >= 1 verifies every pass.
         "check_traces": (int, False, "run the trace verifier after every pass (True, or a level >= 1)"),
@@ -56,7 +58,7 @@ class DebugOptions:
         for name, (typ, default, _doc) in self._options.items():
             value = kwargs.pop(name, default)
             if typ is not None and value is not None and not isinstance(value, typ):
-                raise ThunderValueError(f"DebugOptions: {name} must be a {typ.__name__}, got {value!r}")
+                raise ThunderTypeError(f"DebugOptions: {name} must be a {typ.__name__}, got {value!r}")
             setattr(self, name, value)
         if kwargs:
             raise ThunderValueError(
@@ -70,9 +72,23 @@ class DebugOptions:
         if name in cls._options:
             raise ThunderValueError(f"DebugOptions already has an option {name!r}")
         cls._options[name] = (typ, default, doc)
+        cls.__doc__ = cls._docstring()
+
+    @classmethod
+    def _docstring(cls) -> str:
+        """The class docstring with one line per option, so ``help(DebugOptions)`` lists them all."""
+        lines = [_DEBUG_OPTIONS_DOC, "", "Options:"]
+        lines += [
+            f"    {name} ({typ.__name__}, default {default!r}): {doc}"
+            for name, (typ, default, doc) in cls._options.items()
+        ]
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return "DebugOptions(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self._options) + ")"
+
+
+DebugOptions.__doc__ = DebugOptions._docstring()
 
 
 @dataclass(frozen=True)
