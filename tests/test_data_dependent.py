@@ -229,3 +229,22 @@ def test_the_explorer_labels_the_split_with_what_was_asked_and_got():
     (split,) = [n for n in steps_from_jitted(jf)[-1]["nodes"] if n["label"].startswith("split:")]
     assert split["label"] == "split: bool(t1) = False"
     assert split["source"] is not None and "x.sum() > 0" in str(split["source"])
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values", "same input"])
+def test_per_call_python_draws_happen_once_when_the_outcome_changes(cache):
+    import random
+
+    def f(x):
+        flag = bool(x.all())
+        return x * 2, flag, random.random()
+
+    jf = thunder.jit(f, cache=cache)
+    for i in range(6):
+        x = torch.tensor([1, i % 2])
+        random.seed(i)
+        got = jf(x)
+        after = random.random()
+        random.seed(i)
+        want = f(x)
+        assert got[1:] == want[1:] and after == random.random()

@@ -39,7 +39,15 @@ from thunder.common import (
     DebugOptions,
     make_compile_options,
 )
-from thunder.compiler import Cache, check_prologue_accepts, compile_entry, continues
+from thunder.compiler import (
+    Cache,
+    check_prologue_accepts,
+    compile_entry,
+    continues,
+    draws_per_call,
+    python_random_state,
+    restore_python_random_state,
+)
 from thunder.core import devices, dtypes, prims
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.iterators import replayable_arguments
@@ -148,7 +156,10 @@ class _Jitted:
     so different functions compile in parallel.
     """
 
-    __slots__ = ("cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "last_inputs")
+    __slots__ = (
+        "cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "last_inputs",
+        "draws_with_outcomes",
+    )  # fmt: skip
 
     def __init__(self, cd: CompileData):
         self.cd = cd
@@ -159,6 +170,9 @@ class _Jitted:
         self.miss_reasons: collections.deque[CacheMissReason] = collections.deque(maxlen=MISS_REASONS_KEPT)
         self.warned_recompiles = False
         self.last_inputs: tuple | None = None  # (args, kwargs) of the last call, while recording (below)
+        # Some entry draws per-call values (random.random()) and checks data-dependent values: a call
+        # that changes entry must draw once (the slow path puts the generators back).
+        self.draws_with_outcomes = False
 
     def slow_call(self, args: tuple, kwargs: dict, changed: OtherOutcome | None = None) -> Any:
         """Everything but the hot path: other cache entries, then compiling a new one; ``changed``:
@@ -166,9 +180,12 @@ class _Jitted:
         (Note [Data-dependent values] in ``thunder.core.data_dependent``)."""
         args, kwargs = replayable_arguments(args, kwargs)
         while True:
+            state = python_random_state() if self.draws_with_outcomes else None
             result = self._call(args, kwargs, changed)
             if type(result) is not OtherOutcome:
                 return result
+            if state is not None:
+                restore_python_random_state(state)
             if changed is not None and len(result.outcomes) <= len(changed.outcomes):
                 raise ThunderRuntimeError(
                     f"{result.describe()}, though the same call gave {changed.outcomes[result.index]!r} moments ago: "
@@ -227,6 +244,7 @@ class _Jitted:
         self.miss_reasons.append(reason)
         limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit
         entry = compile_entry(cd, cs, args, kwargs, changed.outcomes if changed is not None else ())
+        self.draws_with_outcomes |= bool(entry.outcomes) and draws_per_call(entry)
         inputs = check_prologue_accepts(entry, args, kwargs)
         if option is not CACHE_OPTIONS.NO_CACHING:
             self.cache.limit = limit

@@ -10,6 +10,8 @@ Layer: entry points. Imports: core, extend, transforms, executors.
 from __future__ import annotations
 
 import math
+import random
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -20,6 +22,7 @@ import torch
 
 from thunder.cache_diagnostics import Rejection, diagnostic_prologue, explain
 from thunder.common import CACHE_OPTIONS, DEFAULT_CACHE_SIZE_LIMIT, MISS, CacheEntry, CompileData, CompileStats
+from thunder.core import prims
 from thunder.core.data_dependent import draws_random
 from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
@@ -205,6 +208,8 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, 
         key=input_key(cd.cache_option, args, kwargs),
         outcomes=tuple(tracer.outcomes),
     )
+    if entry.outcomes and draws_per_call(entry):
+        entry.run = _restoring_draws_on_changed_outcome(entry.run)
     cs.last_trace_tracing_ms = computation.provenance.ms
     cs.last_compile_ms = (time.perf_counter_ns() - start) / 1e6
     cs.last_traces = traces
@@ -233,6 +238,39 @@ def _restoring_rng_on_changed_outcome(computation: Callable) -> Callable:
             raise
 
     return run
+
+
+def draws_per_call(entry: CacheEntry) -> bool:
+    """Whether the entry's prologue calls ``random.random()`` and the like for the program."""
+    return any(b.sym is prims.unpack_call for b in entry.prologue_traces[0].bound_symbols)
+
+
+def python_random_state() -> tuple:
+    """The state of Python's and NumPy's generators, which per-call values draw from."""
+    np = sys.modules.get("numpy")
+    return random.getstate(), (np.random.get_state() if np is not None else None)
+
+
+def restore_python_random_state(state: tuple) -> None:
+    py, np_state = state
+    random.setstate(py)
+    if np_state is not None:
+        sys.modules["numpy"].random.set_state(np_state)
+
+
+def _restoring_draws_on_changed_outcome(run: Callable) -> Callable:
+    """A call that stops at a changed data-dependent value runs again in another entry, whose
+    prologue draws the per-call values again: they must be the draws this call made."""
+
+    def restoring(*args, **kwargs):
+        state = python_random_state()
+        try:
+            return run(*args, **kwargs)
+        except OutcomeChanged:
+            restore_python_random_state(state)
+            raise
+
+    return restoring
 
 
 def _autograd_computation(split: ForwardBackward, forward: TraceCtx, backward: TraceCtx) -> Callable:

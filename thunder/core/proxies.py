@@ -235,8 +235,6 @@ def _read_value(p: TensorProxy, kind: str) -> Any:
     return None if value_reader is None else value_reader(p, kind)
 
 
-
-
 def input_layout_tensor(p: TensorProxy, device: str = "meta") -> torch.Tensor:
     """A tensor with the size, strides and storage offset an input proxy was made from (on
     ``device``: meta, or zeros on the CPU), and mark ``p`` as ``strides_read``.
