@@ -612,7 +612,7 @@ def inplace(rng, ctx):
     return _s("inplace", "in-place op", body, needs={"w"} if "w)" in body else ())
 
 
-# ---------------------------------------------------------------- Python needs a tensor value (must fail clearly)
+# ---------------------------------------------------------------- Python needs a tensor value (a split, or a clear error)
 
 VALUE_DEPENDENT = [
     "if acc.sum() > 0:\n    acc = acc + 1",
