@@ -40,11 +40,11 @@ __all__ = ["embedding", "embedding_bag"]
 aten = torch.ops.aten
 
 
-def _check_indices(op: str, name: str, t: TensorProxy) -> None:
+def _check_indices(op: str, name: str, t: TensorProxy, label: str) -> None:
     check_tensor(op, name, t)
     if t.dtype not in (torch.int32, torch.int64):
         raise ThunderTypeError(
-            f"{op}: Expected tensor for argument '{name}' to have one of the following scalar types: Long, Int; "
+            f"{op}: Expected tensor for argument {label} to have one of the following scalar types: Long, Int; "
             f"but got {t.dtype} instead: convert it with {name}.long()"
         )
 
@@ -84,7 +84,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     """``F.embedding`` (``nn.Embedding``): rows of ``weight`` at ``input``. ``padding_idx`` and
     ``scale_grad_by_freq`` only affect the gradient; ``max_norm`` is refused (see the module docstring)."""
     op = "ltorch.embedding"
-    _check_indices(op, "input", input)
+    _check_indices(op, "input", input, "#1 'indices'")
     _check_weight(op, weight)
     _refuse_in_place_and_sparse(op, weight, max_norm, sparse)
     padding_idx = _padding_index(op, padding_idx, weight.shape[0])
@@ -195,7 +195,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     """``F.embedding_bag`` (``nn.EmbeddingBag``): the sum, mean or max of the rows of ``weight`` in each
     bag, eager's kernel (Note [Embedding bags]). A 2-D input is a batch of fixed-length bags."""
     op = "ltorch.embedding_bag"
-    _check_indices(op, "input", input)
+    _check_indices(op, "input", input, "#1 'indices'")
     _check_weight(op, weight)
     _refuse_in_place_and_sparse(op, weight, max_norm, sparse)
     if per_sample_weights is not None:
@@ -218,7 +218,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     elif input.ndim == 1:
         if offsets is None:
             raise ThunderValueError(f"{op}: offsets has to be a 1D Tensor but got None")
-        _check_indices(op, "offsets", offsets)
+        _check_indices(op, "offsets", offsets, "'offsets'")
         if offsets.ndim != 1:
             raise ThunderValueError(f"{op}: offsets has to be a 1D Tensor")
     else:
