@@ -214,6 +214,25 @@ def _topk_samples(dtype, device):
         yield SampleInput((torch.tensor([[1.0, float("nan"), 3.0], [4.0, 5.0, 6.0]], dtype=dtype, device=device), 2))
 
 
+def _sort_samples(dtype, device):
+    yield SampleInput((make((3, 6), dtype, device),))
+    yield SampleInput((make((4, 5), dtype, device, noncontiguous=True), 0))
+    yield SampleInput((make((2, 3, 4), dtype, device), 1, True))
+    yield SampleInput((make((2, 5), dtype, device),), {"dim": -1, "descending": True, "stable": True})
+    yield SampleInput((torch.tensor([[2, 1, 2, 1, 0]], dtype=dtype, device=device),), {"stable": True})  # ties
+    yield SampleInput((make((0, 3), dtype, device), 1))
+    yield SampleInput((make((), dtype, device),))
+    if dtype.is_floating_point:  # NaN sorts last ascending
+        yield SampleInput((torch.tensor([[1.0, float("nan"), 3.0], [4.0, 5.0, 6.0]], dtype=dtype, device=device),))
+
+
+def _sort_errors(device):
+    a = make((3, 4), torch.float32, device)
+    yield ErrorInput(SampleInput((a, 2)), IndexError, r"Dimension out of range")
+    yield ErrorInput(SampleInput((a, (0, 1))), TypeError, r"dim must be an int")
+
+
+_SORT_SKIPS = (("test_decomposition_vs_torch", None, "the indices come from eager's sort kernel: no prim sorts"),)
 _TOPK_SKIPS = (("test_decomposition_vs_torch", None, "the indices come from eager's topk kernel: no prim sorts"),)
 
 
@@ -319,6 +338,15 @@ opinfos: list[OpInfo] = [
         _topk_samples,
         dtypes=(torch.float32,),
         skips=_TOPK_SKIPS,
+    ),
+    OpInfo("sort", torch.sort, _sort_samples, dtypes=FLOATS_AND_INT, error_inputs=_sort_errors, skips=_SORT_SKIPS),
+    OpInfo("argsort", torch.argsort, _sort_samples, dtypes=FLOATS_AND_INT, error_inputs=_sort_errors, skips=_SORT_SKIPS),
+    OpInfo(
+        "sort_method_values",
+        lambda a, *args, **kw: a.sort(*args, **kw).values,
+        _sort_samples,
+        dtypes=(torch.float32,),
+        skips=_SORT_SKIPS,
     ),
     OpInfo("max_binary", torch.max, _max_binary_samples, dtypes=FLOATS_AND_INT),
     OpInfo("min_binary", torch.min, _max_binary_samples, dtypes=FLOATS_AND_INT),

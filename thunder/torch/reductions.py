@@ -26,6 +26,7 @@ from thunder.torch.elementwise import maximum, minimum
 
 __all__ = [
     "sum", "mean", "var", "std", "var_mean", "std_mean", "amax", "amin", "max", "min", "argmax", "argmin", "topk",
+    "sort", "argsort",
     "prod", "any", "all", "count_nonzero", "logsumexp", "cumsum", "cumprod", "norm", "vector_norm", "nansum",
     "nanmean",
 ]  # fmt: skip
@@ -429,6 +430,45 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     _, indices = topk_kernel(input, k, d, bool(pyval(largest)), bool(pyval(sorted)))
     return torch.return_types.topk((prims.take_along_axis(input, indices, d), indices))
 
+
+
+def _sort_indices_impl(input, dim, descending, stable):
+    return torch.sort(input, dim=dim, descending=descending, stable=stable).indices
+
+
+# As for topk: eager's kernel orders the elements (ties, NaNs last ascending), and sort takes only
+# the permutation from it.
+@torchsymbol(id="torch.sort_indices", torch_impl=_sort_indices_impl)
+def sort_indices(input, dim, descending, stable):
+    """The indices ``torch.sort`` returns, on canonical arguments (dim non-negative)."""
+    return TensorProxy.like(input, dtype=torch.int64, requires_grad=False)
+
+
+grad_rules.register(sort_indices)(lambda g, out, input, dim, descending, stable: (None,) * 4)
+
+
+def _sorted(op: str, input, dim, descending, stable):
+    """(values, indices) of ``torch.sort``; values gathered at the indices, so gradients scatter back."""
+    _check_input(op, input)
+    if not _is_int(dim):
+        raise ThunderTypeError(f"{op}: dim must be an int, but got {type(dim).__name__} {dim!r}")
+    d = canonicalize_dim(op, input.ndim, dim)
+    if input.ndim == 0:
+        return prims.reshape(input, ()), prims.full((), 0, device=input.device, dtype=dtypes.int64)
+    indices = sort_indices(input, d, bool(pyval(descending)), bool(pyval(stable)))
+    return prims.take_along_axis(input, indices, d), indices
+
+
+@torchsymbol(torch.sort, method_name="sort")
+def sort(input, dim=-1, descending=False, *, stable=False):
+    """``torch.sort``: the elements along ``dim`` in order, and where each came from."""
+    return torch.return_types.sort(_sorted("ltorch.sort", input, dim, descending, stable))
+
+
+@torchsymbol(torch.argsort, method_name="argsort")
+def argsort(input, dim=-1, descending=False, *, stable=False):
+    """``torch.argsort``: the indices that sort ``input`` along ``dim``."""
+    return _sorted("ltorch.argsort", input, dim, descending, stable)[1]
 
 # ----------------------------------------------------------------------------------------
 # Logical reductions and counting
