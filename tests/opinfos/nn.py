@@ -1,7 +1,8 @@
 """torch.nn.functional: activations, softmax, convolution, embedding, dropout.
 
-Normalisations, losses and attention live in ``nn_norms.py``, ``nn_losses.py`` and
-``nn_attention.py`` beside this file; their entries are appended here.
+Normalisations, losses, attention, pooling and resampling live in ``nn_norms.py``,
+``nn_losses.py``, ``nn_attention.py``, ``nn_pooling.py`` and ``nn_resample.py`` beside this
+file; their entries are appended here.
 """
 
 from __future__ import annotations
@@ -402,3 +403,6 @@ opinfos += _losses
 from tests.opinfos.nn_attention import opinfos as _attention  # noqa: E402
 
 opinfos += _attention
+from tests.opinfos.nn_pooling import opinfos as _pooling  # noqa: E402
+
+opinfos += _pooling
