@@ -137,6 +137,29 @@ def test_register_operator_like_a_plain_function():
         deregister_executor(ex)
 
 
+def _official_add(a, b):
+    return a + b
+
+
+def _official_add2(a, b):
+    return a + b
+
+
+def test_register_operator_replaces_several_callables():
+    ex = OperatorExecutor("lt_api_replaces")
+    try:
+        myadd = ex.register_operator(
+            "myadd", like=_official_add, fn=_official_add, replaces=(_official_add, _official_add2)
+        )
+        a, b = torch.randn(2), torch.randn(2)
+        for official in (_official_add, _official_add2):
+            jf = thunder.jit(official, executors=[ex])
+            torch.testing.assert_close(jf(a, b), a + b)
+            assert any(bsym.sym is myadd for bsym in thunder.last_traces(jf)[-1].bound_symbols)
+    finally:
+        deregister_executor(ex)
+
+
 def _mlp(a, b, c):
     return torch.relu(a @ b + c)
 

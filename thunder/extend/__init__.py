@@ -182,11 +182,12 @@ class OperatorExecutor(Executor):
         fn: Callable,
         tags: Sequence[str] = (),
         module=None,
-        replaces: Callable | None = None,
+        replaces: Callable | Sequence[Callable] | None = None,
     ) -> Symbol:
         """A new symbol ``name`` that runs ``fn``; its meta is ``meta`` or borrowed from ``like``.
 
-        Called inside a jitted function it records itself in the trace, like a built-in op.
+        Called inside a jitted function it records itself in the trace, like a built-in op; so do
+        calls of ``replaces`` (a callable, or several) in jitted programs.
         """
         if (like is None) == (meta is None):
             raise ThunderValueError(f"register_operator({name!r}): pass exactly one of like= or meta=")
@@ -196,8 +197,8 @@ class OperatorExecutor(Executor):
         )  # fmt: skip
         self.opmap[name] = sym
         self.implmap[sym] = ImplInfo(symbol=sym)
-        if replaces is not None:
-            replacements[replaces] = sym
+        for replaced in (replaces,) if callable(replaces) else replaces or ():
+            replacements[replaced] = sym
         return sym
 
     def register_implementation(
