@@ -248,3 +248,55 @@ def test_per_call_python_draws_happen_once_when_the_outcome_changes(cache):
         random.seed(i)
         want = f(x)
         assert got[1:] == want[1:] and after == random.random()
+
+
+# ----------------------------------------------------------------------------------------
+# Shapes that depend on values: the size is the split value
+# ----------------------------------------------------------------------------------------
+
+_MASKED = [torch.tensor([[1.0, -2.0, 0.0], [0.0, 3.0, 4.0]]), torch.tensor([[-1.0, 0.0, 1.0], [2.0, 0.0, 0.0]]),
+           torch.zeros(2, 3), torch.tensor([[5.0, 6.0, 7.0], [8.0, 9.0, 1.0]])]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: torch.nonzero(a),
+        lambda a: a.nonzero(as_tuple=True),
+        lambda a: torch.nonzero(a.sum(), as_tuple=True),  # 0-d: as 1-d
+        lambda a: torch.argwhere(a > 0),
+        lambda a: torch.masked_select(a, a > 0) * 2,
+        lambda a: a.masked_select(torch.tensor([True, False, True])),  # broadcast
+        lambda a: a[a > 0],
+        lambda a: a[a.sum(1) > 0],
+        lambda a: a[a[:, 0] > 0, 1:],
+        lambda a: a[None, a > 0],
+        lambda a: a[..., a[0] > 0],
+        lambda a: a[torch.tensor([True, False, True])],  # eager's IndexError
+    ],
+    ids=["nonzero", "as_tuple", "0-d", "argwhere", "masked_select", "broadcast", "mask", "rows", "mask+slice", "None",
+         "ellipsis", "wrong mask"],  # fmt: skip
+)
+def test_results_whose_shape_depends_on_values(fn):
+    jf = thunder.jit(fn)
+    for a in _MASKED:
+        try:
+            want = fn(a)
+        except IndexError:
+            with pytest.raises(IndexError, match="does not match the shape of the indexed tensor"):
+                jf(a)
+            continue
+        got = jf(a)
+        for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
+            assert g.dtype == w.dtype and torch.equal(g, w)
+
+
+@pytest.mark.parametrize("fn", [lambda a: a[a > 0], lambda a: torch.masked_select(a, a.abs() > 1)], ids=["mask", "select"])
+def test_gradients_of_masked_results(fn):
+    for a in _MASKED:
+        x, y = a.clone().double().requires_grad_(), a.clone().double().requires_grad_()
+        jf = thunder.jit(lambda t: (fn(t) ** 2).sum())
+        jf(x).backward()
+        (fn(y) ** 2).sum().backward()
+        torch.testing.assert_close(x.grad, y.grad)
+        assert thunder.compile_stats(jf).last_autograd_fallback is None

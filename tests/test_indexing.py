@@ -4,7 +4,6 @@ of inputs, and how index keys with tensors print in traces."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 import thunder
@@ -65,9 +64,10 @@ def test_key_with_tensors_prints_and_runs():
     assert "(i, slice(1, None, None), None, j)" in src
 
 
-def test_bool_mask_getitem_is_a_clear_error():
-    with pytest.raises(RuntimeError, match="boolean mask"):
-        thunder.jit(lambda a: a[a > 0])(torch.randn(3))
+def test_bool_mask_getitem_matches_eager():
+    jfn = thunder.jit(lambda a: a[a > 0])
+    for a in (torch.randn(3), torch.randn(3), -torch.ones(3)):
+        torch.testing.assert_close(jfn(a), a[a > 0])
 
 
 def test_bool_mask_setitem_matches_eager():

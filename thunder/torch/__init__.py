@@ -23,6 +23,7 @@ from thunder.torch.linalg import *  # noqa: F403
 from thunder.torch.nn import *  # noqa: F403
 from thunder.torch.reductions import *  # noqa: F403
 from thunder.torch.shape import *  # noqa: F403
+from thunder.torch.data_dependent import *  # noqa: F403  (after indexing: it takes over a[mask])
 
 
 def _register_no_grad_results() -> None:

@@ -1,0 +1,142 @@
+"""Ops whose result's shape depends on tensor values: ``nonzero``, ``argwhere``, ``masked_select``,
+indexing with boolean masks (``a[mask]``).
+
+Their size is a data-dependent value: the program is split on it (Note [Data-dependent values]
+in ``thunder.core.data_dependent``: the count is computed, checked on every call, and the trace
+continues for it), and the op then runs with a known size, as ``*_of_size`` symbols whose torch
+implementation is eager's own op. So these functions are plain Python run by the tracer at the
+top level of the trace, not symbols: a split cannot happen inside a symbol's decomposition.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core.errors import ThunderIndexError, ThunderTypeError
+from thunder.core.prims.base import is_differentiable
+from thunder.core.proxies import TensorProxy, register_method
+from thunder.core.rules import grad_rules
+from thunder.torch.base import torch_to_thunder_map, torchsymbol
+from thunder.torch.indexing import getitem
+from thunder.torch.shape import expand, unbind
+
+__all__ = ["argwhere", "masked_select", "nonzero", "getitem_with_masks"]
+
+
+def _count(mask: TensorProxy) -> int:
+    """How many elements of ``mask`` are nonzero, as a Python int: a data-dependent value."""
+    ones = prims.convert_element_type(prims.ne(mask, False if mask.dtype is torch.bool else 0), dtypes.int64)
+    return int(prims.sum(ones, tuple(range(mask.ndim))))
+
+
+def _check(op: str, a) -> None:
+    if not isinstance(a, TensorProxy):
+        raise ThunderTypeError(f"{op}: expected a tensor, got {type(a).__name__}")
+
+
+def _nonzero_of_size_impl(a, n):
+    return torch.nonzero(a)
+
+
+@torchsymbol(id="torch.nonzero_of_size", torch_impl=_nonzero_of_size_impl)
+def nonzero_of_size(a, n):
+    """``torch.nonzero(a)`` where ``a`` has ``n`` nonzero elements (the program checked it)."""
+    return TensorProxy.like(a, shape=(n, a.ndim), dtype=dtypes.int64, requires_grad=False)
+
+
+def nonzero(a, *, as_tuple: bool = False):
+    """``torch.nonzero``: the indices of the nonzero elements of ``a``, one row each (or, with
+    ``as_tuple``, one index tensor per dim)."""
+    _check("ltorch.nonzero", a)
+    if as_tuple and a.ndim == 0:  # torch treats a 0-d tensor as 1-d here
+        a = prims.reshape(a, (1,))
+    indices = nonzero_of_size(a, _count(a))
+    return tuple(unbind(indices, 1)) if as_tuple else indices
+
+
+def argwhere(a):
+    """``torch.argwhere``: ``torch.nonzero(a)``."""
+    _check("ltorch.argwhere", a)
+    return nonzero(a)
+
+
+def _masked_select_of_size_impl(a, mask, n):
+    return torch.masked_select(a, mask)
+
+
+@torchsymbol(id="torch.masked_select_of_size", torch_impl=_masked_select_of_size_impl)
+def masked_select_of_size(a, mask, n):
+    """``torch.masked_select`` of same-shape ``a`` and ``mask`` with ``n`` True elements."""
+    return TensorProxy.like(a, shape=(n,))
+
+
+def _masked_select_backward_impl(g, mask):
+    return torch.zeros(mask.shape, dtype=g.dtype, device=g.device).masked_scatter_(mask, g)
+
+
+@torchsymbol(id="torch.masked_select_backward", torch_impl=_masked_select_backward_impl)
+def masked_select_backward(g, mask):
+    """The gradient of ``masked_select``: ``g`` scattered to where ``mask`` is True, zeros elsewhere."""
+    return TensorProxy.like(g, shape=tuple(mask.shape), requires_grad=False)
+
+
+@grad_rules.register(masked_select_of_size)
+def _masked_select_of_size_vjp(g, out, a, mask, n):
+    return (masked_select_backward(g, mask) if is_differentiable(a) else None, None, None)
+
+
+def masked_select(a, mask):
+    """``torch.masked_select``: the elements of ``a`` where ``mask`` (broadcast with it) is True."""
+    op = "ltorch.masked_select"
+    _check(op, a)
+    _check(op, mask)
+    if mask.dtype is not torch.bool:
+        raise ThunderTypeError(f"{op}: masked_select: expected BoolTensor for mask, got {mask.dtype}")
+    shape = torch.broadcast_shapes(tuple(a.shape), tuple(mask.shape))
+    a, mask = expand(a, shape), expand(mask, shape)
+    return masked_select_of_size(a, mask, _count(mask))
+
+
+def _is_mask(x) -> bool:
+    return isinstance(x, TensorProxy) and x.dtype is torch.bool
+
+
+def getitem_with_masks(a, key):
+    """``a[key]``; a boolean mask in ``key`` stands for the indices of its True elements, one index
+    tensor per dim it covers (``mask.nonzero(as_tuple=True)``, which is how torch indexes with it),
+    so the result's size is a data-dependent value. Other keys go to ``getitem`` as they are."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(_is_mask(k) for k in items):
+        return getitem(a, key)
+    new, dim = [], 0
+    for k in items:
+        if k is Ellipsis:
+            dim = None  # positions after it are counted from the end: torch checks those itself
+        if _is_mask(k):
+            if dim is not None:
+                indexed = tuple(a.shape[dim : dim + k.ndim])
+                if tuple(k.shape) != indexed:
+                    raise ThunderIndexError(
+                        f"ltorch.getitem: The shape of the mask {list(k.shape)} at index {dim} does not match the shape "
+                        f"of the indexed tensor {list(a.shape)} at index {dim}"
+                    )
+                dim += k.ndim
+            new.extend(nonzero(k, as_tuple=True))
+            continue
+        new.append(k)
+        if dim is not None and k is not None:
+            dim += 1
+    return getitem(a, tuple(new))
+
+
+# ``a[mask]`` reaches the tracer as ``Tensor.__getitem__``: that entry (set by ``getitem``'s
+# declaration in thunder.torch.indexing, imported before this module) is replaced here.
+torch_to_thunder_map[torch.Tensor.__getitem__] = getitem_with_masks
+register_method("__getitem__", getitem_with_masks)
+
+for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwhere, (torch.argwhere, torch.Tensor.argwhere)),
+                        (masked_select, (torch.masked_select, torch.Tensor.masked_select))):  # fmt: skip
+    for _torch_fn in _torch_fns:
+        torch_to_thunder_map[_torch_fn] = _fn
+    register_method(_fn.__name__, _fn)
