@@ -306,6 +306,23 @@ def test_sdpa_executor_claims_attention_forward():
     assert executors == {sdpa_ex}
 
 
+def test_sdpa_executor_with_a_differentiable_mask_matches_eager():
+    from thunder.executors.sdpaex import sdpa_ex
+
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    q, k, v = (torch.randn(2, 3, 5, 8, requires_grad=True) for _ in range(3))
+    mask = torch.randn(5, 5, requires_grad=True)
+    jf = thunder.jit(f, executors=[sdpa_ex])
+    out, expected = jf(q, k, v, mask), f(q, k, v, mask)
+    torch.testing.assert_close(out, expected)
+    g = torch.randn_like(expected)
+    inputs = (q, k, v, mask)
+    torch.testing.assert_close(torch.autograd.grad(out, inputs, g), torch.autograd.grad(expected, inputs, g))
+    assert any(b.sym.executor is sdpa_ex for b in thunder.last_traces(jf)[-1].bound_symbols)
+
+
 def test_sdpa_executor_claims_attention_forward_and_backward():
     from thunder.executors.sdpaex import sdpa_ex
 
