@@ -315,6 +315,52 @@ opinfos += [
 ]
 
 
+def _conv_transpose_samples(n):
+    def samples(dtype, device):
+        m = lambda *s, **k: make(s, dtype, device, low=-1, high=1, **k)  # noqa: E731
+        sp = (4, 3, 5)[:n]
+        k3 = (3,) * n
+        yield SampleInput((m(2, 4, *sp), m(4, 3, *k3)))
+        yield SampleInput((m(2, 4, *sp), m(4, 3, *k3), m(3)), {"stride": 2, "padding": 1, "output_padding": 1})
+        yield SampleInput((m(2, 4, *sp), m(4, 2, *k3), m(4)), {"groups": 2, "dilation": 2, "output_padding": 1})
+        yield SampleInput((m(4, *sp), m(4, 3, *k3)))  # unbatched
+        yield SampleInput((m(2, 4, *sp, noncontiguous=True), m(4, 3, *(2,) * n)), {"stride": (1,) * (n - 1) + (2,)})
+
+    return samples
+
+
+def _conv_transpose_errors(n):
+    def errors(device):
+        f = torch.float32
+        sp = (4, 3, 5)[:n]
+        k3 = (3,) * n
+        yield ErrorInput(
+            SampleInput((make((2, 3, *sp), f, device), make((4, 3, *k3), f, device))),
+            ValueError,
+            r"Given transposed=1, weight of size \[4, 3, .*expected input\[2, 3, .*\] to have 4 channels",
+        )
+        yield ErrorInput(
+            SampleInput((make((2, 4, *sp), f, device), make((4, 3, *k3), f, device)), {"output_padding": 1}),
+            ValueError,
+            r"output padding must be smaller than either stride or dilation",
+        )
+        yield ErrorInput(
+            SampleInput((make(sp, f, device), make((4, 3, *k3), f, device))),
+            ValueError,
+            rf"Expected {n + 1}D \(unbatched\) or {n + 2}D \(batched\) input to conv_transpose{n}d",
+        )
+
+    return errors
+
+
+opinfos += [
+    OpInfo(f"F.conv_transpose{n}d", getattr(F, f"conv_transpose{n}d"), _conv_transpose_samples(n),
+           dtypes=FLOATS if n < 3 else FLOATS[:2], error_inputs=_conv_transpose_errors(n), atol=_CONV_TOL,
+           rtol=_CONV_TOL)
+    for n in (1, 2, 3)
+]  # fmt: skip
+
+
 # ----------------------------------------------------------------------------------------
 # embedding
 # ----------------------------------------------------------------------------------------
@@ -355,6 +401,36 @@ def _embedding_errors(device):
 opinfos += [
     OpInfo("F.embedding", F.embedding, _embedding_samples, dtypes=FLOATS_AND_INT, error_inputs=_embedding_errors),
 ]
+
+
+def _embedding_bag_samples(dtype, device):
+    w = make((10, 3), dtype, device)
+    idx = torch.tensor([1, 8, 3, 1, 3, 3, 0, 8], device=device)
+    offsets = torch.tensor([0, 3, 5], device=device)
+    yield SampleInput((idx.view(2, 4), w))
+    yield SampleInput((idx, w, offsets), {"mode": "sum", "padding_idx": 8})
+    yield SampleInput((idx, w, offsets), {"mode": "max"})
+    yield SampleInput((idx, w, torch.tensor([0, 3, 3], device=device)), {"scale_grad_by_freq": True})
+    yield SampleInput((idx, w, offsets), {"mode": "sum", "per_sample_weights": make((8,), dtype, device)})
+    yield SampleInput((idx, w, torch.tensor([0, 2, 5, 8], device=device)), {"include_last_offset": True})
+
+
+def _embedding_bag_errors(device):
+    w = make((10, 3), torch.float32, device)
+    idx = torch.tensor([1, 2, 3], device=device)
+    yield ErrorInput(SampleInput((idx, w)), ValueError, r"offsets has to be a 1D Tensor but got None")
+    yield ErrorInput(SampleInput((idx.view(1, 3), w, idx)), ValueError, r"if input is 2D, then offsets has to be None")
+    yield ErrorInput(SampleInput((idx, w, idx[:1]), {"mode": "max", "per_sample_weights": make((3,), torch.float32,
+                     device)}), NotImplementedError, r"per_sample_weights is only supported for mode='sum'")  # fmt: skip
+    yield ErrorInput(SampleInput((idx, w, idx[:1]), {"mode": "median"}), ValueError, r"mode has to be one of sum, mean or max")  # fmt: skip
+    yield ErrorInput(SampleInput((idx, w, idx[:1]), {"max_norm": 1.0}), ValueError, r"max_norm=1.0 is not supported")
+
+
+opinfos += [
+    OpInfo("F.embedding_bag", F.embedding_bag, _embedding_bag_samples, dtypes=FLOATS[:2],
+           error_inputs=_embedding_bag_errors,
+           skips=(("test_decomposition_vs_torch", None, "eager's aten kernel (Note [Embedding bags])"),)),
+]  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------
@@ -406,3 +482,6 @@ opinfos += _attention
 from tests.opinfos.nn_pooling import opinfos as _pooling  # noqa: E402
 
 opinfos += _pooling
+from tests.opinfos.nn_resample import opinfos as _resample  # noqa: E402
+
+opinfos += _resample
