@@ -1,5 +1,5 @@
-"""torch.nn.functional normalisations: layer_norm, rms_norm, group_norm, batch_norm
-(collected into the database by ``tests/opinfos/nn.py``)."""
+"""torch.nn.functional normalisations: layer_norm, rms_norm, group_norm, batch_norm,
+instance_norm, normalize (collected into the database by ``tests/opinfos/nn.py``)."""
 
 from __future__ import annotations
 
@@ -101,6 +101,31 @@ def _batch_norm_errors(device):
                      r"Expected running_mean to be of same shape as the channel dim of input")  # fmt: skip
 
 
+def _instance_norm_samples(dtype, device):
+    m = lambda *s, **k: make(s, dtype, device, **k)  # noqa: E731
+    pos = lambda *s: make(s, dtype, device, low=0.5, high=2.0)  # noqa: E731
+    yield SampleInput((m(2, 3, 5),))
+    yield SampleInput((m(2, 3, 4, 2),), {"weight": m(3), "bias": m(3), "eps": 1e-3})
+    # running statistics: updated in place with the batch's, or used (use_input_stats=False)
+    yield SampleInput((m(2, 3, 5), m(3), pos(3)), {"momentum": 0.3})
+    yield SampleInput((m(2, 3, 2, 2, 2, noncontiguous=True), m(3), pos(3), m(3), m(3)), {"use_input_stats": False})
+
+
+def _instance_norm_errors(device):
+    f = torch.float32
+    yield ErrorInput(SampleInput((make((2, 3, 1), f, device),)), ValueError, r"Expected more than 1 spatial element")
+    yield ErrorInput(SampleInput((make((2, 3, 4), f, device),), {"use_input_stats": False}), ValueError,
+                     r"Expected running_mean and running_var to be defined when use_input_stats is false")  # fmt: skip
+
+
+def _normalize_samples(dtype, device):
+    m = lambda *s, **k: make(s, dtype, device, **k)  # noqa: E731
+    yield SampleInput((m(3, 4),))
+    yield SampleInput((m(2, 3, 4),), {"p": 1.0, "dim": -1, "eps": 1e-3})
+    yield SampleInput((m(3, 4, noncontiguous=True),), {"p": 3, "dim": 0})
+    yield SampleInput((m(3, 4),), {"p": float("inf")})
+
+
 opinfos: list[OpInfo] = [
     OpInfo(
         "F.layer_norm",
@@ -141,4 +166,16 @@ opinfos: list[OpInfo] = [
         atol=_TOL,
         rtol=_TOL,
     ),
+    OpInfo(
+        "F.instance_norm",
+        F.instance_norm,
+        _instance_norm_samples,
+        dtypes=FLOATS,
+        error_inputs=_instance_norm_errors,
+        mutates=True,
+        no_grad_args=(1, 2, "running_mean", "running_var"),  # buffers: torch does not differentiate them
+        atol=_TOL,
+        rtol=_TOL,
+    ),
+    OpInfo("F.normalize", F.normalize, _normalize_samples, dtypes=FLOATS, atol=_TOL, rtol=_TOL),
 ]
