@@ -233,6 +233,20 @@ def _sort_errors(device):
 
 
 _SORT_SKIPS = (("test_decomposition_vs_torch", None, "the indices come from eager's sort kernel: no prim sorts"),)
+def _histc_samples(dtype, device):
+    yield SampleInput((make((3, 6), dtype, device),))
+    yield SampleInput((make((20,), dtype, device, noncontiguous=True), 5, -1.0, 1.0))
+    yield SampleInput((make((4, 5), dtype, device),), {"bins": 3, "min": 0, "max": 0})
+    yield SampleInput((torch.tensor([1.0, 2.0, 1.0, 3.0], dtype=dtype, device=device), 4, 0, 3))  # edges
+
+
+def _histc_errors(device):
+    a = make((3, 4), torch.float32, device)
+    yield ErrorInput(SampleInput((a, 0)), ValueError, r"bins must be > 0, but got 0")
+    yield ErrorInput(SampleInput((a, 3, 3, 1)), ValueError, r"max must be larger than min")
+    yield ErrorInput(SampleInput((torch.ones(3, dtype=torch.int64, device=device),)), TypeError, r"not implemented")
+
+
 _TOPK_SKIPS = (("test_decomposition_vs_torch", None, "the indices come from eager's topk kernel: no prim sorts"),)
 
 
@@ -348,6 +362,10 @@ opinfos: list[OpInfo] = [
         dtypes=(torch.float32,),
         skips=_SORT_SKIPS,
     ),
+    OpInfo("histc", torch.histc, _histc_samples, dtypes=(torch.float32, torch.float64), error_inputs=_histc_errors,
+           skips=(("test_decomposition_vs_torch", None, "eager's kernel counts: no prim histogram"),)),
+    OpInfo("histc_method", lambda a, *args, **kw: a.histc(*args, **kw), _histc_samples, dtypes=(torch.float32,),
+           skips=(("test_decomposition_vs_torch", None, "eager's kernel counts: no prim histogram"),)),
     OpInfo("max_binary", torch.max, _max_binary_samples, dtypes=FLOATS_AND_INT),
     OpInfo("min_binary", torch.min, _max_binary_samples, dtypes=FLOATS_AND_INT),
     OpInfo("argmax", torch.argmax, _nonempty_samples(tuples=False), dtypes=FLOATS_AND_INT, error_inputs=_arg_errors),

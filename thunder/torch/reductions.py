@@ -21,12 +21,13 @@ from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
+from thunder.core.trace import NO_GRAD_RESULTS
 from thunder.torch.base import canonicalize_dim, is_tensor, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.elementwise import maximum, minimum
 
 __all__ = [
     "sum", "mean", "var", "std", "var_mean", "std_mean", "amax", "amin", "max", "min", "argmax", "argmin", "topk",
-    "sort", "argsort",
+    "sort", "argsort", "histc",
     "prod", "any", "all", "count_nonzero", "logsumexp", "cumsum", "cumprod", "norm", "vector_norm", "nansum",
     "nanmean",
 ]  # fmt: skip
@@ -469,6 +470,30 @@ def sort(input, dim=-1, descending=False, *, stable=False):
 def argsort(input, dim=-1, descending=False, *, stable=False):
     """``torch.argsort``: the indices that sort ``input`` along ``dim``."""
     return _sorted("ltorch.argsort", input, dim, descending, stable)[1]
+
+
+def _histc_impl(input, bins=100, min=0, max=0):
+    return torch.histc(input, bins=bins, min=min, max=max)
+
+
+@torchsymbol(torch.histc, method_name="histc", torch_impl=_histc_impl)
+def histc(input, bins=100, min=0, max=0):
+    """``torch.histc``: counts of ``input``'s elements in ``bins`` equal-width bins over ``[min, max]``
+    (the data's own range when both are 0), as floats of the input's dtype. Eager's kernel counts
+    (the range comes from the data); the counts never require grad, as in eager."""
+    op = "ltorch.histc"
+    _check_input(op, input)
+    if not input.dtype.is_floating_point:
+        raise ThunderTypeError(f"{op}: \"histogram_cpu\" not implemented for '{input.dtype}'; pass a float tensor")
+    bins, lo, hi = pyval(bins), pyval(min), pyval(max)
+    if not _is_int(bins) or bins <= 0:
+        raise ThunderValueError(f"{op}: bins must be > 0, but got {bins}")
+    if lo > hi:
+        raise ThunderValueError(f"{op}: max must be larger than min")
+    return TensorProxy.like(input, shape=(bins,), requires_grad=False)
+
+
+NO_GRAD_RESULTS.add(histc.id)  # counts never require grad, as in eager
 
 # ----------------------------------------------------------------------------------------
 # Logical reductions and counting
