@@ -137,7 +137,9 @@ CASES = [
     Case("AdaptiveMaxPool1d", lambda: nn.AdaptiveMaxPool1d(3, return_indices=True), _floats((2, 3, 10))),
     Case("AdaptiveMaxPool2d", lambda: nn.AdaptiveMaxPool2d((3, 4)), _floats((3, 7, 9))),
     Case("AdaptiveMaxPool3d", lambda: nn.AdaptiveMaxPool3d(2, return_indices=True), _floats((2, 2, 5, 4, 3))),
+    Case("LPPool1d", lambda: nn.LPPool1d(3, 2), _floats((2, 3, 7), low=0.1)),
     Case("LPPool2d", lambda: nn.LPPool2d(2, 2), _floats((2, 3, 6, 6), low=0.1)),
+    Case("LPPool3d", lambda: nn.LPPool3d(1.5, 2), _floats((1, 2, 4, 4, 4), low=0.1)),
     Case("LocalResponseNorm", lambda: nn.LocalResponseNorm(3), _floats((2, 5, 4, 4))),
     Case("LocalResponseNorm_3d", lambda: nn.LocalResponseNorm(2), _floats((2, 4, 3, 3, 3))),
     # resampling
@@ -483,3 +485,39 @@ def test_transformer_encoder_padding_mask_inference_is_dense():
         expected = m(x, src_key_padding_mask=_KEY_PADDING)
     keep = ~_KEY_PADDING
     torch.testing.assert_close(actual[keep], expected[keep])
+
+
+@pytest.mark.parametrize("make", [lambda: nn.LSTM(4, 5, 3, dropout=0.5), lambda: nn.GRU(4, 5, 2, dropout=0.3)])
+def test_rnn_dropout_between_layers_draws_as_eager(make):
+    torch.manual_seed(0)
+    m = make().double()
+    jm = thunder.jit(copy.deepcopy(m))
+    x = torch.randn(3, 2, 4, dtype=torch.float64, requires_grad=True)
+    torch.manual_seed(5)
+    expected = m(x)[0]
+    torch.manual_seed(5)
+    actual = jm(x)[0]
+    torch.testing.assert_close(actual, expected)
+    cot = torch.randn_like(expected)
+    for a, e in zip(torch.autograd.grad(actual, x, cot), torch.autograd.grad(expected, x, cot)):
+        torch.testing.assert_close(a, e)
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+
+
+def test_rnn_packed_sequence_fails_clearly():
+    m = nn.GRU(4, 5)
+    packed = nn.utils.rnn.pack_padded_sequence(torch.randn(3, 2, 4), [3, 2])
+    with pytest.raises(NotImplementedError, match=r"ltorch.gru: packed sequences .* are not supported"):
+        thunder.jit(m)(packed, torch.zeros(1, 2, 5))
+
+
+def test_lstm_cached_call_and_rebound_weight_vs_eager():
+    torch.manual_seed(0)
+    m = nn.LSTM(4, 5, batch_first=True)
+    jm = thunder.jit(m)
+    for _ in range(2):
+        x = torch.randn(2, 3, 4)
+        torch.testing.assert_close(jm(x)[0], m(x)[0])
+    # A rebound parameter is read on the next call, as eager's forward refreshes its flat weights.
+    m.weight_hh_l0 = nn.Parameter(torch.randn(20, 5))
+    torch.testing.assert_close(jm(x)[0], m(x)[0])
