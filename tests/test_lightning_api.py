@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import thunder
+import thunder.examine
 from thunder.core.proxies import TensorProxy
 from thunder.extend import OperatorExecutor, deregister_executor
 
@@ -362,3 +363,15 @@ def test_cpu_autocast_of_mixed_dtype_matmul(b_dtype):
     g = torch.ones_like(expected) / expected.numel()
     for got, want in zip(torch.autograd.grad(out, (a, b), g), torch.autograd.grad(expected, (a, b), g)):
         torch.testing.assert_close(got, want, rtol=5e-3, atol=5e-3)  # bfloat16 products, rounded in another order
+
+
+def _calls_an_unsupported_op(x):
+    return torch.special.zeta(x, x)
+
+
+def test_examine_show_call_stack_points_at_the_unsupported_call(capsys):
+    assert thunder.torch.torch_to_thunder_map.get(torch.special.zeta) is None  # pick another op if it is supported
+    thunder.examine.examine(lambda x: _calls_an_unsupported_op(x) + 1, torch.rand(3) + 1, show_call_stack=1)
+    out = capsys.readouterr().out
+    assert "unsupported: torch.special.zeta" in out
+    assert "in _calls_an_unsupported_op" in out and "<lambda>" not in out  # only the innermost frame

@@ -5,6 +5,8 @@ Layer: entry points. Imports: thunder, torch.
 
 from __future__ import annotations
 
+import textwrap
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -16,13 +18,27 @@ __all__ = ["examine", "collect_torch_calls", "get_fusions", "get_fusion_symbols"
 
 
 class _Collector(TorchFunctionMode):
-    def __init__(self):
+    def __init__(self, record_stacks: bool = False):
         super().__init__()
         self.calls: Counter = Counter()
+        self.record_stacks = record_stacks
+        self.first_stacks: dict[Callable, traceback.StackSummary] = {}  # where each op was first called
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.calls[func] += 1
+        if self.record_stacks and func not in self.first_stacks:
+            self.first_stacks[func] = traceback.extract_stack()[:-1]
         return func(*args, **(kwargs or {}))
+
+
+def _user_frames(stack: traceback.StackSummary, limit: bool | int) -> list[traceback.FrameSummary]:
+    """The frames of ``stack`` in the user's code (not thunder's or torch's), the last ``limit`` of
+    them when ``limit`` is a number, all of them when it is True."""
+    here = __file__
+    frames = [f for f in stack if f.filename != here and "/torch/" not in f.filename.replace("\\", "/")]
+    if type(limit) is int and limit > 0:
+        frames = frames[-limit:]
+    return frames
 
 
 def collect_torch_calls(fn: Callable, *args, **kwargs) -> Counter:
@@ -37,9 +53,15 @@ def _name(func) -> str:
     return resolve_name(func) or getattr(func, "__qualname__", None) or repr(func)
 
 
-def examine(fn: Callable, *args, show: bool = True, **kwargs) -> dict[str, Any]:
+def examine(fn: Callable, *args, show: bool = True, show_call_stack: bool | int = False, **kwargs) -> dict[str, Any]:
     """Runs ``fn`` eagerly, lists the torch operations it calls and whether thunder supports
     each, then tries ``thunder.jit(fn)`` on the same inputs.
+
+    Args:
+        fn: the function or module, called as ``fn(*args, **kwargs)``.
+        show: print the findings.
+        show_call_stack: also print where each unsupported operation was first called in the
+            user's code: all its frames (True) or the innermost ``n`` (an int), as lightning-thunder's.
 
     Returns a dict with ``supported``, ``unsupported`` (names -> call counts) and ``jit_error``
     (None if the jitted function ran and matched).
@@ -52,7 +74,11 @@ def examine(fn: Callable, *args, show: bool = True, **kwargs) -> dict[str, Any]:
         if show:
             print(message)
         return {"supported": {}, "unsupported": {}, "jit_error": message}
-    calls = collect_torch_calls(fn, *args, **kwargs)
+    collector = _Collector(record_stacks=bool(show_call_stack))
+    with collector:
+        fn(*args, **kwargs)
+    calls = collector.calls
+    stacks: dict[str, traceback.StackSummary] = {}
     ignored = {torch.Tensor.__get__, torch.Tensor.__repr__} if hasattr(torch.Tensor, "__get__") else set()
     supported: dict[str, int] = {}
     unsupported: dict[str, int] = {}
@@ -61,6 +87,8 @@ def examine(fn: Callable, *args, show: bool = True, **kwargs) -> dict[str, Any]:
             continue
         target = supported if func in torch_to_thunder_map else unsupported
         target[_name(func)] = target.get(_name(func), 0) + count
+        if target is unsupported and func in collector.first_stacks:
+            stacks.setdefault(_name(func), collector.first_stacks[func])
     jit_error = None
     try:
         thunder.jit(fn)(*args, **kwargs)
@@ -71,6 +99,10 @@ def examine(fn: Callable, *args, show: bool = True, **kwargs) -> dict[str, Any]:
         print(f"Found {total} distinct torch operations, of which {len(supported)} are supported by thunder.")
         for name, count in sorted(unsupported.items()):
             print(f"  unsupported: {name} ({count} call{'s' if count != 1 else ''})")
+            if name in stacks:
+                print("    first called at:")
+                for line in traceback.format_list(_user_frames(stacks[name], show_call_stack)):
+                    print(textwrap.indent(line.rstrip("\n"), "    "))
         if jit_error is None:
             print("thunder.jit ran the function on these inputs.")
         else:
@@ -78,9 +110,11 @@ def examine(fn: Callable, *args, show: bool = True, **kwargs) -> dict[str, Any]:
     return {"supported": supported, "unsupported": unsupported, "jit_error": jit_error}
 
 
-def get_fusion_symbols(trace) -> list:
+def get_fusion_symbols(trace, warn_if_fusions_unavailable: bool = True) -> list:
     """The bound symbols of ``trace`` (a ``TraceCtx``, e.g. ``thunder.last_traces(fn)[-1]``) that are
-    fusions: regions of ops a fusion executor (``torchcompile``, ...) runs as one call, in trace order."""
+    fusions: regions of ops a fusion executor (``torchcompile``, ...) runs as one call, in trace order.
+
+    ``warn_if_fusions_unavailable`` is accepted for lightning-thunder's signature (see ``get_fusions``)."""
     return [bsym for bsym in trace.bound_symbols if bsym.sym._is_fusion]
 
 
