@@ -45,6 +45,7 @@ __all__ = [
     "conv_transpose3d",
     "dropout",
     "dropout_",
+    "dropout_with_noise",
     *_activations_all,
     *_norms_all,
     *_losses_all,

@@ -35,7 +35,10 @@ from thunder.core.rules import grad_rules
 from thunder.torch.base import torchsymbol
 from thunder.torch.nn_utils import check_tensor, kernel_outputs
 
-__all__ = ["embedding", "embedding_bag"]
+__all__ = [
+    "embedding", "embedding_bag", "embedding_scaled_by_freq", "embedding_scaled_by_freq_backward",
+    "embedding_bag_kernel", "embedding_bag_backward", "embedding_bag_per_sample_weights_backward",
+]  # fmt: skip
 
 aten = torch.ops.aten
 

@@ -33,12 +33,42 @@ from thunder.torch.base import torchsymbol
 from thunder.torch.nn_utils import check_tensor, expand_param, kernel_outputs
 
 __all__ = [
-    "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
-    "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-    "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "max_pool1d",
+    "max_pool2d",
+    "max_pool3d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_pool3d_with_indices",
+    "avg_pool1d",
+    "avg_pool2d",
+    "avg_pool3d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d_with_indices",
-]  # fmt: skip
+    # the kernels and their gradients (Note [Pooling kernels])
+    "adaptive_avg_pool2d_backward",
+    "adaptive_avg_pool2d_kernel",
+    "adaptive_avg_pool3d_backward",
+    "adaptive_avg_pool3d_kernel",
+    "adaptive_max_pool2d_backward",
+    "adaptive_max_pool2d_kernel",
+    "adaptive_max_pool3d_backward",
+    "adaptive_max_pool3d_kernel",
+    "avg_pool2d_backward",
+    "avg_pool2d_kernel",
+    "avg_pool3d_backward",
+    "avg_pool3d_kernel",
+    "max_pool2d_backward",
+    "max_pool2d_kernel",
+    "max_pool3d_backward",
+    "max_pool3d_kernel",
+]
 
 aten = torch.ops.aten
 
@@ -58,45 +88,45 @@ def _kernel_symbol(name: str, kernel: Callable, doc: str) -> Symbol:
 # The kernels and their gradients
 # ----------------------------------------------------------------------------------------
 
-_max_pool2d_kernel = _kernel_symbol(
+max_pool2d_kernel = _kernel_symbol(
     "max_pool2d_kernel", aten.max_pool2d_with_indices, "``aten.max_pool2d_with_indices``: (values, indices)."
 )
-_max_pool3d_kernel = _kernel_symbol(
+max_pool3d_kernel = _kernel_symbol(
     "max_pool3d_kernel", aten.max_pool3d_with_indices, "``aten.max_pool3d_with_indices``: (values, indices)."
 )
-_max_pool2d_backward = _kernel_symbol(
+max_pool2d_backward = _kernel_symbol(
     "max_pool2d_backward", aten.max_pool2d_with_indices_backward, "``aten.max_pool2d_with_indices_backward``."
 )
-_max_pool3d_backward = _kernel_symbol(
+max_pool3d_backward = _kernel_symbol(
     "max_pool3d_backward", aten.max_pool3d_with_indices_backward, "``aten.max_pool3d_with_indices_backward``."
 )
-_avg_pool2d_kernel = _kernel_symbol("avg_pool2d_kernel", aten.avg_pool2d, "``aten.avg_pool2d``.")
-_avg_pool3d_kernel = _kernel_symbol("avg_pool3d_kernel", aten.avg_pool3d, "``aten.avg_pool3d``.")
-_avg_pool2d_backward = _kernel_symbol("avg_pool2d_backward", aten.avg_pool2d_backward, "``aten.avg_pool2d_backward``.")
-_avg_pool3d_backward = _kernel_symbol("avg_pool3d_backward", aten.avg_pool3d_backward, "``aten.avg_pool3d_backward``.")
+avg_pool2d_kernel = _kernel_symbol("avg_pool2d_kernel", aten.avg_pool2d, "``aten.avg_pool2d``.")
+avg_pool3d_kernel = _kernel_symbol("avg_pool3d_kernel", aten.avg_pool3d, "``aten.avg_pool3d``.")
+avg_pool2d_backward = _kernel_symbol("avg_pool2d_backward", aten.avg_pool2d_backward, "``aten.avg_pool2d_backward``.")
+avg_pool3d_backward = _kernel_symbol("avg_pool3d_backward", aten.avg_pool3d_backward, "``aten.avg_pool3d_backward``.")
 # F.adaptive_avg_pool2d is eager's composite (a mean for a 1x1 output, else the kernel): the same values.
-_adaptive_avg_pool2d_kernel = _kernel_symbol(
+adaptive_avg_pool2d_kernel = _kernel_symbol(
     "adaptive_avg_pool2d_kernel", torch._C._nn.adaptive_avg_pool2d, "``adaptive_avg_pool2d`` (eager's composite)."
 )
-_adaptive_avg_pool3d_kernel = _kernel_symbol(
+adaptive_avg_pool3d_kernel = _kernel_symbol(
     "adaptive_avg_pool3d_kernel", torch._C._nn.adaptive_avg_pool3d, "``adaptive_avg_pool3d`` (eager's composite)."
 )
-_adaptive_avg_pool2d_backward = _kernel_symbol(
+adaptive_avg_pool2d_backward = _kernel_symbol(
     "adaptive_avg_pool2d_backward", aten._adaptive_avg_pool2d_backward, "``aten._adaptive_avg_pool2d_backward``."
 )
-_adaptive_avg_pool3d_backward = _kernel_symbol(
+adaptive_avg_pool3d_backward = _kernel_symbol(
     "adaptive_avg_pool3d_backward", aten._adaptive_avg_pool3d_backward, "``aten._adaptive_avg_pool3d_backward``."
 )
-_adaptive_max_pool2d_kernel = _kernel_symbol(
+adaptive_max_pool2d_kernel = _kernel_symbol(
     "adaptive_max_pool2d_kernel", aten.adaptive_max_pool2d, "``aten.adaptive_max_pool2d``: (values, indices)."
 )
-_adaptive_max_pool3d_kernel = _kernel_symbol(
+adaptive_max_pool3d_kernel = _kernel_symbol(
     "adaptive_max_pool3d_kernel", aten.adaptive_max_pool3d, "``aten.adaptive_max_pool3d``: (values, indices)."
 )
-_adaptive_max_pool2d_backward = _kernel_symbol(
+adaptive_max_pool2d_backward = _kernel_symbol(
     "adaptive_max_pool2d_backward", aten.adaptive_max_pool2d_backward, "``aten.adaptive_max_pool2d_backward``."
 )
-_adaptive_max_pool3d_backward = _kernel_symbol(
+adaptive_max_pool3d_backward = _kernel_symbol(
     "adaptive_max_pool3d_backward", aten.adaptive_max_pool3d_backward, "``aten.adaptive_max_pool3d_backward``."
 )
 
@@ -131,14 +161,14 @@ def _adaptive_max_pool_vjp(sym: Symbol, backward: Symbol) -> None:
         return (backward(g[0], a, out[1]), None)
 
 
-_max_pool_vjp(_max_pool2d_kernel, _max_pool2d_backward)
-_max_pool_vjp(_max_pool3d_kernel, _max_pool3d_backward)
-_avg_pool_vjp(_avg_pool2d_kernel, _avg_pool2d_backward)
-_avg_pool_vjp(_avg_pool3d_kernel, _avg_pool3d_backward)
-_adaptive_avg_pool_vjp(_adaptive_avg_pool2d_kernel, _adaptive_avg_pool2d_backward)
-_adaptive_avg_pool_vjp(_adaptive_avg_pool3d_kernel, _adaptive_avg_pool3d_backward)
-_adaptive_max_pool_vjp(_adaptive_max_pool2d_kernel, _adaptive_max_pool2d_backward)
-_adaptive_max_pool_vjp(_adaptive_max_pool3d_kernel, _adaptive_max_pool3d_backward)
+_max_pool_vjp(max_pool2d_kernel, max_pool2d_backward)
+_max_pool_vjp(max_pool3d_kernel, max_pool3d_backward)
+_avg_pool_vjp(avg_pool2d_kernel, avg_pool2d_backward)
+_avg_pool_vjp(avg_pool3d_kernel, avg_pool3d_backward)
+_adaptive_avg_pool_vjp(adaptive_avg_pool2d_kernel, adaptive_avg_pool2d_backward)
+_adaptive_avg_pool_vjp(adaptive_avg_pool3d_kernel, adaptive_avg_pool3d_backward)
+_adaptive_max_pool_vjp(adaptive_max_pool2d_kernel, adaptive_max_pool2d_backward)
+_adaptive_max_pool_vjp(adaptive_max_pool3d_kernel, adaptive_max_pool3d_backward)
 
 
 # ----------------------------------------------------------------------------------------
@@ -177,9 +207,9 @@ def _max_pool(n: int, input, kernel_size, stride, padding, dilation, ceil_mode) 
     k, s, p, d = _window(op, n, kernel_size, stride, padding, dilation)
     ceil_mode = bool(pyval(ceil_mode))
     if n == 1:
-        out, idx = _max_pool2d_kernel(_as_2d(input), (1, *k), (1, *s), (0, *p), (1, *d), ceil_mode)
+        out, idx = max_pool2d_kernel(_as_2d(input), (1, *k), (1, *s), (0, *p), (1, *d), ceil_mode)
         return _as_1d(out), _as_1d(idx)
-    kernel = _max_pool2d_kernel if n == 2 else _max_pool3d_kernel
+    kernel = max_pool2d_kernel if n == 2 else max_pool3d_kernel
     return kernel(input, k, s, p, d, ceil_mode)
 
 
@@ -219,9 +249,9 @@ def _avg_pool(n: int, input, kernel_size, stride, padding, ceil_mode, count_incl
     ceil_mode, count_include_pad = bool(pyval(ceil_mode)), bool(pyval(count_include_pad))
     divisor_override = pyval(divisor_override)
     if n == 1:
-        out = _avg_pool2d_kernel(_as_2d(input), (1, *k), (1, *s), (0, *p), ceil_mode, count_include_pad, None)
+        out = avg_pool2d_kernel(_as_2d(input), (1, *k), (1, *s), (0, *p), ceil_mode, count_include_pad, None)
         return _as_1d(out)
-    kernel = _avg_pool2d_kernel if n == 2 else _avg_pool3d_kernel
+    kernel = avg_pool2d_kernel if n == 2 else avg_pool3d_kernel
     return kernel(input, k, s, p, ceil_mode, count_include_pad, divisor_override)
 
 
@@ -258,8 +288,8 @@ def _adaptive(n: int, kind: str, input, output_size):
     _check_input(op, input, n)
     size = _output_size(op, input, output_size, n)
     kernels = {
-        "avg": (_adaptive_avg_pool2d_kernel, _adaptive_avg_pool3d_kernel),
-        "max": (_adaptive_max_pool2d_kernel, _adaptive_max_pool3d_kernel),
+        "avg": (adaptive_avg_pool2d_kernel, adaptive_avg_pool3d_kernel),
+        "max": (adaptive_max_pool2d_kernel, adaptive_max_pool3d_kernel),
     }[kind]
     if n == 1:
         out = kernels[0](_as_2d(input), (1, *size))

@@ -35,6 +35,12 @@ __all__ = [
     "upsample_nearest_exact2d", "upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
     "upsample_bicubic2d", "upsample_trilinear3d", "upsample_bilinear2d_aa", "upsample_bicubic2d_aa",
     "upsample_lanczos2d_aa", "pixel_shuffle", "pixel_unshuffle",
+    *(f"{name}_backward" for name in (
+        "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_nearest_exact1d",
+        "upsample_nearest_exact2d", "upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
+        "upsample_bicubic2d", "upsample_trilinear3d", "upsample_bilinear2d_aa", "upsample_bicubic2d_aa",
+        "upsample_lanczos2d_aa",
+    )),
 ]  # fmt: skip
 
 aten = torch.ops.aten
@@ -57,8 +63,9 @@ def _scales(op: str, input: TensorProxy, n: int, output_size, scale_factors) -> 
     return tuple(int(pyval(s)) for s in output_size), None
 
 
-def _make_upsample(name: str, n: int, interpolates: bool, aten_name: str | None = None) -> Symbol:
-    """The symbol for ``torch._C._nn.<aten_name>`` (``.vec``) and its VJP (Note [Upsampling kernels]).
+def _make_upsample(name: str, n: int, interpolates: bool, aten_name: str | None = None) -> tuple[Symbol, Symbol]:
+    """The symbol for ``torch._C._nn.<aten_name>`` (``.vec``), its backward symbol, and its VJP
+    (Note [Upsampling kernels]).
 
     ``interpolates``: the kernel takes ``align_corners`` (linear, cubic and antialiased modes).
     """
@@ -111,22 +118,34 @@ def _make_upsample(name: str, n: int, interpolates: bool, aten_name: str | None 
     meta.__doc__ = f"``torch._C._nn.{aten_name}`` (the ``.vec`` overload): eager's kernel (Note [Upsampling kernels])."
     sym = torchsymbol(kernel, id=f"torch.{name}")(meta)
     grad_rules.register(sym)(vjp)
-    return sym
+    return sym, backward
 
 
-upsample_nearest1d = _make_upsample("upsample_nearest1d", 1, False)
-upsample_nearest2d = _make_upsample("upsample_nearest2d", 2, False)
-upsample_nearest3d = _make_upsample("upsample_nearest3d", 3, False)
-upsample_nearest_exact1d = _make_upsample("upsample_nearest_exact1d", 1, False, "_upsample_nearest_exact1d")
-upsample_nearest_exact2d = _make_upsample("upsample_nearest_exact2d", 2, False, "_upsample_nearest_exact2d")
-upsample_nearest_exact3d = _make_upsample("upsample_nearest_exact3d", 3, False, "_upsample_nearest_exact3d")
-upsample_linear1d = _make_upsample("upsample_linear1d", 1, True)
-upsample_bilinear2d = _make_upsample("upsample_bilinear2d", 2, True)
-upsample_bicubic2d = _make_upsample("upsample_bicubic2d", 2, True)
-upsample_trilinear3d = _make_upsample("upsample_trilinear3d", 3, True)
-upsample_bilinear2d_aa = _make_upsample("upsample_bilinear2d_aa", 2, True, "_upsample_bilinear2d_aa")
-upsample_bicubic2d_aa = _make_upsample("upsample_bicubic2d_aa", 2, True, "_upsample_bicubic2d_aa")
-upsample_lanczos2d_aa = _make_upsample("upsample_lanczos2d_aa", 2, True, "_upsample_lanczos2d_aa")
+upsample_nearest1d, upsample_nearest1d_backward = _make_upsample("upsample_nearest1d", 1, False)
+upsample_nearest2d, upsample_nearest2d_backward = _make_upsample("upsample_nearest2d", 2, False)
+upsample_nearest3d, upsample_nearest3d_backward = _make_upsample("upsample_nearest3d", 3, False)
+upsample_nearest_exact1d, upsample_nearest_exact1d_backward = _make_upsample(
+    "upsample_nearest_exact1d", 1, False, "_upsample_nearest_exact1d"
+)
+upsample_nearest_exact2d, upsample_nearest_exact2d_backward = _make_upsample(
+    "upsample_nearest_exact2d", 2, False, "_upsample_nearest_exact2d"
+)
+upsample_nearest_exact3d, upsample_nearest_exact3d_backward = _make_upsample(
+    "upsample_nearest_exact3d", 3, False, "_upsample_nearest_exact3d"
+)
+upsample_linear1d, upsample_linear1d_backward = _make_upsample("upsample_linear1d", 1, True)
+upsample_bilinear2d, upsample_bilinear2d_backward = _make_upsample("upsample_bilinear2d", 2, True)
+upsample_bicubic2d, upsample_bicubic2d_backward = _make_upsample("upsample_bicubic2d", 2, True)
+upsample_trilinear3d, upsample_trilinear3d_backward = _make_upsample("upsample_trilinear3d", 3, True)
+upsample_bilinear2d_aa, upsample_bilinear2d_aa_backward = _make_upsample(
+    "upsample_bilinear2d_aa", 2, True, "_upsample_bilinear2d_aa"
+)
+upsample_bicubic2d_aa, upsample_bicubic2d_aa_backward = _make_upsample(
+    "upsample_bicubic2d_aa", 2, True, "_upsample_bicubic2d_aa"
+)
+upsample_lanczos2d_aa, upsample_lanczos2d_aa_backward = _make_upsample(
+    "upsample_lanczos2d_aa", 2, True, "_upsample_lanczos2d_aa"
+)
 
 
 # ----------------------------------------------------------------------------------------
