@@ -375,3 +375,18 @@ def test_examine_show_call_stack_points_at_the_unsupported_call(capsys):
     out = capsys.readouterr().out
     assert "unsupported: torch.special.zeta" in out
     assert "in _calls_an_unsupported_op" in out and "<lambda>" not in out  # only the innermost frame
+
+
+def test_no_autocast_runs_a_trace_as_traced_and_restores_the_state():
+    from thunder.executors.torchex import no_autocast
+
+    @no_autocast
+    def matmul(a, b):
+        return a @ b
+
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    with torch.autocast("cpu", torch.bfloat16):
+        assert matmul(a, b).dtype == torch.float32
+        assert torch.is_autocast_enabled("cpu")
+        assert (a @ b).dtype == torch.bfloat16
+    assert not torch.is_autocast_enabled("cpu")

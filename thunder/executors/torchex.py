@@ -9,6 +9,11 @@ Layer: executors. Imports: core, extend, torch (the language's tables).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
+import torch
+
 from thunder.core.prims.base import all_prims
 from thunder.core.symbol import Symbol, eager_implementations
 from thunder.extend import ImplInfo, OperatorExecutor, register_executor, register_symbol_table
@@ -45,6 +50,28 @@ for _sym, _fn in symbol_to_torch.items():
 for _prim in all_prims.values():
     if _prim.python_impl is not None:
         eager_implementations.setdefault(_prim.id, _prim.python_impl)
+
+
+def no_autocast(fn: Callable) -> Callable:
+    """``fn`` run with ``torch.autocast`` off on CPU and CUDA, the state restored after it.
+
+    lightning-thunder's printed traces decorate the computation with it
+    (``from thunder.executors.torchex import no_autocast``), so such a trace pasted into a script
+    runs as it was traced: its casts are explicit in it. The state in effect at each call is
+    restored, not the one at decoration."""
+
+    @functools.wraps(fn)
+    def without_autocast(*args, **kwargs):
+        previous = torch.is_autocast_enabled("cpu"), torch.is_autocast_enabled("cuda")
+        torch.set_autocast_enabled("cpu", False)
+        torch.set_autocast_enabled("cuda", False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_autocast_enabled("cpu", previous[0])
+            torch.set_autocast_enabled("cuda", previous[1])
+
+    return without_autocast
 
 
 def eager_fallback(sym: Symbol):
