@@ -64,7 +64,7 @@ def _getitem_errors(device):
     yield ErrorInput(_s(a, (Ellipsis, Ellipsis)), IndexError, r"an index can only have a single ellipsis")
     yield ErrorInput(_s(a, 1.5), IndexError, r"only integers, slices .* are valid indices")
     yield ErrorInput(_s(a, slice(None, None, -1)), ValueError, r"step must be greater than zero")
-    yield ErrorInput(_s(a, a > 0), RuntimeError, r"boolean mask .* shape depends on the mask's values")
+    yield ErrorInput(_s(a, _idx([True, False, True], device, torch.bool)), IndexError, r"shape of the mask \[3\] at index 0 does not match")
     yield ErrorInput(_s(a, _idx([0.5], device, torch.float32)), IndexError, r"tensors used as indices must be long")
 
 
