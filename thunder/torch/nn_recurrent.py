@@ -10,7 +10,7 @@ time steps at once (``linear(x, w_ih, b_ih)``), then one cell per step on the hi
 reverse direction walks the steps backwards and its outputs are put back in time order and
 concatenated after the forward direction's; between layers (not after the last) training
 with ``dropout > 0`` applies ``F.dropout`` to the layer's output, which on CPU draws what
-eager draws. The gradient is the decomposition's (linear, sigmoid, tanh, ... have rules), so
+eager draws (elsewhere eager's fused kernel draws its own masks: refused with a clear error). The gradient is the decomposition's (linear, sigmoid, tanh, ... have rules), so
 there is no opaque backward. Packed sequences are not supported (a clear error).
 
 The modules' forward first calls ``RNNBase._update_flat_weights``, which compares the weakrefs
@@ -120,6 +120,12 @@ def _rnn(kind: str, input, hx, params, has_biases, num_layers, dropout, train, b
         bool(pyval(batch_first)),
     )
     num_layers, dropout, train = int(pyval(num_layers)), float(pyval(dropout)), bool(pyval(train))
+    if dropout > 0 and train and num_layers > 1 and input.device.type != "cpu":
+        # eager's cuDNN kernel draws its dropout masks from its own generator state
+        raise UnsupportedOpError(
+            f"{op}: dropout={dropout} in training on {input.device} is not supported (eager's fused kernel draws the "
+            "masks with its own random state, which thunder cannot reproduce); use dropout=0 or run on CPU"
+        )
     params = list(params)
     dirs = 2 if bidirectional else 1
     if len(params) % (num_layers * dirs):
