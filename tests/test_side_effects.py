@@ -430,3 +430,33 @@ def test_same_input_replays_writes_that_read_nothing():
     jf(X)
     jf(X)
     assert len(log) == 2
+
+
+class _Collector:
+    def __init__(self):
+        self.outs = None
+
+
+COLLECTOR = _Collector()
+
+
+def test_an_assignment_of_a_container_the_program_fills_later_holds_its_final_contents():
+    # transformers' output collector: ``collector.outs = {"hidden": []}``, then appends per layer.
+    def f(x):
+        COLLECTOR.outs = {"hidden": []}
+        h = x * 2
+        COLLECTOR.outs["hidden"].append(h)
+        h = h + 1
+        COLLECTOR.outs["hidden"].append(h)
+        return h
+
+    jf = thunder.jit(f)
+    for x in (torch.ones(2), torch.zeros(2)):
+        out = jf(x)
+        got = COLLECTOR.outs["hidden"]
+        f(x)
+        want = COLLECTOR.outs["hidden"]
+        torch.testing.assert_close(out, want[-1])
+        assert len(got) == len(want) == 2
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)

@@ -32,17 +32,13 @@ from thunder.core import prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.replays import REPLAYS
 from thunder.core.symbol import IN_PLACE, RANDOM, BoundSymbol, Symbol
 from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.trace import TraceCtx
 
 __all__ = ["evaluate", "order_for_checks", "draws_random"]
 
-# Replays of what the program did to the outside world (Note [What a trace relied on]).
-_REPLAYS = frozenset(
-    {prims.python_print, prims.store_attr, prims.store_global, prims.store_cell, prims.replace_contents,
-     prims.container_call}
-)  # fmt: skip
 
 
 class _CannotEvaluate(Exception):
@@ -141,7 +137,7 @@ def order_for_checks(trace: TraceCtx, input_names: set[str]) -> None:
                 "the update would happen twice; thunder does not support this yet. Make the update after the "
                 "data-dependent branch, or compute the value outside the jitted function."
             )
-    replays = [b for b in bsyms[:last] if b.sym in _REPLAYS]
+    replays = [b for b in bsyms[:last] if b.sym in REPLAYS]
     if replays:
         moved = {id(b) for b in replays}
         rest = [b for b in bsyms if id(b) not in moved]

@@ -42,7 +42,7 @@ from typing import Any
 import torch
 import torch.utils.checkpoint
 
-from thunder.core import data_dependent, dtypes, introspection, prims, proxies, transforms
+from thunder.core import data_dependent, dtypes, introspection, prims, proxies, replays, transforms
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
 from thunder.core.interpreter.errors import DELETED, NULL
@@ -942,6 +942,7 @@ class Tracer:
             for expr in self.constraints:
                 self._emit(prims.check_expr, expr, ())
         self.computation.args = [p for _, p in self.inputs] + [s for _, s in self.dims]
+        replays.place_after_their_values(self.computation)
         if self.outcomes:
             data_dependent.order_for_checks(self.computation, {p.name for _, p in self.inputs if isinstance(p, Proxy)})
         return result

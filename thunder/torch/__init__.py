@@ -14,6 +14,7 @@ from thunder.core.symbol_lookup import register_symbol_table
 from thunder.core.tracectx import current_source_location
 from thunder.torch.base import inplace_twins, symbol_to_torch, torch_to_thunder_map, torchsymbol
 from thunder.torch.conversions import *  # noqa: F403
+from thunder.torch.data_dependent import *  # noqa: F403
 from thunder.torch.elementwise import *  # noqa: F403
 from thunder.torch.factories import *  # noqa: F403
 from thunder.torch.indexing import *  # noqa: F403
@@ -23,7 +24,6 @@ from thunder.torch.linalg import *  # noqa: F403
 from thunder.torch.nn import *  # noqa: F403
 from thunder.torch.reductions import *  # noqa: F403
 from thunder.torch.shape import *  # noqa: F403
-from thunder.torch.data_dependent import *  # noqa: F403  (after indexing: it takes over a[mask])
 
 
 def _register_no_grad_results() -> None:

@@ -131,7 +131,7 @@ def getitem_with_masks(a, key):
 
 
 # ``a[mask]`` reaches the tracer as ``Tensor.__getitem__``: that entry (set by ``getitem``'s
-# declaration in thunder.torch.indexing, imported before this module) is replaced here.
+# declaration in thunder.torch.indexing, which this module imports first) is replaced here.
 torch_to_thunder_map[torch.Tensor.__getitem__] = getitem_with_masks
 register_method("__getitem__", getitem_with_masks)
 

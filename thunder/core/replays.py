@@ -1,0 +1,49 @@
+"""Replays: what the program did to the outside world, done again by every call.
+
+``print``, assignments to outside globals, cells and attributes, and changes to outside
+containers are recorded during tracing as bound symbols of the computation (Note [What a trace
+relied on] in ``thunder.core.jit_ext``); the computation replays them in order with each call's
+values. Nothing in the computation reads what a replay did, so a replay can move later among the
+ops as long as the replays keep their order.
+
+Layer: tracing. Imports: core.
+"""
+
+from __future__ import annotations
+
+from thunder.core import prims
+from thunder.core.trace import TraceCtx
+
+__all__ = ["REPLAYS", "place_after_their_values"]
+
+REPLAYS = frozenset(
+    {prims.python_print, prims.store_attr, prims.store_global, prims.store_cell, prims.replace_contents,
+     prims.container_call}
+)  # fmt: skip
+
+
+def place_after_their_values(trace: TraceCtx) -> None:
+    """Moves each replay that refers to values computed after it (``self.cache = outs`` where the
+    program appends to ``outs`` later: the replay assigns what ``outs`` holds at the end) to just
+    after the last of them; the replays between go with it, so all keep their order."""
+    bsyms = trace.bound_symbols
+    defined_at = {}
+    for i, bsym in enumerate(bsyms):
+        for o in bsym.flat_proxy_outs:
+            defined_at.setdefault(o.name, i)
+    i = 0
+    while i < len(bsyms):
+        bsym = bsyms[i]
+        if bsym.sym in REPLAYS:
+            last = max((defined_at.get(a.name, -1) for a in bsym.flat_proxy_args), default=-1)
+            if last > i:
+                block = [b for b in bsyms[i : last + 1] if b.sym in REPLAYS]
+                rest = [b for b in bsyms[i : last + 1] if b.sym not in REPLAYS]
+                bsyms[i : last + 1] = rest + block
+                defined_at = {}
+                for j, b in enumerate(bsyms):
+                    for o in b.flat_proxy_outs:
+                        defined_at.setdefault(o.name, j)
+                i += len(rest)
+                continue
+        i += 1
