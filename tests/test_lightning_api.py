@@ -80,6 +80,14 @@ def test_trace_returns_the_program_named_after_the_function():
     torch.testing.assert_close(trc.python_callable()(a, b), fun(a, b))
 
 
+def test_trace_of_a_module_has_its_parameters_as_inputs():
+    model = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    trc = thunder.trace()(model, x)
+    assert [p.name for p in trc.args][1:] == ["self_weight", "self_bias"]
+    torch.testing.assert_close(trc.python_callable()(x, model.weight, model.bias), model(x))
+
+
 def test_trace_options_keep_dead_code_and_drop_the_return():
     def fun(a):
         unused = a * 3  # noqa: F841
