@@ -663,3 +663,14 @@ def test_a_linear_layer_on_rows_is_differentiated_without_reshapes():
     jm(x).sum().backward()
     names = [b.sym.name for b in thunder.last_backward_traces(jm)[-1].bound_symbols]
     assert not [n for n in names if "reshape" in n]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_attention_with_a_bool_mask_and_fully_masked_rows_is_eagers(dtype):
+    # Left padding masks whole rows: eager's kernel gives 0 there, values and gradients (a softmax
+    # decomposition would give NaN gradients).
+    torch.manual_seed(0)
+    qkv = [torch.randn(2, 2, 4, 8, dtype=dtype) for _ in range(3)]
+    mask = torch.rand(2, 1, 4, 4) > 0.3
+    mask[0, 0, 1, :] = False
+    _attention_matches_eager(qkv, torch.arange(64.0).reshape(2, 1, 4, 8).to(dtype), attn_mask=mask)

@@ -194,16 +194,21 @@ def _sdpa_flash_cpu_vjp(g, out, query, key, value, is_causal, attn_mask, scale, 
 @forward_rules.register(scaled_dot_product_attention)
 def _sdpa_forward(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """Where the CPU flash kernel can run these inputs, ``sdpa_flash_cpu`` (eager's output, keeping the
-    logsumexp for eager's fused backward); elsewhere (dropout, bool or differentiable masks, other
-    devices) the call stays as it is and its gradient is its decomposition's. Grouped-query attention
-    (``enable_gqa``) runs in the same kernels, as in eager."""
+    logsumexp for eager's fused backward); elsewhere (dropout, differentiable masks, other devices)
+    the call stays as it is and its gradient is its decomposition's. A bool mask becomes what eager
+    passes the kernel (0 where True, -inf where False): a fully masked row is 0 and so is its gradient,
+    as in eager. Grouped-query attention (``enable_gqa``) runs in the same kernels, as in eager."""
     if (
         query.device.type != "cpu"
         or pyval(dropout_p) != 0
         or not (query.ndim == key.ndim == value.ndim == 4)
-        or (attn_mask is not None and (attn_mask.dtype != query.dtype or attn_mask.requires_grad))
+        or (attn_mask is not None and attn_mask.dtype not in (query.dtype, torch.bool))
+        or (attn_mask is not None and attn_mask.requires_grad)
     ):
         return None
+    if attn_mask is not None and attn_mask.dtype is torch.bool:
+        additive = prims.where(attn_mask, 0.0, -math.inf)
+        attn_mask = maybe_convert_to_dtype(additive, query.dtype)
     scale = None if scale is None else float(pyval(scale))
     try:  # contiguous stand-ins: whether the flash kernel can run at all (strides are decided per call)
         q, k, v = (torch.empty(tuple(t.shape), dtype=t.dtype) for t in (query, key, value))
