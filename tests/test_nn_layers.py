@@ -397,6 +397,55 @@ CASES = [
 ]
 
 
+class _TinyUNet(nn.Module):
+    """Down with a pool, up with a transposed convolution and an upsample, a skip connection."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
+        self.pool = nn.MaxPool2d(2)
+        self.mid = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.GroupNorm(2, 8), nn.SiLU())
+        self.up = nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.out = nn.Sequential(nn.Upsample(scale_factor=2, mode="bilinear"), nn.Conv2d(8, 2, 1))
+
+    def forward(self, x):
+        skip = self.down(x)
+        return self.out(torch.cat([self.up(self.mid(self.pool(skip))), skip], 1))
+
+
+class _TinyLanguageModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(20, 6, padding_idx=0)
+        self.rnn = nn.LSTM(6, 8, 2, batch_first=True)
+        self.head = nn.Linear(8, 20)
+
+    def forward(self, tokens):
+        out, _ = self.rnn(self.embed(tokens))
+        return self.head(out)
+
+
+CASES += [
+    Case(
+        "model_conv_net",
+        lambda: nn.Sequential(
+            nn.Conv2d(3, 4, 3, padding=1),
+            nn.BatchNorm2d(4),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(4, 6, 3),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(6, 3),
+        ),
+        _floats((2, 3, 8, 8)),
+        train=(True, False),
+    ),  # fmt: skip
+    Case("model_unet", _TinyUNet, _floats((2, 3, 8, 8)), train=(True, False)),
+    Case("model_lstm_language_model", _TinyLanguageModel, _ints((2, 5), 20), train=(True, False)),
+]
+
+
 def _params():
     for case in CASES:
         for dtype in case.dtypes:
