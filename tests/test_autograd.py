@@ -674,3 +674,21 @@ def test_attention_with_a_bool_mask_and_fully_masked_rows_is_eagers(dtype):
     mask = torch.rand(2, 1, 4, 4) > 0.3
     mask[0, 0, 1, :] = False
     _attention_matches_eager(qkv, torch.arange(64.0).reshape(2, 1, 4, 8).to(dtype), attn_mask=mask)
+
+
+def test_attention_decomposition_gives_fully_masked_rows_zero_values_and_gradients():
+    # A mask that requires grad keeps the decomposition (no fused kernel): eager's safe softmax is 0 there.
+    def f(q, k, v, m):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+    torch.manual_seed(0)
+    qkv = [torch.randn(1, 2, 4, 8, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+    mask = torch.zeros(1, 1, 4, 4, dtype=torch.float64)
+    mask[..., 1, :] = float("-inf")
+    mask.requires_grad_()
+    jf = thunder.jit(f)
+    got, want = jf(*qkv, mask), f(*qkv, mask)
+    torch.testing.assert_close(got, want)
+    for g, w in zip(torch.autograd.grad(got.sum(), qkv), torch.autograd.grad(want.sum(), qkv)):
+        torch.testing.assert_close(g, w)
+        assert not g.isnan().any()

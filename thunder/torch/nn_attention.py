@@ -105,9 +105,13 @@ def scaled_dot_product_attention(
     if S == 0:
         probs = scores
     else:
-        shifted = prims.sub(scores, amax_keep(scores, (scores.ndim - 1,)))
-        e = prims.exp(shifted)
-        probs = prims.div(e, sum_keep(e, (scores.ndim - 1,)))
+        # A row whose scores are all -inf (fully masked) is 0, as eager's safe softmax makes it; its max
+        # and sum are replaced where they would make NaN, so its gradient is 0 too, not NaN.
+        top = amax_keep(scores, (scores.ndim - 1,))
+        top = prims.where(prims.eq(top, -math.inf), 0.0, top)
+        e = prims.exp(prims.sub(scores, top))
+        total = sum_keep(e, (scores.ndim - 1,))
+        probs = prims.div(e, prims.where(prims.eq(total, 0.0), 1.0, total))
     if dropout_p > 0:
         from thunder.torch.nn import dropout
 
