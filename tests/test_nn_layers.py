@@ -110,6 +110,16 @@ class Fn(nn.Module):
         return self.fn(*args, **self.kwargs)
 
 
+class _Unpool(nn.Module):
+    def __init__(self, pool: nn.Module, unpool: nn.Module):
+        super().__init__()
+        self.pool, self.unpool = pool, unpool
+
+    def forward(self, x, output_size=None):
+        out, idx = self.pool(x)
+        return self.unpool(out, idx, output_size=output_size)
+
+
 def _interp(**kwargs):
     return lambda: Fn(F.interpolate, **kwargs)
 
@@ -137,6 +147,23 @@ CASES = [
     Case("AdaptiveMaxPool1d", lambda: nn.AdaptiveMaxPool1d(3, return_indices=True), _floats((2, 3, 10))),
     Case("AdaptiveMaxPool2d", lambda: nn.AdaptiveMaxPool2d((3, 4)), _floats((3, 7, 9))),
     Case("AdaptiveMaxPool3d", lambda: nn.AdaptiveMaxPool3d(2, return_indices=True), _floats((2, 2, 5, 4, 3))),
+    Case("MaxUnpool1d", lambda: _Unpool(nn.MaxPool1d(2, return_indices=True), nn.MaxUnpool1d(2)), _floats((2, 3, 8))),
+    Case(
+        "MaxUnpool2d",
+        lambda: _Unpool(nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2)),
+        _floats((2, 3, 5, 4)),
+        call=lambda m, x: m(x, (5, 4)),
+    ),  # fmt: skip
+    Case(
+        "MaxUnpool2d_overlapping",
+        lambda: _Unpool(nn.MaxPool2d(3, 1, return_indices=True), nn.MaxUnpool2d(3, 1)),
+        _floats((3, 5, 5)),
+    ),  # fmt: skip
+    Case(
+        "MaxUnpool3d",
+        lambda: _Unpool(nn.MaxPool3d(2, return_indices=True), nn.MaxUnpool3d(2)),
+        _floats((1, 2, 4, 4, 4)),
+    ),  # fmt: skip
     Case("LPPool1d", lambda: nn.LPPool1d(3, 2), _floats((2, 3, 7), low=0.1)),
     Case("LPPool2d", lambda: nn.LPPool2d(2, 2), _floats((2, 3, 6, 6), low=0.1)),
     Case("LPPool3d", lambda: nn.LPPool3d(1.5, 2), _floats((1, 2, 4, 4, 4), low=0.1)),
@@ -474,6 +501,10 @@ def test_pool_rejects_what_eager_rejects():
         thunder.jit(lambda a: F.avg_pool2d(a, 2, padding=2))(x)
     with pytest.raises(ValueError, match=r"ltorch.max_pool1d: Expected 2D \(unbatched\) or 3D \(batched\) input"):
         thunder.jit(lambda a: F.max_pool1d(a, 2))(x)
+    with pytest.raises(TypeError, match=r"ltorch.max_unpool2d: elements in indices should be type int64"):
+        thunder.jit(lambda a: F.max_unpool2d(a, a.int(), 2))(x)
+    with pytest.raises(ValueError, match=r"ltorch.max_unpool2d: Expected shape of indices to be same as that of the"):
+        thunder.jit(lambda a: F.max_unpool2d(a, a.long()[..., :2], 2))(x)
 
 
 def test_batch_norm_cumulative_average_fails_clearly():

@@ -1,5 +1,5 @@
 """Pooling from ``torch.nn.functional``: max_pool1d/2d/3d (with indices), avg_pool1d/2d/3d,
-adaptive_avg_pool1d/2d/3d and adaptive_max_pool1d/2d/3d.
+adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d, and max_unpool1d/2d/3d.
 
 Note [Pooling kernels]
 Pooling does not decompose into the prims without window gathers that no backend wants, and
@@ -19,13 +19,14 @@ Layer: language. Imports: core, torch.base, torch.nn_utils.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
 from thunder.core import prims
-from thunder.core.errors import ThunderValueError
+from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import Symbol
@@ -51,6 +52,8 @@ __all__ = [
     "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d_with_indices",
+    "max_unpool2d",
+    "max_unpool3d",
     # the kernels and their gradients (Note [Pooling kernels])
     "adaptive_avg_pool2d_backward",
     "adaptive_avg_pool2d_kernel",
@@ -336,3 +339,46 @@ def _make_adaptive_max_pool(n: int) -> tuple[Symbol, Symbol]:
 adaptive_max_pool1d, adaptive_max_pool1d_with_indices = _make_adaptive_max_pool(1)
 adaptive_max_pool2d, adaptive_max_pool2d_with_indices = _make_adaptive_max_pool(2)
 adaptive_max_pool3d, adaptive_max_pool3d_with_indices = _make_adaptive_max_pool(3)
+
+
+# ----------------------------------------------------------------------------------------
+# max_unpool: F.max_unpool1d/2d/3d (Python) compute the output size and call these
+# ----------------------------------------------------------------------------------------
+
+
+def _max_unpool(op: str, n: int, input, indices, output_size):
+    check_tensor(op, "input", input)
+    check_tensor(op, "indices", indices)
+    if indices.dtype != torch.int64:
+        raise ThunderTypeError(f"{op}: elements in indices should be type int64 but got: {indices.dtype}")
+    if input.ndim not in (n + 1, n + 2):
+        raise ThunderValueError(
+            f"{op}: Input to max_unpooling{n}d should be a {n + 1}d or {n + 2}d Tensor, but got a tensor with "
+            f"{input.ndim} dimensions"
+        )
+    if tuple(input.shape) != tuple(indices.shape):
+        raise ThunderValueError(
+            f"{op}: Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) but got "
+            f"indices tensor with shape: {list(indices.shape)}"
+        )
+    size = expand_param(op, "output_size", output_size, n)
+    lead = input.shape[:-n]
+    flat = (*lead, math.prod(input.shape[-n:]))
+    zeros = prims.full((*lead, math.prod(size)), 0, device=input.device, dtype=input.dtype)
+    out = prims.scatter(zeros, prims.reshape(indices, flat), prims.reshape(input, flat), len(lead))
+    return prims.reshape(out, (*lead, *size))
+
+
+@torchsymbol(torch._C._nn.max_unpool2d)
+def max_unpool2d(input, indices, output_size):
+    """``torch._C._nn.max_unpool2d`` (what ``F.max_unpool1d/2d`` and ``nn.MaxUnpool2d`` call): each value
+    written at its index of the flattened output plane, zeros elsewhere; a scatter, so its gradient
+    gathers the cotangent at the indices, as eager's."""
+    return _max_unpool("ltorch.max_unpool2d", 2, input, indices, output_size)
+
+
+@torchsymbol(torch._C._nn.max_unpool3d)
+def max_unpool3d(input, indices, output_size, stride, padding):
+    """``torch._C._nn.max_unpool3d`` (``F.max_unpool3d``): see ``max_unpool2d``; stride and padding only
+    checked by eager's kernel."""
+    return _max_unpool("ltorch.max_unpool3d", 3, input, indices, output_size)
