@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from thunder.core import prims
-from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderValueError
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import Symbol
@@ -350,7 +350,7 @@ def _max_unpool(op: str, n: int, input, indices, output_size):
     check_tensor(op, "input", input)
     check_tensor(op, "indices", indices)
     if indices.dtype != torch.int64:
-        raise ThunderTypeError(f"{op}: elements in indices should be type int64 but got: {indices.dtype}")
+        raise ThunderValueError(f"{op}: elements in indices should be type int64 but got: {indices.dtype}")
     if input.ndim not in (n + 1, n + 2):
         raise ThunderValueError(
             f"{op}: Input to max_unpooling{n}d should be a {n + 1}d or {n + 2}d Tensor, but got a tensor with "
