@@ -211,6 +211,7 @@ CASES = [
     Case("interpolate_area3d", _interp(size=(2, 3, 1), mode="area"), _floats((1, 2, 4, 5, 3))),
     Case("PixelShuffle", lambda: nn.PixelShuffle(2), _floats((2, 8, 3, 4))),
     Case("PixelShuffle_unbatched", lambda: nn.PixelShuffle(3), _floats((9, 2, 2))),
+    Case("ChannelShuffle", lambda: nn.ChannelShuffle(3), _floats((2, 6, 2, 2))),
     Case("PixelUnshuffle", lambda: nn.PixelUnshuffle(2), _floats((2, 2, 4, 6))),
     # normalisation
     Case("InstanceNorm1d", lambda: nn.InstanceNorm1d(3), _floats((2, 3, 6))),

@@ -60,10 +60,25 @@ def _unshuffle_errors(device):
                      r"pixel_unshuffle expects height and width to be divisible by downscale_factor")  # fmt: skip
 
 
+def _channel_shuffle_samples(dtype, device):
+    m = lambda *s, **k: make(s, dtype, device, **k)  # noqa: E731
+    yield SampleInput((m(2, 6, 3), 2))
+    yield SampleInput((m(1, 6, 2, 2, noncontiguous=True), 3))
+    yield SampleInput((m(2, 4, 1, 2, 2), 1))
+
+
+def _channel_shuffle_errors(device):
+    yield ErrorInput(SampleInput((make((2, 5, 3), torch.float32, device), 2)), RuntimeError,
+                     r"Number of channels must be divisible by groups. Got 5 channels and 2 groups.")  # fmt: skip
+    yield ErrorInput(SampleInput((make((5,), torch.float32, device), 1)), RuntimeError, r"expects input with > 2 dims")
+
+
 opinfos: list[OpInfo] = [
     OpInfo("F.interpolate", F.interpolate, _interpolate_samples, dtypes=FLOATS[:2], skips=KERNEL,
            error_inputs=_interpolate_errors),
     OpInfo("F.pixel_shuffle", F.pixel_shuffle, _shuffle_samples, dtypes=FLOATS_AND_INT, error_inputs=_shuffle_errors),
+    OpInfo("F.channel_shuffle", F.channel_shuffle, _channel_shuffle_samples, dtypes=FLOATS_AND_INT,
+           error_inputs=_channel_shuffle_errors),
     OpInfo("F.pixel_unshuffle", F.pixel_unshuffle, _unshuffle_samples, dtypes=FLOATS_AND_INT,
            error_inputs=_unshuffle_errors),
 ]  # fmt: skip

@@ -1,5 +1,5 @@
 """Resampling from ``torch.nn.functional``: the upsampling kernels ``F.interpolate`` (and
-``nn.Upsample``) calls, and ``pixel_shuffle``/``pixel_unshuffle``.
+``nn.Upsample``) calls, and the shuffles ``pixel_shuffle``, ``pixel_unshuffle`` and ``channel_shuffle``.
 
 Note [Upsampling kernels]
 ``F.interpolate`` is Python: the tracer runs it, so its argument handling (size or
@@ -12,7 +12,7 @@ rule that calls eager's backward kernel (``aten.upsample_bilinear2d_backward``, 
 output size and the scales eager's autograd records for the call: ``scale_factors`` when given
 (the kernel interpolates with them, not with the ratio of sizes), else none.
 
-``pixel_shuffle``/``pixel_unshuffle`` are reshapes and a permutation.
+``pixel_shuffle``/``pixel_unshuffle`` and ``channel_shuffle`` are reshapes and a permutation.
 
 Layer: language. Imports: core, torch.base, torch.nn_utils.
 """
@@ -34,7 +34,7 @@ __all__ = [
     "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_nearest_exact1d",
     "upsample_nearest_exact2d", "upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
     "upsample_bicubic2d", "upsample_trilinear3d", "upsample_bilinear2d_aa", "upsample_bicubic2d_aa",
-    "upsample_lanczos2d_aa", "pixel_shuffle", "pixel_unshuffle",
+    "upsample_lanczos2d_aa", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
     *(f"{name}_backward" for name in (
         "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_nearest_exact1d",
         "upsample_nearest_exact2d", "upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
@@ -203,3 +203,28 @@ def pixel_unshuffle(input, downscale_factor):
     a = prims.reshape(input, (*batch, c, h // r, r, w // r, r))
     a = prims.transpose(a, (*range(k), k, k + 2, k + 4, k + 1, k + 3))
     return prims.reshape(a, (*batch, c * r * r, h // r, w // r))
+
+
+@torchsymbol(F.channel_shuffle, torch.native_channel_shuffle)
+def channel_shuffle(input, groups):
+    """``F.channel_shuffle`` (``nn.ChannelShuffle``): ``(N, g * k, *)`` -> ``(N, k * g, *)``, the channels
+    of the ``g`` groups interleaved."""
+    op = "ltorch.channel_shuffle"
+    check_tensor(op, "input", input)
+    groups = pyval(groups)
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ThunderValueError(
+            f"{op}: Number of groups to divide channels in must be positive. Value of groups:{groups}"
+        )
+    if input.ndim <= 2:
+        raise ThunderValueError(
+            f"{op}: channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}"
+        )
+    n, c, *spatial = input.shape
+    if c % groups:
+        raise ThunderValueError(
+            f"{op}: Number of channels must be divisible by groups. Got {c} channels and {groups} groups."
+        )
+    a = prims.reshape(input, (n, groups, c // groups, *spatial))
+    a = prims.transpose(a, (0, 2, 1, *range(3, a.ndim)))
+    return prims.reshape(a, tuple(input.shape))
