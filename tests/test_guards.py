@@ -576,3 +576,36 @@ def test_requires_grad_of_intermediates_as_in_eager():
     with torch.no_grad():  # the answer depends on the grad mode: checked, so this recompiles
         assert jf(x)[1:] == f(x)[1:] == (False, False, False, False)
     assert thunder.cache_misses(jf) == 2
+
+
+class _Key:
+    """A hashable key that is not a literal: the prologue holds it by identity."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __hash__(self):
+        return hash(self.n)
+
+    def __eq__(self, other):
+        return isinstance(other, _Key) and other.n == self.n
+
+
+CUSTOM_KEYED = {_Key(1): 2.0}
+CUSTOM_SET = {_Key(1)}
+
+
+def test_outside_dicts_and_sets_with_object_keys_are_checked():
+    def f(x):
+        return x * CUSTOM_KEYED[_Key(1)] + (1 if _Key(1) in CUSTOM_SET else 0)
+
+    jf = thunder.jit(f)
+    x = torch.ones(2)
+    torch.testing.assert_close(jf(x), f(x))
+    CUSTOM_KEYED[_Key(1)] = 5.0
+    torch.testing.assert_close(jf(x), f(x))
+    CUSTOM_SET.clear()
+    torch.testing.assert_close(jf(x), f(x))
+    CUSTOM_KEYED[_Key(2)] = 1.0  # another key: the keys are checked too
+    torch.testing.assert_close(jf(x), f(x))
+    assert thunder.cache_misses(jf) == 4

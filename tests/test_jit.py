@@ -326,3 +326,24 @@ def test_every_language_symbol_is_reachable_by_its_printed_name():
 
     for sym in set(s for s in thunder.torch.torch_to_thunder_map.values() if isinstance(s, Symbol)):
         assert getattr(thunder.torch, sym.name, None) is sym, sym.name
+
+
+def test_a_returned_dataclass_with_tensors_inside_containers_holds_tensors():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Out:
+        pair: tuple
+        extra: dict
+        t: torch.Tensor
+
+    def f(x):
+        return Out((x * 2, 1), {"y": [x + 1]}, x - 1)
+
+    x = torch.ones(2)
+    for _ in range(2):
+        got, want = thunder.jit(f)(x), f(x)
+        assert type(got.pair[0]) is torch.Tensor and type(got.extra["y"][0]) is torch.Tensor
+        torch.testing.assert_close(got.pair[0], want.pair[0])
+        torch.testing.assert_close(got.extra["y"][0], want.extra["y"][0])
+        assert got.pair[1] == 1

@@ -211,7 +211,7 @@ class Tracer:
             seen = self._unpack_contents(value, holder, name)
             self._register(value, holder, seen)
             return seen
-        if type(value) in _LAZY_TYPES and (type(value) is list or all(_is_literal_key(k) for k in value)):
+        if type(value) in _LAZY_TYPES:
             # Checked when the program first reads its contents (see Note [Outside containers]).
             self._check(prims.check_type, holder, type(value))
             copy = type(value)(value)
@@ -265,8 +265,8 @@ class Tracer:
             keys = tuple(value)
             self._check_keys(holder, keys)
             seen = type(value)()
-            for k in keys:
-                p = self._prologue_proxy(f"{name}_{k}")
+            for i, k in enumerate(keys):
+                p = self._prologue_proxy(f"{name}_{k}" if _is_literal_key(k) else f"{name}_key{i}")
                 self._emit(prims.unpack_key, holder, k, p, output=p)
                 seen[k] = self.unpack_value(value[k], p, p.name)
             return seen
@@ -276,7 +276,7 @@ class Tracer:
         return type(value)(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
 
     def _check_keys(self, holder: Proxy, keys: tuple) -> None:
-        self._check(prims.check_expr, f"{holder.name}.keys() == {set(keys)!r}" if keys else f"not {holder.name}", (holder,))
+        self._check(prims.check_keys, holder, keys)
 
     def _read_contents(self, copy: Any) -> None:
         """The program is about to read an outside container's contents: from now on they are checked,
@@ -1321,8 +1321,13 @@ def _lift_objects(x: Any, depth: int = 0) -> Any:
     if attrs is None or isinstance(x, (types.ModuleType, type, types.FunctionType, torch.nn.Module)):
         return x
     lifted = {k: _lift_objects(v, depth + 1) for k, v in attrs.items()}
-    changed = {k: v for k, v in lifted.items() if v is not attrs[k] or isinstance(v, Proxy)}
+    changed = {k: v for k, v in lifted.items() if v is not attrs[k] or _holds_proxy(v)}
     return ObjectWithProxies(x, changed) if changed else x
+
+
+def _holds_proxy(x: Any) -> bool:
+    """Whether ``x`` is a proxy or a list, tuple or dict holding one (as ``(t, 1)`` does)."""
+    return any(isinstance(leaf, Proxy) for leaf in tree_leaves(x))
 
 
 def _check_result(result: Any) -> None:

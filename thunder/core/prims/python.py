@@ -53,6 +53,7 @@ class PythonPrimIDs(enum.Enum):
     REPLACE_CONTENTS = enum.auto()
     CONTAINER_CALL = enum.auto()
     CHECK_OUTCOME = enum.auto()
+    CHECK_KEYS = enum.auto()
 
 
 P = PythonPrimIDs
@@ -479,6 +480,19 @@ def _print_check_outcome(bsym, printer):
 check_outcome = make_prim(
     P.CHECK_OUTCOME, "check_outcome", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_outcome
 )
+
+
+def _print_check_keys(bsym, printer):
+    d, keys = bsym.args
+    if not keys:
+        return [f"if {printer.value(d)}: return {printer.miss}"]
+    expected = "{" + ", ".join(printer.value(k) for k in keys) + "}"
+    return [f"if {printer.value(d)}.keys() != {expected}: return {printer.miss}"]
+
+
+# ``check_keys(d, keys)``: the dict has exactly these keys (literals, or objects captured by identity
+# and compared as the dict compares them: by hash and equality).
+check_keys = make_prim(P.CHECK_KEYS, "check_keys", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_keys)
 
 
 def is_proxy(x) -> bool:
