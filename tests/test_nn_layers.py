@@ -494,6 +494,21 @@ def test_functional_max_pool_with_indices_vs_eager():
         torch.testing.assert_close(a, e)
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [lambda a: torch._C._nn.upsample_bilinear2d(a, [5, 4], True), lambda a: torch._C._nn.upsample_nearest2d(a, [5, 4])],
+)
+def test_upsample_kernel_called_with_output_size_only(fn):
+    # the kernels' overload without scale factors (models call it directly) is the .vec one with none
+    x = torch.randn(1, 2, 3, 3, dtype=torch.float64, requires_grad=True)
+    jfn = thunder.jit(fn)
+    actual, expected = jfn(x), fn(x)
+    torch.testing.assert_close(actual, expected)
+    g = torch.randn_like(expected)
+    torch.testing.assert_close(torch.autograd.grad(actual, x, g)[0], torch.autograd.grad(expected, x, g)[0])
+    assert thunder.compile_stats(jfn).last_autograd_fallback is None
+
+
 def test_pool_rejects_what_eager_rejects():
     x = torch.randn(1, 2, 4, 4)
     with pytest.raises(ValueError, match=r"ltorch.max_pool2d_kernel: .*Output size is too small"):

@@ -46,7 +46,7 @@ __all__ = [
 aten = torch.ops.aten
 
 
-def _scales(op: str, input: TensorProxy, n: int, output_size, scale_factors) -> tuple:
+def _scales(op: str, input: TensorProxy, n: int, output_size, scale_factors=None) -> tuple:
     """The ``.vec`` overload's (output_size, scale_factors), checked: exactly one of them given."""
     output_size, scale_factors = pyval(output_size), pyval(scale_factors)
     if (output_size is None) == (scale_factors is None):
@@ -90,29 +90,30 @@ def _make_upsample(name: str, n: int, interpolates: bool, aten_name: str | None 
 
     if interpolates:
 
-        def meta(input, output_size, align_corners, scale_factors):
+        def meta(input, output_size, align_corners, scale_factors=None):
             op = f"ltorch.{name}"
             check(op, input)
             size, scales = _scales(op, input, n, output_size, scale_factors)
             return kernel_outputs(op, kernel, input, size, bool(pyval(align_corners)), scales)
 
-        def vjp(g, out, input, output_size, align_corners, scale_factors):
-            _, scales = _scales(name, input, n, output_size, scale_factors)
+        def vjp(g, out, input, output_size, align_corners, *scale_factors):
+            _, scales = _scales(name, input, n, output_size, *scale_factors)
             extra = scales or (None,) * n
-            return (backward(g, out.shape[2:], input.shape, bool(pyval(align_corners)), *extra), None, None, None)
+            gi = backward(g, out.shape[2:], input.shape, bool(pyval(align_corners)), *extra)
+            return (gi, None, None, *(None,) * len(scale_factors))
 
     else:
 
-        def meta(input, output_size, scale_factors):
+        def meta(input, output_size, scale_factors=None):
             op = f"ltorch.{name}"
             check(op, input)
             size, scales = _scales(op, input, n, output_size, scale_factors)
             return kernel_outputs(op, kernel, input, size, scales)
 
-        def vjp(g, out, input, output_size, scale_factors):
-            _, scales = _scales(name, input, n, output_size, scale_factors)
+        def vjp(g, out, input, output_size, *scale_factors):
+            _, scales = _scales(name, input, n, output_size, *scale_factors)
             extra = scales or (None,) * n
-            return (backward(g, out.shape[2:], input.shape, *extra), None, None)
+            return (backward(g, out.shape[2:], input.shape, *extra), None, *(None,) * len(scale_factors))
 
     meta.__name__ = name
     meta.__doc__ = f"``torch._C._nn.{aten_name}`` (the ``.vec`` overload): eager's kernel (Note [Upsampling kernels])."
