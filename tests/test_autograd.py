@@ -692,3 +692,40 @@ def test_attention_decomposition_gives_fully_masked_rows_zero_values_and_gradien
     for g, w in zip(torch.autograd.grad(got.sum(), qkv), torch.autograd.grad(want.sum(), qkv)):
         torch.testing.assert_close(g, w)
         assert not g.isnan().any()
+
+
+@pytest.mark.parametrize("called_with_grad", [False, True])
+@pytest.mark.parametrize("flips", range(4))
+@pytest.mark.parametrize("first", [False, True])
+@pytest.mark.parametrize("op_first", [False, True])
+@pytest.mark.parametrize("op_last", [False, True])
+def test_set_grad_enabled_called_as_a_function_is_eagers(called_with_grad, flips, first, op_first, op_last):
+    """Results, their autograd history, gradients and the grad mode the call leaves, as in eager."""
+
+    def fn(x):
+        mode = first
+        for i in range(flips):
+            if op_first or i > 0:
+                x = x.sin()
+            torch.set_grad_enabled(mode)
+            mode = not mode
+        return x.sin() if op_last else x
+
+    x = torch.randn(5, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+    jfn = thunder.jit(fn)
+    try:
+        torch.set_grad_enabled(called_with_grad)
+        y = jfn(x)
+        mode = torch.is_grad_enabled()
+        torch.set_grad_enabled(called_with_grad)
+        y_ref = fn(x_ref)
+        mode_ref = torch.is_grad_enabled()
+    finally:
+        torch.set_grad_enabled(True)
+    torch.testing.assert_close(y, y_ref)
+    assert (y.grad_fn is None) == (y_ref.grad_fn is None) and mode == mode_ref
+    if y.grad_fn is not None:
+        y.sum().backward()
+        y_ref.sum().backward()
+        torch.testing.assert_close(x.grad, x_ref.grad)

@@ -196,6 +196,9 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, 
     else:
         computation_fn = _autograd_computation(split, final, backward_traces[-1])
         cs.last_saved_for_backward_bytes = _saved_bytes(split)
+        switches = [b.args[0] for b in computation.bound_symbols if b.sym is prims.set_grad_enabled]
+        if switches:
+            computation_fn = _switching_grad_mode(computation_fn, switches[-1])
     if tracer.outcomes and draws_random(computation):
         computation_fn = _restoring_rng_on_changed_outcome(computation_fn)
     entry = CacheEntry(
@@ -236,6 +239,22 @@ def _restoring_rng_on_changed_outcome(computation: Callable) -> Callable:
             if cuda is not None:
                 torch.cuda.set_rng_state_all(cuda)
             raise
+
+    return run
+
+
+def _switching_grad_mode(computation: Callable, final: bool) -> Callable:
+    """The autograd function of a program that switches grad mode (``torch.set_grad_enabled(b)``):
+    it is applied with grad on, so what the program computes with grad on is differentiable even
+    when the call starts with it off (the outputs that do not require grad are marked so), and the
+    call ends in the mode the program left, as in eager (``Function.apply`` restores the mode)."""
+
+    def run(*inputs):
+        torch._C._set_grad_enabled(True)
+        try:
+            return computation(*inputs)
+        finally:
+            torch._C._set_grad_enabled(final)
 
     return run
 
