@@ -617,3 +617,40 @@ def test_lstm_cached_call_and_rebound_weight_vs_eager():
     # A rebound parameter is read on the next call, as eager's forward refreshes its flat weights.
     m.weight_hh_l0 = nn.Parameter(torch.randn(20, 5))
     torch.testing.assert_close(jm(x)[0], m(x)[0])
+
+
+@pytest.mark.parametrize("decomposed", [False, True])
+@pytest.mark.parametrize(
+    "make,tokens",
+    [
+        (lambda: nn.Embedding(10, 4, max_norm=1.0), torch.tensor([[1, 2, 2], [7, 1, 0]])),
+        (lambda: nn.Embedding(10, 4, max_norm=0.5, norm_type=1.0, padding_idx=3), torch.tensor([3, 3, 9])),
+        (lambda: nn.EmbeddingBag(10, 4, max_norm=1.0, mode="sum"), torch.tensor([[1, 2], [2, 5]])),
+    ],
+)
+def test_embedding_max_norm_renormalises_in_place_as_eager(make, tokens, decomposed, request):
+    # Without gradients of the weight (inference, or a frozen weight) the rows read are renormalised
+    # in place, as eager does; with them, it fails clearly.
+    if decomposed:
+        if isinstance(make(), nn.EmbeddingBag):
+            pytest.skip("embedding_bag runs eager's kernel (Note [Embedding bags]): no prim decomposition")
+        request.getfixturevalue("prims_only")
+    torch.manual_seed(0)
+    eager = make()
+    with torch.no_grad():
+        eager.weight *= 3
+    jitted = copy.deepcopy(eager)
+    with torch.no_grad():
+        expected = eager(tokens)
+        actual = thunder.jit(jitted)(tokens)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(jitted.weight, eager.weight)
+    eager.weight.requires_grad_(False)
+    jitted.weight.requires_grad_(False)
+    with torch.no_grad():
+        eager.weight *= 3
+        jitted.weight *= 3
+    torch.testing.assert_close(thunder.jit(jitted)(tokens), eager(tokens))
+    torch.testing.assert_close(jitted.weight, eager.weight)
+    with pytest.raises(ValueError, match=r"max_norm=.* is not supported for a weight that requires grad"):
+        thunder.jit(make())(tokens)

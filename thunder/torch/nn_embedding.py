@@ -15,14 +15,19 @@ the gradient) and call ``aten._embedding_bag_backward`` for the weight and
 ``aten._embedding_bag_per_sample_weights_backward`` for the per-sample weights, as eager's
 autograd does.
 
-``max_norm`` renormalises ``weight`` in place during the lookup (under ``no_grad`` in eager);
-it is refused with a clear error, as is ``sparse=True`` when the weight's gradient is wanted
-(eager's gradient is then a sparse tensor).
+``max_norm`` renormalises, in place, the rows of ``weight`` that the lookup reads and whose norm
+exceeds it (``torch.embedding_renorm_``, under ``no_grad`` in eager), then looks them up: the
+symbol ``embedding_renorm_`` (in place, never removed) does the update. Where the weight's
+gradient is wanted (it requires grad, grad mode on) it is refused with a clear error: the
+autograd split does not differentiate through an in-place update of a tensor that requires grad. ``sparse=True`` is refused when the
+weight's gradient is wanted (eager's gradient is then a sparse tensor).
 
 Layer: language. Imports: core, torch.base, torch.nn_utils.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -32,11 +37,12 @@ from thunder.core.errors import ThunderTypeError, ThunderValueError, Unsupported
 from thunder.core.prims.base import grad_asked
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
-from thunder.torch.base import torchsymbol
-from thunder.torch.nn_utils import check_tensor, kernel_outputs
+from thunder.core.symbol import DONT_DCE, IN_PLACE
+from thunder.torch.base import copy_, torchsymbol
+from thunder.torch.nn_utils import check_tensor, kernel_outputs, upcast
 
 __all__ = [
-    "embedding", "embedding_bag", "embedding_scaled_by_freq", "embedding_scaled_by_freq_backward",
+    "embedding", "embedding_bag", "embedding_renorm_", "embedding_scaled_by_freq", "embedding_scaled_by_freq_backward",
     "embedding_bag_kernel", "embedding_bag_backward", "embedding_bag_per_sample_weights_backward",
 ]  # fmt: skip
 
@@ -61,12 +67,15 @@ def _check_weight(op: str, weight) -> None:
 
 
 def _refuse_in_place_and_sparse(op: str, weight: TensorProxy, max_norm, sparse) -> None:
-    if max_norm is not None:
+    # The grad mode is the traced program's (the trace records that it read it: the weight requires grad).
+    wants_grad = weight.requires_grad and torch.is_grad_enabled()
+    if max_norm is not None and wants_grad:
         raise ThunderValueError(
-            f"{op}: max_norm={max_norm!r} is not supported (it renormalises weight in place); renormalise the "
-            "weight outside the jitted function or pass max_norm=None"
+            f"{op}: max_norm={max_norm!r} is not supported for a weight that requires grad (it renormalises the "
+            "weight in place); renormalise the weight outside the jitted function (torch.embedding_renorm_ under "
+            "torch.no_grad()) or pass max_norm=None"
         )
-    if pyval(sparse) and weight.requires_grad:
+    if pyval(sparse) and wants_grad:
         raise UnsupportedOpError(
             f"{op}: sparse=True is not supported for a weight that requires grad (eager's gradient would be a "
             "sparse tensor); pass sparse=False"
@@ -85,15 +94,47 @@ def _padding_index(op: str, padding_idx, num: int) -> int | None:
 @torchsymbol(F.embedding)
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     """``F.embedding`` (``nn.Embedding``): rows of ``weight`` at ``input``. ``padding_idx`` and
-    ``scale_grad_by_freq`` only affect the gradient; ``max_norm`` is refused (see the module docstring)."""
+    ``scale_grad_by_freq`` only affect the gradient; ``max_norm`` renormalises the rows it reads in place
+    (see the module docstring)."""
     op = "ltorch.embedding"
     _check_indices(op, "input", input, "#1 'indices'")
     _check_weight(op, weight)
     _refuse_in_place_and_sparse(op, weight, max_norm, sparse)
     padding_idx = _padding_index(op, padding_idx, weight.shape[0])
+    if max_norm is not None:
+        weight = embedding_renorm_(weight, input, max_norm, norm_type)
     if pyval(scale_grad_by_freq):
         return embedding_scaled_by_freq(input, weight, padding_idx)
     return prims.embedding(input, weight, padding_idx)
+
+
+def _embedding_renorm_impl(weight, input, max_norm, norm_type):
+    with torch.no_grad():
+        return torch.embedding_renorm_(weight, input, max_norm, norm_type)
+
+
+@torchsymbol(id="torch.embedding_renorm_", tags=(IN_PLACE, DONT_DCE), torch_impl=_embedding_renorm_impl)
+def embedding_renorm_(weight, input, max_norm, norm_type):
+    """``torch.embedding_renorm_``: each row of ``weight`` that ``input`` reads and whose ``norm_type``-norm
+    exceeds ``max_norm`` is scaled, in place, by ``max_norm / (norm + 1e-7)``; returns ``weight``."""
+    op = "ltorch.embedding_renorm_"
+    _check_indices(op, "input", input, "'indices'")
+    _check_weight(op, weight)
+    max_norm, norm_type = float(pyval(max_norm)), float(pyval(norm_type))
+    a = upcast(weight)
+    magnitude = prims.abs(a)
+    if norm_type == math.inf:
+        norm = prims.amax(magnitude, (1,))
+    else:
+        norm = prims.pow(prims.sum(prims.pow(magnitude, norm_type), (1,)), 1.0 / norm_type)
+    flat = prims.reshape(input, (math.prod(input.shape),))
+    ones = prims.full(flat.shape, True, device=weight.device, dtype=torch.bool)
+    read = prims.scatter(prims.full((weight.shape[0],), False, device=weight.device, dtype=torch.bool), flat, ones, 0)
+    scale = prims.where(
+        prims.bitwise_and(read, prims.gt(norm, max_norm)), prims.div(max_norm, prims.add(norm, 1e-7)), 1.0
+    )
+    renormed = prims.mul(a, prims.broadcast_in_dim(scale, a.shape, (0,)))
+    return copy_(renormed, weight)
 
 
 def _embedding_scaled_impl(input, weight, padding_idx):
@@ -238,5 +279,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             f"mode='{mode}')"
         )
     padding_idx = _padding_index(op, padding_idx, weight.shape[0])
+    if max_norm is not None:
+        weight = embedding_renorm_(weight, input, max_norm, norm_type)
     return embedding_bag_kernel(weight, input, offsets, scale_grad_by_freq, _MODES[mode], per_sample_weights,
                                 include_last_offset, -1 if padding_idx is None else padding_idx)  # fmt: skip
