@@ -65,3 +65,53 @@ def test_partial_keywords_are_checked():
 def test_partial_of_a_torch_function():
     p = functools.partial(torch.add, alpha=2)
     torch.testing.assert_close(thunder.jit(p)(X, X), p(X, X))
+
+
+def _capture(*args, **kwargs):
+    return args, kwargs
+
+
+class _WithPartialMethods:
+    nothing = functools.partialmethod(_capture)
+    positional = functools.partialmethod(_capture, 1)
+    keywords = functools.partialmethod(_capture, a=2)
+    nested = functools.partialmethod(positional, 5)
+    static = functools.partialmethod(staticmethod(_capture), 8)
+    cls = functools.partialmethod(classmethod(_capture), d=9)
+
+
+_PM = _WithPartialMethods()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda: _PM.nothing(5), lambda: _PM.positional(5, c=6), lambda: _PM.keywords(), lambda: _PM.nested(6, d=7),
+     lambda: _PM.static(), lambda: _PM.cls()],  # fmt: skip
+    ids=["nothing", "positional", "keywords", "nested", "static", "classmethod"],
+)
+def test_functools_partialmethod(call):
+    # Each read of a partialmethod makes a new partial: it is checked by what it holds, not by identity.
+    jf = thunder.jit(call)
+    assert jf() == call()
+    assert jf() == call()
+    assert thunder.cache_misses(jf) == 1
+
+
+def test_a_dataclass_mapping_whose_fields_are_not_items():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Output(dict):  # diffusers' outputs: fields set as attributes
+        count: int
+        t: torch.Tensor = None
+
+    def f(x):
+        out = Output(count=1, t=x * 2)
+        out["extra"] = x + 1
+        return out
+
+    x = torch.ones(2)
+    got, want = thunder.jit(f)(x), f(x)
+    assert type(got) is Output and got.count == 1 and type(got.t) is torch.Tensor
+    torch.testing.assert_close(got.t, want.t)
+    torch.testing.assert_close(got["extra"], want["extra"])

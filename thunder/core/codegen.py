@@ -25,7 +25,7 @@ import torch
 
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
-from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, rebuild_object
+from thunder.core.pytree import ObjectWithProxies, mapping_items, rebuild_mapping, rebuild_object
 from thunder.core.symbol import BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt
 
@@ -103,7 +103,8 @@ class Printer:
         if isinstance(x, list):
             return "[" + ", ".join(self.value(v) for v in x) + "]"
         if isinstance(x, dict):
-            items = "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in x.items()) + "}"
+            pairs = x.items() if type(x) is dict else mapping_items(x).items()
+            items = "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in pairs) + "}"
             if type(x) is dict:
                 return items
             # A dict subclass (an OrderedDict, a Hugging Face ModelOutput) is rebuilt as its type.

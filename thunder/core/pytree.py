@@ -33,20 +33,35 @@ def register_containers(tree: Any) -> None:
             if typ is not dict and typ not in _registered and not _known_to_optree(typ):
                 optree.register_pytree_node(
                     typ,
-                    lambda d: (list(d.values()), list(d.keys()), list(d.keys())),
+                    lambda d: (list(mapping_items(d).values()), list(mapping_items(d)), list(mapping_items(d))),
                     lambda keys, values, typ=typ: rebuild_mapping(typ, dict(zip(keys, values))),
                     namespace=NAMESPACE,
                 )
                 _registered.add(typ)
-            stack.extend(x.values())
+            stack.extend(mapping_items(x).values())
         elif typ in (list, tuple) or isinstance(x, tuple):
             stack.extend(x)
 
 
+def mapping_items(d: dict) -> dict:
+    """What rebuilds the dict subclass ``d``: its items and, for a dataclass mapping (a Hugging Face
+    ``ModelOutput``, diffusers' outputs), the fields its constructor takes, which need not be items."""
+    fields = getattr(type(d), "__dataclass_fields__", None)
+    if not fields:
+        return dict(d)
+    return {**{name: getattr(d, name) for name, f in fields.items() if f.init and hasattr(d, name)}, **d}
+
+
 def rebuild_mapping(typ: type, items: dict) -> Any:
-    """An instance of the dict subclass ``typ`` with these items (dataclass mappings by keyword)."""
-    if hasattr(typ, "__dataclass_fields__"):
-        return typ(**items)
+    """An instance of the dict subclass ``typ`` with these items (a dataclass mapping is built from its
+    fields by keyword, then given the other items)."""
+    fields = getattr(typ, "__dataclass_fields__", None)
+    if fields:
+        obj = typ(**{k: v for k, v in items.items() if k in fields})
+        for k, v in items.items():
+            if k not in fields:
+                obj[k] = v
+        return obj
     return typ(items)
 
 
