@@ -233,6 +233,7 @@ CASES = [
     Case("GroupNorm_no_affine", lambda: nn.GroupNorm(3, 6, affine=False, eps=1e-3), _floats((2, 6, 5))),
     Case("LayerNorm", lambda: nn.LayerNorm((3, 4)), _floats((2, 3, 4))),
     Case("LayerNorm_no_bias", lambda: nn.LayerNorm(4, bias=False), _floats((2, 3, 4))),
+    Case("LayerNorm_no_affine", lambda: nn.LayerNorm(4, elementwise_affine=False, eps=1e-3), _floats((2, 3, 4))),
     Case("RMSNorm", lambda: nn.RMSNorm(4), _floats((2, 3, 4))),
     Case("RMSNorm_eps_no_affine", lambda: nn.RMSNorm((3, 4), eps=1e-4, elementwise_affine=False), _floats((2, 3, 4))),
     Case("BatchNorm1d", lambda: nn.BatchNorm1d(3), _floats((4, 3)), train=(True, False)),
@@ -245,6 +246,12 @@ CASES = [
         train=(True, False),
     ),  # fmt: skip
     Case("BatchNorm3d", lambda: nn.BatchNorm3d(2), _floats((2, 2, 3, 2, 3)), train=(True, False)),
+    Case(
+        "BatchNorm2d_no_affine",
+        lambda: nn.BatchNorm2d(3, affine=False, eps=1e-3),
+        _floats((2, 3, 4, 4)),
+        train=(True, False),
+    ),  # fmt: skip
     Case("normalize", lambda: Fn(F.normalize, dim=1), _floats((3, 4))),
     Case("normalize_p1", lambda: Fn(F.normalize, p=1.0, dim=-1, eps=1e-3), _floats((2, 3, 4))),
     Case("normalize_p3", lambda: Fn(F.normalize, p=3, dim=0), _floats((3, 4))),
