@@ -661,3 +661,29 @@ def test_embedding_max_norm_renormalises_in_place_as_eager(make, tokens, decompo
     torch.testing.assert_close(jitted.weight, eager.weight)
     with pytest.raises(ValueError, match=r"max_norm=.* is not supported for a weight that requires grad"):
         thunder.jit(make())(tokens)
+
+
+# Layers whose symbols decompose into prims (the others run eager's kernels, Note [Pooling kernels]).
+_DECOMPOSED = ("LSTM", "GRU", "RNN", "InstanceNorm", "normalize", "ConvTranspose", "PixelShuffle", "PixelUnshuffle",
+               "ChannelShuffle", "Embedding_")  # fmt: skip
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES if c.id.startswith(_DECOMPOSED)])
+def test_layer_decomposition_vs_eager(case, prims_only):
+    # the torch executor runs prims only: the decompositions' own values against eager
+    torch.manual_seed(0)
+    eager = case.make().double()
+    jitted = copy.deepcopy(eager)
+    inputs = case.inputs(torch.float64)
+    call = case.call or (lambda m, *xs: m(*xs))
+    with torch.no_grad():
+        for a, e in zip(_tensors(call(thunder.jit(jitted), *inputs)), _tensors(call(eager, *inputs))):
+            torch.testing.assert_close(a, e)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_unpool_decomposition_vs_eager(n, prims_only):
+    torch.manual_seed(0)
+    pooled, indices = getattr(F, f"max_pool{n}d")(torch.randn(2, 3, *(4,) * n), 2, return_indices=True)
+    unpool = getattr(F, f"max_unpool{n}d")
+    torch.testing.assert_close(thunder.jit(unpool)(pooled, indices, 2), unpool(pooled, indices, 2))
