@@ -124,3 +124,22 @@ def test_user_transform_post_optimization_shows_in_last_traces():
     assert t.seen > 0
     assert thunder.list_transforms(jf) == [t]
     assert "CountOps" in [tr.provenance.pass_name for tr in thunder.last_traces(jf)]
+
+
+def test_an_operator_returning_a_tensor_and_a_number_binds_its_outputs():
+    from thunder.extend import OperatorExecutor, deregister_executor, register_executor
+
+    ex = register_executor(OperatorExecutor("tensor_and_number_ex"))
+    try:
+        op = ex.register_operator(
+            "twice_and_zero", meta=lambda a: (thunder.TensorProxy(like=a), 0), fn=lambda a: (a * 2, 0)
+        )
+
+        def f(x):
+            y, z = op(x)
+            return y + z
+
+        jf = thunder.jit(f, executors=[ex])
+        torch.testing.assert_close(jf(torch.ones(2)), torch.full((2,), 2.0))
+    finally:
+        deregister_executor(ex)

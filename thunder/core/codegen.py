@@ -143,9 +143,12 @@ class Printer:
 
 
 def _is_bindable(o) -> bool:
-    """Proxies, and tuples of them where an absent output (None, e.g. a gradient not asked for) binds ``_``."""
+    """Proxies, and tuples of them where an output that is no proxy (None, e.g. a gradient not asked
+    for, or a number an operator returns as it is) binds ``_``."""
     return isinstance(o, Proxy) or (
-        isinstance(o, (tuple, list)) and any(x is not None for x in o) and all(x is None or _is_bindable(x) for x in o)
+        isinstance(o, (tuple, list))
+        and any(_is_bindable(x) for x in o)
+        and all(_is_bindable(x) or not isinstance(x, (tuple, list, dict)) for x in o)
     )
 
 
