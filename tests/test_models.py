@@ -7,29 +7,13 @@ import pytest
 import torch
 
 import thunder
+from tests import zoo
 
 transformers = pytest.importorskip("transformers")
 
 
-def _gpt2():
-    cfg = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=100, n_positions=64,
-                                  bos_token_id=0, eos_token_id=0)  # fmt: skip
-    return transformers.GPT2LMHeadModel(cfg)
-
-
-def _llama():
-    cfg = transformers.LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
-                                   intermediate_size=64, vocab_size=100, max_position_embeddings=64)  # fmt: skip
-    return transformers.LlamaForCausalLM(cfg)
-
-
-def _bert():
-    cfg = transformers.BertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
-                                  vocab_size=100, max_position_embeddings=64)  # fmt: skip
-    return transformers.BertForMaskedLM(cfg)
-
-
-MODELS = {"gpt2": _gpt2, "llama": _llama, "bert": _bert}
+# The zoo's builders (tests/zoo.py): GPT-2, Llama and BERT from the same tiny configs.
+MODELS = {name: zoo.ZOO[name].build for name in ("gpt2", "llama", "bert")}
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -87,7 +71,7 @@ def test_conv_net():
 
 def test_returned_cache_objects_hold_real_tensors():
     torch.manual_seed(0)
-    model = _gpt2().eval()
+    model = MODELS["gpt2"]().eval()
     ids = torch.randint(0, 100, (2, 8))
     tm = thunder.jit(model)
     out, expected = tm(ids), model(ids)
