@@ -14,6 +14,8 @@ For each model (the zoo's tiny configs: 2 layers, hidden 32, batch 2, sequence 8
 - forward + backward: in ``train()``, the zoo's loss (``labels``; ``return_loss`` for CLIP) and
   ``loss.backward()``, gradients set to None before each step.
 
+and how many times each compiled (2 for a training step whose first call writes the config, as
+the image classifiers' loss sets ``config.problem_type``: the next call reads the new value).
 A model that fails under thunder gets a row with the error instead of numbers (the zoo's tests
 say which failures are known).
 """
@@ -66,7 +68,6 @@ def bench_model(name: str, runs: int) -> list[str]:
         eager_first, _ = _cpu_and_wall_ms(lambda: model(**plain.kwargs))
         first, _ = _cpu_and_wall_ms(lambda: jm(**plain.kwargs))
         fw = _alternating(lambda: model(**plain.kwargs), lambda: jm(**plain.kwargs), runs)
-    assert thunder.cache_misses(jm) == 1, f"{name}: the forward recompiled"
 
     train = zoo.build(name).train()
     eager_train = copy.deepcopy(train)
@@ -81,17 +82,17 @@ def bench_model(name: str, runs: int) -> list[str]:
         return run
 
     fwbw = _alternating(step(eager_train, eager_train), step(jt, train), runs)
-    assert thunder.cache_misses(jt) == 1, f"{name}: the training step recompiled"
     fallback = thunder.compile_stats(jt).last_autograd_fallback
     return [name, f"{first:.0f}", f"{eager_first:.1f}",
             f"{fw[0]:.2f}", f"{fw[1]:.2f}", _ratio(fw[1], fw[0]), _ratio(fw[3], fw[2]),
             f"{fwbw[0]:.2f}", f"{fwbw[1]:.2f}", _ratio(fwbw[1], fwbw[0]), _ratio(fwbw[3], fwbw[2]),
+            f"{thunder.cache_misses(jm)}, {thunder.cache_misses(jt)}",
             "thunder" if fallback is None else f"torch ({fallback})"]  # fmt: skip
 
 
 HEADER = ["model", "first call ms", "eager first ms", "fwd eager ms", "fwd thunder ms", "fwd ratio",
           "fwd ratio (CPU)", "fwd+bwd eager ms", "fwd+bwd thunder ms", "fwd+bwd ratio", "fwd+bwd ratio (CPU)",
-          "backward by"]  # fmt: skip
+          "compiles (fwd, fwd+bwd)", "backward by"]  # fmt: skip
 
 
 def main() -> None:

@@ -110,6 +110,31 @@ def test_zoo_call_matches_eager(name, mode, phase):
         assert thunder.compile_stats(jm).last_autograd_fallback is None  # thunder's own backward ran
 
 
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=_MOE)] if n == "mixtral"
+                                                 else []) for n in zoo.ZOO])  # fmt: skip
+def test_zoo_second_call_hits_the_cache(name):
+    call = zoo.mode_plain(zoo.ZOO[name])
+    model = zoo.build(name).eval()
+    jm = thunder.jit(model)
+    first = call.pick(jm(**call.kwargs))
+    torch.testing.assert_close(call.pick(jm(**call.kwargs)), first)
+    assert (thunder.cache_misses(jm), thunder.cache_hits(jm)) == (1, 1)
+
+
+def test_image_classifier_recompiles_once_after_its_loss_sets_problem_type():
+    """The first call with labels sets ``config.problem_type`` (replayed after the computation); the
+    next call reads the new value, so it compiles once more, and after that every call hits."""
+    call = zoo.mode_labels(zoo.ZOO["vit"])
+    model = zoo.build("vit").train()
+    jm = thunder.jit(model)
+    jm(**call.kwargs)
+    assert model.config.problem_type == "single_label_classification"
+    assert thunder.cache_misses(jm) == 1
+    jm(**call.kwargs)
+    jm(**call.kwargs)
+    assert (thunder.cache_misses(jm), thunder.cache_hits(jm)) == (2, 1)
+
+
 GENERATE = [n for n, e in zoo.ZOO.items() if e.generate]
 _GENERATE_XFAILS = {"mixtral": _MOE}
 
