@@ -311,6 +311,31 @@ def mode_labels_mask(entry: ZooModel) -> Call | None:
     return Call({**call.kwargs, **labels(entry, call.kwargs)}, _loss)
 
 
+def mode_ignored_labels(entry: ZooModel) -> Call | None:
+    """Fine-tuning as data collators pad: ``labels`` of ``-100`` (ignored by the loss) where the
+    attention mask is 0."""
+    call = mode_mask(entry)
+    if call is None or entry.kind == "clip":
+        return None
+    target = labels(entry, call.kwargs)["labels"].clone()
+    if target.shape == call.kwargs["attention_mask"].shape:
+        target[call.kwargs["attention_mask"] == 0] = -100
+    return Call({**call.kwargs, "labels": target}, _loss)
+
+
+def mode_inputs_embeds(entry: ZooModel) -> Call | None:
+    """``inputs_embeds`` instead of ``input_ids`` (soft prompts, adapters), with a padded mask."""
+    if entry.kind not in ("causal", "masked"):
+        return None
+    embeds = torch.randn(BATCH, SEQ, _hidden_size(entry), generator=_generator())
+    return Call({"inputs_embeds": embeds, "attention_mask": padded_mask()}, _logits)
+
+
+def _hidden_size(entry: ZooModel) -> int:
+    """The width of the model's input embeddings (ALBERT, ELECTRA and MobileBERT embed narrower)."""
+    return build(entry.name).get_input_embeddings().embedding_dim
+
+
 def mode_no_cache(entry: ZooModel) -> Call | None:
     """``use_cache=False`` (what training loops and benchmarks pass)."""
     if entry.kind not in ("causal", "seq2seq", "speech"):
@@ -384,6 +409,8 @@ CALL_MODES: dict[str, Callable[[ZooModel], Call | None]] = {
     "ones_mask": mode_ones_mask,
     "labels": mode_labels,
     "labels_mask": mode_labels_mask,
+    "ignored_labels": mode_ignored_labels,
+    "inputs_embeds": mode_inputs_embeds,
     "no_cache": mode_no_cache,
     "use_cache": mode_use_cache,
     "position_ids": mode_position_ids,
