@@ -106,6 +106,20 @@ def _index_tensor_from(op: str, a: TensorProxy, x):
     return t
 
 
+def _slice_range(start, stop, step, n):
+    """``slice(start, stop, step).indices(n)`` for a positive step, keeping a symbolic ``n``
+    symbolic (``slice.indices`` is C code that would read its value): ``a[:]`` of a dim of length
+    ``n`` ends at ``n`` itself, so the result's dim is the same expression."""
+    step = 1 if step is None else step
+
+    def bound(x, default):
+        if x is None:
+            return default
+        return max(x + n, 0) if x < 0 else min(x, n)
+
+    return bound(start, 0), bound(stop, n), step
+
+
 def _plan(op: str, a: TensorProxy, key) -> _Plan:
     """Walks the key (see Note [Indexing])."""
     if not isinstance(key, tuple):
@@ -156,7 +170,7 @@ def _plan(op: str, a: TensorProxy, key) -> _Plan:
                 raise ThunderValueError(
                     f"{op}: step must be greater than zero (negative steps are not supported by PyTorch; use flip)"
                 )
-            start, stop, step = slice(*parts).indices(a.shape[d])
+            start, stop, step = _slice_range(*parts, a.shape[d])
             plan.starts[d], plan.ends[d], plan.strides[d] = start, max(start, stop), step
             d += 1
             r += 1
