@@ -76,7 +76,7 @@ def test_trace_returns_the_program_named_after_the_function():
     assert isinstance(trc, thunder.TraceCtx)
     assert "def fun(a, b):" in str(trc)
     names = [bsym.sym.name for bsym in trc.bound_symbols]
-    assert names == ["sin", "add", "python_return"]
+    assert names == ["unpack_trivial", "unpack_trivial", "sin", "add", "python_return"]
     torch.testing.assert_close(trc.python_callable()(a, b), fun(a, b))
 
 
@@ -95,9 +95,9 @@ def test_trace_options_keep_dead_code_and_drop_the_return():
 
     a = torch.randn(2)
     kept = thunder.trace(use_dce=False)(fun, a)
-    assert [b.sym.name for b in kept.bound_symbols] == ["mul", "add", "python_return"]
+    assert [b.sym.name for b in kept.bound_symbols] == ["unpack_trivial", "mul", "add", "python_return"]
     no_return = thunder.trace(include_return_statement=False)(fun, a)
-    assert [b.sym.name for b in no_return.bound_symbols] == ["add"]
+    assert [b.sym.name for b in no_return.bound_symbols] == ["unpack_trivial", "add"]
 
 
 def test_trace_inlines_into_the_trace_being_recorded():
@@ -311,7 +311,9 @@ def test_sdpa_executor_claims_attention_forward():
     q, k, v = (torch.randn(2, 3, 5, 8) for _ in range(3))
     jf = thunder.jit(_attention, executors=["sdpa", "torchcompile"])
     torch.testing.assert_close(jf(q, k, v), _attention(q, k, v))
-    executors = {b.sym.executor for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name != "python_return"}
+    executors = {
+        b.sym.executor for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name not in ("python_return", "unpack_trivial")
+    }
     assert executors == {sdpa_ex}
 
 
@@ -398,3 +400,48 @@ def test_no_autocast_runs_a_trace_as_traced_and_restores_the_state():
         assert torch.is_autocast_enabled("cpu")
         assert (a @ b).dtype == torch.bfloat16
     assert not torch.is_autocast_enabled("cpu")
+
+
+def test_computation_traces_open_with_one_unpack_per_parameter():
+    # lightning-thunder's tutorials index ``bound_symbols`` past them (thunder_trace_intro: [2] is the add).
+    def fn(x, y):
+        return torch.add(x, y)
+
+    jfn = thunder.jit(fn)
+    jfn(torch.randn(3, 3), torch.randn(3, 3, 3))
+    for trace in (thunder.last_traces(jfn)[0], thunder.last_traces(jfn)[-1]):
+        first, second, add = trace.bound_symbols[:3]
+        assert first.sym is thunder.prims.unpack_trivial and first.args[0].name == "x"
+        assert str(first) == '# x: "cpu f32[3, 3]"'
+        assert second.args[0].name == "y" and add.sym.name == "add" and [a.name for a in add.args] == ["x", "y"]
+    source = str(thunder.last_traces(jfn)[-1])
+    assert source.count('# x: "cpu f32[3, 3]"') == 1  # printed once, where the header had it
+
+
+def test_a_trace_built_by_hand_with_a_siginfo_prints_and_runs():
+    # lightning-thunder's thunder_trace_intro tutorial, in our words.
+    from thunder.core.codeutils import SigInfo
+    from thunder.core.devices import Device
+    from thunder.core.trace import TraceCtx, get_tracectx, reset_tracectx, set_tracectx, tracectx
+
+    trc = TraceCtx()
+    with tracectx(trc):
+        x = thunder.TensorProxy("x", shape=(3, 3), device=Device("cpu"), dtype=thunder.float32, requires_grad=False)
+        y = thunder.TensorProxy("y", shape=(3, 3, 3), device=Device("cpu"), dtype=thunder.float32, requires_grad=False)
+        thunder.prims.python_return(thunder.torch.add(x, y))
+    si = SigInfo("my_trace")
+    si.args = [(v.name, None) for v in (x, y)]
+    trc._siginfo = si
+    assert trc.siginfo() is si
+    assert "def my_trace(x, y):" in str(trc)
+    a, b = torch.randn(3, 3), torch.randn(3, 3, 3)
+    torch.testing.assert_close(trc.python_callable()(a, b), a + b)
+
+    def add_fn(p, q):
+        return p + q
+
+    assert TraceCtx(add_fn).name == "add_fn" and TraceCtx(add_fn).kwargs == {}
+    previous = set_tracectx(trc)
+    assert get_tracectx() is trc
+    reset_tracectx(previous)
+    assert get_tracectx() is previous

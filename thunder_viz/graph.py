@@ -42,7 +42,7 @@ from thunder.core.devices import device_str
 from thunder.core.prims import check_outcome
 from thunder.core.prims.python import python_return
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
-from thunder.core.symbol import BoundSymbol, SourceLocation
+from thunder.core.symbol import PARAMETER, BoundSymbol, SourceLocation
 from thunder.transforms.delete_last_used import python_del
 
 __all__ = [
@@ -317,6 +317,8 @@ class _StepBuilder:
         parts: dict[int, int] = {}
         inner: list[tuple[dict, BoundSymbol]] = []
         for bsym, line in zip(bsyms, lines):
+            if PARAMETER in bsym.sym.tags:  # the input itself is the graph's node for it
+                continue
             if bsym.sym._is_fusion:
                 self._fusion(bsym, line, inner, prev_ids)
                 continue
@@ -457,7 +459,8 @@ class _StepBuilder:
             return list(seen)
 
         top_nodes = [n for n in self.nodes if n["fused_into"] is None]
-        for bsym, node in zip(self.trace.bound_symbols, top_nodes):
+        shown = [b for b in self.trace.bound_symbols if PARAMETER not in b.sym.tags]
+        for bsym, node in zip(shown, top_nodes):
             nid = node["id"]
             if bsym.sym is not python_del:  # freeing a value is not a use of it
                 names = uses(bsym, nid, member=False)

@@ -72,7 +72,8 @@ def test_lines_come_from_the_printer_s_map_of_the_source_shown():
     source, lines = _printed(trace)
     assert source == trace.python(print_depth=1)
     printed = [source.split("\n")[n - 1] for n in lines]
-    assert "ltorch.sin(" in printed[0] and "ltorch.mul(" in printed[1] and printed[2].strip().startswith("return")
+    assert printed[0].strip() == '# x: "cpu f32[3]"'  # the parameter
+    assert "ltorch.sin(" in printed[1] and "ltorch.mul(" in printed[2] and printed[3].strip().startswith("return")
 
 
 def test_lines_count_newlines_inside_a_printed_statement():
@@ -80,7 +81,7 @@ def test_lines_count_newlines_inside_a_printed_statement():
     jf(torch.randn(3))
     trace = from_trace(thunder.last_traces(jf)[0])
     old = thunder.last_traces(jf)[0]
-    sin, mul, ret = old.bound_symbols
+    _, sin, mul, ret = old.bound_symbols
     two_lines = dataclasses.replace(sin.sym, printer=lambda bsym, printer: ["# one\n  # two", "pass"])
     trace.bound_symbols = [sin.from_bsym(sym=two_lines), mul, ret]
     source, lines = _printed(trace)

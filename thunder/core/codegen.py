@@ -26,7 +26,7 @@ import torch
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.pytree import ObjectWithProxies, mapping_items, rebuild_mapping, rebuild_object
-from thunder.core.symbol import BoundSymbol
+from thunder.core.symbol import PARAMETER, BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt
 
 
@@ -195,8 +195,9 @@ def trace_source(trace, *, print_depth: int = 2, printer: Printer | None = None,
     """The Python source of a trace."""
     printer = printer or Printer()
     body: list[str] = []
+    unpacked = {b.args[0].name for b in trace.bound_symbols if PARAMETER in b.sym.tags}
     for p in trace.args:
-        if isinstance(p, (TensorProxy, NumberProxy)):
+        if isinstance(p, (TensorProxy, NumberProxy)) and p.name not in unpacked:
             body.append(f'  # {p.name}: "{p.type_string()}"')
     last_source = None
     spans: list[tuple[int, int, BoundSymbol]] = []  # body lines [start, stop) of each bound symbol
@@ -222,7 +223,7 @@ def trace_source(trace, *, print_depth: int = 2, printer: Printer | None = None,
         lines.append("")
     for deco in trace.decorators:
         lines.append(f"@{deco}")
-    lines.append(f"def {trace.name}({signature}):")
+    lines.append(f"def {getattr(trace, 'function_name', trace.name)}({signature}):")
     # 1-based line of each body piece; a piece may hold newlines (a custom printer's lines).
     header = sum(piece.count("\n") + 1 for piece in lines)
     line_of = list(itertools.accumulate((piece.count("\n") + 1 for piece in body), initial=header + 1))

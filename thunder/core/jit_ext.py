@@ -956,6 +956,8 @@ class Tracer:
             for expr in self.constraints:
                 self._emit(prims.check_expr, expr, ())
         self.computation.args = [p for _, p in self.inputs] + [s for _, s in self.dims]
+        parameters = [prims.unpack_trivial.bind(p, output=None) for _, p in self.inputs if isinstance(p, TensorProxy)]
+        self.computation.bound_symbols[:0] = parameters
         replays.place_after_their_values(self.computation)
         if self.outcomes:
             data_dependent.order_for_checks(self.computation, {p.name for _, p in self.inputs if isinstance(p, Proxy)})

@@ -19,9 +19,12 @@ from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy
 from thunder.core.rules import autocast_rules
 from thunder.core.symbol import DONT_DCE, MAY_RAISE, BoundSymbol, Symbol
-from thunder.core.tracectx import current_source_location, get_tracectx, set_tracectx, tracectx
+from thunder.core.tracectx import current_source_location, get_tracectx, reset_tracectx, set_tracectx, tracectx
 
-__all__ = ["TraceCtx", "TraceProvenance", "from_trace", "get_tracectx", "set_tracectx", "tracectx", "detached_trace"]
+__all__ = [
+    "TraceCtx", "TraceProvenance", "from_trace", "get_tracectx", "set_tracectx", "reset_tracectx", "tracectx",
+    "detached_trace",
+]  # fmt: skip
 
 _trace_ids = itertools.count()
 
@@ -58,10 +61,13 @@ class TraceProvenance:
 class TraceCtx:
     """An ordered list of bound symbols with a signature; prints as a Python function."""
 
-    def __init__(self, fn: Callable | None = None, *, name: str = "computation"):
+    def __init__(self, fn: Callable | None = None, *, name: str | None = None):
         self.fn = fn
-        self.name = name
+        # The function's name when one is given (lightning-thunder's ``TraceCtx(fn)``), else "computation".
+        self.name = name if name is not None else getattr(fn, "__name__", None) or "computation"
         self.args: list[Any] = []  # positional parameters (proxies)
+        self.kwargs: dict[str, Any] = {}  # lightning-thunder's spelling; parameters are ``args`` here
+        self._siginfo = None  # a ``thunder.core.codeutils.SigInfo`` set by hand: the signature printed
         self.varargs: str | None = None  # ``*args`` parameter name, for prologues
         self.varkwargs: str | None = None
         self.bound_symbols: list[BoundSymbol] = []
@@ -179,7 +185,22 @@ class TraceCtx:
         self.scopes[-1].append(bsym)
 
     # --- printing and running ----------------------------------------------------------
+    @property
+    def function_name(self) -> str:
+        """The name of the function the trace prints as (a hand-set ``_siginfo``'s, else ``name``)."""
+        return self._siginfo.name if self._siginfo is not None else self.name
+
+    def siginfo(self):
+        """The trace's signature as a ``thunder.core.codeutils.SigInfo`` (lightning-thunder's API)."""
+        from thunder.core.codeutils import SigInfo
+
+        if self._siginfo is not None:
+            return self._siginfo
+        return SigInfo(self.name, [(a.name if hasattr(a, "name") else str(a), None) for a in self.args])
+
     def signature(self) -> list[str]:
+        if self._siginfo is not None:
+            return self._siginfo.parameter_names()
         params = [a.name if hasattr(a, "name") else str(a) for a in self.args]
         if self.varargs:
             params.append(f"*{self.varargs}")
@@ -199,7 +220,7 @@ class TraceCtx:
             printer = Printer()
             source = trace_source(self, print_depth=1, printer=printer)
             self._callable = compile_source(
-                source, self.name, printer.ctx, f"thunder.{self.name}_{self.uid}", printer.line_bsyms
+                source, self.function_name, printer.ctx, f"thunder.{self.name}_{self.uid}", printer.line_bsyms
             )
             self._callable.__thunder_source__ = source
         return self._callable
@@ -213,7 +234,9 @@ class TraceCtx:
         printer.add_ctx("_MISS", miss)
         printer.add_ctx("_computation", computation)
         source = trace_source(self, print_depth=1, printer=printer)
-        return compile_source(source, self.name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms)
+        return compile_source(
+            source, self.function_name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms
+        )
 
     def set_provenance(self, provenance: TraceProvenance) -> None:
         self.provenance = provenance
@@ -224,6 +247,7 @@ def from_trace(trace: TraceCtx) -> TraceCtx:
     t = TraceCtx(trace.fn, name=trace.name)
     t.args = list(trace.args)
     t.varargs, t.varkwargs = trace.varargs, trace.varkwargs
+    t._siginfo = trace._siginfo
     t.names = set(trace.names)
     t._counters = trace._counters
     t.decorators = list(trace.decorators)

@@ -34,6 +34,11 @@ def set_tracectx(trace) -> Any:
     return prev
 
 
+def reset_tracectx(previous) -> None:
+    """Makes ``previous`` (what ``set_tracectx`` returned) the current trace again."""
+    _current_trace.set(previous)
+
+
 @contextlib.contextmanager
 def tracectx(trace) -> Iterator[Any]:
     """Record symbol calls into ``trace`` inside the ``with`` block."""

@@ -19,7 +19,7 @@ from thunder.core import dtypes
 from thunder.core.iterators import consume_iterator
 from thunder.core.prims.base import make_prim
 from thunder.core.proxies import Proxy
-from thunder.core.symbol import DONT_DCE, Symbol
+from thunder.core.symbol import DONT_DCE, PARAMETER, Symbol
 
 
 class PythonPrimIDs(enum.Enum):
@@ -54,6 +54,7 @@ class PythonPrimIDs(enum.Enum):
     CONTAINER_CALL = enum.auto()
     CHECK_OUTCOME = enum.auto()
     CHECK_KEYS = enum.auto()
+    UNPACK_TRIVIAL = enum.auto()
 
 
 P = PythonPrimIDs
@@ -493,6 +494,19 @@ def _print_check_keys(bsym, printer):
 # ``check_keys(d, keys)``: the dict has exactly these keys (literals, or objects captured by identity
 # and compared as the dict compares them: by hash and equality).
 check_keys = make_prim(P.CHECK_KEYS, "check_keys", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_keys)
+
+
+def _print_unpack_trivial(bsym, printer):
+    (x,) = bsym.args
+    return [f'# {x.name}: "{x.type_string()}"']
+
+
+# ``unpack_trivial(x)``: the computation's parameter ``x``, printed as its type comment. One per
+# parameter opens every computation trace, as in lightning-thunder (whose users index
+# ``trace.bound_symbols`` past them).
+unpack_trivial = make_prim(
+    P.UNPACK_TRIVIAL, "unpack_trivial", lambda x: None, tags=(DONT_DCE, PARAMETER), printer=_print_unpack_trivial
+)
 
 
 def is_proxy(x) -> bool:

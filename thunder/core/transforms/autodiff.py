@@ -46,7 +46,7 @@ from thunder.core.prims.base import asking_grads
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import forward_rules, grad_rules
-from thunder.core.symbol import DONT_DCE, IN_PLACE, RANDOM, BoundSymbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, PARAMETER, RANDOM, BoundSymbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, tracectx
 from thunder.core.tracectx import get_tracectx, source_location_provider
@@ -198,6 +198,8 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
     is a leaf of its own: torch's autograd handles it). Parts exposed from a decomposition
     (``exposed``) have no requires_grad marks: what they make from values that require grad does."""
     for bsym in body:
+        if PARAMETER in bsym.sym.tags:
+            continue
         if bsym.sym.printer is not None and DONT_DCE in bsym.sym.tags:
             # print(t), self.cache = t, outside_list.append(t): the tensor leaves the computation, and in
             # eager it carries its autograd history (grad_fn, requires_grad), which a tensor made
