@@ -108,7 +108,7 @@ def main() -> None:
         try:
             rows.append(bench_model(name, opts.runs))
         except Exception as e:  # a failing model is a row of the table, not the end of the run
-            message = str(e).splitlines()[0][:100] if str(e) else ""
+            message = str(e).splitlines()[0][:70] if str(e) else ""
             rows.append([name, f"fails: {type(e).__name__}: {message}", *[""] * (len(HEADER) - 2)])
         print(" | ".join(rows[-1][:2]), flush=True)
     print()
