@@ -143,3 +143,48 @@ def test_an_operator_returning_a_tensor_and_a_number_binds_its_outputs():
         torch.testing.assert_close(jf(torch.ones(2)), torch.full((2,), 2.0))
     finally:
         deregister_executor(ex)
+
+
+def test_an_executors_grad_transform_is_the_gradient_of_the_ops_it_claims():
+    from thunder.core.transforms import get_grad, put_grads
+    from thunder.extend import OperatorExecutor, deregister_executor, register_executor
+
+    ex = register_executor(OperatorExecutor("sin_with_grad_ex"))
+    backward_calls = []
+    try:
+        sin_fwd = ex.register_operator(
+            "sin_fwd", meta=lambda a: (thunder.TensorProxy(like=a), thunder.TensorProxy(like=a)),
+            fn=lambda a: (torch.sin(a), torch.cos(a)),
+        )  # fmt: skip
+        sin_bwd = ex.register_operator(
+            "sin_bwd", meta=lambda g, c: thunder.TensorProxy(like=g), fn=lambda g, c: backward_calls.append(1) or g * c
+        )
+
+        def grad_transform(a):
+            out, cos = sin_fwd(a)
+            put_grads((a,), (sin_bwd(get_grad(out), cos),))
+            return out
+
+        ex.register_implementation(
+            thunder.torch.sin, checker=lambda a: a.ndim == 1, execution_transform=lambda a: sin_fwd(a)[0],
+            grad_transform=grad_transform,
+        )  # fmt: skip
+
+        def f(x):
+            return (torch.sin(x * 2) * 3).sum()
+
+        for shape, uses_it in (((4,), True), ((2, 2), False)):  # the checker decides
+            backward_calls.clear()
+            x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+            y = x.detach().clone().requires_grad_()
+            jf = thunder.jit(f, executors=[ex])
+            jf(x).backward()
+            f(y).backward()
+            torch.testing.assert_close(x.grad, y.grad)
+            assert thunder.compile_stats(jf).last_autograd_fallback is None
+            backward = str(thunder.last_backward_traces(jf)[-1])
+            assert ("sin_bwd" in backward) is uses_it and backward_calls == ([1] if uses_it else [])
+        with pytest.raises(thunder.core.errors.ThunderError, match="get_grad is for an executor's grad_transform"):
+            get_grad(None)
+    finally:
+        deregister_executor(ex)

@@ -9,6 +9,7 @@ Layer: entry points. Imports: core, extend, transforms, executors.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import sys
@@ -149,7 +150,7 @@ def _autograd_split(cd: CompileData, trace: TraceCtx, cs: CompileStats | None) -
         return None
     start = time.perf_counter_ns()
     try:
-        split = split_forward_backward(trace)
+        split = split_forward_backward(trace, functools.partial(_executor_grad_transform, cd.options.executors))
     except NotDifferentiable as e:
         if cs is not None:
             cs.last_autograd_fallback = str(e)
@@ -158,6 +159,16 @@ def _autograd_split(cd: CompileData, trace: TraceCtx, cs: CompileStats | None) -
     split.forward.set_provenance(TraceProvenance(AUTOGRAD_SPLIT.name, ms))
     split.backward.set_provenance(TraceProvenance(AUTOGRAD_SPLIT.name, ms))
     return split
+
+
+def _executor_grad_transform(executors, bsym) -> Callable | None:
+    """The gradient the highest-priority executor that gives ``bsym`` one (and accepts its arguments) gives."""
+    for ex in executors:
+        info = getattr(ex, "implmap", {}).get(bsym.sym)
+        if info is not None and info.grad_transform is not None:
+            if info.checker is None or info.checker(*bsym.args, **bsym.kwargs):
+                return info.grad_transform
+    return None
 
 
 def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:

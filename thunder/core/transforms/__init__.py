@@ -18,6 +18,7 @@ import torch
 
 from thunder.core.errors import ThunderValueError
 from thunder.core.pytree import tree_leaves
+from thunder.core.transform_common import Transform
 from thunder.core.transforms.autodiff import (
     ForwardBackward,
     NotDifferentiable,
@@ -25,9 +26,14 @@ from thunder.core.transforms.autodiff import (
     requires_grad_outputs,
     split_forward_backward,
 )
+from thunder.core.transforms.grad_transforms import get_grad, put_grad, put_grads
 
 __all__ = [
     "ForwardBackward",
+    "Transform",
+    "get_grad",
+    "put_grad",
+    "put_grads",
     "NotDifferentiable",
     "grad",
     "record_vjp",

@@ -38,6 +38,7 @@ Layer: core. Imports: core.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from thunder.core import prims
@@ -50,6 +51,7 @@ from thunder.core.symbol import DONT_DCE, IN_PLACE, PARAMETER, RANDOM, BoundSymb
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, tracectx
 from thunder.core.tracectx import get_tracectx, source_location_provider
+from thunder.core.transforms.grad_transforms import expand_grad_transform
 
 __all__ = ["NotDifferentiable", "ForwardBackward", "split_forward_backward", "requires_grad_outputs"]
 
@@ -79,13 +81,17 @@ def requires_grad_outputs(trace: TraceCtx) -> bool:
     return any(isinstance(p, TensorProxy) and p.requires_grad for p in tree_leaves(ret.args))
 
 
-def split_forward_backward(trace: TraceCtx) -> ForwardBackward:
-    """The forward and backward traces of ``trace`` (Note [Forward and backward traces])."""
+def split_forward_backward(
+    trace: TraceCtx, grad_transform_for: Callable[[BoundSymbol], Callable | None] | None = None
+) -> ForwardBackward:
+    """The forward and backward traces of ``trace`` (Note [Forward and backward traces]);
+    ``grad_transform_for(bsym)``: the gradient an executor gives that call, if any (Note [Grad
+    transforms] in thunder.core.transforms.grad_transforms)."""
     *body, ret = trace.bound_symbols
     if ret.sym is not prims.python_return:
         raise NotDifferentiable("the computation does not end in a return")
     active = {a.name for a in trace.args if _differentiable(a) and a.requires_grad}
-    body, augmented = _augment_forwards(body, trace)
+    body, augmented = _augment_forwards(body, trace, grad_transform_for)
     body, exposed = _expose_random_parts(body)
     exposed |= augmented
     _check_forward(body, active, exposed)
@@ -125,15 +131,24 @@ def split_forward_backward(trace: TraceCtx) -> ForwardBackward:
     return ForwardBackward(fw, bw, saved, outputs, rebuild)
 
 
-def _augment_forwards(body: list[BoundSymbol], trace: TraceCtx) -> tuple[list[BoundSymbol], set[int]]:
+def _augment_forwards(
+    body: list[BoundSymbol], trace: TraceCtx, grad_transform_for: Callable[[BoundSymbol], Callable | None] | None
+) -> tuple[list[BoundSymbol], set[int]]:
     """The forward body with each call that needs a gradient and has an augmented forward
     (``forward_rules``) replaced by the ops that rule records, which also keep what the backward
     reads; their outputs take the call's own names. Returns the body and the uids of the new ops."""
     new: list[BoundSymbol] = []
     made: set[int] = set()
     for bsym in body:
+        needs_grad = any(o.requires_grad for o in _tensors(bsym.flat_proxy_outs))
+        executor_grad = grad_transform_for(bsym) if needs_grad and grad_transform_for is not None else None
+        if executor_grad is not None:
+            parts = expand_grad_transform(bsym, executor_grad, trace)
+            if parts is not None:
+                _put_parts(bsym, parts, new, made)
+                continue
         rule = forward_rules.get(bsym.sym)
-        if rule is None or not any(o.requires_grad for o in _tensors(bsym.flat_proxy_outs)):
+        if rule is None or not needs_grad:
             new.append(bsym)
             continue
         scratch: list[BoundSymbol] = []
