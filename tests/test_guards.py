@@ -551,11 +551,12 @@ def calls_global_partial(t):
     return ADD_TWICE(t, 1)
 
 
-def test_global_partial_rebound():
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_global_partial_rebound(cache):
     import functools
 
     global ADD_TWICE
-    jf = thunder.jit(calls_global_partial)
+    jf = thunder.jit(calls_global_partial, cache=cache)
     _same_as_eager(jf, calls_global_partial, X)
     old = ADD_TWICE
     try:

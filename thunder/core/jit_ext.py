@@ -231,14 +231,18 @@ class Tracer:
             # Descriptors make these afresh on each read (``functools.partialmethod``, a method read from
             # an instance): checked by what they hold, not by identity.
             self._check(prims.check_type, holder, type(value))
-            for attr in ("func", "args", "keywords") if type(value) is functools.partial else ("__func__", "__self__"):
-                p = self._prologue_proxy(f"{holder.name}_{attr.strip('_')}")
-                self._emit(prims.unpack_attr, holder, attr, p, output=p)
-                if attr == "keywords":  # read by the call itself, not by the program: checked now
-                    self._check(prims.check_type, p, dict)
-                    self._unpack_contents(value.keywords, p, p.name)
-                else:
-                    self.unpack_value(getattr(value, attr), p, p.name)
+            symbolic, self.symbolic = self.symbolic, False  # the call reads the values itself: as constants
+            try:
+                for attr in ("func", "args", "keywords") if type(value) is functools.partial else ("__func__", "__self__"):
+                    p = self._prologue_proxy(f"{holder.name}_{attr.strip('_')}")
+                    self._emit(prims.unpack_attr, holder, attr, p, output=p)
+                    if attr == "keywords":  # read by the call itself, not by the program: checked now
+                        self._check(prims.check_type, p, dict)
+                        self._unpack_contents(value.keywords, p, p.name)
+                    else:
+                        self.unpack_value(getattr(value, attr), p, p.name)
+            finally:
+                self.symbolic = symbolic
             self._register(value, holder, value)
             return value
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)) or (
