@@ -84,6 +84,7 @@ class ZooModel:
 
     kind: ``causal`` (decoder LM: ``input_ids``, ``labels``, a KV cache, ``generate``),
     ``masked`` (encoder LM: ``input_ids``, ``token_type_ids`` where ``types`` is set),
+    ``seq_cls``, ``token_cls`` and ``qa`` (classification and question-answering heads on ``input_ids``),
     ``seq2seq`` (encoder-decoder LM), ``speech`` (Whisper: ``input_features``), ``vision``
     (image classification: ``pixel_values``), ``clip`` (text and image towers, a contrastive loss).
     """
@@ -157,6 +158,17 @@ ZOO: dict[str, ZooModel] = {
                  "masked", types=True),  # fmt: skip
         ZooModel("electra", _build("ElectraForMaskedLM", "ElectraConfig", **_encoder_kw(embedding_size=16)), "masked",
                  types=True),  # fmt: skip
+        ZooModel("bert_seq_cls", _build("BertForSequenceClassification", "BertConfig",
+                                        **_encoder_kw(num_labels=NUM_LABELS)), "seq_cls", types=True),  # fmt: skip
+        ZooModel("bert_token_cls", _build("BertForTokenClassification", "BertConfig",
+                                          **_encoder_kw(num_labels=NUM_LABELS)), "token_cls", types=True),  # fmt: skip
+        ZooModel("bert_qa", _build("BertForQuestionAnswering", "BertConfig", **_encoder_kw(num_labels=2)), "qa",
+                 types=True),  # fmt: skip
+        ZooModel("gpt2_seq_cls", _build("GPT2ForSequenceClassification", "GPT2Config", n_layer=2, n_head=2, n_embd=32,
+                                        vocab_size=VOCAB, n_positions=64, pad_token_id=0, num_labels=NUM_LABELS),
+                 "seq_cls"),  # fmt: skip
+        ZooModel("llama_seq_cls", _build("LlamaForSequenceClassification", "LlamaConfig",
+                                         **_decoder_kw(num_labels=NUM_LABELS)), "seq_cls"),  # fmt: skip
         ZooModel("t5", _build("T5ForConditionalGeneration", "T5Config", num_layers=2, num_heads=2, d_model=32, d_kv=16,
                               d_ff=64, vocab_size=VOCAB, decoder_start_token_id=0), "seq2seq"),  # fmt: skip
         ZooModel("bart", _build("BartForConditionalGeneration", "BartConfig", encoder_layers=2, decoder_layers=2,
@@ -226,10 +238,15 @@ def padded_mask(batch: int = BATCH, seq: int = SEQ) -> torch.Tensor:
     return mask
 
 
+# Kinds that take input_ids (and attention_mask, inputs_embeds, position_ids) like a decoder or
+# an encoder LM does.
+_TEXT = ("causal", "masked", "seq_cls", "token_cls", "qa")
+
+
 def main_inputs(entry: ZooModel) -> dict[str, torch.Tensor]:
     """The inputs every call of the model passes."""
     g = _generator()
-    if entry.kind in ("causal", "masked"):
+    if entry.kind in _TEXT:
         return {"input_ids": input_ids()}
     if entry.kind == "seq2seq":
         return {"input_ids": input_ids(), "decoder_input_ids": input_ids(seq=SEQ // 2)}
@@ -249,6 +266,12 @@ def labels(entry: ZooModel, inputs: dict[str, torch.Tensor]) -> dict[str, Any]:
         return {"labels": torch.tensor([0, NUM_LABELS - 1])}
     if entry.kind == "clip":
         return {"return_loss": True}
+    if entry.kind == "seq_cls":
+        return {"labels": torch.tensor([0, NUM_LABELS - 1])}
+    if entry.kind == "token_cls":
+        return {"labels": torch.randint(0, NUM_LABELS, (BATCH, SEQ), generator=_generator())}
+    if entry.kind == "qa":
+        return {"start_positions": torch.tensor([3, 4]), "end_positions": torch.tensor([5, 7])}
     if entry.kind in ("seq2seq", "speech"):
         return {"labels": inputs["decoder_input_ids"]}
     return {"labels": inputs["input_ids"]}
@@ -270,8 +293,12 @@ def _first(out):
     return out[0]
 
 
+def _qa_logits(out):
+    return out.start_logits, out.end_logits
+
+
 def _default_pick(entry: ZooModel) -> Callable[[Any], Any]:
-    return _clip_logits if entry.kind == "clip" else _logits
+    return {"clip": _clip_logits, "qa": _qa_logits}.get(entry.kind, _logits)
 
 
 # Call modes: each returns the Call of one way people call the model, or None where it does not apply.
@@ -284,14 +311,14 @@ def mode_plain(entry: ZooModel) -> Call:
 
 def mode_mask(entry: ZooModel) -> Call | None:
     """A padded batch: ``attention_mask`` with zeros."""
-    if entry.kind not in ("causal", "masked", "seq2seq", "clip"):
+    if entry.kind not in (*_TEXT, "seq2seq", "clip"):
         return None
     return Call({**main_inputs(entry), "attention_mask": padded_mask()}, _default_pick(entry))
 
 
 def mode_ones_mask(entry: ZooModel) -> Call | None:
     """An all-ones ``attention_mask``, as a tokenizer returns for unpadded text."""
-    if entry.kind not in ("causal", "masked", "seq2seq", "clip"):
+    if entry.kind not in (*_TEXT, "seq2seq", "clip"):
         return None
     return Call({**main_inputs(entry), "attention_mask": torch.ones(BATCH, SEQ, dtype=torch.long)},
                 _default_pick(entry))  # fmt: skip
@@ -315,7 +342,7 @@ def mode_ignored_labels(entry: ZooModel) -> Call | None:
     """Fine-tuning as data collators pad: ``labels`` of ``-100`` (ignored by the loss) where the
     attention mask is 0."""
     call = mode_mask(entry)
-    if call is None or entry.kind == "clip":
+    if call is None or entry.kind in ("clip", "seq_cls", "qa"):
         return None
     target = labels(entry, call.kwargs)["labels"].clone()
     if target.shape == call.kwargs["attention_mask"].shape:
@@ -325,10 +352,10 @@ def mode_ignored_labels(entry: ZooModel) -> Call | None:
 
 def mode_inputs_embeds(entry: ZooModel) -> Call | None:
     """``inputs_embeds`` instead of ``input_ids`` (soft prompts, adapters), with a padded mask."""
-    if entry.kind not in ("causal", "masked"):
+    if entry.kind not in _TEXT:
         return None
     embeds = torch.randn(BATCH, SEQ, _hidden_size(entry), generator=_generator())
-    return Call({"inputs_embeds": embeds, "attention_mask": padded_mask()}, _logits)
+    return Call({"inputs_embeds": embeds, "attention_mask": padded_mask()}, _default_pick(entry))
 
 
 def _hidden_size(entry: ZooModel) -> int:
@@ -358,7 +385,7 @@ def _logits_and_cache(out):
 
 def mode_position_ids(entry: ZooModel) -> Call | None:
     """Explicit ``position_ids`` (shifted by 2, as after a prefix)."""
-    if entry.kind not in ("causal", "masked") or entry.name in ("distilbert", "bloom", "mpt"):
+    if entry.kind not in _TEXT or entry.name in ("distilbert", "bloom", "mpt"):
         return None
     return Call({**main_inputs(entry), "position_ids": torch.arange(2, SEQ + 2).expand(BATCH, SEQ)},
                 _default_pick(entry))  # fmt: skip
@@ -370,7 +397,7 @@ def mode_token_type_ids(entry: ZooModel) -> Call | None:
         return None
     types = torch.zeros(BATCH, SEQ, dtype=torch.long)
     types[:, SEQ // 2 :] = 1
-    return Call({**main_inputs(entry), "token_type_ids": types}, _logits)
+    return Call({**main_inputs(entry), "token_type_ids": types}, _default_pick(entry))
 
 
 def mode_tuple(entry: ZooModel) -> Call:
