@@ -729,3 +729,29 @@ def test_set_grad_enabled_called_as_a_function_is_eagers(called_with_grad, flips
         y.sum().backward()
         y_ref.sum().backward()
         torch.testing.assert_close(x.grad, x_ref.grad)
+
+
+@pytest.mark.parametrize("kind", ["batch_norm", "in_place"])
+def test_a_recomputed_region_differentiates_ops_that_also_write_state(kind):
+    # A checkpointed region is differentiated through its decomposition; an op in it that writes
+    # state (batch_norm's running statistics, add_) still computes values that need gradients.
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(4).double()
+
+    def region(t):
+        if kind == "batch_norm":
+            return bn(t * 2).sin()
+        u = t * 2
+        u.add_(1)
+        return u.sin()
+
+    def f(t):
+        return torch.utils.checkpoint.checkpoint(region, t, use_reentrant=False).sum()
+
+    x = torch.randn(8, 4, dtype=torch.float64, requires_grad=True)
+    y = x.detach().clone().requires_grad_()
+    jf = thunder.jit(f)
+    jf(x).backward()
+    f(y).backward()
+    assert x.grad is not None
+    torch.testing.assert_close(x.grad, y.grad)

@@ -409,10 +409,14 @@ def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: Trace
 def _expand(bsym: BoundSymbol, active: set[str]) -> list[BoundSymbol]:
     """``bsym``'s subsymbols, each replaced by its own subsymbols until it has a rule (or needs
     no gradient); marks the intermediates that require grad in ``active``. In-place writes and other
-    side effects are left out: they happened in the forward."""
+    side effects are left out: they happened in the forward. An op that also computes values
+    (``batch_norm`` in training updating its running statistics, ``x.add_(1)``) is replaced by its
+    decomposition without the writes, so what it computes is still recomputed and differentiated."""
     out: list[BoundSymbol] = []
     for sub in bsym.subsymbols:
         if sub.sym.tags & {IN_PLACE, DONT_DCE}:
+            if IN_PLACE in sub.sym.tags and sub.subsymbols:
+                out.extend(_expand(sub, active))
             continue  # a side effect happens once, in the forward
         reads_active = any(a.name in active for a in sub.flat_proxy_args)
         needs = reads_active and sub.sym.id not in NO_GRAD_RESULTS
