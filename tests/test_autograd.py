@@ -755,3 +755,32 @@ def test_a_recomputed_region_differentiates_ops_that_also_write_state(kind):
     f(y).backward()
     assert x.grad is not None
     torch.testing.assert_close(x.grad, y.grad)
+
+
+def test_parameters_that_only_feed_unused_outputs_get_no_gradient_as_in_eager():
+    # Optimizers tell None from zeros (AdamW's weight decay skips parameters without a gradient).
+    class TwoHeads(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.a(x), self.b(x), x * 2
+
+    torch.manual_seed(0)
+    model = TwoHeads()
+    twin = TwoHeads()
+    twin.load_state_dict(model.state_dict())
+    jm = thunder.jit(model)
+    opt, opt_twin = (torch.optim.AdamW(m.parameters(), lr=0.1, weight_decay=0.5) for m in (model, twin))
+    x = torch.randn(2, 3, requires_grad=True)
+    for head in (0, 1, 0):
+        for o in (opt, opt_twin):
+            o.zero_grad(set_to_none=True)
+        jm(x)[head].sum().backward()
+        twin(x)[head].sum().backward()
+        assert [p.grad is None for p in model.parameters()] == [p.grad is None for p in twin.parameters()]
+        opt.step()
+        opt_twin.step()
+        for p, q in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(p, q)

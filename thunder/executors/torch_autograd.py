@@ -39,6 +39,9 @@ class AutogradPlan:
     saves: str  # "nothing", "tensors" or "mixed" (tensors and numbers)
     all_differentiable: bool  # every tensor output requires grad (nothing to mark)
     tensor_inputs: bool  # every input is a tensor (no symbolic numbers)
+    # Per traced input, the tensor outputs whose cotangents reach it; None with one tensor output
+    # (then backward only runs with its cotangent). Note [Gradients that reach nothing].
+    reaches: tuple[frozenset[int], ...] | None
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -60,6 +63,9 @@ class ThunderFunction(torch.autograd.Function):
             result = tuple(outputs[i] for i in plan.tensor_outputs)
         if not plan.all_differentiable:
             ctx.mark_non_differentiable(*(t for t, d in zip(result, plan.differentiable_outputs) if not d))
+        if plan.reaches is not None:
+            ctx.set_materialize_grads(False)
+            ctx.like = [(t.shape, t.dtype, t.device) for t in (result if type(result) is tuple else (result,))]
         return result
 
     @staticmethod
@@ -76,7 +82,17 @@ class ThunderFunction(torch.autograd.Function):
         else:
             tensors, others = iter(ctx.saved_tensors), iter(ctx.others)
             saved = [next(tensors) if is_tensor else next(others) for is_tensor in plan.saved_is_tensor]
+        unreached = None
+        if plan.reaches is not None and any(c is None for c in cotangents):
+            missing = {j for j, c in enumerate(cotangents) if c is None}
+            unreached = [r <= missing for r in plan.reaches]
+            cotangents = [
+                torch.zeros(shape, dtype=dtype, device=device) if c is None else c
+                for c, (shape, dtype, device) in zip(cotangents, ctx.like)
+            ]
         grads = plan.backward(*saved, *cotangents)
+        if unreached is not None:  # as in eager: no gradient (None) where no cotangent arrives
+            grads = [None if u else g for g, u in zip(grads, unreached)]
         if plan.grad_positions is not None:
             grads = [None if i is None else grads[i] for i in plan.grad_positions]
         return (None, None, *grads)
@@ -104,7 +120,29 @@ def make_plan(fb: ForwardBackward, inputs: list, forward: Callable, backward: Ca
         all_differentiable=all(outputs[i].requires_grad for i in tensor_outputs),
         saves="nothing" if not fb.saved else "tensors" if all(isinstance(s, TensorProxy) for s in fb.saved) else "mixed",
         tensor_inputs=all(isinstance(a, TensorProxy) for a in inputs),
+        reaches=_reaches(fb, tensor_outputs) if len(tensor_outputs) > 1 else None,
     )
+
+
+# Note [Gradients that reach nothing]
+# One autograd function stands for the whole program, so torch's engine calls its backward when
+# any output gets a gradient, and (with materialized gradients) gives zeros for the others. Eager
+# leaves ``.grad`` None on a parameter that only feeds outputs the loss does not use (the engine
+# never reaches it); optimizers treat None and zeros differently (weight decay, momentum). So with
+# several outputs the cotangents are not materialized: an absent one is zeros for the backward
+# trace, and an input that only absent ones reach gets None.
+def _reaches(fb: ForwardBackward, tensor_outputs: tuple[int, ...]) -> tuple[frozenset[int], ...]:
+    """Per traced input, the positions (among the tensor outputs) of the outputs it flows into."""
+    depends: dict[str, int] = {a.name: 1 << i for i, a in enumerate(fb.forward.args) if hasattr(a, "name")}
+    for bsym in fb.forward.bound_symbols:
+        mask = 0
+        for a in bsym.flat_proxy_args:
+            mask |= depends.get(a.name, 0)
+        if mask:
+            for o in bsym.flat_proxy_outs:
+                depends[o.name] = depends.get(o.name, 0) | mask
+    masks = [depends.get(fb.outputs[i].name, 0) for i in tensor_outputs]
+    return tuple(frozenset(j for j, m in enumerate(masks) if m >> i & 1) for i in range(len(fb.forward.args)))
 
 
 def _direct(fb: ForwardBackward, outputs: list, input_position: dict) -> str | None:
