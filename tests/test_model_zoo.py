@@ -49,8 +49,7 @@ _ENCODER_OUTPUTS = (
     "OrderedDict-subclass input (ModelOutput.__getitem__ -> dict(self.items())) are not proxied"
 )
 _MOE = (
-    "torch.ops.transformers.grouped_mm_fallback (a custom op of transformers' MoE path under compile) is not "
-    "supported"
+    "torch.ops.transformers.grouped_mm_fallback (a custom op of transformers' MoE path under compile) is not supported"
 )
 _INPLACE_FALLBACK = (
     "thunder's backward does not run: ltorch.add_ updates a tensor that requires grad in place, so the split "

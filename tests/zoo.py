@@ -105,72 +105,74 @@ def _clip():
     return t.CLIPModel(_no_dropout(t.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)))
 
 
+# The table is aligned by hand (one model per entry).
+# fmt: off
 _LM = "ForCausalLM"
 ZOO: dict[str, ZooModel] = {
     m.name: m
     for m in [
         ZooModel("gpt2", _build("GPT2LMHeadModel", "GPT2Config", n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB,
-                                n_positions=64, bos_token_id=0, eos_token_id=0), "causal", generate=True),  # fmt: skip
+                                n_positions=64, bos_token_id=0, eos_token_id=0), "causal", generate=True),
         ZooModel("gpt_neox", _build("GPTNeoX" + _LM, "GPTNeoXConfig", num_hidden_layers=2, num_attention_heads=2,
                                     hidden_size=32, intermediate_size=64, vocab_size=VOCAB, max_position_embeddings=64,
-                                    bos_token_id=1, eos_token_id=2), "causal", generate=True),  # fmt: skip
+                                    bos_token_id=1, eos_token_id=2), "causal", generate=True),
         ZooModel("opt", _build("OPT" + _LM, "OPTConfig", num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
                                ffn_dim=64, word_embed_proj_dim=32, vocab_size=VOCAB, max_position_embeddings=64,
-                               pad_token_id=1, bos_token_id=2, eos_token_id=2), "causal", generate=True),  # fmt: skip
+                               pad_token_id=1, bos_token_id=2, eos_token_id=2), "causal", generate=True),
         ZooModel("falcon", _build("Falcon" + _LM, "FalconConfig", num_hidden_layers=2, num_attention_heads=2,
                                   hidden_size=32, vocab_size=VOCAB, bos_token_id=1, eos_token_id=2), "causal",
-                 generate=True),  # fmt: skip
+                 generate=True),
         ZooModel("bloom", _build("Bloom" + _LM, "BloomConfig", n_layer=2, n_head=2, hidden_size=32, vocab_size=VOCAB,
-                                 bos_token_id=1, eos_token_id=2), "causal", generate=True),  # fmt: skip
+                                 bos_token_id=1, eos_token_id=2), "causal", generate=True),
         ZooModel("gptj", _build("GPTJ" + _LM, "GPTJConfig", n_layer=2, n_head=2, n_embd=32, rotary_dim=8,
                                 vocab_size=VOCAB, n_positions=64, bos_token_id=1, eos_token_id=2), "causal",
-                 generate=True),  # fmt: skip
+                 generate=True),
         ZooModel("llama", _build("Llama" + _LM, "LlamaConfig", **_decoder_kw()), "causal", generate=True),
         ZooModel("mistral", _build("Mistral" + _LM, "MistralConfig", **_decoder_kw(sliding_window=None)), "causal",
-                 generate=True),  # fmt: skip
+                 generate=True),
         ZooModel("mixtral", _build("Mixtral" + _LM, "MixtralConfig", **_decoder_kw(num_local_experts=4,
-                                   num_experts_per_tok=2, sliding_window=None)), "causal", generate=True),  # fmt: skip
+                                   num_experts_per_tok=2, sliding_window=None)), "causal", generate=True),
         ZooModel("qwen2", _build("Qwen2" + _LM, "Qwen2Config", **_decoder_kw()), "causal", generate=True),
         ZooModel("qwen3", _build("Qwen3" + _LM, "Qwen3Config", **_decoder_kw(head_dim=8)), "causal", generate=True),
         ZooModel("gemma", _build("Gemma" + _LM, "GemmaConfig", **_decoder_kw(head_dim=8)), "causal", generate=True),
         ZooModel("gemma2", _build("Gemma2" + _LM, "Gemma2Config", **_decoder_kw(head_dim=8, sliding_window=4,
-                                  query_pre_attn_scalar=8)), "causal", generate=True),  # fmt: skip
+                                  query_pre_attn_scalar=8)), "causal", generate=True),
         ZooModel("phi3", _build("Phi3" + _LM, "Phi3Config", **_decoder_kw()), "causal", generate=True),
         ZooModel("gpt_bigcode", _build("GPTBigCode" + _LM, "GPTBigCodeConfig", n_layer=2, n_head=2, n_embd=32,
                                        vocab_size=VOCAB, n_positions=64, bos_token_id=1, eos_token_id=2), "causal",
-                 generate=True),  # fmt: skip
+                 generate=True),
         ZooModel("starcoder2", _build("Starcoder2" + _LM, "Starcoder2Config", **_decoder_kw(sliding_window=None)),
-                 "causal", generate=True),  # fmt: skip
+                 "causal", generate=True),
         ZooModel("olmo", _build("Olmo" + _LM, "OlmoConfig", **_decoder_kw()), "causal", generate=True),
         ZooModel("stablelm", _build("StableLm" + _LM, "StableLmConfig", **_decoder_kw()), "causal", generate=True),
         ZooModel("mpt", _build("Mpt" + _LM, "MptConfig", n_layers=2, n_heads=2, d_model=32, expansion_ratio=2,
-                               vocab_size=VOCAB, max_seq_len=64), "causal", generate=True),  # fmt: skip
+                               vocab_size=VOCAB, max_seq_len=64), "causal", generate=True),
         ZooModel("bert", _build("BertForMaskedLM", "BertConfig", **_encoder_kw()), "masked", types=True),
         ZooModel("roberta", _build("RobertaForMaskedLM", "RobertaConfig", **_encoder_kw(pad_token_id=1)), "masked"),
         ZooModel("distilbert", _build("DistilBertForMaskedLM", "DistilBertConfig", n_layers=2, n_heads=2, dim=32,
                                       hidden_dim=64, vocab_size=VOCAB, max_position_embeddings=64), "masked"),
         ZooModel("albert", _build("AlbertForMaskedLM", "AlbertConfig", **_encoder_kw(embedding_size=16)), "masked",
-                 types=True),  # fmt: skip
+                 types=True),
         ZooModel("deberta_v2", _build("DebertaV2ForMaskedLM", "DebertaV2Config", **_encoder_kw()), "masked",
-                 types=True),  # fmt: skip
+                 types=True),
         ZooModel("mobilebert", _build("MobileBertForMaskedLM", "MobileBertConfig", **_encoder_kw(embedding_size=16,
                                       intra_bottleneck_size=16, true_hidden_size=16, num_feedforward_networks=2)),
-                 "masked", types=True),  # fmt: skip
+                 "masked", types=True),
         ZooModel("electra", _build("ElectraForMaskedLM", "ElectraConfig", **_encoder_kw(embedding_size=16)), "masked",
-                 types=True),  # fmt: skip
+                 types=True),
         ZooModel("bert_seq_cls", _build("BertForSequenceClassification", "BertConfig",
-                                        **_encoder_kw(num_labels=NUM_LABELS)), "seq_cls", types=True),  # fmt: skip
+                                        **_encoder_kw(num_labels=NUM_LABELS)), "seq_cls", types=True),
         ZooModel("bert_token_cls", _build("BertForTokenClassification", "BertConfig",
-                                          **_encoder_kw(num_labels=NUM_LABELS)), "token_cls", types=True),  # fmt: skip
+                                          **_encoder_kw(num_labels=NUM_LABELS)), "token_cls", types=True),
         ZooModel("bert_qa", _build("BertForQuestionAnswering", "BertConfig", **_encoder_kw(num_labels=2)), "qa",
-                 types=True),  # fmt: skip
+                 types=True),
         ZooModel("gpt2_seq_cls", _build("GPT2ForSequenceClassification", "GPT2Config", n_layer=2, n_head=2, n_embd=32,
                                         vocab_size=VOCAB, n_positions=64, pad_token_id=0, num_labels=NUM_LABELS),
-                 "seq_cls"),  # fmt: skip
+                 "seq_cls"),
         ZooModel("llama_seq_cls", _build("LlamaForSequenceClassification", "LlamaConfig",
-                                         **_decoder_kw(num_labels=NUM_LABELS)), "seq_cls"),  # fmt: skip
+                                         **_decoder_kw(num_labels=NUM_LABELS)), "seq_cls"),
         ZooModel("t5", _build("T5ForConditionalGeneration", "T5Config", num_layers=2, num_heads=2, d_model=32, d_kv=16,
-                              d_ff=64, vocab_size=VOCAB, decoder_start_token_id=0), "seq2seq"),  # fmt: skip
+                              d_ff=64, vocab_size=VOCAB, decoder_start_token_id=0), "seq2seq"),
         ZooModel("bart", _build("BartForConditionalGeneration", "BartConfig", encoder_layers=2, decoder_layers=2,
                                 encoder_attention_heads=2, decoder_attention_heads=2, d_model=32, encoder_ffn_dim=64,
                                 decoder_ffn_dim=64, vocab_size=VOCAB, max_position_embeddings=64), "seq2seq"),
@@ -179,27 +181,28 @@ ZOO: dict[str, ZooModel] = {
                                    encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=VOCAB, num_mel_bins=MEL_BINS,
                                    max_source_positions=MEL_FRAMES // 2, max_target_positions=32,
                                    decoder_start_token_id=1, pad_token_id=0, bos_token_id=1, eos_token_id=2),
-                 "speech"),  # fmt: skip
+                 "speech"),
         ZooModel("vit", _build("ViTForImageClassification", "ViTConfig", image_size=IMAGE, patch_size=4,
                                num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
-                               num_labels=NUM_LABELS), "vision"),  # fmt: skip
+                               num_labels=NUM_LABELS), "vision"),
         ZooModel("deit", _build("DeiTForImageClassification", "DeiTConfig", image_size=IMAGE, patch_size=4,
                                 num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
-                                num_labels=NUM_LABELS), "vision"),  # fmt: skip
+                                num_labels=NUM_LABELS), "vision"),
         ZooModel("beit", _build("BeitForImageClassification", "BeitConfig", image_size=IMAGE, patch_size=4,
                                 num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
-                                num_labels=NUM_LABELS, use_mean_pooling=True), "vision"),  # fmt: skip
+                                num_labels=NUM_LABELS, use_mean_pooling=True), "vision"),
         ZooModel("swin", _build("SwinForImageClassification", "SwinConfig", image_size=IMAGE, patch_size=2,
                                 embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=2, num_labels=NUM_LABELS),
-                 "vision"),  # fmt: skip
+                 "vision"),
         ZooModel("convnext", _build("ConvNextForImageClassification", "ConvNextConfig", num_stages=2, hidden_sizes=[8, 16],
-                                    depths=[1, 1], num_labels=NUM_LABELS), "vision"),  # fmt: skip
+                                    depths=[1, 1], num_labels=NUM_LABELS), "vision"),
         ZooModel("resnet", _build("ResNetForImageClassification", "ResNetConfig", embedding_size=8,
                                   hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic", num_labels=NUM_LABELS),
-                 "vision"),  # fmt: skip
+                 "vision"),
         ZooModel("clip", _clip, "clip"),
     ]
 }
+# fmt: on
 
 
 def build(name: str) -> torch.nn.Module:

@@ -233,11 +233,16 @@ def _sort_errors(device):
 
 
 _SORT_SKIPS = (("test_decomposition_vs_torch", None, "the indices come from eager's sort kernel: no prim sorts"),)
+
+
 def _histc_samples(dtype, device):
     yield SampleInput((make((3, 6), dtype, device),))
     yield SampleInput((make((20,), dtype, device, noncontiguous=True), 5, -1.0, 1.0))
     yield SampleInput((make((4, 5), dtype, device),), {"bins": 3, "min": 0, "max": 0})
     yield SampleInput((torch.tensor([1.0, 2.0, 1.0, 3.0], dtype=dtype, device=device), 4, 0, 3))  # edges
+
+
+_HISTC_SKIPS = (("test_decomposition_vs_torch", None, "eager's kernel counts: no prim histogram"),)
 
 
 def _histc_errors(device):
@@ -354,7 +359,9 @@ opinfos: list[OpInfo] = [
         skips=_TOPK_SKIPS,
     ),
     OpInfo("sort", torch.sort, _sort_samples, dtypes=FLOATS_AND_INT, error_inputs=_sort_errors, skips=_SORT_SKIPS),
-    OpInfo("argsort", torch.argsort, _sort_samples, dtypes=FLOATS_AND_INT, error_inputs=_sort_errors, skips=_SORT_SKIPS),
+    OpInfo(
+        "argsort", torch.argsort, _sort_samples, dtypes=FLOATS_AND_INT, error_inputs=_sort_errors, skips=_SORT_SKIPS
+    ),
     OpInfo(
         "sort_method_values",
         lambda a, *args, **kw: a.sort(*args, **kw).values,
@@ -362,10 +369,21 @@ opinfos: list[OpInfo] = [
         dtypes=(torch.float32,),
         skips=_SORT_SKIPS,
     ),
-    OpInfo("histc", torch.histc, _histc_samples, dtypes=(torch.float32, torch.float64), error_inputs=_histc_errors,
-           skips=(("test_decomposition_vs_torch", None, "eager's kernel counts: no prim histogram"),)),
-    OpInfo("histc_method", lambda a, *args, **kw: a.histc(*args, **kw), _histc_samples, dtypes=(torch.float32,),
-           skips=(("test_decomposition_vs_torch", None, "eager's kernel counts: no prim histogram"),)),
+    OpInfo(
+        "histc",
+        torch.histc,
+        _histc_samples,
+        dtypes=(torch.float32, torch.float64),
+        error_inputs=_histc_errors,
+        skips=_HISTC_SKIPS,
+    ),
+    OpInfo(
+        "histc_method",
+        lambda a, *args, **kw: a.histc(*args, **kw),
+        _histc_samples,
+        dtypes=(torch.float32,),
+        skips=_HISTC_SKIPS,
+    ),
     OpInfo("max_binary", torch.max, _max_binary_samples, dtypes=FLOATS_AND_INT),
     OpInfo("min_binary", torch.min, _max_binary_samples, dtypes=FLOATS_AND_INT),
     OpInfo("argmax", torch.argmax, _nonempty_samples(tuples=False), dtypes=FLOATS_AND_INT, error_inputs=_arg_errors),

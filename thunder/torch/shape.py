@@ -765,8 +765,6 @@ def roll(a, shifts, dims=None):
     return out
 
 
-
-
 @torchsymbol(torch.repeat_interleave, method_name="repeat_interleave")
 def repeat_interleave(a, repeats, dim=None, *, output_size=None):
     """``torch.repeat_interleave``: each element repeated ``repeats`` times along ``dim`` (of the
@@ -796,6 +794,7 @@ def repeat_interleave(a, repeats, dim=None, *, output_size=None):
     spread = (*a.shape[: d + 1], repeats, *a.shape[d + 1 :])
     kept = tuple(i if i <= d else i + 1 for i in range(a.ndim))
     return _reshape(prims.broadcast_in_dim(a, spread, kept), out_shape)
+
 
 @torchsymbol(torch.diff, method_name="diff")
 def diff(a, n=1, dim=-1, prepend=None, append=None):
@@ -837,6 +836,7 @@ def diff(a, n=1, dim=-1, prepend=None, append=None):
     if out is a:  # n == 0 and nothing joined: a new tensor, as eager returns
         out = prims.slice_prim(a, (0,) * a.ndim, a.shape, (1,) * a.ndim)
     return out
+
 
 def _pad_nonconstant(op, a, pairs, mode):
     """reflect / replicate / circular padding of the trailing dims, built from slices and cat."""
