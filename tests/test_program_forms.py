@@ -115,3 +115,18 @@ def test_a_dataclass_mapping_whose_fields_are_not_items():
     assert type(got) is Output and got.count == 1 and type(got.t) is torch.Tensor
     torch.testing.assert_close(got.t, want.t)
     torch.testing.assert_close(got["extra"], want["extra"])
+
+
+def test_a_model_output_passed_in_gives_traced_values():
+    # T5/BART/Whisper called with encoder_outputs=...: ModelOutput.__getitem__ reads self.items() natively.
+    transformers = pytest.importorskip("transformers")
+    from transformers.modeling_outputs import BaseModelOutput
+
+    def f(enc, x):
+        return enc[0] * x + enc.last_hidden_state.sum()
+
+    enc = BaseModelOutput(last_hidden_state=torch.randn(2, 3))
+    jf = thunder.jit(f)
+    for value in (enc, BaseModelOutput(last_hidden_state=torch.randn(2, 3))):
+        torch.testing.assert_close(jf(value, torch.ones(3)), f(value, torch.ones(3)))
+    assert thunder.cache_misses(jf) == 1

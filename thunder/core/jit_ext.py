@@ -220,10 +220,16 @@ class Tracer:
             self._lazy[id(copy)] = _LazyContainer(holder, value, copy, name)
             return copy
         if isinstance(value, dict):
-            # A dict subclass with a custom constructor: checked by its keys, seen as itself (its values are
-            # unpacked when read through attributes); changing it from inside the program is refused.
+            # A dict subclass (a Hugging Face ModelOutput passed back in as encoder_outputs): seen as a copy
+            # holding what its items unpack to, so its methods (``__getitem__`` reading ``self.items()``
+            # natively) give the program traced values; one its constructor cannot rebuild is seen as
+            # itself (its values are unpacked when read through attributes). Changing it is refused.
             self._check(prims.check_type, holder, type(value))
             if all(_is_literal_key(k) for k in value):
+                seen = self._rebuilt_mapping(value, holder, name)
+                if seen is not None:
+                    self._register(value, holder, seen)
+                    return seen
                 self._check_keys(holder, tuple(value))
             self._register(value, holder, value)
             return value
@@ -268,6 +274,15 @@ class Tracer:
         self._check(prims.check_type, holder, type(value))
         self._register(value, holder, value)
         return value
+
+    def _rebuilt_mapping(self, value: dict, holder: Proxy, name: str) -> dict | None:
+        """A copy of the dict subclass ``value`` with its items unpacked, or None where its type cannot be
+        rebuilt from its items (see ``unpack_value``)."""
+        try:
+            rebuild_mapping(type(value), dict(value))
+        except Exception:
+            return None
+        return rebuild_mapping(type(value), self._unpack_contents(dict(value), holder, name))
 
     def _register(self, obj: Any, holder: Proxy, seen_as: Any) -> None:
         self._provenance[id(obj)] = holder
