@@ -55,11 +55,6 @@ _INPLACE_FALLBACK = (
     "thunder's backward does not run: ltorch.add_ updates a tensor that requires grad in place, so the split "
     "falls back to torch autograd (values and gradients agree)"
 )
-_ZERO_NOT_NONE = (
-    "a parameter that only feeds outputs not differentiated gets a zero gradient where eager leaves None "
-    "(cls.predictions.bias)"
-)
-
 # (model, call mode, phase) -> reason; "*" matches every mode or phase.
 XFAILS: dict[tuple[str, str, str], str] = {
     **{(m, "hidden_states", "train"): _HIDDEN_STATES_TRAIN for m in zoo.ZOO if m not in _HIDDEN_STATES_TRAIN_OK},
@@ -68,7 +63,6 @@ XFAILS: dict[tuple[str, str, str], str] = {
     ("falcon", "*", "train"): _INPLACE_FALLBACK,
     ("resnet", "*", "train"): _INPLACE_FALLBACK,
     ("mobilebert", "*", "train"): _INPLACE_FALLBACK,
-    ("deberta_v2", "hidden_states", "train"): _ZERO_NOT_NONE,
 }
 
 
