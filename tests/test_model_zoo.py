@@ -44,10 +44,6 @@ _HIDDEN_STATES_TRAIN = (
 )
 # Models whose hidden states reach the collector without the store_attr fallback, or that fail first.
 _HIDDEN_STATES_TRAIN_OK = ("bloom", "mpt", "falcon", "mixtral", "deberta_v2", "mobilebert", "resnet")
-_ENCODER_OUTPUTS = (
-    "ltorch.linear: expected input to be a tensor, but got Tensor: tensors read natively out of an "
-    "OrderedDict-subclass input (ModelOutput.__getitem__ -> dict(self.items())) are not proxied"
-)
 _MOE = (
     "torch.ops.transformers.grouped_mm_fallback (a custom op of transformers' MoE path under compile) is not supported"
 )
@@ -58,7 +54,6 @@ _INPLACE_FALLBACK = (
 # (model, call mode, phase) -> reason; "*" matches every mode or phase.
 XFAILS: dict[tuple[str, str, str], str] = {
     **{(m, "hidden_states", "train"): _HIDDEN_STATES_TRAIN for m in zoo.ZOO if m not in _HIDDEN_STATES_TRAIN_OK},
-    **{(m, "encoder_outputs", "*"): _ENCODER_OUTPUTS for m in ("t5", "bart", "whisper")},
     ("mixtral", "*", "*"): _MOE,
     ("falcon", "*", "train"): _INPLACE_FALLBACK,
     ("resnet", "*", "train"): _INPLACE_FALLBACK,
@@ -192,7 +187,6 @@ def test_whole_slice_keeps_a_symbolic_dim():
     assert thunder.cache_misses(jf) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=_ENCODER_OUTPUTS)
 @pytest.mark.parametrize("name", ["t5", "bart"])
 def test_encoder_decoder_generate_matches_eager(name):
     model = zoo.build(name).eval()
