@@ -18,7 +18,7 @@ import math
 import torch
 
 from thunder.core import dtypes, prims
-from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
 from thunder.core.trace import NO_GRAD_RESULTS
@@ -454,6 +454,8 @@ def _sorted(op: str, input, dim, descending, stable):
     if not _is_int(dim):
         raise ThunderTypeError(f"{op}: dim must be an int, but got {type(dim).__name__} {dim!r}")
     d = canonicalize_dim(op, input.ndim, dim)
+    if input.dtype.is_complex and input.device.type == "cpu":  # eager's kernel has none
+        raise ThunderRuntimeError(f"{op}: Sort does not support complex dtypes on CPU (got {input.dtype})")
     if input.ndim == 0:
         return prims.reshape(input, ()), prims.full((), 0, device=input.device, dtype=dtypes.int64)
     indices = sort_indices(input, d, bool(pyval(descending)), bool(pyval(stable)))
