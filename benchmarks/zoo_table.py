@@ -1,12 +1,13 @@
 """The README's "which models pass" table, from a real run of the model zoo's tests.
 
-Run: ``python -m benchmarks.zoo_table [--out benchmarks/zoo_results.md] [-n 2]``. It runs
+Run: ``python -m benchmarks.zoo_table [--out benchmarks/zoo_results.md] [--readme] [-n 2]``. It runs
 ``tests/test_model_zoo.py`` (the full matrix, ``zoo_full`` included) under pytest, collects each
 test's outcome, and writes a Markdown table: one row per model, one column per call mode, each
 cell ``eval / train`` (the forward in ``eval()``, forward + backward in ``train()``), then the
 ``generate()`` columns. ``✓`` passed, ``✗n`` failed as the known failure ``n`` (a strict xfail;
 reasons below the table), ``FAIL`` failed unexpectedly, ``XPASS`` passed although listed as a
-known failure (the list needs updating), ``·`` does not apply.
+known failure (the list needs updating), ``·`` does not apply. With ``--readme`` the table also
+replaces the one in README.md (between its ``<!-- zoo table -->`` markers).
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="benchmarks/zoo_results.md")
     parser.add_argument("-n", default="0", help="pytest-xdist workers (0: none)")
+    parser.add_argument("--readme", action="store_true", help="also write the table into README.md")
     opts = parser.parse_args()
     outcomes = run_zoo(["-n", opts.n] if opts.n != "0" else [])
     if not outcomes:
@@ -107,7 +109,22 @@ def main() -> None:
     text = table(outcomes)
     with open(opts.out, "w") as f:
         f.write(text)
+    if opts.readme:
+        write_into_readme(text)
     print(text)
+
+
+def write_into_readme(text: str, path: str = "README.md") -> None:
+    """Replaces what README.md holds between ``<!-- zoo table -->`` and ``<!-- /zoo table -->``."""
+    start, end = "<!-- zoo table -->", "<!-- /zoo table -->"
+    with open(path) as f:
+        readme = f.read()
+    if start not in readme or end not in readme:
+        sys.exit(f"{path} has no {start} ... {end} section")
+    before, rest = readme.split(start, 1)
+    after = rest.split(end, 1)[1]
+    with open(path, "w") as f:
+        f.write(f"{before}{start}\n{text}{end}{after}")
 
 
 if __name__ == "__main__":
