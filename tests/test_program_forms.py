@@ -119,7 +119,7 @@ def test_a_dataclass_mapping_whose_fields_are_not_items():
 
 def test_a_model_output_passed_in_gives_traced_values():
     # T5/BART/Whisper called with encoder_outputs=...: ModelOutput.__getitem__ reads self.items() natively.
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers")
     from transformers.modeling_outputs import BaseModelOutput
 
     def f(enc, x):
