@@ -62,28 +62,31 @@ __all__ = [
 # ----------------------------------------------------------------------------------------
 
 
-def _conv(n: int, input, weight, bias, stride, padding, dilation, groups):
-    op = f"ltorch.conv{n}d"
+def _check_conv_operands(op: str, name: str, n: int, input, weight, bias, weight_layout: str) -> None:
+    """What eager checks of a convolution's (or transposed convolution's) operands."""
     check_tensor(op, "input", input)
     check_tensor(op, "weight", weight)
     if bias is not None:
         check_tensor(op, "bias", bias)
     if input.ndim not in (n + 1, n + 2):
         raise ThunderValueError(
-            f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv{n}d, but got input of size: "
+            f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of size: "
             f"{list(input.shape)}"
         )
     if weight.ndim != n + 2:
-        raise ThunderValueError(
-            f"{op}: weight must be {n + 2}-D (out_channels, in_channels / groups, *kernel), got shape {list(weight.shape)}"
-        )
-    for t, name in ((weight, "weight"), (bias, "bias")):
+        raise ThunderValueError(f"{op}: weight must be {n + 2}-D ({weight_layout}), got shape {list(weight.shape)}")
+    for t, arg in ((weight, "weight"), (bias, "bias")):
         if t is not None and t.dtype != input.dtype:
             raise ThunderTypeError(
-                f"{op}: input type ({input.dtype}) and {name} type ({t.dtype}) should be the same; convert one, "
-                f"e.g. {name}.to({input.dtype})"
+                f"{op}: input type ({input.dtype}) and {arg} type ({t.dtype}) should be the same; convert one, "
+                f"e.g. {arg}.to({input.dtype})"
             )
     check_float(op, "input", input)
+
+
+def _conv(n: int, input, weight, bias, stride, padding, dilation, groups):
+    op = f"ltorch.conv{n}d"
+    _check_conv_operands(op, f"conv{n}d", n, input, weight, bias, "out_channels, in_channels / groups, *kernel")
     stride = expand_param(op, "stride", stride, n)
     dilation = expand_param(op, "dilation", dilation, n)
     groups = pyval(groups)
@@ -149,27 +152,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv_transpose(n: int, input, weight, bias, stride, padding, output_padding, groups, dilation):
     op = f"ltorch.conv_transpose{n}d"
-    check_tensor(op, "input", input)
-    check_tensor(op, "weight", weight)
-    if bias is not None:
-        check_tensor(op, "bias", bias)
-    if input.ndim not in (n + 1, n + 2):
-        raise ThunderValueError(
-            f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv_transpose{n}d, but got input of "
-            f"size: {list(input.shape)}"
-        )
-    if weight.ndim != n + 2:
-        raise ThunderValueError(
-            f"{op}: weight must be {n + 2}-D (in_channels, out_channels / groups, *kernel), got shape "
-            f"{list(weight.shape)}"
-        )
-    for t, name in ((weight, "weight"), (bias, "bias")):
-        if t is not None and t.dtype != input.dtype:
-            raise ThunderTypeError(
-                f"{op}: input type ({input.dtype}) and {name} type ({t.dtype}) should be the same; convert one, "
-                f"e.g. {name}.to({input.dtype})"
-            )
-    check_float(op, "input", input)
+    _check_conv_operands(
+        op, f"conv_transpose{n}d", n, input, weight, bias, "in_channels, out_channels / groups, *kernel"
+    )
     stride = expand_param(op, "stride", stride, n)
     padding = expand_param(op, "padding", padding, n)
     output_padding = expand_param(op, "output_padding", output_padding, n)
