@@ -5,10 +5,11 @@ Layer: core. Imports: core.symbol, core.proxies, core.codegen, core.tracectx.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import keyword
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,6 +287,17 @@ def _has_outputs(bsym: BoundSymbol) -> bool:
 def detached_trace():
     """A scratch trace for making proxies outside of any real trace."""
     return tracectx(TraceCtx(name="scratch"))
+
+
+@contextlib.contextmanager
+def recording_into(trace: TraceCtx, scratch: list[BoundSymbol]) -> Iterator[None]:
+    """Symbols called inside are recorded into ``scratch`` (names from ``trace``), not into ``trace``."""
+    with tracectx(trace):
+        trace.scopes.append(scratch)
+        try:
+            yield
+        finally:
+            trace.scopes.pop()
 
 
 def _locate_error(e: ThunderError, sym: Symbol) -> None:

@@ -49,7 +49,7 @@ from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, PARAMETER, RANDOM, BoundSymbol
 from thunder.core.symbolic import is_symbolic
-from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, tracectx
+from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, recording_into, tracectx
 from thunder.core.tracectx import get_tracectx, source_location_provider
 from thunder.core.transforms.grad_transforms import expand_grad_transform
 
@@ -152,12 +152,8 @@ def _augment_forwards(
             new.append(bsym)
             continue
         scratch: list[BoundSymbol] = []
-        with tracectx(trace):
-            trace.scopes.append(scratch)
-            try:
-                out = rule(*bsym.args, **bsym.kwargs)
-            finally:
-                trace.scopes.pop()
+        with recording_into(trace, scratch):
+            out = rule(*bsym.args, **bsym.kwargs)
         if out is None:
             new.append(bsym)
             continue

@@ -26,7 +26,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import BoundSymbol, Symbol
-from thunder.core.trace import TraceCtx, tracectx
+from thunder.core.trace import TraceCtx, recording_into, tracectx
 from thunder.core.traced_autograd import _backward_rule, _print_alias
 
 __all__ = ["get_grad", "put_grad", "put_grads", "expand_grad_transform"]
@@ -84,12 +84,8 @@ def expand_grad_transform(bsym: BoundSymbol, fn: Callable, trace: TraceCtx) -> l
     rec = _Recording()
     token = _recording.set(rec)
     try:
-        with tracectx(trace):
-            trace.scopes.append(scratch)
-            try:
-                out = fn(*bsym.args, **bsym.kwargs)
-            finally:
-                trace.scopes.pop()
+        with recording_into(trace, scratch):
+            out = fn(*bsym.args, **bsym.kwargs)
     finally:
         _recording.reset(token)
     if not rec.placeholders:
