@@ -33,10 +33,20 @@ class TorchExecutor(OperatorExecutor):
             fn = sym.python_impl
         if fn is None:
             return None
+        fn = _direct(fn)
         info = self.implmap[sym] = ImplInfo(symbol=self.make_symbol(f"torch_{sym.name}", fn, like=sym, tags=sym.tags))
         # eager_implementations is core's table (keyed by id there): symbols called outside a trace.
         eager_implementations.setdefault(sym.id, fn)
         return info
+
+
+def _direct(fn):
+    """An aten op packet (``torch.ops.aten.threshold_backward``) as its default overload's C++ entry:
+    what a call without ``out=`` runs, without the packet's Python dispatch (a microsecond or two a
+    call, on every call of a backward)."""
+    if isinstance(fn, torch._ops.OpOverloadPacket) and set(fn.overloads()) <= {"default", "out", "grad_input"}:
+        return fn.default._op
+    return fn
 
 
 ex = TorchExecutor("torch", version=None)

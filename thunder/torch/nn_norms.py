@@ -36,6 +36,12 @@ from thunder.core.symbol import DONT_DCE, IN_PLACE
 from thunder.torch.base import copy_, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, keep, upcast
 
+# Eager's kernels by their C++ entries (no packet dispatch on each call).
+_aten_native_layer_norm = torch.ops.aten.native_layer_norm.default._op
+_aten_native_layer_norm_backward = torch.ops.aten.native_layer_norm_backward.default._op
+_aten_native_batch_norm = torch.ops.aten.native_batch_norm.default._op
+_aten_native_batch_norm_backward = torch.ops.aten.native_batch_norm_backward.default._op
+
 __all__ = [
     "layer_norm", "rms_norm", "group_norm", "batch_norm", "layer_norm_backward", "batch_norm_backward",
     "batch_norm_with_stats", "batch_norm_backward_from_stats", "layer_norm_with_stats",
@@ -321,9 +327,9 @@ def _masked_grads(output_mask, input, weight, bias):
 
 
 def _layer_norm_backward_impl(grad_output, input, normalized_shape, weight, bias, eps, output_mask):
-    _, mean, rstd = torch.ops.aten.native_layer_norm(input, list(normalized_shape), weight, bias, eps)
+    _, mean, rstd = _aten_native_layer_norm(input, list(normalized_shape), weight, bias, eps)
     return tuple(
-        torch.ops.aten.native_layer_norm_backward(
+        _aten_native_layer_norm_backward(
             grad_output, input, list(normalized_shape), mean, rstd, weight, bias, list(output_mask)
         )
     )
@@ -345,12 +351,12 @@ def layer_norm_backward(grad_output, input, normalized_shape, weight, bias, eps,
 def _batch_norm_backward_impl(grad_output, input, weight, bias, running_mean, running_var, training, eps, output_mask):
     if training:
         # Batch statistics, as the forward computed them; no running statistics, so nothing is updated.
-        _, save_mean, save_invstd = torch.ops.aten.native_batch_norm(input, weight, bias, None, None, True, 0.0, eps)
+        _, save_mean, save_invstd = _aten_native_batch_norm(input, weight, bias, None, None, True, 0.0, eps)
         running_mean = running_var = None
     else:
         save_mean = save_invstd = None
     return tuple(
-        torch.ops.aten.native_batch_norm_backward(
+        _aten_native_batch_norm_backward(
             grad_output, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
             list(output_mask),
         )
@@ -377,7 +383,7 @@ def batch_norm_backward(grad_output, input, weight, bias, running_mean, running_
 
 
 def _layer_norm_with_stats_impl(input, normalized_shape, weight, bias, eps):
-    return tuple(torch.ops.aten.native_layer_norm(input, list(normalized_shape), weight, bias, eps))
+    return tuple(_aten_native_layer_norm(input, list(normalized_shape), weight, bias, eps))
 
 
 @torchsymbol(id="torch.layer_norm_with_stats", torch_impl=_layer_norm_with_stats_impl)
@@ -402,7 +408,7 @@ def _layer_norm_forward(input, normalized_shape, weight=None, bias=None, eps=1e-
 
 def _layer_norm_backward_from_stats_impl(grad_output, input, normalized_shape, mean, rstd, weight, bias, output_mask):
     return tuple(
-        torch.ops.aten.native_layer_norm_backward(
+        _aten_native_layer_norm_backward(
             grad_output, input, list(normalized_shape), mean, rstd, weight, bias, list(output_mask)
         )
     )
@@ -426,7 +432,7 @@ def _layer_norm_with_stats_vjp(g, out, input, normalized_shape, weight, bias, ep
 
 
 def _batch_norm_with_stats_impl(input, running_mean, running_var, weight, bias, momentum, eps):
-    return tuple(torch.ops.aten.native_batch_norm(input, weight, bias, running_mean, running_var, True, momentum, eps))
+    return tuple(_aten_native_batch_norm(input, weight, bias, running_mean, running_var, True, momentum, eps))
 
 
 @torchsymbol(id="torch.batch_norm_with_stats", tags=(IN_PLACE, DONT_DCE), torch_impl=_batch_norm_with_stats_impl)
@@ -451,7 +457,7 @@ def _batch_norm_forward(input, running_mean, running_var, weight=None, bias=None
 
 def _batch_norm_backward_from_stats_impl(grad_output, input, weight, save_mean, save_invstd, eps, output_mask):
     return tuple(
-        torch.ops.aten.native_batch_norm_backward(
+        _aten_native_batch_norm_backward(
             grad_output, input, weight, None, None, save_mean, save_invstd, True, eps, list(output_mask)
         )
     )

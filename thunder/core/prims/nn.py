@@ -141,12 +141,15 @@ def _convolution_backward_meta(
     )
 
 
+_aten_convolution_backward = torch.ops.aten.convolution_backward.default._op  # no packet dispatch per call
+
+
 def _convolution_backward_impl(
     g, a, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask
 ):
     bias_sizes = [g.shape[1]] if output_mask[2] else None
     return tuple(
-        torch.ops.aten.convolution_backward(
+        _aten_convolution_backward(
             g, a, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, list(output_mask)
         )
     )
