@@ -250,12 +250,33 @@ def test_symbolic_values_in_the_backward():
 def test_what_cannot_be_differentiated_runs_under_torch_autograd():
     def g(x):
         y = x * 1
-        y.add_(1)  # an in-place update of a value that requires grad
-        return (y * x).sum()
+        view = y[:2]
+        y.add_(1)  # an in-place update of a value that requires grad, seen through a view
+        return (view * x[:2]).sum()
 
     jg = _backward_matches_eager(g, *_leaves((3,)))
     assert "in place" in thunder.compile_stats(jg).last_autograd_fallback
     assert thunder.last_backward_traces(jg) == []
+
+
+@pytest.mark.parametrize("kind", ["add_", "relu_ chain", "module"])
+def test_in_place_updates_nothing_else_sees_are_differentiated_by_thunder(kind):
+    # ResNet's ``out += identity`` and ``nn.ReLU(inplace=True)``: the intermediate has no views.
+    relu = torch.nn.ReLU(inplace=True)
+
+    def g(x):
+        y = x * 2
+        if kind == "add_":
+            y += x
+        elif kind == "relu_ chain":
+            y.add_(x).relu_()
+        else:
+            y = relu(y)
+        return (y * x).sum()
+
+    jg = _backward_matches_eager(g, *_leaves((3,)))
+    assert thunder.compile_stats(jg).last_autograd_fallback is None
+    assert thunder.last_backward_traces(jg)
 
 
 def test_split_refuses_a_value_that_requires_grad_from_no_input():

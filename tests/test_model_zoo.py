@@ -43,21 +43,14 @@ _HIDDEN_STATES_TRAIN = (
     "dict) lets tensors that require grad leave the computation, so the split falls back to torch autograd"
 )
 # Models whose hidden states reach the collector without the store_attr fallback, or that fail first.
-_HIDDEN_STATES_TRAIN_OK = ("bloom", "mpt", "falcon", "mixtral", "deberta_v2", "mobilebert", "resnet")
+_HIDDEN_STATES_TRAIN_OK = ("bloom", "mpt", "falcon", "mixtral", "deberta_v2", "resnet")
 _MOE = (
     "torch.ops.transformers.grouped_mm_fallback (a custom op of transformers' MoE path under compile) is not supported"
-)
-_INPLACE_FALLBACK = (
-    "thunder's backward does not run: ltorch.add_ updates a tensor that requires grad in place, so the split "
-    "falls back to torch autograd (values and gradients agree)"
 )
 # (model, call mode, phase) -> reason; "*" matches every mode or phase.
 XFAILS: dict[tuple[str, str, str], str] = {
     **{(m, "hidden_states", "train"): _HIDDEN_STATES_TRAIN for m in zoo.ZOO if m not in _HIDDEN_STATES_TRAIN_OK},
     ("mixtral", "*", "*"): _MOE,
-    ("falcon", "*", "train"): _INPLACE_FALLBACK,
-    ("resnet", "*", "train"): _INPLACE_FALLBACK,
-    ("mobilebert", "*", "train"): _INPLACE_FALLBACK,
 }
 
 

@@ -87,13 +87,14 @@ def split_forward_backward(
     """The forward and backward traces of ``trace`` (Note [Forward and backward traces]);
     ``grad_transform_for(bsym)``: the gradient an executor gives that call, if any (Note [Grad
     transforms] in thunder.core.transforms.grad_transforms)."""
-    *body, ret = trace.bound_symbols
-    if ret.sym is not prims.python_return:
+    if not trace.bound_symbols or trace.bound_symbols[-1].sym is not prims.python_return:
         raise NotDifferentiable("the computation does not end in a return")
+    bsyms, functional = _functional_updates(trace.bound_symbols, {a.name for a in trace.args if isinstance(a, Proxy)})
+    *body, ret = bsyms
     active = {a.name for a in trace.args if _differentiable(a) and a.requires_grad}
     body, augmented = _augment_forwards(body, trace, grad_transform_for)
     body, exposed = _expose_random_parts(body)
-    exposed |= augmented
+    exposed |= augmented | functional
     _check_forward(body, active, exposed)
 
     by_name = {a.name: a for a in trace.args if isinstance(a, Proxy) or is_symbolic(a)}
@@ -129,6 +130,80 @@ def split_forward_backward(
     rebuild.args = list(outputs)
     rebuild.bound_symbols.append(ret)
     return ForwardBackward(fw, bw, saved, outputs, rebuild)
+
+
+# Prims whose result may share its input's memory (a view); anything else makes a new tensor.
+_ALIASING_PRIMS = frozenset(
+    {prims.reshape, prims.transpose, prims.broadcast_in_dim, prims.slice_prim, prims.squeeze}
+)  # fmt: skip
+
+
+def _may_alias(bsym: BoundSymbol) -> bool:
+    """Whether ``bsym``'s result may be a view of one of its inputs: its decomposition ends in a
+    shape prim, or it is one (an opaque kernel, such as a convolution, makes new tensors)."""
+    while bsym.subsymbols:
+        bsym = bsym.subsymbols[-1]
+    return bsym.sym in _ALIASING_PRIMS
+
+
+def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list[BoundSymbol], set[int]]:
+    """The body with each in-place update of a tensor that nothing else can see (made here by an op that does not alias, not an input, no view of it taken) replaced by the
+    op that computes the new value (``out += identity`` in a ResNet block, ``relu_``): later uses
+    read the new value by its own name. Nothing can tell the difference (no other tensor shares
+    that memory), and the update is differentiated like any op instead of sending the whole
+    program to torch's autograd (Note [Forward and backward traces]). Returns the body and the uids
+    of the new ops."""
+    new: list[BoundSymbol] = []
+    made: set[int] = set()
+    made_by: dict[str, BoundSymbol] = {}
+    viewed: set[str] = set()
+    swap: dict[str, Proxy] = {}
+    for bsym in body:
+        if swap:
+            bsym = bsym.rename(swap)
+        update = _functional_form(bsym, made_by, viewed, inputs)
+        if update is not None:
+            value, old = update.output, bsym.args[0].name
+            value.requires_grad = bsym.args[0].requires_grad  # the new value stands for the updated tensor
+            for k, v in list(swap.items()):  # an earlier name of the same tensor reads the new value too
+                if v.name == old:
+                    swap[k] = value
+            swap[old] = value
+            bsym = update.from_bsym(lineage=(bsym.uid,), source=bsym.source)
+            made.add(bsym.uid)
+        else:
+            for a in bsym.flat_proxy_args:
+                if _may_alias(bsym):
+                    viewed.add(a.name)
+        for o in bsym.flat_proxy_outs:
+            made_by[o.name] = bsym
+        new.append(bsym)
+    return new, made
+
+
+def _functional_form(bsym: BoundSymbol, made_by: dict, viewed: set[str], inputs: set[str]) -> BoundSymbol | None:
+    """For ``dst.op_(...)`` (an in-place symbol whose decomposition computes the new value, then
+    copies it into ``dst``) on a tensor nothing else sees: the bound symbol that computes the new
+    value. Otherwise None."""
+    if IN_PLACE not in bsym.sym.tags or len(bsym.subsymbols) < 2 or not bsym.args:
+        return None
+    dst, *_ = bsym.args
+    *compute, last = bsym.subsymbols
+    if (
+        not isinstance(dst, TensorProxy)
+        or bsym.output is not dst and getattr(bsym.output, "name", None) != dst.name
+        or last.sym is not prims.copy_
+        or last.args[1].name != dst.name
+        or len(compute) != 1
+        or compute[0].output is not last.args[0]
+        or dst.name in inputs
+        or dst.name in viewed
+        or dst.name not in made_by
+        or _may_alias(made_by[dst.name])
+        or any(IN_PLACE in s.sym.tags for s in compute)
+    ):
+        return None
+    return compute[0]
 
 
 def _augment_forwards(
