@@ -805,3 +805,22 @@ def test_parameters_that_only_feed_unused_outputs_get_no_gradient_as_in_eager():
         opt_twin.step()
         for p, q in zip(model.parameters(), twin.parameters()):
             torch.testing.assert_close(p, q)
+
+
+@pytest.mark.parametrize(
+    "alias",
+    [lambda t: t.contiguous(), lambda t: t.detach(), lambda t: t.float(), lambda t: t.to("cpu"), lambda t: t.view_as(t),
+     lambda t: t.reshape(2, 2), lambda t: t.type_as(t), lambda t: t[...], lambda t: t.clone()],  # fmt: skip
+    ids=["contiguous", "detach", "float", "to", "view_as", "reshape", "type_as", "ellipsis", "clone"],
+)
+def test_an_in_place_update_through_what_may_be_the_same_tensor_is_eagers(alias):
+    # contiguous() of a contiguous tensor is the tensor itself: updating it updates h, which is read after.
+    def f(x, w):
+        h = x * w
+        alias(h).add_(1)
+        return (h * 3).sum()
+
+    _backward_matches_eager(f, *_leaves((2, 2), (2, 2)))
+    jf = thunder.jit(f)
+    x, w = _leaves((2, 2), (2, 2))
+    torch.testing.assert_close(jf(x, w), f(x, w))

@@ -16,6 +16,7 @@ import torch
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.proxies import TensorProxy, register_method
+from thunder.core.symbol import MAY_ALIAS
 from thunder.torch.base import torchsymbol
 from thunder.torch.factories import factory_device
 
@@ -85,7 +86,7 @@ def _parse_to(op: str, a: TensorProxy, args: tuple, kwargs: dict):
     return dtype, device, bool(copy)
 
 
-@torchsymbol(method_name="to", torch_impl=torch.Tensor.to)
+@torchsymbol(method_name="to", torch_impl=torch.Tensor.to, tags=(MAY_ALIAS,))
 def to(self, *args, **kwargs):
     """``Tensor.to``: a dtype, a device (and dtype), or another tensor's dtype and device; ``self`` when unchanged."""
     op = "ltorch.to"
@@ -103,7 +104,7 @@ def _dtype_method(name: str, dtype: torch.dtype):
 
     meta.__name__ = name
     meta.__doc__ = f"``Tensor.{name}()``: ``self.to({dtype})``."
-    sym = torchsymbol(method_name=name, torch_impl=getattr(torch.Tensor, name))(meta)
+    sym = torchsymbol(method_name=name, torch_impl=getattr(torch.Tensor, name), tags=(MAY_ALIAS,))(meta)
     _DTYPE_METHODS[name] = sym
     __all__.append(name)
     return sym
@@ -129,7 +130,7 @@ for _name, _dtype in (
     _dtype_method(_name, _dtype)
 
 
-@torchsymbol(method_name="type_as", torch_impl=torch.Tensor.type_as)
+@torchsymbol(method_name="type_as", torch_impl=torch.Tensor.type_as, tags=(MAY_ALIAS,))
 def type_as(self, other):
     """``Tensor.type_as``: ``self`` converted to ``other``'s dtype."""
     op = "ltorch.type_as"
@@ -174,7 +175,7 @@ def _tensor_type(self, dtype=None, non_blocking=False, **kwargs):
 
 
 _tensor_type.__name__ = "tensor_type"
-tensor_type = torchsymbol(method_name="type", torch_impl=torch.Tensor.type)(_tensor_type)
+tensor_type = torchsymbol(method_name="type", torch_impl=torch.Tensor.type, tags=(MAY_ALIAS,))(_tensor_type)
 
 
 def _type_method(self, dtype=None, non_blocking=False, **kwargs):
@@ -187,14 +188,14 @@ def _type_method(self, dtype=None, non_blocking=False, **kwargs):
 register_method("type", _type_method)
 
 
-@torchsymbol(method_name="cpu", torch_impl=torch.Tensor.cpu)
+@torchsymbol(method_name="cpu", torch_impl=torch.Tensor.cpu, tags=(MAY_ALIAS,))
 def cpu(self, memory_format=None):
     """``Tensor.cpu``: ``self`` when already on the CPU."""
     _check_self("ltorch.cpu", self)
     return convert(self, None, torch.device("cpu"))
 
 
-@torchsymbol(method_name="cuda", torch_impl=torch.Tensor.cuda)
+@torchsymbol(method_name="cuda", torch_impl=torch.Tensor.cuda, tags=(MAY_ALIAS,))
 def cuda(self, device=None, non_blocking=False, memory_format=None):
     """``Tensor.cuda``: to the current (or given) CUDA device; a clear error on a machine without CUDA."""
     op = "ltorch.cuda"
@@ -209,7 +210,7 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
     return convert(self, None, target)
 
 
-@torchsymbol(method_name="contiguous", torch_impl=torch.Tensor.contiguous)
+@torchsymbol(method_name="contiguous", torch_impl=torch.Tensor.contiguous, tags=(MAY_ALIAS,))
 def contiguous(self, memory_format=torch.contiguous_format):
     """``Tensor.contiguous``: a new proxy (the result may be a copy when ``self`` is strided)."""
     op = "ltorch.contiguous"
@@ -226,7 +227,7 @@ def clone(input, *, memory_format=torch.preserve_format):
     return prims.clone(input)
 
 
-@torchsymbol(torch.detach, method_name="detach", torch_impl=torch.Tensor.detach)
+@torchsymbol(torch.detach, method_name="detach", torch_impl=torch.Tensor.detach, tags=(MAY_ALIAS,))
 def detach(input):
     """``Tensor.detach``: the same values, cut from autograd (the torch executor returns a view, as eager does).
 

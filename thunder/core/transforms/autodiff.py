@@ -47,7 +47,7 @@ from thunder.core.prims.base import asking_grads
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import forward_rules, grad_rules
-from thunder.core.symbol import DONT_DCE, IN_PLACE, PARAMETER, RANDOM, BoundSymbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, BoundSymbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, recording_into, tracectx
 from thunder.core.tracectx import get_tracectx, source_location_provider
@@ -139,11 +139,15 @@ _ALIASING_PRIMS = frozenset(
 
 
 def _may_alias(bsym: BoundSymbol) -> bool:
-    """Whether ``bsym``'s result may be a view of one of its inputs: its decomposition ends in a
-    shape prim, or it is one (an opaque kernel, such as a convolution, makes new tensors)."""
-    while bsym.subsymbols:
+    """Whether ``bsym``'s result may be its input or a view of it: what runs may return it
+    (``MAY_ALIAS``: ``contiguous``, ``to``, ``detach``), or its decomposition ends in a shape prim
+    (an opaque kernel, such as a convolution, makes new tensors)."""
+    while True:
+        if MAY_ALIAS in bsym.sym.tags:
+            return True
+        if not bsym.subsymbols:
+            return bsym.sym in _ALIASING_PRIMS
         bsym = bsym.subsymbols[-1]
-    return bsym.sym in _ALIASING_PRIMS
 
 
 def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list[BoundSymbol], set[int]]:
