@@ -824,3 +824,13 @@ def test_an_in_place_update_through_what_may_be_the_same_tensor_is_eagers(alias)
     jf = thunder.jit(f)
     x, w = _leaves((2, 2), (2, 2))
     torch.testing.assert_close(jf(x, w), f(x, w))
+
+
+def test_an_in_place_update_of_the_real_part_of_a_complex_tensor_is_eagers():
+    def g(z):
+        h = z * 2
+        h.real.add_(1)  # a view of h
+        return h * 3
+
+    z = torch.randn(3, dtype=torch.complex64, requires_grad=True)
+    torch.testing.assert_close(thunder.jit(g)(z), g(z))

@@ -132,9 +132,10 @@ def split_forward_backward(
     return ForwardBackward(fw, bw, saved, outputs, rebuild)
 
 
-# Prims whose result may share its input's memory (a view); anything else makes a new tensor.
+# Prims whose result may share its input's memory (a view; ``real``/``imag`` of a complex tensor);
+# anything else makes a new tensor.
 _ALIASING_PRIMS = frozenset(
-    {prims.reshape, prims.transpose, prims.broadcast_in_dim, prims.slice_prim, prims.squeeze}
+    {prims.reshape, prims.transpose, prims.broadcast_in_dim, prims.slice_prim, prims.squeeze, prims.real, prims.imag}
 )  # fmt: skip
 
 
