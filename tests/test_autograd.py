@@ -834,3 +834,23 @@ def test_an_in_place_update_of_the_real_part_of_a_complex_tensor_is_eagers():
 
     z = torch.randn(3, dtype=torch.complex64, requires_grad=True)
     torch.testing.assert_close(thunder.jit(g)(z), g(z))
+
+
+def test_an_overwrite_in_place_keeps_eagers_zero_gradient_and_replays_still_happen():
+    # acc.copy_(w) does not read acc's old value, yet eager gives x a zero gradient (not None); and a
+    # program that also assigns a global still does so once its in-place update is differentiated.
+    def overwrite(x, w):
+        acc = x + 0
+        acc.copy_(w)
+        return acc.sum()
+
+    x, w = _leaves((3,), (3,))
+    _backward_matches_eager(overwrite, x, w)
+    assert x.grad is not None and not x.grad.any()
+
+    namespace = {}
+    exec("CALLS = 0\ndef counted(x, w):\n    acc = x * 2\n    acc.add_(1)\n    global CALLS\n    CALLS = CALLS + 1\n"
+         "    return (acc * w).sum()\n", namespace)  # fmt: skip
+    jf = thunder.jit(namespace["counted"])
+    jf(*_leaves((3,), (3,)))
+    assert namespace["CALLS"] == 1 and thunder.compile_stats(jf).last_autograd_fallback is None

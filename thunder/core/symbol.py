@@ -197,17 +197,25 @@ class BoundSymbol:
         return new
 
     def rename(self, swap: dict[str, Proxy]) -> BoundSymbol:
-        """The same call with proxies replaced by name (``swap`` maps old names to proxies)."""
-        from thunder.core.pytree import tree_map
+        """The same call with proxies replaced by name (``swap`` maps old names to proxies). An
+        argument holding none of them is kept as the object it is (a replay's globals dict, say)."""
+        from thunder.core.pytree import tree_leaves, tree_map
 
         def sub(x):
             return swap.get(x.name, x) if isinstance(x, Proxy) else x
 
+        def renamed(x):
+            if isinstance(x, Proxy):
+                return sub(x)
+            if not any(isinstance(leaf, Proxy) and leaf.name in swap for leaf in tree_leaves(x)):
+                return x
+            return tree_map(sub, x)
+
         new = BoundSymbol(
             self.sym,
-            tree_map(sub, self.args),
-            tree_map(sub, self.kwargs),
-            tree_map(sub, self.output),
+            tuple(renamed(a) for a in self.args),
+            {k: renamed(v) for k, v in self.kwargs.items()},
+            renamed(self.output),
             tuple(s.rename(swap) for s in self.subsymbols),
             source=self.source,
             lineage=self.lineage,

@@ -206,6 +206,9 @@ def _functional_form(bsym: BoundSymbol, made_by: dict, viewed: set[str], inputs:
         or dst.name not in made_by
         or _may_alias(made_by[dst.name])
         or any(IN_PLACE in s.sym.tags for s in compute)
+        # ``dst.copy_(src)``, ``zero_()``: the new value does not come from the old one, but in eager the
+        # old one stays in the graph (a zero gradient, not None); those keep torch's autograd
+        or dst.name not in {a.name for a in compute[0].flat_proxy_args}
     ):
         return None
     return compute[0]
