@@ -457,22 +457,25 @@ class TensorProxy(Proxy):
     # Data-dependent uses: the tracer splits the program there (Note [Data-dependent values] in
     # thunder.core.data_dependent); where it cannot, say so where the user can act on it.
     def __bool__(self):
-        value = _read_value(self, "bool")
-        if value is None:
-            raise ThunderRuntimeError(
-                f"Data-dependent control flow: the truth value of tensor {self.name} ({self.type_string()}) "
-                "depends on its data, which is not known while tracing. Use torch.where or masking instead of "
-                "`if tensor:`, or move the check outside the jitted function."
-            )
-        return value
+        return self._value(
+            "bool",
+            f"Data-dependent control flow: the truth value of tensor {self.name} ({self.type_string()}) "
+            "depends on its data, which is not known while tracing. Use torch.where or masking instead of "
+            "`if tensor:`, or move the check outside the jitted function.",
+        )
 
     def item(self):
-        value = _read_value(self, "item")
+        return self._value(
+            "item",
+            f"Data-dependent value: {self.name}.item() needs the tensor's data, which is not known while "
+            "tracing. Keep the value as a tensor, or call .item() outside the jitted function.",
+        )
+
+    def _value(self, kind: str, why_not: str):
+        """The Python value the program asks of this tensor, or ``why_not`` as the error."""
+        value = _read_value(self, kind)
         if value is None:
-            raise ThunderRuntimeError(
-                f"Data-dependent value: {self.name}.item() needs the tensor's data, which is not known while "
-                "tracing. Keep the value as a tensor, or call .item() outside the jitted function."
-            )
+            raise ThunderRuntimeError(why_not)
         return value
 
     # Storage identity needs real memory: aliasing checks by address cannot be traced.
@@ -492,28 +495,16 @@ class TensorProxy(Proxy):
     storage = _typed_storage = untyped_storage
 
     def tolist(self):
-        value = _read_value(self, "tolist")
-        if value is None:
-            raise ThunderRuntimeError(f"Data-dependent value: {self.name}.tolist() is not supported while tracing.")
-        return value
+        return self._value("tolist", f"Data-dependent value: {self.name}.tolist() is not supported while tracing.")
 
     def __index__(self):
-        value = _read_value(self, "index")
-        if value is None:
-            raise ThunderRuntimeError(f"Data-dependent value: tensor {self.name} cannot be used as a Python int.")
-        return value
+        return self._value("index", f"Data-dependent value: tensor {self.name} cannot be used as a Python int.")
 
     def __int__(self):
-        value = _read_value(self, "int")
-        if value is None:
-            raise ThunderRuntimeError(f"Data-dependent value: tensor {self.name} cannot be used as a Python int.")
-        return value
+        return self._value("int", f"Data-dependent value: tensor {self.name} cannot be used as a Python int.")
 
     def __float__(self):
-        value = _read_value(self, "float")
-        if value is None:
-            raise ThunderRuntimeError(f"Data-dependent value: tensor {self.name} cannot be used as a Python float.")
-        return value
+        return self._value("float", f"Data-dependent value: tensor {self.name} cannot be used as a Python float.")
 
     def __len__(self) -> int:
         if self.ndim == 0:
