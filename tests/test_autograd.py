@@ -531,6 +531,66 @@ def test_a_tensor_that_requires_grad_leaving_the_computation_keeps_its_history()
     torch.testing.assert_close(a.grad, torch.full((2,), 3.0, dtype=torch.float64))
 
 
+def test_a_stored_tensor_that_requires_grad_is_an_output_of_thunders_backward():
+    """``self.last = y``, ``log["y"] = y * 2``, ``calls.append(y)`` (transformers' hidden-states
+    collector): the stored tensors carry the autograd function's history, and a loss made from them
+    after the call backpropagates through thunder's backward (Note [Stored values that require grad])."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = torch.nn.Linear(3, 3)
+            self.log, self.calls = {}, []
+
+        def forward(self, x):
+            y = self.l(x)
+            self.last = y
+            self.log["y"] = y * 2
+            self.calls.append(y.relu())
+            print("stored")
+            return y.sum()
+
+    import contextlib
+    import copy
+    import io
+
+    torch.manual_seed(0)
+    eager = M()
+    jm = thunder.jit(copy.deepcopy(eager))
+    x = torch.randn(2, 3)
+    for _ in range(2):
+        printed = [io.StringIO(), io.StringIO()]
+        for m, run, out in ((eager, eager, printed[0]), (jm._model, jm, printed[1])):
+            with contextlib.redirect_stdout(out):
+                loss = run(x)
+            (loss + (m.last**2).sum() + m.log["y"].mean() + m.calls[-1].sum()).backward()
+        assert printed[0].getvalue() == printed[1].getvalue()
+        assert jm._model.last.grad_fn is not None and jm._model.last is not jm._model.calls[-1]
+        torch.testing.assert_close(jm._model.l.weight.grad, eager.l.weight.grad)
+        torch.testing.assert_close(jm._model.l.bias.grad, eager.l.bias.grad)
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+    assert (thunder.cache_misses(jm), thunder.cache_hits(jm)) == (1, 1)
+
+
+def test_a_stored_list_read_again_does_not_backpropagate_into_old_calls():
+    """The second call reads the list it appends to, so its old item (the first call's tensor, whose
+    graph the first backward freed) is an input that no op reads: the backward must not reach it."""
+    calls = []
+
+    def f(x, w):
+        y = x * w
+        calls.append(y)
+        return y.sum() * len(calls)
+
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    jf = thunder.jit(f)
+    for n in (1, 2, 3):
+        (jf(x, w) + calls[-1].sum()).backward()
+        torch.testing.assert_close(w.grad, x * (n + 1))
+        w.grad = None
+    assert len(calls) == 3 and thunder.compile_stats(jf).last_autograd_fallback is None
+
+
 def test_tensors_passed_by_keyword_to_a_symbol_with_a_rule():
     def f(x, w, b):
         return F.layer_norm(x, (4,), bias=b, weight=w).sum() + F.layer_norm(x, (4,), bias=b).sum()

@@ -38,19 +38,8 @@ DEFAULT_CASES = {
     ("encoder_outputs", "eval"),
 }
 
-_HIDDEN_STATES_TRAIN = (
-    "thunder's backward does not run: the store_attr of transformers' output collector (the hidden-states "
-    "dict) lets tensors that require grad leave the computation, so the split falls back to torch autograd"
-)
-# Models whose hidden states reach the collector without the store_attr fallback, or that fail first.
-_HIDDEN_STATES_TRAIN_OK = ("bloom", "mpt", "falcon", "mixtral", "deberta_v2", "resnet")
-_MOE = (
-    "torch.ops.transformers.grouped_mm_fallback (a custom op of transformers' MoE path under compile) is not supported"
-)
 # (model, call mode, phase) -> reason; "*" matches every mode or phase.
 XFAILS: dict[tuple[str, str, str], str] = {
-    **{(m, "hidden_states", "train"): _HIDDEN_STATES_TRAIN for m in zoo.ZOO if m not in _HIDDEN_STATES_TRAIN_OK},
-    ("mixtral", "*", "*"): _MOE,
 }
 
 
@@ -91,8 +80,7 @@ def test_zoo_call_matches_eager(name, mode, phase):
         assert thunder.compile_stats(jm).last_autograd_fallback is None  # thunder's own backward ran
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=_MOE)] if n == "mixtral"
-                                                 else []) for n in zoo.ZOO])  # fmt: skip
+@pytest.mark.parametrize("name", list(zoo.ZOO))
 def test_zoo_second_call_hits_the_cache(name):
     call = zoo.mode_plain(zoo.ZOO[name])
     model = zoo.build(name).eval()
@@ -117,7 +105,7 @@ def test_image_classifier_recompiles_once_after_its_loss_sets_problem_type():
 
 
 GENERATE = [n for n, e in zoo.ZOO.items() if e.generate]
-_GENERATE_XFAILS = {"mixtral": _MOE}
+_GENERATE_XFAILS: dict[str, str] = {}
 
 
 def _generate_params():

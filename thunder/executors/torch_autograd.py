@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import PARAMETER
 from thunder.core.transforms import ForwardBackward
 
 __all__ = ["AutogradPlan", "autograd_callable"]
@@ -42,6 +43,9 @@ class AutogradPlan:
     # Per traced input, the tensor outputs whose cotangents reach it; None with one tensor output
     # (then backward only runs with its cotangent). Note [Gradients that reach nothing].
     reaches: tuple[frozenset[int], ...] | None
+    # Inputs that no op reads, only passed on (a stored list's old items): given to the function
+    # detached, so that a backward does not reach into their own (maybe freed) graphs.
+    passed_on: tuple[int, ...]
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -121,6 +125,17 @@ def make_plan(fb: ForwardBackward, inputs: list, forward: Callable, backward: Ca
         saves="nothing" if not fb.saved else "tensors" if all(isinstance(s, TensorProxy) for s in fb.saved) else "mixed",
         tensor_inputs=all(isinstance(a, TensorProxy) for a in inputs),
         reaches=_reaches(fb, tensor_outputs) if len(tensor_outputs) > 1 else None,
+        passed_on=_passed_on(fb, names),
+    )
+
+
+def _passed_on(fb: ForwardBackward, names: list) -> tuple[int, ...]:
+    """Positions (among ``names``, the compiled forward's parameters) of the tensors that require
+    grad and that no op of the forward reads."""
+    read = {a.name for b in fb.forward.bound_symbols[:-1] if PARAMETER not in b.sym.tags for a in b.flat_proxy_args}
+    args = {a.name: a for a in fb.forward.args if isinstance(a, TensorProxy)}
+    return tuple(
+        i for i, n in enumerate(names) if n in args and args[n].requires_grad and n not in read
     )
 
 
@@ -206,9 +221,14 @@ def autograd_callable(plan: AutogradPlan) -> Callable:
     tensor_outputs = plan.tensor_outputs
     aliases = [(i, j) for i, j in enumerate(plan.output_is_input) if j is not None]
 
+    passed_on = plan.passed_on
+
     def computation(*inputs):
         holder: list = []
-        tensors = apply(plan, holder, *inputs)
+        if passed_on:
+            tensors = apply(plan, holder, *(x.detach() if i in passed_on else x for i, x in enumerate(inputs)))
+        else:
+            tensors = apply(plan, holder, *inputs)
         outputs = list(holder[0])
         for i, t in zip(tensor_outputs, tensors):
             outputs[i] = t

@@ -28,7 +28,8 @@ Where only zeros reach an input (``floor``), its gradient is zeros, as in eager,
 
 What the transform cannot differentiate (an op with neither a rule nor a decomposition, an
 in-place update of a value that requires grad, a value that requires grad but comes from no
-input, one that leaves the computation by a side effect and would lose its autograd history)
+input, one that is printed and would show no autograd history; a stored one is an output, Note
+[Stored values that require grad])
 raises ``NotDifferentiable``, and the caller runs the computation under torch's own autograd
 instead, which is always correct.
 
@@ -46,6 +47,7 @@ from thunder.core.errors import ThunderError
 from thunder.core.prims.base import asking_grads
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.replays import REPLAYS
 from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, BoundSymbol
 from thunder.core.symbolic import is_symbolic
@@ -95,10 +97,12 @@ def split_forward_backward(
     body, augmented = _augment_forwards(body, trace, grad_transform_for)
     body, exposed = _expose_random_parts(body)
     exposed |= augmented | functional
-    _check_forward(body, active, exposed)
+    escaping = _check_forward(body, active, exposed)
+    body, late = _replays_after_the_function(body, escaping)
 
     by_name = {a.name: a for a in trace.args if isinstance(a, Proxy) or is_symbolic(a)}
-    outputs = list({p.name: p for leaf in tree_leaves(ret.args) for p in _refs(leaf, by_name)}.values())
+    returned = [p for leaf in tree_leaves(ret.args) for p in _refs(leaf, by_name)]
+    outputs = list({p.name: p for p in (*returned, *_free_values(late, set(), by_name))}.values())
     tensor_outputs = _tensors(outputs)
 
     bw = from_trace(trace)
@@ -128,7 +132,7 @@ def split_forward_backward(
     rebuild = from_trace(trace)
     rebuild.name = "outputs"
     rebuild.args = list(outputs)
-    rebuild.bound_symbols.append(ret)
+    rebuild.bound_symbols.extend((*late, ret))
     return ForwardBackward(fw, bw, saved, outputs, rebuild)
 
 
@@ -286,20 +290,22 @@ def _rule_level(bsym: BoundSymbol) -> list[BoundSymbol]:
     ]
 
 
-def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int]) -> None:
+def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int]) -> list[BoundSymbol]:
     """Refuses what the transform cannot differentiate, and checks that every value that
     requires grad comes from an input that does (a tensor made inside with requires_grad=True
     is a leaf of its own: torch's autograd handles it). Parts exposed from a decomposition
-    (``exposed``) have no requires_grad marks: what they make from values that require grad does."""
+    (``exposed``) have no requires_grad marks: what they make from values that require grad does.
+    Returns the replays that store a value that requires grad (Note [Stored values that require grad])."""
+    stores: list[BoundSymbol] = []
     for bsym in body:
         if PARAMETER in bsym.sym.tags:
             continue
         if bsym.sym.printer is not None and DONT_DCE in bsym.sym.tags:
-            # print(t), self.cache = t, outside_list.append(t): the tensor leaves the computation, and in
-            # eager it carries its autograd history (grad_fn, requires_grad), which a tensor made
-            # inside the autograd function's forward does not.
             escaping = [a.name for a in bsym.flat_proxy_args if a.name in active]
-            if escaping:
+            if escaping and bsym.sym in REPLAYS and bsym.sym is not prims.python_print:
+                stores.append(bsym)
+            elif escaping:
+                # print(t) shows the tensor's grad_fn in eager, which no compiled tensor has.
                 raise NotDifferentiable(
                     f"{bsym.sym.print_name} lets {escaping[0]}, which requires grad, leave the computation"
                 )
@@ -323,6 +329,32 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
                         f"{out.name} (made by {bsym.sym.print_name}) requires grad but depends on no input that does"
                     )
                 active.add(out.name)
+    return stores
+
+
+# Note [Stored values that require grad]
+# ``self.cache = t``, ``outside_list.append(t)``, transformers' hidden-states collector: in eager
+# the stored tensor carries its autograd history, and a loss computed from it later backpropagates
+# into the parameters. A tensor made inside the autograd function's forward has none; the function's
+# outputs do. So the replays from the first such store on (in order, replays only store references:
+# nothing in the computation reads what they did) run after the autograd function, in ``rebuild``,
+# and the values they store become outputs of the forward (with cotangents, like any output).
+def _replays_after_the_function(
+    body: list[BoundSymbol], stores: list[BoundSymbol]
+) -> tuple[list[BoundSymbol], list[BoundSymbol]]:
+    """``body`` without the replays from the first of ``stores`` on, and those replays."""
+    if not stores:
+        return body, []
+    first = body.index(stores[0])
+    late = [b for b in body[first:] if b.sym in REPLAYS]
+    for b in late:
+        if b.sym is prims.python_print and any(isinstance(a, TensorProxy) for a in b.flat_proxy_args):
+            # It would print after the forward, not where eager prints: a later in-place update shows.
+            raise NotDifferentiable(
+                f"{stores[0].sym.print_name} stores a value that requires grad, and a print of a tensor follows it"
+            )
+    moved = {id(b) for b in late}
+    return [*body[:first], *(b for b in body[first:] if id(b) not in moved)], late
 
 
 def _written(bsym: BoundSymbol) -> list[TensorProxy]:
