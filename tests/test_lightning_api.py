@@ -445,3 +445,109 @@ def test_a_trace_built_by_hand_with_a_siginfo_prints_and_runs():
     assert get_tracectx() is trc
     reset_tracectx(previous)
     assert get_tracectx() is previous
+
+
+# --- thunder.core.dtypes and thunder.core.devices -----------------------------------------------
+
+
+def test_dtype_sets_and_predicates_agree_with_torch():
+    from thunder.core import dtypes
+
+    for d in (thunder.float32, thunder.bfloat16, torch.int8, torch.bool, torch.complex64):
+        assert d in dtypes.all_dtypes
+        assert dtypes.is_exact_dtype(d) == (not d.is_floating_point and not d.is_complex)
+        assert (d in dtypes.float_math_dtypes) == (d.is_floating_point and torch.finfo(d).bits >= 16)
+    assert dtypes.float_math_dtypes == {torch.float16, torch.bfloat16, torch.float32, torch.float64}
+    for x in (None, thunder.bfloat16, float, int, bool, complex):
+        assert dtypes.to_torch_dtype(x) is thunder.torch.to_torch_dtype(x)
+    assert dtypes.to_torch_dtype(float) is torch.get_default_dtype()
+    assert dtypes.to_dtype(None) is None and dtypes.to_dtype(torch.ones(1, dtype=torch.int16)) is torch.int16
+
+
+def test_device_type_compares_with_a_torch_device_type():
+    from thunder.core.devices import DeviceType, devicetype_string
+
+    assert torch.ones(1).device.type == DeviceType.CPU
+    assert DeviceType(torch.device("meta").type) is DeviceType.META and DeviceType("cuda") is DeviceType.CUDA
+    assert devicetype_string(DeviceType.CUDA) == torch.device("cuda", 0).type
+
+
+def _mul_as_add_executor(name: str, checker):
+    ex = OperatorExecutor(name)
+    ex.register_implementation(
+        thunder.torch.mul, execution_transform=lambda a, b: thunder.torch.add(a, b), checker=checker
+    )
+    return ex
+
+
+def test_an_executor_checker_using_device_type_claims_the_op():
+    from thunder.core.devices import DeviceType
+
+    ex = _mul_as_add_executor("lt_api_cpu_checker", lambda a, b: a.device.type == DeviceType.CPU)
+    a, b = torch.randn(3), torch.randn(3)
+    jf = thunder.jit(lambda a, b: a * b, executors=[ex, thunder.pytorch_executor])
+    torch.testing.assert_close(jf(a, b), a + b)  # the executor's transform ran: it claimed the mul
+
+
+def test_an_executor_checker_that_raises_is_reported_not_skipped():
+    # lightning-thunder checkers read ``device.devicetype``; on a torch.device that raises, and the
+    # op used to go silently to the next executor.
+    ex = _mul_as_add_executor("lt_api_raising_checker", lambda a, b: a.device.devicetype == "cpu")
+    jf = thunder.jit(lambda a, b: a * b, executors=[ex, thunder.pytorch_executor])
+    with pytest.raises(thunder.core.errors.ThunderRuntimeError, match=r"(?s)lt_api_raising_checker.*AttributeError.*device\.type"):
+        jf(torch.randn(3), torch.randn(3))
+
+
+# --- prims.comment --------------------------------------------------------------------------
+
+
+def test_comment_prints_in_the_trace_and_changes_nothing():
+    def f(a):
+        thunder.prims.comment("before the sine\nsecond line")
+        return a.sin() * 2
+
+    a = torch.randn(4)
+    jf = thunder.jit(f)
+    torch.testing.assert_close(jf(a), f(a))
+    trace = thunder.last_traces(jf)[-1]
+    assert "  # before the sine\n  # second line\n" in str(trace)
+    (comment,) = [b for b in trace.bound_symbols if b.sym.id is thunder.prims.PrimIDs.COMMENT]
+    assert comment.args == ("before the sine\nsecond line",)
+
+
+def test_comment_bound_by_a_pass_runs_in_the_trace():
+    from thunder.core.trace import from_trace
+
+    def f(a):
+        return a.cos() + 1
+
+    a = torch.randn(3)
+    jf = thunder.jit(f)
+    jf(a)
+    trace = thunder.last_traces(jf)[-1]
+    commented = from_trace(trace)
+    for bsym in trace.bound_symbols:
+        if bsym.sym.name == "add":
+            commented.bound_symbols.append(thunder.prims.comment.bind("the add", output=None))
+        commented.bound_symbols.append(bsym)
+    assert "# the add\n" in str(commented)
+    torch.testing.assert_close(commented.python_callable()(a), f(a))
+
+
+# --- ThunderModule.load_original_state_dict -------------------------------------------------
+
+
+def test_load_original_state_dict_loads_some_entries_in_place():
+    torch.manual_seed(0)
+    model, source = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    jm = thunder.jit(model)
+    x = torch.randn(4, 3)
+    jm(x)
+    old_bias = model.bias.detach().clone()
+    jm.load_original_state_dict({"weight": source.weight.detach()})
+    torch.testing.assert_close(model.weight, source.weight)
+    torch.testing.assert_close(model.bias, old_bias)  # not in the dict: kept
+    torch.testing.assert_close(jm(x), model(x))
+    with pytest.raises(ValueError, match="wieght name no parameter"):
+        jm.load_original_state_dict({"wieght": source.weight.detach(), "bias": source.bias.detach()})
+    torch.testing.assert_close(model.bias, old_bias)  # nothing loaded

@@ -165,9 +165,8 @@ def _executor_grad_transform(executors, bsym) -> Callable | None:
     """The gradient the highest-priority executor that gives ``bsym`` one (and accepts its arguments) gives."""
     for ex in executors:
         info = getattr(ex, "implmap", {}).get(bsym.sym)
-        if info is not None and info.grad_transform is not None:
-            if info.checker is None or info.checker(*bsym.args, **bsym.kwargs):
-                return info.grad_transform
+        if info is not None and info.grad_transform is not None and ex.can_execute(bsym):
+            return info.grad_transform
     return None
 
 

@@ -5,10 +5,34 @@ Layer: core. Imports: torch only.
 
 from __future__ import annotations
 
+import enum
+
 import torch
 
 Device = torch.device
 cpu = torch.device("cpu")
+
+
+class DeviceType(enum.StrEnum):
+    """lightning-thunder's device types. Its members are the strings of ``torch.device.type``, so
+    ``x.device.type == DeviceType.CPU`` holds for a CPU tensor and ``DeviceType(x.device.type)`` is its type."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+    META = "meta"
+
+
+all_devicetypes = (DeviceType.CPU, DeviceType.CUDA)
+
+
+def devicetype_string(devicetype: DeviceType) -> str:
+    """``"cpu"`` for ``DeviceType.CPU``: the ``torch.device.type`` string."""
+    return DeviceType(devicetype).value
+
+
+def to_torch_device(x: str | torch.device | None) -> torch.device | None:
+    """lightning-thunder's ``to_torch_device``: thunder's devices are torch's, so this is ``torch.device(x)``."""
+    return x if x is None or isinstance(x, torch.device) else torch.device(x)
 
 
 def to_device(x) -> torch.device:

@@ -47,6 +47,16 @@ for _name in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64", "com
 
 low_precision_dtypes = frozenset({torch.float16, torch.bfloat16})
 
+# lightning-thunder's dtype sets, of torch dtypes (which thunder's dtypes are).
+all_dtypes = frozenset(_SHORT_NAMES)
+boolean_dtypes = frozenset({torch.bool})
+float_dtypes = frozenset(d for d in all_dtypes if d.is_floating_point)
+float_math_dtypes = frozenset(d for d in float_dtypes if d.itemsize >= 2)  # the floats ops compute in: no float8
+complex_dtypes = frozenset(d for d in all_dtypes if d.is_complex)
+inexact_dtypes = float_dtypes | complex_dtypes
+exact_dtypes = integer_dtypes = all_dtypes - inexact_dtypes  # bool included, as in ``is_integer_dtype``
+nonboolean_integer_dtypes = integer_dtypes - boolean_dtypes
+
 
 # Set whenever a trace's meaning depends on torch's default dtype; the tracer then has the
 # prologue check it (see ``thunder.core.jit_ext``). A ContextVar, so each thread tracing at
@@ -72,6 +82,13 @@ def is_boolean_dtype(d: torch.dtype) -> bool:
 def is_integer_dtype(d: torch.dtype) -> bool:
     """Integer dtypes, bool included (as in PyTorch's ``isIntegralType(..., includeBool=True)``)."""
     return not d.is_floating_point and not d.is_complex
+
+
+is_exact_dtype = is_integer_dtype
+
+
+def is_nonboolean_integer_dtype(d: torch.dtype) -> bool:
+    return is_integer_dtype(d) and d is not torch.bool
 
 
 def is_float_dtype(d: torch.dtype) -> bool:
@@ -221,9 +238,9 @@ def elementwise_type_promotion(
     return computation, result
 
 
-def to_dtype(x, *, true_dtype: bool = False) -> torch.dtype:
-    """The dtype of a tensor, number or dtype-like value."""
-    if isinstance(x, torch.dtype):
+def to_dtype(x, *, true_dtype: bool = False) -> torch.dtype | None:
+    """The dtype of a tensor, number or dtype-like value (None for None)."""
+    if x is None or isinstance(x, torch.dtype):
         return x
     if hasattr(x, "dtype"):
         return x.dtype
@@ -237,3 +254,16 @@ def to_dtype(x, *, true_dtype: bool = False) -> torch.dtype:
 def can_cast(from_: torch.dtype, to: torch.dtype) -> bool:
     """Whether PyTorch's in-place ops may write a ``from_`` result into a ``to`` tensor."""
     return torch.can_cast(from_, to)
+
+
+def to_torch_dtype(x: torch.dtype | type | None) -> torch.dtype | None:
+    """lightning-thunder's ``to_torch_dtype``: the ``torch.dtype`` for ``x``.
+
+    thunder's dtypes are torch's own, so a ``torch.dtype`` (``thunder.float32`` included) and None are
+    returned as they are; a Python number type maps to the dtype torch gives its values (``float`` ->
+    the default float dtype, ``int`` -> int64, ``bool`` -> bool)."""
+    if x is None or isinstance(x, torch.dtype):
+        return x
+    if x in (bool, int, float, complex):
+        return python_type_to_dtype(x)
+    raise TypeError(f"to_torch_dtype: expected a torch.dtype, None or a Python number type, got {x!r}")

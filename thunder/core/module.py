@@ -18,12 +18,12 @@ Layer: core (the class; its forward is made by the entry layer's hook). Imports:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
 
-from thunder.core.errors import InternalError
+from thunder.core.errors import InternalError, ThunderValueError
 
 # ``make_forward(fn, options)`` -> the jitted ``fn``, compiled as a module's forward (see
 # Note [ThunderModule's jit entry]).
@@ -97,6 +97,18 @@ class ThunderModule(torch.nn.Module):
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         return self._model.load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def load_original_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Loads a state dict of the original module (as ``original_state_dict`` gives it), in place.
+        As in lightning-thunder it may hold only some entries (the others keep their values); an entry
+        naming nothing in the module is an error, raised before anything is loaded."""
+        unknown = sorted(state_dict.keys() - self._model.state_dict(keep_vars=True).keys())
+        if unknown:
+            raise ThunderValueError(
+                f"load_original_state_dict: {', '.join(unknown)} name no parameter or persistent buffer of the "
+                f"{type(self._model).__name__}; its entries are those of its state_dict()"
+            )
+        self._model.load_state_dict(state_dict, strict=False)
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:

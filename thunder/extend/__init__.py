@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from thunder.core import symbol_lookup
-from thunder.core.errors import ThunderValueError
+from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.prims.base import all_prims
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import TraceCtx
@@ -151,8 +151,9 @@ class Executor:
             return True
         try:
             return bool(info.checker(*bsym.args, **bsym.kwargs))
-        except Exception:
-            return False
+        except Exception as e:
+            # Declining would run the op elsewhere: the user's executor silently unused.
+            raise _checker_error(self, info.checker, bsym, e) from e
 
     def make_symbol(
         self, name: str, fn: Callable, *, like: Symbol | Callable | None = None, meta=None, tags=()
@@ -168,6 +169,22 @@ class Executor:
             name=name, meta=_meta_of(like, meta), id=f"{self.name}.{name}", python_impl=fn, executor=self,
             tags=frozenset(tags) | (like.tags if isinstance(like, Symbol) else frozenset()),
         )  # fmt: skip
+
+
+def _checker_error(ex: Executor, checker: Callable, bsym: BoundSymbol, e: Exception) -> ThunderRuntimeError:
+    """The error for a checker that raised instead of answering, naming the checker, op and call site."""
+    name = getattr(checker, "__qualname__", repr(checker))
+    where = f" (called at {bsym.source})" if bsym.source else ""
+    hint = "A checker answers True or False; fix it, or let it return False for arguments it does not handle."
+    if isinstance(e, AttributeError) and isinstance(e.obj, (torch.device, torch.dtype)):
+        hint = (
+            f"thunder's devices and dtypes are torch.device and torch.dtype objects (no .{e.name}): use "
+            "device.type, which equals thunder.core.devices.DeviceType.CPU on a CPU, and torch's dtype attributes."
+        )
+    return ThunderRuntimeError(
+        f"executor {ex.name!r}: checker {name} raised {type(e).__name__}: {e}, deciding whether it runs "
+        f"{bsym.sym.print_name}{where}. {hint}"
+    )
 
 
 class OperatorExecutor(Executor):

@@ -19,7 +19,7 @@ from thunder.core import dtypes
 from thunder.core.iterators import consume_iterator
 from thunder.core.prims.base import make_prim
 from thunder.core.proxies import Proxy
-from thunder.core.symbol import DONT_DCE, PARAMETER, Symbol
+from thunder.core.symbol import DONT_DCE, PARAMETER, Symbol, eager_implementations
 
 
 class PythonPrimIDs(enum.Enum):
@@ -55,6 +55,7 @@ class PythonPrimIDs(enum.Enum):
     CHECK_OUTCOME = enum.auto()
     CHECK_KEYS = enum.auto()
     UNPACK_TRIVIAL = enum.auto()
+    COMMENT = enum.auto()
 
 
 P = PythonPrimIDs
@@ -352,6 +353,17 @@ def _print_print(bsym, printer):
 
 
 python_print = make_prim(P.PRINT, "python_print", lambda args, kwargs: None, tags=(DONT_DCE,), printer=_print_print)
+
+
+def _print_comment(bsym, printer):
+    (text,) = bsym.args
+    return [f"# {line}" for line in str(text).splitlines() or [""]]
+
+
+# ``comment(text)``: a comment line (one per line of ``text``) in the printed trace, where a pass or
+# a user put it; it runs nothing, and dead-code elimination keeps it.
+comment = make_prim(P.COMMENT, "comment", lambda text: None, tags=(DONT_DCE,), printer=_print_comment)
+eager_implementations[P.COMMENT] = comment.meta  # called outside a trace (a function run eagerly): nothing to do
 
 
 def _print_store_attr(bsym, printer):
