@@ -551,3 +551,34 @@ def test_load_original_state_dict_loads_some_entries_in_place():
     with pytest.raises(ValueError, match="wieght name no parameter"):
         jm.load_original_state_dict({"wieght": source.weight.detach(), "bias": source.bias.detach()})
     torch.testing.assert_close(model.bias, old_bias)  # nothing loaded
+
+
+# --- thunder.transforms.autocast ------------------------------------------------------------
+
+
+def _matmul_then_loss(a, b, c):
+    return F.mse_loss(a @ (b + c), c)  # the matmul runs in bfloat16, the loss in float32
+
+
+@pytest.mark.parametrize("fn", (_matmul_then_loss, lambda a, b, c: a @ b + c, lambda a, b, c: a + b - c))
+def test_autocast_transform_matches_eager_autocast(fn):
+    from thunder.transforms.autocast import autocast
+
+    a, b, c = (torch.randn(3, 3, requires_grad=True) for _ in range(3))
+    with torch.autocast("cpu", torch.bfloat16):
+        expected = fn(a, b, c)
+    traced = thunder.trace()(autocast(fn, dtype=thunder.bfloat16), a, b, c)
+    jf = thunder.jit(autocast(fn, thunder.bfloat16))
+    for out in (traced.python_callable()(a, b, c), jf(a, b, c), jf(a, b, c), autocast(fn, thunder.bfloat16)(a, b, c)):
+        assert out.dtype == expected.dtype
+        torch.testing.assert_close(out, expected)
+    assert not torch.is_autocast_enabled("cpu") and thunder.cache_hits(jf) == 1
+    g = torch.ones_like(expected)
+    torch.testing.assert_close(torch.autograd.grad(jf(a, b, c), (a, b, c), g), torch.autograd.grad(expected, (a, b, c), g))
+
+
+def test_autocast_transform_takes_only_low_precision_floats():
+    from thunder.transforms.autocast import autocast
+
+    with pytest.raises(ValueError, match="float16 or thunder.bfloat16"):
+        autocast(torch.matmul, thunder.float64)
