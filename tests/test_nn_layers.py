@@ -576,18 +576,26 @@ def test_transformer_inference_fast_path_vs_eager(make, call, kernel):
     assert f"ltorch.{kernel}" in str(thunder.last_traces(jm)[0])
 
 
-def test_transformer_encoder_padding_mask_inference_is_dense():
-    # Eager's TransformerEncoder runs a padded batch as a nested tensor in inference, which leaves
-    # zeros at the padded positions; traced code takes the dense path (as under torch.compile:
-    # torch.compiler.is_compiling() is True there), so only the positions that are not padding agree.
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("norm", [False, True])
+def test_transformer_encoder_padding_mask_inference_matches_eagers_nested_path(batch_first, norm):
+    """Eager runs a left-aligned padded batch as a nested tensor in inference: zeros at the padded
+    positions (then the norm); otherwise (not aligned, or with grad) densely. Each call equals eager,
+    and the alignment is a checked outcome (Note [Transformer fast paths])."""
     torch.manual_seed(0)
-    m = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), 2).eval()
-    x = torch.randn(2, 3, 8)
-    with torch.no_grad():
-        actual = thunder.jit(m)(x, src_key_padding_mask=_KEY_PADDING)
-        expected = m(x, src_key_padding_mask=_KEY_PADDING)
-    keep = ~_KEY_PADDING
-    torch.testing.assert_close(actual[keep], expected[keep])
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=batch_first)
+    m = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8) if norm else None, enable_nested_tensor=True).eval()
+    if norm:
+        nn.init.normal_(m.norm.bias)
+    jm = thunder.jit(m)
+    pads = (_KEY_PADDING, torch.tensor([[True, False, False], [False, False, False]]),
+            torch.tensor([[False, True, True], [True, True, True]]))  # fmt: skip
+    for pad in (*pads, pads[0]):
+        x = torch.randn(2, 3, 8) if batch_first else torch.randn(3, 2, 8)
+        with torch.no_grad():
+            torch.testing.assert_close(jm(x, src_key_padding_mask=pad), m(x, src_key_padding_mask=pad))
+    torch.testing.assert_close(jm(x, src_key_padding_mask=pads[0]), m(x, src_key_padding_mask=pads[0]))
+    assert thunder.cache_misses(jm) == (3 if batch_first else 2)
 
 
 @pytest.mark.parametrize("make", [lambda: nn.LSTM(4, 5, 3, dropout=0.5), lambda: nn.GRU(4, 5, 2, dropout=0.3)])

@@ -54,7 +54,7 @@ from thunder.core.prims.python import tensor_value
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers, tree_leaves
 from thunder.core.symbol import SourceLocation, Symbol
-from thunder.core.symbol_lookup import symbol_for
+from thunder.core.symbol_lookup import interpreted_replacement, symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, pin, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
 from thunder.core.tracectx import source_location_provider
@@ -758,6 +758,10 @@ class Tracer:
             return fn
         module = getattr(fn, "__module__", None)
         func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        replacement = interpreted_replacement(func)
+        if replacement is not None:
+            bound = (self_obj,) if isinstance(fn, types.MethodType) else ()
+            return lambda *a, **k: interpreter_call(current_runtime(), replacement, (*bound, *a), k)
         if isinstance(func, types.FunctionType) and not _is_nondeterministic(fn, module, self_obj):
             self._guard_function(func)
             return None

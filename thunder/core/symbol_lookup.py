@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["register_symbol_table", "symbol_for"]
+__all__ = ["interpreted_replacement", "register_interpreted_replacement", "register_symbol_table", "symbol_for"]
 
 _tables: tuple[Mapping[Callable, Any], ...] = ()  # consulted in order; replaced whole, never mutated
 
@@ -42,3 +42,23 @@ def symbol_for(fn: Any) -> Any:
     except TypeError:  # unhashable callable
         return None
     return None
+
+
+# Python functions whose traced calls run another Python function, interpreted like the program's
+# own code (so the modules it calls are traced and checked): for library code whose eager behaviour
+# depends on something a trace cannot hold (nn.TransformerEncoder's nested tensors).
+_replacements: dict[Callable, Callable] = {}
+
+
+def register_interpreted_replacement(fn: Callable, replacement: Callable) -> None:
+    """Traced calls of ``fn`` (a function, or the function of a bound method) interpret ``replacement``
+    with the same arguments (the bound object first)."""
+    _replacements[fn] = replacement
+
+
+def interpreted_replacement(fn: Any) -> Callable | None:
+    """The replacement registered for ``fn``, or None (also for an unhashable ``fn``)."""
+    try:
+        return _replacements.get(fn)
+    except TypeError:
+        return None

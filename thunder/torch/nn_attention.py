@@ -10,6 +10,7 @@ Layer: language. Imports: core, torch.base, torch.linalg, torch.nn_utils, torch.
 from __future__ import annotations
 
 import math
+import types
 
 import torch
 import torch.nn.attention
@@ -20,6 +21,7 @@ from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import RANDOM
+from thunder.core.symbol_lookup import register_interpreted_replacement
 from thunder.torch.base import broadcast_shapes, expand_to, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.linalg import _matmul
 from thunder.torch.nn_utils import amax_keep, check_float, kernel_outputs, sum_keep, upcast
@@ -234,9 +236,14 @@ __all__ += ["sdpa_flash_cpu", "sdpa_flash_cpu_backward"]
 # kernels when their conditions hold (batch_first, self-attention, no autocast, ...):
 # ``torch._native_multi_head_attention`` and ``torch._transformer_encoder_layer_fwd``. They are symbols
 # that run those kernels, so the values are eager's own; their metas run the kernels on meta tensors.
-# They have no gradient: the modules take these paths only when no input requires grad. (The nested
-# tensor path of nn.TransformerEncoder with a padding mask is not taken in traced code, as under
-# torch.compile: ``torch.compiler.is_compiling()`` is True there, which the module checks.)
+# They have no gradient: the modules take these paths only when no input requires grad.
+#
+# nn.TransformerEncoder with a padding mask, in inference, runs the batch as a nested tensor when the
+# mask is left-aligned (padding at the end): its output has zeros at the padded positions (before
+# the final norm). Traces hold no nested tensors, so its traced calls run ``_encoder_forward``: the
+# same conditions, checked as eager checks them (the alignment is a data-dependent value), then the
+# layers densely with the mask, and zeros where eager's ``to_padded_tensor`` puts them. At the other
+# positions the values are the dense kernels', which equal the nested ones within rounding.
 
 
 @torchsymbol(torch._native_multi_head_attention)
@@ -262,3 +269,51 @@ def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bia
 
 
 __all__ += ["native_multi_head_attention", "transformer_encoder_layer_fwd"]
+
+
+_ENCODER_FORWARD = torch.nn.TransformerEncoder.forward
+# The same code as another function object, which the replacement does not stand for.
+_dense_encoder_forward = types.FunctionType(
+    _ENCODER_FORWARD.__code__, _ENCODER_FORWARD.__globals__, "forward", _ENCODER_FORWARD.__defaults__,
+    _ENCODER_FORWARD.__closure__,
+)
+
+
+def _encoder_forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+    """``nn.TransformerEncoder.forward`` in traced code (Note [Transformer fast paths])."""
+    padding = _nested_padding(self, src, mask, src_key_padding_mask)
+    if padding is None:
+        return _dense_encoder_forward(self, src, mask, src_key_padding_mask, is_causal)
+    output = src
+    for layer in self.layers:
+        output = layer(output, src_mask=None, is_causal=bool(is_causal), src_key_padding_mask=padding)
+    output = output.masked_fill(padding.unsqueeze(-1), 0.0)
+    return output if self.norm is None else self.norm(output)
+
+
+def _nested_padding(self, src, mask, src_key_padding_mask):
+    """The bool padding mask (True: padded) when eager would run ``src`` as a nested tensor, else None."""
+    if src_key_padding_mask is None or mask is not None or src.dim() != 3 or src.is_nested:
+        return None
+    first = self.layers[0]
+    if not torch.backends.mha.get_fastpath_enabled() or not getattr(self, "use_nested_tensor", False):
+        return None
+    if first.training or torch.is_autocast_enabled() or src.device.type not in ("cpu", "cuda"):
+        return None
+    weights = (first.self_attn.in_proj_weight, first.self_attn.in_proj_bias, first.self_attn.out_proj.weight,
+               first.self_attn.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+               first.norm2.bias, first.linear1.weight, first.linear1.bias, first.linear2.weight, first.linear2.bias)  # fmt: skip
+    if torch.is_grad_enabled() and (src.requires_grad or any(w.requires_grad for w in weights)):
+        return None
+    canonical = F._canonical_mask(mask=src_key_padding_mask, mask_name="src_key_padding_mask", other_type=None,
+                                  other_name="mask", target_type=src.dtype)  # fmt: skip
+    keep = canonical.logical_not()
+    if getattr(self, "mask_check", True):
+        # torch._nested_tensor_from_mask_left_aligned: each row keeps a prefix.
+        prefix = torch.arange(keep.shape[-1], device=keep.device) < keep.sum(-1, keepdim=True)
+        if not bool((keep == prefix).all()):
+            return None
+    return keep.logical_not()
+
+
+register_interpreted_replacement(_ENCODER_FORWARD, _encoder_forward)
