@@ -68,6 +68,7 @@ def examine(fn: Callable, *args, show: bool = True, show_call_stack: bool | int 
     """
     import thunder
     from thunder.torch import torch_to_thunder_map
+    from thunder.torch.custom_ops import is_supported_custom_op
 
     if not callable(fn):
         message = f"examine: expected `fn` to be a callable (a function or module), got {type(fn).__name__}"
@@ -85,7 +86,7 @@ def examine(fn: Callable, *args, show: bool = True, show_call_stack: bool | int 
     for func, count in calls.items():
         if func in ignored or getattr(func, "__name__", "") in ("__get__", "__set__"):
             continue
-        target = supported if func in torch_to_thunder_map else unsupported
+        target = supported if func in torch_to_thunder_map or is_supported_custom_op(func) else unsupported
         target[_name(func)] = target.get(_name(func), 0) + count
         if target is unsupported and func in collector.first_stacks:
             stacks.setdefault(_name(func), collector.first_stacks[func])

@@ -14,6 +14,7 @@ from thunder.core.symbol_lookup import register_symbol_table
 from thunder.core.tracectx import current_source_location
 from thunder.torch.base import inplace_twins, symbol_to_torch, torch_to_thunder_map, torchsymbol
 from thunder.torch.conversions import *  # noqa: F403
+from thunder.torch.custom_ops import custom_ops
 from thunder.torch.data_dependent import *  # noqa: F403
 from thunder.torch.elementwise import *  # noqa: F403
 from thunder.torch.factories import *  # noqa: F403
@@ -48,7 +49,7 @@ _autocast.register(torch_to_thunder_map)
 
 def _torch_function(func, args, kwargs):
     """Handles a torch function called natively on a proxy (``TensorProxy.__torch_function__``)."""
-    sym = torch_to_thunder_map.get(func)
+    sym = torch_to_thunder_map.get(func) or custom_ops.get(func)
     if sym is None:
         name = resolve_name(func) or getattr(func, "__qualname__", None) or repr(func)
         loc = current_source_location()

@@ -1,0 +1,280 @@
+"""Custom operators (``torch.library``) called inside ``thunder.jit``, against eager (Note [Custom ops]
+in ``thunder.torch.custom_ops``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+import thunder.examine
+from thunder.core.errors import UnsupportedOpError
+from thunder.torch.custom_ops import custom_ops
+
+
+@torch.library.custom_op("thunder_test::scaled_sin", mutates_args=())
+def scaled_sin(x: torch.Tensor, scale: float = 1.0, *, shift: int = 0) -> torch.Tensor:
+    return x.sin() * scale + shift
+
+
+@scaled_sin.register_fake
+def _(x, scale=1.0, *, shift=0):
+    return torch.empty_like(x)
+
+
+def _scaled_sin_setup(ctx, inputs, keyword_only_inputs, output):
+    ctx.save_for_backward(inputs[0])
+    ctx.scale = inputs[1]
+
+
+def _scaled_sin_backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    return grad * x.cos() * ctx.scale, None
+
+
+scaled_sin.register_autograd(_scaled_sin_backward, setup_context=_scaled_sin_setup)
+
+
+# A forward whose backward is a custom op of its own (as transformers' grouped_mm_fallback).
+@torch.library.custom_op("thunder_test::rowwise_mul", mutates_args=())
+def rowwise_mul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x * w[:, None]
+
+
+@rowwise_mul.register_fake
+def _(x, w):
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("thunder_test::rowwise_mul_backward", mutates_args=())
+def rowwise_mul_backward(x: torch.Tensor, w: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return g * w[:, None], (g * x).sum(1)
+
+
+@rowwise_mul_backward.register_fake
+def _(x, w, g):
+    return torch.empty_like(x), torch.empty_like(w)
+
+
+def _rowwise_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _rowwise_backward(ctx, g):
+    x, w = ctx.saved_tensors
+    return torch.ops.thunder_test.rowwise_mul_backward(x, w, g)
+
+
+rowwise_mul.register_autograd(_rowwise_backward, setup_context=_rowwise_setup)
+
+
+@torch.library.custom_op("thunder_test::split_at", mutates_args=())
+def split_at(x: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return x[:n].clone(), x[n:].clone()
+
+
+@split_at.register_fake
+def _(x, n):
+    return x.new_empty(n, *x.shape[1:]), x.new_empty(x.shape[0] - n, *x.shape[1:])
+
+
+split_at.register_autograd(lambda ctx, ga, gb: (torch.cat([ga, gb]), None))
+
+
+@torch.library.custom_op("thunder_test::no_formula", mutates_args=())
+def no_formula(x: torch.Tensor) -> torch.Tensor:
+    return x.exp()
+
+
+@no_formula.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("thunder_test::no_fake", mutates_args=())
+def no_fake(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+
+@torch.library.custom_op("thunder_test::add_into", mutates_args=("out",))
+def add_into(x: torch.Tensor, out: torch.Tensor) -> None:
+    out.add_(x)
+
+
+@add_into.register_fake
+def _(x, out):
+    return None
+
+
+@torch.library.custom_op("thunder_test::repeat_rows", mutates_args=())
+def repeat_rows(x: torch.Tensor, n: int) -> torch.Tensor:
+    return x.repeat(n, 1)
+
+
+@repeat_rows.register_fake
+def _(x, n):
+    return x.new_empty(x.shape[0] * n, x.shape[1])
+
+
+# An op made with torch.library.define + impl, with two overloads.
+_lib = torch.library.Library("thunder_test", "FRAGMENT")
+_lib.define("affine(Tensor x) -> Tensor")
+_lib.define("affine.scaled(Tensor x, float a, float b=0.0) -> Tensor")
+torch.library.impl("thunder_test::affine", "CompositeExplicitAutograd", lib=_lib)(lambda x: x + 1)
+torch.library.impl("thunder_test::affine.scaled", "CompositeExplicitAutograd", lib=_lib)(lambda x, a, b=0.0: x * a + b)
+torch.library.register_fake("thunder_test::affine", lambda x: torch.empty_like(x), lib=_lib)
+torch.library.register_fake("thunder_test::affine.scaled", lambda x, a, b=0.0: torch.empty_like(x), lib=_lib)
+_lib.define("cube(Tensor x) -> Tensor")
+torch.library.impl("thunder_test::cube", "CompositeExplicitAutograd", lib=_lib)(lambda x: x * x * x)
+torch.library.register_fake("thunder_test::cube", lambda x: torch.empty_like(x), lib=_lib)
+torch.library.register_autograd(
+    "thunder_test::cube",
+    lambda ctx, g: g * 3 * ctx.saved_tensors[0] ** 2,
+    setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]),
+    lib=_lib,
+)
+
+
+def _grads(fn, *inputs):
+    out = fn(*inputs)
+    return out, torch.autograd.grad(out.sum(), [i for i in inputs if i.requires_grad])
+
+
+def test_forward_matches_eager_and_runs_the_op_whole():
+    def f(x):
+        return torch.ops.thunder_test.scaled_sin(x, 2.0, shift=1) * 3
+
+    x = torch.randn(4, 3)
+    jf = thunder.jit(f)
+    torch.testing.assert_close(jf(x), f(x))
+    names = [b.sym.name for b in thunder.last_traces(jf)[-1].bound_symbols]
+    assert any("thunder_test_scaled_sin" in n for n in names), names
+
+
+def test_arguments_by_keyword_and_defaults_match_eager():
+    def f(x):
+        return scaled_sin(x) + scaled_sin(x, scale=0.5) + torch.ops.thunder_test.scaled_sin.default(x, 3.0, shift=2)
+
+    x = torch.randn(5)
+    torch.testing.assert_close(thunder.jit(f)(x), f(x))
+
+
+def test_registered_formula_is_thunders_backward():
+    def f(x):
+        return scaled_sin(x, 1.5, shift=1).tanh()
+
+    x = torch.randn(4, 3, requires_grad=True)
+    jf = thunder.jit(f)
+    (out, (gx,)), (ref, (rx,)) = _grads(jf, x), _grads(f, x)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(gx, rx)
+    assert thunder.compile_stats(jf).last_autograd_fallback is None
+    backward = str(thunder.last_backward_traces(jf)[-1])
+    assert "cos" in backward  # the formula's own ops
+
+
+def test_backward_that_calls_another_custom_op():
+    def f(x, w):
+        return torch.ops.thunder_test.rowwise_mul(x, w).relu()
+
+    x, w = torch.randn(4, 3, requires_grad=True), torch.randn(4, requires_grad=True)
+    jf = thunder.jit(f)
+    (out, grads), (ref, expected) = _grads(jf, x, w), _grads(f, x, w)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(grads, expected)
+    assert thunder.compile_stats(jf).last_autograd_fallback is None
+    assert "thunder_test_rowwise_mul_backward" in str(thunder.last_backward_traces(jf)[-1])
+
+
+def test_several_outputs_with_their_gradients():
+    def f(x):
+        a, b = split_at(x * 2, 2)
+        return a.sum() + b.exp().sum() + b[0, 0]
+
+    x = torch.randn(5, 3, requires_grad=True)
+    jf = thunder.jit(f)
+    out, ref = jf(x), f(x)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(torch.autograd.grad(out, x), torch.autograd.grad(ref, x))
+    assert thunder.compile_stats(jf).last_autograd_fallback is None
+
+
+def test_op_without_formula_fails_at_backward_as_in_eager():
+    x = torch.randn(3, requires_grad=True)
+    out, ref = thunder.jit(no_formula)(x), no_formula(x)
+    torch.testing.assert_close(out, ref)
+    with pytest.raises(RuntimeError, match="no autograd formula was registered") as eager:
+        ref.sum().backward()
+    with pytest.raises(RuntimeError) as jitted:
+        out.sum().backward()
+    assert str(jitted.value) == str(eager.value)
+
+
+def test_op_without_formula_needs_none_without_grad():
+    x = torch.randn(3, requires_grad=True)
+    with torch.no_grad():
+        torch.testing.assert_close(thunder.jit(no_formula)(x), no_formula(x))
+    torch.testing.assert_close(thunder.jit(no_formula)(x.detach()), no_formula(x.detach()))
+
+
+def test_defined_op_with_overloads_resolved_like_the_dispatcher():
+    def f(x):
+        return torch.ops.thunder_test.affine(x) + torch.ops.thunder_test.affine(x, 2.0, b=0.5)
+
+    x = torch.randn(3)
+    torch.testing.assert_close(thunder.jit(f)(x), f(x))
+
+
+def test_defined_op_with_registered_autograd_matches_eager_gradient():
+    def f(x):
+        return torch.ops.thunder_test.cube(x) * 2
+
+    x = torch.randn(4, requires_grad=True)
+    (out, grads), (ref, expected) = _grads(thunder.jit(f), x), _grads(f, x)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(grads, expected)
+
+
+def test_op_without_fake_kernel_is_refused_with_the_fix():
+    with pytest.raises(UnsupportedOpError, match=r"thunder_test\.no_fake.*register_fake\('thunder_test::no_fake'\)"):
+        thunder.jit(lambda x: no_fake(x) * 2)(torch.randn(3))
+
+
+def test_op_that_mutates_its_arguments_is_refused():
+    def f(x, out):
+        add_into(x, out)
+        return out * 2
+
+    with pytest.raises(UnsupportedOpError, match=r"thunder_test\.add_into.*changes its arguments out in place"):
+        thunder.jit(f)(torch.randn(3), torch.zeros(3))
+
+
+def test_second_call_hits_the_cache_and_the_symbol_is_made_once():
+    def f(x):
+        return scaled_sin(x, 2.0) + 1
+
+    jf = thunder.jit(f)
+    x = torch.randn(3)
+    jf(x)
+    torch.testing.assert_close(jf(x), f(x))
+    assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (1, 1)
+    assert custom_ops[scaled_sin] is custom_ops[torch.ops.thunder_test.scaled_sin.default]
+
+
+def test_symbolic_values_follow_the_fake_kernels_shapes():
+    jf = thunder.jit(repeat_rows, cache="symbolic values")
+    for rows, n in ((2, 3), (2, 3), (4, 2)):
+        x = torch.randn(rows, 3)
+        torch.testing.assert_close(jf(x, n), repeat_rows(x, n))
+    assert thunder.cache_misses(jf) == 2  # the fake kernel saw plain numbers: each new one is a new entry
+
+
+def test_examine_counts_custom_ops_as_supported():
+    def f(x):
+        return torch.ops.thunder_test.affine(x) + scaled_sin(x)
+
+    found = thunder.examine.examine(f, torch.randn(3), show=False)
+    assert found["unsupported"] == {}
+    assert found["jit_error"] is None
+    no_fake_found = thunder.examine.examine(no_fake, torch.randn(3), show=False)
+    assert list(no_fake_found["unsupported"]) == ["thunder_test.no_fake.default"]

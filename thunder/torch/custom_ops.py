@@ -1,0 +1,298 @@
+"""Custom operators (``torch.library.custom_op``, or ``torch.library.define`` + ``impl``) in traced code.
+
+Note [Custom ops]
+A call of a custom operator (``torch.ops.<namespace>.<op>``, one of its overloads, or the
+``CustomOpDef`` that ``torch.library.custom_op`` returns) is recorded, as torch.compile treats it,
+as one opaque bound symbol: the torch executor runs the op itself, and its meta is the op's fake
+kernel (``torch.library.register_fake``) run on fake tensors, which gives the shapes and dtypes of
+the results (dims of symbolic shapes are pinned: the fake kernel sees plain numbers). One symbol
+is made per op overload, on first use, and kept.
+
+Gradients: when the op has an autograd formula (``register_autograd`` on a ``custom_op``), a call
+that needs a gradient is traced as ``torch.autograd.Function.apply`` is (Note [Custom autograd
+functions] in ``thunder.core.traced_autograd``): the op runs, then its ``setup_context`` and its
+``backward`` are traced on the call's proxies, and thunder's backward runs that formula (other
+custom ops it calls are recorded as above). An op without a formula known here has no gradient
+rule: a computation that needs its gradient runs under torch's own autograd, which does what
+eager does (a formula registered by ``torch.library.register_autograd`` on an op made with
+``define``; eager's error at backward for an op without one).
+
+Refused, with a message saying what to do: ops that mutate their arguments (``mutates_args``),
+ops that return anything but tensors, ops whose fake kernel is missing or fails.
+
+This module registers its table of custom ops with ``thunder.core.symbol_lookup`` when imported,
+after the torch language's own table.
+
+Layer: language. Imports: core.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import torch
+from torch._library.custom_ops import CustomOpDef, _maybe_get_opdef
+from torch._library.simple_registry import singleton as _simple_registry
+
+from thunder.core.errors import UnsupportedOpError
+from thunder.core.interpreter.execution import call as interpreter_call
+from thunder.core.interpreter.runtime import current_runtime
+from thunder.core.proxies import TensorProxy
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.symbol import Symbol
+from thunder.core.symbol_lookup import register_symbol_table
+from thunder.core.symbolic import is_symbolic, pin
+from thunder.core.trace import get_tracectx
+from thunder.core.tracectx import current_source_location
+from thunder.core.traced_autograd import trace_autograd_function
+from thunder.torch.base import symbol_to_torch
+
+__all__ = ["custom_ops", "is_supported_custom_op"]
+
+# Namespaces of torch's own operators: those are the torch language's business, not opaque ops.
+_BUILTIN_NAMESPACES = frozenset({"aten", "prims", "prim"})
+
+
+def _namespace(fn: Any) -> str | None:
+    """The namespace of a custom op callable (``OpOverload``, ``OpOverloadPacket``, ``CustomOpDef``), else None."""
+    if isinstance(fn, CustomOpDef):
+        return fn._namespace
+    if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        namespace = fn._qualified_op_name.split("::")[0] if isinstance(fn, torch._ops.OpOverloadPacket) else fn.namespace
+        return None if namespace in _BUILTIN_NAMESPACES else namespace
+    return None
+
+
+def _has_fake_kernel(op: torch._ops.OpOverload) -> bool:
+    """Whether ``op`` has a fake kernel: one registered from Python, or a C++ Meta kernel."""
+    opdef = _maybe_get_opdef(op)
+    if opdef is not None:  # its Meta kernel is a stub that asks for a fake kernel
+        return opdef._abstract_fn is not None
+    if _simple_registry.find(op.name()).fake_impl.kernel is not None:
+        return True
+    return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "Meta")
+
+
+def is_supported_custom_op(fn: Any) -> bool:
+    """Whether ``fn`` is a custom op thunder can record: one with a fake kernel."""
+    if _namespace(fn) is None:
+        return False
+    if isinstance(fn, CustomOpDef):
+        fn = fn._opoverload
+    overloads = [getattr(fn, name) for name in fn.overloads()] if isinstance(fn, torch._ops.OpOverloadPacket) else [fn]
+    return any(_has_fake_kernel(op) for op in overloads)
+
+
+def _where() -> str:
+    loc = current_source_location()
+    return f" (called at {loc})" if loc is not None else ""
+
+
+def _display(op: torch._ops.OpOverload) -> str:
+    return f"torch.ops.{op.namespace}.{op._opname}.{op._overloadname}"
+
+
+# --- the fake kernel as meta ----------------------------------------------------------------------
+
+
+def _plain(x: Any) -> Any:
+    """A symbolic number as the plain value the fake kernel sees (pinned: the trace relies on it)."""
+    return pin(x) if is_symbolic(x) else x
+
+
+def _run_fake(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
+    """``op``'s results on fake tensors with the proxies' metadata."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+
+        def fake(x):
+            if isinstance(x, TensorProxy):
+                return torch.empty(tuple(_plain(d) for d in x.shape), dtype=x.dtype, device=x.device)
+            if isinstance(x, torch.Tensor):
+                return mode.from_tensor(x)
+            return _plain(x)
+
+        fake_args, fake_kwargs = tree_map(fake, (args, kwargs))
+        return op(*fake_args, **fake_kwargs)
+
+
+def _fake_meta(op: torch._ops.OpOverload) -> Callable:
+    def meta(*args, **kwargs):
+        try:
+            out = _run_fake(op, args, kwargs)
+        except Exception as e:
+            if _has_fake_kernel(op):
+                raise  # the op's own fake kernel refused these arguments, as its real kernel would
+            raise UnsupportedOpError(
+                f"custom op {_display(op)} has no fake kernel, which thunder runs to know the shapes and dtypes of "
+                f"its results. Register one with @torch.library.register_fake({op._name!r}), or call the op outside "
+                "the jitted function."
+            ) from e
+        return tree_map(
+            lambda t: TensorProxy(shape=t.shape, dtype=t.dtype, device=t.device) if isinstance(t, torch.Tensor) else t,
+            out,
+        )
+
+    meta.__name__ = f"{op.namespace}_{op._opname}"
+    return meta
+
+
+# --- calls -----------------------------------------------------------------------------------------
+
+
+def _refusal(op: torch._ops.OpOverload) -> tuple[str, str] | None:
+    """Why calls of ``op`` cannot be recorded, and what to do instead; or None."""
+    schema = op._schema
+    if schema.is_mutable:
+        written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+        return (
+            f"changes its arguments {', '.join(written)} in place (schema {schema}), which thunder does not record yet",
+            "Make it return new tensors (mutates_args=()) and use those, or call it outside the jitted function.",
+        )
+    for r in schema.returns:
+        element = r.type.getElementType() if isinstance(r.type, torch.ListType) else r.type
+        if not isinstance(element, torch.TensorType):
+            return (
+                f"returns a {r.type} (schema {schema}); thunder records custom ops that return tensors only",
+                "Return the value as a tensor, or call the op outside the jitted function.",
+            )
+    return None
+
+
+def _bind(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The call's arguments as the dispatcher passes them: every argument that is not keyword-only by
+    position, defaults filled in, keyword-only ones by name (what ``setup_context`` receives)."""
+    positional, keyword_only, given = [], {}, dict(kwargs)
+    schema_args = op._schema.arguments
+    n_positional = sum(not a.kwarg_only for a in schema_args)
+    if len(args) > n_positional:
+        raise TypeError(f"{_display(op)}() takes {n_positional} positional arguments but {len(args)} were given")
+    for i, a in enumerate(schema_args):
+        if not a.kwarg_only and i < len(args):
+            value = args[i]
+        elif a.name in given:
+            value = given.pop(a.name)
+        elif a.has_default_value():
+            value = a.default_value
+        else:
+            raise TypeError(f"{_display(op)}() missing required argument {a.name!r} (schema {op._schema})")
+        if a.kwarg_only:
+            keyword_only[a.name] = value
+        else:
+            positional.append(value)
+    if given:
+        raise TypeError(f"{_display(op)}() got an unexpected keyword argument {next(iter(given))!r}")
+    return tuple(positional), keyword_only
+
+
+def _autograd_class(op: torch._ops.OpOverload, sym: Symbol, opdef: CustomOpDef, keyword_only: dict) -> type:
+    """The call as a ``torch.autograd.Function`` would be written: ``forward`` runs the op,
+    ``setup_context`` and ``backward`` are the registered formula."""
+    setup_context = opdef._setup_context_fn
+
+    def forward(*inputs):
+        return sym(*inputs, **keyword_only)
+
+    def setup(ctx, inputs, output):
+        if setup_context is None:
+            return None
+        if keyword_only:
+            return setup_context(ctx=ctx, inputs=inputs, keyword_only_inputs=keyword_only, output=output)
+        return setup_context(ctx=ctx, inputs=inputs, output=output)
+
+    name = f"{op.namespace}_{op._opname}"
+    return type(
+        name,
+        (),
+        {"__qualname__": op.name(), "forward": staticmethod(forward), "setup_context": staticmethod(setup),
+         "backward": staticmethod(opdef._backward_fn)},
+    )  # fmt: skip
+
+
+def _needs_grad(args: tuple) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(a, TensorProxy) and a.requires_grad for a in tree_leaves(args))
+
+
+def _interpreted(fn: Callable, args: tuple) -> Any:
+    """``fn(*args)`` under the interpreter when tracing a program (outside one, natively)."""
+    runtime = current_runtime()
+    return interpreter_call(runtime, fn, tuple(args)) if runtime is not None else fn(*args)
+
+
+def _overload_call(op: torch._ops.OpOverload) -> Callable:
+    """What a call of ``op`` is recorded as (Note [Custom ops])."""
+    sym = Symbol(name=f"{op.namespace}_{op._opname}" + ("" if op._overloadname == "default" else f"_{op._overloadname}"),
+                 meta=_fake_meta(op), id=_display(op), python_impl=op)  # fmt: skip
+    symbol_to_torch[sym] = op  # the torch executor runs the op itself
+
+    def call(*args, **kwargs):
+        refusal = _refusal(op)
+        if refusal is not None:
+            problem, fix = refusal
+            raise UnsupportedOpError(f"custom op {_display(op)} {problem}{_where()}. {fix}")
+        args, keyword_only = _bind(op, args, kwargs)
+        opdef = _maybe_get_opdef(op)
+        if opdef is None or opdef._backward_fn is None or not _needs_grad(args):
+            return sym(*args, **keyword_only)
+        cls = _autograd_class(op, sym, opdef, keyword_only)
+        return trace_autograd_function(cls, args, get_tracectx(), _interpreted)
+
+    call.__name__ = sym.name
+    return call
+
+
+def _packet_call(packet: torch._ops.OpOverloadPacket) -> Callable:
+    """A call of ``torch.ops.<namespace>.<op>``: the overload the dispatcher would pick, chosen on fake
+    tensors with the arguments' metadata."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def call(*args, **kwargs):
+        names = packet.overloads()
+        if len(names) == 1:
+            name = names[0]
+        else:
+            with FakeTensorMode():
+                fake = lambda x: torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device) if isinstance(x, TensorProxy) else x  # noqa: E731
+                fake_args, fake_kwargs = tree_map(fake, (args, kwargs))
+                name = torch._C._jit_resolve_packet(packet._qualified_op_name, *fake_args, **fake_kwargs)
+        return custom_ops[getattr(packet, name)](*args, **kwargs)
+
+    call.__name__ = packet._qualified_op_name.replace("::", "_")
+    return call
+
+
+class _CustomOps(Mapping):
+    """Custom op callable -> what a call of it is recorded as, made on first lookup and kept
+    (thread-safe). A ``CustomOpDef`` is its default overload."""
+
+    def __init__(self):
+        self._made: dict[Any, Callable] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, fn: Any) -> Callable:
+        if _namespace(fn) is None:
+            raise KeyError(fn)
+        if isinstance(fn, CustomOpDef):
+            fn = fn._opoverload
+        found = self._made.get(fn)
+        if found is None:
+            with self._lock:
+                found = self._made.get(fn)
+                if found is None:
+                    make = _packet_call if isinstance(fn, torch._ops.OpOverloadPacket) else _overload_call
+                    found = self._made[fn] = make(fn)
+        return found
+
+    def __iter__(self) -> Iterator:
+        return iter(dict(self._made))
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+
+#: The table the tracer consults (after the torch language's): custom op callable -> its recording.
+custom_ops = _CustomOps()
+register_symbol_table(custom_ops)
