@@ -6,6 +6,8 @@ default-executor functions at the top level, ``TensorProxy(like=...)``, ``thunde
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -582,3 +584,153 @@ def test_autocast_transform_takes_only_low_precision_floats():
 
     with pytest.raises(ValueError, match="float16 or thunder.bfloat16"):
         autocast(torch.matmul, thunder.float64)
+
+
+# --- functools.partialmethod read through the class -----------------------------------------
+
+
+def _collect(*args, **kwargs):
+    return args, kwargs
+
+
+class _WithPartialMethods:
+    first = functools.partialmethod(_collect, 1, k=2)
+    nested = functools.partialmethod(first, 3)
+    on_class = functools.partialmethod(classmethod(_collect), c=4)
+
+
+@pytest.mark.parametrize(
+    "call",
+    (
+        lambda o: _WithPartialMethods.first(o, 5),
+        lambda o: _WithPartialMethods.nested(o, 6, d=7),
+        lambda o: o.nested(6),
+        lambda o: _WithPartialMethods.on_class(8),
+    ),
+)
+def test_partialmethod_read_through_the_class_hits_the_cache(call):
+    # Each read of the attribute makes a new function: guarded by what it is made of, not by identity.
+    obj = _WithPartialMethods()
+    jf = thunder.jit(call)
+    for _ in range(3):
+        assert jf(obj) == call(obj)
+    assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (1, 2)
+
+
+def test_partialmethod_replaced_on_the_class_recompiles():
+    class Holder:
+        method = functools.partialmethod(_collect, 1)
+
+    obj = Holder()
+    jf = thunder.jit(lambda o: Holder.method(o, 2))
+    assert jf(obj) == ((obj, 1, 2), {})
+    Holder.method = functools.partialmethod(_collect, 10)
+    assert jf(obj) == ((obj, 10, 2), {}) and thunder.cache_misses(jf) == 2
+
+
+# --- torch.ops.higher_order.autograd_function_apply -----------------------------------------
+
+
+class _ScaledSinForward(torch.nn.Module):
+    def forward(self, x, scale):
+        return torch.sin(x) * scale, (x, scale)
+
+
+class _ScaledSinBackward(torch.nn.Module):
+    def forward(self, grad, x, scale):
+        return grad * torch.cos(x) * scale, grad * torch.sin(x)
+
+
+_SCALED_SIN_GRAPHS = (torch.fx.symbolic_trace(_ScaledSinForward()), torch.fx.symbolic_trace(_ScaledSinBackward()))
+
+
+def _apply_scaled_sin(x, scale):
+    out = torch.ops.higher_order.autograd_function_apply(
+        *_SCALED_SIN_GRAPHS, x, scale, non_differentiable_idx=[], saved_for_backward_idx=[0, 1]
+    )
+    return out * 2
+
+
+def test_higher_order_autograd_function_apply_matches_eager():
+    x, scale = torch.randn(4, requires_grad=True), torch.randn(4, requires_grad=True)
+    jf = thunder.jit(_apply_scaled_sin)
+    out, expected = jf(x, scale), _apply_scaled_sin(x, scale)
+    torch.testing.assert_close(out, expected)
+    g = torch.randn(4)
+    torch.testing.assert_close(torch.autograd.grad(out, (x, scale), g), torch.autograd.grad(expected, (x, scale), g))
+    torch.testing.assert_close(jf(x, scale), expected)
+    assert thunder.cache_hits(jf) == 1
+
+
+def test_higher_order_autograd_function_apply_runs_the_given_backward():
+    # lightning-thunder's form: plain functions taking a ctx (None) first, ``args_tensor_mask``; the
+    # forward switches grad off inside, and the backward is deliberately not sin's: it is what runs.
+    def forward(ctx, x):
+        with torch.no_grad():
+            return torch.sin(x), (x,)
+
+    def backward(ctx, grad, x):
+        return grad * 2
+
+    class Reference(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return torch.sin(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    def f(x):
+        return torch.ops.higher_order.autograd_function_apply(
+            forward, backward, x, args_tensor_mask=[True], non_differentiable_idx=[]
+        )
+
+    x = torch.randn(3, requires_grad=True)
+    out, expected = thunder.jit(f)(x), Reference.apply(x)
+    torch.testing.assert_close(out, expected)
+    assert out.requires_grad and torch.is_grad_enabled()  # the forward's no_grad ends inside it, as in eager
+    g = torch.randn(3)
+    torch.testing.assert_close(torch.autograd.grad(out, x, g), torch.autograd.grad(expected, x, g))
+
+
+def test_higher_order_autograd_function_apply_non_differentiable_output():
+    def forward(x):
+        return (torch.sin(x), torch.argmax(x)), (x,)
+
+    def backward(grad, grad_index, x):
+        return grad * torch.cos(x)
+
+    def f(x):
+        value, index = torch.ops.higher_order.autograd_function_apply(
+            forward, backward, x, non_differentiable_idx=[1], saved_for_backward_idx=[0]
+        )
+        return value, index
+
+    x = torch.randn(5, requires_grad=True)
+    value, index = thunder.jit(f)(x)
+    assert index == torch.argmax(x) and not index.requires_grad
+    torch.testing.assert_close(torch.autograd.grad(value.sum(), x)[0], torch.cos(x))
+
+
+def test_autograd_function_switching_grad_mode_inside_leaves_it_as_it_was():
+    class SinTwiceGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            with torch.no_grad():
+                return torch.sin(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    def f(x):
+        return SinTwiceGrad.apply(x) * 3
+
+    x = torch.randn(3, requires_grad=True)
+    jf = thunder.jit(f)
+    out = jf(x)
+    assert torch.is_grad_enabled()  # it used to stay off after the call
+    expected = f(x)
+    assert out.requires_grad == expected.requires_grad
+    torch.testing.assert_close(torch.autograd.grad(out.sum(), x), torch.autograd.grad(expected.sum(), x))

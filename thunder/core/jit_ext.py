@@ -58,7 +58,12 @@ from thunder.core.symbol_lookup import interpreted_replacement, symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, pin, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
 from thunder.core.tracectx import source_location_provider
-from thunder.core.traced_autograd import checkpoint_region, is_autograd_function_apply, trace_autograd_function
+from thunder.core.traced_autograd import (
+    checkpoint_region,
+    higher_order_function,
+    is_autograd_function_apply,
+    trace_autograd_function,
+)
 
 _SIMPLE_VALUE_TYPES = (bool, int, float, complex, str, type(None), torch.dtype, torch.device, slice, type(Ellipsis))
 # Functions whose results differ from call to call: a trace would freeze one result.
@@ -88,6 +93,7 @@ _MUTATING_METHODS = frozenset(
 
 
 _NOT_SEEN = object()
+_PARTIALMETHOD_CODE = functools.partialmethod(print)._make_unbound_method().__code__  # of the functions it makes
 
 
 class Tracer:
@@ -249,6 +255,16 @@ class Tracer:
                         self.unpack_value(getattr(value, attr), p, p.name)
             finally:
                 self.symbolic = symbolic
+            self._register(value, holder, value)
+            return value
+        if type(value) is types.FunctionType and value.__code__ is _PARTIALMETHOD_CODE:
+            # ``A.method`` of a ``functools.partialmethod``, read through the class, is made afresh on each
+            # read: checked by what it is made of (the partialmethod, whose fields its code reads).
+            self._check(prims.check_type, holder, types.FunctionType)
+            for attr in ("__code__", "_partialmethod"):
+                p = self._prologue_proxy(f"{holder.name}_{attr.strip('_')}")
+                self._emit(prims.unpack_attr, holder, attr, p, output=p)
+                self._check(prims.check_identity, p, getattr(value, attr))
             self._register(value, holder, value)
             return value
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)) or (
@@ -744,6 +760,8 @@ class Tracer:
             return self._vjp_call
         if is_autograd_function_apply(fn):
             return functools.partial(self._autograd_function, fn.__self__)
+        if fn is torch.ops.higher_order.autograd_function_apply:
+            return self._higher_order_autograd_function
         if fn is torch.utils.checkpoint.checkpoint:
             return self._checkpoint
         if fn is print:
@@ -906,6 +924,10 @@ class Tracer:
         return trace_autograd_function(
             cls, args, self.computation, lambda fn, a: interpreter_call(current_runtime(), fn, tuple(a))
         )
+
+    def _higher_order_autograd_function(self, fwd: Callable, bwd: Callable, *args, **kwargs):
+        """``torch.ops.higher_order.autograd_function_apply(fwd, bwd, *args, ...)``: the autograd.Function it applies."""
+        return self._autograd_function(higher_order_function(fwd, bwd, **kwargs), *args)
 
     def _vjp_call(self, fn: Callable, primals: tuple, cotangents: tuple):
         """``vjp(fn)`` inside a jitted function: ``fn``'s ops, then their pullback, in this trace."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from thunder.core import prims
 from thunder.core.errors import UnsupportedOpError
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
@@ -28,7 +29,7 @@ from thunder.core.rules import grad_rules
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import TraceCtx
 
-__all__ = ["checkpoint_region", "is_autograd_function_apply", "trace_autograd_function"]
+__all__ = ["checkpoint_region", "higher_order_function", "is_autograd_function_apply", "trace_autograd_function"]
 
 _APPLY = torch.autograd.Function.apply.__func__
 
@@ -72,12 +73,17 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
     ctx = TracedContext(args)
     grad_enabled = torch.is_grad_enabled()
     torch._C._set_grad_enabled(False)  # eager runs forward and backward with grad mode off
+    start = len(trace.bound_symbols)
     try:
         if _overrides_setup_context(cls):
             out = call(cls.forward, args)
             call(cls.setup_context, (ctx, args, out))
         else:
             out = call(cls.forward, (ctx, *args))
+        if any(b.sym is prims.set_grad_enabled for b in trace.bound_symbols[start:]):
+            # ``forward`` switched grad mode (``with torch.no_grad():``), which the computation replays;
+            # it leaves the mode it found, as eager does, not the off that forward ran in.
+            prims.set_grad_enabled(grad_enabled)
         outputs = [t for t in tree_leaves(out) if isinstance(t, TensorProxy)]
         placeholders = [TensorProxy.like(t, requires_grad=False) for t in outputs]
         scratch: list[BoundSymbol] = []
@@ -118,6 +124,33 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
     from thunder.core.pytree import tree_map
 
     return tree_map(lambda x: swap.get(x.name, x) if isinstance(x, TensorProxy) else x, out)
+
+
+def higher_order_function(
+    fwd: Callable, bwd: Callable, *, args_tensor_mask=None, non_differentiable_idx=(), saved_for_backward_idx=None,
+    dirty_idx=(),
+) -> type:
+    """The ``torch.autograd.Function`` that ``torch.ops.higher_order.autograd_function_apply(fwd, bwd, *args,
+    **kwargs)`` applies (what ``torch.compile`` makes of one): ``fwd(*args)`` returns the outputs and the
+    values ``bwd(*grads, *saved)`` reads. Older torch (and lightning-thunder) pass ``args_tensor_mask`` and a
+    ``ctx`` first argument, None. ``saved_for_backward_idx`` only tags eager's saved values: not needed here."""
+    ctx_arg = () if args_tensor_mask is None else (None,)
+
+    class HigherOrderFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            out, ctx.saved_values = fwd(*ctx_arg, *args)
+            outputs = out if isinstance(out, (tuple, list)) else (out,)
+            ctx.mark_non_differentiable(*(outputs[i] for i in non_differentiable_idx))
+            if dirty_idx:
+                ctx.mark_dirty(*(outputs[i] for i in dirty_idx))
+            return out
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return bwd(*ctx_arg, *grads, *ctx.saved_values)
+
+    return HigherOrderFunction
 
 
 def _overrides_setup_context(cls: type) -> bool:
