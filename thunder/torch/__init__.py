@@ -61,24 +61,7 @@ def _torch_function(func, args, kwargs):
     return sym(*args, **kwargs)
 
 
-def to_torch_dtype(x):
-    """lightning-thunder's ``thunder.torch.to_torch_dtype``: the ``torch.dtype`` for ``x``.
-
-    thunder's dtypes are torch's own, so a ``torch.dtype`` (``thunder.float32`` included) and None are
-    returned as they are; a Python number type maps to the dtype torch gives its values (``float`` ->
-    the default float dtype, ``int`` -> int64, ``bool`` -> bool)."""
-    import builtins  # this module's ``float``, ``int`` and ``bool`` are torch-language symbols
-
-    import torch
-
-    from thunder.core.dtypes import python_type_to_dtype
-
-    if x is None or isinstance(x, torch.dtype):
-        return x
-    if x in (builtins.bool, builtins.int, builtins.float, builtins.complex):
-        return python_type_to_dtype(x)
-    raise TypeError(f"to_torch_dtype: expected a torch.dtype, None or a Python number type, got {x!r}")
-
+from thunder.core.dtypes import to_torch_dtype  # noqa: E402, F401  (lightning-thunder spells it thunder.torch.to_torch_dtype)
 
 _proxies.torch_function_handler = _torch_function
 register_symbol_table(torch_to_thunder_map)  # the tracer records torch calls as these symbols
