@@ -203,3 +203,40 @@ def test_sum_of_ints_and_bools_is_int64():
     )
     assert [t.dtype for t in out] == [torch.int64] * 3
     assert out[0].item() == 15 and out[1].item() == 2
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: torch.zeros(t),
+        lambda t: torch.ones(t, 2),
+        lambda t: torch.full((2, t), 1.5),
+        lambda t: torch.empty([t]).shape,
+        lambda t: torch.randn(size=(t, 1)).shape,
+        lambda t: torch.randint(5, (t,)).shape,
+        lambda t: t.new_zeros(t),
+        lambda t: t.new_full((t, 1), 7),
+        lambda t: torch.zeros(t.reshape(1, 1)),
+    ],
+)
+def test_factory_sizes_given_as_integer_tensors_vs_eager(fn):
+    # eager reads a one-element integer tensor as the int it holds (__index__): so does the trace,
+    # checking the value on each call (a new value traces again)
+    jfn = thunder.jit(fn)
+    for n in (3, 3, 4):
+        t = torch.tensor(n)
+        actual, expected = jfn(t), fn(t)
+        if isinstance(expected, torch.Tensor):
+            assert actual.dtype == expected.dtype
+            torch.testing.assert_close(actual, expected)
+        else:
+            assert actual == expected
+    assert thunder.cache_misses(jfn) == 2
+
+
+@pytest.mark.parametrize("t", [torch.tensor(3.0), torch.tensor(True), torch.tensor([2, 3])])
+def test_factory_sizes_eager_rejects_are_rejected(t):
+    with pytest.raises((TypeError, RuntimeError)):
+        torch.zeros(t)
+    with pytest.raises(TypeError, match=r"ltorch.zeros: size must be ints"):
+        thunder.jit(lambda a: torch.zeros(a))(t)

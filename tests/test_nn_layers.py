@@ -530,15 +530,33 @@ def test_pool_rejects_what_eager_rejects():
         thunder.jit(lambda a: F.max_unpool2d(a, a.long()[..., :2], 2))(x)
 
 
-def test_batch_norm_cumulative_average_fails_clearly():
-    # momentum=None divides by float(num_batches_tracked) after updating it in place: a value the
-    # program reads after an in-place update of an input, which thunder refuses (not silently wrong).
-    m = nn.BatchNorm1d(3, momentum=None)
-    with pytest.raises(RuntimeError, match=r"updates module_num_batches_tracked, an input, in place before"):
-        thunder.jit(m)(torch.randn(4, 3))
+@pytest.mark.parametrize("make,shape", [(lambda: nn.BatchNorm1d(3, momentum=None), (4, 3)),
+                                        (lambda: nn.BatchNorm2d(3, momentum=None), (4, 3, 5, 5))])  # fmt: skip
+def test_batch_norm_cumulative_average_vs_eager(make, shape):
+    # momentum=None divides by float(num_batches_tracked) after updating it in place: the factor is
+    # traced as a tensor, so the steps share one trace and match eager's outputs, statistics and grads.
+    torch.manual_seed(0)
+    m = make()
+    eager = copy.deepcopy(m)
+    jm = thunder.jit(m)
+    for _ in range(3):
+        x = torch.randn(*shape, requires_grad=True)
+        xe = x.detach().clone().requires_grad_()
+        actual, expected = jm(x), eager(xe)
+        torch.testing.assert_close(actual, expected)
+        cot = torch.randn_like(expected)
+        actual.backward(cot)
+        expected.backward(cot)
+        for a, e in ((x.grad, xe.grad), (m.weight.grad, eager.weight.grad), (m.bias.grad, eager.bias.grad)):
+            torch.testing.assert_close(a, e)
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            torch.testing.assert_close(getattr(m, name), getattr(eager, name))
+    assert thunder.cache_misses(jm) == 1
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
     m.eval()
-    x = torch.randn(4, 3)
-    torch.testing.assert_close(thunder.jit(m)(x), m(x))
+    eager.eval()
+    x = torch.randn(*shape)
+    torch.testing.assert_close(jm(x), eager(x))
 
 
 @pytest.mark.parametrize(
@@ -695,3 +713,24 @@ def test_max_unpool_decomposition_vs_eager(n, prims_only):
     pooled, indices = getattr(F, f"max_pool{n}d")(torch.randn(2, 3, *(4,) * n), 2, return_indices=True)
     unpool = getattr(F, f"max_unpool{n}d")
     torch.testing.assert_close(thunder.jit(unpool)(pooled, indices, 2), unpool(pooled, indices, 2))
+
+
+@pytest.mark.parametrize(
+    "x_shape,w_shape,b_shape", [((2, 3, 4), (5, 4), (5,)), ((2, 3, 4), (5, 4), (1, 5)), ((2, 3, 4), (4,), ())]
+)
+def test_linear_on_batched_input_grads_vs_eager(x_shape, w_shape, b_shape):
+    # The input's gradient of a weight matrix is one matmul(g, weight), as eager's; a bias that
+    # broadcasts gets the cotangent summed to its shape.
+    torch.manual_seed(0)
+    x, w, b = (torch.randn(s, dtype=torch.float64, requires_grad=True) for s in (x_shape, w_shape, b_shape))
+    jfn = thunder.jit(F.linear)
+    actual, expected = jfn(x, w, b), F.linear(x, w, b)
+    torch.testing.assert_close(actual, expected)
+    cot = torch.randn_like(expected)
+    for a, e in zip(torch.autograd.grad(actual, (x, w, b), cot), torch.autograd.grad(expected, (x, w, b), cot)):
+        torch.testing.assert_close(a, e)
+    if len(w_shape) == 2:
+        bwd = thunder.last_backward_traces(jfn)[-1]
+        weight = bwd.args[1].name  # the saved (input, weight), then the cotangent
+        reads_weight = [s.sym.name for s in bwd.bound_symbols if weight in {getattr(a, "name", None) for a in s.flat_args}]
+        assert reads_weight == ["matmul"], reads_weight

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from numbers import Number
 
 import torch
 
 from thunder.core import devices, dtypes, prims
 from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError
-from thunder.core.proxies import NumberProxy, TensorProxy, pyval
+from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
 from thunder.core.symbol import DONT_DCE, RANDOM
-from thunder.torch.base import is_number, torchsymbol
+from thunder.torch.base import is_number, torch_to_thunder_map, torchsymbol
 
 __all__ = [
     "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand", "randn", "randint", "tensor",
@@ -552,3 +553,50 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     dtype = factory_dtype(op, dtype, self.dtype)
     t = prims.tensor_from_sequence(data, device=factory_device(op, device, self.device), dtype=dtype)
     return _finish(op, t, requires_grad)
+
+
+# ----------------------------------------------------------------------------------------
+# Sizes given as tensors
+# ----------------------------------------------------------------------------------------
+
+
+def _size_value(x):
+    """A tensor of one integer element as the int it holds, as eager reads it (``__index__``): here,
+    where the program's data-dependent values are read (Note [Data-dependent values]; a symbol's meta
+    cannot read them). Sequences are read item by item; anything else is left to the meta's checks,
+    which reject it as eager does (a float, bool or longer tensor)."""
+    if isinstance(x, TensorProxy):
+        one_int = math.prod(x.shape) == 1 and dtypes.is_integer_dtype(x.dtype) and x.dtype is not torch.bool
+        return operator.index(x) if one_int else x
+    if isinstance(x, (tuple, list)):
+        return type(x)(_size_value(n) for n in x)
+    return x
+
+
+def _reading_sizes(sym, sizes: slice, *, sequences_only: bool = False):
+    """``sym`` called with the tensors among its size arguments (``args[sizes]`` and ``size=``) read as ints."""
+
+    def read(x):
+        return _size_value(x) if not sequences_only or isinstance(x, (tuple, list)) else x
+
+    def call(*args, **kwargs):
+        start, stop, _ = sizes.indices(len(args))
+        args = (*args[:start], *(read(a) for a in args[start:stop]), *args[stop:])
+        if "size" in kwargs:
+            kwargs["size"] = _size_value(kwargs["size"])
+        return sym(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = sym.name
+    call.__doc__ = f"``ltorch.{sym.name}`` with sizes given as integer tensors read as ints (``_size_value``)."
+    return call
+
+
+for _sym, _fn in ((zeros, torch.zeros), (ones, torch.ones), (empty, torch.empty), (rand, torch.rand),
+                  (randn, torch.randn)):  # fmt: skip
+    torch_to_thunder_map[_fn] = _reading_sizes(_sym, slice(None))
+torch_to_thunder_map[torch.full] = _reading_sizes(full, slice(0, 1))
+torch_to_thunder_map[torch.randint] = _reading_sizes(randint, slice(None), sequences_only=True)
+# The methods (not ``torch.Tensor.new_zeros`` itself: the table's entry is the symbol, whose id is used).
+for _sym in (new_zeros, new_ones, new_empty):
+    register_method(_sym.name, _reading_sizes(_sym, slice(1, None)))
+register_method("new_full", _reading_sizes(new_full, slice(1, 2)))

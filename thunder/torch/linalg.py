@@ -16,7 +16,10 @@ import torch
 
 from thunder.core import prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.prims import linalg as linalg_prims
+from thunder.core.prims.base import conj, is_differentiable
 from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.rules import grad_rules
 from thunder.torch.base import broadcast_shapes, expand_to, register_reflected, torchsymbol
 from thunder.torch.elementwise import add, mul
 
@@ -425,3 +428,21 @@ def _math_prod(xs) -> int:
     for x in xs:
         p *= x
     return p
+
+
+@grad_rules.register(linear)
+def _linear_vjp(g, out, input, weight, bias=None):
+    """The decomposition's gradients (``prims.linear``'s rule, and the bias's broadcast summed away)
+    except the input's for a weight matrix: one broadcasting ``matmul(g, weight)`` whatever the
+    input's rank, as eager's ``g @ w``, where the prim's rule (prims have no broadcasting matmul)
+    transposes the weight and runs a ``linear`` (two calls instead of one in every backward)."""
+    out_features = weight.shape[:1] if weight.ndim == 2 else ()
+    fused_bias = bias is None or bias.shape == out_features
+    ga, gw, gb = linalg_prims._linear_grad(g, out, input, weight, bias if fused_bias else None)
+    if weight.ndim == 2 and input.ndim > 2 and ga is not None:
+        ga = matmul(g, conj(weight))
+    if not fused_bias and is_differentiable(bias):
+        lead = g.ndim - bias.ndim
+        summed = prims.sum(g, (*range(lead), *(lead + i for i, n in enumerate(bias.shape) if n == 1)))
+        gb = prims.reshape(summed, bias.shape)
+    return (ga, gw, gb) if bias is not None else (ga, gw)

@@ -16,6 +16,10 @@ saved input with the forward kernels (``aten.native_layer_norm``, ``aten.native_
 without running statistics, so nothing is updated twice), which give the statistics eager kept,
 bit for bit. The forward is unchanged and keeps only the input.
 
+``nn.BatchNorm*d``'s forward is traced from a copy (``_batch_norm_module_forward``) whose cumulative
+average (``momentum=None``) keeps its factor a tensor: eager's ``float()`` of the counter it has just
+updated in place could not be traced (a data-dependent value read after an in-place update).
+
 Layer: language. Imports: core, torch.base, torch.nn_utils.
 """
 
@@ -33,6 +37,7 @@ from thunder.core.prims.base import check_real_grad, grad_asked
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
+from thunder.core.symbol_lookup import register_interpreted_replacement
 from thunder.torch.base import copy_, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, keep, upcast
 
@@ -188,7 +193,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             "training=True to use batch statistics"
         )
     momentum = pyval(momentum)
-    if not isinstance(momentum, (int, float)):
+    tensor_momentum = isinstance(momentum, TensorProxy)  # nn.BatchNorm's cumulative average (momentum=None)
+    if tensor_momentum and (momentum.ndim != 0 or momentum.dtype is not torch.float64):
+        raise ThunderTypeError(f"{op}: momentum must be a number (or a 0-d float64 tensor), but got {momentum!r}")
+    if not tensor_momentum and not isinstance(momentum, (int, float)):
         raise ThunderTypeError(f"{op}: momentum must be a number, but got {momentum!r}")
     dims = (0, *range(2, input.ndim))
     count = math.prod(input.shape[d] for d in dims)
@@ -202,10 +210,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if running_mean is not None:
             unbiased = prims.mul(var, count / (count - 1))
             for running, batch in ((running_mean, mean), (running_var, unbiased)):
-                r = upcast(running)
-                r = maybe_convert_to_dtype(r, batch.dtype)
-                updated = prims.add(prims.mul(r, 1.0 - momentum), prims.mul(batch, float(momentum)))
-                copy_(updated, running)
+                if tensor_momentum:  # in float64, as eager's kernel updates with a double factor
+                    r, batch = maybe_convert_to_dtype(running, torch.float64), maybe_convert_to_dtype(batch, torch.float64)
+                    m = prims.broadcast_in_dim(momentum, r.shape, ())
+                    updated = prims.add(prims.mul(r, prims.sub(1.0, m)), prims.mul(batch, m))
+                else:
+                    r = maybe_convert_to_dtype(upcast(running), batch.dtype)
+                    updated = prims.add(prims.mul(r, 1.0 - momentum), prims.mul(batch, float(momentum)))
+                copy_(maybe_convert_to_dtype(updated, running.dtype), running)
     else:
         rm = maybe_convert_to_dtype(upcast(running_mean), a.dtype)
         rv = maybe_convert_to_dtype(upcast(running_var), a.dtype)
@@ -451,6 +463,8 @@ def _batch_norm_forward(input, running_mean, running_var, weight=None, bias=None
                         eps=1e-5):  # fmt: skip
     if not training or input.device.type != "cpu":  # elsewhere eager may run another kernel (cuDNN)
         return None
+    if isinstance(momentum, TensorProxy):  # the kernel takes a number
+        return None
     out, _, _ = batch_norm_with_stats(input, running_mean, running_var, weight, bias, float(pyval(momentum)), eps)
     return out
 
@@ -540,3 +554,31 @@ def _instance_norm_vjp(g, out, *args, **kwargs):
     gi = prims.reshape(gi, input.shape) if gi is not None else None
     gw, gb = (prims.sum(prims.reshape(t, (b, c)), (0,)) if t is not None else None for t in (gw, gb))
     return (gi, None, None, gw, gb, None, None, None)[: len(args)]
+
+
+# ----------------------------------------------------------------------------------------
+# nn.BatchNorm*d's forward
+# ----------------------------------------------------------------------------------------
+
+
+def _batch_norm_module_forward(self, input):
+    """``_BatchNorm.forward`` as eager writes it, except for the cumulative average (``momentum=None``):
+    eager's factor ``1.0 / float(self.num_batches_tracked)`` reads the buffer it has just updated in
+    place, which would split the program after an in-place update of an input. Here the factor stays a
+    float64 tensor, ``1 / num_batches_tracked`` (eager's double division), and updates the running
+    statistics in float64 as eager's kernel does."""
+    self._check_input_dim(input)
+    exponential_average_factor = 0.0 if self.momentum is None else self.momentum
+    if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+        self.num_batches_tracked.add_(1)
+        if self.momentum is None:
+            exponential_average_factor = torch.reciprocal(self.num_batches_tracked.double())
+    bn_training = self.training or (self.running_mean is None and self.running_var is None)
+    tracked = not self.training or self.track_running_stats
+    return F.batch_norm(
+        input, self.running_mean if tracked else None, self.running_var if tracked else None, self.weight, self.bias,
+        bn_training, exponential_average_factor, self.eps,
+    )  # fmt: skip
+
+
+register_interpreted_replacement(torch.nn.modules.batchnorm._BatchNorm.forward, _batch_norm_module_forward)
