@@ -1,7 +1,11 @@
 import dis
+import functools
 import io
+import itertools
 import math
+import operator
 import sys
+import types
 
 import pytest
 
@@ -425,3 +429,122 @@ def test_print_expr_and_sys_displayhook_untouched():
     finally:
         sys.stdout = old
     assert buf.getvalue().strip() == "2"
+
+
+# -- native functions calling back (Note [Native callbacks]) -----------------------------------------------------
+
+
+def _recording(seen):
+    def note(x):
+        seen.append(is_jitting_with_raise())  # raises if this runs natively under the interpreter
+        return x
+
+    return note
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda note, xs: functools.reduce(lambda a, b: note(a) + b, xs, 0),
+        lambda note, xs: list(map(lambda x: note(x) * 2, xs)),
+        lambda note, xs: list(filter(lambda x: note(x) % 2, xs)),
+        lambda note, xs: sorted(xs, key=lambda x: -note(x)),
+        lambda note, xs: (min(xs, key=note), max(*xs, key=note)),
+        lambda note, xs: list(iter(lambda: note(xs.pop()), xs[0])),
+        lambda note, xs: list(itertools.accumulate(xs, lambda a, b: note(a) * b)),
+        lambda note, xs: list(itertools.starmap(lambda a, b: note(a) - b, zip(xs, xs[1:]))),
+        lambda note, xs: [(k, list(g)) for k, g in itertools.groupby(xs, key=lambda x: note(x) > 2)],
+    ],
+    ids=["reduce", "map", "filter", "sorted-key", "min-max-key", "iter-sentinel", "accumulate", "starmap", "groupby"],
+)
+def test_callbacks_of_native_functions_are_interpreted(program):
+    native_seen, seen = [], []
+    expected = program(_recording(native_seen), [1, 2, 3, 4])
+    assert interpret(program)(_recording(seen), [1, 2, 3, 4]) == expected
+    assert native_seen and not any(native_seen)
+    assert seen == [True] * len(native_seen)
+
+
+class _Countdown:
+    """An iterable whose __iter__ and __next__ are Python code that asks whether it is interpreted."""
+
+    def __init__(self, n, seen):
+        self.n, self.seen = n, seen
+
+    def __iter__(self):
+        self.seen.append(is_jitting_with_raise())
+        return self
+
+    def __next__(self):
+        self.seen.append(is_jitting_with_raise())
+        if self.n == 0:
+            raise StopIteration
+        self.n -= 1
+        return self.n
+
+
+@pytest.mark.parametrize(
+    "consumer",
+    [enumerate, any, all, sum, list, tuple, sorted, max, lambda it: list(zip(it, "abcd")), lambda it: list(map(str, it)),
+     lambda it: functools.reduce(operator.add, it)],  # fmt: skip
+    ids=["enumerate", "any", "all", "sum", "list", "tuple", "sorted", "max", "zip", "map", "reduce"],
+)
+def test_python_iterables_given_to_native_functions_are_iterated_by_the_interpreter(consumer):
+    def program(seen):
+        out = consumer(_Countdown(3, seen))
+        return list(out) if type(out) is enumerate else out
+
+    native_seen, seen = [], []
+    assert interpret(program)(seen) == program(native_seen)
+    assert not any(native_seen)
+    assert seen == [True] * len(native_seen)
+
+
+def test_the_lookaside_is_asked_for_a_callback():
+    def program(xs):
+        return functools.reduce(operator.add, xs)
+
+    def lookaside(fn):
+        if fn is operator.add:
+            return operator.mul
+
+    assert interpret(program, fn_lookaside=lookaside)([2, 3, 4]) == 24
+
+
+def test_a_lazy_native_result_consumed_after_the_interpretation_runs_natively():
+    def program(note, xs):
+        return map(lambda x: note(x) + 1, xs)
+
+    seen = []
+    lazy = interpret(program)(_recording(seen), [1, 2])
+    assert list(lazy) == [2, 3]
+    assert seen == [False, False]
+
+
+def test_an_exception_in_a_callback_reaches_the_program():
+    def program(xs):
+        try:
+            return sorted(xs, key=lambda x: 1 / x)
+        except ZeroDivisionError as e:
+            return ("caught", str(e))
+
+    assert interpret(program)([1, 0]) == program([1, 0])
+
+
+def test_an_interpreted_function_given_to_an_interpreted_program():
+    def add(a, b):
+        return a + b + is_jitting_with_raise()
+
+    def program(a, fn):
+        return fn(1, 2), functools.reduce(fn, a)
+
+    assert interpret(program)((1, 2, 3), interpret(add)) == (4, 8)
+
+
+def test_a_function_of_module_level_code_has_its_globals_as_locals():
+    def run(runner):
+        g = {"__builtins__": __builtins__}
+        runner(types.FunctionType(compile("x = 5\ny = x + 1\ndel x", "<module code>", "exec"), g))()
+        return {k: v for k, v in g.items() if k != "__builtins__"}
+
+    assert run(interpret) == run(lambda f: f) == {"y": 6}

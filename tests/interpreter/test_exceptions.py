@@ -129,6 +129,76 @@ def test_exception_traceback_points_at_user_lines():
     assert "in foo\n" in entries and "in bar\n" in entries
 
 
+def _user_entries(runner, fn):
+    """The traceback entries in this file below ``runner``: (function, source line) from the innermost call."""
+    try:
+        runner(fn)()
+    except Exception as e:  # noqa: BLE001
+        entries = [(t.name, t.line) for t in traceback.extract_tb(e.__traceback__) if t.filename == __file__]
+        return type(e), entries[[n for n, _ in entries].index(fn.__name__) :]
+    raise AssertionError("did not raise")
+
+
+def _divides(n):
+    return 1 / n
+
+
+def _reraises_in_finally():
+    try:
+        _divides(0)
+    finally:
+        pass
+
+
+def _reraises_bare():
+    try:
+        _divides(0)
+    except ZeroDivisionError:
+        raise
+
+
+class _Exits:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _reraises_from_with():
+    with _Exits():
+        _divides(0)
+
+
+def _raises_a_caught_exception_again():
+    try:
+        _divides(0)
+    except ZeroDivisionError as e:
+        saved = e
+    raise saved
+
+
+def _throws_into_a_generator():
+    def gen():
+        try:
+            yield 1
+        finally:
+            pass
+
+    g = gen()
+    next(g)
+    g.throw(KeyError("thrown"))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_reraises_in_finally, _reraises_bare, _reraises_from_with, _raises_a_caught_exception_again,
+     _throws_into_a_generator],  # fmt: skip
+)
+def test_traceback_entries_of_a_reraised_exception_are_cpythons(fn):
+    assert _user_entries(interpret, fn) == _user_entries(lambda f: f, fn)
+
+
 def test_nested_handlers():
     def f():
         out = []

@@ -17,6 +17,7 @@ Layout:
   ``protocols``     implicit dunder calls (see Note [Implicit calls])
   ``handlers/``     one module per opcode family
   ``lookasides``    builtins that need the interpreted frame (``super()``, ``locals()``, ...)
+  ``natives``       native functions that call back into Python (``functools.reduce``, ``map``, ``sorted``...)
   ``tracebacks``    tracebacks through the user's lines for escaping exceptions
   ``log``           ``print_interpreter_log``
   ``api``           ``interpret`` and the ``last_*`` queries

@@ -14,9 +14,10 @@ from types import FunctionType, MethodType
 
 from . import handlers as _handlers  # noqa: F401  (registers the opcode handlers)
 from . import lookasides as _lookasides  # noqa: F401  (registers the interpreter's lookasides)
+from . import natives as _natives  # noqa: F401  (registers the adapters of native callbacks)
 from .errors import InterpreterError
 from .execution import call
-from .runtime import InterpreterCallbacks, Runtime, runtime_stack
+from .runtime import InterpreterCallbacks, Runtime, make_opaque, runtime_stack
 from .tracebacks import reraise_in_user_frames
 
 __all__ = ["interpret", "last_interpreted_instructions", "last_interpreter_log"]
@@ -68,12 +69,14 @@ def _run(ctx: Runtime, fn, args: tuple, kwargs: dict):
         runtimes.pop()
         ctx.done = True
         ctx.propagating = None
+        # The traceback entries of the last exception, which may have been caught (its traceback references the
+        # interpreter's frames, which reference ctx: a cycle, broken here).
+        frames = ctx.unwound[::-1] if exc is not None and ctx.unwound_exc is exc else []
+        ctx.unwound_exc = None
+        ctx.unwound = []
         if outermost:
             _restore_recursion_limit()
     # Outside the except clause, so nothing of the interpreter becomes the exception's context.
-    frames = ctx.unwound[::-1] if ctx.unwound_exc is exc else []
-    ctx.unwound_exc = None
-    ctx.unwound = []
     try:
         reraise_in_user_frames(exc, frames)
     finally:
@@ -119,6 +122,8 @@ def interpret(
         functools.update_wrapper(interpreted, fn, updated=functools.WRAPPER_UPDATES if callable_is_function(fn) else ())
     except (AttributeError, TypeError):
         pass
+    # Called by an interpreted program (directly or as a callback), it runs its own interpretation.
+    make_opaque(interpreted)
     interpreted._interpreted_fn = fn
     interpreted._last_interpreted_instructions = None
     interpreted._last_interpreter_log = None

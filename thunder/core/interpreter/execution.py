@@ -7,6 +7,8 @@ Note [Calls under the interpreter]
     ``call(ctx, fn, args, kwargs)`` is the single entry for every call the interpreted program makes
     (CALL, CALL_FUNCTION_EX, the call that enters the interpreted function, and the implicit dunders the
     interpreter decides to interpret, see Note [Implicit calls] in ``protocols``). In order:
+      0. the arguments of native functions that call back into Python are adapted (Note [Native callbacks]
+         in ``natives``);
       1. the user's ``fn_lookaside(fn)``: a non-None result is called natively in its place;
       2. the interpreter's own lookasides (``lookasides.py``: zero-argument ``super()``, ``locals()``,
          ``globals()``, ``sys.exc_info()``, ``__build_class__``, ``is_jitting_with_raise`` ...), which need
@@ -20,9 +22,10 @@ Note [Calls under the interpreter]
 
 Note [Exceptions under the interpreter]
     Exceptions are ordinary Python exceptions: a handler (or a native call inside it) raises, the run loop
-    catches it, looks up the instruction's entry of the exception table (pre-resolved per instruction by
-    ``instructions.decode``) and either jumps to the handler or lets the exception leave the frame, recording
-    the frame in ``ctx.unwound`` so ``api`` can build a traceback through the user's lines. The handled
+    catches it, records the frame's line in ``ctx.unwound`` (unless the instruction re-raises, like CPython's
+    traceback entries) so ``api`` can build a traceback through the user's lines, looks up the instruction's
+    entry of the exception table (pre-resolved per instruction by ``instructions.decode``) and either jumps to
+    the handler or lets the exception leave the frame. The handled
     exception of the interpreted program (what ``sys.exc_info()`` would say) is kept in ``ctx.exc_slots``
     by PUSH_EXC_INFO/POP_EXCEPT. A *fresh* exception (raised by the instruction itself, not re-raised and
     not coming out of an interpreted callee) gets ``__context__`` set to the handled exception as CPython
@@ -50,6 +53,7 @@ __all__ = [
     "enter_function",
     "make_frame",
     "register_default_lookaside",
+    "register_native_adapter",
     "lookup_type_attr",
 ]
 
@@ -60,6 +64,7 @@ CO_GENERATOR = 0x20
 CO_COROUTINE = 0x80
 CO_ITERABLE_COROUTINE = 0x100
 CO_ASYNC_GENERATOR = 0x200
+CO_OPTIMIZED = 0x01
 CO_VARARGS = 0x04
 CO_VARKEYWORDS = 0x08
 _NATIVE_CODE_FLAGS = CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE
@@ -74,14 +79,9 @@ _RERAISE_OPS = frozenset(("RERAISE", "END_ASYNC_FOR", "CLEANUP_THROW"))
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _is_fresh(frame: Frame, e: BaseException) -> bool:
-    ctx = frame.ctx
-    if e is ctx.propagating:
-        return False
+def _is_reraise(frame: Frame) -> bool:
     inst = frame.info.instructions[frame.pc - 1]
-    if inst.opname in _RERAISE_OPS or (inst.opname == "RAISE_VARARGS" and inst.arg == 0):
-        return False
-    return True
+    return inst.opname in _RERAISE_OPS or (inst.opname == "RAISE_VARARGS" and inst.arg == 0)
 
 
 def set_context(ctx: Runtime, e: BaseException) -> None:
@@ -121,13 +121,14 @@ def unwind_to_handler(frame: Frame, e: BaseException) -> bool:
     return True
 
 
-def note_unwound(frame: Frame, e: BaseException) -> None:
+def note_traceback(frame: Frame, e: BaseException) -> None:
+    """Adds the frame's current line to ``e``'s traceback entries (``ctx.unwound``), as CPython does wherever an
+    exception is raised or passes through, caught there or not (not where it is re-raised)."""
     ctx = frame.ctx
     if ctx.unwound_exc is not e:
         ctx.unwound_exc = e
         ctx.unwound = []
     ctx.unwound.append((frame.code, instruction_line(frame.info, frame.pc - 1)))
-    ctx.propagating = e
 
 
 def run_frame(frame: Frame) -> int:
@@ -150,21 +151,23 @@ def run_frame(frame: Frame) -> int:
         except InterpreterError:
             raise
         except BaseException as e:
-            if _is_fresh(frame, e):
+            reraised = _is_reraise(frame)
+            if not reraised and e is not ctx.propagating:
                 set_context(ctx, e)
+            if not reraised or ctx.unwound_exc is not e:
+                note_traceback(frame, e)
             if not unwind_to_handler(frame, e):
-                note_unwound(frame, e)
+                ctx.propagating = e
                 raise
             if ctx.propagating is e:
                 ctx.propagating = None
-            if ctx.unwound_exc is e:
-                ctx.unwound_exc = None
 
 
 def throw_into(frame: Frame, exc: BaseException) -> int:
     """Raises ``exc`` inside a frame suspended at a yield (generator ``throw``/``close``), then runs it."""
+    note_traceback(frame, exc)
     if not unwind_to_handler(frame, exc):
-        note_unwound(frame, exc)
+        frame.ctx.propagating = exc
         try:
             raise exc
         finally:
@@ -250,7 +253,10 @@ def make_frame(ctx: Runtime, func: FunctionType, args: tuple, kwargs: dict | Non
     closure = func.__closure__
     if closure:
         fast[info.free_start :] = closure
-    return Frame(ctx, code, info, func, func.__globals__, func.__builtins__, None, fast)
+    # A function made from module-level code (``FunctionType(compile(src, f, "exec"), g)``) has its globals as
+    # its locals mapping, as CPython's function call gives it.
+    locals_ = None if code.co_flags & CO_OPTIMIZED else func.__globals__
+    return Frame(ctx, code, info, func, func.__globals__, func.__builtins__, locals_, fast)
 
 
 def run_function_frame(ctx: Runtime, frame: Frame, fn):
@@ -386,6 +392,16 @@ def register_default_lookaside(fn):
     return decorator
 
 
+#: id(fn) -> (fn, adapt); adapt(ctx, args, kwargs) -> (args, kwargs). Filled by ``natives``.
+_native_adapters: dict[int, tuple] = {}
+
+
+def register_native_adapter(fn, adapt) -> None:
+    """Registers ``adapt(ctx, args, kwargs) -> (args, kwargs)``, applied to the arguments of every call of the
+    native ``fn`` before anything else (see Note [Native callbacks] in ``natives``)."""
+    _native_adapters[id(fn)] = (fn, adapt)
+
+
 def call_native(ctx: Runtime, fn, args: tuple, kwargs: dict | None):
     if ctx.log is not None:
         ctx.log_opaque(fn)
@@ -408,6 +424,9 @@ _partial = functools.partial
 
 def call(ctx: Runtime, fn, args: tuple, kwargs: dict | None = None):
     """Calls ``fn(*args, **kwargs)`` for the interpreted program; see Note [Calls under the interpreter]."""
+    adapter = _native_adapters.get(id(fn))
+    if adapter is not None and adapter[0] is fn:
+        args, kwargs = adapter[1](ctx, args, kwargs)
     lookaside = ctx.fn_lookaside
     if lookaside is not None:
         replacement = lookaside(fn)

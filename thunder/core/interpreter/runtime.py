@@ -83,7 +83,8 @@ class Runtime:
       instructions: every instruction executed, in order.
       log: the interpreter log (only with ``record_history``), else None.
       record: appends one instruction (to ``instructions``, and to ``log`` when recording history).
-      unwound: ``(exception, [(code, lineno, qualname), ...])`` - frames the exception left, innermost first.
+      unwound_exc, unwound: an exception and its traceback entries ``[(code, lineno), ...]``, innermost first:
+        the interpreted frames it was raised in or passed through.
       propagating: the exception that last left an interpreted frame (so callers do not treat it as new).
     """
 

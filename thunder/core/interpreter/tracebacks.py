@@ -4,8 +4,8 @@ Layer: ``thunder.core.interpreter``. Imports: the standard library only.
 
 Note [Tracebacks through interpreted frames]
     Interpreted frames are not Python frames, so an exception leaving ``interpret`` would show the
-    interpreter's internals. Instead the run loop records the interpreted frames the exception left
-    (``Runtime.unwound``, innermost first). ``reraise_in_user_frames`` drops the interpreter's own entries
+    interpreter's internals. Instead the run loop records the interpreted frames the exception was raised
+    in or passed through (``Runtime.unwound``, innermost first). ``reraise_in_user_frames`` drops the interpreter's own entries
     from the traceback and re-raises the exception through a chain of tiny stub functions, one per
     interpreted frame, whose code objects carry the user's file name, line number and function name (and
     no column information, so no misleading carets are printed). The resulting traceback reads like
