@@ -3,6 +3,9 @@ in ``thunder.torch.custom_ops``)."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 import torch
 
@@ -106,6 +109,30 @@ def _(x, out):
     return None
 
 
+@torch.library.custom_op("thunder_test::scale_and_norm", mutates_args=("x", "acc"))
+def scale_and_norm(x: torch.Tensor, s: float, acc: torch.Tensor | None = None) -> torch.Tensor:
+    x.mul_(s)
+    if acc is not None:
+        acc.add_(x)
+    return x.norm().reshape(1)
+
+
+@scale_and_norm.register_fake
+def _(x, s, acc=None):
+    return x.new_empty(1)
+
+
+@torch.library.custom_op("thunder_test::zero_all", mutates_args=("xs",))
+def zero_all(xs: list[torch.Tensor]) -> None:
+    for x in xs:
+        x.zero_()
+
+
+@zero_all.register_fake
+def _(xs):
+    return None
+
+
 @torch.library.custom_op("thunder_test::repeat_rows", mutates_args=())
 def repeat_rows(x: torch.Tensor, n: int) -> torch.Tensor:
     return x.repeat(n, 1)
@@ -116,6 +143,38 @@ def _(x, n):
     return x.new_empty(x.shape[0] * n, x.shape[1])
 
 
+@torch.library.custom_op("thunder_test::weighted_sum", mutates_args=())
+def weighted_sum(xs: list[torch.Tensor], w: torch.Tensor) -> torch.Tensor:
+    return sum(x * wi for x, wi in zip(xs, w))
+
+
+@weighted_sum.register_fake
+def _(xs, w):
+    return torch.empty_like(xs[0])
+
+
+def _weighted_sum_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs[0], inputs[1])
+
+
+def _weighted_sum_backward(ctx, g):
+    *xs, w = ctx.saved_tensors
+    return [g * wi for wi in w], torch.stack([(g * x).sum() for x in xs])
+
+
+weighted_sum.register_autograd(_weighted_sum_backward, setup_context=_weighted_sum_setup)
+
+
+@torch.library.custom_op("thunder_test::looked_up_by_threads", mutates_args=())
+def looked_up_by_threads(x: torch.Tensor) -> torch.Tensor:
+    return x.abs()
+
+
+@looked_up_by_threads.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
 # An op made with torch.library.define + impl, with two overloads.
 _lib = torch.library.Library("thunder_test", "FRAGMENT")
 _lib.define("affine(Tensor x) -> Tensor")
@@ -124,6 +183,9 @@ torch.library.impl("thunder_test::affine", "CompositeExplicitAutograd", lib=_lib
 torch.library.impl("thunder_test::affine.scaled", "CompositeExplicitAutograd", lib=_lib)(lambda x, a, b=0.0: x * a + b)
 torch.library.register_fake("thunder_test::affine", lambda x: torch.empty_like(x), lib=_lib)
 torch.library.register_fake("thunder_test::affine.scaled", lambda x, a, b=0.0: torch.empty_like(x), lib=_lib)
+_lib.define("same(Tensor(a) x) -> Tensor(a)")
+torch.library.impl("thunder_test::same", "CompositeExplicitAutograd", lib=_lib)(lambda x: x)
+torch.library.register_fake("thunder_test::same", lambda x: x, lib=_lib)
 _lib.define("cube(Tensor x) -> Tensor")
 torch.library.impl("thunder_test::cube", "CompositeExplicitAutograd", lib=_lib)(lambda x: x * x * x)
 torch.library.register_fake("thunder_test::cube", lambda x: torch.empty_like(x), lib=_lib)
@@ -235,18 +297,50 @@ def test_defined_op_with_registered_autograd_matches_eager_gradient():
     torch.testing.assert_close(grads, expected)
 
 
+def test_tensor_list_argument_gets_eagers_gradients():
+    def f(a, b, w):
+        return weighted_sum([a, b.tanh()], w).exp()
+
+    inputs = (torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True), torch.randn(2, requires_grad=True))
+    (out, grads), (ref, expected) = _grads(thunder.jit(f), *inputs), _grads(f, *inputs)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(grads, expected)
+
+
+def test_op_that_returns_a_view_is_refused():
+    with pytest.raises(UnsupportedOpError, match=r"thunder_test\.same.*returns a view of its argument"):
+        thunder.jit(lambda x: torch.ops.thunder_test.same(x) + 1)(torch.randn(3))
+
+
 def test_op_without_fake_kernel_is_refused_with_the_fix():
     with pytest.raises(UnsupportedOpError, match=r"thunder_test\.no_fake.*register_fake\('thunder_test::no_fake'\)"):
         thunder.jit(lambda x: no_fake(x) * 2)(torch.randn(3))
 
 
-def test_op_that_mutates_its_arguments_is_refused():
-    def f(x, out):
+def test_op_that_writes_its_arguments_matches_eager():
+    def f(x, out, acc):
         add_into(x, out)
-        return out * 2
+        y = out * 2
+        n = scale_and_norm(out, 3.0, acc=acc)
+        m = scale_and_norm(x[1:], 2.0)  # through a view: x changes too
+        return y, n, m, out + 1
 
-    with pytest.raises(UnsupportedOpError, match=r"thunder_test\.add_into.*changes its arguments out in place"):
-        thunder.jit(f)(torch.randn(3), torch.zeros(3))
+    inputs = (torch.randn(4), torch.randn(4), torch.zeros(4))
+    jf = thunder.jit(f)
+    for _ in range(2):
+        eager_inputs, jit_inputs = [t.clone() for t in inputs], [t.clone() for t in inputs]
+        torch.testing.assert_close(jf(*jit_inputs), f(*eager_inputs))
+        torch.testing.assert_close(jit_inputs, eager_inputs)
+    assert thunder.cache_hits(jf) == 1
+
+
+def test_op_that_writes_a_list_of_tensors_is_refused():
+    def f(a, b):
+        zero_all([a, b])
+        return a + b
+
+    with pytest.raises(UnsupportedOpError, match=r"thunder_test\.zero_all.*list argument xs in place"):
+        thunder.jit(f)(torch.randn(3), torch.randn(3))
 
 
 def test_second_call_hits_the_cache_and_the_symbol_is_made_once():
@@ -259,6 +353,22 @@ def test_second_call_hits_the_cache_and_the_symbol_is_made_once():
     torch.testing.assert_close(jf(x), f(x))
     assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (1, 1)
     assert custom_ops[scaled_sin] is custom_ops[torch.ops.thunder_test.scaled_sin.default]
+
+
+def test_threads_tracing_at_once_share_one_recording():
+    op = torch.ops.thunder_test.looked_up_by_threads.default
+    barrier = threading.Barrier(4)
+
+    def work():
+        barrier.wait()
+        found = custom_ops[op]
+        x = torch.randn(3)
+        torch.testing.assert_close(thunder.jit(lambda t: looked_up_by_threads(t) * 2)(x), x.abs() * 2)
+        return found
+
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(lambda _: work(), range(4)))
+    assert all(f is found[0] for f in found)
 
 
 def test_symbolic_values_follow_the_fake_kernels_shapes():

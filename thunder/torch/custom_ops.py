@@ -8,17 +8,23 @@ kernel (``torch.library.register_fake``) run on fake tensors, which gives the sh
 the results (dims of symbolic shapes are pinned: the fake kernel sees plain numbers). One symbol
 is made per op overload, on first use, and kept.
 
+An op that writes some of its tensor arguments in place (``mutates_args``) is recorded in its
+functional form, as torch.compile functionalizes it: the symbol runs the op on copies of those
+arguments and returns the copies too, and ``copy_`` writes them back, so the trace shows the
+writes and the caller sees eager's.
+
 Gradients: when the op has an autograd formula (``register_autograd`` on a ``custom_op``), a call
 that needs a gradient is traced as ``torch.autograd.Function.apply`` is (Note [Custom autograd
 functions] in ``thunder.core.traced_autograd``): the op runs, then its ``setup_context`` and its
 ``backward`` are traced on the call's proxies, and thunder's backward runs that formula (other
-custom ops it calls are recorded as above). An op without a formula known here has no gradient
-rule: a computation that needs its gradient runs under torch's own autograd, which does what
-eager does (a formula registered by ``torch.library.register_autograd`` on an op made with
-``define``; eager's error at backward for an op without one).
+custom ops it calls are recorded as above). Otherwise (no formula known here, as for one
+registered by ``torch.library.register_autograd`` on an op made with ``define``; tensor lists
+that need gradients) the symbol has no gradient rule, so a computation that needs its gradient
+runs under torch's own autograd, which does what eager does (eager's error at backward too, for
+an op without a formula).
 
-Refused, with a message saying what to do: ops that mutate their arguments (``mutates_args``),
-ops that return anything but tensors, ops whose fake kernel is missing or fails.
+Refused, with a message saying what to do: ops that return views of their arguments or anything
+but tensors, ops that write tensor lists in place, ops whose fake kernel is missing or fails.
 
 This module registers its table of custom ops with ``thunder.core.symbol_lookup`` when imported,
 after the torch language's own table.
@@ -48,6 +54,7 @@ from thunder.core.trace import get_tracectx
 from thunder.core.tracectx import current_source_location
 from thunder.core.traced_autograd import trace_autograd_function
 from thunder.torch.base import symbol_to_torch
+from thunder.torch.inplace import copy_
 
 __all__ = ["custom_ops", "is_supported_custom_op"]
 
@@ -76,13 +83,13 @@ def _has_fake_kernel(op: torch._ops.OpOverload) -> bool:
 
 
 def is_supported_custom_op(fn: Any) -> bool:
-    """Whether ``fn`` is a custom op thunder can record: one with a fake kernel."""
+    """Whether ``fn`` is a custom op thunder can record: one with a fake kernel, not refused."""
     if _namespace(fn) is None:
         return False
     if isinstance(fn, CustomOpDef):
         fn = fn._opoverload
     overloads = [getattr(fn, name) for name in fn.overloads()] if isinstance(fn, torch._ops.OpOverloadPacket) else [fn]
-    return any(_has_fake_kernel(op) for op in overloads)
+    return any(_has_fake_kernel(op) and _refusal(op) is None for op in overloads)
 
 
 def _where() -> str:
@@ -102,20 +109,27 @@ def _plain(x: Any) -> Any:
     return pin(x) if is_symbolic(x) else x
 
 
+def _faked(mode: Any, tree: Any) -> Any:
+    """``tree`` with its proxies (and tensors) replaced by fake tensors of ``mode`` with their metadata."""
+
+    def fake(x):
+        if isinstance(x, TensorProxy):
+            return torch.empty(tuple(_plain(d) for d in x.shape), dtype=x.dtype, device=x.device)
+        if isinstance(x, torch.Tensor):
+            return mode.from_tensor(x)
+        return _plain(x)
+
+    with mode:
+        return tree_map(fake, tree)
+
+
 def _run_fake(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     """``op``'s results on fake tensors with the proxies' metadata."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    with FakeTensorMode() as mode:
-
-        def fake(x):
-            if isinstance(x, TensorProxy):
-                return torch.empty(tuple(_plain(d) for d in x.shape), dtype=x.dtype, device=x.device)
-            if isinstance(x, torch.Tensor):
-                return mode.from_tensor(x)
-            return _plain(x)
-
-        fake_args, fake_kwargs = tree_map(fake, (args, kwargs))
+    mode = FakeTensorMode()
+    fake_args, fake_kwargs = _faked(mode, (args, kwargs))
+    with mode:
         return op(*fake_args, **fake_kwargs)
 
 
@@ -143,23 +157,48 @@ def _fake_meta(op: torch._ops.OpOverload) -> Callable:
 # --- calls -----------------------------------------------------------------------------------------
 
 
+def _written(op: torch._ops.OpOverload) -> tuple[int | str, ...]:
+    """Where the arguments ``op`` writes in place are in a bound call (``_bind``): a position, or the
+    name of a keyword-only argument."""
+    where, position = [], 0
+    for a in op._schema.arguments:
+        if a.alias_info is not None and a.alias_info.is_write:
+            where.append(a.name if a.kwarg_only else position)
+        position += not a.kwarg_only
+    return tuple(where)
+
+
 def _refusal(op: torch._ops.OpOverload) -> tuple[str, str] | None:
     """Why calls of ``op`` cannot be recorded, and what to do instead; or None."""
     schema = op._schema
-    if schema.is_mutable:
-        written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-        return (
-            f"changes its arguments {', '.join(written)} in place (schema {schema}), which thunder does not record yet",
-            "Make it return new tensors (mutates_args=()) and use those, or call it outside the jitted function.",
-        )
+    for a in schema.arguments:
+        if a.alias_info is not None and a.alias_info.is_write and not _is_tensor_type(a.type, lists=False):
+            return (
+                f"changes the tensors of its list argument {a.name} in place (schema {schema}), which thunder "
+                "does not record yet",
+                "Pass them as separate arguments, or call the op outside the jitted function.",
+            )
     for r in schema.returns:
-        element = r.type.getElementType() if isinstance(r.type, torch.ListType) else r.type
-        if not isinstance(element, torch.TensorType):
+        if r.alias_info is not None:
+            return (
+                f"returns a view of its argument (schema {schema}), which thunder does not record yet",
+                "Return a new tensor, or call the op outside the jitted function.",
+            )
+        if not _is_tensor_type(r.type, lists=True):
             return (
                 f"returns a {r.type} (schema {schema}); thunder records custom ops that return tensors only",
                 "Return the value as a tensor, or call the op outside the jitted function.",
             )
     return None
+
+
+def _is_tensor_type(typ: Any, *, lists: bool) -> bool:
+    """Whether a schema type is ``Tensor`` or ``Tensor?`` (with ``lists``, also ``Tensor[]``)."""
+    if isinstance(typ, torch.OptionalType):
+        typ = typ.getElementType()
+    if lists and isinstance(typ, torch.ListType):
+        typ = typ.getElementType()
+    return isinstance(typ, torch.TensorType)
 
 
 def _bind(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -212,8 +251,20 @@ def _autograd_class(op: torch._ops.OpOverload, sym: Symbol, opdef: CustomOpDef, 
     )  # fmt: skip
 
 
-def _needs_grad(args: tuple) -> bool:
-    return torch.is_grad_enabled() and any(isinstance(a, TensorProxy) and a.requires_grad for a in tree_leaves(args))
+def _traced_formula(op: torch._ops.OpOverload, args: tuple) -> CustomOpDef | None:
+    """The ``custom_op`` whose formula thunder traces for this call, or None when the call needs no
+    gradient or the formula cannot be traced as an autograd.Function's (tensor lists)."""
+    opdef = _maybe_get_opdef(op)
+    if opdef is None or opdef._backward_fn is None or not torch.is_grad_enabled():
+        return None
+    if not any(isinstance(a, TensorProxy) and a.requires_grad for a in args):
+        return None
+    if any(isinstance(r.type, torch.ListType) for r in op._schema.returns) or any(
+        isinstance(a, (list, tuple)) and any(isinstance(t, TensorProxy) and t.requires_grad for t in tree_leaves(a))
+        for a in args
+    ):
+        return None  # torch's own autograd runs it (Note [Custom ops])
+    return opdef
 
 
 def _interpreted(fn: Callable, args: tuple) -> Any:
@@ -222,25 +273,66 @@ def _interpreted(fn: Callable, args: tuple) -> Any:
     return interpreter_call(runtime, fn, tuple(args)) if runtime is not None else fn(*args)
 
 
+def _functional(op: torch._ops.OpOverload, written: tuple[int | str, ...]) -> Callable:
+    """``op`` without its in-place writes: it runs on copies of the tensors it writes and returns
+    ``(results, *copies)`` (``torch.compile`` functionalizes such ops the same way)."""
+
+    def functional(*args, **kwargs):
+        args, kwargs = list(args), dict(kwargs)
+        copies = []
+        for where in written:
+            holder = args if type(where) is int else kwargs
+            if holder[where] is not None:
+                holder[where] = holder[where].clone()
+            copies.append(holder[where])
+        return op(*args, **kwargs), *copies
+
+    return functional
+
+
+def _symbol(op: torch._ops.OpOverload) -> Symbol:
+    """The opaque symbol of ``op`` (of its functional form if it writes in place), run by the torch executor."""
+    name = f"{op.namespace}_{op._opname}" + ("" if op._overloadname == "default" else f"_{op._overloadname}")
+    results_meta, written = _fake_meta(op), _written(op)
+    if not written:
+        meta, impl = results_meta, op
+    else:
+
+        def meta(*args, **kwargs):
+            news = [(args, kwargs)[type(w) is str][w] for w in written]
+            results = results_meta(*args, **kwargs)
+            return results, *(None if t is None else TensorProxy.like(t, requires_grad=False) for t in news)
+
+        name, impl = f"{name}_functional", _functional(op, written)
+    sym = Symbol(name=name, meta=meta, id=_display(op), python_impl=impl)
+    symbol_to_torch[sym] = impl
+    return sym
+
+
 def _overload_call(op: torch._ops.OpOverload) -> Callable:
     """What a call of ``op`` is recorded as (Note [Custom ops])."""
-    sym = Symbol(name=f"{op.namespace}_{op._opname}" + ("" if op._overloadname == "default" else f"_{op._overloadname}"),
-                 meta=_fake_meta(op), id=_display(op), python_impl=op)  # fmt: skip
-    symbol_to_torch[sym] = op  # the torch executor runs the op itself
+    refusal = _refusal(op)
+    sym = _symbol(op) if refusal is None else None
+    written = _written(op)
 
     def call(*args, **kwargs):
-        refusal = _refusal(op)
         if refusal is not None:
             problem, fix = refusal
             raise UnsupportedOpError(f"custom op {_display(op)} {problem}{_where()}. {fix}")
         args, keyword_only = _bind(op, args, kwargs)
-        opdef = _maybe_get_opdef(op)
-        if opdef is None or opdef._backward_fn is None or not _needs_grad(args):
+        if written:  # the new values are written back as eager's op writes them
+            results, *news = sym(*args, **keyword_only)
+            for where, new in zip(written, news):
+                if new is not None:
+                    copy_((args, keyword_only)[type(where) is str][where], new)
+            return results
+        opdef = _traced_formula(op, args)
+        if opdef is None:
             return sym(*args, **keyword_only)
         cls = _autograd_class(op, sym, opdef, keyword_only)
         return trace_autograd_function(cls, args, get_tracectx(), _interpreted)
 
-    call.__name__ = sym.name
+    call.__name__ = f"{op.namespace}_{op._opname}"
     return call
 
 
@@ -254,10 +346,8 @@ def _packet_call(packet: torch._ops.OpOverloadPacket) -> Callable:
         if len(names) == 1:
             name = names[0]
         else:
-            with FakeTensorMode():
-                fake = lambda x: torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device) if isinstance(x, TensorProxy) else x  # noqa: E731
-                fake_args, fake_kwargs = tree_map(fake, (args, kwargs))
-                name = torch._C._jit_resolve_packet(packet._qualified_op_name, *fake_args, **fake_kwargs)
+            fake_args, fake_kwargs = _faked(FakeTensorMode(), (args, kwargs))
+            name = torch._C._jit_resolve_packet(packet._qualified_op_name, *fake_args, **fake_kwargs)
         return custom_ops[getattr(packet, name)](*args, **kwargs)
 
     call.__name__ = packet._qualified_op_name.replace("::", "_")
