@@ -733,3 +733,20 @@ def test_autograd_function_switching_grad_mode_inside_leaves_it_as_it_was():
     expected = f(x)
     assert out.requires_grad == expected.requires_grad
     torch.testing.assert_close(torch.autograd.grad(out.sum(), x), torch.autograd.grad(expected.sum(), x))
+
+
+# --- an executor's own operators ------------------------------------------------------------
+
+
+def test_operator_made_by_an_execution_transform_runs_its_fn_not_its_meta():
+    # ``like=`` gives only the metadata: ``a + 0`` is not what ``double`` computes. It used to be
+    # decomposed into its meta's ops (torch ran ``a + 0``): a silently wrong result.
+    ex = OperatorExecutor("lt_api_double")
+    double = ex.register_operator("lt_api_double_op", like=lambda a: a + 0, fn=lambda a: a * 2)
+    assert double.id == "lt_api_double_op"  # lightning-thunder's ids are the operator's name
+    ex.register_implementation(thunder.torch.neg, execution_transform=lambda a: double(a))
+    a = torch.randn(3)
+    for executors in ([ex], [ex, thunder.pytorch_executor]):
+        jf = thunder.jit(lambda a: -a, executors=executors)
+        torch.testing.assert_close(jf(a), a * 2)
+        assert [b.sym for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.executor is ex] == [double]

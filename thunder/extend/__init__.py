@@ -209,9 +209,8 @@ class OperatorExecutor(Executor):
         if (like is None) == (meta is None):
             raise ThunderValueError(f"register_operator({name!r}): pass exactly one of like= or meta=")
         sym = Symbol(
-            name=name, meta=_meta_of(like, meta), id=f"{self.name}.{name}", python_impl=fn, executor=self,
-            tags=frozenset(tags),
-        )  # fmt: skip
+            name=name, meta=_meta_of(like, meta), id=name, python_impl=fn, executor=self, tags=frozenset(tags),
+        )  # its id is its name, as in lightning-thunder (``bsym.sym.id == "multimul"``)
         self.opmap[name] = sym
         self.implmap[sym] = ImplInfo(symbol=sym)
         for replaced in (replaces,) if callable(replaces) else replaces or ():

@@ -93,7 +93,9 @@ class _Claimer:
         lineage = (bsym.uid,) if top else lineage
         source = bsym.source if top else (bsym.source or source)
         w = self.whole(bsym)
-        if bsym.subsymbols and (w == _NONE or (w > 0 and self.deep(bsym) < w)):
+        # An executor's own operator computes its ``fn``: its subsymbols are its meta's (``like=``) ops.
+        opaque = bsym.sym.executor is not None and bsym.sym.executor in self.executors
+        if bsym.subsymbols and not opaque and (w == _NONE or (w > 0 and self.deep(bsym) < w)):
             for sub in bsym.subsymbols:
                 self.claim(sub, out, lineage=lineage, source=source)
             return
