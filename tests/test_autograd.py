@@ -591,6 +591,27 @@ def test_a_stored_list_read_again_does_not_backpropagate_into_old_calls():
     assert len(calls) == 3 and thunder.compile_stats(jf).last_autograd_fallback is None
 
 
+def test_an_update_in_place_after_a_reduction_that_kept_dims_is_differentiated():
+    """Mixtral's router: ``v /= v.sum(-1, keepdim=True)`` on a topk result. The sum's decomposition
+    ends in a broadcast of a new tensor, not a view of ``v``, so nothing else sees ``v`` and the
+    update is differentiated by thunder (it fell back to torch's autograd)."""
+
+    def f(x):
+        v, i = torch.topk(x.softmax(-1), 2, dim=-1)
+        v /= v.sum(dim=-1, keepdim=True)
+        return v * 3, i
+
+    x = torch.randn(4, 5, requires_grad=True)
+    xe = x.detach().clone().requires_grad_()
+    jf = thunder.jit(f)
+    (v, i), (ve, ie) = jf(x), f(xe)
+    torch.testing.assert_close((v, i), (ve, ie))
+    v.pow(2).sum().backward()
+    ve.pow(2).sum().backward()
+    torch.testing.assert_close(x.grad, xe.grad)
+    assert thunder.compile_stats(jf).last_autograd_fallback is None
+
+
 def test_tensors_passed_by_keyword_to_a_symbol_with_a_rule():
     def f(x, w, b):
         return F.layer_norm(x, (4,), bias=b, weight=w).sum() + F.layer_norm(x, (4,), bias=b).sum()

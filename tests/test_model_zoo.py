@@ -38,14 +38,8 @@ DEFAULT_CASES = {
     ("encoder_outputs", "eval"),
 }
 
-_MIXTRAL_ROUTER = (
-    "thunder's backward does not run: MixtralTopKRouter's `router_top_value /= router_top_value.sum(...)` "
-    "(ltorch.div_) updates a tensor that requires grad in place, so the split falls back to torch autograd"
-)
 # (model, call mode, phase) -> reason; "*" matches every mode or phase.
-XFAILS: dict[tuple[str, str, str], str] = {
-    ("mixtral", "*", "train"): _MIXTRAL_ROUTER,
-}
+XFAILS: dict[tuple[str, str, str], str] = {}
 
 
 @pytest.fixture(autouse=True)

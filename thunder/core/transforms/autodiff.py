@@ -143,16 +143,21 @@ _ALIASING_PRIMS = frozenset(
 )  # fmt: skip
 
 
-def _may_alias(bsym: BoundSymbol) -> bool:
-    """Whether ``bsym``'s result may be its input or a view of it: what runs may return it
-    (``MAY_ALIAS``: ``contiguous``, ``to``, ``detach``), or its decomposition ends in a shape prim
-    (an opaque kernel, such as a convolution, makes new tensors)."""
-    while True:
-        if MAY_ALIAS in bsym.sym.tags:
-            return True
-        if not bsym.subsymbols:
-            return bsym.sym in _ALIASING_PRIMS
-        bsym = bsym.subsymbols[-1]
+def _aliased_args(bsym: BoundSymbol) -> set[str]:
+    """The names of ``bsym``'s arguments whose memory its results may share: what runs may return
+    them (``MAY_ALIAS``: ``contiguous``, ``to``, ``detach``), or a chain of shape prims in its
+    decomposition leads from them to a result (an opaque kernel, such as a convolution, makes new
+    tensors; ``sum(t, keepdim=True)`` ends in a broadcast of a new tensor, not of ``t``)."""
+    if MAY_ALIAS in bsym.sym.tags:
+        return {a.name for a in bsym.flat_proxy_args}
+    if not bsym.subsymbols:
+        return {a.name for a in bsym.flat_proxy_args} if bsym.sym in _ALIASING_PRIMS else set()
+    shares: dict[str, set[str]] = {a.name: {a.name} for a in bsym.flat_proxy_args}
+    for sub in bsym.subsymbols:
+        via = set().union(*(shares.get(n, ()) for n in _aliased_args(sub)))
+        for o in sub.flat_proxy_outs:
+            shares[o.name] = via
+    return set().union(*(shares.get(o.name, ()) for o in bsym.flat_proxy_outs))
 
 
 def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list[BoundSymbol], set[int]]:
@@ -181,9 +186,7 @@ def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list
             bsym = update.from_bsym(lineage=(bsym.uid,), source=bsym.source)
             made.add(bsym.uid)
         else:
-            for a in bsym.flat_proxy_args:
-                if _may_alias(bsym):
-                    viewed.add(a.name)
+            viewed.update(_aliased_args(bsym))
         for o in bsym.flat_proxy_outs:
             made_by[o.name] = bsym
         new.append(bsym)
@@ -208,7 +211,7 @@ def _functional_form(bsym: BoundSymbol, made_by: dict, viewed: set[str], inputs:
         or dst.name in inputs
         or dst.name in viewed
         or dst.name not in made_by
-        or _may_alias(made_by[dst.name])
+        or _aliased_args(made_by[dst.name])
         or any(IN_PLACE in s.sym.tags for s in compute)
         # ``dst.copy_(src)``, ``zero_()``: the new value does not come from the old one, but in eager the
         # old one stays in the graph (a zero gradient, not None); those keep torch's autograd
