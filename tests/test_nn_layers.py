@@ -633,11 +633,47 @@ def test_rnn_dropout_between_layers_draws_as_eager(make):
     assert thunder.compile_stats(jm).last_autograd_fallback is None
 
 
-def test_rnn_packed_sequence_fails_clearly():
-    m = nn.GRU(4, 5)
-    packed = nn.utils.rnn.pack_padded_sequence(torch.randn(3, 2, 4), [3, 2])
-    with pytest.raises(NotImplementedError, match=r"ltorch.gru: packed sequences .* are not supported"):
-        thunder.jit(m)(packed, torch.zeros(1, 2, 5))
+@pytest.mark.parametrize("with_hx", [False, True])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: nn.GRU(3, 5),
+        lambda: nn.LSTM(3, 5, 2, bidirectional=True),
+        lambda: nn.LSTM(3, 5, proj_size=2),
+        lambda: nn.RNN(3, 4, bidirectional=True),
+        lambda: nn.RNN(3, 4, 2, nonlinearity="relu"),
+    ],
+)
+def test_rnn_packed_sequence_vs_eager(make, enforce_sorted, with_hx):
+    # The packed layers run as ATen's (the batch shrinks as sequences end); batch_sizes is read from
+    # the data, so other lengths trace again.
+    torch.manual_seed(0)
+    m = make().double()
+    jm = thunder.jit(copy.deepcopy(m))
+    dirs = 2 if m.bidirectional else 1
+    for lengths in ([4, 2, 3], [4, 2, 3], [2, 2, 1]):
+        x = torch.randn(max(lengths), 3, 3, dtype=torch.float64, requires_grad=True)
+        lengths = lengths if not enforce_sorted else sorted(lengths, reverse=True)
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=enforce_sorted)
+        inputs = [x]
+        args = (packed,)
+        if with_hx:
+            h = torch.randn(m.num_layers * dirs, 3, m.proj_size or m.hidden_size, dtype=torch.float64, requires_grad=True)
+            inputs.append(h)
+            c = torch.randn(m.num_layers * dirs, 3, m.hidden_size, dtype=torch.float64)
+            args = (packed, (h, c) if isinstance(m, nn.LSTM) else h)
+        (actual, actual_h), (expected, expected_h) = jm(*args), m(*args)
+        actual_h, expected_h = _tensors(actual_h), _tensors(expected_h)
+        for a, e in zip((*actual, *actual_h), (*expected, *expected_h)):
+            torch.testing.assert_close(a, e)
+        outs, cots = (actual.data, *actual_h), [torch.randn_like(t) for t in (expected.data, *expected_h)]
+        wrt_actual, wrt_expected = (*inputs, *jm.parameters()), (*inputs, *m.parameters())
+        grads = torch.autograd.grad(outs, wrt_actual, cots, retain_graph=True)
+        for a, e in zip(grads, torch.autograd.grad((expected.data, *expected_h), wrt_expected, cots)):
+            torch.testing.assert_close(a, e)
+    assert thunder.cache_misses(jm) == 2
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
 
 
 def test_lstm_cached_call_and_rebound_weight_vs_eager():

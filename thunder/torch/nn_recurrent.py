@@ -11,7 +11,14 @@ reverse direction walks the steps backwards and its outputs are put back in time
 concatenated after the forward direction's; between layers (not after the last) training
 with ``dropout > 0`` applies ``F.dropout`` to the layer's output, which on CPU draws what
 eager draws (elsewhere eager's fused kernel draws its own masks: refused with a clear error). The gradient is the decomposition's (linear, sigmoid, tanh, ... have rules), so
-there is no opaque backward. Packed sequences are not supported (a clear error).
+there is no opaque backward.
+
+Packed sequences (``torch.lstm(data, batch_sizes, hx, params, ...)``, what the modules call with a
+``PackedSequence``) read ``batch_sizes`` from the data where the call is traced (a checked
+data-dependent outcome: other lengths trace again) and run the symbols ``lstm_packed``, ...,
+whose decomposition is ATen's packed layer: step ``t`` takes the next ``batch_sizes[t]`` rows of
+the data; forwards the batch shrinks as sequences end (each keeps the state of its last step),
+backwards it grows, the rows of the sequences that start joining with their initial state.
 
 The modules' forward first calls ``RNNBase._update_flat_weights``, which compares the weakrefs
 it keeps of its flat weights with the registered parameters and, when they differ, rebuilds
@@ -27,19 +34,26 @@ torch.nn_activations, torch.nn_utils.
 
 from __future__ import annotations
 
+import types
+
 import torch
 import torch.nn as nn
+from torch.nn.utils.rnn import PackedSequence
 
 from thunder.core.errors import ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.proxies import TensorProxy, pyval
+from thunder.core.symbol_lookup import register_interpreted_replacement
 from thunder.torch.base import torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import add, mul, sigmoid, sub, tanh
 from thunder.torch.linalg import linear
 from thunder.torch.nn_activations import relu
 from thunder.torch.nn_utils import check_float
-from thunder.torch.shape import cat, chunk, stack, transpose, unbind
+from thunder.torch.shape import cat, chunk, narrow, split, stack, transpose, unbind
 
-__all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
+__all__ = [
+    "lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_packed", "gru_packed", "rnn_tanh_packed", "rnn_relu_packed",
+    "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+]  # fmt: skip
 
 
 def _update_flat_weights(module: nn.RNNBase) -> None:
@@ -86,39 +100,85 @@ _STEPS = {"lstm": _lstm_step, "gru": _gru_step, "rnn_tanh": _simple_step(tanh), 
 # ----------------------------------------------------------------------------------------
 
 
-def _direction(kind: str, x, h, c, weights: list, has_biases: bool, reverse: bool):
-    """One layer, one direction over ``x`` (time, batch, features): (outputs in time order, h, c)."""
-    w_ih, w_hh = weights[0], weights[1]
+def _layer_weights(weights: list, has_biases: bool):
+    """(w_ih, w_hh, b_ih, b_hh, w_hr) of one layer and direction (None where absent)."""
     b_ih, b_hh = (weights[2], weights[3]) if has_biases else (None, None)
-    w_hr = weights[4 if has_biases else 2] if len(weights) > (4 if has_biases else 2) else None
+    n = 4 if has_biases else 2
+    return weights[0], weights[1], b_ih, b_hh, weights[n] if len(weights) > n else None
+
+
+def _cell(kind: str, w_hh, b_hh, w_hr):
+    """One step on the state ``[h]`` (``[h, c]`` for lstm), given the step's input projection."""
+
+    def step(x_w, state: list) -> list:
+        if kind == "lstm":
+            return list(_lstm_step(x_w, state[0], state[1], w_hh, b_hh, w_hr))
+        return [_STEPS[kind](x_w, state[0], w_hh, b_hh)]
+
+    return step
+
+
+def _direction(kind: str, x, state: list, weights: list, has_biases: bool, reverse: bool):
+    """One layer, one direction over ``x`` (time, batch, features): (outputs in time order, final state)."""
+    w_ih, w_hh, b_ih, b_hh, w_hr = _layer_weights(weights, has_biases)
+    step = _cell(kind, w_hh, b_hh, w_hr)
     steps = unbind(linear(x, w_ih, b_ih), 0)
     outputs = []
     for x_w in reversed(steps) if reverse else steps:
-        if kind == "lstm":
-            h, c = _lstm_step(x_w, h, c, w_hh, b_hh, w_hr)
-        else:
-            h = _STEPS[kind](x_w, h, w_hh, b_hh)
-        outputs.append(h)
+        state = step(x_w, state)
+        outputs.append(state[0])
     if reverse:
         outputs.reverse()
-    return stack(outputs, 0), h, c
+    return stack(outputs, 0), state
 
 
-def _rnn(kind: str, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    op = f"ltorch.{kind}"
-    if isinstance(hx, TensorProxy) == (kind == "lstm") or isinstance(params, TensorProxy):
+def _packed_direction(kind: str, x, state: list, weights: list, has_biases: bool, reverse: bool, batch_sizes):
+    """One layer, one direction over packed ``x`` (``batch_sizes[t]`` rows at step ``t``), as ATen's
+    packed layers: (the outputs, packed alike; the final state, each sequence's after its last step)."""
+    w_ih, w_hh, b_ih, b_hh, w_hr = _layer_weights(weights, has_biases)
+    step = _cell(kind, w_hh, b_hh, w_hr)
+    steps = split(linear(x, w_ih, b_ih), list(batch_sizes), 0)
+    outputs = []
+    if not reverse:
+        ended, last = [], batch_sizes[0]
+        for x_w, n in zip(steps, batch_sizes):
+            if n < last:  # the last rows' sequences have ended: their state is final
+                ended.append([narrow(s, 0, n, last - n) for s in state])
+                state = [narrow(s, 0, 0, n) for s in state]
+            last = n
+            state = step(x_w, state)
+            outputs.append(state[0])
+        ended.append(state)
+        final = [cat([e[i] for e in reversed(ended)], 0) for i in range(len(state))]
+    else:
+        initial, last = state, batch_sizes[-1]
+        state = [narrow(s, 0, 0, last) for s in initial]
+        for x_w, n in zip(reversed(steps), reversed(batch_sizes)):
+            if n > last:  # the sequences that end here start: their rows join with their initial state
+                state = [cat([s, narrow(s0, 0, last, n - last)], 0) for s, s0 in zip(state, initial)]
+            last = n
+            state = step(x_w, state)
+            outputs.append(state[0])
+        outputs.reverse()
+        final = state
+    return cat(outputs, 0), final
+
+
+def _rnn(kind: str, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first,
+         batch_sizes: tuple[int, ...] | None = None):  # fmt: skip
+    """The layers over ``input`` (time, batch, features), or over packed data with ``batch_sizes``."""
+    packed = batch_sizes is not None
+    op = f"ltorch.{kind}_packed" if packed else f"ltorch.{kind}"
+    if not packed and (isinstance(hx, TensorProxy) == (kind == "lstm") or isinstance(params, TensorProxy)):
         raise UnsupportedOpError(
-            f"{op}: packed sequences (torch.nn.utils.rnn.PackedSequence) are not supported; pad the batch "
-            "(pad_packed_sequence) and pass a tensor instead"
+            f"{op}: got a packed sequence's arguments (data, batch_sizes, hx, ...): call torch.{kind} inside "
+            f"thunder.jit, which reads batch_sizes, or ltorch.{kind}_packed with batch_sizes as ints"
         )
     check_float(op, "input", input)
-    if input.ndim != 3:
-        raise ThunderValueError(f"{op}: input must have 3 dimensions, got {input.ndim}")
-    has_biases, bidirectional, batch_first = (
-        bool(pyval(has_biases)),
-        bool(pyval(bidirectional)),
-        bool(pyval(batch_first)),
-    )
+    if input.ndim != (2 if packed else 3):
+        raise ThunderValueError(f"{op}: input must have {2 if packed else 3} dimensions, got {input.ndim}")
+    has_biases, bidirectional = bool(pyval(has_biases)), bool(pyval(bidirectional))
+    batch_first = bool(pyval(batch_first)) and not packed
     num_layers, dropout, train = int(pyval(num_layers)), float(pyval(dropout)), bool(pyval(train))
     if dropout > 0 and train and num_layers > 1 and input.device.type != "cpu":
         # eager's cuDNN kernel draws its dropout masks from its own generator state
@@ -137,27 +197,33 @@ def _rnn(kind: str, input, hx, params, has_biases, num_layers, dropout, train, b
     for name, t in (("hx", h0), ("cx", c0)):
         if t is not None and t.dtype != input.dtype:
             raise ThunderTypeError(f"{op}: {name} has dtype {t.dtype}, but input has dtype {input.dtype}")
+    if packed and (not batch_sizes or h0.shape[1] != batch_sizes[0]):
+        raise ThunderValueError(
+            f"{op}: batch_sizes {list(batch_sizes)} must start with hx's batch size {h0.shape[1]}"
+        )
     h0s = unbind(h0, 0)
-    c0s = unbind(c0, 0) if c0 is not None else [None] * len(h0s)
+    c0s = unbind(c0, 0) if c0 is not None else None
     x = transpose(input, 0, 1) if batch_first else input
-    hs, cs = [], []
+    finals = []
     for layer in range(num_layers):
         outputs = []
         for d in range(dirs):
             i = layer * dirs + d
-            out, h, c = _direction(kind, x, h0s[i], c0s[i], params[i * per : (i + 1) * per], has_biases, d == 1)
+            state = [h0s[i]] if c0s is None else [h0s[i], c0s[i]]
+            weights = params[i * per : (i + 1) * per]
+            if packed:
+                out, state = _packed_direction(kind, x, state, weights, has_biases, d == 1, batch_sizes)
+            else:
+                out, state = _direction(kind, x, state, weights, has_biases, d == 1)
             outputs.append(out)
-            hs.append(h)
-            cs.append(c)
-        x = cat(outputs, 2) if dirs == 2 else outputs[0]
+            finals.append(state)
+        x = cat(outputs, x.ndim - 1) if dirs == 2 else outputs[0]
         if dropout > 0 and train and layer < num_layers - 1:
             from thunder.torch.nn import dropout as _dropout  # nn.py imports this module
 
             x = _dropout(x, dropout, True)
     output = transpose(x, 0, 1) if batch_first else x
-    if kind == "lstm":
-        return output, stack(hs, 0), stack(cs, 0)
-    return output, stack(hs, 0)
+    return (output, *(stack([f[i] for f in finals], 0) for i in range(len(finals[0]))))
 
 
 @torchsymbol(torch.lstm)
@@ -182,6 +248,50 @@ def rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirect
 def rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     """``torch.rnn_relu`` (``nn.RNN(nonlinearity="relu")``): (output, h_n); see Note [Recurrent layers]."""
     return _rnn("rnn_relu", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+
+def _packed_symbol(kind: str, torch_fn):
+    """``ltorch.<kind>_packed(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+    bidirectional)`` with ``batch_sizes`` as ints; its torch implementation is eager's packed call."""
+
+    def impl(input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+        return torch_fn(input, torch.tensor(batch_sizes), hx, params, has_biases, num_layers, dropout, train,
+                        bidirectional)  # fmt: skip
+
+    def meta(input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+        sizes = tuple(pyval(n) for n in batch_sizes)
+        if not all(isinstance(n, int) for n in sizes):
+            raise ThunderTypeError(f"ltorch.{kind}_packed: batch_sizes must be ints, got {batch_sizes!r}")
+        return _rnn(kind, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, False, sizes)
+
+    meta.__name__ = f"{kind}_packed"
+    meta.__doc__ = f"``torch.{kind}`` on a packed sequence (Note [Recurrent layers])."
+    return torchsymbol(id=f"torch.{kind}_packed", torch_impl=impl)(meta)
+
+
+lstm_packed = _packed_symbol("lstm", torch.lstm)
+gru_packed = _packed_symbol("gru", torch.gru)
+rnn_tanh_packed = _packed_symbol("rnn_tanh", torch.rnn_tanh)
+rnn_relu_packed = _packed_symbol("rnn_relu", torch.rnn_relu)
+
+
+def _reading_batch_sizes(sym, packed_sym):
+    """``torch.<kind>`` in a trace: with a packed sequence's arguments (``batch_sizes`` a tensor, then
+    hx), ``packed_sym`` with ``batch_sizes`` read as ints here (a symbol's meta cannot read values)."""
+
+    def call(input, *args, **kwargs):
+        if len(args) > 1 and isinstance(args[0], TensorProxy) and (sym is lstm or isinstance(args[1], TensorProxy)):
+            return packed_sym(input, tuple(args[0].tolist()), *args[1:], **kwargs)
+        return sym(input, *args, **kwargs)
+
+    call.__name__ = call.__qualname__ = sym.name
+    call.__doc__ = f"``ltorch.{sym.name}``, or ``ltorch.{packed_sym.name}`` for a packed sequence."
+    return call
+
+
+for _sym, _packed, _fn in ((lstm, lstm_packed, torch.lstm), (gru, gru_packed, torch.gru),
+                           (rnn_tanh, rnn_tanh_packed, torch.rnn_tanh), (rnn_relu, rnn_relu_packed, torch.rnn_relu)):  # fmt: skip
+    torch_to_thunder_map[_fn] = _reading_batch_sizes(_sym, _packed)
 
 
 def _check_cell(op: str, input, hidden: list) -> None:
@@ -219,3 +329,25 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """``torch.rnn_relu_cell`` (``nn.RNNCell(nonlinearity="relu")``): h after one step."""
     _check_cell("ltorch.rnn_relu_cell", input, [hx])
     return _STEPS["rnn_relu"](linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+# ``nn.LSTM``/``GRU``/``RNN`` unpack a PackedSequence input (``input, batch_sizes, ... = input``):
+# items of a tuple given as input are read natively (the real tensors), its attributes are traced,
+# so their forward first rebuilds the PackedSequence from its attributes, then runs eager's forward
+# (a copy of the function: the original is what is replaced).
+
+
+def _forward_reading_packed_fields(forward):
+    run = types.FunctionType(forward.__code__, forward.__globals__, forward.__name__, forward.__defaults__,
+                             forward.__closure__)  # fmt: skip
+
+    def replacement(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            input = PackedSequence(input.data, input.batch_sizes, input.sorted_indices, input.unsorted_indices)
+        return run(self, input, hx)
+
+    return replacement
+
+
+for _cls in (nn.LSTM, nn.GRU, nn.RNN):
+    register_interpreted_replacement(_cls.forward, _forward_reading_packed_fields(_cls.forward))
