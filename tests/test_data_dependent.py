@@ -300,3 +300,18 @@ def test_gradients_of_masked_results(fn):
         (fn(y) ** 2).sum().backward()
         torch.testing.assert_close(x.grad, y.grad)
         assert thunder.compile_stats(jf).last_autograd_fallback is None
+
+
+def test_element_in_a_tensor_of_several_dims_is_one_split():
+    """``2.0 in x`` is ``(2.0 == x).any()`` in torch; Python's fallback (iterating rows and asking each
+    row's truth value) failed for a 2-d tensor. Its outcome is checked on later calls."""
+
+    def f(x):
+        return x * 2 if 2.0 in x else x - float(1 not in x)
+
+    jf = thunder.jit(f)
+    for x in (torch.ones(2, 3), torch.full((2, 3), 2.0), torch.zeros(2, 3), torch.ones(2, 3)):
+        torch.testing.assert_close(jf(x), f(x))
+    assert thunder.cache_misses(jf) == 3
+    with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
+        thunder.jit(lambda x: "a" in x)(torch.ones(2))

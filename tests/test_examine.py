@@ -24,3 +24,29 @@ def test_examine_a_supported_program(capsys):
     report = examine(g, torch.randn(3, 3))
     assert not report["unsupported"] and report["jit_error"] is None
     assert "thunder.jit ran the function" in capsys.readouterr().out
+
+
+def test_examine_counts_what_traced_tensors_answer_as_supported():
+    """Metadata queries and data-dependent uses (a split) run under thunder.jit, so examine must
+    not list them (it listed size, dim, numel and __bool__ of every zoo model as unsupported)."""
+
+    def f(x):
+        if x.sum() > 0 and x.dim() == 2 and 2.0 not in x:
+            return x.reshape(x.size(0), x.numel() // x.size(0)) * len(x)
+        return x
+
+    report = examine(f, torch.ones(2, 3), show=False)
+    assert not report["unsupported"] and report["jit_error"] is None
+    assert {"torch.Tensor.size", "torch.Tensor.dim", "torch.Tensor.numel", "torch.Tensor.__bool__"} <= set(
+        report["supported"]
+    )
+
+
+def test_examine_lists_what_has_no_meaning_in_a_trace_with_the_reason(capsys):
+    def f(x):
+        return x + (x.data_ptr() % 2)
+
+    report = examine(f, torch.randn(3))
+    assert "torch.Tensor.data_ptr" in report["untraceable"] and "memory" in report["untraceable"]["torch.Tensor.data_ptr"]
+    assert "torch.Tensor.data_ptr" not in report["unsupported"]
+    assert "no meaning in a trace: torch.Tensor.data_ptr" in capsys.readouterr().out

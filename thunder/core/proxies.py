@@ -479,6 +479,15 @@ class TensorProxy(Proxy):
         return value
 
     # Storage identity needs real memory: aliasing checks by address cannot be traced.
+    UNTRACEABLE = {
+        "data_ptr": "it is the address of the tensor's memory, which does not exist while tracing",
+        "untyped_storage": "it needs the tensor's memory, which does not exist while tracing",
+        "storage": "it needs the tensor's memory, which does not exist while tracing",
+        "_typed_storage": "it needs the tensor's memory, which does not exist while tracing",
+        "__str__": "formatting a tensor needs its values",
+        "__format__": "formatting a tensor needs its values",
+    }  # Tensor methods with no meaning in a trace, and why (``thunder.examine`` lists them so)
+
     def data_ptr(self):
         raise ThunderRuntimeError(
             f"Storage-dependent value: {self.name}.data_ptr() is the address of the tensor's memory, which does "

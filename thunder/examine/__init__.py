@@ -14,6 +14,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode, resolve_name
 
+from thunder.core.proxies import TensorProxy
+
 __all__ = ["examine", "collect_torch_calls", "get_fusions", "get_fusion_symbols"]
 
 
@@ -63,8 +65,9 @@ def examine(fn: Callable, *args, show: bool = True, show_call_stack: bool | int 
         show_call_stack: also print where each unsupported operation was first called in the
             user's code: all its frames (True) or the innermost ``n`` (an int), as lightning-thunder's.
 
-    Returns a dict with ``supported``, ``unsupported`` (names -> call counts) and ``jit_error``
-    (None if the jitted function ran and matched).
+    Returns a dict with ``supported``, ``unsupported`` (names -> call counts), ``untraceable``
+    (names -> why they have no meaning in a trace: ``data_ptr``, storages) and ``jit_error`` (None if
+    the jitted function ran and matched).
     """
     import thunder
     from thunder.torch import torch_to_thunder_map
@@ -83,11 +86,18 @@ def examine(fn: Callable, *args, show: bool = True, show_call_stack: bool | int 
     ignored = {torch.Tensor.__get__, torch.Tensor.__repr__} if hasattr(torch.Tensor, "__get__") else set()
     supported: dict[str, int] = {}
     unsupported: dict[str, int] = {}
+    untraceable: dict[str, str] = {}
     for func, count in calls.items():
         if func in ignored or getattr(func, "__name__", "") in ("__get__", "__set__"):
             continue
-        target = supported if func in torch_to_thunder_map or is_supported_custom_op(func) else unsupported
-        target[_name(func)] = target.get(_name(func), 0) + count
+        name = _name(func)
+        method = name.removeprefix("torch.Tensor.") if name.startswith("torch.Tensor.") else None
+        if method in TensorProxy.UNTRACEABLE:
+            untraceable[name] = TensorProxy.UNTRACEABLE[method]
+            continue
+        answered = method is not None and _answered_by_proxies(method)
+        target = supported if answered or func in torch_to_thunder_map or is_supported_custom_op(func) else unsupported
+        target[name] = target.get(name, 0) + count
         if target is unsupported and func in collector.first_stacks:
             stacks.setdefault(_name(func), collector.first_stacks[func])
     jit_error = None
@@ -104,11 +114,19 @@ def examine(fn: Callable, *args, show: bool = True, show_call_stack: bool | int 
                 print("    first called at:")
                 for line in traceback.format_list(_user_frames(stacks[name], show_call_stack)):
                     print(textwrap.indent(line.rstrip("\n"), "    "))
+        for name, why in sorted(untraceable.items()):
+            print(f"  no meaning in a trace: {name} ({why})")
         if jit_error is None:
             print("thunder.jit ran the function on these inputs.")
         else:
             print(f"thunder.jit failed: {jit_error}")
-    return {"supported": supported, "unsupported": unsupported, "jit_error": jit_error}
+    return {"supported": supported, "unsupported": unsupported, "untraceable": untraceable, "jit_error": jit_error}
+
+
+def _answered_by_proxies(method: str) -> bool:
+    """Whether traced tensors answer ``Tensor.<method>`` themselves (``size``, ``dim``, ``__bool__``
+    by a split; ``__reversed__`` through the ops it is written with)."""
+    return method == "__reversed__" or any(method in vars(c) for c in TensorProxy.__mro__[:-1])
 
 
 def get_fusion_symbols(trace, warn_if_fusions_unavailable: bool = True) -> list:

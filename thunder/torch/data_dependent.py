@@ -1,5 +1,5 @@
 """Ops whose result's shape depends on tensor values: ``nonzero``, ``argwhere``, ``masked_select``,
-indexing with boolean masks (``a[mask]``).
+indexing with boolean masks (``a[mask]``); and ``element in tensor``, a Python bool.
 
 Their size is a data-dependent value: the program is split on it (Note [Data-dependent values]
 in ``thunder.core.data_dependent``: the count is computed, checked on every call, and the trace
@@ -10,18 +10,22 @@ top level of the trace, not symbols: a split cannot happen inside a symbol's dec
 
 from __future__ import annotations
 
+from numbers import Number
+
 import torch
 
 from thunder.core import dtypes, prims
-from thunder.core.errors import ThunderIndexError, ThunderTypeError
+from thunder.core.errors import ThunderIndexError, ThunderRuntimeError, ThunderTypeError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy, register_method
 from thunder.core.rules import grad_rules
 from thunder.torch.base import torch_to_thunder_map, torchsymbol
+from thunder.torch.elementwise import eq
 from thunder.torch.indexing import getitem
+from thunder.torch.reductions import any as any_
 from thunder.torch.shape import expand, unbind
 
-__all__ = ["argwhere", "masked_select", "nonzero", "getitem_with_masks"]
+__all__ = ["argwhere", "contains", "masked_select", "nonzero", "getitem_with_masks"]
 
 
 def _count(mask: TensorProxy) -> int:
@@ -140,3 +144,18 @@ for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwh
     for _torch_fn in _torch_fns:
         torch_to_thunder_map[_torch_fn] = _fn
     register_method(_fn.__name__, _fn)
+
+
+def contains(a, element) -> bool:
+    """``element in a``: whether some element of ``a`` equals ``element`` (torch's
+    ``(element == a).any()``), a data-dependent truth value. Without it Python's ``in`` iterates
+    ``a`` and asks the truth value of each row, which fails for more than one dim."""
+    if not isinstance(element, (TensorProxy, Number)):
+        raise ThunderRuntimeError(
+            f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
+        )
+    return bool(any_(eq(a, element)))
+
+
+torch_to_thunder_map[torch.Tensor.__contains__] = contains
+register_method("__contains__", contains)
