@@ -467,3 +467,37 @@ def test_pieces_gradients_are_one_concatenation(dtype, cut):
     jf = check(f, [_x(3, 6, dtype=dtype)], dtype, ["cat"], exact=False)
     bw = thunder.last_backward_traces(jf)[-1]
     assert not [b for b in bw.bound_symbols if "pad" in b.sym.name]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batched", [False, True])
+def test_grouped_mm_vs_eager(dtype, batched):
+    """``torch._grouped_mm`` (mixture-of-experts layers in bfloat16 call it): rows grouped by ``offs``
+    against a weight per group, or 3-d by 3-d; its gradients are grouped matmuls with the same groups.
+    (Eager's own backward refuses a broadcast cotangent, as from ``.sum()``; thunder's takes it.)"""
+    torch.manual_seed(0)
+    x = torch.randn(*((2, 3, 8) if batched else (6, 8)), dtype=dtype, requires_grad=True)
+    w = torch.randn(2, 8, 16, dtype=dtype, requires_grad=True)
+    offs = None if batched else torch.tensor([2, 6], dtype=torch.int32)
+
+    def f(x, w):
+        return torch._grouped_mm(x, w, offs) * 2
+
+    jf = thunder.jit(f)
+    actual, expected = jf(x, w), f(x, w)
+    torch.testing.assert_close(actual, expected)
+    g = torch.randn_like(expected)
+    torch.testing.assert_close(torch.autograd.grad(actual, (x, w), g), torch.autograd.grad(expected, (x, w), g))
+    assert thunder.compile_stats(jf).last_autograd_fallback is None
+    jf(x, w).sum().backward()
+    assert x.grad is not None and w.grad is not None
+
+
+def test_grouped_mm_rejects_what_eager_rejects():
+    offs = torch.tensor([2, 6], dtype=torch.int32)
+    for args in ((torch.randn(6, 8), torch.randn(2, 8, 16)), (torch.randn(6, 4), torch.randn(2, 8, 16), offs),
+                 (torch.randn(6, 8, dtype=torch.float64), torch.randn(2, 8, 16, dtype=torch.float64), offs)):  # fmt: skip
+        with pytest.raises(Exception) as eager:
+            torch._grouped_mm(*args)
+        with pytest.raises(type(eager.value)):
+            thunder.jit(torch._grouped_mm)(*args)

@@ -21,6 +21,7 @@ from thunder.core.prims.base import conj, is_differentiable
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
 from thunder.torch.base import broadcast_shapes, expand_to, register_reflected, torchsymbol
+from thunder.torch.conversions import contiguous
 from thunder.torch.elementwise import add, mul
 
 __all__ = ["matmul", "mm", "bmm", "mv", "linear", "addmm", "baddbmm", "einsum"]
@@ -446,3 +447,53 @@ def _linear_vjp(g, out, input, weight, bias=None):
         summed = prims.sum(g, (*range(lead), *(lead + i for i, n in enumerate(bias.shape) if n == 1)))
         gb = prims.reshape(summed, bias.shape)
     return (ga, gw, gb) if bias is not None else (ga, gw)
+
+
+@torchsymbol(torch._grouped_mm)
+def grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None):
+    """``torch._grouped_mm``: a matmul per group (``offs``: where each group ends along the grouped
+    dim) or per batch entry, as mixture-of-experts layers call it; run by eager's kernel, which also
+    checks the layouts it supports. (Its meta kernel only knows the GPU's dtypes, so the shapes are
+    worked out here.)"""
+    op = "ltorch.grouped_mm"
+    a, b = self, mat2
+    for name, t in (("mat_a", a), ("mat_b", b)):
+        if t.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+            raise ThunderValueError(f"{op}: Expected {name} to be Float32, BFloat16 or Float16 matrix, got {t.dtype}")
+    if a.dtype != b.dtype:
+        raise ThunderValueError(f"{op}: Expected mat_a and mat_b of the same dtype, got {a.dtype} and {b.dtype}")
+    if (a.ndim, b.ndim) not in ((2, 2), (2, 3), (3, 2), (3, 3)):
+        raise ThunderValueError(f"{op}: mat_a and mat_b must be 2-d or 3-d, got {a.ndim}-d and {b.ndim}-d")
+    if (offs is None) != (a.ndim == b.ndim == 3):
+        raise ThunderValueError(
+            f"{op}: Have to provide offsets if there is a 2d matrix, or no offset if both matrices are 3d"
+        )
+    if a.shape[-1] != b.shape[-2]:
+        raise ThunderValueError(f"{op}: contraction dimension of mat_a and mat_b must match")
+    shape = {
+        (2, 2): lambda: (offs.shape[0], a.shape[0], b.shape[1]),
+        (2, 3): lambda: (a.shape[0], b.shape[2]),
+        (3, 2): lambda: (a.shape[1], b.shape[1]),
+        (3, 3): lambda: (a.shape[0], a.shape[1], b.shape[2]),
+    }[(a.ndim, b.ndim)]()
+    return TensorProxy.like(a, shape=shape, dtype=out_dtype or a.dtype, requires_grad=False)
+
+
+@grad_rules.register(grouped_mm)
+def _grouped_mm_vjp(g, out, a, b, offs=None, bias=None, out_dtype=None):
+    """For a 2-d input grouped by rows against a 3-d weight (one per group) and for 3-d by 3-d:
+    ``g @ b^T`` and ``a^T @ g``, each a grouped matmul with the same groups (the kernel needs ``g``
+    dense: a broadcast cotangent is made contiguous)."""
+    if bias is not None or out_dtype is not None or (a.ndim, b.ndim) not in ((2, 3), (3, 3)):
+        raise ThunderValueError(
+            f"ltorch.grouped_mm: the gradient is implemented for a 2-d or 3-d input against a 3-d weight without "
+            f"bias or out_dtype, not {a.ndim}-d by {b.ndim}-d (bias={bias is not None}, out_dtype={out_dtype})"
+        )
+    g = contiguous(g)
+    ga = grouped_mm(g, prims.transpose(b, (0, 2, 1)), offs) if is_differentiable(a) else None
+    at = prims.transpose(a, (1, 0) if a.ndim == 2 else (0, 2, 1))
+    gb = grouped_mm(at, g, offs) if is_differentiable(b) else None
+    return ga, gb, None
+
+
+__all__ += ["grouped_mm"]
