@@ -23,6 +23,7 @@ import torch
 
 import thunder
 from tests import zoo
+from thunder.examine import examine
 
 pytest.importorskip("transformers")
 
@@ -87,6 +88,23 @@ def test_zoo_second_call_hits_the_cache(name):
     first = call.pick(jm(**call.kwargs))
     torch.testing.assert_close(call.pick(jm(**call.kwargs)), first)
     assert (thunder.cache_misses(jm), thunder.cache_hits(jm)) == (1, 1)
+
+
+_EXAMINED_BY_DEFAULT = ("gpt2", "llama", "mixtral", "bert", "t5", "whisper", "vit", "convnext", "clip")
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=[] if n in _EXAMINED_BY_DEFAULT else [pytest.mark.zoo_full]) for n in zoo.ZOO]
+)
+def test_examine_finds_nothing_unsupported(name):
+    """``thunder.examine`` on each zoo model, called plainly and with its loss: every torch operation
+    it calls is supported (and the jitted model ran). A few models by default, all with ``-m zoo_full``."""
+    model = zoo.build(name).eval()
+    for make in (zoo.mode_plain, zoo.mode_labels):
+        call = make(zoo.ZOO[name])
+        if call is not None:
+            report = examine(model, show=False, **call.kwargs)
+            assert (report["unsupported"], report["untraceable"], report["jit_error"]) == ({}, {}, None)
 
 
 def test_image_classifier_recompiles_once_after_its_loss_sets_problem_type():
