@@ -1,0 +1,195 @@
+"""The triton fusion executor: regions of prims run as Triton kernels this project generates.
+
+It claims the prims ``thunder.executors.triton_codegen`` can write code for (elementwise ops,
+``broadcast_in_dim``, ``convert_element_type``, and ``sum``/``amax``/``amin`` over the last
+dim), so with ``executors=["triton", "torch"]`` torch-language ops such as softmax, rms_norm or
+gelu are decomposed and their prims fused (Note [Claiming at the deepest level]). Each region
+of two or more ops becomes one ``TritonN`` symbol that lists the ops it absorbed; a region no
+kernel layout fits is declined (torch runs its ops). It is in no default list.
+
+Triton is imported only when a kernel is built. Kernels run compiled on CUDA tensors and, on
+CPU tensors, in Triton's interpreter when ``TRITON_INTERPRET=1`` (slow; for tests). Elsewhere
+the executor is unavailable: ``ex.available()`` is False, ``ex.unavailable_reason`` says why,
+and a jit that lists it fails with that reason.
+
+Layer: executors. Imports: core, extend, executors.triton_codegen.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import linecache
+import os
+
+import torch
+
+from thunder.core import prims
+from thunder.core.errors import ThunderRuntimeError
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import TraceCtx
+from thunder.executors import triton_codegen as codegen
+from thunder.extend import FusionExecutor, ImplInfo, Region, fusion_bound_symbol, register_executor
+
+__all__ = ["TritonExecutor", "ex"]
+
+_ELEMENTWISE_FLOAT = {*codegen.UNARY_FLOAT, *codegen.BINARY_FLOAT}
+_ELEMENTWISE = {*_ELEMENTWISE_FLOAT, *codegen.UNARY_NUMERIC, *codegen.BINARY_NUMERIC, *codegen.BINARY_INTEGRAL}
+# Exact in float32, so converting through it rounds to bfloat16 once, as eager's direct conversion.
+_BF16_SOURCES = {torch.bfloat16, torch.float16, torch.float32, torch.bool, torch.int8, torch.uint8, torch.int16}
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+class TritonExecutor(FusionExecutor):
+    """Claims the prims it can generate code for; each region becomes one Triton kernel."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        for sym in (*_ELEMENTWISE, *codegen.REDUCTIONS, prims.where, prims.convert_element_type, prims.broadcast_in_dim):
+            self.implmap[sym] = ImplInfo()
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why kernels cannot run here (None when they can)."""
+        if importlib.util.find_spec("triton") is None:
+            return "triton is not installed (pip install triton)"
+        if not _interpreting() and not torch.cuda.is_available():
+            return "no CUDA device; set TRITON_INTERPRET=1 to run the kernels on CPU tensors in Triton's interpreter"
+        return None
+
+    def available(self) -> bool:
+        return self.unavailable_reason is None
+
+    def can_execute(self, bsym: BoundSymbol) -> bool:
+        if bsym.sym not in self.implmap:
+            return False
+        reason = self.unavailable_reason
+        if reason is not None:
+            raise ThunderRuntimeError(f"executor {self.name!r} is unavailable: {reason}")
+        return _accepts(bsym)
+
+    def fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:
+        """One ``TritonN`` fusion for ``region``; single ops and regions no kernel fits are declined."""
+        if len(region.bound_symbols) < 2:
+            return None
+        kernel = codegen.generate(region.bound_symbols, region.inputs, region.outputs)
+        if kernel is None:
+            return None
+        return [fusion_bound_symbol(region, trace, prefix="Triton", fn=_Launcher(kernel, region.outputs))]
+
+
+def _accepts(bsym: BoundSymbol) -> bool:
+    """Whether the generated code computes ``bsym`` as eager does, on a device kernels run on."""
+    tensors = [a for a in bsym.flat_args if isinstance(a, TensorProxy)] + [
+        o for o in bsym.flat_outs if isinstance(o, TensorProxy)
+    ]
+    if not tensors or any(t.dtype not in codegen.TL_DTYPES for t in tensors):
+        return False
+    device = tensors[0].device
+    if any(t.device != device for t in tensors):
+        return False
+    on_cpu = device.type == "cpu"
+    if not (device.type == "cuda" or (on_cpu and _interpreting())):
+        return False
+    if on_cpu and any(t.dtype is torch.float16 for t in tensors):
+        return False  # the interpreter rounds float16 by truncation
+    if any(type(a) not in (bool, int, float) for a in bsym.flat_args if not isinstance(a, TensorProxy)):
+        if bsym.sym not in (prims.broadcast_in_dim, prims.convert_element_type, *codegen.REDUCTIONS):
+            return False  # numbers computed at run time, complex numbers
+    sym, dtype = bsym.sym, tensors[0].dtype
+    if sym is prims.convert_element_type:
+        src, dst = bsym.args[0].dtype, bsym.args[1]
+        return dst not in (torch.bfloat16,) or src in _BF16_SOURCES
+    if sym is prims.broadcast_in_dim or sym is prims.where:
+        return True
+    if sym in codegen.REDUCTIONS:
+        a, dims = bsym.args[0], tuple(bsym.args[1])
+        return a.dtype.is_floating_point and a.ndim >= 1 and dims == (a.ndim - 1,)
+    if sym in _ELEMENTWISE_FLOAT:
+        return dtype.is_floating_point
+    if sym in codegen.BINARY_INTEGRAL:
+        return not dtype.is_floating_point
+    return dtype is not torch.bool  # arithmetic and extrema on bools are not generated
+
+
+class _Launcher:
+    """Runs one generated kernel: allocates the outputs, passes strides and sizes, picks ``BLOCK``."""
+
+    def __init__(self, kernel: codegen.Kernel, outputs: list[TensorProxy]):
+        self.kernel = kernel
+        self.outputs = [(tuple(o.shape), o.dtype) for o in outputs]
+        self.blocks: dict[int, int] = {}  # shape class -> chosen BLOCK
+
+    def __call__(self, *inputs):
+        k = self.kernel
+        device = inputs[k.tensor_inputs[0]].device
+        outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self.outputs]
+        args: list = []
+        for i in k.tensor_inputs:
+            args += [inputs[i], *inputs[i].stride()]
+        for o in outs:
+            args += [o, *o.stride()]
+        args += list(k.domain)
+        work = _prod(k.domain[:-1]) if k.rows else _prod(k.domain)
+        if work:
+            fn = _compiled(k)
+            size = k.domain[-1] if k.rows else work
+            block = self._block(fn, args, size, work)
+            grid = (work if k.rows else -(-work // block),)
+            fn[grid](*args, BLOCK=block)
+        return tuple(outs)
+
+    def _block(self, fn, args, size: int, work: int) -> int:
+        """``BLOCK`` for a row length (or element count) ``size``: fixed when interpreting; on CUDA
+        the fastest of a few, timed on the first call per power-of-two class of ``size``."""
+        cap = _next_pow2(size)
+        if _interpreting():
+            return min(cap, 4096 if self.kernel.rows else 1024)
+        found = self.blocks.get(cap)
+        if found is None:
+            from triton.testing import do_bench
+
+            candidates = [b for b in (128, 512, 1024, 2048, 4096) if b <= max(cap, 128)]
+            rows = self.kernel.rows
+
+            def run(b):
+                fn[(work if rows else -(-work // b),)](*args, BLOCK=b)
+
+            found = self.blocks[cap] = min(candidates, key=lambda b: do_bench(lambda: run(b)))
+        return found
+
+    def __repr__(self) -> str:
+        return f"<Triton kernel {self.kernel.name}>"
+
+
+_kernels: dict[str, object] = {}  # source -> triton.jit function (regions alike share kernels)
+
+
+def _compiled(kernel: codegen.Kernel):
+    fn = _kernels.get(kernel.source)
+    if fn is None:
+        # Triton reads a kernel's source back (inspect.getsource): keep it in linecache.
+        filename = f"<thunder triton kernel {len(_kernels)}>"
+        linecache.cache[filename] = (len(kernel.source), None, kernel.source.splitlines(True), filename)
+        namespace: dict = {}
+        exec(compile(kernel.source, filename, "exec"), namespace)
+        fn = _kernels[kernel.source] = namespace[kernel.name]
+    return fn
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+ex = TritonExecutor("triton")
+register_executor(ex)
