@@ -414,3 +414,80 @@ def test_dunder_bool_is_looked_up_on_the_class():
     x = X()
     x.__bool__ = lambda: True
     assert interpret(bool)(x) is bool(x) is False
+
+
+class _Singleton(type):
+    instances: dict = {}
+
+    def __call__(cls, *args, **kwargs):
+        cls.seen.append(("call", is_jitting_with_raise()))
+        if cls not in _Singleton.instances:
+            _Singleton.instances[cls] = super().__call__(*args, **kwargs)
+        return _Singleton.instances[cls]
+
+
+class _One(metaclass=_Singleton):
+    seen: list = []
+
+    def __init__(self, v):
+        self.seen.append(("init", is_jitting_with_raise()))
+        self.v = v
+
+
+def _fresh_singletons():
+    _Singleton.instances.clear()
+    _One.seen = []
+    return _One.seen
+
+
+def test_metaclass_call_reaching_type_call_through_super_interprets_init():
+    def f():
+        a, b = _One(1), _One(2)
+        return a is b, a.v
+
+    native_seen = _fresh_singletons()
+    expected = f()
+    seen = _fresh_singletons()
+    assert interpret(f)() == expected
+    assert [name for name, _ in seen] == [name for name, _ in native_seen] == ["call", "init", "call"]
+    assert all(j for _, j in seen) and not any(j for _, j in native_seen)
+
+
+def test_explicit_type_call_interprets_init():
+    def f():
+        return type.__call__(_One, 3).v
+
+    native_seen = _fresh_singletons()
+    expected = f()
+    seen = _fresh_singletons()
+    assert interpret(f)() == expected
+    assert seen == [("init", True)] and native_seen == [("init", False)]
+
+
+class _MetaWithProtocols(type):
+    @property
+    def size(cls):
+        is_jitting_with_raise()
+        return len(cls.__name__)
+
+    def __getitem__(cls, key):
+        is_jitting_with_raise()
+        return (cls.__name__, key)
+
+    def __len__(cls):
+        is_jitting_with_raise()
+        return 2
+
+    def __iter__(cls):
+        is_jitting_with_raise()
+        return iter("ab")
+
+
+def test_metaclass_property_and_protocols_on_the_class_are_interpreted():
+    class Shape(metaclass=_MetaWithProtocols):
+        size = "shadowed by the metaclass property"
+
+    def f():
+        return Shape.size, Shape[1], len(Shape), list(Shape), [c for c in Shape]
+
+    assert interpret(f)() == f()

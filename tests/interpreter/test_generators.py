@@ -258,7 +258,7 @@ def test_exc_info_inside_generator_is_its_own():
     assert_same(f)
 
 
-def test_async_function_runs_natively():
+def test_asyncio_run_inside_an_interpreted_program():
     import asyncio
 
     async def coro(x):
@@ -288,3 +288,173 @@ def test_generator_in_finally_and_with():
         return log
 
     assert_same(f)
+
+
+# -- coroutines and async generators -----------------------------------------------------------------------------
+
+
+def _run_async(runner, program, *args):
+    """``program``'s coroutine (made natively or by ``runner(program)``) run by asyncio: (outcome, notes)."""
+    import asyncio
+
+    notes = []
+
+    def note(x):
+        notes.append(is_jitting_with_raise())  # raises if this runs natively under the interpreter
+        return x
+
+    try:
+        result = ("ok", asyncio.run(runner(program)(note, *args)))
+    except Exception as e:  # noqa: BLE001
+        result = ("raise", type(e), str(e))
+    return result, notes
+
+
+def assert_same_async(program, *args):
+    expected, native_notes = _run_async(lambda f: f, program, *args)
+    actual, notes = _run_async(interpret, program, *args)
+    assert actual == expected
+    assert notes == [True] * len(native_notes) and not any(native_notes)
+
+
+class _AsyncManager:
+    def __init__(self, log, suppress=False):
+        self.log, self.suppress = log, suppress
+
+    async def __aenter__(self):
+        self.log.append("enter")
+        return self
+
+    async def __aexit__(self, typ, value, tb):
+        self.log.append(("exit", typ.__name__ if typ else None, str(value) if value else None))
+        return self.suppress
+
+
+class _Ticks:
+    """A class-based async iterator."""
+
+    def __init__(self, n, note):
+        self.n, self.note = n, note
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        import asyncio
+
+        await asyncio.sleep(0)
+        if self.n == 0:
+            raise StopAsyncIteration
+        self.n -= 1
+        return self.note(self.n)
+
+
+class _PythonAwaitable:
+    def __init__(self, value):
+        self.value = value
+
+    def __await__(self):
+        yield None  # a bare yield: asyncio's event loop resumes it on the next iteration
+        return self.value * 2
+
+
+async def _agen(note, n):
+    import asyncio
+
+    try:
+        for i in range(n):
+            await asyncio.sleep(0)
+            yield note(i)
+    finally:
+        note("closed")
+
+
+@pytest.mark.parametrize("should_raise", [False, True])
+def test_coroutines_awaiting_coroutines(should_raise):
+    async def inner(note, x):
+        import asyncio
+
+        await asyncio.sleep(0)
+        if should_raise:
+            raise ValueError(f"bad {x}")
+        return note(x) + 1
+
+    async def program(note, x):
+        a = await inner(note, x)
+        b = await _PythonAwaitable(a)
+        return a, b
+
+    assert_same_async(program, 3)
+
+
+@pytest.mark.parametrize("raises, suppress", [(False, False), (True, False), (True, True)])
+def test_async_with(raises, suppress):
+    async def program(note, raises, suppress):
+        log = []
+        async with _AsyncManager(log, suppress) as m:
+            note(m)
+            log.append("body")
+            if raises:
+                raise KeyError("inside")
+        log.append("after")
+        return log
+
+    assert_same_async(program, raises, suppress)
+
+
+def test_async_for_and_async_comprehensions():
+    async def program(note, n):
+        out = [x async for x in _agen(note, n)]
+        async for x in _Ticks(n, note):
+            out.append(x * 10)
+        out.append([x async for x in _Ticks(2, note) if x])
+        return out
+
+    assert_same_async(program, 3)
+
+
+def test_async_generator_closed_early_runs_its_finally():
+    async def program(note, n):
+        g = _agen(note, n)
+        first = await g.__anext__()
+        await g.aclose()
+        try:
+            await g.__anext__()
+        except StopAsyncIteration:
+            return first, "exhausted"
+
+    assert_same_async(program, 5)
+
+
+def test_cancelling_an_interpreted_coroutine():
+    async def sleeper(note):
+        import asyncio
+
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            note("cancelled")
+            raise
+
+    async def program(note):
+        import asyncio
+
+        task = asyncio.ensure_future(sleeper(note))
+        await asyncio.sleep(0)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+
+    assert_same_async(program)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["await 5", "async with object(): pass", "async for x in 3: pass", "await _PythonAwaitable"],
+)
+def test_async_protocol_errors(body):
+    namespace = {"_PythonAwaitable": _PythonAwaitable}
+    exec(f"async def program(note):\n    {body}\n", namespace)
+    assert_same_async(namespace["program"])

@@ -30,8 +30,7 @@ Python function costs a few microseconds (argument binding, frame creation). Han
 instruction, jump targets and the exception table are resolved to instruction indices once, and nothing is
 logged unless ``record_history=True``.
 
-Not supported: coroutines and async generators are called natively (their bodies are not interpreted);
-3.12's type-parameter intrinsics (PEP 695); ``sys._getframe`` and other frame inspection from natively run
+Not supported: generators decorated with ``types.coroutine`` run natively; 3.12's type-parameter intrinsics (PEP 695); ``sys._getframe`` and other frame inspection from natively run
 code sees the interpreter's own frames (``locals()``, ``globals()``, ``vars()``, ``dir()``, ``eval``/``exec``
 without namespaces, ``super()``, ``sys.exc_info()``, ``sys.exception()`` and ``collections.namedtuple``
 are looked aside to see the interpreted frame instead).

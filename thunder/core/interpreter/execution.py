@@ -13,8 +13,8 @@ Note [Calls under the interpreter]
       2. the interpreter's own lookasides (``lookasides.py``: zero-argument ``super()``, ``locals()``,
          ``globals()``, ``sys.exc_info()``, ``__build_class__``, ``is_jitting_with_raise`` ...), which need
          the interpreted frame;
-      3. Python functions are entered (unless ``make_opaque``'d, or coroutine / async generator functions,
-         which run natively); bound methods, ``functools.partial`` objects, ``staticmethod`` objects are
+      3. Python functions are entered (unless ``make_opaque``'d, or ``types.coroutine`` generators, which run
+         natively); bound methods, ``functools.partial`` objects, ``staticmethod`` objects are
          unwrapped and go through ``call`` again (so the lookaside sees the inner callable too); classes
          are instantiated by ``protocols.instantiate`` (interpreting Python ``__new__``/``__init__``);
          objects whose type has a Python ``__call__`` get it interpreted;
@@ -55,6 +55,7 @@ __all__ = [
     "register_default_lookaside",
     "register_native_adapter",
     "lookup_type_attr",
+    "AsyncGenValue",
 ]
 
 #: Signal of RETURN_GENERATOR: the frame is a fresh generator, wrap it.
@@ -67,7 +68,8 @@ CO_ASYNC_GENERATOR = 0x200
 CO_OPTIMIZED = 0x01
 CO_VARARGS = 0x04
 CO_VARKEYWORDS = 0x08
-_NATIVE_CODE_FLAGS = CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE
+# A generator decorated with ``types.coroutine`` runs natively: ``await`` accepts it for its code's flag.
+_NATIVE_CODE_FLAGS = CO_ITERABLE_COROUTINE
 
 _PY312 = sys.version_info >= (3, 12)
 
@@ -280,6 +282,10 @@ def run_function_frame(ctx: Runtime, frame: Frame, fn):
     if sig == GENERATOR:
         gen = _generator_driver(ctx, frame)
         code = frame.code
+        if code.co_flags & CO_COROUTINE:
+            gen = _coroutine(gen)
+        elif code.co_flags & CO_ASYNC_GENERATOR:
+            gen = _async_generator(gen)
         gen.__name__ = code.co_name
         gen.__qualname__ = code.co_qualname
         if ctx.log is not None:
@@ -374,6 +380,63 @@ def _generator_driver(ctx: Runtime, frame: Frame):
             thrown = e
 
 
+class AsyncGenValue:
+    """A value an async generator frame yields to its consumer (ASYNC_GEN_WRAP), not to the event loop."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Awaiting:
+    """Awaiting it runs ``driver`` (a generator driver) to its return value."""
+
+    __slots__ = ("driver",)
+
+    def __init__(self, driver):
+        self.driver = driver
+
+    def __await__(self):
+        return self.driver
+
+
+async def _coroutine(driver):
+    """A native coroutine object running an interpreted coroutine frame: ``asyncio`` and ``await`` accept it."""
+    return await _Awaiting(driver)
+
+
+class _Forward:
+    """Awaiting it passes ``value`` (a future an interpreted ``await`` yielded) on to the event loop."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __await__(self):
+        return (yield self.value)
+
+
+async def _async_generator(driver):
+    """A native async generator running an interpreted async generator frame: what the frame yields with
+    ASYNC_GEN_WRAP goes to the consumer, anything else (awaited futures) to the event loop."""
+    sent = thrown = None
+    while True:
+        try:
+            item = driver.send(sent) if thrown is None else driver.throw(thrown)
+        except StopIteration:
+            return
+        sent = thrown = None
+        try:
+            if type(item) is AsyncGenValue:
+                sent = yield item.value
+            else:
+                sent = await _Forward(item)
+        except BaseException as e:  # athrow(), aclose(), cancellation: into the frame
+            thrown = e
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Calls
 # ---------------------------------------------------------------------------------------------------------
@@ -456,11 +519,25 @@ def call(ctx: Runtime, fn, args: tuple, kwargs: dict | None = None):
 
         return instantiate(ctx, fn, args, kwargs)
     if t in _NATIVE_CALLABLE_TYPES:
+        if t is _MethodWrapper and fn.__name__ == "__call__" and _is_bound_type_call(fn):
+            from .protocols import type_call
+
+            return type_call(ctx, fn.__self__, args, kwargs)
         return call_native(ctx, fn, args, kwargs)
     dunder_call = lookup_type_attr(t, "__call__")
     if type(dunder_call) is FunctionType and not is_opaque(fn):
         return call(ctx, dunder_call, (fn, *args), kwargs)
     return call_native(ctx, fn, args, kwargs)
+
+
+_MethodWrapper = types.MethodWrapperType
+_type_call = type.__call__
+
+
+def _is_bound_type_call(fn) -> bool:
+    """``fn`` is ``type.__call__`` bound to a class (``super().__call__`` in a metaclass ``__call__``)."""
+    cls = fn.__self__
+    return isinstance(cls, type) and fn == _type_call.__get__(cls)
 
 
 _NATIVE_CALLABLE_TYPES = frozenset(

@@ -19,7 +19,7 @@ from .errors import NULL
 from .execution import call, current_frame, register_default_lookaside, run_function_frame
 from .frame import Frame
 from .instructions import decode
-from .protocols import get_iter, iter_next, length, truth
+from .protocols import get_iter, iter_next, length, truth, type_call
 from .runtime import is_jitting_with_raise
 
 __all__ = ["frame_locals"]
@@ -216,6 +216,13 @@ def _build_class(ctx, args, kwargs):
         if contents is not cls:
             raise TypeError(f"__class__ set to {contents!r} defining {name!r} as {cls!r}")
     return cls
+
+
+@register_default_lookaside(type.__call__)
+def _type_dunder_call(ctx, args, kwargs):
+    if args and isinstance(args[0], type):
+        return type_call(ctx, args[0], args[1:], kwargs)
+    return type.__call__(*args, **(kwargs or {}))
 
 
 # Builtins that only dispatch to a dunder: interpret the dunder when it is a Python function

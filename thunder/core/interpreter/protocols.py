@@ -6,7 +6,8 @@ Note [Implicit calls]
     CPython calls dunders implicitly (``a + b`` calls ``__add__``). The interpreter *interprets* such a call
     (entering it through ``execution.call``, so the lookaside is asked for it) when the dunder found on the
     type is a Python function, for these protocols:
-      - instantiation: ``__new__`` and ``__init__`` (``type.__call__`` emulated) and a metaclass ``__call__``;
+      - instantiation: ``__new__`` and ``__init__`` (``type.__call__`` emulated, also when called explicitly, as a
+        metaclass ``__call__`` does with ``super().__call__``) and a metaclass ``__call__``;
       - callable objects: ``__call__``;
       - truth value (conditional jumps, ``not``): ``__bool__``, then ``__len__``;
       - unary and binary operators, in-place operators, rich comparisons (CPython's dispatch order, including
@@ -15,7 +16,8 @@ Note [Implicit calls]
       - iteration: ``__iter__`` (GET_ITER), ``__next__`` (FOR_ITER);
       - ``with``: ``__enter__`` and ``__exit__``;
       - attribute loads that hit a ``property`` whose getter is a Python function (when the type does not
-        override ``__getattribute__``), with ``__getattr__`` as fallback on AttributeError.
+        override ``__getattribute__``; on a class: its metaclass's property), with ``__getattr__`` as fallback
+        on AttributeError.
     Everything else runs natively (through ``operator``/builtins), e.g. ``__getattribute__``/``__getattr__``
     for plain loads, ``__setattr__``, other descriptors' ``__get__``/``__set__``, ``__hash__`` and ``__eq__``
     called by dicts and sets, ``__str__``/``__repr__``/``__format__`` (f-strings, ``str()``), ``__index__``,
@@ -46,6 +48,7 @@ __all__ = [
     "contains",
     "load_attr",
     "instantiate",
+    "type_call",
     "FAST_TYPES",
 ]
 
@@ -406,13 +409,17 @@ def iter_next(ctx, it):
 _object_getattribute = object.__getattribute__
 
 
+_type_getattribute = type.__getattribute__
+
+
 def load_attr(ctx, obj, name: str):
     t = type(obj)
-    if t in FAST_TYPES or isinstance(obj, type):
+    if t in FAST_TYPES or t is type:
         return getattr(obj, name)
     attr = lookup_type_attr(t, name)
     if type(attr) is property and _is_py(attr.fget):
-        if lookup_type_attr(t, "__getattribute__") is _object_getattribute:
+        # (A class's metaclass property, like an instance's property, takes precedence over its own attributes.)
+        if lookup_type_attr(t, "__getattribute__") in (_object_getattribute, _type_getattribute):
             getattr_fallback = lookup_type_attr(t, "__getattr__")
             if getattr_fallback is NULL:
                 return call(ctx, attr.fget, (obj,))
@@ -453,6 +460,12 @@ def instantiate(ctx, cls: type, args: tuple, kwargs: dict | None):
             if _is_py(mcall):
                 return call(ctx, mcall, (cls, *args), kwargs)
             return cls(*args, **kwargs) if kwargs else cls(*args)
+    return type_call(ctx, cls, args, kwargs)
+
+
+def type_call(ctx, cls: type, args: tuple, kwargs: dict | None):
+    """``type.__call__(cls, *args, **kwargs)`` (what a metaclass ``__call__`` reaches with ``super().__call__``),
+    interpreting Python ``__new__`` and ``__init__``."""
     if cls is type:
         return type(*args, **kwargs) if kwargs else type(*args)
     new = lookup_type_attr(cls, "__new__")
@@ -461,7 +474,7 @@ def instantiate(ctx, cls: type, args: tuple, kwargs: dict | None):
     if not py_new and not _is_py(init):
         if ctx.log is not None:
             ctx.log_opaque(cls)
-        return cls(*args, **kwargs) if kwargs else cls(*args)
+        return _type_call(cls, *args, **kwargs) if kwargs else _type_call(cls, *args)
     if py_new:
         obj = call(ctx, new.__func__, (cls, *args), kwargs)
     else:

@@ -135,13 +135,17 @@ def _intrinsic_1(frame, oparg, v):
         return _intrinsic_import_star(frame, v)
     if oparg == 3:
         return _intrinsic_stopiteration_error(frame, v)
+    if oparg == 4:  # INTRINSIC_ASYNC_GEN_WRAP
+        from ..execution import AsyncGenValue
+
+        return AsyncGenValue(v)
     if oparg == 5:
         from ..protocols import unary_op
 
         return unary_op(frame.ctx, "UNARY_POSITIVE", v)
     if oparg == 6:
         return tuple(v)
-    raise InterpreterError(f"CALL_INTRINSIC_1 with oparg {oparg} (type parameters / async) is not supported")
+    raise InterpreterError(f"CALL_INTRINSIC_1 with oparg {oparg} (type parameters) is not supported")
 
 
 @register_opcode_handler("CALL_INTRINSIC_1", min_ver=(3, 12))
