@@ -65,3 +65,4 @@ from thunder.core.dtypes import to_torch_dtype  # noqa: E402, F401  (lightning-t
 
 _proxies.torch_function_handler = _torch_function
 register_symbol_table(torch_to_thunder_map)  # the tracer records torch calls as these symbols
+register_symbol_table(custom_ops)  # and, after them, torch.library ops (Note [Custom ops])

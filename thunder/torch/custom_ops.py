@@ -26,8 +26,8 @@ an op without a formula).
 Refused, with a message saying what to do: ops that return views of their arguments or anything
 but tensors, ops that write tensor lists in place, ops whose fake kernel is missing or fails.
 
-This module registers its table of custom ops with ``thunder.core.symbol_lookup`` when imported,
-after the torch language's own table.
+``thunder.torch`` registers the table ``custom_ops`` with ``thunder.core.symbol_lookup`` after the
+torch language's own table, which wins where both have an op.
 
 Layer: language. Imports: core.
 """
@@ -48,7 +48,6 @@ from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import Symbol
-from thunder.core.symbol_lookup import register_symbol_table
 from thunder.core.symbolic import is_symbolic, pin
 from thunder.core.trace import get_tracectx
 from thunder.core.tracectx import current_source_location
@@ -385,4 +384,3 @@ class _CustomOps(Mapping):
 
 #: The table the tracer consults (after the torch language's): custom op callable -> its recording.
 custom_ops = _CustomOps()
-register_symbol_table(custom_ops)
