@@ -41,7 +41,7 @@ LOW_PRECISION = (torch.float16, torch.bfloat16)
 # Elementwise prims by the expression they become; ``{0}``, ``{1}`` are the operands in the compute dtype.
 UNARY_FLOAT = {
     prims.exp: "tl.exp({0})", prims.exp2: "tl.exp2({0})", prims.log: "tl.log({0})", prims.log2: "tl.log2({0})",
-    prims.sin: "tl.sin({0})", prims.cos: "tl.cos({0})", prims.sqrt: "tl.sqrt_rn({0})", prims.rsqrt: "tl.rsqrt({0})",
+    prims.sin: "tl.sin({0})", prims.cos: "tl.cos({0})", prims.sqrt: "_sqrt({0})", prims.rsqrt: "tl.rsqrt({0})",
     prims.erf: "tl.erf({0})", prims.floor: "tl.floor({0})", prims.ceil: "tl.ceil({0})",
     prims.reciprocal: "({one} / {0})", prims.sigmoid: "({one} / ({one} + tl.exp(-{0})))",
     prims.isnan: "({0} != {0})", prims.isinf: "(tl.abs({0}) == float('inf'))",
@@ -60,7 +60,8 @@ REDUCTIONS = {prims.sum: "sum", prims.amax: "max", prims.amin: "min"}
 _COMPARISONS = {prims.eq, prims.ne, prims.lt, prims.le, prims.gt, prims.ge, prims.isnan, prims.isinf, prims.isfinite}
 
 # Helpers every kernel module defines: NaN-propagating extrema (torch.maximum/amax propagate NaN,
-# Triton's do not promise to) and float32 -> bfloat16 rounding to nearest even (as c10 does).
+# Triton's do not promise to), a correctly rounded sqrt, and float32 -> bfloat16 rounding to
+# nearest even (as c10 does).
 _PRELUDE = '''import triton
 import triton.language as tl
 
@@ -76,6 +77,13 @@ def _minimum(a, b):
 
 
 @triton.jit
+def _sqrt(x):
+    if x.dtype == tl.float64:
+        return tl.sqrt(x)
+    return tl.sqrt_rn(x)  # tl.sqrt of float32 is approximate on GPUs
+
+
+@triton.jit
 def _to_bf16(x):
     bits = x.to(tl.uint32, bitcast=True)
     bits = bits + (((bits >> 16) & 1) + 0x7FFF)
@@ -88,14 +96,15 @@ def _to_bf16(x):
 class Kernel:
     """A generated kernel: its source and how to call it.
 
-    Arguments, in order: for each tensor input its pointer and strides, for each output its
+    Arguments, in order: for each tensor input its pointer and strides, for each of its outputs its
     pointer and strides, then the domain's sizes, then the ``BLOCK`` constexpr. ``rows``: one
     program per row of the domain (else one per ``BLOCK`` elements of it).
     """
 
     source: str
     name: str
-    tensor_inputs: tuple[int, ...]  # indices into region.inputs
+    tensor_inputs: tuple[int, ...]  # indices into the region's inputs
+    outputs: tuple[int, ...]  # indices into the region's outputs
     domain: tuple[int, ...]
     rows: bool
 
@@ -104,16 +113,31 @@ class _Decline(Exception):
     """The region does not fit a kernel layout."""
 
 
-def generate(bound_symbols: list[BoundSymbol], inputs: list, outputs: list, name: str = "kernel") -> Kernel | None:
-    """The kernel computing ``outputs`` from ``inputs`` by ``bound_symbols`` (prims), or None if none fits."""
+def generate(bound_symbols: list[BoundSymbol], inputs: list, outputs: list) -> list[Kernel] | None:
+    """Kernels computing ``outputs`` from ``inputs`` by ``bound_symbols`` (prims), or None if none fits.
+
+    One kernel per output shape (each recomputes what it needs); with reductions, one rows kernel
+    writes the outputs of the reduced shape ``S`` and of ``S[:-1]``.
+    """
+    reduced = {tuple(b.args[0].shape) for b in bound_symbols if b.sym in REDUCTIONS}
+    if len(reduced) > 1 or not all(isinstance(o, TensorProxy) for o in outputs):
+        return None
+    groups: dict[tuple, list[int]] = {}
+    for j, o in enumerate(outputs):
+        shape = tuple(o.shape)
+        rows = next((s for s in reduced if shape in (s, s[:-1])), None)
+        groups.setdefault((shape, False) if rows is None else (rows, True), []).append(j)
     try:
-        return _Generator(bound_symbols, inputs, outputs).kernel(name)
+        return [
+            _Generator(bound_symbols, inputs, [outputs[j] for j in js], domain, rows).kernel(tuple(js))
+            for (domain, rows), js in groups.items()
+        ]
     except _Decline:
         return None
 
 
 class _Generator:
-    def __init__(self, bound_symbols, inputs, outputs):
+    def __init__(self, bound_symbols, inputs, outputs, domain: tuple[int, ...], rows: bool):
         self.producer = {o.name: b for b in bound_symbols for o in b.flat_proxy_outs}
         self.inputs = inputs
         self.input_index = {p.name: i for i, p in enumerate(inputs)}
@@ -124,15 +148,8 @@ class _Generator:
         self.bodies: list[tuple[list[str], dict]] = []  # the loops being written: (lines, memo)
         self.memo: dict = {}  # (value, coords) -> variable, outside loops
         self.count = 0
-        reductions = [b for b in bound_symbols if b.sym in REDUCTIONS]
-        if reductions:
-            self.domain = tuple(reductions[0].args[0].shape)
-            if any(tuple(b.args[0].shape) != self.domain for b in reductions):
-                raise _Decline
-        else:
-            self.domain = tuple(outputs[0].shape)
-        self.rows = bool(reductions)
-        n = len(self.domain)
+        self.domain, self.rows = domain, rows
+        n = len(domain)
         self.row_coords = tuple(f"c{k}" for k in range(n - 1)) if self.rows else ()
         self.full_coords = (*self.row_coords, "col") if self.rows else tuple(f"c{k}" for k in range(n))
 
@@ -236,7 +253,7 @@ class _Generator:
         return f"tl.load({ptr}, mask=mask)" if block else f"tl.load({ptr})"
 
     def reduction(self, bsym: BoundSymbol, coords) -> str:
-        if tuple(coords) != self.row_coords:
+        if not self.rows or tuple(coords) != self.row_coords:
             raise _Decline  # reduced values used at other rows than their own
         a = bsym.args[0]
         kind = REDUCTIONS[bsym.sym]
@@ -264,18 +281,10 @@ class _Generator:
         self.top.extend("    " + line for line in body)
 
     # --- the kernel ---
-    def kernel(self, name: str) -> Kernel:
-        n = len(self.domain)
-        full, per_row = [], []
-        for j, o in enumerate(self.outputs):
-            if not isinstance(o, TensorProxy):
-                raise _Decline
-            if tuple(o.shape) == self.domain:
-                full.append(j)
-            elif self.rows and tuple(o.shape) == self.domain[:-1]:
-                per_row.append(j)
-            else:
-                raise _Decline
+    def kernel(self, outputs: tuple[int, ...]) -> Kernel:
+        n, name = len(self.domain), "kernel"
+        full = [j for j, o in enumerate(self.outputs) if tuple(o.shape) == self.domain]
+        per_row = [j for j, o in enumerate(self.outputs) if tuple(o.shape) != self.domain]
         stores = []
         if self.rows:
             for j in per_row:
@@ -314,7 +323,7 @@ class _Generator:
                 head.append(f"{index} = {index} // D{k}")
         lines = [*(f"{k} = tl.constexpr({literal})" for literal, k in self.constants.items()), "", "", "@triton.jit", f"def {name}({', '.join([*params, 'BLOCK: tl.constexpr'])}):"]
         lines += ["    " + line for line in head + self.top]
-        return Kernel(_PRELUDE + "\n" + "\n".join(lines) + "\n", name, tensor_inputs, self.domain, self.rows)
+        return Kernel(_PRELUDE + "\n" + "\n".join(lines) + "\n", name, tensor_inputs, outputs, self.domain, self.rows)
 
     def _ptr(self, j: int, coords) -> str:
         return " + ".join([f"out{j}", *(f"{c} * out{j}_s{k}" for k, c in enumerate(coords))])

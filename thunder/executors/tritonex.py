@@ -75,10 +75,10 @@ class TritonExecutor(FusionExecutor):
         """One ``TritonN`` fusion for ``region``; single ops and regions no kernel fits are declined."""
         if len(region.bound_symbols) < 2:
             return None
-        kernel = codegen.generate(region.bound_symbols, region.inputs, region.outputs)
-        if kernel is None:
+        kernels = codegen.generate(region.bound_symbols, region.inputs, region.outputs)
+        if kernels is None:
             return None
-        return [fusion_bound_symbol(region, trace, prefix="Triton", fn=_Launcher(kernel, region.outputs))]
+        return [fusion_bound_symbol(region, trace, prefix="Triton", fn=_Launcher(kernels, region.outputs))]
 
 
 def _accepts(bsym: BoundSymbol) -> bool:
@@ -116,56 +116,54 @@ def _accepts(bsym: BoundSymbol) -> bool:
 
 
 class _Launcher:
-    """Runs one generated kernel: allocates the outputs, passes strides and sizes, picks ``BLOCK``."""
+    """Runs a fusion's kernels: allocates the outputs, passes strides and sizes."""
 
-    def __init__(self, kernel: codegen.Kernel, outputs: list[TensorProxy]):
-        self.kernel = kernel
+    def __init__(self, kernels: list[codegen.Kernel], outputs: list[TensorProxy]):
+        self.kernels = kernels
         self.outputs = [(tuple(o.shape), o.dtype) for o in outputs]
-        self.blocks: dict[int, int] = {}  # shape class -> chosen BLOCK
 
     def __call__(self, *inputs):
-        k = self.kernel
-        device = inputs[k.tensor_inputs[0]].device
+        device = inputs[self.kernels[0].tensor_inputs[0]].device
         outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self.outputs]
-        args: list = []
-        for i in k.tensor_inputs:
-            args += [inputs[i], *inputs[i].stride()]
-        for o in outs:
-            args += [o, *o.stride()]
-        args += list(k.domain)
-        work = _prod(k.domain[:-1]) if k.rows else _prod(k.domain)
-        if work:
-            fn = _compiled(k)
-            size = k.domain[-1] if k.rows else work
-            block = self._block(fn, args, size, work)
-            grid = (work if k.rows else -(-work // block),)
-            fn[grid](*args, BLOCK=block)
+        for k in self.kernels:
+            args: list = []
+            for i in k.tensor_inputs:
+                args += [inputs[i], *inputs[i].stride()]
+            for j in k.outputs:
+                args += [outs[j], *outs[j].stride()]
+            _launch(k, [*args, *k.domain])
         return tuple(outs)
 
-    def _block(self, fn, args, size: int, work: int) -> int:
-        """``BLOCK`` for a row length (or element count) ``size``: fixed when interpreting; on CUDA
-        the fastest of a few, timed on the first call per power-of-two class of ``size``."""
-        cap = _next_pow2(size)
-        if _interpreting():
-            return min(cap, 4096 if self.kernel.rows else 1024)
-        found = self.blocks.get(cap)
-        if found is None:
-            from triton.testing import do_bench
-
-            candidates = [b for b in (128, 512, 1024, 2048, 4096) if b <= max(cap, 128)]
-            rows = self.kernel.rows
-
-            def run(b):
-                fn[(work if rows else -(-work // b),)](*args, BLOCK=b)
-
-            found = self.blocks[cap] = min(candidates, key=lambda b: do_bench(lambda: run(b)))
-        return found
-
     def __repr__(self) -> str:
-        return f"<Triton kernel {self.kernel.name}>"
+        return f"<{len(self.kernels)} generated Triton kernel(s)>"
 
 
 _kernels: dict[str, object] = {}  # source -> triton.jit function (regions alike share kernels)
+_blocks: dict[tuple[str, int], int] = {}  # (source, shape class) -> the BLOCK autotuning chose
+
+
+def _launch(k: codegen.Kernel, args: list) -> None:
+    """Launches ``k``: one program per row, or per ``BLOCK`` elements. ``BLOCK`` is fixed when
+    interpreting; on CUDA the fastest of a few, timed on the first call per shape class (the
+    power of two above the row length or element count)."""
+    work = _prod(k.domain[:-1]) if k.rows else _prod(k.domain)
+    if not work:
+        return
+    fn = _compiled(k)
+
+    def run(block: int) -> None:
+        fn[(work if k.rows else -(-work // block),)](*args, BLOCK=block)
+
+    cap = _next_pow2(k.domain[-1] if k.rows else work)
+    if _interpreting():
+        return run(min(cap, 4096 if k.rows else 1024))
+    block = _blocks.get((k.source, cap))
+    if block is None:
+        from triton.testing import do_bench
+
+        candidates = [b for b in (128, 512, 1024, 2048, 4096) if b <= max(cap, 128)]
+        block = _blocks[k.source, cap] = min(candidates, key=lambda b: do_bench(lambda: run(b)))
+    run(block)
 
 
 def _compiled(kernel: codegen.Kernel):

@@ -1,0 +1,197 @@
+"""The triton executor against eager PyTorch: values, dtypes and gradients, the fusions it makes
+in forward and backward traces, what it declines, and its unavailability reason.
+
+Without a GPU the kernels run in Triton's interpreter on CPU tensors: ``TRITON_INTERPRET`` is
+set here, before triton is first imported (the executor imports it lazily, when it builds a
+kernel, and triton reads the variable when a kernel is decorated).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+pytest.importorskip("triton", reason="the triton executor's tests need triton (pip install triton)")
+
+import thunder
+from thunder.core.errors import ThunderRuntimeError
+from thunder.executors import tritonex
+
+# Masked-off lanes compute on the interpreter's zeros (0 / 0): numpy warns.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+DEVICE = "cuda" if os.environ["TRITON_INTERPRET"] == "0" else "cpu"
+FLOATS = [torch.float32, torch.float64, torch.bfloat16]
+
+
+def _jit(fn):
+    return thunder.jit(fn, executors=["triton", "torch"])
+
+
+def _fusions(trace) -> list:
+    return [b for b in trace.bound_symbols if b.sym.name.startswith("Triton")]
+
+
+def _absorbed(trace) -> set[str]:
+    return {s.sym.name for b in _fusions(trace) for s in b.subsymbols}
+
+
+def _grads(out, args, cotangent):
+    return torch.autograd.grad(out, [a for a in args if a.requires_grad], cotangent)
+
+
+def _copy(args):
+    return [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+
+
+def _check(fn, *args):
+    """Runs ``fn`` jitted and eagerly; values, dtypes and gradients agree.
+
+    In bfloat16 a gradient may differ from eager's by a few ulps where the formula cancels (it
+    does so with the torch executor too: thunder's formulas round differently from autograd's);
+    there it must be as close to the float64 gradient as eager's is (twice its error, at most).
+    """
+    ours = _copy(args)
+    jf = _jit(fn)
+    got, expected = jf(*ours), fn(*args)
+    torch.testing.assert_close(got, expected)
+    cotangent = torch.randn_like(expected)
+    g_got, g_expected = _grads(got, ours, cotangent), _grads(expected, args, cotangent)
+    if expected.dtype is not torch.bfloat16:
+        torch.testing.assert_close(g_got, g_expected)
+        return jf
+    wide = [a.detach().double().requires_grad_(a.requires_grad) for a in args]
+    for g, e, exact in zip(g_got, g_expected, _grads(fn(*wide), wide, cotangent.double())):
+        assert g.dtype == e.dtype
+        assert (g.double() - exact).abs().max() <= 2 * (e.double() - exact).abs().max() + 1e-3
+    return jf
+
+
+def _rand(*shape, dtype=torch.float32, grad=True):
+    return torch.randn(*shape, dtype=dtype, device=DEVICE).requires_grad_(grad)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_elementwise_chain_with_broadcasting_and_scalars(dtype):
+    def f(x, b):
+        return torch.exp(-(x * 0.5 + b)) / (1.0 + torch.abs(x)) - torch.sqrt(b * b + 1)
+
+    jf = _check(f, _rand(4, 33, dtype=dtype), _rand(33, dtype=dtype))
+    (fusion,) = _fusions(thunder.last_traces(jf)[-1])
+    assert {"mul", "broadcast_in_dim", "add", "exp", "div", "sqrt"} <= {s.sym.name for s in fusion.subsymbols}
+    assert _fusions(thunder.last_backward_traces(jf)[-1]), "the backward's elementwise ops are fused too"
+
+
+def test_backward_region_is_fused():
+    jf = _check(lambda x, y: torch.sin(x * y) * y, _rand(3, 17), _rand(3, 17))
+    assert {"cos", "mul"} <= _absorbed(thunder.last_backward_traces(jf)[-1])
+
+
+def test_dtype_conversions_comparisons_and_where():
+    def f(x, i):
+        low = x.to(torch.bfloat16) * 3
+        masked = torch.where(x > 0, low.float(), i.to(torch.float32) / 7)
+        return masked, (x >= i).to(torch.int32) + i, (x < 0.25) & (i != 2)
+
+    x, i = _rand(5, 9, grad=False), torch.randint(-3, 4, (5, 9), device=DEVICE)
+    jf = _jit(f)
+    for got, expected in zip(jf(x, i), f(x, i)):
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got, expected)
+    assert {"convert_element_type", "where", "gt", "bitwise_and"} <= _absorbed(thunder.last_traces(jf)[-1])
+
+
+def test_bfloat16_rounds_to_nearest_even():
+    x = torch.randn(4096, device=DEVICE)
+    x[:3] = torch.tensor([float("nan"), float("inf"), 1 + 2**-8])  # a tie: rounds to the even 1.0
+    jf = _jit(lambda x: (x * 1.0).to(torch.bfloat16) == (x + 0.0).to(torch.bfloat16))
+    assert torch.equal(jf(x), x.to(torch.bfloat16) == x.to(torch.bfloat16))
+    exact = {"rtol": 0, "atol": 0, "equal_nan": True}
+    torch.testing.assert_close(_jit(lambda x: (x * 1.0).to(torch.bfloat16))(x), x.to(torch.bfloat16), **exact)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("op", [torch.softmax, torch.log_softmax], ids=["softmax", "log_softmax"])
+def test_softmax(op, dtype):
+    jf = _check(lambda x: op(x * 2, -1), _rand(6, 50, dtype=dtype))
+    assert {"amax", "sum", "exp"} <= _absorbed(thunder.last_traces(jf)[-1])
+
+
+def test_long_rows_loop_over_the_row():
+    jf = _check(lambda x: torch.softmax(x, -1) + 1, _rand(2, 5000))
+    assert {"amax", "sum"} <= _absorbed(thunder.last_traces(jf)[-1])
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_rms_norm(dtype):
+    jf = _check(lambda x, w: F.rms_norm(x, (40,), w, eps=1e-6), _rand(2, 3, 40, dtype=dtype), _rand(40, dtype=dtype))
+    assert "sum" in _absorbed(thunder.last_traces(jf)[-1])
+    assert _fusions(thunder.last_backward_traces(jf)[-1])
+
+
+def test_layer_norm():
+    # On CPU thunder runs layer_norm as ATen's kernel (it keeps the statistics for the backward):
+    # the affine around it is fused.
+    _check(lambda x, w, b: F.layer_norm(x * 2, (24,), w, b) * 3 + 1, _rand(4, 24), _rand(24), _rand(24))
+
+
+@pytest.mark.parametrize("act", [F.gelu, F.silu], ids=["gelu", "silu"])
+def test_mlp_forward_and_backward(act):
+    w1, b1, w2 = _rand(32, 16), _rand(32), _rand(8, 32)
+
+    def mlp(x, w1, b1, w2):
+        return F.linear(act(F.linear(x, w1, b1)), w2).sum(-1)
+
+    jf = _check(mlp, _rand(4, 16), w1, b1, w2)
+    assert thunder.last_traces(jf)[-1].bound_symbols, "ran"
+
+
+def test_non_contiguous_and_expanded_inputs():
+    x = _rand(24, 6).t()  # strides (1, 6)
+    b = torch.randn(1, 24, device=DEVICE).expand(6, 24)  # stride 0
+    jf = _check(lambda x, b: torch.softmax(x + b, -1) * x, x, b)
+    assert _fusions(thunder.last_traces(jf)[-1])
+
+
+def test_nan_propagates_through_amax_and_maximum():
+    x = torch.randn(3, 10, device=DEVICE)
+    x[1, 4] = float("nan")
+    jf = _jit(lambda x: (torch.softmax(x, -1), torch.maximum(x, x * 0 + 0.5), x.amax(-1) + 1))
+    for got, expected in zip(jf(x), (torch.softmax(x, -1), torch.maximum(x, x * 0 + 0.5), x.amax(-1) + 1)):
+        torch.testing.assert_close(got, expected, equal_nan=True)
+
+
+def test_ops_it_cannot_generate_stay_with_torch():
+    def f(x, i):
+        return torch.tanh(x * 2) + 1, (i * 3) // 2, x.sum(0) * 2  # tanh, integer division, a sum over dim 0
+
+    x, i = _rand(4, 5, grad=False), torch.randint(-9, 9, (4, 5), device=DEVICE)
+    jf = _jit(f)
+    for got, expected in zip(jf(x, i), f(x, i)):
+        torch.testing.assert_close(got, expected)
+    trace = thunder.last_traces(jf)[-1]
+    assert not {"tanh", "floor_divide", "sum"} & _absorbed(trace)
+    assert "torch.tanh" in str(trace)
+
+
+def test_unavailable_executor_names_the_reason(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert not tritonex.ex.available()
+    assert "TRITON_INTERPRET=1" in tritonex.ex.unavailable_reason
+    with pytest.raises(ThunderRuntimeError, match="'triton' is unavailable: no CUDA device"):
+        _jit(lambda x: x * 2 + 1)(torch.randn(3))
+
+    monkeypatch.setattr(tritonex.importlib.util, "find_spec", lambda name, *a: None)
+    assert tritonex.ex.unavailable_reason == "triton is not installed (pip install triton)"
+
+
+def test_listed_among_the_executors_and_not_a_default():
+    assert tritonex.ex in thunder.get_all_executors()
+    assert tritonex.ex not in thunder.get_default_executors()
+    assert tritonex.ex.available()
