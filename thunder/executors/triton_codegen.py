@@ -56,7 +56,7 @@ BINARY_NUMERIC = {
 }  # fmt: skip
 BINARY_FLOAT = {prims.div: "({0} / {1})"}  # integer division truncates: not generated
 BINARY_INTEGRAL = {prims.bitwise_and: "({0} & {1})", prims.bitwise_or: "({0} | {1})", prims.bitwise_xor: "({0} ^ {1})"}
-REDUCTIONS = {prims.sum: "sum", prims.amax: "max", prims.amin: "min"}
+REDUCTIONS = {prims.sum: "sum", prims.amax: "max", prims.amin: "min", prims.var: "var", prims.var_mean: "var_mean"}
 _COMPARISONS = {prims.eq, prims.ne, prims.lt, prims.le, prims.gt, prims.ge, prims.isnan, prims.isinf, prims.isfinite}
 
 # Helpers every kernel module defines: NaN-propagating extrema (torch.maximum/amax propagate NaN,
@@ -203,7 +203,7 @@ class _Generator:
         bsym = self.producer[value.name]
         sym, args = bsym.sym, bsym.args
         if sym in REDUCTIONS:
-            return self.reduction(bsym, coords)
+            return self.reduction(bsym, value, coords)
         if sym is prims.convert_element_type:
             return self.convert(self.emit(args[0], coords), args[0].dtype, args[1])
         if sym is prims.where:
@@ -252,27 +252,42 @@ class _Generator:
         block = any(c == "col" or (not self.rows and c != "0") for c in coords)
         return f"tl.load({ptr}, mask=mask)" if block else f"tl.load({ptr})"
 
-    def reduction(self, bsym: BoundSymbol, coords) -> str:
+    def reduction(self, bsym: BoundSymbol, value, coords) -> str:
         if not self.rows or tuple(coords) != self.row_coords:
             raise _Decline  # reduced values used at other rows than their own
-        a = bsym.args[0]
-        kind = REDUCTIONS[bsym.sym]
+        a, kind, n = bsym.args[0], REDUCTIONS[bsym.sym], f"D{len(self.domain) - 1}"
         compute = torch.float32 if a.dtype in LOW_PRECISION else a.dtype
-        tl_compute = TL_DTYPES[compute]
+        if kind not in ("var", "var_mean"):
+            return self.convert(self.accumulate(a, kind, compute, "{0}"), compute, a.dtype)
+        # Two passes: the mean, then the sum of squared deviations from it.
+        mean = self.memo.get((a.name, "mean"))
+        if mean is None:
+            mean = self.memo[a.name, "mean"] = self.var("mean")
+            self.top.append(f"{mean} = {self.accumulate(a, 'sum', compute, '{0}')} / {n}")
+        if kind == "var_mean" and value.name == bsym.output[1].name:
+            return self.convert(mean, compute, a.dtype)
+        squares = self.accumulate(a, "sum", compute, f"({{0}} - {mean}) * ({{0}} - {mean})")
+        divisor = f"tl.maximum({n} - {self.constant(bsym.kwargs['correction'], compute)}, 0)"  # as torch
+        return self.convert(f"{squares} / {divisor}", compute, a.dtype)
+
+    def accumulate(self, a, kind: str, compute: torch.dtype, element: str) -> str:
+        """A variable with the ``kind`` reduction of ``element`` (a template of ``a``'s element in
+        ``compute``) over the row, in ``compute``."""
         identity = {"sum": "0", "max": "float('-inf')", "min": "float('inf')"}[kind]
         combine = {"sum": "{0} + {1}", "max": "_maximum({0}, {1})", "min": "_minimum({0}, {1})"}[kind]
         acc = self.var("acc")
-        self.top.append(f"{acc} = tl.full([BLOCK], {identity}, {tl_compute})")
+        self.top.append(f"{acc} = tl.full([BLOCK], {identity}, {TL_DTYPES[compute]})")
         body: list[str] = []
         self.bodies.append((body, {}))
         try:
             x = self.emit(a, self.full_coords)
         finally:
             self.bodies.pop()
-        x = x if compute is a.dtype else f"{x}.to(tl.float32)"
+        x = element.format(x if compute is a.dtype else f"{x}.to(tl.float32)")
         self.loop(body + [f"{acc} = " + combine.format(acc, f"tl.where(mask, {x}, {identity})")])
-        total = f"tl.sum({acc}, 0)" if kind == "sum" else f"tl.reduce({acc}, 0, _{kind}imum)"
-        return self.convert(total, compute, a.dtype)
+        total = self.var("total")
+        self.top.append(f"{total} = " + (f"tl.sum({acc}, 0)" if kind == "sum" else f"tl.reduce({acc}, 0, _{kind}imum)"))
+        return total
 
     def loop(self, body: list[str]) -> None:
         self.top.append(f"for start in range(0, D{len(self.domain) - 1}, BLOCK):")

@@ -1,8 +1,8 @@
 """The triton fusion executor: regions of prims run as Triton kernels this project generates.
 
 It claims the prims ``thunder.executors.triton_codegen`` can write code for (elementwise ops,
-``broadcast_in_dim``, ``convert_element_type``, and ``sum``/``amax``/``amin`` over the last
-dim), so with ``executors=["triton", "torch"]`` torch-language ops such as softmax, rms_norm or
+``broadcast_in_dim``, ``convert_element_type``, and ``sum``/``amax``/``amin``/``var``/``var_mean``
+over the last dim), so with ``executors=["triton", "torch"]`` torch-language ops such as softmax, rms_norm or
 gelu are decomposed and their prims fused (Note [Claiming at the deepest level]). Each region
 of two or more ops becomes one ``TritonN`` symbol that lists the ops it absorbed; a region no
 kernel layout fits is declined (torch runs its ops). It is in no default list.
