@@ -119,6 +119,23 @@ def test_bfloat16_rounds_to_nearest_even():
     torch.testing.assert_close(_jit(lambda x: (x * 1.0).to(torch.bfloat16))(x), x.to(torch.bfloat16), **exact)
 
 
+def test_bfloat16_ops_with_numbers_it_cannot_hold_run_as_eager():
+    # Eager rounds 0.3 to bfloat16 before adding or comparing (thunder's decomposition would not):
+    # those ops stay whole, with torch; numbers bfloat16 holds (1.0, 0.5) are fused.
+    x = torch.tensor([0.3, 0.30078125, 0.298828125, 1.1, -2.0], device=DEVICE).to(torch.bfloat16)
+
+    def f(x):
+        y = x * 0.5 + 1.0
+        return y, y == 0.3, y + 0.3, y - 0.3, y < 0.3
+
+    jf = _jit(f)
+    for got, expected in zip(jf(x), f(x)):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    trace = thunder.last_traces(jf)[-1]
+    assert {"mul", "add"} <= _absorbed(trace)
+    assert "torch.eq" in str(trace)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("op", [torch.softmax, torch.log_softmax], ids=["softmax", "log_softmax"])
 def test_softmax(op, dtype):

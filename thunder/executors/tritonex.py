@@ -12,7 +12,7 @@ CPU tensors, in Triton's interpreter when ``TRITON_INTERPRET=1`` (slow; for test
 the executor is unavailable: ``ex.available()`` is False, ``ex.unavailable_reason`` says why,
 and a jit that lists it fails with that reason.
 
-Layer: executors. Imports: core, extend, executors.triton_codegen.
+Layer: executors. Imports: core, extend, executors.torchex, executors.triton_codegen.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from thunder.core.errors import ThunderRuntimeError
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx
+from thunder.executors import torchex
 from thunder.executors import triton_codegen as codegen
-from thunder.extend import FusionExecutor, ImplInfo, Region, fusion_bound_symbol, register_executor
+from thunder.extend import FusionExecutor, ImplInfo, Region, find_regions, fusion_bound_symbol, register_executor
 
 __all__ = ["TritonExecutor", "ex"]
 
@@ -65,20 +66,46 @@ class TritonExecutor(FusionExecutor):
 
     def can_execute(self, bsym: BoundSymbol) -> bool:
         if bsym.sym not in self.implmap:
-            return False
+            # Taken whole so that it is not decomposed; ``fuse`` gives it to the torch executor.
+            return _rounds_number_first(bsym)
         reason = self.unavailable_reason
         if reason is not None:
             raise ThunderRuntimeError(f"executor {self.name!r} is unavailable: {reason}")
         return _accepts(bsym)
 
     def fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:
-        """One ``TritonN`` fusion for ``region``; single ops and regions no kernel fits are declined."""
+        """``TritonN`` fusions for ``region``; single ops and regions no kernel fits are declined.
+
+        Ops taken whole (``_rounds_number_first``) run on the torch executor, the prims around them
+        in fusions of their own (the shared region finder orders the parts)."""
+        if all(b.sym.is_prim for b in region.bound_symbols):
+            return self._fuse(region, trace)
+        claimed = [(self if b.sym.is_prim else torchex.ex, b) for b in region.bound_symbols]
+        out: list[BoundSymbol] = []
+        for part in find_regions(claimed, returned=region.outputs):
+            fused = self._fuse(part, trace) if part.is_fusion else None
+            if fused is None:
+                fused = [_on_torch(b) for b in part.bound_symbols]
+                if None in fused:
+                    return None
+            out += fused
+        return out
+
+    def _fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:
         if len(region.bound_symbols) < 2:
             return None
         kernels = codegen.generate(region.bound_symbols, region.inputs, region.outputs)
         if kernels is None:
             return None
         return [fusion_bound_symbol(region, trace, prefix="Triton", fn=_Launcher(kernels, region.outputs))]
+
+
+def _on_torch(bsym: BoundSymbol) -> BoundSymbol | None:
+    """``bsym`` as the torch executor runs it (None if it cannot)."""
+    info = torchex.ex.lookup_implementation(bsym.sym)
+    if info is None or info.symbol is None or info.execution_transform is not None:
+        return None
+    return bsym.from_bsym(sym=info.symbol, lineage=bsym.lineage)
 
 
 def _accepts(bsym: BoundSymbol) -> bool:
@@ -113,6 +140,21 @@ def _accepts(bsym: BoundSymbol) -> bool:
     if sym in codegen.BINARY_INTEGRAL:
         return not dtype.is_floating_point
     return dtype is not torch.bool  # arithmetic and extrema on bools are not generated
+
+
+def _rounds_number_first(bsym: BoundSymbol) -> bool:
+    """Whether ``bsym`` is a language op of one elementwise prim on a low-precision tensor and a
+    number that dtype cannot hold. Eager rounds such a number to the tensor's dtype first in some
+    ops (``x + 0.3``, ``x == 0.3`` on bfloat16) but not in others (``x * 0.3``); the decomposition
+    computes with it in float32, which is exact only for the latter. Such ops are kept whole."""
+    if bsym.sym.is_prim:
+        return False
+    ops = [s for s in bsym.subsymbols if s.sym is not prims.convert_element_type]
+    if len(ops) != 1 or ops[0].sym not in (*_ELEMENTWISE, prims.where):
+        return False
+    low = {a.dtype for a in bsym.flat_args if isinstance(a, TensorProxy) and a.dtype in codegen.LOW_PRECISION}
+    numbers = [a for a in bsym.flat_args if type(a) in (int, float)]
+    return any(torch.tensor(n, dtype=d).item() != n for d in low for n in numbers)
 
 
 class _Launcher:
