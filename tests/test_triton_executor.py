@@ -231,3 +231,18 @@ def test_listed_among_the_executors_and_not_a_default():
     assert tritonex.ex in thunder.get_all_executors()
     assert tritonex.ex not in thunder.get_default_executors()
     assert tritonex.ex.available()
+
+
+def test_gpt2_block_forward_and_backward():
+    pytest.importorskip("transformers")
+    from tests import zoo
+
+    block = zoo.build("gpt2").transformer.h[0].to(DEVICE)
+    params = list(block.parameters())
+    x = _rand(2, 8, 32)
+    jb = _jit(block)
+    got, expected = jb(x)[0], block(x)[0]
+    torch.testing.assert_close(got, expected)
+    cotangent = torch.randn_like(expected)
+    torch.testing.assert_close(torch.autograd.grad(got, [x, *params], cotangent), torch.autograd.grad(expected, [x, *params], cotangent))
+    assert _fusions(thunder.last_traces(jb)[-1]) and _fusions(thunder.last_backward_traces(jb)[-1])
