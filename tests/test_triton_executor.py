@@ -194,6 +194,33 @@ def test_non_contiguous_and_expanded_inputs():
     assert _fusions(thunder.last_traces(jf)[-1])
 
 
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (lambda x: (x * 2 + 1).sum(-1) * 3, lambda: torch.randn(5)),  # a 1-d row, a 0-d output
+        (lambda x: x * 2 + 1, lambda: torch.tensor(3.0)),
+        (lambda x: torch.softmax(x * 2, -1), lambda: torch.randn(0, 5)),  # no rows
+        (lambda x: (x * 2).sum(-1) + 1, lambda: torch.randn(3, 0)),  # empty rows sum to 0
+        (lambda x: (x * 3 - x * x) * x, lambda: torch.randint(-100, 100, (4, 5), dtype=torch.int8)),  # wraps
+        (lambda x: (x.to(torch.int32) + 1) * 2, lambda: torch.randn(8) * 100),
+        (lambda x: torch.amin(x * 1, -1) + 1, lambda: torch.tensor([[1.0, _NAN, 2.0], [3.0, -1.0, 0.0]])),
+        (lambda x: (x * 1).to(torch.float64) + 1e-10, lambda: torch.randn(7)),
+        (lambda x: x * 1 + 1e-10, lambda: torch.randn(7, dtype=torch.float64)),  # float64 constants are exact
+    ],
+    ids=["row-1d", "0d", "no-rows", "empty-rows", "int8", "float-to-int", "amin-nan", "to-float64", "f64-constant"],
+)
+def test_edge_cases(fn, make):
+    x = make().to(DEVICE)
+    jf = _jit(fn)
+    got, expected = jf(x), fn(x)
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, equal_nan=True, rtol=0 if x.dtype is torch.float64 else None, atol=0 if x.dtype is torch.float64 else None)
+    assert _fusions(thunder.last_traces(jf)[-1])
+
+
 def test_nan_propagates_through_amax_and_maximum():
     x = torch.randn(3, 10, device=DEVICE)
     x[1, 4] = float("nan")

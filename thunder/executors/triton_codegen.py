@@ -304,19 +304,19 @@ class _Generator:
         if self.rows:
             for j in per_row:
                 v = self.emit(self.outputs[j], self.row_coords)
-                self.top.append(f"tl.store({self._ptr(j, self.row_coords)}, {v})")
+                self.top.append(self._store(j, self.row_coords, v))
             body: list[str] = []
             self.bodies.append((body, {}))
             for j in full:
                 v = self.emit(self.outputs[j], self.full_coords)
-                stores.append(f"tl.store({self._ptr(j, self.full_coords)}, tl.broadcast_to({v}, [BLOCK]), mask=mask)")
+                stores.append(self._store(j, self.full_coords, v))
             self.bodies.pop()
             if full:
                 self.loop(body + stores)
         else:
             for j in full:
                 v = self.emit(self.outputs[j], self.full_coords)
-                self.top.append(f"tl.store({self._ptr(j, self.full_coords)}, tl.broadcast_to({v}, [BLOCK]), mask=mask)")
+                self.top.append(self._store(j, self.full_coords, v))
 
         tensor_inputs = tuple(sorted(self.loaded))
         params = []
@@ -340,5 +340,8 @@ class _Generator:
         lines += ["    " + line for line in head + self.top]
         return Kernel(_PRELUDE + "\n" + "\n".join(lines) + "\n", name, tensor_inputs, outputs, self.domain, self.rows)
 
-    def _ptr(self, j: int, coords) -> str:
-        return " + ".join([f"out{j}", *(f"{c} * out{j}_s{k}" for k, c in enumerate(coords))])
+    def _store(self, j: int, coords, v: str) -> str:
+        """Stores ``v`` into output ``j`` at ``coords``: a block (``v`` may be a scalar) or one element."""
+        ptr = " + ".join([f"out{j}", *(f"{c} * out{j}_s{k}" for k, c in enumerate(coords))])
+        block = "col" in coords or (not self.rows and coords)
+        return f"tl.store({ptr}, tl.broadcast_to({v}, [BLOCK]), mask=mask)" if block else f"tl.store({ptr}, {v})"

@@ -37,6 +37,7 @@ __all__ = ["TritonExecutor", "ex"]
 _ELEMENTWISE_FLOAT = {*codegen.UNARY_FLOAT, *codegen.BINARY_FLOAT}
 _ELEMENTWISE = {*_ELEMENTWISE_FLOAT, *codegen.UNARY_NUMERIC, *codegen.BINARY_NUMERIC, *codegen.BINARY_INTEGRAL}
 # Exact in float32, so converting through it rounds to bfloat16 once, as eager's direct conversion.
+_NARROW_INTEGERS = {torch.uint8, torch.int8, torch.int16}
 _BF16_SOURCES = {torch.bfloat16, torch.float16, torch.float32, torch.bool, torch.int8, torch.uint8, torch.int16}
 
 
@@ -129,7 +130,9 @@ def _accepts(bsym: BoundSymbol) -> bool:
     sym, dtype = bsym.sym, tensors[0].dtype
     if sym is prims.convert_element_type:
         src, dst = bsym.args[0].dtype, bsym.args[1]
-        return dst not in (torch.bfloat16,) or src in _BF16_SOURCES
+        if src.is_floating_point and dst in _NARROW_INTEGERS:
+            return False  # out of range, eager's CPU wraps and GPUs saturate
+        return dst is not torch.bfloat16 or src in _BF16_SOURCES
     if sym is prims.broadcast_in_dim or sym is prims.where:
         return True
     if sym in codegen.REDUCTIONS:
