@@ -750,3 +750,29 @@ def test_operator_made_by_an_execution_transform_runs_its_fn_not_its_meta():
         jf = thunder.jit(lambda a: -a, executors=executors)
         torch.testing.assert_close(jf(a), a * 2)
         assert [b.sym for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.executor is ex] == [double]
+
+
+def test_an_operator_replaces_its_function_only_where_its_executor_runs():
+    """``register_operator(..., replaces=f)`` recorded the operator in every jit, and a jit without
+    its executor then ran the ``like=`` ops (the meta's stand-in) instead of ``fn``: 1s where eager
+    gives 2s. Without the executor the program's own function is traced; an operator called
+    directly without its executor is a clear error."""
+    ex = thunder.extend.OperatorExecutor("test_replacing_ex")
+    thunder.extend.register_executor(ex)
+
+    def double(a):
+        return a * 2
+
+    op = ex.register_operator("test_fast_double", like=lambda a: a + 0, fn=lambda a: a * 2, replaces=double)
+    a = torch.ones(2)
+    try:
+        with_ex, without = thunder.jit(double, executors=[ex]), thunder.jit(double)
+        torch.testing.assert_close(with_ex(a), double(a))
+        torch.testing.assert_close(without(a), double(a))
+        assert "test_fast_double" in str(thunder.last_traces(with_ex)[-1])
+        assert "test_fast_double" not in str(thunder.last_traces(without)[-1])
+        with pytest.raises(RuntimeError, match="operator of the executor 'test_replacing_ex'.*add it to executors="):
+            thunder.jit(lambda a: op(a))(a)
+    finally:
+        thunder.extend.deregister_executor(ex)
+        thunder.extend.replacements.pop(double, None)

@@ -29,6 +29,7 @@ from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
 from thunder.core.prims.python import OutcomeChanged, same_outcome
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import recording_constraints
 from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
@@ -47,8 +48,11 @@ def acquire_traces(
     to the failure is published in ``cs`` (as the "Interpretation (incomplete)" trace) before the
     error propagates."""
     start = time.perf_counter_ns()
+    executors_or_none = {None, *cd.options.executors}
     tracer = Tracer(
         cd.fn,
+        # A function that a user operator replaces is that operator only where its executor runs.
+        symbol_lookup=lambda fn: symbol_for(fn, accept=lambda sym: getattr(sym, "executor", None) in executors_or_none),
         cache_option=cd.cache_option,
         sharp_edges=cd.sharp_edges,
         record_history=cd.debug_options.record_interpreter_history,

@@ -31,13 +31,13 @@ def register_symbol_table(table: Mapping[Callable, Any], *, first: bool = False)
     _tables = (table, *_tables) if first else (*_tables, table)
 
 
-def symbol_for(fn: Any) -> Any:
-    """The symbol that ``fn`` stands for in the first table that has one, or None (also for an
-    unhashable ``fn``)."""
+def symbol_for(fn: Any, accept: Callable[[Any], bool] | None = None) -> Any:
+    """The symbol that ``fn`` stands for in the first table that has one (that ``accept`` accepts,
+    when given), or None (also for an unhashable ``fn``)."""
     try:
         for table in _tables:
             found = table.get(fn)
-            if found is not None:
+            if found is not None and (accept is None or accept(found)):
                 return found
     except TypeError:  # unhashable callable
         return None

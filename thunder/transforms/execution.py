@@ -93,8 +93,9 @@ class _Claimer:
         lineage = (bsym.uid,) if top else lineage
         source = bsym.source if top else (bsym.source or source)
         w = self.whole(bsym)
-        # An executor's own operator computes its ``fn``: its subsymbols are its meta's (``like=``) ops.
-        opaque = bsym.sym.executor is not None and bsym.sym.executor in self.executors
+        # An executor's own operator computes its ``fn``: its subsymbols are its meta's (``like=``) ops,
+        # which need not compute the same (only the same shapes), so they never stand in for it.
+        opaque = bsym.sym.executor is not None
         if bsym.subsymbols and not opaque and (w == _NONE or (w > 0 and self.deep(bsym) < w)):
             for sub in bsym.subsymbols:
                 self.claim(sub, out, lineage=lineage, source=source)
@@ -104,6 +105,11 @@ class _Claimer:
                 return  # e.g. dropout in eval mode: the output is an input, nothing runs
             where = f" (called at {source})" if source else ""
             names = ", ".join(e.name for e in self.executors)
+            if bsym.sym.executor is not None:
+                raise ThunderRuntimeError(
+                    f"{bsym.sym.print_name}{where} is an operator of the executor {bsym.sym.executor.name!r}, which "
+                    f"this function is not jitted with (executors: [{names}]): add it to executors="
+                )
             raise ThunderRuntimeError(
                 f"no executor can run {bsym.sym.print_name}{where}: none of [{names}] implements it. "
                 "Add an executor that implements it, or register an implementation with "
