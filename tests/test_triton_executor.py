@@ -30,7 +30,7 @@ pytestmark = [
 ]
 
 DEVICE = "cuda" if os.environ["TRITON_INTERPRET"] == "0" else "cpu"
-FLOATS = [torch.float32, torch.float64, torch.bfloat16]
+FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 
 
 def _jit(fn):
@@ -56,7 +56,7 @@ def _copy(args):
 def _check(fn, *args):
     """Runs ``fn`` jitted and eagerly; values, dtypes and gradients agree.
 
-    In bfloat16 a gradient may differ from eager's by a few ulps where the formula cancels (it
+    In bfloat16 and float16 a gradient may differ from eager's by a few ulps where the formula cancels (it
     does so with the torch executor too: thunder's formulas round differently from autograd's);
     there it must be as close to the float64 gradient as eager's is (twice its error, at most).
     """
@@ -66,7 +66,7 @@ def _check(fn, *args):
     torch.testing.assert_close(got, expected)
     cotangent = torch.randn_like(expected)
     g_got, g_expected = _grads(got, ours, cotangent), _grads(expected, args, cotangent)
-    if expected.dtype is not torch.bfloat16:
+    if expected.dtype not in (torch.bfloat16, torch.float16):
         torch.testing.assert_close(g_got, g_expected)
         return jf
     wide = [a.detach().double().requires_grad_(a.requires_grad) for a in args]

@@ -119,11 +119,8 @@ def _accepts(bsym: BoundSymbol) -> bool:
     device = tensors[0].device
     if any(t.device != device for t in tensors):
         return False
-    on_cpu = device.type == "cpu"
-    if not (device.type == "cuda" or (on_cpu and _interpreting())):
+    if not (device.type == "cuda" or (device.type == "cpu" and _interpreting())):
         return False
-    if on_cpu and any(t.dtype is torch.float16 for t in tensors):
-        return False  # the interpreter rounds float16 by truncation
     if any(type(a) not in (bool, int, float) for a in bsym.flat_args if not isinstance(a, TensorProxy)):
         if bsym.sym not in (prims.broadcast_in_dim, prims.convert_element_type, *codegen.REDUCTIONS):
             return False  # numbers computed at run time, complex numbers
