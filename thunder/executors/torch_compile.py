@@ -1,20 +1,27 @@
 """The torchcompile fusion executor: regions of ops compiled by TorchInductor.
 
 It accepts every op the torch executor can run except in-place and side-effecting ops (which
-must stay in order with the reads around them) and Python-level symbols. The shared region
-finder groups them (``thunder.extend.regions``); each region of two or more ops becomes one
-``TorchCompileN`` symbol whose decomposition lists the ops it absorbed, built by
-``fusion_bound_symbol``; it is compiled by ``torch.compile`` on its first run, for the shapes
-of that run (CPU and GPU). Single ops are declined: the torch executor runs them.
+must stay in order with the reads around them), Python-level symbols and ops of symbolic
+numbers. The shared region finder groups them (``thunder.extend.regions``); each region of two
+or more ops becomes one ``TorchCompileN`` symbol whose decomposition lists the ops it absorbed,
+built by ``fusion_bound_symbol``. On its first run the region is traced to aten ops and
+compiled by Inductor for the inputs of that run (CPU and GPU); later runs call the compiled
+graph directly, without dynamo's guards (thunder's cache guards the inputs already). Inductor's
+on-disk caches serve a second process. Single ops are declined: the torch executor runs them.
 
 Layer: executors. Imports: core, extend, executors.torchex.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
+
 import torch
+import torch._inductor
 
 from thunder.core.symbol import DONT_DCE, IN_PLACE, BoundSymbol, Symbol
+from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import TraceCtx
 from thunder.executors import torchex
 from thunder.extend import FusionExecutor, Region, fusion_bound_symbol, register_executor
@@ -27,8 +34,14 @@ class TorchCompileExecutor(FusionExecutor):
         return torchex.ex.lookup_implementation(sym)
 
     def can_execute(self, bsym: BoundSymbol) -> bool:
+        # A symbolic number (``cache="symbolic values"``) is an expression of names that regions do
+        # not list as inputs or outputs: ops reading or making one are left to the torch executor.
         info = self.lookup_implementation(bsym.sym)
-        return info is not None and info.execution_transform is None
+        return (
+            info is not None
+            and info.execution_transform is None
+            and not any(is_symbolic(a) for a in (*bsym.flat_args, *bsym.flat_outs))
+        )
 
     def fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:
         """One ``TorchCompileN`` fusion for ``region``; a single op is declined (torch runs it)."""
@@ -39,23 +52,66 @@ class TorchCompileExecutor(FusionExecutor):
             b.from_bsym(sym=torchex.ex.lookup_implementation(b.sym).symbol, lineage=b.lineage)
             for b in region.bound_symbols
         ]
-        return [fusion_bound_symbol(region, trace, prefix="TorchCompile", factory=_LazyCompiled, bound_symbols=ops)]
+        return [fusion_bound_symbol(region, trace, prefix="TorchCompile", factory=_Compiled, bound_symbols=ops)]
 
 
-class _LazyCompiled:
-    """Compiles the region with ``torch.compile`` on first call."""
+class _Compiled:
+    """Runs the region as a graph compiled by Inductor, called directly: no dynamo, no guards.
+
+    The region's Python callable is traced to an FX graph of aten ops (``make_fx``) and compiled
+    by ``torch._inductor.compile`` for the inputs of its first call; a compiled graph holds only
+    for inputs like those, so there is one per input signature (shapes, strides, dtypes,
+    devices, ``requires_grad``, grad mode and the values of non-tensor inputs, which the graph
+    bakes in). Thunder's cache already guards its inputs, so a static trace meets one
+    signature; with ``cache="symbolic values"`` each new shape or number compiles once, up to
+    ``MAX_COMPILATIONS``; further signatures run the region's ops uncompiled (torch's kernels).
+    """
 
     def __init__(self, region_trace: TraceCtx):
         self.region_trace = region_trace
-        self.compiled = None
+        self.compiled: dict[tuple, Callable] = {}
 
     def __call__(self, *args):
-        if self.compiled is None:
-            self.compiled = torch.compile(self.region_trace.python_callable(), fullgraph=True, dynamic=False)
-        return self.compiled(*args)
+        key = _signature(args)
+        compiled = self.compiled.get(key)
+        if compiled is None:
+            compiled = self.compiled[key] = self._compile(args)
+        return compiled(*args)
+
+    def _compile(self, args: tuple) -> Callable:
+        fn = self.region_trace.python_callable()
+        if len(self.compiled) >= MAX_COMPILATIONS:
+            if len(self.compiled) == MAX_COMPILATIONS:
+                warnings.warn(
+                    f"torchcompile: {self.region_trace.name} was compiled for {MAX_COMPILATIONS} input signatures "
+                    "(shapes, dtypes or numbers); new ones run uncompiled",
+                    stacklevel=3,
+                )
+            return fn
+        return _compile(fn, args)
 
     def __repr__(self) -> str:
-        return f"<torch.compile of {self.region_trace.name}>"
+        return f"<Inductor compilation of {self.region_trace.name}>"
+
+
+MAX_COMPILATIONS = 8  # per region, as torch.compile's recompile limit
+
+
+def _signature(args: tuple) -> tuple:
+    """What a compiled graph is specialized to (see ``_Compiled``)."""
+    return (torch.is_grad_enabled(),) + tuple(
+        (a.shape, a.stride(), a.dtype, a.device, a.requires_grad) if isinstance(a, torch.Tensor) else (type(a), a)
+        for a in args
+    )
+
+
+def _compile(fn: Callable, args: tuple) -> Callable:
+    """``fn`` traced to aten ops and compiled by Inductor for ``args``; returns a tuple, as ``fn``."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(fn, tracing_mode="fake")(*args)
+    compiled = torch._inductor.compile(gm, list(args))
+    return lambda *a: tuple(compiled(*a))
 
 
 ex = TorchCompileExecutor("torchcompile")

@@ -1,0 +1,187 @@
+"""thunder with the torchcompile executor against ``torch.compile`` and eager PyTorch.
+
+Run: ``python benchmarks/bench_torchcompile.py [--models mlp,chain,gpt2,t5] [--warm]``.
+
+Steady state: one process, one thread (``torch.set_num_threads(1)``), the three contenders
+timed alternately in rounds, medians of process CPU time per call (the machine is shared:
+CPU time is what the call costs, wall time adds the neighbours' load). Forward runs under
+``no_grad``; forward+backward is a training step's forward and ``backward()`` of the sum of
+the output.
+
+First call: each contender in a fresh subprocess with an empty Inductor cache directory (its
+on-disk caches must not serve it what another contender compiled), wall time of the first
+forward and of the first forward+backward. ``--warm`` runs that subprocess a second time with
+the first one's cache directory: how long a second process takes for the same program.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+import torch
+
+import thunder
+from benchmarks.bench_jit import twenty_ops
+
+CONTENDERS = ("thunder+torchcompile", "torch.compile", "eager")
+MODELS = ("mlp", "chain", "gpt2", "t5")
+
+
+def _mlp() -> tuple[torch.nn.Module, dict]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64))
+    return model, {"input": torch.randn(32, 64)}
+
+
+class _Chain(torch.nn.Module):
+    """``twenty_ops`` of a 256x256 input with a parameter (so forward+backward has a gradient)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(256, 256))
+
+    def forward(self, x):
+        return twenty_ops(x, self.w)
+
+
+def _zoo(name: str) -> tuple[torch.nn.Module, dict]:
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from tests import zoo
+
+    call = zoo.CALL_MODES["plain"](zoo.ZOO[name])
+    model = zoo.build(name)
+    # the logits: what the zoo's tests compare
+    return _Picked(model, call.pick), call.kwargs
+
+
+class _Picked(torch.nn.Module):
+    def __init__(self, model, pick):
+        super().__init__()
+        self.model, self.pick = model, pick
+
+    def forward(self, **kwargs):
+        return self.pick(self.model(**kwargs))
+
+
+def build(name: str) -> tuple[torch.nn.Module, dict]:
+    """A model and the keyword arguments of one call."""
+    if name == "mlp":
+        return _mlp()
+    if name == "chain":
+        torch.manual_seed(0)
+        return _Chain(), {"x": torch.randn(256, 256)}
+    return _zoo(name)
+
+
+def compiled(contender: str, model: torch.nn.Module) -> Callable:
+    if contender == "thunder+torchcompile":
+        return thunder.jit(model, executors=["torchcompile"])
+    if contender == "torch.compile":
+        return torch.compile(model)
+    return model
+
+
+def step(fn: Callable, kwargs: dict, backward: bool) -> None:
+    if backward:
+        fn(**kwargs).sum().backward()
+    else:
+        with torch.no_grad():
+            fn(**kwargs)
+
+
+def steady_state(name: str, backward: bool, *, rounds: int, min_batch_s: float = 0.02) -> dict[str, float]:
+    """Median CPU microseconds per call of each contender, timed alternately."""
+    fns = {}
+    for c in CONTENDERS:
+        model, kwargs = build(name)
+        model.train(backward)
+        fn = compiled(c, model)
+        try:
+            for _ in range(3):
+                step(fn, kwargs, backward)
+        except Exception as e:  # the old torchcompile executor failed on GPT-2: report, go on
+            print(f"{name} {c}: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+            continue
+        fns[c] = fn
+    start = time.process_time()
+    step(fns["eager"], kwargs, backward)
+    batch = max(1, int(min_batch_s / max(time.process_time() - start, 1e-6)))
+    samples: dict[str, list[float]] = {c: [] for c in CONTENDERS}
+    for _ in range(rounds):
+        for c, fn in fns.items():
+            start = time.process_time()
+            for _ in range(batch):
+                step(fn, kwargs, backward)
+            samples[c].append((time.process_time() - start) / batch * 1e6)
+    return {c: statistics.median(s) if s else float("nan") for c, s in samples.items()}
+
+
+def first_call(contender: str, name: str, cache_dir: str) -> dict[str, float]:
+    """The first forward and the first forward+backward, in a subprocess using ``cache_dir``."""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_torchcompile", "--child", contender, name],
+        env=env, capture_output=True, text=True, cwd=os.path.join(os.path.dirname(__file__), ".."),
+    )  # fmt: skip
+    if out.returncode:
+        print(f"{name} {contender} first call failed: {out.stderr[-300:]}", file=sys.stderr)
+        return {"fwd": float("nan"), "fwd+bwd": float("nan")}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _child(contender: str, name: str) -> None:
+    torch.set_num_threads(1)
+    result = {}
+    for backward in (False, True):
+        model, kwargs = build(name)
+        model.train(backward)
+        fn = compiled(contender, model)
+        start = time.perf_counter()
+        step(fn, kwargs, backward)
+        result["fwd+bwd" if backward else "fwd"] = time.perf_counter() - start
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--warm", action="store_true", help="also time a second process's first call")
+    parser.add_argument("--no-first-call", action="store_true")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.child:
+        return _child(*opts.child)
+    torch.set_num_threads(1)
+    rows = []
+    for name in opts.models.split(","):
+        for backward in (False, True):
+            mode = "fwd+bwd" if backward else "fwd"
+            steady = steady_state(name, backward, rounds=opts.rounds)
+            for c in CONTENDERS:
+                rows.append([name, mode, c, f"{steady[c]:.1f}", f"{steady[c] / steady['eager']:.2f}x"])
+        if opts.no_first_call:
+            continue
+        for c in CONTENDERS[:2]:
+            with tempfile.TemporaryDirectory() as cache_dir:
+                cold = first_call(c, name, cache_dir)
+                warm = first_call(c, name, cache_dir) if opts.warm else None
+            for mode in ("fwd", "fwd+bwd"):
+                warm_s = f"{warm[mode]:.2f}" if warm else "-"
+                rows.append([name, mode, c, "first call", f"{cold[mode]:.2f} s", f"warm {warm_s} s"])
+    header = ["model", "mode", "contender", "steady CPU us", "vs eager"]
+    print("  ".join(header))
+    for r in rows:
+        print("  ".join(r))
+
+
+if __name__ == "__main__":
+    main()
