@@ -136,6 +136,15 @@ def test_bfloat16_ops_with_numbers_it_cannot_hold_run_as_eager():
     assert "torch.eq" in str(trace)
 
 
+def test_number_in_a_bfloat16_prim_is_rounded_to_nearest_even():
+    from thunder.core import prims
+
+    x = torch.randn(64, device=DEVICE).to(torch.bfloat16)
+    jf = _jit(lambda x: prims.where(prims.gt(x * 1.0, 0), x * 1.0, 0.3))
+    assert torch.equal(jf(x), torch.where(x > 0, x, 0.3))
+    assert "where" in _absorbed(thunder.last_traces(jf)[-1])
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("op", [torch.softmax, torch.log_softmax], ids=["softmax", "log_softmax"])
 def test_softmax(op, dtype):

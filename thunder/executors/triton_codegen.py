@@ -165,9 +165,12 @@ class _Generator:
         """A kernel-module constant ``value`` as a scalar of ``dtype`` (exact for float64)."""
         if type(value) not in (bool, int, float) or (type(value) is float and not dtype.is_floating_point):
             raise _Decline  # complex numbers; a float operand of an integer op is not a prim's
+        low = dtype in LOW_PRECISION
+        if low:  # rounded here as eager rounds it; then exact in float32 (the interpreter truncates to bfloat16)
+            value = torch.tensor(value, dtype=torch.float64).to(dtype).item()
         literal = f"float({str(value)!r})" if type(value) is float else repr(value)
         k = self.constants.setdefault(literal, f"K{len(self.constants)}")
-        return f"tl.full([], {k}, {TL_DTYPES[dtype]})"
+        return f"tl.full([], {k}, tl.float32).to({TL_DTYPES[dtype]})" if low else f"tl.full([], {k}, {TL_DTYPES[dtype]})"
 
     # --- emission ---
     def emit(self, value, coords: tuple[str, ...]) -> str:
