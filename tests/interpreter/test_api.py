@@ -548,3 +548,30 @@ def test_a_function_of_module_level_code_has_its_globals_as_locals():
         return {k: v for k, v in g.items() if k != "__builtins__"}
 
     assert run(interpret) == run(lambda f: f) == {"y": 6}
+
+
+class _OldStyleSequence:
+    """Iterable through ``__getitem__`` alone (no ``__iter__``), as CPython allows."""
+
+    def __init__(self, seen):
+        self.seen = seen
+
+    def __getitem__(self, i):
+        self.seen.append(is_jitting_with_raise())
+        if i == 3:
+            raise IndexError(i)
+        return i * 10
+
+
+@pytest.mark.parametrize(
+    "consumer",
+    [lambda s: [x for x in s], lambda s: list(iter(s)), list, sorted, lambda s: list(enumerate(s)), sum],
+    ids=["for", "iter", "list", "sorted", "enumerate", "sum"],
+)
+def test_a_sequence_without_iter_is_iterated_by_the_interpreter(consumer):
+    def program(seen):
+        return consumer(_OldStyleSequence(seen))
+
+    native_seen, seen = [], []
+    assert interpret(program)(seen) == program(native_seen)
+    assert seen == [True] * len(native_seen) and not any(native_seen)

@@ -50,6 +50,7 @@ __all__ = [
     "run_frame",
     "call",
     "call_native",
+    "call_back",
     "enter_function",
     "make_frame",
     "register_default_lookaside",
@@ -471,6 +472,21 @@ def call_native(ctx: Runtime, fn, args: tuple, kwargs: dict | None):
     if kwargs:
         return fn(*args, **kwargs)
     return fn(*args)
+
+
+def call_back(ctx: Runtime, fn, args: tuple, kwargs: dict | None = None):
+    """``call`` from native code that the program called (a callback of ``map``, a step of an iterator): ``ctx``
+    is made the current runtime for it; once the interpretation has ended, ``fn`` runs natively."""
+    if ctx.done:
+        return fn(*args, **kwargs) if kwargs else fn(*args)
+    runtimes = runtime_stack()
+    if runtimes and runtimes[-1] is ctx:
+        return call(ctx, fn, args, kwargs)
+    runtimes.append(ctx)
+    try:
+        return call(ctx, fn, args, kwargs)
+    finally:
+        runtimes.pop()
 
 
 def lookup_type_attr(tp: type, name: str):

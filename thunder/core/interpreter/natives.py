@@ -10,9 +10,9 @@ Note [Native callbacks]
     lookaside, if it replaces the function, gets the adapted arguments too):
       - a callable the function calls becomes a trampoline that calls it as the program would
         (``execution.call``: lookasides asked, Python code interpreted);
-      - an iterable whose ``__iter__`` or ``__next__`` is Python code has its ``__iter__`` interpreted now
-        (where the native function would call it) and, when its iterator's ``__next__`` is Python code,
-        becomes a generator interpreting one ``__next__`` per step.
+      - an iterable whose ``__iter__`` or ``__next__`` (or, without ``__iter__``, ``__getitem__``) is Python
+        code has its ``__iter__`` interpreted now (where the native function would call it) and, when its
+        iterator's ``__next__`` is Python code, becomes a generator interpreting one ``__next__`` per step.
     Once the interpretation has ended (a ``map`` object returned by the program, consumed later) both run
     natively. What the native function does with the values themselves (``any``'s truth tests,
     ``sorted``'s comparisons) stays native.
@@ -25,51 +25,29 @@ import dataclasses
 import functools
 import itertools
 
-from .execution import call, lookup_type_attr, register_native_adapter
-from .protocols import _NATIVE_ITERATORS, FAST_TYPES, _is_py, get_iter, iter_next
-from .runtime import Runtime, runtime_stack
+from .errors import NULL
+from .execution import call_back, lookup_type_attr, register_native_adapter
+from .protocols import _NATIVE_ITERATORS, FAST_TYPES, _is_py, get_iter
+from .runtime import Runtime
 
 __all__ = ["interpreting_callable", "interpreted_iterable"]
-
-
-def _enter(ctx: Runtime) -> bool:
-    """Makes ``ctx`` the current runtime (natively running code called back into it); True if it pushed."""
-    runtimes = runtime_stack()
-    if runtimes and runtimes[-1] is ctx:
-        return False
-    runtimes.append(ctx)
-    return True
 
 
 def interpreting_callable(ctx: Runtime, fn):
     """A function that calls ``fn`` as the interpreted program would; natively once ``ctx`` is done."""
 
     def trampoline(*args, **kwargs):
-        if ctx.done:
-            return fn(*args, **kwargs)
-        pushed = _enter(ctx)
-        try:
-            return call(ctx, fn, args, kwargs)
-        finally:
-            if pushed:
-                runtime_stack().pop()
+        return call_back(ctx, fn, args, kwargs)
 
     return trampoline
 
 
-def _stepping(ctx: Runtime, it):
+def _stepping(ctx: Runtime, it, next_fn):
     while True:
-        if ctx.done:
-            yield from it
-            return
-        pushed = _enter(ctx)
         try:
-            value = iter_next(ctx, it)
+            value = call_back(ctx, next_fn, (it,))
         except StopIteration:
             return
-        finally:
-            if pushed:
-                runtime_stack().pop()
         yield value
 
 
@@ -79,12 +57,13 @@ def interpreted_iterable(ctx: Runtime, v):
     t = type(v)
     if t in FAST_TYPES or t in _NATIVE_ITERATORS:
         return v
-    if not (_is_py(lookup_type_attr(t, "__iter__")) or _is_py(lookup_type_attr(t, "__next__"))):
+    iter_fn = lookup_type_attr(t, "__iter__")
+    sequence = iter_fn is NULL and _is_py(lookup_type_attr(t, "__getitem__"))
+    if not (_is_py(iter_fn) or _is_py(lookup_type_attr(t, "__next__")) or sequence):
         return v
     it = get_iter(ctx, v)
-    if not _is_py(lookup_type_attr(type(it), "__next__")):
-        return it
-    return _stepping(ctx, it)
+    next_fn = lookup_type_attr(type(it), "__next__")
+    return _stepping(ctx, it, next_fn) if _is_py(next_fn) else it
 
 
 @dataclasses.dataclass(frozen=True)

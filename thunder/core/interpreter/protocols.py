@@ -13,7 +13,8 @@ Note [Implicit calls]
       - unary and binary operators, in-place operators, rich comparisons (CPython's dispatch order, including
         reflected operands and the subclass rule, and ``!=`` falling back to an inverted ``__eq__``);
       - ``__getitem__``, ``__setitem__``, ``__delitem__``, ``__contains__``, ``__len__`` (GET_LEN);
-      - iteration: ``__iter__`` (GET_ITER), ``__next__`` (FOR_ITER);
+      - iteration: ``__iter__`` (GET_ITER), ``__next__`` (FOR_ITER), ``__getitem__`` of a sequence without
+        ``__iter__``;
       - ``with``: ``__enter__`` and ``__exit__``;
       - attribute loads that hit a ``property`` whose getter is a Python function (when the type does not
         override ``__getattribute__``; on a class: its metaclass's property), with ``__getattr__`` as fallback
@@ -33,7 +34,7 @@ import types
 from types import FunctionType, MethodType
 
 from .errors import NULL
-from .execution import call, lookup_type_attr
+from .execution import call, call_back, lookup_type_attr
 
 __all__ = [
     "truth",
@@ -391,7 +392,24 @@ def get_iter(ctx, v):
             if lookup_type_attr(type(it), "__next__") is NULL:
                 raise TypeError(f"iter() returned non-iterator of type '{type(it).__name__}'")
             return it
+        if f is NULL:
+            getitem_fn = lookup_type_attr(t, "__getitem__")
+            if _is_py(getitem_fn):
+                return _sequence_iterator(ctx, v, getitem_fn)
     return iter(v)
+
+
+def _sequence_iterator(ctx, seq, getitem_fn):
+    """CPython's iterator over an object with ``__getitem__`` and no ``__iter__`` (``seq[0]``, ``seq[1]``, ...
+    until IndexError or StopIteration), each ``__getitem__`` interpreted."""
+    i = 0
+    while True:
+        try:
+            value = call_back(ctx, getitem_fn, (seq, i))
+        except (IndexError, StopIteration):
+            return
+        yield value
+        i += 1
 
 
 def iter_next(ctx, it):
