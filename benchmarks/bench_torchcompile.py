@@ -9,8 +9,9 @@ CPU time is what the call costs, wall time adds the neighbours' load). Forward r
 the output.
 
 First call: each contender in a fresh subprocess with an empty Inductor cache directory (its
-on-disk caches must not serve it what another contender compiled), wall time of the first
-forward and of the first forward+backward. ``--warm`` runs that subprocess a second time with
+on-disk caches must not serve it what another contender compiled), warmed up on a tiny other
+program (imports, the C++ compiler's checks), wall time of the first forward and of the first
+forward+backward. ``--warm`` runs that subprocess a second time with
 the first one's cache directory: how long a second process takes for the same program.
 """
 
@@ -139,6 +140,9 @@ def first_call(contender: str, name: str, cache_dir: str) -> dict[str, float]:
 
 def _child(contender: str, name: str) -> None:
     torch.set_num_threads(1)
+    # Warm-up on another program: imports, the C++ compiler's checks (shared by every program).
+    warm_up = compiled(contender, torch.nn.Linear(3, 3))
+    step(warm_up, {"input": torch.randn(2, 3)}, backward=True)
     result = {}
     for backward in (False, True):
         model, kwargs = build(name)
@@ -161,13 +165,13 @@ def main() -> None:
     if opts.child:
         return _child(*opts.child)
     torch.set_num_threads(1)
-    rows = []
+    print("model  mode  contender  steady CPU us / first call s  vs eager / warm second process s", flush=True)
     for name in opts.models.split(","):
         for backward in (False, True):
             mode = "fwd+bwd" if backward else "fwd"
             steady = steady_state(name, backward, rounds=opts.rounds)
             for c in CONTENDERS:
-                rows.append([name, mode, c, f"{steady[c]:.1f}", f"{steady[c] / steady['eager']:.2f}x"])
+                print(f"{name}  {mode}  {c}  {steady[c]:.1f} us  {steady[c] / steady['eager']:.2f}x", flush=True)
         if opts.no_first_call:
             continue
         for c in CONTENDERS[:2]:
@@ -175,12 +179,8 @@ def main() -> None:
                 cold = first_call(c, name, cache_dir)
                 warm = first_call(c, name, cache_dir) if opts.warm else None
             for mode in ("fwd", "fwd+bwd"):
-                warm_s = f"{warm[mode]:.2f}" if warm else "-"
-                rows.append([name, mode, c, "first call", f"{cold[mode]:.2f} s", f"warm {warm_s} s"])
-    header = ["model", "mode", "contender", "steady CPU us", "vs eager"]
-    print("  ".join(header))
-    for r in rows:
-        print("  ".join(r))
+                warm_s = f"{warm[mode]:.2f} s" if warm else "-"
+                print(f"{name}  {mode}  {c}  first call {cold[mode]:.2f} s  {warm_s}", flush=True)
 
 
 if __name__ == "__main__":

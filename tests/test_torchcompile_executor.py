@@ -50,8 +50,12 @@ def test_a_region_compiles_once_and_cached_calls_skip_dynamo(compiles, monkeypat
             assert g.dtype == e.dtype
     assert len(fusions(thunder.last_traces(jf)[-1])) == 1
     assert len(compiles) == 1
+    transposed = torch.randn(8, 4).t()  # same shape, other strides: thunder's cache hits, Inductor's graph does not
+    for g, e in zip(jf(transposed, b), chain(transposed, b)):
+        torch.testing.assert_close(g, e)
+    assert len(compiles) == 2 and thunder.cache_misses(jf) == 1
     jf(torch.randn(2, 3), torch.randn(2, 3))  # a new shape: a new cache entry, its own compilation
-    assert len(compiles) == 2
+    assert len(compiles) == 3
 
 
 def test_symbolic_values_compile_once_per_shape(compiles):
@@ -88,6 +92,19 @@ def test_past_the_limit_a_region_runs_uncompiled(compiles, monkeypatch):
     for g, e in zip(got, chain(a, b)):
         torch.testing.assert_close(g, e)
     assert len(compiles) == 1
+
+
+def test_a_region_inductor_cannot_compile_runs_uncompiled(monkeypatch):
+    def cannot(fn, args):
+        raise RuntimeError("unsupported op")
+
+    monkeypatch.setattr(torch_compile, "_compile", cannot)
+    jf = thunder.jit(chain, executors=["torchcompile"])
+    a, b = torch.randn(3, 2), torch.randn(3, 2)
+    with pytest.warns(UserWarning, match="cannot compile TorchCompile0.*unsupported op"):
+        got = jf(a, b)
+    for g, e in zip(got, chain(a, b)):
+        torch.testing.assert_close(g, e)
 
 
 def mlp_loss(x, w1, w2):

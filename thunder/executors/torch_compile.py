@@ -60,11 +60,12 @@ class _Compiled:
 
     The region's Python callable is traced to an FX graph of aten ops (``make_fx``) and compiled
     by ``torch._inductor.compile`` for the inputs of its first call; a compiled graph holds only
-    for inputs like those, so there is one per input signature (shapes, strides, dtypes,
-    devices, ``requires_grad``, grad mode and the values of non-tensor inputs, which the graph
-    bakes in). Thunder's cache already guards its inputs, so a static trace meets one
-    signature; with ``cache="symbolic values"`` each new shape or number compiles once, up to
-    ``MAX_COMPILATIONS``; further signatures run the region's ops uncompiled (torch's kernels).
+    for inputs like those, so there is one per input signature (``_signature``: shapes, strides,
+    grad mode and the values of non-tensor inputs, which the graph bakes in). Thunder's cache
+    guards the rest, so a static trace meets one signature per layout of its inputs; with
+    ``cache="symbolic values"`` each new shape compiles once, up to ``MAX_COMPILATIONS``;
+    further signatures, and a region Inductor cannot compile, run the region's ops uncompiled
+    (torch's kernels), with a warning.
     """
 
     def __init__(self, region_trace: TraceCtx):
@@ -80,15 +81,20 @@ class _Compiled:
 
     def _compile(self, args: tuple) -> Callable:
         fn = self.region_trace.python_callable()
+        name = self.region_trace.name
         if len(self.compiled) >= MAX_COMPILATIONS:
             if len(self.compiled) == MAX_COMPILATIONS:
                 warnings.warn(
-                    f"torchcompile: {self.region_trace.name} was compiled for {MAX_COMPILATIONS} input signatures "
-                    "(shapes, dtypes or numbers); new ones run uncompiled",
+                    f"torchcompile: {name} was compiled for {MAX_COMPILATIONS} input signatures "
+                    "(shapes, strides or numbers); new ones run uncompiled",
                     stacklevel=3,
                 )
             return fn
-        return _compile(fn, args)
+        try:
+            return _compile(fn, args)
+        except Exception as e:  # e.g. an op whose output shape depends on values: torch's kernels run it
+            warnings.warn(f"torchcompile: Inductor cannot compile {name} ({type(e).__name__}: {e}); it runs uncompiled", stacklevel=3)
+            return fn
 
     def __repr__(self) -> str:
         return f"<Inductor compilation of {self.region_trace.name}>"
@@ -98,11 +104,10 @@ MAX_COMPILATIONS = 8  # per region, as torch.compile's recompile limit
 
 
 def _signature(args: tuple) -> tuple:
-    """What a compiled graph is specialized to (see ``_Compiled``)."""
-    return (torch.is_grad_enabled(),) + tuple(
-        (a.shape, a.stride(), a.dtype, a.device, a.requires_grad) if isinstance(a, torch.Tensor) else (type(a), a)
-        for a in args
-    )
+    """What a compiled graph is specialized to beyond what thunder guards (dtypes, devices and
+    ``requires_grad`` of its inputs, which fix those of every value in the trace): grad mode,
+    shapes (symbolic under ``cache="symbolic values"``), strides, and the non-tensor values."""
+    return (torch.is_grad_enabled(), *[(a.shape, a.stride()) if isinstance(a, torch.Tensor) else (type(a), a) for a in args])
 
 
 def _compile(fn: Callable, args: tuple) -> Callable:
