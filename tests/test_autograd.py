@@ -570,6 +570,8 @@ def test_a_stored_tensor_that_requires_grad_is_an_output_of_thunders_backward():
         torch.testing.assert_close(jm._model.l.bias.grad, eager.l.bias.grad)
     assert thunder.compile_stats(jm).last_autograd_fallback is None
     assert (thunder.cache_misses(jm), thunder.cache_hits(jm)) == (1, 1)
+    # The forward trace shows the stores, as comments where they would have run.
+    assert "#   module.last = t0" in str(thunder.last_traces(jm)[-1])
 
 
 def test_a_stored_list_read_again_does_not_backpropagate_into_old_calls():

@@ -347,3 +347,21 @@ def test_a_returned_dataclass_with_tensors_inside_containers_holds_tensors():
         torch.testing.assert_close(got.pair[0], want.pair[0])
         torch.testing.assert_close(got.extra["y"][0], want.extra["y"][0])
         assert got.pair[1] == 1
+
+
+def test_the_compiling_call_lets_go_of_its_inputs():
+    """The tracer and the interpreted function refer to each other: the first (compiling) call kept
+    its inputs alive until the garbage collector ran (found by lightning-thunder's leak tests)."""
+    import gc
+    import weakref
+
+    jf = thunder.jit(lambda x: x * 2)
+    x = torch.randn(3)
+    ref = weakref.ref(x)
+    gc.disable()
+    try:
+        jf(x)
+        del x
+        assert ref() is None
+    finally:
+        gc.enable()

@@ -131,3 +131,29 @@ def test_recursion():
         return f(x * 2, n - 1)
 
     _check(f, torch.randn(3), 3)
+
+
+def test_dict_of_a_mapping_with_python_methods_is_its_items():
+    """``dict(m)`` of an object with ``keys()`` and ``__getitem__`` takes its items; the tracer used to
+    hand ``dict`` the object's iterator (its keys), so two-character keys became key/value pairs."""
+
+    class Mapping:
+        def __init__(self):
+            self.d = {"ab": 1, "cd": 2}
+
+        def keys(self):
+            return self.d.keys()
+
+        def __getitem__(self, k):
+            return self.d[k]
+
+        def __iter__(self):
+            return iter(self.d)
+
+    m = Mapping()
+
+    def f(x):
+        return x + len(dict(m)), dict(m)
+
+    x = torch.ones(1)
+    assert thunder.jit(f)(x)[1] == f(x)[1] == {"ab": 1, "cd": 2}

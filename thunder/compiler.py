@@ -236,6 +236,7 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, 
 
     cs.last_interpreted_instructions = last_interpreted_instructions(tracer.interpreted)
     cs.last_interpreter_log = last_interpreter_log(tracer.interpreted) if cd.debug_options.record_interpreter_history else None
+    tracer.release()
     return entry
 
 

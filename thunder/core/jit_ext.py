@@ -68,8 +68,6 @@ from thunder.core.traced_autograd import (
 _SIMPLE_VALUE_TYPES = (bool, int, float, complex, str, type(None), torch.dtype, torch.device, slice, type(Ellipsis))
 # Functions whose results differ from call to call: a trace would freeze one result.
 _NONDETERMINISTIC_MODULES = frozenset({"random", "time", "secrets", "uuid", "numpy.random"})
-# Builtins that iterate their arguments natively (see Tracer._iterating_builtin).
-_ITERATING_BUILTINS = frozenset({enumerate, zip, list, tuple, set, frozenset, sorted, sum, min, max, any, all, map, filter, iter, dict})
 _NONDETERMINISTIC_CALLS = frozenset({os.urandom, os.getrandom} if hasattr(os, "getrandom") else {os.urandom})
 
 
@@ -733,8 +731,6 @@ class Tracer:
     def lookaside(self, fn: Callable) -> Callable | None:
         if fn is len:
             return self._len
-        if fn in _ITERATING_BUILTINS:
-            return self._iterating_builtin(fn)
         size_numel = proxies.torch_size_lookaside(fn)
         if size_numel is not None:
             return size_numel
@@ -796,24 +792,6 @@ class Tracer:
             if id(self_obj) in self._provenance and not isinstance(self_obj, (types.ModuleType, type)):
                 return self._refuse_mutation(fn)
         return None
-
-    def _iterating_builtin(self, fn: Callable) -> Callable:
-        """``enumerate(module_list)``, ``list(obj)``, ...: a builtin that iterates its arguments natively
-        would run a Python ``__iter__`` (``nn.ModuleList``'s) outside the interpreter, so what it reads
-        would go unchecked; such arguments are iterated by the interpreter first."""
-
-        run = introspection.lookaside(fn) or fn  # which also answers for traced numbers
-
-        def call(*args, **kwargs):
-            return run(*(self._interpreted_iter(a) for a in args), **kwargs)
-
-        return call
-
-    def _interpreted_iter(self, x: Any) -> Any:
-        method = getattr(type(x), "__iter__", None)
-        if type(method) is not types.FunctionType or isinstance(x, (Proxy, torch.Tensor)):
-            return x
-        return interpreter_call(current_runtime(), method, (x,))
 
     def _len(self, obj) -> int:
         """``len(obj)`` of an object whose ``__len__`` is Python code runs that code under the interpreter."""
@@ -1007,6 +985,12 @@ class Tracer:
         if self.outcomes:
             data_dependent.order_for_checks(self.computation, {p.name for _, p in self.inputs if isinstance(p, Proxy)})
         return result
+
+    def release(self) -> None:
+        """Lets go of the program's objects once the entry is compiled: the tracer and the interpreted
+        function refer to each other, and that cycle would keep this call's inputs alive until the
+        garbage collector runs."""
+        vars(self).clear()
 
     def _outside_objects_as_inputs(self, x: Any, depth: int = 0) -> Any:
         """The result with each outside object (or the program's copy of an outside container) replaced by

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from thunder.core import prims
+from thunder.core.codegen import bsym_lines
 from thunder.core.errors import ThunderError
 from thunder.core.prims.base import asking_grads
 from thunder.core.proxies import Proxy, TensorProxy
@@ -126,6 +127,9 @@ def split_forward_backward(
     fw = from_trace(trace)
     fw.bound_symbols.extend(body)
     with tracectx(fw):
+        if late:  # shown where they are in the program's order; they run after the autograd function
+            lines = "\n".join(f"  {line}" for b in late for line in bsym_lines(b))
+            prims.comment(f"run after the autograd function, with the tensors it returns:\n{lines}")
         prims.python_return((tuple(outputs), tuple(saved)))
     fw.bound_symbols[-1].source = ret.source
 
