@@ -115,7 +115,11 @@ def _compile(fn: Callable, args: tuple) -> Callable:
     from torch.fx.experimental.proxy_tensor import make_fx
 
     gm = make_fx(fn, tracing_mode="fake")(*args)
-    compiled = torch._inductor.compile(gm, list(args))
+    # Specialized to the example inputs; unlike torch._inductor.compile, this gives Inductor a
+    # shape environment, which its on-disk FX graph cache needs (a second process hits it).
+    compiled = torch._inductor.standalone_compile(
+        gm, list(args), dynamic_shapes="from_example_inputs", donate_graph_module=True
+    )
     return lambda *a: tuple(compiled(*a))
 
 
