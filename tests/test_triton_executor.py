@@ -2,13 +2,15 @@
 in forward and backward traces, what it declines, and its unavailability reason.
 
 Without a GPU the kernels run in Triton's interpreter on CPU tensors: ``TRITON_INTERPRET`` is
-set here, before triton is first imported (the executor imports it lazily, when it builds a
-kernel, and triton reads the variable when a kernel is decorated).
+set here, at import. Triton reads it when a kernel is decorated, which the executor does when
+it builds one, so it works even where another test module imported triton first.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -282,3 +284,17 @@ def test_gpt2_block_forward_and_backward():
     cotangent = torch.randn_like(expected)
     torch.testing.assert_close(torch.autograd.grad(got, [x, *params], cotangent), torch.autograd.grad(expected, [x, *params], cotangent))
     assert _fusions(thunder.last_traces(jb)[-1]) and _fusions(thunder.last_backward_traces(jb)[-1])
+
+
+def test_kernels_run_when_triton_was_imported_before_interpret_mode_was_set():
+    # The full suite imports triton early (torch.compile does): the kernels must not call
+    # triton.language's own @triton.jit functions, made for the mode of that first import.
+    code = (
+        "import os, triton, torch, thunder, thunder.executors.tritonex\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "f = lambda x: torch.log_softmax(x * 2, -1) + torch.var(x, -1, keepdim=True)\n"
+        "x = torch.randn(4, 30)\n"
+        "torch.testing.assert_close(thunder.jit(f, executors=['triton', 'torch'])(x), f(x))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)

@@ -57,13 +57,21 @@ BINARY_NUMERIC = {
 BINARY_FLOAT = {prims.div: "({0} / {1})"}  # integer division truncates: not generated
 BINARY_INTEGRAL = {prims.bitwise_and: "({0} & {1})", prims.bitwise_or: "({0} | {1})", prims.bitwise_xor: "({0} ^ {1})"}
 REDUCTIONS = {prims.sum: "sum", prims.amax: "max", prims.amin: "min", prims.var: "var", prims.var_mean: "var_mean"}
+_COMBINE = {"sum": "_add", "max": "_maximum", "min": "_minimum"}
 _COMPARISONS = {prims.eq, prims.ne, prims.lt, prims.le, prims.gt, prims.ge, prims.isnan, prims.isinf, prims.isfinite}
 
 # Helpers every kernel module defines: NaN-propagating extrema (torch.maximum/amax propagate NaN,
-# Triton's do not promise to), a correctly rounded sqrt, and float32 -> bfloat16 rounding to
-# nearest even (as c10 does).
+# Triton's do not promise to), a correctly rounded sqrt, float32 -> bfloat16 rounding to nearest
+# even (as c10 does), and the sum's combine function. Kernels call no @triton.jit function of
+# triton.language (tl.sum is one): those are made for one mode when triton is imported, and
+# triton may have been imported before TRITON_INTERPRET was set.
 _PRELUDE = '''import triton
 import triton.language as tl
+
+
+@triton.jit
+def _add(a, b):
+    return a + b
 
 
 @triton.jit
@@ -277,7 +285,7 @@ class _Generator:
         """A variable with the ``kind`` reduction of ``element`` (a template of ``a``'s element in
         ``compute``) over the row, in ``compute``."""
         identity = {"sum": "0", "max": "float('-inf')", "min": "float('inf')"}[kind]
-        combine = {"sum": "{0} + {1}", "max": "_maximum({0}, {1})", "min": "_minimum({0}, {1})"}[kind]
+        combine = _COMBINE[kind] + "({0}, {1})"
         acc = self.var("acc")
         self.top.append(f"{acc} = tl.full([BLOCK], {identity}, {TL_DTYPES[compute]})")
         body: list[str] = []
@@ -289,7 +297,7 @@ class _Generator:
         x = element.format(x if compute is a.dtype else f"{x}.to(tl.float32)")
         self.loop(body + [f"{acc} = " + combine.format(acc, f"tl.where(mask, {x}, {identity})")])
         total = self.var("total")
-        self.top.append(f"{total} = " + (f"tl.sum({acc}, 0)" if kind == "sum" else f"tl.reduce({acc}, 0, _{kind}imum)"))
+        self.top.append(f"{total} = tl.reduce({acc}, 0, {_COMBINE[kind]})")
         return total
 
     def loop(self, body: list[str]) -> None:
