@@ -130,3 +130,28 @@ def test_a_model_output_passed_in_gives_traced_values():
     for value in (enc, BaseModelOutput(last_hidden_state=torch.randn(2, 3))):
         torch.testing.assert_close(jf(value, torch.ones(3)), f(value, torch.ones(3)))
     assert thunder.cache_misses(jf) == 1
+
+
+def test_a_named_tuple_input_is_unpacked_like_a_tuple():
+    """Indexing or unpacking a named tuple given as an input (a user's record, ``PackedSequence``) gave
+    the real tensors, which ops then refused; its attributes were traced. Its items are inputs now."""
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def f(p):
+        a, b = p
+        return Pair(a + b * p[1] + p.a, p[0].sum())
+
+    jf = thunder.jit(f)
+    x = torch.randn(3, requires_grad=True)
+    xe = x.detach().clone().requires_grad_()
+    for a, ae in ((x, xe), (torch.randn(3), None)):
+        b = torch.randn(3)
+        actual, expected = jf(Pair(a, b)), f(Pair(a if ae is None else ae, b))
+        assert type(actual) is Pair
+        torch.testing.assert_close(tuple(actual), tuple(expected))
+        if ae is not None:
+            actual.a.sum().backward()
+            expected.a.sum().backward()
+            torch.testing.assert_close(x.grad, xe.grad)

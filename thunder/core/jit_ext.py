@@ -71,6 +71,10 @@ _NONDETERMINISTIC_MODULES = frozenset({"random", "time", "secrets", "uuid", "num
 _NONDETERMINISTIC_CALLS = frozenset({os.urandom, os.getrandom} if hasattr(os, "getrandom") else {os.urandom})
 
 
+def _is_namedtuple(typ: type) -> bool:
+    return callable(getattr(typ, "_make", None)) and isinstance(getattr(typ, "_fields", None), tuple)
+
+
 def _is_nondeterministic(fn: Callable, module: str | None, receiver: Any) -> bool:
     """Calls whose result differs from call to call: random numbers, clocks, entropy."""
     if module in _NONDETERMINISTIC_MODULES or isinstance(receiver, random.Random):
@@ -213,6 +217,13 @@ class Tracer:
         if type(value) is tuple or (type(value) is frozenset and all(_is_literal_key(k) for k in value)):
             self._check(prims.check_type, holder, type(value))
             seen = self._unpack_contents(value, holder, name)
+            self._register(value, holder, seen)
+            return seen
+        if isinstance(value, tuple) and _is_namedtuple(type(value)):
+            # A named tuple (``PackedSequence``, a user's record): its items are unpacked as a tuple's, so
+            # indexing and unpacking it give traced values as its attributes do.
+            self._check(prims.check_type, holder, type(value))
+            seen = type(value)._make(self._unpack_contents(tuple(value), holder, name))
             self._register(value, holder, seen)
             return seen
         if type(value) in _LAZY_TYPES:

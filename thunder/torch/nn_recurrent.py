@@ -34,15 +34,11 @@ torch.nn_activations, torch.nn_utils.
 
 from __future__ import annotations
 
-import types
-
 import torch
 import torch.nn as nn
-from torch.nn.utils.rnn import PackedSequence
 
 from thunder.core.errors import ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.proxies import TensorProxy, pyval
-from thunder.core.symbol_lookup import register_interpreted_replacement
 from thunder.torch.base import torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import add, mul, sigmoid, sub, tanh
 from thunder.torch.linalg import linear
@@ -329,25 +325,3 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """``torch.rnn_relu_cell`` (``nn.RNNCell(nonlinearity="relu")``): h after one step."""
     _check_cell("ltorch.rnn_relu_cell", input, [hx])
     return _STEPS["rnn_relu"](linear(input, w_ih, b_ih), hx, w_hh, b_hh)
-
-
-# ``nn.LSTM``/``GRU``/``RNN`` unpack a PackedSequence input (``input, batch_sizes, ... = input``):
-# items of a tuple given as input are read natively (the real tensors), its attributes are traced,
-# so their forward first rebuilds the PackedSequence from its attributes, then runs eager's forward
-# (a copy of the function: the original is what is replaced).
-
-
-def _forward_reading_packed_fields(forward):
-    run = types.FunctionType(forward.__code__, forward.__globals__, forward.__name__, forward.__defaults__,
-                             forward.__closure__)  # fmt: skip
-
-    def replacement(self, input, hx=None):
-        if isinstance(input, PackedSequence):
-            input = PackedSequence(input.data, input.batch_sizes, input.sorted_indices, input.unsorted_indices)
-        return run(self, input, hx)
-
-    return replacement
-
-
-for _cls in (nn.LSTM, nn.GRU, nn.RNN):
-    register_interpreted_replacement(_cls.forward, _forward_reading_packed_fields(_cls.forward))
