@@ -87,13 +87,12 @@ def table(outcomes: dict[str, tuple[str, str]]) -> str:
                 row.append(f"{got.get('eval', '·')} / {got.get('train', '·')}")
         lines.append(f"| {name} | " + " | ".join(row) + " |")
     passed = sum(o == "passed" for o, _ in outcomes.values())
-    lines += [
-        "",
-        f"{passed} of the {len(outcomes)} tests of tests/test_model_zoo.py pass ({datetime.date.today()}); "
-        "the other ones are the known failures:",
-        "",
-    ]
-    lines += [f"{n}. {reason}" for reason, n in reasons.items()]
+    summary = f"{passed} of the {len(outcomes)} tests of tests/test_model_zoo.py pass ({datetime.date.today()})"
+    if passed == len(outcomes):
+        lines += ["", summary + "."]
+    else:
+        lines += ["", summary + "; the other ones are the known failures:", ""]
+        lines += [f"{n}. {reason}" for reason, n in reasons.items()]
     return "\n".join(lines) + "\n"
 
 
