@@ -351,17 +351,24 @@ def test_a_returned_dataclass_with_tensors_inside_containers_holds_tensors():
 
 def test_the_compiling_call_lets_go_of_its_inputs():
     """The tracer and the interpreted function refer to each other: the first (compiling) call kept
-    its inputs alive until the garbage collector ran (found by lightning-thunder's leak tests)."""
+    its inputs alive until the garbage collector ran, also when tracing failed (found by
+    lightning-thunder's leak tests)."""
     import gc
     import weakref
 
-    jf = thunder.jit(lambda x: x * 2)
-    x = torch.randn(3)
-    ref = weakref.ref(x)
+    def fails(x):
+        raise ValueError("while tracing")
+
     gc.disable()
     try:
-        jf(x)
-        del x
-        assert ref() is None
+        for jf in (thunder.jit(lambda x: x * 2), thunder.jit(fails)):
+            x = torch.randn(3)
+            ref = weakref.ref(x)
+            try:
+                jf(x)
+            except ValueError:
+                pass
+            del x
+            assert ref() is None
     finally:
         gc.enable()

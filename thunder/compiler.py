@@ -66,6 +66,7 @@ def acquire_traces(
             partial = tracer.computation
             partial.set_provenance(TraceProvenance("Interpretation (incomplete)", (time.perf_counter_ns() - start) / 1e6))
             cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = [partial], [tracer.prologue], []
+        tracer.release()
         raise
     ms = (time.perf_counter_ns() - start) / 1e6
     tracer.computation.set_provenance(TraceProvenance("Interpretation", ms))
@@ -186,6 +187,15 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, 
     begin with ``outcomes``)."""
     start = time.perf_counter_ns()
     prologue, computation, tracer = acquire_traces(cd, args, kwargs, cs, outcomes)
+    try:
+        return _compile_traced(cd, cs, args, kwargs, prologue, computation, tracer, start)
+    finally:
+        tracer.release()
+
+
+def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, prologue: TraceCtx,
+                    computation: TraceCtx, tracer: Tracer, start: int) -> CacheEntry:  # fmt: skip
+    """The passes and codegen of ``compile_entry`` for the traces ``tracer`` made."""
     for transform in cd.options.transforms:
         prologue, computation, _ = transform.transform_traces_pre_prologue(prologue, computation, None, compile_data=cd)
     # Published before the passes run: if one fails, the traces made so far stay inspectable.
@@ -236,7 +246,6 @@ def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, 
 
     cs.last_interpreted_instructions = last_interpreted_instructions(tracer.interpreted)
     cs.last_interpreter_log = last_interpreter_log(tracer.interpreted) if cd.debug_options.record_interpreter_history else None
-    tracer.release()
     return entry
 
 
