@@ -59,9 +59,9 @@ class _Compiled:
     """Runs the region as a graph compiled by Inductor, called directly: no dynamo, no guards.
 
     The region's Python callable is traced to an FX graph of aten ops (``make_fx``) and compiled
-    by ``torch._inductor.compile`` for the inputs of its first call; a compiled graph holds only
-    for inputs like those, so there is one per input signature (``_signature``: shapes, strides,
-    grad mode and the values of non-tensor inputs, which the graph bakes in). Thunder's cache
+    by Inductor (``standalone_compile``) for the inputs of its first call; a compiled graph
+    holds only for inputs like those, so there is one per input signature (``_signature``:
+    shapes, strides, grad mode and the values of non-tensor inputs, baked in). Thunder's cache
     guards the rest, so a static trace meets one signature per layout of its inputs; with
     ``cache="symbolic values"`` each new shape compiles once, up to ``MAX_COMPILATIONS``;
     further signatures, and a region Inductor cannot compile, run the region's ops uncompiled
