@@ -501,3 +501,16 @@ def test_grouped_mm_rejects_what_eager_rejects():
             torch._grouped_mm(*args)
         with pytest.raises(type(eager.value)):
             thunder.jit(torch._grouped_mm)(*args)
+
+
+def test_matmul_of_a_batch_by_a_matrix_is_folded_as_torch_folds_it():
+    """``x @ w`` with a 3-d ``x`` and a 2-d ``w`` (Falcon's linear layers): torch runs one product of all
+    rows, so the weight's gradient is one product too, not a batch of them summed (values as eager's)."""
+    x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    jf = thunder.jit(lambda x, w: x @ w)
+    out = jf(x, w)
+    g = torch.randn_like(out)
+    torch.testing.assert_close(torch.autograd.grad(out, (x, w), g), torch.autograd.grad(x @ w, (x, w), g))
+    backward = str(thunder.last_backward_traces(jf)[-1])
+    assert "f64[2, 4, 5]" not in backward  # no per-batch weight gradients

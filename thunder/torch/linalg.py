@@ -69,6 +69,11 @@ def _reshape(a: TensorProxy, shape) -> TensorProxy:
 
 def _matmul(a: TensorProxy, b: TensorProxy) -> TensorProxy:
     """``torch.matmul`` semantics over validated operands of rank >= 1."""
+    if a.ndim > 2 and b.ndim == 2:
+        # As torch folds it: the rows of all batches times one matrix, whose gradient is then one
+        # product too (a batched product with the matrix broadcast has a batch of them to sum).
+        rows = prims.matmul(_reshape(a, (_math_prod(a.shape[:-1]), a.shape[-1])), b)
+        return _reshape(rows, (*a.shape[:-1], b.shape[-1]))
     a2 = _reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
     b2 = _reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
     batch = broadcast_shapes("ltorch.matmul", a2.shape[:-2], b2.shape[:-2])
