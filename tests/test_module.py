@@ -82,3 +82,29 @@ def test_source_locations_carry_the_module_path():
     tm(torch.randn(2, 4))
     paths = [b.source.module_path for b in thunder.last_traces(tm)[0].bound_symbols if b.source]
     assert paths == ["0.fc", "0", "0", "1.fc", "1", "1"]
+
+
+def test_module_hooks_added_after_compiling_and_global_hooks_match_eager():
+    """A module call is traced without reading its hook dicts one by one (Note [Module calls]): one
+    check per module. Hooks registered later (on a submodule, globally, pre-hooks) still recompile and
+    run as in eager, and global hooks run once on the original module, not again on the wrapper."""
+    m = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    jm = thunder.jit(m)
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(jm(x), m(x))
+    hooks = [
+        lambda: m[1].register_forward_hook(lambda mod, i, o: o * 10),
+        lambda: torch.nn.modules.module.register_module_forward_hook(
+            lambda mod, i, o: o + 1 if isinstance(o, torch.Tensor) else o
+        ),
+        lambda: m[0].register_forward_pre_hook(lambda mod, i: (i[0] * 2,)),
+    ]
+    for register in hooks:
+        handle = register()
+        try:
+            torch.testing.assert_close(jm(x), m(x))
+        finally:
+            handle.remove()
+        torch.testing.assert_close(jm(x), m(x))
+    prologue = str(thunder.last_prologue_traces(jm)[-1])
+    assert "module__modules_1__forward_hooks" not in prologue  # one line per module, not a guard per dict

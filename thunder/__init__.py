@@ -60,6 +60,7 @@ from thunder.core.trace import TraceCtx
 from thunder.core.transform_common import Transform
 from thunder.executors import sdpaex as _sdpaex
 from thunder.executors import torch_compile as _torch_compile
+from thunder.executors import tritonex as _tritonex  # imports triton only when a kernel is built
 from thunder.extend import (
     Executor,
     FusionExecutor,
@@ -113,6 +114,7 @@ __all__ = [
     "pytorch_executor",
     "torch_compile_executor",
     "sdpa_executor",
+    "triton_executor",
     "trace",
     "ThunderModule",
     "prims",
@@ -134,6 +136,7 @@ python_executor = pythonex = _pythonex.ex
 nvfuser_executor = None  # nvFuser is a GPU-only executor, not part of this build (lightning-thunder's name)
 torch_compile_executor = _torch_compile.ex
 sdpa_executor = _sdpaex.sdpa_ex
+triton_executor = _tritonex.ex
 get_default_executors = extend.get_default_executors
 get_always_executors = extend.get_always_executors
 get_all_executors = extend.get_all_executors

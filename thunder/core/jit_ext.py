@@ -54,7 +54,7 @@ from thunder.core.prims.python import tensor_value
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers, tree_leaves
 from thunder.core.symbol import SourceLocation, Symbol
-from thunder.core.symbol_lookup import interpreted_replacement, symbol_for
+from thunder.core.symbol_lookup import interpreted_replacement, register_interpreted_replacement, symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, pin, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
 from thunder.core.tracectx import source_location_provider
@@ -69,6 +69,39 @@ _SIMPLE_VALUE_TYPES = (bool, int, float, complex, str, type(None), torch.dtype, 
 # Functions whose results differ from call to call: a trace would freeze one result.
 _NONDETERMINISTIC_MODULES = frozenset({"random", "time", "secrets", "uuid", "numpy.random"})
 _NONDETERMINISTIC_CALLS = frozenset({os.urandom, os.getrandom} if hasattr(os, "getrandom") else {os.urandom})
+
+
+# Note [Module calls]
+# ``module(x)`` runs ``nn.Module._wrapped_call_impl``, which reads ``_compiled_call_impl``, the four hook
+# dicts of the module and the four global ones before it calls ``forward``. Traced as it is, each read
+# is an attribute guard of its own (a type check and a check that the dict is empty): about a dozen
+# lines of the prologue per module, most of a cached call's checking on a model with a hundred
+# modules. So traced calls run ``_module_call`` instead: for a module the program did not make, with
+# no hooks and not compiled (as nearly every module is), it calls ``forward`` directly and the prologue
+# checks all of that in one line; otherwise it runs torch's own code.
+
+
+def _hookless(module: torch.nn.Module) -> bool:
+    """Answered by the tracer (``Tracer._hookless``) in traced code."""
+    raise ThunderRuntimeError("thunder.core.jit_ext._hookless is only called by traced code")
+
+
+_WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
+# The same code as another function object, which the replacement does not stand for.
+_torch_module_call = types.FunctionType(
+    _WRAPPED_CALL_IMPL.__code__, _WRAPPED_CALL_IMPL.__globals__, "_wrapped_call_impl", _WRAPPED_CALL_IMPL.__defaults__,
+    _WRAPPED_CALL_IMPL.__closure__,
+)
+
+
+def _module_call(self, *args, **kwargs):
+    """``nn.Module.__call__`` in traced code (Note [Module calls])."""
+    if _hookless(self):
+        return self.forward(*args, **kwargs)
+    return _torch_module_call(self, *args, **kwargs)
+
+
+register_interpreted_replacement(_WRAPPED_CALL_IMPL, _module_call)
 
 
 def _is_namedtuple(typ: type) -> bool:
@@ -141,6 +174,7 @@ class Tracer:
         self._provenance: dict[int, Proxy] = {}  # id(outside object) -> prologue proxy
         self._proxy_for: dict[int, Any] = {}  # id(outside object) -> what the program sees instead
         self._keepalive: list[Any] = []  # outside objects, kept so their ids stay unique
+        self._global_hooks_checked = False  # the prologue checks that no module hooks are registered globally
         self._reads: dict[tuple, Any] = {}  # path -> what the program saw (see Note [What a trace relied on])
         self._written: set[tuple] = set()
         self._undo: list[Callable[[], None]] = []
@@ -771,6 +805,8 @@ class Tracer:
             return self._higher_order_autograd_function
         if fn is torch.utils.checkpoint.checkpoint:
             return self._checkpoint
+        if fn is _hookless:
+            return self._hookless
         if fn is print:
             return self._print
         if isinstance(fn, Symbol):
@@ -892,6 +928,23 @@ class Tracer:
             return fn(*args, **kwargs)
 
         return call
+
+    def _hookless(self, module: torch.nn.Module) -> bool:
+        """Whether calling ``module`` skips its hooks (Note [Module calls]); if so, checked by one guard."""
+        holder = self._provenance.get(id(module))
+        if (
+            holder is None
+            or torch._C._get_tracing_state()
+            or module._compiled_call_impl is not None
+            or any(getattr(module, h) for h in prims.python._MODULE_HOOKS)
+            or any(getattr(torch.nn.modules.module, h) for h in prims.python._GLOBAL_HOOKS)
+        ):
+            return False  # traced as torch's own code, which reads (and guards) each of these
+        if not self._global_hooks_checked:
+            self._global_hooks_checked = True
+            self._check(prims.check_no_hooks, None)
+        self._check(prims.check_no_hooks, holder)
+        return True
 
     def _checkpoint(self, function, *args, use_reentrant=None, context_fn=None, determinism_check=None,
                     debug=None, preserve_rng_state=True, **kwargs):  # fmt: skip

@@ -65,6 +65,13 @@ class ThunderModule(torch.nn.Module):
     def forward(self, *args, **kwargs):
         return self._forward_fn(self._model, *args, **kwargs)
 
+    def __call__(self, *args, **kwargs):
+        """The compiled call. Module hooks registered globally run in the compiled module (on the original
+        module, as in eager), not once more on this wrapper; hooks put on the wrapper itself run as usual."""
+        if self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks:
+            return super().__call__(*args, **kwargs)
+        return self._forward_fn(self._model, *args, **kwargs)
+
     def get_parameter(self, target: str) -> torch.nn.Parameter:
         return self._model.get_parameter(target)
 

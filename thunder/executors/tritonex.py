@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import linecache
+import math
 import os
 
 import torch
@@ -188,7 +189,7 @@ def _launch(k: codegen.Kernel, args: list) -> None:
     """Launches ``k``: one program per row, or per ``BLOCK`` elements. ``BLOCK`` is fixed when
     interpreting; on CUDA the fastest of a few, timed on the first call per shape class (the
     power of two above the row length or element count)."""
-    work = _prod(k.domain[:-1]) if k.rows else _prod(k.domain)
+    work = math.prod(k.domain[:-1]) if k.rows else math.prod(k.domain)
     if not work:
         return
     fn = _compiled(k)
@@ -218,13 +219,6 @@ def _compiled(kernel: codegen.Kernel):
         exec(compile(kernel.source, filename, "exec"), namespace)
         fn = _kernels[kernel.source] = namespace[kernel.name]
     return fn
-
-
-def _prod(xs) -> int:
-    out = 1
-    for x in xs:
-        out *= x
-    return out
 
 
 def _next_pow2(n: int) -> int:

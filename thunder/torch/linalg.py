@@ -10,6 +10,7 @@ Layer: language. Imports: core, torch.base, torch.elementwise.
 
 from __future__ import annotations
 
+import math
 import string
 
 import torch
@@ -72,7 +73,7 @@ def _matmul(a: TensorProxy, b: TensorProxy) -> TensorProxy:
     if a.ndim > 2 and b.ndim == 2:
         # As torch folds it: the rows of all batches times one matrix, whose gradient is then one
         # product too (a batched product with the matrix broadcast has a batch of them to sum).
-        rows = prims.matmul(_reshape(a, (_math_prod(a.shape[:-1]), a.shape[-1])), b)
+        rows = prims.matmul(_reshape(a, (math.prod(a.shape[:-1]), a.shape[-1])), b)
         return _reshape(rows, (*a.shape[:-1], b.shape[-1]))
     a2 = _reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
     b2 = _reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
@@ -417,7 +418,7 @@ def einsum(equation, *operands):
         msz = list(acc.shape[len(batch) : len(batch) + len(a_only)])
         ksz = [sizes[x] for x in contract]
         nsz = list(b.shape[len(batch) + len(contract) :])
-        prod = _math_prod
+        prod = math.prod
         out = prims.matmul(
             prims.reshape(acc, (prod(bsz), prod(msz), prod(ksz))), prims.reshape(b, (prod(bsz), prod(ksz), prod(nsz)))
         )
@@ -427,13 +428,6 @@ def einsum(equation, *operands):
     acc = _permute(acc, [acc_labels.index(x) for x in out_labels])
     # Output labels that only met size-1 dims keep them; those broadcast above take the full size.
     return acc
-
-
-def _math_prod(xs) -> int:
-    p = 1
-    for x in xs:
-        p *= x
-    return p
 
 
 @grad_rules.register(linear)

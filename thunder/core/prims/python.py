@@ -56,6 +56,7 @@ class PythonPrimIDs(enum.Enum):
     CHECK_KEYS = enum.auto()
     UNPACK_TRIVIAL = enum.auto()
     COMMENT = enum.auto()
+    CHECK_NO_HOOKS = enum.auto()
 
 
 P = PythonPrimIDs
@@ -312,6 +313,24 @@ def _print_check_hasattr(bsym, printer):
 
 # ``check_hasattr(obj, name, present)``: whether ``obj`` has the attribute, which the program asked.
 check_hasattr = make_prim(P.CHECK_HASATTR, "check_hasattr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_hasattr)
+
+_MODULE_HOOKS = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks")
+_GLOBAL_HOOKS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks", "_global_forward_pre_hooks")
+
+
+def _print_check_no_hooks(bsym, printer):
+    (module,) = bsym.args
+    if module is None:  # the hooks registered for every module
+        torch_module = printer.constant(torch.nn.modules.module, "_nn_module")
+        return [f"if {' or '.join(f'{torch_module}.{h}' for h in _GLOBAL_HOOKS)}: return {printer.miss}"]
+    m = printer.value(module)
+    tests = [f"{m}._compiled_call_impl is not None", *(f"{m}.{h}" for h in _MODULE_HOOKS)]
+    return [f"if {' or '.join(tests)}: return {printer.miss}"]
+
+
+# ``check_no_hooks(module)``: the module is called without hooks and uncompiled, as the trace was
+# (Note [Module calls] in thunder.core.jit_ext); ``check_no_hooks(None)``: no global module hooks.
+check_no_hooks = make_prim(P.CHECK_NO_HOOKS, "check_no_hooks", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_no_hooks)
 
 
 def _print_unpack_call(bsym, printer):
