@@ -108,3 +108,23 @@ def test_module_hooks_added_after_compiling_and_global_hooks_match_eager():
         torch.testing.assert_close(jm(x), m(x))
     prologue = str(thunder.last_prologue_traces(jm)[-1])
     assert "module__modules_1__forward_hooks" not in prologue  # one line per module, not a guard per dict
+
+
+def test_a_module_class_that_changes_its_call_is_traced_through_it():
+    """A class overriding ``_call_impl`` is called through it, not through the shortcut that calls
+    ``forward`` directly (Note [Module calls])."""
+
+    class Tripled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = torch.nn.Linear(2, 2)
+
+        def _call_impl(self, *args, **kwargs):
+            return super()._call_impl(*args, **kwargs) * 3
+
+        def forward(self, x):
+            return self.l(x)
+
+    m = torch.nn.Sequential(Tripled())
+    x = torch.randn(1, 2)
+    torch.testing.assert_close(thunder.jit(m)(x), m(x))

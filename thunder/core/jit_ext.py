@@ -935,6 +935,7 @@ class Tracer:
         if (
             holder is None
             or torch._C._get_tracing_state()
+            or type(module)._call_impl is not torch.nn.Module._call_impl  # a class that changes the call
             or module._compiled_call_impl is not None
             or any(getattr(module, h) for h in prims.python._MODULE_HOOKS)
             or any(getattr(torch.nn.modules.module, h) for h in prims.python._GLOBAL_HOOKS)
