@@ -54,7 +54,7 @@ from thunder.core.prims.python import tensor_value
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import ObjectWithProxies, rebuild_mapping, register_containers, tree_leaves
 from thunder.core.symbol import SourceLocation, Symbol
-from thunder.core.symbol_lookup import interpreted_replacement, register_interpreted_replacement, symbol_for
+from thunder.core.symbol_lookup import interpreted_replacement, register_interpreted_replacement, symbol_for, unreplaced
 from thunder.core.symbolic import SymFloat, SymInt, pin, recording_constraints
 from thunder.core.trace import TraceCtx, tracectx
 from thunder.core.tracectx import source_location_provider
@@ -87,11 +87,7 @@ def _hookless(module: torch.nn.Module) -> bool:
 
 
 _WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
-# The same code as another function object, which the replacement does not stand for.
-_torch_module_call = types.FunctionType(
-    _WRAPPED_CALL_IMPL.__code__, _WRAPPED_CALL_IMPL.__globals__, "_wrapped_call_impl", _WRAPPED_CALL_IMPL.__defaults__,
-    _WRAPPED_CALL_IMPL.__closure__,
-)
+_torch_module_call = unreplaced(_WRAPPED_CALL_IMPL)
 
 
 def _module_call(self, *args, **kwargs):

@@ -13,10 +13,11 @@ Layer: core. Imports: stdlib only.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["interpreted_replacement", "register_interpreted_replacement", "register_symbol_table", "symbol_for"]
+__all__ = ["interpreted_replacement", "register_interpreted_replacement", "register_symbol_table", "symbol_for", "unreplaced"]
 
 _tables: tuple[Mapping[Callable, Any], ...] = ()  # consulted in order; replaced whole, never mutated
 
@@ -62,3 +63,11 @@ def interpreted_replacement(fn: Any) -> Callable | None:
         return _replacements.get(fn)
     except TypeError:
         return None
+
+
+def unreplaced(fn: types.FunctionType) -> types.FunctionType:
+    """``fn``'s code as another function object, which no replacement stands for: what a replacement
+    calls to run the original (calling ``fn`` itself would run the replacement again)."""
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy

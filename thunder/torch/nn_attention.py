@@ -10,7 +10,6 @@ Layer: language. Imports: core, torch.base, torch.linalg, torch.nn_utils, torch.
 from __future__ import annotations
 
 import math
-import types
 
 import torch
 import torch.nn.attention
@@ -21,7 +20,7 @@ from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import RANDOM
-from thunder.core.symbol_lookup import register_interpreted_replacement
+from thunder.core.symbol_lookup import register_interpreted_replacement, unreplaced
 from thunder.torch.base import broadcast_shapes, expand_to, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.linalg import _matmul
 from thunder.torch.nn_utils import amax_keep, check_float, kernel_outputs, sum_keep, upcast
@@ -272,11 +271,7 @@ __all__ += ["native_multi_head_attention", "transformer_encoder_layer_fwd"]
 
 
 _ENCODER_FORWARD = torch.nn.TransformerEncoder.forward
-# The same code as another function object, which the replacement does not stand for.
-_dense_encoder_forward = types.FunctionType(
-    _ENCODER_FORWARD.__code__, _ENCODER_FORWARD.__globals__, "forward", _ENCODER_FORWARD.__defaults__,
-    _ENCODER_FORWARD.__closure__,
-)
+_dense_encoder_forward = unreplaced(_ENCODER_FORWARD)
 
 
 def _encoder_forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
