@@ -428,5 +428,6 @@ def test_claiming_and_region_finding_scale_linearly():
         f"2100 ops: {2100 / t_small:,.0f} ops/s; 8400 ops: {8400 / t_large:,.0f} ops/s; checks {checks_small} -> {checks_large}"
     )
     assert parts_large == 4 * parts_small and abs(regions_large - 4 * regions_small) <= 4
-    assert checks_large == 4 * checks_small  # each node of the decomposition checked a fixed number of times
-    assert t_large < 8 * t_small, (t_small, t_large)
+    # Linear in the trace's length: each node of the decomposition is checked a fixed number of times
+    # (counted, not timed: a timed bound fails on a loaded machine; the rate is printed above).
+    assert checks_large == 4 * checks_small
