@@ -933,8 +933,8 @@ class Tracer:
             or torch._C._get_tracing_state()
             or type(module)._call_impl is not torch.nn.Module._call_impl  # a class that changes the call
             or module._compiled_call_impl is not None
-            or any(getattr(module, h) for h in prims.python._MODULE_HOOKS)
-            or any(getattr(torch.nn.modules.module, h) for h in prims.python._GLOBAL_HOOKS)
+            or any(getattr(module, h) for h in prims.python.MODULE_HOOK_DICTS)
+            or any(getattr(torch.nn.modules.module, h) for h in prims.python.GLOBAL_HOOK_DICTS)
         ):
             return False  # traced as torch's own code, which reads (and guards) each of these
         if not self._global_hooks_checked:

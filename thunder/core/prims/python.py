@@ -314,17 +314,17 @@ def _print_check_hasattr(bsym, printer):
 # ``check_hasattr(obj, name, present)``: whether ``obj`` has the attribute, which the program asked.
 check_hasattr = make_prim(P.CHECK_HASATTR, "check_hasattr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_hasattr)
 
-_MODULE_HOOKS = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks")
-_GLOBAL_HOOKS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks", "_global_forward_pre_hooks")
+MODULE_HOOK_DICTS = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks")
+GLOBAL_HOOK_DICTS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks", "_global_forward_pre_hooks")
 
 
 def _print_check_no_hooks(bsym, printer):
     (module,) = bsym.args
     if module is None:  # the hooks registered for every module
         torch_module = printer.constant(torch.nn.modules.module, "_nn_module")
-        return [f"if {' or '.join(f'{torch_module}.{h}' for h in _GLOBAL_HOOKS)}: return {printer.miss}"]
+        return [f"if {' or '.join(f'{torch_module}.{h}' for h in GLOBAL_HOOK_DICTS)}: return {printer.miss}"]
     m = printer.value(module)
-    tests = [f"{m}._compiled_call_impl is not None", *(f"{m}.{h}" for h in _MODULE_HOOKS)]
+    tests = [f"{m}._compiled_call_impl is not None", *(f"{m}.{h}" for h in MODULE_HOOK_DICTS)]
     return [f"if {' or '.join(tests)}: return {printer.miss}"]
 
 

@@ -165,8 +165,9 @@ def _aliased_args(bsym: BoundSymbol) -> set[str]:
 
 
 def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list[BoundSymbol], set[int]]:
-    """The body with each in-place update of a tensor that nothing else can see (made here by an op that does not alias, not an input, no view of it taken) replaced by the
-    op that computes the new value (``out += identity`` in a ResNet block, ``relu_``): later uses
+    """The body with each in-place update of a tensor that nothing else can see (made here by an op
+    that does not alias, not an input, no view of it taken) replaced by the op that computes the
+    new value (``out += identity`` in a ResNet block, ``relu_``): later uses
     read the new value by its own name. Nothing can tell the difference (no other tensor shares
     that memory), and the update is differentiated like any op instead of sending the whole
     program to torch's autograd (Note [Forward and backward traces]). Returns the body and the uids
