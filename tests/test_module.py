@@ -128,3 +128,82 @@ def test_a_module_class_that_changes_its_call_is_traced_through_it():
     m = torch.nn.Sequential(Tripled())
     x = torch.randn(1, 2)
     torch.testing.assert_close(thunder.jit(m)(x), m(x))
+
+
+def _prologue_source(tm) -> str:
+    return str(thunder.last_prologue_traces(tm)[-1])
+
+
+def test_parameters_and_submodules_are_read_from_their_tables():
+    """The prologue reads ``module._parameters`` and ``_modules`` directly, not through
+    ``nn.Module.__getattr__`` (Note [Module members])."""
+    m = _mlp()
+    tm = thunder.jit(m)
+    tm(torch.randn(5, 3))
+    source = _prologue_source(tm)
+    assert "._parameters.get('weight', _NOT_A_MEMBER)" in source
+    assert ".weight\n" not in source and ".bias\n" not in source
+
+
+def test_a_member_that_moves_between_tables_recompiles():
+    """A parameter replaced by a buffer, a plain attribute or None; a submodule replaced by a
+    function: each call matches eager (the table read finds nothing there and rejects)."""
+    torch.manual_seed(0)
+    m = torch.nn.Linear(3, 2)
+    tm = thunder.jit(m)
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(tm(x), m(x))
+    bias = m.bias.detach().clone()
+    del m.bias
+    m.register_buffer("bias", bias * 2)
+    torch.testing.assert_close(tm(x), m(x))
+    assert "module_bias is no longer a parameter" in str(thunder.cache_miss_reasons(tm)[-1])
+    del m.bias
+    m.bias = bias * 3  # a plain attribute now, in the instance dict
+    torch.testing.assert_close(tm(x), m(x))
+    del m.bias
+    m.bias = None
+    torch.testing.assert_close(tm(x), m(x))
+    assert thunder.cache_misses(tm) == 4
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = torch.nn.ReLU()
+
+        def forward(self, x):
+            return self.act(x) + 1
+
+    b = Block()
+    tb = thunder.jit(b)
+    torch.testing.assert_close(tb(x), b(x))
+    del b.act
+    b.act = torch.tanh
+    torch.testing.assert_close(tb(x), b(x))
+    assert thunder.cache_misses(tb) == 2
+
+
+def test_a_module_class_with_its_own_getattr_is_read_through_it():
+    """A module class that answers attributes itself (a property, ``__getattr__``) keeps plain reads."""
+
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.nn.Linear(3, 3)
+            self.factor = 2.0
+
+        def __getattr__(self, name):
+            if name == "weight":
+                return super().__getattr__("inner").weight * self.factor
+            return super().__getattr__(name)
+
+        def forward(self, x):
+            return x @ self.weight
+
+    m = Scaled()
+    tm = thunder.jit(m)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(tm(x), m(x))
+    assert "_NOT_A_MEMBER" not in _prologue_source(tm)
+    m.factor = 3.0
+    torch.testing.assert_close(tm(x), m(x))

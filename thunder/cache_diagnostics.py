@@ -31,6 +31,7 @@ import torch
 
 from thunder.common import CacheEntry
 from thunder.core.codegen import Printer, compile_source, trace_source
+from thunder.core.prims.python import NOT_A_MEMBER
 from thunder.core.prims.python import PythonPrimIDs as P
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import BoundSymbol
@@ -134,6 +135,12 @@ def diagnose_miss(entry: CacheEntry, args: tuple, kwargs: dict) -> CacheMissReas
 def explain(rejection: Rejection) -> CacheMissReason:
     """The reason a diagnostic prologue's check failed."""
     bsym = rejection.bsym
+    checked = bsym.args[0] if bsym.args else None
+    if isinstance(checked, Proxy) and rejection.values.get(checked.name) is NOT_A_MEMBER:
+        return CacheMissReason(
+            checked.name, "module member", message=f"{checked.name} is no longer a parameter, buffer or submodule of "
+            "its module (removed, or now a plain attribute)",
+        )  # fmt: skip
     explainer = _EXPLAINERS.get(bsym.sym.id, _explain_generic)
     try:
         return explainer(bsym, rejection.values)

@@ -100,6 +100,34 @@ def _module_call(self, *args, **kwargs):
 register_interpreted_replacement(_WRAPPED_CALL_IMPL, _module_call)
 
 
+# Note [Module members]
+# ``module.weight`` finds a parameter, buffer or submodule through ``nn.Module.__getattr__``, a Python
+# function that runs only after the instance and its class have no such attribute: about half a
+# microsecond per read, and a model's prologue reads every parameter and submodule on every call. So
+# where the tracer saw ``nn.Module.__getattr__`` answer (the class defines neither ``__getattr__``,
+# ``__getattribute__`` nor the name, and the instance dict lacks it), the prologue reads the table it
+# answered from: ``module._parameters.get("weight", _NOT_A_MEMBER)``. ``nn.Module.__setattr__`` and
+# ``__delattr__`` keep a name in one place, so the table read is what ``module.weight`` gives; a
+# name that left the table reads ``_NOT_A_MEMBER``, which the check after every such read rejects.
+# As in torch.compile's guards, a name put into the instance ``__dict__`` behind ``__setattr__``'s
+# back while it is also a member is not noticed.
+_MODULE_TABLES = ("_parameters", "_buffers", "_modules")  # nn.Module.__getattr__'s order
+
+
+def _module_member_table(obj: Any, name: str) -> str | None:
+    """The table of ``obj`` that ``nn.Module.__getattr__`` answers ``obj.name`` from (Note [Module members]),
+    or None where the attribute is found otherwise."""
+    if not isinstance(obj, torch.nn.Module):
+        return None
+    cls = type(obj)
+    if cls.__getattr__ is not torch.nn.Module.__getattr__ or cls.__getattribute__ is not object.__getattribute__:
+        return None
+    instance = obj.__dict__
+    if name in instance or inspect.getattr_static(cls, name, _NOT_SEEN) is not _NOT_SEEN:
+        return None
+    return next((t for t in _MODULE_TABLES if name in instance.get(t, ())), None)
+
+
 def _is_namedtuple(typ: type) -> bool:
     return callable(getattr(typ, "_make", None)) and isinstance(getattr(typ, "_fields", None), tuple)
 
@@ -181,6 +209,7 @@ class Tracer:
         self._constants: dict[int, Proxy] = {}  # id(object) -> prologue proxy capturing it by identity
         self._object_inputs: dict[str, Proxy] = {}  # prologue name -> the computation's proxy for that object
         self._guarded_functions: set[int] = set()
+        self._asked_hasattr: set[tuple[int, str]] = set()  # (id(outside object), name): checked once
         self._tensor_inputs: dict[int, tuple[Proxy, torch.Tensor]] = {}  # id(proxy) -> (holder, real tensor)
         self._hoisted: dict[str, str] = {}  # prologue name -> the call that makes it (random.random)
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
@@ -485,7 +514,7 @@ class Tracer:
         if found is None:
             return None
         holder, t = found
-        return self._read(("attr", id(t), "grad"), t.grad, lambda: self._attr_holder(holder, "grad"))
+        return self._read(("attr", id(t), "grad"), t.grad, lambda: self._attr_holder(holder, "grad", t))
 
     def read_value(self, p: TensorProxy, kind: str) -> Any:
         """The Python value the program asks of ``p`` (Note [Data-dependent values]), or None where
@@ -659,7 +688,7 @@ class Tracer:
             self.unpack_value(obj, holder, holder.name)
         if isinstance(value, (types.MethodType, types.BuiltinMethodType)) or name.startswith("__"):
             return value
-        return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name))
+        return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
 
     def _is_outside(self, obj: Any) -> bool:
         """Whether ``obj``, reached without provenance, existed before the program ran. An object the
@@ -674,9 +703,13 @@ class Tracer:
                 return False
         return True
 
-    def _attr_holder(self, holder: Proxy, name: str) -> Proxy:
+    def _attr_holder(self, holder: Proxy, name: str, obj: Any) -> Proxy:
         attr = self._prologue_proxy(f"{holder.name}_{name}")
-        self._emit(prims.unpack_attr, holder, name, attr, output=attr)
+        table = _module_member_table(obj, name)
+        if table is not None:
+            self._emit(prims.unpack_module_member, holder, table, name, attr, output=attr)
+        else:
+            self._emit(prims.unpack_attr, holder, name, attr, output=attr)
         return attr
 
     def _getattr(self, obj, name, *default):
@@ -687,8 +720,7 @@ class Tracer:
             return (traced or getattr)(obj, name, *default)
         present = hasattr(obj, name)
         if not present and default:
-            if ("attr", id(obj), name) not in self._written:
-                self._check(prims.check_hasattr, holder, name, False)
+            self._check_hasattr(holder, obj, name, False)
             return default[0]
         return self.load_attr(obj, name, getattr(obj, name))
 
@@ -698,9 +730,16 @@ class Tracer:
             traced = introspection.lookaside(hasattr)
             return (traced or hasattr)(obj, name)
         present = hasattr(obj, name)
-        if holder is not None and type(name) is str and ("attr", id(obj), name) not in self._written:
-            self._check(prims.check_hasattr, holder, name, present)
+        if type(name) is str:
+            self._check_hasattr(holder, obj, name, present)
         return present
+
+    def _check_hasattr(self, holder: Proxy, obj: Any, name: str, present: bool) -> None:
+        """The prologue checks, once per object and name, that ``hasattr(obj, name)`` is still ``present``."""
+        key = (id(obj), name)
+        if ("attr", id(obj), name) not in self._written and key not in self._asked_hasattr:
+            self._asked_hasattr.add(key)
+            self._check(prims.check_hasattr, holder, name, present)
 
     # Assignments to outside state: done now (the rest of the trace sees them), undone when tracing
     # ends, and replayed by the computation on every call (see Note [What a trace relied on]).

@@ -27,6 +27,7 @@ class PythonPrimIDs(enum.Enum):
     UNPACK_SEQUENCE = enum.auto()
     UNPACK_KEY = enum.auto()
     UNPACK_ATTR = enum.auto()
+    UNPACK_MODULE_MEMBER = enum.auto()
     UNPACK_GLOBAL = enum.auto()
     UNPACK_CELL = enum.auto()
     UNPACK_SHAPE = enum.auto()
@@ -103,6 +104,31 @@ def _print_unpack_attr(bsym, printer):
 
 
 unpack_attr = make_prim(P.UNPACK_ATTR, "unpack_attr", lambda obj, name, output: output, printer=_print_unpack_attr)
+
+
+class _NotAMember:
+    """What ``unpack_module_member`` reads when the name has left the module's table: every check
+    that follows such a read (a tensor's, a module's type, ``is None``) rejects it."""
+
+    def __repr__(self) -> str:
+        return "<not in the module's _parameters, _buffers or _modules any more>"
+
+
+NOT_A_MEMBER = _NotAMember()
+
+
+def _print_unpack_module_member(bsym, printer):
+    module, table, name, _ = bsym.args
+    absent = printer.add_ctx("_NOT_A_MEMBER", NOT_A_MEMBER)
+    return [f"{bsym.output.name} = {printer.value(module)}.{table}.get({name!r}, {absent})"]
+
+
+# ``unpack_module_member(module, table, name, output)``: ``module.name`` where nn.Module.__getattr__
+# finds it, read from that table directly (Note [Module members] in thunder.core.jit_ext).
+unpack_module_member = make_prim(
+    P.UNPACK_MODULE_MEMBER, "unpack_module_member", lambda module, table, name, output: output,
+    printer=_print_unpack_module_member,
+)  # fmt: skip
 
 
 def _print_unpack_global(bsym, printer):
