@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -681,23 +683,24 @@ def test_training_batch_norm_keeps_its_batch_statistics_for_the_backward():
     assert "batch_norm_backward_from_stats" in backward and "native_batch_norm(" not in backward
 
 
-def _attention_matches_eager(qkv, weights, **kwargs):
-    """Forward and gradients of attention through thunder are eager's bitwise, with eager's fused backward."""
-    qkv = [t.requires_grad_() for t in qkv]
-    twin = [t.detach().clone().requires_grad_() for t in qkv]
+def _attention_matches_eager(qkv, weights, backward="sdpa_flash_cpu_backward", **kwargs):
+    """Forward and gradients of attention through thunder are eager's bitwise, with eager's backward
+    kernel (``backward``); a mask that requires grad gets its gradient too."""
     mask = kwargs.pop("attn_mask", None)  # an argument, not a constant of the traced function
+    leaves = [t.requires_grad_() for t in qkv] + ([mask] if mask is not None and mask.requires_grad else [])
+    twins = [t.detach().clone().requires_grad_() for t in leaves]
 
     def f(q, k, v, mask):
         return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **kwargs) * weights).sum()
 
     jf = thunder.jit(f)
-    out, expected = jf(*qkv, mask), f(*twin, mask)
+    out, expected = jf(*leaves[:3], mask), f(*twins[:3], twins[3] if len(twins) > 3 else mask)
     assert torch.equal(out, expected)
     out.backward()
     expected.backward()
-    for a, b in zip(qkv, twin):
+    for a, b in zip(leaves, twins):
         assert torch.equal(a.grad, b.grad)
-    assert "sdpa_flash_cpu_backward" in str(thunder.last_backward_traces(jf)[-1])
+    assert backward in str(thunder.last_backward_traces(jf)[-1])
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "heads_transposed", "last_dim_strided"])
@@ -719,6 +722,36 @@ def test_grouped_query_attention_gradients_are_eagers():
     torch.manual_seed(0)
     qkv = [torch.randn(2, 4, 8, 8), torch.randn(2, 2, 8, 8), torch.randn(2, 2, 8, 8)]
     _attention_matches_eager(qkv, torch.arange(512.0).reshape(2, 4, 8, 8), is_causal=True, enable_gqa=True)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["multi_query", "multi_query_bool_mask", "causal_negative_scale", "broadcast_query_batch", "mask_requires_grad",
+     "grouped_mask_requires_grad", "float64"],
+)  # fmt: skip
+def test_attention_gradients_are_eagers_where_it_runs_the_math_kernel(case):
+    """Where eager's CPU attention runs its math kernel (heads that broadcast, a mask that requires grad),
+    thunder's forward keeps its attention weights and the backward is eager's autograd of that kernel,
+    bitwise: a few kernels in one symbol instead of the decomposition's recomputed softmax."""
+    torch.manual_seed(0)
+    dtype = torch.float64 if case == "float64" else torch.float32
+    qs, ks = {"broadcast_query_batch": ((1, 2, 8, 16), (2, 2, 8, 16)),
+              "grouped_mask_requires_grad": ((2, 4, 8, 16), (2, 2, 8, 16))}.get(case, ((2, 2, 8, 16), (2, 1, 8, 16)))  # fmt: skip
+    qkv = [torch.randn(qs, dtype=dtype), torch.randn(ks, dtype=dtype), torch.randn(ks, dtype=dtype)]
+    kwargs = {
+        "multi_query_bool_mask": {"attn_mask": torch.rand(2, 1, 8, 8) > 0.3},
+        "causal_negative_scale": {"is_causal": True, "scale": -0.3},
+        "broadcast_query_batch": {"attn_mask": torch.rand(2, 1, 8, 8) > 0.3},
+        "mask_requires_grad": {"attn_mask": torch.randn(2, 1, 8, 8, requires_grad=True)},
+        "grouped_mask_requires_grad": {"attn_mask": torch.randn(2, 1, 8, 8, requires_grad=True), "enable_gqa": True},
+        "float64": {"attn_mask": torch.randn(2, 1, 8, 8, dtype=dtype)},
+    }.get(case, {})
+    if case == "mask_requires_grad":
+        qkv[1], qkv[2] = torch.randn(2, 2, 8, 16), torch.randn(2, 2, 8, 16)
+    weights = torch.linspace(-1, 1, math.prod(qs[:-1]) * 16, dtype=dtype).reshape(*qs[:-1], 16)
+    if case == "broadcast_query_batch":
+        weights = torch.linspace(-1, 1, 512).reshape(2, 2, 8, 16)
+    _attention_matches_eager(qkv, weights, backward="sdpa_math_backward", **kwargs)
 
 
 

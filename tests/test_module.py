@@ -207,3 +207,42 @@ def test_a_module_class_with_its_own_getattr_is_read_through_it():
     assert "_NOT_A_MEMBER" not in _prologue_source(tm)
     m.factor = 3.0
     torch.testing.assert_close(tm(x), m(x))
+
+
+def test_a_hook_the_program_registers_runs_in_the_same_call():
+    """A forward hook registered by the program itself (transformers installs its output-capturing hooks
+    lazily, on the first call that asks for hidden states) runs for the submodule calls that follow it, in
+    that very call as in eager (the shortcut that skips hooks looked at the module's own, still empty,
+    hook dict)."""
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)])
+            self.installed = False
+            self.captured = None
+
+        def forward(self, x):
+            captured = []
+            if not self.installed:
+                for layer in self.layers:
+                    layer.register_forward_hook(lambda mod, args, out: self.captured.append(out))
+                self.installed = True
+            self.captured = captured
+            for layer in self.layers:
+                x = layer(x)
+            return x, tuple(captured)
+
+    torch.manual_seed(0)
+    m = Model()
+    eager = Model()
+    eager.load_state_dict(m.state_dict())
+    tm = thunder.jit(m)
+    x = torch.randn(2, 3)
+    for _ in range(3):
+        (got, got_captured), (want, want_captured) = tm(x), eager(x)
+        torch.testing.assert_close(got, want)
+        assert len(got_captured) == len(want_captured) == 2
+        for a, b in zip(got_captured, want_captured):
+            torch.testing.assert_close(a, b)
+    assert len(m.layers[0]._forward_hooks) == len(eager.layers[0]._forward_hooks) == 1

@@ -972,7 +972,7 @@ class Tracer:
             or torch._C._get_tracing_state()
             or type(module)._call_impl is not torch.nn.Module._call_impl  # a class that changes the call
             or module._compiled_call_impl is not None
-            or any(getattr(module, h) for h in prims.python.MODULE_HOOK_DICTS)
+            or any(self._as_seen(getattr(module, h)) for h in prims.python.MODULE_HOOK_DICTS)
             or any(getattr(torch.nn.modules.module, h) for h in prims.python.GLOBAL_HOOK_DICTS)
         ):
             return False  # traced as torch's own code, which reads (and guards) each of these
@@ -981,6 +981,11 @@ class Tracer:
             self._check(prims.check_no_hooks, None)
         self._check(prims.check_no_hooks, holder)
         return True
+
+    def _as_seen(self, value: Any) -> Any:
+        """``value`` as the program sees it: an outside container the program read or changed is its copy
+        (a hook the program registered is in the copy of the hook dict, not yet in the module's own)."""
+        return self._proxy_for.get(id(value), value)
 
     def _checkpoint(self, function, *args, use_reentrant=None, context_fn=None, determinism_check=None,
                     debug=None, preserve_rng_state=True, **kwargs):  # fmt: skip

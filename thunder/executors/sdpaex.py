@@ -3,8 +3,9 @@
 It claims ``torch.nn.functional.scaled_dot_product_attention`` whole (the torch language's
 ``scaled_dot_product_attention``, which would otherwise decompose into matmuls and a softmax for
 a fusion executor listed before torch) and the two symbols the autograd split records for it
-where eager uses the fused CPU kernels: ``sdpa_flash_cpu`` (the output and the logsumexp of the
-scores) in the forward and ``sdpa_flash_cpu_backward`` in the backward. Each runs what the torch
+where eager uses its CPU kernels: ``sdpa_flash_cpu`` (the output and the logsumexp of the
+scores) or ``sdpa_math`` (the output and the attention weights) in the forward, and
+``sdpa_flash_cpu_backward`` or ``sdpa_math_backward`` in the backward. Each runs what the torch
 language says eager runs for it (``thunder.torch.base.symbol_to_torch``), so results are eager's.
 
 ``thunder.jit(fn, executors=[sdpa_ex])``, or by name: ``executors=["sdpa"]``. lightning-thunder
@@ -18,7 +19,13 @@ from __future__ import annotations
 from thunder.core.symbol import Symbol
 from thunder.extend import OperatorExecutor, register_executor
 from thunder.torch.base import symbol_to_torch
-from thunder.torch.nn_attention import scaled_dot_product_attention, sdpa_flash_cpu, sdpa_flash_cpu_backward
+from thunder.torch.nn_attention import (
+    scaled_dot_product_attention,
+    sdpa_flash_cpu,
+    sdpa_flash_cpu_backward,
+    sdpa_math,
+    sdpa_math_backward,
+)
 
 __all__ = ["sdpa_ex", "CLAIMED"]
 
@@ -26,7 +33,9 @@ sdpa_ex = OperatorExecutor("sdpa")
 register_executor(sdpa_ex)
 
 #: The torch-language symbols this executor runs, forward and backward.
-CLAIMED: tuple[Symbol, ...] = (scaled_dot_product_attention, sdpa_flash_cpu, sdpa_flash_cpu_backward)
+CLAIMED: tuple[Symbol, ...] = (
+    scaled_dot_product_attention, sdpa_flash_cpu, sdpa_flash_cpu_backward, sdpa_math, sdpa_math_backward
+)
 
 for _sym in CLAIMED:
     sdpa_ex.register_implementation(

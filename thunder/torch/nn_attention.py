@@ -196,38 +196,125 @@ def _sdpa_flash_cpu_vjp(g, out, query, key, value, is_causal, attn_mask, scale, 
     return (gq, gk, gv, None, None, None, None)
 
 
+def _math_impl(query, key, value, attn_mask, is_causal, scale, enable_gqa, mask_requires_grad):
+    """Eager's output, and the attention weights its math kernel's backward reads. Where eager runs
+    the math kernel (``torch._fused_sdp_choice``; always for a mask that requires grad), this runs it;
+    otherwise eager's own choice computes the output, and the math kernel the weights."""
+    out, weights = torch.ops.aten._scaled_dot_product_attention_math(
+        query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
+    )
+    if not mask_requires_grad and torch._fused_sdp_choice(
+        query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
+    ) != _MATH:
+        out = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa
+        )
+    return out, weights
+
+
+@torchsymbol(id="torch.sdpa_math", torch_impl=_math_impl)
+def sdpa_math(query, key, value, attn_mask, is_causal, scale, enable_gqa, mask_requires_grad):
+    """Attention as eager's math kernel computes it (``aten._scaled_dot_product_attention_math``:
+    ``softmax(q√s @ kᵀ√s + mask) @ v``), with the attention weights: the augmented forward the
+    autograd split records where eager differentiates that kernel."""
+    return kernel_outputs(
+        "ltorch.sdpa_math", lambda q, k, v, m: torch.ops.aten._scaled_dot_product_attention_math(
+            q, k, v, m, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
+        ), query, key, value, attn_mask,
+    )  # fmt: skip
+
+
+def _math_backward_impl(grad_out, query, key, value, weights, mask_shape, scale, enable_gqa):
+    """The gradients eager's autograd computes through the math kernel, for query, key, value and
+    (when ``mask_shape`` is given) the additive mask, in its order: each matmul's, the softmax's
+    (``_softmax_backward_data``), the sums over broadcast heads before the scale, then over the
+    heads grouped-query attention repeated."""
+    root = math.sqrt(1.0 / math.sqrt(query.shape[-1]) if scale is None else abs(scale))
+    q_root = -root if scale is not None and scale < 0 else root
+    k, v = key, value
+    groups = query.shape[-3] // key.shape[-3] if enable_gqa and key.shape[-3] != query.shape[-3] else 1
+    if groups > 1:
+        k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)
+    # Broadcast heads or batches are copied out as eager's matmul copies them: the layouts (and so the
+    # roundings) of the backward's matmuls are eager's.
+    batch = torch.broadcast_shapes(query.shape[:-2], k.shape[:-2])
+
+    def batched(t):
+        return t if t.shape[:-2] == batch else t.expand(*batch, *t.shape[-2:]).contiguous()
+
+    grad_v = torch.matmul(weights.transpose(-2, -1), grad_out).sum_to_size(v.shape)
+    grad_scores = torch._softmax_backward_data(
+        torch.matmul(grad_out, batched(v).transpose(-2, -1)), weights, -1, weights.dtype
+    )
+    k_scaled = batched(k.transpose(-2, -1) * root).transpose(-2, -1)
+    grad_q = torch.matmul(grad_scores, k_scaled).sum_to_size(query.shape) * q_root
+    kt_shape = (*k.shape[:-2], k.shape[-1], k.shape[-2])
+    grad_kt = torch.matmul(batched(query * q_root).transpose(-2, -1), grad_scores).sum_to_size(kt_shape) * root
+    grad_k = grad_kt.transpose(-2, -1)
+    if groups > 1:
+        grad_k = grad_k.unflatten(-3, (key.shape[-3], groups)).sum(-3)
+        grad_v = grad_v.unflatten(-3, (value.shape[-3], groups)).sum(-3)
+    grad_mask = None if mask_shape is None else grad_scores.sum_to_size(mask_shape)
+    return grad_q, grad_k, grad_v, grad_mask
+
+
+@torchsymbol(id="torch.sdpa_math_backward", torch_impl=_math_backward_impl)
+def sdpa_math_backward(grad_out, query, key, value, weights, mask_shape, scale, enable_gqa):
+    """The gradients of ``sdpa_math`` for query, key, value and the mask (None without ``mask_shape``)."""
+    grads = tuple(TensorProxy.like(t, requires_grad=False) for t in (query, key, value))
+    mask = None if mask_shape is None else TensorProxy.like(query, shape=tuple(mask_shape), requires_grad=False)
+    return (*grads, mask)
+
+
+@grad_rules.register(sdpa_math)
+def _sdpa_math_vjp(g, out, query, key, value, attn_mask, is_causal, scale, enable_gqa, mask_requires_grad):
+    mask_shape = tuple(attn_mask.shape) if mask_requires_grad else None
+    gq, gk, gv, gm = sdpa_math_backward(g[0], query, key, value, out[1], mask_shape, scale, enable_gqa)
+    return (gq, gk, gv, gm, None, None, None, None)
+
+
 @forward_rules.register(scaled_dot_product_attention)
 def _sdpa_forward(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """Where the CPU flash kernel can run these inputs, ``sdpa_flash_cpu`` (eager's output, keeping the
-    logsumexp for eager's fused backward); elsewhere (dropout, differentiable masks, other devices)
-    the call stays as it is and its gradient is its decomposition's. A bool mask becomes what eager
-    passes the kernel (0 where True, -inf where False): a fully masked row is 0 and so is its gradient,
-    as in eager. Grouped-query attention (``enable_gqa``) runs in the same kernels, as in eager."""
+    """On CPU without dropout, the kernel eager chooses (``torch._fused_sdp_choice``) with what its
+    backward needs: the flash kernel (``sdpa_flash_cpu``, keeping the logsumexp for eager's fused
+    backward) or, in float32 and float64, the math kernel (``sdpa_math``, keeping the attention
+    weights, as eager's autograd does), also for a mask that requires grad. Elsewhere (dropout,
+    other devices, the math kernel in reduced precision, which computes in float32 inside) the call
+    stays as it is and its gradient is its decomposition's. A bool mask becomes what eager passes the
+    kernels (0 where True, -inf where False): a fully masked row is 0 and so is its gradient, as in
+    eager. Grouped-query attention (``enable_gqa``) runs in the same kernels, as in eager."""
     if (
         query.device.type != "cpu"
         or pyval(dropout_p) != 0
         or not (query.ndim == key.ndim == value.ndim == 4)
         or (attn_mask is not None and attn_mask.dtype not in (query.dtype, torch.bool))
-        or (attn_mask is not None and attn_mask.requires_grad)
     ):
         return None
+    mask_requires_grad = attn_mask is not None and bool(attn_mask.requires_grad)
     if attn_mask is not None and attn_mask.dtype is torch.bool:
         additive = prims.where(attn_mask, 0.0, -math.inf)
         attn_mask = maybe_convert_to_dtype(additive, query.dtype)
     scale = None if scale is None else float(pyval(scale))
-    try:  # contiguous stand-ins: whether the flash kernel can run at all (strides are decided per call)
+    try:  # contiguous stand-ins: which kernel eager can run at all (strides are decided per call)
         q, k, v = (torch.empty(tuple(t.shape), dtype=t.dtype) for t in (query, key, value))
-        mask = None if attn_mask is None else torch.empty(tuple(attn_mask.shape), dtype=attn_mask.dtype)
-        if not _picks_flash(q, k, v, mask, bool(is_causal), scale, bool(enable_gqa)):
-            return None
+        mask = None
+        if attn_mask is not None:
+            mask = torch.empty(tuple(attn_mask.shape), dtype=attn_mask.dtype, requires_grad=mask_requires_grad)
+        choice = torch._fused_sdp_choice(q, k, v, mask, 0.0, bool(is_causal), scale=scale, enable_gqa=bool(enable_gqa))
     except (RuntimeError, TypeError):
         return None
-    out, _ = sdpa_flash_cpu(query, key, value, bool(is_causal), attn_mask, scale, bool(enable_gqa))
-    return out
+    if choice == _FLASH and not mask_requires_grad:
+        out, _ = sdpa_flash_cpu(query, key, value, bool(is_causal), attn_mask, scale, bool(enable_gqa))
+        return out
+    if choice == _MATH and query.dtype in (torch.float32, torch.float64):
+        out, _ = sdpa_math(query, key, value, attn_mask, bool(is_causal), scale, bool(enable_gqa), mask_requires_grad)
+        return out
+    return None
 
 
-_FLASH = int(torch.nn.attention.SDPBackend.FLASH_ATTENTION)  # 1: what torch._fused_sdp_choice returns for it
-__all__ += ["sdpa_flash_cpu", "sdpa_flash_cpu_backward"]
+# What torch._fused_sdp_choice returns for the kernels: 1 and 0.
+_FLASH, _MATH = int(torch.nn.attention.SDPBackend.FLASH_ATTENTION), int(torch.nn.attention.SDPBackend.MATH)
+__all__ += ["sdpa_flash_cpu", "sdpa_flash_cpu_backward", "sdpa_math", "sdpa_math_backward"]
 
 
 # Note [Transformer fast paths]
