@@ -388,3 +388,31 @@ def test_examine_counts_custom_ops_as_supported():
     assert found["jit_error"] is None
     no_fake_found = thunder.examine.examine(no_fake, torch.randn(3), show=False)
     assert list(no_fake_found["unsupported"]) == ["thunder_test.no_fake.default"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_transformers_grouped_mm_fallback_is_recorded_as_the_aten_op_eager_runs(dtype):
+    """transformers calls its ``grouped_mm_fallback`` loop where it sees a compiler and ``torch._grouped_mm``
+    in eager: in the dtypes ``_grouped_mm`` has, thunder records that op, with eager's values and gradients
+    (Note [Custom ops that stand for eager ops]); in others, the custom op itself."""
+    pytest.importorskip("transformers")
+    # Importing it registers the op; its dispatcher is what eager runs (torch._grouped_mm).
+    from transformers.integrations.moe import _grouped_mm as eagers_dispatch
+
+    torch.manual_seed(0)
+    x = torch.randn(6, 4, dtype=dtype, requires_grad=True)
+    w = torch.randn(3, 4, 8, dtype=dtype, requires_grad=True)
+    offs = torch.tensor([2, 2, 6], dtype=torch.int32)
+
+    def f(x, w, offs):
+        return torch.ops.transformers.grouped_mm_fallback(x, w, offs)
+
+    jf = thunder.jit(f)
+    out = jf(x, w, offs)
+    expected = eagers_dispatch(x, w, offs) if dtype is torch.float32 else f(x, w, offs)
+    assert torch.equal(out, expected)
+    grads = torch.autograd.grad(out.square().sum(), (x, w))
+    for got, want in zip(grads, torch.autograd.grad(expected.square().sum(), (x, w))):
+        torch.testing.assert_close(got, want)
+    names = {b.sym.name for b in thunder.last_traces(jf)[-1].bound_symbols}
+    assert ("_grouped_mm" in names) is (dtype is torch.float32)

@@ -308,17 +308,48 @@ def _symbol(op: torch._ops.OpOverload) -> Symbol:
     return sym
 
 
+# Note [Custom ops that stand for eager ops]
+# A library may register a custom op as what it calls where torch.compile cannot compile an aten op,
+# and call the aten op itself otherwise. transformers calls ``transformers::grouped_mm_fallback`` (a
+# Python loop of ``mm`` over the expert groups) in place of ``torch._grouped_mm`` when it is being
+# compiled and the weights are not bf16, since Inductor compiles ``_grouped_mm`` only in bf16.
+# thunder answers that it is being compiled (``torch.compiler.is_compiling()``, see
+# ``thunder.core.introspection._compiling_queries``) but runs ``_grouped_mm``, with its gradient, in every dtype eager does:
+# such a call is recorded as the aten op, which eager calls on the same tensors: the values, the
+# kernels (forward and backward) and a layout error are eager's own, instead of a slower loop. An
+# equivalent returns NotImplemented where the aten op does not apply (a dtype it lacks); the custom op
+# is recorded then.
+def _grouped_mm_for_fallback(input, weight, offs):
+    from thunder.torch.linalg import grouped_mm
+
+    if not (input.dtype == weight.dtype and input.dtype in (torch.float32, torch.bfloat16, torch.float16)):
+        return NotImplemented
+    if input.ndim != 2 or weight.ndim != 3 or offs.dtype is not torch.int32:
+        return NotImplemented
+    return grouped_mm(input, weight, offs)
+
+
+#: Qualified custom op name -> the torch-language call it stands for (Note [Custom ops that stand for eager ops]).
+_EAGER_EQUIVALENTS: dict[str, Callable] = {"transformers::grouped_mm_fallback": _grouped_mm_for_fallback}
+
+
 def _overload_call(op: torch._ops.OpOverload) -> Callable:
     """What a call of ``op`` is recorded as (Note [Custom ops])."""
     refusal = _refusal(op)
     sym = _symbol(op) if refusal is None else None
     written = _written(op)
 
+    equivalent = _EAGER_EQUIVALENTS.get(op._schema.name)
+
     def call(*args, **kwargs):
         if refusal is not None:
             problem, fix = refusal
             raise UnsupportedOpError(f"custom op {_display(op)} {problem}{_where()}. {fix}")
         args, keyword_only = _bind(op, args, kwargs)
+        if equivalent is not None:
+            result = equivalent(*args, **keyword_only)
+            if result is not NotImplemented:
+                return result
         if written:  # the new values are written back as eager's op writes them
             results, *news = sym(*args, **keyword_only)
             for where, new in zip(written, news):
