@@ -894,6 +894,30 @@ def test_a_recomputed_region_differentiates_ops_that_also_write_state(kind):
     torch.testing.assert_close(x.grad, y.grad)
 
 
+def test_outputs_without_a_gradient_add_nothing_as_in_eager():
+    """A returned value the loss does not use (a model's logits beside its loss) gets no cotangent:
+    the backward adds nothing for it (Note [Absent cotangents]). Eager adds only the gradients that
+    exist, so a -0.0 in the other gradient stays -0.0 (adding a zero cotangent made it 0.0)."""
+    c = torch.tensor([-0.0, 1.0, -2.0])
+
+    def f(x):
+        logits = x * c
+        return logits.sum() * 1.0, logits
+
+    x = torch.randn(3, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+    jf = thunder.jit(f)
+    for _ in range(2):
+        jf(x)[0].backward()
+        f(x_ref)[0].backward()
+    assert torch.equal(x.grad, x_ref.grad) and torch.equal(torch.signbit(x.grad), torch.signbit(x_ref.grad))
+    assert " is None else torch.add(" in str(thunder.last_backward_traces(jf)[-1])
+    x.grad = x_ref.grad = None
+    jf(x)[1].sum().backward()  # the other output's gradient, with the first one absent
+    f(x_ref)[1].sum().backward()
+    assert torch.equal(x.grad, x_ref.grad)
+
+
 def test_parameters_that_only_feed_unused_outputs_get_no_gradient_as_in_eager():
     # Optimizers tell None from zeros (AdamW's weight decay skips parameters without a gradient).
     class TwoHeads(torch.nn.Module):

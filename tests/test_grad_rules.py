@@ -28,6 +28,7 @@ from thunder.core.prims.python import PythonPrimIDs
 from thunder.core.proxies import TensorProxy, tensorproxy_from_tensor
 from thunder.core.rules import grad_rules
 from thunder.core.trace import TraceCtx, tracectx
+from thunder.transforms.absent_cotangents import add_unless_absent
 
 CPU = torch.device("cpu")
 F64, F32, C128 = torch.float64, torch.float32, torch.complex128
@@ -36,6 +37,7 @@ F64, F32, C128 = torch.float64, torch.float32, torch.complex128
 NO_RULE = {
     prims.trigamma: "its derivative is polygamma(2, x), which has no prim; only digamma's rule uses it",
     prims.convolution_backward: "double backward of convolution is not supported (no prim for its gradient)",
+    add_unless_absent: "a line of compiled backward traces only (Note [Absent cotangents]), never differentiated",
 }
 
 

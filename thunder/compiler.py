@@ -35,7 +35,7 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
 from thunder.executors.torch_autograd import autograd_callable, make_plan
 from thunder.executors.torchex import eager_fallback
-from thunder.transforms import cse, dce, delete_last_used, transform_for_execution
+from thunder.transforms import accept_absent_cotangents, cse, dce, delete_last_used, transform_for_execution
 
 
 def acquire_traces(
@@ -218,7 +218,10 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     if split is None:
         computation_fn = final.python_callable()
     else:
-        computation_fn = _autograd_computation(split, final, backward_traces[-1])
+        backward, absent_ok = accept_absent_cotangents(backward_traces[-1], len(split.saved))
+        if backward is not backward_traces[-1]:
+            backward_traces.append(backward)
+        computation_fn = _autograd_computation(split, final, backward, absent_ok)
         cs.last_saved_for_backward_bytes = _saved_bytes(split)
         switches = [b.args[0] for b in computation.bound_symbols if b.sym is prims.set_grad_enabled]
         if switches:
@@ -316,11 +319,15 @@ def _restoring_draws_on_changed_outcome(run: Callable) -> Callable:
     return restoring
 
 
-def _autograd_computation(split: ForwardBackward, forward: TraceCtx, backward: TraceCtx) -> Callable:
-    """The computation of an entry with a backward: one autograd node over the compiled traces."""
+def _autograd_computation(
+    split: ForwardBackward, forward: TraceCtx, backward: TraceCtx, absent_ok: tuple[bool, ...]
+) -> Callable:
+    """The computation of an entry with a backward: one autograd node over the compiled traces;
+    ``absent_ok``: per cotangent, whether the backward takes None for it (Note [Absent cotangents])."""
     plan = make_plan(
-        split, forward.args, forward.python_callable(), backward.python_callable(), split.rebuild.python_callable()
-    )
+        split, forward.args, forward.python_callable(), backward.python_callable(), split.rebuild.python_callable(),
+        absent_ok,
+    )  # fmt: skip
     return autograd_callable(plan)
 
 

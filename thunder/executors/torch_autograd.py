@@ -46,6 +46,9 @@ class AutogradPlan:
     # Inputs that no op reads, only passed on (a stored list's old items): given to the function
     # detached, so that a backward does not reach into their own (maybe freed) graphs.
     passed_on: tuple[int, ...]
+    # Per tensor output: whether the backward takes None for its cotangent (Note [Absent cotangents]
+    # in thunder.transforms.absent_cotangents); the others are zeros when absent.
+    absent_ok: tuple[bool, ...]
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -91,8 +94,8 @@ class ThunderFunction(torch.autograd.Function):
             missing = {j for j, c in enumerate(cotangents) if c is None}
             unreached = [r <= missing for r in plan.reaches]
             cotangents = [
-                torch.zeros(shape, dtype=dtype, device=device) if c is None else c
-                for c, (shape, dtype, device) in zip(cotangents, ctx.like)
+                torch.zeros(shape, dtype=dtype, device=device) if c is None and not ok else c
+                for c, ok, (shape, dtype, device) in zip(cotangents, plan.absent_ok, ctx.like)
             ]
         grads = plan.backward(*saved, *cotangents)
         if unreached is not None:  # as in eager: no gradient (None) where no cotangent arrives
@@ -102,9 +105,13 @@ class ThunderFunction(torch.autograd.Function):
         return (None, None, *grads)
 
 
-def make_plan(fb: ForwardBackward, inputs: list, forward: Callable, backward: Callable, rebuild: Callable) -> AutogradPlan:
+def make_plan(
+    fb: ForwardBackward, inputs: list, forward: Callable, backward: Callable, rebuild: Callable,
+    absent_ok: tuple[bool, ...] | None = None,
+) -> AutogradPlan:  # fmt: skip
     """``inputs``: the compiled forward's parameters (the prologue may pass fewer symbolic sizes
-    than were traced, see ``Tracer.finish_prologue``); the backward returns a gradient per traced input."""
+    than were traced, see ``Tracer.finish_prologue``); the backward returns a gradient per traced input;
+    ``absent_ok``: per tensor output, whether the backward takes None for its cotangent (default: none may)."""
     outputs = fb.outputs
     tensor_outputs = tuple(i for i, p in enumerate(outputs) if isinstance(p, TensorProxy))
     names = [getattr(a, "name", None) for a in inputs]
@@ -126,6 +133,7 @@ def make_plan(fb: ForwardBackward, inputs: list, forward: Callable, backward: Ca
         tensor_inputs=all(isinstance(a, TensorProxy) for a in inputs),
         reaches=_reaches(fb, tensor_outputs) if len(tensor_outputs) > 1 else None,
         passed_on=_passed_on(fb, names),
+        absent_ok=absent_ok if absent_ok is not None else (False,) * len(tensor_outputs),
     )
 
 

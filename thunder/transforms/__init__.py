@@ -3,9 +3,10 @@
 Layer: transforms. Imports: core, extend (never thunder.torch).
 """
 
+from thunder.transforms.absent_cotangents import accept_absent_cotangents
 from thunder.transforms.cse import cse
 from thunder.transforms.dce import dce
 from thunder.transforms.delete_last_used import delete_last_used
 from thunder.transforms.execution import transform_for_execution
 
-__all__ = ["cse", "dce", "delete_last_used", "transform_for_execution"]
+__all__ = ["accept_absent_cotangents", "cse", "dce", "delete_last_used", "transform_for_execution"]
