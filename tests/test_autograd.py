@@ -994,3 +994,27 @@ def test_an_overwrite_in_place_keeps_eagers_zero_gradient_and_replays_still_happ
     jf = thunder.jit(namespace["counted"])
     jf(*_leaves((3,), (3,)))
     assert namespace["CALLS"] == 1 and thunder.compile_stats(jf).last_autograd_fallback is None
+
+
+def test_cross_entropy_and_max_pool_keep_what_their_backward_reads():
+    """The backward reads the forward's log-probabilities and max-pool indices instead of computing them
+    again (a vocabulary-wide log_softmax per token for a language model), with eager's gradients."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 4, 3)
+    twin = torch.nn.Conv2d(3, 4, 3)
+    twin.load_state_dict(conv.state_dict())
+    x, target = torch.randn(2, 3, 8, 8), torch.tensor([1, 3])
+
+    def f(m, x, target):
+        pooled = F.max_pool2d(m(x), 2)
+        return F.cross_entropy(pooled.flatten(1)[:, :4], target)
+
+    jf = thunder.jit(f)
+    torch.testing.assert_close(jf(conv, x, target), f(twin, x, target))
+    jf(conv, x, target).backward()
+    f(twin, x, target).backward()
+    for a, b in zip(conv.parameters(), twin.parameters()):
+        torch.testing.assert_close(a.grad, b.grad)
+    backward = str(thunder.last_backward_traces(jf)[-1])
+    assert "log_softmax(" not in backward.replace("log_softmax_backward", "")
+    assert "max_pool2d_kernel" not in backward and "max_pool2d_backward" in backward

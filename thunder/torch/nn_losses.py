@@ -29,7 +29,7 @@ from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.prims.base import check_real_grad, is_differentiable
 from thunder.core.proxies import TensorProxy, pyval
-from thunder.core.rules import grad_rules
+from thunder.core.rules import forward_rules, grad_rules
 from thunder.torch.base import broadcast_shapes, expand_to, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.nn_activations import log_softmax
 from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, upcast
@@ -313,6 +313,20 @@ def cross_entropy(
 # ----------------------------------------------------------------------------------------
 
 _REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}  # at::Reduction
+
+
+@forward_rules.register(cross_entropy)
+def _cross_entropy_forward(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0
+):
+    """Where it needs a gradient, class-index ``cross_entropy`` without label smoothing as eager computes
+    it (``nll_loss(log_softmax(input))``), so the backward reads the log-probabilities the forward made
+    instead of computing them again (a vocabulary-wide log_softmax per token, for a language model)."""
+    if dtypes.is_float_dtype(target.dtype) or pyval(label_smoothing) != 0 or input.ndim == 0:
+        return None
+    reduction = _reduction("ltorch.cross_entropy", size_average, reduce, reduction)
+    _check_class_target("ltorch.cross_entropy", input, target, weight)
+    return nll_loss(log_softmax(input, 0 if input.ndim == 1 else 1), target, weight, None, ignore_index, None, reduction)
 
 
 def _nll_loss_backward_impl(grad_output, input, target, weight, reduction, ignore_index):

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from thunder.core import prims
 from thunder.core.errors import ThunderValueError
 from thunder.core.proxies import TensorProxy, pyval
-from thunder.core.rules import grad_rules
+from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import Symbol
 from thunder.torch.base import torchsymbol
 from thunder.torch.nn_utils import check_tensor, expand_param, kernel_outputs
@@ -243,6 +243,22 @@ def _make_max_pool(n: int) -> tuple[Symbol, Symbol]:
 max_pool1d, max_pool1d_with_indices = _make_max_pool(1)
 max_pool2d, max_pool2d_with_indices = _make_max_pool(2)
 max_pool3d, max_pool3d_with_indices = _make_max_pool(3)
+
+
+def _max_pool_forward(n: int) -> Callable:
+    """The augmented forward of ``max_pool{n}d`` where it needs a gradient: its kernel with the indices,
+    kept for the backward instead of run again there. Eager runs that kernel too when its input requires
+    grad (``max_pool2d`` is ``max_pool2d_with_indices`` then)."""
+
+    def forward(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        out, idx = _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode)
+        return (out, idx) if pyval(return_indices) else out
+
+    return forward
+
+
+for _n, _sym in ((1, max_pool1d), (2, max_pool2d), (3, max_pool3d)):
+    forward_rules.register(_sym)(_max_pool_forward(_n))
 
 
 def _avg_pool(n: int, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
