@@ -4,6 +4,7 @@ of inputs, and how index keys with tensors print in traces."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import thunder
@@ -106,3 +107,19 @@ def test_chained_inplace_on_getitem_view():
     a = torch.randn(2, 3)
     expected = f(a.clone())
     torch.testing.assert_close(thunder.jit(f)(a), expected)
+
+
+def test_a_list_of_ints_is_wrapped_and_bounds_checked_while_tracing():
+    """``x[:, [-1, 0]]`` (Falcon's fused query/key/value split): the negative index is wrapped once,
+    while tracing, not by three ops on every call (and again in the backward); out of bounds is
+    eager's IndexError."""
+    x = torch.randn(3, 4, requires_grad=True)
+    f = lambda x: x[:, [-1, 0]] * 2  # noqa: E731
+    jf = thunder.jit(f)
+    assert torch.equal(jf(x), f(x))
+    names = [b.sym.name for b in thunder.last_traces(jf)[0].bound_symbols]
+    assert "where" not in names and "lt" not in names
+    jf(x).sum().backward()
+    assert torch.equal(x.grad, torch.tensor([[2.0, 0, 0, 2.0]] * 3))
+    with pytest.raises(IndexError, match="index -5 is out of bounds for dimension 1 with size 4"):
+        thunder.jit(lambda x: x[:, [-5]])(x)

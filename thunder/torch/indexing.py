@@ -71,6 +71,7 @@ class _Plan:
     squeeze_dims: list[int] = field(default_factory=list)  # dims of the slice removed by ints
     none_positions: list[int] = field(default_factory=list)  # dims of T inserted by None
     tensors: dict[int, TensorProxy] = field(default_factory=dict)  # dim of T -> index tensor
+    in_range: set[int] = field(default_factory=set)  # dims of T whose index tensor is a list wrapped here
 
     def slice_shape(self) -> tuple[int, ...]:
         return tuple(max(0, (e - s + st - 1) // st) for s, e, st in zip(self.starts, self.ends, self.strides))
@@ -177,6 +178,10 @@ def _plan(op: str, a: TensorProxy, key) -> _Plan:
         elif isinstance(k, (TensorProxy, list, tuple)):
             if isinstance(k, TensorProxy) and k.dtype in (torch.bool, torch.uint8):
                 raise _data_dependent_mask(op, f"a {k.dtype} tensor of shape {list(k.shape)}")
+            n = a.shape[d]
+            if isinstance(k, (list, tuple)) and type(n) is int:  # wrapped and bounds-checked now, not per call
+                k = _wrapped_list(op, k, d, n)
+                plan.in_range.add(r)
             plan.tensors[r] = _index_tensor_from(op, a, k)
             d += 1
             r += 1
@@ -201,14 +206,28 @@ def _basic(a: TensorProxy, plan: _Plan) -> TensorProxy:
     return t
 
 
-def _wrapped_indices(op: str, t: TensorProxy, tensors: dict[int, TensorProxy]) -> dict[int, TensorProxy]:
-    """Index tensors broadcast to one shape, as int64, negative values wrapped."""
-    bshape = broadcast_shapes(op, *(x.shape for x in tensors.values()))
+def _wrapped_list(op: str, k, d: int, n: int):
+    """A list (or tuple, nested) of int indices into a dim of length ``n``, negatives wrapped; an index
+    out of bounds is eager's IndexError. Anything else is left to ``_index_tensor_from`` to refuse."""
+    if isinstance(k, (list, tuple)):
+        return [_wrapped_list(op, v, d, n) for v in k]
+    i = pyval(k)
+    if not _is_int(i) or isinstance(i, bool):
+        return k
+    if not -n <= i < n:
+        raise ThunderIndexError(f"{op}: index {i} is out of bounds for dimension {d} with size {n}")
+    return i + n if i < 0 else i
+
+
+def _wrapped_indices(op: str, t: TensorProxy, plan: _Plan) -> dict[int, TensorProxy]:
+    """Index tensors broadcast to one shape, as int64, negative values wrapped (but for the lists the
+    plan wrapped already)."""
+    bshape = broadcast_shapes(op, *(x.shape for x in plan.tensors.values()))
     out = {}
-    for p, x in sorted(tensors.items()):
+    for p, x in sorted(plan.tensors.items()):
         x = expand_to(maybe_convert_to_dtype(x, torch.int64), bshape)
         n = t.shape[p]
-        out[p] = prims.where(prims.lt(x, 0), prims.add(x, n), x)
+        out[p] = x if p in plan.in_range else prims.where(prims.lt(x, 0), prims.add(x, n), x)
     return out
 
 
@@ -259,7 +278,7 @@ def getitem(a, key):
     t = _basic(a, plan)
     if not plan.tensors:
         return t
-    return _advanced(t, _wrapped_indices(op, t, plan.tensors))
+    return _advanced(t, _wrapped_indices(op, t, plan))
 
 
 def _mask_key(key):
@@ -325,7 +344,7 @@ def _put(op: str, a: TensorProxy, key, value, accumulate: bool) -> TensorProxy:
     plan = _plan(op, a, key)
     t = _basic(a, plan)
     if plan.tensors:
-        idx = _wrapped_indices(op, t, plan.tensors)
+        idx = _wrapped_indices(op, t, plan)
         target_shape = advanced_index_shape(t.shape, [idx.get(i) for i in range(t.ndim)])
         v = _value_tensor(op, a, value, target_shape)
         new_t = prims.index_put(t, tuple(idx.get(i) for i in range(max(idx) + 1)), v, accumulate)
