@@ -1018,3 +1018,24 @@ def test_cross_entropy_and_max_pool_keep_what_their_backward_reads():
     backward = str(thunder.last_backward_traces(jf)[-1])
     assert "log_softmax(" not in backward.replace("log_softmax_backward", "")
     assert "max_pool2d_kernel" not in backward and "max_pool2d_backward" in backward
+
+
+def test_backward_traces_drop_ops_that_return_their_input():
+    """Gradient rules written for the general case give whole-dim slices, zero-width pads and
+    reshapes to the same shape for these shapes; the backward runs none of them, and a**2's
+    gradient is 2 * a, not 2 * a**1.0 (thunder.transforms.identities)."""
+    x = torch.randn(2, 4, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+
+    def f(x):
+        y = x[:, :].reshape(2, 4) ** 2
+        return torch.cat([y[:, :2], y[:, 2:]], dim=1).sum()
+
+    jf = thunder.jit(f)
+    jf(x).backward()
+    f(x_ref).backward()
+    torch.testing.assert_close(x.grad, x_ref.grad)
+    identities = [b for b in thunder.last_backward_traces(jf)[-1].bound_symbols if b.sym.name in ("pow", "reshape")]
+    assert not identities, identities
+    names = [t.provenance.pass_name for t in thunder.last_backward_traces(jf)]
+    assert "Remove identities" in names

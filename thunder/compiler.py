@@ -35,7 +35,14 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
 from thunder.executors.torch_autograd import autograd_callable, make_plan
 from thunder.executors.torchex import eager_fallback
-from thunder.transforms import accept_absent_cotangents, cse, dce, delete_last_used, transform_for_execution
+from thunder.transforms import (
+    accept_absent_cotangents,
+    cse,
+    dce,
+    delete_last_used,
+    remove_identities,
+    transform_for_execution,
+)
 
 
 def acquire_traces(
@@ -104,7 +111,9 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("Dead Code Elimination", lambda cd, t: dce(t)),
     Pass("Common Subexpression Elimination", lambda cd, t: cse(t)),
     AUTOGRAD_SPLIT,
-    # The forward is the computation as it was; the backward, built from rules, gets its own CSE.
+    # The forward is the computation as it was; the backward, built from rules, drops the ops that
+    # do nothing for its shapes and gets its own CSE.
+    Pass("Remove identities", lambda cd, t: remove_identities(t), backward_only=True),
     Pass("Common Subexpression Elimination", lambda cd, t: cse(t), backward_only=True),
     Pass("Transform for execution", lambda cd, t: transform_for_execution(t, cd.options.executors)),
     Pass("User transforms", _user_transforms),

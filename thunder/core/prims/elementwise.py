@@ -545,7 +545,8 @@ def _pow_grad(g, out, a, b):
         # A plain number exponent, as torch's pow_backward: (b * a**(b - 1)) * g, zeros for b == 0.
         if b == 0:
             return (zeros_like(a), None)
-        return (mul(g, conj(mul(pow(a, b - 1), b))), None)
+        power = a if b - 1 == 1 and not a.dtype.is_complex else pow(a, b - 1)  # a**1 is a, exactly
+        return (mul(g, conj(mul(power, b))), None)
     ta, tb = _both(a, b)
     ga = gb = None
     if is_differentiable(a):  # b * a**(b - 1), and 0 where b == 0 (torch: even at a == 0)
