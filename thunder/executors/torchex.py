@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import torch
 
+from thunder.core import prims
+from thunder.core.codegen import type_comment
 from thunder.core.prims.base import all_prims
 from thunder.core.symbol import Symbol, eager_implementations
 from thunder.extend import ImplInfo, OperatorExecutor, register_executor, register_symbol_table
@@ -34,7 +36,9 @@ class TorchExecutor(OperatorExecutor):
         if fn is None:
             return None
         fn = _direct(fn)
-        info = self.implmap[sym] = ImplInfo(symbol=self.make_symbol(f"torch_{sym.name}", fn, like=sym, tags=sym.tags))
+        made = self.make_symbol(f"torch_{sym.name}", fn, like=sym, tags=sym.tags)
+        made.printer = _INLINE_PRINTERS.get(sym)
+        info = self.implmap[sym] = ImplInfo(symbol=made)
         # eager_implementations is core's table (keyed by id there): symbols called outside a trace.
         eager_implementations.setdefault(sym.id, fn)
         return info
@@ -48,6 +52,64 @@ def _direct(fn):
         return fn.default._op
     return fn
 
+
+# Note [Shape prims printed inline]
+# The reference implementations of broadcast_in_dim, pad and slice_prim work out their torch call in
+# Python on every call (a loop over dims, a generator of slices, F.pad's checks). Backward traces are
+# full of them, so the torch executor prints what they compute for the trace's static shapes as the
+# tensor expression itself: ``a.reshape((2, 1)).expand((2, 3))``, ``torch.constant_pad_nd(a, [0, 4], 0)``,
+# ``a[:, 0:4]``. The same torch ops run, with the same results; symbolic shapes keep the call.
+
+
+def _static(*shapes) -> bool:
+    return all(type(d) is int for shape in shapes for d in shape)
+
+
+def _line(bsym, printer, expression: str | None) -> list[str]:
+    """``out = expression``, or the symbol's call where there is no expression for these arguments."""
+    out = bsym.output
+    comment = type_comment(out)
+    return [f"{out.name} = {expression or printer.call(bsym)}" + (f"  # {comment}" if comment else "")]
+
+
+def _print_broadcast_in_dim(bsym, printer) -> list[str]:
+    a, shape, dims = bsym.args
+    if not _static(a.shape, shape):
+        return _line(bsym, printer, None)
+    view = [1] * len(shape)
+    for i, d in enumerate(dims):
+        view[d] = a.shape[i]
+    reshaped = a.name if tuple(view) == tuple(a.shape) else f"{a.name}.reshape({tuple(view)})"
+    return _line(bsym, printer, f"{reshaped}.expand({tuple(shape)})")
+
+
+def _print_pad(bsym, printer) -> list[str]:
+    a, value, config = bsym.args
+    if any(interior for _, _, interior in config) or not _static(*(c[:2] for c in config)):
+        return _line(bsym, printer, None)
+    pads = [p for lo, hi, _ in reversed(config) for p in (lo, hi)]
+    printer.add_ctx("torch", torch)
+    return _line(bsym, printer, f"torch.constant_pad_nd({a.name}, {pads}, {printer.value(value)})")
+
+
+def _print_slice(bsym, printer) -> list[str]:
+    a, starts, ends = bsym.args[:3]
+    strides = bsym.args[3] if len(bsym.args) > 3 else bsym.kwargs.get("strides")
+    strides = strides or (1,) * a.ndim
+    if not _static(a.shape, starts, ends, strides):
+        return _line(bsym, printer, None)
+    parts = []
+    for s, e, st, n in zip(starts, ends, strides, a.shape):
+        if s == 0 and e == n and st == 1:
+            parts.append(":")
+        else:
+            parts.append(f"{s}:{e}" + (f":{st}" if st != 1 else ""))
+    while len(parts) > 1 and parts[-1] == ":":
+        parts.pop()
+    return _line(bsym, printer, f"{a.name}[{', '.join(parts) or '()'}]")  # a 0-d tensor: a[()]
+
+
+_INLINE_PRINTERS = {prims.broadcast_in_dim: _print_broadcast_in_dim, prims.pad: _print_pad, prims.slice_prim: _print_slice}
 
 ex = TorchExecutor("torch", version=None)
 register_executor(ex)
