@@ -33,14 +33,15 @@ class AbsentCotangentPrimIDs(enum.Enum):
 
 
 def _print_add_unless_absent(bsym, printer):
-    cotangent, other, add = bsym.args
+    cotangent, other = bsym.args
+    (add,) = bsym.subsymbols
     return [f"{bsym.output.name} = {other.name} if {cotangent.name} is None else {printer.call(add)}"]
 
 
-# ``add_unless_absent(cotangent, other, add)``: ``add`` (a torch.add of the two), or ``other`` when the
-# cotangent is None.
+# ``add_unless_absent(cotangent, other)``: its one subsymbol (a torch.add of the two), or ``other`` when
+# the cotangent is None.
 add_unless_absent = make_prim(
-    AbsentCotangentPrimIDs.ADD_UNLESS_ABSENT, "add_unless_absent", lambda cotangent, other, add: add.output,
+    AbsentCotangentPrimIDs.ADD_UNLESS_ABSENT, "add_unless_absent", lambda cotangent, other: other,
     printer=_print_add_unless_absent,
 )  # fmt: skip
 
@@ -70,7 +71,7 @@ def _rewrite(trace: TraceCtx, names: frozenset[str]) -> TraceCtx:
         other = _other_term(bsym, cotangent, names) if cotangent is not None else None
         if other is not None:
             g = next(a for a in bsym.args if a.name == cotangent)
-            bsym = add_unless_absent.bind(g, other, bsym, output=bsym.output)
+            bsym = add_unless_absent.bind(g, other, output=bsym.output, subsymbols=(bsym,), source=bsym.source)
         new.bound_symbols.append(bsym)
     return new
 
