@@ -1039,3 +1039,22 @@ def test_backward_traces_drop_ops_that_return_their_input():
     assert not identities, identities
     names = [t.provenance.pass_name for t in thunder.last_backward_traces(jf)]
     assert "Remove identities" in names
+
+
+def test_shape_prims_print_as_the_torch_expressions_they_compute():
+    """In executed traces broadcast_in_dim, pad and slice print as tensor expressions for static shapes,
+    not calls of reference impls that work the torch call out per call (Note [Shape prims printed inline]
+    in thunder.executors.torchex); the gradient is eager's."""
+    x = torch.randn(3, 4, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+
+    def f(x):
+        return (F.pad(x[:, 1:3], (1, 2)) + x.sum(1, keepdim=True)).sum()
+
+    jf = thunder.jit(f)
+    jf(x).backward()
+    f(x_ref).backward()
+    torch.testing.assert_close(x.grad, x_ref.grad)
+    source = str(thunder.last_backward_traces(jf)[-1])
+    assert "torch.constant_pad_nd(" in source and ".expand((" in source
+    assert "torch_pad(" not in source and "torch_broadcast_in_dim(" not in source
