@@ -18,7 +18,6 @@ import warnings
 from collections.abc import Callable
 
 import torch
-import torch._inductor
 
 from thunder.core.symbol import DONT_DCE, IN_PLACE, BoundSymbol, Symbol
 from thunder.core.symbolic import is_symbolic
@@ -112,6 +111,7 @@ def _signature(args: tuple) -> tuple:
 
 def _compile(fn: Callable, args: tuple) -> Callable:
     """``fn`` traced to aten ops and compiled by Inductor for ``args``; returns a tuple, as ``fn``."""
+    import torch._inductor  # a second of imports: only once something is compiled
     from torch.fx.experimental.proxy_tensor import make_fx
 
     gm = make_fx(fn, tracing_mode="fake")(*args)
