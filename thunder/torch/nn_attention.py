@@ -147,9 +147,13 @@ def _flash_cpu_impl(query, key, value, is_causal, attn_mask, scale, enable_gqa):
     return out, logsumexp
 
 
+def _eagers_kernel(query, key, value, attn_mask, is_causal, scale, enable_gqa) -> int:
+    """The CPU kernel eager's attention runs for these tensors without dropout (``_FLASH``, ``_MATH``)."""
+    return torch._fused_sdp_choice(query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
 def _picks_flash(query, key, value, attn_mask, is_causal, scale, enable_gqa) -> bool:
-    choice = torch._fused_sdp_choice(query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa)
-    return choice == _FLASH
+    return _eagers_kernel(query, key, value, attn_mask, is_causal, scale, enable_gqa) == _FLASH
 
 
 def _contiguous(*tensors):
@@ -203,9 +207,7 @@ def _math_impl(query, key, value, attn_mask, is_causal, scale, enable_gqa, mask_
     out, weights = torch.ops.aten._scaled_dot_product_attention_math(
         query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
     )
-    if not mask_requires_grad and torch._fused_sdp_choice(
-        query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
-    ) != _MATH:
+    if not mask_requires_grad and _eagers_kernel(query, key, value, attn_mask, is_causal, scale, enable_gqa) != _MATH:
         out = F.scaled_dot_product_attention(
             query, key, value, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa
         )
@@ -300,7 +302,7 @@ def _sdpa_forward(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fa
         mask = None
         if attn_mask is not None:
             mask = torch.empty(tuple(attn_mask.shape), dtype=attn_mask.dtype, requires_grad=mask_requires_grad)
-        choice = torch._fused_sdp_choice(q, k, v, mask, 0.0, bool(is_causal), scale=scale, enable_gqa=bool(enable_gqa))
+        choice = _eagers_kernel(q, k, v, mask, bool(is_causal), scale, bool(enable_gqa))
     except (RuntimeError, TypeError):
         return None
     if choice == _FLASH and not mask_requires_grad:

@@ -24,6 +24,7 @@ from thunder.core.prims.base import make_prim
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx, from_trace, timed_pass
+from thunder.transforms.delete_last_used import python_del
 
 __all__ = ["accept_absent_cotangents"]
 
@@ -84,7 +85,7 @@ def accept_absent_cotangents(trace: TraceCtx, n_saved: int) -> tuple[TraceCtx, t
     cotangents = [a.name for a in trace.args[n_saved:]]
     uses: dict[str, list[BoundSymbol]] = {n: [] for n in cotangents}
     for bsym in trace.bound_symbols:
-        if bsym.sym.name == "python_del":
+        if bsym.sym is python_del:
             continue
         for a in {a.name for a in bsym.flat_proxy_args}:
             if a in uses:
