@@ -1041,6 +1041,31 @@ def test_backward_traces_drop_ops_that_return_their_input():
     assert "Remove identities" in names
 
 
+def test_backward_elementwise_ops_broadcast_their_operands_themselves():
+    """The backward of ``w * x`` multiplies by ``w`` itself and the mean's gradient is reshaped, not
+    expanded, before the add that broadcasts it (thunder.transforms.implicit_broadcasts); a broadcast
+    that a matmul reads stays. The gradients are eager's, bitwise."""
+    torch.manual_seed(0)
+    w, x = torch.randn(32, requires_grad=True), torch.randn(2, 8, 32, requires_grad=True)
+
+    def f(w, x):
+        y = w * x
+        return (y * y).sum() + y.mean(-1, keepdim=True).exp().sum() + (x.sum(-1, keepdim=True) @ w[None]).sum()
+
+    jf = thunder.jit(f)
+    grads = torch.autograd.grad(jf(w, x), (w, x))
+    expected = torch.autograd.grad(f(w, x), (w, x))
+    for a, b in zip(grads, expected):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    backward = thunder.last_backward_traces(jf)[-1]
+    source = str(backward)
+    assert any(b.sym.name == "mul" and "w" in [getattr(a, "name", None) for a in b.args] for b in backward.bound_symbols)
+    expands = [line for line in source.splitlines() if ".expand((2, 8, 32))" in line and not line.lstrip().startswith("#")]
+    assert len(expands) == 1, expands  # the matmul's operand
+    names = [t.provenance.pass_name for t in thunder.last_backward_traces(jf)]
+    assert "Fold broadcasts" in names
+
+
 def test_shape_prims_print_as_the_torch_expressions_they_compute():
     """In executed traces broadcast_in_dim, pad and slice print as tensor expressions for static shapes,
     not calls of reference impls that work the torch call out per call (Note [Shape prims printed inline]

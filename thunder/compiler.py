@@ -40,6 +40,7 @@ from thunder.transforms import (
     cse,
     dce,
     delete_last_used,
+    fold_broadcasts,
     remove_identities,
     transform_for_execution,
 )
@@ -112,8 +113,9 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("Common Subexpression Elimination", lambda cd, t: cse(t)),
     AUTOGRAD_SPLIT,
     # The forward is the computation as it was; the backward, built from rules, drops the ops that
-    # do nothing for its shapes and gets its own CSE.
+    # do nothing for its shapes, leaves broadcasts to the elementwise ops and gets its own CSE.
     Pass("Remove identities", lambda cd, t: remove_identities(t), backward_only=True),
+    Pass("Fold broadcasts", lambda cd, t: fold_broadcasts(t), backward_only=True),
     Pass("Common Subexpression Elimination", lambda cd, t: cse(t), backward_only=True),
     Pass("Transform for execution", lambda cd, t: transform_for_execution(t, cd.options.executors)),
     Pass("User transforms", _user_transforms),

@@ -1,0 +1,133 @@
+"""Lets the elementwise ops of backward traces broadcast their operands themselves.
+
+Prims take operands of one shape, so a gradient rule that combines a small tensor with a full-size
+one expands it first: the backward of a norm's ``weight * x``, of a mean, of a scaled residual holds
+``w.reshape((1, 1, 32)).expand((2, 8, 32))`` before a ``torch.mul(g, t)``. Torch broadcasts inside the
+op: ``torch.mul(g, w)`` computes the same values (add, sub, mul and true division are exact per
+element, whatever the strides) without the two view calls, a third of the cost. A Llama-style
+decoder's backward holds about ten of these per layer.
+
+This pass folds a ``broadcast_in_dim`` into the ops that use it when every use is such an op whose
+other operand has the full shape: each becomes the torch language's op (``torch.mul``) on the
+unexpanded tensor, its decomposition the broadcast and the prim as before, so an executor that does
+not run the torch op still runs the prims. A broadcast that inserts dims in the middle (``(2, 8)`` to
+``(2, 8, 32)``) keeps a reshape to ``(2, 8, 1)``. Backward traces only, as for ``remove_identities``:
+no program sees their intermediate tensors.
+
+Layer: transforms. Imports: core.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import BoundSymbol
+from thunder.core.symbol_lookup import symbol_for
+from thunder.core.trace import TraceCtx, from_trace, timed_pass, tracectx
+
+__all__ = ["fold_broadcasts"]
+
+# The prims whose torch op broadcasts and gives, per element, exactly the prim's value.
+_BROADCASTING = {prims.add: torch.add, prims.sub: torch.sub, prims.mul: torch.mul, prims.div: torch.div}
+
+
+def _static(*shapes) -> bool:
+    return all(type(d) is int for shape in shapes for d in shape)
+
+
+def _unexpanded_shape(bsym: BoundSymbol) -> tuple[int, ...] | None:
+    """The shape that torch broadcasting expands to the same result as the ``broadcast_in_dim``
+    ``bsym``: its operand's, or that with ones where dims are inserted; None if it cannot say."""
+    a, shape, dims = bsym.args
+    if not _static(a.shape, shape) or list(dims) != sorted(set(dims)):
+        return None
+    view = [1] * len(shape)
+    for i, d in enumerate(dims):
+        view[d] = a.shape[i]
+    return tuple(view)
+
+
+def _takes_it_unexpanded(use: BoundSymbol, name: str, shapes: dict[str, tuple], args: set[str]) -> bool:
+    """Whether ``use``, a use of the expanded ``name``, is a broadcasting binary op of two tensors
+    of one inexact dtype whose result keeps its shape when its operands have ``shapes`` (by name).
+    An add or sub with a trace argument is left alone: it may be the add of a cotangent that
+    ``accept_absent_cotangents`` turns into a choice."""
+    if use.sym not in _BROADCASTING or use.kwargs or len(use.args) != 2:
+        return False
+    a, b = use.args
+    out = use.output
+    if not (isinstance(a, TensorProxy) and isinstance(b, TensorProxy) and isinstance(out, TensorProxy)):
+        return False
+    if not (a.dtype == b.dtype == out.dtype and dtypes.is_inexact_dtype(a.dtype)) or not _static(out.shape):
+        return False
+    if use.sym is not prims.mul and (a.name in args or b.name in args):
+        return False
+    try:
+        broadcast = torch.broadcast_shapes(*(shapes.get(x.name, tuple(x.shape)) for x in (a, b)))
+    except RuntimeError:
+        return False
+    return tuple(broadcast) == tuple(out.shape)
+
+
+@timed_pass("Fold broadcasts")
+def fold_broadcasts(trace: TraceCtx) -> TraceCtx:
+    """``trace`` (a backward trace) with each foldable ``broadcast_in_dim`` left to the ops using it."""
+    uses: dict[str, list[BoundSymbol]] = {}
+    for bsym in trace.bound_symbols:
+        for name in {a.name for a in bsym.flat_proxy_args}:
+            uses.setdefault(name, []).append(bsym)
+    args = {a.name for a in trace.args if isinstance(a, TensorProxy)}
+    folded: dict[str, BoundSymbol] = {}  # expanded name -> its broadcast
+    shapes: dict[str, tuple] = {}  # expanded name -> the shape its uses get instead
+    for bsym in trace.bound_symbols:
+        if bsym.sym is not prims.broadcast_in_dim or not isinstance(bsym.output, TensorProxy):
+            continue
+        name, unexpanded = bsym.output.name, _unexpanded_shape(bsym)
+        if unexpanded is None or not uses.get(name):
+            continue
+        trial = {**shapes, name: unexpanded}
+        if all(_takes_it_unexpanded(u, name, trial, args) for u in uses[name]):
+            folded[name], shapes = bsym, trial
+    if not folded or any(symbol_for(fn) is None for fn in _BROADCASTING.values()):
+        return trace  # (the torch language registers its symbols when imported)
+    new = from_trace(trace)
+    operand: dict[str, TensorProxy] = {}  # expanded name -> the tensor its uses take
+    with tracectx(new):
+        for bsym in trace.bound_symbols:
+            if bsym.sym is prims.broadcast_in_dim and bsym.output.name in folded:
+                a, shape, dims = bsym.args
+                view = shapes[bsym.output.name]
+                right_aligned = tuple(a.shape) == view[len(view) - a.ndim :]
+                if right_aligned:
+                    operand[bsym.output.name] = a
+                else:
+                    reshaped = TensorProxy.like(a, shape=view, requires_grad=False)
+                    new.bound_symbols.append(prims.reshape.bind(a, view, output=reshaped, source=bsym.source))
+                    operand[bsym.output.name] = reshaped
+                continue
+            expanded = [x for x in bsym.args if isinstance(x, TensorProxy) and x.name in folded]
+            if expanded:
+                bsym = _broadcasting_op(bsym, folded, operand)
+            new.bound_symbols.append(bsym)
+    return new
+
+
+def _broadcasting_op(use: BoundSymbol, folded: dict[str, BoundSymbol], operand: dict[str, TensorProxy]) -> BoundSymbol:
+    """The torch language's op for the prim ``use`` on the unexpanded operands; its decomposition:
+    a broadcast of each of them (to a fresh name) and ``use`` itself."""
+    subsymbols, args = [], []
+    for x in use.args:
+        if x.name not in folded:
+            args.append(x)
+            continue
+        small = operand[x.name]
+        shape = tuple(x.shape)
+        dims = tuple(range(len(shape) - small.ndim, len(shape)))
+        expanded = TensorProxy.like(x, requires_grad=False)
+        subsymbols.append(prims.broadcast_in_dim.bind(small, shape, dims, output=expanded, source=use.source))
+        args.append(small)
+    swap = {x.name: s.output for x, s in zip((x for x in use.args if x.name in folded), subsymbols)}
+    sym = symbol_for(_BROADCASTING[use.sym])
+    return use.from_bsym(sym=sym, args=tuple(args), subsymbols=(*subsymbols, use.rename(swap)))
