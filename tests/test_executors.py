@@ -188,3 +188,49 @@ def test_an_executors_grad_transform_is_the_gradient_of_the_ops_it_claims():
             get_grad(None)
     finally:
         deregister_executor(ex)
+
+
+def _conv_lines(trace) -> list[str]:
+    return [line.strip() for line in str(trace).splitlines() if "conv" in line and not line.lstrip().startswith("#")]
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_small_convolutions_run_the_direct_kernels_forward_and_backward(channels_last):
+    """A small float32 conv2d on CPU runs the direct im2col-and-GEMM kernels, not oneDNN (5-7x faster at
+    this size; Note [Small convolutions] in thunder.executors.torchex); a depthwise one and one above the
+    size limit keep torch.conv2d and its backward. Values and gradients agree with eager's to float
+    rounding, for a channels-last input too and when the input needs no gradient."""
+    torch.manual_seed(0)
+    small, depthwise, large = torch.nn.Conv2d(3, 8, 4, stride=4), torch.nn.Conv2d(8, 8, 3, padding=1, groups=8), torch.nn.Conv2d(8, 64, 3)
+    x = torch.randn(2, 3, 16, 16)
+    big = torch.randn(4, 8, 40, 40)  # 64 * 38 * 38 * 4 * 72 multiply-adds: above DIRECT_CONV_MACS
+    if channels_last:
+        x, big = x.to(memory_format=torch.channels_last), big.to(memory_format=torch.channels_last)
+
+    def f(x, big):
+        return depthwise(small(x)).square().mean() + large(big).mean()
+
+    jf = thunder.jit(f)
+    loss = jf(x, big)
+    expected = f(x, big)
+    torch.testing.assert_close(loss, expected)
+    got = torch.autograd.grad(loss, list(small.parameters()) + list(large.parameters()))
+    want = torch.autograd.grad(expected, list(small.parameters()) + list(large.parameters()))
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    forward, backward = _conv_lines(thunder.last_traces(jf)[-1]), _conv_lines(thunder.last_backward_traces(jf)[-1])
+    assert sum("conv2d_direct(x," in line for line in forward) == 1, forward
+    assert sum("torch.conv2d(" in line for line in forward) == 2, forward
+    assert sum("conv2d_direct_backward(" in line and "x," in line and "[False, True, True]" in line for line in backward) == 1, backward
+    assert sum("torch_convolution_backward(" in line for line in backward) == 2, backward
+
+
+def test_the_direct_convolution_limit_is_read_when_a_function_compiles(monkeypatch):
+    """``DIRECT_CONV_MACS = 0`` keeps eager's convolution kernels (bit for bit) in functions compiled after it."""
+    from thunder.executors import torchex
+
+    monkeypatch.setattr(torchex, "DIRECT_CONV_MACS", 0)
+    conv, x = torch.nn.Conv2d(3, 8, 4, stride=4), torch.randn(2, 3, 16, 16)
+    jf = thunder.jit(conv)
+    assert torch.equal(jf(x), conv(x))
+    assert not any("conv2d_direct" in line for line in _conv_lines(thunder.last_traces(jf)[-1]))

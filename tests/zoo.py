@@ -451,9 +451,13 @@ CALL_MODES: dict[str, Callable[[ZooModel], Call | None]] = {
 }
 
 # Gradients: float32 sums over the batch and sequence in a different order than eager's kernels
-# (CLIP's token-embedding gradient differs by 1.9e-5 where its entries reach 50); 1e-4 absolute
-# is still far below any real gradient error.
+# (CLIP's token-embedding gradient differs by 1.9e-5 where its entries reach 50; the direct kernels of
+# small convolutions, Note [Small convolutions] in thunder.executors.torchex, move DeiT's cls-token
+# gradient by 1.5e-3 where it reaches 2140: seven float32 roundings of its largest entry). So the
+# absolute tolerance is 1e-4 or a millionth of the gradient's largest entry, still far below any
+# real gradient error.
 GRAD_TOL = {"atol": 1e-4, "rtol": 1e-5}
+GRAD_TOL_OF_LARGEST = 1e-6
 
 
 def _as_tensors(value) -> list[torch.Tensor]:
@@ -502,7 +506,8 @@ def compare_grads(model: torch.nn.Module, eager: torch.nn.Module) -> None:
         assert (p.grad is None) == (e.grad is None), n
         if p.grad is not None:
             some = True
-            torch.testing.assert_close(p.grad, e.grad, **GRAD_TOL, msg=n)
+            atol = max(GRAD_TOL["atol"], GRAD_TOL_OF_LARGEST * e.grad.abs().max().item())
+            torch.testing.assert_close(p.grad, e.grad, rtol=GRAD_TOL["rtol"], atol=atol, msg=n)
     assert some
 
 

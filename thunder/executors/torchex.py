@@ -2,7 +2,9 @@
 
 Language symbols map to the torch callable they stand for (so results match eager PyTorch
 exactly); prims map to their reference implementation. Implementations are found on first
-use, so symbols declared after this module was imported are covered too.
+use, so symbols declared after this module was imported are covered too. One choice is its own:
+small convolutions run the direct kernels instead of oneDNN (Note [Small convolutions]), equal to
+eager's to float rounding.
 
 Layer: executors. Imports: core, extend, torch (the language's tables).
 """
@@ -35,9 +37,10 @@ class TorchExecutor(OperatorExecutor):
             fn = sym.python_impl
         if fn is None:
             return None
+        printer = _INLINE_PRINTERS.get(sym) or (_print_convolution if fn is torch.conv2d else None)
         fn = _direct(fn)
         made = self.make_symbol(f"torch_{sym.name}", fn, like=sym, tags=sym.tags)
-        made.printer = _INLINE_PRINTERS.get(sym)
+        made.printer = printer
         info = self.implmap[sym] = ImplInfo(symbol=made)
         # eager_implementations is core's table (keyed by id there): symbols called outside a trace.
         eager_implementations.setdefault(sym.id, fn)
@@ -67,9 +70,8 @@ def _static(*shapes) -> bool:
 
 def _line(bsym, printer, expression: str | None) -> list[str]:
     """``out = expression``, or the symbol's call where there is no expression for these arguments."""
-    out = bsym.output
-    comment = type_comment(out)
-    return [f"{out.name} = {expression or printer.call(bsym)}" + (f"  # {comment}" if comment else "")]
+    comment = type_comment(bsym.output)
+    return [f"{printer.target(bsym.output)} = {expression or printer.call(bsym)}" + (f"  # {comment}" if comment else "")]
 
 
 def _print_broadcast_in_dim(bsym, printer) -> list[str]:
@@ -109,7 +111,78 @@ def _print_slice(bsym, printer) -> list[str]:
     return _line(bsym, printer, f"{a.name}[{', '.join(parts) or '()'}]")  # a 0-d tensor: a[()]
 
 
-_INLINE_PRINTERS = {prims.broadcast_in_dim: _print_broadcast_in_dim, prims.pad: _print_pad, prims.slice_prim: _print_slice}
+# Note [Small convolutions]
+# Eager PyTorch runs float32 convolutions on CPU with oneDNN, which spends about 100 us setting up
+# each forward call and 200-300 us each backward, whatever the size: a 2x3x16x16 image through a 4x4
+# patchify conv takes 97 us forward and 223 us backward, against 13 and 31 us for the direct
+# (im2col and GEMM) kernels eager itself runs when oneDNN is off or the kernel is 1x1. Measured on
+# this project's CPU machine (``benchmarks/bench_convolutions.py``), the direct kernels are faster up to
+# about half a million multiply-adds per call (1.4-7.6x forward, 1.9-7.2x backward) and slower
+# beyond a few million. So a 2-d convolution with one group, no dilation and at most
+# ``DIRECT_CONV_MACS`` multiply-adds, float32 on CPU, with static shapes, prints as the direct
+# kernels' call in forward and backward traces. The same convolution, summed in another order: the
+# values agree with eager's to float rounding, not bit for bit (the other torch-executor ops match
+# eager exactly). Depthwise convolutions keep oneDNN, which is the faster of the two for them.
+DIRECT_CONV_MACS = 1 << 19
+
+_slow_conv2d_forward = torch.ops.aten._slow_conv2d_forward.default._op
+_slow_conv2d_backward = torch.ops.aten._slow_conv2d_backward.output_mask._op
+
+
+def conv2d_direct(a, weight, bias, kernel_size, stride, padding):
+    """A 2-d convolution by the direct kernel (Note [Small convolutions])."""
+    return _slow_conv2d_forward(a.contiguous(), weight.contiguous(), kernel_size, bias, stride, padding)
+
+
+def conv2d_direct_backward(g, a, weight, kernel_size, stride, padding, output_mask):
+    """The gradients (input, weight, bias; None where ``output_mask`` says not) of ``conv2d_direct``."""
+    return _slow_conv2d_backward(g.contiguous(), a.contiguous(), weight.contiguous(), kernel_size, stride, padding,
+                                 output_mask)  # fmt: skip
+
+
+def _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups, out) -> bool:
+    """Whether the convolution (as ``prims.convolution``'s arguments, ``out`` its output) runs by the
+    direct kernels (Note [Small convolutions])."""
+    if a.ndim != 4 or transposed or groups != 1 or a.dtype is not torch.float32 or a.device.type != "cpu":
+        return False
+    if weight.dtype is not torch.float32 or not _static(a.shape, weight.shape, out.shape, stride, dilation):
+        return False
+    if any(d != 1 for d in dilation) or any(p != 0 for p in output_padding):
+        return False
+    macs = 1
+    for d in (*out.shape, *weight.shape[1:]):
+        macs *= d
+    return macs <= DIRECT_CONV_MACS
+
+
+def _print_convolution(bsym, printer) -> list[str]:
+    """``prims.convolution``, or the torch language's conv2d whose decomposition is one, as
+    ``conv2d_direct`` where it fits (Note [Small convolutions])."""
+    conv = bsym if bsym.sym.id == prims.convolution.id else (bsym.subsymbols[0] if len(bsym.subsymbols) == 1 else None)
+    if conv is None or conv.sym.id != prims.convolution.id:
+        return _line(bsym, printer, None)
+    a, weight, bias, stride, padding, dilation, transposed, output_padding, groups = conv.args
+    if conv.output is not bsym.output or not _direct_conv(a, weight, stride, dilation, transposed, output_padding,
+                                                          groups, bsym.output):  # fmt: skip
+        return _line(bsym, printer, None)
+    fn = printer.add_ctx("conv2d_direct", conv2d_direct)
+    args = ", ".join(printer.value(x) for x in (a, weight, bias, tuple(weight.shape[2:]), tuple(stride), tuple(padding)))
+    return _line(bsym, printer, f"{fn}({args})")
+
+
+def _print_convolution_backward(bsym, printer) -> list[str]:
+    g, a, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask = bsym.args
+    if not _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups, g):
+        return _line(bsym, printer, None)
+    fn = printer.add_ctx("conv2d_direct_backward", conv2d_direct_backward)
+    args = (g, a, weight, tuple(weight.shape[2:]), tuple(stride), tuple(padding), list(output_mask))
+    return _line(bsym, printer, f"{fn}({', '.join(printer.value(x) for x in args)})")
+
+
+_INLINE_PRINTERS = {
+    prims.broadcast_in_dim: _print_broadcast_in_dim, prims.pad: _print_pad, prims.slice_prim: _print_slice,
+    prims.convolution: _print_convolution, prims.convolution_backward: _print_convolution_backward,
+}  # fmt: skip
 
 ex = TorchExecutor("torch", version=None)
 register_executor(ex)
