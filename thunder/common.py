@@ -213,6 +213,7 @@ class CompileStats:
     last_saved_for_backward_bytes: int | None = None  # what the last compiled forward keeps for its backward
     last_trace_tracing_ms: float = 0.0
     last_compile_ms: float = 0.0
+    total_compile_ms: float = 0.0  # every compilation of the function (tracing, passes, codegen)
     pass_times_ms: dict = field(default_factory=dict)
 
     @property

@@ -253,6 +253,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
         entry.run = _restoring_draws_on_changed_outcome(entry.run)
     cs.last_trace_tracing_ms = computation.provenance.ms
     cs.last_compile_ms = (time.perf_counter_ns() - start) / 1e6
+    cs.total_compile_ms += cs.last_compile_ms
     cs.last_traces = traces
     cs.last_prologue_traces = prologue_traces
     cs.last_backward_traces = backward_traces

@@ -726,7 +726,7 @@ _STEP = {
 }  # fmt: skip
 _DIFF = {"previous": str, "added": list, "removed": list, "rewritten": list, "fused": dict, "unchanged": int}
 _RUN = {
-    "id": str, "executors": list, "median_ms": (int, float, _NULL), "repeats": int,
+    "id": str, "executors": list, "median_ms": (int, float, _NULL), "repeats": int, "compile_ms": (int, float, _NULL),
     "max_abs_diff": (int, float, _NULL), "matches_eager": (bool, _NULL), "cache_hits": int,
     "cache_misses": int, "error": (dict, _NULL),
 }  # fmt: skip

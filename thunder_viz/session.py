@@ -102,6 +102,7 @@ class Run:
     executors: list[str]
     median_ms: float | None = None
     repeats: int = 0
+    compile_ms: float | None = None  # the run's compilations (the rerun's new jit compiles on its first call)
     max_abs_diff: float | None = None
     matches_eager: bool | None = None
     cache_hits: int = 0
@@ -381,6 +382,7 @@ class Session:
         try:
             args, kwargs = clone_inputs(self.args, self.kwargs)
             outputs = jitted(*args, **kwargs)
+            run.compile_ms = thunder.compile_stats(jitted).total_compile_ms
             run.median_ms, run.repeats = self._time(jitted)
         except Exception as exc:
             run.error = self.error = ErrorInfo.from_exception(exc, jitted=jitted)

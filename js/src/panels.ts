@@ -207,6 +207,7 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
         cell("id", r.id),
         cell("executors", r.executors.join(", ")),
         cell("median_ms", r.median_ms === null ? "–" : formatMs(r.median_ms)),
+        cell("compile_ms", r.compile_ms === null ? "–" : formatMs(r.compile_ms)),
         cell("max_abs_diff", formatDiff(r.max_abs_diff)),
         cell(
           "matches_eager",
@@ -235,6 +236,7 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
         "run",
         "executors",
         "median",
+        "compile",
         "max |Δ| vs eager",
         "matches",
         "cache hits",

@@ -133,6 +133,7 @@ export interface Run {
   executors: string[];
   median_ms: number | null;
   repeats: number;
+  compile_ms: number | null;
   max_abs_diff: number | null;
   matches_eager: boolean | null;
   cache_hits: number;
@@ -427,6 +428,7 @@ function readRun(r: Reader, v: unknown, path: string): Run {
     executors: r.strList(o.executors, `${path}.executors`),
     median_ms: r.optNum(o.median_ms, `${path}.median_ms`),
     repeats: o.repeats === undefined ? 0 : r.int(o.repeats, `${path}.repeats`),
+    compile_ms: o.compile_ms === undefined ? null : r.optNum(o.compile_ms, `${path}.compile_ms`),
     max_abs_diff: r.optNum(o.max_abs_diff, `${path}.max_abs_diff`),
     matches_eager:
       o.matches_eager === null || o.matches_eager === undefined

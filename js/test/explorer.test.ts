@@ -249,7 +249,13 @@ describe("explorer DOM contract", () => {
     expect(m.q<HTMLButtonElement>("[data-testid='rerun']").disabled).toBe(true);
 
     const next = fixture("sample");
-    next.runs.push({ ...next.runs[0]!, id: "r3", median_ms: 0.044, cache_misses: 2 });
+    next.runs.push({
+      ...next.runs[0]!,
+      id: "r3",
+      median_ms: 0.044,
+      compile_ms: 41.7,
+      cache_misses: 2,
+    });
     doc = next;
     status = "ready";
     listeners.forEach((l) => l());
@@ -258,6 +264,8 @@ describe("explorer DOM contract", () => {
     expect(rows).toHaveLength(3);
     const last = rows[2]!;
     expect(last.querySelector("[data-field='median_ms']")!.textContent).toBe("44.0 µs");
+    expect(last.querySelector("[data-field='compile_ms']")!.textContent).toBe("41.70 ms");
+    expect(rows[1]!.querySelector("[data-field='compile_ms']")!.textContent).toBe("–"); // a document from before the field
     expect(last.querySelector("[data-field='cache_misses']")!.textContent).toBe("2");
     expect(last.querySelector("[data-field='executors']")!.textContent).toBe("torch, python");
     expect(rows[1]!.querySelector("[data-field='max_abs_diff']")!.textContent).toBe("2.38e-7");

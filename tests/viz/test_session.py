@@ -74,6 +74,7 @@ def test_rerun_records_a_run_with_time_agreement_and_cache_counters():
     assert run.id == "r1" and run.error is None
     assert run.executors == ["torch", "python"]
     assert run.median_ms > 0 and 1 <= run.repeats <= 5
+    assert run.compile_ms == thunder.compile_stats(session.jitted).last_compile_ms > 0  # its one compilation
     assert run.max_abs_diff == 0.0 and run.matches_eager is True
     assert run.cache_misses == 1 and run.cache_hits == run.repeats + 1  # warm-up and timed calls hit
     assert session_for(session.jitted) is session
