@@ -29,7 +29,7 @@ import thunder
 from thunder.core.trace import TraceCtx
 from thunder_viz import graph
 from thunder_viz.render.mime import mime_bundle
-from thunder_viz.session import Session, available_executors
+from thunder_viz.session import Session, available_executors, unavailable_executors
 
 __all__ = ["register_formatters", "session_bundle", "trace_document", "traces_bundle", "unregister_formatters"]
 
@@ -60,6 +60,7 @@ def _executors(steps: Sequence[dict]) -> dict:
         "available": available,
         "selected": [e for e in available if e in used or e in always],
         "always": always,
+        "unavailable": unavailable_executors(),
         "interactive": False,
         "reason": DISPLAY_REASON,
     }

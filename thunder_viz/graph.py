@@ -731,7 +731,9 @@ _RUN = {
     "cache_misses": int, "error": (dict, _NULL),
 }  # fmt: skip
 _ERROR = {"type": str, "message": str, "stage": str, "user_frame": (dict, _NULL)}
-_EXECUTORS = {"available": list, "selected": list, "always": list, "interactive": bool, "reason": _STR_OR_NULL}
+_EXECUTORS = {
+    "available": list, "selected": list, "always": list, "unavailable": dict, "interactive": bool, "reason": _STR_OR_NULL,
+}  # fmt: skip
 _VALUE_KINDS = {"tensor", "number", "other"}
 _GROUP_KINDS = {"fusion", "module", "decomposition"}
 _STAGES = {"tracing", "compiling", "running"}

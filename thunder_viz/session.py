@@ -278,6 +278,11 @@ def executor_names(executors: Sequence[Any]) -> list[str]:
     return [e if isinstance(e, str) else e.name for e in executors]
 
 
+def unavailable_executors() -> dict[str, str]:
+    """The registered executors that cannot run here, with the reason each gives."""
+    return {e.name: e.unavailable_reason for e in thunder.get_all_executors() if e.unavailable_reason is not None}
+
+
 def available_executors() -> list[str]:
     """The registered executors, in priority order: optional ones first, always-on ones last."""
     always = executor_names(thunder.get_always_executors())
@@ -441,6 +446,7 @@ class Session:
             "available": available_executors(),
             "selected": self.executors,
             "always": executor_names(thunder.get_always_executors()),
+            "unavailable": unavailable_executors(),
             "interactive": bool(interactive),
             "reason": None if interactive else reason,
         }

@@ -272,25 +272,28 @@ export function executorsPanel(
 ): HTMLElement {
   const available = st.info?.available ?? [];
   const always = new Set(st.info?.always ?? []);
+  const unavailable = st.info?.unavailable ?? {};
   const toggles = available.map((name) => {
+    const why = Object.prototype.hasOwnProperty.call(unavailable, name) ? unavailable[name]! : null;
     const box = h(doc, "input", {
       type: "checkbox",
       "data-testid": "executor-toggle",
       "data-executor": name,
       checked: st.pending.has(name),
-      disabled: !st.interactive || always.has(name) || st.busy,
-      title: always.has(name) ? "always on" : null,
+      disabled: !st.interactive || always.has(name) || st.busy || why !== null,
+      title: always.has(name) ? "always on" : why !== null ? `unavailable: ${why}` : null,
     });
     box.checked = st.pending.has(name);
     box.addEventListener("change", () => onToggle(name, box.checked));
     return h(
       doc,
       "label",
-      { class: "tx-toggle" },
+      { class: why === null ? "tx-toggle" : "tx-toggle tx-unavailable", title: why },
       box,
       h(doc, "span", { class: `tx-swatch ${executorClass(name)}` }),
       name,
       always.has(name) ? h(doc, "span", { class: "tx-muted" }, " (always)") : null,
+      why !== null ? h(doc, "span", { class: "tx-muted" }, " (unavailable)") : null,
     );
   });
   const button = h(

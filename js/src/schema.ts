@@ -145,6 +145,7 @@ export interface ExecutorsInfo {
   available: string[];
   selected: string[];
   always: string[];
+  unavailable: Record<string, string>;
   interactive: boolean;
   reason: string | null;
 }
@@ -440,6 +441,13 @@ function readRun(r: Reader, v: unknown, path: string): Run {
   };
 }
 
+function readReasons(r: Reader, v: unknown, path: string): Record<string, string> {
+  const o = r.obj(v, path);
+  const out: Record<string, string> = {};
+  for (const [name, reason] of Object.entries(o)) out[name] = r.str(reason, `${path}.${name}`);
+  return out;
+}
+
 function readExecutors(r: Reader, v: unknown, path: string): ExecutorsInfo | null {
   if (v === null || v === undefined) return null;
   const o = r.obj(v, path);
@@ -447,6 +455,8 @@ function readExecutors(r: Reader, v: unknown, path: string): ExecutorsInfo | nul
     available: r.strList(o.available, `${path}.available`),
     selected: r.strList(o.selected, `${path}.selected`),
     always: o.always === undefined ? [] : r.strList(o.always, `${path}.always`),
+    unavailable:
+      o.unavailable === undefined ? {} : readReasons(r, o.unavailable, `${path}.unavailable`),
     interactive: r.bool(o.interactive, `${path}.interactive`),
     reason: r.optStr(o.reason, `${path}.reason`),
   };

@@ -223,6 +223,24 @@ describe("explorer DOM contract", () => {
     expect(m.q("[data-testid='executors-unavailable']").textContent).toMatch(/no running kernel/i);
   });
 
+  test("an executor that cannot run here is listed, greyed out, with its reason", () => {
+    const doc = fixture("sample");
+    doc.executors!.available = ["triton", ...doc.executors!.available];
+    doc.executors!.unavailable = { triton: "triton is not installed (pip install triton)" };
+    const host: ExplorerHost = {
+      getDocument: () => doc,
+      getStatus: () => "ready",
+      subscribe: () => () => undefined,
+      requestRerun: vi.fn(),
+    };
+    m = mountDoc(null, host);
+    const triton = m.q<HTMLInputElement>("input[data-executor='triton']");
+    expect(triton.disabled).toBe(true);
+    expect(triton.title).toBe("unavailable: triton is not installed (pip install triton)");
+    expect(triton.closest("label")!.textContent).toContain("(unavailable)");
+    expect(m.q<HTMLInputElement>("input[data-executor='torchcompile']").disabled).toBe(false);
+  });
+
   test("an interactive host reruns with the chosen executors and shows new runs", () => {
     let doc: unknown = fixture("sample");
     let status = "ready";

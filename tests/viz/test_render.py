@@ -258,7 +258,8 @@ def test_snapshot_allows_only_its_own_scripts_and_no_network(evil_doc, stub_stat
 
 def test_snapshot_is_static(stub_static):
     doc = document(dce_cse_steps(), title="f", executors={
-        "available": ["torch"], "selected": ["torch"], "always": ["torch"], "interactive": True, "reason": None})  # fmt: skip
+        "available": ["torch"], "selected": ["torch"], "always": ["torch"], "unavailable": {}, "interactive": True,
+        "reason": None})  # fmt: skip
     embedded = json.loads(_parse(to_html(doc, static_dir=stub_static)).scripts[0][1])
     assert embedded["executors"]["interactive"] is False and "snapshot" in embedded["executors"]["reason"]
     assert doc["executors"]["interactive"] is True  # the caller's document is not changed

@@ -154,6 +154,29 @@ def test_an_exception_raised_by_the_user_points_at_the_raise():
     assert session.error.message == "no negative inputs"
 
 
+def test_document_lists_an_executor_that_cannot_run_here_with_its_reason():
+    """Every registered executor is listed; one that cannot run on this machine carries its reason,
+    which the explorer shows on its greyed-out toggle."""
+    from thunder.extend import OperatorExecutor, deregister_executor, register_executor
+
+    class NeedsAGpu(OperatorExecutor):
+        @property
+        def unavailable_reason(self):
+            return "needs a CUDA device"
+
+    ex = NeedsAGpu("needs_a_gpu")
+    register_executor(ex)
+    try:
+        session = _session(mul_sin, torch.randn(2), torch.randn(2))
+        doc = session.to_document()
+        session_stubs.validate(doc)
+        assert "needs_a_gpu" in doc["executors"]["available"]
+        assert doc["executors"]["unavailable"]["needs_a_gpu"] == "needs a CUDA device"
+        assert "torch" not in doc["executors"]["unavailable"]
+    finally:
+        deregister_executor(ex)
+
+
 def test_document_lists_executors_and_runs():
     session = _session(mul_sin, torch.randn(2), torch.randn(2))
     session.max_repeats = 2

@@ -63,9 +63,6 @@ class TritonExecutor(FusionExecutor):
             return "no CUDA device; set TRITON_INTERPRET=1 to run the kernels on CPU tensors in Triton's interpreter"
         return None
 
-    def available(self) -> bool:
-        return self.unavailable_reason is None
-
     def can_execute(self, bsym: BoundSymbol) -> bool:
         if bsym.sym not in self.implmap:
             # Taken whole so that it is not decomposed; ``fuse`` gives it to the torch executor.

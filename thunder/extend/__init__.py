@@ -140,6 +140,14 @@ class Executor:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why this executor cannot run here (a missing package or device), or None when it can."""
+        return None
+
+    def available(self) -> bool:
+        return self.unavailable_reason is None
+
     def lookup_implementation(self, sym: Symbol) -> ImplInfo | None:
         return self.implmap.get(sym)
 
