@@ -1,6 +1,6 @@
-"""thunder with the torchcompile executor against ``torch.compile`` and eager PyTorch.
+"""thunder (default executors, and with the torchcompile executor) against ``torch.compile`` and eager PyTorch.
 
-Run: ``python benchmarks/bench_torchcompile.py [--models mlp,chain,gpt2,t5] [--warm]``.
+Run: ``python -m benchmarks.bench_torchcompile [--models mlp,chain,gpt2,t5,<any zoo name>] [--contenders ...] [--warm]``.
 
 Steady state: one process, one thread (``torch.set_num_threads(1)``), the three contenders
 timed alternately in rounds, medians of process CPU time per call (the machine is shared:
@@ -32,7 +32,7 @@ import torch
 import thunder
 from benchmarks.bench_jit import twenty_ops
 
-CONTENDERS = ("thunder+torchcompile", "torch.compile", "eager")
+CONTENDERS = ("thunder", "thunder+torchcompile", "torch.compile", "eager")
 MODELS = ("mlp", "chain", "gpt2", "t5")
 
 
@@ -83,6 +83,8 @@ def build(name: str) -> tuple[torch.nn.Module, dict]:
 
 
 def compiled(contender: str, model: torch.nn.Module) -> Callable:
+    if contender == "thunder":
+        return thunder.jit(model)
     if contender == "thunder+torchcompile":
         return thunder.jit(model, executors=["torchcompile"])
     if contender == "torch.compile":
@@ -98,10 +100,13 @@ def step(fn: Callable, kwargs: dict, backward: bool) -> None:
             fn(**kwargs)
 
 
-def steady_state(name: str, backward: bool, *, rounds: int, min_batch_s: float = 0.02) -> dict[str, float]:
-    """Median CPU microseconds per call of each contender, timed alternately."""
+def steady_state(
+    name: str, backward: bool, contenders: tuple[str, ...] = CONTENDERS, *, rounds: int, min_batch_s: float = 0.02
+) -> dict[str, float]:
+    """Median CPU microseconds per call of each contender (eager always among them), timed alternately."""
+    contenders = (*(c for c in contenders if c != "eager"), "eager")
     fns = {}
-    for c in CONTENDERS:
+    for c in contenders:
         model, kwargs = build(name)
         model.train(backward)
         fn = compiled(c, model)
@@ -115,7 +120,7 @@ def steady_state(name: str, backward: bool, *, rounds: int, min_batch_s: float =
     start = time.process_time()
     step(fns["eager"], kwargs, backward)
     batch = max(1, int(min_batch_s / max(time.process_time() - start, 1e-6)))
-    samples: dict[str, list[float]] = {c: [] for c in CONTENDERS}
+    samples: dict[str, list[float]] = {c: [] for c in contenders}
     for _ in range(rounds):
         for c, fn in fns.items():
             start = time.process_time()
@@ -157,6 +162,7 @@ def _child(contender: str, name: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--contenders", default=",".join(CONTENDERS), help=f"some of {', '.join(CONTENDERS)}")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--warm", action="store_true", help="also time a second process's first call")
     parser.add_argument("--no-first-call", action="store_true")
@@ -169,12 +175,12 @@ def main() -> None:
     for name in opts.models.split(","):
         for backward in (False, True):
             mode = "fwd+bwd" if backward else "fwd"
-            steady = steady_state(name, backward, rounds=opts.rounds)
-            for c in CONTENDERS:
+            steady = steady_state(name, backward, tuple(opts.contenders.split(",")), rounds=opts.rounds)
+            for c in steady:
                 print(f"{name}  {mode}  {c}  {steady[c]:.1f} us  {steady[c] / steady['eager']:.2f}x", flush=True)
         if opts.no_first_call:
             continue
-        for c in CONTENDERS[:2]:
+        for c in (c for c in steady if c != "eager"):
             with tempfile.TemporaryDirectory() as cache_dir:
                 cold = first_call(c, name, cache_dir)
                 warm = first_call(c, name, cache_dir) if opts.warm else None
