@@ -73,6 +73,12 @@ def is_symbolic(x) -> bool:
     return isinstance(x, (SymInt, SymFloat))
 
 
+def all_static(*shapes) -> bool:
+    """Whether every size of ``shapes`` is a plain int: a pass may then compare them without
+    recording constraints (a symbolic size is never compared)."""
+    return all(type(d) is int for shape in shapes for d in shape)
+
+
 _INVERSE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 

@@ -20,6 +20,7 @@ from thunder.core import prims
 from thunder.core.codegen import type_comment
 from thunder.core.prims.base import all_prims
 from thunder.core.symbol import Symbol, eager_implementations
+from thunder.core.symbolic import all_static
 from thunder.extend import ImplInfo, OperatorExecutor, register_executor, register_symbol_table
 from thunder.torch.base import symbol_to_torch, symbols_by_id
 
@@ -64,10 +65,6 @@ def _direct(fn):
 # ``a[:, 0:4]``. The same torch ops run, with the same results; symbolic shapes keep the call.
 
 
-def _static(*shapes) -> bool:
-    return all(type(d) is int for shape in shapes for d in shape)
-
-
 def _line(bsym, printer, expression: str | None) -> list[str]:
     """``out = expression``, or the symbol's call where there is no expression for these arguments."""
     comment = type_comment(bsym.output)
@@ -76,7 +73,7 @@ def _line(bsym, printer, expression: str | None) -> list[str]:
 
 def _print_broadcast_in_dim(bsym, printer) -> list[str]:
     a, shape, dims = bsym.args
-    if not _static(a.shape, shape):
+    if not all_static(a.shape, shape):
         return _line(bsym, printer, None)
     view = [1] * len(shape)
     for i, d in enumerate(dims):
@@ -87,7 +84,7 @@ def _print_broadcast_in_dim(bsym, printer) -> list[str]:
 
 def _print_pad(bsym, printer) -> list[str]:
     a, value, config = bsym.args
-    if any(interior for _, _, interior in config) or not _static(*(c[:2] for c in config)):
+    if any(interior for _, _, interior in config) or not all_static(*(c[:2] for c in config)):
         return _line(bsym, printer, None)
     pads = [p for lo, hi, _ in reversed(config) for p in (lo, hi)]
     printer.add_ctx("torch", torch)
@@ -98,7 +95,7 @@ def _print_slice(bsym, printer) -> list[str]:
     a, starts, ends = bsym.args[:3]
     strides = bsym.args[3] if len(bsym.args) > 3 else bsym.kwargs.get("strides")
     strides = strides or (1,) * a.ndim
-    if not _static(a.shape, starts, ends, strides):
+    if not all_static(a.shape, starts, ends, strides):
         return _line(bsym, printer, None)
     parts = []
     for s, e, st, n in zip(starts, ends, strides, a.shape):
@@ -145,7 +142,7 @@ def _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups
     direct kernels (Note [Small convolutions])."""
     if a.ndim != 4 or transposed or groups != 1 or a.dtype is not torch.float32 or a.device.type != "cpu":
         return False
-    if weight.dtype is not torch.float32 or not _static(a.shape, weight.shape, out.shape, stride, dilation):
+    if weight.dtype is not torch.float32 or not all_static(a.shape, weight.shape, out.shape, stride, dilation):
         return False
     if any(d != 1 for d in dilation) or any(p != 0 for p in output_padding):
         return False

@@ -15,33 +15,30 @@ from __future__ import annotations
 from thunder.core import prims
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import all_static
 from thunder.core.trace import TraceCtx, from_trace, timed_pass
 
 __all__ = ["remove_identities"]
-
-
-def _static(shape) -> bool:
-    return all(type(d) is int for d in shape)  # symbolic sizes are not compared (that would constrain them)
 
 
 def _is_identity_prim(bsym: BoundSymbol) -> bool:
     """Whether the prim ``bsym`` returns its first argument unchanged."""
     sym, args = bsym.sym, bsym.args
     a = args[0] if args else None
-    if not isinstance(a, TensorProxy) or not _static(a.shape):
+    if not isinstance(a, TensorProxy) or not all_static(a.shape):
         return False
     shape = tuple(a.shape)
     if sym is prims.slice_prim:
         starts, ends = tuple(args[1]), tuple(args[2])
         strides = args[3] if len(args) > 3 else bsym.kwargs.get("strides")
         return (
-            _static(starts + ends) and all(s == 0 for s in starts) and ends == shape
+            all_static(starts + ends) and all(s == 0 for s in starts) and ends == shape
             and (strides is None or all(type(s) is int and s == 1 for s in strides))
         )  # fmt: skip
     if sym is prims.pad:
         return all(tuple(c) == (0, 0, 0) for c in args[2])
     if sym is prims.broadcast_in_dim or sym is prims.reshape:
-        return _static(args[1]) and tuple(args[1]) == shape
+        return all_static(args[1]) and tuple(args[1]) == shape
     if sym is prims.transpose:
         return tuple(args[1]) == tuple(range(len(shape)))
     if sym is prims.squeeze:
@@ -58,7 +55,7 @@ def _identity_of(bsym: BoundSymbol) -> TensorProxy | None:
     if not isinstance(out, TensorProxy) or not bsym.args or not isinstance(bsym.args[0], TensorProxy):
         return None
     a = bsym.args[0]
-    if tuple(out.shape) != tuple(a.shape) or out.dtype != a.dtype or not _static(out.shape):
+    if tuple(out.shape) != tuple(a.shape) or out.dtype != a.dtype or not all_static(out.shape):
         return None
     if bsym.sym.is_prim:
         return a if _is_identity_prim(bsym) else None

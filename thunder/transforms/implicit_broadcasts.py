@@ -25,6 +25,7 @@ from thunder.core import dtypes, prims
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.symbol_lookup import symbol_for
+from thunder.core.symbolic import all_static
 from thunder.core.trace import TraceCtx, from_trace, timed_pass, tracectx
 
 __all__ = ["fold_broadcasts"]
@@ -33,15 +34,11 @@ __all__ = ["fold_broadcasts"]
 _BROADCASTING = {prims.add: torch.add, prims.sub: torch.sub, prims.mul: torch.mul, prims.div: torch.div}
 
 
-def _static(*shapes) -> bool:
-    return all(type(d) is int for shape in shapes for d in shape)
-
-
 def _unexpanded_shape(bsym: BoundSymbol) -> tuple[int, ...] | None:
     """The shape that torch broadcasting expands to the same result as the ``broadcast_in_dim``
     ``bsym``: its operand's, or that with ones where dims are inserted; None if it cannot say."""
     a, shape, dims = bsym.args
-    if not _static(a.shape, shape) or list(dims) != sorted(set(dims)):
+    if not all_static(a.shape, shape) or list(dims) != sorted(set(dims)):
         return None
     view = [1] * len(shape)
     for i, d in enumerate(dims):
@@ -60,7 +57,7 @@ def _takes_it_unexpanded(use: BoundSymbol, name: str, shapes: dict[str, tuple], 
     out = use.output
     if not (isinstance(a, TensorProxy) and isinstance(b, TensorProxy) and isinstance(out, TensorProxy)):
         return False
-    if not (a.dtype == b.dtype == out.dtype and dtypes.is_inexact_dtype(a.dtype)) or not _static(out.shape):
+    if not (a.dtype == b.dtype == out.dtype and dtypes.is_inexact_dtype(a.dtype)) or not all_static(out.shape):
         return False
     if use.sym is not prims.mul and (a.name in args or b.name in args):
         return False
