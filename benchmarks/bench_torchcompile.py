@@ -88,6 +88,9 @@ def compiled(contender: str, model: torch.nn.Module) -> Callable:
     if contender == "thunder+torchcompile":
         return thunder.jit(model, executors=["torchcompile"])
     if contender == "torch.compile":
+        # Dynamo caches per code object, and every zoo model runs through ``_Picked.forward``: without a
+        # reset the models before would fill its recompile limit and the next would run eagerly.
+        torch._dynamo.reset()
         return torch.compile(model)
     return model
 
