@@ -12,6 +12,7 @@ Layer: executors. Imports: core, extend, torch (the language's tables).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import torch
@@ -146,10 +147,7 @@ def _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups
         return False
     if any(d != 1 for d in dilation) or any(p != 0 for p in output_padding):
         return False
-    macs = 1
-    for d in (*out.shape, *weight.shape[1:]):
-        macs *= d
-    return macs <= DIRECT_CONV_MACS
+    return math.prod(out.shape) * math.prod(weight.shape[1:]) <= DIRECT_CONV_MACS
 
 
 def _print_convolution(bsym, printer) -> list[str]:

@@ -76,24 +76,23 @@ def fold_broadcasts(trace: TraceCtx) -> TraceCtx:
         for name in {a.name for a in bsym.flat_proxy_args}:
             uses.setdefault(name, []).append(bsym)
     args = {a.name for a in trace.args if isinstance(a, TensorProxy)}
-    folded: dict[str, BoundSymbol] = {}  # expanded name -> its broadcast
-    shapes: dict[str, tuple] = {}  # expanded name -> the shape its uses get instead
+    shapes: dict[str, tuple] = {}  # folded broadcast's output name -> the shape its uses get instead
     for bsym in trace.bound_symbols:
         if bsym.sym is not prims.broadcast_in_dim or not isinstance(bsym.output, TensorProxy):
             continue
         name, unexpanded = bsym.output.name, _unexpanded_shape(bsym)
         if unexpanded is None or not uses.get(name):
             continue
-        trial = {**shapes, name: unexpanded}
-        if all(_takes_it_unexpanded(u, name, trial, args) for u in uses[name]):
-            folded[name], shapes = bsym, trial
-    if not folded or any(symbol_for(fn) is None for fn in _BROADCASTING.values()):
+        shapes[name] = unexpanded
+        if not all(_takes_it_unexpanded(u, name, shapes, args) for u in uses[name]):
+            del shapes[name]
+    if not shapes or any(symbol_for(fn) is None for fn in _BROADCASTING.values()):
         return trace  # (the torch language registers its symbols when imported)
     new = from_trace(trace)
     operand: dict[str, TensorProxy] = {}  # expanded name -> the tensor its uses take
     with tracectx(new):
         for bsym in trace.bound_symbols:
-            if bsym.sym is prims.broadcast_in_dim and bsym.output.name in folded:
+            if bsym.sym is prims.broadcast_in_dim and bsym.output.name in shapes:
                 a, shape, dims = bsym.args
                 view = shapes[bsym.output.name]
                 right_aligned = tuple(a.shape) == view[len(view) - a.ndim :]
@@ -104,27 +103,25 @@ def fold_broadcasts(trace: TraceCtx) -> TraceCtx:
                     new.bound_symbols.append(prims.reshape.bind(a, view, output=reshaped, source=bsym.source))
                     operand[bsym.output.name] = reshaped
                 continue
-            expanded = [x for x in bsym.args if isinstance(x, TensorProxy) and x.name in folded]
-            if expanded:
-                bsym = _broadcasting_op(bsym, folded, operand)
+            if any(isinstance(x, TensorProxy) and x.name in operand for x in bsym.args):
+                bsym = _broadcasting_op(bsym, operand)
             new.bound_symbols.append(bsym)
     return new
 
 
-def _broadcasting_op(use: BoundSymbol, folded: dict[str, BoundSymbol], operand: dict[str, TensorProxy]) -> BoundSymbol:
-    """The torch language's op for the prim ``use`` on the unexpanded operands; its decomposition:
-    a broadcast of each of them (to a fresh name) and ``use`` itself."""
-    subsymbols, args = [], []
+def _broadcasting_op(use: BoundSymbol, operand: dict[str, TensorProxy]) -> BoundSymbol:
+    """The torch language's op for the prim ``use`` on the unexpanded operands (``operand``: by the name
+    of the expanded one); its decomposition: a broadcast of each of them (to a fresh name) and ``use``."""
+    subsymbols, args, swap = [], [], {}
     for x in use.args:
-        if x.name not in folded:
+        small = operand.get(x.name)
+        if small is None:
             args.append(x)
             continue
-        small = operand[x.name]
         shape = tuple(x.shape)
         dims = tuple(range(len(shape) - small.ndim, len(shape)))
-        expanded = TensorProxy.like(x, requires_grad=False)
-        subsymbols.append(prims.broadcast_in_dim.bind(small, shape, dims, output=expanded, source=use.source))
+        swap[x.name] = TensorProxy.like(x, requires_grad=False)
+        subsymbols.append(prims.broadcast_in_dim.bind(small, shape, dims, output=swap[x.name], source=use.source))
         args.append(small)
-    swap = {x.name: s.output for x, s in zip((x for x in use.args if x.name in folded), subsymbols)}
     sym = symbol_for(_BROADCASTING[use.sym])
     return use.from_bsym(sym=sym, args=tuple(args), subsymbols=(*subsymbols, use.rename(swap)))
