@@ -1,6 +1,5 @@
 """The torchcompile executor: regions compiled by Inductor once per input signature and called
-directly (no dynamo), forward and backward, checked against eager PyTorch; compiled on the
-first call or in the background (Note [Compiling in the background])."""
+directly (no dynamo), forward and backward, checked against eager PyTorch."""
 
 from __future__ import annotations
 
@@ -15,9 +14,7 @@ from thunder.executors import torch_compile
 
 @pytest.fixture
 def compiles(monkeypatch) -> list[tuple]:
-    """The signatures ``torch_compile._compile`` is called for, one entry per compilation; regions
-    compile on their first call unless a test sets ``BACKGROUND_AFTER_S`` again."""
-    monkeypatch.setattr(torch_compile, "BACKGROUND_AFTER_S", None)
+    """The signatures ``torch_compile._compile`` is called for, one entry per compilation."""
     calls: list[tuple] = []
     real = torch_compile._compile
 
@@ -102,7 +99,6 @@ def test_a_region_inductor_cannot_compile_runs_uncompiled(monkeypatch):
         raise RuntimeError("unsupported op")
 
     monkeypatch.setattr(torch_compile, "_compile", cannot)
-    monkeypatch.setattr(torch_compile, "BACKGROUND_AFTER_S", None)
     jf = thunder.jit(chain, executors=["torchcompile"])
     a, b = torch.randn(3, 2), torch.randn(3, 2)
     with pytest.warns(UserWarning, match="cannot compile TorchCompile0.*unsupported op"):
@@ -133,44 +129,8 @@ def test_forward_and_backward_regions_match_eager(compiles):
     assert len(compiles) == 2
 
 
-def test_regions_compile_in_the_background_once_they_have_run_long_enough(compiles, monkeypatch):
-    monkeypatch.setattr(torch_compile, "BACKGROUND_AFTER_S", 0.05)
-    jf = thunder.jit(chain, executors=["torchcompile"])
-    a, b = torch.randn(64, 64), torch.randn(64, 64)
-    calls = 0
-    while not compiles:  # uncompiled calls until 50 ms are spent; then one is queued
-        for g, e in zip(jf(a, b), chain(a, b)):
-            torch.testing.assert_close(g, e)
-        calls += 1
-        assert calls < 100_000
-    assert calls > 1  # the first call did not wait for Inductor
-    assert torch_compile.finish_compiling(timeout=600)
-    (fusion,) = fusions(thunder.last_traces(jf)[-1])
-    region = fusion.sym.python_impl
-    assert list(region.uncompiled_s.values()) == [float("inf")] and len(region.compiled) == 1
-    (compiled,) = region.compiled.values()
-    assert compiled is not region.uncompiled
-    for g, e in zip(jf(a, b), chain(a, b)):
-        torch.testing.assert_close(g, e)
-    assert len(compiles) == 1 and thunder.cache_misses(jf) == 1
-
-
-def test_background_compiles_are_dropped_at_exit_and_each_call_matches_eager(compiles, monkeypatch):
-    monkeypatch.setattr(torch_compile, "BACKGROUND_AFTER_S", 0.0)  # queued at the first call
-    monkeypatch.setattr(torch_compile, "_exiting", lambda: True)
-    jf = thunder.jit(chain, executors=["torchcompile"])
-    a, b = torch.randn(4, 4), torch.randn(4, 4)
-    for _ in range(3):
-        for g, e in zip(jf(a, b), chain(a, b)):
-            torch.testing.assert_close(g, e)
-    assert torch_compile.finish_compiling(timeout=60)
-    assert compiles == []  # the queued compile saw the interpreter "exiting" and did nothing
-
-
-def test_explorer_reruns_compile_each_region_once_per_rerun(compiles, monkeypatch):
+def test_explorer_reruns_compile_each_region_once_per_rerun(compiles):
     from thunder_viz.session import Session
-
-    monkeypatch.setattr(torch_compile, "BACKGROUND_AFTER_S", 1e9)  # the default mode: reruns still fuse at once
 
     session = Session(thunder.jit(mlp_loss))
     x, w1, w2 = torch.randn(4, 8), torch.randn(8, 16), torch.randn(16, 3)
@@ -186,7 +146,7 @@ def test_explorer_reruns_compile_each_region_once_per_rerun(compiles, monkeypatc
 
 
 @pytest.mark.slow
-def test_gpt2_forward_and_backward_match_eager(compiles):
+def test_gpt2_forward_and_backward_match_eager():
     from tests import zoo
 
     call = zoo.CALL_MODES["plain"](zoo.ZOO["gpt2"])

@@ -4,25 +4,18 @@ It accepts every op the torch executor can run except in-place and side-effectin
 must stay in order with the reads around them), Python-level symbols and ops of symbolic
 numbers. The shared region finder groups them (``thunder.extend.regions``); each region of two
 or more ops becomes one ``TorchCompileN`` symbol whose decomposition lists the ops it absorbed,
-built by ``fusion_bound_symbol``. A region is traced to aten ops and compiled by Inductor for
-the inputs it runs with (CPU and GPU), in the background once it has run long enough to be
-worth it (Note [Compiling in the background]); compiled, it is called directly, without
-dynamo's guards (thunder's cache guards the inputs already). Inductor's on-disk caches serve a
-second process. Single ops are declined: the torch executor runs them.
+built by ``fusion_bound_symbol``. On its first run the region is traced to aten ops and
+compiled by Inductor for the inputs of that run (CPU and GPU); later runs call the compiled
+graph directly, without dynamo's guards (thunder's cache guards the inputs already). Inductor's
+on-disk caches serve a second process. Single ops are declined: the torch executor runs them.
 
 Layer: executors. Imports: core, extend, executors.torchex.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
-import contextvars
-import functools
-import threading
-import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
 
@@ -65,8 +58,8 @@ class _Compiled:
     """Runs the region as a graph compiled by Inductor, called directly: no dynamo, no guards.
 
     The region's Python callable is traced to an FX graph of aten ops (``make_fx``) and compiled
-    by Inductor (``standalone_compile``) for the inputs of one call, in the background or on the
-    first call (Note [Compiling in the background]); a compiled graph holds only for inputs like those, so there is one per input signature (``_signature``:
+    by Inductor (``standalone_compile``) for the inputs of its first call; a compiled graph
+    holds only for inputs like those, so there is one per input signature (``_signature``:
     shapes, strides, grad mode and the values of non-tensor inputs, baked in). Thunder's cache
     guards the rest, so a static trace meets one signature per layout of its inputs; with
     ``cache="symbolic values"`` each new shape compiles once, up to ``MAX_COMPILATIONS``;
@@ -77,44 +70,16 @@ class _Compiled:
     def __init__(self, region_trace: TraceCtx):
         self.region_trace = region_trace
         self.compiled: dict[tuple, Callable] = {}
-        # Read when the function compiles: a rerun in the explorer compiles on the first call.
-        self.background_after_s = None if _ON_FIRST_CALL.get() else BACKGROUND_AFTER_S
-        self.uncompiled_s: dict[tuple, float] = {}  # per signature: seconds run uncompiled (inf: queued)
-        self._lock = threading.Lock()
-
-    @functools.cached_property
-    def uncompiled(self) -> Callable:
-        """The region's ops on torch's kernels. Generated on the first call, not while tracing: printing
-        reads the shapes, which would constrain symbolic ones."""
-        return self.region_trace.python_callable()
 
     def __call__(self, *args):
         key = _signature(args)
         compiled = self.compiled.get(key)
-        if compiled is not None:
-            return compiled(*args)
-        if self.background_after_s is None:
+        if compiled is None:
             compiled = self.compiled[key] = self._compile(args)
-            return compiled(*args)
-        start = time.perf_counter()
-        outputs = self.uncompiled(*args)
-        spent = time.perf_counter() - start
-        with self._lock:
-            spent += self.uncompiled_s.get(key, 0.0)
-            queue_it = spent >= self.background_after_s and spent != float("inf")
-            self.uncompiled_s[key] = float("inf") if queue_it else spent
-        if queue_it:
-            _queue(self, key, args)
-        return outputs
-
-    def _compile_in_background(self, key: tuple, args: tuple) -> None:
-        if _exiting():  # nobody will call it
-            return
-        with torch.set_grad_enabled(key[0]):
-            self.compiled[key] = self._compile(args)
+        return compiled(*args)
 
     def _compile(self, args: tuple) -> Callable:
-        fn = self.uncompiled
+        fn = self.region_trace.python_callable()
         name = self.region_trace.name
         if len(self.compiled) >= MAX_COMPILATIONS:
             if len(self.compiled) == MAX_COMPILATIONS:
@@ -125,8 +90,7 @@ class _Compiled:
                 )
             return fn
         try:
-            with _INDUCTOR:
-                return _compile(fn, args)
+            return _compile(fn, args)
         except Exception as e:  # e.g. an op whose output shape depends on values: torch's kernels run it
             warnings.warn(f"torchcompile: Inductor cannot compile {name} ({type(e).__name__}: {e}); it runs uncompiled", stacklevel=3)
             return fn
@@ -136,67 +100,6 @@ class _Compiled:
 
 
 MAX_COMPILATIONS = 8  # per region, as torch.compile's recompile limit
-
-# Note [Compiling in the background]
-# Inductor takes seconds per region (lowering, then a C++ or Triton compile), far more than a
-# call of a small model costs, and most of it would never be repaid by a function that runs a
-# few times. So a region first runs its ops on torch's kernels, exactly as the torch executor
-# would, timing itself; once it has spent ``BACKGROUND_AFTER_S`` seconds so (per input
-# signature) it is queued, with the inputs of that call as Inductor's example inputs, and one
-# background thread compiles the queued regions in turn. The calls meanwhile keep running
-# uncompiled; the first call after the compile finishes runs the compiled graph. A function
-# therefore answers its first call at the torch executor's speed and reaches its fused steady
-# state after its regions have compiled (``finish_compiling()`` waits for that). Results are
-# eager's within the compiled kernels' rounding either way. ``BACKGROUND_AFTER_S = None``, or
-# ``compile_on_first_call()`` around the call that compiles a function, compiles each region
-# on its first call instead, blocking it (the explorer's reruns do, to show the fused state).
-# Compiles are serialized (``_INDUCTOR``); at interpreter exit, queued ones are dropped.
-
-#: Seconds a region runs uncompiled before it is queued to compile in the background; None:
-#: compile on the first call, blocking. Read when a function compiles.
-BACKGROUND_AFTER_S: float | None = 0.1
-
-_ON_FIRST_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("thunder_torchcompile_on_first_call", default=False)
-_INDUCTOR = threading.Lock()  # one Inductor compile at a time: its configuration is global
-_WORKER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="thunder-torchcompile")
-_pending: set[concurrent.futures.Future] = set()
-_pending_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def compile_on_first_call() -> Iterator[None]:
-    """Within it (in this thread), functions that compile compile their regions on their first
-    call, blocking it, instead of in the background."""
-    token = _ON_FIRST_CALL.set(True)
-    try:
-        yield
-    finally:
-        _ON_FIRST_CALL.reset(token)
-
-
-def _exiting() -> bool:
-    return not threading.main_thread().is_alive()  # the main thread stops before others are joined
-
-
-def _queue(region: _Compiled, key: tuple, args: tuple) -> None:
-    future = _WORKER.submit(region._compile_in_background, key, args)
-    with _pending_lock:
-        _pending.add(future)
-    future.add_done_callback(_done)
-
-
-def _done(future: concurrent.futures.Future) -> None:
-    with _pending_lock:
-        _pending.discard(future)
-
-
-def finish_compiling(timeout: float | None = None) -> bool:
-    """Waits until the regions queued to compile in the background have compiled (or failed,
-    with a warning, to run uncompiled); True unless ``timeout`` seconds passed first."""
-    with _pending_lock:
-        futures = set(_pending)
-    _, not_done = concurrent.futures.wait(futures, timeout=timeout)
-    return not not_done
 
 
 def _signature(args: tuple) -> tuple:
