@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
 import thunder
+from thunder.core.errors import ThunderRuntimeError
 from thunder.extend import OperatorExecutor, deregister_executor, register_executor
 
 
@@ -234,3 +237,14 @@ def test_the_direct_convolution_limit_is_read_when_a_function_compiles(monkeypat
     jf = thunder.jit(conv)
     assert torch.equal(jf(x), conv(x))
     assert not any("conv2d_direct" in line for line in _conv_lines(thunder.last_traces(jf)[-1]))
+
+
+def test_nvfuser_is_listed_unavailable_with_its_reason_and_a_jit_naming_it_says_so():
+    from thunder.executors import nvfuserex
+
+    assert nvfuserex.ex in thunder.get_all_executors() and nvfuserex.ex not in thunder.get_default_executors()
+    assert thunder.nvfuser_executor is None  # lightning-thunder's value where nvFuser cannot run
+    reason = nvfuserex.ex.unavailable_reason
+    assert not nvfuserex.ex.available() and reason
+    with pytest.raises(ThunderRuntimeError, match=f"'nvfuser' is unavailable: {re.escape(reason)}"):
+        thunder.jit(lambda x: x * 2 + 1, executors=["nvfuser"])(torch.randn(3))
