@@ -1,5 +1,5 @@
 """Torch-level VJP rules that compute gradients with eager's backward kernels: gelu, relu, silu,
-softmax/log_softmax (F. and torch. forms), layer_norm, batch_norm, nll_loss, cross_entropy
+tanh, sigmoid, softmax/log_softmax (F. and torch. forms), layer_norm, batch_norm, nll_loss, cross_entropy
 (through log_softmax and nll_loss), and the pieces of split/chunk/unbind (one concatenation).
 
 Each case runs forward + backward through ``thunder.jit`` and eager with the same cotangent and
@@ -132,6 +132,30 @@ def test_relu_nan_and_integer():
 def test_silu(dtype, form):
     fn = F.silu if form == "F" else torch.nn.SiLU()
     check(fn, [_x(3, 7, dtype=dtype, scale=3)], dtype, ["silu_backward"])
+
+
+@pytest.mark.parametrize("dtype", [*DTYPES, torch.complex64])
+@pytest.mark.parametrize("op,kernel", [(torch.tanh, "tanh_backward"), (torch.sigmoid, "sigmoid_backward")])
+def test_tanh_and_sigmoid_run_eagers_one_kernel_backward(dtype, op, kernel):
+    # The prims' rules took three kernels, and sigmoid's multiplied in another order than eager
+    # (g * (s * (1 - s)) against (g * (1 - s)) * s): float32 gradients were an ulp off.
+    check(lambda x: op(x * 2), [_x(4, 9, dtype=dtype, scale=3)], dtype, [kernel])
+    jf = thunder.jit(lambda x: op(x).tanh())  # the forward keeps outputs, not inputs
+    jf(_x(3, dtype=dtype)).sum().abs().backward()
+    bw = thunder.last_backward_traces(jf)[-1]
+    assert str(bw).count(kernel) + str(bw).count("tanh_backward") >= 2
+
+
+def test_tanh_and_sigmoid_backward_decompose_into_prims():
+    """So that a fusion executor claiming prims (triton) fuses them; the torch executor runs them whole."""
+    from thunder.torch.nn_activations import sigmoid_backward, tanh_backward
+
+    g, y = _x(3, 4, requires_grad=False), _x(3, 4, seed=1, requires_grad=False).tanh()
+    for sym in (tanh_backward, sigmoid_backward):
+        jf = thunder.jit(lambda a, b, _s=sym: _s(a, b))
+        jf(g, y)
+        (bsym,) = [b for b in thunder.last_traces(jf)[0].bound_symbols if b.sym is sym]
+        assert {"mul", "sub"} <= {b.sym.name for b in bsym.subsymbols}
 
 
 def test_silu_complex():
@@ -514,3 +538,10 @@ def test_matmul_of_a_batch_by_a_matrix_is_folded_as_torch_folds_it():
     torch.testing.assert_close(torch.autograd.grad(out, (x, w), g), torch.autograd.grad(x @ w, (x, w), g))
     backward = str(thunder.last_backward_traces(jf)[-1])
     assert "f64[2, 4, 5]" not in backward  # no per-batch weight gradients
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.complex64])
+def test_log_gradient_is_one_division_as_in_eager(dtype):
+    # It was a reciprocal and a product: two roundings, float32/float64 gradients an ulp off eager's.
+    x = (torch.rand(50, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 5 + 0.1).to(dtype)
+    check(lambda x: torch.log(x * 3), [x.requires_grad_()], dtype, ["div"])

@@ -198,6 +198,13 @@ def test_mlp_forward_and_backward(act):
     assert ({"erf"} if act is F.gelu else {"sigmoid"}) <= _absorbed(thunder.last_traces(jf)[-1])
 
 
+def test_tanh_and_sigmoid_backward_kernels_are_fused():
+    jf = _check(lambda x: torch.tanh(x * 2) * torch.sigmoid(x), _rand(3, 17))
+    absorbed = _absorbed(thunder.last_backward_traces(jf)[-1])
+    assert {"tanh_backward", "sigmoid_backward"}.isdisjoint({b.sym.name for b in thunder.last_backward_traces(jf)[-1].bound_symbols})
+    assert {"mul", "sub"} <= absorbed
+
+
 def test_non_contiguous_and_expanded_inputs():
     x = _rand(24, 6).t()  # strides (1, 6)
     b = torch.randn(1, 24, device=DEVICE).expand(6, 24)  # stride 0

@@ -6,13 +6,15 @@ Each decomposes into elementwise prims (and ``amax``/``sum`` for softmax), compu
 float32 for bf16/f16 inputs. Functions with an ``inplace`` flag are routed by a dispatcher
 (``nn_utils.register_inplace_dispatch``) to the pure symbol or its in-place twin.
 
-relu, gelu, silu and the four softmax symbols have VJP rules (Note [VJP rules] in
+relu, gelu, silu, tanh, sigmoid and the four softmax symbols have VJP rules (Note [VJP rules] in
 ``thunder.core.rules``) that compute their gradients with the backward kernels eager's autograd
 uses, each a symbol of its own whose torch implementation is the aten op (``threshold_backward``,
-``gelu_backward``, ``silu_backward``, ``softmax_backward_data``, ``log_softmax_backward_data``):
-the gradients are eager's, bit for bit. relu and the softmaxes read their output, as eager's do,
-so the forward keeps the output rather than the input. These backward symbols have no
-decomposition and no rule of their own (no double backward, as in the rest of the transform).
+``gelu_backward``, ``silu_backward``, ``tanh_backward``, ``sigmoid_backward``,
+``softmax_backward_data``, ``log_softmax_backward_data``): the gradients are eager's, bit for bit,
+one kernel where the prims' rule would run three. ``tanh_backward`` and ``sigmoid_backward``
+decompose into prims as well, so a fusion executor that claims prims fuses them. relu and the softmaxes read their output, as eager's do,
+so the forward keeps the output rather than the input. The other backward symbols have no
+decomposition; none has a rule of its own (no double backward, as in the rest of the transform).
 
 Layer: language. Imports: core, torch.base, torch.elementwise, torch.nn_utils.
 """
@@ -46,7 +48,8 @@ __all__ = [
     "relu", "relu_", "relu6", "relu6_", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "elu", "elu_",
     "gelu", "silu", "silu_", "mish", "mish_", "softplus", "hardswish", "hardswish_", "hardsigmoid", "hardsigmoid_",
     "softmax", "log_softmax", "torch_softmax", "torch_log_softmax",
-    "threshold_backward", "gelu_backward", "silu_backward", "softmax_backward_data", "log_softmax_backward_data",
+    "threshold_backward", "gelu_backward", "silu_backward", "tanh_backward", "sigmoid_backward",
+    "softmax_backward_data", "log_softmax_backward_data",
 ]  # fmt: skip
 
 # F.tanh / F.sigmoid are Python wrappers of the torch functions: the same symbols.
@@ -357,6 +360,36 @@ def silu_backward(grad_output, self):
     return TensorProxy.like(grad_output, dtype=dtype, requires_grad=False)
 
 
+def _output_backward(op: str, grad_output, output, derivative):
+    """``grad_output * conj(derivative(output))`` computed as eager's kernel does: both promoted,
+    reduced precision computed in float32 and rounded once."""
+    _check_grad_of(op, grad_output, "output", output)
+    dtype = _backward_dtype(op, grad_output, output, "output", lambda g, d: dtypes.is_inexact_dtype(d))
+    computation = torch.float32 if dtype in dtypes.low_precision_dtypes else dtype
+    g, y = (maybe_convert_to_dtype(t, computation) for t in (grad_output, output))
+    return maybe_convert_to_dtype(derivative(g, y), dtype)
+
+
+@torchsymbol(id="torch.tanh_backward", torch_impl=torch.ops.aten.tanh_backward)
+def tanh_backward(grad_output, output):
+    """``aten.tanh_backward``: ``grad_output * conj(1 - output**2)``, one kernel in eager."""
+    return _output_backward(
+        "ltorch.tanh_backward", grad_output, output, lambda g, y: prims.mul(g, conj(prims.sub(1, prims.mul(y, y))))
+    )
+
+
+@torchsymbol(id="torch.sigmoid_backward", torch_impl=torch.ops.aten.sigmoid_backward)
+def sigmoid_backward(grad_output, output):
+    """``aten.sigmoid_backward``: ``grad_output * conj((1 - output) * output)``, one kernel in eager."""
+
+    def derivative(g, y):
+        if dtypes.is_complex_dtype(y.dtype):
+            return prims.mul(g, conj(prims.mul(prims.sub(1, y), y)))
+        return prims.mul(prims.mul(g, prims.sub(1, y)), y)  # eager's order: (g * (1 - y)) * y
+
+    return _output_backward("ltorch.sigmoid_backward", grad_output, output, derivative)
+
+
 def _softmax_backward_meta(op: str, grad_output, output, dim, input_dtype):
     _check_grad_of(op, grad_output, "output", output)
     check_float(op, "output", output)
@@ -397,6 +430,16 @@ def _grads(first, rest) -> tuple:
 def _relu_vjp(g, out, input):
     # Eager's rule: threshold_backward(grad, result, 0), so the forward's output is what is kept.
     return (threshold_backward(g, out, 0) if is_differentiable(input) else None,)
+
+
+@grad_rules.register(tanh)
+def _tanh_vjp(g, out, input):
+    return (tanh_backward(g, out) if is_differentiable(input) else None,)
+
+
+@grad_rules.register(sigmoid)
+def _sigmoid_vjp(g, out, input):
+    return (sigmoid_backward(g, out) if is_differentiable(input) else None,)
 
 
 @grad_rules.register(gelu)

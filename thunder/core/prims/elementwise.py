@@ -401,7 +401,6 @@ for _sym, _derivative in (
     (exp, lambda a, out: out),
     (exp2, lambda a, out: mul(out, _LN2)),
     (expm1, lambda a, out: add(out, 1)),
-    (log, lambda a, out: reciprocal(a)),
     (log1p, lambda a, out: reciprocal(add(a, 1))),
     (log2, lambda a, out: reciprocal(mul(a, _LN2))),
     (log10, lambda a, out: reciprocal(mul(a, _LN10))),
@@ -458,6 +457,12 @@ grad_rules.register(
     bitwise_right_shift,
     nextafter,
 )(zero_grad_rule)
+
+
+@grad_rules.register(log)
+def _log_grad(g, out, a):
+    # Eager's ``grad / conj(a)``: one division, rounded once (a reciprocal and a product round twice).
+    return (div(g, conj(a)) if is_differentiable(a) else None,)
 
 
 @grad_rules.register(neg)
