@@ -35,11 +35,14 @@ class TorchCompileExecutor(FusionExecutor):
     def can_execute(self, bsym: BoundSymbol) -> bool:
         # A symbolic number (``cache="symbolic values"``) is an expression of names that regions do
         # not list as inputs or outputs: ops reading or making one are left to the torch executor.
+        # A small convolution runs the direct kernels (Note [Small convolutions]), which Inductor
+        # lowers badly (its fallback rejects their non-contiguous gradients): the torch executor runs it.
         info = self.lookup_implementation(bsym.sym)
         return (
             info is not None
             and info.execution_transform is None
             and not any(is_symbolic(a) for a in (*bsym.flat_args, *bsym.flat_outs))
+            and not torchex.runs_direct_conv(bsym)
         )
 
     def fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:
@@ -115,12 +118,28 @@ def _compile(fn: Callable, args: tuple) -> Callable:
     from torch.fx.experimental.proxy_tensor import make_fx
 
     gm = make_fx(fn, tracing_mode="fake")(*args)
+    _views_as_reshapes(gm)
     # Specialized to the example inputs; unlike torch._inductor.compile, this gives Inductor a
     # shape environment, which its on-disk FX graph cache needs (a second process hits it).
     compiled = torch._inductor.standalone_compile(
         gm, list(args), dynamic_shapes="from_example_inputs", donate_graph_module=True
     )
     return lambda *a: tuple(compiled(*a))
+
+
+def _views_as_reshapes(gm: torch.fx.GraphModule) -> None:
+    """``aten.view`` nodes become ``aten.reshape``. make_fx records a view where the traced strides
+    allowed one (matmul's decomposition reshapes its operands), but Inductor lays out
+    intermediates its own way, where the same view may be impossible ("Cannot view a tensor with
+    shape ... and strides ..."). A region is functional (in-place ops stay outside), so a copy where
+    a view was is the same value."""
+    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is view:
+            node.target, changed = reshape, True
+    if changed:
+        gm.recompile()
 
 
 ex = TorchCompileExecutor("torchcompile")

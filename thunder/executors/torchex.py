@@ -150,25 +150,34 @@ def _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups
     return math.prod(out.shape) * math.prod(weight.shape[1:]) <= DIRECT_CONV_MACS
 
 
+def runs_direct_conv(bsym) -> bool:
+    """Whether ``bsym`` (``prims.convolution``, a torch-language conv whose decomposition is one, or
+    ``prims.convolution_backward``) prints as the direct kernels (Note [Small convolutions])."""
+    if bsym.sym.name in ("convolution_backward", "torch_convolution_backward"):  # the prim, or this executor's symbol
+        g, a, weight, stride, padding, dilation, transposed, output_padding, groups, _ = bsym.args
+        return _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups, g)
+    conv = bsym if bsym.sym.id == prims.convolution.id else (bsym.subsymbols[0] if len(bsym.subsymbols) == 1 else None)
+    if conv is None or conv.sym.id != prims.convolution.id or conv.output is not bsym.output:
+        return False
+    a, weight, bias, stride, padding, dilation, transposed, output_padding, groups = conv.args
+    return _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups, bsym.output)
+
+
 def _print_convolution(bsym, printer) -> list[str]:
     """``prims.convolution``, or the torch language's conv2d whose decomposition is one, as
     ``conv2d_direct`` where it fits (Note [Small convolutions])."""
-    conv = bsym if bsym.sym.id == prims.convolution.id else (bsym.subsymbols[0] if len(bsym.subsymbols) == 1 else None)
-    if conv is None or conv.sym.id != prims.convolution.id:
+    if not runs_direct_conv(bsym):
         return _line(bsym, printer, None)
-    a, weight, bias, stride, padding, dilation, transposed, output_padding, groups = conv.args
-    if conv.output is not bsym.output or not _direct_conv(a, weight, stride, dilation, transposed, output_padding,
-                                                          groups, bsym.output):  # fmt: skip
-        return _line(bsym, printer, None)
+    a, weight, bias, stride, padding = (bsym if bsym.sym.id == prims.convolution.id else bsym.subsymbols[0]).args[:5]
     fn = printer.add_ctx("conv2d_direct", conv2d_direct)
     args = ", ".join(printer.value(x) for x in (a, weight, bias, tuple(weight.shape[2:]), tuple(stride), tuple(padding)))
     return _line(bsym, printer, f"{fn}({args})")
 
 
 def _print_convolution_backward(bsym, printer) -> list[str]:
-    g, a, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask = bsym.args
-    if not _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups, g):
+    if not runs_direct_conv(bsym):
         return _line(bsym, printer, None)
+    g, a, weight, stride, padding, *_, output_mask = bsym.args
     fn = printer.add_ctx("conv2d_direct_backward", conv2d_direct_backward)
     args = (g, a, weight, tuple(weight.shape[2:]), tuple(stride), tuple(padding), list(output_mask))
     return _line(bsym, printer, f"{fn}({', '.join(printer.value(x) for x in args)})")
