@@ -242,7 +242,9 @@ def main() -> None:
             print(f"{c}: not timed: {reason}", flush=True)
         else:
             contenders.append(c)
-    print("model  mode  contender  steady CPU us  vs eager  compile s / first call s  warm second process s", flush=True)
+    print(
+        "model  mode  contender  steady CPU us  vs eager  compile s / first call s  warm second process s", flush=True
+    )
     ratios: dict[tuple[str, str], dict[str, float]] = {}
     firsts: dict[tuple[str, str, str], float] = {}
     for name in models:
@@ -252,7 +254,10 @@ def main() -> None:
             for c in steady:
                 ratio = steady[c] / steady["eager"]
                 ratios.setdefault((c, mode), {})[name] = ratio
-                print(f"{name}  {mode}  {c}  {steady[c]:.1f} us  {ratio:.2f}x  compile {compile_s.get(c, float('nan')):.2f} s", flush=True)
+                print(
+                    f"{name}  {mode}  {c}  {steady[c]:.1f} us  {ratio:.2f}x  compile {compile_s.get(c, float('nan')):.2f} s",
+                    flush=True,
+                )
         if opts.no_first_call:
             continue
         for c in (c for c in contenders if c != "eager"):
