@@ -198,6 +198,22 @@ def test_mlp_forward_and_backward(act):
     assert ({"erf"} if act is F.gelu else {"sigmoid"}) <= _absorbed(thunder.last_traces(jf)[-1])
 
 
+@pytest.mark.parametrize("weight", ["tensor", 0.3, 0.7])
+def test_bfloat16_lerp_in_a_region_rounds_once_as_eager(weight):
+    # lerp decomposed into bfloat16 ops rounded after each (0.25 off at 75), and took one formula
+    # where eager's kernel takes end - (end - start) * (1 - weight) for |weight| >= 0.5.
+    gen = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(64, generator=gen) * 50).bfloat16(), (torch.randn(64, generator=gen) * 50).bfloat16()
+    w = (torch.rand(64, generator=gen) * 1.4 - 0.2).bfloat16() if weight == "tensor" else weight
+
+    def f(a, b, w):
+        return torch.lerp(a * 1.0, b * 1.0, w) * 1.0
+
+    jf = _jit(f)
+    torch.testing.assert_close(jf(a, b, w), f(a, b, w), rtol=0, atol=0)
+    assert len(_fusions(thunder.last_traces(jf)[-1])) == 1  # one kernel: the lerp is fused, not run by torch
+
+
 def test_tanh_and_sigmoid_backward_kernels_are_fused():
     jf = _check(lambda x: torch.tanh(x * 2) * torch.sigmoid(x), _rand(3, 17))
     absorbed = _absorbed(thunder.last_backward_traces(jf)[-1])

@@ -8,6 +8,8 @@ Layer: language. Imports: core, torch.base.
 
 from __future__ import annotations
 
+import builtins
+
 import torch
 
 from thunder.core import dtypes, prims
@@ -411,13 +413,24 @@ def positive(a):
 
 @torchsymbol(torch.lerp, method_name="lerp")
 def lerp(start, end, weight):
-    """``torch.lerp``: ``start + weight * (end - start)``; no type promotion between the tensors."""
+    """``torch.lerp`` as eager's kernel computes it: ``start + weight * (end - start)`` where
+    ``|weight| < 0.5``, else ``end - (end - start) * (1 - weight)`` (exact at ``weight == 1``), in
+    float32 for reduced precision and rounded once; no type promotion between the tensors."""
     op = "ltorch.lerp"
     for x, n in ((end, "end"), (weight, "weight")):
         if is_tensor(x) and x.dtype != start.dtype:
             raise ThunderTypeError(f"{op}: expected dtype {start.dtype} for `{n}` but got dtype {x.dtype}")
     _reject("lerp", lambda d: None if d.is_floating_point or d.is_complex else "integer and bool", start.dtype)
-    return add(start, mul(weight, sub(end, start)))
+    computation = torch.float32 if start.dtype in dtypes.low_precision_dtypes else start.dtype
+    s, e = (maybe_convert_to_dtype(x, computation) for x in (start, end))
+    diff = sub(e, s)
+    if is_tensor(weight):
+        w = maybe_convert_to_dtype(weight, computation)
+        out = where(lt(globals()["abs"](w), 0.5), add(s, mul(w, diff)), sub(e, mul(diff, sub(1, w))))
+    else:
+        w = pyval(weight)
+        out = add(s, mul(weight, diff)) if builtins.abs(w) < 0.5 else sub(e, mul(diff, 1 - w))
+    return maybe_convert_to_dtype(out, start.dtype)
 
 
 lerp_ = make_inplace(lerp)
