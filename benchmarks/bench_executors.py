@@ -46,7 +46,11 @@ from benchmarks.bench_jit import twenty_ops
 
 CONTENDERS = ("defaults", "torch", "torchcompile", "triton", "torch.compile", "eager")
 MODELS = ("mlp", "chain", "gpt2", "llama", "bert", "t5", "vit", "resnet", "convnext")
-EXECUTORS = {"defaults": None, "torch": [], "torchcompile": ["torchcompile"], "triton": ["triton"]}
+#: The thunder configurations by name: the ``executors=`` each jits with.
+EXECUTORS: dict[str, list[str] | None] = {
+    "defaults": None, "torch": [], "sdpa": ["sdpa"], "torchcompile": ["torchcompile"], "triton": ["triton"],
+    "nvfuser": ["nvfuser"],
+}  # fmt: skip
 
 
 def _mlp() -> tuple[torch.nn.Module, dict]:
@@ -121,16 +125,21 @@ def step(fn: Callable, kwargs: dict, backward: bool) -> None:
             fn(**kwargs)
 
 
+def unavailable(contender: str) -> str | None:
+    """Why an executor of ``contender`` cannot run here (None: they all can)."""
+    for name in EXECUTORS.get(contender) or ():
+        ex = thunder.extend.get_executor(name)
+        if ex is not None and not ex.available():
+            return ex.unavailable_reason
+    return None
+
+
 def skip_reason(contender: str) -> str | None:
     """Why ``contender`` is not timed here (None: it is)."""
-    if contender == "triton":
-        from thunder.executors import tritonex
-
-        if tritonex.ex.unavailable_reason is not None:
-            return tritonex.ex.unavailable_reason
-        if not torch.cuda.is_available():
-            return "runs in Triton's interpreter here (correctness only)"
-    return None
+    reason = unavailable(contender)
+    if reason is None and contender == "triton" and not torch.cuda.is_available():
+        reason = "runs in Triton's interpreter here (correctness only)"
+    return reason
 
 
 def steady_state(

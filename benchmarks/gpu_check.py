@@ -35,15 +35,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import thunder  # noqa: E402
+from benchmarks.bench_executors import EXECUTORS, compiled, unavailable  # noqa: E402
 
-CONFIGS: dict[str, list[str] | None] = {
-    "defaults": None,
-    "torch": [],
-    "sdpa": ["sdpa"],
-    "torchcompile": ["torchcompile"],
-    "triton": ["triton"],
-    "nvfuser": ["nvfuser"],
-}
 FUSION_EXECUTORS = ("triton", "torchcompile")
 DTYPES = (torch.float32, torch.bfloat16)
 
@@ -59,15 +52,6 @@ class Budget:
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
-
-
-def unavailable(config: str) -> str | None:
-    names = CONFIGS[config] or []
-    for name in names:
-        ex = thunder.extend.get_executor(name)
-        if ex is not None and not ex.available():
-            return ex.unavailable_reason
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,15 +172,6 @@ def resnet(tiny: bool):
 MODELS = {"gpt": gpt, "bert": bert, "resnet": resnet}
 
 
-def compiled(config: str, model: torch.nn.Module) -> Callable:
-    if config == "eager":
-        return model
-    if config == "torch.compile":
-        torch._dynamo.reset()
-        return torch.compile(model)
-    return thunder.jit(model, executors=CONFIGS[config])
-
-
 def run(fn: Callable, kwargs: dict, backward: bool, params: list[torch.Tensor]):
     """What is compared with eager: the logits (forward), or the loss and the first parameter's gradient."""
     if not backward:
@@ -219,7 +194,7 @@ def max_rel_diff(got: tuple, expected: tuple) -> float:
 
 def model_rows(device: str, tiny: bool, budget: Budget, repeats: int) -> list[list[str]]:
     rows = []
-    configs = ["eager", *CONFIGS, "torch.compile"]
+    configs = ["eager", *EXECUTORS, "torch.compile"]
     for name, build in MODELS.items():
         for dtype in DTYPES:
             torch.manual_seed(0)
@@ -237,7 +212,7 @@ def model_rows(device: str, tiny: bool, budget: Budget, repeats: int) -> list[li
                 expected, eager_ms = None, None
                 for config in configs:
                     label = [name, str(dtype).removeprefix("torch."), mode, config]
-                    reason = unavailable(config) if config in CONFIGS else None
+                    reason = unavailable(config)
                     if reason:
                         rows.append([*label, "-", "-", "-", "-", f"unavailable: {reason[:80]}"])
                         continue

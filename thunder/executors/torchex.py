@@ -150,32 +150,39 @@ def _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups
     return math.prod(out.shape) * math.prod(weight.shape[1:]) <= DIRECT_CONV_MACS
 
 
-def runs_direct_conv(bsym) -> bool:
-    """Whether ``bsym`` (``prims.convolution``, a torch-language conv whose decomposition is one, or
-    ``prims.convolution_backward``) prints as the direct kernels (Note [Small convolutions])."""
-    if bsym.sym.name in ("convolution_backward", "torch_convolution_backward"):  # the prim, or this executor's symbol
+def _direct_conv_of(bsym):
+    """The convolution ``bsym`` stands for, if it runs by the direct kernels (Note [Small convolutions]):
+    ``bsym`` itself for ``prims.convolution_backward`` (or this executor's symbol of it), the
+    ``prims.convolution`` of the prim or of a torch-language conv whose decomposition is one; else None."""
+    if bsym.sym.name.removeprefix("torch_") == prims.convolution_backward.name:
         g, a, weight, stride, padding, dilation, transposed, output_padding, groups, _ = bsym.args
-        return _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups, g)
+        return bsym if _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups, g) else None
     conv = bsym if bsym.sym.id == prims.convolution.id else (bsym.subsymbols[0] if len(bsym.subsymbols) == 1 else None)
     if conv is None or conv.sym.id != prims.convolution.id or conv.output is not bsym.output:
-        return False
+        return None
     a, weight, bias, stride, padding, dilation, transposed, output_padding, groups = conv.args
-    return _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups, bsym.output)
+    return conv if _direct_conv(a, weight, stride, dilation, transposed, output_padding, groups, bsym.output) else None
+
+
+def runs_direct_conv(bsym) -> bool:
+    """Whether ``bsym`` (a convolution, forward or backward) prints as the direct kernels."""
+    return _direct_conv_of(bsym) is not None
 
 
 def _print_convolution(bsym, printer) -> list[str]:
     """``prims.convolution``, or the torch language's conv2d whose decomposition is one, as
     ``conv2d_direct`` where it fits (Note [Small convolutions])."""
-    if not runs_direct_conv(bsym):
+    conv = _direct_conv_of(bsym)
+    if conv is None:
         return _line(bsym, printer, None)
-    a, weight, bias, stride, padding = (bsym if bsym.sym.id == prims.convolution.id else bsym.subsymbols[0]).args[:5]
+    a, weight, bias, stride, padding = conv.args[:5]
     fn = printer.add_ctx("conv2d_direct", conv2d_direct)
     args = ", ".join(printer.value(x) for x in (a, weight, bias, tuple(weight.shape[2:]), tuple(stride), tuple(padding)))
     return _line(bsym, printer, f"{fn}({args})")
 
 
 def _print_convolution_backward(bsym, printer) -> list[str]:
-    if not runs_direct_conv(bsym):
+    if _direct_conv_of(bsym) is None:
         return _line(bsym, printer, None)
     g, a, weight, stride, padding, *_, output_mask = bsym.args
     fn = printer.add_ctx("conv2d_direct_backward", conv2d_direct_backward)
