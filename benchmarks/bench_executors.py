@@ -4,7 +4,8 @@ Run: ``python -m benchmarks.bench_executors [--models mlp,chain,gpt2,<any zoo na
 [--contenders defaults,torch,torchcompile,triton,torch.compile] [--warm] [--no-first-call]``.
 
 Contenders: ``defaults`` (``thunder.jit(model)``), ``torch`` (the torch executor alone),
-``torchcompile``, ``triton`` (timed only where it runs compiled, on CUDA; Triton's interpreter
+``torchcompile``, ``torchcompile_background`` (timed once its background compilations have
+settled), ``triton`` (timed only where it runs compiled, on CUDA; Triton's interpreter
 is a correctness tool), ``torch.compile`` and ``eager``. Models: ``mlp`` and ``chain`` (the
 20-op elementwise function of ``bench_jit`` with a parameter) and the test zoo's models.
 
@@ -43,13 +44,14 @@ import torch
 
 import thunder
 from benchmarks.bench_jit import twenty_ops
+from thunder.executors import inductor_pool
 
-CONTENDERS = ("defaults", "torch", "torchcompile", "triton", "torch.compile", "eager")
+CONTENDERS = ("defaults", "torch", "torchcompile", "torchcompile_background", "triton", "torch.compile", "eager")
 MODELS = ("mlp", "chain", "gpt2", "llama", "bert", "t5", "vit", "resnet", "convnext")
 #: The thunder configurations by name: the ``executors=`` each jits with.
 EXECUTORS: dict[str, list[str] | None] = {
-    "defaults": None, "torch": [], "sdpa": ["sdpa"], "torchcompile": ["torchcompile"], "triton": ["triton"],
-    "nvfuser": ["nvfuser"],
+    "defaults": None, "torch": [], "sdpa": ["sdpa"], "torchcompile": ["torchcompile"],
+    "torchcompile_background": ["torchcompile_background"], "triton": ["triton"], "nvfuser": ["nvfuser"],
 }  # fmt: skip
 
 
@@ -125,6 +127,22 @@ def step(fn: Callable, kwargs: dict, backward: bool) -> None:
             fn(**kwargs)
 
 
+def settle(fn: Callable, kwargs: dict, backward: bool, *, quiet_s: float = 1.0, limit_s: float = 600.0) -> None:
+    """Calls ``fn`` until no background compilation is pending and none has started for ``quiet_s``
+    seconds of calls: the steady state of ``torchcompile_background`` (a no-op for the others)."""
+    deadline = time.perf_counter() + limit_s
+    last, quiet_since = inductor_pool.counts(), time.perf_counter()
+    while time.perf_counter() < deadline:
+        step(fn, kwargs, backward)
+        now = inductor_pool.counts()
+        if now != last:
+            last, quiet_since = now, time.perf_counter()
+        elif now[0] == now[1] and time.perf_counter() - quiet_since > quiet_s:
+            return
+        if now[0] != now[1]:
+            inductor_pool.wait(0.05)  # let the worker and its loader have the machine
+
+
 def unavailable(contender: str) -> str | None:
     """Why an executor of ``contender`` cannot run here (None: they all can)."""
     for name in EXECUTORS.get(contender) or ():
@@ -159,6 +177,8 @@ def steady_state(
             compile_s[c] = time.perf_counter() - start
             for _ in range(2):
                 step(fn, kwargs, backward)
+            if c in EXECUTORS:
+                settle(fn, kwargs, backward)
         except Exception as e:
             print(f"{name} {c}: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
             continue

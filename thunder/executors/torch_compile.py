@@ -9,24 +9,41 @@ compiled by Inductor for the inputs of that run (CPU and GPU); later runs call t
 graph directly, without dynamo's guards (thunder's cache guards the inputs already). Inductor's
 on-disk caches serve a second process. Single ops are declined: the torch executor runs them.
 
-Layer: executors. Imports: core, extend, executors.torchex.
+``torchcompile_background`` fuses the same regions but never makes a call wait for Inductor:
+a region runs torch's kernels until those runs have taken ``COMPILE_AFTER_S`` seconds, then a
+worker process compiles it (``inductor_pool``) and the calls after that run the compiled graph.
+The first call costs what the torch executor's costs; only regions that run long enough to
+repay a compilation are compiled.
+
+Layer: executors. Imports: core, extend, executors.torchex, executors.inductor_pool.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+import time
+import types
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
+from thunder.core.codegen import Printer, trace_source
 from thunder.core.symbol import DONT_DCE, IN_PLACE, BoundSymbol, Symbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import TraceCtx
-from thunder.executors import torchex
+from thunder.executors import inductor_pool, torchex
+from thunder.executors.inductor_worker import Job, TensorSpec
 from thunder.extend import FusionExecutor, Region, fusion_bound_symbol, register_executor
 
 
 class TorchCompileExecutor(FusionExecutor):
+    def __init__(self, name: str, *, background: bool):
+        super().__init__(name)
+        self.background = background
+
     def lookup_implementation(self, sym: Symbol):
         if sym.tags & {IN_PLACE, DONT_DCE} or sym.printer is not None:
             return None
@@ -54,7 +71,15 @@ class TorchCompileExecutor(FusionExecutor):
             b.from_bsym(sym=torchex.ex.lookup_implementation(b.sym).symbol, lineage=b.lineage)
             for b in region.bound_symbols
         ]
-        return [fusion_bound_symbol(region, trace, prefix="TorchCompile", factory=_Compiled, bound_symbols=ops)]
+        return [
+            fusion_bound_symbol(
+                region,
+                trace,
+                prefix="TorchCompile",
+                factory=functools.partial(_Compiled, background=self.background),
+                bound_symbols=ops,
+            )
+        ]
 
 
 class _Compiled:
@@ -67,17 +92,24 @@ class _Compiled:
     guards the rest, so a static trace meets one signature per layout of its inputs; with
     ``cache="symbolic values"`` each new shape compiles once, up to ``MAX_COMPILATIONS``;
     further signatures, and a region Inductor cannot compile, run the region's ops uncompiled
-    (torch's kernels), with a warning.
+    (torch's kernels), with a warning. In the background mode a signature runs uncompiled
+    until a worker has compiled it; ``status()`` says where each signature stands.
     """
 
-    def __init__(self, region_trace: TraceCtx):
+    def __init__(self, region_trace: TraceCtx, *, background: bool = False):
         self.region_trace = region_trace
+        self.background = background
         self.compiled: dict[tuple, Callable] = {}
+        self.uncompiled_reasons: dict[tuple, str] = {}
+        self._uncompiled_s: dict[tuple, float | None] = {}  # background: seconds run uncompiled; None once submitted
+        self._lock = threading.Lock()
 
     def __call__(self, *args):
         key = _signature(args)
         compiled = self.compiled.get(key)
         if compiled is None:
+            if self.background:
+                return self._run_until_compiled(key, args)
             compiled = self.compiled[key] = self._compile(args)
         return compiled(*args)
 
@@ -95,12 +127,80 @@ class _Compiled:
         try:
             return _compile(fn, args)
         except Exception as e:  # e.g. an op whose output shape depends on values: torch's kernels run it
-            warnings.warn(f"torchcompile: Inductor cannot compile {name} ({type(e).__name__}: {e}); it runs uncompiled", stacklevel=3)
+            warnings.warn(
+                f"torchcompile: Inductor cannot compile {name} ({type(e).__name__}: {e}); it runs uncompiled",
+                stacklevel=3,
+            )
             return fn
+
+    def _run_until_compiled(self, key: tuple, args: tuple):
+        fn = self.region_trace.python_callable()
+        start = time.perf_counter()
+        out = fn(*args)
+        spent = time.perf_counter() - start
+        with self._lock:
+            so_far = self._uncompiled_s.get(key, 0.0)
+            if so_far is None or key in self.compiled:  # submitted, or finished meanwhile
+                return out
+            if so_far + spent < COMPILE_AFTER_S:
+                self._uncompiled_s[key] = so_far + spent
+                return out
+            self._uncompiled_s[key] = None
+            submitted = sum(1 for v in self._uncompiled_s.values() if v is None)
+        if submitted > MAX_COMPILATIONS:
+            self._finish(key, None, f"compiled for {MAX_COMPILATIONS} input signatures already")
+            return out
+        try:
+            inductor_pool.submit(self._job(args), functools.partial(self._finish, key))
+        except Exception as e:  # noqa: BLE001 - e.g. an object of the region's source that does not pickle
+            self._finish(key, None, f"cannot be sent to a compile worker ({type(e).__name__}: {e})")
+        return out
+
+    def _job(self, args: tuple) -> Job:
+        printer = Printer()
+        source = trace_source(self.region_trace, print_depth=1, printer=printer)
+        references = {k: r for k, v in printer.ctx.items() if (r := _reference(v)) is not None}
+        ctx = {k: v for k, v in printer.ctx.items() if k not in references}
+        inputs = tuple(TensorSpec.of(a) if isinstance(a, torch.Tensor) else a for a in args)
+        return Job(source, self.region_trace.function_name, ctx, references, inputs, torch.is_grad_enabled(), "")
+
+    def _finish(self, key: tuple, compiled: tuple | None, reason: str | None) -> None:
+        """A worker's answer: later calls of ``key`` run the compiled graph, or torch's kernels and why."""
+        if compiled is None:
+            self.uncompiled_reasons[key] = reason or "not compiled"
+            self.compiled[key] = self.region_trace.python_callable()
+        else:
+            self.compiled[key] = _tuple_results(*compiled)
+
+    def status(self) -> dict[tuple, str]:
+        """Each input signature met so far: 'compiled', 'uncompiled: why', 'compiling' or 'warming up'."""
+        found = {}
+        for key in {**self._uncompiled_s, **self.compiled}:
+            if key in self.uncompiled_reasons:
+                found[key] = f"uncompiled: {self.uncompiled_reasons[key]}"
+            elif key in self.compiled:
+                found[key] = "compiled"
+            else:
+                found[key] = "compiling" if self._uncompiled_s.get(key, 0.0) is None else "warming up"
+        return found
 
     def __repr__(self) -> str:
         return f"<Inductor compilation of {self.region_trace.name}>"
 
+
+def _reference(value: Any) -> str | None:
+    """How a worker finds ``value`` (``module:attribute.path``) where it does not pickle: a module,
+    or the C++ entry of an aten overload (``torchex.overload_of``); None for the rest."""
+    if isinstance(value, types.ModuleType):
+        return f"{value.__name__}:"
+    overload = torchex.overload_of(value)
+    if overload is not None:
+        return f"torch:ops.{overload.namespace}.{overload._opname}.{overload._overloadname}"
+    return None
+
+
+#: In the background mode, seconds of uncompiled runs after which a region signature is compiled.
+COMPILE_AFTER_S = 0.02
 
 MAX_COMPILATIONS = 8  # per region, as torch.compile's recompile limit
 
@@ -109,22 +209,65 @@ def _signature(args: tuple) -> tuple:
     """What a compiled graph is specialized to beyond what thunder guards (dtypes, devices and
     ``requires_grad`` of its inputs, which fix those of every value in the trace): grad mode,
     shapes (symbolic under ``cache="symbolic values"``), strides, and the non-tensor values."""
-    return (torch.is_grad_enabled(), *[(a.shape, a.stride()) if isinstance(a, torch.Tensor) else (type(a), a) for a in args])
+    return (
+        torch.is_grad_enabled(),
+        *[(a.shape, a.stride()) if isinstance(a, torch.Tensor) else (type(a), a) for a in args],
+    )
 
 
 def _compile(fn: Callable, args: tuple) -> Callable:
     """``fn`` traced to aten ops and compiled by Inductor for ``args``; returns a tuple, as ``fn``."""
+    with inductor_pool.INDUCTOR_LOCK:
+        return _tuple_results(*compile_region(fn, list(args)))
+
+
+def compile_region(fn: Callable, args: list, *, fake_mode: Any = None) -> tuple[Any, list[torch.Tensor]]:
+    """``fn`` traced to aten ops (``make_fx``) and compiled by Inductor for ``args`` (real tensors,
+    or fake ones of ``fake_mode``): the compiled artifact (``torch._inductor.CompiledArtifact``)
+    and the constant tensors it takes after ``args``."""
     import torch._inductor  # a second of imports: only once something is compiled
     from torch.fx.experimental.proxy_tensor import make_fx
 
     gm = make_fx(fn, tracing_mode="fake")(*args)
     _views_as_reshapes(gm)
+    constants = _constants_as_inputs(gm)
+    inputs = [*args, *(fake_mode.from_tensor(c) if fake_mode is not None else c for c in constants)]
     # Specialized to the example inputs; unlike torch._inductor.compile, this gives Inductor a
     # shape environment, which its on-disk FX graph cache needs (a second process hits it).
     compiled = torch._inductor.standalone_compile(
-        gm, list(args), dynamic_shapes="from_example_inputs", donate_graph_module=True
+        gm, inputs, dynamic_shapes="from_example_inputs", donate_graph_module=True, fake_mode=fake_mode
     )
-    return lambda *a: tuple(compiled(*a))
+    return compiled, constants
+
+
+def _tuple_results(compiled: Callable, constants: list[torch.Tensor]) -> Callable:
+    return lambda *a: tuple(compiled(*a, *constants))
+
+
+def _constants_as_inputs(gm: torch.fx.GraphModule) -> list[torch.Tensor]:
+    """The graph's tensor constants (``torch.tensor(3.0)`` in the region: make_fx keeps them as
+    attributes) become inputs after the others, and are returned: an Inductor artifact saved by
+    a worker and loaded here would not have them."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    constants = []
+    for node in list(graph.nodes):
+        value = getattr(gm, node.target, None) if node.op == "get_attr" else None
+        if not isinstance(value, torch.Tensor):
+            continue
+        where = (
+            graph.inserting_after(placeholders[-1]) if placeholders else graph.inserting_before(next(iter(graph.nodes)))
+        )
+        with where:
+            placeholder = graph.placeholder(f"constant_{len(constants)}")
+        node.replace_all_uses_with(placeholder)
+        graph.erase_node(node)
+        delattr(gm, node.target)
+        placeholders.append(placeholder)
+        constants.append(value)
+    if constants:
+        gm.recompile()
+    return constants
 
 
 def _views_as_reshapes(gm: torch.fx.GraphModule) -> None:
@@ -142,5 +285,7 @@ def _views_as_reshapes(gm: torch.fx.GraphModule) -> None:
         gm.recompile()
 
 
-ex = TorchCompileExecutor("torchcompile")
+ex = TorchCompileExecutor("torchcompile", background=False)
 register_executor(ex)
+background_ex = TorchCompileExecutor("torchcompile_background", background=True)
+register_executor(background_ex)

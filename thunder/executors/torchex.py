@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -54,8 +55,21 @@ def _direct(fn):
     what a call without ``out=`` runs, without the packet's Python dispatch (a microsecond or two a
     call, on every call of a backward)."""
     if isinstance(fn, torch._ops.OpOverloadPacket) and set(fn.overloads()) <= {"default", "out", "grad_input"}:
+        _overloads[fn.default._op] = fn.default
         return fn.default._op
     return fn
+
+
+_overloads: dict[Any, torch._ops.OpOverload] = {}  # what _direct made: C++ entry -> its overload
+
+
+def overload_of(fn: Any) -> torch._ops.OpOverload | None:
+    """The aten overload whose C++ entry ``fn`` is (what ``_direct`` made), else None: the entries
+    do not pickle, their overloads can be named."""
+    try:
+        return _overloads.get(fn)
+    except TypeError:  # unhashable
+        return None
 
 
 # Note [Shape prims printed inline]

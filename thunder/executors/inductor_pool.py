@@ -1,0 +1,183 @@
+"""Worker processes that compile torchcompile regions while the caller's program runs on.
+
+``submit`` hands a region's job (``inductor_worker.Job``) to a worker process, started on first
+use, ``WORKERS`` of them; a daemon thread per worker waits for its answer, loads the compiled
+artifact (Inductor's on-disk caches make that milliseconds after the first) and calls the job's
+``done`` with the compiled callable and the constant tensors it takes after the inputs, or with
+None and why not. Workers are killed at exit (a
+pending compilation never delays it) and after a fork the child starts its own.
+
+Inductor is not thread-safe, so whatever compiles or loads in this process holds
+``INDUCTOR_LOCK``.
+
+Layer: executors. Imports: executors.inductor_worker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import itertools
+import os
+import pickle
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from thunder.executors.inductor_worker import Job, receive, send
+
+#: Worker processes: half the cores (the other half runs the program), at least one, at most four.
+WORKERS = max(1, min(4, (os.cpu_count() or 2) // 2))
+
+#: Held by whatever compiles or loads an Inductor graph in this process.
+INDUCTOR_LOCK = threading.RLock()
+
+Done = Callable[[Any, "str | None"], None]  # ((compiled callable, constants) or None, why not)
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Job, Done]] = queue.SimpleQueue()
+        self._state = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._processes: set[subprocess.Popen] = set()
+        self._directory: str | None = None
+        self._ids = itertools.count()
+        self.submitted = 0
+        self.finished = 0
+
+    def submit(self, job: Job, done: Done) -> None:
+        """Queues ``job``; ``done`` is called on a pool thread once it is compiled or has failed.
+
+        Raises what pickling raises when the job cannot be sent (the caller reports it)."""
+        with self._state:
+            if self._directory is None:
+                self._directory = tempfile.mkdtemp(prefix="thunder-inductor-")
+            job = dataclasses.replace(job, artifact_path=os.path.join(self._directory, f"{next(self._ids)}.bin"))
+            pickle.dumps(job)  # what cannot be sent fails here, in the caller, not in a worker
+            self.submitted += 1
+            while len(self._threads) < WORKERS:
+                thread = threading.Thread(
+                    target=self._serve, name=f"thunder-inductor-{len(self._threads)}", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
+        self._jobs.put((job, done))
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Waits until every submitted job has finished; False if ``timeout`` seconds passed first."""
+        with self._state:
+            return self._state.wait_for(lambda: self.finished == self.submitted, timeout)
+
+    def _serve(self) -> None:
+        process: subprocess.Popen | None = None
+        while True:
+            job, done = self._jobs.get()
+            compiled, reason = None, None
+            try:
+                if process is None or process.poll() is not None:
+                    process = self._start()
+                send(process.stdin, job)
+                reason, constants = receive(process.stdout)
+                if reason is None:
+                    compiled = (_load(job.artifact_path), constants)
+            except (EOFError, OSError) as e:
+                reason = _exit_reason(process, e)
+                process = None
+            except Exception as e:  # noqa: BLE001 - a load that fails leaves the region uncompiled, with why
+                reason = f"{type(e).__name__}: {e}"
+            finally:
+                _remove(job.artifact_path)
+            try:
+                done(compiled, reason)
+            finally:
+                with self._state:
+                    self.finished += 1
+                    self._state.notify_all()
+
+    def _start(self) -> subprocess.Popen:
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        log = open(os.path.join(self._directory, f"worker-{os.getpid()}-{next(self._ids)}.log"), "wb")  # noqa: SIM115
+        process = subprocess.Popen(
+            [sys.executable, "-m", "thunder.executors.inductor_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+        )
+        log.close()
+        process.log_path = log.name
+        with self._state:
+            self._processes.add(process)
+        return process
+
+    def close(self) -> None:
+        """Kills the workers and removes their files (at exit)."""
+        with self._state:
+            processes, self._processes = self._processes, set()
+            directory, self._directory = self._directory, None
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.wait()
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _load(path: str) -> Callable:
+    from torch._inductor import CompiledArtifact
+
+    with INDUCTOR_LOCK:
+        return CompiledArtifact.load(path=path, format="binary")
+
+
+def _exit_reason(process: subprocess.Popen | None, error: Exception) -> str:
+    if process is None:
+        return f"the compile worker could not start ({type(error).__name__}: {error})"
+    code = process.wait()
+    try:
+        with open(process.log_path, "rb") as f:
+            tail = f.read()[-2000:].decode(errors="replace").strip()
+    except OSError:
+        tail = ""
+    return f"the compile worker exited with code {code}" + (f": {tail.splitlines()[-1]}" if tail else "")
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+_pool = _Pool()
+
+
+def submit(job: Job, done: Done) -> None:
+    _pool.submit(job, done)
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Waits for every region submitted so far to be compiled (or to have failed); False on timeout."""
+    return _pool.wait(timeout)
+
+
+def counts() -> tuple[int, int]:
+    """(submitted, finished) jobs of this process."""
+    return _pool.submitted, _pool.finished
+
+
+def _reset_after_fork() -> None:
+    global _pool
+    _pool = _Pool()  # the parent's threads and workers are not the child's
+
+
+atexit.register(lambda: _pool.close())
+os.register_at_fork(after_in_child=_reset_after_fork)
