@@ -141,6 +141,15 @@ def settle(fn: Callable, kwargs: dict, backward: bool, *, quiet_s: float = 1.0, 
             return
         if now[0] != now[1]:
             inductor_pool.wait(0.05)  # let the worker and its loader have the machine
+    try:
+        backward = thunder.last_backward_traces(fn)[-1:]
+    except TypeError:  # no backward
+        backward = []
+    for trace in (thunder.last_traces(fn)[-1], *backward):
+        for bsym in trace.bound_symbols:
+            status = getattr(bsym.sym.python_impl, "status", None)
+            if status is not None and status() != "compiled":
+                print(f"  {bsym.sym.name}: {status()}", file=sys.stderr, flush=True)
 
 
 def unavailable(contender: str) -> str | None:

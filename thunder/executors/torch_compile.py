@@ -101,19 +101,24 @@ class _Compiled:
         self.background = background
         self.compiled: dict[tuple, Callable] = {}
         self.uncompiled_reasons: dict[tuple, str] = {}
-        self._uncompiled_s: dict[tuple, float | None] = {}  # background: seconds run uncompiled; None once submitted
+        # Background mode: seconds the region has run uncompiled before its first compilation (None
+        # after: then per signature, None once submitted). Until then no call pays for a signature.
+        self._warm_up_s: float | None = 0.0 if background else None
+        self._uncompiled_s: dict[tuple, float | None] = {}
         self._lock = threading.Lock()
 
     def __call__(self, *args):
+        if self._warm_up_s is not None:
+            return self._warm_up(args)
         key = _signature(args)
         compiled = self.compiled.get(key)
         if compiled is None:
             if self.background:
                 return self._run_until_compiled(key, args)
-            compiled = self.compiled[key] = self._compile(args)
+            compiled = self.compiled[key] = self._compile(key, args)
         return compiled(*args)
 
-    def _compile(self, args: tuple) -> Callable:
+    def _compile(self, key: tuple, args: tuple) -> Callable:
         fn = self.region_trace.python_callable()
         name = self.region_trace.name
         if len(self.compiled) >= MAX_COMPILATIONS:
@@ -123,21 +128,42 @@ class _Compiled:
                     "(shapes, strides or numbers); new ones run uncompiled",
                     stacklevel=3,
                 )
+            self.uncompiled_reasons[key] = f"compiled for {MAX_COMPILATIONS} input signatures already"
             return fn
         try:
             return _compile(fn, args)
         except Exception as e:  # e.g. an op whose output shape depends on values: torch's kernels run it
+            self.uncompiled_reasons[key] = f"Inductor cannot compile it ({type(e).__name__}: {e})"
             warnings.warn(
                 f"torchcompile: Inductor cannot compile {name} ({type(e).__name__}: {e}); it runs uncompiled",
                 stacklevel=3,
             )
             return fn
 
-    def _run_until_compiled(self, key: tuple, args: tuple):
-        fn = self.region_trace.python_callable()
+    def _warm_up(self, args: tuple):
+        """Background mode, before the first compilation: torch's kernels, timed."""
         start = time.perf_counter()
-        out = fn(*args)
+        out = self.region_trace.python_callable()(*args)
         spent = time.perf_counter() - start
+        with self._lock:
+            if self._warm_up_s is None:  # another thread ended the warm-up meanwhile
+                return out
+            self._warm_up_s += spent
+            first = self._warm_up_s >= COMPILE_AFTER_S
+            if first:
+                self._warm_up_s = None
+        if first:  # this call's signature is the first to compile
+            self._run_until_compiled(_signature(args), args, out=out, spent=COMPILE_AFTER_S)
+        return out
+
+    def _run_until_compiled(self, key: tuple, args: tuple, *, out: Any = None, spent: float = 0.0):
+        """Background mode: torch's kernels for ``key`` until a worker has compiled it; the call
+        that brings its uncompiled time to ``COMPILE_AFTER_S`` submits it (``out``, ``spent``: the
+        result and time of this call, where it has run already)."""
+        if out is None:
+            start = time.perf_counter()
+            out = self.region_trace.python_callable()(*args)
+            spent = time.perf_counter() - start
         with self._lock:
             so_far = self._uncompiled_s.get(key, 0.0)
             if so_far is None or key in self.compiled:  # submitted, or finished meanwhile
@@ -172,17 +198,21 @@ class _Compiled:
         else:
             self.compiled[key] = _tuple_results(*compiled)
 
-    def status(self) -> dict[tuple, str]:
-        """Each input signature met so far: 'compiled', 'uncompiled: why', 'compiling' or 'warming up'."""
-        found = {}
-        for key in {**self._uncompiled_s, **self.compiled}:
+    def status(self) -> str:
+        """Where the region stands: 'warming up' (background mode: torch's kernels run, timed),
+        'compiling', 'compiled' or 'uncompiled: why'; per input signature, joined by '; ' where
+        they differ ('not run' before a call)."""
+        if self._warm_up_s is not None:
+            return "warming up"
+        states = []
+        for key in dict.fromkeys([*self._uncompiled_s, *self.compiled]):
             if key in self.uncompiled_reasons:
-                found[key] = f"uncompiled: {self.uncompiled_reasons[key]}"
+                states.append(f"uncompiled: {self.uncompiled_reasons[key]}")
             elif key in self.compiled:
-                found[key] = "compiled"
+                states.append("compiled")
             else:
-                found[key] = "compiling" if self._uncompiled_s.get(key, 0.0) is None else "warming up"
-        return found
+                states.append("compiling" if self._uncompiled_s[key] is None else "warming up")
+        return "; ".join(dict.fromkeys(states)) or "not run"
 
     def __repr__(self) -> str:
         return f"<Inductor compilation of {self.region_trace.name}>"

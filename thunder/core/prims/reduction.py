@@ -13,6 +13,7 @@ Layer: core. Imports: core only.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 
 import torch
@@ -90,15 +91,16 @@ def _reduction_meta(name: str, *, needs_elements: bool = False):
 def _over_dims(fn):
     """A reference impl over several dims from a torch callable that takes one (or a tuple of) dims.
 
-    Empty ``dims`` reduce a new trailing dim of length 1, so each element is its own group."""
+    Empty ``dims`` reduce a new trailing dim of length 1, so each element is its own group. A
+    partial of module functions, not a closure: torchcompile_background's workers unpickle it."""
+    return functools.partial(_reduce_over_dims, fn)
 
-    def impl(a, dims):
-        dims = tuple(dims)
-        if not dims:
-            return fn(a.unsqueeze(-1), (a.ndim,))
-        return fn(a, dims)
 
-    return impl
+def _reduce_over_dims(fn, a, dims):
+    dims = tuple(dims)
+    if not dims:
+        return fn(a.unsqueeze(-1), (a.ndim,))
+    return fn(a, dims)
 
 
 def _sum_impl(a, dims):
