@@ -128,8 +128,9 @@ def step(fn: Callable, kwargs: dict, backward: bool) -> None:
 
 
 def settle(fn: Callable, kwargs: dict, backward: bool, *, quiet_s: float = 1.0, limit_s: float = 600.0) -> None:
-    """Calls ``fn`` until no background compilation is pending and none has started for ``quiet_s``
-    seconds of calls: the steady state of ``torchcompile_background`` (a no-op for the others)."""
+    """Calls ``fn`` until no background compilation is pending, none has started for ``quiet_s``
+    seconds of calls and no compiled graph is on trial: the steady state of
+    ``torchcompile_background`` (a no-op for the others). Names the regions left uncompiled."""
     deadline = time.perf_counter() + limit_s
     last, quiet_since = inductor_pool.counts(), time.perf_counter()
     while time.perf_counter() < deadline:
@@ -137,19 +138,31 @@ def settle(fn: Callable, kwargs: dict, backward: bool, *, quiet_s: float = 1.0, 
         now = inductor_pool.counts()
         if now != last:
             last, quiet_since = now, time.perf_counter()
-        elif now[0] == now[1] and time.perf_counter() - quiet_since > quiet_s:
-            return
+        elif (
+            now[0] == now[1]
+            and time.perf_counter() - quiet_since > quiet_s
+            and not any("on trial" in status for _, status in _fusions(fn))
+        ):
+            break
         if now[0] != now[1]:
             inductor_pool.wait(0.05)  # let the worker and its loader have the machine
+    for name, status in _fusions(fn):
+        if status != "compiled":
+            print(f"  {name}: {status}", file=sys.stderr, flush=True)
+
+
+def _fusions(fn: Callable) -> list[tuple[str, str]]:
+    """(name, status) of each torchcompile fusion of ``fn``'s last forward and backward traces."""
     try:
         backward = thunder.last_backward_traces(fn)[-1:]
     except TypeError:  # no backward
         backward = []
-    for trace in (thunder.last_traces(fn)[-1], *backward):
-        for bsym in trace.bound_symbols:
-            status = getattr(bsym.sym.python_impl, "status", None)
-            if status is not None and status() != "compiled":
-                print(f"  {bsym.sym.name}: {status()}", file=sys.stderr, flush=True)
+    return [
+        (bsym.sym.name, bsym.sym.python_impl.status())
+        for trace in (thunder.last_traces(fn)[-1], *backward)
+        for bsym in trace.bound_symbols
+        if hasattr(bsym.sym.python_impl, "status")
+    ]
 
 
 def unavailable(contender: str) -> str | None:

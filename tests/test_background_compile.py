@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import torch
@@ -29,6 +30,13 @@ def mlp_loss(x, w1, w2):
 
 def regions(trace) -> list[torch_compile._Compiled]:
     return [b.sym.python_impl for b in trace.bound_symbols if b.sym.name.startswith("TorchCompile")]
+
+
+@pytest.fixture
+def at_once(monkeypatch):
+    """Regions are submitted on their first call and a compiled graph is kept without a trial."""
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+    monkeypatch.setattr(torch_compile, "TRIAL_CALLS", 0)
 
 
 @pytest.fixture
@@ -54,8 +62,7 @@ def test_first_calls_run_uncompiled_until_the_region_has_run_long_enough(no_comp
     assert inductor_pool.counts()[0] == submitted
 
 
-def test_a_hot_region_is_compiled_by_a_worker_forward_and_backward(no_compile_here, monkeypatch):
-    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+def test_a_hot_region_is_compiled_by_a_worker_forward_and_backward(no_compile_here, at_once):
     x = torch.randn(4, 8)
     w1, w2 = torch.randn(8, 16, requires_grad=True), torch.randn(16, 3, requires_grad=True)
     jf = thunder.jit(mlp_loss, executors=["torchcompile_background"])
@@ -73,8 +80,7 @@ def test_a_hot_region_is_compiled_by_a_worker_forward_and_backward(no_compile_he
     assert thunder.cache_misses(jf) == 1
 
 
-def test_a_region_that_cannot_be_sent_runs_uncompiled_with_the_reason(no_compile_here, monkeypatch):
-    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+def test_a_region_that_cannot_be_sent_runs_uncompiled_with_the_reason(no_compile_here, at_once, monkeypatch):
     real_job = torch_compile._Compiled._job
 
     def unpicklable(self, args):
@@ -120,8 +126,7 @@ def test_a_worker_that_dies_is_reported_and_replaced():
     torch.testing.assert_close(tuple(compiled(torch.ones(2))), (torch.full((2,), 2.0),))
 
 
-def test_threads_share_a_region_while_it_compiles(monkeypatch):
-    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+def test_threads_share_a_region_while_it_compiles(at_once):
     jf = thunder.jit(chain, executors=["torchcompile_background"])
     a, b = torch.randn(16, 8), torch.randn(16, 8)
     expected = chain(a, b)
@@ -165,10 +170,9 @@ def with_a_constant(x):
     return (x * torch.tensor(3.0) + 1).sin(), x.cos()
 
 
-def test_a_region_with_a_tensor_constant_compiles(no_compile_here, monkeypatch):
+def test_a_region_with_a_tensor_constant_compiles(no_compile_here, at_once):
     # make_fx keeps torch.tensor(3.0) as a graph attribute, which a saved artifact loses: the
     # loaded graph asked for one input more than the region has (GPT-2's first region did).
-    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
     jf = thunder.jit(with_a_constant, executors=["torchcompile_background"])
     x = torch.randn(8)
     jf(x)
@@ -183,10 +187,9 @@ def biased(x, b):
     return (x + b).sin().sum()
 
 
-def test_every_region_of_a_training_step_reaches_a_worker(no_compile_here, monkeypatch):
+def test_every_region_of_a_training_step_reaches_a_worker(no_compile_here, at_once):
     # The backward reduces the broadcast gradient of b (prims.sum), whose reference impl was a
     # closure: the region could not be pickled and stayed uncompiled (GPT-2's backward did).
-    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
     x, b = torch.randn(4, 8), torch.randn(8, requires_grad=True)
     jf = thunder.jit(biased, executors=["torchcompile_background"])
     for _ in range(2):
@@ -196,3 +199,40 @@ def test_every_region_of_a_training_step_reaches_a_worker(no_compile_here, monke
     torch.testing.assert_close(got, expected)
     compiled = [*regions(thunder.last_traces(jf)[-1]), *regions(thunder.last_backward_traces(jf)[-1])]
     assert compiled and all(r.status() == "compiled" for r in compiled), [r.status() for r in compiled]
+
+
+@pytest.mark.parametrize("slower", ["compiled", "torch's kernels"])
+def test_the_faster_of_the_compiled_graph_and_torchs_kernels_stays(monkeypatch, slower):
+    # Inductor's wrapper can cost more than a small region's kernels (ResNet's forward was slower
+    # with its regions compiled than with the torch executor alone): a new graph is on trial first.
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+
+    def slowly(fn):
+        def slow(*args):
+            time.sleep(0.002)
+            return fn(*args)
+
+        return slow
+
+    def compiled_at_once(job, done):  # a worker's answer, without a worker
+        region = done.func.__self__
+        uncompiled = region.region_trace.python_callable()
+        if slower == "compiled":
+            done((slowly(uncompiled), []), None)
+        else:
+            region.region_trace._callable = slowly(uncompiled)
+            done((uncompiled, []), None)
+
+    monkeypatch.setattr(inductor_pool, "submit", compiled_at_once)
+    jf = thunder.jit(chain, executors=["torchcompile_background"])
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    jf(a, b)
+    (region,) = regions(thunder.last_traces(jf)[-1])
+    assert region.status() == "compiled, on trial"
+    for _ in range(2 * (torch_compile.TRIAL_CALLS + 1)):
+        for g, e in zip(jf(a, b), chain(a, b)):
+            torch.testing.assert_close(g, e, rtol=0, atol=0)
+    if slower == "compiled":
+        assert region.status().startswith("uncompiled: torch's kernels were faster")
+    else:
+        assert region.status() == "compiled"

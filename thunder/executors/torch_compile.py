@@ -21,6 +21,7 @@ Layer: executors. Imports: core, extend, executors.torchex, executors.inductor_p
 from __future__ import annotations
 
 import functools
+import statistics
 import threading
 import time
 import types
@@ -192,15 +193,32 @@ class _Compiled:
 
     def _finish(self, key: tuple, compiled: tuple | None, reason: str | None) -> None:
         """A worker's answer: later calls of ``key`` run the compiled graph, or torch's kernels and why."""
+        uncompiled = self.region_trace.python_callable()
         if compiled is None:
             self.uncompiled_reasons[key] = reason or "not compiled"
-            self.compiled[key] = self.region_trace.python_callable()
+            self.compiled[key] = uncompiled
+        elif TRIAL_CALLS:
+            self.compiled[key] = _Trial(self, key, _tuple_results(*compiled), uncompiled)
         else:
             self.compiled[key] = _tuple_results(*compiled)
 
+    def _decide(self, trial: _Trial, compiled_s: float, uncompiled_s: float) -> None:
+        """The end of ``trial``: the faster of the compiled graph and torch's kernels stays."""
+        with self._lock:
+            if self.compiled.get(trial.key) is not trial:
+                return
+            if compiled_s < uncompiled_s:
+                self.compiled[trial.key] = trial.contenders[0]
+            else:
+                self.uncompiled_reasons[trial.key] = (
+                    f"torch's kernels were faster ({uncompiled_s * 1e6:.0f} µs a call against "
+                    f"{compiled_s * 1e6:.0f} µs compiled)"
+                )
+                self.compiled[trial.key] = trial.contenders[1]
+
     def status(self) -> str:
         """Where the region stands: 'warming up' (background mode: torch's kernels run, timed),
-        'compiling', 'compiled' or 'uncompiled: why'; per input signature, joined by '; ' where
+        'compiling', 'compiled, on trial', 'compiled' or 'uncompiled: why'; per input signature, joined by '; ' where
         they differ ('not run' before a call)."""
         if self._warm_up_s is not None:
             return "warming up"
@@ -209,7 +227,7 @@ class _Compiled:
             if key in self.uncompiled_reasons:
                 states.append(f"uncompiled: {self.uncompiled_reasons[key]}")
             elif key in self.compiled:
-                states.append("compiled")
+                states.append("compiled, on trial" if isinstance(self.compiled[key], _Trial) else "compiled")
             else:
                 states.append("compiling" if self._uncompiled_s[key] is None else "warming up")
         return "; ".join(dict.fromkeys(states)) or "not run"
@@ -228,6 +246,36 @@ def _reference(value: Any) -> str | None:
         return f"torch:ops.{overload.namespace}.{overload._opname}.{overload._overloadname}"
     return None
 
+
+class _Trial:
+    """Background mode: a freshly loaded graph on trial. Calls alternate between it and torch's
+    kernels, timed, until each has run ``TRIAL_CALLS`` times after a first untimed one; then the
+    faster stays for the signature. Inductor's generated wrapper can cost more than a small
+    region's kernels (a 3-op region of small tensors, ResNet's regions around convolutions)."""
+
+    def __init__(self, owner: _Compiled, key: tuple, compiled: Callable, uncompiled: Callable):
+        self.owner, self.key = owner, key
+        self.contenders = (compiled, uncompiled)
+        self.times: tuple[list[float], list[float]] = ([], [])
+        self.calls = 0
+
+    def __call__(self, *args):
+        which = self.calls % 2
+        self.calls += 1  # a lost update between threads only shifts the alternation
+        wait = torch.cuda.synchronize if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args) else None
+        start = time.perf_counter()
+        out = self.contenders[which](*args)
+        if wait is not None:  # the kernels' time, not only their launches'
+            wait()
+        self.times[which].append(time.perf_counter() - start)
+        compiled, uncompiled = self.times
+        if min(len(compiled), len(uncompiled)) > TRIAL_CALLS:
+            self.owner._decide(self, statistics.median(compiled[1:]), statistics.median(uncompiled[1:]))
+        return out
+
+
+#: Background mode: timed calls of each of the compiled graph and torch's kernels before one is kept.
+TRIAL_CALLS = 8
 
 #: In the background mode, seconds of uncompiled runs after which a region signature is compiled.
 COMPILE_AFTER_S = 0.02
