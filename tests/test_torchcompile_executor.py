@@ -187,3 +187,26 @@ def test_every_region_compiles_forward_and_backward(compiles, name):
     torch.testing.assert_close(got, expected)
     for (name, p), e in zip(model.named_parameters(), eager.parameters()):
         torch.testing.assert_close(p.grad, e.grad, **zoo.GRAD_TOL, msg=name)
+
+
+@pytest.mark.parametrize(
+    "update",
+    [lambda x: torch.nn.functional.elu(x, inplace=True), lambda x: x.clamp_(-0.5, 0.5), lambda x: x.mul_(2.0)],
+    ids=["elu_", "clamp_", "mul_"],
+)
+def test_an_in_place_update_of_a_tensor_that_requires_grad_runs_whole(update):
+    # With a fusion executor first, the in-place op was decomposed into its out-of-place op (which
+    # saved its input for torch's autograd) and copy_ (which overwrote it): the backward failed with
+    # "modified by an inplace operation". Note [In-place ops stay whole].
+    def fn(x):
+        return update(x)
+
+    leaf = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    expected_leaf = leaf.detach().clone().requires_grad_(True)
+    got = thunder.jit(fn, executors=["torchcompile"])(leaf.clone())
+    expected = fn(expected_leaf.clone())
+    torch.testing.assert_close(got, expected)
+    cotangent = torch.randn(5, dtype=torch.float64)
+    (got_grad,) = torch.autograd.grad(got, leaf, cotangent)
+    (expected_grad,) = torch.autograd.grad(expected, expected_leaf, cotangent)
+    torch.testing.assert_close(got_grad, expected_grad)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from thunder.core.errors import ThunderRuntimeError
-from thunder.core.symbol import BoundSymbol, SourceLocation
+from thunder.core.symbol import IN_PLACE, BoundSymbol, SourceLocation
 from thunder.core.trace import TraceCtx, from_trace, timed_pass, tracectx
 from thunder.extend import Executor, FusionExecutor, find_regions
 
@@ -38,6 +38,18 @@ __all__ = ["transform_for_execution", "claim_bound_symbols"]
 # symbol as other ops, which are claimed with that executor moved last (so it cannot take its
 # own output forever); a symbol nobody runs whose outputs are all inputs (dropout in eval mode)
 # computes nothing and is dropped.
+
+# Note [In-place ops stay whole]
+# An in-place op decomposes into the op that computes the new value and ``copy_`` into the
+# operand. Where torch's autograd records the trace (the updates thunder's split cannot
+# differentiate), that is not the same program: the out-of-place op saves its input for its
+# backward, and the ``copy_`` then overwrites it ("one of the variables needed for gradient
+# computation has been modified by an inplace operation"), where eager's in-place kernel saves
+# what its backward needs. So where an operand requires grad, an executor that takes the in-place
+# op whole runs it whole, even when a fusion executor of higher priority would take the
+# out-of-place part (``elu_`` under torchcompile); the regions stop at it either way, at its
+# ``copy_``. Where the written tensor does not require grad (inference, batch_norm's running
+# statistics) nothing of it is recorded, and the out-of-place part may fuse.
 
 _NONE = 1 << 30  # "no executor": larger than any executor index
 
@@ -96,7 +108,9 @@ class _Claimer:
         # An executor's own operator computes its ``fn``: its subsymbols are its meta's (``like=``) ops,
         # which need not compute the same (only the same shapes), so they never stand in for it.
         opaque = bsym.sym.executor is not None
-        if bsym.subsymbols and not opaque and (w == _NONE or (w > 0 and self.deep(bsym) < w)):
+        # An in-place op that an executor takes whole stays whole (Note [In-place ops stay whole]).
+        whole_in_place = IN_PLACE in bsym.sym.tags and w != _NONE and _writes_what_requires_grad(bsym)
+        if bsym.subsymbols and not opaque and (w == _NONE or (w > 0 and not whole_in_place and self.deep(bsym) < w)):
             for sub in bsym.subsymbols:
                 self.claim(sub, out, lineage=lineage, source=source)
             return
@@ -144,6 +158,14 @@ class _Claimer:
             others.claim(sub, out, lineage=lineage, source=source)
         self.checks += others.checks
         others.checks = 0
+
+
+def _writes_what_requires_grad(bsym: BoundSymbol) -> bool:
+    """Whether an in-place op of ``bsym``'s decomposition (its innermost, e.g. ``prims.copy_``)
+    writes a tensor that requires grad: not batch_norm's running statistics, but ``elu_``'s operand."""
+    if not bsym.subsymbols:
+        return IN_PLACE in bsym.sym.tags and any(getattr(a, "requires_grad", False) for a in bsym.flat_proxy_args)
+    return any(_writes_what_requires_grad(s) for s in bsym.subsymbols)
 
 
 def _is_identity(bsym: BoundSymbol) -> bool:
