@@ -105,10 +105,15 @@ class _Compiled:
         # Background mode: seconds the region has run uncompiled before its first compilation (None
         # after: then per signature, None once submitted). Until then no call pays for a signature.
         self._warm_up_s: float | None = 0.0 if background else None
+        # Background mode: torch's kernels, once they beat the compiled graph of every signature met;
+        # then calls skip the signature (a couple of microseconds a call on a small region).
+        self._settled: Callable | None = None
         self._uncompiled_s: dict[tuple, float | None] = {}
         self._lock = threading.Lock()
 
     def __call__(self, *args):
+        if self._settled is not None:
+            return self._settled(*args)
         if self._warm_up_s is not None:
             return self._warm_up(args)
         key = _signature(args)
@@ -215,6 +220,8 @@ class _Compiled:
                     f"{compiled_s * 1e6:.0f} µs compiled)"
                 )
                 self.compiled[trial.key] = trial.contenders[1]
+                if all(key in self.uncompiled_reasons for key in self._uncompiled_s):
+                    self._settled = trial.contenders[1]
 
     def status(self) -> str:
         """Where the region stands: 'warming up' (background mode: torch's kernels run, timed),
