@@ -148,9 +148,7 @@ class _Compiled:
 
     def _warm_up(self, args: tuple):
         """Background mode, before the first compilation: torch's kernels, timed."""
-        start = time.perf_counter()
-        out = self.region_trace.python_callable()(*args)
-        spent = time.perf_counter() - start
+        out, spent = self._timed(args)
         with self._lock:
             if self._warm_up_s is None:  # another thread ended the warm-up meanwhile
                 return out
@@ -159,34 +157,39 @@ class _Compiled:
             if first:
                 self._warm_up_s = None
         if first:  # this call's signature is the first to compile
-            self._run_until_compiled(_signature(args), args, out=out, spent=COMPILE_AFTER_S)
+            self._count(_signature(args), args, COMPILE_AFTER_S)
         return out
 
-    def _run_until_compiled(self, key: tuple, args: tuple, *, out: Any = None, spent: float = 0.0):
-        """Background mode: torch's kernels for ``key`` until a worker has compiled it; the call
-        that brings its uncompiled time to ``COMPILE_AFTER_S`` submits it (``out``, ``spent``: the
-        result and time of this call, where it has run already)."""
-        if out is None:
-            start = time.perf_counter()
-            out = self.region_trace.python_callable()(*args)
-            spent = time.perf_counter() - start
+    def _run_until_compiled(self, key: tuple, args: tuple):
+        """Background mode: torch's kernels for ``key`` until a worker has compiled it."""
+        out, spent = self._timed(args)
+        self._count(key, args, spent)
+        return out
+
+    def _timed(self, args: tuple) -> tuple[Any, float]:
+        start = time.perf_counter()
+        out = self.region_trace.python_callable()(*args)
+        return out, time.perf_counter() - start
+
+    def _count(self, key: tuple, args: tuple, spent: float) -> None:
+        """Adds ``spent`` seconds to ``key``'s uncompiled time; the call that brings it to
+        ``COMPILE_AFTER_S`` submits ``key`` to a worker."""
         with self._lock:
             so_far = self._uncompiled_s.get(key, 0.0)
             if so_far is None or key in self.compiled:  # submitted, or finished meanwhile
-                return out
+                return
             if so_far + spent < COMPILE_AFTER_S:
                 self._uncompiled_s[key] = so_far + spent
-                return out
+                return
             self._uncompiled_s[key] = None
             submitted = sum(1 for v in self._uncompiled_s.values() if v is None)
         if submitted > MAX_COMPILATIONS:
             self._finish(key, None, f"compiled for {MAX_COMPILATIONS} input signatures already")
-            return out
+            return
         try:
             inductor_pool.submit(self._job(args), functools.partial(self._finish, key))
         except Exception as e:  # noqa: BLE001 - e.g. an object of the region's source that does not pickle
             self._finish(key, None, f"cannot be sent to a compile worker ({type(e).__name__}: {e})")
-        return out
 
     def _job(self, args: tuple) -> Job:
         printer = Printer()
@@ -225,8 +228,8 @@ class _Compiled:
 
     def status(self) -> str:
         """Where the region stands: 'warming up' (background mode: torch's kernels run, timed),
-        'compiling', 'compiled, on trial', 'compiled' or 'uncompiled: why'; per input signature, joined by '; ' where
-        they differ ('not run' before a call)."""
+        'compiling', 'compiled, on trial', 'compiled' or 'uncompiled: why'; per input signature,
+        joined by '; ' where they differ ('not run' before a call)."""
         if self._warm_up_s is not None:
             return "warming up"
         states = []

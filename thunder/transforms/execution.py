@@ -109,9 +109,9 @@ class _Claimer:
         # which need not compute the same (only the same shapes), so they never stand in for it.
         opaque = bsym.sym.executor is not None
         # An in-place op that an executor takes whole stays whole (Note [In-place ops stay whole]).
-        whole_in_place = IN_PLACE in bsym.sym.tags and w != _NONE and _writes_what_requires_grad(bsym)
-        if bsym.subsymbols and not opaque and (w == _NONE or (w > 0 and not whole_in_place and self.deep(bsym) < w)):
-            for sub in bsym.subsymbols:
+        parts = bsym.subsymbols if not opaque else ()
+        if parts and (w == _NONE or (w > 0 and self.deep(bsym) < w and not _updates_what_requires_grad(bsym))):
+            for sub in parts:
                 self.claim(sub, out, lineage=lineage, source=source)
             return
         if w == _NONE:
@@ -160,12 +160,16 @@ class _Claimer:
         others.checks = 0
 
 
-def _writes_what_requires_grad(bsym: BoundSymbol) -> bool:
-    """Whether an in-place op of ``bsym``'s decomposition (its innermost, e.g. ``prims.copy_``)
-    writes a tensor that requires grad: not batch_norm's running statistics, but ``elu_``'s operand."""
-    if not bsym.subsymbols:
-        return IN_PLACE in bsym.sym.tags and any(getattr(a, "requires_grad", False) for a in bsym.flat_proxy_args)
-    return any(_writes_what_requires_grad(s) for s in bsym.subsymbols)
+def _updates_what_requires_grad(bsym: BoundSymbol) -> bool:
+    """Whether ``bsym`` is an in-place op whose write (its innermost in-place op, e.g. ``prims.copy_``)
+    is to a tensor that requires grad: ``elu_``'s operand, not batch_norm's running statistics."""
+
+    def writes(b: BoundSymbol) -> bool:
+        if not b.subsymbols:
+            return IN_PLACE in b.sym.tags and any(getattr(a, "requires_grad", False) for a in b.flat_proxy_args)
+        return any(writes(s) for s in b.subsymbols)
+
+    return IN_PLACE in bsym.sym.tags and writes(bsym)
 
 
 def _is_identity(bsym: BoundSymbol) -> bool:
