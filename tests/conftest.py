@@ -15,6 +15,17 @@ def _seed_everything():
     random.seed(0)
 
 
+@pytest.fixture(autouse=True)
+def _no_background_compiles(monkeypatch):
+    """The default torchcompile_background never compiles in tests that do not ask for it: its
+    regions run torch's kernels, and no test starts compile workers by running long enough."""
+    import math
+
+    from thunder.executors import torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", math.inf)
+
+
 @pytest.fixture
 def prims_only(monkeypatch):
     """The torch executor runs prims only, so every language symbol runs its decomposition."""

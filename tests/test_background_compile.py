@@ -246,3 +246,30 @@ def test_the_faster_of_the_compiled_graph_and_torchs_kernels_stays(monkeypatch, 
         for g, e in zip(jf(transposed, b), chain(transposed, b)):
             torch.testing.assert_close(g, e)
     assert len(submitted) == (1 if slower == "compiled" else 2)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "resnet"])
+def test_a_model_under_the_default_executors_matches_eager_once_compiled(no_compile_here, at_once, name):
+    """The default executors' regions, once workers have compiled them, give eager's outputs and
+    gradients: GPT-2 (attention, layer norm, GELU) and ResNet in training mode (batch norm with
+    its running statistics updated in place between regions)."""
+    from tests import zoo
+
+    call = zoo.CALL_MODES["plain"](zoo.ZOO[name])
+    model, reference = zoo.build(name), zoo.build(name)
+    jm = thunder.jit(model)
+    assert [e.name for e in thunder.compile_data(jm).executors_list][0] == "torchcompile_background"
+    params, ref_params = list(model.parameters()), list(reference.parameters())
+    for _ in range(2):  # the first call submits every region; the second runs them compiled
+        got = call.pick(jm(**call.kwargs))
+        grads = torch.autograd.grad(got.sum(), params)
+        expected = call.pick(reference(**call.kwargs))
+        ref_grads = torch.autograd.grad(expected.sum(), ref_params)
+        assert inductor_pool.wait(timeout=600)
+    compiled = [*regions(thunder.last_traces(jm)[-1]), *regions(thunder.last_backward_traces(jm)[-1])]
+    assert compiled and all(r.status() == "compiled" for r in compiled), [r.status() for r in compiled]
+    torch.testing.assert_close(got, expected)
+    for g, e in zip(grads, ref_grads):
+        torch.testing.assert_close(g, e)
+    for b, e in zip(model.buffers(), reference.buffers()):
+        torch.testing.assert_close(b, e)

@@ -289,7 +289,7 @@ def test_get_fusions_gives_each_fusion_and_its_callable():
     ((name, fn),) = get_fusions(trace)
     assert name.startswith("TorchCompile") and get_fusion_symbols(trace)[0].sym.name == name
     torch.testing.assert_close(fn(a)[0], f(a))
-    unfused = thunder.jit(f)
+    unfused = thunder.jit(f, executors=["torch"])
     unfused(a)
     assert get_fusions(thunder.last_traces(unfused)[-1]) == []
 
@@ -523,7 +523,7 @@ def test_comment_bound_by_a_pass_runs_in_the_trace():
         return a.cos() + 1
 
     a = torch.randn(3)
-    jf = thunder.jit(f)
+    jf = thunder.jit(f, executors=["torch"])
     jf(a)
     trace = thunder.last_traces(jf)[-1]
     commented = from_trace(trace)

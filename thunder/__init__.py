@@ -143,7 +143,7 @@ get_always_executors = extend.get_always_executors
 get_all_executors = extend.get_all_executors
 
 extend.set_always_executors([_torchex.ex, _pythonex.ex])
-extend.set_default_executors([])
+extend.set_default_executors([_torch_compile.background_ex])
 
 
 class _Jitted:

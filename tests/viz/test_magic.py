@@ -54,7 +54,7 @@ def test_line_magic_returns_the_result_and_displays_the_explorer(shell):
     [shown] = explorers(outputs)
     doc = shown[TRACE_MIME]
     assert doc["title"] == "f" and doc["steps"] and doc["error"] is None
-    assert doc["executors"]["selected"] == ["torch", "python"]
+    assert doc["executors"]["selected"] == [e.name for e in (*thunder.get_default_executors(), *thunder.get_always_executors())]
     assert "thunder_jit:" not in stdout  # nothing failed
 
 

@@ -51,7 +51,7 @@ def test_call_records_inputs_and_registers_the_session():
     torch.testing.assert_close(out, mul_sin(x, y))
     assert session.args[0] is x and session.args[1] is y
     assert session_for(jf) is session
-    assert session.executors == ["torch", "python"]
+    assert session.executors == [e.name for e in (*thunder.get_default_executors(), *thunder.get_always_executors())]
 
 
 def test_a_session_nothing_uses_does_not_keep_the_function_and_inputs_alive():
