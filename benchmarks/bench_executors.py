@@ -44,6 +44,7 @@ import torch
 
 import thunder
 from benchmarks.bench_jit import twenty_ops
+from thunder.examine import fusion_status
 from thunder.executors import inductor_pool
 
 CONTENDERS = ("defaults", "torch", "torchcompile", "torchcompile_background", "triton", "torch.compile", "eager")
@@ -141,28 +142,14 @@ def settle(fn: Callable, kwargs: dict, backward: bool, *, quiet_s: float = 1.0, 
         elif (
             now[0] == now[1]
             and time.perf_counter() - quiet_since > quiet_s
-            and not any("on trial" in status for _, status in _fusions(fn))
+            and not any("on trial" in status for _, status in fusion_status(fn))
         ):
             break
         if now[0] != now[1]:
             inductor_pool.wait(0.05)  # let the worker and its loader have the machine
-    for name, status in _fusions(fn):
+    for name, status in fusion_status(fn):
         if status != "compiled":
             print(f"  {name}: {status}", file=sys.stderr, flush=True)
-
-
-def _fusions(fn: Callable) -> list[tuple[str, str]]:
-    """(name, status) of each torchcompile fusion of ``fn``'s last forward and backward traces."""
-    try:
-        backward = thunder.last_backward_traces(fn)[-1:]
-    except TypeError:  # no backward
-        backward = []
-    return [
-        (bsym.sym.name, bsym.sym.python_impl.status())
-        for trace in (thunder.last_traces(fn)[-1], *backward)
-        for bsym in trace.bound_symbols
-        if hasattr(bsym.sym.python_impl, "status")
-    ]
 
 
 def unavailable(contender: str) -> str | None:

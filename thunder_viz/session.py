@@ -34,6 +34,7 @@ import torch
 
 import thunder
 from thunder.core.pytree import tree_flatten, tree_map
+from thunder.examine import fusion_status
 
 __all__ = ["ErrorInfo", "Run", "Session", "UserFrame", "session_for", "compare_outputs"]
 
@@ -107,6 +108,9 @@ class Run:
     matches_eager: bool | None = None
     cache_hits: int = 0
     cache_misses: int = 0
+    # Where each fusion stood when the run ended (a background-compiled region may still be warming
+    # up or compiling: its calls were timed with torch's kernels), from thunder.examine.fusion_status.
+    fusions: list[dict] = field(default_factory=list)
     error: ErrorInfo | None = None
 
     def to_json(self) -> dict:
@@ -389,6 +393,7 @@ class Session:
             outputs = jitted(*args, **kwargs)
             run.compile_ms = thunder.compile_stats(jitted).total_compile_ms
             run.median_ms, run.repeats = self._time(jitted)
+            run.fusions = [{"name": n, "status": s} for n, s in fusion_status(jitted)]
         except Exception as exc:
             run.error = self.error = ErrorInfo.from_exception(exc, jitted=jitted)
         else:

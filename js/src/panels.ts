@@ -188,6 +188,20 @@ function formatDiff(v: number | null): string {
   return Math.abs(v) < 1e-3 || Math.abs(v) >= 1e4 ? v.toExponential(2) : v.toPrecision(3);
 }
 
+/** "3 compiled, 1 warming up": how many fusions stood where when the run ended; each fusion's
+ * whole status (why one stayed uncompiled) in the tooltip. A run timed while regions were still
+ * warming up or compiling ran torch's kernels there, and says so. */
+function fusionsCell(doc: Document, r: Run): HTMLElement {
+  const counts = new Map<string, number>();
+  for (const f of r.fusions) {
+    const kind = f.status.split(":", 1)[0] ?? f.status;
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  const text = [...counts].map(([kind, n]) => `${n} ${kind}`).join(", ");
+  const title = r.fusions.map((f) => `${f.name}: ${f.status}`).join("\n");
+  return h(doc, "td", { "data-field": "fusions", title: title || null }, text || "–");
+}
+
 export function runsTable(doc: Document, runs: Run[]): HTMLElement {
   const cell = (field: string, text: string, cls = ""): HTMLElement =>
     h(doc, "td", { "data-field": field, class: cls || null }, text);
@@ -216,6 +230,7 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
         ),
         cell("cache_hits", String(r.cache_hits)),
         cell("cache_misses", String(r.cache_misses)),
+        fusionsCell(doc, r),
         cell(
           "error",
           r.error ? `${r.error.type}: ${r.error.message}` : "",
@@ -241,6 +256,7 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
         "matches",
         "cache hits",
         "cache misses",
+        "fusions",
         "error",
       ].map((t) => h(doc, "th", { scope: "col" }, t)),
     ),

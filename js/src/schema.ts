@@ -138,7 +138,14 @@ export interface Run {
   matches_eager: boolean | null;
   cache_hits: number;
   cache_misses: number;
+  fusions: FusionStatus[];
   error: ErrorInfo | null;
+}
+
+/** Where one fusion stood when a run ended (``thunder.examine.fusion_status``). */
+export interface FusionStatus {
+  name: string;
+  status: string;
 }
 
 export interface ExecutorsInfo {
@@ -437,8 +444,19 @@ function readRun(r: Reader, v: unknown, path: string): Run {
         : r.bool(o.matches_eager, `${path}.matches_eager`),
     cache_hits: r.int(o.cache_hits, `${path}.cache_hits`),
     cache_misses: r.int(o.cache_misses, `${path}.cache_misses`),
+    fusions: o.fusions === undefined ? [] : readFusions(r, o.fusions, `${path}.fusions`),
     error: readError(r, o.error, `${path}.error`),
   };
+}
+
+function readFusions(r: Reader, v: unknown, path: string): FusionStatus[] {
+  return r.arr(v, path).map((x, i) => {
+    const o = r.obj(x, `${path}[${i}]`);
+    return {
+      name: r.str(o.name, `${path}[${i}].name`),
+      status: r.str(o.status, `${path}[${i}].status`),
+    };
+  });
 }
 
 function readReasons(r: Reader, v: unknown, path: string): Record<string, string> {

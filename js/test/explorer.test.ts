@@ -273,6 +273,15 @@ describe("explorer DOM contract", () => {
       median_ms: 0.044,
       compile_ms: 41.7,
       cache_misses: 2,
+      fusions: [
+        { name: "TorchCompile0", status: "compiled" },
+        { name: "TorchCompile1", status: "warming up" },
+        {
+          name: "TorchCompile2",
+          status: "uncompiled: torch's kernels were faster (1 µs a call against 2 µs compiled)",
+        },
+        { name: "TorchCompile3", status: "compiled" },
+      ],
     });
     doc = next;
     status = "ready";
@@ -285,6 +294,10 @@ describe("explorer DOM contract", () => {
     expect(last.querySelector("[data-field='compile_ms']")!.textContent).toBe("41.70 ms");
     expect(rows[1]!.querySelector("[data-field='compile_ms']")!.textContent).toBe("–"); // a document from before the field
     expect(last.querySelector("[data-field='cache_misses']")!.textContent).toBe("2");
+    const fusions = last.querySelector<HTMLElement>("[data-field='fusions']")!;
+    expect(fusions.textContent).toBe("2 compiled, 1 warming up, 1 uncompiled");
+    expect(fusions.title).toContain("TorchCompile2: uncompiled: torch's kernels were faster");
+    expect(rows[1]!.querySelector("[data-field='fusions']")!.textContent).toBe("–"); // no fusion reported
     expect(last.querySelector("[data-field='executors']")!.textContent).toBe("torch, python");
     expect(rows[1]!.querySelector("[data-field='max_abs_diff']")!.textContent).toBe("2.38e-7");
     expect(rows[1]!.querySelector("[data-field='cache_hits']")!.textContent).toBe("19");

@@ -316,6 +316,7 @@ def _broken(mutate) -> dict:
                     "matches_eager": None,
                     "cache_hits": 0,
                     "cache_misses": 1,
+                    "fusions": [],
                     "error": None,
                 }
             ),

@@ -77,7 +77,23 @@ def test_rerun_records_a_run_with_time_agreement_and_cache_counters():
     assert run.compile_ms == thunder.compile_stats(session.jitted).last_compile_ms > 0  # its one compilation
     assert run.max_abs_diff == 0.0 and run.matches_eager is True
     assert run.cache_misses == 1 and run.cache_hits == run.repeats + 1  # warm-up and timed calls hit
+    assert run.fusions == []  # the torch executor fuses nothing
     assert session_for(session.jitted) is session
+
+
+def test_a_run_says_where_each_fusion_stood_when_it_ended(monkeypatch):
+    # A background-compiled region is timed with torch's kernels until a worker has compiled it: the
+    # run row says so rather than passing those times off as the compiled region's.
+    from thunder.executors import torch_compile
+
+    session = _session(mul_sin, torch.randn(3, 4), torch.randn(3, 4))
+    session.max_repeats = 3
+    warming = session.rerun(["torchcompile_background"])
+    assert warming.fusions == [{"name": "TorchCompile0", "status": "warming up"}]
+    monkeypatch.setattr(torch_compile, "_compile", lambda fn, args: fn)  # "compiled" at once, in-process
+    compiled = session.rerun(["torchcompile"])
+    assert compiled.fusions == [{"name": "TorchCompile0", "status": "compiled"}]
+    assert session.to_document()["runs"][-1]["fusions"] == compiled.fusions
 
 
 def test_rerun_replaces_the_jitted_callable_keeping_other_options():

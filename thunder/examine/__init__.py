@@ -16,7 +16,7 @@ from torch.overrides import TorchFunctionMode, resolve_name
 
 from thunder.core.proxies import TensorProxy
 
-__all__ = ["examine", "collect_torch_calls", "get_fusions", "get_fusion_symbols"]
+__all__ = ["examine", "collect_torch_calls", "get_fusions", "get_fusion_symbols", "fusion_status"]
 
 
 class _Collector(TorchFunctionMode):
@@ -144,3 +144,22 @@ def get_fusions(trace, warn_if_fusions_unavailable: bool = True) -> list[tuple[s
     ``warn_if_fusions_unavailable`` is accepted for lightning-thunder's signature: every fusion
     executor here runs on this machine's devices, so there is nothing to warn about."""
     return [(bsym.sym.name, bsym.sym.python_impl) for bsym in get_fusion_symbols(trace)]
+
+
+def fusion_status(fn: Callable) -> list[tuple[str, str]]:
+    """``(name, status)`` of each fusion of the jitted ``fn``'s last forward and backward traces whose
+    callable reports where it stands: a torchcompile region is ``warming up``, ``compiling``,
+    ``compiled, on trial``, ``compiled`` or ``uncompiled: <why>`` (``torch_compile._Compiled.status``)."""
+    import thunder
+
+    traces = [thunder.last_traces(fn)[-1]]
+    try:
+        traces += thunder.last_backward_traces(fn)[-1:]
+    except TypeError:  # no backward
+        pass
+    return [
+        (name, impl.status())
+        for trace in traces
+        for name, impl in get_fusions(trace)
+        if callable(getattr(impl, "status", None))
+    ]
