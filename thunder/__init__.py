@@ -143,6 +143,8 @@ get_always_executors = extend.get_always_executors
 get_all_executors = extend.get_all_executors
 
 extend.set_always_executors([_torchex.ex, _pythonex.ex])
+# Chosen by measurement (README, "Executors" and "Speed"): regions run torch's kernels until hot, then
+# compile in a worker process, and a compiled graph stays only where it beats torch's kernels.
 extend.set_default_executors([_torch_compile.background_ex])
 
 
