@@ -98,6 +98,27 @@ def test_backward_region_is_fused():
     assert {"cos", "mul"} <= _absorbed(thunder.last_backward_traces(jf)[-1])
 
 
+def test_backward_fusion_recomputes_what_only_fusions_read():
+    """Note [Rematerialisation]: ``z = relu(t) * 2`` is recomputed by a backward kernel from relu's
+    output, which torch's threshold backward reads anyway; what torch's layer-norm backward reads
+    stays saved."""
+
+    def f(x, w):
+        z = torch.relu(x @ w) * 2
+        return F.layer_norm(z * z + 1, (16,))
+
+    jf = _check(f, _rand(8, 16), _rand(16, 16))
+    backward = thunder.last_backward_traces(jf)[-1]
+    saved = [a.name for a in backward.args if not a.name.startswith("g_")]
+    (layer_norm,) = [b for b in thunder.last_traces(jf)[-1].bound_symbols if "layer_norm" in b.sym.name]
+    assert layer_norm.args[0].name in saved
+    assert len(saved) == 6  # with relu's output, layer norm's statistics, x and w; not z
+    assert "mul" in _absorbed(backward)
+    plain = thunder.jit(f, executors=["torch"])
+    plain(*_copy([_rand(8, 16), _rand(16, 16)])).sum().backward()
+    assert len(thunder.last_backward_traces(plain)[-1].args) == len(backward.args) + 1
+
+
 def test_dtype_conversions_comparisons_and_where():
     def f(x, i):
         low = x.to(torch.bfloat16) * 3

@@ -9,6 +9,7 @@ Layer: entry points. Imports: core, extend, transforms, executors.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import random
@@ -16,7 +17,6 @@ import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -41,6 +41,7 @@ from thunder.transforms import (
     dce,
     delete_last_used,
     fold_broadcasts,
+    rematerialize,
     remove_identities,
     transform_for_execution,
 )
@@ -82,13 +83,16 @@ def acquire_traces(
     return tracer.prologue, tracer.computation, tracer
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Pass:
     """A named step of the pipeline: ``run(cd, trace) -> trace``."""
 
     name: str
     run: Callable[[CompileData, TraceCtx], TraceCtx]
     backward_only: bool = False  # after the split: runs on the backward trace only
+    # After the split, on both traces at once: ``run(cd, forward, backward, split)`` returns the
+    # new forward, backward and split, or None when it changes nothing (then it leaves no trace).
+    joint: bool = False
 
 
 #: The slot of the pipeline where a computation that needs gradients is split into a forward
@@ -117,6 +121,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("Remove identities", lambda cd, t: remove_identities(t), backward_only=True),
     Pass("Fold broadcasts", lambda cd, t: fold_broadcasts(t), backward_only=True),
     Pass("Common Subexpression Elimination", lambda cd, t: cse(t), backward_only=True),
+    Pass("Rematerialization", lambda cd, fw, bw, split: _rematerialize(cd, fw, bw, split), joint=True),
     Pass("Transform for execution", lambda cd, t: transform_for_execution(t, cd.options.executors)),
     Pass("User transforms", _user_transforms),
     Pass("Delete Last Used", lambda cd, t: delete_last_used(t)),
@@ -150,7 +155,18 @@ def run_passes(
                 traces.append(split.forward)
                 backward_traces.append(split.backward)
             continue
-        if step.backward_only and split is None:
+        if (step.backward_only or step.joint) and split is None:
+            continue
+        if step.joint:
+            start = time.perf_counter_ns()
+            changed = step.run(cd, traces[-1], backward_traces[-1], split)
+            if changed is not None:
+                forward, backward, split = changed
+                provenance = TraceProvenance(step.name, (time.perf_counter_ns() - start) / 1e6)
+                for history, new in ((traces, forward), (backward_traces, backward)):
+                    new.set_provenance(provenance)
+                    history.append(new)
+                    _maybe_verify(cd, new)
             continue
         histories = (backward_traces,) if step.backward_only else (traces, backward_traces) if split else (traces,)
         for history in histories:
@@ -175,6 +191,15 @@ def _autograd_split(cd: CompileData, trace: TraceCtx, cs: CompileStats | None) -
     split.forward.set_provenance(TraceProvenance(AUTOGRAD_SPLIT.name, ms))
     split.backward.set_provenance(TraceProvenance(AUTOGRAD_SPLIT.name, ms))
     return split
+
+
+def _rematerialize(cd: CompileData, forward: TraceCtx, backward: TraceCtx, split: ForwardBackward):
+    """Note [Rematerialisation]: the split with fewer values saved, where fusions recompute them."""
+    changed = rematerialize(forward, backward, split.saved, cd.options.executors)
+    if changed is None:
+        return None
+    forward, backward, saved = changed
+    return forward, backward, dataclasses.replace(split, saved=saved)
 
 
 def _executor_grad_transform(executors, bsym) -> Callable | None:

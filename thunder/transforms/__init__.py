@@ -10,5 +10,15 @@ from thunder.transforms.delete_last_used import delete_last_used
 from thunder.transforms.execution import transform_for_execution
 from thunder.transforms.identities import remove_identities
 from thunder.transforms.implicit_broadcasts import fold_broadcasts
+from thunder.transforms.rematerialization import rematerialize
 
-__all__ = ["accept_absent_cotangents", "cse", "dce", "delete_last_used", "fold_broadcasts", "remove_identities", "transform_for_execution"]
+__all__ = [
+    "accept_absent_cotangents",
+    "cse",
+    "dce",
+    "delete_last_used",
+    "fold_broadcasts",
+    "rematerialize",
+    "remove_identities",
+    "transform_for_execution",
+]
