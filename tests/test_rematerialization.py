@@ -8,8 +8,17 @@ import torch
 import torch.nn.functional as F
 
 import thunder
+from thunder.executors import torch_compile
 
-FUSING = ["torchcompile_background", "torch"]  # a fusion executor that runs torch's kernels in tests
+# torchcompile's regions, run as torch's kernels (tests never compile in the background): the
+# pass's choices without Inductor's compile time. It takes no part by default (Note
+# [Rematerialisation]); here it does.
+FUSING = ["torchcompile_background", "torch"]
+
+
+@pytest.fixture(autouse=True)
+def background_rematerializes(monkeypatch):
+    monkeypatch.setattr(torch_compile.background_ex, "rematerializes", True)
 
 
 def saved_names(jfn) -> list[str]:
@@ -133,3 +142,16 @@ def test_reductions_and_losses_match_eager_with_fewer_saved_values(reduction):
         thunder.compile_stats(jfn).last_saved_for_backward_bytes
         < thunder.compile_stats(plain).last_saved_for_backward_bytes
     )
+
+
+def test_regions_that_run_torchs_kernels_until_compiled_take_no_part(monkeypatch):
+    """Until torchcompile_background has compiled a region, a recomputation would be a kernel more."""
+    monkeypatch.setattr(torch_compile.background_ex, "rematerializes", False)
+    jfn = check_against_eager(block, (8, 16), (16, 16))
+    assert "Rematerialization" not in [t.provenance.pass_name for t in thunder.last_backward_traces(jfn)]
+
+
+def test_compiled_regions_recompute_and_match_eager():
+    jfn = check_against_eager(block, (8, 16), (16, 16), executors=["torchcompile"])
+    assert "Rematerialization" in [t.provenance.pass_name for t in thunder.last_backward_traces(jfn)]
+    assert len(saved_names(jfn)) == 5

@@ -277,6 +277,11 @@ class FusionExecutor(Executor):
     Subclasses implement ``fuse``; ``fusion_bound_symbol`` builds the fusion symbol.
     """
 
+    #: Whether the Rematerialization pass may move recomputations into this executor's backward
+    #: fusions (Note [Rematerialisation] in thunder.transforms.rematerialization): for executors
+    #: whose regions run compiled from their first call.
+    rematerializes: bool = True
+
     def register_supported(self, id_or_symbol, checker: Callable | None = None) -> None:
         """Claims ``id_or_symbol`` (a Symbol or its id) where ``checker`` (if any) accepts the call."""
         sym = resolve_symbol(id_or_symbol, what="register_supported")
