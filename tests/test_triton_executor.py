@@ -238,7 +238,9 @@ def test_bfloat16_lerp_in_a_region_rounds_once_as_eager(weight):
 def test_tanh_and_sigmoid_backward_kernels_are_fused():
     jf = _check(lambda x: torch.tanh(x * 2) * torch.sigmoid(x), _rand(3, 17))
     absorbed = _absorbed(thunder.last_backward_traces(jf)[-1])
-    assert {"tanh_backward", "sigmoid_backward"}.isdisjoint({b.sym.name for b in thunder.last_backward_traces(jf)[-1].bound_symbols})
+    assert {"tanh_backward", "sigmoid_backward"}.isdisjoint(
+        {b.sym.name for b in thunder.last_backward_traces(jf)[-1].bound_symbols}
+    )
     assert {"mul", "sub"} <= absorbed
 
 
@@ -272,7 +274,13 @@ def test_edge_cases(fn, make):
     jf = _jit(fn)
     got, expected = jf(x), fn(x)
     assert got.dtype == expected.dtype
-    torch.testing.assert_close(got, expected, equal_nan=True, rtol=0 if x.dtype is torch.float64 else None, atol=0 if x.dtype is torch.float64 else None)
+    torch.testing.assert_close(
+        got,
+        expected,
+        equal_nan=True,
+        rtol=0 if x.dtype is torch.float64 else None,
+        atol=0 if x.dtype is torch.float64 else None,
+    )
     assert _fusions(thunder.last_traces(jf)[-1])
 
 
@@ -326,7 +334,9 @@ def test_gpt2_block_forward_and_backward():
     got, expected = jb(x)[0], block(x)[0]
     torch.testing.assert_close(got, expected)
     cotangent = torch.randn_like(expected)
-    torch.testing.assert_close(torch.autograd.grad(got, [x, *params], cotangent), torch.autograd.grad(expected, [x, *params], cotangent))
+    torch.testing.assert_close(
+        torch.autograd.grad(got, [x, *params], cotangent), torch.autograd.grad(expected, [x, *params], cotangent)
+    )
     assert _fusions(thunder.last_traces(jb)[-1]) and _fusions(thunder.last_backward_traces(jb)[-1])
 
 
@@ -342,3 +352,38 @@ def test_kernels_run_when_triton_was_imported_before_interpret_mode_was_set():
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_rows_forward_and_backward(dtype, reduction):
+    """The target's log-probability is picked in the log-softmax kernel; the backward (nll_loss's
+    and log_softmax's decompositions) runs in kernels too, nothing on torch but one small sum."""
+    target = torch.randint(0, 33, (8,), device=DEVICE)
+    target[2] = -100  # ignored
+
+    def f(x):
+        return F.cross_entropy(x, target, reduction=reduction)
+
+    jf = _check(f, _rand(8, 33, dtype=dtype))
+    forward, backward = thunder.last_traces(jf)[-1], thunder.last_backward_traces(jf)[-1]
+    assert "take_along_axis" in _absorbed(forward)
+    assert {"iota", "eq", "exp"} <= _absorbed(backward)
+    on_torch = [b.sym.name for b in backward.bound_symbols if not b.sym.name.startswith("Triton")]
+    assert not {"nll_loss_backward", "log_softmax_backward_data"} & set(on_torch)
+
+
+def test_cross_entropy_of_one_row_and_class_weights():
+    weight = torch.rand(33, device=DEVICE)
+    _check(lambda x: F.cross_entropy(x, torch.tensor(5, device=DEVICE)), _rand(33))
+    _check(lambda x: F.cross_entropy(x, torch.arange(8, device=DEVICE), weight=weight), _rand(8, 33))
+
+
+def test_a_class_index_out_of_bounds_fails_as_eager_does():
+    jf = _jit(lambda x, t: F.cross_entropy(x, t))
+    x = _rand(4, 33)
+    jf(x, torch.tensor([0, 1, 2, 3], device=DEVICE))
+    with pytest.raises(RuntimeError, match="out of bounds for dimension 1 with size 33"):
+        jf(x, torch.tensor([0, 40, 2, 3], device=DEVICE))
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        jf(x, torch.tensor([0, -3, 2, 3], device=DEVICE))

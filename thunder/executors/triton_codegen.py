@@ -10,7 +10,14 @@ is loaded with its own strides (non-contiguous and expanded inputs need no copy)
 - rows (reductions over the last dim of one shape ``S``): one program per row of ``S``; row
   coordinates are scalars, the column is a block in a loop over the row (one iteration when
   ``BLOCK`` covers it). Each reduction is its own loop; values that do not depend on the column
-  are computed once per row. Outputs have shape ``S`` or ``S[:-1]``.
+  are computed once per row. Outputs have shape ``S`` or ``S[:-1]``. ``take_along_axis`` over
+  the last dim with one index per row (cross-entropy's pick of the target's log-probability) is a
+  reduction too: the row's element at the index. An index out of the row's bounds is flagged per
+  row in an extra output (``Kernel.checks``), which the launcher turns into eager's error.
+
+``reshape`` is generated where it only inserts or removes dims of size 1 (it maps coordinates,
+as ``broadcast_in_dim`` does); an integer ``iota`` is its coordinate (nll_loss's backward compares
+it with each row's target).
 
 Low-precision (bfloat16, float16) ops compute in float32 and round after every prim, as eager
 does; bfloat16 is rounded to nearest even by bit arithmetic (Triton's interpreter truncates).
@@ -65,7 +72,7 @@ _COMPARISONS = {prims.eq, prims.ne, prims.lt, prims.le, prims.gt, prims.ge, prim
 # even (as c10 does), and the sum's combine function. Kernels call no @triton.jit function of
 # triton.language (tl.sum is one): those are made for one mode when triton is imported, and
 # triton may have been imported before TRITON_INTERPRET was set.
-_PRELUDE = '''import triton
+_PRELUDE = """import triton
 import triton.language as tl
 
 
@@ -97,7 +104,7 @@ def _to_bf16(x):
     bits = bits + (((bits >> 16) & 1) + 0x7FFF)
     rounded = (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
     return tl.where(x != x, x.to(tl.bfloat16), rounded)
-'''
+"""
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,8 @@ class Kernel:
     """A generated kernel: its source and how to call it.
 
     Arguments, in order: for each tensor input its pointer and strides, for each of its outputs its
-    pointer and strides, then the domain's sizes, then the ``BLOCK`` constexpr. ``rows``: one
+    pointer and strides, with ``checks`` the pointer to one int8 per row (1: an index out of
+    bounds), then the domain's sizes, then the ``BLOCK`` constexpr. ``rows``: one
     program per row of the domain (else one per ``BLOCK`` elements of it).
     """
 
@@ -115,6 +123,7 @@ class Kernel:
     outputs: tuple[int, ...]  # indices into the region's outputs
     domain: tuple[int, ...]
     rows: bool
+    checks: int = 0  # rows kernels that pick by index: the last argument before the sizes is a per-row flag
 
 
 class _Decline(Exception):
@@ -127,7 +136,7 @@ def generate(bound_symbols: list[BoundSymbol], inputs: list, outputs: list) -> l
     One kernel per output shape (each recomputes what it needs); with reductions, one rows kernel
     writes the outputs of the reduced shape ``S`` and of ``S[:-1]``.
     """
-    reduced = {tuple(b.args[0].shape) for b in bound_symbols if b.sym in REDUCTIONS}
+    reduced = {tuple(b.args[0].shape) for b in bound_symbols if b.sym in REDUCTIONS or b.sym is prims.take_along_axis}
     if len(reduced) > 1 or not all(isinstance(o, TensorProxy) for o in outputs):
         return None
     groups: dict[tuple, list[int]] = {}
@@ -136,12 +145,13 @@ def generate(bound_symbols: list[BoundSymbol], inputs: list, outputs: list) -> l
         rows = next((s for s in reduced if shape in (s, s[:-1])), None)
         groups.setdefault((shape, False) if rows is None else (rows, True), []).append(j)
     try:
-        return [
+        kernels = [
             _Generator(bound_symbols, inputs, [outputs[j] for j in js], domain, rows).kernel(tuple(js))
             for (domain, rows), js in groups.items()
         ]
     except _Decline:
         return None
+    return kernels if all(k.tensor_inputs for k in kernels) else None  # (the device comes from an input)
 
 
 class _Generator:
@@ -156,6 +166,7 @@ class _Generator:
         self.bodies: list[tuple[list[str], dict]] = []  # the loops being written: (lines, memo)
         self.memo: dict = {}  # (value, coords) -> variable, outside loops
         self.count = 0
+        self.out_of_bounds: list[str] = []  # per-row conditions of the picks by index
         self.domain, self.rows = domain, rows
         n = len(domain)
         self.row_coords = tuple(f"c{k}" for k in range(n - 1)) if self.rows else ()
@@ -178,7 +189,9 @@ class _Generator:
             value = torch.tensor(value, dtype=torch.float64).to(dtype).item()
         literal = f"float({str(value)!r})" if type(value) is float else repr(value)
         k = self.constants.setdefault(literal, f"K{len(self.constants)}")
-        return f"tl.full([], {k}, tl.float32).to({TL_DTYPES[dtype]})" if low else f"tl.full([], {k}, {TL_DTYPES[dtype]})"
+        return (
+            f"tl.full([], {k}, tl.float32).to({TL_DTYPES[dtype]})" if low else f"tl.full([], {k}, {TL_DTYPES[dtype]})"
+        )
 
     # --- emission ---
     def emit(self, value, coords: tuple[str, ...]) -> str:
@@ -194,7 +207,13 @@ class _Generator:
         producer = self.producer.get(value.name)
         if producer is not None and producer.sym is prims.broadcast_in_dim:
             a, shape, bdims = producer.args[:3]
-            memo[key] = v = self.emit(a, tuple(coords[d] if a.shape[i] == shape[d] else "0" for i, d in enumerate(bdims)))
+            memo[key] = v = self.emit(
+                a, tuple(coords[d] if a.shape[i] == shape[d] else "0" for i, d in enumerate(bdims))
+            )
+            return v
+        if producer is not None and producer.sym is prims.reshape:
+            a = producer.args[0]
+            memo[key] = v = self.emit(a, unit_reshape_coords(tuple(a.shape), tuple(value.shape), coords))
             return v
         saved = self.bodies
         if not in_loop:
@@ -215,6 +234,12 @@ class _Generator:
         sym, args = bsym.sym, bsym.args
         if sym in REDUCTIONS:
             return self.reduction(bsym, value, coords)
+        if sym is prims.take_along_axis:
+            return self.pick(bsym, coords)
+        if sym is prims.iota:  # start + step * the coordinate (integers only: see _accepts)
+            dtype = bsym.kwargs["dtype"]
+            start, step = (self.constant(bsym.kwargs[k], torch.int64) for k in ("start", "step"))
+            return self.convert(f"({start} + {step} * {coords[0]}.to(tl.int64))", torch.int64, dtype)
         if sym is prims.convert_element_type:
             return self.convert(self.emit(args[0], coords), args[0].dtype, args[1])
         if sym is prims.where:
@@ -281,7 +306,19 @@ class _Generator:
         divisor = f"tl.maximum({n} - {self.constant(bsym.kwargs['correction'], compute)}, 0)"  # as torch
         return self.convert(f"{squares} / {divisor}", compute, a.dtype)
 
-    def accumulate(self, a, kind: str, compute: torch.dtype, element: str) -> str:
+    def pick(self, bsym: BoundSymbol, coords) -> str:
+        """``take_along_axis(a, index, last dim)`` with one index per row: the row's element at the
+        index, as a max over the row of that element and -inf elsewhere (exact, NaN and -0.0 kept)."""
+        if not self.rows or tuple(coords) != (*self.row_coords, "0"):
+            raise _Decline
+        a, index = bsym.args[:2]
+        i = self.emit(index, coords)
+        self.out_of_bounds.append(f"({i} < 0) | ({i} >= D{len(self.domain) - 1})")
+        compute = torch.float32 if a.dtype in LOW_PRECISION else a.dtype
+        picked = self.accumulate(a, "max", compute, "{0}", where=f"mask & (col == {i})")
+        return self.convert(picked, compute, a.dtype)
+
+    def accumulate(self, a, kind: str, compute: torch.dtype, element: str, where: str = "mask") -> str:
         """A variable with the ``kind`` reduction of ``element`` (a template of ``a``'s element in
         ``compute``) over the row, in ``compute``."""
         identity = {"sum": "0", "max": "float('-inf')", "min": "float('inf')"}[kind]
@@ -295,7 +332,7 @@ class _Generator:
         finally:
             self.bodies.pop()
         x = element.format(x if compute is a.dtype else f"{x}.to(tl.float32)")
-        self.loop(body + [f"{acc} = " + combine.format(acc, f"tl.where(mask, {x}, {identity})")])
+        self.loop(body + [f"{acc} = " + combine.format(acc, f"tl.where({where}, {x}, {identity})")])
         total = self.var("total")
         self.top.append(f"{total} = tl.reduce({acc}, 0, {_COMBINE[kind]})")
         return total
@@ -335,24 +372,47 @@ class _Generator:
             params += [f"in{i}", *(f"in{i}_s{k}" for k in range(self.inputs[i].ndim))]
         for j, o in enumerate(self.outputs):
             params += [f"out{j}", *(f"out{j}_s{k}" for k in range(o.ndim))]
+        if self.out_of_bounds:
+            params.append("checks")
+            self.top.append(f"tl.store(checks + pid, ({' | '.join(self.out_of_bounds)}).to(tl.int8))")
         params += [f"D{k}" for k in range(n)]
         head = ["pid = tl.program_id(0).to(tl.int64)"]
         coords = self.row_coords if self.rows else self.full_coords
         if self.rows:
             index = "pid"
         else:
-            head += ["index = pid * BLOCK + tl.arange(0, BLOCK)", "mask = index < " + " * ".join(["1", *(f"D{k}" for k in range(n))])]
+            head += [
+                "index = pid * BLOCK + tl.arange(0, BLOCK)",
+                "mask = index < " + " * ".join(["1", *(f"D{k}" for k in range(n))]),
+            ]
             index = "index"
         for k in reversed(range(len(coords))):
             head.append(f"{coords[k]} = {index} % D{k}")
             if k:
                 head.append(f"{index} = {index} // D{k}")
-        lines = [*(f"{k} = tl.constexpr({literal})" for literal, k in self.constants.items()), "", "", "@triton.jit", f"def {name}({', '.join([*params, 'BLOCK: tl.constexpr'])}):"]
+        lines = [
+            *(f"{k} = tl.constexpr({literal})" for literal, k in self.constants.items()),
+            "",
+            "",
+            "@triton.jit",
+            f"def {name}({', '.join([*params, 'BLOCK: tl.constexpr'])}):",
+        ]
         lines += ["    " + line for line in head + self.top]
-        return Kernel(_PRELUDE + "\n" + "\n".join(lines) + "\n", name, tensor_inputs, outputs, self.domain, self.rows)
+        source = _PRELUDE + "\n" + "\n".join(lines) + "\n"
+        return Kernel(source, name, tensor_inputs, outputs, self.domain, self.rows, len(self.out_of_bounds))
 
     def _store(self, j: int, coords, v: str) -> str:
         """Stores ``v`` into output ``j`` at ``coords``: a block (``v`` may be a scalar) or one element."""
         ptr = " + ".join([f"out{j}", *(f"{c} * out{j}_s{k}" for k, c in enumerate(coords))])
         block = "col" in coords or (not self.rows and coords)
         return f"tl.store({ptr}, tl.broadcast_to({v}, [BLOCK]), mask=mask)" if block else f"tl.store({ptr}, {v})"
+
+
+def unit_reshape_coords(src: tuple[int, ...], dst: tuple[int, ...], coords: tuple[str, ...]) -> tuple[str, ...]:
+    """The coordinates in ``src`` of ``coords`` in ``dst``, for a reshape that only inserts or
+    removes dims of size 1 (others decline)."""
+    big = [c for c, d in zip(coords, dst) if d != 1]
+    if [d for d in src if d != 1] != [d for d in dst if d != 1]:
+        raise _Decline
+    it = iter(big)
+    return tuple("0" if d == 1 else next(it) for d in src)

@@ -1,8 +1,9 @@
 """The triton fusion executor: regions of prims run as Triton kernels this project generates.
 
 It claims the prims ``thunder.executors.triton_codegen`` can write code for (elementwise ops,
-``broadcast_in_dim``, ``convert_element_type``, and ``sum``/``amax``/``amin``/``var``/``var_mean``
-over the last dim), so with ``executors=["triton", "torch"]`` torch-language ops such as softmax, rms_norm or
+``broadcast_in_dim``, ``convert_element_type``, reshapes that insert or remove dims of size 1,
+``sum``/``amax``/``amin``/``var``/``var_mean`` over the last dim, and ``take_along_axis`` with
+one index per row, cross-entropy's pick of the target), so with ``executors=["triton", "torch"]`` torch-language ops such as softmax, rms_norm or
 gelu are decomposed and their prims fused (Note [Claiming at the deepest level]). Each region
 of two or more ops becomes one ``TritonN`` symbol that lists the ops it absorbed; a region no
 kernel layout fits is declined (torch runs its ops). It is in no default list.
@@ -26,7 +27,7 @@ import torch
 
 from thunder.core import prims
 from thunder.core.errors import ThunderRuntimeError
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx
 from thunder.executors import torchex
@@ -37,6 +38,7 @@ __all__ = ["TritonExecutor", "ex"]
 
 _ELEMENTWISE_FLOAT = {*codegen.UNARY_FLOAT, *codegen.BINARY_FLOAT}
 _ELEMENTWISE = {*_ELEMENTWISE_FLOAT, *codegen.UNARY_NUMERIC, *codegen.BINARY_NUMERIC, *codegen.BINARY_INTEGRAL}
+_LAYOUT = (prims.broadcast_in_dim, prims.reshape, prims.take_along_axis, prims.iota)  # coordinates, picks along a row
 # Exact in float32, so converting through it rounds to bfloat16 once, as eager's direct conversion.
 _NARROW_INTEGERS = {torch.uint8, torch.int8, torch.int16}
 _BF16_SOURCES = {torch.bfloat16, torch.float16, torch.float32, torch.bool, torch.int8, torch.uint8, torch.int16}
@@ -51,7 +53,7 @@ class TritonExecutor(FusionExecutor):
 
     def __init__(self, name: str):
         super().__init__(name)
-        for sym in (*_ELEMENTWISE, *codegen.REDUCTIONS, prims.where, prims.convert_element_type, prims.broadcast_in_dim):
+        for sym in (*_ELEMENTWISE, *codegen.REDUCTIONS, *_LAYOUT, prims.where, prims.convert_element_type):
             self.implmap[sym] = ImplInfo()
 
     @property
@@ -90,13 +92,63 @@ class TritonExecutor(FusionExecutor):
             out += fused
         return out
 
-    def _fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:
+    def _fuse(self, region: Region, trace: TraceCtx, *, cut_after: bool = False) -> list[BoundSymbol] | None:
         if len(region.bound_symbols) < 2:
             return None
         kernels = codegen.generate(region.bound_symbols, region.inputs, region.outputs)
-        if kernels is None:
-            return None
-        return [fusion_bound_symbol(region, trace, prefix="Triton", fn=_Launcher(kernels, region.outputs))]
+        if kernels is not None:
+            return [fusion_bound_symbol(region, trace, prefix="Triton", fn=_Launcher(kernels, region.outputs))]
+        stages = _stages(region, cut_after=cut_after)
+        if len(stages) == 1:
+            return None if cut_after else self._fuse(region, trace, cut_after=True)
+        out: list[BoundSymbol] = []
+        for stage in stages:
+            fused = self._fuse(stage, trace, cut_after=cut_after)
+            if fused is None:
+                fused = [_on_torch(b) for b in stage.bound_symbols]
+                if None in fused:
+                    return None
+            out += fused
+        return out
+
+
+def _stages(region: Region, *, cut_after: bool = False) -> list[Region]:
+    """``region`` cut before each reduction over another shape than the one before it: a rows
+    kernel reduces one shape, so a reduction of what another reduced (a loss's mean over the rows'
+    losses) starts a kernel of its own, reading what the one before wrote. ``cut_after``: also
+    after each reduction (where what follows uses the reduced value in a larger shape: the mean's
+    gradient spread over the classes)."""
+    parts: list[list[BoundSymbol]] = [[]]
+    shape = None
+    for b in region.bound_symbols:
+        reduces = b.sym in codegen.REDUCTIONS or b.sym is prims.take_along_axis
+        if reduces:
+            reduced = tuple(b.args[0].shape)
+            if shape is not None and reduced != shape and parts[-1]:
+                parts.append([])
+            shape = reduced
+        parts[-1].append(b)
+        if reduces and cut_after:
+            parts.append([])
+            shape = None
+    parts = [p for p in parts if p]
+    if len(parts) == 1:
+        return [region]
+    made = [{o.name for b in part for o in b.flat_proxy_outs} for part in parts]
+    later_reads = [set() for _ in parts]
+    for k in range(len(parts) - 2, -1, -1):
+        later_reads[k] = later_reads[k + 1] | {a.name for b in parts[k + 1] for a in b.flat_proxy_args}
+    returned = {p.name for p in region.outputs}
+    stages = []
+    for k, part in enumerate(parts):
+        inputs: dict[str, Proxy] = {}
+        for b in part:
+            for a in b.flat_proxy_args:
+                if a.name not in made[k]:
+                    inputs.setdefault(a.name, a)
+        outputs = {o.name: o for b in part for o in b.flat_proxy_outs if o.name in returned or o.name in later_reads[k]}
+        stages.append(Region(region.executor, part, list(inputs.values()), list(outputs.values())))
+    return stages
 
 
 def _on_torch(bsym: BoundSymbol) -> BoundSymbol | None:
@@ -120,7 +172,7 @@ def _accepts(bsym: BoundSymbol) -> bool:
     if not (device.type == "cuda" or (device.type == "cpu" and _interpreting())):
         return False
     if any(type(a) not in (bool, int, float) for a in bsym.flat_args if not isinstance(a, TensorProxy)):
-        if bsym.sym not in (prims.broadcast_in_dim, prims.convert_element_type, *codegen.REDUCTIONS):
+        if bsym.sym not in (*_LAYOUT, prims.convert_element_type, *codegen.REDUCTIONS):
             return False  # numbers computed at run time, complex numbers
     sym, dtype = bsym.sym, tensors[0].dtype
     if sym is prims.convert_element_type:
@@ -130,6 +182,21 @@ def _accepts(bsym: BoundSymbol) -> bool:
         return dst is not torch.bfloat16 or src in _BF16_SOURCES
     if sym is prims.broadcast_in_dim or sym is prims.where:
         return True
+    if sym is prims.iota:
+        kw = bsym.kwargs
+        return kw["dtype"] is torch.int64 and all(type(kw[k]) is int for k in ("start", "step"))
+    if sym is prims.reshape:  # only inserting or removing dims of size 1
+        src, dst = tuple(bsym.args[0].shape), tuple(bsym.output.shape)
+        return [d for d in src if d != 1] == [d for d in dst if d != 1]
+    if sym is prims.take_along_axis:  # cross-entropy's pick: one index per row, along the last dim
+        a, index, dim = bsym.args[:3]
+        return (
+            a.dtype.is_floating_point
+            and not index.dtype.is_floating_point
+            and index.dtype is not torch.bool
+            and dim in (a.ndim - 1, -1)
+            and tuple(index.shape) == (*a.shape[:-1], 1)
+        )
     if sym in codegen.REDUCTIONS:
         a, dims = bsym.args[0], tuple(bsym.args[1])
         return a.dtype.is_floating_point and a.ndim >= 1 and dims == (a.ndim - 1,)
@@ -171,7 +238,17 @@ class _Launcher:
                 args += [inputs[i], *inputs[i].stride()]
             for j in k.outputs:
                 args += [outs[j], *outs[j].stride()]
+            flags = None
+            if k.checks:
+                flags = torch.zeros(math.prod(k.domain[:-1]), dtype=torch.int8, device=device)
+                args.append(flags)
             _launch(k, [*args, *k.domain])
+            if flags is not None:  # raised at once on CPU, by the device on CUDA (no sync), as eager's gather
+                torch._assert_async(
+                    flags.max() == 0 if flags.numel() else torch.tensor(True),
+                    f"index out of bounds for dimension {len(k.domain) - 1} with size {k.domain[-1]} "
+                    "(take_along_axis in a Triton fusion: a class index outside [0, classes))",
+                )
         return tuple(outs)
 
     def __repr__(self) -> str:

@@ -11,8 +11,8 @@ relu, gelu, silu, tanh, sigmoid and the four softmax symbols have VJP rules (Not
 uses, each a symbol of its own whose torch implementation is the aten op (``threshold_backward``,
 ``gelu_backward``, ``silu_backward``, ``tanh_backward``, ``sigmoid_backward``,
 ``softmax_backward_data``, ``log_softmax_backward_data``): the gradients are eager's, bit for bit,
-one kernel where the prims' rule would run three. ``tanh_backward`` and ``sigmoid_backward``
-decompose into prims as well, so a fusion executor that claims prims fuses them. relu and the softmaxes read their output, as eager's do,
+one kernel where the prims' rule would run three. ``tanh_backward``, ``sigmoid_backward`` and the softmaxes'
+backward symbols decompose into prims as well, so a fusion executor that claims prims fuses them. relu and the softmaxes read their output, as eager's do,
 so the forward keeps the output rather than the input. The other backward symbols have no
 decomposition; none has a rule of its own (no double backward, as in the rest of the transform).
 
@@ -404,21 +404,42 @@ def _softmax_backward_meta(op: str, grad_output, output, dim, input_dtype):
             f"{op}: input_dtype {input_dtype} must be the output's dtype {output.dtype} (or a half-precision dtype "
             "for a float32 output)"
         )
-    return TensorProxy.like(grad_output, dtype=input_dtype, requires_grad=False)
+    return dim_arg(op, output, dim)
+
+
+def _softmax_backward(op: str, grad_output, output, dim, input_dtype, formula):
+    """``formula(g, y, d)`` in float32 for reduced precision (as eager's kernel computes), in
+    ``input_dtype``: the decomposition a fusion executor that claims prims fuses."""
+    d = _softmax_backward_meta(op, grad_output, output, dim, input_dtype)
+    g, y = (upcast(t) for t in (grad_output, output))
+    if y.ndim == 0:
+        g, y = prims.reshape(g, (1,)), prims.reshape(y, (1,))
+    result = formula(g, y, d) if y.shape[d] else g
+    if output.ndim == 0:
+        result = prims.reshape(result, ())
+    return maybe_convert_to_dtype(result, input_dtype)
 
 
 @torchsymbol(id="torch.softmax_backward_data", torch_impl=torch.ops.aten._softmax_backward_data)
 def softmax_backward_data(grad_output, output, dim, input_dtype):
     """``aten._softmax_backward_data``: ``output * (grad_output - sum(grad_output * output, dim))``, in
     ``input_dtype`` (the dtype softmax's input had)."""
-    return _softmax_backward_meta("ltorch.softmax_backward_data", grad_output, output, dim, input_dtype)
+
+    def formula(g, y, d):
+        return prims.mul(y, prims.sub(g, sum_keep(prims.mul(g, y), (d,))))
+
+    return _softmax_backward("ltorch.softmax_backward_data", grad_output, output, dim, input_dtype, formula)
 
 
 @torchsymbol(id="torch.log_softmax_backward_data", torch_impl=torch.ops.aten._log_softmax_backward_data)
 def log_softmax_backward_data(grad_output, output, dim, input_dtype):
     """``aten._log_softmax_backward_data``: ``grad_output - exp(output) * sum(grad_output, dim)``, in
     ``input_dtype``."""
-    return _softmax_backward_meta("ltorch.log_softmax_backward_data", grad_output, output, dim, input_dtype)
+
+    def formula(g, y, d):
+        return prims.sub(g, prims.mul(prims.exp(y), sum_keep(g, (d,))))
+
+    return _softmax_backward("ltorch.log_softmax_backward_data", grad_output, output, dim, input_dtype, formula)
 
 
 def _grads(first, rest) -> tuple:

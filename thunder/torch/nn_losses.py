@@ -368,7 +368,34 @@ def nll_loss_backward(grad_output, input, target, weight, reduction, ignore_inde
         )
     if not isinstance(pyval(ignore_index), int):
         raise ThunderTypeError(f"{op}: ignore_index must be an int, but got {ignore_index!r}")
-    return TensorProxy.like(input, requires_grad=False)
+    if input.ndim > 2 or input.numel() == 0:
+        return TensorProxy.like(input, requires_grad=False)  # eager's kernel only (nll_loss2d's layout)
+    return _nll_loss_backward_parts(grad_output, input, target, weight, reduction, pyval(ignore_index))
+
+
+def _nll_loss_backward_parts(grad_output, input, target, weight, reduction: str, ignore_index: int):
+    """``-weight[t] * grad`` (over the total weight for "mean") at each row's target class, 0
+    elsewhere and on ignored rows: the prims a fusion executor fuses with log_softmax's backward
+    (one comparison with the class index per element, no scatter)."""
+    class_dim = input.ndim - 1
+    logp = maybe_convert_to_dtype(input, computation_dtype(input.dtype))
+    _, w_t, ignored = _nll_parts(logp, target, weight, ignore_index)
+    rows = tuple(target.shape)
+    g = prims.neg(maybe_convert_to_dtype(grad_output, logp.dtype))
+    if reduction == "mean":
+        g = prims.div(g, _sum_all(w_t))
+    if reduction != "none":
+        g = prims.broadcast_in_dim(g, rows, ())
+    per_row = prims.mul(w_t, g)
+    safe = prims.where(ignored, -1, target)
+    if safe.dtype is not torch.int64:
+        safe = prims.convert_element_type(safe, torch.int64)
+    shape = tuple(input.shape)
+    row_dims = tuple(range(len(rows)))
+    classes = prims.iota(shape[class_dim], start=0, step=1, device=input.device, dtype=torch.int64)
+    hit = prims.eq(prims.broadcast_in_dim(classes, shape, (class_dim,)), prims.broadcast_in_dim(safe, shape, row_dims))
+    grad = prims.where(hit, prims.broadcast_in_dim(per_row, shape, row_dims), 0.0)
+    return maybe_convert_to_dtype(grad, input.dtype)
 
 
 @grad_rules.register(nll_loss)
