@@ -727,7 +727,8 @@ _STEP = {
 _DIFF = {"previous": str, "added": list, "removed": list, "rewritten": list, "fused": dict, "unchanged": int}
 _RUN = {
     "id": str, "executors": list, "median_ms": (int, float, _NULL), "repeats": int, "compile_ms": (int, float, _NULL),
-    "max_abs_diff": (int, float, _NULL), "matches_eager": (bool, _NULL), "cache_hits": int,
+    "max_abs_diff": (int, float, _NULL), "matches_eager": (bool, _NULL),
+    "differs_at": (str, _NULL), "cache_hits": int,
     "cache_misses": int, "fusions": list, "error": (dict, _NULL),
 }  # fmt: skip
 _ERROR = {"type": str, "message": str, "stage": str, "user_frame": (dict, _NULL)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import itertools
 import linecache
 import math
@@ -26,17 +27,17 @@ import sysconfig
 import time
 import traceback
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 
 import thunder
-from thunder.core.pytree import tree_flatten, tree_map
+from thunder.core.pytree import tree_map
 from thunder.examine import fusion_status
 
-__all__ = ["ErrorInfo", "Run", "Session", "UserFrame", "session_for", "compare_outputs"]
+__all__ = ["ErrorInfo", "Run", "Session", "UserFrame", "session_for", "compare_leaves", "compare_outputs"]
 
 STAGES = ("tracing", "compiling", "running")
 
@@ -106,6 +107,7 @@ class Run:
     compile_ms: float | None = None  # the run's compilations (the rerun's new jit compiles on its first call)
     max_abs_diff: float | None = None
     matches_eager: bool | None = None
+    differs_at: str | None = None  # the path of the first output leaf that differs from eager's (``logits``)
     cache_hits: int = 0
     cache_misses: int = 0
     # Where each fusion stood when the run ended (a background-compiled region may still be warming
@@ -216,29 +218,100 @@ def compare_outputs(actual: Any, expected: Any) -> tuple[float | None, bool]:
     """(max abs difference over all tensor leaves, whether they match with dtype-aware tolerances).
 
     The difference is None when the outputs are not comparable (different structure, shapes
-    or kinds of leaves, or no numbers at all).
+    or kinds of leaves, or no numbers at all). ``first_difference`` says where they differ.
     """
-    a_leaves, a_spec = tree_flatten(actual)
-    e_leaves, e_spec = tree_flatten(expected)
-    if a_spec != e_spec or len(a_leaves) != len(e_leaves):
-        return None, False
+    worst, matches, _ = compare_leaves(actual, expected)
+    return worst, matches
+
+
+def compare_leaves(actual: Any, expected: Any) -> tuple[float | None, bool, str | None]:
+    """``compare_outputs`` and the path of the first leaf that differs (``logits``,
+    ``past_key_values.layers[0].keys``; ``""`` for the output itself), None when all agree.
+
+    Leaves are found through tuples, lists, dicts (Hugging Face's ``ModelOutput`` is one),
+    dataclasses and the attributes of other objects (a ``DynamicCache``); an object that holds
+    no tensor and cannot be compared is not counted as a difference.
+    """
+    a_leaves, e_leaves = list(_leaves(actual)), list(_leaves(expected))
+    if [p for p, _ in a_leaves] != [p for p, _ in e_leaves]:
+        where = next((p for (p, _), (q, _) in zip(a_leaves, e_leaves) if p != q), None)
+        return None, False, where if where is not None else "(the structure)"
     worst: float | None = None
-    matches = True
-    for a, e in zip(a_leaves, e_leaves):
+    first_bad: str | None = None
+    comparable = True
+    for (path, a), (_, e) in zip(a_leaves, e_leaves):
         if isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor):
             diff, ok = _compare_tensors(a.detach(), e.detach())
         elif isinstance(a, (int, float, complex)) and isinstance(e, (int, float, complex)):
             diff, ok = float(abs(a - e)), a == e or abs(a - e) <= 1e-7 + 1e-7 * abs(e)
+        elif isinstance(a, _Container) or isinstance(e, _Container):
+            diff, ok = None, a == e
         else:
-            diff, ok = None, (type(a) is type(e) and _safe_equal(a, e))
+            diff, ok = None, type(a) is type(e) and (_safe_equal(a, e) or not _comparable(a))
+        if not ok and first_bad is None:
+            first_bad = path
         if diff is None and not ok:
-            return None, False
-        matches = matches and ok
+            comparable = False
         if diff is not None:
             worst = diff if worst is None else max(worst, diff)
-    if worst is not None and not math.isfinite(worst):  # the document is strict JSON: no infinity
-        return None, False
-    return worst, matches
+    if not comparable or (worst is not None and not math.isfinite(worst)):  # strict JSON: no infinity
+        worst = None
+    return worst, first_bad is None, first_bad
+
+
+@dataclass(frozen=True)
+class _Container:
+    """A container's kind among the leaves, so that a list and a tuple of the same tensors differ."""
+
+    kind: type
+
+
+_ATOMS = (bool, int, float, complex, str, bytes, type(None), torch.dtype, torch.device, torch.Tensor)
+
+
+def _leaves(x: Any, path: str = "", seen: frozenset = frozenset(), depth: int = 0):
+    """(path, leaf) pairs of an output structure, containers included as ``_Container`` markers."""
+    if isinstance(x, _ATOMS) or depth > 12 or id(x) in seen:
+        yield path, x
+        return
+    inner = seen | {id(x)}
+    if isinstance(x, Mapping):
+        yield path, _Container(type(x))
+        for k, v in x.items():
+            yield from _leaves(v, f"{path}.{k}" if path else str(k), inner, depth + 1)
+    elif isinstance(x, (list, tuple)):
+        yield path, _Container(type(x))
+        for i, v in enumerate(x):
+            yield from _leaves(v, f"{path}[{i}]", inner, depth + 1)
+    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+        yield path, _Container(type(x))
+        for f in dataclasses.fields(x):
+            yield from _leaves(getattr(x, f.name), f"{path}.{f.name}" if path else f.name, inner, depth + 1)
+    elif _holds_tensors(x):
+        yield path, _Container(type(x))
+        for k, v in vars(x).items():
+            yield from _leaves(v, f"{path}.{k}" if path else k, inner, depth + 1)
+    else:
+        yield path, x
+
+
+def _holds_tensors(x: Any, depth: int = 0) -> bool:
+    """Whether ``x`` is a plain object (a cache, not a module or function) with tensors among its attributes."""
+    if isinstance(x, (torch.nn.Module, type)) or callable(x) or not hasattr(x, "__dict__") or depth > 3:
+        return False
+    for v in vars(x).values():
+        if isinstance(v, torch.Tensor):
+            return True
+        if isinstance(v, (list, tuple)) and any(isinstance(i, torch.Tensor) or _holds_tensors(i, depth + 1) for i in v):
+            return True
+        if _holds_tensors(v, depth + 1):
+            return True
+    return False
+
+
+def _comparable(x: Any) -> bool:
+    """Whether ``x`` has an equality of its own (not object identity)."""
+    return type(x).__eq__ is not object.__eq__
 
 
 def _safe_equal(a: Any, b: Any) -> bool:
@@ -397,7 +470,7 @@ class Session:
         except Exception as exc:
             run.error = self.error = ErrorInfo.from_exception(exc, jitted=jitted)
         else:
-            run.max_abs_diff, run.matches_eager = self._against_eager(outputs)
+            run.max_abs_diff, run.matches_eager, run.differs_at = self._against_eager(outputs)
         run.cache_hits = thunder.cache_hits(jitted)
         run.cache_misses = thunder.cache_misses(jitted)
         self.runs.append(run)
@@ -432,14 +505,14 @@ class Session:
         samples = [timed_call() for _ in range(repeats)]
         return statistics.median(samples) / 1e6, repeats
 
-    def _against_eager(self, outputs: Any) -> tuple[float | None, bool | None]:
+    def _against_eager(self, outputs: Any) -> tuple[float | None, bool | None, str | None]:
         args, kwargs = clone_inputs(self.args, self.kwargs)
         try:
             with torch.no_grad() if self.options.disable_torch_autograd else contextlib.nullcontext():
                 expected = self.original(*args, **kwargs)
         except Exception:  # eager PyTorch fails where thunder did not: nothing to compare with
-            return None, None
-        return compare_outputs(outputs, expected)
+            return None, None, None
+        return compare_leaves(outputs, expected)
 
     def executors_json(self, *, interactive: bool | None = None, reason: str | None = None) -> dict:
         """The ``executors`` object of the document."""

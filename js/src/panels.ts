@@ -225,7 +225,13 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
         cell("max_abs_diff", formatDiff(r.max_abs_diff)),
         cell(
           "matches_eager",
-          r.matches_eager === null ? "–" : r.matches_eager ? "yes" : "NO",
+          r.matches_eager === null
+            ? "–"
+            : r.matches_eager
+              ? "yes"
+              : r.differs_at
+                ? `NO (${r.differs_at})`
+                : "NO",
           r.matches_eager === false ? "tx-bad" : "",
         ),
         cell("cache_hits", String(r.cache_hits)),

@@ -136,6 +136,8 @@ export interface Run {
   compile_ms: number | null;
   max_abs_diff: number | null;
   matches_eager: boolean | null;
+  /** The path of the first output leaf that differs from eager's (``logits``). */
+  differs_at: string | null;
   cache_hits: number;
   cache_misses: number;
   fusions: FusionStatus[];
@@ -442,6 +444,10 @@ function readRun(r: Reader, v: unknown, path: string): Run {
       o.matches_eager === null || o.matches_eager === undefined
         ? null
         : r.bool(o.matches_eager, `${path}.matches_eager`),
+    differs_at:
+      o.differs_at === null || o.differs_at === undefined
+        ? null
+        : r.str(o.differs_at, `${path}.differs_at`),
     cache_hits: r.int(o.cache_hits, `${path}.cache_hits`),
     cache_misses: r.int(o.cache_misses, `${path}.cache_misses`),
     fusions: o.fusions === undefined ? [] : readFusions(r, o.fusions, `${path}.fusions`),

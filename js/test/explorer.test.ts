@@ -272,6 +272,8 @@ describe("explorer DOM contract", () => {
       id: "r3",
       median_ms: 0.044,
       compile_ms: 41.7,
+      matches_eager: false,
+      differs_at: "past_key_values.layers[0].keys",
       cache_misses: 2,
       fusions: [
         { name: "TorchCompile0", status: "compiled" },
@@ -294,6 +296,10 @@ describe("explorer DOM contract", () => {
     expect(last.querySelector("[data-field='compile_ms']")!.textContent).toBe("41.70 ms");
     expect(rows[1]!.querySelector("[data-field='compile_ms']")!.textContent).toBe("–"); // a document from before the field
     expect(last.querySelector("[data-field='cache_misses']")!.textContent).toBe("2");
+    expect(last.querySelector("[data-field='matches_eager']")!.textContent).toBe(
+      "NO (past_key_values.layers[0].keys)",
+    );
+    expect(rows[1]!.querySelector("[data-field='matches_eager']")!.textContent).toBe("yes");
     const fusions = last.querySelector<HTMLElement>("[data-field='fusions']")!;
     expect(fusions.textContent).toBe("2 compiled, 1 warming up, 1 uncompiled");
     expect(fusions.title).toContain("TorchCompile2: uncompiled: torch's kernels were faster");

@@ -314,6 +314,7 @@ def _broken(mutate) -> dict:
                     "compile_ms": 3.0,
                     "max_abs_diff": None,
                     "matches_eager": None,
+                    "differs_at": None,
                     "cache_hits": 0,
                     "cache_misses": 1,
                     "fusions": [],

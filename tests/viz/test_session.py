@@ -10,7 +10,7 @@ import torch
 
 import thunder
 from tests.viz import session_stubs
-from thunder_viz.session import ErrorInfo, Session, compare_outputs, session_for
+from thunder_viz.session import ErrorInfo, Session, compare_leaves, compare_outputs, session_for
 
 
 @pytest.fixture(autouse=True)
@@ -260,3 +260,39 @@ def test_error_info_to_json_follows_the_schema():
         info = ErrorInfo.from_exception(exc)
     assert set(info.to_json()) == {"type", "message", "stage", "user_frame"}
     assert set(info.to_json()["user_frame"]) == {"file", "line", "function", "code"}
+
+
+def _gpt2_outputs():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    ids = torch.randint(0, 64, (1, 8))
+    return model, ids
+
+
+def test_outputs_with_a_cache_are_compared_leaf_by_leaf():
+    """A ModelOutput holding a DynamicCache used to be one opaque leaf: "NO" with no difference."""
+    model, ids = _gpt2_outputs()
+    jitted = thunder.jit(model)
+    got, expected = jitted(ids), model(ids)
+    assert compare_outputs(got, expected) == (0.0, True)
+    got.logits[0, 0, 0] += 1.0
+    worst, matches, where = compare_leaves(got, expected)
+    assert (matches, where) == (False, "logits") and worst == pytest.approx(1.0)
+    cache = got.past_key_values
+    keys = cache.layers[0].keys if hasattr(cache, "layers") else cache.key_cache[0]
+    got.logits[0, 0, 0] -= 1.0
+    keys[0, 0, 0, 0] += 2.0
+    worst, matches, where = compare_leaves(got, expected)
+    assert not matches and where.split(".")[0] in ("past_key_values", "cache") and "keys" in where
+    assert worst == pytest.approx(2.0)
+
+
+def test_a_rerun_of_a_model_with_a_cache_matches_eager():
+    model, ids = _gpt2_outputs()
+    session = Session(thunder.jit(model))
+    session(ids)
+    run = session.rerun(["torch"])
+    assert run.error is None and run.matches_eager is True and run.differs_at is None
+    assert run.max_abs_diff == 0.0
