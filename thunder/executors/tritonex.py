@@ -82,15 +82,8 @@ class TritonExecutor(FusionExecutor):
         if all(b.sym.is_prim for b in region.bound_symbols):
             return self._fuse(region, trace)
         claimed = [(self if b.sym.is_prim else torchex.ex, b) for b in region.bound_symbols]
-        out: list[BoundSymbol] = []
-        for part in find_regions(claimed, returned=region.outputs):
-            fused = self._fuse(part, trace) if part.is_fusion else None
-            if fused is None:
-                fused = [_on_torch(b) for b in part.bound_symbols]
-                if None in fused:
-                    return None
-            out += fused
-        return out
+        parts = find_regions(claimed, returned=region.outputs)
+        return _each_fused_or_on_torch(parts, lambda part: self._fuse(part, trace) if part.is_fusion else None)
 
     def _fuse(self, region: Region, trace: TraceCtx, *, cut_after: bool = False) -> list[BoundSymbol] | None:
         if len(region.bound_symbols) < 2:
@@ -101,15 +94,21 @@ class TritonExecutor(FusionExecutor):
         stages = _stages(region, cut_after=cut_after)
         if len(stages) == 1:
             return None if cut_after else self._fuse(region, trace, cut_after=True)
-        out: list[BoundSymbol] = []
-        for stage in stages:
-            fused = self._fuse(stage, trace, cut_after=cut_after)
-            if fused is None:
-                fused = [_on_torch(b) for b in stage.bound_symbols]
-                if None in fused:
-                    return None
-            out += fused
-        return out
+        return _each_fused_or_on_torch(stages, lambda stage: self._fuse(stage, trace, cut_after=cut_after))
+
+
+def _each_fused_or_on_torch(parts: list[Region], fuse) -> list[BoundSymbol] | None:
+    """What ``fuse`` makes of each part, or its ops on the torch executor where it declines (None
+    if torch cannot run one of them either)."""
+    out: list[BoundSymbol] = []
+    for part in parts:
+        fused = fuse(part)
+        if fused is None:
+            fused = [_on_torch(b) for b in part.bound_symbols]
+            if None in fused:
+                return None
+        out += fused
+    return out
 
 
 def _stages(region: Region, *, cut_after: bool = False) -> list[Region]:
