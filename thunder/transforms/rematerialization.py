@@ -98,7 +98,7 @@ def rematerialize(
     tainted = _reading_written(claimed, written)
     read_by = _backward_readers(backward, executors)
     saved_names = {p.name for p in saved if isinstance(p, Proxy)}
-    top_level = {p.name for p in forward.args if isinstance(p, Proxy)}
+    top_level = set(program_inputs)
     top_level.update(o.name for b in forward.bound_symbols for o in b.flat_proxy_outs)
 
     keep: set[str] = set()  # values the cuts save
@@ -107,7 +107,7 @@ def rematerialize(
     for region in find_regions(claimed):
         if not region.is_fusion or not region.executor.rematerializes:
             continue
-        targets = [p for p in region_values(region) if p.name in saved_names]
+        targets = [p for p in _region_values(region) if p.name in saved_names]
         if not targets:
             continue
         cut = _cut(region, targets, read_by, program_inputs, saved_names, top_level - tainted, tainted, cheap)
@@ -137,7 +137,7 @@ def rematerialize(
     return _forward_saving(forward, new_saved), _backward_recomputing(backward, saved, new_saved, steps), new_saved
 
 
-def region_values(region: Region) -> list[TensorProxy]:
+def _region_values(region: Region) -> list[TensorProxy]:
     """The tensors the region's ops produce, in order."""
     return [o for b in region.bound_symbols for o in b.flat_proxy_outs if isinstance(o, TensorProxy)]
 
