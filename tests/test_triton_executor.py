@@ -387,3 +387,18 @@ def test_a_class_index_out_of_bounds_fails_as_eager_does():
         jf(x, torch.tensor([0, 40, 2, 3], device=DEVICE))
     with pytest.raises(RuntimeError, match="out of bounds"):
         jf(x, torch.tensor([0, -3, 2, 3], device=DEVICE))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("rows", [(8,), ()], ids=["batch", "one row"])
+def test_nll_loss_backward_decomposition(reduction, weighted, rows):
+    """nll_loss_backward's prims (class index compared per element, ignored rows 0) against eager;
+    the first target of the batch is ignored."""
+    weight = torch.rand(33, device=DEVICE) if weighted else None
+    target = torch.tensor([3, 4, 8, 12, 16, 20, 24, 32], device=DEVICE) if rows else torch.tensor(5, device=DEVICE)
+
+    def f(x):
+        return F.nll_loss(x, target, weight=weight, reduction=reduction, ignore_index=3)
+
+    _check(f, _rand(*rows, 33))

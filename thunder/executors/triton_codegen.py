@@ -36,7 +36,7 @@ from thunder.core import prims
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 
-__all__ = ["Kernel", "generate", "TL_DTYPES", "LOW_PRECISION"]
+__all__ = ["Kernel", "generate", "is_unit_reshape", "TL_DTYPES", "LOW_PRECISION"]
 
 TL_DTYPES = {
     torch.bool: "tl.int1", torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.int16: "tl.int16",
@@ -213,7 +213,7 @@ class _Generator:
             return v
         if producer is not None and producer.sym is prims.reshape:
             a = producer.args[0]
-            memo[key] = v = self.emit(a, unit_reshape_coords(tuple(a.shape), tuple(value.shape), coords))
+            memo[key] = v = self.emit(a, _unit_reshape_coords(tuple(a.shape), tuple(value.shape), coords))
             return v
         saved = self.bodies
         if not in_loop:
@@ -408,11 +408,14 @@ class _Generator:
         return f"tl.store({ptr}, tl.broadcast_to({v}, [BLOCK]), mask=mask)" if block else f"tl.store({ptr}, {v})"
 
 
-def unit_reshape_coords(src: tuple[int, ...], dst: tuple[int, ...], coords: tuple[str, ...]) -> tuple[str, ...]:
-    """The coordinates in ``src`` of ``coords`` in ``dst``, for a reshape that only inserts or
-    removes dims of size 1 (others decline)."""
-    big = [c for c, d in zip(coords, dst) if d != 1]
-    if [d for d in src if d != 1] != [d for d in dst if d != 1]:
+def is_unit_reshape(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+    """Whether a reshape from ``src`` to ``dst`` only inserts or removes dims of size 1."""
+    return [d for d in src if d != 1] == [d for d in dst if d != 1]
+
+
+def _unit_reshape_coords(src: tuple[int, ...], dst: tuple[int, ...], coords: tuple[str, ...]) -> tuple[str, ...]:
+    """The coordinates in ``src`` of ``coords`` in ``dst``, for a unit reshape (others decline)."""
+    if not is_unit_reshape(src, dst):
         raise _Decline
-    it = iter(big)
+    it = iter(c for c, d in zip(coords, dst) if d != 1)
     return tuple("0" if d == 1 else next(it) for d in src)

@@ -184,9 +184,8 @@ def _accepts(bsym: BoundSymbol) -> bool:
     if sym is prims.iota:
         kw = bsym.kwargs
         return kw["dtype"] is torch.int64 and all(type(kw[k]) is int for k in ("start", "step"))
-    if sym is prims.reshape:  # only inserting or removing dims of size 1
-        src, dst = tuple(bsym.args[0].shape), tuple(bsym.output.shape)
-        return [d for d in src if d != 1] == [d for d in dst if d != 1]
+    if sym is prims.reshape:
+        return codegen.is_unit_reshape(tuple(bsym.args[0].shape), tuple(bsym.output.shape))
     if sym is prims.take_along_axis:  # cross-entropy's pick: one index per row, along the last dim
         a, index, dim = bsym.args[:3]
         return (

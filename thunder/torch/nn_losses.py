@@ -194,22 +194,28 @@ def _check_class_target(op: str, input: TensorProxy, target: TensorProxy, weight
 def _nll_parts(logp: TensorProxy, target: TensorProxy, weight, ignore_index: int):
     """Per-element ``-w[t] * logp[t]`` and per-element weights ``w[t]`` (0 where ignored)."""
     class_dim = 0 if logp.ndim == 1 else 1
-    ignored = prims.eq(target, ignore_index)
-    safe = prims.where(ignored, 0, target)
-    if safe.dtype is not torch.int64:
-        safe = prims.convert_element_type(safe, torch.int64)
+    safe, w_t, ignored = _target_weights(target, weight, ignore_index, logp.dtype)
     idx_shape = list(safe.shape)
     idx_shape.insert(class_dim, 1)
     picked = prims.take_along_axis(logp, prims.reshape(safe, tuple(idx_shape)), class_dim)
     picked = prims.reshape(picked, safe.shape)
+    return prims.neg(prims.mul(picked, w_t)), w_t, ignored
+
+
+def _target_weights(target: TensorProxy, weight, ignore_index: int, dtype: torch.dtype):
+    """The int64 targets (0 where ignored), their weights ``w[t]`` in ``dtype`` (0 where ignored),
+    and where they are ignored."""
+    ignored = prims.eq(target, ignore_index)
+    safe = prims.where(ignored, 0, target)
+    if safe.dtype is not torch.int64:
+        safe = prims.convert_element_type(safe, torch.int64)
     if weight is not None:
-        w = maybe_convert_to_dtype(weight, logp.dtype)
+        w = maybe_convert_to_dtype(weight, dtype)
         flat = prims.reshape(safe, (math.prod(safe.shape),))
         w_t = prims.reshape(prims.take(w, flat, 0), safe.shape)
     else:
-        w_t = prims.add(prims.mul(prims.convert_element_type(safe, logp.dtype), 0.0), 1.0)
-    w_t = prims.where(ignored, 0.0, w_t)
-    return prims.neg(prims.mul(picked, w_t)), w_t, ignored
+        w_t = prims.add(prims.mul(prims.convert_element_type(safe, dtype), 0.0), 1.0)
+    return safe, prims.where(ignored, 0.0, w_t), ignored
 
 
 def _reduce_nll(losses, weights, reduction: str):
@@ -378,18 +384,16 @@ def _nll_loss_backward_parts(grad_output, input, target, weight, reduction: str,
     elsewhere and on ignored rows: the prims a fusion executor fuses with log_softmax's backward
     (one comparison with the class index per element, no scatter)."""
     class_dim = input.ndim - 1
-    logp = maybe_convert_to_dtype(input, computation_dtype(input.dtype))
-    _, w_t, ignored = _nll_parts(logp, target, weight, ignore_index)
+    compute = computation_dtype(input.dtype)
+    safe, w_t, ignored = _target_weights(target, weight, ignore_index, compute)
     rows = tuple(target.shape)
-    g = prims.neg(maybe_convert_to_dtype(grad_output, logp.dtype))
+    g = prims.neg(maybe_convert_to_dtype(grad_output, compute))
     if reduction == "mean":
         g = prims.div(g, _sum_all(w_t))
     if reduction != "none":
         g = prims.broadcast_in_dim(g, rows, ())
     per_row = prims.mul(w_t, g)
-    safe = prims.where(ignored, -1, target)
-    if safe.dtype is not torch.int64:
-        safe = prims.convert_element_type(safe, torch.int64)
+    safe = prims.where(ignored, -1, safe)  # an ignored row hits no class (its gradient is 0, even where g is not finite)
     shape = tuple(input.shape)
     row_dims = tuple(range(len(rows)))
     classes = prims.iota(shape[class_dim], start=0, step=1, device=input.device, dtype=torch.int64)

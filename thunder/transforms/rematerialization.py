@@ -127,7 +127,7 @@ def rematerialize(
     by_name = {p.name: p for p in _proxies(forward)}
     new_saved = [p for p in saved if not (isinstance(p, Proxy) and p.name in recomputed)]
     present = {p.name for p in new_saved if isinstance(p, Proxy)}
-    new_saved += [by_name[n] for n in _in_order(keep - present, forward)]
+    new_saved += [p for n, p in by_name.items() if n in keep and n not in present]  # in definition order
     # A recomputing op may not define what the backward defines or receives (a backward that
     # recomputes a decomposition itself, the other output of a ``var_mean`` that stays saved).
     taken = {o.name for b in backward.bound_symbols for o in b.flat_proxy_outs}
@@ -286,31 +286,33 @@ class _Cheapness:
     per bound symbol)."""
 
     def __init__(self):
-        self._memo: dict[int, bool] = {}
-        self._on_cpu = False
+        self._memo: dict[tuple[int, bool], bool] = {}
 
     def __call__(self, bsym: BoundSymbol) -> bool:
-        found = self._memo.get(id(bsym))
+        on_cpu = any(o.device.type == "cpu" for o in bsym.flat_proxy_outs if isinstance(o, TensorProxy))
+        return self._cheap(bsym, on_cpu)
+
+    def _cheap(self, bsym: BoundSymbol, on_cpu: bool) -> bool:
+        key = (id(bsym), on_cpu)
+        found = self._memo.get(key)
         if found is None:
-            outs = [o for o in bsym.flat_proxy_outs if isinstance(o, TensorProxy)]
-            self._on_cpu = any(o.device.type == "cpu" for o in outs)
-            found = self._memo[id(bsym)] = self._cheap(bsym)
+            found = self._memo[key] = self._decide(bsym, on_cpu)
         return found
 
-    def _cheap(self, bsym: BoundSymbol) -> bool:
+    def _decide(self, bsym: BoundSymbol, on_cpu: bool) -> bool:
         sym = bsym.sym
         if sym.tags & _IMPURE or sym.executor is not None:
             return False
         if not bsym.subsymbols:
             ident = getattr(sym, "id", None)
             if ident in _MATH_LIBRARY:
-                return not self._on_cpu
+                return not on_cpu
             return (
                 isinstance(ident, (ElementwisePrimIDs, ShapePrimIDs))
                 or ident in _CHEAP_REDUCTIONS
                 or ident in _CHEAP_FACTORIES
             )
-        return all(self(s) for s in bsym.subsymbols)
+        return all(self._cheap(s, on_cpu) for s in bsym.subsymbols)
 
 
 def _written(bsyms: Sequence[BoundSymbol]) -> set[str]:
@@ -362,9 +364,3 @@ def _all_outs(bsym: BoundSymbol):
     yield from bsym.flat_proxy_outs
     for s in bsym.subsymbols:
         yield from _all_outs(s)
-
-
-def _in_order(names: set[str], trace: TraceCtx) -> list[str]:
-    """``names`` in the order the trace defines them."""
-    order = {p.name: i for i, p in enumerate(_proxies(trace))}
-    return sorted(names, key=lambda n: order.get(n, len(order)))
