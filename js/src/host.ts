@@ -2,9 +2,11 @@
  * What the explorer core needs from the page that embeds it (anywidget, a static HTML snapshot,
  * later a JupyterLab mime renderer).
  *
- * Layer: front-end core, imports nothing. The document is handed over as `unknown`: the core
- * validates it (schema.ts) whatever the host.
+ * Layer: front-end core; imports the schema's constants and packed.ts. The document is handed
+ * over as `unknown`: the core validates it (schema.ts) whatever the host.
  */
+import { isPacked, unpackDocument } from "./packed";
+import { SCHEMA_NAME, SCHEMA_VERSION } from "./schema";
 
 export interface ExplorerHost {
   /** The current trace document (parsed JSON or JSON text), untrusted. */
@@ -20,11 +22,40 @@ export interface ExplorerHost {
   requestRerun?(executors: string[]): void;
 }
 
-/** A host for a fixed document (static HTML snapshot, saved notebook): nothing changes, no reruns. */
+/**
+ * A host for a fixed document (static HTML snapshot, saved notebook): nothing changes, no reruns.
+ * A packed document (packed.ts) shows as an empty one, "unpacking…", until it is unpacked.
+ */
 export function staticHost(document: unknown, status = "static snapshot"): ExplorerHost {
+  if (!isPacked(document)) {
+    return {
+      getDocument: () => document,
+      getStatus: () => status,
+      subscribe: () => () => {},
+    };
+  }
+  let shown: unknown = { schema: SCHEMA_NAME, version: SCHEMA_VERSION, title: "", steps: [] };
+  let line = "unpacking…";
+  const listeners = new Set<() => void>();
+  unpackDocument(document).then(
+    (doc) => {
+      shown = doc;
+      line = status;
+      listeners.forEach((l) => l());
+    },
+    (e: unknown) => {
+      // an invalid document whose error says what went wrong
+      shown = { schema: `an unreadable packed document (${String(e)})` };
+      line = status;
+      listeners.forEach((l) => l());
+    },
+  );
   return {
-    getDocument: () => document,
-    getStatus: () => status,
-    subscribe: () => () => {},
+    getDocument: () => shown,
+    getStatus: () => line,
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
   };
 }

@@ -20,6 +20,7 @@ import type { Message } from "@lumino/messaging";
 import { Panel, Widget } from "@lumino/widgets";
 import { mount } from "./explorer";
 import { staticHost } from "./host";
+import { isPacked, packedFromHtml } from "./packed";
 import { MIME_TYPE } from "./schema";
 
 /** The class of every output rendered by this extension (the context menu's selector). */
@@ -44,7 +45,7 @@ export class ExplorerRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    const data: unknown = model.data[this.mimeType];
+    const data = outputDocument(model.data, this.mimeType);
     this.unmount?.();
     shown.set(this.node, data);
     this.unmount = mount(this.node, staticHost(data, SAVED_STATUS));
@@ -57,6 +58,22 @@ export class ExplorerRenderer extends Widget implements IRenderMime.IRenderer {
     this.unmount = null;
     super.dispose();
   }
+}
+
+/**
+ * The document of an output: its JSON entry, or, where that says the packed document is stored
+ * only in the output's HTML snapshot (thunder_viz/render/mime.py), the one the snapshot embeds.
+ */
+export function outputDocument(data: IRenderMime.IMimeModel["data"], mimeType: string): unknown {
+  const entry: unknown = data[mimeType];
+  if (!isPacked(entry) || typeof entry.data_in !== "string") return entry;
+  const html: unknown = data[entry.data_in];
+  try {
+    if (typeof html === "string") return packedFromHtml(html) ?? entry;
+  } catch {
+    // an unreadable snapshot: the explorer says the document is invalid
+  }
+  return entry;
 }
 
 export const rendererFactory: IRenderMime.IRendererFactory = {
@@ -99,11 +116,19 @@ export function explorerTab(doc: unknown, id: string): Widget {
   widget.id = id;
   widget.node.tabIndex = -1;
   widget.addClass(TAB_CLASS);
-  widget.title.label = tabTitle(doc);
   widget.title.caption = "thunder trace explorer (read-only)";
   widget.title.closable = true;
-  const unmount = mount(widget.node, staticHost(doc, SAVED_STATUS));
-  widget.disposed.connect(() => unmount());
+  const host = staticHost(doc, SAVED_STATUS);
+  const retitle = (): void => {
+    widget.title.label = tabTitle(host.getDocument()); // a packed document has its title once unpacked
+  };
+  retitle();
+  const unsubscribe = host.subscribe(retitle);
+  const unmount = mount(widget.node, host);
+  widget.disposed.connect(() => {
+    unsubscribe();
+    unmount();
+  });
   return widget;
 }
 

@@ -18,6 +18,7 @@ from IPython.core.formatters import DisplayFormatter
 
 import thunder
 from thunder_viz import display, graph
+from thunder_viz.render.mime import document_of
 from thunder_viz.session import Session
 
 MIME = "application/vnd.thunder.trace+json"
@@ -53,7 +54,7 @@ def test_a_trace_displays_as_document_snapshot_and_source(shell, jitted):
     trace = thunder.last_traces(jitted)[-1]
     data = fmt(shell, trace)
     assert set(data) == {MIME, "text/html", "text/plain"}
-    doc = data[MIME]
+    doc = document_of(data)
     graph.validate_document(doc)
     assert doc["title"] == "f"
     assert [s["kind"] for s in doc["steps"]] == ["computation"]
@@ -67,15 +68,15 @@ def test_a_trace_displays_as_document_snapshot_and_source(shell, jitted):
 
 def test_a_trace_history_displays_every_step_with_its_diff(shell, jitted):
     traces = thunder.last_traces(jitted)
-    doc = fmt(shell, traces)[MIME]
+    doc = document_of(fmt(shell, traces))
     graph.validate_document(doc)
     assert [s["pass"] for s in doc["steps"]] == [t.provenance.pass_name for t in traces]
     assert doc["steps"][0]["diff"] is None
     dce = doc["steps"][1]
     assert dce["pass"] == "Dead Code Elimination" and len(dce["diff"]["removed"]) == 1
     # a tuple of traces, and the prologue's traces (their own kind)
-    assert fmt(shell, tuple(traces))[MIME]["steps"] == doc["steps"]
-    prologue = fmt(shell, thunder.last_prologue_traces(jitted))[MIME]
+    assert document_of(fmt(shell, tuple(traces)))["steps"] == doc["steps"]
+    prologue = document_of(fmt(shell, thunder.last_prologue_traces(jitted)))
     assert {s["kind"] for s in prologue["steps"]} == {"prologue"}
 
 
@@ -89,7 +90,7 @@ def test_other_lists_keep_their_usual_display(shell, jitted):
 def test_a_session_displays_its_steps_and_runs_read_only(shell):
     session = Session(thunder.jit(f))
     session(torch.randn(2, 3), torch.randn(2, 3))
-    doc = fmt(shell, session)[MIME]
+    doc = document_of(fmt(shell, session))
     graph.validate_document(doc)
     kinds = [s["kind"] for s in doc["steps"]]
     assert kinds[0] == "prologue" and "computation" in kinds

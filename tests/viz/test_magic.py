@@ -10,6 +10,7 @@ from IPython.utils.capture import capture_output
 import thunder
 from tests.viz import session_stubs
 from thunder_viz.magic import parse_options, split_line
+from thunder_viz.render.mime import document_of
 from thunder_viz.widget import ExplorerWidget
 
 TRACE_MIME = "application/vnd.thunder.trace+json"
@@ -44,7 +45,7 @@ def run(shell, source: str):
 
 
 def explorers(outputs) -> list[dict]:
-    return [o.data for o in outputs if WIDGET_MIME in o.data]
+    return [{**o.data, TRACE_MIME: document_of(o.data)} for o in outputs if WIDGET_MIME in o.data]
 
 
 def test_line_magic_returns_the_result_and_displays_the_explorer(shell):
@@ -172,7 +173,7 @@ def test_magic_in_a_real_kernel_stores_the_widget_and_the_saved_document(tmp_pat
     outputs = nb.cells[1].outputs
     [display] = [o for o in outputs if o.output_type == "display_data"]
     assert WIDGET_MIME in display.data and TRACE_MIME in display.data
-    assert display.data[TRACE_MIME]["executors"]["interactive"] is False
+    assert document_of(display.data)["executors"]["interactive"] is False
     [result] = [o for o in outputs if o.output_type == "execute_result"]
     assert "tensor" in result.data["text/plain"]
     model_id = display.data[WIDGET_MIME]["model_id"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.viz.trace_programs import EVIL, EVIL_FILE, EVIL_GLOBAL, dce_cse_steps, evil_steps, module_steps
+from tests.viz.trace_programs import EVIL, EVIL_FILE, dce_cse_steps, evil_steps, module_steps
 from thunder_viz.graph import document
 from thunder_viz.render import (
     MIME_TYPE,
@@ -28,6 +28,8 @@ from thunder_viz.render import (
     to_svg,
 )
 from thunder_viz.render.html import STATIC_DIR
+from thunder_viz.render.mime import document_of
+from thunder_viz.render.pack import is_packed, pack_document, packed_payload, unpack_document
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot program is not installed")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -218,26 +220,31 @@ def test_snapshot_embeds_the_document_and_shows_hostile_strings_only_as_text(evi
         "script",
         "h2",
         "h3",
+        "ol",
+        "li",
         "pre",
         "p",
         "strong",
     }
     assert "img" not in tag_names
     assert not any(k.startswith("on") for _, attrs in parsed.tags for k in attrs)
-    # Three scripts: the JSON, the bundle, the mount. The JSON one is the document, intact.
+    # Three scripts: the JSON, the bundle, the mount. The JSON one is the document, packed, intact.
     assert [a.get("type") for a, _ in parsed.scripts] == ["application/json", None, None]
     json_text = parsed.scripts[0][1]
     assert "<" not in json_text and ">" not in json_text and "&" not in json_text
-    embedded = json.loads(json_text)
+    embedded = unpack_document(json.loads(json_text))
     assert embedded["title"] == EVIL and embedded["error"]["message"] == EVIL
     assert embedded["steps"] == json.loads(json.dumps(evil_doc["steps"]))
     # The bundle's own "</script" cannot end its element early.
     assert "var s = '<\\/script><\\!-- x';" in parsed.scripts[1][1]
-    # The fallback lists every step's source as text.
+    # The fallback lists every step and shows the last computation and backward sources as text.
     text = "".join(parsed.text)
     for step in evil_doc["steps"]:
+        assert step["pass"] in text
+    last = {s["kind"]: s for s in evil_doc["steps"] if s["kind"] != "prologue"}
+    for step in last.values():
         assert step["source"] in text
-    assert EVIL in text and EVIL_GLOBAL in text and EVIL_FILE in text
+    assert EVIL in text and EVIL_FILE in text
     # Raw, the hostile strings appear nowhere outside our own two scripts.
     outside = page.replace(parsed.scripts[1][1], "").replace(parsed.scripts[2][1], "")
     for raw in ("<script>alert", "<img src=x", "</script><script>", EVIL, EVIL_FILE):
@@ -260,7 +267,7 @@ def test_snapshot_is_static(stub_static):
     doc = document(dce_cse_steps(), title="f", executors={
         "available": ["torch"], "selected": ["torch"], "always": ["torch"], "unavailable": {}, "interactive": True,
         "reason": None})  # fmt: skip
-    embedded = json.loads(_parse(to_html(doc, static_dir=stub_static)).scripts[0][1])
+    embedded = unpack_document(json.loads(_parse(to_html(doc, static_dir=stub_static)).scripts[0][1]))
     assert embedded["executors"]["interactive"] is False and "snapshot" in embedded["executors"]["reason"]
     assert doc["executors"]["interactive"] is True  # the caller's document is not changed
 
@@ -304,12 +311,16 @@ def test_mime_bundle_has_the_document_html_and_text(evil_doc, monkeypatch, stub_
     monkeypatch.setattr(render_html, "STATIC_DIR", stub_static)
     bundle = mime_bundle(evil_doc)
     assert MIME_TYPE == "application/vnd.thunder.trace+json"
-    assert bundle[MIME_TYPE] is evil_doc
+    # the document is stored once: packed in the snapshot, which the JSON entry points at
+    assert bundle[MIME_TYPE] == {"schema": "thunder-trace", "version": 1, "encoding": "gzip-base64", "data_in": "text/html"}
+    assert document_of(bundle) == json.loads(json.dumps(evil_doc))
     assert bundle["text/plain"].endswith(evil_doc["steps"][-1]["source"])
     assert bundle["text/plain"].startswith("ValueError: ")
     assert 'type="application/json"' in bundle["text/html"]
     monkeypatch.setattr(render_html, "STATIC_DIR", stub_static / "nowhere")
-    assert set(mime_bundle(evil_doc)) == {MIME_TYPE, "text/plain"}
+    without_html = mime_bundle(evil_doc)
+    assert set(without_html) == {MIME_TYPE, "text/plain"}
+    assert is_packed(without_html[MIME_TYPE]) and document_of(without_html) == json.loads(json.dumps(evil_doc))
     monkeypatch.setattr(render_html, "STATIC_DIR", stub_static)
     assert set(mime_bundle(evil_doc, include_html=False)) == {MIME_TYPE, "text/plain"}
 
@@ -360,3 +371,49 @@ def test_snapshot_runs_in_chromium_without_running_hostile_strings(evil_doc, tmp
     assert "</script><script>alert(1)</script>" in source_text
     assert dialogs == [] and errors == []
     assert all(url.startswith(("file:", "blob:", "data:")) for url in requests), requests
+
+
+# --- the packed document -----------------------------------------------------------------
+FIXTURES = Path(__file__).resolve().parents[2] / "js" / "test" / "fixtures"
+
+
+def test_packing_round_trips_a_real_session_document():
+    doc = json.loads((FIXTURES / "real-mlp.json").read_text())
+    packed = pack_document(doc)
+    assert is_packed(packed) and unpack_document(packed) == doc
+    assert len(json.dumps(packed)) < len(json.dumps(doc)) / 10
+    payload = packed_payload(doc)
+    later = [s for s in payload["steps"][1:] if any(n.get("=") for n in s["nodes"])]
+    assert later, "steps after the first of their kind share their unchanged nodes"
+
+
+def test_packing_keeps_values_that_python_thinks_equal_apart():
+    steps = dce_cse_steps()
+    node = steps[0]["nodes"][0]
+    node["inputs"] = [{**node["inputs"][0], "repr": "1", "shape": [1]}, {**node["inputs"][0], "repr": "1", "shape": [True]}]
+    doc = document(steps, title="f")
+    assert unpack_document(pack_document(doc)) == json.loads(json.dumps(doc))
+
+
+def test_the_front_end_fixture_unpacks_to_its_document():
+    # js/test/packed.test.ts unpacks the same file: both sides read one format.
+    packed = json.loads((FIXTURES / "real-mlp.packed.json").read_text())
+    assert unpack_document(packed) == json.loads((FIXTURES / "real-mlp.json").read_text())
+
+
+def test_a_saved_gpt2_explorer_is_small():
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    import thunder
+    from thunder_viz.session import Session
+
+    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=128, n_positions=64)
+    torch.manual_seed(0)
+    session = Session(thunder.jit(transformers.GPT2LMHeadModel(config)))
+    session(torch.randint(0, 128, (1, 16)))
+    doc = session.to_document(interactive=False, reason="saved")
+    bundle = mime_bundle(doc)
+    saved = sum(len(json.dumps(v)) for v in bundle.values())
+    assert len(json.dumps(doc)) > 2_000_000 and saved < 500_000, (len(json.dumps(doc)), saved)
+    assert document_of(bundle) == json.loads(json.dumps(doc))

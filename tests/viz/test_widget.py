@@ -15,6 +15,7 @@ from comm.base_comm import BaseComm
 import thunder
 import thunder_viz
 from tests.viz import session_stubs
+from thunder_viz.render.mime import document_of
 from thunder_viz.session import Session
 from thunder_viz.widget import _PLACEHOLDER_ESM, ESM_PATH, ExplorerWidget
 
@@ -143,7 +144,7 @@ def test_mimebundle_carries_the_widget_view_and_the_saved_document():
     w = explorer()
     data, _metadata = w._repr_mimebundle_()
     assert data[WIDGET_MIME]["model_id"] == w.model_id
-    saved = data[TRACE_MIME]
+    saved = document_of(data)
     assert saved["executors"]["interactive"] is False and "no kernel" in saved["executors"]["reason"]
     assert saved["steps"] == w.doc["steps"]
     assert w.doc["executors"]["interactive"] is True, "the live document stays interactive"

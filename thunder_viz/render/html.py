@@ -2,9 +2,10 @@
 
 The page inlines the front end's standalone bundle (``thunder_viz/static/standalone.js``,
 which defines ``window.ThunderExplorer.mount(element, document, options)``) and its
-stylesheet, and embeds the trace document as JSON in a ``<script type="application/json">``.
-It refers to nothing on the network and needs no kernel. Without JavaScript (or where a
-viewer strips scripts, as GitHub does) a fallback shows each step's source as text.
+stylesheet, and embeds the trace document, packed (``thunder_viz/render/pack.py``), as JSON in a
+``<script type="application/json" data-thunder-doc>``. It refers to nothing on the network and
+needs no kernel. Without JavaScript (or where a viewer strips scripts, as GitHub does) a
+fallback lists the steps and shows the last computation and backward sources as text.
 
 Note [Embedding untrusted text in HTML]
 Everything in a document comes from the user's program and is untrusted. It reaches the
@@ -14,7 +15,7 @@ text is still the same JSON), and as element text escaped by ``html.escape``. Th
 Content-Security-Policy allows only the page's own scripts (by hash), so even a mistake in
 that escaping would not run injected script.
 
-Layer: visualiser. Imports: thunder_viz.graph (nothing else of thunder).
+Layer: visualiser. Imports: thunder_viz.render.pack (nothing of thunder).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ import re
 import uuid
 from pathlib import Path
 
-__all__ = ["STATIC_DIR", "BundleMissingError", "SNAPSHOT_REASON", "html_fragment", "json_for_script", "to_html"]
+from thunder_viz.render.pack import pack_document
+
+__all__ = ["STATIC_DIR", "BundleMissingError", "SNAPSHOT_REASON", "html_fragment", "json_for_script", "packed_in_html", "to_html"]
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 BUNDLE_NAME = "standalone.js"
@@ -46,6 +49,17 @@ def json_for_script(doc: dict) -> str:
     """``doc`` as JSON that can sit inside a ``<script>`` element (Note [Embedding untrusted text in HTML])."""
     text = json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return _JSON_ESCAPE_RE.sub(lambda m: _JSON_ESCAPES[m.group()], text)
+
+
+_DOC_SCRIPT_RE = re.compile(r'<script type="application/json" id="[^"]*" data-thunder-doc>(.*?)</script>', re.DOTALL)
+
+
+def packed_in_html(page: str) -> dict:
+    """The packed document a snapshot embeds (the inverse of the embedding in :func:`html_fragment`)."""
+    found = _DOC_SCRIPT_RE.search(page)
+    if found is None:
+        raise ValueError("this HTML holds no thunder trace document")
+    return json.loads(found.group(1))
 
 
 def _inline_script(code: str) -> str:
@@ -73,9 +87,9 @@ def _read_static(static_dir: Path | None) -> tuple[str, str]:
 
 
 def _static_document(doc: dict) -> dict:
-    """The document as a snapshot shows it: nothing can be recompiled."""
+    """The document as a snapshot shows it: nothing can be recompiled (a reason already given is kept)."""
     executors = doc.get("executors")
-    if not isinstance(executors, dict):
+    if not isinstance(executors, dict) or executors.get("interactive") is False:
         return doc
     return {**doc, "executors": {**executors, "interactive": False, "reason": SNAPSHOT_REASON}}
 
@@ -91,9 +105,17 @@ def _fallback(doc: dict) -> str:
         if isinstance(frame, dict):
             where = f"{frame.get('file', '')}:{frame.get('line', '')} in {frame.get('function', '')}"
             parts.append(f"<pre>{esc(where)}\n    {esc(str(frame.get('code', '')))}</pre>")
-    for step in doc.get("steps", []):
+    steps = doc.get("steps", [])
+    # the last computation and backward traces are what the program runs; the prologue's checks
+    # are long (one per parameter) and only listed
+    last_of_kind = {step.get("kind"): i for i, step in enumerate(steps) if step.get("kind") != "prologue"}
+    items = []
+    for i, step in enumerate(steps):
         heading = f"{step.get('index')}. {step.get('kind')}: {step.get('pass')} ({float(step.get('ms', 0.0)):.2f} ms)"
-        parts.append(f"<h3>{esc(heading)}</h3>\n<pre>{esc(str(step.get('source', '')))}</pre>")
+        source = f"\n<pre>{esc(str(step.get('source', '')))}</pre>" if last_of_kind.get(step.get("kind")) == i else ""
+        items.append(f"<li>{esc(heading)}{source}</li>")
+    if items:
+        parts.append("<ol>\n" + "\n".join(items) + "\n</ol>")
     return "\n".join(parts)
 
 
@@ -125,7 +147,8 @@ def _parts(doc: dict, static_dir: Path | None) -> tuple[str, str, str, list[str]
         f'<div class="thunder-snapshot" id="{uid}">\n'
         f'<div class="thunder-snapshot-host" id="{uid}-host"></div>\n'
         f'<div class="thunder-fallback" id="{uid}-fallback">\n{_fallback(doc)}\n</div>\n'
-        f'<script type="application/json" id="{uid}-doc">{json_for_script(_static_document(doc))}</script>\n'
+        f'<script type="application/json" id="{uid}-doc" data-thunder-doc>'
+        f"{json_for_script(pack_document(_static_document(doc)))}</script>\n"
         + "".join(f"<script>{s}</script>\n" for s in scripts)
         + "</div>"
     )

@@ -1,0 +1,176 @@
+/**
+ * Reads the packed form of a trace document (thunder_viz/render/pack.py), which saved notebooks
+ * and HTML snapshots store: gzip + base64 of the document with its value refs, source lines and
+ * repeated items shared. Unpacking gives back the plain document, which the core validates as
+ * usual (schema.ts): this file trusts nothing and only rebuilds JSON.
+ *
+ * Layer: front-end core; imports the schema's limits.
+ */
+import { LIMITS } from "./schema";
+
+export const PACKED_ENCODING = "gzip-base64";
+const SAME = "=";
+const DROPPED = "-";
+/** The fields that identify an item of each list across the steps of one kind. */
+const KEYS: Record<string, string[]> = {
+  nodes: ["id"],
+  groups: ["id"],
+  edges: ["source", "target", "value"],
+  inner_edges: ["source", "target", "value"],
+};
+
+type Json = Record<string, unknown>;
+
+export interface PackedDocument {
+  schema: string;
+  version: number;
+  encoding: typeof PACKED_ENCODING;
+  /** base64 of the gzip of the packed JSON; absent when `data_in` names where it is. */
+  data?: string;
+  /** The notebook output's mime type whose HTML snapshot holds the packed document. */
+  data_in?: string;
+}
+
+export function isPacked(doc: unknown): doc is PackedDocument {
+  return (
+    typeof doc === "object" &&
+    doc !== null &&
+    (doc as { encoding?: unknown }).encoding === PACKED_ENCODING
+  );
+}
+
+function isObj(v: unknown): v is Json {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function arr(v: unknown, what: string): unknown[] {
+  if (!Array.isArray(v)) throw new Error(`${what} is not a list`);
+  return v;
+}
+
+function keyOf(item: Json, keys: string[]): string {
+  return JSON.stringify(keys.map((k) => item[k] ?? null));
+}
+
+function undelta(previous: unknown[] | undefined, current: unknown[], keys: string[]): Json[] {
+  const before = new Map<string, Json>();
+  for (const item of previous ?? []) if (isObj(item)) before.set(keyOf(item, keys), item);
+  return current.map((item) => {
+    if (!isObj(item)) throw new Error("a packed item is not an object");
+    if (!(SAME in item)) return item;
+    const base = before.get(keyOf(item, keys));
+    if (!base) throw new Error("a packed item refers to an item the previous step does not hold");
+    const merged: Json = { ...base, ...item };
+    delete merged[SAME];
+    delete merged[DROPPED];
+    const dropped = item[DROPPED];
+    if (Array.isArray(dropped))
+      for (const k of dropped) if (typeof k === "string") delete merged[k];
+    return merged;
+  });
+}
+
+function lookup(table: unknown[], refs: unknown, what: string): unknown[] {
+  return arr(refs, what).map((i) => {
+    if (typeof i !== "number" || !Number.isInteger(i) || i < 0 || i >= table.length) {
+      throw new Error(`${what} refers to an entry that does not exist`);
+    }
+    return table[i];
+  });
+}
+
+/** The plain document of a packed payload (the JSON inside `data`). */
+export function unpackPayload(payload: unknown): Json {
+  if (!isObj(payload)) throw new Error("the packed document is not an object");
+  const values = arr(payload.values, "values");
+  const lines = arr(payload.lines, "lines");
+  const previous = new Map<unknown, Json>();
+  const steps = arr(payload.steps, "steps").map((raw, s) => {
+    if (!isObj(raw)) throw new Error(`steps[${s}] is not an object`);
+    const before = previous.get(raw.kind);
+    const step: Json = { ...raw };
+    for (const [name, keys] of Object.entries(KEYS)) {
+      step[name] = undelta(
+        before?.[name] as unknown[] | undefined,
+        arr(raw[name] ?? [], `steps[${s}].${name}`),
+        keys,
+      );
+    }
+    previous.set(raw.kind, step);
+    return {
+      ...step,
+      nodes: (step.nodes as Json[]).map((n) => ({
+        ...n,
+        inputs: lookup(values, n.inputs, `steps[${s}] node inputs`),
+        outputs: lookup(values, n.outputs, `steps[${s}] node outputs`),
+      })),
+      inputs: lookup(values, raw.inputs ?? [], `steps[${s}].inputs`),
+      source: lookup(lines, raw.source ?? [], `steps[${s}].source`).join("\n"),
+    };
+  });
+  const doc: Json = { ...payload, steps };
+  delete doc.values;
+  delete doc.lines;
+  return doc;
+}
+
+function base64Bytes(text: string): Uint8Array {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+/** Gunzips `bytes`, refusing output beyond the documents' size limit (a packed bomb). */
+async function gunzip(bytes: Uint8Array, maxBytes: number): Promise<string> {
+  const source = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(bytes);
+      controller.close();
+    },
+  });
+  const stream = source.pipeThrough(new DecompressionStream("gzip"));
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw new Error(`the document is larger than ${Math.round(maxBytes / 1024 / 1024)} MB`);
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.length;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/** The plain document of a packed wrapper that holds its `data`. */
+export async function unpackDocument(
+  doc: PackedDocument,
+  maxBytes: number = LIMITS.maxBytes,
+): Promise<Json> {
+  if (typeof doc.data !== "string") throw new Error("the packed document holds no data");
+  const text = await gunzip(base64Bytes(doc.data), maxBytes);
+  return unpackPayload(JSON.parse(text) as unknown);
+}
+
+/**
+ * The packed wrapper inside an HTML snapshot (thunder_viz/render/html.py embeds it in a
+ * `<script type="application/json" data-thunder-doc>`), for an output whose document is stored
+ * only in its `text/html`. Parsed with DOMParser, which runs no script.
+ */
+export function packedFromHtml(html: string): PackedDocument | null {
+  const page = new DOMParser().parseFromString(html, "text/html");
+  const script = page.querySelector("script[data-thunder-doc]");
+  if (!script?.textContent) return null;
+  const value = JSON.parse(script.textContent) as unknown;
+  return isPacked(value) ? value : null;
+}

@@ -1,0 +1,75 @@
+import { readFileSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, test, vi } from "vitest";
+import { staticHost } from "../src/host";
+import { isPacked, packedFromHtml, unpackDocument, unpackPayload } from "../src/packed";
+import { validateDocument } from "../src/schema";
+import { fixture, mountDoc } from "./helpers";
+
+const here = dirname(fileURLToPath(import.meta.url));
+// Written by thunder_viz/render/pack.py from real-mlp.json (tests/viz/test_render.py checks that
+// Python unpacks it to the same document, so both sides read one format).
+const packed = JSON.parse(readFileSync(join(here, "fixtures", "real-mlp.packed.json"), "utf8"));
+
+function wrap(payload: unknown): {
+  schema: string;
+  version: number;
+  encoding: "gzip-base64";
+  data: string;
+} {
+  const data = gzipSync(Buffer.from(JSON.stringify(payload))).toString("base64");
+  return { schema: "thunder-trace", version: 1, encoding: "gzip-base64", data };
+}
+
+describe("packed documents", () => {
+  test("unpack to the document Python packed", async () => {
+    expect(isPacked(packed)).toBe(true);
+    const doc = await unpackDocument(packed);
+    expect(doc).toEqual(fixture("real-mlp"));
+  });
+
+  test("an item the previous step does not hold is an error, not a guess", () => {
+    const payload = {
+      values: [],
+      lines: ["x"],
+      steps: [{ kind: "computation", nodes: [{ "=": 1, id: "n9" }], source: [0], inputs: [] }],
+    };
+    expect(() => unpackPayload(payload)).toThrow(/previous step does not hold/);
+    const badRef = { values: [], lines: [], steps: [{ kind: "computation", source: [3] }] };
+    expect(() => unpackPayload(badRef)).toThrow(/does not exist/);
+  });
+
+  test("refuse to inflate past the size limit", async () => {
+    const bomb = wrap({ values: [], lines: ["a".repeat(4096)], steps: [] });
+    await expect(unpackDocument(bomb, 1024)).rejects.toThrow(/larger than/);
+  });
+
+  test("are found in the HTML snapshot that embeds them", () => {
+    const html = `<div><script type="application/json" id="t-doc" data-thunder-doc>${JSON.stringify(packed)}</script></div>`;
+    expect(packedFromHtml(html)).toEqual(packed);
+    expect(packedFromHtml("<p>nothing here</p>")).toBeNull();
+  });
+
+  test("show in the explorer once unpacked", async () => {
+    const host = staticHost(packed, "saved output");
+    const m = mountDoc(undefined, host);
+    expect(m.q('[data-testid="status"]').textContent).toContain("unpacking");
+    await vi.waitFor(() =>
+      expect(m.q('[data-testid="status"]').textContent).toContain("saved output"),
+    );
+    expect(m.root.getAttribute("data-ready")).toBe("true");
+    expect(m.all(".tx-step").length).toBe(fixture("real-mlp").steps.length);
+    expect(validateDocument(host.getDocument()).ok).toBe(true);
+    m.cleanup();
+  });
+
+  test("that cannot be read show why", async () => {
+    const host = staticHost({ ...packed, data: "bm90IGd6aXA=" });
+    const m = mountDoc(undefined, host);
+    await vi.waitFor(() => expect(m.root.getAttribute("data-invalid")).toBe("true"));
+    expect(m.root.textContent).toMatch(/unreadable packed document/);
+    m.cleanup();
+  });
+});

@@ -1,0 +1,155 @@
+"""The packed form of a trace document: what saved notebooks and HTML snapshots store.
+
+A session document repeats itself: every step of a compilation holds nearly the same nodes,
+each node spells out the shape, dtype and device of every value it reads, and consecutive
+sources share most of their lines. A 2-layer GPT-2 session is 7 MB as JSON. Packed:
+
+- each distinct ``ValueRef`` is stored once, in ``values``; nodes and step inputs hold indices;
+- each distinct source line is stored once, in ``lines``; a step's ``source`` is a list of indices;
+- a node, group or edge equal in part to the one with the same key in the previous step of the
+  same kind holds only what changed: ``{"=": 1, <key fields>, <changed fields>, "-": [dropped]}``;
+- the result is gzip-compressed and base64-encoded into ``data``.
+
+The wrapper is ``{"schema": "thunder-trace", "version": 1, "encoding": "gzip-base64", "data": ...}``;
+in a notebook output that also holds the HTML snapshot the document is stored only there, and
+the wrapper says ``"data_in": "text/html"`` instead of holding ``data``. The front end
+(``js/src/packed.ts``) undoes exactly these steps; :func:`unpack_document` is the same in Python.
+
+Layer: visualiser. Imports: the standard library.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from typing import Any
+
+__all__ = ["ENCODING", "is_packed", "pack_document", "packed_payload", "unpack_document", "unpack_payload"]
+
+ENCODING = "gzip-base64"
+_SAME = "="
+_DROPPED = "-"
+
+# Per list of a step: the fields that identify an item across steps.
+_KEYS: dict[str, tuple[str, ...]] = {
+    "nodes": ("id",),
+    "groups": ("id",),
+    "edges": ("source", "target", "value"),
+    "inner_edges": ("source", "target", "value"),
+}
+
+
+def is_packed(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("encoding") == ENCODING
+
+
+def _delta(previous: list[dict] | None, current: list[dict], keys: tuple[str, ...]) -> list[dict]:
+    """``current`` with each item that has a same-keyed item in ``previous`` written as its difference."""
+    if not previous:
+        return current
+    before = {tuple(item.get(k) for k in keys): item for item in previous}
+    out = []
+    for item in current:
+        base = before.get(tuple(item.get(k) for k in keys))
+        if base is None:
+            out.append(item)
+            continue
+        change = {k: v for k, v in item.items() if k in keys or k not in base or base[k] != v}
+        dropped = [k for k in base if k not in item]
+        change[_SAME] = 1
+        if dropped:
+            change[_DROPPED] = dropped
+        out.append(change)
+    return out
+
+
+def _undelta(previous: list[dict] | None, current: list[dict], keys: tuple[str, ...]) -> list[dict]:
+    before = {tuple(item.get(k) for k in keys): item for item in previous or []}
+    out = []
+    for item in current:
+        if _SAME not in item:
+            out.append(item)
+            continue
+        merged = {**before[tuple(item.get(k) for k in keys)], **item}
+        for k in (_SAME, *merged.pop(_DROPPED, [])):
+            merged.pop(k, None)
+        out.append(merged)
+    return out
+
+
+def _key(value: Any) -> Any:
+    """A hashable key equal only for equal JSON values (fast for a ValueRef: flat, with a shape list)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return tuple((k, type(v), tuple(v) if isinstance(v, list) else v) for k, v in value.items())
+    except (AttributeError, TypeError):  # not a flat dict
+        return json.dumps(value, separators=(",", ":"))
+
+
+class _Table:
+    """Distinct JSON values, each stored once, referred to by index."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._index: dict[Any, int] = {}
+
+    def ref(self, value: Any) -> int:
+        key = _key(value)  # a value written with its keys in another order is stored twice, never confused
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append(value)
+        return self._index[key]
+
+
+def packed_payload(doc: dict) -> dict:
+    """The document with values, lines and repeated items shared (before compression)."""
+    values, lines = _Table(), _Table()
+    previous: dict[str, dict] = {}
+    steps = []
+    for step in doc.get("steps", []):
+        step = dict(step)
+        step["nodes"] = [
+            {**n, "inputs": [values.ref(v) for v in n["inputs"]], "outputs": [values.ref(v) for v in n["outputs"]]}
+            for n in step.get("nodes", [])
+        ]
+        step["inputs"] = [values.ref(v) for v in step.get("inputs", [])]
+        step["source"] = [lines.ref(line) for line in str(step.get("source", "")).split("\n")]
+        before = previous.get(step.get("kind"))
+        previous[step.get("kind")] = step
+        steps.append({**step, **{name: _delta((before or {}).get(name), step.get(name, []), keys) for name, keys in _KEYS.items()}})
+    return {**doc, "steps": steps, "values": values.items, "lines": lines.items}
+
+
+def unpack_payload(payload: dict) -> dict:
+    values, lines = payload["values"], payload["lines"]
+    previous: dict[str, dict] = {}
+    steps = []
+    for packed in payload["steps"]:
+        before = previous.get(packed.get("kind"))
+        step = {**packed, **{name: _undelta((before or {}).get(name), packed.get(name, []), keys) for name, keys in _KEYS.items()}}
+        previous[packed.get("kind")] = step
+        steps.append(
+            {
+                **step,
+                "nodes": [{**n, "inputs": [values[i] for i in n["inputs"]], "outputs": [values[i] for i in n["outputs"]]} for n in step["nodes"]],
+                "inputs": [values[i] for i in step["inputs"]],
+                "source": "\n".join(lines[i] for i in step["source"]),
+            }
+        )
+    doc = {k: v for k, v in payload.items() if k not in ("values", "lines")}
+    return {**doc, "steps": steps}
+
+
+def pack_document(doc: dict) -> dict:
+    """The packed wrapper of ``doc`` (see the module docstring)."""
+    text = json.dumps(packed_payload(doc), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+    return {"schema": doc.get("schema", "thunder-trace"), "version": doc.get("version", 1), "encoding": ENCODING, "data": data}
+
+
+def unpack_document(packed: dict) -> dict:
+    """The document a packed wrapper holds (its ``data``)."""
+    payload = json.loads(gzip.decompress(base64.b64decode(packed["data"])).decode("utf-8"))
+    return unpack_payload(payload)
