@@ -23,21 +23,65 @@ export interface RerunMessage {
   executors: string[];
 }
 
-export function modelHost(model: AnyModel<WidgetModel>): ExplorerHost {
+/** How long a rerun waits for the kernel's first answer (its "running…" status) before saying so. */
+export const ANSWER_TIMEOUT_MS = 4000;
+export const NO_ANSWER =
+  "error: no answer from the kernel: it may be busy, restarted or shut down (run the cell again for a live explorer)";
+/** ipywidgets' event when the widget's connection to its kernel comes or goes (a restart, a shutdown). */
+const COMM_LIVE_UPDATE = "comm_live_update";
+
+/**
+ * The live widget's host. A rerun whose request reaches no kernel (ipywidgets drops messages of a
+ * widget whose kernel is gone) would otherwise wait forever: the status says so when the
+ * connection drops while it waits, or when no answer came within `answerTimeoutMs`.
+ */
+export function modelHost(
+  model: AnyModel<WidgetModel>,
+  answerTimeoutMs: number = ANSWER_TIMEOUT_MS,
+): ExplorerHost {
+  const listeners = new Set<() => void>();
+  let unanswered: string | null = null;
+  let waiting = false; // a rerun was asked for and has not finished
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const notify = (): void => listeners.forEach((l) => l());
+  const answered = (): void => {
+    clearTimeout(timer); // the kernel got the request
+    unanswered = null;
+    if (!/running/i.test(model.get("status"))) waiting = false;
+    notify();
+  };
+  const giveUp = (): void => {
+    clearTimeout(timer);
+    if (!waiting) return;
+    waiting = false;
+    unanswered = NO_ANSWER;
+    notify();
+  };
   return {
     getDocument: () => model.get("doc"),
-    getStatus: () => model.get("status"),
+    getStatus: () => unanswered ?? model.get("status"),
     subscribe(listener) {
-      const onChange = (): void => listener();
-      model.on("change:doc", onChange);
-      model.on("change:status", onChange);
+      if (listeners.size === 0) {
+        model.on("change:doc", answered);
+        model.on("change:status", answered);
+        model.on(COMM_LIVE_UPDATE, giveUp);
+      }
+      listeners.add(listener);
       return () => {
-        model.off("change:doc", onChange);
-        model.off("change:status", onChange);
+        listeners.delete(listener);
+        if (listeners.size > 0) return;
+        clearTimeout(timer);
+        model.off("change:doc", answered);
+        model.off("change:status", answered);
+        model.off(COMM_LIVE_UPDATE, giveUp);
       };
     },
     requestRerun(executors) {
       const message: RerunMessage = { type: "rerun", executors };
+      unanswered = null;
+      waiting = true;
+      clearTimeout(timer);
+      timer = setTimeout(giveUp, answerTimeoutMs);
       model.send(message);
     },
   };
