@@ -1,5 +1,5 @@
 """Shared test setup: every test starts from the same random state, so sampled inputs (and
-any tolerance failure they reveal) are reproducible."""
+any tolerance failure they reveal) are reproducible; a run that skipped browser tests says so."""
 
 from __future__ import annotations
 
@@ -33,3 +33,27 @@ def prims_only(monkeypatch):
 
     monkeypatch.setattr(torchex, "symbol_to_torch", {})
     monkeypatch.setattr(torchex.ex, "implmap", {})
+
+
+# tests/browser/conftest.py starts its skip reasons with this (here, not imported: under xdist the
+# controller that writes the summary never loads that conftest).
+_BROWSER_SKIP = "browser test skipped: "
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """A visible line when browser tests were skipped (no Chromium, JupyterLab or playwright), so a
+    green run does not hide that the explorer was never opened in a browser."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        if reason.startswith(_BROWSER_SKIP):
+            key = reason.removeprefix(_BROWSER_SKIP)
+            reasons[key] = reasons.get(key, 0) + 1
+    if not reasons:
+        return
+    terminalreporter.section("browser tests skipped", sep="=", yellow=True, bold=True)
+    for reason, count in reasons.items():
+        terminalreporter.line(f"{count} browser test{'' if count == 1 else 's'} did not run: {reason}", yellow=True)
+    terminalreporter.line("CI sets THUNDER_VIZ_REQUIRE_BROWSER=1, which turns these skips into failures.")

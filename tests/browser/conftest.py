@@ -55,10 +55,14 @@ LAB_SETTINGS = {
 }
 
 
+# Skips start with this, so that the summary (tests/conftest.py) can count and name them.
+SKIP_PREFIX = "browser test skipped: "
+
+
 def _unavailable(reason: str) -> None:
     if REQUIRE_BROWSER:
         pytest.fail(f"browser tests required (THUNDER_VIZ_REQUIRE_BROWSER=1) but {reason}")
-    pytest.skip(reason)
+    pytest.skip(SKIP_PREFIX + reason)
 
 
 def _free_port() -> int:
