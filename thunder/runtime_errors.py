@@ -15,7 +15,7 @@ Layer: entry points. Imports: core.
 from __future__ import annotations
 
 from thunder.core.codegen import bsym_at
-from thunder.core.symbol import BoundSymbol
+from thunder.core.symbol import BoundSymbol, location_text
 
 __all__ = ["add_runtime_note", "NOTE_PREFIX"]
 
@@ -53,7 +53,7 @@ def _describe(bsym: BoundSymbol, filename: str, lineno: int) -> str:
     src = _source_of(bsym)
     if src is None:
         return f"{NOTE_PREFIX}{op} (generated code {filename}, line {lineno})"
-    where = f"{src.filename}:{src.lineno}"
+    where = location_text(src.filename, src.lineno, relative=False)
     if src.function:
         where += f", in {src.function}"
     if src.module_path:

@@ -213,6 +213,7 @@ class Tracer:
         self._tensor_inputs: dict[int, tuple[Proxy, torch.Tensor]] = {}  # id(proxy) -> (holder, real tensor)
         self._hoisted: dict[str, str] = {}  # prologue name -> the call that makes it (random.random)
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
+        self._member_paths: dict[str, str] = {}  # prologue name of a parameter or buffer -> its qualified name
         self.interpreted: Callable | None = None
         # Note [Data-dependent values] in thunder.core.data_dependent: ``eager_impl(sym)`` runs a symbol on
         # real tensors (None: the program cannot ask for tensor values); ``forced`` are the outcomes known
@@ -501,6 +502,9 @@ class Tracer:
                 self.dims.extend((d, s) for d, s in zip(dims, p.shape))
         else:
             self._check(prims.check_tensor, holder, tuple(t.shape), t.device, t.dtype, t.requires_grad)
+        path = self._member_paths.get(holder.name)
+        if path is not None:
+            self.prologue.input_paths[holder.name] = self.computation.input_paths[p.name] = path
         introspection.note_input(p, t)
         self._register(t, holder, p)
         self.inputs.append((holder, p))
@@ -704,13 +708,25 @@ class Tracer:
         return True
 
     def _attr_holder(self, holder: Proxy, name: str, obj: Any) -> Proxy:
-        attr = self._prologue_proxy(f"{holder.name}_{name}")
         table = _module_member_table(obj, name)
+        path = self._member_path(obj, name) if table in ("_parameters", "_buffers") else None
+        attr = self._prologue_proxy(f"{holder.name}_{name}" if path is None else "t_" + path.replace(".", "_"))
+        if path is not None:
+            self._member_paths[attr.name] = path
         if table is not None:
             self._emit(prims.unpack_module_member, holder, table, name, attr, output=attr)
         else:
             self._emit(prims.unpack_attr, holder, name, attr, output=attr)
         return attr
+
+    def _member_path(self, module: torch.nn.Module, name: str) -> str | None:
+        """The qualified name of ``module``'s parameter or buffer ``name`` (``"transformer.h.0.ln_1.weight"``),
+        or None for a module outside the input module. Parameters and buffers are named by it in the
+        traces (``t_transformer_h_0_ln_1_weight``, lightning-thunder's names) and the explorer."""
+        prefix = self._module_paths.get(id(module))
+        if prefix is None:
+            return None
+        return f"{prefix}.{name}" if prefix else name
 
     def _getattr(self, obj, name, *default):
         """``getattr(obj, name[, default])`` called by the program: read like ``obj.name``."""
@@ -1304,6 +1320,7 @@ def _is_code_like(value: Any) -> bool:
 
 
 _THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TORCH_DIR = os.path.join(os.path.dirname(torch.__file__), "")
 _INSTALLED_DIRS = tuple(
     {os.path.join(p, "") for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], _THUNDER_DIR)}
 )
@@ -1399,7 +1416,8 @@ def _restoring_grad_mode(enabled: bool):
 
 def _source_location(module_paths: dict[int, str] | None = None) -> SourceLocation | None:
     """The innermost interpreted frame that is the user's (thunder's own frames are skipped), with
-    the qualified path of the innermost ``nn.Module`` whose method is running (``"encoder.layers.0"``)."""
+    the qualified path of the innermost ``nn.Module`` whose method is running (``"encoder.layers.0"``)
+    and, for a frame of torch's, the call site: the innermost frame outside torch and thunder."""
     stack = get_interpreter_stack()
     module_path = None
     if module_paths:
@@ -1408,9 +1426,17 @@ def _source_location(module_paths: dict[int, str] | None = None) -> SourceLocati
             if path is not None:
                 module_path = path
                 break
-    for frame in reversed(stack):
-        if not frame.filename.startswith(_THUNDER_DIR):
-            return SourceLocation(frame.filename, frame.lineno or 0, frame.qualname, module_path)
+    for i in range(len(stack) - 1, -1, -1):
+        frame = stack[i]
+        if frame.filename.startswith(_THUNDER_DIR):
+            continue
+        call_site = None
+        if frame.filename.startswith(_TORCH_DIR):
+            for outer in reversed(stack[:i]):
+                if not outer.filename.startswith((_TORCH_DIR, _THUNDER_DIR)):
+                    call_site = SourceLocation(outer.filename, outer.lineno or 0, outer.qualname)
+                    break
+        return SourceLocation(frame.filename, frame.lineno or 0, frame.qualname, module_path, call_site)
     return None
 
 

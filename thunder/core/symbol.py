@@ -15,6 +15,7 @@ import functools
 import itertools
 import linecache
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -34,18 +35,41 @@ class SourceLocation:
     lineno: int
     function: str = ""
     module_path: str | None = None  # e.g. "transformer.h.0.attn" for nn.Modules
+    # For a line inside torch (an ``nn.Module``'s forward, a functional): the innermost frame outside
+    # torch and thunder, i.e. the line of the user's program (or of their library) that led there.
+    call_site: SourceLocation | None = None
 
     @property
     def source_line(self) -> str:
         return linecache.getline(self.filename, self.lineno).strip()
 
     def short(self) -> str:
-        return f"{_display_path(self.filename)}:{self.lineno}"
+        return location_text(self.filename, self.lineno)
 
     def __str__(self) -> str:
         where = f"{self.short()} in {self.function}" if self.function else self.short()
         line = self.source_line
         return f"{where}: {line}" if line else where
+
+
+def notebook_cell(filename: str) -> str | None:
+    """``"Cell In[3]"`` when ``filename`` names the code of a Jupyter cell (``/tmp/ipykernel_1234/2890.py``),
+    as IPython's tracebacks name it, else None. IPython's compiler keeps that map (a cell run again is
+    named by its latest run); it is asked only when something has imported IPython already."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)()
+    format_code_name = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    named = format_code_name(filename) if format_code_name is not None else None
+    return " ".join(named) if named else None
+
+
+def location_text(filename: str, lineno: int, *, relative: bool = True) -> str:
+    """Where a line is, as a person reads it: ``model.py:12`` (relative to the working directory when
+    ``relative`` and inside it), or ``Cell In[3], line 5`` for a notebook cell."""
+    cell = notebook_cell(filename)
+    if cell is not None:
+        return f"{cell}, line {lineno}"
+    return f"{_display_path(filename) if relative else filename}:{lineno}"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -74,6 +74,9 @@ class TraceCtx:
         self.bound_symbols: list[BoundSymbol] = []
         self.scopes: list[list[BoundSymbol]] = [self.bound_symbols]
         self.names: set[str] = set()
+        # Parameters and buffers among the values, by name: their qualified names in the module
+        # (``"transformer.h.0.ln_1.weight"``), which the explorer shows them by.
+        self.input_paths: dict[str, str] = {}
         self._counters: dict[str, Any] = {}
         self.provenance: TraceProvenance | None = None
         self.decorators: list[str] = []
@@ -250,6 +253,7 @@ def from_trace(trace: TraceCtx) -> TraceCtx:
     t.varargs, t.varkwargs = trace.varargs, trace.varkwargs
     t._siginfo = trace._siginfo
     t.names = set(trace.names)
+    t.input_paths = dict(trace.input_paths)
     t._counters = trace._counters
     t.decorators = list(trace.decorators)
     t.tags = set(trace.tags)
