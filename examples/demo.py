@@ -9,8 +9,8 @@ import argparse
 import torch
 
 import thunder
+import thunder_viz
 from thunder_viz import Session
-from thunder_viz.render.html import to_html
 
 
 class MLP(torch.nn.Module):
@@ -40,8 +40,7 @@ def main() -> None:
         print(f"=== {trace.provenance} ===")
         print(trace.python(print_depth=1), end="\n\n")
     session.rerun(["torch"])  # timing and agreement with eager, shown in the explorer's runs table
-    with open(opts.out, "w", encoding="utf-8") as f:
-        f.write(to_html(session.to_document(interactive=False, reason="a static HTML snapshot")))
+    thunder_viz.write_html(session.jitted, opts.out)  # its steps and the session's runs, in one file
     print(f"Wrote the trace explorer to {opts.out}")
 
 

@@ -1,11 +1,14 @@
-"""``thunder_viz.explore``: open the explorer on a jitted callable.
+"""``thunder_viz.explore`` and ``thunder_viz.write_html``: the explorer of a jitted callable, in a
+notebook or as a file.
 
-Layer: thunder_viz entry points. Imports: thunder, thunder_viz.session, thunder_viz.widget
-(lazily, so ``import thunder_viz`` does not load ipywidgets).
+Layer: thunder_viz entry points. Imports: thunder, thunder_viz.session, thunder_viz.render.html
+and thunder_viz.widget (lazily, so ``import thunder_viz`` does not load ipywidgets).
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import thunder
@@ -14,7 +17,7 @@ from thunder_viz.session import Session, session_for
 if TYPE_CHECKING:
     from thunder_viz.widget import ExplorerWidget
 
-__all__ = ["explore"]
+__all__ = ["explore", "write_html"]
 
 
 def _was_called(jitted: Any) -> bool:
@@ -23,6 +26,37 @@ def _was_called(jitted: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+def _not_called(jitted: Any) -> TypeError:
+    name = getattr(jitted, "__name__", type(jitted).__name__)
+    return TypeError(
+        f"{name!r} has not been called yet, so there is no compilation to explore: "
+        f"call it first, or pass its inputs with explore({name}, args=(...))"
+    )
+
+
+def write_html(jitted_fn: Any, path: str | os.PathLike = "explorer.html") -> Path:
+    """Writes the explorer of ``jitted_fn`` as one self-contained HTML file (no kernel, no network).
+
+    It shows the last compilation and, when the function was explored or called through a
+    session, the runs made there (``explore(jm)``, its reruns, then ``write_html(jm)``).
+
+    Returns:
+        The path written.
+
+    Raises:
+        TypeError: ``jitted_fn`` is not a jitted callable, or it was never called.
+    """
+    from thunder_viz.render.html import SNAPSHOT_REASON, to_html
+
+    thunder.compile_data(jitted_fn)
+    if not _was_called(jitted_fn):
+        raise _not_called(jitted_fn)
+    session = session_for(jitted_fn) or Session(jitted_fn)
+    target = Path(path)
+    target.write_text(to_html(session.to_document(interactive=False, reason=SNAPSHOT_REASON)), encoding="utf-8")
+    return target
 
 
 def explore(jitted_fn: Any, *, args: tuple | None = None, kwargs: dict | None = None) -> ExplorerWidget:
@@ -60,9 +94,5 @@ def explore(jitted_fn: Any, *, args: tuple | None = None, kwargs: dict | None = 
     if recorded is not None:
         return ExplorerWidget(Session(jitted_fn, args=recorded[0], kwargs=recorded[1]))
     if not _was_called(jitted_fn):
-        name = getattr(jitted_fn, "__name__", type(jitted_fn).__name__)
-        raise TypeError(
-            f"{name!r} has not been called yet, so there is no compilation to explore: "
-            f"call it first, or pass its inputs with explore({name}, args=(...))"
-        )
+        raise _not_called(jitted_fn)
     return ExplorerWidget(Session(jitted_fn))

@@ -42,7 +42,7 @@ from thunder.core.devices import device_str
 from thunder.core.prims import check_outcome
 from thunder.core.prims.python import python_return
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
-from thunder.core.symbol import PARAMETER, BoundSymbol, SourceLocation
+from thunder.core.symbol import PARAMETER, BoundSymbol, SourceLocation, notebook_cell
 from thunder.transforms.delete_last_used import python_del
 
 __all__ = [
@@ -95,6 +95,16 @@ def _proxy_ref(p: Proxy) -> dict:
     return {"name": p.name, "shape": None, "dtype": None, "device": None, "kind": "other"}
 
 
+def _place(src: SourceLocation) -> dict:
+    """A line's file, line, function and code (a notebook cell's file as IPython names it: ``Cell In[3]``)."""
+    return {
+        "file": notebook_cell(src.filename) or src.filename,
+        "line": src.lineno,
+        "function": src.function,
+        "code": src.source_line,
+    }
+
+
 class _Facts:
     """What a step needs to know about bound symbols and values, computed once per object.
 
@@ -107,12 +117,21 @@ class _Facts:
         self._bsyms: dict[int, tuple[BoundSymbol, dict]] = {}
         self._sources: dict[SourceLocation, dict] = {}
         self._decompositions: dict[int, tuple[tuple, list[str]]] = {}
+        # Parameter and buffer names -> qualified names (``TraceCtx.input_paths``), of every step so far:
+        # the traces of one compilation share their names.
+        self.paths: dict[str, str] = {}
 
     def value(self, x: Any) -> dict:
         hit = self._values.get(id(x))
         if hit is not None and hit[0] is x:
             return hit[1]
-        ref = _proxy_ref(x) if isinstance(x, Proxy) else _constant_ref(x)
+        if isinstance(x, Proxy):
+            ref = _proxy_ref(x)
+            path = self.paths.get(x.name)
+            if path is not None:
+                ref["path"] = path
+        else:
+            ref = _constant_ref(x)
         self._values[id(x)] = (x, ref)
         return ref
 
@@ -120,13 +139,9 @@ class _Facts:
         """The node's ``source`` field."""
         hit = self._sources.get(src)
         if hit is None:
-            hit = self._sources[src] = {
-                "file": src.filename,
-                "line": src.lineno,
-                "function": src.function,
-                "module_path": src.module_path,
-                "code": src.source_line,
-            }
+            hit = self._sources[src] = {**_place(src), "module_path": src.module_path}
+            if src.call_site is not None:
+                hit["call_site"] = _place(src.call_site)
         return hit
 
     def decomposition(self, subsymbols: tuple) -> list[str]:
@@ -225,6 +240,7 @@ class _StepBuilder:
         self.prev = prev
         self.inherit = inherit and prev is not None
         self.facts = facts
+        facts.paths.update(trace.input_paths)
         self.registry = groups
         self.nodes: list[dict] = []
         self.used: set[str] = set()
@@ -718,6 +734,7 @@ _NODE = {
     "inputs": list, "outputs": list, "line": int, "source": (dict, _NULL), "lineage": list,
     "origin": list, "decomposition": list, "group": _STR_OR_NULL,
 }  # fmt: skip
+_CALL_SITE = {"file": str, "line": int, "function": str}
 _EDGE = {"id": str, "source": str, "target": str, "value": str, "shape": (list, _NULL), "dtype": _STR_OR_NULL}
 _GROUP = {"id": str, "kind": str, "label": str, "nodes": list, "parent": _STR_OR_NULL, "collapsed": bool}
 _STEP = {
@@ -800,6 +817,8 @@ def _validate_step(step: Any, where: str, i: int) -> None:
         _check(node["id"] not in ids, f"{nw}.id", f"duplicate node id {node['id']!r}")
         ids.add(node["id"])
         _check(1 <= node["line"] <= n_lines, f"{nw}.line", f"{node['line']} is outside the source (1..{n_lines})")
+        if node["source"] is not None and "call_site" in node["source"]:
+            _fields(node["source"]["call_site"], f"{nw}.source.call_site", _CALL_SITE)
         for j, ref in enumerate(node["inputs"]):
             _validate_value(ref, f"{nw}.inputs[{j}]")
         for j, ref in enumerate(node["outputs"]):
@@ -832,3 +851,4 @@ def _validate_step(step: Any, where: str, i: int) -> None:
 def _validate_value(ref: Any, where: str) -> None:
     _fields(ref, where, _VALUE)
     _check(ref["kind"] in _VALUE_KINDS, f"{where}.kind", f"expected one of {sorted(_VALUE_KINDS)}")
+    _check(isinstance(ref.get("path", ""), str), f"{where}.path", "expected str")

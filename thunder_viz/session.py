@@ -35,9 +35,10 @@ import torch
 
 import thunder
 from thunder.core.pytree import tree_map
+from thunder.core.symbol import notebook_cell
 from thunder.examine import fusion_status
 
-__all__ = ["ErrorInfo", "Run", "Session", "UserFrame", "session_for", "compare_leaves", "compare_outputs"]
+__all__ = ["ErrorInfo", "Run", "Session", "UserFrame", "compare_leaves", "compare_outputs", "session_for", "tolerance_of"]
 
 STAGES = ("tracing", "compiling", "running")
 
@@ -56,10 +57,14 @@ _TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 class UserFrame:
     """A line of the user's program (``ErrorInfo.user_frame`` in the schema)."""
 
-    file: str
+    file: str  # a notebook cell's as IPython's tracebacks name it: "Cell In[3]"
     line: int
     function: str
     code: str
+
+    @classmethod
+    def at(cls, filename: str, line: int, function: str, code: str) -> UserFrame:
+        return cls(file=notebook_cell(filename) or filename, line=line, function=function, code=code)
 
 
 @dataclass(frozen=True)
@@ -102,12 +107,16 @@ class Run:
 
     id: str
     executors: list[str]
+    # the call that compiled (``%thunder_jit``'s, ``explore(args=...)``'s): timed once, with its
+    # compilation, and not compared with eager (that would run the program a second time)
+    first_call: bool = False
     median_ms: float | None = None
     repeats: int = 0
     compile_ms: float | None = None  # the run's compilations (the rerun's new jit compiles on its first call)
     max_abs_diff: float | None = None
     matches_eager: bool | None = None
     differs_at: str | None = None  # the path of the first output leaf that differs from eager's (``logits``)
+    tolerance: str | None = None  # the tolerances the comparison used, per dtype of the outputs
     cache_hits: int = 0
     cache_misses: int = 0
     # Where each fusion stood when the run ended (a background-compiled region may still be warming
@@ -173,7 +182,7 @@ def _user_frame(frames: traceback.StackSummary, jitted: Any) -> UserFrame | None
         if _is_library_file(frame.filename):
             continue
         code = frame.line or linecache.getline(frame.filename, frame.lineno or 0).strip()
-        return UserFrame(file=frame.filename, line=frame.lineno or 0, function=frame.name, code=code)
+        return UserFrame.at(frame.filename, frame.lineno or 0, frame.name, code)
     return None
 
 
@@ -198,7 +207,7 @@ def _frame_of_generated_line(frame: traceback.FrameSummary, jitted: Any) -> User
             outs = {getattr(p, "name", None) for p in bsym.flat_proxy_outs}
             if names & outs and bsym.source is not None:
                 src = bsym.source
-                return UserFrame(file=src.filename, line=src.lineno, function=src.function, code=src.source_line)
+                return UserFrame.at(src.filename, src.lineno, src.function, src.source_line)
     return None
 
 
@@ -257,6 +266,18 @@ def compare_leaves(actual: Any, expected: Any) -> tuple[float | None, bool, str 
     if not comparable or (worst is not None and not math.isfinite(worst)):  # strict JSON: no infinity
         worst = None
     return worst, first_bad is None, first_bad
+
+
+def tolerance_of(expected: Any) -> str | None:
+    """The tolerances :func:`compare_leaves` applies to these outputs, one per floating dtype
+    (``"float32: atol 1e-05, rtol 1.3e-06"``); exact for the others; None without tensors."""
+    dtypes = list(dict.fromkeys(leaf.dtype for _, leaf in _leaves(expected) if isinstance(leaf, torch.Tensor)))
+    parts = []
+    for dtype in dtypes:
+        name = str(dtype).removeprefix("torch.")
+        rtol, atol = _TOLERANCES.get(dtype, (0.0, 0.0))
+        parts.append(f"{name}: atol {atol:g}, rtol {rtol:g}" if rtol or atol else f"{name}: exact")
+    return "; ".join(parts) or None
 
 
 @dataclass(frozen=True)
@@ -425,14 +446,23 @@ class Session:
         return executor_names(thunder.compile_data(self.jitted).executors_list)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Calls the jitted callable, recording the inputs; a failure is recorded, then re-raised."""
+        """Calls the jitted callable, recording the inputs and the call as a run (``first_call``);
+        a failure is recorded, then re-raised."""
         self.args, self.kwargs = args, kwargs
         self.error = None
+        run = Run(id=f"r{next(self._run_ids)}", executors=self.executors, first_call=True, repeats=1)
+        self.runs.append(run)
+        start = time.perf_counter_ns()
         try:
-            return self.jitted(*args, **kwargs)
+            out = self.jitted(*args, **kwargs)
+            _synchronize()
         except Exception as exc:
-            self.error = ErrorInfo.from_exception(exc, jitted=self.jitted)
+            run.error = self.error = ErrorInfo.from_exception(exc, jitted=self.jitted)
             raise
+        finally:
+            run.median_ms = (time.perf_counter_ns() - start) / 1e6
+            _record_statistics(run, self.jitted)
+        return out
 
     def rerun(self, executors: Sequence[Any]) -> Run:
         """Jits the original again with ``executors`` (other options unchanged) and reruns it.
@@ -464,15 +494,12 @@ class Session:
         try:
             args, kwargs = clone_inputs(self.args, self.kwargs)
             outputs = jitted(*args, **kwargs)
-            run.compile_ms = thunder.compile_stats(jitted).total_compile_ms
             run.median_ms, run.repeats = self._time(jitted)
-            run.fusions = [{"name": n, "status": s} for n, s in fusion_status(jitted)]
         except Exception as exc:
             run.error = self.error = ErrorInfo.from_exception(exc, jitted=jitted)
         else:
-            run.max_abs_diff, run.matches_eager, run.differs_at = self._against_eager(outputs)
-        run.cache_hits = thunder.cache_hits(jitted)
-        run.cache_misses = thunder.cache_misses(jitted)
+            run.max_abs_diff, run.matches_eager, run.differs_at, run.tolerance = self._against_eager(outputs)
+        _record_statistics(run, jitted)
         self.runs.append(run)
         return run
 
@@ -505,14 +532,14 @@ class Session:
         samples = [timed_call() for _ in range(repeats)]
         return statistics.median(samples) / 1e6, repeats
 
-    def _against_eager(self, outputs: Any) -> tuple[float | None, bool | None, str | None]:
+    def _against_eager(self, outputs: Any) -> tuple[float | None, bool | None, str | None, str | None]:
         args, kwargs = clone_inputs(self.args, self.kwargs)
         try:
             with torch.no_grad() if self.options.disable_torch_autograd else contextlib.nullcontext():
                 expected = self.original(*args, **kwargs)
         except Exception:  # eager PyTorch fails where thunder did not: nothing to compare with
-            return None, None, None
-        return compare_leaves(outputs, expected)
+            return None, None, None, None
+        return (*compare_leaves(outputs, expected), tolerance_of(expected))
 
     def executors_json(self, *, interactive: bool | None = None, reason: str | None = None) -> dict:
         """The ``executors`` object of the document."""
@@ -552,6 +579,15 @@ class Session:
             executors=self.executors_json(interactive=interactive, reason=reason),
             error=None if self.error is None else self.error.to_json(),
         )
+
+
+def _record_statistics(run: Run, jitted: Any) -> None:
+    """The run's compile time, where its fusions stood, and the cache counters, once it ended."""
+    with contextlib.suppress(TypeError):  # it failed before compiling: no compile statistics
+        run.compile_ms = thunder.compile_stats(jitted).total_compile_ms
+    run.fusions = [{"name": n, "status": s} for n, s in fusion_status(jitted)]
+    run.cache_hits = thunder.cache_hits(jitted)
+    run.cache_misses = thunder.cache_misses(jitted)
 
 
 def _synchronize() -> None:

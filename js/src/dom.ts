@@ -54,6 +54,11 @@ export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(1, max - 1))}…`;
 }
 
+/** Shortens text keeping its end (a module path's last parts say most). */
+export function truncateStart(text: string, max: number): string {
+  return text.length <= max ? text : `…${text.slice(text.length - Math.max(1, max - 1))}`;
+}
+
 /** `[2, 3]` -> `2×3`; a scalar tensor is `()`. */
 export function formatShape(shape: readonly (number | string)[] | null): string {
   if (shape === null) return "";

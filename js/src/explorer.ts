@@ -18,10 +18,12 @@ import {
   executorsPanel,
   invalidBox,
   nodeDetails,
+  nodeText,
   runsTable,
   type NodeLink,
 } from "./panels";
 import { validateDocument, type Step, type TraceDocument, type TraceNode } from "./schema";
+import { defaultCollapsed, groupChains, isDel } from "./scopes";
 
 export interface MountOptions {
   /** Lay out in a Web Worker when the page allows it (default true). */
@@ -38,7 +40,9 @@ export function mount(el: HTMLElement, host: ExplorerHost, options: MountOptions
 export function layoutInput(step: Step): LayoutStepInput {
   return {
     inputs: step.inputs.map((v) => `input:${v.name}`),
-    nodes: step.nodes.map((n) => ({ id: n.id, lineage: n.lineage, fusedInto: n.fused_into })),
+    nodes: step.nodes
+      .filter((n) => !isDel(n)) // the graph notes it on a node instead (scopes.ts)
+      .map((n) => ({ id: n.id, lineage: n.lineage, fusedInto: n.fused_into })),
     edges: [...step.edges, ...step.inner_edges].map((e) => [e.source, e.target]),
   };
 }
@@ -53,6 +57,7 @@ class Explorer {
   private readonly titleEl: HTMLElement;
   private readonly searchEl: HTMLInputElement;
   private readonly searchCount: HTMLElement;
+  private readonly searchList: HTMLElement;
   private readonly errorSlot: HTMLElement;
   private readonly body: HTMLElement;
   private readonly stepList: HTMLElement;
@@ -76,9 +81,13 @@ class Explorer {
   private sourceLines: HTMLElement[] = [];
   private selected: string | null = null;
   private collapsed = new Map<string, boolean>();
+  /** How the shown step's groups open: fusions and a big step's module scopes collapsed. */
+  private opensCollapsed = new Map<string, boolean>();
   private query = "";
   private matches: string[] = [];
   private matchCursor = -1;
+  /** The shown step's search index (see `searchIndex`), rebuilt when the step changes. */
+  private searchCache: { step: Step; entries: SearchEntry[] } | null = null;
   /** A forward node selected before moving to a backward step: its gradient ops are marked. */
   private gradientOf: string | null = null;
   /** Node id -> index of the last computation step holding it (built on demand). */
@@ -107,8 +116,15 @@ class Explorer {
       type: "search",
       class: "tx-search",
       "data-testid": "search",
-      placeholder: "Search op or value  ( / )",
-      "aria-label": "search op or value name",
+      placeholder: "Search op, value or module  ( / )",
+      "aria-label": "search op, value, parameter or module name",
+    });
+    this.searchList = h(doc, "ul", {
+      class: "tx-search-results",
+      "data-testid": "search-results",
+      role: "listbox",
+      "aria-label": "search matches",
+      hidden: true,
     });
     this.searchCount = h(doc, "span", { class: "tx-search-count", "data-testid": "search-count" });
     const zoomButton = (
@@ -140,7 +156,7 @@ class Explorer {
       this.titleEl,
       this.statusEl,
       h(doc, "span", { class: "tx-spacer" }),
-      this.searchEl,
+      h(doc, "span", { class: "tx-search-box" }, this.searchEl, this.searchList),
       this.searchCount,
       zoomButton("zoom-out", "−", "zoom out", () => this.graph.zoomBy(1 / 1.25)),
       zoomButton("zoom-in", "+", "zoom in", () => this.graph.zoomBy(1.25)),
@@ -184,7 +200,7 @@ class Explorer {
         { class: "tx-graph-pane" },
         this.stepHeader,
         this.diffSlot,
-        h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg),
+        h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg, this.graph.minimap.el),
       ),
       h(
         doc,
@@ -434,7 +450,7 @@ class Explorer {
         ` ${step.kind} · ${opCount(step)} ops · ${formatMs(step.ms)}`,
       ),
     );
-    this.diffSlot.replaceChildren(diffSummary(doc, step.diff, this.previousStep(step)));
+    this.diffSlot.replaceChildren(diffSummary(doc, step.diff, this.previousStep(step), step));
 
     this.lineToNode = new Map();
     for (const n of step.nodes)
@@ -466,13 +482,9 @@ class Explorer {
     });
     this.sourceEl.replaceChildren(frag);
     // The graph last: it measures its viewport, which lays out the page once, with everything.
-    const groups = new Map(step.groups.map((g) => [g.id, g]));
-    this.graph.setStep({
-      step,
-      layout,
-      diffClass,
-      isCollapsed: (gid) => this.collapsed.get(gid) ?? groups.get(gid)?.collapsed ?? false,
-    });
+    const big = defaultCollapsed(step);
+    this.opensCollapsed = new Map(step.groups.map((g) => [g.id, g.collapsed || big.has(g.id)]));
+    this.graph.setStep({ step, layout, diffClass, isCollapsed: (gid) => this.isCollapsed(gid) });
 
     if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
     // a link that lands on a node inside a collapsed group (e.g. a fusion member) opens it
@@ -545,13 +557,14 @@ class Explorer {
 
   // -- selection ------------------------------------------------------------------------------
 
-  private select(nodeId: string | null, reveal = true): void {
-    if (this.gradientOf !== null) {
+  /** A search `preview` (as you type) leaves collapsed groups shut and gradient marks on. */
+  private select(nodeId: string | null, reveal = true, preview = false): void {
+    if (this.gradientOf !== null && !preview) {
       this.gradientOf = null; // the user moved on: the marks were for the forward node
       this.applyMarks();
     }
     this.selected = nodeId !== null && this.stepNodes.has(nodeId) ? nodeId : null;
-    if (this.selected !== null) this.expandAncestors(this.selected);
+    if (this.selected !== null && !preview) this.expandAncestors(this.selected);
     this.applySelection(reveal);
   }
 
@@ -663,11 +676,13 @@ class Explorer {
     );
   }
 
+  /** The user's choice, else how the step opens (Note [Opening big graphs]). */
+  private isCollapsed(gid: string): boolean {
+    return this.collapsed.get(gid) ?? this.opensCollapsed.get(gid) ?? false;
+  }
+
   private toggleGroup(gid: string): void {
-    const step = this.currentStep();
-    const group = step?.groups.find((g) => g.id === gid);
-    const now = this.collapsed.get(gid) ?? group?.collapsed ?? false;
-    this.collapsed.set(gid, !now);
+    this.collapsed.set(gid, !this.isCollapsed(gid));
     this.graph.refresh();
     this.graph.setSelected(this.selected);
   }
@@ -678,28 +693,81 @@ class Explorer {
 
   // -- search ---------------------------------------------------------------------------------
 
-  private applySearch(): void {
-    const q = this.query.trim().toLowerCase();
+  /** The shown step's nodes with the names a search can hit (`searchIndex`). */
+  private searchEntries(): SearchEntry[] {
     const step = this.currentStep();
-    const matched: string[] = [];
-    if (q && step) {
-      for (const n of step.nodes) {
-        if (
-          n.op.toLowerCase().includes(q) ||
-          n.label.toLowerCase().includes(q) ||
-          n.outputs.some((v) => v.name.toLowerCase().includes(q)) ||
-          n.inputs.some((v) => v.name.toLowerCase().includes(q))
-        ) {
-          matched.push(n.id);
-        }
-      }
-    }
-    this.matches = matched;
+    if (!step) return [];
+    if (this.searchCache?.step !== step) this.searchCache = { step, entries: searchIndex(step) };
+    return this.searchCache.entries;
+  }
+
+  /** Marks the matches of the query in the shown step and lists them under the search box. */
+  private applySearch(): void {
+    // a dot at either end is a path being typed: `transformer.h.` finds what `transformer.h` does
+    const q = this.query
+      .trim()
+      .toLowerCase()
+      .replace(/^\.+|\.+$/g, "");
+    const needle = `.${q}.`;
+    this.matches = q
+      ? this.searchEntries()
+          .filter((e) => e.names.some((name) => name.includes(needle)))
+          .map((e) => e.node.id)
+      : [];
     this.matchCursor = -1;
     this.applyMarks();
-    this.searchCount.textContent = q
-      ? `${matched.length} match${matched.length === 1 ? "" : "es"}`
-      : "";
+    const count = this.matches.length;
+    this.searchCount.textContent = q ? `${count} match${count === 1 ? "" : "es"}` : "";
+    this.renderSearchList();
+  }
+
+  private renderSearchList(): void {
+    const doc = this.doc;
+    const shown = this.matches.slice(0, SEARCH_LIST_MAX).flatMap((id, i) => {
+      const n = this.stepNodes.get(id);
+      if (!n) return [];
+      const module = n.source?.module_path;
+      return [
+        h(
+          doc,
+          "li",
+          { role: "presentation" },
+          h(
+            doc,
+            "button",
+            {
+              type: "button",
+              class: "tx-search-result",
+              "data-testid": "search-result",
+              "data-match-index": i,
+              role: "option",
+              "aria-selected": "false",
+              title: n.op,
+            },
+            h(doc, "span", { class: "tx-search-op" }, nodeText(n)),
+            module ? h(doc, "span", { class: "tx-muted" }, ` ${module}`) : null,
+          ),
+        ),
+      ];
+    });
+    const more = this.matches.length - shown.length;
+    if (this.query.trim() && !this.matches.length)
+      shown.push(h(doc, "li", { class: "tx-muted" }, "no op, value or module by that name"));
+    else if (more > 0) shown.push(h(doc, "li", { class: "tx-muted" }, `and ${more} more`));
+    this.searchList.replaceChildren(...shown);
+    this.searchList.hidden = !shown.length || this.doc.activeElement !== this.searchEl;
+  }
+
+  /** Selects match `i` (a preview leaves collapsed groups shut) and marks it in the list. */
+  private showMatch(i: number, preview = false): void {
+    this.matchCursor = i;
+    for (const b of Array.from(this.searchList.querySelectorAll("[data-match-index]")))
+      setAttrs(b, {
+        "aria-selected": b.getAttribute("data-match-index") === String(i) ? "true" : "false",
+      });
+    const id = this.matches[i] ?? null;
+    // typing on often keeps the first match: nothing to redo then
+    if (!preview || id !== this.selected) this.select(id, true, preview);
   }
 
   /** Search matches and gradient marks share the search-match styling. */
@@ -716,8 +784,7 @@ class Explorer {
 
   private nextMatch(delta: number): void {
     if (!this.matches.length) return;
-    this.matchCursor = (this.matchCursor + delta + this.matches.length) % this.matches.length;
-    this.select(this.matches[this.matchCursor] ?? null);
+    this.showMatch((this.matchCursor + delta + this.matches.length) % this.matches.length);
   }
 
   // -- input ----------------------------------------------------------------------------------
@@ -726,6 +793,16 @@ class Explorer {
     this.searchEl.addEventListener("input", () => {
       this.query = this.searchEl.value;
       this.applySearch();
+      if (this.matches.length) this.showMatch(0, true); // the first match in view as you type
+    });
+    this.searchEl.addEventListener("focus", () => this.renderSearchList());
+    this.searchEl.addEventListener("blur", () => (this.searchList.hidden = true));
+    // keep the focus in the search box: a click on a match must not close the list under it
+    this.searchList.addEventListener("mousedown", (e) => e.preventDefault());
+    this.searchList.addEventListener("click", (e) => {
+      const b = (e.target as Element | null)?.closest?.("[data-testid='search-result']");
+      const i = Number(b?.getAttribute("data-match-index"));
+      if (b && Number.isInteger(i)) this.showMatch(i);
     });
     this.searchEl.addEventListener("keydown", (e) => {
       if (e.key === "Enter") {
@@ -761,16 +838,33 @@ class Explorer {
     this.detailsEl.addEventListener("click", (e) => {
       const link = (e.target as Element | null)?.closest?.("[data-testid='lineage-link']");
       if (!link) return;
-      const index = Number(link.getAttribute("data-step-index"));
-      const nid = link.getAttribute("data-node-id");
-      if (!Number.isInteger(index) || nid === null) return;
-      const from = this.selected;
-      this.selected = nid;
-      this.revealOnRender = true;
-      this.showStep(index, from);
-      this.root.focus(); // the clicked link is gone with the old details: keep the keys working
+      this.followLink(
+        Number(link.getAttribute("data-step-index")),
+        link.getAttribute("data-node-id"),
+      );
+    });
+    this.diffSlot.addEventListener("click", (e) => {
+      const link = (e.target as Element | null)?.closest?.("[data-testid='diff-link']");
+      if (!link) return;
+      const stepId = link.getAttribute("data-link-step");
+      const index = this.model?.steps.findIndex((st) => st.id === stepId) ?? -1;
+      this.followLink(index, link.getAttribute("data-link-node"));
     });
     this.root.addEventListener("keydown", (e) => this.onKey(e));
+  }
+
+  /** Selects node `nid` of step `index` (a link in the details or the diff). */
+  private followLink(index: number, nid: string | null): void {
+    if (!Number.isInteger(index) || index < 0 || nid === null) return;
+    if (index === this.stepIndex) {
+      this.select(nid);
+      return;
+    }
+    const from = this.selected;
+    this.selected = nid;
+    this.revealOnRender = true;
+    this.showStep(index, from);
+    this.root.focus(); // the clicked link is gone with the old details: keep the keys working
   }
 
   private onKey(e: KeyboardEvent): void {
@@ -833,6 +927,39 @@ function gradientNodes(backward: Step, forward: Step, id: string): TraceNode[] {
   const ids = new Set([id]);
   for (const n of forward.nodes) if (n.fused_into === id) ids.add(n.id);
   return backward.nodes.filter((n) => n.origin.some((o) => ids.has(o)));
+}
+
+/** Matches listed under the search box (all are marked in the graph and the source). */
+const SEARCH_LIST_MAX = 50;
+
+/** A node with the lower-cased names a search can hit, each wrapped in dots (`.ltorch.add.`). */
+interface SearchEntry {
+  node: TraceNode;
+  names: string[];
+}
+
+/**
+ * What a search can hit, per drawn node: its op and label, its module path and those of the
+ * module groups around it, and the names (and parameter paths) of the values it reads and makes.
+ * A query hits a name only as whole dot-separated parts, so `t18` is not `t180` and `h.0.attn`
+ * finds `transformer.h.0.attn`; wrapping each name in dots makes that a plain `includes`.
+ */
+function searchIndex(step: Step): SearchEntry[] {
+  const chains = groupChains(step);
+  const wrap = (name: string): string => `.${name.toLowerCase()}.`;
+  return step.nodes
+    .filter((n) => !isDel(n))
+    .map((n) => {
+      const names = [n.op, n.label];
+      if (n.source?.module_path) names.push(n.source.module_path);
+      for (const g of n.group === null ? [] : (chains.get(n.group) ?? []))
+        if (g.kind === "module") names.push(g.label);
+      for (const v of [...n.inputs, ...n.outputs]) {
+        names.push(v.name);
+        if (v.path) names.push(v.path);
+      }
+      return { node: n, names: names.map(wrap) };
+    });
 }
 
 /** Statements of the trace (fusion members are not statements). */

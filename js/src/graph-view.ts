@@ -1,7 +1,9 @@
 /**
- * The graph of one step as a single SVG: nodes, value edges, groups; pan, zoom, culling.
+ * The graph of one step as a single SVG: nodes, value edges, groups; pan, zoom, fit, culling,
+ * and an overview (minimap.ts) of it.
  *
- * Layer: front-end core; imports the schema types, the layout's output and the safe DOM helpers.
+ * Layer: front-end core; imports the schema types, the layout's output, what scopes.ts makes of
+ * a step's scopes and `del` statements, the minimap and the safe DOM helpers.
  * It owns no explorer state: the explorer tells it which step, which groups are collapsed, what
  * is selected and what matches the search, and hears back about clicks.
  *
@@ -10,9 +12,11 @@
  * CULL_THRESHOLD items only those near the viewport are built; panning inside the built region
  * only moves a transform, leaving it rebuilds the region (once per animation frame).
  */
-import { formatShape, s, setAttrs, truncate } from "./dom";
+import { formatShape, s, setAttrs, truncate, truncateStart } from "./dom";
 import { OUTPUT_ID, type StepLayout } from "./layout";
+import { Minimap } from "./minimap";
 import type { Group, Step, TraceNode } from "./schema";
+import { delNotes, groupChains, scopeStats, type DelNote, type ScopeStats } from "./scopes";
 
 export const NODE_W = 168;
 export const NODE_H = 44;
@@ -22,9 +26,16 @@ const IO_W = 128;
 const IO_H = 26;
 const CULL_THRESHOLD = 1500;
 const MIN_ZOOM = 0.05;
+/** A step opens no smaller than this (text is hidden below 0.4); "fit" goes as small as it takes. */
+const OPEN_ZOOM = 0.6;
 const MAX_ZOOM = 4;
 const LABEL_CHARS = 24;
+const IO_CHARS = 22;
 const MAX_GROUP_DEPTH = 32;
+/** A collapsed item hiding more step inputs than this draws them inside it (a count). */
+const MAX_BESIDE = 3;
+/** Runs of this many empty rows or columns are taken out (Note [Compaction]). */
+const COMPACT_RUN = 2;
 
 /** Executors with their own colour in explorer.css; others get one of the palette colours. */
 const KNOWN_EXECUTORS = new Set([
@@ -50,6 +61,9 @@ export function executorClass(executor: string | null): string {
 interface Item {
   key: string;
   kind: "node" | "io" | "group";
+  /** The layout's cell; `x`, `y` are where it is drawn (Note [Compaction]). */
+  row: number;
+  col: number;
   x: number;
   y: number;
   w: number;
@@ -58,6 +72,8 @@ interface Item {
   group?: Group;
   label: string;
   sub: string;
+  /** A small line under it: inputs drawn inside it, values freed after it. */
+  note: string;
 }
 
 interface GroupBox {
@@ -91,6 +107,8 @@ interface View {
 
 export class GraphView {
   readonly svg: SVGSVGElement;
+  /** The overview; the explorer places it over the graph. */
+  readonly minimap: Minimap;
   private readonly viewport: SVGElement;
   private readonly groupLayer: SVGElement;
   private readonly edgePath: SVGElement;
@@ -99,6 +117,9 @@ export class GraphView {
   private readonly doc: Document;
 
   private state: GraphState | null = null;
+  private chains = new Map<string, Group[]>();
+  private stats = new Map<string, ScopeStats>();
+  private notes = new Map<string, DelNote>();
   private items: Item[] = [];
   private itemByKey = new Map<string, Item>();
   private repOf = new Map<string, string>();
@@ -112,6 +133,8 @@ export class GraphView {
   private matches = new Set<string>();
   private frame = 0;
   private measured: { width: number; height: number } | null = null;
+  /** A ResizeObserver keeps `measured` up to date (else it is read again for each step). */
+  private readonly observed: boolean;
   private readonly cleanups: (() => void)[] = [];
 
   constructor(
@@ -132,8 +155,10 @@ export class GraphView {
     this.nodeLayer = s(doc, "g", { class: "nodes" });
     this.viewport.append(this.groupLayer, this.edgePath, this.selectedEdgePath, this.nodeLayer);
     this.svg.appendChild(this.viewport);
+    this.minimap = new Minimap(doc, (x, y) => this.centerOn(x, y));
     this.listen();
-    if (typeof ResizeObserver === "function") {
+    this.observed = typeof ResizeObserver === "function";
+    if (this.observed) {
       const observer = new ResizeObserver((entries) => {
         const box = entries[entries.length - 1]?.contentRect;
         if (!box || !box.width || !box.height) return;
@@ -145,13 +170,19 @@ export class GraphView {
     }
   }
 
-  /** Shows a step (keeping the current pan and zoom, so surviving nodes stay put on screen). */
+  /**
+   * Shows a step, keeping the current pan and zoom so that surviving nodes stay put on screen;
+   * a step with nothing where the view is (a backward step after the forward) opens afresh.
+   */
   setStep(state: GraphState): void {
     this.state = state;
-    this.measured = null;
+    this.chains = groupChains(state.step);
+    this.stats = scopeStats(state.step, this.chains);
+    this.notes = delNotes(state.step);
+    if (!this.observed) this.measured = null;
     this.build();
-    if (!this.hasView) {
-      this.fit();
+    if (!this.hasView || !this.anythingInView()) {
+      this.fitWithin(OPEN_ZOOM);
       this.hasView = true;
     } else {
       this.applyView();
@@ -211,19 +242,50 @@ export class GraphView {
     const { width, height } = this.size();
     const px = cx ?? width / 2;
     const py = cy ?? height / 2;
-    const k = Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, this.view.k * factor));
+    const b = this.bounds();
+    const min = b ? Math.min(MIN_ZOOM, this.fitZoom(b)) : MIN_ZOOM;
+    const k = Math.min(MAX_ZOOM, Math.max(min, this.view.k * factor));
     const f = k / this.view.k;
     this.view = { k, tx: px - (px - this.view.tx) * f, ty: py - (py - this.view.ty) * f };
     this.onViewChanged();
   }
 
-  /** Fits the graph when it can be read that small; big graphs start at the top, readable. */
+  /** Fits the whole graph in the viewport, however small that makes it. */
   fit(): void {
+    this.fitWithin(0);
+  }
+
+  /** Centres the view on a graph point (the minimap's clicks). */
+  centerOn(x: number, y: number): void {
+    const { width, height } = this.size();
+    const { k } = this.view;
+    this.view = { k, tx: width / 2 - x * k, ty: height / 2 - y * k };
+    this.onViewChanged();
+  }
+
+  private anythingInView(): boolean {
+    const { width, height } = this.size();
+    const { tx, ty, k } = this.view;
+    return this.items.some(
+      (it) =>
+        (it.x + it.w) * k + tx >= 0 &&
+        it.x * k + tx <= width &&
+        (it.y + it.h) * k + ty >= 0 &&
+        it.y * k + ty <= height,
+    );
+  }
+
+  private fitZoom(b: { x0: number; y0: number; x1: number; y1: number }): number {
+    const { width, height } = this.size();
+    return Math.min((width - 40) / (b.x1 - b.x0), (height - 40) / (b.y1 - b.y0));
+  }
+
+  /** Fits the graph if it can be shown at `minZoom` or larger, else shows its top at `minZoom`. */
+  private fitWithin(minZoom: number): void {
     const b = this.bounds();
     const { width, height } = this.size();
     if (!b) return;
-    const fitK = Math.min((width - 40) / (b.x1 - b.x0), (height - 40) / (b.y1 - b.y0));
-    const k = Math.min(1, Math.max(0.6, fitK));
+    const k = Math.min(1, Math.max(minZoom, this.fitZoom(b)));
     const contentW = (b.x1 - b.x0) * k;
     const tx = contentW < width ? (width - contentW) / 2 - b.x0 * k : 20 - b.x0 * k;
     const contentH = (b.y1 - b.y0) * k;
@@ -250,28 +312,11 @@ export class GraphView {
     const state = this.state;
     if (!state) return;
     const { step, layout, isCollapsed } = state;
-    const pos = new Map<string, { x: number; y: number }>();
+    const cell = new Map<string, { row: number; col: number }>();
     layout.ids.forEach((id, i) => {
-      pos.set(id, { x: (layout.col[i] as number) * COL_W, y: (layout.layer[i] as number) * ROW_H });
+      cell.set(id, { row: layout.layer[i] as number, col: layout.col[i] as number });
     });
-
-    const groupById = new Map<string, Group>();
-    for (const g of step.groups) groupById.set(g.id, g);
-    const chainOf = (g: Group): Group[] => {
-      const chain: Group[] = [];
-      const seen = new Set<string>();
-      for (
-        let cur: Group | undefined = g;
-        cur && !seen.has(cur.id) && chain.length < MAX_GROUP_DEPTH;
-      ) {
-        seen.add(cur.id);
-        chain.push(cur);
-        cur = cur.parent === null ? undefined : groupById.get(cur.parent);
-      }
-      return chain;
-    };
-    const chains = new Map<string, Group[]>();
-    for (const g of step.groups) chains.set(g.id, chainOf(g));
+    const chains = this.chains;
 
     // Which groups each node sits in (directly listed, plus ancestors).
     const groupsOfNode = new Map<string, Group[]>();
@@ -286,18 +331,13 @@ export class GraphView {
     const items: Item[] = [];
     const itemByKey = new Map<string, Item>();
     const repOf = new Map<string, string>();
+    /** Items standing for hidden nodes: collapsed group boxes and collapsed fusion nodes. */
+    const hiding = new Set<string>();
     const add = (item: Item): void => {
       items.push(item);
       itemByKey.set(item.key, item);
     };
 
-    for (const input of step.inputs) {
-      const id = `input:${input.name}`;
-      const p = pos.get(id);
-      if (!p) continue;
-      add(ioItem(id, p, input.name, `${formatShape(input.shape)} ${input.dtype ?? ""}`.trim()));
-      repOf.set(id, id);
-    }
     // Note [Fusion groups]: a fusion group with a `node` is collapsed into that fusion node
     // (a plain node, drawn where its first member is) and expanded into its members, with the
     // fusion node hidden. Other collapsed groups become one box standing for their nodes.
@@ -310,7 +350,7 @@ export class GraphView {
       if (f !== null && !isCollapsed(g.id)) expandedFusionNodes.add(f);
     }
     for (const node of step.nodes) {
-      const p = pos.get(node.id);
+      const p = cell.get(node.id);
       if (!p || repOf.has(node.id)) continue;
       const collapsedGroup = outermostCollapsed(groupsOfNode.get(node.id), chains, isCollapsed);
       const fusionNode = collapsedGroup ? fusionNodeOf(collapsedGroup) : null;
@@ -318,42 +358,102 @@ export class GraphView {
         const key = `group:${collapsedGroup.id}`;
         repOf.set(node.id, key);
         if (!itemByKey.has(key)) {
+          const st = this.stats.get(collapsedGroup.id);
+          const executors = st?.executors.length ? ` · ${st.executors.join(", ")}` : "";
           add({
             key,
             kind: "group",
-            x: p.x,
-            y: p.y,
+            ...p,
+            x: 0,
+            y: 0,
             w: NODE_W,
             h: NODE_H,
             group: collapsedGroup,
             label: collapsedGroup.label || collapsedGroup.id,
-            sub: `${collapsedGroup.kind} · ${collapsedGroup.nodes.length} ops`,
+            sub: `${st?.ops ?? 0} ops${executors}`,
+            note: "",
           });
+          hiding.add(key);
         }
         continue;
       }
       if (fusionNode !== null && fusionNode !== node.id) {
         repOf.set(node.id, fusionNode); // a member of a collapsed fusion
+        hiding.add(fusionNode);
         continue;
       }
       if (fusionNode === null && expandedFusionNodes.has(node.id)) continue; // shown as its members
       repOf.set(node.id, node.id);
+      const freed = this.notes.get(node.id);
       add({
         key: node.id,
         kind: "node",
-        x: p.x,
-        y: p.y,
+        ...p,
+        x: 0,
+        y: 0,
         w: NODE_W,
         h: NODE_H,
         node,
         label: node.label || node.op,
         sub: nodeSubtitle(node),
+        note: freed ? `del ${freed.names.join(", ")}` : "",
       });
     }
-    const out = pos.get(OUTPUT_ID);
+
+    // Step inputs used only inside one collapsed item are drawn inside it when there are more
+    // than a few (a block's parameters); the few are drawn beside it, where the layout put them.
+    // Being returned (saved for the backward) does not count as a use here.
+    const returns = new Set<string>();
+    for (const e of step.edges) if (e.target === OUTPUT_ID) returns.add(e.source);
+    const usedBy = new Map<string, Set<string>>();
+    for (const e of [...step.edges, ...step.inner_edges]) {
+      const r = repOf.get(e.target);
+      if (r === undefined || returns.has(e.target) || !e.source.startsWith("input:")) continue;
+      const set = usedBy.get(e.source) ?? new Set<string>();
+      set.add(r);
+      usedBy.set(e.source, set);
+    }
+    const inside = new Map<string, string[]>();
+    for (const [id, reps] of usedBy) {
+      const only = reps.size === 1 ? (reps.values().next().value as string) : undefined;
+      if (only === undefined || !hiding.has(only)) continue;
+      const list = inside.get(only);
+      if (list) list.push(id);
+      else inside.set(only, [id]);
+    }
+    for (const [key, ids] of inside) {
+      if (ids.length <= MAX_BESIDE) continue;
+      for (const id of ids) repOf.set(id, key);
+      const it = itemByKey.get(key);
+      if (it) it.note = [`${ids.length} inputs inside`, it.note].filter(Boolean).join(" · ");
+    }
+    const ios: Item[] = [];
+    for (const input of step.inputs) {
+      const id = `input:${input.name}`;
+      const p = cell.get(id);
+      if (!p || repOf.has(id)) continue;
+      ios.push(
+        ioItem(id, p, input.name, `${formatShape(input.shape)} ${input.dtype ?? ""}`.trim()),
+      );
+      repOf.set(id, id);
+    }
+    const out = cell.get(OUTPUT_ID);
     if (out) {
-      add(ioItem(OUTPUT_ID, out, "return", step.outputs.join(", ")));
+      ios.push(ioItem(OUTPUT_ID, out, "return", step.outputs.join(", ")));
       repOf.set(OUTPUT_ID, OUTPUT_ID);
+    }
+    for (const it of ios) add(it);
+
+    // Note [Compaction]: what collapsing hides (and what a pass removed) leaves rows and columns
+    // with nothing drawn; a run of two or more of them is taken out, so a collapsed box sits
+    // among its neighbours. Cells only move towards each other, so order is kept, and a single
+    // empty line stays: a small fusion does not shift what follows it from one step to the next.
+    const rowAt = compactAxis(items.map((it) => it.row));
+    const colAt = compactAxis(items.map((it) => it.col));
+    for (const it of items) {
+      const io = it.kind === "io";
+      it.x = (colAt.get(it.col) as number) * COL_W + (io ? (NODE_W - IO_W) / 2 : 0);
+      it.y = (rowAt.get(it.row) as number) * ROW_H + (io ? (NODE_H - IO_H) / 2 : 0);
     }
 
     // Top-level edges plus the edges of fusion members, each end mapped to what stands for it:
@@ -445,6 +545,8 @@ export class GraphView {
     this.edges = edges;
     this.boxes = boxes;
     this.region = null;
+    const b = this.bounds();
+    if (b) this.minimap.setContent({ x: b.x0, y: b.y0, w: b.x1 - b.x0, h: b.y1 - b.y0 }, items);
   }
 
   private bounds(): { x0: number; y0: number; x1: number; y1: number } | null {
@@ -465,8 +567,8 @@ export class GraphView {
   // -- rendering ----------------------------------------------------------------------------
 
   /**
-   * The viewport size. Reading it forces a layout, so it is read once per step (after the
-   * explorer has built everything else) and then kept up to date by a ResizeObserver.
+   * The viewport size. Reading it forces a layout, so it is read once (after the explorer has
+   * built everything else) and then kept up to date by a ResizeObserver.
    */
   private size(): { width: number; height: number } {
     if (!this.measured) {
@@ -542,12 +644,13 @@ export class GraphView {
           "data-io-id": it.key,
           transform: `translate(${it.x},${it.y})`,
         },
+        s(doc, "title", {}, it.sub ? `${it.label}: ${it.sub}` : it.label),
         s(doc, "rect", { class: "io-box", width: it.w, height: it.h, rx: it.h / 2 }),
         s(
           doc,
           "text",
           { class: "io-label", x: it.w / 2, y: 17, "text-anchor": "middle" },
-          truncate(it.sub ? `${it.label}: ${it.sub}` : it.label, 22),
+          ioText(it),
         ),
       );
     }
@@ -555,7 +658,11 @@ export class GraphView {
     const node = it.node as TraceNode;
     const classes = ["node", executorClass(node.executor)];
     if (node.fusion) classes.push("fusion");
-    const diff = diffClass.get(node.id);
+    // a node whose `del` note this pass added shows as added: the del statements are new
+    const freed = this.notes.get(node.id)?.dels;
+    const diff =
+      diffClass.get(node.id) ??
+      (freed?.some((d) => diffClass.get(d) === "diff-added") ? "diff-added" : undefined);
     if (diff) classes.push(diff);
     if (this.matches.has(node.id)) classes.push("search-match");
     return s(
@@ -572,6 +679,7 @@ export class GraphView {
       s(doc, "rect", { class: "node-band", width: 6, height: it.h, rx: 2 }),
       s(doc, "text", { class: "node-label", x: 14, y: 18 }, truncate(it.label, LABEL_CHARS)),
       s(doc, "text", { class: "node-sub", x: 14, y: 34 }, truncate(it.sub, LABEL_CHARS + 4)),
+      noteElement(doc, it),
     );
   }
 
@@ -606,10 +714,17 @@ export class GraphView {
         "data-group-id": group.id,
         transform: `translate(${it.x},${it.y})`,
       },
+      s(doc, "title", {}, `${it.label}\n${it.sub}`),
       s(doc, "rect", { class: "group-box", width: it.w, height: it.h, rx: 8 }),
-      s(doc, "text", { class: "node-label", x: 26, y: 18 }, truncate(it.label, LABEL_CHARS - 3)),
-      s(doc, "text", { class: "node-sub", x: 26, y: 34 }, it.sub),
+      s(
+        doc,
+        "text",
+        { class: "node-label", x: 26, y: 18 },
+        truncateStart(it.label, LABEL_CHARS - 3),
+      ),
+      s(doc, "text", { class: "node-sub", x: 26, y: 34 }, truncate(it.sub, LABEL_CHARS + 1)),
       this.toggleElement(group, true, 6, 6),
+      noteElement(doc, it),
     );
   }
 
@@ -656,6 +771,8 @@ export class GraphView {
       `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`,
     );
     this.svg.classList.toggle("lod-low", k < 0.4);
+    const { width, height } = this.size();
+    this.minimap.setViewport({ x: -tx / k, y: -ty / k, w: width / k, h: height / k });
   }
 
   private onViewChanged(): void {
@@ -759,17 +876,38 @@ export class GraphView {
   }
 }
 
-function ioItem(key: string, p: { x: number; y: number }, label: string, sub: string): Item {
-  return {
-    key,
-    kind: "io",
-    x: p.x + (NODE_W - IO_W) / 2,
-    y: p.y + (NODE_H - IO_H) / 2,
-    w: IO_W,
-    h: IO_H,
-    label,
-    sub,
-  };
+function ioItem(key: string, p: { row: number; col: number }, label: string, sub: string): Item {
+  return { key, kind: "io", ...p, x: 0, y: 0, w: IO_W, h: IO_H, label, sub, note: "" };
+}
+
+/** Index of each line once runs of COMPACT_RUN or more empty lines are taken out. */
+export function compactAxis(lines: Iterable<number>): Map<number, number> {
+  const at = new Map<number, number>();
+  let prev: number | undefined;
+  let pos = 0;
+  for (const line of [...new Set(lines)].sort((a, b) => a - b)) {
+    pos = prev === undefined ? line : pos + (line - prev - 1 >= COMPACT_RUN ? 1 : line - prev);
+    at.set(line, pos);
+    prev = line;
+  }
+  return at;
+}
+
+/** An input's name and type, or only the end of a long name (a parameter's path). */
+function ioText(it: Item): string {
+  const full = it.sub ? `${it.label}: ${it.sub}` : it.label;
+  return full.length <= IO_CHARS ? full : truncateStart(it.label, IO_CHARS);
+}
+
+/** The item's note under its box, right-aligned (none when it has no note). */
+function noteElement(doc: Document, it: Item): SVGElement | null {
+  if (!it.note) return null;
+  return s(
+    doc,
+    "text",
+    { class: "node-note", x: it.w, y: it.h + 12, "text-anchor": "end" },
+    truncate(it.note, LABEL_CHARS + 4),
+  );
 }
 
 function nodeSubtitle(node: TraceNode): string {

@@ -23,6 +23,15 @@ export interface ExplorerHost {
 }
 
 /**
+ * The property of an element holding a live explorer (the anywidget view's element) under which
+ * its host is kept, so that the JupyterLab extension, a separate bundle, can open the same live
+ * explorer in a tab.
+ */
+export const HOST_PROPERTY = "thunderExplorerHost";
+/** The class of every element holding an explorer of an output (the context menu's selector). */
+export const OUTPUT_CLASS = "thunder-explorer-output";
+
+/**
  * A host for a fixed document (static HTML snapshot, saved notebook): nothing changes, no reruns.
  * A packed document (packed.ts) shows as an empty one, "unpacking…", until it is unpacked.
  */

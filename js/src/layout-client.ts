@@ -5,6 +5,10 @@
  * inlines (`__LAYOUT_WORKER_SOURCE__`), started from a Blob URL: no file to serve, no network.
  * A page that forbids workers (a strict Content-Security-Policy, a test DOM) falls back to the
  * synchronous engine, which gives the same cells.
+ *
+ * The first step asked for is laid out on the calling thread too when the steps up to it are
+ * small (SYNC_NODES): the explorer would only wait for it, and the worker answers its first step
+ * late (it must start and receive every step first), about 150 ms for a 12-layer GPT-2.
  */
 import { LayoutEngine, type LayoutStepInput, type StepLayout } from "./layout";
 
@@ -12,6 +16,8 @@ declare const __LAYOUT_WORKER_SOURCE__: string | undefined;
 
 /** If the worker has not answered by then, lay out on the main thread instead. */
 const WORKER_TIMEOUT_MS = 3000;
+/** At most this many nodes (in the steps up to the first one asked for) laid out right away. */
+const SYNC_NODES = 20000;
 
 export interface LayoutProvider {
   /** A step's cells: synchronously when already known, else a promise. */
@@ -25,6 +31,11 @@ class SyncLayoutProvider implements LayoutProvider {
   private readonly done: StepLayout[] = [];
 
   constructor(private readonly steps: LayoutStepInput[]) {}
+
+  /** Whether `get(index)` is already known (costs nothing). */
+  has(index: number): boolean {
+    return index < this.done.length;
+  }
 
   get(index: number): StepLayout {
     while (this.done.length <= index && this.done.length < this.steps.length) {
@@ -41,7 +52,10 @@ class SyncLayoutProvider implements LayoutProvider {
 class WorkerLayoutProvider implements LayoutProvider {
   private readonly results: StepLayout[] = [];
   private readonly waiting = new Map<number, ((l: StepLayout) => void)[]>();
-  private fallback: SyncLayoutProvider | null = null;
+  /** Lays out on this thread: the first step asked for, or everything once the worker failed. */
+  private readonly local: SyncLayoutProvider;
+  private failed = false;
+  private asked = false;
   private readonly timer: ReturnType<typeof setTimeout>;
 
   constructor(
@@ -49,6 +63,7 @@ class WorkerLayoutProvider implements LayoutProvider {
     private readonly url: string,
     private readonly steps: LayoutStepInput[],
   ) {
+    this.local = new SyncLayoutProvider(steps);
     worker.onmessage = (e: MessageEvent<StepLayout & { index: number }>) => {
       clearTimeout(this.timer);
       const { index, ids, layer, col } = e.data;
@@ -64,7 +79,11 @@ class WorkerLayoutProvider implements LayoutProvider {
   get(index: number): StepLayout | Promise<StepLayout> {
     const known = this.results[index];
     if (known) return known;
-    if (this.fallback) return this.fallback.get(index);
+    const first = !this.asked;
+    this.asked = true;
+    if (this.failed || this.local.has(index) || (first && this.nodesUpTo(index) <= SYNC_NODES)) {
+      return this.local.get(index);
+    }
     return new Promise((resolve) => {
       const list = this.waiting.get(index);
       if (list) list.push(resolve);
@@ -72,12 +91,18 @@ class WorkerLayoutProvider implements LayoutProvider {
     });
   }
 
+  private nodesUpTo(index: number): number {
+    let n = 0;
+    for (const step of this.steps.slice(0, index + 1)) n += step.nodes.length;
+    return n;
+  }
+
   private fallBack(): void {
-    if (this.fallback) return;
-    this.fallback = new SyncLayoutProvider(this.steps);
+    if (this.failed) return;
+    this.failed = true;
     this.stopWorker();
     for (const [index, resolvers] of this.waiting) {
-      const layout = this.fallback.get(index);
+      const layout = this.local.get(index);
       for (const resolve of resolvers) resolve(layout);
     }
     this.waiting.clear();

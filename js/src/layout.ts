@@ -8,10 +8,18 @@
  * document, laid out in document order. A node whose id was laid out before keeps its cell, so a
  * node that survives a pass does not move. A new node goes one layer below its lowest producer,
  * in the free column nearest to the column of what it was made from (its lineage, e.g. the ops a
- * fusion absorbed, whose cells the pass freed) or else of its first producer; so chains of ops
- * stand in one column and a fusion appears where its first member was. Survivors are placed
+ * fusion absorbed, whose cells the pass freed) or else of its leftmost producer; so chains of
+ * ops stand in one column (a residual network's trunk too) and a fusion appears where its first
+ * member was. Survivors are placed
  * before new nodes, so a new node early in trace order cannot take a survivor's cell. Because the result only
  * depends on the steps before it, it is the same whichever order the user walks the steps in.
+ *
+ * Note [Sources beside their use]: step inputs (a model's parameters) and nodes that read only
+ * step inputs (constants, a weight's transpose) would all stand on the top rows, with edges
+ * across the whole graph. They are placed last instead, one layer above their first consumer
+ * (the one nearest the top) and in the free column nearest to it, so a layer norm's weight and
+ * bias stand right above it. An input keeps its cell from the step before only if that is still
+ * right above its first consumer (a backward step's inputs are not where the forward had them).
  */
 
 /** What the layout needs of one step (small, so it is cheap to post to the worker). */
@@ -64,22 +72,21 @@ export class LayoutEngine {
       }
     };
 
-    const producers = new Map<string, string[]>();
-    for (const [source, target] of step.edges) {
-      const list = producers.get(target);
-      if (list) list.push(source);
-      else producers.set(target, [source]);
-    }
-
-    step.inputs.forEach((id, i) => {
-      const remembered = this.memory.get(id);
-      place(id, remembered && isFree(remembered) ? remembered : nearestFree(0, i));
-    });
-
     // A fusion node with members stands where its first member is (it is drawn only while its
     // members are hidden), so it shares that cell instead of taking one of its own.
     const fusionIds = new Set<string>();
     for (const node of step.nodes) if (node.fusedInto) fusionIds.add(node.fusedInto);
+    const producers = new Map<string, string[]>();
+    const consumers = new Map<string, string[]>(); // of a fusion: its members, not itself
+    for (const [source, target] of step.edges) {
+      push(producers, target, source);
+      if (!fusionIds.has(target)) push(consumers, source, target);
+    }
+    const inputs = new Set(step.inputs);
+    // Nodes that read only step inputs go beside their use (Note [Sources beside their use]).
+    const isSource = (id: string): boolean =>
+      !inputs.has(id) && (producers.get(id) ?? []).every((p) => inputs.has(p));
+
     const placeMember = (node: LayoutStepInput["nodes"][number], cell: Cell): void => {
       place(node.id, cell);
       const fusion = node.fusedInto;
@@ -91,6 +98,7 @@ export class LayoutEngine {
 
     // Survivors first, so a new node placed earlier in trace order cannot take their cells.
     const fresh: LayoutStepInput["nodes"] = [];
+    const freshSources: LayoutStepInput["nodes"] = [];
     const seen = new Set<string>(step.inputs);
     for (const node of step.nodes) {
       if (seen.has(node.id)) continue; // a malformed document may repeat an id: lay it out once
@@ -98,14 +106,29 @@ export class LayoutEngine {
       if (fusionIds.has(node.id)) continue;
       const remembered = this.memory.get(node.id);
       if (remembered && isFree(remembered)) placeMember(node, remembered);
-      else fresh.push(node);
+      else (isSource(node.id) ? freshSources : fresh).push(node);
     }
+    // A source not placed yet stands on layer 1 at the highest, so its consumers go below that.
+    const layerOf = (id: string): number | undefined =>
+      placed.get(id)?.layer ?? (isSource(id) && seen.has(id) ? 1 : undefined);
     for (const node of fresh) {
-      placeMember(
-        node,
-        this.cellFor(node.lineage, producers.get(node.id), placed, isFree, nearestFree),
-      );
+      const sources = producers.get(node.id);
+      placeMember(node, this.cellFor(node.lineage, sources, placed, layerOf, isFree, nearestFree));
     }
+    const above = (lineage: string[], id: string, minLayer: number, fallbackCol: number): Cell =>
+      this.sourceCell(
+        lineage,
+        consumers.get(id),
+        minLayer,
+        fallbackCol,
+        placed,
+        isFree,
+        nearestFree,
+      );
+    for (const node of freshSources) placeMember(node, above(node.lineage, node.id, 1, 0));
+    step.inputs.forEach((id, i) => {
+      if (!placed.has(id)) place(id, above([id], id, 0, i)); // a malformed document may repeat one
+    });
     let maxLayer = 0;
     for (const c of placed.values()) if (c.layer > maxLayer) maxLayer = c.layer;
 
@@ -115,7 +138,7 @@ export class LayoutEngine {
       ?.map((p) => placed.get(p))
       .find((c) => c);
     const outLayer = Math.max(remembered?.layer ?? 0, maxLayer + 1);
-    place(OUTPUT_ID, nearestFree(outLayer, remembered?.col ?? firstProducer?.col ?? 0));
+    place(OUTPUT_ID, nearestFree(outLayer, firstProducer?.col ?? remembered?.col ?? 0));
 
     const layer = new Int32Array(ids.length);
     const col = new Int32Array(ids.length);
@@ -133,16 +156,18 @@ export class LayoutEngine {
     lineage: string[],
     sources: string[] | undefined,
     placed: Map<string, Cell>,
+    layerOf: (id: string) => number | undefined,
     isFree: (c: Cell) => boolean,
     nearestFree: (layer: number, hint: number) => Cell,
   ): Cell {
     let desired = 1;
     let hint: number | undefined;
     for (const s of sources ?? []) {
-      const c = placed.get(s);
-      if (!c) continue;
-      if (c.layer + 1 > desired) desired = c.layer + 1;
-      if (hint === undefined) hint = c.col;
+      const layer = layerOf(s);
+      if (layer === undefined) continue;
+      if (layer + 1 > desired) desired = layer + 1;
+      const col = placed.get(s)?.col;
+      if (col !== undefined && (hint === undefined || col < hint)) hint = col;
     }
     for (const ancestor of lineage) {
       const c = this.memory.get(ancestor);
@@ -153,6 +178,41 @@ export class LayoutEngine {
     }
     return nearestFree(desired, hint ?? 0);
   }
+
+  /** The cell of a new source or input: above its first consumer (Note [Sources beside their use]). */
+  private sourceCell(
+    lineage: string[],
+    targets: string[] | undefined,
+    minLayer: number,
+    fallbackCol: number,
+    placed: Map<string, Cell>,
+    isFree: (c: Cell) => boolean,
+    nearestFree: (layer: number, hint: number) => Cell,
+  ): Cell {
+    let first: Cell | undefined;
+    for (const t of targets ?? []) {
+      const c = placed.get(t);
+      if (c && (!first || c.layer < first.layer)) first = c;
+    }
+    const layer = first ? Math.max(minLayer, first.layer - 1) : minLayer;
+    let hint = first?.col ?? fallbackCol;
+    // Where it (an input: `lineage` is its own id) or what it was made from stood, if that is
+    // still right above its first consumer.
+    for (const ancestor of lineage) {
+      const c = this.memory.get(ancestor);
+      if (!c) continue;
+      if (c.layer >= Math.max(minLayer, layer - 1) && c.layer <= layer && isFree(c)) return c;
+      hint = c.col;
+      break;
+    }
+    return nearestFree(layer, hint);
+  }
+}
+
+function push(map: Map<string, string[]>, key: string, value: string): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
 }
 
 /** Lays out steps one after the other, remembering cells (see Note [Stable layout]). */

@@ -7,7 +7,16 @@
  */
 import { formatMs, formatShape, h } from "./dom";
 import { executorClass } from "./graph-view";
-import type { Diff, ErrorInfo, ExecutorsInfo, Run, Step, TraceNode, ValueRef } from "./schema";
+import type {
+  Diff,
+  ErrorInfo,
+  ExecutorsInfo,
+  Run,
+  Step,
+  TraceNode,
+  UserFrame,
+  ValueRef,
+} from "./schema";
 
 /** A node of another step that details can link to (lineage, origin). */
 export interface NodeLink {
@@ -16,14 +25,20 @@ export interface NodeLink {
   id: string;
 }
 
+/** A value as a person names it: a parameter or buffer by its module path, else by its trace name. */
 export function valueText(v: ValueRef): string {
   if (v.kind === "tensor") {
     const parts = [formatShape(v.shape), v.dtype ?? "", v.device ?? ""].filter((p) => p);
-    return `${v.name}: ${parts.join(" ")}`;
+    return `${v.path ?? v.name}: ${parts.join(" ")}`;
   }
   return v.repr !== null && v.repr !== undefined
     ? `${v.name} = ${v.repr}`
     : `${v.name} (${v.kind})`;
+}
+
+/** `model.py:12`, or `Cell In[3], line 5` for a notebook cell, as IPython's tracebacks say. */
+export function placeText(file: string, line: number): string {
+  return /^Cell In\[\d+\]$/.test(file) ? `${file}, line ${line}` : `${file}:${line}`;
 }
 
 function linkList(doc: Document, links: NodeLink[]): HTMLElement {
@@ -72,9 +87,26 @@ export function nodeDetails(
   const group = node.group === null ? undefined : step.groups.find((g) => g.id === node.group);
   const values = (list: ValueRef[]): HTMLElement =>
     list.length
-      ? h(doc, "ul", { class: "tx-values" }, ...list.map((v) => h(doc, "li", {}, valueText(v))))
+      ? h(
+          doc,
+          "ul",
+          { class: "tx-values" },
+          ...list.map((v) => h(doc, "li", v.path ? { title: v.name } : {}, valueText(v))),
+        )
       : h(doc, "span", { class: "tx-muted" }, "none");
+  const place = (p: UserFrame): HTMLElement =>
+    h(
+      doc,
+      "span",
+      {},
+      h(doc, "span", { class: "tx-file" }, placeText(p.file, p.line)),
+      ` in ${p.function}`,
+      p.code ? h(doc, "code", { class: "tx-code" }, p.code) : null,
+    );
   const src = node.source;
+  // An op inside torch (an nn.Module's forward) shows the user's line that called it, then its
+  // module and torch's own line.
+  const userLine = src?.call_site ?? src;
   const rows: HTMLElement[] = [
     row(
       doc,
@@ -91,19 +123,11 @@ export function nodeDetails(
     row(
       doc,
       "user source",
-      src
-        ? h(
-            doc,
-            "span",
-            {},
-            h(doc, "span", { class: "tx-file" }, `${src.file}:${src.line}`),
-            ` in ${src.function}`,
-            src.code ? h(doc, "code", { class: "tx-code" }, src.code) : null,
-          )
-        : h(doc, "span", { class: "tx-muted" }, "not from user code"),
+      userLine ? place(userLine) : h(doc, "span", { class: "tx-muted" }, "not from user code"),
     ),
   ];
   if (src?.module_path) rows.push(row(doc, "module", src.module_path));
+  if (src?.call_site) rows.push(row(doc, "torch source", place(src)));
   if (fusion) rows.push(row(doc, "runs in", `${fusion.op} (${fusion.id})`));
   if (group) rows.push(row(doc, "group", `${group.label || group.id} (${group.kind})`));
   if (diffLabel) rows.push(row(doc, "change", diffLabel));
@@ -132,11 +156,51 @@ export function nodeDetails(
   return out;
 }
 
-/** One line per kind of change; removed nodes named from the previous step. */
+/** A value as the diff names it: a parameter by its module path, else its trace name. */
+function valueName(v: ValueRef): string {
+  return v.path ?? v.name;
+}
+
+/** `add → t3`: a node by its op and the values it makes (node ids mean nothing to a reader). */
+export function nodeText(n: TraceNode): string {
+  const names = n.outputs.slice(0, 3).map(valueName);
+  if (n.outputs.length > 3) names.push("…");
+  return names.length ? `${n.label || n.op} → ${names.join(", ")}` : n.label || n.op;
+}
+
+/** At most this many entries per diff list are drawn (a pass may remove thousands). */
+const DIFF_LIST_MAX = 200;
+
+/**
+ * A button the explorer follows to select node `id` of `step` (named by step id; not
+ * `data-node-id`, which the graph's nodes answer to).
+ */
+function diffLink(doc: Document, step: Step, id: string, text: string): HTMLElement {
+  return h(
+    doc,
+    "button",
+    {
+      type: "button",
+      class: "tx-diff-link",
+      "data-testid": "diff-link",
+      "data-link-step": step.id,
+      "data-link-node": id,
+      title: `step ${step.index}`,
+    },
+    text,
+  );
+}
+
+/**
+ * The changes against the previous step: counts, then lists that name each node by its values:
+ * removed nodes (from `previous`; a CSE-merged one names the value that replaced it), added
+ * ones, and the ops each fusion absorbed (from `current`, pointing at their fusion).
+ */
 export function diffSummary(
   doc: Document,
   diff: Diff | null,
   previous: Step | undefined,
+  current: Step,
 ): HTMLElement {
   const el = h(doc, "div", { class: "tx-diff", "data-testid": "diff-summary" });
   if (!diff) {
@@ -162,23 +226,65 @@ export function diffSummary(
     ...(chips.length ? chips : [h(doc, "span", {}, "no change")]),
     h(doc, "span", { class: "tx-muted" }, ` ${diff.unchanged} unchanged`),
   );
-  if (diff.removed.length) {
-    const mergedInto = (id: string): string =>
-      diff.merged[id] ? ` → merged into ${diff.merged[id]}` : "";
-    const names = diff.removed.slice(0, 12).map((id) => {
-      const n = previous?.nodes.find((x) => x.id === id);
-      return `${n ? `${n.label || n.op} (${id})` : id}${mergedInto(id)}`;
+
+  const before = new Map(previous?.nodes.map((n) => [n.id, n]));
+  const now = new Map(current.nodes.map((n) => [n.id, n]));
+  /** What replaced a merged node: the kept node's values, or the step input `input:x`. */
+  const mergedInto = (kept: string): HTMLElement | string => {
+    const n = now.get(kept);
+    if (!n) return kept.startsWith("input:") ? kept.slice("input:".length) : kept;
+    const names = n.outputs.map(valueName).join(", ") || n.label || n.op;
+    return diffLink(doc, current, kept, names);
+  };
+  const removed = diff.removed.map((id) => {
+    const n = before.get(id);
+    const kept = diff.merged[id];
+    return [
+      n && previous ? diffLink(doc, previous, id, nodeText(n)) : id,
+      kept === undefined ? null : h(doc, "span", { class: "tx-muted" }, " merged into "),
+      kept === undefined ? null : mergedInto(kept),
+    ];
+  });
+  const added = diff.added.map((id) => {
+    const n = now.get(id);
+    return [n ? diffLink(doc, current, id, nodeText(n)) : id];
+  });
+  const fused = Object.entries(diff.fused).flatMap(([fid, members]) => {
+    const fusion = now.get(fid);
+    const name = fusion ? fusion.label || fusion.op : fid;
+    return members.map((id) => {
+      const n = now.get(id) ?? before.get(id);
+      const text = `${n ? nodeText(n) : id} fused into ${name}`;
+      return [fusion ? diffLink(doc, current, fid, text) : text];
     });
-    const more = diff.removed.length > 12 ? ` and ${diff.removed.length - 12} more` : "";
-    el.append(
+  });
+  const list = (testid: string, title: string, entries: (HTMLElement | string | null)[][]) => {
+    if (!entries.length) return null;
+    const more = entries.length - DIFF_LIST_MAX;
+    return h(
+      doc,
+      "section",
+      { class: `tx-diff-list ${testid}`, "data-testid": testid },
+      h(doc, "h5", {}, `${title} (${entries.length})`),
       h(
         doc,
-        "div",
-        { class: "tx-removed", "data-testid": "diff-removed" },
-        `removed: ${names.join(", ")}${more}`,
+        "ul",
+        {},
+        ...entries.slice(0, DIFF_LIST_MAX).map((parts) => h(doc, "li", {}, ...parts)),
+        more > 0 ? h(doc, "li", { class: "tx-muted" }, `and ${more} more`) : null,
       ),
     );
-  }
+  };
+  el.append(
+    h(
+      doc,
+      "div",
+      { class: "tx-diff-lists" },
+      list("diff-removed", "removed", removed),
+      list("diff-added", "added", added),
+      list("diff-fused", "fused", fused),
+    ),
+  );
   return el;
 }
 
@@ -203,8 +309,8 @@ function fusionsCell(doc: Document, r: Run): HTMLElement {
 }
 
 export function runsTable(doc: Document, runs: Run[]): HTMLElement {
-  const cell = (field: string, text: string, cls = ""): HTMLElement =>
-    h(doc, "td", { "data-field": field, class: cls || null }, text);
+  const cell = (field: string, text: string, cls = "", title: string | null = null): HTMLElement =>
+    h(doc, "td", { "data-field": field, class: cls || null, title }, text);
   const body = h(
     doc,
     "tbody",
@@ -218,11 +324,25 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
           "data-run-id": r.id,
           class: i === runs.length - 1 ? "latest" : null,
         },
-        cell("id", r.id),
+        cell("id", r.first_call ? `${r.id} (first call)` : r.id),
         cell("executors", r.executors.join(", ")),
-        cell("median_ms", r.median_ms === null ? "–" : formatMs(r.median_ms)),
+        r.first_call
+          ? cell(
+              "median_ms",
+              r.median_ms === null ? "–" : `${formatMs(r.median_ms)} (1 call)`,
+              "",
+              "the call that compiled: its time includes tracing and compiling",
+            )
+          : cell("median_ms", r.median_ms === null ? "–" : formatMs(r.median_ms)),
         cell("compile_ms", r.compile_ms === null ? "–" : formatMs(r.compile_ms)),
-        cell("max_abs_diff", formatDiff(r.max_abs_diff)),
+        r.first_call
+          ? cell(
+              "max_abs_diff",
+              "not compared",
+              "",
+              "comparing with eager would run the program a second time: rerun to compare",
+            )
+          : cell("max_abs_diff", formatDiff(r.max_abs_diff)),
         cell(
           "matches_eager",
           r.matches_eager === null
@@ -234,6 +354,7 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
                 : "NO",
           r.matches_eager === false ? "tx-bad" : "",
         ),
+        cell("tolerance", r.tolerance ?? "–"),
         cell("cache_hits", String(r.cache_hits)),
         cell("cache_misses", String(r.cache_misses)),
         fusionsCell(doc, r),
@@ -260,6 +381,7 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
         "compile",
         "max |Δ| vs eager",
         "matches",
+        "tolerance",
         "cache hits",
         "cache misses",
         "fusions",

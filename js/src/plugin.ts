@@ -19,12 +19,12 @@ import type { IRenderMime } from "@jupyterlab/rendermime-interfaces";
 import type { Message } from "@lumino/messaging";
 import { Panel, Widget } from "@lumino/widgets";
 import { mount } from "./explorer";
-import { staticHost } from "./host";
+import { HOST_PROPERTY, OUTPUT_CLASS, staticHost, type ExplorerHost } from "./host";
 import { isPacked, packedFromHtml } from "./packed";
 import { MIME_TYPE } from "./schema";
 
-/** The class of every output rendered by this extension (the context menu's selector). */
-export const OUTPUT_CLASS = "thunder-explorer-output";
+export { OUTPUT_CLASS };
+
 export const TAB_CLASS = "thunder-explorer-tab";
 export const OPEN_IN_TAB = "thunder-explorer:open-in-tab";
 /** What the status line says: the output is shown from the notebook, nothing can rerun. */
@@ -110,15 +110,19 @@ class ExplorerTab extends Widget {
   }
 }
 
-/** A main-area widget showing `doc` in the explorer, filling the tab. */
-export function explorerTab(doc: unknown, id: string): Widget {
+/**
+ * A main-area widget showing the explorer of `host`, filling the tab: a saved output's document,
+ * or a live widget's own host (the tab then reruns as the output does).
+ */
+export function explorerTab(host: ExplorerHost, id: string): Widget {
   const widget = new ExplorerTab();
   widget.id = id;
   widget.node.tabIndex = -1;
   widget.addClass(TAB_CLASS);
-  widget.title.caption = "thunder trace explorer (read-only)";
+  widget.title.caption = host.requestRerun
+    ? "thunder trace explorer"
+    : "thunder trace explorer (read-only)";
   widget.title.closable = true;
-  const host = staticHost(doc, SAVED_STATUS);
   const retitle = (): void => {
     widget.title.label = tabTitle(host.getDocument()); // a packed document has its title once unpacked
   };
@@ -208,8 +212,15 @@ export const commandsPlugin: JupyterFrontEndPlugin<void> = {
       isEnabled: (args) => targetOutput(app, args.fromContextMenu === true) !== null,
       execute: (args) => {
         const output = targetOutput(app, args.fromContextMenu === true);
-        if (!output || !shown.has(output)) return null;
-        const widget = explorerTab(shown.get(output), `thunder-explorer-tab-${++tabs}`);
+        if (!output) return null;
+        const live = (output as unknown as Record<string, unknown>)[HOST_PROPERTY];
+        const host = live
+          ? (live as ExplorerHost)
+          : shown.has(output)
+            ? staticHost(shown.get(output), SAVED_STATUS)
+            : null;
+        if (!host) return null;
+        const widget = explorerTab(host, `thunder-explorer-tab-${++tabs}`);
         app.shell.add(widget, "main");
         app.shell.activateById(widget.id);
         return widget.id;

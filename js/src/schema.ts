@@ -33,17 +33,22 @@ export interface ValueRef {
   device: string | null;
   kind: ValueKind;
   repr?: string | null;
+  /** A parameter's or buffer's qualified name in the module (`transformer.h.0.ln_1.weight`). */
+  path?: string | null;
 }
 
 /** A step input: same fields as a ValueRef. */
 export type Value = ValueRef;
 
 export interface SourceInfo {
+  /** The file, or `Cell In[3]` for a notebook cell (as IPython's tracebacks name it). */
   file: string;
   line: number;
   function: string;
   module_path: string | null;
   code: string | null;
+  /** For a line inside torch: the innermost line outside torch and thunder that led there. */
+  call_site?: UserFrame | null;
 }
 
 export interface TraceNode {
@@ -131,6 +136,8 @@ export interface ErrorInfo {
 export interface Run {
   id: string;
   executors: string[];
+  /** The call that compiled: timed once with its compilation, not compared with eager. */
+  first_call: boolean;
   median_ms: number | null;
   repeats: number;
   compile_ms: number | null;
@@ -138,6 +145,8 @@ export interface Run {
   matches_eager: boolean | null;
   /** The path of the first output leaf that differs from eager's (``logits``). */
   differs_at: string | null;
+  /** The tolerances the comparison used, per dtype ("float32: atol 1e-05, rtol 1.3e-06"). */
+  tolerance: string | null;
   cache_hits: number;
   cache_misses: number;
   fusions: FusionStatus[];
@@ -292,6 +301,7 @@ function readValueRef(r: Reader, v: unknown, path: string): ValueRef {
     device: r.optStr(o.device, `${path}.device`),
     kind: r.oneOf(o.kind, `${path}.kind`, ["tensor", "number", "other"] as const),
     repr: r.optStr(o.repr, `${path}.repr`),
+    path: r.optStr(o.path, `${path}.path`),
   };
 }
 
@@ -308,6 +318,7 @@ function readSource(r: Reader, v: unknown, path: string): SourceInfo | null {
     function: r.str(o.function, `${path}.function`),
     module_path: r.optStr(o.module_path, `${path}.module_path`),
     code: r.optStr(o.code, `${path}.code`),
+    call_site: readUserFrame(r, o.call_site, `${path}.call_site`),
   };
 }
 
@@ -436,6 +447,7 @@ function readRun(r: Reader, v: unknown, path: string): Run {
   return {
     id: r.str(o.id, `${path}.id`),
     executors: r.strList(o.executors, `${path}.executors`),
+    first_call: o.first_call === undefined ? false : r.bool(o.first_call, `${path}.first_call`),
     median_ms: r.optNum(o.median_ms, `${path}.median_ms`),
     repeats: o.repeats === undefined ? 0 : r.int(o.repeats, `${path}.repeats`),
     compile_ms: o.compile_ms === undefined ? null : r.optNum(o.compile_ms, `${path}.compile_ms`),
@@ -448,6 +460,10 @@ function readRun(r: Reader, v: unknown, path: string): Run {
       o.differs_at === null || o.differs_at === undefined
         ? null
         : r.str(o.differs_at, `${path}.differs_at`),
+    tolerance:
+      o.tolerance === null || o.tolerance === undefined
+        ? null
+        : r.str(o.tolerance, `${path}.tolerance`),
     cache_hits: r.int(o.cache_hits, `${path}.cache_hits`),
     cache_misses: r.int(o.cache_misses, `${path}.cache_misses`),
     fusions: o.fusions === undefined ? [] : readFusions(r, o.fusions, `${path}.fusions`),

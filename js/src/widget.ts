@@ -7,7 +7,7 @@
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 import { mount } from "./explorer";
-import type { ExplorerHost } from "./host";
+import { HOST_PROPERTY, OUTPUT_CLASS, type ExplorerHost } from "./host";
 
 /** The traits of the Python widget class (thunder_viz/widget.py), as synced to the browser. */
 export interface WidgetModel {
@@ -88,7 +88,15 @@ export function modelHost(
 }
 
 function render({ model, el }: RenderProps<WidgetModel>): () => void {
-  return mount(el, modelHost(model));
+  const host = modelHost(model);
+  // "Open Trace Explorer in New Tab" (plugin.ts) finds the output by its class and opens this host
+  el.classList.add(OUTPUT_CLASS);
+  Object.defineProperty(el, HOST_PROPERTY, { value: host, configurable: true });
+  const unmount = mount(el, host);
+  return () => {
+    unmount();
+    delete (el as unknown as Record<string, unknown>)[HOST_PROPERTY];
+  };
 }
 
 export default { render };

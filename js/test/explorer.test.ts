@@ -113,7 +113,7 @@ describe("explorer DOM contract", () => {
     expect(m.all(".tx-line.diff-fused")).toHaveLength(1);
     expect(m.all(".tx-line.diff-rewritten")).toHaveLength(2);
     click(m.q("[data-testid='step'][data-step-index='2']"));
-    expect(m.q("[data-testid='diff-removed']").textContent).toBe("removed: cos (n6)");
+    expect(m.q("[data-testid='diff-removed']").textContent).toBe("removed (1)cos → t4");
   });
 
   test("a fusion expands into its members and collapses back into its node", () => {
@@ -307,6 +307,37 @@ describe("explorer DOM contract", () => {
     expect(last.querySelector("[data-field='executors']")!.textContent).toBe("torch, python");
     expect(rows[1]!.querySelector("[data-field='max_abs_diff']")!.textContent).toBe("2.38e-7");
     expect(rows[1]!.querySelector("[data-field='cache_hits']")!.textContent).toBe("19");
+    expect(rows[1]!.querySelector("[data-field='tolerance']")!.textContent).toBe("–"); // not recorded
+  });
+
+  test("the runs table shows the first call and the tolerance of each comparison", () => {
+    const doc = fixture("sample");
+    const base = doc.runs[0]!;
+    doc.runs = [
+      {
+        ...base,
+        id: "r1",
+        first_call: true,
+        median_ms: 120,
+        repeats: 1,
+        max_abs_diff: null,
+        matches_eager: null,
+      },
+      { ...base, id: "r2", tolerance: "float32: atol 1e-05, rtol 1.3e-06" },
+    ];
+    m = mountDoc(doc);
+    const [first, rerun] = m.all("[data-testid='run']");
+    expect(first!.querySelector("[data-field='id']")!.textContent).toBe("r1 (first call)");
+    expect(first!.querySelector("[data-field='median_ms']")!.textContent).toBe("120 ms (1 call)");
+    expect(first!.querySelector("[data-field='max_abs_diff']")!.textContent).toBe("not compared");
+    expect(first!.querySelector<HTMLElement>("[data-field='max_abs_diff']")!.title).toMatch(
+      /rerun/,
+    );
+    expect(first!.querySelector("[data-field='matches_eager']")!.textContent).toBe("–");
+    expect(rerun!.querySelector("[data-field='id']")!.textContent).toBe("r2");
+    expect(rerun!.querySelector("[data-field='tolerance']")!.textContent).toBe(
+      "float32: atol 1e-05, rtol 1.3e-06",
+    );
   });
 
   test("a failure shows the error with the user's line and the completed steps", () => {

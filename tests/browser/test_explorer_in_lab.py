@@ -217,11 +217,19 @@ def test_each_pass_changes_the_graph_and_surviving_nodes_stay_put(notebook_opene
         if abs(before[nid]["x"] - after[nid]["x"]) > 1 or abs(before[nid]["y"] - after[nid]["y"]) > 1
     }
     assert not moved, f"nodes that survive a pass must not move: {moved}"
+    removed = ex.locator('[data-testid="diff-removed"]')
+    assert re.search(r"cos → t\d+", removed.inner_text()), removed.inner_text()
 
     go_to(ex, "Common Subexpression Elimination")
     nb.screenshot("explorer_05_cse", ex)
     assert count_labelled(ex, "sin") == 1, "CSE merges the repeated sin(x) * y"
     assert count_labelled(ex, "mul") == 1, node_labels(ex)
+    # the merged ops name the values that replaced them; a click shows one where it stood
+    assert re.search(r"mul → t\d+ merged into t\d+", removed.inner_text()), removed.inner_text()
+    removed.locator('[data-testid="diff-link"]').first.click()
+    ex.locator(f'{STEP}[aria-selected="true"]').filter(has_text="Dead Code Elimination").wait_for()
+    settle(ex)
+    assert ex.locator(f'{NODE}[aria-selected="true"]').count() == 1
 
     go_to(ex, "Transform for execution")
     nb.screenshot("explorer_06_transform_for_execution", ex)
@@ -231,7 +239,10 @@ def test_each_pass_changes_the_graph_and_surviving_nodes_stay_put(notebook_opene
 
     go_to(ex, "Delete Last Used")
     nb.screenshot("explorer_07_delete_last_used", ex)
+    # the del statements are notes on the last statement reading each value, not nodes; new ones mark it
     assert ex.locator(f"{NODE}.diff-added").count() >= 1, "the del statements are new"
+    assert ex.locator(f"{NODE} .node-note").filter(has_text=re.compile(r"^del t\d+")).count() >= 1
+    assert count_labelled(ex, "del") == 0, node_labels(ex)
     assert ex.locator(f'[data-testid="source"] {LINE}.diff-added').count() >= 1
     no_page_errors(nb)
 
@@ -308,6 +319,18 @@ def test_search_marks_matching_nodes(notebook_opener):
     search.fill("t2")  # a value name: its producer (and edges) match
     ex.locator(".search-match").first.wait_for()
     assert ex.locator(f"{NODE}.search-match").count() >= 1
+    # the matches are listed under the box, the first one selected as you type; a click selects
+    results = ex.locator('[data-testid="search-result"]')
+    results.first.wait_for()
+    assert any("→ t2" in t for t in results.all_inner_texts()), results.all_inner_texts()
+    assert ex.locator(f'{NODE}[aria-selected="true"]').count() == 1
+    results.last.click()
+    settle(ex)
+    assert results.last.get_attribute("aria-selected") == "true"
+    assert ex.locator('[data-testid="search-results"]').is_visible()
+    search.fill("t")  # whole names only: t is no prefix of t2
+    nb.page.wait_for_timeout(300)
+    assert ex.locator(f"{NODE}.search-match").count() == 0
 
     search.fill("zzz_no_such_op")
     nb.page.wait_for_timeout(300)
@@ -496,3 +519,57 @@ def test_markup_in_user_strings_is_shown_as_text_and_runs_nothing(notebook_opene
     )
     assert injected == [], f"markup from the user's program became elements: {injected}"
     no_page_errors(nb)
+
+
+def test_the_live_explorer_opens_in_its_own_tab_and_reruns_there(notebook_opener):
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+    runs = ex.locator('[data-testid="runs"] [data-testid="run"]')
+    assert "first call" in runs.first.inner_text(), "the call that compiled is the first run"
+    n_runs = runs.count()
+
+    # the command on the live output (its context menu), as on a saved one
+    ex.locator(STEP).first.click(button="right")
+    item = nb.page.locator(".lm-Menu-item", has_text="Open Trace Explorer in New Tab")
+    item.wait_for()
+    item.click()
+    tab = nb.page.locator(f".thunder-explorer-tab {EXPLORER}")
+    tab.wait_for(timeout=30_000)
+    rerun = tab.locator('[data-testid="rerun"]')
+    assert rerun.is_enabled(), "the tab is the live explorer: it can rerun"
+    rerun.click()
+    nb.page.wait_for_function(
+        "([sel, n]) => document.querySelectorAll(sel).length > n",
+        arg=[f'.thunder-explorer-tab {EXPLORER} [data-testid="runs"] [data-testid="run"]', n_runs],
+        timeout=RERUN_MS,
+        polling=500,
+    )
+    # the output in the notebook shows the same new run: one widget, two views
+    nb.page.wait_for_function(
+        "([sel, n]) => document.querySelectorAll(sel).length > n",
+        arg=[f'.jp-NotebookPanel {EXPLORER} [data-testid="runs"] [data-testid="run"]', n_runs],
+        timeout=30_000,
+        polling=500,
+    )
+    nb.screenshot("explorer_16_live_tab", tab)
+    no_page_errors(nb)
+
+
+def test_a_rerun_after_the_kernel_is_gone_says_so(notebook_opener):
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+    nb.page.evaluate(
+        "async () => { const nb = window.jupyterapp.shell.currentWidget;"
+        " await nb.sessionContext.session.kernel.shutdown(); }"
+    )
+    ex.locator('[data-testid="rerun"]').click()
+    started = time.monotonic()
+    nb.page.wait_for_function(
+        "(sel) => /no answer from the kernel/i.test(document.querySelector(sel).textContent)",
+        arg=f'{EXPLORER} [data-testid="status"]',
+        timeout=20_000,
+        polling=200,
+    )
+    assert time.monotonic() - started < 15, "said so promptly, not after a long hang"
+    assert ex.locator('[data-testid="rerun"]').is_enabled(), "the user can try again"
+    nb.screenshot("explorer_17_kernel_gone", ex)

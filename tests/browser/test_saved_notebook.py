@@ -67,7 +67,8 @@ def open_saved(browser: object, lab_server: LabServer):
     """``open(name) -> SavedPage``: a fresh copy of a saved notebook, opened with "No Kernel"."""
     contexts = []
 
-    def _open(name: str, trusted: bool = False) -> SavedPage:
+    def _open(name: str | Path, trusted: bool = False) -> SavedPage:
+        """``name``: a notebook of ``tests/browser/notebooks``, or a path."""
         nb = nbformat.reads((NOTEBOOKS / name).read_text(encoding="utf-8"), as_version=4)
         nb.metadata.pop("kernelspec", None)  # no kernel to match: JupyterLab asks which to start
         nb.metadata.pop("language_info", None)
@@ -184,6 +185,25 @@ def test_a_trusted_saved_notebook_shows_the_explorer_in_place_of_the_widget(open
     explorer.scroll_into_view_if_needed()
     save_screenshot(explorer, "saved_notebook_trusted_widget_output")
     assert nb.kernel() is None
+
+
+TUTORIALS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+@pytest.mark.parametrize("name, explorers", [("01_trace_explorer.ipynb", 3), ("03_gpt2_explorer.ipynb", 1)])
+def test_the_tutorials_are_saved_with_explorers_that_show_with_no_kernel(open_saved, name, explorers, trusted):
+    # Saved as nbconvert executes them, without the widgets' state (their documents would be
+    # stored twice): the saved document of each explorer output is what shows.
+    nb = open_saved(TUTORIALS / name, trusted=trusted)
+    nb.explorers_ready(explorers)
+    for i in range(explorers):
+        explorer = nb.page.locator(f".jp-NotebookPanel {EXPLORER}").nth(i)
+        assert explorer.locator(STEP).count() >= 3
+        assert explorer.locator(NODE).count() > 0
+        assert explorer.locator('[data-testid="rerun"]').is_disabled()
+    assert nb.kernel() is None
+    assert not nb.page_errors, nb.page_errors
 
 
 def test_the_command_opens_an_explorer_in_its_own_tab(open_saved):

@@ -10,7 +10,7 @@ import torch
 
 import thunder
 from tests.viz import session_stubs
-from thunder_viz.session import ErrorInfo, Session, compare_leaves, compare_outputs, session_for
+from thunder_viz.session import ErrorInfo, Session, compare_leaves, compare_outputs, session_for, tolerance_of
 
 
 @pytest.fixture(autouse=True)
@@ -70,9 +70,10 @@ def test_rerun_records_a_run_with_time_agreement_and_cache_counters():
     session = _session(mul_sin, torch.randn(3, 4), torch.randn(3, 4))
     session.max_repeats = 5
     run = session.rerun(["torch"])
-    assert session.runs == [run]
-    assert run.id == "r1" and run.error is None
+    assert session.runs[1:] == [run] and session.runs[0].first_call
+    assert run.id == "r2" and run.error is None and not run.first_call
     assert run.executors == ["torch", "python"]
+    assert run.tolerance == "float32: atol 1e-05, rtol 1.3e-06"
     assert run.median_ms > 0 and 1 <= run.repeats <= 5
     assert run.compile_ms == thunder.compile_stats(session.jitted).last_compile_ms > 0  # its one compilation
     assert run.max_abs_diff == 0.0 and run.matches_eager is True
@@ -116,7 +117,34 @@ def test_reruns_clone_the_inputs_a_program_mutates():
     second = session.rerun(["torch"])
     assert torch.equal(x, torch.ones(3))  # reruns and the eager reference work on clones
     assert first.matches_eager and second.matches_eager and first.max_abs_diff == 0.0
-    assert [r.id for r in session.runs] == ["r1", "r2"]
+    assert [r.id for r in session.runs] == ["r1", "r2", "r3"]
+
+
+def test_the_call_that_compiled_is_the_first_run():
+    session = Session(thunder.jit(mul_sin))
+    session(torch.randn(3), torch.randn(3))
+    [first] = session.runs
+    assert first.first_call and first.id == "r1" and first.repeats == 1 and first.error is None
+    assert first.median_ms >= first.compile_ms > 0  # timed once, with its compilation
+    assert first.cache_misses == 1 and first.cache_hits == 0
+    assert first.max_abs_diff is None and first.matches_eager is None  # eager was not run again
+    assert first.executors == session.executors
+    assert session.to_document()["runs"][0]["first_call"] is True
+
+
+def test_a_first_call_that_fails_is_a_run_with_its_error():
+    session = Session(thunder.jit(lambda x: x.no_such_method()))
+    with pytest.raises(AttributeError):
+        session(torch.randn(2))
+    [first] = session.runs
+    assert first.first_call and first.error is not None and first.error.type == "AttributeError"
+    assert session.error is first.error
+
+
+def test_tolerances_are_those_of_each_output_dtype():
+    out = {"a": torch.ones(2), "b": (torch.ones(2, dtype=torch.bfloat16), torch.ones(2, dtype=torch.int64))}
+    assert tolerance_of(out) == "float32: atol 1e-05, rtol 1.3e-06; bfloat16: atol 1e-05, rtol 0.016; int64: exact"
+    assert tolerance_of(3.0) is None
 
 
 def test_rerun_without_inputs_or_with_unknown_executor_is_a_clear_error():
@@ -204,7 +232,7 @@ def test_document_lists_executors_and_runs():
     assert ex["available"][-2:] == ["torch", "python"] and "torchcompile" in ex["available"]
     assert ex["selected"] == ["python", "torch"] and ex["always"] == ["torch", "python"]
     assert ex["interactive"] is True and ex["reason"] is None
-    assert [r["id"] for r in doc["runs"]] == ["r1"]
+    assert [r["id"] for r in doc["runs"]] == ["r1", "r2"]
     assert {"median_ms", "repeats", "max_abs_diff", "matches_eager", "cache_hits", "cache_misses"} <= set(
         doc["runs"][0]
     )

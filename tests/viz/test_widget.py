@@ -81,18 +81,19 @@ def test_rerun_message_recompiles_reruns_and_updates_the_document():
     w = explorer()
     w.comm.sent.clear()
     front_end_sends(w, {"type": "rerun", "executors": ["python"]})
-    [run] = w.session.runs
+    [first, run] = w.session.runs
+    assert first.first_call and not run.first_call
     assert run.executors == ["python", "torch"] and run.error is None
     assert run.median_ms > 0 and run.max_abs_diff is not None and run.matches_eager
     assert run.cache_misses == 1 and run.cache_hits >= 1
-    assert w.doc["runs"] == [run.to_json()]
+    assert w.doc["runs"] == [first.to_json(), run.to_json()]
     assert w.doc["executors"]["selected"] == ["python", "torch"]
     # What the front end saw, in order: running, the new document, ready.
     updates = state_updates(w)
     assert updates[0] == {"status": "running…"}
     assert updates[-1] == {"status": "ready"}
     [doc_update] = [u for u in updates if "doc" in u]
-    assert doc_update["doc"]["runs"][0]["id"] == "r1"
+    assert doc_update["doc"]["runs"][-1]["id"] == "r2"
     assert updates.index(doc_update) == 1
 
 
@@ -100,9 +101,9 @@ def test_previous_runs_stay_in_the_document():
     w = explorer()
     w.rerun(["torch"])
     w.rerun(["python"])
-    assert [(r["id"], r["executors"]) for r in w.doc["runs"]] == [
-        ("r1", ["torch", "python"]),
-        ("r2", ["python", "torch"]),
+    assert [(r["id"], r["executors"]) for r in w.doc["runs"][1:]] == [
+        ("r2", ["torch", "python"]),
+        ("r3", ["python", "torch"]),
     ]
 
 
@@ -112,10 +113,10 @@ def test_bad_rerun_message_sets_an_error_status_and_keeps_the_kernel_going():
     assert w.status.startswith("error: unknown executors ['fastest']")
     front_end_sends(w, {"type": "rerun", "executors": "torch"})
     assert w.status.startswith("error: a rerun needs a list")
-    assert w.session.runs == []
+    assert [r.first_call for r in w.session.runs] == [True]  # only the first call
     front_end_sends(w, {"type": "something else"})  # ignored
     front_end_sends(w, {"type": "rerun", "executors": ["torch"]})
-    assert w.status == "ready" and len(w.session.runs) == 1
+    assert w.status == "ready" and len(w.session.runs) == 2
 
 
 def test_rerun_that_fails_shows_the_error_in_the_document():
@@ -130,7 +131,7 @@ def test_rerun_that_fails_shows_the_error_in_the_document():
     assert w.status == "ready"
     assert w.doc["error"]["type"] == "IndexError" and w.doc["error"]["stage"] == "running"
     assert w.doc["error"]["user_frame"]["code"].startswith("return torch.index_select(x * 2, 0, i)")
-    assert w.doc["runs"][0]["error"] == w.doc["error"]
+    assert w.doc["runs"][-1]["error"] == w.doc["error"]
     assert w.doc["steps"], "the completed steps stay"
 
 
@@ -204,7 +205,7 @@ def test_explore_rejects_what_is_not_jitted():
 def test_rerun_with_torchcompile_shows_a_torchcompile_fusion():
     w = explorer()
     front_end_sends(w, {"type": "rerun", "executors": ["torchcompile"]})
-    [run] = w.session.runs
+    [_first, run] = w.session.runs
     assert run.error is None and run.matches_eager, run
     assert run.executors[0] == "torchcompile"
     final = w.doc["steps"][-1]
@@ -216,3 +217,28 @@ def test_rerun_with_torchcompile_shows_a_torchcompile_fusion():
         assert fusion_groups and fusion_groups[0]["label"].startswith("TorchCompile")
         fused = [s["diff"]["fused"] for s in w.doc["steps"] if s["diff"] and s["diff"]["fused"]]
         assert fused, "the step that fused says which nodes it absorbed"
+
+
+def test_write_html_writes_the_explorer_with_the_session_runs(tmp_path):
+    from thunder_viz.render.html import packed_in_html
+    from thunder_viz.render.pack import unpack_document
+
+    jf = thunder.jit(scaled_tanh)
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    widget = thunder_viz.explore(jf, args=(x, w))
+    widget.session.max_repeats = 2
+    widget.rerun(["torch"])
+    path = thunder_viz.write_html(jf, tmp_path / "explorer.html")
+    page = path.read_text(encoding="utf-8")
+    assert path == tmp_path / "explorer.html" and page.startswith("<!DOCTYPE html>")
+    doc = unpack_document(packed_in_html(page))
+    assert [(r["id"], r["first_call"]) for r in doc["runs"]] == [("r1", True), ("r2", False)]
+    assert doc["executors"]["interactive"] is False and doc["steps"]
+
+    plain = thunder.jit(scaled_tanh)
+    plain(x, w)
+    doc = unpack_document(packed_in_html(thunder_viz.write_html(plain, tmp_path / "plain.html").read_text()))
+    assert doc["runs"] == [] and doc["steps"]
+    with pytest.raises(TypeError, match="has not been called yet"):
+        thunder_viz.write_html(thunder.jit(scaled_tanh), tmp_path / "never.html")
+    assert not (tmp_path / "never.html").exists()

@@ -1,0 +1,208 @@
+"""The trace explorer on a real model: a 12-layer GPT-2's document, in headless Chromium.
+
+Run: ``python benchmarks/bench_explorer_model.py [--layers 12] [--repeats 3] [--bundle PATH]
+[--document PATH]``.
+Needs torch, transformers, Debian's chromium (``/usr/lib/chromium/chromium``) and Python
+playwright (never ``playwright install``). ``--bundle`` measures another build of the standalone
+bundle (e.g. an older one, for comparison); the default is the committed
+``thunder_viz/static/standalone.js``; ``--document`` measures a saved document instead.
+
+It builds the document as a user would get it (``thunder_viz.session.Session`` around
+``thunder.jit`` of a tiny ``GPT2LMHeadModel`` with random weights, offline, on the CPU: every
+step, forward and backward), opens a static page with the bundle and the document as JSON, and
+measures, inside the page:
+
+- first render: from ``ThunderExplorer.mount`` until the root says ``data-ready="true"`` and
+  two animation frames later (painted);
+- expanding a block: a click on a collapsed module box (``transformer.h.5``), half a second
+  after the first render, until painted;
+- switching steps: a click on the next step in the list until it is shown and painted.
+
+It also prints the graph's size in graph pixels (the bounding box of everything drawn) when the
+first computation step opens and after "fit". Targets (issue "the explorer stays readable and
+fluid on a 12-layer decoder"): first render under 1 s, expanding under 200 ms, switching under
+150 ms. A benchmark: prints, asserts nothing.
+
+Layer: benchmarks; imports thunder and thunder_viz to build the document, and playwright.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+STATIC = Path(__file__).resolve().parent.parent / "thunder_viz" / "static"
+CHROMIUM = "/usr/lib/chromium/chromium"
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+def gpt2_document(n_layer: int = 12) -> dict:
+    """The explorer document of a tiny ``n_layer`` GPT-2 (random weights, CPU, no download)."""
+    import torch
+    import transformers
+
+    import thunder
+    from thunder_viz.session import Session
+
+    config = transformers.GPT2Config(n_layer=n_layer, n_embd=32, n_head=2, vocab_size=128, n_positions=64)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    session = Session(thunder.jit(model))
+    session(torch.randint(0, 128, (1, 16)))
+    return session.to_document()
+
+
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style>
+<style>body {{ margin: 0; }} #root {{ --thunder-explorer-height: 900px; }}</style></head>
+<body><div id="root"></div><script>{js}</script>
+<script type="application/json" id="doc">{doc}</script></body></html>"""
+
+
+def explorer_page(doc: dict, bundle: Path | None = None) -> str:
+    """A static page with the explorer's stylesheet and bundle; ``MOUNT`` shows ``doc`` in it."""
+    return PAGE.format(
+        css=(STATIC / "explorer.css").read_text(),
+        js=(bundle or STATIC / "standalone.js").read_text(),
+        doc=json.dumps(doc).replace("</", "<\\/"),
+    )
+
+
+# Each measurement ends two animation frames after its action: style, layout and paint done.
+MOUNT = """async () => {
+  const painted = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const text = document.getElementById('doc').textContent;
+  const t0 = performance.now();
+  const doc = JSON.parse(text);
+  const t1 = performance.now();
+  const root = document.getElementById('root');
+  const ready = new Promise((resolve) => {
+    const obs = new MutationObserver(() => {
+      const el = root.querySelector('.thunder-explorer');
+      if (el && el.dataset.ready === 'true') { obs.disconnect(); resolve(performance.now()); }
+    });
+    obs.observe(root, {subtree: true, childList: true, attributes: true, attributeFilter: ['data-ready']});
+  });
+  const t2 = performance.now();
+  ThunderExplorer.mount(root, doc, {interactive: false});
+  const tReady = await ready;
+  await painted();
+  return {parse_ms: t1 - t0, ready_ms: tReady - t2, painted_ms: performance.now() - t2};
+}"""
+
+# What is drawn: counts and the bounding box of the graph (graph pixels).
+SHOWN = """() => {
+  const g = document.querySelector('[data-testid="graph"] .viewport');
+  const box = g.getBBox();
+  const count = (sel) => g.querySelectorAll(sel).length;
+  return {width: Math.round(box.width), height: Math.round(box.height),
+          nodes: count('[data-testid="node"]'), boxes: count('[data-testid="group"].collapsed'),
+          io: count('[data-testid="io"]')};
+}"""
+
+EXPAND = """async (label) => {
+  const painted = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const box = Array.from(document.querySelectorAll('[data-testid="group"].collapsed'))
+    .find((g) => g.querySelector('.node-label').textContent === label);
+  if (!box) return null;
+  const t0 = performance.now();
+  box.querySelector('[data-testid="group-toggle"]').dispatchEvent(new MouseEvent('click', {bubbles: true}));
+  const tSync = performance.now();
+  await painted();
+  return {sync_ms: tSync - t0, painted_ms: performance.now() - t0};
+}"""
+
+SWITCH = """async (index) => {
+  const painted = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const root = document.querySelector('.thunder-explorer');
+  const li = document.querySelector(`[data-testid="step"][data-step-index="${index}"]`);
+  const t0 = performance.now();
+  li.dispatchEvent(new MouseEvent('click', {bubbles: true}));
+  while (root.dataset.stepIndex !== String(index)) await new Promise((r) => setTimeout(r, 0));
+  await painted();
+  return performance.now() - t0;
+}"""
+
+FIT = """async () => {
+  document.querySelector('[data-testid="zoom-fit"]').click();
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return document.querySelector('[data-testid="graph"] .viewport').getAttribute('transform');
+}"""
+
+
+def _ms(values: list[float]) -> str:
+    return f"median {statistics.median(values):7.1f} ms   (runs: {', '.join(f'{v:.0f}' for v in values)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--bundle", type=Path, default=None, help="a standalone.js to measure instead")
+    parser.add_argument("--document", type=Path, default=None, help="a saved document (JSON) instead of building one")
+    args = parser.parse_args()
+
+    from playwright.sync_api import sync_playwright
+
+    doc = json.loads(args.document.read_text()) if args.document else gpt2_document(args.layers)
+    first = next(i for i, s in enumerate(doc["steps"]) if s["kind"] == "computation")
+    nodes = [len(s["nodes"]) for s in doc["steps"]]
+    print(f"document: GPT-2 with {args.layers} layers, {len(doc['steps'])} steps of {min(nodes)}-{max(nodes)} nodes")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.html"
+        path.write_text(explorer_page(doc, args.bundle))
+        print(f"page: {path.stat().st_size / 1e6:.1f} MB")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            mounts, expands, switches = [], [], []
+            for _ in range(args.repeats):
+                page = browser.new_page(viewport={"width": 1600, "height": 1000})
+                errors: list[str] = []
+                page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+                page.goto(path.as_uri())
+                mounts.append(page.evaluate(MOUNT))
+                opened = page.evaluate(SHOWN)
+                page.wait_for_timeout(500)  # a person looks before clicking: the worker is done
+                expand = page.evaluate(EXPAND, "transformer.h.5")
+                if expand:
+                    expands.append(expand["painted_ms"])
+                expanded = page.evaluate(SHOWN)
+                for index in range(first + 1, len(doc["steps"])):
+                    switches.append(page.evaluate(SWITCH, index))
+                page.evaluate(SWITCH, first)
+                fit = page.evaluate(FIT)
+                if errors:
+                    raise SystemExit(f"page errors: {errors}")
+                page.close()
+            browser.close()
+    print(f"JSON.parse:            median {statistics.median(m['parse_ms'] for m in mounts):7.1f} ms")
+    print(f"first render (ready):  {_ms([m['ready_ms'] for m in mounts])}")
+    print(f"first render (paint):  {_ms([m['painted_ms'] for m in mounts])}   target < 1000 ms")
+    print(
+        f"opens with: {opened['boxes']} module boxes, {opened['nodes']} nodes, {opened['io']} inputs/outputs;"
+        f" {opened['width']} x {opened['height']} graph px"
+    )
+    if expands:
+        print(f"expand transformer.h.5: {_ms(expands)}   target < 200 ms")
+        print(
+            f"  then: {expanded['boxes']} boxes, {expanded['nodes']} nodes; {expanded['width']} x {expanded['height']} px"
+        )
+    else:
+        print("expand: no collapsed box labelled transformer.h.5 (this bundle opens everything expanded)")
+    print(f"switch step:           {_ms(switches)}   max {max(switches):.0f} ms   target < 150 ms")
+    print(f"after fit: viewport transform {fit}")
+
+
+if __name__ == "__main__":
+    main()

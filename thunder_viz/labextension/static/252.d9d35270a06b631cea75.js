@@ -1,1 +1,0 @@
-"use strict";(Array.isArray(self.webpackChunkthunder_explorer)?self.webpackChunkthunder_explorer:self.webpackChunkthunder_explorer=[]).push([[252],{252(e,r,u){u.r(r),u.d(r,{default:()=>a.commandsPlugin});var a=u(122)}}]);

@@ -1,1 +1,0 @@
-"use strict";(Array.isArray(self.webpackChunkthunder_explorer)?self.webpackChunkthunder_explorer:self.webpackChunkthunder_explorer=[]).push([[329],{329(e,r,n){n.r(r),n.d(r,{default:()=>u.rendererExtension});var u=n(122)}}]);
