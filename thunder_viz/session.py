@@ -22,6 +22,7 @@ import itertools
 import linecache
 import math
 import os
+import re
 import statistics
 import sysconfig
 import time
@@ -41,6 +42,7 @@ from thunder.examine import fusion_status
 __all__ = ["ErrorInfo", "Run", "Session", "UserFrame", "compare_leaves", "compare_outputs", "session_for", "tolerance_of"]
 
 STAGES = ("tracing", "compiling", "running")
+_CELL = re.compile(r"Cell In\[\d+\]")  # a notebook cell, as notebook_cell names it
 
 # Tolerances of torch.testing.assert_close, by dtype (rtol, atol).
 _TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -66,6 +68,10 @@ class UserFrame:
     def at(cls, filename: str, line: int, function: str, code: str) -> UserFrame:
         return cls(file=notebook_cell(filename) or filename, line=line, function=function, code=code)
 
+    def place(self) -> str:
+        """``model.py:12``, or ``Cell In[3], line 5`` for a notebook cell (as IPython's tracebacks say)."""
+        return f"{self.file}, line {self.line}" if _CELL.fullmatch(self.file) else f"{self.file}:{self.line}"
+
 
 @dataclass(frozen=True)
 class ErrorInfo:
@@ -84,7 +90,7 @@ class ErrorInfo:
         first = self.message.strip().splitlines()[0] if self.message.strip() else ""
         where = ""
         if self.user_frame is not None:
-            where = f" at {self.user_frame.file}:{self.user_frame.line}"
+            where = f" at {self.user_frame.place()}"
             if self.user_frame.code:
                 where += f" ({self.user_frame.code})"
         return f"{self.type} while {self.stage}{where}: {first}"

@@ -497,7 +497,7 @@ export function errorBox(doc: Document, err: ErrorInfo, stepsDone: number): HTML
           doc,
           "div",
           { class: "tx-error-frame" },
-          h(doc, "span", { class: "tx-file" }, `${frame.file}:${frame.line}`),
+          h(doc, "span", { class: "tx-file" }, placeText(frame.file, frame.line)),
           ` in ${frame.function}`,
           frame.code ? h(doc, "code", { class: "tx-code" }, frame.code) : null,
         )

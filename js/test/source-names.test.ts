@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { nodeDetails, placeText, valueText } from "../src/panels";
-import { validateDocument, type TraceDocument } from "../src/schema";
+import { errorBox, nodeDetails, placeText, valueText } from "../src/panels";
+import { validateDocument, type ErrorInfo, type TraceDocument } from "../src/schema";
 import { fixture } from "./helpers";
 
 const TORCH_LINEAR = "/site-packages/torch/nn/modules/linear.py";
@@ -69,6 +69,17 @@ describe("names and places a person recognises", () => {
   test("a notebook cell is placed as IPython's tracebacks place it", () => {
     expect(placeText("Cell In[3]", 5)).toBe("Cell In[3], line 5");
     expect(placeText("/home/user/model.py", 18)).toBe("/home/user/model.py:18");
+  });
+
+  test("the error box places a cell's line the same way", () => {
+    const err: ErrorInfo = {
+      type: "RuntimeError",
+      message: "inner dimensions differ",
+      stage: "tracing",
+      user_frame: { file: "Cell In[4]", line: 3, function: "f", code: "return c @ b" },
+    };
+    const box = errorBox(document, err, 0);
+    expect(box.querySelector(".tx-file")!.textContent).toBe("Cell In[4], line 3");
   });
 
   test("details show the user's call site, the module path and torch's line", () => {

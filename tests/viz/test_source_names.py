@@ -141,5 +141,7 @@ def test_an_error_in_a_cell_names_the_cell_in_its_user_frame(shell):
     jf = thunder.jit(shell.user_ns["cell_broken"])
     with pytest.raises(Exception) as info:
         jf(torch.randn(2, 3), torch.randn(2, 3))
-    frame = ErrorInfo.from_exception(info.value, jitted=jf).user_frame
+    error = ErrorInfo.from_exception(info.value, jitted=jf)
+    frame = error.user_frame
     assert (frame.file, frame.line, frame.function, frame.code) == (f"Cell In[{n}]", 3, "cell_broken", "return c @ b")
+    assert f" at Cell In[{n}], line 3 (return c @ b): " in error.one_line()
