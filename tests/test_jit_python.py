@@ -157,3 +157,19 @@ def test_dict_of_a_mapping_with_python_methods_is_its_items():
 
     x = torch.ones(1)
     assert thunder.jit(f)(x)[1] == f(x)[1] == {"ab": 1, "cd": 2}
+
+
+def test_frozen_dataclass_made_inside_the_function():
+    # its __init__ assigns with object.__setattr__, past the frozen __setattr__ that raises
+    @dataclasses.dataclass(frozen=True)
+    class Options:
+        scale: int
+        shift: float = 2.0
+
+    def f(x):
+        o = Options(3)
+        with_shift = dataclasses.replace(o, shift=0.5)
+        return x * o.scale + with_shift.shift
+
+    x = torch.ones(2)
+    torch.testing.assert_close(thunder.jit(f)(x), f(x))

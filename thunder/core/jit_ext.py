@@ -28,6 +28,7 @@ import dataclasses
 import datetime
 import functools
 import inspect
+import itertools
 import os
 import random
 import re
@@ -462,6 +463,11 @@ class Tracer:
         """An iterator argument: every call consumes it whole (the prologue does, into a tuple whose items
         are checked like a tuple's), and the program iterates over those items. A program that stops
         early consumes more than eager would (see the closing note of issue 7)."""
+        if isinstance(it, (itertools.count, itertools.cycle, itertools.repeat)):
+            raise ThunderRuntimeError(
+                f"{name} is an itertools.{type(it).__name__}, which may never end: thunder cannot read it from outside "
+                f"the jitted function (at {_source_location()}). Pass the values it gives as arguments instead."
+            )
         seq = self._prologue_proxy(f"{name}_items")
         self._emit(prims.unpack_iterator, holder, seq, output=seq)
         return iter(self._unpack_contents(tuple(it), seq, name))
@@ -806,16 +812,17 @@ class Tracer:
                 "containers. Return the new value instead, or change it outside the function."
             )
 
-    def _setattr(self, obj: Any, name: str, value: Any) -> None:
-        """``setattr(obj, name, value)`` (or ``object.__setattr__``) called by the program: a STORE_ATTR."""
+    def _setattr(self, obj: Any, name: str, value: Any, *, setter: Callable = setattr) -> None:
+        """``setattr(obj, name, value)`` (or ``object.__setattr__``, which a frozen dataclass's
+        ``__init__`` calls past its own ``__setattr__``) called by the program: a STORE_ATTR."""
         self.store_attr(obj, name, value)
         if isinstance(obj, Proxy):  # a traced value answers as what it stands for
             return (introspection.lookaside(setattr) or setattr)(obj, name, value)
-        setattr(obj, name, value)
+        setter(obj, name, value)
 
-    def _delattr(self, obj: Any, name: str) -> None:
+    def _delattr(self, obj: Any, name: str, *, deleter: Callable = delattr) -> None:
         self.store_attr(obj, name, DELETED)
-        delattr(obj, name)
+        deleter(obj, name)
 
     def _remember(self, key: tuple, current: Callable[[], Any], restore: Callable[[Any], None]) -> None:
         if key not in self._written:
@@ -834,10 +841,14 @@ class Tracer:
             return self._getattr
         if fn is hasattr:
             return self._hasattr
-        if fn is setattr or fn is object.__setattr__:
+        if fn is setattr:
             return self._setattr
-        if fn is delattr or fn is object.__delattr__:
+        if fn is object.__setattr__:
+            return functools.partial(self._setattr, setter=object.__setattr__)
+        if fn is delattr:
             return self._delattr
+        if fn is object.__delattr__:
+            return functools.partial(self._delattr, deleter=object.__delattr__)
         replacement = introspection.lookaside(fn)
         if replacement is not None:
             return replacement
@@ -856,6 +867,10 @@ class Tracer:
             return self._higher_order_autograd_function
         if fn is torch.utils.checkpoint.checkpoint:
             return self._checkpoint
+        if fn is torch.autograd.function.FunctionMeta:
+            # A torch.autograd.Function class defined inside the function (torch.masked's ops do):
+            # the metaclass numbers it from a global itertools.count, which tracing cannot snapshot.
+            return fn
         if fn is _hookless:
             return self._hookless
         if fn is print:

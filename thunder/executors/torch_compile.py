@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from thunder.core.codegen import Printer, trace_source
-from thunder.core.symbol import DONT_DCE, IN_PLACE, BoundSymbol, Symbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, UNFUSIBLE, BoundSymbol, Symbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import TraceCtx
 from thunder.executors import inductor_pool, torchex
@@ -49,7 +49,7 @@ class TorchCompileExecutor(FusionExecutor):
         self.rematerializes = not background
 
     def lookup_implementation(self, sym: Symbol):
-        if sym.tags & {IN_PLACE, DONT_DCE} or sym.printer is not None:
+        if sym.tags & {IN_PLACE, DONT_DCE, UNFUSIBLE} or sym.printer is not None:
             return None
         return torchex.ex.lookup_implementation(sym)
 

@@ -43,6 +43,10 @@ def _register_no_grad_results() -> None:
 _register_no_grad_results()
 
 from thunder.torch import autocast as _autocast  # noqa: E402  (needs the symbols above)
+from thunder.torch import rng as _rng  # noqa: E402, F401
+from thunder.torch.eager_ops import declare_table as _declare_eager_ops  # noqa: E402
+
+_declare_eager_ops()  # after every family: their symbols win
 
 _autocast.register(torch_to_thunder_map)
 

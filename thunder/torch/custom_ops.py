@@ -48,11 +48,11 @@ from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import Symbol
-from thunder.core.symbolic import is_symbolic, pin
 from thunder.core.trace import get_tracectx
 from thunder.core.tracectx import current_source_location
 from thunder.core.traced_autograd import trace_autograd_function
 from thunder.torch.base import symbol_to_torch
+from thunder.torch.fake import fake_tree, run_on_fake
 from thunder.torch.inplace import copy_
 
 __all__ = ["custom_ops", "is_supported_custom_op"]
@@ -103,39 +103,10 @@ def _display(op: torch._ops.OpOverload) -> str:
 # --- the fake kernel as meta ----------------------------------------------------------------------
 
 
-def _plain(x: Any) -> Any:
-    """A symbolic number as the plain value the fake kernel sees (pinned: the trace relies on it)."""
-    return pin(x) if is_symbolic(x) else x
-
-
-def _faked(mode: Any, tree: Any) -> Any:
-    """``tree`` with its proxies (and tensors) replaced by fake tensors of ``mode`` with their metadata."""
-
-    def fake(x):
-        if isinstance(x, TensorProxy):
-            return torch.empty(tuple(_plain(d) for d in x.shape), dtype=x.dtype, device=x.device)
-        if isinstance(x, torch.Tensor):
-            return mode.from_tensor(x)
-        return _plain(x)
-
-    with mode:
-        return tree_map(fake, tree)
-
-
-def _run_fake(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
-    """``op``'s results on fake tensors with the proxies' metadata."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    mode = FakeTensorMode()
-    fake_args, fake_kwargs = _faked(mode, (args, kwargs))
-    with mode:
-        return op(*fake_args, **fake_kwargs)
-
-
 def _fake_meta(op: torch._ops.OpOverload) -> Callable:
     def meta(*args, **kwargs):
         try:
-            out = _run_fake(op, args, kwargs)
+            out = run_on_fake(op, args, kwargs)[0]
         except Exception as e:
             if _has_fake_kernel(op):
                 raise  # the op's own fake kernel refused these arguments, as its real kernel would
@@ -376,7 +347,7 @@ def _packet_call(packet: torch._ops.OpOverloadPacket) -> Callable:
         if len(names) == 1:
             name = names[0]
         else:
-            fake_args, fake_kwargs = _faked(FakeTensorMode(), (args, kwargs))
+            fake_args, fake_kwargs = fake_tree(FakeTensorMode(), (args, kwargs))
             name = torch._C._jit_resolve_packet(packet._qualified_op_name, *fake_args, **fake_kwargs)
         return custom_ops[getattr(packet, name)](*args, **kwargs)
 

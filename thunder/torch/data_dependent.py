@@ -22,10 +22,11 @@ from thunder.core.rules import grad_rules
 from thunder.torch.base import torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import eq
 from thunder.torch.indexing import getitem
+from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
 from thunder.torch.shape import expand, unbind
 
-__all__ = ["argwhere", "contains", "masked_select", "nonzero", "getitem_with_masks"]
+__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks"]
 
 
 def _count(mask: TensorProxy) -> int:
@@ -159,3 +160,27 @@ def contains(a, element) -> bool:
 
 torch_to_thunder_map[torch.Tensor.__contains__] = contains
 register_method("__contains__", contains)
+
+
+def equal(a, b) -> bool:
+    """``torch.equal``: same shape and equal elements, a data-dependent truth value."""
+    _check("torch.equal", a)
+    _check("torch.equal", b)
+    if a.shape != b.shape:
+        return False
+    return bool(all_(eq(a, b)))
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """``torch.allclose``: ``isclose`` everywhere, a data-dependent truth value."""
+    from thunder.torch.eager_ops import EAGER_OPS
+
+    _check("torch.allclose", a)
+    _check("torch.allclose", b)
+    return bool(all_(EAGER_OPS[torch.isclose](a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+for _fn, _torch_fns in ((equal, (torch.equal, torch.Tensor.equal)), (allclose, (torch.allclose, torch.Tensor.allclose))):
+    for _torch_fn in _torch_fns:
+        torch_to_thunder_map[_torch_fn] = _fn
+    register_method(_fn.__name__, _fn)

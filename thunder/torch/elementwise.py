@@ -14,7 +14,7 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core.dtypes import ELEMENTWISE_TYPE_PROMOTION_KIND as K
-from thunder.core.errors import ThunderTypeError
+from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.interpreter import make_opaque
 from thunder.core.proxies import TensorProxy, pyval, register_method
 from thunder.core.symbol import MAY_RAISE
@@ -28,6 +28,7 @@ from thunder.torch.base import (
     register_reflected,
     torchsymbol,
 )
+from thunder.torch.eager_ops import eager_fallback
 
 __all__: list[str] = []
 
@@ -76,10 +77,19 @@ def _reject(op: str, rule, dtype, what: str = "dtype") -> None:
         raise ThunderTypeError(f'ltorch.{op}: "{op}" is not implemented for {what} {dtype} ({why} dtypes are not supported)')
 
 
-def _unary(name: str, prim, kind: K, *, methods=(), torch_fn=None, inplace: bool = True, reject=None):
+def _unary(name: str, prim, kind: K, *, methods=(), torch_fn=None, inplace: bool = True, reject=None, options=None):
+    """``options``: keyword arguments the decomposition takes at their defaults only (``round``'s
+    ``decimals=0``); other values run the torch function as an eager op (Note [Eager ops])."""
     torch_fn = torch_fn or getattr(torch, name)
+    options = options or {}
+    fallback = eager_fallback(torch_fn, f"{name}_with_options") if options else None
 
-    def meta(a):
+    def meta(a, **kwargs):
+        for key in kwargs:
+            if key not in options:
+                raise ThunderTypeError(f"ltorch.{name}() got an unexpected keyword argument '{key}'")
+        if any(pyval(v) != options[k] for k, v in kwargs.items()):
+            return fallback(a, **kwargs)
         if not is_tensor(a):
             raise ThunderTypeError(f"ltorch.{name}: expected a tensor, got {type(a).__name__} {a!r}")
         _reject(name, reject, a.dtype)
@@ -166,8 +176,9 @@ for _name in (
     _unary(_name, getattr(prims, _name), K.INT_TO_FLOAT)
 for _name in ("erf", "erfc", "erfinv", "lgamma", "digamma"):
     _unary(_name, getattr(prims, _name), K.INT_TO_FLOAT, reject=_no_complex)
-for _name in ("floor", "ceil", "round", "trunc"):
+for _name in ("floor", "ceil", "trunc"):
     _unary(_name, getattr(prims, _name), K.DEFAULT, reject=_no_bool_or_complex)
+_unary("round", prims.round, K.DEFAULT, reject=_no_bool_or_complex, options={"decimals": 0})
 _unary("bitwise_not", prims.bitwise_not, K.DEFAULT, methods=("__invert__",), reject=lambda d: None if _integral(d) else "floating-point and complex")
 _unary("isfinite", prims.isfinite, K.ALWAYS_BOOL, inplace=False)
 _unary("isnan", prims.isnan, K.ALWAYS_BOOL, inplace=False)
@@ -177,6 +188,69 @@ _unary("imag", prims.imag, K.COMPLEX_TO_FLOAT, inplace=False, reject=_complex_on
 # ``Tensor.real`` and ``Tensor.imag`` are properties in eager, not methods.
 for _name in ("real", "imag"):
     setattr(TensorProxy, _name, property(make_opaque(_as_method(globals()[_name])), doc=f"``Tensor.{_name}``"))
+
+
+_conj_of_complex = eager_fallback(torch.conj_physical, "conj_of_complex")
+
+
+@torchsymbol(torch.conj_physical, method_name="conj_physical")
+def conj_physical(a):
+    """``torch.conj_physical``: the tensor itself when it is real (as in eager); torch conjugates a complex one."""
+    if not is_tensor(a):
+        raise ThunderTypeError(f"ltorch.conj_physical: expected a tensor, got {type(a).__name__}")
+    return _conj_of_complex(a) if a.dtype.is_complex else a
+
+
+@torchsymbol(torch.conj, method_name="conj")
+def conj(a):
+    """``torch.conj``: the tensor itself when it is real (as in eager), its conjugate (a copy) when complex."""
+    if not is_tensor(a):
+        raise ThunderTypeError(f"ltorch.conj: expected a tensor, got {type(a).__name__}")
+    return conj_physical(a) if a.dtype.is_complex else a
+
+
+@torchsymbol(torch.resolve_conj, method_name="resolve_conj")
+def resolve_conj(a):
+    """``torch.resolve_conj``: the tensor itself (a traced conjugate is always materialised)."""
+    return a
+
+
+@torchsymbol(torch.resolve_neg, method_name="resolve_neg")
+def resolve_neg(a):
+    """``torch.resolve_neg``: the tensor itself (a traced negation is always materialised)."""
+    return a
+
+
+def _adjoint(name: str, a):
+    """``Tensor.H`` (``name`` "H": 0-D or 2-D) and ``Tensor.mH`` (0-D or batches of matrices)."""
+    if a.ndim == 0:
+        return conj(a)
+    if name == "H" and a.ndim != 2:
+        raise ThunderValueError(f"tensor.H is only supported on matrices (2-D tensors). Got {a.ndim}-D tensor.")
+    if a.ndim < 2:
+        raise ThunderValueError(
+            f"tensor.mH is only supported on matrices or batches of matrices. Got {a.ndim}-D tensor."
+        )
+    dims = list(range(a.ndim))
+    dims[-2], dims[-1] = dims[-1], dims[-2]
+    return conj(prims.transpose(a, tuple(dims)))
+
+
+@torchsymbol(id="Tensor.H", torch_impl=lambda a: a.H)
+def H(a):
+    """``Tensor.H``: the conjugate transpose of a matrix."""
+    return _adjoint("H", a)
+
+
+@torchsymbol(id="Tensor.mH", torch_impl=lambda a: a.mH)
+def mH(a):
+    """``Tensor.mH``: the conjugate transpose of each matrix of a batch."""
+    return _adjoint("mH", a)
+
+
+register_method("H", property(lambda self: H(self)))
+register_method("mH", property(lambda self: mH(self)))
+__all__ += ["conj", "conj_physical", "resolve_conj", "resolve_neg", "H", "mH"]
 
 
 def _neg_check(a, *args):

@@ -21,9 +21,10 @@ from numbers import Number
 import torch
 
 from thunder.core import devices, dtypes, prims
-from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
 from thunder.core.symbol import DONT_DCE, RANDOM
+from thunder.core.tracectx import current_source_location
 from thunder.torch.base import is_number, torch_to_thunder_map, torchsymbol
 
 __all__ = [
@@ -88,15 +89,27 @@ def factory_dtype(op: str, dtype, default: torch.dtype) -> torch.dtype:
     return dtype
 
 
+def check_generator(op: str, generator) -> None:
+    """Only the default generator can be followed: it is the one the trace's random ops draw from
+    (Note [Random ops follow eager's generator])."""
+    if generator is not None and generator is not torch.default_generator:
+        raise UnsupportedOpError(
+            f"{op}: generator= with a torch.Generator of your own cannot be traced (its state lives outside the "
+            f"trace){_where()}; seed the global generator with torch.manual_seed, inside or before the function"
+        )
+
+
+def _where() -> str:
+    loc = current_source_location()
+    return f" (at {loc})" if loc is not None else ""
+
+
 def _check_unsupported(op: str, *, out=None, layout=None, generator=None, pin_memory=False) -> None:
     if out is not None:
         raise ThunderTypeError(f"{op}: out= is not supported inside a jitted function; assign the result instead")
     if layout is not None and layout is not torch.strided:
         raise ThunderValueError(f"{op}: only layout=torch.strided is supported, but got {layout}")
-    if generator is not None:
-        raise ThunderRuntimeError(
-            f"{op}: generator= cannot be traced (its state lives outside the trace); use torch.manual_seed instead"
-        )
+    check_generator(op, generator)
     if pin_memory:
         raise ThunderValueError(f"{op}: pin_memory=True is not supported inside a jitted function")
 

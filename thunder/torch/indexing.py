@@ -34,6 +34,7 @@ from thunder.core.prims.indexing import advanced_index_shape
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval
 from thunder.core.symbol import DONT_DCE, IN_PLACE
 from thunder.torch.base import broadcast_shapes, expand_to, make_inplace, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.eager_ops import eager_fallback
 from thunder.torch.shape import check_dim
 
 __all__: list[str] = []
@@ -483,13 +484,18 @@ def _src_tensor(op: str, a, src, index):
     raise ThunderTypeError(f"{op}: src must be a tensor or a number, got {type(src).__name__}")
 
 
+_scatter_with_reduce = eager_fallback(torch.scatter, "scatter_with_reduce")
+
+
 @torchsymbol(torch.scatter, method_name="scatter")
 def scatter(a, dim, index, src=None, value=None, *, reduce=None):
     """``torch.scatter``: a copy of ``a`` with ``src`` (a tensor or a number, also as ``value=``)
     written at ``index`` along ``dim``."""
     op = "ltorch.scatter"
-    if reduce is not None:
-        raise ThunderValueError(f"{op}: reduce={reduce!r} is not supported; use scatter_add or scatter_reduce outside")
+    if reduce is not None:  # the deprecated reduce modes: torch runs them
+        if src is not None:
+            return _scatter_with_reduce(a, dim, index, src, reduce=reduce)
+        return _scatter_with_reduce(a, dim, index, value=value, reduce=reduce)
     if src is None and value is None:
         raise ThunderTypeError(f"{op}: expected src or value")
     index = _index_arg(op, index)
@@ -624,3 +630,55 @@ _export(
     make_inplace(index_fill),
     make_inplace(masked_fill),
 )
+
+
+# ----------------------------------------------------------------------------------------
+# Selections whose indices are known while tracing
+# ----------------------------------------------------------------------------------------
+
+
+@torchsymbol(torch.combinations)
+def combinations(input, r=2, with_replacement=False):
+    """``torch.combinations``: the length-``r`` combinations of a 1-D tensor's elements, in
+    ``itertools`` order; their indices are known from the shape, so it is one ``index_select`` per
+    column (eager masks a grid with a data-dependent ``masked_select``)."""
+    import itertools
+
+    op = "ltorch.combinations"
+    if not isinstance(input, TensorProxy) or input.ndim != 1:
+        raise ThunderValueError(f"{op}: Expect a 1D vector, but got shape {getattr(input, 'shape', input)}")
+    r = pyval(r)
+    if r < 0:
+        raise ThunderValueError(f"{op}: Expect a non-negative number, but got {r}")
+    if r == 0:
+        return prims.full((0,), 0, device=input.device, dtype=input.dtype)
+    choose = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(choose(range(input.shape[0]), r))
+    if not rows:
+        return prims.full((0, r), 0, device=input.device, dtype=input.dtype)
+    columns = []
+    for j in range(r):
+        index = prims.tensor_from_sequence([row[j] for row in rows], device=input.device, dtype=dtypes.int64)
+        columns.append(prims.take(input, index, 0))
+    return prims.cat([prims.reshape(c, (len(rows), 1)) for c in columns], 1)
+
+
+@torchsymbol(torch.cartesian_prod)
+def cartesian_prod(*tensors):
+    """``torch.cartesian_prod``: the rows of the ``ij`` meshgrid of 1-D tensors (one tensor: itself, as in eager)."""
+    from thunder.torch.shape import meshgrid
+
+    op = "ltorch.cartesian_prod"
+    for t in tensors:
+        if not isinstance(t, TensorProxy) or t.ndim != 1:
+            raise ThunderValueError(f"{op}: Expect a 1D vector, but got shape {getattr(t, 'shape', t)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    n = 1
+    for t in tensors:
+        n *= t.shape[0]
+    return prims.cat([prims.reshape(g, (n, 1)) for g in grids], 1)
+
+
+__all__ += ["combinations", "cartesian_prod"]

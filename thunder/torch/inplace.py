@@ -56,7 +56,7 @@ def fill_(a, value):
     return base.copy_(fill(a, value), a)
 
 
-@torchsymbol(method_name="zero_", tags=_INPLACE, torch_impl=torch.Tensor.zero_)
+@torchsymbol(torch.zero_, method_name="zero_", tags=_INPLACE, torch_impl=torch.Tensor.zero_)
 def zero_(a):
     """``Tensor.zero_``: every element of ``a`` becomes zero."""
     return base.copy_(full_like(a, 0), a)

@@ -39,6 +39,7 @@ from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
 from thunder.core.symbol_lookup import register_interpreted_replacement
 from thunder.torch.base import copy_, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.eager_ops import eager_fallback
 from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, keep, upcast
 
 # Eager's kernels by their C++ entries (no packet dispatch on each call).
@@ -229,9 +230,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return maybe_convert_to_dtype(out, input.dtype)
 
 
+_normalize_with_p = eager_fallback(F.normalize, "normalize_with_p")
+
+
 @torchsymbol(F.normalize)
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """``F.normalize``: ``input / max(norm_p(input, dim), eps)``; ``p`` is positive or ``inf``.
+    """``F.normalize``: ``input / max(norm_p(input, dim), eps)``; other than a positive ``p`` or ``inf``, torch runs it.
 
     The norm is computed in the computation dtype with prims (``sqrt(sum(x * x))`` for ``p=2``),
     so at an all-zero slice its gradient is not eager's masked zero.
@@ -241,8 +245,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     if out is not None:
         raise UnsupportedOpError(f"{op}: out= is not supported; use the returned tensor")
     p, eps = pyval(p), pyval(eps)
-    if not isinstance(p, (int, float)) or not p > 0:
-        raise UnsupportedOpError(f"{op}: p={p!r} is not supported; p must be a positive number or inf")
+    if not isinstance(p, (int, float)) or not p > 0 or input.ndim == 0:  # other orders, 0-D inputs: torch runs them
+        return _normalize_with_p(input, p, dim, eps)
     d = prims.canonicalize_dim(op, max(input.ndim, 1), dim)
     a = upcast(input)
     if p == math.inf:

@@ -26,6 +26,7 @@ from thunder.torch.base import canonicalize_dim, is_tensor, maybe_convert_to_dty
 from thunder.torch.elementwise import maximum, minimum
 
 __all__ = [
+    "sum_to_size",
     "sum", "mean", "var", "std", "var_mean", "std_mean", "amax", "amin", "max", "min", "argmax", "argmin", "topk",
     "sort", "argsort", "histc",
     "prod", "any", "all", "count_nonzero", "logsumexp", "cumsum", "cumprod", "norm", "vector_norm", "nansum",
@@ -118,6 +119,22 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     op = "ltorch.sum"
     _check_input(op, input)
     return _accumulate(op, prims.sum, input, reduction_dims(op, input, dim), keepdim, dtype)
+
+
+@torchsymbol(method_name="sum_to_size", id="Tensor.sum_to_size", torch_impl=torch.Tensor.sum_to_size)
+def sum_to_size(input, *size):
+    """``Tensor.sum_to_size``: summed down to ``size``, which must broadcast to the input's shape (the
+    input itself when it has that shape already, as in eager)."""
+    op = "ltorch.sum_to_size"
+    _check_input(op, input)
+    size = tuple(pyval(n) for n in (size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size))
+    lead = input.ndim - len(size)
+    if lead < 0 or builtins.any(n != 1 and n != input.shape[lead + i] for i, n in enumerate(size)):
+        raise ThunderValueError(f"{op}: size {{{', '.join(map(str, size))}}} is not expandable to size {{{', '.join(map(str, input.shape))}}}.")
+    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(size) if n == 1 and input.shape[lead + i] != 1)
+    if not dims:
+        return input
+    return prims.reshape(prims.sum(input, dims), size)
 
 
 @torchsymbol(torch.prod, method_name="prod")

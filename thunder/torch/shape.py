@@ -22,7 +22,7 @@ from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import MAY_RAISE
-from thunder.torch.base import expand_to, make_inplace, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.base import broadcast_shapes, expand_to, make_inplace, maybe_convert_to_dtype, torchsymbol
 
 __all__: list[str] = []
 
@@ -960,5 +960,151 @@ for _sym in (
     swapdims, t, T, mT, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
     vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, flip, fliplr, flipud, roll, diff, pad, tril,
     triu, repeat_interleave,
+):  # fmt: skip
+    __all__.append(_sym.name)
+
+
+# ----------------------------------------------------------------------------------------
+# Other spellings of the ops above
+# ----------------------------------------------------------------------------------------
+
+
+@torchsymbol(torch.split_with_sizes, method_name="split_with_sizes")
+def split_with_sizes(a, split_sizes, dim=0):
+    """``torch.split_with_sizes``: ``split`` with a list of sizes."""
+    return split(a, list(split_sizes), dim)
+
+
+@torchsymbol(torch.unsafe_split, method_name="unsafe_split")
+def unsafe_split(a, split_size, dim=0):
+    """``torch.unsafe_split``: ``split`` (the pieces are new values here, so nothing is unsafe)."""
+    return split(a, split_size, dim)
+
+
+@torchsymbol(torch.unsafe_chunk, method_name="unsafe_chunk")
+def unsafe_chunk(a, chunks, dim=0):
+    """``torch.unsafe_chunk``: ``chunk``."""
+    return chunk(a, chunks, dim)
+
+
+def _directional_split(name: str, min_ndim: int, dim_of):
+    def meta(a, indices_or_sections):
+        op = f"ltorch.{name}"
+        _check_tensor(op, a)
+        if a.ndim < min_ndim:
+            raise ThunderValueError(
+                f"{op}: torch.{name} requires a tensor with at least {min_ndim} dimension, but got a tensor with "
+                f"{a.ndim} dimensions!"
+            )
+        d = dim_of(a)
+        if isinstance(indices_or_sections, (int, NumberProxy)):
+            s = pyval(indices_or_sections)
+            if s != 0 and a.shape[d] % s != 0:
+                raise ThunderValueError(
+                    f"{op}: torch.{name} attempted to split along dimension {d}, but the size of the dimension "
+                    f"{a.shape[d]} is not divisible by the split_size {s}!"
+                )
+        return tensor_split(a, indices_or_sections, d)
+
+    meta.__name__ = name
+    meta.__doc__ = f"``torch.{name}``: ``tensor_split`` along dim {dim_of.__doc__}."
+    return torchsymbol(getattr(torch, name), method_name=name)(meta)
+
+
+def _h(a):
+    """0 for 1-D tensors, else 1"""
+    return 0 if a.ndim == 1 else 1
+
+
+def _v(a):
+    """0"""
+    return 0
+
+
+def _d(a):
+    """2"""
+    return 2
+
+
+hsplit = _directional_split("hsplit", 1, _h)
+vsplit = _directional_split("vsplit", 2, _v)
+dsplit = _directional_split("dsplit", 3, _d)
+
+
+def _tensors_arg(op: str, tensors: tuple) -> tuple[list, bool]:
+    """``f(a)``, ``f(a, b)`` or ``f([a, b])`` as (the tensors, whether one tensor was passed alone)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return list(tensors[0]), False
+    for t in tensors:
+        _check_tensor(op, t)
+    return list(tensors), len(tensors) == 1
+
+
+def _atleast(name: str, ndim: int):
+    def grow(a):
+        if a.ndim >= ndim:
+            return a
+        if a.ndim == 0:
+            return _reshape(a, (1,) * ndim)
+        if ndim == 2 or a.ndim == 2:  # (n,) -> (1, n) for 2-D; (m, n) -> (m, n, 1) for 3-D
+            return unsqueeze(a, 0 if ndim == 2 else -1)
+        return _reshape(a, (1, a.shape[0], 1))
+
+    def meta(*tensors):
+        tensors, alone = _tensors_arg(f"ltorch.{name}", tensors)
+        out = tuple(grow(t) for t in tensors)
+        return out[0] if alone else out
+
+    meta.__name__ = name
+    meta.__doc__ = f"``torch.{name}``: each tensor viewed with at least {ndim} dimensions."
+    return torchsymbol(getattr(torch, name))(meta)
+
+
+atleast_1d = _atleast("atleast_1d", 1)
+atleast_2d = _atleast("atleast_2d", 2)
+atleast_3d = _atleast("atleast_3d", 3)
+
+
+@torchsymbol(torch.broadcast_tensors)
+def broadcast_tensors(*tensors):
+    """``torch.broadcast_tensors``: every tensor expanded to their common shape."""
+    op = "ltorch.broadcast_tensors"
+    tensors, _ = _tensors_arg(op, tensors)
+    shape = broadcast_shapes(op, *(t.shape for t in tensors))
+    return tuple(expand_to(t, tuple(shape)) for t in tensors)
+
+
+@torchsymbol(torch.meshgrid)
+def meshgrid(*tensors, indexing=None):
+    """``torch.meshgrid``: the grids of 0-D or 1-D tensors, ``indexing`` "ij" (the default) or "xy"."""
+    op = "ltorch.meshgrid"
+    tensors, _ = _tensors_arg(op, tensors)
+    if not tensors:
+        raise ThunderValueError(f"{op}: torch.meshgrid expects a non-empty TensorList")
+    indexing = "ij" if indexing is None else indexing
+    if indexing not in ("ij", "xy"):
+        raise ThunderValueError(f'{op}: torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in tensors:
+        if t.ndim > 1:
+            raise ThunderValueError(f"{op}: torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+        if t.dtype != tensors[0].dtype or t.device != tensors[0].device:
+            raise ThunderValueError(f"{op}: torch.meshgrid: all tensors must have the same dtype and device")
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        tensors = [tensors[1], tensors[0], *tensors[2:]]
+    sizes = tuple(t.numel() for t in tensors)
+    grids = []
+    for i, t in enumerate(tensors):
+        shape = [1] * len(tensors)
+        shape[i] = sizes[i]
+        grids.append(expand_to(_reshape(t, tuple(shape)), sizes))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+for _sym in (
+    split_with_sizes, unsafe_split, unsafe_chunk, hsplit, vsplit, dsplit, atleast_1d, atleast_2d, atleast_3d,
+    broadcast_tensors, meshgrid,
 ):  # fmt: skip
     __all__.append(_sym.name)

@@ -1,0 +1,159 @@
+"""Random ops follow eager's generator (Note [Random ops follow eager's generator]): the same seed,
+set before the call or inside the jitted function, gives eager's numbers, call after call; what
+cannot follow eager fails with a clear error."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import thunder
+from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
+
+DRAWS = {
+    "rand": lambda x: torch.rand(3, 4) + x,
+    "randn": lambda x: torch.randn(3, 4) * x,
+    "randint": lambda x: torch.randint(0, 10, (3, 4)) + x,
+    "rand_like": lambda x: torch.rand_like(x),
+    "randn_like": lambda x: torch.randn_like(x),
+    "randint_like": lambda x: torch.randint_like(x, 5),
+    "randperm": lambda x: torch.randperm(7),
+    "bernoulli": lambda x: torch.bernoulli(torch.sigmoid(x)),
+    "bernoulli_p": lambda x: x.bernoulli(0.3),
+    "multinomial": lambda x: torch.multinomial(x.abs() + 0.1, 3),
+    "multinomial_replacement": lambda x: torch.multinomial((x.abs() + 0.1).reshape(-1), 20, replacement=True),
+    "normal_tensors": lambda x: torch.normal(x, x.abs() + 1),
+    "normal_floats": lambda x: torch.normal(2.0, 3.0, size=(5,)) + x.sum(),
+    "poisson": lambda x: torch.poisson(x.abs() * 3),
+    "dropout": lambda x: F.dropout(x, 0.5),
+    "dropout2d": lambda x: F.dropout2d(x.reshape(1, 3, 4, 1), 0.5),
+    "alpha_dropout": lambda x: F.alpha_dropout(x, 0.3, training=True),
+    "rrelu": lambda x: F.rrelu(x, training=True),
+    "uniform_": lambda x: torch.empty(3, 4).uniform_(-2, 2) + x,
+    "normal_": lambda x: x.clone().normal_(1.0, 0.5),
+    "exponential_": lambda x: x.clone().exponential_(),
+    "random_": lambda x: x.clone().random_(0, 5),
+    "two_draws_and_math": lambda x: torch.rand(3, 4).sin() * torch.randn(3, 4) + x,
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_seed_before_the_call_gives_eager_numbers(name):
+    fn = DRAWS[name]
+    jitted = thunder.jit(fn)
+    x = torch.randn(3, 4)
+    for seed in (0, 1, 0):
+        torch.manual_seed(seed)
+        expected = fn(x)
+        after_eager = torch.rand(2)
+        torch.manual_seed(seed)
+        actual = jitted(x)
+        after_jitted = torch.rand(2)
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+        torch.testing.assert_close(after_jitted, after_eager, rtol=0, atol=0)  # the generator advanced alike
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_manual_seed_inside_the_function(name):
+    draw = DRAWS[name]
+
+    def fn(x, seed):
+        torch.manual_seed(seed)
+        return draw(x)
+
+    jitted = thunder.jit(fn)
+    x = torch.randn(3, 4)
+    for seed in (3, 4, 3):
+        torch.testing.assert_close(jitted(x, seed), fn(x, seed), rtol=0, atol=0)
+
+
+def test_manual_seed_returns_the_default_generator():
+    def fn(x):
+        g = torch.manual_seed(5)
+        return g, torch.randn(2, generator=g) + x
+
+    g, y = thunder.jit(fn)(torch.zeros(2))
+    assert g is torch.default_generator
+    torch.manual_seed(5)
+    torch.testing.assert_close(y, torch.randn(2), rtol=0, atol=0)
+
+
+def test_rng_state_is_read_and_restored_where_the_program_does():
+    def fn(x):
+        state = torch.get_rng_state()
+        a = torch.rand(4)
+        torch.set_rng_state(state)
+        b = torch.rand(4)
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            c = torch.rand(4)
+        return a, b, c, torch.rand(4) + x
+
+    jitted = thunder.jit(fn)
+    for _ in range(2):
+        torch.manual_seed(11)
+        expected = fn(torch.ones(4))
+        torch.manual_seed(11)
+        actual = jitted(torch.ones(4))
+        for e, a in zip(expected, actual):
+            torch.testing.assert_close(a, e, rtol=0, atol=0)
+    torch.testing.assert_close(actual[0], actual[1], rtol=0, atol=0)
+
+
+def test_gradients_through_draws_match_eager():
+    def fn(x, m):
+        torch.manual_seed(7)
+        return (F.dropout(x, 0.5) * torch.normal(m, 2.0)).sum()
+
+    x = torch.randn(6, requires_grad=True)
+    m = torch.randn(6, requires_grad=True)
+    expected = torch.autograd.grad(fn(x, m), (x, m))
+    actual = torch.autograd.grad(thunder.jit(fn)(x, m), (x, m))
+    for e, a in zip(expected, actual):
+        torch.testing.assert_close(a, e, rtol=0, atol=0)
+
+
+def test_draws_are_not_merged_reordered_or_dropped():
+    def fn(x):
+        torch.manual_seed(0)
+        unused = torch.rand(5)  # noqa: F841  still advances the generator
+        a = torch.rand(3)
+        b = torch.rand(3)
+        return x * a, x * b
+
+    jitted = thunder.jit(fn, executors=["torchcompile", "torch"])
+    for e, a in zip(fn(torch.ones(3)), jitted(torch.ones(3))):
+        torch.testing.assert_close(a, e, rtol=0, atol=0)
+
+
+def test_a_generator_of_your_own_is_refused_clearly():
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(UnsupportedOpError, match="torch.Generator of your own"):
+        thunder.jit(lambda x: torch.randn(3, generator=g) + x)(torch.ones(3))
+    with pytest.raises(UnsupportedOpError, match="torch.Generator of your own"):
+        thunder.jit(lambda x: torch.bernoulli(x, generator=g))(torch.full((3,), 0.5))
+
+
+@pytest.mark.parametrize("call", [torch.seed, torch.initial_seed])
+def test_seeds_the_trace_cannot_follow_are_refused(call):
+    with pytest.raises(UnsupportedOpError, match=rf"torch.{call.__name__}\(\).*test_random.py"):
+        thunder.jit(lambda x: x + call())(torch.ones(1))
+
+
+def test_an_endless_iterator_from_outside_is_refused_not_consumed():
+    counter = itertools.count()
+    with pytest.raises(ThunderRuntimeError, match="itertools.count"):
+        thunder.jit(lambda x: x + next(counter))(torch.ones(1))
+    assert next(counter) == 0
+
+
+def test_an_autograd_function_defined_inside_the_function():
+    # torch.masked's ops define one on every call; its metaclass numbers it from a global counter
+    def fn(x, mask):
+        return torch.masked.sum(x, 0, mask=mask)
+
+    x, mask = torch.randn(3, 4), torch.rand(3, 4) > 0.5
+    torch.testing.assert_close(thunder.jit(fn)(x, mask), fn(x, mask))

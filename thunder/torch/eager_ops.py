@@ -1,0 +1,474 @@
+"""Torch functions recorded as one op each and run by torch itself (Note [Eager ops]).
+
+Note [Eager ops]
+A torch function that the torch language has no decomposition for, listed in ``EAGER_OPS``, is
+recorded as one opaque symbol (``ltorch.cross``) that the torch executor runs by calling the
+function, as eager does: the values are eager's own. Its meta is the same function run on fake
+tensors with the proxies' metadata (``thunder.torch.fake``), so the shapes, dtypes and argument
+errors are eager's too. Refused with ``UnsupportedOpError``, never guessed: a call whose output
+shape depends on the values (the fake run cannot know it), a result that aliases an input (a view:
+writes through it would have to reach the input), and ``out=``.
+
+Gradients: the symbol's VJP rule records ``<op>_vjp(g, *args, **kwargs)``, which runs the function
+again under torch's autograd in the backward and returns the gradients of its positional tensor
+arguments (recomputed from the saved inputs, not saved from the forward). A tensor that needs a
+gradient passed by keyword or inside a list makes the call not differentiable here, and the
+computation runs under torch's autograd instead (Note [VJP rules]), which is eager's own.
+
+A decomposition into prims beats an entry here where an executor can fuse it or a better rule
+needs it; an entry is the way to have an op run, exactly, before that.
+
+Layer: language. Imports: core, torch.base, torch.factories, torch.fake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.overrides import resolve_name
+
+from thunder.core.errors import UnsupportedOpError
+from thunder.core.proxies import TensorProxy
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_map
+from thunder.core.rules import grad_rules
+from thunder.core.symbol import DONT_DCE, MAY_RAISE, RANDOM, UNFUSIBLE, Symbol
+from thunder.core.tracectx import current_source_location
+from thunder.core.transforms.autodiff import NotDifferentiable
+from thunder.torch.base import torchsymbol
+from thunder.torch.factories import check_generator
+from thunder.torch.fake import run_on_fake
+
+__all__ = ["EAGER_OPS", "declare_table", "eager_fallback", "eager_op"]
+
+
+def _where() -> str:
+    loc = current_source_location()
+    return f" (called at {loc})" if loc is not None else ""
+
+
+def _differentiable(x: Any) -> bool:
+    return isinstance(x, (TensorProxy, torch.Tensor)) and (x.dtype.is_floating_point or x.dtype.is_complex)
+
+
+def _fake_meta(fn: Callable, name: str) -> Callable:
+    def meta(*args, **kwargs):
+        if kwargs.get("out") is not None:
+            raise UnsupportedOpError(f"{name}(..., out=...) is not supported{_where()}: use the returned tensor")
+        check_generator(name, kwargs.get("generator"))
+        try:
+            out, fake_args, fake_kwargs = run_on_fake(fn, args, kwargs)
+        except (torch._subclasses.fake_tensor.DynamicOutputShapeException,
+                torch._subclasses.fake_tensor.DataDependentOutputException) as e:  # fmt: skip
+            raise UnsupportedOpError(
+                f"{name}'s output depends on the values of its inputs ({e}){_where()}; thunder does not record it "
+                "yet. Call it outside the jitted function."
+            ) from e
+        except torch._subclasses.fake_tensor.UnsupportedOperatorException as e:
+            raise UnsupportedOpError(
+                f"{name} has no meta kernel for these arguments ({e}){_where()}. Call it outside the jitted function."
+            ) from e
+        inputs = [t for t in tree_leaves((fake_args, fake_kwargs)) if isinstance(t, torch.Tensor)]
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and any(torch._C._is_alias_of(t, i) for i in inputs):
+                raise UnsupportedOpError(
+                    f"{name} returns a view of its input here{_where()}, which thunder does not record as an opaque "
+                    "op. Call it outside the jitted function, or .clone() its result there."
+                )
+        return tree_map(
+            lambda t: TensorProxy(shape=t.shape, dtype=t.dtype, device=t.device) if isinstance(t, torch.Tensor) else t,
+            out,
+        )
+
+    meta.__name__ = name
+    return meta
+
+
+def _vjp_impl(fn: Callable) -> Callable:
+    """``fn``'s VJP at run time: the gradients of its floating positional tensor arguments."""
+
+    def vjp(g, *args, **kwargs):
+        inputs = [a.detach().requires_grad_(True) if _differentiable(a) else a for a in args]
+        with torch.enable_grad():
+            out = fn(*inputs, **kwargs)
+        pairs = [
+            (o, c)
+            for o, c in zip(tree_flatten(out)[0], tree_flatten(g)[0])
+            if isinstance(o, torch.Tensor) and o.requires_grad and isinstance(c, torch.Tensor)
+        ]
+        wanted = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
+        grads = list(torch.autograd.grad([o for o, _ in pairs], wanted, [c for _, c in pairs], allow_unused=True)) if pairs else [None] * len(wanted)
+        found = iter(grads)
+        result = []
+        for a in inputs:
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                grad = next(found)
+                result.append(torch.zeros_like(a) if grad is None else grad)
+            else:
+                result.append(None)
+        return tuple(result)
+
+    return vjp
+
+
+def _vjp_symbol(fn: Callable, name: str) -> Symbol:
+    def meta(g, *args, **kwargs):
+        return tuple(TensorProxy.like(a) if _differentiable(a) else None for a in args)
+
+    meta.__name__ = f"{name}_vjp"
+    impl = _vjp_impl(fn)
+    sym = Symbol(
+        name=meta.__name__, meta=meta, id=f"torch.{meta.__name__}", python_impl=impl, tags=frozenset({UNFUSIBLE})
+    )
+    from thunder.torch.base import symbol_to_torch
+
+    symbol_to_torch[sym] = impl
+    return sym
+
+
+def eager_op(
+    fn: Callable, *, method_name: str | None = None, differentiable: bool = True, random: bool = False, name: str = ""
+) -> Symbol:
+    """Declares ``fn`` an eager op (Note [Eager ops]); ``method_name``: its ``Tensor`` method too.
+
+    A ``random`` op draws from torch's global generator: it is never merged, dropped or fused, and
+    has no VJP rule (recomputing it in the backward would draw again), so a gradient through it is
+    torch autograd's. ``name``: the symbol's name when ``fn`` is not a torch function."""
+    torch_fns = () if name else (fn,)  # a named op is a helper of another symbol: no torch function maps to it
+    path = f"torch.{name}" if name else resolve_name(fn) or f"torch.{fn.__name__}"
+    name = name or path.removeprefix("torch.").removeprefix("Tensor.").replace(".", "_")
+    # MAY_RAISE: eager raises on some values (cholesky of a matrix that is not positive-definite), kept when unused
+    tags = (MAY_RAISE, RANDOM, DONT_DCE) if random else (MAY_RAISE,)
+    sym = torchsymbol(*torch_fns, method_name=method_name, id=path, tags=tags, torch_impl=fn)(_fake_meta(fn, name))
+    if differentiable and not random:
+        vjp = _vjp_symbol(fn, name)
+
+        def rule(g, out, *args, **kwargs):
+            if any(_differentiable(t) and t.requires_grad for a in args if isinstance(a, (list, tuple)) for t in tree_leaves(a)):
+                raise NotDifferentiable(f"{name} takes a list of tensors that require grad")
+            return vjp(g, *args, **kwargs)
+
+        grad_rules.register(sym)(rule)
+    return sym
+
+
+# torch function -> its Tensor method (or None), one line each. Not here: random ops (recorded as
+# opaque ops they would draw from the generator in another order than eager's), ops that return
+# views, ops whose output shape depends on the values.
+_TABLE: tuple[tuple[Callable, str | None], ...] = (
+    (torch.clamp_min, "clamp_min"),
+    (torch.clamp_max, "clamp_max"),
+    (torch.addmv, "addmv"),
+    (torch.addbmm, "addbmm"),
+    (torch.addr, "addr"),
+    (torch.dot, "dot"),
+    (torch.vdot, "vdot"),
+    (torch.block_diag, None),
+    (torch.cartesian_prod, None),
+    (torch.cdist, None),
+    (torch.cross, "cross"),
+    (torch.linalg.cross, None),
+    (torch.cummax, "cummax"),
+    (torch.cummin, "cummin"),
+    (torch.deg2rad, "deg2rad"),
+    (torch.rad2deg, "rad2deg"),
+    (torch.diff, "diff"),
+    (torch.diag, "diag"),
+    (torch.diag_embed, "diag_embed"),
+    (torch.diagonal_scatter, "diagonal_scatter"),
+    (torch.fmax, "fmax"),
+    (torch.fmin, "fmin"),
+    (torch.frac, "frac"),
+    (torch.frexp, "frexp"),
+    (torch.outer, "outer"),
+    (torch.ger, "ger"),
+    (torch.inner, "inner"),
+    (torch.kron, "kron"),
+    (torch.trace, "trace"),
+    (torch.tril_indices, None),
+    (torch.triu_indices, None),
+    (torch.vander, None),
+    (torch.logcumsumexp, "logcumsumexp"),
+    (torch.cumprod, "cumprod"),
+    (torch.logaddexp, "logaddexp"),
+    (torch.logaddexp2, "logaddexp2"),
+    (torch.hypot, "hypot"),
+    (torch.ldexp, "ldexp"),
+    (torch.xlogy, "xlogy"),
+    (torch.heaviside, "heaviside"),
+    (torch.copysign, "copysign"),
+    (torch.nextafter, "nextafter"),
+    (torch.gcd, "gcd"),
+    (torch.lcm, "lcm"),
+    (torch.float_power, "float_power"),
+    (torch.logit, "logit"),
+    (torch.sinc, "sinc"),
+    (torch.i0, "i0"),
+    (torch.mvlgamma, "mvlgamma"),
+    (torch.polygamma, "polygamma"),
+    (torch.nan_to_num, "nan_to_num"),
+    (torch.renorm, "renorm"),
+    (torch.histc, "histc"),
+    (torch.bucketize, None),
+    (torch.searchsorted, None),
+    (torch.isin, None),
+    (torch.narrow_copy, "narrow_copy"),
+    (torch.diagonal_copy, None),
+    (torch.permute_copy, None),
+    (torch.t_copy, None),
+    (torch.transpose_copy, None),
+    (torch.unsqueeze_copy, None),
+    (torch.squeeze_copy, None),
+    (torch.expand_copy, None),
+    (torch.view_copy, None),
+    (torch.unfold_copy, None),
+    (torch.select_copy, None),
+    (torch.slice_copy, None),
+    (torch.alias_copy, None),
+    (torch.detach_copy, None),
+    (torch.index_reduce, "index_reduce"),
+    (torch.index_fill, "index_fill"),
+    (torch.index_copy, "index_copy"),
+    (torch.masked_scatter, "masked_scatter"),
+    (torch.put, "put"),
+    (torch.take, "take"),
+    (torch.take_along_dim, "take_along_dim"),
+    (torch.select_scatter, "select_scatter"),
+    (torch.slice_scatter, "slice_scatter"),
+    (torch.rot90, "rot90"),
+    (torch.roll, "roll"),
+    (torch.flip, "flip"),
+    (torch.fliplr, "fliplr"),
+    (torch.flipud, "flipud"),
+    (torch.tril, "tril"),
+    (torch.triu, "triu"),
+    (torch.aminmax, "aminmax"),
+    (torch.nanmean, "nanmean"),
+    (torch.nansum, "nansum"),
+    (torch.logdet, "logdet"),
+    (torch.det, "det"),
+    (torch.slogdet, "slogdet"),
+    (torch.cholesky, "cholesky"),
+    (torch.cholesky_solve, "cholesky_solve"),
+    (torch.cholesky_inverse, "cholesky_inverse"),
+    (torch.inverse, "inverse"),
+    (torch.pinverse, "pinverse"),
+    (torch.trapezoid, None),
+    (torch.trapz, None),
+    (torch.cumulative_trapezoid, None),
+    (torch.linalg.cholesky, None),
+    (torch.linalg.cholesky_ex, None),
+    (torch.linalg.det, None),
+    (torch.linalg.slogdet, None),
+    (torch.linalg.inv, None),
+    (torch.linalg.inv_ex, None),
+    (torch.linalg.solve, None),
+    (torch.linalg.solve_ex, None),
+    (torch.linalg.solve_triangular, None),
+    (torch.linalg.lu_factor, None),
+    (torch.linalg.lu_factor_ex, None),
+    (torch.linalg.lu, None),
+    (torch.linalg.lu_solve, None),
+    (torch.linalg.ldl_factor, None),
+    (torch.linalg.ldl_factor_ex, None),
+    (torch.linalg.ldl_solve, None),
+    (torch.linalg.qr, None),
+    (torch.linalg.eigh, None),
+    (torch.linalg.eigvalsh, None),
+    (torch.linalg.svd, None),
+    (torch.linalg.svdvals, None),
+    (torch.linalg.pinv, None),
+    (torch.linalg.matrix_power, None),
+    (torch.linalg.matrix_exp, None),
+    (torch.linalg.multi_dot, None),
+    (torch.linalg.householder_product, None),
+    (torch.linalg.tensorinv, None),
+    (torch.linalg.tensorsolve, None),
+    (torch.linalg.vander, None),
+    (torch.linalg.vecdot, None),
+    (torch.linalg.diagonal, None),
+    (torch.linalg.cond, None),
+    (torch.linalg.matrix_rank, None),
+    (torch.linalg.lstsq, None),
+    (torch.qr, "qr"),
+    (torch.svd, "svd"),
+    (torch.geqrf, "geqrf"),
+    (torch.ormqr, "ormqr"),
+    (torch.triangular_solve, "triangular_solve"),
+    (torch.lu_unpack, None),
+    (torch.lu_solve, "lu_solve"),
+    (torch.kthvalue, "kthvalue"),
+    (torch.nanmedian, "nanmedian"),
+    (torch.median, "median"),
+    (torch.mode, "mode"),
+    (torch.msort, "msort"),
+    (torch.corrcoef, "corrcoef"),
+    (torch.cov, "cov"),
+    (torch.histogram, "histogram"),
+    (torch.signbit, "signbit"),
+    (torch.positive, None),
+    (torch.float_power, "float_power"),
+    (torch.special.entr, None),
+    (torch.special.erfcx, None),
+    (torch.special.i0e, None),
+    (torch.special.i1, None),
+    (torch.special.i1e, None),
+    (torch.special.ndtr, None),
+    (torch.special.ndtri, None),
+    (torch.special.log_ndtr, None),
+    (torch.special.xlog1py, None),
+    (torch.special.zeta, None),
+    (torch.special.polygamma, None),
+    (torch.special.multigammaln, None),
+    (torch.special.log_softmax, None),
+    (torch.special.softmax, None),
+    (torch.special.logit, None),
+    (torch.special.sinc, None),
+    (torch.special.round, None),
+    (torch.special.airy_ai, None),
+    (torch.special.bessel_j0, None),
+    (torch.special.bessel_j1, None),
+    (torch.special.bessel_y0, None),
+    (torch.special.bessel_y1, None),
+    (torch.special.modified_bessel_i0, None),
+    (torch.special.modified_bessel_i1, None),
+    (torch.special.modified_bessel_k0, None),
+    (torch.special.modified_bessel_k1, None),
+    (torch.special.scaled_modified_bessel_k0, None),
+    (torch.special.scaled_modified_bessel_k1, None),
+    (torch.special.spherical_bessel_j0, None),
+    (torch.special.chebyshev_polynomial_t, None),
+    (torch.special.chebyshev_polynomial_u, None),
+    (torch.special.chebyshev_polynomial_v, None),
+    (torch.special.chebyshev_polynomial_w, None),
+    (torch.special.hermite_polynomial_h, None),
+    (torch.special.hermite_polynomial_he, None),
+    (torch.special.laguerre_polynomial_l, None),
+    (torch.special.legendre_polynomial_p, None),
+    (torch.special.shifted_chebyshev_polynomial_t, None),
+    (torch.special.shifted_chebyshev_polynomial_u, None),
+    (torch.special.shifted_chebyshev_polynomial_v, None),
+    (torch.special.shifted_chebyshev_polynomial_w, None),
+    (torch.fft.fft, None),
+    (torch.fft.ifft, None),
+    (torch.fft.fft2, None),
+    (torch.fft.ifft2, None),
+    (torch.fft.fftn, None),
+    (torch.fft.ifftn, None),
+    (torch.fft.rfft, None),
+    (torch.fft.irfft, None),
+    (torch.fft.rfft2, None),
+    (torch.fft.irfft2, None),
+    (torch.fft.rfftn, None),
+    (torch.fft.irfftn, None),
+    (torch.fft.hfft, None),
+    (torch.fft.ihfft, None),
+    (torch.fft.hfft2, None),
+    (torch.fft.ihfft2, None),
+    (torch.fft.hfftn, None),
+    (torch.fft.ihfftn, None),
+    (torch.fft.fftshift, None),
+    (torch.fft.ifftshift, None),
+    (torch.nn.functional.glu, None),
+    (torch.nn.functional.prelu, None),
+    (torch.nn.functional.hardshrink, None),
+    (torch.nn.functional.softshrink, None),
+    (torch.nn.functional.tanhshrink, None),
+    (torch.nn.functional.threshold, None),
+    (torch.nn.functional.logsigmoid, None),
+    (torch.nn.functional.softsign, None),
+    (torch.nn.functional.pdist, None),
+    (torch.nn.functional.pairwise_distance, None),
+    (torch.nn.functional.cosine_similarity, None),
+    (torch.nn.functional.pixel_shuffle, None),
+    (torch.nn.functional.pixel_unshuffle, None),
+    (torch.nn.functional.channel_shuffle, None),
+    (torch.nn.functional.fold, None),
+    (torch.nn.functional.unfold, None),
+    (torch.igamma, "igamma"),
+    (torch.igammac, "igammac"),
+    (torch.dist, "dist"),
+    (torch.sgn, "sgn"),
+    (torch.rsub, None),
+    (torch.angle, "angle"),
+    (torch.isposinf, "isposinf"),
+    (torch.isneginf, "isneginf"),
+    (torch.isreal, "isreal"),
+    (torch.isclose, "isclose"),
+    (torch.polar, None),
+    (torch.complex, None),
+    (torch.conj_physical, "conj_physical"),
+    (torch.column_stack, None),
+    (torch.dstack, None),
+    (torch.combinations, None),
+    (torch.logspace, None),
+    (torch.matrix_exp, "matrix_exp"),
+    (torch.quantile, "quantile"),
+    (torch.nanquantile, "nanquantile"),
+    (torch.gradient, None),
+    (torch.stft, "stft"),
+    (torch.istft, "istft"),
+    (torch.diagflat, "diagflat"),
+    (torch.scatter_reduce, "scatter_reduce"),
+    (torch.segment_reduce, None),
+    (torch.tile, "tile"),
+    (torch.tensordot, None),
+    (torch.constant_pad_nd, None),
+    (torch.celu, None),
+    (torch.selu, None),
+    (torch.bilinear, None),
+    (torch.native_layer_norm, None),
+    (torch.native_group_norm, None),
+    (torch.margin_ranking_loss, None),
+    (torch.triplet_margin_loss, None),
+    (torch.cosine_embedding_loss, None),
+    (torch.hinge_embedding_loss, None),
+    (torch.poisson_nll_loss, None),
+    (torch.kl_div, None),
+    (torch.ctc_loss, None),
+    (torch._C._nn.soft_margin_loss, None),
+    (torch._C._nn.multilabel_margin_loss, None),
+    (torch._C._nn.multi_margin_loss, None),
+    (torch._C._nn.binary_cross_entropy, None),
+    (torch._C._nn.fractional_max_pool2d, None),
+    (torch._C._nn.fractional_max_pool3d, None),
+    (torch.grid_sampler, None),
+    (torch.grid_sampler_2d, None),
+    (torch.grid_sampler_3d, None),
+    (torch.nonzero_static, "nonzero_static"),
+    (torch.linalg.eig, None),
+    (torch.linalg.eigvals, None),
+    (torch.linalg.norm, None),
+    (torch.linalg.matrix_norm, None),
+    (torch.linalg.vector_norm, None),
+    (torch.nn.functional.local_response_norm, None),
+    (torch.nn.functional.normalize, None),
+)
+
+
+#: torch function -> its eager-op symbol (Note [Eager ops]), filled by ``declare_table``.
+EAGER_OPS: dict[Callable, Symbol] = {}
+
+
+def declare_table() -> None:
+    """Declares the table's ops that the torch language does not have already: called once every
+    family of the language is declared (a decomposition wins over an opaque op)."""
+    from thunder.torch.base import torch_to_thunder_map
+
+    for fn, method in _TABLE:
+        if fn in torch_to_thunder_map:
+            continue
+        if method is not None and getattr(torch.Tensor, method, None) in torch_to_thunder_map:
+            method = None
+        EAGER_OPS[fn] = eager_op(fn, method_name=method)
+
+
+def eager_fallback(fn: Callable, name: str) -> Symbol:
+    """``fn`` as an eager op named ``name``, which the torch language's own symbol for ``fn`` calls for
+    the arguments its decomposition does not cover (``round(x, decimals=2)``)."""
+
+    def call(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return eager_op(call, name=name)

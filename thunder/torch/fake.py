@@ -1,0 +1,66 @@
+"""torch's own functions run on fake tensors with the metadata of proxies: the meta of the ops
+whose shapes, dtypes and argument checks are torch's (custom ops, eager ops).
+
+Layer: language. Imports: core.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from thunder.core.proxies import TensorProxy
+from thunder.core.pytree import tree_map
+from thunder.core.symbolic import is_symbolic, pin
+
+__all__ = ["fake_tree", "run_on_fake"]
+
+_quiet = threading.local()
+
+
+class _WhileAsked(logging.Filter):
+    """Drops the fake-tensor module's log of a kernel that raised while thunder asks it: the
+    error reaches the caller as an exception, which says all the log would."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(_quiet, "on", False)
+
+
+logging.getLogger("torch._subclasses.fake_tensor").addFilter(_WhileAsked())
+
+
+def _plain(x: Any) -> Any:
+    """A symbolic number as the plain value the fake kernel sees (pinned: the trace relies on it)."""
+    return pin(x) if is_symbolic(x) else x
+
+
+def fake_tree(mode: Any, tree: Any) -> Any:
+    """``tree`` with its proxies (and tensors) replaced by fake tensors of ``mode`` with their metadata."""
+
+    def fake(x):
+        if isinstance(x, TensorProxy):
+            return torch.empty(tuple(_plain(d) for d in x.shape), dtype=x.dtype, device=x.device)
+        if isinstance(x, torch.Tensor):
+            return mode.from_tensor(x)
+        return _plain(x)
+
+    with mode:
+        return tree_map(fake, tree)
+
+
+def run_on_fake(fn: Callable, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict]:
+    """``fn``'s results on fake tensors with the proxies' metadata, and the fake arguments it saw."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    fake_args, fake_kwargs = fake_tree(mode, (args, kwargs))
+    _quiet.on = True
+    try:
+        with mode:
+            return fn(*fake_args, **fake_kwargs), fake_args, fake_kwargs
+    finally:
+        _quiet.on = False
