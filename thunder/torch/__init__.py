@@ -24,6 +24,7 @@ from thunder.torch.layout import *  # noqa: F403
 from thunder.torch.linalg import *  # noqa: F403
 from thunder.torch.nn import *  # noqa: F403
 from thunder.torch.reductions import *  # noqa: F403
+from thunder.torch.reductions import sum_to_size  # noqa: F401  (a Tensor method only)
 from thunder.torch.shape import *  # noqa: F403
 
 
@@ -47,6 +48,20 @@ from thunder.torch import rng as _rng  # noqa: E402, F401
 from thunder.torch.eager_ops import declare_table as _declare_eager_ops  # noqa: E402
 
 _declare_eager_ops()  # after every family: their symbols win
+
+
+def _export_by_name() -> None:
+    """Printed traces name symbols ``ltorch.<name>``: the eager and random ops (and their VJPs) too."""
+    from thunder.torch.eager_ops import ALL_EAGER_SYMBOLS
+    from thunder.torch.rng import RANDOM_OPS
+
+    for sym in (*ALL_EAGER_SYMBOLS, *RANDOM_OPS.values()):
+        if sym.name in globals() and globals()[sym.name] is not sym:
+            raise AssertionError(f"two symbols are named ltorch.{sym.name}")
+        globals()[sym.name] = sym
+
+
+_export_by_name()
 
 _autocast.register(torch_to_thunder_map)
 

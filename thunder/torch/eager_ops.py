@@ -141,8 +141,10 @@ def eager_op(
     # MAY_RAISE: eager raises on some values (cholesky of a matrix that is not positive-definite), kept when unused
     tags = (MAY_RAISE, RANDOM, DONT_DCE) if random else (MAY_RAISE,)
     sym = torchsymbol(*torch_fns, method_name=method_name, id=path, tags=tags, torch_impl=fn)(_fake_meta(fn, name))
+    ALL_EAGER_SYMBOLS.append(sym)
     if differentiable and not random:
         vjp = _vjp_symbol(fn, name)
+        ALL_EAGER_SYMBOLS.append(vjp)
 
         def rule(g, out, *args, **kwargs):
             if any(_differentiable(t) and t.requires_grad for a in args if isinstance(a, (list, tuple)) for t in tree_leaves(a)):
@@ -442,10 +444,25 @@ _TABLE: tuple[tuple[Callable, str | None], ...] = (
     (torch.linalg.norm, None),
     (torch.linalg.matrix_norm, None),
     (torch.linalg.vector_norm, None),
+    (torch.split_with_sizes_copy, None),
+    (torch._unsafe_masked_index, None),
+    (torch._unsafe_masked_index_put_accumulate, None),
+    (torch.empty_strided, None),
+    (torch.empty_permuted, None),
+    (torch.Tensor.new_empty_strided, "new_empty_strided"),
+    (torch._lu_with_info, None),
+    (torch.ops.aten._softmax_backward_data, None),
+    (torch.ops.aten._upsample_bilinear2d_aa, None),
+    (torch.ops.aten._safe_softmax.default, None),
+    (torch.ops.aten.max_pool2d_with_indices_backward.default, None),
+    (torch.ops.aten.native_dropout_backward.default, None),
     (torch.nn.functional.local_response_norm, None),
     (torch.nn.functional.normalize, None),
 )
 
+
+#: Every eager-op symbol, also the helpers other symbols call: ``thunder.torch`` exports them by name.
+ALL_EAGER_SYMBOLS: list[Symbol] = []
 
 #: torch function -> its eager-op symbol (Note [Eager ops]), filled by ``declare_table``.
 EAGER_OPS: dict[Callable, Symbol] = {}

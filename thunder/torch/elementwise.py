@@ -221,36 +221,7 @@ def resolve_neg(a):
     return a
 
 
-def _adjoint(name: str, a):
-    """``Tensor.H`` (``name`` "H": 0-D or 2-D) and ``Tensor.mH`` (0-D or batches of matrices)."""
-    if a.ndim == 0:
-        return conj(a)
-    if name == "H" and a.ndim != 2:
-        raise ThunderValueError(f"tensor.H is only supported on matrices (2-D tensors). Got {a.ndim}-D tensor.")
-    if a.ndim < 2:
-        raise ThunderValueError(
-            f"tensor.mH is only supported on matrices or batches of matrices. Got {a.ndim}-D tensor."
-        )
-    dims = list(range(a.ndim))
-    dims[-2], dims[-1] = dims[-1], dims[-2]
-    return conj(prims.transpose(a, tuple(dims)))
-
-
-@torchsymbol(id="Tensor.H", torch_impl=lambda a: a.H)
-def H(a):
-    """``Tensor.H``: the conjugate transpose of a matrix."""
-    return _adjoint("H", a)
-
-
-@torchsymbol(id="Tensor.mH", torch_impl=lambda a: a.mH)
-def mH(a):
-    """``Tensor.mH``: the conjugate transpose of each matrix of a batch."""
-    return _adjoint("mH", a)
-
-
-register_method("H", property(lambda self: H(self)))
-register_method("mH", property(lambda self: mH(self)))
-__all__ += ["conj", "conj_physical", "resolve_conj", "resolve_neg", "H", "mH"]
+__all__ += ["conj", "conj_physical", "resolve_conj", "resolve_neg"]
 
 
 def _neg_check(a, *args):

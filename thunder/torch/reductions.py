@@ -26,7 +26,6 @@ from thunder.torch.base import canonicalize_dim, is_tensor, maybe_convert_to_dty
 from thunder.torch.elementwise import maximum, minimum
 
 __all__ = [
-    "sum_to_size",
     "sum", "mean", "var", "std", "var_mean", "std_mean", "amax", "amin", "max", "min", "argmax", "argmin", "topk",
     "sort", "argsort", "histc",
     "prod", "any", "all", "count_nonzero", "logsumexp", "cumsum", "cumprod", "norm", "vector_norm", "nansum",
@@ -127,6 +126,8 @@ def sum_to_size(input, *size):
     input itself when it has that shape already, as in eager)."""
     op = "ltorch.sum_to_size"
     _check_input(op, input)
+    if not size:
+        raise ThunderTypeError('sum_to_size() missing 1 required positional arguments: "size"')
     size = tuple(pyval(n) for n in (size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size))
     lead = input.ndim - len(size)
     if lead < 0 or builtins.any(n != 1 and n != input.shape[lead + i] for i, n in enumerate(size)):

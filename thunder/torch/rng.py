@@ -68,7 +68,7 @@ def set_rng_state(new_state):
     return None
 
 
-def _refused(fn, what: str, why: str) -> None:
+def _refused(fn, what: str, why: str):
     """``fn`` as a symbol that refuses, naming the call: eager's result is not something a trace can follow."""
 
     def meta(*args, **kwargs):
@@ -77,11 +77,13 @@ def _refused(fn, what: str, why: str) -> None:
         raise UnsupportedOpError(f"{what} {why}{where}; call it outside the jitted function")
 
     meta.__name__ = fn.__name__
-    torchsymbol(fn, id=f"torch.{fn.__name__}")(meta)
+    return torchsymbol(fn, id=f"torch.{fn.__name__}")(meta)
 
 
-_refused(torch.seed, "torch.seed()", "seeds the generator with a nondeterministic number the program would see")
-_refused(torch.initial_seed, "torch.initial_seed()", "reads the generator's seed, which the trace does not follow")
+_REFUSED = {
+    torch.seed: _refused(torch.seed, "torch.seed()", "seeds the generator with a nondeterministic number the program would see"),
+    torch.initial_seed: _refused(torch.initial_seed, "torch.initial_seed()", "reads the generator's seed, which the trace does not follow"),
+}
 
 
 # Random draws of torch functions: one eager op each (Note [Eager ops]), run by torch.
@@ -153,4 +155,5 @@ def _fill_symbol(method: str):
 
 
 #: torch function or ``Tensor`` method name -> its random op.
-RANDOM_OPS: dict = {**_declare_functions(), **_DROPOUT_VARIANTS, **{m: _fill_symbol(m) for m in _FILLS}}
+RANDOM_OPS: dict = {**_REFUSED, torch.manual_seed: manual_seed, torch.get_rng_state: get_rng_state,
+                    torch.set_rng_state: set_rng_state, **_declare_functions(), **_DROPOUT_VARIANTS, **{m: _fill_symbol(m) for m in _FILLS}}

@@ -296,6 +296,39 @@ def mT(a):
     return _swap("ltorch.mT", a, -2, -1)
 
 
+def _adjoint(name: str, a):
+    """``Tensor.H`` (``name`` "H": 0-D or 2-D) and ``Tensor.mH`` (0-D or batches of matrices)."""
+    from thunder.torch.elementwise import conj
+
+    if a.ndim == 0:
+        return conj(a)
+    if name == "H" and a.ndim != 2:
+        raise ThunderValueError(f"tensor.H is only supported on matrices (2-D tensors). Got {a.ndim}-D tensor.")
+    if a.ndim < 2:
+        raise ThunderValueError(
+            f"tensor.mH is only supported on matrices or batches of matrices. Got {a.ndim}-D tensor."
+        )
+    dims = list(range(a.ndim))
+    dims[-2], dims[-1] = dims[-1], dims[-2]
+    return conj(prims.transpose(a, tuple(dims)))
+
+
+@torchsymbol(id="Tensor.H", torch_impl=lambda a: a.H)
+def H(a):
+    """``Tensor.H``: the conjugate transpose of a matrix."""
+    return _adjoint("H", a)
+
+
+@torchsymbol(id="Tensor.mH", torch_impl=lambda a: a.mH)
+def mH(a):
+    """``Tensor.mH``: the conjugate transpose of each matrix of a batch."""
+    return _adjoint("mH", a)
+
+
+register_method("H", property(lambda self: H(self)))
+register_method("mH", property(lambda self: mH(self)))
+
+
 register_method("T", property(lambda self: T(self)))
 register_method("mT", property(lambda self: mT(self)))
 
@@ -957,7 +990,7 @@ for _sym in (
     triu_,
     ravel,
     reshape, view, view_as, reshape_as, flatten, unflatten, squeeze, unsqueeze, permute, transpose, swapaxes,
-    swapdims, t, T, mT, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
+    swapdims, t, T, mT, H, mH, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
     vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, flip, fliplr, flipud, roll, diff, pad, tril,
     triu, repeat_interleave,
 ):  # fmt: skip
