@@ -79,13 +79,11 @@ SHAPES = ((), (3,), (2, 3))
 
 @dataclass(frozen=True)
 class GradSample:
-    """One call: ``make(dtype) -> (args, kwargs)``, the dtypes it runs in, and whether torch
-    autograd can differentiate the reference impl (``nextafter`` has no derivative in torch)."""
+    """One call: ``make(dtype) -> (args, kwargs)`` and the dtypes it runs in."""
 
     name: str
     make: Callable
     dtypes: tuple = (F64, F32)
-    torch_grad: bool = True
     reference: Callable | None = None  # differentiated instead of the prim's reference impl
 
 
@@ -216,7 +214,7 @@ for _sym in (prims.bitwise_left_shift, prims.bitwise_right_shift):
         numbers=(),
     )
 samples(
-    prims.nextafter, GradSample("shape(3,)", lambda d: ((randn(3, dtype=d), _other(3, dtype=d)), {}), torch_grad=False)
+    prims.nextafter, GradSample("shape(3,)", lambda d: ((randn(3, dtype=d), _other(3, dtype=d)), {}))
 )
 
 samples(
@@ -670,7 +668,7 @@ def test_rule_matches_torch_autograd(sym, sample, dtype):
             if key not in leaf_keys and grads[i] is not None:
                 assert _entry(grads, *key) is None, f"argument {key} is not differentiable but got a gradient"
     fn = sample.reference or sym.python_impl
-    expected = _torch_grads(fn, snapshot, kwargs, g, leaves) if sample.torch_grad else [None] * len(leaves)
+    expected = _torch_grads(fn, snapshot, kwargs, g, leaves)
     for (i, j, x), want in zip(leaves, expected):
         got = _entry(grads, i, j) if grads[i] is not None else None
         if got is None:

@@ -305,7 +305,8 @@ class TensorProxy(Proxy):
     intermediates); ``strides_read`` says the program depended on them (see Note [Strides of
     traced tensors])."""
 
-    __slots__ = ("shape", "dtype", "device", "requires_grad", "ndim", "strides", "offset", "strides_read")
+    # ``never_requires_grad``: a result that torch says needs no grad whatever its inputs (``P`` of ``linalg.lu``)
+    __slots__ = ("shape", "dtype", "device", "requires_grad", "ndim", "strides", "offset", "strides_read", "never_requires_grad")
 
     def __init__(
         self,
@@ -336,6 +337,7 @@ class TensorProxy(Proxy):
         self.strides: tuple[int, ...] | None = None
         self.offset: int | None = None
         self.strides_read = False
+        self.never_requires_grad = False
 
     @staticmethod
     def like(t, name: str | None = None, **changes) -> TensorProxy:
@@ -484,6 +486,11 @@ class TensorProxy(Proxy):
         "untyped_storage": "it needs the tensor's memory, which does not exist while tracing",
         "storage": "it needs the tensor's memory, which does not exist while tracing",
         "_typed_storage": "it needs the tensor's memory, which does not exist while tracing",
+        "as_strided": "it reads the tensor's memory through strides and an offset of its own, which values in a trace do not have",
+        "as_strided_": "it reads the tensor's memory through strides and an offset of its own, which values in a trace do not have",
+        "resize_": "it changes the tensor's memory in place, which values in a trace do not have",
+        "resize_as_": "it changes the tensor's memory in place, which values in a trace do not have",
+        "set_": "it swaps the tensor's memory for another, which values in a trace do not have",
         "__str__": "formatting a tensor needs its values",
         "__format__": "formatting a tensor needs its values",
     }  # Tensor methods with no meaning in a trace, and why (``thunder.examine`` lists them so)
@@ -536,6 +543,11 @@ class TensorProxy(Proxy):
 
         loc = current_source_location()
         where = f" (called at {loc})" if loc is not None else ""
+        if name in TensorProxy.UNTRACEABLE:
+            raise UnsupportedOpError(
+                f"Tensor.{name} has no meaning in a trace: {TensorProxy.UNTRACEABLE[name]}{where}. Call it outside "
+                "the jitted function."
+            )
         raise UnsupportedOpError(
             f"Tensor.{name} is not supported by thunder yet{where}. Add a symbol for it with "
             f"@thunder.torch.torchsymbol(torch.Tensor.{name}, method_name={name!r}) (see thunder/torch/), "

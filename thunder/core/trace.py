@@ -182,7 +182,12 @@ class TraceCtx:
         if not torch.is_grad_enabled():
             return
         for out in tree_leaves(result):
-            if type(out) is TensorProxy and not out.requires_grad and (out.dtype.is_floating_point or out.dtype.is_complex):
+            if (
+                type(out) is TensorProxy
+                and not out.requires_grad
+                and (out.dtype.is_floating_point or out.dtype.is_complex)
+                and not out.never_requires_grad  # the op's meta knows better (eager ops)
+            ):
                 out.requires_grad = True
 
     def add_bound_symbol(self, bsym: BoundSymbol) -> None:

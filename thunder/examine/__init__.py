@@ -70,7 +70,7 @@ def examine(fn: Callable, *args, show: bool = True, show_call_stack: bool | int 
     the jitted function ran and matched).
     """
     import thunder
-    from thunder.torch import torch_to_thunder_map
+    from thunder.torch import UNTRACEABLE_FUNCTIONS, torch_to_thunder_map
     from thunder.torch.custom_ops import is_supported_custom_op
 
     if not callable(fn):
@@ -94,6 +94,9 @@ def examine(fn: Callable, *args, show: bool = True, show_call_stack: bool | int 
         method = name.removeprefix("torch.Tensor.") if name.startswith("torch.Tensor.") else None
         if method in TensorProxy.UNTRACEABLE:
             untraceable[name] = TensorProxy.UNTRACEABLE[method]
+            continue
+        if func in UNTRACEABLE_FUNCTIONS:
+            untraceable[name] = UNTRACEABLE_FUNCTIONS[func]
             continue
         answered = method is not None and _answered_by_proxies(method)
         target = supported if answered or func in torch_to_thunder_map or is_supported_custom_op(func) else unsupported

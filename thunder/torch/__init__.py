@@ -6,6 +6,7 @@ See Note [The torch language] in ``thunder.torch.base``.
 Layer: language. Imports: core.
 """
 
+import torch
 from torch.overrides import resolve_name
 
 from thunder.core import proxies as _proxies
@@ -66,6 +67,20 @@ _export_by_name()
 _autocast.register(torch_to_thunder_map)
 
 
+_STRIDED = "it reads the tensor's memory through strides and an offset of its own, which values in a trace do not have"
+_RESIZE = "it changes the tensor's memory in place, which values in a trace do not have"
+
+#: Torch functions with no meaning in a trace, and why: calling one is a clear error, and
+#: ``thunder.examine`` lists them so (Tensor methods: ``TensorProxy.UNTRACEABLE``).
+UNTRACEABLE_FUNCTIONS: dict = {
+    torch.as_strided: _STRIDED,
+    torch.as_strided_: _STRIDED,
+    torch.as_strided_copy: _STRIDED,
+    torch.as_strided_scatter: _STRIDED,
+    torch.resize_as_: _RESIZE,
+}
+
+
 def _torch_function(func, args, kwargs):
     """Handles a torch function called natively on a proxy (``TensorProxy.__torch_function__``)."""
     sym = torch_to_thunder_map.get(func) or custom_ops.get(func)
@@ -73,6 +88,11 @@ def _torch_function(func, args, kwargs):
         name = resolve_name(func) or getattr(func, "__qualname__", None) or repr(func)
         loc = current_source_location()
         where = f" (called at {loc})" if loc is not None else ""
+        if func in UNTRACEABLE_FUNCTIONS:
+            raise UnsupportedOpError(
+                f"{name} has no meaning in a trace: {UNTRACEABLE_FUNCTIONS[func]}{where}. Call it outside the "
+                "jitted function."
+            )
         raise UnsupportedOpError(
             f"torch function {name} is not supported by thunder yet{where}. Add a symbol for it with "
             "@thunder.torch.torchsymbol(<torch function>) (see thunder/torch/), or call it outside the jitted function."

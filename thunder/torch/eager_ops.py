@@ -31,7 +31,7 @@ from torch.overrides import resolve_name
 
 from thunder.core.errors import UnsupportedOpError
 from thunder.core.proxies import TensorProxy
-from thunder.core.pytree import tree_flatten, tree_leaves, tree_map
+from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, MAY_RAISE, RANDOM, UNFUSIBLE, Symbol
 from thunder.core.tracectx import current_source_location
@@ -52,13 +52,23 @@ def _differentiable(x: Any) -> bool:
     return isinstance(x, (TensorProxy, torch.Tensor)) and (x.dtype.is_floating_point or x.dtype.is_complex)
 
 
+def _proxy_of(t: Any) -> Any:
+    """A proxy for a fake result; one that torch says needs no grad (``P`` of ``linalg.lu``) never will."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    proxy = TensorProxy(shape=t.shape, dtype=t.dtype, device=t.device)
+    if not t.requires_grad and torch.is_grad_enabled():
+        proxy.never_requires_grad = True
+    return proxy
+
+
 def _fake_meta(fn: Callable, name: str) -> Callable:
     def meta(*args, **kwargs):
         if kwargs.get("out") is not None:
             raise UnsupportedOpError(f"{name}(..., out=...) is not supported{_where()}: use the returned tensor")
         check_generator(name, kwargs.get("generator"))
         try:
-            out, fake_args, fake_kwargs = run_on_fake(fn, args, kwargs)
+            out, fake_args, fake_kwargs = run_on_fake(fn, args, kwargs, grad=True)
         except (torch._subclasses.fake_tensor.DynamicOutputShapeException,
                 torch._subclasses.fake_tensor.DataDependentOutputException) as e:  # fmt: skip
             raise UnsupportedOpError(
@@ -76,26 +86,33 @@ def _fake_meta(fn: Callable, name: str) -> Callable:
                     f"{name} returns a view of its input here{_where()}, which thunder does not record as an opaque "
                     "op. Call it outside the jitted function, or .clone() its result there."
                 )
-        return tree_map(
-            lambda t: TensorProxy(shape=t.shape, dtype=t.dtype, device=t.device) if isinstance(t, torch.Tensor) else t,
-            out,
-        )
+        return tree_map(_proxy_of, out)
 
     meta.__name__ = name
     return meta
 
 
-def _vjp_impl(fn: Callable) -> Callable:
-    """``fn``'s VJP at run time: the gradients of its floating positional tensor arguments."""
+def _pairs(out, g):
+    """(output, cotangent) for each tensor output, by position: a None cotangent (an output nothing
+    used, or one with no gradient) keeps its place, which flattening would drop."""
+    if isinstance(out, (tuple, list)):
+        cots = g if isinstance(g, (tuple, list)) else [None] * len(out)
+        for o, c in zip(out, cots):
+            yield from _pairs(o, c)
+    elif isinstance(out, torch.Tensor):
+        yield out, g
 
-    def vjp(g, *args, **kwargs):
-        inputs = [a.detach().requires_grad_(True) if _differentiable(a) else a for a in args]
+
+def _vjp_impl(fn: Callable) -> Callable:
+    """``fn``'s VJP at run time: the gradients of the positional tensor arguments that ``wanted``
+    marks (those that required grad when traced: torch refuses others, a ``target`` say)."""
+
+    def vjp(g, *args, wanted: tuple[bool, ...], **kwargs):
+        inputs = [a.detach().requires_grad_(True) if w else a for a, w in zip(args, wanted)]
         with torch.enable_grad():
             out = fn(*inputs, **kwargs)
         pairs = [
-            (o, c)
-            for o, c in zip(tree_flatten(out)[0], tree_flatten(g)[0])
-            if isinstance(o, torch.Tensor) and o.requires_grad and isinstance(c, torch.Tensor)
+            (o, c) for o, c in _pairs(out, g) if o.requires_grad and isinstance(c, torch.Tensor)
         ]
         wanted = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
         grads = list(torch.autograd.grad([o for o, _ in pairs], wanted, [c for _, c in pairs], allow_unused=True)) if pairs else [None] * len(wanted)
@@ -113,8 +130,8 @@ def _vjp_impl(fn: Callable) -> Callable:
 
 
 def _vjp_symbol(fn: Callable, name: str) -> Symbol:
-    def meta(g, *args, **kwargs):
-        return tuple(TensorProxy.like(a) if _differentiable(a) else None for a in args)
+    def meta(g, *args, wanted: tuple[bool, ...], **kwargs):
+        return tuple(TensorProxy.like(a) if w else None for a, w in zip(args, wanted))
 
     meta.__name__ = f"{name}_vjp"
     impl = _vjp_impl(fn)
@@ -149,7 +166,8 @@ def eager_op(
         def rule(g, out, *args, **kwargs):
             if any(_differentiable(t) and t.requires_grad for a in args if isinstance(a, (list, tuple)) for t in tree_leaves(a)):
                 raise NotDifferentiable(f"{name} takes a list of tensors that require grad")
-            return vjp(g, *args, **kwargs)
+            wanted = tuple(_differentiable(a) and bool(getattr(a, "requires_grad", False)) for a in args)
+            return vjp(g, *args, wanted=wanted, **kwargs)
 
         grad_rules.register(sym)(rule)
     return sym

@@ -14,7 +14,7 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core.dtypes import ELEMENTWISE_TYPE_PROMOTION_KIND as K
-from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderTypeError
 from thunder.core.interpreter import make_opaque
 from thunder.core.proxies import TensorProxy, pyval, register_method
 from thunder.core.symbol import MAY_RAISE

@@ -38,12 +38,14 @@ def _plain(x: Any) -> Any:
     return pin(x) if is_symbolic(x) else x
 
 
-def fake_tree(mode: Any, tree: Any) -> Any:
-    """``tree`` with its proxies (and tensors) replaced by fake tensors of ``mode`` with their metadata."""
+def fake_tree(mode: Any, tree: Any, *, grad: bool = False) -> Any:
+    """``tree`` with its proxies (and tensors) replaced by fake tensors of ``mode`` with their metadata
+    (with ``grad``, also whether they require grad)."""
 
     def fake(x):
         if isinstance(x, TensorProxy):
-            return torch.empty(tuple(_plain(d) for d in x.shape), dtype=x.dtype, device=x.device)
+            t = torch.empty(tuple(_plain(d) for d in x.shape), dtype=x.dtype, device=x.device)
+            return t.requires_grad_(True) if grad and x.requires_grad and t.is_floating_point() | t.is_complex() else t
         if isinstance(x, torch.Tensor):
             return mode.from_tensor(x)
         return _plain(x)
@@ -52,12 +54,13 @@ def fake_tree(mode: Any, tree: Any) -> Any:
         return tree_map(fake, tree)
 
 
-def run_on_fake(fn: Callable, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict]:
-    """``fn``'s results on fake tensors with the proxies' metadata, and the fake arguments it saw."""
+def run_on_fake(fn: Callable, args: tuple, kwargs: dict, *, grad: bool = False) -> tuple[Any, tuple, dict]:
+    """``fn``'s results on fake tensors with the proxies' metadata, and the fake arguments it saw
+    (with ``grad``, inputs require grad as their proxies do, so results say whether they would)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     mode = FakeTensorMode()
-    fake_args, fake_kwargs = fake_tree(mode, (args, kwargs))
+    fake_args, fake_kwargs = fake_tree(mode, (args, kwargs), grad=grad)
     _quiet.on = True
     try:
         with mode:

@@ -570,12 +570,15 @@ def index_fill(a, dim, index, value):
                 f"{op}: index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                 "dimension(s)."
             )
-        source = expand_to(maybe_convert_to_dtype(value, a.dtype), tuple(shape))
+        fill = expand_to(maybe_convert_to_dtype(value, a.dtype), tuple(a.shape))
     else:
-        source = _value_tensor(op, a, value, tuple(shape))
+        fill = _value_tensor(op, a, value, tuple(a.shape))
     n = a.shape[d] if a.ndim else 1
     index = prims.where(prims.lt(index, 0), prims.add(index, n), index)
-    return prims.index_copy(a, index, source, d)
+    # A mask of the filled slices, so that a slice named twice is filled (and gets value's gradient) once, as in eager.
+    hit = prims.full(tuple(shape), True, device=a.device, dtype=torch.bool)
+    mask = prims.index_copy(prims.full(tuple(a.shape), False, device=a.device, dtype=torch.bool), index, hit, d)
+    return prims.where(mask, fill, a)
 
 
 @torchsymbol(torch.take, method_name="take")

@@ -432,7 +432,7 @@ for _sym, _derivative in (
 ):
     _register_unary(_sym, _derivative, complex_ok=False)  # their metas reject complex inputs too
 
-# Zero almost everywhere (steps, predicates, bit operations), or not differentiable in torch (nextafter).
+# Zero almost everywhere (steps, predicates, bit operations).
 grad_rules.register(
     sign,
     signbit,
@@ -455,8 +455,13 @@ grad_rules.register(
     bitwise_xor,
     bitwise_left_shift,
     bitwise_right_shift,
-    nextafter,
 )(zero_grad_rule)
+
+
+@grad_rules.register(nextafter)
+def _nextafter_grad(g, out, a, b):
+    # torch's NextafterBackward: the cotangent for ``a`` (one ulp away is the identity to first order), none for ``b``
+    return (g if is_differentiable(a) else None, None)
 
 
 @grad_rules.register(log)
