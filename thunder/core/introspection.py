@@ -218,7 +218,12 @@ def _tensor_query(fn: Callable, method: str) -> Callable:
     return call
 
 
-_TENSOR_QUERIES = {torch.is_floating_point: "is_floating_point", torch.is_complex: "is_complex", torch.numel: "numel"}
+_TENSOR_QUERIES = {
+    torch.is_floating_point: "is_floating_point",
+    torch.is_complex: "is_complex",
+    torch.is_signed: "is_signed",
+    torch.numel: "numel",
+}
 
 
 # --- symbolic numbers read natively ------------------------------------------------------------

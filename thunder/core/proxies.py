@@ -384,6 +384,9 @@ class TensorProxy(Proxy):
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
+
     # Layout queries: eager's answer at this point of the program (Note [Strides of traced tensors]).
     def is_contiguous(self, memory_format=torch.contiguous_format) -> bool:
         return meta_layout(self).is_contiguous(memory_format=memory_format)

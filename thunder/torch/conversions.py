@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from thunder.core import dtypes, prims
-from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.proxies import TensorProxy, register_method
 from thunder.core.symbol import MAY_ALIAS
 from thunder.torch.base import torchsymbol
@@ -74,7 +74,7 @@ def _parse_to(op: str, a: TensorProxy, args: tuple, kwargs: dict):
     if kwargs:
         raise ThunderTypeError(f"{op}: unexpected keyword arguments {sorted(kwargs)}")
     if memory_format not in (None, torch.preserve_format, torch.contiguous_format):
-        raise ThunderValueError(f"{op}: memory_format={memory_format} is not supported; use torch.preserve_format")
+        raise UnsupportedOpError(f"{op}: memory_format={memory_format} is not supported; use torch.preserve_format")
     if other is not None:
         if not isinstance(other, TensorProxy):
             raise ThunderTypeError(f"{op}: other must be a tensor, but got {type(other).__name__}")

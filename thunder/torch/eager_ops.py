@@ -307,7 +307,6 @@ _TABLE: tuple[tuple[Callable, str | None], ...] = (
     (torch.linalg.tensorsolve, None),
     (torch.linalg.vander, None),
     (torch.linalg.vecdot, None),
-    (torch.linalg.diagonal, None),
     (torch.linalg.cond, None),
     (torch.linalg.matrix_rank, None),
     (torch.linalg.lstsq, None),
@@ -476,6 +475,14 @@ _TABLE: tuple[tuple[Callable, str | None], ...] = (
     (torch.ops.aten.native_dropout_backward.default, None),
     (torch.nn.functional.local_response_norm, None),
     (torch.nn.functional.normalize, None),
+    (torch.nn.functional.huber_loss, None),
+    (torch.nn.functional.smooth_l1_loss, None),
+    (torch.nn.functional.one_hot, None),
+    (torch.unbind_copy, None),
+    (torch.hash_tensor, "hash_tensor"),
+    (torch._chunk_cat, None),
+    (torch.histogramdd, None),
+    (torch.bincount, "bincount"),
 )
 
 

@@ -211,7 +211,7 @@ empty = torchsymbol(torch.empty)(_with_size_kw(_empty))
 
 def _check_range_number(op: str, name: str, x):
     if isinstance(x, TensorProxy):
-        raise ThunderTypeError(
+        raise UnsupportedOpError(
             f"{op}: {name} is a tensor, whose value is not known while tracing; pass a Python number"
         )
     if not is_number(x) or isinstance(pyval(x), complex):

@@ -184,11 +184,8 @@ def linear(input, weight, bias=None):
 def _scaled_sum(op, input, product, beta, alpha):
     """``beta * input + alpha * product``; ``input`` is ignored when beta is 0 (NaN included), as in PyTorch."""
     if not product.dtype.is_floating_point and not product.dtype.is_complex:
-        for n, v in (("beta", beta), ("alpha", alpha)):
-            if isinstance(pyval(v), float):
-                raise ThunderTypeError(
-                    f"{op}: {n}={v!r} must be an int for integer inputs (Boolean alpha only for bool)"
-                )
+        # eager truncates float scalars toward zero for integer tensors (beta=0.2 drops input)
+        beta, alpha = (int(v) if isinstance(v, float) else v for v in (pyval(beta), pyval(alpha)))
     broadcast_shapes(op, product.shape, input.shape)
     if broadcast_shapes(op, product.shape, input.shape) != product.shape:
         raise ThunderValueError(

@@ -12,12 +12,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from thunder.core import prims
+from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
-from thunder.core.proxies import pyval
+from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import RANDOM
 from thunder.torch.base import make_inplace, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.eager_ops import eager_fallback
 from thunder.torch.nn_activations import *  # noqa: F403
 from thunder.torch.nn_activations import __all__ as _activations_all
 from thunder.torch.nn_attention import *  # noqa: F403
@@ -84,7 +85,21 @@ def _check_conv_operands(op: str, name: str, n: int, input, weight, bias, weight
     check_float(op, "input", input)
 
 
+#: Integer and complex convolutions, which the floating-point decomposition does not cover: torch
+#: runs them (and rejects what eager rejects, e.g. integer convolutions on CUDA).
+_NON_FLOAT_CONV = {
+    fn.__name__: eager_fallback(fn, f"{fn.__name__}_non_float")
+    for fn in (F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)
+}
+
+
+def _non_float(input) -> bool:
+    return isinstance(input, TensorProxy) and not dtypes.is_float_dtype(input.dtype)
+
+
 def _conv(n: int, input, weight, bias, stride, padding, dilation, groups):
+    if _non_float(input):
+        return _NON_FLOAT_CONV[f"conv{n}d"](input, weight, bias, stride, padding, dilation, groups)
     op = f"ltorch.conv{n}d"
     _check_conv_operands(op, f"conv{n}d", n, input, weight, bias, "out_channels, in_channels / groups, *kernel")
     stride = expand_param(op, "stride", stride, n)
@@ -151,6 +166,10 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _conv_transpose(n: int, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    if _non_float(input):
+        return _NON_FLOAT_CONV[f"conv_transpose{n}d"](
+            input, weight, bias, stride, padding, output_padding, groups, dilation
+        )
     op = f"ltorch.conv_transpose{n}d"
     _check_conv_operands(
         op, f"conv_transpose{n}d", n, input, weight, bias, "in_channels, out_channels / groups, *kernel"

@@ -31,6 +31,7 @@ from thunder.core.prims.base import check_real_grad, is_differentiable
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import forward_rules, grad_rules
 from thunder.torch.base import broadcast_shapes, expand_to, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.eager_ops import eager_fallback
 from thunder.torch.nn_activations import log_softmax
 from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, upcast
 
@@ -103,10 +104,17 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _weighted_pointwise(op, prims.mul(diff, diff), input, weight, reduction, dtype)
 
 
+_non_float_l1_loss = eager_fallback(F.l1_loss, "non_float_l1_loss")
+
+
 @torchsymbol(F.l1_loss)
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """``F.l1_loss``: ``|input - target|``, broadcast, reduced."""
+    """``F.l1_loss``: ``|input - target|``, broadcast, reduced; torch runs the integer and complex cases."""
     op = "ltorch.l1_loss"
+    check_tensor(op, "input", input)
+    check_tensor(op, "target", target)
+    if not dtypes.is_float_dtype(dtypes.result_type(input, target)):
+        return _non_float_l1_loss(input, target, size_average, reduce, reduction, weight=weight)
     reduction = _reduction(op, size_average, reduce, reduction)
     a, b, dtype = _pointwise_loss_inputs(op, input, target)
     return _weighted_pointwise(op, prims.abs(prims.sub(a, b)), input, weight, reduction, dtype)

@@ -124,11 +124,17 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return maybe_convert_to_dtype(out, input.dtype)
 
 
+_complex_rms_norm = eager_fallback(F.rms_norm, "complex_rms_norm")
+
+
 @torchsymbol(F.rms_norm)
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``F.rms_norm``: ``x / sqrt(mean(x**2) + eps) * weight`` over the trailing dims; eps defaults to
     the machine epsilon of the input's dtype."""
     op = "ltorch.rms_norm"
+    check_tensor(op, "input", input)
+    if input.dtype.is_complex:
+        return _complex_rms_norm(input, normalized_shape, weight, eps)
     check_float(op, "input", input)
     ns = _normalized_shape(op, input, normalized_shape)
     _check_affine(op, "weight", weight, ns, input, "normalized_shape")
@@ -241,11 +247,12 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     so at an all-zero slice its gradient is not eager's masked zero.
     """
     op = "ltorch.normalize"
-    check_float(op, "input", input)
+    check_tensor(op, "input", input)
     if out is not None:
         raise UnsupportedOpError(f"{op}: out= is not supported; use the returned tensor")
     p, eps = pyval(p), pyval(eps)
-    if not isinstance(p, (int, float)) or not p > 0 or input.ndim == 0:  # other orders, 0-D inputs: torch runs them
+    # other orders, 0-D and non-floating inputs: torch runs them (and rejects integers as eager does)
+    if not isinstance(p, (int, float)) or not p > 0 or input.ndim == 0 or not input.dtype.is_floating_point:
         return _normalize_with_p(input, p, dim, eps)
     d = prims.canonicalize_dim(op, max(input.ndim, 1), dim)
     a = upcast(input)

@@ -662,6 +662,9 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         raise ThunderTypeError(f"{op}: out= is not supported inside a jitted function; assign the result instead")
     if p == "fro" or p is None:
         p = 2
-    elif isinstance(p, str):
-        raise ThunderValueError(f"{op}: p={p!r} is not supported; use torch.linalg.matrix_norm outside jit")
+    elif isinstance(p, str):  # "nuc" and the like: as eager, torch.linalg.matrix_norm over dim (default: all)
+        from thunder.torch.eager_ops import EAGER_OPS
+
+        dim = tuple(range(input.ndim)) if dim is None else dim
+        return EAGER_OPS[torch.linalg.matrix_norm](input, p, dim, keepdim, dtype=dtype)
     return _vector_norm(op, input, p, dim, keepdim, dtype)

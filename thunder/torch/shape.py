@@ -11,13 +11,14 @@ Layer: language. Imports: core, torch.base.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
 import torch
 
 from thunder.core import dtypes, prims
-from thunder.core.errors import ThunderIndexError, ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderIndexError, ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
 from thunder.core.rules import grad_rules
@@ -551,7 +552,7 @@ def narrow(a, dim, start, length):
     d = check_dim(op, a.ndim, dim)
     start, length = pyval(start), pyval(length)
     if isinstance(start, TensorProxy):
-        raise ThunderTypeError(f"{op}: a tensor start is data-dependent; pass a Python int")
+        raise UnsupportedOpError(f"{op}: a tensor start is data-dependent; pass a Python int")
     n = a.shape[d]
     if not -n <= start <= n:
         raise ThunderIndexError(f"{op}: start out of range (expected to be in range of [{-n}, {n}], but got {start})")
@@ -659,7 +660,7 @@ def tensor_split(a, indices_or_sections, dim=0):
     d = check_dim(op, a.ndim, dim)
     n = a.shape[d]
     if isinstance(indices_or_sections, TensorProxy):
-        raise ThunderTypeError(f"{op}: indices given as a tensor are data-dependent; pass a list of ints")
+        raise UnsupportedOpError(f"{op}: indices given as a tensor are data-dependent; pass a list of ints")
     if isinstance(indices_or_sections, (int, NumberProxy)):
         s = pyval(indices_or_sections)
         if s <= 0:
@@ -737,6 +738,12 @@ def diagonal(a, offset=0, dim1=0, dim2=1):
     return x
 
 
+@torchsymbol(torch.linalg.diagonal)
+def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """``torch.linalg.diagonal``: ``torch.diagonal`` with the matrix dims last by default."""
+    return diagonal(A, offset, dim1, dim2)
+
+
 # ----------------------------------------------------------------------------------------
 # Flipping, rolling, padding, triangles
 # ----------------------------------------------------------------------------------------
@@ -806,7 +813,7 @@ def repeat_interleave(a, repeats, dim=None, *, output_size=None):
     op = "ltorch.repeat_interleave"
     _check_tensor(op, a)
     if isinstance(repeats, TensorProxy):
-        raise ThunderValueError(
+        raise UnsupportedOpError(
             f"{op}: repeats given as a tensor make the output's shape depend on its values, which are not known "
             "while tracing; pass a Python int"
         )
@@ -833,7 +840,7 @@ def repeat_interleave(a, repeats, dim=None, *, output_size=None):
 def diff(a, n=1, dim=-1, prepend=None, append=None):
     """``torch.diff``: the ``n``-th forward difference along ``dim`` (``a[1:] - a[:-1]``, or
     ``a[1:] ^ a[:-1]`` for bool), after joining ``prepend`` and ``append`` (same number of dims as
-    ``a``) to its ends. An ``n`` at least the length of the dim gives an empty dim.
+    ``a``) to its ends. An ``n`` at least the length of the dim gives an empty dim; ``n=0`` the input.
 
     Built from slices, ``cat`` and ``sub``, so its gradient is theirs: each input element's
     cotangent is the difference of its neighbours' cotangents, as in eager."""
@@ -860,6 +867,8 @@ def diff(a, n=1, dim=-1, prepend=None, append=None):
             )
         parts.insert(0 if name == "prepend" else len(parts), extra)
     out = _cat(op, parts, d) if len(parts) > 1 else a
+    if n == 0:  # eager checks prepend and append, then returns a copy of the input
+        return prims.clone(a)
     for _ in range(n):
         length = out.shape[d]
         if length == 0:
@@ -883,6 +892,16 @@ def _pad_nonconstant(op, a, pairs, mode):
             )
         if mode == "circular" and (lo > n or hi > n):
             raise ThunderValueError(f"{op}: Padding value causes wrapping around more than once.")
+        if mode == "replicate" and (lo < 0 or hi < 0):
+            # eager reads each output position j at clamp(j - lo, 0, n - 1): a crop past the far edge
+            # still replicates that edge
+            size = n + lo + hi
+            if size < 1:
+                raise ThunderValueError(f"{op}: input (size {n} at dimension {d}) is too small. Calculated output size: {size}")
+            idx = prims.iota(size, start=-lo, step=1, device=out.device, dtype=torch.int64)
+            bound = functools.partial(prims.full, (size,), device=out.device, dtype=torch.int64)
+            out = prims.take(out, prims.minimum(prims.maximum(idx, bound(0)), bound(n - 1)), d)
+            continue
         if lo < 0 or hi < 0:
             out = slice_dim(out, d, max(-lo, 0), n - max(-hi, 0))
             lo, hi, n = max(lo, 0), max(hi, 0), out.shape[d]
