@@ -1010,7 +1010,7 @@ for _sym in (
     ravel,
     reshape, view, view_as, reshape_as, flatten, unflatten, squeeze, unsqueeze, permute, transpose, swapaxes,
     swapdims, t, T, mT, H, mH, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
-    vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, flip, fliplr, flipud, roll, diff, pad, tril,
+    vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, linalg_diagonal, flip, fliplr, flipud, roll, diff, pad, tril,
     triu, repeat_interleave,
 ):  # fmt: skip
     __all__.append(_sym.name)
