@@ -67,8 +67,8 @@ _export_by_name()
 _autocast.register(torch_to_thunder_map)
 
 
-_STRIDED = "it reads the tensor's memory through strides and an offset of its own, which values in a trace do not have"
-_RESIZE = "it changes the tensor's memory in place, which values in a trace do not have"
+_STRIDED = _proxies.TensorProxy.UNTRACEABLE["as_strided"]
+_RESIZE = _proxies.TensorProxy.UNTRACEABLE["resize_"]
 
 #: Torch functions with no meaning in a trace, and why: calling one is a clear error, and
 #: ``thunder.examine`` lists them so (Tensor methods: ``TensorProxy.UNTRACEABLE``).

@@ -438,12 +438,12 @@ def _check_gather_shapes(op: str, a, d, index, src=None):
 def gather(a, dim, index, *, sparse_grad=False):
     """``torch.gather``: ``out[i][j] = a[index[i][j]][j]`` for dim 0 (``prims.take_along_axis``)."""
     op = "ltorch.gather"
-    if isinstance(index, TensorProxy) and index.numel() == 0 and index.dtype not in _INDEX_DTYPES:
-        index = maybe_convert_to_dtype(index, torch.int64)  # eager checks the dtype of a non-empty index only
-    index = _index_arg(op, index)
+    empty = isinstance(index, TensorProxy) and index.numel() == 0  # eager checks neither its dtype nor its rank
+    if not empty:
+        index = _index_arg(op, index)
     d = check_dim(op, a.ndim, dim)
     _check_gather_shapes(op, a, d, index)
-    if index.numel() == 0:  # eager checks no more of an empty index (its rank may differ)
+    if empty:
         flat = prims.reshape(a, (a.numel(),))
         none = prims.slice_prim(flat, (0,), (0,), (1,))  # in a's graph, so a's gradient is zeros, as eager's
         return prims.reshape(none, tuple(index.shape))

@@ -82,7 +82,6 @@ def _check_conv_operands(op: str, name: str, n: int, input, weight, bias, weight
                 f"{op}: input type ({input.dtype}) and {arg} type ({t.dtype}) should be the same; convert one, "
                 f"e.g. {arg}.to({input.dtype})"
             )
-    check_float(op, "input", input)
 
 
 #: Integer and complex convolutions, which the floating-point decomposition does not cover: torch

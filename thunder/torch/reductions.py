@@ -23,6 +23,7 @@ from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
 from thunder.core.trace import NO_GRAD_RESULTS
 from thunder.torch.base import canonicalize_dim, is_tensor, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.eager_ops import EAGER_OPS
 from thunder.torch.elementwise import maximum, minimum
 
 __all__ = [
@@ -663,8 +664,6 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if p == "fro" or p is None:
         p = 2
     elif isinstance(p, str):  # "nuc" and the like: as eager, torch.linalg.matrix_norm over dim (default: all)
-        from thunder.torch.eager_ops import EAGER_OPS
-
         dim = tuple(range(input.ndim)) if dim is None else dim
         return EAGER_OPS[torch.linalg.matrix_norm](input, p, dim, keepdim, dtype=dtype)
     return _vector_norm(op, input, p, dim, keepdim, dtype)
