@@ -43,10 +43,12 @@ def test_sequential_parameters_and_buffers_are_named_by_module_path_in_every_tra
     for trace in thunder.last_traces(jm):
         assert input_names(trace) == ["input", *names] and trace.input_paths == paths
     for prologue in thunder.last_prologue_traces(jm):
-        assert returned_names(prologue) == ["input", *names] and prologue.input_paths == paths
+        assert returned_names(prologue) == ["input", *names] and paths.items() <= prologue.input_paths.items()
+        # the submodules and their other attributes are named by path too (cache-miss reasons say these)
+        assert {"module_0": "0", "module_1": "1", "module_1_momentum": "1.momentum"}.items() <= prologue.input_paths.items()
     backward = thunder.last_backward_traces(jm)[-1]
     assert {"t_0_weight", "t_1_weight"} <= set(input_names(backward)) and backward.input_paths == paths
-    assert "t_0_weight = module__modules_0._parameters.get('weight'" in str(thunder.last_prologue_traces(jm)[-1])
+    assert "t_0_weight = module_0._parameters.get('weight'" in str(thunder.last_prologue_traces(jm)[-1])
     assert m[0].weight.grad is not None and m[1].num_batches_tracked.item() == 1
 
 
@@ -68,6 +70,35 @@ def test_gpt2_parameters_are_named_by_module_path_and_the_cache_still_hits():
     for holder, proxy in zip(returned_names(thunder.last_prologue_traces(jm)[-1]), trace.args):
         assert holder == proxy.name
     assert set(trace.input_paths.values()) == set(parameters.values())
+
+
+def test_submodules_are_named_by_path_in_the_prologue_and_cache_miss_reasons_use_qualified_names():
+    """Regression: items of a ModuleList read as ``module__modules_0``, and a miss said ``t_body_0_weight``."""
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.ModuleList([torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)])
+            self.scale = 2.0
+
+        def forward(self, x):
+            for layer in self.body:
+                x = layer(x)
+            return x * self.scale
+
+    net = Net()
+    jm = thunder.jit(net)
+    x = torch.randn(2, 4)
+    jm(x)
+    prologue = str(thunder.last_prologue_traces(jm)[-1])
+    assert "module_body_0 = " in prologue and "module_body_1 = " in prologue and "__modules_0" not in prologue
+    net.body[1].bias.requires_grad_(False)
+    torch.testing.assert_close(jm(x), net(x))
+    net.scale = 3.0
+    torch.testing.assert_close(jm(x), net(x))
+    bias, scale = thunder.cache_miss_reasons(jm)[-2:]
+    assert (bias.input, bias.check, str(bias)) == ("body.1.bias", "requires_grad", "body.1.bias requires_grad changed True -> False")
+    assert (scale.input, str(scale)) == ("scale", "scale value changed 2.0 -> 3.0")
 
 
 class _Colliding(torch.nn.Module):

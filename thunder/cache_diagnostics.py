@@ -19,6 +19,7 @@ Layer: entry points. Imports: core (the codegen printer, the Python prims).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 import sys
@@ -53,8 +54,9 @@ class CacheMissReason:
     """Why one call missed the cache.
 
     Attributes:
-        input: the prologue name of the checked input (``x``, ``args``, ``self_fc1_weight``),
-            or None for state that is not an input (grad mode, the default dtype).
+        input: the checked input as the program names it (``x``, ``args``), or what it read from its
+            module by qualified name (``fc1.weight``, ``transformer.h.0``); None for state that is not
+            an input (grad mode, the default dtype).
         check: what was checked: ``shape``, ``dtype``, ``device``, ``requires_grad``, ``rank``,
             ``type``, ``value``, ``object``, ``length``, ``keys``, ``constraint``, ...
         expected: the value the cached trace was made for.
@@ -128,7 +130,8 @@ def diagnose_miss(entry: CacheEntry, args: tuple, kwargs: dict) -> CacheMissReas
     except Exception as e:  # a prologue is made not to raise; say so if one does
         return CacheMissReason(None, "prologue", message=f"the prologue raised {type(e).__name__}: {e}")
     if type(out) is Rejection:
-        return explain(out)
+        trace = entry.prologue_traces[-1] if entry.prologue_traces else None
+        return in_user_names(explain(out), getattr(trace, "input_paths", {}))
     return CacheMissReason(None, "none", message="the most recent entry accepts these inputs (compiled meanwhile)")
 
 
@@ -146,6 +149,23 @@ def explain(rejection: Rejection) -> CacheMissReason:
         return explainer(bsym, rejection.values)
     except Exception as e:  # never let a diagnostic hide the miss itself
         return CacheMissReason(None, bsym.sym.name, message=f"{bsym.sym.print_name} failed ({type(e).__name__}: {e})")
+
+
+def in_user_names(reason: CacheMissReason, names: dict[str, str]) -> CacheMissReason:
+    """``reason`` naming what the program read from its module as the user knows it: the prologue's
+    ``t_transformer_h_0_ln_1_weight`` as ``transformer.h.0.ln_1.weight`` (``TraceCtx.input_paths``)."""
+    if not names:
+        return reason
+
+    def rename(text: str) -> str:
+        return _IDENTIFIER.sub(lambda m: names.get(m.group(0)) or m.group(0), text)
+
+    return dataclasses.replace(
+        reason,
+        input=names.get(reason.input) or reason.input if reason.input else reason.input,
+        check=rename(reason.check),
+        message=rename(reason.message),
+    )
 
 
 def _value(values: dict[str, Any], p: Any) -> Any:

@@ -55,6 +55,10 @@ def test_parameters_and_buffers_carry_their_module_path_in_every_step():
     kinds = set()
     for step in doc["steps"]:
         for ref in _refs(step):
+            if step["kind"] == "prologue" and ref["name"] not in expected and ref.get("path"):
+                # the prologue reads submodules and their attributes too: named by path as well
+                assert ref["name"] == "module_" + ref["path"].replace(".", "_"), ref
+                continue
             assert ref.get("path") == expected.get(ref["name"]), (step["kind"], step["pass"], ref)
         kinds.add(step["kind"])
         if step["kind"] == "computation":

@@ -385,14 +385,24 @@ class Tracer:
             self._check_keys(holder, keys)
             seen = type(value)()
             for i, k in enumerate(keys):
-                p = self._prologue_proxy(f"{name}_{k}" if _is_literal_key(k) else f"{name}_key{i}")
+                p = self._item_proxy(value[k], f"{name}_{k}" if _is_literal_key(k) else f"{name}_key{i}")
                 self._emit(prims.unpack_key, holder, k, p, output=p)
                 seen[k] = self.unpack_value(value[k], p, p.name)
             return seen
         self._check(prims.check_expr, f"len({holder.name}) == {len(value)}", (holder,))
-        items = [self._prologue_proxy(f"{name}_{i}") for i in range(len(value))]
+        items = [self._item_proxy(v, f"{name}_{i}") for i, v in enumerate(value)]
         self._emit(prims.unpack_sequence, holder, items, output=items)
         return type(value)(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
+
+    def _item_proxy(self, value: Any, name: str) -> Proxy:
+        """The prologue proxy of a container's item: a submodule (an item of ``ModuleList._modules``) is
+        named by its path in the input module (``module_transformer_h_0``), anything else ``name``."""
+        path = self._module_paths.get(id(value)) if isinstance(value, torch.nn.Module) else None
+        if not path:
+            return self._prologue_proxy(name)
+        p = self._prologue_proxy("module_" + path.replace(".", "_"))
+        self.prologue.input_paths[p.name] = path
+        return p
 
     def _check_keys(self, holder: Proxy, keys: tuple) -> None:
         self._check(prims.check_keys, holder, keys)
@@ -510,7 +520,7 @@ class Tracer:
             self._check(prims.check_tensor, holder, tuple(t.shape), t.device, t.dtype, t.requires_grad)
         path = self._member_paths.get(holder.name)
         if path is not None:
-            self.prologue.input_paths[holder.name] = self.computation.input_paths[p.name] = path
+            self.computation.input_paths[p.name] = path
         introspection.note_input(p, t)
         self._register(t, holder, p)
         self.inputs.append((holder, p))
@@ -715,10 +725,16 @@ class Tracer:
 
     def _attr_holder(self, holder: Proxy, name: str, obj: Any) -> Proxy:
         table = _module_member_table(obj, name)
-        path = self._member_path(obj, name) if table in ("_parameters", "_buffers") else None
-        attr = self._prologue_proxy(f"{holder.name}_{name}" if path is None else "t_" + path.replace(".", "_"))
-        if path is not None:
+        path = self._member_path(obj, name)
+        if path is not None and table in ("_parameters", "_buffers"):
+            attr = self._prologue_proxy("t_" + path.replace(".", "_"))
             self._member_paths[attr.name] = path
+        elif path is not None and table == "_modules":
+            attr = self._prologue_proxy("module_" + path.replace(".", "_"))
+        else:
+            attr = self._prologue_proxy(f"{holder.name}_{name}")
+        if path is not None:
+            self.prologue.input_paths[attr.name] = path
         if table is not None:
             self._emit(prims.unpack_module_member, holder, table, name, attr, output=attr)
         else:
@@ -726,9 +742,10 @@ class Tracer:
         return attr
 
     def _member_path(self, module: torch.nn.Module, name: str) -> str | None:
-        """The qualified name of ``module``'s parameter or buffer ``name`` (``"transformer.h.0.ln_1.weight"``),
-        or None for a module outside the input module. Parameters and buffers are named by it in the
-        traces (``t_transformer_h_0_ln_1_weight``, lightning-thunder's names) and the explorer."""
+        """The qualified name of ``module``'s attribute ``name`` (``"transformer.h.0.ln_1.weight"``), or None
+        for an object outside the input module. Parameters and buffers are named by it in the traces
+        (``t_transformer_h_0_ln_1_weight``, lightning-thunder's names) and the explorer, submodules as
+        ``module_transformer_h_0``; cache-miss reasons say it (``TraceCtx.user_names``)."""
         prefix = self._module_paths.get(id(module))
         if prefix is None:
             return None

@@ -74,8 +74,9 @@ class TraceCtx:
         self.bound_symbols: list[BoundSymbol] = []
         self.scopes: list[list[BoundSymbol]] = [self.bound_symbols]
         self.names: set[str] = set()
-        # Parameters and buffers among the values, by name: their qualified names in the module
-        # (``"transformer.h.0.ln_1.weight"``), which the explorer shows them by.
+        # Values read from the input module, by name: their qualified names in it
+        # (``"transformer.h.0.ln_1.weight"``, ``"transformer.h.0"``), which the explorer and the
+        # cache-miss reasons show them by.
         self.input_paths: dict[str, str] = {}
         self._counters: dict[str, Any] = {}
         self.provenance: TraceProvenance | None = None
