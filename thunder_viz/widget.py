@@ -1,21 +1,24 @@
 """The explorer widget: an anywidget whose front end is the built ``thunder_viz/static/widget.js``.
 
-Python owns the synced state: ``doc`` (the trace document of ``docs/trace-schema.md``) and
-``status`` (``"ready"``, ``"running…"``, or ``"error: …"``). The front end asks for a rerun with
-the custom message ``{"type": "rerun", "executors": [...]}``; the widget recompiles and reruns
-through its :class:`~thunder_viz.session.Session` and replaces ``doc``.
+Python owns the synced state: ``doc`` (the trace document of ``docs/trace-schema.md``, packed as
+saved outputs store it: ``thunder_viz/render/pack.py``; 12-layer GPT-2 is ~8 MB plain and ~0.3 MB
+packed), ``status`` (``"ready"``, ``"running…"``, or ``"error: …"``) and ``explorer_id``. The front
+end asks for a rerun with the custom message ``{"type": "rerun", "executors": [...]}``; the widget
+recompiles and reruns through its :class:`~thunder_viz.session.Session` and replaces ``doc``.
 
 Its display also carries the document itself (``application/vnd.thunder.trace+json``), a
 static HTML snapshot and the trace source as text, so a saved notebook still shows something
-without a kernel.
+without a kernel. Each rerun updates that display (one display id per widget), so the saved
+notebook holds the latest runs; the front end keeps the explorer the user was looking at.
 
-Layer: thunder_viz front-end glue. Imports: anywidget, traitlets, thunder_viz.session,
-thunder_viz.render.mime (lazily).
+Layer: thunder_viz front-end glue. Imports: anywidget, traitlets, IPython.display (lazily),
+thunder_viz.session, thunder_viz.render.pack, thunder_viz.render.mime (lazily).
 """
 
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from thunder_viz.render.pack import pack_document
 from thunder_viz.session import Run, Session
 
 __all__ = ["ExplorerWidget"]
@@ -80,8 +84,9 @@ class ExplorerWidget(anywidget.AnyWidget):
             when the session knows the inputs of the last call).
     """
 
-    doc = traitlets.Dict().tag(sync=True)
+    doc = traitlets.Dict().tag(sync=True)  # packed (see the module docstring); ``document`` is the plain one
     status = traitlets.Unicode(STATUS_READY).tag(sync=True)
+    explorer_id = traitlets.Unicode().tag(sync=True)  # the views of one widget share one explorer
 
     # Properties, not class constants: anywidget reads them once per instance, so a widget made
     # after the front end is built uses the bundle instead of the placeholder.
@@ -97,7 +102,10 @@ class ExplorerWidget(anywidget.AnyWidget):
         self.session = session
         self._interactive = interactive
         self._reason = reason
-        super().__init__(doc=self._document(), status=STATUS_READY, **kwargs)
+        self._display_id = uuid.uuid4().hex
+        self._displayed = False
+        self.document = self._document()
+        super().__init__(doc=pack_document(self.document), status=STATUS_READY, explorer_id=self._display_id, **kwargs)
         self.on_msg(self._on_custom_message)
 
     def _document(self) -> dict:
@@ -108,11 +116,13 @@ class ExplorerWidget(anywidget.AnyWidget):
         self.status = STATUS_RUNNING
         try:
             run = self.session.rerun(executors)
-            self.doc = self._document()
+            self.document = self._document()
+            self.doc = pack_document(self.document)
         except Exception as exc:
             self.status = f"error: {exc}"
             raise
         self.status = STATUS_READY
+        self._update_display()
         return run
 
     def _on_custom_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
@@ -129,7 +139,7 @@ class ExplorerWidget(anywidget.AnyWidget):
 
     def saved_document(self) -> dict:
         """The document as a saved output shows it: the same, but with nothing to recompile with."""
-        doc = copy.deepcopy(self.doc)
+        doc = copy.deepcopy(self.document)
         if isinstance(doc.get("executors"), dict):
             doc["executors"]["interactive"] = False
             doc["executors"]["reason"] = SAVED_REASON
@@ -149,3 +159,24 @@ class ExplorerWidget(anywidget.AnyWidget):
             bundle = mime_bundle(saved)
             data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         return {**widget_data, **data}, {**widget_metadata, **metadata}
+
+    def _ipython_display_(self) -> None:
+        """Displays the widget under its display id, which each rerun updates (see the module docstring)."""
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_()
+        if bundle is None:
+            return
+        data, metadata = bundle
+        display(data, metadata=metadata, raw=True, display_id=self._display_id)
+        self._displayed = True
+
+    def _update_display(self) -> None:
+        if not self._displayed:
+            return
+        from IPython.display import update_display
+
+        bundle = self._repr_mimebundle_()
+        if bundle is not None:
+            data, metadata = bundle
+            update_display(data, metadata=metadata, raw=True, display_id=self._display_id)

@@ -2,11 +2,10 @@
  * What the explorer core needs from the page that embeds it (anywidget, a static HTML snapshot,
  * later a JupyterLab mime renderer).
  *
- * Layer: front-end core; imports the schema's constants and packed.ts. The document is handed
+ * Layer: front-end core; imports packed.ts. The document is handed
  * over as `unknown`: the core validates it (schema.ts) whatever the host.
  */
 import { isPacked, unpackDocument } from "./packed";
-import { SCHEMA_NAME, SCHEMA_VERSION } from "./schema";
 
 export interface ExplorerHost {
   /** The current trace document (parsed JSON or JSON text), untrusted. */
@@ -32,36 +31,61 @@ export const HOST_PROPERTY = "thunderExplorerHost";
 export const OUTPUT_CLASS = "thunder-explorer-output";
 
 /**
+ * The plain document of whatever a host was last given: a packed one (packed.ts) is unpacked in
+ * the background, and until then the previous document stays shown (none at first: the explorer
+ * waits, and is not "ready", until there is one). `onShown` is called each time the shown
+ * document changes. An older document that finishes unpacking after a newer one arrived is dropped.
+ */
+export class UnpackedDocument {
+  private raw: unknown = undefined;
+  private shown: unknown = undefined;
+  private pending = false;
+
+  constructor(private readonly onShown: () => void) {}
+
+  get document(): unknown {
+    return this.shown;
+  }
+
+  /** Whether a packed document is still being unpacked. */
+  get unpacking(): boolean {
+    return this.pending;
+  }
+
+  set(raw: unknown): void {
+    if (raw === this.raw) return;
+    this.raw = raw;
+    if (!isPacked(raw)) {
+      this.pending = false;
+      this.shown = raw;
+      this.onShown();
+      return;
+    }
+    this.pending = true;
+    const done = (doc: unknown): void => {
+      if (this.raw !== raw) return; // a newer document arrived meanwhile
+      this.pending = false;
+      this.shown = doc;
+      this.onShown();
+    };
+    unpackDocument(raw).then(done, (e: unknown) =>
+      // an invalid document whose error says what went wrong
+      done({ schema: `an unreadable packed document (${String(e)})` }),
+    );
+  }
+}
+
+/**
  * A host for a fixed document (static HTML snapshot, saved notebook): nothing changes, no reruns.
  * A packed document (packed.ts) shows as an empty one, "unpacking…", until it is unpacked.
  */
 export function staticHost(document: unknown, status = "static snapshot"): ExplorerHost {
-  if (!isPacked(document)) {
-    return {
-      getDocument: () => document,
-      getStatus: () => status,
-      subscribe: () => () => {},
-    };
-  }
-  let shown: unknown = { schema: SCHEMA_NAME, version: SCHEMA_VERSION, title: "", steps: [] };
-  let line = "unpacking…";
   const listeners = new Set<() => void>();
-  unpackDocument(document).then(
-    (doc) => {
-      shown = doc;
-      line = status;
-      listeners.forEach((l) => l());
-    },
-    (e: unknown) => {
-      // an invalid document whose error says what went wrong
-      shown = { schema: `an unreadable packed document (${String(e)})` };
-      line = status;
-      listeners.forEach((l) => l());
-    },
-  );
+  const shown = new UnpackedDocument(() => listeners.forEach((l) => l()));
+  shown.set(document);
   return {
-    getDocument: () => shown,
-    getStatus: () => line,
+    getDocument: () => shown.document,
+    getStatus: () => (shown.unpacking ? "unpacking…" : status),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

@@ -7,14 +7,16 @@
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 import { mount } from "./explorer";
-import { HOST_PROPERTY, OUTPUT_CLASS, type ExplorerHost } from "./host";
+import { HOST_PROPERTY, OUTPUT_CLASS, UnpackedDocument, type ExplorerHost } from "./host";
 
 /** The traits of the Python widget class (thunder_viz/widget.py), as synced to the browser. */
 export interface WidgetModel {
-  /** The trace document (docs/trace-schema.md) as a dict. */
+  /** The trace document (docs/trace-schema.md), packed (packed.ts) or plain. */
   doc: unknown;
   /** "ready", "running…", ... */
   status: string;
+  /** Names the widget: the views of one widget share one explorer (see `render`). */
+  explorer_id: string;
 }
 
 /** The custom message the front end sends; Python recompiles and reruns with these executors. */
@@ -44,10 +46,12 @@ export function modelHost(
   let waiting = false; // a rerun was asked for and has not finished
   let timer: ReturnType<typeof setTimeout> | undefined;
   const notify = (): void => listeners.forEach((l) => l());
+  const shown = new UnpackedDocument(notify);
   const answered = (): void => {
     clearTimeout(timer); // the kernel got the request
     unanswered = null;
     if (!/running/i.test(model.get("status"))) waiting = false;
+    shown.set(model.get("doc")); // notifies now, or once a packed document is unpacked
     notify();
   };
   const giveUp = (): void => {
@@ -57,8 +61,9 @@ export function modelHost(
     unanswered = NO_ANSWER;
     notify();
   };
+  shown.set(model.get("doc"));
   return {
-    getDocument: () => model.get("doc"),
+    getDocument: () => shown.document,
     getStatus: () => unanswered ?? model.get("status"),
     subscribe(listener) {
       if (listeners.size === 0) {
@@ -87,15 +92,43 @@ export function modelHost(
   };
 }
 
+/** A live explorer and the element it is mounted in, which moves between the views of one widget. */
+interface LiveExplorer {
+  holder: HTMLElement;
+  host: ExplorerHost;
+  unmount: () => void;
+}
+
+/** The live explorer of each widget, by its `explorer_id`. */
+const explorers = new Map<string, LiveExplorer>();
+
+/**
+ * Python updates the widget's display after each rerun (so that a saved notebook holds the latest
+ * runs), and JupyterLab then renders the output again: a new view of the same widget, while the old
+ * one is taken off the page. The new view adopts the explorer the old one showed, with what the
+ * user did in it (step, expanded scopes, zoom, selection), instead of starting over. A second view
+ * of a widget that is still on the page (the same widget displayed twice) gets its own explorer.
+ */
 function render({ model, el }: RenderProps<WidgetModel>): () => void {
-  const host = modelHost(model);
+  const key = model.get("explorer_id") || "";
+  let live = key ? explorers.get(key) : undefined;
+  if (!live || live.holder.isConnected) {
+    const holder = el.ownerDocument.createElement("div");
+    holder.className = "thunder-explorer-holder";
+    const host = modelHost(model);
+    live = { holder, host, unmount: mount(holder, host) };
+    if (key) explorers.set(key, live);
+  }
+  const mine = live;
+  el.append(mine.holder);
   // "Open Trace Explorer in New Tab" (plugin.ts) finds the output by its class and opens this host
   el.classList.add(OUTPUT_CLASS);
-  Object.defineProperty(el, HOST_PROPERTY, { value: host, configurable: true });
-  const unmount = mount(el, host);
+  Object.defineProperty(el, HOST_PROPERTY, { value: mine.host, configurable: true });
   return () => {
-    unmount();
     delete (el as unknown as Record<string, unknown>)[HOST_PROPERTY];
+    if (!el.contains(mine.holder)) return; // adopted by a newer view
+    mine.unmount();
+    if (explorers.get(key) === mine) explorers.delete(key);
   };
 }
 

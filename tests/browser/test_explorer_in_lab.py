@@ -555,6 +555,47 @@ def test_the_live_explorer_opens_in_its_own_tab_and_reruns_there(notebook_opener
     no_page_errors(nb)
 
 
+def test_a_rerun_keeps_the_users_view_and_the_saved_notebook_holds_it(notebook_opener, lab_server):
+    """Regression: the saved output held only the first display's document, not the reruns."""
+    import nbformat
+
+    from thunder_viz.render.mime import document_of
+
+    nb = open_and_run(notebook_opener, "explorer.ipynb")
+    ex = ready_explorer(nb)
+    go_to(ex, "Dead Code Elimination")
+    chosen = current_step(ex)
+    runs = f'.jp-NotebookPanel {EXPLORER} [data-testid="runs"] [data-testid="run"]'
+    n_runs = ex.locator('[data-testid="runs"] [data-testid="run"]').count()
+    ex.locator('[data-testid="rerun"]').click()
+    nb.page.wait_for_function(
+        "([sel, n]) => document.querySelectorAll(sel).length > n", arg=[runs, n_runs], timeout=RERUN_MS, polling=250
+    )
+    nb.wait_kernel_idle()
+    settle(ex)
+    # the display was updated (so JupyterLab rendered the output again): still one explorer, as the user left it
+    explorers = nb.page.locator(f".jp-NotebookPanel .jp-OutputArea {EXPLORER}")
+    assert explorers.count() == 1, "one explorer in the output after the rerun"
+    ex = explorers.first
+    assert current_step(ex) == chosen, "the step the user was looking at stays selected"
+    assert ex.locator('[data-testid="runs"] [data-testid="run"]').count() == n_runs + 1
+
+    def saved_runs(outputs: list[dict]) -> list[str]:
+        [output] = [o for o in outputs if "application/vnd.thunder.trace+json" in o.get("data", {})]
+        return [r["id"] for r in document_of(output["data"])["runs"]]
+
+    explorer_cell = next(i for i, outs in enumerate(nb.outputs()) if any("data" in o for o in outs))
+    assert saved_runs(nb.outputs()[explorer_cell]) == ["r1", "r2"], "the notebook model holds the rerun"
+    nb.page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    nb.page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000, polling=250
+    )
+    on_disk = nbformat.read(lab_server.root / nb.path, as_version=4)  # joins the multi-line strings
+    code_cells = [c for c in on_disk["cells"] if c["cell_type"] == "code"]
+    assert saved_runs(code_cells[explorer_cell]["outputs"]) == ["r1", "r2"], "the saved file holds the rerun"
+    no_page_errors(nb)
+
+
 def test_a_rerun_after_the_kernel_is_gone_says_so(notebook_opener):
     nb = open_and_run(notebook_opener, "explorer.ipynb")
     ex = ready_explorer(nb)

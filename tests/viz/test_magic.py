@@ -11,6 +11,7 @@ import thunder
 from tests.viz import session_stubs
 from thunder_viz.magic import parse_options, split_line
 from thunder_viz.render.mime import document_of
+from thunder_viz.render.pack import unpack_document
 from thunder_viz.widget import ExplorerWidget
 
 TRACE_MIME = "application/vnd.thunder.trace+json"
@@ -178,4 +179,4 @@ def test_magic_in_a_real_kernel_stores_the_widget_and_the_saved_document(tmp_pat
     assert "tensor" in result.data["text/plain"]
     model_id = display.data[WIDGET_MIME]["model_id"]
     state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"][model_id]["state"]
-    assert state["doc"]["title"] == "f" and state["status"] == "ready"
+    assert unpack_document(state["doc"])["title"] == "f" and state["status"] == "ready"

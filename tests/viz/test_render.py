@@ -13,7 +13,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import torch
 
+import thunder
 from tests.viz.trace_programs import EVIL, EVIL_FILE, dce_cse_steps, evil_steps, module_steps
 from thunder_viz.graph import document
 from thunder_viz.render import (
@@ -30,6 +32,7 @@ from thunder_viz.render import (
 from thunder_viz.render.html import STATIC_DIR
 from thunder_viz.render.mime import document_of
 from thunder_viz.render.pack import is_packed, pack_document, packed_payload, unpack_document
+from thunder_viz.session import Session
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot program is not installed")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -385,6 +388,17 @@ def test_packing_round_trips_a_real_session_document():
     payload = packed_payload(doc)
     later = [s for s in payload["steps"][1:] if any(n.get("=") for n in s["nodes"])]
     assert later, "steps after the first of their kind share their unchanged nodes"
+
+
+def test_packing_a_live_session_document_whose_steps_share_their_value_objects():
+    """Values are found by identity first while packing: the answer must not depend on it."""
+    torch.manual_seed(0)
+    jm = thunder.jit(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 2)))
+    jm(torch.randn(3, 4, requires_grad=True)).sum().backward()
+    doc = Session(jm).to_document()
+    refs = [id(v) for step in doc["steps"] for n in step["nodes"] for v in n["inputs"]]
+    assert len(set(refs)) < len(refs), "the steps share ValueRef objects"
+    assert unpack_document(pack_document(doc)) == json.loads(json.dumps(doc))
 
 
 def test_packing_keeps_values_that_python_thinks_equal_apart():

@@ -16,6 +16,7 @@ import thunder
 import thunder_viz
 from tests.viz import session_stubs
 from thunder_viz.render.mime import document_of
+from thunder_viz.render.pack import unpack_document
 from thunder_viz.session import Session
 from thunder_viz.widget import _PLACEHOLDER_ESM, ESM_PATH, ExplorerWidget
 
@@ -69,12 +70,14 @@ def test_widget_opens_with_the_document_and_the_front_end():
     opened = w.comm.sent[0]
     assert opened["msg_type"] == "comm_open"
     state = opened["data"]["state"]
-    assert state["doc"]["title"] == "scaled_tanh" and state["status"] == "ready"
-    assert state["doc"]["executors"]["interactive"] is True
+    assert state["doc"]["encoding"] == "gzip-base64", "the live document is sent packed, as saved outputs store it"
+    sent = unpack_document(state["doc"])
+    assert sent == w.document and sent["title"] == "scaled_tanh" and state["status"] == "ready"
+    assert sent["executors"]["interactive"] is True and state["explorer_id"]
     expected_esm = ESM_PATH.read_text() if ESM_PATH.exists() else _PLACEHOLDER_ESM
     assert state["_esm"] == expected_esm
     assert re.search(r"export\s*(default|\{[^}]*\bas default\b)", state["_esm"]), "an ES module with a default export"
-    session_stubs.validate(w.doc)
+    session_stubs.validate(w.document)
 
 
 def test_rerun_message_recompiles_reruns_and_updates_the_document():
@@ -86,14 +89,14 @@ def test_rerun_message_recompiles_reruns_and_updates_the_document():
     assert run.executors == ["python", "torch"] and run.error is None
     assert run.median_ms > 0 and run.max_abs_diff is not None and run.matches_eager
     assert run.cache_misses == 1 and run.cache_hits >= 1
-    assert w.doc["runs"] == [first.to_json(), run.to_json()]
-    assert w.doc["executors"]["selected"] == ["python", "torch"]
+    assert w.document["runs"] == [first.to_json(), run.to_json()]
+    assert w.document["executors"]["selected"] == ["python", "torch"]
     # What the front end saw, in order: running, the new document, ready.
     updates = state_updates(w)
     assert updates[0] == {"status": "running…"}
     assert updates[-1] == {"status": "ready"}
     [doc_update] = [u for u in updates if "doc" in u]
-    assert doc_update["doc"]["runs"][-1]["id"] == "r2"
+    assert unpack_document(doc_update["doc"])["runs"][-1]["id"] == "r2"
     assert updates.index(doc_update) == 1
 
 
@@ -101,7 +104,7 @@ def test_previous_runs_stay_in_the_document():
     w = explorer()
     w.rerun(["torch"])
     w.rerun(["python"])
-    assert [(r["id"], r["executors"]) for r in w.doc["runs"][1:]] == [
+    assert [(r["id"], r["executors"]) for r in w.document["runs"][1:]] == [
         ("r2", ["torch", "python"]),
         ("r3", ["python", "torch"]),
     ]
@@ -129,10 +132,10 @@ def test_rerun_that_fails_shows_the_error_in_the_document():
     session.args = (torch.randn(2, 3), torch.tensor([7]))
     front_end_sends(w, {"type": "rerun", "executors": ["torch"]})
     assert w.status == "ready"
-    assert w.doc["error"]["type"] == "IndexError" and w.doc["error"]["stage"] == "running"
-    assert w.doc["error"]["user_frame"]["code"].startswith("return torch.index_select(x * 2, 0, i)")
-    assert w.doc["runs"][-1]["error"] == w.doc["error"]
-    assert w.doc["steps"], "the completed steps stay"
+    assert w.document["error"]["type"] == "IndexError" and w.document["error"]["stage"] == "running"
+    assert w.document["error"]["user_frame"]["code"].startswith("return torch.index_select(x * 2, 0, i)")
+    assert w.document["runs"][-1]["error"] == w.document["error"]
+    assert w.document["steps"], "the completed steps stay"
 
 
 def test_trait_updates_from_the_front_end_are_applied():
@@ -147,9 +150,54 @@ def test_mimebundle_carries_the_widget_view_and_the_saved_document():
     assert data[WIDGET_MIME]["model_id"] == w.model_id
     saved = document_of(data)
     assert saved["executors"]["interactive"] is False and "no kernel" in saved["executors"]["reason"]
-    assert saved["steps"] == w.doc["steps"]
-    assert w.doc["executors"]["interactive"] is True, "the live document stays interactive"
+    assert saved["steps"] == w.document["steps"]
+    assert w.document["executors"]["interactive"] is True, "the live document stays interactive"
     assert "text/html" in data and "def computation" in data["text/plain"]
+
+
+class RecordingDisplayPublisher:
+    """What IPython would send to the front end as display_data and update_display_data."""
+
+    def __init__(self):
+        self.published: list[dict] = []
+
+    def publish(self, data, metadata=None, source=None, *, transient=None, update=False):
+        self.published.append({"data": data, "transient": transient or {}, "update": update})
+
+
+@pytest.fixture
+def display_pub(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    recording = RecordingDisplayPublisher()
+    monkeypatch.setattr(InteractiveShell.instance(), "display_pub", recording)
+    return recording.published
+
+
+def test_each_rerun_updates_the_display_so_a_saved_notebook_holds_the_latest_runs(display_pub):
+    """Regression: the saved output kept the first display's document, without the reruns."""
+    from IPython.display import display
+
+    w = explorer()
+    display(w)
+    [shown] = display_pub
+    display_id = shown["transient"]["display_id"]
+    assert not shown["update"] and display_id == w.explorer_id
+    assert shown["data"][WIDGET_MIME]["model_id"] == w.model_id
+    assert [r["id"] for r in document_of(shown["data"])["runs"]] == ["r1"]
+    w.rerun(["python"])
+    w.rerun(["torch"])
+    updates = display_pub[1:]
+    assert [(u["update"], u["transient"]["display_id"]) for u in updates] == [(True, display_id)] * 2
+    saved = document_of(updates[-1]["data"])
+    assert [r["id"] for r in saved["runs"]] == ["r1", "r2", "r3"] and saved["executors"]["interactive"] is False
+    assert updates[-1]["data"][WIDGET_MIME]["model_id"] == w.model_id, "the live widget stays the same"
+
+
+def test_a_widget_never_displayed_publishes_no_updates(display_pub):
+    w = explorer()
+    w.rerun(["python"])
+    assert display_pub == []
 
 
 def test_explore_uses_the_inputs_a_session_recorded_or_the_given_ones():
@@ -157,7 +205,7 @@ def test_explore_uses_the_inputs_a_session_recorded_or_the_given_ones():
     with pytest.raises(TypeError, match="has not been called yet"):
         thunder_viz.explore(jf)
     w = thunder_viz.explore(jf, args=(torch.randn(4, 4), torch.randn(4, 4)))
-    assert w.doc["executors"]["interactive"] is True and w.doc["steps"]
+    assert w.document["executors"]["interactive"] is True and w.document["steps"]
     again = thunder_viz.explore(jf)
     assert again.session is w.session
 
@@ -166,7 +214,7 @@ def test_explore_after_a_plain_call_reruns_with_its_inputs():
     jf = thunder.jit(scaled_tanh)
     jf(torch.randn(4, 4), torch.randn(4, 4))  # recorded: thunder_viz is imported
     w = thunder_viz.explore(jf)
-    assert w.doc["steps"] and w.doc["executors"]["interactive"] is True
+    assert w.document["steps"] and w.document["executors"]["interactive"] is True
     run = w.rerun(["torch"])
     assert run.error is None and run.matches_eager
 
@@ -176,7 +224,7 @@ def test_explore_after_a_training_step_shows_the_backward_and_reruns():
     jm = thunder.jit(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()))
     jm(torch.randn(2, 4)).sum().backward()
     w = thunder_viz.explore(jm)
-    kinds = [step["kind"] for step in w.doc["steps"]]
+    kinds = [step["kind"] for step in w.document["steps"]]
     assert "backward" in kinds and "computation" in kinds
     run = w.rerun(["torch"])
     assert run.error is None and run.matches_eager
@@ -190,7 +238,7 @@ def test_explore_without_recorded_inputs_shows_the_compilation_without_reruns():
     finally:
         thunder._record_last_inputs(True)
     w = thunder_viz.explore(jf)
-    assert w.doc["steps"] and w.doc["executors"]["interactive"] is False
+    assert w.document["steps"] and w.document["executors"]["interactive"] is False
     with pytest.raises(ValueError, match="inputs of its last call are unknown"):
         w.rerun(["torch"])
     assert w.status.startswith("error:")
@@ -208,14 +256,14 @@ def test_rerun_with_torchcompile_shows_a_torchcompile_fusion():
     [_first, run] = w.session.runs
     assert run.error is None and run.matches_eager, run
     assert run.executors[0] == "torchcompile"
-    final = w.doc["steps"][-1]
+    final = w.document["steps"][-1]
     fusions = [n for n in final["nodes"] if n["fusion"]]
     assert fusions and all(n["executor"] == "torchcompile" for n in fusions)
     assert any(n["executor"] == "torchcompile" for n in final["nodes"])
     if session_stubs.real("thunder_viz.graph"):
         fusion_groups = [g for g in final["groups"] if g["kind"] == "fusion"]
         assert fusion_groups and fusion_groups[0]["label"].startswith("TorchCompile")
-        fused = [s["diff"]["fused"] for s in w.doc["steps"] if s["diff"] and s["diff"]["fused"]]
+        fused = [s["diff"]["fused"] for s in w.document["steps"] if s["diff"] and s["diff"]["fused"]]
         assert fused, "the step that fused says which nodes it absorbed"
 
 

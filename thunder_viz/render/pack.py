@@ -94,13 +94,22 @@ class _Table:
     def __init__(self) -> None:
         self.items: list[Any] = []
         self._index: dict[Any, int] = {}
+        # The steps of a document share their ValueRef objects (thunder_viz.graph makes one per value):
+        # found by identity first. ``_seen`` keeps each object alive, so that no id is reused meanwhile.
+        self._by_id: dict[int, int] = {}
+        self._seen: list[Any] = []
 
     def ref(self, value: Any) -> int:
+        found = self._by_id.get(id(value))
+        if found is not None:
+            return found
         key = _key(value)  # a value written with its keys in another order is stored twice, never confused
         if key not in self._index:
             self._index[key] = len(self.items)
             self.items.append(value)
-        return self._index[key]
+        found = self._by_id[id(value)] = self._index[key]
+        self._seen.append(value)
+        return found
 
 
 def packed_payload(doc: dict) -> dict:
