@@ -24,6 +24,7 @@ import {
 } from "./panels";
 import { validateDocument, type Step, type TraceDocument, type TraceNode } from "./schema";
 import { defaultCollapsed, groupChains, isDel } from "./scopes";
+import { SourcePane } from "./source-pane";
 
 export interface MountOptions {
   /** Lay out in a Web Worker when the page allows it (default true). */
@@ -46,9 +47,6 @@ export function layoutInput(step: Step): LayoutStepInput {
     edges: [...step.edges, ...step.inner_edges].map((e) => [e.source, e.target]),
   };
 }
-
-const SOURCE_LINE_CHARS = 400;
-const SOURCE_CHUNK_LINES = 100;
 
 class Explorer {
   private readonly doc: Document;
@@ -78,7 +76,7 @@ class Explorer {
   private opened = false;
   private stepNodes = new Map<string, TraceNode>();
   private lineToNode = new Map<number, string>();
-  private sourceLines: HTMLElement[] = [];
+  private readonly source: SourcePane;
   private selected: string | null = null;
   private collapsed = new Map<string, boolean>();
   /** How the shown step's groups open: fusions and a big step's module scopes collapsed. */
@@ -176,6 +174,7 @@ class Explorer {
       role: "list",
       "aria-label": "trace source",
     });
+    this.source = new SourcePane(this.sourceEl);
     this.detailsEl = h(doc, "section", {
       class: "tx-details",
       "data-testid": "node-details",
@@ -235,6 +234,7 @@ class Explorer {
     this.disposed = true;
     this.unsubscribe();
     this.graph.dispose();
+    this.source.clear();
     this.layouts?.dispose();
     this.el.replaceChildren();
   }
@@ -427,7 +427,7 @@ class Explorer {
   private renderEmpty(): void {
     this.stepHeader.textContent = "No steps completed.";
     this.diffSlot.replaceChildren();
-    this.sourceEl.replaceChildren();
+    this.source.clear();
     this.detailsEl.replaceChildren();
     setAttrs(this.root, { "data-ready": "true" });
   }
@@ -455,32 +455,12 @@ class Explorer {
     this.lineToNode = new Map();
     for (const n of step.nodes)
       if (n.line !== null && !this.lineToNode.has(n.line)) this.lineToNode.set(n.line, n.id);
-    // Lines in chunks the browser may skip laying out while off screen (content-visibility).
-    const frag = doc.createDocumentFragment();
-    let chunk: HTMLElement | null = null;
-    this.sourceLines = step.source.split("\n").map((text, i) => {
-      const line = i + 1;
+    this.source.show(step.source, (line) => {
       const nid = this.lineToNode.get(line);
-      const diff = nid === undefined ? undefined : diffClass.get(nid);
-      const el = h(
-        doc,
-        "div",
-        {
-          class: `tx-line${diff ? ` ${diff}` : ""}${nid !== undefined ? " has-node" : ""}`,
-          "data-testid": "source-line",
-          "data-line": line,
-          role: "listitem",
-        },
-        truncate(text, SOURCE_LINE_CHARS) || " ",
-      );
-      if (i % SOURCE_CHUNK_LINES === 0) {
-        chunk = h(doc, "div", { class: "tx-source-chunk", role: "presentation" });
-        frag.appendChild(chunk);
-      }
-      (chunk as HTMLElement).appendChild(el);
-      return el;
+      if (nid === undefined) return "";
+      const diff = diffClass.get(nid);
+      return diff ? `${diff} has-node` : "has-node";
     });
-    this.sourceEl.replaceChildren(frag);
     // The graph last: it measures its viewport, which lays out the page once, with everything.
     const big = defaultCollapsed(step);
     this.opensCollapsed = new Map(step.groups.map((g) => [g.id, g.collapsed || big.has(g.id)]));
@@ -594,15 +574,9 @@ class Explorer {
     const id = this.selected;
     this.graph.setSelected(id);
     const node = id === null ? undefined : this.stepNodes.get(id);
-    for (const el of this.sourceLines)
-      if (el.hasAttribute("aria-current")) el.removeAttribute("aria-current");
-    if (node && node.line !== null) {
-      const lineEl = this.sourceLines[node.line - 1];
-      if (lineEl) {
-        lineEl.setAttribute("aria-current", "true");
-        if (reveal) scrollWithin(this.sourceEl, lineEl);
-      }
-    }
+    const line = node && node.line !== null ? node.line : null;
+    this.source.setCurrent(line);
+    if (line !== null && reveal) this.source.reveal(line);
     if (node && reveal) this.graph.reveal(node.id);
     this.renderDetails(node);
   }
@@ -779,7 +753,7 @@ class Explorer {
       const line = this.stepNodes.get(id)?.line;
       if (line !== null && line !== undefined) lines.add(line);
     }
-    this.sourceLines.forEach((el, i) => el.classList.toggle("search-match", lines.has(i + 1)));
+    this.source.setMarks(lines);
   }
 
   private nextMatch(delta: number): void {
@@ -967,12 +941,4 @@ function opCount(step: Step): number {
   let n = 0;
   for (const node of step.nodes) if (node.fused_into === null) n++;
   return n;
-}
-
-/** Scrolls only the pane (never the notebook page around the explorer) to show a line. */
-function scrollWithin(pane: HTMLElement, el: HTMLElement): void {
-  const top = el.offsetTop;
-  if (top < pane.scrollTop || top + el.offsetHeight > pane.scrollTop + pane.clientHeight) {
-    pane.scrollTop = Math.max(0, top - pane.clientHeight / 3);
-  }
 }
