@@ -48,8 +48,37 @@ function arr(v: unknown, what: string): unknown[] {
   return v;
 }
 
+function part(v: unknown): string {
+  return typeof v === "string" ? v : JSON.stringify(v ?? null);
+}
+
+/** An item's identity across steps: its key fields (an id, or source, target and value). */
 function keyOf(item: Json, keys: string[]): string {
-  return JSON.stringify(keys.map((k) => item[k] ?? null));
+  if (keys.length === 1) return part(item[keys[0] as string]);
+  let key = "";
+  for (const k of keys) key += `${part(item[k])}\u0000`;
+  return key;
+}
+
+/** `base` with `item`'s fields over it, less the markers and the fields `item` drops. */
+function merge(base: Json, item: Json): Json {
+  const dropped = item[DROPPED];
+  const skip = Array.isArray(dropped) ? new Set<unknown>(dropped) : null;
+  const merged: Json = {};
+  // no `delete`: it would leave every node in V8's slow dictionary mode
+  for (const k in base) if (!(k in item) && !skip?.has(k)) merged[k] = base[k];
+  for (const k in item) if (k !== SAME && k !== DROPPED && !skip?.has(k)) merged[k] = item[k];
+  return merged;
+}
+
+/** Whether a packed item says only "as in the previous step" (its key fields and the marker). */
+function unchanged(item: Json, keys: string[]): boolean {
+  let n = 0;
+  for (const k in item) {
+    if (k !== SAME && !keys.includes(k)) return false;
+    n++;
+  }
+  return n === keys.length + 1;
 }
 
 function undelta(previous: unknown[] | undefined, current: unknown[], keys: string[]): Json[] {
@@ -60,13 +89,8 @@ function undelta(previous: unknown[] | undefined, current: unknown[], keys: stri
     if (!(SAME in item)) return item;
     const base = before.get(keyOf(item, keys));
     if (!base) throw new Error("a packed item refers to an item the previous step does not hold");
-    const merged: Json = { ...base, ...item };
-    delete merged[SAME];
-    delete merged[DROPPED];
-    const dropped = item[DROPPED];
-    if (Array.isArray(dropped))
-      for (const k of dropped) if (typeof k === "string") delete merged[k];
-    return merged;
+    // most items of a step are the previous step's: the same object, not a copy of it
+    return unchanged(item, keys) ? base : merge(base, item);
   });
 }
 
@@ -85,6 +109,8 @@ export function unpackPayload(payload: unknown): Json {
   const values = arr(payload.values, "values");
   const lines = arr(payload.lines, "lines");
   const previous = new Map<unknown, Json>();
+  // a node shared by consecutive steps (see undelta) is resolved once
+  const resolved = new Map<Json, Json>();
   const steps = arr(payload.steps, "steps").map((raw, s) => {
     if (!isObj(raw)) throw new Error(`steps[${s}] is not an object`);
     const before = previous.get(raw.kind);
@@ -99,11 +125,18 @@ export function unpackPayload(payload: unknown): Json {
     previous.set(raw.kind, step);
     return {
       ...step,
-      nodes: (step.nodes as Json[]).map((n) => ({
-        ...n,
-        inputs: lookup(values, n.inputs, `steps[${s}] node inputs`),
-        outputs: lookup(values, n.outputs, `steps[${s}] node outputs`),
-      })),
+      nodes: (step.nodes as Json[]).map((n) => {
+        let node = resolved.get(n);
+        if (!node) {
+          node = {
+            ...n,
+            inputs: lookup(values, n.inputs, `steps[${s}] node inputs`),
+            outputs: lookup(values, n.outputs, `steps[${s}] node outputs`),
+          };
+          resolved.set(n, node);
+        }
+        return node;
+      }),
       inputs: lookup(values, raw.inputs ?? [], `steps[${s}].inputs`),
       source: lookup(lines, raw.source ?? [], `steps[${s}].source`).join("\n"),
     };

@@ -193,8 +193,23 @@ const MAX_REPORTED_ERRORS = 10;
 class Reader {
   readonly errors: string[] = [];
   private bytes = 0;
+  /**
+   * What was read from each object already. An unpacked document (packed.ts) shares one object
+   * among the steps holding an unchanged node and among the nodes holding one value: it is read,
+   * checked and counted once, and the steps share what it reads to (read-only, as all of it is).
+   */
+  private readonly done = new Map<object, unknown>();
 
   constructor(private readonly maxBytes: number) {}
+
+  /** `read(v)`, or what it gave for this very object before. */
+  once<T>(v: unknown, read: () => T): T {
+    if (typeof v !== "object" || v === null) return read();
+    if (this.done.has(v)) return this.done.get(v) as T;
+    const out = read();
+    this.done.set(v, out);
+    return out;
+  }
 
   fail(path: string, message: string): void {
     if (this.errors.length < MAX_REPORTED_ERRORS) this.errors.push(`${path}: ${message}`);
@@ -293,6 +308,10 @@ function describe(v: unknown): string {
 }
 
 function readValueRef(r: Reader, v: unknown, path: string): ValueRef {
+  return r.once(v, () => readValueRefFields(r, v, path));
+}
+
+function readValueRefFields(r: Reader, v: unknown, path: string): ValueRef {
   const o = r.obj(v, path);
   return {
     name: r.str(o.name, `${path}.name`),
@@ -323,6 +342,10 @@ function readSource(r: Reader, v: unknown, path: string): SourceInfo | null {
 }
 
 function readNode(r: Reader, v: unknown, path: string): TraceNode {
+  return r.once(v, () => readNodeFields(r, v, path));
+}
+
+function readNodeFields(r: Reader, v: unknown, path: string): TraceNode {
   const o = r.obj(v, path);
   return {
     id: r.str(o.id, `${path}.id`),
@@ -345,6 +368,10 @@ function readNode(r: Reader, v: unknown, path: string): TraceNode {
 }
 
 function readEdge(r: Reader, v: unknown, path: string): Edge {
+  return r.once(v, () => readEdgeFields(r, v, path));
+}
+
+function readEdgeFields(r: Reader, v: unknown, path: string): Edge {
   const o = r.obj(v, path);
   return {
     id: r.str(o.id, `${path}.id`),
@@ -357,6 +384,10 @@ function readEdge(r: Reader, v: unknown, path: string): Edge {
 }
 
 function readGroup(r: Reader, v: unknown, path: string): Group {
+  return r.once(v, () => readGroupFields(r, v, path));
+}
+
+function readGroupFields(r: Reader, v: unknown, path: string): Group {
   const o = r.obj(v, path);
   return {
     id: r.str(o.id, `${path}.id`),

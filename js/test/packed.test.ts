@@ -72,4 +72,17 @@ describe("packed documents", () => {
     expect(m.root.textContent).toMatch(/unreadable packed document/);
     m.cleanup();
   });
+
+  test("share what consecutive steps share, and read to what the plain document reads to", async () => {
+    const doc = await unpackDocument(packed);
+    const steps = doc.steps as { nodes: object[] }[];
+    const shared = steps
+      .slice(1)
+      .some((st, i) => st.nodes.some((n) => steps[i]!.nodes.includes(n)));
+    expect(shared).toBe(true); // an unchanged node is one object, not a copy
+    const fromPacked = validateDocument(doc);
+    const fromPlain = validateDocument(fixture("real-mlp"));
+    expect(fromPacked.ok && fromPlain.ok).toBe(true);
+    if (fromPacked.ok && fromPlain.ok) expect(fromPacked.doc).toEqual(fromPlain.doc);
+  });
 });
