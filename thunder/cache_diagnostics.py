@@ -158,13 +158,10 @@ def in_user_names(reason: CacheMissReason, names: dict[str, str]) -> CacheMissRe
         return reason
 
     def rename(text: str) -> str:
-        return _IDENTIFIER.sub(lambda m: names.get(m.group(0)) or m.group(0), text)
+        return _IDENTIFIER.sub(lambda m: names.get(m.group(0), m.group(0)), text)
 
     return dataclasses.replace(
-        reason,
-        input=names.get(reason.input) or reason.input if reason.input else reason.input,
-        check=rename(reason.check),
-        message=rename(reason.message),
+        reason, input=names.get(reason.input, reason.input), check=rename(reason.check), message=rename(reason.message)
     )
 
 

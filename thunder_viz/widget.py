@@ -2,7 +2,7 @@
 
 Python owns the synced state: ``doc`` (the trace document of ``docs/trace-schema.md``, packed as
 saved outputs store it: ``thunder_viz/render/pack.py``; 12-layer GPT-2 is ~8 MB plain and ~0.3 MB
-packed), ``status`` (``"ready"``, ``"running…"``, or ``"error: …"``) and ``explorer_id``. The front
+packed), ``status`` (``"ready"``, ``"running…"``, or ``"error: …"``) and ``explorer_id`` (also its display id). The front
 end asks for a rerun with the custom message ``{"type": "rerun", "executors": [...]}``; the widget
 recompiles and reruns through its :class:`~thunder_viz.session.Session` and replaces ``doc``.
 
@@ -102,10 +102,9 @@ class ExplorerWidget(anywidget.AnyWidget):
         self.session = session
         self._interactive = interactive
         self._reason = reason
-        self._display_id = uuid.uuid4().hex
         self._displayed = False
         self.document = self._document()
-        super().__init__(doc=pack_document(self.document), status=STATUS_READY, explorer_id=self._display_id, **kwargs)
+        super().__init__(doc=pack_document(self.document), status=STATUS_READY, explorer_id=uuid.uuid4().hex, **kwargs)
         self.on_msg(self._on_custom_message)
 
     def _document(self) -> dict:
@@ -168,7 +167,7 @@ class ExplorerWidget(anywidget.AnyWidget):
         if bundle is None:
             return
         data, metadata = bundle
-        display(data, metadata=metadata, raw=True, display_id=self._display_id)
+        display(data, metadata=metadata, raw=True, display_id=self.explorer_id)
         self._displayed = True
 
     def _update_display(self) -> None:
@@ -179,4 +178,4 @@ class ExplorerWidget(anywidget.AnyWidget):
         bundle = self._repr_mimebundle_()
         if bundle is not None:
             data, metadata = bundle
-            update_display(data, metadata=metadata, raw=True, display_id=self._display_id)
+            update_display(data, metadata=metadata, raw=True, display_id=self.explorer_id)
