@@ -50,6 +50,8 @@ from thunder.compiler import (
 )
 from thunder.core import devices, dtypes, prims
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
+from thunder.core.interpreter import InterpreterError
+from thunder.core.interpreter.versions import check_python_version, running_python, unsupported_python_message
 from thunder.core.iterators import replayable_arguments
 from thunder.core.module import ThunderModule
 from thunder.core.module import install_jit_entry as _install_jit_entry
@@ -77,6 +79,12 @@ from thunder.extend import (
 from thunder.runtime_errors import add_runtime_note
 
 __version__ = "0.1.0"
+
+# On a Python the interpreter was not built for, say so at import; ``jit`` refuses (never a wrong result).
+if unsupported_python_message(running_python()) is not None:
+    import warnings as _warnings
+
+    _warnings.warn(unsupported_python_message(running_python()), RuntimeWarning, stacklevel=2)
 
 __all__ = [
     "jit",
@@ -346,8 +354,13 @@ def jit(
 
     Returns:
         A callable with ``fn``'s signature. See ``thunder.last_traces`` and friends.
+
+    Raises:
+        InterpreterError: at once, on a Python version the interpreter does not support.
     """
     import torch as _torch
+
+    check_python_version()
 
     if isinstance(fn, _torch.nn.Module):
         from thunder.core.module import ThunderModule

@@ -346,8 +346,8 @@ def test_interpreter_error_for_unsupported_opcode(monkeypatch):
     code = f.__code__
     info = instructions.decode(code)
     original = list(info.handlers)
-    monkeypatch.setitem(UNSUPPORTED, "RETURN_VALUE", "test")
-    idx = [i.opname for i in info.instructions].index("RETURN_VALUE")
+    idx = len(info.instructions) - 1  # the return: RETURN_VALUE on 3.11, RETURN_CONST on 3.12 and 3.13
+    monkeypatch.setitem(UNSUPPORTED, info.instructions[idx].opname, "test")
     info.handlers[idx] = handler_for("NOT_AN_OPCODE")
     try:
         with pytest.raises(InterpreterError, match="unsupported opcode"):
@@ -417,18 +417,22 @@ def test_callbacks_as_dict():
     assert interpret(f, callbacks={"load_global": lambda g, n, v, b: 9})() == 9
 
 
-def test_print_expr_and_sys_displayhook_untouched():
-    # PRINT_EXPR only occurs in interactive code; check the module-level compile path works via exec.
+def test_interactive_expression_statement_prints_through_displayhook():
+    # Interactive code prints an expression statement's value: PRINT_EXPR on 3.11, CALL_INTRINSIC_1 with
+    # INTRINSIC_PRINT from 3.12.
     code = compile("1 + 1", "<interactive>", "single")
-    assert any(i.opname == "PRINT_EXPR" for i in dis.get_instructions(code))
+    printing = "PRINT_EXPR" if sys.version_info < (3, 12) else "CALL_INTRINSIC_1"
+    assert any(i.opname == printing for i in dis.get_instructions(code))
     buf = io.StringIO()
     old = sys.stdout
     sys.stdout = buf
     try:
-        exec(code, {})
+        jfn = interpret(types.FunctionType(code, {}), record_history=True)
+        jfn()
     finally:
         sys.stdout = old
     assert buf.getvalue().strip() == "2"
+    assert printing in [i.opname for i in last_interpreted_instructions(jfn)]
 
 
 # -- native functions calling back (Note [Native callbacks]) -----------------------------------------------------
@@ -575,3 +579,77 @@ def test_a_sequence_without_iter_is_iterated_by_the_interpreter(consumer):
     native_seen, seen = [], []
     assert interpret(program)(seen) == program(native_seen)
     assert seen == [True] * len(native_seen) and not any(native_seen)
+
+
+# -- internal failures never reach the program (every supported version) -------------------------------------------
+
+
+def _break_first(monkeypatch, fn, opname_prefix: str, broken):
+    """Replaces the handler of ``fn``'s first instruction whose name starts with ``opname_prefix``."""
+    from thunder.core.interpreter import instructions
+
+    info = instructions.decode(fn.__code__)
+    idx = next(i for i, inst in enumerate(info.instructions) if inst.opname.startswith(opname_prefix))
+    handlers = list(info.handlers)
+    handlers[idx] = broken
+    monkeypatch.setattr(info, "handlers", handlers)
+
+
+def test_a_bad_stack_is_an_interpreter_error_the_program_cannot_catch(monkeypatch):
+    def f(x):
+        try:
+            return abs(x)
+        except Exception:
+            return "the other branch"
+
+    def pops_too_much(inst, frame):
+        frame.stack.clear()
+        frame.stack.pop()
+
+    _break_first(monkeypatch, f, "CALL", pops_too_much)
+    with pytest.raises(InterpreterError, match="stack too short"):
+        interpret(f)(-1)
+
+
+def test_null_used_as_a_value_is_an_interpreter_error_the_program_cannot_catch(monkeypatch):
+    from thunder.core.interpreter import NULL
+
+    printed = io.StringIO()
+
+    def f(x):
+        try:
+            print("hi", file=printed)
+            return abs(x)
+        except Exception:
+            return "the other branch"
+
+    def null_as_argument(inst, frame):  # as if the stack layout of a call were misread
+        frame.stack.insert(len(frame.stack) - inst.arg, NULL)
+        HANDLERS[inst.opname](inst._replace(arg=inst.arg + 1), frame)
+
+    _break_first(monkeypatch, f, "CALL", null_as_argument)
+    with pytest.raises(InterpreterError, match="NULL"):
+        interpret(f)(-1)
+    assert printed.getvalue() == ""
+
+    from thunder.core.interpreter import errors
+
+    def g():
+        try:
+            return f"{errors.NULL}"
+        except Exception:
+            return "the other branch"
+
+    with pytest.raises(InterpreterError, match="NULL"):
+        interpret(g)()
+
+
+def test_an_unsupported_python_is_refused_at_once(monkeypatch):
+    import thunder
+    from thunder.core.interpreter import versions
+
+    monkeypatch.setattr(versions, "running_python", lambda: (3, 99))
+    with pytest.raises(InterpreterError, match=r"Python 3\.99.*3\.11, 3\.12, 3\.13"):
+        thunder.jit(lambda x: x + 1)
+    with pytest.raises(InterpreterError, match=r"Python 3\.99"):
+        interpret(lambda x: x + 1)

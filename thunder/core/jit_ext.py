@@ -46,8 +46,9 @@ import torch.utils.checkpoint
 from thunder.core import data_dependent, dtypes, introspection, prims, proxies, replays, transforms
 from thunder.core.errors import SharpEdgeError, ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter import InterpreterCallbacks, get_interpreter_stack, interpret
-from thunder.core.interpreter.errors import DELETED, NULL
+from thunder.core.interpreter.errors import DELETED
 from thunder.core.interpreter.execution import call as interpreter_call
+from thunder.core.interpreter.instructions import call_operands
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
@@ -438,8 +439,8 @@ class Tracer:
         lazy = self._lazy
         if not lazy:
             return
-        if name == "CALL":
-            fn, args = (values[1], values[2:]) if values[0] is NULL else (values[0], values[1:])
+        if name == "CALL" or name == "CALL_KW":
+            fn, args = call_operands(values)
             receiver = getattr(fn, "__self__", None)
             if id(receiver) in lazy and getattr(fn, "__name__", None) not in _PURE_WRITES.get(type(receiver), ()):
                 self._read_contents(receiver)

@@ -129,8 +129,8 @@ def _binary(
 ):
     torch_fns = torch_fns or (getattr(torch, name),)
 
-    def meta(a, b):
-        return _binary_decomposition(name, prim, kind, a, b, allowed, reject)
+    def meta(input, other):  # torch's names, so that ``torch.mul(x, other=2)`` binds as in eager
+        return _binary_decomposition(name, prim, kind, input, other, allowed, reject)
 
     meta.__name__ = name
     meta.__doc__ = f"``torch.{name}``: elementwise with broadcasting and type promotion."

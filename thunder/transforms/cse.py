@@ -40,6 +40,8 @@ def _key(x) -> Hashable:
         return (kind, tuple(_key(v) for v in x))
     if isinstance(x, dict):
         return ("dict", tuple((k, _key(v)) for k, v in x.items()))
+    if type(x) is slice:  # hashable from 3.12: hashing would pin symbolic bounds to their values
+        return ("slice", _key(x.start), _key(x.stop), _key(x.step))
     if isinstance(x, float) and x != x:
         return ("nan",)
     hash(x)

@@ -19,6 +19,7 @@ from .errors import InterpreterError
 from .execution import call
 from .runtime import InterpreterCallbacks, Runtime, make_opaque, runtime_stack
 from .tracebacks import reraise_in_user_frames
+from .versions import check_python_version
 
 __all__ = ["interpret", "last_interpreted_instructions", "last_interpreter_log"]
 
@@ -108,6 +109,7 @@ def interpret(
         The wrapper. ``last_interpreted_instructions(wrapper)`` and ``last_interpreter_log(wrapper)`` describe
         its last call.
     """
+    check_python_version()
     if isinstance(callbacks, dict):
         callbacks = InterpreterCallbacks(**callbacks)
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import os
 import sys
 import types
 from types import CodeType, FunctionType, MethodType
@@ -85,6 +86,27 @@ _RERAISE_OPS = frozenset(("RERAISE", "END_ASYNC_FOR", "CLEANUP_THROW"))
 def _is_reraise(frame: Frame) -> bool:
     inst = frame.info.instructions[frame.pc - 1]
     return inst.opname in _RERAISE_OPS or (inst.opname == "RAISE_VARARGS" and inst.arg == 0)
+
+
+_HANDLERS_DIR = os.path.join(os.path.dirname(__file__), "handlers") + os.sep
+
+
+_STACK_ERRORS = frozenset(("pop from empty list", "list index out of range"))
+
+
+def _is_stack_underflow(e: IndexError, inst, handler) -> bool:
+    """``e`` is a pop or a read past the bottom of the stack: raised by list code inside an opcode handler's own
+    code (handlers reach the program's values only through ``protocols`` and ``call``), by a handler that does
+    not raise the program's own exceptions."""
+    if inst.opname in _RERAISE_OPS or inst.opname == "RAISE_VARARGS" or not e.args or e.args[0] not in _STACK_ERRORS:
+        return False
+    tb = e.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return code is getattr(handler, "__code__", None) or code.co_filename.startswith(_HANDLERS_DIR)
 
 
 def set_context(ctx: Runtime, e: BaseException) -> None:
@@ -154,6 +176,12 @@ def run_frame(frame: Frame) -> int:
         except InterpreterError:
             raise
         except BaseException as e:
+            if type(e) is IndexError and _is_stack_underflow(e, insts[frame.pc - 1], handlers[frame.pc - 1]):
+                inst = insts[frame.pc - 1]
+                raise InterpreterError(
+                    f"{inst.opname} (offset {inst.offset}) in {frame.code.co_qualname} found the stack too short "
+                    f"({len(frame.stack)} values): the interpreter misread the stack layout"
+                ) from e
             reraised = _is_reraise(frame)
             if not reraised and e is not ctx.propagating:
                 set_context(ctx, e)

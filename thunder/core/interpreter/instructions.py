@@ -16,14 +16,15 @@ import dis
 import sys
 from types import CodeType
 
+from .errors import NULL
 from .opcodes import handler_for
 
-__all__ = ["CodeInfo", "decode", "parse_exception_table", "JUMP_OPCODES"]
+__all__ = ["CodeInfo", "decode", "parse_exception_table", "JUMP_OPCODES", "call_operands"]
 
 #: Opcodes whose ``argval`` is a jump target offset.
 JUMP_OPCODES = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
-_PY312 = sys.version_info >= (3, 12)
+_PY313 = sys.version_info >= (3, 13)
 
 
 def parse_exception_table(code: CodeType) -> list[tuple[int, int, int, int, bool]]:
@@ -143,7 +144,18 @@ def _operand_count(inst) -> int:
         return 2 * arg
     if inst.opname == "BUILD_CONST_KEY_MAP":
         return arg + 1
-    return arg + 2 if inst.opname == "CALL" else arg
+    if inst.opname == "CALL":
+        return arg + 2
+    return arg + 3 if inst.opname == "CALL_KW" else arg
+
+
+def call_operands(values: list) -> tuple:
+    """``(callable, positional and keyword argument values)`` from the operands of a CALL or CALL_KW (as the
+    ``operands`` callback gets them), in the running version's stack layout (see ``handlers.calls``)."""
+    lower, upper = values[0], values[1]
+    if _PY313:
+        return (lower, values[2:]) if upper is NULL else (lower, values[1:])
+    return (upper, values[2:]) if lower is NULL else (lower, values[1:])
 
 
 def _watching(handler, inst):
@@ -175,7 +187,8 @@ OPERAND_READS: dict[str, int] = {
     "LIST_EXTEND": 1, "SET_UPDATE": 1, "DICT_UPDATE": 1, "DICT_MERGE": 1, "LIST_APPEND": 1, "SET_ADD": 1,
     "MAP_ADD": 2, "BUILD_LIST": -1, "BUILD_TUPLE": -1, "BUILD_SET": -1, "BUILD_MAP": -1, "BUILD_CONST_KEY_MAP": -1,
     "BUILD_STRING": -1, "FORMAT_VALUE": 2, "STORE_ATTR": 2, "STORE_GLOBAL": 1, "STORE_DEREF": 1, "YIELD_VALUE": 1,
-    "CALL": -1, "CALL_FUNCTION_EX": 3,
+    "CALL": -1, "CALL_KW": -1, "CALL_FUNCTION_EX": 3, "CONVERT_VALUE": 1, "FORMAT_SIMPLE": 1,
+    "FORMAT_WITH_SPEC": 2,
 }  # fmt: skip
 
 

@@ -22,6 +22,8 @@ from .instructions import decode
 from .protocols import get_iter, iter_next, length, truth, type_call
 from .runtime import is_jitting_with_raise
 
+_PY313 = sys.version_info >= (3, 13)
+
 __all__ = ["frame_locals"]
 
 
@@ -36,13 +38,17 @@ def _no_args(name, args, kwargs):
 
 
 def frame_locals(frame: Frame) -> dict:
-    """What ``locals()`` returns in ``frame``: its locals mapping, or (function frames) one dict per frame that
-    each call refreshes from the fast slots, keeping keys the program added (CPython < 3.13 semantics)."""
+    """What ``locals()`` returns in ``frame``: its locals mapping, or in function frames a snapshot of the fast
+    slots: a new dict on each call from 3.13 (PEP 667), before 3.13 one dict per frame that each call refreshes,
+    keeping keys the program added."""
     if frame.locals is not None:
         return frame.locals
-    out = frame.locals_snapshot
-    if out is None:
-        out = frame.locals_snapshot = {}
+    if _PY313:
+        out = {}
+    else:
+        out = frame.locals_snapshot
+        if out is None:
+            out = frame.locals_snapshot = {}
     names = frame.info.names
     code = frame.code
     cells = set(code.co_cellvars) | set(code.co_freevars)

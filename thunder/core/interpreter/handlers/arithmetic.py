@@ -6,6 +6,7 @@ Layer: ``thunder.core.interpreter`` handlers. Imports: the standard library, the
 from __future__ import annotations
 
 import dis
+import sys
 
 from ..opcodes import register_opcode_handler
 from ..protocols import BINARY_OPS, FAST_TYPES, INPLACE_OPS, binary_op, compare_op, contains, truth, unary_op
@@ -45,11 +46,27 @@ def UNARY_NOT(inst, frame):
     stack[-1] = not truth(frame.ctx, stack[-1])
 
 
+@register_opcode_handler("TO_BOOL", min_ver=(3, 13))
+def TO_BOOL(inst, frame):
+    stack = frame.stack
+    v = stack[-1]
+    if v is not True and v is not False:
+        stack[-1] = truth(frame.ctx, v)
+
+
+#: COMPARE_OP's operator is ``arg >> 4`` (3.12) or ``arg >> 5`` (3.13, where bit 4 asks for the result's truth).
+_CMP_SHIFT = 5 if sys.version_info >= (3, 13) else 4 if sys.version_info >= (3, 12) else 0
+
+
 @register_opcode_handler("COMPARE_OP")
 def COMPARE_OP(inst, frame):
     stack = frame.stack
     b = stack.pop()
-    stack[-1] = compare_op(frame.ctx, inst.argval, stack[-1], b)
+    arg = inst.arg
+    v = compare_op(frame.ctx, dis.cmp_op[arg >> _CMP_SHIFT], stack[-1], b)
+    if _CMP_SHIFT == 5 and arg & 16 and v is not True and v is not False:
+        v = truth(frame.ctx, v)
+    stack[-1] = v
 
 
 @register_opcode_handler("IS_OP")

@@ -1,4 +1,4 @@
-"""Handlers: calls, function creation, class bodies and 3.12's intrinsics.
+"""Handlers: calls, function creation, class bodies and the intrinsics (3.12+).
 
 Layer: ``thunder.core.interpreter`` handlers. Imports: the standard library, the interpreter's modules.
 """
@@ -6,38 +6,73 @@ Layer: ``thunder.core.interpreter`` handlers. Imports: the standard library, the
 from __future__ import annotations
 
 import sys
-from types import FunctionType
+from types import CellType, FunctionType
 
 from ..errors import NULL, InterpreterError
 from ..execution import call, lookup_type_attr
 from ..opcodes import register_opcode_handler
 from .containers import function_str, merge_kwargs
 
+_PY313 = sys.version_info >= (3, 13)
 
-@register_opcode_handler("CALL")
-def CALL(inst, frame):
-    stack = frame.stack
-    argc = inst.arg
-    if argc:
-        args = stack[-argc:]
-        del stack[-argc:]
+
+def _no_null(fn, args) -> None:
+    """A NULL among a call's operands means the stack was misread: never pass it on to the program."""
+    if fn is NULL or any(a is NULL for a in args):
+        raise InterpreterError("a call's operands hold NULL: the interpreter misread the stack layout of the call")
+
+
+def _pop_args(stack: list, argc: int) -> list:
+    if not argc:
+        return []
+    args = stack[-argc:]
+    del stack[-argc:]
+    return args
+
+
+def _pop_callable(stack: list, args: list):
+    """Pops the callable and its self-or-NULL slot from below the arguments; returns the function to call
+    (``args`` gets the ``self`` in front). 3.11 and 3.12 put ``NULL, callable`` or ``method, self`` there;
+    3.13 puts ``callable, NULL`` or ``method, self``."""
+    upper = stack.pop()
+    lower = stack.pop()
+    if _PY313:
+        fn = lower
+        if upper is not NULL:
+            args.insert(0, upper)
+    elif lower is NULL:
+        fn = upper
     else:
-        args = []
-    callable_or_self = stack.pop()
-    method = stack.pop()
-    if method is NULL:
-        fn = callable_or_self
-    else:
-        fn = method
-        args.insert(0, callable_or_self)
-    kw_names = frame.kw_names
+        fn = lower
+        args.insert(0, upper)
+    return fn
+
+
+def _call(frame, stack: list, argc: int, kw_names) -> None:
+    args = _pop_args(stack, argc)
+    fn = _pop_callable(stack, args)
     kwargs = None
     if kw_names:
-        frame.kw_names = None
         n = len(kw_names)
         kwargs = dict(zip(kw_names, args[-n:]))
         del args[-n:]
+    _no_null(fn, args)
     stack.append(call(frame.ctx, fn, tuple(args), kwargs))
+
+
+@register_opcode_handler("CALL")
+def CALL(inst, frame):
+    kw_names = frame.kw_names
+    if kw_names is not None:
+        frame.kw_names = None
+    _call(frame, frame.stack, inst.arg, kw_names)
+
+
+@register_opcode_handler("CALL_KW", min_ver=(3, 13))
+def CALL_KW(inst, frame):
+    stack = frame.stack
+    kw_names = stack.pop()
+    _call(frame, stack, inst.arg, kw_names)
 
 
 @register_opcode_handler("CALL_FUNCTION_EX")
@@ -45,9 +80,13 @@ def CALL_FUNCTION_EX(inst, frame):
     stack = frame.stack
     kwargs = stack.pop() if inst.arg & 1 else None
     args = stack.pop()
-    fn = stack.pop()
-    if stack and stack[-1] is NULL:
-        stack.pop()
+    if _PY313:
+        stack.pop()  # NULL
+        fn = stack.pop()
+    else:
+        fn = stack.pop()
+        if stack and stack[-1] is NULL:
+            stack.pop()
     if type(args) is not tuple:
         t = type(args)
         if lookup_type_attr(t, "__iter__") is NULL and lookup_type_attr(t, "__getitem__") is NULL:
@@ -57,13 +96,41 @@ def CALL_FUNCTION_EX(inst, frame):
         d: dict = {}
         merge_kwargs(fn, d, kwargs)
         kwargs = d
+    _no_null(fn, args)
     stack.append(call(frame.ctx, fn, args, kwargs))
+
+
+def _set_function_attribute(fn: FunctionType, flag: int, value) -> None:
+    if flag == 0x08:
+        # A closure can only be given when the function is made: make it again with it.
+        new = FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, value)
+        new.__qualname__ = fn.__qualname__
+        new.__kwdefaults__ = fn.__kwdefaults__
+        new.__annotations__ = fn.__annotations__
+        return new
+    if flag == 0x01:
+        fn.__defaults__ = value
+    elif flag == 0x02:
+        fn.__kwdefaults__ = value
+    elif flag == 0x04:
+        if isinstance(value, tuple):
+            value = dict(zip(value[::2], value[1::2]))
+        fn.__annotations__ = value
+    else:
+        raise InterpreterError(f"SET_FUNCTION_ATTRIBUTE with unknown flag {flag:#x}")
+    return fn
 
 
 @register_opcode_handler("MAKE_FUNCTION")
 def MAKE_FUNCTION(inst, frame):
     stack = frame.stack
     code = stack.pop()
+    if _PY313:  # the attributes follow, one SET_FUNCTION_ATTRIBUTE each (the closure's first)
+        placeholder = tuple(CellType() for _ in code.co_freevars) if code.co_freevars else None
+        fn = FunctionType(code, frame.globals, code.co_name, None, placeholder)
+        fn.__qualname__ = code.co_qualname
+        stack.append(fn)
+        return
     flags = inst.arg
     closure = stack.pop() if flags & 0x08 else None
     annotations = stack.pop() if flags & 0x04 else None
@@ -74,10 +141,15 @@ def MAKE_FUNCTION(inst, frame):
     if kwdefaults is not None:
         fn.__kwdefaults__ = kwdefaults
     if annotations is not None:
-        if isinstance(annotations, tuple):
-            annotations = dict(zip(annotations[::2], annotations[1::2]))
-        fn.__annotations__ = annotations
+        _set_function_attribute(fn, 0x04, annotations)
     stack.append(fn)
+
+
+@register_opcode_handler("SET_FUNCTION_ATTRIBUTE", min_ver=(3, 13))
+def SET_FUNCTION_ATTRIBUTE(inst, frame):
+    stack = frame.stack
+    fn = stack.pop()
+    stack[-1] = _set_function_attribute(fn, inst.arg, stack[-1])
 
 
 @register_opcode_handler("LOAD_BUILD_CLASS")

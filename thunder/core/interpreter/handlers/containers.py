@@ -262,7 +262,7 @@ def GET_LEN(inst, frame):
 _CONVERSIONS = (None, str, repr, ascii)
 
 
-@register_opcode_handler("FORMAT_VALUE")
+@register_opcode_handler("FORMAT_VALUE", max_ver=(3, 12))
 def FORMAT_VALUE(inst, frame):
     stack = frame.stack
     flags = inst.arg
@@ -272,3 +272,24 @@ def FORMAT_VALUE(inst, frame):
     if conv is not None:
         v = conv(v)
     stack[-1] = v if (type(v) is str and not spec) else format(v, spec)
+
+
+@register_opcode_handler("CONVERT_VALUE", min_ver=(3, 13))
+def CONVERT_VALUE(inst, frame):
+    stack = frame.stack
+    stack[-1] = _CONVERSIONS[inst.arg](stack[-1])
+
+
+@register_opcode_handler("FORMAT_SIMPLE", min_ver=(3, 13))
+def FORMAT_SIMPLE(inst, frame):
+    stack = frame.stack
+    v = stack[-1]
+    if type(v) is not str:
+        stack[-1] = format(v, "")
+
+
+@register_opcode_handler("FORMAT_WITH_SPEC", min_ver=(3, 13))
+def FORMAT_WITH_SPEC(inst, frame):
+    stack = frame.stack
+    spec = stack.pop()
+    stack[-1] = format(stack[-1], spec)

@@ -10,7 +10,9 @@ import sys
 from ..opcodes import register_opcode_handler
 from ..protocols import _NATIVE_ITERATORS, get_iter, iter_next, truth
 
-_PY312 = sys.version_info >= (3, 12)
+#: Instructions FOR_ITER skips at its target when the iterator is exhausted: none (3.11), END_FOR (3.12),
+#: END_FOR and POP_TOP (3.13).
+_FOR_ITER_SKIP = {(3, 11): 0, (3, 12): 1}.get(sys.version_info[:2], 2)
 
 
 def _jump(inst, frame):
@@ -98,7 +100,6 @@ def FOR_ITER(inst, frame):
             v = _DONE
     if v is _DONE:
         stack.pop()
-        # 3.12 jumps to END_FOR and skips it.
-        frame.pc = frame.info.targets[frame.pc - 1] + (1 if _PY312 else 0)
+        frame.pc = frame.info.targets[frame.pc - 1] + _FOR_ITER_SKIP
     else:
         stack.append(v)

@@ -11,6 +11,14 @@ from ..opcodes import RETURN, mark_unsupported, register_opcode_handler
 mark_unsupported("CACHE", "inline cache entries are skipped by dis.get_instructions and never executed")
 mark_unsupported("INTERPRETER_EXIT", "only ends CPython's own entry frames", min_ver=(3, 12))
 mark_unsupported("RESERVED", "not a real instruction", min_ver=(3, 12))
+mark_unsupported(
+    "ENTER_EXECUTOR",
+    "only in code specialised by CPython's tier-2 optimizer; co_code and dis show the original instruction",
+    min_ver=(3, 13),
+)
+mark_unsupported(
+    "EXIT_INIT_CHECK", "only in the shim frame CPython makes for a specialised __init__ call", min_ver=(3, 13)
+)
 
 
 @register_opcode_handler("NOP")
@@ -74,9 +82,15 @@ def RETURN_VALUE(inst, frame):
     return RETURN
 
 
-@register_opcode_handler("END_FOR", min_ver=(3, 12))
+@register_opcode_handler("END_FOR", min_ver=(3, 12), max_ver=(3, 12))
 def END_FOR(inst, frame):
     del frame.stack[-2:]
+
+
+@register_opcode_handler("END_FOR", min_ver=(3, 13))
+def END_FOR_313(inst, frame):
+    # 3.13: END_FOR pops the value and a POP_TOP follows (both skipped when FOR_ITER ends the loop).
+    frame.stack.pop()
 
 
 @register_opcode_handler("KW_NAMES", max_ver=(3, 12))

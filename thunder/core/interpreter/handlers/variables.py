@@ -5,12 +5,15 @@ Layer: ``thunder.core.interpreter`` handlers. Imports: the standard library, the
 
 from __future__ import annotations
 
+import sys
 from types import CellType
 
 from ..errors import DELETED, NULL
 from ..execution import call
 from ..opcodes import register_opcode_handler
 from ..protocols import load_attr
+
+_PY313 = sys.version_info >= (3, 13)
 
 # -- fast locals ---------------------------------------------------------------------------------------------
 
@@ -42,6 +45,38 @@ def LOAD_FAST_AND_CLEAR(inst, frame):
 @register_opcode_handler("STORE_FAST")
 def STORE_FAST(inst, frame):
     frame.fast[inst.arg] = frame.stack.pop()
+
+
+# 3.13's fused pairs: the first slot in the high four bits of the argument, the second in the low four.
+
+
+def _load_slot(frame, i: int):
+    v = frame.fast[i]
+    if v is NULL:
+        raise _unbound_local(frame.info.names[i])
+    return v
+
+
+@register_opcode_handler("LOAD_FAST_LOAD_FAST", min_ver=(3, 13))
+def LOAD_FAST_LOAD_FAST(inst, frame):
+    arg = inst.arg
+    frame.stack.extend((_load_slot(frame, arg >> 4), _load_slot(frame, arg & 15)))
+
+
+@register_opcode_handler("STORE_FAST_LOAD_FAST", min_ver=(3, 13))
+def STORE_FAST_LOAD_FAST(inst, frame):
+    arg = inst.arg
+    frame.fast[arg >> 4] = frame.stack.pop()
+    frame.stack.append(_load_slot(frame, arg & 15))
+
+
+@register_opcode_handler("STORE_FAST_STORE_FAST", min_ver=(3, 13))
+def STORE_FAST_STORE_FAST(inst, frame):
+    arg = inst.arg
+    stack = frame.stack
+    fast = frame.fast
+    fast[arg >> 4] = stack.pop()
+    fast[arg & 15] = stack.pop()
 
 
 @register_opcode_handler("DELETE_FAST")
@@ -170,12 +205,19 @@ def _load_global(frame, name: str):
     return v
 
 
-@register_opcode_handler("LOAD_GLOBAL")
+@register_opcode_handler("LOAD_GLOBAL", max_ver=(3, 12))
 def LOAD_GLOBAL(inst, frame):
     v = _load_global(frame, inst.argval)
     if inst.arg & 1:
         frame.stack.append(NULL)
     frame.stack.append(v)
+
+
+@register_opcode_handler("LOAD_GLOBAL", min_ver=(3, 13))
+def LOAD_GLOBAL_313(inst, frame):
+    frame.stack.append(_load_global(frame, inst.argval))
+    if inst.arg & 1:  # 3.13 puts the NULL after the callable
+        frame.stack.append(NULL)
 
 
 @register_opcode_handler("STORE_GLOBAL")
@@ -269,15 +311,24 @@ def LOAD_ATTR_311(inst, frame):
     stack[-1] = _load_attr(frame, stack[-1], inst.argval)
 
 
+def _push_callable(stack: list, v, method_load: bool) -> None:
+    """A method load pushes the bound attribute with a NULL (the valid form besides ``method, self``) in the
+    running version's order: ``NULL, callable`` before 3.13, ``callable, NULL`` from 3.13."""
+    if not method_load:
+        stack.append(v)
+    elif _PY313:
+        stack.append(v)
+        stack.append(NULL)
+    else:
+        stack.append(NULL)
+        stack.append(v)
+
+
 @register_opcode_handler("LOAD_ATTR", min_ver=(3, 12))
 def LOAD_ATTR_312(inst, frame):
     stack = frame.stack
     obj = stack.pop()
-    v = _load_attr(frame, obj, inst.argval)
-    if inst.arg & 1:
-        # Method load: we always push NULL and the bound attribute (the other valid form).
-        stack.append(NULL)
-    stack.append(v)
+    _push_callable(stack, _load_attr(frame, obj, inst.argval), inst.arg & 1)
 
 
 @register_opcode_handler("LOAD_METHOD", max_ver=(3, 11))
@@ -296,10 +347,7 @@ def LOAD_SUPER_ATTR(inst, frame):
     cls = stack.pop()
     global_super = stack.pop()
     sup = call(frame.ctx, global_super, (cls, self_))
-    v = _load_attr(frame, sup, inst.argval)
-    if inst.arg & 1:
-        stack.append(NULL)
-    stack.append(v)
+    _push_callable(stack, _load_attr(frame, sup, inst.argval), inst.arg & 1)
 
 
 @register_opcode_handler("STORE_ATTR")

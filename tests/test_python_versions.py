@@ -1,0 +1,217 @@
+"""Programs whose bytecode differs between the supported CPythons (3.11, 3.12, 3.13), jitted and checked against
+eager on whichever one runs the tests: calls (the NULL's place on the stack, keyword calls), fused and new
+opcodes, closures and defaults, loops that run to their end, f-strings, ``locals()``, ``functools`` helpers."""
+
+from __future__ import annotations
+
+import contextlib
+import dis
+import functools
+import io
+import pickle
+import sys
+
+import pytest
+import torch
+
+import thunder
+
+
+def _check(fn, *args):
+    expected = fn(*args)
+    actual = thunder.jit(fn)(*args)
+    torch.testing.assert_close(actual, expected)
+    return actual
+
+
+# -- the silent wrong results 3.13 gave when the NULL of a call was passed as an argument ----------------------------
+
+
+def test_a_call_in_a_try_block_takes_the_branch_eager_takes():
+    def f(x):
+        try:
+            return torch.relu(x)
+        except TypeError:
+            return x
+
+    x = torch.tensor([-1.0, 2.0])
+    torch.testing.assert_close(thunder.jit(f)(x), torch.tensor([0.0, 2.0]))
+
+
+def test_a_native_call_gets_exactly_its_arguments():
+    f = lambda x, n: x + len(pickle.dumps(n))
+    _check(f, torch.ones(2), 3)
+
+
+def test_a_callable_held_in_a_local_prints_only_its_arguments():
+    def f(x):
+        p = print
+        p("hi", x.shape[0])
+        return x + 1
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        thunder.jit(f)(torch.ones(2))
+    assert out.getvalue() == "hi 2\n"
+
+
+# -- calls in every form ----------------------------------------------------------------------------------------------
+
+
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def scale(self, x, *, by=1.0):
+        return x * self.k * by
+
+    @staticmethod
+    def shift(x, d=1.0):
+        return x + d
+
+    @classmethod
+    def make(cls, k):
+        return cls(k)
+
+
+def test_method_static_class_and_keyword_calls():
+    def f(x, s):
+        y = s.scale(x, by=2.0)
+        y = _Scaler.shift(y, d=0.5)
+        z = _Scaler.make(3).scale(y)
+        args, kwargs = (z,), {"by": 0.25}
+        return s.scale(*args, **kwargs) + torch.add(x, y, alpha=2)
+
+    _check(f, torch.randn(3), _Scaler(2.0))
+
+
+def test_super_calls_and_modules():
+    class Base(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x).relu()
+
+    class Child(Base):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    m = Child()
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(thunder.jit(m)(x), m(x))
+
+
+def test_closures_lambdas_and_defaults():
+    def f(x, n):
+        scale = 2.0
+
+        def inner(y, *, bias=n):
+            return y * scale + bias
+
+        g = lambda y, k=3: inner(y) * k
+        return g(x) + (lambda: scale)()
+
+    _check(f, torch.randn(3), 1.5)
+
+
+def test_partialmethod_and_partial():
+    class A:
+        def combine(self, x, k):
+            return x * k
+
+        triple = functools.partialmethod(combine, k=3)
+
+    def f(x):
+        return A().triple(x) + functools.partial(torch.mul, other=2)(x)
+
+    _check(f, torch.randn(3))
+
+
+# -- control flow and new opcodes -------------------------------------------------------------------------------------
+
+
+def test_loops_that_run_to_their_end_and_break():
+    def f(x, xs):
+        for t in xs:
+            x = x + t
+        for i in range(3):
+            if i == 1:
+                break
+            x = x * 2
+        total = sum(t.sum() for t in xs)
+        squares = [t * t for t in xs if t.numel()]
+        return x + total + squares[-1]
+
+    _check(f, torch.randn(3), [torch.randn(3) for _ in range(3)])
+
+
+def test_swaps_fused_loads_and_comparisons():
+    def f(a, b, n):
+        a, b = b, a
+        c = a if n < 3 else b
+        ok = not (n == 2)
+        return (a - b) * c + (1 if ok else 0) + (n is None)
+
+    _check(f, torch.randn(3), torch.randn(3), 2)
+
+
+def test_fstrings_with_conversions_and_specs():
+    def f(x, n, w):
+        label = f"{n}|{n!r}|{n:>{w}}|{x.shape[0]:03d}|{'s'!a}"
+        return x + len(label), label
+
+    x = torch.randn(3)
+    out, label = thunder.jit(f)(x, 7, 4)
+    assert label == f(x, 7, 4)[1]
+
+
+def test_locals_follows_the_running_version():
+    def f(x):
+        a = 1
+        first = locals()
+        b = 2  # noqa: F841
+        second = locals()
+        # From 3.13 (PEP 667) each call makes a new snapshot; before, one dict per frame refreshed by each call.
+        return x + len(first) + len(second) + (first is second)
+
+    _check(f, torch.ones(2))
+
+
+def test_match_statements_and_with_blocks():
+    def f(x, spec):
+        match spec:
+            case {"op": "scale", "k": k}:
+                y = x * k
+            case [a, b]:
+                y = x + a - b
+            case _:
+                y = x
+        with torch.no_grad():
+            z = y * 2
+        return y + z
+
+    _check(f, torch.randn(3), {"op": "scale", "k": 2.0})
+    _check(f, torch.randn(3), [1.0, 0.5])
+
+
+def test_the_running_versions_opcodes_are_all_handled_or_explicitly_refused():
+    from thunder.core.interpreter import HANDLERS, UNSUPPORTED
+
+    assert [n for n in dis.opmap if n not in HANDLERS and n not in UNSUPPORTED] == []
+    new_in_313 = {"LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "TO_BOOL", "CALL_KW",
+                  "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE", "SET_FUNCTION_ATTRIBUTE"}  # fmt: skip
+    if sys.version_info >= (3, 13):
+        assert new_in_313 <= set(HANDLERS)
+    else:
+        assert not new_in_313 & set(HANDLERS)
+
+
+@pytest.mark.parametrize("version", [(3, 10), (3, 14)])
+def test_versions_outside_the_supported_ones_are_refused_with_a_clear_error(monkeypatch, version):
+    from thunder.core.interpreter import InterpreterError, versions
+
+    monkeypatch.setattr(versions, "running_python", lambda: version)
+    with pytest.raises(InterpreterError, match=rf"Python {version[0]}\.{version[1]}"):
+        thunder.jit(torch.nn.Linear(2, 2))
