@@ -610,3 +610,28 @@ def test_outside_dicts_and_sets_with_object_keys_are_checked():
     CUSTOM_KEYED[_Key(2)] = 1.0  # another key: the keys are checked too
     torch.testing.assert_close(jf(x), f(x))
     assert thunder.cache_misses(jf) == 4
+
+
+_BYTES_KEYED = {bytes([i, i]): i for i in range(80)}  # bytes keys are globals of the prologue, one each
+
+
+def test_many_prologue_constants_do_not_shadow_a_dtype_check():
+    # The 65th constant of a prologue was named ``_c64``, the name its complex64 tensor check uses for the dtype:
+    # the check then compared the dtype with a bytes key and the new entry rejected its own inputs (InternalError).
+    def f(x):
+        return x * sum(_BYTES_KEYED.values())
+
+    x = torch.randn(3, dtype=torch.complex64)
+    jf = thunder.jit(f)
+    torch.testing.assert_close(jf(x), f(x))
+    torch.testing.assert_close(jf(x), f(x))
+    assert thunder.cache_misses(jf) == 1
+
+
+def test_printer_constants_never_take_a_name_in_use():
+    from thunder.core.codegen import Printer
+
+    p = Printer()
+    p.add_ctx("_const3", torch.complex64)
+    names = [p.constant(object()) for _ in range(10)]
+    assert p.ctx["_const3"] is torch.complex64 and "_const3" not in names and len(set(names)) == 10

@@ -61,11 +61,17 @@ class Printer:
         self.ctx[name] = value
         return name
 
-    def constant(self, value: Any, hint: str = "_c") -> str:
+    def constant(self, value: Any, hint: str = "_const") -> str:
+        """A global name for ``value`` (one per object), never one the source already uses for another value:
+        with the hint ``_c`` the 65th constant was ``_c64``, the name of the complex64 dtype in a tensor check."""
         key = id(value)
         name = self._const_names.get(key)
         if name is None:
-            name = f"{hint}{len(self._const_names)}"
+            n = len(self._const_names)
+            name = f"{hint}{n}"
+            while name in self.ctx:
+                n += 1
+                name = f"{hint}{n}"
             self._const_names[key] = name
             self.ctx[name] = value
         return name

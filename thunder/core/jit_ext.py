@@ -155,6 +155,8 @@ _MUTATING_METHODS = frozenset(
 
 _NOT_SEEN = object()
 _PARTIALMETHOD_CODE = functools.partialmethod(print)._make_unbound_method().__code__  # of the functions it makes
+#: Where such a function keeps its partialmethod: ``_partialmethod`` before 3.13, ``__partialmethod__`` from 3.13.
+_PARTIALMETHOD_ATTR = "__partialmethod__" if sys.version_info >= (3, 13) else "_partialmethod"
 
 
 class Tracer:
@@ -332,7 +334,7 @@ class Tracer:
             # ``A.method`` of a ``functools.partialmethod``, read through the class, is made afresh on each
             # read: checked by what it is made of (the partialmethod, whose fields its code reads).
             self._check(prims.check_type, holder, types.FunctionType)
-            for attr in ("__code__", "_partialmethod"):
+            for attr in ("__code__", _PARTIALMETHOD_ATTR):
                 p = self._prologue_proxy(f"{holder.name}_{attr.strip('_')}")
                 self._emit(prims.unpack_attr, holder, attr, p, output=p)
                 self._check(prims.check_identity, p, getattr(value, attr))
