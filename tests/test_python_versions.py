@@ -215,3 +215,33 @@ def test_versions_outside_the_supported_ones_are_refused_with_a_clear_error(monk
     monkeypatch.setattr(versions, "running_python", lambda: version)
     with pytest.raises(InterpreterError, match=rf"Python {version[0]}\.{version[1]}"):
         thunder.jit(torch.nn.Linear(2, 2))
+
+
+_TYPE_PARAMETERS = '''
+def f(x):
+    def ident[T: (int, float)](v: T) -> T:
+        return v
+
+    class Box[T, *Ts, **P]:
+        def __init__(self, v: T):
+            self.v = v
+
+        def get(self) -> T:
+            return self.v * 2
+
+    type Alias[K] = dict[K, Undefined]  # lazy: never evaluated
+    bound = ident.__type_params__[0]
+    return x + ident(1.5) + Box(x).get(), Alias.__name__, [p.__name__ for p in Box.__type_params__], bound.__constraints__
+'''
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameter syntax (PEP 695) is new in 3.12")
+def test_type_parameters_run_as_cpython_runs_them():
+    namespace: dict = {}
+    exec(compile(_TYPE_PARAMETERS, "<pep695>", "exec"), namespace)
+    f = namespace["f"]
+    x = torch.randn(3)
+    out, *rest = thunder.jit(f)(x)
+    expected, *expected_rest = f(x)
+    torch.testing.assert_close(out, expected)
+    assert rest == expected_rest

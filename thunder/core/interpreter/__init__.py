@@ -3,12 +3,16 @@
 Layer: the interpreter (below tracing, above nothing: it knows nothing about torch or traces). Imports: the
 Python standard library only.
 
-It runs a program one bytecode instruction at a time (Python 3.11; 3.12 handlers are registered with version
-bounds), enters Python callees, runs C functions natively and asks a *lookaside* hook before every call.
-The result (values, exceptions, side effects) is what CPython gives.
+It runs a program one bytecode instruction at a time (CPython 3.11, 3.12 and 3.13: handlers are registered
+with version bounds; on any other version ``interpret`` refuses at once, see ``versions``), enters Python
+callees, runs C functions natively and asks a *lookaside* hook before every call. The result (values,
+exceptions, side effects) is what CPython gives on the running version. A failure of the interpreter itself
+(an unhandled opcode, a stack it misread, the ``NULL`` of a call used as a value) is an ``InterpreterError``
+that the interpreted program never catches.
 
 Layout:
   ``errors``        ``InterpreterError``, the ``NULL`` / ``DELETED`` sentinels
+  ``versions``      the supported CPythons and the error on any other
   ``opcodes``       the handler registry (``register_opcode_handler`` with version bounds, ``UNSUPPORTED``)
   ``instructions``  decoding code objects into ``CodeInfo`` (cached per code object)
   ``frame``         the interpreter's ``Frame``
@@ -30,7 +34,8 @@ Python function costs a few microseconds (argument binding, frame creation). Han
 instruction, jump targets and the exception table are resolved to instruction indices once, and nothing is
 logged unless ``record_history=True``.
 
-Not supported: generators decorated with ``types.coroutine`` run natively; 3.12's type-parameter intrinsics (PEP 695); ``sys._getframe`` and other frame inspection from natively run
+Not supported: generators decorated with ``types.coroutine`` run natively (type-parameter intrinsics, PEP 695,
+are run by CPython itself, one instruction each); ``sys._getframe`` and other frame inspection from natively run
 code sees the interpreter's own frames (``locals()``, ``globals()``, ``vars()``, ``dir()``, ``eval``/``exec``
 without namespaces, ``super()``, ``sys.exc_info()``, ``sys.exception()`` and ``collections.namedtuple``
 are looked aside to see the interpreted frame instead).

@@ -5,6 +5,8 @@ Layer: ``thunder.core.interpreter`` handlers. Imports: the standard library, the
 
 from __future__ import annotations
 
+import builtins
+import dis
 import sys
 from types import CellType, FunctionType
 
@@ -171,7 +173,7 @@ def SETUP_ANNOTATIONS(inst, frame):
         loc["__annotations__"] = {}
 
 
-# -- 3.12 intrinsics ----------------------------------------------------------------------------------------
+# -- intrinsics (3.12+) -------------------------------------------------------------------------------------
 
 
 def _intrinsic_stopiteration_error(frame, exc):
@@ -217,7 +219,7 @@ def _intrinsic_1(frame, oparg, v):
         return unary_op(frame.ctx, "UNARY_POSITIVE", v)
     if oparg == 6:
         return tuple(v)
-    raise InterpreterError(f"CALL_INTRINSIC_1 with oparg {oparg} (type parameters) is not supported")
+    return _native_intrinsic(1, oparg)(v)  # type parameters (PEP 695): TypeVar, ParamSpec, Generic[...], type X
 
 
 @register_opcode_handler("CALL_INTRINSIC_1", min_ver=(3, 12))
@@ -236,4 +238,31 @@ def CALL_INTRINSIC_2(inst, frame):
 
         stack[-1] = prep_reraise_star(v2, v1)
         return
-    raise InterpreterError(f"CALL_INTRINSIC_2 with oparg {inst.arg} (type parameters) is not supported")
+    stack[-1] = _native_intrinsic(2, inst.arg)(v2, v1)  # type parameters: bounds, constraints, defaults
+
+
+_native_intrinsics: dict[tuple[int, int], FunctionType] = {}
+
+
+def _native_intrinsic(kind: int, oparg: int) -> FunctionType:
+    """A function whose body is the one instruction ``CALL_INTRINSIC_<kind> oparg`` on its arguments, run by
+    CPython itself: the type-parameter intrinsics (PEP 695) make objects with lazily evaluated parts (a
+    TypeVar's bound, a type alias's value) that no public constructor can make."""
+    fn = _native_intrinsics.get((kind, oparg))
+    if fn is None:
+        op = dis.opmap
+        body = [op["RESUME"], 0, op["LOAD_FAST"], 0]
+        if kind == 2:
+            body += [op["LOAD_FAST"], 1]
+        body += [op[f"CALL_INTRINSIC_{kind}"], oparg, op["RETURN_VALUE"], 0]
+        names = ("a", "b")[:kind]
+        code = _intrinsic_template.__code__.replace(
+            co_code=bytes(body), co_argcount=kind, co_nlocals=kind, co_varnames=names, co_consts=(None,),
+            co_names=(), co_stacksize=kind, co_exceptiontable=b"", co_linetable=b"", co_name=f"intrinsic_{kind}_{oparg}",
+        )  # fmt: skip
+        fn = _native_intrinsics[(kind, oparg)] = FunctionType(code, {"__builtins__": builtins})
+    return fn
+
+
+def _intrinsic_template(a, b):
+    pass
