@@ -95,18 +95,23 @@ _STACK_ERRORS = frozenset(("pop from empty list", "list index out of range"))
 
 
 def _is_stack_underflow(e: IndexError, inst, handler) -> bool:
-    """``e`` is a pop or a read past the bottom of the stack: raised by list code inside an opcode handler's own
-    code (handlers reach the program's values only through ``protocols`` and ``call``), by a handler that does
-    not raise the program's own exceptions."""
+    """``e`` is a pop or a read past the bottom of the stack: raised by list code in the running handler's own
+    code, with nothing else between (handlers reach the program's values only through ``protocols`` and
+    ``call``, so an ``IndexError`` of the program, raised natively or by an interpreted callee, passes through
+    those), by a handler that does not raise the program's own exceptions."""
     if inst.opname in _RERAISE_OPS or inst.opname == "RAISE_VARARGS" or not e.args or e.args[0] not in _STACK_ERRORS:
         return False
-    tb = e.__traceback__
+    tb = e.__traceback__  # its first entry is run_frame, where it was caught
+    tb = tb.tb_next if tb is not None else None
     if tb is None:
         return False
-    while tb.tb_next is not None:
+    handler_code = getattr(handler, "__code__", None)
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code is not handler_code and not code.co_filename.startswith(_HANDLERS_DIR):
+            return False
         tb = tb.tb_next
-    code = tb.tb_frame.f_code
-    return code is getattr(handler, "__code__", None) or code.co_filename.startswith(_HANDLERS_DIR)
+    return True
 
 
 def set_context(ctx: Runtime, e: BaseException) -> None:
