@@ -153,8 +153,8 @@ def _unsupported(a):
     return torch.special.gammaincc(a, a)  # bad: unsupported
 
 
-def _numpy(a):
-    return a.numpy()  # bad: numpy
+def _share_memory(a):
+    return a.share_memory_()  # bad: shared memory
 
 
 def _gammainc(a):
@@ -176,8 +176,8 @@ def test_unsupported_torch_function():
 
 
 def test_unsupported_tensor_method():
-    _raises(UnsupportedOpError, r"Tensor.numpy is not supported by thunder yet \(called at .*test_bad_inputs.py:\d+",
-            thunder.jit(_numpy), _x())  # fmt: skip
+    _raises(UnsupportedOpError, r"Tensor.share_memory_ is not supported by thunder yet \(called at .*test_bad_inputs.py:\d+",
+            thunder.jit(_share_memory), _x())  # fmt: skip
 
 
 def test_unsupported_function_in_a_submodule_of_torch():

@@ -7,6 +7,7 @@ eager PyTorch (see Note [What a trace relied on] in ``thunder.core.jit_ext``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -351,6 +352,199 @@ def test_iterator_argument_is_consumed_by_every_call(make):
     it = make([3])
     jf(X, it)
     assert list(it) == []  # consumed, as eager consumes it
+
+
+def _partly_consumed(t, it):
+    return t + next(it) * next(it)
+
+
+def _consumed_until_large(t, it):
+    for v in it:
+        if v > 2:
+            break
+        t = t + v
+    return t
+
+
+@pytest.mark.parametrize("f", [_partly_consumed, _consumed_until_large])
+@pytest.mark.parametrize("make", [lambda v: iter(v), lambda v: (i for i in v)], ids=["iterator", "generator"])
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_iterator_argument_is_left_where_eager_leaves_it(f, make, cache):
+    jf = thunder.jit(f, cache=cache)
+    for items in ([1, 2, 5, 7], [1, 2, 5, 7], [3, 1, 4], [1, 5, 9, 2], [1, 1, 1, 9, 8]):
+        it, expected_it = make(items), make(items)
+        torch.testing.assert_close(jf(X, it), f(X, expected_it))
+        assert list(it) == list(expected_it)  # the rest is still there, as in eager
+
+
+def test_endless_iterator_argument():
+    import itertools
+
+    f = lambda t, it: t + next(it)  # noqa: E731
+    jf = thunder.jit(f)
+    for start in (0, 0, 5):
+        it, expected_it = itertools.count(start), itertools.count(start)
+        torch.testing.assert_close(jf(X, it), f(X, expected_it))
+        assert next(it) == next(expected_it)
+
+
+def test_kind_of_iterator_argument_is_checked():
+    import types
+
+    f = lambda t, it: t * 2 if isinstance(it, types.GeneratorType) else t * 3  # noqa: E731
+    jf = thunder.jit(f)
+    for make in (lambda: (i for i in [1]), lambda: iter([1]), lambda: (i for i in [1])):
+        torch.testing.assert_close(jf(X, make()), f(X, make()))
+
+
+def test_iterator_argument_taken_further_than_eager_is_a_clear_error():
+    # The first trace pulls two items before the check that tells the second call apart (tensor strides are
+    # checked at the end): the second call's trace takes one, and the taken item cannot be put back.
+    def f(t, it):
+        a = next(it)
+        if t.is_contiguous():
+            return t + a + next(it)
+        return t + a
+
+    jf = thunder.jit(f)
+    torch.testing.assert_close(jf(X, iter([1, 2])), f(X, iter([1, 2])))
+    y = torch.arange(6.0)[::2]
+    it = iter([1, 2, 3])
+    with pytest.raises(ThunderRuntimeError, match="iterator passed as positional argument 1 was advanced further"):
+        jf(y, it)
+
+
+def test_iterator_argument_used_other_than_by_iterating_is_a_clear_error():
+    with pytest.raises(ThunderRuntimeError, match="it.send: it is an iterator argument"):
+        thunder.jit(lambda t, it: t + it.send(None))(X, (i for i in [1]))
+    with pytest.raises(ThunderRuntimeError, match="it, an iterator argument, leaves the jitted function"):
+        thunder.jit(lambda t, it: (t, it))(X, iter([1]))
+    with pytest.raises(ThunderRuntimeError, match="not one passed to it as an argument"):
+        thunder.jit(lambda t, its: t + next(its[0]))(X, (iter([1]),))
+
+
+# --- values read natively: slices, ranges, bytes, shapes -----------------------------------------------------
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+@pytest.mark.parametrize(
+    "f, values",
+    [
+        (lambda t, s: t[s], [slice(0, 2), slice(3, 8, 2), slice(1, None), slice(0, 2)]),
+        (lambda t, r: t.sum() + sum(r), [range(3), range(5), range(1, 4), range(3)]),
+        (lambda t, b: t + len(b), [b"ab", b"abc", b"ab"]),
+        (lambda t, s: t.reshape(s), [torch.Size([2, 5]), torch.Size([5, 2]), torch.Size([10])]),
+    ],
+    ids=["slice", "range", "bytes", "torch.Size"],
+)
+def test_values_read_natively_are_checked(f, values, cache):
+    jf = thunder.jit(f, cache=cache)
+    t = torch.arange(10.0)
+    for v in values:
+        _same_as_eager(jf, f, t, v)
+
+
+# --- copies of outside objects -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("copier", ["deepcopy", "copy"])
+def test_copy_of_a_module_argument_copies_this_calls_module(copier):
+    import copy
+
+    f = lambda m, x: getattr(copy, copier)(m)(x)  # noqa: E731
+    jf = thunder.jit(f)
+    x = torch.randn(2, 3)
+    m1, m2 = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    for m in (m1, m2, m1):
+        _same_as_eager(jf, f, m, x)
+
+
+def test_deepcopy_of_an_argument_is_a_new_object_with_its_own_gradients():
+    import copy
+
+    def f(m, t):
+        c = copy.deepcopy(m)
+        u = copy.deepcopy(t)
+        return c(u), u
+
+    m, t = torch.nn.Linear(3, 2), torch.randn(2, 3, requires_grad=True)
+    out, u = thunder.jit(f)(m, t)
+    torch.testing.assert_close(out, m(t))
+    assert u is not t and out.requires_grad
+    out.sum().backward()
+    assert m.weight.grad is None and t.grad is None and u.grad is not None  # the copies get them, as in eager
+
+
+def test_deepcopy_after_changing_outside_state_is_a_clear_error():
+    import copy
+
+    class Box:
+        pass
+
+    def f(b, t):
+        b.scale = 2.0
+        return copy.deepcopy(b).scale * t
+
+    b = Box()
+    b.scale = 1.0
+    with pytest.raises(ThunderRuntimeError, match=r"copy.deepcopy\(b\) copies an object from outside"):
+        thunder.jit(f)(b, X)
+
+
+# --- global torch state ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype):
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+@contextlib.contextmanager
+def _deterministic():
+    old = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(old)
+
+
+_TORCH_STATE = {
+    "grad mode": (torch.is_grad_enabled, torch.no_grad),
+    "inference mode": (torch.is_inference_mode_enabled, torch.inference_mode),
+    "default dtype": (lambda: torch.get_default_dtype() is torch.float32, lambda: _default_dtype(torch.float64)),
+    "deterministic": (torch.are_deterministic_algorithms_enabled, _deterministic),
+    "cudnn deterministic": (lambda: torch.backends.cudnn.deterministic, lambda: torch.backends.cudnn.flags(deterministic=True)),
+    "autocast": (lambda: torch.is_autocast_enabled("cpu"), lambda: torch.autocast("cpu")),
+}
+
+
+@pytest.mark.parametrize("state", list(_TORCH_STATE))
+def test_torch_state_read_by_the_program_is_checked(state):
+    read, changed = _TORCH_STATE[state]
+
+    def f(t):
+        return t * 2 if read() else t * 3
+
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X)
+    with changed():
+        _same_as_eager(jf, f, X)
+    _same_as_eager(jf, f, X)
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_torch_state_the_program_does_not_read_is_not_checked():
+    jf = thunder.jit(lambda t: t + 1)
+    jf(X)
+    prologue = str(thunder.last_prologue_traces(jf)[-1])
+    for what in ("is_grad_enabled", "inference_mode", "default_dtype", "deterministic", "autocast"):
+        assert what not in prologue
 
 
 # --- random numbers and clocks -------------------------------------------------------------------------------

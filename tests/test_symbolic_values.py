@@ -67,6 +67,16 @@ CASES = {
     "tuple_getitem_unbound": (lambda x, n: x + tuple.__getitem__((1, 2, 3, 4), n), [(_x(), 1), (_x(), 2)], 2),
     "str_getitem_method": (lambda x, n: x + ord("abcd".__getitem__(n)), [(_x(), 1), (_x(), 2)], 2),
     "operator_index": (lambda x, n: x + operator.index(n), [(_x(), 1), (_x(), 2)], 2),
+    "tuple_getitem_slice": (lambda x, n: x * len(tuple.__getitem__((1, 2, 3), slice(n))), [(_x(), 1), (_x(), 2)], 2),
+    "operator_getitem_slice": (lambda x, n: x * len(operator.getitem((1, 2, 3), slice(n))), [(_x(), 1), (_x(), 2)], 2),
+    # a dim of a shape (a SymbolicSize, or a torch.Size of plain dims) picked by a symbolic index
+    "shape_subscript": (lambda x, n: x * x.shape[n], [(torch.ones(2, 3), 0), (torch.ones(2, 3), 1)], 2),
+    "shape_negative_subscript": (lambda x, n: x * x.shape[-n], [(torch.ones(2, 3), 1), (torch.ones(2, 3), 2)], 2),
+    "shape_slice": (lambda x, n: x * len(x.shape[:n]), [(torch.ones(2, 3), 1), (torch.ones(2, 3), 2)], 2),
+    "size_of_dim": (lambda x, n: x * x.size(n), [(torch.ones(2, 3), 0), (torch.ones(2, 3), 1)], 2),
+    "stride_of_dim": (lambda x, n: x * x.stride(n), [(torch.ones(2, 3), 0), (torch.ones(2, 3), 1)], 2),
+    "plain_shape_subscript": (lambda x, n: x * x.reshape(2, 3).shape[n], [(torch.ones(2, 3), 0), (torch.ones(2, 3), 1)], 2),
+    "torch_size_subscript": (lambda x, n: x * torch.Size([2, 3])[n], [(_x(), 0), (_x(), 1)], 2),
     "sequence_times_number": (lambda x, n: x * len(n * [0]), [(_x(), 3), (_x(), 4)], 2),
     # math
     "math_floor": (lambda x, f: x + math.floor(f), [(_x(), 2.5), (_x(), 2.7), (_x(), 3.5)], 1),

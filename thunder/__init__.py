@@ -52,7 +52,7 @@ from thunder.core import devices, dtypes, prims
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.interpreter import InterpreterError
 from thunder.core.interpreter.versions import check_python_version, running_python, unsupported_python_message
-from thunder.core.iterators import replayable_arguments
+from thunder.core.iterators import check_replayed, replayable_arguments
 from thunder.core.module import ThunderModule
 from thunder.core.module import install_jit_entry as _install_jit_entry
 from thunder.core.prims.python import OutcomeChanged
@@ -197,6 +197,7 @@ class _Jitted:
             state = python_random_state() if self.draws_with_outcomes else None
             result = self._call(args, kwargs, changed)
             if type(result) is not OtherOutcome:
+                check_replayed(args, kwargs)
                 return result
             if state is not None:
                 restore_python_random_state(state)

@@ -32,10 +32,12 @@ import torch
 
 from thunder.common import CacheEntry
 from thunder.core.codegen import Printer, compile_source, trace_source
+from thunder.core.iterators import ReplayableIterator
 from thunder.core.prims.python import NOT_A_MEMBER
 from thunder.core.prims.python import PythonPrimIDs as P
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import BoundSymbol
+from thunder.core.torch_state import TORCH_STATE
 
 __all__ = ["CacheMissReason", "RecompileWarning", "Rejection", "diagnostic_prologue", "diagnose_miss", "explain"]
 
@@ -213,14 +215,9 @@ def _explain_type(bsym, values):
     return CacheMissReason(p.name, "type", expected, type(_value(values, p)))
 
 
-def _explain_default_dtype(bsym, values):
-    (expected,) = bsym.args
-    return CacheMissReason(None, "torch default dtype", expected, torch.get_default_dtype())
-
-
-def _explain_grad_enabled(bsym, values):
-    (expected,) = bsym.args
-    return CacheMissReason(None, "grad mode (torch.is_grad_enabled())", expected, torch.is_grad_enabled())
+def _explain_torch_state(bsym, values):
+    expr, expected = bsym.args
+    return CacheMissReason(None, expr, expected, TORCH_STATE[expr]())
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
@@ -291,6 +288,22 @@ def _explain_hasattr(bsym, values):
     return CacheMissReason(p.name, f"hasattr {name!r}", present, not present)
 
 
+def _explain_iterator(bsym, values):
+    it, typ, _ = bsym.args
+    x = _value(values, it)
+    return CacheMissReason(it.name, "type", typ, type(x.source) if type(x) is ReplayableIterator else type(x))
+
+
+def _explain_next(bsym, values):
+    view, item = bsym.args
+    return CacheMissReason(view.name, "length", message=f"the iterator ({view.name}) ended before {item.name}, which the trace took")
+
+
+def _explain_iterator_end(bsym, values):
+    (view,) = bsym.args
+    return CacheMissReason(view.name, "length", message=f"the iterator ({view.name}) has more items where the trace found its end")
+
+
 def _explain_generic(bsym, values):
     """A check prim without a row in the table: its proxies' values against its other arguments."""
     proxies = [a for a in bsym.args if isinstance(a, Proxy)]
@@ -315,9 +328,11 @@ _EXPLAINERS: dict[Any, Callable[[BoundSymbol, dict], CacheMissReason]] = {
     P.CHECK_VALUE: _explain_value,
     P.CHECK_IDENTITY: _explain_identity,
     P.CHECK_TYPE: _explain_type,
-    P.CHECK_DEFAULT_DTYPE: _explain_default_dtype,
-    P.CHECK_GRAD_ENABLED: _explain_grad_enabled,
+    P.CHECK_TORCH_STATE: _explain_torch_state,
     P.CHECK_EXPR: _explain_expr,
+    P.UNPACK_ITERATOR: _explain_iterator,
+    P.UNPACK_NEXT: _explain_next,
+    P.CHECK_ITERATOR_END: _explain_iterator_end,
 }
 # Check prims added later (another part of issue 7 adds them): a row each where they exist.
 for _name, _explainer in (("CHECK_IS", _explain_is), ("CHECK_HASATTR", _explain_hasattr)):

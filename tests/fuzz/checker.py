@@ -162,6 +162,30 @@ def _snap(value, depth=0):
     return f"<{type(value).__name__}>"
 
 
+def _args_after(args: tuple):
+    """The arguments after a call, for comparing: an iterator argument by what it has left (a call must
+    consume exactly what eager consumes)."""
+    return _snap(tuple(("<iterator left>", list(a)) if _is_iterator(a) else a for a in args))
+
+
+def _is_iterator(a) -> bool:
+    return hasattr(type(a), "__next__") and not isinstance(a, (torch.Tensor, torch.nn.Module))
+
+
+@contextlib.contextmanager
+def _torch_state_restored():
+    """Programs may change global torch state between calls (grad mode, default dtype, deterministic
+    algorithms): put it back afterwards, for the next program."""
+    grad, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    try:
+        yield
+    finally:
+        torch.set_grad_enabled(grad)
+        torch.set_default_dtype(dtype)
+        torch.use_deterministic_algorithms(deterministic)
+
+
 def _module_params(ns: dict) -> list[torch.Tensor]:
     params = []
     for v in list(ns.values()):
@@ -199,6 +223,7 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
         if obs.exc is None and grad:
             leaves = [a for a in _flat(args) if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
             leaves += [p for p in params if p.requires_grad]
+            leaves += [p for a in args if isinstance(a, torch.nn.Module) for p in a.parameters() if p.requires_grad]
             outs = [
                 o for o in _flat(obs.out) if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()
             ]
@@ -209,7 +234,7 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
                     obs.grad_exc = e
                 obs.grads = [None if p.grad is None else p.grad.detach().clone() for p in leaves]
     obs.stdout = buf.getvalue()
-    obs.args = _snap(tuple(args))
+    obs.args = _args_after(args)
     obs.state = {name: _snap(ns.get(name, "<unbound>")) for name in prog.state}
     return obs
 
@@ -319,6 +344,11 @@ def check_program(prog: Program, cache: str, *, jit=None, stop_at_failure: bool 
     """Runs ``prog``'s calls for ``cache`` eagerly and jitted; one ``CallResult`` per call run.
 
     ``jit`` replaces ``thunder.jit`` (for testing the checker itself)."""
+    with _torch_state_restored():
+        return _check_program(prog, cache, jit, stop_at_failure)
+
+
+def _check_program(prog: Program, cache: str, jit, stop_at_failure: bool) -> ProgramResult:
     result = ProgramResult(prog, cache)
     source = prog.source
     try:

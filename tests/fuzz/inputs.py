@@ -26,6 +26,7 @@ class TensorSpec:
     layout: str = "contiguous"
     requires_grad: bool = False
     with_grad: bool = False  # a leaf that requires grad and already has a .grad
+    values: str = "random"  # or an edge case of VALUES (equal values, infinities, nans)
 
     def expr(self) -> str:
         shape, layout = self.shape, self.layout
@@ -39,11 +40,30 @@ class TensorSpec:
             base = _base((shape[0] + 1,) + shape[1:], self.dtype) + "[1:]"
         else:
             base = _base(shape, self.dtype)
+        base = _with_values(base, self.values, self.dtype)
         if self.requires_grad and self.dtype.startswith("float"):
             base += ".requires_grad_()"
             if self.with_grad:
                 base = f"(lambda t: setattr(t, 'grad', torch.ones_like(t)) or t)({base})"
         return base
+
+
+#: Edge values, as a function of the random tensor's expression (floats only; ints get equal values).
+VALUES = {
+    "equal": "torch.full_like({t}, 1.5)",
+    "inf": "{t}.masked_fill({t} > 0.5, float('inf'))",
+    "-inf": "{t}.masked_fill({t} < -0.5, -float('inf'))",
+    "nan": "{t}.masked_fill({t} > 0.8, float('nan'))",
+    "zeros": "torch.zeros_like({t})",
+}
+
+
+def _with_values(base: str, values: str, dtype: str) -> str:
+    if values == "random" or dtype == "bool":
+        return base
+    if not dtype.startswith("float"):
+        return f"torch.full_like({base}, 2)" if values == "equal" else base
+    return f"(lambda t: {VALUES[values].format(t='t')})({base})"
 
 
 def _tuple(shape: tuple[int, ...]) -> str:
@@ -74,6 +94,8 @@ NUMBERS["any+tensor"] = NUMBERS["any"] + NUMBERS["tensor"]
 STRINGS = ("'add'", "'mul'", "'sub'", "''", "'relu'", "'sin'", "'m'")
 ITERABLES = (
     "iter([1, 2])",
+    "iter([3, 4, 5])",
+    "(v for v in [1.5, 2.5])",
     "(i * 2 for i in range(3))",
     "[1, 2.5]",
     "range(3)",
@@ -82,6 +104,12 @@ ITERABLES = (
     "zip([1, 2], [3, 4])",
 )
 LISTS = ("[]", "[1]", "[1, 2.0]", "['a']")
+SLICES = ("slice(0, 2)", "slice(1, None)", "slice(None, None, 2)", "slice(3, 8, 2)", "slice(-2, None)", "slice(None)")
+# Made afresh for each call after ``torch.manual_seed(call.seed)``: each call's module has other weights.
+MODULES = (
+    "torch.nn.Linear(4, 4)", "torch.nn.Linear(4, 4, bias=False)",
+    "torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())", "torch.nn.Linear(4, 4).eval()",
+)  # fmt: skip
 
 
 class InputDrawer:
@@ -110,6 +138,8 @@ class InputDrawer:
         if self.last_dim is not None:
             rank = max(rank, 1)
         shape = [r.choice((1, 2, 3, 4)) for _ in range(rank)]
+        if shape and r.random() < 0.04:
+            shape[r.randrange(len(shape))] = 0  # empty
         if self.last_dim is not None:
             shape[-1] = self.last_dim
         kind = self.kind
@@ -120,7 +150,8 @@ class InputDrawer:
         if self.last_dim is not None and layout == "transposed":
             layout = "contiguous"
         rg = dtype.startswith("float") and r.random() < 0.3
-        spec = TensorSpec(tuple(shape), dtype, layout, rg, with_grad=rg and r.random() < 0.3)
+        values = "random" if r.random() < 0.85 else r.choice(tuple(VALUES))
+        spec = TensorSpec(tuple(shape), dtype, layout, rg, with_grad=rg and r.random() < 0.3, values=values)
         self.prev_x = spec
         return spec
 
@@ -156,3 +187,9 @@ class InputDrawer:
 
     def lst(self) -> str:
         return self._repeat_or("lst", LISTS)
+
+    def sl(self) -> str:
+        return self._repeat_or("sl", SLICES)
+
+    def mod(self) -> str:
+        return self._repeat_or("mod", MODULES)

@@ -15,9 +15,9 @@ from tests.fuzz.snippets import FAMILY_GENERATORS, Ctx, Snippet
 
 FAMILIES = tuple(FAMILY_GENERATORS)
 CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input")
-PARAM_ORDER = ("x", "w", "n", "s", "it", "lst")
+PARAM_ORDER = ("x", "w", "n", "s", "it", "lst", "sl", "mod")
 
-HEADER = "import functools\nimport math\nimport random\n\nimport torch\n\nimport thunder\n"
+HEADER = "import copy\nimport functools\nimport math\nimport random\n\nimport torch\n\nimport thunder\n"
 
 OWNER_MODULE = """
 class Net(torch.nn.Module):
@@ -179,7 +179,8 @@ def generate_program(
         values = {"x": x.expr()}
         if "w" in params:
             values["w"] = drawer.w(x).expr()
-        for p, draw in (("n", drawer.n), ("s", drawer.s), ("it", drawer.it), ("lst", drawer.lst)):
+        draws = (("n", drawer.n), ("s", drawer.s), ("it", drawer.it), ("lst", drawer.lst), ("sl", drawer.sl), ("mod", drawer.mod))
+        for p, draw in draws:
             if p in params:
                 values[p] = draw()
         args = "(" + ", ".join(values[p] for p in params) + ",)"

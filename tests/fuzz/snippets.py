@@ -149,6 +149,10 @@ REDUCTIONS = [
     ("acc = acc.var()", "f", None),
     ("acc = acc.argmax()", "fi", "int"),
     ("acc = acc.max(-1).values", "fi", None),
+    ("acc = acc.std(-1) if acc.ndim else acc.std()", "f", None),
+    ("acc = acc.var(-1, correction=0) if acc.ndim else acc.var(correction=0)", "f", None),
+    ("acc = torch.cumprod(acc, 0) if acc.ndim else torch.cumprod(acc, 0)", "f", None),
+    ("acc = acc.norm()", "f", None),
 ]
 SHAPES = [
     "acc = acc.reshape(-1)",
@@ -491,7 +495,13 @@ def closures(rng, ctx):
             "closures", "closure string rebound", "if mode{u} == 'a':\n    acc = acc + 1\nelse:\n    acc = acc - 1",
             cells={"mode{u}": "'a'"}, mutations=["set_mode{u}('b')", "set_mode{u}('a')"],
         )  # fmt: skip
-    if choice < 0.75:
+    if choice < 0.65:
+        return _s(
+            "closures", "closure tensor rebound or changed in place", "acc = acc * t{u}\nret.append(t{u} + 1)",
+            cells={"t{u}": "torch.tensor(2.0)"},
+            mutations=["set_t{u}(torch.tensor(3.0))", "set_t{u}(torch.ones(2))", "set_t{u}(torch.tensor(2, dtype=torch.int64))"],
+        )  # fmt: skip
+    if choice < 0.8:
         return _s(
             "closures", "closure function rebound", "acc = fn{u}(acc)",
             cells={"fn{u}": "torch.abs"}, mutations=["set_fn{u}(torch.neg)", "set_fn{u}(lambda t: t * 3)", "set_fn{u}(torch.abs)"],
@@ -604,6 +614,10 @@ INPLACE = [
     "acc = acc + 0\nacc.copy_(w)",
     "t{u} = acc.clone()\nt{u}.zero_()\nacc = acc + t{u}",
     "t{u} = acc * 1\nu{u} = t{u} * 1\nt{u}.add_(1)\nret.append(u{u})\nret.append(t{u})",
+    "v{u} = acc * 1\nv{u}.fill_(1.5)\nacc = acc + v{u}",
+    "v{u} = acc * 2\nv{u}.mul_(3)\nacc = v{u}",
+    "v{u} = acc + 0\nv{u}.clamp_(min=0)\nacc = acc * v{u}",
+    "v{u} = acc * 1\nif v{u}.ndim:\n    v{u}[..., 0] = 2\nacc = acc + v{u}",
 ]
 
 
@@ -656,6 +670,10 @@ EAGER_ERRORS = [
     "_ = x.expand(5, 5, 5, 5, 5)",
     "_ = torch.sigmoid(x.long())",
     "_ = x.to(torch.float32).mean(dtype=torch.int64)",
+    "_ = x.permute()\nacc = acc + 0",
+    "_ = x.take(torch.tensor([100]))\nacc = acc + 0",
+    "_ = x + math.ceil(1e30)\nacc = acc + 0",
+    "_ = x[..., torch.tensor([9])] if x.ndim else x.view(2)",
 ]
 
 
@@ -684,6 +702,8 @@ def iterators(rng, ctx):
         "for v in it:\n    acc = acc + (v[0] if isinstance(v, tuple) else v)",
         "ret.append(list(it))",
         "ret.append(sum(1 for _ in it))",
+        "ret.append(next(iter(it), None))",
+        "for v in it:\n    acc = acc + 1\n    break",
     ))  # fmt: skip
     return _s("iterators", "iterator or iterable argument", body, needs={"it"})
 
@@ -696,10 +716,15 @@ def calls(rng, ctx):
     if choice < 0.2:
         return _s("calls", "helper with *args/**kwargs", "acc = hv{u}(acc, 2, k=3)",
                   setup="def hv{u}(t, *args, **kwargs):\n    return t * args[0] + kwargs['k']")  # fmt: skip
-    if choice < 0.35:
+    if choice < 0.27:
         return _s("calls", "functools.partial with keywords", "acc = P{u}(acc, 1)",
                   setup="P{u} = functools.partial(torch.add, alpha=2)",
                   mutations=["P{u} = functools.partial(torch.add, alpha=3)"])  # fmt: skip
+    if choice < 0.35:
+        return _s("calls", "functools.partial holding a tensor", "acc = P{u}(acc)",
+                  setup="P{u} = functools.partial(torch.mul, other=torch.tensor(2.0))",
+                  mutations=["P{u} = functools.partial(torch.mul, other=torch.tensor(3.0))",
+                             "P{u}.keywords['other'].add_(1)"])  # fmt: skip
     if choice < 0.5:
         return _s("calls", "calls another jitted function", "acc = J{u}(acc)",
                   setup="J{u} = thunder.jit(lambda t: t * 2 + 1)")  # fmt: skip
@@ -715,6 +740,111 @@ def calls(rng, ctx):
             "acc = acc + sum(i * i for i in range(3))\nret.append(sorted([3, 1, 2]))",
         )
     return _s("calls", "lambda and map", "ret.append(list(map(lambda v: v * 2, [1, 2])))\nacc = (lambda t: t + 1)(acc)")
+
+
+# ---------------------------------------------------------------- global torch state read by the program
+
+TORCH_STATE = [
+    "if torch.is_grad_enabled():\n    acc = acc * 2\nelse:\n    acc = acc * 3",
+    "ret.append(torch.is_grad_enabled())",
+    "ret.append(torch.get_default_dtype())",
+    "acc = acc + torch.ones(())",
+    "if torch.get_default_dtype() == torch.float64:\n    acc = acc * 2",
+    "ret.append(torch.are_deterministic_algorithms_enabled())",
+    "if torch.is_inference_mode_enabled():\n    acc = acc + 1",
+    "ret.append(torch.tensor([1.5, 2.5]).dtype)",
+]
+# Run at module level between calls, in both worlds; the checker puts the state back after each program.
+TORCH_STATE_CHANGES = [
+    "torch.set_grad_enabled(False)", "torch.set_grad_enabled(True)", "torch.set_default_dtype(torch.float64)",
+    "torch.set_default_dtype(torch.float32)", "torch.use_deterministic_algorithms(True)",
+    "torch.use_deterministic_algorithms(False)",
+]  # fmt: skip
+
+
+def torch_state(rng, ctx):
+    return _s("torch_state", "global torch state read by the program", _pick(rng, TORCH_STATE),
+              mutations=list(TORCH_STATE_CHANGES))  # fmt: skip
+
+
+# ---------------------------------------------------------------- slices and modules as arguments
+
+
+def argument_kinds(rng, ctx):
+    if rng.random() < 0.5:
+        body = _pick(rng, (
+            "if acc.ndim:\n    acc = acc[sl]", "ret.append(sl.indices(5))", "ret.append(list(range(10))[sl])",
+            "ret.append(sl.stop)",
+        ))  # fmt: skip
+        return _s("argument_kinds", "a slice argument", body, needs={"sl"})
+    body = _pick(rng, (
+        "ret.append(mod(torch.ones(4)))", "ret.append(copy.deepcopy(mod)(torch.ones(4)))",
+        "acc = acc + sum(p.sum() for p in mod.parameters())", "ret.append(type(mod).__name__)",
+        "ret.append(mod.training)", "ret.append(len(list(mod.children())))",
+    ))  # fmt: skip
+    if "acc + sum" in body:
+        ctx.kind = "float"
+    return _s("argument_kinds", "a module argument", body, needs={"mod"})
+
+
+# ---------------------------------------------------------------- copy and deepcopy inside the program
+
+COPIES = [
+    "ret.append(copy.deepcopy(acc))",
+    "t{u} = copy.copy(x)\nacc = acc + t{u}",
+    "ret.append(copy.deepcopy([acc, 1, 'a']))",
+    "d{u} = copy.deepcopy({'k': acc})\nd{u}['k'].add_(1)\nret.append(d{u}['k'])",
+    "ret.append(copy.deepcopy(m.lin)(torch.ones(4)))",
+    "c{u} = copy.deepcopy(x)\nc{u}.mul_(2)\nret.append(c{u})",
+]
+
+
+def copies(rng, ctx):
+    body = _pick(rng, COPIES)
+    return _s("copies", "copy / deepcopy", body, needs={"owner"} if "m.lin" in body else ())
+
+
+# ---------------------------------------------------------------- type checks, legacy tensor types
+
+TYPE_CHECKS = [
+    "ret.append(isinstance(x, torch.FloatTensor))",
+    "ret.append(isinstance(acc, (torch.LongTensor, torch.DoubleTensor)))",
+    "ret.append(x.type())",
+    "ret.append(isinstance(x, torch.BoolTensor))",
+    "ret.append(type(acc) is torch.Tensor)",
+    "ret.append(torch.is_tensor(acc) and acc.is_floating_point())",
+    "ret.append(x.dtype.is_floating_point)",
+    "ret.append(torch.is_floating_point(input=x))",
+    "ret.append(acc.is_complex())",
+    "ret.append(x.is_leaf)",
+    "if isinstance(x, torch.cuda.FloatTensor):\n    acc = acc + 1",
+]
+
+
+def type_checks(rng, ctx):
+    if rng.random() < 0.2:
+        ctx.kind = "float"
+        return _s("type_checks", "legacy type conversion", "acc = acc.type(torch.DoubleTensor)")
+    return _s("type_checks", "type check", _pick(rng, TYPE_CHECKS))
+
+
+# ---------------------------------------------------------------- the foreach ops (optimizers use them)
+
+FOREACH = [
+    "ret.extend(torch._foreach_add([acc, acc * 2], 1.0))",
+    "ret.extend(torch._foreach_mul([acc, acc], [2.0, 3.0]))",
+    "t{u} = [acc * 1, acc + 1]\ntorch._foreach_add_(t{u}, 1.0)\nret.extend(t{u})",
+    "ret.extend(torch._foreach_abs([acc, -acc]))",
+    "t{u} = [acc * 1]\ntorch._foreach_mul_(t{u}, 0.5)\nacc = t{u}[0]",
+    "ret.extend(torch._foreach_add([acc], [acc], alpha=2))",
+]
+
+
+def foreach(rng, ctx):
+    body = _pick(rng, FOREACH)
+    if "mul_(t" in body and ctx.kind != "float":
+        ctx.kind = "float"
+    return _s("foreach", "torch._foreach_* ops", body)
 
 
 FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
@@ -735,4 +865,9 @@ FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
     "randomness": randomness,
     "iterators": iterators,
     "calls": calls,
+    "torch_state": torch_state,
+    "argument_kinds": argument_kinds,
+    "copies": copies,
+    "type_checks": type_checks,
+    "foreach": foreach,
 }

@@ -25,7 +25,7 @@ import torch
 
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
-from thunder.core.pytree import ObjectWithProxies, mapping_items, rebuild_mapping, rebuild_object
+from thunder.core.pytree import ObjectWithProxies, mapping_items, mapping_type, rebuild_mapping, rebuild_object
 from thunder.core.symbol import PARAMETER, BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt
 
@@ -115,7 +115,7 @@ class Printer:
                 return items
             # A dict subclass (an OrderedDict, a Hugging Face ModelOutput) is rebuilt as its type.
             self.add_ctx("_rebuild_mapping", rebuild_mapping)
-            typ = self.constant(type(x), "_mapping_type")
+            typ = self.constant(mapping_type(x), "_mapping_type")
             return f"_rebuild_mapping({typ}, {items})"
         if isinstance(x, ObjectWithProxies):
             self.add_ctx("_rebuild_object", rebuild_object)

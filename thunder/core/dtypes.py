@@ -1,7 +1,7 @@
 """Dtypes: thunder uses ``torch.dtype`` objects directly, plus the classification and
 type-promotion rules the torch language needs.
 
-Layer: core. Imports: torch only.
+Layer: core. Imports: torch, core.errors.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import enum
 from numbers import Number
 
 import torch
+
+from thunder.core.errors import ThunderOverflowError
 
 dtype = torch.dtype
 
@@ -183,6 +185,14 @@ def _promote(acc: torch.dtype | None, d: torch.dtype) -> torch.dtype:
     return d if acc is None else torch.promote_types(acc, d)
 
 
+def check_scalar(x) -> None:
+    """Raises eager's OverflowError for a Python int that a PyTorch scalar cannot hold (an int64 or, above
+    its range, a uint64): ``x + 10**30`` fails, used or not."""
+    v = getattr(x, "value", x)  # a NumberProxy's value; a symbolic int is left alone (its type is not int)
+    if type(v) is int and not -(2**63) <= v < 2**64:
+        raise ThunderOverflowError(f"Python int {v} is too big to convert to a PyTorch scalar (int64 or uint64)")
+
+
 def result_type(*args) -> torch.dtype:
     """``torch.result_type`` over tensors (proxies with ``dtype`` and ``ndim``), Python numbers and dtypes.
 
@@ -202,6 +212,7 @@ def result_type(*args) -> torch.dtype:
                 zero_result = _promote(zero_result, a.dtype)
         elif isinstance(a, Number) or hasattr(a, "python_type"):
             typ = a.python_type if hasattr(a, "python_type") else type(a)
+            check_scalar(a)
             wd = python_type_to_dtype(typ)
             if wd.is_floating_point:
                 wd = default_dtype()

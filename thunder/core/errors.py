@@ -23,6 +23,10 @@ class ThunderIndexError(ThunderError, IndexError):
     """An index or dim is out of range (where PyTorch raises IndexError)."""
 
 
+class ThunderOverflowError(ThunderError, OverflowError):
+    """A Python number too large for PyTorch (where PyTorch raises OverflowError)."""
+
+
 class ThunderRuntimeError(ThunderError, RuntimeError):
     """Something the user's program did cannot be compiled (data-dependent control flow, ...)."""
 

@@ -50,7 +50,7 @@ from thunder.core.interpreter.protocols import load_attr as _interpreter_load_at
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol_lookup import symbol_for
-from thunder.core.symbolic import SymFloat, SymInt
+from thunder.core.symbolic import SymFloat, SymInt, pin_index
 
 # --- eager types -------------------------------------------------------------------------------
 
@@ -60,8 +60,9 @@ _input_types: dict[int, tuple[weakref.ref, type]] = {}
 _DISABLED_TORCH_FUNCTION = torch._C._disabled_torch_function_impl
 
 
-def note_input(proxy: TensorProxy, value: Any) -> None:
-    """Called by the tracer for each input tensor: ``proxy`` stands for ``value`` (see Note [Eager types]).
+def note_input(proxy: TensorProxy, value: Any, where: Callable[[], str] | None = None) -> None:
+    """Called by the tracer for each input tensor: ``proxy`` stands for ``value`` (see Note [Eager types]);
+    ``where()`` names the input and the user's line that reads it, for an error.
 
     Raises ThunderTypeError for a Tensor subclass whose ``__torch_function__`` makes eager's results
     instances of the subclass: thunder traces plain tensor ops, so every answer about them would differ.
@@ -70,8 +71,9 @@ def note_input(proxy: TensorProxy, value: Any) -> None:
     if typ is torch.Tensor:
         return
     if getattr(typ, "__torch_function__", None) is not _DISABLED_TORCH_FUNCTION:
+        which = f"input {where()}" if where is not None else "an input"
         raise ThunderTypeError(
-            f"thunder.jit: an input is a {typ.__module__}.{typ.__qualname__}, a torch.Tensor subclass with "
+            f"thunder.jit: {which} is a {typ.__module__}.{typ.__qualname__}, a torch.Tensor subclass with "
             "__torch_function__ enabled: eagerly, operations on it return the subclass and run its overrides, "
             "but thunder traces them as plain torch.Tensor operations. Pass x.as_subclass(torch.Tensor), or set "
             "__torch_function__ = torch._C._disabled_torch_function_impl on the subclass (as torch.nn.Parameter "
@@ -120,9 +122,24 @@ def _type(*args, **kwargs):
     return type(*args, **kwargs)  # type(name, bases, namespace): what the interpreter runs for it too
 
 
+# ``torch.FloatTensor``, ``torch.cuda.LongTensor``, ...: their ``isinstance`` asks a real tensor for its
+# dtype and backend, and says False for anything else.
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
+
+
 def _isinstance(obj, classinfo, /) -> bool:
     if not _is_traced(obj):
         return isinstance(obj, classinfo)
+    if isinstance(classinfo, (tuple, types.UnionType)):
+        return any(_isinstance(obj, c) for c in (classinfo if isinstance(classinfo, tuple) else classinfo.__args__))
+    if type(classinfo) is _LEGACY_TENSOR_TYPE:
+        # eager: the tensor's dtype and dense backend are the type's (a meta tensor is no FloatTensor)
+        return (
+            isinstance(obj, TensorProxy)
+            and obj.dtype == classinfo.dtype
+            and obj.device.type == ("cuda" if classinfo.is_cuda else "cpu")
+            and not (classinfo.is_sparse or classinfo.is_sparse_csr or classinfo.is_xpu)
+        )
     try:
         if issubclass(eager_type(obj), classinfo):
             return True
@@ -208,10 +225,12 @@ def _len(obj, /):
 def _tensor_query(fn: Callable, method: str) -> Callable:
     """``torch.is_floating_point(t)`` and friends: answered from the proxy's metadata, like the method."""
 
-    def call(t, *args, **kwargs):
+    def call(*args, **kwargs):
+        t = args[0] if args else kwargs.get("input")  # torch.is_floating_point(input=t) too
         if isinstance(t, TensorProxy):
-            return getattr(t, method)(*args, **kwargs)
-        return fn(t, *args, **kwargs)
+            rest = {k: v for k, v in kwargs.items() if k != "input"} if not args else kwargs
+            return getattr(t, method)(*args[1:], **rest)
+        return fn(*args, **kwargs)
 
     call.__name__ = fn.__name__
     call.__wrapped__ = fn
@@ -230,19 +249,22 @@ _TENSOR_QUERIES = {
 
 
 def _pin(x: Any) -> Any:
-    """The plain value of a symbolic number (recording the constraint), anything else unchanged."""
+    """The plain value of a symbolic number, or a slice with plain bounds (recording the constraints), anything
+    else unchanged."""
     typ = type(x)
-    if typ is SymInt:
-        return x.__index__()
+    if typ is SymInt or typ is slice:
+        return pin_index(x)
     if typ is SymFloat:
         return x.__float__()
     return x
 
 
+def _is_symbolic_argument(x: Any) -> bool:
+    return type(x) in (SymInt, SymFloat) or (type(x) is slice and any(type(v) is SymInt for v in (x.start, x.stop, x.step)))
+
+
 def _has_symbolic(args: tuple, kwargs: dict | None) -> bool:
-    return any(type(a) in (SymInt, SymFloat) for a in args) or bool(
-        kwargs and any(type(v) in (SymInt, SymFloat) for v in kwargs.values())
-    )
+    return any(map(_is_symbolic_argument, args)) or bool(kwargs and any(map(_is_symbolic_argument, kwargs.values())))
 
 
 def _pinning(fn: Callable, first: int = 0) -> Callable:

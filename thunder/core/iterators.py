@@ -1,58 +1,168 @@
-"""Iterator arguments, consumed by every call of a jitted function as eager consumes them.
+"""Iterator arguments, consumed by every call of a jitted function exactly as eager consumes them.
 
-A prologue takes all of an iterator argument's items (``consume_iterator``); if a later check rejects
-the call, the slow path must still see those items, so they are remembered per thread, and the slow
-path hands every prologue it tries (and the tracer) a ``ReplayableIterator`` over them.
+Note [Iterator arguments]
+The program sees an iterator argument as a ``TracedIterator``, which takes an item from the real iterator
+each time the program asks for one (``next``, a ``for`` loop, ``sum``, ``zip``, ...). The tracer records each
+such pull, and the prologue makes the same pulls on every call (``it_0 = next(it_iter, _END)``), checks the
+items like any input and, where the program found the end, checks that the iterator ends there too. So a call
+takes exactly what eager takes: a partially consumed iterator is left where eager leaves it, and an endless
+one (``itertools.count()``) is fine. The program may only iterate it: anything else (``send``, returning or
+storing it) is refused with an error naming it.
 
-Layer: core. Imports: stdlib only.
+A prologue that rejects the call after pulling has taken items that the next prologue tried, and the tracer,
+must see again, and no iterator can be put back. So a prologue's pulls are recorded (``IteratorView``, kept
+per thread by ``iterator_view``), and the slow path hands every prologue it tries and the tracer a
+``ReplayableIterator``, which gives the recorded items first and then pulls from the real iterator. Should the
+entry that finally runs take fewer items than were pulled (a rejected entry took more before one of its later
+checks failed), the call fails with an error naming the argument (``check_replayed``) rather than leave the
+iterator further on than eager would.
+
+Layer: core. Imports: stdlib, core.errors, core.interpreter (``make_opaque``).
 """
 
 from __future__ import annotations
 
 import collections.abc
 import threading
+from collections.abc import Callable
+from typing import Any
 
-_consumed = threading.local()  # iterators a prologue consumed on this thread: id -> (iterator, items)
+from thunder.core.errors import ThunderRuntimeError
+from thunder.core.interpreter import make_opaque
+
+END = object()  # what ``next(view, END)`` gives when the iterator has ended
+_KEPT = 32  # views kept per thread: the iterator arguments of the call in flight, at least
+_views = threading.local()  # id(iterator) -> the view the last prologue on this thread pulled through
+
+
+class IteratorView:
+    """One pass of a prologue (or of the tracer) over an iterator argument: it gives what earlier passes pulled
+    (``pulled``, shared, ``END`` where the iterator ended), then pulls from ``source``, recording each pull."""
+
+    __slots__ = ("source", "pulled", "taken")
+
+    def __init__(self, source, pulled: list):
+        self.source, self.pulled, self.taken = source, pulled, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        pulled, taken = self.pulled, self.taken
+        if taken < len(pulled):
+            item = pulled[taken]
+        else:
+            item = next(self.source, END)
+            pulled.append(item)
+        self.taken = taken + 1
+        if item is END:
+            raise StopIteration
+        return item
 
 
 class ReplayableIterator:
-    """An iterator argument's items, which every prologue (and the tracer) can consume again: the slow
-    path makes one, so trying several cache entries and tracing all see the items the call was given."""
+    """An iterator argument on the slow path: each prologue tried, and the tracer, pass over it from the start
+    (``iterator_view``), seeing the items pulled so far and then the real iterator's next ones."""
 
-    def __init__(self, items: list):
-        self._items = items
-        self._it = iter(items)
+    __slots__ = ("source", "pulled", "last", "name")
 
-    def __iter__(self):
-        return iter(self._items)
+    def __init__(self, source, pulled: list, name: str):
+        self.source, self.pulled, self.last, self.name = source, pulled, None, name
 
-    def __next__(self):
-        return next(self._it)
+    def view(self) -> IteratorView:
+        self.last = IteratorView(self.source, self.pulled)
+        return self.last
 
 
-def consume_iterator(it) -> tuple:
-    """What a prologue does with an iterator argument: take all its items, remembered for the slow path
-    (a check after this one may reject the call, which must then see the same items)."""
+def iterator_view(it, typ: type) -> IteratorView | None:
+    """What a prologue makes of an iterator argument of type ``typ`` before pulling from it (None for anything
+    else: a miss)."""
     if type(it) is ReplayableIterator:
-        return tuple(it)
-    items = tuple(it)
-    store = getattr(_consumed, "items", None)
-    if store is None:
-        store = _consumed.items = {}
-    store[id(it)] = (it, items)
-    return items
+        return it.view() if type(it.source) is typ else None
+    if type(it) is not typ:
+        return None
+    view = IteratorView(it, [])
+    kept = getattr(_views, "kept", None)
+    if kept is None:
+        kept = _views.kept = {}
+    kept.pop(id(it), None)
+    kept[id(it)] = view
+    if len(kept) > _KEPT:
+        del kept[next(iter(kept))]
+    return view
 
 
 def replayable_arguments(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """``args``/``kwargs`` with iterators made replayable (the slow path; see ``consume_iterator``)."""
-    store = getattr(_consumed, "items", None) or {}
-
-    def fix(x):
-        if not isinstance(x, collections.abc.Iterator) or type(x) is ReplayableIterator:
-            return x
-        it, items = store.pop(id(x), (x, None))
-        return ReplayableIterator(list(items) if items is not None and it is x else list(x))
-
+    """``args``/``kwargs`` with iterators made replayable (the slow path), holding what a prologue pulled."""
     if not any(isinstance(a, collections.abc.Iterator) for a in (*args, *kwargs.values())):
         return args, kwargs
-    return tuple(fix(a) for a in args), {k: fix(v) for k, v in kwargs.items()}
+    kept = getattr(_views, "kept", None) or {}
+
+    def replayable(x, name: str):
+        if not isinstance(x, collections.abc.Iterator) or type(x) is ReplayableIterator:
+            return x
+        view = kept.pop(id(x), None)
+        return ReplayableIterator(x, view.pulled if view is not None and view.source is x else [], name)
+
+    return (
+        tuple(replayable(a, f"positional argument {i}") for i, a in enumerate(args)),
+        {k: replayable(v, f"argument {k!r}") for k, v in kwargs.items()},
+    )
+
+
+def check_replayed(args: tuple, kwargs: dict) -> None:
+    """After the slow path ran a call: raises if the entry that ran took fewer items of an iterator argument
+    than prologues pulled from it (see Note [Iterator arguments])."""
+    for it in (*args, *kwargs.values()):
+        if type(it) is ReplayableIterator and it.last is not None and it.last.taken < len(it.pulled):
+            raise ThunderRuntimeError(
+                f"thunder.jit: the iterator passed as {it.name} was advanced further than the function consumes it "
+                f"({len(it.pulled)} next() calls were made, the function makes {it.last.taken}): a cached trace took "
+                "items to check them before it turned out not to apply, and an iterator cannot be put back. Pass a "
+                "list or tuple instead of the iterator."
+            )
+
+
+class TracedIterator:
+    """What the program sees for an iterator argument while it is traced (Note [Iterator arguments]): each item
+    it asks for is pulled through ``view`` and handed to ``on_item`` (its index and value; it returns what the
+    program sees), the end to ``on_end``. It answers ``type()`` and ``isinstance`` as the real iterator."""
+
+    __slots__ = ("_view", "_on_item", "_on_end", "name", "_eager_type", "_count")
+
+    def __init__(self, view: IteratorView, on_item: Callable[[int, Any], Any], on_end: Callable[[], None], name: str):
+        self._view, self._on_item, self._on_end, self.name = view, on_item, on_end, name
+        self._eager_type, self._count = type(view.source), 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = next(self._view, END)
+        if item is END:
+            self._on_end()
+            raise StopIteration
+        self._count += 1
+        return self._on_item(self._count - 1, item)
+
+    @property
+    def __class__(self):
+        return self._eager_type
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self._refused(f"{self.name}.{name}")
+
+    def __reduce_ex__(self, protocol):  # copy.copy, copy.deepcopy, pickle
+        raise self._refused(f"copying {self.name}")
+
+    def _refused(self, what: str) -> ThunderRuntimeError:
+        return ThunderRuntimeError(
+            f"{what}: {self.name} is an iterator argument, which thunder follows only as the program takes items "
+            "from it (next(), for loops, sum(), ...). Pass the values it gives instead."
+        )
+
+
+for _method in (TracedIterator.__iter__, TracedIterator.__next__, TracedIterator.__getattr__, TracedIterator.__reduce_ex__):
+    make_opaque(_method)

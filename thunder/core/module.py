@@ -1,7 +1,7 @@
 """ThunderModule: what ``thunder.jit(module)`` returns.
 
 The module is an input of the trace: its parameters, buffers and the attributes ``forward``
-reads are unpacked and checked by the prologue (see Note [Provenance] in ``jit_ext``), so an
+reads are unpacked and checked by the prologue (see Note [Provenance] in ``provenance``), so an
 optimizer step on the original parameters is seen by the next call.
 
 Note [ThunderModule's jit entry]

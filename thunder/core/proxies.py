@@ -32,7 +32,8 @@ from thunder.core.devices import device_str
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import is_jitting, make_opaque
 from thunder.core.pytree import NAMESPACE
-from thunder.core.symbolic import is_symbolic
+from thunder.core.symbolic import is_symbolic, pin_index
+from thunder.core.tracectx import current_source_location as _source_location
 from thunder.core.tracectx import get_tracectx
 
 _fallback_counter = itertools.count(1)  # next() on it is atomic: names stay unique across threads
@@ -145,7 +146,7 @@ class SymbolicSize(tuple):
         return math.prod(self)
 
     def __getitem__(self, i):
-        item = tuple.__getitem__(self, i)
+        item = tuple.__getitem__(self, pin_index(i))  # opaque: tuple's C code reads a symbolic index natively
         return as_size(item) if isinstance(i, slice) else item
 
     def __add__(self, other):
@@ -307,6 +308,8 @@ class TensorProxy(Proxy):
 
     # ``never_requires_grad``: a result that torch says needs no grad whatever its inputs (``P`` of ``linalg.lu``)
     __slots__ = ("shape", "dtype", "device", "requires_grad", "ndim", "strides", "offset", "strides_read", "never_requires_grad")
+    # As torch.Tensor's: numpy's operators give way to the tensor's (``np.float32(2) * x`` is a tensor)
+    __array_priority__ = 1000
 
     def __init__(
         self,
@@ -363,7 +366,7 @@ class TensorProxy(Proxy):
     def size(self, dim: int | None = None):
         if dim is None:
             return self.shape
-        return self.shape[dim]
+        return self.shape[pin_index(dim)]  # a torch.Size reads a symbolic dim natively
 
     def dim(self) -> int:
         return self.ndim
@@ -393,7 +396,7 @@ class TensorProxy(Proxy):
 
     def stride(self, dim: int | None = None):
         strides = meta_layout(self).stride()
-        return strides if dim is None else strides[dim]
+        return strides if dim is None else strides[pin_index(dim)]
 
     def storage_offset(self) -> int:
         return meta_layout(self, need_offset=True).storage_offset()
@@ -515,6 +518,59 @@ class TensorProxy(Proxy):
 
     def tolist(self):
         return self._value("tolist", f"Data-dependent value: {self.name}.tolist() is not supported while tracing.")
+
+    def numpy(self, *, force: bool = False):
+        """Eager's checks, then the values as a numpy array: a data-dependent value (its ``tolist()``, which
+        every call checks; Note [Data-dependent values]). Eager's array shares the tensor's memory; this one
+        is a copy, so it is read-only: writing to it would not reach the tensor (a clear error instead)."""
+        import numpy as np
+
+        if self.requires_grad and not force:
+            raise ThunderRuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        if self.device.type != "cpu" and not force:
+            raise TypeError(
+                f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+                "host memory first."
+            )
+        dtype = torch.empty((), dtype=self.dtype).numpy().dtype  # eager's TypeError for bfloat16 and the like
+        loc = _source_location()
+        values = self._value(
+            "tolist",
+            f"Data-dependent value: {self.name}.numpy(){f' at {loc}' if loc else ''} needs the tensor's values, "
+            "which are not known here (inside a region traced on its own). Call .numpy() outside the jitted function.",
+        )
+        array = np.array(values, dtype=dtype).reshape(tuple(int(n) for n in self.shape))
+        array.flags.writeable = False
+        return array
+
+    @property
+    def is_leaf(self) -> bool:
+        """Eager's answer: a tensor that does not require grad is a leaf. An input that does is a leaf as the
+        caller's tensor is (a parameter, not the result of an op): read as a data-dependent value that every
+        call checks (Note [Data-dependent values]). A tensor the program made that requires grad is a leaf only
+        when a factory made it so (``torch.zeros(3, requires_grad=True)``); an op's result is not."""
+        if not self.requires_grad:
+            return True
+        if self.strides is not None:  # an input (Note [Strides of traced tensors])
+            loc = _source_location()
+            return self._value(
+                "is_leaf",
+                f"{self.name}.is_leaf{f' at {loc}' if loc else ''} depends on the tensor the caller passes, which is "
+                "not known here (inside a region traced on its own). Read it outside the jitted function.",
+            )
+        trace = get_tracectx()
+        maker = None if trace is None else next(
+            (b for scope in trace.scopes for b in scope if any(o is self for o in b.flat_proxy_outs)), None
+        )
+        return maker is not None and maker.kwargs.get("requires_grad") is True
+
+    def __array__(self, dtype=None, copy=None):
+        # ``np.asarray(t)``, ``np.array(t)``: the values, as ``numpy()`` gives them (numpy would otherwise make an
+        # array of proxies out of the tensor's items)
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype)
 
     def __index__(self):
         return self._value("index", f"Data-dependent value: tensor {self.name} cannot be used as a Python int.")

@@ -5,7 +5,10 @@ Layer: core. Imports: optree.
 
 from __future__ import annotations
 
+import collections
 import copy
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import optree
@@ -52,10 +55,18 @@ def mapping_items(d: dict) -> dict:
     return {**{name: getattr(d, name) for name, f in fields.items() if f.init and hasattr(d, name)}, **d}
 
 
+def mapping_type(d: dict) -> Callable:
+    """What ``rebuild_mapping`` rebuilds ``d`` with: its type, or for a ``defaultdict`` its type given
+    ``d``'s ``default_factory``."""
+    if isinstance(d, collections.defaultdict):
+        return functools.partial(type(d), d.default_factory)
+    return type(d)
+
+
 def rebuild_mapping(typ: type, items: dict) -> Any:
     """An instance of the dict subclass ``typ`` with these items (a dataclass mapping is built from its
     fields by keyword, then given the other items)."""
-    fields = getattr(typ, "__dataclass_fields__", None)
+    fields = getattr(typ, "__dataclass_fields__", None)  # None for a defaultdict's functools.partial
     if fields:
         obj = typ(**{k: v for k, v in items.items() if k in fields})
         for k, v in items.items():

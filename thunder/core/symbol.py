@@ -253,6 +253,11 @@ def has_tags(bsym: BoundSymbol, tags: set) -> bool:
     return bool(bsym.sym.tags & tags)
 
 
+def mutates(bsym: BoundSymbol) -> bool:
+    """Whether ``bsym`` writes into a tensor (an IN_PLACE symbol, at any depth of its decomposition)."""
+    return IN_PLACE in bsym.sym.tags or any(mutates(s) for s in bsym.subsymbols)
+
+
 def current_source() -> SourceLocation | None:
     return current_source_location()
 

@@ -140,6 +140,16 @@ def pin(x):
     return _concretize(x, type(x.value))
 
 
+def pin_index(k):
+    """An index or slice as C code reads it (a builtin sequence's ``__getitem__``, ``torch.Size``): that code
+    takes an int subclass's value without calling ``__index__``, so each symbolic number is pinned first."""
+    if isinstance(k, SymInt):
+        return pin(k)
+    if type(k) is slice and any(isinstance(v, SymInt) for v in (k.start, k.stop, k.step)):
+        return slice(*(pin(v) if isinstance(v, SymInt) else v for v in (k.start, k.stop, k.step)))
+    return k
+
+
 def _finite(self) -> None:
     """Records that a float is finite (``math.floor`` and friends raise otherwise)."""
     if self.value - self.value == 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import keyword
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,8 +19,8 @@ import torch
 from thunder.core.codegen import Printer, compile_source, trace_source
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy
-from thunder.core.rules import autocast_rules
-from thunder.core.symbol import DONT_DCE, MAY_RAISE, BoundSymbol, Symbol
+from thunder.core.rules import autocast_rules, grad_rules
+from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_RAISE, BoundSymbol, Symbol
 from thunder.core.tracectx import current_source_location, get_tracectx, reset_tracectx, set_tracectx, tracectx
 
 __all__ = [
@@ -46,6 +47,28 @@ _AUTOCAST_ELIGIBLE = (torch.float32, torch.float16, torch.bfloat16)  # never flo
 RESERVED_NAMES = frozenset(
     {"torch", "ltorch", "prims", "thunder", "float", "complex", "slice", "type", "len", "isinstance", "None", "True", "False"}
 )
+
+
+def _numbers_from_numpy(sym: Symbol, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A numpy scalar argument (``np.finfo(np.float32).eps``, ``np.int64(3)``) as the Python number it holds,
+    as PyTorch's argument parser reads it (a wrapped number: ``x * np.float32(2)`` keeps ``x``'s dtype); a
+    factory's ``data`` (``torch.tensor(np.int32(3))``) is left as it is."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return args, kwargs
+    from thunder.core.pytree import tree_leaves, tree_map
+
+    if not any(isinstance(a, np.generic) for a in tree_leaves((args, kwargs))):
+        return args, kwargs
+
+    def number(x):
+        return x.item() if isinstance(x, np.generic) and x.dtype.kind in "biufc" else x
+
+    code = getattr(sym.meta, "__code__", None)
+    if code is not None and code.co_argcount and code.co_varnames[0] == "data":
+        kwargs = {k: v if k == "data" else tree_map(number, v) for k, v in kwargs.items()}
+        return (*args[:1], *tree_map(number, args[1:])), kwargs
+    return tree_map(number, args), tree_map(number, kwargs)
 
 
 @dataclass(frozen=True)
@@ -124,6 +147,8 @@ class TraceCtx:
         scopes = self.scopes
         outer = scopes[-1]
         top = len(scopes) == 1
+        if top and not sym.is_prim:
+            args, kwargs = _numbers_from_numpy(sym, args, kwargs)
         if top and sym in autocast_rules:
             args, kwargs = self._autocast(sym, args, kwargs)
         sub: list[BoundSymbol] = []
@@ -137,7 +162,7 @@ class TraceCtx:
         finally:
             scopes.pop()
         if top:
-            self._propagate_requires_grad(sym, args, kwargs, result)
+            self._propagate_requires_grad(sym, args, kwargs, result, sub)
         bsym = BoundSymbol(sym, args, kwargs, result, tuple(sub), source=current_source_location() if top else None)
         outer.append(bsym)
         return result
@@ -167,24 +192,38 @@ class TraceCtx:
 
         return tree_map(cast, args), tree_map(cast, kwargs)
 
-    def _propagate_requires_grad(self, sym: Symbol, args: tuple, kwargs: dict, result: Any) -> None:
-        """As in eager: with grad mode on, a floating or complex result of an op on a tensor that requires
+    def _propagate_requires_grad(self, sym: Symbol, args: tuple, kwargs: dict, result: Any, subsymbols: list) -> None:
+        """As in eager: with grad mode on, a floating or complex result computed from a tensor that requires
         grad requires grad too (unless the symbol's results never do: ``detach``, ``zeros_like``, ...).
-        The answer depends on the grad mode, which the trace then records it read."""
+        "Computed from" is eager's: a symbol with a gradient rule of its own is an op with a derivative
+        formula, differentiable in every input (``fill(a, v)``: a zero gradient for ``a``); one without is
+        a composite, whose results are computed from what the parts of its decomposition read, one level
+        down (``a.type_as(b)`` and ``a.expand_as(b)`` read only ``b``'s metadata, and require grad only if
+        ``a`` does). A result no part makes (an opaque meta's) is computed from every input; an input
+        returned as it is stays what it is, but for an in-place symbol's. The answer depends on the grad
+        mode, which the trace then records it read."""
         from thunder.core.proxies import TensorProxy
         from thunder.core.pytree import tree_leaves
 
         if sym.id in NO_GRAD_RESULTS:
             return
         leaves = tree_leaves((args, kwargs))
-        if not any(type(a) is TensorProxy and a.requires_grad for a in leaves):
+        active = {a.name for a in leaves if type(a) is TensorProxy and a.requires_grad}
+        if not active:
             return
         self.grad_mode_read = True
         if not torch.is_grad_enabled():
             return
+        made: set[str] = set()
+        for s in subsymbols if grad_rules.get(sym) is None else ():
+            if any(a.name in active for a in s.flat_proxy_args):
+                active.update(o.name for o in s.flat_proxy_outs)
+            made.update(o.name for o in s.flat_proxy_outs)
+        read = {a.name for a in leaves if isinstance(a, Proxy)}
         for out in tree_leaves(result):
             if (
                 type(out) is TensorProxy
+                and (out.name in active or (out.name not in made and (out.name not in read or IN_PLACE in sym.tags)))
                 and not out.requires_grad
                 and (out.dtype.is_floating_point or out.dtype.is_complex)
                 and not out.never_requires_grad  # the op's meta knows better (eager ops)
@@ -271,22 +310,27 @@ def live_bound_symbols(
 ) -> list[BoundSymbol]:
     """The bound symbols whose outputs are used (or that have side effects), in order.
 
-    An op that eager could fail at run time (``MAY_RAISE``) is kept, so the program fails where
-    eager fails, unless ``keep_may_raise`` is False (a backward recomputing what already ran)."""
+    An op that eager could fail at run time (``MAY_RAISE``, itself or an op of its decomposition: an
+    indexing ``__getitem__`` made of ``take``) is kept, so the program fails where eager fails, unless
+    ``keep_may_raise`` is False (a backward recomputing what already ran)."""
     needed = set() if needed is None else needed
     kept: list[BoundSymbol] = []
     for bsym in reversed(bsyms):
         tags = bsym.sym.tags
         if (
             DONT_DCE in tags
-            or (keep_may_raise and MAY_RAISE in tags)
             or any(o.name in needed for o in bsym.flat_proxy_outs)
             or not _has_outputs(bsym)
+            or (keep_may_raise and _may_raise(bsym))
         ):
             kept.append(bsym)
             needed.update(a.name for a in bsym.flat_proxy_args)
     kept.reverse()
     return kept
+
+
+def _may_raise(bsym: BoundSymbol) -> bool:
+    return MAY_RAISE in bsym.sym.tags or any(_may_raise(s) for s in bsym.subsymbols)
 
 
 def _has_outputs(bsym: BoundSymbol) -> bool:

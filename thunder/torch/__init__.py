@@ -24,6 +24,7 @@ from thunder.torch.inplace import *  # noqa: F403
 from thunder.torch.layout import *  # noqa: F403
 from thunder.torch.linalg import *  # noqa: F403
 from thunder.torch.nn import *  # noqa: F403
+from thunder.torch.rearrange import *  # noqa: F403
 from thunder.torch.reductions import *  # noqa: F403
 from thunder.torch.reductions import sum_to_size  # noqa: F401  (a Tensor method only)
 from thunder.torch.shape import *  # noqa: F403
@@ -49,6 +50,10 @@ from thunder.torch import rng as _rng  # noqa: E402, F401
 from thunder.torch.eager_ops import declare_table as _declare_eager_ops  # noqa: E402
 
 _declare_eager_ops()  # after every family: their symbols win
+
+from thunder.torch.foreach import declare_foreach_ops as _declare_foreach_ops  # noqa: E402
+
+_declare_foreach_ops()  # from the per-tensor ops, eager ones included (Note [Foreach ops])
 
 
 def _export_by_name() -> None:

@@ -152,11 +152,17 @@ def _legacy_name(a: TensorProxy) -> str:
     return name.replace("torch.", "torch.cuda.", 1) if a.device.type == "cuda" else name
 
 
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)  # torch.tensortype: torch.FloatTensor, torch.cuda.LongTensor, ...
+
+
 def _tensor_type(self, dtype=None, non_blocking=False, **kwargs):
-    """``Tensor.type(dtype)``: a conversion to a torch.dtype or a legacy name such as 'torch.DoubleTensor'."""
+    """``Tensor.type(dtype)``: a conversion to a torch.dtype or a legacy tensor type, given as the type
+    (``torch.DoubleTensor``, ``torch.cuda.FloatTensor``) or its name ('torch.DoubleTensor')."""
     op = "ltorch.tensor_type"
     _check_self(op, self)
     device = None
+    if type(dtype) is _LEGACY_TENSOR_TYPE:
+        dtype = f"{dtype.__module__}.{dtype.__name__}"
     if isinstance(dtype, str):
         name = dtype
         if name.startswith("torch.cuda."):

@@ -344,17 +344,44 @@ def div(a, b, *, rounding_mode=None):
     computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, b, kind=K.DEFAULT)
     _reject(f"div (rounding_mode={rounding_mode!r})", _no_bool_or_complex, dtypes.result_type(a, b), "operands of dtype")
     a, b = maybe_broadcast(a, b, op=op)
+    if not is_tensor(a):
+        # fmod takes no number ``a``: a tensor, as eager wraps the scalar (float64 or int64) and casts it
+        # to the result dtype (a second operand the kernel reads as its computation dtype, as prims do)
+        wide = torch.float64 if dtypes.is_inexact_dtype(computation_dtype) else torch.int64
+        a = maybe_convert_to_dtype(prims.full(tuple(b.shape), a, device=b.device, dtype=wide), result_dtype)
     a, b = maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype)
-    if dtypes.is_integer_dtype(computation_dtype):
+    if rounding_mode == "floor":
+        return maybe_convert_to_dtype(_floor_div(a, b), result_dtype)
+    q = prims.div(a, b)  # truncates integers
+    return maybe_convert_to_dtype(prims.trunc(q) if dtypes.is_inexact_dtype(computation_dtype) else q, result_dtype)
+
+
+def _floor_div(a, b):
+    """torch's floor division (``c10::div_floor_integer`` and ``div_floor_floating``): the quotient of
+    ``a - fmod(a, b)``, less one where the remainder's sign is not ``b``'s. For floats that quotient is
+    exact where ``floor(a / b)`` rounds (``1 // 0.1`` is 9, as in Python); it is NaN for an infinite
+    ``a`` (fmod is NaN), and ``a / b`` for a zero ``b`` and where that overflows (torch's vectorized
+    fmod is NaN there)."""
+    if not a.dtype.is_signed:
+        return prims.div(a, b)  # unsigned: truncation (a negative number ``b`` wraps, as in eager)
+    mod = prims.fmod(a, b)
+    b_negative = prims.lt(b, 0) if is_tensor(b) else b < 0
+    adjust = prims.bitwise_and(prims.ne(mod, 0), prims.ne(prims.lt(mod, 0), b_negative))
+    if not dtypes.is_inexact_dtype(a.dtype):
         q = prims.div(a, b)  # truncates
-        if rounding_mode == "floor":
-            r = prims.fmod(a, b)
-            adjust = prims.bitwise_and(prims.ne(r, 0), prims.ne(prims.lt(r, 0), prims.lt(b, 0) if is_tensor(b) else b < 0))
-            q = prims.where(adjust, prims.sub(q, 1), q)
-        return maybe_convert_to_dtype(q, result_dtype)
-    q = prims.div(a, b)
-    q = prims.trunc(q) if rounding_mode == "trunc" else prims.floor(q)
-    return maybe_convert_to_dtype(q, result_dtype)
+        return prims.where(adjust, prims.sub(q, 1), q)
+    true_q = prims.div(a, b)
+    if not is_tensor(b) and b == 0:
+        return true_q
+    q = prims.div(prims.sub(a, mod), b)
+    q = prims.where(adjust, prims.sub(q, 1), q)
+    rounded = prims.floor(q)
+    rounded = prims.where(prims.gt(prims.sub(q, rounded), 0.5), prims.add(rounded, 1), rounded)
+    rounded = prims.where(prims.eq(q, 0), prims.copysign(q, true_q), rounded)  # a zero takes the sign of a / b
+    use_true_q = prims.bitwise_and(prims.isinf(true_q), prims.isfinite(a))
+    if is_tensor(b):
+        use_true_q = prims.bitwise_or(prims.eq(b, 0), use_true_q)
+    return prims.where(use_true_q, true_q, rounded)
 
 
 register_reflected("__rtruediv__", div)
@@ -402,14 +429,17 @@ def clamp(a, min=None, max=None):
         if x is not None and dtypes.to_dtype(x).is_complex:
             raise ThunderTypeError(f"ltorch.clamp: clamp is not supported for complex types ({n} has dtype {dtypes.to_dtype(x)})")
     out = a
-    if min is not None:
-        dtype = dtypes.result_type(out, min)
-        out = where(logical_or(lt(out, min), isnan(min)) if is_tensor(min) else lt(out, min), min, out)
-        out = maybe_convert_to_dtype(out, dtype)
-    if max is not None:
-        dtype = dtypes.result_type(out, max)
-        out = where(logical_or(gt(out, max), isnan(max)) if is_tensor(max) else gt(out, max), max, out)
-        out = maybe_convert_to_dtype(out, dtype)
+    for bound, beyond in ((min, lt), (max, gt)):
+        if bound is None:
+            continue
+        dtype = dtypes.result_type(out, bound)
+        if is_tensor(bound):
+            taken = logical_or(beyond(out, bound), isnan(bound))
+        elif bound != bound:  # a NaN bound is taken everywhere: the result is NaN and its gradient zero, as eager
+            taken = logical_not(beyond(out, bound))
+        else:
+            taken = beyond(out, bound)
+        out = maybe_convert_to_dtype(where(taken, bound, out), dtype)
     return out
 
 
@@ -500,6 +530,10 @@ def addcdiv(a, tensor1, tensor2, *, value=1):
     return add(a, mul(div(tensor1, tensor2), value))
 
 
+addcmul_ = make_inplace(addcmul)
+addcdiv_ = make_inplace(addcdiv)
+
+
 @torchsymbol(torch.square, method_name="square")
 def square(a):
     return mul(a, a)
@@ -516,7 +550,8 @@ def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
     return where(eq(out, float("-inf")), info.min if neginf is None else neginf, out)
 
 
-__all__ += ["logical_not", "logical_not_", "positive", "lerp", "lerp_", "addcmul", "addcdiv", "square", "nan_to_num"]
+__all__ += ["logical_not", "logical_not_", "positive", "lerp", "lerp_", "addcmul", "addcmul_", "addcdiv", "addcdiv_", "square",
+            "nan_to_num"]
 
 # Augmented assignment (``x += y``) mutates the tensor in place, as in eager PyTorch.
 for _dunder, _name in (

@@ -135,6 +135,7 @@ def _fill_dtype(value) -> torch.dtype:
 def _check_fill(op: str, fill_value) -> None:
     if not is_number(fill_value):
         raise ThunderTypeError(f"{op}: fill_value must be a number, but got {type(fill_value).__name__} {fill_value!r}")
+    dtypes.check_scalar(fill_value)
 
 
 def _filled(op, shape, fill_value, device, dtype, requires_grad):
@@ -216,6 +217,7 @@ def _check_range_number(op: str, name: str, x):
         )
     if not is_number(x) or isinstance(pyval(x), complex):
         raise ThunderTypeError(f"{op}: {name} must be a real number, but got {type(x).__name__} {x!r}")
+    dtypes.check_scalar(x)
     return pyval(x)
 
 
@@ -566,6 +568,30 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     dtype = factory_dtype(op, dtype, self.dtype)
     t = prims.tensor_from_sequence(data, device=factory_device(op, device, self.device), dtype=dtype)
     return _finish(op, t, requires_grad)
+
+
+def new(self, *args, device=None):
+    """``Tensor.new`` (the legacy constructor), with ``self``'s dtype and device: ``new()`` is empty, ``new(2, 3)``
+    or ``new(torch.Size([2, 3]))`` uninitialized of that size, ``new([1., 2.])`` (any sequence) that data. Recorded
+    as ``new_empty`` or ``new_tensor``. ``new(tensor)`` (an alias of that tensor's memory) is refused."""
+    op = "ltorch.new"
+    _check_like_input(op, self)
+    if any(isinstance(a, TensorProxy) for a in args):
+        raise UnsupportedOpError(
+            f"{op}: Tensor.new(tensor) returns a tensor that shares the given tensor's memory, which thunder does not "
+            "record; use tensor.detach() (or .clone()) instead"
+        )
+    if not args:
+        return new_empty(self, 0, device=device)
+    if len(args) == 1 and isinstance(args[0], (list, tuple)) and not isinstance(args[0], torch.Size):
+        return new_tensor(self, args[0], device=device)
+    if len(args) == 1 and not isinstance(args[0], (int, NumberProxy, torch.Size)):
+        raise ThunderTypeError(f"{op}: new(): data must be a sequence (got {type(args[0]).__name__})")
+    return new_empty(self, *args, device=device)
+
+
+register_method("new", new)
+torch_to_thunder_map[torch.Tensor.new] = new
 
 
 # ----------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from thunder.core.errors import ThunderIndexError, ThunderRuntimeError, ThunderT
 from thunder.core.prims.indexing import advanced_index_shape
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval
 from thunder.core.symbol import DONT_DCE, IN_PLACE
+from thunder.core.symbolic import pin_index
 from thunder.torch.base import broadcast_shapes, expand_to, make_inplace, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.eager_ops import eager_fallback
 from thunder.torch.shape import check_dim
@@ -335,15 +336,33 @@ def _masked_set(op: str, a: TensorProxy, mask: TensorProxy, value):
     return prims.where(m, expand_to(v, a.shape), a)
 
 
+def _check_index_put_dtype(op: str, a: TensorProxy, value) -> None:
+    """Eager's ``index_put_`` takes a tensor value only of ``a``'s dtype (it makes a number one)."""
+    if isinstance(value, TensorProxy) and value.dtype != a.dtype:
+        raise ThunderRuntimeError(
+            f"{op}: Index put requires the source and destination dtypes match, got {a.dtype} for the destination "
+            f"and {value.dtype} for the source."
+        )
+
+
 def _put(op: str, a: TensorProxy, key, value, accumulate: bool) -> TensorProxy:
-    """The tensor ``a`` would be after ``a[key] = value`` (or ``+=`` with accumulate), out of place."""
+    """The tensor ``a`` would be after ``a[key] = value`` (or ``+=`` with accumulate), out of place.
+
+    Eager writes through ``index_put_`` where the key holds an index tensor, and so converts no tensor
+    value there (``_check_index_put_dtype``): but for a mask (of one dim or more) and a value of one
+    element on the CPU, which it writes with ``masked_fill_``, and for 0-d integer tensors, which select."""
     mask = _mask_key(key)
     if mask is not None:
         if accumulate:
             raise _data_dependent_mask(op, "accumulate=True")
+        fills = not isinstance(value, TensorProxy) or (value.numel() == 1 and value.device.type == "cpu")
+        if mask.ndim == 0 or not fills:
+            _check_index_put_dtype(op, a, value)
         return _masked_set(op, a, mask, value)
     plan = _plan(op, a, key)
     t = _basic(a, plan)
+    if any(x.ndim > 0 for x in plan.tensors.values()):
+        _check_index_put_dtype(op, a, value)
     if plan.tensors:
         idx = _wrapped_indices(op, t, plan)
         target_shape = advanced_index_shape(t.shape, [idx.get(i) for i in range(t.ndim)])
@@ -367,6 +386,8 @@ def setitem(a, key, value):
     op = "ltorch.setitem"
     if not isinstance(a, TensorProxy):
         raise ThunderTypeError(f"{op}: expected a tensor, got {type(a).__name__}")
+    if type(pyval(value)) is int and not -(2**63) <= pyval(value) < 2**63:  # eager reads an int as an int64
+        raise ThunderValueError(f"{op}: Overflow when unpacking long long: {pyval(value)} does not fit in int64")
     out = _put(op, a, key, value, False)
     prims.copy_(out, a)
     return a
@@ -380,11 +401,7 @@ def index_put(a, indices, values, accumulate=False):
         raise ThunderTypeError(f"{op}: indices must be a tuple of tensors, got {type(indices).__name__}")
     if not isinstance(values, TensorProxy):
         raise ThunderTypeError(f"{op}: values must be a tensor, got {type(values).__name__}")
-    if values.dtype != a.dtype:
-        raise ThunderTypeError(
-            f"{op}: Index put requires the source and destination dtypes match, got {a.dtype} for the destination "
-            f"and {values.dtype} for the source."
-        )
+    _check_index_put_dtype(op, a, values)
     return _put(op, a, tuple(indices), values, bool(accumulate))
 
 
@@ -578,6 +595,7 @@ def index_fill(a, dim, index, value):
             )
         fill = expand_to(maybe_convert_to_dtype(value, a.dtype), tuple(a.shape))
     else:
+        dtypes.check_scalar(value)
         fill = _value_tensor(op, a, value, tuple(a.shape))
     n = a.shape[d] if a.ndim else 1
     index = prims.where(prims.lt(index, 0), prims.add(index, n), index)
@@ -592,6 +610,8 @@ def take(a, index):
     """``torch.take``: elements of the flattened ``a`` at ``index``, in ``index``'s shape."""
     op = "ltorch.take"
     index = _index_arg(op, index)
+    if a.numel() == 0 and index.numel() != 0:  # every index is out of range: eager raises whatever their values
+        raise ThunderIndexError(f"{op}: take(): tried to take from an empty tensor")
     flat = prims.reshape(a, (a.numel(),))
     idx = prims.reshape(maybe_convert_to_dtype(index, torch.int64), (index.numel(),))
     idx = prims.where(prims.lt(idx, 0), prims.add(idx, a.numel()), idx)
@@ -613,6 +633,7 @@ def masked_fill(a, mask, value):
             )
         v = maybe_convert_to_dtype(value, a.dtype)
     elif isinstance(value, (int, float, bool, complex, NumberProxy)):
+        dtypes.check_scalar(value)
         v = dtypes.dtype_to_python_type(a.dtype)(pyval(value))
         if isinstance(pyval(value), float) and not (a.dtype.is_floating_point or a.dtype.is_complex):
             v = pyval(value)
@@ -662,7 +683,7 @@ def combinations(input, r=2, with_replacement=False):
     if r == 0:
         return prims.full((0,), 0, device=input.device, dtype=input.dtype)
     choose = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    rows = list(choose(range(input.shape[0]), r))
+    rows = list(choose(range(pin_index(input.shape[0])), r))  # as many rows as the size says: pinned
     if not rows:
         return prims.full((0, r), 0, device=input.device, dtype=input.dtype)
     columns = []
@@ -675,7 +696,7 @@ def combinations(input, r=2, with_replacement=False):
 @torchsymbol(torch.cartesian_prod)
 def cartesian_prod(*tensors):
     """``torch.cartesian_prod``: the rows of the ``ij`` meshgrid of 1-D tensors (one tensor: itself, as in eager)."""
-    from thunder.torch.shape import meshgrid
+    from thunder.torch.rearrange import meshgrid
 
     op = "ltorch.cartesian_prod"
     for t in tensors:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import torch
 
+from thunder.core import prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.prims.base import is_differentiable
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
 from thunder.torch import base
 from thunder.torch.base import is_number, is_tensor, torchsymbol
@@ -41,6 +44,14 @@ def fill(a, value):
     return full_like(a, value)
 
 
+@grad_rules.register(fill)
+def _fill_vjp(g, out, a, value):
+    """Eager's: ``a`` is reached with a zero gradient (zeros, not None), a tensor ``value`` gets the sum of ``g``."""
+    if not is_differentiable(value):
+        return (None, None)
+    return (None, base.maybe_convert_to_dtype(prims.sum(g, tuple(range(g.ndim))), value.dtype))
+
+
 @torchsymbol(method_name="copy_", tags=_INPLACE, torch_impl=torch.Tensor.copy_)
 def copy_(a, src, non_blocking=False):
     """``Tensor.copy_``: writes ``src`` (broadcast and converted) into ``a``."""
@@ -59,4 +70,4 @@ def fill_(a, value):
 @torchsymbol(torch.zero_, method_name="zero_", tags=_INPLACE, torch_impl=torch.Tensor.zero_)
 def zero_(a):
     """``Tensor.zero_``: every element of ``a`` becomes zero."""
-    return base.copy_(full_like(a, 0), a)
+    return base.copy_(fill(a, 0), a)

@@ -41,6 +41,7 @@ from thunder.core.symbol_lookup import register_interpreted_replacement
 from thunder.torch.base import copy_, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.eager_ops import eager_fallback
 from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, keep, upcast
+from thunder.torch.reductions import sqrt_of_square_sum
 
 # Eager's kernels by their C++ entries (no packet dispatch on each call).
 _aten_native_layer_norm = torch.ops.aten.native_layer_norm.default._op
@@ -243,8 +244,8 @@ _normalize_with_p = eager_fallback(F.normalize, "normalize_with_p")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``F.normalize``: ``input / max(norm_p(input, dim), eps)``; other than a positive ``p`` or ``inf``, torch runs it.
 
-    The norm is computed in the computation dtype with prims (``sqrt(sum(x * x))`` for ``p=2``),
-    so at an all-zero slice its gradient is not eager's masked zero.
+    The norm is computed in the computation dtype with prims (``sqrt(sum(x * x))`` for ``p=2``, whose
+    gradient at an all-zero slice is eager's masked zero; for other ``p`` it is not).
     """
     op = "ltorch.normalize"
     check_tensor(op, "input", input)
@@ -259,7 +260,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     if p == math.inf:
         norm = prims.amax(prims.abs(a), (d,))
     elif p == 2:
-        norm = prims.sqrt(prims.sum(prims.mul(a, a), (d,)))
+        norm = sqrt_of_square_sum(prims.sum(prims.mul(a, a), (d,)))
     elif p == 1:
         norm = prims.sum(prims.abs(a), (d,))
     else:

@@ -230,6 +230,14 @@ def _correction(op: str, dim, unbiased, correction):
     return dim, correction
 
 
+def sqrt_of_square_sum(v):
+    """``sqrt(v)`` for a sum of squares ``v`` (a variance, a squared 2-norm), differentiated as eager's std and
+    norm backward do: zero where the result is zero. (sqrt's own derivative there is inf, and its product
+    with the zero derivative of ``v`` NaN.) The inner ``where`` keeps the derivative finite there."""
+    zero = prims.eq(v, 0)
+    return prims.where(zero, 0, prims.sqrt(prims.where(zero, 1, v)))
+
+
 def _moments(op: str, input, dim, unbiased, keepdim, correction, *, with_mean: bool, std: bool):
     _check_input(op, input)
     if not dtypes.is_inexact_dtype(input.dtype):
@@ -245,7 +253,7 @@ def _moments(op: str, input, dim, unbiased, keepdim, correction, *, with_mean: b
     else:
         v, m = prims.var(a, dims, correction=correction), None
     if std:
-        v = prims.sqrt(v)
+        v = sqrt_of_square_sum(v)
     v = keep_dims(maybe_convert_to_dtype(v, dtypes.corresponding_real_dtype(input.dtype)), input, dims, keepdim)
     if not with_mean:
         return v
@@ -643,7 +651,7 @@ def _vector_norm(op: str, x, ord, dim, keepdim, dtype):
     elif ord == 1:
         out = prims.sum(a, dims)
     elif ord == 2:
-        out = prims.sqrt(prims.sum(prims.mul(a, a), dims))
+        out = sqrt_of_square_sum(prims.sum(prims.mul(a, a), dims))
     else:
         out = prims.pow(prims.sum(prims.pow(a, float(ord)), dims), 1.0 / ord)
     return keep_dims(maybe_convert_to_dtype(out, result_dtype), x, dims, keepdim)

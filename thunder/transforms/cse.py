@@ -23,7 +23,7 @@ from collections.abc import Hashable
 import torch
 
 from thunder.core.proxies import Proxy
-from thunder.core.symbol import DONT_DCE, IN_PLACE, RANDOM, BoundSymbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, RANDOM, BoundSymbol, mutates
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import TraceCtx, from_trace, timed_pass
 
@@ -57,10 +57,6 @@ def _bsym_key(bsym: BoundSymbol, swap: dict[str, Proxy]) -> Hashable | None:
         return None
 
 
-def _mutates(bsym: BoundSymbol) -> bool:
-    return IN_PLACE in bsym.sym.tags or any(_mutates(s) for s in bsym.subsymbols)
-
-
 def _written(bsym: BoundSymbol) -> set[str]:
     """Names of the values an in-place bound symbol (or one in its decomposition) writes."""
     names = {o.name for o in bsym.flat_proxy_outs} if IN_PLACE in bsym.sym.tags else set()
@@ -74,12 +70,12 @@ def _possibly_mutated(bsyms: list[BoundSymbol]) -> set[str]:
     return views (see Note [CSE and mutation])."""
     mutated: set[str] = set()
     for bsym in bsyms:
-        if _mutates(bsym):
+        if mutates(bsym):
             mutated |= _written(bsym)
     if not mutated:
         return mutated
     for bsym in reversed(bsyms):
-        if not _mutates(bsym) and any(o.name in mutated for o in bsym.flat_proxy_outs):
+        if not mutates(bsym) and any(o.name in mutated for o in bsym.flat_proxy_outs):
             mutated.update(a.name for a in bsym.flat_proxy_args)
     return mutated
 
@@ -94,8 +90,8 @@ def cse(trace: TraceCtx) -> TraceCtx:
     for bsym in trace.bound_symbols:
         if swap and any(a.name in swap for a in bsym.flat_proxy_args):
             bsym = bsym.rename(swap)
-        if bsym.sym.tags & _NOT_MERGED or _mutates(bsym):
-            if _mutates(bsym):
+        if bsym.sym.tags & _NOT_MERGED or mutates(bsym):
+            if mutates(bsym):
                 seen.clear()
             new.bound_symbols.append(bsym)
             continue

@@ -43,6 +43,7 @@ are looked aside to see the interpreted frame instead).
 
 from .api import interpret, last_interpreted_instructions, last_interpreter_log
 from .errors import DELETED, NULL, InterpreterError
+from .execution import generator_code
 from .log import print_interpreter_log
 from .opcodes import HANDLERS, UNSUPPORTED, register_opcode_handler
 from .runtime import (
@@ -70,6 +71,7 @@ __all__ = [
     "print_interpreter_log",
     "get_interpreter_stack",
     "current_source_location",
+    "generator_code",
     "register_opcode_handler",
     "HANDLERS",
     "UNSUPPORTED",

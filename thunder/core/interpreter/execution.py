@@ -58,6 +58,7 @@ __all__ = [
     "register_native_adapter",
     "lookup_type_attr",
     "AsyncGenValue",
+    "generator_code",
 ]
 
 #: Signal of RETURN_GENERATOR: the frame is a fresh generator, wrap it.
@@ -412,6 +413,21 @@ def _generator_driver(ctx: Runtime, frame: Frame):
             sent = yield frame.retval
         except BaseException as e:
             thrown = e
+
+
+def generator_code(gen) -> CodeType | None:
+    """The code a generator, coroutine or async generator runs (for an interpreted one, the interpreted
+    frame's, not its native driver's); None once it has finished."""
+    frame = getattr(gen, "gi_frame", None) or getattr(gen, "cr_frame", None) or getattr(gen, "ag_frame", None)
+    if frame is None:
+        return None
+    code = frame.f_code
+    if code is _generator_driver.__code__:
+        interpreted = frame.f_locals.get("frame")
+        return interpreted.code if interpreted is not None else None
+    if code is _coroutine.__code__ or code is _async_generator.__code__:
+        return generator_code(frame.f_locals.get("driver"))
+    return code
 
 
 class AsyncGenValue:

@@ -340,8 +340,27 @@ def getitem(ctx, c, k):
         f = lookup_type_attr(t, "__getitem__")
         if _is_py(f):
             return call(ctx, f, (c, k))
+        if f is _DICT_GETITEM and not dict.__contains__(c, k):
+            return _missing(ctx, c, k)
         return c[k]
     return c[_index(k)]
+
+
+_DICT_GETITEM = dict.__dict__["__getitem__"]
+_DEFAULTDICT_MISSING = collections.defaultdict.__dict__["__missing__"]
+
+
+def _missing(ctx, c: dict, k):
+    """``c[k]`` of a dict subclass without the key: dict's C ``__getitem__`` would call ``__missing__`` natively,
+    and ``defaultdict``'s calls ``default_factory`` natively; both are called for the program instead."""
+    m = lookup_type_attr(type(c), "__missing__")
+    if m is _DEFAULTDICT_MISSING and c.default_factory is not None:
+        value = call(ctx, c.default_factory, ())
+        setitem(ctx, c, k, value)
+        return value
+    if _is_py(m):
+        return call(ctx, m, (c, k))
+    return c[k]
 
 
 def setitem(ctx, c, k, v) -> None:

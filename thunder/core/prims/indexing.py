@@ -27,7 +27,7 @@ from thunder.core.prims.base import (
 )
 from thunder.core.proxies import TensorProxy
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import Symbol
+from thunder.core.symbol import MAY_RAISE, Symbol
 
 
 class IndexingPrimIDs(enum.Enum):
@@ -72,7 +72,10 @@ def _take_impl(a, index, dim):
 
 
 # ``take(a, index, dim)``: the slices of ``a`` at positions ``index`` (1-D) along ``dim``.
-take = make_prim(IX.TAKE, "take", _take_meta, impl=_take_impl)
+# Out-of-range index values make eager raise: such an op is kept when its result is unused (MAY_RAISE).
+_INDEX_VALUES = (MAY_RAISE,)
+
+take = make_prim(IX.TAKE, "take", _take_meta, impl=_take_impl, tags=_INDEX_VALUES)
 
 
 def _check_along_axis(op: str, a, index, dim, src=None) -> int:
@@ -106,7 +109,7 @@ def _take_along_axis_impl(a, index, dim):
 
 
 # ``take_along_axis(a, index, dim)``: torch.gather — out[i][j] = a[index[i][j]][j] for dim 0.
-take_along_axis = make_prim(IX.TAKE_ALONG_AXIS, "take_along_axis", _take_along_axis_meta, impl=_take_along_axis_impl)
+take_along_axis = make_prim(IX.TAKE_ALONG_AXIS, "take_along_axis", _take_along_axis_meta, impl=_take_along_axis_impl, tags=_INDEX_VALUES)
 
 
 def _scatter_meta_for(name):
@@ -126,9 +129,9 @@ def _scatter_add_impl(a, index, src, dim):
 
 
 # ``scatter(a, index, src, dim)``: a copy of ``a`` with src[i][j] written at a[index[i][j]][j] (dim 0).
-scatter = make_prim(IX.SCATTER, "scatter", _scatter_meta_for("scatter"), impl=_scatter_impl)
+scatter = make_prim(IX.SCATTER, "scatter", _scatter_meta_for("scatter"), impl=_scatter_impl, tags=_INDEX_VALUES)
 # ``scatter_add``: the same, but adding (duplicates accumulate).
-scatter_add = make_prim(IX.SCATTER_ADD, "scatter_add", _scatter_meta_for("scatter_add"), impl=_scatter_add_impl)
+scatter_add = make_prim(IX.SCATTER_ADD, "scatter_add", _scatter_meta_for("scatter_add"), impl=_scatter_add_impl, tags=_INDEX_VALUES)
 
 
 def _index_update_meta_for(name):
@@ -161,9 +164,9 @@ def _index_copy_impl(a, index, value, dim):
 
 
 # ``index_add(a, index, value, dim)``: a copy of ``a`` with value's slices added at positions ``index`` along dim.
-index_add = make_prim(IX.INDEX_ADD, "index_add", _index_update_meta_for("index_add"), impl=_index_add_impl)
+index_add = make_prim(IX.INDEX_ADD, "index_add", _index_update_meta_for("index_add"), impl=_index_add_impl, tags=_INDEX_VALUES)
 # ``index_copy(a, index, value, dim)``: the same, but overwriting.
-index_copy = make_prim(IX.INDEX_COPY, "index_copy", _index_update_meta_for("index_copy"), impl=_index_copy_impl)
+index_copy = make_prim(IX.INDEX_COPY, "index_copy", _index_update_meta_for("index_copy"), impl=_index_copy_impl, tags=_INDEX_VALUES)
 
 
 def advanced_index_shape(shape, indices) -> tuple[int, ...]:
@@ -211,7 +214,7 @@ def _index_put_impl(a, indices, values, accumulate):
 
 # ``index_put(a, indices, values, accumulate)``: a copy of ``a`` with ``a[indices] = values``
 # (``+=`` when accumulate); indices as for ``advanced_index_shape``.
-index_put = make_prim(IX.INDEX_PUT, "index_put", _index_put_meta, impl=_index_put_impl)
+index_put = make_prim(IX.INDEX_PUT, "index_put", _index_put_meta, impl=_index_put_impl, tags=_INDEX_VALUES)
 
 
 def _slice_scatter_meta(a, src, start_indices, end_indices, strides):

@@ -27,7 +27,7 @@ from thunder.core.prims.base import (
 )
 from thunder.core.proxies import TensorProxy
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import Symbol
+from thunder.core.symbol import MAY_RAISE, Symbol
 
 
 class NNPrimIDs(enum.Enum):
@@ -114,7 +114,7 @@ def _embedding_impl(a, weight, padding_idx=None):
 
 
 # padding_idx does not change the forward result; it is kept for the gradient rule.
-embedding = make_prim(NNPrimIDs.EMBEDDING, "embedding", _embedding_meta, impl=_embedding_impl)
+embedding = make_prim(NNPrimIDs.EMBEDDING, "embedding", _embedding_meta, impl=_embedding_impl, tags=(MAY_RAISE,))
 
 
 # The gradients of ``convolution`` and ``embedding`` are prims of their own: they do not

@@ -15,8 +15,7 @@ import math
 
 import torch
 
-from thunder.core import dtypes
-from thunder.core.iterators import consume_iterator
+from thunder.core import dtypes, iterators
 from thunder.core.prims.base import make_prim
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import DONT_DCE, PARAMETER, Symbol, eager_implementations
@@ -39,14 +38,15 @@ class PythonPrimIDs(enum.Enum):
     CHECK_IDENTITY = enum.auto()
     CHECK_TYPE = enum.auto()
     CHECK_EXPR = enum.auto()
-    CHECK_DEFAULT_DTYPE = enum.auto()
-    CHECK_GRAD_ENABLED = enum.auto()
+    CHECK_TORCH_STATE = enum.auto()
     CHECK_AUTOCAST = enum.auto()
     CHECK_IS = enum.auto()
     CHECK_HASATTR = enum.auto()
     SET_GRAD_ENABLED = enum.auto()
     UNPACK_CALL = enum.auto()
     UNPACK_ITERATOR = enum.auto()
+    UNPACK_NEXT = enum.auto()
+    CHECK_ITERATOR_END = enum.auto()
     PRINT = enum.auto()
     STORE_ATTR = enum.auto()
     STORE_GLOBAL = enum.auto()
@@ -124,7 +124,7 @@ def _print_unpack_module_member(bsym, printer):
 
 
 # ``unpack_module_member(module, table, name, output)``: ``module.name`` where nn.Module.__getattr__
-# finds it, read from that table directly (Note [Module members] in thunder.core.jit_ext).
+# finds it, read from that table directly (Note [Module members] in thunder.core.outside_reads).
 unpack_module_member = make_prim(
     P.UNPACK_MODULE_MEMBER, "unpack_module_member", lambda module, table, name, output: output,
     printer=_print_unpack_module_member,
@@ -244,7 +244,7 @@ def _print_check_value(bsym, printer):
     if typ is complex and (value != value or value.real == 0.0 or value.imag == 0.0):
         # Compared by the representation, which tells NaN and the signs of zeros apart.
         return [f"if type({name}) is not complex or repr({name}) != {repr(value)!r}: return {printer.miss}"]
-    if typ in (int, float, str, complex):
+    if typ in (int, float, str, complex, bytes):
         return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: return {printer.miss}"]
     return [f"if {name} != {printer.value(value)}: return {printer.miss}"]
 
@@ -271,27 +271,16 @@ def _print_check_type(bsym, printer):
 check_type = make_prim(P.CHECK_TYPE, "check_type", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_type)
 
 
-def _print_check_default_dtype(bsym, printer):
-    (dtype,) = bsym.args
+def _print_check_torch_state(bsym, printer):
+    expr, expected = bsym.args
     printer.add_ctx("torch", torch)
-    return [f"if torch.get_default_dtype() is not {printer.value(dtype)}: return {printer.miss}"]
+    return [f"if {expr} is not {printer.value(expected)}: return {printer.miss}"]
 
 
-# ``check_default_dtype(dtype)``: torch's default dtype, which the trace's meaning depends on.
-check_default_dtype = make_prim(
-    P.CHECK_DEFAULT_DTYPE, "check_default_dtype", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_default_dtype
-)
-
-
-def _print_check_grad_enabled(bsym, printer):
-    (enabled,) = bsym.args
-    printer.add_ctx("torch", torch)
-    return [f"if torch.is_grad_enabled() is not {enabled!r}: return {printer.miss}"]
-
-
-# ``check_grad_enabled(enabled)``: the grad mode the trace's own mode switches were recorded under.
-check_grad_enabled = make_prim(
-    P.CHECK_GRAD_ENABLED, "check_grad_enabled", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_grad_enabled
+# ``check_torch_state(expr, expected)``: a piece of global torch state (a key of ``torch_state.TORCH_STATE``: grad
+# mode, the default dtype, ...) that what the trace computes depends on (Note [Torch state]).
+check_torch_state = make_prim(
+    P.CHECK_TORCH_STATE, "check_torch_state", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_torch_state
 )
 
 
@@ -355,7 +344,7 @@ def _print_check_no_hooks(bsym, printer):
 
 
 # ``check_no_hooks(module)``: the module is called without hooks and uncompiled, as the trace was
-# (Note [Module calls] in thunder.core.jit_ext); ``check_no_hooks(None)``: no global module hooks.
+# (Note [Module calls] in thunder.core.special_calls); ``check_no_hooks(None)``: no global module hooks.
 check_no_hooks = make_prim(P.CHECK_NO_HOOKS, "check_no_hooks", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_no_hooks)
 
 
@@ -366,21 +355,48 @@ def _print_unpack_call(bsym, printer):
     return [f"{output.name} = {call}" if output is not None else call]
 
 
-# ``unpack_call(fn, args, kwargs, output)``: a value the program takes from the world (``random.random()``,
-# ``time.time()``), produced by the prologue on every call and passed in; ``output`` None runs it for its effect.
+# ``unpack_call(fn, args, kwargs, output)``: a value the prologue makes on every call and passes in: one the program
+# takes from the world (``random.random()``, ``time.time()``), or a copy of an input (``copy.deepcopy(m)``);
+# ``output`` None runs it for its effect.
 unpack_call = make_prim(
     P.UNPACK_CALL, "unpack_call", lambda fn, args, kwargs, output: output, tags=(DONT_DCE,), printer=_print_unpack_call
 )
 
 
 def _print_unpack_iterator(bsym, printer):
-    it, output = bsym.args
-    return [f"{output.name} = {printer.add_ctx('_consume_iterator', consume_iterator)}({printer.value(it)})"]
+    it, typ, output = bsym.args
+    view = printer.add_ctx("_iterator_view", iterators.iterator_view)
+    return [
+        f"{output.name} = {view}({printer.value(it)}, {printer.constant(typ, '_type')})",
+        f"if {output.name} is None: return {printer.miss}",
+    ]
 
 
-# ``unpack_iterator(it, output)``: an iterator argument, consumed by every call as eager consumes it.
+# Note [Iterator arguments] in thunder.core.iterators. ``unpack_iterator(it, typ, output)``: the view through
+# which the prologue pulls from an iterator argument of type ``typ``; ``unpack_next(view, output)``: an item the program took;
+# ``check_iterator_end(view)``: the program found the end there.
 unpack_iterator = make_prim(
-    P.UNPACK_ITERATOR, "unpack_iterator", lambda it, output: output, tags=(DONT_DCE,), printer=_print_unpack_iterator
+    P.UNPACK_ITERATOR, "unpack_iterator", lambda it, typ, output: output, tags=(DONT_DCE,), printer=_print_unpack_iterator
+)
+
+
+def _print_unpack_next(bsym, printer):
+    view, output = bsym.args
+    end = printer.add_ctx("_END", iterators.END)
+    return [f"{output.name} = next({view.name}, {end})", f"if {output.name} is {end}: return {printer.miss}"]
+
+
+unpack_next = make_prim(P.UNPACK_NEXT, "unpack_next", lambda view, output: output, tags=(DONT_DCE,), printer=_print_unpack_next)
+
+
+def _print_check_iterator_end(bsym, printer):
+    (view,) = bsym.args
+    end = printer.add_ctx("_END", iterators.END)
+    return [f"if next({view.name}, {end}) is not {end}: return {printer.miss}"]
+
+
+check_iterator_end = make_prim(
+    P.CHECK_ITERATOR_END, "check_iterator_end", lambda view: None, tags=(DONT_DCE,), printer=_print_check_iterator_end
 )
 
 
@@ -499,6 +515,7 @@ _TENSOR_VALUE = {
     "float": float,
     "index": lambda t: t.__index__(),
     "tolist": torch.Tensor.tolist,
+    "is_leaf": lambda t: t.is_leaf,  # an input's: a parameter or not (TensorProxy.is_leaf)
 }
 
 

@@ -244,14 +244,29 @@ def _exclusive_cumprod(x, dim):
 
 @grad_rules.register(prod)
 def _prod_grad(g, out, a, dims):
-    """``g`` times the product of the other elements of the group, from exclusive cumulative
-    products in both directions: no division, so zeros are exact."""
+    """torch's rule (``prod_backward``): where ``a`` has no zero at all, ``g * (out / a)`` (so an inf
+    element gets ``inf / inf``, NaN); otherwise ``g`` times the product of the other elements of the
+    group (``_prod_others``), and for a product of all elements with more than one zero, zeros."""
     if not is_differentiable(a):
         return (None, None)
     if not dims:
         return (g, None)  # every element is its own group
     if a.numel() == 0:
         return (zeros_like(a), None)
+    everywhere = tuple(range(a.ndim))
+    zeros = sum(prims.convert_element_type(prims.eq(a, 0), torch.int64), everywhere)
+    no_zero = prims.broadcast_in_dim(prims.eq(zeros, 0), tuple(a.shape), ())
+    ratio = prims.mul(_expand(g, a, dims), conj(prims.div(_expand(out, a, dims), a)))
+    others = _prod_others(g, a, dims)
+    if len(dims) == a.ndim:
+        several = prims.broadcast_in_dim(prims.gt(zeros, 1), tuple(a.shape), ())
+        others = prims.where(several, zeros_like(a), others)
+    return (prims.where(no_zero, ratio, others), None)
+
+
+def _prod_others(g, a, dims):
+    """``g`` times the product of the other elements of the group, from exclusive cumulative products in
+    both directions (torch's ``prod_safe_zeros_backward``): no division, so zeros are exact."""
     kept = _kept_dims(a, dims)
     perm = kept + tuple(dims)
     kept_shape = tuple(a.shape[d] for d in kept)
@@ -263,7 +278,7 @@ def _prod_grad(g, out, a, dims):
     grad_rows = prims.mul(prims.mul(before, after), prims.broadcast_in_dim(g, (*kept_shape, n), tuple(range(last))))
     grad = prims.reshape(grad_rows, tuple(a.shape[p] for p in perm))
     inverse = tuple(perm.index(i) for i in range(a.ndim))
-    return (prims.transpose(grad, inverse), None)
+    return prims.transpose(grad, inverse)
 
 
 def _register_extremum(sym: Symbol) -> None:
@@ -324,6 +339,8 @@ def _cumprod_grad(g, out, a, dim):
     cumulative product with that element replaced by 1 gives the products; after it, 0."""
     if not is_differentiable(a):
         return (None, None)
+    if a.shape[dim] == 1:
+        return (g, None)  # out is a: its cotangent as it is (torch's rule too, even at inf and NaN)
     a, out = conj(a), conj(out)
     is_zero = prims.eq(a, 0)
     zeros_so_far = cumsum(prims.convert_element_type(is_zero, torch.int64), dim)

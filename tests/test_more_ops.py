@@ -1,0 +1,472 @@
+"""Ops eager programs use that thunder did not support (or got wrong), each checked against eager
+PyTorch: values, dtypes, result types, in-place effects on inputs and intermediates, gradients and
+errors. In-place shape changes, optimizers' in-place ops and foreach ops, ``Tensor.new``,
+``is_leaf``, ``numpy()``, ``movedim`` of a 0-d tensor, legacy tensor types, the number of results
+of ``unbind``/``split``/``chunk`` under symbolic values, and ``prod``'s gradient at inf."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+import pytest
+import torch
+
+import thunder
+from thunder.core.errors import UnsupportedOpError
+
+INF, NAN = float("inf"), float("nan")
+
+
+def _clone(x):
+    return [_clone(t) for t in x] if isinstance(x, list) else x.clone() if isinstance(x, torch.Tensor) else x
+
+
+def _assert_same(actual, expected):
+    """The same structure (and sequence types), tensors equal bitwise with the same dtype and shape."""
+    assert type(actual) is type(expected), (actual, expected)
+    if isinstance(expected, (list, tuple)):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            _assert_same(a, e)
+    elif isinstance(expected, torch.Tensor):
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape, (actual, expected)
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+    else:
+        assert actual == expected
+
+
+def _check(fn, *args):
+    """``fn`` jitted against eager on copies of ``args``: the results and what happened to the inputs."""
+    eager_args, jit_args = _clone(list(args)), _clone(list(args))
+    expected = fn(*eager_args)
+    actual = thunder.jit(fn)(*jit_args)
+    _assert_same(actual, expected)
+    _assert_same(jit_args, eager_args)
+    return actual
+
+
+# ---------------------------------------------------------------- 1. unsqueeze_ and squeeze_
+
+
+def test_unsqueeze_on_an_intermediate_changes_that_tensor():
+    def fn(x):
+        y = x * 2
+        before = y + 1  # reads the old shape
+        z = y.unsqueeze_(0)
+        return z is y, y.shape, before, y + 1, z.dim()
+
+    _check(fn, torch.randn(2, 3))
+
+
+@pytest.mark.parametrize(
+    "squeeze",
+    [lambda y: y.squeeze_(), lambda y: y.squeeze_(0), lambda y: y.squeeze_(-2), lambda y: y.squeeze_((0, 2)),
+     lambda y: y.squeeze_(1), lambda y: y.squeeze_(dim=(0, 2, 3)), lambda y: torch.Tensor.squeeze_(y, 2)],
+)  # fmt: skip
+def test_squeeze_forms_on_an_intermediate(squeeze):
+    def fn(x):
+        y = x.reshape(1, 2, 1, 3) * 1
+        out = squeeze(y)
+        return out is y, y.shape, y * 2
+
+    _check(fn, torch.randn(2, 3))
+
+
+def test_in_place_shape_changes_chain_and_are_differentiable():
+    def fn(w):
+        y = w.sin()
+        y.unsqueeze_(1).unsqueeze_(-1)
+        a = y * 2
+        y.squeeze_()
+        return a.cos() + 1, (y * y.shape[0]).exp()
+
+    w = torch.randn(2, 3, requires_grad=True)
+    w2 = w.detach().clone().requires_grad_()
+    expected, actual = fn(w), thunder.jit(fn)(w2)
+    _assert_same(list(actual), list(expected))
+    g = [torch.randn_like(t) for t in expected]
+    (ge,), (ga,) = torch.autograd.grad(expected, [w], g), torch.autograd.grad(actual, [w2], g)
+    torch.testing.assert_close(ga, ge)
+
+
+def test_in_place_shape_change_of_a_view_then_an_in_place_update_reaches_the_base():
+    def fn(x):
+        base = x.clone()
+        v = base[0]
+        v.unsqueeze_(0)
+        v.add_(1)
+        return base, v
+
+    _check(fn, torch.randn(2, 3))
+
+
+def test_stored_tensor_keeps_its_new_shape():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            self.cache = y
+            holder = [y]
+            y.unsqueeze_(0)
+            return holder[0].shape, y + 1
+
+    x = torch.randn(2, 3)
+    eager, jitted = M(), M()
+    _assert_same(thunder.jit(jitted)(x), eager(x))
+    assert jitted.cache.shape == eager.cache.shape == (1, 2, 3)
+
+
+def test_in_place_shape_change_under_symbolic_values():
+    jfn = thunder.jit(lambda x: (x * 2).unsqueeze_(1).squeeze_(2), cache="symbolic values")
+    for n in (2, 5):
+        x = torch.randn(n, 1)
+        _assert_same(jfn(x), (x * 2).unsqueeze_(1).squeeze_(2))
+
+
+def test_in_place_shape_change_of_an_input_is_a_clear_error():
+    with pytest.raises(UnsupportedOpError, match=r"unsqueeze_ changes the shape of x, an input.*test_more_ops.py"):
+        thunder.jit(lambda x: x.unsqueeze_(0))(torch.randn(2))
+    with pytest.raises(UnsupportedOpError, match="squeeze_ changes the shape"):
+        thunder.jit(lambda x: torch.Tensor.squeeze_(x))(torch.randn(1, 2))
+
+
+def test_in_place_shape_change_of_a_leaf_that_requires_grad_is_eagers_error():
+    fn = lambda: torch.zeros(2, requires_grad=True).unsqueeze_(0)  # noqa: E731
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        fn()
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        thunder.jit(fn)()
+
+
+# ---------------------------------------------------------------- 2. the in-place ops of optimizers
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_optimizer_in_place_ops_on_inputs(dtype):
+    def fn(p, m, v, g):
+        m.lerp_(g, 0.1)
+        v.mul_(0.999).addcmul_(g, g, value=0.001)
+        p.addcdiv_(m, v.sqrt().add_(1e-8), value=-0.01)
+        p.add_(g, alpha=-0.1).sub_(m, alpha=0.5)
+        return p
+
+    args = [torch.randn(4, 3, dtype=dtype) for _ in range(4)]
+    _check(fn, *args)
+
+
+def test_addcmul_addcdiv_in_place_on_an_intermediate_with_grad():
+    def fn(a, b, c):
+        y = a * 1
+        y.addcmul_(b, c, value=0.5).addcdiv_(b, c.abs() + 1, value=-2)
+        return y
+
+    args = [torch.randn(3, requires_grad=True) for _ in range(3)]
+    jargs = [a.detach().clone().requires_grad_() for a in args]
+    expected, actual = fn(*args), thunder.jit(fn)(*jargs)
+    _assert_same(actual, expected)
+    g = torch.randn(3)
+    for e, a in zip(torch.autograd.grad(expected, args, g), torch.autograd.grad(actual, jargs, g)):
+        torch.testing.assert_close(a, e)
+
+
+def test_addcmul_in_place_checks_the_result_dtype_as_eager():
+    fn = lambda a, b: a.addcmul_(b, b)  # noqa: E731
+    a, b = torch.ones(2, dtype=torch.int64), torch.full((2,), 1.5)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        fn(a.clone(), b)
+    with pytest.raises(TypeError, match="can't be cast to the desired output type"):
+        thunder.jit(fn)(a.clone(), b)
+
+
+# ---------------------------------------------------------------- 3. foreach ops
+
+
+def _tensors(n=2):
+    return [torch.randn(3), torch.randn(2, 2), torch.randn(())][:n]
+
+
+_FOREACH = {
+    "add scalar": (lambda a: torch._foreach_add(a, 1.5), 1),
+    "add_ scalar": (lambda a: torch._foreach_add_(a, 1.5), 1),
+    "add_ scalar list": (lambda a: torch._foreach_add_(a, [1.5, 2]), 1),
+    "add 0-d tensor": (lambda a: torch._foreach_add(a, torch.tensor(2.0)), 1),
+    "add_ tensor list alpha": (lambda a, b: torch._foreach_add_(a, b, alpha=-0.1), 2),
+    "sub tensor list alpha": (lambda a, b: torch._foreach_sub(a, b, alpha=3), 2),
+    "sub_": (lambda a, b: torch._foreach_sub_(a, b), 2),
+    "mul_ scalar": (lambda a: torch._foreach_mul_(a, 0.9), 1),
+    "mul tensor list": (lambda a, b: torch._foreach_mul(a, b), 2),
+    "mul 0-d tensor list": (lambda a: torch._foreach_mul(a, [torch.tensor(2.0), torch.tensor(3.0)]), 1),
+    "div_ tensor list": (lambda a, b: torch._foreach_div_(a, b), 2),
+    "div scalar": (lambda a: torch._foreach_div(a, 3.0), 1),
+    "addcmul_ value": (lambda a, b, c: torch._foreach_addcmul_(a, b, c, value=0.1), 3),
+    "addcmul scalars": (lambda a, b, c: torch._foreach_addcmul(a, b, c, [0.1, 0.2]), 3),
+    "addcdiv_ scalars": (lambda a, b, c: torch._foreach_addcdiv_(a, b, [x.abs() + 1 for x in c], [-0.1, 0.2]), 3),
+    "addcdiv_ scalars tensor": (
+        lambda a, b, c: torch._foreach_addcdiv_(a, b, [x.abs() + 1 for x in c], torch.tensor([-0.1, 0.2])),
+        3,
+    ),
+    "addcdiv value": (lambda a, b, c: torch._foreach_addcdiv(a, b, [x.abs() + 1 for x in c], value=-0.3), 3),
+    "sqrt": (lambda a: torch._foreach_sqrt([x.abs() for x in a]), 1),
+    "sqrt_ on intermediates": (lambda a: torch._foreach_sqrt_([x.abs() for x in a]), 1),
+    "lerp_ scalar": (lambda a, b: torch._foreach_lerp_(a, b, 0.1), 2),
+    "lerp_ scalar list": (lambda a, b: torch._foreach_lerp_(a, b, [0.1, 0.9]), 2),
+    "lerp tensor list": (lambda a, b, c: torch._foreach_lerp(a, b, c), 3),
+    "neg": (lambda a: torch._foreach_neg(a), 1),
+    "neg_": (lambda a: torch._foreach_neg_(a), 1),
+    "maximum_ tensor list": (lambda a, b: torch._foreach_maximum_(a, b), 2),
+    "maximum scalar": (lambda a: torch._foreach_maximum(a, 0.1), 1),
+    "minimum tensor list": (lambda a, b: torch._foreach_minimum(a, b), 2),
+    "clamp_min_": (lambda a: torch._foreach_clamp_min_(a, 0.1), 1),
+    "norm": (lambda a: torch._foreach_norm(a), 1),
+    "norm ord": (lambda a: torch._foreach_norm(a, 1), 1),
+    "norm inf": (lambda a: torch._foreach_norm(a, INF), 1),
+    "abs": (lambda a: torch._foreach_abs(a), 1),
+    "abs_": (lambda a: torch._foreach_abs_(a), 1),
+    "zero_": (lambda a: torch._foreach_zero_(a), 1),
+    "copy_": (lambda a, b: torch._foreach_copy_(a, b), 2),
+    "pow": (lambda a: torch._foreach_pow(a, 2), 1),
+    "pow scalar base": (lambda a: torch._foreach_pow(2.0, a), 1),
+    "pow_": (lambda a: torch._foreach_pow_(a, 2), 1),
+    "reciprocal_": (lambda a: torch._foreach_reciprocal_(a), 1),
+    "rsqrt_": (lambda a: torch._foreach_rsqrt_([x.abs() + 0.5 for x in a]), 1),
+    "sign_": (lambda a: torch._foreach_sign_(a), 1),
+    "max": (lambda a: torch._foreach_max(a), 1),
+    "exp": (lambda a: torch._foreach_exp(a), 1),
+    "tuple of tensors": (lambda a: torch._foreach_mul_(tuple(a), 2.0), 1),
+}
+
+
+@pytest.mark.parametrize("name", list(_FOREACH))
+def test_foreach_op_is_eagers(name):
+    fn, nargs = _FOREACH[name]
+    result = _check(fn, *[_tensors() for _ in range(nargs)])
+    if name.split()[0].endswith("_"):
+        assert isinstance(result, (list, tuple))  # the list it was given
+
+
+def test_foreach_in_place_returns_the_list_it_was_given():
+    def fn(a):
+        ts = [t * 1 for t in a]
+        return torch._foreach_add_(ts, 1) is ts, ts
+
+    _check(fn, _tensors(3))
+
+
+def test_foreach_errors_are_eagers():
+    a, b = _tensors(), _tensors()
+    for fn, match in [
+        (lambda: torch._foreach_add(a, b[:1]), "Tensor lists must have the same number of tensors, got 2 and 1"),
+        (lambda: torch._foreach_add(a, [1.0]), "Tensor list must have same number of elements as scalar list"),
+        (lambda: torch._foreach_add([], 1.0), "Tensor list must have at least one tensor"),
+        (lambda: torch._foreach_add(a, torch.ones(2)), "scalar tensor expected to be 0 dim"),
+        (lambda: torch._foreach_addcdiv(a, a, b, torch.ones(3)), "Expected length of scalars to match input of length 2"),
+    ]:
+        with pytest.raises(RuntimeError, match=match):
+            fn()
+        with pytest.raises(RuntimeError, match=match):
+            thunder.jit(fn)()
+
+
+def test_foreach_out_of_place_is_differentiable():
+    def fn(a, b):
+        out = torch._foreach_addcmul(torch._foreach_mul(a, 0.5), a, b, value=2.0)
+        return sum(n for n in torch._foreach_norm(out))
+
+    a = [t.requires_grad_() for t in _tensors()]
+    b = _tensors()
+    ja = [t.detach().clone().requires_grad_() for t in a]
+    expected, actual = fn(a, b), thunder.jit(fn)(ja, b)
+    torch.testing.assert_close(actual, expected)
+    for e, j in zip(torch.autograd.grad(expected, a), torch.autograd.grad(actual, ja)):
+        torch.testing.assert_close(j, e)
+
+
+def test_foreach_sgd_with_momentum_steps_as_eager():
+    # ``opt.step()`` itself is not a program thunder traces (torch.optim wraps it in a profiler
+    # record_function); the functional form it calls is.
+    from torch.optim.sgd import sgd
+
+    def step(params, grads, bufs):
+        sgd(params, grads, bufs, weight_decay=0.01, momentum=0.9, lr=0.1, dampening=0.0, nesterov=False,
+            maximize=False, foreach=True)  # fmt: skip
+        return bufs
+
+    pe, ge = _tensors(3), _tensors(3)
+    pt, gt = _clone(pe), _clone(ge)
+    be, bt = [None] * 3, [None] * 3
+    jstep = thunder.jit(step)
+    for _ in range(3):
+        step(pe, ge, be)
+        jstep(pt, gt, bt)
+        _assert_same(pt + bt, pe + be)
+    assert thunder.cache_misses(jstep) == 2  # the momentum buffers are made on the first step
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_foreach_adam_steps_as_eager_under_compilation(amsgrad):
+    # Traced code is told it is being compiled (as under torch.compile): Adam keeps its step counts
+    # as tensors and passes the step sizes to _foreach_addcdiv_ as one tensor.
+    from torch.optim.adam import adam
+
+    def step(params, grads, m, v, vmax, steps):
+        adam(params, grads, m, v, vmax, steps, foreach=True, amsgrad=amsgrad, beta1=0.9, beta2=0.999, lr=0.01,
+             weight_decay=0.0, eps=1e-8, maximize=False)  # fmt: skip
+
+    def state():
+        params = _tensors()
+        return [params, _tensors(), *([torch.zeros_like(p) for p in params] for _ in range(3)),
+                [torch.tensor(0.0), torch.tensor(0.0)]]  # fmt: skip
+
+    eager = state()
+    jitted = _clone(eager)
+    jstep = thunder.jit(step)
+    for _ in range(3):
+        with mock.patch("torch.compiler.is_compiling", return_value=True):
+            step(*eager)
+        jstep(*jitted)
+        _assert_same(jitted, eager)
+    assert thunder.cache_misses(jstep) == 1
+
+
+# ---------------------------------------------------------------- 4. Tensor.new, is_leaf, numpy()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: x.new([1.0, 2.0]), lambda x: x.new((2, 3)), lambda x: x.new([[1, 2]]), lambda x: x.new(),
+     lambda x: x.new([]), lambda x: x.new([1.0], device="cpu"), lambda x: torch.Tensor.new(x, [3.0])],
+)  # fmt: skip
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_tensor_new_with_data(fn, dtype):
+    x = torch.ones(2, dtype=dtype)
+    out = _check(fn, x)
+    assert not out.requires_grad
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.new(2, 3), lambda x: x.new(torch.Size([2, 3])), lambda x: x.new(0)])
+def test_tensor_new_with_a_size(fn):
+    x = torch.randn(2, requires_grad=True)
+    expected, actual = fn(x), thunder.jit(fn)(x)
+    assert (actual.shape, actual.dtype, actual.requires_grad) == (expected.shape, expected.dtype, False)
+
+
+def test_tensor_new_errors():
+    x = torch.randn(2)
+    with pytest.raises(TypeError, match=r"new\(\): data must be a sequence \(got float\)"):
+        thunder.jit(lambda x: x.new(3.5))(x)
+    with pytest.raises(UnsupportedOpError, match="shares the given tensor's memory"):
+        thunder.jit(lambda x: x.new(x))(x)
+
+
+def test_is_leaf_of_inputs_and_intermediates():
+    def fn(t):
+        return t.is_leaf, (t * 2).is_leaf, torch.zeros(2, requires_grad=True).is_leaf, torch.zeros(2).is_leaf
+
+    w = torch.randn(3, requires_grad=True)
+    jfn = thunder.jit(fn)
+    # a leaf that requires grad, a result of an op, a tensor that needs no grad; then again, from the cache
+    for t in (w, w * 2, torch.randn(3), w, w * 2):
+        assert jfn(t) == fn(t)
+
+
+def test_is_leaf_under_no_grad():
+    def fn(t):
+        with torch.no_grad():
+            y = t * 2
+        return t.is_leaf, y.is_leaf
+
+    w = torch.randn(3, requires_grad=True)
+    assert thunder.jit(fn)(w * 1) == fn(w * 1) == (False, True)
+
+
+def test_numpy_gives_eagers_values():
+    def fn(x):
+        a = (x + 1).numpy()
+        return x * float(a.sum()), a
+
+    jfn = thunder.jit(fn)
+    for x in (torch.randn(2, 3), torch.randn(2, 3)):  # new values: each call checks them
+        (t, a), (te, ae) = jfn(x), fn(x)
+        _assert_same(t, te)
+        assert a.dtype == ae.dtype and a.shape == ae.shape and np.array_equal(a, ae)
+        assert not a.flags.writeable  # not the tensor's memory, as eager's is: writes raise rather than get lost
+    for x in (torch.tensor(3.0), torch.zeros(2, 0), torch.tensor([1, 2], dtype=torch.int16)):
+        a, ae = thunder.jit(lambda x: x.numpy())(x), x.numpy()
+        assert a.dtype == ae.dtype and a.shape == ae.shape and np.array_equal(a, ae)
+    w = torch.randn(2, requires_grad=True)
+    assert np.array_equal(thunder.jit(lambda w: w.numpy(force=True))(w), w.detach().numpy())
+
+
+@pytest.mark.parametrize(
+    "x, error, match",
+    [(torch.randn(2, requires_grad=True), RuntimeError, "Can't call numpy\\(\\) on Tensor that requires grad"),
+     (torch.zeros(2, dtype=torch.bfloat16), TypeError, "Got unsupported ScalarType BFloat16")],
+)  # fmt: skip
+def test_numpy_errors_are_eagers(x, error, match):
+    with pytest.raises(error, match=match):
+        (x + 1).numpy()
+    with pytest.raises(error, match=match):
+        thunder.jit(lambda x: (x + 1).numpy())(x)
+
+
+# ---------------------------------------------------------------- 5. movedim of a 0-d tensor
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: x.movedim(0, -1), lambda x: x.moveaxis(-1, 0), lambda x: torch.movedim(x, (0,), (-1,)),
+     lambda x: torch.moveaxis(x, [], [])],
+)  # fmt: skip
+def test_movedim_of_a_0d_tensor(fn):
+    _check(fn, torch.tensor(1.0))
+
+
+def test_movedim_of_a_0d_tensor_out_of_range_is_eagers_error():
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        thunder.jit(lambda x: x.movedim(1, 0))(torch.tensor(1.0))
+
+
+# ---------------------------------------------------------------- 6. legacy tensor types
+
+
+@pytest.mark.parametrize(
+    "typ", [torch.DoubleTensor, "torch.DoubleTensor", torch.IntTensor, torch.BoolTensor, torch.BFloat16Tensor]
+)
+def test_type_with_a_legacy_tensor_type(typ):
+    _check(lambda x: x.type(typ), torch.randn(2, 3))
+    _check(lambda x: torch.Tensor.type(x, typ), torch.randn(2, 3))
+
+
+# ---------------------------------------------------------------- 7. results counted from a symbolic size
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: sum(x.unbind(0)), lambda x: sum(list(x)), lambda x: [t.shape for t in x.split(2)],
+     lambda x: [t.sum(0) for t in x.chunk(2)], lambda x: torch.combinations(x[:, 0]).shape],
+)  # fmt: skip
+def test_number_of_results_follows_a_symbolic_size(fn):
+    jfn = thunder.jit(fn, cache="symbolic values")
+    for n in (2, 3, 1, 5, 2):
+        x = torch.randn(n, 3)
+        _assert_same(jfn(x), fn(x))
+
+
+# ---------------------------------------------------------------- 8. prod's gradient
+
+
+@pytest.mark.parametrize(
+    "values, dim",
+    [([2.0, INF, 3.0], None), ([2.0, 0.0, 3.0], None), ([0.0, 0.0, 3.0], None), ([0.0, 0.0, INF], None),
+     ([2.0, 0.0, INF], None), ([[2.0, INF], [0.0, 3.0]], 0), ([[2.0, INF], [1.0, 3.0]], 1),
+     ([[0.0, 0.0], [1.0, INF]], 1), ([[2.0, NAN], [1.0, 3.0]], None), ([[2.0, 4.0], [1.0, 3.0]], 0)],
+)  # fmt: skip
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_prod_gradient_is_eagers(values, dim, dtype):
+    fn = (lambda a: a.prod()) if dim is None else (lambda a: a.prod(dim))
+    a = torch.tensor(values, dtype=dtype, requires_grad=True)
+    out = fn(a)
+    g = torch.randn_like(out)
+    (expected,) = torch.autograd.grad(out, a, g)
+    (actual,) = torch.autograd.grad(thunder.jit(fn)(a), a, g)
+    torch.testing.assert_close(actual, expected, equal_nan=True)

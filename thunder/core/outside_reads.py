@@ -1,0 +1,206 @@
+"""Reads of outside state: each global, closure cell and attribute the program reads from outside is a path,
+unpacked and checked by the prologue once.
+
+The interpreter reports each load of a global, a cell and an attribute (``InterpreterCallbacks``); a value
+reached through a path (an argument, a global, a cell, an attribute of an object that has a path) is unpacked
+the first time it is read (Note [Provenance] in ``thunder.core.provenance``), and the program sees that same
+value on later reads. ``getattr``, ``hasattr`` and ``.grad`` of an input tensor are read the same way.
+
+Note [Module members]
+``module.weight`` finds a parameter, buffer or submodule through ``nn.Module.__getattr__``, a Python
+function that runs only after the instance and its class have no such attribute: about half a
+microsecond per read, and a model's prologue reads every parameter and submodule on every call. So
+where the tracer saw ``nn.Module.__getattr__`` answer (the class defines neither ``__getattr__``,
+``__getattribute__`` nor the name, and the instance dict lacks it), the prologue reads the table it
+answered from: ``module._parameters.get("weight", _NOT_A_MEMBER)``. ``nn.Module.__setattr__`` and
+``__delattr__`` keep a name in one place, so the table read is what ``module.weight`` gives; a
+name that left the table reads ``_NOT_A_MEMBER``, which the check after every such read rejects.
+As in torch.compile's guards, a name put into the instance ``__dict__`` behind ``__setattr__``'s
+back while it is also a member is not noticed.
+
+``OutsideReadsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles these reads; the
+state it keeps is set up by ``Tracer.__init__``.
+
+Layer: tracing. Imports: core.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from thunder.core import introspection, prims, torch_state
+from thunder.core.interpreter import get_interpreter_stack
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.user_code import is_code_like, is_library_module, is_thunder_module
+
+_NOT_SEEN = object()  # a path not read yet; an attribute the class does not define
+_MODULE_TABLES = ("_parameters", "_buffers", "_modules")  # nn.Module.__getattr__'s order
+
+
+def _module_member_table(obj: Any, name: str) -> str | None:
+    """The table of ``obj`` that ``nn.Module.__getattr__`` answers ``obj.name`` from (Note [Module members]),
+    or None where the attribute is found otherwise."""
+    if not isinstance(obj, torch.nn.Module):
+        return None
+    cls = type(obj)
+    if cls.__getattr__ is not torch.nn.Module.__getattr__ or cls.__getattribute__ is not object.__getattribute__:
+        return None
+    instance = obj.__dict__
+    if name in instance or inspect.getattr_static(cls, name, _NOT_SEEN) is not _NOT_SEEN:
+        return None
+    return next((t for t in _MODULE_TABLES if name in instance.get(t, ())), None)
+
+
+class OutsideReadsMixin:
+    """``Tracer``'s handling of the program's reads of globals, closure cells and attributes."""
+
+    def _read(self, key: tuple, value: Any, make_holder: Callable[[], Proxy]) -> Any:
+        """What the program sees for ``value`` read through path ``key`` (checked once per path)."""
+        if key in self._written:
+            return value
+        seen = self._reads.get(key, _NOT_SEEN)
+        if seen is _NOT_SEEN:
+            holder = make_holder()
+            seen = self._reads[key] = self.unpack_value(value, holder, holder.name)
+        return seen
+
+    def load_global(self, globals_dict: dict, name: str, value: Any, is_builtin: bool) -> Any:
+        if is_builtin or is_thunder_module(globals_dict):
+            return value
+        module = globals_dict.get("__name__", "?")
+        if is_library_module(module) and is_code_like(value):
+            return value  # torch's own functions, classes and modules are taken as fixed
+        key = ("global", id(globals_dict), name)
+        if key not in self._reads and not is_code_like(value) and not is_library_module(module):
+            self.sharp_edge(f"Reading the global {name!r} of module {module!r}")
+
+        def holder():
+            h = self._prologue_proxy(name)
+            self._emit(prims.unpack_global, globals_dict, name, h, output=h)
+            return h
+
+        return self._read(key, value, holder)
+
+    def load_deref(self, code, name: str, value: Any, cell) -> Any:
+        if id(cell) in self._internal_cells or isinstance(value, Proxy):
+            return value
+
+        def holder():
+            h = self._prologue_proxy(name)
+            self._emit(prims.unpack_cell, cell, h, output=h)
+            self._keepalive.append(cell)
+            return h
+
+        return self._read(("cell", id(cell)), value, holder)
+
+    def make_cell(self, cell) -> None:
+        self._internal_cells.add(id(cell))
+        self._keepalive.append(cell)
+
+    def load_attr(self, obj: Any, name: str, value: Any) -> Any:
+        holder = self._provenance.get(id(obj))
+        if holder is None:
+            if isinstance(obj, types.ModuleType):
+                flag = torch_state.backend_flag(obj, name)  # ``torch.backends.cudnn.deterministic``
+                if flag is not None:
+                    self.torch_state_read.add(flag)
+                    return value
+            if isinstance(obj, (Proxy, int, float)):
+                return introspection.proxy_attribute(obj, name, value)
+            if not isinstance(obj, torch.nn.Module) and not (
+                isinstance(value, torch.Tensor) and not isinstance(obj, (torch.Tensor, types.ModuleType))
+            ):
+                return value
+            if not self._is_outside(obj):
+                return value
+            # An nn.Module (or an object holding a tensor) reached without provenance (a submodule yielded
+            # by iterating a ModuleList, say): captured by identity, its attributes checked when read.
+            holder = self._constant(obj, type(obj).__name__.lower())
+            self.unpack_value(obj, holder, holder.name)
+        if isinstance(value, (types.MethodType, types.BuiltinMethodType)) or name.startswith("__"):
+            return value
+        return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
+
+    def _is_outside(self, obj: Any) -> bool:
+        """Whether ``obj``, reached without provenance, existed before the program ran. An object the
+        program made is seen first while its constructor runs (``nn.ModuleList.__getitem__`` of a slice
+        builds a new ModuleList, say); it is remembered as the program's own."""
+        if id(obj) in self._internal_objects:
+            return False
+        for frame in get_interpreter_stack():
+            if frame.receiver is obj and frame.name in ("__init__", "__new__", "__post_init__"):
+                self._internal_objects.add(id(obj))
+                self._keepalive.append(obj)
+                return False
+        return True
+
+    def _attr_holder(self, holder: Proxy, name: str, obj: Any) -> Proxy:
+        table = _module_member_table(obj, name)
+        path = self._member_path(obj, name)
+        if path is not None and table in ("_parameters", "_buffers"):
+            attr = self._prologue_proxy("t_" + path.replace(".", "_"))
+            self._member_paths[attr.name] = path
+        elif path is not None and table == "_modules":
+            attr = self._prologue_proxy("module_" + path.replace(".", "_"))
+        else:
+            attr = self._prologue_proxy(f"{holder.name}_{name}")
+        if path is not None:
+            self.prologue.input_paths[attr.name] = path
+        if table is not None:
+            self._emit(prims.unpack_module_member, holder, table, name, attr, output=attr)
+        else:
+            self._emit(prims.unpack_attr, holder, name, attr, output=attr)
+        return attr
+
+    def _member_path(self, module: torch.nn.Module, name: str) -> str | None:
+        """The qualified name of ``module``'s attribute ``name`` (``"transformer.h.0.ln_1.weight"``), or None
+        for an object outside the input module. Parameters and buffers are named by it in the traces
+        (``t_transformer_h_0_ln_1_weight``, lightning-thunder's names) and the explorer, submodules as
+        ``module_transformer_h_0``; cache-miss reasons say it (``TraceCtx.user_names``)."""
+        prefix = self._module_paths.get(id(module))
+        if prefix is None:
+            return None
+        return f"{prefix}.{name}" if prefix else name
+
+    def _getattr(self, obj, name, *default):
+        """``getattr(obj, name[, default])`` called by the program: read like ``obj.name``."""
+        holder = self._provenance.get(id(obj))
+        if holder is None or type(name) is not str:
+            traced = introspection.lookaside(getattr)  # a traced value answers as what it stands for
+            return (traced or getattr)(obj, name, *default)
+        present = hasattr(obj, name)
+        if not present and default:
+            self._check_hasattr(holder, obj, name, False)
+            return default[0]
+        return self.load_attr(obj, name, getattr(obj, name))
+
+    def _hasattr(self, obj, name) -> bool:
+        holder = self._provenance.get(id(obj))
+        if holder is None:
+            traced = introspection.lookaside(hasattr)
+            return (traced or hasattr)(obj, name)
+        present = hasattr(obj, name)
+        if type(name) is str:
+            self._check_hasattr(holder, obj, name, present)
+        return present
+
+    def _check_hasattr(self, holder: Proxy, obj: Any, name: str, present: bool) -> None:
+        """The prologue checks, once per object and name, that ``hasattr(obj, name)`` is still ``present``."""
+        key = (id(obj), name)
+        if ("attr", id(obj), name) not in self._written and key not in self._asked_hasattr:
+            self._asked_hasattr.add(key)
+            self._check(prims.check_hasattr, holder, name, present)
+
+    def read_grad(self, p: TensorProxy) -> Any:
+        """``p.grad`` in the program: the real ``.grad`` of an input tensor, read (and checked) by the
+        prologue; an intermediate has none, as in eager."""
+        found = self._tensor_inputs.get(id(p))
+        if found is None:
+            return None
+        holder, t = found
+        return self._read(("attr", id(t), "grad"), t.grad, lambda: self._attr_holder(holder, "grad", t))

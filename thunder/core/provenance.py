@@ -1,0 +1,484 @@
+"""Provenance: what a value from outside the program becomes, and how the prologue unpacks and checks it.
+
+Note [Provenance]
+Each value that came from outside has a prologue expression: ``args[0]``, ``kwargs["x"]``,
+``args[1].weight``, ``_globals0["SCALE"]``. ``_provenance`` maps an outside object (by id) to
+the prologue proxy holding it, so an attribute read from it becomes an ``unpack_attr`` plus
+a check in the prologue, recursively. Values created inside the program have no provenance
+and need no checks.
+
+``ProvenanceMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that binds the call's arguments
+and unpacks each outside value: tensors, numbers, containers, functions, modules, iterators and other
+objects; the state it keeps is set up by ``Tracer.__init__``.
+
+Layer: tracing. Imports: core.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import inspect
+import sys
+import types
+from collections.abc import Callable
+from numbers import Number
+from typing import Any
+
+import torch
+
+from thunder.core import introspection, iterators, prims, proxies
+from thunder.core.errors import ThunderRuntimeError
+from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
+from thunder.core.pytree import mapping_type, rebuild_mapping
+from thunder.core.side_effects import LAZY_TYPES, LazyContainer
+from thunder.core.symbol import SourceLocation, Symbol
+from thunder.core.symbolic import SymInt
+from thunder.core.trace import tracectx
+from thunder.core.user_code import is_fixed_module, is_installed_code, is_library_module, source_location
+
+_PARTIALMETHOD_CODE = functools.partialmethod(print)._make_unbound_method().__code__  # of the functions it makes
+#: Where such a function keeps its partialmethod: ``_partialmethod`` before 3.13, ``__partialmethod__`` from 3.13.
+_PARTIALMETHOD_ATTR = "__partialmethod__" if sys.version_info >= (3, 13) else "_partialmethod"
+
+
+class ProvenanceMixin:
+    """``Tracer``'s unpacking of the call's arguments and of the outside values the program reads."""
+
+    def _prologue_proxy(self, name: str) -> Proxy:
+        with tracectx(self.prologue):
+            return Proxy(self.prologue.safe_name(name))
+
+    def _emit(self, sym: Symbol, *args, output=None) -> None:
+        self.prologue.bound_symbols.append(sym.bind(*args, output=output))
+
+    def _check(self, sym: Symbol, *args) -> None:
+        if self.checks:
+            self._emit(sym, *args)
+
+    def _constant(self, obj: Any, name: str) -> Proxy:
+        """A prologue proxy holding ``obj`` itself (captured by identity)."""
+        holder = self._constants.get(id(obj))
+        if holder is None:
+            holder = self._constants[id(obj)] = self._prologue_proxy(name)
+            self._emit(prims.unpack_constant, obj, holder, output=holder)
+            self._keepalive.append(obj)
+        return holder
+
+    def _object_input(self, holder: Proxy) -> Proxy:
+        """The computation's parameter for the outside object that ``holder`` unpacks (to mutate it)."""
+        p = self._object_inputs.get(holder.name)
+        if p is None:
+            with tracectx(self.computation):
+                p = Proxy(self.computation.safe_name(holder.name))
+            self._object_inputs[holder.name] = p
+            self.inputs.append((holder, p))
+        return p
+
+    def unpack_value(self, value: Any, holder: Proxy, name: str) -> Any:
+        """Registers an outside ``value`` held by prologue proxy ``holder``; returns what the program sees."""
+        known = self._proxy_for.get(id(value))
+        if known is not None:
+            first = self._provenance[id(value)]
+            if first is not holder:
+                self._check(prims.check_is, holder, first)  # the trace assumed one object: it must stay one
+            return known
+        if isinstance(value, torch.Tensor):
+            return self._tensor_input(value, holder)
+        if isinstance(value, bool) or value is None or isinstance(value, (str, bytes, torch.dtype, torch.device)):
+            self._check(prims.check_value, holder, value)
+            return value
+        if isinstance(value, (int, float)) and type(value) in (int, float):
+            if self.symbolic:
+                return self._number_input(value, holder)
+            self._check(prims.check_value, holder, value)
+            return value
+        if isinstance(value, Number):
+            self._check(prims.check_value, holder, value)
+            return value
+        if type(value) is tuple or (type(value) is frozenset and all(is_literal_key(k) for k in value)):
+            self._check(prims.check_type, holder, type(value))
+            seen = self._unpack_contents(value, holder, name)
+            self._register(value, holder, seen)
+            return seen
+        if type(value) is torch.Size:  # a shape passed in: its dims are numbers (symbolic ones stay symbolic)
+            self._check(prims.check_type, holder, torch.Size)
+            seen = proxies.as_size(self._unpack_contents(tuple(value), holder, name))
+            self._register(value, holder, seen)
+            return seen
+        if type(value) is slice or type(value) is range:
+            # Read natively (``x[s]``, ``len(r)``): checked field by field, as reading ``s.stop`` is. A slice's
+            # bounds may stay symbolic (indexing a tensor with them does); range() would read them natively.
+            self._check(prims.check_type, holder, type(value))
+            symbolic, self.symbolic = self.symbolic, self.symbolic and type(value) is slice
+            try:
+                attr_holder = functools.partial(self._attr_holder, holder)
+                fields = [
+                    self._read(("attr", id(value), a), getattr(value, a), functools.partial(attr_holder, a, value))
+                    for a in ("start", "stop", "step")
+                ]
+            finally:
+                self.symbolic = symbolic
+            seen = type(value)(*fields) if type(value) is slice else value
+            self._register(value, holder, seen)
+            return seen
+        if isinstance(value, tuple) and _is_namedtuple(type(value)):
+            # A named tuple (``PackedSequence``, a user's record): its items are unpacked as a tuple's, so
+            # indexing and unpacking it give traced values as its attributes do.
+            self._check(prims.check_type, holder, type(value))
+            seen = type(value)._make(self._unpack_contents(tuple(value), holder, name))
+            self._register(value, holder, seen)
+            return seen
+        if type(value) in LAZY_TYPES:
+            # Checked when the program first reads its contents (see Note [Outside containers]).
+            self._check(prims.check_type, holder, type(value))
+            copy = value.copy()  # a defaultdict's keeps its default_factory
+            self._register(value, holder, copy)
+            self._keepalive.append(copy)
+            self._lazy[id(copy)] = LazyContainer(holder, value, copy, name)
+            return copy
+        if isinstance(value, dict):
+            # A dict subclass (a Hugging Face ModelOutput passed back in as encoder_outputs): seen as a copy
+            # holding what its items unpack to, so its methods (``__getitem__`` reading ``self.items()``
+            # natively) give the program traced values; one its constructor cannot rebuild is seen as
+            # itself (its values are unpacked when read through attributes). Changing it is refused.
+            self._check(prims.check_type, holder, type(value))
+            if all(is_literal_key(k) for k in value):
+                seen = self._rebuilt_mapping(value, holder, name)
+                if seen is not None:
+                    self._register(value, holder, seen)
+                    return seen
+                self._check_keys(holder, tuple(value))
+            self._register(value, holder, value)
+            return value
+        if type(value) in (functools.partial, types.MethodType):
+            # Descriptors make these afresh on each read (``functools.partialmethod``, a method read from
+            # an instance): checked by what they hold, not by identity.
+            self._check(prims.check_type, holder, type(value))
+            symbolic, self.symbolic = self.symbolic, False  # numbers the call reads: constants (tensors: inputs)
+            seen = {}
+            try:
+                for attr in ("func", "args", "keywords") if type(value) is functools.partial else ("__func__", "__self__"):
+                    p = self._prologue_proxy(f"{holder.name}_{attr.strip('_')}")
+                    self._emit(prims.unpack_attr, holder, attr, p, output=p)
+                    if attr == "keywords":  # read by the call itself, not by the program: checked now
+                        self._check(prims.check_type, p, dict)
+                        seen[attr] = self._unpack_contents(value.keywords, p, p.name)
+                    else:
+                        seen[attr] = self.unpack_value(getattr(value, attr), p, p.name)
+            finally:
+                self.symbolic = symbolic
+            self._register(value, holder, value)
+            if type(value) is functools.partial:
+                if not _same_items(seen["args"], value.args) or not _same_items(seen["keywords"], value.keywords):
+                    self._call_instead(value, functools.partial(seen["func"], *seen["args"], **seen["keywords"]))
+            elif seen["__self__"] is not value.__self__:  # a method of an input tensor, say
+                self._call_instead(value, types.MethodType(seen["__func__"], seen["__self__"]))
+            return value
+        if type(value) is types.FunctionType and value.__code__ is _PARTIALMETHOD_CODE:
+            # ``A.method`` of a ``functools.partialmethod``, read through the class, is made afresh on each
+            # read: checked by what it is made of (the partialmethod, whose fields its code reads).
+            self._check(prims.check_type, holder, types.FunctionType)
+            for attr in ("__code__", _PARTIALMETHOD_ATTR):
+                p = self._prologue_proxy(f"{holder.name}_{attr.strip('_')}")
+                self._emit(prims.unpack_attr, holder, attr, p, output=p)
+                self._check(prims.check_identity, p, getattr(value, attr))
+            self._register(value, holder, value)
+            return value
+        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)) or (
+            isinstance(value, types.ModuleType) and is_fixed_module(value)
+        ):
+            self._check(prims.check_identity, holder, value)
+            if isinstance(value, types.FunctionType):
+                self._guard_function(value, holder)
+            elif isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
+                # ``t.add`` of an outside tensor: the tensor is an input, the call is the method of its proxy
+                p = self._prologue_proxy(f"{holder.name}_self")
+                self._emit(prims.unpack_attr, holder, "__self__", p, output=p)
+                method = getattr(self.unpack_value(value.__self__, p, p.name), value.__name__, None)
+                if method is not None:
+                    self._call_instead(value, method)
+            elif isinstance(value, type) and not is_library_module(value.__module__):
+                self._register(value, holder, value)  # its class attributes are read through attribute loads
+            return value
+        if isinstance(value, types.ModuleType):  # the user's own module: its attributes are checked when read
+            self._check(prims.check_identity, holder, value)
+            self._register(value, holder, value)
+            return value
+        if type(value) is iterators.ReplayableIterator or isinstance(value, collections.abc.Iterator):
+            return self._iterator_input(value, holder, name)
+        if isinstance(value, torch.nn.Module) and not self._module_paths:
+            for path, sub in value.named_modules():
+                self._module_paths.setdefault(id(sub), path)
+        # Any other object: its type is checked, and each attribute the program reads is unpacked
+        # and checked when it is read (see Note [Provenance]).
+        self._check(prims.check_type, holder, type(value))
+        self._register(value, holder, value)
+        return value
+
+    def _rebuilt_mapping(self, value: dict, holder: Proxy, name: str) -> dict | None:
+        """A copy of the dict subclass ``value`` with its items unpacked, or None where its type cannot be
+        rebuilt from its items (see ``unpack_value``)."""
+        try:
+            rebuild_mapping(mapping_type(value), dict(value))
+        except Exception:
+            return None
+        return rebuild_mapping(mapping_type(value), self._unpack_contents(dict(value), holder, name))
+
+    def _register(self, obj: Any, holder: Proxy, seen_as: Any) -> None:
+        self._provenance[id(obj)] = holder
+        self._proxy_for[id(obj)] = seen_as
+        self._keepalive.append(obj)
+
+    def _unpack_contents(self, value: Any, holder: Proxy, name: str) -> Any:
+        """The prologue's checks and unpacking of a container's items; returns what the program sees."""
+        if type(value) in (set, frozenset):
+            self._check(prims.check_value, holder, frozenset(value))
+            return type(value)(value)
+        if isinstance(value, dict):
+            keys = tuple(value)
+            self._check_keys(holder, keys)
+            seen = type(value)()
+            for i, k in enumerate(keys):
+                p = self._item_proxy(value[k], f"{name}_{k}" if is_literal_key(k) else f"{name}_key{i}")
+                self._emit(prims.unpack_key, holder, k, p, output=p)
+                seen[k] = self.unpack_value(value[k], p, p.name)
+            return seen
+        self._check(prims.check_expr, f"len({holder.name}) == {len(value)}", (holder,))
+        items = [self._item_proxy(v, f"{name}_{i}") for i, v in enumerate(value)]
+        self._emit(prims.unpack_sequence, holder, items, output=items)
+        return type(value)(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
+
+    def _item_proxy(self, value: Any, name: str) -> Proxy:
+        """The prologue proxy of a container's item: a submodule (an item of ``ModuleList._modules``) is
+        named by its path in the input module (``module_transformer_h_0``), anything else ``name``."""
+        path = self._module_paths.get(id(value)) if isinstance(value, torch.nn.Module) else None
+        if not path:
+            return self._prologue_proxy(name)
+        p = self._prologue_proxy("module_" + path.replace(".", "_"))
+        self.prologue.input_paths[p.name] = path
+        return p
+
+    def _check_keys(self, holder: Proxy, keys: tuple) -> None:
+        self._check(prims.check_keys, holder, keys)
+
+    def _iterator_input(self, it, holder: Proxy, name: str) -> iterators.TracedIterator:
+        """An iterator argument: the program pulls items from it, and every call's prologue makes the same pulls
+        (Note [Iterator arguments] in thunder.core.iterators)."""
+        if type(it) is not iterators.ReplayableIterator:  # not an argument itself: the slow path did not wrap it
+            loc = source_location()
+            raise ThunderRuntimeError(
+                f"{name} is an iterator ({type(it).__module__}.{type(it).__qualname__}) that the jitted function reads "
+                f"from outside{f' (at {loc})' if loc else ''}, not one passed to it as an argument: thunder follows "
+                "the items a program takes only from an iterator argument. Pass it as an argument, or pass the "
+                "values it gives."
+            )
+        view = self._prologue_proxy(f"{name}_iter")
+        self._emit(prims.unpack_iterator, holder, type(it.source), view, output=view)
+
+        def on_item(i: int, item: Any) -> Any:
+            self._check_constraints_so_far()
+            p = self._prologue_proxy(f"{name}_{i}")
+            self._emit(prims.unpack_next, view, p, output=p)
+            return self.unpack_value(item, p, p.name)
+
+        traced = iterators.TracedIterator(it.view(), on_item, lambda: self._emit(prims.check_iterator_end, view), name)
+        self._register(it, holder, traced)
+        return traced
+
+    def _guard_function(self, fn: types.FunctionType, holder: Proxy | None = None) -> None:
+        """A function's defaults are part of what a call of it computes: the prologue checks they are the
+        same objects (assigning ``f.__defaults__`` makes new ones). A tensor among them is an input, as a
+        tensor read through a global is (so a change in place is seen), and a list, dict or set is an outside
+        container (Note [Outside containers]: what the program changes in it is replayed on every call); calls
+        of ``fn`` bind what the program sees for them."""
+        if id(fn) in self._guarded_functions:
+            return
+        self._guarded_functions.add(id(fn))
+        if is_library_module(getattr(fn, "__module__", None) or "") or is_installed_code(fn.__code__):
+            return  # a library's function keeps its defaults (its globals are still checked when read)
+        seen = {}
+        for attr in ("__defaults__", "__kwdefaults__"):
+            current = getattr(fn, attr)
+            if current is None:
+                continue
+            keys = tuple(current) if attr == "__kwdefaults__" else range(len(current))
+            inputs = [k for k in keys if _is_input_default(current[k])]
+            if not inputs and not self.checks:
+                continue
+            holder = holder or self._constant(fn, fn.__name__)
+            p = self._prologue_proxy(f"{holder.name}{attr.rstrip('_')}")
+            self._emit(prims.unpack_attr, holder, attr, p, output=p)
+            self._check(prims.check_identity, p, current)
+            if inputs:
+                symbolic, self.symbolic = self.symbolic, False  # constants, as the identity check makes them
+                try:
+                    items = dict(current) if attr == "__kwdefaults__" else list(current)
+                    for k in inputs:
+                        item = self._prologue_proxy(f"{p.name}_{k}")
+                        self._emit(prims.unpack_key, p, k, item, output=item)
+                        items[k] = self.unpack_value(current[k], item, item.name)
+                    seen[attr] = items if attr == "__kwdefaults__" else tuple(items)
+                finally:
+                    self.symbolic = symbolic
+        if seen:
+            defaults = seen.get("__defaults__", fn.__defaults__)
+            bound = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, defaults, fn.__closure__)
+            bound.__kwdefaults__ = seen.get("__kwdefaults__", fn.__kwdefaults__)
+            bound.__qualname__ = fn.__qualname__
+            self._guarded_functions.add(id(bound))
+            self._call_instead(fn, bound)
+
+    def _call_instead(self, fn: Callable, instead: Callable) -> None:
+        """Calls of the outside callable ``fn`` run ``instead``: ``fn`` with the values the program sees for
+        the tensors (and other outside values) it holds, a partial's arguments or a function's defaults."""
+        self._calls_instead[id(fn)] = instead
+        self._keepalive.extend((fn, instead))
+
+    def _tensor_input(self, t: torch.Tensor, holder: Proxy) -> TensorProxy:
+        if type(t) is not torch.Tensor:
+            self._check(prims.check_type, holder, type(t))  # a Parameter stays a Parameter
+        with tracectx(self.computation):
+            name = holder.name if holder.name not in self.computation.names else None
+            if self.symbolic:
+                dims = [self._prologue_proxy(f"{holder.name}_{i}") for i in range(t.ndim)]
+                self.computation.names.update(d.name for d in dims)
+                shape = tuple(SymInt(n, d.name) for n, d in zip(t.shape, dims))
+                p = tensorproxy_from_tensor(t, name, shape=shape)
+            else:
+                p = tensorproxy_from_tensor(t, name)
+        if self.symbolic:
+            self._check(prims.check_tensor_rank, holder, t.ndim, t.device, t.dtype, t.requires_grad)
+            if dims:
+                self._emit(prims.unpack_shape, holder, dims, output=dims)
+                self.dims.extend((d, s) for d, s in zip(dims, p.shape))
+        else:
+            self._check(prims.check_tensor, holder, tuple(t.shape), t.device, t.dtype, t.requires_grad)
+        path = self._member_paths.get(holder.name)
+        if path is not None:
+            self.computation.input_paths[p.name] = path
+        introspection.note_input(p, t, functools.partial(self._input_location, holder))
+        self._register(t, holder, p)
+        self.inputs.append((holder, p))
+        self._tensor_inputs[id(p)] = (holder, t)
+        return p
+
+    def _input_location(self, holder: Proxy) -> str:
+        """An input named for an error: where the program reads it, or for an argument (bound before the program
+        runs), the function it is an argument of."""
+        loc = source_location(self._module_paths)
+        if loc is not None:
+            return f"{holder.name} (read at {loc})"
+        return f"{holder.name} (an argument of {self._definition})" if self._definition else holder.name
+
+    def _check_strides(self) -> None:
+        """Inputs whose layout the program depended on (see Note [Strides of traced tensors])."""
+        for holder, t in self._tensor_inputs.values():
+            p = self._proxy_for.get(id(t))
+            if getattr(p, "strides_read", False):
+                expr = f"{holder.name}.stride() == {tuple(t.stride())} and {holder.name}.storage_offset() == {t.storage_offset()}"
+                self._check(prims.check_expr, expr, (holder,))
+
+    def bind_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """Unpacks the call's arguments as the program will see them."""
+        if getattr(self.fn, "_thunder_calls_module", False) and args:
+            # ThunderModule calls ``_call_module(module, *inputs)``: name inputs after forward's parameters.
+            params = ["module", *_parameter_names(args[0].forward, len(args) - 1, kwargs)]
+        else:
+            params = _parameter_names(self.fn, len(args), kwargs)
+        self._definition = _definition(self.fn, args)
+        self._bind_callable(self.fn)
+        args_p, kwargs_p = self._prologue_proxy("args"), self._prologue_proxy("kwargs")
+        self.prologue.args = []
+        self._emit(prims.check_args_structure, args_p, kwargs_p, len(args), tuple(kwargs))
+        holders = [self._prologue_proxy(n) for n in params[: len(args)]]
+        if holders:
+            self._emit(prims.unpack_sequence, args_p, holders, output=holders)
+        seen_args = tuple(self.unpack_value(v, h, h.name) for v, h in zip(args, holders))
+        seen_kwargs = {}
+        for k, v in kwargs.items():
+            h = self._prologue_proxy(k)
+            self._emit(prims.unpack_key, kwargs_p, k, h, output=h)
+            seen_kwargs[k] = self.unpack_value(v, h, h.name)
+        if isinstance(self.fn, functools.partial):
+            # The partial's own arguments are inputs too (read from it on every call, so changing
+            # ``p.keywords`` is seen); the program is what it wraps.
+            holder = self._constant(self.fn, "partial")
+            bound = self._prologue_proxy("partial_args")
+            self._emit(prims.unpack_attr, holder, "args", bound, output=bound)
+            keywords = self._prologue_proxy("partial_keywords")
+            self._emit(prims.unpack_attr, holder, "keywords", keywords, output=keywords)
+            seen_args = (*self.unpack_value(self.fn.args, bound, bound.name), *seen_args)
+            partial_kwargs = self.unpack_value(self.fn.keywords, keywords, keywords.name)
+            if id(partial_kwargs) in self._lazy:  # read here, by thunder, not by an instruction
+                self._read_contents(partial_kwargs)
+            seen_kwargs = {**partial_kwargs, **seen_kwargs}
+        return seen_args, seen_kwargs
+
+    def _bind_callable(self, fn: Callable) -> None:
+        """The jitted callable's own state: its defaults, and the object a bound method (or a callable
+        object) reads its attributes from, captured by identity."""
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        receiver = fn.__self__ if isinstance(fn, types.MethodType) else None
+        func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if isinstance(func, types.FunctionType):
+            self._guard_function(func)
+        elif not isinstance(func, (types.BuiltinFunctionType, type)):
+            receiver = func  # a callable object
+        if receiver is not None and not isinstance(receiver, (types.ModuleType, type)):
+            self.unpack_value(receiver, self._constant(receiver, "self"), "self")
+
+
+def _definition(fn: Callable, args: tuple) -> SourceLocation | None:
+    """Where the jitted program is defined (``def f(x):``), or None for one that is not Python code."""
+    target = args[0].forward if getattr(fn, "_thunder_calls_module", False) and args else fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if isinstance(target, torch.nn.Module):
+        target = target.forward
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    return SourceLocation(code.co_filename, code.co_firstlineno, code.co_qualname) if code is not None else None
+
+
+def _is_namedtuple(typ: type) -> bool:
+    return callable(getattr(typ, "_make", None)) and isinstance(getattr(typ, "_fields", None), tuple)
+
+
+def _is_input_default(x: Any) -> bool:
+    """A default value the prologue unpacks (see ``_guard_function``): a tensor, a tuple holding one, or a
+    list, dict or set the program may change."""
+    if type(x) is tuple:
+        return any(isinstance(v, torch.Tensor) or (type(v) is tuple and _is_input_default(v)) for v in x)
+    return isinstance(x, torch.Tensor) or type(x) in LAZY_TYPES
+
+
+def _same_items(a: Any, b: Any) -> bool:
+    """Whether two tuples (or dicts) hold the same objects."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(a[k] is b[k] for k in a)
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def is_literal_key(x: Any) -> bool:
+    """Whether ``x`` prints as a literal in generated code (so it can be a checked key or element)."""
+    if type(x) in (str, int, float, bool, type(None), complex):
+        return True
+    return type(x) is tuple and all(is_literal_key(v) for v in x)
+
+
+def _parameter_names(fn: Callable, nargs: int, kwargs: dict) -> list[str]:
+    """Names for the positional arguments of a call (parameter names where known)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return [f"arg{i}" for i in range(nargs)]
+    names = []
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            names.extend(f"{p.name}{i}" for i in range(nargs - len(names)))
+            break
+    names.extend(f"arg{i}" for i in range(len(names), nargs))
+    return names[:nargs]

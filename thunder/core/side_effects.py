@@ -1,0 +1,462 @@
+"""Side effects: what the program does to outside state, done while tracing and replayed on every call.
+
+Assignments to outside globals, closure cells and attributes are made while tracing (the rest of the
+trace sees them), undone when tracing ends, and replayed by the computation, in order, with each call's
+values (``thunder.core.replays``). Outside lists, dicts and sets are copied for the program
+(Note [Outside containers]); a copy the program changed is written back at the end of every call.
+Changes thunder cannot replay (to other outside containers) are refused with an error.
+
+Note [Outside containers]
+An outside list, dict or set is copied for the program, and its contents are checked only once the
+program reads them: a native operation on it (indexing, iterating, ``len``, ``in``, truth, passing it
+to a native function, storing it somewhere) is reported by the interpreter (Note [Operand reads]),
+and the prologue then checks and unpacks its items; at the end of each call the container holds what
+the program left in it. Until then, changes that do not depend on the contents (``append``, a dict's
+``d[k] = v``, ``set.add``) are recorded and made again by every call on the object the path holds, so
+a function that logs into a global list does not recompile on every call. A ``defaultdict`` is such a dict
+too (its copy keeps the ``default_factory``): reading a missing key reads its contents, and the insertion the
+factory makes (called under the interpreter, ``protocols.getitem``) is written back like any other change.
+
+``SideEffectsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles them; the state it
+keeps is set up by ``Tracer.__init__``.
+
+Layer: tracing. Imports: core.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from thunder.core import introspection, iterators, prims
+from thunder.core.errors import ThunderRuntimeError
+from thunder.core.interpreter.errors import DELETED
+from thunder.core.interpreter.instructions import call_operands
+from thunder.core.proxies import Proxy
+from thunder.core.pytree import ObjectWithProxies, mapping_type, rebuild_mapping, tree_leaves
+from thunder.core.symbol import Symbol, mutates
+from thunder.core.user_code import is_code_like, is_nondeterministic, is_thunder_module, source_location
+
+# Outside containers copied for the program and read lazily; the changes to each that need not read its contents.
+LAZY_TYPES = (list, dict, collections.OrderedDict, collections.defaultdict, set)
+_PURE_WRITES = {
+    list: frozenset({"append", "extend", "insert", "clear"}),
+    dict: frozenset({"update", "clear", "__setitem__"}),
+    collections.OrderedDict: frozenset({"update", "clear", "__setitem__"}),
+    collections.defaultdict: frozenset({"update", "clear", "__setitem__"}),
+    set: frozenset({"add", "update", "discard", "clear"}),
+}
+
+
+@dataclasses.dataclass
+class LazyContainer:
+    """An outside container whose contents the program has not read yet: ``copy`` is what it sees, ``writes``
+    the changes it made (Note [Outside containers])."""
+
+    holder: Proxy
+    original: Any
+    copy: Any
+    name: str
+    writes: list = dataclasses.field(default_factory=list)
+
+
+# Methods that mutate the builtin container they are bound to.
+_MUTATING_METHODS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add", "discard",
+     "sort", "reverse", "__setitem__", "__delitem__"}
+)  # fmt: skip
+
+# What a restore helper is given for a global, cell or attribute that had no value of its own.
+_ABSENT = object()
+
+
+class SideEffectsMixin:
+    """``Tracer``'s handling of what the program does to outside state."""
+
+    # --- outside containers (Note [Outside containers]) -------------------------------------
+    def _read_contents(self, copy: Any) -> None:
+        """The program is about to read an outside container's contents: from now on they are checked,
+        unpacked, and the container ends each call as the program left it (see Note [Outside containers])."""
+        lazy = self._lazy.pop(id(copy))
+        seen = self._unpack_contents(lazy.original, lazy.holder, lazy.name)
+        first = _contents(seen)
+        copy.clear()
+        if isinstance(copy, list):
+            copy.extend(seen)
+        else:
+            copy.update(seen)
+        for method, args in lazy.writes:
+            getattr(copy, method)(*args)
+        self._copies[id(copy)] = (lazy.holder, copy, first)
+
+    def _read_operand_containers(self, inst, values) -> None:
+        """The outside containers an instruction uses natively (Note [Operand reads]) are read."""
+        name = inst.opname
+        if name == "CALL" or name == "CALL_KW":
+            fn, args = call_operands(values)
+            receiver = getattr(fn, "__self__", None)
+            if id(receiver) in self._lazy and getattr(fn, "__name__", None) not in _PURE_WRITES.get(type(receiver), ()):
+                self._read_contents(receiver)
+            if _is_interpreted(fn, self.symbol_lookup):  # its own instructions report what it reads
+                return
+            values = args
+        elif name == "STORE_SUBSCR":  # the container's side is decided by store_subscr
+            values = (values[0], values[2])
+        self._read_lazies_in(values, 2)
+
+    def _read_lazies_in(self, values, depth: int) -> None:
+        """Outside containers among ``values`` are read, also inside tuples, lists and dicts the interpreter
+        built without an instruction (a frame's ``*args`` and ``**kwargs``)."""
+        lazy = self._lazy
+        for v in values:
+            found = lazy.get(id(v))
+            if found is not None and found.copy is v:
+                self._read_contents(v)
+            elif depth and type(v) in (tuple, list, dict):
+                self._read_lazies_in(v.values() if type(v) is dict else v, depth - 1)
+
+    def _write(self, copy: Any, method: str, args: tuple) -> None:
+        """A change to an outside container whose contents were not read: made now, and made again at the
+        end of every call on the object the path holds then (``log.append(x)`` need not check ``log``)."""
+        if method in ("extend", "update"):
+            args = tuple(list(a) if method == "extend" else dict(a) for a in args)
+        getattr(copy, method)(*args)
+        self._lazy[id(copy)].writes.append((method, snapshot(args)))
+
+    def _container_method(self, fn: Callable, receiver: Any) -> Callable | None:
+        """What a call of a builtin method that changes its container (``append``, ``__setitem__``) becomes when
+        the container is from outside: a recorded change, a sharp edge or a refusal; None for anything else."""
+        if not (isinstance(fn, (types.BuiltinMethodType, types.MethodWrapperType)) and fn.__name__ in _MUTATING_METHODS):
+            return None
+        lazy = self._lazy.get(id(receiver))
+        if lazy is not None and lazy.copy is receiver and fn.__name__ in _PURE_WRITES[type(receiver)]:
+            return self._lazy_write_call(receiver, fn.__name__)
+        if id(receiver) in self._copies:
+            return self._sharp_call(fn, f"Mutating a {type(receiver).__name__} from outside the function with .{fn.__name__}()")
+        if id(receiver) in self._provenance and not isinstance(receiver, (types.ModuleType, type)):
+            return self._refuse_mutation(fn)
+        return None
+
+    def _lazy_write_call(self, copy: Any, method: str) -> Callable:
+        def call(*args):
+            self.sharp_edge(f"Mutating a {type(copy).__name__} from outside the function with .{method}()", replayed=True)
+            self._write(copy, method, args)
+
+        return call
+
+    def _refuse_mutation(self, fn: Callable) -> Callable:
+        def call(*args, **kwargs):
+            raise ThunderRuntimeError(
+                f"Changing a {type(fn.__self__).__name__} from outside the jitted function with .{fn.__name__}() is "
+                f"not supported (at {source_location()}): thunder replays changes to outside lists, dicts and sets, "
+                "not to other containers. Return the new value instead, or change it outside the function."
+            )
+
+        return call
+
+    def _sharp_call(self, fn: Callable, what: str) -> Callable:
+        def call(*args, **kwargs):
+            self.sharp_edge(what, replayed=True)
+            return fn(*args, **kwargs)
+
+        return call
+
+    # Assignments to outside state: done now (the rest of the trace sees them), undone when tracing
+    # ends, and replayed by the computation on every call (see Note [What a trace relied on]).
+    def store_global(self, globals_dict: dict, name: str, value: Any) -> None:
+        if is_thunder_module(globals_dict):
+            return
+        self.sharp_edge(f"Assigning the global {name!r}", replayed=True)
+        key = ("global", id(globals_dict), name)
+        self._remember(key, lambda: globals_dict.get(name, _ABSENT), lambda old: _restore_item(globals_dict, name, old))
+        deleted = value is DELETED
+        prims.store_global(globals_dict, name, None if deleted else lift_objects(value), deleted)
+
+    def store_deref(self, code, name: str, value: Any, cell) -> None:
+        if id(cell) in self._internal_cells:
+            return
+        self.sharp_edge(f"Assigning the closure variable {name!r} of an enclosing function", replayed=True)
+        self._remember(("cell", id(cell)), lambda: _cell_contents(cell), lambda old: _restore_cell(cell, old))
+        self._keepalive.append(cell)
+        prims.store_cell(cell, lift_objects(value))
+
+    def store_attr(self, obj: Any, name: str, value: Any) -> None:
+        holder = self._provenance.get(id(obj))
+        if holder is None and isinstance(obj, torch.nn.Module) and self._is_outside(obj):
+            holder = self._constant(obj, type(obj).__name__.lower())
+            self.unpack_value(obj, holder, holder.name)
+        if holder is None or isinstance(obj, Proxy):
+            return
+        self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
+        self._remember(("attr", id(obj), name), lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
+        deleted = value is DELETED
+        prims.store_attr(self._object_input(holder), name, None if deleted else lift_objects(value), deleted)
+
+    def store_subscr(self, container: Any, key: Any, value: Any) -> None:
+        lazy = self._lazy.get(id(container))
+        if lazy is not None and lazy.copy is container:
+            self.sharp_edge("Assigning into a container from outside the function", replayed=True)
+            if isinstance(container, dict) and value is not DELETED:
+                lazy.writes.append(("__setitem__", (key, snapshot(value))))
+                return
+            self._read_contents(container)  # a list item or a deletion depends on what is there
+            return
+        if id(container) in self._copies:
+            self.sharp_edge("Assigning into a container from outside the function", replayed=True)
+        elif id(container) in self._provenance:
+            raise ThunderRuntimeError(
+                f"Assigning into a {type(container).__name__} from outside the jitted function is not supported "
+                f"(at {source_location()}): thunder replays changes to outside lists, dicts and sets, not to other "
+                "containers. Return the new value instead, or change it outside the function."
+            )
+
+    def _setattr(self, obj: Any, name: str, value: Any, *, setter: Callable = setattr) -> None:
+        """``setattr(obj, name, value)`` (or ``object.__setattr__``, which a frozen dataclass's
+        ``__init__`` calls past its own ``__setattr__``) called by the program: a STORE_ATTR."""
+        self.store_attr(obj, name, value)
+        if isinstance(obj, Proxy):  # a traced value answers as what it stands for
+            return (introspection.lookaside(setattr) or setattr)(obj, name, value)
+        setter(obj, name, value)
+
+    def _delattr(self, obj: Any, name: str, *, deleter: Callable = delattr) -> None:
+        self.store_attr(obj, name, DELETED)
+        deleter(obj, name)
+
+    def _remember(self, key: tuple, current: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+        if key not in self._written:
+            self._written.add(key)
+            old = current()
+            self._undo.append(lambda: restore(old))
+
+    def _changed_outside_state(self, value: Any) -> bool:
+        """Whether the program has changed, so far, anything from outside that ``value`` holds (looking a few levels
+        into its attributes and items): an attribute of such an object, an outside container (any: it may be
+        shared), or a tensor where ``value`` holds tensors (a module, a container of tensors). Globals and closure
+        cells are not held by an object that ``copy`` copies."""
+        reachable = _reachable_ids(value)
+        return (
+            any(key[0] == "attr" and key[1] in reachable for key in self._written)
+            or any(lazy.writes for lazy in self._lazy.values())
+            or any(_contents(c) != first for _, c, first in self._copies.values())
+            or (holds_tensors(value) and any(map(mutates, self.computation.bound_symbols)))
+        )
+
+    # --- after the program ------------------------------------------------------------------
+    def _write_back_copies(self) -> None:
+        """Outside containers the program changed end each call as the program left them."""
+        for lazy in self._lazy.values():
+            for method, args in lazy.writes:
+                prims.container_call(self._object_input(lazy.holder), method, lift_objects(args))
+        for holder, copy, first in self._copies.values():
+            if _contents(copy) != first:
+                self._refuse_unchecked_state(holder.name)
+                state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
+                prims.replace_contents(self._object_input(holder), lift_objects(state))
+
+    def _outside_objects_as_inputs(self, x: Any, depth: int = 0) -> Any:
+        """The result with each outside object (or the program's copy of an outside container) replaced by
+        the computation's parameter holding that object: the caller gets the object itself, as in eager
+        (with the changes the program made, which the computation replays before returning)."""
+        copied = self._copies.get(id(x))
+        if copied is not None:
+            return self._object_input(copied[0])
+        lazy = self._lazy.get(id(x))
+        if lazy is not None and lazy.copy is x:
+            return self._object_input(lazy.holder)
+        if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))) or depth > 6:
+            return x
+        holder = self._provenance.get(id(x))
+        if holder is not None and self._proxy_for.get(id(x)) is x and not is_code_like(x) and not isinstance(x, types.ModuleType):
+            return self._object_input(holder)
+        if type(x) in (list, tuple):
+            items = [self._outside_objects_as_inputs(v, depth + 1) for v in x]
+            return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+        if type(x) is dict:
+            items = {k: self._outside_objects_as_inputs(v, depth + 1) for k, v in x.items()}
+            return x if all(items[k] is v for k, v in x.items()) else items
+        return x
+
+    def _refuse_unchecked_state(self, what: str) -> None:
+        """Under ``cache="same input"`` nothing is checked: a program that reads outside state it also
+        changes would reuse, on the next call, the value it read on this one."""
+        if self.checks:
+            return
+        raise ThunderRuntimeError(
+            f"thunder.jit(..., cache='same input'): the function reads and changes outside state ({what}), so the "
+            "next call cannot reuse this trace unchecked: it would see the value read now. Use the default "
+            "cache='constant values' (or 'symbolic values'), which checks that state on every call."
+        )
+
+    def _check_reads_of_written_state(self) -> None:
+        for key in self._written:
+            if key in self._reads:
+                kind = {"global": "a global", "cell": "a closure variable", "attr": f"attribute {key[-1]!r}"}[key[0]]
+                self._refuse_unchecked_state(kind if key[0] != "global" else f"the global {key[-1]!r}")
+
+
+def _is_interpreted(fn: Any, symbol_lookup: Callable[[Callable], Symbol | None]) -> bool:
+    """Whether the interpreter runs ``fn``'s instructions (so they report their own reads)."""
+    func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if type(func) is not types.FunctionType or "_thunder" in func.__dict__:
+        return False
+    if is_nondeterministic(fn, getattr(fn, "__module__", None), getattr(fn, "__self__", None)):
+        return False  # made by the prologue
+    try:
+        return symbol_lookup(fn) is None and introspection.lookaside(fn) is None
+    except TypeError:
+        return False
+
+
+def _contents(container: Any) -> Any:
+    """A shallow snapshot of a list, dict or set, compared by identity of the items."""
+    if isinstance(container, list):
+        return _IdentityList(container)
+    if isinstance(container, dict):
+        return _IdentityList(container.items(), mapping=True)
+    return frozenset(container)
+
+
+class _IdentityList(list):
+    """Items compared by identity (tensors and proxies have no usable ``==``)."""
+
+    def __init__(self, items, mapping: bool = False):
+        super().__init__(items)
+        self.mapping = mapping
+
+    def __eq__(self, other):
+        if len(self) != len(other):
+            return False
+        if self.mapping:
+            return all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(self, other))
+        return all(a is b for a, b in zip(self, other))
+
+    def __ne__(self, other):
+        return not self == other
+
+
+def snapshot(x: Any) -> Any:
+    """Copies the containers in ``x`` so later changes by the program do not alter what was recorded."""
+    if type(x) in (list, tuple):
+        return type(x)(snapshot(v) for v in x)
+    if type(x) is dict:
+        return {k: snapshot(v) for k, v in x.items()}
+    return x
+
+
+def _cell_contents(cell) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _ABSENT
+
+
+def _restore_cell(cell, old) -> None:
+    if old is _ABSENT:
+        try:
+            del cell.cell_contents
+        except ValueError:
+            pass
+    else:
+        cell.cell_contents = old
+
+
+def _restore_item(mapping: dict, key, old) -> None:
+    if old is _ABSENT:
+        mapping.pop(key, None)
+    else:
+        mapping[key] = old
+
+
+def _own_attribute(obj, name: str) -> Any:
+    """The object's own value of attribute ``name`` (its ``__dict__``, or a module's parameters, buffers
+    and submodules), or _ABSENT when it has none of its own (a class attribute, or nothing)."""
+    own = getattr(obj, "__dict__", None)
+    if own is not None and name in own:
+        return own[name]
+    if isinstance(obj, torch.nn.Module):
+        for table in (obj._parameters, obj._buffers, obj._modules):
+            if name in table:
+                return table[name]
+    return _ABSENT
+
+
+def _restore_attr(obj, name: str, old) -> None:
+    if old is _ABSENT:
+        try:
+            delattr(obj, name)
+        except AttributeError:
+            pass
+    else:
+        setattr(obj, name, old)
+
+
+def lift_objects(x: Any, depth: int = 0) -> Any:
+    """``x`` with every plain object that holds proxies in its attributes replaced by an
+    ``ObjectWithProxies`` (rebuilt by the generated code), so no proxy escapes to the caller."""
+    if type(x) is iterators.TracedIterator:
+        loc = source_location()
+        raise ThunderRuntimeError(
+            f"{x.name}, an iterator argument, leaves the jitted function (returned, stored or printed)"
+            f"{f' at {loc}' if loc else ''}: thunder follows only the items the program takes from it. Return or "
+            "store the items instead."
+        )
+    if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))) or depth > 6:
+        return x
+    if type(x) in (list, tuple):
+        items = [lift_objects(v, depth + 1) for v in x]
+        return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+    if isinstance(x, dict):
+        changed = {k: lift_objects(v, depth + 1) for k, v in x.items()}
+        if all(changed[k] is v for k, v in x.items()):
+            return x
+        return changed if type(x) is dict else rebuild_mapping(mapping_type(x), changed)
+    attrs = getattr(x, "__dict__", None)
+    if attrs is None or isinstance(x, (types.ModuleType, type, types.FunctionType, torch.nn.Module)):
+        return x
+    lifted = {k: lift_objects(v, depth + 1) for k, v in attrs.items()}
+    changed = {k: v for k, v in lifted.items() if v is not attrs[k] or _holds_proxy(v)}
+    return ObjectWithProxies(x, changed) if changed else x
+
+
+def _holds_proxy(x: Any) -> bool:
+    """Whether ``x`` is a proxy or a list, tuple or dict holding one (as ``(t, 1)`` does)."""
+    return any(isinstance(leaf, Proxy) for leaf in tree_leaves(x))
+
+
+def children_of(value: Any) -> Any:
+    if isinstance(value, dict):
+        return value.values()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return value
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return vars(value).values()
+    return ()
+
+
+def _reachable_ids(value: Any, depth: int = 4) -> set[int]:
+    """Ids of ``value`` and of what its attributes and items hold, ``depth`` levels deep."""
+    seen: set[int] = set()
+    level = [value]
+    for _ in range(depth + 1):
+        nxt = []
+        for v in level:
+            if id(v) not in seen:
+                seen.add(id(v))
+                nxt.extend(children_of(v))
+        level = nxt
+    return seen
+
+
+def holds_tensors(value: Any, depth: int = 3) -> bool:
+    """Whether ``value`` holds a tensor (itself, a module's parameters or buffers, an item, an attribute), looking
+    ``depth`` levels deep; a configuration object of numbers and strings does not."""
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, torch.nn.Module):
+        return any(True for _ in value.parameters()) or any(True for _ in value.buffers())
+    return depth > 0 and any(holds_tensors(v, depth - 1) for v in children_of(value))

@@ -1,0 +1,360 @@
+"""Special callables: the calls the tracer handles itself instead of interpreting their code (its lookaside).
+
+A call of a torch callable is recorded as the symbol it stands for; ``getattr``, ``setattr`` and friends
+are reads and writes of outside state; a ``torch.autograd.Function``, ``torch.utils.checkpoint.checkpoint``
+and ``vjp`` record regions of the trace; ``copy.copy``/``copy.deepcopy`` of an outside object is made by the
+prologue (Note [Copies of outside objects]); ``print`` is replayed on every call; switching grad mode is
+recorded; a module call skips torch's hook machinery where it can (Note [Module calls]); a call whose result
+differs from call to call is made by the prologue (``thunder.core.symbolic_numbers``). Everything else runs
+under the interpreter.
+
+Note [Module calls]
+``module(x)`` runs ``nn.Module._wrapped_call_impl``, which reads ``_compiled_call_impl``, the four hook
+dicts of the module and the four global ones before it calls ``forward``. Traced as it is, each read
+is an attribute guard of its own (a type check and a check that the dict is empty): about a dozen
+lines of the prologue per module, most of a cached call's checking on a model with a hundred
+modules. So traced calls run ``_module_call`` instead: for a module the program did not make, with
+no hooks and not compiled (as nearly every module is), it calls ``forward`` directly and the prologue
+checks all of that in one line; otherwise it runs torch's own code.
+
+Note [Copies of outside objects]
+``copy.deepcopy(m)`` of a module argument, run by the interpreter, reads ``m``'s state natively (its
+``__reduce_ex__``), and the new module would be an object the trace captured as it was on the first call.
+So a copy (``copy.copy`` too) of an input tensor, or of an outside object the program sees as itself, is made
+by the prologue on every call, as eager makes it, and the program gets it as an input whose attributes are
+read and checked like an argument's: a fresh copy of this call's ``m``, with its own parameters, which get
+the gradients, as in eager. The prologue runs before the program, so a copy after the program changed outside
+state (which the computation replays) is refused. Copies of anything else are the program's own, interpreted.
+
+``SpecialCallsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles these calls; the
+state it keeps is set up by ``Tracer.__init__``.
+
+Layer: tracing. Imports: core.
+"""
+
+from __future__ import annotations
+
+import copy as copy_module
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.utils.checkpoint
+
+from thunder.core import introspection, prims, proxies, torch_state, transforms
+from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
+from thunder.core.interpreter.execution import call as interpreter_call
+from thunder.core.interpreter.execution import enter_function
+from thunder.core.interpreter.runtime import current_runtime
+from thunder.core.nested_jit import inner_jitted_lookaside
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves
+from thunder.core.side_effects import children_of, holds_tensors, lift_objects, snapshot
+from thunder.core.symbol import Symbol
+from thunder.core.symbol_lookup import interpreted_replacement, register_interpreted_replacement, unreplaced
+from thunder.core.traced_autograd import (
+    checkpoint_region,
+    higher_order_function,
+    is_autograd_function_apply,
+    trace_autograd_function,
+)
+from thunder.core.user_code import is_nondeterministic, source_location
+
+
+def _hookless(module: torch.nn.Module) -> bool:
+    """Answered by the tracer (``Tracer._hookless``) in traced code."""
+    raise ThunderRuntimeError("thunder.core.special_calls._hookless is only called by traced code")
+
+
+_WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
+_torch_module_call = unreplaced(_WRAPPED_CALL_IMPL)
+
+
+def _module_call(self, *args, **kwargs):
+    """``nn.Module.__call__`` in traced code (Note [Module calls])."""
+    if _hookless(self):
+        return self.forward(*args, **kwargs)
+    return _torch_module_call(self, *args, **kwargs)
+
+
+register_interpreted_replacement(_WRAPPED_CALL_IMPL, _module_call)
+
+
+# torch's Python functions start with ``if has_torch_function(...)``: while tracing the answer is
+# no, so their bodies run under the interpreter and reach the ops they are made of.
+_NO_TORCH_FUNCTION = frozenset(
+    {torch._C._has_torch_function, torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic}
+)
+
+
+def _no_torch_function(*args) -> bool:
+    return False
+
+
+def _refuse_parameter(cls: type, *args, **kwargs):
+    """``torch.nn.Parameter(...)`` in the program (or in a module built inside it)."""
+    loc = source_location()
+    loc = loc and (loc.call_site or loc)  # the user's line that builds the module, for a parameter made by torch
+    raise UnsupportedOpError(
+        f"{cls.__module__}.{cls.__qualname__}(...) makes a new parameter (a leaf tensor that requires grad) inside the "
+        f"jitted function{f' at {loc}' if loc else ''}; a trace computes tensors from the function's inputs and cannot "
+        "make leaves. Create the parameter (or the module that holds it) outside the function and pass it in, or "
+        "return the tensor and call .requires_grad_() on it outside."
+    )
+
+
+class SpecialCallsMixin:
+    """``Tracer``'s lookaside: the callables it handles itself."""
+
+    def lookaside(self, fn: Callable) -> Callable | None:
+        """What the interpreter calls instead of ``fn``, or None to let it handle ``fn`` as usual."""
+        if fn is len:
+            return self._len
+        size_numel = proxies.torch_size_lookaside(fn)
+        if size_numel is not None:
+            return size_numel
+        if fn is getattr:
+            return self._getattr
+        if fn is hasattr:
+            return self._hasattr
+        if fn is setattr:
+            return self._setattr
+        if fn is object.__setattr__:
+            return functools.partial(self._setattr, setter=object.__setattr__)
+        if fn is delattr:
+            return self._delattr
+        if fn is object.__delattr__:
+            return functools.partial(self._delattr, deleter=object.__delattr__)
+        replacement = introspection.lookaside(fn)
+        if replacement is not None:
+            return replacement
+        sym = self.symbol_lookup(fn)
+        if sym is not None:
+            return sym
+        if any(fn is f for f in _NO_TORCH_FUNCTION):
+            return _no_torch_function
+        reader = torch_state.reader(fn, self.torch_state_read.add, self.computation.autocast_read.add)
+        if reader is not None:  # Note [Torch state]
+            return reader
+        if fn is torch._C._set_grad_enabled:
+            return self._set_grad_enabled
+        if fn is transforms.vjp_call:
+            return self._vjp_call
+        if is_autograd_function_apply(fn):
+            return functools.partial(self._autograd_function, fn.__self__)
+        if fn is torch.ops.higher_order.autograd_function_apply:
+            return self._higher_order_autograd_function
+        if fn is torch.utils.checkpoint.checkpoint:
+            return self._checkpoint
+        if fn is copy_module.deepcopy or fn is copy_module.copy:
+            return functools.partial(self._copy, fn)
+        if fn is torch.autograd.function.FunctionMeta:
+            # A torch.autograd.Function class defined inside the function (torch.masked's ops do):
+            # the metaclass numbers it from a global itertools.count, which tracing cannot snapshot.
+            return fn
+        if fn is _hookless:
+            return self._hookless
+        if isinstance(fn, type) and issubclass(fn, torch.nn.Parameter):
+            return functools.partial(_refuse_parameter, fn)
+        if fn is print:
+            return self._print
+        if isinstance(fn, Symbol):
+            return fn
+        inner = inner_jitted_lookaside(fn)
+        if inner is not None:
+            return inner
+        self_obj = getattr(fn, "__self__", None)
+        if isinstance(self_obj, Proxy):
+            return fn
+        module = getattr(fn, "__module__", None)
+        func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        replacement = interpreted_replacement(func)
+        if replacement is not None:
+            bound = (self_obj,) if isinstance(fn, types.MethodType) else ()
+            return lambda *a, **k: interpreter_call(current_runtime(), replacement, (*bound, *a), k)
+        if isinstance(func, types.FunctionType) and not is_nondeterministic(fn, module, self_obj):
+            self._guard_function(func)
+            return self._call_of(fn)
+        if is_nondeterministic(fn, module, self_obj):
+            owner = self_obj if isinstance(self_obj, type) else type(self_obj)
+            where = module or (f"{owner.__module__}.{owner.__qualname__}" if isinstance(self_obj, type) else owner.__module__)
+            return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")
+        return self._call_of(fn) or self._container_method(fn, self_obj)
+
+    def _call_of(self, fn: Callable) -> Callable | None:
+        """A call of an outside callable that holds tensors (a partial's arguments, a function's defaults, the
+        tensor a method is bound to): the call the program sees, with their proxies (``_call_instead``)."""
+        instead = self._calls_instead.get(id(fn))
+        if instead is None:
+            return None
+        return lambda *a, **k: interpreter_call(current_runtime(), instead, a, k)
+
+    def _len(self, obj) -> int:
+        """``len(obj)`` of an object whose ``__len__`` is Python code runs that code under the interpreter."""
+        method = getattr(type(obj), "__len__", None)
+        if type(method) is types.FunctionType and not isinstance(obj, (Proxy, torch.Tensor)):
+            return interpreter_call(current_runtime(), method, (obj,))
+        traced = introspection.lookaside(len)
+        return (traced or len)(obj)
+
+    def _set_grad_enabled(self, enabled: bool) -> None:
+        """``with torch.no_grad():`` and friends: switch now (tracing continues in that mode) and
+        record the switch, so the computation switches at the same point."""
+        enabled = bool(enabled)
+        torch._C._set_grad_enabled(enabled)
+        self.grad_mode_switched = True
+        prims.set_grad_enabled(enabled)
+
+    def _print(self, *args, **kwargs) -> None:
+        """``print`` in the program: recorded, so each call prints its own values in order."""
+        prims.python_print(snapshot(lift_objects(args)), snapshot(lift_objects(kwargs)))
+
+    def _copy(self, fn: Callable, x: Any, memo: dict | None = None) -> Any:
+        """``copy.deepcopy(x)`` or ``copy.copy(x)`` (Note [Copies of outside objects])."""
+        outside = self._outside_as_is(x)
+        if outside is None and isinstance(x, TensorProxy):
+            return self._copy_own_tensor(fn, x, memo)
+        if outside is None:  # the program's own value: copied by the interpreted copy module
+            self._guard_function(fn)
+            return enter_function(current_runtime(), fn, (x,) if memo is None else (x, memo), None)
+        if memo is not None and id(x) in memo:  # copied before within this deepcopy: the same copy, as deepcopy gives
+            return memo[id(x)]
+        holder, value = outside
+        if self._changed_outside_state(value):
+            again = self._copy_of_a_changed_copy(fn, value)
+            if again is not None:
+                return again
+            loc = source_location()
+            raise ThunderRuntimeError(
+                f"copy.{fn.__name__}({holder.name}) copies an object from outside the jitted function after the "
+                f"program changed outside state{f' (at {loc})' if loc else ''}: thunder makes such copies on every "
+                "call before the program runs, so the copy would miss those changes. Copy before changing anything, "
+                "or outside the jitted function."
+            )
+        out = self._prologue_proxy(f"{holder.name}_copy")
+        self._emit(prims.unpack_call, fn, (holder,), {}, out, output=out)
+        made = fn(value)
+        self._keepalive.append(made)
+        self._copied_from[id(made)] = (holder, value)
+        seen = self.unpack_value(made, out, out.name)
+        if memo is not None:
+            memo[id(x)] = seen
+            memo.setdefault(id(memo), []).append(x)  # as deepcopy keeps what it copied alive
+        return seen
+
+    def _copy_of_a_changed_copy(self, fn: Callable, value: Any) -> Any:
+        """A copy of an object that is itself a copy made for this call (``config = copy.deepcopy(self.config)``,
+        changed, then copied again, as Hugging Face models do): made now, with the program's changes, and kept as a
+        constant, valid while what the first copy was made from compares equal (``==``) to its state now, which
+        the prologue checks. None (refused by the caller) for anything else, or when the changes hold traced
+        values."""
+        source = self._copied_from.get(id(value))
+        if source is None or _holds_proxies(value):
+            return None
+        source_holder, source_value = source
+        if holds_tensors(source_value):
+            return None
+        self._check(prims.check_value, source_holder, copy_module.deepcopy(source_value))
+        made = fn(value)
+        self._keepalive.append(made)
+        return made
+
+    def _copy_own_tensor(self, fn: Callable, x: TensorProxy, memo: dict | None) -> TensorProxy:
+        """A copy of a tensor the program computed, as eager makes it: ``copy.copy`` shares the storage (the same
+        proxy), ``copy.deepcopy`` is a new tensor (a clone) and refuses a tensor that requires grad, which inside
+        the program is never a graph leaf."""
+        if fn is copy_module.copy:
+            return x
+        if memo is not None and id(x) in memo:
+            return memo[id(x)]
+        if x.requires_grad:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the "
+                f"moment (copy.deepcopy of {x.name}, computed inside the function and requiring grad); "
+                "use .detach().clone() or .clone()"
+            )
+        out = interpreter_call(current_runtime(), torch.clone, (x,), None)
+        if memo is not None:
+            memo[id(x)] = out
+            memo.setdefault(id(memo), []).append(x)
+        return out
+
+    def _outside_as_is(self, x: Any) -> tuple[Proxy, Any] | None:
+        """(its prologue proxy, the object) for an input tensor, or an outside object the program sees as itself
+        (a module, an object of the user's class); None for anything else."""
+        found = self._tensor_inputs.get(id(x))
+        if found is not None:
+            return found
+        holder = self._provenance.get(id(x))
+        if holder is None or self._proxy_for.get(id(x)) is not x or isinstance(x, (type, types.ModuleType)):
+            return None
+        return holder, x
+
+    def _hookless(self, module: torch.nn.Module) -> bool:
+        """Whether calling ``module`` skips its hooks (Note [Module calls]); if so, checked by one guard."""
+        holder = self._provenance.get(id(module))
+        if (
+            holder is None
+            or torch._C._get_tracing_state()
+            or type(module)._call_impl is not torch.nn.Module._call_impl  # a class that changes the call
+            or module._compiled_call_impl is not None
+            or any(self._as_seen(getattr(module, h)) for h in prims.python.MODULE_HOOK_DICTS)
+            or any(getattr(torch.nn.modules.module, h) for h in prims.python.GLOBAL_HOOK_DICTS)
+        ):
+            return False  # traced as torch's own code, which reads (and guards) each of these
+        if not self._global_hooks_checked:
+            self._global_hooks_checked = True
+            self._check(prims.check_no_hooks, None)
+        self._check(prims.check_no_hooks, holder)
+        return True
+
+    def _as_seen(self, value: Any) -> Any:
+        """``value`` as the program sees it: an outside container the program read or changed is its copy
+        (a hook the program registered is in the copy of the hook dict, not yet in the module's own)."""
+        return self._proxy_for.get(id(value), value)
+
+    def _checkpoint(self, function, *args, use_reentrant=None, context_fn=None, determinism_check=None,
+                    debug=None, preserve_rng_state=True, **kwargs):  # fmt: skip
+        """``torch.utils.checkpoint.checkpoint`` (Note [Activation checkpointing])."""
+        body = self.computation.bound_symbols
+        start = len(body)
+        result = interpreter_call(current_runtime(), function, args, kwargs)
+        if len(self.computation.scopes) == 1:
+            checkpoint_region(self.computation, start, result)
+        return result
+
+    def _autograd_function(self, cls: type, *args, **kwargs):
+        """``cls.apply(*args)`` of a ``torch.autograd.Function`` (Note [Custom autograd functions])."""
+        if kwargs:
+            raise UnsupportedOpError(
+                f"{cls.__qualname__}.apply(...) with keyword arguments is not supported inside thunder.jit: "
+                "pass them positionally"
+            )
+        return trace_autograd_function(
+            cls, args, self.computation, lambda fn, a: interpreter_call(current_runtime(), fn, tuple(a))
+        )
+
+    def _higher_order_autograd_function(self, fwd: Callable, bwd: Callable, *args, **kwargs):
+        """``torch.ops.higher_order.autograd_function_apply(fwd, bwd, *args, ...)``: the autograd.Function it applies."""
+        return self._autograd_function(higher_order_function(fwd, bwd, **kwargs), *args)
+
+    def _vjp_call(self, fn: Callable, primals: tuple, cotangents: tuple):
+        """``vjp(fn)`` inside a jitted function: ``fn``'s ops, then their pullback, in this trace."""
+        body = self.computation.bound_symbols
+        start = len(body)
+        out = interpreter_call(current_runtime(), fn, tuple(primals))
+        leaves = [t for t in tree_leaves(out) if isinstance(t, TensorProxy)]
+        if cotangents is transforms.ONES:
+            cotangents = tuple(prims.full(t.shape, 1, device=t.device, dtype=t.dtype) for t in leaves)
+        transforms.check_cotangents(leaves, cotangents)
+        grads = transforms.record_vjp(body[start:], list(primals), leaves, list(cotangents))
+        return out, tuple(grads)
+
+
+def _holds_proxies(value: Any, depth: int = 4) -> bool:
+    """Whether ``value`` holds a traced value (a proxy) in its attributes or items, ``depth`` levels deep."""
+    if isinstance(value, Proxy):
+        return True
+    return depth > 0 and any(_holds_proxies(v, depth - 1) for v in children_of(value))

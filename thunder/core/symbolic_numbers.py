@@ -1,0 +1,173 @@
+"""Symbolic numbers: the numbers a trace takes as inputs, where Python needs their values, and the
+constraints on them that the prologue checks.
+
+Under ``cache="symbolic values"`` a number argument is a ``SymInt``/``SymFloat``, and so is the result of a
+call whose value differs from call to call (``random.random()``, ``time.time()``): the prologue makes that call
+on every call and passes the number in. Where the program needs a symbolic number's Python value (a branch,
+an index, a conversion) the value is pinned and the prologue checks the constraint recorded for it
+(``thunder.core.symbolic``); this module also pins numbers that CPython reads natively, which the numbers'
+own methods never see (Note [Operand reads] in ``thunder.core.interpreter.instructions``).
+
+``SymbolicNumbersMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that makes these inputs and
+checks their constraints; the state it keeps is set up by ``Tracer.__init__``.
+
+Layer: tracing. Imports: core.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import types
+from collections.abc import Callable
+from numbers import Number
+from typing import Any
+
+from thunder.core import prims
+from thunder.core.errors import ThunderRuntimeError
+from thunder.core.provenance import is_literal_key
+from thunder.core.proxies import Proxy
+from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index
+from thunder.core.user_code import source_location
+
+
+class SymbolicNumbersMixin:
+    """``Tracer``'s symbolic number inputs, numbers drawn by the prologue, and constraint checks."""
+
+    def _number_input(self, value: Number, holder: Proxy):
+        self._check(prims.check_type, holder, type(value))
+        self.computation.names.add(holder.name)
+        sym = SymInt(value, holder.name) if type(value) is int else SymFloat(value, holder.name)
+        self.inputs.append((holder, sym))
+        return sym
+
+    def _hoisted_call(self, fn: Callable, what: str) -> Callable:
+        """A call whose result differs from call to call (``random.random()``, ``time.time()``): the
+        prologue makes it on every call and passes a number in; the program sees a symbolic number."""
+
+        def call(*args, **kwargs):
+            self.sharp_edge(f"Calling {what}()", replayed=True)
+            leaves = [*args, *kwargs.values()]
+            if any(not _is_literal_argument(a) for a in leaves):
+                raise ThunderRuntimeError(
+                    f"{what}() is called with values computed inside the jitted function (at {source_location()}); "
+                    "thunder makes such calls in the prologue, from constant arguments only. Call it outside the "
+                    "function and pass the result as an argument."
+                )
+            rng = fn.__self__ if isinstance(getattr(fn, "__self__", None), random.Random) else None
+            state = rng.getstate() if rng is not None else None
+            value = fn(*args, **kwargs)
+            if value is None:  # called for its effect (random.seed): every call makes it
+                if any(type(a) is list for a in leaves):  # random.shuffle(items): changes the program's list
+                    raise ThunderRuntimeError(
+                        f"{what}() changes a list in place (at {source_location()}), which thunder cannot make on "
+                        "every call from the prologue. Draw a permutation with torch.randperm instead, or call it "
+                        "outside the jitted function."
+                    )
+                self._emit(prims.unpack_call, fn, args, kwargs, None)
+                self._keepalive.append(fn)
+                return None
+            if type(value) not in (int, float):
+                raise ThunderRuntimeError(
+                    f"{what}() returned a {type(value).__name__}, which thunder cannot make an input of the trace "
+                    f"(at {source_location()}); only numbers can be. Call it outside the jitted function and pass "
+                    "the result as an argument."
+                )
+            if state is not None:  # the first call's prologue draws this same number again
+                rng.setstate(state)
+            holder = self._prologue_proxy(getattr(fn, "__name__", "value"))
+            self._hoisted[holder.name] = what
+            self._emit(prims.unpack_call, fn, args, kwargs, holder, output=holder)
+            self._keepalive.append(fn)
+            self.computation.names.add(holder.name)
+            sym = SymInt(value, holder.name) if type(value) is int else SymFloat(value, holder.name)
+            self.inputs.append((holder, sym))
+            return sym
+
+        return call
+
+    def _check_constraints_so_far(self) -> None:
+        """Before the prologue pulls another item from an iterator argument: the constraints recorded so far, so a
+        call that the trace does not apply to takes no more items than the program would."""
+        if self.checks:
+            for expr in self._recorded:
+                if expr not in self._checked_early:
+                    self._checked_early.add(expr)
+                    self._emit(prims.check_expr, expr, ())
+
+    def check_constraints(self, constraints) -> None:
+        """Adds to the prologue constraints that passes after tracing relied on (a gradient rule that
+        branched on a symbolic size, say), so an entry is never reused where they do not hold."""
+        if self.checks:
+            known = set(self.constraints)
+            for expr in constraints:
+                if expr not in known:
+                    self.constraints.append(expr)
+                    self._emit(prims.check_expr, expr, ())
+
+    def _refuse_branches_on_hoisted(self) -> None:
+        """A branch on ``random.random()`` would pick a trace per draw, and trying the traces draws again."""
+        for expr in self.constraints:
+            for name, what in self._hoisted.items():
+                if re.search(rf"\b{re.escape(name)}\b", expr):
+                    raise ThunderRuntimeError(
+                        f"The program needs the Python value of {what}() ({expr}: a branch, a conversion such as "
+                        "float(), or an index), which changes on every call; thunder passes such results into the trace "
+                        "as values and cannot decide Python control flow with them. "
+                        "Draw the number outside the jitted function and pass it as an argument, or use torch.rand "
+                        "and torch.where."
+                    )
+
+
+def pin_native_operands(inst, values) -> None:
+    """Pins the symbolic numbers among an instruction's operands that CPython reads natively (Note [Operand
+    reads]): an index that C code reads, the right operand of a builtin operator slot that goes first, an
+    argument of printf-style formatting."""
+    name = inst.opname
+    if name in _SUBSCRIPTS:
+        _pin_native_subscript(name, values)
+    elif (name == "BINARY_OP" or name == "COMPARE_OP") and len(values) == 2:
+        left, right = values
+        if _read_natively_by_operator(left, right):
+            pin(right)  # records ``n == value``, checked by the prologue
+        elif isinstance(left, (str, bytes)) and inst.argrepr in ("%", "%="):  # printf-style formatting
+            items = right.values() if isinstance(right, dict) else right if type(right) is tuple else (right,)
+            for v in items:
+                if isinstance(v, (SymInt, SymFloat)):
+                    pin(v)
+
+
+def _read_natively_by_operator(left: Any, right: Any) -> bool:
+    """Whether CPython's ``left <op> right`` reads the symbolic ``right`` natively: the left operand's
+    builtin slot goes first (``right`` is no subclass of its type) and accepts ints and floats (``2.5 + n``,
+    ``True + n``, ``0.5 < n``), so neither number's Python methods see the operation."""
+    if not isinstance(right, (SymInt, SymFloat)) or isinstance(left, (SymInt, SymFloat)):
+        return False
+    if isinstance(right, SymInt):
+        return isinstance(left, (float, complex)) or (isinstance(left, int) and type(left) is not int)
+    return isinstance(left, complex)
+
+
+# Instructions that index a container: (the container's position among the operands, the method that reads the
+# index, the position of the first operand that is (part of) the index).
+_SUBSCRIPTS = {
+    "BINARY_SUBSCR": (-2, "__getitem__", -1), "STORE_SUBSCR": (-2, "__setitem__", -1),
+    "DELETE_SUBSCR": (-2, "__delitem__", -1), "BINARY_SLICE": (-3, "__getitem__", -2), "STORE_SLICE": (-3, "__setitem__", -2),
+}  # fmt: skip
+
+
+def _pin_native_subscript(opname: str, values) -> None:
+    """``c[n]`` where C code indexes ``c`` (a ``torch.Size``, a named tuple) reads a symbolic ``n`` natively: pinned."""
+    at, method, keys = _SUBSCRIPTS[opname]
+    if type(getattr(type(values[at]), method, None)) is not types.FunctionType:
+        for k in values[keys:]:
+            pin_index(k)
+
+
+def _is_literal_argument(x: Any) -> bool:
+    """A constant argument the prologue can pass again (a literal, or a list/tuple of literals)."""
+    if isinstance(x, (Proxy, SymInt, SymFloat)):
+        return False
+    if type(x) in (list, tuple):
+        return all(_is_literal_argument(v) for v in x)
+    return is_literal_key(x)

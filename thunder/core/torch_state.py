@@ -1,0 +1,100 @@
+"""Global torch state a trace may depend on, and how the tracer notices that the program read it.
+
+Note [Torch state]
+Global torch state the program reads (``torch.is_grad_enabled()``, ``torch.is_inference_mode_enabled()``,
+``torch.get_default_dtype()``, the deterministic and backend flags: ``torch.are_deterministic_algorithms_enabled()``,
+``torch.backends.cudnn.deterministic``; a device's autocast state) decides what the trace computes. So the
+prologue checks each piece the trace read, as it was when the call began, and nothing else: a program that
+reads none pays for no check. The tracer looks aside the calls that read it (``reader``) and the
+``torch.backends`` flags the program reads as attributes (``backend_flag``) and notes them: a key of
+``TORCH_STATE`` (the expression the prologue reads it with, checked by ``prims.check_torch_state``), or a
+device type whose autocast state was read (checked by ``prims.check_autocast``, as the trace's own autocast
+casts are: Note [Autocast] in ``thunder.core.trace``). Reads made by the torch language itself (a factory's
+default dtype, requires_grad under grad mode) are noted where they happen (``dtypes.default_dtype``,
+``TraceCtx.grad_mode_read``).
+
+Layer: core. Imports: torch only.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+# The expression the prologue reads a piece of state with (the cheapest spelling) -> the function that reads it.
+TORCH_STATE: dict[str, Callable[[], Any]] = {
+    "torch.is_grad_enabled()": torch.is_grad_enabled,
+    "torch.is_inference_mode_enabled()": torch.is_inference_mode_enabled,
+    "torch.get_default_dtype()": torch.get_default_dtype,
+    "torch._C._get_deterministic_algorithms()": torch._C._get_deterministic_algorithms,
+    "torch._C._get_deterministic_algorithms_warn_only()": torch._C._get_deterministic_algorithms_warn_only,
+    "torch._C._get_cudnn_deterministic()": torch._C._get_cudnn_deterministic,  # torch.backends.cudnn.deterministic
+    "torch._C._get_mkldnn_deterministic()": torch._C._get_mkldnn_deterministic,
+    "torch._C._get_cudnn_enabled()": torch._C._get_cudnn_enabled,
+    "torch._C._get_cudnn_benchmark()": torch._C._get_cudnn_benchmark,
+    "torch._C._get_cudnn_allow_tf32()": torch._C._get_cudnn_allow_tf32,
+    "torch._C._get_mkldnn_enabled()": torch._C._get_mkldnn_enabled,
+}
+_READERS = {read: expr for expr, read in TORCH_STATE.items()}
+
+AUTOCAST_DEVICE_TYPES = tuple(torch._C._autocast_supported_devices())
+# function -> the device type whose autocast state it reads (None: its ``device_type`` argument, "cuda" if
+# none; a tuple: all of them)
+_AUTOCAST_READERS = {
+    torch.is_autocast_enabled: None,
+    torch.get_autocast_dtype: None,
+    torch.is_autocast_cpu_enabled: "cpu",
+    torch.get_autocast_cpu_dtype: "cpu",
+    torch.get_autocast_gpu_dtype: "cuda",
+    torch.is_autocast_xla_enabled: "xla",
+    torch.get_autocast_xla_dtype: "xla",
+    torch.is_autocast_ipu_enabled: "ipu",
+    torch.get_autocast_ipu_dtype: "ipu",
+    torch._C._is_any_autocast_enabled: AUTOCAST_DEVICE_TYPES,
+}
+
+
+def state_now() -> tuple[dict[str, Any], dict[str, tuple[bool, torch.dtype]]]:
+    """The value of each piece of ``TORCH_STATE``, and each device type's autocast (enabled, dtype), now."""
+    autocast = {d: (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICE_TYPES}
+    return {expr: read() for expr, read in TORCH_STATE.items()}, autocast
+
+
+def reader(fn: Callable, note_state: Callable[[str], None], note_autocast: Callable[[str], None]) -> Callable | None:
+    """What traced code calls instead of ``fn`` when ``fn`` reads torch state: ``fn`` itself, after noting the
+    read (a key of ``TORCH_STATE``, or each device type whose autocast state it reads); None for other functions."""
+    try:
+        expr = _READERS.get(fn)
+    except TypeError:  # an unhashable callable object
+        return None
+    if expr is not None:
+
+        def read_state(*args, **kwargs):
+            note_state(expr)
+            return fn(*args, **kwargs)
+
+        return read_state
+    if fn not in _AUTOCAST_READERS:
+        return None
+
+    def read_autocast(*args, **kwargs):
+        device_type = _AUTOCAST_READERS[fn]
+        if device_type is None:
+            device_type = args[0] if args else kwargs.get("device_type", "cuda")
+        for d in (device_type,) if type(device_type) is str else device_type:
+            note_autocast(d)
+        return fn(*args, **kwargs)
+
+    return read_autocast
+
+
+def backend_flag(obj: Any, name: str) -> str | None:
+    """The key of ``TORCH_STATE`` that ``obj.name`` reads, for a ``torch.backends`` flag
+    (``torch.backends.cudnn.deterministic``), else None."""
+    if not isinstance(obj, torch.backends.PropModule):
+        return None
+    prop = inspect.getattr_static(type(obj), name, None)
+    return _READERS.get(prop.getter) if type(prop) is torch.backends.ContextProp else None
