@@ -46,3 +46,24 @@ def test_tensor_queries_take_torchs_keyword_names():
 
     x = torch.randn(3)
     assert thunder.jit(f)(x) == f(x)
+
+
+def test_an_op_that_fails_on_the_values_fails_before_a_later_line_fails_while_tracing():
+    # Eager fails at the unused out-of-range index; tracing got past it (the value is not known) and failed later
+    # at ``math.floor(-inf)`` (OverflowError) or a deepcopy eager never reached: the earlier failure is eager's.
+    import math
+
+    def f(x, n):
+        _ = x[..., torch.tensor([9])]
+        return x + math.floor(n)
+
+    def g(x):
+        _ = x.take(torch.tensor([100]))
+        return copy.deepcopy([x * 2, 1])
+
+    x = torch.randn(3, 4, requires_grad=True)
+    for fn, args in ((f, (x, -float("inf"))), (g, (x,))):
+        with pytest.raises(IndexError):
+            fn(*args)
+        with pytest.raises(IndexError):
+            thunder.jit(fn)(*args)

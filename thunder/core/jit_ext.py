@@ -40,8 +40,8 @@ from typing import Any
 import torch
 
 from thunder.core import data_dependent, dtypes, prims, proxies, replays, torch_state
-from thunder.core.errors import SharpEdgeError, ThunderRuntimeError
-from thunder.core.interpreter import InterpreterCallbacks, generator_code, interpret
+from thunder.core.errors import InternalError, SharpEdgeError, ThunderRuntimeError
+from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, generator_code, interpret
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.outside_reads import OutsideReadsMixin
 from thunder.core.prims.python import tensor_value
@@ -54,7 +54,7 @@ from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import SymInt, recording_constraints
 from thunder.core.symbolic_numbers import SymbolicNumbersMixin, pin_native_operands
-from thunder.core.trace import TraceCtx, tracectx
+from thunder.core.trace import TraceCtx, may_raise, tracectx
 from thunder.core.tracectx import source_location_provider
 from thunder.core.user_code import source_location
 
@@ -188,6 +188,23 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self.outcomes.append(value)
         return value
 
+    def _raise_an_earlier_failure(self) -> None:
+        """The program raised while tracing, at a line after ops that eager could fail at run time (an index out
+        of range, ``MAY_RAISE``): eager would have failed at the first of those that fails on these inputs, so
+        that error is raised instead (run on the real inputs, as Note [Data-dependent values] does)."""
+        trace = self.computation
+        if self.eager_impl is None or len(trace.scopes) > 1:
+            return
+        inputs = {q.name: self._tensor_inputs[id(q)][1] for _, q in self.inputs if id(q) in self._tensor_inputs}
+        bsyms = trace.bound_symbols
+        for i, bsym in enumerate(bsyms):
+            outs = [o for o in bsym.flat_proxy_outs if isinstance(o, TensorProxy)]
+            if outs and may_raise(bsym):
+                try:
+                    data_dependent.evaluate(bsyms[: i + 1], outs[0], inputs, self.eager_impl)
+                except Exception as earlier:
+                    raise earlier from None
+
     # --- running ----------------------------------------------------------------------------
     def trace(self, args: tuple, kwargs: dict) -> Any:
         """Runs the program on proxies; returns its (proxy) result."""
@@ -222,7 +239,13 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             ):
                 self._recorded = cs
                 seen_args, seen_kwargs = self.bind_arguments(args, kwargs)
-                result = lift_objects(self._outside_objects_as_inputs(self.interpreted(*seen_args, **seen_kwargs)))
+                try:
+                    returned = self.interpreted(*seen_args, **seen_kwargs)
+                except Exception as e:
+                    if not isinstance(e, (InterpreterError, InternalError)):
+                        self._raise_an_earlier_failure()
+                    raise
+                result = lift_objects(self._outside_objects_as_inputs(returned))
                 register_containers(result)
                 _check_result(result)
                 self._write_back_copies()

@@ -321,7 +321,7 @@ def live_bound_symbols(
             DONT_DCE in tags
             or any(o.name in needed for o in bsym.flat_proxy_outs)
             or not _has_outputs(bsym)
-            or (keep_may_raise and _may_raise(bsym))
+            or (keep_may_raise and may_raise(bsym))
         ):
             kept.append(bsym)
             needed.update(a.name for a in bsym.flat_proxy_args)
@@ -329,8 +329,8 @@ def live_bound_symbols(
     return kept
 
 
-def _may_raise(bsym: BoundSymbol) -> bool:
-    return MAY_RAISE in bsym.sym.tags or any(_may_raise(s) for s in bsym.subsymbols)
+def may_raise(bsym: BoundSymbol) -> bool:
+    return MAY_RAISE in bsym.sym.tags or any(may_raise(s) for s in bsym.subsymbols)
 
 
 def _has_outputs(bsym: BoundSymbol) -> bool:
