@@ -13,7 +13,7 @@ from types import CellType, FunctionType
 from ..errors import NULL, InterpreterError
 from ..execution import call, lookup_type_attr
 from ..opcodes import register_opcode_handler
-from .containers import function_str, merge_kwargs
+from .containers import function_str, merge_kwargs, pop_n
 
 _PY313 = sys.version_info >= (3, 13)
 
@@ -22,14 +22,6 @@ def _no_null(fn, args) -> None:
     """A NULL among a call's operands means the stack was misread: never pass it on to the program."""
     if fn is NULL or any(a is NULL for a in args):
         raise InterpreterError("a call's operands hold NULL: the interpreter misread the stack layout of the call")
-
-
-def _pop_args(stack: list, argc: int) -> list:
-    if not argc:
-        return []
-    args = stack[-argc:]
-    del stack[-argc:]
-    return args
 
 
 def _pop_callable(stack: list, args: list):
@@ -51,7 +43,7 @@ def _pop_callable(stack: list, args: list):
 
 
 def _call(frame, stack: list, argc: int, kw_names) -> None:
-    args = _pop_args(stack, argc)
+    args = pop_n(stack, argc)
     fn = _pop_callable(stack, args)
     kwargs = None
     if kw_names:

@@ -11,7 +11,7 @@ from ..opcodes import register_opcode_handler
 from ..protocols import delitem, getitem, length, setitem
 
 
-def _pop_n(stack: list, n: int) -> list:
+def pop_n(stack: list, n: int) -> list:
     if not n:
         return []
     items = stack[-n:]
@@ -21,22 +21,22 @@ def _pop_n(stack: list, n: int) -> list:
 
 @register_opcode_handler("BUILD_TUPLE")
 def BUILD_TUPLE(inst, frame):
-    frame.stack.append(tuple(_pop_n(frame.stack, inst.arg)))
+    frame.stack.append(tuple(pop_n(frame.stack, inst.arg)))
 
 
 @register_opcode_handler("BUILD_LIST")
 def BUILD_LIST(inst, frame):
-    frame.stack.append(_pop_n(frame.stack, inst.arg))
+    frame.stack.append(pop_n(frame.stack, inst.arg))
 
 
 @register_opcode_handler("BUILD_SET")
 def BUILD_SET(inst, frame):
-    frame.stack.append(set(_pop_n(frame.stack, inst.arg)))
+    frame.stack.append(set(pop_n(frame.stack, inst.arg)))
 
 
 @register_opcode_handler("BUILD_MAP")
 def BUILD_MAP(inst, frame):
-    items = _pop_n(frame.stack, 2 * inst.arg)
+    items = pop_n(frame.stack, 2 * inst.arg)
     d = {}
     for i in range(0, len(items), 2):
         d[items[i]] = items[i + 1]
@@ -47,7 +47,7 @@ def BUILD_MAP(inst, frame):
 def BUILD_CONST_KEY_MAP(inst, frame):
     stack = frame.stack
     keys = stack.pop()
-    values = _pop_n(stack, inst.arg)
+    values = pop_n(stack, inst.arg)
     d = {}
     for k, v in zip(keys, values):
         d[k] = v
@@ -56,12 +56,12 @@ def BUILD_CONST_KEY_MAP(inst, frame):
 
 @register_opcode_handler("BUILD_STRING")
 def BUILD_STRING(inst, frame):
-    frame.stack.append("".join(_pop_n(frame.stack, inst.arg)))
+    frame.stack.append("".join(pop_n(frame.stack, inst.arg)))
 
 
 @register_opcode_handler("BUILD_SLICE")
 def BUILD_SLICE(inst, frame):
-    frame.stack.append(slice(*_pop_n(frame.stack, inst.arg)))
+    frame.stack.append(slice(*pop_n(frame.stack, inst.arg)))
 
 
 @register_opcode_handler("LIST_APPEND")
