@@ -81,10 +81,11 @@ from thunder.runtime_errors import add_runtime_note
 __version__ = "0.1.0"
 
 # On a Python the interpreter was not built for, say so at import; ``jit`` refuses (never a wrong result).
-if unsupported_python_message(running_python()) is not None:
+_unsupported_python = unsupported_python_message(running_python())
+if _unsupported_python is not None:
     import warnings as _warnings
 
-    _warnings.warn(unsupported_python_message(running_python()), RuntimeWarning, stacklevel=2)
+    _warnings.warn(_unsupported_python, RuntimeWarning, stacklevel=2)
 
 __all__ = [
     "jit",

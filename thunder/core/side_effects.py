@@ -452,11 +452,18 @@ def _reachable_ids(value: Any, depth: int = 4) -> set[int]:
     return seen
 
 
-def holds_tensors(value: Any, depth: int = 3) -> bool:
-    """Whether ``value`` holds a tensor (itself, a module's parameters or buffers, an item, an attribute), looking
-    ``depth`` levels deep; a configuration object of numbers and strings does not."""
-    if isinstance(value, torch.Tensor):
-        return True
-    if isinstance(value, torch.nn.Module):
-        return any(True for _ in value.parameters()) or any(True for _ in value.buffers())
-    return depth > 0 and any(holds_tensors(v, depth - 1) for v in children_of(value))
+def holds(value: Any, is_leaf: Callable[[Any], bool], depth: int = 3) -> bool:
+    """Whether ``value`` or what its attributes and items hold, ``depth`` levels deep, satisfies ``is_leaf``."""
+    return is_leaf(value) or (depth > 0 and any(holds(v, is_leaf, depth - 1) for v in children_of(value)))
+
+
+def holds_tensors(value: Any) -> bool:
+    """Whether ``value`` holds a tensor (itself, a module's parameters or buffers, an item, an attribute); a
+    configuration object of numbers and strings does not."""
+    return holds(value, _is_tensor_holder)
+
+
+def _is_tensor_holder(v: Any) -> bool:
+    if isinstance(v, torch.nn.Module):
+        return any(True for _ in v.parameters()) or any(True for _ in v.buffers())
+    return isinstance(v, torch.Tensor)

@@ -51,7 +51,7 @@ from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
-from thunder.core.side_effects import children_of, holds_tensors, lift_objects, snapshot
+from thunder.core.side_effects import holds, holds_tensors, lift_objects, snapshot
 from thunder.core.symbol import Symbol
 from thunder.core.symbol_lookup import interpreted_replacement, register_interpreted_replacement, unreplaced
 from thunder.core.traced_autograd import (
@@ -251,7 +251,7 @@ class SpecialCallsMixin:
         the prologue checks. None (refused by the caller) for anything else, or when the changes hold traced
         values."""
         source = self._copied_from.get(id(value))
-        if source is None or _holds_proxies(value):
+        if source is None or holds(value, lambda v: isinstance(v, Proxy), depth=4):
             return None
         source_holder, source_value = source
         if holds_tensors(source_value):
@@ -351,10 +351,3 @@ class SpecialCallsMixin:
         transforms.check_cotangents(leaves, cotangents)
         grads = transforms.record_vjp(body[start:], list(primals), leaves, list(cotangents))
         return out, tuple(grads)
-
-
-def _holds_proxies(value: Any, depth: int = 4) -> bool:
-    """Whether ``value`` holds a traced value (a proxy) in its attributes or items, ``depth`` levels deep."""
-    if isinstance(value, Proxy):
-        return True
-    return depth > 0 and any(_holds_proxies(v, depth - 1) for v in children_of(value))

@@ -40,12 +40,6 @@ from thunder.torch.base import (
 __all__: list[str] = []
 
 
-def _export(sym):
-    globals()[sym.name] = sym
-    __all__.append(sym.name)
-    return sym
-
-
 # ----------------------------------------------------------------------------------------
 # Argument helpers
 # ----------------------------------------------------------------------------------------
