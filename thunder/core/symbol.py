@@ -105,6 +105,8 @@ class Symbol:
     executor: Any = None
     printer: Callable | None = None  # custom printer: (bsym, printer) -> list of lines
     tags: frozenset = frozenset()
+    # the caller's keyword names -> the meta's (torch's ``input=``/``other=``/``axis=``), or None
+    keywords: Callable[[tuple, dict], tuple[tuple, dict]] | None = None
     _is_fusion: bool = False
 
     def __post_init__(self):
@@ -138,6 +140,8 @@ class Symbol:
                 "a trace computes new values and does not write into given tensors. Use the result instead, or "
                 "copy it into the tensor: out.copy_(op(...))."
             )
+        if kwargs and self.keywords is not None:
+            args, kwargs = self.keywords(args, kwargs)
         return trace.record(self, args, kwargs)
 
     def bind(self, *args, output, subsymbols: Sequence[BoundSymbol] = (), source=None, lineage=(), **kwargs):

@@ -157,6 +157,7 @@ class TraceCtx:
             result = sym.meta(*args, **kwargs)
         except ThunderError as e:
             if top:
+                _explain_untraced_tensors(e, args, kwargs)
                 _locate_error(e, sym)
             raise
         finally:
@@ -352,6 +353,22 @@ def recording_into(trace: TraceCtx, scratch: list[BoundSymbol]) -> Iterator[None
             yield
         finally:
             trace.scopes.pop()
+
+
+def _explain_untraced_tensors(e: ThunderError, args: tuple, kwargs: dict) -> None:
+    """An op that refuses a real ``torch.Tensor`` ("expected a tensor, got Tensor") says where such a tensor
+    comes from: code that ran without being traced made it."""
+    from thunder.core.pytree import tree_leaves
+
+    if getattr(e, "_thunder_located", False) or not any(type(a) is torch.Tensor for a in tree_leaves((args, kwargs))):
+        return
+    msg = str(e.args[0]) if e.args else ""
+    e.args = (
+        msg + "\n  (a torch.Tensor reached it that thunder did not trace: code that thunder runs without looking "
+        "inside, such as eval/exec or a C extension, made it; create it in the function's own code, or pass it "
+        "in as an argument)",
+        *e.args[1:],
+    )
 
 
 def _locate_error(e: ThunderError, sym: Symbol) -> None:

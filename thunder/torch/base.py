@@ -16,6 +16,7 @@ Layer: language. Imports: core.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Sequence
 from numbers import Number
 
@@ -38,6 +39,74 @@ symbol_to_torch: dict[Symbol, Callable] = {}
 symbols_by_id: dict[str, Symbol] = {}
 # name of an out-of-place symbol -> its in-place twin (``add`` -> ``add_``)
 inplace_twins: dict[str, Symbol] = {}
+
+# numpy's names that torch's argument parser accepts for its own (``torch.sum(x, axis=0)``)
+_NUMPY_NAMES = {"x": "input", "a": "input", "x1": "input", "x2": "other", "axis": "dim", "keepdims": "keepdim"}
+
+
+class _TorchKeywords:
+    """Translates the keyword names a torch function accepts (its schema's ``input``, ``other``, ...; numpy's
+    ``axis``, ``keepdims``) into those of the meta standing for it, which may differ (``a``, ``b``), so that
+    ``torch.sub(x, other=y)`` binds as in eager. Built on the first call that needs it."""
+
+    def __init__(self, meta: Callable, torch_fns: Sequence[Callable]):
+        self._meta, self._torch_fns = meta, torch_fns
+        self._params: frozenset[str] | None = None
+        self._positional: list[str] = []
+        self._to_meta: dict[str, str] = {}
+
+    def __call__(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        if self._params is None:
+            self._build()
+        if all(k in self._params for k in kwargs):
+            return args, kwargs
+        named: dict = {}
+        for key, value in kwargs.items():
+            name = key
+            if key not in self._params:
+                torch_name = _NUMPY_NAMES.get(key, key)
+                name = torch_name if torch_name in self._params else self._to_meta.get(torch_name, key)
+            if name in named:
+                raise ThunderTypeError(f"{self._meta.__name__}() got multiple values for argument {name!r}")
+            named[name] = value
+        # the meta's positional parameters given by name are passed by position: the torch function the
+        # torch executor calls knows them by torch's names, not the meta's
+        while len(args) < len(self._positional) and self._positional[len(args)] in named:
+            args = (*args, named.pop(self._positional[len(args)]))
+        return args, named
+
+    def _build(self) -> None:
+        params = inspect.signature(self._meta).parameters
+        positional = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        for index, torch_name in enumerate(self._torch_positional_names()):
+            if torch_name is not None and index < len(positional) and torch_name not in params:
+                self._to_meta[torch_name] = positional[index]
+        self._params, self._positional = frozenset(params), positional
+
+    def _torch_positional_names(self) -> list[str | None]:
+        """The torch functions' positional argument names, by position (None where they disagree): from
+        their ATen schemas (``self`` read as ``input``), or a Python function's signature."""
+        lists = []
+        for fn in self._torch_fns:
+            packet = getattr(torch.ops.aten, getattr(fn, "__name__", ""), None)
+            if isinstance(packet, torch._ops.OpOverloadPacket):
+                for overload in packet.overloads():
+                    arguments = getattr(packet, overload)._schema.arguments
+                    takes_tensors = any("Tensor" in str(a.type) for a in arguments)  # not TorchScript's scalar forms
+                    if takes_tensors and not any(a.name == "out" for a in arguments):
+                        lists.append(["input" if a.name == "self" else a.name for a in arguments if not a.kwarg_only])
+            elif inspect.isfunction(fn):
+                sig = inspect.signature(fn).parameters.values()
+                lists.append([p.name for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        if not lists:
+            return ["input"]  # a torch builtin without a schema: its first argument is ``input``
+        longest = max(map(len, lists))
+        names = []
+        for index in range(longest):
+            found = {names_[index] for names_ in lists if index < len(names_)}
+            names.append(found.pop() if len(found) == 1 else None)
+        return names
+
 
 def torchsymbol(
     *torch_fns: Callable,
@@ -63,6 +132,7 @@ def torchsymbol(
             tags=frozenset(tags),
         )
         sym.__doc__ = fn.__doc__
+        sym.keywords = _TorchKeywords(fn, torch_fns)
         symbols_by_id[sym.id] = sym
         for tfn in torch_fns:
             torch_to_thunder_map[tfn] = sym
