@@ -340,3 +340,186 @@ def test_setitem_of_an_int_beyond_int64():
         fn(torch.zeros(3))
     with pytest.raises(ValueError, match="Overflow when unpacking long"):
         thunder.jit(fn)(torch.zeros(3))
+
+
+# ---------------------------------------------------------------- torch's keyword names
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: torch.sub(x, other=x * 2), lambda x: torch.add(x, other=x, alpha=2), lambda x: x.sub(other=x, alpha=3),
+     lambda x: torch.add(x1=x, x2=x), lambda x: torch.sub(other=x, input=x * 2),
+     lambda x: torch.div(x, other=x + 3, rounding_mode="floor"), lambda x: torch.floor_divide(x, other=x + 3),
+     lambda x: torch.pow(x, exponent=2), lambda x: torch.logical_and(x, other=x).float(),
+     lambda x: torch.cat(tensors=[x, x], axis=0), lambda x: torch.mean(x, axis=1, keepdims=True),
+     lambda x: torch.clamp(input=x, min=0.5), lambda x: torch.transpose(input=x, dim0=0, dim1=1),
+     lambda x: torch.gather(x, dim=1, index=torch.zeros(2, 1, dtype=torch.long)),
+     lambda x: torch.addcmul(x, tensor1=x, tensor2=x, value=2)],  # fmt: skip
+)
+def test_torch_keyword_names_bind_as_in_eager(fn):
+    """``torch.sub(x, other=y)``, numpy's ``axis=``/``keepdims=``/``x1=``: the names torch accepts."""
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(thunder.jit(fn)(x), fn(x))
+
+
+def test_a_tensor_thunder_did_not_trace_is_named_as_such():
+    with pytest.raises(thunder.core.errors.ThunderTypeError, match="a torch.Tensor reached it that thunder did not trace"):
+        thunder.jit(lambda x: x + eval("torch.ones(2, 3)"))(torch.randn(2, 3))
+
+
+# ---------------------------------------------------------------- in-place updates of what autograd saved
+
+
+def _mul_then_update_input(x, w):
+    y = x * w  # eager's mul saves w for x's gradient
+    w.mul_(2)
+    return y
+
+
+def _mul_then_update_a_detached_alias(x, w):
+    y = x * x
+    x.detach().mul_(2)
+    return y
+
+
+def _foreach_then_update_a_detached_alias(x, w):
+    y = torch._foreach_mul([x], [x])[0]
+    x.detach().mul_(2)
+    return y
+
+
+def _sin_then_update_its_input(x, w):
+    h = x * 1
+    y = h.sin()  # saves h
+    h.mul_(2)
+    return y
+
+
+def _exp_then_update_its_result(x, w):
+    h = x.exp()  # saves its result
+    h.detach().add_(1)
+    return h * 1
+
+
+def _add_then_update_input(x, w):
+    y = x + w  # saves nothing: eager's backward works
+    w.mul_(2)
+    return y
+
+
+def _add_then_update_a_detached_alias(x, w):
+    h = x * 1
+    y = h + 1
+    h.detach().mul_(2)
+    return y
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_mul_then_update_input, _mul_then_update_a_detached_alias, _foreach_then_update_a_detached_alias,
+     _sin_then_update_its_input, _exp_then_update_its_result, _add_then_update_input,
+     _add_then_update_a_detached_alias],  # fmt: skip
+)
+def test_an_in_place_update_of_what_autograd_saved(fn):
+    """Eager's backward refuses when a tensor its autograd saved was updated in place; the compiled backward
+    refuses too (it would read the new values) or, where eager saved nothing, gives eager's gradients."""
+
+    def run(f):
+        x = torch.linspace(-1, 1, 3, dtype=torch.float64).requires_grad_()
+        w = torch.full((3,), 0.5, dtype=torch.float64)
+        out = f(x * 1, w)
+        try:
+            out.sum().backward()
+        except RuntimeError as e:
+            return out.detach(), w, "modified by an inplace operation" in str(e)
+        return out.detach(), w, x.grad
+
+    jf = thunder.jit(fn)
+    expected, actual = run(fn), run(jf)
+    torch.testing.assert_close(actual[:2], expected[:2])
+    if isinstance(expected[2], bool):
+        assert actual[2] is True
+    else:
+        torch.testing.assert_close(actual[2], expected[2])
+        assert thunder.compile_stats(jf).last_autograd_fallback is None  # what eager did not save: thunder's backward
+
+
+# ---------------------------------------------------------------- clamp and p-norm gradients at edge values
+
+
+def _values_and_grads(fn, *args):
+    args = [a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
+    out = fn(*args)
+    out.sum().backward()
+    return out.detach(), [a.grad for a in args if isinstance(a, torch.Tensor)]
+
+
+_EDGES = torch.tensor([NAN, -INF, -1.0, 0.0, 0.5, 1.0, 2.0, INF])
+
+
+@pytest.mark.parametrize("low", [None, NAN, -1.0, 0.5, 2.0])
+@pytest.mark.parametrize("high", [None, NAN, 0.5, 2.0])
+@pytest.mark.parametrize("tensor_bounds", [False, True])
+def test_clamp_gradient_is_eagers(low, high, tensor_bounds):
+    """Eager's: none at a NaN input, none anywhere for equal or crossed bounds, a tensor bound's only where it won."""
+    if low is None and high is None:
+        pytest.skip("clamp needs a bound")
+    if tensor_bounds:
+        low = None if low is None else torch.full((8,), low)
+        high = None if high is None else torch.full((1,), high, dtype=torch.float64)  # broadcast, another dtype
+    fn = lambda x, lo, hi: torch.clamp(x, lo, hi)  # noqa: E731
+    (out, grads), (expected_out, expected_grads) = _values_and_grads(thunder.jit(fn), _EDGES, low, high), _values_and_grads(fn, _EDGES, low, high)
+    _same_values(out, expected_out)
+    for actual, expected in zip(grads, expected_grads):
+        _same_values(actual, expected)
+
+
+@pytest.mark.parametrize("ord", [3, 2.5, 1.5, 0.5, -1, -0.5, INF, -INF])
+@pytest.mark.parametrize(
+    "x", [torch.zeros(3), torch.tensor([[0.0, 0.0], [1.0, -2.0]]), torch.tensor([0.0, 1.0, -3.0]), torch.tensor([NAN, 1.0])],
+    ids=["zeros", "a_zero_row", "a_zero", "nan"],
+)
+def test_vector_norm_gradient_at_zero_and_nan_is_eagers(ord, x):
+    fn = lambda x: torch.linalg.vector_norm(x, ord=ord, dim=-1)  # noqa: E731
+    (out, grads), (expected_out, expected_grads) = _values_and_grads(thunder.jit(fn), x), _values_and_grads(fn, x)
+    _same_values(out, expected_out)
+    torch.testing.assert_close(grads[0], expected_grads[0], equal_nan=True)
+
+
+# ---------------------------------------------------------------- buffers read natively
+
+
+_BUFFERS = {
+    "bytearray": lambda v: bytearray([v]),
+    "array_i": lambda v: __import__("array").array("i", [v]),
+    "array_d": lambda v: __import__("array").array("d", [v]),
+    "numpy": lambda v: __import__("numpy").array([float(v)]),
+    "memoryview": lambda v: memoryview(bytearray([v])),
+}
+
+
+@pytest.mark.parametrize("make", _BUFFERS.values(), ids=_BUFFERS.keys())
+def test_a_buffer_argument_is_checked_by_its_contents(make):
+    jf = thunder.jit(lambda x, b: x + b[0])
+    x = torch.zeros(2)
+    assert jf(x, make(1)).tolist() == [1.0, 1.0]
+    assert jf(x, make(5)).tolist() == [5.0, 5.0]
+    assert jf(x, make(5)).tolist() == [5.0, 5.0]
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_a_buffer_read_from_a_global_is_checked_by_its_contents():
+    buffer = bytearray([1])
+    jf = thunder.jit(lambda x: x + buffer[0])
+    assert jf(torch.zeros(2)).tolist() == [1.0, 1.0]
+    buffer[0] = 9
+    assert jf(torch.zeros(2)).tolist() == [9.0, 9.0]
+
+
+def test_a_buffer_changed_by_the_program_is_refused():
+    def fill(x, a):
+        a.fill(3.0)
+        return x + a[0]
+
+    with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="changed .* a ndarray from outside"):
+        thunder.jit(fill)(torch.zeros(2), __import__("numpy").zeros(2))

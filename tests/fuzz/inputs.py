@@ -112,6 +112,13 @@ MODULES = (
 )  # fmt: skip
 
 
+# Buffers the program reads natively (``buf[0]``): made afresh for each call.
+BUFFERS = (
+    "bytearray([1, 2])", "bytearray([3, 2])", "array.array('i', [1, 2])", "array.array('d', [1.5, 2.0])",
+    "numpy.array([1.0, 2.0])", "numpy.array([4, 2])", "memoryview(bytearray([5, 6]))",
+)  # fmt: skip
+
+
 class InputDrawer:
     """Draws the arguments of successive calls of one program.
 
@@ -193,3 +200,6 @@ class InputDrawer:
 
     def mod(self) -> str:
         return self._repeat_or("mod", MODULES)
+
+    def buf(self) -> str:
+        return self._repeat_or("buf", BUFFERS)

@@ -15,9 +15,9 @@ from tests.fuzz.snippets import FAMILY_GENERATORS, Ctx, Snippet
 
 FAMILIES = tuple(FAMILY_GENERATORS)
 CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input")
-PARAM_ORDER = ("x", "w", "n", "s", "it", "lst", "sl", "mod")
+PARAM_ORDER = ("x", "w", "n", "s", "it", "lst", "sl", "mod", "buf")
 
-HEADER = "import copy\nimport functools\nimport math\nimport random\n\nimport torch\n\nimport thunder\n"
+HEADER = "import array\nimport copy\nimport functools\nimport math\nimport random\n\nimport numpy\nimport torch\n\nimport thunder\n"
 
 OWNER_MODULE = """
 class Net(torch.nn.Module):
@@ -179,7 +179,8 @@ def generate_program(
         values = {"x": x.expr()}
         if "w" in params:
             values["w"] = drawer.w(x).expr()
-        draws = (("n", drawer.n), ("s", drawer.s), ("it", drawer.it), ("lst", drawer.lst), ("sl", drawer.sl), ("mod", drawer.mod))
+        draws = (("n", drawer.n), ("s", drawer.s), ("it", drawer.it), ("lst", drawer.lst), ("sl", drawer.sl), ("mod", drawer.mod),
+                 ("buf", drawer.buf))
         for p, draw in draws:
             if p in params:
                 values[p] = draw()

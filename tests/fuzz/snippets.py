@@ -70,6 +70,9 @@ UNARY = [
     ("acc.reciprocal()", "f", None),
     ("acc * acc", "fi", None),
     ("acc.clamp(-1, 1)", "fi", None),
+    ("acc.clamp(0.5, 0.5)", "f", None),
+    ("acc.clamp(1, -1)", "f", None),
+    ("acc.clamp(min=float('nan'))", "f", None),
     ("acc ** 2", "fi", None),
     ("torch.where(acc > 0, acc, 0.5)", "f", None),
     ("acc.float()", "fib", "float"),
@@ -98,6 +101,9 @@ BINARY_W = [
     ("acc | w", "ib", None),
     ("torch.atan2(acc, w)", "f", "float"),
     ("acc.add(w, alpha=2)", "fi", None),
+    ("torch.clamp(acc, min=w)", "f", None),
+    ("torch.clamp(acc, w, w)", "f", None),
+    ("acc.clamp(max=w, min=-w)", "f", None),
     ("(acc == w)", "fib", "bool"),
 ]
 BINARY_N = [
@@ -153,6 +159,10 @@ REDUCTIONS = [
     ("acc = acc.var(-1, correction=0) if acc.ndim else acc.var(correction=0)", "f", None),
     ("acc = torch.cumprod(acc, 0) if acc.ndim else torch.cumprod(acc, 0)", "f", None),
     ("acc = acc.norm()", "f", None),
+    ("acc = torch.linalg.vector_norm(acc, ord=3)", "f", None),
+    ("acc = acc.norm(p=0.5, dim=-1) if acc.ndim else acc.norm(p=0.5)", "f", None),
+    ("acc = torch.linalg.vector_norm(acc, ord=float('inf'), dim=-1) if acc.ndim else acc.abs()", "f", None),
+    ("acc = torch.linalg.vector_norm(acc, ord=-1)", "f", None),
 ]
 SHAPES = [
     "acc = acc.reshape(-1)",
@@ -618,6 +628,11 @@ INPLACE = [
     "v{u} = acc * 2\nv{u}.mul_(3)\nacc = v{u}",
     "v{u} = acc + 0\nv{u}.clamp_(min=0)\nacc = acc * v{u}",
     "v{u} = acc * 1\nif v{u}.ndim:\n    v{u}[..., 0] = 2\nacc = acc + v{u}",
+    "t{u} = acc * 1\ns{u} = t{u}.sin()\nt{u}.mul_(2)\nacc = acc + s{u}",
+    "e{u} = acc.exp()\ne{u}.detach().add_(1)\nacc = acc + e{u}",
+    "t{u} = acc * 1\ns{u} = t{u} + 1\nt{u}.detach().mul_(2)\nacc = s{u}",
+    "s{u} = acc * acc\nacc.detach().mul_(2)\nacc = s{u}",
+    "s{u} = acc * x\nx.detach().add_(1)\nacc = s{u}",
 ]
 
 
@@ -782,9 +797,35 @@ def argument_kinds(rng, ctx):
         "acc = acc + sum(p.sum() for p in mod.parameters())", "ret.append(type(mod).__name__)",
         "ret.append(mod.training)", "ret.append(len(list(mod.children())))",
     ))  # fmt: skip
+    if rng.random() < 0.4:
+        body = _pick(rng, (
+            "acc = acc + buf[0]", "ret.append(buf[-1])", "ret.append(len(buf))", "ret.append(list(buf))",
+            "acc = acc * float(sum(buf))",
+        ))  # fmt: skip
+        return _s("argument_kinds", "a buffer argument (bytearray, array, numpy)", body, needs={"buf"})
     if "acc + sum" in body:
         ctx.kind = "float"
     return _s("argument_kinds", "a module argument", body, needs={"mod"})
+
+
+# ---------------------------------------------------------------- torch's keyword names (and numpy's aliases)
+
+KEYWORDS = [
+    "acc = torch.sub(acc, other=acc * 2)",
+    "acc = torch.add(acc, other=1, alpha=2)",
+    "acc = acc.sub(other=1)",
+    "acc = torch.mul(input=acc, other=2)",
+    "acc = torch.sum(acc, axis=-1, keepdims=True) if acc.ndim else acc",
+    "acc = torch.cat(tensors=[acc, acc], axis=0) if acc.ndim else acc",
+    "acc = torch.clamp(input=acc, min=0)",
+    "acc = torch.add(x1=acc, x2=acc)",
+    "acc = torch.div(acc, other=2, rounding_mode='floor')",
+    "acc = torch.maximum(acc, other=acc.flip(-1) if acc.ndim else acc)",
+]
+
+
+def keywords(rng, ctx):
+    return _s("keywords", "torch's keyword names", _pick(rng, KEYWORDS))
 
 
 # ---------------------------------------------------------------- copy and deepcopy inside the program
@@ -870,4 +911,5 @@ FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
     "copies": copies,
     "type_checks": type_checks,
     "foreach": foreach,
+    "keywords": keywords,
 }

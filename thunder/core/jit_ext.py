@@ -114,6 +114,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
         self._copies: dict[int, tuple[Proxy, Any, Any]] = {}  # id(copy) -> (holder, copy, its first contents)
         self._lazy: dict[int, LazyContainer] = {}  # id(copy) -> an outside container not read yet
+        self._buffers: list[tuple] = []  # outside buffers: (object, its contents, where it is read)
         self._constants: dict[int, Proxy] = {}  # id(object) -> prologue proxy capturing it by identity
         self._object_inputs: dict[str, Proxy] = {}  # prologue name -> the computation's proxy for that object
         self._guarded_functions: set[int] = set()
@@ -258,6 +259,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._refuse_branches_on_hoisted()
         self._check_reads_of_written_state()
         self._check_strides()
+        self._check_buffers()
         read = self.torch_state_read
         if dtypes.default_dtype_was_read.get():
             read.add("torch.get_default_dtype()")

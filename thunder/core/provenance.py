@@ -205,6 +205,13 @@ class ProvenanceMixin:
             self._check(prims.check_identity, holder, value)
             self._register(value, holder, value)
             return value
+        contents = prims.buffer_contents(value)
+        if contents is not None:  # read natively (``b[0]``): checked whole, and left unchanged (_check_buffers)
+            self._check(prims.check_type, holder, type(value))
+            self._check(prims.check_contents, holder, contents)
+            self._buffers.append((value, contents, self._input_location(holder)))
+            self._register(value, holder, value)
+            return value
         if type(value) is iterators.ReplayableIterator or isinstance(value, collections.abc.Iterator):
             return self._iterator_input(value, holder, name)
         if isinstance(value, torch.nn.Module) and not self._module_paths:
@@ -370,6 +377,16 @@ class ProvenanceMixin:
         if loc is not None:
             return f"{holder.name} (read at {loc})"
         return f"{holder.name} (an argument of {self._definition})" if self._definition else holder.name
+
+    def _check_buffers(self) -> None:
+        """Refuses a trace whose program changed an outside buffer (``b.extend(...)``, ``arr.fill(0)``): the
+        change would happen once, while tracing, not on each call."""
+        for value, contents, where in self._buffers:
+            if prims.buffer_contents(value) != contents:
+                raise ThunderRuntimeError(
+                    f"the program changed {where}, a {type(value).__name__} from outside the jitted function, in "
+                    "place; thunder does not replay changes to such buffers. Change a copy and return it instead"
+                )
 
     def _check_strides(self) -> None:
         """Inputs whose layout the program depended on (see Note [Strides of traced tensors])."""

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 
 from thunder.core.symbol import Symbol
 
-__all__ = ["RuleTable", "autocast_rules", "forward_rules", "grad_rules"]
+__all__ = ["RuleTable", "autocast_rules", "eager_saves", "forward_rules", "grad_rules", "set_eager_saves"]
 
 
 class RuleTable:
@@ -79,3 +79,19 @@ autocast_rules = RuleTable("autocast")
 #: need (``batch_norm``'s batch statistics), so the backward reads them instead of recomputing them.
 #: None leaves the call as it was. Used by the autograd split for calls that need a gradient.
 forward_rules = RuleTable("augmented forward")
+
+
+# Note [What eager's autograd saves]
+# ``eager_saves(bsym)``: the names of the tensors among a call's arguments and results that eager's autograd
+# keeps for its backward (so that eager refuses the backward once one of them changes in place), or None where
+# that is not known. The torch language installs the function (it asks torch itself); until then nothing is known.
+_eager_saves: Callable | None = None
+
+
+def set_eager_saves(fn: Callable) -> None:
+    global _eager_saves
+    _eager_saves = fn
+
+
+def eager_saves(bsym) -> frozenset[str] | None:
+    return _eager_saves(bsym) if _eager_saves is not None else None

@@ -16,7 +16,9 @@ from thunder.core import dtypes, prims
 from thunder.core.dtypes import ELEMENTWISE_TYPE_PROMOTION_KIND as K
 from thunder.core.errors import ThunderTypeError
 from thunder.core.interpreter import make_opaque
+from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy, pyval, register_method
+from thunder.core.rules import grad_rules
 from thunder.core.symbol import MAY_RAISE
 from thunder.torch.base import (
     _as_method,
@@ -26,6 +28,7 @@ from thunder.torch.base import (
     maybe_broadcast,
     maybe_convert_to_dtype,
     register_reflected,
+    torch_to_thunder_map,
     torchsymbol,
 )
 from thunder.torch.eager_ops import eager_fallback
@@ -441,6 +444,34 @@ def clamp(a, min=None, max=None):
             taken = beyond(out, bound)
         out = maybe_convert_to_dtype(where(taken, bound, out), dtype)
     return out
+
+
+@grad_rules.register(clamp)
+def _clamp_vjp(g, out, a, min=None, max=None):
+    """Eager's ``clamp_backward`` and ``clamp_backward_min_max``: ``a``'s gradient passes where
+    ``min <= a <= max`` (not at NaN, nor anywhere when min > max or a bound is NaN); a tensor bound's where ``a``
+    went past it, unless (both given) the other bound wins: min only where ``min < max``, max also where ``max < min``."""
+    both = min is not None and max is not None
+    if both:
+        inside = logical_and(ge(a, min), le(a, max))
+    else:
+        inside = ge(a, min) if min is not None else le(a, max)
+    grads = [_reduced_like(where(inside, g, 0), a) if is_differentiable(a) else None, None, None]
+    if is_differentiable(min):
+        past_min = lt(a, min)
+        grads[1] = _reduced_like(where(logical_and(past_min, lt(min, max)) if both else past_min, g, 0), min)
+    if is_differentiable(max):
+        past_max = gt(a, max)
+        grads[2] = _reduced_like(where(logical_or(past_max, lt(max, min)) if both else past_max, g, 0), max)
+    return tuple(grads)
+
+
+def _reduced_like(grad, arg):
+    """``grad`` summed to ``arg``'s shape and converted to its dtype, as eager's engine does with the gradient of
+    a broadcast input."""
+    if tuple(grad.shape) != tuple(arg.shape):
+        grad = torch_to_thunder_map[torch.Tensor.sum_to_size](grad, tuple(arg.shape))
+    return maybe_convert_to_dtype(grad, arg.dtype)
 
 
 clamp_ = make_inplace(clamp)

@@ -627,6 +627,19 @@ def cumprod(input, dim, *, dtype=None):
     return _scan("cumprod", prims.cumprod, input, dim, dtype)
 
 
+def _power_norm(a, p: float, dims):
+    """``sum(a ** p) ** (1 / p)`` of ``a >= 0``, differentiated as eager's ``norm_backward``: zero where an
+    element is zero (pow's derivative is inf there for p < 1) and, for p > 0, where the norm is zero (the
+    outer pow's is inf there); each inner ``where`` keeps a derivative finite."""
+    zero = prims.eq(a, 0)
+    powered = prims.where(zero, 0.0 if p > 0 else float("inf"), prims.pow(prims.where(zero, 1, a), p))
+    total = prims.sum(powered, dims)
+    if p < 0:
+        return prims.pow(total, 1.0 / p)
+    none = prims.eq(total, 0)
+    return prims.where(none, 0, prims.pow(prims.where(none, 1, total), 1.0 / p))
+
+
 def _vector_norm(op: str, x, ord, dim, keepdim, dtype):
     _check_input(op, x)
     _check_dtype_arg(op, dtype)
@@ -645,7 +658,10 @@ def _vector_norm(op: str, x, ord, dim, keepdim, dtype):
     if ord == float("inf") or ord == float("-inf"):
         if _reduced_numel(x, dims) == 0:
             raise ThunderValueError(f"{op}: Expected a non-empty tensor along the reduced dims for ord={ord}")
-        out = (prims.amax if ord > 0 else prims.amin)(a, dims)
+        # a NaN makes the norm NaN and, as in eager's norm_backward, the gradient of its reduction zero
+        nan = prims.isnan(a)
+        extreme = (prims.amax if ord > 0 else prims.amin)(prims.where(nan, 0, a), dims)
+        out = prims.where(prims.gt(prims.sum(prims.convert_element_type(nan, a.dtype), dims), 0), float("nan"), extreme)
     elif ord == 0:
         out = prims.sum(prims.convert_element_type(prims.ne(a, 0), a.dtype), dims)
     elif ord == 1:
@@ -653,7 +669,7 @@ def _vector_norm(op: str, x, ord, dim, keepdim, dtype):
     elif ord == 2:
         out = sqrt_of_square_sum(prims.sum(prims.mul(a, a), dims))
     else:
-        out = prims.pow(prims.sum(prims.pow(a, float(ord)), dims), 1.0 / ord)
+        out = _power_norm(a, float(ord), dims)
     return keep_dims(maybe_convert_to_dtype(out, result_dtype), x, dims, keepdim)
 
 

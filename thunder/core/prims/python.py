@@ -9,6 +9,7 @@ Layer: core. Imports: core only.
 
 from __future__ import annotations
 
+import array
 import enum
 import keyword
 import math
@@ -58,6 +59,7 @@ class PythonPrimIDs(enum.Enum):
     UNPACK_TRIVIAL = enum.auto()
     COMMENT = enum.auto()
     CHECK_NO_HOOKS = enum.auto()
+    CHECK_CONTENTS = enum.auto()
 
 
 P = PythonPrimIDs
@@ -587,4 +589,30 @@ def is_proxy(x) -> bool:
     return isinstance(x, Proxy)
 
 
+def buffer_contents(x) -> tuple | None:
+    """What a mutable buffer (``bytearray``, ``array.array``, ``memoryview``, a numpy array) holds, as a value:
+    its element type, shape and bytes; None for anything else. The program reads such a buffer natively
+    (``b[0]``), past every attribute check, so the prologue compares it whole."""
+    typ = type(x)
+    if typ is bytearray:
+        return (bytes(x),)
+    if typ is array.array:
+        return (x.typecode, x.tobytes())
+    if typ is memoryview:
+        return (x.format, x.shape, x.tobytes())
+    if typ.__name__ == "ndarray" and typ.__module__ == "numpy":
+        return (x.dtype.str, x.shape, x.tobytes())
+    return None
+
+
+def _print_check_contents(bsym, printer):
+    x, contents = bsym.args
+    reader = printer.add_ctx("_buffer_contents", buffer_contents)
+    return [f"if {reader}({printer.value(x)}) != {printer.constant(contents, '_contents')}: return {printer.miss}"]
+
+
+# ``check_contents(x, contents)``: the buffer ``x`` holds ``contents`` (``buffer_contents``).
+check_contents = make_prim(P.CHECK_CONTENTS, "check_contents", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_contents)
+
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
+__all__.append("buffer_contents")

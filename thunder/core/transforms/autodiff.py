@@ -49,7 +49,7 @@ from thunder.core.prims.base import asking_grads
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.replays import REPLAYS
-from thunder.core.rules import forward_rules, grad_rules
+from thunder.core.rules import eager_saves, forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, BoundSymbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, recording_into, tracectx
@@ -166,7 +166,8 @@ def _aliased_args(bsym: BoundSymbol) -> set[str]:
 
 def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list[BoundSymbol], set[int]]:
     """The body with each in-place update of a tensor that nothing else can see (made here by an op
-    that does not alias, not an input, no view of it taken) replaced by the op that computes the
+    that does not alias, not an input, no view of it taken, saved by no earlier op's autograd: eager
+    refuses the backward after such an update) replaced by the op that computes the
     new value (``out += identity`` in a ResNet block, ``relu_``): later uses
     read the new value by its own name. Nothing can tell the difference (no other tensor shares
     that memory), and the update is differentiated like any op instead of sending the whole
@@ -176,11 +177,12 @@ def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list
     made: set[int] = set()
     made_by: dict[str, BoundSymbol] = {}
     viewed: set[str] = set()
+    readers: dict[str, list[BoundSymbol]] = {}  # name -> the calls taking part in autograd that read it
     swap: dict[str, Proxy] = {}
     for bsym in body:
         if swap:
             bsym = bsym.rename(swap)
-        update = _functional_form(bsym, made_by, viewed, inputs)
+        update = _functional_form(bsym, made_by, viewed, inputs, readers)
         if update is not None:
             value, old = update.output, bsym.args[0].name
             value.requires_grad = bsym.args[0].requires_grad  # the new value stands for the updated tensor
@@ -192,13 +194,18 @@ def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list
             made.add(bsym.uid)
         else:
             viewed.update(_aliased_args(bsym))
+            if any(getattr(o, "requires_grad", False) for o in bsym.flat_proxy_outs):
+                for a in _tensors(bsym.flat_proxy_args):
+                    readers.setdefault(a.name, []).append(bsym)
         for o in bsym.flat_proxy_outs:
             made_by[o.name] = bsym
         new.append(bsym)
     return new, made
 
 
-def _functional_form(bsym: BoundSymbol, made_by: dict, viewed: set[str], inputs: set[str]) -> BoundSymbol | None:
+def _functional_form(
+    bsym: BoundSymbol, made_by: dict, viewed: set[str], inputs: set[str], readers: dict[str, list[BoundSymbol]]
+) -> BoundSymbol | None:
     """For ``dst.op_(...)`` (an in-place symbol whose decomposition computes the new value, then
     copies it into ``dst``) on a tensor nothing else sees: the bound symbol that computes the new
     value. Otherwise None."""
@@ -217,6 +224,7 @@ def _functional_form(bsym: BoundSymbol, made_by: dict, viewed: set[str], inputs:
         or dst.name in viewed
         or dst.name not in made_by
         or _aliased_args(made_by[dst.name])
+        or any(_saves(reader, dst.name) for reader in readers.get(dst.name, ()))
         or any(IN_PLACE in s.sym.tags for s in compute)
         # ``dst.copy_(src)``, ``zero_()``: the new value does not come from the old one, but in eager the
         # old one stays in the graph (a zero gradient, not None); those keep torch's autograd
@@ -305,6 +313,7 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
     (``exposed``) have no requires_grad marks: what they make from values that require grad does.
     Returns the replays that store a value that requires grad (Note [Stored values that require grad])."""
     stores: list[BoundSymbol] = []
+    memory = _Memory()
     for bsym in body:
         if PARAMETER in bsym.sym.tags:
             continue
@@ -317,17 +326,26 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
                 raise NotDifferentiable(
                     f"{bsym.sym.print_name} lets {escaping[0]}, which requires grad, leave the computation"
                 )
+        reads_active = any(a.name in active for a in bsym.flat_proxy_args)
+        written = _written(bsym) if IN_PLACE in bsym.sym.tags else []
+        for dst in written:
+            if memory.saved_by_autograd(dst.name):
+                # ``y = x * w; w.mul_(2)``, ``x.detach().mul_(2)``: eager's autograd may have saved that memory and
+                # refuses the backward (its version counter moved); the backward here would read the new values.
+                raise NotDifferentiable(
+                    f"{bsym.sym.print_name} updates {dst.name} in place after eager's autograd saved its memory"
+                )
+        memory.record(bsym, reads_active, written)
         if bsym.uid in exposed:
-            if any(a.name in active for a in bsym.flat_proxy_args) and bsym.sym.id not in NO_GRAD_RESULTS:
+            if reads_active and bsym.sym.id not in NO_GRAD_RESULTS:
                 active.update(o.name for o in _tensors(bsym.flat_proxy_outs) if _differentiable(o))
             continue
-        reads_active = any(a.name in active for a in bsym.flat_proxy_args)
         if IN_PLACE in bsym.sym.tags:
             # ``y.add_(1)`` on a value that requires grad, or ``buf.copy_(x)`` that makes ``buf`` require
             # grad, changes the autograd graph in place. Internal writes that return nothing (the running
             # statistics of ``batch_norm``) are not differentiated in eager either.
             returned = {o.name for o in bsym.flat_proxy_outs}
-            for dst in _written(bsym):
+            for dst in written:
                 if dst.name in active or dst.requires_grad or (reads_active and dst.name in returned):
                     raise NotDifferentiable(f"{bsym.sym.print_name} updates a tensor that requires grad in place")
         for out in _tensors(bsym.flat_proxy_outs):
@@ -338,6 +356,46 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
                     )
                 active.add(out.name)
     return stores
+
+
+class _Memory:
+    """Which tensors of a forward may share memory (a view, ``detach``: ``_aliased_args``), and which calls taking
+    part in autograd read or made each memory, so that an in-place update of memory eager's autograd saved is
+    told apart (Note [What eager's autograd saves] in thunder.core.rules)."""
+
+    def __init__(self):
+        self._root: dict[str, str] = {}
+        self._users: dict[str, list[tuple[BoundSymbol, str]]] = {}  # root -> (call, the name it read or made)
+
+    def root(self, name: str) -> str:
+        while (up := self._root.get(name, name)) != name:
+            name = up
+        return name
+
+    def saved_by_autograd(self, name: str) -> bool:
+        return any(_saves(call, used) for call, used in self._users.get(self.root(name), ()))
+
+    def record(self, bsym: BoundSymbol, reads_active: bool, written: list[TensorProxy]) -> None:
+        outs = _tensors(bsym.flat_proxy_outs)
+        for arg in _aliased_args(bsym):
+            for o in outs:
+                joined, into = self.root(o.name), self.root(arg)
+                if joined != into:
+                    self._root[joined] = into
+                    self._users.setdefault(into, []).extend(self._users.pop(joined, ()))
+        if reads_active:
+            # what the call writes itself (``batch_norm``'s running statistics) is not what it saves
+            own = {self.root(d.name) for d in written}
+            for t in (*_tensors(bsym.flat_proxy_args), *outs):
+                if self.root(t.name) not in own:
+                    self._users.setdefault(self.root(t.name), []).append((bsym, t.name))
+
+
+def _saves(call: BoundSymbol, name: str) -> bool:
+    """Whether eager's autograd keeps ``name``, an argument or result of ``call``, for its backward (where that is
+    not known: yes)."""
+    saved = eager_saves(call)
+    return saved is None or name in saved
 
 
 # Note [Stored values that require grad]

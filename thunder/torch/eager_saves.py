@@ -1,0 +1,68 @@
+"""What eager's autograd saves for a call (Note [What eager's autograd saves] in thunder.core.rules): asked of
+torch itself, by running the call's torch function on meta tensors under a saved-tensors hook.
+
+Eager refuses a backward once a tensor its autograd saved changed in place ("one of the variables needed for
+gradient computation has been modified by an inplace operation"); whether a call saves an argument depends on
+the op (``x * w`` saves ``w``, ``x + w`` nothing, ``exp`` its result), which torch knows best. Asked only for
+the calls that read a tensor the program later updates in place.
+
+Layer: language. Imports: core, torch.base.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.core.proxies import NumberProxy, TensorProxy, pyval
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.rules import set_eager_saves
+from thunder.core.symbol import BoundSymbol
+from thunder.torch.base import symbol_to_torch
+
+__all__ = ["eager_saves"]
+
+
+def eager_saves(bsym: BoundSymbol) -> frozenset[str] | None:
+    """The names of ``bsym``'s tensor arguments and results that eager's autograd saves (a view of one counts as
+    it), or None where torch cannot tell (no torch function, or one that does not run on meta tensors)."""
+    fn = symbol_to_torch.get(bsym.sym)
+    if fn is None:
+        return None
+    names: dict[int, str] = {}
+    made: list[torch.Tensor] = []  # alive until the end, so that ids stay unique
+
+    def meta(x):
+        if isinstance(x, TensorProxy):
+            differentiable = x.dtype.is_floating_point or x.dtype.is_complex
+            t = torch.empty(tuple(pyval(d) for d in x.shape), dtype=x.dtype, device="meta")
+            t.requires_grad_(bool(x.requires_grad and differentiable))
+            made.append(t)
+            names[id(t)] = x.name
+            return t
+        return pyval(x) if isinstance(x, NumberProxy) else x
+
+    saved: list[torch.Tensor] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append(t)
+        return t
+
+    try:
+        args, kwargs = tree_map(meta, (bsym.args, bsym.kwargs))
+        with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = fn(*args, **kwargs)
+    except Exception:
+        return None
+    for real, proxy in zip(tree_leaves(out), tree_leaves(bsym.output)):
+        if isinstance(real, torch.Tensor) and isinstance(proxy, TensorProxy):
+            names[id(real)] = proxy.name
+    found = set()
+    for t in saved:
+        while t is not None:
+            if id(t) in names:
+                found.add(names[id(t)])
+            t = t._base
+    return frozenset(found)
+
+
+set_eager_saves(eager_saves)
