@@ -40,7 +40,6 @@ from thunder.core.trace import TraceCtx
 __all__ = ["evaluate", "order_for_checks", "draws_random"]
 
 
-
 class _CannotEvaluate(Exception):
     pass
 
@@ -85,6 +84,8 @@ def _run(bsym: BoundSymbol, env: dict, eager_impl: Callable[[Symbol], Callable |
         return
     args, kwargs = tree_map(lambda x: _real(x, env), (bsym.args, bsym.kwargs))
     out = impl(*args, **kwargs)
+    if out is None and IN_PLACE in bsym.sym.tags and args:  # ``Tensor.__setitem__``: the updated tensor is the result
+        out = args[0]
     if isinstance(out, tuple) and type(out) is not tuple:  # torch.return_types
         out = tuple(out)
     outs = [o for o in tree_leaves(bsym.output)]

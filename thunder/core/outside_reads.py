@@ -122,8 +122,8 @@ class OutsideReadsMixin:
             # by iterating a ModuleList, say): captured by identity, its attributes checked when read.
             holder = self._constant(obj, type(obj).__name__.lower())
             self.unpack_value(obj, holder, holder.name)
-        if isinstance(value, (types.MethodType, types.BuiltinMethodType)) or name.startswith("__"):
-            return value
+        if isinstance(value, (types.MethodType, types.BuiltinMethodType, Proxy)) or name.startswith("__"):
+            return value  # a proxy: computed by the program (a property's getter, ``parametrize``'s weight)
         return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
 
     def _is_outside(self, obj: Any) -> bool:

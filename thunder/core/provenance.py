@@ -226,19 +226,23 @@ class ProvenanceMixin:
     def _rebuilt_mapping(self, value: dict, holder: Proxy, name: str) -> dict | None:
         """A copy of the dict subclass ``value`` with its items unpacked, or None where its type cannot be
         rebuilt from its items (see ``unpack_value``)."""
+        # Its items as stored, past an overriding ``__getitem__`` (transformers' ACT2FN makes a module per read).
+        raw = type(value).__getitem__ is not dict.__getitem__
+        items = {k: dict.__getitem__(value, k) for k in value} if raw else dict(value)
         try:
-            rebuild_mapping(mapping_type(value), dict(value))
+            rebuild_mapping(mapping_type(value), items)
         except Exception:
             return None
-        return rebuild_mapping(mapping_type(value), self._unpack_contents(dict(value), holder, name))
+        return rebuild_mapping(mapping_type(value), self._unpack_contents(items, holder, name, raw=raw))
 
     def _register(self, obj: Any, holder: Proxy, seen_as: Any) -> None:
         self._provenance[id(obj)] = holder
         self._proxy_for[id(obj)] = seen_as
         self._keepalive.append(obj)
 
-    def _unpack_contents(self, value: Any, holder: Proxy, name: str) -> Any:
-        """The prologue's checks and unpacking of a container's items; returns what the program sees."""
+    def _unpack_contents(self, value: Any, holder: Proxy, name: str, *, raw: bool = False) -> Any:
+        """The prologue's checks and unpacking of a container's items (of a dict, with ``raw``, through
+        ``dict.__getitem__``: its type overrides ``__getitem__``); returns what the program sees."""
         if type(value) in (set, frozenset):
             self._check(prims.check_value, holder, frozenset(value))
             return type(value)(value)
@@ -248,7 +252,10 @@ class ProvenanceMixin:
             seen = type(value)()
             for i, k in enumerate(keys):
                 p = self._item_proxy(value[k], f"{name}_{k}" if is_literal_key(k) else f"{name}_key{i}")
-                self._emit(prims.unpack_key, holder, k, p, output=p)
+                if raw:
+                    self._emit(prims.unpack_call, dict.__getitem__, (holder, k), {}, p, output=p)
+                else:
+                    self._emit(prims.unpack_key, holder, k, p, output=p)
                 seen[k] = self.unpack_value(value[k], p, p.name)
             return seen
         self._check(prims.check_expr, f"len({holder.name}) == {len(value)}", (holder,))

@@ -147,6 +147,8 @@ class TraceCtx:
         scopes = self.scopes
         outer = scopes[-1]
         top = len(scopes) == 1
+        if top:
+            args, kwargs = _snapshot(args), _snapshot(kwargs)
         if top and not sym.is_prim:
             args, kwargs = _numbers_from_numpy(sym, args, kwargs)
         if top and sym in autocast_rules:
@@ -353,6 +355,19 @@ def recording_into(trace: TraceCtx, scratch: list[BoundSymbol]) -> Iterator[None
             yield
         finally:
             trace.scopes.pop()
+
+
+def _snapshot(x: Any) -> Any:
+    """A call's arguments with their lists and dicts copied: the program may change them after the call
+    (``y = torch.cat(feats); feats.append(y)``), and the recorded call must keep what it read."""
+    typ = type(x)
+    if typ is list:
+        return [_snapshot(v) for v in x]
+    if typ is tuple:
+        return tuple(_snapshot(v) for v in x)
+    if typ is dict:
+        return {k: _snapshot(v) for k, v in x.items()}
+    return x
 
 
 def _explain_untraced_tensors(e: ThunderError, args: tuple, kwargs: dict) -> None:

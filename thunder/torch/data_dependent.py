@@ -21,6 +21,7 @@ from thunder.core.proxies import TensorProxy, register_method
 from thunder.core.rules import grad_rules
 from thunder.torch.base import torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import eq
+from thunder.torch.elementwise import where as _where
 from thunder.torch.indexing import getitem
 from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
@@ -145,6 +146,17 @@ for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwh
     for _torch_fn in _torch_fns:
         torch_to_thunder_map[_torch_fn] = _fn
     register_method(_fn.__name__, _fn)
+
+
+def where(condition, input=None, other=None):
+    """``torch.where``; its one-argument form, ``torch.where(condition)``, is
+    ``torch.nonzero(condition, as_tuple=True)``: data-dependent shapes."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    return _where(condition, input, other)
+
+
+torch_to_thunder_map[torch.where] = where
 
 
 def contains(a, element) -> bool:

@@ -127,12 +127,24 @@ def _binary_decomposition(name: str, prim, kind: K, a, b, allowed=None, reject=N
     return maybe_convert_to_dtype(out, result_dtype)
 
 
+def _number_as_tensor(a, b):
+    """``torch.add(1, 2)``: for add, sub, mul, div and floor_divide, eager's argument parser makes a number
+    ``input`` a 0-d CPU tensor of the number's dtype (int64, bool, the default float or complex dtype) when
+    ``other`` is a number too."""
+    if is_tensor(a) or is_tensor(b) or not is_number(a) or not is_number(b):
+        return a
+    return prims.full((), a, device=torch.device("cpu"), dtype=dtypes.to_dtype(a))
+
+
 def _binary(
-    name: str, prim, kind: K, *, methods=(), reflected=(), torch_fns=None, inplace=True, allowed=None, reject=None, tags=()
-):
+    name: str, prim, kind: K, *, methods=(), reflected=(), torch_fns=None, inplace=True, allowed=None, reject=None, tags=(),
+    numbers=False,
+):  # fmt: skip
     torch_fns = torch_fns or (getattr(torch, name),)
 
     def meta(input, other):  # torch's names, so that ``torch.mul(x, other=2)`` binds as in eager
+        if numbers:
+            input = _number_as_tensor(input, other)
         return _binary_decomposition(name, prim, kind, input, other, allowed, reject)
 
     meta.__name__ = name
@@ -301,12 +313,14 @@ def _scaled(b, alpha):
 @torchsymbol(torch.add, method_name=("add", "__add__"))
 def add(a, b, *, alpha=None):
     """``torch.add``: ``a + alpha * b`` with broadcasting and type promotion."""
+    a = _number_as_tensor(a, b)
     return _binary_decomposition("add", prims.add, K.DEFAULT, a, _scaled(b, alpha))
 
 
 @torchsymbol(torch.sub, torch.subtract, method_name=("sub", "subtract", "__sub__"))
 def sub(a, b, *, alpha=None):
     """``torch.sub``: ``a - alpha * b``."""
+    a = _number_as_tensor(a, b)
     if dtypes.to_dtype(a) is torch.bool and dtypes.to_dtype(b) is torch.bool:
         raise ThunderTypeError(
             "ltorch.sub: subtraction of two bool tensors (dtype torch.bool) is not supported; use the ^ operator "
@@ -321,7 +335,7 @@ def sub(a, b, *, alpha=None):
 
 
 mul = _binary("mul", prims.mul, K.DEFAULT, methods=("multiply", "__mul__"), reflected=("__rmul__",),
-              torch_fns=(torch.mul, torch.multiply))  # fmt: skip
+              torch_fns=(torch.mul, torch.multiply), numbers=True)  # fmt: skip
 register_reflected("__radd__", add)
 register_reflected("__rsub__", sub)
 __all__ += ["add", "sub"]
@@ -335,6 +349,7 @@ sub_ = _export(make_inplace(sub))
 def div(a, b, *, rounding_mode=None):
     """``torch.div``: true division, or ``rounding_mode`` "trunc" / "floor"."""
     op = "ltorch.div"
+    a = _number_as_tensor(a, b)
     if rounding_mode is None:
         computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, b, kind=K.INT_TO_FLOAT)
         a, b = maybe_broadcast(a, b, op=op)
@@ -405,11 +420,8 @@ __all__ += ["div", "div_", "floor_divide", "floor_divide_"]
 @torchsymbol(torch.where, method_name="where")
 def where(condition, input=None, other=None):
     """``torch.where(condition, input, other)``, with broadcasting and promotion of input and other."""
-    if input is None and other is None:
-        raise ThunderTypeError(
-            "ltorch.where: the one-argument form where(condition) returns data-dependent shapes and is not supported; "
-            "use torch.nonzero outside the jitted function"
-        )
+    if input is None and other is None:  # torch.where(condition) is data-dependent: thunder.torch.data_dependent
+        return torch_to_thunder_map[torch.nonzero](condition, as_tuple=True)
     if is_tensor(condition) and condition.dtype is not torch.bool:
         raise ThunderTypeError(f"ltorch.where: expected condition to be a bool tensor, but got dtype {condition.dtype}")
     dtype = dtypes.result_type(input, other)

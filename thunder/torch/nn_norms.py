@@ -38,10 +38,11 @@ from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
 from thunder.core.symbol_lookup import register_interpreted_replacement
-from thunder.torch.base import copy_, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.base import canonicalize_dim, copy_, maybe_convert_to_dtype, torchsymbol
+from thunder.torch.conversions import detach
 from thunder.torch.eager_ops import eager_fallback
 from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, keep, upcast
-from thunder.torch.reductions import sqrt_of_square_sum
+from thunder.torch.reductions import sqrt_of_square_sum, vector_norm
 
 # Eager's kernels by their C++ entries (no packet dispatch on each call).
 _aten_native_layer_norm = torch.ops.aten.native_layer_norm.default._op
@@ -52,7 +53,7 @@ _aten_native_batch_norm_backward = torch.ops.aten.native_batch_norm_backward.def
 __all__ = [
     "layer_norm", "rms_norm", "group_norm", "batch_norm", "layer_norm_backward", "batch_norm_backward",
     "batch_norm_with_stats", "batch_norm_backward_from_stats", "layer_norm_with_stats",
-    "layer_norm_backward_from_stats", "instance_norm", "normalize",
+    "layer_norm_backward_from_stats", "instance_norm", "normalize", "norm_except_dim", "weight_norm",
 ]  # fmt: skip
 
 
@@ -225,7 +226,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 else:
                     r = maybe_convert_to_dtype(upcast(running), batch.dtype)
                     updated = prims.add(prims.mul(r, 1.0 - momentum), prims.mul(batch, float(momentum)))
-                copy_(maybe_convert_to_dtype(updated, running.dtype), running)
+                # detached: under torch's autograd (Note [Forward and backward traces]) the buffer must not come to
+                # require grad, as eager's kernel updates it outside autograd
+                copy_(detach(maybe_convert_to_dtype(updated, running.dtype)), running)
     else:
         rm = maybe_convert_to_dtype(upcast(running_mean), a.dtype)
         rv = maybe_convert_to_dtype(upcast(running_var), a.dtype)
@@ -318,7 +321,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             updated = prims.add(
                 prims.mul(r, 1.0 - momentum), prims.mul(prims.div(prims.sum(batch, (0,)), float(b)), float(momentum))
             )
-            copy_(updated, running)
+            copy_(detach(updated), running)  # outside autograd, as in batch_norm
     return prims.reshape(out, input.shape)
 
 
@@ -594,3 +597,21 @@ def _batch_norm_module_forward(self, input):
 
 
 register_interpreted_replacement(torch.nn.modules.batchnorm._BatchNorm.forward, _batch_norm_module_forward)
+
+
+@torchsymbol(torch.norm_except_dim)
+def norm_except_dim(v, pow=2, dim=0):
+    """``torch.norm_except_dim``: the ``pow``-norm over every dim but ``dim``, kept for broadcasting against ``v``
+    (``dim=-1``: over all dims, a 0-d result)."""
+    check_tensor("ltorch.norm_except_dim", "v", v)
+    if dim == -1:
+        return vector_norm(v, pow)
+    kept = canonicalize_dim("ltorch.norm_except_dim", v.ndim, dim)
+    dims = tuple(i for i in range(v.ndim) if i != kept)
+    return vector_norm(v, pow, dims, keepdim=True) if dims else v.abs()
+
+
+@torchsymbol(torch._weight_norm)
+def weight_norm(v, g, dim=0):
+    """``torch._weight_norm`` (``nn.utils.parametrizations.weight_norm``): ``v * (g / norm_except_dim(v, 2, dim))``."""
+    return v * (g / norm_except_dim(v, 2, dim))

@@ -1,0 +1,151 @@
+"""Patterns that models from outside (timm, torchvision, transformers) use, each checked against eager PyTorch:
+values, gradients, and a cache hit on the second call."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import pytest
+import torch
+import torch.nn as nn
+
+import thunder
+
+
+def _check(fn, *args, grads=False):
+    """``fn`` jitted gives eager's values (and gradients of the float arguments); its second call hits."""
+    leaves = [a.detach().clone().requires_grad_(grads and a.is_floating_point()) for a in args]
+    expected = fn(*leaves)
+    jf = thunder.jit(fn)
+    copies = [a.detach().clone().requires_grad_(grads and a.is_floating_point()) for a in args]
+    actual = jf(*copies)
+    torch.testing.assert_close(actual, expected)
+    if grads:
+        expected.pow(2).sum().backward()
+        actual.pow(2).sum().backward()
+        for a, e in zip(copies, leaves):
+            torch.testing.assert_close(a.grad, e.grad)
+    jf(*copies)
+    assert thunder.cache_misses(jf) == 1
+
+
+def test_a_list_changed_after_an_op_read_it():
+    def f(x):
+        xs = [x]
+        y = torch.cat(xs)
+        xs.append(x)
+        return y
+
+    _check(f, torch.randn(2, 3))
+
+
+def test_densenet_feature_list():
+    def f(x):
+        feats = [x]
+        for _ in range(3):
+            feats.append(torch.cat(feats, 1).relu())
+        return torch.cat(feats, 1)
+
+    _check(f, torch.randn(2, 3), grads=True)
+
+
+class _Instantiating(OrderedDict):
+    """transformers' ``ClassInstantier`` (``ACT2FN``): each read makes a new module."""
+
+    def __getitem__(self, key):
+        content = super().__getitem__(key)
+        cls, kwargs = content if isinstance(content, tuple) else (content, {})
+        return cls(**kwargs)
+
+
+_ACTIVATIONS = _Instantiating(relu=nn.ReLU, gelu=(nn.GELU, {"approximate": "tanh"}))
+
+
+def test_a_module_made_by_a_dict_subclass_at_each_read():
+    lin = nn.Linear(3, 3)
+    _check(lambda x: _ACTIVATIONS["gelu"](lin(x)) + _ACTIVATIONS["relu"](x), torch.randn(2, 3), grads=True)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_weight_norm_parametrization(dim):
+    torch.manual_seed(0)
+    conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(3, 4, 3), dim=dim)
+    x = torch.randn(2, 3, 5)
+    jm = thunder.jit(conv)
+    y = jm(x)
+    y.pow(2).sum().backward()
+    grads = [p.grad.clone() for p in conv.parameters()]
+    conv.zero_grad()
+    expected = conv(x)
+    expected.pow(2).sum().backward()
+    torch.testing.assert_close(y, expected)
+    for g, p in zip(grads, conv.parameters()):
+        torch.testing.assert_close(g, p.grad)
+    jm(x)
+    assert thunder.cache_misses(jm) == 1
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: x * torch.div(7, 2, rounding_mode="trunc"), lambda x: x + torch.div(-7.5, 2, rounding_mode="floor"),
+     lambda x: x + torch.add(1, 2, alpha=3), lambda x: x + torch.mul(2.5, 2), lambda x: x + torch.mul(True, 3),
+     lambda x: x + torch.div(7, 2), lambda x: x + torch.floor_divide(7, -2)],  # fmt: skip
+)
+def test_two_numbers_given_to_the_ops_that_take_them(fn):
+    _check(fn, torch.randn(3))
+
+
+def test_item_after_an_update_in_place():
+    """Longformer: the value of a tensor updated in place is read by Python."""
+
+    def f(x):
+        m = torch.zeros(x.shape)
+        m[0] = 3.0
+        if (m > 0).any().item():
+            return x + m
+        return x
+
+    _check(f, torch.randn(2, 3))
+
+
+def test_where_with_one_argument():
+    """litgpt's Mixtral router: ``torch.where(mask)``, data-dependent, splits as ``nonzero`` does."""
+
+    def f(x):
+        rows, cols = torch.where(x > 0)
+        return x[rows, cols].sum() + rows.sum()
+
+    _check(f, torch.randn(3, 4), grads=True)
+
+
+def test_an_update_of_a_slice_of_a_concatenation_in_training():
+    """timm's GhostNet: the update in place of a view sends the backward to torch's autograd; batch norm's running
+    statistics must not come to require grad there (the second step failed)."""
+
+    class Ghost(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(4, 4, 1), nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            y = self.bn(self.conv(x))
+            z = torch.cat([y, y], 1)[:, :4]
+            z += y
+            return z
+
+    torch.manual_seed(0)
+    model, reference = Ghost(), Ghost()
+    reference.load_state_dict(model.state_dict())
+    jm = thunder.jit(model)
+    for _ in range(3):
+        x = torch.randn(2, 4, 3, 3)
+        model.zero_grad()
+        reference.zero_grad()
+        out, expected = jm(x), reference(x)
+        out.pow(2).sum().backward()
+        expected.pow(2).sum().backward()
+        torch.testing.assert_close(out, expected)
+        for p, e in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad, e.grad, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(model.bn.running_mean, reference.bn.running_mean)
+        assert not model.bn.running_mean.requires_grad
