@@ -33,7 +33,7 @@ def test_default_cache_size_limit_is_256():
 
 
 def test_cache_keeps_at_most_cache_size_limit_entries():
-    jf = thunder.jit(add_one, cache_size_limit=3)
+    jf = thunder.jit(add_one, cache="constant values", cache_size_limit=3)
     for n in range(1, 11):
         x = torch.randn(n)
         torch.testing.assert_close(jf(x), x + 1)
@@ -42,7 +42,7 @@ def test_cache_keeps_at_most_cache_size_limit_entries():
 
 
 def test_least_recently_used_entry_is_evicted():
-    jf = thunder.jit(add_one, cache_size_limit=2)
+    jf = thunder.jit(add_one, cache="constant values", cache_size_limit=2)
     a, b, c = torch.randn(1), torch.randn(2), torch.randn(3)
     jf(a)
     jf(b)
@@ -87,7 +87,7 @@ def test_generated_code_leaves_linecache_with_its_function():
 @pytest.mark.filterwarnings("ignore::thunder.RecompileWarning")
 def test_evicted_entries_free_their_linecache_entries_without_gc():
     before = generated_lines()
-    jf = thunder.jit(add_one, cache_size_limit=4)
+    jf = thunder.jit(add_one, cache="constant values", cache_size_limit=4)
     gc.disable()  # freed by reference counting when evicted, not by a later collection
     try:
         for n in range(1, 60):
@@ -100,7 +100,7 @@ def test_evicted_entries_free_their_linecache_entries_without_gc():
 
 
 def test_recompile_storm_warns_once_with_the_reason():
-    jf = thunder.jit(add_one)
+    jf = thunder.jit(add_one, cache="constant values")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in range(1, 101):
@@ -166,7 +166,7 @@ def test_hits_add_no_reason():
     ids=["shape", "dtype", "requires_grad", "type"],
 )
 def test_tensor_miss_names_the_input_the_check_and_both_values(change, expected):
-    jf = thunder.jit(add_one)
+    jf = thunder.jit(add_one, cache="constant values")
     x = torch.randn(4)
     jf(x)
     try:
@@ -285,7 +285,7 @@ def test_no_caching_reason():
 
 @pytest.mark.filterwarnings("ignore::thunder.RecompileWarning")
 def test_cache_miss_reasons_keeps_the_last_64():
-    jf = thunder.jit(add_one)
+    jf = thunder.jit(add_one, cache="constant values")
     for n in range(1, 101):
         jf(torch.randn(n))
     got = reasons(jf)

@@ -149,3 +149,23 @@ def test_an_update_of_a_slice_of_a_concatenation_in_training():
             torch.testing.assert_close(p.grad, e.grad, atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(model.bn.running_mean, reference.bn.running_mean)
         assert not model.bn.running_mean.requires_grad
+
+
+_CALLS = 0
+_LOG: list = []
+
+
+def test_the_outside_objects_replays_change_are_not_copied():
+    """Calls record copies of their lists and dicts, but not the replays of changes to outside state: a global
+    rebound, an outside list appended to."""
+
+    def f(x):
+        global _CALLS
+        _CALLS = _CALLS + 1
+        _LOG.append(_CALLS)
+        return torch.cat([x, x])
+
+    jf = thunder.jit(f)
+    jf(torch.ones(1))
+    jf(torch.ones(1))
+    assert _CALLS == 2 and _LOG == [1, 2]

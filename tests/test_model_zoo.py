@@ -144,8 +144,9 @@ def _generate(name: str, cache: str | None):
 def test_generate_matches_eager(name):
     expected, model, jitted = _generate(name, None)
     assert torch.equal(model.generate(**zoo.generate_kwargs(name)), expected)
-    # Constant values: the prefill and each decoding step (a longer KV cache) compile once each.
-    assert thunder.cache_misses(jitted) == zoo.generate_kwargs(name)["max_new_tokens"]
+    # The default: the prefill compiles, then the first decoding step, whose KV cache is longer, with symbolic
+    # shapes (automatic dynamic shapes), an entry that serves every later step.
+    assert thunder.cache_misses(jitted) in (1, 2)
 
 
 @pytest.mark.parametrize("name", list(_generate_params()))

@@ -106,7 +106,7 @@ def shape_for(thread: int, call: int) -> tuple[int, int]:
 
 @pytest.mark.filterwarnings("ignore::thunder.RecompileWarning")
 def test_concurrent_calls_of_one_jitted_function_are_correct_and_counted(switch_often):
-    jf = thunder.jit(f)
+    jf = thunder.jit(f, cache="constant values")
 
     def work(thread):
         g = torch.Generator().manual_seed(thread)
@@ -130,7 +130,7 @@ def test_concurrent_calls_of_one_jitted_function_are_correct_and_counted(switch_
 @pytest.mark.filterwarnings("ignore::thunder.RecompileWarning")
 def test_concurrent_calls_of_one_thunder_module_are_correct_and_counted(switch_often):
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
-    tm = thunder.jit(model)
+    tm = thunder.jit(model, cache="constant values")
 
     def work(thread):
         g = torch.Generator().manual_seed(thread)

@@ -388,6 +388,12 @@ def _foreach_then_update_a_detached_alias(x, w):
     return y
 
 
+def _foreach_add_then_update_a_detached_alias(x, w):
+    y = torch._foreach_add([x, x * 2], 1.0)[0]  # eager's foreach saves x, which add would not
+    x.detach().mul_(2)
+    return y
+
+
 def _sin_then_update_its_input(x, w):
     h = x * 1
     y = h.sin()  # saves h
@@ -417,6 +423,7 @@ def _add_then_update_a_detached_alias(x, w):
 @pytest.mark.parametrize(
     "fn",
     [_mul_then_update_input, _mul_then_update_a_detached_alias, _foreach_then_update_a_detached_alias,
+     _foreach_add_then_update_a_detached_alias,
      _sin_then_update_its_input, _exp_then_update_its_result, _add_then_update_input,
      _add_then_update_a_detached_alias],  # fmt: skip
 )
@@ -523,3 +530,11 @@ def test_a_buffer_changed_by_the_program_is_refused():
 
     with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="changed .* a ndarray from outside"):
         thunder.jit(fill)(torch.zeros(2), __import__("numpy").zeros(2))
+
+
+def test_slice_indices_under_symbolic_values():
+    """``sl.indices(n)`` reads the bounds natively: they are pinned, so another slice misses the cache."""
+    jf = thunder.jit(lambda x, sl: (x + 1, sl.indices(5)), cache="symbolic values")
+    x = torch.randn(2)
+    assert jf(x, slice(1, None))[1] == (1, 5, 1)
+    assert jf(x, slice(-2, None))[1] == (3, 5, 1)

@@ -11,6 +11,7 @@ Layer: entry points. Imports: everything below.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable, Sequence
@@ -259,7 +260,9 @@ class _Jitted:
         reason = changed.reason() if changed is not None else self._miss_reason(option, args, kwargs)
         self.miss_reasons.append(reason)
         limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit
-        entry = compile_entry(cd, cs, args, kwargs, changed.outcomes if changed is not None else ())
+        compile_option, reason = _automatic_dynamic(cd, option, reason)
+        self.miss_reasons[-1] = reason
+        entry = compile_entry(cd, cs, args, kwargs, changed.outcomes if changed is not None else (), compile_option)
         self.draws_with_outcomes |= bool(entry.outcomes) and draws_per_call(entry)
         inputs = check_prologue_accepts(entry, args, kwargs)
         if option is not CACHE_OPTIONS.NO_CACHING:
@@ -279,6 +282,22 @@ class _Jitted:
         if entry is None:
             return FIRST_CALL
         return diagnose_miss(entry, args, kwargs)
+
+
+# Note [Automatic dynamic shapes]
+# With the default cache option, a call whose tensor shape differs from the last entry's (the next token of a
+# generation, a growing sequence) compiles an entry with symbolic values: shapes and numbers symbolic, so the
+# calls after it hit whatever the size, as torch.compile's automatic dynamic shapes do. The cache keeps both kinds
+# of entry and looks up both; the miss reason says it. ``cache="constant values"`` given explicitly keeps every
+# entry constant (one compile per shape).
+def _automatic_dynamic(
+    cd: CompileData, option: CACHE_OPTIONS, reason: CacheMissReason
+) -> tuple[CACHE_OPTIONS, CacheMissReason]:
+    """The cache option the entry for this miss compiles with, and the miss reason saying so."""
+    if option is CACHE_OPTIONS.CONSTANT_VALUES and reason.check == "shape" and cd.options.automatic_dynamic:
+        message = f"{reason}; this entry has symbolic shapes (automatic dynamic shapes: pass cache='constant values' to keep them constant)"
+        return CACHE_OPTIONS.SYMBOLIC_VALUES, dataclasses.replace(reason, message=message)
+    return option, reason
 
 
 class OtherOutcome:

@@ -105,6 +105,9 @@ class CompileOptions:
     extra: tuple  # (name, value) pairs of every named compile option passed (``**compile_options``)
     cache_size_limit: int = DEFAULT_CACHE_SIZE_LIMIT  # entries kept per function; the LRU one goes
     recompile_warning_limit: int | None = DEFAULT_RECOMPILE_WARNING_LIMIT  # misses before a RecompileWarning
+    # the cache option was left to its default: a shape change compiles a symbolic entry (Note [Automatic dynamic
+    # shapes] in thunder/__init__.py)
+    automatic_dynamic: bool = False
 
 
 #: The named compile options thunder reads itself: the typed fields of ``CompileOptions``.
@@ -164,6 +167,7 @@ class CacheEntry:
     backward_traces: list = field(default_factory=list)
     key: Any = None
     outcomes: tuple = ()  # the data-dependent values its trace continued with (Note [Data-dependent values])
+    symbolic: bool = False  # traced with symbolic values (the option, or Note [Automatic dynamic shapes])
 
 
 class AtomicCounter:
@@ -279,6 +283,7 @@ def make_compile_options(
         recompile_warning_limit=_recompile_warning_limit(
             extra.get("recompile_warning_limit", DEFAULT_RECOMPILE_WARNING_LIMIT)
         ),
+        automatic_dynamic=cache is None,
     )
 
 

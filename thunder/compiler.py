@@ -48,7 +48,8 @@ from thunder.transforms import (
 
 
 def acquire_traces(
-    cd: CompileData, args: tuple, kwargs: dict, cs: CompileStats | None = None, outcomes: tuple = ()
+    cd: CompileData, args: tuple, kwargs: dict, cs: CompileStats | None = None, outcomes: tuple = (),
+    cache_option: CACHE_OPTIONS | None = None,
 ) -> tuple[TraceCtx, TraceCtx, Tracer]:
     """Runs the program under the interpreter: the prologue and computation traces.
 
@@ -62,7 +63,7 @@ def acquire_traces(
         cd.fn,
         # A function that a user operator replaces is that operator only where its executor runs.
         symbol_lookup=lambda fn: symbol_for(fn, accept=lambda sym: getattr(sym, "executor", None) in executors_or_none),
-        cache_option=cd.cache_option,
+        cache_option=cache_option or cd.cache_option,
         sharp_edges=cd.sharp_edges,
         record_history=cd.debug_options.record_interpreter_history,
         eager_impl=eager_fallback,
@@ -218,19 +219,23 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
         verify(trace)
 
 
-def compile_entry(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, outcomes: tuple = ()) -> CacheEntry:
+def compile_entry(
+    cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, outcomes: tuple = (),
+    cache_option: CACHE_OPTIONS | None = None,
+) -> CacheEntry:
     """Traces and compiles a new cache entry for these inputs (whose data-dependent values
-    begin with ``outcomes``)."""
+    begin with ``outcomes``), with ``cache_option`` (default: the function's; Note [Automatic dynamic shapes])."""
     start = time.perf_counter_ns()
-    prologue, computation, tracer = acquire_traces(cd, args, kwargs, cs, outcomes)
+    cache_option = cache_option or cd.cache_option
+    prologue, computation, tracer = acquire_traces(cd, args, kwargs, cs, outcomes, cache_option)
     try:
-        return _compile_traced(cd, cs, args, kwargs, prologue, computation, tracer, start)
+        return _compile_traced(cd, cs, args, kwargs, prologue, computation, tracer, start, cache_option)
     finally:
         tracer.release()
 
 
 def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, prologue: TraceCtx,
-                    computation: TraceCtx, tracer: Tracer, start: int) -> CacheEntry:  # fmt: skip
+                    computation: TraceCtx, tracer: Tracer, start: int, cache_option: CACHE_OPTIONS) -> CacheEntry:  # fmt: skip
     """The passes and codegen of ``compile_entry`` for the traces ``tracer`` made."""
     for transform in cd.options.transforms:
         prologue, computation, _ = transform.transform_traces_pre_prologue(prologue, computation, None, compile_data=cd)
@@ -271,7 +276,8 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
         prologue_traces=prologue_traces,
         computation_traces=traces,
         backward_traces=backward_traces,
-        key=input_key(cd.cache_option, args, kwargs),
+        key=input_key(cache_option, args, kwargs),
+        symbolic=cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES,
         outcomes=tuple(tracer.outcomes),
     )
     if entry.outcomes and draws_per_call(entry):
@@ -430,12 +436,13 @@ class Cache:
     linecache entries (Note [Generated code and its resources] in ``thunder.core.codegen``).
     """
 
-    __slots__ = ("by_key", "_lru", "limit")
+    __slots__ = ("by_key", "_lru", "limit", "symbolic_entries")
 
     def __init__(self, limit: int = DEFAULT_CACHE_SIZE_LIMIT):
         self.by_key: dict[Any, tuple[CacheEntry, ...]] = {}
         self._lru: OrderedDict[int, CacheEntry] = OrderedDict()
         self.limit = limit
+        self.symbolic_entries = False  # some entry of a "constant values" cache is symbolic (automatic dynamic)
 
     @property
     def entries(self) -> list[CacheEntry]:
@@ -449,6 +456,7 @@ class Cache:
         """Adds ``entry`` as the most recently used; returns the entries evicted to stay within ``limit``."""
         self.by_key[entry.key] = (entry, *self.by_key.get(entry.key, ()))
         self._lru[id(entry)] = entry
+        self.symbolic_entries |= entry.symbolic
         evicted = []
         while len(self._lru) > self.limit:
             _, old = self._lru.popitem(last=False)
@@ -473,6 +481,8 @@ class Cache:
         """An entry that accepts the inputs (and whose data-dependent outcomes begin with ``outcomes``)."""
         try:
             candidates = self.by_key.get(input_key(cache_option, args, kwargs), ())
+            if self.symbolic_entries and cache_option is not CACHE_OPTIONS.SYMBOLIC_VALUES:
+                candidates = (*candidates, *self.by_key.get(input_key(CACHE_OPTIONS.SYMBOLIC_VALUES, args, kwargs), ()))
         except TypeError:  # an unhashable input
             candidates = [e for group in tuple(self.by_key.values()) for e in group]
         for entry in candidates:

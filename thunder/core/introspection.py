@@ -452,6 +452,8 @@ def lookaside(fn: Callable) -> Callable | None:
     if typ is types.BuiltinMethodType or typ is types.MethodWrapperType:
         if isinstance(getattr(fn, "__self__", None), _SEQUENCE_TYPES):
             return _builtin_method_lookaside(fn)
+        if type(getattr(fn, "__self__", None)) is slice:  # ``s.indices(n)`` reads the bounds natively
+            return lambda *args: getattr(pin_index(fn.__self__), fn.__name__)(*map(pin_index, args))
         return None
     if typ in _DESCRIPTOR_TYPES or (typ is types.FunctionType and _tensor_method_name(fn) is not None):
         replacement = _unbound_cache.get(fn, _unbound_cache)

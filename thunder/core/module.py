@@ -18,6 +18,7 @@ Layer: core (the class; its forward is made by the entry layer's hook). Imports:
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -126,4 +127,46 @@ class ThunderModule(torch.nn.Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            return getattr(self._model, name)
+            value = getattr(self._model, name)
+        if _is_own_method(value, self._model):
+            return self._compiling_calls_in(value)
+        return value
+
+    def _compiling_calls_in(self, method: Callable) -> Callable:
+        """``method`` of the original module (``generate``), run with its calls of the module compiled (Note
+        [Methods of a compiled module])."""
+
+        @functools.wraps(method)
+        def call(*args, **kwargs):
+            model = self._model
+            if model._compiled_call_impl is not None:  # already routed (a nested call), or compiled by someone else
+                return method(*args, **kwargs)
+            model._compiled_call_impl = entry = functools.partial(self._forward_fn, model)
+            entry.thunder_entry = True
+            try:
+                return method(*args, **kwargs)
+            finally:
+                model._compiled_call_impl = None
+
+        return call
+
+
+# Note [Methods of a compiled module]
+# ``thunder.jit(model).generate(ids)``: ``generate`` is the original module's method, and it calls ``self(...)``,
+# the original module. While a method of the module's own class (not one of nn.Module's) runs through the
+# ThunderModule, the module's ``_compiled_call_impl`` (the hook ``nn.Module.__call__`` gives ``torch.compile``)
+# is the compiled call, so each of its calls of the module runs compiled (prefill and decode); the traced call
+# takes such a module as uncompiled (``is_thunder_entry``). Calling the original module yourself stays eager.
+def _is_own_method(value: Any, model: torch.nn.Module) -> bool:
+    func = getattr(value, "__func__", None)
+    return (
+        func is not None
+        and getattr(value, "__self__", None) is model
+        and getattr(torch.nn.Module, getattr(func, "__name__", ""), None) is not func
+    )
+
+
+def is_thunder_entry(compiled_call_impl: Any) -> bool:
+    """Whether a module's ``_compiled_call_impl`` is a ThunderModule's compiled call (Note [Methods of a compiled
+    module]): tracing that module's call takes it as uncompiled."""
+    return getattr(compiled_call_impl, "thunder_entry", False)

@@ -48,6 +48,7 @@ from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function
 from thunder.core.interpreter.runtime import current_runtime
+from thunder.core.module import is_thunder_entry
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
@@ -299,7 +300,7 @@ class SpecialCallsMixin:
             holder is None
             or torch._C._get_tracing_state()
             or type(module)._call_impl is not torch.nn.Module._call_impl  # a class that changes the call
-            or module._compiled_call_impl is not None
+            or (module._compiled_call_impl is not None and not is_thunder_entry(module._compiled_call_impl))
             or any(self._as_seen(getattr(module, h)) for h in prims.python.MODULE_HOOK_DICTS)
             or any(getattr(torch.nn.modules.module, h) for h in prims.python.GLOBAL_HOOK_DICTS)
         ):

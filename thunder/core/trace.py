@@ -147,9 +147,8 @@ class TraceCtx:
         scopes = self.scopes
         outer = scopes[-1]
         top = len(scopes) == 1
-        if top:
+        if top and not sym.is_prim:  # prims at the top are replays: the objects they change are the outside ones
             args, kwargs = _snapshot(args), _snapshot(kwargs)
-        if top and not sym.is_prim:
             args, kwargs = _numbers_from_numpy(sym, args, kwargs)
         if top and sym in autocast_rules:
             args, kwargs = self._autocast(sym, args, kwargs)

@@ -20,7 +20,8 @@ import torch
 
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.proxies import TensorProxy
-from thunder.torch.base import torch_to_thunder_map
+from thunder.core.symbol import Symbol
+from thunder.torch.base import torch_to_thunder_map, torchsymbol
 
 __all__ = ["declare_foreach_ops"]
 
@@ -83,6 +84,31 @@ def _unpack_scalars(op: str, scalars: TensorProxy, n: int) -> list:
     return [scalars[i] for i in range(n)]
 
 
+_SAVING_AS_EAGER: dict[tuple, Symbol] = {}
+
+
+def _saving_as_eager(fn: Callable, per_tensor: Callable, listed: tuple[bool, ...]) -> Symbol:
+    """The per-tensor op of the out-of-place foreach op ``fn``, as a symbol that torch runs as ``fn`` on one-item
+    lists (``listed``: which arguments were lists). Eager's foreach autograd saves inputs that the per-tensor op
+    would not (``_foreach_add(xs, 1)`` keeps ``xs``) and so refuses a backward once they change in place; torch's
+    autograd running this symbol does the same, and asked what it saves (Note [What eager's autograd saves] in
+    thunder.core.rules), it answers as eager. Executors may still run its decomposition, the per-tensor op."""
+    key = (fn, listed)
+    sym = _SAVING_AS_EAGER.get(key)
+    if sym is None:
+
+        def impl(*args, **kwargs):
+            return fn(*([a] if is_list else a for a, is_list in zip(args, listed)), **kwargs)[0]
+
+        def meta(*args, **kwargs):
+            return per_tensor(*args, **kwargs)
+
+        shape = "".join("l" if is_list else "s" for is_list in listed)  # which arguments were lists
+        meta.__name__ = f"{fn.__name__.lstrip('_')}_one_{shape}"
+        sym = _SAVING_AS_EAGER[key] = torchsymbol(id=f"torch.{fn.__name__}_one_{shape}", torch_impl=impl)(meta)
+    return sym
+
+
 def _foreach(fn: Callable, per_tensor: Callable, in_place: bool) -> Callable:
     op = fn.__name__
     packed_scalars = op.startswith(("_foreach_addcmul", "_foreach_addcdiv"))
@@ -111,8 +137,11 @@ def _foreach(fn: Callable, per_tensor: Callable, in_place: bool) -> Callable:
                         f"{op}: scalar tensor expected to be 0 dim but it has {a.ndim} dimensions and {a.numel()} "
                         "elements."
                     )
+        op_of_one = per_tensor
+        if not in_place and any(getattr(t, "requires_grad", False) for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))):
+            op_of_one = _saving_as_eager(fn, per_tensor, tuple(isinstance(a, (list, tuple)) for a in args))
         results = [
-            per_tensor(*(a[i] if isinstance(a, (list, tuple)) else a for a in args), **kwargs) for i in range(n)
+            op_of_one(*(a[i] if isinstance(a, (list, tuple)) else a for a in args), **kwargs) for i in range(n)
         ]
         return args[0] if in_place else _RESULTS(results)
 

@@ -38,8 +38,7 @@ from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
 from thunder.core.symbol_lookup import register_interpreted_replacement
-from thunder.torch.base import canonicalize_dim, copy_, maybe_convert_to_dtype, torchsymbol
-from thunder.torch.conversions import detach
+from thunder.torch.base import canonicalize_dim, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.eager_ops import eager_fallback
 from thunder.torch.nn_utils import check_float, check_tensor, computation_dtype, keep, upcast
 from thunder.torch.reductions import sqrt_of_square_sum, vector_norm
@@ -226,9 +225,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 else:
                     r = maybe_convert_to_dtype(upcast(running), batch.dtype)
                     updated = prims.add(prims.mul(r, 1.0 - momentum), prims.mul(batch, float(momentum)))
-                # detached: under torch's autograd (Note [Forward and backward traces]) the buffer must not come to
-                # require grad, as eager's kernel updates it outside autograd
-                copy_(detach(maybe_convert_to_dtype(updated, running.dtype)), running)
+                # outside autograd, as eager's kernel: under torch's autograd (Note [Forward and backward traces])
+                # the buffer must not come to require grad
+                prims.copy_(maybe_convert_to_dtype(updated, running.dtype), running, recorded=False)
     else:
         rm = maybe_convert_to_dtype(upcast(running_mean), a.dtype)
         rv = maybe_convert_to_dtype(upcast(running_var), a.dtype)
@@ -321,7 +320,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             updated = prims.add(
                 prims.mul(r, 1.0 - momentum), prims.mul(prims.div(prims.sum(batch, (0,)), float(b)), float(momentum))
             )
-            copy_(detach(updated), running)  # outside autograd, as in batch_norm
+            prims.copy_(maybe_convert_to_dtype(updated, running.dtype), running, recorded=False)  # as in batch_norm
     return prims.reshape(out, input.shape)
 
 

@@ -29,21 +29,25 @@ class InplacePrimIDs(enum.Enum):
     COPY_ = enum.auto()
 
 
-def _copy_meta(src, dst):
+def _copy_meta(src, dst, *, recorded=True):
     op = "prims.copy_"
     check_tensor(op, "src", src)
     check_tensor(op, "dst", dst)
     check_same_shape(op, [src, dst], ["src", "dst"])
     check_same_dtype(op, [src, dst], ["src", "dst"])
     check_same_device(op, [src, dst], ["src", "dst"])
-    if src.requires_grad and not dst.requires_grad and torch.is_grad_enabled():
+    if recorded and src.requires_grad and not dst.requires_grad and torch.is_grad_enabled():
         dst.requires_grad = True  # as in eager, the written tensor is now part of the autograd graph
     return dst
 
 
-# ``copy_(src, dst)``: writes src into dst, returns dst.
-def _copy_impl(src, dst):
-    return dst.copy_(src)
+# ``copy_(src, dst)``: writes src into dst, returns dst. ``recorded=False``: outside autograd, as eager's kernels
+# update batch norm's running statistics (the write gives ``dst`` no autograd history, and no gradient flows).
+def _copy_impl(src, dst, *, recorded=True):
+    if recorded:
+        return dst.copy_(src)
+    with torch.no_grad():
+        return dst.copy_(src)
 
 
 copy_ = make_prim(InplacePrimIDs.COPY_, "copy_", _copy_meta, impl=_copy_impl, tags=(IN_PLACE, DONT_DCE))
@@ -56,8 +60,8 @@ __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) an
 
 
 @grad_rules.register(copy_)
-def _copy_grad(g, out, src, dst):
+def _copy_grad(g, out, src, dst, *, recorded=True):
     """The written values come from ``src``; what ``dst`` held before is overwritten, so it gets none."""
-    if not is_differentiable(src):
+    if not recorded or not is_differentiable(src):
         return (None, None)
     return (prims.convert_element_type(g, src.dtype) if g.dtype != src.dtype else g, None)

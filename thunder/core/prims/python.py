@@ -341,7 +341,9 @@ def _print_check_no_hooks(bsym, printer):
         torch_module = printer.constant(torch.nn.modules.module, "_nn_module")
         return [f"if {' or '.join(f'{torch_module}.{h}' for h in GLOBAL_HOOK_DICTS)}: return {printer.miss}"]
     m = printer.value(module)
-    tests = [f"{m}._compiled_call_impl is not None", *(f"{m}.{h}" for h in MODULE_HOOK_DICTS)]
+    # a ThunderModule's own compiled call (Note [Methods of a compiled module] in thunder.core.module) counts as none
+    compiled = f"({m}._compiled_call_impl is not None and not getattr({m}._compiled_call_impl, 'thunder_entry', False))"
+    tests = [compiled, *(f"{m}.{h}" for h in MODULE_HOOK_DICTS)]
     return [f"if {' or '.join(tests)}: return {printer.miss}"]
 
 
