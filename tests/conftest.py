@@ -3,6 +3,7 @@ any tolerance failure they reveal) are reproducible; a run that skipped browser 
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -24,6 +25,16 @@ def _no_background_compiles(monkeypatch):
     from thunder.executors import torch_compile
 
     monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", math.inf)
+
+
+@pytest.fixture(autouse=True)
+def _full_zoo_on_request(request):
+    """Skips ``zoo_full`` cases (the zoos' full matrices) unless the marker expression names the marker
+    (``-m zoo_full``) or ``THUNDER_ZOO_FULL=1`` is set."""
+    if request.node.get_closest_marker("zoo_full") is None or os.environ.get("THUNDER_ZOO_FULL") == "1":
+        return
+    if "zoo_full" not in (request.config.option.markexpr or ""):
+        pytest.skip("the zoo's full matrix: run with -m zoo_full or THUNDER_ZOO_FULL=1")
 
 
 @pytest.fixture

@@ -169,3 +169,44 @@ def test_the_outside_objects_replays_change_are_not_copied():
     jf(torch.ones(1))
     jf(torch.ones(1))
     assert _CALLS == 2 and _LOG == [1, 2]
+
+
+def test_python_types_as_dtypes():
+    """Mamba's cache: ``torch.tensor(0, dtype=int)``; ``float`` is float64 whatever the default dtype."""
+    _check(lambda x: x.to(dtype=float) + torch.tensor(1, dtype=int) + torch.zeros(2, dtype=float), torch.randn(2))
+
+
+def test_a_size_given_as_a_0_d_tensor():
+    """Longformer's chunking: ``view(n, torch.div(m, 2, rounding_mode="trunc"), ...)``, read with ``__index__``."""
+
+    def f(x):
+        return x.view(x.size(0), torch.div(x.size(1), 2, rounding_mode="trunc"), 2).reshape(torch.tensor(-1))
+
+    _check(f, torch.randn(2, 4))
+
+
+def test_aten_slice():
+    fn = lambda x: torch.ops.aten.slice(x, 1, 1, 2**62, 2) + torch.ops.aten.slice.Tensor(x, -1, None, -1)[:, :2]  # noqa: E731
+    _check(fn, torch.randn(3, 5), grads=True)
+
+
+def test_associative_scan_runs_as_the_eager_loop():
+    """transformers' Mamba takes ``associative_scan`` under compilers: thunder runs it as a sequential scan whose
+    values are the eager loop's, bit for bit."""
+    from torch._higher_order_ops.associative_scan import associative_scan
+
+    def combine(left, right):
+        return left[0] * right[0], right[0] * left[1] + right[1]
+
+    def scanned(a, b):
+        return associative_scan(combine, (a, b), dim=1)[1]
+
+    def loop(a, b):
+        state, states = torch.zeros_like(b[:, 0]), []
+        for i in range(a.shape[1]):
+            state = a[:, i] * state + b[:, i]
+            states.append(state)
+        return torch.stack(states, 1)
+
+    a, b = torch.rand(2, 6, 3), torch.randn(2, 6, 3)
+    assert torch.equal(thunder.jit(scanned)(a, b), loop(a, b))

@@ -16,8 +16,6 @@ elsewhere turns it into an XPASS failure that forces this table to be updated.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
@@ -41,15 +39,6 @@ DEFAULT_CASES = {
 
 # (model, call mode, phase) -> reason; "*" matches every mode or phase.
 XFAILS: dict[tuple[str, str, str], str] = {}
-
-
-@pytest.fixture(autouse=True)
-def _full_matrix_on_request(request):
-    """Skips ``zoo_full`` cases unless asked for (see the module docstring)."""
-    if request.node.get_closest_marker("zoo_full") is None or os.environ.get("THUNDER_ZOO_FULL") == "1":
-        return
-    if "zoo_full" not in (request.config.option.markexpr or ""):
-        pytest.skip("the zoo's full matrix: run with -m zoo_full or THUNDER_ZOO_FULL=1")
 
 
 def _xfail_reason(name: str, mode: str, phase: str) -> str | None:

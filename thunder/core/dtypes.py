@@ -267,6 +267,11 @@ def can_cast(from_: torch.dtype, to: torch.dtype) -> bool:
     return torch.can_cast(from_, to)
 
 
+# What torch makes of a Python type given as ``dtype=`` (``torch.tensor(0, dtype=float)`` is float64, whatever the
+# default dtype).
+DTYPE_ARGUMENT_OF_PYTHON_TYPE = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
 def to_torch_dtype(x: torch.dtype | type | None) -> torch.dtype | None:
     """lightning-thunder's ``to_torch_dtype``: the ``torch.dtype`` for ``x``.
 

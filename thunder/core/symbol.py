@@ -105,8 +105,9 @@ class Symbol:
     executor: Any = None
     printer: Callable | None = None  # custom printer: (bsym, printer) -> list of lines
     tags: frozenset = frozenset()
-    # the caller's keyword names -> the meta's (torch's ``input=``/``other=``/``axis=``), or None
-    keywords: Callable[[tuple, dict], tuple[tuple, dict]] | None = None
+    # a call's arguments as torch binds them, for the meta: torch's keyword names (``input=``/``other=``/``axis=``)
+    # translated, 0-d integer tensors given as sizes read as ints; None: as given
+    binding: Callable[[tuple, dict], tuple[tuple, dict]] | None = None
     _is_fusion: bool = False
 
     def __post_init__(self):
@@ -140,8 +141,8 @@ class Symbol:
                 "a trace computes new values and does not write into given tensors. Use the result instead, or "
                 "copy it into the tensor: out.copy_(op(...))."
             )
-        if kwargs and self.keywords is not None:
-            args, kwargs = self.keywords(args, kwargs)
+        if self.binding is not None:
+            args, kwargs = self.binding(args, kwargs)
         return trace.record(self, args, kwargs)
 
     def bind(self, *args, output, subsymbols: Sequence[BoundSymbol] = (), source=None, lineage=(), **kwargs):

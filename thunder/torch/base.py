@@ -44,18 +44,25 @@ inplace_twins: dict[str, Symbol] = {}
 _NUMPY_NAMES = {"x": "input", "a": "input", "x1": "input", "x2": "other", "axis": "dim", "keepdims": "keepdim"}
 
 
-class _TorchKeywords:
-    """Translates the keyword names a torch function accepts (its schema's ``input``, ``other``, ...; numpy's
-    ``axis``, ``keepdims``) into those of the meta standing for it, which may differ (``a``, ``b``), so that
-    ``torch.sub(x, other=y)`` binds as in eager. Built on the first call that needs it."""
+class _TorchBinding:
+    """A call's arguments as torch binds them. Translates the keyword names a torch function accepts (its schema's
+    ``input``, ``other``, ...; numpy's ``axis``, ``keepdims``) into those of the meta standing for it, which may
+    differ (``a``, ``b``), so that ``torch.sub(x, other=y)`` binds as in eager (built on the first call that needs
+    it); for an op taking ``sizes``, a 0-d integer tensor among them is read as an int, as eager's ``__index__``
+    reads it (``x.view(n, torch.div(m, 2, rounding_mode="trunc"))``: a data-dependent value, checked per call)."""
 
-    def __init__(self, meta: Callable, torch_fns: Sequence[Callable]):
-        self._meta, self._torch_fns = meta, torch_fns
+    def __init__(self, meta: Callable, torch_fns: Sequence[Callable], sizes: bool = False):
+        self._meta, self._torch_fns, self._sizes = meta, torch_fns, sizes
         self._params: frozenset[str] | None = None
         self._positional: list[str] = []
         self._to_meta: dict[str, str] = {}
 
     def __call__(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        if self._sizes:  # the first argument (``input``) is the tensor the sizes are for
+            args = (*args[:1], *_sizes_as_ints(args[1:]))
+            kwargs = {k: v if k in ("input", "self", "a") else _sizes_as_ints(v) for k, v in kwargs.items()}
+        if not kwargs:
+            return args, kwargs
         if self._params is None:
             self._build()
         if all(k in self._params for k in kwargs):
@@ -108,18 +115,29 @@ class _TorchKeywords:
         return names
 
 
+def _sizes_as_ints(x):
+    """``x`` (an argument, or a sequence of them) with each 0-d integer tensor read as an int."""
+    if isinstance(x, TensorProxy) and x.ndim == 0 and dtypes.is_nonboolean_integer_dtype(x.dtype):
+        return int(x)
+    if type(x) in (tuple, list) and any(isinstance(v, TensorProxy) for v in x):
+        return type(x)(_sizes_as_ints(v) for v in x)
+    return x
+
+
 def torchsymbol(
     *torch_fns: Callable,
     method_name: str | Sequence[str] | None = None,
     id: str | None = None,
     tags: Sequence[str] = (),
     torch_impl: Callable | None = None,
+    sizes: bool = False,
 ):
     """Declares a torch-language symbol whose decomposition is the decorated function.
 
     ``torch_fns`` are the torch callables it stands for; ``method_name`` the ``Tensor``
     method(s) and operator dunders it installs on proxies; ``torch_impl`` what the torch
-    executor runs (default: the first of ``torch_fns``, called with the same arguments).
+    executor runs (default: the first of ``torch_fns``, called with the same arguments); ``sizes``: its
+    arguments are sizes, which eager also takes as 0-d integer tensors (``_TorchBinding``).
     """
 
     def deco(fn: Callable) -> Symbol:
@@ -132,7 +150,7 @@ def torchsymbol(
             tags=frozenset(tags),
         )
         sym.__doc__ = fn.__doc__
-        sym.keywords = _TorchKeywords(fn, torch_fns)
+        sym.binding = _TorchBinding(fn, torch_fns, sizes)
         symbols_by_id[sym.id] = sym
         for tfn in torch_fns:
             torch_to_thunder_map[tfn] = sym

@@ -79,6 +79,8 @@ def _parse_to(op: str, a: TensorProxy, args: tuple, kwargs: dict):
         if not isinstance(other, TensorProxy):
             raise ThunderTypeError(f"{op}: other must be a tensor, but got {type(other).__name__}")
         dtype, device = other.dtype, other.device
+    if dtype in dtypes.DTYPE_ARGUMENT_OF_PYTHON_TYPE:  # ``x.to(dtype=int)``
+        dtype = dtypes.DTYPE_ARGUMENT_OF_PYTHON_TYPE[dtype]
     if dtype is not None and not isinstance(dtype, torch.dtype):
         raise ThunderTypeError(f"{op}: dtype must be a torch.dtype, but got {type(dtype).__name__} {dtype!r}")
     if device is not None:

@@ -84,6 +84,8 @@ def factory_device(op: str, device, default: torch.device | None = None) -> torc
 def factory_dtype(op: str, dtype, default: torch.dtype) -> torch.dtype:
     if dtype is None:
         return default
+    if dtype in dtypes.DTYPE_ARGUMENT_OF_PYTHON_TYPE:  # ``torch.tensor(0, dtype=int)``
+        return dtypes.DTYPE_ARGUMENT_OF_PYTHON_TYPE[dtype]
     if not isinstance(dtype, torch.dtype):
         raise ThunderTypeError(f"{op}: dtype must be a torch.dtype, but got {type(dtype).__name__} {dtype!r}")
     return dtype

@@ -138,13 +138,13 @@ def _reshape_decomp(op: str, a, args, shape_kw, name: str = "shape"):
     return _reshape(a, shape)
 
 
-@torchsymbol(torch.reshape, method_name="reshape", torch_impl=torch.Tensor.reshape)
+@torchsymbol(torch.reshape, method_name="reshape", torch_impl=torch.Tensor.reshape, sizes=True)
 def reshape(a, *args, shape=None):
     """``torch.reshape`` / ``Tensor.reshape``: the shape as varargs or a sequence, with one -1 inferred."""
     return _reshape_decomp("ltorch.reshape", a, args, shape)
 
 
-@torchsymbol(method_name="view", torch_impl=torch.Tensor.view, tags=(MAY_RAISE,))
+@torchsymbol(method_name="view", torch_impl=torch.Tensor.view, tags=(MAY_RAISE,), sizes=True)
 def view(a, *args, size=None):
     """``Tensor.view``: like reshape; at run time the torch executor returns a real view."""
     if len(args) == 1 and isinstance(args[0], torch.dtype) or isinstance(size, torch.dtype):
@@ -179,7 +179,7 @@ def flatten(a, start_dim=0, end_dim=-1):
     return _reshape(a, shape)
 
 
-@torchsymbol(torch.unflatten, method_name="unflatten")
+@torchsymbol(torch.unflatten, method_name="unflatten", sizes=True)
 def unflatten(a, dim, sizes):
     """``torch.unflatten``: dim ``dim`` split into ``sizes`` (one -1 inferred)."""
     op = "ltorch.unflatten"
@@ -474,7 +474,7 @@ def _expand(op: str, a, sizes):
     return prims.broadcast_in_dim(a, tuple(shape), tuple(range(offset, len(shape))))
 
 
-@torchsymbol(method_name="expand", torch_impl=torch.Tensor.expand)
+@torchsymbol(method_name="expand", torch_impl=torch.Tensor.expand, sizes=True)
 def expand(a, *args, size=None):
     """``Tensor.expand``: size-1 dims broadcast to the given sizes (-1 keeps a size); new dims in front."""
     return _expand("ltorch.expand", a, shape_arg("ltorch.expand", args, size, name="size"))
@@ -485,12 +485,12 @@ def expand_as(a, other):
     return _expand("ltorch.expand_as", a, tuple(other.shape))
 
 
-@torchsymbol(torch.broadcast_to, method_name="broadcast_to")
+@torchsymbol(torch.broadcast_to, method_name="broadcast_to", sizes=True)
 def broadcast_to(a, size):
     return _expand("ltorch.broadcast_to", a, shape_arg("ltorch.broadcast_to", (size,), name="size"))
 
 
-@torchsymbol(method_name="repeat", torch_impl=torch.Tensor.repeat)
+@torchsymbol(method_name="repeat", torch_impl=torch.Tensor.repeat, sizes=True)
 def repeat(a, *args, repeats=None):
     """``Tensor.repeat``: tiles ``a``; extra leading repeats add dims."""
     op = "ltorch.repeat"
@@ -610,6 +610,20 @@ def slice_dim(a: TensorProxy, dim: int, start: int, stop: int, step: int = 1) ->
     strides = [1] * a.ndim
     starts[dim], ends[dim], strides[dim] = start, max(start, stop), step
     return prims.slice_prim(a, tuple(starts), tuple(ends), tuple(strides))
+
+
+@torchsymbol(torch.ops.aten.slice, torch.ops.aten.slice.Tensor, id="torch.ops.aten.slice",
+             torch_impl=torch.ops.aten.slice.Tensor)  # fmt: skip
+def aten_slice(a, dim=0, start=None, end=None, step=1):
+    """``torch.ops.aten.slice``: ``a[start:end:step]`` along ``dim``, bounds clamped as Python slices clamp them
+    (``torch._higher_order_ops``' generic scans call it)."""
+    op = "ltorch.aten_slice"
+    _check_tensor(op, a)
+    d = check_dim(op, a.ndim, dim)
+    if pyval(step) <= 0:
+        raise ThunderValueError(f"{op}: slice step must be positive")
+    first, last, step = slice(pyval(start), pyval(end), pyval(step)).indices(a.shape[d])
+    return slice_dim(a, d, first, max(first, last), step)
 
 
 @torchsymbol(torch.narrow, method_name="narrow")
