@@ -538,3 +538,22 @@ def test_slice_indices_under_symbolic_values():
     x = torch.randn(2)
     assert jf(x, slice(1, None))[1] == (1, 5, 1)
     assert jf(x, slice(-2, None))[1] == (3, 5, 1)
+
+
+def test_in_place_dropout_of_a_view_is_differentiated():
+    """torchvision's EfficientNet classifier: ``nn.Dropout(inplace=True)`` on ``flatten(pool(x))``, a view. The
+    update was an exposed random part whose write the backward did not see: gradients without the dropout."""
+
+    def f(x, w):
+        y = torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x * w, 1), 1)
+        y = torch.nn.functional.dropout(y, 0.5, training=True, inplace=True)
+        return y * 2
+
+    x = torch.randn(4, 3, 2, 2)
+    grads = []
+    for fn in (f, thunder.jit(f)):
+        w = torch.randn(3, 1, 1, generator=torch.Generator().manual_seed(0)).requires_grad_()
+        torch.manual_seed(0)
+        fn(x, w).pow(2).sum().backward()
+        grads.append(w.grad)
+    torch.testing.assert_close(grads[1], grads[0])

@@ -28,7 +28,7 @@ def _importable(name: str):
 
 
 def _check_model(model: torch.nn.Module, make_inputs, output=lambda out: out, *, atol=1e-4, rtol=1e-3,
-                 grad_rtol=1e-2, same_inputs_hit=True):  # fmt: skip
+                 grad_atol=None, grad_rtol=1e-2, same_inputs_hit=True):  # fmt: skip
     """Eval forward and one training step (output and gradients) against eager; the third training call hits."""
     torch.manual_seed(0)
     reference = copy.deepcopy(model)
@@ -49,7 +49,8 @@ def _check_model(model: torch.nn.Module, make_inputs, output=lambda out: out, *,
         if q.grad is None:
             assert p.grad is None or not p.grad.any(), name
             continue
-        torch.testing.assert_close(p.grad, q.grad, atol=atol, rtol=grad_rtol, msg=lambda m, name=name: f"{name}: {m}")
+        torch.testing.assert_close(p.grad, q.grad, atol=grad_atol or atol, rtol=grad_rtol,
+                                   msg=lambda m, name=name: f"{name}: {m}")  # fmt: skip
     # A model that changes its own state on its first call (RWKV's rescaling flag) recompiles once: the third
     # training call must hit.
     for _ in range(2):
@@ -158,7 +159,8 @@ def test_torchvision(name):
     model = torchvision.models.get_model(name, weights=None, num_classes=10, **kwargs)
     size = 224 if name in ("vit_b_16", "swin_t", "maxvit_t", "alexnet", "vgg11") else 64
     x = torch.randn(2, 3, size, size)
-    _check_model(model, lambda: {"x": x}, atol=1e-3, rtol=1e-3)
+    # float32 depthwise convolutions' weight gradients: thunder's kernels sum in another order (equal in float64)
+    _check_model(model, lambda: {"x": x}, atol=1e-3, rtol=1e-3, grad_atol=1e-2)
 
 
 # ---------------------------------------------------------------- more Hugging Face families

@@ -633,6 +633,8 @@ INPLACE = [
     "t{u} = acc * 1\ns{u} = t{u} + 1\nt{u}.detach().mul_(2)\nacc = s{u}",
     "s{u} = acc * acc\nacc.detach().mul_(2)\nacc = s{u}",
     "s{u} = acc * x\nx.detach().add_(1)\nacc = s{u}",
+    "t{u} = (acc * 1).reshape(-1)\ntorch.nn.functional.dropout(t{u}, 0.5, training=True, inplace=True)\nacc = t{u}",
+    "t{u} = acc * 1\nv{u} = t{u}.view(-1)\ntorch.nn.functional.dropout(v{u}, 0.3, training=True, inplace=True)\nacc = t{u}",
 ]
 
 

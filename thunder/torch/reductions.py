@@ -629,10 +629,14 @@ def cumprod(input, dim, *, dtype=None):
 
 def _power_norm(a, p: float, dims):
     """``sum(a ** p) ** (1 / p)`` of ``a >= 0``, differentiated as eager's ``norm_backward``: zero where an
-    element is zero (pow's derivative is inf there for p < 1) and, for p > 0, where the norm is zero (the
-    outer pow's is inf there); each inner ``where`` keeps a derivative finite."""
+    element is zero (pow's derivative is inf there for p < 1; for p > 0 as eager's masked product, which is NaN
+    where the norm is inf) and, for p > 0, where the norm is zero (the outer pow's is inf there)."""
     zero = prims.eq(a, 0)
-    powered = prims.where(zero, 0.0 if p > 0 else float("inf"), prims.pow(prims.where(zero, 1, a), p))
+    if p > 0:  # (a + 1) ** p * 0 at a zero: its derivative is 0 times the incoming one, as eager's masked_fill
+        shifted = prims.add(a, prims.convert_element_type(zero, a.dtype))
+        powered = prims.mul(prims.pow(shifted, p), prims.convert_element_type(prims.bitwise_not(zero), a.dtype))
+    else:
+        powered = prims.where(zero, float("inf"), prims.pow(prims.where(zero, 1, a), p))
     total = prims.sum(powered, dims)
     if p < 0:
         return prims.pow(total, 1.0 / p)

@@ -336,18 +336,20 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
                     f"{bsym.sym.print_name} updates {dst.name} in place after eager's autograd saved its memory"
                 )
         memory.record(bsym, reads_active, written)
+        if written:
+            # ``y.add_(1)`` on a value that requires grad, or ``buf.copy_(x)`` that makes ``buf`` require
+            # grad, changes the autograd graph in place; so does the write of an exposed part (``dropout_`` of a
+            # view, in place: the backward would not see it). Writes outside autograd (the running statistics of
+            # ``batch_norm``: ``_written`` leaves them out) are not differentiated in eager either.
+            returned = {o.name for o in bsym.flat_proxy_outs}
+            marked = bsym.uid not in exposed  # exposed parts carry no requires_grad marks
+            for dst in written:
+                if dst.name in active or (marked and dst.requires_grad) or (reads_active and dst.name in returned):
+                    raise NotDifferentiable(f"{bsym.sym.print_name} updates a tensor that requires grad in place")
         if bsym.uid in exposed:
             if reads_active and bsym.sym.id not in NO_GRAD_RESULTS:
                 active.update(o.name for o in _tensors(bsym.flat_proxy_outs) if _differentiable(o))
             continue
-        if IN_PLACE in bsym.sym.tags:
-            # ``y.add_(1)`` on a value that requires grad, or ``buf.copy_(x)`` that makes ``buf`` require
-            # grad, changes the autograd graph in place. Internal writes that return nothing (the running
-            # statistics of ``batch_norm``) are not differentiated in eager either.
-            returned = {o.name for o in bsym.flat_proxy_outs}
-            for dst in written:
-                if dst.name in active or dst.requires_grad or (reads_active and dst.name in returned):
-                    raise NotDifferentiable(f"{bsym.sym.print_name} updates a tensor that requires grad in place")
         for out in _tensors(bsym.flat_proxy_outs):
             if out.requires_grad and _differentiable(out):
                 if not reads_active:
@@ -424,9 +426,11 @@ def _replays_after_the_function(
 
 
 def _written(bsym: BoundSymbol) -> list[TensorProxy]:
-    """The tensors ``bsym`` writes in place: the destinations of the ``prims.copy_`` it decomposes to."""
+    """The tensors ``bsym`` writes in place, in autograd: the destinations of the ``prims.copy_`` it decomposes to
+    (not of those with ``recorded=False``, batch norm's statistics, nor of a copy onto itself: ``dropout_`` in eval)."""
     if bsym.sym is prims.copy_:
-        return [bsym.args[1]]
+        src, dst = bsym.args
+        return [dst] if bsym.kwargs.get("recorded", True) and getattr(src, "name", None) != dst.name else []
     return [dst for sub in bsym.subsymbols for dst in _written(sub)]
 
 
