@@ -124,7 +124,12 @@ TIMM = [
     "inception_v3", "convnext_atto", "vit_tiny_patch16_224", "deit_tiny_patch16_224", "swin_tiny_patch4_window7_224",
     "beit_base_patch16_224", "levit_128s", "mixer_s32_224", "coatnet_nano_rw_224", "maxvit_nano_rw_256",
     "efficientformer_l1", "poolformer_s12", "ghostnet_050", "nfnet_l0", "cait_xxs24_224", "crossvit_tiny_240",
-    "pvt_v2_b0", "xcit_nano_12_p16_224", "efficientformerv2_s0", "tiny_vit_5m_224",
+    "pvt_v2_b0", "xcit_nano_12_p16_224", "efficientformerv2_s0", "tiny_vit_5m_224", "resnet18", "resnet26d",
+    "seresnext26d_32x4d", "ecaresnet26t", "efficientnet_lite0", "mobilenetv3_large_100", "mobilevit_xxs", "regnety_002",
+    "dla34", "hrnet_w18_small", "res2net50_14w_8s", "rexnet_100", "convnext_femto", "convnextv2_atto",
+    "edgenext_xx_small", "fastvit_t8", "repvgg_a0", "mobileone_s0", "vit_small_patch32_224", "deit3_small_patch16_224",
+    "gcvit_xxtiny", "coat_lite_tiny", "sequencer2d_s", "gmlp_ti16_224", "resmlp_12_224", "volo_d1_224", "lcnet_050",
+    "tinynet_e", "ghostnetv2_100", "cspresnet50",
 ]  # fmt: skip
 
 

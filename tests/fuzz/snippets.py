@@ -447,8 +447,21 @@ def _float(ctx):
 # ---------------------------------------------------------------- containers
 
 
+# Containers the program changes after an op read them (DenseNet's feature list): the op keeps what it read.
+CHANGED_AFTER_A_READ = [
+    "l{u} = [acc]\nc{u} = torch.cat(l{u})\nl{u}.append(acc)\nacc = c{u} + len(l{u})",
+    "l{u} = [acc, acc * 2]\nc{u} = torch.stack(l{u})\nl{u}[0] = acc * 0\nacc = c{u}.sum(0)",
+    "d{u} = {'a': acc}\nc{u} = torch.stack(list(d{u}.values()))\nd{u}['b'] = acc\nacc = c{u}[0]",
+    "t{u} = ([acc], 1)\nc{u} = torch.cat(t{u}[0])\nt{u}[0].append(acc)\nacc = c{u}",
+    "f{u} = [acc]\nfor _ in range(2):\n    f{u}.append(torch.cat(f{u}, -1) if acc.ndim else acc + 1)\nret.append(f{u}[-1])",
+    "s{u} = {1}\nc{u} = acc * len(s{u})\ns{u}.add(2)\nacc = c{u}",
+]
+
+
 def containers(rng, ctx):
     choice = rng.random()
+    if choice < 0.2:
+        return _s("containers", "a container changed after an op read it", _pick(rng, CHANGED_AFTER_A_READ))
     if choice < 0.3:
         reads = _pick(rng, (
             "acc = acc * len(L{u}) + L{u}[-1]", "for v in L{u}:\n    acc = acc + v", "ret.append(sum(L{u}))",
