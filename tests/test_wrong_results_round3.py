@@ -557,3 +557,17 @@ def test_in_place_dropout_of_a_view_is_differentiated():
         fn(x, w).pow(2).sum().backward()
         grads.append(w.grad)
     torch.testing.assert_close(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("bound_requires_grad", [False, True])
+def test_clamp_with_a_tensor_bound_by_keyword(bound_requires_grad):
+    def f(x, w):
+        return torch.clamp(x, min=w) * 2
+
+    results = []
+    for fn in (f, thunder.jit(f)):
+        x = torch.linspace(-1, 1, 32).reshape(4, 2, 4).requires_grad_()
+        w = torch.linspace(-0.5, 0.5, 4).requires_grad_(bound_requires_grad)
+        fn(x, w).sum().backward()
+        results.append((x.grad, w.grad))
+    torch.testing.assert_close(results[1], results[0])

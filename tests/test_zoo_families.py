@@ -142,7 +142,15 @@ def test_timm(name):
     model = timm.create_model(name, pretrained=False, num_classes=10)
     size = model.pretrained_cfg.get("input_size", (3, 224, 224))
     x = torch.randn(2, *size)
+    if name in _TIMM_IN_FLOAT64:
+        model, x = model.double(), x.double()
     _check_model(model, lambda: {"x": x}, atol=1e-3, rtol=1e-3)
+
+
+# Compared in float64: at random initialisation, float32 rounding (thunder's kernels sum in other orders than
+# eager's), amplified through the model's 17 batch-normed blocks, moves the early layers' gradients by more than a
+# tolerance that still means something; in float64 thunder's equal eager's to 2e-13.
+_TIMM_IN_FLOAT64 = {"rexnet_100"}
 
 
 # ---------------------------------------------------------------- torchvision

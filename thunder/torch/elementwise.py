@@ -16,7 +16,7 @@ from thunder.core import dtypes, prims
 from thunder.core.dtypes import ELEMENTWISE_TYPE_PROMOTION_KIND as K
 from thunder.core.errors import ThunderTypeError
 from thunder.core.interpreter import make_opaque
-from thunder.core.prims.base import is_differentiable
+from thunder.core.prims.base import grad_asked
 from thunder.core.proxies import TensorProxy, pyval, register_method
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import MAY_RAISE
@@ -468,11 +468,11 @@ def _clamp_vjp(g, out, a, min=None, max=None):
         inside = logical_and(ge(a, min), le(a, max))
     else:
         inside = ge(a, min) if min is not None else le(a, max)
-    grads = [_reduced_like(where(inside, g, 0), a) if is_differentiable(a) else None, None, None]
-    if is_differentiable(min):
+    grads = [_reduced_like(where(inside, g, 0), a) if grad_asked(a) else None, None, None]
+    if grad_asked(min):
         past_min = lt(a, min)
         grads[1] = _reduced_like(where(logical_and(past_min, lt(min, max)) if both else past_min, g, 0), min)
-    if is_differentiable(max):
+    if grad_asked(max):
         past_max = gt(a, max)
         grads[2] = _reduced_like(where(logical_or(past_max, lt(max, min)) if both else past_max, g, 0), max)
     return tuple(grads)
