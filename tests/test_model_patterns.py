@@ -118,6 +118,11 @@ def test_where_with_one_argument():
     _check(f, torch.randn(3, 4), grads=True)
 
 
+def test_the_where_symbol_with_one_argument_points_to_torch_where():
+    with pytest.raises(thunder.core.errors.ThunderTypeError, match=r"call torch.where\(condition\)"):
+        thunder.jit(lambda x: thunder.torch.where(x > 0))(torch.randn(3))
+
+
 def test_an_update_of_a_slice_of_a_concatenation_in_training():
     """timm's GhostNet: the update in place of a view sends the backward to torch's autograd; batch norm's running
     statistics must not come to require grad there (the second step failed)."""

@@ -20,11 +20,13 @@ import torch
 import thunder
 
 
-def _importable(name: str):
+def _import_or_skip(name: str):
+    """The library, or a skip: absent, or (timm, torchvision) failing to load torchvision's kernels against this
+    torch build."""
     try:
         return importlib.import_module(name)
-    except Exception:  # absent, or torchvision's kernels failing to load against this torch build
-        return None
+    except Exception as e:
+        pytest.skip(f"{name} cannot be imported with this torch build: {type(e).__name__}: {e}")
 
 
 def _check_model(model: torch.nn.Module, make_inputs, output=lambda out: out, *, atol=1e-4, rtol=1e-3,
@@ -135,9 +137,7 @@ TIMM = [
 
 @pytest.mark.parametrize("name", _cases(TIMM, {"resnet10t", "vit_tiny_patch16_224"}))
 def test_timm(name):
-    timm = _importable("timm")
-    if timm is None:
-        pytest.skip("timm (and torchvision) cannot be imported with this torch build")
+    timm = _import_or_skip("timm")
     torch.manual_seed(0)
     model = timm.create_model(name, pretrained=False, num_classes=10)
     size = model.pretrained_cfg.get("input_size", (3, 224, 224))
@@ -164,9 +164,7 @@ TORCHVISION = [
 
 @pytest.mark.parametrize("name", _cases(TORCHVISION, {"resnet18", "mobilenet_v3_small"}))
 def test_torchvision(name):
-    torchvision = _importable("torchvision")
-    if torchvision is None:
-        pytest.skip("torchvision's kernels do not load with this torch build")
+    torchvision = _import_or_skip("torchvision")
     torch.manual_seed(0)
     kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
     model = torchvision.models.get_model(name, weights=None, num_classes=10, **kwargs)

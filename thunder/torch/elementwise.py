@@ -420,8 +420,11 @@ __all__ += ["div", "div_", "floor_divide", "floor_divide_"]
 @torchsymbol(torch.where, method_name="where")
 def where(condition, input=None, other=None):
     """``torch.where(condition, input, other)``, with broadcasting and promotion of input and other."""
-    if input is None and other is None:  # torch.where(condition) is data-dependent: thunder.torch.data_dependent
-        return torch_to_thunder_map[torch.nonzero](condition, as_tuple=True)
+    if input is None and other is None:  # reached by calling the symbol itself: torch.where goes to data_dependent
+        raise ThunderTypeError(
+            "ltorch.where: the one-argument form is data-dependent and has no symbol; call torch.where(condition), "
+            "which thunder splits as torch.nonzero(condition, as_tuple=True)"
+        )
     if is_tensor(condition) and condition.dtype is not torch.bool:
         raise ThunderTypeError(f"ltorch.where: expected condition to be a bool tensor, but got dtype {condition.dtype}")
     dtype = dtypes.result_type(input, other)
