@@ -123,7 +123,7 @@ def test_recompile_warning_of_a_module_points_at_the_call():
 
 
 def test_recompile_warning_limit_is_configurable():
-    jf = thunder.jit(scale, recompile_warning_limit=3)
+    jf = thunder.jit(scale, recompile_warning_limit=3, cache="constant values")  # each n compiles
     x = torch.randn(2)
     with pytest.warns(thunder.RecompileWarning, match=r"n value changed 2 -> 3"):
         for n in (1, 2, 3):
@@ -191,7 +191,11 @@ def test_python_number_miss():
     jf(x, 2)
     jf(x, 3)
     jf(x, 3.0)
-    assert reasons(jf)[1:] == ["n value changed 2 -> 3", "n type changed int -> float"]
+    changed, retyped = reasons(jf)[1:]
+    assert changed.startswith("n value changed 2 -> 3; the sizes and ints that changed are symbolic in this entry")
+    assert retyped == "n type changed int -> float"
+    jf(x, 4)  # the int entry has n symbolic (automatic dynamic shapes): no compile
+    assert thunder.cache_misses(jf) == 3
 
 
 def test_argument_structure_miss():

@@ -1,6 +1,6 @@
 """LLM generation compiled: ``thunder.jit(model).generate(...)`` runs the model's forward through the compiled
 function (prefill and decode), token for token equal to eager greedy generation, without a compile per token
-(Note [Automatic dynamic shapes] in thunder/__init__.py)."""
+(Note [Automatic dynamic shapes] in thunder/core/shape_history.py)."""
 
 from __future__ import annotations
 
@@ -73,6 +73,67 @@ def test_constant_values_given_explicitly_keeps_shapes_constant():
         jf(torch.randn(n))
     assert thunder.cache_misses(jf) == 4
     assert all("automatic dynamic" not in str(r) for r in thunder.cache_miss_reasons(jf))
+
+
+def test_only_the_sizes_that_changed_are_symbolic():
+    """The weight keeps its constant shape in the entry for a new batch size: a new weight shape recompiles."""
+    jf = thunder.jit(lambda x, w: x @ w)
+    w = torch.randn(8, 3)
+    for n in (2, 5, 7):
+        x = torch.randn(n, 8)
+        torch.testing.assert_close(jf(x, w), x @ w)
+    assert thunder.cache_misses(jf) == 2
+    prologue = str(thunder.last_prologue_traces(jf)[-1])
+    assert "x_1 == 8" in prologue and "w.shape == (8, 3)" in prologue  # constants checked as constants
+    jf(torch.randn(9, 8), w)  # the batch size is symbolic: a hit
+    assert thunder.cache_misses(jf) == 2
+    w4 = torch.randn(8, 4)
+    torch.testing.assert_close(jf(torch.randn(9, 8), w4).shape, (9, 4))
+    assert thunder.cache_misses(jf) == 3
+    assert str(thunder.cache_miss_reasons(jf)[-1]).startswith("w shape changed (8, 3) -> (8, 4)")
+
+
+def test_sizes_0_and_1_stay_constant():
+    """A decoding step's single token is a constant 1 (broadcasting treats 1 apart), as in torch.compile."""
+    jf = thunder.jit(lambda x: x.sum(-1, keepdim=True) * x)
+    for n in (16, 1, 2, 3, 4):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(jf(x), x.sum(-1, keepdim=True) * x)
+    # 16, then 1 (constant), then 2 (symbolic: serves 3 and 4)
+    assert thunder.cache_misses(jf) == 3
+    assert "x_1 ==" not in str(thunder.last_prologue_traces(jf)[-1])
+
+
+def test_an_int_that_changes_becomes_symbolic():
+    """An int the program reads from an object (a cache's ``cumulative_length``) is treated as a size."""
+
+    class Counter:
+        def __init__(self):
+            self.n = 2
+
+    c = Counter()
+    jf = thunder.jit(lambda x: x * c.n + c.n)
+    x = torch.randn(3)
+    for n in range(2, 9):
+        c.n = n
+        torch.testing.assert_close(jf(x), x * n + n)
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_the_background_compiler_leaves_symbolic_shapes_to_torch():
+    """A compiled graph holds for one shape, so a region of symbolic shapes would warm up anew for every size and
+    never compile, its timing paid on every call (a GPT-2 decode step took 1.23x eager's time): torch runs it."""
+    def f(x):
+        return (x * 2 + 1).sin().cos()
+
+    jf = thunder.jit(f, executors=["torchcompile_background"])
+    jf(torch.randn(2, 3))
+    assert "TorchCompile" in str(thunder.last_traces(jf)[-1])  # constant shapes: one region
+    for n in (4, 5):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(jf(x), f(x))
+    assert thunder.cache_misses(jf) == 2
+    assert "TorchCompile" not in str(thunder.last_traces(jf)[-1])
 
 
 def test_the_first_shape_keeps_its_constant_entry():

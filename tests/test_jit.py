@@ -375,3 +375,24 @@ def test_the_compiling_call_lets_go_of_its_inputs():
     finally:
         gc.enable()
         thunder._record_last_inputs(recording)
+
+
+def test_the_garbage_collector_is_paused_while_compiling_and_restored():
+    """Note [No garbage collection while compiling]: on during calls, off while tracing, as the user left it."""
+    import gc
+
+    seen = []
+
+    def f(x):
+        seen.append(gc.isenabled())  # runs while tracing
+        return x + 1
+
+    assert gc.isenabled()
+    thunder.jit(f)(torch.randn(2))
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        thunder.jit(f)(torch.randn(2))
+        assert not gc.isenabled()  # the user's choice stays
+    finally:
+        gc.enable()

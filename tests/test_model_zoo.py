@@ -133,9 +133,9 @@ def _generate(name: str, cache: str | None):
 def test_generate_matches_eager(name):
     expected, model, jitted = _generate(name, None)
     assert torch.equal(model.generate(**zoo.generate_kwargs(name)), expected)
-    # The default: the prefill compiles, then the first decoding step, whose KV cache is longer, with symbolic
-    # shapes (automatic dynamic shapes), an entry that serves every later step.
-    assert thunder.cache_misses(jitted) in (1, 2)
+    # The default: the prefill compiles, then the first decoding step (one token), then the second, whose KV cache
+    # is longer, with that length symbolic (automatic dynamic shapes): an entry that serves every later step.
+    assert 1 <= thunder.cache_misses(jitted) <= 3
 
 
 @pytest.mark.parametrize("name", list(_generate_params()))

@@ -58,6 +58,7 @@ from thunder.core.module import ThunderModule
 from thunder.core.module import install_jit_entry as _install_jit_entry
 from thunder.core.prims.python import OutcomeChanged
 from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.shape_history import ShapeHistory
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
 from thunder.core.transform_common import Transform
@@ -174,7 +175,7 @@ class _Jitted:
 
     __slots__ = (
         "cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "last_inputs",
-        "draws_with_outcomes",
+        "draws_with_outcomes", "shape_history",
     )  # fmt: skip
 
     def __init__(self, cd: CompileData):
@@ -189,6 +190,8 @@ class _Jitted:
         # Some entry draws per-call values (random.random()) and checks data-dependent values: a call
         # that changes entry must draw once (the slow path puts the generators back).
         self.draws_with_outcomes = False
+        automatic = cd.options.automatic_dynamic and cd.cache_option is CACHE_OPTIONS.CONSTANT_VALUES
+        self.shape_history = ShapeHistory() if automatic else None  # Note [Automatic dynamic shapes]
 
     def slow_call(self, args: tuple, kwargs: dict, changed: OtherOutcome | None = None) -> Any:
         """Everything but the hot path: other cache entries, then compiling a new one; ``changed``:
@@ -260,9 +263,10 @@ class _Jitted:
         reason = changed.reason() if changed is not None else self._miss_reason(option, args, kwargs)
         self.miss_reasons.append(reason)
         limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit
-        compile_option, reason = _automatic_dynamic(cd, option, reason)
+        automatic, reason = _automatic_dynamic(cd, option, reason)
         self.miss_reasons[-1] = reason
-        entry = compile_entry(cd, cs, args, kwargs, changed.outcomes if changed is not None else (), compile_option)
+        outcomes = changed.outcomes if changed is not None else ()
+        entry = compile_entry(cd, cs, args, kwargs, outcomes, option, self.shape_history, automatic)
         self.draws_with_outcomes |= bool(entry.outcomes) and draws_per_call(entry)
         inputs = check_prologue_accepts(entry, args, kwargs)
         if option is not CACHE_OPTIONS.NO_CACHING:
@@ -284,20 +288,17 @@ class _Jitted:
         return diagnose_miss(entry, args, kwargs)
 
 
-# Note [Automatic dynamic shapes]
-# With the default cache option, a call whose tensor shape differs from the last entry's (the next token of a
-# generation, a growing sequence) compiles an entry with symbolic values: shapes and numbers symbolic, so the
-# calls after it hit whatever the size, as torch.compile's automatic dynamic shapes do. The cache keeps both kinds
-# of entry and looks up both; the miss reason says it. ``cache="constant values"`` given explicitly keeps every
-# entry constant (one compile per shape).
-def _automatic_dynamic(
-    cd: CompileData, option: CACHE_OPTIONS, reason: CacheMissReason
-) -> tuple[CACHE_OPTIONS, CacheMissReason]:
-    """The cache option the entry for this miss compiles with, and the miss reason saying so."""
-    if option is CACHE_OPTIONS.CONSTANT_VALUES and reason.check == "shape" and cd.options.automatic_dynamic:
-        message = f"{reason}; this entry has symbolic shapes (automatic dynamic shapes: pass cache='constant values' to keep them constant)"
-        return CACHE_OPTIONS.SYMBOLIC_VALUES, dataclasses.replace(reason, message=message)
-    return option, reason
+def _automatic_dynamic(cd: CompileData, option: CACHE_OPTIONS, reason: CacheMissReason) -> tuple[bool, CacheMissReason]:
+    """Whether the entry for this miss makes the sizes that changed symbolic, and the miss reason saying so
+    (Note [Automatic dynamic shapes] in ``thunder.core.shape_history``)."""
+    changed_int = reason.check == "value" and type(reason.expected) is int and type(reason.actual) is int
+    if option is CACHE_OPTIONS.CONSTANT_VALUES and (reason.check == "shape" or changed_int) and cd.options.automatic_dynamic:
+        message = (
+            f"{reason}; the sizes and ints that changed are symbolic in this entry (automatic dynamic shapes: pass "
+            "cache='constant values' to keep them constant)"
+        )
+        return True, dataclasses.replace(reason, message=message)
+    return False, reason
 
 
 class OtherOutcome:

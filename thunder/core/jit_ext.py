@@ -48,6 +48,7 @@ from thunder.core.prims.python import tensor_value
 from thunder.core.provenance import ProvenanceMixin
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import register_containers, tree_leaves
+from thunder.core.shape_history import ShapeHistory
 from thunder.core.side_effects import LazyContainer, SideEffectsMixin, lift_objects
 from thunder.core.special_calls import SpecialCallsMixin
 from thunder.core.symbol import SourceLocation, Symbol
@@ -83,11 +84,17 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         symbol_lookup: Callable[[Callable], Symbol | None] = symbol_for,
         eager_impl: Callable[[Symbol], Callable | None] | None = None,
         outcomes: tuple = (),
+        shape_history: ShapeHistory | None = None,
+        automatic_dynamic: bool = False,
     ):
         # ``symbol_lookup(fn)``: the symbol a call of ``fn`` is recorded as, or None (also for an
         # unhashable ``fn``); by default the tables of ``thunder.core.symbol_lookup``.
         self.fn = fn
         self.symbolic = cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES
+        # Note [Automatic dynamic shapes] in thunder.core.shape_history: the sizes seen so far (updated), and
+        # whether this trace makes the sizes that changed symbolic.
+        self.shape_history = shape_history
+        self.automatic_dynamic = automatic_dynamic and shape_history is not None
         self.checks = cache_option is not CACHE_OPTIONS.SAME_INPUT
         self.sharp_edges = sharp_edges
         self.record_history = record_history

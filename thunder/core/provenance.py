@@ -91,6 +91,12 @@ class ProvenanceMixin:
         if isinstance(value, (int, float)) and type(value) in (int, float):
             if self.symbolic:
                 return self._number_input(value, holder)
+            history = self.shape_history
+            if history is not None and type(value) is int:
+                symbolic = self.automatic_dynamic and history.symbolic_number(holder.name, value)
+                history.record_number(holder.name, value, symbolic)
+                if symbolic:
+                    return self._number_input(value, holder)
             self._check(prims.check_value, holder, value)
             return value
         if isinstance(value, Number):
@@ -352,22 +358,28 @@ class ProvenanceMixin:
     def _tensor_input(self, t: torch.Tensor, holder: Proxy) -> TensorProxy:
         if type(t) is not torch.Tensor:
             self._check(prims.check_type, holder, type(t))  # a Parameter stays a Parameter
+        symbolic = self._symbolic_dims(holder.name, t)
         with tracectx(self.computation):
             name = holder.name if holder.name not in self.computation.names else None
-            if self.symbolic:
+            if symbolic:
                 dims = [self._prologue_proxy(f"{holder.name}_{i}") for i in range(t.ndim)]
-                self.computation.names.update(d.name for d in dims)
-                shape = tuple(SymInt(n, d.name) for n, d in zip(t.shape, dims))
+                self.computation.names.update(dims[i].name for i in symbolic)
+                shape = tuple(SymInt(n, d.name) if i in symbolic else n for i, (n, d) in enumerate(zip(t.shape, dims)))
                 p = tensorproxy_from_tensor(t, name, shape=shape)
             else:
                 p = tensorproxy_from_tensor(t, name)
-        if self.symbolic:
+        if symbolic:
             self._check(prims.check_tensor_rank, holder, t.ndim, t.device, t.dtype, t.requires_grad)
-            if dims:
-                self._emit(prims.unpack_shape, holder, dims, output=dims)
-                self.dims.extend((d, s) for d, s in zip(dims, p.shape))
+            self._emit(prims.unpack_shape, holder, dims, output=dims)
+            constant = [i for i in range(t.ndim) if i not in symbolic]
+            if constant:
+                expr = " and ".join(f"{dims[i].name} == {t.shape[i]}" for i in constant)
+                self._check(prims.check_expr, expr, tuple(dims[i] for i in constant))
+            self.dims.extend((dims[i], p.shape[i]) for i in sorted(symbolic))
         else:
             self._check(prims.check_tensor, holder, tuple(t.shape), t.device, t.dtype, t.requires_grad)
+        if self.shape_history is not None:
+            self.shape_history.record(holder.name, tuple(t.shape), symbolic)
         path = self._member_paths.get(holder.name)
         if path is not None:
             self.computation.input_paths[p.name] = path
@@ -376,6 +388,15 @@ class ProvenanceMixin:
         self.inputs.append((holder, p))
         self._tensor_inputs[id(p)] = (holder, t)
         return p
+
+    def _symbolic_dims(self, name: str, t: torch.Tensor) -> frozenset[int]:
+        """The dims of input ``name`` the trace keeps symbolic: all under symbolic values, those whose size changed
+        under automatic dynamic shapes (Note [Automatic dynamic shapes] in ``thunder.core.shape_history``)."""
+        if self.symbolic:
+            return frozenset(range(t.ndim))
+        if self.automatic_dynamic:
+            return self.shape_history.symbolic_dims(name, t.shape)
+        return frozenset()
 
     def _input_location(self, holder: Proxy) -> str:
         """An input named for an error: where the program reads it, or for an argument (bound before the program

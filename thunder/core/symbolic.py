@@ -90,6 +90,8 @@ def _cmp(op: str, pyop):
             return NotImplemented
         ov = other.value if _is_sym(other) else other
         result = pyop(self.value, ov)
+        if type(self.value) is int and type(ov) is int and _is_sym(other) and other.expr == self.expr:
+            return result  # an int expression compared with itself: the outcome holds for every value
         # Record the comparison that holds, so equal constraints read the same way. With a float an
         # ordering's inverse is not its negation (NaN compares False both ways): negate it instead.
         if result or op in ("==", "!=") or (type(self.value) is int and type(ov) is int):
@@ -109,6 +111,8 @@ def _arith(op: str, pyop, reflected: bool = False):
             return pyop(a, b)
         if not isinstance(other, (int, float)):
             return NotImplemented
+        if type(self.value) is int and type(other) is int and _is_identity(op, other, reflected):
+            return self  # ``x * 1``, ``x + 0``, ``x - 0``, ``x // 1``: keeps expressions (and the prologue) short
         a, b = (other, self) if reflected else (self, other)
         av = a.value if _is_sym(a) else a
         bv = b.value if _is_sym(b) else b
@@ -116,6 +120,11 @@ def _arith(op: str, pyop, reflected: bool = False):
         return make_symbolic(value, f"({_expr(a)} {op} {_expr(b)})", self.names | getattr(other, "names", frozenset()))
 
     return method
+
+
+def _is_identity(op: str, n: int, reflected: bool) -> bool:
+    """Whether an int expression combined with the plain int ``n`` by ``op`` is that expression."""
+    return (n == 0 and (op == "+" or (op == "-" and not reflected))) or (n == 1 and (op == "*" or (op == "//" and not reflected)))
 
 
 # Sequences whose repetition (``[0] * n``) reads an int natively.

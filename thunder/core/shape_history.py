@@ -1,0 +1,62 @@
+"""The sizes a jitted function's tensor inputs had so far: which dims a new entry makes symbolic.
+
+Note [Automatic dynamic shapes]
+With the default cache option, every entry starts with constant shapes. When a call misses because a tensor's
+shape changed (the next token of a generation, a growing sequence), the entry compiled for it makes symbolic only
+the sizes that changed: each input's sizes are compared, by the input's prologue name, with the sizes it had in
+the entries compiled before, and a size that ever differed stays symbolic in later entries, as in
+``torch.compile``'s automatic dynamic shapes. An int the program reads (a cache's ``cumulative_length``) is
+treated as a size: a miss because its value changed makes it symbolic. Everything else (the parameters, the other dims, the numbers the
+program reads) stays constant, so the new entry's prologue checks few expressions and its regions keep static
+shapes. Sizes 0 and 1 stay constant. A generation with a growing KV cache compiles three entries: the prefill, the
+first decoding step (one token, a constant) and the second (the cache length symbolic), which serves every later
+step. The cache
+keeps the constant entries too and looks up both kinds. ``cache="constant values"`` given explicitly keeps every
+entry constant; ``cache="symbolic values"`` makes every size and number symbolic from the first call.
+
+Layer: core. Imports: nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class ShapeHistory:
+    """The sizes each tensor input (by prologue name) had in the entries compiled so far, and the values of the int
+    inputs; None where one changed.
+
+    Read and updated by the tracer while it compiles, under the jitted function's compile lock."""
+
+    __slots__ = ("sizes", "numbers")
+
+    def __init__(self):
+        self.sizes: dict[str, tuple[int | None, ...]] = {}
+        self.numbers: dict[str, int | None] = {}  # the int inputs (``cache.cumulative_length``), as sizes
+
+    def changed_dims(self, name: str, shape: Sequence[int]) -> frozenset[int]:
+        """The dims of input ``name`` whose size differs from what it was (or was symbolic) before."""
+        seen = self.sizes.get(name)
+        if seen is None or len(seen) != len(shape):
+            return frozenset()
+        return frozenset(i for i, (before, now) in enumerate(zip(seen, shape)) if before != now)
+
+    def symbolic_dims(self, name: str, shape: Sequence[int]) -> frozenset[int]:
+        """The dims of input ``name`` that a new entry makes symbolic: those whose size changed, except sizes 0
+        and 1, which broadcasting and indexing treat apart (``torch.compile`` specializes them too): a decoding
+        step's single token stays a constant 1."""
+        return frozenset(i for i in self.changed_dims(name, shape) if shape[i] > 1)
+
+    def symbolic_number(self, name: str, value: int) -> bool:
+        """Whether the int input ``name`` is symbolic in a new entry: its value changed (to one above 1)."""
+        seen = self.numbers.get(name, value)
+        return seen != value and value > 1
+
+    def record_number(self, name: str, value: int, symbolic: bool) -> None:
+        """The int input ``name`` was ``value`` in a new entry (symbolic if ``symbolic``, and then it stays so)."""
+        self.numbers[name] = None if symbolic or self.numbers.get(name, value) != value else value
+
+    def record(self, name: str, shape: Sequence[int], symbolic: frozenset[int]) -> None:
+        """Input ``name`` had ``shape`` in a new entry, symbolic in dims ``symbolic`` (which stay so)."""
+        symbolic = symbolic | self.changed_dims(name, shape)
+        self.sizes[name] = tuple(None if i in symbolic else n for i, n in enumerate(shape))
