@@ -215,3 +215,24 @@ def test_associative_scan_runs_as_the_eager_loop():
 
     a, b = torch.rand(2, 6, 3), torch.randn(2, 6, 3)
     assert torch.equal(thunder.jit(scanned)(a, b), loop(a, b))
+
+
+def test_dropout_after_a_small_convolution_of_a_channels_last_input():
+    """SegFormer's decode head: a 1x1 conv of a channels-last tensor (a transposed reshape), then dropout. Eager's
+    conv output is channels-last and dropout draws its mask in memory order: the direct kernel's output must be
+    laid out as eager's, or the mask lands on other elements."""
+    conv = nn.Conv2d(16, 8, 1, bias=False)
+
+    def f(x):
+        h = x.transpose(1, 2).reshape(2, -1, 4, 4)  # a channels-last view, as SegFormer's
+        return torch.nn.functional.dropout(conv(h).relu(), 0.5)
+
+    x = torch.randn(2, 16, 16, requires_grad=True)
+    jf = thunder.jit(f, executors=["torch"])
+    torch.manual_seed(0)
+    actual = jf(x)
+    torch.manual_seed(0)
+    expected = f(x)
+    torch.testing.assert_close(actual, expected)
+    g = torch.randn_like(expected)
+    torch.testing.assert_close(torch.autograd.grad(actual, x, g), torch.autograd.grad(expected, x, g))

@@ -207,7 +207,7 @@ def _hf_more() -> dict:
         "wav2vec2": (lambda: T.Wav2Vec2ForCTC(T.Wav2Vec2Config(do_stable_layer_norm=True, **speech)), audio, "logits"),
         "hubert": (lambda: T.HubertForCTC(T.HubertConfig(**speech)), audio, "logits"),
         "segformer": (lambda: T.SegformerForSemanticSegmentation(T.SegformerConfig(
-            num_attention_heads=[1, 1, 2, 2], decoder_hidden_size=32, num_labels=5, classifier_dropout_prob=0.0,
+            num_attention_heads=[1, 1, 2, 2], decoder_hidden_size=32, num_labels=5,
             **stages)), image, "logits"),  # fmt: skip
         "dinov2": (lambda: T.Dinov2Model(T.Dinov2Config(**small_vit)), image, "last_hidden_state"),
         "data2vec_vision": (lambda: T.Data2VecVisionForImageClassification(T.Data2VecVisionConfig(num_labels=5, **small_vit)),

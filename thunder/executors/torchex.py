@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._prims_common import suggest_memory_format
 
 from thunder.core import prims
 from thunder.core.codegen import type_comment
@@ -142,8 +143,17 @@ _slow_conv2d_backward = torch.ops.aten._slow_conv2d_backward.output_mask._op
 
 
 def conv2d_direct(a, weight, bias, kernel_size, stride, padding):
-    """A 2-d convolution by the direct kernel (Note [Small convolutions])."""
-    return _slow_conv2d_forward(a.contiguous(), weight.contiguous(), kernel_size, bias, stride, padding)
+    """A 2-d convolution by the direct kernel (Note [Small convolutions]), its output laid out as eager's:
+    channels-last where the input or the weight is (oneDNN's rule), so that what follows runs on the layout
+    eager's does (dropout draws its mask in memory order: SegFormer's decode head differed from eager's)."""
+    out = _slow_conv2d_forward(a.contiguous(), weight.contiguous(), kernel_size, bias, stride, padding)
+    if _channels_last(a) or _channels_last(weight):
+        return out.contiguous(memory_format=torch.channels_last)
+    return out
+
+
+def _channels_last(t: torch.Tensor) -> bool:
+    return suggest_memory_format(t) is torch.channels_last
 
 
 def conv2d_direct_backward(g, a, weight, kernel_size, stride, padding, output_mask):
