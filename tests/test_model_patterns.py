@@ -236,3 +236,54 @@ def test_dropout_after_a_small_convolution_of_a_channels_last_input():
     torch.testing.assert_close(actual, expected)
     g = torch.randn_like(expected)
     torch.testing.assert_close(torch.autograd.grad(actual, x, g), torch.autograd.grad(expected, x, g))
+
+
+def test_a_0_d_tensor_formatted_into_a_name():
+    """SwitchTransformers picks experts by name: ``self[f"expert_{idx[0]}"]``, an index from ``nonzero()``; eager
+    formats a 0-d tensor's item."""
+    experts = nn.ModuleDict({f"expert_{i}": nn.Linear(4, 4) for i in range(3)})
+
+    def f(x, scores):
+        out = torch.zeros_like(x)
+        for idx in (scores > 0).nonzero():
+            out = out + experts[f"expert_{idx[0]}"](x) * scores[idx[0]]
+        return out, f"{scores.argmax():d}"
+
+    jf = thunder.jit(f)
+    x = torch.randn(2, 4)
+    for scores in (torch.tensor([1.0, -1.0, 2.0]), torch.tensor([-1.0, 3.0, -2.0]), torch.tensor([1.0, -1.0, 2.0])):
+        (actual, name), (expected, expected_name) = jf(x, scores), f(x, scores)
+        torch.testing.assert_close(actual, expected)
+        assert name == expected_name
+    with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="Formatting"):
+        thunder.jit(lambda t: f"{t}")(torch.randn(2))  # eager prints every value: refused
+
+
+def test_a_module_converted_to_what_it_is_inside_forward():
+    """SwitchTransformers' router calls ``self.classifier.to(self.dtype)`` in its forward: a conversion that changes
+    nothing runs; one that would change a parameter is refused with the parameter named."""
+
+    class Router(nn.Module):
+        def __init__(self, dtype):
+            super().__init__()
+            self.classifier, self.dtype = nn.Linear(4, 2), dtype
+
+        def forward(self, x):
+            self.classifier = self.classifier.to(self.dtype)
+            return self.classifier(x.to(self.dtype))
+
+    x = torch.randn(3, 4)
+    m = Router(torch.float32)
+    torch.testing.assert_close(thunder.jit(m)(x), m(x))
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="'weight'.*before calling the jitted function"):
+        thunder.jit(Router(torch.float64))(x)
+
+
+def test_comparisons_by_their_long_names():
+    a, b = torch.randn(5), torch.randn(5)
+
+    def f(a, b):
+        return torch.greater(a, b), a.less_equal(b), torch.not_equal(a, b), a.greater_equal(b), torch.less(a, b)
+
+    for x, y in zip(thunder.jit(f)(a, b), f(a, b)):
+        assert torch.equal(x, y)

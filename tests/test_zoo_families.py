@@ -244,13 +244,18 @@ def _hf_more() -> dict:
         "mt5": (lambda: T.MT5ForConditionalGeneration(T.MT5Config(d_model=32, d_ff=64, d_kv=8, num_layers=2, num_heads=4,
                                                                   vocab_size=_V)), text2text, "logits"),  # fmt: skip
         "granite": (lambda: T.GraniteForCausalLM(T.GraniteConfig(**dec)), text, "logits"),
+        # Its encoder makes no mask when told it is being compiled (as under torch.compile): the mask is passed.
+        "switch_transformers": (lambda: T.SwitchTransformersForConditionalGeneration(T.SwitchTransformersConfig(
+            d_model=32, d_ff=64, d_kv=8, num_layers=2, num_decoder_layers=2, num_heads=4, num_experts=4, vocab_size=_V,
+            encoder_sparse_step=1, decoder_sparse_step=1)),
+            lambda: {**text2text(), "attention_mask": torch.ones(2, 16, dtype=torch.long)}, "logits"),  # fmt: skip
         "cohere": (lambda: T.CohereForCausalLM(T.CohereConfig(**dec)), text, "logits"),
     }
 
 
 HF_MORE = ["wav2vec2", "hubert", "segformer", "dinov2", "data2vec_vision", "convnextv2", "mobilevit", "bigbird", "mamba",
            "rwkv", "jamba", "granitemoe", "olmoe", "qwen2_moe", "funnel", "xlnet", "mpnet", "xlm_roberta",
-           "pegasus", "mt5", "granite", "cohere"]  # fmt: skip
+           "pegasus", "mt5", "granite", "cohere", "switch_transformers"]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", _cases(HF_MORE, {"wav2vec2", "mamba", "qwen2_moe", "segformer"}))

@@ -459,6 +459,8 @@ class TensorProxy(Proxy):
 
     def __format__(self, spec: str) -> str:
         if _requested_by_program():
+            if self.ndim == 0:  # eager formats a 0-d tensor's item: a data-dependent value (``f"expert_{i[0]}"``)
+                return format(self.item(), spec)
             raise _no_values(self, "Formatting (an f-string or format())")
         return format(self.name, spec)
 

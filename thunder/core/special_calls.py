@@ -83,6 +83,25 @@ def _module_call(self, *args, **kwargs):
 register_interpreted_replacement(_WRAPPED_CALL_IMPL, _module_call)
 
 
+def _module_apply(self, fn, recurse=True):
+    """``nn.Module._apply`` (``module.to(...)``, ``.float()``, ``.cpu()``) in traced code. One that changes nothing
+    returns the module (SwitchTransformers calls ``self.classifier.to(self.dtype)`` in its forward); one that would
+    replace parameters or buffers is refused: a trace cannot change the module it reads."""
+    for name, t in (*self.named_parameters(recurse=recurse), *self.named_buffers(recurse=recurse)):
+        if fn(t) is not t:
+            loc = source_location()
+            raise UnsupportedOpError(
+                f"converting module {type(self).__name__} inside the jitted function"
+                f"{f' at {loc}' if loc else ''} would change its tensor {name!r} ({t.dtype}, {t.device}); a trace "
+                "cannot change the parameters and buffers it reads. Convert the module (module.to(...)) before "
+                "calling the jitted function."
+            )
+    return self
+
+
+register_interpreted_replacement(torch.nn.Module._apply, _module_apply)
+
+
 # torch's Python functions start with ``if has_torch_function(...)``: while tracing the answer is
 # no, so their bodies run under the interpreter and reach the ops they are made of.
 _NO_TORCH_FUNCTION = frozenset(

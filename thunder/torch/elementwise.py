@@ -282,10 +282,14 @@ _binary("maximum", prims.maximum, K.DEFAULT, inplace=False, allowed=_not_complex
 _binary("minimum", prims.minimum, K.DEFAULT, inplace=False, allowed=_not_complex)
 _binary("copysign", prims.copysign, K.INT_TO_FLOAT, reject=_no_complex)
 _binary("nextafter", prims.nextafter, K.DEFAULT, reject=_floating_only)
-for _name, _dunder in (("eq", "__eq__"), ("ne", "__ne__")):
-    _binary(_name, getattr(prims, _name), K.ALWAYS_BOOL, methods=(_dunder,))
-for _name, _dunder in (("lt", "__lt__"), ("le", "__le__"), ("gt", "__gt__"), ("ge", "__ge__")):
-    _binary(_name, getattr(prims, _name), K.ALWAYS_BOOL, methods=(_dunder,), reject=_no_complex)
+# torch's spelled-out aliases (``torch.greater``, ``x.not_equal(y)``): the same ops.
+for _name, _dunder, _alias in (("eq", "__eq__", None), ("ne", "__ne__", "not_equal")):
+    _binary(_name, getattr(prims, _name), K.ALWAYS_BOOL, methods=(_dunder, *filter(None, [_alias])),
+            torch_fns=(getattr(torch, _name), *([getattr(torch, _alias)] if _alias else [])))  # fmt: skip
+for _name, _dunder, _alias in (("lt", "__lt__", "less"), ("le", "__le__", "less_equal"), ("gt", "__gt__", "greater"),
+                               ("ge", "__ge__", "greater_equal")):  # fmt: skip
+    _binary(_name, getattr(prims, _name), K.ALWAYS_BOOL, methods=(_dunder, _alias), reject=_no_complex,
+            torch_fns=(getattr(torch, _name), getattr(torch, _alias)))  # fmt: skip
 eq, ne, lt, le, gt, ge = (globals()[_n] for _n in ("eq", "ne", "lt", "le", "gt", "ge"))
 isnan = globals()["isnan"]
 for _name, _dunder, _rdunder in (
