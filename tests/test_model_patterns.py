@@ -287,3 +287,61 @@ def test_comparisons_by_their_long_names():
 
     for x, y in zip(thunder.jit(f)(a, b), f(a, b)):
         assert torch.equal(x, y)
+
+
+def _chunks(h):
+    """Longformer's ``_chunk``: overlapping chunks by ``as_strided``, strides computed from ``h.stride()``."""
+    size, stride = list(h.size()), list(h.stride())
+    size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+    return h.as_strided(size=size, stride=stride)
+
+
+def test_as_strided_chunks_as_longformer_makes_them():
+    def f(x):
+        q = x.transpose(0, 1)  # (4, 16, 8), not contiguous: the chunks follow eager's layout
+        h = q.view(4, torch.div(q.size(1), 4, rounding_mode="trunc"), 4, 8)  # a size given as a 0-d tensor
+        return _chunks(h) * 2
+
+    x = torch.randn(16, 4, 8, requires_grad=True)
+    jf = thunder.jit(f)
+    torch.testing.assert_close(jf(x), f(x), rtol=0, atol=0)
+    g = torch.randn_like(f(x))
+    torch.testing.assert_close(torch.autograd.grad(jf(x), x, g), torch.autograd.grad(f(x), x, g))
+
+
+def test_as_strided_outside_the_tensor_or_over_gaps_is_refused():
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="outside those of tensor"):
+        thunder.jit(lambda x: (x * 1).as_strided((4,), (2,)))(torch.randn(4))
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="leaves gaps"):
+        thunder.jit(lambda x: x[:, ::2].as_strided((2,), (1,)))(torch.randn(4, 4))
+
+
+def test_the_first_call_draws_what_eager_draws_when_tracing_replays_ops():
+    """Finding eager's layout of a value replays the ops making it on small CPU tensors (size-1 dims make torch's
+    layout rules device-dependent), dropout included: the draws were taken from the program's generator, so the
+    first call's mask differed from eager's (Longformer in training)."""
+
+    def f(x):
+        h = torch.nn.functional.dropout(x, 0.5).reshape(2, 4, 4, 1)
+        return _chunks(h)
+
+    x = torch.randn(32, 1).t()  # a size-1 dim whose stride is not the contiguous one: replayed on the CPU
+    torch.manual_seed(0)
+    expected = f(x)
+    after_eager = torch.random.get_rng_state()
+    torch.manual_seed(0)
+    actual = thunder.jit(f)(x)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    assert torch.equal(torch.random.get_rng_state(), after_eager)
+
+
+def test_tensor_where_takes_the_tensor_as_input():
+    """``a.where(c, b)`` is ``torch.where(c, a, b)``: the method bound ``a`` as the condition (bool ``a``: silently)."""
+    a, b = torch.tensor([True, False, True, False]), torch.tensor([False, False, True, True])
+    c = torch.tensor([True, True, False, False])
+
+    def f(a, c, b):
+        return a.where(c, b), a.where(c, other=b), a.float().where(c, 2.0)
+
+    for actual, expected in zip(thunder.jit(f)(a, c, b), f(a, c, b)):
+        assert torch.equal(actual, expected)

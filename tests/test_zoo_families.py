@@ -244,6 +244,11 @@ def _hf_more() -> dict:
         "mt5": (lambda: T.MT5ForConditionalGeneration(T.MT5Config(d_model=32, d_ff=64, d_kv=8, num_layers=2, num_heads=4,
                                                                   vocab_size=_V)), text2text, "logits"),  # fmt: skip
         "granite": (lambda: T.GraniteForCausalLM(T.GraniteConfig(**dec)), text, "logits"),
+        "longformer": (lambda: T.LongformerForMaskedLM(T.LongformerConfig(attention_window=4, **enc)), text, "logits"),
+        "led": (lambda: T.LEDForConditionalGeneration(T.LEDConfig(attention_window=4, d_model=32, encoder_layers=2,
+            decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+            decoder_ffn_dim=64, vocab_size=_V, max_encoder_position_embeddings=64, max_decoder_position_embeddings=64)),
+            text2text, "logits"),  # fmt: skip
         # Its encoder makes no mask when told it is being compiled (as under torch.compile): the mask is passed.
         "switch_transformers": (lambda: T.SwitchTransformersForConditionalGeneration(T.SwitchTransformersConfig(
             d_model=32, d_ff=64, d_kv=8, num_layers=2, num_decoder_layers=2, num_heads=4, num_experts=4, vocab_size=_V,
@@ -255,7 +260,7 @@ def _hf_more() -> dict:
 
 HF_MORE = ["wav2vec2", "hubert", "segformer", "dinov2", "data2vec_vision", "convnextv2", "mobilevit", "bigbird", "mamba",
            "rwkv", "jamba", "granitemoe", "olmoe", "qwen2_moe", "funnel", "xlnet", "mpnet", "xlm_roberta",
-           "pegasus", "mt5", "granite", "cohere", "switch_transformers"]  # fmt: skip
+           "pegasus", "mt5", "granite", "cohere", "switch_transformers", "longformer", "led"]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", _cases(HF_MORE, {"wav2vec2", "mamba", "qwen2_moe", "segformer"}))

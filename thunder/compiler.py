@@ -235,7 +235,7 @@ def compile_entry(
     shapes] in ``thunder.core.shape_history``)."""
     start = time.perf_counter_ns()
     cache_option = cache_option or cd.cache_option
-    with _collector_paused():
+    with _collector_paused(), _random_state_kept():
         prologue, computation, tracer = acquire_traces(
             cd, args, kwargs, cs, outcomes, cache_option, shape_history, automatic_dynamic
         )
@@ -245,6 +245,21 @@ def compile_entry(
             return _compile_traced(cd, cs, args, kwargs, prologue, computation, tracer, start, cache_option)
         finally:
             tracer.release()
+
+
+@contextlib.contextmanager
+def _random_state_kept():
+    """Compiling draws no random numbers of the program's: what tracing runs for real (the small CPU replays
+    that find eager's layouts, Note [Ambiguous layouts]) may draw from torch's generators, which are put back,
+    so that the first call draws what eager draws (Longformer's first training call differed from eager's)."""
+    cpu = torch.random.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        torch.random.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
 
 
 # Note [No garbage collection while compiling]

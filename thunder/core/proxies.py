@@ -494,7 +494,6 @@ class TensorProxy(Proxy):
         "untyped_storage": "it needs the tensor's memory, which does not exist while tracing",
         "storage": "it needs the tensor's memory, which does not exist while tracing",
         "_typed_storage": "it needs the tensor's memory, which does not exist while tracing",
-        "as_strided": "it reads the tensor's memory through strides and an offset of its own, which values in a trace do not have",
         "as_strided_": "it reads the tensor's memory through strides and an offset of its own, which values in a trace do not have",
         "resize_": "it changes the tensor's memory in place, which values in a trace do not have",
         "resize_as_": "it changes the tensor's memory in place, which values in a trace do not have",

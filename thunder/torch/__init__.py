@@ -28,6 +28,7 @@ from thunder.torch.rearrange import *  # noqa: F403
 from thunder.torch.reductions import *  # noqa: F403
 from thunder.torch.reductions import sum_to_size  # noqa: F401  (a Tensor method only)
 from thunder.torch.shape import *  # noqa: F403
+from thunder.torch.strided import *  # noqa: F403
 
 
 def _register_no_grad_results() -> None:
@@ -74,13 +75,12 @@ _export_by_name()
 _autocast.register(torch_to_thunder_map)
 
 
-_STRIDED = _proxies.TensorProxy.UNTRACEABLE["as_strided"]
+_STRIDED = _proxies.TensorProxy.UNTRACEABLE["as_strided_"]
 _RESIZE = _proxies.TensorProxy.UNTRACEABLE["resize_"]
 
 #: Torch functions with no meaning in a trace, and why: calling one is a clear error, and
 #: ``thunder.examine`` lists them so (Tensor methods: ``TensorProxy.UNTRACEABLE``).
 UNTRACEABLE_FUNCTIONS: dict = {
-    torch.as_strided: _STRIDED,
     torch.as_strided_: _STRIDED,
     torch.as_strided_copy: _STRIDED,
     torch.as_strided_scatter: _STRIDED,

@@ -421,7 +421,7 @@ floor_divide_ = make_inplace(floor_divide)
 __all__ += ["div", "div_", "floor_divide", "floor_divide_"]
 
 
-@torchsymbol(torch.where, method_name="where")
+@torchsymbol(torch.where)
 def where(condition, input=None, other=None):
     """``torch.where(condition, input, other)``, with broadcasting and promotion of input and other."""
     if input is None and other is None:  # reached by calling the symbol itself: torch.where goes to data_dependent
@@ -440,6 +440,13 @@ def where(condition, input=None, other=None):
         input = prims.convert_element_type(prims.where(condition, input, other), dtype)
         return input
     return prims.where(condition, input, other)
+
+
+@torchsymbol(torch.Tensor.where, method_name="where")
+def where_method(self, condition, other):
+    """``Tensor.where(condition, other)``: ``torch.where(condition, self, other)`` (the tensor is the input, not
+    the condition)."""
+    return where(condition, self, other)
 
 
 @torchsymbol(torch.clamp, torch.clip, method_name=("clamp", "clip"))
@@ -494,7 +501,7 @@ def _reduced_like(grad, arg):
 
 
 clamp_ = make_inplace(clamp)
-__all__ += ["where", "clamp", "clamp_"]
+__all__ += ["where", "where_method", "clamp", "clamp_"]
 
 
 def _to_bool(a):
