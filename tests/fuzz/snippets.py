@@ -98,6 +98,9 @@ BINARY_W = [
     ("acc / w", "fi", "float"),
     ("torch.maximum(acc, w)", "fi", None),
     ("torch.where(w > 0, acc, -acc)", "fi", None),
+    ("acc.where(w > 0, w)", "fib", None),  # the method: the tensor is the input, not the condition
+    ("(acc > 0).where(w > 0, acc < 0)", "fib", "bool"),
+    ("torch.greater(acc, w)", "fi", "bool"),
     ("acc | w", "ib", None),
     ("torch.atan2(acc, w)", "f", "float"),
     ("acc.add(w, alpha=2)", "fi", None),
