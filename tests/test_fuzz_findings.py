@@ -67,3 +67,18 @@ def test_an_op_that_fails_on_the_values_fails_before_a_later_line_fails_while_tr
             fn(*args)
         with pytest.raises(IndexError):
             thunder.jit(fn)(*args)
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_an_out_of_range_index_raises_eagers_index_error_from_the_decomposition(cache):
+    # With symbolic shapes the torch executor runs indexing decomposed, as index_select, whose out-of-range error is
+    # a RuntimeError; eager's indexing raises IndexError (the fuzzer's seed 26 under symbolic values).
+    def f(x):
+        _ = x[..., torch.tensor([9])]
+        return x
+
+    x = torch.randint(-3, 4, (4, 2))
+    with pytest.raises(IndexError):
+        f(x)
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
+        thunder.jit(f, cache=cache)(x)

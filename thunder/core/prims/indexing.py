@@ -68,7 +68,14 @@ def _take_meta(a, index, dim):
 
 
 def _take_impl(a, index, dim):
-    return torch.index_select(a, dim, index)
+    try:
+        return torch.index_select(a, dim, index)
+    except RuntimeError:  # index_select's out-of-range error is a RuntimeError; eager's indexing raises IndexError
+        n = a.shape[dim] if a.ndim else 1
+        outside = index[(index >= n) | (index < -n)]
+        if outside.numel():
+            raise IndexError(f"index {outside[0].item()} is out of bounds for dimension {dim} with size {n}") from None
+        raise
 
 
 # ``take(a, index, dim)``: the slices of ``a`` at positions ``index`` (1-D) along ``dim``.
