@@ -325,7 +325,7 @@ def _dtype_cases():
     for module in (elementwise, nn_activations):
         for name in sorted(set(module.__all__)):
             sym = getattr(module, name)
-            if symbol_to_torch.get(sym) is None or name == "where" or "softmax" in name:
+            if symbol_to_torch.get(sym) is None or name in ("where", "where_method") or "softmax" in name:
                 continue
             n = 2 if name in ("clamp", "clamp_") else _arity(sym, module)
             if n == 1:
