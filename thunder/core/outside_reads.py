@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from thunder.core import introspection, prims, torch_state
-from thunder.core.interpreter import get_interpreter_stack
+from thunder.core.interpreter import constructing
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.user_code import is_code_like, is_library_module, is_thunder_module
 
@@ -132,11 +132,10 @@ class OutsideReadsMixin:
         builds a new ModuleList, say); it is remembered as the program's own."""
         if id(obj) in self._internal_objects:
             return False
-        for frame in get_interpreter_stack():
-            if frame.receiver is obj and frame.name in ("__init__", "__new__", "__post_init__"):
-                self._internal_objects.add(id(obj))
-                self._keepalive.append(obj)
-                return False
+        if constructing(obj):
+            self._internal_objects.add(id(obj))
+            self._keepalive.append(obj)
+            return False
         return True
 
     def _attr_holder(self, holder: Proxy, name: str, obj: Any) -> Proxy:

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from thunder.core.interpreter import get_interpreter_stack
+from thunder.core.interpreter import innermost_frames
 from thunder.core.symbol import SourceLocation, Symbol
 
 _THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -86,21 +86,20 @@ def source_location(module_paths: dict[int, str] | None = None) -> SourceLocatio
     """The innermost interpreted frame that is the user's (thunder's own frames are skipped), with
     the qualified path of the innermost ``nn.Module`` whose method is running (``"encoder.layers.0"``)
     and, for a frame of torch's, the call site: the innermost frame outside torch and thunder."""
-    stack = get_interpreter_stack()
     module_path = None
     if module_paths:
-        for frame in reversed(stack):
+        for frame in innermost_frames():
             path = module_paths.get(id(frame.receiver)) if frame.receiver is not None else None
             if path is not None:
                 module_path = path
                 break
-    for i in range(len(stack) - 1, -1, -1):
-        frame = stack[i]
+    frames = innermost_frames()
+    for frame in frames:
         if frame.filename.startswith(_THUNDER_DIR):
             continue
         call_site = None
         if frame.filename.startswith(_TORCH_DIR):
-            for outer in reversed(stack[:i]):
+            for outer in frames:  # the frames outside this one
                 if not outer.filename.startswith((_TORCH_DIR, _THUNDER_DIR)):
                     call_site = SourceLocation(outer.filename, outer.lineno or 0, outer.qualname)
                     break

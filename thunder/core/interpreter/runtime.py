@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import CodeType
 from typing import Any
 
@@ -261,21 +261,32 @@ class InterpreterFrameInfo:
 
 def get_interpreter_stack() -> list[InterpreterFrameInfo]:
     """The interpreted frames of all active interpretations on this thread, outermost first."""
-    out = []
-    for rt in _runtimes.stack:
-        for f in rt.frames:
-            code = f.code
-            out.append(
-                InterpreterFrameInfo(
-                    code,
-                    instruction_line(f.info, f.pc - 1),
-                    code.co_name,
-                    code.co_qualname,
-                    code.co_filename,
-                    _receiver(f),
-                )
-            )
-    return out
+    return [_frame_info(f) for rt in _runtimes.stack for f in rt.frames]
+
+
+def innermost_frames() -> Iterator[InterpreterFrameInfo]:
+    """The interpreted frames, innermost first, made as they are asked for: a search that stops at the first few
+    (the user's line of each recorded op) does not describe the whole stack."""
+    for rt in reversed(_runtimes.stack):
+        for f in reversed(rt.frames):
+            yield _frame_info(f)
+
+
+def constructing(obj: object) -> bool:
+    """Whether an interpreted frame is running ``obj``'s ``__init__``, ``__new__`` or ``__post_init__``."""
+    return any(
+        f.code.co_name in _CONSTRUCTORS and _receiver(f) is obj for rt in _runtimes.stack for f in rt.frames
+    )
+
+
+_CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
+
+
+def _frame_info(f) -> InterpreterFrameInfo:
+    code = f.code
+    return InterpreterFrameInfo(
+        code, instruction_line(f.info, f.pc - 1), code.co_name, code.co_qualname, code.co_filename, _receiver(f)
+    )
 
 
 def _receiver(f) -> object:
