@@ -491,6 +491,59 @@ def test_deepcopy_after_changing_outside_state_is_a_clear_error():
         thunder.jit(f)(b, X)
 
 
+def test_deepcopy_after_changing_a_container_it_does_not_hold():
+    """Hugging Face's encoder-decoders with ``output_hidden_states=True``: the program appends to an outside list,
+    then deep-copies a config that does not hold that list: the copy is the prologue's, as before the change."""
+    import copy
+
+    class Config:
+        def __init__(self):
+            self.scale, self.sizes, self.sub = 2.0, {"a": [1, 2]}, None
+
+    config, other = Config(), Config()
+    config.sub = other
+    collected: list = []
+
+    def f(t):
+        collected.append(t)
+        return copy.deepcopy(config).sub.scale * t + len(config.sizes["a"])
+
+    jf = thunder.jit(f)
+    for _ in range(2):
+        torch.testing.assert_close(jf(X), f(X))
+    assert len(collected) == 4  # the program's appends replayed on each call, eager's too
+
+
+def test_deepcopy_after_changing_a_container_it_holds_is_a_clear_error():
+    import copy
+
+    class Config:
+        def __init__(self):
+            self.sizes = [1, 2]
+
+    config = Config()
+
+    def f(t):
+        config.sizes.append(3)
+        return copy.deepcopy(config).sizes[-1] * t
+
+    with pytest.raises(ThunderRuntimeError, match=r"copies an object from outside"):
+        thunder.jit(f)(X)
+
+    class Slotted:  # what deepcopy copies of it is not followed: refused
+        __slots__ = ("sizes",)
+
+    s, held = Slotted(), []
+    s.sizes = held
+
+    def g(t):
+        held.append(1)
+        return t * len(copy.deepcopy(s).sizes)
+
+    with pytest.raises(ThunderRuntimeError, match=r"copies an object from outside"):
+        thunder.jit(g)(X)
+
+
 # --- global torch state ------------------------------------------------------------------------------------
 
 

@@ -121,6 +121,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
         self._copies: dict[int, tuple[Proxy, Any, Any]] = {}  # id(copy) -> (holder, copy, its first contents)
         self._lazy: dict[int, LazyContainer] = {}  # id(copy) -> an outside container not read yet
+        self._copy_originals: dict[int, Any] = {}  # id(copy) -> the outside container it copies (read already)
         self._buffers: list[tuple] = []  # outside buffers: (object, its contents, where it is read)
         self._constants: dict[int, Proxy] = {}  # id(object) -> prologue proxy capturing it by identity
         self._object_inputs: dict[str, Proxy] = {}  # prologue name -> the computation's proxy for that object

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -93,6 +95,7 @@ class SideEffectsMixin:
         for method, args in lazy.writes:
             getattr(copy, method)(*args)
         self._copies[id(copy)] = (lazy.holder, copy, first)
+        self._copy_originals[id(copy)] = lazy.original
 
     def _read_operand_containers(self, inst, values) -> None:
         """The outside containers an instruction uses natively (Note [Operand reads]) are read."""
@@ -238,11 +241,15 @@ class SideEffectsMixin:
         into its attributes and items): an attribute of such an object, an outside container (any: it may be
         shared), or a tensor where ``value`` holds tensors (a module, a container of tensors). Globals and closure
         cells are not held by an object that ``copy`` copies."""
-        reachable = _reachable_ids(value)
+        everything = _all_reachable_ids(value)
+        reachable = everything if everything is not None else _reachable_ids(value)
+        changed_containers = [lazy.original for lazy in self._lazy.values() if lazy.writes] + [
+            self._copy_originals[key] for key, (_, c, first) in self._copies.items() if _contents(c) != first
+        ]
         return (
             any(key[0] == "attr" and key[1] in reachable for key in self._written)
-            or any(lazy.writes for lazy in self._lazy.values())
-            or any(_contents(c) != first for _, c, first in self._copies.values())
+            # A changed container counts where ``value`` reaches it; any, where that cannot be known completely.
+            or any(everything is None or id(c) in everything for c in changed_containers)
             or (holds_tensors(value) and any(map(mutates, self.computation.bound_symbols)))
         )
 
@@ -436,6 +443,39 @@ def children_of(value: Any) -> Any:
     if hasattr(value, "__dict__") and not isinstance(value, type):
         return vars(value).values()
     return ()
+
+
+# What ``copy.deepcopy`` copies as itself, holding nothing it would copy.
+_ATOMIC = (type(None), bool, int, float, complex, str, bytes, type, types.FunctionType, types.BuiltinFunctionType,
+           types.ModuleType, types.CodeType, torch.dtype, torch.device, range, enum.Enum, weakref.ref, property)  # fmt: skip
+_PLAIN_REDUCE = (object.__reduce_ex__, object.__reduce__, getattr(object, "__getstate__", None))
+
+
+def _all_reachable_ids(value: Any, budget: int = 20_000) -> set[int] | None:
+    """Ids of everything ``copy.deepcopy(value)`` would copy (tensors aside), or None where that cannot be known
+    for sure: an object that copies itself its own way (``__deepcopy__``, ``__reduce__``, ``__getstate__``,
+    ``__slots__``), or more than ``budget`` objects."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, _ATOMIC) or isinstance(v, torch.Tensor) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if len(seen) > budget:
+            return None
+        cls = type(v)
+        if isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend(v)
+        elif (getattr(cls, "__deepcopy__", None) is not None or "__slots__" in cls.__dict__ or not hasattr(v, "__dict__")
+              or (cls.__reduce_ex__, cls.__reduce__, getattr(cls, "__getstate__", None)) != _PLAIN_REDUCE):  # fmt: skip
+            return None
+        if hasattr(v, "__dict__"):
+            stack.extend(vars(v).values())
+    return seen
 
 
 def _reachable_ids(value: Any, depth: int = 4) -> set[int]:
