@@ -346,7 +346,7 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
         cell(
           "matches_eager",
           r.matches_eager === null
-            ? "–"
+            ? (r.not_comparable ?? "–")
             : r.matches_eager
               ? "yes"
               : r.differs_at

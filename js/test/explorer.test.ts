@@ -324,9 +324,19 @@ describe("explorer DOM contract", () => {
         matches_eager: null,
       },
       { ...base, id: "r2", tolerance: "float32: atol 1e-05, rtol 1.3e-06" },
+      {
+        ...base,
+        id: "r3",
+        max_abs_diff: 0.46,
+        matches_eager: null,
+        not_comparable: "random ops: values not comparable",
+      },
     ];
     m = mountDoc(doc);
-    const [first, rerun] = m.all("[data-testid='run']");
+    const [first, rerun, random] = m.all("[data-testid='run']");
+    const matches = random!.querySelector("[data-field='matches_eager']")!;
+    expect(matches.textContent).toBe("random ops: values not comparable");
+    expect(matches.classList.contains("tx-bad")).toBe(false);
     expect(first!.querySelector("[data-field='id']")!.textContent).toBe("r1 (first call)");
     expect(first!.querySelector("[data-field='median_ms']")!.textContent).toBe("120 ms (1 call)");
     expect(first!.querySelector("[data-field='max_abs_diff']")!.textContent).toBe("not compared");
