@@ -473,6 +473,16 @@ class Session:
             _record_statistics(run, self.jitted)
         return out
 
+    def record_earlier_call(self) -> Run:
+        """The row of the call(s) made before the session existed (``jm(x); explore(jm)``), as
+        ``%thunder_jit`` shows its first call: the executors, compile time and cache counters of the
+        compilation (its time was not measured, and it was not compared with eager)."""
+        run = Run(id=f"r{next(self._run_ids)}", executors=self.executors, first_call=True)
+        _record_statistics(run, self.jitted)
+        run.repeats = run.cache_hits + run.cache_misses
+        self.runs.append(run)
+        return run
+
     def rerun(self, executors: Sequence[Any]) -> Run:
         """Jits the original again with ``executors`` (other options unchanged) and reruns it.
 

@@ -192,6 +192,7 @@ class Explorer {
         { class: "tx-steps", "aria-label": "steps" },
         h(doc, "h4", {}, "Steps"),
         this.stepList,
+        this.graph.minimap.el,
       ),
       h(
         doc,
@@ -199,7 +200,7 @@ class Explorer {
         { class: "tx-graph-pane" },
         this.stepHeader,
         this.diffSlot,
-        h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg, this.graph.minimap.el),
+        h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg, this.graph.wheelHint),
       ),
       h(
         doc,

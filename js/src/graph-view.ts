@@ -12,7 +12,7 @@
  * CULL_THRESHOLD items only those near the viewport are built; panning inside the built region
  * only moves a transform, leaving it rebuilds the region (once per animation frame).
  */
-import { formatShape, s, setAttrs, truncate, truncateStart } from "./dom";
+import { formatShape, h, s, setAttrs, truncate, truncateStart } from "./dom";
 import { OUTPUT_ID, type StepLayout } from "./layout";
 import { Minimap } from "./minimap";
 import type { Group, Step, TraceNode } from "./schema";
@@ -29,6 +29,8 @@ const MIN_ZOOM = 0.05;
 /** A step opens no smaller than this (text is hidden below 0.4); "fit" goes as small as it takes. */
 const OPEN_ZOOM = 0.6;
 const MAX_ZOOM = 4;
+/** Below this graph height (px) the overview is hidden: it would take room the graph needs. */
+const MINIMAP_MIN_PANE = 360;
 const LABEL_CHARS = 24;
 const IO_CHARS = 22;
 const MAX_GROUP_DEPTH = 32;
@@ -109,6 +111,10 @@ export class GraphView {
   readonly svg: SVGSVGElement;
   /** The overview; the explorer places it over the graph. */
   readonly minimap: Minimap;
+  /** "Click the graph or hold Ctrl to zoom": shown a moment when the wheel scrolled the page. */
+  readonly wheelHint: HTMLElement;
+  private engaged = false;
+  private hintTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   private readonly viewport: SVGElement;
   private readonly groupLayer: SVGElement;
   private readonly edgePath: SVGElement;
@@ -156,6 +162,12 @@ export class GraphView {
     this.viewport.append(this.groupLayer, this.edgePath, this.selectedEdgePath, this.nodeLayer);
     this.svg.appendChild(this.viewport);
     this.minimap = new Minimap(doc, (x, y) => this.centerOn(x, y));
+    this.wheelHint = h(
+      doc,
+      "div",
+      { class: "tx-wheel-hint", "data-testid": "wheel-hint", hidden: true },
+      "Click the graph, or hold Ctrl (⌘) while scrolling, to zoom",
+    );
     this.listen();
     this.observed = typeof ResizeObserver === "function";
     if (this.observed) {
@@ -300,7 +312,25 @@ export class GraphView {
     this.onViewChanged();
   }
 
+  /** Whether the wheel zooms the graph (it was clicked) rather than scrolling the page. */
+  get wheelZooms(): boolean {
+    return this.engaged;
+  }
+
+  private setEngaged(on: boolean): void {
+    this.engaged = on;
+    this.svg.classList.toggle("engaged", on);
+    if (on) this.wheelHint.hidden = true;
+  }
+
+  private showWheelHint(): void {
+    this.wheelHint.hidden = false;
+    clearTimeout(this.hintTimer);
+    this.hintTimer = setTimeout(() => (this.wheelHint.hidden = true), 1500);
+  }
+
   dispose(): void {
+    clearTimeout(this.hintTimer);
     cancelAnimationFrameSafe(this.frame);
     for (const c of this.cleanups) c();
     this.cleanups.length = 0;
@@ -773,6 +803,7 @@ export class GraphView {
     this.svg.classList.toggle("lod-low", k < 0.4);
     const { width, height } = this.size();
     this.minimap.setViewport({ x: -tx / k, y: -ty / k, w: width / k, h: height / k });
+    this.minimap.el.classList.toggle("tx-minimap-small", height < MINIMAP_MIN_PANE);
   }
 
   private onViewChanged(): void {
@@ -839,13 +870,28 @@ export class GraphView {
     };
     on("pointerup", end);
     on("pointercancel", end);
+    // The wheel scrolls the notebook, as over a map embedded in a page, until the graph is
+    // engaged (clicked; a click elsewhere lets it go) or while Ctrl/Cmd is held (a trackpad's
+    // pinch also comes as a wheel event with ctrlKey). A hint says how to zoom.
+    const doc = this.doc;
+    const release = (e: Event): void => {
+      if (!svg.contains(e.target as Node | null)) this.setEngaged(false);
+    };
+    doc.addEventListener("pointerdown", release, true);
+    this.cleanups.push(() => doc.removeEventListener("pointerdown", release, true));
+    on("pointerdown", () => this.setEngaged(true));
     on(
       "wheel",
       (e) => {
+        if (!this.engaged && !e.ctrlKey && !e.metaKey) {
+          this.showWheelHint();
+          return; // the page scrolls
+        }
         e.preventDefault();
         const rect = svg.getBoundingClientRect();
+        const step = Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015));
         this.zoomBy(
-          Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015)),
+          Math.min(1.25, Math.max(0.8, step)),
           e.clientX - rect.left,
           e.clientY - rect.top,
         );

@@ -307,7 +307,7 @@ describe("explorer DOM contract", () => {
     expect(last.querySelector("[data-field='executors']")!.textContent).toBe("torch, python");
     expect(rows[1]!.querySelector("[data-field='max_abs_diff']")!.textContent).toBe("2.38e-7");
     expect(rows[1]!.querySelector("[data-field='cache_hits']")!.textContent).toBe("19");
-    expect(rows[1]!.querySelector("[data-field='tolerance']")!.textContent).toBe("–"); // not recorded
+    expect(rows[1]!.querySelector<HTMLElement>("[data-field='max_abs_diff']")!.title).toBe(""); // no tolerance recorded
   });
 
   test("the runs table shows the first call and the tolerance of each comparison", () => {
@@ -345,9 +345,12 @@ describe("explorer DOM contract", () => {
     );
     expect(first!.querySelector("[data-field='matches_eager']")!.textContent).toBe("–");
     expect(rerun!.querySelector("[data-field='id']")!.textContent).toBe("r2");
-    expect(rerun!.querySelector("[data-field='tolerance']")!.textContent).toBe(
-      "float32: atol 1e-05, rtol 1.3e-06",
+    expect(rerun!.querySelector<HTMLElement>("[data-field='max_abs_diff']")!.title).toBe(
+      "tolerance: float32: atol 1e-05, rtol 1.3e-06",
     );
+    // what the user looks for first comes first: the comparison right after the run's name
+    const fields = [...rerun!.querySelectorAll("td")].map((td) => td.dataset.field);
+    expect(fields.slice(0, 3)).toEqual(["id", "matches_eager", "max_abs_diff"]);
   });
 
   test("a failure shows the error with the user's line and the completed steps", () => {

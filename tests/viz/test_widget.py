@@ -219,6 +219,20 @@ def test_explore_after_a_plain_call_reruns_with_its_inputs():
     assert run.error is None and run.matches_eager
 
 
+def test_explore_after_calls_starts_with_the_first_call_row_as_the_magic_does():
+    """explore(jm) said "Runs: none yet" where %thunder_jit showed the call that compiled."""
+    jf = thunder.jit(scaled_tanh)
+    for _ in range(3):
+        jf(torch.randn(4, 4), torch.randn(4, 4))
+    w = thunder_viz.explore(jf)
+    [first] = w.document["runs"]
+    assert first["first_call"] is True and first["id"] == "r1"
+    assert first["executors"] == w.session.executors
+    assert (first["cache_misses"], first["cache_hits"], first["repeats"]) == (1, 2, 3)
+    assert first["compile_ms"] > 0 and first["median_ms"] is None  # its time was not measured
+    assert first["matches_eager"] is None and first["max_abs_diff"] is None
+
+
 def test_explore_after_a_training_step_shows_the_backward_and_reruns():
     torch.manual_seed(0)
     jm = thunder.jit(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()))
