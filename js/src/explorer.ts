@@ -290,6 +290,8 @@ class Explorer {
     );
     this.renderExecutors();
     this.runsSlot.replaceChildren(runsTable(this.doc, model.runs));
+    const footer = this.runsSlot.parentElement;
+    if (footer) footer.scrollTop = footer.scrollHeight; // the latest run in view when there are many
     if (!this.opened) {
       this.opened = true;
       this.stepIndex = Math.max(

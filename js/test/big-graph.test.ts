@@ -357,7 +357,7 @@ describe("the wheel", () => {
     const scrolled = wheel();
     expect(scrolled.defaultPrevented).toBe(false); // the notebook scrolls
     expect(scale()).toBe(k);
-    expect(m.q("[data-testid='wheel-hint']").hidden).toBe(false); // and says how to zoom
+    expect(m.q<HTMLElement>("[data-testid='wheel-hint']").hidden).toBe(false); // and says how to zoom
     graph.dispatchEvent(new MouseEvent("pointerdown", { bubbles: true, button: 0 }));
     expect(wheel().defaultPrevented).toBe(true);
     const zoomed = scale();
