@@ -82,6 +82,8 @@ class Explorer {
   /** How the shown step's groups open: fusions and a big step's module scopes collapsed. */
   private opensCollapsed = new Map<string, boolean>();
   private query = "";
+  private wholeWord = false;
+  private readonly wholeWordEl: HTMLButtonElement;
   private matches: string[] = [];
   private matchCursor = -1;
   /** The shown step's search index (see `searchIndex`), rebuilt when the step changes. */
@@ -125,6 +127,18 @@ class Explorer {
       hidden: true,
     });
     this.searchCount = h(doc, "span", { class: "tx-search-count", "data-testid": "search-count" });
+    this.wholeWordEl = h(
+      doc,
+      "button",
+      {
+        type: "button",
+        class: "tx-whole-word",
+        "data-testid": "search-whole-word",
+        "aria-pressed": "false",
+        title: "Match whole words only (default: any part of a name, any case)",
+      },
+      "ab",
+    );
     const zoomButton = (
       testid: string,
       text: string,
@@ -155,6 +169,7 @@ class Explorer {
       this.statusEl,
       h(doc, "span", { class: "tx-spacer" }),
       h(doc, "span", { class: "tx-search-box" }, this.searchEl, this.searchList),
+      this.wholeWordEl,
       this.searchCount,
       zoomButton("zoom-out", "−", "zoom out", () => this.graph.zoomBy(1 / 1.25)),
       zoomButton("zoom-in", "+", "zoom in", () => this.graph.zoomBy(1.25)),
@@ -685,10 +700,10 @@ class Explorer {
       .trim()
       .toLowerCase()
       .replace(/^\.+|\.+$/g, "");
-    const needle = `.${q}.`;
+    const hit = nameMatcher(q, this.wholeWord);
     this.matches = q
       ? this.searchEntries()
-          .filter((e) => e.names.some((name) => name.includes(needle)))
+          .filter((e) => e.names.some(hit))
           .map((e) => e.node.id)
       : [];
     this.matchCursor = -1;
@@ -745,6 +760,7 @@ class Explorer {
     const id = this.matches[i] ?? null;
     // typing on often keeps the first match: nothing to redo then
     if (!preview || id !== this.selected) this.select(id, true, preview);
+    if (!preview && id !== null) this.graph.reveal(id, true); // chosen: at a zoom that reads
   }
 
   /** Search matches and gradient marks share the search-match styling. */
@@ -773,6 +789,11 @@ class Explorer {
       if (this.matches.length) this.showMatch(0, true); // the first match in view as you type
     });
     this.searchEl.addEventListener("focus", () => this.renderSearchList());
+    this.wholeWordEl.addEventListener("click", () => {
+      this.wholeWord = !this.wholeWord;
+      setAttrs(this.wholeWordEl, { "aria-pressed": String(this.wholeWord) });
+      this.applySearch();
+    });
     this.searchEl.addEventListener("blur", () => (this.searchList.hidden = true));
     // keep the focus in the search box: a click on a match must not close the list under it
     this.searchList.addEventListener("mousedown", (e) => e.preventDefault());
@@ -910,6 +931,19 @@ function gradientNodes(backward: Step, forward: Step, id: string): TraceNode[] {
 const SEARCH_LIST_MAX = 50;
 
 /** A node with the lower-cased names a search can hit, each wrapped in dots (`.ltorch.add.`). */
+/**
+ * What a search hits: any name holding the query, in any case (`norm` finds `layer_norm`, `LN`
+ * finds `ln_1.weight`), or with `wholeWord` only where it stands between non-word characters
+ * (`weight` finds `ln_1.weight`, not `weights`; `transformer.h.1` not `transformer.h.10`).
+ * `q` is lower case.
+ */
+export function nameMatcher(q: string, wholeWord: boolean): (name: string) => boolean {
+  if (!wholeWord) return (name) => name.includes(q);
+  const escaped = q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const re = new RegExp(`(^|[^a-z0-9_])${escaped}($|[^a-z0-9_])`);
+  return (name) => re.test(name);
+}
+
 interface SearchEntry {
   node: TraceNode;
   names: string[];
@@ -923,7 +957,7 @@ interface SearchEntry {
  */
 function searchIndex(step: Step): SearchEntry[] {
   const chains = groupChains(step);
-  const wrap = (name: string): string => `.${name.toLowerCase()}.`;
+  const lower = (name: string): string => name.toLowerCase();
   return step.nodes
     .filter((n) => !isDel(n))
     .map((n) => {
@@ -935,7 +969,7 @@ function searchIndex(step: Step): SearchEntry[] {
         names.push(v.name);
         if (v.path) names.push(v.path);
       }
-      return { node: n, names: names.map(wrap) };
+      return { node: n, names: names.map(lower) };
     });
 }
 

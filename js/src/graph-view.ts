@@ -233,15 +233,19 @@ export class GraphView {
     return this.repOf.get(nodeId);
   }
 
-  /** Brings an item into view if it is outside the viewport. */
-  reveal(nodeId: string): void {
+  /** Brings an item into view if it is outside the viewport; `readable` (a search result the
+   * user chose) also zooms in, centred on it, when the view is too small to read its label. */
+  reveal(nodeId: string, readable = false): void {
     const item = this.itemByKey.get(this.repOf.get(nodeId) ?? nodeId);
     if (!item) return;
     const { width, height } = this.size();
-    const { tx, ty, k } = this.view;
+    const { tx, ty } = this.view;
+    let { k } = this.view;
     const sx = item.x * k + tx;
     const sy = item.y * k + ty;
-    if (sx >= 0 && sy >= 0 && sx + item.w * k <= width && sy + item.h * k <= height) return;
+    const small = readable && k < OPEN_ZOOM;
+    if (small) k = OPEN_ZOOM;
+    else if (sx >= 0 && sy >= 0 && sx + item.w * k <= width && sy + item.h * k <= height) return;
     this.view = {
       k,
       tx: width / 2 - (item.x + item.w / 2) * k,

@@ -110,6 +110,8 @@ export function nodeDetails(
   // module and torch's own line.
   const userLine = src?.call_site ?? src;
   const rows: HTMLElement[] = [
+    // the graph names ops as the user wrote them; the symbol that runs is here (Note [Node labels])
+    row(doc, "symbol", h(doc, "code", { "data-testid": "node-symbol" }, breakable(doc, node.op))),
     row(
       doc,
       "executor",
@@ -145,7 +147,7 @@ export function nodeDetails(
       doc,
       "h3",
       { class: "tx-details-title" },
-      breakable(doc, node.op),
+      breakable(doc, node.label || node.op),
       h(doc, "span", { class: "tx-muted" }, ` line ${node.line ?? "?"}`),
     ),
     h(doc, "dl", { class: "tx-dl" }, ...rows),
