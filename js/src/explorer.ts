@@ -11,6 +11,7 @@ import { formatMs, h, setAttrs, truncate } from "./dom";
 import { GraphView } from "./graph-view";
 import type { ExplorerHost } from "./host";
 import type { LayoutStepInput, StepLayout } from "./layout";
+import { plumbingCount, withoutPlumbing } from "./plumbing";
 import { createLayoutProvider, type LayoutProvider } from "./layout-client";
 import {
   diffSummary,
@@ -82,6 +83,11 @@ class Explorer {
   /** How the shown step's groups open: fusions and a big step's module scopes collapsed. */
   private opensCollapsed = new Map<string, boolean>();
   private query = "";
+  /** Library bookkeeping (plumbing.ts) is folded away unless the user asks to see it. */
+  private showPlumbing = false;
+  private fullModel: TraceDocument | null = null;
+  private readonly plumbingEl: HTMLElement;
+  private readonly plumbingBox: HTMLInputElement;
   private wholeWord = false;
   private readonly wholeWordEl: HTMLButtonElement;
   private matches: string[] = [];
@@ -127,6 +133,19 @@ class Explorer {
       hidden: true,
     });
     this.searchCount = h(doc, "span", { class: "tx-search-count", "data-testid": "search-count" });
+    this.plumbingBox = h(doc, "input", { type: "checkbox", "data-testid": "show-plumbing" });
+    this.plumbingEl = h(
+      doc,
+      "label",
+      {
+        class: "tx-plumbing",
+        hidden: true,
+        title:
+          "attribute stores a library makes for its own bookkeeping (transformers' output collector): not computation",
+      },
+      this.plumbingBox,
+      "",
+    );
     this.wholeWordEl = h(
       doc,
       "button",
@@ -168,6 +187,7 @@ class Explorer {
       this.titleEl,
       this.statusEl,
       h(doc, "span", { class: "tx-spacer" }),
+      this.plumbingEl,
       h(doc, "span", { class: "tx-search-box" }, this.searchEl, this.searchList),
       this.wholeWordEl,
       this.searchCount,
@@ -288,7 +308,12 @@ class Explorer {
     setAttrs(this.root, { "data-invalid": "true" });
   }
 
-  private setDocument(model: TraceDocument): void {
+  private setDocument(full: TraceDocument): void {
+    this.fullModel = full;
+    const plumbing = plumbingCount(full);
+    this.plumbingEl.hidden = plumbing === 0;
+    this.plumbingEl.lastChild!.textContent = ` show bookkeeping (${plumbing})`;
+    const model = this.showPlumbing ? full : withoutPlumbing(full);
     this.model = model;
     this.lastForward = null;
     this.body.hidden = false;
@@ -789,6 +814,10 @@ class Explorer {
       if (this.matches.length) this.showMatch(0, true); // the first match in view as you type
     });
     this.searchEl.addEventListener("focus", () => this.renderSearchList());
+    this.plumbingBox.addEventListener("change", () => {
+      this.showPlumbing = this.plumbingBox.checked;
+      if (this.fullModel) this.setDocument(this.fullModel);
+    });
     this.wholeWordEl.addEventListener("click", () => {
       this.wholeWord = !this.wholeWord;
       setAttrs(this.wholeWordEl, { "aria-pressed": String(this.wholeWord) });

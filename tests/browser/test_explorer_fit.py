@@ -21,7 +21,7 @@ import time
 import pytest
 
 from tests.browser.conftest import _NOTEBOOK_READY, REPO, LabServer
-from tests.browser.test_explorer_in_lab import EXPLORER, RERUN_MS, open_and_run, ready_explorer
+from tests.browser.test_explorer_in_lab import EXPLORER, RERUN_MS, open_and_run, ready_explorer, settle
 
 pytestmark = pytest.mark.browser
 
@@ -65,6 +65,12 @@ def _align_top(ex) -> None:
     time.sleep(0.3)
 
 
+def _labels(ex) -> list[str]:
+    return ex.locator('[data-testid="graph"] [data-testid="node"] .node-label').evaluate_all(
+        "els => els.map(e => e.textContent)"
+    )
+
+
 def _runs(ex) -> list[str]:
     return ex.locator('[data-testid="run"]').all_inner_texts()
 
@@ -106,6 +112,43 @@ def test_gpt2_in_training_mode_fits_compares_yes_and_reconnects(notebook_opener)
     assert legend.locator("input").count() == 0
     swatch = legend.locator(".tx-swatch").bounding_box()
     assert swatch["width"] >= 1.5 * swatch["height"]
+
+    # transformers' output-collector plumbing is folded away, with a toggle that shows it
+    collector = explored.locator('[data-testid="io"][data-io-id="input:_active_collector"]')
+    assert _labels(explored).count("store_attr") == 0 and collector.count() == 0
+    toggle = explored.locator('[data-testid="show-plumbing"]')
+    toggle.check()
+    settle(explored)
+    assert _labels(explored).count("store_attr") >= 2 and collector.count() == 1
+    toggle.uncheck()
+    settle(explored)
+    assert _labels(explored).count("store_attr") == 0
+
+    # search finds an op by its torch name at every step, in any case and by any part of it
+    search = explored.locator('[data-testid="search"]')
+    for index in explored.locator('[data-testid="step"]').evaluate_all(
+        "els => els.filter(e => e.textContent.includes('computation')).map(e => e.dataset.stepIndex)"
+    ):
+        explored.locator(f'[data-testid="step"][data-step-index="{index}"]').click()
+        settle(explored)
+        for query in ("layer_norm", "NORM", "layer"):
+            search.fill(query)
+            count = explored.locator('[data-testid="search-count"]').inner_text()
+            assert count.split()[0] not in ("0", ""), f"{query!r} at step {index}: {count}"
+    # a chosen result comes into view at a zoom that reads, however far out the view was
+    explored.locator('[data-testid="zoom-fit"]').click()
+    for _ in range(8):
+        explored.locator('[data-testid="zoom-out"]').click()
+    search.fill("dropout")
+    explored.locator('[data-testid="search-result"]').last.click()
+    settle(explored)
+    scale = float(explored.evaluate(TRANSFORM).split("scale(")[1].rstrip(")"))
+    assert scale >= 0.6, scale
+    chosen = explored.locator('[data-testid="node"][aria-selected="true"]').bounding_box()
+    graph = explored.locator('[data-testid="graph"]').bounding_box()
+    assert graph["x"] <= chosen["x"] and chosen["x"] + chosen["width"] <= graph["x"] + graph["width"]
+    assert graph["y"] <= chosen["y"] and chosen["y"] + chosen["height"] <= graph["y"] + graph["height"]
+    search.fill("")
 
     # the wheel scrolls the notebook over the graph until the graph is clicked
     _align_top(explored)
