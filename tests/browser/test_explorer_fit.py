@@ -43,6 +43,18 @@ FOOTER = """(ex) => {
   };
 }"""
 
+# Every scope label's box and every node's box, in client pixels.
+LABELS_AND_NODES = """(ex) => {
+  const box = (el) => { const b = el.getBoundingClientRect();
+    return {left: b.left, top: b.top, right: b.right, bottom: b.bottom}; };
+  const graph = ex.querySelector('[data-testid=graph]');
+  return {
+    labels: [...graph.querySelectorAll('.group-label')].map((t) => [t.textContent, box(t)]),
+    nodes: [...graph.querySelectorAll('[data-testid=node], [data-testid=io], [data-testid=group].collapsed')]
+      .map((n) => [n.textContent.slice(0, 30), box(n.querySelector('rect'))]),
+  };
+}"""
+
 TRANSFORM = "(ex) => ex.querySelector('[data-testid=graph] .viewport').getAttribute('transform')"
 SCROLLER = "() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').scrollTop"
 
@@ -149,6 +161,25 @@ def test_gpt2_in_training_mode_fits_compares_yes_and_reconnects(notebook_opener)
     assert graph["x"] <= chosen["x"] and chosen["x"] + chosen["width"] <= graph["x"] + graph["width"]
     assert graph["y"] <= chosen["y"] and chosen["y"] + chosen["height"] <= graph["y"] + graph["height"]
     search.fill("")
+
+    # nested scope labels never overlap each other or a node, every box open
+    for index in ("2", "7"):  # the first computation step (31 nested scopes), and the last (fusions)
+        explored.locator(f'[data-testid="step"][data-step-index="{index}"]').click()
+        settle(explored)
+        for _ in range(40):
+            closed = explored.locator('[data-testid="group"].collapsed [data-testid="group-toggle"]')
+            if not closed.count():
+                break
+            closed.first.dispatch_event("click")
+        settle(explored)
+        boxes = explored.evaluate(LABELS_AND_NODES)
+        assert len(boxes["labels"]) >= (20 if index == "2" else 1), boxes["labels"]
+        for i, (text, a) in enumerate(boxes["labels"]):
+            for other, b in boxes["labels"][i + 1 :]:
+                assert not _overlap(a, b), f"step {index}: {text!r} overlaps {other!r}"
+            for node, b in boxes["nodes"]:
+                assert not _overlap(a, b), f"step {index}: {text!r} overlaps node {node!r}"
+    nb.screenshot("fit-gpt2-scopes-open", explored)
 
     # the wheel scrolls the notebook over the graph until the graph is clicked
     _align_top(explored)
