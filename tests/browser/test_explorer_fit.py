@@ -227,7 +227,7 @@ def test_gpt2_in_training_mode_fits_compares_yes_and_reconnects(notebook_opener)
 
 
 # Text colour against the nearest opaque background, as WCAG's contrast ratio.
-CONTRAST = """(el) => {
+CONTRAST = """(el, pseudo = null) => {
   const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
   const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
                                return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
@@ -236,7 +236,7 @@ CONTRAST = """(el) => {
     const c = rgb(getComputedStyle(e).backgroundColor);
     if (c.length === 3 || c[3] > 0.5) bg = c.slice(0, 3);
   }
-  const fg = rgb(getComputedStyle(el).color).slice(0, 3);
+  const fg = rgb(getComputedStyle(el, pseudo).color).slice(0, 3);
   const [a, b] = [lum(fg), lum(bg || [255, 255, 255])].sort((x, y) => y - x);
   return (a + 0.05) / (b + 0.05);
 }"""
@@ -261,6 +261,9 @@ def test_every_control_is_readable_in_the_theme(notebook_opener, theme):
         ratio = control.evaluate(CONTRAST)
         label = control.get_attribute("data-testid") or control.inner_text()[:30]
         assert ratio >= 3.0, f"{label!r} has contrast {ratio:.2f} in {theme}"
+    search = ex.locator('[data-testid="search"]')
+    placeholder = search.evaluate(f"e => ({CONTRAST})(e, '::placeholder')")
+    assert placeholder >= 3.0, f"the search box's placeholder has contrast {placeholder:.2f} in {theme}"
     checkbox = ex.locator('[data-testid="executor-toggle"]').first
     assert checkbox.evaluate("e => getComputedStyle(e).colorScheme") == "light"
     nb.screenshot(f"controls-{theme.split()[-1].lower()}", ex)
