@@ -7,7 +7,7 @@
  * browser tests use (data-testid attributes, see docs/trace-schema.md's companion notes in
  * thunder_viz); all document text is rendered as text.
  */
-import { formatMs, h, setAttrs, truncate } from "./dom";
+import { formatMs, h, s, setAttrs, truncate } from "./dom";
 import { GraphView } from "./graph-view";
 import type { ExplorerHost } from "./host";
 import type { LayoutStepInput, StepLayout } from "./layout";
@@ -83,6 +83,8 @@ class Explorer {
   /** How the shown step's groups open: fusions and a big step's module scopes collapsed. */
   private opensCollapsed = new Map<string, boolean>();
   private query = "";
+  private maximized = false;
+  private readonly maximizeEl: HTMLButtonElement;
   /** Library bookkeeping (plumbing.ts) is folded away unless the user asks to see it. */
   private showPlumbing = false;
   private fullModel: TraceDocument | null = null;
@@ -179,6 +181,29 @@ class Explorer {
       b.addEventListener("click", fn);
       return b;
     };
+    this.maximizeEl = h(
+      doc,
+      "button",
+      {
+        type: "button",
+        class: "tx-zoom tx-maximize",
+        "data-testid": "maximize",
+        "aria-pressed": "false",
+        title: "give the explorer the whole tab (Esc restores)",
+        "aria-label": "maximize",
+      },
+      s(
+        doc,
+        "svg",
+        { viewBox: "0 0 12 12", width: 12, height: 12, "aria-hidden": "true" },
+        s(doc, "path", {
+          d: "M1 4V1h3M8 1h3v3M11 8v3H8M4 11H1V8",
+          fill: "none",
+          stroke: "currentColor",
+        }),
+      ),
+    );
+    this.maximizeEl.addEventListener("click", () => this.setMaximized(!this.maximized));
     const header = h(
       doc,
       "header",
@@ -194,6 +219,7 @@ class Explorer {
       zoomButton("zoom-out", "−", "zoom out", () => this.graph.zoomBy(1 / 1.25)),
       zoomButton("zoom-in", "+", "zoom in", () => this.graph.zoomBy(1.25)),
       zoomButton("zoom-fit", "⤢", "fit graph", () => this.graph.fit()),
+      this.maximizeEl,
     );
     this.errorSlot = h(doc, "div", { class: "tx-error-slot" });
     this.stepList = h(doc, "ul", {
@@ -894,7 +920,20 @@ class Explorer {
     this.root.focus(); // the clicked link is gone with the old details: keep the keys working
   }
 
+  /** The explorer over the whole tab (the notebook panel), or back in its cell. */
+  private setMaximized(on: boolean): void {
+    this.maximized = on;
+    this.root.classList.toggle("tx-maximized", on);
+    setAttrs(this.maximizeEl, { "aria-pressed": String(on) });
+    this.root.focus();
+  }
+
   private onKey(e: KeyboardEvent): void {
+    if (e.key === "Escape" && this.maximized) {
+      this.setMaximized(false);
+      e.preventDefault();
+      return;
+    }
     const target = e.target as HTMLElement | null;
     if (
       target &&

@@ -439,3 +439,16 @@ describe("a document from the Python serializer (thunder_viz.graph, an MLP under
     }
   });
 });
+
+describe("the maximize button", () => {
+  test("gives the explorer the whole tab and Escape gives it back", () => {
+    m = mountDoc(fixture("sample"));
+    const button = m.q<HTMLButtonElement>("[data-testid='maximize']");
+    click(button);
+    expect(m.root.classList.contains("tx-maximized")).toBe(true);
+    expect(button.getAttribute("aria-pressed")).toBe("true");
+    m.root.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect(m.root.classList.contains("tx-maximized")).toBe(false);
+    expect(button.getAttribute("aria-pressed")).toBe("false");
+  });
+});

@@ -268,6 +268,18 @@ def test_every_control_is_readable_in_the_theme(notebook_opener, theme):
     assert checkbox.evaluate("e => getComputedStyle(e).colorScheme") == "light"
     nb.screenshot(f"controls-{theme.split()[-1].lower()}", ex)
 
+    # the maximize button gives the explorer the whole notebook tab; Esc puts it back
+    cell = ex.bounding_box()
+    ex.locator('[data-testid="maximize"]').click()
+    whole = ex.evaluate(
+        "e => { const b = e.getBoundingClientRect(), p = e.closest('.jp-NotebookPanel').getBoundingClientRect();"
+        " return [b.width / p.width, b.height / p.height]; }"
+    )
+    assert whole[0] > 0.97 and whole[1] > 0.9, whole
+    nb.page.keyboard.press("Escape")
+    restored = ex.bounding_box()
+    assert abs(restored["height"] - cell["height"]) < 2 and abs(restored["width"] - cell["width"]) < 2
+
 
 @pytest.mark.parametrize("name", ["02_training.ipynb", "03_gpt2_explorer.ipynb"])
 def test_opening_a_tutorial_does_not_modify_it(browser: object, lab_server: LabServer, name: str):
