@@ -244,6 +244,19 @@ def test_explore_after_a_training_step_shows_the_backward_and_reruns():
     assert run.error is None and run.matches_eager
 
 
+def test_explore_after_a_training_step_with_dropout_compares_yes():
+    """The training explorer said "NO (loss)": eager ran its dropout from another random state."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
+    jm = thunder.jit(model)
+    x = torch.randn(16, 8)
+    jm(x).sum().backward()
+    w = thunder_viz.explore(jm)
+    run = w.rerun(["torch"])
+    assert run.error is None and run.not_comparable is None
+    assert run.matches_eager is True and run.max_abs_diff < 1e-5
+
+
 def test_explore_without_recorded_inputs_shows_the_compilation_without_reruns():
     jf = thunder.jit(scaled_tanh)
     thunder._record_last_inputs(False)
