@@ -243,9 +243,15 @@ CONTRAST = """(el, pseudo = null) => {
 
 
 @pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"])
-def test_every_control_is_readable_in_the_theme(notebook_opener, theme):
+def test_every_control_is_readable_in_the_theme(notebook_opener, request, theme):
     """In the dark theme the zoom buttons were blank: light text on the explorer's white."""
     nb = notebook_opener("explorer.ipynb")
+    # the theme is a user setting of the shared server: later tests get the light one back
+    request.addfinalizer(
+        lambda: nb.page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})"
+        )
+    )
     nb.page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
     nb.page.wait_for_function(
         "(light) => document.body.dataset.jpThemeLight === light", arg=str(theme.endswith("Light")).lower()
