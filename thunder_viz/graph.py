@@ -55,6 +55,7 @@ __all__ = [
     "diff",
     "document",
     "validate_document",
+    "torch_name",
 ]
 
 SCHEMA = "thunder-trace"

@@ -27,7 +27,7 @@ SAVED_CELLS = [
     "import torch\n\nimport thunder\nimport thunder_viz\n\n\n"
     "def f(a, b):\n    c = a + b\n    d = c * 2\n    unused = d - 1  # noqa: F841 (dead code a pass removes)\n"
     "    return torch.tanh(d)\n\n\n"
-    'jf = thunder.jit(f, executors=["torch"])  # unfused: each op is a node\na, b = torch.randn(4, 3), torch.randn(4, 3)\n_ = jf(a, b)',
+    "jf = thunder.jit(f, executors=[\"torch\"])  # unfused: each op is a node\na, b = torch.randn(4, 3), torch.randn(4, 3)\n_ = jf(a, b)",
     "# the trace history: every computation trace, each after one pass\nthunder.last_traces(jf)",
     "# one trace\ndisplay(thunder.last_traces(jf)[-1])",
     "# the explorer widget (its saved output carries the same document)\nthunder_viz.explore(jf, args=(a, b))",
