@@ -49,6 +49,9 @@ export function layoutInput(step: Step): LayoutStepInput {
   };
 }
 
+/** The narrowest the side pane (trace source, details) can be dragged. */
+const SIDE_MIN = 220;
+
 class Explorer {
   private readonly doc: Document;
   private readonly root: HTMLElement;
@@ -267,6 +270,7 @@ class Explorer {
         doc,
         "div",
         { class: "tx-side" },
+        this.splitter(doc),
         h(
           doc,
           "section",
@@ -918,6 +922,54 @@ class Explorer {
     this.revealOnRender = true;
     this.showStep(index, from);
     this.root.focus(); // the clicked link is gone with the old details: keep the keys working
+  }
+
+  /** The handle on the side pane's left edge: drag it (or use the arrow keys) to give the trace
+   * source and the details more or less room than the graph. */
+  private splitter(doc: Document): HTMLElement {
+    const handle = h(doc, "div", {
+      class: "tx-splitter",
+      "data-testid": "side-splitter",
+      role: "separator",
+      "aria-orientation": "vertical",
+      "aria-label": "resize the trace source pane",
+      tabindex: 0,
+    });
+    const width = (): number => handle.parentElement?.getBoundingClientRect().width ?? 0;
+    const setWidth = (w: number): void => {
+      const total = this.body.getBoundingClientRect().width;
+      const max = Math.max(SIDE_MIN, total * 0.7);
+      this.body.style.setProperty(
+        "--tx-side-w",
+        `${Math.round(Math.min(max, Math.max(SIDE_MIN, w)))}px`,
+      );
+    };
+    let drag: { x: number; w: number; id: number } | null = null;
+    handle.addEventListener("pointerdown", (e) => {
+      if (e.button !== 0) return;
+      e.preventDefault();
+      drag = { x: e.clientX, w: width(), id: e.pointerId };
+      try {
+        handle.setPointerCapture(e.pointerId);
+      } catch {
+        /* synthetic events have no capturable pointer */
+      }
+    });
+    handle.addEventListener("pointermove", (e) => {
+      if (drag && e.pointerId === drag.id) setWidth(drag.w - (e.clientX - drag.x));
+    });
+    const end = (): void => {
+      drag = null;
+    };
+    handle.addEventListener("pointerup", end);
+    handle.addEventListener("pointercancel", end);
+    handle.addEventListener("keydown", (e) => {
+      if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
+      e.preventDefault();
+      e.stopPropagation();
+      setWidth(width() + (e.key === "ArrowLeft" ? 40 : -40));
+    });
+    return handle;
   }
 
   /** The explorer over the whole tab (the notebook panel), or back in its cell. */

@@ -452,3 +452,14 @@ describe("the maximize button", () => {
     expect(button.getAttribute("aria-pressed")).toBe("false");
   });
 });
+
+describe("the side pane", () => {
+  test("resizes from its edge with the arrow keys (and by dragging, in the browser tests)", () => {
+    m = mountDoc(fixture("sample"));
+    const handle = m.q<HTMLElement>("[data-testid='side-splitter']");
+    expect(handle.getAttribute("role")).toBe("separator");
+    handle.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowLeft", bubbles: true }));
+    // jsdom has no layout: the pane measures 0 wide, so it gets the narrowest width allowed
+    expect(m.q<HTMLElement>(".tx-body").style.getPropertyValue("--tx-side-w")).toBe("220px");
+  });
+});

@@ -287,6 +287,17 @@ def test_every_control_is_readable_in_the_theme(notebook_opener, request, theme)
     assert checkbox.evaluate("e => getComputedStyle(e).colorScheme") == "light"
     nb.screenshot(f"controls-{theme.split()[-1].lower()}", ex)
 
+    # the side pane resizes: its left edge dragged 150 px left gives the trace source 150 px more
+    side = ex.locator(".tx-side")
+    before = side.bounding_box()["width"]
+    handle = ex.locator('[data-testid="side-splitter"]').bounding_box()
+    x, y = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
+    nb.page.mouse.move(x, y)
+    nb.page.mouse.down()
+    nb.page.mouse.move(x - 150, y, steps=5)
+    nb.page.mouse.up()
+    assert abs(side.bounding_box()["width"] - before - 150) < 3
+
     # the maximize button gives the explorer the whole notebook tab; Esc puts it back
     cell = ex.bounding_box()
     ex.locator('[data-testid="maximize"]').click()
