@@ -366,3 +366,18 @@ def test_values_eager_does_not_reproduce_are_not_comparable_instead_of_no(fn, no
     assert run.error is None and run.matches_eager is None
     assert run.not_comparable == f"{note}: values not comparable"
     assert run.to_json()["not_comparable"] == run.not_comparable
+
+
+def dropout_then_double(x):
+    return torch.nn.functional.dropout(x, 0.5) * 2
+
+
+def test_a_real_difference_with_random_ops_still_says_no():
+    """"Not comparable" is said only when a side does not reproduce itself from the random state:
+    a compiled program that differs from eager every time (here eager is made to differ) is NO."""
+    session = _session(dropout_then_double, torch.ones(64))
+    session._rejit = lambda executors: thunder.jit(dropout_then_double, executors=executors)
+    session.original = lambda x: torch.nn.functional.dropout(x, 0.5) * 3  # eager "disagrees" every time
+    run = session.rerun(["torch"])
+    assert run.error is None and run.not_comparable is None
+    assert run.matches_eager is False and run.max_abs_diff == pytest.approx(2.0)
