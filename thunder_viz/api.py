@@ -91,8 +91,10 @@ def explore(jitted_fn: Any, *, args: tuple | None = None, kwargs: dict | None = 
     if session is not None:
         return ExplorerWidget(session)
     recorded = thunder._last_inputs(jitted_fn)  # recorded since thunder_viz was imported
-    if recorded is not None:
-        return ExplorerWidget(Session(jitted_fn, args=recorded[0], kwargs=recorded[1]))
-    if not _was_called(jitted_fn):
+    called = _was_called(jitted_fn)
+    if recorded is None and not called:
         raise _not_called(jitted_fn)
-    return ExplorerWidget(Session(jitted_fn))
+    session = Session(jitted_fn) if recorded is None else Session(jitted_fn, args=recorded[0], kwargs=recorded[1])
+    if called:
+        session.record_earlier_call()  # the row %thunder_jit shows for its first call
+    return ExplorerWidget(session)

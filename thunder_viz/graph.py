@@ -55,6 +55,7 @@ __all__ = [
     "diff",
     "document",
     "validate_document",
+    "torch_name",
 ]
 
 SCHEMA = "thunder-trace"
@@ -175,6 +176,24 @@ class _Facts:
         return facts
 
 
+# Note [Node labels]
+# A node is labelled with the name the user wrote (``layer_norm``, ``view``, ``dropout``), in every
+# step: the symbol a pass or an executor renamed it to (``layer_norm_with_stats``,
+# ``torch_layer_norm_with_stats``, ``Tensor.view``) is the node's ``op``, shown in its details. A
+# node keeps its id through such renames (see "Identity" in docs/trace-schema.md), so it keeps the
+# label it had in the first step it appeared in; a new node (a decomposition's part, a fusion) is
+# labelled with its own symbol's name, less the namespaces of torch and of the executors.
+_NAMESPACES = ("ltorch.", "torch.nn.functional.", "nn.functional.", "torch.Tensor.", "Tensor.", "torch.", "torch_")
+
+
+def torch_name(name: str) -> str:
+    """``Tensor.view`` -> ``view``, ``torch_iota`` -> ``iota``, ``nn.functional.dropout`` -> ``dropout``."""
+    for prefix in _NAMESPACES:
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return name[len(prefix) :]
+    return name
+
+
 def _label(bsym: BoundSymbol) -> str:
     """A node's label: the op's name; where the program needed a tensor's value (a split,
     Note [Data-dependent values] in ``thunder.core.data_dependent``), what it asked and got."""
@@ -209,13 +228,14 @@ def _printed(trace) -> tuple[str, list[int]]:
 class _StepIndex:
     """What the next step needs from this one to derive identity."""
 
-    __slots__ = ("uid_to_id", "origin", "producer", "op", "executed")
+    __slots__ = ("uid_to_id", "origin", "producer", "op", "label", "executed")
 
     def __init__(self):
         self.uid_to_id: dict[int, str] = {}
         self.origin: dict[str, list[str]] = {}
         self.producer: dict[str, str] = {}  # value name -> id of the node that makes it
         self.op: dict[str, str] = {}
+        self.label: dict[str, str] = {}  # node id -> its label (the torch name it keeps, Note [Node labels])
         self.executed = False
 
 
@@ -296,11 +316,15 @@ class _StepBuilder:
 
     def _node(self, bsym, nid, line, lineage, executor=None) -> dict:
         facts = self.facts.bsym(bsym)
+        label = self.prev.label.get(nid) if self.inherit and not bsym.sym._is_fusion else None
+        if label is None:
+            label = torch_name(facts["label"])
+        self.out.label[nid] = label
         node = {
             "id": nid,
             "uid": bsym.uid,
             "op": facts["op"],
-            "label": facts["label"],
+            "label": label,
             "executor": executor if executor is not None else self._executor(bsym),
             "fusion": bool(bsym.sym._is_fusion),
             "inputs": facts["inputs"],

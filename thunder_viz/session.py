@@ -123,6 +123,9 @@ class Run:
     matches_eager: bool | None = None
     differs_at: str | None = None  # the path of the first output leaf that differs from eager's (``logits``)
     tolerance: str | None = None  # the tolerances the comparison used, per dtype of the outputs
+    # why the values could not be compared although both sides ran ("random ops: values not
+    # comparable": eager, or the compiled function, gives other values from the same random state)
+    not_comparable: str | None = None
     cache_hits: int = 0
     cache_misses: int = 0
     # Where each fusion stood when the run ended (a background-compiled region may still be warming
@@ -470,6 +473,16 @@ class Session:
             _record_statistics(run, self.jitted)
         return out
 
+    def record_earlier_call(self) -> Run:
+        """The row of the call(s) made before the session existed (``jm(x); explore(jm)``), as
+        ``%thunder_jit`` shows its first call: the executors, compile time and cache counters of the
+        compilation (its time was not measured, and it was not compared with eager)."""
+        run = Run(id=f"r{next(self._run_ids)}", executors=self.executors, first_call=True)
+        _record_statistics(run, self.jitted)
+        run.repeats = run.cache_hits + run.cache_misses
+        self.runs.append(run)
+        return run
+
     def rerun(self, executors: Sequence[Any]) -> Run:
         """Jits the original again with ``executors`` (other options unchanged) and reruns it.
 
@@ -497,14 +510,16 @@ class Session:
         self.jitted = jitted
         _register(jitted, self)
         run.executors = self.executors
-        try:
-            args, kwargs = clone_inputs(self.args, self.kwargs)
-            outputs = jitted(*args, **kwargs)
-            run.median_ms, run.repeats = self._time(jitted)
-        except Exception as exc:
-            run.error = self.error = ErrorInfo.from_exception(exc, jitted=jitted)
-        else:
-            run.max_abs_diff, run.matches_eager, run.differs_at, run.tolerance = self._against_eager(outputs)
+        with _keeping_rng_state():  # the explorer's runs leave the notebook's random stream as it was
+            start = _rng_state()
+            try:
+                args, kwargs = clone_inputs(self.args, self.kwargs)
+                outputs = jitted(*args, **kwargs)
+                run.median_ms, run.repeats = self._time(jitted)
+            except Exception as exc:
+                run.error = self.error = ErrorInfo.from_exception(exc, jitted=jitted)
+            else:
+                self._against_eager(run, jitted, outputs, start)
         _record_statistics(run, jitted)
         self.runs.append(run)
         return run
@@ -538,14 +553,42 @@ class Session:
         samples = [timed_call() for _ in range(repeats)]
         return statistics.median(samples) / 1e6, repeats
 
-    def _against_eager(self, outputs: Any) -> tuple[float | None, bool | None, str | None, str | None]:
+    def _against_eager(self, run: Run, jitted: Callable, outputs: Any, start: tuple) -> None:
+        """Compares ``outputs`` (of the call made from the random state ``start``) with eager
+        PyTorch's, run from the same state: the compiler draws eager's random numbers in eager's
+        order (Note [Random ops follow eager's generator]), so a model in training mode (dropout)
+        compares equal. When they differ, both sides are run again from that state: if either
+        gives other values than it gave before, the values are not comparable and the run says so
+        instead of "NO"."""
+        expected = self._eager_from(start)
+        if expected is _FAILED:  # eager PyTorch fails where thunder did not: nothing to compare with
+            return
+        run.max_abs_diff, run.matches_eager, run.differs_at = compare_leaves(outputs, expected)
+        run.tolerance = tolerance_of(expected)
+        if run.matches_eager:
+            return
+        eager_again = self._eager_from(start)
+        _set_rng_state(start)
+        args, kwargs = clone_inputs(self.args, self.kwargs)
+        try:
+            compiled_again = jitted(*args, **kwargs)
+        except Exception:  # it ran before: a failure now says nothing about the draws; the NO stands
+            return
+        eager_repeats = eager_again is not _FAILED and compare_leaves(eager_again, expected)[1]
+        if not eager_repeats or not compare_leaves(compiled_again, outputs)[1]:
+            run.matches_eager = None
+            random = "random ops" if _draws_random_numbers(jitted) else "nondeterministic ops"
+            run.not_comparable = f"{random}: values not comparable"
+
+    def _eager_from(self, state: tuple) -> Any:
+        """The original's outputs on clones of the inputs, from the random state ``state``."""
+        _set_rng_state(state)
         args, kwargs = clone_inputs(self.args, self.kwargs)
         try:
             with torch.no_grad() if self.options.disable_torch_autograd else contextlib.nullcontext():
-                expected = self.original(*args, **kwargs)
-        except Exception:  # eager PyTorch fails where thunder did not: nothing to compare with
-            return None, None, None, None
-        return (*compare_leaves(outputs, expected), tolerance_of(expected))
+                return self.original(*args, **kwargs)
+        except Exception:
+            return _FAILED
 
     def executors_json(self, *, interactive: bool | None = None, reason: str | None = None) -> dict:
         """The ``executors`` object of the document."""
@@ -594,6 +637,45 @@ def _record_statistics(run: Run, jitted: Any) -> None:
     run.fusions = [{"name": n, "status": s} for n, s in fusion_status(jitted)]
     run.cache_hits = thunder.cache_hits(jitted)
     run.cache_misses = thunder.cache_misses(jitted)
+
+
+_FAILED = object()  # eager PyTorch raised
+
+
+def _rng_state() -> tuple:
+    """The state of torch's global generators (CPU, and each CUDA device once CUDA is in use)."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return torch.random.get_rng_state(), cuda
+
+
+def _set_rng_state(state: tuple) -> None:
+    cpu, cuda = state
+    torch.random.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
+@contextlib.contextmanager
+def _keeping_rng_state():
+    state = _rng_state()
+    try:
+        yield
+    finally:
+        _set_rng_state(state)
+
+
+def _draws_random_numbers(jitted: Any) -> bool:
+    """Whether the last compilation of ``jitted`` has random ops (forward or backward)."""
+    from thunder.core.symbol import RANDOM
+
+    traces = [*thunder.last_traces(jitted), *(thunder.last_backward_traces(jitted) or [])]
+    return any(RANDOM in bsym.sym.tags for trace in traces for bsym in _flat(trace.bound_symbols))
+
+
+def _flat(bsyms: Sequence) -> Any:
+    for bsym in bsyms:
+        yield bsym
+        yield from _flat(bsym.subsymbols)
 
 
 def _synchronize() -> None:

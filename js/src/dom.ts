@@ -71,3 +71,14 @@ export function formatMs(ms: number | null): string {
   if (ms >= 1) return `${ms.toFixed(2)} ms`;
   return `${(ms * 1000).toFixed(1)} µs`;
 }
+
+/** `text` that may wrap after each `.` and `_` (a module path, a parameter's name), never
+ * mid-word (`ln_1.w eight`): a <wbr> marks each place; the text itself is unchanged. */
+export function breakable(doc: Document, text: string): DocumentFragment {
+  const out = doc.createDocumentFragment();
+  for (const part of text.split(/(?<=[._])/)) {
+    if (out.childNodes.length) out.appendChild(doc.createElement("wbr"));
+    out.appendChild(doc.createTextNode(part));
+  }
+  return out;
+}

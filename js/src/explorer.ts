@@ -7,10 +7,11 @@
  * browser tests use (data-testid attributes, see docs/trace-schema.md's companion notes in
  * thunder_viz); all document text is rendered as text.
  */
-import { formatMs, h, setAttrs, truncate } from "./dom";
+import { formatMs, h, s, setAttrs, truncate } from "./dom";
 import { GraphView } from "./graph-view";
 import type { ExplorerHost } from "./host";
 import type { LayoutStepInput, StepLayout } from "./layout";
+import { plumbingCount, withoutPlumbing } from "./plumbing";
 import { createLayoutProvider, type LayoutProvider } from "./layout-client";
 import {
   diffSummary,
@@ -48,6 +49,9 @@ export function layoutInput(step: Step): LayoutStepInput {
   };
 }
 
+/** The narrowest the side pane (trace source, details) can be dragged. */
+const SIDE_MIN = 220;
+
 class Explorer {
   private readonly doc: Document;
   private readonly root: HTMLElement;
@@ -82,6 +86,15 @@ class Explorer {
   /** How the shown step's groups open: fusions and a big step's module scopes collapsed. */
   private opensCollapsed = new Map<string, boolean>();
   private query = "";
+  private maximized = false;
+  private readonly maximizeEl: HTMLButtonElement;
+  /** Library bookkeeping (plumbing.ts) is folded away unless the user asks to see it. */
+  private showPlumbing = false;
+  private fullModel: TraceDocument | null = null;
+  private readonly plumbingEl: HTMLElement;
+  private readonly plumbingBox: HTMLInputElement;
+  private wholeWord = false;
+  private readonly wholeWordEl: HTMLButtonElement;
   private matches: string[] = [];
   private matchCursor = -1;
   /** The shown step's search index (see `searchIndex`), rebuilt when the step changes. */
@@ -125,6 +138,31 @@ class Explorer {
       hidden: true,
     });
     this.searchCount = h(doc, "span", { class: "tx-search-count", "data-testid": "search-count" });
+    this.plumbingBox = h(doc, "input", { type: "checkbox", "data-testid": "show-plumbing" });
+    this.plumbingEl = h(
+      doc,
+      "label",
+      {
+        class: "tx-plumbing",
+        hidden: true,
+        title:
+          "attribute stores a library makes for its own bookkeeping (transformers' output collector): not computation",
+      },
+      this.plumbingBox,
+      "",
+    );
+    this.wholeWordEl = h(
+      doc,
+      "button",
+      {
+        type: "button",
+        class: "tx-whole-word",
+        "data-testid": "search-whole-word",
+        "aria-pressed": "false",
+        title: "Match whole words only (default: any part of a name, any case)",
+      },
+      "ab",
+    );
     const zoomButton = (
       testid: string,
       text: string,
@@ -146,6 +184,29 @@ class Explorer {
       b.addEventListener("click", fn);
       return b;
     };
+    this.maximizeEl = h(
+      doc,
+      "button",
+      {
+        type: "button",
+        class: "tx-zoom tx-maximize",
+        "data-testid": "maximize",
+        "aria-pressed": "false",
+        title: "give the explorer the whole tab (Esc restores)",
+        "aria-label": "maximize",
+      },
+      s(
+        doc,
+        "svg",
+        { viewBox: "0 0 12 12", width: 12, height: 12, "aria-hidden": "true" },
+        s(doc, "path", {
+          d: "M1 4V1h3M8 1h3v3M11 8v3H8M4 11H1V8",
+          fill: "none",
+          stroke: "currentColor",
+        }),
+      ),
+    );
+    this.maximizeEl.addEventListener("click", () => this.setMaximized(!this.maximized));
     const header = h(
       doc,
       "header",
@@ -154,11 +215,14 @@ class Explorer {
       this.titleEl,
       this.statusEl,
       h(doc, "span", { class: "tx-spacer" }),
+      this.plumbingEl,
       h(doc, "span", { class: "tx-search-box" }, this.searchEl, this.searchList),
+      this.wholeWordEl,
       this.searchCount,
       zoomButton("zoom-out", "−", "zoom out", () => this.graph.zoomBy(1 / 1.25)),
       zoomButton("zoom-in", "+", "zoom in", () => this.graph.zoomBy(1.25)),
       zoomButton("zoom-fit", "⤢", "fit graph", () => this.graph.fit()),
+      this.maximizeEl,
     );
     this.errorSlot = h(doc, "div", { class: "tx-error-slot" });
     this.stepList = h(doc, "ul", {
@@ -192,6 +256,7 @@ class Explorer {
         { class: "tx-steps", "aria-label": "steps" },
         h(doc, "h4", {}, "Steps"),
         this.stepList,
+        this.graph.minimap.el,
       ),
       h(
         doc,
@@ -199,12 +264,13 @@ class Explorer {
         { class: "tx-graph-pane" },
         this.stepHeader,
         this.diffSlot,
-        h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg, this.graph.minimap.el),
+        h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg, this.graph.wheelHint),
       ),
       h(
         doc,
         "div",
         { class: "tx-side" },
+        this.splitter(doc),
         h(
           doc,
           "section",
@@ -272,7 +338,12 @@ class Explorer {
     setAttrs(this.root, { "data-invalid": "true" });
   }
 
-  private setDocument(model: TraceDocument): void {
+  private setDocument(full: TraceDocument): void {
+    this.fullModel = full;
+    const plumbing = plumbingCount(full);
+    this.plumbingEl.hidden = plumbing === 0;
+    this.plumbingEl.lastChild!.textContent = ` show bookkeeping (${plumbing})`;
+    const model = this.showPlumbing ? full : withoutPlumbing(full);
     this.model = model;
     this.lastForward = null;
     this.body.hidden = false;
@@ -289,6 +360,8 @@ class Explorer {
     );
     this.renderExecutors();
     this.runsSlot.replaceChildren(runsTable(this.doc, model.runs));
+    const footer = this.runsSlot.parentElement;
+    if (footer) footer.scrollTop = footer.scrollHeight; // the latest run in view when there are many
     if (!this.opened) {
       this.opened = true;
       this.stepIndex = Math.max(
@@ -682,10 +755,10 @@ class Explorer {
       .trim()
       .toLowerCase()
       .replace(/^\.+|\.+$/g, "");
-    const needle = `.${q}.`;
+    const hit = nameMatcher(q, this.wholeWord);
     this.matches = q
       ? this.searchEntries()
-          .filter((e) => e.names.some((name) => name.includes(needle)))
+          .filter((e) => e.names.some(hit))
           .map((e) => e.node.id)
       : [];
     this.matchCursor = -1;
@@ -742,6 +815,7 @@ class Explorer {
     const id = this.matches[i] ?? null;
     // typing on often keeps the first match: nothing to redo then
     if (!preview || id !== this.selected) this.select(id, true, preview);
+    if (!preview && id !== null) this.graph.reveal(id, true); // chosen: at a zoom that reads
   }
 
   /** Search matches and gradient marks share the search-match styling. */
@@ -770,6 +844,15 @@ class Explorer {
       if (this.matches.length) this.showMatch(0, true); // the first match in view as you type
     });
     this.searchEl.addEventListener("focus", () => this.renderSearchList());
+    this.plumbingBox.addEventListener("change", () => {
+      this.showPlumbing = this.plumbingBox.checked;
+      if (this.fullModel) this.setDocument(this.fullModel);
+    });
+    this.wholeWordEl.addEventListener("click", () => {
+      this.wholeWord = !this.wholeWord;
+      setAttrs(this.wholeWordEl, { "aria-pressed": String(this.wholeWord) });
+      this.applySearch();
+    });
     this.searchEl.addEventListener("blur", () => (this.searchList.hidden = true));
     // keep the focus in the search box: a click on a match must not close the list under it
     this.searchList.addEventListener("mousedown", (e) => e.preventDefault());
@@ -841,7 +924,68 @@ class Explorer {
     this.root.focus(); // the clicked link is gone with the old details: keep the keys working
   }
 
+  /** The handle on the side pane's left edge: drag it (or use the arrow keys) to give the trace
+   * source and the details more or less room than the graph. */
+  private splitter(doc: Document): HTMLElement {
+    const handle = h(doc, "div", {
+      class: "tx-splitter",
+      "data-testid": "side-splitter",
+      role: "separator",
+      "aria-orientation": "vertical",
+      "aria-label": "resize the trace source pane",
+      tabindex: 0,
+    });
+    const width = (): number => handle.parentElement?.getBoundingClientRect().width ?? 0;
+    const setWidth = (w: number): void => {
+      const total = this.body.getBoundingClientRect().width;
+      const max = Math.max(SIDE_MIN, total * 0.7);
+      this.body.style.setProperty(
+        "--tx-side-w",
+        `${Math.round(Math.min(max, Math.max(SIDE_MIN, w)))}px`,
+      );
+    };
+    let drag: { x: number; w: number; id: number } | null = null;
+    handle.addEventListener("pointerdown", (e) => {
+      if (e.button !== 0) return;
+      e.preventDefault();
+      drag = { x: e.clientX, w: width(), id: e.pointerId };
+      try {
+        handle.setPointerCapture(e.pointerId);
+      } catch {
+        /* synthetic events have no capturable pointer */
+      }
+    });
+    handle.addEventListener("pointermove", (e) => {
+      if (drag && e.pointerId === drag.id) setWidth(drag.w - (e.clientX - drag.x));
+    });
+    const end = (): void => {
+      drag = null;
+    };
+    handle.addEventListener("pointerup", end);
+    handle.addEventListener("pointercancel", end);
+    handle.addEventListener("keydown", (e) => {
+      if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
+      e.preventDefault();
+      e.stopPropagation();
+      setWidth(width() + (e.key === "ArrowLeft" ? 40 : -40));
+    });
+    return handle;
+  }
+
+  /** The explorer over the whole tab (the notebook panel), or back in its cell. */
+  private setMaximized(on: boolean): void {
+    this.maximized = on;
+    this.root.classList.toggle("tx-maximized", on);
+    setAttrs(this.maximizeEl, { "aria-pressed": String(on) });
+    this.root.focus();
+  }
+
   private onKey(e: KeyboardEvent): void {
+    if (e.key === "Escape" && this.maximized) {
+      this.setMaximized(false);
+      e.preventDefault();
+      return;
+    }
     const target = e.target as HTMLElement | null;
     if (
       target &&
@@ -907,6 +1051,19 @@ function gradientNodes(backward: Step, forward: Step, id: string): TraceNode[] {
 const SEARCH_LIST_MAX = 50;
 
 /** A node with the lower-cased names a search can hit, each wrapped in dots (`.ltorch.add.`). */
+/**
+ * What a search hits: any name holding the query, in any case (`norm` finds `layer_norm`, `LN`
+ * finds `ln_1.weight`), or with `wholeWord` only where it stands between non-word characters
+ * (`weight` finds `ln_1.weight`, not `weights`; `transformer.h.1` not `transformer.h.10`).
+ * `q` is lower case.
+ */
+export function nameMatcher(q: string, wholeWord: boolean): (name: string) => boolean {
+  if (!wholeWord) return (name) => name.includes(q);
+  const escaped = q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const re = new RegExp(`(^|[^a-z0-9_])${escaped}($|[^a-z0-9_])`);
+  return (name) => re.test(name);
+}
+
 interface SearchEntry {
   node: TraceNode;
   names: string[];
@@ -920,7 +1077,7 @@ interface SearchEntry {
  */
 function searchIndex(step: Step): SearchEntry[] {
   const chains = groupChains(step);
-  const wrap = (name: string): string => `.${name.toLowerCase()}.`;
+  const lower = (name: string): string => name.toLowerCase();
   return step.nodes
     .filter((n) => !isDel(n))
     .map((n) => {
@@ -932,7 +1089,7 @@ function searchIndex(step: Step): SearchEntry[] {
         names.push(v.name);
         if (v.path) names.push(v.path);
       }
-      return { node: n, names: names.map(wrap) };
+      return { node: n, names: names.map(lower) };
     });
 }
 

@@ -12,7 +12,7 @@
  * CULL_THRESHOLD items only those near the viewport are built; panning inside the built region
  * only moves a transform, leaving it rebuilds the region (once per animation frame).
  */
-import { formatShape, s, setAttrs, truncate, truncateStart } from "./dom";
+import { formatShape, h, s, setAttrs, truncate, truncateStart } from "./dom";
 import { OUTPUT_ID, type StepLayout } from "./layout";
 import { Minimap } from "./minimap";
 import type { Group, Step, TraceNode } from "./schema";
@@ -29,6 +29,15 @@ const MIN_ZOOM = 0.05;
 /** A step opens no smaller than this (text is hidden below 0.4); "fit" goes as small as it takes. */
 const OPEN_ZOOM = 0.6;
 const MAX_ZOOM = 4;
+/** Note [Scope labels]: a label's band, the padding of a box around its members, the room kept
+ * between a label and the nodes above, where the label text starts, and a wide character's width. */
+const LABEL_H = 16;
+const BOX_PAD = 6;
+const LABEL_GAP = 2;
+const LABEL_X = 24;
+const LABEL_CHAR_W = 7;
+/** Below this graph height (px) the overview is hidden: it would take room the graph needs. */
+const MINIMAP_MIN_PANE = 360;
 const LABEL_CHARS = 24;
 const IO_CHARS = 22;
 const MAX_GROUP_DEPTH = 32;
@@ -76,6 +85,33 @@ interface Item {
   note: string;
 }
 
+/** A group box before rows have their heights (Note [Scope labels]): rows, x extent, slot. */
+interface Span {
+  group: Group;
+  collapsed: boolean;
+  depth: number;
+  x0: number;
+  x1: number;
+  top: number;
+  bottom: number;
+  members: Item[];
+  inner: Span[];
+  slot: number;
+}
+
+/** A group box's label as drawn: cut to the box's width. */
+function groupLabelText(group: Group, collapsed: boolean, width: number): string {
+  const label = collapsed
+    ? `${group.kind} · ${group.nodes.length - 1} ops`
+    : `${group.label || group.id} (${group.kind})`;
+  return truncate(label, Math.max(8, Math.floor((width - LABEL_X) / LABEL_CHAR_W)));
+}
+
+/** How far a box's label reaches from the box's left edge (toggle and text). */
+function groupLabelWidth(group: Group, collapsed: boolean, width: number): number {
+  return LABEL_X + groupLabelText(group, collapsed, width).length * LABEL_CHAR_W + 4;
+}
+
 interface GroupBox {
   group: Group;
   /** A collapsed fusion's frame around its fusion node. */
@@ -109,6 +145,10 @@ export class GraphView {
   readonly svg: SVGSVGElement;
   /** The overview; the explorer places it over the graph. */
   readonly minimap: Minimap;
+  /** "Click the graph or hold Ctrl to zoom": shown a moment when the wheel scrolled the page. */
+  readonly wheelHint: HTMLElement;
+  private engaged = false;
+  private hintTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   private readonly viewport: SVGElement;
   private readonly groupLayer: SVGElement;
   private readonly edgePath: SVGElement;
@@ -156,6 +196,12 @@ export class GraphView {
     this.viewport.append(this.groupLayer, this.edgePath, this.selectedEdgePath, this.nodeLayer);
     this.svg.appendChild(this.viewport);
     this.minimap = new Minimap(doc, (x, y) => this.centerOn(x, y));
+    this.wheelHint = h(
+      doc,
+      "div",
+      { class: "tx-wheel-hint", "data-testid": "wheel-hint", hidden: true },
+      "Click the graph, or hold Ctrl (⌘) while scrolling, to zoom",
+    );
     this.listen();
     this.observed = typeof ResizeObserver === "function";
     if (this.observed) {
@@ -221,15 +267,19 @@ export class GraphView {
     return this.repOf.get(nodeId);
   }
 
-  /** Brings an item into view if it is outside the viewport. */
-  reveal(nodeId: string): void {
+  /** Brings an item into view if it is outside the viewport; `readable` (a search result the
+   * user chose) also zooms in, centred on it, when the view is too small to read its label. */
+  reveal(nodeId: string, readable = false): void {
     const item = this.itemByKey.get(this.repOf.get(nodeId) ?? nodeId);
     if (!item) return;
     const { width, height } = this.size();
-    const { tx, ty, k } = this.view;
+    const { tx, ty } = this.view;
+    let { k } = this.view;
     const sx = item.x * k + tx;
     const sy = item.y * k + ty;
-    if (sx >= 0 && sy >= 0 && sx + item.w * k <= width && sy + item.h * k <= height) return;
+    const small = readable && k < OPEN_ZOOM;
+    if (small) k = OPEN_ZOOM;
+    else if (sx >= 0 && sy >= 0 && sx + item.w * k <= width && sy + item.h * k <= height) return;
     this.view = {
       k,
       tx: width / 2 - (item.x + item.w / 2) * k,
@@ -300,7 +350,25 @@ export class GraphView {
     this.onViewChanged();
   }
 
+  /** Whether the wheel zooms the graph (it was clicked) rather than scrolling the page. */
+  get wheelZooms(): boolean {
+    return this.engaged;
+  }
+
+  private setEngaged(on: boolean): void {
+    this.engaged = on;
+    this.svg.classList.toggle("engaged", on);
+    if (on) this.wheelHint.hidden = true;
+  }
+
+  private showWheelHint(): void {
+    this.wheelHint.hidden = false;
+    clearTimeout(this.hintTimer);
+    this.hintTimer = setTimeout(() => (this.wheelHint.hidden = true), 1500);
+  }
+
   dispose(): void {
+    clearTimeout(this.hintTimer);
     cancelAnimationFrameSafe(this.frame);
     for (const c of this.cleanups) c();
     this.cleanups.length = 0;
@@ -450,11 +518,111 @@ export class GraphView {
     // empty line stays: a small fusion does not shift what follows it from one step to the next.
     const rowAt = compactAxis(items.map((it) => it.row));
     const colAt = compactAxis(items.map((it) => it.col));
+    const rowOf = new Map<Item, number>();
     for (const it of items) {
-      const io = it.kind === "io";
-      it.x = (colAt.get(it.col) as number) * COL_W + (io ? (NODE_W - IO_W) / 2 : 0);
-      it.y = (rowAt.get(it.row) as number) * ROW_H + (io ? (NODE_H - IO_H) / 2 : 0);
+      it.x = (colAt.get(it.col) as number) * COL_W + (it.kind === "io" ? (NODE_W - IO_W) / 2 : 0);
+      rowOf.set(it, rowAt.get(it.row) as number);
     }
+
+    // Boxes around expanded groups whose ancestors are all expanded (around their members and
+    // the boxes of their child groups), and a frame (holding the expand toggle) around each
+    // collapsed fusion node. Note [Scope labels]: each box's label sits in the gap above the
+    // row of its top members, in a slot of its own (a parent's above its children's, side by
+    // side labels that would touch in different slots), and that gap grows to hold its slots:
+    // labels never overlap each other or a node.
+    const children = new Map<string, Group[]>();
+    for (const g of step.groups) {
+      if (g.parent === null || g.parent === g.id) continue;
+      const list = children.get(g.parent);
+      if (list) list.push(g);
+      else children.set(g.parent, [g]);
+    }
+    const spans: Span[] = [];
+    const spanOf = new Map<string, Span | null>();
+    const computeSpan = (g: Group, depth: number): Span | null => {
+      if (spanOf.has(g.id)) return spanOf.get(g.id) ?? null;
+      spanOf.set(g.id, null); // guards against parent cycles in a malformed document
+      const fusionNode = fusionNodeOf(g);
+      const collapsed = isCollapsed(g.id);
+      if (collapsed && fusionNode === null) return null; // drawn as a box item
+      const pad = collapsed ? 5 : BOX_PAD;
+      const span: Span = {
+        group: g,
+        collapsed,
+        depth,
+        x0: Infinity,
+        x1: -Infinity,
+        top: Infinity,
+        bottom: -Infinity,
+        members: [],
+        inner: [],
+        slot: 0,
+      };
+      const cover = (it: Item): void => {
+        const r = rowOf.get(it) as number;
+        span.members.push(it);
+        span.x0 = Math.min(span.x0, it.x - pad);
+        span.x1 = Math.max(span.x1, it.x + it.w + pad);
+        span.top = Math.min(span.top, r);
+        span.bottom = Math.max(span.bottom, r);
+      };
+      const memberIds = collapsed
+        ? [fusionNode as string]
+        : g.nodes.filter((nid) => nid !== fusionNode);
+      for (const nid of memberIds) {
+        const it = itemByKey.get(repOf.get(nid) ?? "");
+        if (it) cover(it);
+      }
+      if (!collapsed && depth < MAX_GROUP_DEPTH) {
+        for (const child of children.get(g.id) ?? []) {
+          const inner = computeSpan(child, depth + 1);
+          if (inner) {
+            span.inner.push(inner);
+            span.x0 = Math.min(span.x0, inner.x0 - pad);
+            span.x1 = Math.max(span.x1, inner.x1 + pad);
+            span.top = Math.min(span.top, inner.top);
+            span.bottom = Math.max(span.bottom, inner.bottom);
+          } else if (isCollapsed(child.id)) {
+            const it = itemByKey.get(`group:${child.id}`);
+            if (it) cover(it);
+          }
+        }
+      }
+      if (span.x0 === Infinity) return null;
+      spanOf.set(g.id, span);
+      spans.push(span);
+      return span;
+    };
+    for (const g of step.groups) {
+      const chain = chains.get(g.id) as Group[];
+      if (chain.slice(1).some((c) => isCollapsed(c.id))) continue;
+      computeSpan(g, 0);
+    }
+    // slots, innermost first: above the children that share the gap, clear of the labels there
+    const taken = new Map<string, [number, number][]>(); // "row slot" -> label extents
+    const slotsAbove = new Map<number, number>(); // row -> slots its gap holds
+    for (const sp of [...spans].sort((a, b) => b.depth - a.depth)) {
+      let slot = 0;
+      for (const c of sp.inner) if (c.top === sp.top) slot = Math.max(slot, c.slot + 1);
+      const [a, b] = [sp.x0, sp.x0 + groupLabelWidth(sp.group, sp.collapsed, sp.x1 - sp.x0)];
+      while ((taken.get(`${sp.top} ${slot}`) ?? []).some(([p, q]) => a < q && p < b)) slot++;
+      sp.slot = slot;
+      const key = `${sp.top} ${slot}`;
+      taken.set(key, [...(taken.get(key) ?? []), [a, b]]);
+      slotsAbove.set(sp.top, Math.max(slotsAbove.get(sp.top) ?? 0, slot + 1));
+    }
+    // each row's top: the rows above, and the label slots of the gaps above it
+    const rows = Math.max(0, ...[...rowOf.values()].map((r) => r + 1));
+    const rowY: number[] = [];
+    let grown = 0;
+    for (let r = 0; r < rows; r++) {
+      const need = (slotsAbove.get(r) ?? 0) * LABEL_H + BOX_PAD + LABEL_GAP;
+      grown += Math.max(0, need - (ROW_H - NODE_H));
+      rowY.push(r * ROW_H + grown);
+    }
+    for (const it of items)
+      it.y =
+        (rowY[rowOf.get(it) as number] as number) + (it.kind === "io" ? (NODE_H - IO_H) / 2 : 0);
 
     // Top-level edges plus the edges of fusion members, each end mapped to what stands for it:
     // an edge of a hidden fusion node or inside one item disappears, duplicates merge.
@@ -472,70 +640,29 @@ export class GraphView {
       if (ia && ib) edges.push([ia, ib]);
     }
 
-    // Boxes around expanded groups whose ancestors are all expanded (around their members and
-    // the boxes of their child groups, so nested labels never overlap), and a frame (holding the
-    // expand toggle) around each collapsed fusion node.
-    const children = new Map<string, Group[]>();
-    for (const g of step.groups) {
-      if (g.parent === null || g.parent === g.id) continue;
-      const list = children.get(g.parent);
-      if (list) list.push(g);
-      else children.set(g.parent, [g]);
-    }
     const boxes: GroupBox[] = [];
-    const boxOf = new Map<string, GroupBox | null>();
-    const computeBox = (g: Group, depth: number): GroupBox | null => {
-      if (boxOf.has(g.id)) return boxOf.get(g.id) ?? null;
-      boxOf.set(g.id, null); // guards against parent cycles in a malformed document
-      const fusionNode = fusionNodeOf(g);
-      const collapsed = isCollapsed(g.id);
-      if (collapsed && fusionNode === null) return null; // drawn as a box item
-      let x0 = Infinity,
-        y0 = Infinity,
-        x1 = -Infinity,
-        y1 = -Infinity;
-      const cover = (x: number, y: number, w: number, hgt: number): void => {
-        x0 = Math.min(x0, x);
-        y0 = Math.min(y0, y);
-        x1 = Math.max(x1, x + w);
-        y1 = Math.max(y1, y + hgt);
-      };
-      const memberIds = collapsed
-        ? [fusionNode as string]
-        : g.nodes.filter((nid) => nid !== fusionNode);
-      for (const nid of memberIds) {
-        const it = itemByKey.get(repOf.get(nid) ?? "");
-        if (it) cover(it.x, it.y, it.w, it.h);
-      }
-      if (!collapsed && depth < MAX_GROUP_DEPTH) {
-        for (const child of children.get(g.id) ?? []) {
-          const inner = computeBox(child, depth + 1);
-          if (inner) cover(inner.x, inner.y, inner.w, inner.h);
-          else if (isCollapsed(child.id)) {
-            const it = itemByKey.get(`group:${child.id}`);
-            if (it) cover(it.x, it.y, it.w, it.h);
-          }
-        }
-      }
-      if (x0 === Infinity) return null;
-      const pad = collapsed ? 5 : 8;
-      const top = 18;
-      const box = {
-        group: g,
-        collapsed,
-        x: x0 - pad,
-        y: y0 - pad - top,
-        w: x1 - x0 + 2 * pad,
-        h: y1 - y0 + 2 * pad + top,
-      };
-      boxOf.set(g.id, box);
-      boxes.push(box);
-      return box;
+    const bottomOf = new Map<Span, number>();
+    const bottom = (sp: Span): number => {
+      const known = bottomOf.get(sp);
+      if (known !== undefined) return known;
+      const pad = sp.collapsed ? 5 : BOX_PAD;
+      let y = -Infinity;
+      for (const it of sp.members) y = Math.max(y, it.y + it.h);
+      for (const c of sp.inner) y = Math.max(y, bottom(c));
+      bottomOf.set(sp, y + pad);
+      return y + pad;
     };
-    for (const g of step.groups) {
-      const chain = chains.get(g.id) as Group[];
-      if (chain.slice(1).some((c) => isCollapsed(c.id))) continue;
-      computeBox(g, 0);
+    for (const sp of spans) {
+      const pad = sp.collapsed ? 5 : BOX_PAD;
+      const y = (rowY[sp.top] as number) - pad - (sp.slot + 1) * LABEL_H;
+      boxes.push({
+        group: sp.group,
+        collapsed: sp.collapsed,
+        x: sp.x0,
+        y,
+        w: sp.x1 - sp.x0,
+        h: bottom(sp) - y,
+      });
     }
     boxes.sort((a, b) => b.w * b.h - a.w * a.h); // big ones first, so inner boxes are on top
 
@@ -730,9 +857,6 @@ export class GraphView {
 
   private groupBoxElement(b: GroupBox): SVGElement {
     const doc = this.doc;
-    const label = b.collapsed
-      ? `${b.group.kind} · ${b.group.nodes.length - 1} ops`
-      : `${b.group.label || b.group.id} (${b.group.kind})`;
     return s(
       doc,
       "g",
@@ -744,12 +868,12 @@ export class GraphView {
         "aria-selected": b.group.node !== null && b.group.node === this.selected ? "true" : null,
       },
       s(doc, "rect", { class: "group-box", width: b.w, height: b.h, rx: 10 }),
-      this.toggleElement(b.group, b.collapsed, 6, 4),
+      this.toggleElement(b.group, b.collapsed, 6, 1),
       s(
         doc,
         "text",
-        { class: "group-label", x: 26, y: 15 },
-        truncate(label, Math.max(8, Math.floor(b.w / 7))),
+        { class: "group-label", x: LABEL_X, y: 12 },
+        groupLabelText(b.group, b.collapsed, b.w),
       ),
     );
   }
@@ -773,6 +897,7 @@ export class GraphView {
     this.svg.classList.toggle("lod-low", k < 0.4);
     const { width, height } = this.size();
     this.minimap.setViewport({ x: -tx / k, y: -ty / k, w: width / k, h: height / k });
+    this.minimap.el.classList.toggle("tx-minimap-small", height < MINIMAP_MIN_PANE);
   }
 
   private onViewChanged(): void {
@@ -839,13 +964,28 @@ export class GraphView {
     };
     on("pointerup", end);
     on("pointercancel", end);
+    // The wheel scrolls the notebook, as over a map embedded in a page, until the graph is
+    // engaged (clicked; a click elsewhere lets it go) or while Ctrl/Cmd is held (a trackpad's
+    // pinch also comes as a wheel event with ctrlKey). A hint says how to zoom.
+    const doc = this.doc;
+    const release = (e: Event): void => {
+      if (!svg.contains(e.target as Node | null)) this.setEngaged(false);
+    };
+    doc.addEventListener("pointerdown", release, true);
+    this.cleanups.push(() => doc.removeEventListener("pointerdown", release, true));
+    on("pointerdown", () => this.setEngaged(true));
     on(
       "wheel",
       (e) => {
+        if (!this.engaged && !e.ctrlKey && !e.metaKey) {
+          this.showWheelHint();
+          return; // the page scrolls
+        }
         e.preventDefault();
         const rect = svg.getBoundingClientRect();
+        const step = Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015));
         this.zoomBy(
-          Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015)),
+          Math.min(1.25, Math.max(0.8, step)),
           e.clientX - rect.left,
           e.clientY - rect.top,
         );

@@ -5,7 +5,7 @@
  * Layer: front-end core; imports the schema types and the safe DOM helpers. Every document
  * string goes through `h(...)` children, i.e. becomes a text node.
  */
-import { formatMs, formatShape, h } from "./dom";
+import { breakable, formatMs, formatShape, h } from "./dom";
 import { executorClass } from "./graph-view";
 import type {
   Diff,
@@ -91,7 +91,9 @@ export function nodeDetails(
           doc,
           "ul",
           { class: "tx-values" },
-          ...list.map((v) => h(doc, "li", v.path ? { title: v.name } : {}, valueText(v))),
+          ...list.map((v) =>
+            h(doc, "li", v.path ? { title: v.name } : {}, breakable(doc, valueText(v))),
+          ),
         )
       : h(doc, "span", { class: "tx-muted" }, "none");
   const place = (p: UserFrame): HTMLElement =>
@@ -108,6 +110,8 @@ export function nodeDetails(
   // module and torch's own line.
   const userLine = src?.call_site ?? src;
   const rows: HTMLElement[] = [
+    // the graph names ops as the user wrote them; the symbol that runs is here (Note [Node labels])
+    row(doc, "symbol", h(doc, "code", { "data-testid": "node-symbol" }, breakable(doc, node.op))),
     row(
       doc,
       "executor",
@@ -126,10 +130,11 @@ export function nodeDetails(
       userLine ? place(userLine) : h(doc, "span", { class: "tx-muted" }, "not from user code"),
     ),
   ];
-  if (src?.module_path) rows.push(row(doc, "module", src.module_path));
+  if (src?.module_path) rows.push(row(doc, "module", breakable(doc, src.module_path)));
   if (src?.call_site) rows.push(row(doc, "torch source", place(src)));
   if (fusion) rows.push(row(doc, "runs in", `${fusion.op} (${fusion.id})`));
-  if (group) rows.push(row(doc, "group", `${group.label || group.id} (${group.kind})`));
+  if (group)
+    rows.push(row(doc, "group", breakable(doc, `${group.label || group.id} (${group.kind})`)));
   if (diffLabel) rows.push(row(doc, "change", diffLabel));
   rows.push(row(doc, "made from", linkList(doc, lineage)));
   rows.push(
@@ -142,7 +147,7 @@ export function nodeDetails(
       doc,
       "h3",
       { class: "tx-details-title" },
-      node.op,
+      breakable(doc, node.label || node.op),
       h(doc, "span", { class: "tx-muted" }, ` line ${node.line ?? "?"}`),
     ),
     h(doc, "dl", { class: "tx-dl" }, ...rows),
@@ -308,9 +313,20 @@ function fusionsCell(doc: Document, r: Run): HTMLElement {
   return h(doc, "td", { "data-field": "fusions", title: title || null }, text || "–");
 }
 
+/** The runs, oldest first, with what the user looks for first (does it match eager, by how much)
+ * right after the run's name, so the whole row fits a notebook cell without scrolling. */
 export function runsTable(doc: Document, runs: Run[]): HTMLElement {
   const cell = (field: string, text: string, cls = "", title: string | null = null): HTMLElement =>
     h(doc, "td", { "data-field": field, class: cls || null, title }, text);
+  const tolerance = (r: Run): string | null => (r.tolerance ? `tolerance: ${r.tolerance}` : null);
+  const matches = (r: Run): string =>
+    r.matches_eager === null
+      ? (r.not_comparable ?? "–")
+      : r.matches_eager
+        ? "yes"
+        : r.differs_at
+          ? `NO (${r.differs_at})`
+          : "NO";
   const body = h(
     doc,
     "tbody",
@@ -325,7 +341,22 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
           class: i === runs.length - 1 ? "latest" : null,
         },
         cell("id", r.first_call ? `${r.id} (first call)` : r.id),
-        cell("executors", r.executors.join(", ")),
+        cell(
+          "matches_eager",
+          matches(r),
+          r.matches_eager === false ? "tx-bad" : r.not_comparable ? "tx-warn" : "",
+          r.not_comparable
+            ? "eager and the compiled call ran from the same random state, and one of them gave other values when run again from it"
+            : tolerance(r),
+        ),
+        r.first_call
+          ? cell(
+              "max_abs_diff",
+              "not compared",
+              "",
+              "comparing with eager would run the program a second time: rerun to compare",
+            )
+          : cell("max_abs_diff", formatDiff(r.max_abs_diff), "", tolerance(r)),
         r.first_call
           ? cell(
               "median_ms",
@@ -335,26 +366,7 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
             )
           : cell("median_ms", r.median_ms === null ? "–" : formatMs(r.median_ms)),
         cell("compile_ms", r.compile_ms === null ? "–" : formatMs(r.compile_ms)),
-        r.first_call
-          ? cell(
-              "max_abs_diff",
-              "not compared",
-              "",
-              "comparing with eager would run the program a second time: rerun to compare",
-            )
-          : cell("max_abs_diff", formatDiff(r.max_abs_diff)),
-        cell(
-          "matches_eager",
-          r.matches_eager === null
-            ? "–"
-            : r.matches_eager
-              ? "yes"
-              : r.differs_at
-                ? `NO (${r.differs_at})`
-                : "NO",
-          r.matches_eager === false ? "tx-bad" : "",
-        ),
-        cell("tolerance", r.tolerance ?? "–"),
+        cell("executors", r.executors.join(", ")),
         cell("cache_hits", String(r.cache_hits)),
         cell("cache_misses", String(r.cache_misses)),
         fusionsCell(doc, r),
@@ -375,18 +387,17 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
       "tr",
       {},
       ...[
-        "run",
-        "executors",
-        "median",
-        "compile",
-        "max |Δ| vs eager",
-        "matches",
-        "tolerance",
-        "cache hits",
-        "cache misses",
-        "fusions",
-        "error",
-      ].map((t) => h(doc, "th", { scope: "col" }, t)),
+        ["run", null],
+        ["matches eager", null],
+        ["max |Δ|", "the largest absolute difference from eager PyTorch's outputs"],
+        ["median", null],
+        ["compile", null],
+        ["executors", null],
+        ["hits", "cache hits"],
+        ["misses", "cache misses"],
+        ["fusions", null],
+        ["error", null],
+      ].map(([t, title]) => h(doc, "th", { scope: "col", title }, t)),
     ),
   );
   return h(
@@ -456,21 +467,16 @@ export function executorsPanel(
     doc,
     "section",
     { class: "tx-executors", "aria-label": "executors" },
-    h(doc, "h4", {}, "Executors"),
+    h(doc, "div", { class: "tx-executors-head" }, h(doc, "h4", {}, "Executors"), button),
+    h(doc, "div", { class: "tx-toggles" }, ...toggles),
     h(
       doc,
       "div",
-      { class: "tx-toggles" },
-      ...toggles,
-      h(
-        doc,
-        "span",
-        { class: "tx-legend-none" },
-        h(doc, "span", { class: "tx-swatch exec-none" }),
-        "unassigned",
-      ),
+      { class: "tx-legend", "data-testid": "legend" },
+      "node colour = executor; ",
+      h(doc, "span", { class: "tx-swatch exec-none" }),
+      "unassigned",
     ),
-    button,
     st.interactive
       ? null
       : h(doc, "p", { class: "tx-unavailable", "data-testid": "executors-unavailable" }, st.reason),

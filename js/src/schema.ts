@@ -147,6 +147,8 @@ export interface Run {
   differs_at: string | null;
   /** The tolerances the comparison used, per dtype ("float32: atol 1e-05, rtol 1.3e-06"). */
   tolerance: string | null;
+  /** Why values could not be compared although both ran ("random ops: values not comparable"). */
+  not_comparable: string | null;
   cache_hits: number;
   cache_misses: number;
   fusions: FusionStatus[];
@@ -495,6 +497,10 @@ function readRun(r: Reader, v: unknown, path: string): Run {
       o.tolerance === null || o.tolerance === undefined
         ? null
         : r.str(o.tolerance, `${path}.tolerance`),
+    not_comparable:
+      o.not_comparable === null || o.not_comparable === undefined
+        ? null
+        : r.str(o.not_comparable, `${path}.not_comparable`),
     cache_hits: r.int(o.cache_hits, `${path}.cache_hits`),
     cache_misses: r.int(o.cache_misses, `${path}.cache_misses`),
     fusions: o.fusions === undefined ? [] : readFusions(r, o.fusions, `${path}.fusions`),

@@ -314,7 +314,8 @@ describe("fit and the minimap", () => {
   test("the minimap shows the viewport's frame, and maps its points to the graph", () => {
     m = mountDoc(decoder(30, 10));
     const map = m.q("[data-testid='minimap']");
-    expect(map.closest(".tx-graph-wrap")).not.toBeNull();
+    expect(map.closest(".tx-steps")).not.toBeNull(); // beside the graph: it never covers a node
+    expect(map.closest(".tx-graph-wrap")).toBeNull();
     expect(map.classList.contains("tx-minimap-idle")).toBe(false); // 30 boxes do not fit at 0.6
     const frame = m.q("[data-testid='minimap-frame']");
     expect(Number(frame.getAttribute("width"))).toBeGreaterThan(0);
@@ -337,5 +338,43 @@ describe("fit and the minimap", () => {
       [8, 5],
       [20, 6],
     ]);
+  });
+});
+
+describe("the wheel", () => {
+  const scale = (): number =>
+    Number(/scale\(([-\d.]+)\)/.exec(m!.q(".viewport").getAttribute("transform")!)![1]);
+  const wheel = (init: WheelEventInit = {}): WheelEvent => {
+    const e = new WheelEvent("wheel", { deltaY: -100, bubbles: true, cancelable: true, ...init });
+    m!.q("[data-testid='graph']").dispatchEvent(e);
+    return e;
+  };
+
+  test("scrolls the page until the graph is clicked, zooms after; a click elsewhere lets go", () => {
+    m = mountDoc(decoder(30, 10));
+    const graph = m.q("[data-testid='graph']");
+    const k = scale();
+    const scrolled = wheel();
+    expect(scrolled.defaultPrevented).toBe(false); // the notebook scrolls
+    expect(scale()).toBe(k);
+    expect(m.q<HTMLElement>("[data-testid='wheel-hint']").hidden).toBe(false); // and says how to zoom
+    graph.dispatchEvent(new MouseEvent("pointerdown", { bubbles: true, button: 0 }));
+    expect(wheel().defaultPrevented).toBe(true);
+    const zoomed = scale();
+    expect(zoomed).toBeGreaterThan(k);
+    expect(zoomed).toBeLessThanOrEqual(k * 1.25 + 1e-3); // one tick is one modest step
+    m.q("[data-testid='search']").dispatchEvent(
+      new MouseEvent("pointerdown", { bubbles: true, button: 0 }),
+    );
+    expect(wheel().defaultPrevented).toBe(false);
+    expect(scale()).toBe(zoomed);
+  });
+
+  test("zooms while Ctrl or Cmd is held (a trackpad's pinch)", () => {
+    m = mountDoc(decoder(30, 10));
+    const k = scale();
+    expect(wheel({ ctrlKey: true }).defaultPrevented).toBe(true);
+    expect(scale()).toBeGreaterThan(k);
+    expect(wheel({ metaKey: true }).defaultPrevented).toBe(true);
   });
 });

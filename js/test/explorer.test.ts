@@ -307,7 +307,7 @@ describe("explorer DOM contract", () => {
     expect(last.querySelector("[data-field='executors']")!.textContent).toBe("torch, python");
     expect(rows[1]!.querySelector("[data-field='max_abs_diff']")!.textContent).toBe("2.38e-7");
     expect(rows[1]!.querySelector("[data-field='cache_hits']")!.textContent).toBe("19");
-    expect(rows[1]!.querySelector("[data-field='tolerance']")!.textContent).toBe("–"); // not recorded
+    expect(rows[1]!.querySelector<HTMLElement>("[data-field='max_abs_diff']")!.title).toBe(""); // no tolerance recorded
   });
 
   test("the runs table shows the first call and the tolerance of each comparison", () => {
@@ -324,9 +324,19 @@ describe("explorer DOM contract", () => {
         matches_eager: null,
       },
       { ...base, id: "r2", tolerance: "float32: atol 1e-05, rtol 1.3e-06" },
+      {
+        ...base,
+        id: "r3",
+        max_abs_diff: 0.46,
+        matches_eager: null,
+        not_comparable: "random ops: values not comparable",
+      },
     ];
     m = mountDoc(doc);
-    const [first, rerun] = m.all("[data-testid='run']");
+    const [first, rerun, random] = m.all("[data-testid='run']");
+    const matches = random!.querySelector("[data-field='matches_eager']")!;
+    expect(matches.textContent).toBe("random ops: values not comparable");
+    expect(matches.classList.contains("tx-bad")).toBe(false);
     expect(first!.querySelector("[data-field='id']")!.textContent).toBe("r1 (first call)");
     expect(first!.querySelector("[data-field='median_ms']")!.textContent).toBe("120 ms (1 call)");
     expect(first!.querySelector("[data-field='max_abs_diff']")!.textContent).toBe("not compared");
@@ -335,9 +345,12 @@ describe("explorer DOM contract", () => {
     );
     expect(first!.querySelector("[data-field='matches_eager']")!.textContent).toBe("–");
     expect(rerun!.querySelector("[data-field='id']")!.textContent).toBe("r2");
-    expect(rerun!.querySelector("[data-field='tolerance']")!.textContent).toBe(
-      "float32: atol 1e-05, rtol 1.3e-06",
+    expect(rerun!.querySelector<HTMLElement>("[data-field='max_abs_diff']")!.title).toBe(
+      "tolerance: float32: atol 1e-05, rtol 1.3e-06",
     );
+    // what the user looks for first comes first: the comparison right after the run's name
+    const fields = [...rerun!.querySelectorAll("td")].map((td) => td.dataset.field);
+    expect(fields.slice(0, 3)).toEqual(["id", "matches_eager", "max_abs_diff"]);
   });
 
   test("a failure shows the error with the user's line and the completed steps", () => {
@@ -424,5 +437,29 @@ describe("a document from the Python serializer (thunder_viz.graph, an MLP under
     } finally {
       mm.cleanup();
     }
+  });
+});
+
+describe("the maximize button", () => {
+  test("gives the explorer the whole tab and Escape gives it back", () => {
+    m = mountDoc(fixture("sample"));
+    const button = m.q<HTMLButtonElement>("[data-testid='maximize']");
+    click(button);
+    expect(m.root.classList.contains("tx-maximized")).toBe(true);
+    expect(button.getAttribute("aria-pressed")).toBe("true");
+    m.root.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect(m.root.classList.contains("tx-maximized")).toBe(false);
+    expect(button.getAttribute("aria-pressed")).toBe("false");
+  });
+});
+
+describe("the side pane", () => {
+  test("resizes from its edge with the arrow keys (and by dragging, in the browser tests)", () => {
+    m = mountDoc(fixture("sample"));
+    const handle = m.q<HTMLElement>("[data-testid='side-splitter']");
+    expect(handle.getAttribute("role")).toBe("separator");
+    handle.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowLeft", bubbles: true }));
+    // jsdom has no layout: the pane measures 0 wide, so it gets the narrowest width allowed
+    expect(m.q<HTMLElement>(".tx-body").style.getPropertyValue("--tx-side-w")).toBe("220px");
   });
 });

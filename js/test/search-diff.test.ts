@@ -43,30 +43,37 @@ function renamed(): TraceDocument {
 }
 
 describe("search", () => {
-  test("matches whole value names only", () => {
+  test("matches any part of a name by default, whole words as an option", () => {
     m = mountDoc(renamed());
     openStep(m, 1);
     search(m, "t1");
-    expect(marked(m)).toEqual(["n2", "n3"]); // t1's producer and consumer, not t10's
+    expect(marked(m)).toEqual(["n2", "n3", "n4"]); // t1's and t10's producers and consumers
+    const whole = m.q<HTMLElement>("[data-testid='search-whole-word']");
+    click(whole);
+    expect(whole.getAttribute("aria-pressed")).toBe("true");
+    expect(marked(m)).toEqual(["n2", "n3"]); // t1's only, not t10's
     search(m, "t10");
     expect(marked(m)).toEqual(["n3", "n4"]);
     search(m, "t");
     expect(marked(m)).toEqual([]);
     expect(m.q("[data-testid='search-count']").textContent).toBe("0 matches");
+    search(m, "ad");
+    expect(marked(m)).toEqual([]);
+    click(whole);
+    expect(marked(m)).toEqual(["n3"]); // "ad" is part of "add"
   });
 
-  test("matches op names, module paths and parameter paths by whole dotted parts", () => {
+  test("matches op names, module paths and parameter paths, in any case", () => {
     m = mountDoc(renamed());
     openStep(m, 1);
     const hits = (q: string): (string | null)[] => (search(m!, q), marked(m!));
     expect(hits("add")).toEqual(["n3"]);
     expect(hits("LTORCH.ADD")).toEqual(["n3"]);
-    expect(hits("ad")).toEqual([]);
     expect(hits("block.mlp")).toEqual(["n1", "n2", "n3", "n6"]);
     expect(hits("block.")).toEqual(["n1", "n2", "n3", "n6", "n4"]); // a path being typed
     expect(hits("mlp")).toEqual(["n1", "n2", "n3", "n6"]);
     expect(hits("block")).toEqual(["n1", "n2", "n3", "n6", "n4"]);
-    expect(hits("lock")).toEqual([]);
+    expect(hits("LOCK")).toEqual(["n1", "n2", "n3", "n6", "n4"]);
     expect(hits("norm.scale")).toEqual(["n1", "n4"]); // the nodes reading y, by its path
   });
 

@@ -105,7 +105,10 @@ describe("document strings are text, never markup", () => {
         strong: 1,
         code: 1,
       };
-      for (const tag of new Set([...Object.keys(b), ...Object.keys(h)])) {
+      // <wbr> marks where names may wrap (after "." and "_"): how many depends on the text
+      for (const tag of new Set(
+        [...Object.keys(b), ...Object.keys(h)].filter((t) => t !== "wbr"),
+      )) {
         expect((h[tag] ?? 0) - (b[tag] ?? 0), `<${tag}> in step ${i}`).toBe(extra[tag] ?? 0);
       }
     }

@@ -105,3 +105,24 @@ describe("names and places a person recognises", () => {
     expect("torch source" in shown).toBe(false);
   });
 });
+
+describe("names wrap at . and _", () => {
+  test("a parameter's path may break after each . and _, never mid-word; its text is unchanged", () => {
+    const doc = fixture("sample");
+    const step = doc.steps[1]!;
+    const node = { ...step.nodes[0]!, op: "torch_layer_norm_with_stats", label: "layer_norm" };
+    node.inputs = [{ ...node.inputs[0]!, path: "transformer.h.0.ln_1.weight" }];
+    const els = nodeDetails(document, node, step, undefined, [], [], null, null);
+    const item = els[1]!.querySelector(".tx-values li")!;
+    expect(item.textContent).toContain("transformer.h.0.ln_1.weight");
+    const pieces = [...item.childNodes]
+      .filter((c) => c.nodeName !== "WBR")
+      .map((c) => c.textContent);
+    expect(pieces.slice(0, 6)).toEqual(["transformer.", "h.", "0.", "ln_", "1.", pieces[5]]);
+    expect(pieces[5]!.startsWith("weight")).toBe(true);
+    expect(item.querySelectorAll("wbr").length).toBeGreaterThanOrEqual(5);
+    const symbol = els[1]!.querySelector("[data-testid='node-symbol']")!;
+    expect(symbol.textContent).toBe("torch_layer_norm_with_stats");
+    expect(els[0]!.textContent).toContain("layer_norm"); // the title: the torch name
+  });
+});

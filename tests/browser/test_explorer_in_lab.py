@@ -328,9 +328,13 @@ def test_search_marks_matching_nodes(notebook_opener):
     settle(ex)
     assert results.last.get_attribute("aria-selected") == "true"
     assert ex.locator('[data-testid="search-results"]').is_visible()
-    search.fill("t")  # whole names only: t is no prefix of t2
+    search.fill("T")  # any part of a name, any case: every node makes or reads some t<n>
+    nb.page.wait_for_timeout(300)
+    assert ex.locator(f"{NODE}.search-match").count() == ex.locator(NODE).count()
+    ex.locator('[data-testid="search-whole-word"]').click()  # whole words: t is no part of t2
     nb.page.wait_for_timeout(300)
     assert ex.locator(f"{NODE}.search-match").count() == 0
+    ex.locator('[data-testid="search-whole-word"]').click()
 
     search.fill("zzz_no_such_op")
     nb.page.wait_for_timeout(300)
@@ -351,6 +355,7 @@ def test_graph_pans_and_zooms(notebook_opener):
     box = graph.bounding_box()
 
     before = node_boxes(ex)[node_id]
+    nb.page.mouse.click(box["x"] + 5, box["y"] + box["height"] - 5)  # the wheel zooms a clicked graph
     nb.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     nb.page.mouse.wheel(0, -400)
     nb.page.wait_for_timeout(300)

@@ -27,6 +27,7 @@ from thunder_viz.graph import (
     document,
     steps_from_jitted,
     steps_from_traces,
+    torch_name,
     validate_document,
 )
 
@@ -329,3 +330,30 @@ def _broken(mutate) -> dict:
 def test_validate_document_names_what_is_wrong(mutate, where):
     with pytest.raises(DocumentError, match=re.escape(where)):
         validate_document(_broken(mutate))
+
+
+def normed_view(x, w, b):
+    return torch.nn.functional.layer_norm(x.view(2, 8), (8,), w, b)
+
+
+def test_nodes_keep_the_torch_name_the_user_wrote_at_every_step():
+    """Search for "layer_norm" found 5 ops at step 2 and none at steps 5-7 (``layer_norm_with_stats``,
+    ``torch_layer_norm_with_stats``); one graph mixed ``Tensor.view``, ``torch_iota`` and ``add``."""
+    jf = thunder.jit(normed_view, executors=["torch"])
+    x, w, b = (
+        torch.randn(16, requires_grad=True),
+        torch.randn(8, requires_grad=True),
+        torch.randn(8, requires_grad=True),
+    )
+    jf(x, w, b).sum().backward()
+    steps = [s for s in steps_from_jitted(jf) if s["kind"] == "computation"]
+    renamed = set()
+    for step in steps:
+        labels = {n["label"] for n in step["nodes"] if not n["fused_into"]}
+        assert {"layer_norm", "view"} <= labels, (step["pass"], labels)
+        for n in step["nodes"]:
+            assert not n["label"].startswith(("torch_", "Tensor.", "ltorch.", "nn.functional.")), n["label"]
+            if n["label"] == "layer_norm":
+                renamed.add(n["op"])
+    assert len(renamed) > 1, "the symbol a pass renamed it to is the node's op (shown in its details)"
+    assert torch_name("torch_iota") == "iota" and torch_name("Tensor.view") == "view" and torch_name("add") == "add"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import random
 import weakref
 
 import pytest
@@ -324,3 +325,59 @@ def test_a_rerun_of_a_model_with_a_cache_matches_eager():
     run = session.rerun(["torch"])
     assert run.error is None and run.matches_eager is True and run.differs_at is None
     assert run.max_abs_diff == 0.0
+
+
+def _gpt2_training():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(cfg)  # built from a config: in training mode, dropout on
+    return model, torch.randint(0, 64, (2, 8))
+
+
+def test_a_rerun_in_training_mode_runs_eager_from_the_same_random_state():
+    """Dropout made a rerun say "NO (logits)", max |Δ| 0.46: eager ran from another random state."""
+    model, ids = _gpt2_training()
+    assert model.training
+    first, second = model(ids).logits, model(ids).logits
+    assert (first - second).abs().max() > 1e-2  # dropout draws: two eager calls differ
+    session = Session(thunder.jit(model))
+    session(ids)
+    torch.manual_seed(7)
+    before = torch.get_rng_state()
+    run = session.rerun(["torch"])
+    assert run.error is None and run.not_comparable is None
+    assert run.matches_eager is True and run.differs_at is None and run.max_abs_diff < 1e-5
+    assert torch.equal(torch.get_rng_state(), before)  # the notebook's random stream is left as it was
+
+
+def noisy(x):
+    return x + torch.rand_like(x) * random.random()  # Python's generator: eager draws anew every call
+
+
+def jittery(x):
+    return x * random.random()
+
+
+@pytest.mark.parametrize(("fn", "note"), [(noisy, "random ops"), (jittery, "nondeterministic ops")])
+def test_values_eager_does_not_reproduce_are_not_comparable_instead_of_no(fn, note):
+    session = _session(fn, torch.ones(4))
+    run = session.rerun(["torch"])
+    assert run.error is None and run.matches_eager is None
+    assert run.not_comparable == f"{note}: values not comparable"
+    assert run.to_json()["not_comparable"] == run.not_comparable
+
+
+def dropout_then_double(x):
+    return torch.nn.functional.dropout(x, 0.5) * 2
+
+
+def test_a_real_difference_with_random_ops_still_says_no():
+    """"Not comparable" is said only when a side does not reproduce itself from the random state:
+    a compiled program that differs from eager every time (here eager is made to differ) is NO."""
+    session = _session(dropout_then_double, torch.ones(64))
+    session._rejit = lambda executors: thunder.jit(dropout_then_double, executors=executors)
+    session.original = lambda x: torch.nn.functional.dropout(x, 0.5) * 3  # eager "disagrees" every time
+    run = session.rerun(["torch"])
+    assert run.error is None and run.not_comparable is None
+    assert run.matches_eager is False and run.max_abs_diff == pytest.approx(2.0)

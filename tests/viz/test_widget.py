@@ -219,6 +219,20 @@ def test_explore_after_a_plain_call_reruns_with_its_inputs():
     assert run.error is None and run.matches_eager
 
 
+def test_explore_after_calls_starts_with_the_first_call_row_as_the_magic_does():
+    """explore(jm) said "Runs: none yet" where %thunder_jit showed the call that compiled."""
+    jf = thunder.jit(scaled_tanh)
+    for _ in range(3):
+        jf(torch.randn(4, 4), torch.randn(4, 4))
+    w = thunder_viz.explore(jf)
+    [first] = w.document["runs"]
+    assert first["first_call"] is True and first["id"] == "r1"
+    assert first["executors"] == w.session.executors
+    assert (first["cache_misses"], first["cache_hits"], first["repeats"]) == (1, 2, 3)
+    assert first["compile_ms"] > 0 and first["median_ms"] is None  # its time was not measured
+    assert first["matches_eager"] is None and first["max_abs_diff"] is None
+
+
 def test_explore_after_a_training_step_shows_the_backward_and_reruns():
     torch.manual_seed(0)
     jm = thunder.jit(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()))
@@ -228,6 +242,19 @@ def test_explore_after_a_training_step_shows_the_backward_and_reruns():
     assert "backward" in kinds and "computation" in kinds
     run = w.rerun(["torch"])
     assert run.error is None and run.matches_eager
+
+
+def test_explore_after_a_training_step_with_dropout_compares_yes():
+    """The training explorer said "NO (loss)": eager ran its dropout from another random state."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
+    jm = thunder.jit(model)
+    x = torch.randn(16, 8)
+    jm(x).sum().backward()
+    w = thunder_viz.explore(jm)
+    run = w.rerun(["torch"])
+    assert run.error is None and run.not_comparable is None
+    assert run.matches_eager is True and run.max_abs_diff < 1e-5
 
 
 def test_explore_without_recorded_inputs_shows_the_compilation_without_reruns():
