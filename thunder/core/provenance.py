@@ -352,16 +352,20 @@ class ProvenanceMixin:
     def _tensor_input(self, t: torch.Tensor, holder: Proxy) -> TensorProxy:
         if type(t) is not torch.Tensor:
             self._check(prims.check_type, holder, type(t))  # a Parameter stays a Parameter
+        # A tensor a transform made stand for a larger one (an fsdp shard) is traced with that one's shape; the
+        # prologue checks its own (the transform gives the program what it traced, Note [Sharding] in fsdp).
+        traced_shape = getattr(t, "_thunder_traced_shape", None)
+        symbolic = self.symbolic and traced_shape is None
         with tracectx(self.computation):
             name = holder.name if holder.name not in self.computation.names else None
-            if self.symbolic:
+            if symbolic:
                 dims = [self._prologue_proxy(f"{holder.name}_{i}") for i in range(t.ndim)]
                 self.computation.names.update(d.name for d in dims)
                 shape = tuple(SymInt(n, d.name) for n, d in zip(t.shape, dims))
                 p = tensorproxy_from_tensor(t, name, shape=shape)
             else:
-                p = tensorproxy_from_tensor(t, name)
-        if self.symbolic:
+                p = tensorproxy_from_tensor(t, name, shape=traced_shape)
+        if symbolic:
             self._check(prims.check_tensor_rank, holder, t.ndim, t.device, t.dtype, t.requires_grad)
             if dims:
                 self._emit(prims.unpack_shape, holder, dims, output=dims)

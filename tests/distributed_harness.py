@@ -1,0 +1,51 @@
+"""Runs a test's worker in several processes with a gloo process group on this machine, under a time limit.
+
+``run_workers(fn, world_size, tmp_path, *args)`` spawns ``world_size`` processes that each call
+``fn(rank, world_size, *args)`` inside an initialized gloo group (a file store under ``tmp_path``: no ports);
+an exception in any worker fails the test with its traceback; a worker still running after ``timeout`` seconds
+fails it too (every process is killed), so a hang never blocks the suite.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+DEFAULT_TIMEOUT_S = 180.0
+
+
+def _worker(rank: int, fn, world_size: int, store: str, args: tuple) -> None:
+    from thunder.executors import torch_compile
+
+    torch_compile.COMPILE_AFTER_S = math.inf  # no background compile workers in tests (as in conftest)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
+    try:
+        fn(rank, world_size, *args)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def run_workers(fn, world_size: int, tmp_path, *args, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+    store = os.path.join(str(tmp_path), f"store-{time.monotonic_ns()}")
+    context = mp.start_processes(
+        _worker, args=(fn, world_size, store, args), nprocs=world_size, join=False, start_method="spawn"
+    )
+    deadline = time.monotonic() + timeout
+    try:
+        while not context.join(timeout=max(0.1, deadline - time.monotonic())):
+            if time.monotonic() > deadline:
+                pytest.fail(f"{fn.__name__}: the workers did not finish within {timeout:.0f} s (a hang?)")
+    finally:
+        for p in context.processes:
+            if p.is_alive():
+                p.kill()
+                p.join(5)

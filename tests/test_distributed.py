@@ -1,0 +1,241 @@
+"""thunder.distributed: ddp and fsdp in 1, 2 and 4 processes (gloo on this machine), against single-process eager
+training on the concatenated batch and against torch's DistributedDataParallel.
+
+Every multi-process test runs its workers under a time limit (tests/distributed_harness.py): a hang fails.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+import thunder
+from thunder.core.errors import ThunderValueError
+
+from .distributed_harness import run_workers
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
+
+LOCAL_BATCH = 3
+STEPS = 3
+
+
+class Net(torch.nn.Module):
+    """Rows that do not divide by 2 or 4 (padding of fsdp's shards), a normalization, a nonlinearity."""
+
+    def __init__(self, hidden: int = 7):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(5, hidden)
+        self.norm = torch.nn.LayerNorm(hidden)
+        self.fc2 = torch.nn.Linear(hidden, 3)
+
+    def forward(self, x):
+        return self.fc2(self.norm(F.gelu(self.fc1(x))))
+
+
+def _batch(step: int, world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 + step)
+    return torch.randn(world * LOCAL_BATCH, 5, generator=g), torch.randn(world * LOCAL_BATCH, 3, generator=g)
+
+
+def _local(t: torch.Tensor, rank: int) -> torch.Tensor:
+    return t[rank * LOCAL_BATCH : (rank + 1) * LOCAL_BATCH]
+
+
+def _optimizer(name: str, params):
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    return torch.optim.AdamW(params, lr=0.01, weight_decay=0.1)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=lambda m: f"{what}: {m}")
+
+
+def _same_on_every_rank(t: torch.Tensor, what: str) -> None:
+    everyone = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(everyone, t.detach().contiguous())
+    for r, other in enumerate(everyone):
+        assert torch.equal(other, t), f"{what} differs between rank {dist.get_rank()} and rank {r}"
+
+
+def _collectives(trace) -> list[str]:
+    return [b.sym.name for b in trace.bound_symbols if b.sym.name.startswith("dist_") and b.sym.name != "dist_wait"]
+
+
+# -- without a process group ---------------------------------------------------------------------------
+
+
+def test_importable_and_clear_error_without_process_group():
+    import thunder.distributed as td
+
+    assert {"ddp", "fsdp", "FSDPType", "FSDPBucketingStrategy"} <= set(td.__all__)
+    assert not dist.is_initialized()
+    for make in (td.ddp, td.fsdp):
+        with pytest.raises(ThunderValueError, match="init_process_group"):
+            make(thunder.jit(Net()))
+
+
+def test_no_sync_without_data_parallel_is_harmless():
+    tm = thunder.jit(Net())
+    with tm.no_sync():
+        tm(torch.randn(2, 5)).sum().backward()
+    assert all(p.grad is not None for p in tm.parameters())
+
+
+# -- ddp ---------------------------------------------------------------------------------------------
+
+
+def _ddp_worker(rank, world, order, optimizer, bucket_size_in_mb):
+    from thunder.distributed import ddp
+
+    torch.manual_seed(0)
+    base = Net()
+    model = copy.deepcopy(base)
+    if rank != 0:  # ddp starts every rank from rank 0's parameters
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(1.0)
+    if order == "ddp_of_jit":
+        tm = ddp(thunder.jit(model, executors=["torch"]), bucket_size_in_mb=bucket_size_in_mb)
+    else:
+        tm = thunder.jit(ddp(model, bucket_size_in_mb=bucket_size_in_mb), executors=["torch"])
+    eager = copy.deepcopy(base)
+    torch_ddp = DistributedDataParallel(copy.deepcopy(base))
+    opts = [_optimizer(optimizer, m.parameters()) for m in (tm, eager, torch_ddp)]
+    for step in range(STEPS):
+        x, y = _batch(step, world)
+        loss = F.mse_loss(tm(_local(x, rank)), _local(y, rank))
+        loss.backward()
+        F.mse_loss(eager(x), y).backward()
+        torch_loss = F.mse_loss(torch_ddp(_local(x, rank)), _local(y, rank))
+        torch_loss.backward()
+        _close(loss, torch_loss, f"loss at step {step}")
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+        for (name, p), e, d in zip(tm.named_parameters(), eager.parameters(), torch_ddp.parameters()):
+            _close(p, e, f"{name} after step {step} vs eager on the whole batch")
+            _close(p, d, f"{name} after step {step} vs torch DDP")
+            _same_on_every_rank(p, name)
+    backward = thunder.last_backward_traces(tm)[-1]
+    reduces = _collectives(backward)
+    # 0: one bucket per gradient; 25 MiB: all in one; 100 bytes (25 floats): buckets of several gradients
+    expected = {0: len(list(base.parameters())), 25.0: 1, 100 / 2**20: 3}[bucket_size_in_mb]
+    assert reduces.count("dist_all_reduce") == expected, str(backward)
+    if expected > 1:  # the first bucket starts before the last gradient is computed: overlap
+        names = [b.sym.name for b in backward.bound_symbols]
+        assert names.index("dist_all_reduce") < max(i for i, n in enumerate(names) if n == "dist_pack_bucket")
+        assert names.index("dist_wait") > max(i for i, n in enumerate(names) if n == "dist_all_reduce")
+    assert "# bucket 0" in str(backward)
+
+
+@pytest.mark.parametrize(
+    "order, optimizer, bucket_size_in_mb",
+    [("ddp_of_jit", "sgd", 25.0), ("jit_of_ddp", "adamw", 0)],
+)
+def test_ddp_trains_like_eager_and_torch_ddp(tmp_path, order, optimizer, bucket_size_in_mb):
+    run_workers(_ddp_worker, 2, tmp_path, order, optimizer, bucket_size_in_mb)
+
+
+def test_ddp_four_processes(tmp_path):
+    run_workers(_ddp_worker, 4, tmp_path, "ddp_of_jit", "adamw", 100 / 2**20)
+
+
+def test_ddp_world_size_one(tmp_path):
+    run_workers(_ddp_worker, 1, tmp_path, "jit_of_ddp", "sgd", 25.0)
+
+
+def _no_sync_worker(rank, world):
+    from thunder.distributed import ddp
+
+    base = Net()
+    tm = ddp(thunder.jit(copy.deepcopy(base), executors=["torch"]), bucket_size_in_mb=0)
+    torch_ddp = DistributedDataParallel(copy.deepcopy(base))
+    eager = copy.deepcopy(base)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (tm, torch_ddp, eager)]
+    micro = 3
+    for step in range(2):
+        batches = [_batch(10 * step + i, world) for i in range(micro)]
+        with tm.no_sync(), torch_ddp.no_sync():
+            for x, y in batches[:-1]:
+                F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+                F.mse_loss(torch_ddp(_local(x, rank)), _local(y, rank)).backward()
+            inside = thunder.last_backward_traces(tm)[-1]
+            assert _collectives(inside) == [], str(inside)
+        x, y = batches[-1]
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(torch_ddp(_local(x, rank)), _local(y, rank)).backward()
+        for x, y in batches:
+            F.mse_loss(eager(x), y).backward()
+        for (name, p), d, e in zip(tm.named_parameters(), torch_ddp.parameters(), eager.parameters()):
+            _close(p.grad, d.grad, f"{name}.grad after {micro} micro-batches vs torch DDP's no_sync")
+            _close(p.grad, e.grad, f"{name}.grad after {micro} micro-batches vs eager")
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+    assert _collectives(thunder.last_backward_traces(tm)[-1]), "the backward outside no_sync synchronises"
+
+
+def test_no_sync_accumulates_like_torch_ddp(tmp_path):
+    run_workers(_no_sync_worker, 2, tmp_path)
+
+
+def _mismatch_worker(rank, world, which):
+    from thunder.distributed import ddp, fsdp
+
+    model = Net(hidden=7 if rank == 0 else 8)
+    make = ddp if which == "ddp" else fsdp
+    with pytest.raises(ThunderValueError) as info:
+        make(thunder.jit(model))
+    message = str(info.value)
+    assert "fc1.weight" in message and "[7, 5]" in message and "[8, 5]" in message, message
+
+
+@pytest.mark.parametrize("which", ["ddp", "fsdp"])
+def test_parameter_shapes_that_differ_between_ranks_fail_clearly(tmp_path, which):
+    run_workers(_mismatch_worker, 2, tmp_path, which, timeout=90)
+
+
+def _eager_call_worker(rank, world):
+    from thunder.distributed import ddp
+
+    model = ddp(Net())
+    with pytest.raises(ThunderValueError, match="thunder.jit"):
+        model(torch.randn(2, 5))
+    tm = thunder.jit(model, executors=["torch"])
+    tm(torch.randn(2, 5)).sum().backward()
+    with pytest.raises(ThunderValueError, match="already data parallel"):
+        ddp(tm)
+
+
+def test_ddp_module_called_without_jit_fails_clearly(tmp_path):
+    run_workers(_eager_call_worker, 2, tmp_path, timeout=90)
+
+
+# -- torch's DistributedDataParallel around a thunder module -------------------------------------------
+
+
+def _torch_ddp_of_thunder_worker(rank, world):
+    base = Net()
+    wrapped = DistributedDataParallel(thunder.jit(copy.deepcopy(base), executors=["torch"]))
+    torch_ddp = DistributedDataParallel(copy.deepcopy(base))
+    opts = [torch.optim.AdamW(m.parameters(), lr=0.01) for m in (wrapped, torch_ddp)]
+    for step in range(STEPS):
+        x, y = _batch(step, world)
+        for m in (wrapped, torch_ddp):
+            F.mse_loss(m(_local(x, rank)), _local(y, rank)).backward()
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+        for (name, p), d in zip(wrapped.module.named_parameters(), torch_ddp.parameters()):
+            _close(p, d, f"{name} after step {step}")
+
+
+def test_torch_ddp_of_thunder_module(tmp_path):
+    run_workers(_torch_ddp_of_thunder_worker, 2, tmp_path)

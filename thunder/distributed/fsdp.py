@@ -1,0 +1,359 @@
+"""``fsdp``: fully sharded data parallel training (ZeRO-2 and ZeRO-3) with the collectives in the traces.
+
+Note [Sharding]
+Each parameter of ``d0`` rows is padded with zero rows to ``ceil(d0 / W) * W`` and cut into ``W`` equal dim-0
+shards; rank ``r`` keeps shard ``r`` as the module's parameter (so ``state_dict()`` and the optimizer see only
+local shards). In the forward trace each sharded parameter is gathered, ``t_w_full = dist.wait(dist.all_gather(t_w,
+group, d0))`` (cut back to ``d0`` rows), and the program reads the full tensor; the gradient rule of
+``all_gather`` is ``dist.reduce_scatter`` of the cotangent (padded, divided by ``W``), so each rank's shard gets
+the average of the ranks' gradients of its rows.
+
+Note [ZeRO-2 and ZeRO-3]
+ZeRO-2 keeps the gathered parameters that the backward reads from the forward to the backward (saved like any
+value): its gathers all start at the top of the forward and each is waited for just before its first use.
+ZeRO-3 keeps only shards: in the forward each gather starts one parameter ahead of its use (prefetch of one)
+and the full tensor is freed after its last forward use; the backward saves the shard instead and gathers it
+again just before its first backward use. In both, each gradient's reduce-scatter starts as soon as the
+gradient is computed and is waited for just before the backward returns.
+
+Note [Torch's autograd runs the trace]: as for ``ddp``, ``all_gather`` run under torch's autograd is an
+autograd function that reduce-scatters its gradient.
+
+Layer: distributed. Imports: core, distributed.prims.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+
+import torch
+import torch.distributed as dist
+
+from thunder.core.errors import ThunderValueError
+from thunder.core.proxies import TensorProxy
+from thunder.core.trace import from_trace, recording_into
+from thunder.core.transform_common import Transform
+from thunder.distributed import prims as dist_prims
+from thunder.distributed.common import (
+    PerCompile,
+    attach,
+    broadcast_module,
+    check_group,
+    check_same_parameters,
+    parameter_inputs,
+)
+from thunder.distributed.prims import executable as run
+
+__all__ = ["fsdp", "FSDPType", "FSDPBucketingStrategy", "FSDPTransform"]
+
+
+class FSDPType(enum.Enum):
+    """What stays gathered between forward and backward (Note [ZeRO-2 and ZeRO-3])."""
+
+    ZERO2 = enum.auto()  # the gathered parameters the backward reads
+    ZERO3 = enum.auto()  # nothing: the backward gathers again
+
+
+class FSDPBucketingStrategy(enum.Enum):
+    """How parameters are grouped into collectives. Only NONE (one collective per parameter) is implemented:
+    LAYER and BLOCK are accepted and behave as NONE (the results are the same; the collective count is not)."""
+
+    NONE = enum.auto()
+    LAYER = enum.auto()
+    BLOCK = enum.auto()
+
+
+def fsdp(
+    model: torch.nn.Module,
+    *,
+    device: torch.device | str | None = None,
+    broadcast_from: int | None = None,
+    sharding_strategy: FSDPType = FSDPType.ZERO2,
+    bucketing_strategy: FSDPBucketingStrategy = FSDPBucketingStrategy.NONE,
+    process_group: dist.ProcessGroup | None = None,
+) -> torch.nn.Module:
+    """Shards ``model``'s parameters over the processes of ``process_group`` (Note [Sharding]).
+
+    Args:
+        model: a module, before or after ``thunder.jit`` (both orders compile the same).
+        device: where the parameters and buffers go first (default: where they are).
+        broadcast_from: the rank whose parameters and buffers every rank takes before sharding, or None.
+        sharding_strategy: ``FSDPType.ZERO2`` or ``FSDPType.ZERO3`` (Note [ZeRO-2 and ZeRO-3]).
+        bucketing_strategy: an ``FSDPBucketingStrategy`` (only NONE changes anything so far).
+        process_group: the ranks that share the model (default: all).
+
+    Returns:
+        ``model`` itself, its parameters now the local shards. ``ThunderModule.original_state_dict()`` gathers
+        the full tensors; ``load_original_state_dict`` shards full tensors.
+
+    See also: ``ddp``.
+    """
+    group = check_group("fsdp", process_group)
+    if not isinstance(sharding_strategy, FSDPType):
+        raise ThunderValueError(f"fsdp: sharding_strategy must be an FSDPType (ZERO2 or ZERO3), got {sharding_strategy!r}")
+    if not isinstance(bucketing_strategy, FSDPBucketingStrategy):
+        raise ThunderValueError(
+            f"fsdp: bucketing_strategy must be an FSDPBucketingStrategy (NONE, LAYER or BLOCK), got {bucketing_strategy!r}"
+        )
+    original = getattr(model, "_model", model)
+    check_same_parameters("fsdp", original, group)
+    if device is not None:
+        original.to(device)
+    if broadcast_from is not None:
+        broadcast_module(original, broadcast_from, group)
+    shapes = _shard_module(original, group)
+    transform = FSDPTransform(group, shapes, sharding_strategy, bucketing_strategy)
+    return attach(model, transform, "fsdp")
+
+
+def _rows(dim0: int, world: int) -> int:
+    return -(-dim0 // world)
+
+
+def _shard(t: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    rows = _rows(t.shape[0], world)
+    padded = torch.nn.functional.pad(t, (0, 0) * (t.ndim - 1) + (0, rows * world - t.shape[0])) if t.ndim else t
+    return padded[rank * rows : (rank + 1) * rows].clone()
+
+
+@torch.no_grad()
+def _shard_module(module: torch.nn.Module, group: dist.ProcessGroup) -> dict[str, torch.Size]:
+    """Replaces each parameter by its local shard (tied parameters stay tied); returns the full shapes by name."""
+    shapes: dict[str, torch.Size] = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        if p.ndim == 0:
+            raise ThunderValueError(f"fsdp: the parameter {name!r} is 0-dimensional; fsdp shards dim 0 of each parameter")
+        shapes[name] = p.shape
+    shards: dict[int, torch.nn.Parameter] = {}
+    for sub in module.modules():
+        for key, p in list(sub._parameters.items()):
+            if p is None:
+                continue
+            shard = shards.get(id(p))
+            if shard is None:
+                shard = shards[id(p)] = torch.nn.Parameter(_shard(p.data, group), requires_grad=p.requires_grad)
+                shard._thunder_traced_shape = p.shape  # the program is traced with the full parameter
+            sub._parameters[key] = shard
+    return shapes
+
+
+class FSDPTransform(Transform):
+    """The trace changes of ``fsdp`` (Notes [Sharding], [ZeRO-2 and ZeRO-3])."""
+
+    distributed = True
+
+    def __init__(self, group: dist.ProcessGroup, shapes: dict[str, torch.Size], sharding_strategy: FSDPType,
+                 bucketing_strategy: FSDPBucketingStrategy):  # fmt: skip
+        self.group = group
+        self.group_key = dist_prims.register_group(group)
+        self.world_size = dist.get_world_size(group)
+        self.shapes = dict(shapes)
+        self.sharding_strategy = sharding_strategy
+        self.bucketing_strategy = bucketing_strategy
+        self._compile = PerCompile()
+
+    # -- traces --------------------------------------------------------------------------------------
+
+    def transform_traces_pre_prologue(self, prologue_trace, computation_trace, epilogue_trace, **kwargs):
+        params = list(parameter_inputs(computation_trace, set(self.shapes)))
+        self._compile.forward = None
+        if not params:
+            return prologue_trace, computation_trace, epilogue_trace
+        new = from_trace(computation_trace)
+        args = list(new.args)
+        for i, p, _ in params:  # traced with the full shape (Note [Sharding]); what arrives is the local shard
+            args[i] = TensorProxy.like(p, p.name, shape=(_rows(p.shape[0], self.world_size), *p.shape[1:]))
+        gathers: list = []
+        swap = {}
+        with recording_into(new, gathers):
+            for i, p, path in params:
+                pending = dist_prims.all_gather(args[i], self.group_key, self.shapes[path][0])
+                swap[p.name] = dist_prims.wait(pending)
+        new.args = args
+        names = {}
+        for _, p, _ in params:  # the gathered parameter is named after its shard: t_0_weight -> t_0_weight_full
+            names[swap[p.name].name] = swap[p.name].replace_name(new.safe_name(f"{p.name}_full"))
+            swap[p.name] = names[swap[p.name].name]
+        new.bound_symbols.extend(b.rename(names) for b in gathers)
+        new.bound_symbols.extend(b.rename(swap) for b in computation_trace.bound_symbols)
+        if computation_trace.provenance is not None:
+            new.set_provenance(computation_trace.provenance)
+        return prologue_trace, new, epilogue_trace
+
+    def transform_trace_post_optimization(self, computation_trace, **kwargs):
+        if computation_trace.name == "backward":
+            return self._backward(computation_trace)
+        prefetch = 1 if self.sharding_strategy is FSDPType.ZERO3 else None
+        new = _schedule_gathers(computation_trace, prefetch)
+        self._compile.forward = new
+        return new
+
+    def _backward(self, bw):
+        forward = self._compile.forward
+        if self.sharding_strategy is FSDPType.ZERO3 and forward is not None:
+            bw = _regather_in_backward(forward, bw, self.group_key)
+        return _schedule_reduce_scatters(bw)
+
+    # -- state dicts ---------------------------------------------------------------------------------
+
+    def reverse_transform_state_dict_for_submodule(self, model, submodule_name: str, state_dict: dict) -> dict:
+        """Full tensors from the local shards (a collective per parameter: every rank must call it)."""
+        out = {}
+        for key, value in state_dict.items():
+            shape = self.shapes.get(key[len(submodule_name) :] if key.startswith(submodule_name) else key)
+            if shape is None or not isinstance(value, torch.Tensor):
+                out[key] = value
+                continue
+            shard = value.detach()
+            full = shard.new_empty((shard.shape[0] * self.world_size, *shard.shape[1:]))
+            dist.all_gather_into_tensor(full, shard.contiguous(), group=self.group)
+            out[key] = full[: shape[0]].clone()
+        return out
+
+    def transform_state_dict_for_submodule(self, model, submodule_name: str, state_dict: dict) -> dict:
+        """Local shards of full tensors (such as ``original_state_dict`` gives, at any world size)."""
+        out = {}
+        for key, value in state_dict.items():
+            shape = self.shapes.get(key[len(submodule_name) :] if key.startswith(submodule_name) else key)
+            if shape is None or not isinstance(value, torch.Tensor):
+                out[key] = value
+                continue
+            if tuple(value.shape) != tuple(shape):
+                raise ThunderValueError(
+                    f"load_original_state_dict: {key!r} has shape {list(value.shape)}, but the parameter's full shape "
+                    f"is {list(shape)}: pass the full tensors (original_state_dict()); the local shards load with "
+                    "load_state_dict"
+                )
+            out[key] = _shard(value.detach(), self.group)
+        return out
+
+
+def _is(bsym, sym) -> bool:
+    return bsym.sym is run(sym) or bsym.sym is sym
+
+
+def _first_uses(bsyms: list, names: set[str]) -> dict[str, int]:
+    first: dict[str, int] = {}
+    for i, b in enumerate(bsyms):
+        for a in b.flat_proxy_args:
+            if a.name in names and a.name not in first:
+                first[a.name] = i
+    return first
+
+
+def _schedule_gathers(trace, prefetch: int | None):
+    """The forward with each ``wait`` of a gather just before the first use of its result and each gather
+    started ``prefetch`` gathers ahead (None: all at the top) (Note [ZeRO-2 and ZeRO-3])."""
+    body = trace.bound_symbols
+    starts = {b.output.name: b for b in body if _is(b, dist_prims.all_gather)}
+    waits = [b for b in body if _is(b, dist_prims.wait) and b.args[0].name in starts]
+    if not waits:
+        return trace
+    moved = {id(b) for b in waits} | {id(b) for b in starts.values()}
+    rest = [b for b in body if id(b) not in moved]
+    first = _first_uses(rest, {w.output.name for w in waits})
+    order = sorted(waits, key=lambda w: first.get(w.output.name, len(rest)))
+    before: dict[int, list] = {}
+    for w in order:
+        before.setdefault(first.get(w.output.name, len(rest) - 1), []).append(w)
+    for k, w in enumerate(order):
+        start = starts[w.args[0].name]
+        if prefetch is None:  # all at the top, in the order of use
+            before.setdefault(0, []).insert(k, start)
+            continue
+        anchor = order[k - prefetch] if k >= prefetch else w  # started before this wait: overlaps its op
+        group = before[first.get(anchor.output.name, len(rest) - 1)]
+        group.insert(group.index(anchor), start)
+    new = from_trace(trace)
+    for i, b in enumerate(rest):
+        new.bound_symbols.extend(before.get(i, ()))
+        new.bound_symbols.append(b)
+    return new
+
+
+def _regather_in_backward(forward, bw, group_key: int):
+    """ZeRO-3: the forward saves the shards of the gathered parameters instead of the full tensors, which it
+    frees after their last use, and the backward gathers them again just before their first use."""
+    gathered = {}  # full name -> (shard proxy, dim0)
+    starts = {b.output.name: b for b in forward.bound_symbols if _is(b, dist_prims.all_gather)}
+    for b in forward.bound_symbols:
+        if _is(b, dist_prims.wait) and b.args[0].name in starts:
+            shard, _, dim0 = starts[b.args[0].name].args
+            gathered[b.output.name] = (shard, dim0)
+    ret = forward.bound_symbols[-1]
+    outputs, saved = ret.args[0]
+    if not any(getattr(s, "name", None) in gathered for s in saved) or any(
+        getattr(o, "name", None) in gathered for o in outputs
+    ):
+        return bw
+    forward.bound_symbols[-1] = ret.from_bsym(
+        args=((outputs, tuple(gathered[s.name][0] if getattr(s, "name", None) in gathered else s for s in saved)),),
+        lineage=ret.lineage,
+    )
+    new = from_trace(bw)
+    args, regather = [], {}
+    for a in bw.args:
+        name = getattr(a, "name", None)
+        if name in gathered:
+            shard = gathered[name][0]
+            local = TensorProxy.like(shard, new.safe_name(f"{shard.name}_shard"), requires_grad=False)
+            regather[name] = (local, gathered[name][1], a)
+            args.append(local)
+        else:
+            args.append(a)
+    new.args = args
+    first = _first_uses(bw.bound_symbols, set(regather))
+    order = sorted(regather, key=lambda n: first.get(n, len(bw.bound_symbols)))
+    placed: dict[int, list] = {}
+    for k, name in enumerate(order):
+        local, dim0, full = regather[name]
+        scratch: list = []
+        with recording_into(new, scratch):
+            pending = run(dist_prims.all_gather)(local, group_key, dim0)
+        wait = run(dist_prims.wait).bind(pending, output=full)
+        at = first.get(name, len(bw.bound_symbols) - 1)
+        ahead = first.get(order[k - 1], at) if k >= 1 else at  # prefetch one parameter ahead
+        placed.setdefault(ahead, []).extend(scratch)
+        placed.setdefault(at, []).append(wait)
+    for i, b in enumerate(bw.bound_symbols):
+        new.bound_symbols.extend(placed.get(i, ()))
+        new.bound_symbols.append(b)
+    return new
+
+
+def _schedule_reduce_scatters(bw):
+    """Each reduce-scatter right after the op computing its gradient; its wait just before the first use of the
+    result (the return)."""
+    body = bw.bound_symbols
+    starts = [b for b in body if _is(b, dist_prims.reduce_scatter)]
+    if not starts:
+        return bw
+    started = {b.output.name for b in starts}
+    waits = [b for b in body if _is(b, dist_prims.wait) and b.args[0].name in started]
+    moved = {id(b) for b in starts} | {id(b) for b in waits}
+    rest = [b for b in body if id(b) not in moved]
+    produced_at = {a.name: -1 for a in bw.args if hasattr(a, "name")}
+    for i, b in enumerate(rest):
+        for o in b.flat_proxy_outs:
+            produced_at[o.name] = i
+    after: dict[int, list] = {}
+    for s in starts:
+        at = max((produced_at.get(a.name, -1) for a in s.flat_proxy_args), default=-1)
+        after.setdefault(at, []).append(s)
+    first = _first_uses(rest, {w.output.name for w in waits})
+    before: dict[int, list] = {}
+    for w in waits:
+        before.setdefault(first.get(w.output.name, len(rest) - 1), []).append(w)
+    new = from_trace(bw)
+    new.bound_symbols.extend(after.get(-1, ()))
+    for i, b in enumerate(rest):
+        new.bound_symbols.extend(before.get(i, ()))
+        new.bound_symbols.append(b)
+        new.bound_symbols.extend(after.get(i, ()))
+    return new
+
+
+def _nbytes(t: TensorProxy) -> int:
+    return math.prod(t.shape) * t.dtype.itemsize

@@ -1,0 +1,268 @@
+"""Collectives as ops of the traces, run by ``torch.distributed`` through the torch executor.
+
+Note [Pending tensors]
+An async collective (``all_reduce``, ``all_gather``, ``reduce_scatter``) starts the communication and
+returns its result tensor at once, *pending*: ``torch.distributed`` is still writing into it. Only
+``wait`` reads a pending tensor: it waits for the communication (the ``Work`` rides on the tensor) and
+returns the finished value under a new name. Between the two, the trace runs whatever compute the
+data allows, which is where communication overlaps computation. A pending tensor's proxy has the shape
+of the finished value.
+
+Process groups are not values of a trace: each is registered once (``register_group``) and named in the
+trace by a small integer, ``group=0``.
+
+The ops and what carries them:
+- ``synchronize(p, group)``: DDP's mark on a replicated parameter; the identity in the forward. Its
+  gradient is the parameter's gradient, all-reduced by the bucketing pass of the backward
+  (Note [Gradient buckets] in ``thunder.distributed.ddp``). Run outside thunder's autograd (torch's
+  autograd running the trace), it all-reduces the gradient itself.
+- ``pack_bucket(*grads, world_size)`` -> one flat tensor (``cat`` of the gradients / world size);
+  ``unpack_bucket(flat, shapes)`` -> the gradients again, as views of the reduced bucket.
+- ``all_gather(shard, group, dim0)``: FSDP's gather of a parameter's padded dim-0 shards, cut to its
+  ``dim0`` rows; its gradient rule is ``reduce_scatter`` of the cotangent (padded, averaged).
+
+Layer: distributed. Imports: core, executors (the torch executor runs the ops).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import torch
+import torch.distributed as dist
+
+from thunder.core import prims as core_prims
+from thunder.core.errors import ThunderRuntimeError
+from thunder.core.proxies import TensorProxy
+from thunder.core.rules import grad_rules
+from thunder.core.symbol import Symbol
+from thunder.executors.torchex import ex as torch_ex
+
+__all__ = [
+    "all_gather",
+    "all_reduce",
+    "group_of",
+    "pack_bucket",
+    "reduce_scatter",
+    "register_group",
+    "synchronize",
+    "unpack_bucket",
+    "wait",
+    "executable",
+]
+
+_groups: list[dist.ProcessGroup] = []
+_groups_lock = threading.Lock()
+
+
+def register_group(group: dist.ProcessGroup) -> int:
+    """The integer that names ``group`` in traces (registered on first use)."""
+    with _groups_lock:
+        for i, g in enumerate(_groups):
+            if g is group:
+                return i
+        _groups.append(group)
+        return len(_groups) - 1
+
+
+def group_of(key: int) -> dist.ProcessGroup:
+    return _groups[key]
+
+
+def _symbol(name: str, meta, impl, *, tags=()) -> Symbol:
+    """A collective symbol (printed ``dist.<name>``) that the torch executor runs with ``impl``."""
+    import thunder.distributed.prims as this_module
+
+    sym = Symbol(name=name, meta=meta, id=f"thunder.distributed.{name}", module=this_module, module_alias="dist",
+                 tags=frozenset(tags))  # fmt: skip
+    op = torch_ex.make_symbol(f"dist_{name}", impl, like=sym, tags=tags)
+    torch_ex.register_implementation(sym, op=op)
+    _executable[sym] = op
+    return sym
+
+
+_executable: dict[Symbol, Symbol] = {}
+
+
+def executable(sym: Symbol) -> Symbol:
+    """The torch executor's symbol that runs the collective ``sym``: what passes that run after the executors
+    claimed the ops (the bucketing and scheduling passes) put in a trace."""
+    return _executable[sym]
+
+
+# -- pending tensors -------------------------------------------------------------------------------
+
+
+def _start(result: torch.Tensor, work, finish=None) -> torch.Tensor:
+    result._thunder_pending = (work, finish)
+    return result
+
+
+def _wait_impl(t: torch.Tensor) -> torch.Tensor:
+    pending = t.__dict__.pop("_thunder_pending", None)
+    if pending is None:
+        raise ThunderRuntimeError("dist.wait: the tensor is not the result of an async collective (a bug in a trace)")
+    work, finish = pending
+    work.wait()
+    return finish(t) if finish is not None else t
+
+
+def _wait_meta(t: TensorProxy) -> TensorProxy:
+    return TensorProxy.like(t)
+
+
+wait = _symbol("wait", _wait_meta, _wait_impl)
+
+
+@grad_rules.register(wait)
+def _wait_grad(g, out, t):
+    return (g,)
+
+
+# -- all_reduce ------------------------------------------------------------------------------------
+
+
+def _all_reduce_impl(t: torch.Tensor, group: int) -> torch.Tensor:
+    return _start(t, dist.all_reduce(t, group=group_of(group), async_op=True))
+
+
+all_reduce = _symbol("all_reduce", lambda t, group: TensorProxy.like(t, requires_grad=False), _all_reduce_impl)
+
+
+# -- buckets ---------------------------------------------------------------------------------------
+
+
+def _pack_impl(*grads_and_world):
+    *grads, world = grads_and_world
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    return flat.div_(world)
+
+
+def _pack_meta(*grads_and_world):
+    *grads, world = grads_and_world
+    numel = sum(math.prod(g.shape) for g in grads)
+    return TensorProxy(shape=(numel,), dtype=grads[0].dtype, device=grads[0].device, requires_grad=False)
+
+
+pack_bucket = _symbol("pack_bucket", _pack_meta, _pack_impl)
+
+
+def _unpack_impl(flat: torch.Tensor, shapes: tuple) -> tuple:
+    sizes = [math.prod(s) for s in shapes]
+    return tuple(part.view(s) for part, s in zip(torch.split(flat, sizes), shapes))
+
+
+def _unpack_meta(flat: TensorProxy, shapes: tuple) -> tuple:
+    return tuple(TensorProxy(shape=tuple(s), dtype=flat.dtype, device=flat.device, requires_grad=False) for s in shapes)
+
+
+unpack_bucket = _symbol("unpack_bucket", _unpack_meta, _unpack_impl)
+
+
+# -- DDP's mark on a replicated parameter ------------------------------------------------------------
+
+
+class _AllReduceGrad(torch.autograd.Function):
+    """The identity, whose backward all-reduces (averages) the gradient: ``synchronize`` under torch's autograd."""
+
+    @staticmethod
+    def forward(ctx, p, group):
+        ctx.group = group
+        return p.view_as(p)
+
+    @staticmethod
+    def backward(ctx, g):
+        g = g / dist.get_world_size(group_of(ctx.group))
+        dist.all_reduce(g, group=group_of(ctx.group))
+        return g, None
+
+
+def _synchronize_impl(p: torch.Tensor, group: int) -> torch.Tensor:
+    if torch.is_grad_enabled() and p.requires_grad:  # torch's autograd runs the trace (Note in ddp.py)
+        return _AllReduceGrad.apply(p, group)
+    return p
+
+
+synchronize = _symbol("synchronize", lambda p, group: TensorProxy.like(p), _synchronize_impl)
+
+
+@grad_rules.register(synchronize)
+def _synchronize_grad(g, out, p, group):
+    return (g, None)
+
+
+# -- FSDP: gather a parameter's shards, reduce-scatter its gradient --------------------------------
+
+
+def _gather_padded(shard: torch.Tensor, group: dist.ProcessGroup) -> tuple[torch.Tensor, object]:
+    world = dist.get_world_size(group)
+    out = shard.new_empty((world * shard.shape[0], *shard.shape[1:]))
+    return out, dist.all_gather_into_tensor(out, shard.contiguous(), group=group, async_op=True)
+
+
+class _GatherFn(torch.autograd.Function):
+    """``all_gather`` under torch's autograd (Note in fsdp.py): gathers now, reduce-scatters the gradient."""
+
+    @staticmethod
+    def forward(ctx, shard, group, dim0):
+        ctx.group = group
+        out, work = _gather_padded(shard, group_of(group))
+        work.wait()
+        return out[:dim0]
+
+    @staticmethod
+    def backward(ctx, g):
+        pending = _reduce_scatter_impl(g, ctx.group)
+        return _wait_impl(pending), None, None
+
+
+def _all_gather_impl(shard: torch.Tensor, group: int, dim0: int) -> torch.Tensor:
+    if torch.is_grad_enabled() and shard.requires_grad:
+        full = _GatherFn.apply(shard, group, dim0)
+        return _start(full, _Done())
+    out, work = _gather_padded(shard, group_of(group))
+    return _start(out, work, lambda t: t[:dim0] if t.shape[0] != dim0 else t)
+
+
+class _Done:
+    def wait(self) -> None:
+        return None
+
+
+def _all_gather_meta(shard: TensorProxy, group: int, dim0: int) -> TensorProxy:
+    return TensorProxy.like(shard, shape=(dim0, *shard.shape[1:]))
+
+
+all_gather = _symbol("all_gather", _all_gather_meta, _all_gather_impl)
+
+
+def _reduce_scatter_impl(g: torch.Tensor, group: int) -> torch.Tensor:
+    pg = group_of(group)
+    world = dist.get_world_size(pg)
+    rows = -(-g.shape[0] // world) * world
+    padded = g.new_zeros((rows, *g.shape[1:]))
+    padded[: g.shape[0]] = g
+    padded.div_(world)
+    out = g.new_empty((rows // world, *g.shape[1:]))
+    return _start(out, _reduce_scatter_tensor(out, padded, group=pg, async_op=True))
+
+
+_reduce_scatter_tensor = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+
+def _reduce_scatter_meta(g: TensorProxy, group: int, rows: int) -> TensorProxy:
+    return TensorProxy.like(g, shape=(rows, *g.shape[1:]), requires_grad=False)
+
+
+reduce_scatter = _symbol("reduce_scatter", _reduce_scatter_meta, lambda g, group, rows: _reduce_scatter_impl(g, group))
+
+
+@grad_rules.register(all_gather)
+def _all_gather_grad(g, out, shard, group, dim0):
+    return (wait(reduce_scatter(g, group, shard.shape[0])), None, None)
+
+
+def comment(text: str) -> None:
+    """A comment line in the trace (what a collective carries)."""
+    core_prims.comment(text)
