@@ -239,3 +239,89 @@ def _torch_ddp_of_thunder_worker(rank, world):
 
 def test_torch_ddp_of_thunder_module(tmp_path):
     run_workers(_torch_ddp_of_thunder_worker, 2, tmp_path)
+
+
+# -- fsdp --------------------------------------------------------------------------------------------
+
+
+def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint):
+    from thunder.distributed import FSDPType, fsdp
+
+    base = Net()
+    model = copy.deepcopy(base)
+    kind = FSDPType[strategy]
+    if order == "fsdp_of_jit":
+        tm = fsdp(thunder.jit(model, executors=["torch"]), sharding_strategy=kind)
+    else:
+        tm = thunder.jit(fsdp(model, sharding_strategy=kind), executors=["torch"])
+    rows = -(-7 // world)
+    assert tm.get_parameter("fc1.weight").shape == (rows, 5), "each rank holds a padded dim-0 shard"
+    assert {k: tuple(v.shape) for k, v in tm.state_dict().items()}["fc2.weight"] == (-(-3 // world), 7)
+    eager = copy.deepcopy(base)
+    opts = [_optimizer(optimizer, m.parameters()) for m in (tm, eager)]
+    for step in range(STEPS):
+        x, y = _batch(step, world)
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(eager(x), y).backward()
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+        full = tm.original_state_dict()
+        for name, value in eager.state_dict().items():
+            _close(full[name], value, f"{name} after step {step} vs eager on the whole batch")
+    forward, backward = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
+    n_params = len(list(base.parameters()))
+    assert _collectives(forward).count("dist_all_gather") == n_params, str(forward)
+    assert _collectives(backward).count("dist_reduce_scatter") == n_params, str(backward)
+    regathered = _collectives(backward).count("dist_all_gather")
+    if kind is FSDPType.ZERO3:  # the backward gathers again what it reads; the forward saves no full parameter
+        assert regathered > 0, str(backward)
+        saved = forward.bound_symbols[-1].args[0][1]
+        assert not any(s.name.endswith("_full") for s in saved), saved
+    else:
+        assert regathered == 0, str(backward)
+    if checkpoint is not None and rank == 0:
+        torch.save(tm.original_state_dict(), checkpoint)
+    elif checkpoint is not None:
+        tm.original_state_dict()  # a collective: every rank takes part
+
+
+@pytest.mark.parametrize(
+    "order, strategy, optimizer",
+    [("fsdp_of_jit", "ZERO2", "sgd"), ("jit_of_fsdp", "ZERO3", "adamw"), ("fsdp_of_jit", "ZERO3", "sgd")],
+)
+def test_fsdp_trains_like_eager(tmp_path, order, strategy, optimizer):
+    run_workers(_fsdp_worker, 2, tmp_path, order, strategy, optimizer, None)
+
+
+def test_fsdp_four_processes(tmp_path):
+    run_workers(_fsdp_worker, 4, tmp_path, "fsdp_of_jit", "ZERO3", "adamw", None)
+
+
+def _load_checkpoint_worker(rank, world, checkpoint):
+    from thunder.distributed import fsdp
+
+    state = torch.load(checkpoint)
+    tm = fsdp(thunder.jit(Net(), executors=["torch"]))
+    tm.load_original_state_dict(state)
+    full = tm.original_state_dict()
+    for name, value in state.items():
+        assert torch.equal(full[name], value), name
+    shard = tm.state_dict()["fc1.weight"]
+    rows = -(-7 // world)
+    padded = F.pad(state["fc1.weight"], (0, 0, 0, rows * world - 7))
+    assert torch.equal(shard, padded[rank * rows : (rank + 1) * rows]), "the local shard of the loaded tensor"
+    if world > 1:
+        with pytest.raises(ThunderValueError, match="full shape"):
+            tm.load_original_state_dict({"fc1.weight": shard})
+    x = torch.randn(2, 5)
+    reference = Net()
+    reference.load_state_dict(state)
+    _close(tm(x), reference(x), "the loaded model's output")
+
+
+def test_fsdp_checkpoint_loads_at_another_world_size(tmp_path):
+    checkpoint = str(tmp_path / "full.pt")
+    run_workers(_fsdp_worker, 2, tmp_path, "fsdp_of_jit", "ZERO2", "adamw", checkpoint)
+    run_workers(_load_checkpoint_worker, 1, tmp_path, checkpoint)
+    run_workers(_load_checkpoint_worker, 4, tmp_path, checkpoint)

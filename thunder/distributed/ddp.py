@@ -32,7 +32,6 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.trace import from_trace, recording_into
 from thunder.core.transform_common import Transform
 from thunder.distributed import prims as dist_prims
-from thunder.distributed.prims import executable as run
 from thunder.distributed.common import (
     PerCompile,
     attach,
@@ -41,6 +40,7 @@ from thunder.distributed.common import (
     check_same_parameters,
     parameter_inputs,
 )
+from thunder.distributed.prims import executable as run
 
 __all__ = ["ddp", "DDPTransform"]
 

@@ -208,7 +208,7 @@ class FSDPTransform(Transform):
                 continue
             shard = value.detach()
             full = shard.new_empty((shard.shape[0] * self.world_size, *shard.shape[1:]))
-            dist.all_gather_into_tensor(full, shard.contiguous(), group=self.group)
+            dist_prims.all_gather_tensor(full, shard.contiguous(), group=self.group)
             out[key] = full[: shape[0]].clone()
         return out
 

@@ -52,6 +52,10 @@ __all__ = [
     "executable",
 ]
 
+# torch 2.10 renamed these two (the old names warn)
+_reduce_scatter_tensor = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+all_gather_tensor = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
 _groups: list[dist.ProcessGroup] = []
 _groups_lock = threading.Lock()
 
@@ -198,7 +202,7 @@ def _synchronize_grad(g, out, p, group):
 def _gather_padded(shard: torch.Tensor, group: dist.ProcessGroup) -> tuple[torch.Tensor, object]:
     world = dist.get_world_size(group)
     out = shard.new_empty((world * shard.shape[0], *shard.shape[1:]))
-    return out, dist.all_gather_into_tensor(out, shard.contiguous(), group=group, async_op=True)
+    return out, all_gather_tensor(out, shard.contiguous(), group=group, async_op=True)
 
 
 class _GatherFn(torch.autograd.Function):
@@ -247,8 +251,6 @@ def _reduce_scatter_impl(g: torch.Tensor, group: int) -> torch.Tensor:
     out = g.new_empty((rows // world, *g.shape[1:]))
     return _start(out, _reduce_scatter_tensor(out, padded, group=pg, async_op=True))
 
-
-_reduce_scatter_tensor = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
 def _reduce_scatter_meta(g: TensorProxy, group: int, rows: int) -> TensorProxy:
