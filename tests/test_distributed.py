@@ -325,3 +325,55 @@ def test_fsdp_checkpoint_loads_at_another_world_size(tmp_path):
     run_workers(_fsdp_worker, 2, tmp_path, "fsdp_of_jit", "ZERO2", "adamw", checkpoint)
     run_workers(_load_checkpoint_worker, 1, tmp_path, checkpoint)
     run_workers(_load_checkpoint_worker, 4, tmp_path, checkpoint)
+
+
+# -- torch's autograd running the trace, default executors, FSDP2 ----------------------------------
+
+
+class InPlaceOnView(Net):
+    """An in-place update of a view of a value that requires grad: thunder's autograd leaves it to torch's."""
+
+    def forward(self, x):
+        h = self.fc1(x)
+        h[:, 0].mul_(2)
+        return self.fc2(self.norm(F.gelu(h)))
+
+
+def _fallback_and_defaults_worker(rank, world, which, model_cls):
+    from thunder.distributed import FSDPType, ddp, fsdp
+
+    base = model_cls()
+    tm = thunder.jit(copy.deepcopy(base))  # the default executors
+    tm = ddp(tm) if which == "ddp" else fsdp(tm, sharding_strategy=FSDPType.ZERO3)
+    eager = copy.deepcopy(base)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (tm, eager)]
+    for step in range(2):
+        x, y = _batch(step, world)
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(eager(x), y).backward()
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+        full = tm.original_state_dict()
+        for name, value in eager.state_dict().items():
+            _close(full[name], value, f"{name} after step {step}")
+    fallback = thunder.compile_stats(tm).last_autograd_fallback
+    assert (fallback is not None) == (model_cls is InPlaceOnView), fallback
+
+
+@pytest.mark.parametrize("which", ["ddp", "fsdp"])
+@pytest.mark.parametrize("model_cls", [Net, InPlaceOnView], ids=["thunder_autograd", "torch_autograd"])
+def test_default_executors_and_torch_autograd_fallback(tmp_path, which, model_cls):
+    run_workers(_fallback_and_defaults_worker, 2, tmp_path, which, model_cls)
+
+
+def _fsdp2_worker(rank, world):
+    from torch.distributed.fsdp import fully_shard
+
+    model = fully_shard(Net())
+    with pytest.raises(ThunderValueError, match="'fc1.weight' is a DTensor.*thunder.distributed.fsdp"):
+        thunder.jit(model)
+
+
+def test_fsdp2_fully_shard_fails_at_once_with_a_clear_error(tmp_path):
+    run_workers(_fsdp2_worker, 2, tmp_path, timeout=90)

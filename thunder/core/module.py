@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from thunder.core.errors import InternalError, ThunderValueError
+from thunder.core.provenance import dtensor_error, is_dtensor
 
 # ``make_forward(fn, options)`` -> the jitted ``fn``, compiled as a module's forward (see
 # Note [ThunderModule's jit entry]).
@@ -58,6 +59,9 @@ class ThunderModule(torch.nn.Module):
         super().__init__()
         if _jit_entry is None:
             raise InternalError("ThunderModule: no jit entry installed; build it with thunder.jit(module)")
+        for name, p in model.named_parameters():
+            if is_dtensor(p):
+                raise dtensor_error(f"thunder.jit: the parameter {name!r}")
         self._model = model
         pending = model.__dict__.pop(PENDING_TRANSFORMS, None) or ()
         for _, handle in pending:
