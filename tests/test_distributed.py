@@ -359,6 +359,15 @@ def _fallback_and_defaults_worker(rank, world, which, model_cls):
             _close(full[name], value, f"{name} after step {step}")
     fallback = thunder.compile_stats(tm).last_autograd_fallback
     assert (fallback is not None) == (model_cls is InPlaceOnView), fallback
+    if fallback is None:  # the collectives stay ops of their own, outside the fusions
+        forward, backward = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
+        if which == "ddp":
+            assert _collectives(backward) == ["dist_pack_bucket", "dist_all_reduce", "dist_unpack_bucket"], str(backward)
+        else:
+            n_params = len(list(base.parameters()))
+            assert _collectives(forward).count("dist_all_gather") == n_params, str(forward)
+            assert _collectives(backward).count("dist_reduce_scatter") == n_params, str(backward)
+            assert _collectives(backward).count("dist_all_gather") > 0, str(backward)
 
 
 @pytest.mark.parametrize("which", ["ddp", "fsdp"])

@@ -36,7 +36,7 @@ from thunder.core import prims as core_prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.proxies import TensorProxy
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import Symbol
+from thunder.core.symbol import UNFUSIBLE, Symbol
 from thunder.executors.torchex import ex as torch_ex
 
 __all__ = [
@@ -74,12 +74,14 @@ def group_of(key: int) -> dist.ProcessGroup:
     return _groups[key]
 
 
-def _symbol(name: str, meta, impl, *, tags=()) -> Symbol:
-    """A collective symbol (printed ``dist.<name>``) that the torch executor runs with ``impl``."""
+def _symbol(name: str, meta, impl) -> Symbol:
+    """A collective symbol (printed ``dist.<name>``) that the torch executor runs with ``impl``, never inside a
+    fusion (the passes after claiming place and count the collectives; a fusion would hide them)."""
     import thunder.distributed.prims as this_module
 
+    tags = frozenset({UNFUSIBLE})
     sym = Symbol(name=name, meta=meta, id=f"thunder.distributed.{name}", module=this_module, module_alias="dist",
-                 tags=frozenset(tags))  # fmt: skip
+                 tags=tags)  # fmt: skip
     op = torch_ex.make_symbol(f"dist_{name}", impl, like=sym, tags=tags)
     torch_ex.register_implementation(sym, op=op)
     _executable[sym] = op
