@@ -9,7 +9,7 @@ group; ``ddp`` and ``fsdp`` need one (``torch.distributed.init_process_group``).
 Layer: distributed (above passes and executors; nothing below imports it).
 """
 
-from thunder.distributed.ddp import ddp
-from thunder.distributed.fsdp import FSDPBucketingStrategy, FSDPType, fsdp
+from thunder.distributed.transforms.ddp import ddp
+from thunder.distributed.transforms.fsdp import FSDPBucketingStrategy, FSDPType, fsdp
 
 __all__ = ["ddp", "fsdp", "FSDPType", "FSDPBucketingStrategy"]

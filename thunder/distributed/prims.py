@@ -14,7 +14,7 @@ trace by a small integer, ``group=0``.
 The ops and what carries them:
 - ``synchronize(p, group)``: DDP's mark on a replicated parameter; the identity in the forward. Its
   gradient is the parameter's gradient, all-reduced by the bucketing pass of the backward
-  (Note [Gradient buckets] in ``thunder.distributed.ddp``). Run outside thunder's autograd (torch's
+  (Note [Gradient buckets] in ``thunder.distributed.transforms.ddp``). Run outside thunder's autograd (torch's
   autograd running the trace), it all-reduces the gradient itself.
 - ``pack_bucket(*grads, world_size)`` -> one flat tensor (``cat`` of the gradients / world size);
   ``unpack_bucket(flat, shapes)`` -> the gradients again, as views of the reduced bucket.
@@ -36,7 +36,7 @@ from thunder.core import prims as core_prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.proxies import TensorProxy
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import UNFUSIBLE, Symbol
+from thunder.core.symbol import DONT_DCE, UNFUSIBLE, Symbol
 from thunder.executors.torchex import ex as torch_ex
 
 __all__ = [
@@ -74,12 +74,15 @@ def group_of(key: int) -> dist.ProcessGroup:
     return _groups[key]
 
 
-def _symbol(name: str, meta, impl) -> Symbol:
+def _symbol(name: str, meta, impl, *, barrier: bool = False) -> Symbol:
     """A collective symbol (printed ``dist.<name>``) that the torch executor runs with ``impl``, never inside a
-    fusion (the passes after claiming place and count the collectives; a fusion would hide them)."""
+    fusion (the passes after claiming place and count the collectives; a fusion would hide them). A ``barrier``
+    (tagged DONT_DCE) stays where it is and no fusion region spans it (Note [Finding fusion regions] in
+    thunder.extend.regions): a ``wait`` so that the ops reading a gathered parameter do not move above it (with
+    them, the parameter's memory), a ``reduce_scatter`` so that it starts where its gradient is complete."""
     import thunder.distributed.prims as this_module
 
-    tags = frozenset({UNFUSIBLE})
+    tags = frozenset({UNFUSIBLE, DONT_DCE} if barrier else {UNFUSIBLE})
     sym = Symbol(name=name, meta=meta, id=f"thunder.distributed.{name}", module=this_module, module_alias="dist",
                  tags=tags)  # fmt: skip
     op = torch_ex.make_symbol(f"dist_{name}", impl, like=sym, tags=tags)
@@ -118,7 +121,7 @@ def _wait_meta(t: TensorProxy) -> TensorProxy:
     return TensorProxy.like(t)
 
 
-wait = _symbol("wait", _wait_meta, _wait_impl)
+wait = _symbol("wait", _wait_meta, _wait_impl, barrier=True)
 
 
 @grad_rules.register(wait)
@@ -185,7 +188,7 @@ class _AllReduceGrad(torch.autograd.Function):
 
 
 def _synchronize_impl(p: torch.Tensor, group: int) -> torch.Tensor:
-    if torch.is_grad_enabled() and p.requires_grad:  # torch's autograd runs the trace (Note in ddp.py)
+    if torch.is_grad_enabled() and p.requires_grad:  # torch's autograd runs the trace (Note in transforms/ddp.py)
         return _AllReduceGrad.apply(p, group)
     return p
 
@@ -208,7 +211,7 @@ def _gather_padded(shard: torch.Tensor, group: dist.ProcessGroup) -> tuple[torch
 
 
 class _GatherFn(torch.autograd.Function):
-    """``all_gather`` under torch's autograd (Note in fsdp.py): gathers now, reduce-scatters the gradient."""
+    """``all_gather`` under torch's autograd (Note in transforms/fsdp.py): gathers now, reduce-scatters the gradient."""
 
     @staticmethod
     def forward(ctx, shard, group, dim0):
@@ -259,7 +262,9 @@ def _reduce_scatter_meta(g: TensorProxy, group: int, rows: int) -> TensorProxy:
     return TensorProxy.like(g, shape=(rows, *g.shape[1:]), requires_grad=False)
 
 
-reduce_scatter = _symbol("reduce_scatter", _reduce_scatter_meta, lambda g, group, rows: _reduce_scatter_impl(g, group))
+reduce_scatter = _symbol(
+    "reduce_scatter", _reduce_scatter_meta, lambda g, group, rows: _reduce_scatter_impl(g, group), barrier=True
+)
 
 
 @grad_rules.register(all_gather)

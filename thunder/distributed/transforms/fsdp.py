@@ -32,6 +32,7 @@ import torch.distributed as dist
 
 from thunder.core.errors import ThunderValueError
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import PARAMETER
 from thunder.core.trace import from_trace, recording_into
 from thunder.core.transform_common import Transform
 from thunder.distributed import prims as dist_prims
@@ -177,16 +178,24 @@ class FSDPTransform(Transform):
             names[swap[p.name].name] = swap[p.name].replace_name(new.safe_name(f"{p.name}_full"))
             swap[p.name] = names[swap[p.name].name]
         new.bound_symbols.extend(b.rename(names) for b in gathers)
-        new.bound_symbols.extend(b.rename(swap) for b in computation_trace.bound_symbols)
+        shards = {p.name: args[i] for i, p, _ in params}
+        for b in computation_trace.bound_symbols:  # the inputs' own entries (PARAMETER) are the shards
+            new.bound_symbols.append(b.rename(shards if PARAMETER in b.sym.tags else swap))
+        # Placed now, before fusion: the regions then end at each wait (a barrier), so that under ZeRO-3 a fusion
+        # does not need every gathered parameter at once.
+        new = _schedule_gathers(new, self._prefetch)
         if computation_trace.provenance is not None:
             new.set_provenance(computation_trace.provenance)
         return prologue_trace, new, epilogue_trace
 
+    @property
+    def _prefetch(self) -> int | None:
+        return 1 if self.sharding_strategy is FSDPType.ZERO3 else None
+
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
         if computation_trace.name == "backward":
             return self._backward(computation_trace)
-        prefetch = 1 if self.sharding_strategy is FSDPType.ZERO3 else None
-        new = _schedule_gathers(computation_trace, prefetch)
+        new = _schedule_gathers(computation_trace, self._prefetch)
         self._compile.forward = new
         return new
 

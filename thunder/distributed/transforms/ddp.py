@@ -29,6 +29,7 @@ import torch.distributed as dist
 
 from thunder.core.errors import ThunderValueError
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import PARAMETER
 from thunder.core.trace import from_trace, recording_into
 from thunder.core.transform_common import Transform
 from thunder.distributed import prims as dist_prims
@@ -109,7 +110,8 @@ class DDPTransform(Transform):
             for _, p, _ in params:
                 swap[p.name] = dist_prims.synchronize(p, self.group_key)
         new.bound_symbols.extend(marks)
-        new.bound_symbols.extend(b.rename(swap) for b in computation_trace.bound_symbols)
+        # the inputs' own entries (PARAMETER) stay the inputs
+        new.bound_symbols.extend(b if PARAMETER in b.sym.tags else b.rename(swap) for b in computation_trace.bound_symbols)
         if computation_trace.provenance is not None:
             new.set_provenance(computation_trace.provenance)
         return prologue_trace, new, epilogue_trace
