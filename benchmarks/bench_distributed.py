@@ -98,10 +98,11 @@ def _worker(rank: int, store: str, args) -> None:
     torch_compile.COMPILE_AFTER_S = math.inf  # torch's kernels, as the tests run them
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD)
-    import thunder
-    from thunder.distributed import FSDPType, ddp, fsdp
     from torch.distributed.fsdp import fully_shard
     from torch.nn.parallel import DistributedDataParallel
+
+    import thunder
+    from thunder.distributed import FSDPType, ddp, fsdp
 
     base = _model(args.layers, args.embd)
     full_bytes = sum(p.numel() * p.element_size() for p in base.parameters())

@@ -362,7 +362,9 @@ def _fallback_and_defaults_worker(rank, world, which, model_cls):
     if fallback is None:  # the collectives stay ops of their own, outside the fusions
         forward, backward = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
         if which == "ddp":
-            assert _collectives(backward) == ["dist_pack_bucket", "dist_all_reduce", "dist_unpack_bucket"], str(backward)
+            assert _collectives(backward) == ["dist_pack_bucket", "dist_all_reduce", "dist_unpack_bucket"], str(
+                backward
+            )
         else:
             n_params = len(list(base.parameters()))
             assert _collectives(forward).count("dist_all_gather") == n_params, str(forward)

@@ -45,6 +45,7 @@ def check_same_parameters(what: str, module: torch.nn.Module, group: dist.Proces
         for name in [*first, *(n for n in other if n not in first)]:  # in the module's order
             a, b = first.get(name), other.get(name)
             if a != b:
+
                 def show(x):
                     return "no such parameter" if x is None else f"{x[1]} {list(x[0])}"
 

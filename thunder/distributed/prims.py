@@ -257,7 +257,6 @@ def _reduce_scatter_impl(g: torch.Tensor, group: int) -> torch.Tensor:
     return _start(out, _reduce_scatter_tensor(out, padded, group=pg, async_op=True))
 
 
-
 def _reduce_scatter_meta(g: TensorProxy, group: int, rows: int) -> TensorProxy:
     return TensorProxy.like(g, shape=(rows, *g.shape[1:]), requires_grad=False)
 

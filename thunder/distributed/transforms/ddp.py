@@ -111,7 +111,9 @@ class DDPTransform(Transform):
                 swap[p.name] = dist_prims.synchronize(p, self.group_key)
         new.bound_symbols.extend(marks)
         # the inputs' own entries (PARAMETER) stay the inputs
-        new.bound_symbols.extend(b if PARAMETER in b.sym.tags else b.rename(swap) for b in computation_trace.bound_symbols)
+        new.bound_symbols.extend(
+            b if PARAMETER in b.sym.tags else b.rename(swap) for b in computation_trace.bound_symbols
+        )
         if computation_trace.provenance is not None:
             new.set_provenance(computation_trace.provenance)
         return prologue_trace, new, epilogue_trace
@@ -201,7 +203,9 @@ def bucket_gradients(bw, params: list[tuple[int, str]], group_key: int, world: i
     swap = {}
     with recording_into(new, body):
         for pending, members in started:
-            reduced = run(dist_prims.unpack_bucket)(run(dist_prims.wait)(pending), tuple(tuple(g.shape) for g in members))
+            reduced = run(dist_prims.unpack_bucket)(
+                run(dist_prims.wait)(pending), tuple(tuple(g.shape) for g in members)
+            )
             swap.update((g.name, r) for g, r in zip(members, reduced))
     body.append(ret.rename(swap))
     return new

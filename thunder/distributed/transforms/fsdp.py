@@ -92,7 +92,9 @@ def fsdp(
     """
     group = check_group("fsdp", process_group)
     if not isinstance(sharding_strategy, FSDPType):
-        raise ThunderValueError(f"fsdp: sharding_strategy must be an FSDPType (ZERO2 or ZERO3), got {sharding_strategy!r}")
+        raise ThunderValueError(
+            f"fsdp: sharding_strategy must be an FSDPType (ZERO2 or ZERO3), got {sharding_strategy!r}"
+        )
     if not isinstance(bucketing_strategy, FSDPBucketingStrategy):
         raise ThunderValueError(
             f"fsdp: bucketing_strategy must be an FSDPBucketingStrategy (NONE, LAYER or BLOCK), got {bucketing_strategy!r}"
@@ -125,7 +127,9 @@ def _shard_module(module: torch.nn.Module, group: dist.ProcessGroup) -> dict[str
     shapes: dict[str, torch.Size] = {}
     for name, p in module.named_parameters(remove_duplicate=False):
         if p.ndim == 0:
-            raise ThunderValueError(f"fsdp: the parameter {name!r} is 0-dimensional; fsdp shards dim 0 of each parameter")
+            raise ThunderValueError(
+                f"fsdp: the parameter {name!r} is 0-dimensional; fsdp shards dim 0 of each parameter"
+            )
         shapes[name] = p.shape
     shards: dict[int, torch.nn.Parameter] = {}
     for sub in module.modules():
