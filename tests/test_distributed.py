@@ -388,3 +388,31 @@ def _fsdp2_worker(rank, world):
 
 def test_fsdp2_fully_shard_fails_at_once_with_a_clear_error(tmp_path):
     run_workers(_fsdp2_worker, 2, tmp_path, timeout=90)
+
+
+def _batch_size_changes_worker(rank, world, which):
+    """A smaller last batch recompiles with symbolic shapes (the parameters' dims are symbolic too)."""
+    from thunder.distributed import FSDPType, ddp, fsdp
+
+    base = Net()
+    tm = thunder.jit(copy.deepcopy(base), executors=["torch"])
+    tm = ddp(tm, bucket_size_in_mb=0) if which == "ddp" else fsdp(tm, sharding_strategy=FSDPType.ZERO3)
+    eager = copy.deepcopy(base)
+    for n in (3, 2, 1):
+        x = torch.randn(world * n, 5, generator=torch.Generator().manual_seed(n))
+        tm(x[rank * n : (rank + 1) * n]).square().mean().backward()
+        eager(x).square().mean().backward()  # the mean over the whole batch: the average of the ranks
+    assert thunder.cache_misses(tm) >= 2
+    grads = {n: p.grad for n, p in tm.named_parameters()}
+    for name, p in eager.named_parameters():
+        g = grads[name]
+        if which == "fsdp":
+            everyone = [torch.empty_like(g) for _ in range(world)]
+            dist.all_gather(everyone, g)
+            g = torch.cat(everyone)[: p.shape[0]]
+        _close(g, p.grad, f"{name}.grad summed over batches of 3, 2 and 1 rows per rank")
+
+
+@pytest.mark.parametrize("which", ["ddp", "fsdp"])
+def test_batch_size_changes(tmp_path, which):
+    run_workers(_batch_size_changes_worker, 2, tmp_path, which)

@@ -150,7 +150,7 @@ def _pack_impl(*grads_and_world):
 
 def _pack_meta(*grads_and_world):
     *grads, world = grads_and_world
-    numel = sum(math.prod(g.shape) for g in grads)
+    numel = sum(math.prod(int(d) for d in g.shape) for g in grads)  # parameters' shapes: static (ddp's _static)
     return TensorProxy(shape=(numel,), dtype=grads[0].dtype, device=grads[0].device, requires_grad=False)
 
 

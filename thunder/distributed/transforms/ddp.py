@@ -203,13 +203,17 @@ def bucket_gradients(bw, params: list[tuple[int, str]], group_key: int, world: i
     swap = {}
     with recording_into(new, body):
         for pending, members in started:
-            reduced = run(dist_prims.unpack_bucket)(
-                run(dist_prims.wait)(pending), tuple(tuple(g.shape) for g in members)
-            )
+            reduced = run(dist_prims.unpack_bucket)(run(dist_prims.wait)(pending), tuple(map(_static, members)))
             swap.update((g.name, r) for g, r in zip(members, reduced))
     body.append(ret.rename(swap))
     return new
 
 
+def _static(t: TensorProxy) -> tuple[int, ...]:
+    """A parameter's shape as ints: under ``cache="symbolic values"`` its dims are symbolic too, and a
+    parameter's shape does not change (``int`` specialises them; the prologue checks it)."""
+    return tuple(int(d) for d in t.shape)
+
+
 def _nbytes(t: TensorProxy) -> int:
-    return math.prod(t.shape) * t.dtype.itemsize
+    return math.prod(_static(t)) * t.dtype.itemsize
