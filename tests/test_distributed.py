@@ -244,19 +244,38 @@ def test_torch_ddp_of_thunder_module(tmp_path):
 # -- fsdp --------------------------------------------------------------------------------------------
 
 
-def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint):
-    from thunder.distributed import FSDPType, fsdp
+class Blocks(torch.nn.Module):
+    """Net's layers in a ModuleList of two blocks (FSDPBucketingStrategy.BLOCK), with a layer outside them."""
 
-    base = Net()
+    def __init__(self):
+        super().__init__()
+        net = Net()
+        self.fc1 = net.fc1
+        self.blocks = torch.nn.ModuleList(
+            [torch.nn.Sequential(net.norm, torch.nn.GELU()), torch.nn.Sequential(net.fc2)]
+        )
+
+    def forward(self, x):
+        x = self.fc1(x)
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing="NONE"):
+    from thunder.distributed import FSDPBucketingStrategy, FSDPType, fsdp
+
+    base = Blocks() if bucketing == "BLOCK" else Net()
     model = copy.deepcopy(base)
     kind = FSDPType[strategy]
+    options = {"sharding_strategy": kind, "bucketing_strategy": FSDPBucketingStrategy[bucketing]}
     if order == "fsdp_of_jit":
-        tm = fsdp(thunder.jit(model, executors=["torch"]), sharding_strategy=kind)
+        tm = fsdp(thunder.jit(model, executors=["torch"]), **options)
     else:
-        tm = thunder.jit(fsdp(model, sharding_strategy=kind), executors=["torch"])
+        tm = thunder.jit(fsdp(model, **options), executors=["torch"])
     rows = -(-7 // world)
     assert tm.get_parameter("fc1.weight").shape == (rows, 5), "each rank holds a padded dim-0 shard"
-    assert {k: tuple(v.shape) for k, v in tm.state_dict().items()}["fc2.weight"] == (-(-3 // world), 7)
+    assert tuple(tm.state_dict()["fc1.bias"].shape) == (rows,)
     eager = copy.deepcopy(base)
     opts = [_optimizer(optimizer, m.parameters()) for m in (tm, eager)]
     for step in range(STEPS):
@@ -270,9 +289,9 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint):
         for name, value in eager.state_dict().items():
             _close(full[name], value, f"{name} after step {step} vs eager on the whole batch")
     forward, backward = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
-    n_params = len(list(base.parameters()))
-    assert _collectives(forward).count("dist_all_gather") == n_params, str(forward)
-    assert _collectives(backward).count("dist_reduce_scatter") == n_params, str(backward)
+    buckets = len(list(base.parameters())) if bucketing == "NONE" else 3  # LAYER, BLOCK: fc1, norm, fc2
+    assert _collectives(forward).count("dist_all_gather") == buckets, str(forward)
+    assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
     regathered = _collectives(backward).count("dist_all_gather")
     if kind is FSDPType.ZERO3:  # the backward gathers again what it reads; the forward saves no full parameter
         assert regathered > 0, str(backward)
@@ -287,11 +306,17 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint):
 
 
 @pytest.mark.parametrize(
-    "order, strategy, optimizer",
-    [("fsdp_of_jit", "ZERO2", "sgd"), ("jit_of_fsdp", "ZERO3", "adamw"), ("fsdp_of_jit", "ZERO3", "sgd")],
+    "order, strategy, optimizer, bucketing",
+    [
+        ("fsdp_of_jit", "ZERO2", "sgd", "NONE"),
+        ("jit_of_fsdp", "ZERO3", "adamw", "NONE"),
+        ("fsdp_of_jit", "ZERO3", "sgd", "LAYER"),
+        ("jit_of_fsdp", "ZERO2", "adamw", "BLOCK"),
+        ("fsdp_of_jit", "ZERO3", "adamw", "BLOCK"),
+    ],
 )
-def test_fsdp_trains_like_eager(tmp_path, order, strategy, optimizer):
-    run_workers(_fsdp_worker, 2, tmp_path, order, strategy, optimizer, None)
+def test_fsdp_trains_like_eager(tmp_path, order, strategy, optimizer, bucketing):
+    run_workers(_fsdp_worker, 2, tmp_path, order, strategy, optimizer, None, bucketing)
 
 
 def test_fsdp_four_processes(tmp_path):

@@ -50,6 +50,9 @@ __all__ = [
     "unpack_bucket",
     "wait",
     "executable",
+    "pack_shards",
+    "unpack_gathered",
+    "pack_gathered_grads",
 ]
 
 # torch 2.10 renamed these two (the old names warn)
@@ -274,3 +277,79 @@ def _all_gather_grad(g, out, shard, group, dim0):
 def comment(text: str) -> None:
     """A comment line in the trace (what a collective carries)."""
     core_prims.comment(text)
+
+
+# -- FSDP's buckets: several parameters' shards in one collective ----------------------------------
+# A bucket's shards are packed into one flat tensor per rank (``pack_shards``), gathered (``all_gather`` of a 1-d
+# tensor: W rank segments one after the other) and cut into the full parameters (``unpack_gathered``: parameter i
+# is the i-th piece of every segment, stacked on dim 0 and cut to its rows). The gradients go back the same way:
+# ``pack_gathered_grads`` lays them out as the gathered tensor was, ``reduce_scatter`` gives each rank its segment,
+# ``unpack_bucket`` cuts it into the shards' gradients.
+
+
+def _numel(shape) -> int:
+    return math.prod(int(d) for d in shape)
+
+
+def _pack_shards_meta(*shards):
+    numel = sum(_numel(s.shape) for s in shards)
+    return TensorProxy(
+        shape=(numel,),
+        dtype=shards[0].dtype,
+        device=shards[0].device,
+        requires_grad=any(s.requires_grad for s in shards),
+    )
+
+
+pack_shards = _symbol("pack_shards", _pack_shards_meta, lambda *shards: torch.cat([s.reshape(-1) for s in shards]))
+
+
+@grad_rules.register(pack_shards)
+def _pack_shards_grad(g, out, *shards):
+    return tuple(unpack_bucket(g, tuple(tuple(int(d) for d in s.shape) for s in shards)))
+
+
+def _unpack_gathered_impl(flat: torch.Tensor, world: int, shapes: tuple, dim0s: tuple) -> tuple:
+    segments = flat.view(world, -1)
+    out, offset = [], 0
+    for shape, dim0 in zip(shapes, dim0s):
+        n = _numel(shape)
+        out.append(segments[:, offset : offset + n].reshape(world * shape[0], *shape[1:])[:dim0])
+        offset += n
+    return tuple(out)
+
+
+def _unpack_gathered_meta(flat: TensorProxy, world: int, shapes: tuple, dim0s: tuple) -> tuple:
+    return tuple(
+        TensorProxy(shape=(d0, *s[1:]), dtype=flat.dtype, device=flat.device, requires_grad=flat.requires_grad)
+        for s, d0 in zip(shapes, dim0s)
+    )
+
+
+unpack_gathered = _symbol("unpack_gathered", _unpack_gathered_meta, _unpack_gathered_impl)
+
+
+def _pack_gathered_grads_impl(*args):
+    *grads, world, shapes = args
+    columns = []
+    for g, shape in zip(grads, shapes):
+        padded = g.new_zeros((world * shape[0], *shape[1:]))
+        padded[: g.shape[0]] = g
+        columns.append(padded.reshape(world, -1))
+    return torch.cat(columns, dim=1).reshape(-1)
+
+
+def _pack_gathered_grads_meta(*args):
+    *grads, world, shapes = args
+    return TensorProxy(
+        shape=(world * sum(_numel(s) for s in shapes),), dtype=grads[0].dtype, device=grads[0].device,
+        requires_grad=False,
+    )  # fmt: skip
+
+
+pack_gathered_grads = _symbol("pack_gathered_grads", _pack_gathered_grads_meta, _pack_gathered_grads_impl)
+
+
+@grad_rules.register(unpack_gathered)
+def _unpack_gathered_grad(g, out, flat, world, shapes, dim0s):
+    return (pack_gathered_grads(*g, world, shapes), None, None, None)

@@ -16,6 +16,14 @@ and the full tensor is freed after its last forward use; the backward saves the 
 again just before its first backward use. In both, each gradient's reduce-scatter starts as soon as the
 gradient is computed and is waited for just before the backward returns.
 
+Note [Buckets]
+With ``FSDPBucketingStrategy.LAYER`` the parameters of one module (a Linear's weight and bias), with ``BLOCK``
+those of one element of a ``ModuleList`` (a transformer block; parameters outside one are bucketed by module),
+share one gather and one reduce-scatter: ``dist.pack_shards`` packs the bucket's shards, one ``dist.all_gather``
+gathers them, ``dist.unpack_gathered`` cuts the full parameters out; the gradients go back through
+``dist.pack_gathered_grads``, one ``dist.reduce_scatter`` and ``dist.unpack_bucket``. Fewer, larger collectives;
+under ZeRO-3 a bucket is gathered whole, so its parameters are alive together.
+
 Note [Torch's autograd runs the trace]: as for ``ddp``, ``all_gather`` run under torch's autograd is an
 autograd function that reduce-scatters its gradient.
 
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import enum
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -33,7 +42,7 @@ import torch.distributed as dist
 from thunder.core.errors import ThunderValueError
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import PARAMETER
-from thunder.core.trace import from_trace, recording_into
+from thunder.core.trace import from_trace, recording_into, tracectx
 from thunder.core.transform_common import Transform
 from thunder.distributed import prims as dist_prims
 from thunder.distributed.common import (
@@ -57,8 +66,7 @@ class FSDPType(enum.Enum):
 
 
 class FSDPBucketingStrategy(enum.Enum):
-    """How parameters are grouped into collectives. Only NONE (one collective per parameter) is implemented:
-    LAYER and BLOCK are accepted and behave as NONE (the results are the same; the collective count is not)."""
+    """How parameters are grouped into collectives (Note [Buckets])."""
 
     NONE = enum.auto()
     LAYER = enum.auto()
@@ -81,7 +89,8 @@ def fsdp(
         device: where the parameters and buffers go first (default: where they are).
         broadcast_from: the rank whose parameters and buffers every rank takes before sharding, or None.
         sharding_strategy: ``FSDPType.ZERO2`` or ``FSDPType.ZERO3`` (Note [ZeRO-2 and ZeRO-3]).
-        bucketing_strategy: an ``FSDPBucketingStrategy`` (only NONE changes anything so far).
+        bucketing_strategy: an ``FSDPBucketingStrategy``: one collective per parameter (NONE), per module (LAYER)
+            or per block of a ``ModuleList`` (BLOCK) (Note [Buckets]).
         process_group: the ranks that share the model (default: all).
 
     Returns:
@@ -105,9 +114,41 @@ def fsdp(
         original.to(device)
     if broadcast_from is not None:
         broadcast_module(original, broadcast_from, group)
+    keys = _bucket_keys(original, bucketing_strategy)
     shapes = _shard_module(original, group)
-    transform = FSDPTransform(group, shapes, sharding_strategy, bucketing_strategy)
+    transform = FSDPTransform(group, shapes, sharding_strategy, bucketing_strategy, keys)
     return attach(model, transform, "fsdp")
+
+
+def _bucket_keys(module: torch.nn.Module, strategy: FSDPBucketingStrategy) -> dict[str, str]:
+    """The bucket of each parameter (Note [Buckets]): LAYER, the module that holds it; BLOCK, the element of a
+    ``ModuleList`` it is in (a transformer block), else the module that holds it; NONE, none."""
+    if strategy is FSDPBucketingStrategy.NONE:
+        return {}
+    blocks = set()
+    if strategy is FSDPBucketingStrategy.BLOCK:
+        for name, sub in module.named_modules():
+            if isinstance(sub, torch.nn.ModuleList):
+                blocks.update(f"{name}.{child}" if name else child for child, _ in sub.named_children())
+    keys = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        owner = name.rpartition(".")[0]
+        parts = owner.split(".") if owner else []
+        block = next((".".join(parts[:i]) for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in blocks), None)
+        keys[name] = f"{block if block is not None else owner}/{p.dtype}/{p.device}"
+    return keys
+
+
+def _buckets(params: list, computation, keys: dict[str, str]) -> list[list]:
+    """The parameters ``params`` ((position, proxy, name), the computation's inputs) grouped by bucket, the buckets
+    in the order of their first use in the computation."""
+    body = [b for b in computation.bound_symbols if PARAMETER not in b.sym.tags]
+    first = _first_uses(body, {p.name for _, p, _ in params})
+    order = sorted(params, key=lambda item: first.get(item[1].name, len(body)))
+    buckets: dict[str, list] = {}
+    for item in order:
+        buckets.setdefault(keys.get(item[2], f"#{item[2]}"), []).append(item)
+    return list(buckets.values())
 
 
 def _rows(dim0: int, world: int) -> int:
@@ -150,13 +191,14 @@ class FSDPTransform(Transform):
     distributed = True
 
     def __init__(self, group: dist.ProcessGroup, shapes: dict[str, torch.Size], sharding_strategy: FSDPType,
-                 bucketing_strategy: FSDPBucketingStrategy):  # fmt: skip
+                 bucketing_strategy: FSDPBucketingStrategy, bucket_keys: dict[str, str] | None = None):  # fmt: skip
         self.group = group
         self.group_key = dist_prims.register_group(group)
         self.world_size = dist.get_world_size(group)
         self.shapes = dict(shapes)
         self.sharding_strategy = sharding_strategy
         self.bucketing_strategy = bucketing_strategy
+        self.bucket_keys = dict(bucket_keys or {})  # parameter name -> its bucket (absent: a bucket of its own)
         self._compile = PerCompile()
 
     # -- traces --------------------------------------------------------------------------------------
@@ -171,11 +213,22 @@ class FSDPTransform(Transform):
         for i, p, _ in params:  # traced with the full shape (Note [Sharding]); what arrives is the local shard
             args[i] = TensorProxy.like(p, p.name, shape=(_rows(p.shape[0], self.world_size), *p.shape[1:]))
         gathers: list = []
-        swap = {}
+        swap = {}  # parameter name -> its gathered full tensor
         with recording_into(new, gathers):
-            for i, p, path in params:
-                pending = dist_prims.all_gather(args[i], self.group_key, self.shapes[path][0])
-                swap[p.name] = dist_prims.wait(pending)
+            for bucket in _buckets(params, computation_trace, self.bucket_keys):
+                shards = [args[i] for i, _, _ in bucket]
+                dim0s = tuple(self.shapes[path][0] for _, _, path in bucket)
+                if len(bucket) == 1:
+                    fulls = [dist_prims.wait(dist_prims.all_gather(shards[0], self.group_key, dim0s[0]))]
+                else:
+                    packed = dist_prims.pack_shards(*shards)
+                    gathered = dist_prims.wait(
+                        dist_prims.all_gather(packed, self.group_key, self.world_size * packed.shape[0])
+                    )
+                    shapes = tuple(tuple(int(d) for d in s.shape) for s in shards)
+                    fulls = dist_prims.unpack_gathered(gathered, self.world_size, shapes, dim0s)
+                for (_, p, _), full in zip(bucket, fulls):
+                    swap[p.name] = full
         new.args = args
         names = {}
         for _, p, _ in params:  # the gathered parameter is named after its shard: t_0_weight -> t_0_weight_full
@@ -256,29 +309,64 @@ def _first_uses(bsyms: list, names: set[str]) -> dict[str, int]:
     return first
 
 
-def _schedule_gathers(trace, prefetch: int | None):
-    """The forward with each ``wait`` of a gather just before the first use of its result and each gather
-    started ``prefetch`` gathers ahead (None: all at the top) (Note [ZeRO-2 and ZeRO-3])."""
-    body = trace.bound_symbols
-    starts = {b.output.name: b for b in body if _is(b, dist_prims.all_gather)}
-    waits = [b for b in body if _is(b, dist_prims.wait) and b.args[0].name in starts]
-    if not waits:
-        return trace
-    moved = {id(b) for b in waits} | {id(b) for b in starts.values()}
-    rest = [b for b in body if id(b) not in moved]
-    first = _first_uses(rest, {w.output.name for w in waits})
-    order = sorted(waits, key=lambda w: first.get(w.output.name, len(rest)))
-    before: dict[int, list] = {}
-    for w in order:
-        before.setdefault(first.get(w.output.name, len(rest) - 1), []).append(w)
-    for k, w in enumerate(order):
-        start = starts[w.args[0].name]
-        if prefetch is None:  # all at the top, in the order of use
-            before.setdefault(0, []).insert(k, start)
+@dataclass
+class _Gather:
+    """One gather of the forward: the ops that start it (``pack_shards`` of a bucket, ``all_gather``), the ops that
+    finish it (``wait``, a bucket's ``unpack_gathered``) and the full parameters it makes."""
+
+    starts: list
+    finishes: list
+    fulls: list
+
+    @property
+    def source(self) -> TensorProxy:
+        """What the gather gathers: a parameter's shard, or a bucket's packed shards."""
+        return self.starts[-1].args[0]
+
+
+def _find_gathers(bsyms: list) -> list[_Gather]:
+    produced = {o.name: b for b in bsyms for o in b.flat_proxy_outs}
+    readers: dict[str, list] = {}
+    for b in bsyms:
+        for a in b.flat_proxy_args:
+            readers.setdefault(a.name, []).append(b)
+    found = []
+    for b in bsyms:
+        if not _is(b, dist_prims.all_gather):
             continue
-        anchor = order[k - prefetch] if k >= prefetch else w  # started before this wait: overlaps its op
-        group = before[first.get(anchor.output.name, len(rest) - 1)]
-        group.insert(group.index(anchor), start)
+        pack = produced.get(b.args[0].name)
+        starts = [pack, b] if pack is not None and _is(pack, dist_prims.pack_shards) else [b]
+        wait = next(r for r in readers[b.output.name] if _is(r, dist_prims.wait))
+        unpack = next((r for r in readers.get(wait.output.name, ()) if _is(r, dist_prims.unpack_gathered)), None)
+        finishes = [wait] if unpack is None else [wait, unpack]
+        found.append(_Gather(starts, finishes, [wait.output] if unpack is None else list(unpack.output)))
+    return found
+
+
+def _schedule_gathers(trace, prefetch: int | None):
+    """The forward with each gather finished just before the first use of a parameter it makes and started
+    ``prefetch`` gathers ahead (None: all at the top) (Note [ZeRO-2 and ZeRO-3])."""
+    gathers = _find_gathers(trace.bound_symbols)
+    if not gathers:
+        return trace
+    moved = {id(b) for g in gathers for b in (*g.starts, *g.finishes)}
+    rest = [b for b in trace.bound_symbols if id(b) not in moved]
+    first = _first_uses(rest, {f.name for g in gathers for f in g.fulls})
+    at = {id(g): min((first.get(f.name, len(rest) - 1) for f in g.fulls), default=len(rest) - 1) for g in gathers}
+    order = sorted(gathers, key=lambda g: at[id(g)])
+    before: dict[int, list] = {}
+    for g in order:
+        before.setdefault(at[id(g)], []).extend(g.finishes)
+    for k, g in enumerate(order):
+        if prefetch is None:  # all at the top, in the order of use
+            group = before.setdefault(0, [])
+            i = sum(len(o.starts) for o in order[:k])
+            group[i:i] = g.starts
+            continue
+        anchor = order[k - prefetch] if k >= prefetch else g  # started before this one finishes: overlaps its ops
+        group = before[at[id(anchor)]]
+        i = group.index(anchor.finishes[0])
+        group[i:i] = g.starts
     new = from_trace(trace)
     for i, b in enumerate(rest):
         new.bound_symbols.extend(before.get(i, ()))
@@ -287,49 +375,56 @@ def _schedule_gathers(trace, prefetch: int | None):
 
 
 def _regather_in_backward(forward, bw, group_key: int):
-    """ZeRO-3: the forward saves the shards of the gathered parameters instead of the full tensors, which it
-    frees after their last use, and the backward gathers them again just before their first use."""
-    gathered = {}  # full name -> (shard proxy, dim0)
-    starts = {b.output.name: b for b in forward.bound_symbols if _is(b, dist_prims.all_gather)}
-    for b in forward.bound_symbols:
-        if _is(b, dist_prims.wait) and b.args[0].name in starts:
-            shard, _, dim0 = starts[b.args[0].name].args
-            gathered[b.output.name] = (shard, dim0)
+    """ZeRO-3: the forward saves the shards of the gathered parameters (a bucket's packed shards) instead of the
+    full tensors, which it frees after their last use, and the backward gathers them again just before their
+    first use."""
     ret = forward.bound_symbols[-1]
     outputs, saved = ret.args[0]
-    if not any(getattr(s, "name", None) in gathered for s in saved) or any(
-        getattr(o, "name", None) in gathered for o in outputs
-    ):
+    gathers = _find_gathers(forward.bound_symbols)
+    of = {f.name: g for g in gathers for f in g.fulls}
+    saved_names = {getattr(s, "name", None) for s in saved}
+    if not saved_names & of.keys() or any(getattr(o, "name", None) in of for o in outputs):
         return bw
     forward.bound_symbols[-1] = ret.from_bsym(
-        args=((outputs, tuple(gathered[s.name][0] if getattr(s, "name", None) in gathered else s for s in saved)),),
+        args=((outputs, tuple(of[s.name].source if getattr(s, "name", None) in of else s for s in saved)),),
         lineage=ret.lineage,
     )
     new = from_trace(bw)
-    args, regather = [], {}
+    args, local = [], {}  # local: id(gather) -> the backward's parameter holding its source
     for a in bw.args:
-        name = getattr(a, "name", None)
-        if name in gathered:
-            shard = gathered[name][0]
-            local = TensorProxy.like(shard, new.safe_name(f"{shard.name}_shard"), requires_grad=False)
-            regather[name] = (local, gathered[name][1], a)
-            args.append(local)
-        else:
+        g = of.get(getattr(a, "name", None))
+        if g is None:
             args.append(a)
+            continue
+        with tracectx(new):  # reserves the name
+            proxy = TensorProxy.like(g.source, new.safe_name(f"{g.source.name}_shard"), requires_grad=False)
+        local.setdefault(id(g), proxy)
+        args.append(proxy)
     new.args = args
-    first = _first_uses(bw.bound_symbols, set(regather))
-    order = sorted(regather, key=lambda n: first.get(n, len(bw.bound_symbols)))
+    full_args = {a.name: a for a in bw.args if getattr(a, "name", None) in of}
+    todo = [g for g in gathers if id(g) in local]
+    first = _first_uses(bw.bound_symbols, set(full_args))
+    at = {
+        id(g): min(first.get(f.name, len(bw.bound_symbols) - 1) for f in g.fulls if f.name in full_args) for g in todo
+    }
+    order = sorted(todo, key=lambda g: at[id(g)])
     placed: dict[int, list] = {}
-    for k, name in enumerate(order):
-        local, dim0, full = regather[name]
+    for k, g in enumerate(order):
         scratch: list = []
         with recording_into(new, scratch):
-            pending = run(dist_prims.all_gather)(local, group_key, dim0)
-        wait = run(dist_prims.wait).bind(pending, output=full)
-        at = first.get(name, len(bw.bound_symbols) - 1)
-        ahead = first.get(order[k - 1], at) if k >= 1 else at  # prefetch one parameter ahead
-        placed.setdefault(ahead, []).extend(scratch)
-        placed.setdefault(at, []).append(wait)
+            gather = g.starts[-1]
+            pending = run(dist_prims.all_gather)(local[id(g)], *gather.args[1:])
+            gathered = run(dist_prims.wait)(pending)
+            if len(g.finishes) == 2:
+                run(dist_prims.unpack_gathered)(gathered, *g.finishes[1].args[1:])
+        # the gathered parameters take the names the backward reads
+        finished = scratch[-1].flat_proxy_outs
+        scratch[-1] = scratch[-1].rename(
+            {made.name: full_args[f.name] for made, f in zip(finished, g.fulls) if f.name in full_args}
+        )
+        ahead = at[id(order[k - 1])] if k >= 1 else at[id(g)]  # prefetch one gather ahead
+        placed.setdefault(ahead, []).append(scratch[0])
+        placed.setdefault(at[id(g)], []).extend(scratch[1:])
     for i, b in enumerate(bw.bound_symbols):
         new.bound_symbols.extend(placed.get(i, ()))
         new.bound_symbols.append(b)
