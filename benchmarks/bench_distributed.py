@@ -62,33 +62,34 @@ def _collectives(trace) -> int:
 
 
 def _parameter_peak(forward, backward, shard_bytes: int) -> int:
-    """Bytes of parameters a rank holds at the worst point of the executed traces: its shards, plus the gathered
-    full parameters alive (made by ``dist_wait`` of a gather, freed by ``del``; the backward's saved ones alive
-    from the forward on)."""
+    """Bytes of parameters a rank holds at the worst point of the executed traces: its shards, plus every buffer the
+    gathers make (from the ``dist_all_gather`` that allocates it, through its ``dist_wait``, to its ``del``), the
+    full parameters ``dist_unpack_gathered`` cuts out of a bucket and the packed shards ``dist_pack_shards`` makes;
+    what the forward saves for the backward stays alive in between (the backward frees none of its inputs)."""
     from thunder.core.proxies import TensorProxy
 
     def nbytes(p):
         return math.prod(p.shape) * p.dtype.itemsize
 
-    peak = live = 0
+    peak = 0
     alive: dict[str, int] = {}
     for trace in (forward, backward):
-        if trace is backward:  # what the forward keeps for the backward stays alive in between
+        if trace is backward:  # once each (a bucket's packed shards fill several saved slots)
             saved = forward.bound_symbols[-1].args[0][1]
-            alive = {p.name: alive_bytes for p in saved if (alive_bytes := alive.get(p.name))}
-            live = sum(alive.values())
-            for a in backward.args:
-                if isinstance(a, TensorProxy) and a.name.endswith("_full"):
-                    alive.setdefault(a.name, nbytes(a))
-            live = sum(alive.values())
+            alive = {s.name: alive[s.name] for s in saved if isinstance(s, TensorProxy) and s.name in alive}
         for b in trace.bound_symbols:
-            if b.sym.name == "dist_wait" and isinstance(b.output, TensorProxy) and b.output.name.endswith("_full"):
-                alive[b.output.name] = nbytes(b.output)
-                live += alive[b.output.name]
-            elif b.sym.name == "python_del":
+            name = b.sym.name
+            if name == "dist_all_gather":  # the buffer it fills: world size times the shard
+                alive[b.output.name] = WORLD * nbytes(b.args[0])
+            elif name == "dist_wait" and b.args[0].name in alive:
+                alive[b.output.name] = alive.pop(b.args[0].name)
+            elif name in ("dist_unpack_gathered", "dist_pack_shards"):
+                for o in b.flat_proxy_outs:
+                    alive[o.name] = nbytes(o)
+            elif name == "python_del":
                 for a in b.flat_proxy_args:
-                    live -= alive.pop(a.name, 0)
-            peak = max(peak, live)
+                    alive.pop(a.name, None)
+            peak = max(peak, sum(alive.values()))
     return shard_bytes + peak
 
 
@@ -102,7 +103,7 @@ def _worker(rank: int, store: str, args) -> None:
     from torch.nn.parallel import DistributedDataParallel
 
     import thunder
-    from thunder.distributed import FSDPType, ddp, fsdp
+    from thunder.distributed import FSDPBucketingStrategy, FSDPType, ddp, fsdp
 
     base = _model(args.layers, args.embd)
     full_bytes = sum(p.numel() * p.element_size() for p in base.parameters())
@@ -130,18 +131,24 @@ def _worker(rank: int, store: str, args) -> None:
     tm = ddp(thunder.jit(copy.deepcopy(base)))
     compare("DDP", tm, DistributedDataParallel(copy.deepcopy(base)))
     rows[-1] = (*rows[-1][:4], f"collectives/step: {counts(tm)} (unbucketed: {counts(unbucketed)})")
-    for kind in (FSDPType.ZERO2, FSDPType.ZERO3):
-        tm = fsdp(thunder.jit(copy.deepcopy(base)), sharding_strategy=kind)
-        reference = copy.deepcopy(base)
+    for kind, bucketing in ((FSDPType.ZERO2, "BLOCK"), (FSDPType.ZERO3, "BLOCK"), (FSDPType.ZERO3, "NONE")):
+        tm = fsdp(
+            thunder.jit(copy.deepcopy(base)),
+            sharding_strategy=kind,
+            bucketing_strategy=FSDPBucketingStrategy[bucketing],
+        )
+        reference = copy.deepcopy(base)  # torch's FSDP2 as its docs shard a transformer: each block, then the root
         for block in reference.transformer.h:
             fully_shard(block, reshard_after_forward=kind is FSDPType.ZERO3)
         fully_shard(reference, reshard_after_forward=kind is FSDPType.ZERO3)
-        compare(f"FSDP {kind.name} vs fully_shard", tm, reference)
+        compare(f"FSDP {kind.name} {bucketing} vs fully_shard", tm, reference)
         shard_bytes = sum(p.numel() * p.element_size() for p in tm.parameters())
         peak = _parameter_peak(thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1], shard_bytes)
-        name, a, b, r, _ = rows[-1]
-        rows[-1] = (name, a, b, r, f"collectives/step: {counts(tm)}; peak parameter memory/rank: "
-                    f"{peak / 2**20:.2f} MiB = {peak / full_bytes:.2f} of the model's {full_bytes / 2**20:.2f} MiB")  # fmt: skip
+        rows[-1] = (
+            *rows[-1][:4],
+            f"collectives/step: {counts(tm)}; peak parameter memory/rank: "
+            f"{peak / 2**20:.2f} MiB = {peak / full_bytes:.2f} of the model's {full_bytes / 2**20:.2f} MiB",
+        )
     if rank == 0:
         print(f"GPT-2 style, {args.layers} layers, n_embd {args.embd}, batch {BATCH}x{SEQ} per rank, {WORLD} processes "
               f"(gloo, CPU, 1 thread each); medians of {args.steps} steps after {args.warmup}; times in ms")  # fmt: skip
