@@ -57,8 +57,9 @@ def _step(model, opt, ids) -> float:
 
 
 def _collectives(trace) -> int:
-    return sum(1 for b in trace.bound_symbols if b.sym.name.startswith("dist_") and b.sym.name not in (
-        "dist_wait", "dist_pack_bucket", "dist_unpack_bucket", "dist_synchronize"))  # fmt: skip
+    return sum(
+        1 for b in trace.bound_symbols if b.sym.name in ("dist_all_reduce", "dist_all_gather", "dist_reduce_scatter")
+    )
 
 
 def _parameter_peak(forward, backward, shard_bytes: int) -> int:

@@ -178,10 +178,13 @@ def bucket_gradients(bw, params: list[tuple[int, str]], group_key: int, world: i
         members = open_buckets.pop(key)
         names = ", ".join(path for g in members for path in carried[g.name][1])
         size = sum(_nbytes(g) for g in members) / 2**20
+        k = len(started)
         with recording_into(new, body):
-            dist_prims.comment(f"bucket {len(started)} ({size:.2f} MiB, {len(members)} gradients): {names}")
-            flat = run(dist_prims.pack_bucket)(*members, world)
-            started.append((run(dist_prims.all_reduce)(flat, group_key), members))
+            dist_prims.comment(f"bucket {k} ({size:.2f} MiB, {len(members)} gradients): {names}")
+            flat = _named(new, body, run(dist_prims.pack_bucket)(*members, world), f"bucket{k}")
+            started.append(
+                (_named(new, body, run(dist_prims.all_reduce)(flat, group_key), f"bucket{k}_pending"), members)
+            )
 
     def ready(g: TensorProxy):
         key = (g.dtype, g.device)
@@ -202,11 +205,19 @@ def bucket_gradients(bw, params: list[tuple[int, str]], group_key: int, world: i
         start(key)
     swap = {}
     with recording_into(new, body):
-        for pending, members in started:
-            reduced = run(dist_prims.unpack_bucket)(run(dist_prims.wait)(pending), tuple(map(_static, members)))
+        for k, (pending, members) in enumerate(started):
+            averaged = _named(new, body, run(dist_prims.wait)(pending), f"bucket{k}_averaged")
+            reduced = run(dist_prims.unpack_bucket)(averaged, tuple(map(_static, members)))
             swap.update((g.name, r) for g, r in zip(members, reduced))
     body.append(ret.rename(swap))
     return new
+
+
+def _named(trace, body: list, made: TensorProxy, name: str) -> TensorProxy:
+    """``made``, the output of the last op of ``body``, under ``name`` (what the trace shows: ``bucket0``)."""
+    named = made.replace_name(trace.safe_name(name))
+    body[-1] = body[-1].rename({made.name: named})
+    return named
 
 
 def _static(t: TensorProxy) -> tuple[int, ...]:
