@@ -65,7 +65,8 @@ def _same_on_every_rank(t: torch.Tensor, what: str) -> None:
 
 
 def _collectives(trace) -> list[str]:
-    return [b.sym.name for b in trace.bound_symbols if b.sym.name.startswith("dist_") and b.sym.name != "dist_wait"]
+    marks = ("dist_wait", "dist_gradient_ready")
+    return [b.sym.name for b in trace.bound_symbols if b.sym.name.startswith("dist_") and b.sym.name not in marks]
 
 
 # -- without a process group ---------------------------------------------------------------------------

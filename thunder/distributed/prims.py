@@ -47,6 +47,7 @@ __all__ = [
     "reduce_scatter",
     "register_group",
     "synchronize",
+    "gradient_ready",
     "unpack_bucket",
     "wait",
     "executable",
@@ -199,9 +200,18 @@ def _synchronize_impl(p: torch.Tensor, group: int) -> torch.Tensor:
 synchronize = _symbol("synchronize", lambda p, group: TensorProxy.like(p), _synchronize_impl)
 
 
+def _gradient_ready_meta(g: TensorProxy) -> TensorProxy:
+    return TensorProxy.like(g, requires_grad=False)
+
+
+# The identity on a parameter's finished gradient, and a barrier: fusion regions of the backward end there, so
+# the bucket that needs this gradient can start before the rest of the backward runs (Note [Gradient buckets]).
+gradient_ready = _symbol("gradient_ready", _gradient_ready_meta, lambda g: g, barrier=True)
+
+
 @grad_rules.register(synchronize)
 def _synchronize_grad(g, out, p, group):
-    return (g, None)
+    return (gradient_ready(g), None)
 
 
 # -- FSDP: gather a parameter's shards, reduce-scatter its gradient --------------------------------

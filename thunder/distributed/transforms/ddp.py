@@ -1,8 +1,9 @@
 """``ddp``: data parallel training with replicated parameters, gradients all-reduced in buckets.
 
 Note [Gradient buckets]
-Each replicated parameter enters the computation through ``dist.synchronize`` (the identity), so the
-backward gives its gradient like any other. After the executors claimed the backward's ops, the bucketing
+Each replicated parameter enters the computation through ``dist.synchronize`` (the identity), placed just before
+its first use, so the backward gives its gradient like any other, as ``dist.gradient_ready`` (the identity, and a
+barrier: fusion regions end there) right after its last contribution. After the executors claimed the backward's ops, the bucketing
 pass walks it in order and puts each parameter's gradient, as soon as the op that computes it has run, into
 the open bucket of its dtype and device. When a bucket reaches ``bucket_size_in_mb`` (or the backward has no
 more gradients for it), ``pack_bucket`` flattens it into one tensor divided by the world size and an async
@@ -104,16 +105,23 @@ class DDPTransform(Transform):
         if not self.sync or not params:
             return prologue_trace, computation_trace, epilogue_trace
         new = from_trace(computation_trace)
-        marks: list = []
+        body = computation_trace.bound_symbols
+        # Each mark just before the parameter's first use: the backward then finishes the gradient (``gradient_ready``,
+        # the mark's gradient) right after the parameter's last backward use (Note [Gradient buckets]).
+        first: dict[str, int] = {}
+        for k, b in enumerate(body):
+            if PARAMETER not in b.sym.tags:
+                for a in b.flat_proxy_args:
+                    first.setdefault(a.name, k)
+        marks: dict[int, list] = {}
         swap = {}
-        with recording_into(new, marks):
-            for _, p, _ in params:
+        for _, p, _ in params:
+            with recording_into(new, marks.setdefault(first.get(p.name, len(body) - 1), [])):
                 swap[p.name] = dist_prims.synchronize(p, self.group_key)
-        new.bound_symbols.extend(marks)
-        # the inputs' own entries (PARAMETER) stay the inputs
-        new.bound_symbols.extend(
-            b if PARAMETER in b.sym.tags else b.rename(swap) for b in computation_trace.bound_symbols
-        )
+        for k, b in enumerate(body):
+            new.bound_symbols.extend(marks.get(k, ()))
+            # the inputs' own entries (PARAMETER) stay the inputs
+            new.bound_symbols.append(b if PARAMETER in b.sym.tags else b.rename(swap))
         if computation_trace.provenance is not None:
             new.set_provenance(computation_trace.provenance)
         return prologue_trace, new, epilogue_trace
