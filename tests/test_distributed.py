@@ -276,6 +276,9 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
         tm = thunder.jit(fsdp(model, **options), executors=["torch"])
     rows = -(-7 // world)
     assert tm.get_parameter("fc1.weight").shape == (rows, 5), "each rank holds a padded dim-0 shard"
+    if bucketing != "NONE":  # a bucket's shards are views of one flat tensor: gathered without a copy
+        weight, bias = tm.get_parameter("fc1.weight"), tm.get_parameter("fc1.bias")
+        assert bias.data_ptr() == weight.data_ptr() + weight.numel() * weight.element_size()
     assert tuple(tm.state_dict()["fc1.bias"].shape) == (rows,)
     eager = copy.deepcopy(base)
     opts = [_optimizer(optimizer, m.parameters()) for m in (tm, eager)]
@@ -442,3 +445,16 @@ def _batch_size_changes_worker(rank, world, which):
 @pytest.mark.parametrize("which", ["ddp", "fsdp"])
 def test_batch_size_changes(tmp_path, which):
     run_workers(_batch_size_changes_worker, 2, tmp_path, which)
+
+
+def test_pack_shards_views_adjacent_shards_and_copies_others():
+    from thunder.distributed.prims import _pack_shards_impl
+
+    flat = torch.arange(10.0)
+    a, b = flat[:6].view(2, 3), flat[6:]
+    with torch.no_grad():
+        packed = _pack_shards_impl(a, b)
+        assert packed.data_ptr() == flat.data_ptr() and torch.equal(packed, flat)  # fsdp's bucket layout: no copy
+        swapped = _pack_shards_impl(b, a)
+        assert swapped.data_ptr() != flat.data_ptr() and torch.equal(swapped, torch.cat([b, a.reshape(-1)]))
+    assert _pack_shards_impl(a, b).data_ptr() != flat.data_ptr()  # where autograd records it: a copy

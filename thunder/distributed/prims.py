@@ -311,7 +311,27 @@ def _pack_shards_meta(*shards):
     )
 
 
-pack_shards = _symbol("pack_shards", _pack_shards_meta, lambda *shards: torch.cat([s.reshape(-1) for s in shards]))
+def _pack_shards_impl(*shards: torch.Tensor) -> torch.Tensor:
+    """The shards one after the other: a view where they lie so already (``fsdp`` makes a bucket's shards views of
+    one flat tensor), else a copy (and always a copy where torch's autograd records it)."""
+    first = shards[0]
+    adjacent = not torch.is_grad_enabled() and all(s.is_contiguous() for s in shards)
+    if adjacent:
+        start, size = first.data_ptr(), first.element_size()
+        position = start
+        for s in shards:
+            adjacent = (
+                adjacent
+                and s.data_ptr() == position
+                and s.untyped_storage().data_ptr() == first.untyped_storage().data_ptr()
+            )
+            position += s.numel() * size
+    if adjacent:
+        return first.as_strided((sum(s.numel() for s in shards),), (1,), first.storage_offset())
+    return torch.cat([s.reshape(-1) for s in shards])
+
+
+pack_shards = _symbol("pack_shards", _pack_shards_meta, _pack_shards_impl)
 
 
 @grad_rules.register(pack_shards)

@@ -115,7 +115,7 @@ def fsdp(
     if broadcast_from is not None:
         broadcast_module(original, broadcast_from, group)
     keys = _bucket_keys(original, bucketing_strategy)
-    shapes = _shard_module(original, group)
+    shapes = _shard_module(original, group, keys)
     transform = FSDPTransform(group, shapes, sharding_strategy, bucketing_strategy, keys)
     return attach(model, transform, "fsdp")
 
@@ -148,7 +148,8 @@ def _buckets(params: list, computation, keys: dict[str, str]) -> list[list]:
     buckets: dict[str, list] = {}
     for item in order:
         buckets.setdefault(keys.get(item[2], f"#{item[2]}"), []).append(item)
-    return list(buckets.values())
+    rank = {name: i for i, name in enumerate(keys)}  # inside a bucket, the module's order: its shards' layout
+    return [sorted(members, key=lambda item: rank.get(item[2], 0)) for members in buckets.values()]
 
 
 def _rows(dim0: int, world: int) -> int:
@@ -163,8 +164,10 @@ def _shard(t: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _shard_module(module: torch.nn.Module, group: dist.ProcessGroup) -> dict[str, torch.Size]:
-    """Replaces each parameter by its local shard (tied parameters stay tied); returns the full shapes by name."""
+def _shard_module(module: torch.nn.Module, group: dist.ProcessGroup, keys: dict[str, str]) -> dict[str, torch.Size]:
+    """Replaces each parameter by its local shard (tied parameters stay tied); the shards of a bucket (``keys``) are
+    views of one flat tensor, in the module's order, so that ``dist.pack_shards`` packs them without a copy. Returns
+    the full shapes by name."""
     shapes: dict[str, torch.Size] = {}
     for name, p in module.named_parameters(remove_duplicate=False):
         if p.ndim == 0:
@@ -172,16 +175,22 @@ def _shard_module(module: torch.nn.Module, group: dist.ProcessGroup) -> dict[str
                 f"fsdp: the parameter {name!r} is 0-dimensional; fsdp shards dim 0 of each parameter"
             )
         shapes[name] = p.shape
+    buckets: dict[str, list[tuple[torch.nn.Parameter, torch.Tensor]]] = {}
+    for name, p in module.named_parameters():
+        buckets.setdefault(keys.get(name, f"#{name}"), []).append((p, _shard(p.data, group)))
     shards: dict[int, torch.nn.Parameter] = {}
+    for members in buckets.values():
+        flat = torch.cat([shard.reshape(-1) for _, shard in members])
+        offset = 0
+        for p, shard in members:
+            local = flat[offset : offset + shard.numel()].view(shard.shape)
+            offset += shard.numel()
+            shards[id(p)] = torch.nn.Parameter(local, requires_grad=p.requires_grad)
+            shards[id(p)]._thunder_traced_shape = p.shape  # the program is traced with the full parameter
     for sub in module.modules():
         for key, p in list(sub._parameters.items()):
-            if p is None:
-                continue
-            shard = shards.get(id(p))
-            if shard is None:
-                shard = shards[id(p)] = torch.nn.Parameter(_shard(p.data, group), requires_grad=p.requires_grad)
-                shard._thunder_traced_shape = p.shape  # the program is traced with the full parameter
-            sub._parameters[key] = shard
+            if p is not None:
+                sub._parameters[key] = shards[id(p)]
     return shapes
 
 
