@@ -64,9 +64,10 @@ def _collectives(trace) -> int:
 
 def _parameter_peak(forward, backward, shard_bytes: int) -> int:
     """Bytes of parameters a rank holds at the worst point of the executed traces: its shards, plus every buffer the
-    gathers make (from the ``dist_all_gather`` that allocates it, through its ``dist_wait``, to its ``del``), the
-    full parameters ``dist_unpack_gathered`` cuts out of a bucket and the packed shards ``dist_pack_shards`` makes;
-    what the forward saves for the backward stays alive in between (the backward frees none of its inputs)."""
+    gathers make (from the ``dist_all_gather`` that allocates it, through its ``dist_wait``, to its ``del``) and the
+    full parameters ``dist_unpack_gathered`` cuts out of a bucket (``dist_pack_shards`` makes a view of the shards,
+    which fsdp lays out one after the other); what the forward saves for the backward stays alive in between (the
+    backward frees none of its inputs)."""
     from thunder.core.proxies import TensorProxy
 
     def nbytes(p):
@@ -84,7 +85,7 @@ def _parameter_peak(forward, backward, shard_bytes: int) -> int:
                 alive[b.output.name] = WORLD * nbytes(b.args[0])
             elif name == "dist_wait" and b.args[0].name in alive:
                 alive[b.output.name] = alive.pop(b.args[0].name)
-            elif name in ("dist_unpack_gathered", "dist_pack_shards"):
+            elif name == "dist_unpack_gathered":
                 for o in b.flat_proxy_outs:
                     alive[o.name] = nbytes(o)
             elif name == "python_del":
