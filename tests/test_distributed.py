@@ -458,3 +458,30 @@ def test_pack_shards_views_adjacent_shards_and_copies_others():
         swapped = _pack_shards_impl(b, a)
         assert swapped.data_ptr() != flat.data_ptr() and torch.equal(swapped, torch.cat([b, a.reshape(-1)]))
     assert _pack_shards_impl(a, b).data_ptr() != flat.data_ptr()  # where autograd records it: a copy
+
+
+def _rank_fails_worker(rank, world):
+    import os
+    import time
+
+    from thunder.core.errors import ThunderRuntimeError
+    from thunder.distributed import ddp
+
+    tm = ddp(thunder.jit(Net(), executors=["torch"]))
+    x = torch.randn(2, 5 if rank == 0 else 6)  # rank 1's batch has the wrong width: its forward raises
+    if rank == 1:
+        with pytest.raises(ThunderValueError, match="in_features"):
+            tm(x)
+        time.sleep(8)  # alive (not in a collective) while rank 0 waits for it
+    else:
+        start = time.monotonic()
+        with pytest.raises(
+            ThunderRuntimeError, match="all_reduce .* did not complete within the process group's timeout"
+        ):
+            tm(x).sum().backward()
+        assert time.monotonic() - start < 30
+    os._exit(0)  # the group is broken: no barrier, no teardown
+
+
+def test_a_rank_that_fails_leaves_the_others_a_timeout_error(tmp_path):
+    run_workers(_rank_fails_worker, 2, tmp_path, timeout=90, group_timeout_s=3)

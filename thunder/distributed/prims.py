@@ -107,8 +107,8 @@ def executable(sym: Symbol) -> Symbol:
 # -- pending tensors -------------------------------------------------------------------------------
 
 
-def _start(result: torch.Tensor, work, finish=None) -> torch.Tensor:
-    result._thunder_pending = (work, finish)
+def _start(result: torch.Tensor, work, finish=None, what: str = "") -> torch.Tensor:
+    result._thunder_pending = (work, finish, what)
     return result
 
 
@@ -116,8 +116,17 @@ def _wait_impl(t: torch.Tensor) -> torch.Tensor:
     pending = t.__dict__.pop("_thunder_pending", None)
     if pending is None:
         raise ThunderRuntimeError("dist.wait: the tensor is not the result of an async collective (a bug in a trace)")
-    work, finish = pending
-    work.wait()
+    work, finish, what = pending
+    try:
+        work.wait()
+    except RuntimeError as e:
+        if "timed out" not in str(e).lower():
+            raise
+        raise ThunderRuntimeError(
+            f"the {what} of {list(t.shape)} elements did not complete within the process group's timeout: another "
+            "rank probably failed before it (see that rank's error) or runs a different program. Set the timeout with "
+            f"torch.distributed.init_process_group(..., timeout=datetime.timedelta(...)). ({e})"
+        ) from e
     return finish(t) if finish is not None else t
 
 
@@ -137,7 +146,7 @@ def _wait_grad(g, out, t):
 
 
 def _all_reduce_impl(t: torch.Tensor, group: int) -> torch.Tensor:
-    return _start(t, dist.all_reduce(t, group=group_of(group), async_op=True))
+    return _start(t, dist.all_reduce(t, group=group_of(group), async_op=True), what="all_reduce")
 
 
 all_reduce = _symbol("all_reduce", lambda t, group: TensorProxy.like(t, requires_grad=False), _all_reduce_impl)
@@ -244,7 +253,7 @@ def _all_gather_impl(shard: torch.Tensor, group: int, dim0: int) -> torch.Tensor
         full = _GatherFn.apply(shard, group, dim0)
         return _start(full, _Done())
     out, work = _gather_padded(shard, group_of(group))
-    return _start(out, work, lambda t: t[:dim0] if t.shape[0] != dim0 else t)
+    return _start(out, work, lambda t: t[:dim0] if t.shape[0] != dim0 else t, what="all_gather")
 
 
 class _Done:
@@ -267,7 +276,7 @@ def _reduce_scatter_impl(g: torch.Tensor, group: int) -> torch.Tensor:
     padded[: g.shape[0]] = g
     padded.div_(world)
     out = g.new_empty((rows // world, *g.shape[1:]))
-    return _start(out, _reduce_scatter_tensor(out, padded, group=pg, async_op=True))
+    return _start(out, _reduce_scatter_tensor(out, padded, group=pg, async_op=True), what="reduce_scatter")
 
 
 def _reduce_scatter_meta(g: TensorProxy, group: int, rows: int) -> TensorProxy:
