@@ -131,8 +131,11 @@ def _worker(rank: int, store: str, args) -> None:
     unbucketed = ddp(thunder.jit(copy.deepcopy(base)), bucket_size_in_mb=0)
     unbucketed(_batch(0, rank), labels=_batch(0, rank)).loss.backward()
     tm = ddp(thunder.jit(copy.deepcopy(base)))
-    compare("DDP", tm, DistributedDataParallel(copy.deepcopy(base)))
+    compare("DDP 25 MiB buckets", tm, DistributedDataParallel(copy.deepcopy(base)))
     rows[-1] = (*rows[-1][:4], f"collectives/step: {counts(tm)} (unbucketed: {counts(unbucketed)})")
+    tm = ddp(thunder.jit(copy.deepcopy(base)), bucket_size_in_mb=1.0)
+    compare("DDP 1 MiB buckets", tm, DistributedDataParallel(copy.deepcopy(base), bucket_cap_mb=1.0))
+    rows[-1] = (*rows[-1][:4], f"collectives/step: {counts(tm)}")
     for kind, bucketing in ((FSDPType.ZERO2, "BLOCK"), (FSDPType.ZERO3, "BLOCK"), (FSDPType.ZERO3, "NONE")):
         tm = fsdp(
             thunder.jit(copy.deepcopy(base)),
@@ -154,10 +157,10 @@ def _worker(rank: int, store: str, args) -> None:
     if rank == 0:
         print(f"GPT-2 style, {args.layers} layers, n_embd {args.embd}, batch {BATCH}x{SEQ} per rank, {WORLD} processes "
               f"(gloo, CPU, 1 thread each); medians of {args.steps} steps after {args.warmup}; times in ms")  # fmt: skip
-        print(f"| {'configuration':<28} | thunder | torch | ratio | notes |")
-        print(f"|{'-' * 30}|--------:|------:|------:|-------|")
+        print(f"| {'configuration':<32} | thunder | torch | ratio | notes |")
+        print(f"|{'-' * 34}|--------:|------:|------:|-------|")
         for name, a, b, r, note in rows:
-            print(f"| {name:<28} | {a:7.1f} | {b:5.1f} | {r:5.2f} | {note} |")
+            print(f"| {name:<32} | {a:7.1f} | {b:5.1f} | {r:5.2f} | {note} |")
     dist.destroy_process_group()
 
 
