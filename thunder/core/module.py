@@ -17,6 +17,7 @@ Layer: core (the class; its forward is made by the entry layer's hook). Imports:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -140,9 +141,12 @@ class ThunderModule(torch.nn.Module):
     def original_state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
         """The state dict with transforms reversed: under ``thunder.distributed.fsdp``, the full tensors
         (every rank must call it: it gathers the shards)."""
-        state = self._model.state_dict(prefix=prefix, keep_vars=keep_vars)
+        original = state = self._model.state_dict(prefix=prefix, keep_vars=keep_vars)
         for transform in reversed(self._options.transforms):
             state = transform.reverse_transform_state_dict_for_submodule(self, prefix, state)
+        if state is not original:  # keeps the modules' versions, as state_dict() does
+            state = collections.OrderedDict(state)
+            state._metadata = original._metadata
         if destination is None:
             return state
         destination.update(state)
@@ -161,9 +165,12 @@ class ThunderModule(torch.nn.Module):
                 f"load_original_state_dict: {', '.join(unknown)} name no parameter or persistent buffer of the "
                 f"{type(self._model).__name__}; its entries are those of its state_dict()"
             )
-        state = dict(state_dict)
+        state = state_dict
         for transform in self._options.transforms:
             state = transform.transform_state_dict_for_submodule(self, "", state)
+        if state is not state_dict and hasattr(state_dict, "_metadata"):  # modules' versions (batch norm's)
+            state = collections.OrderedDict(state)
+            state._metadata = state_dict._metadata
         self._model.load_state_dict(state, strict=False)
 
     @contextlib.contextmanager
