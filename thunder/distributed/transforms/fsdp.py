@@ -215,6 +215,7 @@ class FSDPTransform(Transform):
     def transform_traces_pre_prologue(self, prologue_trace, computation_trace, epilogue_trace, **kwargs):
         params = list(parameter_inputs(computation_trace, set(self.shapes)))
         self._compile.forward = None
+        self._compile.params = [(i, path) for i, _, path in params]
         if not params:
             return prologue_trace, computation_trace, epilogue_trace
         new = from_trace(computation_trace)
@@ -269,7 +270,7 @@ class FSDPTransform(Transform):
         forward = self._compile.forward
         if self.sharding_strategy is FSDPType.ZERO3 and forward is not None:
             bw = _regather_in_backward(forward, bw, self.group_key)
-        return _schedule_reduce_scatters(bw)
+        return _schedule_reduce_scatters(bw, self._compile.params)
 
     # -- state dicts ---------------------------------------------------------------------------------
 
@@ -440,9 +441,33 @@ def _regather_in_backward(forward, bw, group_key: int):
     return new
 
 
-def _schedule_reduce_scatters(bw):
-    """Each reduce-scatter right after the op computing its gradient; its wait just before the first use of the
-    result (the return)."""
+def _carried(bw, params: list[tuple[int, str]]) -> dict[str, str]:
+    """Per reduce-scatter (its output's name): the parameters whose gradients it carries (``params``: position among
+    the backward's results, name), through its wait and, for a bucket, its ``unpack_bucket``."""
+    grads = bw.bound_symbols[-1].args[0]
+    by_grad: dict[str, list[str]] = {}
+    for i, path in params:
+        if i < len(grads) and isinstance(grads[i], TensorProxy):
+            by_grad.setdefault(grads[i].name, []).append(path)
+    waited = {b.args[0].name: b.output.name for b in bw.bound_symbols if _is(b, dist_prims.wait)}
+    unpacked = {
+        b.args[0].name: [o.name for o in b.flat_proxy_outs]
+        for b in bw.bound_symbols
+        if _is(b, dist_prims.unpack_bucket)
+    }
+    labels = {}
+    for b in bw.bound_symbols:
+        if _is(b, dist_prims.reduce_scatter):
+            done = waited.get(b.output.name)
+            names = [path for g in unpacked.get(done, [done]) for path in by_grad.get(g, ())]
+            labels[b.output.name] = ", ".join(names)
+    return labels
+
+
+def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
+    """Each reduce-scatter right after the op computing its gradient, after a comment naming the parameters whose
+    gradients it carries; its wait just before the first use of the result (the return)."""
+    labels = _carried(bw, params)
     body = bw.bound_symbols
     starts = [b for b in body if _is(b, dist_prims.reduce_scatter)]
     if not starts:
@@ -456,14 +481,17 @@ def _schedule_reduce_scatters(bw):
         for o in b.flat_proxy_outs:
             produced_at[o.name] = i
     after: dict[int, list] = {}
+    new = from_trace(bw)
     for s in starts:
         at = max((produced_at.get(a.name, -1) for a in s.flat_proxy_args), default=-1)
+        if labels.get(s.output.name):
+            with recording_into(new, after.setdefault(at, [])):
+                dist_prims.comment(f"reduce-scatter of the gradients of {labels[s.output.name]}")
         after.setdefault(at, []).append(s)
     first = _first_uses(rest, {w.output.name for w in waits})
     before: dict[int, list] = {}
     for w in waits:
         before.setdefault(first.get(w.output.name, len(rest) - 1), []).append(w)
-    new = from_trace(bw)
     new.bound_symbols.extend(after.get(-1, ()))
     for i, b in enumerate(rest):
         new.bound_symbols.extend(before.get(i, ()))
