@@ -296,6 +296,8 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
     buckets = len(list(base.parameters())) if bucketing == "NONE" else 3  # LAYER, BLOCK: fc1, norm, fc2
     assert _collectives(forward).count("dist_all_gather") == buckets, str(forward)
     assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
+    carried = "fc1.weight" if bucketing == "NONE" else "fc1.weight, fc1.bias"
+    assert f"# reduce-scatter of the gradients of {carried}\n" in str(backward), str(backward)
     regathered = _collectives(backward).count("dist_all_gather")
     if kind is FSDPType.ZERO3:  # the backward gathers again what it reads; the forward saves no full parameter
         assert regathered > 0, str(backward)
