@@ -4,7 +4,7 @@
 ``fn(rank, world_size, *args)`` inside an initialized gloo group (a file store under ``tmp_path``: no ports);
 an exception in any worker fails the test with its traceback; a worker still running after ``timeout`` seconds
 fails it too (every process is killed), so a hang never blocks the suite. ``group_timeout_s``: the process group's
-own timeout for collectives.
+own timeout for collectives; ``backend="nccl"``: one CUDA device per rank.
 """
 
 from __future__ import annotations
@@ -22,14 +22,18 @@ import torch.multiprocessing as mp
 DEFAULT_TIMEOUT_S = 180.0
 
 
-def _worker(rank: int, fn, world_size: int, store: str, args: tuple, group_timeout_s: float | None) -> None:
+def _worker(
+    rank: int, fn, world_size: int, store: str, args: tuple, group_timeout_s: float | None, backend: str
+) -> None:
     from thunder.executors import torch_compile
 
     torch_compile.COMPILE_AFTER_S = math.inf  # no background compile workers in tests (as in conftest)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     timeout = {} if group_timeout_s is None else {"timeout": datetime.timedelta(seconds=group_timeout_s)}
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size, **timeout)
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world_size, **timeout)
     try:
         fn(rank, world_size, *args)
         dist.barrier()
@@ -38,12 +42,18 @@ def _worker(rank: int, fn, world_size: int, store: str, args: tuple, group_timeo
 
 
 def run_workers(
-    fn, world_size: int, tmp_path, *args, timeout: float = DEFAULT_TIMEOUT_S, group_timeout_s: float | None = None
+    fn,
+    world_size: int,
+    tmp_path,
+    *args,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    group_timeout_s: float | None = None,
+    backend: str = "gloo",
 ) -> None:
     store = os.path.join(str(tmp_path), f"store-{time.monotonic_ns()}")
     context = mp.start_processes(
         _worker,
-        args=(fn, world_size, store, args, group_timeout_s),
+        args=(fn, world_size, store, args, group_timeout_s, backend),
         nprocs=world_size,
         join=False,
         start_method="spawn",

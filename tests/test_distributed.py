@@ -487,3 +487,33 @@ def _rank_fails_worker(rank, world):
 
 def test_a_rank_that_fails_leaves_the_others_a_timeout_error(tmp_path):
     run_workers(_rank_fails_worker, 2, tmp_path, timeout=90, group_timeout_s=3)
+
+
+# -- NCCL on CUDA --------------------------------------------------------------------------------------
+
+
+def _nccl_worker(rank, world):
+    from thunder.distributed import FSDPType, ddp, fsdp
+
+    device = torch.device("cuda", rank)
+    base = Net().to(device)
+    for make in (lambda m: ddp(m, bucket_size_in_mb=0), lambda m: fsdp(m, sharding_strategy=FSDPType.ZERO3)):
+        tm = make(thunder.jit(copy.deepcopy(base)))
+        eager = copy.deepcopy(base)
+        opts = [torch.optim.AdamW(m.parameters(), lr=0.01) for m in (tm, eager)]
+        for step in range(STEPS):
+            x, y = (t.to(device) for t in _batch(step, world))
+            F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+            F.mse_loss(eager(x), y).backward()
+            for opt in opts:
+                opt.step()
+                opt.zero_grad()
+        full = tm.original_state_dict()
+        for name, value in eager.state_dict().items():
+            torch.testing.assert_close(full[name], value, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_nccl_ddp_and_fsdp_on_cuda(tmp_path):
+    run_workers(_nccl_worker, min(2, torch.cuda.device_count()), tmp_path, backend="nccl")
