@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import math
 import os
+import sys
 import time
 
 import pytest
@@ -34,11 +35,15 @@ def _worker(
     if backend == "nccl":
         torch.cuda.set_device(rank)
     dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world_size, **timeout)
-    try:
-        fn(rank, world_size, *args)
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
+    fn(rank, world_size, *args)
+    dist.barrier()
+    dist.destroy_process_group()
+    # Gloo's threads at interpreter exit now and then abort the process ("terminate called without an active
+    # exception"), failing a test that passed: a finished worker leaves without the exit-time teardown. (A worker
+    # that raised leaves through spawn, which keeps its traceback for the test even if the exit then aborts.)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run_workers(
