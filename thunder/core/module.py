@@ -17,7 +17,9 @@ Layer: core (the class; its forward is made by the entry layer's hook). Imports:
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -25,6 +27,7 @@ from typing import Any
 import torch
 
 from thunder.core.errors import InternalError, ThunderValueError
+from thunder.core.provenance import dtensor_error, is_dtensor
 
 # ``make_forward(fn, options)`` -> the jitted ``fn``, compiled as a module's forward (see
 # Note [ThunderModule's jit entry]).
@@ -44,6 +47,11 @@ def _call_module(module, *args, **kwargs):
 
 _call_module._thunder_calls_module = True  # the tracer names inputs after ``module.forward``
 
+#: Where a tool that transforms a module before ``thunder.jit`` (``thunder.distributed.ddp(m)``) leaves its
+#: transforms: a list of ``(transform, hook handle)``; the ThunderModule takes them and removes the hooks
+#: (which make an eager call of the module fail clearly).
+PENDING_TRANSFORMS = "_thunder_pending_transforms"
+
 
 class ThunderModule(torch.nn.Module):
     """A compiled ``nn.Module``; attribute access is forwarded to the original module."""
@@ -52,12 +60,43 @@ class ThunderModule(torch.nn.Module):
         super().__init__()
         if _jit_entry is None:
             raise InternalError("ThunderModule: no jit entry installed; build it with thunder.jit(module)")
+        for name, p in model.named_parameters():
+            if is_dtensor(p):
+                raise dtensor_error(f"thunder.jit: the parameter {name!r}")
         self._model = model
+        pending = model.__dict__.pop(PENDING_TRANSFORMS, None) or ()
+        for _, handle in pending:
+            handle.remove()
+        if pending:
+            options = dataclasses.replace(options, transforms=(*options.transforms, *(t for t, _ in pending)))
+        self._options = options
+        self._variants: dict[str, Callable] = {}
         self._forward_fn = _jit_entry(_call_module, options)
         for transform in options.transforms:
             hook = getattr(transform, "transform_module", None)
             if hook is not None:
                 hook(self)
+
+    def _add_transform(self, transform) -> None:
+        """Compiles from now on with ``transform`` too (``thunder.distributed.ddp(thunder.jit(m))``)."""
+        self._options = dataclasses.replace(self._options, transforms=(*self._options.transforms, transform))
+        self._variants.clear()
+        self._forward_fn = _jit_entry(_call_module, self._options)
+        transform.transform_module(self)
+
+    @contextlib.contextmanager
+    def _using_variant(self, key: str, transforms: Callable[[], tuple]) -> Iterator[None]:
+        """Calls inside compile with other transforms (``transforms()``, asked once): ``no_sync`` compiles
+        the program without collectives, as a function of its own with its own cache."""
+        variant = self._variants.get(key)
+        if variant is None:
+            options = dataclasses.replace(self._options, transforms=transforms())
+            variant = self._variants[key] = _jit_entry(_call_module, options)
+        main, self._forward_fn = self._forward_fn, variant
+        try:
+            yield
+        finally:
+            self._forward_fn = main
 
     @property
     def _thunder(self):
@@ -100,8 +139,18 @@ class ThunderModule(torch.nn.Module):
         return self._model.state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars)
 
     def original_state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
-        """The state dict with transforms reversed (no transform changes it yet)."""
-        return self._model.state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars)
+        """The state dict with transforms reversed: under ``thunder.distributed.fsdp``, the full tensors
+        (every rank must call it: it gathers the shards)."""
+        original = state = self._model.state_dict(prefix=prefix, keep_vars=keep_vars)
+        for transform in reversed(self._options.transforms):
+            state = transform.reverse_transform_state_dict_for_submodule(self, prefix, state)
+        if state is not original:  # keeps the modules' versions, as state_dict() does
+            state = collections.OrderedDict(state)
+            state._metadata = original._metadata
+        if destination is None:
+            return state
+        destination.update(state)
+        return destination
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         return self._model.load_state_dict(state_dict, strict=strict, assign=assign)
@@ -116,12 +165,23 @@ class ThunderModule(torch.nn.Module):
                 f"load_original_state_dict: {', '.join(unknown)} name no parameter or persistent buffer of the "
                 f"{type(self._model).__name__}; its entries are those of its state_dict()"
             )
-        self._model.load_state_dict(state_dict, strict=False)
+        state = state_dict
+        for transform in self._options.transforms:
+            state = transform.transform_state_dict_for_submodule(self, "", state)
+        if state is not state_dict and hasattr(state_dict, "_metadata"):  # modules' versions (batch norm's)
+            state = collections.OrderedDict(state)
+            state._metadata = state_dict._metadata
+        self._model.load_state_dict(state, strict=False)
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
-        """Skips gradient synchronisation in data-parallel training (nothing to skip without it)."""
-        yield
+        """Skips gradient synchronisation in data-parallel training (Note [no_sync]); without a data-parallel
+        transform there is nothing to skip."""
+        with contextlib.ExitStack() as stack:
+            for transform in self._options.transforms:
+                if hasattr(transform, "no_sync"):
+                    stack.enter_context(transform.no_sync(self))
+            yield
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -149,6 +209,15 @@ class ThunderModule(torch.nn.Module):
                 model._compiled_call_impl = None
 
         return call
+
+
+# Note [no_sync]
+# ``with model.no_sync(): loss(model(x)).backward()`` runs a compilation of the program without collectives
+# (its own function and cache, ``_using_variant``): the gradients of the micro-batches inside accumulate
+# locally in ``.grad``. Leaving the context averages the accumulated gradients over the ranks (bucketed
+# all-reduces); the next micro-batch, outside, all-reduces its own gradient in its backward, and autograd
+# adds it. So ``.grad`` ends as AllReduce(g_1 + ... + g_{k-1}) + AllReduce(g_k), which equals torch DDP's
+# AllReduce(g_1 + ... + g_k) up to float rounding. Enter the context for each accumulation round.
 
 
 # Note [Methods of a compiled module]

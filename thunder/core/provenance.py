@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from thunder.core import introspection, iterators, prims, proxies
-from thunder.core.errors import ThunderRuntimeError
+from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import mapping_type, rebuild_mapping
 from thunder.core.side_effects import LAZY_TYPES, LazyContainer
@@ -40,6 +40,19 @@ from thunder.core.user_code import is_fixed_module, is_installed_code, is_librar
 _PARTIALMETHOD_CODE = functools.partialmethod(print)._make_unbound_method().__code__  # of the functions it makes
 #: Where such a function keeps its partialmethod: ``_partialmethod`` before 3.13, ``__partialmethod__`` from 3.13.
 _PARTIALMETHOD_ATTR = "__partialmethod__" if sys.version_info >= (3, 13) else "_partialmethod"
+
+
+def is_dtensor(t: Any) -> bool:
+    """Whether ``t`` is a ``torch.distributed.tensor.DTensor`` (without importing torch.distributed)."""
+    return type(t).__name__ == "DTensor" and type(t).__module__.startswith("torch.distributed")
+
+
+def dtensor_error(where: str) -> ThunderValueError:
+    return ThunderValueError(
+        f"{where} is a DTensor (torch.distributed's fully_shard/FSDP2 or tensor parallelism), which thunder.jit does "
+        "not support: shard the module with thunder.distributed.fsdp(model) instead, or call the DTensor's "
+        "full_tensor() outside the compiled function"
+    )
 
 
 class ProvenanceMixin:
@@ -356,9 +369,14 @@ class ProvenanceMixin:
         self._keepalive.extend((fn, instead))
 
     def _tensor_input(self, t: torch.Tensor, holder: Proxy) -> TensorProxy:
+        if is_dtensor(t):
+            raise dtensor_error(self._member_paths.get(holder.name, holder.name))
         if type(t) is not torch.Tensor:
             self._check(prims.check_type, holder, type(t))  # a Parameter stays a Parameter
-        symbolic = self._symbolic_dims(holder.name, t)
+        # A tensor a transform made stand for a larger one (an fsdp shard) is traced with that one's shape; the
+        # prologue checks its own (the transform gives the program what it traced, Note [Sharding] in fsdp).
+        traced_shape = getattr(t, "_thunder_traced_shape", None)
+        symbolic = self._symbolic_dims(holder.name, t) if traced_shape is None else frozenset()
         with tracectx(self.computation):
             name = holder.name if holder.name not in self.computation.names else None
             if symbolic:
@@ -367,7 +385,7 @@ class ProvenanceMixin:
                 shape = tuple(SymInt(n, d.name) if i in symbolic else n for i, (n, d) in enumerate(zip(t.shape, dims)))
                 p = tensorproxy_from_tensor(t, name, shape=shape)
             else:
-                p = tensorproxy_from_tensor(t, name)
+                p = tensorproxy_from_tensor(t, name, shape=traced_shape)
         if symbolic:
             self._check(prims.check_tensor_rank, holder, t.ndim, t.device, t.dtype, t.requires_grad)
             self._emit(prims.unpack_shape, holder, dims, output=dims)

@@ -1,0 +1,519 @@
+"""thunder.distributed: ddp and fsdp in 1, 2 and 4 processes (gloo on this machine), against single-process eager
+training on the concatenated batch and against torch's DistributedDataParallel.
+
+Every multi-process test runs its workers under a time limit (tests/distributed_harness.py): a hang fails.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+import thunder
+from thunder.core.errors import ThunderValueError
+
+from .distributed_harness import run_workers
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
+
+LOCAL_BATCH = 3
+STEPS = 3
+
+
+class Net(torch.nn.Module):
+    """Rows that do not divide by 2 or 4 (padding of fsdp's shards), a normalization, a nonlinearity."""
+
+    def __init__(self, hidden: int = 7):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(5, hidden)
+        self.norm = torch.nn.LayerNorm(hidden)
+        self.fc2 = torch.nn.Linear(hidden, 3)
+
+    def forward(self, x):
+        return self.fc2(self.norm(F.gelu(self.fc1(x))))
+
+
+def _batch(step: int, world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 + step)
+    return torch.randn(world * LOCAL_BATCH, 5, generator=g), torch.randn(world * LOCAL_BATCH, 3, generator=g)
+
+
+def _local(t: torch.Tensor, rank: int) -> torch.Tensor:
+    return t[rank * LOCAL_BATCH : (rank + 1) * LOCAL_BATCH]
+
+
+def _optimizer(name: str, params):
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    return torch.optim.AdamW(params, lr=0.01, weight_decay=0.1)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=lambda m: f"{what}: {m}")
+
+
+def _same_on_every_rank(t: torch.Tensor, what: str) -> None:
+    everyone = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(everyone, t.detach().contiguous())
+    for r, other in enumerate(everyone):
+        assert torch.equal(other, t), f"{what} differs between rank {dist.get_rank()} and rank {r}"
+
+
+def _collectives(trace) -> list[str]:
+    marks = ("dist_wait", "dist_gradient_ready")
+    return [b.sym.name for b in trace.bound_symbols if b.sym.name.startswith("dist_") and b.sym.name not in marks]
+
+
+# -- without a process group ---------------------------------------------------------------------------
+
+
+def test_importable_and_clear_error_without_process_group():
+    import thunder.distributed as td
+
+    assert {"ddp", "fsdp", "FSDPType", "FSDPBucketingStrategy"} <= set(td.__all__)
+    assert not dist.is_initialized()
+    for make in (td.ddp, td.fsdp):
+        with pytest.raises(ThunderValueError, match="init_process_group"):
+            make(thunder.jit(Net()))
+
+
+def test_no_sync_without_data_parallel_is_harmless():
+    tm = thunder.jit(Net())
+    with tm.no_sync():
+        tm(torch.randn(2, 5)).sum().backward()
+    assert all(p.grad is not None for p in tm.parameters())
+
+
+# -- ddp ---------------------------------------------------------------------------------------------
+
+
+def _ddp_worker(rank, world, order, optimizer, bucket_size_in_mb):
+    from thunder.distributed import ddp
+
+    torch.manual_seed(0)
+    base = Net()
+    model = copy.deepcopy(base)
+    if rank != 0:  # ddp starts every rank from rank 0's parameters
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(1.0)
+    if order == "ddp_of_jit":
+        tm = ddp(thunder.jit(model, executors=["torch"]), bucket_size_in_mb=bucket_size_in_mb)
+    else:
+        tm = thunder.jit(ddp(model, bucket_size_in_mb=bucket_size_in_mb), executors=["torch"])
+    eager = copy.deepcopy(base)
+    torch_ddp = DistributedDataParallel(copy.deepcopy(base))
+    opts = [_optimizer(optimizer, m.parameters()) for m in (tm, eager, torch_ddp)]
+    for step in range(STEPS):
+        x, y = _batch(step, world)
+        loss = F.mse_loss(tm(_local(x, rank)), _local(y, rank))
+        loss.backward()
+        F.mse_loss(eager(x), y).backward()
+        torch_loss = F.mse_loss(torch_ddp(_local(x, rank)), _local(y, rank))
+        torch_loss.backward()
+        _close(loss, torch_loss, f"loss at step {step}")
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+        for (name, p), e, d in zip(tm.named_parameters(), eager.parameters(), torch_ddp.parameters()):
+            _close(p, e, f"{name} after step {step} vs eager on the whole batch")
+            _close(p, d, f"{name} after step {step} vs torch DDP")
+            _same_on_every_rank(p, name)
+    backward = thunder.last_backward_traces(tm)[-1]
+    reduces = _collectives(backward)
+    # 0: one bucket per gradient; 25 MiB: all in one; 100 bytes (25 floats): fc2 and norm.bias (31 floats), the rest
+    expected = {0: len(list(base.parameters())), 25.0: 1, 100 / 2**20: 2}[bucket_size_in_mb]
+    assert reduces.count("dist_all_reduce") == expected, str(backward)
+    if expected > 1:  # the first bucket starts before the last gradient is computed: overlap
+        names = [b.sym.name for b in backward.bound_symbols]
+        assert names.index("dist_all_reduce") < max(i for i, n in enumerate(names) if n == "dist_pack_bucket")
+        assert names.index("dist_wait") > max(i for i, n in enumerate(names) if n == "dist_all_reduce")
+    assert "# bucket 0" in str(backward)
+
+
+@pytest.mark.parametrize(
+    "order, optimizer, bucket_size_in_mb",
+    [("ddp_of_jit", "sgd", 25.0), ("jit_of_ddp", "adamw", 0)],
+)
+def test_ddp_trains_like_eager_and_torch_ddp(tmp_path, order, optimizer, bucket_size_in_mb):
+    run_workers(_ddp_worker, 2, tmp_path, order, optimizer, bucket_size_in_mb)
+
+
+def test_ddp_four_processes(tmp_path):
+    run_workers(_ddp_worker, 4, tmp_path, "ddp_of_jit", "adamw", 100 / 2**20)
+
+
+def test_ddp_world_size_one(tmp_path):
+    run_workers(_ddp_worker, 1, tmp_path, "jit_of_ddp", "sgd", 25.0)
+
+
+def _no_sync_worker(rank, world):
+    from thunder.distributed import ddp
+
+    base = Net()
+    tm = ddp(thunder.jit(copy.deepcopy(base), executors=["torch"]), bucket_size_in_mb=0)
+    torch_ddp = DistributedDataParallel(copy.deepcopy(base))
+    eager = copy.deepcopy(base)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (tm, torch_ddp, eager)]
+    micro = 3
+    for step in range(2):
+        batches = [_batch(10 * step + i, world) for i in range(micro)]
+        with tm.no_sync(), torch_ddp.no_sync():
+            for x, y in batches[:-1]:
+                F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+                F.mse_loss(torch_ddp(_local(x, rank)), _local(y, rank)).backward()
+            inside = thunder.last_backward_traces(tm)[-1]
+            assert _collectives(inside) == [], str(inside)
+        x, y = batches[-1]
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(torch_ddp(_local(x, rank)), _local(y, rank)).backward()
+        for x, y in batches:
+            F.mse_loss(eager(x), y).backward()
+        for (name, p), d, e in zip(tm.named_parameters(), torch_ddp.parameters(), eager.parameters()):
+            _close(p.grad, d.grad, f"{name}.grad after {micro} micro-batches vs torch DDP's no_sync")
+            _close(p.grad, e.grad, f"{name}.grad after {micro} micro-batches vs eager")
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+    assert _collectives(thunder.last_backward_traces(tm)[-1]), "the backward outside no_sync synchronises"
+
+
+def test_no_sync_accumulates_like_torch_ddp(tmp_path):
+    run_workers(_no_sync_worker, 2, tmp_path)
+
+
+def _mismatch_worker(rank, world, which):
+    from thunder.distributed import ddp, fsdp
+
+    model = Net(hidden=7 if rank == 0 else 8)
+    make = ddp if which == "ddp" else fsdp
+    with pytest.raises(ThunderValueError) as info:
+        make(thunder.jit(model))
+    message = str(info.value)
+    assert "fc1.weight" in message and "[7, 5]" in message and "[8, 5]" in message, message
+
+
+@pytest.mark.parametrize("which", ["ddp", "fsdp"])
+def test_parameter_shapes_that_differ_between_ranks_fail_clearly(tmp_path, which):
+    run_workers(_mismatch_worker, 2, tmp_path, which, timeout=90)
+
+
+def _eager_call_worker(rank, world):
+    from thunder.distributed import ddp
+
+    model = ddp(Net())
+    with pytest.raises(ThunderValueError, match="thunder.jit"):
+        model(torch.randn(2, 5))
+    tm = thunder.jit(model, executors=["torch"])
+    tm(torch.randn(2, 5)).sum().backward()
+    with pytest.raises(ThunderValueError, match="already data parallel"):
+        ddp(tm)
+
+
+def test_ddp_module_called_without_jit_fails_clearly(tmp_path):
+    run_workers(_eager_call_worker, 2, tmp_path, timeout=90)
+
+
+# -- torch's DistributedDataParallel around a thunder module -------------------------------------------
+
+
+def _torch_ddp_of_thunder_worker(rank, world):
+    base = Net()
+    wrapped = DistributedDataParallel(thunder.jit(copy.deepcopy(base), executors=["torch"]))
+    torch_ddp = DistributedDataParallel(copy.deepcopy(base))
+    opts = [torch.optim.AdamW(m.parameters(), lr=0.01) for m in (wrapped, torch_ddp)]
+    for step in range(STEPS):
+        x, y = _batch(step, world)
+        for m in (wrapped, torch_ddp):
+            F.mse_loss(m(_local(x, rank)), _local(y, rank)).backward()
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+        for (name, p), d in zip(wrapped.module.named_parameters(), torch_ddp.parameters()):
+            _close(p, d, f"{name} after step {step}")
+
+
+def test_torch_ddp_of_thunder_module(tmp_path):
+    run_workers(_torch_ddp_of_thunder_worker, 2, tmp_path)
+
+
+# -- fsdp --------------------------------------------------------------------------------------------
+
+
+class Blocks(torch.nn.Module):
+    """Net's layers in a ModuleList of two blocks (FSDPBucketingStrategy.BLOCK), with a layer outside them."""
+
+    def __init__(self):
+        super().__init__()
+        net = Net()
+        self.fc1 = net.fc1
+        self.blocks = torch.nn.ModuleList(
+            [torch.nn.Sequential(net.norm, torch.nn.GELU()), torch.nn.Sequential(net.fc2)]
+        )
+
+    def forward(self, x):
+        x = self.fc1(x)
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing="NONE"):
+    from thunder.distributed import FSDPBucketingStrategy, FSDPType, fsdp
+
+    base = Blocks() if bucketing == "BLOCK" else Net()
+    model = copy.deepcopy(base)
+    kind = FSDPType[strategy]
+    options = {"sharding_strategy": kind, "bucketing_strategy": FSDPBucketingStrategy[bucketing]}
+    if order == "fsdp_of_jit":
+        tm = fsdp(thunder.jit(model, executors=["torch"]), **options)
+    else:
+        tm = thunder.jit(fsdp(model, **options), executors=["torch"])
+    rows = -(-7 // world)
+    assert tm.get_parameter("fc1.weight").shape == (rows, 5), "each rank holds a padded dim-0 shard"
+    if bucketing != "NONE":  # a bucket's shards are views of one flat tensor: gathered without a copy
+        weight, bias = tm.get_parameter("fc1.weight"), tm.get_parameter("fc1.bias")
+        assert bias.data_ptr() == weight.data_ptr() + weight.numel() * weight.element_size()
+    assert tuple(tm.state_dict()["fc1.bias"].shape) == (rows,)
+    eager = copy.deepcopy(base)
+    opts = [_optimizer(optimizer, m.parameters()) for m in (tm, eager)]
+    for step in range(STEPS):
+        x, y = _batch(step, world)
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(eager(x), y).backward()
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+        full = tm.original_state_dict()
+        for name, value in eager.state_dict().items():
+            _close(full[name], value, f"{name} after step {step} vs eager on the whole batch")
+    forward, backward = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
+    buckets = len(list(base.parameters())) if bucketing == "NONE" else 3  # LAYER, BLOCK: fc1, norm, fc2
+    assert _collectives(forward).count("dist_all_gather") == buckets, str(forward)
+    assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
+    carried = "fc1.weight" if bucketing == "NONE" else "fc1.weight, fc1.bias"
+    assert f"# reduce-scatter of the gradients of {carried}\n" in str(backward), str(backward)
+    regathered = _collectives(backward).count("dist_all_gather")
+    if kind is FSDPType.ZERO3:  # the backward gathers again what it reads; the forward saves no full parameter
+        assert regathered > 0, str(backward)
+        saved = forward.bound_symbols[-1].args[0][1]
+        assert not any(s.name.endswith("_full") for s in saved), saved
+    else:
+        assert regathered == 0, str(backward)
+    if checkpoint is not None and rank == 0:
+        torch.save(tm.original_state_dict(), checkpoint)
+    elif checkpoint is not None:
+        tm.original_state_dict()  # a collective: every rank takes part
+
+
+@pytest.mark.parametrize(
+    "order, strategy, optimizer, bucketing",
+    [
+        ("fsdp_of_jit", "ZERO2", "sgd", "NONE"),
+        ("jit_of_fsdp", "ZERO3", "adamw", "NONE"),
+        ("fsdp_of_jit", "ZERO3", "sgd", "LAYER"),
+        ("jit_of_fsdp", "ZERO2", "adamw", "BLOCK"),
+        ("fsdp_of_jit", "ZERO3", "adamw", "BLOCK"),
+    ],
+)
+def test_fsdp_trains_like_eager(tmp_path, order, strategy, optimizer, bucketing):
+    run_workers(_fsdp_worker, 2, tmp_path, order, strategy, optimizer, None, bucketing)
+
+
+def test_fsdp_four_processes(tmp_path):
+    run_workers(_fsdp_worker, 4, tmp_path, "fsdp_of_jit", "ZERO3", "adamw", None)
+
+
+def _load_checkpoint_worker(rank, world, checkpoint):
+    from thunder.distributed import fsdp
+
+    state = torch.load(checkpoint)
+    tm = fsdp(thunder.jit(Net(), executors=["torch"]))
+    tm.load_original_state_dict(state)
+    full = tm.original_state_dict()
+    for name, value in state.items():
+        assert torch.equal(full[name], value), name
+    shard = tm.state_dict()["fc1.weight"]
+    rows = -(-7 // world)
+    padded = F.pad(state["fc1.weight"], (0, 0, 0, rows * world - 7))
+    assert torch.equal(shard, padded[rank * rows : (rank + 1) * rows]), "the local shard of the loaded tensor"
+    if world > 1:
+        with pytest.raises(ThunderValueError, match="full shape"):
+            tm.load_original_state_dict({"fc1.weight": shard})
+    x = torch.randn(2, 5)
+    reference = Net()
+    reference.load_state_dict(state)
+    _close(tm(x), reference(x), "the loaded model's output")
+
+
+def test_fsdp_checkpoint_loads_at_another_world_size(tmp_path):
+    checkpoint = str(tmp_path / "full.pt")
+    run_workers(_fsdp_worker, 2, tmp_path, "fsdp_of_jit", "ZERO2", "adamw", checkpoint)
+    run_workers(_load_checkpoint_worker, 1, tmp_path, checkpoint)
+    run_workers(_load_checkpoint_worker, 4, tmp_path, checkpoint)
+
+
+# -- torch's autograd running the trace, default executors, FSDP2 ----------------------------------
+
+
+class InPlaceOnView(Net):
+    """An in-place update of a view of a value that requires grad: thunder's autograd leaves it to torch's."""
+
+    def forward(self, x):
+        h = self.fc1(x)
+        h[:, 0].mul_(2)
+        return self.fc2(self.norm(F.gelu(h)))
+
+
+def _fallback_and_defaults_worker(rank, world, which, model_cls):
+    from thunder.distributed import FSDPType, ddp, fsdp
+
+    base = model_cls()
+    tm = thunder.jit(copy.deepcopy(base))  # the default executors
+    tm = ddp(tm) if which == "ddp" else fsdp(tm, sharding_strategy=FSDPType.ZERO3)
+    eager = copy.deepcopy(base)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (tm, eager)]
+    for step in range(2):
+        x, y = _batch(step, world)
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(eager(x), y).backward()
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+        full = tm.original_state_dict()
+        for name, value in eager.state_dict().items():
+            _close(full[name], value, f"{name} after step {step}")
+    fallback = thunder.compile_stats(tm).last_autograd_fallback
+    assert (fallback is not None) == (model_cls is InPlaceOnView), fallback
+    if fallback is None:  # the collectives stay ops of their own, outside the fusions
+        forward, backward = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
+        if which == "ddp":
+            assert _collectives(backward) == ["dist_pack_bucket", "dist_all_reduce", "dist_unpack_bucket"], str(
+                backward
+            )
+        else:
+            n_params = len(list(base.parameters()))
+            assert _collectives(forward).count("dist_all_gather") == n_params, str(forward)
+            assert _collectives(backward).count("dist_reduce_scatter") == n_params, str(backward)
+            assert _collectives(backward).count("dist_all_gather") > 0, str(backward)
+
+
+@pytest.mark.parametrize("which", ["ddp", "fsdp"])
+@pytest.mark.parametrize("model_cls", [Net, InPlaceOnView], ids=["thunder_autograd", "torch_autograd"])
+def test_default_executors_and_torch_autograd_fallback(tmp_path, which, model_cls):
+    run_workers(_fallback_and_defaults_worker, 2, tmp_path, which, model_cls)
+
+
+def _fsdp2_worker(rank, world):
+    from torch.distributed.fsdp import fully_shard
+
+    model = fully_shard(Net())
+    with pytest.raises(ThunderValueError, match="'fc1.weight' is a DTensor.*thunder.distributed.fsdp"):
+        thunder.jit(model)
+
+
+def test_fsdp2_fully_shard_fails_at_once_with_a_clear_error(tmp_path):
+    run_workers(_fsdp2_worker, 2, tmp_path, timeout=90)
+
+
+def _batch_size_changes_worker(rank, world, which):
+    """A smaller last batch recompiles with symbolic shapes (the parameters' dims are symbolic too)."""
+    from thunder.distributed import FSDPType, ddp, fsdp
+
+    base = Net()
+    tm = thunder.jit(copy.deepcopy(base), executors=["torch"])
+    tm = ddp(tm, bucket_size_in_mb=0) if which == "ddp" else fsdp(tm, sharding_strategy=FSDPType.ZERO3)
+    eager = copy.deepcopy(base)
+    for n in (3, 2, 1):
+        x = torch.randn(world * n, 5, generator=torch.Generator().manual_seed(n))
+        tm(x[rank * n : (rank + 1) * n]).square().mean().backward()
+        eager(x).square().mean().backward()  # the mean over the whole batch: the average of the ranks
+    assert thunder.cache_misses(tm) >= 2
+    grads = {n: p.grad for n, p in tm.named_parameters()}
+    for name, p in eager.named_parameters():
+        g = grads[name]
+        if which == "fsdp":
+            everyone = [torch.empty_like(g) for _ in range(world)]
+            dist.all_gather(everyone, g)
+            g = torch.cat(everyone)[: p.shape[0]]
+        _close(g, p.grad, f"{name}.grad summed over batches of 3, 2 and 1 rows per rank")
+
+
+@pytest.mark.parametrize("which", ["ddp", "fsdp"])
+def test_batch_size_changes(tmp_path, which):
+    run_workers(_batch_size_changes_worker, 2, tmp_path, which)
+
+
+def test_pack_shards_views_adjacent_shards_and_copies_others():
+    from thunder.distributed.prims import _pack_shards_impl
+
+    flat = torch.arange(10.0)
+    a, b = flat[:6].view(2, 3), flat[6:]
+    with torch.no_grad():
+        packed = _pack_shards_impl(a, b)
+        assert packed.data_ptr() == flat.data_ptr() and torch.equal(packed, flat)  # fsdp's bucket layout: no copy
+        swapped = _pack_shards_impl(b, a)
+        assert swapped.data_ptr() != flat.data_ptr() and torch.equal(swapped, torch.cat([b, a.reshape(-1)]))
+    assert _pack_shards_impl(a, b).data_ptr() != flat.data_ptr()  # where autograd records it: a copy
+
+
+def _rank_fails_worker(rank, world):
+    import os
+    import time
+
+    from thunder.core.errors import ThunderRuntimeError
+    from thunder.distributed import ddp
+
+    tm = ddp(thunder.jit(Net(), executors=["torch"]))
+    x = torch.randn(2, 5 if rank == 0 else 6)  # rank 1's batch has the wrong width: its forward raises
+    if rank == 1:
+        with pytest.raises(ThunderValueError, match="in_features"):
+            tm(x)
+        time.sleep(8)  # alive (not in a collective) while rank 0 waits for it
+    else:
+        start = time.monotonic()
+        with pytest.raises(
+            ThunderRuntimeError, match="all_reduce .* did not complete within the process group's timeout"
+        ):
+            tm(x).sum().backward()
+        assert time.monotonic() - start < 30
+    os._exit(0)  # the group is broken: no barrier, no teardown
+
+
+def test_a_rank_that_fails_leaves_the_others_a_timeout_error(tmp_path):
+    run_workers(_rank_fails_worker, 2, tmp_path, timeout=90, group_timeout_s=3)
+
+
+# -- NCCL on CUDA --------------------------------------------------------------------------------------
+
+
+def _nccl_worker(rank, world):
+    from thunder.distributed import FSDPType, ddp, fsdp
+
+    device = torch.device("cuda", rank)
+    base = Net().to(device)
+    for make in (lambda m: ddp(m, bucket_size_in_mb=0), lambda m: fsdp(m, sharding_strategy=FSDPType.ZERO3)):
+        tm = make(thunder.jit(copy.deepcopy(base)))
+        eager = copy.deepcopy(base)
+        opts = [torch.optim.AdamW(m.parameters(), lr=0.01) for m in (tm, eager)]
+        for step in range(STEPS):
+            x, y = (t.to(device) for t in _batch(step, world))
+            F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+            F.mse_loss(eager(x), y).backward()
+            for opt in opts:
+                opt.step()
+                opt.zero_grad()
+        full = tm.original_state_dict()
+        for name, value in eager.state_dict().items():
+            torch.testing.assert_close(full[name], value, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_nccl_ddp_and_fsdp_on_cuda(tmp_path):
+    run_workers(_nccl_worker, min(2, torch.cuda.device_count()), tmp_path, backend="nccl")

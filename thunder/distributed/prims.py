@@ -1,0 +1,394 @@
+"""Collectives as ops of the traces, run by ``torch.distributed`` through the torch executor.
+
+Note [Pending tensors]
+An async collective (``all_reduce``, ``all_gather``, ``reduce_scatter``) starts the communication and
+returns its result tensor at once, *pending*: ``torch.distributed`` is still writing into it. Only
+``wait`` reads a pending tensor: it waits for the communication (the ``Work`` rides on the tensor) and
+returns the finished value under a new name. Between the two, the trace runs whatever compute the
+data allows, which is where communication overlaps computation. A pending tensor's proxy has the shape
+of the finished value.
+
+Process groups are not values of a trace: each is registered once (``register_group``) and named in the
+trace by a small integer, ``group=0``.
+
+The ops and what carries them:
+- ``synchronize(p, group)``: DDP's mark on a replicated parameter; the identity in the forward. Its
+  gradient is the parameter's gradient, all-reduced by the bucketing pass of the backward
+  (Note [Gradient buckets] in ``thunder.distributed.transforms.ddp``). Run outside thunder's autograd (torch's
+  autograd running the trace), it all-reduces the gradient itself.
+- ``pack_bucket(*grads, world_size)`` -> one flat tensor (``cat`` of the gradients / world size);
+  ``unpack_bucket(flat, shapes)`` -> the gradients again, as views of the reduced bucket.
+- ``all_gather(shard, group, dim0)``: FSDP's gather of a parameter's padded dim-0 shards, cut to its
+  ``dim0`` rows; its gradient rule is ``reduce_scatter`` of the cotangent (padded, averaged).
+
+Layer: distributed. Imports: core, executors (the torch executor runs the ops).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import torch
+import torch.distributed as dist
+
+from thunder.core import prims as core_prims
+from thunder.core.errors import ThunderRuntimeError
+from thunder.core.proxies import TensorProxy
+from thunder.core.rules import grad_rules
+from thunder.core.symbol import DONT_DCE, UNFUSIBLE, Symbol
+from thunder.executors.torchex import ex as torch_ex
+
+__all__ = [
+    "all_gather",
+    "all_reduce",
+    "group_of",
+    "pack_bucket",
+    "reduce_scatter",
+    "register_group",
+    "synchronize",
+    "gradient_ready",
+    "unpack_bucket",
+    "wait",
+    "executable",
+    "pack_shards",
+    "unpack_gathered",
+    "pack_gathered_grads",
+]
+
+# torch 2.10 renamed these two (the old names warn)
+_reduce_scatter_tensor = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+all_gather_tensor = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
+_groups: list[dist.ProcessGroup] = []
+_groups_lock = threading.Lock()
+
+
+def register_group(group: dist.ProcessGroup) -> int:
+    """The integer that names ``group`` in traces (registered on first use)."""
+    with _groups_lock:
+        for i, g in enumerate(_groups):
+            if g is group:
+                return i
+        _groups.append(group)
+        return len(_groups) - 1
+
+
+def group_of(key: int) -> dist.ProcessGroup:
+    return _groups[key]
+
+
+def _symbol(name: str, meta, impl, *, barrier: bool = False) -> Symbol:
+    """A collective symbol (printed ``dist.<name>``) that the torch executor runs with ``impl``, never inside a
+    fusion (the passes after claiming place and count the collectives; a fusion would hide them). A ``barrier``
+    (tagged DONT_DCE) stays where it is and no fusion region spans it (Note [Finding fusion regions] in
+    thunder.extend.regions): a ``wait`` so that the ops reading a gathered parameter do not move above it (with
+    them, the parameter's memory), a ``reduce_scatter`` so that it starts where its gradient is complete."""
+    import thunder.distributed.prims as this_module
+
+    tags = frozenset({UNFUSIBLE, DONT_DCE} if barrier else {UNFUSIBLE})
+    sym = Symbol(name=name, meta=meta, id=f"thunder.distributed.{name}", module=this_module, module_alias="dist",
+                 tags=tags)  # fmt: skip
+    op = torch_ex.make_symbol(f"dist_{name}", impl, like=sym, tags=tags)
+    torch_ex.register_implementation(sym, op=op)
+    _executable[sym] = op
+    return sym
+
+
+_executable: dict[Symbol, Symbol] = {}
+
+
+def executable(sym: Symbol) -> Symbol:
+    """The torch executor's symbol that runs the collective ``sym``: what passes that run after the executors
+    claimed the ops (the bucketing and scheduling passes) put in a trace."""
+    return _executable[sym]
+
+
+# -- pending tensors -------------------------------------------------------------------------------
+
+
+def _start(result: torch.Tensor, work, finish=None, what: str = "") -> torch.Tensor:
+    result._thunder_pending = (work, finish, what)
+    return result
+
+
+def _wait_impl(t: torch.Tensor) -> torch.Tensor:
+    pending = t.__dict__.pop("_thunder_pending", None)
+    if pending is None:
+        raise ThunderRuntimeError("dist.wait: the tensor is not the result of an async collective (a bug in a trace)")
+    work, finish, what = pending
+    try:
+        work.wait()
+    except RuntimeError as e:
+        if "timed out" not in str(e).lower():
+            raise
+        raise ThunderRuntimeError(
+            f"the {what} of {list(t.shape)} elements did not complete within the process group's timeout: another "
+            "rank probably failed before it (see that rank's error) or runs a different program. Set the timeout with "
+            f"torch.distributed.init_process_group(..., timeout=datetime.timedelta(...)). ({e})"
+        ) from e
+    return finish(t) if finish is not None else t
+
+
+def _wait_meta(t: TensorProxy) -> TensorProxy:
+    return TensorProxy.like(t)
+
+
+wait = _symbol("wait", _wait_meta, _wait_impl, barrier=True)
+
+
+@grad_rules.register(wait)
+def _wait_grad(g, out, t):
+    return (g,)
+
+
+# -- all_reduce ------------------------------------------------------------------------------------
+
+
+def _all_reduce_impl(t: torch.Tensor, group: int) -> torch.Tensor:
+    return _start(t, dist.all_reduce(t, group=group_of(group), async_op=True), what="all_reduce")
+
+
+all_reduce = _symbol("all_reduce", lambda t, group: TensorProxy.like(t, requires_grad=False), _all_reduce_impl)
+
+
+# -- buckets ---------------------------------------------------------------------------------------
+
+
+def _pack_impl(*grads_and_world):
+    *grads, world = grads_and_world
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    return flat.div_(world)
+
+
+def _pack_meta(*grads_and_world):
+    *grads, world = grads_and_world
+    numel = sum(math.prod(int(d) for d in g.shape) for g in grads)  # parameters' shapes: static (ddp's _static)
+    return TensorProxy(shape=(numel,), dtype=grads[0].dtype, device=grads[0].device, requires_grad=False)
+
+
+pack_bucket = _symbol("pack_bucket", _pack_meta, _pack_impl)
+
+
+def _unpack_impl(flat: torch.Tensor, shapes: tuple) -> tuple:
+    sizes = [math.prod(s) for s in shapes]
+    return tuple(part.view(s) for part, s in zip(torch.split(flat, sizes), shapes))
+
+
+def _unpack_meta(flat: TensorProxy, shapes: tuple) -> tuple:
+    return tuple(TensorProxy(shape=tuple(s), dtype=flat.dtype, device=flat.device, requires_grad=False) for s in shapes)
+
+
+unpack_bucket = _symbol("unpack_bucket", _unpack_meta, _unpack_impl)
+
+
+# -- DDP's mark on a replicated parameter ------------------------------------------------------------
+
+
+class _AllReduceGrad(torch.autograd.Function):
+    """The identity, whose backward all-reduces (averages) the gradient: ``synchronize`` under torch's autograd."""
+
+    @staticmethod
+    def forward(ctx, p, group):
+        ctx.group = group
+        return p.view_as(p)
+
+    @staticmethod
+    def backward(ctx, g):
+        g = g / dist.get_world_size(group_of(ctx.group))
+        dist.all_reduce(g, group=group_of(ctx.group))
+        return g, None
+
+
+def _synchronize_impl(p: torch.Tensor, group: int) -> torch.Tensor:
+    if torch.is_grad_enabled() and p.requires_grad:  # torch's autograd runs the trace (Note in transforms/ddp.py)
+        return _AllReduceGrad.apply(p, group)
+    return p
+
+
+synchronize = _symbol("synchronize", lambda p, group: TensorProxy.like(p), _synchronize_impl)
+
+
+def _gradient_ready_meta(g: TensorProxy) -> TensorProxy:
+    return TensorProxy.like(g, requires_grad=False)
+
+
+# The identity on a parameter's finished gradient, and a barrier: fusion regions of the backward end there, so
+# the bucket that needs this gradient can start before the rest of the backward runs (Note [Gradient buckets]).
+gradient_ready = _symbol("gradient_ready", _gradient_ready_meta, lambda g: g, barrier=True)
+
+
+@grad_rules.register(synchronize)
+def _synchronize_grad(g, out, p, group):
+    return (gradient_ready(g), None)
+
+
+# -- FSDP: gather a parameter's shards, reduce-scatter its gradient --------------------------------
+
+
+def _gather_padded(shard: torch.Tensor, group: dist.ProcessGroup) -> tuple[torch.Tensor, object]:
+    world = dist.get_world_size(group)
+    out = shard.new_empty((world * shard.shape[0], *shard.shape[1:]))
+    return out, all_gather_tensor(out, shard.contiguous(), group=group, async_op=True)
+
+
+class _GatherFn(torch.autograd.Function):
+    """``all_gather`` under torch's autograd (Note in transforms/fsdp.py): gathers now, reduce-scatters the gradient."""
+
+    @staticmethod
+    def forward(ctx, shard, group, dim0):
+        ctx.group = group
+        out, work = _gather_padded(shard, group_of(group))
+        work.wait()
+        return out[:dim0]
+
+    @staticmethod
+    def backward(ctx, g):
+        pending = _reduce_scatter_impl(g, ctx.group)
+        return _wait_impl(pending), None, None
+
+
+def _all_gather_impl(shard: torch.Tensor, group: int, dim0: int) -> torch.Tensor:
+    if torch.is_grad_enabled() and shard.requires_grad:
+        full = _GatherFn.apply(shard, group, dim0)
+        return _start(full, _Done())
+    out, work = _gather_padded(shard, group_of(group))
+    return _start(out, work, lambda t: t[:dim0] if t.shape[0] != dim0 else t, what="all_gather")
+
+
+class _Done:
+    def wait(self) -> None:
+        return None
+
+
+def _all_gather_meta(shard: TensorProxy, group: int, dim0: int) -> TensorProxy:
+    return TensorProxy.like(shard, shape=(dim0, *shard.shape[1:]))
+
+
+all_gather = _symbol("all_gather", _all_gather_meta, _all_gather_impl)
+
+
+def _reduce_scatter_impl(g: torch.Tensor, group: int) -> torch.Tensor:
+    pg = group_of(group)
+    world = dist.get_world_size(pg)
+    rows = -(-g.shape[0] // world) * world
+    padded = g.new_zeros((rows, *g.shape[1:]))
+    padded[: g.shape[0]] = g
+    padded.div_(world)
+    out = g.new_empty((rows // world, *g.shape[1:]))
+    return _start(out, _reduce_scatter_tensor(out, padded, group=pg, async_op=True), what="reduce_scatter")
+
+
+def _reduce_scatter_meta(g: TensorProxy, group: int, rows: int) -> TensorProxy:
+    return TensorProxy.like(g, shape=(rows, *g.shape[1:]), requires_grad=False)
+
+
+reduce_scatter = _symbol(
+    "reduce_scatter", _reduce_scatter_meta, lambda g, group, rows: _reduce_scatter_impl(g, group), barrier=True
+)
+
+
+@grad_rules.register(all_gather)
+def _all_gather_grad(g, out, shard, group, dim0):
+    return (wait(reduce_scatter(g, group, shard.shape[0])), None, None)
+
+
+def comment(text: str) -> None:
+    """A comment line in the trace (what a collective carries)."""
+    core_prims.comment(text)
+
+
+# -- FSDP's buckets: several parameters' shards in one collective ----------------------------------
+# A bucket's shards are packed into one flat tensor per rank (``pack_shards``), gathered (``all_gather`` of a 1-d
+# tensor: W rank segments one after the other) and cut into the full parameters (``unpack_gathered``: parameter i
+# is the i-th piece of every segment, stacked on dim 0 and cut to its rows). The gradients go back the same way:
+# ``pack_gathered_grads`` lays them out as the gathered tensor was, ``reduce_scatter`` gives each rank its segment,
+# ``unpack_bucket`` cuts it into the shards' gradients.
+
+
+def _numel(shape) -> int:
+    return math.prod(int(d) for d in shape)
+
+
+def _pack_shards_meta(*shards):
+    numel = sum(_numel(s.shape) for s in shards)
+    return TensorProxy(
+        shape=(numel,),
+        dtype=shards[0].dtype,
+        device=shards[0].device,
+        requires_grad=any(s.requires_grad for s in shards),
+    )
+
+
+def _pack_shards_impl(*shards: torch.Tensor) -> torch.Tensor:
+    """The shards one after the other: a view where they lie so already (``fsdp`` makes a bucket's shards views of
+    one flat tensor), else a copy (and always a copy where torch's autograd records it)."""
+    first = shards[0]
+    adjacent = not torch.is_grad_enabled() and all(s.is_contiguous() for s in shards)
+    if adjacent:
+        start, size = first.data_ptr(), first.element_size()
+        position = start
+        for s in shards:
+            adjacent = (
+                adjacent
+                and s.data_ptr() == position
+                and s.untyped_storage().data_ptr() == first.untyped_storage().data_ptr()
+            )
+            position += s.numel() * size
+    if adjacent:
+        return first.as_strided((sum(s.numel() for s in shards),), (1,), first.storage_offset())
+    return torch.cat([s.reshape(-1) for s in shards])
+
+
+pack_shards = _symbol("pack_shards", _pack_shards_meta, _pack_shards_impl)
+
+
+@grad_rules.register(pack_shards)
+def _pack_shards_grad(g, out, *shards):
+    return tuple(unpack_bucket(g, tuple(tuple(int(d) for d in s.shape) for s in shards)))
+
+
+def _unpack_gathered_impl(flat: torch.Tensor, world: int, shapes: tuple, dim0s: tuple) -> tuple:
+    segments = flat.view(world, -1)
+    out, offset = [], 0
+    for shape, dim0 in zip(shapes, dim0s):
+        n = _numel(shape)
+        out.append(segments[:, offset : offset + n].reshape(world * shape[0], *shape[1:])[:dim0])
+        offset += n
+    return tuple(out)
+
+
+def _unpack_gathered_meta(flat: TensorProxy, world: int, shapes: tuple, dim0s: tuple) -> tuple:
+    return tuple(
+        TensorProxy(shape=(d0, *s[1:]), dtype=flat.dtype, device=flat.device, requires_grad=flat.requires_grad)
+        for s, d0 in zip(shapes, dim0s)
+    )
+
+
+unpack_gathered = _symbol("unpack_gathered", _unpack_gathered_meta, _unpack_gathered_impl)
+
+
+def _pack_gathered_grads_impl(*args):
+    *grads, world, shapes = args
+    columns = []
+    for g, shape in zip(grads, shapes):
+        padded = g.new_zeros((world * shape[0], *shape[1:]))
+        padded[: g.shape[0]] = g
+        columns.append(padded.reshape(world, -1))
+    return torch.cat(columns, dim=1).reshape(-1)
+
+
+def _pack_gathered_grads_meta(*args):
+    *grads, world, shapes = args
+    return TensorProxy(
+        shape=(world * sum(_numel(s) for s in shapes),), dtype=grads[0].dtype, device=grads[0].device,
+        requires_grad=False,
+    )  # fmt: skip
+
+
+pack_gathered_grads = _symbol("pack_gathered_grads", _pack_gathered_grads_meta, _pack_gathered_grads_impl)
+
+
+@grad_rules.register(unpack_gathered)
+def _unpack_gathered_grad(g, out, flat, world, shapes, dim0s):
+    return (pack_gathered_grads(*g, world, shapes), None, None, None)

@@ -1,0 +1,504 @@
+"""``fsdp``: fully sharded data parallel training (ZeRO-2 and ZeRO-3) with the collectives in the traces.
+
+Note [Sharding]
+Each parameter of ``d0`` rows is padded with zero rows to ``ceil(d0 / W) * W`` and cut into ``W`` equal dim-0
+shards; rank ``r`` keeps shard ``r`` as the module's parameter (so ``state_dict()`` and the optimizer see only
+local shards). In the forward trace each sharded parameter is gathered, ``t_w_full = dist.wait(dist.all_gather(t_w,
+group, d0))`` (cut back to ``d0`` rows), and the program reads the full tensor; the gradient rule of
+``all_gather`` is ``dist.reduce_scatter`` of the cotangent (padded, divided by ``W``), so each rank's shard gets
+the average of the ranks' gradients of its rows.
+
+Note [ZeRO-2 and ZeRO-3]
+ZeRO-2 keeps the gathered parameters that the backward reads from the forward to the backward (saved like any
+value): its gathers all start at the top of the forward and each is waited for just before its first use.
+ZeRO-3 keeps only shards: in the forward each gather starts one parameter ahead of its use (prefetch of one)
+and the full tensor is freed after its last forward use; the backward saves the shard instead and gathers it
+again just before its first backward use. In both, each gradient's reduce-scatter starts as soon as the
+gradient is computed and is waited for just before the backward returns.
+
+Note [Buckets]
+With ``FSDPBucketingStrategy.LAYER`` the parameters of one module (a Linear's weight and bias), with ``BLOCK``
+those of one element of a ``ModuleList`` (a transformer block; parameters outside one are bucketed by module),
+share one gather and one reduce-scatter: ``dist.pack_shards`` packs the bucket's shards, one ``dist.all_gather``
+gathers them, ``dist.unpack_gathered`` cuts the full parameters out; the gradients go back through
+``dist.pack_gathered_grads``, one ``dist.reduce_scatter`` and ``dist.unpack_bucket``. Fewer, larger collectives;
+under ZeRO-3 a bucket is gathered whole, so its parameters are alive together.
+
+Note [Torch's autograd runs the trace]: as for ``ddp``, ``all_gather`` run under torch's autograd is an
+autograd function that reduce-scatters its gradient.
+
+Layer: distributed. Imports: core, distributed.prims.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from thunder.core.errors import ThunderValueError
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import PARAMETER
+from thunder.core.trace import from_trace, recording_into, tracectx
+from thunder.core.transform_common import Transform
+from thunder.distributed import prims as dist_prims
+from thunder.distributed.common import (
+    PerCompile,
+    attach,
+    broadcast_module,
+    check_group,
+    check_same_parameters,
+    parameter_inputs,
+)
+from thunder.distributed.prims import executable as run
+
+__all__ = ["fsdp", "FSDPType", "FSDPBucketingStrategy", "FSDPTransform"]
+
+
+class FSDPType(enum.Enum):
+    """What stays gathered between forward and backward (Note [ZeRO-2 and ZeRO-3])."""
+
+    ZERO2 = enum.auto()  # the gathered parameters the backward reads
+    ZERO3 = enum.auto()  # nothing: the backward gathers again
+
+
+class FSDPBucketingStrategy(enum.Enum):
+    """How parameters are grouped into collectives (Note [Buckets])."""
+
+    NONE = enum.auto()
+    LAYER = enum.auto()
+    BLOCK = enum.auto()
+
+
+def fsdp(
+    model: torch.nn.Module,
+    *,
+    device: torch.device | str | None = None,
+    broadcast_from: int | None = None,
+    sharding_strategy: FSDPType = FSDPType.ZERO2,
+    bucketing_strategy: FSDPBucketingStrategy = FSDPBucketingStrategy.NONE,
+    process_group: dist.ProcessGroup | None = None,
+) -> torch.nn.Module:
+    """Shards ``model``'s parameters over the processes of ``process_group`` (Note [Sharding]).
+
+    Args:
+        model: a module, before or after ``thunder.jit`` (both orders compile the same).
+        device: where the parameters and buffers go first (default: where they are).
+        broadcast_from: the rank whose parameters and buffers every rank takes before sharding, or None.
+        sharding_strategy: ``FSDPType.ZERO2`` or ``FSDPType.ZERO3`` (Note [ZeRO-2 and ZeRO-3]).
+        bucketing_strategy: an ``FSDPBucketingStrategy``: one collective per parameter (NONE), per module (LAYER)
+            or per block of a ``ModuleList`` (BLOCK) (Note [Buckets]).
+        process_group: the ranks that share the model (default: all).
+
+    Returns:
+        ``model`` itself, its parameters now the local shards. ``ThunderModule.original_state_dict()`` gathers
+        the full tensors; ``load_original_state_dict`` shards full tensors.
+
+    See also: ``ddp``.
+    """
+    group = check_group("fsdp", process_group)
+    if not isinstance(sharding_strategy, FSDPType):
+        raise ThunderValueError(
+            f"fsdp: sharding_strategy must be an FSDPType (ZERO2 or ZERO3), got {sharding_strategy!r}"
+        )
+    if not isinstance(bucketing_strategy, FSDPBucketingStrategy):
+        raise ThunderValueError(
+            f"fsdp: bucketing_strategy must be an FSDPBucketingStrategy (NONE, LAYER or BLOCK), got {bucketing_strategy!r}"
+        )
+    original = getattr(model, "_model", model)
+    check_same_parameters("fsdp", original, group)
+    if device is not None:
+        original.to(device)
+    if broadcast_from is not None:
+        broadcast_module(original, broadcast_from, group)
+    keys = _bucket_keys(original, bucketing_strategy)
+    shapes = _shard_module(original, group, keys)
+    transform = FSDPTransform(group, shapes, sharding_strategy, bucketing_strategy, keys)
+    return attach(model, transform, "fsdp")
+
+
+def _bucket_keys(module: torch.nn.Module, strategy: FSDPBucketingStrategy) -> dict[str, str]:
+    """The bucket of each parameter (Note [Buckets]): LAYER, the module that holds it; BLOCK, the element of a
+    ``ModuleList`` it is in (a transformer block), else the module that holds it; NONE, none."""
+    if strategy is FSDPBucketingStrategy.NONE:
+        return {}
+    blocks = set()
+    if strategy is FSDPBucketingStrategy.BLOCK:
+        for name, sub in module.named_modules():
+            if isinstance(sub, torch.nn.ModuleList):
+                blocks.update(f"{name}.{child}" if name else child for child, _ in sub.named_children())
+    keys = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        owner = name.rpartition(".")[0]
+        parts = owner.split(".") if owner else []
+        block = next((".".join(parts[:i]) for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in blocks), None)
+        keys[name] = f"{block if block is not None else owner}/{p.dtype}/{p.device}"
+    return keys
+
+
+def _buckets(params: list, computation, keys: dict[str, str]) -> list[list]:
+    """The parameters ``params`` ((position, proxy, name), the computation's inputs) grouped by bucket, the buckets
+    in the order of their first use in the computation."""
+    body = [b for b in computation.bound_symbols if PARAMETER not in b.sym.tags]
+    first = _first_uses(body, {p.name for _, p, _ in params})
+    order = sorted(params, key=lambda item: first.get(item[1].name, len(body)))
+    buckets: dict[str, list] = {}
+    for item in order:
+        buckets.setdefault(keys.get(item[2], f"#{item[2]}"), []).append(item)
+    rank = {name: i for i, name in enumerate(keys)}  # inside a bucket, the module's order: its shards' layout
+    return [sorted(members, key=lambda item: rank.get(item[2], 0)) for members in buckets.values()]
+
+
+def _rows(dim0: int, world: int) -> int:
+    return -(-dim0 // world)
+
+
+def _shard(t: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    rows = _rows(t.shape[0], world)
+    padded = torch.nn.functional.pad(t, (0, 0) * (t.ndim - 1) + (0, rows * world - t.shape[0])) if t.ndim else t
+    return padded[rank * rows : (rank + 1) * rows].clone()
+
+
+@torch.no_grad()
+def _shard_module(module: torch.nn.Module, group: dist.ProcessGroup, keys: dict[str, str]) -> dict[str, torch.Size]:
+    """Replaces each parameter by its local shard (tied parameters stay tied); the shards of a bucket (``keys``) are
+    views of one flat tensor, in the module's order, so that ``dist.pack_shards`` packs them without a copy. Returns
+    the full shapes by name."""
+    shapes: dict[str, torch.Size] = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        if p.ndim == 0:
+            raise ThunderValueError(
+                f"fsdp: the parameter {name!r} is 0-dimensional; fsdp shards dim 0 of each parameter"
+            )
+        shapes[name] = p.shape
+    buckets: dict[str, list[tuple[torch.nn.Parameter, torch.Tensor]]] = {}
+    for name, p in module.named_parameters():
+        buckets.setdefault(keys.get(name, f"#{name}"), []).append((p, _shard(p.data, group)))
+    shards: dict[int, torch.nn.Parameter] = {}
+    for members in buckets.values():
+        flat = torch.cat([shard.reshape(-1) for _, shard in members])
+        offset = 0
+        for p, shard in members:
+            local = flat[offset : offset + shard.numel()].view(shard.shape)
+            offset += shard.numel()
+            shards[id(p)] = torch.nn.Parameter(local, requires_grad=p.requires_grad)
+            shards[id(p)]._thunder_traced_shape = p.shape  # the program is traced with the full parameter
+    for sub in module.modules():
+        for key, p in list(sub._parameters.items()):
+            if p is not None:
+                sub._parameters[key] = shards[id(p)]
+    return shapes
+
+
+class FSDPTransform(Transform):
+    """The trace changes of ``fsdp`` (Notes [Sharding], [ZeRO-2 and ZeRO-3])."""
+
+    distributed = True
+
+    def __init__(self, group: dist.ProcessGroup, shapes: dict[str, torch.Size], sharding_strategy: FSDPType,
+                 bucketing_strategy: FSDPBucketingStrategy, bucket_keys: dict[str, str] | None = None):  # fmt: skip
+        self.group = group
+        self.group_key = dist_prims.register_group(group)
+        self.world_size = dist.get_world_size(group)
+        self.shapes = dict(shapes)
+        self.sharding_strategy = sharding_strategy
+        self.bucketing_strategy = bucketing_strategy
+        self.bucket_keys = dict(bucket_keys or {})  # parameter name -> its bucket (absent: a bucket of its own)
+        self._compile = PerCompile()
+
+    # -- traces --------------------------------------------------------------------------------------
+
+    def transform_traces_pre_prologue(self, prologue_trace, computation_trace, epilogue_trace, **kwargs):
+        params = list(parameter_inputs(computation_trace, set(self.shapes)))
+        self._compile.forward = None
+        self._compile.params = [(i, path) for i, _, path in params]
+        if not params:
+            return prologue_trace, computation_trace, epilogue_trace
+        new = from_trace(computation_trace)
+        args = list(new.args)
+        for i, p, _ in params:  # traced with the full shape (Note [Sharding]); what arrives is the local shard
+            args[i] = TensorProxy.like(p, p.name, shape=(_rows(p.shape[0], self.world_size), *p.shape[1:]))
+        gathers: list = []
+        swap = {}  # parameter name -> its gathered full tensor
+        with recording_into(new, gathers):
+            for bucket in _buckets(params, computation_trace, self.bucket_keys):
+                shards = [args[i] for i, _, _ in bucket]
+                dim0s = tuple(self.shapes[path][0] for _, _, path in bucket)
+                if len(bucket) == 1:
+                    fulls = [dist_prims.wait(dist_prims.all_gather(shards[0], self.group_key, dim0s[0]))]
+                else:
+                    packed = dist_prims.pack_shards(*shards)
+                    gathered = dist_prims.wait(
+                        dist_prims.all_gather(packed, self.group_key, self.world_size * packed.shape[0])
+                    )
+                    shapes = tuple(tuple(int(d) for d in s.shape) for s in shards)
+                    fulls = dist_prims.unpack_gathered(gathered, self.world_size, shapes, dim0s)
+                for (_, p, _), full in zip(bucket, fulls):
+                    swap[p.name] = full
+        new.args = args
+        names = {}
+        for _, p, _ in params:  # the gathered parameter is named after its shard: t_0_weight -> t_0_weight_full
+            names[swap[p.name].name] = swap[p.name].replace_name(new.safe_name(f"{p.name}_full"))
+            swap[p.name] = names[swap[p.name].name]
+        new.bound_symbols.extend(b.rename(names) for b in gathers)
+        shards = {p.name: args[i] for i, p, _ in params}
+        for b in computation_trace.bound_symbols:  # the inputs' own entries (PARAMETER) are the shards
+            new.bound_symbols.append(b.rename(shards if PARAMETER in b.sym.tags else swap))
+        # Placed now, before fusion: the regions then end at each wait (a barrier), so that under ZeRO-3 a fusion
+        # does not need every gathered parameter at once.
+        new = _schedule_gathers(new, self._prefetch)
+        if computation_trace.provenance is not None:
+            new.set_provenance(computation_trace.provenance)
+        return prologue_trace, new, epilogue_trace
+
+    @property
+    def _prefetch(self) -> int | None:
+        return 1 if self.sharding_strategy is FSDPType.ZERO3 else None
+
+    def transform_trace_post_optimization(self, computation_trace, **kwargs):
+        if computation_trace.name == "backward":
+            return self._backward(computation_trace)
+        new = _schedule_gathers(computation_trace, self._prefetch)
+        self._compile.forward = new
+        return new
+
+    def _backward(self, bw):
+        forward = self._compile.forward
+        if self.sharding_strategy is FSDPType.ZERO3 and forward is not None:
+            bw = _regather_in_backward(forward, bw, self.group_key)
+        return _schedule_reduce_scatters(bw, self._compile.params)
+
+    # -- state dicts ---------------------------------------------------------------------------------
+
+    def reverse_transform_state_dict_for_submodule(self, model, submodule_name: str, state_dict: dict) -> dict:
+        """Full tensors from the local shards (a collective per parameter: every rank must call it)."""
+        out = {}
+        for key, value in state_dict.items():
+            shape = self.shapes.get(key[len(submodule_name) :] if key.startswith(submodule_name) else key)
+            if shape is None or not isinstance(value, torch.Tensor):
+                out[key] = value
+                continue
+            shard = value.detach()
+            full = shard.new_empty((shard.shape[0] * self.world_size, *shard.shape[1:]))
+            dist_prims.all_gather_tensor(full, shard.contiguous(), group=self.group)
+            out[key] = full[: shape[0]].clone()
+        return out
+
+    def transform_state_dict_for_submodule(self, model, submodule_name: str, state_dict: dict) -> dict:
+        """Local shards of full tensors (such as ``original_state_dict`` gives, at any world size)."""
+        out = {}
+        for key, value in state_dict.items():
+            shape = self.shapes.get(key[len(submodule_name) :] if key.startswith(submodule_name) else key)
+            if shape is None or not isinstance(value, torch.Tensor):
+                out[key] = value
+                continue
+            if tuple(value.shape) != tuple(shape):
+                raise ThunderValueError(
+                    f"load_original_state_dict: {key!r} has shape {list(value.shape)}, but the parameter's full shape "
+                    f"is {list(shape)}: pass the full tensors (original_state_dict()); the local shards load with "
+                    "load_state_dict"
+                )
+            out[key] = _shard(value.detach(), self.group)
+        return out
+
+
+def _is(bsym, sym) -> bool:
+    return bsym.sym is run(sym) or bsym.sym is sym
+
+
+def _first_uses(bsyms: list, names: set[str]) -> dict[str, int]:
+    first: dict[str, int] = {}
+    for i, b in enumerate(bsyms):
+        for a in b.flat_proxy_args:
+            if a.name in names and a.name not in first:
+                first[a.name] = i
+    return first
+
+
+@dataclass
+class _Gather:
+    """One gather of the forward: the ops that start it (``pack_shards`` of a bucket, ``all_gather``), the ops that
+    finish it (``wait``, a bucket's ``unpack_gathered``) and the full parameters it makes."""
+
+    starts: list
+    finishes: list
+    fulls: list
+
+    @property
+    def source(self) -> TensorProxy:
+        """What the gather gathers: a parameter's shard, or a bucket's packed shards."""
+        return self.starts[-1].args[0]
+
+
+def _find_gathers(bsyms: list) -> list[_Gather]:
+    produced = {o.name: b for b in bsyms for o in b.flat_proxy_outs}
+    readers: dict[str, list] = {}
+    for b in bsyms:
+        for a in b.flat_proxy_args:
+            readers.setdefault(a.name, []).append(b)
+    found = []
+    for b in bsyms:
+        if not _is(b, dist_prims.all_gather):
+            continue
+        pack = produced.get(b.args[0].name)
+        starts = [pack, b] if pack is not None and _is(pack, dist_prims.pack_shards) else [b]
+        wait = next(r for r in readers[b.output.name] if _is(r, dist_prims.wait))
+        unpack = next((r for r in readers.get(wait.output.name, ()) if _is(r, dist_prims.unpack_gathered)), None)
+        finishes = [wait] if unpack is None else [wait, unpack]
+        found.append(_Gather(starts, finishes, [wait.output] if unpack is None else list(unpack.output)))
+    return found
+
+
+def _schedule_gathers(trace, prefetch: int | None):
+    """The forward with each gather finished just before the first use of a parameter it makes and started
+    ``prefetch`` gathers ahead (None: all at the top) (Note [ZeRO-2 and ZeRO-3])."""
+    gathers = _find_gathers(trace.bound_symbols)
+    if not gathers:
+        return trace
+    moved = {id(b) for g in gathers for b in (*g.starts, *g.finishes)}
+    rest = [b for b in trace.bound_symbols if id(b) not in moved]
+    first = _first_uses(rest, {f.name for g in gathers for f in g.fulls})
+    at = {id(g): min((first.get(f.name, len(rest) - 1) for f in g.fulls), default=len(rest) - 1) for g in gathers}
+    order = sorted(gathers, key=lambda g: at[id(g)])
+    before: dict[int, list] = {}
+    for g in order:
+        before.setdefault(at[id(g)], []).extend(g.finishes)
+    for k, g in enumerate(order):
+        if prefetch is None:  # all at the top, in the order of use
+            group = before.setdefault(0, [])
+            i = sum(len(o.starts) for o in order[:k])
+            group[i:i] = g.starts
+            continue
+        anchor = order[k - prefetch] if k >= prefetch else g  # started before this one finishes: overlaps its ops
+        group = before[at[id(anchor)]]
+        i = group.index(anchor.finishes[0])
+        group[i:i] = g.starts
+    new = from_trace(trace)
+    for i, b in enumerate(rest):
+        new.bound_symbols.extend(before.get(i, ()))
+        new.bound_symbols.append(b)
+    return new
+
+
+def _regather_in_backward(forward, bw, group_key: int):
+    """ZeRO-3: the forward saves the shards of the gathered parameters (a bucket's packed shards) instead of the
+    full tensors, which it frees after their last use, and the backward gathers them again just before their
+    first use."""
+    ret = forward.bound_symbols[-1]
+    outputs, saved = ret.args[0]
+    gathers = _find_gathers(forward.bound_symbols)
+    of = {f.name: g for g in gathers for f in g.fulls}
+    saved_names = {getattr(s, "name", None) for s in saved}
+    if not saved_names & of.keys() or any(getattr(o, "name", None) in of for o in outputs):
+        return bw
+    forward.bound_symbols[-1] = ret.from_bsym(
+        args=((outputs, tuple(of[s.name].source if getattr(s, "name", None) in of else s for s in saved)),),
+        lineage=ret.lineage,
+    )
+    new = from_trace(bw)
+    args, local = [], {}  # local: id(gather) -> the backward's parameter holding its source
+    for a in bw.args:
+        g = of.get(getattr(a, "name", None))
+        if g is None:
+            args.append(a)
+            continue
+        with tracectx(new):  # reserves the name
+            proxy = TensorProxy.like(g.source, new.safe_name(f"{g.source.name}_shard"), requires_grad=False)
+        local.setdefault(id(g), proxy)
+        args.append(proxy)
+    new.args = args
+    full_args = {a.name: a for a in bw.args if getattr(a, "name", None) in of}
+    todo = [g for g in gathers if id(g) in local]
+    first = _first_uses(bw.bound_symbols, set(full_args))
+    at = {
+        id(g): min(first.get(f.name, len(bw.bound_symbols) - 1) for f in g.fulls if f.name in full_args) for g in todo
+    }
+    order = sorted(todo, key=lambda g: at[id(g)])
+    placed: dict[int, list] = {}
+    for k, g in enumerate(order):
+        scratch: list = []
+        with recording_into(new, scratch):
+            gather = g.starts[-1]
+            pending = run(dist_prims.all_gather)(local[id(g)], *gather.args[1:])
+            gathered = run(dist_prims.wait)(pending)
+            if len(g.finishes) == 2:
+                run(dist_prims.unpack_gathered)(gathered, *g.finishes[1].args[1:])
+        # the gathered parameters take the names the backward reads
+        finished = scratch[-1].flat_proxy_outs
+        scratch[-1] = scratch[-1].rename(
+            {made.name: full_args[f.name] for made, f in zip(finished, g.fulls) if f.name in full_args}
+        )
+        ahead = at[id(order[k - 1])] if k >= 1 else at[id(g)]  # prefetch one gather ahead
+        placed.setdefault(ahead, []).append(scratch[0])
+        placed.setdefault(at[id(g)], []).extend(scratch[1:])
+    for i, b in enumerate(bw.bound_symbols):
+        new.bound_symbols.extend(placed.get(i, ()))
+        new.bound_symbols.append(b)
+    return new
+
+
+def _carried(bw, params: list[tuple[int, str]]) -> dict[str, str]:
+    """Per reduce-scatter (its output's name): the parameters whose gradients it carries (``params``: position among
+    the backward's results, name), through its wait and, for a bucket, its ``unpack_bucket``."""
+    grads = bw.bound_symbols[-1].args[0]
+    by_grad: dict[str, list[str]] = {}
+    for i, path in params:
+        if i < len(grads) and isinstance(grads[i], TensorProxy):
+            by_grad.setdefault(grads[i].name, []).append(path)
+    waited = {b.args[0].name: b.output.name for b in bw.bound_symbols if _is(b, dist_prims.wait)}
+    unpacked = {
+        b.args[0].name: [o.name for o in b.flat_proxy_outs]
+        for b in bw.bound_symbols
+        if _is(b, dist_prims.unpack_bucket)
+    }
+    labels = {}
+    for b in bw.bound_symbols:
+        if _is(b, dist_prims.reduce_scatter):
+            done = waited.get(b.output.name)
+            names = [path for g in unpacked.get(done, [done]) for path in by_grad.get(g, ())]
+            labels[b.output.name] = ", ".join(names)
+    return labels
+
+
+def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
+    """Each reduce-scatter right after the op computing its gradient, after a comment naming the parameters whose
+    gradients it carries; its wait just before the first use of the result (the return)."""
+    labels = _carried(bw, params)
+    body = bw.bound_symbols
+    starts = [b for b in body if _is(b, dist_prims.reduce_scatter)]
+    if not starts:
+        return bw
+    started = {b.output.name for b in starts}
+    waits = [b for b in body if _is(b, dist_prims.wait) and b.args[0].name in started]
+    moved = {id(b) for b in starts} | {id(b) for b in waits}
+    rest = [b for b in body if id(b) not in moved]
+    produced_at = {a.name: -1 for a in bw.args if hasattr(a, "name")}
+    for i, b in enumerate(rest):
+        for o in b.flat_proxy_outs:
+            produced_at[o.name] = i
+    after: dict[int, list] = {}
+    new = from_trace(bw)
+    for s in starts:
+        at = max((produced_at.get(a.name, -1) for a in s.flat_proxy_args), default=-1)
+        if labels.get(s.output.name):
+            with recording_into(new, after.setdefault(at, [])):
+                dist_prims.comment(f"reduce-scatter of the gradients of {labels[s.output.name]}")
+        after.setdefault(at, []).append(s)
+    first = _first_uses(rest, {w.output.name for w in waits})
+    before: dict[int, list] = {}
+    for w in waits:
+        before.setdefault(first.get(w.output.name, len(rest) - 1), []).append(w)
+    new.bound_symbols.extend(after.get(-1, ()))
+    for i, b in enumerate(rest):
+        new.bound_symbols.extend(before.get(i, ()))
+        new.bound_symbols.append(b)
+        new.bound_symbols.extend(after.get(i, ()))
+    return new
+
+
+def _nbytes(t: TensorProxy) -> int:
+    return math.prod(t.shape) * t.dtype.itemsize
