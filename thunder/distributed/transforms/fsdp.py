@@ -274,12 +274,18 @@ class FSDPTransform(Transform):
 
     # -- state dicts ---------------------------------------------------------------------------------
 
+    def _full_shape(self, key: str, submodule_name: str, value) -> tuple | None:
+        """The unsharded shape of state-dict entry ``key`` (None: not a sharded tensor, kept as it is)."""
+        if not isinstance(value, torch.Tensor):
+            return None
+        return self.shapes.get(key[len(submodule_name) :] if key.startswith(submodule_name) else key)
+
     def reverse_transform_state_dict_for_submodule(self, model, submodule_name: str, state_dict: dict) -> dict:
         """Full tensors from the local shards (a collective per parameter: every rank must call it)."""
         out = {}
         for key, value in state_dict.items():
-            shape = self.shapes.get(key[len(submodule_name) :] if key.startswith(submodule_name) else key)
-            if shape is None or not isinstance(value, torch.Tensor):
+            shape = self._full_shape(key, submodule_name, value)
+            if shape is None:
                 out[key] = value
                 continue
             shard = value.detach()
@@ -292,8 +298,8 @@ class FSDPTransform(Transform):
         """Local shards of full tensors (such as ``original_state_dict`` gives, at any world size)."""
         out = {}
         for key, value in state_dict.items():
-            shape = self.shapes.get(key[len(submodule_name) :] if key.startswith(submodule_name) else key)
-            if shape is None or not isinstance(value, torch.Tensor):
+            shape = self._full_shape(key, submodule_name, value)
+            if shape is None:
                 out[key] = value
                 continue
             if tuple(value.shape) != tuple(shape):
