@@ -6,13 +6,13 @@ shape changed (the next token of a generation, a growing sequence), the entry co
 the sizes that changed: each input's sizes are compared, by the input's prologue name, with the sizes it had in
 the entries compiled before, and a size that ever differed stays symbolic in later entries, as in
 ``torch.compile``'s automatic dynamic shapes. An int the program reads (a cache's ``cumulative_length``) is
-treated as a size: a miss because its value changed makes it symbolic. Everything else (the parameters, the other dims, the numbers the
-program reads) stays constant, so the new entry's prologue checks few expressions and its regions keep static
-shapes. Sizes 0 and 1 stay constant. A generation with a growing KV cache compiles three entries: the prefill, the
-first decoding step (one token, a constant) and the second (the cache length symbolic), which serves every later
-step. The cache
-keeps the constant entries too and looks up both kinds. ``cache="constant values"`` given explicitly keeps every
-entry constant; ``cache="symbolic values"`` makes every size and number symbolic from the first call.
+treated as a size: a miss because its value changed makes it symbolic. Sizes (and ints) 0 and 1 stay constant.
+Everything else (the parameters, the other dims, the other numbers) stays constant, so the new entry's prologue
+checks few expressions and its regions keep static shapes. A generation with a growing KV cache compiles three
+entries: the prefill, the first decoding step (one token, a constant) and the second (the cache length symbolic),
+which serves every later step. The cache keeps the constant entries too and looks up both kinds.
+``cache="constant values"`` given explicitly keeps every entry constant; ``cache="symbolic values"`` makes every
+size and number symbolic from the first call.
 
 Layer: core. Imports: nothing.
 """

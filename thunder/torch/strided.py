@@ -27,7 +27,7 @@ from thunder.core.errors import UnsupportedOpError
 from thunder.core.proxies import meta_layout
 from thunder.core.symbolic import is_symbolic, pin
 from thunder.core.tracectx import current_source_location
-from thunder.torch.base import torchsymbol
+from thunder.torch.base import maybe_broadcast, torchsymbol
 from thunder.torch.factories import arange
 from thunder.torch.indexing import take
 from thunder.torch.shape import permute, reshape
@@ -48,20 +48,15 @@ def _in_layout_impl(a: torch.Tensor, size, stride, offset: int, layout_stride, l
 def as_strided_in_layout(a, size, stride, offset, layout_stride, layout_offset):
     """``a.as_strided(size, stride, offset)`` for ``a`` laid out with ``layout_stride`` at ``layout_offset``
     (dense): the elements of ``a`` in storage order, taken at the positions the result names."""
+    op = "ltorch.as_strided"
     order = sorted(range(a.ndim), key=lambda d: -layout_stride[d] if a.shape[d] > 1 else 0)
     flat = reshape(permute(a, order), (a.numel(),))
     position = prims.full((), offset - layout_offset, device=a.device, dtype=torch.int64)
+    k = len(size)
     for d, (n, s) in enumerate(zip(size, stride)):
         steps = arange(0, n * s, s, device=a.device) if s else prims.full((n,), 0, device=a.device, dtype=torch.int64)
-        position = prims.add(*_broadcast(position, reshape(steps, (*([1] * d), n)), d + 1))
+        position = prims.add(*maybe_broadcast(position, reshape(steps, (*[1] * d, n, *[1] * (k - d - 1))), op=op))
     return take(flat, position)
-
-
-def _broadcast(p, q, ndim: int):
-    shape = tuple(max(x, y) for x, y in zip((*p.shape, *[1] * (ndim - p.ndim)), q.shape))
-    p = prims.broadcast_in_dim(p, shape, tuple(range(p.ndim)))
-    q = prims.broadcast_in_dim(q, shape, tuple(range(q.ndim)))
-    return p, q
 
 
 @torchsymbol(torch.as_strided, method_name="as_strided", sizes=True)
