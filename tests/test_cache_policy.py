@@ -99,6 +99,22 @@ def test_evicted_entries_free_their_linecache_entries_without_gc():
     assert grown <= 4 * 3
 
 
+def test_the_fused_prologue_is_compiled_when_an_entry_is_reused():
+    # Note [The fused prologue is compiled on reuse]: an entry that runs once compiles no fused prologue.
+    before = _generated_names()
+    jf = thunder.jit(add_one)
+    x = torch.randn(3)
+    torch.testing.assert_close(jf(x), x + 1)
+    assert not any("_fused_" in name for name in _generated_names() - before)
+    for _ in range(3):
+        torch.testing.assert_close(jf(x), x + 1)
+    assert any("_fused_" in name for name in _generated_names() - before)
+    assert thunder.cache_hits(jf) == 3 and thunder.cache_misses(jf) == 1
+    y = torch.randn(4)  # the fused prologue rejects another shape: a miss, then a new entry
+    torch.testing.assert_close(jf(y), y + 1)
+    assert thunder.cache_misses(jf) == 2
+
+
 def test_recompile_storm_warns_once_with_the_reason():
     jf = thunder.jit(add_one, cache="constant values")
     with warnings.catch_warnings(record=True) as caught:

@@ -882,3 +882,19 @@ def test_printer_constants_never_take_a_name_in_use():
     p.add_ctx("_const3", torch.complex64)
     names = [p.constant(object()) for _ in range(10)]
     assert p.ctx["_const3"] is torch.complex64 and "_const3" not in names and len(set(names)) == 10
+
+
+def test_a_global_read_flattens_to_its_three_arguments():
+    # Flattening an unpack_global's arguments walked the module's whole globals dict (45 reads of transformers'
+    # modules in a GPT-2 prologue flattened 26,000 values, a fifth of the time to compile it).
+    jf = thunder.jit(_reads_a_global)
+    jf(torch.randn(2))
+    reads = [b for b in thunder.last_prologue_traces(jf)[0].bound_symbols if b.sym.name == "unpack_global"]
+    assert reads and all(len(b.flat_args) == 3 for b in reads)
+
+
+_SCALE = 2.0
+
+
+def _reads_a_global(x):
+    return x * _SCALE

@@ -18,6 +18,7 @@ import random
 import sys
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -328,7 +329,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     entry = CacheEntry(
         prologue=diagnostic_prologue(executed_prologue),  # Note [Cache miss reasons]
         computation=computation_fn,
-        run=executed_prologue.fused_prologue_callable(computation_fn, MISS),
+        run=MISS,  # set below, once the entry exists
         prologue_traces=prologue_traces,
         computation_traces=traces,
         backward_traces=backward_traces,
@@ -336,6 +337,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
         symbolic=cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES,
         outcomes=tuple(tracer.outcomes),
     )
+    entry.run = _FusedWhenReused(entry, executed_prologue)
     if entry.outcomes and draws_per_call(entry):
         entry.run = _restoring_draws_on_changed_outcome(entry.run)
     cs.last_trace_tracing_ms = computation.provenance.ms
@@ -401,6 +403,43 @@ def restore_python_random_state(state: tuple) -> None:
     random.setstate(py)
     if np_state is not None:
         sys.modules["numpy"].random.set_state(np_state)
+
+
+# Note [The fused prologue is compiled on reuse]
+# The hot path runs an entry's prologue and computation in one generated function (``fused_prologue_callable``),
+# a second compilation of the prologue's few hundred lines. Many entries never run twice (a generation's
+# prefill and first decode step), so an entry's first accepted calls run its diagnostic prologue, then the
+# computation, and the fused function is compiled at its second accepted call (a GPT-2 generation compiles 3
+# entries; 2 of them ran once).
+FUSE_AFTER_CALLS = 2
+
+
+class _FusedWhenReused:
+    """``entry.run`` until the entry has accepted ``FUSE_AFTER_CALLS`` calls, then its fused prologue. It refers
+    to the entry weakly (and is no closure over itself): an evicted entry is freed by reference counting (Note
+    [Generated code and its resources])."""
+
+    __slots__ = ("diagnostic", "computation", "prologue", "owner", "accepted", "fused")
+
+    def __init__(self, entry: CacheEntry, prologue: TraceCtx):
+        self.diagnostic, self.computation, self.prologue = entry.prologue, entry.computation, prologue
+        self.owner = weakref.ref(entry)
+        self.accepted = 0
+        self.fused: Callable | None = None
+
+    def __call__(self, *args, **kwargs):
+        if self.fused is not None:
+            return self.fused(*args, **kwargs)
+        inputs = self.diagnostic(*args, **kwargs)
+        if type(inputs) is not tuple:
+            return MISS
+        self.accepted += 1
+        if self.accepted >= FUSE_AFTER_CALLS:
+            self.fused = self.prologue.fused_prologue_callable(self.computation, MISS)
+            entry = self.owner()
+            if entry is not None and entry.run is self:
+                entry.run = self.fused
+        return self.computation(*inputs)
 
 
 def _restoring_draws_on_changed_outcome(run: Callable) -> Callable:

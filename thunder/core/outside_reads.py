@@ -81,7 +81,7 @@ class OutsideReadsMixin:
 
         def holder():
             h = self._prologue_proxy(name)
-            self._emit(prims.unpack_global, globals_dict, name, h, output=h)
+            self._emit(prims.unpack_global, prims.ModuleGlobals(globals_dict), name, h, output=h)
             return h
 
         return self._read(key, value, holder)

@@ -133,9 +133,23 @@ unpack_module_member = make_prim(
 )  # fmt: skip
 
 
+class ModuleGlobals:
+    """A module's globals dict as one value of a trace: a bound symbol's arguments are flattened as a
+    pytree, which would walk every name of the module (45 reads of transformers' modules in a GPT-2
+    prologue flattened 26,000 entries, a fifth of the time to compile it)."""
+
+    __slots__ = ("namespace",)
+
+    def __init__(self, namespace: dict):
+        self.namespace = namespace
+
+    def __repr__(self) -> str:
+        return f"<globals of {self.namespace.get('__name__', '?')}>"
+
+
 def _print_unpack_global(bsym, printer):
-    globals_dict, name, _ = bsym.args
-    return [f"{bsym.output.name} = {printer.constant(globals_dict, '_globals')}[{name!r}]"]
+    globals_, name, _ = bsym.args
+    return [f"{bsym.output.name} = {printer.constant(globals_.namespace, '_globals')}[{name!r}]"]
 
 
 unpack_global = make_prim(
@@ -618,3 +632,4 @@ check_contents = make_prim(P.CHECK_CONTENTS, "check_contents", lambda *args: Non
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
 __all__.append("buffer_contents")
+__all__.append("ModuleGlobals")
