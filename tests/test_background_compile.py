@@ -223,7 +223,7 @@ def test_the_faster_of_the_compiled_graph_and_torchs_kernels_stays(monkeypatch, 
         if slower == "compiled":
             done((slowly(uncompiled), []), None)
         else:
-            region.region_trace._callable = slowly(uncompiled)
+            region._uncompiled_trace._callable = slowly(uncompiled)
             done((uncompiled, []), None)
 
     monkeypatch.setattr(inductor_pool, "submit", compiled_at_once)
@@ -273,3 +273,17 @@ def test_a_model_under_the_default_executors_matches_eager_once_compiled(no_comp
         torch.testing.assert_close(g, e)
     for b, e in zip(model.buffers(), reference.buffers()):
         torch.testing.assert_close(b, e)
+
+
+def test_a_warming_region_frees_its_intermediates_after_their_last_use():
+    # While a region runs torch's kernels it must hold no more memory than the torch executor's trace: a region
+    # that kept every intermediate to its end made a GPT-2 forward 10-18% slower than the torch executor.
+    jf = thunder.jit(chain, executors=["torchcompile_background"])
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    for expected, actual in zip(chain(a, b), jf(a, b)):
+        torch.testing.assert_close(actual, expected)
+    (region,) = regions(thunder.last_traces(jf)[-1])
+    returned = {p.name for p in region.region_trace.bound_symbols[-1].flat_proxy_args}
+    made = {p.name for b in region.region_trace.bound_symbols for p in b.flat_proxy_outs} - returned
+    freed = {p.name for b in region._uncompiled_trace.bound_symbols if b.sym.name == "python_del" for p in b.flat_proxy_args}
+    assert made and made <= freed
