@@ -28,6 +28,15 @@ def _no_background_compiles(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _compile_workers_at_normal_priority(monkeypatch):
+    """Tests that wait for a compile worker run beside another test process on a 2-core machine: at the workers'
+    usual niceness they would get a few percent of a core (Note [Compile workers do not starve the caller])."""
+    from thunder.executors import inductor_pool
+
+    monkeypatch.setattr(inductor_pool, "NICENESS", 0)
+
+
+@pytest.fixture(autouse=True)
 def _full_zoo_on_request(request):
     """Skips ``zoo_full`` cases (the zoos' full matrices) unless the marker expression names the marker
     (``-m zoo_full``) or ``THUNDER_ZOO_FULL=1`` is set."""

@@ -107,6 +107,7 @@ def _fake(spec: TensorSpec) -> torch.Tensor:
 
 
 def main() -> None:
+    os.nice(int(os.environ.get("THUNDER_WORKER_NICENESS", "0")))  # Note [Compile workers do not starve the caller]
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # Inductor's prints must not corrupt the answers
     jobs = sys.stdin.buffer
