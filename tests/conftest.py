@@ -37,6 +37,15 @@ def _compile_workers_at_normal_priority(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _own_artifact_cache(monkeypatch, tmp_path):
+    """Each test compiles into a cache of its own (Note [The artifact cache]): nothing read from an earlier run, nothing
+    written to the user's home."""
+    from thunder.executors import artifact_cache
+
+    monkeypatch.setattr(artifact_cache, "CACHE_DIR", str(tmp_path / "thunder-cache"))
+
+
+@pytest.fixture(autouse=True)
 def _full_zoo_on_request(request):
     """Skips ``zoo_full`` cases (the zoos' full matrices) unless the marker expression names the marker
     (``-m zoo_full``) or ``THUNDER_ZOO_FULL=1`` is set."""

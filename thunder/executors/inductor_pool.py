@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from thunder.executors import artifact_cache
 from thunder.executors.inductor_worker import Job, receive, send
 
 #: Worker processes: half the cores (the other half runs the program), at least one, at most four.
@@ -92,12 +93,16 @@ class _Pool:
             job, done = self._jobs.get()
             compiled, reason = None, None
             try:
-                if process is None or process.poll() is not None:
-                    process = self._start()
-                send(process.stdin, job)
-                reason, constants = receive(process.stdout)
-                if reason is None:
-                    compiled = (_load(job.artifact_path), constants)
+                key, compiled = _from_disk(job)  # Note [The artifact cache]
+                if compiled is None:
+                    if process is None or process.poll() is not None:
+                        process = self._start()
+                    send(process.stdin, job)
+                    reason, constants = receive(process.stdout)
+                    if reason is None:
+                        compiled = (_load(job.artifact_path), constants)
+                        if key is not None:
+                            artifact_cache.store(key, job.artifact_path, constants)
             except (EOFError, OSError) as e:
                 reason = _exit_reason(process, e)
                 process = None
@@ -149,6 +154,19 @@ def _load(path: str) -> Callable:
 
     with INDUCTOR_LOCK:
         return CompiledArtifact.load(path=path, format="binary")
+
+
+def _from_disk(job: Job) -> tuple[str | None, tuple | None]:
+    """The job's key in the artifact cache, and what a process compiled for it before (or None)."""
+    try:
+        key = artifact_cache.key_of(job)
+        cached = artifact_cache.load(key) if key is not None else None
+        if cached is None:
+            return key, None
+        path, constants = cached
+        return key, (_load(path), constants)
+    except Exception:  # noqa: BLE001 - an unreadable entry or a library that moved: compile it again
+        return None, None
 
 
 def _exit_reason(process: subprocess.Popen | None, error: Exception) -> str:
