@@ -250,25 +250,25 @@ class FSDPTransform(Transform):
             new.bound_symbols.append(b.rename(shards if PARAMETER in b.sym.tags else swap))
         # Placed now, before fusion: the regions then end at each wait (a barrier), so that under ZeRO-3 a fusion
         # does not need every gathered parameter at once.
-        new = _schedule_gathers(new, self._prefetch)
+        new = _schedule_gathers(new, self._zero3, after_split=False)
         if computation_trace.provenance is not None:
             new.set_provenance(computation_trace.provenance)
         return prologue_trace, new, epilogue_trace
 
     @property
-    def _prefetch(self) -> int | None:
-        return 1 if self.sharding_strategy is FSDPType.ZERO3 else None
+    def _zero3(self) -> bool:
+        return self.sharding_strategy is FSDPType.ZERO3
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
         if computation_trace.name == "backward":
             return self._backward(computation_trace)
-        new = _schedule_gathers(computation_trace, self._prefetch)
+        new = _schedule_gathers(computation_trace, self._zero3)
         self._compile.forward = new
         return new
 
     def _backward(self, bw):
         forward = self._compile.forward
-        if self.sharding_strategy is FSDPType.ZERO3 and forward is not None:
+        if self._zero3 and forward is not None:
             bw = _regather_in_backward(forward, bw, self.group_key)
         return _schedule_reduce_scatters(bw, self._compile.params)
 
@@ -359,41 +359,123 @@ def _find_gathers(bsyms: list) -> list[_Gather]:
     return found
 
 
-def _schedule_gathers(trace, prefetch: int | None):
-    """The forward with each gather finished just before the first use of a parameter it makes and started
-    ``prefetch`` gathers ahead (None: all at the top) (Note [ZeRO-2 and ZeRO-3])."""
+def _schedule_gathers(trace, zero3: bool, *, after_split: bool = True):
+    """The trace with its gathers placed (Note [ZeRO-2 and ZeRO-3]): ZeRO-2 starts them all at the top; ZeRO-3 as
+    Note [ZeRO-3's schedule] says, where ``after_split``; before the autograd split each starts just before its
+    wait (Note [ZeRO-3's schedule])."""
     gathers = _find_gathers(trace.bound_symbols)
     if not gathers:
         return trace
+    new = from_trace(trace)
     moved = {id(b) for g in gathers for b in (*g.starts, *g.finishes)}
     rest = [b for b in trace.bound_symbols if id(b) not in moved]
-    first = _first_uses(rest, {f.name for g in gathers for f in g.fulls})
-    at = {id(g): min((first.get(f.name, len(rest) - 1) for f in g.fulls), default=len(rest) - 1) for g in gathers}
-    order = sorted(gathers, key=lambda g: at[id(g)])
-    before: dict[int, list] = {}
-    for g in order:
-        before.setdefault(at[id(g)], []).extend(g.finishes)
-    for k, g in enumerate(order):
-        if prefetch is None:  # all at the top, in the order of use
-            group = before.setdefault(0, [])
-            i = sum(len(o.starts) for o in order[:k])
-            group[i:i] = g.starts
-            continue
-        anchor = order[k - prefetch] if k >= prefetch else g  # started before this one finishes: overlaps its ops
-        group = before[at[id(anchor)]]
-        i = group.index(anchor.finishes[0])
-        group[i:i] = g.starts
-    new = from_trace(trace)
-    for i, b in enumerate(rest):
-        new.bound_symbols.extend(before.get(i, ()))
-        new.bound_symbols.append(b)
+    if zero3 and after_split:
+        # names given by replace_name are not all reserved in the trace: the repeats' names must differ from them
+        new.names.update(p.name for b in trace.bound_symbols for p in (*b.flat_proxy_args, *b.flat_proxy_outs))
+        rest, gathers = _gather_per_reads(new, rest, gathers)
+    for _, _, _, bsyms in sorted(_placements(rest, gathers, zero3, prefetch=after_split)):
+        new.bound_symbols.extend(bsyms)
     return new
+
+
+# Note [ZeRO-3's schedule]
+# Each gather finishes (its wait) just before the first op that reads a parameter it makes; the gathered tensors are
+# freed after their last reader (delete-last-used). A parameter read in places far apart, such that other parameters
+# are gathered between its reads (a tied embedding and lm_head), is gathered again for each group of reads instead
+# of staying alive in between. Prefetch: a gather starts as early as the previous op that reads gathered parameters,
+# so that its communication overlaps that op's compute, but no earlier than where the gathered tensors alive at once
+# stay within what the trace needs at its worst op without prefetching: prefetching overlaps communication with
+# compute without raising the peak of parameter memory. All this is done after the autograd split and fusion; before
+# them, each gather starts just before its wait, which is a barrier: then the gradient rule of each gather, a
+# reduce-scatter (a barrier too), comes right after the backward's last read of the parameter, so that no fusion
+# region of the forward or the backward reads parameters of different gathers that need not be alive together.
+
+
+def _reads(rest: list, gathers: list[_Gather]) -> dict[int, list[int]]:
+    """Per gather (``id``): the positions in ``rest`` of the ops that read a tensor it makes (the return aside)."""
+    maker = {f.name: id(g) for g in gathers for f in g.fulls}
+    reads: dict[int, list[int]] = {id(g): [] for g in gathers}
+    for i, b in enumerate(rest[:-1]):
+        for gid in {maker[a.name] for a in b.flat_proxy_args if a.name in maker}:
+            reads[gid].append(i)
+    return reads
+
+
+def _gather_per_reads(trace, rest: list, gathers: list[_Gather]) -> tuple[list, list[_Gather]]:
+    """``rest`` and ``gathers`` where a gather whose reads are interrupted by another gather's first read is repeated
+    for each group of reads, the later reads renamed to the repeat's tensors (Note [ZeRO-3's schedule])."""
+    reads = _reads(rest, gathers)
+    firsts = sorted(r[0] for r in reads.values() if r)
+    rest, out = list(rest), []
+    for g in gathers:
+        out.append(g)
+        positions = reads[id(g)]
+        current = g
+        for previous, i in zip(positions, positions[1:]):
+            if not any(previous < f < i for f in firsts):
+                continue
+            again = _repeat_gather(trace, current)
+            swap = {f.name: r for f, r in zip(current.fulls, again.fulls)}
+            rest[i:] = [b.rename(swap) for b in rest[i:]]
+            out.append(again)
+            current = again
+    return rest, out
+
+
+def _repeat_gather(trace, g: _Gather) -> _Gather:
+    """Another gather of what ``g`` gathers, its tensors named after ``g``'s (``t_wte_weight_full_0``)."""
+    scratch: list = []
+    with recording_into(trace, scratch):
+        source = run(dist_prims.pack_shards)(*g.starts[0].args) if len(g.starts) == 2 else g.source
+        gathered = run(dist_prims.wait)(run(dist_prims.all_gather)(source, *g.starts[-1].args[1:]))
+        if len(g.finishes) == 2:
+            run(dist_prims.unpack_gathered)(gathered, *g.finishes[1].args[1:])
+    made = scratch[-1].flat_proxy_outs
+    names = {}
+    for m, f in zip(made, g.fulls):
+        with tracectx(trace):  # reserves the name
+            names[m.name] = m.replace_name(trace.safe_name(f.name))
+    scratch[-1] = scratch[-1].rename(names)
+    n = len(g.starts)
+    return _Gather(scratch[:n], scratch[n:], list(scratch[-1].flat_proxy_outs))
+
+
+def _placements(rest: list, gathers: list[_Gather], zero3: bool, prefetch: bool) -> list[tuple[int, int, int, list]]:
+    """Where each op goes, as sortable ``(position in rest, 0 start | 1 finish | 2 the op itself, k, bsyms)``
+    (Note [ZeRO-3's schedule]); every rank runs the same trace, so all issue the collectives in one order."""
+    reads = _reads(rest, gathers)
+    end = len(rest) - 1
+    first = {id(g): reads[id(g)][0] if reads[id(g)] else end for g in gathers}
+    order = sorted(gathers, key=lambda g: first[id(g)])
+    out = [(i, 2, 0, [b]) for i, b in enumerate(rest)]
+    if not zero3:
+        for k, g in enumerate(order):
+            out += [(0, 0, k, g.starts), (first[id(g)], 1, k, g.finishes)]
+        return out
+    size = {id(g): sum(_nbytes(f) for f in g.fulls) for g in gathers}
+    live = [0] * len(rest)  # bytes of gathered tensors alive while each op runs
+    for g in gathers:
+        for i in range(first[id(g)], (reads[id(g)] or [end])[-1] + 1):
+            live[i] += size[id(g)]
+    budget = max(live)
+    positions = sorted(set(first.values()))
+    for k, g in enumerate(order):
+        at = first[id(g)]
+        start = at
+        # one ahead: from the previous op that reads gathered parameters
+        earliest = max((p for p in positions if p < at), default=at)
+        while prefetch and start > earliest and live[start - 1] + size[id(g)] <= budget:
+            start -= 1
+        for i in range(start, at):
+            live[i] += size[id(g)]
+        out += [(start, 0, k, g.starts), (at, 1, k, g.finishes)]
+    return out
 
 
 def _regather_in_backward(forward, bw, group_key: int):
     """ZeRO-3: the forward saves the shards of the gathered parameters (a bucket's packed shards) instead of the
-    full tensors, which it frees after their last use, and the backward gathers them again just before their
-    first use."""
+    full tensors, which it frees after their last use, and the backward gathers them again where it reads them
+    (Note [ZeRO-3's schedule])."""
     ret = forward.bound_symbols[-1]
     outputs, saved = ret.args[0]
     gathers = _find_gathers(forward.bound_symbols)
@@ -412,39 +494,26 @@ def _regather_in_backward(forward, bw, group_key: int):
         if g is None:
             args.append(a)
             continue
-        with tracectx(new):  # reserves the name
+        with tracectx(new):  # reserves the name (a bucket's packed shards fill one slot per parameter saved)
             proxy = TensorProxy.like(g.source, new.safe_name(f"{g.source.name}_shard"), requires_grad=False)
         local.setdefault(id(g), proxy)
         args.append(proxy)
     new.args = args
     full_args = {a.name: a for a in bw.args if getattr(a, "name", None) in of}
-    todo = [g for g in gathers if id(g) in local]
-    first = _first_uses(bw.bound_symbols, set(full_args))
-    at = {
-        id(g): min(first.get(f.name, len(bw.bound_symbols) - 1) for f in g.fulls if f.name in full_args) for g in todo
-    }
-    order = sorted(todo, key=lambda g: at[id(g)])
-    placed: dict[int, list] = {}
-    for k, g in enumerate(order):
+    for g in gathers:  # each gather at the top; _schedule_gathers places them
+        if id(g) not in local:
+            continue
         scratch: list = []
         with recording_into(new, scratch):
-            gather = g.starts[-1]
-            pending = run(dist_prims.all_gather)(local[id(g)], *gather.args[1:])
-            gathered = run(dist_prims.wait)(pending)
+            gathered = run(dist_prims.wait)(run(dist_prims.all_gather)(local[id(g)], *g.starts[-1].args[1:]))
             if len(g.finishes) == 2:
                 run(dist_prims.unpack_gathered)(gathered, *g.finishes[1].args[1:])
         # the gathered parameters take the names the backward reads
-        finished = scratch[-1].flat_proxy_outs
-        scratch[-1] = scratch[-1].rename(
-            {made.name: full_args[f.name] for made, f in zip(finished, g.fulls) if f.name in full_args}
-        )
-        ahead = at[id(order[k - 1])] if k >= 1 else at[id(g)]  # prefetch one gather ahead
-        placed.setdefault(ahead, []).append(scratch[0])
-        placed.setdefault(at[id(g)], []).extend(scratch[1:])
-    for i, b in enumerate(bw.bound_symbols):
-        new.bound_symbols.extend(placed.get(i, ()))
-        new.bound_symbols.append(b)
-    return new
+        made = scratch[-1].flat_proxy_outs
+        scratch[-1] = scratch[-1].rename({m.name: full_args[f.name] for m, f in zip(made, g.fulls) if f.name in full_args})
+        new.bound_symbols.extend(scratch)
+    new.bound_symbols.extend(bw.bound_symbols)
+    return _schedule_gathers(new, zero3=True)
 
 
 def _carried(bw, params: list[tuple[int, str]]) -> dict[str, str]:
