@@ -510,7 +510,9 @@ def _regather_in_backward(forward, bw, group_key: int):
                 run(dist_prims.unpack_gathered)(gathered, *g.finishes[1].args[1:])
         # the gathered parameters take the names the backward reads
         made = scratch[-1].flat_proxy_outs
-        scratch[-1] = scratch[-1].rename({m.name: full_args[f.name] for m, f in zip(made, g.fulls) if f.name in full_args})
+        scratch[-1] = scratch[-1].rename(
+            {m.name: full_args[f.name] for m, f in zip(made, g.fulls) if f.name in full_args}
+        )
         new.bound_symbols.extend(scratch)
     new.bound_symbols.extend(bw.bound_symbols)
     return _schedule_gathers(new, zero3=True)
