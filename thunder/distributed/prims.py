@@ -133,7 +133,7 @@ def _wait_impl(t: torch.Tensor) -> torch.Tensor:
             "rank probably failed before it (see that rank's error) or runs a different program. Set the timeout with "
             f"torch.distributed.init_process_group(..., timeout=datetime.timedelta(...)). ({e})"
         ) from e
-    del work
+    del work, pending
     _released(t, holders)
     return finish(t) if finish is not None else t
 
