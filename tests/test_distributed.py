@@ -187,6 +187,53 @@ def test_no_sync_accumulates_like_torch_ddp(tmp_path):
     run_workers(_no_sync_worker, 2, tmp_path)
 
 
+def _fsdp_no_sync_worker(rank, world, strategy, bucketing):
+    from torch.distributed.fsdp import fully_shard
+
+    from thunder.distributed import FSDPBucketingStrategy, FSDPType, fsdp
+
+    base = Blocks() if bucketing == "BLOCK" else Net()
+    options = {"sharding_strategy": FSDPType[strategy], "bucketing_strategy": FSDPBucketingStrategy[bucketing]}
+    tm = fsdp(thunder.jit(copy.deepcopy(base), executors=["torch"]), **options)
+    torch_fsdp = fully_shard(copy.deepcopy(base))  # FSDP2: set_requires_gradient_sync(False) is its no_sync
+    eager = copy.deepcopy(base)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (tm, torch_fsdp, eager)]
+    micro = 3
+    for step in range(2):
+        batches = [_batch(10 * step + i, world) for i in range(micro)]
+        with tm.no_sync():
+            torch_fsdp.set_requires_gradient_sync(False)
+            for x, y in batches[:-1]:
+                F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+                F.mse_loss(torch_fsdp(_local(x, rank)), _local(y, rank)).backward()
+            inside = thunder.last_backward_traces(tm)[-1]
+            assert "dist_reduce_scatter" not in _collectives(inside), str(inside)
+        torch_fsdp.set_requires_gradient_sync(True)
+        x, y = batches[-1]
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(torch_fsdp(_local(x, rank)), _local(y, rank)).backward()
+        for x, y in batches:
+            F.mse_loss(eager(x), y).backward()
+        for (name, p), t, e in zip(tm.named_parameters(), torch_fsdp.parameters(), eager.parameters()):
+            rows = p.shape[0]
+            padded = F.pad(e.grad, (0, 0) * (e.grad.ndim - 1) + (0, rows * world - e.grad.shape[0]))
+            _close(
+                p.grad,
+                padded[rank * rows : (rank + 1) * rows],
+                f"{name}.grad (a shard) after {micro} micro-batches vs eager",
+            )
+            _close(t.grad.full_tensor(), e.grad, f"torch FSDP2's {name}.grad vs eager (the reference agrees)")
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+    assert "dist_reduce_scatter" in _collectives(thunder.last_backward_traces(tm)[-1]), "outside no_sync: synchronised"
+
+
+@pytest.mark.parametrize("strategy, bucketing", [("ZERO2", "NONE"), ("ZERO3", "NONE"), ("ZERO3", "BLOCK")])
+def test_fsdp_no_sync_skips_the_reduce_scatter_and_accumulates_like_eager(tmp_path, strategy, bucketing):
+    run_workers(_fsdp_no_sync_worker, 2, tmp_path, strategy, bucketing)
+
+
 def _mismatch_worker(rank, world, which):
     from thunder.distributed import ddp, fsdp
 

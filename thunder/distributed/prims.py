@@ -58,6 +58,9 @@ __all__ = [
     "unpack_gathered",
     "pack_gathered_grads",
     "GatheredMemory",
+    "accumulate_unsharded",
+    "register_store",
+    "unsynced",
     "measure_gathered_memory",
 ]
 
@@ -314,6 +317,62 @@ reduce_scatter = _symbol(
 @grad_rules.register(all_gather)
 def _all_gather_grad(g, out, shard, group, dim0):
     return (wait(reduce_scatter(g, group, shard.shape[0])), None, None)
+
+
+# -- FSDP under no_sync: the gradients accumulate unsharded, locally ---------------------------------
+# Under ``no_sync`` each gathered parameter passes through ``unsynced`` (the identity), whose gradient rule adds the
+# parameter's full gradient into a store of the transform's (``accumulate_unsharded``) and gives its input no
+# gradient: the ``all_gather`` before it then has none to reduce-scatter. Leaving ``no_sync`` reduce-scatters what
+# the store holds (Note [no_sync under fsdp] in thunder.distributed.transforms.fsdp).
+
+_stores: list[dict[str, torch.Tensor]] = []
+
+
+def register_store(store: dict[str, torch.Tensor]) -> int:
+    """The integer that names ``store`` (parameter name -> accumulated full gradient) in traces."""
+    with _groups_lock:
+        _stores.append(store)
+        return len(_stores) - 1
+
+
+def _accumulate_impl(g: torch.Tensor, store: int, name: str) -> None:
+    grads = _stores[store]
+    if name in grads:
+        grads[name].add_(g)
+    else:
+        grads[name] = g.detach().clone()
+
+
+accumulate_unsharded = _symbol("accumulate_unsharded", lambda g, store, name: None, _accumulate_impl, barrier=True)
+
+
+class _UnsyncedFn(torch.autograd.Function):
+    """``unsynced`` under torch's autograd: the identity, whose backward accumulates the gradient."""
+
+    @staticmethod
+    def forward(ctx, full, store, name):
+        ctx.store, ctx.name = store, name
+        return full.view_as(full)
+
+    @staticmethod
+    def backward(ctx, g):
+        _accumulate_impl(g, ctx.store, ctx.name)
+        return None, None, None
+
+
+def _unsynced_impl(full: torch.Tensor, store: int, name: str) -> torch.Tensor:
+    if torch.is_grad_enabled() and full.requires_grad:
+        return _UnsyncedFn.apply(full, store, name)
+    return full
+
+
+unsynced = _symbol("unsynced", lambda full, store, name: TensorProxy.like(full), _unsynced_impl)
+
+
+@grad_rules.register(unsynced)
+def _unsynced_grad(g, out, full, store, name):
+    accumulate_unsharded(g, store, name)
+    return (None, None, None)
 
 
 def comment(text: str) -> None:

@@ -32,8 +32,10 @@ Layer: distributed. Imports: core, distributed.prims.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -200,7 +202,8 @@ class FSDPTransform(Transform):
     distributed = True
 
     def __init__(self, group: dist.ProcessGroup, shapes: dict[str, torch.Size], sharding_strategy: FSDPType,
-                 bucketing_strategy: FSDPBucketingStrategy, bucket_keys: dict[str, str] | None = None):  # fmt: skip
+                 bucketing_strategy: FSDPBucketingStrategy, bucket_keys: dict[str, str] | None = None,
+                 unsynced: tuple[dict, int] | None = None):  # fmt: skip
         self.group = group
         self.group_key = dist_prims.register_group(group)
         self.world_size = dist.get_world_size(group)
@@ -208,7 +211,34 @@ class FSDPTransform(Transform):
         self.sharding_strategy = sharding_strategy
         self.bucketing_strategy = bucketing_strategy
         self.bucket_keys = dict(bucket_keys or {})  # parameter name -> its bucket (absent: a bucket of its own)
+        # under no_sync: the store of accumulated full gradients and its key (Note [no_sync under fsdp])
+        self.unsynced = unsynced
+        self._without_sync: FSDPTransform | None = None
         self._compile = PerCompile()
+
+    def without_sync(self) -> FSDPTransform:
+        """This transform with no reduce-scatter: what ``no_sync()`` compiles with (Note [no_sync under fsdp])."""
+        store: dict[str, torch.Tensor] = {}
+        return FSDPTransform(self.group, self.shapes, self.sharding_strategy, FSDPBucketingStrategy.NONE,
+                             unsynced=(store, dist_prims.register_store(store)))  # fmt: skip
+
+    @contextlib.contextmanager
+    def no_sync(self, module) -> Iterator[None]:
+        """Runs ``module`` with its ``without_sync`` compilation; on exit, reduce-scatters the full gradients the
+        backwards inside accumulated into the shards' ``.grad`` (Note [no_sync under fsdp])."""
+        if self._without_sync is None:  # one for the module's no_sync compilation (``_using_variant`` keeps it)
+            self._without_sync = self.without_sync()
+        variant = self._without_sync
+        store = variant.unsynced[0]
+        with module._using_variant("no_sync", lambda: tuple(
+            variant if t is self else t for t in module._options.transforms
+        )):  # fmt: skip
+            try:
+                yield
+            except BaseException:
+                store.clear()  # a micro-batch failed (maybe on this rank only): no collective, nothing kept
+                raise
+        _reduce_scatter_accumulated(module._model, store, self.group_key)
 
     # -- traces --------------------------------------------------------------------------------------
 
@@ -245,6 +275,10 @@ class FSDPTransform(Transform):
             names[swap[p.name].name] = swap[p.name].replace_name(new.safe_name(f"{p.name}_full"))
             swap[p.name] = names[swap[p.name].name]
         new.bound_symbols.extend(b.rename(names) for b in gathers)
+        if self.unsynced is not None:  # no_sync: the full gradients accumulate locally (Note [no_sync under fsdp])
+            with recording_into(new, new.bound_symbols):
+                for _, p, path in params:
+                    swap[p.name] = dist_prims.unsynced(swap[p.name], self.unsynced[1], path)
         shards = {p.name: args[i] for i, p, _ in params}
         for b in computation_trace.bound_symbols:  # the inputs' own entries (PARAMETER) are the shards
             new.bound_symbols.append(b.rename(shards if PARAMETER in b.sym.tags else swap))
@@ -579,3 +613,28 @@ def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
 
 def _nbytes(t: TensorProxy) -> int:
     return math.prod(t.shape) * t.dtype.itemsize
+
+
+# Note [no_sync under fsdp]
+# As torch's FSDP: the backwards inside ``no_sync`` reduce-scatter nothing; each parameter's full (unsharded) gradient
+# accumulates locally, in a store of the no_sync compilation's transform (``dist.unsynced`` on each gathered parameter,
+# whose gradient rule is ``dist.accumulate_unsharded``). That compilation gathers each parameter on its own (no
+# buckets) and, under ZeRO-3 too, keeps the gathered parameters for its backward. Leaving the context reduce-scatters
+# the accumulated gradients into the shards' ``.grad``; the next backward, outside, reduce-scatters its own, which
+# autograd adds: ``.grad`` = ReduceScatter(g_1 + ... + g_{k-1}) + ReduceScatter(g_k), torch FSDP's
+# ReduceScatter(g_1 + ... + g_k) up to float rounding. Each rank holds full-size gradients meanwhile, as in torch.
+
+
+@torch.no_grad()
+def _reduce_scatter_accumulated(module: torch.nn.Module, store: dict[str, torch.Tensor], group_key: int) -> None:
+    """Adds each accumulated full gradient, reduce-scattered (averaged over the ranks), into its shard's ``.grad``
+    and empties ``store``. The names in order (every rank issues the same collectives in the same order)."""
+    params = dict(module.named_parameters(remove_duplicate=False))
+    pending = [(params[name], dist_prims._reduce_scatter_impl(store[name], group_key)) for name in sorted(store)]
+    store.clear()
+    for p, part in pending:
+        part = dist_prims._wait_impl(part)
+        if p.grad is None:
+            p.grad = part
+        else:
+            p.grad.add_(part)
