@@ -234,6 +234,31 @@ def test_fsdp_no_sync_skips_the_reduce_scatter_and_accumulates_like_eager(tmp_pa
     run_workers(_fsdp_no_sync_worker, 2, tmp_path, strategy, bucketing)
 
 
+def _optimizer_before_fsdp_worker(rank, world):
+    from thunder.distributed import fsdp
+
+    base = Net()
+    model = copy.deepcopy(base)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)  # made before fsdp: it must step the shards
+    tm = fsdp(thunder.jit(model, executors=["torch"]))
+    eager = copy.deepcopy(base)
+    eager_opt = torch.optim.AdamW(eager.parameters(), lr=0.01)
+    for step in range(STEPS):
+        x, y = _batch(step, world)
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(eager(x), y).backward()
+        for o in (opt, eager_opt):
+            o.step()
+            o.zero_grad()
+    full = tm.original_state_dict()
+    for name, value in eager.state_dict().items():
+        _close(full[name], value, f"{name} after {STEPS} steps of an optimizer made before fsdp vs eager")
+
+
+def test_optimizer_made_before_fsdp_steps_the_shards(tmp_path):
+    run_workers(_optimizer_before_fsdp_worker, 2, tmp_path)
+
+
 def _mismatch_worker(rank, world, which):
     from thunder.distributed import ddp, fsdp
 

@@ -167,32 +167,30 @@ def _shard(t: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
 
 @torch.no_grad()
 def _shard_module(module: torch.nn.Module, group: dist.ProcessGroup, keys: dict[str, str]) -> dict[str, torch.Size]:
-    """Replaces each parameter by its local shard (tied parameters stay tied); the shards of a bucket (``keys``) are
-    views of one flat tensor, in the module's order, so that ``dist.pack_shards`` packs them without a copy. Returns
-    the full shapes by name."""
+    """Makes each parameter its local shard, in place (``p.data``): the same ``Parameter`` objects, so tied parameters
+    stay tied and an optimizer made before ``fsdp`` steps the shards (any ``.grad`` of the full parameter is dropped).
+    The shards of a bucket (``keys``) are views of one flat tensor, in the module's order, so that
+    ``dist.pack_shards`` packs them without a copy. Returns the full shapes by name."""
     shapes: dict[str, torch.Size] = {}
     for name, p in module.named_parameters(remove_duplicate=False):
         if p.ndim == 0:
             raise ThunderValueError(
-                f"fsdp: the parameter {name!r} is 0-dimensional; fsdp shards dim 0 of each parameter"
+                f"fsdp: the parameter {name!r} is 0-dimensional; fsdp shards dim 0 of each parameter. Keep it out of "
+                "the module given to fsdp, or make it 1-dimensional (shape [1])"
             )
         shapes[name] = p.shape
     buckets: dict[str, list[tuple[torch.nn.Parameter, torch.Tensor]]] = {}
     for name, p in module.named_parameters():
         buckets.setdefault(keys.get(name, f"#{name}"), []).append((p, _shard(p.data, group)))
-    shards: dict[int, torch.nn.Parameter] = {}
     for members in buckets.values():
         flat = torch.cat([shard.reshape(-1) for _, shard in members])
         offset = 0
         for p, shard in members:
-            local = flat[offset : offset + shard.numel()].view(shard.shape)
+            full_shape = p.shape
+            p.data = flat[offset : offset + shard.numel()].view(shard.shape)
+            p.grad = None
+            p._thunder_traced_shape = full_shape  # the program is traced with the full parameter
             offset += shard.numel()
-            shards[id(p)] = torch.nn.Parameter(local, requires_grad=p.requires_grad)
-            shards[id(p)]._thunder_traced_shape = p.shape  # the program is traced with the full parameter
-    for sub in module.modules():
-        for key, p in list(sub._parameters.items()):
-            if p is not None:
-                sub._parameters[key] = shards[id(p)]
     return shapes
 
 
