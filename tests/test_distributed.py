@@ -259,6 +259,51 @@ def test_optimizer_made_before_fsdp_steps_the_shards(tmp_path):
     run_workers(_optimizer_before_fsdp_worker, 2, tmp_path)
 
 
+class TiedLM(torch.nn.Module):
+    """An embedding whose weight is also the output layer's (as GPT-2's wte and lm_head), and two linear layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(16, 8)
+        self.fc1 = torch.nn.Linear(8, 8)
+        self.fc2 = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 16, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, ids):
+        return self.head(torch.tanh(self.fc2(torch.tanh(self.fc1(self.wte(ids))))))
+
+
+def _zero3_memory_worker(rank, world):
+    from thunder.distributed import FSDPType, fsdp, measure_gathered_memory
+
+    base = TiedLM()
+    tm = fsdp(thunder.jit(copy.deepcopy(base), executors=["torch"]), sharding_strategy=FSDPType.ZERO3)
+    eager = copy.deepcopy(base)
+    ids = torch.arange(12).reshape(2, 6) % 16
+    tm(ids[rank : rank + 1]).sum().backward()  # compiles
+    tm.zero_grad()
+    with measure_gathered_memory() as measured:
+        tm(ids[rank : rank + 1]).sum().backward()
+    eager(ids).sum().backward()
+    # Each parameter is freed after the op that reads it, the tied weight too (gathered again for the output layer),
+    # and prefetching never holds more than the largest gathered parameter: 16 x 8 floats.
+    wte = 16 * 8 * 4
+    assert measured.peak == wte, f"peak of gathered parameters {measured.peak} bytes, expected {wte}"
+    forward = str(thunder.last_traces(tm)[-1])
+    assert forward.count("dist_all_gather(t_wte_weight,") == 2, forward
+    full = {}
+    for name, p in tm.named_parameters():
+        full[name] = torch.cat([torch.zeros_like(p.grad)] * world)
+        dist.all_gather_into_tensor(full[name], p.grad.contiguous())
+    for name, p in eager.named_parameters():
+        _close(full[name][: p.shape[0]] * world, p.grad, f"{name}.grad (the ranks' mean gradient) vs eager")
+
+
+def test_zero3_frees_each_gathered_parameter_after_its_reads_tied_weights_too(tmp_path):
+    run_workers(_zero3_memory_worker, 2, tmp_path)
+
+
 def _mismatch_worker(rank, world, which):
     from thunder.distributed import ddp, fsdp
 
