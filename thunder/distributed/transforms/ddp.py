@@ -3,10 +3,12 @@
 Note [Gradient buckets]
 Each replicated parameter enters the computation through ``dist.synchronize`` (the identity), placed just before
 its first use, so the backward gives its gradient like any other, as ``dist.gradient_ready`` (the identity, and a
-barrier: fusion regions end there) right after its last contribution. After the executors claimed the backward's ops, the bucketing
-pass walks it in order and puts each parameter's gradient, as soon as the op that computes it has run, into
-the open bucket of its dtype and device. When a bucket reaches ``bucket_size_in_mb`` (the first one: at most 1 MiB,
-so that communication starts early, as torch DDP's first bucket) or the backward has no more gradients for it, ``pack_bucket`` flattens it into one tensor divided by the world size and an async
+barrier: fusion regions end there) right after its last contribution. After the executors claimed the backward's
+ops, the bucketing pass walks it in order and puts each parameter's gradient, as soon as the op that computes it
+has run, into the open bucket of its dtype and device. When a bucket reaches ``bucket_size_in_mb`` (the first one:
+at most 1 MiB, so that communication starts early, as torch DDP's first bucket) or the backward has no more
+gradients for it, ``pack_bucket`` flattens it into one tensor divided by the world size (the only copy: the
+averaged gradients are views of the reduced bucket, as torch DDP's ``gradient_as_bucket_view``) and an async
 ``all_reduce`` starts, right there: the rest of the backward runs while it communicates. The ``wait`` of each
 bucket and the ``unpack_bucket`` that gives the averaged gradients back (views of the reduced bucket) come
 last, just before the backward returns. All ranks compile the same backward, so their buckets match.

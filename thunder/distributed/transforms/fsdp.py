@@ -11,9 +11,9 @@ the average of the ranks' gradients of its rows.
 Note [ZeRO-2 and ZeRO-3]
 ZeRO-2 keeps the gathered parameters that the backward reads from the forward to the backward (saved like any
 value): its gathers all start at the top of the forward and each is waited for just before its first use.
-ZeRO-3 keeps only shards: in the forward each gather starts one parameter ahead of its use (prefetch of one)
-and the full tensor is freed after its last forward use; the backward saves the shard instead and gathers it
-again just before its first backward use. In both, each gradient's reduce-scatter starts as soon as the
+ZeRO-3 keeps only shards: in the forward each gathered parameter is freed after its last read, the backward saves
+the shard instead and gathers it again where it reads it; gathers are prefetched without raising the peak of
+gathered parameters (Note [ZeRO-3's schedule]). In both, each gradient's reduce-scatter starts as soon as the
 gradient is computed and is waited for just before the backward returns.
 
 Note [Buckets]
