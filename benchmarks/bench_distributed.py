@@ -1,13 +1,14 @@
 """thunder.distributed against torch's DDP and FSDP2 (``fully_shard``): 2 processes, gloo, CPU, a GPT-2-style model.
 
-Run: ``python benchmarks/bench_distributed.py [--steps 10] [--layers 4] [--embd 128]``.
+Run: ``python benchmarks/bench_distributed.py [--steps 10] [--layers 4] [--embd 128] [--only ddp|fsdp]``.
 
 Per configuration: the median step time (forward, backward, optimizer step) of thunder and of torch, timed
 alternately in the same processes (so both see the same load); the collectives per step of thunder's program
 (counted in its traces: DDP bucketed with 25 MiB and unbucketed); and, for FSDP, the peak parameter memory per
-rank as the executed traces hold it (local shards plus the gathered parameters alive at once, from the traces'
-``del`` statements), against the whole model's parameters. CPU time on a shared machine is noisy: read ratios,
-run it twice.
+rank against the whole model's parameters, twice: as the executed traces hold it (local shards plus the gathered
+parameters alive at once, from the traces' ``del`` statements) and measured while a step runs
+(``thunder.distributed.measure_gathered_memory``: every gathered buffer from its allocation until its storage is
+freed, plus the local shards). CPU time on a shared machine is noisy: read ratios, run it twice.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def _worker(rank: int, store: str, args) -> None:
     from torch.nn.parallel import DistributedDataParallel
 
     import thunder
-    from thunder.distributed import FSDPBucketingStrategy, FSDPType, ddp, fsdp
+    from thunder.distributed import FSDPBucketingStrategy, FSDPType, ddp, fsdp, measure_gathered_memory
 
     base = _model(args.layers, args.embd)
     full_bytes = sum(p.numel() * p.element_size() for p in base.parameters())
@@ -128,15 +129,18 @@ def _worker(rank: int, store: str, args) -> None:
         fw, bw = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
         return f"{_collectives(fw)} fw + {_collectives(bw)} bw"
 
-    unbucketed = ddp(thunder.jit(copy.deepcopy(base)), bucket_size_in_mb=0)
-    unbucketed(_batch(0, rank), labels=_batch(0, rank)).loss.backward()
-    tm = ddp(thunder.jit(copy.deepcopy(base)))
-    compare("DDP 25 MiB buckets", tm, DistributedDataParallel(copy.deepcopy(base)))
-    rows[-1] = (*rows[-1][:4], f"collectives/step: {counts(tm)} (unbucketed: {counts(unbucketed)})")
-    tm = ddp(thunder.jit(copy.deepcopy(base)), bucket_size_in_mb=1.0)
-    compare("DDP 1 MiB buckets", tm, DistributedDataParallel(copy.deepcopy(base), bucket_cap_mb=1.0))
-    rows[-1] = (*rows[-1][:4], f"collectives/step: {counts(tm)}")
-    for kind, bucketing in ((FSDPType.ZERO2, "BLOCK"), (FSDPType.ZERO3, "BLOCK"), (FSDPType.ZERO3, "NONE")):
+    if "ddp" in args.only:
+        unbucketed = ddp(thunder.jit(copy.deepcopy(base)), bucket_size_in_mb=0)
+        unbucketed(_batch(0, rank), labels=_batch(0, rank)).loss.backward()
+        tm = ddp(thunder.jit(copy.deepcopy(base)))
+        compare("DDP 25 MiB buckets", tm, DistributedDataParallel(copy.deepcopy(base)))
+        rows[-1] = (*rows[-1][:4], f"collectives/step: {counts(tm)} (unbucketed: {counts(unbucketed)})")
+        tm = ddp(thunder.jit(copy.deepcopy(base)), bucket_size_in_mb=1.0)
+        compare("DDP 1 MiB buckets", tm, DistributedDataParallel(copy.deepcopy(base), bucket_cap_mb=1.0))
+        rows[-1] = (*rows[-1][:4], f"collectives/step: {counts(tm)}")
+    fsdp_configs = [("ZERO2", "BLOCK"), ("ZERO3", "BLOCK"), ("ZERO3", "LAYER"), ("ZERO3", "NONE")]
+    for kind, bucketing in fsdp_configs if "fsdp" in args.only else ():
+        kind = FSDPType[kind]
         tm = fsdp(
             thunder.jit(copy.deepcopy(base)),
             sharding_strategy=kind,
@@ -149,10 +153,13 @@ def _worker(rank: int, store: str, args) -> None:
         compare(f"FSDP {kind.name} {bucketing} vs fully_shard", tm, reference)
         shard_bytes = sum(p.numel() * p.element_size() for p in tm.parameters())
         peak = _parameter_peak(thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1], shard_bytes)
+        with measure_gathered_memory() as measured:
+            _step(tm, torch.optim.SGD(tm.parameters(), lr=0.0), _batch(0, rank))
+        measured_peak = shard_bytes + measured.peak
         rows[-1] = (
             *rows[-1][:4],
-            f"collectives/step: {counts(tm)}; peak parameter memory/rank: "
-            f"{peak / 2**20:.2f} MiB = {peak / full_bytes:.2f} of the model's {full_bytes / 2**20:.2f} MiB",
+            f"collectives/step: {counts(tm)}; peak parameter memory/rank of the model's {full_bytes / 2**20:.2f} MiB: "
+            f"traces {peak / full_bytes:.2f}, measured {measured_peak / full_bytes:.2f}",
         )
     if rank == 0:
         print(f"GPT-2 style, {args.layers} layers, n_embd {args.embd}, batch {BATCH}x{SEQ} per rank, {WORLD} processes "
@@ -170,6 +177,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--embd", type=int, default=128)
+    parser.add_argument("--only", nargs="+", choices=("ddp", "fsdp"), default=("ddp", "fsdp"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         mp.spawn(_worker, args=(os.path.join(tmp, "store"), args), nprocs=WORLD)

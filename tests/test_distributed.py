@@ -187,6 +187,123 @@ def test_no_sync_accumulates_like_torch_ddp(tmp_path):
     run_workers(_no_sync_worker, 2, tmp_path)
 
 
+def _fsdp_no_sync_worker(rank, world, strategy, bucketing):
+    from torch.distributed.fsdp import fully_shard
+
+    from thunder.distributed import FSDPBucketingStrategy, FSDPType, fsdp
+
+    base = Blocks() if bucketing == "BLOCK" else Net()
+    options = {"sharding_strategy": FSDPType[strategy], "bucketing_strategy": FSDPBucketingStrategy[bucketing]}
+    tm = fsdp(thunder.jit(copy.deepcopy(base), executors=["torch"]), **options)
+    torch_fsdp = fully_shard(copy.deepcopy(base))  # FSDP2: set_requires_gradient_sync(False) is its no_sync
+    eager = copy.deepcopy(base)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (tm, torch_fsdp, eager)]
+    micro = 3
+    for step in range(2):
+        batches = [_batch(10 * step + i, world) for i in range(micro)]
+        with tm.no_sync():
+            torch_fsdp.set_requires_gradient_sync(False)
+            for x, y in batches[:-1]:
+                F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+                F.mse_loss(torch_fsdp(_local(x, rank)), _local(y, rank)).backward()
+            inside = thunder.last_backward_traces(tm)[-1]
+            assert "dist_reduce_scatter" not in _collectives(inside), str(inside)
+        torch_fsdp.set_requires_gradient_sync(True)
+        x, y = batches[-1]
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(torch_fsdp(_local(x, rank)), _local(y, rank)).backward()
+        for x, y in batches:
+            F.mse_loss(eager(x), y).backward()
+        for (name, p), t, e in zip(tm.named_parameters(), torch_fsdp.parameters(), eager.parameters()):
+            rows = p.shape[0]
+            padded = F.pad(e.grad, (0, 0) * (e.grad.ndim - 1) + (0, rows * world - e.grad.shape[0]))
+            _close(
+                p.grad,
+                padded[rank * rows : (rank + 1) * rows],
+                f"{name}.grad (a shard) after {micro} micro-batches vs eager",
+            )
+            _close(t.grad.full_tensor(), e.grad, f"torch FSDP2's {name}.grad vs eager (the reference agrees)")
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+    assert "dist_reduce_scatter" in _collectives(thunder.last_backward_traces(tm)[-1]), "outside no_sync: synchronised"
+
+
+@pytest.mark.parametrize("strategy, bucketing", [("ZERO2", "NONE"), ("ZERO3", "NONE"), ("ZERO3", "BLOCK")])
+def test_fsdp_no_sync_skips_the_reduce_scatter_and_accumulates_like_eager(tmp_path, strategy, bucketing):
+    run_workers(_fsdp_no_sync_worker, 2, tmp_path, strategy, bucketing)
+
+
+def _optimizer_before_fsdp_worker(rank, world):
+    from thunder.distributed import fsdp
+
+    base = Net()
+    model = copy.deepcopy(base)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)  # made before fsdp: it must step the shards
+    tm = fsdp(thunder.jit(model, executors=["torch"]))
+    eager = copy.deepcopy(base)
+    eager_opt = torch.optim.AdamW(eager.parameters(), lr=0.01)
+    for step in range(STEPS):
+        x, y = _batch(step, world)
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        F.mse_loss(eager(x), y).backward()
+        for o in (opt, eager_opt):
+            o.step()
+            o.zero_grad()
+    full = tm.original_state_dict()
+    for name, value in eager.state_dict().items():
+        _close(full[name], value, f"{name} after {STEPS} steps of an optimizer made before fsdp vs eager")
+
+
+def test_optimizer_made_before_fsdp_steps_the_shards(tmp_path):
+    run_workers(_optimizer_before_fsdp_worker, 2, tmp_path)
+
+
+class TiedLM(torch.nn.Module):
+    """An embedding whose weight is also the output layer's (as GPT-2's wte and lm_head), and two linear layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(16, 8)
+        self.fc1 = torch.nn.Linear(8, 8)
+        self.fc2 = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 16, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, ids):
+        return self.head(torch.tanh(self.fc2(torch.tanh(self.fc1(self.wte(ids))))))
+
+
+def _zero3_memory_worker(rank, world):
+    from thunder.distributed import FSDPType, fsdp, measure_gathered_memory
+
+    base = TiedLM()
+    tm = fsdp(thunder.jit(copy.deepcopy(base), executors=["torch"]), sharding_strategy=FSDPType.ZERO3)
+    eager = copy.deepcopy(base)
+    ids = torch.arange(12).reshape(2, 6) % 16
+    tm(ids[rank : rank + 1]).sum().backward()  # compiles
+    tm.zero_grad()
+    with measure_gathered_memory() as measured:
+        tm(ids[rank : rank + 1]).sum().backward()
+    eager(ids).sum().backward()
+    # Each parameter is freed after the op that reads it, the tied weight too (gathered again for the output layer),
+    # and prefetching never holds more than the largest gathered parameter: 16 x 8 floats.
+    wte = 16 * 8 * 4
+    assert measured.peak == wte, f"peak of gathered parameters {measured.peak} bytes, expected {wte}"
+    forward = str(thunder.last_traces(tm)[-1])
+    assert forward.count("dist_all_gather(t_wte_weight,") == 2, forward
+    full = {}
+    for name, p in tm.named_parameters():
+        full[name] = torch.cat([torch.zeros_like(p.grad)] * world)
+        dist.all_gather_into_tensor(full[name], p.grad.contiguous())
+    for name, p in eager.named_parameters():
+        _close(full[name][: p.shape[0]] * world, p.grad, f"{name}.grad (the ranks' mean gradient) vs eager")
+
+
+def test_zero3_frees_each_gathered_parameter_after_its_reads_tied_weights_too(tmp_path):
+    run_workers(_zero3_memory_worker, 2, tmp_path)
+
+
 def _mismatch_worker(rank, world, which):
     from thunder.distributed import ddp, fsdp
 

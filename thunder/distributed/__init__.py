@@ -9,7 +9,8 @@ group; ``ddp`` and ``fsdp`` need one (``torch.distributed.init_process_group``).
 Layer: distributed (above passes and executors; nothing below imports it).
 """
 
+from thunder.distributed.prims import GatheredMemory, measure_gathered_memory
 from thunder.distributed.transforms.ddp import ddp
 from thunder.distributed.transforms.fsdp import FSDPBucketingStrategy, FSDPType, fsdp
 
-__all__ = ["ddp", "fsdp", "FSDPType", "FSDPBucketingStrategy"]
+__all__ = ["ddp", "fsdp", "FSDPType", "FSDPBucketingStrategy", "measure_gathered_memory", "GatheredMemory"]

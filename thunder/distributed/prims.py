@@ -26,8 +26,11 @@ Layer: distributed. Imports: core, executors (the torch executor runs the ops).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
+import time
+from collections.abc import Iterator
 
 import torch
 import torch.distributed as dist
@@ -54,6 +57,11 @@ __all__ = [
     "pack_shards",
     "unpack_gathered",
     "pack_gathered_grads",
+    "GatheredMemory",
+    "accumulate_unsharded",
+    "register_store",
+    "unsynced",
+    "measure_gathered_memory",
 ]
 
 # torch 2.10 renamed these two (the old names warn)
@@ -107,8 +115,9 @@ def executable(sym: Symbol) -> Symbol:
 # -- pending tensors -------------------------------------------------------------------------------
 
 
-def _start(result: torch.Tensor, work, finish=None, what: str = "") -> torch.Tensor:
-    result._thunder_pending = (work, finish, what)
+def _start(result: torch.Tensor, work, finish=None, what: str = "", holders: int = 1) -> torch.Tensor:
+    """``result``, pending on ``work``; ``holders``: the references to it (``_use_count``) besides the collective's."""
+    result._thunder_pending = (work, finish, what, holders)
     return result
 
 
@@ -116,7 +125,7 @@ def _wait_impl(t: torch.Tensor) -> torch.Tensor:
     pending = t.__dict__.pop("_thunder_pending", None)
     if pending is None:
         raise ThunderRuntimeError("dist.wait: the tensor is not the result of an async collective (a bug in a trace)")
-    work, finish, what = pending
+    work, finish, what, holders = pending
     try:
         work.wait()
     except RuntimeError as e:
@@ -127,7 +136,22 @@ def _wait_impl(t: torch.Tensor) -> torch.Tensor:
             "rank probably failed before it (see that rank's error) or runs a different program. Set the timeout with "
             f"torch.distributed.init_process_group(..., timeout=datetime.timedelta(...)). ({e})"
         ) from e
+    del work, pending
+    _released(t, holders)
     return finish(t) if finish is not None else t
+
+
+def _released(t: torch.Tensor, holders: int, limit_s: float = 0.05) -> None:
+    """Returns once no one but the trace holds the result of a finished collective. Gloo's worker thread drops its
+    reference to the collective's tensors (its result and, for a reduce-scatter, the padded input) only after ``wait``
+    returned, whenever the scheduler runs it (on a loaded machine, 2 ms later in one wait out of five): a buffer that
+    the trace frees would stay allocated while the next gather allocates its own, above the schedule's peak (Note
+    [ZeRO-3's schedule] in thunder.distributed.transforms.fsdp). NCCL's references are the watchdog's, on CUDA."""
+    if t.device.type != "cpu":
+        return
+    deadline = time.perf_counter() + limit_s
+    while t._use_count() > holders and time.perf_counter() < deadline:
+        time.sleep(0)
 
 
 def _wait_meta(t: TensorProxy) -> TensorProxy:
@@ -146,7 +170,8 @@ def _wait_grad(g, out, t):
 
 
 def _all_reduce_impl(t: torch.Tensor, group: int) -> torch.Tensor:
-    return _start(t, dist.all_reduce(t, group=group_of(group), async_op=True), what="all_reduce")
+    holders = t._use_count()
+    return _start(t, dist.all_reduce(t, group=group_of(group), async_op=True), what="all_reduce", holders=holders)
 
 
 all_reduce = _symbol("all_reduce", lambda t, group: TensorProxy.like(t, requires_grad=False), _all_reduce_impl)
@@ -229,6 +254,7 @@ def _synchronize_grad(g, out, p, group):
 def _gather_padded(shard: torch.Tensor, group: dist.ProcessGroup) -> tuple[torch.Tensor, object]:
     world = dist.get_world_size(group)
     out = shard.new_empty((world * shard.shape[0], *shard.shape[1:]))
+    _count_gathered(out)
     return out, all_gather_tensor(out, shard.contiguous(), group=group, async_op=True)
 
 
@@ -251,7 +277,7 @@ class _GatherFn(torch.autograd.Function):
 def _all_gather_impl(shard: torch.Tensor, group: int, dim0: int) -> torch.Tensor:
     if torch.is_grad_enabled() and shard.requires_grad:
         full = _GatherFn.apply(shard, group, dim0)
-        return _start(full, _Done())
+        return _start(full, _Done(), holders=full._use_count())
     out, work = _gather_padded(shard, group_of(group))
     return _start(out, work, lambda t: t[:dim0] if t.shape[0] != dim0 else t, what="all_gather")
 
@@ -291,6 +317,62 @@ reduce_scatter = _symbol(
 @grad_rules.register(all_gather)
 def _all_gather_grad(g, out, shard, group, dim0):
     return (wait(reduce_scatter(g, group, shard.shape[0])), None, None)
+
+
+# -- FSDP under no_sync: the gradients accumulate unsharded, locally ---------------------------------
+# Under ``no_sync`` each gathered parameter passes through ``unsynced`` (the identity), whose gradient rule adds the
+# parameter's full gradient into a store of the transform's (``accumulate_unsharded``) and gives its input no
+# gradient: the ``all_gather`` before it then has none to reduce-scatter. Leaving ``no_sync`` reduce-scatters what
+# the store holds (Note [no_sync under fsdp] in thunder.distributed.transforms.fsdp).
+
+_stores: list[dict[str, torch.Tensor]] = []
+
+
+def register_store(store: dict[str, torch.Tensor]) -> int:
+    """The integer that names ``store`` (parameter name -> accumulated full gradient) in traces."""
+    with _groups_lock:
+        _stores.append(store)
+        return len(_stores) - 1
+
+
+def _accumulate_impl(g: torch.Tensor, store: int, name: str) -> None:
+    grads = _stores[store]
+    if name in grads:
+        grads[name].add_(g)
+    else:
+        grads[name] = g.detach().clone()
+
+
+accumulate_unsharded = _symbol("accumulate_unsharded", lambda g, store, name: None, _accumulate_impl, barrier=True)
+
+
+class _UnsyncedFn(torch.autograd.Function):
+    """``unsynced`` under torch's autograd: the identity, whose backward accumulates the gradient."""
+
+    @staticmethod
+    def forward(ctx, full, store, name):
+        ctx.store, ctx.name = store, name
+        return full.view_as(full)
+
+    @staticmethod
+    def backward(ctx, g):
+        _accumulate_impl(g, ctx.store, ctx.name)
+        return None, None, None
+
+
+def _unsynced_impl(full: torch.Tensor, store: int, name: str) -> torch.Tensor:
+    if torch.is_grad_enabled() and full.requires_grad:
+        return _UnsyncedFn.apply(full, store, name)
+    return full
+
+
+unsynced = _symbol("unsynced", lambda full, store, name: TensorProxy.like(full), _unsynced_impl)
+
+
+@grad_rules.register(unsynced)
+def _unsynced_grad(g, out, full, store, name):
+    accumulate_unsharded(g, store, name)
+    return (None, None, None)
 
 
 def comment(text: str) -> None:
@@ -355,6 +437,7 @@ def _unpack_gathered_impl(flat: torch.Tensor, world: int, shapes: tuple, dim0s: 
         n = _numel(shape)
         out.append(segments[:, offset : offset + n].reshape(world * shape[0], *shape[1:])[:dim0])
         offset += n
+        _count_gathered(out[-1])  # a copy (the rank segments interleave), counted until freed
     return tuple(out)
 
 
@@ -392,3 +475,52 @@ pack_gathered_grads = _symbol("pack_gathered_grads", _pack_gathered_grads_meta, 
 @grad_rules.register(unpack_gathered)
 def _unpack_gathered_grad(g, out, flat, world, shapes, dim0s):
     return (pack_gathered_grads(*g, world, shapes), None, None, None)
+
+
+# -- measuring the memory of gathered parameters at run time ---------------------------------------
+
+
+class GatheredMemory:
+    """What ``measure_gathered_memory`` measured: ``peak``, the most bytes of gathered parameters alive at once in
+    this process (every buffer a gather fills and every full parameter a bucket's ``unpack_gathered`` copies out,
+    from its allocation until its storage is freed), and ``allocations``, how many such buffers were made. The
+    bytes alive rise only at these allocations, where they are summed, so ``peak`` is exact; it leaves out the
+    local shards, which are the module's parameters."""
+
+    def __init__(self):
+        self.peak = 0
+        self.allocations = 0
+        self._live: list[tuple[object, int]] = []  # (weak reference to a storage, its bytes)
+        self._lock = threading.Lock()
+
+    def _allocated(self, t: torch.Tensor) -> None:
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        storage = t.untyped_storage()
+        with self._lock:
+            self._live = [(ref, n) for ref, n in self._live if not ref.expired()]
+            if any(ref.cdata == storage._cdata for ref, _ in self._live):
+                return  # a view of a buffer already counted (one rank: unpacking a bucket copies nothing)
+            self._live.append((StorageWeakRef(storage), storage.nbytes()))
+            self.allocations += 1
+            self.peak = max(self.peak, sum(n for _, n in self._live))
+
+
+_measuring: list[GatheredMemory] = []
+
+
+def _count_gathered(t: torch.Tensor) -> None:
+    for m in _measuring:
+        m._allocated(t)
+
+
+@contextlib.contextmanager
+def measure_gathered_memory() -> Iterator[GatheredMemory]:
+    """Measures, while inside, the peak bytes of gathered parameters this process holds at once (under ``fsdp``;
+    ``GatheredMemory``): ``with measure_gathered_memory() as m: train_step(); print(m.peak)``."""
+    m = GatheredMemory()
+    _measuring.append(m)
+    try:
+        yield m
+    finally:
+        _measuring.remove(m)

@@ -3,10 +3,12 @@
 Note [Gradient buckets]
 Each replicated parameter enters the computation through ``dist.synchronize`` (the identity), placed just before
 its first use, so the backward gives its gradient like any other, as ``dist.gradient_ready`` (the identity, and a
-barrier: fusion regions end there) right after its last contribution. After the executors claimed the backward's ops, the bucketing
-pass walks it in order and puts each parameter's gradient, as soon as the op that computes it has run, into
-the open bucket of its dtype and device. When a bucket reaches ``bucket_size_in_mb`` (or the backward has no
-more gradients for it), ``pack_bucket`` flattens it into one tensor divided by the world size and an async
+barrier: fusion regions end there) right after its last contribution. After the executors claimed the backward's
+ops, the bucketing pass walks it in order and puts each parameter's gradient, as soon as the op that computes it
+has run, into the open bucket of its dtype and device. When a bucket reaches ``bucket_size_in_mb`` (the first one:
+at most 1 MiB, so that communication starts early, as torch DDP's first bucket) or the backward has no more
+gradients for it, ``pack_bucket`` flattens it into one tensor divided by the world size (the only copy: the
+averaged gradients are views of the reduced bucket, as torch DDP's ``gradient_as_bucket_view``) and an async
 ``all_reduce`` starts, right there: the rest of the backward runs while it communicates. The ``wait`` of each
 bucket and the ``unpack_bucket`` that gives the averaged gradients back (views of the reduced bucket) come
 last, just before the backward returns. All ranks compile the same backward, so their buckets match.
@@ -166,6 +168,11 @@ def all_reduce_grads(module: torch.nn.Module, group: dist.ProcessGroup, world: i
             g.copy_(part.view_as(g))
 
 
+#: The first bucket of a backward is at most this large (as torch DDP's): its all-reduce then starts early in the
+#: backward instead of waiting for a quarter of the gradients (Note [Gradient buckets]).
+FIRST_BUCKET_BYTES = 2**20
+
+
 def bucket_gradients(bw, params: list[tuple[int, str]], group_key: int, world: int, bucket_bytes: int):
     """The backward with the parameters' gradients all-reduced in buckets (Note [Gradient buckets])."""
     ret = bw.bound_symbols[-1]
@@ -198,7 +205,8 @@ def bucket_gradients(bw, params: list[tuple[int, str]], group_key: int, world: i
         key = (g.dtype, g.device)
         bucket = open_buckets.setdefault(key, [])
         bucket.append(g)
-        if sum(_nbytes(x) for x in bucket) >= bucket_bytes:
+        first = not any(m[0].dtype == g.dtype and m[0].device == g.device for _, m in started)
+        if sum(_nbytes(x) for x in bucket) >= (min(bucket_bytes, FIRST_BUCKET_BYTES) if first else bucket_bytes):
             start(key)
 
     for a in bw.args:  # a gradient that is an input of the backward (a cotangent passed straight on)

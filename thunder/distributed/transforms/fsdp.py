@@ -11,9 +11,9 @@ the average of the ranks' gradients of its rows.
 Note [ZeRO-2 and ZeRO-3]
 ZeRO-2 keeps the gathered parameters that the backward reads from the forward to the backward (saved like any
 value): its gathers all start at the top of the forward and each is waited for just before its first use.
-ZeRO-3 keeps only shards: in the forward each gather starts one parameter ahead of its use (prefetch of one)
-and the full tensor is freed after its last forward use; the backward saves the shard instead and gathers it
-again just before its first backward use. In both, each gradient's reduce-scatter starts as soon as the
+ZeRO-3 keeps only shards: in the forward each gathered parameter is freed after its last read, the backward saves
+the shard instead and gathers it again where it reads it; gathers are prefetched without raising the peak of
+gathered parameters (Note [ZeRO-3's schedule]). In both, each gradient's reduce-scatter starts as soon as the
 gradient is computed and is waited for just before the backward returns.
 
 Note [Buckets]
@@ -32,8 +32,10 @@ Layer: distributed. Imports: core, distributed.prims.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -165,32 +167,30 @@ def _shard(t: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
 
 @torch.no_grad()
 def _shard_module(module: torch.nn.Module, group: dist.ProcessGroup, keys: dict[str, str]) -> dict[str, torch.Size]:
-    """Replaces each parameter by its local shard (tied parameters stay tied); the shards of a bucket (``keys``) are
-    views of one flat tensor, in the module's order, so that ``dist.pack_shards`` packs them without a copy. Returns
-    the full shapes by name."""
+    """Makes each parameter its local shard, in place (``p.data``): the same ``Parameter`` objects, so tied parameters
+    stay tied and an optimizer made before ``fsdp`` steps the shards (any ``.grad`` of the full parameter is dropped).
+    The shards of a bucket (``keys``) are views of one flat tensor, in the module's order, so that
+    ``dist.pack_shards`` packs them without a copy. Returns the full shapes by name."""
     shapes: dict[str, torch.Size] = {}
     for name, p in module.named_parameters(remove_duplicate=False):
         if p.ndim == 0:
             raise ThunderValueError(
-                f"fsdp: the parameter {name!r} is 0-dimensional; fsdp shards dim 0 of each parameter"
+                f"fsdp: the parameter {name!r} is 0-dimensional; fsdp shards dim 0 of each parameter. Keep it out of "
+                "the module given to fsdp, or make it 1-dimensional (shape [1])"
             )
         shapes[name] = p.shape
     buckets: dict[str, list[tuple[torch.nn.Parameter, torch.Tensor]]] = {}
     for name, p in module.named_parameters():
         buckets.setdefault(keys.get(name, f"#{name}"), []).append((p, _shard(p.data, group)))
-    shards: dict[int, torch.nn.Parameter] = {}
     for members in buckets.values():
         flat = torch.cat([shard.reshape(-1) for _, shard in members])
         offset = 0
         for p, shard in members:
-            local = flat[offset : offset + shard.numel()].view(shard.shape)
+            full_shape = p.shape
+            p.data = flat[offset : offset + shard.numel()].view(shard.shape)
+            p.grad = None
+            p._thunder_traced_shape = full_shape  # the program is traced with the full parameter
             offset += shard.numel()
-            shards[id(p)] = torch.nn.Parameter(local, requires_grad=p.requires_grad)
-            shards[id(p)]._thunder_traced_shape = p.shape  # the program is traced with the full parameter
-    for sub in module.modules():
-        for key, p in list(sub._parameters.items()):
-            if p is not None:
-                sub._parameters[key] = shards[id(p)]
     return shapes
 
 
@@ -200,7 +200,8 @@ class FSDPTransform(Transform):
     distributed = True
 
     def __init__(self, group: dist.ProcessGroup, shapes: dict[str, torch.Size], sharding_strategy: FSDPType,
-                 bucketing_strategy: FSDPBucketingStrategy, bucket_keys: dict[str, str] | None = None):  # fmt: skip
+                 bucketing_strategy: FSDPBucketingStrategy, bucket_keys: dict[str, str] | None = None,
+                 unsynced: tuple[dict, int] | None = None):  # fmt: skip
         self.group = group
         self.group_key = dist_prims.register_group(group)
         self.world_size = dist.get_world_size(group)
@@ -208,7 +209,34 @@ class FSDPTransform(Transform):
         self.sharding_strategy = sharding_strategy
         self.bucketing_strategy = bucketing_strategy
         self.bucket_keys = dict(bucket_keys or {})  # parameter name -> its bucket (absent: a bucket of its own)
+        # under no_sync: the store of accumulated full gradients and its key (Note [no_sync under fsdp])
+        self.unsynced = unsynced
+        self._without_sync: FSDPTransform | None = None
         self._compile = PerCompile()
+
+    def without_sync(self) -> FSDPTransform:
+        """This transform with no reduce-scatter: what ``no_sync()`` compiles with (Note [no_sync under fsdp])."""
+        store: dict[str, torch.Tensor] = {}
+        return FSDPTransform(self.group, self.shapes, self.sharding_strategy, FSDPBucketingStrategy.NONE,
+                             unsynced=(store, dist_prims.register_store(store)))  # fmt: skip
+
+    @contextlib.contextmanager
+    def no_sync(self, module) -> Iterator[None]:
+        """Runs ``module`` with its ``without_sync`` compilation; on exit, reduce-scatters the full gradients the
+        backwards inside accumulated into the shards' ``.grad`` (Note [no_sync under fsdp])."""
+        if self._without_sync is None:  # one for the module's no_sync compilation (``_using_variant`` keeps it)
+            self._without_sync = self.without_sync()
+        variant = self._without_sync
+        store = variant.unsynced[0]
+        with module._using_variant("no_sync", lambda: tuple(
+            variant if t is self else t for t in module._options.transforms
+        )):  # fmt: skip
+            try:
+                yield
+            except BaseException:
+                store.clear()  # a micro-batch failed (maybe on this rank only): no collective, nothing kept
+                raise
+        _reduce_scatter_accumulated(module._model, store, self.group_key)
 
     # -- traces --------------------------------------------------------------------------------------
 
@@ -245,30 +273,34 @@ class FSDPTransform(Transform):
             names[swap[p.name].name] = swap[p.name].replace_name(new.safe_name(f"{p.name}_full"))
             swap[p.name] = names[swap[p.name].name]
         new.bound_symbols.extend(b.rename(names) for b in gathers)
+        if self.unsynced is not None:  # no_sync: the full gradients accumulate locally (Note [no_sync under fsdp])
+            with recording_into(new, new.bound_symbols):
+                for _, p, path in params:
+                    swap[p.name] = dist_prims.unsynced(swap[p.name], self.unsynced[1], path)
         shards = {p.name: args[i] for i, p, _ in params}
         for b in computation_trace.bound_symbols:  # the inputs' own entries (PARAMETER) are the shards
             new.bound_symbols.append(b.rename(shards if PARAMETER in b.sym.tags else swap))
         # Placed now, before fusion: the regions then end at each wait (a barrier), so that under ZeRO-3 a fusion
         # does not need every gathered parameter at once.
-        new = _schedule_gathers(new, self._prefetch)
+        new = _schedule_gathers(new, self._zero3, after_split=False)
         if computation_trace.provenance is not None:
             new.set_provenance(computation_trace.provenance)
         return prologue_trace, new, epilogue_trace
 
     @property
-    def _prefetch(self) -> int | None:
-        return 1 if self.sharding_strategy is FSDPType.ZERO3 else None
+    def _zero3(self) -> bool:
+        return self.sharding_strategy is FSDPType.ZERO3
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
         if computation_trace.name == "backward":
             return self._backward(computation_trace)
-        new = _schedule_gathers(computation_trace, self._prefetch)
+        new = _schedule_gathers(computation_trace, self._zero3)
         self._compile.forward = new
         return new
 
     def _backward(self, bw):
         forward = self._compile.forward
-        if self.sharding_strategy is FSDPType.ZERO3 and forward is not None:
+        if self._zero3 and forward is not None:
             bw = _regather_in_backward(forward, bw, self.group_key)
         return _schedule_reduce_scatters(bw, self._compile.params)
 
@@ -359,41 +391,123 @@ def _find_gathers(bsyms: list) -> list[_Gather]:
     return found
 
 
-def _schedule_gathers(trace, prefetch: int | None):
-    """The forward with each gather finished just before the first use of a parameter it makes and started
-    ``prefetch`` gathers ahead (None: all at the top) (Note [ZeRO-2 and ZeRO-3])."""
+def _schedule_gathers(trace, zero3: bool, *, after_split: bool = True):
+    """The trace with its gathers placed (Note [ZeRO-2 and ZeRO-3]): ZeRO-2 starts them all at the top; ZeRO-3 as
+    Note [ZeRO-3's schedule] says, where ``after_split``; before the autograd split each starts just before its
+    wait (Note [ZeRO-3's schedule])."""
     gathers = _find_gathers(trace.bound_symbols)
     if not gathers:
         return trace
+    new = from_trace(trace)
     moved = {id(b) for g in gathers for b in (*g.starts, *g.finishes)}
     rest = [b for b in trace.bound_symbols if id(b) not in moved]
-    first = _first_uses(rest, {f.name for g in gathers for f in g.fulls})
-    at = {id(g): min((first.get(f.name, len(rest) - 1) for f in g.fulls), default=len(rest) - 1) for g in gathers}
-    order = sorted(gathers, key=lambda g: at[id(g)])
-    before: dict[int, list] = {}
-    for g in order:
-        before.setdefault(at[id(g)], []).extend(g.finishes)
-    for k, g in enumerate(order):
-        if prefetch is None:  # all at the top, in the order of use
-            group = before.setdefault(0, [])
-            i = sum(len(o.starts) for o in order[:k])
-            group[i:i] = g.starts
-            continue
-        anchor = order[k - prefetch] if k >= prefetch else g  # started before this one finishes: overlaps its ops
-        group = before[at[id(anchor)]]
-        i = group.index(anchor.finishes[0])
-        group[i:i] = g.starts
-    new = from_trace(trace)
-    for i, b in enumerate(rest):
-        new.bound_symbols.extend(before.get(i, ()))
-        new.bound_symbols.append(b)
+    if zero3 and after_split:
+        # names given by replace_name are not all reserved in the trace: the repeats' names must differ from them
+        new.names.update(p.name for b in trace.bound_symbols for p in (*b.flat_proxy_args, *b.flat_proxy_outs))
+        rest, gathers = _gather_per_reads(new, rest, gathers)
+    for _, _, _, bsyms in sorted(_placements(rest, gathers, zero3, prefetch=after_split)):
+        new.bound_symbols.extend(bsyms)
     return new
+
+
+# Note [ZeRO-3's schedule]
+# Each gather finishes (its wait) just before the first op that reads a parameter it makes; the gathered tensors are
+# freed after their last reader (delete-last-used). A parameter read in places far apart, such that other parameters
+# are gathered between its reads (a tied embedding and lm_head), is gathered again for each group of reads instead
+# of staying alive in between. Prefetch: a gather starts as early as the previous op that reads gathered parameters,
+# so that its communication overlaps that op's compute, but no earlier than where the gathered tensors alive at once
+# stay within what the trace needs at its worst op without prefetching: prefetching overlaps communication with
+# compute without raising the peak of parameter memory. All this is done after the autograd split and fusion; before
+# them, each gather starts just before its wait, which is a barrier: then the gradient rule of each gather, a
+# reduce-scatter (a barrier too), comes right after the backward's last read of the parameter, so that no fusion
+# region of the forward or the backward reads parameters of different gathers that need not be alive together.
+
+
+def _reads(rest: list, gathers: list[_Gather]) -> dict[int, list[int]]:
+    """Per gather (``id``): the positions in ``rest`` of the ops that read a tensor it makes (the return aside)."""
+    maker = {f.name: id(g) for g in gathers for f in g.fulls}
+    reads: dict[int, list[int]] = {id(g): [] for g in gathers}
+    for i, b in enumerate(rest[:-1]):
+        for gid in {maker[a.name] for a in b.flat_proxy_args if a.name in maker}:
+            reads[gid].append(i)
+    return reads
+
+
+def _gather_per_reads(trace, rest: list, gathers: list[_Gather]) -> tuple[list, list[_Gather]]:
+    """``rest`` and ``gathers`` where a gather whose reads are interrupted by another gather's first read is repeated
+    for each group of reads, the later reads renamed to the repeat's tensors (Note [ZeRO-3's schedule])."""
+    reads = _reads(rest, gathers)
+    firsts = sorted(r[0] for r in reads.values() if r)
+    rest, out = list(rest), []
+    for g in gathers:
+        out.append(g)
+        positions = reads[id(g)]
+        current = g
+        for previous, i in zip(positions, positions[1:]):
+            if not any(previous < f < i for f in firsts):
+                continue
+            again = _repeat_gather(trace, current)
+            swap = {f.name: r for f, r in zip(current.fulls, again.fulls)}
+            rest[i:] = [b.rename(swap) for b in rest[i:]]
+            out.append(again)
+            current = again
+    return rest, out
+
+
+def _repeat_gather(trace, g: _Gather) -> _Gather:
+    """Another gather of what ``g`` gathers, its tensors named after ``g``'s (``t_wte_weight_full_0``)."""
+    scratch: list = []
+    with recording_into(trace, scratch):
+        source = run(dist_prims.pack_shards)(*g.starts[0].args) if len(g.starts) == 2 else g.source
+        gathered = run(dist_prims.wait)(run(dist_prims.all_gather)(source, *g.starts[-1].args[1:]))
+        if len(g.finishes) == 2:
+            run(dist_prims.unpack_gathered)(gathered, *g.finishes[1].args[1:])
+    made = scratch[-1].flat_proxy_outs
+    names = {}
+    for m, f in zip(made, g.fulls):
+        with tracectx(trace):  # reserves the name
+            names[m.name] = m.replace_name(trace.safe_name(f.name))
+    scratch[-1] = scratch[-1].rename(names)
+    n = len(g.starts)
+    return _Gather(scratch[:n], scratch[n:], list(scratch[-1].flat_proxy_outs))
+
+
+def _placements(rest: list, gathers: list[_Gather], zero3: bool, prefetch: bool) -> list[tuple[int, int, int, list]]:
+    """Where each op goes, as sortable ``(position in rest, 0 start | 1 finish | 2 the op itself, k, bsyms)``
+    (Note [ZeRO-3's schedule]); every rank runs the same trace, so all issue the collectives in one order."""
+    reads = _reads(rest, gathers)
+    end = len(rest) - 1
+    first = {id(g): reads[id(g)][0] if reads[id(g)] else end for g in gathers}
+    order = sorted(gathers, key=lambda g: first[id(g)])
+    out = [(i, 2, 0, [b]) for i, b in enumerate(rest)]
+    if not zero3:
+        for k, g in enumerate(order):
+            out += [(0, 0, k, g.starts), (first[id(g)], 1, k, g.finishes)]
+        return out
+    size = {id(g): sum(_nbytes(f) for f in g.fulls) for g in gathers}
+    live = [0] * len(rest)  # bytes of gathered tensors alive while each op runs
+    for g in gathers:
+        for i in range(first[id(g)], (reads[id(g)] or [end])[-1] + 1):
+            live[i] += size[id(g)]
+    budget = max(live)
+    positions = sorted(set(first.values()))
+    for k, g in enumerate(order):
+        at = first[id(g)]
+        start = at
+        # one ahead: from the previous op that reads gathered parameters
+        earliest = max((p for p in positions if p < at), default=at)
+        while prefetch and start > earliest and live[start - 1] + size[id(g)] <= budget:
+            start -= 1
+        for i in range(start, at):
+            live[i] += size[id(g)]
+        out += [(start, 0, k, g.starts), (at, 1, k, g.finishes)]
+    return out
 
 
 def _regather_in_backward(forward, bw, group_key: int):
     """ZeRO-3: the forward saves the shards of the gathered parameters (a bucket's packed shards) instead of the
-    full tensors, which it frees after their last use, and the backward gathers them again just before their
-    first use."""
+    full tensors, which it frees after their last use, and the backward gathers them again where it reads them
+    (Note [ZeRO-3's schedule])."""
     ret = forward.bound_symbols[-1]
     outputs, saved = ret.args[0]
     gathers = _find_gathers(forward.bound_symbols)
@@ -412,39 +526,28 @@ def _regather_in_backward(forward, bw, group_key: int):
         if g is None:
             args.append(a)
             continue
-        with tracectx(new):  # reserves the name
+        with tracectx(new):  # reserves the name (a bucket's packed shards fill one slot per parameter saved)
             proxy = TensorProxy.like(g.source, new.safe_name(f"{g.source.name}_shard"), requires_grad=False)
         local.setdefault(id(g), proxy)
         args.append(proxy)
     new.args = args
     full_args = {a.name: a for a in bw.args if getattr(a, "name", None) in of}
-    todo = [g for g in gathers if id(g) in local]
-    first = _first_uses(bw.bound_symbols, set(full_args))
-    at = {
-        id(g): min(first.get(f.name, len(bw.bound_symbols) - 1) for f in g.fulls if f.name in full_args) for g in todo
-    }
-    order = sorted(todo, key=lambda g: at[id(g)])
-    placed: dict[int, list] = {}
-    for k, g in enumerate(order):
+    for g in gathers:  # each gather at the top; _schedule_gathers places them
+        if id(g) not in local:
+            continue
         scratch: list = []
         with recording_into(new, scratch):
-            gather = g.starts[-1]
-            pending = run(dist_prims.all_gather)(local[id(g)], *gather.args[1:])
-            gathered = run(dist_prims.wait)(pending)
+            gathered = run(dist_prims.wait)(run(dist_prims.all_gather)(local[id(g)], *g.starts[-1].args[1:]))
             if len(g.finishes) == 2:
                 run(dist_prims.unpack_gathered)(gathered, *g.finishes[1].args[1:])
         # the gathered parameters take the names the backward reads
-        finished = scratch[-1].flat_proxy_outs
+        made = scratch[-1].flat_proxy_outs
         scratch[-1] = scratch[-1].rename(
-            {made.name: full_args[f.name] for made, f in zip(finished, g.fulls) if f.name in full_args}
+            {m.name: full_args[f.name] for m, f in zip(made, g.fulls) if f.name in full_args}
         )
-        ahead = at[id(order[k - 1])] if k >= 1 else at[id(g)]  # prefetch one gather ahead
-        placed.setdefault(ahead, []).append(scratch[0])
-        placed.setdefault(at[id(g)], []).extend(scratch[1:])
-    for i, b in enumerate(bw.bound_symbols):
-        new.bound_symbols.extend(placed.get(i, ()))
-        new.bound_symbols.append(b)
-    return new
+        new.bound_symbols.extend(scratch)
+    new.bound_symbols.extend(bw.bound_symbols)
+    return _schedule_gathers(new, zero3=True)
 
 
 def _carried(bw, params: list[tuple[int, str]]) -> dict[str, str]:
@@ -508,3 +611,28 @@ def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
 
 def _nbytes(t: TensorProxy) -> int:
     return math.prod(t.shape) * t.dtype.itemsize
+
+
+# Note [no_sync under fsdp]
+# As torch's FSDP: the backwards inside ``no_sync`` reduce-scatter nothing; each parameter's full (unsharded) gradient
+# accumulates locally, in a store of the no_sync compilation's transform (``dist.unsynced`` on each gathered parameter,
+# whose gradient rule is ``dist.accumulate_unsharded``). That compilation gathers each parameter on its own (no
+# buckets) and, under ZeRO-3 too, keeps the gathered parameters for its backward. Leaving the context reduce-scatters
+# the accumulated gradients into the shards' ``.grad``; the next backward, outside, reduce-scatters its own, which
+# autograd adds: ``.grad`` = ReduceScatter(g_1 + ... + g_{k-1}) + ReduceScatter(g_k), torch FSDP's
+# ReduceScatter(g_1 + ... + g_k) up to float rounding. Each rank holds full-size gradients meanwhile, as in torch.
+
+
+@torch.no_grad()
+def _reduce_scatter_accumulated(module: torch.nn.Module, store: dict[str, torch.Tensor], group_key: int) -> None:
+    """Adds each accumulated full gradient, reduce-scattered (averaged over the ranks), into its shard's ``.grad``
+    and empties ``store``. The names in order (every rank issues the same collectives in the same order)."""
+    params = dict(module.named_parameters(remove_duplicate=False))
+    pending = [(params[name], dist_prims._reduce_scatter_impl(store[name], group_key)) for name in sorted(store)]
+    store.clear()
+    for p, part in pending:
+        part = dist_prims._wait_impl(part)
+        if p.grad is None:
+            p.grad = part
+        else:
+            p.grad.add_(part)
