@@ -947,6 +947,26 @@ def test_parameters_that_only_feed_unused_outputs_get_no_gradient_as_in_eager():
             torch.testing.assert_close(p, q)
 
 
+def test_a_value_read_only_for_its_metadata_carries_no_gradient_back():
+    # DeepSeek-V4's compressor: ``kv`` goes to a cache the loss does not use, and ``kv.new_zeros(...)`` (which reads
+    # kv but has no gradient) to the loss. Eager leaves the weight's .grad None; it was zeros (AdamW then decays it).
+    class Store:
+        pass
+
+    def f(x, w, store):
+        kv = x @ w
+        store.kv = kv
+        return (x * 3).sum() + kv.new_zeros((2, 3)).sum() + (kv > 0).float().sum()
+
+    x, w = torch.randn(2, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True)
+    f(x, w, Store()).backward()
+    expected_x, expected_w = x.grad, w.grad
+    x.grad = None
+    thunder.jit(f)(x, w, Store()).backward()
+    assert expected_w is None and w.grad is None
+    assert torch.equal(x.grad, expected_x)
+
+
 @pytest.mark.parametrize(
     "alias",
     [lambda t: t.contiguous(), lambda t: t.detach(), lambda t: t.float(), lambda t: t.to("cpu"), lambda t: t.view_as(t),

@@ -117,6 +117,8 @@ BINARY_N = [
     ("torch.clamp(acc, max=n)", "fi", None),
     ("acc.masked_fill(acc > 0, n)", "fi", None),
     ("torch.full_like(acc, n)", "fi", None),
+    ("acc + acc.new_zeros(acc.shape)", "fi", None),  # reads acc for its metadata only: no gradient back through it
+    ("torch.zeros_like(acc) + n", "fi", None),
     ("n * acc + 1", "fi", None),
     ("acc ** n", "f", None),
     ("torch.add(acc, n, alpha=2)", "fi", None),

@@ -155,7 +155,9 @@ def _passed_on(fb: ForwardBackward, names: list) -> tuple[int, ...]:
 # several outputs the cotangents are not materialized: an absent one is zeros for the backward
 # trace, and an input that only absent ones reach gets None.
 def _reaches(fb: ForwardBackward, tensor_outputs: tuple[int, ...]) -> tuple[frozenset[int], ...]:
-    """Per traced input, the positions (among the tensor outputs) of the outputs it flows into."""
+    """Per traced input, the positions (among the tensor outputs) of the outputs its gradient flows back from.
+    Only values that require grad carry it: ``kv.new_zeros(...)`` or ``(x > 0)`` read their input but lead
+    nothing back to it (a DeepSeek-V4 parameter that fed only its unused cache got zeros instead of None)."""
     depends: dict[str, int] = {a.name: 1 << i for i, a in enumerate(fb.forward.args) if hasattr(a, "name")}
     for bsym in fb.forward.bound_symbols:
         mask = 0
@@ -163,7 +165,8 @@ def _reaches(fb: ForwardBackward, tensor_outputs: tuple[int, ...]) -> tuple[froz
             mask |= depends.get(a.name, 0)
         if mask:
             for o in bsym.flat_proxy_outs:
-                depends[o.name] = depends.get(o.name, 0) | mask
+                if isinstance(o, TensorProxy) and o.requires_grad:
+                    depends[o.name] = depends.get(o.name, 0) | mask
     masks = [depends.get(fb.outputs[i].name, 0) for i in tensor_outputs]
     return tuple(frozenset(j for j, m in enumerate(masks) if m >> i & 1) for i in range(len(fb.forward.args)))
 
