@@ -155,20 +155,37 @@ def _passed_on(fb: ForwardBackward, names: list) -> tuple[int, ...]:
 # several outputs the cotangents are not materialized: an absent one is zeros for the backward
 # trace, and an input that only absent ones reach gets None.
 def _reaches(fb: ForwardBackward, tensor_outputs: tuple[int, ...]) -> tuple[frozenset[int], ...]:
-    """Per traced input, the positions (among the tensor outputs) of the outputs its gradient flows back from.
-    Only values that require grad carry it: ``kv.new_zeros(...)`` or ``(x > 0)`` read their input but lead
-    nothing back to it (a DeepSeek-V4 parameter that fed only its unused cache got zeros instead of None)."""
+    """Per traced input, the positions (among the tensor outputs) of the outputs its gradient flows back from:
+    the forward's data flow at the level of the ops' decompositions, through values of a differentiable dtype.
+    ``kv.new_zeros(...)`` (a ``full``) or ``kv > 0`` (a bool) read ``kv`` but lead no gradient back to it (a
+    DeepSeek-V4 parameter that fed only its unused cache got zeros instead of None)."""
     depends: dict[str, int] = {a.name: 1 << i for i, a in enumerate(fb.forward.args) if hasattr(a, "name")}
-    for bsym in fb.forward.bound_symbols:
+    _flow(fb.forward.bound_symbols, depends)
+    masks = [depends.get(fb.outputs[i].name, 0) for i in tensor_outputs]
+    return tuple(frozenset(j for j, m in enumerate(masks) if m >> i & 1) for i in range(len(fb.forward.args)))
+
+
+def _flow(bsyms, depends: dict[str, int]) -> set[str]:
+    """Adds to ``depends`` (name -> inputs it derives from, a bit each) what ``bsyms`` compute; returns the names
+    they define. An op with a decomposition (not an executor's own, whose parts only describe its shapes) flows
+    through its parts; an output its parts do not define gets what the op reads, as a whole."""
+    defined: set[str] = set()
+    for bsym in bsyms:
+        outs = bsym.flat_proxy_outs
+        if bsym.subsymbols and bsym.sym.executor is None:
+            inner = _flow(bsym.subsymbols, depends)
+            defined |= inner
+            outs = [o for o in outs if o.name not in inner]
+            if not outs:
+                continue
         mask = 0
         for a in bsym.flat_proxy_args:
             mask |= depends.get(a.name, 0)
-        if mask:
-            for o in bsym.flat_proxy_outs:
-                if isinstance(o, TensorProxy) and o.requires_grad:
-                    depends[o.name] = depends.get(o.name, 0) | mask
-    masks = [depends.get(fb.outputs[i].name, 0) for i in tensor_outputs]
-    return tuple(frozenset(j for j, m in enumerate(masks) if m >> i & 1) for i in range(len(fb.forward.args)))
+        for o in outs:
+            defined.add(o.name)
+            if mask and not (isinstance(o, TensorProxy) and not (o.dtype.is_floating_point or o.dtype.is_complex)):
+                depends[o.name] = depends.get(o.name, 0) | mask
+    return defined
 
 
 def _direct(fb: ForwardBackward, outputs: list, input_position: dict) -> str | None:
