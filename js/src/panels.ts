@@ -6,7 +6,7 @@
  * string goes through `h(...)` children, i.e. becomes a text node.
  */
 import { breakable, formatMs, formatShape, h } from "./dom";
-import { executorClass } from "./graph-view";
+import { executorClass } from "./graph-elements";
 import type {
   Diff,
   ErrorInfo,
