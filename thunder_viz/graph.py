@@ -706,6 +706,7 @@ def document(
     runs: Sequence[dict] = (),
     executors: dict | None = None,
     error: dict | None = None,
+    profile: dict | None = None,
 ) -> dict:
     """The trace document (schema ``thunder-trace`` version 1) of one explorer session."""
     doc = {
@@ -718,6 +719,8 @@ def document(
     }
     if executors is not None:
         doc["executors"] = executors
+    if profile is not None:
+        doc["profile"] = profile
     return doc
 
 
@@ -815,11 +818,36 @@ def validate_document(doc: Any, *, check_json: bool = True) -> None:
         _fields(run, f"runs[{i}]", _RUN)
         if run["error"] is not None:
             _validate_error(run["error"], f"runs[{i}].error")
+    if doc.get("profile") is not None:
+        _validate_profile(doc["profile"], step_ids)
     if check_json:
         try:
             json.dumps(doc, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise DocumentError(f"document: not strict JSON: {e}") from None
+
+
+_PROFILE = {
+    "calls": int, "device": str, "call_ms": _NUM, "eager_call_ms": (int, float, _NULL), "backward": bool,
+    "attributed_ms": _NUM, "steps": dict, "modules": list, "saved": (dict, _NULL),
+}  # fmt: skip
+_MODULE_COST = {"path": str, "ms": _NUM, "backward_ms": _NUM, "eager_ms": (int, float, _NULL)}
+_SAVED = {"step": str, "bytes": (int, _NULL), "bytes_before_remat": (int, _NULL), "timeline": list}
+
+
+def _validate_profile(profile: Any, step_ids: set[str]) -> None:
+    _fields(profile, "document.profile", _PROFILE)
+    for sid, cost in profile["steps"].items():
+        where = f"document.profile.steps[{sid!r}]"
+        _check(sid in step_ids, where, "no step has this id")
+        _fields(cost, where, {"total_ms": _NUM, "nodes": dict})
+        for nid, c in cost["nodes"].items():
+            _fields(c, f"{where}.nodes[{nid!r}]", {"ms": _NUM, "bytes": int})
+    for i, m in enumerate(profile["modules"]):
+        _fields(m, f"document.profile.modules[{i}]", _MODULE_COST)
+    if profile["saved"] is not None:
+        _fields(profile["saved"], "document.profile.saved", _SAVED)
+        _check(profile["saved"]["step"] in step_ids, "document.profile.saved.step", "no step has this id")
 
 
 def _validate_error(err: Any, where: str) -> None:

@@ -4,7 +4,8 @@ Python owns the synced state: ``doc`` (the trace document of ``docs/trace-schema
 saved outputs store it: ``thunder_viz/render/pack.py``; 12-layer GPT-2 is 19.5 MB plain and 0.67 MB
 packed), ``status`` (``"ready"``, ``"running…"``, or ``"error: …"``) and ``explorer_id`` (also its display id). The front
 end asks for a rerun with the custom message ``{"type": "rerun", "executors": [...]}``; the widget
-recompiles and reruns through its :class:`~thunder_viz.session.Session` and replaces ``doc``.
+recompiles and reruns through its :class:`~thunder_viz.session.Session` and replaces ``doc``; and for a
+profile with ``{"type": "profile"}`` (the document then carries it).
 
 Its display also carries the document itself (``application/vnd.thunder.trace+json``), a
 static HTML snapshot and the trace source as text, so a saved notebook still shows something
@@ -17,6 +18,7 @@ thunder_viz.session, thunder_viz.render.pack, thunder_viz.render.mime (lazily).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import uuid
 from collections.abc import Sequence
@@ -38,6 +40,7 @@ CSS_PATH = STATIC / "explorer.css"
 TRACE_MIME = "application/vnd.thunder.trace+json"
 STATUS_READY = "ready"
 STATUS_RUNNING = "running…"
+STATUS_PROFILING = "running… (profiling)"
 
 # Shown until the front-end bundle is built: the document as text, and the status.
 _PLACEHOLDER_ESM = """
@@ -124,7 +127,26 @@ class ExplorerWidget(anywidget.AnyWidget):
         self._update_display()
         return run
 
+    def profile(self, calls: int = 3) -> Any:
+        """Profiles the function with the last inputs (:func:`thunder_viz.profile`) and shows where
+        its time and memory went."""
+        self.status = STATUS_PROFILING
+        try:
+            result = self.session.profile(calls=calls)
+            self.document = self._document()
+            self.doc = pack_document(self.document)
+        except Exception as exc:
+            self.status = f"error: {type(exc).__name__}: {exc}"
+            raise
+        self.status = STATUS_READY
+        self._update_display()
+        return result
+
     def _on_custom_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "profile":
+            with contextlib.suppress(Exception):  # the status says what failed; the kernel carries on
+                self.profile()
+            return
         if not isinstance(content, dict) or content.get("type") != "rerun":
             return
         executors = content.get("executors")

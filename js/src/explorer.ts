@@ -32,6 +32,14 @@ import {
   searchResultItems,
   type SearchEntry,
 } from "./search";
+import {
+  moduleCostText,
+  nodeCostLine,
+  profilePanel,
+  savedTimelineChart,
+  stepProfile,
+  type StepProfile,
+} from "./profile-view";
 import { SourcePane } from "./source-pane";
 import { gradientNodes, opCount, StepRelations, stepListItems } from "./steps";
 
@@ -74,6 +82,12 @@ class Explorer {
   private readonly detailsEl: HTMLElement;
   private readonly executorsSlot: HTMLElement;
   private readonly runsSlot: HTMLElement;
+  private readonly profileSlot: HTMLElement;
+  private readonly savedSlot: HTMLElement;
+  /** The shown step's profile (profile-view.ts), when the document has one for it. */
+  private stepProf: StepProfile | null = null;
+  private profiling = false;
+  private hadProfile = false;
   private readonly graph: GraphView;
   private readonly unsubscribe: () => void;
 
@@ -175,6 +189,8 @@ class Explorer {
     });
     this.executorsSlot = h(doc, "div", { class: "tx-executors-slot" });
     this.runsSlot = h(doc, "div", { class: "tx-runs-slot" });
+    this.profileSlot = h(doc, "div", { class: "tx-profile-slot" });
+    this.savedSlot = h(doc, "div", { class: "tx-saved-slot" });
     this.body = h(
       doc,
       "div",
@@ -194,6 +210,7 @@ class Explorer {
         this.stepHeader,
         this.diffSlot,
         h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg, this.graph.wheelHint),
+        this.savedSlot,
       ),
       h(
         doc,
@@ -208,6 +225,7 @@ class Explorer {
           this.sourceEl,
         ),
         this.detailsEl,
+        this.profileSlot,
       ),
     );
     this.root = h(
@@ -243,12 +261,15 @@ class Explorer {
     if (this.busy && status !== this.lastStatus && !/running/i.test(status)) {
       // the host finished (or failed) without a new document: let the user try again
       this.busy = false;
+      this.profiling = false;
       this.renderExecutors();
+      this.renderRuns();
     }
     this.lastStatus = status;
     if (raw !== this.rawDoc) {
       this.rawDoc = raw;
       this.busy = false;
+      this.profiling = false;
       const result = validateDocument(raw);
       if (result.ok) this.setDocument(result.doc);
       else this.showInvalid(result.errors);
@@ -264,6 +285,8 @@ class Explorer {
     this.body.hidden = true;
     this.executorsSlot.replaceChildren();
     this.runsSlot.replaceChildren();
+    this.profileSlot.replaceChildren();
+    this.savedSlot.replaceChildren();
     setAttrs(this.root, { "data-invalid": "true" });
   }
 
@@ -288,16 +311,24 @@ class Explorer {
       ...(model.error ? [errorBox(this.doc, model.error, model.steps.length)] : []),
     );
     this.renderExecutors();
-    this.runsSlot.replaceChildren(runsTable(this.doc, model.runs));
+    this.renderRuns();
     const footer = this.runsSlot.parentElement;
     if (footer) footer.scrollTop = footer.scrollHeight; // the latest run in view when there are many
+    // a profile opens on the forward step it measured: on the first view, and when it arrives
+    const profiled = model.profile
+      ? model.steps.findIndex((s) => s.kind === "computation" && s.id in model.profile!.steps)
+      : -1;
     if (!this.opened) {
       this.opened = true;
       this.stepIndex = Math.max(
         0,
         model.steps.findIndex((s) => s.kind === "computation"),
       );
+      if (profiled >= 0) this.stepIndex = profiled;
+    } else if (profiled >= 0 && !this.hadProfile) {
+      this.stepIndex = profiled;
     }
+    this.hadProfile = profiled >= 0;
     this.showStep(Math.min(this.stepIndex, Math.max(0, model.steps.length - 1)));
   }
 
@@ -329,6 +360,43 @@ class Explorer {
     );
   }
 
+  private renderRuns(): void {
+    const model = this.model;
+    if (!model) return;
+    const canProfile = typeof this.host.requestProfile === "function";
+    const action = canProfile
+      ? {
+          enabled: Boolean(model.executors?.interactive),
+          busy: this.busy,
+          onProfile: () => this.requestProfile(),
+        }
+      : null;
+    this.runsSlot.replaceChildren(runsTable(this.doc, model.runs, action));
+  }
+
+  private requestProfile(): void {
+    if (!this.host.requestProfile || this.busy) return;
+    this.busy = true;
+    this.profiling = true;
+    this.renderExecutors();
+    this.renderRuns();
+    this.renderStatus();
+    this.host.requestProfile();
+  }
+
+  private renderProfile(step: Step | undefined): void {
+    const profile = this.model?.profile ?? null;
+    this.profileSlot.replaceChildren(
+      ...[profilePanel(this.doc, this.stepProf, profile, step, this.stepNodes)].filter(
+        (x): x is HTMLElement => x !== null,
+      ),
+    );
+    const chart = savedTimelineChart(this.doc, profile?.saved ?? null, step, (id) =>
+      this.select(id),
+    );
+    this.savedSlot.replaceChildren(...(chart ? [chart] : []));
+  }
+
   private rerun(): void {
     const info = this.model?.executors;
     if (!info || !this.host.requestRerun || this.busy) return;
@@ -341,7 +409,8 @@ class Explorer {
 
   private renderStatus(): void {
     const hostStatus = this.host.getStatus?.() ?? "ready";
-    let text = this.busy && !/running/i.test(hostStatus) ? "running…" : hostStatus || "ready";
+    const waiting = this.profiling ? "profiling…" : "running…";
+    let text = this.busy && !/running/i.test(hostStatus) ? waiting : hostStatus || "ready";
     // A document that records a failure is not "ready": say where it failed.
     const failure = this.model?.error;
     if (failure && text === "ready") text = `error while ${failure.stage}`;
@@ -420,7 +489,18 @@ class Explorer {
     // The graph last: it measures its viewport, which lays out the page once, with everything.
     const big = defaultCollapsed(step);
     this.opensCollapsed = new Map(step.groups.map((g) => [g.id, g.collapsed || big.has(g.id)]));
-    this.graph.setStep({ step, layout, diffClass, isCollapsed: (gid) => this.isCollapsed(gid) });
+    const sp = stepProfile(this.model?.profile ?? null, step);
+    this.stepProf = sp;
+    const backward = step.kind === "backward";
+    this.graph.setStep({
+      step,
+      layout,
+      diffClass,
+      isCollapsed: (gid) => this.isCollapsed(gid),
+      profile: sp,
+      groupNote: (g) => (sp && g.kind === "module" ? moduleCostText(sp, g.label, backward) : null),
+    });
+    this.renderProfile(step);
 
     if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
     // a link that lands on a node inside a collapsed group (e.g. a fusion member) opens it
@@ -569,6 +649,7 @@ class Explorer {
         gradients,
         diffLabel,
       ),
+      ...nodeCostLine(this.doc, this.stepProf, node.id),
     );
   }
 
@@ -705,6 +786,11 @@ class Explorer {
         this.select(null, false);
         lineEl.setAttribute("aria-current", "true");
       }
+    });
+    this.profileSlot.addEventListener("click", (e) => {
+      const b = (e.target as Element | null)?.closest?.("[data-testid='profile-node']");
+      const id = b?.getAttribute("data-node-id");
+      if (id) this.select(id);
     });
     this.detailsEl.addEventListener("click", (e) => {
       const link = (e.target as Element | null)?.closest?.("[data-testid='lineage-link']");

@@ -5,8 +5,9 @@
  * Layer: front-end core; imports the schema types, the scene (graph-scene.ts) and the safe DOM
  * helpers. All document text is set as text.
  */
-import { s, truncate, truncateStart } from "./dom";
+import { formatMs, s, truncate, truncateStart } from "./dom";
 import { groupLabelText, LABEL_X, type GroupBox, type Item } from "./graph-scene";
+import { heatClass, type StepProfile } from "./profile-view";
 import type { Group, TraceNode } from "./schema";
 import type { DelNote } from "./scopes";
 
@@ -42,6 +43,9 @@ export interface DrawContext {
   notes: Map<string, DelNote>;
   matches: Set<string>;
   selected: string | null;
+  /** The step's profile: nodes coloured by time share. */
+  profile: StepProfile | null;
+  groupNote(group: Group): string | null;
 }
 
 export function itemElement(ctx: DrawContext, it: Item): SVGElement {
@@ -66,7 +70,11 @@ export function itemElement(ctx: DrawContext, it: Item): SVGElement {
       ),
     );
   }
-  if (it.kind === "group" && it.group) return collapsedGroupElement(doc, it, it.group);
+  if (it.kind === "group" && it.group) {
+    const ms = it.ms ?? null;
+    const heat = ms === null || !ctx.profile ? null : heatClass(ms, ctx.profile.total);
+    return collapsedGroupElement(doc, it, it.group, heat);
+  }
   const node = it.node as TraceNode;
   const classes = ["node", executorClass(node.executor)];
   if (node.fusion) classes.push("fusion");
@@ -77,6 +85,9 @@ export function itemElement(ctx: DrawContext, it: Item): SVGElement {
     (freed?.some((d) => ctx.diffClass.get(d) === "diff-added") ? "diff-added" : undefined);
   if (diff) classes.push(diff);
   if (ctx.matches.has(node.id)) classes.push("search-match");
+  const cost = ctx.profile?.costs.get(node.id);
+  if (ctx.profile) classes.push(cost ? heatClass(cost.ms, ctx.profile.total) : "heat-none");
+  const sub = cost ? `${formatMs(cost.ms)} · ${it.sub}` : it.sub;
   return s(
     doc,
     "g",
@@ -90,7 +101,7 @@ export function itemElement(ctx: DrawContext, it: Item): SVGElement {
     s(doc, "rect", { class: "node-box", width: it.w, height: it.h, rx: 6 }),
     s(doc, "rect", { class: "node-band", width: 6, height: it.h, rx: 2 }),
     s(doc, "text", { class: "node-label", x: 14, y: 18 }, truncate(it.label, LABEL_CHARS)),
-    s(doc, "text", { class: "node-sub", x: 14, y: 34 }, truncate(it.sub, LABEL_CHARS + 4)),
+    s(doc, "text", { class: "node-sub", x: 14, y: 34 }, truncate(sub, LABEL_CHARS + 4)),
     noteElement(doc, it),
   );
 }
@@ -119,8 +130,14 @@ function toggleElement(
   );
 }
 
-function collapsedGroupElement(doc: Document, it: Item, group: Group): SVGElement {
+function collapsedGroupElement(
+  doc: Document,
+  it: Item,
+  group: Group,
+  heat: string | null,
+): SVGElement {
   const classes = ["group", "collapsed", `group-${group.kind}`];
+  if (heat) classes.push(heat);
   return s(
     doc,
     "g",
@@ -157,7 +174,7 @@ export function groupBoxElement(ctx: DrawContext, b: GroupBox): SVGElement {
       doc,
       "text",
       { class: "group-label", x: LABEL_X, y: 12 },
-      groupLabelText(b.group, b.collapsed, b.w),
+      groupLabelText(b.group, b.collapsed, b.w, ctx.groupNote(b.group)),
     ),
   );
 }

@@ -6,8 +6,9 @@
  * Layer: front-end core, pure; imports the schema types, the layout's output and what scopes.ts
  * makes of a step's scopes. graph-view.ts draws the scene and handles pan, zoom and clicks.
  */
-import { formatShape, truncate } from "./dom";
+import { formatMs, formatShape, truncate } from "./dom";
 import { OUTPUT_ID, type StepLayout } from "./layout";
+import type { StepProfile } from "./profile-view";
 import type { Group, Step, TraceNode } from "./schema";
 import type { DelNote, ScopeStats } from "./scopes";
 
@@ -46,6 +47,8 @@ export interface Item {
   sub: string;
   /** A small line under it: inputs drawn inside it, values freed after it. */
   note: string;
+  /** A collapsed group's measured time (its nodes' sum), when the step was profiled. */
+  ms?: number | null;
 }
 
 /** A group box before rows have their heights (Note [Scope labels]): rows, x extent, slot. */
@@ -63,16 +66,26 @@ interface Span {
 }
 
 /** A group box's label as drawn: cut to the box's width. */
-export function groupLabelText(group: Group, collapsed: boolean, width: number): string {
+export function groupLabelText(
+  group: Group,
+  collapsed: boolean,
+  width: number,
+  note: string | null = null,
+): string {
   const label = collapsed
     ? `${group.kind} · ${group.nodes.length - 1} ops`
-    : `${group.label || group.id} (${group.kind})`;
+    : `${group.label || group.id} (${group.kind})${note ? ` · ${note}` : ""}`;
   return truncate(label, Math.max(8, Math.floor((width - LABEL_X) / LABEL_CHAR_W)));
 }
 
 /** How far a box's label reaches from the box's left edge (toggle and text). */
-function groupLabelWidth(group: Group, collapsed: boolean, width: number): number {
-  return LABEL_X + groupLabelText(group, collapsed, width).length * LABEL_CHAR_W + 4;
+function groupLabelWidth(
+  group: Group,
+  collapsed: boolean,
+  width: number,
+  note: string | null,
+): number {
+  return LABEL_X + groupLabelText(group, collapsed, width, note).length * LABEL_CHAR_W + 4;
 }
 
 export interface GroupBox {
@@ -91,6 +104,10 @@ export interface GraphState {
   isCollapsed(groupId: string): boolean;
   /** node id -> diff class (`diff-added`, `diff-rewritten`, `diff-fused`). */
   diffClass: Map<string, string>;
+  /** The profile of this step, when it was profiled (profile-view.ts). */
+  profile?: StepProfile | null;
+  /** What an expanded group's label adds (a module's profiled time). */
+  groupNote?(group: Group): string | null;
 }
 
 /** What is drawn for one step with its groups collapsed as `state` says. */
@@ -111,6 +128,7 @@ export function buildScene(
   notes: Map<string, DelNote>,
 ): Scene {
   const { step, layout, isCollapsed } = state;
+  const note = (g: Group): string | null => state.groupNote?.(g) ?? null;
   const cell = new Map<string, { row: number; col: number }>();
   layout.ids.forEach((id, i) => {
     cell.set(id, { row: layout.layer[i] as number, col: layout.col[i] as number });
@@ -158,6 +176,7 @@ export function buildScene(
       if (!itemByKey.has(key)) {
         const st = stats.get(collapsedGroup.id);
         const executors = st?.executors.length ? ` · ${st.executors.join(", ")}` : "";
+        const time = st?.ms !== null && st?.ms !== undefined ? ` · ${formatMs(st.ms)}` : "";
         add({
           key,
           kind: "group",
@@ -168,7 +187,8 @@ export function buildScene(
           h: NODE_H,
           group: collapsedGroup,
           label: collapsedGroup.label || collapsedGroup.id,
-          sub: `${st?.ops ?? 0} ops${executors}`,
+          sub: time ? `${st?.ops ?? 0} ops${time}` : `${st?.ops ?? 0} ops${executors}`,
+          ms: st?.ms ?? null,
           note: "",
         });
         hiding.add(key);
@@ -332,7 +352,10 @@ export function buildScene(
   for (const sp of [...spans].sort((a, b) => b.depth - a.depth)) {
     let slot = 0;
     for (const c of sp.inner) if (c.top === sp.top) slot = Math.max(slot, c.slot + 1);
-    const [a, b] = [sp.x0, sp.x0 + groupLabelWidth(sp.group, sp.collapsed, sp.x1 - sp.x0)];
+    const [a, b] = [
+      sp.x0,
+      sp.x0 + groupLabelWidth(sp.group, sp.collapsed, sp.x1 - sp.x0, note(sp.group)),
+    ];
     while ((taken.get(`${sp.top} ${slot}`) ?? []).some(([p, q]) => a < q && p < b)) slot++;
     sp.slot = slot;
     const key = `${sp.top} ${slot}`;

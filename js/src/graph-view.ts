@@ -130,7 +130,7 @@ export class GraphView {
   setStep(state: GraphState): void {
     this.state = state;
     this.chains = groupChains(state.step);
-    this.stats = scopeStats(state.step, this.chains);
+    this.stats = scopeStats(state.step, this.chains, state.profile?.costs ?? null);
     this.notes = delNotes(state.step);
     if (!this.observed) this.measured = null;
     this.build();
@@ -376,6 +376,8 @@ export class GraphView {
       notes: this.notes,
       matches: this.matches,
       selected: this.selected,
+      profile: this.state?.profile ?? null,
+      groupNote: (g) => this.state?.groupNote?.(g) ?? null,
     };
   }
 

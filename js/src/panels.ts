@@ -315,7 +315,18 @@ function fusionsCell(doc: Document, r: Run): HTMLElement {
 
 /** The runs, oldest first, with what the user looks for first (does it match eager, by how much)
  * right after the run's name, so the whole row fits a notebook cell without scrolling. */
-export function runsTable(doc: Document, runs: Run[]): HTMLElement {
+/** The runs table's Profile action: absent where there is no kernel to profile in. */
+export interface ProfileAction {
+  enabled: boolean;
+  busy: boolean;
+  onProfile(): void;
+}
+
+export function runsTable(
+  doc: Document,
+  runs: Run[],
+  profile: ProfileAction | null = null,
+): HTMLElement {
   const cell = (field: string, text: string, cls = "", title: string | null = null): HTMLElement =>
     h(doc, "td", { "data-field": field, class: cls || null, title }, text);
   const tolerance = (r: Run): string | null => (r.tolerance ? `tolerance: ${r.tolerance}` : null);
@@ -404,7 +415,13 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
     doc,
     "table",
     { class: "tx-runs", "data-testid": "runs" },
-    h(doc, "caption", {}, runs.length ? "Runs (oldest first)" : "Runs: none yet"),
+    h(
+      doc,
+      "caption",
+      {},
+      runs.length ? "Runs (oldest first)" : "Runs: none yet",
+      profile ? profileButton(doc, profile) : null,
+    ),
     head,
     body,
   );
@@ -531,4 +548,22 @@ export function invalidBox(doc: Document, errors: string[]): HTMLElement {
     ),
     h(doc, "ul", {}, ...errors.map((e) => h(doc, "li", {}, e))),
   );
+}
+
+function profileButton(doc: Document, action: ProfileAction): HTMLElement {
+  const button = h(
+    doc,
+    "button",
+    {
+      type: "button",
+      class: "tx-profile-button",
+      "data-testid": "profile-run",
+      disabled: !action.enabled || action.busy,
+      title:
+        "run the compiled function a few times under torch's profiler: time and memory per node, module times beside eager's",
+    },
+    action.busy ? "Profiling…" : "Profile",
+  );
+  button.addEventListener("click", () => action.onProfile());
+  return button;
 }
