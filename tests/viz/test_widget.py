@@ -317,3 +317,17 @@ def test_write_html_writes_the_explorer_with_the_session_runs(tmp_path):
     with pytest.raises(TypeError, match="has not been called yet"):
         thunder_viz.write_html(thunder.jit(scaled_tanh), tmp_path / "never.html")
     assert not (tmp_path / "never.html").exists()
+
+
+def test_profile_message_profiles_and_updates_the_document():
+    w = explorer()
+    w.comm.sent.clear()
+    front_end_sends(w, {"type": "profile"})
+    profile = w.document["profile"]
+    last = [s for s in w.document["steps"] if s["kind"] == "computation"][-1]
+    assert list(profile["steps"]) == [last["id"]] and profile["steps"][last["id"]]["nodes"]
+    updates = state_updates(w)
+    assert updates[0] == {"status": "running… (profiling)"} and updates[-1] == {"status": "ready"}
+    [doc_update] = [u for u in updates if "doc" in u]
+    assert unpack_document(doc_update["doc"])["profile"] == profile
+    session_stubs.validate(w.document)
