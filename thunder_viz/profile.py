@@ -29,6 +29,7 @@ thunder_viz.session (input clones, random state), thunder_viz.graph (module path
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import statistics
@@ -89,7 +90,7 @@ class Profile:
     device: str
     call_ms: float  # median wall time of a profiled call (forward, and backward when there is one)
     eager_call_ms: float | None
-    backward: bool  # whether the calls ran a backward (``torch.autograd.backward`` of the outputs)
+    backward: bool  # whether the calls ran a backward (of the scalar outputs that require grad: a loss)
     statements: list[StatementCost]
     modules: list[ModuleCost]
     # the backward's saved tensors: (uid of a backward statement, bytes still read from there on)
@@ -215,10 +216,9 @@ def profile(jitted: Any, *args: Any, calls: int = 3, **kwargs: Any) -> Profile:
     statement of the traces that ran (forward, and backward when an output requires grad), per
     module, beside eager PyTorch's profile of the same calls. See Note [Profile attribution].
 
-    When an output requires grad, each call also runs the backward: of the scalar outputs (a loss)
-    if there are any, else of every output that requires grad with a gradient of ones. Gradients
-    that accumulate meanwhile in the parameters are put back as they were; the random state is
-    left as it was; tensor inputs are cloned for each call.
+    When the output holds a scalar that requires grad (a loss), each call also runs its backward,
+    as a training step does. Gradients that accumulate meanwhile in the parameters are put back as
+    they were; the random state is left as it was; tensor inputs are cloned for each call.
 
     The explorer of ``jitted`` (``thunder_viz.explore``) shows the last profile.
 
@@ -251,19 +251,29 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         _synchronize(cuda)
         return ran_backward
 
-    backward = call(jitted)  # compiles if needed; warms up
-    traces = _profiled_traces(jitted, backward)
+    if not _was_compiled(jitted):
+        call(jitted)
+    # The calls are profiled with the ranges put in the traces of the last compilation; when a call
+    # compiles again instead (other inputs than the last call's), they are profiled once more.
+    for _ in range(2):
+        misses = thunder.cache_misses(jitted)
+        traces = _profiled_traces(jitted)
+        labels = {kind: _labels(trace, _KIND_TAG[kind]) for kind, trace in traces.items()}
+        walls, ran_backward = [], []
+        with contextlib.ExitStack() as stack:
+            for kind, trace in traces.items():
+                stack.enter_context(profiling_ranges(trace, lambda i, b, names=labels[kind]: names.get(i)))
+            with _profiler(cuda) as prof:
+                for _ in range(calls):
+                    t0 = time.perf_counter_ns()
+                    ran_backward.append(call(jitted))
+                    walls.append((time.perf_counter_ns() - t0) / 1e6)
+        if thunder.cache_misses(jitted) == misses:
+            break
+    backward = any(ran_backward)
+    if not backward:
+        traces.pop("backward", None)
     eager_ms, eager_modules = _eager_profile(original, call, calls, cuda)
-    labels = {kind: _labels(trace, _KIND_TAG[kind]) for kind, trace in traces.items()}
-    walls = []
-    with contextlib.ExitStack() as stack:
-        for kind, trace in traces.items():
-            stack.enter_context(profiling_ranges(trace, lambda i, b, names=labels[kind]: names.get(i)))
-        with _profiler(cuda) as prof:
-            for _ in range(calls):
-                t0 = time.perf_counter_ns()
-                call(jitted)
-                walls.append((time.perf_counter_ns() - t0) / 1e6)
     events = _range_totals(prof, _PREFIX, cuda)
     statements = []
     for kind, trace in traces.items():
@@ -301,10 +311,17 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
     )
 
 
-def _profiled_traces(jitted: Any, backward: bool) -> dict[str, Any]:
+def _was_compiled(jitted: Any) -> bool:
+    try:
+        return bool(thunder.last_traces(jitted))
+    except TypeError:
+        return False
+
+
+def _profiled_traces(jitted: Any) -> dict[str, Any]:
     """The execution traces of the last compilation: what the calls run."""
     traces = {"computation": thunder.last_traces(jitted)[-1]}
-    bw = thunder.last_backward_traces(jitted) if backward else None
+    bw = thunder.last_backward_traces(jitted)
     if bw:
         traces["backward"] = bw[-1]
     return traces
@@ -326,16 +343,53 @@ def _profiler(cuda: bool):
 
 
 def _range_totals(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, float, int]]:
-    """name -> (CPU µs, device µs, net bytes) summed over the ranges whose name starts with ``prefix``."""
+    """name -> (CPU µs, device µs, net bytes) summed over the ranges whose name starts with ``prefix``.
+
+    On CPU the profiler's raw events are read directly (building its per-op event objects costs
+    seconds on a 12-layer GPT-2): a range's time is its duration, its memory the allocations and
+    frees recorded inside it on its thread, attributed to the innermost range holding them. On CUDA
+    torch's own attribution of kernel time and device memory to ranges is used."""
+    if cuda:
+        return _function_event_totals(prof, prefix)
+    ranges: list[tuple[int, int, int, str]] = []  # (start, end, thread, name)
+    memory: list[tuple[int, int, int]] = []  # (time, thread, bytes)
+    for e in prof.kineto_results.events():
+        name = e.name()
+        if name.startswith(prefix):
+            start = e.start_ns()
+            ranges.append((start, start + e.duration_ns(), e.start_thread_id(), name))
+        elif name == "[memory]":
+            memory.append((e.start_ns(), e.start_thread_id(), e.nbytes()))
+    totals: dict[str, list] = {}
+    for start, end, _, name in ranges:
+        t = totals.setdefault(name, [0.0, 0.0, 0])
+        t[0] += (end - start) / 1e3
+    ranges.sort()
+    starts = [r[0] for r in ranges]
+    for when, thread, nbytes in memory:
+        i = bisect.bisect_right(starts, when) - 1
+        # the innermost range holding it: the latest started that is still open (ranges nest only
+        # a few deep, so a few steps back suffice; none when it happened between statements)
+        for j in range(i, max(-1, i - _NESTING), -1):
+            start, end, rthread, name = ranges[j]
+            if rthread == thread and end >= when:
+                totals[name][2] += nbytes
+                break
+    return {k: (v[0], v[1], v[2]) for k, v in totals.items()}
+
+
+_NESTING = 32
+
+
+def _function_event_totals(prof: Any, prefix: str) -> dict[str, tuple[float, float, int]]:
     totals: dict[str, tuple[float, float, int]] = {}
     for e in prof.function_events:
-        name = e.name
-        if not name.startswith(prefix):
+        if not e.name.startswith(prefix):
             continue
-        cpu, dev, mem = totals.get(name, (0.0, 0.0, 0))
-        dev_us = float(getattr(e, "device_time_total", 0.0) or 0.0) if cuda else 0.0
-        mem_b = int(e.device_memory_usage if cuda and e.device_memory_usage else e.cpu_memory_usage)
-        totals[name] = (cpu + e.cpu_time_total, dev + dev_us, mem + mem_b)
+        cpu, dev, mem = totals.get(e.name, (0.0, 0.0, 0))
+        dev_us = float(getattr(e, "device_time_total", 0.0) or 0.0)
+        mem_b = int(e.device_memory_usage or e.cpu_memory_usage)
+        totals[e.name] = (cpu + e.cpu_time_total, dev + dev_us, mem + mem_b)
     return totals
 
 
@@ -388,15 +442,17 @@ def _module_ranges(original: Any) -> Iterator[None]:
 
 
 def _backward_of(out: Any) -> bool:
-    """Runs the backward of ``out`` when something in it requires grad (see :func:`profile`)."""
+    """Runs the backward of the scalars in ``out`` that require grad (losses), if any (see :func:`profile`)."""
     from thunder_viz.session import _leaves
 
-    leaves = [x for _, x in _leaves(out) if isinstance(x, torch.Tensor) and x.requires_grad and x.grad_fn is not None]
-    if not leaves:
+    losses = [
+        x
+        for _, x in _leaves(out)
+        if isinstance(x, torch.Tensor) and x.requires_grad and x.grad_fn is not None and x.numel() == 1
+    ]
+    if not losses:
         return False
-    scalars = [x for x in leaves if x.numel() == 1]
-    roots = scalars or leaves
-    torch.autograd.backward(roots, [torch.ones_like(x) for x in roots])
+    torch.autograd.backward(losses)
     return True
 
 

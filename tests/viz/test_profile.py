@@ -21,7 +21,7 @@ N = 384  # a matmul of N x N floats: milliseconds, and N*N*4 bytes of output
 
 
 def big_and_small(a, b, c):
-    return (a @ b) + c.sum()
+    return a @ b, c.sum() + 1
 
 
 class Net(nn.Module):
@@ -43,8 +43,9 @@ def test_the_time_goes_to_the_matmul_and_its_output_is_the_memory_it_leaves():
     assert not p.backward and p.calls == 2 and p.device == "cpu"
     [top, *rest] = p.top()
     assert "matmul" in top.op and top.kind == "computation"
-    assert top.ms > sum(s.ms for s in rest), "the matmul dominates a sum of 3 numbers and an add"
+    assert top.ms > sum(s.ms for s in rest), "the matmul dominates a sum of 3 numbers and an add of 1"
     assert top.bytes == N * N * 4, "a new N x N float32 tensor"
+    assert sorted(s.bytes for s in rest) == [4, 4], "two new scalars"
     assert top.source.startswith("test_profile.py:") and "a @ b" in top.source
     assert 0 < p.attributed_ms() and p.call_ms > 0 and p.eager_call_ms > 0
     assert "matmul" in str(p)
@@ -146,3 +147,13 @@ def test_a_document_with_a_profile_of_an_unknown_step_is_refused():
     doc["profile"]["steps"]["s999"] = {"total_ms": 1.0, "nodes": {}}
     with pytest.raises(thunder_viz.graph.DocumentError, match="no step has this id"):
         validate_document(doc)
+
+
+def test_profiling_a_new_function_or_new_inputs_profiles_what_those_inputs_run():
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    p = thunder_viz.profile(jf, torch.randn(8, 8), torch.randn(8, 8), torch.randn(3), calls=1)  # never called
+    assert max(s.bytes for s in p.statements) == 8 * 8 * 4
+    p = thunder_viz.profile(jf, torch.randn(32, 32), torch.randn(32, 32), torch.randn(3), calls=1)  # compiles again
+    assert p.traces["computation"] is thunder.last_traces(jf)[-1]
+    assert max(s.bytes for s in p.statements) == 32 * 32 * 4
+    assert all(s.ms > 0 for s in p.statements), "every statement was measured"
