@@ -118,6 +118,7 @@ class _Facts:
         self._bsyms: dict[int, tuple[BoundSymbol, dict]] = {}
         self._sources: dict[SourceLocation, dict] = {}
         self._decompositions: dict[int, tuple[tuple, list[str]]] = {}
+        self.printed: dict = {}  # the printed lines of each bound symbol (codegen.trace_source's lines_cache)
         # Parameter and buffer names -> qualified names (``TraceCtx.input_paths``), of every step so far:
         # the traces of one compilation share their names.
         self.paths: dict[str, str] = {}
@@ -204,10 +205,10 @@ def _label(bsym: BoundSymbol) -> str:
 
 
 # --- lines -------------------------------------------------------------------------------
-def _printed(trace) -> tuple[str, list[int]]:
+def _printed(trace, lines_cache: dict | None = None) -> tuple[str, list[int]]:
     """The trace's source and the line of it printing each top-level bound symbol (Note [Statement lines])."""
     printer = Printer()
-    source = trace_source(trace, print_depth=1, printer=printer)
+    source = trace_source(trace, print_depth=1, printer=printer, lines_cache=lines_cache)
     starts: dict[int, list[int]] = {}  # id(bound symbol) -> the first line of each of its statements
     prev, prev_line = None, 0
     for line, bsym in printer.line_bsyms.items():  # in increasing line order
@@ -347,7 +348,7 @@ class _StepBuilder:
         bsyms = trace.bound_symbols
         executed = (self.inherit and prev.executed) or pass_name == "Transform for execution"
         self.out.executed = executed or any(b.sym.executor is not None for b in bsyms)
-        source, lines = _printed(trace)
+        source, lines = _printed(trace, self.facts.printed)
         prev_ids = prev.uid_to_id if self.inherit else {}
         # Several new bound symbols made from one: a decomposition, numbered in order.
         made_from: dict[int, int] = {}

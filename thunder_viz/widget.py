@@ -19,7 +19,6 @@ thunder_viz.session, thunder_viz.render.pack, thunder_viz.render.mime (lazily).
 from __future__ import annotations
 
 import contextlib
-import copy
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -160,10 +159,9 @@ class ExplorerWidget(anywidget.AnyWidget):
 
     def saved_document(self) -> dict:
         """The document as a saved output shows it: the same, but with nothing to recompile with."""
-        doc = copy.deepcopy(self.document)
+        doc = dict(self.document)  # the steps are shared, never changed (and packed once: render/pack.py)
         if isinstance(doc.get("executors"), dict):
-            doc["executors"]["interactive"] = False
-            doc["executors"]["reason"] = SAVED_REASON
+            doc["executors"] = {**doc["executors"], "interactive": False, "reason": SAVED_REASON}
         return doc
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict, dict] | None:

@@ -198,6 +198,23 @@ def bsym_lines(bsym: BoundSymbol, *, print_depth: int = 1, printer: Printer | No
     return lines
 
 
+def _lines_of(bsym: BoundSymbol, print_depth: int, printer: Printer, cache: dict | None) -> list[str]:
+    """``bsym_lines`` at indent 1, from ``cache`` when it holds this bound symbol's lines."""
+    if cache is None:
+        return bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1)
+    key = (id(bsym), print_depth)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is bsym:
+        for name, value in hit[2]:
+            printer.add_ctx(name, value)
+        return hit[1]
+    consts, known = len(printer._const_names), set(printer.ctx)
+    lines = bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1)
+    if len(printer._const_names) == consts:  # a constant's name depends on the trace it is printed in
+        cache[key] = (bsym, lines, [(k, v) for k, v in printer.ctx.items() if k not in known])
+    return lines
+
+
 def trace_source(
     trace,
     *,
@@ -205,11 +222,14 @@ def trace_source(
     printer: Printer | None = None,
     with_header: bool = True,
     ranges: Callable[[int, BoundSymbol], str | None] | None = None,
+    lines_cache: dict | None = None,
 ) -> str:
     """The Python source of a trace.
 
     ``ranges(i, bsym)`` names a profiler range around the statement of the ``i``-th bound symbol
-    (None: no range); see Note [Profiling ranges]."""
+    (None: no range); see Note [Profiling ranges]. ``lines_cache`` (a dict the caller keeps while it
+    prints traces that share bound symbols, such as the steps of one compilation) reuses the lines of
+    a bound symbol printed before, when they named no constant of their own."""
     printer = printer or Printer()
     if ranges is not None:
         printer.add_ctx("_range_enter", torch.ops.profiler._record_function_enter_new)
@@ -231,7 +251,7 @@ def trace_source(
         if name is not None:
             body.append(f"  _thunder_range = _range_enter({name!r})")
         start = len(body)
-        body.extend(bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1))
+        body.extend(_lines_of(bsym, print_depth, printer, lines_cache))
         spans.append((start, len(body), bsym))
         if name is not None:
             body.append("  _range_exit(_thunder_range)")
