@@ -184,7 +184,7 @@ class _Facts:
 # node keeps its id through such renames (see "Identity" in docs/trace-schema.md), so it keeps the
 # label it had in the first step it appeared in; a new node (a decomposition's part, a fusion) is
 # labelled with its own symbol's name, less the namespaces of torch and of the executors.
-_NAMESPACES = ("ltorch.", "torch.nn.functional.", "nn.functional.", "torch.Tensor.", "Tensor.", "torch.", "torch_")
+_NAMESPACES = ("dist_", "dist.", "ltorch.", "torch.nn.functional.", "nn.functional.", "torch.Tensor.", "Tensor.", "torch.", "torch_")
 
 
 def torch_name(name: str) -> str:

@@ -15,6 +15,7 @@ import type { LayoutStepInput, StepLayout } from "./layout";
 import { plumbingCount, withoutPlumbing } from "./plumbing";
 import { createLayoutProvider, type LayoutProvider } from "./layout-client";
 import {
+  overlapDetails,
   diffSummary,
   errorBox,
   executorsPanel,
@@ -41,6 +42,7 @@ import {
   type StepProfile,
 } from "./profile-view";
 import { SourcePane } from "./source-pane";
+import { overlaps, type Overlap } from "./collectives";
 import { gradientNodes, opCount, StepRelations, stepListItems } from "./steps";
 
 export interface MountOptions {
@@ -88,6 +90,9 @@ class Explorer {
   private stepProf: StepProfile | null = null;
   private profiling = false;
   private hadProfile = false;
+  /** The shown step's collectives and the compute each overlaps (collectives.ts). */
+  private stepOverlaps = new Map<string, Overlap>();
+  private marksOverlap = false;
   private readonly graph: GraphView;
   private readonly unsubscribe: () => void;
 
@@ -460,6 +465,7 @@ class Explorer {
   private renderStep(step: Step, layout: StepLayout): void {
     const doc = this.doc;
     this.stepNodes = new Map(step.nodes.map((n) => [n.id, n]));
+    this.stepOverlaps = overlaps(step);
     const diffClass = new Map<string, string>();
     if (step.diff) {
       for (const id of step.diff.added) diffClass.set(id, "diff-added");
@@ -572,9 +578,18 @@ class Explorer {
     this.graph.refresh();
   }
 
+  /** A selected collective or wait marks itself, its partner and the compute between them. */
+  private overlapMarks(): string[] {
+    const o = this.selected === null ? undefined : this.stepOverlaps.get(this.selected);
+    if (!o) return [];
+    return [o.collective, ...(o.wait === null ? [] : [o.wait]), ...o.compute];
+  }
+
   private applySelection(reveal: boolean): void {
     const id = this.selected;
     this.graph.setSelected(id);
+    if (this.marksOverlap || this.overlapMarks().length) this.applyMarks();
+    this.marksOverlap = this.overlapMarks().length > 0;
     const node = id === null ? undefined : this.stepNodes.get(id);
     const line = node && node.line !== null ? node.line : null;
     this.source.setCurrent(line);
@@ -638,18 +653,22 @@ class Explorer {
         diffLabel = `fusion of ${diff.fused[node.id]?.length ?? 0} ops from the previous step`;
     }
     const fusion = node.fused_into === null ? undefined : this.stepNodes.get(node.fused_into);
+    const [title, ...rest] = nodeDetails(
+      this.doc,
+      node,
+      step,
+      fusion,
+      lineage.filter((l) => l.stepIndex >= 0),
+      origin.filter((l) => l.stepIndex >= 0),
+      gradients,
+      diffLabel,
+    );
+    // what was measured and what overlaps first: below the title, above the node's facts
     this.detailsEl.replaceChildren(
-      ...nodeDetails(
-        this.doc,
-        node,
-        step,
-        fusion,
-        lineage.filter((l) => l.stepIndex >= 0),
-        origin.filter((l) => l.stepIndex >= 0),
-        gradients,
-        diffLabel,
-      ),
+      ...(title ? [title] : []),
       ...nodeCostLine(this.doc, this.stepProf, node.id),
+      ...overlapDetails(this.doc, this.stepOverlaps.get(node.id), this.stepNodes, this.stepIndex),
+      ...rest,
     );
   }
 
@@ -715,7 +734,7 @@ class Explorer {
 
   /** Search matches and gradient marks share the search-match styling. */
   private applyMarks(): void {
-    const set = new Set([...this.matches, ...this.gradientMarks()]);
+    const set = new Set([...this.matches, ...this.gradientMarks(), ...this.overlapMarks()]);
     this.graph.setMatches(set);
     const lines = new Set<number>();
     for (const id of set) {

@@ -5,6 +5,7 @@
  * Layer: front-end core; imports the schema types, the scene (graph-scene.ts) and the safe DOM
  * helpers. All document text is set as text.
  */
+import { commKind } from "./collectives";
 import { formatMs, s, truncate, truncateStart } from "./dom";
 import { groupLabelText, LABEL_X, type GroupBox, type Item } from "./graph-scene";
 import { heatClass, type StepProfile } from "./profile-view";
@@ -78,6 +79,8 @@ export function itemElement(ctx: DrawContext, it: Item): SVGElement {
   const node = it.node as TraceNode;
   const classes = ["node", executorClass(node.executor)];
   if (node.fusion) classes.push("fusion");
+  const comm = commKind(node);
+  if (comm) classes.push(`comm-${comm}`);
   // a node whose `del` note this pass added shows as added: the del statements are new
   const freed = ctx.notes.get(node.id)?.dels;
   const diff =
@@ -98,7 +101,12 @@ export function itemElement(ctx: DrawContext, it: Item): SVGElement {
       transform: `translate(${it.x},${it.y})`,
       "aria-selected": node.id === ctx.selected ? "true" : null,
     },
-    s(doc, "rect", { class: "node-box", width: it.w, height: it.h, rx: 6 }),
+    s(doc, "rect", {
+      class: "node-box",
+      width: it.w,
+      height: it.h,
+      rx: comm === "collective" || comm === "wait" ? it.h / 2 : 6,
+    }),
     s(doc, "rect", { class: "node-band", width: 6, height: it.h, rx: 2 }),
     s(doc, "text", { class: "node-label", x: 14, y: 18 }, truncate(it.label, LABEL_CHARS)),
     s(doc, "text", { class: "node-sub", x: 14, y: 34 }, truncate(sub, LABEL_CHARS + 4)),

@@ -6,6 +6,7 @@
  * string goes through `h(...)` children, i.e. becomes a text node.
  */
 import { breakable, formatMs, formatShape, h } from "./dom";
+import type { Overlap } from "./collectives";
 import { executorClass } from "./graph-elements";
 import type {
   Diff,
@@ -566,4 +567,68 @@ function profileButton(doc: Document, action: ProfileAction): HTMLElement {
   );
   button.addEventListener("click", () => action.onProfile());
   return button;
+}
+
+/**
+ * The details of a collective or its wait: which collective, where it is waited for, and the
+ * compute that runs in between (links select them); the graph marks the same nodes.
+ */
+export function overlapDetails(
+  doc: Document,
+  o: Overlap | undefined,
+  nodes: Map<string, TraceNode>,
+  stepIndex: number,
+): HTMLElement[] {
+  if (!o) return [];
+  const link = (id: string): HTMLElement => {
+    const n = nodes.get(id);
+    return h(
+      doc,
+      "button",
+      {
+        type: "button",
+        class: "tx-link",
+        "data-testid": "lineage-link",
+        "data-step-index": stepIndex,
+        "data-node-id": id,
+      },
+      n ? nodeText(n) : id,
+    );
+  };
+  const c = nodes.get(o.collective);
+  const what = c ? `${nodeText(c)} (${o.collective})` : o.collective;
+  const text =
+    o.wait === null
+      ? `${what} is not waited for in this step.`
+      : o.compute.length
+        ? `While ${what} is in flight, ${o.compute.length} op${o.compute.length === 1 ? "" : "s"} run before its wait: they hide the communication.`
+        : `Nothing runs while ${what} is in flight: its wait follows the collective at once (no overlap).`;
+  const shown = o.compute.slice(0, 12);
+  return [
+    h(
+      doc,
+      "section",
+      { class: "tx-overlap", "data-testid": "overlap" },
+      h(doc, "h4", {}, "Communication"),
+      h(doc, "p", {}, text),
+      h(
+        doc,
+        "p",
+        {},
+        "collective ",
+        link(o.collective),
+        ...(o.wait === null ? [] : [" · wait ", link(o.wait)]),
+      ),
+      shown.length
+        ? h(
+            doc,
+            "p",
+            { class: "tx-overlap-compute" },
+            "overlapping: ",
+            ...shown.flatMap((id, i) => (i ? [", ", link(id)] : [link(id)])),
+            o.compute.length > shown.length ? ` and ${o.compute.length - shown.length} more` : "",
+          )
+        : null,
+    ),
+  ];
 }
