@@ -32,7 +32,11 @@ from __future__ import annotations
 import bisect
 import contextlib
 import math
+import os
+import re
 import statistics
+import sys
+import tempfile
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -337,9 +341,41 @@ def _labels(trace: Any, tag: str) -> dict[int, str]:
     return out
 
 
-def _profiler(cuda: bool):
+@contextlib.contextmanager
+def _profiler(cuda: bool) -> Iterator[Any]:
     # torch.autograd.profiler directly: torch.profiler.profile first imports torch._inductor (seconds)
-    return torch_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, profile_memory=True)
+    with _without_profiler_log():
+        with torch_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, profile_memory=True) as prof:
+            yield prof
+
+
+# What torch's profiler logs from C++ straight to the process's stderr: each start and stop, and once a
+# warning that memory allocated before it started is not counted (the inputs, the parameters).
+_PROFILER_LOG = re.compile(r"^(USDT|STAGE):|CPUAllocator\.cpp.*before the profiling started")
+
+
+@contextlib.contextmanager
+def _without_profiler_log() -> Iterator[None]:
+    """Drops the profiler's own log lines (they would fill a notebook cell, with timestamps); anything
+    else written to the process's stderr meanwhile is written back afterwards."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no file descriptor 2 to borrow
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines = sink.read().decode("utf-8", "replace").splitlines(keepends=True)
+            kept = "".join(line for line in lines if not _PROFILER_LOG.search(line))
+            if kept:
+                sys.stderr.write(kept)
 
 
 def _range_totals(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, float, int]]:

@@ -157,3 +157,21 @@ def test_profiling_a_new_function_or_new_inputs_profiles_what_those_inputs_run()
     assert p.traces["computation"] is thunder.last_traces(jf)[-1]
     assert max(s.bytes for s in p.statements) == 32 * 32 * 4
     assert all(s.ms > 0 for s in p.statements), "every statement was measured"
+
+
+def test_the_profiler_log_lines_are_dropped_and_other_output_kept(capfd):
+    import os
+    import sys
+
+    from thunder_viz.profile import _without_profiler_log
+
+    with _without_profiler_log():
+        os.write(2, b"USDT:2026-12-05 12:00:00 1:1 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+        os.write(2, b"a warning of the program\n")
+    sys.stderr.flush()
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "a warning of the program" in err
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    a = torch.randn(4, 4)
+    thunder_viz.profile(jf, a, a, a, calls=1)
+    assert "USDT" not in capfd.readouterr().err
