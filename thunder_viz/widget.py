@@ -105,12 +105,22 @@ class ExplorerWidget(anywidget.AnyWidget):
         self._interactive = interactive
         self._reason = reason
         self._displayed = False
+        self._saved: tuple[dict, dict] | None = None
         self.document = self._document()
-        super().__init__(doc=pack_document(self.document), status=STATUS_READY, explorer_id=uuid.uuid4().hex, **kwargs)
+        super().__init__(doc=self._packed(), status=STATUS_READY, explorer_id=uuid.uuid4().hex, **kwargs)
         self.on_msg(self._on_custom_message)
 
     def _document(self) -> dict:
+        self._saved = None
         return self.session.to_document(interactive=self._interactive, reason=self._reason)
+
+    def _packed(self) -> dict:
+        """The live document packed: its saved form's data (packed once for this and the display's
+        snapshot, render/pack.py) with the live executors beside it."""
+        packed = pack_document(self.saved_document())
+        if isinstance(self.document.get("executors"), dict):
+            packed["executors"] = self.document["executors"]
+        return packed
 
     def rerun(self, executors: Sequence[Any]) -> Run:
         """Recompiles with ``executors``, reruns with the last inputs and shows the new steps and run."""
@@ -118,7 +128,7 @@ class ExplorerWidget(anywidget.AnyWidget):
         try:
             run = self.session.rerun(executors)
             self.document = self._document()
-            self.doc = pack_document(self.document)
+            self.doc = self._packed()
         except Exception as exc:
             self.status = f"error: {exc}"
             raise
@@ -133,7 +143,7 @@ class ExplorerWidget(anywidget.AnyWidget):
         try:
             result = self.session.profile(calls=calls)
             self.document = self._document()
-            self.doc = pack_document(self.document)
+            self.doc = self._packed()
         except Exception as exc:
             self.status = f"error: {type(exc).__name__}: {exc}"
             raise
@@ -159,9 +169,12 @@ class ExplorerWidget(anywidget.AnyWidget):
 
     def saved_document(self) -> dict:
         """The document as a saved output shows it: the same, but with nothing to recompile with."""
-        doc = dict(self.document)  # the steps are shared, never changed (and packed once: render/pack.py)
+        if self._saved is not None and self._saved[0] is self.document:
+            return self._saved[1]
+        doc = dict(self.document)  # the steps are shared, never changed
         if isinstance(doc.get("executors"), dict):
             doc["executors"] = {**doc["executors"], "interactive": False, "reason": SAVED_REASON}
+        self._saved = (self.document, doc)  # one object: packed once (render/pack.py)
         return doc
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict, dict] | None:

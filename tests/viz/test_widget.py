@@ -331,3 +331,18 @@ def test_profile_message_profiles_and_updates_the_document():
     [doc_update] = [u for u in updates if "doc" in u]
     assert unpack_document(doc_update["doc"])["profile"] == profile
     session_stubs.validate(w.document)
+
+
+def test_a_profile_is_kept_in_the_saved_output_and_the_html_snapshot(tmp_path, display_pub):
+    from thunder_viz.render.html import packed_in_html
+
+    jf = thunder.jit(scaled_tanh, executors=["torch"])
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    widget = thunder_viz.explore(jf, args=(x, w))
+    widget._ipython_display_()
+    widget.profile(calls=1)
+    saved = document_of(widget._repr_mimebundle_()[0])
+    assert saved["profile"] == widget.document["profile"] and saved["profile"]["steps"]
+    assert saved["executors"]["interactive"] is False and widget.document["executors"]["interactive"] is True
+    page = thunder_viz.write_html(jf, tmp_path / "p.html").read_text(encoding="utf-8")
+    assert unpack_document(packed_in_html(page))["profile"] == widget.document["profile"]
