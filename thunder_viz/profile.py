@@ -279,6 +279,13 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         traces.pop("backward", None)
     eager_ms, eager_modules = _eager_profile(original, call, calls, cuda)
     events = _range_totals(prof, _PREFIX, cuda)
+    if labels["computation"] and not any(name in events for name in labels["computation"].values()):
+        # never a table of zeros: the calls ran code this profile cannot see into
+        raise RuntimeError(
+            "profile: these inputs ran a cache entry compiled before the last compilation, and only the "
+            "last compilation's traces (thunder.last_traces) can be profiled and shown: profile a fresh "
+            "thunder.jit of the function with these inputs"
+        )
     statements = []
     for kind, trace in traces.items():
         for i, name in labels[kind].items():

@@ -175,3 +175,12 @@ def test_the_profiler_log_lines_are_dropped_and_other_output_kept(capfd):
     a = torch.randn(4, 4)
     thunder_viz.profile(jf, a, a, a, calls=1)
     assert "USDT" not in capfd.readouterr().err
+
+
+def test_inputs_that_run_an_older_cache_entry_are_refused_not_shown_as_zeros():
+    jf = thunder.jit(big_and_small, executors=["torch"], cache="constant values")
+    single = torch.randn(4, 4), torch.randn(4, 4), torch.randn(3)
+    jf(*single)
+    jf(*(t.double() for t in single))  # the last compilation is for float64
+    with pytest.raises(RuntimeError, match="cache entry compiled before the last compilation"):
+        thunder_viz.profile(jf, *single, calls=1)
