@@ -113,7 +113,11 @@ export function profilePanel(
     );
     return h(doc, "section", { class: "tx-profile", "data-testid": "profile" }, ...parts);
   }
-  const ranked = [...sp.costs].sort((a, b) => b[1].ms - a[1].ms).slice(0, TOP_N);
+  // nodes not drawn (bookkeeping folded away) count in the totals, not in the list
+  const ranked = [...sp.costs]
+    .filter(([id]) => nodes.has(id))
+    .sort((a, b) => b[1].ms - a[1].ms)
+    .slice(0, TOP_N);
   const rows = ranked.map(([id, c]) => {
     const n = nodes.get(id);
     const src = n?.source;

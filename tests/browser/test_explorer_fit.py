@@ -351,7 +351,8 @@ def test_profile_from_the_runs_table_colours_the_graph_and_compares_modules_with
             ex.locator('[data-testid="profile-module"]').all_inner_texts(),
         )
     )
-    assert "transformer.h.0" in modules and "ms" in modules["transformer.h.0"].split("\t")[-1], modules
+    # the default executors fuse the whole model: its module scope holds the time, beside eager's
+    assert "transformer" in modules and modules["transformer"].split("\t")[-1].endswith("ms"), modules
     # a row selects its node
     first = rows.first.get_attribute("data-node-id")
     ex.locator('[data-testid="profile-node"]').first.click()
