@@ -355,7 +355,14 @@ class Explorer {
     this.executorsSlot.replaceChildren(
       executorsPanel(
         this.doc,
-        { info, interactive, reason, pending: this.pending, busy: this.busy },
+        {
+          info,
+          interactive,
+          reason,
+          pending: this.pending,
+          busy: this.busy,
+          profiled: Boolean(model.profile),
+        },
         (name, on) => {
           if (on) this.pending.add(name);
           else this.pending.delete(name);

@@ -434,6 +434,8 @@ export interface ExecutorPanelState {
   reason: string;
   pending: Set<string>;
   busy: boolean;
+  /** The document has a profile: its steps are coloured by time share. */
+  profiled?: boolean;
 }
 
 /** Executor toggles (which double as the colour legend) and the rerun button. */
@@ -494,6 +496,9 @@ export function executorsPanel(
       "node colour = executor; ",
       h(doc, "span", { class: "tx-swatch exec-none" }),
       "unassigned",
+      st.profiled
+        ? "; in a profiled step: fill = share of its time (pale → red), band = executor"
+        : "",
     ),
     st.interactive
       ? null
