@@ -3,6 +3,7 @@
 # --- sessions, explorer widget and %thunder_jit (thunder_viz/session.py, widget.py, api.py, magic.py) ---
 import thunder as _thunder
 from thunder_viz.api import explore, write_html
+from thunder_viz.profile import profile
 from thunder_viz.session import Session
 
 # explore(jitted) after an ordinary call can rerun it (Note [Recording the last inputs] in thunder).

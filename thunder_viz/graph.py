@@ -118,6 +118,7 @@ class _Facts:
         self._bsyms: dict[int, tuple[BoundSymbol, dict]] = {}
         self._sources: dict[SourceLocation, dict] = {}
         self._decompositions: dict[int, tuple[tuple, list[str]]] = {}
+        self.printed: dict = {}  # the printed lines of each bound symbol (codegen.trace_source's lines_cache)
         # Parameter and buffer names -> qualified names (``TraceCtx.input_paths``), of every step so far:
         # the traces of one compilation share their names.
         self.paths: dict[str, str] = {}
@@ -183,7 +184,7 @@ class _Facts:
 # node keeps its id through such renames (see "Identity" in docs/trace-schema.md), so it keeps the
 # label it had in the first step it appeared in; a new node (a decomposition's part, a fusion) is
 # labelled with its own symbol's name, less the namespaces of torch and of the executors.
-_NAMESPACES = ("ltorch.", "torch.nn.functional.", "nn.functional.", "torch.Tensor.", "Tensor.", "torch.", "torch_")
+_NAMESPACES = ("dist_", "dist.", "ltorch.", "torch.nn.functional.", "nn.functional.", "torch.Tensor.", "Tensor.", "torch.", "torch_")
 
 
 def torch_name(name: str) -> str:
@@ -204,10 +205,10 @@ def _label(bsym: BoundSymbol) -> str:
 
 
 # --- lines -------------------------------------------------------------------------------
-def _printed(trace) -> tuple[str, list[int]]:
+def _printed(trace, lines_cache: dict | None = None) -> tuple[str, list[int]]:
     """The trace's source and the line of it printing each top-level bound symbol (Note [Statement lines])."""
     printer = Printer()
-    source = trace_source(trace, print_depth=1, printer=printer)
+    source = trace_source(trace, print_depth=1, printer=printer, lines_cache=lines_cache)
     starts: dict[int, list[int]] = {}  # id(bound symbol) -> the first line of each of its statements
     prev, prev_line = None, 0
     for line, bsym in printer.line_bsyms.items():  # in increasing line order
@@ -347,7 +348,7 @@ class _StepBuilder:
         bsyms = trace.bound_symbols
         executed = (self.inherit and prev.executed) or pass_name == "Transform for execution"
         self.out.executed = executed or any(b.sym.executor is not None for b in bsyms)
-        source, lines = _printed(trace)
+        source, lines = _printed(trace, self.facts.printed)
         prev_ids = prev.uid_to_id if self.inherit else {}
         # Several new bound symbols made from one: a decomposition, numbered in order.
         made_from: dict[int, int] = {}
@@ -706,6 +707,7 @@ def document(
     runs: Sequence[dict] = (),
     executors: dict | None = None,
     error: dict | None = None,
+    profile: dict | None = None,
 ) -> dict:
     """The trace document (schema ``thunder-trace`` version 1) of one explorer session."""
     doc = {
@@ -718,6 +720,8 @@ def document(
     }
     if executors is not None:
         doc["executors"] = executors
+    if profile is not None:
+        doc["profile"] = profile
     return doc
 
 
@@ -815,11 +819,36 @@ def validate_document(doc: Any, *, check_json: bool = True) -> None:
         _fields(run, f"runs[{i}]", _RUN)
         if run["error"] is not None:
             _validate_error(run["error"], f"runs[{i}].error")
+    if doc.get("profile") is not None:
+        _validate_profile(doc["profile"], step_ids)
     if check_json:
         try:
             json.dumps(doc, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise DocumentError(f"document: not strict JSON: {e}") from None
+
+
+_PROFILE = {
+    "calls": int, "device": str, "call_ms": _NUM, "eager_call_ms": (int, float, _NULL), "backward": bool,
+    "attributed_ms": _NUM, "steps": dict, "modules": list, "saved": (dict, _NULL),
+}  # fmt: skip
+_MODULE_COST = {"path": str, "ms": _NUM, "backward_ms": _NUM, "eager_ms": (int, float, _NULL)}
+_SAVED = {"step": str, "bytes": (int, _NULL), "bytes_before_remat": (int, _NULL), "timeline": list}
+
+
+def _validate_profile(profile: Any, step_ids: set[str]) -> None:
+    _fields(profile, "document.profile", _PROFILE)
+    for sid, cost in profile["steps"].items():
+        where = f"document.profile.steps[{sid!r}]"
+        _check(sid in step_ids, where, "no step has this id")
+        _fields(cost, where, {"total_ms": _NUM, "nodes": dict})
+        for nid, c in cost["nodes"].items():
+            _fields(c, f"{where}.nodes[{nid!r}]", {"ms": _NUM, "bytes": int})
+    for i, m in enumerate(profile["modules"]):
+        _fields(m, f"document.profile.modules[{i}]", _MODULE_COST)
+    if profile["saved"] is not None:
+        _fields(profile["saved"], "document.profile.saved", _SAVED)
+        _check(profile["saved"]["step"] in step_ids, "document.profile.saved.step", "no step has this id")
 
 
 def _validate_error(err: Any, where: str) -> None:

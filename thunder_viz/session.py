@@ -524,6 +524,22 @@ class Session:
         self.runs.append(run)
         return run
 
+    def profile(self, calls: int = 3) -> Any:
+        """Profiles the current jitted callable with the inputs of the last call
+        (:func:`thunder_viz.profile`); the document then carries it. Returns the
+        :class:`~thunder_viz.profile.Profile`; raises what the calls raise."""
+        from thunder_viz.profile import measure, set_last_profile
+
+        if not self.has_inputs:
+            raise ValueError(
+                f"cannot profile {self.title!r}: the inputs of its last call are unknown; "
+                "call it through the session or pass its inputs to thunder_viz.profile"
+            )
+        with _keeping_rng_state(), _keeping_grads(self.jitted, self.original):
+            result = measure(self.jitted, self.original, self.args, self.kwargs or {}, calls=calls)
+        set_last_profile(self.jitted, result)
+        return result
+
     def _rejit(self, executors: list[str]) -> Any:
         o = self.options
         return thunder.jit(
@@ -620,13 +636,17 @@ class Session:
     def to_document(self, *, interactive: bool | None = None, reason: str | None = None) -> dict:
         """The JSON document of ``docs/trace-schema.md`` for this session."""
         from thunder_viz import graph
+        from thunder_viz.profile import last_profile
 
+        steps = self.steps()
+        profile = last_profile(self.jitted)
         return graph.document(
             title=self.title,
-            steps=self.steps(),
+            steps=steps,
             runs=[run.to_json() for run in self.runs],
             executors=self.executors_json(interactive=interactive, reason=reason),
             error=None if self.error is None else self.error.to_json(),
+            profile=None if profile is None else profile.to_json(steps),
         )
 
 
@@ -662,6 +682,22 @@ def _keeping_rng_state():
         yield
     finally:
         _set_rng_state(state)
+
+
+@contextlib.contextmanager
+def _keeping_grads(*holders: Any):
+    """The ``.grad`` of the parameters of the modules among ``holders`` is put back afterwards
+    (profiling runs backwards whose gradients the user did not ask for)."""
+    params = {id(p): p for h in holders if isinstance(h, torch.nn.Module) for p in h.parameters()}
+    grads = [(p, p.grad, None if p.grad is None else p.grad.detach().clone()) for p in params.values()]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for p, grad, value in grads:
+                if grad is not None:
+                    grad.copy_(value)  # backwards accumulate into it in place
+                p.grad = grad
 
 
 def _draws_random_numbers(jitted: Any) -> bool:

@@ -4,7 +4,8 @@ Python owns the synced state: ``doc`` (the trace document of ``docs/trace-schema
 saved outputs store it: ``thunder_viz/render/pack.py``; 12-layer GPT-2 is 19.5 MB plain and 0.67 MB
 packed), ``status`` (``"ready"``, ``"running…"``, or ``"error: …"``) and ``explorer_id`` (also its display id). The front
 end asks for a rerun with the custom message ``{"type": "rerun", "executors": [...]}``; the widget
-recompiles and reruns through its :class:`~thunder_viz.session.Session` and replaces ``doc``.
+recompiles and reruns through its :class:`~thunder_viz.session.Session` and replaces ``doc``; and for a
+profile with ``{"type": "profile"}`` (the document then carries it).
 
 Its display also carries the document itself (``application/vnd.thunder.trace+json``), a
 static HTML snapshot and the trace source as text, so a saved notebook still shows something
@@ -17,7 +18,7 @@ thunder_viz.session, thunder_viz.render.pack, thunder_viz.render.mime (lazily).
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +39,7 @@ CSS_PATH = STATIC / "explorer.css"
 TRACE_MIME = "application/vnd.thunder.trace+json"
 STATUS_READY = "ready"
 STATUS_RUNNING = "running…"
+STATUS_PROFILING = "running… (profiling)"
 
 # Shown until the front-end bundle is built: the document as text, and the status.
 _PLACEHOLDER_ESM = """
@@ -103,12 +105,22 @@ class ExplorerWidget(anywidget.AnyWidget):
         self._interactive = interactive
         self._reason = reason
         self._displayed = False
+        self._saved: tuple[dict, dict] | None = None
         self.document = self._document()
-        super().__init__(doc=pack_document(self.document), status=STATUS_READY, explorer_id=uuid.uuid4().hex, **kwargs)
+        super().__init__(doc=self._packed(), status=STATUS_READY, explorer_id=uuid.uuid4().hex, **kwargs)
         self.on_msg(self._on_custom_message)
 
     def _document(self) -> dict:
+        self._saved = None
         return self.session.to_document(interactive=self._interactive, reason=self._reason)
+
+    def _packed(self) -> dict:
+        """The live document packed: its saved form's data (packed once for this and the display's
+        snapshot, render/pack.py) with the live executors beside it."""
+        packed = pack_document(self.saved_document())
+        if isinstance(self.document.get("executors"), dict):
+            packed["executors"] = self.document["executors"]
+        return packed
 
     def rerun(self, executors: Sequence[Any]) -> Run:
         """Recompiles with ``executors``, reruns with the last inputs and shows the new steps and run."""
@@ -116,7 +128,7 @@ class ExplorerWidget(anywidget.AnyWidget):
         try:
             run = self.session.rerun(executors)
             self.document = self._document()
-            self.doc = pack_document(self.document)
+            self.doc = self._packed()
         except Exception as exc:
             self.status = f"error: {exc}"
             raise
@@ -124,7 +136,26 @@ class ExplorerWidget(anywidget.AnyWidget):
         self._update_display()
         return run
 
+    def profile(self, calls: int = 3) -> Any:
+        """Profiles the function with the last inputs (:func:`thunder_viz.profile`) and shows where
+        its time and memory went."""
+        self.status = STATUS_PROFILING
+        try:
+            result = self.session.profile(calls=calls)
+            self.document = self._document()
+            self.doc = self._packed()
+        except Exception as exc:
+            self.status = f"error: {type(exc).__name__}: {exc}"
+            raise
+        self.status = STATUS_READY
+        self._update_display()
+        return result
+
     def _on_custom_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "profile":
+            with contextlib.suppress(Exception):  # the status says what failed; the kernel carries on
+                self.profile()
+            return
         if not isinstance(content, dict) or content.get("type") != "rerun":
             return
         executors = content.get("executors")
@@ -138,10 +169,12 @@ class ExplorerWidget(anywidget.AnyWidget):
 
     def saved_document(self) -> dict:
         """The document as a saved output shows it: the same, but with nothing to recompile with."""
-        doc = copy.deepcopy(self.document)
+        if self._saved is not None and self._saved[0] is self.document:
+            return self._saved[1]
+        doc = dict(self.document)  # the steps are shared, never changed
         if isinstance(doc.get("executors"), dict):
-            doc["executors"]["interactive"] = False
-            doc["executors"]["reason"] = SAVED_REASON
+            doc["executors"] = {**doc["executors"], "interactive": False, "reason": SAVED_REASON}
+        self._saved = (self.document, doc)  # one object: packed once (render/pack.py)
         return doc
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict, dict] | None:

@@ -7,25 +7,43 @@
  * browser tests use (data-testid attributes, see docs/trace-schema.md's companion notes in
  * thunder_viz); all document text is rendered as text.
  */
-import { formatMs, h, s, setAttrs, truncate } from "./dom";
+import { formatMs, h, setAttrs } from "./dom";
+import { headerControls, sideSplitter, zoomButton } from "./explorer-chrome";
 import { GraphView } from "./graph-view";
 import type { ExplorerHost } from "./host";
 import type { LayoutStepInput, StepLayout } from "./layout";
 import { plumbingCount, withoutPlumbing } from "./plumbing";
 import { createLayoutProvider, type LayoutProvider } from "./layout-client";
 import {
+  overlapDetails,
   diffSummary,
   errorBox,
   executorsPanel,
   invalidBox,
   nodeDetails,
-  nodeText,
   runsTable,
   type NodeLink,
 } from "./panels";
 import { validateDocument, type Step, type TraceDocument, type TraceNode } from "./schema";
-import { defaultCollapsed, groupChains, isDel } from "./scopes";
+import { defaultCollapsed, isDel } from "./scopes";
+import {
+  nameMatcher,
+  normalizeQuery,
+  searchIndex,
+  searchResultItems,
+  type SearchEntry,
+} from "./search";
+import {
+  moduleCostText,
+  nodeCostLine,
+  profilePanel,
+  savedTimelineChart,
+  stepProfile,
+  type StepProfile,
+} from "./profile-view";
 import { SourcePane } from "./source-pane";
+import { overlaps, type Overlap } from "./collectives";
+import { gradientNodes, opCount, StepRelations, stepListItems } from "./steps";
 
 export interface MountOptions {
   /** Lay out in a Web Worker when the page allows it (default true). */
@@ -49,9 +67,6 @@ export function layoutInput(step: Step): LayoutStepInput {
   };
 }
 
-/** The narrowest the side pane (trace source, details) can be dragged. */
-const SIDE_MIN = 220;
-
 class Explorer {
   private readonly doc: Document;
   private readonly root: HTMLElement;
@@ -69,6 +84,15 @@ class Explorer {
   private readonly detailsEl: HTMLElement;
   private readonly executorsSlot: HTMLElement;
   private readonly runsSlot: HTMLElement;
+  private readonly profileSlot: HTMLElement;
+  private readonly savedSlot: HTMLElement;
+  /** The shown step's profile (profile-view.ts), when the document has one for it. */
+  private stepProf: StepProfile | null = null;
+  private profiling = false;
+  private hadProfile = false;
+  /** The shown step's collectives and the compute each overlaps (collectives.ts). */
+  private stepOverlaps = new Map<string, Overlap>();
+  private marksOverlap = false;
   private readonly graph: GraphView;
   private readonly unsubscribe: () => void;
 
@@ -101,8 +125,7 @@ class Explorer {
   private searchCache: { step: Step; entries: SearchEntry[] } | null = null;
   /** A forward node selected before moving to a backward step: its gradient ops are marked. */
   private gradientOf: string | null = null;
-  /** Node id -> index of the last computation step holding it (built on demand). */
-  private lastForward: Map<string, number> | null = null;
+  private rel = new StepRelations([]);
   private pending = new Set<string>();
   private busy = false;
   private renderToken = 0;
@@ -121,91 +144,16 @@ class Explorer {
       onSelect: (id) => this.select(id),
       onToggleGroup: (gid) => this.toggleGroup(gid),
     });
-    this.titleEl = h(doc, "span", { class: "tx-title" });
-    this.statusEl = h(doc, "span", { class: "tx-status", "data-testid": "status", role: "status" });
-    this.searchEl = h(doc, "input", {
-      type: "search",
-      class: "tx-search",
-      "data-testid": "search",
-      placeholder: "Search op, value or module  ( / )",
-      "aria-label": "search op, value, parameter or module name",
-    });
-    this.searchList = h(doc, "ul", {
-      class: "tx-search-results",
-      "data-testid": "search-results",
-      role: "listbox",
-      "aria-label": "search matches",
-      hidden: true,
-    });
-    this.searchCount = h(doc, "span", { class: "tx-search-count", "data-testid": "search-count" });
-    this.plumbingBox = h(doc, "input", { type: "checkbox", "data-testid": "show-plumbing" });
-    this.plumbingEl = h(
-      doc,
-      "label",
-      {
-        class: "tx-plumbing",
-        hidden: true,
-        title:
-          "attribute stores a library makes for its own bookkeeping (transformers' output collector): not computation",
-      },
-      this.plumbingBox,
-      "",
-    );
-    this.wholeWordEl = h(
-      doc,
-      "button",
-      {
-        type: "button",
-        class: "tx-whole-word",
-        "data-testid": "search-whole-word",
-        "aria-pressed": "false",
-        title: "Match whole words only (default: any part of a name, any case)",
-      },
-      "ab",
-    );
-    const zoomButton = (
-      testid: string,
-      text: string,
-      label: string,
-      fn: () => void,
-    ): HTMLElement => {
-      const b = h(
-        doc,
-        "button",
-        {
-          type: "button",
-          class: "tx-zoom",
-          "data-testid": testid,
-          title: label,
-          "aria-label": label,
-        },
-        text,
-      );
-      b.addEventListener("click", fn);
-      return b;
-    };
-    this.maximizeEl = h(
-      doc,
-      "button",
-      {
-        type: "button",
-        class: "tx-zoom tx-maximize",
-        "data-testid": "maximize",
-        "aria-pressed": "false",
-        title: "give the explorer the whole tab (Esc restores)",
-        "aria-label": "maximize",
-      },
-      s(
-        doc,
-        "svg",
-        { viewBox: "0 0 12 12", width: 12, height: 12, "aria-hidden": "true" },
-        s(doc, "path", {
-          d: "M1 4V1h3M8 1h3v3M11 8v3H8M4 11H1V8",
-          fill: "none",
-          stroke: "currentColor",
-        }),
-      ),
-    );
+    const controls = headerControls(doc);
+    this.titleEl = controls.titleEl;
+    this.statusEl = controls.statusEl;
+    this.searchEl = controls.searchEl;
+    this.searchList = controls.searchList;
+    this.searchCount = controls.searchCount;
+    this.plumbingBox = controls.plumbingBox;
+    this.plumbingEl = controls.plumbingEl;
+    this.wholeWordEl = controls.wholeWordEl;
+    this.maximizeEl = controls.maximizeEl;
     this.maximizeEl.addEventListener("click", () => this.setMaximized(!this.maximized));
     const header = h(
       doc,
@@ -219,9 +167,9 @@ class Explorer {
       h(doc, "span", { class: "tx-search-box" }, this.searchEl, this.searchList),
       this.wholeWordEl,
       this.searchCount,
-      zoomButton("zoom-out", "−", "zoom out", () => this.graph.zoomBy(1 / 1.25)),
-      zoomButton("zoom-in", "+", "zoom in", () => this.graph.zoomBy(1.25)),
-      zoomButton("zoom-fit", "⤢", "fit graph", () => this.graph.fit()),
+      zoomButton(doc, "zoom-out", "−", "zoom out", () => this.graph.zoomBy(1 / 1.25)),
+      zoomButton(doc, "zoom-in", "+", "zoom in", () => this.graph.zoomBy(1.25)),
+      zoomButton(doc, "zoom-fit", "⤢", "fit graph", () => this.graph.fit()),
       this.maximizeEl,
     );
     this.errorSlot = h(doc, "div", { class: "tx-error-slot" });
@@ -246,6 +194,8 @@ class Explorer {
     });
     this.executorsSlot = h(doc, "div", { class: "tx-executors-slot" });
     this.runsSlot = h(doc, "div", { class: "tx-runs-slot" });
+    this.profileSlot = h(doc, "div", { class: "tx-profile-slot" });
+    this.savedSlot = h(doc, "div", { class: "tx-saved-slot" });
     this.body = h(
       doc,
       "div",
@@ -265,12 +215,13 @@ class Explorer {
         this.stepHeader,
         this.diffSlot,
         h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg, this.graph.wheelHint),
+        this.savedSlot,
       ),
       h(
         doc,
         "div",
         { class: "tx-side" },
-        this.splitter(doc),
+        sideSplitter(doc),
         h(
           doc,
           "section",
@@ -279,6 +230,7 @@ class Explorer {
           this.sourceEl,
         ),
         this.detailsEl,
+        this.profileSlot,
       ),
     );
     this.root = h(
@@ -314,12 +266,15 @@ class Explorer {
     if (this.busy && status !== this.lastStatus && !/running/i.test(status)) {
       // the host finished (or failed) without a new document: let the user try again
       this.busy = false;
+      this.profiling = false;
       this.renderExecutors();
+      this.renderRuns();
     }
     this.lastStatus = status;
     if (raw !== this.rawDoc) {
       this.rawDoc = raw;
       this.busy = false;
+      this.profiling = false;
       const result = validateDocument(raw);
       if (result.ok) this.setDocument(result.doc);
       else this.showInvalid(result.errors);
@@ -335,6 +290,8 @@ class Explorer {
     this.body.hidden = true;
     this.executorsSlot.replaceChildren();
     this.runsSlot.replaceChildren();
+    this.profileSlot.replaceChildren();
+    this.savedSlot.replaceChildren();
     setAttrs(this.root, { "data-invalid": "true" });
   }
 
@@ -345,7 +302,7 @@ class Explorer {
     this.plumbingEl.lastChild!.textContent = ` show bookkeeping (${plumbing})`;
     const model = this.showPlumbing ? full : withoutPlumbing(full);
     this.model = model;
-    this.lastForward = null;
+    this.rel = new StepRelations(model.steps);
     this.body.hidden = false;
     setAttrs(this.root, { "data-invalid": null });
     this.titleEl.textContent = model.title;
@@ -359,67 +316,29 @@ class Explorer {
       ...(model.error ? [errorBox(this.doc, model.error, model.steps.length)] : []),
     );
     this.renderExecutors();
-    this.runsSlot.replaceChildren(runsTable(this.doc, model.runs));
+    this.renderRuns();
     const footer = this.runsSlot.parentElement;
     if (footer) footer.scrollTop = footer.scrollHeight; // the latest run in view when there are many
+    // a profile opens on the forward step it measured: on the first view, and when it arrives
+    const profiled = model.profile
+      ? model.steps.findIndex((s) => s.kind === "computation" && s.id in model.profile!.steps)
+      : -1;
     if (!this.opened) {
       this.opened = true;
       this.stepIndex = Math.max(
         0,
         model.steps.findIndex((s) => s.kind === "computation"),
       );
+      if (profiled >= 0) this.stepIndex = profiled;
+    } else if (profiled >= 0 && !this.hadProfile) {
+      this.stepIndex = profiled;
     }
+    this.hadProfile = profiled >= 0;
     this.showStep(Math.min(this.stepIndex, Math.max(0, model.steps.length - 1)));
   }
 
   private renderStepList(): void {
-    const model = this.model;
-    if (!model) return;
-    const doc = this.doc;
-    const items = model.steps.map((st, i) => {
-      const d = st.diff;
-      const changes = d
-        ? `+${d.added.length} −${d.removed.length} ~${d.rewritten.length}${Object.keys(d.fused).length ? ` ⊕${Object.keys(d.fused).length}` : ""}`
-        : "";
-      return h(
-        doc,
-        "li",
-        {
-          class: `tx-step kind-${st.kind}`,
-          "data-testid": "step",
-          "data-step-index": i,
-          role: "option",
-          tabindex: -1,
-          "aria-selected": "false",
-        },
-        h(doc, "span", { class: "tx-step-index" }, String(i)),
-        h(
-          doc,
-          "span",
-          { class: "tx-step-text" },
-          h(doc, "span", { class: "tx-step-pass" }, truncate(st.pass, 40)),
-          h(
-            doc,
-            "span",
-            { class: "tx-step-meta" },
-            `${st.kind} · ${opCount(st)} ops · ${formatMs(st.ms)}`,
-          ),
-          changes ? h(doc, "span", { class: "tx-step-diff" }, changes) : null,
-        ),
-      );
-    });
-    if (model.error) {
-      items.push(
-        h(
-          doc,
-          "li",
-          { class: "tx-step tx-step-failed", "aria-disabled": "true" },
-          h(doc, "span", { class: "tx-step-index" }, "✕"),
-          h(doc, "span", { class: "tx-step-text" }, `failed while ${model.error.stage}`),
-        ),
-      );
-    }
-    this.stepList.replaceChildren(...items);
+    if (this.model) this.stepList.replaceChildren(...stepListItems(this.doc, this.model));
   }
 
   private renderExecutors(): void {
@@ -436,7 +355,14 @@ class Explorer {
     this.executorsSlot.replaceChildren(
       executorsPanel(
         this.doc,
-        { info, interactive, reason, pending: this.pending, busy: this.busy },
+        {
+          info,
+          interactive,
+          reason,
+          pending: this.pending,
+          busy: this.busy,
+          profiled: Boolean(model.profile),
+        },
         (name, on) => {
           if (on) this.pending.add(name);
           else this.pending.delete(name);
@@ -444,6 +370,43 @@ class Explorer {
         () => this.rerun(),
       ),
     );
+  }
+
+  private renderRuns(): void {
+    const model = this.model;
+    if (!model) return;
+    const canProfile = typeof this.host.requestProfile === "function";
+    const action = canProfile
+      ? {
+          enabled: Boolean(model.executors?.interactive),
+          busy: this.busy,
+          onProfile: () => this.requestProfile(),
+        }
+      : null;
+    this.runsSlot.replaceChildren(runsTable(this.doc, model.runs, action));
+  }
+
+  private requestProfile(): void {
+    if (!this.host.requestProfile || this.busy) return;
+    this.busy = true;
+    this.profiling = true;
+    this.renderExecutors();
+    this.renderRuns();
+    this.renderStatus();
+    this.host.requestProfile();
+  }
+
+  private renderProfile(step: Step | undefined): void {
+    const profile = this.model?.profile ?? null;
+    this.profileSlot.replaceChildren(
+      ...[profilePanel(this.doc, this.stepProf, profile, step, this.stepNodes)].filter(
+        (x): x is HTMLElement => x !== null,
+      ),
+    );
+    const chart = savedTimelineChart(this.doc, profile?.saved ?? null, step, (id) =>
+      this.select(id),
+    );
+    this.savedSlot.replaceChildren(...(chart ? [chart] : []));
   }
 
   private rerun(): void {
@@ -458,7 +421,8 @@ class Explorer {
 
   private renderStatus(): void {
     const hostStatus = this.host.getStatus?.() ?? "ready";
-    let text = this.busy && !/running/i.test(hostStatus) ? "running…" : hostStatus || "ready";
+    const waiting = this.profiling ? "profiling…" : "running…";
+    let text = this.busy && !/running/i.test(hostStatus) ? waiting : hostStatus || "ready";
     // A document that records a failure is not "ready": say where it failed.
     const failure = this.model?.error;
     if (failure && text === "ready") text = `error while ${failure.stage}`;
@@ -508,6 +472,7 @@ class Explorer {
   private renderStep(step: Step, layout: StepLayout): void {
     const doc = this.doc;
     this.stepNodes = new Map(step.nodes.map((n) => [n.id, n]));
+    this.stepOverlaps = overlaps(step);
     const diffClass = new Map<string, string>();
     if (step.diff) {
       for (const id of step.diff.added) diffClass.set(id, "diff-added");
@@ -523,7 +488,7 @@ class Explorer {
         ` ${step.kind} · ${opCount(step)} ops · ${formatMs(step.ms)}`,
       ),
     );
-    this.diffSlot.replaceChildren(diffSummary(doc, step.diff, this.previousStep(step), step));
+    this.diffSlot.replaceChildren(diffSummary(doc, step.diff, this.rel.previous(step), step));
 
     this.lineToNode = new Map();
     for (const n of step.nodes)
@@ -537,7 +502,18 @@ class Explorer {
     // The graph last: it measures its viewport, which lays out the page once, with everything.
     const big = defaultCollapsed(step);
     this.opensCollapsed = new Map(step.groups.map((g) => [g.id, g.collapsed || big.has(g.id)]));
-    this.graph.setStep({ step, layout, diffClass, isCollapsed: (gid) => this.isCollapsed(gid) });
+    const sp = stepProfile(this.model?.profile ?? null, step);
+    this.stepProf = sp;
+    const backward = step.kind === "backward";
+    this.graph.setStep({
+      step,
+      layout,
+      diffClass,
+      isCollapsed: (gid) => this.isCollapsed(gid),
+      profile: sp,
+      groupNote: (g) => (sp && g.kind === "module" ? moduleCostText(sp, g.label, backward) : null),
+    });
+    this.renderProfile(step);
 
     if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
     // a link that lands on a node inside a collapsed group (e.g. a fusion member) opens it
@@ -546,40 +522,6 @@ class Explorer {
     this.revealOnRender = false;
     this.applySearch();
     setAttrs(this.root, { "data-ready": "true", "data-step-index": step.index });
-  }
-
-  private previousStep(step: Step): Step | undefined {
-    const steps = this.model?.steps ?? [];
-    if (step.diff) {
-      const byId = steps.find((s) => s.id === step.diff?.previous);
-      if (byId) return byId;
-    }
-    const i = steps.indexOf(step);
-    for (let j = i - 1; j >= 0; j--) if (steps[j]?.kind === step.kind) return steps[j];
-    return undefined;
-  }
-
-  private firstStepOfKind(step: Step): Step | undefined {
-    return this.model?.steps.find((s) => s.kind === step.kind);
-  }
-
-  /** The last computation step holding a forward node (what a backward node's origin names). */
-  private forwardStep(id: string): Step | undefined {
-    const steps = this.model?.steps ?? [];
-    if (!this.lastForward) {
-      this.lastForward = new Map();
-      steps.forEach((s, i) => {
-        if (s.kind === "computation") for (const n of s.nodes) this.lastForward?.set(n.id, i);
-      });
-    }
-    const i = this.lastForward.get(id);
-    return i === undefined ? undefined : steps[i];
-  }
-
-  private lastBackwardStep(): Step | undefined {
-    const steps = this.model?.steps ?? [];
-    for (let i = steps.length - 1; i >= 0; i--) if (steps[i]?.kind === "backward") return steps[i];
-    return undefined;
   }
 
   /** The forward node whose gradient ops `to` marks after leaving `from` with `selected`. */
@@ -603,7 +545,7 @@ class Explorer {
   private gradientMarks(): string[] {
     const of = this.gradientOf;
     const step = this.currentStep();
-    const forward = of === null ? undefined : this.forwardStep(of);
+    const forward = of === null ? undefined : this.rel.forward(of);
     if (of === null || !forward || step?.kind !== "backward") return [];
     return gradientNodes(step, forward, of).map((n) => n.id);
   }
@@ -643,9 +585,18 @@ class Explorer {
     this.graph.refresh();
   }
 
+  /** A selected collective or wait marks itself, its partner and the compute between them. */
+  private overlapMarks(): string[] {
+    const o = this.selected === null ? undefined : this.stepOverlaps.get(this.selected);
+    if (!o) return [];
+    return [o.collective, ...(o.wait === null ? [] : [o.wait]), ...o.compute];
+  }
+
   private applySelection(reveal: boolean): void {
     const id = this.selected;
     this.graph.setSelected(id);
+    if (this.marksOverlap || this.overlapMarks().length) this.applyMarks();
+    this.marksOverlap = this.overlapMarks().length > 0;
     const node = id === null ? undefined : this.stepNodes.get(id);
     const line = node && node.line !== null ? node.line : null;
     this.source.setCurrent(line);
@@ -658,7 +609,7 @@ class Explorer {
     const step = this.currentStep();
     if (!node || !step) {
       const marked = this.gradientMarks().length;
-      const of = this.gradientOf === null ? undefined : this.forwardStep(this.gradientOf);
+      const of = this.gradientOf === null ? undefined : this.rel.forward(this.gradientOf);
       const ofNode = of?.nodes.find((n) => n.id === this.gradientOf);
       this.detailsEl.replaceChildren(
         h(
@@ -680,8 +631,8 @@ class Explorer {
       );
       return;
     }
-    const prev = this.previousStep(step);
-    const first = this.firstStepOfKind(step);
+    const prev = this.rel.previous(step);
+    const first = this.rel.firstOfKind(step);
     const steps = this.model?.steps ?? [];
     const link = (s: Step | undefined, id: string): NodeLink => ({
       stepIndex: s ? steps.indexOf(s) : -1,
@@ -692,11 +643,11 @@ class Explorer {
     // A backward node's origin names forward nodes; any other node's, the first step of its kind.
     const origin =
       step.kind === "backward"
-        ? node.origin.map((id) => link(this.forwardStep(id), id))
+        ? node.origin.map((id) => link(this.rel.forward(id), id))
         : first && first !== step
           ? node.origin.map((id) => link(first, id))
           : [];
-    const backward = step.kind === "computation" ? this.lastBackwardStep() : undefined;
+    const backward = step.kind === "computation" ? this.rel.lastBackward() : undefined;
     const gradients = backward
       ? gradientNodes(backward, step, node.id).map((n) => link(backward, n.id))
       : null;
@@ -709,17 +660,22 @@ class Explorer {
         diffLabel = `fusion of ${diff.fused[node.id]?.length ?? 0} ops from the previous step`;
     }
     const fusion = node.fused_into === null ? undefined : this.stepNodes.get(node.fused_into);
+    const [title, ...rest] = nodeDetails(
+      this.doc,
+      node,
+      step,
+      fusion,
+      lineage.filter((l) => l.stepIndex >= 0),
+      origin.filter((l) => l.stepIndex >= 0),
+      gradients,
+      diffLabel,
+    );
+    // what was measured and what overlaps first: below the title, above the node's facts
     this.detailsEl.replaceChildren(
-      ...nodeDetails(
-        this.doc,
-        node,
-        step,
-        fusion,
-        lineage.filter((l) => l.stepIndex >= 0),
-        origin.filter((l) => l.stepIndex >= 0),
-        gradients,
-        diffLabel,
-      ),
+      ...(title ? [title] : []),
+      ...nodeCostLine(this.doc, this.stepProf, node.id),
+      ...overlapDetails(this.doc, this.stepOverlaps.get(node.id), this.stepNodes, this.stepIndex),
+      ...rest,
     );
   }
 
@@ -750,11 +706,7 @@ class Explorer {
 
   /** Marks the matches of the query in the shown step and lists them under the search box. */
   private applySearch(): void {
-    // a dot at either end is a path being typed: `transformer.h.` finds what `transformer.h` does
-    const q = this.query
-      .trim()
-      .toLowerCase()
-      .replace(/^\.+|\.+$/g, "");
+    const q = normalizeQuery(this.query);
     const hit = nameMatcher(q, this.wholeWord);
     this.matches = q
       ? this.searchEntries()
@@ -769,38 +721,7 @@ class Explorer {
   }
 
   private renderSearchList(): void {
-    const doc = this.doc;
-    const shown = this.matches.slice(0, SEARCH_LIST_MAX).flatMap((id, i) => {
-      const n = this.stepNodes.get(id);
-      if (!n) return [];
-      const module = n.source?.module_path;
-      return [
-        h(
-          doc,
-          "li",
-          { role: "presentation" },
-          h(
-            doc,
-            "button",
-            {
-              type: "button",
-              class: "tx-search-result",
-              "data-testid": "search-result",
-              "data-match-index": i,
-              role: "option",
-              "aria-selected": "false",
-              title: n.op,
-            },
-            h(doc, "span", { class: "tx-search-op" }, nodeText(n)),
-            module ? h(doc, "span", { class: "tx-muted" }, ` ${module}`) : null,
-          ),
-        ),
-      ];
-    });
-    const more = this.matches.length - shown.length;
-    if (this.query.trim() && !this.matches.length)
-      shown.push(h(doc, "li", { class: "tx-muted" }, "no op, value or module by that name"));
-    else if (more > 0) shown.push(h(doc, "li", { class: "tx-muted" }, `and ${more} more`));
+    const shown = searchResultItems(this.doc, this.matches, this.stepNodes, this.query);
     this.searchList.replaceChildren(...shown);
     this.searchList.hidden = !shown.length || this.doc.activeElement !== this.searchEl;
   }
@@ -820,7 +741,7 @@ class Explorer {
 
   /** Search matches and gradient marks share the search-match styling. */
   private applyMarks(): void {
-    const set = new Set([...this.matches, ...this.gradientMarks()]);
+    const set = new Set([...this.matches, ...this.gradientMarks(), ...this.overlapMarks()]);
     this.graph.setMatches(set);
     const lines = new Set<number>();
     for (const id of set) {
@@ -892,6 +813,11 @@ class Explorer {
         lineEl.setAttribute("aria-current", "true");
       }
     });
+    this.profileSlot.addEventListener("click", (e) => {
+      const b = (e.target as Element | null)?.closest?.("[data-testid='profile-node']");
+      const id = b?.getAttribute("data-node-id");
+      if (id) this.select(id);
+    });
     this.detailsEl.addEventListener("click", (e) => {
       const link = (e.target as Element | null)?.closest?.("[data-testid='lineage-link']");
       if (!link) return;
@@ -922,54 +848,6 @@ class Explorer {
     this.revealOnRender = true;
     this.showStep(index, from);
     this.root.focus(); // the clicked link is gone with the old details: keep the keys working
-  }
-
-  /** The handle on the side pane's left edge: drag it (or use the arrow keys) to give the trace
-   * source and the details more or less room than the graph. */
-  private splitter(doc: Document): HTMLElement {
-    const handle = h(doc, "div", {
-      class: "tx-splitter",
-      "data-testid": "side-splitter",
-      role: "separator",
-      "aria-orientation": "vertical",
-      "aria-label": "resize the trace source pane",
-      tabindex: 0,
-    });
-    const width = (): number => handle.parentElement?.getBoundingClientRect().width ?? 0;
-    const setWidth = (w: number): void => {
-      const total = this.body.getBoundingClientRect().width;
-      const max = Math.max(SIDE_MIN, total * 0.7);
-      this.body.style.setProperty(
-        "--tx-side-w",
-        `${Math.round(Math.min(max, Math.max(SIDE_MIN, w)))}px`,
-      );
-    };
-    let drag: { x: number; w: number; id: number } | null = null;
-    handle.addEventListener("pointerdown", (e) => {
-      if (e.button !== 0) return;
-      e.preventDefault();
-      drag = { x: e.clientX, w: width(), id: e.pointerId };
-      try {
-        handle.setPointerCapture(e.pointerId);
-      } catch {
-        /* synthetic events have no capturable pointer */
-      }
-    });
-    handle.addEventListener("pointermove", (e) => {
-      if (drag && e.pointerId === drag.id) setWidth(drag.w - (e.clientX - drag.x));
-    });
-    const end = (): void => {
-      drag = null;
-    };
-    handle.addEventListener("pointerup", end);
-    handle.addEventListener("pointercancel", end);
-    handle.addEventListener("keydown", (e) => {
-      if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
-      e.preventDefault();
-      e.stopPropagation();
-      setWidth(width() + (e.key === "ArrowLeft" ? 40 : -40));
-    });
-    return handle;
   }
 
   /** The explorer over the whole tab (the notebook panel), or back in its cell. */
@@ -1035,67 +913,4 @@ class Explorer {
     }
     if (handled) e.preventDefault();
   }
-}
-
-/**
- * The nodes of a backward step computing the gradient of forward node `id` of step `forward`:
- * those whose origin names it or, for a fusion node, one of its members.
- */
-function gradientNodes(backward: Step, forward: Step, id: string): TraceNode[] {
-  const ids = new Set([id]);
-  for (const n of forward.nodes) if (n.fused_into === id) ids.add(n.id);
-  return backward.nodes.filter((n) => n.origin.some((o) => ids.has(o)));
-}
-
-/** Matches listed under the search box (all are marked in the graph and the source). */
-const SEARCH_LIST_MAX = 50;
-
-/** A node with the lower-cased names a search can hit, each wrapped in dots (`.ltorch.add.`). */
-/**
- * What a search hits: any name holding the query, in any case (`norm` finds `layer_norm`, `LN`
- * finds `ln_1.weight`), or with `wholeWord` only where it stands between non-word characters
- * (`weight` finds `ln_1.weight`, not `weights`; `transformer.h.1` not `transformer.h.10`).
- * `q` is lower case.
- */
-export function nameMatcher(q: string, wholeWord: boolean): (name: string) => boolean {
-  if (!wholeWord) return (name) => name.includes(q);
-  const escaped = q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const re = new RegExp(`(^|[^a-z0-9_])${escaped}($|[^a-z0-9_])`);
-  return (name) => re.test(name);
-}
-
-interface SearchEntry {
-  node: TraceNode;
-  names: string[];
-}
-
-/**
- * What a search can hit, per drawn node: its op and label, its module path and those of the
- * module groups around it, and the names (and parameter paths) of the values it reads and makes.
- * A query hits a name only as whole dot-separated parts, so `t18` is not `t180` and `h.0.attn`
- * finds `transformer.h.0.attn`; wrapping each name in dots makes that a plain `includes`.
- */
-function searchIndex(step: Step): SearchEntry[] {
-  const chains = groupChains(step);
-  const lower = (name: string): string => name.toLowerCase();
-  return step.nodes
-    .filter((n) => !isDel(n))
-    .map((n) => {
-      const names = [n.op, n.label];
-      if (n.source?.module_path) names.push(n.source.module_path);
-      for (const g of n.group === null ? [] : (chains.get(n.group) ?? []))
-        if (g.kind === "module") names.push(g.label);
-      for (const v of [...n.inputs, ...n.outputs]) {
-        names.push(v.name);
-        if (v.path) names.push(v.path);
-      }
-      return { node: n, names: names.map(lower) };
-    });
-}
-
-/** Statements of the trace (fusion members are not statements). */
-function opCount(step: Step): number {
-  let n = 0;
-  for (const node of step.nodes) if (node.fused_into === null) n++;
-  return n;
 }

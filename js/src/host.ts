@@ -19,6 +19,11 @@ export interface ExplorerHost {
    * hosts with no kernel: the explorer then disables the executor toggles and says why.
    */
   requestRerun?(executors: string[]): void;
+  /**
+   * Profiles the function with the last inputs (`thunder_viz.profile`); the next document carries
+   * the profile. Absent for hosts with no kernel.
+   */
+  requestProfile?(): void;
 }
 
 /**

@@ -29,6 +29,8 @@ export interface PackedDocument {
   data?: string;
   /** The notebook output's mime type whose HTML snapshot holds the packed document. */
   data_in?: string;
+  /** Replaces the document's executors (the live widget: its saved form's data, live executors). */
+  executors?: unknown;
 }
 
 export function isPacked(doc: unknown): doc is PackedDocument {
@@ -192,7 +194,10 @@ export async function unpackDocument(
 ): Promise<Json> {
   if (typeof doc.data !== "string") throw new Error("the packed document holds no data");
   const text = await gunzip(base64Bytes(doc.data), maxBytes);
-  return unpackPayload(JSON.parse(text) as unknown);
+  const plain = unpackPayload(JSON.parse(text) as unknown);
+  // the live widget sends its saved form's data with its live executors beside it
+  if (isObj(doc.executors)) plain.executors = doc.executors;
+  return plain;
 }
 
 /**

@@ -6,7 +6,8 @@
  * string goes through `h(...)` children, i.e. becomes a text node.
  */
 import { breakable, formatMs, formatShape, h } from "./dom";
-import { executorClass } from "./graph-view";
+import type { Overlap } from "./collectives";
+import { executorClass } from "./graph-elements";
 import type {
   Diff,
   ErrorInfo,
@@ -315,7 +316,18 @@ function fusionsCell(doc: Document, r: Run): HTMLElement {
 
 /** The runs, oldest first, with what the user looks for first (does it match eager, by how much)
  * right after the run's name, so the whole row fits a notebook cell without scrolling. */
-export function runsTable(doc: Document, runs: Run[]): HTMLElement {
+/** The runs table's Profile action: absent where there is no kernel to profile in. */
+export interface ProfileAction {
+  enabled: boolean;
+  busy: boolean;
+  onProfile(): void;
+}
+
+export function runsTable(
+  doc: Document,
+  runs: Run[],
+  profile: ProfileAction | null = null,
+): HTMLElement {
   const cell = (field: string, text: string, cls = "", title: string | null = null): HTMLElement =>
     h(doc, "td", { "data-field": field, class: cls || null, title }, text);
   const tolerance = (r: Run): string | null => (r.tolerance ? `tolerance: ${r.tolerance}` : null);
@@ -404,7 +416,13 @@ export function runsTable(doc: Document, runs: Run[]): HTMLElement {
     doc,
     "table",
     { class: "tx-runs", "data-testid": "runs" },
-    h(doc, "caption", {}, runs.length ? "Runs (oldest first)" : "Runs: none yet"),
+    h(
+      doc,
+      "caption",
+      {},
+      runs.length ? "Runs (oldest first)" : "Runs: none yet",
+      profile ? profileButton(doc, profile) : null,
+    ),
     head,
     body,
   );
@@ -416,6 +434,8 @@ export interface ExecutorPanelState {
   reason: string;
   pending: Set<string>;
   busy: boolean;
+  /** The document has a profile: its steps are coloured by time share. */
+  profiled?: boolean;
 }
 
 /** Executor toggles (which double as the colour legend) and the rerun button. */
@@ -476,6 +496,9 @@ export function executorsPanel(
       "node colour = executor; ",
       h(doc, "span", { class: "tx-swatch exec-none" }),
       "unassigned",
+      st.profiled
+        ? "; in a profiled step: fill = share of its time (pale → red), band = executor"
+        : "",
     ),
     st.interactive
       ? null
@@ -531,4 +554,86 @@ export function invalidBox(doc: Document, errors: string[]): HTMLElement {
     ),
     h(doc, "ul", {}, ...errors.map((e) => h(doc, "li", {}, e))),
   );
+}
+
+function profileButton(doc: Document, action: ProfileAction): HTMLElement {
+  const button = h(
+    doc,
+    "button",
+    {
+      type: "button",
+      class: "tx-profile-button",
+      "data-testid": "profile-run",
+      disabled: !action.enabled || action.busy,
+      title:
+        "run the compiled function a few times under torch's profiler: time and memory per node, module times beside eager's",
+    },
+    action.busy ? "Profiling…" : "Profile",
+  );
+  button.addEventListener("click", () => action.onProfile());
+  return button;
+}
+
+/**
+ * The details of a collective or its wait: which collective, where it is waited for, and the
+ * compute that runs in between (links select them); the graph marks the same nodes.
+ */
+export function overlapDetails(
+  doc: Document,
+  o: Overlap | undefined,
+  nodes: Map<string, TraceNode>,
+  stepIndex: number,
+): HTMLElement[] {
+  if (!o) return [];
+  const link = (id: string): HTMLElement => {
+    const n = nodes.get(id);
+    return h(
+      doc,
+      "button",
+      {
+        type: "button",
+        class: "tx-link",
+        "data-testid": "lineage-link",
+        "data-step-index": stepIndex,
+        "data-node-id": id,
+      },
+      n ? nodeText(n) : id,
+    );
+  };
+  const c = nodes.get(o.collective);
+  const what = c ? `${nodeText(c)} (${o.collective})` : o.collective;
+  const text =
+    o.wait === null
+      ? `${what} is not waited for in this step.`
+      : o.compute.length
+        ? `While ${what} is in flight, ${o.compute.length} op${o.compute.length === 1 ? "" : "s"} run before its wait: they hide the communication.`
+        : `Nothing runs while ${what} is in flight: its wait follows the collective at once (no overlap).`;
+  const shown = o.compute.slice(0, 12);
+  return [
+    h(
+      doc,
+      "section",
+      { class: "tx-overlap", "data-testid": "overlap" },
+      h(doc, "h4", {}, "Communication"),
+      h(doc, "p", {}, text),
+      h(
+        doc,
+        "p",
+        {},
+        "collective ",
+        link(o.collective),
+        ...(o.wait === null ? [] : [" · wait ", link(o.wait)]),
+      ),
+      shown.length
+        ? h(
+            doc,
+            "p",
+            { class: "tx-overlap-compute" },
+            "overlapping: ",
+            ...shown.flatMap((id, i) => (i ? [", ", link(id)] : [link(id)])),
+            o.compute.length > shown.length ? ` and ${o.compute.length - shown.length} more` : "",
+          )
+        : null,
+    ),
+  ];
 }

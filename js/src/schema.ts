@@ -170,6 +170,50 @@ export interface ExecutorsInfo {
   reason: string | null;
 }
 
+/** One node's measured cost per call. */
+export interface NodeCost {
+  ms: number;
+  /** Left allocated by it (net: negative when it freed more than it allocated). */
+  bytes: number;
+}
+
+export interface StepCosts {
+  /** The sum over its nodes. */
+  total_ms: number;
+  nodes: Record<string, NodeCost>;
+}
+
+export interface ModuleCost {
+  path: string;
+  ms: number;
+  backward_ms: number;
+  /** Eager PyTorch's forward of the same module; null when it was not measured. */
+  eager_ms: number | null;
+}
+
+export interface SavedTimeline {
+  /** The backward step it is read from. */
+  step: string;
+  bytes: number | null;
+  bytes_before_remat: number | null;
+  /** [node id, bytes of saved tensors the backward still reads from that node on], in order. */
+  timeline: [string, number][];
+}
+
+/** Where time and memory go (docs/trace-schema.md, "Profile"). */
+export interface Profile {
+  calls: number;
+  device: string;
+  call_ms: number;
+  eager_call_ms: number | null;
+  backward: boolean;
+  attributed_ms: number;
+  /** By step id: the last computation and backward steps (what ran). */
+  steps: Record<string, StepCosts>;
+  modules: ModuleCost[];
+  saved: SavedTimeline | null;
+}
+
 export interface TraceDocument {
   schema: typeof SCHEMA_NAME;
   version: typeof SCHEMA_VERSION;
@@ -177,6 +221,8 @@ export interface TraceDocument {
   steps: Step[];
   runs: Run[];
   executors: ExecutorsInfo | null;
+  /** Where time and memory went (thunder_viz.profile), absent until profiled. */
+  profile: Profile | null;
   error: ErrorInfo | null;
 }
 
@@ -539,6 +585,60 @@ function readExecutors(r: Reader, v: unknown, path: string): ExecutorsInfo | nul
   };
 }
 
+function readProfile(r: Reader, v: unknown, path: string): Profile | null {
+  if (v === null || v === undefined) return null;
+  const o = r.obj(v, path);
+  const stepsIn = r.obj(o.steps, `${path}.steps`);
+  const steps: Record<string, StepCosts> = Object.create(null) as Record<string, StepCosts>;
+  for (const [sid, cost] of Object.entries(stepsIn)) {
+    const where = `${path}.steps[${JSON.stringify(sid)}]`;
+    const c = r.obj(cost, where);
+    const nodesIn = r.obj(c.nodes, `${where}.nodes`);
+    const nodes: Record<string, NodeCost> = Object.create(null) as Record<string, NodeCost>;
+    for (const [nid, nc] of Object.entries(nodesIn)) {
+      const n = r.obj(nc, `${where}.nodes[${JSON.stringify(nid)}]`);
+      nodes[nid] = { ms: r.num(n.ms, `${where}.ms`), bytes: r.num(n.bytes, `${where}.bytes`) };
+    }
+    steps[sid] = { total_ms: r.num(c.total_ms, `${where}.total_ms`), nodes };
+  }
+  const modules = r.arr(o.modules, `${path}.modules`).map((x, i) => {
+    const m = r.obj(x, `${path}.modules[${i}]`);
+    return {
+      path: r.str(m.path, `${path}.modules[${i}].path`),
+      ms: r.num(m.ms, `${path}.modules[${i}].ms`),
+      backward_ms: r.num(m.backward_ms, `${path}.modules[${i}].backward_ms`),
+      eager_ms: r.optNum(m.eager_ms, `${path}.modules[${i}].eager_ms`),
+    };
+  });
+  let saved: SavedTimeline | null = null;
+  if (o.saved !== null && o.saved !== undefined) {
+    const sv = r.obj(o.saved, `${path}.saved`);
+    saved = {
+      step: r.str(sv.step, `${path}.saved.step`),
+      bytes: r.optNum(sv.bytes, `${path}.saved.bytes`),
+      bytes_before_remat: r.optNum(sv.bytes_before_remat, `${path}.saved.bytes_before_remat`),
+      timeline: r.arr(sv.timeline, `${path}.saved.timeline`).map((x, i) => {
+        const pair = r.arr(x, `${path}.saved.timeline[${i}]`);
+        return [
+          r.str(pair[0], `${path}.saved.timeline[${i}][0]`),
+          r.num(pair[1], `${path}.saved.timeline[${i}][1]`),
+        ] as [string, number];
+      }),
+    };
+  }
+  return {
+    calls: r.int(o.calls, `${path}.calls`),
+    device: r.str(o.device, `${path}.device`),
+    call_ms: r.num(o.call_ms, `${path}.call_ms`),
+    eager_call_ms: r.optNum(o.eager_call_ms, `${path}.eager_call_ms`),
+    backward: r.bool(o.backward, `${path}.backward`),
+    attributed_ms: r.num(o.attributed_ms, `${path}.attributed_ms`),
+    steps,
+    modules,
+    saved,
+  };
+}
+
 /**
  * Checks that `input` (a parsed object or JSON text) is a version-1 trace document and returns a
  * typed copy holding only the documented fields, or readable reasons why it is not one.
@@ -591,6 +691,7 @@ export function validateDocument(
           : r.arr(o.runs, "runs").map((x, i) => readRun(r, x, `runs[${i}]`)),
       executors: readExecutors(r, o.executors, "executors"),
       error: readError(r, o.error, "error"),
+      profile: readProfile(r, o.profile, "profile"),
     };
     if (r.errors.length) return { ok: false, errors: r.errors };
     return { ok: true, doc };

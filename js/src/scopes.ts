@@ -85,16 +85,25 @@ export interface ScopeStats {
   ops: number;
   /** The executors those run on, most used first. */
   executors: string[];
+  /** Their measured time per call (a profile's), when the step was profiled. */
+  ms: number | null;
 }
 
-/** What a collapsed group's box says: its op count and executors. */
-export function scopeStats(step: Step, chains: Map<string, Group[]>): Map<string, ScopeStats> {
+/** What a collapsed group's box says: its op count, executors and (profiled) time. */
+export function scopeStats(
+  step: Step,
+  chains: Map<string, Group[]>,
+  costs: Map<string, { ms: number }> | null = null,
+): Map<string, ScopeStats> {
   const counts = new Map<string, Map<string, number>>();
   const ops = new Map<string, number>();
+  const ms = new Map<string, number>();
   for (const n of step.nodes) {
     if (!isStatement(n) || n.group === null) continue;
+    const cost = costs?.get(n.id)?.ms ?? 0;
     for (const g of chains.get(n.group) ?? []) {
       ops.set(g.id, (ops.get(g.id) ?? 0) + 1);
+      ms.set(g.id, (ms.get(g.id) ?? 0) + cost);
       if (n.executor === null) continue;
       const byExecutor = counts.get(g.id) ?? new Map<string, number>();
       byExecutor.set(n.executor, (byExecutor.get(n.executor) ?? 0) + 1);
@@ -105,7 +114,11 @@ export function scopeStats(step: Step, chains: Map<string, Group[]>): Map<string
   for (const [id, n] of ops) {
     const byExecutor = [...(counts.get(id) ?? new Map<string, number>())];
     byExecutor.sort((a, b) => b[1] - a[1]);
-    stats.set(id, { ops: n, executors: byExecutor.map(([e]) => e) });
+    stats.set(id, {
+      ops: n,
+      executors: byExecutor.map(([e]) => e),
+      ms: costs ? (ms.get(id) ?? 0) : null,
+    });
   }
   return stats;
 }

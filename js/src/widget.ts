@@ -25,6 +25,11 @@ export interface RerunMessage {
   executors: string[];
 }
 
+/** The custom message asking Python to profile the function (`ExplorerWidget.profile`). */
+export interface ProfileMessage {
+  type: "profile";
+}
+
 /** How long a rerun waits for the kernel's first answer (its "running…" status) before saying so. */
 export const ANSWER_TIMEOUT_MS = 4000;
 export const NO_ANSWER =
@@ -61,6 +66,13 @@ export function modelHost(
     unanswered = NO_ANSWER;
     notify();
   };
+  const ask = (message: RerunMessage | ProfileMessage): void => {
+    unanswered = null;
+    waiting = true;
+    clearTimeout(timer);
+    timer = setTimeout(giveUp, answerTimeoutMs);
+    model.send(message);
+  };
   shown.set(model.get("doc"));
   return {
     getDocument: () => shown.document,
@@ -83,11 +95,11 @@ export function modelHost(
     },
     requestRerun(executors) {
       const message: RerunMessage = { type: "rerun", executors };
-      unanswered = null;
-      waiting = true;
-      clearTimeout(timer);
-      timer = setTimeout(giveUp, answerTimeoutMs);
-      model.send(message);
+      ask(message);
+    },
+    requestProfile() {
+      const message: ProfileMessage = { type: "profile" };
+      ask(message);
     },
   };
 }

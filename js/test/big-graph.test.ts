@@ -180,7 +180,7 @@ describe("a big step opens with module scopes collapsed (Note [Opening big graph
     expect(box.querySelector(".node-label")!.textContent).toBe("model.layers.3");
     expect(box.querySelector(".node-sub")!.textContent).toBe("10 ops · torch");
     const stats = scopeStats(decoder(2, 10).steps[0]!, groupChains(decoder(2, 10).steps[0]!));
-    expect(stats.get("gl")).toEqual({ ops: 20, executors: ["torch"] });
+    expect(stats.get("gl")).toEqual({ ops: 20, executors: ["torch"], ms: null }); // not profiled
     // one weight per block is "a few": it stays beside its box, one row above, with its edge
     const [bx, by] = translate(box);
     const [wx, wy] = translate(m.q("[data-testid='io'][data-io-id='input:w3']"));

@@ -9,7 +9,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 
 /** A fresh copy of a fixture document (tests may mutate it). */
 export function fixture(
-  name: "sample" | "sample-error" | "real-mlp" | "backward-gelu",
+  name: "sample" | "sample-error" | "real-mlp" | "backward-gelu" | "fsdp-zero3",
 ): TraceDocument {
   return JSON.parse(readFileSync(join(here, "fixtures", `${name}.json`), "utf8")) as TraceDocument;
 }

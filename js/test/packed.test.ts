@@ -86,3 +86,23 @@ describe("packed documents", () => {
     if (fromPacked.ok && fromPlain.ok) expect(fromPacked.doc).toEqual(fromPlain.doc);
   });
 });
+
+test("executors beside the packed data replace the document's (the live widget's)", async () => {
+  const packed = JSON.parse(
+    readFileSync(join(here, "fixtures", "real-mlp.packed.json"), "utf8"),
+  ) as Record<string, unknown>;
+  const live = {
+    available: ["torch"],
+    selected: ["torch"],
+    always: ["torch"],
+    unavailable: {},
+    interactive: true,
+    reason: null,
+  };
+  const doc = (await unpackDocument({ ...packed, executors: live } as never)) as {
+    executors: unknown;
+    steps: unknown[];
+  };
+  expect(doc.executors).toEqual(live);
+  expect(doc.steps.length).toBeGreaterThan(0);
+});

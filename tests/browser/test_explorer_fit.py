@@ -284,7 +284,7 @@ def test_every_control_is_readable_in_the_theme(notebook_opener, request, theme)
     placeholder = search.evaluate(f"e => ({CONTRAST})(e, '::placeholder')")
     assert placeholder >= 3.0, f"the search box's placeholder has contrast {placeholder:.2f} in {theme}"
     checkbox = ex.locator('[data-testid="executor-toggle"]').first
-    assert checkbox.evaluate("e => getComputedStyle(e).colorScheme") == "light"
+    assert checkbox.evaluate("e => getComputedStyle(e).colorScheme") == ("light" if theme.endswith("Light") else "dark")
     nb.screenshot(f"controls-{theme.split()[-1].lower()}", ex)
 
     # the side pane resizes: its left edge dragged 150 px left gives the trace source 150 px more
@@ -328,3 +328,45 @@ def test_opening_a_tutorial_does_not_modify_it(browser: object, lab_server: LabS
         )
     finally:
         context.close()
+
+
+def test_profile_from_the_runs_table_colours_the_graph_and_compares_modules_with_eager(notebook_opener, request):
+    nb = open_and_run(notebook_opener, "gpt2_training.ipynb")
+    nb.page.set_viewport_size({"width": 1440, "height": 900})
+    ex = ready_explorer(nb, 1)  # thunder_viz.explore(jm)
+    _align_top(ex)
+    ex.locator('[data-testid="profile-run"]').click()
+    ex.locator('[data-testid="profile-table"]').wait_for(timeout=RERUN_MS)
+    settle(ex)
+    shown = int(ex.get_attribute("data-step-index"))
+    kinds = ex.locator('[data-testid="step"]').all_inner_texts()
+    last_forward = max(i for i, text in enumerate(kinds) if "computation ·" in text)
+    assert shown == last_forward, "the explorer opens on the step it measured"
+    assert ex.locator('[data-testid="graph"] [class*="heat-"]').count() > 0
+    rows = ex.locator('[data-testid="profile-row"]')
+    assert rows.count() > 0
+    modules = dict(
+        zip(
+            ex.locator('[data-testid="profile-module"]').evaluate_all("rs => rs.map(r => r.dataset.module)"),
+            ex.locator('[data-testid="profile-module"]').all_inner_texts(),
+        )
+    )
+    # the default executors fuse the whole model: its module scope holds the time, beside eager's
+    assert "transformer" in modules and modules["transformer"].split("\t")[-1].endswith("ms"), modules
+    # a row selects its node
+    first = rows.first.get_attribute("data-node-id")
+    ex.locator('[data-testid="profile-node"]').first.click()
+    ex.locator('[data-testid="node-cost"]').wait_for()
+    assert ex.locator('[data-testid="node"][aria-selected="true"]').count() <= 1
+    nb.screenshot("profile-gpt2-light", ex)
+    request.addfinalizer(
+        lambda: nb.page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})"
+        )
+    )
+    nb.page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    nb.page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    time.sleep(0.5)
+    assert ex.evaluate("e => getComputedStyle(e).colorScheme") == "dark"
+    nb.screenshot("profile-gpt2-dark", ex)
+    assert first and not nb.page_errors

@@ -317,3 +317,32 @@ def test_write_html_writes_the_explorer_with_the_session_runs(tmp_path):
     with pytest.raises(TypeError, match="has not been called yet"):
         thunder_viz.write_html(thunder.jit(scaled_tanh), tmp_path / "never.html")
     assert not (tmp_path / "never.html").exists()
+
+
+def test_profile_message_profiles_and_updates_the_document():
+    w = explorer()
+    w.comm.sent.clear()
+    front_end_sends(w, {"type": "profile"})
+    profile = w.document["profile"]
+    last = [s for s in w.document["steps"] if s["kind"] == "computation"][-1]
+    assert list(profile["steps"]) == [last["id"]] and profile["steps"][last["id"]]["nodes"]
+    updates = state_updates(w)
+    assert updates[0] == {"status": "running… (profiling)"} and updates[-1] == {"status": "ready"}
+    [doc_update] = [u for u in updates if "doc" in u]
+    assert unpack_document(doc_update["doc"])["profile"] == profile
+    session_stubs.validate(w.document)
+
+
+def test_a_profile_is_kept_in_the_saved_output_and_the_html_snapshot(tmp_path, display_pub):
+    from thunder_viz.render.html import packed_in_html
+
+    jf = thunder.jit(scaled_tanh, executors=["torch"])
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    widget = thunder_viz.explore(jf, args=(x, w))
+    widget._ipython_display_()
+    widget.profile(calls=1)
+    saved = document_of(widget._repr_mimebundle_()[0])
+    assert saved["profile"] == widget.document["profile"] and saved["profile"]["steps"]
+    assert saved["executors"]["interactive"] is False and widget.document["executors"]["interactive"] is True
+    page = thunder_viz.write_html(jf, tmp_path / "p.html").read_text(encoding="utf-8")
+    assert unpack_document(packed_in_html(page))["profile"] == widget.document["profile"]

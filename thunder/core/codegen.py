@@ -13,6 +13,7 @@ Layer: core. Imports: core.proxies, core.symbol, core.dtypes, core.devices.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import linecache
 import math
@@ -197,9 +198,42 @@ def bsym_lines(bsym: BoundSymbol, *, print_depth: int = 1, printer: Printer | No
     return lines
 
 
-def trace_source(trace, *, print_depth: int = 2, printer: Printer | None = None, with_header: bool = True) -> str:
-    """The Python source of a trace."""
+def _lines_of(bsym: BoundSymbol, print_depth: int, printer: Printer, cache: dict | None) -> list[str]:
+    """``bsym_lines`` at indent 1, from ``cache`` when it holds this bound symbol's lines."""
+    if cache is None:
+        return bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1)
+    key = (id(bsym), print_depth)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is bsym:
+        for name, value in hit[2]:
+            printer.add_ctx(name, value)
+        return hit[1]
+    consts, known = len(printer._const_names), set(printer.ctx)
+    lines = bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1)
+    if len(printer._const_names) == consts:  # a constant's name depends on the trace it is printed in
+        cache[key] = (bsym, lines, [(k, v) for k, v in printer.ctx.items() if k not in known])
+    return lines
+
+
+def trace_source(
+    trace,
+    *,
+    print_depth: int = 2,
+    printer: Printer | None = None,
+    with_header: bool = True,
+    ranges: Callable[[int, BoundSymbol], str | None] | None = None,
+    lines_cache: dict | None = None,
+) -> str:
+    """The Python source of a trace.
+
+    ``ranges(i, bsym)`` names a profiler range around the statement of the ``i``-th bound symbol
+    (None: no range); see Note [Profiling ranges]. ``lines_cache`` (a dict the caller keeps while it
+    prints traces that share bound symbols, such as the steps of one compilation) reuses the lines of
+    a bound symbol printed before, when they named no constant of their own."""
     printer = printer or Printer()
+    if ranges is not None:
+        printer.add_ctx("_range_enter", torch.ops.profiler._record_function_enter_new)
+        printer.add_ctx("_range_exit", torch.ops.profiler._record_function_exit)
     body: list[str] = []
     unpacked = {b.args[0].name for b in trace.bound_symbols if PARAMETER in b.sym.tags}
     for p in trace.args:
@@ -207,15 +241,20 @@ def trace_source(trace, *, print_depth: int = 2, printer: Printer | None = None,
             body.append(f'  # {p.name}: "{p.type_string()}"')
     last_source = None
     spans: list[tuple[int, int, BoundSymbol]] = []  # body lines [start, stop) of each bound symbol
-    for bsym in trace.bound_symbols:
+    for i, bsym in enumerate(trace.bound_symbols):
         src = bsym.source
         if src is not None and src != last_source and print_depth > 0:
             text = src.source_line
             body.append(f"  # {src.short()}: \t{text}" if text else f"  # {src.short()}")
             last_source = src
+        name = ranges(i, bsym) if ranges is not None else None
+        if name is not None:
+            body.append(f"  _thunder_range = _range_enter({name!r})")
         start = len(body)
-        body.extend(bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1))
+        body.extend(_lines_of(bsym, print_depth, printer, lines_cache))
         spans.append((start, len(body), bsym))
+        if name is not None:
+            body.append("  _range_exit(_thunder_range)")
     signature = ", ".join(trace.signature())
     if any(deco.startswith("torch.") for deco in trace.decorators):
         printer.add_ctx("torch", torch)
@@ -270,6 +309,44 @@ def compile_source(
     _generated[filename] = line_bsyms or {}
     weakref.finalize(fn, _release, filename).atexit = False
     return fn
+
+
+# Note [Profiling ranges]
+# To say which statement of a trace the time and memory went to, the trace is printed again with a
+# torch profiler range (``record_function``) around each statement (``trace_source(ranges=...)``)
+# and, while profiling, its compiled function runs that code instead of its own: the function
+# object stays the one the cache entry, the fused prologue and the autograd node hold, so exactly
+# what a call runs is profiled, and the ordinary code has nothing added to its hot path. Only
+# ``__code__`` is swapped (generated functions have no closures, and the ranged source needs the
+# same globals plus the two range functions, which are added to the function's globals).
+@contextlib.contextmanager
+def profiling_ranges(trace, ranges: Callable[[int, BoundSymbol], str | None]):
+    """While inside, the compiled function of ``trace`` (``trace.python_callable()``) records a
+    profiler range named ``ranges(i, bsym)`` around the statement of its ``i``-th bound symbol.
+
+    Calls made meanwhile from other threads are ranged too. Raises RuntimeError when the
+    function cannot take the ranged code (a global of the ranged source that means something else)."""
+    fn = trace.python_callable()
+    fn = getattr(fn, "__wrapped__", fn)  # a decorated trace (``torch.no_grad()``): the function inside
+    printer = Printer()
+    source = trace_source(trace, print_depth=1, printer=printer, ranges=ranges)
+    ranged = compile_source(
+        source, trace.function_name, printer.ctx, f"thunder.{trace.name}_ranged_{trace.uid}", printer.line_bsyms
+    )
+    inner = getattr(ranged, "__wrapped__", ranged)
+    env = fn.__globals__
+    clash = [k for k, v in printer.ctx.items() if k in env and env[k] is not v]
+    if clash or inner.__code__.co_freevars or fn.__code__.co_freevars:
+        raise RuntimeError(f"cannot profile {trace.name}: its code and the ranged code disagree on {clash}")
+    for k, v in printer.ctx.items():
+        env.setdefault(k, v)
+    original = fn.__code__
+    fn.__code__ = inner.__code__
+    try:
+        yield
+    finally:
+        fn.__code__ = original
+        del ranged, inner  # its linecache entries go with it
 
 
 def _release(filename: str) -> None:

@@ -10,7 +10,9 @@ sources share most of their lines. A 2-layer GPT-2 session is 7 MB as JSON. Pack
   same kind holds only what changed: ``{"=": 1, <key fields>, <changed fields>, "-": [dropped]}``;
 - the result is gzip-compressed and base64-encoded into ``data``.
 
-The wrapper is ``{"schema": "thunder-trace", "version": 1, "encoding": "gzip-base64", "data": ...}``;
+The wrapper is ``{"schema": "thunder-trace", "version": 1, "encoding": "gzip-base64", "data": ...}``,
+and may carry an ``executors`` object that replaces the document's (the live widget sends the data of
+its saved form, packed once for the widget and the snapshot, with its live executors);
 in a notebook output that also holds the HTML snapshot the document is stored only there, and
 the wrapper says ``"data_in": "text/html"`` instead of holding ``data``. The front end
 (``js/src/packed.ts``) undoes exactly these steps; :func:`unpack_document` is the same in Python.
@@ -21,8 +23,10 @@ Layer: visualiser. Imports: the standard library.
 from __future__ import annotations
 
 import base64
+import gc
 import gzip
 import json
+import threading
 from typing import Any
 
 __all__ = ["ENCODING", "is_packed", "pack_document", "packed_payload", "unpack_document", "unpack_payload"]
@@ -112,8 +116,37 @@ class _Table:
         return found
 
 
+# The last document's packed steps, by the identity of its ``steps`` list: a widget packs its live
+# document and then its saved form (the same steps, not interactive), and the snapshot packs it once
+# more; the steps are the costly part (a 12-layer GPT-2: 14,000 nodes). Documents are not changed
+# once built, so a list that is the same object holds the same steps.
+_last_packed: tuple[list, list, list, list] | None = None
+_lock = threading.Lock()
+
+
 def packed_payload(doc: dict) -> dict:
     """The document with values, lines and repeated items shared (before compression)."""
+    global _last_packed
+    source = doc.get("steps", [])
+    with _lock:
+        last = _last_packed
+    if last is not None and last[0] is source:
+        _, steps, values, lines = last
+        return {**doc, "steps": steps, "values": values, "lines": lines}
+    enabled = gc.isenabled()
+    gc.disable()  # many small dicts, no cycles: the collector would rescan the heap for nothing
+    try:
+        payload = _packed_payload(doc)
+    finally:
+        if enabled:
+            gc.enable()
+    if isinstance(source, list):
+        with _lock:
+            _last_packed = (source, payload["steps"], payload["values"], payload["lines"])
+    return payload
+
+
+def _packed_payload(doc: dict) -> dict:
     values, lines = _Table(), _Table()
     previous: dict[str, dict] = {}
     steps = []
@@ -151,14 +184,31 @@ def unpack_payload(payload: dict) -> dict:
     return {**doc, "steps": steps}
 
 
+_last_wrapper: tuple[dict, dict] | None = None  # the last document packed, and its wrapper
+
+
 def pack_document(doc: dict) -> dict:
-    """The packed wrapper of ``doc`` (see the module docstring)."""
+    """The packed wrapper of ``doc`` (see the module docstring). Packing the same document object
+    again (a widget's saved form, then its snapshot) reuses the wrapper: documents are not changed
+    once built."""
+    global _last_wrapper
+    with _lock:
+        last = _last_wrapper
+    if last is not None and last[0] is doc:
+        return dict(last[1])
     text = json.dumps(packed_payload(doc), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     data = base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
-    return {"schema": doc.get("schema", "thunder-trace"), "version": doc.get("version", 1), "encoding": ENCODING, "data": data}
+    wrapper = {"schema": doc.get("schema", "thunder-trace"), "version": doc.get("version", 1), "encoding": ENCODING, "data": data}
+    with _lock:
+        _last_wrapper = (doc, wrapper)
+    return dict(wrapper)
 
 
 def unpack_document(packed: dict) -> dict:
-    """The document a packed wrapper holds (its ``data``)."""
+    """The document a packed wrapper holds (its ``data``; an ``executors`` beside it replaces the
+    document's: the live widget sends its saved form's data with the live executors)."""
     payload = json.loads(gzip.decompress(base64.b64decode(packed["data"])).decode("utf-8"))
-    return unpack_payload(payload)
+    doc = unpack_payload(payload)
+    if isinstance(packed.get("executors"), dict):
+        doc["executors"] = packed["executors"]
+    return doc

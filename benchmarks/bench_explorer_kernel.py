@@ -1,0 +1,109 @@
+"""The explorer's cost in the kernel on a 12-layer GPT-2, and the cost of a profile.
+
+Run: ``python benchmarks/bench_explorer_kernel.py [--layers 12] [--width 768] [--tokens 64] [--repeats 3]``.
+
+A ``transformers.GPT2LMHeadModel`` from a config (GPT-2 small's by default: 768 wide, 12 heads,
+50,257 tokens; random weights, nothing downloaded), in eval mode, on the CPU. It measures, each a
+median over ``--repeats``:
+
+- ``thunder.jit`` + the first call (a fresh jit each time): what ``%thunder_jit model(ids)`` costs
+  without the explorer;
+- what the explorer adds in the kernel: the session's document (every step, forward), the widget
+  (the packed document) and its display (the saved form and the HTML snapshot), as
+  ``%thunder_jit`` and ``thunder_viz.explore`` do it. Target (issue "shows where time and memory
+  go"): at most 1 s;
+- ``thunder_viz.profile(jm, ids, calls=1)``: the profile of one call (thunder's calls with a range
+  per statement, eager's with a range per module, attribution). Target: under 3 s. A call of the
+  model itself (thunder's and eager's, timed alone) is printed beside it.
+
+CPU time (``time.process_time``) is printed too: on a shared machine it moves less than wall time.
+A benchmark: prints, asserts nothing.
+
+Layer: benchmarks; imports torch, transformers, thunder, thunder_viz (and ipywidgets' comm, replaced
+by one that sends nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import time
+
+
+def _timed(fn) -> tuple[float, float, object]:
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - w, time.process_time() - c, out
+
+
+def _row(name: str, samples: list[tuple[float, float]], target: str = "") -> None:
+    wall = statistics.median(s[0] for s in samples)
+    cpu = statistics.median(s[1] for s in samples)
+    print(f"{name:44} wall {wall:7.3f} s   cpu {cpu:7.3f} s   {target}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--width", type=int, default=768)
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    import comm
+    import torch
+    import transformers
+    from comm.base_comm import BaseComm
+
+    import thunder
+    import thunder_viz
+    from thunder_viz.session import Session
+    from thunder_viz.widget import ExplorerWidget
+
+    class Silent(BaseComm):
+        def publish_msg(self, *a, **k):
+            pass
+
+    comm.create_comm = Silent
+    transformers.logging.set_verbosity_error()
+    config = transformers.GPT2Config(n_layer=args.layers, n_embd=args.width, n_head=max(1, args.width // 64))
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    ids = torch.randint(0, config.vocab_size, (1, args.tokens))
+    print(f"GPT-2, {args.layers} layers, {args.width} wide, {args.tokens} tokens, forward; torch threads {torch.get_num_threads()}")
+
+    first, explorer, profile, calls_thunder, calls_eager = [], [], [], [], []
+
+    def jit_and_call() -> Session:
+        session = Session(thunder.jit(model))
+        session(ids)
+        return session
+
+    def build(session: Session) -> ExplorerWidget:
+        widget = ExplorerWidget(session)
+        widget._repr_mimebundle_()
+        return widget
+
+    for _ in range(args.repeats):
+        w, c, session = _timed(jit_and_call)
+        first.append((w, c))
+        jm = session.jitted
+        w, c, _ = _timed(functools.partial(build, session))
+        explorer.append((w, c))
+        w, c, _ = _timed(functools.partial(jm, ids))
+        calls_thunder.append((w, c))
+        w, c, _ = _timed(functools.partial(model, ids))
+        calls_eager.append((w, c))
+        w, c, p = _timed(functools.partial(thunder_viz.profile, jm, ids, calls=1))
+        profile.append((w, c))
+    _row("thunder.jit + first call", first)
+    _row("explorer in the kernel (document, widget, display)", explorer, "target <= 1 s")
+    _row("one call: thunder", calls_thunder)
+    _row("one call: eager", calls_eager)
+    _row("thunder_viz.profile(jm, ids, calls=1)", profile, "target < 3 s")
+    print(p.table(5))
+
+
+if __name__ == "__main__":
+    main()

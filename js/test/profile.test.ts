@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, test } from "vitest";
+import type { ExplorerHost } from "../src/host";
+import { heatClass } from "../src/profile-view";
+import { validateDocument, type Profile, type Step, type TraceDocument } from "../src/schema";
+import { click, fixture, mountDoc, type Mounted } from "./helpers";
+
+// backward-gelu.json (see backward.test.ts) with a profile as thunder_viz.profile makes one: costs
+// of the top-level nodes of the last computation and backward steps, modules, the saved timeline.
+
+let m: Mounted | null = null;
+afterEach(() => {
+  m?.cleanup();
+  m = null;
+});
+
+function lastOf(doc: TraceDocument, kind: string): Step {
+  return doc.steps.filter((s) => s.kind === kind).pop()!;
+}
+
+function profiled(): { doc: TraceDocument; hot: string; cold: string[] } {
+  const doc = fixture("backward-gelu");
+  const fw = lastOf(doc, "computation");
+  const bw = lastOf(doc, "backward");
+  const top = (s: Step): string[] =>
+    s.nodes.filter((n) => n.fused_into === null && n.op !== "del").map((n) => n.id);
+  const [hot, ...cold] = top(fw);
+  const nodes: Profile["steps"][string]["nodes"] = { [hot!]: { ms: 9, bytes: 4096 } };
+  for (const id of cold) nodes[id] = { ms: 0.01, bytes: 0 };
+  const bwNodes: Profile["steps"][string]["nodes"] = {};
+  for (const id of top(bw)) bwNodes[id] = { ms: 1, bytes: -16 };
+  const profile: Profile = {
+    calls: 3,
+    device: "cpu",
+    call_ms: 12,
+    eager_call_ms: 15,
+    backward: true,
+    attributed_ms: 9 + 0.01 * cold.length + top(bw).length,
+    steps: {
+      [fw.id]: { total_ms: 9 + 0.01 * cold.length, nodes },
+      [bw.id]: { total_ms: top(bw).length, nodes: bwNodes },
+    },
+    modules: [],
+    saved: {
+      step: bw.id,
+      bytes: 64,
+      bytes_before_remat: 128,
+      timeline: top(bw).map((id, i) => [id, Math.max(0, 64 - 16 * i)] as [string, number]),
+    },
+  };
+  (doc as unknown as Record<string, unknown>).profile = profile;
+  return { doc, hot: hot!, cold };
+}
+
+describe("profile", () => {
+  test("heat grows with the share of the step's time", () => {
+    expect(heatClass(0, 100)).toBe("heat-0");
+    expect(heatClass(1, 100)).toBe("heat-1");
+    expect(heatClass(6, 100)).toBe("heat-3");
+    expect(heatClass(50, 100)).toBe("heat-5");
+    expect(heatClass(1, 0)).toBe("heat-0");
+  });
+
+  test("a profiled document opens on the measured forward step, coloured by time share", () => {
+    const { doc, hot } = profiled();
+    m = mountDoc(doc);
+    const fw = lastOf(doc, "computation");
+    expect(m.root.getAttribute("data-step-index")).toBe(String(fw.index));
+    const hotNode = m.q(`[data-testid='node'][data-node-id='${hot}']`);
+    expect(hotNode.classList.contains("heat-5")).toBe(true);
+    expect(hotNode.textContent).toContain("9.00 ms");
+    const rows = m.all("[data-testid='profile-row']");
+    expect(rows[0]?.getAttribute("data-node-id")).toBe(hot);
+    expect(m.q("[data-testid='profile-summary']").textContent).toContain("eager 15.00 ms");
+    // a row of the table selects its node
+    click(m.q(`[data-testid='profile-node'][data-node-id='${hot}']`));
+    expect(m.q("[data-testid='node'][aria-selected='true']").getAttribute("data-node-id")).toBe(
+      hot,
+    );
+    expect(m.q("[data-testid='node-cost']").textContent).toContain("9.00 ms per call");
+  });
+
+  test("the backward step has the saved-for-backward timeline; other steps have neither", () => {
+    const { doc } = profiled();
+    m = mountDoc(doc);
+    const bw = lastOf(doc, "backward");
+    click(m.q(`[data-testid='step'][data-step-index='${bw.index}']`));
+    const chart = m.q("[data-testid='saved-timeline']");
+    expect(chart.textContent).toContain("64 B");
+    expect(chart.textContent).toContain("128 B before rematerialization");
+    click(m.q("[data-testid='step'][data-step-index='2']"));
+    expect(m.all("[data-testid='saved-timeline']")).toHaveLength(0);
+    expect(m.all("[data-testid='node'][class*='heat-']")).toHaveLength(0);
+    expect(m.q("[data-testid='profile']").textContent).toContain("open one of them");
+  });
+
+  test("the runs table's Profile action asks the host, and shows it is profiling", () => {
+    const doc = fixture("backward-gelu");
+    doc.executors = {
+      available: ["torch"],
+      selected: ["torch"],
+      always: ["torch"],
+      unavailable: {},
+      interactive: true,
+      reason: null,
+    };
+    let asked = 0;
+    const host: ExplorerHost = {
+      getDocument: () => doc,
+      getStatus: () => "ready",
+      subscribe: () => () => undefined,
+      requestRerun: () => undefined,
+      requestProfile: () => {
+        asked++;
+      },
+    };
+    m = mountDoc(doc, host);
+    const button = m.q<HTMLButtonElement>("[data-testid='profile-run']");
+    expect(button.disabled).toBe(false);
+    click(button);
+    expect(asked).toBe(1);
+    expect(m.q<HTMLButtonElement>("[data-testid='profile-run']").disabled).toBe(true);
+    expect(m.q("[data-testid='status']").textContent).toBe("profiling…");
+  });
+
+  test("a static snapshot has no Profile action", () => {
+    m = mountDoc(fixture("backward-gelu"));
+    expect(m.all("[data-testid='profile-run']")).toHaveLength(0);
+  });
+
+  test("a profile naming a node cost badly is refused with its path", () => {
+    const { doc } = profiled();
+    const p = (doc as unknown as { profile: Profile }).profile;
+    const sid = Object.keys(p.steps)[0]!;
+    (p.steps[sid]!.nodes as Record<string, unknown>)["x"] = { ms: "fast", bytes: 0 };
+    const result = validateDocument(doc);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.errors.join(" ")).toContain(`profile.steps["${sid}"]`);
+  });
+});

@@ -1,0 +1,186 @@
+"""thunder_viz.profile: time and memory per statement of the traces that ran, per module, beside eager.
+
+Checked against what is known to be true: a big matmul takes the time and allocates its output,
+the compiled function runs its own code again afterwards, gradients and the random state are left
+as they were, and the document maps each cost onto a node of the steps that ran.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import thunder
+import thunder_viz
+from thunder_viz.graph import validate_document
+from thunder_viz.profile import last_profile
+from thunder_viz.session import Session
+
+N = 384  # a matmul of N x N floats: milliseconds, and N*N*4 bytes of output
+
+
+def big_and_small(a, b, c):
+    return a @ b, c.sum() + 1
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x))).square().mean()
+
+
+def test_the_time_goes_to_the_matmul_and_its_output_is_the_memory_it_leaves():
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    a, b, c = torch.randn(N, N), torch.randn(N, N), torch.randn(3)
+    jf(a, b, c)
+    p = thunder_viz.profile(jf, a, b, c, calls=2)
+    assert not p.backward and p.calls == 2 and p.device == "cpu"
+    [top, *rest] = p.top()
+    assert "matmul" in top.op and top.kind == "computation"
+    assert top.ms > sum(s.ms for s in rest), "the matmul dominates a sum of 3 numbers and an add of 1"
+    assert top.bytes == N * N * 4, "a new N x N float32 tensor"
+    assert sorted(s.bytes for s in rest) == [4, 4], "two new scalars"
+    assert top.source.startswith("test_profile.py:") and "a @ b" in top.source
+    assert 0 < p.attributed_ms() and p.call_ms > 0 and p.eager_call_ms > 0
+    assert "matmul" in str(p)
+
+
+def test_the_compiled_function_runs_its_own_code_again_after_profiling():
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    a, b, c = torch.randn(8, 8), torch.randn(8, 8), torch.randn(3)
+    jf(a, b, c)
+    fn = thunder.last_traces(jf)[-1].python_callable()
+    code = fn.__code__
+    thunder_viz.profile(jf, a, b, c, calls=1)
+    assert fn.__code__ is code
+    with torch.autograd.profiler.profile() as prof:
+        out = jf(a, b, c)
+    assert not [e for e in prof.function_events if e.name.startswith("thunder:")]
+    torch.testing.assert_close(out, big_and_small(a, b, c))
+    assert thunder.cache_misses(jf) == 1, "profiling compiled nothing"
+
+
+def test_training_profiles_forward_and_backward_and_leaves_gradients_and_random_state_alone():
+    torch.manual_seed(0)
+    model = Net()
+    jm = thunder.jit(model, executors=["torch"])  # one node per op: every module has its own
+    x = torch.randn(8, 16)
+    jm(x).backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.fc2.bias.grad = None
+    rng = torch.random.get_rng_state()
+    p = thunder_viz.profile(jm, x, calls=2)
+    assert p.backward
+    assert {s.kind for s in p.statements} == {"computation", "backward"}
+    for n, param in model.named_parameters():
+        if n == "fc2.bias":
+            assert param.grad is None
+        else:
+            assert torch.equal(param.grad, grads[n]), n
+    assert torch.equal(torch.random.get_rng_state(), rng)
+    modules = {m.path: m for m in p.modules}
+    assert {"fc1", "act", "fc2"} <= set(modules)
+    assert all(modules[k].eager_ms is not None and modules[k].eager_ms > 0 for k in ("fc1", "act", "fc2"))
+    assert modules["fc1"].ms > 0 and modules["fc1"].backward_ms > 0
+    # what the forward made and saved, read from the backward trace; less and less of it is still needed
+    assert p.saved_bytes and p.saved_bytes_before_remat
+    amounts = [b for _, b in p.saved_timeline]
+    assert amounts[0] == p.saved_bytes and amounts == sorted(amounts, reverse=True)
+
+
+def test_the_document_maps_costs_onto_the_nodes_of_the_steps_that_ran():
+    model = Net()
+    jm = thunder.jit(model)
+    x = torch.randn(8, 16)
+    jm(x).backward()
+    session = Session(jm, args=(x,), kwargs={})
+    p = session.profile(calls=1)
+    doc = session.to_document()
+    validate_document(doc)
+    prof = doc["profile"]
+    last = {s["kind"]: s for s in doc["steps"]}
+    assert set(prof["steps"]) == {last["computation"]["id"], last["backward"]["id"]}
+    for kind in ("computation", "backward"):
+        step = last[kind]
+        by_id = {n["id"]: n for n in step["nodes"]}
+        costs = prof["steps"][step["id"]]["nodes"]
+        assert costs and all(nid in by_id and by_id[nid]["fused_into"] is None for nid in costs)
+        measured = {s.uid: s.ms for s in p.statements if s.kind == kind}
+        assert {by_id[nid]["uid"] for nid in costs} == set(measured)
+    saved = prof["saved"]
+    assert saved["step"] == last["backward"]["id"] and saved["timeline"][0][1] == saved["bytes"]
+    assert last_profile(jm) is p
+
+
+def test_a_rerun_drops_the_profile_of_the_function_it_replaced():
+    jm = thunder.jit(Net())
+    x = torch.randn(8, 16)
+    session = Session(jm)
+    session(x)
+    session.profile(calls=1)
+    assert "profile" in session.to_document()
+    session.max_repeats = 1
+    session.rerun(["torch"])
+    assert "profile" not in session.to_document()
+
+
+def test_profiling_without_inputs_says_how_to_give_them():
+    jm = thunder.jit(Net())
+    jm(torch.randn(2, 16))
+    with pytest.raises(ValueError, match="inputs of its last call are unknown"):
+        Session(jm).profile()
+
+
+def test_a_document_with_a_profile_of_an_unknown_step_is_refused():
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    a = torch.randn(4, 4)
+    session = Session(jf, args=(a, a, a), kwargs={})
+    jf(a, a, a)
+    session.profile(calls=1)
+    doc = session.to_document()
+    doc["profile"]["steps"]["s999"] = {"total_ms": 1.0, "nodes": {}}
+    with pytest.raises(thunder_viz.graph.DocumentError, match="no step has this id"):
+        validate_document(doc)
+
+
+def test_profiling_a_new_function_or_new_inputs_profiles_what_those_inputs_run():
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    p = thunder_viz.profile(jf, torch.randn(8, 8), torch.randn(8, 8), torch.randn(3), calls=1)  # never called
+    assert max(s.bytes for s in p.statements) == 8 * 8 * 4
+    p = thunder_viz.profile(jf, torch.randn(32, 32), torch.randn(32, 32), torch.randn(3), calls=1)  # compiles again
+    assert p.traces["computation"] is thunder.last_traces(jf)[-1]
+    assert max(s.bytes for s in p.statements) == 32 * 32 * 4
+    assert all(s.ms > 0 for s in p.statements), "every statement was measured"
+
+
+def test_the_profiler_log_lines_are_dropped_and_other_output_kept(capfd):
+    import os
+    import sys
+
+    from thunder_viz.profile import _without_profiler_log
+
+    with _without_profiler_log():
+        os.write(2, b"USDT:2026-12-05 12:00:00 1:1 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+        os.write(2, b"a warning of the program\n")
+    sys.stderr.flush()
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "a warning of the program" in err
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    a = torch.randn(4, 4)
+    thunder_viz.profile(jf, a, a, a, calls=1)
+    assert "USDT" not in capfd.readouterr().err
+
+
+def test_inputs_that_run_an_older_cache_entry_are_refused_not_shown_as_zeros():
+    jf = thunder.jit(big_and_small, executors=["torch"], cache="constant values")
+    single = torch.randn(4, 4), torch.randn(4, 4), torch.randn(3)
+    jf(*single)
+    jf(*(t.double() for t in single))  # the last compilation is for float64
+    with pytest.raises(RuntimeError, match="cache entry compiled before the last compilation"):
+        thunder_viz.profile(jf, *single, calls=1)

@@ -1,0 +1,598 @@
+"""Where time and memory go: a jitted callable run a few times under torch's profiler, its measured
+time and memory attributed to each statement of the traces that ran (forward and backward), to each
+module scope, and set beside eager PyTorch's profile of the same modules.
+
+Note [Profile attribution]
+While profiling, the compiled functions of the last computation and backward traces run a copy of
+their code with a profiler range around each statement (Note [Profiling ranges] in
+``thunder.core.codegen``), named after the statement's bound symbol. A statement's time is its
+range's: CPU time (what Python and torch's dispatcher spend, and CPU kernels), and on CUDA the time
+of the kernels launched inside it; its memory is what its range left allocated (the profiler's
+memory events: what it allocated minus what it freed). A fusion is one statement. A module scope
+sums the statements whose source is in it (a fusion counts in the scope holding all its ops). What
+the traces do not contain (the prologue's checks, the autograd node, returning to Python) is the
+difference between a call's wall time and the sum of its statements, reported as such.
+
+Eager's profile of each module is taken with a range around each submodule's forward (hooks that
+are removed before thunder runs: a hook would change what thunder's cache guards). Eager's backward
+cannot be split by module the same way, so modules are compared on the forward; whole calls are
+compared forward and backward.
+
+The saved-for-backward timeline is read from the backward trace: at each statement, the bytes of
+the tensors the forward made and saved that the backward still reads from there on. torch's autograd
+holds them all until the backward returns; the timeline shows what the backward still needs, and
+beside it what was saved before rematerialization.
+
+Layer: thunder_viz. Imports: torch (its profiler), thunder (public API, core codegen and proxies),
+thunder_viz.session (input clones, random state), thunder_viz.graph (module paths).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import math
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.autograd import profiler as torch_profiler
+
+import thunder
+from thunder.core.codegen import profiling_ranges
+from thunder.core.prims.python import python_return
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import PARAMETER, BoundSymbol
+from thunder.transforms.delete_last_used import python_del
+
+__all__ = ["Profile", "StatementCost", "ModuleCost", "profile"]
+
+_PREFIX = "thunder:"
+_EAGER = "eager:"
+_KIND_TAG = {"computation": "f", "backward": "b"}
+
+
+@dataclass
+class StatementCost:
+    """One statement (bound symbol) of an execution trace: time and memory per call."""
+
+    kind: str  # "computation" or "backward"
+    uid: int  # the bound symbol's uid: the explorer's node of the last step of that kind
+    op: str
+    ms: float  # per call: CPU time, or CUDA kernel time where the statement ran on CUDA
+    cpu_ms: float
+    device_ms: float
+    bytes: int  # left allocated by the statement, per call (net; negative when it freed more)
+    module: str | None  # the module scope it counts in
+    source: str  # ``file:line  code`` of the user's line, or ""
+
+
+@dataclass
+class ModuleCost:
+    """A module scope: the time of its statements under thunder (forward, backward) and of its
+    forward in eager PyTorch, per call."""
+
+    path: str
+    ms: float = 0.0
+    backward_ms: float = 0.0
+    eager_ms: float | None = None
+
+
+@dataclass
+class Profile:
+    """What :func:`profile` measured. ``str()`` is a table of the costliest statements."""
+
+    calls: int
+    device: str
+    call_ms: float  # median wall time of a profiled call (forward, and backward when there is one)
+    eager_call_ms: float | None
+    backward: bool  # whether the calls ran a backward (of the scalar outputs that require grad: a loss)
+    statements: list[StatementCost]
+    modules: list[ModuleCost]
+    # the backward's saved tensors: (uid of a backward statement, bytes still read from there on)
+    saved_timeline: list[tuple[int, int]] = field(default_factory=list)
+    saved_bytes: int | None = None  # made by the forward and saved for the backward
+    saved_bytes_before_remat: int | None = None  # the same before rematerialization
+    profile_s: float = 0.0  # how long profiling took
+    # the traces profiled: what the explorer maps uids against (not serialised)
+    traces: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def top(self, n: int = 10) -> list[StatementCost]:
+        """The ``n`` statements that took the longest, longest first."""
+        return sorted(self.statements, key=lambda s: -s.ms)[:n]
+
+    def attributed_ms(self, kind: str | None = None) -> float:
+        return sum(s.ms for s in self.statements if kind is None or s.kind == kind)
+
+    def table(self, n: int = 10) -> str:
+        """The costliest statements and the modules, as text."""
+        where = "forward and backward" if self.backward else "forward"
+        eager = f", eager {self.eager_call_ms:.2f} ms" if self.eager_call_ms is not None else ""
+        lines = [
+            f"profile of {self.calls} calls ({where}, {self.device}): {self.call_ms:.2f} ms per call{eager}; "
+            f"{self.attributed_ms():.2f} ms in the traces' statements",
+            f"{'ms':>8} {'share':>6} {'MB':>8}  {'op':<28} source",
+        ]
+        total = self.attributed_ms() or 1.0
+        for s in self.top(n):
+            tag = " (bwd)" if s.kind == "backward" else ""
+            lines.append(
+                f"{s.ms:8.3f} {100 * s.ms / total:5.1f}% {s.bytes / 2**20:8.2f}  {(s.op + tag)[:28]:<28} {s.source}"
+            )
+        shown = [m for m in self.modules if m.path.count(".") <= 2][:n]
+        if shown:
+            lines.append(f"{'module':<32} {'thunder ms':>10} {'eager ms':>9} {'bwd ms':>8}")
+            for m in shown:
+                eager_ms = f"{m.eager_ms:9.3f}" if m.eager_ms is not None else f"{'-':>9}"
+                lines.append(f"{m.path[:32]:<32} {m.ms:10.3f} {eager_ms} {m.backward_ms:8.3f}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_json(self, steps: Sequence[dict]) -> dict:
+        """The document's ``profile`` (docs/trace-schema.md): costs by node of the last step of
+        each kind among ``steps`` (a statement whose node is not there is left out)."""
+        last = {}
+        for step in steps:
+            if step["kind"] in _KIND_TAG:
+                last[step["kind"]] = step
+        by_uid = {
+            kind: {n["uid"]: n["id"] for n in step["nodes"] if n["fused_into"] is None} for kind, step in last.items()
+        }
+        out_steps: dict[str, dict] = {}
+        for kind, step in last.items():
+            nodes = {}
+            for s in self.statements:
+                nid = by_uid[kind].get(s.uid) if s.kind == kind else None
+                if nid is not None:
+                    nodes[nid] = {"ms": _round(s.ms), "bytes": s.bytes}
+            if nodes:
+                out_steps[step["id"]] = {"total_ms": _round(self.attributed_ms(kind)), "nodes": nodes}
+        saved = None
+        backward = last.get("backward")
+        if backward is not None and self.saved_timeline:
+            ids = by_uid["backward"]
+            timeline = [[ids[uid], b] for uid, b in self.saved_timeline if uid in ids]
+            saved = {
+                "step": backward["id"],
+                "bytes": self.saved_bytes,
+                "bytes_before_remat": self.saved_bytes_before_remat,
+                "timeline": timeline,
+            }
+        return {
+            "calls": self.calls,
+            "device": self.device,
+            "call_ms": _round(self.call_ms),
+            "eager_call_ms": None if self.eager_call_ms is None else _round(self.eager_call_ms),
+            "backward": self.backward,
+            "attributed_ms": _round(self.attributed_ms()),
+            "steps": out_steps,
+            "modules": [
+                {
+                    "path": m.path,
+                    "ms": _round(m.ms),
+                    "backward_ms": _round(m.backward_ms),
+                    "eager_ms": None if m.eager_ms is None else _round(m.eager_ms),
+                }
+                for m in self.modules
+            ],
+            "saved": saved,
+        }
+
+
+def _round(x: float) -> float:
+    return round(float(x), 4)
+
+
+# jitted callable -> its last profile, while it lives (a rerun's new callable has none)
+_LAST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def last_profile(jitted: Any) -> Profile | None:
+    """The last profile of ``jitted``, if it was profiled and has not compiled again since."""
+    try:
+        found = _LAST.get(jitted)
+    except TypeError:
+        return None
+    if found is None:
+        return None
+    current = thunder.last_traces(jitted)
+    return found if current and found.traces.get("computation") is current[-1] else None
+
+
+def set_last_profile(jitted: Any, result: Profile) -> None:
+    with contextlib.suppress(TypeError):  # not weak-referenceable: the explorer will not show it
+        _LAST[jitted] = result
+
+
+def profile(jitted: Any, *args: Any, calls: int = 3, **kwargs: Any) -> Profile:
+    """Runs ``jitted(*args, **kwargs)`` ``calls`` times under torch's profiler (CPU, and CUDA where
+    present), after one call that is not measured, and says where the time and memory went: per
+    statement of the traces that ran (forward, and backward when an output requires grad), per
+    module, beside eager PyTorch's profile of the same calls. See Note [Profile attribution].
+
+    When the output holds a scalar that requires grad (a loss), each call also runs its backward,
+    as a training step does. Gradients that accumulate meanwhile in the parameters are put back as
+    they were; the random state is left as it was; tensor inputs are cloned for each call.
+
+    The explorer of ``jitted`` (``thunder_viz.explore``) shows the last profile.
+
+    Returns:
+        The :class:`Profile` (``print`` it for a table of the costliest statements).
+    """
+    from thunder_viz.session import Session, session_for
+
+    thunder.compile_data(jitted)  # a clear TypeError for something that is not jitted
+    session = session_for(jitted)
+    if session is None or session.jitted is not jitted:
+        session = Session(jitted, args=args, kwargs=kwargs)
+    else:
+        session.args, session.kwargs = args, kwargs
+    return session.profile(calls=calls)
+
+
+def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int = 3) -> Profile:
+    """The measurement behind :func:`profile` (the caller keeps the random state and gradients)."""
+    from thunder_viz.session import clone_inputs
+
+    if calls < 1:
+        raise ValueError(f"profile: calls must be at least 1, got {calls}")
+    start = time.perf_counter()
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+
+    def call(fn: Callable) -> bool:
+        a, k = clone_inputs(args, kwargs)
+        ran_backward = _backward_of(fn(*a, **k))
+        _synchronize(cuda)
+        return ran_backward
+
+    if not _was_compiled(jitted):
+        call(jitted)
+    # The calls are profiled with the ranges put in the traces of the last compilation; when a call
+    # compiles again instead (other inputs than the last call's), they are profiled once more.
+    for _ in range(2):
+        misses = thunder.cache_misses(jitted)
+        traces = _profiled_traces(jitted)
+        labels = {kind: _labels(trace, _KIND_TAG[kind]) for kind, trace in traces.items()}
+        walls, ran_backward = [], []
+        with contextlib.ExitStack() as stack:
+            for kind, trace in traces.items():
+                stack.enter_context(profiling_ranges(trace, lambda i, b, names=labels[kind]: names.get(i)))
+            with _profiler(cuda) as prof:
+                for _ in range(calls):
+                    t0 = time.perf_counter_ns()
+                    ran_backward.append(call(jitted))
+                    walls.append((time.perf_counter_ns() - t0) / 1e6)
+        if thunder.cache_misses(jitted) == misses:
+            break
+    backward = any(ran_backward)
+    if not backward:
+        traces.pop("backward", None)
+    eager_ms, eager_modules = _eager_profile(original, call, calls, cuda)
+    events = _range_totals(prof, _PREFIX, cuda)
+    if labels["computation"] and not any(name in events for name in labels["computation"].values()):
+        # never a table of zeros: the calls ran code this profile cannot see into
+        raise RuntimeError(
+            "profile: these inputs ran a cache entry compiled before the last compilation, and only the "
+            "last compilation's traces (thunder.last_traces) can be profiled and shown: profile a fresh "
+            "thunder.jit of the function with these inputs"
+        )
+    statements = []
+    for kind, trace in traces.items():
+        for i, name in labels[kind].items():
+            cpu_us, device_us, mem = events.get(name, (0.0, 0.0, 0))
+            bsym = trace.bound_symbols[i]
+            cpu_ms, device_ms = cpu_us / 1e3 / calls, device_us / 1e3 / calls
+            statements.append(
+                StatementCost(
+                    kind=kind,
+                    uid=bsym.uid,
+                    op=bsym.sym.name,
+                    ms=device_ms if cuda and device_ms > 0 else cpu_ms,
+                    cpu_ms=cpu_ms,
+                    device_ms=device_ms,
+                    bytes=int(mem / calls),
+                    module=_scope(bsym),
+                    source=_source_text(bsym),
+                )
+            )
+    timeline, saved, saved_before = _saved_for_backward(jitted) if backward else ([], None, None)
+    return Profile(
+        calls=calls,
+        device="cuda" if cuda else "cpu",
+        call_ms=statistics.median(walls),
+        eager_call_ms=eager_ms,
+        backward=backward,
+        statements=statements,
+        modules=_modules(statements, eager_modules),
+        saved_timeline=timeline,
+        saved_bytes=saved,
+        saved_bytes_before_remat=saved_before,
+        profile_s=time.perf_counter() - start,
+        traces=traces,
+    )
+
+
+def _was_compiled(jitted: Any) -> bool:
+    try:
+        return bool(thunder.last_traces(jitted))
+    except TypeError:
+        return False
+
+
+def _profiled_traces(jitted: Any) -> dict[str, Any]:
+    """The execution traces of the last compilation: what the calls run."""
+    traces = {"computation": thunder.last_traces(jitted)[-1]}
+    bw = thunder.last_backward_traces(jitted)
+    if bw:
+        traces["backward"] = bw[-1]
+    return traces
+
+
+def _labels(trace: Any, tag: str) -> dict[int, str]:
+    """Range names of the statements worth a range: not unpacking, ``del`` or ``return``."""
+    out = {}
+    for i, bsym in enumerate(trace.bound_symbols):
+        if PARAMETER in bsym.sym.tags or bsym.sym is python_del or bsym.sym is python_return:
+            continue
+        out[i] = f"{_PREFIX}{tag}{i}"
+    return out
+
+
+@contextlib.contextmanager
+def _profiler(cuda: bool) -> Iterator[Any]:
+    # torch.autograd.profiler directly: torch.profiler.profile first imports torch._inductor (seconds)
+    with _without_profiler_log():
+        with torch_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, profile_memory=True) as prof:
+            yield prof
+
+
+# What torch's profiler logs from C++ straight to the process's stderr: each start and stop, and once a
+# warning that memory allocated before it started is not counted (the inputs, the parameters).
+_PROFILER_LOG = re.compile(r"^(USDT|STAGE):|CPUAllocator\.cpp.*before the profiling started")
+
+
+@contextlib.contextmanager
+def _without_profiler_log() -> Iterator[None]:
+    """Drops the profiler's own log lines (they would fill a notebook cell, with timestamps); anything
+    else written to the process's stderr meanwhile is written back afterwards."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no file descriptor 2 to borrow
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines = sink.read().decode("utf-8", "replace").splitlines(keepends=True)
+            kept = "".join(line for line in lines if not _PROFILER_LOG.search(line))
+            if kept:
+                sys.stderr.write(kept)
+
+
+def _range_totals(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, float, int]]:
+    """name -> (CPU µs, device µs, net bytes) summed over the ranges whose name starts with ``prefix``.
+
+    On CPU the profiler's raw events are read directly (building its per-op event objects costs
+    seconds on a 12-layer GPT-2): a range's time is its duration, its memory the allocations and
+    frees recorded inside it on its thread, attributed to the innermost range holding them. On CUDA
+    torch's own attribution of kernel time and device memory to ranges is used."""
+    if cuda:
+        return _function_event_totals(prof, prefix)
+    ranges: list[tuple[int, int, int, str]] = []  # (start, end, thread, name)
+    memory: list[tuple[int, int, int]] = []  # (time, thread, bytes)
+    for e in prof.kineto_results.events():
+        name = e.name()
+        if name.startswith(prefix):
+            start = e.start_ns()
+            ranges.append((start, start + e.duration_ns(), e.start_thread_id(), name))
+        elif name == "[memory]":
+            memory.append((e.start_ns(), e.start_thread_id(), e.nbytes()))
+    totals: dict[str, list] = {}
+    for start, end, _, name in ranges:
+        t = totals.setdefault(name, [0.0, 0.0, 0])
+        t[0] += (end - start) / 1e3
+    ranges.sort()
+    starts = [r[0] for r in ranges]
+    for when, thread, nbytes in memory:
+        i = bisect.bisect_right(starts, when) - 1
+        # the innermost range holding it: the latest started that is still open (ranges nest only
+        # a few deep, so a few steps back suffice; none when it happened between statements)
+        for j in range(i, max(-1, i - _NESTING), -1):
+            start, end, rthread, name = ranges[j]
+            if rthread == thread and end >= when:
+                totals[name][2] += nbytes
+                break
+    return {k: (v[0], v[1], v[2]) for k, v in totals.items()}
+
+
+_NESTING = 32
+
+
+def _function_event_totals(prof: Any, prefix: str) -> dict[str, tuple[float, float, int]]:
+    totals: dict[str, tuple[float, float, int]] = {}
+    for e in prof.function_events:
+        if not e.name.startswith(prefix):
+            continue
+        cpu, dev, mem = totals.get(e.name, (0.0, 0.0, 0))
+        dev_us = float(getattr(e, "device_time_total", 0.0) or 0.0)
+        mem_b = int(e.device_memory_usage or e.cpu_memory_usage)
+        totals[e.name] = (cpu + e.cpu_time_total, dev + dev_us, mem + mem_b)
+    return totals
+
+
+def _eager_profile(original: Any, call: Callable, calls: int, cuda: bool) -> tuple[float | None, dict[str, float]]:
+    """Eager's median wall time per call, and its forward time per module path (ms per call)."""
+    walls = []
+    try:
+        with _module_ranges(original), _profiler(cuda) as prof:
+            for _ in range(calls):
+                t0 = time.perf_counter_ns()
+                call(original)
+                walls.append((time.perf_counter_ns() - t0) / 1e6)
+    except Exception:  # eager fails where thunder did not: nothing to compare with
+        return None, {}
+    totals = _range_totals(prof, _EAGER, cuda)
+    modules = {}
+    for name, (cpu_us, dev_us, _) in totals.items():
+        modules[name[len(_EAGER) :]] = (dev_us if cuda and dev_us > 0 else cpu_us) / 1e3 / calls
+    return statistics.median(walls), modules
+
+
+@contextlib.contextmanager
+def _module_ranges(original: Any) -> Iterator[None]:
+    """A profiler range around the forward of each submodule of ``original`` (none for a function)."""
+    if not isinstance(original, torch.nn.Module):
+        yield
+        return
+    enter = torch.ops.profiler._record_function_enter_new
+    leave = torch.ops.profiler._record_function_exit
+    handles = []
+    for path, module in original.named_modules():
+        if not path:
+            continue
+        open_ranges: list = []
+
+        def pre(_m, _args, name=f"{_EAGER}{path}", stack=open_ranges):
+            stack.append(enter(name))
+
+        def post(_m, _args, _out, stack=open_ranges):
+            if stack:
+                leave(stack.pop())
+
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post, always_call=True))
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _backward_of(out: Any) -> bool:
+    """Runs the backward of the scalars in ``out`` that require grad (losses), if any (see :func:`profile`)."""
+    from thunder_viz.session import _leaves
+
+    losses = [
+        x
+        for _, x in _leaves(out)
+        if isinstance(x, torch.Tensor) and x.requires_grad and x.grad_fn is not None and x.numel() == 1
+    ]
+    if not losses:
+        return False
+    torch.autograd.backward(losses)
+    return True
+
+
+def _synchronize(cuda: bool) -> None:
+    if cuda:
+        torch.cuda.synchronize()
+
+
+def _scope(bsym: BoundSymbol) -> str | None:
+    """The module scope a statement counts in: its own, or for a fusion the scope of all its ops."""
+    from thunder_viz.graph import _common_prefix, _module_path
+
+    if bsym.sym._is_fusion:
+        return _common_prefix([_module_path(m) for m in bsym.subsymbols] or [None])
+    return _module_path(bsym)
+
+
+def _source_text(bsym: BoundSymbol) -> str:
+    from thunder.core.symbol import notebook_cell
+
+    src = bsym.source
+    if bsym.sym._is_fusion and src is None:
+        src = next((m.source for m in bsym.subsymbols if m.source is not None), None)
+    if src is None:
+        return ""
+    file = notebook_cell(src.filename) or src.filename.rsplit("/", 1)[-1]
+    return f"{file}:{src.lineno}  {src.source_line.strip()}"
+
+
+def _modules(statements: list[StatementCost], eager: dict[str, float]) -> list[ModuleCost]:
+    """Each module scope with its statements' time summed (a statement counts in every enclosing
+    scope), in the order of first appearance, with eager's time of the same module."""
+    costs: dict[str, ModuleCost] = {}
+    for s in statements:
+        if not s.module:
+            continue
+        parts = s.module.split(".")
+        for k in range(1, len(parts) + 1):
+            path = ".".join(parts[:k])
+            m = costs.setdefault(path, ModuleCost(path))
+            if s.kind == "backward":
+                m.backward_ms += s.ms
+            else:
+                m.ms += s.ms
+    for path, m in costs.items():
+        m.eager_ms = eager.get(path)
+    return list(costs.values())
+
+
+def _tensor_bytes(p: Any) -> int | None:
+    if not isinstance(p, TensorProxy) or not all(type(d) is int for d in p.shape):
+        return None
+    return math.prod(p.shape) * p.dtype.itemsize
+
+
+def _saved_for_backward(jitted: Any) -> tuple[list[tuple[int, int]], int | None, int | None]:
+    """The timeline of the bytes the backward still reads of what the forward made and saved
+    (Note [Profile attribution]), their total, and the total before rematerialization."""
+    forward = thunder.last_traces(jitted)
+    backward = thunder.last_backward_traces(jitted)
+    if not forward or not backward:
+        return [], None, None
+    made = _made_by_forward(forward[-1])
+
+    def saved_of(trace: Any) -> dict[str, int]:
+        out = {}
+        for a in trace.args:
+            if isinstance(a, TensorProxy) and a.name in made:
+                size = _tensor_bytes(a)
+                if size is not None:
+                    out[a.name] = size
+        return out
+
+    final = backward[-1]
+    saved = saved_of(final)
+    first = saved_of(backward[0])
+    last_use: dict[str, int] = {}
+    for i, bsym in enumerate(final.bound_symbols):
+        if bsym.sym is python_del:
+            continue
+        for p in bsym.flat_proxy_args:
+            if p.name in saved:
+                last_use[p.name] = i
+    timeline = []
+    for i, bsym in enumerate(final.bound_symbols):
+        if PARAMETER in bsym.sym.tags or bsym.sym is python_del or bsym.sym is python_return:
+            continue
+        timeline.append((bsym.uid, sum(b for name, b in saved.items() if last_use.get(name, -1) >= i)))
+    return timeline, sum(saved.values()), sum(first.values())
+
+
+def _made_by_forward(forward: Any) -> set[str]:
+    """Names of the values the forward computes (not its inputs): what saving them costs memory."""
+    inputs = {a.name for a in forward.args if hasattr(a, "name")}
+    made = set()
+    for bsym in forward.bound_symbols:
+        for p in bsym.flat_proxy_outs:
+            if p.name not in inputs:
+                made.add(p.name)
+    return made
