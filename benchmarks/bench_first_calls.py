@@ -12,8 +12,8 @@ Two tables:
   on-disk caches (a warm start), and when each process of the defaults reached its compiled speed (the first
   call from which the running median of 20 calls is within 10% of its last 20 calls' median).
 
-Every process gets an empty Inductor cache directory (``TORCHINDUCTOR_CACHE_DIR``), except the warm start,
-which reuses the defaults' directory. Models: the test zoo's (``tests/zoo.py``: 2 layers, hidden 32, batch 2,
+Every process gets empty Inductor and thunder cache directories (``TORCHINDUCTOR_CACHE_DIR``, ``THUNDER_CACHE_DIR``),
+except the warm start, which reuses the defaults' directories. Models: the test zoo's (``tests/zoo.py``: 2 layers, hidden 32, batch 2,
 sequence 8) and an MLP; the window table's default is the issue's GPT-2 (2 layers, 128 wide, batch 4x64).
 
 Run: ``python -m benchmarks.bench_first_calls [--table windows|ncalls|both] [--models gpt2,llama,...]
@@ -150,7 +150,7 @@ def _child_windows(opts) -> dict:
 
 
 def _spawn(args: list[str], cache_dir: str, load: bool = False) -> dict:
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir}
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir, "THUNDER_CACHE_DIR": cache_dir}
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if load else None
     try:
         out = subprocess.run([sys.executable, "-m", "benchmarks.bench_first_calls", "--child", *args], env=env,
