@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -248,3 +249,18 @@ def test_nvfuser_is_listed_unavailable_with_its_reason_and_a_jit_naming_it_says_
     assert not nvfuserex.ex.available() and reason
     with pytest.raises(ThunderRuntimeError, match=f"'nvfuser' is unavailable: {re.escape(reason)}"):
         thunder.jit(lambda x: x * 2 + 1, executors=["nvfuser"])(torch.randn(3))
+
+
+def test_the_direct_convolutions_layout_rule_is_suggest_memory_format():
+    # The direct kernel lays its output out channels-last where eager's oneDNN would (suggest_memory_format); its
+    # cheap test (two C calls for the common contiguous case) must say what suggest_memory_format says everywhere.
+    from torch._prims_common import suggest_memory_format
+
+    from thunder.executors.torchex import _channels_last
+
+    for shape in itertools.product([1, 2, 3], repeat=4):
+        a = torch.randn(*shape)
+        layouts = [a, a.contiguous(memory_format=torch.channels_last), a.permute(0, 2, 3, 1), a.transpose(2, 3),
+                   a[:, :, ::2], a.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)]  # fmt: skip
+        for t in layouts:
+            assert _channels_last(t) == (suggest_memory_format(t) is torch.channels_last), (shape, t.stride())
