@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,28 +124,22 @@ class ExplorerWidget(anywidget.AnyWidget):
 
     def rerun(self, executors: Sequence[Any]) -> Run:
         """Recompiles with ``executors``, reruns with the last inputs and shows the new steps and run."""
-        self.status = STATUS_RUNNING
-        try:
-            run = self.session.rerun(executors)
-            self.document = self._document()
-            self.doc = self._packed()
-        except Exception as exc:
-            self.status = f"error: {exc}"
-            raise
-        self.status = STATUS_READY
-        self._update_display()
-        return run
+        return self._busy(STATUS_RUNNING, lambda: self.session.rerun(executors))
 
     def profile(self, calls: int = 3) -> Any:
         """Profiles the function with the last inputs (:func:`thunder_viz.profile`) and shows where
         its time and memory went."""
-        self.status = STATUS_PROFILING
+        return self._busy(STATUS_PROFILING, lambda: self.session.profile(calls=calls))
+
+    def _busy(self, status: str, work: Callable[[], Any]) -> Any:
+        """Runs ``work`` with ``status`` shown, then shows the document it changed (or the error, and raises it)."""
+        self.status = status
         try:
-            result = self.session.profile(calls=calls)
+            result = work()
             self.document = self._document()
             self.doc = self._packed()
         except Exception as exc:
-            self.status = f"error: {type(exc).__name__}: {exc}"
+            self.status = f"error: {exc}" if str(exc) else f"error: {type(exc).__name__}"
             raise
         self.status = STATUS_READY
         self._update_display()
