@@ -315,3 +315,120 @@ def test_element_in_a_tensor_of_several_dims_is_one_split():
     assert thunder.cache_misses(jf) == 3
     with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
         thunder.jit(lambda x: "a" in x)(torch.ones(2))
+
+
+# ---------------------------------------------------------------- Note [Symbolic data-dependent sizes]
+
+
+class _MixtureOfExperts(torch.nn.Module):
+    """litgpt's LLaMAMoE: each expert takes the tokens routed to it, ``torch.where(mask)``, a count that changes
+    with the data."""
+
+    def __init__(self, width=8, experts=4, per_token=2):
+        super().__init__()
+        self.gate = torch.nn.Linear(width, experts, bias=False)
+        self.experts = torch.nn.ModuleList(
+            torch.nn.Sequential(torch.nn.Linear(width, 16), torch.nn.SiLU(), torch.nn.Linear(16, width))
+            for _ in range(experts)
+        )
+        self.per_token = per_token
+
+    def forward(self, x):
+        B, T, C = x.size()
+        x = x.view(-1, C)
+        probs, indices = torch.topk(self.gate(x), self.per_token)
+        probs = probs.softmax(dim=1, dtype=torch.float).to(dtype=x.dtype)
+        masks = (indices.unsqueeze(-1) == torch.arange(len(self.experts))).permute(2, 0, 1)
+        y = torch.zeros_like(x)
+        for mask, expert in zip(masks, self.experts):
+            token_idx, expert_idx = torch.where(mask)
+            y[token_idx] += probs[token_idx, expert_idx, None] * expert(x[token_idx])
+        return y.view(B, T, C)
+
+
+def test_a_routing_that_changes_every_call_compiles_twice_and_matches_eager():
+    """litgpt's Mixtral recompiled on every call (each expert's token count is a data-dependent size); after the
+    first change the counts are symbolic, checked by the computation, and every later routing hits."""
+    import copy
+
+    torch.manual_seed(0)
+    model = _MixtureOfExperts()
+    reference = copy.deepcopy(model)
+    jm = thunder.jit(model)
+    for _ in range(8):
+        x = torch.randn(2, 12, 8)
+        out, expected = jm(x), reference(x)
+        torch.testing.assert_close(out, expected)
+        out.pow(2).sum().backward()
+        expected.pow(2).sum().backward()
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, msg=lambda m, name=name: f"{name}: {m}")
+    assert thunder.cache_misses(jm) == 2
+    assert "data-dependent size is symbolic" in str(thunder.cache_miss_reasons(jm)[-1])
+    assert "_symbolic_outcome" in str(thunder.last_traces(jm)[-1])
+
+
+def test_a_boolean_mask_with_a_changing_count_stops_recompiling():
+    def f(x):
+        kept = x[x > 0]
+        return kept * 2 + kept.sum(), kept.shape[0]
+
+    jf = thunder.jit(f)
+    torch.manual_seed(0)
+    for _ in range(10):
+        x = torch.randn(40)
+        out, n = jf(x)
+        expected, m = f(x)
+        torch.testing.assert_close(out, expected)
+        assert n == m and type(n) is int
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_a_branch_on_a_symbolic_count_is_checked_every_call():
+    """The trace made with a count above 5 holds only there: a call with fewer takes (and compiles) the other
+    branch, and later calls pick the entry their count belongs to."""
+
+    def f(x):
+        n = (x > 0).sum().item()
+        if n > 5:
+            return x[:n] * 2
+        return x[:n] * 3
+
+    jf = thunder.jit(f)
+    counts = [8, 9, 10, 11, 2, 3, 12, 4, 7, 2]
+    for i, n in enumerate(counts):
+        x = torch.cat([torch.ones(n), -torch.ones(20 - n)]) * (i + 1)
+        torch.testing.assert_close(jf(x), f(x))
+    assert thunder.cache_misses(jf) == 3, thunder.cache_miss_reasons(jf)  # 8; 9 (symbolic, above 5); 2 (symbolic, at most 5)
+
+
+def test_int_of_a_symbolic_count_pins_it():
+    """``int(t)`` gives a plain int (CPython converts what ``__int__`` returns): the trace holds that value as a
+    constant, so a call with another count must not reuse it."""
+
+    def f(x):
+        n = int((x > 0).sum())
+        return x.reshape(-1)[:n] + n
+
+    jf = thunder.jit(f)
+    for n in [3, 4, 5, 6, 7, 3, 6]:
+        x = torch.cat([torch.ones(n), -torch.ones(10 - n)])
+        torch.testing.assert_close(jf(x), f(x))
+
+
+def test_a_symbolic_count_beside_a_symbolic_input_size():
+    """A constraint that names both a count and an input's symbolic size pins the count; results stay eager's."""
+
+    def f(x, mask):
+        n = mask.sum().item()
+        return x[:n] * 2, x.shape[0] - n
+
+    jf = thunder.jit(f)
+    torch.manual_seed(0)
+    for length in [10, 12, 14, 16, 18, 20, 13]:
+        x = torch.randn(length)
+        mask = torch.rand(8) > 0.5
+        out, rest = jf(x, mask)
+        expected, expected_rest = f(x, mask)
+        torch.testing.assert_close(out, expected)
+        assert rest == expected_rest

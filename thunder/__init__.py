@@ -56,7 +56,7 @@ from thunder.core.interpreter.versions import check_python_version, running_pyth
 from thunder.core.iterators import check_replayed, replayable_arguments
 from thunder.core.module import ThunderModule
 from thunder.core.module import install_jit_entry as _install_jit_entry
-from thunder.core.prims.python import OutcomeChanged
+from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.shape_history import ShapeHistory
 from thunder.core.symbol import Symbol
@@ -291,10 +291,15 @@ class _Jitted:
 def _automatic_dynamic(cd: CompileData, option: CACHE_OPTIONS, reason: CacheMissReason) -> tuple[bool, CacheMissReason]:
     """Whether the entry for this miss makes the sizes that changed symbolic, and the miss reason saying so
     (Note [Automatic dynamic shapes] in ``thunder.core.shape_history``)."""
-    changed_int = reason.check == "value" and type(reason.expected) is int and type(reason.actual) is int
+    changed_int = (
+        reason.check in ("value", "data-dependent value")
+        and type(reason.expected) in (int, SymbolicOutcome)
+        and type(reason.actual) is int
+    )
     if option is CACHE_OPTIONS.CONSTANT_VALUES and (reason.check == "shape" or changed_int) and cd.options.automatic_dynamic:
+        what = "this data-dependent size is" if reason.check == "data-dependent value" else "the sizes and ints that changed are"
         message = (
-            f"{reason}; the sizes and ints that changed are symbolic in this entry (automatic dynamic shapes: pass "
+            f"{reason}; {what} symbolic in this entry (automatic dynamic shapes: pass "
             "cache='constant values' to keep them constant)"
         )
         return True, dataclasses.replace(reason, message=message)
@@ -306,9 +311,12 @@ class OtherOutcome:
 
     __slots__ = ("entry", "index", "value", "outcomes")
 
-    def __init__(self, entry: CacheEntry, index: int, value: Any):
+    def __init__(self, entry: CacheEntry, index: int, value: Any, earlier: tuple = ()):
         self.entry, self.index, self.value = entry, index, value
-        self.outcomes = entry.outcomes[:index] + (value,)  # what this call's values begin with
+        # What this call's values begin with: ``earlier`` gives those of the entry's symbolic outcomes.
+        values = iter(earlier)
+        known = tuple(next(values) if type(o) is SymbolicOutcome else o for o in entry.outcomes[:index])
+        self.outcomes = known + (value,)
 
     def describe(self) -> str:
         check = next(
@@ -318,17 +326,21 @@ class OtherOutcome:
         )  # fmt: skip
         if check is None:
             return f"data-dependent value {self.index} is {self.value!r}"
-        t, kind, _, _ = check.args
+        t, kind = check.args[:2]
         asked = "the truth value" if kind == "bool" else f"{kind}()"
         where = f" at {check.source}" if check.source else ""
         return f"{asked} of tensor {t.name}{where} is {self.value!r}"
 
     def reason(self) -> CacheMissReason:
         expected = self.entry.outcomes[self.index]
-        return CacheMissReason(
-            None, "data-dependent value", expected, self.value,
-            message=f"{self.describe()}, not {expected!r} as when the trace was made: it continues differently",
-        )  # fmt: skip
+        if type(expected) is SymbolicOutcome:
+            message = (
+                f"{self.describe()}, outside what the trace holds for (it keeps the value symbolic as "
+                f"{expected.name}, where {' and '.join(expected.constraints)}): it continues differently"
+            )
+        else:
+            message = f"{self.describe()}, not {expected!r} as when the trace was made: it continues differently"
+        return CacheMissReason(None, "data-dependent value", expected, self.value, message=message)
 
 
 def _run(entry: CacheEntry, inputs: Any) -> Any:
@@ -337,7 +349,7 @@ def _run(entry: CacheEntry, inputs: Any) -> Any:
     try:
         return entry.computation(*inputs)
     except OutcomeChanged as changed:
-        return OtherOutcome(entry, changed.index, changed.value)
+        return OtherOutcome(entry, changed.index, changed.value, changed.earlier)
     except Exception as e:
         add_runtime_note(e)
         raise
@@ -443,7 +455,7 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
                 try:
                     result = entry.run(*args, **kwargs)
                 except OutcomeChanged as changed:
-                    return slow_call(args, kwargs, OtherOutcome(entry, changed.index, changed.value))
+                    return slow_call(args, kwargs, OtherOutcome(entry, changed.index, changed.value, changed.earlier))
                 except Exception as e:
                     add_runtime_note(e)
                     raise

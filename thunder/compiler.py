@@ -31,7 +31,7 @@ from thunder.core import prims
 from thunder.core.data_dependent import draws_random
 from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
-from thunder.core.prims.python import OutcomeChanged, same_outcome
+from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome, same_outcome
 from thunder.core.proxies import TensorProxy
 from thunder.core.shape_history import ShapeHistory
 from thunder.core.symbol_lookup import symbol_for
@@ -589,8 +589,19 @@ class Cache:
 
 
 def continues(entry: CacheEntry, outcomes: tuple) -> bool:
-    """Whether ``entry``'s trace was made for data-dependent values beginning with ``outcomes``."""
-    return len(entry.outcomes) >= len(outcomes) and all(map(same_outcome, entry.outcomes, outcomes))
+    """Whether ``entry``'s trace was made for data-dependent values beginning with ``outcomes`` (a symbolic
+    outcome: for every value its constraints accept)."""
+    if len(entry.outcomes) < len(outcomes):
+        return False
+    symbolic: dict[str, int] = {}
+    for expected, actual in zip(entry.outcomes, outcomes):
+        if type(expected) is SymbolicOutcome:
+            if not expected.accepts(actual, symbolic):
+                return False
+            symbolic[expected.name] = actual
+        elif not same_outcome(expected, actual):
+            return False
+    return True
 
 
 def check_prologue_accepts(entry: CacheEntry, args: tuple, kwargs: dict):

@@ -40,7 +40,7 @@ from thunder.core import dtypes
 from thunder.core.codegen import Printer, bsym_lines, trace_source
 from thunder.core.devices import device_str
 from thunder.core.prims import check_outcome
-from thunder.core.prims.python import python_return
+from thunder.core.prims.python import SymbolicOutcome, python_return
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import PARAMETER, BoundSymbol, SourceLocation, notebook_cell
 from thunder.transforms.delete_last_used import python_del
@@ -199,7 +199,9 @@ def _label(bsym: BoundSymbol) -> str:
     """A node's label: the op's name; where the program needed a tensor's value (a split,
     Note [Data-dependent values] in ``thunder.core.data_dependent``), what it asked and got."""
     if bsym.sym is check_outcome:
-        t, kind, value, _ = bsym.args
+        t, kind, value = bsym.args[:3]
+        if type(value) is SymbolicOutcome:  # Note [Symbolic data-dependent sizes]
+            return f"split: {kind}({t.name}) = {value.name}, symbolic"
         return f"split: {kind}({t.name}) = {value!r}"
     return bsym.sym.name.removeprefix("python_")
 

@@ -676,8 +676,14 @@ VALUE_DEPENDENT = [
     "ret.append(f'{acc}')",
     "acc = acc[acc > 0]",
     "acc = torch.nonzero(acc)",
-    "while acc.sum() > 100:\n    acc = acc / 2",
+    "for _ in range(30):  # bounded: with an inf eager would loop forever\n    if not acc.sum() > 100:\n        break\n    acc = acc / 2",
     "ret.append(acc.max() > 1)",
+    # data-dependent sizes used as sizes (Note [Symbolic data-dependent sizes])
+    "n{u} = (acc > 0).sum().item()\nacc = acc.reshape(-1)[:n{u}] * 2",
+    "n{u} = int((acc > 0).sum())\nacc = acc.reshape(-1)[:n{u}] + n{u}",
+    "k{u} = acc[acc > 0]\nacc = acc.sum() + k{u}.sum() * k{u}.shape[0]",
+    "r{u}, = torch.where(acc.reshape(-1) > 0)\nacc = acc.reshape(-1)[r{u}] * 2",
+    "n{u} = (acc > 0).sum().item()\nif n{u} > 2:\n    acc = acc * 2",
 ]
 
 

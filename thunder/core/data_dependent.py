@@ -18,6 +18,23 @@ the last check (``order_for_checks``; they read values the trace has anyway), th
 put back when a check fails (``draws_random``: the caller wraps such computations), and an
 in-place update of an input before a check is refused.
 
+Note [Symbolic data-dependent sizes]
+A size that comes from the data (how many elements a mask selects: ``torch.where(mask)``, ``x[mask]``,
+``nonzero``; ``n = t.item()`` used as a size) changes from call to call in some programs (a mixture of experts'
+routing), and one entry per value would compile on every call. With automatic dynamic shapes (the default
+cache), once such an int outcome has changed between entries (``ShapeHistory.outcomes``, by outcome index), the
+next trace keeps it symbolic, as torch.compile's unbacked symbols: ``check_outcome`` is given a
+``SymbolicOutcome`` instead of the value and binds the value to a proxy (``u0 = _symbolic_outcome(t, ...)``),
+the program sees a ``SymInt`` named after it, and the ops' shapes follow it at run time. The ``SymInt`` carries
+the proxy, so every op that takes the number reads the proxy (``BoundSymbol.flat_proxy_args``): passes keep
+the order, and a backward that needs the size takes it as a saved value. The constraints the trace records on
+the symbol (a comparison, a branch) are checked by the computation where it binds the value, and a value that
+breaks them raises ``OutcomeChanged`` like a changed constant; a constraint that also refers to the prologue's
+symbols pins the sizes it names (the prologue cannot see them). ``int(t)`` and ``t.__index__()`` pin too:
+CPython turns what they return into a plain int, which the trace would then hold as a constant. A call that
+stops at a check reports the values of the symbolic outcomes before it (``OutcomeChanged.earlier``), so the
+entry it continues in is chosen, and traced, from values only. Values 0 and 1 stay constant, as sizes do.
+
 Layer: tracing. Imports: core.
 """
 

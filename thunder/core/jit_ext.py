@@ -44,7 +44,7 @@ from thunder.core.errors import InternalError, SharpEdgeError, ThunderRuntimeErr
 from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, generator_code, interpret
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.outside_reads import OutsideReadsMixin
-from thunder.core.prims.python import tensor_value
+from thunder.core.prims.python import SymbolicOutcome, tensor_value
 from thunder.core.provenance import ProvenanceMixin
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import register_containers, tree_leaves
@@ -140,6 +140,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self.eager_impl = eager_impl
         self.forced = tuple(outcomes)
         self.outcomes: list = []
+        self.symbolic_outcomes: dict[str, tuple[SymbolicOutcome, Proxy, int]] = {}  # by name, in order
 
     def sharp_edge(self, what: str, *, replayed: bool = False) -> None:
         """A sharp edge (``what``, the trace capturing outside state): allowed, warned of or refused per ``sharp_edges``."""
@@ -193,9 +194,27 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             if self.sharp_edges is SHARP_EDGES_OPTIONS.ERROR:
                 raise SharpEdgeError(msg)
             warnings.warn(msg, stacklevel=2)
-        prims.check_outcome(p, kind, value, index)
+        earlier = tuple(proxy for _, proxy, _ in self.symbolic_outcomes.values())
+        if self._symbolic_outcome(index, kind, value):
+            outcome = SymbolicOutcome(f"u{index}")
+            proxy = prims.check_outcome(p, kind, outcome, index, earlier)
+            outcome.name = proxy.name
+            self.symbolic_outcomes[proxy.name] = (outcome, proxy, value)
+            self.outcomes.append(outcome)
+            return SymInt(value, proxy.name, proxies=(proxy,))
+        prims.check_outcome(p, kind, value, index, earlier)
         self.outcomes.append(value)
         return value
+
+    def _symbolic_outcome(self, index: int, kind: str, value) -> bool:
+        """Whether the trace keeps outcome ``index`` symbolic: an int size that changed between entries (Note
+        [Symbolic data-dependent sizes] in thunder.core.data_dependent)."""
+        history = self.shape_history
+        if history is None or kind not in ("int", "item", "index") or type(value) is not int:
+            return False
+        symbolic = self.automatic_dynamic and history.symbolic_outcome(index, value)
+        history.record_outcome(index, value, symbolic)
+        return symbolic
 
     def _raise_an_earlier_failure(self) -> None:
         """The program raised while tracing, at a line after ops that eager could fail at run time (an index out
@@ -263,7 +282,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             _active_tracer.reset(active)
             for undo in reversed(self._undo):
                 undo()
-        self.constraints = list(cs)
+        self.constraints = self._constraints_on_outcomes(cs)
         self._refuse_branches_on_hoisted()
         self._check_reads_of_written_state()
         self._check_strides()

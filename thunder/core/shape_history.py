@@ -28,11 +28,12 @@ class ShapeHistory:
 
     Read and updated by the tracer while it compiles, under the jitted function's compile lock."""
 
-    __slots__ = ("sizes", "numbers")
+    __slots__ = ("sizes", "numbers", "outcomes")
 
     def __init__(self):
         self.sizes: dict[str, tuple[int | None, ...]] = {}
         self.numbers: dict[str, int | None] = {}  # the int inputs (``cache.cumulative_length``), as sizes
+        self.outcomes: dict[int, int | None] = {}  # data-dependent ints (element counts), by outcome index
 
     def changed_dims(self, name: str, shape: Sequence[int]) -> frozenset[int]:
         """The dims of input ``name`` whose size differs from what it was (or was symbolic) before."""
@@ -55,6 +56,16 @@ class ShapeHistory:
     def record_number(self, name: str, value: int, symbolic: bool) -> None:
         """The int input ``name`` was ``value`` in a new entry (symbolic if ``symbolic``, and then it stays so)."""
         self.numbers[name] = None if symbolic or self.numbers.get(name, value) != value else value
+
+    def symbolic_outcome(self, index: int, value: int) -> bool:
+        """Whether data-dependent outcome ``index`` (an int: an element count) is symbolic in a new entry: it
+        changed (to one above 1). Note [Symbolic data-dependent sizes] in ``thunder.core.data_dependent``."""
+        seen = self.outcomes.get(index, value)
+        return seen != value and value > 1
+
+    def record_outcome(self, index: int, value: int, symbolic: bool) -> None:
+        """Outcome ``index`` was ``value`` in a new entry (symbolic if ``symbolic``, and then it stays so)."""
+        self.outcomes[index] = None if symbolic or self.outcomes.get(index, value) != value else value
 
     def record(self, name: str, shape: Sequence[int], symbolic: frozenset[int]) -> None:
         """Input ``name`` had ``shape`` in a new entry, symbolic in dims ``symbolic`` (which stay so)."""

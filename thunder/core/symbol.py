@@ -24,6 +24,7 @@ from typing import Any
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves
+from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.tracectx import current_source_location, get_tracectx
 
 
@@ -150,6 +151,21 @@ class Symbol:
         return BoundSymbol(self, args, kwargs, output, tuple(subsymbols), source=source, lineage=tuple(lineage))
 
 
+_SYMBOLIC = (SymInt, SymFloat)
+
+
+def _proxies_read(args: list) -> list[Proxy]:
+    """The proxies among ``args``, and those defining the data-dependent sizes of their symbolic numbers (Note
+    [Symbolic data-dependent sizes] in thunder.core.data_dependent): a pass sees that the op reads them."""
+    read = []
+    for a in args:
+        if isinstance(a, Proxy):
+            read.append(a)
+        elif type(a) in _SYMBOLIC and a.proxies:
+            read.extend(a.proxies)
+    return read
+
+
 class BoundSymbol:
     """One call of a symbol in a trace."""
 
@@ -189,7 +205,7 @@ class BoundSymbol:
             outs = tree_leaves(self.output)
             self._flat = (
                 args,
-                [a for a in args if isinstance(a, Proxy)],
+                _proxies_read(args),
                 outs,
                 [o for o in outs if isinstance(o, Proxy)],
             )

@@ -117,7 +117,7 @@ def _arith(op: str, pyop, reflected: bool = False):
         av = a.value if _is_sym(a) else a
         bv = b.value if _is_sym(b) else b
         value = pyop(av, bv)
-        return make_symbolic(value, f"({_expr(a)} {op} {_expr(b)})", self.names | getattr(other, "names", frozenset()))
+        return make_symbolic(value, f"({_expr(a)} {op} {_expr(b)})", self, other)
 
     return method
 
@@ -167,11 +167,16 @@ def _finite(self) -> None:
         _concretize(self, float)
 
 
-def make_symbolic(value, expr: str, names: frozenset):
+def make_symbolic(value, expr: str, *sources):
+    """``value`` as a symbolic number with expression ``expr``, computed from the numbers ``sources`` (whose
+    names, and the proxies defining them, it refers to)."""
+    syms = [s for s in sources if _is_sym(s)]
+    names = frozenset().union(*(s.names for s in syms))
+    proxies = tuple({id(p): p for s in syms for p in s.proxies}.values())
     if type(value) is int:
-        return SymInt(value, expr, names)
+        return SymInt(value, expr, names, proxies)
     if type(value) is float:
-        return SymFloat(value, expr, names)
+        return SymFloat(value, expr, names, proxies)
     return value
 
 
@@ -183,12 +188,15 @@ class _SymbolicMixin:
 
     _base: type
 
-    def __new__(cls, value, expr: str, names: frozenset = frozenset()):
+    def __new__(cls, value, expr: str, names: frozenset = frozenset(), proxies: tuple = ()):
         self = cls._base.__new__(cls, value)
         fields = self.__dict__  # set directly: the program may not set attributes (see __setattr__)
         fields["value"] = cls._base(value)
         fields["expr"] = expr
         fields["names"] = names or frozenset({expr})
+        # The computation's proxies that define some of ``names`` (a data-dependent size, Note [Symbolic
+        # data-dependent sizes] in thunder.core.data_dependent): a bound symbol that takes this number reads them.
+        fields["proxies"] = proxies
         return self
 
     # An int has no instance attributes: setting one fails as it does eagerly.
@@ -222,13 +230,13 @@ class _SymbolicMixin:
     __rtruediv__ = _arith("/", _op.truediv, reflected=True)
 
     def __neg__(self):
-        return make_symbolic(-self.value, f"(-{self.expr})", self.names)
+        return make_symbolic(-self.value, f"(-{self.expr})", self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return make_symbolic(abs(self.value), f"abs({self.expr})", self.names)
+        return make_symbolic(abs(self.value), f"abs({self.expr})", self)
 
     def __bool__(self):
         result = bool(self.value)
@@ -341,7 +349,7 @@ class SymInt(_SymbolicMixin, int):
         return other >> _concretize(self, int)
 
     def __invert__(self):
-        return make_symbolic(~self.value, f"(~{self.expr})", self.names)
+        return make_symbolic(~self.value, f"(~{self.expr})", self)
 
     # Rounding an int is the identity: the result stays symbolic, nothing is pinned.
     def __trunc__(self):
@@ -353,13 +361,13 @@ class SymInt(_SymbolicMixin, int):
         if ndigits is None:
             return self
         ndigits = _ndigits(ndigits)
-        return make_symbolic(round(self.value, ndigits), f"round({self.expr}, {ndigits!r})", self.names)
+        return make_symbolic(round(self.value, ndigits), f"round({self.expr}, {ndigits!r})", self)
 
     def bit_length(self):
-        return make_symbolic(self.value.bit_length(), f"({self.expr}).bit_length()", self.names)
+        return make_symbolic(self.value.bit_length(), f"({self.expr}).bit_length()", self)
 
     def bit_count(self):
-        return make_symbolic(self.value.bit_count(), f"({self.expr}).bit_count()", self.names)
+        return make_symbolic(self.value.bit_count(), f"({self.expr}).bit_count()", self)
 
     def is_integer(self):
         return True
@@ -397,22 +405,22 @@ class SymFloat(_SymbolicMixin, float):
     # Rounding to an int keeps the expression; it raises for nan and inf, so finiteness is recorded.
     def __trunc__(self):
         _finite(self)
-        return make_symbolic(math.trunc(self.value), f"int({self.expr})", self.names)
+        return make_symbolic(math.trunc(self.value), f"int({self.expr})", self)
 
     def __floor__(self):
         _finite(self)
-        return make_symbolic(math.floor(self.value), f"int({self.expr} // 1)", self.names)
+        return make_symbolic(math.floor(self.value), f"int({self.expr} // 1)", self)
 
     def __ceil__(self):
         _finite(self)
-        return make_symbolic(math.ceil(self.value), f"(-int(-{self.expr} // 1))", self.names)
+        return make_symbolic(math.ceil(self.value), f"(-int(-{self.expr} // 1))", self)
 
     def __round__(self, ndigits=None):
         if ndigits is None:
             _finite(self)
-            return make_symbolic(round(self.value), f"round({self.expr})", self.names)
+            return make_symbolic(round(self.value), f"round({self.expr})", self)
         ndigits = _ndigits(ndigits)
-        return make_symbolic(round(self.value, ndigits), f"round({self.expr}, {ndigits!r})", self.names)
+        return make_symbolic(round(self.value, ndigits), f"round({self.expr}, {ndigits!r})", self)
 
     def is_integer(self):
         result = self.value.is_integer()

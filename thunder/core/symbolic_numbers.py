@@ -91,7 +91,7 @@ class SymbolicNumbersMixin:
         call that the trace does not apply to takes no more items than the program would."""
         if self.checks:
             for expr in self._recorded:
-                if expr not in self._checked_early:
+                if expr not in self._checked_early and not self._on_outcomes(expr):
                     self._checked_early.add(expr)
                     self._emit(prims.check_expr, expr, ())
 
@@ -100,10 +100,40 @@ class SymbolicNumbersMixin:
         branched on a symbolic size, say), so an entry is never reused where they do not hold."""
         if self.checks:
             known = set(self.constraints)
-            for expr in constraints:
+            for expr in self._constraints_on_outcomes(constraints):
                 if expr not in known:
                     self.constraints.append(expr)
                     self._emit(prims.check_expr, expr, ())
+
+    def _on_outcomes(self, expr: str) -> list[str]:
+        """The symbolic data-dependent sizes that constraint ``expr`` refers to."""
+        if not self.symbolic_outcomes:
+            return []
+        return [name for name in self.symbolic_outcomes if re.search(rf"\b{name}\b", expr)]
+
+    def _constraints_on_outcomes(self, constraints) -> list[str]:
+        """Gives each constraint on symbolic data-dependent sizes to the last of them the computation checks (Note
+        [Symbolic data-dependent sizes] in thunder.core.data_dependent); returns the others, which the prologue
+        checks. A constraint that also refers to the prologue's symbols pins the sizes it refers to."""
+        prologue_names = {h.name for h, v in self.inputs if isinstance(v, (SymInt, SymFloat))}
+        prologue_names.update(d.name for d, _ in self.dims)
+        for_prologue = []
+        for expr in constraints:
+            names = self._on_outcomes(expr)
+            if not names:
+                for_prologue.append(expr)
+                continue
+            if not prologue_names.isdisjoint(re.findall(r"[A-Za-z_]\w*", expr)):
+                for name in names:
+                    outcome, _, value = self.symbolic_outcomes[name]
+                    outcome.constraints.append(f"{name} == {value!r}")
+                    expr = re.sub(rf"\b{name}\b", repr(value), expr)
+                for_prologue.append(expr)
+                continue
+            outcome = self.symbolic_outcomes[names[-1]][0]
+            if expr not in outcome.constraints:
+                outcome.constraints.append(expr)
+        return for_prologue
 
     def _refuse_branches_on_hoisted(self) -> None:
         """A branch on ``random.random()`` would pick a trace per draw, and trying the traces draws again."""

@@ -33,7 +33,7 @@ __all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzer
 def _count(mask: TensorProxy) -> int:
     """How many elements of ``mask`` are nonzero, as a Python int: a data-dependent value."""
     ones = prims.convert_element_type(prims.ne(mask, False if mask.dtype is torch.bool else 0), dtypes.int64)
-    return int(prims.sum(ones, tuple(range(mask.ndim))))
+    return prims.sum(ones, tuple(range(mask.ndim))).item()  # not int(): that would pin a symbolic count
 
 
 def _check(op: str, a) -> None:

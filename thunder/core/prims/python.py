@@ -10,6 +10,7 @@ Layer: core. Imports: core only.
 from __future__ import annotations
 
 import array
+import builtins
 import enum
 import keyword
 import math
@@ -517,13 +518,14 @@ check_expr = make_prim(P.CHECK_EXPR, "check_expr", lambda *args: None, tags=(DON
 
 
 class OutcomeChanged(Exception):
-    """A data-dependent value of this call differs from the one its trace was made for: another
-    entry (or a new trace) continues from the first ``index`` outcomes and ``value``
-    (Note [Data-dependent values] in thunder.core.data_dependent). Internal: the jitted function catches it."""
+    """A data-dependent value of this call differs from the one its trace was made for (or breaks a constraint of
+    a symbolic one): another entry (or a new trace) continues from the first ``index`` outcomes and ``value``
+    (Note [Data-dependent values] in thunder.core.data_dependent); ``earlier``: this call's values of the symbolic
+    outcomes before ``index``. Internal: the jitted function catches it."""
 
-    def __init__(self, index: int, value):
+    def __init__(self, index: int, value, earlier: tuple = ()):
         super().__init__(index, value)
-        self.index, self.value = index, value
+        self.index, self.value, self.earlier = index, value, earlier
 
 
 _TENSOR_VALUE = {
@@ -542,6 +544,30 @@ def tensor_value(t: torch.Tensor, kind: str):
     return _TENSOR_VALUE[kind](t)
 
 
+class SymbolicOutcome:
+    """A data-dependent int the trace keeps symbolic (Note [Symbolic data-dependent sizes] in
+    thunder.core.data_dependent): the trace holds for every int that meets ``constraints``, Python expressions over
+    ``name`` and the names of earlier symbolic outcomes. Constraints are added while the entry compiles."""
+
+    __slots__ = ("name", "constraints", "_code")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.constraints: list[str] = []
+        self._code = None
+
+    def accepts(self, value, earlier: dict) -> bool:
+        """Whether the trace holds for ``value``, given the values of the earlier symbolic outcomes by name."""
+        if type(value) is not int:
+            return False
+        if self._code is None:
+            self._code = compile(" and ".join(f"({c})" for c in self.constraints) or "True", "<constraints>", "eval")
+        return bool(eval(self._code, {"__builtins__": builtins}, {**earlier, self.name: value}))
+
+    def __repr__(self) -> str:
+        return f"<{self.name}: any int{' with ' + ' and '.join(self.constraints) if self.constraints else ''}>"
+
+
 def same_outcome(a, b) -> bool:
     """Equal Python values, told apart as a program could: by type, -0.0 from 0.0, NaN equal to NaN."""
     if type(a) is not type(b):
@@ -555,23 +581,43 @@ def same_outcome(a, b) -> bool:
     return a == b
 
 
-def _check_outcome(t, kind: str, expected, index: int) -> None:
+def _check_outcome(t, kind: str, expected, index: int, earlier: tuple = ()) -> None:
     value = tensor_value(t, kind)
     if not same_outcome(value, expected):
-        raise OutcomeChanged(index, value)
+        raise OutcomeChanged(index, value, earlier)
+
+
+def _symbolic_outcome(t, kind: str, outcome: SymbolicOutcome, index: int, earlier: tuple, names: tuple):
+    value = tensor_value(t, kind)
+    if not outcome.accepts(value, dict(zip(names, earlier))):
+        raise OutcomeChanged(index, value, earlier)
+    return value
 
 
 def _print_check_outcome(bsym, printer):
-    t, kind, expected, index = bsym.args
+    t, kind, expected, index, earlier = bsym.args
+    values = "(" + "".join(f"{printer.value(e)}, " for e in earlier) + ")"
+    if type(expected) is SymbolicOutcome:
+        check = printer.add_ctx("_symbolic_outcome", _symbolic_outcome)
+        outcome = printer.constant(expected, "_outcome")
+        names = tuple(e.name for e in earlier)
+        return [f"{bsym.output.name} = {check}({printer.value(t)}, {kind!r}, {outcome}, {index}, {values}, {names!r})"]
     check = printer.add_ctx("_check_outcome", _check_outcome)
-    return [f"{check}({printer.value(t)}, {kind!r}, {printer.value(expected)}, {index})"]
+    reported = f", {values}" if earlier else ""
+    return [f"{check}({printer.value(t)}, {kind!r}, {printer.value(expected)}, {index}{reported})"]
 
 
-# ``check_outcome(t, kind, expected, index)``: where the program needed the Python value of tensor ``t``
-# (``kind``: how it asked), the computation checks that this call's value is the one the trace
-# continued with, and raises ``OutcomeChanged`` when it is not (Note [Data-dependent values]).
+def _check_outcome_meta(t, kind, expected, index, earlier):
+    return Proxy(prefix="u") if type(expected) is SymbolicOutcome else None
+
+
+# ``check_outcome(t, kind, expected, index, earlier)``: where the program needed the Python value of tensor ``t``
+# (``kind``: how it asked), the computation checks that this call's value is the one the trace continued with,
+# and raises ``OutcomeChanged`` when it is not (Note [Data-dependent values]). With a ``SymbolicOutcome`` for
+# ``expected`` it checks the outcome's constraints and binds the value to a proxy (Note [Symbolic data-dependent
+# sizes]); ``earlier``: the proxies of the symbolic outcomes before it, whose values a changed outcome reports.
 check_outcome = make_prim(
-    P.CHECK_OUTCOME, "check_outcome", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_outcome
+    P.CHECK_OUTCOME, "check_outcome", _check_outcome_meta, tags=(DONT_DCE,), printer=_print_check_outcome
 )
 
 
