@@ -88,6 +88,24 @@ def test_litgpt(name):
     _check_model(litgpt.GPT(config), lambda: {"idx": ids})
 
 
+def test_litgpt_mixtral_with_new_tokens_each_call_stops_recompiling():
+    """The experts' token counts change with the data: after the first change they are symbolic (Note [Symbolic
+    data-dependent sizes]), so new tokens neither recompile nor give other values than eager."""
+    litgpt = pytest.importorskip("litgpt")
+    config = litgpt.Config.from_name("Mixtral-8x7B-v0.1", n_layer=2, n_embd=64, n_head=4, n_query_groups=2,
+                                     intermediate_size=128, padded_vocab_size=256, vocab_size=256, block_size=64,
+                                     n_expert=4, n_expert_per_token=2)  # fmt: skip
+    torch.manual_seed(0)
+    model = litgpt.GPT(config)
+    jm = thunder.jit(model)
+    for _ in range(5):
+        ids = torch.randint(0, 256, (2, 16))
+        out, expected = jm(ids), model(ids)
+        torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-3)
+        out.float().pow(2).mean().backward()
+    assert thunder.cache_misses(jm) <= 2, thunder.cache_miss_reasons(jm)
+
+
 # ---------------------------------------------------------------- diffusers
 
 def _unet2d():

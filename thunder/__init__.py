@@ -264,6 +264,10 @@ class _Jitted:
         self.miss_reasons.append(reason)
         limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit
         automatic, reason = _automatic_dynamic(cd, option, reason)
+        if automatic and changed is not None and self.shape_history is not None:
+            site = changed.site()
+            if site is not None:  # every count asked there is symbolic in the new entry
+                self.shape_history.dynamic_sites.add(site)
         self.miss_reasons[-1] = reason
         outcomes = changed.outcomes if changed is not None else ()
         entry = compile_entry(cd, cs, args, kwargs, outcomes, option, self.shape_history, automatic)
@@ -297,7 +301,7 @@ def _automatic_dynamic(cd: CompileData, option: CACHE_OPTIONS, reason: CacheMiss
         and type(reason.actual) is int
     )
     if option is CACHE_OPTIONS.CONSTANT_VALUES and (reason.check == "shape" or changed_int) and cd.options.automatic_dynamic:
-        what = "this data-dependent size is" if reason.check == "data-dependent value" else "the sizes and ints that changed are"
+        what = "the data-dependent sizes of this line are" if reason.check == "data-dependent value" else "the sizes and ints that changed are"
         message = (
             f"{reason}; {what} symbolic in this entry (automatic dynamic shapes: pass "
             "cache='constant values' to keep them constant)"
@@ -318,12 +322,20 @@ class OtherOutcome:
         known = tuple(next(values) if type(o) is SymbolicOutcome else o for o in entry.outcomes[:index])
         self.outcomes = known + (value,)
 
-    def describe(self) -> str:
-        check = next(
+    def _check(self):
+        return next(
             (b for b in self.entry.computation_traces[0].bound_symbols
              if b.sym is prims.check_outcome and b.args[3] == self.index),
             None,
         )  # fmt: skip
+
+    def site(self) -> tuple[str, int] | None:
+        """Where in the program the value was asked: (file, line)."""
+        check = self._check()
+        return None if check is None or check.source is None else (check.source.filename, check.source.lineno)
+
+    def describe(self) -> str:
+        check = self._check()
         if check is None:
             return f"data-dependent value {self.index} is {self.value!r}"
         t, kind = check.args[:2]

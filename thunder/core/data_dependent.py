@@ -47,6 +47,7 @@ import torch
 
 from thunder.core import prims
 from thunder.core.errors import ThunderRuntimeError
+from thunder.core.prims.python import tensor_value
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.replays import REPLAYS
@@ -92,6 +93,11 @@ def evaluate(
 
 
 def _run(bsym: BoundSymbol, env: dict, eager_impl: Callable[[Symbol], Callable | None]) -> None:
+    if bsym.sym is prims.check_outcome:  # a symbolic outcome's value, read by the ops after it
+        if bsym.output is not None:
+            t, kind = bsym.args[:2]
+            env[bsym.output.name] = tensor_value(env[t.name], kind)
+        return
     impl = eager_impl(bsym.sym)
     if impl is None:
         if not bsym.subsymbols:

@@ -56,7 +56,7 @@ from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import SymInt, recording_constraints
 from thunder.core.symbolic_numbers import SymbolicNumbersMixin, pin_native_operands
 from thunder.core.trace import TraceCtx, may_raise, tracectx
-from thunder.core.tracectx import source_location_provider
+from thunder.core.tracectx import current_source_location, source_location_provider
 from thunder.core.user_code import source_location
 
 
@@ -212,7 +212,9 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         history = self.shape_history
         if history is None or kind not in ("int", "item", "index") or type(value) is not int:
             return False
-        symbolic = self.automatic_dynamic and history.symbolic_outcome(index, value)
+        where = current_source_location()
+        site = None if where is None else (where.filename, where.lineno)
+        symbolic = self.automatic_dynamic and history.symbolic_outcome(index, site, value)
         history.record_outcome(index, value, symbolic)
         return symbolic
 

@@ -28,12 +28,13 @@ class ShapeHistory:
 
     Read and updated by the tracer while it compiles, under the jitted function's compile lock."""
 
-    __slots__ = ("sizes", "numbers", "outcomes")
+    __slots__ = ("sizes", "numbers", "outcomes", "dynamic_sites")
 
     def __init__(self):
         self.sizes: dict[str, tuple[int | None, ...]] = {}
         self.numbers: dict[str, int | None] = {}  # the int inputs (``cache.cumulative_length``), as sizes
         self.outcomes: dict[int, int | None] = {}  # data-dependent ints (element counts), by outcome index
+        self.dynamic_sites: set = set()  # where in the program a data-dependent int changed (file, line)
 
     def changed_dims(self, name: str, shape: Sequence[int]) -> frozenset[int]:
         """The dims of input ``name`` whose size differs from what it was (or was symbolic) before."""
@@ -57,11 +58,21 @@ class ShapeHistory:
         """The int input ``name`` was ``value`` in a new entry (symbolic if ``symbolic``, and then it stays so)."""
         self.numbers[name] = None if symbolic or self.numbers.get(name, value) != value else value
 
-    def symbolic_outcome(self, index: int, value: int) -> bool:
-        """Whether data-dependent outcome ``index`` (an int: an element count) is symbolic in a new entry: it
-        changed (to one above 1). Note [Symbolic data-dependent sizes] in ``thunder.core.data_dependent``."""
+    def symbolic_outcome(self, index: int, site, value: int) -> bool:
+        """Whether data-dependent outcome ``index`` (an int: an element count), asked at ``site`` (the program's
+        line), is symbolic in a new entry: its site is dynamic, or it changed (to one above 1); the site then
+        becomes dynamic, so the other counts of that line (one per expert of a mixture) turn symbolic together.
+        Note [Symbolic data-dependent sizes] in ``thunder.core.data_dependent``."""
         seen = self.outcomes.get(index, value)
-        return seen != value and value > 1
+        if value <= 1:
+            return False
+        if site is not None and site in self.dynamic_sites:
+            return True
+        if seen != value:
+            if site is not None:
+                self.dynamic_sites.add(site)
+            return True
+        return False
 
     def record_outcome(self, index: int, value: int, symbolic: bool) -> None:
         """Outcome ``index`` was ``value`` in a new entry (symbolic if ``symbolic``, and then it stays so)."""

@@ -65,13 +65,22 @@ class TorchCompileExecutor(FusionExecutor):
         # warm up anew and never compile, paying the region's timing on every call (a GPT-2 decode
         # step took 1.23x eager's time, 0.89x with the torch executor alone).
         info = self.lookup_implementation(bsym.sym)
-        values = (*bsym.flat_args, *bsym.flat_outs)
         return (
             info is not None
             and info.execution_transform is None
-            and not any(is_symbolic(a) for a in values)
-            and not (self.background and any(isinstance(a, TensorProxy) and not all_static(a.shape) for a in values))
+            and not self._symbolic(bsym)
             and not torchex.runs_direct_conv(bsym)
+        )
+
+    def declines_parts_of(self, bsym: BoundSymbol) -> bool:
+        # An op of a symbolic size runs whole on torch: its parts of static shape (the indices' normalisation of
+        # an indexing op) would take little work into a region and leave the rest as many small torch ops.
+        return self._symbolic(bsym)
+
+    def _symbolic(self, bsym: BoundSymbol) -> bool:
+        values = (*bsym.flat_args, *bsym.flat_outs)
+        return any(is_symbolic(a) for a in values) or (
+            self.background and any(isinstance(a, TensorProxy) and not all_static(a.shape) for a in values)
         )
 
     def fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:

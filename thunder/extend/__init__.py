@@ -282,6 +282,11 @@ class FusionExecutor(Executor):
     #: whose regions run compiled from their first call.
     rematerializes: bool = True
 
+    def declines_parts_of(self, bsym: BoundSymbol) -> bool:
+        """Whether this executor, which does not take ``bsym`` whole, would rather it ran whole elsewhere than
+        take some of its parts (Note [Claiming at the deepest level]); by default it takes the parts."""
+        return False
+
     def register_supported(self, id_or_symbol, checker: Callable | None = None) -> None:
         """Claims ``id_or_symbol`` (a Symbol or its id) where ``checker`` (if any) accepts the call."""
         sym = resolve_symbol(id_or_symbol, what="register_supported")

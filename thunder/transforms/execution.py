@@ -34,6 +34,10 @@ __all__ = ["transform_for_execution", "claim_bound_symbols"]
 # so the pass visits each node of the decomposition forest once per executor: linear in the
 # size of the trace with its decompositions.
 #
+# A fusion executor may decline the parts of a symbol it cannot take whole (``declines_parts_of``): Inductor's
+# executor cannot take ops of a symbolic size, and taking the few parts of an indexing op whose shapes are
+# static would leave the rest to run as a dozen small torch ops instead of torch's one call.
+#
 # Special cases kept from before: an operator executor's ``execution_transform`` runs the
 # symbol as other ops, which are claimed with that executor moved last (so it cannot take its
 # own output forever); a symbol nobody runs whose outputs are all inputs (dropout in eval mode)
@@ -88,6 +92,14 @@ class _Claimer:
             self._deep[bsym] = found
         return found
 
+    def _decomposes(self, bsym: BoundSymbol, w: int) -> bool:
+        """Whether an executor before ``w``, the one taking ``bsym`` whole, takes some of its parts, and wants them."""
+        d = self.deep(bsym)
+        if d >= w:
+            return False
+        ex = self.executors[d]
+        return not (isinstance(ex, FusionExecutor) and ex.declines_parts_of(bsym))
+
     def claim(
         self,
         bsym: BoundSymbol,
@@ -110,7 +122,7 @@ class _Claimer:
         opaque = bsym.sym.executor is not None
         # An in-place op that an executor takes whole stays whole (Note [In-place ops stay whole]).
         parts = bsym.subsymbols if not opaque else ()
-        if parts and (w == _NONE or (w > 0 and self.deep(bsym) < w and not _updates_what_requires_grad(bsym))):
+        if parts and (w == _NONE or (w > 0 and self._decomposes(bsym, w) and not _updates_what_requires_grad(bsym))):
             for sub in parts:
                 self.claim(sub, out, lineage=lineage, source=source)
             return
