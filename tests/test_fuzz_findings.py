@@ -82,3 +82,17 @@ def test_an_out_of_range_index_raises_eagers_index_error_from_the_decomposition(
         f(x)
     with pytest.raises(IndexError, match="index 9 is out of bounds"):
         thunder.jit(f, cache=cache)(x)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_masked_fill_of_an_integer_tensor_with_a_non_finite_float_raises_eagers_error(value):
+    """Found by the randomized tester: thunder raised Python's ValueError converting NaN to an int while tracing."""
+
+    def f(x, v):
+        return x.masked_fill(x > 0, v)
+
+    x = torch.tensor([1, -2, 3])
+    with pytest.raises(RuntimeError, match="cannot be converted to type int64_t without overflow"):
+        f(x, value)
+    with pytest.raises(RuntimeError, match="cannot be converted to type int64_t without overflow"):
+        thunder.jit(f)(x, value)

@@ -263,7 +263,9 @@ def compare(e, j, path: str, *, check_requires_grad: bool = True) -> str | None:
     if isinstance(e, float):
         if math.isnan(e) and math.isnan(j):
             return None
-        if e != j or math.copysign(1.0, e) != math.copysign(1.0, j):
+        # A float read from a tensor (``float(t.sum())``) carries the tensor's rounding, which a fusion or a
+        # decomposition may change in the last bits: compared as tensors are (float32's tolerances).
+        if not math.isclose(e, j, rel_tol=1.3e-6, abs_tol=1e-5) or math.copysign(1.0, e) != math.copysign(1.0, j):
             return f"{path}: {e!r} in eager, {j!r} in thunder"
         return None
     if isinstance(e, (tuple, list)):

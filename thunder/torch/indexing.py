@@ -634,10 +634,14 @@ def masked_fill(a, mask, value):
         v = maybe_convert_to_dtype(value, a.dtype)
     elif isinstance(value, (int, float, bool, complex, NumberProxy)):
         dtypes.check_scalar(value)
-        v = dtypes.dtype_to_python_type(a.dtype)(pyval(value))
-        if isinstance(pyval(value), float) and not (a.dtype.is_floating_point or a.dtype.is_complex):
-            v = pyval(value)
-            v = int(v) if a.dtype is not torch.bool else bool(v)
+        v = pyval(value)
+        if isinstance(v, float) and not (a.dtype.is_floating_point or a.dtype.is_complex):
+            if a.dtype is torch.bool:
+                v = bool(v)
+            elif math.isfinite(v):
+                v = int(v)  # else torch's fill raises, as eager does ("cannot be converted ... without overflow")
+        else:
+            v = dtypes.dtype_to_python_type(a.dtype)(v)
     else:
         raise ThunderTypeError(f"{op}: value must be a number or a 0-d tensor, got {type(value).__name__}")
     shape = broadcast_shapes(op, a.shape, mask.shape)
