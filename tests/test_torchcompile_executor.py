@@ -82,6 +82,33 @@ def test_ops_of_symbolic_numbers_are_left_to_torch(compiles):
     assert len(compiles) == 1
 
 
+def test_an_indexing_op_of_a_symbolic_size_runs_whole_on_torch():
+    """Inductor's executor cannot take ``x[idx]`` of a data-dependent length whole; it used to take the parts of its
+    decomposition of static shape, leaving the rest to run as a dozen small torch ops."""
+
+    def f(x, mask):
+        idx = torch.nonzero(mask).squeeze(1)
+        return (x[idx] * 2).sum(0)
+
+    jf = thunder.jit(f)  # the background mode leaves tensors of symbolic shape to torch
+    for n in (3, 5, 6, 4):  # counts change: the second entry keeps the count symbolic
+        x, mask = torch.randn(8, 4), torch.arange(8) < n
+        torch.testing.assert_close(jf(x, mask), f(x, mask))
+    names = [b.sym.name for b in thunder.last_traces(jf)[-1].bound_symbols]
+    assert "torch_getitem" in names and "where" not in names, names
+
+
+def test_batch_norm_runs_whole_on_the_cpu():
+    """Note [Batch norm runs whole on the CPU]: not its decomposition's parts in regions."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()).eval()
+    jm = thunder.jit(model, executors=["torchcompile"])
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(jm(x), model(x))
+    names = [b.sym.name for b in thunder.last_traces(jm)[-1].bound_symbols]
+    assert "nn.functional.batch_norm" in names, names
+
+
 def test_past_the_limit_a_region_runs_uncompiled(compiles, monkeypatch):
     monkeypatch.setattr(torch_compile, "MAX_COMPILATIONS", 1)
     jf = thunder.jit(chain, executors=["torchcompile"], cache="symbolic values")
