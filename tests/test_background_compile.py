@@ -201,6 +201,19 @@ def test_every_region_of_a_training_step_reaches_a_worker(no_compile_here, at_on
     assert compiled and all(r.status() == "compiled" for r in compiled), [r.status() for r in compiled]
 
 
+def checking_layouts(fn, job):
+    """``fn`` checking its inputs' sizes and strides against the job's first, as Inductor's graph does (Note [One
+    signature needs no key])."""
+
+    def checked(*args):
+        for a, spec in zip(args, job.inputs):
+            if isinstance(a, torch.Tensor) and (tuple(a.shape), a.stride()) != (spec.shape, spec.stride):
+                raise AssertionError(f"expected size {spec.shape} and stride {spec.stride}")
+        return fn(*args)
+
+    return checked
+
+
 @pytest.mark.parametrize("slower", ["compiled", "torch's kernels"])
 def test_the_faster_of_the_compiled_graph_and_torchs_kernels_stays(monkeypatch, slower):
     # Inductor's wrapper can cost more than a small region's kernels (ResNet's forward was slower
@@ -221,10 +234,10 @@ def test_the_faster_of_the_compiled_graph_and_torchs_kernels_stays(monkeypatch, 
         region = done.func.__self__
         uncompiled = region.region_trace.python_callable()
         if slower == "compiled":
-            done((slowly(uncompiled), []), None)
+            done((checking_layouts(slowly(uncompiled), job), []), None)
         else:
             region._uncompiled_trace._callable = slowly(uncompiled)
-            done((uncompiled, []), None)
+            done((checking_layouts(uncompiled, job), []), None)
 
     monkeypatch.setattr(inductor_pool, "submit", compiled_at_once)
     jf = thunder.jit(chain, executors=["torchcompile_background"])

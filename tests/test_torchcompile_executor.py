@@ -58,6 +58,30 @@ def test_a_region_compiles_once_and_cached_calls_skip_dynamo(compiles, monkeypat
     assert len(compiles) == 3
 
 
+def test_a_region_met_with_one_signature_skips_it_until_another_layout_comes(compiles, monkeypatch):
+    """Note [One signature needs no key]: calls run the graph without working out their signature; an input of
+    another layout (same shape, so the same entry) is caught by the graph's own check and gets its own graph."""
+    signatures = []
+    real = torch_compile._signature
+    monkeypatch.setattr(torch_compile, "_signature", lambda args: signatures.append(1) or real(args))
+    jf = thunder.jit(chain, executors=["torchcompile"])
+    a, b = torch.randn(4, 6), torch.randn(4, 6)
+    jf(a, b)
+    first = len(signatures)
+    for _ in range(3):
+        for g, e in zip(jf(a, b), chain(a, b)):
+            torch.testing.assert_close(g, e)
+    assert len(signatures) == first  # only the first call worked one out
+    transposed = torch.randn(6, 4).t()  # the same shape, other strides
+    for _ in range(2):
+        for g, e in zip(jf(transposed, b), chain(transposed, b)):
+            torch.testing.assert_close(g, e)
+        for g, e in zip(jf(a, b), chain(a, b)):
+            torch.testing.assert_close(g, e)
+    assert thunder.cache_misses(jf) == 1
+    assert len(compiles) == 2  # one graph per layout
+
+
 def test_symbolic_values_compile_once_per_shape(compiles):
     jf = thunder.jit(chain, executors=["torchcompile"], cache="symbolic values")
     for n in (3, 5, 3, 5):

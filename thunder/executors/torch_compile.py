@@ -145,10 +145,20 @@ class _Compiled:
         # Background mode: torch's kernels, once they beat the compiled graph of every signature met;
         # then calls skip the signature (a couple of microseconds a call on a small region).
         self._settled: Callable | None = None
+        # The compiled graph of the only signature met, and the grad mode it was met in: calls skip the signature
+        # (Note [One signature needs no key]).
+        self._only: tuple[bool, Callable] | None = None
+        self._all_tensors = all(isinstance(a, TensorProxy) for a in region_trace.args)
         self._uncompiled_s: dict[tuple, float | None] = {}
         self._lock = threading.Lock()
 
     def __call__(self, *args):
+        only = self._only
+        if only is not None and torch.is_grad_enabled() is only[0]:
+            try:
+                return only[1](*args)
+            except AssertionError:  # another layout: Inductor's graph checks its inputs' sizes and strides first
+                self._only = None
         if self._settled is not None:
             return self._settled(*args)
         if self._warm_up_s is not None:
@@ -159,7 +169,14 @@ class _Compiled:
             if self.background:
                 return self._run_until_compiled(key, args)
             compiled = self.compiled[key] = self._compile(key, args)
+            if key not in self.uncompiled_reasons:
+                self._keep_only(key, compiled)
         return compiled(*args)
+
+    def _keep_only(self, key: tuple, graph: Callable) -> None:
+        """``graph``, Inductor's for ``key``, serves calls without their signature while ``key`` is the only one."""
+        signatures = set(self.compiled) | set(self._uncompiled_s)
+        self._only = (key[0], graph) if self._all_tensors and signatures == {key} else None
 
     def _compile(self, key: tuple, args: tuple) -> Callable:
         fn = self._uncompiled_trace.python_callable()
@@ -245,7 +262,8 @@ class _Compiled:
         elif TRIAL_CALLS:
             self.compiled[key] = _Trial(self, key, _tuple_results(*compiled), uncompiled)
         else:
-            self.compiled[key] = _tuple_results(*compiled)
+            graph = self.compiled[key] = _tuple_results(*compiled)
+            self._keep_only(key, graph)
 
     def _decide(self, trial: _Trial, compiled_s: float, uncompiled_s: float) -> None:
         """The end of ``trial``: the faster of the compiled graph and torch's kernels stays."""
@@ -254,6 +272,7 @@ class _Compiled:
                 return
             if compiled_s < uncompiled_s:
                 self.compiled[trial.key] = trial.contenders[0]
+                self._keep_only(trial.key, trial.contenders[0])
             else:
                 self.uncompiled_reasons[trial.key] = (
                     f"torch's kernels were faster ({uncompiled_s * 1e6:.0f} µs a call against "
@@ -281,6 +300,16 @@ class _Compiled:
 
     def __repr__(self) -> str:
         return f"<Inductor compilation of {self.region_trace.name}>"
+
+
+# Note [One signature needs no key]
+# A compiled graph holds for one signature of its inputs (``_signature``: shapes, strides, grad mode), and working
+# the signature out costs a call as much as a small graph (7 us for 30 inputs, then hashing it). Most regions meet
+# one signature in their life, so while a region has met only one and kept Inductor's graph for it, calls in the
+# same grad mode run the graph at once: Inductor's graph checks its inputs' sizes and strides before it computes
+# anything (``assert_size_stride``, in C; ``compile_region`` turns Inductor's ``size_asserts`` on) and raises
+# AssertionError where they differ; that call, and every call after it, takes the keyed path. Only for regions
+# whose inputs are all tensors (a number would be baked in).
 
 
 def _reference(value: Any) -> str | None:
@@ -359,9 +388,11 @@ def compile_region(fn: Callable, args: list, *, fake_mode: Any = None) -> tuple[
     inputs = [*args, *(fake_mode.from_tensor(c) if fake_mode is not None else c for c in constants)]
     # Specialized to the example inputs; unlike torch._inductor.compile, this gives Inductor a
     # shape environment, which its on-disk FX graph cache needs (a second process hits it).
-    compiled = torch._inductor.standalone_compile(
-        gm, inputs, dynamic_shapes="from_example_inputs", donate_graph_module=True, fake_mode=fake_mode
-    )
+    # The graph checks its inputs' sizes and strides (Note [One signature needs no key]), whatever the user set.
+    with torch._inductor.config.patch(size_asserts=True):
+        compiled = torch._inductor.standalone_compile(
+            gm, inputs, dynamic_shapes="from_example_inputs", donate_graph_module=True, fake_mode=fake_mode
+        )
     return compiled, constants
 
 
