@@ -470,3 +470,49 @@ def test_prod_gradient_is_eagers(values, dim, dtype):
     (expected,) = torch.autograd.grad(out, a, g)
     (actual,) = torch.autograd.grad(thunder.jit(fn)(a), a, g)
     torch.testing.assert_close(actual, expected, equal_nan=True)
+
+
+# ---------------------------------------------------------------- view_as_complex / view_as_real (Llama 4's rotary)
+
+
+def _rotary(x, freqs):
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * freqs).flatten(2).type_as(x)
+
+
+def test_rotary_embeddings_in_complex_numbers_match_eager_with_gradients():
+    """Llama 4 rotates queries and keys as complex numbers: ``torch.view_as_complex`` was unsupported."""
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    angles = torch.randn(3, 4, requires_grad=True)
+    out = _rotary(x, torch.polar(torch.ones(3, 4), angles))
+    jout = thunder.jit(_rotary)(x, torch.polar(torch.ones(3, 4), angles))
+    torch.testing.assert_close(jout, out)
+    expected = torch.autograd.grad(out.pow(2).sum(), (x, angles))
+    actual = torch.autograd.grad(jout.pow(2).sum(), (x, angles))
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e)
+
+
+def test_an_in_place_update_of_a_complex_view_changes_its_base():
+    def f(x):
+        torch.view_as_complex(x).mul_(2j)
+        return x
+
+    x = torch.randn(3, 2)
+    torch.testing.assert_close(thunder.jit(f)(x.clone()), f(x.clone()))
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: torch.view_as_complex(torch.ones(3, 3)), "last dimension of size 2"),
+        (lambda: torch.view_as_complex(torch.ones(3, 2, dtype=torch.int64)), "only supported for half, float and double"),
+        (lambda: torch.view_as_real(torch.ones(3)), "complex"),
+    ],
+    ids=["last-dim-3", "int", "real-of-real"],
+)
+def test_view_as_complex_and_real_refuse_what_eager_refuses(make, match):
+    with pytest.raises(RuntimeError, match=match):
+        make()
+    with pytest.raises(Exception, match=match):
+        thunder.jit(make)()

@@ -1,6 +1,8 @@
 """Dtype and device conversions: ``Tensor.to`` (every calling convention), ``float``/``double``/
 ``half``/``bfloat16``/``int``/``long``/``short``/``char``/``byte``/``bool``, ``type_as``,
-``Tensor.type``, ``cpu``/``cuda``, ``contiguous``, ``clone`` and ``detach``.
+``Tensor.type``, ``cpu``/``cuda``, ``contiguous``, ``clone`` and ``detach``; ``view_as_complex`` and
+``view_as_real``, which read the same memory as the other dtype (rotary embeddings written with complex numbers:
+Llama 4).
 
 As in PyTorch, a conversion to the dtype and device the tensor already has returns the
 tensor itself (unless ``copy=True``). Device names are resolved as the factories do: a CUDA
@@ -16,11 +18,14 @@ import torch
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.proxies import TensorProxy, register_method
-from thunder.core.symbol import MAY_ALIAS
+from thunder.core.prims.base import is_differentiable
+from thunder.core.rules import grad_rules
+from thunder.core.symbol import MAY_ALIAS, MAY_RAISE, UNFUSIBLE
 from thunder.torch.base import torchsymbol
 from thunder.torch.factories import factory_device
 
-__all__ = ["to", "type_as", "tensor_type", "cpu", "cuda", "contiguous", "clone", "detach"]
+__all__ = ["to", "type_as", "tensor_type", "cpu", "cuda", "contiguous", "clone", "detach", "view_as_complex",
+           "view_as_real"]  # fmt: skip
 
 
 def _check_self(op: str, a) -> None:
@@ -242,3 +247,45 @@ def detach(input):
     It has no prim decomposition: every executor runs it as itself."""
     _check_self("ltorch.detach", input)
     return TensorProxy.like(input, requires_grad=False)
+
+
+# Views that reinterpret memory as another dtype: no prim computes them, so torch runs them, as real views (an
+# in-place op on one changes its base, as in eager); never inside a fusion (Inductor does not take complex
+# tensors); torch checks the layout at run time (the last dim's stride 1, the others even).
+_COMPLEX_OF = {torch.float32: torch.complex64, torch.float64: torch.complex128, torch.float16: torch.complex32}
+_REAL_OF = {c: r for r, c in _COMPLEX_OF.items()}
+
+
+@torchsymbol(torch.view_as_complex, torch_impl=torch.view_as_complex, tags=(MAY_ALIAS, MAY_RAISE, UNFUSIBLE))
+def view_as_complex(input):
+    """``torch.view_as_complex``: a float tensor whose last dim holds (real, imaginary) pairs, as complex numbers."""
+    op = "ltorch.view_as_complex"
+    _check_self(op, input)
+    if input.dtype not in _COMPLEX_OF:
+        raise ThunderTypeError(
+            f"{op}: view_as_complex is only supported for half, float and double tensors, but got a tensor of "
+            f"scalar type: {input.dtype}"
+        )
+    if input.ndim == 0 or input.shape[-1] != 2:
+        raise ThunderValueError(f"{op}: Tensor must have a last dimension of size 2")
+    return TensorProxy.like(input, shape=tuple(input.shape[:-1]), dtype=_COMPLEX_OF[input.dtype])
+
+
+@torchsymbol(torch.view_as_real, torch_impl=torch.view_as_real, tags=(MAY_ALIAS, UNFUSIBLE))
+def view_as_real(input):
+    """``torch.view_as_real``: a complex tensor as float (real, imaginary) pairs in a new last dim."""
+    op = "ltorch.view_as_real"
+    _check_self(op, input)
+    if input.dtype not in _REAL_OF:
+        raise ThunderTypeError(f"{op}: view_as_real is only supported for complex tensors, got {input.dtype}")
+    return TensorProxy.like(input, shape=(*input.shape, 2), dtype=_REAL_OF[input.dtype])
+
+
+@grad_rules.register(view_as_complex)
+def _view_as_complex_vjp(g, out, input):
+    return (view_as_real(g) if is_differentiable(input) else None,)
+
+
+@grad_rules.register(view_as_real)
+def _view_as_real_vjp(g, out, input):
+    return (view_as_complex(contiguous(g)) if is_differentiable(input) else None,)
