@@ -17,8 +17,8 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core.errors import ThunderTypeError, ThunderValueError, UnsupportedOpError
-from thunder.core.proxies import TensorProxy, register_method
 from thunder.core.prims.base import is_differentiable
+from thunder.core.proxies import TensorProxy, register_method
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import MAY_ALIAS, MAY_RAISE, UNFUSIBLE
 from thunder.torch.base import torchsymbol
