@@ -4,8 +4,9 @@
  * repeated items shared. Unpacking gives back the plain document, which the core validates as
  * usual (schema.ts): this file trusts nothing and only rebuilds JSON.
  *
- * Layer: front-end core; imports the schema's limits.
+ * Layer: front-end core; imports the schema's limits and lazy.ts.
  */
+import { withLazyFields } from "./lazy";
 import { LIMITS } from "./schema";
 
 export const PACKED_ENCODING = "gzip-base64";
@@ -105,29 +106,51 @@ function lookup(table: unknown[], refs: unknown, what: string): unknown[] {
   });
 }
 
-/** The plain document of a packed payload (the JSON inside `data`). */
+/** The lists of a packed step: delta-coded ones (KEYS), and those made of table indices. */
+const BODY = [...Object.keys(KEYS), "inputs", "source"];
+
+/**
+ * The plain document of a packed payload (the JSON inside `data`). Each step's lists are
+ * unpacked on first use (Note [Lazy steps] in schema.ts): a step's delta needs the previous step
+ * of its kind, so the first read of a step unpacks the earlier steps of its kind that are not yet.
+ * A step that does not unpack throws on that read.
+ */
 export function unpackPayload(payload: unknown): Json {
   if (!isObj(payload)) throw new Error("the packed document is not an object");
   const values = arr(payload.values, "values");
   const lines = arr(payload.lines, "lines");
-  const previous = new Map<unknown, Json>();
-  // a node shared by consecutive steps (see undelta) is resolved once
-  const resolved = new Map<Json, Json>();
-  const steps = arr(payload.steps, "steps").map((raw, s) => {
+  const raws = arr(payload.steps, "steps").map((raw, s) => {
     if (!isObj(raw)) throw new Error(`steps[${s}] is not an object`);
-    const before = previous.get(raw.kind);
-    const step: Json = { ...raw };
+    return raw;
+  });
+  // each step's delta-coded lists, undone (value refs still indices), by step
+  const undone = new Map<number, Json>();
+  const listsOf = (s: number): Json => {
+    const known = undone.get(s);
+    if (known) return known;
+    const raw = raws[s]!;
+    let p = s - 1;
+    while (p >= 0 && raws[p]!.kind !== raw.kind) p--;
+    const before = p >= 0 ? listsOf(p) : undefined;
+    const lists: Json = {};
     for (const [name, keys] of Object.entries(KEYS)) {
-      step[name] = undelta(
+      lists[name] = undelta(
         before?.[name] as unknown[] | undefined,
         arr(raw[name] ?? [], `steps[${s}].${name}`),
         keys,
       );
     }
-    previous.set(raw.kind, step);
-    return {
-      ...step,
-      nodes: (step.nodes as Json[]).map((n) => {
+    undone.set(s, lists);
+    return lists;
+  };
+  // a node shared by consecutive steps (see undelta) is resolved once
+  const resolved = new Map<Json, Json>();
+  const steps = raws.map((raw, s) => {
+    const head: Json = {};
+    for (const k in raw) if (!BODY.includes(k)) head[k] = raw[k];
+    return withLazyFields(head, BODY, () => {
+      const lists = { ...listsOf(s) };
+      lists.nodes = (lists.nodes as Json[]).map((n) => {
         let node = resolved.get(n);
         if (!node) {
           node = {
@@ -138,10 +161,11 @@ export function unpackPayload(payload: unknown): Json {
           resolved.set(n, node);
         }
         return node;
-      }),
-      inputs: lookup(values, raw.inputs ?? [], `steps[${s}].inputs`),
-      source: lookup(lines, raw.source ?? [], `steps[${s}].source`).join("\n"),
-    };
+      });
+      lists.inputs = lookup(values, raw.inputs ?? [], `steps[${s}].inputs`);
+      lists.source = lookup(lines, raw.source ?? [], `steps[${s}].source`).join("\n");
+      return lists;
+    });
   });
   const doc: Json = { ...payload, steps };
   delete doc.values;
