@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { gzipSync } from "node:zlib";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test, vi } from "vitest";
@@ -28,6 +28,16 @@ describe("packed documents", () => {
     expect(isPacked(packed)).toBe(true);
     const doc = await unpackDocument(packed);
     expect(doc).toEqual(fixture("real-mlp"));
+  });
+
+  test("a packed text of one line (older notebooks: the steps whole) reads the same", async () => {
+    const lines = gunzipSync(Buffer.from(packed.data, "base64")).toString("utf8").split("\n");
+    expect(lines.length).toBe(fixture("real-mlp").steps.length + 1); // a line per step body
+    const payload = JSON.parse(lines[0]!) as { steps: Record<string, unknown>[] };
+    payload.steps = payload.steps.map((head, i) => ({ ...head, ...JSON.parse(lines[i + 1]!) }));
+    expect(await unpackDocument(wrap(payload))).toEqual(fixture("real-mlp"));
+    const short = gzipSync(Buffer.from(lines.slice(0, 3).join("\n"))).toString("base64");
+    await expect(unpackDocument({ ...packed, data: short })).rejects.toThrow(/2 step bodies for/);
   });
 
   test("an item the previous step does not hold is an error, not a guess", () => {
