@@ -214,6 +214,8 @@ export interface ModuleCost {
   backward_ms: number;
   /** Eager PyTorch's forward of the same module; null when it was not measured. */
   eager_ms: number | null;
+  /** Eager PyTorch's backward of the same module; null when none ran (or an older document). */
+  eager_backward_ms: number | null;
 }
 
 export interface SavedTimeline {
@@ -670,6 +672,7 @@ function readProfile(r: Reader, v: unknown, path: string): Profile | null {
       ms: r.num(m.ms, `${path}.modules[${i}].ms`),
       backward_ms: r.num(m.backward_ms, `${path}.modules[${i}].backward_ms`),
       eager_ms: r.optNum(m.eager_ms, `${path}.modules[${i}].eager_ms`),
+      eager_backward_ms: r.optNum(m.eager_backward_ms, `${path}.modules[${i}].eager_backward_ms`),
     };
   });
   let saved: SavedTimeline | null = null;

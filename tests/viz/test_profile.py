@@ -94,6 +94,50 @@ def test_training_profiles_forward_and_backward_and_leaves_gradients_and_random_
     assert amounts[0] == p.saved_bytes and amounts == sorted(amounts, reverse=True)
 
 
+class Tower(nn.Module):
+    """A big matmul's module beside a tiny one's, inside a parent module."""
+
+    def __init__(self):
+        super().__init__()
+        self.block = nn.ModuleDict({"big": nn.Linear(N, N), "small": nn.Linear(N, 2)})
+
+    def forward(self, x):
+        h = self.block["big"](x)
+        return (h.sum() + self.block["small"](x).sum()) / 2
+
+
+@pytest.fixture
+def one_thread():
+    """torch on one thread: on a loaded machine two threads wait milliseconds for each other on every
+    op, which would bury a small op's time."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_eagers_backward_is_measured_per_module_beside_thunders(one_thread):
+    torch.manual_seed(0)
+    model = Tower()
+    x = torch.randn(N, N)
+    jm = thunder.jit(model, executors=["torch"])
+    jm(x).backward()
+    p = thunder_viz.profile(jm, x, calls=2)
+    modules = {m.path: m for m in p.modules}
+    big, small = modules["block.big"], modules["block.small"]
+    assert big.eager_backward_ms is not None and small.eager_backward_ms is not None
+    # the big matmul's backward (an N x N x N matmul for its weight's gradient) dwarfs the small one's
+    assert big.eager_backward_ms > 2 * small.eager_backward_ms
+    assert big.backward_ms > small.backward_ms
+    # eager's backward of the modules fits in eager's whole call (forward and backward)
+    assert big.eager_backward_ms + small.eager_backward_ms < p.eager_call_ms
+    assert "eager bwd" in p.table()
+    # no backward ran: nothing to compare
+    with torch.no_grad():
+        q = thunder_viz.profile(jm, x, calls=1)
+    assert not q.backward and all(m.eager_backward_ms is None for m in q.modules)
+
+
 def test_the_document_maps_costs_onto_the_nodes_of_the_steps_that_ran():
     model = Net()
     jm = thunder.jit(model)
