@@ -486,13 +486,16 @@ def _backward_by_module(prof: Any, prefix: str) -> dict[str, float]:
         return {}
     ranges.sort()
     starts = [r[0] for r in ranges]
-    module_of: dict[tuple[int, int], str] = {}
-    for when, thread, seq in made:
+    # An op records the sequence number the next autograd node will take, whether or not it makes
+    # one; making one moves it on. So the node numbered n was made by the last op to start with n.
+    module_of: dict[tuple[int, int], str | None] = {}
+    for when, thread, seq in sorted(made):
+        module_of[(thread, seq)] = None
         i = bisect.bisect_right(starts, when) - 1
         for j in range(i, max(-1, i - _NESTING), -1):  # the innermost open range (see _range_totals)
             start, end, rthread, path = ranges[j]
             if rthread == thread and end >= when:
-                module_of.setdefault((thread, seq), path)
+                module_of[(thread, seq)] = path
                 break
     paths = {r[3] for r in ranges}
     totals: dict[str, float] = {}

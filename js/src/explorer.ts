@@ -332,9 +332,7 @@ class Explorer {
       this.cancelReadAhead = null;
       if (this.model !== model || this.disposed) return;
       layouts.get(next);
-      this.renderPlumbingToggle();
-      const li = this.stepList.querySelector(`[data-step-index="${next}"]`);
-      if (li) fillStepItem(li, model.steps[next] as Step);
+      this.renderReadSteps();
       this.readAhead();
     };
     const view = this.doc.defaultView;
@@ -484,8 +482,21 @@ class Explorer {
       return;
     }
     this.renderStep(step, this.layouts.get(index));
-    const li = this.stepList.querySelector(`[data-step-index="${index}"]`);
-    if (li) fillStepItem(li, step);
+    this.renderReadSteps();
+  }
+
+  /**
+   * What the steps read since the last call add: their ops and changes in the list of steps
+   * (showing a step reads the earlier steps of its kind too), and the bookkeeping they hide.
+   */
+  private renderReadSteps(): void {
+    const steps = this.model?.steps ?? [];
+    for (const li of Array.from(this.stepList.querySelectorAll("[data-step-index]"))) {
+      const step = steps[Number(li.getAttribute("data-step-index"))];
+      if (!step || li.hasAttribute("data-read") || !isLoaded(step, "nodes")) continue;
+      fillStepItem(li, step);
+      li.setAttribute("data-read", "true");
+    }
     this.renderPlumbingToggle();
   }
 

@@ -91,6 +91,15 @@ describe("steps are read on first use (Note [Lazy steps])", () => {
     );
   });
 
+  test("showing a step lists the ops of the earlier steps of its kind it read", () => {
+    vi.useFakeTimers();
+    m = mountDoc(fixture("sample"));
+    click(m.q("[data-testid='step'][data-step-index='3']"));
+    const meta = (i: number): string =>
+      m!.q(`[data-testid='step'][data-step-index='${i}'] .tx-step-meta`).textContent ?? "";
+    for (const i of [1, 2, 3]) expect(meta(i)).toMatch(/ · \d+ ops · /);
+  });
+
   test("a step's cells do not depend on the steps of other kinds", () => {
     const result = readDocument(fixture("backward-gelu"));
     if (!result.ok) throw new Error("fixture");
