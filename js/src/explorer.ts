@@ -7,7 +7,7 @@
  * browser tests use (data-testid attributes, see docs/trace-schema.md's companion notes in
  * thunder_viz); all document text is rendered as text.
  */
-import { formatMs, h, setAttrs } from "./dom";
+import { h, setAttrs } from "./dom";
 import { headerControls, sideSplitter, zoomButton } from "./explorer-chrome";
 import { GraphView } from "./graph-view";
 import type { ExplorerHost } from "./host";
@@ -44,7 +44,9 @@ import {
 } from "./profile-view";
 import { SourcePane } from "./source-pane";
 import { overlaps, type Overlap } from "./collectives";
-import { fillStepItem, gradientNodes, opCount, StepRelations, stepListItems } from "./steps";
+import { fillStepItem, gradientNodes, StepRelations, stepListItems, stepMeta } from "./steps";
+
+const NO_CELLS: StepLayout = { ids: [], layer: new Int32Array(0), col: new Int32Array(0) };
 
 /** Shows the host's document in `el`; returns the cleanup function. */
 export function mount(el: HTMLElement, host: ExplorerHost): () => void {
@@ -481,7 +483,9 @@ class Explorer {
       this.renderEmpty();
       return;
     }
-    this.renderStep(step, this.layouts.get(index));
+    // a step whose body failed its check draws nothing (not even its output): its problems say why
+    const unreadable = Boolean(step.problems?.length);
+    this.renderStep(step, unreadable ? NO_CELLS : this.layouts.get(index));
     this.renderReadSteps();
   }
 
@@ -520,12 +524,7 @@ class Explorer {
     }
     this.stepHeader.replaceChildren(
       h(doc, "strong", {}, `Step ${step.index}: ${step.pass}`),
-      h(
-        doc,
-        "span",
-        { class: "tx-muted" },
-        ` ${step.kind} · ${opCount(step)} ops · ${formatMs(step.ms)}`,
-      ),
+      h(doc, "span", { class: "tx-muted" }, ` ${stepMeta(step)}`),
     );
     const problems = step.problems ?? [];
     this.diffSlot.replaceChildren(

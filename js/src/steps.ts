@@ -118,12 +118,16 @@ export function fillStepItem(li: Element, st: Step): void {
   const diff = li.querySelector<HTMLElement>(".tx-step-diff");
   if (!meta || !diff) return;
   const read = isLoaded(st, "nodes");
-  meta.textContent = read
-    ? `${st.kind} · ${opCount(st)} ops · ${formatMs(st.ms)}`
-    : `${st.kind} · ${formatMs(st.ms)}`;
+  meta.textContent = read ? stepMeta(st) : `${st.kind} · ${formatMs(st.ms)}`;
   const d = read ? st.diff : null;
   diff.textContent = d
     ? `+${d.added.length} −${d.removed.length} ~${d.rewritten.length}${Object.keys(d.fused).length ? ` ⊕${Object.keys(d.fused).length}` : ""}`
     : "";
   diff.hidden = !diff.textContent;
+}
+
+/** A read step's kind, ops and time (or that it cannot be read). */
+export function stepMeta(st: Step): string {
+  const ops = st.problems?.length ? "cannot be read" : `${opCount(st)} ops`;
+  return `${st.kind} · ${ops} · ${formatMs(st.ms)}`;
 }
