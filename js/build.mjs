@@ -6,8 +6,7 @@
 //   lib/plugin.js     ESM of src/plugin.ts; JupyterLab's packages stay imports (shared at run time)
 //   lib/mime.js, lib/extension.js   re-export its mime renderer extension and its commands plugin
 // which `build-labextension` then wraps into the federated bundle in thunder_viz/labextension.
-// The layout worker is bundled first and inlined into both as a string (started from a Blob
-// URL), so no bundle loads anything from the network or from a second file.
+// No bundle loads anything from the network or from a second file.
 import * as esbuild from "esbuild";
 import { copyFileSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -25,20 +24,11 @@ const common = {
   logLevel: "warning",
 };
 
-const worker = await esbuild.build({
-  ...common,
-  entryPoints: [join(here, "src", "layout-worker.ts")],
-  format: "iife",
-  write: false,
-});
-const define = { __LAYOUT_WORKER_SOURCE__: JSON.stringify(worker.outputFiles[0].text) };
-
 if (process.argv.includes("--lab")) {
   const lib = join(here, "lib");
   mkdirSync(lib, { recursive: true });
   await esbuild.build({
     ...common,
-    define,
     entryPoints: [join(here, "src", "plugin.ts")],
     format: "esm",
     external: ["@jupyterlab/*", "@lumino/*"],
@@ -62,14 +52,12 @@ if (process.argv.includes("--lab")) {
 } else {
   await esbuild.build({
     ...common,
-    define,
     entryPoints: [join(here, "src", "widget.ts")],
     format: "esm",
     outfile: join(out, "widget.js"),
   });
   await esbuild.build({
     ...common,
-    define,
     entryPoints: [join(here, "src", "standalone.ts")],
     format: "iife",
     outfile: join(out, "standalone.js"),

@@ -834,7 +834,10 @@ _PROFILE = {
     "calls": int, "device": str, "call_ms": _NUM, "eager_call_ms": (int, float, _NULL), "backward": bool,
     "attributed_ms": _NUM, "steps": dict, "modules": list, "saved": (dict, _NULL),
 }  # fmt: skip
-_MODULE_COST = {"path": str, "ms": _NUM, "backward_ms": _NUM, "eager_ms": (int, float, _NULL)}
+_MODULE_COST = {
+    "path": str, "ms": _NUM, "backward_ms": _NUM, "eager_ms": (int, float, _NULL),
+    "eager_backward_ms": (int, float, _NULL),
+}  # fmt: skip
 _SAVED = {"step": str, "bytes": (int, _NULL), "bytes_before_remat": (int, _NULL), "timeline": list}
 
 

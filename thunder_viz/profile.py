@@ -15,8 +15,10 @@ difference between a call's wall time and the sum of its statements, reported as
 
 Eager's profile of each module is taken with a range around each submodule's forward (hooks that
 are removed before thunder runs: a hook would change what thunder's cache guards). Eager's backward
-cannot be split by module the same way, so modules are compared on the forward; whole calls are
-compared forward and backward.
+is split by module without hooks: each autograd node the backward evaluates carries the sequence
+number of the forward op that made it (torch's profiler records both), so its time counts in the
+module whose forward range held that op, and in the modules around it, as a forward range's time
+counts in the ranges around it.
 
 The saved-for-backward timeline is read from the backward trace: at each statement, the bytes of
 the tensors the forward made and saved that the backward still reads from there on. torch's autograd
@@ -84,6 +86,7 @@ class ModuleCost:
     ms: float = 0.0
     backward_ms: float = 0.0
     eager_ms: float | None = None
+    eager_backward_ms: float | None = None  # None when eager ran no backward, or not this module's
 
 
 @dataclass
@@ -129,10 +132,11 @@ class Profile:
             )
         shown = [m for m in self.modules if m.path.count(".") <= 2][:n]
         if shown:
-            lines.append(f"{'module':<32} {'thunder ms':>10} {'eager ms':>9} {'bwd ms':>8}")
+            lines.append(f"{'module':<32} {'thunder ms':>10} {'eager ms':>9} {'bwd ms':>8} {'eager bwd':>9}")
             for m in shown:
                 eager_ms = f"{m.eager_ms:9.3f}" if m.eager_ms is not None else f"{'-':>9}"
-                lines.append(f"{m.path[:32]:<32} {m.ms:10.3f} {eager_ms} {m.backward_ms:8.3f}")
+                eager_bwd = f"{m.eager_backward_ms:9.3f}" if m.eager_backward_ms is not None else f"{'-':>9}"
+                lines.append(f"{m.path[:32]:<32} {m.ms:10.3f} {eager_ms} {m.backward_ms:8.3f} {eager_bwd}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -182,6 +186,7 @@ class Profile:
                     "ms": _round(m.ms),
                     "backward_ms": _round(m.backward_ms),
                     "eager_ms": None if m.eager_ms is None else _round(m.eager_ms),
+                    "eager_backward_ms": None if m.eager_backward_ms is None else _round(m.eager_backward_ms),
                 }
                 for m in self.modules
             ],
@@ -277,7 +282,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
     backward = any(ran_backward)
     if not backward:
         traces.pop("backward", None)
-    eager_ms, eager_modules = _eager_profile(original, call, calls, cuda)
+    eager_ms, eager_modules, eager_backward = _eager_profile(original, call, calls, cuda)
     events = _range_totals(prof, _PREFIX, cuda)
     if labels["computation"] and not any(name in events for name in labels["computation"].values()):
         # never a table of zeros: the calls ran code this profile cannot see into
@@ -313,7 +318,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         eager_call_ms=eager_ms,
         backward=backward,
         statements=statements,
-        modules=_modules(statements, eager_modules),
+        modules=_modules(statements, eager_modules, eager_backward),
         saved_timeline=timeline,
         saved_bytes=saved,
         saved_bytes_before_remat=saved_before,
@@ -436,8 +441,11 @@ def _function_event_totals(prof: Any, prefix: str) -> dict[str, tuple[float, flo
     return totals
 
 
-def _eager_profile(original: Any, call: Callable, calls: int, cuda: bool) -> tuple[float | None, dict[str, float]]:
-    """Eager's median wall time per call, and its forward time per module path (ms per call)."""
+def _eager_profile(
+    original: Any, call: Callable, calls: int, cuda: bool
+) -> tuple[float | None, dict[str, float], dict[str, float]]:
+    """Eager's median wall time per call, and its forward and backward time per module path (ms per
+    call; the backward's is empty when the calls ran none)."""
     walls = []
     try:
         with _module_ranges(original), _profiler(cuda) as prof:
@@ -446,12 +454,61 @@ def _eager_profile(original: Any, call: Callable, calls: int, cuda: bool) -> tup
                 call(original)
                 walls.append((time.perf_counter_ns() - t0) / 1e6)
     except Exception:  # eager fails where thunder did not: nothing to compare with
-        return None, {}
+        return None, {}, {}
     totals = _range_totals(prof, _EAGER, cuda)
     modules = {}
     for name, (cpu_us, dev_us, _) in totals.items():
         modules[name[len(_EAGER) :]] = (dev_us if cuda and dev_us > 0 else cpu_us) / 1e3 / calls
-    return statistics.median(walls), modules
+    backward = {path: us / 1e3 / calls for path, us in _backward_by_module(prof, _EAGER).items()}
+    return statistics.median(walls), modules, backward
+
+
+_BACKWARD_NODE = "autograd::engine::evaluate_function: "
+
+
+def _backward_by_module(prof: Any, prefix: str) -> dict[str, float]:
+    """µs of the backward's autograd nodes by module path (Note [Profile attribution]): a node counts
+    in the innermost range named ``prefix + path`` that held the forward op that made it, and in each
+    range around that one. CPU time of the node (on CUDA too: its kernels are not linked to it)."""
+    ranges: list[tuple[int, int, int, str]] = []  # (start, end, thread, path)
+    made: list[tuple[int, int, int]] = []  # (start, thread, sequence number) of forward ops
+    nodes: list[tuple[int, int, int]] = []  # (forward thread, sequence number, duration) of backward nodes
+    for e in prof.kineto_results.events():
+        name = e.name()
+        if name.startswith(prefix):
+            start = e.start_ns()
+            ranges.append((start, start + e.duration_ns(), e.start_thread_id(), name[len(prefix) :]))
+        elif name.startswith(_BACKWARD_NODE):
+            nodes.append((e.fwd_thread_id(), e.sequence_nr(), e.duration_ns()))
+        elif e.sequence_nr() >= 0 and e.fwd_thread_id() == 0:
+            made.append((e.start_ns(), e.start_thread_id(), e.sequence_nr()))
+    if not nodes or not ranges:
+        return {}
+    ranges.sort()
+    starts = [r[0] for r in ranges]
+    # An op records the sequence number the next autograd node will take, whether or not it makes
+    # one; making one moves it on. So the node numbered n was made by the last op to start with n.
+    module_of: dict[tuple[int, int], str | None] = {}
+    for when, thread, seq in sorted(made):
+        module_of[(thread, seq)] = None
+        i = bisect.bisect_right(starts, when) - 1
+        for j in range(i, max(-1, i - _NESTING), -1):  # the innermost open range (see _range_totals)
+            start, end, rthread, path = ranges[j]
+            if rthread == thread and end >= when:
+                module_of[(thread, seq)] = path
+                break
+    paths = {r[3] for r in ranges}
+    totals: dict[str, float] = {}
+    for thread, seq, duration_ns in nodes:
+        path = module_of.get((thread, seq))
+        if path is None:
+            continue
+        parts = path.split(".")
+        for k in range(1, len(parts) + 1):
+            enclosing = ".".join(parts[:k])
+            if enclosing in paths:
+                totals[enclosing] = totals.get(enclosing, 0.0) + duration_ns / 1e3
+    return totals
 
 
 @contextlib.contextmanager
@@ -525,9 +582,12 @@ def _source_text(bsym: BoundSymbol) -> str:
     return f"{file}:{src.lineno}  {src.source_line.strip()}"
 
 
-def _modules(statements: list[StatementCost], eager: dict[str, float]) -> list[ModuleCost]:
+def _modules(
+    statements: list[StatementCost], eager: dict[str, float], eager_backward: dict[str, float]
+) -> list[ModuleCost]:
     """Each module scope with its statements' time summed (a statement counts in every enclosing
-    scope), in the order of first appearance, with eager's time of the same module."""
+    scope), in the order of first appearance, with eager's time of the same module (forward and
+    backward)."""
     costs: dict[str, ModuleCost] = {}
     for s in statements:
         if not s.module:
@@ -542,6 +602,7 @@ def _modules(statements: list[StatementCost], eager: dict[str, float]) -> list[M
                 m.ms += s.ms
     for path, m in costs.items():
         m.eager_ms = eager.get(path)
+        m.eager_backward_ms = eager_backward.get(path)
     return list(costs.values())
 
 

@@ -7,13 +7,14 @@
  * browser tests use (data-testid attributes, see docs/trace-schema.md's companion notes in
  * thunder_viz); all document text is rendered as text.
  */
-import { formatMs, h, setAttrs } from "./dom";
+import { h, setAttrs } from "./dom";
 import { headerControls, sideSplitter, zoomButton } from "./explorer-chrome";
 import { GraphView } from "./graph-view";
 import type { ExplorerHost } from "./host";
-import type { LayoutStepInput, StepLayout } from "./layout";
+import { isLoaded } from "./lazy";
+import type { StepLayout } from "./layout";
 import { plumbingCount, withoutPlumbing } from "./plumbing";
-import { createLayoutProvider, type LayoutProvider } from "./layout-client";
+import { StepLayouts } from "./layout-client";
 import {
   overlapDetails,
   diffSummary,
@@ -24,8 +25,8 @@ import {
   runsTable,
   type NodeLink,
 } from "./panels";
-import { validateDocument, type Step, type TraceDocument, type TraceNode } from "./schema";
-import { defaultCollapsed, isDel } from "./scopes";
+import { readDocument, type Step, type TraceDocument, type TraceNode } from "./schema";
+import { defaultCollapsed } from "./scopes";
 import {
   nameMatcher,
   normalizeQuery,
@@ -43,28 +44,14 @@ import {
 } from "./profile-view";
 import { SourcePane } from "./source-pane";
 import { overlaps, type Overlap } from "./collectives";
-import { gradientNodes, opCount, StepRelations, stepListItems } from "./steps";
+import { fillStepItem, gradientNodes, StepRelations, stepListItems, stepMeta } from "./steps";
 
-export interface MountOptions {
-  /** Lay out in a Web Worker when the page allows it (default true). */
-  useWorker?: boolean;
-}
+const NO_CELLS: StepLayout = { ids: [], layer: new Int32Array(0), col: new Int32Array(0) };
 
 /** Shows the host's document in `el`; returns the cleanup function. */
-export function mount(el: HTMLElement, host: ExplorerHost, options: MountOptions = {}): () => void {
-  const explorer = new Explorer(el, host, options);
+export function mount(el: HTMLElement, host: ExplorerHost): () => void {
+  const explorer = new Explorer(el, host);
   return () => explorer.dispose();
-}
-
-/** The layout's view of a step. */
-export function layoutInput(step: Step): LayoutStepInput {
-  return {
-    inputs: step.inputs.map((v) => `input:${v.name}`),
-    nodes: step.nodes
-      .filter((n) => !isDel(n)) // the graph notes it on a node instead (scopes.ts)
-      .map((n) => ({ id: n.id, lineage: n.lineage, fusedInto: n.fused_into })),
-    edges: [...step.edges, ...step.inner_edges].map((e) => [e.source, e.target]),
-  };
 }
 
 class Explorer {
@@ -98,7 +85,9 @@ class Explorer {
 
   private rawDoc: unknown = undefined;
   private model: TraceDocument | null = null;
-  private layouts: LayoutProvider | null = null;
+  private layouts: StepLayouts | null = null;
+  /** Cancels the pending read of the steps not shown yet (`readAhead`). */
+  private cancelReadAhead: (() => void) | null = null;
   private stepIndex = 0;
   /** False until the first document is shown: it opens on the traced program, not the prologue. */
   private opened = false;
@@ -128,7 +117,6 @@ class Explorer {
   private rel = new StepRelations([]);
   private pending = new Set<string>();
   private busy = false;
-  private renderToken = 0;
   private disposed = false;
   private revealOnRender = false;
   private lastStatus = "";
@@ -136,7 +124,6 @@ class Explorer {
   constructor(
     private readonly el: HTMLElement,
     private readonly host: ExplorerHost,
-    private readonly options: MountOptions,
   ) {
     const doc = el.ownerDocument;
     this.doc = doc;
@@ -253,7 +240,7 @@ class Explorer {
     this.unsubscribe();
     this.graph.dispose();
     this.source.clear();
-    this.layouts?.dispose();
+    this.stopReadAhead();
     this.el.replaceChildren();
   }
 
@@ -275,7 +262,7 @@ class Explorer {
       this.rawDoc = raw;
       this.busy = false;
       this.profiling = false;
-      const result = validateDocument(raw);
+      const result = readDocument(raw);
       if (result.ok) this.setDocument(result.doc);
       else this.showInvalid(result.errors);
     }
@@ -284,7 +271,7 @@ class Explorer {
 
   private showInvalid(errors: string[]): void {
     this.model = null;
-    this.layouts?.dispose();
+    this.stopReadAhead();
     this.layouts = null;
     this.errorSlot.replaceChildren(invalidBox(this.doc, errors));
     this.body.hidden = true;
@@ -297,19 +284,14 @@ class Explorer {
 
   private setDocument(full: TraceDocument): void {
     this.fullModel = full;
-    const plumbing = plumbingCount(full);
-    this.plumbingEl.hidden = plumbing === 0;
-    this.plumbingEl.lastChild!.textContent = ` show bookkeeping (${plumbing})`;
     const model = this.showPlumbing ? full : withoutPlumbing(full);
     this.model = model;
     this.rel = new StepRelations(model.steps);
     this.body.hidden = false;
     setAttrs(this.root, { "data-invalid": null });
     this.titleEl.textContent = model.title;
-    this.layouts?.dispose();
-    this.layouts = createLayoutProvider(model.steps.map(layoutInput), {
-      useWorker: this.options.useWorker,
-    });
+    this.stopReadAhead();
+    this.layouts = new StepLayouts(model.steps);
     this.pending = new Set(model.executors?.selected ?? []);
     this.renderStepList();
     this.errorSlot.replaceChildren(
@@ -317,8 +299,7 @@ class Explorer {
     );
     this.renderExecutors();
     this.renderRuns();
-    const footer = this.runsSlot.parentElement;
-    if (footer) footer.scrollTop = footer.scrollHeight; // the latest run in view when there are many
+    this.scrollRunsToEnd();
     // a profile opens on the forward step it measured: on the first view, and when it arrives
     const profiled = model.profile
       ? model.steps.findIndex((s) => s.kind === "computation" && s.id in model.profile!.steps)
@@ -335,6 +316,47 @@ class Explorer {
     }
     this.hadProfile = profiled >= 0;
     this.showStep(Math.min(this.stepIndex, Math.max(0, model.steps.length - 1)));
+    this.readAhead();
+  }
+
+  /**
+   * Reads and lays out the steps not shown yet, one per idle moment (Note [Lazy steps] in
+   * schema.ts): the first render paid only for the step it shows, and the others are ready
+   * before the user picks one. Their ops and changes then appear in the list of steps.
+   */
+  private readAhead(): void {
+    const model = this.model;
+    const layouts = this.layouts;
+    if (!model || !layouts || this.disposed) return;
+    const next = model.steps.findIndex((s, i) => !isLoaded(s, "nodes") || !layouts.has(i));
+    if (next < 0) return;
+    const run = (): void => {
+      this.cancelReadAhead = null;
+      if (this.model !== model || this.disposed) return;
+      layouts.get(next);
+      this.renderReadSteps();
+      this.readAhead();
+    };
+    const view = this.doc.defaultView;
+    if (view && typeof view.requestIdleCallback === "function") {
+      const id = view.requestIdleCallback(run, { timeout: 1000 });
+      this.cancelReadAhead = () => view.cancelIdleCallback(id);
+    } else {
+      const id = setTimeout(run, 0);
+      this.cancelReadAhead = () => clearTimeout(id);
+    }
+  }
+
+  private stopReadAhead(): void {
+    this.cancelReadAhead?.();
+    this.cancelReadAhead = null;
+  }
+
+  /** The bookkeeping toggle, with the count of what the steps read so far hide. */
+  private renderPlumbingToggle(): void {
+    const plumbing = this.fullModel ? plumbingCount(this.fullModel) : 0;
+    this.plumbingEl.hidden = plumbing === 0;
+    this.plumbingEl.lastChild!.textContent = ` show bookkeeping (${plumbing})`;
   }
 
   private renderStepList(): void {
@@ -384,6 +406,17 @@ class Explorer {
         }
       : null;
     this.runsSlot.replaceChildren(runsTable(this.doc, model.runs, action));
+  }
+
+  /**
+   * The latest run in view when there are many. Just before the next paint, which lays the page
+   * out anyway: reading a height now would lay it out one more time, before the graph is built.
+   */
+  private scrollRunsToEnd(): void {
+    const footer = this.runsSlot.parentElement;
+    const view = this.doc.defaultView;
+    if (!footer || !view) return;
+    view.requestAnimationFrame(() => (footer.scrollTop = footer.scrollHeight));
   }
 
   private requestProfile(): void {
@@ -450,15 +483,25 @@ class Explorer {
       this.renderEmpty();
       return;
     }
-    const token = ++this.renderToken;
-    const layout = this.layouts.get(index);
-    if (layout instanceof Promise) {
-      void layout.then((l) => {
-        if (token === this.renderToken && !this.disposed) this.renderStep(step, l);
-      });
-    } else {
-      this.renderStep(step, layout);
+    // a step whose body failed its check draws nothing (not even its output): its problems say why
+    const unreadable = Boolean(step.problems?.length);
+    this.renderStep(step, unreadable ? NO_CELLS : this.layouts.get(index));
+    this.renderReadSteps();
+  }
+
+  /**
+   * What the steps read since the last call add: their ops and changes in the list of steps
+   * (showing a step reads the earlier steps of its kind too), and the bookkeeping they hide.
+   */
+  private renderReadSteps(): void {
+    const steps = this.model?.steps ?? [];
+    for (const li of Array.from(this.stepList.querySelectorAll("[data-step-index]"))) {
+      const step = steps[Number(li.getAttribute("data-step-index"))];
+      if (!step || li.hasAttribute("data-read") || !isLoaded(step, "nodes")) continue;
+      fillStepItem(li, step);
+      li.setAttribute("data-read", "true");
     }
+    this.renderPlumbingToggle();
   }
 
   private renderEmpty(): void {
@@ -481,14 +524,14 @@ class Explorer {
     }
     this.stepHeader.replaceChildren(
       h(doc, "strong", {}, `Step ${step.index}: ${step.pass}`),
-      h(
-        doc,
-        "span",
-        { class: "tx-muted" },
-        ` ${step.kind} · ${opCount(step)} ops · ${formatMs(step.ms)}`,
-      ),
+      h(doc, "span", { class: "tx-muted" }, ` ${stepMeta(step)}`),
     );
-    this.diffSlot.replaceChildren(diffSummary(doc, step.diff, this.rel.previous(step), step));
+    const problems = step.problems ?? [];
+    this.diffSlot.replaceChildren(
+      problems.length
+        ? invalidBox(doc, problems, "This step cannot be shown")
+        : diffSummary(doc, step.diff, this.rel.previous(step), step),
+    );
 
     this.lineToNode = new Map();
     for (const n of step.nodes)

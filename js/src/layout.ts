@@ -5,14 +5,16 @@
  * thread. Imports nothing.
  *
  * Note [Stable layout]: cells (layer, column) are remembered by node id across the steps of one
- * document, laid out in document order. A node whose id was laid out before keeps its cell, so a
+ * kind of a document (its prologue, forward or backward steps: they share no nodes), laid out in
+ * document order. A node whose id was laid out before keeps its cell, so a
  * node that survives a pass does not move. A new node goes one layer below its lowest producer,
  * in the free column nearest to the column of what it was made from (its lineage, e.g. the ops a
  * fusion absorbed, whose cells the pass freed) or else of its leftmost producer; so chains of
  * ops stand in one column (a residual network's trunk too) and a fusion appears where its first
  * member was. Survivors are placed
  * before new nodes, so a new node early in trace order cannot take a survivor's cell. Because the result only
- * depends on the steps before it, it is the same whichever order the user walks the steps in.
+ * depends on the steps of its kind before it, it is the same whichever order the user walks the
+ * steps in.
  *
  * Note [Sources beside their use]: step inputs (a model's parameters) and nodes that read only
  * step inputs (constants, a weight's transpose) would all stand on the top rows, with edges

@@ -4,8 +4,9 @@
  * repeated items shared. Unpacking gives back the plain document, which the core validates as
  * usual (schema.ts): this file trusts nothing and only rebuilds JSON.
  *
- * Layer: front-end core; imports the schema's limits.
+ * Layer: front-end core; imports the schema's limits and lazy.ts.
  */
+import { withLazyFields } from "./lazy";
 import { LIMITS } from "./schema";
 
 export const PACKED_ENCODING = "gzip-base64";
@@ -105,29 +106,75 @@ function lookup(table: unknown[], refs: unknown, what: string): unknown[] {
   });
 }
 
-/** The plain document of a packed payload (the JSON inside `data`). */
-export function unpackPayload(payload: unknown): Json {
+/**
+ * A packed step's body: its delta-coded lists (KEYS) and those made of table indices. The packed
+ * text holds each step's body on a line of its own (pack.py), parsed when the step is first read.
+ */
+const BODY = [...Object.keys(KEYS), "inputs", "source"];
+
+/**
+ * The plain document of a packed payload (the JSON inside `data`). Each step's lists are
+ * unpacked on first use (Note [Lazy steps] in schema.ts): a step's delta needs the previous step
+ * of its kind, so the first read of a step unpacks the earlier steps of its kind that are not yet.
+ * `bodies` are the JSON texts of the steps' bodies, when the packed text held them apart (see
+ * BODY). A step that does not unpack throws on that read.
+ */
+export function unpackPayload(payload: unknown, bodies?: string[]): Json {
   if (!isObj(payload)) throw new Error("the packed document is not an object");
   const values = arr(payload.values, "values");
   const lines = arr(payload.lines, "lines");
-  const previous = new Map<unknown, Json>();
-  // a node shared by consecutive steps (see undelta) is resolved once
-  const resolved = new Map<Json, Json>();
-  const steps = arr(payload.steps, "steps").map((raw, s) => {
+  const heads = arr(payload.steps, "steps").map((raw, s) => {
     if (!isObj(raw)) throw new Error(`steps[${s}] is not an object`);
-    const before = previous.get(raw.kind);
-    const step: Json = { ...raw };
+    return raw;
+  });
+  if (bodies && bodies.length !== heads.length) {
+    throw new Error(
+      `the packed document has ${bodies.length} step bodies for ${heads.length} steps`,
+    );
+  }
+  const parsed = new Map<number, Json>();
+  /** Step `s` whole: its head and, parsed on first use, its body. */
+  const rawStep = (s: number): Json => {
+    const head = heads[s]!;
+    if (!bodies) return head;
+    let step = parsed.get(s);
+    if (!step) {
+      const body = JSON.parse(bodies[s]!) as unknown;
+      if (!isObj(body)) throw new Error(`the body of steps[${s}] is not an object`);
+      step = { ...head, ...body };
+      parsed.set(s, step);
+    }
+    return step;
+  };
+  // each step's delta-coded lists, undone (value refs still indices), by step
+  const undone = new Map<number, Json>();
+  const listsOf = (s: number): Json => {
+    const known = undone.get(s);
+    if (known) return known;
+    const raw = rawStep(s);
+    let p = s - 1;
+    while (p >= 0 && heads[p]!.kind !== raw.kind) p--;
+    const before = p >= 0 ? listsOf(p) : undefined;
+    const lists: Json = {};
     for (const [name, keys] of Object.entries(KEYS)) {
-      step[name] = undelta(
+      lists[name] = undelta(
         before?.[name] as unknown[] | undefined,
         arr(raw[name] ?? [], `steps[${s}].${name}`),
         keys,
       );
     }
-    previous.set(raw.kind, step);
-    return {
-      ...step,
-      nodes: (step.nodes as Json[]).map((n) => {
+    undone.set(s, lists);
+    return lists;
+  };
+  // a node shared by consecutive steps (see undelta) is resolved once
+  const resolved = new Map<Json, Json>();
+  const steps = heads.map((given, s) => {
+    const head: Json = {};
+    for (const k in given) if (!BODY.includes(k)) head[k] = given[k];
+    return withLazyFields(head, BODY, () => {
+      const raw = rawStep(s);
+      const lists = { ...listsOf(s) };
+      lists.nodes = (lists.nodes as Json[]).map((n) => {
         let node = resolved.get(n);
         if (!node) {
           node = {
@@ -138,10 +185,11 @@ export function unpackPayload(payload: unknown): Json {
           resolved.set(n, node);
         }
         return node;
-      }),
-      inputs: lookup(values, raw.inputs ?? [], `steps[${s}].inputs`),
-      source: lookup(lines, raw.source ?? [], `steps[${s}].source`).join("\n"),
-    };
+      });
+      lists.inputs = lookup(values, raw.inputs ?? [], `steps[${s}].inputs`);
+      lists.source = lookup(lines, raw.source ?? [], `steps[${s}].source`).join("\n");
+      return lists;
+    });
   });
   const doc: Json = { ...payload, steps };
   delete doc.values;
@@ -150,6 +198,9 @@ export function unpackPayload(payload: unknown): Json {
 }
 
 function base64Bytes(text: string): Uint8Array {
+  // native where the browser has it (Chromium 140, Firefox 133, Safari 18.2): no binary string
+  const typed = Uint8Array as unknown as { fromBase64?: (s: string) => Uint8Array };
+  if (typeof typed.fromBase64 === "function") return typed.fromBase64(text);
   const binary = atob(text);
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
@@ -166,7 +217,8 @@ async function gunzip(bytes: Uint8Array, maxBytes: number): Promise<string> {
   });
   const stream = source.pipeThrough(new DecompressionStream("gzip"));
   const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
+  const decoder = new TextDecoder();
+  const parts: string[] = [];
   let total = 0;
   for (;;) {
     const { done, value } = await reader.read();
@@ -176,15 +228,10 @@ async function gunzip(bytes: Uint8Array, maxBytes: number): Promise<string> {
       await reader.cancel();
       throw new Error(`the document is larger than ${Math.round(maxBytes / 1024 / 1024)} MB`);
     }
-    chunks.push(value);
+    parts.push(decoder.decode(value, { stream: true }));
   }
-  const all = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.length;
-  }
-  return new TextDecoder().decode(all);
+  parts.push(decoder.decode());
+  return parts.join("");
 }
 
 /** The plain document of a packed wrapper that holds its `data`. */
@@ -194,7 +241,12 @@ export async function unpackDocument(
 ): Promise<Json> {
   if (typeof doc.data !== "string") throw new Error("the packed document holds no data");
   const text = await gunzip(base64Bytes(doc.data), maxBytes);
-  const plain = unpackPayload(JSON.parse(text) as unknown);
+  // the payload, then one line per step body (pack.py); one line: the steps whole (older notebooks)
+  const [first, ...bodies] = text.split("\n");
+  const plain = unpackPayload(
+    JSON.parse(first ?? "") as unknown,
+    bodies.length ? bodies : undefined,
+  );
   // the live widget sends its saved form's data with its live executors beside it
   if (isObj(doc.executors)) plain.executors = doc.executors;
   return plain;

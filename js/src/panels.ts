@@ -541,17 +541,16 @@ export function errorBox(doc: Document, err: ErrorInfo, stepsDone: number): HTML
 }
 
 /** Shown instead of the explorer when the document cannot be read. */
-export function invalidBox(doc: Document, errors: string[]): HTMLElement {
+export function invalidBox(
+  doc: Document,
+  errors: string[],
+  title = "This trace document cannot be shown",
+): HTMLElement {
   return h(
     doc,
     "div",
     { class: "tx-error tx-invalid", "data-testid": "error", role: "alert" },
-    h(
-      doc,
-      "div",
-      { class: "tx-error-title" },
-      h(doc, "strong", {}, "This trace document cannot be shown"),
-    ),
+    h(doc, "div", { class: "tx-error-title" }, h(doc, "strong", {}, title)),
     h(doc, "ul", {}, ...errors.map((e) => h(doc, "li", {}, e))),
   );
 }

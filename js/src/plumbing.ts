@@ -8,9 +8,10 @@
  * edges across it. A step without them is the same step less those nodes, the opaque inputs only
  * they read, and the edges and diff entries that touch them; the trace source keeps every line.
  *
- * Layer: front-end core; imports the schema's types only.
+ * Layer: front-end core; imports the schema and lazy.ts.
  */
-import type { Step, TraceDocument, TraceNode } from "./schema";
+import { isLoaded, withLazyFields } from "./lazy";
+import { STEP_BODY, type Step, type TraceDocument, type TraceNode } from "./schema";
 
 /** An attribute store that makes no value: bookkeeping, not computation. */
 export function isPlumbing(node: TraceNode): boolean {
@@ -34,27 +35,48 @@ export function plumbingIds(step: Step): Set<string> {
   return hidden;
 }
 
-/** How many distinct plumbing nodes the document has (a node keeps its id from step to step). */
+/**
+ * How many distinct plumbing nodes the document's read steps hold (a node keeps its id from step
+ * to step); a step not read yet (Note [Lazy steps] in schema.ts) counts once it is.
+ */
 export function plumbingCount(doc: TraceDocument): number {
   const ids = new Set<string>();
-  for (const step of doc.steps)
+  for (const step of doc.steps) {
+    if (!isLoaded(step, "nodes")) continue;
     for (const node of step.nodes) if (isPlumbing(node)) ids.add(node.id);
+  }
   return ids.size;
 }
 
-/** The document with each step's plumbing taken out (the same object when it has none). */
+/** The document with each step's plumbing taken out, step by step on first use. */
 export function withoutPlumbing(doc: TraceDocument): TraceDocument {
-  if (!plumbingCount(doc)) return doc;
-  // node ids are stable across steps: a diff's `removed` names the previous step's nodes
-  const everywhere = new Set<string>();
-  for (const step of doc.steps) for (const n of step.nodes) if (isPlumbing(n)) everywhere.add(n.id);
-  return { ...doc, steps: doc.steps.map((s) => stepWithoutPlumbing(s, everywhere)) };
+  const steps = doc.steps.map((step, i) => {
+    const head: Record<string, unknown> = {};
+    for (const k of Object.keys(step)) {
+      if (!(STEP_BODY as readonly string[]).includes(k)) head[k] = step[k as keyof Step];
+    }
+    return withLazyFields(head as unknown as Step, STEP_BODY, () => ({
+      ...stepWithoutPlumbing(step, previousOfKind(doc.steps, i)),
+    }));
+  });
+  return { ...doc, steps };
 }
 
-function stepWithoutPlumbing(step: Step, everywhere: Set<string>): Step {
+/** The step a step's diff compares it with: the one its diff names, else the last of its kind. */
+function previousOfKind(steps: Step[], index: number): Step | undefined {
+  const step = steps[index] as Step;
+  const named = step.diff && steps.find((s) => s.id === step.diff?.previous);
+  if (named) return named;
+  for (let j = index - 1; j >= 0; j--) if (steps[j]?.kind === step.kind) return steps[j];
+  return undefined;
+}
+
+function stepWithoutPlumbing(step: Step, previous: Step | undefined): Step {
   const hidden = plumbingIds(step);
-  if (!hidden.size && !step.diff?.removed.some((id) => everywhere.has(id))) return step;
-  const keep = (id: string): boolean => !hidden.has(id) && !everywhere.has(id);
+  // node ids are stable across steps: a diff's `removed` names the previous step's nodes
+  const before = new Set(previous?.nodes.filter(isPlumbing).map((n) => n.id));
+  if (!hidden.size && !step.diff?.removed.some((id) => before.has(id))) return step;
+  const keep = (id: string): boolean => !hidden.has(id) && !before.has(id);
   const diff = step.diff && {
     ...step.diff,
     added: step.diff.added.filter(keep),

@@ -75,7 +75,8 @@ export function moduleCostText(sp: StepProfile, path: string, backward: boolean)
   const m = sp.modules.get(path);
   if (!m) return null;
   const ms = backward ? m.backward_ms : m.ms;
-  const eager = !backward && m.eager_ms !== null ? ` · eager ${formatMs(m.eager_ms)}` : "";
+  const eagerMs = backward ? m.eager_backward_ms : m.eager_ms;
+  const eager = eagerMs !== null ? ` · eager ${formatMs(eagerMs)}` : "";
   return `${formatMs(ms)}${eager}`;
 }
 
@@ -184,7 +185,7 @@ export function profilePanel(
           doc,
           "caption",
           {},
-          backward ? "Modules (backward)" : "Modules: thunder beside eager (forward)",
+          `Modules: thunder beside eager (${backward ? "backward" : "forward"})`,
         ),
         h(
           doc,
@@ -194,39 +195,33 @@ export function profilePanel(
             doc,
             "tr",
             {},
-            ...(backward ? ["module", "thunder"] : ["module", "thunder", "eager"]).map((t) =>
-              h(doc, "th", { scope: "col" }, t),
-            ),
+            ...["module", "thunder", "eager"].map((t) => h(doc, "th", { scope: "col" }, t)),
           ),
         ),
         h(
           doc,
           "tbody",
           {},
-          ...modules.map((m) =>
-            h(
+          ...modules.map((m) => {
+            const ms = backward ? m.backward_ms : m.ms;
+            const eager = backward ? m.eager_backward_ms : m.eager_ms;
+            return h(
               doc,
               "tr",
               { "data-testid": "profile-module", "data-module": m.path },
               h(doc, "td", { class: "tx-profile-src" }, m.path),
-              h(doc, "td", { class: "tx-num" }, formatMs(backward ? m.backward_ms : m.ms)),
-              backward
-                ? null
-                : h(
-                    doc,
-                    "td",
-                    {
-                      class:
-                        m.eager_ms === null
-                          ? "tx-num"
-                          : m.eager_ms < m.ms
-                            ? "tx-num tx-warn"
-                            : "tx-num tx-good",
-                    },
-                    m.eager_ms === null ? "–" : formatMs(m.eager_ms),
-                  ),
-            ),
-          ),
+              h(doc, "td", { class: "tx-num" }, formatMs(ms)),
+              h(
+                doc,
+                "td",
+                {
+                  class:
+                    eager === null ? "tx-num" : eager < ms ? "tx-num tx-warn" : "tx-num tx-good",
+                },
+                eager === null ? "–" : formatMs(eager),
+              ),
+            );
+          }),
         ),
       ),
     );

@@ -2,10 +2,20 @@
  * The trace document (`application/vnd.thunder.trace+json`, version 1): TypeScript mirror of
  * docs/trace-schema.md, and a validator for it.
  *
- * Layer: front-end core, imports nothing. The document is untrusted (a saved notebook or an HTML
- * file can hold anything), so `validateDocument` checks every field the explorer reads before
- * the explorer sees it, and the explorer renders every string as text.
+ * Layer: front-end core, imports lazy.ts only. The document is untrusted (a saved notebook or an
+ * HTML file can hold anything), so every field the explorer reads is checked before the explorer
+ * sees it (`readDocument`, step bodies on first use; `validateDocument`, everything at once), and
+ * the explorer renders every string as text.
+ *
+ * Note [Lazy steps]: a 12-layer GPT-2's document has 14 steps of 500-1,800 nodes. Unpacking,
+ * checking, filtering and laying out all of them before the first render took 300-550 ms, for a
+ * graph that shows one step. So `readDocument` checks the document and each step's head (id,
+ * kind, pass, time) at once, and a step's body (STEP_BODY: nodes, edges, groups, source...) the
+ * first time any of it is read (lazy.ts): showing a step pays for that step, and for the earlier
+ * steps of its kind its packed form and its layout depend on. A body that fails its check reads
+ * as an empty step whose `problems` say why; the explorer shows them in place of that step's graph.
  */
+import { withLazyFields } from "./lazy";
 
 export const MIME_TYPE = "application/vnd.thunder.trace+json";
 export const SCHEMA_NAME = "thunder-trace";
@@ -117,7 +127,22 @@ export interface Step {
   inputs: Value[];
   outputs: string[];
   diff: Diff | null;
+  /** Why the step's body failed its check (Note [Lazy steps]); empty or absent when it passed. */
+  problems?: string[];
 }
+
+/** The fields of a step read on its first use (Note [Lazy steps]); the others are read at once. */
+export const STEP_BODY = [
+  "nodes",
+  "edges",
+  "inner_edges",
+  "groups",
+  "inputs",
+  "outputs",
+  "source",
+  "diff",
+  "problems",
+] as const;
 
 export interface UserFrame {
   file: string;
@@ -189,6 +214,8 @@ export interface ModuleCost {
   backward_ms: number;
   /** Eager PyTorch's forward of the same module; null when it was not measured. */
   eager_ms: number | null;
+  /** Eager PyTorch's backward of the same module; null when none ran (or an older document). */
+  eager_backward_ms: number | null;
 }
 
 export interface SavedTimeline {
@@ -239,7 +266,7 @@ const MAX_REPORTED_ERRORS = 10;
  * checks and yields a typed copy holding only known fields.
  */
 class Reader {
-  readonly errors: string[] = [];
+  errors: string[] = [];
   private bytes = 0;
   /**
    * What was read from each object already. An unpacked document (packed.ts) shares one object
@@ -473,29 +500,66 @@ function readDiff(r: Reader, v: unknown, path: string): Diff | null {
 
 function readStep(r: Reader, v: unknown, path: string): Step {
   const o = r.obj(v, path);
-  return {
+  const head = {
     id: r.str(o.id, `${path}.id`),
     index: r.int(o.index, `${path}.index`),
     kind: r.oneOf(o.kind, `${path}.kind`, ["prologue", "computation", "backward"] as const),
     pass: r.str(o.pass, `${path}.pass`),
     ms: r.optNum(o.ms, `${path}.ms`),
-    source: r.str(o.source, `${path}.source`),
-    nodes: r
-      .arr(o.nodes, `${path}.nodes`, LIMITS.maxNodesPerStep)
-      .map((x, i) => readNode(r, x, `${path}.nodes[${i}]`)),
-    edges: r.arr(o.edges, `${path}.edges`).map((x, i) => readEdge(r, x, `${path}.edges[${i}]`)),
-    inner_edges:
-      o.inner_edges === undefined
-        ? []
-        : r
-            .arr(o.inner_edges, `${path}.inner_edges`)
-            .map((x, i) => readEdge(r, x, `${path}.inner_edges[${i}]`)),
-    groups: r
-      .arr(o.groups, `${path}.groups`)
-      .map((x, i) => readGroup(r, x, `${path}.groups[${i}]`)),
-    inputs: readValueRefs(r, o.inputs, `${path}.inputs`),
-    outputs: r.strList(o.outputs, `${path}.outputs`),
-    diff: readDiff(r, o.diff, `${path}.diff`),
+  };
+  return withLazyFields(head as Step, STEP_BODY, () => readStepBody(r, o, path));
+}
+
+/** A step's body, or an empty one whose `problems` say why it is not readable. */
+function readStepBody(
+  r: Reader,
+  o: Record<string, unknown>,
+  path: string,
+): Record<string, unknown> {
+  const outer = r.errors;
+  r.errors = [];
+  try {
+    const body = {
+      source: r.str(o.source, `${path}.source`),
+      nodes: r
+        .arr(o.nodes, `${path}.nodes`, LIMITS.maxNodesPerStep)
+        .map((x, i) => readNode(r, x, `${path}.nodes[${i}]`)),
+      edges: r.arr(o.edges, `${path}.edges`).map((x, i) => readEdge(r, x, `${path}.edges[${i}]`)),
+      inner_edges:
+        o.inner_edges === undefined
+          ? []
+          : r
+              .arr(o.inner_edges, `${path}.inner_edges`)
+              .map((x, i) => readEdge(r, x, `${path}.inner_edges[${i}]`)),
+      groups: r
+        .arr(o.groups, `${path}.groups`)
+        .map((x, i) => readGroup(r, x, `${path}.groups[${i}]`)),
+      inputs: readValueRefs(r, o.inputs, `${path}.inputs`),
+      outputs: r.strList(o.outputs, `${path}.outputs`),
+      diff: readDiff(r, o.diff, `${path}.diff`),
+    };
+    // nothing of a body that failed is shown: its defaults would look like data
+    return r.errors.length ? { ...emptyBody(), problems: r.errors } : { ...body, problems: [] };
+  } catch (e) {
+    // over a limit, or a packed body that does not unpack (packed.ts)
+    if (!(e instanceof Error)) throw e;
+    const problem = e instanceof LimitExceeded ? e.message : `${path}: ${e.message}`;
+    return { ...emptyBody(), problems: [...r.errors, problem] };
+  } finally {
+    r.errors = outer;
+  }
+}
+
+function emptyBody(): Record<string, unknown> {
+  return {
+    source: "",
+    nodes: [],
+    edges: [],
+    inner_edges: [],
+    groups: [],
+    inputs: [],
+    outputs: [],
+    diff: null,
   };
 }
 
@@ -608,6 +672,7 @@ function readProfile(r: Reader, v: unknown, path: string): Profile | null {
       ms: r.num(m.ms, `${path}.modules[${i}].ms`),
       backward_ms: r.num(m.backward_ms, `${path}.modules[${i}].backward_ms`),
       eager_ms: r.optNum(m.eager_ms, `${path}.modules[${i}].eager_ms`),
+      eager_backward_ms: r.optNum(m.eager_backward_ms, `${path}.modules[${i}].eager_backward_ms`),
     };
   });
   let saved: SavedTimeline | null = null;
@@ -641,12 +706,10 @@ function readProfile(r: Reader, v: unknown, path: string): Profile | null {
 
 /**
  * Checks that `input` (a parsed object or JSON text) is a version-1 trace document and returns a
- * typed copy holding only the documented fields, or readable reasons why it is not one.
+ * typed copy holding only the documented fields, or readable reasons why it is not one. Each
+ * step's body is checked on its first use (Note [Lazy steps]): its `problems` say what failed.
  */
-export function validateDocument(
-  input: unknown,
-  maxBytes: number = LIMITS.maxBytes,
-): ValidationResult {
+export function readDocument(input: unknown, maxBytes: number = LIMITS.maxBytes): ValidationResult {
   let value = input;
   if (typeof input === "string") {
     if (input.length > maxBytes) {
@@ -699,4 +762,17 @@ export function validateDocument(
     if (e instanceof LimitExceeded) return { ok: false, errors: [e.message] };
     throw e;
   }
+}
+
+/** `readDocument` with every step's body checked now: the whole document passes, or why not. */
+export function validateDocument(
+  input: unknown,
+  maxBytes: number = LIMITS.maxBytes,
+): ValidationResult {
+  const result = readDocument(input, maxBytes);
+  if (!result.ok) return result;
+  const errors = new Set<string>();
+  for (const step of result.doc.steps) for (const p of step.problems ?? []) errors.add(p);
+  if (!errors.size) return result;
+  return { ok: false, errors: [...errors].slice(0, MAX_REPORTED_ERRORS) };
 }

@@ -3,9 +3,10 @@
  * lineage point into), the forward step a backward node's origin names, the gradient ops of a
  * forward node; and the list of steps shown on the left.
  *
- * Layer: front-end core; imports the schema types and the safe DOM helpers.
+ * Layer: front-end core; imports the schema types, lazy.ts and the safe DOM helpers.
  */
 import { formatMs, h, truncate } from "./dom";
+import { isLoaded } from "./lazy";
 import type { Step, TraceDocument, TraceNode } from "./schema";
 
 export class StepRelations {
@@ -66,15 +67,14 @@ export function opCount(step: Step): number {
   return n;
 }
 
-/** The list of steps: index, pass, kind, ops, time and what the pass changed; a failed
- * compilation's stage last. */
+/**
+ * The list of steps: index, pass, kind, ops, time and what the pass changed; a failed
+ * compilation's stage last. A step not read yet (Note [Lazy steps] in schema.ts) shows its ops
+ * and changes once it is (`fillStepItem`).
+ */
 export function stepListItems(doc: Document, model: TraceDocument): HTMLElement[] {
   const items = model.steps.map((st, i) => {
-    const d = st.diff;
-    const changes = d
-      ? `+${d.added.length} −${d.removed.length} ~${d.rewritten.length}${Object.keys(d.fused).length ? ` ⊕${Object.keys(d.fused).length}` : ""}`
-      : "";
-    return h(
+    const li = h(
       doc,
       "li",
       {
@@ -91,15 +91,12 @@ export function stepListItems(doc: Document, model: TraceDocument): HTMLElement[
         "span",
         { class: "tx-step-text" },
         h(doc, "span", { class: "tx-step-pass" }, truncate(st.pass, 40)),
-        h(
-          doc,
-          "span",
-          { class: "tx-step-meta" },
-          `${st.kind} · ${opCount(st)} ops · ${formatMs(st.ms)}`,
-        ),
-        changes ? h(doc, "span", { class: "tx-step-diff" }, changes) : null,
+        h(doc, "span", { class: "tx-step-meta" }),
+        h(doc, "span", { class: "tx-step-diff" }),
       ),
     );
+    fillStepItem(li, st);
+    return li;
   });
   if (model.error) {
     items.push(
@@ -113,4 +110,24 @@ export function stepListItems(doc: Document, model: TraceDocument): HTMLElement[
     );
   }
   return items;
+}
+
+/** Writes a step's kind, time and, once it is read, its ops and changes into its list item. */
+export function fillStepItem(li: Element, st: Step): void {
+  const meta = li.querySelector(".tx-step-meta");
+  const diff = li.querySelector<HTMLElement>(".tx-step-diff");
+  if (!meta || !diff) return;
+  const read = isLoaded(st, "nodes");
+  meta.textContent = read ? stepMeta(st) : `${st.kind} · ${formatMs(st.ms)}`;
+  const d = read ? st.diff : null;
+  diff.textContent = d
+    ? `+${d.added.length} −${d.removed.length} ~${d.rewritten.length}${Object.keys(d.fused).length ? ` ⊕${Object.keys(d.fused).length}` : ""}`
+    : "";
+  diff.hidden = !diff.textContent;
+}
+
+/** A read step's kind, ops and time (or that it cannot be read). */
+export function stepMeta(st: Step): string {
+  const ops = st.problems?.length ? "cannot be read" : `${opCount(st)} ops`;
+  return `${st.kind} · ${ops} · ${formatMs(st.ms)}`;
 }

@@ -22,11 +22,11 @@ export interface Mounted {
   all(selector: string): Element[];
 }
 
-/** Mounts the explorer (synchronous layout: jsdom has no Worker) into a fresh element. */
+/** Mounts the explorer into a fresh element. */
 export function mountDoc(doc: unknown, host?: ExplorerHost): Mounted {
   const el = document.createElement("div");
   document.body.appendChild(el);
-  const cleanup = mount(el, host ?? staticHost(doc), { useWorker: false });
+  const cleanup = mount(el, host ?? staticHost(doc));
   const root = el.querySelector(".thunder-explorer") as HTMLElement;
   return {
     el,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { layoutInput } from "../src/explorer";
+import { layoutInput } from "../src/layout-client";
 import { LayoutEngine, layoutSteps, type LayoutStepInput, type StepLayout } from "../src/layout";
 import { fixture } from "./helpers";
 

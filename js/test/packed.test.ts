@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
-import { gzipSync } from "node:zlib";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test, vi } from "vitest";
 import { staticHost } from "../src/host";
 import { isPacked, packedFromHtml, unpackDocument, unpackPayload } from "../src/packed";
-import { validateDocument } from "../src/schema";
+import { readDocument, validateDocument } from "../src/schema";
 import { fixture, mountDoc } from "./helpers";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -30,15 +30,54 @@ describe("packed documents", () => {
     expect(doc).toEqual(fixture("real-mlp"));
   });
 
+  test("a packed text of one line (older notebooks: the steps whole) reads the same", async () => {
+    const lines = gunzipSync(Buffer.from(packed.data, "base64")).toString("utf8").split("\n");
+    expect(lines.length).toBe(fixture("real-mlp").steps.length + 1); // a line per step body
+    const payload = JSON.parse(lines[0]!) as { steps: Record<string, unknown>[] };
+    payload.steps = payload.steps.map((head, i) => ({ ...head, ...JSON.parse(lines[i + 1]!) }));
+    expect(await unpackDocument(wrap(payload))).toEqual(fixture("real-mlp"));
+    const short = gzipSync(Buffer.from(lines.slice(0, 3).join("\n"))).toString("base64");
+    await expect(unpackDocument({ ...packed, data: short })).rejects.toThrow(/2 step bodies for/);
+  });
+
   test("an item the previous step does not hold is an error, not a guess", () => {
     const payload = {
       values: [],
       lines: ["x"],
       steps: [{ kind: "computation", nodes: [{ "=": 1, id: "n9" }], source: [0], inputs: [] }],
     };
-    expect(() => unpackPayload(payload)).toThrow(/previous step does not hold/);
+    // a step is unpacked when it is first read (Note [Lazy steps])
+    const step = (unpackPayload(payload).steps as { nodes: unknown }[])[0]!;
+    expect(() => step.nodes).toThrow(/previous step does not hold/);
     const badRef = { values: [], lines: [], steps: [{ kind: "computation", source: [3] }] };
-    expect(() => unpackPayload(badRef)).toThrow(/does not exist/);
+    expect(() => (unpackPayload(badRef).steps as { source: unknown }[])[0]!.source).toThrow(
+      /does not exist/,
+    );
+  });
+
+  test("a step that does not unpack is shown as a problem of that step, the others are read", () => {
+    const head = { id: "s", index: 0, kind: "computation", pass: "p", ms: null, outputs: [] };
+    const good = { ...head, id: "s0", nodes: [], edges: [], groups: [], source: [0], inputs: [] };
+    const payload = {
+      schema: "thunder-trace",
+      version: 1,
+      title: "t",
+      values: [],
+      lines: ["x"],
+      steps: [good, { ...good, id: "s1", index: 1, kind: "backward", source: [7] }],
+    };
+    const read = readDocument(unpackPayload(payload));
+    expect(read.ok).toBe(true);
+    if (read.ok) {
+      expect(read.doc.steps[0]!.problems).toEqual([]);
+      expect(read.doc.steps[0]!.source).toBe("x");
+      expect(read.doc.steps[1]!.nodes).toEqual([]);
+      expect(read.doc.steps[1]!.problems).toEqual([
+        "steps[1]: steps[1].source refers to an entry that does not exist",
+      ]);
+    }
+    const checked = validateDocument(unpackPayload(payload));
+    expect(checked.ok).toBe(false);
   });
 
   test("refuse to inflate past the size limit", async () => {

@@ -93,6 +93,33 @@ describe("profile", () => {
     expect(m.q("[data-testid='profile']").textContent).toContain("open one of them");
   });
 
+  test("modules are shown beside eager's, forward on the forward step and backward on the backward", () => {
+    const { doc } = profiled();
+    const p = (doc as unknown as { profile: Profile }).profile;
+    p.modules = [
+      { path: "fc1", ms: 2, backward_ms: 3, eager_ms: 2.5, eager_backward_ms: 4 },
+      { path: "act", ms: 1, backward_ms: 1, eager_ms: 0.5, eager_backward_ms: null },
+    ];
+    // a document saved before eager's backward was measured has no such field
+    delete (p.modules[1] as Partial<(typeof p.modules)[number]>).eager_backward_ms;
+    m = mountDoc(doc);
+    const cells = (): string[][] =>
+      m!
+        .all("[data-testid='profile-module']")
+        .map((r) => Array.from(r.querySelectorAll("td")).map((td) => td.textContent ?? ""));
+    expect(m.q("[data-testid='profile-modules'] caption").textContent).toContain("(forward)");
+    expect(cells()).toEqual([
+      ["fc1", "2.00 ms", "2.50 ms"],
+      ["act", "1.00 ms", "500.0 µs"],
+    ]);
+    click(m.q(`[data-testid='step'][data-step-index='${lastOf(doc, "backward").index}']`));
+    expect(m.q("[data-testid='profile-modules'] caption").textContent).toContain("(backward)");
+    expect(cells()).toEqual([
+      ["fc1", "3.00 ms", "4.00 ms"],
+      ["act", "1.00 ms", "–"],
+    ]);
+  });
+
   test("the runs table's Profile action asks the host, and shows it is profiling", () => {
     const doc = fixture("backward-gelu");
     doc.executors = {

@@ -94,6 +94,106 @@ def test_training_profiles_forward_and_backward_and_leaves_gradients_and_random_
     assert amounts[0] == p.saved_bytes and amounts == sorted(amounts, reverse=True)
 
 
+class Block(nn.Module):
+    """A big matmul's module beside a tiny one's."""
+
+    def __init__(self):
+        super().__init__()
+        self.big = nn.Linear(N, N)
+        self.small = nn.Linear(N, 2)
+
+    def forward(self, x):
+        h = self.big(x)
+        return (h.sum() + self.small(x).sum()) / 2
+
+
+class Tower(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x):
+        return self.block(x)
+
+
+@pytest.fixture
+def one_thread():
+    """torch on one thread: on a loaded machine two threads wait milliseconds for each other on every
+    op, which would bury a small op's time."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_eagers_backward_is_measured_per_module_beside_thunders(one_thread):
+    torch.manual_seed(0)
+    model = Tower()
+    x = torch.randn(N, N)
+    jm = thunder.jit(model, executors=["torch"])
+    jm(x).backward()
+    p = thunder_viz.profile(jm, x, calls=2)
+    modules = {m.path: m for m in p.modules}
+    big, small = modules["block.big"], modules["block.small"]
+    assert big.eager_backward_ms is not None and small.eager_backward_ms is not None
+    # the big matmul's backward (an N x N x N matmul for its weight's gradient) dwarfs the small one's
+    assert big.eager_backward_ms > 2 * small.eager_backward_ms
+    assert big.backward_ms > small.backward_ms
+    # eager's backward of the modules fits in the block's, which fits in eager's whole call
+    block = modules["block"].eager_backward_ms
+    assert big.eager_backward_ms + small.eager_backward_ms <= block < p.eager_call_ms
+    assert "eager bwd" in p.table()
+    # no backward ran: nothing to compare
+    with torch.no_grad():
+        q = thunder_viz.profile(jm, x, calls=1)
+    assert not q.backward and all(m.eager_backward_ms is None for m in q.modules)
+
+
+class _Event:
+    """What _backward_by_module reads of one of torch's profiler events."""
+
+    def __init__(self, name, start, duration, seq=-1, fwd_thread=0):
+        self._name, self._start, self._duration, self._seq, self._fwd = name, start, duration, seq, fwd_thread
+
+    def name(self):
+        return self._name
+
+    def start_ns(self):
+        return self._start
+
+    def duration_ns(self):
+        return self._duration
+
+    def sequence_nr(self):
+        return self._seq
+
+    def fwd_thread_id(self):
+        return self._fwd
+
+    def start_thread_id(self):
+        return 1
+
+
+def test_a_backward_node_counts_in_the_module_of_the_op_that_made_it():
+    from types import SimpleNamespace
+
+    from thunder_viz.profile import _backward_by_module
+
+    events = [
+        _Event("eager:block", 0, 100),
+        # a view of an input that needs no grad records the number of the next node without making it
+        _Event("aten::view", 5, 1, seq=0),
+        _Event("eager:block.big", 10, 50),
+        _Event("aten::linear", 20, 10, seq=0),  # makes node 0
+        _Event("aten::sum", 70, 5, seq=1),  # the block's own op: node 1
+        _Event("autograd::engine::evaluate_function: SumBackward0", 200, 3000, seq=1, fwd_thread=1),
+        _Event("autograd::engine::evaluate_function: AddmmBackward0", 300, 7000, seq=0, fwd_thread=1),
+        _Event("autograd::engine::evaluate_function: AccumulateGrad", 400, 9, seq=-1, fwd_thread=1),
+    ]
+    prof = SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: events))
+    assert _backward_by_module(prof, "eager:") == {"block": 10.0, "block.big": 7.0}
+
+
 def test_the_document_maps_costs_onto_the_nodes_of_the_steps_that_ran():
     model = Net()
     jm = thunder.jit(model)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
+import gzip
 import hashlib
 import json
 import re
@@ -407,6 +408,16 @@ def test_packing_keeps_values_that_python_thinks_equal_apart():
     node["inputs"] = [{**node["inputs"][0], "repr": "1", "shape": [1]}, {**node["inputs"][0], "repr": "1", "shape": [True]}]
     doc = document(steps, title="f")
     assert unpack_document(pack_document(doc)) == json.loads(json.dumps(doc))
+
+
+def test_each_step_body_is_a_line_of_its_own_and_one_line_texts_still_read():
+    doc = json.loads((FIXTURES / "real-mlp.json").read_text())
+    text = gzip.decompress(base64.b64decode(pack_document(doc)["data"])).decode()
+    assert len(text.split("\n")) == len(doc["steps"]) + 1
+    # a notebook saved before steps had lines of their own: the payload on one line
+    one_line = json.dumps(packed_payload(doc)).encode()
+    older = {**pack_document(doc), "data": base64.b64encode(gzip.compress(one_line)).decode()}
+    assert unpack_document(older) == doc
 
 
 def test_the_front_end_fixture_unpacks_to_its_document():

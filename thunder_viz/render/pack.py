@@ -8,6 +8,10 @@ sources share most of their lines. A 2-layer GPT-2 session is 7 MB as JSON. Pack
 - each distinct source line is stored once, in ``lines``; a step's ``source`` is a list of indices;
 - a node, group or edge equal in part to the one with the same key in the previous step of the
   same kind holds only what changed: ``{"=": 1, <key fields>, <changed fields>, "-": [dropped]}``;
+- the text is JSON lines: first the payload with each step less its body (``_BODY``: its lists
+  and source), then one line per step holding that step's body, so that a reader can parse a step
+  when it is first shown (js/src/packed.ts; a payload of one line, as written before, holds the
+  steps whole and reads the same);
 - the result is gzip-compressed and base64-encoded into ``data``.
 
 The wrapper is ``{"schema": "thunder-trace", "version": 1, "encoding": "gzip-base64", "data": ...}``,
@@ -42,6 +46,8 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "edges": ("source", "target", "value"),
     "inner_edges": ("source", "target", "value"),
 }
+# What each step's line of the packed text holds (JSON text has no raw newline to split on).
+_BODY = (*_KEYS, "inputs", "source")
 
 
 def is_packed(doc: Any) -> bool:
@@ -196,7 +202,10 @@ def pack_document(doc: dict) -> dict:
         last = _last_wrapper
     if last is not None and last[0] is doc:
         return dict(last[1])
-    text = json.dumps(packed_payload(doc), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    payload = packed_payload(doc)
+    heads = [{k: v for k, v in step.items() if k not in _BODY} for step in payload["steps"]]
+    bodies = [{k: step[k] for k in _BODY if k in step} for step in payload["steps"]]
+    text = "\n".join(_dumps(part) for part in [{**payload, "steps": heads}, *bodies])
     data = base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
     wrapper = {"schema": doc.get("schema", "thunder-trace"), "version": doc.get("version", 1), "encoding": ENCODING, "data": data}
     with _lock:
@@ -204,10 +213,19 @@ def pack_document(doc: dict) -> dict:
     return dict(wrapper)
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def unpack_document(packed: dict) -> dict:
     """The document a packed wrapper holds (its ``data``; an ``executors`` beside it replaces the
     document's: the live widget sends its saved form's data with the live executors)."""
-    payload = json.loads(gzip.decompress(base64.b64decode(packed["data"])).decode("utf-8"))
+    first, *bodies = gzip.decompress(base64.b64decode(packed["data"])).decode("utf-8").split("\n")
+    payload = json.loads(first)
+    if bodies:
+        if len(bodies) != len(payload["steps"]):
+            raise ValueError(f"the packed document has {len(bodies)} step bodies for {len(payload['steps'])} steps")
+        payload["steps"] = [{**head, **json.loads(body)} for head, body in zip(payload["steps"], bodies)]
     doc = unpack_payload(payload)
     if isinstance(packed.get("executors"), dict):
         doc["executors"] = packed["executors"]
