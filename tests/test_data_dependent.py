@@ -368,6 +368,20 @@ def test_a_routing_that_changes_every_call_compiles_twice_and_matches_eager():
     assert "_symbolic_outcome" in str(thunder.last_traces(jm)[-1])
 
 
+def test_under_symbolic_values_a_routing_compiles_once():
+    """``cache="symbolic values"`` makes every size symbolic from the first trace, data-dependent ones too."""
+    import copy
+
+    torch.manual_seed(0)
+    model = _MixtureOfExperts()
+    reference = copy.deepcopy(model)
+    jm = thunder.jit(model, cache="symbolic values")
+    for _ in range(4):
+        x = torch.randn(2, 12, 8)
+        torch.testing.assert_close(jm(x), reference(x))
+    assert thunder.cache_misses(jm) == 1
+
+
 def test_a_boolean_mask_with_a_changing_count_stops_recompiling():
     def f(x):
         kept = x[x > 0]
@@ -432,3 +446,18 @@ def test_a_symbolic_count_beside_a_symbolic_input_size():
         expected, expected_rest = f(x, mask)
         torch.testing.assert_close(out, expected)
         assert rest == expected_rest
+
+
+def test_a_backward_reads_a_symbolic_count_it_saved():
+    """Found by the randomized tester: the backward of ``x[x > 0]`` under symbolic values reshapes to the count,
+    which the forward did not save (``UnboundLocalError: u0``)."""
+
+    def f(x):
+        return x[x > 0]
+
+    jf = thunder.jit(f, cache="symbolic values")
+    for n in (6, 7):
+        x = torch.randn(n, requires_grad=True)
+        (actual,) = torch.autograd.grad(jf(x).pow(2).sum(), x)
+        (expected,) = torch.autograd.grad(f(x).pow(2).sum(), x)
+        torch.testing.assert_close(actual, expected)

@@ -209,8 +209,12 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
     def _symbolic_outcome(self, index: int, kind: str, value) -> bool:
         """Whether the trace keeps outcome ``index`` symbolic: an int size that changed between entries (Note
         [Symbolic data-dependent sizes] in thunder.core.data_dependent)."""
+        if kind not in ("int", "item", "index") or type(value) is not int:
+            return False
+        if self.symbolic:  # cache="symbolic values": every size is symbolic from the first trace
+            return value > 1
         history = self.shape_history
-        if history is None or kind not in ("int", "item", "index") or type(value) is not int:
+        if history is None:
             return False
         where = current_source_location()
         site = None if where is None else (where.filename, where.lineno)

@@ -619,8 +619,8 @@ def _refs(leaf, by_name: dict) -> list:
     (``n * 2`` refers to the input ``n``, see ``thunder.core.symbolic``)."""
     if isinstance(leaf, Proxy):
         return [leaf]
-    if is_symbolic(leaf):
-        return [by_name[n] for n in sorted(leaf.names) if n in by_name]
+    if is_symbolic(leaf):  # and the proxies defining its data-dependent sizes (Note [Symbolic data-dependent sizes])
+        return [by_name[n] for n in sorted(leaf.names) if n in by_name] + list(leaf.proxies)
     return []
 
 
