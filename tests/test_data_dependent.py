@@ -431,7 +431,9 @@ def test_int_of_a_symbolic_count_pins_it():
 
 
 def test_a_symbolic_count_beside_a_symbolic_input_size():
-    """A constraint that names both a count and an input's symbolic size pins the count; results stay eager's."""
+    """``x[:n]`` constrains the count by the input's symbolic size (``u0 <= x_0``): the computation checks it
+    with the size's value, so neither a new length nor a new count recompiles, and a count past the end (the
+    slice clamps) takes an entry of its own."""
 
     def f(x, mask):
         n = mask.sum().item()
@@ -439,13 +441,14 @@ def test_a_symbolic_count_beside_a_symbolic_input_size():
 
     jf = thunder.jit(f)
     torch.manual_seed(0)
-    for length in [10, 12, 14, 16, 18, 20, 13]:
+    for length in [10, 12, 14, 16, 18, 20, 13, 3, 2, 15]:
         x = torch.randn(length)
-        mask = torch.rand(8) > 0.5
+        mask = torch.rand(8) > 0.3
         out, rest = jf(x, mask)
         expected, expected_rest = f(x, mask)
         torch.testing.assert_close(out, expected)
         assert rest == expected_rest
+    assert thunder.cache_misses(jf) == 3, thunder.cache_miss_reasons(jf)  # first; symbolic; the count past the end
 
 
 def test_a_backward_reads_a_symbolic_count_it_saved():

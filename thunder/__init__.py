@@ -220,8 +220,10 @@ class _Jitted:
         if option is CACHE_OPTIONS.SAME_INPUT:
             entry = self.last_entry
             if entry is not None and (outcomes is None or continues(entry, outcomes)):
-                self.cs.hits.bump()
-                return _run(entry, entry.prologue(*args, **kwargs))
+                inputs = entry.prologue(*args, **kwargs)
+                if outcomes is None or continues(entry, outcomes, inputs):
+                    self.cs.hits.bump()
+                    return _run(entry, inputs)
         elif option is not CACHE_OPTIONS.NO_CACHING:
             found = self.cache.lookup(option, args, kwargs, outcomes)
             if found is None:
@@ -252,7 +254,10 @@ class _Jitted:
         entry = self.last_entry if option is CACHE_OPTIONS.SAME_INPUT else None
         if entry is None or (outcomes is not None and not continues(entry, outcomes)):
             return None
-        return entry, entry.prologue(*args, **kwargs)
+        inputs = entry.prologue(*args, **kwargs)
+        if outcomes is not None and not continues(entry, outcomes, inputs):
+            return None
+        return entry, inputs
 
     def _compile(
         self, option: CACHE_OPTIONS, args: tuple, kwargs: dict, changed: OtherOutcome | None = None

@@ -583,22 +583,32 @@ class Cache:
             if outcomes is not None and not continues(entry, outcomes):
                 continue
             inputs = entry.prologue(*args, **kwargs)
-            if type(inputs) is tuple:  # else a Rejection
+            if type(inputs) is not tuple:  # a Rejection
+                continue
+            if outcomes is None or continues(entry, outcomes, inputs):
                 return entry, inputs
         return None
 
 
-def continues(entry: CacheEntry, outcomes: tuple) -> bool:
+def continues(entry: CacheEntry, outcomes: tuple, inputs: tuple | None = None) -> bool:
     """Whether ``entry``'s trace was made for data-dependent values beginning with ``outcomes`` (a symbolic
-    outcome: for every value its constraints accept)."""
+    outcome: for every value its constraints accept, given the values of the prologue's symbols among ``inputs``,
+    what the entry's prologue returned). Without ``inputs``, a constraint that needs them passes: a first sieve
+    that runs no prologue (an entry that draws per call has no such constraint)."""
     if len(entry.outcomes) < len(outcomes):
         return False
-    symbolic: dict[str, int] = {}
+    known: dict[str, Any] = {}
     for expected, actual in zip(entry.outcomes, outcomes):
         if type(expected) is SymbolicOutcome:
-            if not expected.accepts(actual, symbolic):
+            if expected.given and inputs is None:
+                known[expected.name] = actual
+                continue
+            if expected.given and not all(n in known for n in expected.given):
+                names = (getattr(a, "name", None) for a in entry.computation_traces[-1].args)
+                known.update((n, v) for n, v in zip(names, inputs) if n in expected.given)
+            if not expected.accepts(actual, known):
                 return False
-            symbolic[expected.name] = actual
+            known[expected.name] = actual
         elif not same_outcome(expected, actual):
             return False
     return True

@@ -31,7 +31,9 @@ the proxy, so every op that takes the number reads the proxy (``BoundSymbol.flat
 the order, and a backward that needs the size takes it as a saved value. The constraints the trace records on
 the symbol (a comparison, a branch) are checked by the computation where it binds the value, and a value that
 breaks them raises ``OutcomeChanged`` like a changed constant; a constraint that also refers to the prologue's
-symbols pins the sizes it names (the prologue cannot see them). ``int(t)`` and ``t.__index__()`` pin too:
+symbols (``u0 <= x_0`` from ``x[:n]``) is checked there too, with their values passed in (``SymbolicOutcome.given``;
+``continues`` reads them from the prologue's result), except one the passes record late or beside numbers the
+prologue draws per call, which pins the sizes it names. ``int(t)`` and ``t.__index__()`` pin too:
 CPython turns what they return into a plain int, which the trace would then hold as a constant. A call that
 stops at a check reports the values of the symbolic outcomes before it (``OutcomeChanged.earlier``), so the
 entry it continues in is chosen, and traced, from values only. Values 0 and 1 stay constant, as sizes do.

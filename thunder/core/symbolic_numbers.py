@@ -100,7 +100,7 @@ class SymbolicNumbersMixin:
         branched on a symbolic size, say), so an entry is never reused where they do not hold."""
         if self.checks:
             known = set(self.constraints)
-            for expr in self._constraints_on_outcomes(constraints):
+            for expr in self._constraints_on_outcomes(constraints, late=True):
                 if expr not in known:
                     self.constraints.append(expr)
                     self._emit(prims.check_expr, expr, ())
@@ -111,30 +111,47 @@ class SymbolicNumbersMixin:
             return []
         return [name for name in self.symbolic_outcomes if re.search(rf"\b{name}\b", expr)]
 
-    def _constraints_on_outcomes(self, constraints) -> list[str]:
+    def _constraints_on_outcomes(self, constraints, *, late: bool = False) -> list[str]:
         """Gives each constraint on symbolic data-dependent sizes to the last of them the computation checks (Note
         [Symbolic data-dependent sizes] in thunder.core.data_dependent); returns the others, which the prologue
-        checks. A constraint that also refers to the prologue's symbols pins the sizes it refers to."""
-        prologue_names = {h.name for h, v in self.inputs if isinstance(v, (SymInt, SymFloat))}
-        prologue_names.update(d.name for d, _ in self.dims)
+        checks. A constraint that also refers to the prologue's symbols (an input's symbolic size) is checked there
+        too, given their values; ``late`` (recorded by the passes, after the computation's checks are made) or
+        beside numbers the prologue draws per call, it pins the sizes it refers to instead."""
+        symbols = {h.name: v for h, v in self.inputs if isinstance(v, (SymInt, SymFloat))}
+        symbols.update((d.name, v) for d, v in self.dims)
         for_prologue = []
         for expr in constraints:
             names = self._on_outcomes(expr)
             if not names:
                 for_prologue.append(expr)
                 continue
-            if not prologue_names.isdisjoint(re.findall(r"[A-Za-z_]\w*", expr)):
+            given = [n for n in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", expr)) if n in symbols]
+            outcome = self.symbolic_outcomes[names[-1]][0]
+            if given and (late or self._hoisted):
                 for name in names:
                     outcome, _, value = self.symbolic_outcomes[name]
                     outcome.constraints.append(f"{name} == {value!r}")
                     expr = re.sub(rf"\b{name}\b", repr(value), expr)
                 for_prologue.append(expr)
                 continue
-            outcome = self.symbolic_outcomes[names[-1]][0]
+            outcome.given = tuple(dict.fromkeys((*outcome.given, *given)))
             if expr not in outcome.constraints:
                 outcome.constraints.append(expr)
+        if not late:
+            self._give_symbols_to_checks(symbols)
         return for_prologue
 
+    def _give_symbols_to_checks(self, symbols: dict) -> None:
+        """Each check of a symbolic outcome whose constraints refer to the prologue's symbols takes their values
+        (after the earlier outcomes' proxies): the computation gets them as parameters."""
+        bsyms = self.computation.bound_symbols
+        for i, bsym in enumerate(bsyms):
+            if bsym.sym is prims.check_outcome and bsym.output is not None:
+                outcome = bsym.args[2]
+                if outcome.given:
+                    t, kind, _, index, earlier = bsym.args[:5]
+                    given = tuple(symbols[n] for n in outcome.given)
+                    bsyms[i] = bsym.from_bsym(args=(t, kind, outcome, index, (*earlier, *given)), lineage=bsym.lineage)
     def _refuse_branches_on_hoisted(self) -> None:
         """A branch on ``random.random()`` would pick a trace per draw, and trying the traces draws again."""
         for expr in self.constraints:

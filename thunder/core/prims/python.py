@@ -549,15 +549,17 @@ class SymbolicOutcome:
     thunder.core.data_dependent): the trace holds for every int that meets ``constraints``, Python expressions over
     ``name`` and the names of earlier symbolic outcomes. Constraints are added while the entry compiles."""
 
-    __slots__ = ("name", "constraints", "_code")
+    __slots__ = ("name", "constraints", "given", "_code")
 
     def __init__(self, name: str):
         self.name = name
         self.constraints: list[str] = []
+        self.given: tuple[str, ...] = ()  # the prologue's symbols (input sizes) that constraints also refer to
         self._code = None
 
     def accepts(self, value, earlier: dict) -> bool:
-        """Whether the trace holds for ``value``, given the values of the earlier symbolic outcomes by name."""
+        """Whether the trace holds for ``value``, given the values of the earlier symbolic outcomes and of the
+        prologue's symbols in ``given``, by name."""
         if type(value) is not int:
             return False
         if self._code is None:
