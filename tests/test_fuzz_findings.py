@@ -96,3 +96,16 @@ def test_masked_fill_of_an_integer_tensor_with_a_non_finite_float_raises_eagers_
         f(x, value)
     with pytest.raises(RuntimeError, match="cannot be converted to type int64_t without overflow"):
         thunder.jit(f)(x, value)
+
+
+def test_a_rounded_division_has_eagers_zero_gradient_at_nan():
+    """Found by the randomized tester on 3.13: the gradient of ``div(..., rounding_mode='floor')`` went through its
+    decomposition and was NaN at a NaN input, where eager's is 0."""
+
+    def f(x, n):
+        return torch.div(x - n, other=2, rounding_mode="floor")
+
+    x = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
+    (expected,) = torch.autograd.grad(f(x, float("nan")).sum(), x)
+    (actual,) = torch.autograd.grad(thunder.jit(f)(x, float("nan")).sum(), x)
+    torch.testing.assert_close(actual, expected)

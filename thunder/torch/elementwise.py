@@ -372,10 +372,29 @@ def div(a, b, *, rounding_mode=None):
         wide = torch.float64 if dtypes.is_inexact_dtype(computation_dtype) else torch.int64
         a = maybe_convert_to_dtype(prims.full(tuple(b.shape), a, device=b.device, dtype=wide), result_dtype)
     a, b = maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype)
+    return maybe_convert_to_dtype(rounded_div(a, b, rounding_mode), result_dtype)
+
+
+def _rounded_div_impl(a, b, rounding_mode):
+    return torch.div(a, b, rounding_mode=rounding_mode)
+
+
+@torchsymbol(id="torch.rounded_div", torch_impl=_rounded_div_impl)
+def rounded_div(a, b, rounding_mode):
+    """``div`` with ``rounding_mode`` of same-shape operands in their computation dtype: a symbol of its own for
+    eager's gradient, zero wherever the values are (its decomposition's gradient was NaN at a NaN input)."""
     if rounding_mode == "floor":
-        return maybe_convert_to_dtype(_floor_div(a, b), result_dtype)
+        return _floor_div(a, b)
     q = prims.div(a, b)  # truncates integers
-    return maybe_convert_to_dtype(prims.trunc(q) if dtypes.is_inexact_dtype(computation_dtype) else q, result_dtype)
+    return prims.trunc(q) if dtypes.is_inexact_dtype(q.dtype) else q
+
+
+@grad_rules.register(rounded_div)
+def _rounded_div_vjp(g, out, a, b, rounding_mode):
+    def zeros(x):
+        return prims.full(tuple(x.shape), 0, device=x.device, dtype=x.dtype) if grad_asked(x) else None
+
+    return (zeros(a), zeros(b), None)
 
 
 def _floor_div(a, b):
