@@ -415,6 +415,15 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
     assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
     carried = "fc1.weight" if bucketing == "NONE" else "fc1.weight, fc1.bias"
     assert f"# reduce-scatter of the gradients of {carried}\n" in str(backward), str(backward)
+    # the reduce-scatters overlap the rest of the backward: each (a bucket's too) is waited for only after the last
+    # one started, and its bucket unpacked after its wait
+    names = [b.sym.name for b in backward.bound_symbols]
+    scattered = {b.output.name for b in backward.bound_symbols if b.sym.name == "dist_reduce_scatter"}
+    rs_waits = [
+        i for i, b in enumerate(backward.bound_symbols) if b.sym.name == "dist_wait" and b.args[0].name in scattered
+    ]
+    last_start = max(i for i, n in enumerate(names) if n == "dist_reduce_scatter")
+    assert min(rs_waits) > last_start, str(backward)
     regathered = _collectives(backward).count("dist_all_gather")
     if kind is FSDPType.ZERO3:  # the backward gathers again what it reads; the forward saves no full parameter
         assert regathered > 0, str(backward)

@@ -575,7 +575,8 @@ def _carried(bw, params: list[tuple[int, str]]) -> dict[str, str]:
 
 def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
     """Each reduce-scatter right after the op computing its gradient, after a comment naming the parameters whose
-    gradients it carries; its wait just before the first use of the result (the return)."""
+    gradients it carries; its wait (and a bucket's ``unpack_bucket``, which reads the finished result) just before
+    the first use of the gradients (the return), so that communication overlaps the rest of the backward."""
     labels = _carried(bw, params)
     body = bw.bound_symbols
     starts = [b for b in body if _is(b, dist_prims.reduce_scatter)]
@@ -583,7 +584,11 @@ def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
         return bw
     started = {b.output.name for b in starts}
     waits = [b for b in body if _is(b, dist_prims.wait) and b.args[0].name in started]
-    moved = {id(b) for b in starts} | {id(b) for b in waits}
+    waited = {w.output.name: w for w in waits}
+    unpacks = {
+        id(waited[b.args[0].name]): b for b in body if _is(b, dist_prims.unpack_bucket) and b.args[0].name in waited
+    }
+    moved = {id(b) for b in starts} | {id(b) for b in waits} | {id(b) for b in unpacks.values()}
     rest = [b for b in body if id(b) not in moved]
     produced_at = {a.name: -1 for a in bw.args if hasattr(a, "name")}
     for i, b in enumerate(rest):
@@ -597,10 +602,13 @@ def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
             with recording_into(new, after.setdefault(at, [])):
                 dist_prims.comment(f"reduce-scatter of the gradients of {labels[s.output.name]}")
         after.setdefault(at, []).append(s)
-    first = _first_uses(rest, {w.output.name for w in waits})
+    finished = {id(w): [w, unpacks[id(w)]] if id(w) in unpacks else [w] for w in waits}
+    results = {id(w): [o.name for o in finished[id(w)][-1].flat_proxy_outs] for w in waits}
+    first = _first_uses(rest, {name for names in results.values() for name in names})
     before: dict[int, list] = {}
     for w in waits:
-        before.setdefault(first.get(w.output.name, len(rest) - 1), []).append(w)
+        at = min((first[n] for n in results[id(w)] if n in first), default=len(rest) - 1)
+        before.setdefault(at, []).extend(finished[id(w)])
     new.bound_symbols.extend(after.get(-1, ()))
     for i, b in enumerate(rest):
         new.bound_symbols.extend(before.get(i, ()))
