@@ -304,6 +304,53 @@ def test_zero3_frees_each_gathered_parameter_after_its_reads_tied_weights_too(tm
     run_workers(_zero3_memory_worker, 2, tmp_path)
 
 
+def _tiny_gpt2() -> torch.nn.Module:
+    """GPT-2 in small: a tied embedding and output layer, norms and biases among large weights."""
+    import transformers
+
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=16, vocab_size=64, n_positions=8, resid_pdrop=0.0,
+                                     embd_pdrop=0.0, attn_pdrop=0.0)  # fmt: skip
+    torch.manual_seed(0)
+    return transformers.GPT2LMHeadModel(config)
+
+
+def _zero3_auto_worker(rank, world):
+    from thunder.distributed import FSDPBucketingStrategy, FSDPType, fsdp, measure_gathered_memory
+    from thunder.distributed.transforms.fsdp import AUTO_PEAK_SLACK
+
+    base = _tiny_gpt2()
+    peaks, gathers = {}, {}
+    for bucketing in ("NONE", "AUTO"):
+        tm = fsdp(thunder.jit(copy.deepcopy(base)), sharding_strategy=FSDPType.ZERO3,
+                  bucketing_strategy=FSDPBucketingStrategy[bucketing])  # fmt: skip
+        eager = copy.deepcopy(base)
+        opts = [_optimizer("sgd", m.parameters()) for m in (tm, eager)]
+        for step in range(STEPS):
+            ids = torch.arange(16).reshape(2, 8).mul(5 + step) % 64
+            with measure_gathered_memory() as measured:
+                tm(ids[rank : rank + 1], labels=ids[rank : rank + 1]).loss.backward()
+            eager(ids, labels=ids).loss.backward()
+            for opt in opts:
+                opt.step()
+                opt.zero_grad()
+            full = tm.original_state_dict()
+            for name, value in eager.state_dict().items():
+                if name in full:
+                    _close(full[name], value, f"{bucketing}: {name} after step {step} vs eager on the whole batch")
+        peaks[bucketing] = measured.peak
+        traces = (thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1])
+        gathers[bucketing] = sum(_collectives(t).count("dist_all_gather") for t in traces)
+    # AUTO: fewer gathers, within its bound on the gathered parameters alive at once. Each parameter's gradient ends
+    # the backward's fusion regions where it completes, as a parameter of its own does; without that, a region of the
+    # backward of the output layer and the final norm runs on into the last block's, all their weights alive at once.
+    assert 2 * gathers["AUTO"] <= gathers["NONE"], gathers
+    assert peaks["AUTO"] <= (1 + AUTO_PEAK_SLACK) * peaks["NONE"], (peaks, gathers)
+
+
+def test_zero3_auto_buckets_keep_the_peak_of_gathered_parameters_with_fewer_gathers(tmp_path):
+    run_workers(_zero3_auto_worker, 2, tmp_path)
+
+
 def _mismatch_worker(rank, world, which):
     from thunder.distributed import ddp, fsdp
 
@@ -393,7 +440,7 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
         tm = thunder.jit(fsdp(model, **options), executors=["torch"])
     rows = -(-7 // world)
     assert tm.get_parameter("fc1.weight").shape == (rows, 5), "each rank holds a padded dim-0 shard"
-    if bucketing != "NONE":  # a bucket's shards are views of one flat tensor: gathered without a copy
+    if bucketing not in ("NONE", "AUTO"):  # a bucket's shards are views of one flat tensor: gathered without a copy
         weight, bias = tm.get_parameter("fc1.weight"), tm.get_parameter("fc1.bias")
         assert bias.data_ptr() == weight.data_ptr() + weight.numel() * weight.element_size()
     assert tuple(tm.state_dict()["fc1.bias"].shape) == (rows,)
@@ -410,11 +457,19 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
         for name, value in eager.state_dict().items():
             _close(full[name], value, f"{name} after step {step} vs eager on the whole batch")
     forward, backward = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
-    buckets = len(list(base.parameters())) if bucketing == "NONE" else 3  # LAYER, BLOCK: fc1, norm, fc2
-    assert _collectives(forward).count("dist_all_gather") == buckets, str(forward)
-    assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
-    carried = "fc1.weight" if bucketing == "NONE" else "fc1.weight, fc1.bias"
-    assert f"# reduce-scatter of the gradients of {carried}\n" in str(backward), str(backward)
+    if (
+        bucketing == "AUTO"
+    ):  # fewer collectives than parameters; a bucket's shards laid out together since its first call
+        buckets = _collectives(forward).count("dist_all_gather")
+        assert buckets < len(list(base.parameters())), str(forward)
+        assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
+        assert "dist_bucket_member" not in str(forward) + str(backward)  # the marks go after the split
+    else:
+        buckets = len(list(base.parameters())) if bucketing == "NONE" else 3  # LAYER, BLOCK: fc1, norm, fc2
+        assert _collectives(forward).count("dist_all_gather") == buckets, str(forward)
+        assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
+        carried = "fc1.weight" if bucketing == "NONE" else "fc1.weight, fc1.bias"
+        assert f"# reduce-scatter of the gradients of {carried}\n" in str(backward), str(backward)
     # the reduce-scatters overlap the rest of the backward: each (a bucket's too) is waited for only after the last
     # one started, and its bucket unpacked after its wait
     names = [b.sym.name for b in backward.bound_symbols]
@@ -445,6 +500,8 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
         ("fsdp_of_jit", "ZERO3", "sgd", "LAYER"),
         ("jit_of_fsdp", "ZERO2", "adamw", "BLOCK"),
         ("fsdp_of_jit", "ZERO3", "adamw", "BLOCK"),
+        ("jit_of_fsdp", "ZERO3", "adamw", "AUTO"),
+        ("fsdp_of_jit", "ZERO2", "sgd", "AUTO"),
     ],
 )
 def test_fsdp_trains_like_eager(tmp_path, order, strategy, optimizer, bucketing):

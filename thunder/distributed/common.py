@@ -79,6 +79,10 @@ class PerCompile(threading.local):
     def __init__(self):
         self.params: list[tuple[int, str]] = []  # (position among the computation's inputs, qualified name)
         self.forward = None  # FSDP: the forward trace its post-optimization hook made (ZeRO-3 changes what it saves)
+        # FSDP AUTO: the bytes of gathered parameters alive at once (Note [Automatic buckets])
+        self.budget: int | None = None
+        # FSDP: a bucket's marks, dropped after the split (Note [Gradients of a bucket's parameters])
+        self.members: dict = {}
 
 
 # Note [ddp and fsdp before or after thunder.jit]

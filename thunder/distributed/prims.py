@@ -56,6 +56,7 @@ __all__ = [
     "executable",
     "pack_shards",
     "unpack_gathered",
+    "bucket_member",
     "pack_gathered_grads",
     "GatheredMemory",
     "accumulate_unsharded",
@@ -475,6 +476,20 @@ pack_gathered_grads = _symbol("pack_gathered_grads", _pack_gathered_grads_meta, 
 @grad_rules.register(unpack_gathered)
 def _unpack_gathered_grad(g, out, flat, world, shapes, dim0s):
     return (pack_gathered_grads(*g, world, shapes), None, None, None)
+
+
+# A bucket's full parameter as ``unpack_gathered`` makes it: the identity, whose gradient rule marks where that
+# parameter's gradient is complete (``gradient_ready``, a barrier). The bucket's gradient rule runs only once all its
+# parameters' gradients are complete; without the marks, a fusion region of the backward would run on past a
+# parameter's last read into the next parameters' (ZeRO-3 gathers them again in the backward: they would all be
+# alive at once), where a parameter of its own ends the region with its reduce-scatter (Note [ZeRO-3's schedule] in
+# thunder.distributed.transforms.fsdp).
+bucket_member = _symbol("bucket_member", lambda full: TensorProxy.like(full), lambda full: full)
+
+
+@grad_rules.register(bucket_member)
+def _bucket_member_grad(g, out, full):
+    return (gradient_ready(g),)
 
 
 # -- measuring the memory of gathered parameters at run time ---------------------------------------
