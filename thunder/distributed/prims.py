@@ -57,6 +57,7 @@ __all__ = [
     "pack_shards",
     "unpack_gathered",
     "bucket_member",
+    "last_read",
     "pack_gathered_grads",
     "GatheredMemory",
     "accumulate_unsharded",
@@ -490,6 +491,12 @@ bucket_member = _symbol("bucket_member", lambda full: TensorProxy.like(full), la
 @grad_rules.register(bucket_member)
 def _bucket_member_grad(g, out, full):
     return (gradient_ready(g),)
+
+
+# ZeRO-3's mark after the last read of a gathered parameter in the forward: a barrier, so that the fusion region that
+# reads it ends there and the parameter is freed before the compute that follows, where the next gather can start
+# (Note [ZeRO-3's schedule] in thunder.distributed.transforms.fsdp). No result, no gradient; it goes after the split.
+last_read = _symbol("last_read", lambda full: None, lambda full: None, barrier=True)
 
 
 # -- measuring the memory of gathered parameters at run time ---------------------------------------

@@ -408,6 +408,8 @@ class FSDPTransform(Transform):
                     members.discard(name)
                     swap[name] = dist_prims.bucket_member(swap[name])
             new.bound_symbols.append(b.rename(swap))
+        if self._zero3 and self.unsynced is None:
+            new.bound_symbols = _mark_last_reads(new, new.bound_symbols, {f.name for f in swap.values()})
         # Placed now, before fusion: the regions then end at each wait (a barrier), so that under ZeRO-3 a fusion
         # does not need every gathered parameter at once.
         new = _schedule_gathers(new, self._zero3, after_split=False)
@@ -432,9 +434,9 @@ class FSDPTransform(Transform):
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
         if computation_trace.name == "backward":
-            return self._backward(_without_members(computation_trace, self._compile.members))
+            return self._backward(_without_marks(computation_trace, self._compile.members))
         self._compile.members = _members(computation_trace)
-        computation_trace = _without_members(computation_trace, self._compile.members)
+        computation_trace = _without_marks(computation_trace, self._compile.members)
         new = _schedule_gathers(computation_trace, self._zero3, budget=self._compile.budget)
         self._compile.forward = new
         return new
@@ -501,15 +503,34 @@ def _members(trace) -> dict[str, TensorProxy]:
     return {b.output.name: b.args[0] for b in trace.bound_symbols if _is(b, dist_prims.bucket_member)}
 
 
-def _without_members(trace, members: dict[str, TensorProxy]):
+def _without_marks(trace, members: dict[str, TensorProxy]):
     """The trace without its ``bucket_member`` marks (their results renamed to what they mark, in the backward's
-    inputs too: the forward saves the marked parameters), Note [Gradients of a bucket's parameters]."""
-    if not members:
+    inputs too: the forward saves the marked parameters), Note [Gradients of a bucket's parameters], and without its
+    ``last_read`` marks (``_mark_last_reads``)."""
+    marks = (dist_prims.bucket_member, dist_prims.last_read)
+    if not members and not any(_is(b, m) for b in trace.bound_symbols for m in marks):
         return trace
     new = from_trace(trace)
     new.args = [members.get(getattr(a, "name", None), a) for a in trace.args]
-    new.bound_symbols = [b.rename(members) for b in trace.bound_symbols if not _is(b, dist_prims.bucket_member)]
+    new.bound_symbols = [b.rename(members) for b in trace.bound_symbols if not any(_is(b, m) for m in marks)]
     return new
+
+
+def _mark_last_reads(trace, bsyms: list, fulls: set[str]) -> list:
+    """``bsyms`` with a ``last_read`` mark (a barrier) after the last op that reads each gathered parameter ``fulls``
+    (the return aside): the fusion region that reads it ends there, so ZeRO-3 frees it before the compute that
+    follows and can start the next gather there (Note [ZeRO-3's schedule])."""
+    last: dict[str, int] = {}
+    for i, b in enumerate(bsyms[:-1]):
+        for a in b.flat_proxy_args:
+            if a.name in fulls:
+                last[a.name] = i
+    after: dict[int, list] = {}
+    for name, i in last.items():
+        full = next(a for a in bsyms[i].flat_proxy_args if a.name == name)
+        with recording_into(trace, after.setdefault(i, [])):
+            dist_prims.last_read(full)
+    return [x for i, b in enumerate(bsyms) for x in (b, *after.get(i, ()))]
 
 
 def _is(bsym, sym) -> bool:
@@ -591,10 +612,13 @@ def _schedule_gathers(trace, zero3: bool, *, after_split: bool = True, budget: i
 # of staying alive in between. Prefetch: a gather starts as early as the gathered tensors alive at once stay within
 # what the trace needs at its worst op without prefetching (or AUTO's budget, Note [Automatic buckets]), counting a
 # bucket's gathered buffer beside its unpacked parameters: prefetching overlaps communication with compute without
-# raising the peak of parameter memory, and small gathers start far ahead. All this is done after the autograd split and fusion; before
-# them, each gather starts just before its wait, which is a barrier: then the gradient rule of each gather, a
-# reduce-scatter (a barrier too), comes right after the backward's last read of the parameter, so that no fusion
-# region of the forward or the backward reads parameters of different gathers that need not be alive together.
+# raising the peak of parameter memory, and small gathers start far ahead. All this is done after the autograd split
+# and fusion; before them, each gather starts just before its wait, which is a barrier: then the gradient rule of each
+# gather, a reduce-scatter (a barrier too), comes right after the backward's last read of the parameter, so that no
+# fusion region of the forward or the backward reads parameters of different gathers that need not be alive together.
+# And a ``last_read`` mark (a barrier, gone after the split) after each parameter's last read in the forward ends the
+# region that reads it there: the parameter is freed before the compute that follows (the GELU after a linear layer,
+# the attention after its input projection), and the next gather starts there and overlaps that compute.
 
 
 def _reads(rest: list, gathers: list[_Gather]) -> dict[int, list[int]]:
