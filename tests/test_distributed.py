@@ -651,6 +651,52 @@ def test_pack_shards_views_adjacent_shards_and_copies_others():
     assert _pack_shards_impl(a, b).data_ptr() != flat.data_ptr()  # where autograd records it: a copy
 
 
+class RankBranch(Net):
+    """Net whose first layer the ranks with ``skip`` set leave out (padding the input instead): another program, with
+    other collectives, on those ranks; ``scale``: a constant that may differ between ranks (the same collectives)."""
+
+    skip = False
+    scale = 1.0
+
+    def forward(self, x):
+        h = F.pad(x, (0, 2)) if self.skip else self.fc1(x)
+        return self.fc2(self.norm(F.gelu(h))) * self.scale
+
+
+def _rank_branch_worker(rank, world, which, when):
+    import time
+
+    from thunder.core.errors import ThunderRuntimeError
+    from thunder.distributed import FSDPType, ddp, fsdp
+
+    model = RankBranch()
+    if when == "constant":
+        model.scale = 1.0 + rank
+    elif when == "first":
+        model.skip = rank == 1
+    tm = thunder.jit(model)
+    tm = ddp(tm) if which == "ddp" else fsdp(tm, sharding_strategy=FSDPType.ZERO3)
+    start = time.monotonic()
+    for step in range(2):
+        if when == "later":
+            model.skip = rank == 1 and step == 1  # rank 1 compiles another program for its second step
+        x, y = _batch(step, world)
+        differs = when == "first" or (when == "later" and step == 1)
+        if differs:  # every rank fails at once, naming what differs
+            with pytest.raises(ThunderRuntimeError, match="the ranks run different distributed programs: collective"):
+                F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+            assert time.monotonic() - start < 60
+            return
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+    assert when == "constant"  # the same collectives with other constants: no complaint
+
+
+@pytest.mark.parametrize("which", ["ddp", "fsdp"])
+@pytest.mark.parametrize("when", ["first", "later", "constant"])
+def test_ranks_that_trace_different_programs_fail_together_and_clearly(tmp_path, which, when):
+    run_workers(_rank_branch_worker, 2, tmp_path, which, when, timeout=120, group_timeout_s=30)
+
+
 def _rank_fails_worker(rank, world):
     import os
     import time

@@ -41,6 +41,7 @@ from thunder.distributed.common import (
     attach,
     broadcast_module,
     check_group,
+    check_program,
     check_same_parameters,
     parameter_inputs,
 )
@@ -104,6 +105,7 @@ class DDPTransform(Transform):
         params = [(i, p, path) for i, p, path in parameter_inputs(computation_trace, self.parameter_names)
                   if p.requires_grad]  # fmt: skip
         self._compile.params = [(i, path) for i, _, path in params]
+        self._compile.program = None
         if not self.sync or not params:
             return prologue_trace, computation_trace, epilogue_trace
         new = from_trace(computation_trace)
@@ -129,10 +131,16 @@ class DDPTransform(Transform):
         return prologue_trace, new, epilogue_trace
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
-        if computation_trace.name != "backward" or not self.sync or not self._compile.params:
+        if not self.sync or not self._compile.params:
             return computation_trace
-        return bucket_gradients(computation_trace, self._compile.params, self.group_key, self.world_size,
-                                self.bucket_bytes)  # fmt: skip
+        if computation_trace.name != "backward":  # Note [Ranks that run different programs] in distributed.prims
+            checked, self._compile.program = check_program(computation_trace, self.group_key, self.world_size)
+            return checked
+        bw = bucket_gradients(computation_trace, self._compile.params, self.group_key, self.world_size,
+                              self.bucket_bytes)  # fmt: skip
+        if self._compile.program is not None:
+            dist_prims.extend_program(self._compile.program, dist_prims.describe(bw))
+        return bw
 
     @contextlib.contextmanager
     def no_sync(self, module) -> Iterator[None]:

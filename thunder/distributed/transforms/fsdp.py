@@ -53,6 +53,7 @@ from thunder.distributed.common import (
     attach,
     broadcast_module,
     check_group,
+    check_program,
     check_same_parameters,
     parameter_inputs,
 )
@@ -354,7 +355,7 @@ class FSDPTransform(Transform):
 
     def transform_traces_pre_prologue(self, prologue_trace, computation_trace, epilogue_trace, **kwargs):
         params = list(parameter_inputs(computation_trace, set(self.shapes)))
-        self._compile.forward = None
+        self._compile.forward = self._compile.program = None
         self._compile.params = [(i, path) for i, _, path in params]
         if not params:
             return prologue_trace, computation_trace, epilogue_trace
@@ -438,6 +439,8 @@ class FSDPTransform(Transform):
         self._compile.members = _members(computation_trace)
         computation_trace = _without_marks(computation_trace, self._compile.members)
         new = _schedule_gathers(computation_trace, self._zero3, budget=self._compile.budget)
+        if self._compile.params:
+            new, self._compile.program = check_program(new, self.group_key, self.world_size)
         self._compile.forward = new
         return new
 
@@ -445,7 +448,10 @@ class FSDPTransform(Transform):
         forward = self._compile.forward
         if self._zero3 and forward is not None:
             bw = _regather_in_backward(forward, bw, self.group_key, self._compile.budget)
-        return _schedule_reduce_scatters(bw, self._compile.params)
+        bw = _schedule_reduce_scatters(bw, self._compile.params)
+        if self._compile.program is not None:
+            dist_prims.extend_program(self._compile.program, dist_prims.describe(bw))
+        return bw
 
     # -- state dicts ---------------------------------------------------------------------------------
 
