@@ -65,7 +65,7 @@ def _same_on_every_rank(t: torch.Tensor, what: str) -> None:
 
 
 def _collectives(trace) -> list[str]:
-    marks = ("dist_wait", "dist_gradient_ready")
+    marks = ("dist_wait", "dist_gradient_ready", "dist_program_check", "dist_program_agreed")
     return [b.sym.name for b in trace.bound_symbols if b.sym.name.startswith("dist_") and b.sym.name not in marks]
 
 
@@ -132,7 +132,11 @@ def _ddp_worker(rank, world, order, optimizer, bucket_size_in_mb):
     if expected > 1:  # the first bucket starts before the last gradient is computed: overlap
         names = [b.sym.name for b in backward.bound_symbols]
         assert names.index("dist_all_reduce") < max(i for i, n in enumerate(names) if n == "dist_pack_bucket")
-        assert names.index("dist_wait") > max(i for i, n in enumerate(names) if n == "dist_all_reduce")
+        reduced = {b.output.name for b in backward.bound_symbols if b.sym.name == "dist_all_reduce"}
+        waits = [
+            i for i, b in enumerate(backward.bound_symbols) if b.sym.name == "dist_wait" and b.args[0].name in reduced
+        ]
+        assert min(waits) > max(i for i, n in enumerate(names) if n == "dist_all_reduce")
     assert "# bucket 0" in str(backward)
 
 

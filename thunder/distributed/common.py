@@ -73,9 +73,10 @@ def parameter_inputs(computation: TraceCtx, names: set[str]) -> Iterator[tuple[i
 
 
 def check_program(forward: TraceCtx, group_key: int, world: int) -> tuple[TraceCtx, int]:
-    """``forward`` with the check that every rank runs the same collectives (Note [Ranks that run different
-    programs] in thunder.distributed.prims): it starts first and is waited for just before the first other collective
-    (or the return); and the key that names the program's collectives (the backward's join them)."""
+    """``forward`` (the first trace of a step that has collectives: fsdp's forward, ddp's backward) with the check
+    that every rank runs the same collectives (Note [Ranks that run different programs] in
+    thunder.distributed.prims): it starts first and is waited for just before the first other collective (or the
+    return); and the key that names the program's collectives (a later trace's join them)."""
     from thunder.core.trace import from_trace, recording_into
     from thunder.distributed import prims as dist_prims
     from thunder.distributed.prims import executable as run

@@ -105,7 +105,6 @@ class DDPTransform(Transform):
         params = [(i, p, path) for i, p, path in parameter_inputs(computation_trace, self.parameter_names)
                   if p.requires_grad]  # fmt: skip
         self._compile.params = [(i, path) for i, _, path in params]
-        self._compile.program = None
         if not self.sync or not params:
             return prologue_trace, computation_trace, epilogue_trace
         new = from_trace(computation_trace)
@@ -131,16 +130,13 @@ class DDPTransform(Transform):
         return prologue_trace, new, epilogue_trace
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
-        if not self.sync or not self._compile.params:
+        if computation_trace.name != "backward" or not self.sync or not self._compile.params:
             return computation_trace
-        if computation_trace.name != "backward":  # Note [Ranks that run different programs] in distributed.prims
-            checked, self._compile.program = check_program(computation_trace, self.group_key, self.world_size)
-            return checked
         bw = bucket_gradients(computation_trace, self._compile.params, self.group_key, self.world_size,
                               self.bucket_bytes)  # fmt: skip
-        if self._compile.program is not None:
-            dist_prims.extend_program(self._compile.program, dist_prims.describe(bw))
-        return bw
+        # all the collectives are the backward's: it checks that the ranks run the same ones, its round trip
+        # overlapping the backward up to the first bucket (Note [Ranks that run different programs] in distributed.prims)
+        return check_program(bw, self.group_key, self.world_size)[0]
 
     @contextlib.contextmanager
     def no_sync(self, module) -> Iterator[None]:
