@@ -1,9 +1,11 @@
 """thunder.distributed against torch's DDP and FSDP2 (``fully_shard``): 2 processes, gloo, CPU, a GPT-2-style model.
 
-Run: ``python benchmarks/bench_distributed.py [--steps 10] [--layers 4] [--embd 128] [--only ddp|fsdp]``.
+Run: ``python benchmarks/bench_distributed.py [--steps 10] [--layers 4] [--embd 128] [--only ddp|fsdp]
+[--fsdp ZERO3:AUTO ...]``.
 
 Per configuration: the median step time (forward, backward, optimizer step) of thunder and of torch, timed
-alternately in the same processes (so both see the same load); the collectives per step of thunder's program
+alternately in the same processes (so both see the same load), the median of their step-by-step ratios and the CPU
+time of the main thread (what waiting for the other rank or for a core does not count); the collectives per step of thunder's program
 (counted in its traces: DDP bucketed with 25 MiB and unbucketed); and, for FSDP, the peak parameter memory per
 rank against the whole model's parameters, twice: as the executed traces hold it (local shards plus the gathered
 parameters alive at once, from the traces' ``del`` statements) and measured while a step runs
@@ -48,13 +50,14 @@ def _batch(step: int, rank: int) -> torch.Tensor:
     return torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
 
 
-def _step(model, opt, ids) -> float:
-    start = time.perf_counter()
+def _step(model, opt, ids) -> tuple[float, float]:
+    """The step's wall time and the CPU time of this (the main) thread."""
+    start, cpu = time.perf_counter(), time.thread_time()
     loss = model(ids, labels=ids).loss
     loss.backward()
     opt.step()
     opt.zero_grad()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.thread_time() - cpu
 
 
 def _collectives(trace) -> int:
@@ -101,6 +104,7 @@ def _worker(rank: int, store: str, args) -> None:
 
     torch_compile.COMPILE_AFTER_S = math.inf  # torch's kernels, as the tests run them
     torch.set_num_threads(1)
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD)
     from torch.distributed.fsdp import fully_shard
     from torch.nn.parallel import DistributedDataParallel
@@ -114,16 +118,19 @@ def _worker(rank: int, store: str, args) -> None:
 
     def compare(name, thunder_model, torch_model, note=""):
         opts = [torch.optim.SGD(m.parameters(), lr=1e-3) for m in (thunder_model, torch_model)]
-        times = ([], [])
+        times, cpus = ([], []), ([], [])
         for step in range(args.warmup + args.steps):
             ids = _batch(step, rank)
             for i, m in enumerate((thunder_model, torch_model)):
                 dist.barrier()
-                t = _step(m, opts[i], ids)
+                t, c = _step(m, opts[i], ids)
                 if step >= args.warmup:
                     times[i].append(t)
+                    cpus[i].append(c)
         medians = [statistics.median(t) for t in times]
-        rows.append((name, medians[0] * 1e3, medians[1] * 1e3, medians[0] / medians[1], note))
+        ratios = statistics.median(a / b for a, b in zip(*times))  # step by step: both saw the same load
+        cpu = "/".join(f"{statistics.median(c) * 1e3:.1f}" for c in cpus)
+        rows.append((name, medians[0] * 1e3, medians[1] * 1e3, ratios, cpu, note))
 
     def counts(tm) -> str:
         fw, bw = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
@@ -134,11 +141,11 @@ def _worker(rank: int, store: str, args) -> None:
         unbucketed(_batch(0, rank), labels=_batch(0, rank)).loss.backward()
         tm = ddp(thunder.jit(copy.deepcopy(base)))
         compare("DDP 25 MiB buckets", tm, DistributedDataParallel(copy.deepcopy(base)))
-        rows[-1] = (*rows[-1][:4], f"collectives/step: {counts(tm)} (unbucketed: {counts(unbucketed)})")
+        rows[-1] = (*rows[-1][:5], f"collectives/step: {counts(tm)} (unbucketed: {counts(unbucketed)})")
         tm = ddp(thunder.jit(copy.deepcopy(base)), bucket_size_in_mb=1.0)
         compare("DDP 1 MiB buckets", tm, DistributedDataParallel(copy.deepcopy(base), bucket_cap_mb=1.0))
-        rows[-1] = (*rows[-1][:4], f"collectives/step: {counts(tm)}")
-    fsdp_configs = [("ZERO2", "BLOCK"), ("ZERO3", "BLOCK"), ("ZERO3", "LAYER"), ("ZERO3", "NONE")]
+        rows[-1] = (*rows[-1][:5], f"collectives/step: {counts(tm)}")
+    fsdp_configs = [c.split(":") for c in args.fsdp]
     for kind, bucketing in fsdp_configs if "fsdp" in args.only else ():
         kind = FSDPType[kind]
         tm = fsdp(
@@ -157,17 +164,19 @@ def _worker(rank: int, store: str, args) -> None:
             _step(tm, torch.optim.SGD(tm.parameters(), lr=0.0), _batch(0, rank))
         measured_peak = shard_bytes + measured.peak
         rows[-1] = (
-            *rows[-1][:4],
+            *rows[-1][:5],
             f"collectives/step: {counts(tm)}; peak parameter memory/rank of the model's {full_bytes / 2**20:.2f} MiB: "
             f"traces {peak / full_bytes:.2f}, measured {measured_peak / full_bytes:.2f}",
         )
     if rank == 0:
         print(f"GPT-2 style, {args.layers} layers, n_embd {args.embd}, batch {BATCH}x{SEQ} per rank, {WORLD} processes "
-              f"(gloo, CPU, 1 thread each); medians of {args.steps} steps after {args.warmup}; times in ms")  # fmt: skip
-        print(f"| {'configuration':<32} | thunder | torch | ratio | notes |")
-        print(f"|{'-' * 34}|--------:|------:|------:|-------|")
-        for name, a, b, r, note in rows:
-            print(f"| {name:<32} | {a:7.1f} | {b:5.1f} | {r:5.2f} | {note} |")
+              f"(gloo, CPU, 1 thread each); medians of {args.steps} steps after {args.warmup}; times in ms; ratio: "
+              f"median of the step-by-step ratios; load average {load} at the start, "
+              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end")  # fmt: skip
+        print(f"| {'configuration':<32} | thunder | torch | ratio | main-thread CPU thunder/torch | notes |")
+        print(f"|{'-' * 34}|--------:|------:|------:|------:|-------|")
+        for name, a, b, r, cpu, note in rows:
+            print(f"| {name:<32} | {a:7.1f} | {b:5.1f} | {r:5.2f} | {cpu} | {note} |")
     dist.destroy_process_group()
 
 
@@ -178,6 +187,8 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--embd", type=int, default=128)
     parser.add_argument("--only", nargs="+", choices=("ddp", "fsdp"), default=("ddp", "fsdp"))
+    parser.add_argument("--fsdp", nargs="+", default=("ZERO2:BLOCK", "ZERO3:BLOCK", "ZERO3:LAYER", "ZERO3:NONE", "ZERO3:AUTO"),
+                        help="the FSDP configurations, sharding:bucketing")  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         mp.spawn(_worker, args=(os.path.join(tmp, "store"), args), nprocs=WORLD)

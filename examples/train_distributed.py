@@ -2,7 +2,7 @@
 
 Run (2 processes on this machine, gloo on CPU, NCCL when CUDA is there):
 
-    torchrun --nproc-per-node 2 examples/train_distributed.py [--fsdp zero2|zero3] [--steps 20]
+    torchrun --nproc-per-node 2 examples/train_distributed.py [--fsdp zero2|zero3] [--bucketing auto] [--steps 20]
 
 Each rank trains on its own slice of every batch; rank 0 prints the losses (averaged over the ranks), the
 collectives of the compiled backward, and finally saves the full parameters (``original_state_dict``).
@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 import thunder
-from thunder.distributed import FSDPType, ddp, fsdp
+from thunder.distributed import FSDPBucketingStrategy, FSDPType, ddp, fsdp
 
 
 class Block(torch.nn.Module):
@@ -51,6 +51,8 @@ class TinyGPT(torch.nn.Module):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fsdp", choices=["zero2", "zero3"], default=None, help="shard instead of replicate")
+    parser.add_argument("--bucketing", choices=["none", "layer", "block", "auto"], default="auto",
+                        help="fsdp: which parameters share a collective (FSDPBucketingStrategy)")  # fmt: skip
     parser.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
 
@@ -62,7 +64,8 @@ def main() -> None:
 
     model = thunder.jit(TinyGPT())
     if args.fsdp:
-        model = fsdp(model, sharding_strategy=FSDPType[args.fsdp.upper()])
+        model = fsdp(model, sharding_strategy=FSDPType[args.fsdp.upper()],
+                     bucketing_strategy=FSDPBucketingStrategy[args.bucketing.upper()])  # fmt: skip
     else:
         model = ddp(model, bucket_size_in_mb=1.0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)

@@ -65,7 +65,7 @@ def _same_on_every_rank(t: torch.Tensor, what: str) -> None:
 
 
 def _collectives(trace) -> list[str]:
-    marks = ("dist_wait", "dist_gradient_ready")
+    marks = ("dist_wait", "dist_gradient_ready", "dist_program_check", "dist_program_agreed")
     return [b.sym.name for b in trace.bound_symbols if b.sym.name.startswith("dist_") and b.sym.name not in marks]
 
 
@@ -132,7 +132,11 @@ def _ddp_worker(rank, world, order, optimizer, bucket_size_in_mb):
     if expected > 1:  # the first bucket starts before the last gradient is computed: overlap
         names = [b.sym.name for b in backward.bound_symbols]
         assert names.index("dist_all_reduce") < max(i for i, n in enumerate(names) if n == "dist_pack_bucket")
-        assert names.index("dist_wait") > max(i for i, n in enumerate(names) if n == "dist_all_reduce")
+        reduced = {b.output.name for b in backward.bound_symbols if b.sym.name == "dist_all_reduce"}
+        waits = [
+            i for i, b in enumerate(backward.bound_symbols) if b.sym.name == "dist_wait" and b.args[0].name in reduced
+        ]
+        assert min(waits) > max(i for i, n in enumerate(names) if n == "dist_all_reduce")
     assert "# bucket 0" in str(backward)
 
 
@@ -304,6 +308,53 @@ def test_zero3_frees_each_gathered_parameter_after_its_reads_tied_weights_too(tm
     run_workers(_zero3_memory_worker, 2, tmp_path)
 
 
+def _tiny_gpt2() -> torch.nn.Module:
+    """GPT-2 in small: a tied embedding and output layer, norms and biases among large weights."""
+    import transformers
+
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=16, vocab_size=64, n_positions=8, resid_pdrop=0.0,
+                                     embd_pdrop=0.0, attn_pdrop=0.0)  # fmt: skip
+    torch.manual_seed(0)
+    return transformers.GPT2LMHeadModel(config)
+
+
+def _zero3_auto_worker(rank, world):
+    from thunder.distributed import FSDPBucketingStrategy, FSDPType, fsdp, measure_gathered_memory
+    from thunder.distributed.transforms.fsdp import AUTO_PEAK_SLACK
+
+    base = _tiny_gpt2()
+    peaks, gathers = {}, {}
+    for bucketing in ("NONE", "AUTO"):
+        tm = fsdp(thunder.jit(copy.deepcopy(base)), sharding_strategy=FSDPType.ZERO3,
+                  bucketing_strategy=FSDPBucketingStrategy[bucketing])  # fmt: skip
+        eager = copy.deepcopy(base)
+        opts = [_optimizer("sgd", m.parameters()) for m in (tm, eager)]
+        for step in range(STEPS):
+            ids = torch.arange(16).reshape(2, 8).mul(5 + step) % 64
+            with measure_gathered_memory() as measured:
+                tm(ids[rank : rank + 1], labels=ids[rank : rank + 1]).loss.backward()
+            eager(ids, labels=ids).loss.backward()
+            for opt in opts:
+                opt.step()
+                opt.zero_grad()
+            full = tm.original_state_dict()
+            for name, value in eager.state_dict().items():
+                if name in full:
+                    _close(full[name], value, f"{bucketing}: {name} after step {step} vs eager on the whole batch")
+        peaks[bucketing] = measured.peak
+        traces = (thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1])
+        gathers[bucketing] = sum(_collectives(t).count("dist_all_gather") for t in traces)
+    # AUTO: fewer gathers, within its bound on the gathered parameters alive at once. Each parameter's gradient ends
+    # the backward's fusion regions where it completes, as a parameter of its own does; without that, a region of the
+    # backward of the output layer and the final norm runs on into the last block's, all their weights alive at once.
+    assert 2 * gathers["AUTO"] <= gathers["NONE"], gathers
+    assert peaks["AUTO"] <= (1 + AUTO_PEAK_SLACK) * peaks["NONE"], (peaks, gathers)
+
+
+def test_zero3_auto_buckets_keep_the_peak_of_gathered_parameters_with_fewer_gathers(tmp_path):
+    run_workers(_zero3_auto_worker, 2, tmp_path)
+
+
 def _mismatch_worker(rank, world, which):
     from thunder.distributed import ddp, fsdp
 
@@ -393,7 +444,7 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
         tm = thunder.jit(fsdp(model, **options), executors=["torch"])
     rows = -(-7 // world)
     assert tm.get_parameter("fc1.weight").shape == (rows, 5), "each rank holds a padded dim-0 shard"
-    if bucketing != "NONE":  # a bucket's shards are views of one flat tensor: gathered without a copy
+    if bucketing not in ("NONE", "AUTO"):  # a bucket's shards are views of one flat tensor: gathered without a copy
         weight, bias = tm.get_parameter("fc1.weight"), tm.get_parameter("fc1.bias")
         assert bias.data_ptr() == weight.data_ptr() + weight.numel() * weight.element_size()
     assert tuple(tm.state_dict()["fc1.bias"].shape) == (rows,)
@@ -410,11 +461,28 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
         for name, value in eager.state_dict().items():
             _close(full[name], value, f"{name} after step {step} vs eager on the whole batch")
     forward, backward = thunder.last_traces(tm)[-1], thunder.last_backward_traces(tm)[-1]
-    buckets = len(list(base.parameters())) if bucketing == "NONE" else 3  # LAYER, BLOCK: fc1, norm, fc2
-    assert _collectives(forward).count("dist_all_gather") == buckets, str(forward)
-    assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
-    carried = "fc1.weight" if bucketing == "NONE" else "fc1.weight, fc1.bias"
-    assert f"# reduce-scatter of the gradients of {carried}\n" in str(backward), str(backward)
+    if (
+        bucketing == "AUTO"
+    ):  # fewer collectives than parameters; a bucket's shards laid out together since its first call
+        buckets = _collectives(forward).count("dist_all_gather")
+        assert buckets < len(list(base.parameters())), str(forward)
+        assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
+        assert "dist_bucket_member" not in str(forward) + str(backward)  # the marks go after the split
+    else:
+        buckets = len(list(base.parameters())) if bucketing == "NONE" else 3  # LAYER, BLOCK: fc1, norm, fc2
+        assert _collectives(forward).count("dist_all_gather") == buckets, str(forward)
+        assert _collectives(backward).count("dist_reduce_scatter") == buckets, str(backward)
+        carried = "fc1.weight" if bucketing == "NONE" else "fc1.weight, fc1.bias"
+        assert f"# reduce-scatter of the gradients of {carried}\n" in str(backward), str(backward)
+    # the reduce-scatters overlap the rest of the backward: each (a bucket's too) is waited for only after the last
+    # one started, and its bucket unpacked after its wait
+    names = [b.sym.name for b in backward.bound_symbols]
+    scattered = {b.output.name for b in backward.bound_symbols if b.sym.name == "dist_reduce_scatter"}
+    rs_waits = [
+        i for i, b in enumerate(backward.bound_symbols) if b.sym.name == "dist_wait" and b.args[0].name in scattered
+    ]
+    last_start = max(i for i, n in enumerate(names) if n == "dist_reduce_scatter")
+    assert min(rs_waits) > last_start, str(backward)
     regathered = _collectives(backward).count("dist_all_gather")
     if kind is FSDPType.ZERO3:  # the backward gathers again what it reads; the forward saves no full parameter
         assert regathered > 0, str(backward)
@@ -436,6 +504,8 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
         ("fsdp_of_jit", "ZERO3", "sgd", "LAYER"),
         ("jit_of_fsdp", "ZERO2", "adamw", "BLOCK"),
         ("fsdp_of_jit", "ZERO3", "adamw", "BLOCK"),
+        ("jit_of_fsdp", "ZERO3", "adamw", "AUTO"),
+        ("fsdp_of_jit", "ZERO2", "sgd", "AUTO"),
     ],
 )
 def test_fsdp_trains_like_eager(tmp_path, order, strategy, optimizer, bucketing):
@@ -518,6 +588,12 @@ def _fallback_and_defaults_worker(rank, world, which, model_cls):
             assert _collectives(forward).count("dist_all_gather") == n_params, str(forward)
             assert _collectives(backward).count("dist_reduce_scatter") == n_params, str(backward)
             assert _collectives(backward).count("dist_all_gather") > 0, str(backward)
+            # ZeRO-3 ends the fusion region that reads fc1's weight at its last read: the weight is freed before the
+            # GELU, which the gather of the next parameters overlaps
+            for region in (b for b in forward.bound_symbols if b.subsymbols):
+                if any("fc1_weight" in a.name for a in region.flat_proxy_args):
+                    assert not any("gelu" in sub.sym.name for sub in region.subsymbols), str(region)
+            assert "last_read" not in str(forward)  # the marks go after the split
 
 
 @pytest.mark.parametrize("which", ["ddp", "fsdp"])
@@ -579,6 +655,52 @@ def test_pack_shards_views_adjacent_shards_and_copies_others():
     assert _pack_shards_impl(a, b).data_ptr() != flat.data_ptr()  # where autograd records it: a copy
 
 
+class RankBranch(Net):
+    """Net whose first layer the ranks with ``skip`` set leave out (padding the input instead): another program, with
+    other collectives, on those ranks; ``scale``: a constant that may differ between ranks (the same collectives)."""
+
+    skip = False
+    scale = 1.0
+
+    def forward(self, x):
+        h = F.pad(x, (0, 2)) if self.skip else self.fc1(x)
+        return self.fc2(self.norm(F.gelu(h))) * self.scale
+
+
+def _rank_branch_worker(rank, world, which, when):
+    import time
+
+    from thunder.core.errors import ThunderRuntimeError
+    from thunder.distributed import FSDPType, ddp, fsdp
+
+    model = RankBranch()
+    if when == "constant":
+        model.scale = 1.0 + rank
+    elif when == "first":
+        model.skip = rank == 1
+    tm = thunder.jit(model)
+    tm = ddp(tm) if which == "ddp" else fsdp(tm, sharding_strategy=FSDPType.ZERO3)
+    start = time.monotonic()
+    for step in range(2):
+        if when == "later":
+            model.skip = rank == 1 and step == 1  # rank 1 compiles another program for its second step
+        x, y = _batch(step, world)
+        differs = when == "first" or (when == "later" and step == 1)
+        if differs:  # every rank fails at once, naming what differs
+            with pytest.raises(ThunderRuntimeError, match="the ranks run different distributed programs: collective"):
+                F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+            assert time.monotonic() - start < 60
+            return
+        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+    assert when == "constant"  # the same collectives with other constants: no complaint
+
+
+@pytest.mark.parametrize("which", ["ddp", "fsdp"])
+@pytest.mark.parametrize("when", ["first", "later", "constant"])
+def test_ranks_that_trace_different_programs_fail_together_and_clearly(tmp_path, which, when):
+    run_workers(_rank_branch_worker, 2, tmp_path, which, when, timeout=120, group_timeout_s=30)
+
+
 def _rank_fails_worker(rank, world):
     import os
     import time
@@ -594,8 +716,10 @@ def _rank_fails_worker(rank, world):
         time.sleep(8)  # alive (not in a collective) while rank 0 waits for it
     else:
         start = time.monotonic()
+        # waiting in the forward's program check (Note [Ranks that run different programs]), else in an all-reduce
         with pytest.raises(
-            ThunderRuntimeError, match="all_reduce .* did not complete within the process group's timeout"
+            ThunderRuntimeError,
+            match="(program check|all_reduce) .* did not complete within the process group's timeout",
         ):
             tm(x).sum().backward()
         assert time.monotonic() - start < 30

@@ -16,7 +16,7 @@ from thunder.core.errors import ThunderValueError
 from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx
 
-__all__ = ["check_group", "check_same_parameters", "broadcast_module", "attach", "parameter_inputs"]
+__all__ = ["check_group", "check_same_parameters", "broadcast_module", "attach", "parameter_inputs", "check_program"]
 
 
 def check_group(what: str, group: dist.ProcessGroup | None) -> dist.ProcessGroup:
@@ -72,6 +72,31 @@ def parameter_inputs(computation: TraceCtx, names: set[str]) -> Iterator[tuple[i
             yield i, a, path
 
 
+def check_program(forward: TraceCtx, group_key: int, world: int) -> tuple[TraceCtx, int]:
+    """``forward`` (the first trace of a step that has collectives: fsdp's forward, ddp's backward) with the check
+    that every rank runs the same collectives (Note [Ranks that run different programs] in
+    thunder.distributed.prims): it starts first and is waited for just before the first other collective (or the
+    return); and the key that names the program's collectives (a later trace's join them)."""
+    from thunder.core.trace import from_trace, recording_into
+    from thunder.distributed import prims as dist_prims
+    from thunder.distributed.prims import executable as run
+
+    key = dist_prims.register_program(dist_prims.describe(forward))
+    body = forward.bound_symbols
+    collectives = {run(s) for s in (dist_prims.all_gather, dist_prims.all_reduce, dist_prims.reduce_scatter)}
+    at = next((i for i, b in enumerate(body) if b.sym in collectives), len(body) - 1)
+    if at > 0 and body[at - 1].sym is run(dist_prims.pack_shards):
+        at -= 1
+    new = from_trace(forward)
+    start, finish = [], []
+    with recording_into(new, start):
+        pending = run(dist_prims.program_check)(group_key, key, world)
+    with recording_into(new, finish):
+        run(dist_prims.program_agreed)(run(dist_prims.wait)(pending), group_key, key)
+    new.bound_symbols = [*start, *body[:at], *finish, *body[at:]]
+    return new, key
+
+
 class PerCompile(threading.local):
     """What one compilation's hooks hand on to its later hooks (pre-prologue to post-optimization): one
     function compiles under its lock in one thread, so per-thread state is per-compilation state."""
@@ -79,6 +104,12 @@ class PerCompile(threading.local):
     def __init__(self):
         self.params: list[tuple[int, str]] = []  # (position among the computation's inputs, qualified name)
         self.forward = None  # FSDP: the forward trace its post-optimization hook made (ZeRO-3 changes what it saves)
+        # FSDP AUTO: the bytes of gathered parameters alive at once (Note [Automatic buckets])
+        self.budget: int | None = None
+        # FSDP: a bucket's marks, dropped after the split (Note [Gradients of a bucket's parameters])
+        self.members: dict = {}
+        # the key of the compilation's collectives (Note [Ranks that run different programs] in distributed.prims)
+        self.program: int | None = None
 
 
 # Note [ddp and fsdp before or after thunder.jit]

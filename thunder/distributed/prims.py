@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -56,12 +57,19 @@ __all__ = [
     "executable",
     "pack_shards",
     "unpack_gathered",
+    "bucket_member",
+    "last_read",
     "pack_gathered_grads",
     "GatheredMemory",
     "accumulate_unsharded",
     "register_store",
     "unsynced",
     "measure_gathered_memory",
+    "program_check",
+    "program_agreed",
+    "register_program",
+    "extend_program",
+    "describe",
 ]
 
 # torch 2.10 renamed these two (the old names warn)
@@ -475,6 +483,116 @@ pack_gathered_grads = _symbol("pack_gathered_grads", _pack_gathered_grads_meta, 
 @grad_rules.register(unpack_gathered)
 def _unpack_gathered_grad(g, out, flat, world, shapes, dim0s):
     return (pack_gathered_grads(*g, world, shapes), None, None, None)
+
+
+# A bucket's full parameter as ``unpack_gathered`` makes it: the identity, whose gradient rule marks where that
+# parameter's gradient is complete (``gradient_ready``, a barrier). The bucket's gradient rule runs only once all its
+# parameters' gradients are complete; without the marks, a fusion region of the backward would run on past a
+# parameter's last read into the next parameters' (ZeRO-3 gathers them again in the backward: they would all be
+# alive at once), where a parameter of its own ends the region with its reduce-scatter (Note [ZeRO-3's schedule] in
+# thunder.distributed.transforms.fsdp).
+bucket_member = _symbol("bucket_member", lambda full: TensorProxy.like(full), lambda full: full)
+
+
+@grad_rules.register(bucket_member)
+def _bucket_member_grad(g, out, full):
+    return (gradient_ready(g),)
+
+
+# ZeRO-3's mark after the last read of a gathered parameter in the forward: a barrier, so that the fusion region that
+# reads it ends there and the parameter is freed before the compute that follows, where the next gather can start
+# (Note [ZeRO-3's schedule] in thunder.distributed.transforms.fsdp). No result, no gradient; it goes after the split.
+last_read = _symbol("last_read", lambda full: None, lambda full: None, barrier=True)
+
+
+# -- the ranks run the same program ------------------------------------------------------------------
+# Note [Ranks that run different programs]
+# Every rank must issue the same collectives in the same order; a rank that took another path in Python (a branch on
+# its rank, on a value that differs between ranks) compiles another program, and mismatched collectives abort the
+# process inside gloo (different sizes) or wait until the group's timeout (different kinds). So each forward starts by
+# gathering, asynchronously, a fingerprint of the collectives of the program it runs, forward and backward
+# (``program_check``), and compares them before its first other collective or its return (``program_agreed``): where
+# they differ, every rank raises, naming the first collective that differs. One small collective per call, whose
+# round trip overlaps the forward's first ops.
+
+_programs: list[list[str]] = []  # per compilation: what each of its collectives is, in order
+
+
+def register_program(collectives: list[str]) -> int:
+    """The integer that names, in traces, a compilation whose collectives ``collectives`` describes."""
+    with _groups_lock:
+        _programs.append(list(collectives))
+        return len(_programs) - 1
+
+
+def extend_program(key: int, collectives: list[str]) -> None:
+    """Adds the backward's collectives to compilation ``key``'s (its forward calls the check)."""
+    _programs[key].extend(collectives)
+
+
+def _fingerprint(key: int) -> int:
+    import hashlib
+
+    digest = hashlib.blake2b("\n".join(_programs[key]).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def _program_check_impl(group: int, key: int, world: int) -> torch.Tensor:
+    pg = group_of(group)
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(pg) == "nccl" else "cpu"
+    mine = torch.tensor([_fingerprint(key)], dtype=torch.int64, device=device)
+    everyone = torch.empty(world, dtype=torch.int64, device=device)
+    return _start(everyone, all_gather_tensor(everyone, mine, group=pg, async_op=True), what="program check")
+
+
+program_check = _symbol(
+    "program_check",
+    lambda group, key, world: TensorProxy(
+        shape=(world,), dtype=torch.int64, device=torch.device("cpu"), requires_grad=False
+    ),
+    _program_check_impl,
+)
+
+
+def _program_agreed_impl(everyone: torch.Tensor, group: int, key: int) -> None:
+    fingerprints = everyone.tolist()
+    if len(set(fingerprints)) == 1:
+        return
+    pg = group_of(group)
+    ranks = dist.get_process_group_ranks(pg)
+    descriptions: list = [None] * len(ranks)
+    dist.all_gather_object(descriptions, _programs[key], group=pg)  # every rank is here: all saw the difference
+    me = dist.get_rank()
+    other = next(r for r, f in zip(ranks, fingerprints) if f != fingerprints[ranks.index(me)])
+    mine, theirs = descriptions[ranks.index(me)], descriptions[ranks.index(other)]
+    k = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+
+    def show(collectives):
+        return collectives[k] if k < len(collectives) else f"nothing more (its {len(collectives)} collectives end)"
+
+    raise ThunderRuntimeError(
+        f"the ranks run different distributed programs: collective {k + 1} of rank {me}'s program is {show(mine)}, "
+        f"rank {other}'s is {show(theirs)}. Every rank must take the same path through the model (a branch on the "
+        "rank, on a value or a batch shape that differs between ranks compiles another program): make the branch "
+        "the same on every rank, or move what differs out of the module given to ddp/fsdp (Note [Ranks that run "
+        "different programs])."
+    )
+
+
+program_agreed = _symbol("program_agreed", lambda everyone, group, key: None, _program_agreed_impl, barrier=True)
+
+
+def describe(trace) -> list[str]:
+    """What each collective of ``trace`` is, in order (its kind, what it carries, shapes and dtypes)."""
+    names = {"dist_all_gather", "dist_all_reduce", "dist_reduce_scatter"}
+    out = []
+    for b in trace.bound_symbols:
+        if b.sym.name in names:
+            t = b.args[0]
+            what = "" if re.fullmatch(r"t\d+", t.name) else f"{t.name} "  # a parameter's name, not a number
+            out.append(f"{b.sym.name.removeprefix('dist_')} of {what}({str(t.dtype).removeprefix('torch.')} "
+                       f"{list(t.shape)}) into {list(b.output.shape)}")  # fmt: skip
+    return out
 
 
 # -- measuring the memory of gathered parameters at run time ---------------------------------------

@@ -41,6 +41,7 @@ from thunder.distributed.common import (
     attach,
     broadcast_module,
     check_group,
+    check_program,
     check_same_parameters,
     parameter_inputs,
 )
@@ -131,8 +132,11 @@ class DDPTransform(Transform):
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
         if computation_trace.name != "backward" or not self.sync or not self._compile.params:
             return computation_trace
-        return bucket_gradients(computation_trace, self._compile.params, self.group_key, self.world_size,
-                                self.bucket_bytes)  # fmt: skip
+        bw = bucket_gradients(computation_trace, self._compile.params, self.group_key, self.world_size,
+                              self.bucket_bytes)  # fmt: skip
+        # all the collectives are the backward's: it checks that the ranks run the same ones, its round trip
+        # overlapping the backward up to the first bucket (Note [Ranks that run different programs] in distributed.prims)
+        return check_program(bw, self.group_key, self.world_size)[0]
 
     @contextlib.contextmanager
     def no_sync(self, module) -> Iterator[None]:

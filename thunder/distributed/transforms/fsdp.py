@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import math
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -52,6 +53,7 @@ from thunder.distributed.common import (
     attach,
     broadcast_module,
     check_group,
+    check_program,
     check_same_parameters,
     parameter_inputs,
 )
@@ -73,6 +75,7 @@ class FSDPBucketingStrategy(enum.Enum):
     NONE = enum.auto()
     LAYER = enum.auto()
     BLOCK = enum.auto()
+    AUTO = enum.auto()  # from the program: as few gathers as keep ZeRO-3's peak (Note [Automatic buckets])
 
 
 def fsdp(
@@ -91,8 +94,9 @@ def fsdp(
         device: where the parameters and buffers go first (default: where they are).
         broadcast_from: the rank whose parameters and buffers every rank takes before sharding, or None.
         sharding_strategy: ``FSDPType.ZERO2`` or ``FSDPType.ZERO3`` (Note [ZeRO-2 and ZeRO-3]).
-        bucketing_strategy: an ``FSDPBucketingStrategy``: one collective per parameter (NONE), per module (LAYER)
-            or per block of a ``ModuleList`` (BLOCK) (Note [Buckets]).
+        bucketing_strategy: an ``FSDPBucketingStrategy``: one collective per parameter (NONE), per module (LAYER),
+            per block of a ``ModuleList`` (BLOCK) (Note [Buckets]), or chosen from the program (AUTO: consecutive
+            parameters share a collective where that keeps the peak of gathered parameters, Note [Automatic buckets]).
         process_group: the ranks that share the model (default: all).
 
     Returns:
@@ -108,7 +112,8 @@ def fsdp(
         )
     if not isinstance(bucketing_strategy, FSDPBucketingStrategy):
         raise ThunderValueError(
-            f"fsdp: bucketing_strategy must be an FSDPBucketingStrategy (NONE, LAYER or BLOCK), got {bucketing_strategy!r}"
+            "fsdp: bucketing_strategy must be an FSDPBucketingStrategy (NONE, LAYER, BLOCK or AUTO), got "
+            f"{bucketing_strategy!r}"
         )
     original = getattr(model, "_model", model)
     check_same_parameters("fsdp", original, group)
@@ -119,13 +124,15 @@ def fsdp(
     keys = _bucket_keys(original, bucketing_strategy)
     shapes = _shard_module(original, group, keys)
     transform = FSDPTransform(group, shapes, sharding_strategy, bucketing_strategy, keys)
+    transform.module = weakref.ref(original)  # AUTO lays the shards of its buckets out together (_lay_out)
     return attach(model, transform, "fsdp")
 
 
 def _bucket_keys(module: torch.nn.Module, strategy: FSDPBucketingStrategy) -> dict[str, str]:
     """The bucket of each parameter (Note [Buckets]): LAYER, the module that holds it; BLOCK, the element of a
-    ``ModuleList`` it is in (a transformer block), else the module that holds it; NONE, none."""
-    if strategy is FSDPBucketingStrategy.NONE:
+    ``ModuleList`` it is in (a transformer block), else the module that holds it; NONE, none; AUTO, none yet (the
+    program decides, ``_auto_bucket_keys``)."""
+    if strategy in (FSDPBucketingStrategy.NONE, FSDPBucketingStrategy.AUTO):
         return {}
     blocks = set()
     if strategy is FSDPBucketingStrategy.BLOCK:
@@ -154,6 +161,94 @@ def _buckets(params: list, computation, keys: dict[str, str]) -> list[list]:
     return [sorted(members, key=lambda item: rank.get(item[2], 0)) for members in buckets.values()]
 
 
+# Note [Automatic buckets]
+# One collective per parameter keeps the fewest gathered bytes alive but costs a collective's latency (a round trip
+# and the wake-ups of the communication threads, with ranks that must meet) for each of many small parameters; one
+# per block halves the collectives' count but holds a whole block. AUTO decides from the program: walking the
+# parameters in the order it first reads them, each joins the previous one's bucket where that keeps the bytes of
+# gathered parameters alive at once within the peak of one gather per parameter (times 1 + AUTO_PEAK_SLACK), in the
+# forward (a bucket's parameters are gathered at its first read, each freed after its own last) and in the backward
+# (mirrored: gathered at its last read, each freed at its own first), counting the gathered buffer alive beside the
+# parameters copied out of it while a bucket is unpacked (Note [Buckets]). So the small parameters (biases, norms) ride
+# with a neighbouring weight, and weights join while they are small against the largest. A parameter read in places
+# far apart (a tied embedding and output layer, gathered again for each group of reads) keeps its own gathers.
+AUTO_PEAK_SLACK = 0.25
+AUTO_CANDIDATES = 4  # how many of the latest buckets a parameter may join
+
+
+def _auto_bucket_keys(params: list, computation) -> tuple[dict[str, str], int]:
+    """The bucket of each parameter ``params`` ((position, proxy, name)) for AUTO (Note [Automatic buckets]), in
+    the order the computation first reads them, and the bytes of gathered parameters that may be alive at once."""
+    body = [b for b in computation.bound_symbols if PARAMETER not in b.sym.tags]
+    by_name = {p.name: (p, path) for _, p, path in params}
+    reads: dict[str, list[int]] = {name: [] for name in by_name}
+    for i, b in enumerate(body):
+        for name in {a.name for a in b.flat_proxy_args if a.name in by_name}:
+            reads[name].append(i)
+    firsts = sorted(r[0] for r in reads.values() if r)
+    forward, backward = [0] * len(body), [0] * len(body)  # gathered bytes alive while each op runs
+
+    def add(changes: list) -> None:
+        for live, start, stop, size in changes:
+            for i in range(start, stop):
+                live[i] += size
+
+    alone = set()
+    for name, r in reads.items():
+        size = _nbytes(by_name[name][0])
+        groups = [[r[0]]] if r else []
+        for previous, i in zip(r, r[1:]):  # reads that another parameter's first read interrupts: gathered again
+            if any(previous < f < i for f in firsts):
+                groups.append([i])
+            else:
+                groups[-1].append(i)
+        if len(groups) != 1:
+            alone.add(name)
+        add([(live, g[0], g[-1] + 1, size) for g in groups for live in (forward, backward)])
+    budget = int(max(forward, default=0) * (1 + AUTO_PEAK_SLACK))
+
+    def unpacking(first: int, last: int, size: int) -> list:
+        """While a bucket of ``size`` bytes is unpacked, its gathered buffer is alive beside the copies."""
+        return [(forward, first, first + 1, size), (backward, last, last + 1, size)]
+
+    def joining(bucket: dict, r: list[int], n: int) -> list:
+        """The changes to the bytes alive when a parameter of ``n`` bytes read at ``r`` joins ``bucket``: in the
+        forward it is gathered from the bucket's first read; in the backward (mirrored) the bucket lives to the later
+        of their last reads; the bucket unpacks a larger buffer."""
+        first, last, size = bucket["first"], bucket["last"], bucket["size"]
+        grow = [(forward, first, r[0], n)]
+        grow += [(backward, last + 1, r[-1] + 1, size)] if r[-1] > last else [(backward, r[-1] + 1, last + 1, n)]
+        if len(bucket["members"]) > 1:
+            grow += [(live, a, b, -k) for live, a, b, k in unpacking(first, last, size)]
+        return grow + unpacking(first, max(last, r[-1]), size + n)
+
+    keys: dict[str, str] = {}
+    buckets: list[dict] = []  # the buckets a parameter may join: the latest few (small ones gathered far ahead)
+    for name in sorted(by_name, key=lambda n: reads[n][0] if reads[n] else len(body)):
+        p, path = by_name[name]
+        r, n = reads[name], _nbytes(p)
+        joined = None
+        for bucket in reversed(buckets[-AUTO_CANDIDATES:] if r and name not in alone else ()):
+            if bucket["kind"] != (p.dtype, p.device):
+                continue
+            grow = joining(bucket, r, n)
+            add(grow)
+            if all(live[i] <= budget for live, a, b, _ in grow for i in range(a, b)):
+                joined = bucket
+                break
+            add([(live, a, b, -k) for live, a, b, k in grow])
+        if joined is not None:
+            joined["last"], joined["size"] = max(joined["last"], r[-1]), joined["size"] + n
+            joined["members"].append(path)
+        else:  # a bucket of its own, which later parameters may join
+            joined = {"kind": (p.dtype, p.device), "first": r[0] if r else 0, "last": r[-1] if r else 0, "size": n,
+                      "members": [path], "key": f"auto{len(keys)}"}  # fmt: skip
+            if r and name not in alone:
+                buckets.append(joined)
+        keys[path] = joined["key"]
+    return keys, budget
+
+
 def _rows(dim0: int, world: int) -> int:
     return -(-dim0 // world)
 
@@ -179,19 +274,36 @@ def _shard_module(module: torch.nn.Module, group: dist.ProcessGroup, keys: dict[
                 "the module given to fsdp, or make it 1-dimensional (shape [1])"
             )
         shapes[name] = p.shape
-    buckets: dict[str, list[tuple[torch.nn.Parameter, torch.Tensor]]] = {}
+    buckets: dict[str, list[torch.nn.Parameter]] = {}
     for name, p in module.named_parameters():
-        buckets.setdefault(keys.get(name, f"#{name}"), []).append((p, _shard(p.data, group)))
+        full_shape = p.shape
+        p.data = _shard(p.data, group)
+        p.grad = None
+        p._thunder_traced_shape = full_shape  # the program is traced with the full parameter
+        buckets.setdefault(keys.get(name, f"#{name}"), []).append(p)
     for members in buckets.values():
-        flat = torch.cat([shard.reshape(-1) for _, shard in members])
-        offset = 0
-        for p, shard in members:
-            full_shape = p.shape
-            p.data = flat[offset : offset + shard.numel()].view(shard.shape)
-            p.grad = None
-            p._thunder_traced_shape = full_shape  # the program is traced with the full parameter
-            offset += shard.numel()
+        _lay_out(members)
     return shapes
+
+
+@torch.no_grad()
+def _lay_out(params: list[torch.nn.Parameter]) -> None:
+    """Makes the shards ``params`` views of one flat tensor, one after the other (where they are not already), so
+    that ``dist.pack_shards`` packs them without a copy and the forward saves no copy for the backward."""
+    first = params[0].data
+    position = first.data_ptr()
+    adjacent = True
+    for p in params:
+        adjacent = adjacent and p.data.is_contiguous() and p.data.data_ptr() == position
+        adjacent = adjacent and p.data.untyped_storage().data_ptr() == first.untyped_storage().data_ptr()
+        position += p.numel() * p.element_size()
+    if adjacent or len(params) == 1:
+        return
+    flat = torch.cat([p.data.reshape(-1) for p in params])
+    offset = 0
+    for p in params:
+        p.data = flat[offset : offset + p.numel()].view(p.shape)
+        offset += p.numel()
 
 
 class FSDPTransform(Transform):
@@ -212,6 +324,7 @@ class FSDPTransform(Transform):
         # under no_sync: the store of accumulated full gradients and its key (Note [no_sync under fsdp])
         self.unsynced = unsynced
         self._without_sync: FSDPTransform | None = None
+        self.module: weakref.ref | None = None  # the sharded module (AUTO lays out its buckets' shards)
         self._compile = PerCompile()
 
     def without_sync(self) -> FSDPTransform:
@@ -242,7 +355,7 @@ class FSDPTransform(Transform):
 
     def transform_traces_pre_prologue(self, prologue_trace, computation_trace, epilogue_trace, **kwargs):
         params = list(parameter_inputs(computation_trace, set(self.shapes)))
-        self._compile.forward = None
+        self._compile.forward = self._compile.program = None
         self._compile.params = [(i, path) for i, _, path in params]
         if not params:
             return prologue_trace, computation_trace, epilogue_trace
@@ -253,7 +366,13 @@ class FSDPTransform(Transform):
         gathers: list = []
         swap = {}  # parameter name -> its gathered full tensor
         with recording_into(new, gathers):
-            for bucket in _buckets(params, computation_trace, self.bucket_keys):
+            keys, self._compile.budget = self.bucket_keys, None
+            if self.bucketing_strategy is FSDPBucketingStrategy.AUTO:
+                keys, self._compile.budget = _auto_bucket_keys(params, computation_trace)
+            buckets = _buckets(params, computation_trace, keys)
+            if self.bucketing_strategy is FSDPBucketingStrategy.AUTO:
+                self._lay_out(buckets)
+            for bucket in buckets:
                 shards = [args[i] for i, _, _ in bucket]
                 dim0s = tuple(self.shapes[path][0] for _, _, path in bucket)
                 if len(bucket) == 1:
@@ -278,8 +397,20 @@ class FSDPTransform(Transform):
                 for _, p, path in params:
                     swap[p.name] = dist_prims.unsynced(swap[p.name], self.unsynced[1], path)
         shards = {p.name: args[i] for i, p, _ in params}
+        members = (
+            {p.name for bucket in buckets if len(bucket) > 1 for _, p, _ in bucket} if self.unsynced is None else set()
+        )
         for b in computation_trace.bound_symbols:  # the inputs' own entries (PARAMETER) are the shards
-            new.bound_symbols.append(b.rename(shards if PARAMETER in b.sym.tags else swap))
+            if PARAMETER in b.sym.tags:
+                new.bound_symbols.append(b.rename(shards))
+                continue
+            with recording_into(new, new.bound_symbols):  # Note [Gradients of a bucket's parameters]
+                for name in [a.name for a in b.flat_proxy_args if a.name in members]:
+                    members.discard(name)
+                    swap[name] = dist_prims.bucket_member(swap[name])
+            new.bound_symbols.append(b.rename(swap))
+        if self._zero3 and self.unsynced is None:
+            new.bound_symbols = _mark_last_reads(new, new.bound_symbols, {f.name for f in swap.values()})
         # Placed now, before fusion: the regions then end at each wait (a barrier), so that under ZeRO-3 a fusion
         # does not need every gathered parameter at once.
         new = _schedule_gathers(new, self._zero3, after_split=False)
@@ -287,22 +418,40 @@ class FSDPTransform(Transform):
             new.set_provenance(computation_trace.provenance)
         return prologue_trace, new, epilogue_trace
 
+    def _lay_out(self, buckets: list[list]) -> None:
+        """AUTO: each bucket's shards views of one flat tensor, as ``fsdp`` lays out the other strategies' (the module's
+        parameters stay the same objects, their shards only move)."""
+        module = self.module() if self.module is not None else None
+        if module is None:
+            return
+        params = dict(module.named_parameters(remove_duplicate=False))
+        for bucket in buckets:
+            if len(bucket) > 1:
+                _lay_out([params[path] for _, _, path in bucket])
+
     @property
     def _zero3(self) -> bool:
         return self.sharding_strategy is FSDPType.ZERO3
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
         if computation_trace.name == "backward":
-            return self._backward(computation_trace)
-        new = _schedule_gathers(computation_trace, self._zero3)
+            return self._backward(_without_marks(computation_trace, self._compile.members))
+        self._compile.members = _members(computation_trace)
+        computation_trace = _without_marks(computation_trace, self._compile.members)
+        new = _schedule_gathers(computation_trace, self._zero3, budget=self._compile.budget)
+        if self._compile.params:
+            new, self._compile.program = check_program(new, self.group_key, self.world_size)
         self._compile.forward = new
         return new
 
     def _backward(self, bw):
         forward = self._compile.forward
         if self._zero3 and forward is not None:
-            bw = _regather_in_backward(forward, bw, self.group_key)
-        return _schedule_reduce_scatters(bw, self._compile.params)
+            bw = _regather_in_backward(forward, bw, self.group_key, self._compile.budget)
+        bw = _schedule_reduce_scatters(bw, self._compile.params)
+        if self._compile.program is not None:
+            dist_prims.extend_program(self._compile.program, dist_prims.describe(bw))
+        return bw
 
     # -- state dicts ---------------------------------------------------------------------------------
 
@@ -344,6 +493,52 @@ class FSDPTransform(Transform):
         return out
 
 
+# Note [Gradients of a bucket's parameters]
+# The gradient rule of a bucket's ``unpack_gathered`` runs once all its parameters' gradients are complete, and
+# emits their reduce-scatter there: a barrier that ends the backward's fusion regions. A parameter of its own has its
+# barrier where its gradient completes, so no region of the backward reads parameters of two gathers that need not
+# be alive together (ZeRO-3 gathers them again in the backward); in a bucket, a region would run on from a parameter's
+# last read into the next parameters'. So each parameter of a bucket reaches its readers through ``bucket_member``
+# (the identity), placed before its first reader, whose gradient rule is ``gradient_ready`` (a barrier): the autograd
+# emits it where that parameter's gradient completes. After the split the marks have done their work and go
+# (``_without_members``): the forward and backward read the unpacked parameters.
+
+
+def _members(trace) -> dict[str, TensorProxy]:
+    """The ``bucket_member`` marks of a trace: the name of each mark's result -> the unpacked parameter it marks."""
+    return {b.output.name: b.args[0] for b in trace.bound_symbols if _is(b, dist_prims.bucket_member)}
+
+
+def _without_marks(trace, members: dict[str, TensorProxy]):
+    """The trace without its ``bucket_member`` marks (their results renamed to what they mark, in the backward's
+    inputs too: the forward saves the marked parameters), Note [Gradients of a bucket's parameters], and without its
+    ``last_read`` marks (``_mark_last_reads``)."""
+    marks = (dist_prims.bucket_member, dist_prims.last_read)
+    if not members and not any(_is(b, m) for b in trace.bound_symbols for m in marks):
+        return trace
+    new = from_trace(trace)
+    new.args = [members.get(getattr(a, "name", None), a) for a in trace.args]
+    new.bound_symbols = [b.rename(members) for b in trace.bound_symbols if not any(_is(b, m) for m in marks)]
+    return new
+
+
+def _mark_last_reads(trace, bsyms: list, fulls: set[str]) -> list:
+    """``bsyms`` with a ``last_read`` mark (a barrier) after the last op that reads each gathered parameter ``fulls``
+    (the return aside): the fusion region that reads it ends there, so ZeRO-3 frees it before the compute that
+    follows and can start the next gather there (Note [ZeRO-3's schedule])."""
+    last: dict[str, int] = {}
+    for i, b in enumerate(bsyms[:-1]):
+        for a in b.flat_proxy_args:
+            if a.name in fulls:
+                last[a.name] = i
+    after: dict[int, list] = {}
+    for name, i in last.items():
+        full = next(a for a in bsyms[i].flat_proxy_args if a.name == name)
+        with recording_into(trace, after.setdefault(i, [])):
+            dist_prims.last_read(full)
+    return [x for i, b in enumerate(bsyms) for x in (b, *after.get(i, ()))]
+
+
 def _is(bsym, sym) -> bool:
     return bsym.sym is run(sym) or bsym.sym is sym
 
@@ -365,6 +560,11 @@ class _Gather:
     starts: list
     finishes: list
     fulls: list
+
+    @property
+    def unpack(self):
+        """A bucket's ``unpack_gathered`` (None for a parameter of its own)."""
+        return next((b for b in self.finishes if _is(b, dist_prims.unpack_gathered)), None)
 
     @property
     def source(self) -> TensorProxy:
@@ -391,10 +591,11 @@ def _find_gathers(bsyms: list) -> list[_Gather]:
     return found
 
 
-def _schedule_gathers(trace, zero3: bool, *, after_split: bool = True):
+def _schedule_gathers(trace, zero3: bool, *, after_split: bool = True, budget: int | None = None):
     """The trace with its gathers placed (Note [ZeRO-2 and ZeRO-3]): ZeRO-2 starts them all at the top; ZeRO-3 as
-    Note [ZeRO-3's schedule] says, where ``after_split``; before the autograd split each starts just before its
-    wait (Note [ZeRO-3's schedule])."""
+    Note [ZeRO-3's schedule] says, where ``after_split``, prefetching within ``budget`` bytes of gathered parameters
+    (at least the trace's own peak); before the autograd split each starts just before its wait (Note [ZeRO-3's
+    schedule])."""
     gathers = _find_gathers(trace.bound_symbols)
     if not gathers:
         return trace
@@ -405,7 +606,7 @@ def _schedule_gathers(trace, zero3: bool, *, after_split: bool = True):
         # names given by replace_name are not all reserved in the trace: the repeats' names must differ from them
         new.names.update(p.name for b in trace.bound_symbols for p in (*b.flat_proxy_args, *b.flat_proxy_outs))
         rest, gathers = _gather_per_reads(new, rest, gathers)
-    for _, _, _, bsyms in sorted(_placements(rest, gathers, zero3, prefetch=after_split)):
+    for _, _, _, bsyms in sorted(_placements(rest, gathers, zero3, prefetch=after_split, budget=budget)):
         new.bound_symbols.extend(bsyms)
     return new
 
@@ -414,13 +615,16 @@ def _schedule_gathers(trace, zero3: bool, *, after_split: bool = True):
 # Each gather finishes (its wait) just before the first op that reads a parameter it makes; the gathered tensors are
 # freed after their last reader (delete-last-used). A parameter read in places far apart, such that other parameters
 # are gathered between its reads (a tied embedding and lm_head), is gathered again for each group of reads instead
-# of staying alive in between. Prefetch: a gather starts as early as the previous op that reads gathered parameters,
-# so that its communication overlaps that op's compute, but no earlier than where the gathered tensors alive at once
-# stay within what the trace needs at its worst op without prefetching: prefetching overlaps communication with
-# compute without raising the peak of parameter memory. All this is done after the autograd split and fusion; before
-# them, each gather starts just before its wait, which is a barrier: then the gradient rule of each gather, a
-# reduce-scatter (a barrier too), comes right after the backward's last read of the parameter, so that no fusion
-# region of the forward or the backward reads parameters of different gathers that need not be alive together.
+# of staying alive in between. Prefetch: a gather starts as early as the gathered tensors alive at once stay within
+# what the trace needs at its worst op without prefetching (or AUTO's budget, Note [Automatic buckets]), counting a
+# bucket's gathered buffer beside its unpacked parameters: prefetching overlaps communication with compute without
+# raising the peak of parameter memory, and small gathers start far ahead. All this is done after the autograd split
+# and fusion; before them, each gather starts just before its wait, which is a barrier: then the gradient rule of each
+# gather, a reduce-scatter (a barrier too), comes right after the backward's last read of the parameter, so that no
+# fusion region of the forward or the backward reads parameters of different gathers that need not be alive together.
+# And a ``last_read`` mark (a barrier, gone after the split) after each parameter's last read in the forward ends the
+# region that reads it there: the parameter is freed before the compute that follows (the GELU after a linear layer,
+# the attention after its input projection), and the next gather starts there and overlaps that compute.
 
 
 def _reads(rest: list, gathers: list[_Gather]) -> dict[int, list[int]]:
@@ -460,8 +664,8 @@ def _repeat_gather(trace, g: _Gather) -> _Gather:
     with recording_into(trace, scratch):
         source = run(dist_prims.pack_shards)(*g.starts[0].args) if len(g.starts) == 2 else g.source
         gathered = run(dist_prims.wait)(run(dist_prims.all_gather)(source, *g.starts[-1].args[1:]))
-        if len(g.finishes) == 2:
-            run(dist_prims.unpack_gathered)(gathered, *g.finishes[1].args[1:])
+        if g.unpack is not None:
+            run(dist_prims.unpack_gathered)(gathered, *g.unpack.args[1:])
     made = scratch[-1].flat_proxy_outs
     names = {}
     for m, f in zip(made, g.fulls):
@@ -472,7 +676,9 @@ def _repeat_gather(trace, g: _Gather) -> _Gather:
     return _Gather(scratch[:n], scratch[n:], list(scratch[-1].flat_proxy_outs))
 
 
-def _placements(rest: list, gathers: list[_Gather], zero3: bool, prefetch: bool) -> list[tuple[int, int, int, list]]:
+def _placements(
+    rest: list, gathers: list[_Gather], zero3: bool, prefetch: bool, budget: int | None
+) -> list[tuple[int, int, int, list]]:
     """Where each op goes, as sortable ``(position in rest, 0 start | 1 finish | 2 the op itself, k, bsyms)``
     (Note [ZeRO-3's schedule]); every rank runs the same trace, so all issue the collectives in one order."""
     reads = _reads(rest, gathers)
@@ -485,18 +691,17 @@ def _placements(rest: list, gathers: list[_Gather], zero3: bool, prefetch: bool)
             out += [(0, 0, k, g.starts), (first[id(g)], 1, k, g.finishes)]
         return out
     size = {id(g): sum(_nbytes(f) for f in g.fulls) for g in gathers}
-    live = [0] * len(rest)  # bytes of gathered tensors alive while each op runs
+    live = [0] * len(rest)  # bytes of gathered tensors alive while each op runs (and while a bucket unpacks before it)
     for g in gathers:
         for i in range(first[id(g)], (reads[id(g)] or [end])[-1] + 1):
             live[i] += size[id(g)]
-    budget = max(live)
-    positions = sorted(set(first.values()))
+        if g.unpack is not None:  # a bucket's gathered buffer, alive beside the parameters copied out of it
+            live[first[id(g)]] += size[id(g)]
+    budget = max(max(live), budget or 0)
     for k, g in enumerate(order):
         at = first[id(g)]
         start = at
-        # one ahead: from the previous op that reads gathered parameters
-        earliest = max((p for p in positions if p < at), default=at)
-        while prefetch and start > earliest and live[start - 1] + size[id(g)] <= budget:
+        while prefetch and start > 0 and live[start - 1] + size[id(g)] <= budget:
             start -= 1
         for i in range(start, at):
             live[i] += size[id(g)]
@@ -504,7 +709,7 @@ def _placements(rest: list, gathers: list[_Gather], zero3: bool, prefetch: bool)
     return out
 
 
-def _regather_in_backward(forward, bw, group_key: int):
+def _regather_in_backward(forward, bw, group_key: int, budget: int | None):
     """ZeRO-3: the forward saves the shards of the gathered parameters (a bucket's packed shards) instead of the
     full tensors, which it frees after their last use, and the backward gathers them again where it reads them
     (Note [ZeRO-3's schedule])."""
@@ -538,8 +743,8 @@ def _regather_in_backward(forward, bw, group_key: int):
         scratch: list = []
         with recording_into(new, scratch):
             gathered = run(dist_prims.wait)(run(dist_prims.all_gather)(local[id(g)], *g.starts[-1].args[1:]))
-            if len(g.finishes) == 2:
-                run(dist_prims.unpack_gathered)(gathered, *g.finishes[1].args[1:])
+            if g.unpack is not None:
+                run(dist_prims.unpack_gathered)(gathered, *g.unpack.args[1:])
         # the gathered parameters take the names the backward reads
         made = scratch[-1].flat_proxy_outs
         scratch[-1] = scratch[-1].rename(
@@ -547,7 +752,7 @@ def _regather_in_backward(forward, bw, group_key: int):
         )
         new.bound_symbols.extend(scratch)
     new.bound_symbols.extend(bw.bound_symbols)
-    return _schedule_gathers(new, zero3=True)
+    return _schedule_gathers(new, zero3=True, budget=budget)
 
 
 def _carried(bw, params: list[tuple[int, str]]) -> dict[str, str]:
@@ -575,7 +780,8 @@ def _carried(bw, params: list[tuple[int, str]]) -> dict[str, str]:
 
 def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
     """Each reduce-scatter right after the op computing its gradient, after a comment naming the parameters whose
-    gradients it carries; its wait just before the first use of the result (the return)."""
+    gradients it carries; its wait (and a bucket's ``unpack_bucket``, which reads the finished result) just before
+    the first use of the gradients (the return), so that communication overlaps the rest of the backward."""
     labels = _carried(bw, params)
     body = bw.bound_symbols
     starts = [b for b in body if _is(b, dist_prims.reduce_scatter)]
@@ -583,7 +789,11 @@ def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
         return bw
     started = {b.output.name for b in starts}
     waits = [b for b in body if _is(b, dist_prims.wait) and b.args[0].name in started]
-    moved = {id(b) for b in starts} | {id(b) for b in waits}
+    waited = {w.output.name: w for w in waits}
+    unpacks = {
+        id(waited[b.args[0].name]): b for b in body if _is(b, dist_prims.unpack_bucket) and b.args[0].name in waited
+    }
+    moved = {id(b) for b in starts} | {id(b) for b in waits} | {id(b) for b in unpacks.values()}
     rest = [b for b in body if id(b) not in moved]
     produced_at = {a.name: -1 for a in bw.args if hasattr(a, "name")}
     for i, b in enumerate(rest):
@@ -597,10 +807,13 @@ def _schedule_reduce_scatters(bw, params: list[tuple[int, str]]):
             with recording_into(new, after.setdefault(at, [])):
                 dist_prims.comment(f"reduce-scatter of the gradients of {labels[s.output.name]}")
         after.setdefault(at, []).append(s)
-    first = _first_uses(rest, {w.output.name for w in waits})
+    finished = {id(w): [w, unpacks[id(w)]] if id(w) in unpacks else [w] for w in waits}
+    results = {id(w): [o.name for o in finished[id(w)][-1].flat_proxy_outs] for w in waits}
+    first = _first_uses(rest, {name for names in results.values() for name in names})
     before: dict[int, list] = {}
     for w in waits:
-        before.setdefault(first.get(w.output.name, len(rest) - 1), []).append(w)
+        at = min((first[n] for n in results[id(w)] if n in first), default=len(rest) - 1)
+        before.setdefault(at, []).extend(finished[id(w)])
     new.bound_symbols.extend(after.get(-1, ()))
     for i, b in enumerate(rest):
         new.bound_symbols.extend(before.get(i, ()))
