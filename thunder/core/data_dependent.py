@@ -21,11 +21,11 @@ in-place update of an input before a check is refused.
 Note [Symbolic data-dependent sizes]
 A size that comes from the data (how many elements a mask selects: ``torch.where(mask)``, ``x[mask]``,
 ``nonzero``; ``n = t.item()`` used as a size) changes from call to call in some programs (a mixture of experts'
-routing), and one entry per value would compile on every call. With automatic dynamic shapes (the default
-cache), once such an int outcome has changed between entries (``ShapeHistory.outcomes``, by outcome index), the
-next trace keeps it symbolic, with every outcome asked at the same line (``ShapeHistory.dynamic_sites``); under
-``cache="symbolic values"`` every one is symbolic from the first trace; as torch.compile's unbacked symbols: ``check_outcome`` is given a
-``SymbolicOutcome`` instead of the value and binds the value to a proxy (``u0 = _symbolic_outcome(t, ...)``),
+routing), and one entry per value would compile on every call. So such a size is kept symbolic, as
+torch.compile's unbacked symbols: under ``cache="symbolic values"`` from the first trace; with automatic dynamic
+shapes (the default cache) once it has changed between entries (``ShapeHistory.outcomes``, by outcome index),
+together with every size asked at the same line (``ShapeHistory.dynamic_sites``). ``check_outcome`` is then
+given a ``SymbolicOutcome`` instead of the value and binds the value to a proxy (``u0 = _symbolic_outcome(...)``),
 the program sees a ``SymInt`` named after it, and the ops' shapes follow it at run time. The ``SymInt`` carries
 the proxy, so every op that takes the number reads the proxy (``BoundSymbol.flat_proxy_args``): passes keep
 the order, and a backward that needs the size takes it as a saved value. The constraints the trace records on

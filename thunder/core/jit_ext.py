@@ -207,8 +207,9 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         return value
 
     def _symbolic_outcome(self, index: int, kind: str, value) -> bool:
-        """Whether the trace keeps outcome ``index`` symbolic: an int size that changed between entries (Note
-        [Symbolic data-dependent sizes] in thunder.core.data_dependent)."""
+        """Whether the trace keeps outcome ``index`` symbolic: an int above 1, under symbolic values always, under
+        automatic dynamic shapes once it (or another asked at its line) changed between entries (Note [Symbolic
+        data-dependent sizes] in thunder.core.data_dependent)."""
         if kind not in ("int", "item", "index") or type(value) is not int:
             return False
         if self.symbolic:  # cache="symbolic values": every size is symbolic from the first trace

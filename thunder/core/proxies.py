@@ -32,7 +32,7 @@ from thunder.core.devices import device_str
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import is_jitting, make_opaque
 from thunder.core.pytree import NAMESPACE
-from thunder.core.symbolic import SymInt, is_symbolic, pin, pin_index
+from thunder.core.symbolic import is_symbolic, pin_index
 from thunder.core.tracectx import current_source_location as _source_location
 from thunder.core.tracectx import get_tracectx
 
@@ -234,10 +234,6 @@ value_reader: Callable[[TensorProxy, str], Any] | None = None
 
 def _read_value(p: TensorProxy, kind: str) -> Any:
     return None if value_reader is None else value_reader(p, kind)
-
-
-def _exact(value):
-    return pin(value) if type(value) is SymInt else value
 
 
 def input_layout_tensor(p: TensorProxy, device: str = "meta") -> torch.Tensor:
@@ -578,12 +574,14 @@ class TensorProxy(Proxy):
         return array if dtype is None else array.astype(dtype)
 
     # CPython turns what ``__int__``/``__index__`` return into an exact int: a symbolic data-dependent size is
-    # pinned to its value first (Note [Symbolic data-dependent sizes] in thunder.core.data_dependent).
+    # pinned to its value first (``pin_index``; Note [Symbolic data-dependent sizes] in thunder.core.data_dependent).
     def __index__(self):
-        return _exact(self._value("index", f"Data-dependent value: tensor {self.name} cannot be used as a Python int."))
+        why = f"Data-dependent value: tensor {self.name} cannot be used as a Python int."
+        return pin_index(self._value("index", why))
 
     def __int__(self):
-        return _exact(self._value("int", f"Data-dependent value: tensor {self.name} cannot be used as a Python int."))
+        why = f"Data-dependent value: tensor {self.name} cannot be used as a Python int."
+        return pin_index(self._value("int", why))
 
     def __float__(self):
         return self._value("float", f"Data-dependent value: tensor {self.name} cannot be used as a Python float.")

@@ -63,12 +63,11 @@ class ShapeHistory:
         line), is symbolic in a new entry: its site is dynamic, or it changed (to one above 1); the site then
         becomes dynamic, so the other counts of that line (one per expert of a mixture) turn symbolic together.
         Note [Symbolic data-dependent sizes] in ``thunder.core.data_dependent``."""
-        seen = self.outcomes.get(index, value)
         if value <= 1:
             return False
         if site is not None and site in self.dynamic_sites:
             return True
-        if seen != value:
+        if self.outcomes.get(index, value) != value:
             if site is not None:
                 self.dynamic_sites.add(site)
             return True

@@ -152,6 +152,7 @@ class SymbolicNumbersMixin:
                     t, kind, _, index, earlier = bsym.args[:5]
                     given = tuple(symbols[n] for n in outcome.given)
                     bsyms[i] = bsym.from_bsym(args=(t, kind, outcome, index, (*earlier, *given)), lineage=bsym.lineage)
+
     def _refuse_branches_on_hoisted(self) -> None:
         """A branch on ``random.random()`` would pick a trace per draw, and trying the traces draws again."""
         for expr in self.constraints:

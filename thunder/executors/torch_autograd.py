@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import PARAMETER
 from thunder.core.transforms import ForwardBackward
@@ -183,7 +184,7 @@ def _flow(bsyms, depends: dict[str, int]) -> set[str]:
             mask |= depends.get(a.name, 0)
         for o in outs:
             defined.add(o.name)
-            if mask and not (isinstance(o, TensorProxy) and not (o.dtype.is_floating_point or o.dtype.is_complex)):
+            if mask and (not isinstance(o, TensorProxy) or is_differentiable(o)):
                 depends[o.name] = depends.get(o.name, 0) | mask
     return defined
 

@@ -521,7 +521,8 @@ class OutcomeChanged(Exception):
     """A data-dependent value of this call differs from the one its trace was made for (or breaks a constraint of
     a symbolic one): another entry (or a new trace) continues from the first ``index`` outcomes and ``value``
     (Note [Data-dependent values] in thunder.core.data_dependent); ``earlier``: this call's values of the symbolic
-    outcomes before ``index``. Internal: the jitted function catches it."""
+    outcomes before ``index`` (then, for a symbolic one, of the prologue's symbols it was given). Internal: the
+    jitted function catches it."""
 
     def __init__(self, index: int, value, earlier: tuple = ()):
         super().__init__(index, value)
