@@ -109,3 +109,19 @@ def test_a_rounded_division_has_eagers_zero_gradient_at_nan():
     (expected,) = torch.autograd.grad(f(x, float("nan")).sum(), x)
     (actual,) = torch.autograd.grad(thunder.jit(f)(x, float("nan")).sum(), x)
     torch.testing.assert_close(actual, expected)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: torch.floor_divide(x, 2), lambda x: x // 2, lambda x: (x // 2) * 0 + x],
+    ids=["floor_divide", "floordiv-operator", "beside-a-differentiable-path"],
+)
+def test_floor_divide_has_no_derivative_as_in_eager(f):
+    """Found by the randomized tester on 3.12: eager's backward through ``floor_divide`` raises (``div`` with
+    ``rounding_mode="floor"`` has a zero gradient); thunder gave zeros. The values agree either way."""
+    x = torch.randn(4, requires_grad=True)
+    torch.testing.assert_close(thunder.jit(f)(x), f(x))
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+        f(x).sum().backward()
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+        thunder.jit(f)(x).sum().backward()

@@ -92,7 +92,8 @@ opinfos += [
         "floordiv_operator",
         operator.floordiv,
         _binary_samples(exclude_zero=True),
-        grad=(("numeric", None, "torch has no derivative for aten::floor_divide (zero almost everywhere)"),),
+        grad=(("skip", None, "eager has no derivative for aten::floor_divide: its backward raises, and so does "
+               "thunder's (test_floor_divide_has_no_derivative_as_in_eager)"),),
     ),
     OpInfo("remainder", torch.remainder, _binary_samples(exclude_zero=True)),
     OpInfo("fmod", torch.fmod, _binary_samples(exclude_zero=True)),

@@ -19,7 +19,7 @@ from thunder.core.interpreter import make_opaque
 from thunder.core.prims.base import grad_asked
 from thunder.core.proxies import TensorProxy, pyval, register_method
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import MAY_RAISE
+from thunder.core.symbol import DONT_DCE, MAY_RAISE, UNFUSIBLE
 from thunder.torch.base import (
     _as_method,
     is_number,
@@ -433,6 +433,23 @@ div_ = make_inplace(div)
 def floor_divide(a, b):
     """``torch.floor_divide``: division rounded towards negative infinity."""
     return div(a, b, rounding_mode="floor")
+
+
+def _no_derivative_impl(like, message):
+    raise RuntimeError(message)
+
+
+@torchsymbol(id="torch.no_derivative", torch_impl=_no_derivative_impl, tags=(DONT_DCE, UNFUSIBLE))
+def no_derivative(like, message):
+    """The gradient of an op eager has no derivative for: raises eager's error when the backward runs."""
+    return TensorProxy.like(like, requires_grad=False)
+
+
+@grad_rules.register(floor_divide)
+def _floor_divide_vjp(g, out, a, b):
+    # Eager: "derivative for aten::floor_divide is not implemented" (div with rounding_mode="floor" has 0).
+    message = "derivative for aten::floor_divide is not implemented"
+    return tuple(no_derivative(x, message) if grad_asked(x) else None for x in (a, b))
 
 
 register_reflected("__rfloordiv__", floor_divide)
