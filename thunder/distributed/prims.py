@@ -149,12 +149,13 @@ def _wait_impl(t: torch.Tensor) -> torch.Tensor:
     return finish(t) if finish is not None else t
 
 
-def _released(t: torch.Tensor, holders: int, limit_s: float = 0.05) -> None:
+def _released(t: torch.Tensor, holders: int, limit_s: float = 0.5) -> None:
     """Returns once no one but the trace holds the result of a finished collective. Gloo's worker thread drops its
     reference to the collective's tensors (its result and, for a reduce-scatter, the padded input) only after ``wait``
     returned, whenever the scheduler runs it (on a loaded machine, 2 ms later in one wait out of five): a buffer that
     the trace frees would stay allocated while the next gather allocates its own, above the schedule's peak (Note
-    [ZeRO-3's schedule] in thunder.distributed.transforms.fsdp). NCCL's references are the watchdog's, on CUDA."""
+    [ZeRO-3's schedule] in thunder.distributed.transforms.fsdp). NCCL's references are the watchdog's, on CUDA.
+    ``limit_s`` only bounds a miscount: the wait is microseconds, milliseconds with both cores busy."""
     if t.device.type != "cpu":
         return
     deadline = time.perf_counter() + limit_s
