@@ -28,6 +28,15 @@ def _no_background_compiles(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _verify_first_inputs(monkeypatch):
+    """Every first call of an entry also runs its prologue, which must return the inputs known from tracing
+    (Note [The first call runs no prologue] in thunder.compiler)."""
+    from thunder import compiler
+
+    monkeypatch.setattr(compiler, "VERIFY_FIRST_INPUTS", True)
+
+
+@pytest.fixture(autouse=True)
 def _compile_workers_at_normal_priority(monkeypatch):
     """Tests that wait for a compile worker run beside another test process on a 2-core machine: at the workers'
     usual niceness they would get a few percent of a core (Note [Compile workers do not starve the caller])."""

@@ -175,3 +175,54 @@ def test_default_dtype_is_not_checked_when_unused():
     jf = thunder.jit(add)
     jf(torch.randn(2), torch.randn(2))
     assert "get_default_dtype" not in str(thunder.last_prologue_traces(jf)[-1])
+
+
+def _prologue_compiled(entry) -> tuple[bool, bool]:
+    """(the diagnostic prologue, the fused prologue) of ``entry`` compiled?"""
+    return entry.prologue._fn is not None, type(entry.run).__name__ != "_FusedWhenReused"
+
+
+def test_an_entry_run_once_compiles_no_prologue(monkeypatch):
+    monkeypatch.setattr(thunder.compiler, "VERIFY_FIRST_INPUTS", False)  # the tests' check runs the prologue
+    # Note [The first call runs no prologue]: the traced call takes its inputs from the tracer, and a call with
+    # another input key is turned away without the prologue; the miss still names what changed.
+    jf = thunder.jit(add)
+    a = torch.randn(2, 3)
+    jf(a, a)
+    first = thunder.compile_stats(jf).entries[0]
+    assert _prologue_compiled(first) == (False, False)
+    b = a.double()
+    torch.testing.assert_close(jf(b, b), b + b)
+    assert _prologue_compiled(first) == (False, False)
+    reason = thunder.cache_miss_reasons(jf)[-1]
+    assert (reason.input, reason.check, reason.expected, reason.actual) == ("a", "dtype", torch.float32, torch.float64)
+    c = torch.randn(4, 3)
+    torch.testing.assert_close(jf(c, c), c + c)
+    reason = thunder.cache_miss_reasons(jf)[-1]
+    assert (reason.input, reason.check, reason.expected, reason.actual) == ("a", "shape", (2, 3), (4, 3))
+    torch.testing.assert_close(jf(c, c), c + c)  # the last entry's input key again: its fused prologue decides
+    assert _prologue_compiled(thunder.compile_stats(jf).entries[-1]) == (False, True)
+    assert _prologue_compiled(first) == (False, False)
+    assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (3, 1)
+
+
+def test_a_miss_the_fused_prologue_found_is_explained_without_the_diagnostic_prologue(monkeypatch):
+    monkeypatch.setattr(thunder.compiler, "VERIFY_FIRST_INPUTS", False)
+    jf = thunder.jit(add)
+    a = torch.randn(2, 3)
+    jf(a, a)
+    jf(a, a)
+    entry = thunder.compile_stats(jf).entries[0]
+    b = a.clone().requires_grad_(True)
+    jf(b, a)
+    reason = thunder.cache_miss_reasons(jf)[-1]
+    assert (reason.input, reason.check, reason.expected, reason.actual) == ("a", "requires_grad", False, True)
+    assert _prologue_compiled(entry) == (False, True)
+
+
+def test_a_nan_argument_has_one_input_key():
+    jf = thunder.jit(scale)
+    x = torch.randn(3)
+    for _ in range(3):
+        torch.testing.assert_close(jf(x, float("nan")), x * float("nan"), equal_nan=True)
+    assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (1, 2)

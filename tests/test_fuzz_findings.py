@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import thunder
+from thunder.core.errors import ThunderRuntimeError
 
 
 def test_deepcopy_of_a_computed_tensor_is_a_new_tensor_and_copy_shares_it():
@@ -125,3 +126,18 @@ def test_floor_divide_has_no_derivative_as_in_eager(f):
         f(x).sum().backward()
     with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
         thunder.jit(f)(x).sum().backward()
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_the_hash_of_a_nan_argument_is_a_clear_error(cache):
+    """Found by the randomized tester on 3.13: ``hash(nan)`` is the float object's identity (Python 3.10+), and a
+    trace baked the first NaN's hash, which a call with another NaN object got too."""
+
+    def f(x, n):
+        return x + 1, hash(n)
+
+    jf = thunder.jit(f, cache=cache)
+    x = torch.randn(2)
+    with pytest.raises(ThunderRuntimeError, match="hash\\(\\) of a NaN"):
+        jf(x, float("nan"))
+    assert jf(x, 2.5)[1] == hash(2.5)

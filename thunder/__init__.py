@@ -27,6 +27,7 @@ from thunder.cache_diagnostics import (
     NO_CACHING,
     CacheMissReason,
     RecompileWarning,
+    Rejection,
     diagnose_miss,
     warn_recompiles,
 )
@@ -42,10 +43,10 @@ from thunder.common import (
 )
 from thunder.compiler import (
     Cache,
-    check_prologue_accepts,
     compile_entry,
     continues,
     draws_per_call,
+    input_key,
     python_random_state,
     restore_python_random_state,
 )
@@ -197,10 +198,16 @@ class _Jitted:
         """Everything but the hot path: other cache entries, then compiling a new one; ``changed``:
         the call stopped at a data-dependent value its entry's trace was not made for
         (Note [Data-dependent values] in ``thunder.core.data_dependent``)."""
+        # What the last entry's fused prologue said of these arguments on the hot path, if it ran on them.
+        last = self.last_entry
+        rejection = last.misses.take() if last is not None and last.misses is not None else None
+        if rejection is not None and (changed is not None or not rejection.rejects(args, kwargs)):
+            rejection = None
+        rejected = (last, rejection) if rejection is not None else None
         args, kwargs = replayable_arguments(args, kwargs)
         while True:
             state = python_random_state() if self.draws_with_outcomes else None
-            result = self._call(args, kwargs, changed)
+            result = self._call(args, kwargs, changed, rejected)
             if type(result) is not OtherOutcome:
                 check_replayed(args, kwargs)
                 return result
@@ -214,7 +221,11 @@ class _Jitted:
                 )
             changed = result
 
-    def _call(self, args: tuple, kwargs: dict, changed: OtherOutcome | None) -> Any:
+    def _call(
+        self, args: tuple, kwargs: dict, changed: OtherOutcome | None, rejected: tuple[CacheEntry, Rejection] | None = None
+    ) -> Any:
+        """One try of ``slow_call``; ``rejected``: the entry whose prologue rejected these inputs on the hot path,
+        and what it said."""
         option = self.cd.cache_option
         outcomes = None if changed is None else changed.outcomes
         if option is CACHE_OPTIONS.SAME_INPUT:
@@ -225,12 +236,13 @@ class _Jitted:
                     self.cs.hits.bump()
                     return _run(entry, inputs)
         elif option is not CACHE_OPTIONS.NO_CACHING:
-            found = self.cache.lookup(option, args, kwargs, outcomes)
+            rejected_by = rejected[0] if rejected is not None else None
+            found = self.cache.lookup(option, args, kwargs, outcomes, rejected_by)
             if found is None:
                 with self.lock:
-                    found = self.cache.lookup(option, args, kwargs, outcomes)  # compiled meanwhile by another thread?
+                    found = self.cache.lookup(option, args, kwargs, outcomes, rejected_by)  # compiled meanwhile?
                     if found is None:
-                        entry, inputs = self._compile(option, args, kwargs, changed)
+                        entry, inputs = self._compile(option, args, kwargs, changed, rejected)
                 if found is None:  # the computation runs outside the lock
                     return _run(entry, inputs)
             entry, inputs = found
@@ -260,12 +272,13 @@ class _Jitted:
         return entry, inputs
 
     def _compile(
-        self, option: CACHE_OPTIONS, args: tuple, kwargs: dict, changed: OtherOutcome | None = None
+        self, option: CACHE_OPTIONS, args: tuple, kwargs: dict, changed: OtherOutcome | None = None,
+        rejected: tuple[CacheEntry, Rejection] | None = None,
     ) -> tuple[CacheEntry, Any]:
         """Under the lock: a miss. Records why, compiles and caches a new entry."""
         cd, cs = self.cd, self.cs
         misses = cs.misses.bump() + 1
-        reason = changed.reason() if changed is not None else self._miss_reason(option, args, kwargs)
+        reason = changed.reason() if changed is not None else self._miss_reason(option, args, kwargs, rejected)
         self.miss_reasons.append(reason)
         limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit
         automatic, reason = _automatic_dynamic(cd, option, reason)
@@ -275,9 +288,8 @@ class _Jitted:
                 self.shape_history.dynamic_sites.add(site)
         self.miss_reasons[-1] = reason
         outcomes = changed.outcomes if changed is not None else ()
-        entry = compile_entry(cd, cs, args, kwargs, outcomes, option, self.shape_history, automatic)
+        entry, inputs = compile_entry(cd, cs, args, kwargs, outcomes, option, self.shape_history, automatic)
         self.draws_with_outcomes |= bool(entry.outcomes) and draws_per_call(entry)
-        inputs = check_prologue_accepts(entry, args, kwargs)
         if option is not CACHE_OPTIONS.NO_CACHING:
             self.cache.limit = limit
             self.cache.add(entry)  # the evicted entries are freed when the last reference goes
@@ -288,13 +300,20 @@ class _Jitted:
             warn_recompiles(name, misses, reason, option, limit)
         return entry, inputs
 
-    def _miss_reason(self, option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> CacheMissReason:
+    def _miss_reason(
+        self, option: CACHE_OPTIONS, args: tuple, kwargs: dict, rejected: tuple[CacheEntry, Rejection] | None = None
+    ) -> CacheMissReason:
         if option is CACHE_OPTIONS.NO_CACHING:
             return NO_CACHING
         entry = self.last_entry
         if entry is None:
             return FIRST_CALL
-        return diagnose_miss(entry, args, kwargs)
+        try:
+            key = input_key(CACHE_OPTIONS.SYMBOLIC_VALUES if entry.symbolic else option, args, kwargs)
+        except TypeError:  # an unhashable input
+            key = None
+        rejection = rejected[1] if rejected is not None and rejected[0] is entry else None
+        return diagnose_miss(entry, args, kwargs, key, rejection)
 
 
 def _automatic_dynamic(cd: CompileData, option: CACHE_OPTIONS, reason: CacheMissReason) -> tuple[bool, CacheMissReason]:

@@ -23,6 +23,7 @@ import dataclasses
 import os
 import re
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,24 +110,91 @@ class Rejection:
     def __repr__(self) -> str:
         return f"Rejection({explain(self)})"
 
+    def rejects(self, args: tuple, kwargs: dict) -> bool:
+        """Whether this is the rejection of a call with these arguments."""
+        seen_args, seen_kwargs = self.values.get("args", ()), self.values.get("kwargs", {})
+        return (
+            len(seen_args) == len(args)
+            and all(a is b for a, b in zip(seen_args, args))
+            and seen_kwargs.keys() == kwargs.keys()
+            and all(seen_kwargs[k] is v for k, v in kwargs.items())
+        )
 
-def diagnostic_prologue(trace) -> Callable:
-    """The prologue ``trace`` compiled to return its inputs (a tuple) or a ``Rejection``."""
-    printer = Printer(miss=_miss_expression)
-    printer.add_ctx("_Rejection", Rejection)
-    printer.add_ctx("_locals", locals)
-    source = trace_source(trace, print_depth=1, printer=printer)
-    fn = compile_source(source, trace.name, printer.ctx, f"thunder.{trace.name}_{trace.uid}", printer.line_bsyms)
-    fn.__thunder_source__ = source
-    return fn
+
+class DiagnosticPrologue:
+    """The prologue ``trace`` as a function that returns its inputs (a tuple) or a ``Rejection``, compiled at its
+    first call: most entries never need it (Note [The first call runs no prologue] in ``thunder.compiler``)."""
+
+    __slots__ = ("trace", "_fn", "_lock")
+
+    def __init__(self, trace):
+        self.trace = trace
+        self._fn: Callable | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, *args, **kwargs):
+        fn = self._fn
+        if fn is None:
+            fn = self.compiled()
+        return fn(*args, **kwargs)
+
+    def compiled(self) -> Callable:
+        with self._lock:
+            if self._fn is None:
+                trace = self.trace
+                printer = Printer(miss=_miss_expression)
+                printer.add_ctx("_Rejection", Rejection)
+                printer.add_ctx("_locals", locals)
+                source = trace_source(trace, print_depth=1, printer=printer)
+                fn = compile_source(
+                    source, trace.name, printer.ctx, f"thunder.{trace.name}_{trace.uid}", printer.line_bsyms
+                )
+                fn.__thunder_source__ = source
+                self._fn = fn
+            return self._fn
+
+
+class MissRecord(threading.local):
+    """The check an entry's fused prologue failed last in this thread, with its locals, so the slow path explains
+    the miss without compiling the diagnostic prologue (Note [The first call runs no prologue] in thunder.compiler).
+    ``missed`` is what the fused prologue returns then: ``MISS``."""
+
+    def __init__(self, miss: Any):
+        self.miss = miss
+        self.last: Rejection | None = None
+
+    def missed(self, bsym: BoundSymbol, values: dict) -> Any:
+        self.last = Rejection(bsym, values)
+        return self.miss
+
+    def take(self) -> Rejection | None:
+        """The last rejection, forgotten here (it holds the call's arguments)."""
+        last, self.last = self.last, None
+        return last
+
+
+def diagnostic_prologue(trace) -> DiagnosticPrologue:
+    """The prologue ``trace`` as a function that returns its inputs (a tuple) or a ``Rejection``."""
+    return DiagnosticPrologue(trace)
 
 
 def _miss_expression(printer: Printer) -> str:
     return f"_Rejection({printer.constant(printer.bsym, '_check')}, _locals())"
 
 
-def diagnose_miss(entry: CacheEntry, args: tuple, kwargs: dict) -> CacheMissReason:
-    """Why ``entry``'s prologue rejects these inputs (see Note [Cache miss reasons])."""
+def diagnose_miss(
+    entry: CacheEntry, args: tuple, kwargs: dict, key: Any = None, rejection: Rejection | None = None
+) -> CacheMissReason:
+    """Why ``entry``'s prologue rejects these inputs (see Note [Cache miss reasons]); ``key``: their input key
+    (``thunder.compiler.input_key``), which names a changed shape or number without compiling the prologue;
+    ``rejection``: what the entry's fused prologue said of them (``MissRecord``), if it ran on them."""
+    if key is not None and entry.key is not None and key != entry.key:
+        reason = _key_difference(entry, key)
+        if reason is not None:
+            return reason
+    if rejection is not None and rejection.rejects(args, kwargs):
+        trace = entry.prologue_traces[-1] if entry.prologue_traces else None
+        return in_user_names(explain(rejection), getattr(trace, "input_paths", {}))
     try:
         out = entry.prologue(*args, **kwargs)
     except Exception as e:  # a prologue is made not to raise; say so if one does
@@ -135,6 +203,43 @@ def diagnose_miss(entry: CacheEntry, args: tuple, kwargs: dict) -> CacheMissReas
         trace = entry.prologue_traces[-1] if entry.prologue_traces else None
         return in_user_names(explain(out), getattr(trace, "input_paths", {}))
     return CacheMissReason(None, "none", message="the most recent entry accepts these inputs (compiled meanwhile)")
+
+
+def _key_difference(entry: CacheEntry, key: tuple) -> CacheMissReason | None:
+    """A tensor argument's shape or an int argument's value that differs between ``entry``'s input key and
+    ``key`` (the keys of Note [The first call runs no prologue]), as the prologue's check would say it; None for
+    any other difference, which the prologue explains."""
+    count, names, leaves, values = key
+    old_count, old_names, old_leaves, old_values = entry.key
+    if count != old_count or names != old_names:
+        return None
+    positional = _positional_names(entry)
+    pairs = [(positional[i] if i < len(positional) else None, a, b) for i, (a, b) in enumerate(zip(old_leaves, leaves))]
+    pairs += list(zip(names, old_values, values))
+    for name, old, new in pairs:
+        if old == new:
+            continue
+        if name is None or len(old) != len(new):
+            return None
+        if isinstance(old[0], tuple) and isinstance(new[0], tuple):  # a tensor's (shape, dtype, device, requires_grad)
+            check, expected, actual = next((c, a, b) for c, a, b in zip(_TENSOR_KEY, old, new) if a != b)
+            return CacheMissReason(name, check, expected, actual)
+        if old[0] is int and new[0] is int and len(old) == 2:
+            return CacheMissReason(name, "value", old[1], new[1])
+        return None
+    return None
+
+
+_TENSOR_KEY = ("shape", "dtype", "device", "requires_grad")  # what a tensor's input key holds, in order
+
+
+def _positional_names(entry: CacheEntry) -> list[str]:
+    """The names the prologue gives the positional arguments (``module, input = args``)."""
+    trace = entry.prologue_traces[0] if entry.prologue_traces else None
+    for bsym in trace.bound_symbols if trace is not None else ():
+        if bsym.sym.id is P.UNPACK_SEQUENCE and getattr(bsym.args[0], "name", None) == "args":
+            return [getattr(o, "name", None) for o in bsym.output]
+    return []
 
 
 def explain(rejection: Rejection) -> CacheMissReason:

@@ -168,6 +168,7 @@ class CacheEntry:
     key: Any = None
     outcomes: tuple = ()  # the data-dependent values its trace continued with (Note [Data-dependent values])
     symbolic: bool = False  # traced with symbolic values (the option, or Note [Automatic dynamic shapes])
+    misses: Any = None  # the fused prologue's last rejection per thread (thunder.cache_diagnostics.MissRecord)
 
 
 class AtomicCounter:

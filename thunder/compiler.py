@@ -20,12 +20,12 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from thunder.cache_diagnostics import Rejection, diagnostic_prologue, explain
+from thunder.cache_diagnostics import MissRecord, Rejection, diagnostic_prologue, explain
 from thunder.common import CACHE_OPTIONS, DEFAULT_CACHE_SIZE_LIMIT, MISS, CacheEntry, CompileData, CompileStats
 from thunder.core import prims
 from thunder.core.data_dependent import draws_random
@@ -229,34 +229,86 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
 def compile_entry(
     cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, outcomes: tuple = (),
     cache_option: CACHE_OPTIONS | None = None, shape_history: ShapeHistory | None = None, automatic_dynamic: bool = False,
-) -> CacheEntry:
+) -> tuple[CacheEntry, tuple]:
     """Traces and compiles a new cache entry for these inputs (whose data-dependent values
     begin with ``outcomes``), with ``cache_option`` (default: the function's); ``shape_history``: the sizes
     seen so far, and with ``automatic_dynamic`` the sizes that changed are symbolic (Note [Automatic dynamic
-    shapes] in ``thunder.core.shape_history``)."""
+    shapes] in ``thunder.core.shape_history``). Returns the entry and its computation's inputs for this call."""
     start = time.perf_counter_ns()
     cache_option = cache_option or cd.cache_option
-    with _collector_paused(), _random_state_kept():
+    with _collector_paused(), _random_state_kept() as drawn:
         prologue, computation, tracer = acquire_traces(
             cd, args, kwargs, cs, outcomes, cache_option, shape_history, automatic_dynamic
         )
         if tracer.dims or any(is_symbolic(v) for _, v in tracer.inputs):
             cache_option = CACHE_OPTIONS.SYMBOLIC_VALUES  # some sizes or ints are symbolic: keyed as such
         try:
-            return _compile_traced(cd, cs, args, kwargs, prologue, computation, tracer, start, cache_option)
+            entry = _compile_traced(cd, cs, args, kwargs, prologue, computation, tracer, start, cache_option)
+            # A property or __getattr__ that tracing ran may have drawn: the prologue must draw again for the call.
+            first = tracer.first_inputs() if not cd.options.transforms and not drawn() else None
         finally:
             tracer.release()
+    if first is None or VERIFY_FIRST_INPUTS:
+        accepted = check_prologue_accepts(entry, args, kwargs)
+        if first is not None:
+            _check_same_inputs(first, accepted, entry)
+        first = accepted
+    return entry, first
+
+
+# Note [The first call runs no prologue]
+# An entry's prologue is a few hundred lines of checks that CPython compiles in about 10 ms (a GPT-2's: 630 lines,
+# 74 KB), more than the rest of a small entry's codegen. Many entries run once (a generation's prefill and first
+# decode step), and the call an entry was traced for needs no checks: tracing read every value the prologue would
+# return. So that call takes its inputs from the tracer (``Tracer.first_inputs``) where the prologue only reads and
+# checks; one that draws numbers or pulls items from an iterator for the program runs, so its effects happen once.
+# A later call that meets the entry compares the input key first (``input_key``: a different key cannot pass the
+# prologue), then compiles the fused prologue (Note [The fused prologue is compiled on reuse]); the diagnostic
+# prologue compiles when a miss must be explained or another lookup tries the entry (``DiagnosticPrologue``). The
+# tests set ``VERIFY_FIRST_INPUTS``: every first call also runs the prologue and must get the same objects.
+VERIFY_FIRST_INPUTS = False
+
+
+def _same_input(a: Any, b: Any) -> bool:
+    """The same object, an equal number, or (a property computing it on each read) an equal tensor."""
+    if a is b or (type(a) is type(b) and type(a) in (int, float, bool) and a == b):
+        return True
+    return (
+        isinstance(a, torch.Tensor)
+        and type(a) is type(b)
+        and (a.shape, a.dtype, a.device, a.requires_grad) == (b.shape, b.dtype, b.device, b.requires_grad)
+        and torch.equal(a, b)
+    )
+
+
+def _check_same_inputs(first: tuple, accepted: tuple, entry: CacheEntry) -> None:
+    same = len(first) == len(accepted) and all(map(_same_input, first, accepted))
+    if not same:
+        raise InternalError(
+            f"the inputs known from tracing differ from what the prologue returns: {first!r} against {accepted!r}. "
+            f"Prologue:\n{entry.prologue_traces[-1]}"
+        )
 
 
 @contextlib.contextmanager
-def _random_state_kept():
+def _random_state_kept() -> Iterator[Callable[[], bool]]:
     """Compiling draws no random numbers of the program's: what tracing runs for real (the small CPU replays
     that find eager's layouts, Note [Ambiguous layouts]) may draw from torch's generators, which are put back,
     so that the first call draws what eager draws (Longformer's first training call differed from eager's)."""
     cpu = torch.random.get_rng_state()
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    python = python_random_state()
+
+    def drawn() -> bool:
+        """Whether compiling has drawn from torch's, Python's or NumPy's generators so far."""
+        if not _same_python_random_state(python_random_state(), python):
+            return True
+        if not torch.equal(torch.random.get_rng_state(), cpu):
+            return True
+        return cuda is not None and not all(map(torch.equal, torch.cuda.get_rng_state_all(), cuda))
+
     try:
-        yield
+        yield drawn
     finally:
         torch.random.set_rng_state(cpu)
         if cuda is not None:
@@ -337,7 +389,8 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
         symbolic=cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES,
         outcomes=tuple(tracer.outcomes),
     )
-    entry.run = _FusedWhenReused(entry, executed_prologue)
+    entry.misses = MissRecord(MISS)
+    entry.run = _FusedWhenReused(entry, executed_prologue, cache_option)
     if entry.outcomes and draws_per_call(entry):
         entry.run = _restoring_draws_on_changed_outcome(entry.run)
     cs.last_trace_tracing_ms = computation.provenance.ms
@@ -398,6 +451,17 @@ def python_random_state() -> tuple:
     return random.getstate(), (np.random.get_state() if np is not None else None)
 
 
+def _same_python_random_state(a: tuple, b: tuple) -> bool:
+    (py_a, np_a), (py_b, np_b) = a, b
+    if py_a != py_b or (np_a is None) != (np_b is None):
+        return False
+    if np_a is None:
+        return True
+    import numpy as np
+
+    return np_a[0] == np_b[0] and np.array_equal(np_a[1], np_b[1]) and np_a[2:] == np_b[2:]
+
+
 def restore_python_random_state(state: tuple) -> None:
     py, np_state = state
     random.setstate(py)
@@ -407,39 +471,45 @@ def restore_python_random_state(state: tuple) -> None:
 
 # Note [The fused prologue is compiled on reuse]
 # The hot path runs an entry's prologue and computation in one generated function (``fused_prologue_callable``),
-# a second compilation of the prologue's few hundred lines. Many entries never run twice (a generation's
-# prefill and first decode step), so an entry's first accepted calls run its diagnostic prologue, then the
-# computation, and the fused function is compiled at its second accepted call (a GPT-2 generation compiles 3
-# entries; 2 of them ran once).
-FUSE_AFTER_CALLS = 2
+# a compilation of the prologue's few hundred lines. Many entries never run twice (a generation's prefill and
+# first decode step; a GPT-2 generation compiles 3 entries and 2 of them run once), and their first call runs no
+# prologue (Note [The first call runs no prologue]): the fused function is compiled when a later call has the
+# entry's input key, which a call with other shapes (the next decode step) has not.
 
 
 class _FusedWhenReused:
-    """``entry.run`` until the entry has accepted ``FUSE_AFTER_CALLS`` calls, then its fused prologue. It refers
-    to the entry weakly (and is no closure over itself): an evicted entry is freed by reference counting (Note
-    [Generated code and its resources])."""
+    """``entry.run`` until a call with the entry's input key, then its fused prologue. It refers to the entry
+    weakly (and is no closure over itself): an evicted entry is freed by reference counting (Note [Generated code
+    and its resources])."""
 
-    __slots__ = ("diagnostic", "computation", "prologue", "owner", "accepted", "fused")
+    __slots__ = ("computation", "prologue", "owner", "option", "key", "fused", "lock")
 
-    def __init__(self, entry: CacheEntry, prologue: TraceCtx):
-        self.diagnostic, self.computation, self.prologue = entry.prologue, entry.computation, prologue
+    def __init__(self, entry: CacheEntry, prologue: TraceCtx, option: CACHE_OPTIONS):
+        self.computation, self.prologue, self.option, self.key = entry.computation, prologue, option, entry.key
         self.owner = weakref.ref(entry)
-        self.accepted = 0
         self.fused: Callable | None = None
+        self.lock = threading.Lock()
 
     def __call__(self, *args, **kwargs):
-        if self.fused is not None:
-            return self.fused(*args, **kwargs)
-        inputs = self.diagnostic(*args, **kwargs)
-        if type(inputs) is not tuple:
-            return MISS
-        self.accepted += 1
-        if self.accepted >= FUSE_AFTER_CALLS:
-            self.fused = self.prologue.fused_prologue_callable(self.computation, MISS)
-            entry = self.owner()
-            if entry is not None and entry.run is self:
-                entry.run = self.fused
-        return self.computation(*inputs)
+        fused = self.fused
+        if fused is None:
+            try:
+                if input_key(self.option, args, kwargs) != self.key:
+                    return MISS
+            except TypeError:  # an unhashable input: the prologue decides
+                pass
+            fused = self._fuse()
+        return fused(*args, **kwargs)
+
+    def _fuse(self) -> Callable:
+        with self.lock:
+            if self.fused is None:
+                entry = self.owner()
+                missed = entry.misses.missed if entry is not None else (lambda bsym, values: MISS)
+                self.fused = self.prologue.fused_prologue_callable(self.computation, missed)
+                if entry is not None and entry.run is self:
+                    entry.run = self.fused
+            return self.fused
 
 
 def _restoring_draws_on_changed_outcome(run: Callable) -> Callable:
@@ -508,7 +578,7 @@ def _leaf_key(x: Any, symbolic: bool) -> Any:
         return (x.ndim if symbolic else tuple(x.shape), x.dtype, x.device, x.requires_grad)
     typ = type(x)
     if typ in (int, float):
-        return (typ,) if symbolic else (typ, x)
+        return (typ,) if symbolic else (typ, x if x == x else "nan")  # NaN != NaN: it must still find its entry
     if typ in (bool, str, type(None)):
         return (typ, x)
     if typ in (tuple, list):
@@ -570,9 +640,11 @@ class Cache:
             pass
 
     def lookup(
-        self, cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict, outcomes: tuple | None = None
+        self, cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict, outcomes: tuple | None = None,
+        rejected_by: CacheEntry | None = None,
     ) -> tuple[CacheEntry, Any] | None:
-        """An entry that accepts the inputs (and whose data-dependent outcomes begin with ``outcomes``)."""
+        """An entry that accepts the inputs (and whose data-dependent outcomes begin with ``outcomes``); the entry
+        ``rejected_by`` has rejected them already."""
         try:
             candidates = self.by_key.get(input_key(cache_option, args, kwargs), ())
             if self.symbolic_entries and cache_option is not CACHE_OPTIONS.SYMBOLIC_VALUES:
@@ -580,7 +652,7 @@ class Cache:
         except TypeError:  # an unhashable input
             candidates = [e for group in tuple(self.by_key.values()) for e in group]
         for entry in candidates:
-            if outcomes is not None and not continues(entry, outcomes):
+            if entry is rejected_by or (outcomes is not None and not continues(entry, outcomes)):
                 continue
             inputs = entry.prologue(*args, **kwargs)
             if type(inputs) is not tuple:  # a Rejection

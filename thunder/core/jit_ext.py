@@ -53,7 +53,7 @@ from thunder.core.side_effects import LazyContainer, SideEffectsMixin, lift_obje
 from thunder.core.special_calls import SpecialCallsMixin
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import symbol_for
-from thunder.core.symbolic import SymInt, recording_constraints
+from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
 from thunder.core.symbolic_numbers import SymbolicNumbersMixin, pin_native_operands
 from thunder.core.trace import TraceCtx, may_raise, tracectx
 from thunder.core.tracectx import current_source_location, source_location_provider
@@ -339,7 +339,37 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             bsyms[:] = [b for b in bsyms if not any(b is d for d in draws)] + draws
         pairs = list(self.inputs) + [(d, s) for d, s in self.dims if s.name in used_names]
         self.prologue.bound_symbols.append(prims.python_return.bind(tuple(h for h, _ in pairs), output=None))
+        self._returned = pairs
         return [p for _, p in pairs]
+
+    def first_inputs(self) -> tuple | None:
+        """What the finished prologue returns for the call this trace was made from, known from tracing (Note
+        [The first call runs no prologue] in thunder.compiler); None where the prologue does more than read and
+        check (draws numbers, pulls items from iterators) or a value is not known here."""
+        held = {self._provenance[id(obj)].name: obj for obj in self._keepalive if id(obj) in self._provenance}
+        if any(b.sym not in _READS_AND_CHECKS for b in self.prologue.bound_symbols):
+            return None
+        values = []
+        for holder, seen in self._returned:
+            if isinstance(seen, TensorProxy) and id(seen) in self._tensor_inputs:
+                values.append(self._tensor_inputs[id(seen)][1])
+            elif isinstance(seen, (SymInt, SymFloat)):
+                values.append(seen.value)
+            elif holder.name in held:
+                values.append(held[holder.name])
+            else:
+                return None
+        return tuple(values)
+
+
+# What a prologue may do for its first call to be skipped: read the call's inputs and check them, nothing else.
+_READS_AND_CHECKS = frozenset({
+    prims.unpack_sequence, prims.unpack_key, prims.unpack_attr, prims.unpack_module_member, prims.unpack_global,
+    prims.unpack_cell, prims.unpack_constant, prims.unpack_shape, prims.unpack_trivial, prims.check_args_structure,
+    prims.check_tensor, prims.check_tensor_rank, prims.check_value, prims.check_identity, prims.check_type,
+    prims.check_torch_state, prims.check_autocast, prims.check_is, prims.check_hasattr, prims.check_no_hooks,
+    prims.check_expr, prims.check_keys, prims.python_return, prims.comment,
+})  # fmt: skip
 
 
 def _calling(fn: Callable) -> Callable:

@@ -125,6 +125,18 @@ def _refuse_parameter(cls: type, *args, **kwargs):
     )
 
 
+def _hash(obj) -> int:
+    """``hash(obj)``, but not of a NaN: from Python 3.10 that hash is the float object's identity, which a trace
+    cannot follow (a call with another NaN object would get the first one's hash)."""
+    if isinstance(obj, float) and float.__ne__(obj, obj):  # (not a symbolic float's !=, which records a constraint)
+        loc = source_location()
+        raise ThunderRuntimeError(
+            f"hash() of a NaN{f' at {loc}' if loc else ''}: since Python 3.10 it depends on which float object holds the "
+            "NaN, which a trace cannot follow. Compute it outside the jitted function and pass the result in."
+        )
+    return hash(obj)
+
+
 class SpecialCallsMixin:
     """``Tracer``'s lookaside: the callables it handles itself."""
 
@@ -132,6 +144,8 @@ class SpecialCallsMixin:
         """What the interpreter calls instead of ``fn``, or None to let it handle ``fn`` as usual."""
         if fn is len:
             return self._len
+        if fn is hash:
+            return _hash
         size_numel = proxies.torch_size_lookaside(fn)
         if size_numel is not None:
             return size_numel

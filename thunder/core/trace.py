@@ -276,13 +276,15 @@ class TraceCtx:
             self._callable.__thunder_source__ = source
         return self._callable
 
-    def fused_prologue_callable(self, computation: Callable, miss: Any) -> Callable:
+    def fused_prologue_callable(self, computation: Callable, missed: Callable[[Any, dict], Any]) -> Callable:
         """This prologue compiled together with the call of ``computation``: one call on a cache hit.
 
-        It returns ``miss`` when a check fails, else whatever ``computation`` returns.
+        When a check fails it returns ``missed(the check's bound symbol, its locals)``, else whatever ``computation``
+        returns.
         """
-        printer = Printer(miss="_MISS", return_call="_computation")
-        printer.add_ctx("_MISS", miss)
+        printer = Printer(miss=lambda p: f"_missed({p.constant(p.bsym, '_check')}, _locals())", return_call="_computation")
+        printer.add_ctx("_missed", missed)
+        printer.add_ctx("_locals", locals)
         printer.add_ctx("_computation", computation)
         source = trace_source(self, print_depth=1, printer=printer)
         return compile_source(
