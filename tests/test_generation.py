@@ -44,6 +44,38 @@ def test_generate_runs_compiled_and_equals_eager(make, cache_implementation):
     assert thunder.cache_hits(jm) + thunder.cache_misses(jm) == 24
 
 
+@pytest.mark.parametrize("make", [_gpt2, _llama], ids=["gpt2", "llama"])
+def test_a_dynamic_cache_generation_compiles_twice(make):
+    """The KV cache, first seen in the first decoding step, is symbolic there in the length the prompt left: the
+    prefill and one decoding entry serve the whole generation, and a second generation hits both."""
+    torch.manual_seed(0)
+    model = make()
+    ids = torch.randint(0, 500, (1, 6))
+    kwargs = dict(max_new_tokens=12, do_sample=False, pad_token_id=0)
+    expected = model.generate(ids, **kwargs)
+    jm = thunder.jit(model)
+    assert torch.equal(jm.generate(ids, **kwargs), expected)
+    assert thunder.cache_misses(jm) == 2
+    assert torch.equal(jm.generate(ids, **kwargs), expected)
+    assert thunder.cache_misses(jm) == 2
+
+
+def test_an_input_first_seen_is_symbolic_in_a_size_another_input_left():
+    """Note [Automatic dynamic shapes]: a cache the first call filled to the prompt's length (6) grows from there."""
+
+    def step(ids, cache):
+        total = ids.float().sum()
+        for t in cache:
+            total = total + t.sum()
+        return total
+
+    calls = [(torch.ones(1, 6), [])] + [(torch.ones(1, 1), [torch.randn(1, n)]) for n in range(6, 10)]
+    jf = thunder.jit(step)
+    for ids, cache in calls:
+        torch.testing.assert_close(jf(ids, cache), step(ids, cache))
+    assert thunder.cache_misses(jf) == 2, thunder.cache_miss_reasons(jf)
+
+
 def test_a_jitted_forward_does_not_compile_per_token():
     """``model.forward = thunder.jit(model.forward)``, lightning-thunder's recipe, with the default cache."""
     torch.manual_seed(0)

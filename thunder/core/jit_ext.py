@@ -95,6 +95,8 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         # whether this trace makes the sizes that changed symbolic.
         self.shape_history = shape_history
         self.automatic_dynamic = automatic_dynamic and shape_history is not None
+        if shape_history is not None:
+            shape_history.begin_entry()
         self.checks = cache_option is not CACHE_OPTIONS.SAME_INPUT
         self.sharp_edges = sharp_edges
         self.record_history = record_history

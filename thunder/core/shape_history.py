@@ -8,9 +8,12 @@ the entries compiled before, and a size that ever differed stays symbolic in lat
 ``torch.compile``'s automatic dynamic shapes. An int the program reads (a cache's ``cumulative_length``) is
 treated as a size: a miss because its value changed makes it symbolic. Sizes (and ints) 0 and 1 stay constant.
 Everything else (the parameters, the other dims, the other numbers) stays constant, so the new entry's prologue
-checks few expressions and its regions keep static shapes. A generation with a growing KV cache compiles three
-entries: the prefill, the first decoding step (one token, a constant) and the second (the cache length symbolic),
-which serves every later step. The cache keeps the constant entries too and looks up both kinds.
+checks few expressions and its regions keep static shapes. An input first seen in such an entry (a KV cache, empty
+or absent in the prefill) is symbolic in the sizes that another input has just left: the cache the prefill filled
+to the prompt's length grows from there, as the prompt's length changed. So a generation with a growing KV cache
+compiles two entries: the prefill, and the first decoding step (one token, a constant; the cache length symbolic),
+which serves every later step (torch.compile compiles three: its cache length turns symbolic a step later). The
+cache keeps the constant entries too and looks up both kinds.
 ``cache="constant values"`` given explicitly keeps every entry constant; ``cache="symbolic values"`` makes every
 size and number symbolic from the first call.
 
@@ -28,13 +31,18 @@ class ShapeHistory:
 
     Read and updated by the tracer while it compiles, under the jitted function's compile lock."""
 
-    __slots__ = ("sizes", "numbers", "outcomes", "dynamic_sites")
+    __slots__ = ("sizes", "numbers", "outcomes", "dynamic_sites", "departed")
 
     def __init__(self):
         self.sizes: dict[str, tuple[int | None, ...]] = {}
         self.numbers: dict[str, int | None] = {}  # the int inputs (``cache.cumulative_length``), as sizes
         self.outcomes: dict[int, int | None] = {}  # data-dependent ints (element counts), by outcome index
         self.dynamic_sites: set = set()  # where in the program a data-dependent int changed (file, line)
+        self.departed: set[int] = set()  # in the entry being traced: sizes (above 1) that inputs changed from
+
+    def begin_entry(self) -> None:
+        """A new entry's trace starts: no size has been left yet."""
+        self.departed.clear()
 
     def changed_dims(self, name: str, shape: Sequence[int]) -> frozenset[int]:
         """The dims of input ``name`` whose size differs from what it was (or was symbolic) before."""
@@ -47,11 +55,21 @@ class ShapeHistory:
         """The dims of input ``name`` that a new entry makes symbolic: those whose size changed, except sizes 0
         and 1, which broadcasting and indexing treat apart (``torch.compile`` specializes them too): a decoding
         step's single token stays a constant 1."""
-        return frozenset(i for i in self.changed_dims(name, shape) if shape[i] > 1)
+        seen = self.sizes.get(name)
+        if seen is None:  # first seen: symbolic where it has a size another input just left
+            return frozenset(i for i, n in enumerate(shape) if n > 1 and n in self.departed)
+        changed = self.changed_dims(name, shape)
+        self.departed.update(seen[i] for i in changed if seen[i] is not None and seen[i] > 1)
+        return frozenset(i for i in changed if shape[i] > 1)
 
     def symbolic_number(self, name: str, value: int) -> bool:
-        """Whether the int input ``name`` is symbolic in a new entry: its value changed (to one above 1)."""
-        seen = self.numbers.get(name, value)
+        """Whether the int input ``name`` is symbolic in a new entry: its value changed (to one above 1), or it is
+        first seen with a size another input just left."""
+        if name not in self.numbers:
+            return value > 1 and value in self.departed
+        seen = self.numbers[name]
+        if seen is not None and seen != value and seen > 1:
+            self.departed.add(seen)
         return seen != value and value > 1
 
     def record_number(self, name: str, value: int, symbolic: bool) -> None:

@@ -132,9 +132,12 @@ class TraceCtx:
     def safe_name(self, name: str) -> str:
         """``name`` if free and valid, else a fresh variant of it (not reserved yet: a proxy made
         with it reserves it)."""
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
-        if base[0].isdigit():
-            base = "_" + base
+        if name.isidentifier():  # the usual case: no character to replace
+            base = name
+        else:
+            base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
+            if base[0].isdigit():
+                base = "_" + base
         candidate, i = base, 0
         while candidate in self.names or keyword.iskeyword(candidate) or candidate in RESERVED_NAMES:
             candidate = f"{base}_{i}"
