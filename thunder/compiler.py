@@ -415,7 +415,7 @@ FUSE_AFTER_CALLS = 2
 
 
 class _FusedWhenReused:
-    """``entry.run`` until the entry has accepted ``FUSE_AFTER_CALLS`` calls, then its fused prologue. It refers
+    """``entry.run(args, kwargs)`` until the entry has accepted ``FUSE_AFTER_CALLS`` calls, then its fused prologue. It refers
     to the entry weakly (and is no closure over itself): an evicted entry is freed by reference counting (Note
     [Generated code and its resources])."""
 
@@ -427,9 +427,9 @@ class _FusedWhenReused:
         self.accepted = 0
         self.fused: Callable | None = None
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, args: tuple, kwargs: dict):
         if self.fused is not None:
-            return self.fused(*args, **kwargs)
+            return self.fused(args, kwargs)
         inputs = self.diagnostic(*args, **kwargs)
         if type(inputs) is not tuple:
             return MISS
@@ -446,10 +446,10 @@ def _restoring_draws_on_changed_outcome(run: Callable) -> Callable:
     """A call that stops at a changed data-dependent value runs again in another entry, whose
     prologue draws the per-call values again: they must be the draws this call made."""
 
-    def restoring(*args, **kwargs):
+    def restoring(args: tuple, kwargs: dict):
         state = python_random_state()
         try:
-            return run(*args, **kwargs)
+            return run(args, kwargs)
         except OutcomeChanged:
             restore_python_random_state(state)
             raise

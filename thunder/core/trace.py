@@ -279,12 +279,18 @@ class TraceCtx:
     def fused_prologue_callable(self, computation: Callable, miss: Any) -> Callable:
         """This prologue compiled together with the call of ``computation``: one call on a cache hit.
 
-        It returns ``miss`` when a check fails, else whatever ``computation`` returns.
+        It is called as ``fused(args, kwargs)`` (the call's positional arguments as a tuple, its keyword
+        arguments as a dict: the hot path passes on what it received, without unpacking and packing them
+        again), returns ``miss`` when a check fails, else whatever ``computation`` returns. Its tensor
+        checks try the C fast check first (Note [Tensor checks in C]).
         """
-        printer = Printer(miss="_MISS", return_call="_computation")
+        params = self.signature()
+        if params != [f"*{self.varargs}", f"**{self.varkwargs}"]:
+            raise ValueError(f"a prologue takes (*args, **kwargs), not ({', '.join(params)})")
+        printer = Printer(miss="_MISS", return_call="_computation", tensor_types={})
         printer.add_ctx("_MISS", miss)
         printer.add_ctx("_computation", computation)
-        source = trace_source(self, print_depth=1, printer=printer)
+        source = trace_source(self, print_depth=1, printer=printer, signature=[self.varargs, self.varkwargs])
         return compile_source(
             source, self.function_name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms
         )
