@@ -185,3 +185,144 @@ def test_a_module_call_checks_its_parameters_in_c_and_sees_them_change():
     model.bias = torch.nn.Parameter(torch.randn(3, dtype=torch.float64))
     with pytest.raises(Exception, match="dtype"):  # as eager, an error on the mixed dtypes
         tm(x)
+
+
+# --- Note [A settled region runs inline] -------------------------------------------------------------------------
+
+
+def five_inputs(a, b, c, d, e):
+    return (a * b + c) * d - e
+
+
+def chain(a, b):
+    c = a * b + 1.0
+    d = torch.sin(c) - b
+    return torch.exp(d) * 0.5, d * d
+
+
+@pytest.fixture
+def torch_kernels_win(monkeypatch):
+    """Regions are submitted on their first call; the worker's graph (here: the region's own ops, slowed down)
+    loses its trial, so each region settles on torch's kernels."""
+    import time
+
+    from thunder.executors import inductor_pool, torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+    monkeypatch.setattr(torch_compile, "TRIAL_CALLS", 2)
+
+    def compiled_at_once(job, done):
+        uncompiled = done.func.__self__.region_trace.python_callable()
+
+        def slow(*args):
+            time.sleep(0.002)
+            return uncompiled(*args)
+
+        done((slow, []), None)
+
+    monkeypatch.setattr(inductor_pool, "submit", compiled_at_once)
+    return torch_compile
+
+
+def _region_calls(monkeypatch, torch_compile) -> list:
+    calls = []
+    original = torch_compile._Compiled.__call__
+
+    def counted(self, *args):
+        calls.append(self)
+        return original(self, *args)
+
+    monkeypatch.setattr(torch_compile._Compiled, "__call__", counted)
+    return calls
+
+
+def test_a_settled_region_runs_inline_in_the_computation(torch_kernels_win, monkeypatch):
+    torch_compile = torch_kernels_win
+    jf = thunder.jit(five_inputs, executors=["torchcompile_background"])
+    args = [torch.randn(2, 2) for _ in range(5)]
+    for _ in range(10):
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    trace = thunder.last_traces(jf)[-1]
+    (fusion,) = [b for b in trace.bound_symbols if b.sym.name.startswith("TorchCompile")]
+    assert fusion.sym.python_impl.status().startswith("uncompiled: torch's kernels were faster")
+    computation = trace.python_callable()
+    assert fusion.sym.name not in computation.__code__.co_names  # the region's ops, not its call
+    assert "TorchCompile" in str(trace)  # the trace shown keeps the fusion
+    calls = _region_calls(monkeypatch, torch_compile)
+    for _ in range(3):
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert calls == []
+    # The prologue still decides: another shape is a miss, with eager's values.
+    misses = thunder.cache_misses(jf)
+    other = [torch.randn(3, 2) for _ in range(5)]
+    torch.testing.assert_close(jf(*other), five_inputs(*other), rtol=0, atol=0)
+    assert thunder.cache_misses(jf) == misses + 1
+
+
+def test_settled_regions_of_a_training_step_run_inline_with_eagers_gradients(torch_kernels_win, monkeypatch):
+    torch_compile = torch_kernels_win
+    jf = thunder.jit(chain, executors=["torchcompile_background"])
+
+    def step(f, a, b):
+        a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
+        x, y = f(a, b)
+        (x.sum() + y.sum()).backward()
+        return x, y, a.grad, b.grad
+
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    for _ in range(12):
+        for g, e in zip(step(jf, a, b), step(chain, a, b)):
+            torch.testing.assert_close(g, e)
+    forward, backward = thunder.last_traces(jf)[-1], thunder.last_backward_traces(jf)[-1]
+    fusions = [b for t in (forward, backward) for b in t.bound_symbols if b.sym.name.startswith("TorchCompile")]
+    assert fusions and all(f.sym.python_impl._settled is not None for f in fusions)
+    calls = _region_calls(monkeypatch, torch_compile)
+    for _ in range(2):
+        for g, e in zip(step(jf, a, b), step(chain, a, b)):
+            torch.testing.assert_close(g, e)
+    assert calls == []
+
+
+def test_a_region_that_has_not_settled_keeps_its_call(monkeypatch):
+    from thunder.executors import torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 3600.0)  # warming up all along
+    jf = thunder.jit(five_inputs, executors=["torchcompile_background"])
+    args = [torch.randn(2, 2) for _ in range(5)]
+    _hot(jf, *args)
+    calls = _region_calls(monkeypatch, torch_compile)
+    torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert len(calls) == 1
+
+
+def test_while_the_only_signature_compiles_calls_skip_its_signature(monkeypatch):
+    # Note [While the only signature compiles]
+    from thunder.executors import inductor_pool, torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+    monkeypatch.setattr(torch_compile, "TRIAL_CALLS", 0)
+    answers = []
+    monkeypatch.setattr(inductor_pool, "submit", lambda job, done: answers.append(done))  # a worker still busy
+    jf = thunder.jit(five_inputs, executors=["torchcompile_background"])
+    args = [torch.randn(2, 2) for _ in range(5)]
+    torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert len(answers) == 1
+    signatures = []
+    original = torch_compile._signature
+    monkeypatch.setattr(torch_compile, "_signature", lambda args: signatures.append(args) or original(args))
+    for _ in range(3):
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    transposed = [torch.randn(2, 2).t() for _ in range(5)]  # another signature: torch's kernels, correct
+    torch.testing.assert_close(jf(*transposed), five_inputs(*transposed), rtol=0, atol=0)
+    with torch.no_grad():  # another grad mode: the keyed path
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert len(signatures) == 1
+    # The worker's answer: the graph (here the region's own ops) serves the signature it was made for.
+    (region,) = [
+        b.sym.python_impl for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name.startswith("TorchCompile")
+    ]
+    graph_calls = []
+    uncompiled = region.region_trace.python_callable()
+    answers[0]((lambda *a: graph_calls.append(a) or uncompiled(*a), []), None)
+    torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert region.status() == "compiled; compiling" and len(graph_calls) == 1  # the no_grad signature compiles

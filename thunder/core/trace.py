@@ -274,6 +274,12 @@ class TraceCtx:
                 source, self.function_name, printer.ctx, f"thunder.{self.name}_{self.uid}", printer.line_bsyms
             )
             self._callable.__thunder_source__ = source
+            # Callables of the context that want to know where they are called from (a region that may later run
+            # inline: Note [A settled region runs inline] in thunder.executors.torch_compile).
+            for value in printer.ctx.values():
+                told = getattr(type(value), "__thunder_compiled_into__", None)
+                if told is not None:
+                    told(value, self, self._callable)
         return self._callable
 
     def fused_prologue_callable(self, computation: Callable, miss: Any) -> Callable:
