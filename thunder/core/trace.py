@@ -293,10 +293,14 @@ class TraceCtx:
         params = self.signature()
         if params != [f"*{self.varargs}", f"**{self.varkwargs}"]:
             raise ValueError(f"a prologue takes (*args, **kwargs), not ({', '.join(params)})")
+        from thunder.core.prims.python import group_tensor_checks
+
         printer = Printer(miss="_MISS", return_call="_computation", tensor_types={})
         printer.add_ctx("_MISS", miss)
         printer.add_ctx("_computation", computation)
-        source = trace_source(self, print_depth=1, printer=printer, signature=[self.varargs, self.varkwargs])
+        grouped = from_trace(self)
+        grouped.bound_symbols = group_tensor_checks(self.bound_symbols)
+        source = trace_source(grouped, print_depth=1, printer=printer, signature=[self.varargs, self.varkwargs])
         return compile_source(
             source, self.function_name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms
         )
