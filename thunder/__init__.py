@@ -489,7 +489,7 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
             entry = state.last_entry
             if entry is not None:
                 try:
-                    result = entry.run(*args, **kwargs)
+                    result = entry.run(args, kwargs)  # the tuple and dict as they are: no repacking
                 except OutcomeChanged as changed:
                     return slow_call(args, kwargs, OtherOutcome(entry, changed.index, changed.value, changed.earlier))
                 except Exception as e:

@@ -161,7 +161,7 @@ class CacheEntry:
 
     prologue: Callable  # returns the computation's inputs (a tuple), or why not (see thunder.cache_diagnostics)
     computation: Callable
-    run: Callable  # prologue and computation in one call; returns MISS when the prologue rejects
+    run: Callable  # run(args, kwargs): prologue and computation in one call; MISS when the prologue rejects
     prologue_traces: list
     computation_traces: list
     backward_traces: list = field(default_factory=list)

@@ -478,9 +478,9 @@ def restore_python_random_state(state: tuple) -> None:
 
 
 class _FusedWhenReused:
-    """``entry.run`` until a call with the entry's input key, then its fused prologue. It refers to the entry
-    weakly (and is no closure over itself): an evicted entry is freed by reference counting (Note [Generated code
-    and its resources])."""
+    """``entry.run(args, kwargs)`` until a call with the entry's input key, then its fused prologue. It refers to
+    the entry weakly (and is no closure over itself): an evicted entry is freed by reference counting (Note
+    [Generated code and its resources])."""
 
     __slots__ = ("computation", "prologue", "owner", "option", "key", "fused", "lock")
 
@@ -490,7 +490,7 @@ class _FusedWhenReused:
         self.fused: Callable | None = None
         self.lock = threading.Lock()
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, args: tuple, kwargs: dict):
         fused = self.fused
         if fused is None:
             try:
@@ -499,7 +499,7 @@ class _FusedWhenReused:
             except TypeError:  # an unhashable input: the prologue decides
                 pass
             fused = self._fuse()
-        return fused(*args, **kwargs)
+        return fused(args, kwargs)
 
     def _fuse(self) -> Callable:
         with self.lock:
@@ -516,10 +516,10 @@ def _restoring_draws_on_changed_outcome(run: Callable) -> Callable:
     """A call that stops at a changed data-dependent value runs again in another entry, whose
     prologue draws the per-call values again: they must be the draws this call made."""
 
-    def restoring(*args, **kwargs):
+    def restoring(args: tuple, kwargs: dict):
         state = python_random_state()
         try:
-            return run(*args, **kwargs)
+            return run(args, kwargs)
         except OutcomeChanged:
             restore_python_random_state(state)
             raise

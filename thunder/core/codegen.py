@@ -39,13 +39,20 @@ class Printer:
     prologue returns why the check failed; see ``thunder.cache_diagnostics``). ``line_bsyms``
     maps each line of the source ``trace_source`` returns (1-based, the lines of
     ``source.split("\\n")``) that prints a top-level bound symbol to it: its statement and, with
-    ``print_depth > 1``, its decomposition comments, not the ``# file:line`` comment before it."""
+    ``print_depth > 1``, its decomposition comments, not the ``# file:line`` comment before it.
+    ``tensor_types``: in a prologue compiled for the hot path, a dict where the printer of a type
+    check records the type each input must have, so its tensor check can take the C fast check
+    (Note [Tensor checks in C]); None elsewhere (printed traces keep the plain conditions)."""
 
-    def __init__(self, *, miss: str | Callable[[Printer], str] = "None", return_call: str | None = None):
+    def __init__(
+        self, *, miss: str | Callable[[Printer], str] = "None", return_call: str | None = None,
+        tensor_types: dict[str, type] | None = None,
+    ):  # fmt: skip
         self.ctx: dict[str, Any] = {}
         self._const_names: dict[int, str] = {}
         self._miss = miss
         self.return_call = return_call  # a prologue's return calls this global with its outputs
+        self.tensor_types = tensor_types
         self.bsym: BoundSymbol | None = None  # the bound symbol being printed
         self.line_bsyms: dict[int, BoundSymbol] = {}
 
@@ -223,8 +230,9 @@ def trace_source(
     with_header: bool = True,
     ranges: Callable[[int, BoundSymbol], str | None] | None = None,
     lines_cache: dict | None = None,
+    signature: list[str] | None = None,
 ) -> str:
-    """The Python source of a trace.
+    """The Python source of a trace (its parameters: ``signature`` where given, else the trace's).
 
     ``ranges(i, bsym)`` names a profiler range around the statement of the ``i``-th bound symbol
     (None: no range); see Note [Profiling ranges]. ``lines_cache`` (a dict the caller keeps while it
@@ -255,7 +263,7 @@ def trace_source(
         spans.append((start, len(body), bsym))
         if name is not None:
             body.append("  _range_exit(_thunder_range)")
-    signature = ", ".join(trace.signature())
+    signature = ", ".join(trace.signature() if signature is None else signature)
     if any(deco.startswith("torch.") for deco in trace.decorators):
         printer.add_ctx("torch", torch)
     lines = []

@@ -110,7 +110,8 @@ class ThunderModule(torch.nn.Module):
         module, as in eager), not once more on this wrapper; hooks put on the wrapper itself run as usual."""
         if self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks:
             return super().__call__(*args, **kwargs)
-        return self._forward_fn(self._model, *args, **kwargs)
+        # ``self._model`` goes through ``nn.Module.__getattr__`` (a submodule): 0.7 us, a tenth of a small call.
+        return self._forward_fn(self._modules["_model"], *args, **kwargs)
 
     def get_parameter(self, target: str) -> torch.nn.Parameter:
         return self._model.get_parameter(target)

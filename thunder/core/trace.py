@@ -277,19 +277,38 @@ class TraceCtx:
                 source, self.function_name, printer.ctx, f"thunder.{self.name}_{self.uid}", printer.line_bsyms
             )
             self._callable.__thunder_source__ = source
+            # Callables of the context that want to know where they are called from (a region that may later run
+            # inline: Note [A settled region runs inline] in thunder.executors.torch_compile).
+            for value in printer.ctx.values():
+                told = getattr(type(value), "__thunder_compiled_into__", None)
+                if told is not None:
+                    told(value, self, self._callable)
         return self._callable
 
     def fused_prologue_callable(self, computation: Callable, missed: Callable[[Any, dict], Any]) -> Callable:
         """This prologue compiled together with the call of ``computation``: one call on a cache hit.
 
-        When a check fails it returns ``missed(the check's bound symbol, its locals)``, else whatever ``computation``
-        returns.
+        It is called as ``fused(args, kwargs)`` (the call's positional arguments as a tuple, its keyword
+        arguments as a dict: the hot path passes on what it received, without unpacking and packing them
+        again); when a check fails it returns ``missed(the check's bound symbol, its locals)``, else whatever
+        ``computation`` returns. Its tensor checks try the C fast check first (Note [Tensor checks in C]).
         """
-        printer = Printer(miss=lambda p: f"_missed({p.constant(p.bsym, '_check')}, _locals())", return_call="_computation")
+        params = self.signature()
+        if params != [f"*{self.varargs}", f"**{self.varkwargs}"]:
+            raise ValueError(f"a prologue takes (*args, **kwargs), not ({', '.join(params)})")
+        from thunder.core.prims.python import group_tensor_checks
+
+        printer = Printer(
+            miss=lambda p: f"_missed({p.constant(p.bsym, '_check')}, _locals())",
+            return_call="_computation",
+            tensor_types={},
+        )
         printer.add_ctx("_missed", missed)
         printer.add_ctx("_locals", locals)
         printer.add_ctx("_computation", computation)
-        source = trace_source(self, print_depth=1, printer=printer)
+        grouped = from_trace(self)
+        grouped.bound_symbols = group_tensor_checks(self.bound_symbols)
+        source = trace_source(grouped, print_depth=1, printer=printer, signature=[self.varargs, self.varkwargs])
         return compile_source(
             source, self.function_name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms
         )

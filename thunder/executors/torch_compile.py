@@ -26,20 +26,21 @@ import threading
 import time
 import types
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from thunder.core.codegen import Printer, trace_source
+from thunder.core.codegen import Printer, compile_source, trace_source
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import DONT_DCE, IN_PLACE, UNFUSIBLE, BoundSymbol, Symbol
 from thunder.core.symbolic import all_static, is_symbolic
-from thunder.core.trace import TraceCtx
+from thunder.core.trace import TraceCtx, from_trace
 from thunder.executors import inductor_pool, torchex
 from thunder.executors.inductor_worker import Job, TensorSpec
 from thunder.extend import FusionExecutor, Region, fusion_bound_symbol, register_executor
-from thunder.transforms.delete_last_used import delete_last_used
+from thunder.transforms.delete_last_used import delete_last_used, python_del
 
 
 class TorchCompileExecutor(FusionExecutor):
@@ -148,9 +149,24 @@ class _Compiled:
         # The compiled graph of the only signature met, and the grad mode it was met in: calls skip the signature
         # (Note [One signature needs no key]).
         self._only: tuple[bool, Callable] | None = None
+        # Background mode: while the only signature met compiles in a worker, the grad mode it was met in and
+        # torch's kernels: calls skip the signature and the timing (Note [While the only signature compiles]).
+        self._pending: tuple[bool, Callable] | None = None
         self._all_tensors = all(isinstance(a, TensorProxy) for a in region_trace.args)
         self._uncompiled_s: dict[tuple, float | None] = {}
         self._lock = threading.Lock()
+        # (trace, its compiled function), weakly, for each compiled trace that calls this region: where it runs
+        # inline once settled (Note [A settled region runs inline]).
+        self._callers: list[tuple[weakref.ref, weakref.ref]] = []
+
+    def __thunder_compiled_into__(self, trace: TraceCtx, fn: Callable) -> None:
+        """``trace``, which calls this region, was compiled into ``fn`` (``TraceCtx.python_callable``)."""
+        with self._lock:
+            self._callers = [(t, f) for t, f in self._callers if t() is not None and f() is not None]
+            self._callers.append((weakref.ref(trace), weakref.ref(fn)))
+            settled = self._settled is not None
+        if settled:
+            _inline_settled(trace, fn)
 
     def __call__(self, *args):
         only = self._only
@@ -159,6 +175,9 @@ class _Compiled:
                 return only[1](*args)
             except AssertionError:  # another layout: Inductor's graph checks its inputs' sizes and strides first
                 self._only = None
+        pending = self._pending
+        if pending is not None and torch.is_grad_enabled() is pending[0]:
+            return pending[1](*args)
         if self._settled is not None:
             return self._settled(*args)
         if self._warm_up_s is not None:
@@ -237,6 +256,8 @@ class _Compiled:
                 return
             self._uncompiled_s[key] = None
             submitted = sum(1 for v in self._uncompiled_s.values() if v is None)
+            if self._all_tensors and not self.compiled and set(self._uncompiled_s) == {key}:
+                self._pending = (key[0], self._uncompiled_trace.python_callable())
         if submitted > MAX_COMPILATIONS:
             self._finish(key, None, f"compiled for {MAX_COMPILATIONS} input signatures already")
             return
@@ -256,6 +277,7 @@ class _Compiled:
     def _finish(self, key: tuple, compiled: tuple | None, reason: str | None) -> None:
         """A worker's answer: later calls of ``key`` run the compiled graph, or torch's kernels and why."""
         uncompiled = self._uncompiled_trace.python_callable()
+        self._pending = None
         if compiled is None:
             self.uncompiled_reasons[key] = reason or "not compiled"
             self.compiled[key] = uncompiled
@@ -281,6 +303,11 @@ class _Compiled:
                 self.compiled[trial.key] = trial.contenders[1]
                 if all(key in self.uncompiled_reasons for key in self._uncompiled_s):
                     self._settled = trial.contenders[1]
+            callers = list(self._callers) if self._settled is not None else []
+        for trace, fn in callers:  # Note [A settled region runs inline]
+            trace, fn = trace(), fn()
+            if trace is not None and fn is not None:
+                _inline_settled(trace, fn)
 
     def status(self) -> str:
         """Where the region stands: 'warming up' (background mode: torch's kernels run, timed),
@@ -302,6 +329,13 @@ class _Compiled:
         return f"<Inductor compilation of {self.region_trace.name}>"
 
 
+# Note [While the only signature compiles]
+# A worker takes seconds to compile a region, and meanwhile every call ran torch's kernels after working out its
+# signature and timing them (a couple of microseconds a call on a small region: `(a*b+c)*d-e` on 2x2 tensors took
+# 2.3x eager's time in its first seconds). While the region's only signature met is being compiled, calls in its
+# grad mode run torch's kernels directly. A call of another signature is then not counted towards compiling its
+# own (it runs torch's kernels, correct whatever its signature); it is once the worker has answered.
+
 # Note [One signature needs no key]
 # A compiled graph holds for one signature of its inputs (``_signature``: shapes, strides, grad mode), and working
 # the signature out costs a call as much as a small graph (7 us for 30 inputs, then hashing it). Most regions meet
@@ -310,6 +344,59 @@ class _Compiled:
 # anything (``assert_size_stride``, in C; ``compile_region`` turns Inductor's ``size_asserts`` on) and raises
 # AssertionError where they differ; that call, and every call after it, takes the keyed path. Only for regions
 # whose inputs are all tensors (a number would be baked in).
+
+
+# Note [A settled region runs inline]
+# A region whose trials kept torch's kernels for every signature it met (``_settled``) runs them on every call from
+# then on, whatever the signature; called through the region it paid two Python frames and its dispatch (about
+# 0.4 us a call, a tenth of `(a*b+c)*d-e` on 2x2 tensors). Once it settles, each compiled trace function that calls
+# it (a trace's ``python_callable`` reports itself: ``__thunder_compiled_into__``) takes new code: its trace with
+# every settled region replaced by the region's ops, intermediates freed after their last use as before
+# (``delete_last_used`` again). The function object stays the one the cache entry, the fused prologue and the
+# autograd function hold: only its ``__code__`` changes (as for profiling ranges, Note [Profiling ranges] in
+# ``thunder.core.codegen``), in one assignment, so a call under way finishes on the old code, which still works.
+# The inlined function is kept on the original (``__thunder_inlined__``) so that its lines stay known to tracebacks
+# and runtime error notes. The traces shown (``last_traces``) keep the fusion; its ``status()`` says why it runs
+# torch's kernels.
+_inline_lock = threading.Lock()  # regions of one trace settling at once in two threads: one rewrite at a time
+
+
+def _inline_settled(trace: TraceCtx, fn: Callable) -> None:
+    """``fn``, the compiled ``trace``, runs the ops of ``trace``'s settled regions in place of their calls."""
+    target = getattr(fn, "__wrapped__", fn)  # a decorated trace (``torch.no_grad()``): the function inside
+    with _inline_lock:
+        bsyms, inlined = [], False
+        for bsym in trace.bound_symbols:
+            impl = bsym.sym.python_impl
+            if bsym.sym is python_del:
+                continue
+            if type(impl) is _Compiled and impl._settled is not None:
+                bsyms.extend(bsym.subsymbols)
+                inlined = True
+            else:
+                bsyms.append(bsym)
+        if not inlined:
+            return
+        new = from_trace(trace)
+        new.bound_symbols = bsyms
+        new = delete_last_used(new)
+        env = target.__globals__
+        printer = Printer()
+        printer.ctx.update((k, v) for k, v in env.items() if k != "__builtins__")  # the names keep their values
+        try:
+            source = trace_source(new, print_depth=1, printer=printer)
+        except RuntimeError:  # a name of the new source means something else here: keep the region's call
+            return
+        runs = compile_source(
+            source, new.function_name, printer.ctx, f"thunder.{trace.name}_inlined_{trace.uid}", printer.line_bsyms
+        )
+        inner = getattr(runs, "__wrapped__", runs)
+        if inner.__code__.co_freevars or target.__code__.co_freevars:
+            return
+        for k, v in printer.ctx.items():
+            env.setdefault(k, v)
+        fn.__thunder_inlined__ = runs
+        target.__code__ = inner.__code__
 
 
 def _reference(value: Any) -> str | None:

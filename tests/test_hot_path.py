@@ -1,0 +1,329 @@
+"""The cached call's hot path: the prologue fused with the computation (Note [The fused prologue is compiled on
+reuse]), its tensor checks in C (Note [Tensor checks in C]), and settled regions run inline (Note [A settled
+region runs inline]). Every shortcut must accept exactly the inputs the plain checks accept."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.codegen import Printer
+from thunder.core.prims.python import _tensor_guard
+
+
+def add(a, b):
+    return a + b
+
+
+def _hot(jf, *args):
+    """``jf`` called until its entry runs the fused prologue (compiled at the second accepted call)."""
+    for _ in range(3):
+        jf(*args)
+
+
+def _plain_accepts(t, shape, device, dtype, requires_grad) -> bool:
+    """The Python conditions of a prologue's tensor check, as ``_tensor_conditions`` prints them."""
+    device_ok = t.is_cpu if device.type == "cpu" else t.device.type == device.type
+    return (
+        isinstance(t, torch.Tensor)
+        and t.shape == tuple(shape)
+        and t.dtype is dtype
+        and device_ok
+        and t.requires_grad is requires_grad
+    )
+
+
+def _candidates() -> list:
+    base = torch.randn(2, 3)
+    sparse = torch.randn(2, 3).to_sparse()
+    complex_ = torch.randn(2, 3, dtype=torch.complex64)
+    return [
+        base,
+        base.t().contiguous().t(),  # another layout of strides
+        torch.randn(3, 2).t(),
+        torch.randn(2, 3, requires_grad=True),
+        torch.nn.Parameter(torch.randn(2, 3)),
+        torch.nn.Parameter(torch.randn(2, 3), requires_grad=False),
+        torch.randn(2, 3, dtype=torch.float64),
+        torch.randn(3, 2),
+        torch.randn(6),
+        torch.randn(2, 3, device="meta"),
+        sparse,
+        complex_,
+        complex_.conj(),
+        torch.randn(2, 3).to(torch.bfloat16),
+        torch.zeros(2, 3, dtype=torch.int64),
+    ]
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, requires_grad, typ",
+    [
+        ((2, 3), torch.float32, False, torch.Tensor),
+        ((2, 3), torch.float32, True, torch.Tensor),
+        ((2, 3), torch.float32, True, torch.nn.Parameter),
+        ((2, 3), torch.float32, False, torch.nn.Parameter),
+        ((2, 3), torch.complex64, False, torch.Tensor),
+        ((2, 3), torch.int64, False, torch.Tensor),
+        ((None, 3), torch.float32, False, torch.Tensor),
+    ],
+)
+def test_the_c_tensor_check_accepts_only_what_the_python_conditions_accept(shape, dtype, requires_grad, typ):
+    printer = Printer(tensor_types={"x": typ})
+    guard = _tensor_guard(printer, "x", list(shape), torch.device("cpu"), dtype, requires_grad)
+    assert guard is not None
+    accepted = 0
+    for grad_mode in (True, False):
+        with torch.set_grad_enabled(grad_mode):
+            for t in _candidates():
+                if guard.check(t):
+                    accepted += 1
+                    expected = [s if s is not None else t.shape[i] for i, s in enumerate(shape)]
+                    assert _plain_accepts(t, expected, torch.device("cpu"), dtype, requires_grad), t
+                    assert type(t) is typ
+    if dtype is torch.float32 and shape[0] is not None:
+        assert accepted >= 2  # the plain tensor of that type, in both grad modes (the check does take something)
+
+
+def test_no_c_tensor_check_where_it_cannot_be_exact():
+    printer = Printer(tensor_types={})
+    assert _tensor_guard(Printer(), "x", [2], torch.device("cpu"), torch.float32, False) is None  # a printed trace
+    assert _tensor_guard(printer, "x", None, torch.device("cpu"), torch.float32, False) is None  # symbolic sizes
+    assert _tensor_guard(printer, "x", [2], torch.device("meta"), torch.float32, False) is None
+
+    class MyTensor(torch.Tensor):
+        pass
+
+    printer.tensor_types["y"] = MyTensor
+    assert _tensor_guard(printer, "y", [2], torch.device("cpu"), torch.float32, False) is None
+
+
+def _fused_globals(jf) -> dict:
+    run = jf._thunder.last_entry.run
+    return run.__globals__
+
+
+def test_the_fused_prologue_checks_tensors_in_c():
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    guards = [v for k, v in _fused_globals(jf).items() if k.startswith("_tensor_guard")]
+    assert len(guards) == 1  # consecutive checks: one C check of both tensors
+    assert guards[0].check(a, b) and not guards[0].check(a, a)  # distinct tensors only (aliases: the Python conditions)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        lambda: (torch.randn(2, 3), torch.randn(2, 3)),
+        lambda: (torch.randn(2, 2, dtype=torch.float64), torch.randn(2, 2)),
+        lambda: (torch.randn(2, 2), torch.randn(2, 2, requires_grad=True)),
+        lambda: (torch.randn(2, 2), torch.randn(2)),
+        lambda: (torch.randn(2, 2), 1.0),
+        lambda: (torch.randn(2, 2, device="meta"), torch.randn(2, 2, device="meta")),
+    ],
+    ids=["shape", "dtype", "requires_grad", "rank", "number", "device"],
+)
+def test_the_hot_path_rejects_inputs_that_differ(other):
+    jf = thunder.jit(add)
+    _hot(jf, torch.randn(2, 2), torch.randn(2, 2))
+    misses = thunder.cache_misses(jf)
+    args = other()
+    out = jf(*args)
+    expected = add(*args)
+    assert thunder.cache_misses(jf) == misses + 1
+    assert out.shape == expected.shape and out.dtype == expected.dtype and out.device == expected.device
+    assert out.requires_grad == expected.requires_grad
+    if out.device.type != "meta":
+        torch.testing.assert_close(out, expected)
+
+
+def test_the_hot_path_rejects_a_tensor_that_requires_grad_under_no_grad():
+    jf = thunder.jit(add)
+    with torch.no_grad():
+        _hot(jf, torch.randn(2, 2), torch.randn(2, 2))
+        misses = thunder.cache_misses(jf)
+        a = torch.randn(2, 2, requires_grad=True)
+        jf(a, torch.randn(2, 2))
+    assert thunder.cache_misses(jf) == misses + 1
+
+
+def test_inputs_the_c_check_declines_still_hit_through_the_python_conditions():
+    # The same tensor twice, a subclass instance, a call under inference mode: the C check says no (aliasing,
+    # exact type, dispatch keys), the Python conditions accept, as before: a hit with eager's values.
+    class Sub(torch.Tensor):
+        pass
+
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    misses = thunder.cache_misses(jf)
+    torch.testing.assert_close(jf(a, a), a + a)
+    sub = torch.randn(2, 2).as_subclass(Sub)
+    torch.testing.assert_close(jf(sub, b), torch.Tensor(sub) + b)
+    with torch.inference_mode():
+        torch.testing.assert_close(jf(a, b), a + b)
+    assert thunder.cache_misses(jf) == misses
+
+
+def test_a_module_call_checks_its_parameters_in_c_and_sees_them_change():
+    model = torch.nn.Linear(4, 3)
+    tm = thunder.jit(model)
+    x = torch.randn(2, 4)
+    _hot(tm, x)
+    guards = [k for k in _fused_globals(tm) if k.startswith("_tensor_guard")]
+    assert len(guards) == 3  # the input and both parameters
+    misses = thunder.cache_misses(tm)
+    with torch.no_grad():
+        model.weight.mul_(2)
+    torch.testing.assert_close(tm(x), model(x))
+    model.weight.requires_grad_(False)
+    torch.testing.assert_close(tm(x), model(x))
+    assert thunder.cache_misses(tm) == misses + 1
+    model.bias = torch.nn.Parameter(torch.randn(3))  # another object of the same kind: read anew
+    torch.testing.assert_close(tm(x), model(x))
+    model.bias = torch.nn.Parameter(torch.randn(3, dtype=torch.float64))
+    with pytest.raises(Exception, match="dtype"):  # as eager, an error on the mixed dtypes
+        tm(x)
+
+
+# --- Note [A settled region runs inline] -------------------------------------------------------------------------
+
+
+def five_inputs(a, b, c, d, e):
+    return (a * b + c) * d - e
+
+
+def chain(a, b):
+    c = a * b + 1.0
+    d = torch.sin(c) - b
+    return torch.exp(d) * 0.5, d * d
+
+
+@pytest.fixture
+def torch_kernels_win(monkeypatch):
+    """Regions are submitted on their first call; the worker's graph (here: the region's own ops, slowed down)
+    loses its trial, so each region settles on torch's kernels."""
+    import time
+
+    from thunder.executors import inductor_pool, torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+    monkeypatch.setattr(torch_compile, "TRIAL_CALLS", 2)
+
+    def compiled_at_once(job, done):
+        uncompiled = done.func.__self__.region_trace.python_callable()
+
+        def slow(*args):
+            time.sleep(0.002)
+            return uncompiled(*args)
+
+        done((slow, []), None)
+
+    monkeypatch.setattr(inductor_pool, "submit", compiled_at_once)
+    return torch_compile
+
+
+def _region_calls(monkeypatch, torch_compile) -> list:
+    calls = []
+    original = torch_compile._Compiled.__call__
+
+    def counted(self, *args):
+        calls.append(self)
+        return original(self, *args)
+
+    monkeypatch.setattr(torch_compile._Compiled, "__call__", counted)
+    return calls
+
+
+def test_a_settled_region_runs_inline_in_the_computation(torch_kernels_win, monkeypatch):
+    torch_compile = torch_kernels_win
+    jf = thunder.jit(five_inputs, executors=["torchcompile_background"])
+    args = [torch.randn(2, 2) for _ in range(5)]
+    for _ in range(10):
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    trace = thunder.last_traces(jf)[-1]
+    (fusion,) = [b for b in trace.bound_symbols if b.sym.name.startswith("TorchCompile")]
+    assert fusion.sym.python_impl.status().startswith("uncompiled: torch's kernels were faster")
+    computation = trace.python_callable()
+    assert fusion.sym.name not in computation.__code__.co_names  # the region's ops, not its call
+    assert "TorchCompile" in str(trace)  # the trace shown keeps the fusion
+    calls = _region_calls(monkeypatch, torch_compile)
+    for _ in range(3):
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert calls == []
+    # The prologue still decides: another shape is a miss, with eager's values.
+    misses = thunder.cache_misses(jf)
+    other = [torch.randn(3, 2) for _ in range(5)]
+    torch.testing.assert_close(jf(*other), five_inputs(*other), rtol=0, atol=0)
+    assert thunder.cache_misses(jf) == misses + 1
+
+
+def test_settled_regions_of_a_training_step_run_inline_with_eagers_gradients(torch_kernels_win, monkeypatch):
+    torch_compile = torch_kernels_win
+    jf = thunder.jit(chain, executors=["torchcompile_background"])
+
+    def step(f, a, b):
+        a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
+        x, y = f(a, b)
+        (x.sum() + y.sum()).backward()
+        return x, y, a.grad, b.grad
+
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    for _ in range(12):
+        for g, e in zip(step(jf, a, b), step(chain, a, b)):
+            torch.testing.assert_close(g, e)
+    forward, backward = thunder.last_traces(jf)[-1], thunder.last_backward_traces(jf)[-1]
+    fusions = [b for t in (forward, backward) for b in t.bound_symbols if b.sym.name.startswith("TorchCompile")]
+    assert fusions and all(f.sym.python_impl._settled is not None for f in fusions)
+    calls = _region_calls(monkeypatch, torch_compile)
+    for _ in range(2):
+        for g, e in zip(step(jf, a, b), step(chain, a, b)):
+            torch.testing.assert_close(g, e)
+    assert calls == []
+
+
+def test_a_region_that_has_not_settled_keeps_its_call(monkeypatch):
+    from thunder.executors import torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 3600.0)  # warming up all along
+    jf = thunder.jit(five_inputs, executors=["torchcompile_background"])
+    args = [torch.randn(2, 2) for _ in range(5)]
+    _hot(jf, *args)
+    calls = _region_calls(monkeypatch, torch_compile)
+    torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert len(calls) == 1
+
+
+def test_while_the_only_signature_compiles_calls_skip_its_signature(monkeypatch):
+    # Note [While the only signature compiles]
+    from thunder.executors import inductor_pool, torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+    monkeypatch.setattr(torch_compile, "TRIAL_CALLS", 0)
+    answers = []
+    monkeypatch.setattr(inductor_pool, "submit", lambda job, done: answers.append(done))  # a worker still busy
+    jf = thunder.jit(five_inputs, executors=["torchcompile_background"])
+    args = [torch.randn(2, 2) for _ in range(5)]
+    torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert len(answers) == 1
+    signatures = []
+    original = torch_compile._signature
+    monkeypatch.setattr(torch_compile, "_signature", lambda args: signatures.append(args) or original(args))
+    for _ in range(3):
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    transposed = [torch.randn(2, 2).t() for _ in range(5)]  # another signature: torch's kernels, correct
+    torch.testing.assert_close(jf(*transposed), five_inputs(*transposed), rtol=0, atol=0)
+    with torch.no_grad():  # another grad mode: the keyed path
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert len(signatures) == 1
+    # The worker's answer: the graph (here the region's own ops) serves the signature it was made for.
+    (region,) = [
+        b.sym.python_impl for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name.startswith("TorchCompile")
+    ]
+    graph_calls = []
+    uncompiled = region.region_trace.python_callable()
+    answers[0]((lambda *a: graph_calls.append(a) or uncompiled(*a), []), None)
+    torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert region.status() == "compiled; compiling" and len(graph_calls) == 1  # the no_grad signature compiles
