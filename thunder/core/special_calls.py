@@ -140,34 +140,39 @@ def _hash(obj) -> int:
 class SpecialCallsMixin:
     """``Tracer``'s lookaside: the callables it handles itself."""
 
+    @functools.cached_property
+    def _specials(self) -> dict:
+        """The builtins the tracer calls its own way (looked up first: one dict lookup a call)."""
+        return {
+            len: self._len,
+            hash: _hash,
+            getattr: self._getattr,
+            hasattr: self._hasattr,
+            setattr: self._setattr,
+            object.__setattr__: functools.partial(self._setattr, setter=object.__setattr__),
+            delattr: self._delattr,
+            object.__delattr__: functools.partial(self._delattr, deleter=object.__delattr__),
+        }
+
     def lookaside(self, fn: Callable) -> Callable | None:
         """What the interpreter calls instead of ``fn``, or None to let it handle ``fn`` as usual."""
-        if fn is len:
-            return self._len
-        if fn is hash:
-            return _hash
+        try:
+            special = self._specials.get(fn)
+            hashable = True
+        except TypeError:  # an unhashable callable
+            special, hashable = None, False
+        if special is not None:
+            return special
         size_numel = proxies.torch_size_lookaside(fn)
         if size_numel is not None:
             return size_numel
-        if fn is getattr:
-            return self._getattr
-        if fn is hasattr:
-            return self._hasattr
-        if fn is setattr:
-            return self._setattr
-        if fn is object.__setattr__:
-            return functools.partial(self._setattr, setter=object.__setattr__)
-        if fn is delattr:
-            return self._delattr
-        if fn is object.__delattr__:
-            return functools.partial(self._delattr, deleter=object.__delattr__)
         replacement = introspection.lookaside(fn)
         if replacement is not None:
             return replacement
         sym = self.symbol_lookup(fn)
         if sym is not None:
             return sym
-        if any(fn is f for f in _NO_TORCH_FUNCTION):
+        if hashable and fn in _NO_TORCH_FUNCTION:
             return _no_torch_function
         reader = torch_state.reader(fn, self.torch_state_read.add, self.computation.autocast_read.add)
         if reader is not None:  # Note [Torch state]

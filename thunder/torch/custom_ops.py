@@ -377,6 +377,10 @@ class _CustomOps(Mapping):
                     found = self._made[fn] = make(fn)
         return found
 
+    def get(self, fn: Any, default: Any = None) -> Any:
+        """As ``Mapping.get``, without raising for the usual callable (no custom op): the tracer asks for each call."""
+        return self[fn] if _namespace(fn) is not None else default
+
     def __iter__(self) -> Iterator:
         return iter(dict(self._made))
 
