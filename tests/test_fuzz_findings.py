@@ -141,3 +141,37 @@ def test_the_hash_of_a_nan_argument_is_a_clear_error(cache):
     with pytest.raises(ThunderRuntimeError, match="hash\\(\\) of a NaN"):
         jf(x, float("nan"))
     assert jf(x, 2.5)[1] == hash(2.5)
+
+
+def test_an_op_repeated_under_no_grad_is_not_merged_with_its_differentiable_twin():
+    """Found by the randomized tester on 3.13: common-subexpression elimination merged ``x * 2`` inside
+    ``torch.no_grad()`` into the same ``x * 2`` computed with grad on, so the gradient flowed through it."""
+
+    def f(x):
+        r = x * 2 + 1
+        with torch.no_grad():
+            c2 = x * 2
+        return x + c2, r
+
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    (expected,) = torch.autograd.grad(sum(o.sum() for o in f(x)), x)
+    (actual,) = torch.autograd.grad(sum(o.sum() for o in thunder.jit(f)(x)), x)
+    torch.testing.assert_close(actual, expected)
+
+
+def test_an_input_written_before_a_data_dependent_value_that_changed_is_written_once():
+    """Found by the randomized tester on 3.13: a call that stops at a changed count runs again in another entry,
+    and the input it had doubled before the count was doubled again."""
+
+    def f(x):
+        x.detach().mul_(2)
+        n = int((x > 0).sum())
+        return x.reshape(-1)[:n] + n
+
+    jf = thunder.jit(f)
+    for seed in range(4):
+        x = torch.randint(-3, 4, (2, 3), generator=torch.Generator().manual_seed(seed))
+        y = x.clone()
+        torch.testing.assert_close(jf(y), f(x))
+        torch.testing.assert_close(y, x)
+    assert thunder.cache_misses(jf) >= 2  # the count changed: some call stopped at its check

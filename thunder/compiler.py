@@ -50,6 +50,7 @@ from thunder.transforms import (
     remove_identities,
     transform_for_execution,
 )
+from thunder.transforms.cse import possibly_mutated
 
 
 def acquire_traces(
@@ -378,6 +379,9 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
             computation_fn = _switching_grad_mode(computation_fn, switches[-1])
     if tracer.outcomes and draws_random(computation):
         computation_fn = _restoring_rng_on_changed_outcome(computation_fn)
+    written = _inputs_written_before_a_check(computation, final.args) if tracer.outcomes else ()
+    if written:
+        computation_fn = _restoring_inputs_on_changed_outcome(computation_fn, written)
     entry = CacheEntry(
         prologue=diagnostic_prologue(executed_prologue),  # Note [Cache miss reasons]
         computation=computation_fn,
@@ -404,6 +408,36 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     cs.last_interpreted_instructions = last_interpreted_instructions(tracer.interpreted)
     cs.last_interpreter_log = last_interpreter_log(tracer.interpreted) if cd.debug_options.record_interpreter_history else None
     return entry
+
+
+def _inputs_written_before_a_check(computation: TraceCtx, args: list) -> tuple[int, ...]:
+    """The positions among ``args`` of the tensors that the program writes (directly or through views) before its
+    last data-dependent check (Note [Data-dependent values])."""
+    bsyms = computation.bound_symbols
+    last = max((i for i, b in enumerate(bsyms) if b.sym is prims.check_outcome), default=-1)
+    if last < 0:
+        return ()
+    written = possibly_mutated(bsyms[:last])
+    return tuple(i for i, a in enumerate(args) if isinstance(a, TensorProxy) and a.name in written)
+
+
+def _restoring_inputs_on_changed_outcome(computation: Callable, written: tuple[int, ...]) -> Callable:
+    """A call that stops at a changed data-dependent value runs again in another entry, from the start: the input
+    tensors it wrote before the check get their values back first, so the writes happen once (``x.mul_(2)`` then
+    ``int((x > 0).sum())`` doubled ``x`` twice when the count changed). Each call copies them."""
+
+    def run(*inputs):
+        with torch.no_grad():
+            saved = [(inputs[i], inputs[i].clone()) for i in written]
+        try:
+            return computation(*inputs)
+        except OutcomeChanged:
+            with torch.no_grad():
+                for tensor, values in saved:
+                    tensor.copy_(values)
+            raise
+
+    return run
 
 
 def _restoring_rng_on_changed_outcome(computation: Callable) -> Callable:

@@ -13,6 +13,10 @@ it (any of them may be a view of its inputs): no bound symbol that produces one 
 is merged or reused. Merging two identical view ops would be harmless, but they are kept apart
 too: the cost is only a missed merge in programs that mutate.
 
+Ops under different grad modes are not merged: ``x * 2`` computed with grad on and again inside
+``torch.no_grad()`` are two values, one differentiable and one not (merged, the second carried a
+gradient where eager's does not).
+
 Layer: transforms. Imports: core.
 """
 
@@ -22,6 +26,7 @@ from collections.abc import Hashable
 
 import torch
 
+from thunder.core import prims
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import DONT_DCE, IN_PLACE, RANDOM, BoundSymbol, mutates
 from thunder.core.symbolic import is_symbolic
@@ -65,7 +70,7 @@ def _written(bsym: BoundSymbol) -> set[str]:
     return names
 
 
-def _possibly_mutated(bsyms: list[BoundSymbol]) -> set[str]:
+def possibly_mutated(bsyms: list[BoundSymbol]) -> set[str]:
     """Names of values that an in-place op writes, directly or through a chain of ops that may
     return views (see Note [CSE and mutation])."""
     mutated: set[str] = set()
@@ -86,10 +91,13 @@ def cse(trace: TraceCtx) -> TraceCtx:
     new = from_trace(trace)
     seen: dict[Hashable, BoundSymbol] = {}
     swap: dict[str, Proxy] = {}
-    mutated = _possibly_mutated(trace.bound_symbols)
+    mutated = possibly_mutated(trace.bound_symbols)
+    grad_mode = None  # the call's own until the trace switches it
     for bsym in trace.bound_symbols:
         if swap and any(a.name in swap for a in bsym.flat_proxy_args):
             bsym = bsym.rename(swap)
+        if bsym.sym is prims.set_grad_enabled:
+            grad_mode = bool(bsym.args[0])
         if bsym.sym.tags & _NOT_MERGED or mutates(bsym):
             if mutates(bsym):
                 seen.clear()
@@ -99,6 +107,7 @@ def cse(trace: TraceCtx) -> TraceCtx:
             new.bound_symbols.append(bsym)
             continue
         key = _bsym_key(bsym, swap)
+        key = (grad_mode, key) if key is not None else None
         prior = seen.get(key) if key is not None else None
         if prior is not None and len(prior.flat_proxy_outs) == len(bsym.flat_proxy_outs):
             for old, kept in zip(bsym.flat_proxy_outs, prior.flat_proxy_outs):
