@@ -175,3 +175,21 @@ def test_an_input_written_before_a_data_dependent_value_that_changed_is_written_
         torch.testing.assert_close(jf(y), f(x))
         torch.testing.assert_close(y, x)
     assert thunder.cache_misses(jf) >= 2  # the count changed: some call stopped at its check
+
+
+def test_an_expanded_input_whose_copy_is_written_before_a_data_dependent_size():
+    """Found by the randomized tester (same input): the input written before a check was restored with ``copy_``,
+    which refuses an expanded tensor; a clone's writes no longer count as writes of what it copied."""
+
+    def f(x):
+        t = x.clone()
+        t.zero_()
+        (r,) = torch.where((x + t).reshape(-1) > 0)
+        return x.reshape(-1)[r] * 2
+
+    for cache in ("same input", "constant values"):
+        jf = thunder.jit(f, cache=cache)
+        for value in (2, -1, 3):
+            x = torch.tensor([value]).expand(3)
+            torch.testing.assert_close(jf(x), f(x))
+

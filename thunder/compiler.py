@@ -34,6 +34,7 @@ from thunder.core.jit_ext import Tracer
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome, same_outcome
 from thunder.core.proxies import TensorProxy
 from thunder.core.shape_history import ShapeHistory
+from thunder.core.symbol import BoundSymbol
 from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import is_symbolic, recording_constraints
 from thunder.core.trace import TraceCtx, TraceProvenance
@@ -414,27 +415,33 @@ def _inputs_written_before_a_check(computation: TraceCtx, args: list) -> tuple[i
     """The positions among ``args`` of the tensors that the program writes (directly or through views) before its
     last data-dependent check (Note [Data-dependent values])."""
     bsyms = computation.bound_symbols
-    last = max((i for i, b in enumerate(bsyms) if b.sym is prims.check_outcome), default=-1)
+    last = max((i for i, b in enumerate(bsyms) if b.sym is prims.check_outcome and _may_fail(b)), default=-1)
     if last < 0:
         return ()
     written = possibly_mutated(bsyms[:last])
     return tuple(i for i, a in enumerate(args) if isinstance(a, TensorProxy) and a.name in written)
 
 
+def _may_fail(check: BoundSymbol) -> bool:
+    """Whether a data-dependent check may stop a call: all but a symbolic value with no constraint (any int)."""
+    expected = check.args[2]
+    return type(expected) is not SymbolicOutcome or bool(expected.constraints)
+
+
 def _restoring_inputs_on_changed_outcome(computation: Callable, written: tuple[int, ...]) -> Callable:
     """A call that stops at a changed data-dependent value runs again in another entry, from the start: the input
     tensors it wrote before the check get their values back first, so the writes happen once (``x.mul_(2)`` then
-    ``int((x > 0).sum())`` doubled ``x`` twice when the count changed). Each call copies them."""
+    ``int((x > 0).sum())`` doubled ``x`` twice when the count changed). Each call copies their storages (an
+    expanded input's elements share memory, which ``copy_`` into the tensor refuses)."""
 
     def run(*inputs):
-        with torch.no_grad():
-            saved = [(inputs[i], inputs[i].clone()) for i in written]
+        storages = {s.data_ptr(): s for s in (inputs[i].untyped_storage() for i in written)}
+        saved = [(s, s.clone()) for s in storages.values()]
         try:
             return computation(*inputs)
         except OutcomeChanged:
-            with torch.no_grad():
-                for tensor, values in saved:
-                    tensor.copy_(values)
+            for storage, contents in saved:
+                storage.copy_(contents)
             raise
 
     return run

@@ -15,8 +15,9 @@ once and each call takes its own; a changed outcome costs the ops before the che
 A call can stop at a check and start again in another entry, so nothing it does before its last
 check may be seen: replays of side effects (``print``, assignments to outside state) move after
 the last check (``order_for_checks``; they read values the trace has anyway), the RNG state is
-put back when a check fails (``draws_random``: the caller wraps such computations), and an
-in-place update of an input before a check is refused.
+put back when a check fails (``draws_random``: the caller wraps such computations), and so are the input
+tensors written in place before a check that may fail (the caller copies them at the start of each call of such
+an entry: ``_restoring_inputs_on_changed_outcome`` in thunder.compiler).
 
 Note [Symbolic data-dependent sizes]
 A size that comes from the data (how many elements a mask selects: ``torch.where(mask)``, ``x[mask]``,
@@ -49,7 +50,6 @@ from typing import Any
 import torch
 
 from thunder.core import prims
-from thunder.core.errors import ThunderRuntimeError
 from thunder.core.prims.python import tensor_value
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves, tree_map
@@ -140,30 +140,12 @@ def _writes(bsym: BoundSymbol) -> bool:
     return IN_PLACE in bsym.sym.tags or any(_writes(s) for s in bsym.subsymbols)
 
 
-def _written(bsym: BoundSymbol) -> list[str]:
-    if bsym.sym is prims.copy_:
-        return [bsym.args[1].name]
-    return [name for sub in bsym.subsymbols for name in _written(sub)]
-
-
-def order_for_checks(trace: TraceCtx, input_names: set[str]) -> None:
-    """Moves the replays of side effects after the last ``check_outcome``; refuses an in-place
-    update of an input before it (Note [Data-dependent values])."""
+def order_for_checks(trace: TraceCtx) -> None:
+    """Moves the replays of side effects after the last ``check_outcome`` (Note [Data-dependent values])."""
     bsyms = trace.bound_symbols
     last = max((i for i, b in enumerate(bsyms) if b.sym is prims.check_outcome), default=None)
     if last is None:
         return
-    for bsym in bsyms[:last]:
-        written = [n for n in _written(bsym) if n in input_names] if _writes(bsym) else []
-        if written:
-            check = bsyms[last]
-            where = f" at {check.source}" if check.source else ""
-            raise ThunderRuntimeError(
-                f"{bsym.sym.print_name} updates {written[0]}, an input, in place before the program needs the value "
-                f"of tensor {check.args[0].name}{where}. A call whose value differs runs again from the start, so "
-                "the update would happen twice; thunder does not support this yet. Make the update after the "
-                "data-dependent branch, or compute the value outside the jitted function."
-            )
     replays = [b for b in bsyms[:last] if b.sym in REPLAYS]
     if replays:
         moved = {id(b) for b in replays}

@@ -319,7 +319,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self.computation.bound_symbols[:0] = parameters
         replays.place_after_their_values(self.computation)
         if self.outcomes:
-            data_dependent.order_for_checks(self.computation, {p.name for _, p in self.inputs if isinstance(p, Proxy)})
+            data_dependent.order_for_checks(self.computation)
         return result
 
     def release(self) -> None:

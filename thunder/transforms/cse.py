@@ -72,7 +72,7 @@ def _written(bsym: BoundSymbol) -> set[str]:
 
 def possibly_mutated(bsyms: list[BoundSymbol]) -> set[str]:
     """Names of values that an in-place op writes, directly or through a chain of ops that may
-    return views (see Note [CSE and mutation])."""
+    return views (see Note [CSE and mutation]; ``clone`` is known not to)."""
     mutated: set[str] = set()
     for bsym in bsyms:
         if mutates(bsym):
@@ -80,6 +80,8 @@ def possibly_mutated(bsyms: list[BoundSymbol]) -> set[str]:
     if not mutated:
         return mutated
     for bsym in reversed(bsyms):
+        if bsym.sym.name == "clone":  # new memory: writing the copy leaves what it copied alone
+            continue
         if not mutates(bsym) and any(o.name in mutated for o in bsym.flat_proxy_outs):
             mutated.update(a.name for a in bsym.flat_proxy_args)
     return mutated
