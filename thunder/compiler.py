@@ -263,7 +263,9 @@ def compile_entry(
 # 74 KB), more than the rest of a small entry's codegen. Many entries run once (a generation's prefill and first
 # decode step), and the call an entry was traced for needs no checks: tracing read every value the prologue would
 # return. So that call takes its inputs from the tracer (``Tracer.first_inputs``) where the prologue only reads and
-# checks; one that draws numbers or pulls items from an iterator for the program runs, so its effects happen once.
+# checks and tracing drew no random numbers; one that draws numbers or pulls items from an iterator for the program
+# runs, so its effects happen once, and so does one whose tracing drew (a property the tracer read natively, whose
+# draw the restored generators undo: the prologue must draw it again for the call).
 # A later call that meets the entry compares the input key first (``input_key``: a different key cannot pass the
 # prologue), then compiles the fused prologue (Note [The fused prologue is compiled on reuse]); the diagnostic
 # prologue compiles when a miss must be explained or another lookup tries the entry (``DiagnosticPrologue``). The
@@ -279,7 +281,7 @@ def _same_input(a: Any, b: Any) -> bool:
         isinstance(a, torch.Tensor)
         and type(a) is type(b)
         and (a.shape, a.dtype, a.device, a.requires_grad) == (b.shape, b.dtype, b.device, b.requires_grad)
-        and torch.equal(a, b)
+        and (torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))
     )
 
 
