@@ -40,7 +40,7 @@ from thunder.core.proxies import Proxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.torch_state import TORCH_STATE
 
-__all__ = ["CacheMissReason", "RecompileWarning", "Rejection", "diagnostic_prologue", "diagnose_miss", "explain"]
+__all__ = ["CacheMissReason", "RecompileWarning", "Rejection", "DiagnosticPrologue", "MissRecord", "diagnose_miss", "explain"]
 
 #: How many reasons ``thunder.cache_miss_reasons`` keeps per function.
 MISS_REASONS_KEPT = 64
@@ -173,11 +173,6 @@ class MissRecord(threading.local):
         return last
 
 
-def diagnostic_prologue(trace) -> DiagnosticPrologue:
-    """The prologue ``trace`` as a function that returns its inputs (a tuple) or a ``Rejection``."""
-    return DiagnosticPrologue(trace)
-
-
 def _miss_expression(printer: Printer) -> str:
     return f"_Rejection({printer.constant(printer.bsym, '_check')}, _locals())"
 
@@ -187,12 +182,13 @@ def diagnose_miss(
 ) -> CacheMissReason:
     """Why ``entry``'s prologue rejects these inputs (see Note [Cache miss reasons]); ``key``: their input key
     (``thunder.compiler.input_key``), which names a changed shape or number without compiling the prologue;
-    ``rejection``: what the entry's fused prologue said of them (``MissRecord``), if it ran on them."""
+    ``rejection``: what the entry's fused prologue said of them (``MissRecord``, ``Rejection.rejects``), if it ran
+    on them."""
     if key is not None and entry.key is not None and key != entry.key:
         reason = _key_difference(entry, key)
         if reason is not None:
             return reason
-    if rejection is not None and rejection.rejects(args, kwargs):
+    if rejection is not None:
         trace = entry.prologue_traces[-1] if entry.prologue_traces else None
         return in_user_names(explain(rejection), getattr(trace, "input_paths", {}))
     try:

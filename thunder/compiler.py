@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from thunder.cache_diagnostics import MissRecord, Rejection, diagnostic_prologue, explain
+from thunder.cache_diagnostics import DiagnosticPrologue, MissRecord, Rejection, explain
 from thunder.common import CACHE_OPTIONS, DEFAULT_CACHE_SIZE_LIMIT, MISS, CacheEntry, CompileData, CompileStats
 from thunder.core import prims
 from thunder.core.data_dependent import draws_random
@@ -386,7 +386,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     if written:
         computation_fn = _restoring_inputs_on_changed_outcome(computation_fn, written)
     entry = CacheEntry(
-        prologue=diagnostic_prologue(executed_prologue),  # Note [Cache miss reasons]
+        prologue=DiagnosticPrologue(executed_prologue),  # Note [Cache miss reasons]
         computation=computation_fn,
         run=MISS,  # set below, once the entry exists
         prologue_traces=prologue_traces,
@@ -515,7 +515,7 @@ def restore_python_random_state(state: tuple) -> None:
 # Note [The fused prologue is compiled on reuse]
 # The hot path runs an entry's prologue and computation in one generated function (``fused_prologue_callable``),
 # a compilation of the prologue's few hundred lines. Many entries never run twice (a generation's prefill and
-# first decode step; a GPT-2 generation compiles 3 entries and 2 of them run once), and their first call runs no
+# first decode step: a GPT-2 generation compiles 2 entries and the prefill runs once), and their first call runs no
 # prologue (Note [The first call runs no prologue]): the fused function is compiled when a later call has the
 # entry's input key, which a call with other shapes (the next decode step) has not.
 

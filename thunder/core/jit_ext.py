@@ -348,9 +348,9 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         """What the finished prologue returns for the call this trace was made from, known from tracing (Note
         [The first call runs no prologue] in thunder.compiler); None where the prologue does more than read and
         check (draws numbers, pulls items from iterators) or a value is not known here."""
-        held = {self._provenance[id(obj)].name: obj for obj in self._keepalive if id(obj) in self._provenance}
         if any(b.sym not in _READS_AND_CHECKS for b in self.prologue.bound_symbols):
             return None
+        held = {self._provenance[id(obj)].name: obj for obj in self._keepalive if id(obj) in self._provenance}
         values = []
         for holder, seen in self._returned:
             if isinstance(seen, TensorProxy) and id(seen) in self._tensor_inputs:
