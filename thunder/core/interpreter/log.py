@@ -38,7 +38,9 @@ def _fn_name(fn) -> str:
 
 def format_log_item(item, *, print_source_code: bool = True) -> str:
     if isinstance(item, dis.Instruction):
-        arg = f" {item.argrepr}" if item.argrepr else (f" {item.arg}" if item.arg is not None else "")
+        # (the interpreter's decoding leaves ``argrepr`` empty: Note [Decoding bytecode])
+        shown = item.argrepr or (repr(item.argval) if item.argval is not None and item.argval != item.arg else "")
+        arg = f" {shown}" if shown else (f" {item.arg}" if item.arg is not None else "")
         return f"{item.offset:>4} {item.opname}{arg}"
     kind = item["kind"]
     if kind == "Line":

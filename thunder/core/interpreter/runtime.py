@@ -139,7 +139,7 @@ class Runtime:
 
             def record(inst):
                 instructions.append(inst)
-                if inst.starts_line is not None and frames:
+                if inst.starts_line is not None and inst.starts_line is not False and frames:  # 3.13: a bool
                     code = frames[-1].code
                     log.append(
                         {
