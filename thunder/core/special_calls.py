@@ -154,8 +154,35 @@ class SpecialCallsMixin:
             object.__delattr__: functools.partial(self._delattr, deleter=object.__delattr__),
         }
 
+    @functools.cached_property
+    def _late_specials(self) -> dict:
+        """The callables the tracer calls its own way where no symbol, lookaside or torch state reader claims them
+        (looked up after those: one dict lookup a call)."""
+        return {
+            torch._C._set_grad_enabled: self._set_grad_enabled,
+            transforms.vjp_call: self._vjp_call,
+            torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
+            torch.utils.checkpoint.checkpoint: self._checkpoint,
+            copy_module.deepcopy: functools.partial(self._copy, copy_module.deepcopy),
+            copy_module.copy: functools.partial(self._copy, copy_module.copy),
+            # A torch.autograd.Function class defined inside the function (torch.masked's ops do): the metaclass
+            # numbers it from a global itertools.count, which tracing cannot snapshot.
+            torch.autograd.function.FunctionMeta: torch.autograd.function.FunctionMeta,
+            _hookless: self._hookless,
+            print: self._print,
+        }
+
+    @functools.cached_property
+    def _plain_functions(self) -> set:
+        """The Python functions that ``lookaside`` found to be interpreted as they are: what decided it depends on
+        the function alone (tables that tracing does not change), so later calls skip to the answer."""
+        return set()
+
     def lookaside(self, fn: Callable) -> Callable | None:
         """What the interpreter calls instead of ``fn``, or None to let it handle ``fn`` as usual."""
+        if type(fn) is types.FunctionType and fn in self._plain_functions:
+            self._guard_function(fn)
+            return self._call_of(fn)
         try:
             special = self._specials.get(fn)
             hashable = True
@@ -177,28 +204,13 @@ class SpecialCallsMixin:
         reader = torch_state.reader(fn, self.torch_state_read.add, self.computation.autocast_read.add)
         if reader is not None:  # Note [Torch state]
             return reader
-        if fn is torch._C._set_grad_enabled:
-            return self._set_grad_enabled
-        if fn is transforms.vjp_call:
-            return self._vjp_call
+        special = self._late_specials.get(fn) if hashable else None
+        if special is not None:
+            return special
         if is_autograd_function_apply(fn):
             return functools.partial(self._autograd_function, fn.__self__)
-        if fn is torch.ops.higher_order.autograd_function_apply:
-            return self._higher_order_autograd_function
-        if fn is torch.utils.checkpoint.checkpoint:
-            return self._checkpoint
-        if fn is copy_module.deepcopy or fn is copy_module.copy:
-            return functools.partial(self._copy, fn)
-        if fn is torch.autograd.function.FunctionMeta:
-            # A torch.autograd.Function class defined inside the function (torch.masked's ops do):
-            # the metaclass numbers it from a global itertools.count, which tracing cannot snapshot.
-            return fn
-        if fn is _hookless:
-            return self._hookless
         if isinstance(fn, type) and issubclass(fn, torch.nn.Parameter):
             return functools.partial(_refuse_parameter, fn)
-        if fn is print:
-            return self._print
         if isinstance(fn, Symbol):
             return fn
         inner = inner_jitted_lookaside(fn)
@@ -213,10 +225,13 @@ class SpecialCallsMixin:
         if replacement is not None:
             bound = (self_obj,) if isinstance(fn, types.MethodType) else ()
             return lambda *a, **k: interpreter_call(current_runtime(), replacement, (*bound, *a), k)
-        if isinstance(func, types.FunctionType) and not is_nondeterministic(fn, module, self_obj):
+        nondeterministic = is_nondeterministic(fn, module, self_obj)
+        if isinstance(func, types.FunctionType) and not nondeterministic:
+            if type(fn) is types.FunctionType:
+                self._plain_functions.add(fn)
             self._guard_function(func)
             return self._call_of(fn)
-        if is_nondeterministic(fn, module, self_obj):
+        if nondeterministic:
             owner = self_obj if isinstance(self_obj, type) else type(self_obj)
             where = module or (f"{owner.__module__}.{owner.__qualname__}" if isinstance(self_obj, type) else owner.__module__)
             return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")

@@ -19,6 +19,7 @@ import torch
 from thunder.core.codegen import Printer, compile_source, trace_source
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy
+from thunder.core.pytree import tree_leaves
 from thunder.core.rules import autocast_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_RAISE, BoundSymbol, Symbol
 from thunder.core.tracectx import current_source_location, get_tracectx, reset_tracectx, set_tracectx, tracectx
@@ -49,16 +50,17 @@ RESERVED_NAMES = frozenset(
 )
 
 
-def _numbers_from_numpy(sym: Symbol, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def _numbers_from_numpy(sym: Symbol, args: tuple, kwargs: dict, leaves: list) -> tuple[tuple, dict]:
     """A numpy scalar argument (``np.finfo(np.float32).eps``, ``np.int64(3)``) as the Python number it holds,
     as PyTorch's argument parser reads it (a wrapped number: ``x * np.float32(2)`` keeps ``x``'s dtype); a
-    factory's ``data`` (``torch.tensor(np.int32(3))``) is left as it is."""
+    factory's ``data`` (``torch.tensor(np.int32(3))``) is left as it is. ``leaves``: those of the arguments."""
     np = sys.modules.get("numpy")
     if np is None:
         return args, kwargs
-    from thunder.core.pytree import tree_leaves, tree_map
+    from thunder.core.pytree import tree_map
 
-    if not any(isinstance(a, np.generic) for a in tree_leaves((args, kwargs))):
+    generic = np.generic
+    if not any(isinstance(a, generic) for a in leaves):
         return args, kwargs
 
     def number(x):
@@ -150,11 +152,17 @@ class TraceCtx:
         scopes = self.scopes
         outer = scopes[-1]
         top = len(scopes) == 1
+        leaves = None  # the arguments' leaves, flattened once for the steps below (while the arguments stay)
         if top and not sym.is_prim:  # prims at the top are replays: the objects they change are the outside ones
             args, kwargs = _snapshot(args), _snapshot(kwargs)
-            args, kwargs = _numbers_from_numpy(sym, args, kwargs)
+            leaves = tree_leaves((args, kwargs))
+            new_args, new_kwargs = _numbers_from_numpy(sym, args, kwargs, leaves)
+            if new_args is not args or new_kwargs is not kwargs:
+                args, kwargs, leaves = new_args, new_kwargs, None
         if top and sym in autocast_rules:
-            args, kwargs = self._autocast(sym, args, kwargs)
+            new_args, new_kwargs = self._autocast(sym, args, kwargs)
+            if new_args is not args or new_kwargs is not kwargs:
+                args, kwargs, leaves = new_args, new_kwargs, None
         sub: list[BoundSymbol] = []
         scopes.append(sub)
         try:
@@ -167,7 +175,7 @@ class TraceCtx:
         finally:
             scopes.pop()
         if top:
-            self._propagate_requires_grad(sym, args, kwargs, result, sub)
+            self._propagate_requires_grad(sym, args, kwargs, result, sub, leaves)
         bsym = BoundSymbol(sym, args, kwargs, result, tuple(sub), source=current_source_location() if top else None)
         outer.append(bsym)
         return result
@@ -197,7 +205,9 @@ class TraceCtx:
 
         return tree_map(cast, args), tree_map(cast, kwargs)
 
-    def _propagate_requires_grad(self, sym: Symbol, args: tuple, kwargs: dict, result: Any, subsymbols: list) -> None:
+    def _propagate_requires_grad(
+        self, sym: Symbol, args: tuple, kwargs: dict, result: Any, subsymbols: list, leaves: list | None = None
+    ) -> None:
         """As in eager: with grad mode on, a floating or complex result computed from a tensor that requires
         grad requires grad too (unless the symbol's results never do: ``detach``, ``zeros_like``, ...).
         "Computed from" is eager's: a symbol with a gradient rule of its own is an op with a derivative
@@ -212,7 +222,8 @@ class TraceCtx:
 
         if sym.id in NO_GRAD_RESULTS:
             return
-        leaves = tree_leaves((args, kwargs))
+        if leaves is None:
+            leaves = tree_leaves((args, kwargs))
         active = {a.name for a in leaves if type(a) is TensorProxy and a.requires_grad}
         if not active:
             return
@@ -299,12 +310,17 @@ class TraceCtx:
         from thunder.core.prims.python import group_tensor_checks
 
         printer = Printer(
-            miss=lambda p: f"_missed({p.constant(p.bsym, '_check')}, _locals())",
+            miss=lambda p: f"_missed({p.constant(p.bsym, '_check')})",
             return_call="_computation",
             tensor_types={},
         )
-        printer.add_ctx("_missed", missed)
-        printer.add_ctx("_locals", locals)
+
+        def missed_here(bsym: Any) -> Any:
+            # The failed check's locals, read from the prologue's frame on a miss only: passing ``locals()`` in each
+            # check's source made the prologue an eighth slower to compile.
+            return missed(bsym, dict(sys._getframe(1).f_locals))
+
+        printer.add_ctx("_missed", missed_here)
         printer.add_ctx("_computation", computation)
         grouped = from_trace(self)
         grouped.bound_symbols = group_tensor_checks(self.bound_symbols)

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from thunder.core.interpreter import innermost_frames
+from thunder.core.interpreter.runtime import frame_line, frame_receiver, innermost_frame_objects
 from thunder.core.symbol import SourceLocation, Symbol
 
 _THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -88,20 +88,22 @@ def source_location(module_paths: dict[int, str] | None = None) -> SourceLocatio
     and, for a frame of torch's, the call site: the innermost frame outside torch and thunder."""
     module_path = None
     if module_paths:
-        for frame in innermost_frames():
-            path = module_paths.get(id(frame.receiver)) if frame.receiver is not None else None
+        for f in innermost_frame_objects():
+            receiver = frame_receiver(f)
+            path = module_paths.get(id(receiver)) if receiver is not None else None
             if path is not None:
                 module_path = path
                 break
-    frames = innermost_frames()
+    frames = innermost_frame_objects()
     for frame in frames:
-        if frame.filename.startswith(_THUNDER_DIR):
+        filename = frame.code.co_filename
+        if filename.startswith(_THUNDER_DIR):
             continue
         call_site = None
-        if frame.filename.startswith(_TORCH_DIR):
+        if filename.startswith(_TORCH_DIR):
             for outer in frames:  # the frames outside this one
-                if not outer.filename.startswith((_TORCH_DIR, _THUNDER_DIR)):
-                    call_site = SourceLocation(outer.filename, outer.lineno or 0, outer.qualname)
+                if not outer.code.co_filename.startswith((_TORCH_DIR, _THUNDER_DIR)):
+                    call_site = SourceLocation(outer.code.co_filename, frame_line(outer) or 0, outer.code.co_qualname)
                     break
-        return SourceLocation(frame.filename, frame.lineno or 0, frame.qualname, module_path, call_site)
+        return SourceLocation(filename, frame_line(frame) or 0, frame.code.co_qualname, module_path, call_site)
     return None

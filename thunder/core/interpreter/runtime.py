@@ -267,15 +267,26 @@ def get_interpreter_stack() -> list[InterpreterFrameInfo]:
 def innermost_frames() -> Iterator[InterpreterFrameInfo]:
     """The interpreted frames, innermost first, made as they are asked for: a search that stops at the first few
     (the user's line of each recorded op) does not describe the whole stack."""
+    for f in innermost_frame_objects():
+        yield _frame_info(f)
+
+
+def innermost_frame_objects() -> Iterator:
+    """The interpreter's own frames (``Frame``), innermost first: for searches that read one or two fields of
+    many frames (``frame.code``, ``frame_receiver``, ``frame_line``) before describing the one they want."""
     for rt in reversed(_runtimes.stack):
-        for f in reversed(rt.frames):
-            yield _frame_info(f)
+        yield from reversed(rt.frames)
+
+
+def frame_line(f) -> int | None:
+    """The line ``f`` is running."""
+    return instruction_line(f.info, f.pc - 1)
 
 
 def constructing(obj: object) -> bool:
     """Whether an interpreted frame is running ``obj``'s ``__init__``, ``__new__`` or ``__post_init__``."""
     return any(
-        f.code.co_name in _CONSTRUCTORS and _receiver(f) is obj for rt in _runtimes.stack for f in rt.frames
+        f.code.co_name in _CONSTRUCTORS and frame_receiver(f) is obj for rt in _runtimes.stack for f in rt.frames
     )
 
 
@@ -285,11 +296,12 @@ _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
 def _frame_info(f) -> InterpreterFrameInfo:
     code = f.code
     return InterpreterFrameInfo(
-        code, instruction_line(f.info, f.pc - 1), code.co_name, code.co_qualname, code.co_filename, _receiver(f)
+        code, frame_line(f), code.co_name, code.co_qualname, code.co_filename, frame_receiver(f)
     )
 
 
-def _receiver(f) -> object:
+def frame_receiver(f) -> object:
+    """The ``self`` of the method ``f`` runs, or None."""
     code = f.code
     if not code.co_argcount or code.co_varnames[0] != "self" or not f.fast:
         return None
