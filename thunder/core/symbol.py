@@ -239,6 +239,8 @@ class BoundSymbol:
             lineage=(self.uid,) if lineage is None else lineage,
             header=changes.get("header", self.header),
         )
+        if "args" not in changes and "kwargs" not in changes and "output" not in changes:
+            new._flat = self._flat  # the same values: their flattening holds
         return new
 
     def rename(self, swap: dict[str, Proxy]) -> BoundSymbol:
