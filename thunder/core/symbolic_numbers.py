@@ -16,6 +16,7 @@ Layer: tracing. Imports: core.
 
 from __future__ import annotations
 
+import dis
 import random
 import re
 import types
@@ -167,6 +168,11 @@ class SymbolicNumbersMixin:
                     )
 
 
+# BINARY_OP's arguments for ``%`` and ``%=`` (the interpreter's instructions leave ``argrepr`` empty: Note [Decoding
+# bytecode] in ``thunder.core.interpreter.instructions``).
+_PRINTF_OPS = frozenset(i for i, (_, symbol) in enumerate(dis._nb_ops) if symbol in ("%", "%="))  # type: ignore[attr-defined]
+
+
 def pin_native_operands(inst, values) -> None:
     """Pins the symbolic numbers among an instruction's operands that CPython reads natively (Note [Operand
     reads]): an index that C code reads, the right operand of a builtin operator slot that goes first, an
@@ -178,7 +184,7 @@ def pin_native_operands(inst, values) -> None:
         left, right = values
         if _read_natively_by_operator(left, right):
             pin(right)  # records ``n == value``, checked by the prologue
-        elif isinstance(left, (str, bytes)) and inst.argrepr in ("%", "%="):  # printf-style formatting
+        elif isinstance(left, (str, bytes)) and name == "BINARY_OP" and inst.arg in _PRINTF_OPS:  # printf-style formatting
             items = right.values() if isinstance(right, dict) else right if type(right) is tuple else (right,)
             for v in items:
                 if isinstance(v, (SymInt, SymFloat)):
