@@ -193,3 +193,38 @@ def test_an_expanded_input_whose_copy_is_written_before_a_data_dependent_size():
             x = torch.tensor([value]).expand(3)
             torch.testing.assert_close(jf(x), f(x))
 
+
+
+@pytest.mark.parametrize("view", ["expanded", "strided slice", "offset slice", "transposed"])
+def test_a_deep_copy_of_a_computed_view_keeps_eagers_layout(view):
+    """Found by the randomized tester on 3.13: ``copy.deepcopy`` of a tensor the program computed was a clone, whose
+    layout is not eager's deep copy's (the storage copied, the same view of it): an expanded copy reported
+    contiguous strides and took an in-place add that eager refuses."""
+    views = {
+        "expanded": lambda x: x[0].expand(2, 4),
+        "strided slice": lambda x: x[:, ::2],
+        "offset slice": lambda x: x[1:],
+        "transposed": lambda x: x.t(),
+    }
+
+    def f(x):
+        y = copy.deepcopy({"k": views[view](x * 1)})["k"]
+        return y.stride(), y.storage_offset(), y.is_contiguous(), y + 1, y
+
+    x = torch.randn(3, 4)
+    expected, actual = f(x), thunder.jit(f)(x)
+    assert actual[:3] == expected[:3]
+    torch.testing.assert_close(actual[3], expected[3])
+    assert (actual[4].stride(), actual[4].storage_offset()) == (expected[4].stride(), expected[4].storage_offset())
+
+
+def test_an_in_place_op_on_a_deep_copy_of_an_expanded_tensor_fails_as_in_eager():
+    def f(x):
+        y = copy.deepcopy(x.expand(2, 2))
+        y.add_(1)
+        return y
+
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        f(torch.randn(2))
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        thunder.jit(f)(torch.randn(2))

@@ -137,6 +137,17 @@ def _hash(obj) -> int:
     return hash(obj)
 
 
+def deepcopy_tensor(a: torch.Tensor) -> torch.Tensor:
+    """Eager's ``copy.deepcopy`` of a tensor: its whole storage copied and the same view of it kept (the strides,
+    a broadcast's zero stride included, and the storage offset: not ``clone``'s layout). On the meta device, where
+    the layout replays run (Note [Strides of traced tensors]) and ``deepcopy`` would clone, a tensor laid out so.
+    The torch language's ``ltorch.deepcopy_tensor`` stands for it in traces."""
+    if a.device.type == "meta":
+        storage = torch.empty(a.untyped_storage().nbytes() // a.element_size(), dtype=a.dtype, device="meta")
+        return storage.as_strided(a.shape, a.stride(), a.storage_offset())
+    return copy_module.deepcopy(a)
+
+
 class SpecialCallsMixin:
     """``Tracer``'s lookaside: the callables it handles itself."""
 
@@ -329,7 +340,7 @@ class SpecialCallsMixin:
                 f"moment (copy.deepcopy of {x.name}, computed inside the function and requiring grad); "
                 "use .detach().clone() or .clone()"
             )
-        out = interpreter_call(current_runtime(), torch.clone, (x,), None)
+        out = interpreter_call(current_runtime(), deepcopy_tensor, (x,), None)
         if memo is not None:
             memo[id(x)] = out
             memo.setdefault(id(memo), []).append(x)

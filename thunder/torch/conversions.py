@@ -20,6 +20,7 @@ from thunder.core.errors import ThunderTypeError, ThunderValueError, Unsupported
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy, register_method
 from thunder.core.rules import grad_rules
+from thunder.core.special_calls import deepcopy_tensor as _eager_deepcopy
 from thunder.core.symbol import MAY_ALIAS, MAY_RAISE, UNFUSIBLE
 from thunder.torch.base import torchsymbol
 from thunder.torch.factories import factory_device
@@ -238,6 +239,15 @@ def clone(input, *, memory_format=torch.preserve_format):
     """``torch.clone``: a copy that never aliases ``input``."""
     _check_self("ltorch.clone", input)
     return prims.clone(input)
+
+
+@torchsymbol(_eager_deepcopy, id="torch.deepcopy_tensor", tags=(UNFUSIBLE,))
+def deepcopy_tensor(input):
+    """``copy.deepcopy`` of a tensor the program computed: the same values in eager's layout for a deep copy (the
+    view of a copied storage: an expanded tensor stays expanded, so an in-place op on it fails as in eager), which
+    is not ``clone``'s. It has no prim decomposition: the torch executor runs eager's ``deepcopy``."""
+    _check_self("ltorch.deepcopy_tensor", input)
+    return TensorProxy.like(input, requires_grad=False)
 
 
 @torchsymbol(torch.detach, method_name="detach", torch_impl=torch.Tensor.detach, tags=(MAY_ALIAS,))
