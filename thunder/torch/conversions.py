@@ -25,7 +25,7 @@ from thunder.core.symbol import MAY_ALIAS, MAY_RAISE, UNFUSIBLE
 from thunder.torch.base import torchsymbol
 from thunder.torch.factories import factory_device
 
-__all__ = ["to", "type_as", "tensor_type", "cpu", "cuda", "contiguous", "clone", "detach", "view_as_complex",
+__all__ = ["to", "type_as", "tensor_type", "cpu", "cuda", "contiguous", "clone", "deepcopy_tensor", "detach", "view_as_complex",
            "view_as_real"]  # fmt: skip
 
 
