@@ -58,8 +58,8 @@ def parse_exception_table(code: CodeType) -> list[tuple[int, int, int, int, bool
 
 
 # Note [Decoding bytecode]
-# ``dis.get_instructions`` took a third of the first compile of a small Qwen2 generation (16 ms for the 86 code
-# objects it runs, 3 us an instruction): it formats every argument for display (the repr of each constant), finds
+# ``dis.get_instructions`` took 16 ms of the first compile of a small Qwen2 generation (the 86 code objects it
+# runs, 3 us an instruction): it formats every argument for display (the repr of each constant), finds
 # the jump labels in a second pass and builds each named tuple through its Python ``__new__``. ``instructions_of``
 # makes the same ``dis.Instruction`` tuples for what the interpreter reads (``opname``, ``opcode``, ``arg``,
 # ``argval``, ``offset``, ``positions``, the line fields and jump labels) in one pass, 2.4 times faster; it
