@@ -54,7 +54,7 @@ from thunder.core.prims.python import tensor_value
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.replays import REPLAYS
-from thunder.core.symbol import IN_PLACE, RANDOM, BoundSymbol, Symbol
+from thunder.core.symbol import IN_PLACE, RANDOM, BoundSymbol, Symbol, mutates
 from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.trace import TraceCtx
 
@@ -81,7 +81,7 @@ def evaluate(
             needed.update(a.name for a in bsym.flat_proxy_args)
     part.reverse()
     env: dict[str, Any] = dict(inputs)
-    if any(_writes(b) for b in part):  # the caller's tensors stay as they are
+    if any(mutates(b) for b in part):  # the caller's tensors stay as they are
         env = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in env.items()}
     rng = torch.random.get_rng_state()
     try:
@@ -134,10 +134,6 @@ def _real(x: Any, env: dict) -> Any:
         except KeyError:
             raise _CannotEvaluate(x.name) from None
     return x
-
-
-def _writes(bsym: BoundSymbol) -> bool:
-    return IN_PLACE in bsym.sym.tags or any(_writes(s) for s in bsym.subsymbols)
 
 
 def order_for_checks(trace: TraceCtx) -> None:

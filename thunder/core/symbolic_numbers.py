@@ -16,7 +16,6 @@ Layer: tracing. Imports: core.
 
 from __future__ import annotations
 
-import dis
 import random
 import re
 import types
@@ -26,6 +25,7 @@ from typing import Any
 
 from thunder.core import prims
 from thunder.core.errors import ThunderRuntimeError
+from thunder.core.interpreter.handlers.arithmetic import NB_SYMBOLS
 from thunder.core.provenance import is_literal_key
 from thunder.core.proxies import Proxy
 from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index
@@ -170,7 +170,7 @@ class SymbolicNumbersMixin:
 
 # BINARY_OP's arguments for ``%`` and ``%=`` (the interpreter's instructions leave ``argrepr`` empty: Note [Decoding
 # bytecode] in ``thunder.core.interpreter.instructions``).
-_PRINTF_OPS = frozenset(i for i, (_, symbol) in enumerate(dis._nb_ops) if symbol in ("%", "%="))  # type: ignore[attr-defined]
+_PRINTF_OPS = frozenset(i for i, symbol in enumerate(NB_SYMBOLS) if symbol in ("%", "%="))
 
 
 def pin_native_operands(inst, values) -> None:

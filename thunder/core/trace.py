@@ -19,7 +19,7 @@ import torch
 from thunder.core.codegen import Printer, compile_source, trace_source
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy
-from thunder.core.pytree import tree_leaves
+from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import autocast_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_RAISE, BoundSymbol, Symbol
 from thunder.core.tracectx import current_source_location, get_tracectx, reset_tracectx, set_tracectx, tracectx
@@ -57,8 +57,6 @@ def _numbers_from_numpy(sym: Symbol, args: tuple, kwargs: dict, leaves: list) ->
     np = sys.modules.get("numpy")
     if np is None:
         return args, kwargs
-    from thunder.core.pytree import tree_map
-
     generic = np.generic
     if not any(isinstance(a, generic) for a in leaves):
         return args, kwargs
@@ -185,7 +183,6 @@ class TraceCtx:
         (Note [Autocast])."""
         from thunder.core import prims
         from thunder.core.proxies import TensorProxy
-        from thunder.core.pytree import tree_leaves, tree_map
 
         device_type = next((a.device.type for a in tree_leaves((args, kwargs)) if type(a) is TensorProxy), None)
         if device_type is None:
@@ -218,7 +215,6 @@ class TraceCtx:
         returned as it is stays what it is, but for an in-place symbol's. The answer depends on the grad
         mode, which the trace then records it read."""
         from thunder.core.proxies import TensorProxy
-        from thunder.core.pytree import tree_leaves
 
         if sym.id in NO_GRAD_RESULTS:
             return
@@ -412,7 +408,6 @@ def _snapshot(x: Any) -> Any:
 def _explain_untraced_tensors(e: ThunderError, args: tuple, kwargs: dict) -> None:
     """An op that refuses a real ``torch.Tensor`` ("expected a tensor, got Tensor") says where such a tensor
     comes from: code that ran without being traced made it."""
-    from thunder.core.pytree import tree_leaves
 
     if getattr(e, "_thunder_located", False) or not any(type(a) is torch.Tensor for a in tree_leaves((args, kwargs))):
         return

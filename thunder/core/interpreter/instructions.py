@@ -66,10 +66,14 @@ def parse_exception_table(code: CodeType) -> list[tuple[int, int, int, int, bool
 # leaves ``argrepr`` empty (the log shows ``argval``) and, on 3.13, ``cache_info`` None. The rules are dis's own for
 # each version (3.11: ``KW_NAMES`` keeps ``dis.UNKNOWN``; 3.12: ``LOAD_ATTR``'s name index is shifted; 3.13: the
 # paired ``LOAD_FAST_LOAD_FAST``...), and a test compares both decodings over thousands of code objects.
-_CACHES = tuple(  # the inline cache entries after each opcode (dis's private tables: the test checks the decoding)
-    dis._get_cache_size(name) if _PY313 else (dis._inline_cache_entries + [0] * 256)[op]  # type: ignore[attr-defined]
-    for op, name in enumerate(dis.opname)
-)
+def _cache_size(op: int, name: str) -> int:
+    """The inline cache entries after opcode ``op`` (dis's private tables: the decoding test checks the result)."""
+    if _PY313:
+        return dis._get_cache_size(name)  # type: ignore[attr-defined]
+    table = dis._inline_cache_entries  # type: ignore[attr-defined]
+    return table[op] if op < len(table) else 0
+
+
 _OP = dis.opmap
 _EXTENDED_ARG = _OP["EXTENDED_ARG"]
 _CONVERSIONS = (None, str, repr, ascii)
@@ -104,6 +108,7 @@ def _argument_kind(op: int) -> int:
 
 
 _KINDS = tuple(_argument_kind(op) for op in range(256))
+_CACHES = tuple(_cache_size(op, name) for op, name in enumerate(dis.opname))
 _new = tuple.__new__
 
 
