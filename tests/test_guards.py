@@ -265,6 +265,60 @@ def test_getattr_and_hasattr_builtins():
     _same_as_eager(jg, g, X, c)
 
 
+# --- a read of the prologue that raises is a miss (Note [A prologue that raises misses]) --------------------
+
+CACHES = ["constant values", "symbolic values", "same input"]
+
+
+class _Settings:
+    pass
+
+
+@pytest.mark.parametrize("cache", CACHES[:2])
+def test_attribute_deleted_after_the_program_caught_its_absence(cache):
+    settings = _Settings()
+    settings.scale = 2.0
+
+    def f(t):
+        try:
+            scale = settings.scale
+        except AttributeError:
+            scale = 1.0
+        return t * scale
+
+    jf = thunder.jit(f, cache=cache)
+    _same_as_eager(jf, f, X)
+    _same_as_eager(jf, f, X)
+    del settings.scale  # the prologue's read of it raised AttributeError, where eager takes the except branch
+    _same_as_eager(jf, f, X)
+    _same_as_eager(jf, f, X)
+    assert thunder.cache_misses(jf) == 2
+    assert "reading settings_scale raised AttributeError" in str(thunder.cache_miss_reasons(jf)[-1])
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_data_dependent_error_comes_before_a_deleted_attribute(cache):
+    # Found by the randomized tester (3.12, seed 610914): eager fails at the take before it reads the attribute.
+    settings = _Settings()
+    settings.flag = True
+
+    def f(t):
+        _ = t.take(torch.tensor([100]))
+        return t * 2 if settings.flag else t
+
+    jf = thunder.jit(f, cache=cache)
+    _same_as_eager(jf, f, torch.ones(200))
+    del settings.flag
+    small = torch.ones(5)
+    with pytest.raises(IndexError, match="out of range") as eager:
+        f(small)
+    with pytest.raises(IndexError, match="out of range") as jitted:
+        jf(small)
+    assert str(jitted.value) == str(eager.value)
+    with pytest.raises(AttributeError, match="no attribute 'flag'"):
+        jf(torch.ones(200))
+
+
 # --- global containers changed in place ----------------------------------------------------------------------
 
 GLOBAL_SET = {1, 2}

@@ -232,7 +232,7 @@ class _Jitted:
             entry = self.last_entry
             if entry is not None and (outcomes is None or continues(entry, outcomes)):
                 inputs = entry.prologue(*args, **kwargs)
-                if outcomes is None or continues(entry, outcomes, inputs):
+                if type(inputs) is tuple and (outcomes is None or continues(entry, outcomes, inputs)):
                     self.cs.hits.bump()
                     return _run(entry, inputs)
         elif option is not CACHE_OPTIONS.NO_CACHING:
@@ -267,8 +267,8 @@ class _Jitted:
         if entry is None or (outcomes is not None and not continues(entry, outcomes)):
             return None
         inputs = entry.prologue(*args, **kwargs)
-        if outcomes is not None and not continues(entry, outcomes, inputs):
-            return None
+        if type(inputs) is not tuple or (outcomes is not None and not continues(entry, outcomes, inputs)):
+            return None  # a Rejection: a read raised (Note [A prologue that raises misses])
         return entry, inputs
 
     def _compile(

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from thunder.common import CacheEntry
-from thunder.core.codegen import Printer, compile_source, trace_source
+from thunder.core.codegen import Printer, bsym_raising, compile_source, trace_source
 from thunder.core.iterators import ReplayableIterator
 from thunder.core.prims.python import NOT_A_MEMBER
 from thunder.core.prims.python import PythonPrimIDs as P
@@ -100,12 +100,14 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 class Rejection:
-    """What a diagnostic prologue returns when a check fails: the check and the prologue's locals."""
+    """What a diagnostic prologue returns when a check fails: the check and the prologue's locals; or when a read
+    raises: the raising bound symbol (None if unknown), the locals and the exception (Note [A prologue that raises
+    misses] in ``thunder.core.codegen``)."""
 
-    __slots__ = ("bsym", "values")
+    __slots__ = ("bsym", "values", "raised")
 
-    def __init__(self, bsym: BoundSymbol, values: dict[str, Any]):
-        self.bsym, self.values = bsym, values
+    def __init__(self, bsym: BoundSymbol | None, values: dict[str, Any], raised: Exception | None = None):
+        self.bsym, self.values, self.raised = bsym, values, raised
 
     def __repr__(self) -> str:
         return f"Rejection({explain(self)})"
@@ -145,7 +147,9 @@ class DiagnosticPrologue:
                 printer = Printer(miss=_miss_expression)
                 printer.add_ctx("_Rejection", Rejection)
                 printer.add_ctx("_locals", locals)
-                source = trace_source(trace, print_depth=1, printer=printer)
+                printer.add_ctx("_bsym_raising", bsym_raising)
+                guarded = "_Rejection(_bsym_raising(_raised), _locals(), _raised)"
+                source = trace_source(trace, print_depth=1, printer=printer, guarded=guarded)
                 fn = compile_source(
                     source, trace.name, printer.ctx, f"thunder.{trace.name}_{trace.uid}", printer.line_bsyms
                 )
@@ -163,8 +167,8 @@ class MissRecord(threading.local):
         self.miss = miss
         self.last: Rejection | None = None
 
-    def missed(self, bsym: BoundSymbol, values: dict) -> Any:
-        self.last = Rejection(bsym, values)
+    def missed(self, bsym: BoundSymbol | None, values: dict, raised: Exception | None = None) -> Any:
+        self.last = Rejection(bsym, values, raised)
         return self.miss
 
     def take(self) -> Rejection | None:
@@ -193,7 +197,7 @@ def diagnose_miss(
         return in_user_names(explain(rejection), getattr(trace, "input_paths", {}))
     try:
         out = entry.prologue(*args, **kwargs)
-    except Exception as e:  # a prologue is made not to raise; say so if one does
+    except Exception as e:  # its reads are guarded (they return a Rejection): anything else, said
         return CacheMissReason(None, "prologue", message=f"the prologue raised {type(e).__name__}: {e}")
     if type(out) is Rejection:
         trace = entry.prologue_traces[-1] if entry.prologue_traces else None
@@ -241,6 +245,13 @@ def _positional_names(entry: CacheEntry) -> list[str]:
 def explain(rejection: Rejection) -> CacheMissReason:
     """The reason a diagnostic prologue's check failed."""
     bsym = rejection.bsym
+    if rejection.raised is not None:
+        e = rejection.raised
+        out = bsym.flat_proxy_outs if bsym is not None else ()
+        what = f"reading {out[0].name}" if out else "a read"
+        return CacheMissReason(
+            out[0].name if out else None, "prologue", message=f"{what} raised {type(e).__name__}: {e}"
+        )
     checked = bsym.args[0] if bsym.args else None
     if isinstance(checked, Proxy) and rejection.values.get(checked.name) is NOT_A_MEMBER:
         return CacheMissReason(

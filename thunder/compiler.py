@@ -548,7 +548,7 @@ class _FusedWhenReused:
         with self.lock:
             if self.fused is None:
                 entry = self.owner()
-                missed = entry.misses.missed if entry is not None else (lambda bsym, values: MISS)
+                missed = entry.misses.missed if entry is not None else (lambda bsym, values, raised=None: MISS)
                 self.fused = self.prologue.fused_prologue_callable(self.computation, missed)
                 if entry is not None and entry.run is self:
                     entry.run = self.fused

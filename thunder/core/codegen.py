@@ -231,8 +231,12 @@ def trace_source(
     ranges: Callable[[int, BoundSymbol], str | None] | None = None,
     lines_cache: dict | None = None,
     signature: list[str] | None = None,
+    guarded: str | None = None,
 ) -> str:
     """The Python source of a trace (its parameters: ``signature`` where given, else the trace's).
+
+    ``guarded``: a prologue's statements before its final ``return`` run in a ``try`` whose handler returns this
+    expression, where ``_raised`` is the exception (Note [A prologue that raises misses]).
 
     ``ranges(i, bsym)`` names a profiler range around the statement of the ``i``-th bound symbol
     (None: no range); see Note [Profiling ranges]. ``lines_cache`` (a dict the caller keeps while it
@@ -263,6 +267,8 @@ def trace_source(
         spans.append((start, len(body), bsym))
         if name is not None:
             body.append("  _range_exit(_thunder_range)")
+    if guarded is not None and body and body[-1].startswith("  return "):
+        body, spans = _guarded_body(body, spans, guarded)
     signature = ", ".join(trace.signature() if signature is None else signature)
     if any(deco.startswith("torch.") for deco in trace.decorators):
         printer.add_ctx("torch", torch)
@@ -286,6 +292,25 @@ def trace_source(
             line_bsyms[n] = bsym
     lines.extend(body or ["  pass"])
     return "\n".join(lines)
+
+
+# Note [A prologue that raises misses]
+# A prologue reads what the program read (attributes, globals, items) in the program's order, but before the
+# computation runs. A read that raises (an attribute the user deleted since) is no answer about the call: eager
+# might fail earlier, in an op of the computation (an index out of range), or the program might catch the error
+# and go on. So a prologue's checks run in a ``try``, and an exception is a miss (``Rejection.raised``); the retrace
+# runs the program as eager does and fails where eager fails, with eager's error (``_raise_an_earlier_failure`` in
+# ``thunder.core.jit_ext``). The ``try`` costs nothing on a hit; the final ``return`` (the computation's call in a
+# fused prologue) stays outside it, so the computation's own errors pass through.
+
+
+def _guarded_body(body: list[str], spans: list, guarded: str) -> tuple[list[str], list]:
+    """``body`` with all but its final ``return`` inside ``try:``, and ``spans`` moved with the lines."""
+    last = len(body) - 1
+    inner = ["  " + piece.replace("\n", "\n  ") for piece in body[:last]]
+    guarded_body = ["  try:", *inner, f"  except Exception as _raised:\n    return {guarded}", body[last]]
+    moved = [(start + 1, stop + 1, b) if start < last else (start + 2, stop + 2, b) for start, stop, b in spans]
+    return guarded_body, moved
 
 
 # Note [Generated code and its resources]
@@ -366,6 +391,12 @@ def bsym_at(filename: str, lineno: int) -> BoundSymbol | None:
     """The bound symbol printed at line ``lineno`` of generated code ``filename``, or None."""
     lines = _generated.get(filename)
     return lines.get(lineno) if lines is not None else None
+
+
+def bsym_raising(e: BaseException) -> BoundSymbol | None:
+    """The bound symbol whose statement raised ``e`` in the generated function that caught it, or None."""
+    tb = e.__traceback__
+    return bsym_at(tb.tb_frame.f_code.co_filename, tb.tb_lineno) if tb is not None else None
 
 
 def is_generated(filename: str) -> bool:

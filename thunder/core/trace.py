@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from thunder.core.codegen import Printer, compile_source, trace_source
+from thunder.core.codegen import Printer, bsym_raising, compile_source, trace_source
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves, tree_map
@@ -292,13 +292,15 @@ class TraceCtx:
                     told(value, self, self._callable)
         return self._callable
 
-    def fused_prologue_callable(self, computation: Callable, missed: Callable[[Any, dict], Any]) -> Callable:
+    def fused_prologue_callable(self, computation: Callable, missed: Callable[..., Any]) -> Callable:
         """This prologue compiled together with the call of ``computation``: one call on a cache hit.
 
         It is called as ``fused(args, kwargs)`` (the call's positional arguments as a tuple, its keyword
         arguments as a dict: the hot path passes on what it received, without unpacking and packing them
-        again); when a check fails it returns ``missed(the check's bound symbol, its locals)``, else whatever
-        ``computation`` returns. Its tensor checks try the C fast check first (Note [Tensor checks in C]).
+        again); when a check fails it returns ``missed(the check's bound symbol, its locals)``, and when a read
+        raises ``missed(the raising bound symbol, its locals, the exception)`` (Note [A prologue that raises
+        misses]), else whatever ``computation`` returns. Its tensor checks try the C fast check first (Note
+        [Tensor checks in C]).
         """
         params = self.signature()
         if params != [f"*{self.varargs}", f"**{self.varkwargs}"]:
@@ -316,11 +318,18 @@ class TraceCtx:
             # check's source made the prologue an eighth slower to compile.
             return missed(bsym, dict(sys._getframe(1).f_locals))
 
+        def raised_here(e: Exception) -> Any:
+            return missed(bsym_raising(e), dict(sys._getframe(1).f_locals), e)
+
         printer.add_ctx("_missed", missed_here)
+        printer.add_ctx("_raised_here", raised_here)
         printer.add_ctx("_computation", computation)
         grouped = from_trace(self)
         grouped.bound_symbols = group_tensor_checks(self.bound_symbols)
-        source = trace_source(grouped, print_depth=1, printer=printer, signature=[self.varargs, self.varkwargs])
+        source = trace_source(
+            grouped, print_depth=1, printer=printer, signature=[self.varargs, self.varkwargs],
+            guarded="_raised_here(_raised)",
+        )  # fmt: skip
         return compile_source(
             source, self.function_name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms
         )
