@@ -296,6 +296,60 @@ def test_attribute_deleted_after_the_program_caught_its_absence(cache):
     assert "reading settings_scale raised AttributeError" in str(thunder.cache_miss_reasons(jf)[-1])
 
 
+def _reads_extra_with_attribute(obj):
+    return obj.extra
+
+
+def _reads_extra_with_getattr(obj):
+    return getattr(obj, "extra")  # noqa: B009 - the builtin is what is tested
+
+
+@pytest.mark.parametrize("read", [_reads_extra_with_attribute, _reads_extra_with_getattr], ids=["attribute", "getattr"])
+@pytest.mark.parametrize("owner", ["object", "module"])
+@pytest.mark.parametrize("cache", CACHES[:2])
+def test_absent_attribute_the_program_caught_is_checked(read, owner, cache):
+    # Found by the randomized tester (seed 685252): traced while the attribute was absent, the entry kept
+    # taking the except branch after the attribute was set.
+    holder = _Settings() if owner == "object" else torch.nn.Module()
+
+    def f(t):
+        try:
+            scale = read(holder)
+        except AttributeError:
+            scale = -1.0
+        return t + scale
+
+    jf = thunder.jit(f, cache=cache)
+    for change in (None, lambda: setattr(holder, "extra", 0.5), lambda: delattr(holder, "extra"),
+                   lambda: setattr(holder, "extra", 3.0), None):  # fmt: skip
+        if change is not None:
+            change()
+        _same_as_eager(jf, f, X)
+
+
+def _reads_undefined_global(t):
+    try:
+        scale = UNDEFINED_AT_FIRST  # noqa: F821 - defined and deleted by the test
+    except NameError:
+        scale = -1.0
+    return t + scale
+
+
+@pytest.mark.parametrize("cache", CACHES[:2])
+def test_undefined_global_the_program_caught_is_checked(cache):
+    jf = thunder.jit(_reads_undefined_global, cache=cache)
+    try:
+        for value in (None, 0.5, None, 3.0):
+            if value is None:
+                globals().pop("UNDEFINED_AT_FIRST", None)
+            else:
+                globals()["UNDEFINED_AT_FIRST"] = value
+            _same_as_eager(jf, _reads_undefined_global, X)
+        assert "the global 'UNDEFINED_AT_FIRST' of module" in str(thunder.cache_miss_reasons(jf)[-1])
+    finally:
+        globals().pop("UNDEFINED_AT_FIRST", None)
+
+
 @pytest.mark.parametrize("cache", CACHES)
 def test_data_dependent_error_comes_before_a_deleted_attribute(cache):
     # Found by the randomized tester (3.12, seed 610914): eager fails at the take before it reads the attribute.

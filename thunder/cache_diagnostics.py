@@ -400,6 +400,15 @@ def _explain_hasattr(bsym, values):
     return CacheMissReason(p.name, f"hasattr {name!r}", present, not present)
 
 
+def _explain_global_absent(bsym, values):
+    globals_, name = bsym.args
+    module = globals_.namespace.get("__name__", "?")
+    return CacheMissReason(
+        name, "global defined", False, True,
+        message=f"the global {name!r} of module {module!r} is defined now; it was not when the function was traced",
+    )  # fmt: skip
+
+
 def _explain_iterator(bsym, values):
     it, typ, _ = bsym.args
     x = _value(values, it)
@@ -447,7 +456,9 @@ _EXPLAINERS: dict[Any, Callable[[BoundSymbol, dict], CacheMissReason]] = {
     P.CHECK_ITERATOR_END: _explain_iterator_end,
 }
 # Check prims added later (another part of issue 7 adds them): a row each where they exist.
-for _name, _explainer in (("CHECK_IS", _explain_is), ("CHECK_HASATTR", _explain_hasattr)):
+for _name, _explainer in (
+    ("CHECK_IS", _explain_is), ("CHECK_HASATTR", _explain_hasattr), ("CHECK_GLOBAL_ABSENT", _explain_global_absent),
+):
     if hasattr(P, _name):
         _EXPLAINERS[getattr(P, _name)] = _explainer
 

@@ -394,6 +394,12 @@ def globals_values(rng, ctx):
             setup="W{u} = torch.randn(())",
             mutations=["W{u} = torch.randn(()) * 3", "W{u}.add_(1)", "W{u} = torch.randn((), dtype=torch.float64)", "W{u} = torch.tensor(2)"],
         )  # fmt: skip
+    if rng.random() < 0.4:  # a NameError the program catches: the entry holds while the global stays undefined
+        return _s(
+            "globals", "global whose absence the program catches",
+            "try:\n    acc = acc * MAYBE{u}\nexcept NameError:\n    acc = acc + 1",
+            mutations=["MAYBE{u} = 3", "del MAYBE{u}", "MAYBE{u} = 0.5", "del MAYBE{u}"],
+        )  # fmt: skip
     return _s(
         "globals", "global tuple rebound", "acc = acc * T{u}[0]\nret.append(len(T{u}))",
         setup="T{u} = (2, 3)", mutations=["T{u} = (5,)", "T{u} = (2.5, 1, 1)", "T{u} = (2, 3)"],
@@ -581,6 +587,13 @@ def objects(rng, ctx):
             "objects", "owner's buffer changed", "acc = acc + {M}.buf",
             mutations=["m.buf.add_(1)", "m.buf = torch.zeros(())", "m.buf = torch.ones((), dtype=torch.float64)"],
             needs={"owner"},
+        )  # fmt: skip
+    if rng.random() < 0.5:  # the program catches the absence: a prologue's read that raises is a miss
+        return _s(
+            "objects", "attribute whose absence the program catches",
+            "try:\n    acc = acc + cfg{u}.extra\nexcept AttributeError:\n    acc = acc - 1",
+            setup="class _Cfg{u}:\n    pass\ncfg{u} = _Cfg{u}()\ncfg{u}.extra = 0.5",
+            mutations=["del cfg{u}.extra", "cfg{u}.extra = 2", "del cfg{u}.extra", "cfg{u}.extra = 0.5"],
         )  # fmt: skip
     return _s(
         "objects", "attribute of a plain global object changed", "acc = acc + cfg{u}.shift\nif cfg{u}.flag:\n    acc = acc * 2",

@@ -130,7 +130,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._guarded_functions: set[int] = set()
         self._definition = None  # where the program is defined (named in errors about its arguments)
         self._calls_instead: dict[int, Callable] = {}  # id(outside callable) -> what its calls run (_call_instead)
-        self._asked_hasattr: set[tuple[int, str]] = set()  # (id(outside object), name): checked once
+        self._asked_hasattr: set[tuple] = set()  # (id(outside object), name), ("global", id(globals), name): checked once
         self._tensor_inputs: dict[int, tuple[Proxy, torch.Tensor]] = {}  # id(proxy) -> (holder, real tensor)
         self._hoisted: dict[str, str] = {}  # prologue name -> the call that makes it (random.random)
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
@@ -249,6 +249,8 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             load_global=self.load_global,
             store_global=self.store_global,
             load_attr=self.load_attr,
+            missing_attr=self.missing_attr,
+            missing_global=self.missing_global,
             store_attr=self.store_attr,
             store_subscr=self.store_subscr,
             load_deref=self.load_deref,
@@ -369,7 +371,8 @@ _READS_AND_CHECKS = frozenset({
     prims.unpack_sequence, prims.unpack_key, prims.unpack_attr, prims.unpack_module_member, prims.unpack_global,
     prims.unpack_cell, prims.unpack_constant, prims.unpack_shape, prims.unpack_trivial, prims.check_args_structure,
     prims.check_tensor, prims.check_tensor_rank, prims.check_value, prims.check_identity, prims.check_type,
-    prims.check_torch_state, prims.check_autocast, prims.check_is, prims.check_hasattr, prims.check_no_hooks,
+    prims.check_torch_state, prims.check_autocast, prims.check_is, prims.check_hasattr, prims.check_global_absent,
+    prims.check_no_hooks,
     prims.check_expr, prims.check_keys, prims.python_return, prims.comment,
 })  # fmt: skip
 

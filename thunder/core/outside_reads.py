@@ -87,6 +87,14 @@ class OutsideReadsMixin:
 
         return self._read(key, value, holder)
 
+    def missing_global(self, globals_dict: dict, name: str) -> None:
+        """The program read an undefined global (a NameError it may catch): the trace holds while it stays
+        undefined, so the prologue checks that it still is."""
+        key = ("global", id(globals_dict), name)
+        if key not in self._written and key not in self._asked_hasattr and not is_thunder_module(globals_dict):
+            self._asked_hasattr.add(key)
+            self._check(prims.check_global_absent, prims.ModuleGlobals(globals_dict), name)
+
     def load_deref(self, code, name: str, value: Any, cell) -> Any:
         if id(cell) in self._internal_cells or isinstance(value, Proxy):
             return value
@@ -126,6 +134,13 @@ class OutsideReadsMixin:
         if isinstance(value, (types.MethodType, types.BuiltinMethodType, Proxy)) or name.startswith("__"):
             return value  # a proxy: computed by the program (a property's getter, ``parametrize``'s weight)
         return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
+
+    def missing_attr(self, obj: Any, name: str) -> None:
+        """``obj.name`` raised AttributeError, which the program may catch: the trace holds while the attribute
+        stays absent, so the prologue checks that it still is (a later ``obj.name = ...`` must retrace)."""
+        holder = self._provenance.get(id(obj))
+        if holder is not None and type(name) is str and not name.startswith("__"):
+            self._check_hasattr(holder, obj, name, False)
 
     def _is_outside(self, obj: Any) -> bool:
         """Whether ``obj``, reached without provenance, existed before the program ran. An object the
@@ -173,10 +188,9 @@ class OutsideReadsMixin:
         if holder is None or type(name) is not str:
             traced = introspection.lookaside(getattr)  # a traced value answers as what it stands for
             return (traced or getattr)(obj, name, *default)
-        present = hasattr(obj, name)
-        if not present and default:
+        if not hasattr(obj, name):
             self._check_hasattr(holder, obj, name, False)
-            return default[0]
+            return default[0] if default else getattr(obj, name)  # without a default: eager's AttributeError
         return self.load_attr(obj, name, getattr(obj, name))
 
     def _hasattr(self, obj, name) -> bool:

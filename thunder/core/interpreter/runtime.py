@@ -40,10 +40,13 @@ class InterpreterCallbacks:
     - ``load_global(globals_dict, name, value, is_builtin) -> value``: after LOAD_GLOBAL / LOAD_NAME resolved
       ``name`` in the globals (``is_builtin=False``) or the builtins (``is_builtin=True``). LOAD_NAME calls it
       only when the name was not found in the frame's locals mapping. The returned value is pushed.
+    - ``missing_global(globals_dict, name)``: when LOAD_GLOBAL found ``name`` in neither the globals nor the
+      builtins (before its NameError propagates).
     - ``store_global(globals_dict, name, value)``: before STORE_GLOBAL, DELETE_GLOBAL (``value is DELETED``),
       and STORE_NAME / DELETE_NAME when the frame's locals mapping is its globals (module-level code).
     - ``load_attr(obj, name, value) -> value``: after LOAD_ATTR / LOAD_METHOD (and 3.12's LOAD_SUPER_ATTR)
       loaded ``obj.name``; for method loads ``value`` is the bound method. The returned value is pushed.
+    - ``missing_attr(obj, name)``: when loading ``obj.name`` raised AttributeError (before it propagates).
     - ``store_attr(obj, name, value)``: before STORE_ATTR and DELETE_ATTR (``value is DELETED``).
     - ``store_subscr(container, key, value)``: before STORE_SUBSCR / DELETE_SUBSCR (``value is DELETED``) and
       3.12's STORE_SLICE (``key`` is the slice).
@@ -58,8 +61,10 @@ class InterpreterCallbacks:
     """
 
     load_global: Callable | None = None
+    missing_global: Callable | None = None
     store_global: Callable | None = None
     load_attr: Callable | None = None
+    missing_attr: Callable | None = None
     store_attr: Callable | None = None
     store_subscr: Callable | None = None
     load_deref: Callable | None = None
@@ -92,8 +97,10 @@ class Runtime:
         "fn_lookaside",
         "callbacks",
         "cb_load_global",
+        "cb_missing_global",
         "cb_store_global",
         "cb_load_attr",
+        "cb_missing_attr",
         "cb_store_attr",
         "cb_store_subscr",
         "cb_load_deref",
@@ -116,8 +123,10 @@ class Runtime:
         cb = callbacks if callbacks is not None else _NO_CALLBACKS
         self.callbacks = cb
         self.cb_load_global = cb.load_global
+        self.cb_missing_global = cb.missing_global
         self.cb_store_global = cb.store_global
         self.cb_load_attr = cb.load_attr
+        self.cb_missing_attr = cb.missing_attr
         self.cb_store_attr = cb.store_attr
         self.cb_store_subscr = cb.store_subscr
         self.cb_load_deref = cb.load_deref

@@ -45,6 +45,7 @@ class PythonPrimIDs(enum.Enum):
     CHECK_AUTOCAST = enum.auto()
     CHECK_IS = enum.auto()
     CHECK_HASATTR = enum.auto()
+    CHECK_GLOBAL_ABSENT = enum.auto()
     SET_GRAD_ENABLED = enum.auto()
     UNPACK_CALL = enum.auto()
     UNPACK_ITERATOR = enum.auto()
@@ -449,6 +450,17 @@ def _print_check_hasattr(bsym, printer):
 
 # ``check_hasattr(obj, name, present)``: whether ``obj`` has the attribute, which the program asked.
 check_hasattr = make_prim(P.CHECK_HASATTR, "check_hasattr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_hasattr)
+
+def _print_check_global_absent(bsym, printer):
+    globals_, name = bsym.args
+    return [f"if {name!r} in {printer.constant(globals_.namespace, '_globals')}: return {printer.miss}"]
+
+
+# ``check_global_absent(globals, name)``: a global the program found undefined (and caught the NameError) still is.
+check_global_absent = make_prim(
+    P.CHECK_GLOBAL_ABSENT, "check_global_absent", lambda *args: None, tags=(DONT_DCE,),
+    printer=_print_check_global_absent,
+)  # fmt: skip
 
 MODULE_HOOK_DICTS = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks")
 GLOBAL_HOOK_DICTS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks", "_global_forward_pre_hooks")

@@ -196,6 +196,9 @@ def _load_global(frame, name: str):
         if not isinstance(b, dict):
             b = b.__dict__
         if name not in b:
+            missing = frame.ctx.cb_missing_global
+            if missing is not None:
+                missing(g, name)
             raise _name_error(name)
         v = b[name]
         is_builtin = True
@@ -298,7 +301,13 @@ def DELETE_NAME(inst, frame):
 
 
 def _load_attr(frame, obj, name: str):
-    v = load_attr(frame.ctx, obj, name)
+    try:
+        v = load_attr(frame.ctx, obj, name)
+    except AttributeError:
+        missing = frame.ctx.cb_missing_attr
+        if missing is not None:
+            missing(obj, name)
+        raise
     cb = frame.ctx.cb_load_attr
     if cb is not None:
         v = cb(obj, name, v)
