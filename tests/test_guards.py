@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 
 import pytest
 import torch
@@ -1006,3 +1007,53 @@ _SCALE = 2.0
 
 def _reads_a_global(x):
     return x * _SCALE
+
+
+# --- environment variables (Note [Environment variables] in thunder.core.special_calls) ------------------------
+
+
+@pytest.fixture
+def environ_var(monkeypatch):
+    name = "THUNDER_TEST_GUARDS_VAR"
+    monkeypatch.delenv(name, raising=False)
+    return name
+
+
+def _reads_with_get(t, name):
+    return t + 1 if os.environ.get(name) == "1" else t - 1
+
+
+def _reads_with_getitem(t, name):
+    try:
+        return t + float(os.environ[name])
+    except KeyError:
+        return t - 5
+
+
+def _reads_with_in_and_getenv(t, name):
+    return t + (name in os.environ) + (os.getenv(name, "0") == "1")
+
+
+def _reads_all_names(t, name):
+    return t + sum(1 for k in os.environ if k == name) + len(os.environ) * 0
+
+
+@pytest.mark.parametrize("f", [_reads_with_get, _reads_with_getitem, _reads_with_in_and_getenv, _reads_all_names])
+def test_environment_variable_changed_between_calls(f, environ_var, monkeypatch):
+    jf = thunder.jit(f)
+    for value in (None, "1", "2", None, "1"):
+        if value is None:
+            monkeypatch.delenv(environ_var, raising=False)
+        else:
+            monkeypatch.setenv(environ_var, value)
+        _same_as_eager(jf, f, X, environ_var)
+
+
+def test_setting_an_environment_variable_inside_is_a_clear_error(environ_var):
+    def f(t):
+        os.environ[environ_var] = "1"
+        return t
+
+    with pytest.raises(ThunderRuntimeError, match="sets the environment variable .* does not replay"):
+        thunder.jit(f)(X)
+    assert environ_var not in os.environ

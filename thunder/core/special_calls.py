@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy as copy_module
 import functools
+import os
 import types
 from collections.abc import Callable
 from typing import Any
@@ -125,6 +126,17 @@ def _refuse_parameter(cls: type, *args, **kwargs):
     )
 
 
+_UNREAD = object()
+
+
+def _refuse_environ_write(what: str, env: os._Environ, key: Any, *value: Any) -> None:
+    loc = source_location()
+    raise ThunderRuntimeError(
+        f"the jitted function {what} the environment variable {key!r}{f' at {loc}' if loc else ''}: a trace does not "
+        "replay that on later calls. Set it outside the jitted function (before calling it)."
+    )
+
+
 def _hash(obj) -> int:
     """``hash(obj)``, but not of a NaN: from Python 3.10 that hash is the float object's identity, which a trace
     cannot follow (a call with another NaN object would get the first one's hash)."""
@@ -174,6 +186,11 @@ class SpecialCallsMixin:
             transforms.vjp_call: self._vjp_call,
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
+            os._Environ.__getitem__: self._environ_getitem,
+            os._Environ.__iter__: self._environ_iter,
+            os._Environ.__len__: lambda env: len(self._environ_read(env, None)),
+            os._Environ.__setitem__: functools.partial(_refuse_environ_write, "sets"),
+            os._Environ.__delitem__: functools.partial(_refuse_environ_write, "deletes"),
             copy_module.deepcopy: functools.partial(self._copy, copy_module.deepcopy),
             copy_module.copy: functools.partial(self._copy, copy_module.copy),
             # A torch.autograd.Function class defined inside the function (torch.masked's ops do): the metaclass
@@ -247,6 +264,40 @@ class SpecialCallsMixin:
             where = module or (f"{owner.__module__}.{owner.__qualname__}" if isinstance(self_obj, type) else owner.__module__)
             return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")
         return self._call_of(fn) or self._container_method(fn, self_obj)
+
+    # Note [Environment variables]
+    # ``os.environ`` belongs to a module taken as fixed, yet its contents are the world's: a program that reads
+    # ``os.environ.get("FLAG")`` (transformers reads a few in a forward) must be retraced when the variable changes.
+    # Each variable read is a prologue input (``prims.unpack_environ``) checked against what tracing saw, an unset
+    # one included (``get``, ``in`` and ``os.getenv`` go through ``__getitem__``); iterating checks the names.
+    # Setting or deleting one inside the function is refused: a trace does not replay it on later calls.
+    def _environ_read(self, env: os._Environ, key: Any) -> Any:
+        found = self._environ_reads.get((id(env), key), _UNREAD)
+        if found is _UNREAD:
+            found = tuple(env) if key is None else dict.get(env._data, env.encodekey(key))
+            if found is not None and key is not None:
+                found = env.decodevalue(found)
+            self._environ_reads[(id(env), key)] = found
+            p = self._prologue_proxy("environ")
+            self._emit(prims.unpack_environ, env, key, p, output=p)
+            self._keepalive.append(env)
+            self._check(prims.check_value, p, found)
+        return found
+
+    @functools.cached_property
+    def _environ_reads(self) -> dict:
+        return {}
+
+    def _environ_getitem(self, env: os._Environ, key: Any) -> Any:
+        if not isinstance(key, (str, bytes)):
+            return os._Environ.__getitem__(env, key)  # a key of the wrong type: eager's TypeError
+        value = self._environ_read(env, key)
+        if value is None:
+            raise KeyError(key) from None
+        return value
+
+    def _environ_iter(self, env: os._Environ) -> Any:
+        return iter(self._environ_read(env, None))
 
     def _call_of(self, fn: Callable) -> Callable | None:
         """A call of an outside callable that holds tensors (a partial's arguments, a function's defaults, the

@@ -48,6 +48,7 @@ class PythonPrimIDs(enum.Enum):
     CHECK_GLOBAL_ABSENT = enum.auto()
     SET_GRAD_ENABLED = enum.auto()
     UNPACK_CALL = enum.auto()
+    UNPACK_ENVIRON = enum.auto()
     UNPACK_ITERATOR = enum.auto()
     UNPACK_NEXT = enum.auto()
     CHECK_ITERATOR_END = enum.auto()
@@ -495,6 +496,19 @@ def _print_unpack_call(bsym, printer):
 # ``output`` None runs it for its effect.
 unpack_call = make_prim(
     P.UNPACK_CALL, "unpack_call", lambda fn, args, kwargs, output: output, tags=(DONT_DCE,), printer=_print_unpack_call
+)
+
+
+def _print_unpack_environ(bsym, printer):
+    environ, key, output = bsym.args
+    env = printer.constant(environ, "_environ")
+    return [f"{output.name} = {env}.get({key!r})" if key is not None else f"{output.name} = tuple({env})"]
+
+
+# ``unpack_environ(environ, key, output)``: an environment variable the program read (None where unset), or with
+# key None the names of all (Note [Environment variables] in ``thunder.core.special_calls``).
+unpack_environ = make_prim(
+    P.UNPACK_ENVIRON, "unpack_environ", lambda environ, key, output: output, printer=_print_unpack_environ
 )
 
 
