@@ -228,3 +228,20 @@ def test_an_in_place_op_on_a_deep_copy_of_an_expanded_tensor_fails_as_in_eager()
         f(torch.randn(2))
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         thunder.jit(f)(torch.randn(2))
+
+
+@pytest.mark.parametrize("op", ["sign", "floor", "ceil", "round", "trunc"])
+@pytest.mark.parametrize("scale", [float("nan"), float("inf"), 2.0], ids=["nan", "inf", "finite"])
+def test_a_step_function_passes_zeros_back_as_eager_does(op, scale):
+    """Found by the randomized tester (3.13, seed 710613): ``(x * nan).sign()`` gave x a gradient of 0 where eager's
+    is NaN. Eager's gradient of a step function is a tensor of zeros that goes on through the ops before it
+    (0 * NaN, 0 * inf); thunder's rule gave none, and x got zeros filled in."""
+
+    def f(x):
+        return getattr(x * scale, op)()
+
+    x = torch.randn(3, 4, requires_grad=True)
+    f(x).sum().backward()
+    expected, x.grad = x.grad, None
+    thunder.jit(f)(x).sum().backward()
+    torch.testing.assert_close(x.grad, expected, equal_nan=True, rtol=0, atol=0)

@@ -432,14 +432,16 @@ for _sym, _derivative in (
 ):
     _register_unary(_sym, _derivative, complex_ok=False)  # their metas reject complex inputs too
 
-# Zero almost everywhere (steps, predicates, bit operations).
+# Zero almost everywhere, with a float result: eager's gradient is a tensor of zeros (``zeros_like(grad)`` in torch's
+# derivatives), which goes on through the ops before: ``(x * nan).sign()`` gives x a NaN gradient (0 * NaN), not 0.
+@grad_rules.register(sign, floor, ceil, round, trunc)
+def _zeros_grad(g, out, a):
+    return (zeros_like(g),)
+
+
+# No gradient (predicates, bit operations: results that are not floats).
 grad_rules.register(
-    sign,
     signbit,
-    floor,
-    ceil,
-    round,
-    trunc,
     bitwise_not,
     isfinite,
     isnan,
