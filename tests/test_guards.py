@@ -1057,3 +1057,64 @@ def test_setting_an_environment_variable_inside_is_a_clear_error(environ_var):
     with pytest.raises(ThunderRuntimeError, match="sets the environment variable .* does not replay"):
         thunder.jit(f)(X)
     assert environ_var not in os.environ
+
+
+# --- methods replaced after tracing (Note [Methods read from objects] in thunder.core.outside_reads) -----------
+
+
+class _Inner(torch.nn.Module):
+    def helper(self, t):
+        return t + 1
+
+    def forward(self, t):
+        return self.helper(t) * 2
+
+
+class _Outer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = _Inner()
+
+    def forward(self, t):
+        return self.inner(t)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        lambda m: setattr(type(m.inner), "helper", lambda self, t: t + 10),
+        lambda m: setattr(type(m.inner), "forward", lambda self, t: t * 100),
+        lambda m: setattr(m.inner, "forward", lambda t: t - 1),
+        lambda m: setattr(m.inner, "helper", lambda t: t - 7),
+        lambda m: setattr(m, "forward", lambda t: t * 3),
+        lambda m: setattr(type(m), "forward", lambda self, t: t - 3),
+    ],
+    ids=["class-helper", "class-forward", "instance-forward", "instance-helper", "top-instance-forward", "top-class-forward"],
+)
+def test_method_replaced_after_tracing(patch, monkeypatch):
+    # A silent wrong result before: the entry kept running the method it traced.
+    monkeypatch.setattr(_Inner, "helper", _Inner.helper)
+    monkeypatch.setattr(_Inner, "forward", _Inner.forward)
+    monkeypatch.setattr(_Outer, "forward", _Outer.forward)
+    m = _Outer()
+    jm = thunder.jit(m)
+    _same_as_eager(jm, m, X)
+    patch(m)
+    _same_as_eager(jm, m, X)
+    _same_as_eager(jm, m, X)
+
+
+def test_method_of_a_plain_object_replaced_after_tracing():
+    class Scaler:
+        def scale(self, t):
+            return t * 2
+
+    s = Scaler()
+    f = lambda t: s.scale(t)  # noqa: E731
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X)
+    Scaler.scale = lambda self, t: t * 5
+    _same_as_eager(jf, f, X)
+    s.scale = lambda t: t * 7
+    _same_as_eager(jf, f, X)
+    assert thunder.cache_misses(jf) == 3

@@ -29,6 +29,9 @@ class Net(torch.nn.Module):
         self.scale = 2.0
         self.mode = "sum"
         self.calls = 0
+
+    def twice(self, a):
+        return a * 2
 """
 OWNER_PLAIN = """
 class Holder:
@@ -44,6 +47,9 @@ class Holder:
     def train(self, mode=True):
         self.training = mode
         self.drop.train(mode)
+
+    def twice(self, a):
+        return a * 2
 """
 
 

@@ -582,6 +582,15 @@ def objects(rng, ctx):
             ],
             needs={"owner", "lastdim4"},
         )  # fmt: skip
+    if choice < 0.85:
+        return _s(
+            "objects", "owner's method replaced", "acc = {M}.twice(acc)",
+            mutations=[
+                "type(m).twice = lambda self, a: a * 3", "m.twice = lambda a: a - 1", "del m.twice",
+                "type(m).twice = lambda self, a: a * 2",
+            ],
+            needs={"owner"},
+        )  # fmt: skip
     if choice < 0.9:
         return _s(
             "objects", "owner's buffer changed", "acc = acc + {M}.buf",

@@ -6,6 +6,14 @@ reached through a path (an argument, a global, a cell, an attribute of an object
 the first time it is read (Note [Provenance] in ``thunder.core.provenance``), and the program sees that same
 value on later reads. ``getattr``, ``hasattr`` and ``.grad`` of an input tensor are read the same way.
 
+Note [Methods read from objects]
+``obj.method`` binds a function found on ``obj``'s class, which the prologue's type check fixes but whose contents
+it does not: a method replaced on the class (``Model.forward = patched``) or set on the instance (``model.forward =
+...``, an attribute of its own that hides the class's) after tracing must retrace. So for each class and name the
+prologue checks that ``Class.name`` is still the function the trace ran, and for each object that it has no
+attribute of that name of its own (``'name' not in obj.__dict__``): a C lookup and a dict lookup a call. A method
+found otherwise (through a descriptor or ``__getattr__``) is read and checked as the bound method it is.
+
 Note [Module members]
 ``module.weight`` finds a parameter, buffer or submodule through ``nn.Module.__getattr__``, a Python
 function that runs only after the instance and its class have no such attribute: about half a
@@ -131,9 +139,38 @@ class OutsideReadsMixin:
             # by iterating a ModuleList, say): captured by identity, its attributes checked when read.
             holder = self._constant(obj, type(obj).__name__.lower())
             self.unpack_value(obj, holder, holder.name)
+        if type(value) is types.MethodType and value.__self__ is obj and not name.startswith("__"):
+            if self._guard_method(holder, obj, name, value.__func__):
+                return value
+            return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
         if isinstance(value, (types.MethodType, types.BuiltinMethodType, Proxy)) or name.startswith("__"):
             return value  # a proxy: computed by the program (a property's getter, ``parametrize``'s weight)
         return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
+
+    def _guard_method(self, holder: Proxy, obj: Any, name: str, func: Any) -> bool:
+        """``obj.name`` gave the method ``func`` of ``obj``'s class: the prologue checks that the class still has
+        that function under ``name`` and that ``obj`` has no attribute of its own by that name, so a method (or a
+        ``forward``) replaced on the class or set on the instance after tracing retraces (Note [Methods read
+        from objects]). False where the method is found otherwise (a descriptor, ``__getattr__``): the caller
+        checks the bound method itself."""
+        cls = type(obj)
+        instance = getattr(obj, "__dict__", None)
+        plain = cls.__getattribute__ is object.__getattribute__ or cls.__getattribute__ is torch.nn.Module.__getattribute__
+        if not plain or lookup_type_attr(cls, name) is not func or (instance is not None and name in instance):
+            return False
+        if ("attr", id(obj), name) in self._written:
+            return True
+        class_key = ("method", id(cls), name)
+        if class_key not in self._asked_hasattr:
+            self._asked_hasattr.add(class_key)
+            p = self._prologue_proxy(f"{cls.__name__}_{name}")
+            self._emit(prims.unpack_attr, self._constant(cls, cls.__name__), name, p, output=p)
+            self._check(prims.check_identity, p, func)
+        instance_key = ("own method", id(obj), name)
+        if instance is not None and instance_key not in self._asked_hasattr:
+            self._asked_hasattr.add(instance_key)
+            self._check(prims.check_expr, f"{name!r} not in {holder.name}.__dict__", (holder,))
+        return True
 
     def missing_attr(self, obj: Any, name: str) -> None:
         """``obj.name`` raised AttributeError, which the program may catch: the trace holds while the attribute
