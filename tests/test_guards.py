@@ -1118,3 +1118,32 @@ def test_method_of_a_plain_object_replaced_after_tracing():
     s.scale = lambda t: t * 7
     _same_as_eager(jf, f, X)
     assert thunder.cache_misses(jf) == 3
+
+
+def _edited_later(t):
+    return t + 1
+
+
+def _the_edit(t):
+    return t + 100
+
+
+class _EditedModule(torch.nn.Module):
+    def forward(self, t):
+        return t * 2
+
+
+def test_function_edited_in_place_retraces(monkeypatch):
+    # IPython's autoreload updates a function in place (``old.__code__ = new.__code__``): a silent wrong result before.
+    monkeypatch.setattr(_edited_later, "__code__", _edited_later.__code__)
+    monkeypatch.setattr(_EditedModule.forward, "__code__", _EditedModule.forward.__code__)
+    f = lambda t: _edited_later(t)  # noqa: E731
+    jf = thunder.jit(f)
+    m = _EditedModule()
+    jm = thunder.jit(m)
+    _same_as_eager(jf, f, X)
+    _same_as_eager(jm, m, X)
+    _edited_later.__code__ = _the_edit.__code__
+    _EditedModule.forward.__code__ = (lambda self, t: t * 7).__code__
+    _same_as_eager(jf, f, X)
+    _same_as_eager(jm, m, X)

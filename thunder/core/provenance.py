@@ -330,6 +330,11 @@ class ProvenanceMixin:
         self._guarded_functions.add(id(fn))
         if is_library_module(getattr(fn, "__module__", None) or "") or is_installed_code(fn.__code__):
             return  # a library's function keeps its defaults (its globals are still checked when read)
+        if self.checks:  # the user's own code: IPython's autoreload edits a function in place (``fn.__code__ = new``)
+            holder = holder or self._constant(fn, fn.__name__)
+            code = self._prologue_proxy(f"{holder.name}_code")
+            self._emit(prims.unpack_attr, holder, "__code__", code, output=code)
+            self._check(prims.check_identity, code, fn.__code__)
         seen = {}
         for attr in ("__defaults__", "__kwdefaults__"):
             current = getattr(fn, attr)
