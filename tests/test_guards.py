@@ -1147,3 +1147,49 @@ def test_function_edited_in_place_retraces(monkeypatch):
     _EditedModule.forward.__code__ = (lambda self, t: t * 7).__code__
     _same_as_eager(jf, f, X)
     _same_as_eager(jm, m, X)
+
+
+class _CallableScaler:
+    def __call__(self, t):
+        return t + 1
+
+    def __getitem__(self, k):
+        return 2.0
+
+    @classmethod
+    def shift(cls, t):
+        return t + 1
+
+
+class _Base:
+    def step(self, t):
+        return t + 1
+
+
+class _Derived(_Base):
+    def step(self, t):
+        return super().step(t) * 2
+
+
+@pytest.mark.parametrize(
+    "f, patch",
+    [
+        (lambda t: _CALLABLE(t), lambda: setattr(_CallableScaler, "__call__", lambda self, t: t + 9)),
+        (lambda t: t * _CALLABLE[0], lambda: setattr(_CallableScaler, "__getitem__", lambda self, k: 5.0)),
+        (lambda t: _CALLABLE.shift(t), lambda: setattr(_CallableScaler, "shift", classmethod(lambda cls, t: t + 11))),
+        (lambda t: _DERIVED.step(t), lambda: setattr(_Base, "step", lambda self, t: t + 20)),
+    ],
+    ids=["__call__", "__getitem__", "classmethod-through-instance", "super-target"],
+)
+def test_method_found_other_than_by_attribute_replaced_after_tracing(f, patch, monkeypatch):
+    for cls, name in ((_CallableScaler, "__call__"), (_CallableScaler, "__getitem__"), (_Base, "step")):
+        monkeypatch.setattr(cls, name, cls.__dict__[name])
+    monkeypatch.setattr(_CallableScaler, "shift", _CallableScaler.__dict__["shift"])
+    jf = thunder.jit(f)
+    _same_as_eager(jf, f, X)
+    patch()
+    _same_as_eager(jf, f, X)
+
+
+_CALLABLE = _CallableScaler()
+_DERIVED = _Derived()

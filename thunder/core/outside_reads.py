@@ -139,9 +139,11 @@ class OutsideReadsMixin:
             # by iterating a ModuleList, say): captured by identity, its attributes checked when read.
             holder = self._constant(obj, type(obj).__name__.lower())
             self.unpack_value(obj, holder, holder.name)
-        if type(value) is types.MethodType and value.__self__ is obj and not name.startswith("__"):
-            if self._guard_method(holder, obj, name, value.__func__):
+        if type(value) is types.MethodType and not name.startswith("__"):
+            if value.__self__ is obj and self._guard_method(holder, obj, name, value.__func__):
                 return value
+            # bound otherwise (a classmethod read through an instance, a bound method stored as an attribute): read
+            # on every call and checked by what it binds
             return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
         if isinstance(value, (types.MethodType, types.BuiltinMethodType, Proxy)) or name.startswith("__"):
             return value  # a proxy: computed by the program (a property's getter, ``parametrize``'s weight)

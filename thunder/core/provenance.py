@@ -319,6 +319,28 @@ class ProvenanceMixin:
         self._register(it, holder, traced)
         return traced
 
+    def _guard_home(self, fn: types.FunctionType, holder: Proxy) -> None:
+        """A method of one of the user's classes (however the program found it: ``obj.method``, ``obj(...)`` through
+        ``__call__``, ``obj[k]``, ``super().method``, a classmethod): the prologue checks the class still holds it
+        under its name, so replacing it on the class retraces (Note [Methods read from objects] in
+        ``thunder.core.outside_reads``). Classes defined inside functions are not found by name, and not checked."""
+        owner_path, _, name = fn.__qualname__.rpartition(".")
+        if not owner_path or "<" in owner_path:
+            return
+        owner: Any = sys.modules.get(fn.__module__)
+        for part in owner_path.split("."):
+            owner = getattr(owner, part, None)
+        if not isinstance(owner, type):
+            return
+        slot = owner.__dict__.get(name)
+        wrapped = isinstance(slot, (classmethod, staticmethod))
+        if (slot.__func__ if wrapped else slot) is not fn:
+            return
+        cls = self._constant(owner, owner.__name__)
+        stored = f"{cls.name}.__dict__.get({name!r})"
+        expr = f"getattr({stored}, '__func__', None) is {holder.name}" if wrapped else f"{stored} is {holder.name}"
+        self._check(prims.check_expr, expr, (cls, holder))
+
     def _guard_function(self, fn: types.FunctionType, holder: Proxy | None = None) -> None:
         """A function's defaults are part of what a call of it computes: the prologue checks they are the
         same objects (assigning ``f.__defaults__`` makes new ones). A tensor among them is an input, as a
@@ -335,6 +357,7 @@ class ProvenanceMixin:
             code = self._prologue_proxy(f"{holder.name}_code")
             self._emit(prims.unpack_attr, holder, "__code__", code, output=code)
             self._check(prims.check_identity, code, fn.__code__)
+            self._guard_home(fn, holder)
         seen = {}
         for attr in ("__defaults__", "__kwdefaults__"):
             current = getattr(fn, attr)
