@@ -165,9 +165,8 @@ class OutsideReadsMixin:
         class_key = ("method", id(cls), name)
         if class_key not in self._asked_hasattr:
             self._asked_hasattr.add(class_key)
-            p = self._prologue_proxy(f"{cls.__name__}_{name}")
-            self._emit(prims.unpack_attr, self._constant(cls, cls.__name__), name, p, output=p)
-            self._check(prims.check_identity, p, func)
+            self._keepalive.append(cls)
+            self._check(prims.check_class_attr, cls, name, func)
         instance_key = ("own method", id(obj), name)
         if instance is not None and instance_key not in self._asked_hasattr:
             self._asked_hasattr.add(instance_key)

@@ -416,6 +416,7 @@ class SpecialCallsMixin:
             or torch._C._get_tracing_state()
             or type(module)._call_impl is not torch.nn.Module._call_impl  # a class that changes the call
             or (module._compiled_call_impl is not None and not is_thunder_entry(module._compiled_call_impl))
+            or "forward" in module.__dict__  # a forward of its own: read (and checked) as torch's call reads it
             or any(self._as_seen(getattr(module, h)) for h in prims.python.MODULE_HOOK_DICTS)
             or any(getattr(torch.nn.modules.module, h) for h in prims.python.GLOBAL_HOOK_DICTS)
         ):
@@ -424,6 +425,7 @@ class SpecialCallsMixin:
             self._global_hooks_checked = True
             self._check(prims.check_no_hooks, None)
         self._check(prims.check_no_hooks, holder)
+        self._asked_hasattr.add(("own method", id(module), "forward"))  # check_no_hooks checks it has none
         return True
 
     def _as_seen(self, value: Any) -> Any:

@@ -46,6 +46,7 @@ class PythonPrimIDs(enum.Enum):
     CHECK_IS = enum.auto()
     CHECK_HASATTR = enum.auto()
     CHECK_GLOBAL_ABSENT = enum.auto()
+    CHECK_CLASS_ATTR = enum.auto()
     SET_GRAD_ENABLED = enum.auto()
     UNPACK_CALL = enum.auto()
     UNPACK_ENVIRON = enum.auto()
@@ -463,6 +464,19 @@ check_global_absent = make_prim(
     printer=_print_check_global_absent,
 )  # fmt: skip
 
+def _print_check_class_attr(bsym, printer):
+    cls, name, value = bsym.args
+    c = printer.constant(cls, "_cls")
+    read = f"{c}.{name}" if name.isidentifier() and not keyword.iskeyword(name) else f"getattr({c}, {name!r})"
+    return [f"if {read} is not {printer.constant(value, '_obj')}: return {printer.miss}"]
+
+
+# ``check_class_attr(cls, name, value)``: ``cls.name`` is still ``value`` (a method the trace ran, Note [Methods read
+# from objects] in ``thunder.core.outside_reads``).
+check_class_attr = make_prim(
+    P.CHECK_CLASS_ATTR, "check_class_attr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_class_attr
+)
+
 MODULE_HOOK_DICTS = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks")
 GLOBAL_HOOK_DICTS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks", "_global_forward_pre_hooks")
 
@@ -475,11 +489,12 @@ def _print_check_no_hooks(bsym, printer):
     m = printer.value(module)
     # a ThunderModule's own compiled call (Note [Methods of a compiled module] in thunder.core.module) counts as none
     compiled = f"({m}._compiled_call_impl is not None and not getattr({m}._compiled_call_impl, 'thunder_entry', False))"
-    tests = [compiled, *(f"{m}.{h}" for h in MODULE_HOOK_DICTS)]
+    tests = [compiled, *(f"{m}.{h}" for h in MODULE_HOOK_DICTS), f"'forward' in {m}.__dict__"]
     return [f"if {' or '.join(tests)}: return {printer.miss}"]
 
 
-# ``check_no_hooks(module)``: the module is called without hooks and uncompiled, as the trace was
+# ``check_no_hooks(module)``: the module is called without hooks, uncompiled and with its class's forward (none of
+# its own), as the trace was
 # (Note [Module calls] in thunder.core.special_calls); ``check_no_hooks(None)``: no global module hooks.
 check_no_hooks = make_prim(P.CHECK_NO_HOOKS, "check_no_hooks", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_no_hooks)
 
