@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
+import sys
 import warnings
 
 import pytest
@@ -50,6 +52,50 @@ def test_print_of_a_list_the_program_changes_later_prints_it_as_it_was():
 
     jf = thunder.jit(f)
     assert _stdout_of(jf, X)[1] == _stdout_of(f, X)[1]
+
+
+def writes(t):
+    sys.stdout.write(f"shape {tuple(t.shape)}\n")
+    return t + 1
+
+
+def test_stdout_write_runs_on_every_call():
+    # Before: written once, at trace time.
+    jf = thunder.jit(writes)
+    for t in (X, X * 3, torch.ones(2)):
+        assert _stdout_of(jf, t)[1] == _stdout_of(writes, t)[1]
+
+
+_LOGGER = logging.getLogger("thunder.tests.side_effects")
+
+
+def logs(t, n):
+    _LOGGER.warning("call %d: %s", n, tuple(t.shape))
+    _LOGGER.info("details of call %d", n)
+    return t * n
+
+
+def test_logging_runs_on_every_call_with_that_calls_values():
+    # Before: the trace failed (LogRecord read time.time() as a branch value) after printing "--- Logging error ---".
+    handler = logging.Handler()
+    records = handler.records = []
+    handler.emit = lambda record: records.append(record.getMessage())
+    _LOGGER.addHandler(handler)
+    _LOGGER.propagate = False
+    try:
+        jf = thunder.jit(logs, cache="symbolic values")
+        for n, level in ((1, logging.WARNING), (2, logging.WARNING), (3, logging.ERROR), (4, logging.INFO)):
+            _LOGGER.setLevel(level)
+            del records[:]
+            expected = logs(X, n)
+            eager = list(records)
+            del records[:]
+            torch.testing.assert_close(jf(X, n), expected)
+            assert records == eager
+    finally:
+        _LOGGER.removeHandler(handler)
+        _LOGGER.propagate = True
+        _LOGGER.setLevel(logging.NOTSET)
 
 
 LOG: list = []

@@ -14,12 +14,15 @@ from __future__ import annotations
 from thunder.core import prims
 from thunder.core.trace import TraceCtx
 
-__all__ = ["REPLAYS", "place_after_their_values"]
+__all__ = ["OUTPUTS", "REPLAYS", "place_after_their_values"]
 
 REPLAYS = frozenset(
-    {prims.python_print, prims.store_attr, prims.store_global, prims.store_cell, prims.replace_contents,
-     prims.container_call}
+    {prims.python_print, prims.python_log, prims.store_attr, prims.store_global, prims.store_cell,
+     prims.replace_contents, prims.container_call}
 )  # fmt: skip
+
+#: The replays that show values (output), not store them.
+OUTPUTS = frozenset({prims.python_print, prims.python_log})
 
 
 def place_after_their_values(trace: TraceCtx) -> None:

@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import copy as copy_module
 import functools
+import logging
 import os
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -186,6 +188,7 @@ class SpecialCallsMixin:
             transforms.vjp_call: self._vjp_call,
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
+            logging.Logger._log: self._log,
             os._Environ.__getitem__: self._environ_getitem,
             os._Environ.__iter__: self._environ_iter,
             os._Environ.__len__: lambda env: len(self._environ_read(env, None)),
@@ -247,6 +250,8 @@ class SpecialCallsMixin:
         self_obj = getattr(fn, "__self__", None)
         if isinstance(self_obj, Proxy):
             return fn
+        if self_obj is not None and self_obj is sys.stdout and getattr(fn, "__name__", None) == "write":
+            return self._stdout_write
         module = getattr(fn, "__module__", None)
         func = fn.__func__ if isinstance(fn, types.MethodType) else fn
         replacement = interpreted_replacement(func)
@@ -326,6 +331,21 @@ class SpecialCallsMixin:
     def _print(self, *args, **kwargs) -> None:
         """``print`` in the program: recorded, so each call prints its own values in order."""
         prims.python_print(snapshot(lift_objects(args)), snapshot(lift_objects(kwargs)))
+
+    def _stdout_write(self, text: Any) -> int:
+        """``sys.stdout.write(text)`` in the program: recorded as ``print(text, end="")``, so each call writes (to the
+        ``sys.stdout`` of its time, as eager's write does)."""
+        if not isinstance(text, str):
+            return sys.stdout.write(text)  # eager's TypeError
+        self._print(text, end="")
+        return len(text)
+
+    def _log(self, logger: logging.Logger, level: int, msg: Any, args: tuple, **kwargs: Any) -> None:
+        """A record the program logs (``log.warning(...)``; whether the logger is enabled was decided by the program's
+        own reads, which the prologue checks): recorded, so each call logs its own values, as ``print``."""
+        prims.python_log(
+            logger, level, snapshot(lift_objects(msg)), snapshot(lift_objects(args)), snapshot(lift_objects(kwargs))
+        )
 
     def _copy(self, fn: Callable, x: Any, memo: dict | None = None) -> Any:
         """``copy.deepcopy(x)`` or ``copy.copy(x)`` (Note [Copies of outside objects])."""

@@ -259,13 +259,13 @@ def _in_place_view(sym, name: str) -> None:
             )
         if a.requires_grad and torch.is_grad_enabled() and a.is_leaf:
             raise ThunderRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        from thunder.core.replays import REPLAYS  # the tracer's records of what the program stored
+        from thunder.core.replays import OUTPUTS, REPLAYS  # the tracer's records of what the program stored
 
         before = TensorProxy.like(a)
         before.name, before.never_requires_grad = a.name, a.never_requires_grad
         bsyms = trace.bound_symbols
         for i, b in enumerate(bsyms):
-            if b.sym in REPLAYS and b.sym is not prims.python_print:
+            if b.sym in REPLAYS and b.sym not in OUTPUTS:
                 continue  # a store keeps the object (see the Note)
             if any(p is a for p in (*b.flat_proxy_args, *b.flat_proxy_outs)):
                 bsyms[i] = b.rename({a.name: before})

@@ -54,6 +54,7 @@ class PythonPrimIDs(enum.Enum):
     UNPACK_NEXT = enum.auto()
     CHECK_ITERATOR_END = enum.auto()
     PRINT = enum.auto()
+    LOG = enum.auto()
     STORE_ATTR = enum.auto()
     STORE_GLOBAL = enum.auto()
     STORE_CELL = enum.auto()
@@ -578,6 +579,18 @@ def _print_print(bsym, printer):
 
 
 python_print = make_prim(P.PRINT, "python_print", lambda args, kwargs: None, tags=(DONT_DCE,), printer=_print_print)
+
+
+def _print_log(bsym, printer):
+    logger, level, msg, args, kwargs = bsym.args
+    parts = [printer.value(level), printer.value(msg), printer.value(args)]
+    parts += [f"{k}={printer.value(v)}" for k, v in kwargs.items()]
+    return [f"{printer.constant(logger, '_logger')}._log({', '.join(parts)})"]
+
+
+# ``python_log(logger, level, msg, args, kwargs)``: a ``logging`` record the program emitted (``log.warning(...)``,
+# once the logger was found enabled for its level), made again by every call with that call's values.
+python_log = make_prim(P.LOG, "python_log", lambda *args: None, tags=(DONT_DCE,), printer=_print_log)
 
 
 def _print_comment(bsym, printer):

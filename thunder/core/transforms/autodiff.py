@@ -48,7 +48,7 @@ from thunder.core.errors import ThunderError
 from thunder.core.prims.base import asking_grads
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
-from thunder.core.replays import REPLAYS
+from thunder.core.replays import OUTPUTS, REPLAYS
 from thunder.core.rules import eager_saves, forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, BoundSymbol
 from thunder.core.symbolic import is_symbolic
@@ -319,7 +319,7 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
             continue
         if bsym.sym.printer is not None and DONT_DCE in bsym.sym.tags:
             escaping = [a.name for a in bsym.flat_proxy_args if a.name in active]
-            if escaping and bsym.sym in REPLAYS and bsym.sym is not prims.python_print:
+            if escaping and bsym.sym in REPLAYS and bsym.sym not in OUTPUTS:
                 stores.append(bsym)
             elif escaping:
                 # print(t) shows the tensor's grad_fn in eager, which no compiled tensor has.
@@ -416,7 +416,7 @@ def _replays_after_the_function(
     first = body.index(stores[0])
     late = [b for b in body[first:] if b.sym in REPLAYS]
     for b in late:
-        if b.sym is prims.python_print and any(isinstance(a, TensorProxy) for a in b.flat_proxy_args):
+        if b.sym in OUTPUTS and any(isinstance(a, TensorProxy) for a in b.flat_proxy_args):
             # It would print after the forward, not where eager prints: a later in-place update shows.
             raise NotDifferentiable(
                 f"{stores[0].sym.print_name} stores a value that requires grad, and a print of a tensor follows it"
