@@ -394,6 +394,14 @@ def globals_values(rng, ctx):
             setup="W{u} = torch.randn(())",
             mutations=["W{u} = torch.randn(()) * 3", "W{u}.add_(1)", "W{u} = torch.randn((), dtype=torch.float64)", "W{u} = torch.tensor(2)"],
         )  # fmt: skip
+    if rng.random() < 0.3:  # an environment variable: process-wide, so each run starts with it unset
+        return _s(
+            "globals", "environment variable read",
+            "if os.environ.get('THUNDER_FUZZ_{u}') == '1':\n    acc = acc + 1\nret.append(os.environ.get('THUNDER_FUZZ_{u}', 'unset'))",
+            setup="os.environ.pop('THUNDER_FUZZ_{u}', None)",
+            mutations=["os.environ['THUNDER_FUZZ_{u}'] = '1'", "os.environ['THUNDER_FUZZ_{u}'] = '2'",
+                       "os.environ.pop('THUNDER_FUZZ_{u}', None)"],
+        )  # fmt: skip
     if rng.random() < 0.4:  # a NameError the program catches: the entry holds while the global stays undefined
         return _s(
             "globals", "global whose absence the program catches",
