@@ -333,13 +333,19 @@ class ProvenanceMixin:
         if not isinstance(owner, type):
             return
         slot = owner.__dict__.get(name)
-        wrapped = isinstance(slot, (classmethod, staticmethod))
-        if (slot.__func__ if wrapped else slot) is not fn:
+        if (slot.__func__ if isinstance(slot, (classmethod, staticmethod)) else slot) is not fn:
             return
-        cls = self._constant(owner, owner.__name__)
-        stored = f"{cls.name}.__dict__.get({name!r})"
-        expr = f"getattr({stored}, '__func__', None) is {holder.name}" if wrapped else f"{stored} is {holder.name}"
-        self._check(prims.check_expr, expr, (cls, holder))
+        key = ("method", id(owner), name)  # shared with ``_guard_method``: one check per class and name
+        if key in self._asked_hasattr:
+            return
+        self._asked_hasattr.add(key)
+        if isinstance(slot, classmethod):  # ``Owner.name`` binds anew on each read: the stored one is compared
+            cls = self._constant(owner, owner.__name__)
+            stored = f"getattr({cls.name}.__dict__.get({name!r}), '__func__', None)"
+            self._check(prims.check_expr, f"{stored} is {holder.name}", (cls, holder))
+        else:
+            self._keepalive.append(owner)
+            self._check(prims.check_class_attr, owner, name, fn)
 
     def _guard_function(self, fn: types.FunctionType, holder: Proxy | None = None) -> None:
         """A function's defaults are part of what a call of it computes: the prologue checks they are the

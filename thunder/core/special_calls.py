@@ -277,21 +277,18 @@ class SpecialCallsMixin:
     # one included (``get``, ``in`` and ``os.getenv`` go through ``__getitem__``); iterating checks the names.
     # Setting or deleting one inside the function is refused: a trace does not replay it on later calls.
     def _environ_read(self, env: os._Environ, key: Any) -> Any:
-        found = self._environ_reads.get((id(env), key), _UNREAD)
+        read = ("environ", id(env), key)
+        found = self._reads.get(read, _UNREAD)
         if found is _UNREAD:
             found = tuple(env) if key is None else dict.get(env._data, env.encodekey(key))
             if found is not None and key is not None:
                 found = env.decodevalue(found)
-            self._environ_reads[(id(env), key)] = found
+            self._reads[read] = found
             p = self._prologue_proxy("environ")
             self._emit(prims.unpack_environ, env, key, p, output=p)
             self._keepalive.append(env)
             self._check(prims.check_value, p, found)
         return found
-
-    @functools.cached_property
-    def _environ_reads(self) -> dict:
-        return {}
 
     def _environ_getitem(self, env: os._Environ, key: Any) -> Any:
         if not isinstance(key, (str, bytes)):
