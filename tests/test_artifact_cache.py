@@ -3,6 +3,8 @@ process loads what the first compiled, and nothing compiled under other versions
 
 from __future__ import annotations
 
+import inspect
+import tempfile
 import threading
 
 import pytest
@@ -77,3 +79,81 @@ def test_no_cache_directory_keeps_nothing(monkeypatch):
     monkeypatch.setattr(artifact_cache, "CACHE_DIR", None)
     assert _compile_in_a_fresh_pool(_job())[1] is None
     assert artifact_cache.load(artifact_cache.key_of(_job())) is None
+
+
+# Note [A compiled graph is loaded where it pays] (in thunder.executors.inductor_pool)
+
+
+def test_the_worker_times_the_compiled_graph_against_torchs_kernels(monkeypatch):
+    (compiled, constants), reason = _compile_in_a_fresh_pool(_job())
+    assert reason is None
+    (_, _, times) = artifact_cache.load(artifact_cache.key_of(_job()))
+    compiled_s, uncompiled_s = times
+    assert 0 < compiled_s < 1 and 0 < uncompiled_s < 1
+
+
+@pytest.mark.parametrize(
+    "compiled_us, loaded_one, expected",
+    [
+        (50, False, None),
+        (95, False, "the compiled graph saved less than 10%, not worth loading Inductor, "),
+        (95, True, None),  # the first load's seconds are paid already: any gain pays
+        (150, False, "torch's kernels were faster than the compiled graph "),
+        (150, True, "torch's kernels were faster than the compiled graph "),
+    ],
+)
+def test_a_graph_is_loaded_only_where_the_worker_measured_it_faster(monkeypatch, compiled_us, loaded_one, expected):
+    # What the worker measured is kept with the artifact: a second process decides without importing Inductor.
+    monkeypatch.setattr(inductor_pool, "LOAD_IF_FASTER", 0.9)
+    job = _job()
+    key = artifact_cache.key_of(job)
+    _compile_in_a_fresh_pool(job)  # a real artifact on disk
+    path, constants, _ = artifact_cache.load(key)
+    with open(path, "rb") as f:
+        artifact = f.read()
+    staged = tempfile.mktemp()
+    with open(staged, "wb") as f:
+        f.write(artifact)
+    artifact_cache.store(key, staged, constants, (compiled_us * 1e-6, 100e-6))
+    loads = []
+    real_load = inductor_pool._load
+    monkeypatch.setattr(inductor_pool, "_load", lambda p: loads.append(p) or real_load(p))
+    monkeypatch.setattr(inductor_pool, "_loaded_one", lambda: loaded_one)
+    compiled, reason = _compile_in_a_fresh_pool(job, workers_allowed=False)
+    if expected is None:
+        assert reason is None and len(loads) == 1
+        x = torch.randn(3)
+        torch.testing.assert_close(tuple(compiled[0](x, *compiled[1]))[0], torch.sin(x) * 2)
+    else:
+        assert compiled is None and loads == []
+        assert reason == f"{expected}in the compile worker (100 µs a call against {compiled_us} µs compiled)"
+
+
+def test_a_region_whose_graph_does_not_pay_settles_on_torchs_kernels(monkeypatch):
+    # The worker's verdict ends the region's compiling: calls run its ops inline (Note [A settled region runs
+    # inline]), with eager's values, and no other signature is submitted.
+    import thunder
+    from thunder.executors import torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+    submitted = []
+
+    def not_paying(job, done):
+        submitted.append(job)
+        done(None, "torch's kernels were faster than the compiled graph in the compile worker (1 µs against 2 µs)")
+
+    monkeypatch.setattr(inductor_pool, "submit", not_paying)
+
+    def chain(a, b):
+        return torch.exp(torch.sin(a * b + 1.0) - b) * 0.5
+
+    jf = thunder.jit(chain, executors=["torchcompile_background"])
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    for x in (a, torch.randn(8, 4).t()):
+        for _ in range(2):
+            torch.testing.assert_close(jf(x, b), chain(x, b), rtol=0, atol=0)
+    (region,) = [s.sym.python_impl for s in thunder.last_traces(jf)[-1].bound_symbols if s.sym.name.startswith("TorchCompile")]
+    assert region.status().startswith("uncompiled: torch's kernels were faster than the compiled graph")
+    assert region._settled is not None and len(submitted) == 1
+    inlined = thunder.last_traces(jf)[-1].python_callable().__thunder_inlined__
+    assert "TorchCompile" not in inspect.getsource(inlined)

@@ -1,7 +1,8 @@
 """Compiled regions on disk, so that a second process that jits the same model starts at compiled speed.
 
 Note [The artifact cache]
-A compile worker's answer (an Inductor artifact and the constant tensors it takes after the inputs) is kept in
+A compile worker's answer (an Inductor artifact, the constant tensors it takes after the inputs, and what the worker
+measured of it against torch's kernels) is kept in
 ``CACHE_DIR`` under a key of everything that made it: the job the worker was given (the region's source, the
 objects it refers to, the input signature, the grad mode), and what compiled it: the versions of Python, torch
 and thunder, the source of thunder's compile path, the machine's CPU capability, Inductor's environment
@@ -49,7 +50,7 @@ def _compiler_fingerprint() -> bytes:
 
     parts: list[Any] = [sys.version, torch.__version__, thunder_version, platform.machine()]
     parts.append(torch.backends.cpu.get_cpu_capability())
-    for module in (inductor_worker, torch_compile):
+    for module in (inductor_worker, torch_compile, sys.modules[__name__]):
         with open(module.__file__, "rb") as f:
             parts.append(hashlib.sha256(f.read()).hexdigest())
     # Inductor's options from the environment; not where it keeps its caches (importing Inductor sets that one).
@@ -80,20 +81,20 @@ def key_of(job: Job) -> str | None:
     return hashlib.sha256(_fingerprint + data).hexdigest()
 
 
-def load(key: str) -> tuple[str, list[torch.Tensor]] | None:
-    """(the artifact's path, its constants) kept under ``key``, or None."""
+def load(key: str) -> tuple[str, list[torch.Tensor], tuple[float, float] | None] | None:
+    """(the artifact's path, its constants, the worker's times) kept under ``key``, or None."""
     if CACHE_DIR is None:
         return None
     artifact = os.path.join(CACHE_DIR, f"{key}.bin")
     try:
         with open(os.path.join(CACHE_DIR, f"{key}.constants"), "rb") as f:
-            constants = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError):
+            constants, times = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, TypeError, ValueError):
         return None
-    return (artifact, constants) if os.path.exists(artifact) else None
+    return (artifact, constants, times) if os.path.exists(artifact) else None
 
 
-def store(key: str, artifact_path: str, constants: list[torch.Tensor]) -> None:
+def store(key: str, artifact_path: str, constants: list[torch.Tensor], times: tuple[float, float] | None) -> None:
     """Keeps a worker's answer under ``key`` (best effort: a full or read-only disk keeps nothing)."""
     if CACHE_DIR is None:
         return
@@ -101,7 +102,7 @@ def store(key: str, artifact_path: str, constants: list[torch.Tensor]) -> None:
         os.makedirs(CACHE_DIR, exist_ok=True)
         with open(artifact_path, "rb") as f:
             _write(os.path.join(CACHE_DIR, f"{key}.bin"), f.read())
-        _write(os.path.join(CACHE_DIR, f"{key}.constants"), pickle.dumps(constants))  # last: it marks the entry whole
+        _write(os.path.join(CACHE_DIR, f"{key}.constants"), pickle.dumps((constants, times)))  # last: it marks the entry whole
     except OSError:
         pass
 

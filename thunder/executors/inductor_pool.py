@@ -2,7 +2,7 @@
 
 ``submit`` hands a region's job (``inductor_worker.Job``) to a worker process, started on first
 use, ``WORKERS`` of them; a daemon thread per worker waits for its answer, loads the compiled
-artifact (Inductor's on-disk caches make that milliseconds after the first) and calls the job's
+artifact where it pays (Note [A compiled graph is loaded where it pays]) and calls the job's
 ``done`` with the compiled callable and the constant tensors it takes after the inputs, or with
 None and why not. Workers are killed at exit (a
 pending compilation never delays it) and after a fork the child starts its own.
@@ -46,6 +46,24 @@ NICENESS = 15
 # process about 3% of a core that a nice-0 process wants) with one compile thread and one OpenMP thread: the
 # caller's calls cost what they cost without it (a training loop beside a CPU-bound process ran 2.4x slower with
 # the defaults than with the torch executor), and the compilation waits for idle time.
+
+# Note [A compiled graph is loaded where it pays]
+# The first Inductor artifact a process loads costs seconds: importing Inductor, dynamo and AOTAutograd (about 2.3 s
+# of Python here, holding the interpreter's lock against the caller's calls) and probing the CPU's vector
+# instructions (1.8 s of compiler subprocesses); later ones take about 10 ms. Meanwhile the caller's calls ran 20-50
+# times slower (an MLP's training step, 2 ms, took 40-56 ms for a second, both in the process that compiled it and
+# in a second process that found the artifacts on disk). Yet on many CPU regions the compiled graph is no faster
+# than torch's kernels (that MLP's: 673 against 757 us, 956 against 1006 us). So the worker, which has Inductor
+# loaded already, times the compiled graph against the region's ops on torch's kernels (``inductor_worker.measure``),
+# and the graph is loaded only if it was faster; for the first one a process loads, only if it took at most
+# ``LOAD_IF_FASTER`` of their time (a smaller gain would take tens of thousands of calls to repay the load, and is
+# within what the measurement can tell). Otherwise the region keeps torch's kernels, with the times as the reason.
+# The times are kept with the artifact on disk, so a second process decides without loading anything. A graph that
+# is loaded is still tried against torch's kernels in the caller (``torch_compile._Trial``).
+
+#: Until one is loaded, a compiled graph is loaded when the worker measured it at this fraction of torch's
+#: kernels' time or less; None loads every graph (tests that wait for a compiled region set it).
+LOAD_IF_FASTER: float | None = 0.9
 
 #: Held by whatever compiles or loads an Inductor graph in this process.
 INDUCTOR_LOCK = threading.RLock()
@@ -93,16 +111,16 @@ class _Pool:
             job, done = self._jobs.get()
             compiled, reason = None, None
             try:
-                key, compiled = _from_disk(job)  # Note [The artifact cache]
-                if compiled is None:
+                key, compiled, reason = _from_disk(job)  # Note [The artifact cache]
+                if compiled is None and reason is None:
                     if process is None or process.poll() is not None:
                         process = self._start()
                     send(process.stdin, job)
-                    reason, constants = receive(process.stdout)
+                    reason, constants, times = receive(process.stdout)
                     if reason is None:
-                        compiled = (_load(job.artifact_path), constants)
                         if key is not None:
-                            artifact_cache.store(key, job.artifact_path, constants)
+                            artifact_cache.store(key, job.artifact_path, constants, times)
+                        compiled, reason = _where_it_pays(job.artifact_path, constants, times)
             except (EOFError, OSError) as e:
                 reason = _exit_reason(process, e)
                 process = None
@@ -153,20 +171,42 @@ def _load(path: str) -> Callable:
     from torch._inductor import CompiledArtifact
 
     with INDUCTOR_LOCK:
-        return CompiledArtifact.load(path=path, format="binary")
+        loaded = CompiledArtifact.load(path=path, format="binary")
+    _loaded.append(True)
+    return loaded
 
 
-def _from_disk(job: Job) -> tuple[str | None, tuple | None]:
-    """The job's key in the artifact cache, and what a process compiled for it before (or None)."""
+def _where_it_pays(path: str, constants: list, times: tuple[float, float] | None) -> tuple[tuple | None, str | None]:
+    """(the loaded graph, its constants), or None and why it is not loaded (Note [A compiled graph is loaded where it
+    pays])."""
+    if times is not None and LOAD_IF_FASTER is not None:
+        compiled_s, uncompiled_s = times
+        measured = f"in the compile worker ({uncompiled_s * 1e6:.0f} µs a call against {compiled_s * 1e6:.0f} µs compiled)"
+        if compiled_s >= uncompiled_s:
+            return None, f"torch's kernels were faster than the compiled graph {measured}"
+        if compiled_s > LOAD_IF_FASTER * uncompiled_s and not _loaded_one():
+            return None, f"the compiled graph saved less than {1 - LOAD_IF_FASTER:.0%}, not worth loading Inductor, {measured}"
+    return (_load(path), constants), None
+
+
+_loaded: list[bool] = []  # not empty once an artifact was loaded in this process
+
+
+def _loaded_one() -> bool:
+    return bool(_loaded)
+
+
+def _from_disk(job: Job) -> tuple[str | None, tuple | None, str | None]:
+    """The job's key in the artifact cache, and what a process compiled for it before where it pays to load, or why
+    not (both None: nothing kept)."""
     try:
         key = artifact_cache.key_of(job)
         cached = artifact_cache.load(key) if key is not None else None
         if cached is None:
-            return key, None
-        path, constants = cached
-        return key, (_load(path), constants)
+            return key, None, None
+        return key, *_where_it_pays(*cached)
     except Exception:  # noqa: BLE001 - an unreadable entry or a library that moved: compile it again
-        return None, None
+        return None, None, None
 
 
 def _exit_reason(process: subprocess.Popen | None, error: Exception) -> str:

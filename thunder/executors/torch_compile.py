@@ -279,8 +279,11 @@ class _Compiled:
         uncompiled = self._uncompiled_trace.python_callable()
         self._pending = None
         if compiled is None:
-            self.uncompiled_reasons[key] = reason or "not compiled"
-            self.compiled[key] = uncompiled
+            with self._lock:
+                self.uncompiled_reasons[key] = reason or "not compiled"
+                self.compiled[key] = uncompiled
+                callers = self._settle_if_uncompiled(uncompiled)
+            _inline_into(callers)
         elif TRIAL_CALLS:
             self.compiled[key] = _Trial(self, key, _tuple_results(*compiled), uncompiled)
         else:
@@ -301,13 +304,15 @@ class _Compiled:
                     f"{compiled_s * 1e6:.0f} µs compiled)"
                 )
                 self.compiled[trial.key] = trial.contenders[1]
-                if all(key in self.uncompiled_reasons for key in self._uncompiled_s):
-                    self._settled = trial.contenders[1]
-            callers = list(self._callers) if self._settled is not None else []
-        for trace, fn in callers:  # Note [A settled region runs inline]
-            trace, fn = trace(), fn()
-            if trace is not None and fn is not None:
-                _inline_settled(trace, fn)
+            callers = self._settle_if_uncompiled(trial.contenders[1])
+        _inline_into(callers)
+
+    def _settle_if_uncompiled(self, uncompiled: Callable) -> list:
+        """With the lock held: where every signature met runs torch's kernels, the region settles; returns the
+        callers to inline it into (Note [A settled region runs inline])."""
+        if self._settled is None and all(key in self.uncompiled_reasons for key in self._uncompiled_s):
+            self._settled = uncompiled
+        return list(self._callers) if self._settled is not None else []
 
     def status(self) -> str:
         """Where the region stands: 'warming up' (background mode: torch's kernels run, timed),
@@ -359,6 +364,13 @@ class _Compiled:
 # and runtime error notes. The traces shown (``last_traces``) keep the fusion; its ``status()`` says why it runs
 # torch's kernels.
 _inline_lock = threading.Lock()  # regions of one trace settling at once in two threads: one rewrite at a time
+
+
+def _inline_into(callers: list[tuple[weakref.ref, weakref.ref]]) -> None:
+    for trace, fn in callers:
+        trace, fn = trace(), fn()
+        if trace is not None and fn is not None:
+            _inline_settled(trace, fn)
 
 
 def _inline_settled(trace: TraceCtx, fn: Callable) -> None:
