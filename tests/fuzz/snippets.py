@@ -394,6 +394,14 @@ def globals_values(rng, ctx):
             setup="W{u} = torch.randn(())",
             mutations=["W{u} = torch.randn(()) * 3", "W{u}.add_(1)", "W{u} = torch.randn((), dtype=torch.float64)", "W{u} = torch.tensor(2)"],
         )  # fmt: skip
+    if rng.random() < 0.25:  # attributes a tensor has of its own (a parameter's flags, a marked tensor)
+        return _s(
+            "globals", "global tensor's own attribute set and deleted",
+            "acc = acc * getattr(W{u}, 'gain', 1.0)\nif hasattr(W{u}, 'tag'):\n    ret.append(W{u}.tag)",
+            setup="W{u} = torch.ones(())",
+            mutations=["W{u}.gain = 2.0", "W{u}.gain = 0.5", "W{u}.__dict__.pop('gain', None)", "W{u}.tag = 'x'",
+                       "W{u}.__dict__.pop('tag', None)"],
+        )  # fmt: skip
     if rng.random() < 0.3:  # an environment variable: process-wide, so each run starts with it unset
         return _s(
             "globals", "environment variable read",

@@ -159,6 +159,8 @@ def _check_visible(obj: Any, name: str) -> None:
     et = eager_type(obj)
     if et is type(obj) or hasattr(et, name):
         return
+    if not hasattr(type(obj), name) and name not in getattr(obj, "__dict__", ()):
+        return  # not the proxy's own: the input tensor's (``proxies.attribute_reader``)
     raise AttributeError(f"'{et.__name__}' object has no attribute '{name}'")
 
 

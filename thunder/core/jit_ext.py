@@ -395,6 +395,16 @@ def _read_grad(p: TensorProxy) -> Any:
 proxies.grad_reader = _read_grad
 
 
+def _read_attribute(p: TensorProxy, name: str) -> Any:
+    tracer = _active_tracer.get()
+    if tracer is None:
+        raise AttributeError(f"'TensorProxy' object has no attribute {name!r}")
+    return tracer.read_tensor_attribute(p, name)
+
+
+proxies.attribute_reader = _read_attribute
+
+
 def _read_value(p: TensorProxy, kind: str) -> Any:
     tracer = _active_tracer.get()
     return tracer.read_value(p, kind) if tracer is not None else None

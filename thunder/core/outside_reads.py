@@ -248,6 +248,21 @@ class OutsideReadsMixin:
             self._asked_hasattr.add(key)
             self._check(prims.check_hasattr, holder, name, present)
 
+    def read_tensor_attribute(self, p: TensorProxy, name: str) -> Any:
+        """``p.name`` (also through ``getattr`` and ``hasattr``) where ``torch.Tensor`` has no attribute ``name``: what
+        the input tensor has under that name (an attribute of its own, ``t.scale = 2.0``, or its subclass's), read and
+        checked by the prologue as an object's; where it has none, eager's AttributeError, and the prologue checks
+        that it still has none. An intermediate has none, as in eager."""
+        found = self._tensor_inputs.get(id(p))
+        if found is None:
+            raise AttributeError(f"'Tensor' object has no attribute {name!r}")
+        holder, t = found
+        value = getattr(t, name, _NOT_SEEN)
+        if value is _NOT_SEEN:
+            self._check_hasattr(holder, t, name, False)
+            raise AttributeError(f"{type(t).__name__!r} object has no attribute {name!r}")
+        return self._read(("attr", id(t), name), value, lambda: self._attr_holder(holder, name, t))
+
     def read_grad(self, p: TensorProxy) -> Any:
         """``p.grad`` in the program: the real ``.grad`` of an input tensor, read (and checked) by the
         prologue; an intermediate has none, as in eager."""

@@ -8,7 +8,7 @@ torch.Size], Note [Strides of traced tensors]; formatting one in the program rai
 are not known).
 
 Hooks set by other layers: ``torch_function_handler`` and ``layout_provider`` (the torch
-language), ``grad_reader`` (the tracer); ``torch_size_lookaside`` is for the tracer to call.
+language), ``grad_reader`` and ``attribute_reader`` (the tracer); ``torch_size_lookaside`` is for the tracer to call.
 
 Layer: core. Imports: core.dtypes, core.devices, core.tracectx, core.errors, core.symbolic,
 core.pytree, core.interpreter (``make_opaque``, ``is_jitting``).
@@ -226,6 +226,9 @@ layout_provider: Callable[[TensorProxy, bool], torch.Tensor] | None = None
 # Set by the tracer: ``grad_reader(proxy)`` returns what ``proxy.grad`` reads in the program (the
 # real ``.grad`` of an input, as a traced value); None keeps the answer ``None``.
 grad_reader: Callable[[TensorProxy], Any] | None = None
+# Set by the tracer: ``attribute_reader(proxy, name)`` is what ``proxy.name`` reads where ``torch.Tensor`` has no such
+# attribute: an input tensor's own (``t.scale = 2.0``, set before the call), or AttributeError; None: always the error.
+attribute_reader: Callable[[TensorProxy, str], Any] | None = None
 # Set by the tracer: ``value_reader(proxy, kind)`` is the Python value the program asks of a tensor
 # (``kind``: "bool", "item", "int", "float", "index", "tolist"), or None where it cannot give one
 # (Note [Data-dependent values] in thunder.core.data_dependent).
@@ -599,8 +602,13 @@ class TensorProxy(Proxy):
     __hash__ = Proxy.__hash__
 
     def __getattr__(self, name: str):
-        # Only reached for names TensorProxy lacks: a Tensor method or property with no symbol yet.
-        if name.startswith("__") or not hasattr(torch.Tensor, name):
+        # Only reached for names TensorProxy lacks: a Tensor method or property with no symbol yet, or an attribute
+        # an input tensor has of its own.
+        if name.startswith("__"):
+            raise AttributeError(f"'TensorProxy' object has no attribute {name!r}")
+        if not hasattr(torch.Tensor, name):
+            if attribute_reader is not None:
+                return attribute_reader(self, name)
             raise AttributeError(f"'TensorProxy' object has no attribute {name!r}")
         from thunder.core.errors import UnsupportedOpError
         from thunder.core.tracectx import current_source_location
