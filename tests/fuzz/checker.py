@@ -99,6 +99,7 @@ class Observation:
     out: object = None
     exc: BaseException | None = None
     stdout: str = ""
+    warned: list = field(default_factory=list)  # (message, category, line) of the program's own warnings
     args: object = None
     grads: list = field(default_factory=list)
     grad_exc: BaseException | None = None
@@ -213,8 +214,8 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
     args = eval(call.args, ns)
     random.seed(call.seed)
     buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with contextlib.redirect_stdout(buf), warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
         try:
             with _deadline(CALL_TIMEOUT_S):
                 obs.out = world.fn(*args)
@@ -236,6 +237,7 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
                     obs.grad_exc = e
                 obs.grads = [None if p.grad is None else p.grad.detach().clone() for p in leaves]
     obs.stdout = buf.getvalue()
+    obs.warned = [(str(w.message), w.category.__name__, w.lineno) for w in warned if w.filename.startswith("<fuzz ")]
     obs.args = _args_after(args)
     obs.state = {name: _snap(ns.get(name, "<unbound>")) for name in prog.state}
     return obs
@@ -323,6 +325,7 @@ def classify(e: Observation, j: Observation) -> tuple[Outcome, str]:
     checks = (
         lambda: compare(e.out, j.out, "result"),
         lambda: None if e.stdout == j.stdout else f"printed {e.stdout!r:.100} in eager, {j.stdout!r:.100} in thunder",
+        lambda: None if e.warned == j.warned else f"warned {e.warned!r:.100} in eager, {j.warned!r:.100} in thunder",
         lambda: compare(e.args, j.args, "arguments after the call", check_requires_grad=False),
         lambda: compare(e.state, j.state, "outside state after the call", check_requires_grad=False),
         lambda: _grad_diff(e, j),

@@ -648,6 +648,13 @@ def side_effects(rng, ctx):
         ))  # fmt: skip
         needs = {x for x in ("n", "s") if f"{x}," in body or f"{x})" in body or "{" + x in body or f" {x}" in body}
         return _s("side_effects", "print", body, needs=needs or {"n"})
+    if choice < 0.62:
+        return _s("side_effects", "warnings", _pick(rng, (
+            "warnings.warn(f'n={n}')",
+            "warnings.warn('deprecated', FutureWarning)\nacc = acc + 1",
+            "with warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n    warnings.warn('hidden')\n"
+            "warnings.warn('shown', RuntimeWarning)",
+        )), needs={"n"})  # fmt: skip
     if choice < 0.7:
         return _s("side_effects", "set attributes on a global object", "o{u}.count = o{u}.count + 1\no{u}.last = n",
                   setup="class _O{u}:\n    pass\no{u} = _O{u}()\no{u}.count = 0", state=("o{u}",), needs={"n"})  # fmt: skip

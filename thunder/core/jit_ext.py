@@ -50,7 +50,7 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import register_containers, tree_leaves
 from thunder.core.shape_history import ShapeHistory
 from thunder.core.side_effects import LazyContainer, SideEffectsMixin, lift_objects
-from thunder.core.special_calls import SpecialCallsMixin
+from thunder.core.special_calls import SpecialCallsMixin, warnings_state
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
@@ -135,6 +135,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._hoisted: dict[str, str] = {}  # prologue name -> the call that makes it (random.random)
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
         self._member_paths: dict[str, str] = {}  # prologue name of a parameter or buffer -> its qualified name
+        self._warnings_state = warnings_state()  # the caller's (Note [Warnings] in thunder.core.special_calls)
         self.interpreted: Callable | None = None
         # Note [Data-dependent values] in thunder.core.data_dependent: ``eager_impl(sym)`` runs a symbol on
         # real tensors (None: the program cannot ask for tensor values); ``forced`` are the outcomes known

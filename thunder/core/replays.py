@@ -1,6 +1,6 @@
 """Replays: what the program did to the outside world, done again by every call.
 
-``print``, assignments to outside globals, cells and attributes, and changes to outside
+``print``, logging and warnings, assignments to outside globals, cells and attributes, and changes to outside
 containers are recorded during tracing as bound symbols of the computation (Note [What a trace
 relied on] in ``thunder.core.jit_ext``); the computation replays them in order with each call's
 values. Nothing in the computation reads what a replay did, so a replay can move later among the
@@ -17,12 +17,12 @@ from thunder.core.trace import TraceCtx
 __all__ = ["OUTPUTS", "REPLAYS", "place_after_their_values"]
 
 REPLAYS = frozenset(
-    {prims.python_print, prims.python_log, prims.store_attr, prims.store_global, prims.store_cell,
+    {prims.python_print, prims.python_log, prims.python_warn, prims.store_attr, prims.store_global, prims.store_cell,
      prims.replace_contents, prims.container_call}
 )  # fmt: skip
 
 #: The replays that show values (output), not store them.
-OUTPUTS = frozenset({prims.python_print, prims.python_log})
+OUTPUTS = frozenset({prims.python_print, prims.python_log, prims.python_warn})
 
 
 def place_after_their_values(trace: TraceCtx) -> None:

@@ -40,6 +40,7 @@ import logging
 import os
 import sys
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +51,7 @@ from thunder.core import introspection, prims, proxies, torch_state, transforms
 from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function
-from thunder.core.interpreter.runtime import current_runtime
+from thunder.core.interpreter.runtime import current_runtime, frame_line, innermost_frame_objects
 from thunder.core.module import is_thunder_entry
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy
@@ -64,7 +65,7 @@ from thunder.core.traced_autograd import (
     is_autograd_function_apply,
     trace_autograd_function,
 )
-from thunder.core.user_code import is_nondeterministic, source_location
+from thunder.core.user_code import _THUNDER_DIR, is_nondeterministic, source_location
 
 
 def _hookless(module: torch.nn.Module) -> bool:
@@ -189,6 +190,13 @@ class SpecialCallsMixin:
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
             logging.Logger._log: self._log,
+            warnings.warn: self._warn,
+            # Note [Warnings]: the program's own filters act at tracing, as they do on every call.
+            warnings.catch_warnings.__enter__: warnings.catch_warnings.__enter__,
+            warnings.catch_warnings.__exit__: warnings.catch_warnings.__exit__,
+            warnings.simplefilter: warnings.simplefilter,
+            warnings.filterwarnings: warnings.filterwarnings,
+            warnings.resetwarnings: warnings.resetwarnings,
             os._Environ.__getitem__: self._environ_getitem,
             os._Environ.__iter__: self._environ_iter,
             os._Environ.__len__: lambda env: len(self._environ_read(env, None)),
@@ -250,8 +258,11 @@ class SpecialCallsMixin:
         self_obj = getattr(fn, "__self__", None)
         if isinstance(self_obj, Proxy):
             return fn
-        if self_obj is not None and self_obj is sys.stdout and getattr(fn, "__name__", None) == "write":
-            return self._stdout_write
+        if self_obj is not None and getattr(fn, "__name__", None) == "write":
+            if self_obj is sys.stdout:
+                return self._stdout_write
+            if self_obj is sys.stderr:
+                return self._stderr_write
         module = getattr(fn, "__module__", None)
         func = fn.__func__ if isinstance(fn, types.MethodType) else fn
         replacement = interpreted_replacement(func)
@@ -327,6 +338,9 @@ class SpecialCallsMixin:
 
     def _print(self, *args, **kwargs) -> None:
         """``print`` in the program: recorded, so each call prints its own values in order."""
+        stream = kwargs.get("file")
+        if stream is not None and (stream is sys.stdout or stream is sys.stderr):  # the stream of each call's time
+            kwargs = {**kwargs, "file": CURRENT_STDOUT if stream is sys.stdout else CURRENT_STDERR}
         prims.python_print(snapshot(lift_objects(args)), snapshot(lift_objects(kwargs)))
 
     def _stdout_write(self, text: Any) -> int:
@@ -336,6 +350,52 @@ class SpecialCallsMixin:
             return sys.stdout.write(text)  # eager's TypeError
         self._print(text, end="")
         return len(text)
+
+    def _stderr_write(self, text: Any) -> int:
+        """``sys.stderr.write(text)`` in the program: recorded as ``print(text, end="", file=...)`` to the
+        ``sys.stderr`` of each call's time."""
+        if not isinstance(text, str):
+            return sys.stderr.write(text)  # eager's TypeError
+        self._print(text, end="", file=CURRENT_STDERR)
+        return len(text)
+
+    # Note [Warnings]
+    # ``warnings.warn`` in the program is recorded (``prims.python_warn``) with what eager's call would be attributed
+    # to, the file, line and module of the frame ``stacklevel`` names, and every call issues it again
+    # (``warnings.warn_explicit``), so the caller's filters decide each time whether it shows, as for eager's (a
+    # warning issued once at tracing showed once where eager's showed on every call under "always"). Filters the
+    # program sets itself, ``with warnings.catch_warnings(): warnings.simplefilter("ignore")``, are set the same way
+    # by every call, so they act at tracing: those functions run as they are (not traced: their changes to the
+    # filter list were replayed onto the caller's list, which then ignored every warning after the first call), a
+    # warning they ignore is not recorded, one they turn into an error raises, and one a ``catch_warnings(record=
+    # True)`` of the program records is issued now, into the program's list. A bare ``simplefilter`` the program
+    # leaves in place is made once, at tracing.
+    def _warn(self, message: Any, category: Any = None, stacklevel: int = 1, source: Any = None, *,
+              skip_file_prefixes: tuple = ()) -> None:  # fmt: skip
+        """``warnings.warn`` in the program (Note [Warnings]). Past the interpreted frames, the frame is the jitted
+        function's caller on the call traced (eager's is each call's)."""
+        if isinstance(message, Warning):
+            category = message.__class__
+        if category is None:
+            category = UserWarning
+        if not (isinstance(category, type) and issubclass(category, Warning)):
+            raise TypeError(f"category must be a Warning subclass, not '{type(category).__name__}'")
+        if not isinstance(skip_file_prefixes, tuple):
+            raise TypeError("skip_file_prefixes must be a tuple of strs")
+        frame = _warning_frame(stacklevel, skip_file_prefixes)
+        filename, lineno, namespace = frame if frame is not None else ("sys", 0, sys.__dict__)
+        module = namespace.get("__name__", "<string>")
+        if warnings_state() != self._warnings_state:  # the program's own filters or recorder
+            action = _filter_action(message, category, lineno, module)
+            if action == "ignore":
+                return
+            if action == "error":
+                raise message if isinstance(message, Warning) else category(message)
+            if warnings._showwarnmsg_impl is not self._warnings_state[2]:  # type: ignore[attr-defined]
+                registry = namespace.setdefault("__warningregistry__", {})
+                warnings.warn_explicit(message, category, filename, lineno, module, registry, namespace)
+                return
+        prims.python_warn(snapshot(lift_objects(message)), category, filename, lineno, prims.ModuleGlobals(namespace))
 
     def _log(self, logger: logging.Logger, level: int, msg: Any, args: tuple, **kwargs: Any) -> None:
         """A record the program logs (``log.warning(...)``; whether the logger is enabled was decided by the program's
@@ -486,3 +546,70 @@ class SpecialCallsMixin:
         transforms.check_cotangents(leaves, cotangents)
         grads = transforms.record_vjp(body[start:], list(primals), leaves, list(cotangents))
         return out, tuple(grads)
+
+
+class _CurrentStream:
+    """``sys.<name>`` at the time of each write: a replayed ``print(..., file=...)`` writes where eager's would."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def write(self, text: str) -> int:
+        return getattr(sys, self.name).write(text)
+
+    def flush(self) -> None:
+        getattr(sys, self.name).flush()
+
+    def __repr__(self) -> str:
+        return f"sys.{self.name}"
+
+
+CURRENT_STDOUT, CURRENT_STDERR = _CurrentStream("stdout"), _CurrentStream("stderr")
+
+
+def warnings_state() -> tuple:
+    """What decides whether a warning shows: the filter list and its contents, and the function that shows it."""
+    return (warnings.filters, tuple(warnings.filters), warnings._showwarnmsg_impl, warnings.showwarning)  # type: ignore[attr-defined]
+
+
+def _filter_action(message: Any, category: type, lineno: int, module: str) -> str:
+    """The action of the first of the current ``warnings.filters`` that matches the warning (as ``warn_explicit``
+    finds it), else the default one."""
+    text = str(message)
+    for action, msg, cat, mod, line in warnings.filters:
+        if (msg is None or msg.match(text)) and issubclass(category, cat) and (mod is None or mod.match(module)) and (
+            line == 0 or lineno == line
+        ):
+            return action
+    return warnings.defaultaction
+
+
+def _warning_frame(stacklevel: int, skip_file_prefixes: tuple) -> tuple[str, int, dict] | None:
+    """(file, line, globals) of the frame ``warnings.warn(..., stacklevel)`` attributes a warning to, as CPython's
+    ``warn`` finds it, over the interpreted frames and then the real ones outside thunder; None past the stack."""
+    if skip_file_prefixes:
+        stacklevel = max(2, stacklevel)
+    frames = [(f.code.co_filename, frame_line(f) or 0, f.globals) for f in innermost_frame_objects()]
+    real = sys._getframe(1)
+    while real is not None and real.f_code.co_filename.startswith(_THUNDER_DIR):
+        real = real.f_back
+    while real is not None:
+        frames.append((real.f_code.co_filename, real.f_lineno, real.f_globals))
+        real = real.f_back
+    if not frames:
+        return None
+
+    def internal(filename: str) -> bool:
+        return ("importlib" in filename and "_bootstrap" in filename) or filename.startswith(skip_file_prefixes)
+
+    if stacklevel <= 1 or internal(frames[0][0]):
+        return frames[max(stacklevel, 1) - 1] if max(stacklevel, 1) <= len(frames) else None
+    i = 0
+    for _ in range(stacklevel - 1):
+        i += 1
+        while i < len(frames) and internal(frames[i][0]):
+            i += 1
+        if i >= len(frames):
+            return None
+    return frames[i]
+

@@ -24,7 +24,7 @@ import torch
 from thunder.core.interpreter.runtime import frame_line, frame_receiver, innermost_frame_objects
 from thunder.core.symbol import SourceLocation, Symbol
 
-_THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_THUNDER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")  # (not thunder_viz)
 _TORCH_DIR = os.path.join(os.path.dirname(torch.__file__), "")
 _INSTALLED_DIRS = tuple(
     {os.path.join(p, "") for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], _THUNDER_DIR)}

@@ -14,6 +14,7 @@ import builtins
 import enum
 import keyword
 import math
+import warnings
 
 import torch
 
@@ -55,6 +56,7 @@ class PythonPrimIDs(enum.Enum):
     CHECK_ITERATOR_END = enum.auto()
     PRINT = enum.auto()
     LOG = enum.auto()
+    WARN = enum.auto()
     STORE_ATTR = enum.auto()
     STORE_GLOBAL = enum.auto()
     STORE_CELL = enum.auto()
@@ -591,6 +593,21 @@ def _print_log(bsym, printer):
 # ``python_log(logger, level, msg, args, kwargs)``: a ``logging`` record the program emitted (``log.warning(...)``,
 # once the logger was found enabled for its level), made again by every call with that call's values.
 python_log = make_prim(P.LOG, "python_log", lambda *args: None, tags=(DONT_DCE,), printer=_print_log)
+
+
+def _print_warn(bsym, printer):
+    message, category, filename, lineno, module_globals = bsym.args
+    namespace = printer.constant(module_globals.namespace, "_globals")
+    module = repr(module_globals.namespace.get("__name__", "<string>"))
+    parts = [printer.value(message), printer.constant(category, "_category"), repr(filename), repr(lineno), module]
+    parts += [f"{namespace}.setdefault('__warningregistry__', {{}})", namespace]
+    return [f"{printer.add_ctx('_warnings', warnings)}.warn_explicit({', '.join(parts)})"]
+
+
+# ``python_warn(message, category, filename, lineno, module_globals)``: a ``warnings.warn`` of the program, attributed
+# as eager's is (to the frame ``stacklevel`` names: its file, line and module's warning registry), issued again by
+# every call, so that the filters decide each time whether it shows, as they do for eager's.
+python_warn = make_prim(P.WARN, "python_warn", lambda *args: None, tags=(DONT_DCE,), printer=_print_warn)
 
 
 def _print_comment(bsym, printer):
