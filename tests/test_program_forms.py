@@ -155,3 +155,29 @@ def test_a_named_tuple_input_is_unpacked_like_a_tuple():
             actual.a.sum().backward()
             expected.a.sum().backward()
             torch.testing.assert_close(x.grad, xe.grad)
+
+
+@functools.lru_cache
+def _causal_mask(n: int) -> torch.Tensor:
+    return torch.tril(torch.ones(n, n))
+
+
+@functools.cache
+def _scale(d: int) -> float:
+    return d**-0.5
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_a_cached_helper_is_looked_up_on_every_call(cache):
+    # ``functools.lru_cache``/``cache`` helpers (a causal mask made once per length): the tensor they return reached
+    # the trace untraced, a clear error where eager works. Now the prologue looks it up on every call, as eager's.
+    def f(x):
+        return x * _causal_mask(x.shape[-1]) * _scale(x.shape[-1])
+
+    jf = thunder.jit(f, cache=cache)
+    for n in (3, 3, 5, 4, 3):
+        x = torch.randn(2, n, n)
+        before = _causal_mask.cache_info()
+        torch.testing.assert_close(jf(x), f(x))
+        assert _causal_mask.cache_info().hits + _causal_mask.cache_info().misses > before.hits + before.misses + 1
+    assert thunder.cache_misses(jf) <= 3

@@ -59,6 +59,8 @@ from thunder.core.pytree import tree_leaves
 from thunder.core.side_effects import holds, holds_tensors, lift_objects, snapshot
 from thunder.core.symbol import Symbol
 from thunder.core.symbol_lookup import interpreted_replacement, register_interpreted_replacement, unreplaced
+from thunder.core.symbolic import SymFloat, SymInt, pin
+from thunder.core.symbolic_numbers import _is_literal_argument
 from thunder.core.traced_autograd import (
     checkpoint_region,
     higher_order_function,
@@ -279,7 +281,31 @@ class SpecialCallsMixin:
             owner = self_obj if isinstance(self_obj, type) else type(self_obj)
             where = module or (f"{owner.__module__}.{owner.__qualname__}" if isinstance(self_obj, type) else owner.__module__)
             return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")
+        if type(fn) is functools._lru_cache_wrapper:
+            return functools.partial(self._cached_call, fn)
         return self._call_of(fn) or self._container_method(fn, self_obj)
+
+    def _cached_call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """A call of a ``functools.lru_cache``/``cache`` function with constant arguments (``causal_mask(16)``): the
+        prologue makes it on every call, a cache lookup as eager's, and what it returns is an input of the trace (a
+        mask it made once is the same tensor on every call, as eager's, not a tensor the trace cannot see). A symbolic
+        size among the arguments is pinned (the entry holds for its value); other arguments: called as it is."""
+        args, kwargs = _pinned(args), _pinned(kwargs)
+        try:
+            key = ("cached call", id(fn), args, tuple(sorted(kwargs.items())))
+            hash(key)
+        except TypeError:  # unhashable arguments: eager's error, or arguments the cache cannot key
+            return fn(*args, **kwargs)
+        if not all(_is_literal_argument(a) for a in (*args, *kwargs.values())):
+            return fn(*args, **kwargs)
+        found = self._reads.get(key, _UNREAD)
+        if found is _UNREAD:
+            value = fn(*args, **kwargs)
+            holder = self._prologue_proxy(getattr(fn, "__name__", "cached"))
+            self._emit(prims.unpack_call, fn, args, kwargs, holder, output=holder)
+            self._keepalive.append(fn)
+            found = self._reads[key] = self.unpack_value(value, holder, holder.name)
+        return found
 
     # Note [Environment variables]
     # ``os.environ`` belongs to a module taken as fixed, yet its contents are the world's: a program that reads
@@ -565,6 +591,17 @@ class _CurrentStream:
 
 
 CURRENT_STDOUT, CURRENT_STDERR = _CurrentStream("stdout"), _CurrentStream("stderr")
+
+
+def _pinned(x: Any) -> Any:
+    """``x`` with its symbolic numbers (in lists, tuples and dict values) pinned to their values."""
+    if isinstance(x, (SymInt, SymFloat)):
+        return pin(x)
+    if type(x) in (list, tuple):
+        return type(x)(_pinned(v) for v in x)
+    if type(x) is dict:
+        return {k: _pinned(v) for k, v in x.items()}
+    return x
 
 
 def warnings_state() -> tuple:
