@@ -99,7 +99,7 @@ class Observation:
     out: object = None
     exc: BaseException | None = None
     stdout: str = ""
-    warned: list = field(default_factory=list)  # (message, category, line) of the program's own warnings
+    warned: list = field(default_factory=list)  # (message, category, line) of the program's own warnings (``fuzz:``)
     args: object = None
     grads: list = field(default_factory=list)
     grad_exc: BaseException | None = None
@@ -237,7 +237,8 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
                     obs.grad_exc = e
                 obs.grads = [None if p.grad is None else p.grad.detach().clone() for p in leaves]
     obs.stdout = buf.getvalue()
-    obs.warned = [(str(w.message), w.category.__name__, w.lineno) for w in warned if w.filename.startswith("<fuzz ")]
+    # The program's own warnings (torch's, such as item() of a tensor that requires grad, are not compared)
+    obs.warned = [(str(w.message), w.category.__name__, w.lineno) for w in warned if str(w.message).startswith("fuzz:")]
     obs.args = _args_after(args)
     obs.state = {name: _snap(ns.get(name, "<unbound>")) for name in prog.state}
     return obs

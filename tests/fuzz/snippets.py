@@ -650,10 +650,10 @@ def side_effects(rng, ctx):
         return _s("side_effects", "print", body, needs=needs or {"n"})
     if choice < 0.62:
         return _s("side_effects", "warnings", _pick(rng, (
-            "warnings.warn(f'n={n}')",
-            "warnings.warn('deprecated', FutureWarning)\nacc = acc + 1",
-            "with warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n    warnings.warn('hidden')\n"
-            "warnings.warn('shown', RuntimeWarning)",
+            "warnings.warn(f'fuzz: n={n}')",
+            "warnings.warn('fuzz: deprecated', FutureWarning)\nacc = acc + 1",
+            "with warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n    warnings.warn('fuzz: hidden')\n"
+            "warnings.warn('fuzz: shown', RuntimeWarning)",
         )), needs={"n"})  # fmt: skip
     if choice < 0.7:
         return _s("side_effects", "set attributes on a global object", "o{u}.count = o{u}.count + 1\no{u}.last = n",
