@@ -29,6 +29,7 @@ import torch.nn.functional as F
 
 import thunder
 from tests.test_models import MODELS as HF_MODELS
+from thunder.core.errors import ThunderRuntimeError
 
 STEPS = 5
 SGD_TOL = {"atol": 1e-6, "rtol": 1.3e-6}
@@ -195,3 +196,64 @@ def test_training_uses_thunders_backward(name, kind):
     assert thunder.compile_stats(jm).last_autograd_fallback is None
     assert len(thunder.last_backward_traces(jm)) > 0
     assert thunder.compile_stats(jm).last_saved_for_backward_bytes > 0
+
+
+@pytest.mark.parametrize("frozen_embeddings", [False, True], ids=["trainable", "frozen embeddings"])
+def test_hugging_face_gradient_checkpointing(frozen_embeddings):
+    # ``gradient_checkpointing_enable()`` hooks the embeddings' output with ``output.requires_grad_(True)``
+    # (transformers' enable_input_require_grads): ``Tensor.requires_grad_`` was unsupported in a trace.
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100))
+    model.gradient_checkpointing_enable()
+    model.train()
+    for name, p in model.named_parameters():
+        if frozen_embeddings and name.startswith("transformer.w"):
+            p.requires_grad_(False)
+    reference, jm = copy.deepcopy(model), thunder.jit(model)
+    ids = torch.randint(0, 100, (2, 6))
+    for step in range(2):
+        torch.manual_seed(step)  # dropout: the same draws
+        expected = reference(input_ids=ids, labels=ids).loss
+        torch.manual_seed(step)
+        got = jm(input_ids=ids, labels=ids).loss
+        reference.zero_grad()
+        model.zero_grad()
+        expected.backward()
+        got.backward()
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+        for (name, e), g in zip(reference.named_parameters(), model.parameters()):
+            assert (e.grad is None) == (g.grad is None), name
+            if e.grad is not None:
+                torch.testing.assert_close(g.grad, e.grad, atol=1e-5, rtol=1e-4)
+    assert thunder.cache_misses(jm) == 1
+
+
+def test_requires_grad_on_values_the_program_computes():
+    def restart(x, w):  # a new leaf, as truncated backpropagation makes one
+        h = (x * w).detach().requires_grad_()
+        return (h * w).sum()
+
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    expected = restart(x, w)
+    (expected_grad,) = torch.autograd.grad(expected, w)
+    got = thunder.jit(restart)(x, w)
+    (got_grad,) = torch.autograd.grad(got, w)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got_grad, expected_grad)
+
+    def unset(x, w):
+        return (x * w).requires_grad_(False)
+
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables"):
+        unset(x, w)
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables"):
+        thunder.jit(unset)(x, w)
+
+    def on_the_input(x):
+        x.requires_grad_()
+        return x * 2
+
+    torch.testing.assert_close(thunder.jit(on_the_input)(torch.ones(2, requires_grad=True)), torch.full((2,), 2.0))
+    with pytest.raises(ThunderRuntimeError, match=r"requires_grad_\(True\) changes a tensor the jitted function was given"):
+        thunder.jit(on_the_input)(torch.ones(2))

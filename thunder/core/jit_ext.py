@@ -406,6 +406,16 @@ def _read_attribute(p: TensorProxy, name: str) -> Any:
 proxies.attribute_reader = _read_attribute
 
 
+def _set_requires_grad(p: TensorProxy, requires_grad: bool) -> TensorProxy:
+    tracer = _active_tracer.get()
+    if tracer is None:
+        raise ThunderRuntimeError("Tensor.requires_grad_ is only meaningful while thunder.jit traces a function")
+    return tracer.set_requires_grad(p, requires_grad)
+
+
+proxies.requires_grad_setter = _set_requires_grad
+
+
 def _read_value(p: TensorProxy, kind: str) -> Any:
     tracer = _active_tracer.get()
     return tracer.read_value(p, kind) if tracer is not None else None

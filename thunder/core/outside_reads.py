@@ -41,10 +41,11 @@ from typing import Any
 import torch
 
 from thunder.core import introspection, prims, torch_state
+from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import NULL, constructing
 from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.user_code import is_code_like, is_library_module, is_thunder_module
+from thunder.core.user_code import is_code_like, is_library_module, is_thunder_module, source_location
 
 _NOT_SEEN = object()  # a path not read yet; an attribute the class does not define
 _MODULE_TABLES = ("_parameters", "_buffers", "_modules")  # nn.Module.__getattr__'s order
@@ -262,6 +263,30 @@ class OutsideReadsMixin:
             self._check_hasattr(holder, t, name, False)
             raise AttributeError(f"{type(t).__name__!r} object has no attribute {name!r}")
         return self._read(("attr", id(t), name), value, lambda: self._attr_holder(holder, name, t))
+
+    def set_requires_grad(self, p: TensorProxy, requires_grad: bool) -> TensorProxy:
+        """``p.requires_grad_(flag)`` in the program. On a value the program computed, as eager's: ``True`` makes the
+        ops after it require grad (its own inputs get no gradient through it where they needed none: transformers'
+        gradient checkpointing does this to the embeddings' output); ``False`` is eager's error where ``p`` was
+        computed from values that require grad. On an input it changes nothing (a clear error where it would change the
+        caller's tensor: that would happen once, at tracing)."""
+        requires_grad = bool(requires_grad)
+        if requires_grad == p.requires_grad:
+            return p
+        if id(p) in self._tensor_inputs:
+            raise ThunderRuntimeError(
+                f"{p.name}.requires_grad_({requires_grad}) changes a tensor the jitted function was given (at "
+                f"{source_location()}): it would change once, while tracing. Set requires_grad before the call."
+            )
+        if not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a "
+                "subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        if not (p.dtype.is_floating_point or p.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        p.requires_grad = True
+        return p
 
     def read_grad(self, p: TensorProxy) -> Any:
         """``p.grad`` in the program: the real ``.grad`` of an input tensor, read (and checked) by the

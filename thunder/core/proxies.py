@@ -226,6 +226,8 @@ layout_provider: Callable[[TensorProxy, bool], torch.Tensor] | None = None
 # Set by the tracer: ``grad_reader(proxy)`` returns what ``proxy.grad`` reads in the program (the
 # real ``.grad`` of an input, as a traced value); None keeps the answer ``None``.
 grad_reader: Callable[[TensorProxy], Any] | None = None
+# Set by the tracer: ``requires_grad_setter(proxy, flag)`` is ``proxy.requires_grad_(flag)`` in the program.
+requires_grad_setter: Callable[[TensorProxy, bool], Any] | None = None
 # Set by the tracer: ``attribute_reader(proxy, name)`` is what ``proxy.name`` reads where ``torch.Tensor`` has no such
 # attribute: an input tensor's own (``t.scale = 2.0``, set before the call), or AttributeError; None: always the error.
 attribute_reader: Callable[[TensorProxy, str], Any] | None = None
@@ -439,6 +441,11 @@ class TensorProxy(Proxy):
     @property
     def grad(self):
         return grad_reader(self) if grad_reader is not None else None
+
+    def requires_grad_(self, requires_grad: bool = True):
+        if requires_grad_setter is None:
+            raise ThunderRuntimeError("Tensor.requires_grad_ is only meaningful while thunder.jit traces a function")
+        return requires_grad_setter(self, requires_grad)
 
     @property
     def data(self):
