@@ -4,10 +4,13 @@ sets, attributes, globals and closure variables (see Note [What a trace relied o
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import io
 import logging
 import sys
+import types
 import warnings
 
 import pytest
@@ -506,3 +509,42 @@ def test_an_assignment_of_a_container_the_program_fills_later_holds_its_final_co
         assert len(got) == len(want) == 2
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w)
+
+
+class _Box:
+    pass
+
+
+@dataclasses.dataclass
+class _Out:
+    y: torch.Tensor
+    box: _Box
+
+
+class _Mapping(collections.OrderedDict):  # as a Hugging Face ModelOutput is
+    pass
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x, b: types.SimpleNamespace(y=x * 2, box=b),
+        lambda x, b: _Out(x + 1, b),
+        lambda x, b: _Mapping(y=x * 3, box=b),
+        lambda x, b: {"nested": [b, (x, b)]},
+    ],
+    ids=["namespace", "dataclass", "dict subclass", "dict"],
+)
+def test_an_outside_object_returned_inside_a_new_one_is_the_object_itself(make):
+    # A model's output holds the cache it was given; the caller (``generate``) goes on with that object. Before, an
+    # object or dict subclass the program made returned a copy of the trace-time object instead.
+    def f(x, b):
+        b.calls = getattr(b, "calls", 0) + 1
+        return make(x, b)
+
+    jf = thunder.jit(f)
+    for _ in range(3):
+        b = _Box()
+        out = jf(torch.ones(2), b)
+        inner = out["box"] if isinstance(out, _Mapping) else out["nested"][0] if isinstance(out, dict) else out.box
+        assert inner is b and b.calls == 1

@@ -283,10 +283,22 @@ class SideEffectsMixin:
         if type(x) in (list, tuple):
             items = [self._outside_objects_as_inputs(v, depth + 1) for v in x]
             return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
-        if type(x) is dict:
+        if isinstance(x, dict):  # a dict subclass too (a Hugging Face ModelOutput holding the cache passed in)
             items = {k: self._outside_objects_as_inputs(v, depth + 1) for k, v in x.items()}
-            return x if all(items[k] is v for k, v in x.items()) else items
-        return x
+            if all(items[k] is v for k, v in x.items()):
+                return x
+            return items if type(x) is dict else rebuild_mapping(mapping_type(x), items)
+        attrs = getattr(x, "__dict__", None)
+        if attrs is None or holder is not None or isinstance(x, _NOT_REBUILT):
+            return x
+        # An object the program made, holding an outside one: rebuilt around it (``lift_objects``' rebuild)
+        inner = {k: self._outside_objects_as_inputs(v, depth + 1) for k, v in attrs.items()}
+        changed = {k: v for k, v in inner.items() if v is not attrs[k]}
+        if not changed:
+            return x
+        lifted = lift_objects(x, depth)
+        base = lifted.attrs if isinstance(lifted, ObjectWithProxies) else {}
+        return ObjectWithProxies(x, {**base, **{k: lift_objects(v, depth + 1) for k, v in changed.items()}})
 
     def _refuse_unchecked_state(self, what: str) -> None:
         """Under ``cache="same input"`` nothing is checked: a program that reads outside state it also
@@ -402,6 +414,9 @@ def _restore_attr(obj, name: str, old) -> None:
         setattr(obj, name, old)
 
 
+_NOT_REBUILT = (types.ModuleType, type, types.FunctionType, torch.nn.Module)  # returned as they are
+
+
 def lift_objects(x: Any, depth: int = 0) -> Any:
     """``x`` with every plain object that holds proxies in its attributes replaced by an
     ``ObjectWithProxies`` (rebuilt by the generated code), so no proxy escapes to the caller."""
@@ -423,7 +438,7 @@ def lift_objects(x: Any, depth: int = 0) -> Any:
             return x
         return changed if type(x) is dict else rebuild_mapping(mapping_type(x), changed)
     attrs = getattr(x, "__dict__", None)
-    if attrs is None or isinstance(x, (types.ModuleType, type, types.FunctionType, torch.nn.Module)):
+    if attrs is None or isinstance(x, _NOT_REBUILT):
         return x
     lifted = {k: lift_objects(v, depth + 1) for k, v in attrs.items()}
     changed = {k: v for k, v in lifted.items() if v is not attrs[k] or _holds_proxy(v)}
