@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import enum
 import io
 import linecache
@@ -28,6 +29,7 @@ import os
 import random
 import signal
 import threading
+import types
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -100,6 +102,7 @@ class Observation:
     exc: BaseException | None = None
     stdout: str = ""
     warned: list = field(default_factory=list)  # (message, category, line) of the program's own warnings (``fuzz:``)
+    aliases: list = field(default_factory=list)  # (where in the result, which argument) of each argument it returns
     args: object = None
     grads: list = field(default_factory=list)
     grad_exc: BaseException | None = None
@@ -161,6 +164,32 @@ def _snap(value, depth=0):
             }
         }
     return f"<{type(value).__name__}>"
+
+
+def _aliases(out, args: tuple) -> list:
+    """Where the result holds an argument itself (a list passed in, returned inside a new namespace): eager returns
+    that object, and so must the compiled function."""
+    ids = {id(a): i for i, a in enumerate(args) if not isinstance(a, (int, float, complex, str, bytes, bool, type(None)))}
+    found = []
+
+    def walk(v, path: str, depth: int) -> None:
+        if id(v) in ids:
+            found.append((path, ids[id(v)]))
+            return
+        if depth > 4 or isinstance(v, (torch.Tensor, str, bytes, type, types.ModuleType, types.FunctionType)):
+            return
+        if isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                walk(x, f"{path}[{i}]", depth + 1)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, f"{path}[{k!r}]", depth + 1)
+        elif hasattr(v, "__dict__") and not isinstance(v, torch.nn.Module):
+            for k, x in vars(v).items():
+                walk(x, f"{path}.{k}", depth + 1)
+
+    walk(out, "result", 0)
+    return found
 
 
 def _args_after(args: tuple):
@@ -239,6 +268,7 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
     obs.stdout = buf.getvalue()
     # The program's own warnings (torch's, such as item() of a tensor that requires grad, are not compared)
     obs.warned = [(str(w.message), w.category.__name__, w.lineno) for w in warned if str(w.message).startswith("fuzz:")]
+    obs.aliases = _aliases(obs.out, args)
     obs.args = _args_after(args)
     obs.state = {name: _snap(ns.get(name, "<unbound>")) for name in prog.state}
     return obs
@@ -289,6 +319,8 @@ def compare(e, j, path: str, *, check_requires_grad: bool = True) -> str | None:
         return None
     if isinstance(e, (int, str, bytes, set, frozenset, type(None), torch.dtype, torch.device)):
         return None if e == j else f"{path}: {_short(e)} in eager, {_short(j)} in thunder"
+    if isinstance(e, types.SimpleNamespace) or dataclasses.is_dataclass(e):  # the objects programs return
+        return compare(vars(e), vars(j), path, check_requires_grad=check_requires_grad)
     return None  # iterators, functions, ...: compared by type only
 
 
@@ -327,6 +359,8 @@ def classify(e: Observation, j: Observation) -> tuple[Outcome, str]:
         lambda: compare(e.out, j.out, "result"),
         lambda: None if e.stdout == j.stdout else f"printed {e.stdout!r:.100} in eager, {j.stdout!r:.100} in thunder",
         lambda: None if e.warned == j.warned else f"warned {e.warned!r:.100} in eager, {j.warned!r:.100} in thunder",
+        lambda: None if e.aliases == j.aliases else f"the result holds the arguments {e.aliases!r:.100} in eager, "
+        f"{j.aliases!r:.100} in thunder",
         lambda: compare(e.args, j.args, "arguments after the call", check_requires_grad=False),
         lambda: compare(e.state, j.state, "outside state after the call", check_requires_grad=False),
         lambda: _grad_diff(e, j),

@@ -661,10 +661,16 @@ def side_effects(rng, ctx):
     if choice < 0.8:
         return _s("side_effects", "rebind a global (global statement)", "global CNT{u}\nCNT{u} = CNT{u} + 1\nret.append(CNT{u})",
                   setup="CNT{u} = 0", state=("CNT{u}",))  # fmt: skip
-    if choice < 0.9:
+    if choice < 0.85:
         return _s(
             "side_effects", "mutate an argument list", "lst.append(acc.ndim)\nret.append(len(lst))", needs={"lst"}
         )
+    if choice < 0.9:  # an argument returned inside an object the program makes (a model output holding its cache)
+        return _s("side_effects", "return an argument inside a new object", _pick(rng, (
+            "lst.append(acc.ndim)\nret.append(types.SimpleNamespace(items=lst, total=acc.sum()))",
+            "ret.append(collections.OrderedDict(items=lst, n=len(lst)))",
+            "ret.append({'items': [lst], 'acc': acc})",
+        )), needs={"lst"})  # fmt: skip
     return _s(
         "side_effects", "set an attribute of the owner", "{M}.calls = {M}.calls + 1", needs={"owner"}, state=("m",)
     )
