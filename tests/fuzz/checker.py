@@ -167,9 +167,11 @@ def _snap(value, depth=0):
 
 
 def _aliases(out, args: tuple) -> list:
-    """Where the result holds an argument itself (a list passed in, returned inside a new namespace): eager returns
-    that object, and so must the compiled function."""
-    ids = {id(a): i for i, a in enumerate(args) if not isinstance(a, (int, float, complex, str, bytes, bool, type(None)))}
+    """Where the result holds an argument object itself (a list passed in, returned inside a new namespace): eager
+    returns that object, and so must the compiled function. Tensors are left out: an op that returns its input
+    in eager (``flatten`` of a 1-d tensor) may return a view of it under thunder's autograd, the same memory."""
+    scalars = (int, float, complex, str, bytes, bool, type(None), torch.Tensor)
+    ids = {id(a): i for i, a in enumerate(args) if not isinstance(a, scalars)}
     found = []
 
     def walk(v, path: str, depth: int) -> None:

@@ -449,7 +449,9 @@ class TensorProxy(Proxy):
 
     @property
     def data(self):
-        return self
+        # eager's ``.data``: the same memory, cut from autograd (a gradient through ``(x.data * x).sum()`` is ``x.data``,
+        # not ``2 * x``), and an in-place op on it writes into ``x`` (an EMA update of a parameter)
+        return _METHODS["detach"](self)
 
     @property
     def itemsize(self) -> int:

@@ -197,8 +197,8 @@ def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list
             if any(getattr(o, "requires_grad", False) for o in bsym.flat_proxy_outs):
                 for a in _tensors(bsym.flat_proxy_args):
                     readers.setdefault(a.name, []).append(bsym)
-        for o in bsym.flat_proxy_outs:
-            made_by[o.name] = bsym
+        for o in bsym.flat_proxy_outs:  # an in-place update returns its tensor: that keeps the op that made it
+            made_by.setdefault(o.name, bsym)
         new.append(bsym)
     return new, made
 

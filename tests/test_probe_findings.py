@@ -1,0 +1,48 @@
+"""What probing with programs people write found, each kept as a regression test against eager (the other findings of
+the same probes have their own files: tests/test_guards_tensor_attributes.py, tests/test_warnings.py, and tests in
+test_training.py, test_program_forms.py, test_side_effects.py and test_generation.py)."""
+
+from __future__ import annotations
+
+import torch
+
+import thunder
+
+
+def test_data_is_cut_from_autograd():
+    # ``x.data`` was ``x`` itself in a trace: it required grad, and the gradient of ``(x.data * x).sum()`` was 2x.
+    def f(x):
+        return (x.data * x).sum(), x.data * 2
+
+    x = torch.randn(3, requires_grad=True)
+    expected, actual = f(x), thunder.jit(f)(x)
+    assert actual[1].requires_grad is expected[1].requires_grad is False
+    torch.testing.assert_close(actual[1], expected[1])
+    (expected_grad,) = torch.autograd.grad(expected[0], x)
+    (actual_grad,) = torch.autograd.grad(actual[0], x)
+    torch.testing.assert_close(actual_grad, expected_grad)
+
+
+def ema(average, param):
+    average.data.mul_(0.5).add_(param.data * 0.5)  # an exponential moving average of a parameter, as people write it
+    return average
+
+
+def chained(x):
+    x.detach().mul_(0.5).add_(1)
+    return x
+
+
+def test_chained_updates_in_place_through_an_alias_of_a_tensor_that_requires_grad():
+    # The second update of ``x.detach().mul_(0.5).add_(1)`` was turned into an op whose result nothing read, when ``x``
+    # required grad: ``x`` ended at 0.5 instead of 1.5 (the autograd split took the first update's result for a
+    # tensor of its own). ``x.data.mul_(...)`` on a parameter raised where eager updates it.
+    for requires_grad in (False, True):
+        a, p = torch.ones(3, requires_grad=requires_grad), torch.full((3,), 3.0, requires_grad=requires_grad)
+        b, q = torch.ones(3, requires_grad=requires_grad), torch.full((3,), 3.0, requires_grad=requires_grad)
+        ema(a, p)
+        assert thunder.jit(ema)(b, q) is b
+        torch.testing.assert_close(b.detach(), a.detach())
+        chained(a)
+        thunder.jit(chained)(b)
+        torch.testing.assert_close(b.detach(), a.detach())
