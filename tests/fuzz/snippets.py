@@ -704,6 +704,11 @@ INPLACE = [
     "s{u} = acc * x\nx.detach().add_(1)\nacc = s{u}",
     "t{u} = (acc * 1).reshape(-1)\ntorch.nn.functional.dropout(t{u}, 0.5, training=True, inplace=True)\nacc = t{u}",
     "t{u} = acc * 1\nv{u} = t{u}.view(-1)\ntorch.nn.functional.dropout(v{u}, 0.3, training=True, inplace=True)\nacc = t{u}",
+    # chained updates through an alias, and ``.data`` (an EMA of a parameter; a gradient that must not flow)
+    "t{u} = acc * 1\nt{u}.detach().mul_(0.5).add_(1)\nacc = t{u}",
+    "x.data.mul_(0.5).add_(1)",
+    "acc = acc + acc.data * 0.5",
+    "s{u} = acc * acc.data\nacc = s{u}",
 ]
 
 
