@@ -46,3 +46,21 @@ def test_chained_updates_in_place_through_an_alias_of_a_tensor_that_requires_gra
         chained(a)
         thunder.jit(chained)(b)
         torch.testing.assert_close(b.detach(), a.detach())
+
+
+def test_an_update_through_data_is_not_seen_by_autograd_as_in_eager():
+    # ``x.data`` has a version counter of its own: eager's backward of ``x * x`` reads the updated values without
+    # complaint. As ``detach()`` (which shares the counter), the backward raised "modified by an inplace operation".
+    def f(x):
+        y = x * x
+        x.data.mul_(0.5).add_(1)
+        return y
+
+    a, b = torch.randn(3, 3, requires_grad=True), None
+    b = a.detach().clone().requires_grad_()
+    expected, actual = f(a), thunder.jit(f)(b)
+    torch.testing.assert_close(actual, expected)
+    (expected_grad,) = torch.autograd.grad(expected.sum(), a)
+    (actual_grad,) = torch.autograd.grad(actual.sum(), b)
+    torch.testing.assert_close(actual_grad, expected_grad)
+    torch.testing.assert_close(b.detach(), a.detach())

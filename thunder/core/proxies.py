@@ -102,14 +102,16 @@ def pyval(x):
 _METHODS: dict[str, Callable] = {}
 
 
-def register_method(name: str, fn: Callable) -> None:
-    """Installs ``fn`` as the tensor method (or operator dunder) ``name`` of ``TensorProxy``.
+def register_method(name: str, fn: Callable, *, attribute: bool = True) -> None:
+    """Installs ``fn`` as the tensor method (or operator dunder) ``name`` of ``TensorProxy`` (with ``attribute=False``
+    only for the property of that name to call: ``data``).
 
     Methods are opaque to the interpreter: they only call symbols, so running them natively
     is faster and keeps thunder's own frames out of the user's source locations.
     """
     _METHODS[name] = make_opaque(fn)
-    setattr(TensorProxy, name, fn)
+    if attribute:
+        setattr(TensorProxy, name, fn)
 
 
 # Set by thunder.torch: maps a torch callable to the symbol that implements it, so that a
@@ -451,7 +453,7 @@ class TensorProxy(Proxy):
     def data(self):
         # eager's ``.data``: the same memory, cut from autograd (a gradient through ``(x.data * x).sum()`` is ``x.data``,
         # not ``2 * x``), and an in-place op on it writes into ``x`` (an EMA update of a parameter)
-        return _METHODS["detach"](self)
+        return _METHODS["data"](self)
 
     @property
     def itemsize(self) -> int:

@@ -35,9 +35,10 @@ def _register_no_grad_results() -> None:
     import torch
 
     from thunder.core.trace import NO_GRAD_RESULTS
+    from thunder.torch.conversions import _tensor_data
 
     for fn in (torch.zeros_like, torch.ones_like, torch.empty_like, torch.full_like, torch.rand_like, torch.randn_like,
-               torch.randint_like, torch.Tensor.detach, torch.detach, torch.Tensor.new_zeros, torch.Tensor.new_ones,
+               torch.randint_like, torch.Tensor.detach, torch.detach, _tensor_data, torch.Tensor.new_zeros, torch.Tensor.new_ones,
                torch.Tensor.new_full, torch.Tensor.new_empty, torch.Tensor.new_tensor):  # fmt: skip
         sym = torch_to_thunder_map.get(fn)
         if sym is not None:

@@ -25,7 +25,7 @@ from thunder.core.symbol import MAY_ALIAS, MAY_RAISE, UNFUSIBLE
 from thunder.torch.base import torchsymbol
 from thunder.torch.factories import factory_device
 
-__all__ = ["to", "type_as", "tensor_type", "cpu", "cuda", "contiguous", "clone", "deepcopy_tensor", "detach", "view_as_complex",
+__all__ = ["to", "type_as", "tensor_type", "cpu", "cuda", "contiguous", "clone", "deepcopy_tensor", "detach", "tensor_data", "view_as_complex",
            "view_as_real"]  # fmt: skip
 
 
@@ -257,6 +257,22 @@ def detach(input):
     It has no prim decomposition: every executor runs it as itself."""
     _check_self("ltorch.detach", input)
     return TensorProxy.like(input, requires_grad=False)
+
+
+def _tensor_data(a: torch.Tensor) -> torch.Tensor:
+    """Eager's ``a.data``: ``a``'s memory, cut from autograd, with a version counter of its own."""
+    return a.data
+
+
+@torchsymbol(_tensor_data, id="torch.Tensor.data", tags=(MAY_ALIAS,))
+def tensor_data(input):
+    """``Tensor.data``: as ``detach``, but an in-place update of it is not seen by autograd's checks of what it saved
+    (eager's ``.data`` has a version counter of its own): the torch executor runs ``.data``."""
+    _check_self("ltorch.tensor_data", input)
+    return TensorProxy.like(input, requires_grad=False)
+
+
+register_method("data", tensor_data, attribute=False)  # what the property ``TensorProxy.data`` records
 
 
 # Views that reinterpret memory as another dtype: no prim computes them, so torch runs them, as real views (an
