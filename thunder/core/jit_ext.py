@@ -373,7 +373,7 @@ _READS_AND_CHECKS = frozenset({
     prims.unpack_cell, prims.unpack_constant, prims.unpack_environ, prims.unpack_shape, prims.unpack_trivial, prims.check_args_structure,
     prims.check_tensor, prims.check_tensor_rank, prims.check_value, prims.check_identity, prims.check_type,
     prims.check_torch_state, prims.check_autocast, prims.check_is, prims.check_hasattr, prims.check_global_absent,
-    prims.check_class_attr,    prims.check_no_hooks,
+    prims.check_class_attr, prims.check_no_hooks,
     prims.check_expr, prims.check_keys, prims.python_return, prims.comment,
 })  # fmt: skip
 

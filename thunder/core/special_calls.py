@@ -261,10 +261,8 @@ class SpecialCallsMixin:
         if isinstance(self_obj, Proxy):
             return fn
         if self_obj is not None and getattr(fn, "__name__", None) == "write":
-            if self_obj is sys.stdout:
-                return self._stdout_write
-            if self_obj is sys.stderr:
-                return self._stderr_write
+            if self_obj is sys.stdout or self_obj is sys.stderr:
+                return functools.partial(self._stream_write, self_obj)
         module = getattr(fn, "__module__", None)
         func = fn.__func__ if isinstance(fn, types.MethodType) else fn
         replacement = interpreted_replacement(func)
@@ -369,20 +367,12 @@ class SpecialCallsMixin:
             kwargs = {**kwargs, "file": CURRENT_STDOUT if stream is sys.stdout else CURRENT_STDERR}
         prims.python_print(snapshot(lift_objects(args)), snapshot(lift_objects(kwargs)))
 
-    def _stdout_write(self, text: Any) -> int:
-        """``sys.stdout.write(text)`` in the program: recorded as ``print(text, end="")``, so each call writes (to the
-        ``sys.stdout`` of its time, as eager's write does)."""
+    def _stream_write(self, stream: Any, text: Any) -> int:
+        """``sys.stdout.write(text)`` or ``sys.stderr.write(text)`` in the program: recorded as ``print(text, end="",
+        file=stream)``, so each call writes, to the stream of its time (``_print``), as eager's write does."""
         if not isinstance(text, str):
-            return sys.stdout.write(text)  # eager's TypeError
-        self._print(text, end="")
-        return len(text)
-
-    def _stderr_write(self, text: Any) -> int:
-        """``sys.stderr.write(text)`` in the program: recorded as ``print(text, end="", file=...)`` to the
-        ``sys.stderr`` of each call's time."""
-        if not isinstance(text, str):
-            return sys.stderr.write(text)  # eager's TypeError
-        self._print(text, end="", file=CURRENT_STDERR)
+            return stream.write(text)  # eager's TypeError
+        self._print(text, end="", file=stream)
         return len(text)
 
     # Note [Warnings]
