@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import thunder
-from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
+from thunder.core.errors import ThunderRuntimeError
 
 X = torch.ones(3)
 
@@ -30,15 +30,6 @@ def test_returning_a_generator_is_a_clear_error():
         thunder.jit(gen)(X)
     with pytest.raises(ThunderRuntimeError, match=r"returned a generator"):
         thunder.jit(lambda t: (t * i for i in range(2)))(X)
-
-
-def test_out_argument_is_a_clear_error():
-    def f(t, o):
-        torch.add(t, 1, out=o)
-        return o
-
-    with pytest.raises(UnsupportedOpError, match=r"out=\.\.\.\) is not supported.*out\.copy_"):
-        thunder.jit(f)(X, torch.empty(3))
 
 
 def scaled(t, k=1, m=2):

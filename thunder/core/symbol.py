@@ -133,15 +133,12 @@ class Symbol:
                 )
             return impl(*args, **kwargs)
         if "out" in kwargs and not self.is_prim:
-            from thunder.core.errors import UnsupportedOpError
-            from thunder.core.tracectx import current_source_location
-
-            loc = current_source_location()
-            raise UnsupportedOpError(
-                f"{self.print_name}(..., out=...) is not supported by thunder{f' (called at {loc})' if loc else ''}: "
-                "a trace computes new values and does not write into given tensors. Use the result instead, or "
-                "copy it into the tensor: out.copy_(op(...))."
-            )
+            kwargs = dict(kwargs)
+            out = kwargs.pop("out")
+            if out is not None:
+                if out_writer is None:
+                    raise ThunderError(f"{self.print_name}(..., out=...): no language writes into out= tensors")
+                return out_writer(self, args, kwargs, out)
         if self.binding is not None:
             args, kwargs = self.binding(args, kwargs)
         return trace.record(self, args, kwargs)
@@ -150,6 +147,10 @@ class Symbol:
         """A bound symbol of this symbol without running its meta."""
         return BoundSymbol(self, args, kwargs, output, tuple(subsymbols), source=source, lineage=tuple(lineage))
 
+
+# Set by the torch language: ``out_writer(symbol, args, kwargs, out)`` is ``symbol(*args, **kwargs, out=out)``,
+# the result written into ``out`` as eager writes it.
+out_writer: Callable[[Symbol, tuple, dict, Any], Any] | None = None
 
 _SYMBOLIC = (SymInt, SymFloat)
 

@@ -64,8 +64,6 @@ def _proxy_of(t: Any) -> Any:
 
 def _fake_meta(fn: Callable, name: str) -> Callable:
     def meta(*args, **kwargs):
-        if kwargs.get("out") is not None:
-            raise UnsupportedOpError(f"{name}(..., out=...) is not supported{_where()}: use the returned tensor")
         check_generator(name, kwargs.get("generator"))
         try:
             out, fake_args, fake_kwargs = run_on_fake(fn, args, kwargs, grad=True)

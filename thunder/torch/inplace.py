@@ -1,6 +1,6 @@
 """In-place tensor methods that have no out-of-place twin in the tables: ``copy_``, ``zero_``,
-``fill_`` (and ``torch.fill``). Each computes its new value and writes it with ``prims.copy_``,
-so the mutation is visible to the caller exactly as in eager PyTorch.
+``fill_`` (and ``torch.fill``), and the ``out=`` argument of every torch function. Each computes its new value
+and writes it with ``prims.copy_``, so the mutation is visible to the caller exactly as in eager PyTorch.
 
 Layer: language. Imports: core, torch.base, torch.factories.
 """
@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import torch
 
-from thunder.core import prims
-from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core import dtypes, prims
+from thunder.core import symbol as _symbol
+from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError
 from thunder.core.prims.base import is_differentiable
+from thunder.core.proxies import TensorProxy
+from thunder.core.pytree import tree_leaves
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import DONT_DCE, IN_PLACE
+from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
 from thunder.torch import base
 from thunder.torch.base import is_number, is_tensor, torchsymbol
 from thunder.torch.factories import full_like
@@ -71,3 +74,48 @@ def fill_(a, value):
 def zero_(a):
     """``Tensor.zero_``: every element of ``a`` becomes zero."""
     return base.copy_(fill(a, 0), a)
+
+
+def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
+    """``sym(*args, **kwargs, out=out)`` as eager runs it (``F.normalize(..., out=self._u)`` in spectral norm's
+    power iteration): the result is computed, then written into ``out`` (a tensor, or a tuple of them for an op
+    with several results), which is returned. Eager's refusals are kept: an argument that requires grad where
+    grad is enabled, a result dtype that cannot be cast to ``out``'s; where eager would resize an ``out`` of another
+    shape, this is an error."""
+    name = sym.print_name
+    if torch.is_grad_enabled() and any(
+        isinstance(t, TensorProxy) and t.requires_grad for t in tree_leaves((args, kwargs, out))
+    ):
+        raise ThunderRuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic differentiation, but one of the "
+            "arguments requires grad."
+        )
+    result = sym(*args, **kwargs)
+    several = isinstance(result, (tuple, list))
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    results = result if several else (result,)
+    if len(outs) != len(results) or not all(isinstance(o, TensorProxy) for o in outs):
+        raise ThunderTypeError(
+            f"{name}(): out= must be {f'a tuple of {len(results)} tensors' if several else 'a tensor'}, "
+            f"got {type(out).__name__}"
+        )
+    written = []
+    for o, r in zip(outs, results):
+        if r.dtype != o.dtype and not dtypes.can_cast(r.dtype, o.dtype):
+            raise ThunderRuntimeError(f"{name}(): result type {r.dtype} can't be cast to the desired output type {o.dtype}")
+        if r.device != o.device:
+            raise ThunderRuntimeError(f"{name}(): expected the out tensor on {r.device}, but it is on {o.device}")
+        if tuple(r.shape) != tuple(o.shape):
+            raise ThunderValueError(
+                f"{name}(): the out tensor has shape {list(o.shape)} but the result has shape {list(r.shape)}; eager "
+                "would resize it in place, which thunder does not: pass an out tensor of the result's shape, or use "
+                "the returned tensor"
+            )
+        written.append(base.copy_(r, o))
+    if not several:
+        return written[0]
+    kind = type(result)  # torch.max(..., out=) gives a torch.return_types.max_out
+    return getattr(torch.return_types, f"{kind.__name__}_out", kind)(written)
+
+
+_symbol.out_writer = write_out
