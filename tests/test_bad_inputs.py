@@ -165,6 +165,16 @@ def _out_argument(a, o):
     return torch.add(a, 1, out=o)  # bad: out
 
 
+def _gradient_penalty(a):
+    (g,) = torch.autograd.grad((a * a).sum(), a, create_graph=True)  # bad: grad inside
+    return g.pow(2).sum()
+
+
+def _backward_inside(a):
+    (a * a).sum().backward()  # bad: backward inside
+    return a.grad
+
+
 def _returns_generator(a):
     return (a + i for i in range(2))
 
@@ -190,6 +200,15 @@ def test_out_argument_of_another_shape():
     e = _raises(ThunderValueError, r"ltorch.add\(\): the out tensor has shape \[2\] but the result has shape \[3\]",
                 thunder.jit(_out_argument), _x(), torch.empty(2))  # fmt: skip
     assert "the returned tensor" in str(e)  # says what to do instead
+
+
+def test_a_gradient_taken_inside_the_function():
+    # torch's engine was handed the trace's proxies: "element 0 of tensors tuple is neither a Tensor nor a GradientEdge"
+    x = torch.randn(3, requires_grad=True)
+    _raises(UnsupportedOpError, r"torch.autograd.grad inside the jitted function .* is not supported.*Take the gradient "
+            r"outside", thunder.jit(_gradient_penalty), x, where="# bad: grad inside")  # fmt: skip
+    _raises(UnsupportedOpError, r"Tensor.backward has no meaning in a trace.*take the gradient outside",
+            thunder.jit(_backward_inside), x, where="# bad: backward inside")  # fmt: skip
 
 
 def test_returning_a_generator():

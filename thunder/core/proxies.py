@@ -514,6 +514,8 @@ class TensorProxy(Proxy):
         "set_": "it swaps the tensor's memory for another, which values in a trace do not have",
         "__str__": "formatting a tensor needs its values",
         "__format__": "formatting a tensor needs its values",
+        "backward": "thunder differentiates the whole function when the backward of its result is called; take the "
+        "gradient outside, with .backward() or torch.autograd.grad on the jitted function's result",
     }  # Tensor methods with no meaning in a trace, and why (``thunder.examine`` lists them so)
 
     def data_ptr(self):

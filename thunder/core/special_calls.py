@@ -131,6 +131,18 @@ def _refuse_parameter(cls: type, *args, **kwargs):
     )
 
 
+def _refuse_autograd(name: str, *args, **kwargs):
+    """``torch.autograd.grad``/``backward`` inside the function: torch's engine would be handed the trace's proxies."""
+    loc = source_location()
+    raise UnsupportedOpError(
+        f"{name} inside the jitted function{f' (called at {loc})' if loc else ''} is not supported: thunder "
+        "differentiates the whole function when the backward of its result is called, and a gradient taken inside "
+        "it (a gradient penalty, an inner optimization step) is not traced. Take the gradient outside: jit the "
+        "function whose gradient you need and call torch.autograd.grad or .backward() on its result (without "
+        "create_graph=True)."
+    )
+
+
 _UNREAD = object()
 
 
@@ -191,6 +203,8 @@ class SpecialCallsMixin:
             transforms.vjp_call: self._vjp_call,
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
+            torch.autograd.grad: functools.partial(_refuse_autograd, "torch.autograd.grad"),
+            torch.autograd.backward: functools.partial(_refuse_autograd, "torch.autograd.backward"),
             logging.Logger._log: self._log,
             warnings.warn: self._warn,
             # Note [Warnings]: the program's own filters act at tracing, as they do on every call.
