@@ -472,3 +472,10 @@ def _calls_jitted(a):
 def test_jitted_function_calling_a_jitted_function():
     x = _x()
     torch.testing.assert_close(thunder.jit(_calls_jitted)(x), x * 2 + 1)
+
+
+def test_a_module_backward_hook_names_the_module():
+    # the traced call of a module with a backward hook failed on ``Tensor.grad_fn``, saying to add a symbol for it
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+    model[0].register_full_backward_hook(lambda module, grad_input, grad_output: None)
+    _raises(UnsupportedOpError, r"module Linear '0' has a backward hook .*register_hook", thunder.jit(model), _x())

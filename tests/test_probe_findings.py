@@ -64,3 +64,16 @@ def test_an_update_through_data_is_not_seen_by_autograd_as_in_eager():
     (actual_grad,) = torch.autograd.grad(actual.sum(), b)
     torch.testing.assert_close(actual_grad, expected_grad)
     torch.testing.assert_close(b.detach(), a.detach())
+
+
+def test_a_dtype_eager_rejects_is_a_runtime_error_the_program_can_catch():
+    # eager raises RuntimeError for linear of a float64 input and float32 weights; thunder raised a TypeError only,
+    # so the program's ``except RuntimeError`` did not take its other path
+    def f(x, w):
+        try:
+            return torch.nn.functional.linear(x, w)
+        except RuntimeError:
+            return torch.nn.functional.linear(x.to(w.dtype), w)
+
+    x, w = torch.randn(2, 3, dtype=torch.float64), torch.randn(4, 3)
+    torch.testing.assert_close(thunder.jit(f)(x, w), f(x, w))

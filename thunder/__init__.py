@@ -14,6 +14,7 @@ import collections
 import dataclasses
 import functools
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +44,7 @@ from thunder.common import (
 )
 from thunder.compiler import (
     Cache,
+    ProgramRaised,
     compile_entry,
     continues,
     draws_per_call,
@@ -207,7 +209,10 @@ class _Jitted:
         args, kwargs = replayable_arguments(args, kwargs)
         while True:
             state = python_random_state() if self.draws_with_outcomes else None
-            result = self._call(args, kwargs, changed, rejected)
+            try:
+                result = self._call(args, kwargs, changed, rejected)
+            except ProgramRaised as stopped:
+                return self.run_eagerly(args, kwargs, stopped.raised)
             if type(result) is not OtherOutcome:
                 check_replayed(args, kwargs)
                 return result
@@ -220,6 +225,23 @@ class _Jitted:
                     "jitted function, or make the ops that produce it deterministic."
                 )
             changed = result
+
+    def run_eagerly(self, args: tuple, kwargs: dict, raised: Exception) -> Any:
+        """The call, run eagerly: tracing it stopped at ``raised``, an exception that is not thunder's (Note [A
+        program that raises] in thunder.compiler)."""
+        fn = self.cd.fn
+        if getattr(fn, "_thunder_calls_module", False):  # the module's own call, not a compiled one it may route to
+            result = args[0]._call_impl(*args[1:], **kwargs)
+        else:
+            result = fn(*args, **kwargs)
+        name = type(args[0]).__qualname__ if self.cd.is_module and args else getattr(fn, "__qualname__", repr(fn))
+        warnings.warn(
+            f"thunder.jit: tracing {name} stopped at {type(raised).__name__}: {raised}, which the same call run eagerly "
+            "did not raise; the call ran eagerly (its values are eager's). This is a difference between tracing and "
+            "eager execution: please report it.",
+            stacklevel=3,
+        )
+        return result
 
     def _call(
         self, args: tuple, kwargs: dict, changed: OtherOutcome | None, rejected: tuple[CacheEntry, Rejection] | None = None

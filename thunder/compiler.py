@@ -57,13 +57,15 @@ from thunder.transforms.cse import possibly_mutated
 def acquire_traces(
     cd: CompileData, args: tuple, kwargs: dict, cs: CompileStats | None = None, outcomes: tuple = (),
     cache_option: CACHE_OPTIONS | None = None, shape_history: ShapeHistory | None = None, automatic_dynamic: bool = False,
+    eager_on_raise: bool = False,
 ) -> tuple[TraceCtx, TraceCtx, Tracer]:
     """Runs the program under the interpreter: the prologue and computation traces.
 
     ``outcomes``: data-dependent values known for these inputs (Note [Data-dependent values] in
     ``thunder.core.data_dependent``). If the program fails while being traced, what was recorded up
     to the failure is published in ``cs`` (as the "Interpretation (incomplete)" trace) before the
-    error propagates."""
+    error propagates; with ``eager_on_raise``, an exception that is not thunder's comes as ``ProgramRaised``
+    (Note [A program that raises])."""
     start = time.perf_counter_ns()
     executors_or_none = {None, *cd.options.executors}
     tracer = Tracer(
@@ -80,12 +82,15 @@ def acquire_traces(
     )
     try:
         tracer.trace(args, kwargs)
-    except Exception:
+    except Exception as e:
         if cs is not None:
             partial = tracer.computation
             partial.set_provenance(TraceProvenance("Interpretation (incomplete)", (time.perf_counter_ns() - start) / 1e6))
             cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = [partial], [tracer.prologue], []
+        raised = tracer.program_raised is e
         tracer.release()
+        if raised and eager_on_raise and not cd.options.transforms:
+            raise ProgramRaised(e) from None
         raise
     ms = (time.perf_counter_ns() - start) / 1e6
     tracer.computation.set_provenance(TraceProvenance("Interpretation", ms))
@@ -228,6 +233,28 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
         verify(trace)
 
 
+# Note [A program that raises]
+# A program may raise (``raise ValueError(...)`` for bad input, an ``assert``, a missing attribute of its own object)
+# after effects eager makes before the exception: an append to a global list, an in-place update of an input, a
+# random draw, a print. Tracing records those effects for the computation to make, so a trace that stops at the
+# exception made none of them: eager's list grew on every failing call, thunder's did not. So when tracing stops at
+# an exception that is not thunder's (not a ``ThunderError``: the program's own, or a native call's), the call runs
+# eagerly instead (``_Jitted.run_eagerly``): eager's effects happen and eager's exception propagates, with eager's
+# traceback. Nothing is cached for such a call. Where the eager run does not raise (tracing took another path than
+# eager did, or a native call failed on the trace's values), its result is returned with a warning: eager's values,
+# never a guess. A thunder error (an unsupported op, a refused program) propagates as before, without running the
+# program; so does every exception under user transforms, which change what the program does.
+
+
+class ProgramRaised(Exception):
+    """Tracing stopped at an exception that is not thunder's (``raised``): the call runs eagerly (Note [A program
+    that raises])."""
+
+    def __init__(self, raised: Exception):
+        super().__init__(f"the program raised {type(raised).__name__} while traced")
+        self.raised = raised
+
+
 def compile_entry(
     cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict, outcomes: tuple = (),
     cache_option: CACHE_OPTIONS | None = None, shape_history: ShapeHistory | None = None, automatic_dynamic: bool = False,
@@ -240,7 +267,7 @@ def compile_entry(
     cache_option = cache_option or cd.cache_option
     with _collector_paused(), _random_state_kept() as drawn:
         prologue, computation, tracer = acquire_traces(
-            cd, args, kwargs, cs, outcomes, cache_option, shape_history, automatic_dynamic
+            cd, args, kwargs, cs, outcomes, cache_option, shape_history, automatic_dynamic, eager_on_raise=True
         )
         if tracer.dims or any(is_symbolic(v) for _, v in tracer.inputs):
             cache_option = CACHE_OPTIONS.SYMBOLIC_VALUES  # some sizes or ints are symbolic: keyed as such

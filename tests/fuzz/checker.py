@@ -348,6 +348,12 @@ def classify(e: Observation, j: Observation) -> tuple[Outcome, str]:
     if j.exc is not None and isinstance(j.exc, (InternalError, InterpreterError)):
         return Outcome.INTERNAL, f"thunder raised {_exc(j.exc)}" + (f" (eager raised {_exc(e.exc)})" if e.exc else "")
     if e.exc is not None and j.exc is not None:
+        if isinstance(j.exc, type(e.exc)) and not isinstance(j.exc, ThunderError):
+            # the same exception: the effects made before it must be eager's (Note [A program that raises])
+            for check in _effect_checks(e, j):
+                d = check()
+                if d:
+                    return Outcome.WRONG, f"both raised {_exc(e.exc)}, but {d}"
         if isinstance(j.exc, type(e.exc)) or isinstance(j.exc, ThunderError):
             return Outcome.CLEAR, f"both raised: eager {_exc(e.exc)}; thunder {_exc(j.exc)}"
         return Outcome.INTERNAL, f"eager raised {_exc(e.exc)}, thunder raised {_exc(j.exc)}"
@@ -359,12 +365,9 @@ def classify(e: Observation, j: Observation) -> tuple[Outcome, str]:
         return Outcome.CLEAR, f"thunder raised {_exc(j.exc)}"
     checks = (
         lambda: compare(e.out, j.out, "result"),
-        lambda: None if e.stdout == j.stdout else f"printed {e.stdout!r:.100} in eager, {j.stdout!r:.100} in thunder",
-        lambda: None if e.warned == j.warned else f"warned {e.warned!r:.100} in eager, {j.warned!r:.100} in thunder",
+        *_effect_checks(e, j),
         lambda: None if e.aliases == j.aliases else f"the result holds the arguments {e.aliases!r:.100} in eager, "
         f"{j.aliases!r:.100} in thunder",
-        lambda: compare(e.args, j.args, "arguments after the call", check_requires_grad=False),
-        lambda: compare(e.state, j.state, "outside state after the call", check_requires_grad=False),
         lambda: _grad_diff(e, j),
         # A backward that raised in both leaves what the engine accumulated before the error, in its own order.
         lambda: None if e.grad_exc is not None else compare(e.grads, j.grads, "gradients", check_requires_grad=False),
@@ -375,6 +378,16 @@ def classify(e: Observation, j: Observation) -> tuple[Outcome, str]:
         if d:
             return Outcome.WRONG, d
     return Outcome.OK, ""
+
+
+def _effect_checks(e: Observation, j: Observation) -> tuple:
+    """What a call did besides its result: printed, warned, wrote into its arguments and the outside state."""
+    return (
+        lambda: None if e.stdout == j.stdout else f"printed {e.stdout!r:.100} in eager, {j.stdout!r:.100} in thunder",
+        lambda: None if e.warned == j.warned else f"warned {e.warned!r:.100} in eager, {j.warned!r:.100} in thunder",
+        lambda: compare(e.args, j.args, "arguments after the call", check_requires_grad=False),
+        lambda: compare(e.state, j.state, "outside state after the call", check_requires_grad=False),
+    )
 
 
 def _grad_diff(e: Observation, j: Observation) -> str | None:

@@ -665,6 +665,12 @@ def side_effects(rng, ctx):
         return _s(
             "side_effects", "mutate an argument list", "lst.append(acc.ndim)\nret.append(len(lst))", needs={"lst"}
         )
+    if choice < 0.87:  # effects, then a raise (Note [A program that raises]): eager's effects happen on failing calls
+        return _s("side_effects", "raise after effects", _pick(rng, (
+            "LOG{u}.append(n)\nif len(LOG{u}) % 3 == 2:\n    raise ValueError(f'fuzz: call {len(LOG{u})}')",
+            "LOG{u}.append(acc.ndim)\nprint('fuzz: before', len(LOG{u}))\nassert len(LOG{u}) % 4 != 3, 'fuzz: fourth'",
+            "LOG{u}.append(1)\nacc = acc + torch.rand(())\nif acc.ndim == 1:\n    raise RuntimeError('fuzz: 1-d')",
+        )), setup="LOG{u} = []", state=("LOG{u}",), needs={"n"}, mutations=["LOG{u}.clear()"])  # fmt: skip
     if choice < 0.9:  # an argument returned inside an object the program makes (a model output holding its cache)
         return _s("side_effects", "return an argument inside a new object", _pick(rng, (
             "lst.append(acc.ndim)\nret.append(types.SimpleNamespace(items=lst, total=acc.sum()))",

@@ -8,8 +8,12 @@ class ThunderError(Exception):
     """Base of errors caused by the user's program or inputs."""
 
 
-class ThunderTypeError(ThunderError, TypeError):
-    """An op received an argument of the wrong type or dtype."""
+class ThunderTypeError(ThunderError, TypeError, RuntimeError):
+    """An op received an argument of the wrong type or dtype.
+
+    Also a RuntimeError: PyTorch raises RuntimeError for a dtype it rejects (``linear`` of a float64 input with
+    float32 weights), and a program that catches it (``except RuntimeError:``, then another path) must take that
+    path here too."""
 
 
 class ThunderValueError(ThunderError, ValueError, RuntimeError):

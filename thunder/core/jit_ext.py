@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from thunder.core import data_dependent, dtypes, prims, proxies, replays, torch_state
-from thunder.core.errors import InternalError, SharpEdgeError, ThunderRuntimeError
+from thunder.core.errors import InternalError, SharpEdgeError, ThunderError, ThunderRuntimeError
 from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, generator_code, interpret
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.outside_reads import OutsideReadsMixin
@@ -137,6 +137,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._member_paths: dict[str, str] = {}  # prologue name of a parameter or buffer -> its qualified name
         self._warnings_state = warnings_state()  # the caller's (Note [Warnings] in thunder.core.special_calls)
         self.interpreted: Callable | None = None
+        self.program_raised: Exception | None = None  # Note [A program that raises] in thunder.compiler
         # Note [Data-dependent values] in thunder.core.data_dependent: ``eager_impl(sym)`` runs a symbol on
         # real tensors (None: the program cannot ask for tensor values); ``forced`` are the outcomes known
         # for these inputs, ``outcomes`` those the trace continued with.
@@ -282,7 +283,9 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
                 try:
                     returned = self.interpreted(*seen_args, **seen_kwargs)
                 except Exception as e:
-                    if not isinstance(e, (InterpreterError, InternalError)):
+                    if not isinstance(e, (ThunderError, InterpreterError, InternalError)):
+                        self.program_raised = e  # Note [A program that raises] in thunder.compiler
+                    elif not isinstance(e, (InterpreterError, InternalError)):
                         self._raise_an_earlier_failure()
                     raise
                 result = lift_objects(self._outside_objects_as_inputs(returned))

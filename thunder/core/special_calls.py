@@ -204,6 +204,7 @@ class SpecialCallsMixin:
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
             torch.autograd.grad: functools.partial(_refuse_autograd, "torch.autograd.grad"),
+            torch.utils.hooks.BackwardHook: self._refuse_backward_hook,
             torch.autograd.backward: functools.partial(_refuse_autograd, "torch.autograd.backward"),
             logging.Logger._log: self._log,
             warnings.warn: self._warn,
@@ -226,6 +227,22 @@ class SpecialCallsMixin:
             _hookless: self._hookless,
             print: self._print,
         }
+
+    def _refuse_backward_hook(self, module: torch.nn.Module, *hooks) -> None:
+        """``nn.Module.__call__`` of a module with backward hooks (``register_full_backward_hook``,
+        ``register_full_backward_pre_hook``, or global ones) wraps its inputs and outputs for torch's autograd, which
+        a trace's values do not have."""
+        path = self._module_paths.get(id(module))
+        name = f"{type(module).__name__} {path!r}" if path else type(module).__name__
+        loc = source_location()
+        loc = loc and loc.call_site  # the user's line that calls the module, where the module is torch's own code
+        raise UnsupportedOpError(
+            f"module {name} has a backward hook (register_full_backward_hook or register_full_backward_pre_hook, or "
+            f"a global module backward hook){f', called at {loc}' if loc else ''}: thunder differentiates the whole "
+            "function at once, so a module's gradients are not seen on their own. Register the hook on the module "
+            "thunder.jit returned (it sees the whole model's gradients), or hook tensors instead: "
+            "param.register_hook(...) and register_post_accumulate_grad_hook(...) on parameters work."
+        )
 
     @functools.cached_property
     def _plain_functions(self) -> set:
