@@ -4,6 +4,8 @@ test_training.py, test_program_forms.py, test_side_effects.py and test_generatio
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 import thunder
@@ -77,3 +79,23 @@ def test_a_dtype_eager_rejects_is_a_runtime_error_the_program_can_catch():
 
     x, w = torch.randn(2, 3, dtype=torch.float64), torch.randn(4, 3)
     torch.testing.assert_close(thunder.jit(f)(x, w), f(x, w))
+
+
+def test_clip_grad_norm_inside_a_jitted_function(recwarn):
+    # its foreach path groups the gradients with torch._C._group_tensors_by_device_and_dtype, whose C code rejected
+    # the trace's values (a TypeError; the call then ran eagerly, with a warning)
+    def clip(parameters, foreach):
+        return torch.nn.utils.clip_grad_norm_(parameters, 1.0, foreach=foreach)
+
+    for foreach in (None, True, False):
+        model = torch.nn.Sequential(torch.nn.Linear(6, 3), torch.nn.Linear(3, 2).double())
+        expected_model = copy.deepcopy(model)  # (a deep copy of a parameter leaves its .grad behind)
+        for p, q in zip(model.parameters(), expected_model.parameters()):
+            p.grad = torch.randn_like(p) * 3
+            q.grad = p.grad.clone()
+        actual = thunder.jit(clip)(list(model.parameters()), foreach)
+        expected = clip(list(expected_model.parameters()), foreach)
+        torch.testing.assert_close(actual, expected)
+        for p, q in zip(model.parameters(), expected_model.parameters()):
+            torch.testing.assert_close(p.grad, q.grad)
+    assert not [w for w in recwarn if "ran eagerly" in str(w.message)]

@@ -143,6 +143,18 @@ def _refuse_autograd(name: str, *args, **kwargs):
     )
 
 
+def _group_tensors_by_device_and_dtype(tensorlistlist: list, with_indices: bool = False) -> dict:
+    """``torch._C._group_tensors_by_device_and_dtype`` (foreach optimizers, ``clip_grad_norm_``) on traced values, which
+    its C code does not take: it groups empty stand-ins of the first list's tensors, so the groups and their order are
+    eager's, and takes each group's items of every list by index (None items and empty lists as eager's)."""
+    stand_ins = [torch.empty(0, dtype=t.dtype, device=t.device) for t in tensorlistlist[0]]
+    groups = torch._C._group_tensors_by_device_and_dtype([stand_ins], True)
+    return {
+        key: ([[items[i] for i in indices] if items else [] for items in tensorlistlist], indices if with_indices else [])
+        for key, (_, indices) in groups.items()
+    }
+
+
 _UNREAD = object()
 
 
@@ -205,6 +217,7 @@ class SpecialCallsMixin:
             torch.utils.checkpoint.checkpoint: self._checkpoint,
             torch.autograd.grad: functools.partial(_refuse_autograd, "torch.autograd.grad"),
             torch.utils.hooks.BackwardHook: self._refuse_backward_hook,
+            torch._C._group_tensors_by_device_and_dtype: _group_tensors_by_device_and_dtype,
             torch.autograd.backward: functools.partial(_refuse_autograd, "torch.autograd.backward"),
             logging.Logger._log: self._log,
             warnings.warn: self._warn,
