@@ -99,3 +99,11 @@ def test_clip_grad_norm_inside_a_jitted_function(recwarn):
         for p, q in zip(model.parameters(), expected_model.parameters()):
             torch.testing.assert_close(p.grad, q.grad)
     assert not [w for w in recwarn if "ran eagerly" in str(w.message)]
+
+
+def test_keywords_that_name_a_position_differently_in_each_overload():
+    # torch.tensor_split's second argument is ``sections``, ``indices`` or ``tensor_indices_or_sections`` by overload;
+    # thunder took none of them by keyword (torchvision's RandomRotation passes ``indices=``: TypeError)
+    x = torch.arange(6.0)
+    for f in (lambda x: torch.tensor_split(x, indices=[1, 3], dim=0), lambda x: torch.tensor_split(x, sections=3)):
+        torch.testing.assert_close(thunder.jit(f)(x), f(x))

@@ -85,14 +85,20 @@ class _TorchBinding:
     def _build(self) -> None:
         params = inspect.signature(self._meta).parameters
         positional = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        for index, torch_name in enumerate(self._torch_positional_names()):
-            if torch_name is not None and index < len(positional) and torch_name not in params:
-                self._to_meta[torch_name] = positional[index]
+        # A torch name found at one position in every overload that has it stands for the meta's argument there:
+        # overloads may name a position differently (tensor_split's ``sections``, ``indices``, ...).
+        at: dict[str, set[int]] = {}
+        for names in self._torch_positional_names():
+            for index, torch_name in enumerate(names):
+                at.setdefault(torch_name, set()).add(index)
+        for torch_name, indices in at.items():
+            if len(indices) == 1 and min(indices) < len(positional) and torch_name not in params:
+                self._to_meta[torch_name] = positional[min(indices)]
         self._params, self._positional = frozenset(params), positional
 
-    def _torch_positional_names(self) -> list[str | None]:
-        """The torch functions' positional argument names, by position (None where they disagree): from
-        their ATen schemas (``self`` read as ``input``), or a Python function's signature."""
+    def _torch_positional_names(self) -> list[list[str]]:
+        """The positional argument names of each of the torch functions' overloads: from their ATen schemas (``self``
+        read as ``input``), or a Python function's signature."""
         lists = []
         for fn in self._torch_fns:
             packet = getattr(torch.ops.aten, getattr(fn, "__name__", ""), None)
@@ -105,14 +111,7 @@ class _TorchBinding:
             elif inspect.isfunction(fn):
                 sig = inspect.signature(fn).parameters.values()
                 lists.append([p.name for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
-        if not lists:
-            return ["input"]  # a torch builtin without a schema: its first argument is ``input``
-        longest = max(map(len, lists))
-        names = []
-        for index in range(longest):
-            found = {names_[index] for names_ in lists if index < len(names_)}
-            names.append(found.pop() if len(found) == 1 else None)
-        return names
+        return lists or [["input"]]  # a torch builtin without a schema: its first argument is ``input``
 
 
 def _sizes_as_ints(x):
