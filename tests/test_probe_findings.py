@@ -107,3 +107,32 @@ def test_keywords_that_name_a_position_differently_in_each_overload():
     x = torch.arange(6.0)
     for f in (lambda x: torch.tensor_split(x, indices=[1, 3], dim=0), lambda x: torch.tensor_split(x, sections=3)):
         torch.testing.assert_close(thunder.jit(f)(x), f(x))
+
+
+class _LooksUpExtras(torch.nn.Module):
+    """A module whose ``__getattr__`` looks missing names up in a dict (KeyError, not AttributeError)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+        self.extras = {"scale": 3.0}
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return self.extras[name]
+
+    def forward(self, x):
+        return self.linear(x) * self.scale
+
+
+def test_a_module_whose_getattr_raises_key_error(recwarn):
+    # thunder asked the module for __self__ and __func__ while tracing its call; its __getattr__ raised KeyError
+    model = _LooksUpExtras()
+    jitted = thunder.jit(model)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(jitted(x), model(x))
+    model.extras["scale"] = 7.0
+    torch.testing.assert_close(jitted(x), model(x))
+    assert not [w for w in recwarn if "ran eagerly" in str(w.message)]

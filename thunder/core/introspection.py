@@ -49,7 +49,7 @@ from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
-from thunder.core.symbol_lookup import symbol_for
+from thunder.core.symbol_lookup import bound_self, plain_attribute, symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, pin_index
 
 # --- eager types -------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def _pinning(fn: Callable, first: int = 0) -> Callable:
             kwargs = {k: _pin(v) for k, v in kwargs.items()}
         return fn(*args, **kwargs)
 
-    call.__name__ = getattr(fn, "__name__", "call")
+    call.__name__ = plain_attribute(fn, "__name__", "call")
     call.__wrapped__ = fn
     return call
 
@@ -390,7 +390,7 @@ def _tensor_method_name(fn: Callable) -> str | None:
 
 
 def _unbound_method_lookaside(fn: Callable) -> Callable | None:
-    objclass = getattr(fn, "__objclass__", None)
+    objclass = plain_attribute(fn, "__objclass__")
     if objclass is int or objclass is float:
         return _numeric_method(fn)
     if objclass in _SEQUENCE_TYPES:
@@ -452,9 +452,9 @@ def lookaside(fn: Callable) -> Callable | None:
         return found
     typ = type(fn)
     if typ is types.BuiltinMethodType or typ is types.MethodWrapperType:
-        if isinstance(getattr(fn, "__self__", None), _SEQUENCE_TYPES):
+        if isinstance(bound_self(fn), _SEQUENCE_TYPES):
             return _builtin_method_lookaside(fn)
-        if type(getattr(fn, "__self__", None)) is slice:  # ``s.indices(n)`` reads the bounds natively
+        if type(bound_self(fn)) is slice:  # ``s.indices(n)`` reads the bounds natively
             return lambda *args: getattr(pin_index(fn.__self__), fn.__name__)(*map(pin_index, args))
         return None
     if typ in _DESCRIPTOR_TYPES or (typ is types.FunctionType and _tensor_method_name(fn) is not None):

@@ -28,6 +28,7 @@ import torch
 
 from thunder.core.errors import InternalError, ThunderValueError
 from thunder.core.provenance import dtensor_error, is_dtensor
+from thunder.core.symbol_lookup import bound_self, plain_attribute
 
 # ``make_forward(fn, options)`` -> the jitted ``fn``, compiled as a module's forward (see
 # Note [ThunderModule's jit entry]).
@@ -228,10 +229,10 @@ class ThunderModule(torch.nn.Module):
 # is the compiled call, so each of its calls of the module runs compiled (prefill and decode); the traced call
 # takes such a module as uncompiled (``is_thunder_entry``). Calling the original module yourself stays eager.
 def _is_own_method(value: Any, model: torch.nn.Module) -> bool:
-    func = getattr(value, "__func__", None)
+    func = plain_attribute(value, "__func__")
     return (
         func is not None
-        and getattr(value, "__self__", None) is model
+        and bound_self(value) is model
         and getattr(torch.nn.Module, getattr(func, "__name__", ""), None) is not func
     )
 

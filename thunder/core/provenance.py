@@ -33,6 +33,7 @@ from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import mapping_type, rebuild_mapping
 from thunder.core.side_effects import LAZY_TYPES, LazyContainer
 from thunder.core.symbol import SourceLocation, Symbol
+from thunder.core.symbol_lookup import plain_attribute
 from thunder.core.symbolic import SymInt
 from thunder.core.trace import tracectx
 from thunder.core.user_code import is_fixed_module, is_installed_code, is_library_module, source_location
@@ -534,7 +535,7 @@ def _definition(fn: Callable, args: tuple) -> SourceLocation | None:
         target = target.func
     if isinstance(target, torch.nn.Module):
         target = target.forward
-    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    code = plain_attribute(plain_attribute(target, "__func__", target), "__code__")
     return SourceLocation(code.co_filename, code.co_firstlineno, code.co_qualname) if code is not None else None
 
 

@@ -32,6 +32,7 @@ from thunder.core.devices import device_str
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import is_jitting, make_opaque
 from thunder.core.pytree import NAMESPACE
+from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic, pin_index
 from thunder.core.tracectx import current_source_location as _source_location
 from thunder.core.tracectx import get_tracectx
@@ -195,8 +196,8 @@ def torch_size_lookaside(fn: Callable) -> Callable | None:
     ``torch.Size`` holding symbolic dims (bound, or ``torch.Size.numel`` itself); None otherwise."""
     if fn is torch.Size.numel:
         return size_numel
-    receiver = getattr(fn, "__self__", None)
-    if type(receiver) is torch.Size and getattr(fn, "__name__", None) == "numel":
+    receiver = bound_self(fn)
+    if type(receiver) is torch.Size and plain_attribute(fn, "__name__") == "numel":
         if any(is_symbolic(d) for d in receiver):
             return lambda: size_numel(receiver)
     return None

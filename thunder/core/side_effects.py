@@ -42,6 +42,7 @@ from thunder.core.interpreter.instructions import call_operands
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import ObjectWithProxies, mapping_type, rebuild_mapping, tree_leaves
 from thunder.core.symbol import Symbol, mutates
+from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.user_code import is_code_like, is_nondeterministic, is_thunder_module, source_location
 
 # Outside containers copied for the program and read lazily; the changes to each that need not read its contents.
@@ -102,8 +103,8 @@ class SideEffectsMixin:
         name = inst.opname
         if name == "CALL" or name == "CALL_KW":
             fn, args = call_operands(values)
-            receiver = getattr(fn, "__self__", None)
-            if id(receiver) in self._lazy and getattr(fn, "__name__", None) not in _PURE_WRITES.get(type(receiver), ()):
+            receiver = bound_self(fn)
+            if id(receiver) in self._lazy and plain_attribute(fn, "__name__") not in _PURE_WRITES.get(type(receiver), ()):
                 self._read_contents(receiver)
             if _is_interpreted(fn, self.symbol_lookup):  # its own instructions report what it reads
                 return
@@ -323,7 +324,7 @@ def _is_interpreted(fn: Any, symbol_lookup: Callable[[Callable], Symbol | None])
     func = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if type(func) is not types.FunctionType or "_thunder" in func.__dict__:
         return False
-    if is_nondeterministic(fn, getattr(fn, "__module__", None), getattr(fn, "__self__", None)):
+    if is_nondeterministic(fn, getattr(fn, "__module__", None), bound_self(fn)):
         return False  # made by the prologue
     try:
         return symbol_lookup(fn) is None and introspection.lookaside(fn) is None

@@ -58,7 +58,13 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.side_effects import holds, holds_tensors, lift_objects, snapshot
 from thunder.core.symbol import Symbol
-from thunder.core.symbol_lookup import interpreted_replacement, register_interpreted_replacement, unreplaced
+from thunder.core.symbol_lookup import (
+    bound_self,
+    interpreted_replacement,
+    plain_attribute,
+    register_interpreted_replacement,
+    unreplaced,
+)
 from thunder.core.symbolic import SymFloat, SymInt, pin
 from thunder.core.symbolic_numbers import _is_literal_argument
 from thunder.core.traced_autograd import (
@@ -301,10 +307,10 @@ class SpecialCallsMixin:
         inner = inner_jitted_lookaside(fn)
         if inner is not None:
             return inner
-        self_obj = getattr(fn, "__self__", None)
+        self_obj = bound_self(fn)
         if isinstance(self_obj, Proxy):
             return fn
-        if self_obj is not None and getattr(fn, "__name__", None) == "write":
+        if self_obj is not None and plain_attribute(fn, "__name__") == "write":
             if self_obj is sys.stdout or self_obj is sys.stderr:
                 return functools.partial(self._stream_write, self_obj)
         module = getattr(fn, "__module__", None)
@@ -343,7 +349,7 @@ class SpecialCallsMixin:
         found = self._reads.get(key, _UNREAD)
         if found is _UNREAD:
             value = fn(*args, **kwargs)
-            holder = self._prologue_proxy(getattr(fn, "__name__", "cached"))
+            holder = self._prologue_proxy(plain_attribute(fn, "__name__", "cached"))
             self._emit(prims.unpack_call, fn, args, kwargs, holder, output=holder)
             self._keepalive.append(fn)
             found = self._reads[key] = self.unpack_value(value, holder, holder.name)

@@ -17,7 +17,15 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["interpreted_replacement", "register_interpreted_replacement", "register_symbol_table", "symbol_for", "unreplaced"]
+__all__ = [
+    "bound_self",
+    "plain_attribute",
+    "interpreted_replacement",
+    "register_interpreted_replacement",
+    "register_symbol_table",
+    "symbol_for",
+    "unreplaced",
+]
 
 _tables: tuple[Mapping[Callable, Any], ...] = ()  # consulted in order; replaced whole, never mutated
 
@@ -43,6 +51,21 @@ def symbol_for(fn: Any, accept: Callable[[Any], bool] | None = None) -> Any:
     except TypeError:  # unhashable callable
         return None
     return None
+
+
+def plain_attribute(obj: Any, name: str, default: Any = None) -> Any:
+    """``getattr(obj, name, default)`` for the tracer's own questions about a callable (``__self__``, ``__name__``,
+    ``__func__``): never runs the object's ``__getattr__``, which may raise something other than AttributeError
+    (a module whose ``__getattr__`` looks names up in a dict raises KeyError) for a name eager never asks for."""
+    try:
+        return object.__getattribute__(obj, name)
+    except AttributeError:
+        return default
+
+
+def bound_self(fn: Any) -> Any:
+    """The object ``fn`` is bound to (a method's ``__self__``), or None."""
+    return plain_attribute(fn, "__self__")
 
 
 # Python functions whose traced calls run another Python function, interpreted like the program's

@@ -28,6 +28,7 @@ from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.handlers.arithmetic import NB_SYMBOLS
 from thunder.core.provenance import is_literal_key
 from thunder.core.proxies import Proxy
+from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index
 from thunder.core.user_code import source_location
 
@@ -55,7 +56,7 @@ class SymbolicNumbersMixin:
                     "thunder makes such calls in the prologue, from constant arguments only. Call it outside the "
                     "function and pass the result as an argument."
                 )
-            rng = fn.__self__ if isinstance(getattr(fn, "__self__", None), random.Random) else None
+            rng = bound_self(fn) if isinstance(bound_self(fn), random.Random) else None
             state = rng.getstate() if rng is not None else None
             value = fn(*args, **kwargs)
             if value is None:  # called for its effect (random.seed): every call makes it
@@ -76,7 +77,7 @@ class SymbolicNumbersMixin:
                 )
             if state is not None:  # the first call's prologue draws this same number again
                 rng.setstate(state)
-            holder = self._prologue_proxy(getattr(fn, "__name__", "value"))
+            holder = self._prologue_proxy(plain_attribute(fn, "__name__", "value"))
             self._hoisted[holder.name] = what
             self._emit(prims.unpack_call, fn, args, kwargs, holder, output=holder)
             self._keepalive.append(fn)
