@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy
 import torch
 
 import thunder
@@ -136,3 +137,28 @@ def test_a_module_whose_getattr_raises_key_error(recwarn):
     model.extras["scale"] = 7.0
     torch.testing.assert_close(jitted(x), model(x))
     assert not [w for w in recwarn if "ran eagerly" in str(w.message)]
+
+
+MEAN = numpy.array([1.0, 2.0, 3.0], dtype=numpy.float32)
+
+
+def test_tensors_of_a_numpy_array_from_outside():
+    # torch.from_numpy(MEAN) made a tensor thunder did not trace (a confusing error); torch.tensor / as_tensor of the
+    # array were refused ("data must be numbers or nested lists of numbers")
+    programs = [
+        lambda x: x * torch.from_numpy(MEAN),
+        lambda x: x * torch.tensor(MEAN),
+        lambda x: x * torch.as_tensor(MEAN, dtype=torch.float64),
+        lambda x: torch.from_numpy(MEAN).add_(x),  # writes into the array, as in eager
+    ]
+    for f in programs:
+        x = torch.ones(3)
+        jitted = thunder.jit(f)
+        for _ in range(2):
+            before = MEAN.copy()
+            actual = jitted(x)
+            written, MEAN[:] = MEAN.copy(), before
+            expected = f(x)
+            torch.testing.assert_close(actual, expected)
+            numpy.testing.assert_array_equal(written, MEAN)
+            MEAN[0] += 10  # the next call sees the new values

@@ -44,6 +44,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy
 import torch
 import torch.utils.checkpoint
 
@@ -210,6 +211,11 @@ class SpecialCallsMixin:
             object.__setattr__: functools.partial(self._setattr, setter=object.__setattr__),
             delattr: self._delattr,
             object.__delattr__: functools.partial(self._delattr, deleter=object.__delattr__),
+            # Note [Tensors of outside arrays]
+            torch.from_numpy: functools.partial(self._tensor_of_array, torch.from_numpy),
+            torch.as_tensor: functools.partial(self._tensor_of_array, torch.as_tensor),
+            torch.tensor: functools.partial(self._tensor_of_array, torch.tensor),
+            torch.asarray: functools.partial(self._tensor_of_array, torch.asarray),
         }
 
     @functools.cached_property
@@ -354,6 +360,21 @@ class SpecialCallsMixin:
             self._keepalive.append(fn)
             found = self._reads[key] = self.unpack_value(value, holder, holder.name)
         return found
+
+    # Note [Tensors of outside arrays]
+    # ``torch.from_numpy(MEAN)``, ``torch.tensor(table)`` of a numpy array from outside the function (a global, an
+    # attribute): the prologue makes the tensor on every call from the array it reads then, and the tensor is an
+    # input of the trace, so its values are the array's at each call (and ``from_numpy``'s tensor shares the array's
+    # memory, as in eager). Other calls (of lists, of arrays the program made) go to the symbols as before.
+    def _tensor_of_array(self, fn: Callable, data: Any, *args: Any, **kwargs: Any) -> Any:
+        holder = self._provenance.get(id(data)) if isinstance(data, numpy.ndarray) else None
+        constant = (_is_literal_argument(a) or isinstance(a, (torch.dtype, torch.device)) for a in (*args, *kwargs.values()))
+        if holder is None or not all(constant):
+            return (self.symbol_lookup(fn) or fn)(data, *args, **kwargs)
+        value = fn(data, *args, **kwargs)
+        p = self._prologue_proxy(fn.__name__)
+        self._emit(prims.unpack_call, fn, (holder, *args), kwargs, p, output=p)
+        return self.unpack_value(value, p, p.name)
 
     # Note [Environment variables]
     # ``os.environ`` belongs to a module taken as fixed, yet its contents are the world's: a program that reads
