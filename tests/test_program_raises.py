@@ -96,3 +96,23 @@ def test_an_exception_thunder_raises_is_not_run_eagerly():
     with pytest.raises(NotImplementedError, match="share_memory_ is not supported"):
         thunder.jit(unsupported)(torch.zeros(2))
     assert LOG == []  # the program did not run
+
+
+def test_an_iterator_argument_that_tracing_pulled_from():
+    # the eager run got the slow path's wrapper of the iterator ("'ReplayableIterator' object is not iterable")
+    def consumes_then_raises(x, items):
+        for v in items:
+            x = x + v
+        LOG.append(x)
+        if x.requires_grad:
+            raise RuntimeError("refuses a tensor that requires grad")
+        return x
+
+    for make in (lambda: map(float, [1, 2]), lambda: iter([1.0, 2.0])):
+        x = torch.ones(()).requires_grad_()
+        LOG.clear()
+        with pytest.raises(RuntimeError, match="refuses"):
+            consumes_then_raises(x, make())
+        with pytest.raises(RuntimeError, match="refuses"):
+            thunder.jit(consumes_then_raises)(x, make())
+        torch.testing.assert_close(LOG[1], LOG[0])  # the eager run saw every item

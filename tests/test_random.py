@@ -5,6 +5,7 @@ cannot follow eager fails with a clear error."""
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 import torch
@@ -157,3 +158,41 @@ def test_an_autograd_function_defined_inside_the_function():
 
     x, mask = torch.randn(3, 4), torch.rand(3, 4) > 0.5
     torch.testing.assert_close(thunder.jit(fn)(x, mask), fn(x, mask))
+
+
+def test_numpy_draws_on_the_first_call_and_a_generator_read_from_outside():
+    # The first call drew twice from NumPy's global generator (tracing's draw was not put back, then the prologue
+    # drew again): np.random.beta gave the second number of the seed. A generator held in a global (a
+    # random.Random, a np.random.Generator) was the traced one on every call, even after the global was rebound.
+    import numpy as np
+
+    def mixup(x):
+        lam = np.random.beta(0.4, 0.4)
+        return lam * x, np.random.rand()
+
+    jitted = thunder.jit(mixup)
+    x = torch.ones(2)
+    for seed in range(3):
+        np.random.seed(seed)
+        expected = mixup(x)
+        np.random.seed(seed)
+        actual = jitted(x)
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1] == expected[1]
+
+    global _GENERATORS
+    for make in (random.Random, np.random.default_rng):
+        _GENERATORS = make(0)
+        jitted = thunder.jit(_draws_from_a_global_generator)
+        for seed in (0, 5, 7):
+            _GENERATORS = make(seed)
+            expected = _draws_from_a_global_generator(x)
+            _GENERATORS = make(seed)
+            torch.testing.assert_close(jitted(x), expected)
+
+
+def _draws_from_a_global_generator(x):
+    return x * _GENERATORS.random()
+
+
+_GENERATORS = None

@@ -44,6 +44,7 @@ from thunder.common import (
 )
 from thunder.compiler import (
     Cache,
+    EagerRunWarning,
     ProgramRaised,
     compile_entry,
     continues,
@@ -56,7 +57,7 @@ from thunder.core import devices, dtypes, prims
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.interpreter import InterpreterError
 from thunder.core.interpreter.versions import check_python_version, running_python, unsupported_python_message
-from thunder.core.iterators import check_replayed, replayable_arguments
+from thunder.core.iterators import check_replayed, eager_arguments, replayable_arguments
 from thunder.core.module import ThunderModule
 from thunder.core.module import install_jit_entry as _install_jit_entry
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome
@@ -105,6 +106,7 @@ __all__ = [
     "cache_miss_reasons",
     "CacheMissReason",
     "RecompileWarning",
+    "EagerRunWarning",
     "list_transforms",
     "last_interpreted_instructions",
     "last_interpreter_log",
@@ -230,6 +232,7 @@ class _Jitted:
         """The call, run eagerly: tracing it stopped at ``raised``, an exception that is not thunder's (Note [A
         program that raises] in thunder.compiler)."""
         fn = self.cd.fn
+        args, kwargs = eager_arguments(args, kwargs)
         if getattr(fn, "_thunder_calls_module", False):  # the module's own call, not a compiled one it may route to
             result = args[0]._call_impl(*args[1:], **kwargs)
         else:
@@ -239,6 +242,7 @@ class _Jitted:
             f"thunder.jit: tracing {name} stopped at {type(raised).__name__}: {raised}, which the same call run eagerly "
             "did not raise; the call ran eagerly (its values are eager's). This is a difference between tracing and "
             "eager execution: please report it.",
+            EagerRunWarning,
             stacklevel=3,
         )
         return result

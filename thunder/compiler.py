@@ -242,8 +242,16 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
 # eagerly instead (``_Jitted.run_eagerly``): eager's effects happen and eager's exception propagates, with eager's
 # traceback. Nothing is cached for such a call. Where the eager run does not raise (tracing took another path than
 # eager did, or a native call failed on the trace's values), its result is returned with a warning: eager's values,
-# never a guess. A thunder error (an unsupported op, a refused program) propagates as before, without running the
-# program; so does every exception under user transforms, which change what the program does.
+# never a guess, and an ``EagerRunWarning``: tracing and eager differed, which may be a bug of thunder's own code (an
+# exception raised inside thunder looks the same from here), so the tests make that warning an error and the
+# randomized tester counts it as an internal error. A thunder error (an unsupported op, a refused program) propagates
+# as before, without running the program; so does every exception under user transforms, which change what the
+# program does.
+
+
+class EagerRunWarning(UserWarning):
+    """A call ran eagerly because tracing it raised where eager did not (Note [A program that raises]): its values
+    are eager's, but tracing and eager execution differed, which is a bug to report. The tests make it an error."""
 
 
 class ProgramRaised(Exception):

@@ -33,6 +33,7 @@ import types
 import warnings
 from dataclasses import dataclass, field, replace
 
+import numpy
 import torch
 
 import thunder
@@ -103,6 +104,7 @@ class Observation:
     exc: BaseException | None = None
     stdout: str = ""
     warned: list = field(default_factory=list)  # (message, category, line) of the program's own warnings (``fuzz:``)
+    eager_runs: list = field(default_factory=list)  # thunder's EagerRunWarning: tracing raised where eager did not
     aliases: list = field(default_factory=list)  # (where in the result, which argument) of each argument it returns
     args: object = None
     grads: list = field(default_factory=list)
@@ -245,6 +247,7 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
     torch.manual_seed(call.seed)
     args = eval(call.args, ns)
     random.seed(call.seed)
+    numpy.random.seed(call.seed % 2**32)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
@@ -271,6 +274,7 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
     obs.stdout = buf.getvalue()
     # The program's own warnings (torch's, such as item() of a tensor that requires grad, are not compared)
     obs.warned = [(str(w.message), w.category.__name__, w.lineno) for w in warned if str(w.message).startswith("fuzz:")]
+    obs.eager_runs = [str(w.message) for w in warned if issubclass(w.category, thunder.EagerRunWarning)]
     obs.aliases = _aliases(obs.out, args)
     obs.args = _args_after(args)
     obs.state = {name: _snap(ns.get(name, "<unbound>")) for name in prog.state}
@@ -346,6 +350,8 @@ def classify(e: Observation, j: Observation) -> tuple[Outcome, str]:
         return Outcome.CRASH, f"hang: {j.exc or e.exc}" + ("" if j.exc else " (eager)")
     if j.exc is not None and isinstance(j.exc, RecursionError):
         return Outcome.CRASH, f"thunder: {_exc(j.exc)}"
+    if j.eager_runs:  # the values are eager's, but tracing failed where eager did not
+        return Outcome.INTERNAL, j.eager_runs[0]
     if j.exc is not None and isinstance(j.exc, (InternalError, InterpreterError)):
         return Outcome.INTERNAL, f"thunder raised {_exc(j.exc)}" + (f" (eager raised {_exc(e.exc)})" if e.exc else "")
     if e.exc is not None and j.exc is not None:

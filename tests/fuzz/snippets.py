@@ -790,11 +790,11 @@ def eager_errors(rng, ctx):
 def randomness(rng, ctx):
     body = _pick(rng, (
         "acc = acc * random.random()", "acc = acc + random.randint(0, 3)", "ret.append(random.choice(['a', 'b', 'c']))",
-        "ret.append(random.random())",
+        "ret.append(random.random())", "acc = acc * numpy.random.rand()", "ret.append(numpy.random.beta(0.4, 0.4))",
     ))  # fmt: skip
-    if "random.random()" in body and "acc" in body:
+    if "rand" in body and "acc" in body:
         ctx.kind = "float"
-    return _s("randomness", "Python random on every call", body)
+    return _s("randomness", "Python and NumPy random on every call", body)
 
 
 # ---------------------------------------------------------------- iterators and iterables as arguments

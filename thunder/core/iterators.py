@@ -110,6 +110,19 @@ def replayable_arguments(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     )
 
 
+def eager_arguments(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``args``/``kwargs`` for running the program eagerly after tracing it (Note [A program that raises] in
+    thunder.compiler): an iterator argument is the caller's own, or, where tracing or a prologue pulled items from
+    it, those items and then the rest of it."""
+
+    def original(x):
+        if type(x) is not ReplayableIterator:
+            return x
+        return IteratorView(x.source, x.pulled) if x.pulled else x.source
+
+    return tuple(map(original, args)), {k: original(v) for k, v in kwargs.items()}
+
+
 def check_replayed(args: tuple, kwargs: dict) -> None:
     """After the slow path ran a call: raises if the entry that ran took fewer items of an iterator argument
     than prologues pulled from it (see Note [Iterator arguments])."""

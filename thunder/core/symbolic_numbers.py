@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 import types
 from collections.abc import Callable
 from numbers import Number
@@ -56,9 +57,14 @@ class SymbolicNumbersMixin:
                     "thunder makes such calls in the prologue, from constant arguments only. Call it outside the "
                     "function and pass the result as an argument."
                 )
-            rng = bound_self(fn) if isinstance(bound_self(fn), random.Random) else None
-            state = rng.getstate() if rng is not None else None
+            receiver = bound_self(fn)
+            put_back = _generator_state(receiver)
             value = fn(*args, **kwargs)
+            # A generator the program read from outside (``rng = np.random.default_rng()`` as a global): every call
+            # draws from the one it reads then, which the prologue checks, not from the one traced (the two differ
+            # once the global is rebound).
+            read = self._provenance.get(id(receiver)) if receiver is not None else None
+            call, call_args = (getattr(type(receiver), fn.__name__), (read, *args)) if read is not None else (fn, args)
             if value is None:  # called for its effect (random.seed): every call makes it
                 if any(type(a) is list for a in leaves):  # random.shuffle(items): changes the program's list
                     raise ThunderRuntimeError(
@@ -75,12 +81,12 @@ class SymbolicNumbersMixin:
                     f"(at {source_location()}); only numbers can be. Call it outside the jitted function and pass "
                     "the result as an argument."
                 )
-            if state is not None:  # the first call's prologue draws this same number again
-                rng.setstate(state)
+            if put_back is not None:  # the first call's prologue draws this same number again
+                put_back()
             holder = self._prologue_proxy(plain_attribute(fn, "__name__", "value"))
             self._hoisted[holder.name] = what
-            self._emit(prims.unpack_call, fn, args, kwargs, holder, output=holder)
-            self._keepalive.append(fn)
+            self._emit(prims.unpack_call, call, call_args, kwargs, holder, output=holder)
+            self._keepalive.append(call)
             self.computation.names.add(holder.name)
             sym = SymInt(value, holder.name) if type(value) is int else SymFloat(value, holder.name)
             self.inputs.append((holder, sym))
@@ -217,6 +223,22 @@ def _pin_native_subscript(opname: str, values) -> None:
     if type(getattr(type(values[at]), method, None)) is not types.FunctionType:
         for k in values[keys:]:
             pin_index(k)
+
+
+def _generator_state(receiver: Any) -> Callable[[], None] | None:
+    """What puts back the state of the generator a draw is a method of (``random.random``'s ``random.Random``, NumPy's
+    global ``RandomState`` behind ``np.random.rand``/``beta``/..., a ``np.random.Generator``), or None."""
+    if isinstance(receiver, random.Random):
+        state = receiver.getstate()
+        return lambda: receiver.setstate(state)
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(receiver, np.random.RandomState):
+        np_state = receiver.get_state()
+        return lambda: receiver.set_state(np_state)
+    if np is not None and isinstance(receiver, np.random.Generator):
+        bit_state = receiver.bit_generator.state
+        return lambda: setattr(receiver.bit_generator, "state", bit_state)
+    return None
 
 
 def _is_literal_argument(x: Any) -> bool:
