@@ -196,3 +196,29 @@ def _draws_from_a_global_generator(x):
 
 
 _GENERATORS = None
+
+
+def test_a_call_that_runs_again_in_another_entry_draws_the_same_numbers_from_a_generator_of_its_own():
+    # A call whose data-dependent count changed stops and runs again in another entry, whose prologue draws again:
+    # the program's own generator (read from outside) gave its next number instead of the same one.
+    import numpy as np
+
+    global _GENERATORS
+    for cache in ("constant values", "symbolic values"):
+        mine, theirs = np.random.RandomState(3), np.random.RandomState(3)
+        jitted = thunder.jit(_draws_then_counts, cache=cache)
+        for seed in range(6):
+            torch.manual_seed(seed)
+            x = torch.randint(-3, 4, (3,)).float()
+            _GENERATORS = mine
+            actual = jitted(x)
+            _GENERATORS = theirs
+            expected = _draws_then_counts(x)
+            assert actual[1] == expected[1]
+            torch.testing.assert_close(actual[0], expected[0])
+
+
+def _draws_then_counts(x):
+    drawn = _GENERATORS.random()
+    positive = x[x > 0]
+    return x.sum() + positive.sum() * positive.shape[0], drawn

@@ -49,6 +49,7 @@ from thunder.compiler import (
     compile_entry,
     continues,
     draws_per_call,
+    generator_draws,
     input_key,
     python_random_state,
     restore_python_random_state,
@@ -219,7 +220,7 @@ class _Jitted:
                 check_replayed(args, kwargs)
                 return result
             if state is not None:
-                restore_python_random_state(state)
+                restore_python_random_state(state, generator_draws(result.entry))
             if changed is not None and len(result.outcomes) <= len(changed.outcomes):
                 raise ThunderRuntimeError(
                     f"{result.describe()}, though the same call gave {changed.outcomes[result.index]!r} moments ago: "

@@ -37,6 +37,7 @@ from thunder.core.shape_history import ShapeHistory
 from thunder.core.symbol import BoundSymbol
 from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import is_symbolic, recording_constraints
+from thunder.core.symbolic_numbers import GeneratorDraw
 from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
 from thunder.executors.torch_autograd import autograd_callable, make_plan
@@ -434,7 +435,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     entry.misses = MissRecord(MISS)
     entry.run = _FusedWhenReused(entry, executed_prologue, cache_option)
     if entry.outcomes and draws_per_call(entry):
-        entry.run = _restoring_draws_on_changed_outcome(entry.run)
+        entry.run = _restoring_draws_on_changed_outcome(entry.run, entry)
     cs.last_trace_tracing_ms = computation.provenance.ms
     cs.last_compile_ms = (time.perf_counter_ns() - start) / 1e6
     cs.total_compile_ms += cs.last_compile_ms
@@ -540,11 +541,15 @@ def _same_python_random_state(a: tuple, b: tuple) -> bool:
     return np_a[0] == np_b[0] and np.array_equal(np_a[1], np_b[1]) and np_a[2:] == np_b[2:]
 
 
-def restore_python_random_state(state: tuple) -> None:
+def restore_python_random_state(state: tuple, draws: tuple[GeneratorDraw, ...] = ()) -> None:
+    """Puts Python's and NumPy's generators back to ``state``, and those of the program's own that ``draws`` drew from
+    (last first)."""
     py, np_state = state
     random.setstate(py)
     if np_state is not None:
         sys.modules["numpy"].random.set_state(np_state)
+    for draw in reversed(draws):
+        draw.put_back()
 
 
 # Note [The fused prologue is compiled on reuse]
@@ -590,19 +595,26 @@ class _FusedWhenReused:
             return self.fused
 
 
-def _restoring_draws_on_changed_outcome(run: Callable) -> Callable:
+def _restoring_draws_on_changed_outcome(run: Callable, entry: CacheEntry) -> Callable:
     """A call that stops at a changed data-dependent value runs again in another entry, whose
     prologue draws the per-call values again: they must be the draws this call made."""
+    draws = generator_draws(entry)
 
     def restoring(args: tuple, kwargs: dict):
         state = python_random_state()
         try:
             return run(args, kwargs)
         except OutcomeChanged:
-            restore_python_random_state(state)
+            restore_python_random_state(state, draws)
             raise
 
     return restoring
+
+
+def generator_draws(entry: CacheEntry) -> tuple[GeneratorDraw, ...]:
+    """The draws the entry's prologue makes from generators the program read from outside."""
+    calls = (b.args[0] for b in entry.prologue_traces[0].bound_symbols if b.sym is prims.unpack_call)
+    return tuple(c for c in calls if type(c) is GeneratorDraw)
 
 
 def _autograd_computation(

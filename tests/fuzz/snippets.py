@@ -788,6 +788,10 @@ def eager_errors(rng, ctx):
 
 
 def randomness(rng, ctx):
+    if rng.random() < 0.3:  # a generator of the program's own in a global, which may be replaced between calls
+        make = _pick(rng, ("random.Random", "numpy.random.default_rng", "numpy.random.RandomState"))
+        return _s("randomness", "a global generator", "ret.append(G{u}.random())",
+                  setup=f"G{{u}} = {make}(3)", mutations=[f"G{{u}} = {make}(5)", f"G{{u}} = {make}(3)"])  # fmt: skip
     body = _pick(rng, (
         "acc = acc * random.random()", "acc = acc + random.randint(0, 3)", "ret.append(random.choice(['a', 'b', 'c']))",
         "ret.append(random.random())", "acc = acc * numpy.random.rand()", "ret.append(numpy.random.beta(0.4, 0.4))",

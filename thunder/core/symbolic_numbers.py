@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import re
 import sys
+import threading
 import types
 from collections.abc import Callable
 from numbers import Number
@@ -64,7 +65,10 @@ class SymbolicNumbersMixin:
             # draws from the one it reads then, which the prologue checks, not from the one traced (the two differ
             # once the global is rebound).
             read = self._provenance.get(id(receiver)) if receiver is not None else None
-            call, call_args = (getattr(type(receiver), fn.__name__), (read, *args)) if read is not None else (fn, args)
+            if read is not None:
+                call, call_args = GeneratorDraw(getattr(type(receiver), fn.__name__)), (read, *args)
+            else:
+                call, call_args = fn, args
             if value is None:  # called for its effect (random.seed): every call makes it
                 if any(type(a) is list for a in leaves):  # random.shuffle(items): changes the program's list
                     raise ThunderRuntimeError(
@@ -223,6 +227,27 @@ def _pin_native_subscript(opname: str, values) -> None:
     if type(getattr(type(values[at]), method, None)) is not types.FunctionType:
         for k in values[keys:]:
             pin_index(k)
+
+
+class GeneratorDraw:
+    """A prologue's draw from a generator the program read from outside (``self.rng.random()``). It keeps, for each
+    thread, what puts the generator back as it was before its last draw: a call that stops at a changed
+    data-dependent value runs again in another entry, whose prologue draws again, and must draw the same numbers
+    (``put_back``; the global generators are put back with ``python_random_state``)."""
+
+    __slots__ = ("method", "last", "__name__")
+
+    def __init__(self, method: Callable):
+        self.method, self.last, self.__name__ = method, threading.local(), method.__name__
+
+    def __call__(self, receiver: Any, *args: Any, **kwargs: Any) -> Any:
+        self.last.put_back = _generator_state(receiver)
+        return self.method(receiver, *args, **kwargs)
+
+    def put_back(self) -> None:
+        put_back, self.last.put_back = getattr(self.last, "put_back", None), None
+        if put_back is not None:
+            put_back()
 
 
 def _generator_state(receiver: Any) -> Callable[[], None] | None:
