@@ -53,11 +53,13 @@ def _build(name: str):
 def check(name: str) -> dict:
     """One model: eager first (a config eager cannot run is a skip), then thunder."""
     import copy
+    import warnings
 
     import torch
 
     import thunder
 
+    warnings.simplefilter("error", thunder.EagerRunWarning)  # a call that ran eagerly is an error here, not a pass
     try:
         model = _build(name)
         if sum(p.numel() for p in model.parameters()) > 30e6:

@@ -162,3 +162,55 @@ def test_tensors_of_a_numpy_array_from_outside():
             torch.testing.assert_close(actual, expected)
             numpy.testing.assert_array_equal(written, MEAN)
             MEAN[0] += 10  # the next call sees the new values
+
+
+class _SwapsItsWeight(torch.nn.Module):
+    """Writes a module's member tables directly, as torch.func.functional_call does."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(2, 2)
+        self.register_buffer("offset", torch.zeros(2))
+
+    def forward(self, x):
+        weight = self.linear._parameters["weight"]
+        self.linear._parameters["weight"] = weight * 0.5  # read back by the call below
+        y = self.linear(x)
+        self.linear._parameters["weight"] = weight
+        self._buffers["offset"] = x * 3  # stays, as in eager
+        self.register_buffer("scratch", x * 2, persistent=False)  # a new member, read at once
+        return y + self.offset + self.scratch
+
+
+def test_what_the_program_writes_into_a_module_s_tables_is_what_it_reads():
+    # nn.Module.__getattr__ read the module's own tables, not the program's writes to them: the swapped weight was
+    # the old one (a silent wrong result, and functional_call's parameters were ignored), a new buffer was missing
+    torch.manual_seed(0)
+    model, reference = _SwapsItsWeight(), _SwapsItsWeight()
+    reference.load_state_dict(model.state_dict())
+    jitted = thunder.jit(model)
+    for _ in range(2):
+        x = torch.randn(2)
+        torch.testing.assert_close(jitted(x), reference(x))
+        torch.testing.assert_close(dict(model.named_buffers()), dict(reference.named_buffers()))
+        assert model.linear.weight is model.linear._parameters["weight"]
+
+
+def test_functional_call_uses_the_given_parameters():
+    from torch.func import functional_call
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+
+    def loss(params, x):
+        return functional_call(model, params, (x,)).pow(2).sum()
+
+    jitted = thunder.jit(loss)
+    for _ in range(2):
+        params = {k: torch.randn_like(v).requires_grad_() for k, v in model.named_parameters()}
+        x = torch.randn(5, 3)
+        expected, actual = loss(params, x), jitted(params, x)
+        torch.testing.assert_close(actual, expected)
+        grads = torch.autograd.grad(actual, list(params.values()))
+        torch.testing.assert_close(grads, torch.autograd.grad(expected, list(params.values())))
+    assert thunder.cache_misses(jitted) == 1

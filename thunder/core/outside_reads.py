@@ -66,6 +66,9 @@ def _module_member_table(obj: Any, name: str) -> str | None:
     return next((t for t in _MODULE_TABLES if name in instance.get(t, ())), None)
 
 
+_UNWRITTEN = object()
+
+
 class OutsideReadsMixin:
     """``Tracer``'s handling of the program's reads of globals, closure cells and attributes."""
 
@@ -121,6 +124,10 @@ class OutsideReadsMixin:
         self._keepalive.append(cell)
 
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:
+        if isinstance(obj, torch.nn.Module) and not name.startswith("__"):
+            written = self._member_written(obj, name)  # Note [Module members the program writes]
+            if written is not _UNWRITTEN:
+                return written
         holder = self._provenance.get(id(obj))
         if holder is None:
             if isinstance(obj, types.ModuleType):
@@ -174,12 +181,42 @@ class OutsideReadsMixin:
             self._check(prims.check_expr, f"{name!r} not in {holder.name}.__dict__", (holder,))
         return True
 
-    def missing_attr(self, obj: Any, name: str) -> None:
+    def missing_attr(self, obj: Any, name: str) -> Any:
         """``obj.name`` raised AttributeError, which the program may catch: the trace holds while the attribute
-        stays absent, so the prologue checks that it still is (a later ``obj.name = ...`` must retrace)."""
+        stays absent, so the prologue checks that it still is (a later ``obj.name = ...`` must retrace). A
+        module member the program added itself (``self.register_buffer(...)``) is what it added (returned)."""
+        if isinstance(obj, torch.nn.Module):
+            written = self._member_written(obj, name)
+            if written is not _UNWRITTEN:
+                return written
         holder = self._provenance.get(id(obj))
         if holder is not None and type(name) is str and not name.startswith("__"):
             self._check_hasattr(holder, obj, name, False)
+        return NULL
+
+    # Note [Module members the program writes]
+    # A module's parameters, buffers and submodules live in its ``_parameters``, ``_buffers`` and ``_modules`` dicts,
+    # which ``nn.Module.__getattr__`` reads natively. The program's writes to those dicts go to its copy of them
+    # (Note [Outside containers]): ``torch.func.functional_call`` swaps parameters with ``module._parameters[name] =
+    # tensor``, ``register_buffer`` adds one, code swaps a weight for a masked one. So a read of ``module.name``
+    # answers from the program's copy of the table where the program wrote ``name`` (eager reads what was written),
+    # not from the module's own table, which the end of the call updates.
+    def _member_written(self, module: torch.nn.Module, name: str) -> Any:
+        """What the program left under ``name`` in a member table of ``module`` that it wrote (the first table that
+        has it, as ``nn.Module.__getattr__`` looks), or ``_UNWRITTEN`` where it wrote nothing there."""
+        tables = module.__dict__
+        for table in _MODULE_TABLES:
+            original = tables.get(table)
+            view = self._proxy_for.get(id(original)) if original is not None else None
+            if view is None or view is original:
+                continue
+            if name in view:
+                if name in original and view[name] is original[name]:
+                    return _UNWRITTEN  # as the module holds it: read as usual
+                return view[name]
+            if name in original:  # the program deleted it (functional_call of a missing key): eager's error
+                raise AttributeError(f"'{type(module).__name__}' object has no attribute '{name}'")
+        return _UNWRITTEN
 
     def _is_outside(self, obj: Any) -> bool:
         """Whether ``obj``, reached without provenance, existed before the program ran. An object the

@@ -46,7 +46,8 @@ class InterpreterCallbacks:
       and STORE_NAME / DELETE_NAME when the frame's locals mapping is its globals (module-level code).
     - ``load_attr(obj, name, value) -> value``: after LOAD_ATTR / LOAD_METHOD (and 3.12's LOAD_SUPER_ATTR)
       loaded ``obj.name``; for method loads ``value`` is the bound method. The returned value is pushed.
-    - ``missing_attr(obj, name)``: when loading ``obj.name`` raised AttributeError (before it propagates).
+    - ``missing_attr(obj, name)``: when loading ``obj.name`` raised AttributeError (before it propagates); what
+      it returns, unless ``NULL``, is the attribute's value instead.
     - ``store_attr(obj, name, value)``: before STORE_ATTR and DELETE_ATTR (``value is DELETED``).
     - ``store_subscr(container, key, value)``: before STORE_SUBSCR / DELETE_SUBSCR (``value is DELETED``) and
       3.12's STORE_SLICE (``key`` is the slice).

@@ -305,9 +305,10 @@ def _load_attr(frame, obj, name: str):
         v = load_attr(frame.ctx, obj, name)
     except AttributeError:
         missing = frame.ctx.cb_missing_attr
-        if missing is not None:
-            missing(obj, name)
-        raise
+        found = NULL if missing is None else missing(obj, name)
+        if found is NULL:
+            raise
+        return found
     cb = frame.ctx.cb_load_attr
     if cb is not None:
         v = cb(obj, name, v)
