@@ -479,3 +479,16 @@ def test_a_module_backward_hook_names_the_module():
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
     model[0].register_full_backward_hook(lambda module, grad_input, grad_output: None)
     _raises(UnsupportedOpError, r"module Linear '0' has a backward hook .*register_hook", thunder.jit(model), _x())
+
+
+def _vmapped(a):
+    return torch.vmap(torch.sin)(a)  # bad: vmap inside
+
+
+def test_function_transforms_inside_the_function():
+    # torch's functorch machinery failed on traced values with a TypeError from its C code
+    _raises(UnsupportedOpError, r"torch.vmap inside the jitted function .* is not supported.*Apply it outside",
+            thunder.jit(_vmapped), _x(), where="# bad: vmap inside")  # fmt: skip
+    for f in (lambda a: torch.func.grad(lambda y: (y**3).sum())(a), lambda a: torch.cond(a.sum() > 0, torch.sin, torch.cos, (a,))):
+        with pytest.raises(UnsupportedOpError, match="inside the jitted function"):
+            thunder.jit(f)(_x())

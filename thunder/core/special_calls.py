@@ -138,6 +138,18 @@ def _refuse_parameter(cls: type, *args, **kwargs):
     )
 
 
+def _refuse_function_transform(name: str, *args, **kwargs):
+    """``torch.vmap``, ``torch.func.grad`` and their family, ``torch.cond``: torch's functorch and higher-order-op
+    machinery, which runs its own dispatcher levels on real tensors, not on a trace's values."""
+    loc = source_location()
+    raise UnsupportedOpError(
+        f"{name} inside the jitted function{f' (called at {loc})' if loc else ''} is not supported: it runs torch's "
+        "own transform machinery, which does not take traced values. Apply it outside the jitted function (to the "
+        "jitted function's results), write the batched or differentiated computation directly, or use Python "
+        "control flow instead of torch.cond."
+    )
+
+
 def _refuse_autograd(name: str, *args, **kwargs):
     """``torch.autograd.grad``/``backward`` inside the function: torch's engine would be handed the trace's proxies."""
     loc = source_location()
@@ -228,6 +240,16 @@ class SpecialCallsMixin:
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
             torch.autograd.grad: functools.partial(_refuse_autograd, "torch.autograd.grad"),
+            **{
+                fn: functools.partial(_refuse_function_transform, name)
+                for fn, name in (
+                    (torch.vmap, "torch.vmap"), (torch.func.grad, "torch.func.grad"),
+                    (torch.func.grad_and_value, "torch.func.grad_and_value"), (torch.func.vjp, "torch.func.vjp"),
+                    (torch.func.jvp, "torch.func.jvp"), (torch.func.jacrev, "torch.func.jacrev"),
+                    (torch.func.jacfwd, "torch.func.jacfwd"), (torch.func.hessian, "torch.func.hessian"),
+                    (torch.cond, "torch.cond"),
+                )
+            },
             torch.utils.hooks.BackwardHook: self._refuse_backward_hook,
             torch._C._group_tensors_by_device_and_dtype: _group_tensors_by_device_and_dtype,
             torch.autograd.backward: functools.partial(_refuse_autograd, "torch.autograd.backward"),
