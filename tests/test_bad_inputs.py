@@ -492,3 +492,9 @@ def test_function_transforms_inside_the_function():
     for f in (lambda a: torch.func.grad(lambda y: (y**3).sum())(a), lambda a: torch.cond(a.sum() > 0, torch.sin, torch.cos, (a,))):
         with pytest.raises(UnsupportedOpError, match="inside the jitted function"):
             thunder.jit(f)(_x())
+
+
+def test_a_torchscript_module_inside_the_function():
+    scripted = torch.jit.script(torch.nn.Linear(3, 2))
+    _raises(UnsupportedOpError, r"a TorchScript module \(RecursiveScriptModule Linear\) is called inside the jitted "
+            r"function.*Pass the original nn.Module", thunder.jit(lambda a: scripted(a)), _x())  # fmt: skip

@@ -214,3 +214,22 @@ def test_functional_call_uses_the_given_parameters():
         grads = torch.autograd.grad(actual, list(params.values()))
         torch.testing.assert_close(grads, torch.autograd.grad(expected, list(params.values())))
     assert thunder.cache_misses(jitted) == 1
+
+
+@torch.jit.script
+def _scripted_gelu_like(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.sigmoid(1.702 * x)
+
+
+def test_a_torchscript_function_is_traced_through_its_python_source():
+    # it ran in TorchScript's C++ interpreter, which failed on traced values ("repr() of tensor x needs its values")
+    def f(x):
+        return _scripted_gelu_like(x).sum()
+
+    jitted = thunder.jit(f)
+    for _ in range(2):
+        x = torch.randn(4, requires_grad=True)
+        actual, expected = jitted(x), f(x)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(torch.autograd.grad(actual, x), torch.autograd.grad(expected, x))
+    assert thunder.cache_misses(jitted) == 1

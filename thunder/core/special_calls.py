@@ -150,6 +150,16 @@ def _refuse_function_transform(name: str, *args, **kwargs):
     )
 
 
+def _refuse_script_module(module: torch.nn.Module, *args, **kwargs):
+    """A TorchScript module (``torch.jit.script``/``trace``): its methods run in C++, on real tensors only."""
+    loc = source_location()
+    raise UnsupportedOpError(
+        f"a TorchScript module ({type(module).__name__} {getattr(module, 'original_name', '')}) is called inside the "
+        f"jitted function{f' (at {loc})' if loc else ''}: its code runs in TorchScript's interpreter, which does not "
+        "take traced values. Pass the original nn.Module (before torch.jit.script or torch.jit.trace) instead."
+    )
+
+
 def _refuse_autograd(name: str, *args, **kwargs):
     """``torch.autograd.grad``/``backward`` inside the function: torch's engine would be handed the trace's proxies."""
     loc = source_location()
@@ -335,7 +345,13 @@ class SpecialCallsMixin:
         inner = inner_jitted_lookaside(fn)
         if inner is not None:
             return inner
+        if type(fn) is torch.jit.ScriptFunction:  # TorchScript runs it in C++: its Python source is traced instead
+            original = plain_attribute(fn, "_torchdynamo_inline")
+            if original is not None:
+                return lambda *a, **k: interpreter_call(current_runtime(), original, a, k)
         self_obj = bound_self(fn)
+        if isinstance(self_obj, torch.jit.ScriptModule) or isinstance(fn, torch.jit.ScriptModule):
+            return functools.partial(_refuse_script_module, self_obj if self_obj is not None else fn)
         if isinstance(self_obj, Proxy):
             return fn
         if self_obj is not None and plain_attribute(fn, "__name__") == "write":
