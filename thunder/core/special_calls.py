@@ -150,6 +150,9 @@ def _refuse_function_transform(name: str, *args, **kwargs):
     )
 
 
+_SCRIPT_FUNCTION, _SCRIPT_MODULE = torch.jit.ScriptFunction, torch.jit.ScriptModule
+
+
 def _refuse_script_module(module: torch.nn.Module, *args, **kwargs):
     """A TorchScript module (``torch.jit.script``/``trace``): its methods run in C++, on real tensors only."""
     loc = source_location()
@@ -345,15 +348,15 @@ class SpecialCallsMixin:
         inner = inner_jitted_lookaside(fn)
         if inner is not None:
             return inner
-        if type(fn) is torch.jit.ScriptFunction:  # TorchScript runs it in C++: its Python source is traced instead
+        if type(fn) is _SCRIPT_FUNCTION:  # TorchScript runs it in C++: its Python source is traced instead
             original = plain_attribute(fn, "_torchdynamo_inline")
             if original is not None:
                 return lambda *a, **k: interpreter_call(current_runtime(), original, a, k)
         self_obj = bound_self(fn)
-        if isinstance(self_obj, torch.jit.ScriptModule) or isinstance(fn, torch.jit.ScriptModule):
-            return functools.partial(_refuse_script_module, self_obj if self_obj is not None else fn)
         if isinstance(self_obj, Proxy):
             return fn
+        if isinstance(self_obj, _SCRIPT_MODULE):
+            return functools.partial(_refuse_script_module, self_obj)
         if self_obj is not None and plain_attribute(fn, "__name__") == "write":
             if self_obj is sys.stdout or self_obj is sys.stderr:
                 return functools.partial(self._stream_write, self_obj)

@@ -8,7 +8,7 @@ imported, and the entry layer registers the callables that user operators replac
 way JAX's lax registers its rules into tables that the core consults. Tables are registered as
 the live dicts their owners keep filling, so a symbol added later is found.
 
-Layer: core. Imports: stdlib only.
+Layer: core. Imports: the interpreter.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from thunder.core.interpreter.errors import NULL
+from thunder.core.interpreter.execution import lookup_type_attr
 
 __all__ = [
     "bound_self",
@@ -57,14 +60,28 @@ def plain_attribute(obj: Any, name: str, default: Any = None) -> Any:
     """``getattr(obj, name, default)`` for the tracer's own questions about a callable (``__self__``, ``__name__``,
     ``__func__``): never runs the object's ``__getattr__``, which may raise something other than AttributeError
     (a module whose ``__getattr__`` looks names up in a dict raises KeyError) for a name eager never asks for."""
+    cls = type(obj)
+    plain = _PLAIN_TYPES.get(cls)
+    if plain is None:  # (a type without __getattr__ answers getattr as object.__getattribute__ does, and faster)
+        plain = _PLAIN_TYPES[cls] = lookup_type_attr(cls, "__getattr__") is NULL
+    if plain:
+        return getattr(obj, name, default)
     try:
         return object.__getattribute__(obj, name)
     except AttributeError:
         return default
 
 
+_PLAIN_TYPES: dict[type, bool] = {}
+
+
 def bound_self(fn: Any) -> Any:
     """The object ``fn`` is bound to (a method's ``__self__``), or None."""
+    cls = type(fn)
+    if cls is types.FunctionType:
+        return None
+    if cls is types.MethodType or cls is types.BuiltinMethodType:
+        return fn.__self__
     return plain_attribute(fn, "__self__")
 
 

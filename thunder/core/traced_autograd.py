@@ -16,6 +16,7 @@ Layer: core. Imports: core.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +28,6 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import BoundSymbol, Symbol
-from thunder.core.symbol_lookup import plain_attribute
 from thunder.core.trace import TraceCtx
 
 __all__ = ["checkpoint_region", "higher_order_function", "is_autograd_function_apply", "trace_autograd_function"]
@@ -37,7 +37,7 @@ _APPLY = torch.autograd.Function.apply.__func__
 
 def is_autograd_function_apply(fn: Any) -> bool:
     """Whether ``fn`` is ``SomeFunction.apply`` of a ``torch.autograd.Function`` subclass."""
-    return plain_attribute(fn, "__func__") is _APPLY and isinstance(plain_attribute(fn, "__self__"), type)
+    return type(fn) is types.MethodType and fn.__func__ is _APPLY and isinstance(fn.__self__, type)
 
 
 class TracedContext:
