@@ -76,8 +76,8 @@ class SymbolicNumbersMixin:
                         "every call from the prologue. Draw a permutation with torch.randperm instead, or call it "
                         "outside the jitted function."
                     )
-                self._emit(prims.unpack_call, fn, args, kwargs, None)
-                self._keepalive.append(fn)
+                self._emit(prims.unpack_call, call, call_args, kwargs, None)
+                self._keepalive.append(call)
                 return None
             if type(value) not in (int, float):
                 raise ThunderRuntimeError(
