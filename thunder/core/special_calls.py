@@ -138,16 +138,25 @@ def _refuse_parameter(cls: type, *args, **kwargs):
     )
 
 
-def _refuse_function_transform(name: str, *args, **kwargs):
-    """``torch.vmap``, ``torch.func.grad`` and their family, ``torch.cond``: torch's functorch and higher-order-op
-    machinery, which runs its own dispatcher levels on real tensors, not on a trace's values."""
+def _refuse_inside(name: str, why: str, *args, **kwargs):
+    """A call the trace cannot hold: ``name`` inside the jitted function, refused with ``why`` (and what to do)."""
     loc = source_location()
-    raise UnsupportedOpError(
-        f"{name} inside the jitted function{f' (called at {loc})' if loc else ''} is not supported: it runs torch's "
-        "own transform machinery, which does not take traced values. Apply it outside the jitted function (to the "
-        "jitted function's results), write the batched or differentiated computation directly, or use Python "
-        "control flow instead of torch.cond."
-    )
+    raise UnsupportedOpError(f"{name} inside the jitted function{f' (called at {loc})' if loc else ''} is not supported: {why}")
+
+
+# torch's functorch and higher-order-op machinery runs its own dispatcher levels on real tensors
+_TRANSFORM = (
+    "it runs torch's own transform machinery, which does not take traced values. Apply it outside the jitted "
+    "function (to the jitted function's results), write the batched or differentiated computation directly, or use "
+    "Python control flow instead of torch.cond."
+)
+# torch's autograd engine would be handed the trace's values
+_GRADIENT = (
+    "thunder differentiates the whole function when the backward of its result is called, and a gradient taken "
+    "inside it (a gradient penalty, an inner optimization step) is not traced. Take the gradient outside: jit the "
+    "function whose gradient you need and call torch.autograd.grad or .backward() on its result (without "
+    "create_graph=True)."
+)
 
 
 _SCRIPT_FUNCTION, _SCRIPT_MODULE = torch.jit.ScriptFunction, torch.jit.ScriptModule
@@ -160,18 +169,6 @@ def _refuse_script_module(module: torch.nn.Module, *args, **kwargs):
         f"a TorchScript module ({type(module).__name__} {getattr(module, 'original_name', '')}) is called inside the "
         f"jitted function{f' (at {loc})' if loc else ''}: its code runs in TorchScript's interpreter, which does not "
         "take traced values. Pass the original nn.Module (before torch.jit.script or torch.jit.trace) instead."
-    )
-
-
-def _refuse_autograd(name: str, *args, **kwargs):
-    """``torch.autograd.grad``/``backward`` inside the function: torch's engine would be handed the trace's proxies."""
-    loc = source_location()
-    raise UnsupportedOpError(
-        f"{name} inside the jitted function{f' (called at {loc})' if loc else ''} is not supported: thunder "
-        "differentiates the whole function when the backward of its result is called, and a gradient taken inside "
-        "it (a gradient penalty, an inner optimization step) is not traced. Take the gradient outside: jit the "
-        "function whose gradient you need and call torch.autograd.grad or .backward() on its result (without "
-        "create_graph=True)."
     )
 
 
@@ -252,20 +249,21 @@ class SpecialCallsMixin:
             transforms.vjp_call: self._vjp_call,
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
-            torch.autograd.grad: functools.partial(_refuse_autograd, "torch.autograd.grad"),
             **{
-                fn: functools.partial(_refuse_function_transform, name)
-                for fn, name in (
-                    (torch.vmap, "torch.vmap"), (torch.func.grad, "torch.func.grad"),
-                    (torch.func.grad_and_value, "torch.func.grad_and_value"), (torch.func.vjp, "torch.func.vjp"),
-                    (torch.func.jvp, "torch.func.jvp"), (torch.func.jacrev, "torch.func.jacrev"),
-                    (torch.func.jacfwd, "torch.func.jacfwd"), (torch.func.hessian, "torch.func.hessian"),
-                    (torch.cond, "torch.cond"),
+                fn: functools.partial(_refuse_inside, name, why)
+                for fn, name, why in (
+                    (torch.autograd.grad, "torch.autograd.grad", _GRADIENT),
+                    (torch.autograd.backward, "torch.autograd.backward", _GRADIENT),
+                    *((fn, f"torch.func.{fn.__name__}", _TRANSFORM) for fn in (
+                        torch.func.grad, torch.func.grad_and_value, torch.func.vjp, torch.func.jvp,
+                        torch.func.jacrev, torch.func.jacfwd, torch.func.hessian,
+                    )),
+                    (torch.vmap, "torch.vmap", _TRANSFORM),
+                    (torch.cond, "torch.cond", _TRANSFORM),
                 )
             },
             torch.utils.hooks.BackwardHook: self._refuse_backward_hook,
             torch._C._group_tensors_by_device_and_dtype: _group_tensors_by_device_and_dtype,
-            torch.autograd.backward: functools.partial(_refuse_autograd, "torch.autograd.backward"),
             logging.Logger._log: self._log,
             warnings.warn: self._warn,
             # Note [Warnings]: the program's own filters act at tracing, as they do on every call.

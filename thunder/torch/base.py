@@ -192,6 +192,12 @@ def register_reflected(name: str, sym: Symbol) -> None:
         torch_to_thunder_map.setdefault(tensor_attr, method)
 
 
+def check_castable(op: str, result: torch.dtype, into: torch.dtype) -> None:
+    """Eager's refusal to write a result into a tensor of a dtype it cannot be cast to (an in-place op, ``out=``)."""
+    if result != into and not dtypes.can_cast(result, into):
+        raise ThunderTypeError(f"{op}: result type {result} can't be cast to the desired output type {into}")
+
+
 def make_inplace(sym: Symbol, *, torch_fn: Callable | None = None, method_name: str | None = None) -> Symbol:
     """The in-place twin of ``sym`` (``add`` -> ``add_``): computes out of place, then copies into ``a``.
 
@@ -201,11 +207,8 @@ def make_inplace(sym: Symbol, *, torch_fn: Callable | None = None, method_name: 
 
     def meta(a, *args, **kwargs):
         out = sym(a, *args, **kwargs)
-        if isinstance(out, TensorProxy) and out.dtype != a.dtype:
-            if not dtypes.can_cast(out.dtype, a.dtype):
-                raise ThunderTypeError(
-                    f"ltorch.{name}: result type {out.dtype} can't be cast to the desired output type {a.dtype}"
-                )
+        if isinstance(out, TensorProxy):
+            check_castable(f"ltorch.{name}", out.dtype, a.dtype)
         if isinstance(out, TensorProxy) and out.shape != a.shape:
             raise ThunderValueError(
                 f"ltorch.{name}: output with shape {list(a.shape)} doesn't match the broadcast shape {list(out.shape)}"

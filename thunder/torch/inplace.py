@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from thunder.core import dtypes, prims
+from thunder.core import prims
 from thunder.core import symbol as _symbol
 from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError
 from thunder.core.prims.base import is_differentiable
@@ -101,8 +101,7 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
         )
     written = []
     for o, r in zip(outs, results):
-        if r.dtype != o.dtype and not dtypes.can_cast(r.dtype, o.dtype):
-            raise ThunderRuntimeError(f"{name}(): result type {r.dtype} can't be cast to the desired output type {o.dtype}")
+        base.check_castable(f"{name}()", r.dtype, o.dtype)
         if r.device != o.device:
             raise ThunderRuntimeError(f"{name}(): expected the out tensor on {r.device}, but it is on {o.device}")
         if tuple(r.shape) != tuple(o.shape):
