@@ -214,6 +214,16 @@ def test_python_number_miss():
     assert thunder.cache_misses(jf) == 3
 
 
+@pytest.mark.parametrize("to_one", [lambda jf: jf(torch.randn(2), 1), lambda jf: jf(torch.randn(1), 5)], ids=["int", "size"])
+def test_a_change_to_one_says_it_stays_constant(to_one):
+    """0 and 1 are specialised (as torch.compile does): the reason does not say the value became symbolic."""
+    jf = thunder.jit(scale)
+    jf(torch.randn(2), 5)
+    to_one(jf)
+    assert "stays constant in this entry" in reasons(jf)[-1]
+    assert "symbolic in this entry" not in reasons(jf)[-1]
+
+
 def test_argument_structure_miss():
     jf = thunder.jit(scale)
     x = torch.randn(2)

@@ -308,14 +308,16 @@ class _Jitted:
         reason = changed.reason() if changed is not None else self._miss_reason(option, args, kwargs, rejected)
         self.miss_reasons.append(reason)
         limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit
-        automatic, reason = _automatic_dynamic(cd, option, reason)
+        automatic = _automatic_dynamic(cd, option, reason)
         if automatic and changed is not None and self.shape_history is not None:
             site = changed.site()
             if site is not None:  # every count asked there is symbolic in the new entry
                 self.shape_history.dynamic_sites.add(site)
-        self.miss_reasons[-1] = reason
         outcomes = changed.outcomes if changed is not None else ()
         entry, inputs = compile_entry(cd, cs, args, kwargs, outcomes, option, self.shape_history, automatic)
+        if automatic:
+            symbolic = entry.symbolic or any(type(o) is SymbolicOutcome for o in entry.outcomes)
+            self.miss_reasons[-1] = _dynamic_reason(reason, symbolic)
         self.draws_with_outcomes |= bool(entry.outcomes) and draws_per_call(entry)
         if option is not CACHE_OPTIONS.NO_CACHING:
             self.cache.limit = limit
@@ -343,22 +345,28 @@ class _Jitted:
         return diagnose_miss(entry, args, kwargs, key, rejection)
 
 
-def _automatic_dynamic(cd: CompileData, option: CACHE_OPTIONS, reason: CacheMissReason) -> tuple[bool, CacheMissReason]:
-    """Whether the entry for this miss makes the sizes that changed symbolic, and the miss reason saying so
-    (Note [Automatic dynamic shapes] in ``thunder.core.shape_history``)."""
+def _automatic_dynamic(cd: CompileData, option: CACHE_OPTIONS, reason: CacheMissReason) -> bool:
+    """Whether the entry for this miss makes the sizes that changed symbolic (Note [Automatic dynamic shapes] in
+    ``thunder.core.shape_history``)."""
     changed_int = (
         reason.check in ("value", "data-dependent value")
         and type(reason.expected) in (int, SymbolicOutcome)
         and type(reason.actual) is int
     )
-    if option is CACHE_OPTIONS.CONSTANT_VALUES and (reason.check == "shape" or changed_int) and cd.options.automatic_dynamic:
-        what = "the data-dependent sizes of this line are" if reason.check == "data-dependent value" else "the sizes and ints that changed are"
-        message = (
-            f"{reason}; {what} symbolic in this entry (automatic dynamic shapes: pass "
-            "cache='constant values' to keep them constant)"
-        )
-        return True, dataclasses.replace(reason, message=message)
-    return False, reason
+    return option is CACHE_OPTIONS.CONSTANT_VALUES and (reason.check == "shape" or changed_int) and cd.options.automatic_dynamic
+
+
+def _dynamic_reason(reason: CacheMissReason, symbolic: bool) -> CacheMissReason:
+    """``reason``, saying what automatic dynamic shapes made of it in the new entry (``symbolic``: whether the
+    entry has symbolic values)."""
+    if not symbolic:  # every size or int that changed went to 0 or 1 (or the program pinned it)
+        what = "it stays constant in this entry: sizes and ints that change to 0 or 1 are specialised, as torch.compile does"
+    elif reason.check == "data-dependent value":
+        what = "the data-dependent sizes of this line are symbolic in this entry"
+    else:
+        what = "the sizes and ints that changed are symbolic in this entry"
+    message = f"{reason}; {what} (automatic dynamic shapes: pass cache='constant values' to keep them constant)"
+    return dataclasses.replace(reason, message=message)
 
 
 class OtherOutcome:

@@ -113,7 +113,11 @@ def _setitem_errors(device):
     yield ErrorInput(
         _s(a, 0, make((2,), torch.float32, device)), ValueError, r"value tensor of shape \[2\] cannot be broadcast"
     )
-    yield ErrorInput(_s(a, a > 0, make((5,), torch.float32, device)), RuntimeError, r"needs the number of True values")
+    yield ErrorInput(
+        _s(a, make((2, 3, 4), torch.bool, device), make((25,), torch.float32, device)),
+        ValueError,
+        r"value tensor of shape \[25\] cannot be broadcast to indexing result of shape \[\d+\]",
+    )
     yield ErrorInput(
         _s(a, make((3,), torch.bool, device), 1.0), IndexError, r"The shape of the mask \[3\] at index 0 does not match"
     )

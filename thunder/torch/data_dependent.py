@@ -22,12 +22,12 @@ from thunder.core.rules import grad_rules
 from thunder.torch.base import torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import eq
 from thunder.torch.elementwise import where as _where
-from thunder.torch.indexing import getitem
+from thunder.torch.indexing import getitem, mask_key, setitem
 from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
 from thunder.torch.shape import expand, unbind
 
-__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks"]
+__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks"]
 
 
 def _count(mask: TensorProxy) -> int:
@@ -108,13 +108,10 @@ def _is_mask(x) -> bool:
     return isinstance(x, TensorProxy) and x.dtype is torch.bool
 
 
-def getitem_with_masks(a, key):
-    """``a[key]``; a boolean mask in ``key`` stands for the indices of its True elements, one index
-    tensor per dim it covers (``mask.nonzero(as_tuple=True)``, which is how torch indexes with it),
-    so the result's size is a data-dependent value. Other keys go to ``getitem`` as they are."""
+def _mask_indices(a, key) -> tuple:
+    """``key`` with each boolean mask replaced by the indices of its True elements, one index tensor per dim
+    it covers (how torch indexes with it); raises eager's error for a mask whose shape does not match."""
     items = key if isinstance(key, tuple) else (key,)
-    if not any(_is_mask(k) for k in items):
-        return getitem(a, key)
     new, dim = [], 0
     for k in items:
         if k is Ellipsis:
@@ -133,13 +130,41 @@ def getitem_with_masks(a, key):
         new.append(k)
         if dim is not None and k is not None:
             dim += 1
-    return getitem(a, tuple(new))
+    return tuple(new)
 
 
-# ``a[mask]`` reaches the tracer as ``Tensor.__getitem__``: that entry (set by ``getitem``'s
-# declaration in thunder.torch.indexing, which this module imports first) is replaced here.
+def getitem_with_masks(a, key):
+    """``a[key]``; a boolean mask in ``key`` stands for the indices of its True elements, so the result's size
+    is a data-dependent value. Other keys go to ``getitem`` as they are."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(_is_mask(k) for k in items):
+        return getitem(a, key)
+    return getitem(a, _mask_indices(a, key))
+
+
+def setitem_with_masks(a, key, value):
+    """``a[key] = value``. A mask with one value per selected element (``a[m] = a[m] * 2``, ``a[m] *= 2``), or
+    a mask after other indices, indexes by the mask's True elements, a data-dependent count, as ``a[m]`` does; a
+    leading mask with a value that broadcasts to every selected element stays a ``where`` in ``setitem``, whose
+    shapes do not depend on data."""
+    items = key if isinstance(key, tuple) else (key,)
+    if isinstance(a, TensorProxy) and any(_is_mask(k) for k in items):
+        mask = mask_key(key)
+        if mask is None:
+            return setitem(a, _mask_indices(a, key), value)
+        rest = a.ndim - mask.ndim
+        if isinstance(value, TensorProxy) and value.ndim > rest and not (value.ndim == rest + 1 and value.shape[0] == 1):
+            return setitem(a, _mask_indices(a, key), value)
+    return setitem(a, key, value)
+
+
+# ``a[mask]`` and ``a[mask] = v`` reach the tracer as ``Tensor.__getitem__`` and ``Tensor.__setitem__``:
+# those entries (set by the declarations in thunder.torch.indexing, which this module imports first) are
+# replaced here.
 torch_to_thunder_map[torch.Tensor.__getitem__] = getitem_with_masks
 register_method("__getitem__", getitem_with_masks)
+torch_to_thunder_map[torch.Tensor.__setitem__] = setitem_with_masks
+register_method("__setitem__", setitem_with_masks)
 
 for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwhere, (torch.argwhere, torch.Tensor.argwhere)),
                         (masked_select, (torch.masked_select, torch.Tensor.masked_select))):  # fmt: skip

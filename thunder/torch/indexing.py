@@ -12,8 +12,10 @@ were when they are adjacent, and in front otherwise. ``a[key] = value`` runs the
 backwards: ``value`` is broadcast to the shape of ``a[key]``, put into ``T``'s layout with
 ``index_put``, reshaped to the slice's layout, written with ``slice_scatter`` and copied into
 ``a`` with ``prims.copy_`` (so the symbol is IN_PLACE, as eager's ``__setitem__``). Boolean
-masks make shapes depend on data, so ``a[mask]`` is refused; ``a[mask] = value`` keeps
-shapes and becomes a ``where``.
+masks make shapes depend on data: ``a[mask]`` and ``a[mask] = one value per selected element``
+are refused here and handled in ``thunder.torch.data_dependent`` (which splits the program on the
+count); ``a[mask] = value`` with a value for every selected element keeps shapes and becomes a
+``where``.
 
 The torch executor runs ``operator.getitem`` / ``operator.setitem`` with the user's key.
 
@@ -283,7 +285,7 @@ def getitem(a, key):
     return _advanced(t, _wrapped_indices(op, t, plan))
 
 
-def _mask_key(key):
+def mask_key(key):
     """The bool mask of ``a[mask] = v`` (a bool tensor alone, or with trailing full slices / Ellipsis)."""
     if isinstance(key, TensorProxy) and key.dtype in (torch.bool, torch.uint8):
         return key
@@ -351,7 +353,7 @@ def _put(op: str, a: TensorProxy, key, value, accumulate: bool) -> TensorProxy:
     Eager writes through ``index_put_`` where the key holds an index tensor, and so converts no tensor
     value there (``_check_index_put_dtype``): but for a mask (of one dim or more) and a value of one
     element on the CPU, which it writes with ``masked_fill_``, and for 0-d integer tensors, which select."""
-    mask = _mask_key(key)
+    mask = mask_key(key)
     if mask is not None:
         if accumulate:
             raise _data_dependent_mask(op, "accumulate=True")
