@@ -2,7 +2,8 @@
 PyTorch: values, dtypes, result types, in-place effects on inputs and intermediates, gradients and
 errors. In-place shape changes, optimizers' in-place ops and foreach ops, ``Tensor.new``,
 ``is_leaf``, ``numpy()``, ``movedim`` of a 0-d tensor, legacy tensor types, the number of results
-of ``unbind``/``split``/``chunk`` under symbolic values, and ``prod``'s gradient at inf."""
+of ``unbind``/``split``/``chunk`` under symbolic values, ``prod``'s gradient at inf, ``Tensor.unfold``, window
+functions and ``index_put`` with boolean masks."""
 
 from __future__ import annotations
 
@@ -516,3 +517,82 @@ def test_view_as_complex_and_real_refuse_what_eager_refuses(make, match):
         make()
     with pytest.raises(Exception, match=match):
         thunder.jit(make)()
+
+
+@pytest.mark.parametrize(
+    "shape,dim,size,step",
+    [((), 0, 1, 1), ((), 0, 0, 1), ((5,), -1, 2, 2), ((2, 7), 1, 3, 2), ((2, 7), 1, 0, 2), ((0, 3), 0, 0, 1),
+     ((3, 16, 5), 1, 4, 3), ((4, 9), 0, 2, 1)],
+)  # fmt: skip
+def test_unfold_takes_eagers_windows_and_gradients(shape, dim, size, step):
+    """``Tensor.unfold`` (audio framing, patch extraction) was unsupported."""
+
+    def f(x):
+        return x.unfold(dim, size, step) * 2
+
+    x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+    actual, expected = thunder.jit(f)(x), f(x)
+    _assert_same(actual, expected)
+    if expected.numel():
+        (g,) = torch.autograd.grad((actual**2).sum(), x)
+        (e,) = torch.autograd.grad((expected**2).sum(), x)
+        torch.testing.assert_close(g, e)
+
+
+@pytest.mark.parametrize(
+    "args,error,match",
+    [((0, 6, 1), RuntimeError, "maximum size for tensor at dimension 0 is 5 but size is 6"),
+     ((0, 2, 0), RuntimeError, "step is 0 but must be > 0"),
+     ((0, -1, 1), RuntimeError, "size is -1 but must be >= 0"),
+     ((1, 2, 1), IndexError, r"Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)")],
+)  # fmt: skip
+def test_unfold_refuses_what_eager_refuses(args, error, match):
+    x = torch.randn(5)
+    with pytest.raises(error, match=match):
+        x.unfold(*args)
+    with pytest.raises(error, match=match):
+        thunder.jit(lambda x: x.unfold(*args))(x)
+
+
+def test_a_write_through_an_unfolded_view_reaches_its_base():
+    def f(x):
+        y = x.clone()
+        y.unfold(0, 2, 3).mul_(10)
+        return y
+
+    x = torch.randn(8)
+    _assert_same(thunder.jit(f)(x), f(x))
+
+
+@pytest.mark.parametrize(
+    "window",
+    [lambda: torch.hann_window(8), lambda: torch.hamming_window(8, periodic=False),
+     lambda: torch.blackman_window(8, dtype=torch.float64), lambda: torch.bartlett_window(8),
+     lambda: torch.kaiser_window(8, False, 6.0)],
+    ids=["hann", "hamming", "blackman", "bartlett", "kaiser"],
+)  # fmt: skip
+def test_window_functions_inside_the_function_are_eagers(window):
+    """They ran natively, and their real tensor then failed the op that read it."""
+
+    def frames(signal):
+        return torch.fft.rfft(signal.unfold(-1, 8, 4) * window()).abs()
+
+    x = torch.randn(2, 64, dtype=torch.float64)
+    torch.testing.assert_close(thunder.jit(frames)(x), frames(x))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda a, m: a.index_put((m,), torch.ones(int(m.sum()), 4), accumulate=True),
+     lambda a, m: torch.index_put(a, (m,), torch.ones(4), accumulate=True),
+     lambda a, m: a.clone().index_put_((m,), torch.arange(4.0 * int(m.sum())).reshape(-1, 4)),
+     lambda a, m: a.clone().index_put_((m,), torch.ones(4), accumulate=True)],
+    ids=["accumulate", "broadcast", "in place", "in place accumulate"],
+)  # fmt: skip
+def test_index_put_with_a_boolean_mask_selects_its_true_elements(fn):
+    """``accumulate=True`` and one value per selected row were refused (the count depends on the mask)."""
+    jf = thunder.jit(fn)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        a, m = torch.randn(5, 4), torch.rand(5) > 0.4
+        _assert_same(jf(a, m), fn(a, m))

@@ -22,7 +22,7 @@ from thunder.core.rules import grad_rules
 from thunder.torch.base import torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import eq
 from thunder.torch.elementwise import where as _where
-from thunder.torch.indexing import getitem, mask_key, setitem
+from thunder.torch.indexing import getitem, index_put, index_put_, mask_key, setitem
 from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
 from thunder.torch.shape import expand, unbind
@@ -142,20 +142,36 @@ def getitem_with_masks(a, key):
     return getitem(a, _mask_indices(a, key))
 
 
+def _selects_by_count(a, key, value, accumulate: bool = False) -> bool:
+    """Whether ``a[key] = value`` (``+=`` with ``accumulate``) must index by the True elements of the masks in
+    ``key``: a value with one element per selected element (``a[m] *= 2``), an accumulation, or a mask after
+    other indices. A leading mask with a value for every selected element is a ``where``, whose shapes do not
+    depend on data (``setitem``)."""
+    if not isinstance(a, TensorProxy) or not any(_is_mask(k) for k in (key if isinstance(key, tuple) else (key,))):
+        return False
+    mask = mask_key(key)
+    if mask is None or accumulate:
+        return True
+    rest = a.ndim - mask.ndim
+    return isinstance(value, TensorProxy) and value.ndim > rest and not (value.ndim == rest + 1 and value.shape[0] == 1)
+
+
 def setitem_with_masks(a, key, value):
-    """``a[key] = value``. A mask with one value per selected element (``a[m] = a[m] * 2``, ``a[m] *= 2``), or
-    a mask after other indices, indexes by the mask's True elements, a data-dependent count, as ``a[m]`` does; a
-    leading mask with a value that broadcasts to every selected element stays a ``where`` in ``setitem``, whose
-    shapes do not depend on data."""
-    items = key if isinstance(key, tuple) else (key,)
-    if isinstance(a, TensorProxy) and any(_is_mask(k) for k in items):
-        mask = mask_key(key)
-        if mask is None:
-            return setitem(a, _mask_indices(a, key), value)
-        rest = a.ndim - mask.ndim
-        if isinstance(value, TensorProxy) and value.ndim > rest and not (value.ndim == rest + 1 and value.shape[0] == 1):
-            return setitem(a, _mask_indices(a, key), value)
-    return setitem(a, key, value)
+    """``a[key] = value``, a mask selecting by its True elements where ``_selects_by_count`` says so."""
+    return setitem(a, _mask_indices(a, key) if _selects_by_count(a, key, value) else key, value)
+
+
+def _index_put_with_masks(sym):
+    """``sym`` (``index_put`` or ``index_put_``) with its masks selecting by their True elements where
+    ``_selects_by_count`` says so (torch indexes with a mask's ``nonzero()``)."""
+
+    def index_put(a, indices, values, accumulate=False):
+        if isinstance(indices, (tuple, list)) and _selects_by_count(a, tuple(indices), values, bool(accumulate)):
+            indices = _mask_indices(a, tuple(indices))
+        return sym(a, indices, values, accumulate)
+
+    index_put.__name__ = sym.name
+    return index_put
 
 
 # ``a[mask]`` and ``a[mask] = v`` reach the tracer as ``Tensor.__getitem__`` and ``Tensor.__setitem__``:
@@ -165,6 +181,11 @@ torch_to_thunder_map[torch.Tensor.__getitem__] = getitem_with_masks
 register_method("__getitem__", getitem_with_masks)
 torch_to_thunder_map[torch.Tensor.__setitem__] = setitem_with_masks
 register_method("__setitem__", setitem_with_masks)
+for _sym, _torch_fns in ((index_put, (torch.index_put, torch.Tensor.index_put)), (index_put_, (torch.index_put_, torch.Tensor.index_put_))):
+    _with_masks = _index_put_with_masks(_sym)
+    for _torch_fn in _torch_fns:
+        torch_to_thunder_map[_torch_fn] = _with_masks
+    register_method(_sym.name, _with_masks)
 
 for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwhere, (torch.argwhere, torch.Tensor.argwhere)),
                         (masked_select, (torch.masked_select, torch.Tensor.masked_select))):  # fmt: skip

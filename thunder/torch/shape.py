@@ -833,6 +833,34 @@ def diagonal(a, offset=0, dim1=0, dim2=1):
     return x
 
 
+@torchsymbol(torch.Tensor.unfold, method_name="unfold")
+def unfold(a, dimension, size, step):
+    """``Tensor.unfold``: the windows of ``size`` elements every ``step`` elements along ``dimension``, in a new
+    last dim (audio framing, patch extraction). Eager's is a view, which the torch executor runs; the
+    decomposition takes the windows' elements with ``take``."""
+    op = "ltorch.unfold"
+    _check_tensor(op, a)
+    d = check_dim(op, a.ndim, dimension)
+    size, step = pyval(size), pyval(step)
+    x = a if a.ndim else prims.reshape(a, (1,))
+    length = x.shape[d]
+    if size > length:
+        raise ThunderRuntimeError(f"{op}: maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise ThunderRuntimeError(f"{op}: step is {step} but must be > 0")
+    if size < 0:
+        raise ThunderRuntimeError(f"{op}: size is {size} but must be >= 0")
+    n = (length - size) // step + 1
+    starts = prims.iota(n, start=0, step=step, device=a.device, dtype=torch.int64)
+    offsets = prims.iota(size, start=0, step=1, device=a.device, dtype=torch.int64)
+    index = prims.add(prims.broadcast_in_dim(starts, (n, size), (0,)), prims.broadcast_in_dim(offsets, (n, size), (1,)))
+    taken = prims.take(x, prims.reshape(index, (n * size,)), d)
+    windows = prims.reshape(taken, (*x.shape[:d], n, size, *x.shape[d + 1 :]))
+    if a.ndim == 0:  # eager's windows of a 0-d tensor have no dim for their count
+        return prims.reshape(windows, (size,))
+    return prims.transpose(windows, (*range(d + 1), *range(d + 2, windows.ndim), d + 1))
+
+
 @torchsymbol(torch.linalg.diagonal)
 def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """``torch.linalg.diagonal``: ``torch.diagonal`` with the matrix dims last by default."""
@@ -842,6 +870,6 @@ def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 for _sym in (
     ravel, reshape, view, view_as, reshape_as, flatten, unflatten, squeeze, unsqueeze, permute, transpose, swapaxes,
     swapdims, t, T, mT, H, mH, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
-    vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, linalg_diagonal, aten_slice,
+    vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, unfold, linalg_diagonal, aten_slice,
 ):  # fmt: skip
     __all__.append(_sym.name)
