@@ -542,3 +542,51 @@ def test_a_masked_assignment_of_the_wrong_count_raises_eagers_error():
 
     with pytest.raises(ValueError, match=r"value tensor of shape \[2\] cannot be broadcast to indexing result of shape \[3\]"):
         thunder.jit(f)(torch.tensor([1.0, -1, 2, 3]), torch.tensor([1.0, 2.0]))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x, r: x.repeat_interleave(r, dim=0), lambda x, r: x.repeat_interleave(r[:3], dim=1),
+     lambda x, r: torch.repeat_interleave(x[:, 0], r), lambda x, r: torch.repeat_interleave(r),
+     lambda x, r: torch.repeat_interleave(x, r[2:3], dim=0), lambda x, r: torch.bincount(r),
+     lambda x, r: torch.bincount(r, weights=x[:, 0], minlength=6), lambda x, r: r.bincount(minlength=2),
+     lambda x, r: torch.bincount(r[:0], minlength=3)],
+    ids=["rows", "columns", "flat", "one argument", "one count", "bincount", "weights", "method", "empty"],
+)  # fmt: skip
+def test_counts_given_as_tensors_match_eager(fn):
+    """``repeat_interleave`` with per-element counts and ``bincount`` were refused: their sizes depend on values
+    (a sum, a maximum), so the program splits on them; a changing size stops recompiling."""
+    jf = thunder.jit(fn)
+    x = torch.randn(4, 3, dtype=torch.float64)
+    for seed in range(5):
+        torch.manual_seed(seed)
+        r = torch.randint(0, 4, (4,))
+        actual, expected = jf(x, r), fn(x, r)
+        assert actual.dtype == expected.dtype
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    assert thunder.cache_misses(jf) <= 3  # a size that changes to 0 or 1 stays constant (one more entry)
+
+
+def test_gradient_of_repeat_interleave_with_tensor_counts_matches_eager():
+    def f(x, r):
+        return (x.repeat_interleave(r, dim=0) ** 2).sum()
+
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    r = torch.tensor([1, 0, 2, 3])
+    (actual,) = torch.autograd.grad(thunder.jit(f)(x, r), x)
+    (expected,) = torch.autograd.grad(f(x, r), x)
+    torch.testing.assert_close(actual, expected)
+
+
+@pytest.mark.parametrize(
+    "fn,r,match",
+    [(lambda x, r: x.repeat_interleave(r, dim=0), torch.tensor([1, -2, 3, 1]), "repeats can not be negative"),
+     (lambda x, r: x.repeat_interleave(r, dim=0), torch.tensor([1, 2, 3]), "repeats must have the same size as input"),
+     (lambda x, r: torch.bincount(r), torch.tensor([-1, 2]), "bincount only supports 1-d non-negative integral")],
+)  # fmt: skip
+def test_bad_counts_raise_eagers_errors(fn, r, match):
+    x = torch.randn(4, 3)
+    with pytest.raises(RuntimeError, match=match):
+        fn(x, r)
+    with pytest.raises(RuntimeError, match=match):
+        thunder.jit(fn)(x, r)

@@ -15,19 +15,27 @@ from numbers import Number
 import torch
 
 from thunder.core import dtypes, prims
-from thunder.core.errors import ThunderIndexError, ThunderRuntimeError, ThunderTypeError
+from thunder.core.errors import (
+    ThunderIndexError,
+    ThunderRuntimeError,
+    ThunderTypeError,
+    ThunderValueError,
+    UnsupportedOpError,
+)
 from thunder.core.prims.base import is_differentiable
-from thunder.core.proxies import TensorProxy, register_method
+from thunder.core.proxies import TensorProxy, pyval, register_method
 from thunder.core.rules import grad_rules
 from thunder.torch.base import torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import eq
 from thunder.torch.elementwise import where as _where
-from thunder.torch.indexing import getitem, index_put, index_put_, mask_key, setitem
+from thunder.torch.factories import full_like
+from thunder.torch.indexing import getitem, index_add, index_put, index_put_, mask_key, setitem
+from thunder.torch.rearrange import repeat_interleave as _repeat_interleave
 from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
-from thunder.torch.shape import expand, unbind
+from thunder.torch.shape import check_dim, expand, unbind
 
-__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks"]
+__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks", "bincount"]
 
 
 def _count(mask: TensorProxy) -> int:
@@ -102,6 +110,98 @@ def masked_select(a, mask):
     shape = torch.broadcast_shapes(tuple(a.shape), tuple(mask.shape))
     a, mask = expand(a, shape), expand(mask, shape)
     return masked_select_of_size(a, mask, _count(mask))
+
+
+def _repeat_interleave_of_size_impl(a, repeats, dim, n, output_size=None):
+    # Not ``output_size=n``: torch trusts it without checking the counts (negative ones corrupt memory).
+    return torch.repeat_interleave(a, repeats, dim=dim, output_size=output_size)
+
+
+@torchsymbol(id="torch.repeat_interleave_of_size", torch_impl=_repeat_interleave_of_size_impl)
+def repeat_interleave_of_size(a, repeats, dim, n, output_size=None):
+    """``torch.repeat_interleave(a, repeats, dim, output_size=output_size)`` with per-element ``repeats`` (a vector
+    as long as ``a``'s dim) that sum to ``n``."""
+    return TensorProxy.like(a, shape=(*a.shape[:dim], n, *a.shape[dim + 1 :]))
+
+
+@grad_rules.register(repeat_interleave_of_size)
+def _repeat_interleave_of_size_vjp(g, out, a, repeats, dim, n, output_size=None):
+    """Each element's cotangent is the sum of its copies': added at the positions they were copied from."""
+    if not is_differentiable(a):
+        return (None, None, None, None, None)
+    positions = prims.iota(a.shape[dim], start=0, step=1, device=a.device, dtype=dtypes.int64)
+    source = repeat_interleave_of_size(positions, repeats, 0, n, output_size)
+    return (index_add(full_like(a, 0), dim, source, g), None, None, None, None)
+
+
+def repeat_interleave(a, repeats=None, dim=None, *, output_size=None):
+    """``torch.repeat_interleave``. Per-element ``repeats`` (a tensor) make the result's size their sum, a
+    data-dependent value (given by ``output_size`` where the program knows it); the one-argument form
+    ``torch.repeat_interleave(repeats)`` repeats each index ``repeats[i]`` times."""
+    op = "ltorch.repeat_interleave"
+    if repeats is None and isinstance(a, TensorProxy):
+        if a.ndim > 1:
+            raise ThunderValueError(f"{op}: repeats must be 0-dim or 1-dim tensor")
+        a, repeats, dim = prims.iota(a.numel(), start=0, step=1, device=a.device, dtype=a.dtype), a, 0
+    if not (isinstance(a, TensorProxy) and isinstance(repeats, TensorProxy)):
+        return _repeat_interleave(a, repeats, dim, output_size=output_size)
+    if repeats.dtype not in (dtypes.int32, dtypes.int64):
+        raise ThunderTypeError(f"{op}: repeats has to be Long or Int tensor")
+    if repeats.ndim > 1:
+        raise ThunderValueError(f"{op}: repeats must be 0-dim or 1-dim tensor")
+    if dim is None:
+        a, d = prims.reshape(a, (a.numel(),)), 0
+    else:
+        d = check_dim(op, a.ndim, dim)
+        if a.ndim == 0:
+            a = prims.reshape(a, (1,))
+    if repeats.numel() == 1 and a.shape[d] != 1:  # one count for every element, as an int would be
+        repeats = expand(prims.reshape(repeats, (1,)), (a.shape[d],))
+    if repeats.ndim == 0:
+        repeats = prims.reshape(repeats, (1,))
+    if repeats.shape[0] != a.shape[d]:
+        raise ThunderValueError(
+            f"{op}: repeats must have the same size as input along dim, but got repeats.size(0) = {repeats.shape[0]} "
+            f"and input.size(0) = {a.shape[d]}"
+        )
+    if output_size is not None:
+        return repeat_interleave_of_size(a, repeats, d, output_size, output_size)
+    n = prims.sum(prims.convert_element_type(repeats, dtypes.int64), (0,)).item()
+    return repeat_interleave_of_size(a, repeats, d, n)
+
+
+def _bincount_of_size_impl(a, weights, minlength, n):
+    return torch.bincount(a, weights, minlength)
+
+
+@torchsymbol(id="torch.bincount_of_size", torch_impl=_bincount_of_size_impl)
+def bincount_of_size(a, weights, minlength, n):
+    """``torch.bincount(a, weights, minlength)`` where the result has ``n`` bins (the program checked it)."""
+    dtype = dtypes.int64 if weights is None else dtypes.float32 if weights.dtype is dtypes.float32 else dtypes.float64
+    return TensorProxy.like(a, shape=(n,), dtype=dtype, requires_grad=False)
+
+
+def bincount(a, weights=None, minlength=0):
+    """``torch.bincount``: how often each value of ``a`` occurs (the sum of their ``weights``), in
+    ``max(a.max() + 1, minlength)`` bins, a data-dependent count."""
+    op = "ltorch.bincount"
+    _check(op, a)
+    if a.ndim != 1 or a.dtype not in (dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64):
+        raise ThunderRuntimeError(f"{op}: bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None:
+        _check(op, weights)
+        if weights.ndim != 1 or weights.shape[0] != a.shape[0]:
+            raise ThunderRuntimeError(f"{op}: weights should be 1-d and have the same length as input")
+        if weights.device.type != "cpu":  # the result's dtype is the CPU kernel's
+            raise UnsupportedOpError(f"{op}: weights on {weights.device} are not supported yet; call it outside the jitted function")
+    minlength = pyval(minlength)
+    if minlength < 0:
+        raise ThunderRuntimeError(f"{op}: minlength should be >= 0")
+    if a.shape[0] == 0:
+        return bincount_of_size(a, weights, minlength, minlength)
+    top = prims.convert_element_type(prims.amax(a, (0,)), dtypes.int64)
+    n = prims.maximum(prims.add(top, 1), prims.full((), minlength, device=a.device, dtype=dtypes.int64)).item()
+    return bincount_of_size(a, weights, minlength, n)
 
 
 def _is_mask(x) -> bool:
@@ -188,7 +288,9 @@ for _sym, _torch_fns in ((index_put, (torch.index_put, torch.Tensor.index_put)),
     register_method(_sym.name, _with_masks)
 
 for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwhere, (torch.argwhere, torch.Tensor.argwhere)),
-                        (masked_select, (torch.masked_select, torch.Tensor.masked_select))):  # fmt: skip
+                        (masked_select, (torch.masked_select, torch.Tensor.masked_select)),
+                        (repeat_interleave, (torch.repeat_interleave, torch.Tensor.repeat_interleave)),
+                        (bincount, (torch.bincount, torch.Tensor.bincount))):  # fmt: skip
     for _torch_fn in _torch_fns:
         torch_to_thunder_map[_torch_fn] = _fn
     register_method(_fn.__name__, _fn)

@@ -485,7 +485,6 @@ _TABLE: tuple[tuple[Callable, str | None], ...] = (
     (torch.hash_tensor, "hash_tensor"),
     (torch._chunk_cat, None),
     (torch.histogramdd, None),
-    (torch.bincount, "bincount"),
 )
 
 
