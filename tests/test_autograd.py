@@ -1086,6 +1086,30 @@ def test_backward_elementwise_ops_broadcast_their_operands_themselves():
     assert "Fold broadcasts" in names
 
 
+@pytest.mark.parametrize(
+    "fn,v_shape,c_shape",
+    [(lambda v, c: torch.sum(c * v.unsqueeze(0)), (4,), (4,)), (lambda v, c: torch.sum(v.unsqueeze(0) * c), (4,), (4,)),
+     (lambda v, c: (c * v.unsqueeze(0)).mean(), (4,), (4,)), (lambda v, c: (c * v).sum(), (1, 4), (4,)),
+     (lambda v, c: (c * v).sum(), (1, 1, 4), (4,)), (lambda v, c: (c * v).sum(), (1, 2, 4), (2, 4)),
+     (lambda v, c: (c * v).sum(-1).sum(), (1, 4), (4,)), (lambda v, c: (c * v.unsqueeze(0)).sum(), (4,), (3, 4))],
+)  # fmt: skip
+def test_a_folded_broadcast_keeps_the_gradients_rank(fn, v_shape, c_shape):
+    """``c[4] * v.unsqueeze(0)``: the gradient's ``broadcast_in_dim`` of a 0-d cotangent and of ``c`` to (1, 4) was
+    folded into ``torch.mul(g, c)``, which broadcasts to (4,): the sum over dim 0 then gave a 0-d gradient (an
+    invalid gradient alone, a wrong one added to another: Mixtral's load-balancing loss)."""
+    torch.manual_seed(0)
+    v, c, d = torch.randn(v_shape, requires_grad=True), torch.randn(c_shape), torch.randn(v_shape)
+
+    def g(v, c, d):
+        return fn(v, c) + (v * d).sum()
+
+    jg = thunder.jit(g)
+    for f in (g, jg):
+        f(v, c, d).backward()
+    expected = torch.autograd.grad(g(v, c, d), v)[0]
+    torch.testing.assert_close(v.grad, 2 * expected)
+
+
 def test_shape_prims_print_as_the_torch_expressions_they_compute():
     """In executed traces broadcast_in_dim, pad and slice print as tensor expressions for static shapes,
     not calls of reference impls that work the torch call out per call (Note [Shape prims printed inline]

@@ -130,6 +130,29 @@ def test_draws_are_not_merged_reordered_or_dropped():
         torch.testing.assert_close(a, e, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize(
+    "unused",
+    [lambda x: F.dropout(x, 0.5, training=True), lambda x: torch.rand_like(x), lambda x: F.dropout1d(x, 0.3)],
+    ids=["dropout", "rand_like", "dropout1d"],
+)
+def test_a_draw_whose_result_is_unused_still_draws(unused):
+    """Dead-code elimination removed a dropout whose result nothing used (the last layer of XLNet's content
+    stream, CANINE's final transformer): the draws after it, and the generator's state after the call, were
+    not eager's."""
+
+    def f(x):
+        unused(x)
+        return F.dropout(x, 0.5, training=True)
+
+    x = torch.ones(4, 3, 8)
+    torch.manual_seed(0)
+    expected, after = f(x), torch.rand(3)
+    torch.manual_seed(0)
+    actual = thunder.jit(f)(x)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    torch.testing.assert_close(torch.rand(3), after, rtol=0, atol=0)
+
+
 def test_a_generator_of_your_own_is_refused_clearly():
     g = torch.Generator().manual_seed(0)
     with pytest.raises(UnsupportedOpError, match="torch.Generator of your own"):

@@ -21,7 +21,7 @@ from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import autocast_rules, grad_rules
-from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_RAISE, BoundSymbol, Symbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_RAISE, RANDOM, BoundSymbol, Symbol
 from thunder.core.tracectx import current_source_location, get_tracectx, reset_tracectx, set_tracectx, tracectx
 
 __all__ = [
@@ -357,7 +357,9 @@ def live_bound_symbols(
 ) -> list[BoundSymbol]:
     """The bound symbols whose outputs are used (or that have side effects), in order.
 
-    An op that eager could fail at run time (``MAY_RAISE``, itself or an op of its decomposition: an
+    A draw from a random generator (``RANDOM``, itself or an op of its decomposition: ``dropout``) is kept
+    though its result is unused: eager draws it, and the draws after it must be eager's. An op that eager
+    could fail at run time (``MAY_RAISE``, itself or an op of its decomposition: an
     indexing ``__getitem__`` made of ``take``) is kept, so the program fails where eager fails, unless
     ``keep_may_raise`` is False (a backward recomputing what already ran)."""
     needed = set() if needed is None else needed
@@ -369,6 +371,7 @@ def live_bound_symbols(
             or any(o.name in needed for o in bsym.flat_proxy_outs)
             or not _has_outputs(bsym)
             or (keep_may_raise and may_raise(bsym))
+            or draws(bsym)
         ):
             kept.append(bsym)
             needed.update(a.name for a in bsym.flat_proxy_args)
@@ -378,6 +381,11 @@ def live_bound_symbols(
 
 def may_raise(bsym: BoundSymbol) -> bool:
     return MAY_RAISE in bsym.sym.tags or any(may_raise(s) for s in bsym.subsymbols)
+
+
+def draws(bsym: BoundSymbol) -> bool:
+    """Whether the op draws from a random generator (Note [Random ops follow eager's generator])."""
+    return RANDOM in bsym.sym.tags or any(draws(s) for s in bsym.subsymbols)
 
 
 def _has_outputs(bsym: BoundSymbol) -> bool:

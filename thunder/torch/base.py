@@ -26,6 +26,7 @@ from torch.overrides import resolve_name
 from thunder.core import dtypes, prims
 from thunder.core import proxies as _proxies
 from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.prims.shape import broadcast_shapes
 from thunder.core.proxies import NumberProxy, TensorProxy, register_method
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
 from thunder.core.symbolic import is_symbolic
@@ -243,24 +244,6 @@ def is_tensor(x) -> bool:
 
 def is_number(x) -> bool:
     return isinstance(x, (Number, NumberProxy)) and not isinstance(x, torch.Tensor)
-
-
-def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
-    """PyTorch's broadcasting of shapes, with its error text."""
-    ndim = max((len(s) for s in shapes), default=0)
-    result = [1] * ndim
-    for s in shapes:
-        offset = ndim - len(s)
-        for i, n in enumerate(s):
-            cur = result[offset + i]
-            if cur == 1:
-                result[offset + i] = n
-            elif n != 1 and n != cur:
-                raise ThunderValueError(
-                    f"{op}: the size of tensor a ({cur}) must match the size of tensor b ({n}) at non-singleton "
-                    f"dimension {offset + i}: shapes {[list(x) for x in shapes]} cannot be broadcast"
-                )
-    return tuple(result)
 
 
 def expand_to(a: TensorProxy, shape: Sequence[int]) -> TensorProxy:

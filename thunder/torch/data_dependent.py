@@ -25,7 +25,7 @@ from thunder.core.errors import (
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy, pyval, register_method
 from thunder.core.rules import grad_rules
-from thunder.torch.base import torch_to_thunder_map, torchsymbol
+from thunder.torch.base import broadcast_shapes, torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import eq
 from thunder.torch.elementwise import where as _where
 from thunder.torch.factories import full_like
@@ -107,7 +107,7 @@ def masked_select(a, mask):
     _check(op, mask)
     if mask.dtype is not torch.bool:
         raise ThunderTypeError(f"{op}: masked_select: expected BoolTensor for mask, got {mask.dtype}")
-    shape = torch.broadcast_shapes(tuple(a.shape), tuple(mask.shape))
+    shape = broadcast_shapes(op, tuple(a.shape), tuple(mask.shape))
     a, mask = expand(a, shape), expand(mask, shape)
     return masked_select_of_size(a, mask, _count(mask))
 

@@ -239,7 +239,7 @@ def _math_backward_impl(grad_out, query, key, value, weights, mask_shape, scale,
         k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)
     # Broadcast heads or batches are copied out as eager's matmul copies them: the layouts (and so the
     # roundings) of the backward's matmuls are eager's.
-    batch = torch.broadcast_shapes(query.shape[:-2], k.shape[:-2])
+    batch = broadcast_shapes("scaled_dot_product_attention", query.shape[:-2], k.shape[:-2])
 
     def batched(t):
         return t if t.shape[:-2] == batch else t.expand(*batch, *t.shape[-2:]).contiguous()

@@ -22,6 +22,8 @@ from __future__ import annotations
 import torch
 
 from thunder.core import dtypes, prims
+from thunder.core.errors import ThunderValueError
+from thunder.core.prims.shape import broadcast_shapes
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.symbol_lookup import symbol_for
@@ -35,20 +37,23 @@ _BROADCASTING = {prims.add: torch.add, prims.sub: torch.sub, prims.mul: torch.mu
 
 
 def _unexpanded_shape(bsym: BoundSymbol) -> tuple[int, ...] | None:
-    """The shape that torch broadcasting expands to the same result as the ``broadcast_in_dim``
-    ``bsym``: its operand's, or that with ones where dims are inserted; None if it cannot say."""
+    """The shape that its uses take instead of the result of the ``broadcast_in_dim`` ``bsym``: its operand's
+    where torch broadcasting (which aligns shapes on the right) expands that as ``bsym`` does, else the
+    operand's with ones where dims are inserted (a reshape); None if it cannot say."""
     a, shape, dims = bsym.args
     if not all_static(a.shape, shape) or list(dims) != sorted(set(dims)):
         return None
     view = [1] * len(shape)
     for i, d in enumerate(dims):
         view[d] = a.shape[i]
-    return tuple(view)
+    view = tuple(view)
+    return tuple(a.shape) if tuple(a.shape) == view[len(view) - a.ndim :] else view
 
 
 def _takes_it_unexpanded(use: BoundSymbol, name: str, shapes: dict[str, tuple], args: set[str]) -> bool:
     """Whether ``use``, a use of the expanded ``name``, is a broadcasting binary op of two tensors
-    of one inexact dtype whose result keeps its shape when its operands have ``shapes`` (by name).
+    of one inexact dtype whose result keeps its shape (its rank too: ``()`` and ``(4,)`` broadcast to
+    ``(4,)``, not ``(1, 4)``) when its operands have ``shapes`` (by name).
     An add or sub with a trace argument is left alone: it may be the add of a cotangent that
     ``accept_absent_cotangents`` turns into a choice."""
     if use.sym not in _BROADCASTING or use.kwargs or len(use.args) != 2:
@@ -62,8 +67,8 @@ def _takes_it_unexpanded(use: BoundSymbol, name: str, shapes: dict[str, tuple], 
     if use.sym is not prims.mul and (a.name in args or b.name in args):
         return False
     try:
-        broadcast = torch.broadcast_shapes(*(shapes.get(x.name, tuple(x.shape)) for x in (a, b)))
-    except RuntimeError:
+        broadcast = broadcast_shapes("fold_broadcasts", *(shapes.get(x.name, tuple(x.shape)) for x in (a, b)))
+    except ThunderValueError:
         return False
     return tuple(broadcast) == tuple(out.shape)
 
@@ -93,10 +98,9 @@ def fold_broadcasts(trace: TraceCtx) -> TraceCtx:
     with tracectx(new):
         for bsym in trace.bound_symbols:
             if bsym.sym is prims.broadcast_in_dim and bsym.output.name in shapes:
-                a, shape, dims = bsym.args
+                a = bsym.args[0]
                 view = shapes[bsym.output.name]
-                right_aligned = tuple(a.shape) == view[len(view) - a.ndim :]
-                if right_aligned:
+                if view == tuple(a.shape):
                     operand[bsym.output.name] = a
                 else:
                     reshaped = TensorProxy.like(a, shape=view, requires_grad=False)

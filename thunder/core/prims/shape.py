@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 
 import torch
 
@@ -30,6 +31,25 @@ class ShapePrimIDs(enum.Enum):
 
 
 S = ShapePrimIDs
+
+
+def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """PyTorch's broadcasting of shapes, with its error text (``torch.broadcast_shapes`` imports sympy on its first
+    call: a third of a second)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = [1] * ndim
+    for s in shapes:
+        offset = ndim - len(s)
+        for i, n in enumerate(s):
+            cur = result[offset + i]
+            if cur == 1:
+                result[offset + i] = n
+            elif n != 1 and n != cur:
+                raise ThunderValueError(
+                    f"{op}: the size of tensor a ({cur}) must match the size of tensor b ({n}) at non-singleton "
+                    f"dimension {offset + i}: shapes {[list(x) for x in shapes]} cannot be broadcast"
+                )
+    return tuple(result)
 
 
 def _broadcast_in_dim_meta(a, shape, broadcast_dimensions):
