@@ -1057,3 +1057,31 @@ def test_setting_an_environment_variable_inside_is_a_clear_error(environ_var):
     with pytest.raises(ThunderRuntimeError, match="sets the environment variable .* does not replay"):
         thunder.jit(f)(X)
     assert environ_var not in os.environ
+
+
+def test_a_dict_with_its_keys_in_another_order_is_another_input():
+    """The keys were compared as a set: a batch dict with the same keys in another order reused the entry, and
+    the program iterated it in the first call's order."""
+
+    def f(d):
+        return list(d), [v * i for i, v in enumerate(d.values())]
+
+    jf = thunder.jit(f)
+    for d in ({"a": torch.ones(1), "b": torch.ones(1)}, {"b": torch.full((1,), 2.0), "a": torch.ones(1)}):
+        expected, actual = f(d), jf(d)
+        assert actual[0] == expected[0]
+        for a, e in zip(actual[1], expected[1]):
+            torch.testing.assert_close(a, e)
+
+
+def test_keys_and_set_elements_that_are_equal_but_of_other_types_are_other_inputs():
+    """1, 1.0 and True are equal (one dict key, one set element) but the program sees their types."""
+    jf = thunder.jit(lambda x, s: [torch.full((1,), v).dtype for v in s])
+    jg = thunder.jit(lambda x, d: [type(k) for k in d])
+    for s in ({1}, {1.0}, {True}):
+        assert jf(torch.ones(1), s) == [torch.full((1,), v).dtype for v in s]
+    jh = thunder.jit(lambda x, s: sorted(type(v).__name__ for v in s))
+    for s in (frozenset({2, "a"}), frozenset({2.0, "a"})):
+        assert jh(torch.ones(1), s) == sorted(type(v).__name__ for v in s)
+    for d in ({1: 0}, {1.0: 0}, {True: 0}):
+        assert jg(torch.ones(1), d) == [type(k) for k in d]

@@ -548,3 +548,26 @@ def test_an_outside_object_returned_inside_a_new_one_is_the_object_itself(make):
         out = jf(torch.ones(2), b)
         inner = out["box"] if isinstance(out, _Mapping) else out["nested"][0] if isinstance(out, dict) else out.box
         assert inner is b and b.calls == 1
+
+
+class _Record:
+    def __init__(self, n):
+        self.n = n
+
+
+_RECORDS: list = []
+
+
+def test_an_object_made_from_an_int_argument_holds_each_calls_value():
+    """``C(n + 1)``, returned or stored outside: once n was symbolic (automatic dynamic shapes) the object was a
+    constant of the trace, holding the SymInt of the call that traced it (stale values on every later call)."""
+
+    def f(x, n):
+        _RECORDS.append(_Record(n + 1))
+        return x, _Record(n + 1), types.SimpleNamespace(v=n * 2)
+
+    jf = thunder.jit(f)
+    for n in (1, 7, 9, 11):
+        _, made, ns = jf(torch.ones(2), n)
+        for value, expected in ((made.n, n + 1), (_RECORDS[-1].n, n + 1), (ns.v, 2 * n)):
+            assert type(value) is int and value == expected

@@ -43,6 +43,7 @@ from thunder.core.proxies import Proxy
 from thunder.core.pytree import ObjectWithProxies, mapping_type, rebuild_mapping, tree_leaves
 from thunder.core.symbol import Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
+from thunder.core.symbolic import is_symbolic
 from thunder.core.user_code import is_code_like, is_nondeterministic, is_thunder_module, source_location
 
 # Outside containers copied for the program and read lazily; the changes to each that need not read its contents.
@@ -447,8 +448,9 @@ def lift_objects(x: Any, depth: int = 0) -> Any:
 
 
 def _holds_proxy(x: Any) -> bool:
-    """Whether ``x`` is a proxy or a list, tuple or dict holding one (as ``(t, 1)`` does)."""
-    return any(isinstance(leaf, Proxy) for leaf in tree_leaves(x))
+    """Whether ``x`` is a proxy or a symbolic number (an int argument's value in an entry for every int), or a
+    list, tuple or dict holding one (as ``(t, 1)`` does): a value of the call, not of the trace."""
+    return any(isinstance(leaf, Proxy) or is_symbolic(leaf) for leaf in tree_leaves(x))
 
 
 def children_of(value: Any) -> Any:

@@ -371,6 +371,9 @@ def _print_check_value(bsym, printer):
         return [f"if type({name}) is not complex or repr({name}) != {repr(value)!r}: return {printer.miss}"]
     if typ in (int, float, str, complex, bytes):
         return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: return {printer.miss}"]
+    if typ in (set, frozenset) and not all(type(v) is str for v in value):  # {1} == {1.0} == {True}
+        typed = "{" + ", ".join(f"({printer.value(v)}, {printer.constant(type(v), '_type')})" for v in value) + "}"
+        return [f"if {name} != {printer.value(value)} or {{(v, type(v)) for v in {name}}} != {typed}: return {printer.miss}"]
     return [f"if {name} != {printer.value(value)}: return {printer.miss}"]
 
 
@@ -801,14 +804,17 @@ check_outcome = make_prim(
 
 def _print_check_keys(bsym, printer):
     d, keys = bsym.args
+    name = printer.value(d)
     if not keys:
-        return [f"if {printer.value(d)}: return {printer.miss}"]
-    expected = "{" + ", ".join(printer.value(k) for k in keys) + "}"
-    return [f"if {printer.value(d)}.keys() != {expected}: return {printer.miss}"]
+        return [f"if {name}: return {printer.miss}"]
+    condition = f"tuple({name}) != ({', '.join(printer.value(k) for k in keys)},)"
+    if not all(type(k) is str for k in keys):  # 1, 1.0 and True are one key to a dict, but not to the program
+        condition += f" or tuple(map(type, {name})) != ({', '.join(printer.constant(type(k), '_type') for k in keys)},)"
+    return [f"if {condition}: return {printer.miss}"]
 
 
-# ``check_keys(d, keys)``: the dict has exactly these keys (literals, or objects captured by identity
-# and compared as the dict compares them: by hash and equality).
+# ``check_keys(d, keys)``: the dict has exactly these keys, in this order (the program may iterate it), of these
+# types (literals, or objects captured by identity and compared as the dict compares them: by hash and equality).
 check_keys = make_prim(P.CHECK_KEYS, "check_keys", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_keys)
 
 
