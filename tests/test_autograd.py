@@ -1127,3 +1127,25 @@ def test_shape_prims_print_as_the_torch_expressions_they_compute():
     source = str(thunder.last_backward_traces(jf)[-1])
     assert "torch.constant_pad_nd(" in source and ".expand((" in source
     assert "torch_pad(" not in source and "torch_broadcast_in_dim(" not in source
+
+
+def test_requires_grad_on_a_tensor_the_program_made_gives_a_leaf_as_eager():
+    """``delta = torch.zeros_like(x).uniform_(-eps, eps).requires_grad_()`` (an adversarial perturbation): the
+    flag was set on the trace's proxy only, so the returned tensors did not require grad and ``backward`` failed."""
+
+    def pgd_step(model, x, y, eps):
+        delta = torch.zeros_like(x).uniform_(-eps, eps).requires_grad_()
+        return F.cross_entropy(model(x + delta), y), delta
+
+    torch.manual_seed(0)
+    model, x, y = torch.nn.Linear(4, 3), torch.randn(5, 4), torch.randint(0, 3, (5,))
+    torch.manual_seed(1)
+    loss, delta = pgd_step(model, x, y, 0.1)
+    loss.backward()
+    model.zero_grad()
+    torch.manual_seed(1)
+    jloss, jdelta = thunder.jit(pgd_step)(model, x, y, 0.1)
+    jloss.backward()
+    assert jdelta.is_leaf and jdelta.requires_grad and jloss.requires_grad
+    torch.testing.assert_close(jloss, loss)
+    torch.testing.assert_close(jdelta.grad, delta.grad)

@@ -45,6 +45,8 @@ from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import NULL, constructing
 from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.replays import becomes_in_place
+from thunder.core.tracectx import get_tracectx
 from thunder.core.user_code import is_code_like, is_library_module, is_thunder_module, source_location
 
 _NOT_SEEN = object()  # a path not read yet; an attribute the class does not define
@@ -67,6 +69,11 @@ def _module_member_table(obj: Any, name: str) -> str | None:
 
 
 _UNWRITTEN = object()
+
+
+# Set by the torch language: ``leaf_requiring_grad(t)`` records ``t.requires_grad_()`` on a computed tensor (its
+# ``requires_grad_`` symbol), which the torch executor runs on the same tensor.
+leaf_requiring_grad: Callable[[TensorProxy], TensorProxy] | None = None
 
 
 class OutsideReadsMixin:
@@ -322,8 +329,12 @@ class OutsideReadsMixin:
             )
         if not (p.dtype.is_floating_point or p.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        p.requires_grad = True
-        return p
+        record = leaf_requiring_grad
+        trace = get_tracectx()
+        if record is None or trace is None or len(trace.scopes) != 1:
+            p.requires_grad = True
+            return p
+        return becomes_in_place(trace, p, record)  # the run's tensor requires grad too (a leaf, as in eager)
 
     def read_grad(self, p: TensorProxy) -> Any:
         """``p.grad`` in the program: the real ``.grad`` of an input tensor, read (and checked) by the

@@ -11,10 +11,13 @@ Layer: tracing. Imports: core.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from thunder.core import prims
+from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx
 
-__all__ = ["OUTPUTS", "REPLAYS", "place_after_their_values"]
+__all__ = ["OUTPUTS", "REPLAYS", "place_after_their_values", "becomes_in_place"]
 
 REPLAYS = frozenset(
     {prims.python_print, prims.python_log, prims.python_warn, prims.store_attr, prims.store_global, prims.store_cell,
@@ -50,3 +53,23 @@ def place_after_their_values(trace: TraceCtx) -> None:
                 i += len(rest)
                 continue
         i += 1
+
+
+def becomes_in_place(trace: TraceCtx, a: TensorProxy, compute: Callable[[TensorProxy], TensorProxy]) -> TensorProxy:
+    """The tensor object ``a`` becomes ``compute``'s result, in place (Note [In-place shape changes] in
+    ``thunder.torch.shape``): what was recorded so far reads a proxy of the old value (same name, old metadata),
+    but for stores, which keep the object; ``a`` takes the result's name and metadata, so the trace stays in
+    SSA form and later ops depend on the change. Returns ``a``."""
+    before = TensorProxy.like(a)
+    before.name, before.never_requires_grad = a.name, a.never_requires_grad
+    bsyms = trace.bound_symbols
+    for i, b in enumerate(bsyms):
+        if b.sym in REPLAYS and b.sym not in OUTPUTS:
+            continue  # a store keeps the object (see the Note)
+        if any(p is a for p in (*b.flat_proxy_args, *b.flat_proxy_outs)):
+            bsyms[i] = b.rename({a.name: before})
+    out = compute(before)
+    a.name, a.shape, a.ndim = out.name, out.shape, out.ndim
+    a.requires_grad, a.never_requires_grad = out.requires_grad, out.never_requires_grad
+    bsyms[-1] = bsyms[-1].rename({out.name: a})
+    return a

@@ -16,12 +16,13 @@ from __future__ import annotations
 import torch
 
 from thunder.core import dtypes, prims
+from thunder.core import outside_reads as _outside_reads
 from thunder.core.errors import ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy, register_method
 from thunder.core.rules import grad_rules
 from thunder.core.special_calls import deepcopy_tensor as _eager_deepcopy
-from thunder.core.symbol import MAY_ALIAS, MAY_RAISE, UNFUSIBLE
+from thunder.core.symbol import DONT_DCE, MAY_ALIAS, MAY_RAISE, UNFUSIBLE
 from thunder.torch.base import torchsymbol
 from thunder.torch.factories import factory_device
 
@@ -257,6 +258,19 @@ def detach(input):
     It has no prim decomposition: every executor runs it as itself."""
     _check_self("ltorch.detach", input)
     return TensorProxy.like(input, requires_grad=False)
+
+
+@torchsymbol(id="torch.Tensor.requires_grad_", torch_impl=torch.Tensor.requires_grad_, tags=(MAY_ALIAS, DONT_DCE))
+def requires_grad_(a):
+    """``a.requires_grad_()`` on a tensor the program computed from nothing that requires grad: eager makes it a
+    leaf that requires grad (``delta = torch.zeros_like(x).requires_grad_()``), and so does the torch executor, on
+    the same tensor. The tracer records it where the program calls it (``set_requires_grad``); the computation
+    then runs under torch's autograd, which gives the leaf its ``.grad``."""
+    _check_self("ltorch.requires_grad_", a)
+    return TensorProxy.like(a, requires_grad=True)
+
+
+_outside_reads.leaf_requiring_grad = requires_grad_
 
 
 def _tensor_data(a: torch.Tensor) -> torch.Tensor:

@@ -27,6 +27,7 @@ from thunder.core.errors import (
 )
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
+from thunder.core.replays import becomes_in_place
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import MAY_RAISE
 from thunder.core.symbolic import is_symbolic, pin, pin_index
@@ -259,21 +260,7 @@ def _in_place_view(sym, name: str) -> None:
             )
         if a.requires_grad and torch.is_grad_enabled() and a.is_leaf:
             raise ThunderRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        from thunder.core.replays import OUTPUTS, REPLAYS  # the tracer's records of what the program stored
-
-        before = TensorProxy.like(a)
-        before.name, before.never_requires_grad = a.name, a.never_requires_grad
-        bsyms = trace.bound_symbols
-        for i, b in enumerate(bsyms):
-            if b.sym in REPLAYS and b.sym not in OUTPUTS:
-                continue  # a store keeps the object (see the Note)
-            if any(p is a for p in (*b.flat_proxy_args, *b.flat_proxy_outs)):
-                bsyms[i] = b.rename({a.name: before})
-        out = sym(before, *args, **kwargs)
-        a.name, a.shape, a.ndim = out.name, out.shape, out.ndim
-        a.requires_grad, a.never_requires_grad = out.requires_grad, out.never_requires_grad
-        bsyms[-1] = bsyms[-1].rename({out.name: a})
-        return a
+        return becomes_in_place(trace, a, lambda before: sym(before, *args, **kwargs))
 
     method.__name__ = name
     register_method(name, method)
