@@ -1149,3 +1149,25 @@ def test_requires_grad_on_a_tensor_the_program_made_gives_a_leaf_as_eager():
     assert jdelta.is_leaf and jdelta.requires_grad and jloss.requires_grad
     torch.testing.assert_close(jloss, loss)
     torch.testing.assert_close(jdelta.grad, delta.grad)
+
+
+@pytest.mark.parametrize("dropout_p", [0.0, 0.1])
+def test_backward_of_a_call_made_under_the_callers_autocast_is_eagers(dropout_p):
+    """``with torch.autocast("cpu", dtype=torch.bfloat16): out = jitted(q, k, v)``: the gradient rules' ops were
+    recorded under the caller's autocast too, so a float32 matmul's gradient came out bfloat16 (an internal error
+    for every Hugging Face model trained under autocast with attention dropout)."""
+
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 12, 8, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    mask = torch.randn(12, 12, dtype=torch.bfloat16, requires_grad=True)  # a mask that requires grad: decomposed
+    grads = []
+    for fn in (f, thunder.jit(f)):
+        torch.manual_seed(1)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = fn(q, k, v, mask)
+        grads.append(torch.autograd.grad(out.float().sum(), (q, k, v, mask)))
+    for a, e in zip(*reversed(grads)):
+        torch.testing.assert_close(a, e, atol=2e-2, rtol=2e-2)

@@ -102,6 +102,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self.record_history = record_history
         self.symbol_lookup = symbol_lookup
         self.computation = TraceCtx(fn, name="computation")
+        self.computation.follows_autocast = True
         self.prologue = TraceCtx(fn, name="prologue")
         self.prologue.varargs, self.prologue.varkwargs = "args", "kwargs"
         self.inputs: list[tuple[Proxy, Any]] = []  # (prologue proxy, what the computation sees), in order

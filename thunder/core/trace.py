@@ -109,6 +109,10 @@ class TraceCtx:
         self.grad_mode_read = False  # whether what the trace computed depends on torch's grad mode
         self.autocast_read: set[str] = set()  # device types whose autocast state the trace depends on
         self.autocast_cast = False  # whether autocast changed a dtype in it
+        # Whether torch.autocast casts the inputs of the ops recorded at its top level: in the trace of the
+        # program's own code (Note [Autocast]), not in those the passes make (a gradient rule's matmul under a
+        # caller's autocast would be cast to the autocast dtype).
+        self.follows_autocast = False
         self._callable = None
 
     # --- names -------------------------------------------------------------------------
@@ -157,7 +161,7 @@ class TraceCtx:
             new_args, new_kwargs = _numbers_from_numpy(sym, args, kwargs, leaves)
             if new_args is not args or new_kwargs is not kwargs:
                 args, kwargs, leaves = new_args, new_kwargs, None
-        if top and sym in autocast_rules:
+        if top and self.follows_autocast and sym in autocast_rules:
             new_args, new_kwargs = self._autocast(sym, args, kwargs)
             if new_args is not args or new_kwargs is not kwargs:
                 args, kwargs, leaves = new_args, new_kwargs, None
