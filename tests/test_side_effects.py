@@ -571,3 +571,18 @@ def test_an_object_made_from_an_int_argument_holds_each_calls_value():
         _, made, ns = jf(torch.ones(2), n)
         for value, expected in ((made.n, n + 1), (_RECORDS[-1].n, n + 1), (ns.v, 2 * n)):
             assert type(value) is int and value == expected
+
+
+def test_a_symbolic_size_added_to_a_set_argument_is_an_input_of_the_computation():
+    """``s.add(x.shape[0])``: the replay that writes the set back named the symbolic size, but the computation's
+    parameters were worked out without looking into sets, so the second shape failed with a NameError."""
+
+    def f(x, s):
+        s.add(x.shape[0])
+        return x * len(s)
+
+    jf = thunder.jit(f)
+    for n in (2, 3, 4):
+        s, t = {1}, {1}
+        torch.testing.assert_close(jf(torch.ones(n), s), f(torch.ones(n), t))
+        assert s == t

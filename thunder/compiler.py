@@ -647,8 +647,10 @@ def _used_symbol_names(trace: TraceCtx) -> set[str]:
     names: set[str] = set()
     for bsym in trace.bound_symbols:
         for leaf in tree_leaves((bsym.args, bsym.kwargs)):
-            if is_symbolic(leaf):
-                names |= leaf.names
+            # A set is a leaf to the pytree, but its items are printed (a replay's ``s.update([1, x_0])``)
+            for value in leaf if isinstance(leaf, (set, frozenset)) else (leaf,):
+                if is_symbolic(value):
+                    names |= value.names
     return names
 
 
