@@ -283,8 +283,7 @@ def test_foreach_out_of_place_is_differentiable():
 
 
 def test_foreach_sgd_with_momentum_steps_as_eager():
-    # ``opt.step()`` itself is not a program thunder traces (torch.optim wraps it in a profiler
-    # record_function); the functional form it calls is.
+    # The functional form ``opt.step()`` calls (test_optimizer_step_steps_as_eager below: the step itself).
     from torch.optim.sgd import sgd
 
     def step(params, grads, bufs):
@@ -596,3 +595,46 @@ def test_index_put_with_a_boolean_mask_selects_its_true_elements(fn):
         torch.manual_seed(seed)
         a, m = torch.randn(5, 4), torch.rand(5) > 0.4
         _assert_same(jf(a, m), fn(a, m))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda p: torch.optim.SGD(p, lr=0.1), lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+     lambda p: torch.optim.AdamW(p, lr=0.01), lambda p: torch.optim.Adam(p, lr=0.01, foreach=True),
+     lambda p: torch.optim.RMSprop(p, lr=0.01), lambda p: torch.optim.Adagrad(p, lr=0.1)],
+    ids=["sgd", "nesterov", "adamw", "adam foreach", "rmsprop", "adagrad"],
+)  # fmt: skip
+def test_optimizer_step_steps_as_eager(make):
+    """``thunder.jit(opt.step)``: the step opens a profiler range (``record_function``), which was refused, and
+    its ``state`` is a dict keyed by the parameters, which the program indexes with the parameters it reads from
+    ``param_groups``: those lookups missed (a ``defaultdict`` gave fresh state, silently)."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    twin = copy.deepcopy(model)
+    opt, opt_twin = make(model.parameters()), make(twin.parameters())
+    jstep = thunder.jit(opt_twin.step)
+    for _ in range(4):
+        x = torch.randn(5, 4)
+        for m, o, step in ((model, opt, opt.step), (twin, opt_twin, jstep)):
+            o.zero_grad()
+            m(x).pow(2).mean().backward()
+            step()
+        for a, b in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(b, a, rtol=0, atol=1e-6)
+    assert thunder.cache_misses(jstep) <= 2  # the state is made on the first step
+
+
+def test_a_dict_keyed_by_a_tensor_the_program_reads_finds_its_entry():
+    import collections
+
+    w = torch.nn.Parameter(torch.ones(2))
+    scales = collections.defaultdict(lambda: 1.0, {w: 3.0})
+
+    def f(x, w):
+        return x * scales[w]
+
+    jf = thunder.jit(f)
+    for p in (w, torch.nn.Parameter(torch.ones(2)), w):
+        torch.testing.assert_close(jf(torch.ones(2), p), f(torch.ones(2), p))

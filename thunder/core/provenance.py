@@ -276,7 +276,7 @@ class ProvenanceMixin:
                     self._emit(prims.unpack_call, dict.__getitem__, (holder, k), {}, p, output=p)
                 else:
                     self._emit(prims.unpack_key, holder, k, p, output=p)
-                seen[k] = self.unpack_value(value[k], p, p.name)
+                seen[self._key_seen_as(k)] = self.unpack_value(value[k], p, p.name)
             return seen
         self._check(prims.check_expr, f"len({holder.name}) == {len(value)}", (holder,))
         items = [self._item_proxy(v, f"{name}_{i}") for i, v in enumerate(value)]
@@ -295,6 +295,19 @@ class ProvenanceMixin:
 
     def _check_keys(self, holder: Proxy, keys: tuple) -> None:
         self._check(prims.check_keys, holder, keys)
+
+    def _key_seen_as(self, key: Any) -> Any:
+        """A key of an outside dict as the program sees it. A tensor the program also read another way (an
+        optimizer's ``state``, keyed by the parameters it reads from ``param_groups``) is its proxy there, so that
+        ``state[p]`` finds it; the prologue checks that the tensor read that way is this key."""
+        if not isinstance(key, torch.Tensor):
+            return key
+        p = self._proxy_for.get(id(key))
+        holder = self._provenance.get(id(key))
+        if not isinstance(p, Proxy) or holder is None:
+            return key
+        self._check(prims.check_identity, holder, key)
+        return p
 
     def _iterator_input(self, it, holder: Proxy, name: str) -> iterators.TracedIterator:
         """An iterator argument: the program pulls items from it, and every call's prologue makes the same pulls

@@ -15,6 +15,11 @@ import optree
 
 NAMESPACE = "thunder"
 
+# Dicts flatten in insertion order, as Python iterates them (optree sorts their keys by default: a dict keyed by
+# tensors, such as an optimizer's ``state``, would compare them). Set for good: the mode is global per namespace.
+_INSERTION_ORDER = optree.dict_insertion_ordered(True, namespace=NAMESPACE)  # kept: closing it would end the mode
+_INSERTION_ORDER.__enter__()
+
 # Slices are nodes, not leaves: an index key such as ``(slice(i, None), t)`` may hold proxies,
 # and a bound symbol's flat args must find them (and ``rename`` must substitute them).
 optree.register_pytree_node(

@@ -353,7 +353,8 @@ class _IdentityList(list):
         if len(self) != len(other):
             return False
         if self.mapping:
-            return all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(self, other))
+            return all(v1 is v2 and (k1 is k2 or (not isinstance(k1, (Proxy, torch.Tensor)) and k1 == k2))
+                       for (k1, v1), (k2, v2) in zip(self, other))  # fmt: skip
         return all(a is b for a, b in zip(self, other))
 
     def __ne__(self, other):

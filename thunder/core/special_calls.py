@@ -284,6 +284,10 @@ class SpecialCallsMixin:
             torch.autograd.function.FunctionMeta: torch.autograd.function.FunctionMeta,
             _hookless: self._hookless,
             print: self._print,
+            # A profiler range (``torch.profiler.record_function``, which every torch.optim step opens) changes no
+            # value: in a trace its ``with`` does nothing (thunder's ranges: Note [Profiling ranges] in codegen).
+            torch.autograd.profiler.record_function.__enter__: lambda cm: cm,
+            torch.autograd.profiler.record_function.__exit__: lambda cm, *exc_info: None,
         }
 
     def _refuse_backward_hook(self, module: torch.nn.Module, *hooks) -> None:
