@@ -638,3 +638,40 @@ def test_a_dict_keyed_by_a_tensor_the_program_reads_finds_its_entry():
     jf = thunder.jit(f)
     for p in (w, torch.nn.Parameter(torch.ones(2)), w):
         torch.testing.assert_close(jf(torch.ones(2), p), f(torch.ones(2), p))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: torch.tensor([x.sum(), x.max()]), lambda x: torch.tensor([x.sum(), 1]),
+     lambda x: torch.tensor([x.to(torch.int32).sum(), 2]), lambda x: torch.tensor([[x[0, 0], x[0, 1]], [x[1, 0], 2.0]]),
+     lambda x: torch.tensor([x.sum(), x.min()], dtype=torch.float64), lambda x: torch.as_tensor([x.sum(), x.max()]),
+     lambda x: (x * 2, torch.tensor([x.sum() * 2]))],
+    ids=["stats", "number", "int32 and int", "nested", "dtype", "as_tensor", "from a value that requires grad"],
+)  # fmt: skip
+def test_a_tensor_from_a_list_of_one_element_tensors_is_eagers(fn):
+    """``torch.tensor([x.sum(), x.max()])`` was refused; each tensor is read as the number it holds, the dtype
+    promotes over them as eager's, and the result requires no grad."""
+    import warnings
+
+    x = torch.randn(2, 2, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # eager's "Converting a tensor with requires_grad=True"
+        expected = fn(x)
+    _assert_same(thunder.jit(fn)(x), expected)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: torch.special.expit(x), lambda x: torch.special.xlogy(x, x.abs()), lambda x: torch.special.logsumexp(x, 0),
+     lambda x: torch.fix(x), lambda x: torch.special.i0(x), lambda x: torch.special.erfinv(x.tanh() * 0.5),
+     lambda x: torch.special.gammaln(x.abs() + 1), lambda x: torch.special.psi(x.abs() + 1),
+     lambda x: x.clone().cumsum_(0), lambda x: x.clone().addmm_(x, x), lambda x: x.clone().masked_scatter_(x > 0, x * 2),
+     lambda x: x.clone().t_() * 2, lambda x: x.clone().transpose_(0, 1).sum(0)],
+    ids=["expit", "xlogy", "logsumexp", "fix", "i0", "erfinv", "gammaln", "psi", "cumsum_", "addmm_", "masked_scatter_",
+         "t_", "transpose_"],
+)  # fmt: skip
+def test_aliases_and_in_place_methods_of_supported_ops(fn):
+    """torch's aliases (``torch.special.expit`` is ``torch.sigmoid``) and in-place methods of supported ops were
+    refused."""
+    x = torch.randn(3, 3, dtype=torch.float64)
+    _assert_same(thunder.jit(fn)(x), fn(x))

@@ -232,7 +232,7 @@ class TraceCtx:
             return
         made: set[str] = set()
         for s in subsymbols if grad_rules.get(sym) is None else ():
-            if any(a.name in active for a in s.flat_proxy_args):
+            if s.sym.id not in NO_GRAD_RESULTS and any(a.name in active for a in s.flat_proxy_args):
                 active.update(o.name for o in s.flat_proxy_outs)
             made.update(o.name for o in s.flat_proxy_outs)
         read = {a.name for a in leaves if isinstance(a, Proxy)}

@@ -59,6 +59,35 @@ from thunder.torch.foreach import declare_foreach_ops as _declare_foreach_ops  #
 
 _declare_foreach_ops()  # from the per-tensor ops, eager ones included (Note [Foreach ops])
 
+# torch's aliases: the same function under another name (``torch.special.expit`` is ``torch.sigmoid``).
+_ALIASES = {
+    torch.special.expit: torch.sigmoid, torch.special.xlogy: torch.xlogy, torch.special.logsumexp: torch.logsumexp,
+    torch.special.i0: torch.i0, torch.special.erf: torch.erf, torch.special.erfc: torch.erfc,
+    torch.special.erfinv: torch.erfinv, torch.special.exp2: torch.exp2, torch.special.expm1: torch.expm1,
+    torch.special.log1p: torch.log1p, torch.special.psi: torch.digamma, torch.special.digamma: torch.digamma,
+    torch.special.gammaln: torch.lgamma, torch.fix: torch.trunc, torch.Tensor.fix: torch.trunc,
+}  # fmt: skip
+
+
+def _declare_aliases_and_in_place_twins() -> None:
+    """The aliases of supported functions, and the in-place methods (``cumsum_``, ``addmm_``) of supported
+    out-of-place ones that have no twin yet: computed out of place and copied in, as ``make_inplace`` does."""
+    from thunder.torch.base import make_inplace
+
+    for alias, target in _ALIASES.items():
+        if alias not in torch_to_thunder_map and target in torch_to_thunder_map:
+            torch_to_thunder_map[alias] = torch_to_thunder_map[target]
+    for name in ("addmm", "addmv", "addbmm", "baddbmm", "addr", "cumsum", "cumprod", "scatter_reduce", "masked_scatter",
+                 "put", "index_reduce", "logit", "fix", "renorm", "nan_to_num", "clamp_min", "clamp_max", "xlogy",
+                 "hypot", "ldexp", "copysign", "nextafter", "float_power", "lerp", "logical_not", "fmod", "remainder"):  # fmt: skip
+        method = getattr(torch.Tensor, f"{name}_", None)
+        sym = torch_to_thunder_map.get(getattr(torch.Tensor, name, None)) or torch_to_thunder_map.get(getattr(torch, name, None))
+        if method is not None and sym is not None and method not in torch_to_thunder_map:
+            torch_to_thunder_map[method] = make_inplace(sym, method_name=f"{name}_")
+
+
+_declare_aliases_and_in_place_twins()
+
 
 def _export_by_name() -> None:
     """Printed traces name symbols ``ltorch.<name>``: the eager and random ops (and their VJPs) too."""

@@ -14,6 +14,7 @@ Layer: language. Imports: core, torch.base.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 from numbers import Number
@@ -357,6 +358,55 @@ def randint(low=None, high=None, size=None, *, generator=None, out=None, dtype=N
 # ----------------------------------------------------------------------------------------
 
 
+def _holds_tensors(data) -> bool:
+    if isinstance(data, (list, tuple)):
+        return builtins.any(_holds_tensors(v) for v in data)
+    return isinstance(data, TensorProxy)
+
+
+def _from_tensors(op: str, data, dtype, device) -> TensorProxy:
+    """``torch.tensor([x.sum(), x.max()])``: nested lists of one-element tensors (and numbers), each read as
+    the number it holds, as eager does; the result's dtype promotes over them (a tensor counts with its dtype,
+    a Python float as the default dtype, an int as int64), and it requires no grad."""
+    from thunder.torch.conversions import detach  # (conversions imports this module)
+
+    if dtype is None:
+        leaves: list = []
+
+        def gather(x):
+            for v in x if isinstance(x, (list, tuple)) else (x,):
+                (gather if isinstance(v, (list, tuple)) else leaves.append)(v)
+
+        gather(data)
+        dtype = functools.reduce(
+            torch.promote_types,
+            (v.dtype if isinstance(v, TensorProxy) else _infer_data_dtype(op, v) for v in leaves),
+        )
+
+    def build(x):
+        if isinstance(x, (list, tuple)):
+            parts = [build(v) for v in x]
+            if not parts:
+                return prims.tensor_from_sequence([], device=device, dtype=dtype)
+            shape = parts[0].shape
+            for part in parts[1:]:
+                if part.shape != shape:
+                    raise ThunderValueError(
+                        f"{op}: expected sequence of length {shape[0] if shape else 1} at dim {len(shape)} (got "
+                        f"{part.shape[0] if part.shape else 1})"
+                    )
+            return prims.cat([prims.reshape(part, (1, *shape)) for part in parts], 0)
+        if isinstance(x, TensorProxy):
+            if x.numel() != 1:
+                raise ThunderValueError(f"{op}: only one element tensors can be converted to Python scalars")
+            value = prims.reshape(x, ())
+            value = value if value.device == device else prims.device_put(value, device)
+            return value if value.dtype == dtype else prims.convert_element_type(value, dtype)
+        return prims.full((), x, device=device, dtype=dtype)
+
+    return detach(build(data))
+
+
 def _infer_data_dtype(op: str, data) -> torch.dtype:
     kinds = set()
 
@@ -364,11 +414,6 @@ def _infer_data_dtype(op: str, data) -> torch.dtype:
         if isinstance(x, (list, tuple)):
             for v in x:
                 visit(v)
-        elif isinstance(x, TensorProxy):
-            raise ThunderTypeError(
-                f"{op}: data contains a tensor ({x.name}); build tensors from tensors with torch.stack or "
-                "torch.cat, or use .clone().detach()"
-            )
         elif is_number(x):
             kinds.add(pyval(x).__class__ if not isinstance(x, NumberProxy) else x.python_type)
         elif isinstance(x, Number):
@@ -399,6 +444,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         raise ThunderTypeError(
             f"{op}: data is a tensor; use data.clone().detach() (or .to(dtype)) instead of torch.tensor(tensor)"
         )
+    if _holds_tensors(data):
+        dtype = None if dtype is None else factory_dtype(op, dtype, None)
+        return _finish(op, _from_tensors(op, data, dtype, factory_device(op, device)), requires_grad)
     dtype = factory_dtype(op, dtype, _infer_data_dtype(op, data))
     t = prims.tensor_from_sequence(data, device=factory_device(op, device), dtype=dtype)
     return _finish(op, t, requires_grad)
@@ -413,6 +461,8 @@ def as_tensor(data, *, dtype=None, device=None):
         target = factory_device(op, device, data.device)
         out = data if target == data.device else prims.device_put(data, target)
         return out if dtype == out.dtype else prims.convert_element_type(out, dtype)
+    if _holds_tensors(data):
+        return _from_tensors(op, data, None if dtype is None else factory_dtype(op, dtype, None), factory_device(op, device))
     dtype = factory_dtype(op, dtype, _infer_data_dtype(op, data))
     return prims.tensor_from_sequence(data, device=factory_device(op, device), dtype=dtype)
 

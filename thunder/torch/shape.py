@@ -328,6 +328,12 @@ def t(a):
     return prims.transpose(a, tuple(reversed(range(a.ndim))))
 
 
+_in_place_view(transpose, "transpose_")
+_in_place_view(swapaxes, "swapaxes_")
+_in_place_view(swapdims, "swapdims_")
+_in_place_view(t, "t_")
+
+
 def _tensor_T(a):
     return a.T
 
