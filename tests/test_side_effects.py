@@ -586,3 +586,32 @@ def test_a_symbolic_size_added_to_a_set_argument_is_an_input_of_the_computation(
         s, t = {1}, {1}
         torch.testing.assert_close(jf(torch.ones(n), s), f(torch.ones(n), t))
         assert s == t
+
+
+def test_an_attribute_the_program_sets_on_a_tensor_it_made_is_read_back_and_returned():
+    """``y.tag = 5`` on a value the program made (``nn.Buffer`` sets ``persistent``): tracing stopped at an
+    AttributeError and the call ran eagerly."""
+
+    def f(x):
+        y = x * 2
+        y.tag = 5
+        return y * y.tag, y
+
+    jf = thunder.jit(f)
+    for _ in range(2):
+        out, y = jf(torch.ones(2))
+        torch.testing.assert_close(out, f(torch.ones(2))[0])
+        assert y.tag == 5
+
+
+def test_a_module_with_a_buffer_made_inside_the_function():
+    class Loss(torch.nn.Module):  # Hugging Face's DETR builds its loss module so, when labels are given
+        def __init__(self, n):
+            super().__init__()
+            self.empty_weight = torch.nn.Buffer(torch.ones(n))
+
+    def f(x):
+        return (x * Loss(4).empty_weight).sum()
+
+    x = torch.randn(4)
+    torch.testing.assert_close(thunder.jit(f)(x), f(x))

@@ -133,6 +133,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._calls_instead: dict[int, Callable] = {}  # id(outside callable) -> what its calls run (_call_instead)
         self._asked_hasattr: set[tuple] = set()  # (id(outside object), name), ("global", id(globals), name): checked once
         self._tensor_inputs: dict[int, tuple[Proxy, torch.Tensor]] = {}  # id(proxy) -> (holder, real tensor)
+        self._tensor_attributes: dict[int, dict[str, Any]] = {}  # id(proxy) -> attributes the program set on it
         self._hoisted: dict[str, str] = {}  # prologue name -> the call that makes it (random.random)
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
         self._member_paths: dict[str, str] = {}  # prologue name of a parameter or buffer -> its qualified name

@@ -297,7 +297,11 @@ class OutsideReadsMixin:
         """``p.name`` (also through ``getattr`` and ``hasattr``) where ``torch.Tensor`` has no attribute ``name``: what
         the input tensor has under that name (an attribute of its own, ``t.scale = 2.0``, or its subclass's), read and
         checked by the prologue as an object's; where it has none, eager's AttributeError, and the prologue checks
-        that it still has none. An intermediate has none, as in eager."""
+        that it still has none. An intermediate has none, as in eager, but for those the program set
+        (``set_tensor_attribute``)."""
+        written = self._tensor_attributes.get(id(p))
+        if written is not None and name in written:
+            return written[name]
         found = self._tensor_inputs.get(id(p))
         if found is None:
             raise AttributeError(f"'Tensor' object has no attribute {name!r}")

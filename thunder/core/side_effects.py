@@ -39,7 +39,7 @@ from thunder.core import introspection, iterators, prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.errors import DELETED
 from thunder.core.interpreter.instructions import call_operands
-from thunder.core.proxies import Proxy
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import ObjectWithProxies, mapping_type, rebuild_mapping, tree_leaves
 from thunder.core.symbol import Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
@@ -190,17 +190,24 @@ class SideEffectsMixin:
         self._keepalive.append(cell)
         prims.store_cell(cell, lift_objects(value))
 
-    def store_attr(self, obj: Any, name: str, value: Any) -> None:
+    def store_attr(self, obj: Any, name: str, value: Any) -> bool:
+        """The program's ``obj.name = value`` (``value`` is ``DELETED`` for a ``del``): true where this made the
+        store (an attribute of a traced tensor, ``set_tensor_attribute``), else it records what the store changes
+        outside and the caller makes it."""
+        if isinstance(obj, TensorProxy) and value is not DELETED and not hasattr(torch.Tensor, name):
+            self.set_tensor_attribute(obj, name, value)
+            return True
         holder = self._provenance.get(id(obj))
         if holder is None and isinstance(obj, torch.nn.Module) and self._is_outside(obj):
             holder = self._constant(obj, type(obj).__name__.lower())
             self.unpack_value(obj, holder, holder.name)
         if holder is None or isinstance(obj, Proxy):
-            return
+            return False
         self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
         self._remember(("attr", id(obj), name), lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
         deleted = value is DELETED
         prims.store_attr(self._object_input(holder), name, None if deleted else lift_objects(value), deleted)
+        return False
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
         lazy = self._lazy.get(id(container))
@@ -223,10 +230,24 @@ class SideEffectsMixin:
     def _setattr(self, obj: Any, name: str, value: Any, *, setter: Callable = setattr) -> None:
         """``setattr(obj, name, value)`` (or ``object.__setattr__``, which a frozen dataclass's
         ``__init__`` calls past its own ``__setattr__``) called by the program: a STORE_ATTR."""
-        self.store_attr(obj, name, value)
+        if self.store_attr(obj, name, value):
+            return
         if isinstance(obj, Proxy):  # a traced value answers as what it stands for
             return (introspection.lookaside(setattr) or setattr)(obj, name, value)
         setter(obj, name, value)
+
+    def set_tensor_attribute(self, p: TensorProxy, name: str, value: Any) -> None:
+        """``p.name = value`` where ``torch.Tensor`` has no attribute ``name`` (``nn.Buffer`` sets ``persistent``):
+        later reads in the program see it, and the computation sets it on the call's tensor (a replay), which may
+        leave the function."""
+        if id(p) in self._tensor_inputs:
+            raise ThunderRuntimeError(
+                f"setting {name!r} on {p.name}, a tensor the jitted function was given (at {source_location()}), is not "
+                "supported: it would be set once, while tracing. Set it before the call."
+            )
+        self._tensor_attributes.setdefault(id(p), {})[name] = value
+        self._keepalive.append(p)
+        prims.store_attr(p, name, lift_objects(value), False)
 
     def _delattr(self, obj: Any, name: str, *, deleter: Callable = delattr) -> None:
         self.store_attr(obj, name, DELETED)

@@ -48,7 +48,8 @@ class InterpreterCallbacks:
       loaded ``obj.name``; for method loads ``value`` is the bound method. The returned value is pushed.
     - ``missing_attr(obj, name)``: when loading ``obj.name`` raised AttributeError (before it propagates); what
       it returns, unless ``NULL``, is the attribute's value instead.
-    - ``store_attr(obj, name, value)``: before STORE_ATTR and DELETE_ATTR (``value is DELETED``).
+    - ``store_attr(obj, name, value)``: before STORE_ATTR and DELETE_ATTR (``value is DELETED``); a true return
+      means it made the store itself (an attribute of a traced tensor), and the instruction makes none.
     - ``store_subscr(container, key, value)``: before STORE_SUBSCR / DELETE_SUBSCR (``value is DELETED``) and
       3.12's STORE_SLICE (``key`` is the slice).
     - ``load_deref(fn_code, name, value, cell) -> value``: when LOAD_DEREF / LOAD_CLASSDEREF (3.12:

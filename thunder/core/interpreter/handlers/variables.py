@@ -366,8 +366,8 @@ def STORE_ATTR(inst, frame):
     obj = stack.pop()
     v = stack.pop()
     cb = frame.ctx.cb_store_attr
-    if cb is not None:
-        cb(obj, inst.argval, v)
+    if cb is not None and cb(obj, inst.argval, v):
+        return
     setattr(obj, inst.argval, v)
 
 
