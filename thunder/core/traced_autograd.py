@@ -88,11 +88,16 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
         outputs = [t for t in tree_leaves(out) if isinstance(t, TensorProxy)]
         placeholders = [TensorProxy.like(t, requires_grad=False) for t in outputs]
         scratch: list[BoundSymbol] = []
-        trace.scopes.append(scratch)
-        try:
-            grads = call(cls.backward, (ctx, *placeholders))
-        finally:
-            trace.scopes.pop()
+        inputs = [a for a in args if isinstance(a, TensorProxy)]
+        differentiable = grad_enabled and any(a.requires_grad for a in inputs)
+        if differentiable:
+            trace.scopes.append(scratch)
+            try:
+                grads = call(cls.backward, (ctx, *placeholders))
+            finally:
+                trace.scopes.pop()
+        else:  # eager never runs the backward (``Dirichlet.sample()``'s reads ops thunder has no symbol for)
+            grads = (None,) * len(args)
     finally:
         torch._C._set_grad_enabled(grad_enabled)
     grads = grads if isinstance(grads, tuple) else (grads,)
@@ -104,11 +109,9 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
     defined = {o.name for b in scratch for o in b.flat_proxy_outs} | {p.name for p in placeholders}
     reads = {a.name: a for b in scratch for a in b.flat_proxy_args if a.name not in defined}
     reads.update((g.name, g) for g in grads if isinstance(g, Proxy) and g.name not in defined)
-    inputs = [a for a in args if isinstance(a, TensorProxy)]
     input_grads = [g for a, g in zip(args, grads) if isinstance(a, TensorProxy)]
     extra = [p for name, p in reads.items() if name not in {a.name for a in inputs}]
 
-    differentiable = grad_enabled and any(a.requires_grad for a in inputs)
     results = [
         TensorProxy.like(
             t, requires_grad=differentiable and t.name not in ctx.non_differentiable and t.dtype.is_floating_point

@@ -66,6 +66,7 @@ _ALIASES = {
     torch.special.erfinv: torch.erfinv, torch.special.exp2: torch.exp2, torch.special.expm1: torch.expm1,
     torch.special.log1p: torch.log1p, torch.special.psi: torch.digamma, torch.special.digamma: torch.digamma,
     torch.special.gammaln: torch.lgamma, torch.fix: torch.trunc, torch.Tensor.fix: torch.trunc,
+    torch._is_all_true: torch.all, torch._is_any_true: torch.any,  # torch.distributions' argument validation
 }  # fmt: skip
 
 
