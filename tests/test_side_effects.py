@@ -615,3 +615,37 @@ def test_a_module_with_a_buffer_made_inside_the_function():
 
     x = torch.randn(4)
     torch.testing.assert_close(thunder.jit(f)(x), f(x))
+
+
+def test_zero_grad_and_grad_assignments_inside_the_function():
+    """``opt.zero_grad()`` (``p.grad = None``), ``p.grad = g`` and ``del p.grad`` inside the function: ``.grad``
+    had no setter on a traced tensor, and the call ran eagerly."""
+    import copy
+
+    model = torch.nn.Linear(3, 2)
+    twin = copy.deepcopy(model)
+    opt, opt_twin = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(twin.parameters(), lr=0.1)
+    jzero = thunder.jit(lambda opt: opt.zero_grad())
+    for _ in range(2):
+        x = torch.randn(4, 3)
+        model(x).sum().backward()
+        twin(x).sum().backward()
+        opt.zero_grad()
+        jzero(opt_twin)
+        assert twin.weight.grad is None and twin.bias.grad is None
+
+    def set_and_read(p):
+        p.grad = torch.ones_like(p) * 2
+        return p * 1, p.grad
+
+    p = torch.nn.Parameter(torch.ones(2))
+    _, g = thunder.jit(set_and_read)(p)
+    torch.testing.assert_close(p.grad, torch.full((2,), 2.0))
+    torch.testing.assert_close(g, p.grad)
+
+    def delete(p):
+        del p.grad
+        return p * 1
+
+    thunder.jit(delete)(p)
+    assert p.grad is None

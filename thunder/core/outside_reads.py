@@ -343,6 +343,9 @@ class OutsideReadsMixin:
     def read_grad(self, p: TensorProxy) -> Any:
         """``p.grad`` in the program: the real ``.grad`` of an input tensor, read (and checked) by the
         prologue; an intermediate has none, as in eager."""
+        written = self._tensor_attributes.get(id(p))
+        if written is not None and "grad" in written:  # the program set it (``SideEffectsMixin.set_grad``)
+            return written["grad"]
         found = self._tensor_inputs.get(id(p))
         if found is None:
             return None

@@ -197,6 +197,9 @@ class SideEffectsMixin:
         if isinstance(obj, TensorProxy) and value is not DELETED and not hasattr(torch.Tensor, name):
             self.set_tensor_attribute(obj, name, value)
             return True
+        if isinstance(obj, TensorProxy) and name == "grad":
+            self.set_grad(obj, None if value is DELETED else value)
+            return True
         holder = self._provenance.get(id(obj))
         if holder is None and isinstance(obj, torch.nn.Module) and self._is_outside(obj):
             holder = self._constant(obj, type(obj).__name__.lower())
@@ -249,8 +252,26 @@ class SideEffectsMixin:
         self._keepalive.append(p)
         prims.store_attr(p, name, lift_objects(value), False)
 
+    def set_grad(self, p: TensorProxy, value: Any) -> None:
+        """``p.grad = value`` (``optimizer.zero_grad()`` sets it to None; ``del p.grad`` too): later reads in the
+        program see it, and the computation sets it on the call's tensor, with eager's checks."""
+        if value is not None:
+            if not isinstance(value, TensorProxy):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value.dtype != p.dtype or value.device != p.device:
+                raise RuntimeError(
+                    f"assigned grad has data of a different type or device: {value.dtype} on {value.device}, the "
+                    f"tensor's is {p.dtype} on {p.device}"
+                )
+            if tuple(value.shape) != tuple(p.shape):
+                raise RuntimeError("assigned grad has data of a different size")
+        self._tensor_attributes.setdefault(id(p), {})["grad"] = value
+        self._keepalive.append(p)
+        prims.store_attr(p, "grad", value, False)
+
     def _delattr(self, obj: Any, name: str, *, deleter: Callable = delattr) -> None:
-        self.store_attr(obj, name, DELETED)
+        if self.store_attr(obj, name, DELETED):
+            return
         deleter(obj, name)
 
     def _remember(self, key: tuple, current: Callable[[], Any], restore: Callable[[Any], None]) -> None:

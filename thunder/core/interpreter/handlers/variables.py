@@ -375,6 +375,6 @@ def STORE_ATTR(inst, frame):
 def DELETE_ATTR(inst, frame):
     obj = frame.stack.pop()
     cb = frame.ctx.cb_store_attr
-    if cb is not None:
-        cb(obj, inst.argval, DELETED)
+    if cb is not None and cb(obj, inst.argval, DELETED):
+        return
     delattr(obj, inst.argval)
