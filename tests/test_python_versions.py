@@ -245,3 +245,23 @@ def test_type_parameters_run_as_cpython_runs_them():
     expected, *expected_rest = f(x)
     torch.testing.assert_close(out, expected)
     assert rest == expected_rest
+
+
+def test_a_warning_of_a_script_issues_no_warning_of_its_own():
+    """3.12+: ``warnings.warn_explicit`` given the globals of a module without ``__spec__.loader`` (a script's) warns
+    "Module globals is missing a __spec__.loader"; eager's ``warnings.warn`` passes no globals, so neither does the
+    replay."""
+    import importlib.machinery
+    import warnings
+
+    namespace = {"__name__": "__main__", "__spec__": None, "warnings": warnings,
+                 "__loader__": importlib.machinery.SourceFileLoader("__main__", __file__)}  # fmt: skip
+    exec("def f(x):\n    warnings.warn('careful')\n    return x + 1", namespace)
+
+    def collect(fn):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn(torch.ones(2))
+        return [(w.category, str(w.message)) for w in caught]
+
+    assert collect(thunder.jit(namespace["f"])) == collect(namespace["f"]) == [(UserWarning, "careful")]

@@ -139,8 +139,13 @@ def elementwise(rng, ctx):
     choice = rng.random()
     if choice < 0.45:
         return _s("elementwise", "unary op", f"acc = {_op(rng, ctx, UNARY)}")
-    if choice < 0.75:
+    if choice < 0.7:
         return _s("elementwise", "binary op with a tensor", f"acc = {_op(rng, ctx, BINARY_W)}", needs={"w"})
+    if choice < 0.75 and ctx.kind == "float":  # operands of other ranks, the lower one first (Mixtral's loss)
+        body = _pick(rng, ("acc = torch.linspace(0.5, 1.5, acc.shape[-1] if acc.ndim else 1) * acc.unsqueeze(0)",
+                           "acc = acc.unsqueeze(0).unsqueeze(0) * acc + acc.sum()",
+                           "acc = (acc.reshape(1, -1) * acc.reshape(-1)).sum() + acc"))  # fmt: skip
+        return _s("elementwise", "broadcast between operands of other ranks", body)
     pool = "float" if ctx.kind == "float" and rng.random() < 0.5 else "any"
     return _s(
         "elementwise", "binary op with a Python number", f"acc = {_op(rng, ctx, BINARY_N)}", needs={"n"}, n_pool=pool
@@ -507,6 +512,15 @@ def containers(rng, ctx):
             "containers", "global dict with int keys mutated in place", reads, setup="D{u} = {1: 2.0, 2: 3.0}",
             mutations=["D{u}[1] = 5.0", "D{u}[3] = 1.0", "D{u}.pop(3, None)", "D{u}[2] = -0.0", "D{u}.clear()", "D{u}.update({1: 2.0, 2: 3.0})"],
         )  # fmt: skip
+    if choice < 0.55:  # the same keys in another order, or keys equal but of another type (1, 1.0, True)
+        reads = _pick(rng, ("ret.append(list(K{u}))", "for k, v in K{u}.items():\n    acc = acc + v",
+                            "ret.append([type(k).__name__ for k in K{u}])", "ret.append(list(K{u}.values()))"))  # fmt: skip
+        return _s(
+            "containers", "global dict replaced by one with its keys reordered or retyped", reads,
+            setup="K{u} = {'a': 1.0, 'b': 2.0}",
+            mutations=["K{u} = {'b': 2.0, 'a': 1.0}", "K{u} = {1: 1.0, 2: 2.0}", "K{u} = {1.0: 1.0, 2: 2.0}",
+                       "K{u} = {True: 1.0, 2: 2.0}", "K{u} = {'a': 1.0, 'b': 2.0}"],
+        )  # fmt: skip
     if choice < 0.65:
         return _s(
             "containers", "global config dict mutated in place",
@@ -597,6 +611,14 @@ def objects(rng, ctx):
                 "m.lin.weight.requires_grad_(False)", "m.lin.weight = torch.nn.Parameter(torch.ones(4, 4))",
             ],
             needs={"owner", "lastdim4"},
+        )  # fmt: skip
+    if choice < 0.82:  # an object the program makes from a number of the call, returned or stored outside
+        body = _pick(rng, ("ret.append(types.SimpleNamespace(v=n + 1, w=[n]))", "OBJS{u}.append(types.SimpleNamespace(v=n * 2))",
+                           "ret.append(_Rec{u}(n, acc.shape))"))  # fmt: skip
+        return _s(
+            "objects", "an object made from an int of the call", body,
+            setup="OBJS{u} = []\n@dataclasses.dataclass\nclass _Rec{u}:\n    n: int\n    shape: tuple",
+            state=("OBJS{u}",), needs={"n"}, n_pool="int", mutations=["OBJS{u}.clear()"],
         )  # fmt: skip
     if choice < 0.85:
         return _s(
@@ -792,6 +814,12 @@ def randomness(rng, ctx):
         make = _pick(rng, ("random.Random", "numpy.random.default_rng", "numpy.random.RandomState"))
         return _s("randomness", "a global generator", "ret.append(G{u}.random())",
                   setup=f"G{{u}} = {make}(3)", mutations=[f"G{{u}} = {make}(5)", f"G{{u}} = {make}(3)"])  # fmt: skip
+    if rng.random() < 0.25:  # a draw whose result nothing uses still moves the generator (eager draws it)
+        ctx.kind = "float"
+        body = _pick(rng, ("torch.nn.functional.dropout(acc.float(), 0.5, training=True)\nacc = acc * torch.rand(())",
+                           "_ = torch.rand_like(acc.float())\nacc = torch.nn.functional.dropout(acc.float(), 0.3)",
+                           "torch.randn(3)\nret.append(torch.rand(2))"))  # fmt: skip
+        return _s("randomness", "an unused draw before a used one", body)
     body = _pick(rng, (
         "acc = acc * random.random()", "acc = acc + random.randint(0, 3)", "ret.append(random.choice(['a', 'b', 'c']))",
         "ret.append(random.random())", "acc = acc * numpy.random.rand()", "ret.append(numpy.random.beta(0.4, 0.4))",

@@ -523,7 +523,7 @@ class SpecialCallsMixin:
                 raise message if isinstance(message, Warning) else category(message)
             if warnings._showwarnmsg_impl is not self._warnings_state[2]:  # type: ignore[attr-defined]
                 registry = namespace.setdefault("__warningregistry__", {})
-                warnings.warn_explicit(message, category, filename, lineno, module, registry, namespace)
+                warnings.warn_explicit(message, category, filename, lineno, module, registry)  # as eager's: no globals
                 return
         prims.python_warn(snapshot(lift_objects(message)), category, filename, lineno, prims.ModuleGlobals(namespace))
 

@@ -603,7 +603,9 @@ def _print_warn(bsym, printer):
     namespace = printer.constant(module_globals.namespace, "_globals")
     module = repr(module_globals.namespace.get("__name__", "<string>"))
     parts = [printer.value(message), printer.constant(category, "_category"), repr(filename), repr(lineno), module]
-    parts += [f"{namespace}.setdefault('__warningregistry__', {{}})", namespace]
+    # No module_globals, as eager's ``warnings.warn`` passes none (3.12+ warns of a module whose globals have no
+    # ``__spec__.loader``, a script's, when given them).
+    parts += [f"{namespace}.setdefault('__warningregistry__', {{}})"]
     return [f"{printer.add_ctx('_warnings', warnings)}.warn_explicit({', '.join(parts)})"]
 
 
