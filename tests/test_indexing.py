@@ -123,3 +123,13 @@ def test_a_list_of_ints_is_wrapped_and_bounds_checked_while_tracing():
     assert torch.equal(x.grad, torch.tensor([[2.0, 0, 0, 2.0]] * 3))
     with pytest.raises(IndexError, match="index -5 is out of bounds for dimension 1 with size 4"):
         thunder.jit(lambda x: x[:, [-5]])(x)
+
+
+def test_setitem_called_as_a_method_returns_none_as_eager():
+    def f(x):
+        r = x.__setitem__(0, 5.0)
+        return r is None, x
+
+    x = torch.zeros(2)
+    assert thunder.jit(f)(x.clone())[0] is True
+    torch.testing.assert_close(thunder.jit(f)(x.clone())[1], f(x.clone())[1])

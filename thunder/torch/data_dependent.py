@@ -256,9 +256,10 @@ def _selects_by_count(a, key, value, accumulate: bool = False) -> bool:
     return isinstance(value, TensorProxy) and value.ndim > rest and not (value.ndim == rest + 1 and value.shape[0] == 1)
 
 
-def setitem_with_masks(a, key, value):
-    """``a[key] = value``, a mask selecting by its True elements where ``_selects_by_count`` says so."""
-    return setitem(a, _mask_indices(a, key) if _selects_by_count(a, key, value) else key, value)
+def setitem_with_masks(a, key, value) -> None:
+    """``a[key] = value``, a mask selecting by its True elements where ``_selects_by_count`` says so. Returns
+    None, as ``Tensor.__setitem__`` does (``x.__setitem__(i, v) or x``)."""
+    setitem(a, _mask_indices(a, key) if _selects_by_count(a, key, value) else key, value)
 
 
 def _index_put_with_masks(sym):
