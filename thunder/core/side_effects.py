@@ -242,12 +242,7 @@ class SideEffectsMixin:
     def set_tensor_attribute(self, p: TensorProxy, name: str, value: Any) -> None:
         """``p.name = value`` where ``torch.Tensor`` has no attribute ``name`` (``nn.Buffer`` sets ``persistent``):
         later reads in the program see it, and the computation sets it on the call's tensor (a replay), which may
-        leave the function."""
-        if id(p) in self._tensor_inputs:
-            raise ThunderRuntimeError(
-                f"setting {name!r} on {p.name}, a tensor the jitted function was given (at {source_location()}), is not "
-                "supported: it would be set once, while tracing. Set it before the call."
-            )
+        leave the function or be the caller's."""
         self._tensor_attributes.setdefault(id(p), {})[name] = value
         self._keepalive.append(p)
         prims.store_attr(p, name, lift_objects(value), False)
