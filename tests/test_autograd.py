@@ -1171,3 +1171,40 @@ def test_backward_of_a_call_made_under_the_callers_autocast_is_eagers(dropout_p)
         grads.append(torch.autograd.grad(out.float().sum(), (q, k, v, mask)))
     for a, e in zip(*reversed(grads)):
         torch.testing.assert_close(a, e, atol=2e-2, rtol=2e-2)
+
+
+class _TrainingOnlyBackward(torch.autograd.Function):
+    """Reformer's reversible layers assert ``ctx.training`` in their backward."""
+
+    @staticmethod
+    def forward(ctx, x, training):
+        ctx.training = training
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        assert ctx.training, "backward only in training mode"
+        return g * 3, None  # not the forward's derivative: the Function's own gradient must be the one used
+
+
+def test_a_function_whose_backward_cannot_be_traced_is_applied_as_itself():
+    """Tracing its backward raised (in eval mode), and the whole call ran eagerly; now the computation applies the
+    Function as torch does: the forward is eager's, a backward raises where eager's raises, and in training mode the
+    backward is traced as before (the Function's own gradient)."""
+    lin = torch.nn.Linear(4, 4)
+
+    def f(x, training):
+        return _TrainingOnlyBackward.apply(lin(x), training)
+
+    x = torch.randn(2, 4)
+    jf = thunder.jit(f)
+    out = jf(x, False)
+    torch.testing.assert_close(out, f(x, False))
+    with pytest.raises(AssertionError, match="backward only in training mode"):
+        out.sum().backward()
+    lin.zero_grad()
+    f(x, True).sum().backward()
+    expected = lin.weight.grad.clone()
+    lin.zero_grad()
+    jf(x, True).sum().backward()
+    torch.testing.assert_close(lin.weight.grad, expected)

@@ -92,10 +92,18 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
         differentiable = grad_enabled and any(a.requires_grad for a in inputs)
         if differentiable:
             trace.scopes.append(scratch)
+            failure = None
             try:
                 grads = call(cls.backward, (ctx, *placeholders))
+            except Exception as e:  # noqa: BLE001 - whatever stops it, eager meets it only in a backward
+                failure = e
             finally:
                 trace.scopes.pop()
+            if failure is not None:
+                applied = _applied_as_itself(cls, args, out, trace, start)
+                if applied is None:
+                    raise failure
+                return applied
         else:  # eager never runs the backward (``Dirichlet.sample()``'s reads ops thunder has no symbol for)
             grads = (None,) * len(args)
     finally:
@@ -161,6 +169,37 @@ def _overrides_setup_context(cls: type) -> bool:
     from torch.autograd.function import _SingleLevelFunction
 
     return getattr(cls, "setup_context", None) is not _SingleLevelFunction.setup_context
+
+
+# Note [A backward that cannot be traced]
+# A Function whose ``backward`` cannot be traced (it asserts ``ctx.training`` as Reformer's does, or calls what
+# thunder has no symbol for) is applied as itself: the computation calls ``cls.apply`` (an op no split
+# differentiates, so the computation runs under torch's autograd, Note [VJP rules]), and the Function's own
+# backward runs, or raises, when eager's would. Forward's traced ops are dropped; a forward that changed outside
+# state or printed (replays the tracer recorded) keeps the error instead.
+def _applied_as_itself(cls: type, args: tuple, out: Any, trace: TraceCtx, start: int) -> Any:
+    from thunder.core.replays import REPLAYS
+
+    outputs = out if isinstance(out, tuple) else (out,)
+    if not all(isinstance(o, TensorProxy) for o in outputs) or any(b.sym in REPLAYS for b in trace.bound_symbols[start:]):
+        return None
+    del trace.bound_symbols[start:]
+    results = tuple(TensorProxy.like(o, requires_grad=o.dtype.is_floating_point or o.dtype.is_complex) for o in outputs)
+    sym = Symbol(
+        name=f"{cls.__name__}.apply", meta=None, id=f"autograd_function_applied.{cls.__qualname__}", printer=_print_apply
+    )
+    from thunder.core.tracectx import current_source_location
+
+    trace.add_bound_symbol(sym.bind(cls.apply, *args, output=results, source=current_source_location()))
+    return results if isinstance(out, tuple) else results[0]
+
+
+def _print_apply(bsym: BoundSymbol, printer) -> list[str]:
+    """``(t5,) = _apply(t3, False)``: the Function applied by torch (Note [A backward that cannot be traced])."""
+    fn, *args = bsym.args
+    call = f"{printer.constant(fn, '_apply')}({', '.join(printer.value(a) for a in args)})"
+    lhs = ", ".join(o.name for o in bsym.output)
+    return [f"({lhs},) = {call}" if len(bsym.output) > 1 else f"{lhs} = {call}"]
 
 
 def _print_alias(bsym: BoundSymbol, printer) -> list[str]:
