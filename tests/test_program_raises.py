@@ -116,3 +116,25 @@ def test_an_iterator_argument_that_tracing_pulled_from():
         with pytest.raises(RuntimeError, match="refuses"):
             thunder.jit(consumes_then_raises)(x, make())
         torch.testing.assert_close(LOG[1], LOG[0])  # the eager run saw every item
+
+
+_LOG: list = []
+
+
+def test_an_op_that_fails_before_a_value_the_program_needs_leaves_eagers_effects():
+    """``LOG.append(...)``, then an op that fails on these inputs (an index out of range), then a value Python needs:
+    tracing finds that eager fails at the op, and raised its error without the effects before it (found by the
+    randomized tester). The call runs eagerly, as for any error of the program's."""
+
+    def f(x):
+        _LOG.append(x.shape[0])
+        _ = x.take(torch.tensor([100]))
+        acc = x + 0
+        return acc, f"{acc}"  # formatting needs acc's values, which tracing works out by running what precedes
+
+    _LOG.clear()
+    with pytest.raises(IndexError, match="out of range"):
+        f(torch.ones(2, 3))
+    with pytest.raises(IndexError, match="out of range"):
+        thunder.jit(f)(torch.ones(2, 3))
+    assert _LOG == [2, 2]

@@ -614,10 +614,9 @@ def objects(rng, ctx):
         )  # fmt: skip
     if choice < 0.82:  # an object the program makes from a number of the call, returned or stored outside
         body = _pick(rng, ("ret.append(types.SimpleNamespace(v=n + 1, w=[n]))", "OBJS{u}.append(types.SimpleNamespace(v=n * 2))",
-                           "ret.append(_Rec{u}(n, acc.shape))"))  # fmt: skip
+                           "ret.append(types.SimpleNamespace(n=n, shape=acc.shape))"))  # fmt: skip
         return _s(
-            "objects", "an object made from an int of the call", body,
-            setup="OBJS{u} = []\n@dataclasses.dataclass\nclass _Rec{u}:\n    n: int\n    shape: tuple",
+            "objects", "an object made from an int of the call", body, setup="OBJS{u} = []",
             state=("OBJS{u}",), needs={"n"}, n_pool="int", mutations=["OBJS{u}.clear()"],
         )  # fmt: skip
     if choice < 0.85:

@@ -244,6 +244,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
                 try:
                     data_dependent.evaluate(bsyms[: i + 1], outs[0], inputs, self.eager_impl)
                 except Exception as earlier:
+                    self.program_raised = earlier  # the program's own error: the call runs eagerly, with its effects
                     raise earlier from None
 
     # --- running ----------------------------------------------------------------------------
