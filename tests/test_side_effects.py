@@ -649,3 +649,31 @@ def test_zero_grad_and_grad_assignments_inside_the_function():
 
     thunder.jit(delete)(p)
     assert p.grad is None
+
+
+_MEMO: dict = {}
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: {x.shape[0]: x.sum()}, lambda x: [{(x.shape[0],): 2}],
+     lambda x: (_MEMO.setdefault((x.shape[0],), 5), x * 1)[1]],
+    ids=["returned dict", "nested tuple key", "memo keyed by shape"],
+)  # fmt: skip
+def test_a_symbolic_size_as_a_dict_key_is_an_input_of_the_computation(fn):
+    """A size used as a dict key in a value that leaves the function (or a replay writing an outside dict back):
+    the computation's parameters were worked out without looking at dict keys (a NameError in the generated code,
+    and the outside dict emptied)."""
+    for cache in (None, "symbolic values"):
+        _MEMO.clear()
+        _MEMO["old"] = 1
+        jf = thunder.jit(fn) if cache is None else thunder.jit(fn, cache=cache)
+        for n in (2, 3, 4):
+            before = dict(_MEMO)
+            expected = fn(torch.ones(n))
+            expected_memo = dict(_MEMO)
+            _MEMO.clear()
+            _MEMO.update(before)  # the jitted call starts from the same state
+            actual = jf(torch.ones(n))
+            assert repr(actual) == repr(expected)
+            assert _MEMO == expected_memo

@@ -33,6 +33,7 @@ from thunder.core.errors import InternalError
 from thunder.core.jit_ext import Tracer
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome, same_outcome
 from thunder.core.proxies import TensorProxy
+from thunder.core.pytree import tree_leaves
 from thunder.core.shape_history import ShapeHistory
 from thunder.core.symbol import BoundSymbol
 from thunder.core.symbol_lookup import symbol_for
@@ -642,16 +643,29 @@ def _saved_bytes(split: ForwardBackward) -> int | None:
 
 def _used_symbol_names(trace: TraceCtx) -> set[str]:
     """Names of symbolic numbers the trace's code refers to."""
-    from thunder.core.pytree import tree_leaves
-
     names: set[str] = set()
     for bsym in trace.bound_symbols:
-        for leaf in tree_leaves((bsym.args, bsym.kwargs)):
-            # A set is a leaf to the pytree, but its items are printed (a replay's ``s.update([1, x_0])``)
-            for value in leaf if isinstance(leaf, (set, frozenset)) else (leaf,):
-                if is_symbolic(value):
-                    names |= value.names
+        _add_symbolic_names((bsym.args, bsym.kwargs), names)
     return names
+
+
+def _add_symbolic_names(value: Any, names: set[str], depth: int = 0) -> None:
+    """The names of the symbolic numbers in ``value``, also where the pytree does not look but the printed code
+    does: a set's items and a dict's keys (a replay's ``s.update([1, x_0])``, ``d.update({(x_0,): 5})``)."""
+    if is_symbolic(value):
+        names |= value.names
+    elif depth < 8 and isinstance(value, (set, frozenset, tuple, list)):
+        for v in value:
+            _add_symbolic_names(v, names, depth + 1)
+    elif depth < 8 and isinstance(value, dict):
+        for k, v in value.items():
+            _add_symbolic_names(k, names, depth + 1)
+            _add_symbolic_names(v, names, depth + 1)
+    elif depth < 8:  # another pytree node (an object rebuilt with its values, a slice)
+        leaves = tree_leaves(value)
+        if leaves != [value]:
+            for leaf in leaves:
+                _add_symbolic_names(leaf, names, depth + 1)
 
 
 def input_key(cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> Any:
