@@ -84,7 +84,8 @@ def _declare_aliases_and_in_place_twins() -> None:
         method = getattr(torch.Tensor, f"{name}_", None)
         sym = torch_to_thunder_map.get(getattr(torch.Tensor, name, None)) or torch_to_thunder_map.get(getattr(torch, name, None))
         if method is not None and sym is not None and method not in torch_to_thunder_map:
-            torch_to_thunder_map[method] = make_inplace(sym, method_name=f"{name}_")
+            twin = torch_to_thunder_map[method] = make_inplace(sym, method_name=f"{name}_")
+            globals()[twin.name] = twin  # printed traces name it ltorch.<name>
 
 
 _declare_aliases_and_in_place_twins()
