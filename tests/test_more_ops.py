@@ -697,3 +697,83 @@ def test_distributions_with_their_argument_validation(fn):
     actual = thunder.jit(fn)(loc, x)
     for a, e in zip(actual if isinstance(actual, tuple) else (actual,), expected if isinstance(expected, tuple) else (expected,)):
         torch.testing.assert_close(a, e)
+
+
+def _two_groups(params):
+    params = list(params)
+    return [{"params": params[:1]}, {"params": params[1:], "weight_decay": 0.0}]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda p: torch.optim.AdamW(_two_groups(p), lr=0.1), lambda p: torch.optim.SGD(_two_groups(p), lr=0.1, momentum=0.9)],
+    ids=["adamw", "sgd momentum"],
+)  # fmt: skip
+def test_optimizer_with_two_param_groups_keeps_every_groups_state(make):
+    """The second group's parameters were read after ``opt.state``: their keys stayed real tensors, the program's
+    lookups missed and the defaultdict gave fresh state on every call (found by probing training scripts)."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    twin = copy.deepcopy(model)
+    opt, opt_twin = make(model.parameters()), make(twin.parameters())
+    jstep = thunder.jit(opt_twin.step)
+    for _ in range(4):
+        x = torch.randn(5, 4)
+        for m, o, step in ((model, opt, opt.step), (twin, opt_twin, jstep)):
+            o.zero_grad()
+            m(x).pow(2).mean().backward()
+            step()
+    for a, b in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(b, a)
+
+
+def test_an_optimizer_reached_through_its_schedulers_weakref_steps_every_call():
+    """An LR scheduler wraps ``opt.step`` and reaches the optimizer through a weakref: the update ran natively, on
+    the real parameters, at tracing only, and later calls did nothing."""
+    results = []
+    for jit in (False, True):
+        w = torch.nn.Parameter(torch.zeros(2))
+        opt = torch.optim.SGD([w], lr=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        step = thunder.jit(opt.step) if jit else opt.step
+        for _ in range(5):
+            w.grad = torch.ones(2)
+            step()
+            sched.step()
+        results.append(w.detach().clone())
+    torch.testing.assert_close(results[1], results[0])
+
+
+def _identity_lookups(jit: bool) -> list:
+    torch.manual_seed(0)
+    m = torch.nn.Linear(3, 3)
+    no_decay_ids, no_decay = {id(m.bias)}, {m.bias}
+    ema = {p: p.detach().clone() for p in m.parameters()}
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+    @torch.no_grad()
+    def update(wd, opt=opt):
+        for p in m.parameters():
+            if id(p) not in no_decay_ids:
+                p.mul_(1 - wd)
+            if p not in no_decay:
+                p.mul_(1 - wd)
+            ema[p].mul_(0.5).add_(p, alpha=0.5)
+        opt.step()
+
+    step = thunder.jit(update) if jit else update
+    for _ in range(3):
+        for p in m.parameters():
+            p.grad = torch.ones_like(p)
+        step(0.5)
+    return [t.detach().clone() for t in (*m.parameters(), *ema.values())]
+
+
+def test_parameters_looked_up_by_identity_in_outside_tables():
+    """``id(p) in no_decay_ids``, ``p in no_decay`` (a set) and ``ema[p]`` (a dict keyed by parameters) with tables
+    built outside, and an optimizer passed as a default argument: the lookups missed (the program has proxies, the
+    tables real tensors), and the default's tensors were updated at tracing only."""
+    for a, e in zip(_identity_lookups(True), _identity_lookups(False)):
+        torch.testing.assert_close(a, e)

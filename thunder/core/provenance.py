@@ -36,7 +36,7 @@ from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import plain_attribute
 from thunder.core.symbolic import SymInt
 from thunder.core.trace import tracectx
-from thunder.core.user_code import is_fixed_module, is_installed_code, is_library_module, source_location
+from thunder.core.user_code import is_code_like, is_fixed_module, is_installed_code, is_library_module, source_location
 
 _PARTIALMETHOD_CODE = functools.partialmethod(print)._make_unbound_method().__code__  # of the functions it makes
 #: Where such a function keeps its partialmethod: ``_partialmethod`` before 3.13, ``__partialmethod__`` from 3.13.
@@ -265,7 +265,7 @@ class ProvenanceMixin:
         ``dict.__getitem__``: its type overrides ``__getitem__``); returns what the program sees."""
         if type(value) in (set, frozenset):
             self._check(prims.check_value, holder, frozenset(value))
-            return type(value)(value)
+            return type(value)(self._key_seen_as(k) for k in value)
         if isinstance(value, dict):
             keys = tuple(value)
             self._check_keys(holder, keys)
@@ -297,17 +297,20 @@ class ProvenanceMixin:
         self._check(prims.check_keys, holder, keys)
 
     def _key_seen_as(self, key: Any) -> Any:
-        """A key of an outside dict as the program sees it. A tensor the program also read another way (an
-        optimizer's ``state``, keyed by the parameters it reads from ``param_groups``) is its proxy there, so that
-        ``state[p]`` finds it; the prologue checks that the tensor read that way is this key."""
+        """A key of an outside dict (an item of an outside set) as the program sees it. A tensor is the proxy the
+        program has for it (an optimizer's ``state`` is keyed by the parameters it reads from ``param_groups``), so
+        that ``state[p]`` finds it: where the program read it another way, the prologue checks that the tensor read
+        so is this key; where it did not yet, the key is an input of its own (the tensor captured, which
+        ``check_keys`` found in the dict), and a later read of it another way is checked to be it."""
         if not isinstance(key, torch.Tensor):
             return key
         p = self._proxy_for.get(id(key))
         holder = self._provenance.get(id(key))
-        if not isinstance(p, Proxy) or holder is None:
-            return key
-        self._check(prims.check_identity, holder, key)
-        return p
+        if isinstance(p, Proxy) and holder is not None:
+            self._check(prims.check_identity, holder, key)
+            return p
+        holder = self._constant(key, "key")
+        return self.unpack_value(key, holder, holder.name)
 
     def _iterator_input(self, it, holder: Proxy, name: str) -> iterators.TracedIterator:
         """An iterator argument: the program pulls items from it, and every call's prologue makes the same pulls
@@ -557,11 +560,18 @@ def _is_namedtuple(typ: type) -> bool:
 
 
 def _is_input_default(x: Any) -> bool:
-    """A default value the prologue unpacks (see ``_guard_function``): a tensor, a tuple holding one, or a
-    list, dict or set the program may change."""
+    """A default value the prologue unpacks (see ``_guard_function``): a tensor, a tuple holding one, a list, dict
+    or set the program may change, or an object whose attributes it reads (``def update(opt=opt)``: its tensors
+    are the call's, not constants of the trace)."""
     if type(x) is tuple:
         return any(isinstance(v, torch.Tensor) or (type(v) is tuple and _is_input_default(v)) for v in x)
-    return isinstance(x, torch.Tensor) or type(x) in LAZY_TYPES
+    if isinstance(x, torch.Tensor) or type(x) in LAZY_TYPES:
+        return True
+    return hasattr(x, "__dict__") and not isinstance(x, _NOT_OBJECT_DEFAULTS) and not is_code_like(x)
+
+
+_NOT_OBJECT_DEFAULTS = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
+                        functools.partial)  # fmt: skip
 
 
 def _same_items(a: Any, b: Any) -> bool:

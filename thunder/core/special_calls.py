@@ -41,6 +41,7 @@ import os
 import sys
 import types
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -284,11 +285,41 @@ class SpecialCallsMixin:
             torch.autograd.function.FunctionMeta: torch.autograd.function.FunctionMeta,
             _hookless: self._hookless,
             print: self._print,
+            id: self._id,
             # A profiler range (``torch.profiler.record_function``, which every torch.optim step opens) changes no
             # value: in a trace its ``with`` does nothing (thunder's ranges: Note [Profiling ranges] in codegen).
             torch.autograd.profiler.record_function.__enter__: lambda cm: cm,
             torch.autograd.profiler.record_function.__exit__: lambda cm, *exc_info: None,
         }
+
+    def _referent(self, ref: weakref.ReferenceType, holder: Proxy) -> Any:
+        """``ref()`` of a weak reference from outside (an LR scheduler holds its optimizer so): the object it refers
+        to on each call, read by the prologue, so what the program does to it is traced (it ran natively, on the
+        real tensors, at tracing only)."""
+        referent = ref()
+        p = self._prologue_proxy("referent")
+        self._emit(prims.unpack_call, weakref.ReferenceType.__call__, (holder,), {}, p, output=p)
+        return self.unpack_value(referent, p, p.name)
+
+    def _id(self, obj: Any) -> int:
+        """``id(x)`` in the program: of a tensor from outside (``id(p) in no_decay_ids``, a state keyed by ``id(p)``)
+        the real tensor's, or of an outside container the program sees a copy of, the original's; the prologue
+        checks that the object read is that one (the trace depends on its identity)."""
+        found = self._tensor_inputs.get(id(obj)) if isinstance(obj, TensorProxy) else None
+        if found is not None:
+            holder, real = found
+            self._check(prims.check_identity, holder, real)
+            return id(real)
+        original = self._copy_originals.get(id(obj))
+        lazy = self._lazy.get(id(obj))
+        if original is None and lazy is not None and lazy.copy is obj:
+            original = lazy.original
+        if original is not None:
+            holder = self._provenance.get(id(original)) or (lazy.holder if lazy is not None else None)
+            if holder is not None:
+                self._check(prims.check_identity, holder, original)
+                return id(original)
+        return id(obj)
 
     def _refuse_backward_hook(self, module: torch.nn.Module, *hooks) -> None:
         """``nn.Module.__call__`` of a module with backward hooks (``register_full_backward_hook``,
@@ -354,9 +385,15 @@ class SpecialCallsMixin:
             original = plain_attribute(fn, "_torchdynamo_inline")
             if original is not None:
                 return lambda *a, **k: interpreter_call(current_runtime(), original, a, k)
+        if type(fn) is weakref.ReferenceType:
+            holder = self._provenance.get(id(fn))
+            if holder is not None:
+                return functools.partial(self._referent, fn, holder)
         self_obj = bound_self(fn)
         if isinstance(self_obj, Proxy):
             return fn
+        if type(self_obj) in _REAL_TENSOR_TYPES and plain_attribute(fn, "__name__", "").endswith("_"):
+            return functools.partial(_refuse_untraced_update, fn)
         if isinstance(self_obj, _SCRIPT_MODULE):
             return functools.partial(_refuse_script_module, self_obj)
         if self_obj is not None and plain_attribute(fn, "__name__") == "write":
@@ -676,6 +713,21 @@ class SpecialCallsMixin:
         transforms.check_cotangents(leaves, cotangents)
         grads = transforms.record_vjp(body[start:], list(primals), leaves, list(cotangents))
         return out, tuple(grads)
+
+
+_REAL_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+def _refuse_untraced_update(fn: Callable, *args: Any, **kwargs: Any) -> None:
+    """An in-place method of a real tensor: one the program reached a way thunder does not follow (through a
+    ``weakref.proxy``, ``vars(obj)``, a C extension), so the update would happen once, at tracing, and never again."""
+    loc = source_location()
+    raise UnsupportedOpError(
+        f"Tensor.{plain_attribute(fn, '__name__', '?')} on a tensor that thunder did not trace"
+        f"{f' (at {loc})' if loc else ''}: the program reached it a way thunder does not follow (a weakref.proxy, "
+        "vars() or __dict__ of an object, a C extension), so the update would be made once, while tracing. Pass the "
+        "tensor (or the object holding it) to the function, or reach it through attributes and items."
+    )
 
 
 class _CurrentStream:
