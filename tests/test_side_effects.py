@@ -677,3 +677,21 @@ def test_a_symbolic_size_as_a_dict_key_is_an_input_of_the_computation(fn):
             actual = jf(torch.ones(n))
             assert repr(actual) == repr(expected)
             assert _MEMO == expected_memo
+
+
+_STORE: dict = {}
+
+
+def test_update_of_an_outside_dict_with_keywords():
+    """``store.update(act=y)`` (a forward hook storing an activation): the keywords were not taken, and the call ran
+    eagerly."""
+
+    def f(x):
+        y = x * 2
+        _STORE.update({"b": 2}, act=y)
+        return y + 1
+
+    _STORE.clear()
+    thunder.jit(f)(torch.ones(2))
+    assert list(_STORE) == ["b", "act"]
+    torch.testing.assert_close(_STORE["act"], torch.full((2,), 2.0))

@@ -148,8 +148,12 @@ class SideEffectsMixin:
         return None
 
     def _lazy_write_call(self, copy: Any, method: str) -> Callable:
-        def call(*args):
+        def call(*args, **kwargs):
             self.sharp_edge(f"Mutating a {type(copy).__name__} from outside the function with .{method}()", replayed=True)
+            if kwargs:  # ``d.update(act=y)``: the keywords are one more mapping
+                if method != "update":
+                    raise TypeError(f"{type(copy).__name__}.{method}() takes no keyword arguments")
+                args = (dict(*args, **kwargs),)
             self._write(copy, method, args)
 
         return call
