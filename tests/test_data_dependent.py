@@ -590,3 +590,15 @@ def test_bad_counts_raise_eagers_errors(fn, r, match):
         fn(x, r)
     with pytest.raises(RuntimeError, match=match):
         thunder.jit(fn)(x, r)
+
+
+def test_one_hot_infers_the_number_of_classes_as_eager():
+    """``F.one_hot(y)`` without ``num_classes``: the count is ``y.max() + 1``, a data-dependent value (refused)."""
+    f = lambda y: torch.nn.functional.one_hot(y)  # noqa: E731
+    jf = thunder.jit(f)
+    for y in (torch.tensor([0, 2]), torch.tensor([[1], [3]]), torch.tensor([4, 0, 1])):
+        actual, expected = jf(y), f(y)
+        assert actual.dtype == expected.dtype
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match="Can not infer total number of classes from empty tensor"):
+        jf(torch.tensor([], dtype=torch.long))

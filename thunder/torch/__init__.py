@@ -17,6 +17,7 @@ from thunder.torch.base import inplace_twins, symbol_to_torch, torch_to_thunder_
 from thunder.torch.conversions import *  # noqa: F403
 from thunder.torch.custom_ops import custom_ops
 from thunder.torch.data_dependent import *  # noqa: F403
+from thunder.torch.data_dependent import one_hot as _one_hot
 from thunder.torch.elementwise import *  # noqa: F403
 from thunder.torch.factories import *  # noqa: F403
 from thunder.torch.indexing import *  # noqa: F403
@@ -89,6 +90,7 @@ def _declare_aliases_and_in_place_twins() -> None:
 
 
 _declare_aliases_and_in_place_twins()
+torch_to_thunder_map[torch.nn.functional.one_hot] = _one_hot  # over the eager op: the classes may be inferred
 
 
 def _export_by_name() -> None:

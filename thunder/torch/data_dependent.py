@@ -204,6 +204,21 @@ def bincount(a, weights=None, minlength=0):
     return bincount_of_size(a, weights, minlength, n)
 
 
+def one_hot(tensor, num_classes=-1):
+    """``F.one_hot``; without ``num_classes`` the number of classes is ``tensor.max() + 1``, a data-dependent
+    value the program splits on (with it, the eager op as it is)."""
+    from thunder.torch.eager_ops import EAGER_OPS  # (declared after this module)
+
+    op = "ltorch.one_hot"
+    _check(op, tensor)
+    if pyval(num_classes) == -1:
+        if tensor.numel() == 0:
+            raise ThunderRuntimeError(f"{op}: Can not infer total number of classes from empty tensor.")
+        top = prims.convert_element_type(prims.amax(tensor, tuple(range(tensor.ndim))), dtypes.int64)
+        num_classes = prims.add(top, 1).item()
+    return EAGER_OPS[torch.nn.functional.one_hot](tensor, num_classes)
+
+
 def _is_mask(x) -> bool:
     return isinstance(x, TensorProxy) and x.dtype is torch.bool
 
