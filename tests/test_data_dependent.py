@@ -602,3 +602,19 @@ def test_one_hot_infers_the_number_of_classes_as_eager():
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
     with pytest.raises(RuntimeError, match="Can not infer total number of classes from empty tensor"):
         jf(torch.tensor([], dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: torch.unique(x), lambda x: torch.unique(x, return_inverse=True, return_counts=True),
+     lambda x: x.unique(sorted=True), lambda x: torch.unique_consecutive(x, return_counts=True, return_inverse=True),
+     lambda x: len(torch.unique(x))],
+    ids=["unique", "inverse and counts", "method", "consecutive", "number of labels"],
+)  # fmt: skip
+def test_unique_counts_distinct_values_as_eager(fn):
+    """``torch.unique`` and ``unique_consecutive`` (refused): their size is a data-dependent count; NaNs are distinct
+    and -0.0 equals 0.0, as in torch's."""
+    jf = thunder.jit(fn)
+    for x in (torch.tensor([3.0, float("nan"), 1.0, float("nan"), -0.0, 0.0, 3.0]), torch.tensor([[2, 1], [2, 5]]),
+              torch.tensor([True, False, True]), torch.tensor([], dtype=torch.long), torch.tensor([1, 1, 2, 2, 1])):  # fmt: skip
+        assert repr(jf(x)) == repr(fn(x))

@@ -33,6 +33,7 @@ from thunder.torch.indexing import getitem, index_add, index_put, index_put_, ma
 from thunder.torch.rearrange import repeat_interleave as _repeat_interleave
 from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
+from thunder.torch.reductions import sort
 from thunder.torch.shape import check_dim, expand, unbind
 
 __all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks", "bincount"]
@@ -219,6 +220,48 @@ def one_hot(tensor, num_classes=-1):
     return EAGER_OPS[torch.nn.functional.one_hot](tensor, num_classes)
 
 
+def _unique_of_size_impl(a, consecutive, return_inverse, return_counts, n):
+    kwargs = {"return_inverse": return_inverse, "return_counts": return_counts}
+    return torch.unique_consecutive(a, **kwargs) if consecutive else torch.unique(a, **kwargs)
+
+
+@torchsymbol(id="torch.unique_of_size", torch_impl=_unique_of_size_impl)
+def unique_of_size(a, consecutive, return_inverse, return_counts, n):
+    """``torch.unique`` (``unique_consecutive`` with ``consecutive``) of ``a`` flattened, which has ``n`` distinct
+    values (the program checked it); with the inverse indices and the counts where asked."""
+    outs = [TensorProxy.like(a, shape=(n,))]
+    if return_inverse:
+        outs.append(TensorProxy.like(a, dtype=dtypes.int64, requires_grad=False))
+    if return_counts:
+        outs.append(TensorProxy.like(a, shape=(n,), dtype=dtypes.int64, requires_grad=False))
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def _unique(op: str, consecutive: bool, input, return_inverse, return_counts, dim):
+    _check(op, input)
+    if dim is not None:
+        raise UnsupportedOpError(f"{op} with dim= is not supported by thunder yet; call it outside the jitted function")
+    flat = prims.reshape(input, (input.numel(),))
+    if input.numel() == 0:
+        n = 0
+    else:  # the distinct values: where neighbours differ (NaNs are all distinct, as torch's), in sorted order
+        ordered = flat if consecutive else sort(flat)[0]
+        size = input.numel()
+        differ = prims.ne(prims.slice_prim(ordered, (1,), (size,), (1,)), prims.slice_prim(ordered, (0,), (size - 1,), (1,)))
+        n = prims.add(prims.sum(prims.convert_element_type(differ, dtypes.int64), (0,)), 1).item()
+    return unique_of_size(input, consecutive, bool(return_inverse), bool(return_counts), n)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """``torch.unique``: its size is the number of distinct values, a data-dependent value."""
+    return _unique("ltorch.unique", False, input, return_inverse, return_counts, dim)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """``torch.unique_consecutive``: its size is the number of runs of equal values, a data-dependent value."""
+    return _unique("ltorch.unique_consecutive", True, input, return_inverse, return_counts, dim)
+
+
 def _is_mask(x) -> bool:
     return isinstance(x, TensorProxy) and x.dtype is torch.bool
 
@@ -306,7 +349,9 @@ for _sym, _torch_fns in ((index_put, (torch.index_put, torch.Tensor.index_put)),
 for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwhere, (torch.argwhere, torch.Tensor.argwhere)),
                         (masked_select, (torch.masked_select, torch.Tensor.masked_select)),
                         (repeat_interleave, (torch.repeat_interleave, torch.Tensor.repeat_interleave)),
-                        (bincount, (torch.bincount, torch.Tensor.bincount))):  # fmt: skip
+                        (bincount, (torch.bincount, torch.Tensor.bincount)),
+                        (unique, (torch.unique, torch.Tensor.unique)),
+                        (unique_consecutive, (torch.unique_consecutive, torch.Tensor.unique_consecutive))):  # fmt: skip
     for _torch_fn in _torch_fns:
         torch_to_thunder_map[_torch_fn] = _fn
     register_method(_fn.__name__, _fn)
