@@ -598,6 +598,23 @@ def test_index_put_with_a_boolean_mask_selects_its_true_elements(fn):
         _assert_same(jf(a, m), fn(a, m))
 
 
+def _steps_of_twins(model: torch.nn.Module, make) -> tuple:
+    """Four steps of ``model`` with the optimizer ``make`` makes, eagerly, and of a copy with ``thunder.jit(opt.step)``:
+    the two models after them, and the jitted step."""
+    import copy
+
+    twin = copy.deepcopy(model)
+    opt, opt_twin = make(model.parameters()), make(twin.parameters())
+    jstep = thunder.jit(opt_twin.step)
+    for _ in range(4):
+        x = torch.randn(5, 4)
+        for m, o, step in ((model, opt, opt.step), (twin, opt_twin, jstep)):
+            o.zero_grad()
+            m(x).pow(2).mean().backward()
+            step()
+    return model, twin, jstep
+
+
 @pytest.mark.parametrize(
     "make",
     [lambda p: torch.optim.SGD(p, lr=0.1), lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
@@ -609,21 +626,10 @@ def test_optimizer_step_steps_as_eager(make):
     """``thunder.jit(opt.step)``: the step opens a profiler range (``record_function``), which was refused, and
     its ``state`` is a dict keyed by the parameters, which the program indexes with the parameters it reads from
     ``param_groups``: those lookups missed (a ``defaultdict`` gave fresh state, silently)."""
-    import copy
-
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
-    twin = copy.deepcopy(model)
-    opt, opt_twin = make(model.parameters()), make(twin.parameters())
-    jstep = thunder.jit(opt_twin.step)
-    for _ in range(4):
-        x = torch.randn(5, 4)
-        for m, o, step in ((model, opt, opt.step), (twin, opt_twin, jstep)):
-            o.zero_grad()
-            m(x).pow(2).mean().backward()
-            step()
-        for a, b in zip(model.parameters(), twin.parameters()):
-            torch.testing.assert_close(b, a, rtol=0, atol=1e-6)
+    model, twin, jstep = _steps_of_twins(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)), make)
+    for a, b in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(b, a, rtol=0, atol=1e-6)
     assert thunder.cache_misses(jstep) <= 2  # the state is made on the first step
 
 
@@ -712,19 +718,8 @@ def _two_groups(params):
 def test_optimizer_with_two_param_groups_keeps_every_groups_state(make):
     """The second group's parameters were read after ``opt.state``: their keys stayed real tensors, the program's
     lookups missed and the defaultdict gave fresh state on every call (found by probing training scripts)."""
-    import copy
-
     torch.manual_seed(0)
-    model = torch.nn.Linear(4, 3)
-    twin = copy.deepcopy(model)
-    opt, opt_twin = make(model.parameters()), make(twin.parameters())
-    jstep = thunder.jit(opt_twin.step)
-    for _ in range(4):
-        x = torch.randn(5, 4)
-        for m, o, step in ((model, opt, opt.step), (twin, opt_twin, jstep)):
-            o.zero_grad()
-            m(x).pow(2).mean().backward()
-            step()
+    model, twin, _ = _steps_of_twins(torch.nn.Linear(4, 3), make)
     for a, b in zip(model.parameters(), twin.parameters()):
         torch.testing.assert_close(b, a)
 
