@@ -695,3 +695,21 @@ def test_update_of_an_outside_dict_with_keywords():
     thunder.jit(f)(torch.ones(2))
     assert list(_STORE) == ["b", "act"]
     torch.testing.assert_close(_STORE["act"], torch.full((2,), 2.0))
+
+
+class _Holder:
+    pass
+
+
+def test_an_object_with_one_traced_attribute_is_returned():
+    """Looking for symbolic sizes in the computation's values compared a lone proxy with the object holding it by
+    ``==`` (a tensor op): returning such an object failed to compile."""
+
+    def f(x, n):
+        o = _Holder()
+        o.t = x * n
+        return o
+
+    jf = thunder.jit(f)
+    for n in (2, 3, 4):
+        torch.testing.assert_close(jf(torch.ones(2), n).t, torch.full((2,), float(n)))

@@ -663,7 +663,7 @@ def _add_symbolic_names(value: Any, names: set[str], depth: int = 0) -> None:
             _add_symbolic_names(v, names, depth + 1)
     elif depth < 8:  # another pytree node (an object rebuilt with its values, a slice)
         leaves = tree_leaves(value)
-        if leaves != [value]:
+        if len(leaves) != 1 or leaves[0] is not value:  # (not ``!=``: a proxy's ``==`` is an op)
             for leaf in leaves:
                 _add_symbolic_names(leaf, names, depth + 1)
 
