@@ -172,3 +172,63 @@ def test_a_cached_helper_is_looked_up_on_every_call(cache):
         torch.testing.assert_close(jf(x), f(x))
         assert _causal_mask.cache_info().hits + _causal_mask.cache_info().misses > before.hits + before.misses + 1
     assert thunder.cache_misses(jf) <= 3
+
+
+class _Made:
+    pass
+
+
+def _makes_objects(x):
+    c = _Made()
+    c.v, c.items = 3, [1]
+    shared = [1]
+    return x * 2, c, {1, 2}, frozenset({3}), shared, shared, [c, c]
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_each_call_returns_new_objects_the_program_made(requires_grad):
+    """An object, list or set the program makes is a new one on each call, as in eager: changing what one call
+    returned does not change what the next returns (a made object holding no traced value, and a set, were
+    constants of the trace, so the second call returned the first's, changed)."""
+    jf = thunder.jit(_makes_objects)
+    x = torch.randn(2, requires_grad=requires_grad)
+    first = jf(x)
+    first[1].v = 99
+    first[1].items.append(5)
+    first[2].add(3)
+    expected = _makes_objects(x)
+    second = jf(x)
+    assert second[1] is not first[1] and second[2] is not first[2]
+    assert (second[1].v, second[1].items) == (expected[1].v, expected[1].items) == (3, [1])
+    assert second[2:4] == expected[2:4] and type(second[3]) is frozenset
+
+
+def test_an_object_returned_twice_is_one_object():
+    """``return l, l`` and ``[c, c]`` give one object twice, as in eager (they were two copies)."""
+    out = thunder.jit(_makes_objects)(torch.randn(2))
+    assert out[4] is out[5]
+    assert out[6][0] is out[6][1]
+
+    def holder_and_item(x):
+        items = []
+        return {"items": items}, items
+
+    d, items = thunder.jit(holder_and_item)(torch.randn(2))
+    items.append(1)
+    assert d["items"] is items
+
+
+_GLOBAL_LIST = [1, 2]
+
+
+def test_an_outside_list_stored_stays_itself():
+    """``self.l = GLOBAL`` stores the global list itself (it stored a copy)."""
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            self.l = _GLOBAL_LIST
+            return x * 2
+
+    m = M()
+    thunder.jit(m)(torch.randn(2))
+    assert m.l is _GLOBAL_LIST

@@ -55,6 +55,9 @@ class Printer:
         self.tensor_types = tensor_types
         self.bsym: BoundSymbol | None = None  # the bound symbol being printed
         self.line_bsyms: dict[int, BoundSymbol] = {}
+        self._shared: dict[int, str] = {}  # id(object met twice in a value) -> the local name it is bound to
+        self._bound: set[int] = set()  # the objects of ``_shared`` printed (and bound) already
+        self._shared_count = 0
 
     @property
     def miss(self) -> str:
@@ -84,9 +87,36 @@ class Printer:
             self.ctx[name] = value
         return name
 
+    def shared_value(self, x: Any) -> str:
+        """``value(x)`` where a list, dict, set or rebuilt object that ``x`` holds twice (``return l, l``) is made
+        once and bound to a local name (``(_shared0 := [1]), _shared0``), so the caller gets one object, as from
+        eager."""
+        counts: dict[int, int] = {}
+        _count_mutables(x, counts)
+        for key, n in counts.items():
+            if n > 1:
+                self._shared[key] = f"_shared{self._shared_count}"
+                self._shared_count += 1
+        if not self._shared:
+            return self.value(x)
+        try:
+            return self.value(x)
+        finally:
+            self._shared.clear()
+            self._bound.clear()
+
     def value(self, x: Any) -> str:
         if isinstance(x, Proxy):
             return x.name
+        if self._shared and id(x) in self._shared:
+            name = self._shared[id(x)]
+            if id(x) in self._bound:
+                return name
+            self._bound.add(id(x))
+            return f"({name} := {self._made(x)})"
+        return self._made(x)
+
+    def _made(self, x: Any) -> str:
         if isinstance(x, (SymInt, SymFloat)):
             return x.expr
         typ = type(x)
@@ -116,6 +146,10 @@ class Printer:
             return items
         if isinstance(x, list):
             return "[" + ", ".join(self.value(v) for v in x) + "]"
+        if type(x) in (set, frozenset):  # made by each call: a set one call returns is not the next call's
+            items = ", ".join(self.value(v) for v in x)
+            literal = f"{{{items}}}" if x else ""
+            return f"frozenset({literal})" if type(x) is frozenset else literal or "set()"
         if isinstance(x, dict):
             pairs = x.items() if type(x) is dict else mapping_items(x).items()
             items = "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in pairs) + "}"
@@ -154,6 +188,24 @@ class Printer:
         parts = [self.value(a) for a in bsym.args]
         parts += [f"{k}={self.value(v)}" for k, v in bsym.kwargs.items()]
         return f"{sym.print_name}({', '.join(parts)})"
+
+
+def _count_mutables(x: Any, counts: dict[int, int], depth: int = 0) -> None:
+    """How often each list, dict, set and rebuilt object occurs in ``x`` (by identity)."""
+    if isinstance(x, (list, dict, set, ObjectWithProxies)):
+        counts[id(x)] = counts.get(id(x), 0) + 1
+        if counts[id(x)] > 1:
+            return
+    if depth > 8:
+        return
+    if isinstance(x, (list, tuple, set, frozenset)):
+        for v in x:
+            _count_mutables(v, counts, depth + 1)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _count_mutables(v, counts, depth + 1)
+    elif isinstance(x, ObjectWithProxies):
+        _count_mutables(x.attrs, counts, depth + 1)
 
 
 def _is_bindable(o) -> bool:

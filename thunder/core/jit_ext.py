@@ -49,7 +49,7 @@ from thunder.core.provenance import ProvenanceMixin
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import register_containers, tree_leaves
 from thunder.core.shape_history import ShapeHistory
-from thunder.core.side_effects import LazyContainer, SideEffectsMixin, lift_objects
+from thunder.core.side_effects import LazyContainer, SideEffectsMixin
 from thunder.core.special_calls import SpecialCallsMixin, warnings_state
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import symbol_for
@@ -261,6 +261,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             load_deref=self.load_deref,
             store_deref=self.store_deref,
             make_cell=self.make_cell,
+            made_object=self.made_object,
             operands=self.operands,
         )
         program = self.fn.func if isinstance(self.fn, functools.partial) else self.fn
@@ -291,7 +292,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
                     elif not isinstance(e, (InterpreterError, InternalError)):
                         self._raise_an_earlier_failure()
                     raise
-                result = lift_objects(self._outside_objects_as_inputs(returned))
+                result = self.escaping(returned)
                 register_containers(result)
                 _check_result(result)
                 self._write_back_copies()

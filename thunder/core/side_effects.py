@@ -30,7 +30,7 @@ import dataclasses
 import enum
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 import torch
@@ -184,7 +184,7 @@ class SideEffectsMixin:
         key = ("global", id(globals_dict), name)
         self._remember(key, lambda: globals_dict.get(name, _ABSENT), lambda old: _restore_item(globals_dict, name, old))
         deleted = value is DELETED
-        prims.store_global(globals_dict, name, None if deleted else lift_objects(value), deleted)
+        prims.store_global(globals_dict, name, None if deleted else self.escaping(value), deleted)
 
     def store_deref(self, code, name: str, value: Any, cell) -> None:
         if id(cell) in self._internal_cells:
@@ -192,7 +192,7 @@ class SideEffectsMixin:
         self.sharp_edge(f"Assigning the closure variable {name!r} of an enclosing function", replayed=True)
         self._remember(("cell", id(cell)), lambda: _cell_contents(cell), lambda old: _restore_cell(cell, old))
         self._keepalive.append(cell)
-        prims.store_cell(cell, lift_objects(value))
+        prims.store_cell(cell, self.escaping(value))
 
     def store_attr(self, obj: Any, name: str, value: Any) -> bool:
         """The program's ``obj.name = value`` (``value`` is ``DELETED`` for a ``del``): true where this made the
@@ -213,7 +213,7 @@ class SideEffectsMixin:
         self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
         self._remember(("attr", id(obj), name), lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
         deleted = value is DELETED
-        prims.store_attr(self._object_input(holder), name, None if deleted else lift_objects(value), deleted)
+        prims.store_attr(self._object_input(holder), name, None if deleted else self.escaping(value), deleted)
         return False
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
@@ -234,6 +234,12 @@ class SideEffectsMixin:
                 "containers. Return the new value instead, or change it outside the function."
             )
 
+    def made_object(self, obj: Any) -> None:
+        """The interpreter made ``obj`` (``C(...)``, a dataclass, a ``SimpleNamespace``): the program's own."""
+        if type(obj).__dictoffset__ and not isinstance(obj, _NOT_REBUILT):
+            self._internal_objects.add(id(obj))
+            self._keepalive.append(obj)
+
     def _setattr(self, obj: Any, name: str, value: Any, *, setter: Callable = setattr) -> None:
         """``setattr(obj, name, value)`` (or ``object.__setattr__``, which a frozen dataclass's
         ``__init__`` calls past its own ``__setattr__``) called by the program: a STORE_ATTR."""
@@ -249,7 +255,7 @@ class SideEffectsMixin:
         leave the function or be the caller's."""
         self._tensor_attributes.setdefault(id(p), {})[name] = value
         self._keepalive.append(p)
-        prims.store_attr(p, name, lift_objects(value), False)
+        prims.store_attr(p, name, self.escaping(value), False)
 
     def set_grad(self, p: TensorProxy, value: Any) -> None:
         """``p.grad = value`` (``optimizer.zero_grad()`` sets it to None; ``del p.grad`` too): later reads in the
@@ -301,17 +307,31 @@ class SideEffectsMixin:
         """Outside containers the program changed end each call as the program left them."""
         for lazy in self._lazy.values():
             for method, args in lazy.writes:
-                prims.container_call(self._object_input(lazy.holder), method, lift_objects(args))
+                prims.container_call(self._object_input(lazy.holder), method, self.escaping(args))
         for holder, copy, first in self._copies.values():
             if _contents(copy) != first:
                 self._refuse_unchecked_state(holder.name)
                 state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
-                prims.replace_contents(self._object_input(holder), lift_objects(state))
+                prims.replace_contents(self._object_input(holder), self.escaping(state))
 
-    def _outside_objects_as_inputs(self, x: Any, depth: int = 0) -> Any:
+    def escaping(self, value: Any) -> Any:
+        """``value`` as it leaves the function (returned, or stored where the caller sees it): each outside object
+        is the object itself, what the program made is made again by each call, and an object met twice is one
+        object (Note [Objects the program makes])."""
+        return lift_objects(self._outside_objects_as_inputs(value, 0, {}), self._internal_objects)
+
+    def _outside_objects_as_inputs(self, x: Any, depth: int = 0, memo: dict[int, Any] | None = None) -> Any:
         """The result with each outside object (or the program's copy of an outside container) replaced by
         the computation's parameter holding that object: the caller gets the object itself, as in eager
         (with the changes the program made, which the computation replays before returning)."""
+        if memo is None:
+            memo = {}
+        elif id(x) in memo:
+            return memo[id(x)]
+        result = memo[id(x)] = self._as_inputs(x, depth, memo)
+        return result
+
+    def _as_inputs(self, x: Any, depth: int, memo: dict[int, Any]) -> Any:
         copied = self._copies.get(id(x))
         if copied is not None:
             return self._object_input(copied[0])
@@ -324,10 +344,10 @@ class SideEffectsMixin:
         if holder is not None and self._proxy_for.get(id(x)) is x and not is_code_like(x) and not isinstance(x, types.ModuleType):
             return self._object_input(holder)
         if type(x) in (list, tuple):
-            items = [self._outside_objects_as_inputs(v, depth + 1) for v in x]
+            items = [self._outside_objects_as_inputs(v, depth + 1, memo) for v in x]
             return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
         if isinstance(x, dict):  # a dict subclass too (a Hugging Face ModelOutput holding the cache passed in)
-            items = {k: self._outside_objects_as_inputs(v, depth + 1) for k, v in x.items()}
+            items = {k: self._outside_objects_as_inputs(v, depth + 1, memo) for k, v in x.items()}
             if all(items[k] is v for k, v in x.items()):
                 return x
             return items if type(x) is dict else rebuild_mapping(mapping_type(x), items)
@@ -335,13 +355,14 @@ class SideEffectsMixin:
         if attrs is None or holder is not None or isinstance(x, _NOT_REBUILT):
             return x
         # An object the program made, holding an outside one: rebuilt around it (``lift_objects``' rebuild)
-        inner = {k: self._outside_objects_as_inputs(v, depth + 1) for k, v in attrs.items()}
+        inner = {k: self._outside_objects_as_inputs(v, depth + 1, memo) for k, v in attrs.items()}
         changed = {k: v for k, v in inner.items() if v is not attrs[k]}
         if not changed:
             return x
-        lifted = lift_objects(x, depth)
+        made = self._internal_objects
+        lifted = lift_objects(x, made, depth)
         base = lifted.attrs if isinstance(lifted, ObjectWithProxies) else {}
-        return ObjectWithProxies(x, {**base, **{k: lift_objects(v, depth + 1) for k, v in changed.items()}})
+        return ObjectWithProxies(x, {**base, **{k: lift_objects(v, made, depth + 1) for k, v in changed.items()}})
 
     def _refuse_unchecked_state(self, what: str) -> None:
         """Under ``cache="same input"`` nothing is checked: a program that reads outside state it also
@@ -461,9 +482,33 @@ def _restore_attr(obj, name: str, old) -> None:
 _NOT_REBUILT = (types.ModuleType, type, types.FunctionType, torch.nn.Module)  # returned as they are
 
 
-def lift_objects(x: Any, depth: int = 0) -> Any:
-    """``x`` with every plain object that holds proxies in its attributes replaced by an
-    ``ObjectWithProxies`` (rebuilt by the generated code), so no proxy escapes to the caller."""
+# Note [Objects the program makes]
+# What leaves the function (returned, stored in an attribute, global or closure cell, written into an outside
+# container) is printed into the computation as an expression that makes it on each call: a list or set literal,
+# ``_rebuild_object(template, attrs)`` for an object (a shallow copy of the object tracing made, with the call's
+# attribute values). An outside object is the computation's input that holds it, so the caller gets the object
+# itself. An object the program made (the interpreter ran its class call: ``made_object``) is rebuilt on every
+# call even where it holds no traced value: as a constant of the trace, every call returned the first call's
+# object, and a change the caller made to one result showed in the next. An object held twice by one value
+# (``return l, l``) is made once and bound to a name (``Printer.shared_value``). Not covered: one object that
+# leaves through two statements (``self.st = c; return c``) is made by each (two objects where eager has one).
+
+
+def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[int, Any] | None = None) -> Any:
+    """``x`` with every plain object that holds proxies in its attributes, or that the program made (its id in
+    ``made``), replaced by an ``ObjectWithProxies`` (rebuilt by the generated code on each call), so no proxy
+    escapes to the caller and no call returns an object an earlier call returned (Note [Objects the program
+    makes]). An object met twice is lifted once (``memo``): the generated code builds it once."""
+    if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))):
+        return x
+    memo = {} if memo is None else memo
+    lifted = memo.get(id(x), _ABSENT)
+    if lifted is _ABSENT:
+        lifted = memo[id(x)] = _lift(x, made, depth, memo)
+    return lifted
+
+
+def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any:
     if type(x) is iterators.TracedIterator:
         loc = source_location()
         raise ThunderRuntimeError(
@@ -474,17 +519,19 @@ def lift_objects(x: Any, depth: int = 0) -> Any:
     if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))) or depth > 6:
         return x
     if type(x) in (list, tuple):
-        items = [lift_objects(v, depth + 1) for v in x]
+        items = [lift_objects(v, made, depth + 1, memo) for v in x]
         return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
     if isinstance(x, dict):
-        changed = {k: lift_objects(v, depth + 1) for k, v in x.items()}
+        changed = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.items()}
         if all(changed[k] is v for k, v in x.items()):
             return x
         return changed if type(x) is dict else rebuild_mapping(mapping_type(x), changed)
     attrs = getattr(x, "__dict__", None)
     if attrs is None or isinstance(x, _NOT_REBUILT):
         return x
-    lifted = {k: lift_objects(v, depth + 1) for k, v in attrs.items()}
+    lifted = {k: lift_objects(v, made, depth + 1, memo) for k, v in attrs.items()}
+    if id(x) in made:
+        return ObjectWithProxies(x, lifted)
     changed = {k: v for k, v in lifted.items() if v is not attrs[k] or _holds_proxy(v)}
     return ObjectWithProxies(x, changed) if changed else x
 

@@ -511,7 +511,10 @@ def type_call(ctx, cls: type, args: tuple, kwargs: dict | None):
     if not py_new and not _is_py(init):
         if ctx.log is not None:
             ctx.log_opaque(cls)
-        return _type_call(cls, *args, **kwargs) if kwargs else _type_call(cls, *args)
+        obj = _type_call(cls, *args, **kwargs) if kwargs else _type_call(cls, *args)
+        if ctx.cb_made_object is not None:
+            ctx.cb_made_object(obj)
+        return obj
     if py_new:
         obj = call(ctx, new.__func__, (cls, *args), kwargs)
     else:
@@ -527,4 +530,6 @@ def type_call(ctx, cls: type, args: tuple, kwargs: dict | None):
         r = bound(*args, **kwargs) if kwargs else bound(*args)
     if r is not None:
         raise TypeError(f"__init__() should return None, not '{type(r).__name__}'")
+    if ctx.cb_made_object is not None:
+        ctx.cb_made_object(obj)
     return obj

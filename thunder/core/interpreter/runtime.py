@@ -58,6 +58,8 @@ class InterpreterCallbacks:
     - ``store_deref(fn_code, name, value, cell)``: before STORE_DEREF (any cell, free or own).
     - ``make_cell(cell)``: after MAKE_CELL made a cell for an interpreted frame (cells made while interpreting
       are the program's own; any other cell a frame reads came from outside).
+    - ``made_object(obj)``: after a class call the interpreter ran (``cls(...)``, its ``__new__`` and ``__init__``)
+      made ``obj``, an object of the program's own.
     - ``operands(inst, values)``: before an instruction that uses the contents of its stack operands natively
       (see Note [Operand reads] in ``instructions``); ``values`` are those operands, ``NULL`` included.
     """
@@ -72,6 +74,7 @@ class InterpreterCallbacks:
     load_deref: Callable | None = None
     store_deref: Callable | None = None
     make_cell: Callable | None = None
+    made_object: Callable | None = None
     operands: Callable | None = None
 
 
@@ -108,6 +111,7 @@ class Runtime:
         "cb_load_deref",
         "cb_store_deref",
         "cb_make_cell",
+        "cb_made_object",
         "cb_operands",
         "frames",
         "exc_slots",
@@ -134,6 +138,7 @@ class Runtime:
         self.cb_load_deref = cb.load_deref
         self.cb_store_deref = cb.store_deref
         self.cb_make_cell = cb.make_cell
+        self.cb_made_object = cb.made_object
         self.cb_operands = cb.operands
         self.frames: list = []
         self.exc_slots: list = [None]

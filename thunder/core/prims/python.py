@@ -77,7 +77,7 @@ def _print_return(bsym, printer):
     (value,) = bsym.args
     if printer.return_call is not None:  # a prologue fused with its computation: call it
         return [f"return {printer.return_call}({', '.join(printer.value(v) for v in value)})"]
-    return [f"return {printer.value(value)}"]
+    return [f"return {printer.shared_value(value)}"]
 
 
 python_return = make_prim(P.RETURN, "python_return", lambda value: None, tags=(DONT_DCE,), printer=_print_return)
@@ -632,8 +632,8 @@ def _print_store_attr(bsym, printer):
     if delete:
         return [f"delattr({target}, {name!r})"]
     if name.isidentifier() and not keyword.iskeyword(name):
-        return [f"{target}.{name} = {printer.value(value)}"]
-    return [f"setattr({target}, {name!r}, {printer.value(value)})"]
+        return [f"{target}.{name} = {printer.shared_value(value)}"]
+    return [f"setattr({target}, {name!r}, {printer.shared_value(value)})"]
 
 
 store_attr = make_prim(P.STORE_ATTR, "store_attr", lambda *args: None, tags=(DONT_DCE,), printer=_print_store_attr)
@@ -642,7 +642,7 @@ store_attr = make_prim(P.STORE_ATTR, "store_attr", lambda *args: None, tags=(DON
 def _print_store_global(bsym, printer):
     globals_dict, name, value, delete = bsym.args
     target = f"{printer.constant(globals_dict, '_globals')}[{name!r}]"
-    return [f"del {target}" if delete else f"{target} = {printer.value(value)}"]
+    return [f"del {target}" if delete else f"{target} = {printer.shared_value(value)}"]
 
 
 store_global = make_prim(P.STORE_GLOBAL, "store_global", lambda *args: None, tags=(DONT_DCE,), printer=_print_store_global)
@@ -650,7 +650,7 @@ store_global = make_prim(P.STORE_GLOBAL, "store_global", lambda *args: None, tag
 
 def _print_store_cell(bsym, printer):
     cell, value = bsym.args
-    return [f"{printer.constant(cell, '_cell')}.cell_contents = {printer.value(value)}"]
+    return [f"{printer.constant(cell, '_cell')}.cell_contents = {printer.shared_value(value)}"]
 
 
 store_cell = make_prim(P.STORE_CELL, "store_cell", lambda *args: None, tags=(DONT_DCE,), printer=_print_store_cell)
