@@ -125,6 +125,11 @@ class World:
         exec(compile(source, filename, "exec"), self.ns)
         target = eval(prog.entry_expr, self.ns)
         self.fn = target if cache is None else thunder.jit(target, cache=cache)
+        # id of each list, dict, set or object an earlier call returned -> (the call, where in its result); the
+        # objects are kept so their ids stay theirs
+        self.returned: dict[int, tuple[int, str]] = {}
+        self.returned_objects: list = []
+        self.calls = 0
 
 
 def _flat(obj):
@@ -169,13 +174,18 @@ def _snap(value, depth=0):
     return f"<{type(value).__name__}>"
 
 
-def _aliases(out, args: tuple) -> list:
-    """Where the result holds an argument object itself (a list passed in, returned inside a new namespace): eager
-    returns that object, and so must the compiled function. Tensors are left out: an op that returns its input
-    in eager (``flatten`` of a 1-d tensor) may return a view of it under thunder's autograd, the same memory."""
+def _aliases(out, args: tuple, world: World) -> list:
+    """Where the result holds an argument object itself (a list passed in, returned inside a new namespace), one
+    object twice (``return l, l``), or an object an earlier call returned: eager's identities, which the compiled
+    function must give too (a made object or set that the trace kept as a constant was returned by every call).
+    Tensors are left out: an op that returns its input in eager (``flatten`` of a 1-d tensor) may return a view
+    of it under thunder's autograd, the same memory."""
     scalars = (int, float, complex, str, bytes, bool, type(None), torch.Tensor)
     ids = {id(a): i for i, a in enumerate(args) if not isinstance(a, scalars)}
     found = []
+    here: dict[int, str] = {}
+    call = world.calls
+    world.calls += 1
 
     def walk(v, path: str, depth: int) -> None:
         if id(v) in ids:
@@ -183,6 +193,15 @@ def _aliases(out, args: tuple) -> list:
             return
         if depth > 4 or isinstance(v, (torch.Tensor, str, bytes, type, types.ModuleType, types.FunctionType)):
             return
+        if isinstance(v, (list, dict, set)) or (hasattr(v, "__dict__") and not isinstance(v, torch.nn.Module)):
+            if id(v) in here:
+                found.append((path, "same as", here[id(v)]))
+                return
+            here[id(v)] = path
+            if id(v) in world.returned:
+                found.append((path, "returned by an earlier call", world.returned[id(v)]))
+            world.returned[id(v)] = (call, path)
+            world.returned_objects.append(v)
         if isinstance(v, (list, tuple)):
             for i, x in enumerate(v):
                 walk(x, f"{path}[{i}]", depth + 1)
@@ -275,7 +294,7 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
     # The program's own warnings (torch's, such as item() of a tensor that requires grad, are not compared)
     obs.warned = [(str(w.message), w.category.__name__, w.lineno) for w in warned if str(w.message).startswith("fuzz:")]
     obs.eager_runs = [str(w.message) for w in warned if issubclass(w.category, thunder.EagerRunWarning)]
-    obs.aliases = _aliases(obs.out, args)
+    obs.aliases = _aliases(obs.out, args, world)
     obs.args = _args_after(args)
     obs.state = {name: _snap(ns.get(name, "<unbound>")) for name in prog.state}
     return obs

@@ -612,7 +612,12 @@ def objects(rng, ctx):
             ],
             needs={"owner", "lastdim4"},
         )  # fmt: skip
-    if choice < 0.82:  # an object the program makes from a number of the call, returned or stored outside
+    if choice < 0.82:  # objects the program makes from constants: new on each call; one object held twice is one
+        body = _pick(rng, ("o{u} = types.SimpleNamespace(tag='t', items=[1])\nret.append(o{u})\nret.append([o{u}])",
+                           "ret.append({1, 2})", "ret.append(frozenset({'a'}))", "l{u} = [1, 2]\nret.append((l{u}, l{u}))",
+                           "d{u} = {'k': []}\nret.append(d{u})\nret.append(d{u}['k'])"))  # fmt: skip
+        return _s("objects", "objects the program makes", body)
+    if choice < 0.83:  # an object the program makes from a number of the call, returned or stored outside
         body = _pick(rng, ("ret.append(types.SimpleNamespace(v=n + 1, w=[n]))", "OBJS{u}.append(types.SimpleNamespace(v=n * 2))",
                            "ret.append(types.SimpleNamespace(n=n, shape=acc.shape))"))  # fmt: skip
         return _s(
