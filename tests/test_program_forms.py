@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import types
 
 import pytest
 import torch
@@ -232,3 +233,44 @@ def test_an_outside_list_stored_stays_itself():
     m = M()
     thunder.jit(m)(torch.randn(2))
     assert m.l is _GLOBAL_LIST
+
+
+def test_an_object_changed_after_it_is_stored_is_stored_as_it_ends():
+    """``self.st = SimpleNamespace(t=...)`` then ``self.st.u = x * 3``: the module holds the object as the program
+    left it (it held the values at the store, and ``u`` was a proxy of the trace)."""
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            self.st = types.SimpleNamespace(t=x * 2)
+            self.st.u = x * 3
+            self.st.t = x * 4
+            return self.st
+
+    m, x = M(), torch.ones(2)
+    returned = thunder.jit(m)(x)
+    assert returned is m.st
+    assert vars(m.st).keys() == {"t", "u"}
+    assert all(type(v) is torch.Tensor for v in vars(m.st).values())
+    torch.testing.assert_close((m.st.t, m.st.u), (x * 4, x * 3))
+
+
+_LOG: list = []
+_TABLE: dict = {}
+
+
+def test_a_list_stored_in_outside_containers_is_one_list_as_the_program_leaves_it():
+    """``LOG.append(l); TABLE["k"] = l; l.append(2); return l``: the outside list and dict hold the returned list
+    itself, with the later append (they held copies made at the store)."""
+
+    def f(x):
+        items = [1]
+        _LOG.append(items)
+        _TABLE["k"] = items
+        items.append(2)
+        return x * 2, items
+
+    jf = thunder.jit(f)
+    for _ in range(2):
+        _, items = jf(torch.ones(1))
+        assert _LOG[-1] is items and _TABLE["k"] is items and items == [1, 2]
+    assert len(_LOG) == 2 and _LOG[0] is not _LOG[1]

@@ -27,7 +27,7 @@ import torch
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.pytree import ObjectWithProxies, mapping_items, mapping_type, rebuild_mapping, rebuild_object
-from thunder.core.symbol import PARAMETER, BoundSymbol
+from thunder.core.symbol import ESCAPES, PARAMETER, BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt
 
 
@@ -55,9 +55,8 @@ class Printer:
         self.tensor_types = tensor_types
         self.bsym: BoundSymbol | None = None  # the bound symbol being printed
         self.line_bsyms: dict[int, BoundSymbol] = {}
-        self._shared: dict[int, str] = {}  # id(object met twice in a value) -> the local name it is bound to
+        self._shared: dict[int, str] = {}  # id(object the values leaving the function hold twice) -> its local name
         self._bound: set[int] = set()  # the objects of ``_shared`` printed (and bound) already
-        self._shared_count = 0
 
     @property
     def miss(self) -> str:
@@ -87,23 +86,19 @@ class Printer:
             self.ctx[name] = value
         return name
 
-    def shared_value(self, x: Any) -> str:
-        """``value(x)`` where a list, dict, set or rebuilt object that ``x`` holds twice (``return l, l``) is made
-        once and bound to a local name (``(_shared0 := [1]), _shared0``), so the caller gets one object, as from
-        eager."""
+    def share_repeated(self, bsyms: list[BoundSymbol]) -> None:
+        """A list, dict, set or rebuilt object that the values leaving the function (the arguments of ``ESCAPES``
+        symbols: a return, stores) hold twice (``return l, l``; ``self.st = c; return c``) is made once and bound
+        to a local name where first printed (``(_shared0 := [1]), _shared0``): the caller gets one object, as
+        from eager (Note [Objects the program makes])."""
+        self._shared, self._bound = {}, set()
         counts: dict[int, int] = {}
-        _count_mutables(x, counts)
+        for bsym in bsyms:
+            if ESCAPES in bsym.sym.tags:
+                _count_mutables(bsym.args, counts)
         for key, n in counts.items():
             if n > 1:
-                self._shared[key] = f"_shared{self._shared_count}"
-                self._shared_count += 1
-        if not self._shared:
-            return self.value(x)
-        try:
-            return self.value(x)
-        finally:
-            self._shared.clear()
-            self._bound.clear()
+                self._shared[key] = f"_shared{len(self._shared)}"
 
     def value(self, x: Any) -> str:
         if isinstance(x, Proxy):
@@ -259,7 +254,7 @@ def bsym_lines(bsym: BoundSymbol, *, print_depth: int = 1, printer: Printer | No
 
 def _lines_of(bsym: BoundSymbol, print_depth: int, printer: Printer, cache: dict | None) -> list[str]:
     """``bsym_lines`` at indent 1, from ``cache`` when it holds this bound symbol's lines."""
-    if cache is None:
+    if cache is None or printer._shared:  # lines that bind or read a shared object's name are this trace's
         return bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1)
     key = (id(bsym), print_depth)
     hit = cache.get(key)
@@ -304,6 +299,7 @@ def trace_source(
         if isinstance(p, (TensorProxy, NumberProxy)) and p.name not in unpacked:
             body.append(f'  # {p.name}: "{p.type_string()}"')
     last_source = None
+    printer.share_repeated(trace.bound_symbols)
     spans: list[tuple[int, int, BoundSymbol]] = []  # body lines [start, stop) of each bound symbol
     for i, bsym in enumerate(trace.bound_symbols):
         src = bsym.source

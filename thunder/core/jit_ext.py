@@ -292,10 +292,12 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
                     elif not isinstance(e, (InterpreterError, InternalError)):
                         self._raise_an_earlier_failure()
                     raise
-                result = self.escaping(returned)
+                memo: dict[int, Any] = {}  # what the program made and stores or returns: one object each
+                self.lift_stored_objects_again(memo)
+                result = self.escaping(returned, memo)
                 register_containers(result)
                 _check_result(result)
-                self._write_back_copies()
+                self._write_back_copies(memo)
                 prims.python_return(result)
         finally:
             _active_tracer.reset(active)

@@ -41,7 +41,7 @@ from thunder.core.interpreter.errors import DELETED
 from thunder.core.interpreter.instructions import call_operands
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import ObjectWithProxies, mapping_type, rebuild_mapping, tree_leaves
-from thunder.core.symbol import Symbol, mutates
+from thunder.core.symbol import ESCAPES, Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
 from thunder.core.user_code import is_code_like, is_nondeterministic, is_thunder_module, source_location
@@ -131,7 +131,7 @@ class SideEffectsMixin:
         if method in ("extend", "update"):
             args = tuple(list(a) if method == "extend" else dict(a) for a in args)
         getattr(copy, method)(*args)
-        self._lazy[id(copy)].writes.append((method, snapshot(args)))
+        self._lazy[id(copy)].writes.append((method, args))  # as the values are at the end: Note [Objects the program makes]
 
     def _container_method(self, fn: Callable, receiver: Any) -> Callable | None:
         """What a call of a builtin method that changes its container (``append``, ``__setitem__``) becomes when
@@ -221,7 +221,7 @@ class SideEffectsMixin:
         if lazy is not None and lazy.copy is container:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
             if isinstance(container, dict) and value is not DELETED:
-                lazy.writes.append(("__setitem__", (key, snapshot(value))))
+                lazy.writes.append(("__setitem__", (key, value)))
                 return
             self._read_contents(container)  # a list item or a deletion depends on what is there
             return
@@ -303,22 +303,45 @@ class SideEffectsMixin:
         )
 
     # --- after the program ------------------------------------------------------------------
-    def _write_back_copies(self) -> None:
+    def _write_back_copies(self, memo: dict[int, Any]) -> None:
         """Outside containers the program changed end each call as the program left them."""
         for lazy in self._lazy.values():
             for method, args in lazy.writes:
-                prims.container_call(self._object_input(lazy.holder), method, self.escaping(args))
+                prims.container_call(self._object_input(lazy.holder), method, self.escaping(args, memo))
         for holder, copy, first in self._copies.values():
             if _contents(copy) != first:
                 self._refuse_unchecked_state(holder.name)
                 state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
-                prims.replace_contents(self._object_input(holder), self.escaping(state))
+                prims.replace_contents(self._object_input(holder), self.escaping(state, memo))
 
-    def escaping(self, value: Any) -> Any:
+    def escaping(self, value: Any, memo: dict[int, Any] | None = None) -> Any:
         """``value`` as it leaves the function (returned, or stored where the caller sees it): each outside object
-        is the object itself, what the program made is made again by each call, and an object met twice is one
-        object (Note [Objects the program makes])."""
-        return lift_objects(self._outside_objects_as_inputs(value, 0, {}), self._internal_objects)
+        is the object itself, what the program made is made again by each call, and an object met twice (in
+        ``memo``, shared by the values lifted at the end of tracing) is one object (Note [Objects the program
+        makes])."""
+        return lift_objects(self._outside_objects_as_inputs(value, 0, {}), self._internal_objects, memo=memo)
+
+    def lift_stored_objects_again(self, memo: dict[int, Any]) -> None:
+        """At the end of tracing: the objects the program made and stored outside are stored as they are now, the
+        program's later changes to them included (they were lifted as they were when stored)."""
+        made = self._internal_objects
+
+        def again(x: Any) -> Any:
+            if isinstance(x, ObjectWithProxies) and id(x.template) in made:
+                return self.escaping(x.template, memo)
+            if type(x) in (list, tuple):
+                items = [again(v) for v in x]
+                return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+            if type(x) is dict:
+                items = {k: again(v) for k, v in x.items()}
+                return x if all(items[k] is v for k, v in x.items()) else items
+            return x
+
+        for bsym in self.computation.bound_symbols:
+            if ESCAPES in bsym.sym.tags:
+                args = again(bsym.args)
+                if args is not bsym.args:
+                    bsym.args, bsym._flat = args, None
 
     def _outside_objects_as_inputs(self, x: Any, depth: int = 0, memo: dict[int, Any] | None = None) -> Any:
         """The result with each outside object (or the program's copy of an outside container) replaced by
@@ -490,8 +513,9 @@ _NOT_REBUILT = (types.ModuleType, type, types.FunctionType, torch.nn.Module)  # 
 # itself. An object the program made (the interpreter ran its class call: ``made_object``) is rebuilt on every
 # call even where it holds no traced value: as a constant of the trace, every call returned the first call's
 # object, and a change the caller made to one result showed in the next. An object held twice by one value
-# (``return l, l``) is made once and bound to a name (``Printer.shared_value``). Not covered: one object that
-# leaves through two statements (``self.st = c; return c``) is made by each (two objects where eager has one).
+# (``return l, l``; ``self.st = c; return c``) is made once and bound to a name (``Printer.share_repeated``); an object
+# the program changes after storing it is stored as it is at the end (``lift_stored_objects_again``): a store
+# replays after the values it refers to (``replays.place_after_their_values``).
 
 
 def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[int, Any] | None = None) -> Any:

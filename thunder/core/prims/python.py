@@ -21,7 +21,7 @@ import torch
 from thunder.core import dtypes, iterators
 from thunder.core.prims.base import make_prim
 from thunder.core.proxies import Proxy
-from thunder.core.symbol import DONT_DCE, PARAMETER, Symbol, eager_implementations
+from thunder.core.symbol import DONT_DCE, ESCAPES, PARAMETER, Symbol, eager_implementations
 
 
 class PythonPrimIDs(enum.Enum):
@@ -77,10 +77,10 @@ def _print_return(bsym, printer):
     (value,) = bsym.args
     if printer.return_call is not None:  # a prologue fused with its computation: call it
         return [f"return {printer.return_call}({', '.join(printer.value(v) for v in value)})"]
-    return [f"return {printer.shared_value(value)}"]
+    return [f"return {printer.value(value)}"]
 
 
-python_return = make_prim(P.RETURN, "python_return", lambda value: None, tags=(DONT_DCE,), printer=_print_return)
+python_return = make_prim(P.RETURN, "python_return", lambda value: None, tags=(DONT_DCE, ESCAPES), printer=_print_return)
 
 
 def _print_unpack_sequence(bsym, printer):
@@ -632,28 +632,28 @@ def _print_store_attr(bsym, printer):
     if delete:
         return [f"delattr({target}, {name!r})"]
     if name.isidentifier() and not keyword.iskeyword(name):
-        return [f"{target}.{name} = {printer.shared_value(value)}"]
-    return [f"setattr({target}, {name!r}, {printer.shared_value(value)})"]
+        return [f"{target}.{name} = {printer.value(value)}"]
+    return [f"setattr({target}, {name!r}, {printer.value(value)})"]
 
 
-store_attr = make_prim(P.STORE_ATTR, "store_attr", lambda *args: None, tags=(DONT_DCE,), printer=_print_store_attr)
+store_attr = make_prim(P.STORE_ATTR, "store_attr", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_attr)
 
 
 def _print_store_global(bsym, printer):
     globals_dict, name, value, delete = bsym.args
     target = f"{printer.constant(globals_dict, '_globals')}[{name!r}]"
-    return [f"del {target}" if delete else f"{target} = {printer.shared_value(value)}"]
+    return [f"del {target}" if delete else f"{target} = {printer.value(value)}"]
 
 
-store_global = make_prim(P.STORE_GLOBAL, "store_global", lambda *args: None, tags=(DONT_DCE,), printer=_print_store_global)
+store_global = make_prim(P.STORE_GLOBAL, "store_global", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_global)
 
 
 def _print_store_cell(bsym, printer):
     cell, value = bsym.args
-    return [f"{printer.constant(cell, '_cell')}.cell_contents = {printer.shared_value(value)}"]
+    return [f"{printer.constant(cell, '_cell')}.cell_contents = {printer.value(value)}"]
 
 
-store_cell = make_prim(P.STORE_CELL, "store_cell", lambda *args: None, tags=(DONT_DCE,), printer=_print_store_cell)
+store_cell = make_prim(P.STORE_CELL, "store_cell", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_cell)
 
 
 def _print_replace_contents(bsym, printer):
@@ -669,7 +669,7 @@ def _print_replace_contents(bsym, printer):
 # ``replace_contents(container, items)``: an outside list, dict or set the program changed ends the call
 # holding what it held at the end of the program.
 replace_contents = make_prim(
-    P.REPLACE_CONTENTS, "replace_contents", lambda *args: None, tags=(DONT_DCE,), printer=_print_replace_contents
+    P.REPLACE_CONTENTS, "replace_contents", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_replace_contents
 )
 
 
@@ -684,7 +684,7 @@ def _print_container_call(bsym, printer):
 # ``container_call(container, method, args)``: a change to an outside list, dict or set whose contents the
 # program never read (``log.append(x)``), made again by every call on whatever object the path holds then.
 container_call = make_prim(
-    P.CONTAINER_CALL, "container_call", lambda *args: None, tags=(DONT_DCE,), printer=_print_container_call
+    P.CONTAINER_CALL, "container_call", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_container_call
 )
 
 
