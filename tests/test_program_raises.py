@@ -138,3 +138,30 @@ def test_an_op_that_fails_before_a_value_the_program_needs_leaves_eagers_effects
     with pytest.raises(IndexError, match="out of range"):
         thunder.jit(f)(torch.ones(2, 3))
     assert _LOG == [2, 2]
+
+
+def test_an_argument_check_after_effects_leaves_eagers_effects():
+    """An op whose arguments eager rejects (``expand`` to a size that does not fit), after a draw from the
+    program's own NumPy generator and an append: thunder's mirror of eager's check stopped tracing before any
+    effect was made; the call now runs eagerly, so the draw and the append happen and eager's error propagates
+    (the randomized tester's seed 1004356)."""
+    import numpy
+
+    def make():
+        generator, log = numpy.random.RandomState(3), []
+
+        def f(x):
+            log.append(generator.random())
+            return x.expand(5, 5)
+
+        return f, generator, log
+
+    (f, e_gen, e_log), (g, t_gen, t_log) = make(), make()
+    jitted = thunder.jit(g)
+    for _ in range(2):
+        with pytest.raises(RuntimeError) as expected:
+            f(torch.ones(4))
+        with pytest.raises(RuntimeError) as actual:
+            jitted(torch.ones(4))
+        assert type(actual.value) is type(expected.value) and str(actual.value) == str(expected.value)
+        assert t_log == e_log and t_gen.random() == e_gen.random()

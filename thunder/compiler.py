@@ -248,7 +248,9 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
 # exception raised inside thunder looks the same from here), so the tests make that warning an error and the
 # randomized tester counts it as an internal error. A thunder error (an unsupported op, a refused program) propagates
 # as before, without running the program; so does every exception under user transforms, which change what the
-# program does.
+# program does. But thunder's mirror of an argument check eager makes (a ``ThunderValueError`` where ``expand`` gets a
+# size that does not fit) after the program made effects (a replay, an in-place op, a random draw) runs the call
+# eagerly too: eager makes those effects before its own check raises.
 
 
 class EagerRunWarning(UserWarning):

@@ -40,7 +40,16 @@ from typing import Any
 import torch
 
 from thunder.core import data_dependent, dtypes, prims, proxies, replays, torch_state
-from thunder.core.errors import InternalError, SharpEdgeError, ThunderError, ThunderRuntimeError
+from thunder.core.errors import (
+    InternalError,
+    SharpEdgeError,
+    ThunderError,
+    ThunderIndexError,
+    ThunderOverflowError,
+    ThunderRuntimeError,
+    ThunderTypeError,
+    ThunderValueError,
+)
 from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, generator_code, interpret
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.outside_reads import OutsideReadsMixin
@@ -51,13 +60,16 @@ from thunder.core.pytree import register_containers, tree_leaves
 from thunder.core.shape_history import ShapeHistory
 from thunder.core.side_effects import LazyContainer, SideEffectsMixin
 from thunder.core.special_calls import SpecialCallsMixin, warnings_state
-from thunder.core.symbol import SourceLocation, Symbol
+from thunder.core.symbol import IN_PLACE, SourceLocation, Symbol
 from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
-from thunder.core.symbolic_numbers import SymbolicNumbersMixin, pin_native_operands
-from thunder.core.trace import TraceCtx, may_raise, tracectx
+from thunder.core.symbolic_numbers import GeneratorDraw, SymbolicNumbersMixin, pin_native_operands
+from thunder.core.trace import TraceCtx, draws, may_raise, tracectx
 from thunder.core.tracectx import current_source_location, source_location_provider
 from thunder.core.user_code import source_location
+
+# Thunder's mirrors of eager's argument checks (an op's meta rejecting a shape, a dtype, an index): eager raises there too.
+_EAGER_ERRORS = (ThunderTypeError, ThunderValueError, ThunderIndexError, ThunderOverflowError)
 
 
 class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsMixin, SymbolicNumbersMixin):
@@ -247,6 +259,16 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
                     self.program_raised = earlier  # the program's own error: the call runs eagerly, with its effects
                     raise earlier from None
 
+    def _made_effects(self) -> bool:
+        """Whether the program, so far, did something that eager leaves done when it raises later: a print, a store
+        or a write outside (a replay), an in-place op, a draw from a random generator."""
+        if self._hoisted or any(b.sym is prims.unpack_call and type(b.args[0]) is GeneratorDraw
+                                for b in self.prologue.bound_symbols):  # fmt: skip
+            return True
+        return any(
+            b.sym in replays.REPLAYS or IN_PLACE in b.sym.tags or draws(b) for b in self.computation.bound_symbols
+        )
+
     # --- running ----------------------------------------------------------------------------
     def trace(self, args: tuple, kwargs: dict) -> Any:
         """Runs the program on proxies; returns its (proxy) result."""
@@ -291,6 +313,8 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
                         self.program_raised = e  # Note [A program that raises] in thunder.compiler
                     elif not isinstance(e, (InterpreterError, InternalError)):
                         self._raise_an_earlier_failure()
+                        if isinstance(e, _EAGER_ERRORS) and self._made_effects():
+                            self.program_raised = e  # eager's argument check, after effects: the call runs eagerly
                     raise
                 memo: dict[int, Any] = {}  # what the program made and stores or returns: one object each
                 self.lift_stored_objects_again(memo)
