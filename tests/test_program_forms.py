@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 
@@ -274,3 +275,46 @@ def test_a_list_stored_in_outside_containers_is_one_list_as_the_program_leaves_i
         _, items = jf(torch.ones(1))
         assert _LOG[-1] is items and _TABLE["k"] is items and items == [1, 2]
     assert len(_LOG) == 2 and _LOG[0] is not _LOG[1]
+
+
+@dataclasses.dataclass(slots=True)
+class _SlottedOutput:
+    y: torch.Tensor
+    n: int
+
+
+class _Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+def test_objects_with_slots_hold_the_calls_values():
+    """A ``dataclass(slots=True)`` or a class with ``__slots__`` returned holding a tensor: the caller got the trace's
+    proxy (``y=t0``) and every call the first call's object; now each call makes its own, with its values."""
+
+    def f(x):
+        return _SlottedOutput(x * 2, 3), _Slotted(x + 1, [1])
+
+    jf = thunder.jit(f)
+    first = jf(torch.ones(2))
+    first[0].n = 99
+    first[1].b.append(5)
+    second = jf(torch.full((2,), 5.0))
+    assert type(second[0].y) is torch.Tensor and type(second[1].a) is torch.Tensor
+    torch.testing.assert_close((second[0].y, second[1].a), (torch.full((2,), 10.0), torch.full((2,), 6.0)))
+    assert (second[0].n, second[1].b) == (3, [1])
+
+
+def test_a_module_made_inside_holding_traced_values_is_a_clear_error():
+    """A module the function makes and returns, holding a traced value, cannot be made again by each call: a clear
+    error (the caller got a module holding the trace's proxy)."""
+
+    def f(x):
+        m = torch.nn.Identity()
+        m.tmp = x * 2
+        return m
+
+    with pytest.raises(ThunderRuntimeError, match="returned a Identity that holds traced values"):
+        thunder.jit(f)(torch.ones(2))

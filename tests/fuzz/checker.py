@@ -40,6 +40,7 @@ import thunder
 from tests.fuzz.programs import Call, Program, calls_for
 from thunder.core.errors import InternalError, ThunderError
 from thunder.core.interpreter import InterpreterError
+from thunder.core.pytree import slot_names
 from thunder.runtime_errors import NOTE_PREFIX
 
 
@@ -317,7 +318,7 @@ def compare(e, j, path: str, *, check_requires_grad: bool = True) -> str | None:
             lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
             return f"{path}: values differ ({'; '.join(lines[:3])})"
         return None
-    if type(e) is not type(j):
+    if _type_name(e) != _type_name(j):  # a class the program defines is one per world
         return f"{path}: eager gives {type(e).__name__} {_short(e)}, thunder gives {type(j).__name__} {_short(j)}"
     if isinstance(e, float):
         if math.isnan(e) and math.isnan(j):
@@ -345,9 +346,20 @@ def compare(e, j, path: str, *, check_requires_grad: bool = True) -> str | None:
         return None
     if isinstance(e, (int, str, bytes, set, frozenset, type(None), torch.dtype, torch.device)):
         return None if e == j else f"{path}: {_short(e)} in eager, {_short(j)} in thunder"
-    if isinstance(e, types.SimpleNamespace) or dataclasses.is_dataclass(e):  # the objects programs return
+    if isinstance(e, types.SimpleNamespace):  # the objects programs return
         return compare(vars(e), vars(j), path, check_requires_grad=check_requires_grad)
+    if dataclasses.is_dataclass(e):  # fields, which may be slots
+        fields = [f.name for f in dataclasses.fields(e)]
+        return compare([getattr(e, f) for f in fields], [getattr(j, f) for f in fields], path, check_requires_grad=check_requires_grad)
+    if slot_names(type(e)):  # an object with __slots__
+        names = slot_names(type(e))
+        return compare([getattr(e, n, None) for n in names], [getattr(j, n, None) for n in names], path,
+                       check_requires_grad=check_requires_grad)  # fmt: skip
     return None  # iterators, functions, ...: compared by type only
+
+
+def _type_name(v) -> tuple[str, str]:
+    return type(v).__module__, type(v).__qualname__
 
 
 def _short(v) -> str:

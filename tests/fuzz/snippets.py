@@ -616,6 +616,9 @@ def objects(rng, ctx):
         body = _pick(rng, ("o{u} = types.SimpleNamespace(tag='t', items=[1])\nret.append(o{u})\nret.append([o{u}])",
                            "ret.append({1, 2})", "ret.append(frozenset({'a'}))", "l{u} = [1, 2]\nret.append((l{u}, l{u}))",
                            "d{u} = {'k': []}\nret.append(d{u})\nret.append(d{u}['k'])"))  # fmt: skip
+        if rng.random() < 0.3:  # slots: no __dict__ to rebuild the object from
+            return _s("objects", "objects the program makes", "ret.append(Slots{u}(acc * 2, [n]))", needs={"n"},
+                      setup="class Slots{u}:\n    __slots__ = ('t', 'n')\n\n    def __init__(self, t, n):\n        self.t, self.n = t, n")  # fmt: skip
         return _s("objects", "objects the program makes", body)
     if choice < 0.83:  # an object the program makes from a number of the call, returned or stored outside
         body = _pick(rng, ("ret.append(types.SimpleNamespace(v=n + 1, w=[n]))", "OBJS{u}.append(types.SimpleNamespace(v=n * 2))",

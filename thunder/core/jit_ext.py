@@ -58,7 +58,7 @@ from thunder.core.provenance import ProvenanceMixin
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import register_containers, tree_leaves
 from thunder.core.shape_history import ShapeHistory
-from thunder.core.side_effects import LazyContainer, SideEffectsMixin
+from thunder.core.side_effects import LazyContainer, SideEffectsMixin, holds
 from thunder.core.special_calls import SpecialCallsMixin, warnings_state
 from thunder.core.symbol import IN_PLACE, SourceLocation, Symbol
 from thunder.core.symbol_lookup import symbol_for
@@ -481,3 +481,13 @@ def _check_result(result: Any) -> None:
                 "the function returned a torch.Tensor that was not computed from its inputs by traced torch "
                 "operations (it was made by code thunder ran natively); return values must come from traced ops"
             )
+        if not isinstance(leaf, (Proxy, str, bytes, int, float, complex, type(None))) and holds(leaf, _is_proxy):
+            raise ThunderRuntimeError(
+                f"the function returned a {type(leaf).__name__} that holds traced values where thunder cannot make it "
+                "again on each call (a module made inside the function, an object of a type that copies itself its "
+                "own way): return the tensors, or a dict, list, tuple, dataclass or plain object of them instead"
+            )
+
+
+def _is_proxy(v: Any) -> bool:
+    return isinstance(v, Proxy)

@@ -99,8 +99,42 @@ class ObjectWithProxies:
 
 def rebuild_object(template: Any, attrs: dict[str, Any]) -> Any:
     new = copy.copy(template)
-    new.__dict__.update(attrs)
+    if slot_names(type(template)):
+        for name, value in attrs.items():
+            object.__setattr__(new, name, value)  # past a frozen dataclass's own __setattr__, as copy does
+    else:
+        new.__dict__.update(attrs)
     return new
+
+
+@functools.cache
+def slot_names(cls: type) -> tuple[str, ...]:
+    """The attributes ``cls``'s instances hold in slots (``__slots__`` of it and its bases)."""
+    names: list[str] = []
+    for c in cls.__mro__:
+        slots = c.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+_UNSET = object()
+
+
+def object_state(x: Any) -> dict[str, Any] | None:
+    """``x``'s attributes: its ``__dict__`` and the slots that are set (a ``dataclass(slots=True)``), or None where
+    it has neither."""
+    own = getattr(x, "__dict__", None)
+    slots = slot_names(type(x))
+    if not slots:
+        return own if isinstance(own, dict) else None
+    state = dict(own) if isinstance(own, dict) else {}
+    for name in slots:
+        value = getattr(x, name, _UNSET)
+        if value is not _UNSET:
+            state[name] = value
+    return state
 
 
 optree.register_pytree_node(

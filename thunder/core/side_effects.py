@@ -40,7 +40,7 @@ from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.errors import DELETED
 from thunder.core.interpreter.instructions import call_operands
 from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import ObjectWithProxies, mapping_type, rebuild_mapping, tree_leaves
+from thunder.core.pytree import ObjectWithProxies, mapping_type, object_state, rebuild_mapping, slot_names, tree_leaves
 from thunder.core.symbol import ESCAPES, Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
@@ -236,7 +236,7 @@ class SideEffectsMixin:
 
     def made_object(self, obj: Any) -> None:
         """The interpreter made ``obj`` (``C(...)``, a dataclass, a ``SimpleNamespace``): the program's own."""
-        if type(obj).__dictoffset__ and not isinstance(obj, _NOT_REBUILT):
+        if (type(obj).__dictoffset__ or slot_names(type(obj))) and not isinstance(obj, _NOT_REBUILT):
             self._internal_objects.add(id(obj))
             self._keepalive.append(obj)
 
@@ -374,7 +374,7 @@ class SideEffectsMixin:
             if all(items[k] is v for k, v in x.items()):
                 return x
             return items if type(x) is dict else rebuild_mapping(mapping_type(x), items)
-        attrs = getattr(x, "__dict__", None)
+        attrs = object_state(x)
         if attrs is None or holder is not None or isinstance(x, _NOT_REBUILT):
             return x
         # An object the program made, holding an outside one: rebuilt around it (``lift_objects``' rebuild)
@@ -550,7 +550,10 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
         if all(changed[k] is v for k, v in x.items()):
             return x
         return changed if type(x) is dict else rebuild_mapping(mapping_type(x), changed)
-    attrs = getattr(x, "__dict__", None)
+    if isinstance(x, ObjectWithProxies):  # rebuilt around an outside object it holds (``_outside_objects_as_inputs``)
+        attrs = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.attrs.items()}
+        return x if all(attrs[k] is v for k, v in x.attrs.items()) else ObjectWithProxies(x.template, attrs)
+    attrs = object_state(x)
     if attrs is None or isinstance(x, _NOT_REBUILT):
         return x
     lifted = {k: lift_objects(v, made, depth + 1, memo) for k, v in attrs.items()}
@@ -571,8 +574,10 @@ def children_of(value: Any) -> Any:
         return value.values()
     if isinstance(value, (list, tuple, set, frozenset)):
         return value
-    if hasattr(value, "__dict__") and not isinstance(value, type):
-        return vars(value).values()
+    if not isinstance(value, type):
+        state = object_state(value)
+        if state is not None:
+            return state.values()
     return ()
 
 
