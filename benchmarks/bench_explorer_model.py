@@ -20,7 +20,10 @@ embeds the plain JSON instead), and measures, inside the page:
 - switching steps: a click on the next step in the list until it is shown and painted;
 - the first visit to the last backward step, right after the first render: nothing of it is read
   yet (Note [Lazy steps] in js/src/schema.ts), so it unpacks, checks and lays out the backward
-  steps up to it.
+  steps up to it;
+- reading ahead: on another page, how long after the first render the steps not shown are read
+  and laid out while the page is idle (the last backward step, and every step), so that visiting
+  them later costs what a step switch costs.
 
 Each is reported as wall time and as the CPU time of the page's main thread (Chromium's
 ``ThreadTime``), which waiting for a core on a loaded machine does not inflate; the load average
@@ -143,6 +146,20 @@ SWITCH = """async (index) => {
   return performance.now() - t0;
 }"""
 
+# Since the first render: when the last backward step, and every step, are read (data-read on their
+# item in the list of steps), polled each 10 ms.
+READ_AHEAD = """async (index) => {
+  const t0 = performance.now();
+  const read = (sel) => Array.from(document.querySelectorAll(sel)).every((li) => li.dataset.read === 'true');
+  let last = null;
+  for (;;) {
+    if (last === null && read(`[data-testid="step"][data-step-index="${index}"]`)) last = performance.now() - t0;
+    if (read('[data-testid="step"]')) return {last_ms: last ?? performance.now() - t0, all_ms: performance.now() - t0};
+    if (performance.now() - t0 > 20000) return {last_ms: last, all_ms: null};
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}"""
+
 FIT = """async () => {
   document.querySelector('[data-testid="zoom-fit"]').click();
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
@@ -200,7 +217,7 @@ def main() -> None:
         print(f"before: {_load()}")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            mounts, expands, switches, colds = [], [], [], []
+            mounts, expands, switches, colds, aheads = [], [], [], [], []
             last_backward = max((i for i, s in enumerate(doc["steps"]) if s["kind"] == "backward"), default=None)
             for _ in range(args.repeats):
                 page = browser.new_page(viewport={"width": 1600, "height": 1000})
@@ -226,6 +243,12 @@ def main() -> None:
                 if errors:
                     raise SystemExit(f"page errors: {errors}")
                 page.close()
+                if last_backward is not None:
+                    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+                    page.goto(path.as_uri())
+                    page.evaluate(MOUNT)
+                    aheads.append(page.evaluate(READ_AHEAD, last_backward))
+                    page.close()
             browser.close()
         print(f"after:  {_load()}")
     print(f"JSON.parse ({'plain' if args.plain else 'packed'}):   median {statistics.median(m['parse_ms'] for m in mounts):7.1f} ms")
@@ -239,6 +262,11 @@ def main() -> None:
     if colds:
         print(f"first visit to step {last_backward} (last backward, nothing read ahead): {_ms([w for w, _ in colds])}   target < 150 ms")
         print(f"  main thread CPU:     {_ms([c for _, c in colds])}")
+    if aheads:
+        print(
+            f"read ahead after the first render: step {last_backward} ready {_ms([a['last_ms'] for a in aheads])};"
+            f" every step {_ms([a['all_ms'] for a in aheads])}"
+        )
     if expands:
         print(f"expand transformer.h.5: {_ms([w for w, _ in expands])}   target < 150 ms")
         print(f"  main thread CPU:     {_ms([c for _, c in expands])}")
