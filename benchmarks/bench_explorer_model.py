@@ -20,7 +20,14 @@ embeds the plain JSON instead), and measures, inside the page:
 - switching steps: a click on the next step in the list until it is shown and painted;
 - the first visit to the last backward step, right after the first render: nothing of it is read
   yet (Note [Lazy steps] in js/src/schema.ts), so it unpacks, checks and lays out the backward
-  steps up to it.
+  steps up to it;
+- reading ahead: on another page, how long after the first render the steps not shown are read
+  and laid out while the page is idle (the last backward step, and every step), so that visiting
+  them later costs what a step switch costs.
+
+``--warm-page`` first lays out a few lines in the explorer's fonts and styles, as the JupyterLab
+page around a notebook's explorer has long done: the page's first layout in those fonts (about 10
+ms on a loaded machine) then does not count in the first render, as it does not in JupyterLab.
 
 Each is reported as wall time and as the CPU time of the page's main thread (Chromium's
 ``ThreadTime``), which waiting for a core on a loaded machine does not inflate; the load average
@@ -88,6 +95,17 @@ def explorer_page(doc: dict, bundle: Path | None = None) -> str:
     )
 
 
+# Text in the explorer's fonts and styles laid out once and removed (--warm-page).
+WARM = """() => {
+  const d = document.createElement('div');
+  d.className = 'thunder-explorer';
+  d.innerHTML = '<header class="tx-header">thunder <b>step</b> \u2212 + \u2922</header>' +
+    '<div class="tx-source"><div class="tx-line">t0 = torch.add(x, y)</div></div>';
+  document.body.appendChild(d);
+  document.body.offsetHeight;
+  d.remove();
+}"""
+
 # Each measurement ends two animation frames after its action: style, layout and paint done.
 MOUNT = """async () => {
   const painted = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
@@ -143,6 +161,20 @@ SWITCH = """async (index) => {
   return performance.now() - t0;
 }"""
 
+# Since the first render: when the last backward step, and every step, are read (data-read on their
+# item in the list of steps), polled each 10 ms.
+READ_AHEAD = """async (index) => {
+  const t0 = performance.now();
+  const read = (sel) => Array.from(document.querySelectorAll(sel)).every((li) => li.dataset.read === 'true');
+  let last = null;
+  for (;;) {
+    if (last === null && read(`[data-testid="step"][data-step-index="${index}"]`)) last = performance.now() - t0;
+    if (read('[data-testid="step"]')) return {last_ms: last ?? performance.now() - t0, all_ms: performance.now() - t0};
+    if (performance.now() - t0 > 20000) return {last_ms: last, all_ms: null};
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}"""
+
 FIT = """async () => {
   document.querySelector('[data-testid="zoom-fit"]').click();
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
@@ -183,6 +215,7 @@ def main() -> None:
     parser.add_argument("--bundle", type=Path, default=None, help="a standalone.js to measure instead")
     parser.add_argument("--document", type=Path, default=None, help="a saved document (JSON) instead of building one")
     parser.add_argument("--plain", action="store_true", help="hand the explorer the plain document, not the packed one")
+    parser.add_argument("--warm-page", action="store_true", help="lay out text in the explorer's fonts before mounting")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -200,13 +233,15 @@ def main() -> None:
         print(f"before: {_load()}")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            mounts, expands, switches, colds = [], [], [], []
+            mounts, expands, switches, colds, aheads = [], [], [], [], []
             last_backward = max((i for i, s in enumerate(doc["steps"]) if s["kind"] == "backward"), default=None)
             for _ in range(args.repeats):
                 page = browser.new_page(viewport={"width": 1600, "height": 1000})
                 errors: list[str] = []
                 page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
                 page.goto(path.as_uri())
+                if args.warm_page:
+                    page.evaluate(WARM)
                 timed = _Timed(page)
                 mount, cpu = timed(MOUNT)
                 mounts.append({**mount, "cpu_ms": cpu})
@@ -226,6 +261,14 @@ def main() -> None:
                 if errors:
                     raise SystemExit(f"page errors: {errors}")
                 page.close()
+                if last_backward is not None:
+                    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+                    page.goto(path.as_uri())
+                    if args.warm_page:
+                        page.evaluate(WARM)
+                    page.evaluate(MOUNT)
+                    aheads.append(page.evaluate(READ_AHEAD, last_backward))
+                    page.close()
             browser.close()
         print(f"after:  {_load()}")
     print(f"JSON.parse ({'plain' if args.plain else 'packed'}):   median {statistics.median(m['parse_ms'] for m in mounts):7.1f} ms")
@@ -239,6 +282,11 @@ def main() -> None:
     if colds:
         print(f"first visit to step {last_backward} (last backward, nothing read ahead): {_ms([w for w, _ in colds])}   target < 150 ms")
         print(f"  main thread CPU:     {_ms([c for _, c in colds])}")
+    if aheads:
+        print(
+            f"read ahead after the first render: step {last_backward} ready {_ms([a['last_ms'] for a in aheads])};"
+            f" every step {_ms([a['all_ms'] for a in aheads])}"
+        )
     if expands:
         print(f"expand transformer.h.5: {_ms([w for w, _ in expands])}   target < 150 ms")
         print(f"  main thread CPU:     {_ms([c for _, c in expands])}")

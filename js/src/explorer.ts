@@ -34,14 +34,8 @@ import {
   searchResultItems,
   type SearchEntry,
 } from "./search";
-import {
-  moduleCostText,
-  nodeCostLine,
-  profilePanel,
-  savedTimelineChart,
-  stepProfile,
-  type StepProfile,
-} from "./profile-view";
+import { moduleCostText, nodeCostLine } from "./profile-view";
+import { ProfilePane, profiledStep } from "./profile-pane";
 import { SourcePane } from "./source-pane";
 import { overlaps, type Overlap } from "./collectives";
 import { fillStepItem, gradientNodes, StepRelations, stepListItems, stepMeta } from "./steps";
@@ -71,10 +65,7 @@ class Explorer {
   private readonly detailsEl: HTMLElement;
   private readonly executorsSlot: HTMLElement;
   private readonly runsSlot: HTMLElement;
-  private readonly profileSlot: HTMLElement;
-  private readonly savedSlot: HTMLElement;
-  /** The shown step's profile (profile-view.ts), when the document has one for it. */
-  private stepProf: StepProfile | null = null;
+  private readonly profile: ProfilePane;
   private profiling = false;
   private hadProfile = false;
   /** The shown step's collectives and the compute each overlaps (collectives.ts). */
@@ -181,8 +172,7 @@ class Explorer {
     });
     this.executorsSlot = h(doc, "div", { class: "tx-executors-slot" });
     this.runsSlot = h(doc, "div", { class: "tx-runs-slot" });
-    this.profileSlot = h(doc, "div", { class: "tx-profile-slot" });
-    this.savedSlot = h(doc, "div", { class: "tx-saved-slot" });
+    this.profile = new ProfilePane(doc, (id) => this.select(id));
     this.body = h(
       doc,
       "div",
@@ -202,7 +192,7 @@ class Explorer {
         this.stepHeader,
         this.diffSlot,
         h(doc, "div", { class: "tx-graph-wrap" }, this.graph.svg, this.graph.wheelHint),
-        this.savedSlot,
+        this.profile.saved,
       ),
       h(
         doc,
@@ -217,7 +207,7 @@ class Explorer {
           this.sourceEl,
         ),
         this.detailsEl,
-        this.profileSlot,
+        this.profile.panel,
       ),
     );
     this.root = h(
@@ -277,8 +267,7 @@ class Explorer {
     this.body.hidden = true;
     this.executorsSlot.replaceChildren();
     this.runsSlot.replaceChildren();
-    this.profileSlot.replaceChildren();
-    this.savedSlot.replaceChildren();
+    this.profile.clear();
     setAttrs(this.root, { "data-invalid": "true" });
   }
 
@@ -301,9 +290,7 @@ class Explorer {
     this.renderRuns();
     this.scrollRunsToEnd();
     // a profile opens on the forward step it measured: on the first view, and when it arrives
-    const profiled = model.profile
-      ? model.steps.findIndex((s) => s.kind === "computation" && s.id in model.profile!.steps)
-      : -1;
+    const profiled = profiledStep(model);
     if (!this.opened) {
       this.opened = true;
       this.stepIndex = Math.max(
@@ -322,13 +309,22 @@ class Explorer {
   /**
    * Reads and lays out the steps not shown yet, one per idle moment (Note [Lazy steps] in
    * schema.ts): the first render paid only for the step it shows, and the others are ready
-   * before the user picks one. Their ops and changes then appear in the list of steps.
+   * before the user picks one. Their ops and changes then appear in the list of steps. The steps
+   * of the shown kind come first, then the other forward or backward steps, the prologue's last:
+   * they are the biggest (a check per parameter) and the least visited, and reading them first
+   * left a 12-layer GPT-2's backward steps unread for most of a second.
    */
   private readAhead(): void {
     const model = this.model;
     const layouts = this.layouts;
     if (!model || !layouts || this.disposed) return;
-    const next = model.steps.findIndex((s, i) => !isLoaded(s, "nodes") || !layouts.has(i));
+    const shown = this.currentStep()?.kind;
+    const rank = (s: Step): number => (s.kind === shown ? 0 : s.kind === "prologue" ? 2 : 1);
+    let next = -1;
+    model.steps.forEach((s, i) => {
+      const unread = !isLoaded(s, "nodes") || !layouts.has(i);
+      if (unread && (next < 0 || rank(s) < rank(model.steps[next] as Step))) next = i;
+    });
     if (next < 0) return;
     const run = (): void => {
       this.cancelReadAhead = null;
@@ -427,19 +423,6 @@ class Explorer {
     this.renderRuns();
     this.renderStatus();
     this.host.requestProfile();
-  }
-
-  private renderProfile(step: Step | undefined): void {
-    const profile = this.model?.profile ?? null;
-    this.profileSlot.replaceChildren(
-      ...[profilePanel(this.doc, this.stepProf, profile, step, this.stepNodes)].filter(
-        (x): x is HTMLElement => x !== null,
-      ),
-    );
-    const chart = savedTimelineChart(this.doc, profile?.saved ?? null, step, (id) =>
-      this.select(id),
-    );
-    this.savedSlot.replaceChildren(...(chart ? [chart] : []));
   }
 
   private rerun(): void {
@@ -545,8 +528,7 @@ class Explorer {
     // The graph last: it measures its viewport, which lays out the page once, with everything.
     const big = defaultCollapsed(step);
     this.opensCollapsed = new Map(step.groups.map((g) => [g.id, g.collapsed || big.has(g.id)]));
-    const sp = stepProfile(this.model?.profile ?? null, step);
-    this.stepProf = sp;
+    const sp = this.profile.setStep(this.model, step);
     const backward = step.kind === "backward";
     this.graph.setStep({
       step,
@@ -556,7 +538,7 @@ class Explorer {
       profile: sp,
       groupNote: (g) => (sp && g.kind === "module" ? moduleCostText(sp, g.label, backward) : null),
     });
-    this.renderProfile(step);
+    this.profile.render(this.model, step, this.stepNodes);
 
     if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
     // a link that lands on a node inside a collapsed group (e.g. a fusion member) opens it
@@ -716,7 +698,7 @@ class Explorer {
     // what was measured and what overlaps first: below the title, above the node's facts
     this.detailsEl.replaceChildren(
       ...(title ? [title] : []),
-      ...nodeCostLine(this.doc, this.stepProf, node.id),
+      ...nodeCostLine(this.doc, this.profile.current, node.id),
       ...overlapDetails(this.doc, this.stepOverlaps.get(node.id), this.stepNodes, this.stepIndex),
       ...rest,
     );
@@ -855,11 +837,6 @@ class Explorer {
         this.select(null, false);
         lineEl.setAttribute("aria-current", "true");
       }
-    });
-    this.profileSlot.addEventListener("click", (e) => {
-      const b = (e.target as Element | null)?.closest?.("[data-testid='profile-node']");
-      const id = b?.getAttribute("data-node-id");
-      if (id) this.select(id);
     });
     this.detailsEl.addEventListener("click", (e) => {
       const link = (e.target as Element | null)?.closest?.("[data-testid='lineage-link']");

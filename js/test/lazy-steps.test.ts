@@ -11,21 +11,28 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-/** `doc` whose steps record, in `reads`, the index of each step whose nodes are read. */
-function watched(name: "sample" | "backward-gelu"): { doc: unknown; reads: Set<number> } {
+/** `doc` whose steps record, in `reads`, the index of each step whose nodes are read (in `order`,
+ * in the order of their first reads). */
+function watched(name: "sample" | "backward-gelu"): {
+  doc: unknown;
+  reads: Set<number>;
+  order: number[];
+} {
   const doc = fixture(name);
   const reads = new Set<number>();
+  const order: number[] = [];
   doc.steps.forEach((step, i) => {
     const nodes = step.nodes;
     Object.defineProperty(step, "nodes", {
       get: () => {
+        if (!reads.has(i)) order.push(i);
         reads.add(i);
         return nodes;
       },
       enumerable: true,
     });
   });
-  return { doc, reads };
+  return { doc, reads, order };
 }
 
 describe("steps are read on first use (Note [Lazy steps])", () => {
@@ -89,6 +96,15 @@ describe("steps are read on first use (Note [Lazy steps])", () => {
     expect(m.q(`[data-testid='step'][data-step-index='3'] .tx-step-diff`).textContent).toMatch(
       /^\+\d+ −\d+/,
     );
+  });
+
+  test("read ahead: the shown kind's steps first, then the others, the prologue's last", () => {
+    vi.useFakeTimers();
+    const { doc, order } = watched("backward-gelu");
+    m = mountDoc(doc);
+    expect(m.root.dataset.stepIndex).toBe("2");
+    vi.runAllTimers();
+    expect(order).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 1]);
   });
 
   test("showing a step lists the ops of the earlier steps of its kind it read", () => {

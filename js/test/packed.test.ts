@@ -55,6 +55,26 @@ describe("packed documents", () => {
     );
   });
 
+  test("an item the previous step holds twice (x * x reads x twice) is its last, as pack.py's map", () => {
+    const edge = (id: string, target: unknown) => ({ id, source: "input:x", target, value: "x" });
+    const payload = {
+      values: [],
+      lines: ["x"],
+      steps: [
+        { kind: "computation", edges: [edge("e1", "n1"), edge("e2", "n1"), edge("e3", "n2")] },
+        {
+          kind: "computation",
+          edges: [
+            { "=": 1, source: "input:x", target: "n1", value: "x", dtype: "f32" },
+            { "=": 1, source: "input:x", target: "n2", value: "x" },
+          ],
+        },
+      ],
+    };
+    const steps = unpackPayload(payload).steps as { edges: unknown }[];
+    expect(steps[1]!.edges).toEqual([{ ...edge("e2", "n1"), dtype: "f32" }, edge("e3", "n2")]);
+  });
+
   test("a step that does not unpack is shown as a problem of that step, the others are read", () => {
     const head = { id: "s", index: 0, kind: "computation", pass: "p", ms: null, outputs: [] };
     const good = { ...head, id: "s0", nodes: [], edges: [], groups: [], source: [0], inputs: [] };
