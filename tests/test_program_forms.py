@@ -318,3 +318,29 @@ def test_a_module_made_inside_holding_traced_values_is_a_clear_error():
 
     with pytest.raises(ThunderRuntimeError, match="returned a Identity that holds traced values"):
         thunder.jit(f)(torch.ones(2))
+
+
+def test_a_closure_over_a_traced_value_leaving_the_function_is_a_clear_error():
+    """A lambda over ``y = x * 2`` returned (or stored, or inside a returned object), or a ``partial`` of it: the
+    caller got a function over the trace's proxy, whose call recursed until a RecursionError; now a clear error.
+    A function holding no traced value is returned as it is."""
+
+    def returns_closure(x):
+        y = x * 2
+        return lambda: y + 1
+
+    def returns_partial(x):
+        return functools.partial(torch.add, x * 2)
+
+    def returns_object_with_callback(x):
+        y = x * 2
+        return {"cb": types.SimpleNamespace(fn=lambda: y)}
+
+    for f in (returns_closure, returns_partial, returns_object_with_callback):
+        with pytest.raises(ThunderRuntimeError, match="holds a value the function computes"):
+            thunder.jit(f)(torch.ones(2))
+
+    def returns_plain_function(x):
+        return x * 2, lambda a: a + 1
+
+    assert thunder.jit(returns_plain_function)(torch.ones(2))[1](1) == 2

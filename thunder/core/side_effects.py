@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
+import functools
 import types
 import weakref
 from collections.abc import Callable, Container
@@ -319,7 +320,30 @@ class SideEffectsMixin:
         is the object itself, what the program made is made again by each call, and an object met twice (in
         ``memo``, shared by the values lifted at the end of tracing) is one object (Note [Objects the program
         makes])."""
+        self._refuse_functions_holding_traced_values(value)
         return lift_objects(self._outside_objects_as_inputs(value, 0, {}), self._internal_objects, memo=memo)
+
+    def _refuse_functions_holding_traced_values(self, value: Any) -> None:
+        """A function, ``functools.partial`` or bound method leaving the function that holds a traced value (a
+        closure over ``y = x * 2``) would compute on the trace's proxy when called: a clear error instead. What it
+        holds through an outside object (a hook's closure over the module) is the caller's, not the trace's."""
+
+        def traced(v: Any, depth: int = 3) -> bool:
+            if isinstance(v, Proxy):
+                return True
+            if isinstance(v, torch.nn.Module) or id(v) in self._provenance or depth == 0:
+                return False
+            return any(traced(c, depth - 1) for c in children_of(v))
+
+        found = []
+        holds(value, lambda v: any(traced(h) for h in _held_by_callable(v)) and not found.append(v))
+        if found:
+            loc = source_location()
+            raise ThunderRuntimeError(
+                f"a {type(found[0]).__name__} that holds a value the function computes (a closure over a tensor, a "
+                f"partial of one) leaves the jitted function{f' at {loc}' if loc else ''}: thunder cannot make it "
+                "again on each call. Return or store the values instead, and make the function outside."
+            )
 
     def lift_stored_objects_again(self, memo: dict[int, Any]) -> None:
         """At the end of tracing: the objects the program made and stored outside are stored as they are now, the
@@ -567,6 +591,19 @@ def _holds_proxy(x: Any) -> bool:
     """Whether ``x`` is a proxy or a symbolic number (an int argument's value in an entry for every int), or a
     list, tuple or dict holding one (as ``(t, 1)`` does): a value of the call, not of the trace."""
     return any(isinstance(leaf, Proxy) or is_symbolic(leaf) for leaf in tree_leaves(x))
+
+
+def _held_by_callable(fn: Any) -> list:
+    """What a function (its closure cells and defaults), a ``functools.partial`` (its arguments) or a bound method
+    (its object) holds."""
+    if isinstance(fn, types.FunctionType):
+        cells = [_cell_contents(c) for c in fn.__closure__ or ()]
+        return [*cells, *(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    if isinstance(fn, functools.partial):
+        return [fn.func, *fn.args, *fn.keywords.values()]
+    if isinstance(fn, types.MethodType) and not isinstance(fn.__self__, torch.nn.Module):
+        return [fn.__self__]
+    return []
 
 
 def children_of(value: Any) -> Any:
