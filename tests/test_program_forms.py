@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import types
@@ -344,3 +345,20 @@ def test_a_closure_over_a_traced_value_leaving_the_function_is_a_clear_error():
         return x * 2, lambda a: a + 1
 
     assert thunder.jit(returns_plain_function)(torch.ones(2))[1](1) == 2
+
+
+def test_a_deque_and_a_bytearray_the_program_makes_are_new_on_each_call():
+    """A ``collections.deque`` holding a tensor was returned as the trace's object: the caller got the proxy
+    (``deque([t0, 1])``), and a change to one call's deque or ``bytearray`` showed in the next call's."""
+
+    def f(x):
+        return collections.deque([x * 2, 1], maxlen=3), bytearray(b"ab")
+
+    jf = thunder.jit(f)
+    first = jf(torch.ones(2))
+    first[0].append(5)
+    first[1].append(65)
+    second = jf(torch.full((2,), 3.0))
+    assert type(second[0][0]) is torch.Tensor and second[0].maxlen == 3 and len(second[0]) == 2
+    torch.testing.assert_close(second[0][0], torch.full((2,), 6.0))
+    assert second[1] == bytearray(b"ab")

@@ -13,6 +13,7 @@ Layer: core. Imports: core.proxies, core.symbol, core.dtypes, core.devices.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import linecache
@@ -141,6 +142,11 @@ class Printer:
             return items
         if isinstance(x, list):
             return "[" + ", ".join(self.value(v) for v in x) + "]"
+        if type(x) is collections.deque:
+            maxlen = "" if x.maxlen is None else f", maxlen={x.maxlen}"
+            return f"{self.add_ctx('_deque', collections.deque)}([{', '.join(self.value(v) for v in x)}]{maxlen})"
+        if type(x) is bytearray:
+            return f"bytearray({bytes(x)!r})"
         if type(x) in (set, frozenset):  # made by each call: a set one call returns is not the next call's
             items = ", ".join(self.value(v) for v in x)
             literal = f"{{{items}}}" if x else ""
@@ -187,13 +193,13 @@ class Printer:
 
 def _count_mutables(x: Any, counts: dict[int, int], depth: int = 0) -> None:
     """How often each list, dict, set and rebuilt object occurs in ``x`` (by identity)."""
-    if isinstance(x, (list, dict, set, ObjectWithProxies)):
+    if isinstance(x, (list, dict, set, collections.deque, bytearray, ObjectWithProxies)):
         counts[id(x)] = counts.get(id(x), 0) + 1
         if counts[id(x)] > 1:
             return
     if depth > 8:
         return
-    if isinstance(x, (list, tuple, set, frozenset)):
+    if isinstance(x, (list, tuple, set, frozenset, collections.deque)):
         for v in x:
             _count_mutables(v, counts, depth + 1)
     elif isinstance(x, dict):

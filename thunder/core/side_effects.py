@@ -566,9 +566,11 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
         )
     if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))) or depth > 6:
         return x
-    if type(x) in (list, tuple):
+    if type(x) in (list, tuple, collections.deque):
         items = [lift_objects(v, made, depth + 1, memo) for v in x]
-        return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+        if all(a is b for a, b in zip(items, x)):
+            return x
+        return collections.deque(items, x.maxlen) if type(x) is collections.deque else type(x)(items)
     if isinstance(x, dict):
         changed = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.items()}
         if all(changed[k] is v for k, v in x.items()):
@@ -609,7 +611,7 @@ def _held_by_callable(fn: Any) -> list:
 def children_of(value: Any) -> Any:
     if isinstance(value, dict):
         return value.values()
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, (list, tuple, set, frozenset, collections.deque)):
         return value
     if not isinstance(value, type):
         state = object_state(value)
