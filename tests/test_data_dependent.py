@@ -618,3 +618,24 @@ def test_unique_counts_distinct_values_as_eager(fn):
     for x in (torch.tensor([3.0, float("nan"), 1.0, float("nan"), -0.0, 0.0, 3.0]), torch.tensor([[2, 1], [2, 5]]),
               torch.tensor([True, False, True]), torch.tensor([], dtype=torch.long), torch.tensor([1, 1, 2, 2, 1])):  # fmt: skip
         assert repr(jf(x)) == repr(fn(x))
+
+
+@pytest.mark.parametrize("value", [2.0, -1.0])
+def test_a_zero_dim_mask_adds_a_leading_dim_of_its_count(value):
+    """``x[m]`` with a 0-d mask (``acc[acc > 0]`` of a 0-d sum): eager adds a leading dim of size 1 or 0; thunder
+    raised "too many indices" (found by the randomized tester, seed 1005828)."""
+
+    def f(x, w):
+        s = (x * w).sum()
+        return s[s > 0] * 3, w[s > 0]
+
+    x = torch.tensor(value)
+    for w_requires_grad in (False, True):
+        w = torch.ones(2, 3, requires_grad=w_requires_grad)
+        expected, actual = f(x, w), thunder.jit(f)(x, w)
+        for e, a in zip(expected, actual):
+            torch.testing.assert_close(a, e)
+        if w_requires_grad:
+            (ge,) = torch.autograd.grad(sum(e.sum() for e in expected), w)
+            (ga,) = torch.autograd.grad(sum(a.sum() for a in actual), w)
+            torch.testing.assert_close(ga, ge)

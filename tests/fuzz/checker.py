@@ -19,6 +19,7 @@ or a failure inside the comparison).
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import dataclasses
 import enum
@@ -194,7 +195,8 @@ def _aliases(out, args: tuple, world: World) -> list:
             return
         if depth > 4 or isinstance(v, (torch.Tensor, str, bytes, type, types.ModuleType, types.FunctionType)):
             return
-        if isinstance(v, (list, dict, set)) or (hasattr(v, "__dict__") and not isinstance(v, torch.nn.Module)):
+        mutable = (list, dict, set, collections.deque, bytearray)
+        if isinstance(v, mutable) or (hasattr(v, "__dict__") and not isinstance(v, torch.nn.Module)):
             if id(v) in here:
                 found.append((path, "same as", here[id(v)]))
                 return
@@ -203,7 +205,7 @@ def _aliases(out, args: tuple, world: World) -> list:
                 found.append((path, "returned by an earlier call", world.returned[id(v)]))
             world.returned[id(v)] = (call, path)
             world.returned_objects.append(v)
-        if isinstance(v, (list, tuple)):
+        if isinstance(v, (list, tuple, collections.deque)):
             for i, x in enumerate(v):
                 walk(x, f"{path}[{i}]", depth + 1)
         elif isinstance(v, dict):
@@ -328,7 +330,7 @@ def compare(e, j, path: str, *, check_requires_grad: bool = True) -> str | None:
         if not math.isclose(e, j, rel_tol=1.3e-6, abs_tol=1e-5) or math.copysign(1.0, e) != math.copysign(1.0, j):
             return f"{path}: {e!r} in eager, {j!r} in thunder"
         return None
-    if isinstance(e, (tuple, list)):
+    if isinstance(e, (tuple, list, collections.deque)):
         if len(e) != len(j):
             return f"{path}: length {len(e)} in eager, {len(j)} in thunder ({_short(e)} vs {_short(j)})"
         for i, (a, b) in enumerate(zip(e, j)):
@@ -344,7 +346,7 @@ def compare(e, j, path: str, *, check_requires_grad: bool = True) -> str | None:
             if d:
                 return d
         return None
-    if isinstance(e, (int, str, bytes, set, frozenset, type(None), torch.dtype, torch.device)):
+    if isinstance(e, (int, str, bytes, bytearray, set, frozenset, type(None), torch.dtype, torch.device)):
         return None if e == j else f"{path}: {_short(e)} in eager, {_short(j)} in thunder"
     if isinstance(e, types.SimpleNamespace):  # the objects programs return
         return compare(vars(e), vars(j), path, check_requires_grad=check_requires_grad)

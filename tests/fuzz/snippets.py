@@ -615,7 +615,8 @@ def objects(rng, ctx):
     if choice < 0.82:  # objects the program makes from constants: new on each call; one object held twice is one
         body = _pick(rng, ("o{u} = types.SimpleNamespace(tag='t', items=[1])\nret.append(o{u})\nret.append([o{u}])",
                            "ret.append({1, 2})", "ret.append(frozenset({'a'}))", "l{u} = [1, 2]\nret.append((l{u}, l{u}))",
-                           "d{u} = {'k': []}\nret.append(d{u})\nret.append(d{u}['k'])"))  # fmt: skip
+                           "d{u} = {'k': []}\nret.append(d{u})\nret.append(d{u}['k'])",
+                           "ret.append(collections.deque([acc * 2, 1], maxlen=3))", "ret.append(bytearray(b'ab'))"))  # fmt: skip
         if rng.random() < 0.3:  # slots: no __dict__ to rebuild the object from
             return _s("objects", "objects the program makes", "ret.append(Slots{u}(acc * 2, [n]))", needs={"n"},
                       setup="class Slots{u}:\n    __slots__ = ('t', 'n')\n\n    def __init__(self, t, n):\n        self.t, self.n = t, n")  # fmt: skip

@@ -34,7 +34,7 @@ from thunder.torch.rearrange import repeat_interleave as _repeat_interleave
 from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
 from thunder.torch.reductions import sort
-from thunder.torch.shape import check_dim, expand, unbind
+from thunder.torch.shape import check_dim, expand, unbind, unsqueeze
 
 __all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks", "bincount"]
 
@@ -297,6 +297,8 @@ def getitem_with_masks(a, key):
     items = key if isinstance(key, tuple) else (key,)
     if not any(_is_mask(k) for k in items):
         return getitem(a, key)
+    if _is_mask(key) and key.ndim == 0:  # ``a[m]``, ``m`` 0-d: a new leading dim, of size 1 where ``m`` is True
+        a, key = unsqueeze(a, 0), unsqueeze(key, 0)
     return getitem(a, _mask_indices(a, key))
 
 
