@@ -362,3 +362,17 @@ def test_a_deque_and_a_bytearray_the_program_makes_are_new_on_each_call():
     assert type(second[0][0]) is torch.Tensor and second[0].maxlen == 3 and len(second[0]) == 2
     torch.testing.assert_close(second[0][0], torch.full((2,), 6.0))
     assert second[1] == bytearray(b"ab")
+
+
+def test_a_returned_object_holding_a_python_module_is_not_searched_through_the_module():
+    """The search for traced values in what leaves the function stops at a Python module (it walked
+    ``torch.distributed``'s namespace, touching its deprecated names: FutureWarnings on every compile)."""
+    import warnings
+
+    def f(x):
+        return x * 2, types.SimpleNamespace(lib=torch.distributed, fn=lambda: torch.distributed)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = thunder.jit(f)(torch.ones(2))
+    assert out[1].lib is torch.distributed

@@ -613,7 +613,7 @@ def children_of(value: Any) -> Any:
         return value.values()
     if isinstance(value, (list, tuple, set, frozenset, collections.deque)):
         return value
-    if not isinstance(value, type):
+    if not isinstance(value, (type, types.ModuleType)):  # (a module's namespace is not what a value holds)
         state = object_state(value)
         if state is not None:
             return state.values()
