@@ -320,8 +320,9 @@ class SideEffectsMixin:
         is the object itself, what the program made is made again by each call, and an object met twice (in
         ``memo``, shared by the values lifted at the end of tracing) is one object (Note [Objects the program
         makes])."""
+        lifted = lift_objects(self._outside_objects_as_inputs(value, 0, {}), self._internal_objects, memo=memo)
         self._refuse_functions_holding_traced_values(value)
-        return lift_objects(self._outside_objects_as_inputs(value, 0, {}), self._internal_objects, memo=memo)
+        return lifted
 
     def _refuse_functions_holding_traced_values(self, value: Any) -> None:
         """A function, ``functools.partial`` or bound method leaving the function that holds a traced value (a
