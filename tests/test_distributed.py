@@ -539,7 +539,10 @@ def _fsdp_worker(rank, world, order, strategy, optimizer, checkpoint, bucketing=
     opts = [_optimizer(optimizer, m.parameters()) for m in (tm, eager)]
     for step in range(STEPS):
         x, y = _batch(step, world)
-        F.mse_loss(tm(_local(x, rank)), _local(y, rank)).backward()
+        loss = F.mse_loss(tm(_local(x, rank)), _local(y, rank))
+        loss.backward()
+        with torch.no_grad():  # this rank's loss, by the single-process model (the same parameters so far)
+            _close(loss, F.mse_loss(eager(_local(x, rank)), _local(y, rank)), f"rank {rank}'s loss at step {step}")
         F.mse_loss(eager(x), y).backward()
         for opt in opts:
             opt.step()
@@ -623,6 +626,11 @@ def _load_checkpoint_worker(rank, world, checkpoint):
     reference = Net()
     reference.load_state_dict(state)
     _close(tm(x), reference(x), "the loaded model's output")
+    again = fsdp(thunder.jit(Net(), executors=["torch"]))  # the local shards load with load_state_dict
+    again.load_state_dict(tm.state_dict())
+    for name, value in again.original_state_dict().items():
+        assert torch.equal(value, state[name]), f"{name} loaded from the local shards"
+    _close(again(x), reference(x), "the output of the model loaded from the local shards")
 
 
 def test_fsdp_checkpoint_loads_at_another_world_size(tmp_path):
