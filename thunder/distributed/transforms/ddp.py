@@ -132,8 +132,14 @@ class DDPTransform(Transform):
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
         if computation_trace.name != "backward":
-            self._compile.forward = computation_trace  # its marks go once there is a backward (below)
-            return computation_trace
+            if not any(b.sym is run(dist_prims.synchronize) for b in computation_trace.bound_symbols):
+                return computation_trace
+            # a step of its own, whose marks go once there is a backward (below): the explorer shows the previous
+            # pass's trace as that pass made it
+            forward = from_trace(computation_trace)
+            forward.bound_symbols = list(computation_trace.bound_symbols)
+            self._compile.forward = forward
+            return forward
         forward, self._compile.forward = self._compile.forward, None
         if not self.sync or not self._compile.params:
             return computation_trace
