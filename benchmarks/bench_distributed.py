@@ -166,7 +166,7 @@ def _worker(rank: int, store: str, args) -> None:
         rows[-1] = (
             *rows[-1][:5],
             f"collectives/step: {counts(tm)}; peak parameter memory/rank of the model's {full_bytes / 2**20:.2f} MiB: "
-            f"traces {peak / full_bytes:.2f}, measured {measured_peak / full_bytes:.2f}",
+            f"traces {peak / full_bytes:.3f}, measured {measured_peak / full_bytes:.3f}",
         )
     if rank == 0:
         print(f"GPT-2 style, {args.layers} layers, n_embd {args.embd}, batch {BATCH}x{SEQ} per rank, {WORLD} processes "

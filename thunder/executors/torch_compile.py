@@ -93,11 +93,13 @@ class TorchCompileExecutor(FusionExecutor):
         """One ``TorchCompileN`` fusion for ``region``; a single op is declined (torch runs it)."""
         if len(region.bound_symbols) < 2:
             return None
-        # What the compiled region runs: the torch executor's symbol for each op.
+        # What the compiled region runs: the torch executor's symbol for each op (an op of a fusion being cut in
+        # two, as thunder.distributed's ZeRO-3 cuts the backward's at a gathered parameter's last read, has it already).
         ops = [
-            b.from_bsym(sym=torchex.ex.lookup_implementation(b.sym).symbol, lineage=b.lineage)
+            b if b.sym.executor is torchex.ex else b.from_bsym(sym=torchex.ex.lookup_implementation(b.sym).symbol,
+                                                               lineage=b.lineage)
             for b in region.bound_symbols
-        ]
+        ]  # fmt: skip
         return [
             fusion_bound_symbol(
                 region,

@@ -43,6 +43,7 @@ from thunder.distributed.common import (
     check_group,
     check_program,
     check_same_parameters,
+    merge_adjacent_fusions,
     parameter_inputs,
 )
 from thunder.distributed.prims import executable as run
@@ -130,13 +131,30 @@ class DDPTransform(Transform):
         return prologue_trace, new, epilogue_trace
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
-        if computation_trace.name != "backward" or not self.sync or not self._compile.params:
+        if computation_trace.name != "backward":
+            if not any(b.sym is run(dist_prims.synchronize) for b in computation_trace.bound_symbols):
+                return computation_trace
+            # a step of its own, whose marks go once there is a backward (below): the explorer shows the previous
+            # pass's trace as that pass made it
+            forward = from_trace(computation_trace)
+            forward.bound_symbols = list(computation_trace.bound_symbols)
+            self._compile.forward = forward
+            return forward
+        forward, self._compile.forward = self._compile.forward, None
+        if not self.sync or not self._compile.params:
             return computation_trace
         bw = bucket_gradients(computation_trace, self._compile.params, self.group_key, self.world_size,
                               self.bucket_bytes)  # fmt: skip
         # all the collectives are the backward's: it checks that the ranks run the same ones, its round trip
         # overlapping the backward up to the first bucket (Note [Ranks that run different programs] in distributed.prims)
-        return check_program(bw, self.group_key, self.world_size)[0]
+        bw = check_program(bw, self.group_key, self.world_size)[0]
+        # The marks have done their work: thunder's autograd differentiates the program (torch's would need the
+        # forward's synchronize), the buckets are placed (Note [Fusions after the marks] in distributed.common).
+        if forward is not None:  # the latest trace of the forward's history until the next pass: changed in place
+            merged = merge_adjacent_fusions(_without_marks(forward, dist_prims.synchronize))
+            forward.bound_symbols[:] = merged.bound_symbols
+            forward.names.update(merged.names)
+        return merge_adjacent_fusions(_without_marks(bw, dist_prims.gradient_ready))
 
     @contextlib.contextmanager
     def no_sync(self, module) -> Iterator[None]:
@@ -230,6 +248,17 @@ def bucket_gradients(bw, params: list[tuple[int, str]], group_key: int, world: i
             reduced = run(dist_prims.unpack_bucket)(averaged, tuple(map(_static, members)))
             swap.update((g.name, r) for g, r in zip(members, reduced))
     body.append(ret.rename(swap))
+    return new
+
+
+def _without_marks(trace, mark):
+    """``trace`` without its ``mark`` ops (identities), their results renamed to their inputs."""
+    op = run(mark)
+    swap = {b.output.name: b.args[0] for b in trace.bound_symbols if b.sym is op}
+    if not swap:
+        return trace
+    new = from_trace(trace)
+    new.bound_symbols = [b.rename(swap) for b in trace.bound_symbols if b.sym is not op]
     return new
 
 

@@ -55,6 +55,7 @@ from thunder.distributed.common import (
     check_group,
     check_program,
     check_same_parameters,
+    fuse_again,
     parameter_inputs,
 )
 from thunder.distributed.prims import executable as run
@@ -624,7 +625,11 @@ def _schedule_gathers(trace, zero3: bool, *, after_split: bool = True, budget: i
 # fusion region of the forward or the backward reads parameters of different gathers that need not be alive together.
 # And a ``last_read`` mark (a barrier, gone after the split) after each parameter's last read in the forward ends the
 # region that reads it there: the parameter is freed before the compute that follows (the GELU after a linear layer,
-# the attention after its input projection), and the next gather starts there and overlaps that compute.
+# the attention after its input projection), and the next gather starts there and overlaps that compute. In the
+# backward, where no mark can go before fusion, a fusion that reads a gathered parameter is cut after the fact
+# (``_end_regions_at_last_reads``): what it reads from first, then the ops computed from the parameter, then the
+# rest (a linear layer's weight gradient reads only activations), so the parameter is freed before the rest and the
+# next gather overlaps it (Note [Fusions after the marks] in thunder.distributed.common).
 
 
 def _reads(rest: list, gathers: list[_Gather]) -> dict[int, list[int]]:
@@ -724,6 +729,7 @@ def _regather_in_backward(forward, bw, group_key: int, budget: int | None):
         args=((outputs, tuple(of[s.name].source if getattr(s, "name", None) in of else s for s in saved)),),
         lineage=ret.lineage,
     )
+    bw = _end_regions_at_last_reads(bw, {a.name for a in bw.args if getattr(a, "name", None) in of})
     new = from_trace(bw)
     args, local = [], {}  # local: id(gather) -> the backward's parameter holding its source
     for a in bw.args:
@@ -753,6 +759,56 @@ def _regather_in_backward(forward, bw, group_key: int, budget: int | None):
         new.bound_symbols.extend(scratch)
     new.bound_symbols.extend(bw.bound_symbols)
     return _schedule_gathers(new, zero3=True, budget=budget)
+
+
+def _end_regions_at_last_reads(bw, fulls: set[str]):
+    """The backward with each fusion that reads gathered parameters ``fulls`` cut in two: first the ops that read
+    them and what those need, then the rest (a linear layer's weight gradient, which reads only activations), so
+    the parameters are freed before the rest runs and the next gather overlaps it (Note [ZeRO-3's schedule])."""
+    out, changed = [], False
+    for b in bw.bound_symbols:
+        reads = fulls & {a.name for a in b.flat_proxy_args}
+        parts = _cut_at_reads(b, fulls, bw) if b.sym._is_fusion and reads else None
+        changed |= parts is not None
+        out.extend(parts or (b,))
+    if not changed:
+        return bw
+    new = from_trace(bw)
+    new.bound_symbols = out
+    return new
+
+
+def _cut_at_reads(fusion, fulls: set[str], trace) -> list | None:
+    """``fusion`` as up to three fusions of its executor, in this order: the ops that those computed from ``fulls``
+    (a view of a parameter included) read from, these ops, then the rest, which reads nothing made from the
+    parameters (Note [ZeRO-3's schedule]); None where nothing is cut off or the executor declines a part."""
+    ops = list(fusion.subsymbols)
+    producer = {o.name: i for i, b in enumerate(ops) for o in b.flat_proxy_outs}
+    derived, reading = set(fulls), set()
+    for i, b in enumerate(ops):  # the ops computed from the parameters (the trace is in SSA form: one pass)
+        if derived & {a.name for a in b.flat_proxy_args}:
+            derived.update(o.name for o in b.flat_proxy_outs)
+            reading.add(i)
+    before: set[int] = set()
+    pending = [producer[a.name] for i in reading for a in ops[i].flat_proxy_args if a.name in producer]
+    while pending:  # what they read from, transitively
+        i = pending.pop()
+        if i not in before and i not in reading:
+            before.add(i)
+            pending.extend(producer[a.name] for a in ops[i].flat_proxy_args if a.name in producer)
+    after = set(range(len(ops))) - reading - before
+    if not reading or len(reading) == len(ops):
+        return None
+    groups = [[ops[i] for i in sorted(part)] for part in (before, reading, after) if part]
+    escaping = {o.name for o in fusion.flat_proxy_outs}
+    fused = []
+    for k, group in enumerate(groups):
+        later = escaping | {a.name for g in groups[k + 1 :] for b in g for a in b.flat_proxy_args}
+        part = fuse_again(trace, fusion, group, later)
+        if part is None:
+            return None
+        fused.extend(part)
+    return fused
 
 
 def _carried(bw, params: list[tuple[int, str]]) -> dict[str, str]:
