@@ -233,3 +233,29 @@ def test_a_torchscript_function_is_traced_through_its_python_source():
         torch.testing.assert_close(actual, expected)
         torch.testing.assert_close(torch.autograd.grad(actual, x), torch.autograd.grad(expected, x))
     assert thunder.cache_misses(jitted) == 1
+
+
+def test_inference_mode_inside_the_program_turns_grad_off_for_its_region():
+    # ``with torch.inference_mode():`` ran natively switched tracing only: the computation's ``y`` required grad
+    # where eager's does not (and a backward through it would have reached ``x``).
+    def f(x):
+        with torch.inference_mode():
+            y = x * 2
+        return y, x * 3, torch.is_inference_mode_enabled()
+
+    @torch.inference_mode()
+    def g(x):
+        return x * 2, torch.is_inference_mode_enabled(), torch.is_grad_enabled()
+
+    for fn in (f, g):
+        jfn = thunder.jit(fn)
+        for x in (torch.randn(3, requires_grad=True), torch.randn(4, requires_grad=True), torch.randn(3)):
+            expected, actual = fn(x), jfn(x)
+            tensors = [(a, e) for a, e in zip(actual, expected) if isinstance(e, torch.Tensor)]
+            assert [a for a in actual if not isinstance(a, torch.Tensor)] == [
+                e for e in expected if not isinstance(e, torch.Tensor)
+            ]
+            for a, e in tensors:
+                assert a.requires_grad is e.requires_grad
+                torch.testing.assert_close(a, e)
+        assert not torch.is_inference_mode_enabled() and torch.is_grad_enabled()

@@ -247,6 +247,8 @@ class SpecialCallsMixin:
         (looked up after those: one dict lookup a call)."""
         return {
             torch._C._set_grad_enabled: self._set_grad_enabled,
+            torch.inference_mode.__enter__: self._inference_mode_enter,
+            torch.inference_mode.__exit__: self._inference_mode_exit,
             transforms.vjp_call: self._vjp_call,
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
@@ -510,6 +512,25 @@ class SpecialCallsMixin:
         torch._C._set_grad_enabled(enabled)
         self.grad_mode_switched = True
         prims.set_grad_enabled(enabled)
+
+    # Note [Inference mode in the program]
+    # ``with torch.inference_mode():`` turns grad mode off as well: its results do not require grad. Run natively,
+    # the region switched the mode of tracing only, and the computation made results that required grad. So the
+    # region is entered natively (tracing goes on in inference mode, ``torch.is_inference_mode_enabled()`` reads
+    # True in it, as in eager) and the grad mode it leaves is recorded as a switch (``_set_grad_enabled``) at its
+    # start and end. A region tracing leaves by an error is left by ``_undo``. The computation's results are
+    # ordinary tensors, not inference tensors (``Tensor.is_inference`` is refused).
+    def _inference_mode_enter(self, ctx: torch.inference_mode) -> None:
+        ctx.__enter__()
+        guard = ctx._inference_mode_context
+        self._undo.append(lambda: guard.__exit__(None, None, None) if ctx._inference_mode_context is guard else None)
+        self._set_grad_enabled(torch.is_grad_enabled())
+
+    def _inference_mode_exit(self, ctx: torch.inference_mode, *exc_info: Any) -> None:
+        guard = ctx._inference_mode_context
+        ctx._inference_mode_context = None  # left: the undo of its entry has nothing to do
+        guard.__exit__(*exc_info)
+        self._set_grad_enabled(torch.is_grad_enabled())
 
     def _print(self, *args, **kwargs) -> None:
         """``print`` in the program: recorded, so each call prints its own values in order."""
