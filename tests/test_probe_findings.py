@@ -259,3 +259,18 @@ def test_inference_mode_inside_the_program_turns_grad_off_for_its_region():
                 assert a.requires_grad is e.requires_grad
                 torch.testing.assert_close(a, e)
         assert not torch.is_inference_mode_enabled() and torch.is_grad_enabled()
+
+
+def test_max_and_min_along_a_dim_of_a_bool_tensor():
+    # ``mask.min(-1)`` (``torch.distributions``' lower-Cholesky constraint check) raised "argmin does not support
+    # bool input" where eager gives the values and the index of the first False (True for max).
+    def f(m):
+        return m.min(-1), m.max(0, keepdim=True), torch.max(m, dim=1), m[0, 0].max(0)
+
+    jf = thunder.jit(f)
+    for m in (torch.tensor([[True, False, True], [False, False, False], [True, True, True]]), torch.rand(4, 2) > 0.5):
+        for actual, expected in zip(jf(m), f(m)):
+            assert type(actual) is type(expected)
+            for a, e in zip(actual, expected):
+                assert a.dtype is e.dtype
+                torch.testing.assert_close(a, e)
