@@ -274,3 +274,37 @@ def test_max_and_min_along_a_dim_of_a_bool_tensor():
             for a, e in zip(actual, expected):
                 assert a.dtype is e.dtype
                 torch.testing.assert_close(a, e)
+
+
+class _Rows:
+    """A sequence whose length is its tensor's (a dataset-like object)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __len__(self):
+        return self.t.shape[0]
+
+    def __getitem__(self, i):
+        if i >= len(self):
+            raise IndexError(i)
+        return self.t[i] * 2
+
+
+def test_reversed_of_a_tensor_and_of_a_sequence_of_its_rows_across_lengths():
+    # ``reversed(x)`` ran natively, reading ``len(x)`` without a check: after calls with 3 and 2 rows, a call with 3
+    # rows got 2 (the length a symbolic dim had when traced). Eager's ``reversed(x)`` of a tensor is ``x.flip(0)``, a
+    # tensor, where thunder gave an iterator.
+    fns = (lambda x: list(reversed(x)), lambda x: reversed(x), lambda x: list(reversed(_Rows(x))))
+    for fn in fns:
+        jfn = thunder.jit(fn)
+        for n in (3, 2, 3, 4, 2):
+            x = torch.randn(n, 2)
+            expected, actual = fn(x), jfn(x)
+            assert type(actual) is type(expected)
+            if isinstance(expected, torch.Tensor):
+                torch.testing.assert_close(actual, expected)
+            else:
+                assert len(actual) == len(expected)
+                for a, e in zip(actual, expected):
+                    torch.testing.assert_close(a, e)
