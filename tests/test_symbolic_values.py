@@ -7,13 +7,17 @@ compares every result with eager; ``misses`` is the number of compilations the c
 (the later calls that give the same answer must not recompile needlessly).
 """
 
+import array
 import copy
+import decimal
 import itertools
+import json
 import math
 import operator
 import pickle
 import struct
 
+import numpy
 import pytest
 import torch
 
@@ -304,3 +308,26 @@ def test_a_slice_with_symbolic_bounds_does_not_pin_them(fn):
     for n in (2, 3, 4):
         torch.testing.assert_close(jf(a, n), fn(a, n))
     assert thunder.cache_misses(jf) == 1, thunder.cache_miss_reasons(jf)
+
+
+# Libraries whose native code reads a dim's value (``np.arange(n)``) or a number inside a list or dict
+# (``bytes([n])``, ``json.dumps``): after calls with 3 and 2 rows (a symbolic dim), a call with 3 rows got the
+# results for 2, unchecked.
+LIBRARY_CONSUMERS = {
+    "np_arange": lambda x: numpy.arange(x.shape[0]).tolist(),
+    "np_ones": lambda x: numpy.ones((x.shape[0], 2)).shape,
+    "np_reshape": lambda x: numpy.zeros(6).reshape(x.shape[0], -1).shape,
+    "array": lambda x: list(array.array("i", [x.shape[0]])),
+    "bytes_of_list": lambda x: bytes([x.shape[0]]),
+    "json": lambda x: json.dumps({"n": x.shape[0]}),
+    "decimal": lambda x: str(decimal.Decimal(x.shape[0])),
+}
+
+
+@pytest.mark.parametrize("name", list(LIBRARY_CONSUMERS))
+def test_a_dim_read_natively_by_a_library_is_checked(name):
+    f = LIBRARY_CONSUMERS[name]
+    jf = thunder.jit(f)
+    for n in (3, 2, 3, 6, 2):
+        x = torch.randn(n, 3)
+        assert jf(x) == f(x)

@@ -419,7 +419,7 @@ class SpecialCallsMixin:
             return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")
         if type(fn) is functools._lru_cache_wrapper:
             return functools.partial(self._cached_call, fn)
-        return self._call_of(fn) or self._container_method(fn, self_obj)
+        return self._call_of(fn) or self._container_method(fn, self_obj) or introspection.native_number_reader(fn)
 
     def _cached_call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         """A call of a ``functools.lru_cache``/``cache`` function with constant arguments (``causal_mask(16)``): the
