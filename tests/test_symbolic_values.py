@@ -8,7 +8,9 @@ compares every result with eager; ``misses`` is the number of compilations the c
 """
 
 import array
+import collections
 import copy
+import datetime
 import decimal
 import itertools
 import json
@@ -311,7 +313,8 @@ def test_a_slice_with_symbolic_bounds_does_not_pin_them(fn):
 
 
 # Libraries whose native code reads a dim's value (``np.arange(n)``) or a number inside a list or dict
-# (``bytes([n])``, ``json.dumps``): after calls with 3 and 2 rows (a symbolic dim), a call with 3 rows got the
+# (``bytes([n])``, ``json.dumps``), and a position given to a method of the program's own list or deque
+# (``l.insert(n, v)``, ``d.rotate(n)``): after calls with 3 and 2 rows (a symbolic dim), a call with 3 rows got the
 # results for 2, unchecked.
 LIBRARY_CONSUMERS = {
     "np_arange": lambda x: numpy.arange(x.shape[0]).tolist(),
@@ -321,6 +324,12 @@ LIBRARY_CONSUMERS = {
     "bytes_of_list": lambda x: bytes([x.shape[0]]),
     "json": lambda x: json.dumps({"n": x.shape[0]}),
     "decimal": lambda x: str(decimal.Decimal(x.shape[0])),
+    "timedelta": lambda x: datetime.timedelta(seconds=x.shape[0]).total_seconds(),
+    "deque_maxlen": lambda x: list(collections.deque(range(6), maxlen=x.shape[0])),
+    "deque_rotate": lambda x: (lambda d: (d.rotate(x.shape[0]), list(d))[1])(collections.deque(range(5))),
+    "list_insert": lambda x: (lambda l: (l.insert(x.shape[0], 9), l)[1])([0, 1, 2, 3, 4]),
+    "list_pop": lambda x: [0, 1, 2, 3, 4, 5, 6].pop(x.shape[0]),
+    "list_setitem_call": lambda x: (lambda l: (l.__setitem__(x.shape[0], 9), l)[1])([0, 1, 2, 3, 4, 5, 6]),
 }
 
 

@@ -26,7 +26,8 @@ reach the number through its methods (``math.floor``, ``math.prod``, ``max``, ``
 lookups through ``__hash__``) keep it symbolic and need nothing here. Libraries whose native code
 reads ints (``numpy``: ``np.arange(n)``, ``np.ones((n, 2))``; ``array``, ``decimal``, ``json``'s C
 encoder) have each native callable looked aside by its module (``_NATIVE_NUMBER_MODULES``), and the
-numbers are pinned inside lists, tuples and dicts too (``bytes([n])``, ``json.dumps({"n": n})``).
+numbers are pinned inside lists, tuples and dicts too (``bytes([n])``, ``json.dumps({"n": n})``), as is
+the position given to a method of the program's own list or deque (``l.insert(n, v)``, ``d.rotate(n)``).
 
 Layer: tracing. Imports: core, core.interpreter; which symbol a torch callable stands for comes from
 ``thunder.core.symbol_lookup``, filled by the torch language.
@@ -35,6 +36,7 @@ Layer: tracing. Imports: core, core.interpreter; which symbol a torch callable s
 from __future__ import annotations
 
 import builtins
+import collections
 import itertools
 import math
 import operator
@@ -301,7 +303,10 @@ _SEQUENCE_TYPES = (str, bytes, bytearray, list, tuple, range, memoryview)
 # lists are left to the tracer, which reports mutations of outside containers.)
 _READING_METHODS = frozenset({"__getitem__", "index", "count", "__mul__", "__rmul__"})
 # Libraries whose native callables (functions, types, methods of their objects) read ints natively.
-_NATIVE_NUMBER_MODULES = frozenset({"numpy", "array", "decimal", "_decimal", "json", "_json"})
+_NATIVE_NUMBER_MODULES = frozenset({"numpy", "array", "decimal", "_decimal", "json", "_json", "datetime"})
+# Methods of the program's own lists and deques whose first argument is a position (the index methods that only
+# read are looked aside earlier, with ``_READING_METHODS``; an outside container's changes are the tracer's).
+_POSITION_METHODS = frozenset({"insert", "pop", "__setitem__", "__delitem__", "rotate"})
 
 
 def _reads_numbers_natively(fn: Callable, owner: Any = None) -> bool:
@@ -494,4 +499,12 @@ def native_number_reader(fn: Callable) -> Callable | None:
     owner = bound_self(fn)
     if _reads_numbers_natively(fn) or (owner is not None and _reads_numbers_natively(fn, owner)):
         return _pinning(fn)
+    if fn is collections.deque:
+        return _pinning(fn)  # deque(it, maxlen=n)
+    if isinstance(owner, (list, bytearray, collections.deque)) and plain_attribute(fn, "__name__") in _POSITION_METHODS:
+
+        def call(*args, **kwargs):
+            return fn(*(_pin(args[0]), *args[1:]) if args else args, **kwargs)
+
+        return call
     return None
