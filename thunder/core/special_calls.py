@@ -160,6 +160,14 @@ _GRADIENT = (
 )
 
 
+# torch's defaults for factories: changed while tracing only, later calls kept the old default, and the factories
+# after the change ran with the caller's default (``torch.ones(2)`` float32 where eager's is float64)
+_DEFAULTS = (
+    "a cached call would neither change the default nor make its factories with it. Set it before calling the jitted "
+    "function (each call checks the default it was traced with), or pass dtype=/device= to the factories."
+)
+
+
 _SCRIPT_FUNCTION, _SCRIPT_MODULE = torch.jit.ScriptFunction, torch.jit.ScriptModule
 
 
@@ -262,6 +270,11 @@ class SpecialCallsMixin:
                         torch.func.jacrev, torch.func.jacfwd, torch.func.hessian,
                     )),
                     (torch.vmap, "torch.vmap", _TRANSFORM),
+                    *((fn, f"torch.{name}", _DEFAULTS) for fn, name in (
+                        (torch.set_default_dtype, "set_default_dtype"), (torch._C._set_default_dtype, "set_default_dtype"),
+                        (torch.set_default_tensor_type, "set_default_tensor_type"),
+                        (torch.set_default_device, "set_default_device"),
+                    )),
                     (torch.cond, "torch.cond", _TRANSFORM),
                 )
             },
