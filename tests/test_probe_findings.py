@@ -308,3 +308,18 @@ def test_reversed_of_a_tensor_and_of_a_sequence_of_its_rows_across_lengths():
                 assert len(actual) == len(expected)
                 for a, e in zip(actual, expected):
                     torch.testing.assert_close(a, e)
+
+
+def test_a_tensor_of_an_array_the_program_made():
+    # ``torch.tensor(np.sin(positions))`` (a positional table computed with numpy in forward) raised "data must be
+    # numbers or nested lists of numbers" where eager copies the array, with its dtype.
+    def f(x):
+        table = numpy.sin(numpy.arange(x.shape[0])[:, None] / 10.0 ** numpy.arange(x.shape[1]))
+        return x + torch.tensor(table), torch.tensor(numpy.arange(x.shape[0])), torch.tensor(numpy.ones(2, numpy.float32))
+
+    jf = thunder.jit(f)
+    for shape in ((3, 2), (4, 2), (3, 2), (5, 2)):
+        x = torch.randn(shape, dtype=torch.float64)
+        for a, e in zip(jf(x), f(x)):
+            assert a.dtype is e.dtype
+            torch.testing.assert_close(a, e)

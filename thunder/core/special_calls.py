@@ -460,10 +460,16 @@ class SpecialCallsMixin:
     # ``torch.from_numpy(MEAN)``, ``torch.tensor(table)`` of a numpy array from outside the function (a global, an
     # attribute): the prologue makes the tensor on every call from the array it reads then, and the tensor is an
     # input of the trace, so its values are the array's at each call (and ``from_numpy``'s tensor shares the array's
-    # memory, as in eager). Other calls (of lists, of arrays the program made) go to the symbols as before.
+    # memory, as in eager). ``torch.tensor`` of an array the program made (its values come from what the trace
+    # checks: a positional table computed with numpy) copies it, as eager: a constant of the trace with the array's
+    # dtype. Other calls (of lists; ``from_numpy`` of an array the program made, which would share its memory) go
+    # to the symbols as before.
     def _tensor_of_array(self, fn: Callable, data: Any, *args: Any, **kwargs: Any) -> Any:
         holder = self._provenance.get(id(data)) if isinstance(data, numpy.ndarray) else None
         constant = (_is_literal_argument(a) or isinstance(a, (torch.dtype, torch.device)) for a in (*args, *kwargs.values()))
+        if holder is None and fn is torch.tensor and type(data) is numpy.ndarray and not args:
+            dtype = kwargs.get("dtype") or torch.from_numpy(numpy.empty(0, dtype=data.dtype)).dtype  # eager's TypeError
+            return self.symbol_lookup(fn)(data.tolist(), **{**kwargs, "dtype": dtype})
         if holder is None or not all(constant):
             return (self.symbol_lookup(fn) or fn)(data, *args, **kwargs)
         value = fn(data, *args, **kwargs)
