@@ -330,6 +330,10 @@ LIBRARY_CONSUMERS = {
     "list_insert": lambda x: (lambda l: (l.insert(x.shape[0], 9), l)[1])([0, 1, 2, 3, 4]),
     "list_pop": lambda x: [0, 1, 2, 3, 4, 5, 6].pop(x.shape[0]),
     "list_setitem_call": lambda x: (lambda l: (l.__setitem__(x.shape[0], 9), l)[1])([0, 1, 2, 3, 4, 5, 6]),
+    "three_argument_pow": lambda x: pow(2, x.shape[0], 7),
+    "itemgetter": lambda x: operator.itemgetter(x.shape[0])([1, 2, 3, 4, 5, 6, 7]),
+    "itemgetter_slice": lambda x: operator.itemgetter(slice(x.shape[0]))("abcdefg"),
+    "methodcaller": lambda x: operator.methodcaller("pop", x.shape[0])([1, 2, 3, 4, 5, 6, 7]),
 }
 
 

@@ -323,8 +323,12 @@ def _native_consumers() -> dict[Callable, Callable]:
     # (Not ``slice``: a slice keeps the number, and slicing a tensor with it stays symbolic.)
     for fn in (builtins.range, builtins.chr, builtins.hex, builtins.oct, builtins.bin, builtins.bytes,
                builtins.bytearray, builtins.enumerate, operator.index, struct.pack, struct.pack_into,
-               struct.Struct.pack, pickle.dumps, pickle.dump):  # fmt: skip
+               struct.Struct.pack, pickle.dumps, pickle.dump,
+               operator.itemgetter, operator.methodcaller):  # (their objects index natively when called)  # fmt: skip
         table[fn] = _pinning(fn)
+    pinning_pow = _pinning(builtins.pow)
+    # ``pow(a, n, m)`` computes natively; ``pow(a, n)`` goes through the numbers' ``__pow__``, symbolic
+    table[builtins.pow] = lambda *args, **kwargs: (pinning_pow if len(args) == 3 or kwargs.get("mod") is not None else builtins.pow)(*args, **kwargs)
     for name, fn in vars(math).items():
         if callable(fn) and not name.startswith("_") and name not in _MATH_SYMBOLIC:
             table[fn] = _pinning(fn)
