@@ -320,6 +320,8 @@ LIBRARY_CONSUMERS = {
     "np_arange": lambda x: numpy.arange(x.shape[0]).tolist(),
     "np_ones": lambda x: numpy.ones((x.shape[0], 2)).shape,
     "np_reshape": lambda x: numpy.zeros(6).reshape(x.shape[0], -1).shape,
+    "np_of_a_shape": lambda x: numpy.zeros(x.shape).shape,
+    "np_of_a_size": lambda x: numpy.empty(torch.Size([x.shape[0], 2])).shape,
     "array": lambda x: list(array.array("i", [x.shape[0]])),
     "bytes_of_list": lambda x: bytes([x.shape[0]]),
     "json": lambda x: json.dumps({"n": x.shape[0]}),

@@ -53,7 +53,7 @@ import torch
 from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
 from thunder.core.interpreter.runtime import current_runtime
-from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.proxies import NumberProxy, Proxy, SymbolicSize, TensorProxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute, symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, pin_index
 
@@ -257,14 +257,14 @@ _TENSOR_QUERIES = {
 
 def _pin(x: Any) -> Any:
     """The plain value of a symbolic number, or a slice with plain bounds (recording the constraints), a list,
-    tuple or dict holding them with them pinned, anything else unchanged."""
+    tuple, shape or dict holding them with them pinned, anything else unchanged."""
     typ = type(x)
     if typ is SymInt or typ is slice:
         return pin_index(x)
     if typ is SymFloat:
         return x.__float__()
-    if (typ is list or typ is tuple) and _is_symbolic_argument(x):
-        return typ(map(_pin, x))
+    if (typ is list or typ is tuple or typ is torch.Size or typ is SymbolicSize) and _is_symbolic_argument(x):
+        return (torch.Size if typ is SymbolicSize else typ)(map(_pin, x))
     if typ is dict and _is_symbolic_argument(x):
         return {k: _pin(v) for k, v in x.items()}
     return x
@@ -272,7 +272,7 @@ def _pin(x: Any) -> Any:
 
 def _is_symbolic_argument(x: Any) -> bool:
     typ = type(x)
-    if typ is list or typ is tuple:
+    if typ is list or typ is tuple or typ is torch.Size or typ is SymbolicSize:
         return any(map(_is_symbolic_argument, x))
     if typ is dict:
         return any(map(_is_symbolic_argument, x.values()))
