@@ -233,3 +233,93 @@ def test_a_torchscript_function_is_traced_through_its_python_source():
         torch.testing.assert_close(actual, expected)
         torch.testing.assert_close(torch.autograd.grad(actual, x), torch.autograd.grad(expected, x))
     assert thunder.cache_misses(jitted) == 1
+
+
+def test_inference_mode_inside_the_program_turns_grad_off_for_its_region():
+    # ``with torch.inference_mode():`` ran natively switched tracing only: the computation's ``y`` required grad
+    # where eager's does not (and a backward through it would have reached ``x``).
+    def f(x):
+        with torch.inference_mode():
+            y = x * 2
+        return y, x * 3, torch.is_inference_mode_enabled()
+
+    @torch.inference_mode()
+    def g(x):
+        return x * 2, torch.is_inference_mode_enabled(), torch.is_grad_enabled()
+
+    for fn in (f, g):
+        jfn = thunder.jit(fn)
+        for x in (torch.randn(3, requires_grad=True), torch.randn(4, requires_grad=True), torch.randn(3)):
+            expected, actual = fn(x), jfn(x)
+            tensors = [(a, e) for a, e in zip(actual, expected) if isinstance(e, torch.Tensor)]
+            assert [a for a in actual if not isinstance(a, torch.Tensor)] == [
+                e for e in expected if not isinstance(e, torch.Tensor)
+            ]
+            for a, e in tensors:
+                assert a.requires_grad is e.requires_grad
+                torch.testing.assert_close(a, e)
+        assert not torch.is_inference_mode_enabled() and torch.is_grad_enabled()
+
+
+def test_max_and_min_along_a_dim_of_a_bool_tensor():
+    # ``mask.min(-1)`` (``torch.distributions``' lower-Cholesky constraint check) raised "argmin does not support
+    # bool input" where eager gives the values and the index of the first False (True for max).
+    def f(m):
+        return m.min(-1), m.max(0, keepdim=True), torch.max(m, dim=1), m[0, 0].max(0)
+
+    jf = thunder.jit(f)
+    for m in (torch.tensor([[True, False, True], [False, False, False], [True, True, True]]), torch.rand(4, 2) > 0.5):
+        for actual, expected in zip(jf(m), f(m)):
+            assert type(actual) is type(expected)
+            for a, e in zip(actual, expected):
+                assert a.dtype is e.dtype
+                torch.testing.assert_close(a, e)
+
+
+class _Rows:
+    """A sequence whose length is its tensor's (a dataset-like object)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __len__(self):
+        return self.t.shape[0]
+
+    def __getitem__(self, i):
+        if i >= len(self):
+            raise IndexError(i)
+        return self.t[i] * 2
+
+
+def test_reversed_of_a_tensor_and_of_a_sequence_of_its_rows_across_lengths():
+    # ``reversed(x)`` ran natively, reading ``len(x)`` without a check: after calls with 3 and 2 rows, a call with 3
+    # rows got 2 (the length a symbolic dim had when traced). Eager's ``reversed(x)`` of a tensor is ``x.flip(0)``, a
+    # tensor, where thunder gave an iterator.
+    fns = (lambda x: list(reversed(x)), lambda x: reversed(x), lambda x: list(reversed(_Rows(x))))
+    for fn in fns:
+        jfn = thunder.jit(fn)
+        for n in (3, 2, 3, 4, 2):
+            x = torch.randn(n, 2)
+            expected, actual = fn(x), jfn(x)
+            assert type(actual) is type(expected)
+            if isinstance(expected, torch.Tensor):
+                torch.testing.assert_close(actual, expected)
+            else:
+                assert len(actual) == len(expected)
+                for a, e in zip(actual, expected):
+                    torch.testing.assert_close(a, e)
+
+
+def test_a_tensor_of_an_array_the_program_made():
+    # ``torch.tensor(np.sin(positions))`` (a positional table computed with numpy in forward) raised "data must be
+    # numbers or nested lists of numbers" where eager copies the array, with its dtype.
+    def f(x):
+        table = numpy.sin(numpy.arange(x.shape[0])[:, None] / 10.0 ** numpy.arange(x.shape[1]))
+        return x + torch.tensor(table), torch.tensor(numpy.arange(x.shape[0])), torch.tensor(numpy.ones(2, numpy.float32))
+
+    jf = thunder.jit(f)
+    for shape in ((3, 2), (4, 2), (3, 2), (5, 2)):
+        x = torch.randn(shape, dtype=torch.float64)
+        for a, e in zip(jf(x), f(x)):
+            assert a.dtype is e.dtype
+            torch.testing.assert_close(a, e)

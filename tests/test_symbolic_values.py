@@ -7,13 +7,19 @@ compares every result with eager; ``misses`` is the number of compilations the c
 (the later calls that give the same answer must not recompile needlessly).
 """
 
+import array
+import collections
 import copy
+import datetime
+import decimal
 import itertools
+import json
 import math
 import operator
 import pickle
 import struct
 
+import numpy
 import pytest
 import torch
 
@@ -304,3 +310,39 @@ def test_a_slice_with_symbolic_bounds_does_not_pin_them(fn):
     for n in (2, 3, 4):
         torch.testing.assert_close(jf(a, n), fn(a, n))
     assert thunder.cache_misses(jf) == 1, thunder.cache_miss_reasons(jf)
+
+
+# Libraries whose native code reads a dim's value (``np.arange(n)``) or a number inside a list or dict
+# (``bytes([n])``, ``json.dumps``), and a position given to a method of the program's own list or deque
+# (``l.insert(n, v)``, ``d.rotate(n)``): after calls with 3 and 2 rows (a symbolic dim), a call with 3 rows got the
+# results for 2, unchecked.
+LIBRARY_CONSUMERS = {
+    "np_arange": lambda x: numpy.arange(x.shape[0]).tolist(),
+    "np_ones": lambda x: numpy.ones((x.shape[0], 2)).shape,
+    "np_reshape": lambda x: numpy.zeros(6).reshape(x.shape[0], -1).shape,
+    "np_of_a_shape": lambda x: numpy.zeros(x.shape).shape,
+    "np_of_a_size": lambda x: numpy.empty(torch.Size([x.shape[0], 2])).shape,
+    "array": lambda x: list(array.array("i", [x.shape[0]])),
+    "bytes_of_list": lambda x: bytes([x.shape[0]]),
+    "json": lambda x: json.dumps({"n": x.shape[0]}),
+    "decimal": lambda x: str(decimal.Decimal(x.shape[0])),
+    "timedelta": lambda x: datetime.timedelta(seconds=x.shape[0]).total_seconds(),
+    "deque_maxlen": lambda x: list(collections.deque(range(6), maxlen=x.shape[0])),
+    "deque_rotate": lambda x: (lambda d: (d.rotate(x.shape[0]), list(d))[1])(collections.deque(range(5))),
+    "list_insert": lambda x: (lambda l: (l.insert(x.shape[0], 9), l)[1])([0, 1, 2, 3, 4]),
+    "list_pop": lambda x: [0, 1, 2, 3, 4, 5, 6].pop(x.shape[0]),
+    "list_setitem_call": lambda x: (lambda l: (l.__setitem__(x.shape[0], 9), l)[1])([0, 1, 2, 3, 4, 5, 6]),
+    "three_argument_pow": lambda x: pow(2, x.shape[0], 7),
+    "itemgetter": lambda x: operator.itemgetter(x.shape[0])([1, 2, 3, 4, 5, 6, 7]),
+    "itemgetter_slice": lambda x: operator.itemgetter(slice(x.shape[0]))("abcdefg"),
+    "methodcaller": lambda x: operator.methodcaller("pop", x.shape[0])([1, 2, 3, 4, 5, 6, 7]),
+}
+
+
+@pytest.mark.parametrize("name", list(LIBRARY_CONSUMERS))
+def test_a_dim_read_natively_by_a_library_is_checked(name):
+    f = LIBRARY_CONSUMERS[name]
+    jf = thunder.jit(f)
+    for n in (3, 2, 3, 6, 2):
+        x = torch.randn(n, 3)
+        assert jf(x) == f(x)

@@ -209,6 +209,19 @@ def test_module_built_inside_the_function_is_refused_clearly():
         thunder.jit(fn)(torch.randn(3))
 
 
+def test_changing_torch_defaults_inside_the_function_is_refused_clearly():
+    # ``torch.set_default_dtype(torch.float64)`` inside changed the default while tracing only: the ``torch.ones(2)``
+    # after it was float32 (the caller's default) where eager's is float64, and a cached call left the default as
+    # it was, where eager changes it.
+    def fn(x):
+        torch.set_default_dtype(torch.float64)
+        return x + torch.ones(2)
+
+    with pytest.raises(ThunderError, match=r"torch.set_default_dtype inside the jitted function.*test_tracing_errors"):
+        thunder.jit(fn)(torch.randn(2))
+    assert torch.get_default_dtype() is torch.float32
+
+
 # --- 4. defaultdicts ------------------------------------------------------------------------------------------
 
 

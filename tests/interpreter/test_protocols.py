@@ -62,3 +62,37 @@ def test_setitem_with_an_int_subclass_index():
     CountsIndex.calls = 0
     assert interpret(f)(CountsIndex(1)) == [0, 5]
     assert CountsIndex.calls == 1
+
+
+class Countdown:
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i >= self.n:
+            raise IndexError(i)
+        return i * 10
+
+
+class OwnReversed:
+    def __reversed__(self):
+        return "own"
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda: list(reversed(Countdown(3))), lambda: reversed(OwnReversed()), lambda: list(reversed([1, 2])),
+     lambda: list(reversed({"a": 1, "b": 2})), lambda: list(reversed(range(4))), lambda: reversed({1, 2})],
+    ids=["sequence", "own-reversed", "list", "dict", "range", "set"],
+)  # fmt: skip
+def test_reversed_as_cpython(f):
+    try:
+        expected = f()
+    except TypeError as e:
+        with pytest.raises(type(e)):
+            interpret(f)()
+        return
+    assert interpret(f)() == expected

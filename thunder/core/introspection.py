@@ -23,7 +23,11 @@ without calling any method, so a trace would silently specialise on it. Calls of
 from traced code are looked aside: their symbolic arguments are concretised first, which records
 ``expr == value`` as a constraint (see Note [Symbolic values] in ``symbolic``). Functions that
 reach the number through its methods (``math.floor``, ``math.prod``, ``max``, ``sum``, dict
-lookups through ``__hash__``) keep it symbolic and need nothing here.
+lookups through ``__hash__``) keep it symbolic and need nothing here. Libraries whose native code
+reads ints (``numpy``: ``np.arange(n)``, ``np.ones((n, 2))``; ``array``, ``decimal``, ``json``'s C
+encoder) have each native callable looked aside by its module (``_NATIVE_NUMBER_MODULES``), and the
+numbers are pinned inside lists, tuples and dicts too (``bytes([n])``, ``json.dumps({"n": n})``), as is
+the position given to a method of the program's own list or deque (``l.insert(n, v)``, ``d.rotate(n)``).
 
 Layer: tracing. Imports: core, core.interpreter; which symbol a torch callable stands for comes from
 ``thunder.core.symbol_lookup``, filled by the torch language.
@@ -32,6 +36,7 @@ Layer: tracing. Imports: core, core.interpreter; which symbol a torch callable s
 from __future__ import annotations
 
 import builtins
+import collections
 import itertools
 import math
 import operator
@@ -48,7 +53,7 @@ import torch
 from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
 from thunder.core.interpreter.runtime import current_runtime
-from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.proxies import NumberProxy, Proxy, SymbolicSize, TensorProxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute, symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, pin_index
 
@@ -251,18 +256,27 @@ _TENSOR_QUERIES = {
 
 
 def _pin(x: Any) -> Any:
-    """The plain value of a symbolic number, or a slice with plain bounds (recording the constraints), anything
-    else unchanged."""
+    """The plain value of a symbolic number, or a slice with plain bounds (recording the constraints), a list,
+    tuple, shape or dict holding them with them pinned, anything else unchanged."""
     typ = type(x)
     if typ is SymInt or typ is slice:
         return pin_index(x)
     if typ is SymFloat:
         return x.__float__()
+    if (typ is list or typ is tuple or typ is torch.Size or typ is SymbolicSize) and _is_symbolic_argument(x):
+        return (torch.Size if typ is SymbolicSize else typ)(map(_pin, x))
+    if typ is dict and _is_symbolic_argument(x):
+        return {k: _pin(v) for k, v in x.items()}
     return x
 
 
 def _is_symbolic_argument(x: Any) -> bool:
-    return type(x) in (SymInt, SymFloat) or (type(x) is slice and any(type(v) is SymInt for v in (x.start, x.stop, x.step)))
+    typ = type(x)
+    if typ is list or typ is tuple or typ is torch.Size or typ is SymbolicSize:
+        return any(map(_is_symbolic_argument, x))
+    if typ is dict:
+        return any(map(_is_symbolic_argument, x.values()))
+    return typ in (SymInt, SymFloat) or (typ is slice and any(type(v) is SymInt for v in (x.start, x.stop, x.step)))
 
 
 def _has_symbolic(args: tuple, kwargs: dict | None) -> bool:
@@ -288,6 +302,18 @@ _SEQUENCE_TYPES = (str, bytes, bytearray, list, tuple, range, memoryview)
 # Methods of these that only read: concretising their int arguments is safe. (Mutating methods of
 # lists are left to the tracer, which reports mutations of outside containers.)
 _READING_METHODS = frozenset({"__getitem__", "index", "count", "__mul__", "__rmul__"})
+# Libraries whose native callables (functions, types, methods of their objects) read ints natively.
+_NATIVE_NUMBER_MODULES = frozenset({"numpy", "array", "decimal", "_decimal", "json", "_json", "datetime"})
+# Methods of the program's own lists and deques whose first argument is a position (the index methods that only
+# read are looked aside earlier, with ``_READING_METHODS``; an outside container's changes are the tracer's).
+_POSITION_METHODS = frozenset({"insert", "pop", "__setitem__", "__delitem__", "rotate"})
+
+
+def _reads_numbers_natively(fn: Callable, owner: Any = None) -> bool:
+    module = plain_attribute(fn, "__module__") if owner is None else type(owner).__module__
+    return isinstance(module, str) and module.partition(".")[0] in _NATIVE_NUMBER_MODULES
+
+
 # math functions that reach the number through its methods and keep it symbolic.
 _MATH_SYMBOLIC = frozenset({"floor", "ceil", "trunc", "prod"})
 
@@ -297,8 +323,12 @@ def _native_consumers() -> dict[Callable, Callable]:
     # (Not ``slice``: a slice keeps the number, and slicing a tensor with it stays symbolic.)
     for fn in (builtins.range, builtins.chr, builtins.hex, builtins.oct, builtins.bin, builtins.bytes,
                builtins.bytearray, builtins.enumerate, operator.index, struct.pack, struct.pack_into,
-               struct.Struct.pack, pickle.dumps, pickle.dump):  # fmt: skip
+               struct.Struct.pack, pickle.dumps, pickle.dump,
+               operator.itemgetter, operator.methodcaller):  # (their objects index natively when called)  # fmt: skip
         table[fn] = _pinning(fn)
+    pinning_pow = _pinning(builtins.pow)
+    # ``pow(a, n, m)`` computes natively; ``pow(a, n)`` goes through the numbers' ``__pow__``, symbolic
+    table[builtins.pow] = lambda *args, **kwargs: (pinning_pow if len(args) == 3 or kwargs.get("mod") is not None else builtins.pow)(*args, **kwargs)
     for name, fn in vars(math).items():
         if callable(fn) and not name.startswith("_") and name not in _MATH_SYMBOLIC:
             table[fn] = _pinning(fn)
@@ -462,4 +492,23 @@ def lookaside(fn: Callable) -> Callable | None:
         if replacement is _unbound_cache:
             replacement = _unbound_cache[fn] = _unbound_method_lookaside(fn)
         return replacement
+    return None
+
+
+def native_number_reader(fn: Callable) -> Callable | None:
+    """``fn`` with its symbolic numbers pinned when it is a native callable of a library whose native code reads
+    ints (``_NATIVE_NUMBER_MODULES``), else None (asked last: after the tracer's own handling of randomness)."""
+    if type(fn) is types.FunctionType:
+        return None
+    owner = bound_self(fn)
+    if _reads_numbers_natively(fn) or (owner is not None and _reads_numbers_natively(fn, owner)):
+        return _pinning(fn)
+    if fn is collections.deque:
+        return _pinning(fn)  # deque(it, maxlen=n)
+    if isinstance(owner, (list, bytearray, collections.deque)) and plain_attribute(fn, "__name__") in _POSITION_METHODS:
+
+        def call(*args, **kwargs):
+            return fn(*(_pin(args[0]), *args[1:]) if args else args, **kwargs)
+
+        return call
     return None

@@ -613,6 +613,9 @@ class TensorProxy(Proxy):
             raise TypeError("iteration over a 0-d tensor")
         return iter(_METHODS["unbind"](self, 0))
 
+    def __reversed__(self):
+        return self if self.ndim == 0 else _METHODS["flip"](self, 0)  # a tensor, as ``torch.Tensor.__reversed__``
+
     __hash__ = Proxy.__hash__
 
     def __getattr__(self, name: str):

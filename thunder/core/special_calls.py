@@ -160,6 +160,14 @@ _GRADIENT = (
 )
 
 
+# torch's defaults for factories: changed while tracing only, later calls kept the old default, and the factories
+# after the change ran with the caller's default (``torch.ones(2)`` float32 where eager's is float64)
+_DEFAULTS = (
+    "a cached call would neither change the default nor make its factories with it. Set it before calling the jitted "
+    "function (each call checks the default it was traced with), or pass dtype=/device= to the factories."
+)
+
+
 _SCRIPT_FUNCTION, _SCRIPT_MODULE = torch.jit.ScriptFunction, torch.jit.ScriptModule
 
 
@@ -247,6 +255,8 @@ class SpecialCallsMixin:
         (looked up after those: one dict lookup a call)."""
         return {
             torch._C._set_grad_enabled: self._set_grad_enabled,
+            torch.inference_mode.__enter__: self._inference_mode_enter,
+            torch.inference_mode.__exit__: self._inference_mode_exit,
             transforms.vjp_call: self._vjp_call,
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
@@ -260,6 +270,11 @@ class SpecialCallsMixin:
                         torch.func.jacrev, torch.func.jacfwd, torch.func.hessian,
                     )),
                     (torch.vmap, "torch.vmap", _TRANSFORM),
+                    *((fn, f"torch.{name}", _DEFAULTS) for fn, name in (
+                        (torch.set_default_dtype, "set_default_dtype"), (torch._C._set_default_dtype, "set_default_dtype"),
+                        (torch.set_default_tensor_type, "set_default_tensor_type"),
+                        (torch.set_default_device, "set_default_device"),
+                    )),
                     (torch.cond, "torch.cond", _TRANSFORM),
                 )
             },
@@ -417,7 +432,7 @@ class SpecialCallsMixin:
             return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")
         if type(fn) is functools._lru_cache_wrapper:
             return functools.partial(self._cached_call, fn)
-        return self._call_of(fn) or self._container_method(fn, self_obj)
+        return self._call_of(fn) or self._container_method(fn, self_obj) or introspection.native_number_reader(fn)
 
     def _cached_call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         """A call of a ``functools.lru_cache``/``cache`` function with constant arguments (``causal_mask(16)``): the
@@ -445,10 +460,16 @@ class SpecialCallsMixin:
     # ``torch.from_numpy(MEAN)``, ``torch.tensor(table)`` of a numpy array from outside the function (a global, an
     # attribute): the prologue makes the tensor on every call from the array it reads then, and the tensor is an
     # input of the trace, so its values are the array's at each call (and ``from_numpy``'s tensor shares the array's
-    # memory, as in eager). Other calls (of lists, of arrays the program made) go to the symbols as before.
+    # memory, as in eager). ``torch.tensor`` of an array the program made (its values come from what the trace
+    # checks: a positional table computed with numpy) copies it, as eager: a constant of the trace with the array's
+    # dtype. Other calls (of lists; ``from_numpy`` of an array the program made, which would share its memory) go
+    # to the symbols as before.
     def _tensor_of_array(self, fn: Callable, data: Any, *args: Any, **kwargs: Any) -> Any:
         holder = self._provenance.get(id(data)) if isinstance(data, numpy.ndarray) else None
         constant = (_is_literal_argument(a) or isinstance(a, (torch.dtype, torch.device)) for a in (*args, *kwargs.values()))
+        if holder is None and fn is torch.tensor and type(data) is numpy.ndarray and not args:
+            dtype = kwargs.get("dtype") or torch.from_numpy(numpy.empty(0, dtype=data.dtype)).dtype  # eager's TypeError
+            return self.symbol_lookup(fn)(data.tolist(), **{**kwargs, "dtype": dtype})
         if holder is None or not all(constant):
             return (self.symbol_lookup(fn) or fn)(data, *args, **kwargs)
         value = fn(data, *args, **kwargs)
@@ -510,6 +531,25 @@ class SpecialCallsMixin:
         torch._C._set_grad_enabled(enabled)
         self.grad_mode_switched = True
         prims.set_grad_enabled(enabled)
+
+    # Note [Inference mode in the program]
+    # ``with torch.inference_mode():`` turns grad mode off as well: its results do not require grad. Run natively,
+    # the region switched the mode of tracing only, and the computation made results that required grad. So the
+    # region is entered natively (tracing goes on in inference mode, ``torch.is_inference_mode_enabled()`` reads
+    # True in it, as in eager) and the grad mode it leaves is recorded as a switch (``_set_grad_enabled``) at its
+    # start and end. A region tracing leaves by an error is left by ``_undo``. The computation's results are
+    # ordinary tensors, not inference tensors (``Tensor.is_inference`` is refused).
+    def _inference_mode_enter(self, ctx: torch.inference_mode) -> None:
+        ctx.__enter__()
+        guard = ctx._inference_mode_context
+        self._undo.append(lambda: guard.__exit__(None, None, None) if ctx._inference_mode_context is guard else None)
+        self._set_grad_enabled(torch.is_grad_enabled())
+
+    def _inference_mode_exit(self, ctx: torch.inference_mode, *exc_info: Any) -> None:
+        guard = ctx._inference_mode_context
+        ctx._inference_mode_context = None  # left: the undo of its entry has nothing to do
+        guard.__exit__(*exc_info)
+        self._set_grad_enabled(torch.is_grad_enabled())
 
     def _print(self, *args, **kwargs) -> None:
         """``print`` in the program: recorded, so each call prints its own values in order."""

@@ -371,7 +371,9 @@ def _max_min(name: str, value_prim, index_prim, binary, result_type, input, dim,
     if not _is_int(dim):
         raise ThunderTypeError(f"{op}: dim must be an int, but got {type(dim).__name__} {dim!r}")
     values = _extremum(name, value_prim, input, dim, keepdim)  # checks the call as torch does
-    indices = _arg_extremum("arg" + name, index_prim, input, dim, keepdim)
+    # eager's indices of a bool input are those of its first True (max) or False (min); argmax refuses bool
+    ranked = prims.convert_element_type(input, torch.uint8) if input.dtype is torch.bool else input
+    indices = _arg_extremum("arg" + name, index_prim, ranked, dim, keepdim)
     if input.ndim > 0 and not input.dtype.is_complex and input.dtype is not torch.bool:
         # The values are the input at the indices, as eager's backward sees them: the gradient goes
         # to the index (the first extremum, or the first NaN), not shared among ties.

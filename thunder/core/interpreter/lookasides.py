@@ -19,7 +19,7 @@ from .errors import NULL
 from .execution import call, current_frame, register_default_lookaside, run_function_frame
 from .frame import Frame
 from .instructions import decode
-from .protocols import get_iter, iter_next, length, truth, type_call
+from .protocols import get_iter, iter_next, length, reverse, truth, type_call
 from .runtime import is_jitting_with_raise
 
 _PY313 = sys.version_info >= (3, 13)
@@ -256,6 +256,13 @@ def _iter(ctx, args, kwargs):
     if len(args) == 1 and not kwargs:
         return get_iter(ctx, args[0])
     return iter(*args, **(kwargs or {}))
+
+
+@register_default_lookaside(builtins.reversed)
+def _reversed(ctx, args, kwargs):
+    if len(args) == 1 and not kwargs:
+        return reverse(ctx, args[0])
+    return reversed(*args, **(kwargs or {}))
 
 
 @register_default_lookaside(builtins.next)

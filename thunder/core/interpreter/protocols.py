@@ -43,6 +43,7 @@ __all__ = [
     "compare_op",
     "get_iter",
     "iter_next",
+    "reverse",
     "getitem",
     "setitem",
     "delitem",
@@ -429,6 +430,33 @@ def _sequence_iterator(ctx, seq, getitem_fn):
             return
         yield value
         i += 1
+
+
+def reverse(ctx, v):
+    """``reversed(v)``: a Python ``__reversed__`` interpreted; for a sequence whose ``__len__`` or ``__getitem__``
+    is Python code, CPython's reversed iterator with both interpreted (natively, the length a ``__len__`` returns
+    would be read without the callbacks seeing it, and a length that depends on the input went unchecked)."""
+    t = type(v)
+    if t not in FAST_TYPES and t not in _NATIVE_ITERATORS:
+        f = lookup_type_attr(t, "__reversed__")
+        if _is_py(f):
+            return call(ctx, f, (v,))
+        getitem_fn = lookup_type_attr(t, "__getitem__")
+        if f is NULL and (_is_py(getitem_fn) or _is_py(lookup_type_attr(t, "__len__"))) and not isinstance(v, dict):
+            indices = call(ctx, range, (call(ctx, len, (v,)),))  # the callbacks see the length
+            return _reversed_sequence(ctx, v, getitem_fn, indices)
+    return reversed(v)
+
+
+def _reversed_sequence(ctx, seq, getitem_fn, indices):
+    """CPython's reversed iterator over a sequence (``seq[n - 1]`` ... ``seq[0]``, stopping at IndexError or
+    StopIteration), each ``__getitem__`` called as the program would."""
+    for i in reversed(indices):
+        try:
+            value = call_back(ctx, getitem_fn, (seq, i))
+        except (IndexError, StopIteration):
+            return
+        yield value
 
 
 def iter_next(ctx, it):
