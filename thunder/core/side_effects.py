@@ -237,7 +237,7 @@ class SideEffectsMixin:
 
     def made_object(self, obj: Any) -> None:
         """The interpreter made ``obj`` (``C(...)``, a dataclass, a ``SimpleNamespace``): the program's own."""
-        if (type(obj).__dictoffset__ or slot_names(type(obj))) and not isinstance(obj, _NOT_REBUILT):
+        if (type(obj).__dictoffset__ or slot_names(type(obj))) and not isinstance(obj, (*_NOT_REBUILT, *_BUILTIN_VALUES)):
             self._internal_objects.add(id(obj))
             self._keepalive.append(obj)
 
@@ -528,6 +528,9 @@ def _restore_attr(obj, name: str, old) -> None:
 
 
 _NOT_REBUILT = (types.ModuleType, type, types.FunctionType, torch.nn.Module)  # returned as they are
+# Subclasses of builtin values and containers (a namedtuple such as ``PackedSequence``, a list subclass): their state
+# is their items, which the pytree and the printer rebuild, not their attributes.
+_BUILTIN_VALUES = (tuple, list, dict, set, frozenset, collections.deque, str, bytes, bytearray, int, float, complex)
 
 
 # Note [Objects the program makes]
