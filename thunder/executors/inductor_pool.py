@@ -139,10 +139,10 @@ class _Pool:
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        env.update(THUNDER_WORKER_NICENESS=str(NICENESS), TORCHINDUCTOR_COMPILE_THREADS="1", OMP_NUM_THREADS="1")
+        env.update(TORCHINDUCTOR_COMPILE_THREADS="1", OMP_NUM_THREADS="1")
         log = open(os.path.join(self._directory, f"worker-{os.getpid()}-{next(self._ids)}.log"), "wb")  # noqa: SIM115
         process = subprocess.Popen(
-            [sys.executable, "-m", "thunder.executors.inductor_worker"],
+            [sys.executable, "-c", _WORKER_MAIN, str(NICENESS)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
