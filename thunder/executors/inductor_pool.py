@@ -45,7 +45,9 @@ NICENESS = 15
 # as many parallel jobs as there are cores. So a worker runs at niceness ``NICENESS`` (Linux gives a nice-15
 # process about 3% of a core that a nice-0 process wants) with one compile thread and one OpenMP thread: the
 # caller's calls cost what they cost without it (a training loop beside a CPU-bound process ran 2.4x slower with
-# the defaults than with the torch executor), and the compilation waits for idle time.
+# the defaults than with the torch executor), and the compilation waits for idle time. The niceness is taken before
+# the worker's first import (``_WORKER_MAIN``): importing torch, thunder and Inductor is seconds of CPU.
+_WORKER_MAIN = "import os, sys; os.nice(int(sys.argv[1])); from thunder.executors import inductor_worker; inductor_worker.main()"
 
 # Note [A compiled graph is loaded where it pays]
 # The first Inductor artifact a process loads costs seconds: importing Inductor, dynamo and AOTAutograd (about 2.3 s
