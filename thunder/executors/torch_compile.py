@@ -282,8 +282,12 @@ class _Compiled:
     def _finish(self, key: tuple, compiled: tuple | None, reason: str | None) -> None:
         """A worker's answer: later calls of ``key`` run the compiled graph, or torch's kernels and why."""
         uncompiled = self._uncompiled_trace.python_callable()
-        self._pending = None
-        if compiled is None:
+        pending, self._pending = self._pending, None
+        if isinstance(compiled, inductor_pool.Deferred):  # Note [The first load waits until it has paid]
+            runner = self.compiled[key] = _Waiting(uncompiled, compiled.gain_s)
+            if pending is not None:
+                self._pending = (pending[0], runner)
+        elif compiled is None:
             with self._lock:
                 self.uncompiled_reasons[key] = reason or "not compiled"
                 self.compiled[key] = uncompiled
@@ -321,7 +325,8 @@ class _Compiled:
 
     def status(self) -> str:
         """Where the region stands: 'warming up' (background mode: torch's kernels run, timed),
-        'compiling', 'compiled, on trial', 'compiled' or 'uncompiled: why'; per input signature,
+        'compiling', 'compiled, waiting to load' (Note [The first load waits until it has paid] in
+        ``inductor_pool``), 'compiled, on trial', 'compiled' or 'uncompiled: why'; per input signature,
         joined by '; ' where they differ ('not run' before a call)."""
         if self._warm_up_s is not None:
             return "warming up"
@@ -329,6 +334,8 @@ class _Compiled:
         for key in dict.fromkeys([*self._uncompiled_s, *self.compiled]):
             if key in self.uncompiled_reasons:
                 states.append(f"uncompiled: {self.uncompiled_reasons[key]}")
+            elif isinstance(self.compiled.get(key), _Waiting):
+                states.append("compiled, waiting to load")
             elif key in self.compiled:
                 states.append("compiled, on trial" if isinstance(self.compiled[key], _Trial) else "compiled")
             else:
@@ -425,6 +432,20 @@ def _reference(value: Any) -> str | None:
     if overload is not None:
         return f"torch:ops.{overload.namespace}.{overload._opname}.{overload._overloadname}"
     return None
+
+
+class _Waiting:
+    """Background mode: torch's kernels for a signature whose compiled graph waits for the first load; each call owes
+    what the graph would have saved (Note [The first load waits until it has paid] in ``inductor_pool``)."""
+
+    __slots__ = ("uncompiled", "gain_s")
+
+    def __init__(self, uncompiled: Callable, gain_s: float):
+        self.uncompiled, self.gain_s = uncompiled, gain_s
+
+    def __call__(self, *args):
+        inductor_pool.owe(self.gain_s)
+        return self.uncompiled(*args)
 
 
 class _Trial:
