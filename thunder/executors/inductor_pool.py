@@ -59,7 +59,8 @@ _WORKER_MAIN = "import os, sys; os.nice(int(sys.argv[1])); from thunder.executor
 # loaded already, times the compiled graph against the region's ops on torch's kernels (``inductor_worker.measure``),
 # and the graph is loaded only if it was faster; for the first one a process loads, only if it took at most
 # ``LOAD_IF_FASTER`` of their time (a smaller gain would take tens of thousands of calls to repay the load, and is
-# within what the measurement can tell). Otherwise the region keeps torch's kernels, with the times as the reason.
+# within what the measurement can tell), and only once it has paid for the load (Note [The first load waits until it
+# has paid]). Otherwise the region keeps torch's kernels, with the times as the reason.
 # The times are kept with the artifact on disk, so a second process decides without loading anything. A graph that
 # is loaded is still tried against torch's kernels in the caller (``torch_compile._Trial``).
 
