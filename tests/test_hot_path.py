@@ -338,11 +338,13 @@ def test_a_warming_region_times_one_call_in_a_sample(monkeypatch):
     args = [torch.randn(2, 2) for _ in range(5)]
     timed = []
     original = torch_compile._Compiled._timed
-    monkeypatch.setattr(torch_compile._Compiled, "_timed", lambda self, a: timed.append(1) or original(self, a))
-    for _ in range(2 * torch_compile.WARM_UP_SAMPLE + 1):
-        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
-    assert len(timed) == 3
+    monkeypatch.setattr(torch_compile._Compiled, "_timed", lambda self, a: (timed.append(1) or original(self, a)[0], 1e-3))
+    jf(*args)  # the first call: timed, and counted once (it is cold)
     (region,) = [
         b.sym.python_impl for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name.startswith("TorchCompile")
     ]
-    assert region.status() == "warming up" and region._warm_up_s > 0
+    assert len(timed) == 1 and region._warm_up_s == pytest.approx(1e-3)
+    for _ in range(2 * torch_compile.WARM_UP_SAMPLE):
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert len(timed) == 3 and region.status() == "warming up"
+    assert region._warm_up_s == pytest.approx(1e-3 * (1 + 2 * torch_compile.WARM_UP_SAMPLE))

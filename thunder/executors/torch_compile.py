@@ -223,14 +223,14 @@ class _Compiled:
     def _warm_up(self, args: tuple):
         """Background mode, before the first compilation: torch's kernels, one call in ``WARM_UP_SAMPLE`` timed
         (Note [The warm-up samples its calls])."""
-        self._warm_up_calls += 1
-        if WARM_UP_SAMPLE > 1 and self._warm_up_calls % WARM_UP_SAMPLE != 1:
+        n = self._warm_up_calls = self._warm_up_calls + 1
+        if n > 1 and (n - 1) % WARM_UP_SAMPLE:
             return self._uncompiled_trace.python_callable()(*args)
         out, spent = self._timed(args)
         with self._lock:
             if self._warm_up_s is None:  # another thread ended the warm-up meanwhile
                 return out
-            self._warm_up_s += spent * WARM_UP_SAMPLE
+            self._warm_up_s += spent if n == 1 else spent * WARM_UP_SAMPLE
             first = self._warm_up_s >= COMPILE_AFTER_S
             if first:
                 self._warm_up_s = None
@@ -487,10 +487,10 @@ WARM_UP_SAMPLE = 8
 # Note [The warm-up samples its calls]
 # A region warms up until its runs on torch's kernels have taken ``COMPILE_AFTER_S``: a small region's thousands of
 # calls. Timing each (two clock reads and the lock) cost a GPT-2 forward about 2.5% over the torch executor's calls
-# for as long as its regions warmed up. Only the first call of every ``WARM_UP_SAMPLE`` is timed, and counts for
-# them all: the others run the region's ops at once. The first call is timed, so ``COMPILE_AFTER_S = 0`` still
-# submits a region on its first call; a region whose sampled call was slow (a cold cache) submits early, which
-# only moves its compilation a little sooner.
+# for as long as its regions warmed up. Only the last call of every ``WARM_UP_SAMPLE`` is timed, and counts for
+# them all: the others run the region's ops at once. The region's first call is timed too, and counts once: it is
+# cold (the region's code compiles, caches are cold), and counted for a sample it submitted regions of a training
+# step on their first call. ``COMPILE_AFTER_S = 0`` still submits a region on its first call.
 
 MAX_COMPILATIONS = 8  # per region, as torch.compile's recompile limit
 
