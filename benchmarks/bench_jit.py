@@ -56,7 +56,7 @@ def settle(jfn, args, *, limit_s: float = 300.0) -> None:
             jfn(*args)
         pending, done = inductor_pool.counts()
         states = [impl.status() for _, impl in get_fusions(thunder.last_traces(jfn)[-1]) if hasattr(impl, "status")]
-        if pending == done and not any(s in st for st in states for s in ("warming", "compiling", "on trial")):
+        if pending == done and not any(s in st for st in states for s in ("warming", "compiling", "waiting to load", "on trial")):
             return
         if pending != done:
             inductor_pool.wait(0.05)

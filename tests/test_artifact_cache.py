@@ -95,7 +95,7 @@ def test_the_worker_times_the_compiled_graph_against_torchs_kernels(monkeypatch)
 @pytest.mark.parametrize(
     "compiled_us, loaded_one, expected",
     [
-        (50, False, None),
+        (50, True, None),  # (with no graph loaded yet it waits: test_the_first_load_waits_until_it_has_paid)
         (95, False, "the compiled graph saved less than 10%, not worth loading Inductor, "),
         (95, True, None),  # the first load's seconds are paid already: any gain pays
         (150, False, "torch's kernels were faster than the compiled graph "),
@@ -157,3 +157,90 @@ def test_a_region_whose_graph_does_not_pay_settles_on_torchs_kernels(monkeypatch
     assert region._settled is not None and len(submitted) == 1
     inlined = thunder.last_traces(jf)[-1].python_callable().__thunder_inlined__
     assert "TorchCompile" not in inspect.getsource(inlined)
+
+
+@pytest.fixture
+def no_graph_loaded(monkeypatch):
+    """A process that has loaded no graph yet (Note [The first load waits until it has paid])."""
+    monkeypatch.setattr(inductor_pool, "LOAD_IF_FASTER", 0.9)
+    monkeypatch.setattr(inductor_pool, "_loaded", [])
+    monkeypatch.setattr(inductor_pool, "_waiting", [])
+    monkeypatch.setattr(inductor_pool, "_first_load_started", False)
+    monkeypatch.setattr(inductor_pool, "_owed_s", 0.0)
+
+
+def test_the_first_load_waits_until_it_has_paid(monkeypatch, no_graph_loaded):
+    # Note [The first load waits until it has paid]: a graph the worker measured faster waits on disk until the calls
+    # that ran torch's kernels instead would have saved FIRST_LOAD_S; then the graphs waiting load.
+    job = _job()
+    key = artifact_cache.key_of(job)
+    _compile_in_a_fresh_pool(job)  # a real artifact on disk
+    path, constants, _ = artifact_cache.load(key)
+    with open(path, "rb") as f:
+        artifact = f.read()
+    staged = tempfile.mktemp()
+    with open(staged, "wb") as f:
+        f.write(artifact)
+    artifact_cache.store(key, staged, constants, (50e-6, 100e-6))
+    monkeypatch.setattr(inductor_pool, "_loaded", [])
+    loads, loaded = [], threading.Event()
+    real_load = inductor_pool._load
+    monkeypatch.setattr(inductor_pool, "_load", lambda p: loads.append(p) or real_load(p))
+    pool, answers = inductor_pool._Pool(), []
+    pool._start = lambda: (_ for _ in ()).throw(OSError("no worker may start in this test"))
+    try:
+        pool.submit(job, lambda compiled, reason: (answers.append((compiled, reason)), len(answers) == 2 and loaded.set()))
+        assert pool.wait(timeout=600)
+        ((waiting, reason),) = answers
+        assert isinstance(waiting, inductor_pool.Deferred) and reason is None and loads == []
+        assert waiting.gain_s == pytest.approx(50e-6)
+        calls = int(inductor_pool.FIRST_LOAD_S / waiting.gain_s)
+        for _ in range(calls - 10):
+            inductor_pool.owe(waiting.gain_s)
+        assert loads == [] and not loaded.is_set()
+        for _ in range(20):
+            inductor_pool.owe(waiting.gain_s)
+        assert loaded.wait(timeout=600)
+    finally:
+        pool.close()
+    (compiled, constants), reason = answers[1]
+    assert reason is None and len(loads) == 1
+    x = torch.randn(3)
+    torch.testing.assert_close(tuple(compiled(x, *constants))[0], torch.sin(x) * 2)
+
+
+def test_a_region_whose_graph_waits_runs_torchs_kernels_then_the_graph(monkeypatch, no_graph_loaded):
+    import thunder
+    from thunder.executors import torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
+    monkeypatch.setattr(torch_compile, "TRIAL_CALLS", 0)
+    monkeypatch.setattr(inductor_pool, "FIRST_LOAD_S", 1e-3)
+    graph_calls = []
+
+    def answer(job, done):
+        waiting = inductor_pool.Deferred("unused", [], 4e-4)  # three calls owe the first load
+        done(waiting, None)
+        waiting.wait(done)
+
+    monkeypatch.setattr(inductor_pool, "submit", answer)
+
+    def chain(a, b):
+        return torch.exp(torch.sin(a * b + 1.0) - b) * 0.5
+
+    jf = thunder.jit(chain, executors=["torchcompile_background"])
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    torch.testing.assert_close(jf(a, b), chain(a, b), rtol=0, atol=0)
+    (region,) = [s.sym.python_impl for s in thunder.last_traces(jf)[-1].bound_symbols if s.sym.name.startswith("TorchCompile")]
+    graph = region.region_trace.python_callable()
+    monkeypatch.setattr(inductor_pool, "_load", lambda path: (lambda *a: graph_calls.append(1) or graph(*a)))
+    assert region.status() == "compiled, waiting to load"
+    for _ in range(3):
+        torch.testing.assert_close(jf(a, b), chain(a, b), rtol=0, atol=0)
+    assert graph_calls == []
+    for _ in range(100):  # the load runs on its own thread
+        if region.status() != "compiled, waiting to load":
+            break
+        threading.Event().wait(0.05)
+    torch.testing.assert_close(jf(a, b), chain(a, b), rtol=0, atol=0)
+    assert region.status() != "compiled, waiting to load" and graph_calls  # then on trial against torch's kernels

@@ -264,3 +264,29 @@ def test_the_direct_convolutions_layout_rule_is_suggest_memory_format():
                    a[:, :, ::2], a.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)]  # fmt: skip
         for t in layouts:
             assert _channels_last(t) == (suggest_memory_format(t) is torch.channels_last), (shape, t.stride())
+
+
+def test_an_in_place_op_none_of_whose_parts_fuse_runs_whole():
+    """Note [Unfused parts run whole]: ``z += y`` between ops that torch runs whole was an ``add`` (a fusion of one op,
+    declined) and a ``copy_``; now torch's one ``add_``. Where its ``add`` fuses with a neighbour it stays split."""
+
+    def alone(x, y, mean, var):
+        z = torch.nn.functional.batch_norm(x, mean, var)
+        z += y
+        return z
+
+    def fused(x, y):
+        z = x * 2
+        z += y
+        return z.sin() * 3
+
+    x, y, mean, var = torch.randn(2, 3, 4), torch.randn(2, 3, 4), torch.randn(3), torch.rand(3) + 1
+    for executors in (None, ["torchcompile"]):
+        jf = thunder.jit(alone, executors=executors)
+        torch.testing.assert_close(jf(x, y, mean, var), alone(x, y, mean, var))
+        names = [b.sym.name for b in thunder.last_traces(jf)[-1].bound_symbols]
+        assert "Tensor.add_" in names and "copy_" not in names, names
+        jf = thunder.jit(fused, executors=executors)
+        torch.testing.assert_close(jf(x, y), fused(x, y))
+        names = [b.sym.name for b in thunder.last_traces(jf)[-1].bound_symbols]
+        assert any(n.startswith("TorchCompile") for n in names) and "torch_copy_" in names, names

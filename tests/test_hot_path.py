@@ -327,3 +327,24 @@ def test_while_the_only_signature_compiles_calls_skip_its_signature(monkeypatch)
     answers[0]((lambda *a: graph_calls.append(a) or uncompiled(*a), []), None)
     torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
     assert region.status() == "compiled; compiling" and len(graph_calls) == 1  # the no_grad signature compiles
+
+
+def test_a_warming_region_times_one_call_in_a_sample(monkeypatch):
+    # Note [The warm-up samples its calls]: the first call of every WARM_UP_SAMPLE is timed and counts for them all.
+    from thunder.executors import torch_compile
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 3600.0)  # warming up all along
+    jf = thunder.jit(five_inputs, executors=["torchcompile_background"])
+    args = [torch.randn(2, 2) for _ in range(5)]
+    timed = []
+    original = torch_compile._Compiled._timed
+    monkeypatch.setattr(torch_compile._Compiled, "_timed", lambda self, a: (timed.append(1) or original(self, a)[0], 1e-3))
+    jf(*args)  # the first call: timed, and counted once (it is cold)
+    (region,) = [
+        b.sym.python_impl for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name.startswith("TorchCompile")
+    ]
+    assert len(timed) == 1 and region._warm_up_s == pytest.approx(1e-3)
+    for _ in range(2 * torch_compile.WARM_UP_SAMPLE):
+        torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
+    assert len(timed) == 3 and region.status() == "warming up"
+    assert region._warm_up_s == pytest.approx(1e-3 * (1 + 2 * torch_compile.WARM_UP_SAMPLE))

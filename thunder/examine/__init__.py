@@ -152,7 +152,7 @@ def get_fusions(trace, warn_if_fusions_unavailable: bool = True) -> list[tuple[s
 def fusion_status(fn: Callable) -> list[tuple[str, str]]:
     """``(name, status)`` of each fusion of the jitted ``fn``'s last forward and backward traces whose
     callable reports where it stands: a torchcompile region is ``warming up``, ``compiling``,
-    ``compiled, on trial``, ``compiled`` or ``uncompiled: <why>`` (``torch_compile._Compiled.status``)."""
+    ``compiled, waiting to load``, ``compiled, on trial``, ``compiled`` or ``uncompiled: <why>`` (``torch_compile._Compiled.status``)."""
     import thunder
 
     traces = [thunder.last_traces(fn)[-1]]

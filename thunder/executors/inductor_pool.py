@@ -45,7 +45,9 @@ NICENESS = 15
 # as many parallel jobs as there are cores. So a worker runs at niceness ``NICENESS`` (Linux gives a nice-15
 # process about 3% of a core that a nice-0 process wants) with one compile thread and one OpenMP thread: the
 # caller's calls cost what they cost without it (a training loop beside a CPU-bound process ran 2.4x slower with
-# the defaults than with the torch executor), and the compilation waits for idle time.
+# the defaults than with the torch executor), and the compilation waits for idle time. The niceness is taken before
+# the worker's first import (``_WORKER_MAIN``): importing torch, thunder and Inductor is seconds of CPU.
+_WORKER_MAIN = "import os, sys; os.nice(int(sys.argv[1])); from thunder.executors import inductor_worker; inductor_worker.main()"
 
 # Note [A compiled graph is loaded where it pays]
 # The first Inductor artifact a process loads costs seconds: importing Inductor, dynamo and AOTAutograd (about 2.3 s
@@ -57,13 +59,29 @@ NICENESS = 15
 # loaded already, times the compiled graph against the region's ops on torch's kernels (``inductor_worker.measure``),
 # and the graph is loaded only if it was faster; for the first one a process loads, only if it took at most
 # ``LOAD_IF_FASTER`` of their time (a smaller gain would take tens of thousands of calls to repay the load, and is
-# within what the measurement can tell). Otherwise the region keeps torch's kernels, with the times as the reason.
+# within what the measurement can tell), and only once it has paid for the load (Note [The first load waits until it
+# has paid]). Otherwise the region keeps torch's kernels, with the times as the reason.
 # The times are kept with the artifact on disk, so a second process decides without loading anything. A graph that
 # is loaded is still tried against torch's kernels in the caller (``torch_compile._Trial``).
 
 #: Until one is loaded, a compiled graph is loaded when the worker measured it at this fraction of torch's
-#: kernels' time or less; None loads every graph (tests that wait for a compiled region set it).
+#: kernels' time or less; None loads every graph at once (tests that wait for a compiled region set it).
 LOAD_IF_FASTER: float | None = 0.9
+
+#: Seconds of the caller's time the first load in a process costs (Inductor's imports and the CPU probe, measured on
+#: a 2-core machine); the first graphs load once they would have saved this much (Note [The first load waits until
+#: it has paid]).
+FIRST_LOAD_S = 2.0
+
+# Note [The first load waits until it has paid]
+# Where the worker measured a graph faster, loading it still costs the caller the first load's seconds: no gain
+# repays them within a few thousand calls of a small model (a GPT-2 forward of 0.45 ms that a compiled region makes
+# 0.1 ms faster repays 2 s after 20,000 calls), and the defaults' first thousands of calls were then slower in total
+# than the torch executor's. So, as a renter buys once the rent paid equals the price, until a process has loaded a
+# graph the graphs that pay wait on disk (``Deferred``): their regions run torch's kernels and count, per call, what
+# the worker measured the graph would save (``owe``); once the graphs waiting would have saved ``FIRST_LOAD_S``, one
+# thread loads them all, and later graphs load at once (about 10 ms each). A program that stops sooner never pays
+# for Inductor; one that runs on pays at most about twice what loading at once would have cost it.
 
 #: Held by whatever compiles or loads an Inductor graph in this process.
 INDUCTOR_LOCK = threading.RLock()
@@ -127,9 +145,12 @@ class _Pool:
             except Exception as e:  # noqa: BLE001 - a load that fails leaves the region uncompiled, with why
                 reason = f"{type(e).__name__}: {e}"
             finally:
-                _remove(job.artifact_path)
+                if not (isinstance(compiled, Deferred) and compiled.path == job.artifact_path):
+                    _remove(job.artifact_path)
             try:
                 done(compiled, reason)
+                if isinstance(compiled, Deferred):
+                    compiled.wait(done)
             finally:
                 with self._state:
                     self.finished += 1
@@ -139,10 +160,10 @@ class _Pool:
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        env.update(THUNDER_WORKER_NICENESS=str(NICENESS), TORCHINDUCTOR_COMPILE_THREADS="1", OMP_NUM_THREADS="1")
+        env.update(TORCHINDUCTOR_COMPILE_THREADS="1", OMP_NUM_THREADS="1")
         log = open(os.path.join(self._directory, f"worker-{os.getpid()}-{next(self._ids)}.log"), "wb")  # noqa: SIM115
         process = subprocess.Popen(
-            [sys.executable, "-m", "thunder.executors.inductor_worker"],
+            [sys.executable, "-c", _WORKER_MAIN, str(NICENESS)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -176,17 +197,69 @@ def _load(path: str) -> Callable:
     return loaded
 
 
-def _where_it_pays(path: str, constants: list, times: tuple[float, float] | None) -> tuple[tuple | None, str | None]:
-    """(the loaded graph, its constants), or None and why it is not loaded (Note [A compiled graph is loaded where it
-    pays])."""
+def _where_it_pays(path: str, constants: list, times: tuple[float, float] | None) -> tuple[Any, str | None]:
+    """(the loaded graph, its constants), a ``Deferred`` load, or None and why it is not loaded (Note [A compiled graph
+    is loaded where it pays], Note [The first load waits until it has paid])."""
     if times is not None and LOAD_IF_FASTER is not None:
         compiled_s, uncompiled_s = times
         measured = f"in the compile worker ({uncompiled_s * 1e6:.0f} µs a call against {compiled_s * 1e6:.0f} µs compiled)"
         if compiled_s >= uncompiled_s:
             return None, f"torch's kernels were faster than the compiled graph {measured}"
-        if compiled_s > LOAD_IF_FASTER * uncompiled_s and not _loaded_one():
-            return None, f"the compiled graph saved less than {1 - LOAD_IF_FASTER:.0%}, not worth loading Inductor, {measured}"
+        if not _loaded_one():
+            if compiled_s > LOAD_IF_FASTER * uncompiled_s:
+                return None, f"the compiled graph saved less than {1 - LOAD_IF_FASTER:.0%}, not worth loading Inductor, {measured}"
+            with _first_load:
+                if not _first_load_started:
+                    return Deferred(path, constants, uncompiled_s - compiled_s), None
     return (_load(path), constants), None
+
+
+class Deferred:
+    """A compiled graph that pays, left on disk until the first load has paid (Note [The first load waits until it has
+    paid]); ``gain_s``: what a call of it saves, as the worker measured."""
+
+    def __init__(self, path: str, constants: list, gain_s: float):
+        self.path, self.constants, self.gain_s = path, constants, gain_s
+        self._done: Done | None = None
+
+    def wait(self, done: Done) -> None:
+        """Waits with the others for the first load (``done`` gets the loaded graph then), or loads now if it began."""
+        with _first_load:
+            if not _first_load_started:
+                self._done = done
+                _waiting.append(self)
+                return
+        self._done = done
+        self.load()
+
+    def load(self) -> None:
+        try:
+            compiled, reason = (_load(self.path), self.constants), None
+        except Exception as e:  # noqa: BLE001 - a load that fails leaves the region uncompiled, with why
+            compiled, reason = None, f"{type(e).__name__}: {e}"
+        self._done(compiled, reason)
+
+
+def owe(gain_s: float) -> None:
+    """A call ran torch's kernels where a waiting graph would have saved ``gain_s``; the first load starts once the
+    calls owe ``FIRST_LOAD_S``."""
+    global _owed_s, _first_load_started
+    _owed_s += gain_s  # a lost update between threads only delays the load a little
+    if _owed_s < FIRST_LOAD_S or _first_load_started:
+        return
+    with _first_load:
+        if _first_load_started:
+            return
+        _first_load_started = True
+        waiting = list(_waiting)
+        _waiting.clear()
+    threading.Thread(target=lambda: [d.load() for d in waiting], name="thunder-inductor-load", daemon=True).start()
+
+
+_first_load = threading.Lock()  # guards the three below
+_first_load_started = False
+_waiting: list[Deferred] = []
+_owed_s = 0.0
 
 
 _loaded: list[bool] = []  # not empty once an artifact was loaded in this process
@@ -246,8 +319,9 @@ def counts() -> tuple[int, int]:
 
 
 def _reset_after_fork() -> None:
-    global _pool
+    global _pool, _first_load
     _pool = _Pool()  # the parent's threads and workers are not the child's
+    _first_load = threading.Lock()
 
 
 atexit.register(lambda: _pool.close())

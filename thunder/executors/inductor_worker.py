@@ -1,6 +1,6 @@
 """A worker process that compiles torchcompile regions with Inductor, away from the caller.
 
-Run as ``python -m thunder.executors.inductor_worker`` by ``inductor_pool``. Each job (one pickled
+Started by ``inductor_pool`` (``main``, at its niceness). Each job (one pickled
 message on stdin) is a region's Python source, the objects its names refer to, and the
 signature of the inputs to compile for (shapes, strides, dtypes, devices, non-tensor values,
 grad mode). The worker traces the source to aten ops on fake tensors, so it never allocates the
@@ -148,7 +148,6 @@ def _tensor(spec: TensorSpec, *, real: bool = False) -> torch.Tensor:
 
 
 def main() -> None:
-    os.nice(int(os.environ.get("THUNDER_WORKER_NICENESS", "0")))  # Note [Compile workers do not starve the caller]
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # Inductor's prints must not corrupt the answers
     jobs = sys.stdin.buffer
@@ -163,7 +162,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    # Run from the imported module, so the classes the jobs pickle are the ones compile_job checks.
+    # Run from the imported module, so the classes the jobs pickle are the ones compile_job checks (``inductor_pool``
+    # starts workers the same way, at its niceness).
     from thunder.executors import inductor_worker
 
     inductor_worker.main()

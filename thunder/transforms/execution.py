@@ -234,19 +234,76 @@ def claim_bound_symbols(
 def transform_for_execution(trace: TraceCtx, executors: Sequence[Executor]) -> TraceCtx:
     """Claims every bound symbol for an executor; fusion executors replace their regions."""
     new = from_trace(trace)
-    claimed = claim_bound_symbols(trace.bound_symbols, executors, names=new.names)
+    claimer = _Claimer(executors, new.names)
+    claimed: list[tuple[Executor, BoundSymbol]] = []
+    top_of: dict[int, int] = {}  # id of a claimed op -> index of the input-trace symbol it is (part of)
+    for i, bsym in enumerate(trace.bound_symbols):
+        n = len(claimed)
+        claimer.claim(bsym, claimed)
+        top_of.update((id(b), i) for _, b in claimed[n:])
     if not any(isinstance(ex, FusionExecutor) for ex, _ in claimed):
         new.bound_symbols.extend(b for _, b in claimed)
         return new
     operators = [e for e in executors if not isinstance(e, FusionExecutor)]
+    out: list[tuple[BoundSymbol, int | None]] = []  # each op, with its input-trace symbol (None: a fusion)
+    fused: set[int] = set()  # input-trace symbols with a part in a fusion
     for region in find_regions(claimed):
         if not region.is_fusion:
-            new.bound_symbols.extend(region.bound_symbols)
+            out.extend((b, top_of[id(b)]) for b in region.bound_symbols)
             continue
-        fused = region.executor.fuse(region, new)
-        if fused is None:  # declined: the operator executors run its ops
-            declined = claim_bound_symbols(region.bound_symbols, operators, names=new.names, parts=True)
-            new.bound_symbols.extend(b for _, b in declined)
+        fusion = region.executor.fuse(region, new)
+        if fusion is None:  # declined: the operator executors run its ops
+            for b in region.bound_symbols:
+                declined = claim_bound_symbols([b], operators, names=new.names, parts=True)
+                out.extend((d, top_of[id(b)]) for _, d in declined)
             continue
-        new.bound_symbols.extend(fused)
+        fused.update(top_of[id(b)] for b in region.bound_symbols)
+        out.extend((f, None) for f in fusion)
+    new.bound_symbols.extend(_unfused_parts_whole(out, claimed, top_of, fused, trace.bound_symbols, operators, new.names))
     return new
+
+
+# Note [Unfused parts run whole]
+# A fusion executor that accepts some parts of an op it cannot take whole (the out-of-place part of an in-place op:
+# ``add_`` is ``add`` and ``copy_``) gets the op decomposed for it (Note [Claiming at the deepest level]). Where none
+# of those parts ends up in a fusion (a region of one op is declined), the decomposition gained nothing and costs
+# kernels: the op runs whole on the operator executors, as without the fusion executor (a ResNet's residual
+# ``hidden += residual`` ran as an ``add`` and a ``copy_``). Only where the op's parts are consecutive in the new
+# trace, so the whole op takes their place without moving anything across it.
+
+
+def _unfused_parts_whole(
+    out: list[tuple[BoundSymbol, int | None]],
+    claimed: list[tuple[Executor, BoundSymbol]],
+    top_of: dict[int, int],
+    fused: set[int],
+    tops: list[BoundSymbol],
+    operators: list[Executor],
+    names: set[str],
+) -> list[BoundSymbol]:
+    """``out``'s ops, each run of consecutive parts of one input-trace symbol that a fusion executor had parts of and
+    that has none in a fusion replaced by the symbol as the operator executors claim it (Note [Unfused parts run
+    whole])."""
+    parts: dict[int, int] = {}
+    split: set[int] = set()  # decomposed input-trace symbols with a part a fusion executor claimed
+    for ex, b in claimed:
+        t = top_of[id(b)]
+        parts[t] = parts.get(t, 0) + 1
+        if isinstance(ex, FusionExecutor):
+            split.add(t)
+    whole = {t for t in split - fused if parts[t] > 1}
+    first: dict[int, int] = {}
+    count: dict[int, int] = {}
+    for i, (_, t) in enumerate(out):
+        if t in whole:
+            first.setdefault(t, i)
+            count[t] = count.get(t, 0) + 1
+    # Where the parts are consecutive, the whole op takes their place without moving anything across it.
+    runs = {t for t in first if all(out[k][1] == t for k in range(first[t], first[t] + count[t]))}
+    result: list[BoundSymbol] = []
+    for i, (b, t) in enumerate(out):
+        if t not in runs:
+            result.append(b)
+        elif i == first[t]:
+            result.extend(d for _, d in claim_bound_symbols([tops[t]], operators, names=names))
+    return result
