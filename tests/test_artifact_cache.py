@@ -92,6 +92,19 @@ def test_the_worker_times_the_compiled_graph_against_torchs_kernels(monkeypatch)
     assert 0 < compiled_s < 1 and 0 < uncompiled_s < 1
 
 
+def _store_measured(job, compiled_s: float, uncompiled_s: float) -> None:
+    """A real artifact of ``job`` on disk, stored again with these timings as what the worker measured."""
+    key = artifact_cache.key_of(job)
+    _compile_in_a_fresh_pool(job)
+    path, constants, _ = artifact_cache.load(key)
+    with open(path, "rb") as f:
+        artifact = f.read()
+    staged = tempfile.mktemp()
+    with open(staged, "wb") as f:
+        f.write(artifact)
+    artifact_cache.store(key, staged, constants, (compiled_s, uncompiled_s))
+
+
 @pytest.mark.parametrize(
     "compiled_us, loaded_one, expected",
     [
@@ -106,15 +119,7 @@ def test_a_graph_is_loaded_only_where_the_worker_measured_it_faster(monkeypatch,
     # What the worker measured is kept with the artifact: a second process decides without importing Inductor.
     monkeypatch.setattr(inductor_pool, "LOAD_IF_FASTER", 0.9)
     job = _job()
-    key = artifact_cache.key_of(job)
-    _compile_in_a_fresh_pool(job)  # a real artifact on disk
-    path, constants, _ = artifact_cache.load(key)
-    with open(path, "rb") as f:
-        artifact = f.read()
-    staged = tempfile.mktemp()
-    with open(staged, "wb") as f:
-        f.write(artifact)
-    artifact_cache.store(key, staged, constants, (compiled_us * 1e-6, 100e-6))
+    _store_measured(job, compiled_us * 1e-6, 100e-6)
     loads = []
     real_load = inductor_pool._load
     monkeypatch.setattr(inductor_pool, "_load", lambda p: loads.append(p) or real_load(p))
@@ -173,15 +178,7 @@ def test_the_first_load_waits_until_it_has_paid(monkeypatch, no_graph_loaded):
     # Note [The first load waits until it has paid]: a graph the worker measured faster waits on disk until the calls
     # that ran torch's kernels instead would have saved FIRST_LOAD_S; then the graphs waiting load.
     job = _job()
-    key = artifact_cache.key_of(job)
-    _compile_in_a_fresh_pool(job)  # a real artifact on disk
-    path, constants, _ = artifact_cache.load(key)
-    with open(path, "rb") as f:
-        artifact = f.read()
-    staged = tempfile.mktemp()
-    with open(staged, "wb") as f:
-        f.write(artifact)
-    artifact_cache.store(key, staged, constants, (50e-6, 100e-6))
+    _store_measured(job, 50e-6, 100e-6)
     monkeypatch.setattr(inductor_pool, "_loaded", [])
     loads, loaded = [], threading.Event()
     real_load = inductor_pool._load
