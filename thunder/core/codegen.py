@@ -27,7 +27,15 @@ import torch
 
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
-from thunder.core.pytree import ObjectWithProxies, mapping_items, mapping_type, rebuild_mapping, rebuild_object
+from thunder.core.pytree import (
+    ObjectWithProxies,
+    mapping_items,
+    mapping_type,
+    rebuild_mapping,
+    rebuild_object,
+    rebuild_slotted_object,
+    slot_names,
+)
 from thunder.core.symbol import ESCAPES, PARAMETER, BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt
 
@@ -109,10 +117,10 @@ class Printer:
             if id(x) in self._bound:
                 return name
             self._bound.add(id(x))
-            return f"({name} := {self._made(x)})"
-        return self._made(x)
+            return f"({name} := {self._literal(x)})"
+        return self._literal(x)
 
-    def _made(self, x: Any) -> str:
+    def _literal(self, x: Any) -> str:
         if isinstance(x, (SymInt, SymFloat)):
             return x.expr
         typ = type(x)
@@ -161,8 +169,13 @@ class Printer:
             typ = self.constant(mapping_type(x), "_mapping_type")
             return f"_rebuild_mapping({typ}, {items})"
         if isinstance(x, ObjectWithProxies):
-            self.add_ctx("_rebuild_object", rebuild_object)
-            return f"_rebuild_object({self.constant(x.template, '_template')}, {self.value(x.attrs)})"
+            name, rebuild = (
+                ("_rebuild_slotted_object", rebuild_slotted_object)
+                if slot_names(type(x.template))
+                else ("_rebuild_object", rebuild_object)
+            )
+            self.add_ctx(name, rebuild)
+            return f"{name}({self.constant(x.template, '_template')}, {self.value(x.attrs)})"
         if isinstance(x, slice):
             return f"slice({self.value(x.start)}, {self.value(x.stop)}, {self.value(x.step)})"
         if x is Ellipsis:

@@ -99,11 +99,15 @@ class ObjectWithProxies:
 
 def rebuild_object(template: Any, attrs: dict[str, Any]) -> Any:
     new = copy.copy(template)
-    if slot_names(type(template)):
-        for name, value in attrs.items():
-            object.__setattr__(new, name, value)  # past a frozen dataclass's own __setattr__, as copy does
-    else:
-        new.__dict__.update(attrs)
+    new.__dict__.update(attrs)
+    return new
+
+
+def rebuild_slotted_object(template: Any, attrs: dict[str, Any]) -> Any:
+    """``rebuild_object`` for a type with ``__slots__`` (the printer picks it: no per-call type test)."""
+    new = copy.copy(template)
+    for name, value in attrs.items():
+        object.__setattr__(new, name, value)  # past a frozen dataclass's own __setattr__, as copy does
     return new
 
 
