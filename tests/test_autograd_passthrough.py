@@ -57,3 +57,43 @@ def test_failure_inside_no_grad_restores_grad_mode():
     with pytest.raises(ValueError):
         thunder.jit(g)(torch.randn(3, 4))
     assert torch.is_grad_enabled()
+
+
+def _hidden_and_logits(x, w):
+    h = x * 2
+    return h, (h.sin() @ w), (x * 3)  # the logits are computed from h; x * 3 from nothing returned
+
+
+def _hooked_backward(fn, x, w, position, loss_of):
+    outs = fn(x, w)
+    seen = []
+    outs[position].register_hook(lambda g: seen.append(g.clone()))
+    outs[position].retain_grad()
+    loss_of(outs).backward()
+    return seen, outs[position].grad, x.grad
+
+
+@pytest.mark.parametrize(
+    "position, loss_of",
+    [(1, lambda o: o[1].sum()), (2, lambda o: sum(t.sum() for t in o)), (0, lambda o: o[0].sum())],
+    ids=["logits", "unconnected", "only-its-own-gradient"],
+)
+def test_hooks_on_returned_tensors_see_eagers_gradient(position, loss_of):
+    torch.manual_seed(0)
+    x, w = torch.randn(3, 4), torch.randn(4, 2)
+    got = _hooked_backward(thunder.jit(_hidden_and_logits), x.requires_grad_(), w, position, loss_of)
+    expected = _hooked_backward(_hidden_and_logits, x.detach().requires_grad_(), w, position, loss_of)
+    torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("hook", ["register_hook", "retain_grad"])
+def test_a_hook_on_a_returned_tensor_that_other_returned_tensors_are_computed_from_is_refused(hook):
+    # Note [Outputs that feed other outputs]: the hook would see only the gradient from outside (eager: the sum)
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2)
+    h, logits, _ = thunder.jit(_hidden_and_logits)(x, w)
+    if hook == "register_hook":
+        h.register_hook(lambda g: g)
+    else:
+        h.retain_grad()
+    with pytest.raises(RuntimeError, match=r"returned tensor #0 .* has a hook or retain_grad\(\), and its returned tensor\(s\) #1 are computed from it"):
+        (h.sum() + logits.sum()).backward()

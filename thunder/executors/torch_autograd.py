@@ -13,6 +13,7 @@ Layer: executors. Imports: core, torch.
 from __future__ import annotations
 
 from collections.abc import Callable
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -50,6 +51,9 @@ class AutogradPlan:
     # Per tensor output: whether the backward takes None for its cotangent (Note [Absent cotangents]
     # in thunder.transforms.absent_cotangents); the others are zeros when absent.
     absent_ok: tuple[bool, ...]
+    # Per tensor output, the other tensor outputs computed from it differentiably (Note [Outputs that feed other
+    # outputs]); None when no output feeds another.
+    feeds: tuple[frozenset[int], ...] | None = None
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -74,6 +78,8 @@ class ThunderFunction(torch.autograd.Function):
         if plan.reaches is not None:
             ctx.set_materialize_grads(False)
             ctx.like = [(t.shape, t.dtype, t.device) for t in (result if type(result) is tuple else (result,))]
+        if plan.feeds is not None:
+            ctx.outputs = [weakref.ref(t) if fed else None for t, fed in zip(result, plan.feeds)]
         return result
 
     @staticmethod
@@ -85,6 +91,8 @@ class ThunderFunction(torch.autograd.Function):
                 "jit with disable_torch_autograd=True and differentiate the eager function instead."
             )
         plan = ctx.plan
+        if plan.feeds is not None:
+            _refuse_partial_gradients(ctx.outputs, plan.feeds, cotangents)
         if plan.saves != "mixed":
             saved = ctx.saved_tensors
         else:
@@ -135,6 +143,7 @@ def make_plan(
         reaches=_reaches(fb, tensor_outputs) if len(tensor_outputs) > 1 else None,
         passed_on=_passed_on(fb, names),
         absent_ok=absent_ok if absent_ok is not None else (False,) * len(tensor_outputs),
+        feeds=_feeds(fb, tensor_outputs, input_position) if len(tensor_outputs) > 1 else None,
     )
 
 
@@ -187,6 +196,44 @@ def _flow(bsyms, depends: dict[str, int]) -> set[str]:
             if mask and (not isinstance(o, TensorProxy) or is_differentiable(o)):
                 depends[o.name] = depends.get(o.name, 0) | mask
     return defined
+
+
+# Note [Outputs that feed other outputs]
+# ``h = x * 2; return h, h.sin()``: one autograd node stands for the whole program, so the gradient that reaches
+# ``h`` through ``h.sin()`` is computed inside its backward, after torch's engine has run the hooks on ``h`` and
+# filled ``h.grad`` (``retain_grad``) with the part that came from outside. Eager runs them on the sum. (torch.compile
+# has the same gap.) A hook on such an output would see a partial gradient, a silent wrong result, so the backward
+# refuses it with an error that names the output and says how to get eager's gradient: two jitted functions, cut at
+# that output. ``torch.autograd.grad(loss, h)`` cannot be caught this way (the node's backward does not run), and
+# gets the partial gradient.
+def _feeds(fb: ForwardBackward, tensor_outputs: tuple[int, ...], input_position: dict) -> tuple[frozenset[int], ...] | None:
+    """Per tensor output, the positions (among the tensor outputs) of the others computed from it differentiably;
+    None when there are none. An output that is an input is the caller's tensor, whose hooks see the whole sum."""
+    names = [fb.outputs[i].name for i in tensor_outputs]
+    depends = {n: 1 << k for k, n in enumerate(names) if n not in input_position}
+    if not depends:
+        return None
+    _flow(fb.forward.bound_symbols, depends)
+    masks = [depends.get(n, 0) for n in names]
+    feeds = tuple(frozenset(j for j, m in enumerate(masks) if j != k and m >> k & 1) for k in range(len(names)))
+    return feeds if any(feeds) else None
+
+
+def _refuse_partial_gradients(outputs: list, feeds: tuple[frozenset[int], ...], cotangents: tuple) -> None:
+    """Note [Outputs that feed other outputs]: raises where a hook or ``retain_grad`` on an output saw only the
+    gradient from outside while outputs computed from it got cotangents too."""
+    for k, (ref, fed) in enumerate(zip(outputs, feeds)):
+        t = ref() if ref is not None else None
+        if t is None or not (t.retains_grad or t._backward_hooks):
+            continue
+        if any(cotangents[j] is not None for j in fed):
+            raise RuntimeError(
+                f"thunder.jit: the compiled function's returned tensor #{k} (shape {tuple(t.shape)}) has a hook or "
+                f"retain_grad(), and its returned tensor(s) #{', #'.join(map(str, sorted(fed)))} are computed from it: "
+                "the gradient through those is added inside the compiled backward, after the hook ran, so the hook "
+                "would see only part of eager's gradient. Jit the code that makes this tensor and the code that uses "
+                "it as two functions, or hook a tensor that no other returned tensor is computed from."
+            )
 
 
 def _direct(fb: ForwardBackward, outputs: list, input_position: dict) -> str | None:
