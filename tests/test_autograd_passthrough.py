@@ -95,5 +95,8 @@ def test_a_hook_on_a_returned_tensor_that_other_returned_tensors_are_computed_fr
         h.register_hook(lambda g: g)
     else:
         h.retain_grad()
-    with pytest.raises(RuntimeError, match=r"returned tensor #0 .* has a hook or retain_grad\(\), and its returned tensor\(s\) #1 are computed from it"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"returned tensor #0 .* has a hook or retain_grad\(\), and its returned tensor\(s\) #1 are computed from it",
+    ):
         (h.sum() + logits.sum()).backward()

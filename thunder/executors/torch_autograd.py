@@ -12,8 +12,8 @@ Layer: executors. Imports: core, torch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -138,7 +138,11 @@ def make_plan(
         grad_positions=None if grad_positions == tuple(range(len(fb.forward.args))) else grad_positions,
         direct=_direct(fb, outputs, input_position),
         all_differentiable=all(outputs[i].requires_grad for i in tensor_outputs),
-        saves="nothing" if not fb.saved else "tensors" if all(isinstance(s, TensorProxy) for s in fb.saved) else "mixed",
+        saves="nothing"
+        if not fb.saved
+        else "tensors"
+        if all(isinstance(s, TensorProxy) for s in fb.saved)
+        else "mixed",
         tensor_inputs=all(isinstance(a, TensorProxy) for a in inputs),
         reaches=_reaches(fb, tensor_outputs) if len(tensor_outputs) > 1 else None,
         passed_on=_passed_on(fb, names),
@@ -152,9 +156,7 @@ def _passed_on(fb: ForwardBackward, names: list) -> tuple[int, ...]:
     grad and that no op of the forward reads."""
     read = {a.name for b in fb.forward.bound_symbols[:-1] if PARAMETER not in b.sym.tags for a in b.flat_proxy_args}
     args = {a.name: a for a in fb.forward.args if isinstance(a, TensorProxy)}
-    return tuple(
-        i for i, n in enumerate(names) if n in args and args[n].requires_grad and n not in read
-    )
+    return tuple(i for i, n in enumerate(names) if n in args and args[n].requires_grad and n not in read)
 
 
 # Note [Gradients that reach nothing]
@@ -206,7 +208,9 @@ def _flow(bsyms, depends: dict[str, int]) -> set[str]:
 # refuses it with an error that names the output and says how to get eager's gradient: two jitted functions, cut at
 # that output. ``torch.autograd.grad(loss, h)`` cannot be caught this way (the node's backward does not run), and
 # gets the partial gradient.
-def _feeds(fb: ForwardBackward, tensor_outputs: tuple[int, ...], input_position: dict) -> tuple[frozenset[int], ...] | None:
+def _feeds(
+    fb: ForwardBackward, tensor_outputs: tuple[int, ...], input_position: dict
+) -> tuple[frozenset[int], ...] | None:
     """Per tensor output, the positions (among the tensor outputs) of the others computed from it differentiably;
     None when there are none. An output that is an input is the caller's tensor, whose hooks see the whole sum."""
     names = [fb.outputs[i].name for i in tensor_outputs]
