@@ -138,11 +138,7 @@ def make_plan(
         grad_positions=None if grad_positions == tuple(range(len(fb.forward.args))) else grad_positions,
         direct=_direct(fb, outputs, input_position),
         all_differentiable=all(outputs[i].requires_grad for i in tensor_outputs),
-        saves="nothing"
-        if not fb.saved
-        else "tensors"
-        if all(isinstance(s, TensorProxy) for s in fb.saved)
-        else "mixed",
+        saves="nothing" if not fb.saved else "tensors" if all(isinstance(s, TensorProxy) for s in fb.saved) else "mixed",
         tensor_inputs=all(isinstance(a, TensorProxy) for a in inputs),
         reaches=_reaches(fb, tensor_outputs) if len(tensor_outputs) > 1 else None,
         passed_on=_passed_on(fb, names),
