@@ -1,5 +1,6 @@
 """Results are connected to torch autograd (through thunder's backward, or torch's own where the
-split falls back); ``disable_torch_autograd`` disconnects them. See also ``test_autograd.py``."""
+split falls back); ``disable_torch_autograd`` disconnects them; gradients reach what eager's reach (None where no
+cotangent arrives, hooks on returned tensors, functorch wrappers). See also ``test_autograd.py``."""
 
 from __future__ import annotations
 
@@ -100,3 +101,99 @@ def test_a_hook_on_a_returned_tensor_that_other_returned_tensors_are_computed_fr
         match=r"returned tensor #0 .* has a hook or retain_grad\(\), and its returned tensor\(s\) #1 are computed from it",
     ):
         (h.sum() + logits.sum()).backward()
+
+
+def test_a_tensor_leaked_from_a_functorch_transform_behaves_as_in_eager():
+    # The autograd function is entered through torch's C entry, which does not unwrap dead
+    # functorch wrappers itself; without unwrapping them the backward silently gives no gradient.
+    leaked = []
+
+    def f(x):
+        leaked.append(x * 1)
+        return x.sum()
+
+    torch.func.grad(f)(torch.randn(3))
+    w = leaked[0].requires_grad_()
+    jfn = thunder.jit(lambda a: (a * a).sum())
+    for fn in (lambda a: (a * a).sum(), jfn):
+        with pytest.raises(RuntimeError, match="does not require grad and does not have a grad_fn"):
+            fn(w).backward()
+
+
+def test_under_a_functorch_transform_the_error_is_torchs():
+    jfn = thunder.jit(lambda a: (a * a).sum())
+    with pytest.raises(RuntimeError, match="must override the setup_context"):
+        torch.func.grad(jfn)(torch.randn(3, requires_grad=True))
+
+
+def test_outputs_without_a_gradient_add_nothing_as_in_eager():
+    """A returned value the loss does not use (a model's logits beside its loss) gets no cotangent:
+    the backward adds nothing for it (Note [Absent cotangents]). Eager adds only the gradients that
+    exist, so a -0.0 in the other gradient stays -0.0 (adding a zero cotangent made it 0.0)."""
+    c = torch.tensor([-0.0, 1.0, -2.0])
+
+    def f(x):
+        logits = x * c
+        return logits.sum() * 1.0, logits
+
+    x = torch.randn(3, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+    jf = thunder.jit(f, executors=["torch"])
+    for _ in range(2):
+        jf(x)[0].backward()
+        f(x_ref)[0].backward()
+    assert torch.equal(x.grad, x_ref.grad) and torch.equal(torch.signbit(x.grad), torch.signbit(x_ref.grad))
+    assert " is None else torch.add(" in str(thunder.last_backward_traces(jf)[-1])
+    x.grad = x_ref.grad = None
+    jf(x)[1].sum().backward()  # the other output's gradient, with the first one absent
+    f(x_ref)[1].sum().backward()
+    assert torch.equal(x.grad, x_ref.grad)
+
+
+def test_parameters_that_only_feed_unused_outputs_get_no_gradient_as_in_eager():
+    # Optimizers tell None from zeros (AdamW's weight decay skips parameters without a gradient).
+    class TwoHeads(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.a(x), self.b(x), x * 2
+
+    torch.manual_seed(0)
+    model = TwoHeads()
+    twin = TwoHeads()
+    twin.load_state_dict(model.state_dict())
+    jm = thunder.jit(model)
+    opt, opt_twin = (torch.optim.AdamW(m.parameters(), lr=0.1, weight_decay=0.5) for m in (model, twin))
+    x = torch.randn(2, 3, requires_grad=True)
+    for head in (0, 1, 0):
+        for o in (opt, opt_twin):
+            o.zero_grad(set_to_none=True)
+        jm(x)[head].sum().backward()
+        twin(x)[head].sum().backward()
+        assert [p.grad is None for p in model.parameters()] == [p.grad is None for p in twin.parameters()]
+        opt.step()
+        opt_twin.step()
+        for p, q in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(p, q)
+
+
+def test_a_value_read_only_for_its_metadata_carries_no_gradient_back():
+    # DeepSeek-V4's compressor: ``kv`` goes to a cache the loss does not use, and ``kv.new_zeros(...)`` (which reads
+    # kv but has no gradient) to the loss. Eager leaves the weight's .grad None; it was zeros (AdamW then decays it).
+    class Store:
+        pass
+
+    def f(x, w, store):
+        kv = x @ w
+        store.kv = kv
+        return (x * 3).sum() + kv.new_zeros((2, 3)).sum() + (kv > 0).float().sum()
+
+    x, w = torch.randn(2, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True)
+    f(x, w, Store()).backward()
+    expected_x, expected_w = x.grad, w.grad
+    x.grad = None
+    thunder.jit(f)(x, w, Store()).backward()
+    assert expected_w is None and w.grad is None
+    assert torch.equal(x.grad, expected_x)
