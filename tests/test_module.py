@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import thunder
@@ -246,3 +247,31 @@ def test_a_hook_the_program_registers_runs_in_the_same_call():
         for a, b in zip(got_captured, want_captured):
             torch.testing.assert_close(a, b)
     assert len(m.layers[0]._forward_hooks) == len(eager.layers[0]._forward_hooks) == 1
+
+
+class _Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body, self.head, self.scale = torch.nn.Linear(3, 3), torch.nn.Linear(3, 2), 2.0
+
+    def forward(self, x):
+        return self.head(self.body(x)) * self.scale
+
+
+def test_attributes_set_on_the_compiled_module_are_the_originals():
+    # Note [Attributes set on a compiled module]: a new head for fine-tuning was kept on the wrapper while the calls
+    # ran the old one (the result had the old head's 2 columns)
+    torch.manual_seed(0)
+    model, x = _Classifier(), torch.randn(4, 3)
+    jm = thunder.jit(model)
+    jm(x)
+    jm.head, jm.scale = torch.nn.Linear(3, 5), 3.0
+    assert model.head is jm.head and model.scale == 3.0
+    torch.testing.assert_close(jm(x), model(x))
+    assert [n for n, _ in jm.named_parameters()] == [n for n, _ in model.named_parameters()]
+    jm.training = False
+    assert not model.training
+    del jm.scale
+    assert not hasattr(model, "scale")
+    with pytest.raises(AttributeError, match="scale"):
+        jm(x)

@@ -185,6 +185,23 @@ class ThunderModule(torch.nn.Module):
                     stack.enter_context(transform.no_sync(self))
             yield
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Note [Attributes set on a compiled module]."""
+        if "_model" not in self._modules or name in self.__dict__ or hasattr(type(self), name):
+            super().__setattr__(name, value)
+            if name == "training":  # as train()/eval() do, the flag the compiled module reads follows
+                self._model.training = value
+        elif name in self._parameters or name in self._buffers or name in self._modules:
+            super().__setattr__(name, value)
+        else:
+            setattr(self._model, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self.__dict__ or name in self._parameters or name in self._buffers or name in self._modules:
+            super().__delattr__(name)
+        else:
+            delattr(self._model, name)
+
     def __getattr__(self, name: str) -> Any:
         try:
             return super().__getattr__(name)
@@ -211,6 +228,14 @@ class ThunderModule(torch.nn.Module):
                 model._compiled_call_impl = None
 
         return call
+
+
+# Note [Attributes set on a compiled module]
+# ``jm.head = nn.Linear(768, 10)`` (a new classifier for fine-tuning), ``jm.scale = 3.0``: reads are forwarded to the
+# original module, so a write kept on the wrapper showed the new value while every call ran the original's old one.
+# Writes are forwarded too, as torch.compile's ``OptimizedModule`` does (the next call sees them, through the
+# prologue's checks); the wrapper keeps its own state (what ``__init__`` set, its class's attributes) and what was
+# registered on the wrapper itself. ``training`` is both's: setting it on the wrapper sets the original's flag.
 
 
 # Note [no_sync]
