@@ -1,7 +1,9 @@
 """Greedy generation of 64 tokens with Hugging Face ``generate`` on small GPT-2, Llama and Qwen2 configs: eager
 against ``thunder.jit(model).generate`` (default options) and ``torch.compile`` of the model's forward (Hugging
 Face's recipe; ``torch.compile(model).generate`` runs the original module eagerly), first run
-(compiles included) and warm (the median of the runs after it), as tokens per second.
+(compiles included) and warm (the median of the runs after it), as tokens per second, and the main thread's CPU time
+against eager's (``time.thread_time``: on a loaded machine the wall-clock ratios scatter, the CPU-time ones much less;
+thunder's background compile workers are not counted in it).
 
 Run: ``python -m benchmarks.bench_generation [--tokens 64] [--runs 3] [--threads 1] [--no-torch-compile]``.
 One process, one thread by default. Each contender gets a fresh copy of the model; the first run of each is
@@ -34,10 +36,11 @@ def _models() -> dict:
     }
 
 
-def _timed(generate, ids, tokens: int) -> tuple[float, torch.Tensor]:
-    start = time.perf_counter()
+def _timed(generate, ids, tokens: int) -> tuple[float, float, torch.Tensor]:
+    """Wall-clock and main-thread CPU seconds of one generation, and its tokens."""
+    start, cpu = time.perf_counter(), time.thread_time()
     out = generate(ids, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, pad_token_id=0)
-    return time.perf_counter() - start, out
+    return time.perf_counter() - start, time.thread_time() - cpu, out
 
 
 def bench(name: str, make, tokens: int, runs: int, with_torch_compile: bool) -> list[str]:
@@ -49,22 +52,25 @@ def bench(name: str, make, tokens: int, runs: int, with_torch_compile: bool) -> 
         compiled = copy.deepcopy(model)
         compiled.forward = torch.compile(compiled.forward)
         contenders["torch.compile"] = compiled.generate
-    first, warm, reference = {}, {n: [] for n in contenders}, None
+    first, first_cpu, warm, warm_cpu, reference = {}, {}, {n: [] for n in contenders}, {n: [] for n in contenders}, None
     with torch.no_grad():
         for n, generate in contenders.items():
-            first[n], out = _timed(generate, ids, tokens)
+            first[n], first_cpu[n], out = _timed(generate, ids, tokens)
             reference = out if reference is None else reference
             if not torch.equal(out, reference):
                 raise AssertionError(f"{name}: {n}'s tokens differ from eager's")
         for _ in range(runs):
             for n, generate in contenders.items():
-                warm[n].append(_timed(generate, ids, tokens)[0])
+                wall, cpu, _ = _timed(generate, ids, tokens)
+                warm[n].append(wall)
+                warm_cpu[n].append(cpu)
     rows = []
     for n in contenders:
-        w = statistics.median(warm[n])
+        w, wc = statistics.median(warm[n]), statistics.median(warm_cpu[n])
         rows.append(
             f"| {name} | {n} | {tokens / first[n]:,.0f} ({first[n] / first['eager']:.2f}x eager's time) | "
-            f"{tokens / w:,.0f} ({w / statistics.median(warm['eager']):.2f}x) |"
+            f"{tokens / w:,.0f} ({w / statistics.median(warm['eager']):.2f}x) | "
+            f"{first_cpu[n] / first_cpu['eager']:.2f}x | {wc / statistics.median(warm_cpu['eager']):.2f}x |"
         )
     return rows
 
@@ -78,8 +84,11 @@ def main() -> None:
     ap.add_argument("--no-torch-compile", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    print("| model | contender | first run: tokens/s | warm: tokens/s (time vs eager) |")
-    print("| --- | --- | --- | --- |")
+    print(
+        "| model | contender | first run: tokens/s | warm: tokens/s (time vs eager) | first run: CPU vs eager "
+        "| warm: CPU vs eager |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
     models = _models()
     for name in args.models.split(","):
         for row in bench(name, models[name], args.tokens, args.runs, not args.no_torch_compile):

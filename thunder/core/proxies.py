@@ -31,7 +31,7 @@ from thunder.core import dtypes
 from thunder.core.devices import device_str
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import is_jitting, make_opaque
-from thunder.core.pytree import NAMESPACE
+from thunder.core.pytree import NAMESPACE, add_leaf_type
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic, pin_index
 from thunder.core.tracectx import current_source_location as _source_location
@@ -649,6 +649,12 @@ class TensorProxy(Proxy):
             return NotImplemented
         return torch_function_handler(func, args, kwargs or {})
 
+
+add_leaf_type(Proxy)
+add_leaf_type(TensorProxy)
+add_leaf_type(NumberProxy)
+add_leaf_type(torch.dtype)
+add_leaf_type(torch.device)
 
 for _attr in list(vars(TensorProxy).values()):
     if callable(_attr) and not isinstance(_attr, (type, classmethod, staticmethod)):

@@ -157,7 +157,55 @@ def tree_unflatten(spec: Any, leaves: list) -> Any:
     return optree.tree_unflatten(spec, leaves)
 
 
+# Note [Flat trees are flattened in Python]
+# Tracing flattens the arguments of every op it records, several times (the record, requires-grad propagation, a
+# bound symbol's flat arguments and outputs), and those are nearly always a few numbers and tensors in a tuple, a
+# list or a dict. optree takes 4-7 us for such a tree (the namespace's registry and the insertion-order mode are
+# looked up each time); ``tree_leaves`` answers those trees itself, in the order optree gives (insertion order for
+# dicts), and hands anything else to optree: a container of another type, a leaf whose exact type is not in
+# ``_LEAF_TYPES`` (so a subclass of a leaf type, which may be registered as a node, goes to optree too) or a tree
+# deeper than ``_FAST_DEPTH``. Only types that are never pytree nodes are in ``_LEAF_TYPES``; proxies add theirs
+# (``add_leaf_type``).
+_LEAF_TYPES: set[type] = {int, float, bool, complex, str, bytes, type(None), type(Ellipsis)}
+_FAST_DEPTH = 4
+
+
+def add_leaf_type(typ: type) -> None:
+    """Makes ``typ`` (exactly that type, which must not be registered as a pytree node) a leaf that ``tree_leaves``
+    finds without optree (Note [Flat trees are flattened in Python])."""
+    if _known_to_optree(typ):
+        raise ValueError(f"{typ.__qualname__} is a pytree node, not a leaf")
+    _LEAF_TYPES.add(typ)
+
+
+def _fast_leaves(tree: Any, out: list, depth: int) -> bool:
+    """Appends ``tree``'s leaves to ``out``; False (with ``out`` partly filled) where optree must decide."""
+    typ = type(tree)
+    if typ in _LEAF_TYPES:
+        out.append(tree)
+        return True
+    if depth == 0:
+        return False
+    if typ is tuple or typ is list:
+        items = tree
+    elif typ is dict:
+        items = tree.values()
+    elif typ is slice:  # a node (below)
+        items = (tree.start, tree.stop, tree.step)
+    else:
+        return False
+    for x in items:
+        if type(x) in _LEAF_TYPES:
+            out.append(x)
+        elif not _fast_leaves(x, out, depth - 1):
+            return False
+    return True
+
+
 def tree_leaves(tree: Any) -> list:
+    out: list = []
+    if _fast_leaves(tree, out, _FAST_DEPTH):
+        return out
     return optree.tree_leaves(tree, none_is_leaf=True, namespace=NAMESPACE)
 
 

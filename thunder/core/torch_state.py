@@ -91,10 +91,15 @@ def reader(fn: Callable, note_state: Callable[[str], None], note_autocast: Calla
     return read_autocast
 
 
+# Read once: ``torch.backends`` answers an attribute through its ``__getattr__``, about 9 us, and tracing asks for
+# every attribute it reads from a module.
+_PROP_MODULE, _CONTEXT_PROP = torch.backends.PropModule, torch.backends.ContextProp
+
+
 def backend_flag(obj: Any, name: str) -> str | None:
     """The key of ``TORCH_STATE`` that ``obj.name`` reads, for a ``torch.backends`` flag
     (``torch.backends.cudnn.deterministic``), else None."""
-    if not isinstance(obj, torch.backends.PropModule):
+    if not isinstance(obj, _PROP_MODULE):
         return None
     prop = inspect.getattr_static(type(obj), name, None)
-    return _READERS.get(prop.getter) if type(prop) is torch.backends.ContextProp else None
+    return _READERS.get(prop.getter) if type(prop) is _CONTEXT_PROP else None

@@ -18,7 +18,7 @@ import torch
 
 from thunder.core.codegen import Printer, bsym_raising, compile_source, trace_source
 from thunder.core.errors import ThunderError
-from thunder.core.proxies import Proxy
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import autocast_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_RAISE, RANDOM, BoundSymbol, Symbol
@@ -186,7 +186,6 @@ class TraceCtx:
         """Under ``torch.autocast``, the call's floating inputs cast as eager's autocast casts them
         (Note [Autocast])."""
         from thunder.core import prims
-        from thunder.core.proxies import TensorProxy
 
         device_type = next((a.device.type for a in tree_leaves((args, kwargs)) if type(a) is TensorProxy), None)
         if device_type is None:
@@ -218,8 +217,6 @@ class TraceCtx:
         ``a`` does). A result no part makes (an opaque meta's) is computed from every input; an input
         returned as it is stays what it is, but for an in-place symbol's. The answer depends on the grad
         mode, which the trace then records it read."""
-        from thunder.core.proxies import TensorProxy
-
         if sym.id in NO_GRAD_RESULTS:
             return
         if leaves is None:

@@ -17,7 +17,7 @@ import sys
 from types import CodeType
 
 from .errors import NULL
-from .opcodes import handler_for
+from .opcodes import HANDLERS, handler_for
 
 __all__ = ["CodeInfo", "decode", "parse_exception_table", "JUMP_OPCODES", "call_operands"]
 
@@ -120,11 +120,9 @@ def instructions_of(code: CodeType) -> tuple[dis.Instruction, ...]:
     decoded = []  # (offset, start_offset, op, arg, argval)
     jump_targets = set()
     kinds, cache_sizes = _KINDS, _CACHES
-    ext = ext_count = caches = 0
-    for offset in range(0, len(raw), 2):
-        if caches:
-            caches -= 1
-            continue
+    ext = ext_count = 0
+    offset, end = 0, len(raw)
+    while offset < end:
         op = raw[offset]
         caches = cache_sizes[op]
         kind = kinds[op]
@@ -174,6 +172,7 @@ def instructions_of(code: CodeType) -> tuple[dis.Instruction, ...]:
         else:
             decoded.append((offset, offset - 2 * ext_count, op, arg, argval))
             ext_count = 0
+        offset += 2 + 2 * caches  # past the inline caches
     return _instructions(code, decoded, jump_targets)
 
 
@@ -254,7 +253,8 @@ class CodeInfo:
         self.code = code
         insts = instructions_of(code)
         self.instructions = insts
-        self.handlers = [handler_for(i.opname) for i in insts]
+        handlers = HANDLERS  # a lookup per instruction; ``handler_for`` for the few without a handler
+        self.handlers = [handlers.get(i.opname) or handler_for(i.opname) for i in insts]
         self.offsets = [i.offset for i in insts]
         offset_to_index = {i.offset: idx for idx, i in enumerate(insts)}
         self.offset_to_index = offset_to_index
