@@ -34,6 +34,7 @@ import gzip
 import json
 import threading
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 __all__ = ["ENCODING", "is_packed", "pack_document", "packed_payload", "unpack_document", "unpack_payload"]
@@ -70,7 +71,13 @@ def _delta(previous: list[dict] | None, current: list[dict], keys: tuple[str, ..
     difference, and each stretch of items equal to consecutive items of ``previous`` as a run."""
     if not previous:
         return current
-    key = _getter(keys)
+    try:  # the documents graph.py builds give every item its key fields
+        return _delta_by(itemgetter(*keys), previous, current, keys)
+    except KeyError:
+        return _delta_by(_getter(keys), previous, current, keys)
+
+
+def _delta_by(key: Callable[[dict], Any], previous: list[dict], current: list[dict], keys: tuple[str, ...]) -> list:
     before = {key(item): (j, item) for j, item in enumerate(previous)}  # a repeated key: its last
     out: list = []
     run: list[int] | None = None  # [first index in previous, count], while items repeat previous's in order
@@ -185,7 +192,8 @@ def packed_payload(doc: dict) -> dict:
 
 
 def _packed_payload(doc: dict) -> dict:
-    values, lines = _Table(), _Table()
+    values = _Table()
+    lines: dict[str, int] = {}  # each distinct line -> its index
     # The nodes of a bound symbol share its lists of values from step to step (thunder_viz.graph):
     # each list is looked up once. ``lists`` keeps them alive, so that no id is reused meanwhile.
     refs: dict[int, list[int]] = {}
@@ -204,11 +212,11 @@ def _packed_payload(doc: dict) -> dict:
         step = dict(step)
         step["nodes"] = [{**n, "inputs": indices(n["inputs"]), "outputs": indices(n["outputs"])} for n in step.get("nodes", [])]
         step["inputs"] = [values.ref(v) for v in step.get("inputs", [])]
-        step["source"] = [lines.ref(line) for line in str(step.get("source", "")).split("\n")]
+        step["source"] = [lines.setdefault(line, len(lines)) for line in str(step.get("source", "")).split("\n")]
         before = previous.get(step.get("kind"))
         previous[step.get("kind")] = step
         steps.append({**step, **{name: _delta((before or {}).get(name), step.get(name, []), keys) for name, keys in _KEYS.items()}})
-    return {**doc, "steps": steps, "values": values.items, "lines": lines.items}
+    return {**doc, "steps": steps, "values": values.items, "lines": list(lines)}
 
 
 def unpack_payload(payload: dict) -> dict:
