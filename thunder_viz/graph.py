@@ -247,12 +247,27 @@ class _Groups:
 
     def __init__(self):
         self._ids: dict[tuple, str] = {}
+        self._scopes: dict[str, list[tuple[str, str, str | None]]] = {}
 
     def id(self, key: tuple) -> str:
         gid = self._ids.get(key)
         if gid is None:
             gid = self._ids[key] = f"g{len(self._ids)}"
         return gid
+
+    def scopes(self, path: str) -> list[tuple[str, str, str | None]]:
+        """(group id, module path, parent group id) of each module scope from the outermost to ``path``'s."""
+        chain = self._scopes.get(path)
+        if chain is None:
+            chain, parent = [], None
+            parts = path.split(".")
+            for i in range(1, len(parts) + 1):
+                prefix = ".".join(parts[:i])
+                gid = self.id(("module", prefix))
+                chain.append((gid, prefix, parent))
+                parent = gid
+            self._scopes[path] = chain
+        return chain
 
 
 class _StepBuilder:
@@ -295,15 +310,13 @@ class _StepBuilder:
     def _module_group(self, path: str | None) -> str | None:
         if not path:
             return None
-        parts = path.split(".")
-        parent = None
-        for i in range(1, len(parts) + 1):
-            prefix = ".".join(parts[:i])
-            gid = self.registry.id(("module", prefix))
-            if gid not in self.groups:
-                self.groups[gid] = _group(gid, "module", prefix, parent)
-            parent = gid
-        return parent
+        chain = self.registry.scopes(path)
+        innermost = chain[-1][0]
+        if innermost not in self.groups:  # its outer scopes are then added if this step lacks them
+            for gid, prefix, parent in chain:
+                if gid not in self.groups:
+                    self.groups[gid] = _group(gid, "module", prefix, parent)
+        return innermost
 
     def _add_to(self, gid: str | None, node: dict) -> None:
         node["group"] = gid

@@ -1,7 +1,7 @@
 """The explorer widget: an anywidget whose front end is the built ``thunder_viz/static/widget.js``.
 
 Python owns the synced state: ``doc`` (the trace document of ``docs/trace-schema.md``, packed as
-saved outputs store it: ``thunder_viz/render/pack.py``; 12-layer GPT-2 is 19.5 MB plain and 0.67 MB
+saved outputs store it: ``thunder_viz/render/pack.py``; 12-layer GPT-2 is 19.5 MB plain and 0.51 MB
 packed), ``status`` (``"ready"``, ``"running…"``, or ``"error: …"``) and ``explorer_id`` (also its display id). The front
 end asks for a rerun with the custom message ``{"type": "rerun", "executors": [...]}``; the widget
 recompiles and reruns through its :class:`~thunder_viz.session.Session` and replaces ``doc``; and for a

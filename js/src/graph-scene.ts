@@ -16,7 +16,9 @@ export const NODE_W = 168;
 export const NODE_H = 44;
 const COL_W = 200;
 const ROW_H = 84;
-const IO_W = 128;
+/** An input's pill: its label's IO_CHARS (graph-elements.ts) monospace characters of 11 px (6.6 px
+ * each in DejaVu Sans Mono) fit inside it (at 128 px the last of 22 crossed its edge). */
+const IO_W = 160;
 const IO_H = 26;
 /** Note [Scope labels]: a label's band, the padding of a box around its members, the room kept
  * between a label and the nodes above, where the label text starts, and a wide character's width. */

@@ -84,17 +84,45 @@ function unchanged(item: Json, keys: string[]): boolean {
   return n === keys.length + 1;
 }
 
+/** A run of a packed list: `[first, count]`, the previous step's items first..first+count-1. */
+function runOf(item: unknown[], previous: unknown[]): unknown[] {
+  const [first, count] = item;
+  if (
+    item.length !== 2 ||
+    !Number.isInteger(first) ||
+    !Number.isInteger(count) ||
+    (first as number) < 0 ||
+    (count as number) < 1 ||
+    (first as number) + (count as number) > previous.length
+  ) {
+    throw new Error("a packed run refers to items the previous step does not hold");
+  }
+  return previous.slice(first as number, (first as number) + (count as number));
+}
+
 function undelta(previous: unknown[] | undefined, current: unknown[], keys: string[]): Json[] {
-  const before = new Map<string, Json>();
-  for (const item of previous ?? []) if (isObj(item)) before.set(keyOf(item, keys), item);
-  return current.map((item) => {
+  let before: Map<string, Json> | null = null; // built when an item first needs it
+  const out: Json[] = [];
+  for (const item of current) {
+    if (Array.isArray(item)) {
+      // most items of a step are the previous step's: the same objects, not copies of them
+      for (const same of runOf(item, previous ?? [])) out.push(same as Json);
+      continue;
+    }
     if (!isObj(item)) throw new Error("a packed item is not an object");
-    if (!(SAME in item)) return item;
+    if (!(SAME in item)) {
+      out.push(item);
+      continue;
+    }
+    if (!before) {
+      before = new Map<string, Json>();
+      for (const p of previous ?? []) if (isObj(p)) before.set(keyOf(p, keys), p);
+    }
     const base = before.get(keyOf(item, keys));
     if (!base) throw new Error("a packed item refers to an item the previous step does not hold");
-    // most items of a step are the previous step's: the same object, not a copy of it
-    return unchanged(item, keys) ? base : merge(base, item);
-  });
+    out.push(unchanged(item, keys) ? base : merge(base, item));
+  }
+  return out;
 }
 
 function lookup(table: unknown[], refs: unknown, what: string): unknown[] {

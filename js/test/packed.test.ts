@@ -75,6 +75,32 @@ describe("packed documents", () => {
     expect(steps[1]!.edges).toEqual([{ ...edge("e2", "n1"), dtype: "f32" }, edge("e3", "n2")]);
   });
 
+  test("a run stands for consecutive items of the previous step, the same objects", () => {
+    const node = (id: string) => ({ id, op: "add", inputs: [], outputs: [] });
+    const payload = {
+      values: [],
+      lines: ["x"],
+      steps: [
+        { kind: "computation", nodes: [node("a"), node("b"), node("c"), node("d")], source: [0] },
+        {
+          kind: "computation",
+          nodes: [[0, 2], { "=": 1, id: "c", op: "mul" }, [3, 1]],
+          source: [0],
+        },
+        { kind: "computation", nodes: [[1, 9]], source: [0] },
+      ],
+    };
+    const steps = unpackPayload(payload).steps as { nodes: { id: string; op: string }[] }[];
+    expect(steps[1]!.nodes.map((n) => `${n.id}:${n.op}`)).toEqual([
+      "a:add",
+      "b:add",
+      "c:mul",
+      "d:add",
+    ]);
+    expect(steps[1]!.nodes[0]).toBe(steps[0]!.nodes[0]);
+    expect(() => steps[2]!.nodes).toThrow(/run refers to items the previous step does not hold/);
+  });
+
   test("a step that does not unpack is shown as a problem of that step, the others are read", () => {
     const head = { id: "s", index: 0, kind: "computation", pass: "p", ms: null, outputs: [] };
     const good = { ...head, id: "s0", nodes: [], edges: [], groups: [], source: [0], inputs: [] };

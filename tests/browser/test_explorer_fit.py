@@ -52,6 +52,8 @@ LABELS_AND_NODES = """(ex) => {
     labels: [...graph.querySelectorAll('.group-label')].map((t) => [t.textContent, box(t)]),
     nodes: [...graph.querySelectorAll('[data-testid=node], [data-testid=io], [data-testid=group].collapsed')]
       .map((n) => [n.textContent.slice(0, 30), box(n.querySelector('rect'))]),
+    pills: [...graph.querySelectorAll('[data-testid=io]')]
+      .map((n) => [n.querySelector('.io-label').textContent, box(n.querySelector('.io-label')), box(n.querySelector('.io-box'))]),
   };
 }"""
 
@@ -186,6 +188,10 @@ def test_gpt2_in_training_mode_fits_compares_yes_and_reconnects(notebook_opener)
                 assert not _overlap(a, b), f"step {index}: {text!r} overlaps {other!r}"
             for node, b in boxes["nodes"]:
                 assert not _overlap(a, b), f"step {index}: {text!r} overlaps node {node!r}"
+        # an input's name stays inside its pill (the last characters of a parameter's name crossed its edge)
+        assert boxes["pills"], "the step's inputs are drawn"
+        for text, label, pill in boxes["pills"]:
+            assert _inside(label, pill), f"step {index}: the input label {text!r} crosses its pill's edge"
     nb.screenshot("fit-gpt2-scopes-open", explored)
 
     # the wheel scrolls the notebook over the graph until the graph is clicked

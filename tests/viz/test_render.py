@@ -387,8 +387,24 @@ def test_packing_round_trips_a_real_session_document():
     assert is_packed(packed) and unpack_document(packed) == doc
     assert len(json.dumps(packed)) < len(json.dumps(doc)) / 10
     payload = packed_payload(doc)
-    later = [s for s in payload["steps"][1:] if any(n.get("=") for n in s["nodes"])]
+    later = [s for s in payload["steps"][1:] if any(isinstance(n, list) or n.get("=") for n in s["nodes"])]
     assert later, "steps after the first of their kind share their unchanged nodes"
+
+
+def test_items_unchanged_from_the_previous_step_are_packed_as_runs():
+    """A stretch of items equal to consecutive items of the previous step of the kind is one
+    ``[first, count]``; an item that changed between two such stretches splits them."""
+    step = next(s for s in dce_cse_steps() if s["kind"] == "computation")
+    first = {**step, "id": "s0", "index": 0, "diff": None}
+    nodes = first["nodes"]
+    assert len(nodes) >= 3
+    changed = {**nodes[1], "label": "renamed"}
+    second = {**first, "id": "s1", "index": 1, "nodes": [nodes[0], changed, *nodes[2:]]}
+    doc = document([first, second], title="f")
+    packed = packed_payload(doc)["steps"][1]["nodes"]
+    assert packed[0] == [0, 1] and packed[1] == {"id": nodes[1]["id"], "label": "renamed", "=": 1}
+    assert packed[2:] == [[2, len(nodes) - 2]]
+    assert unpack_document(pack_document(doc)) == json.loads(json.dumps(doc))
 
 
 def test_packing_a_live_session_document_whose_steps_share_their_value_objects():

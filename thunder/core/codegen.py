@@ -281,10 +281,12 @@ def _lines_of(bsym: BoundSymbol, print_depth: int, printer: Printer, cache: dict
         for name, value in hit[2]:
             printer.add_ctx(name, value)
         return hit[1]
-    consts, known = len(printer._const_names), set(printer.ctx)
+    consts, known = len(printer._const_names), len(printer.ctx)
     lines = bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1)
     if len(printer._const_names) == consts:  # a constant's name depends on the trace it is printed in
-        cache[key] = (bsym, lines, [(k, v) for k, v in printer.ctx.items() if k not in known])
+        # the names it added: the printer's globals only grow, in order (a set of them per bound
+        # symbol made printing a 2,000-statement prologue quadratic)
+        cache[key] = (bsym, lines, list(itertools.islice(printer.ctx.items(), known, None)))
     return lines
 
 

@@ -8,6 +8,8 @@ sources share most of their lines. A 2-layer GPT-2 session is 7 MB as JSON. Pack
 - each distinct source line is stored once, in ``lines``; a step's ``source`` is a list of indices;
 - a node, group or edge equal in part to the one with the same key in the previous step of the
   same kind holds only what changed: ``{"=": 1, <key fields>, <changed fields>, "-": [dropped]}``;
+  items equal to consecutive items of that previous list (most of a step: 12-layer GPT-2's 16,000
+  edges are 20 such stretches) are one run, ``[first index in the previous list, count]``;
 - the text is JSON lines: first the payload with each step less its body (``_BODY``: its lists
   and source), then one line per step holding that step's body, so that a reader can parse a step
   when it is first shown (js/src/packed.ts; a payload of one line, as written before, holds the
@@ -31,6 +33,8 @@ import gc
 import gzip
 import json
 import threading
+from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 __all__ = ["ENCODING", "is_packed", "pack_document", "packed_payload", "unpack_document", "unpack_payload"]
@@ -54,17 +58,44 @@ def is_packed(doc: Any) -> bool:
     return isinstance(doc, dict) and doc.get("encoding") == ENCODING
 
 
-def _delta(previous: list[dict] | None, current: list[dict], keys: tuple[str, ...]) -> list[dict]:
-    """``current`` with each item that has a same-keyed item in ``previous`` written as its difference."""
+def _getter(keys: tuple[str, ...]) -> Callable[[dict], Any]:
+    """An item's key: its one key field, or a tuple of them (a missing field reads as None)."""
+    if len(keys) == 1:
+        (only,) = keys
+        return lambda item: item.get(only)
+    return lambda item: tuple(item.get(k) for k in keys)
+
+
+def _delta(previous: list[dict] | None, current: list[dict], keys: tuple[str, ...]) -> list:
+    """``current`` with each item that has a same-keyed item in ``previous`` written as its
+    difference, and each stretch of items equal to consecutive items of ``previous`` as a run."""
     if not previous:
         return current
-    before = {tuple(item.get(k) for k in keys): item for item in previous}
-    out = []
+    try:  # the documents graph.py builds give every item its key fields
+        return _delta_by(itemgetter(*keys), previous, current, keys)
+    except KeyError:
+        return _delta_by(_getter(keys), previous, current, keys)
+
+
+def _delta_by(key: Callable[[dict], Any], previous: list[dict], current: list[dict], keys: tuple[str, ...]) -> list:
+    before = {key(item): (j, item) for j, item in enumerate(previous)}  # a repeated key: its last
+    out: list = []
+    run: list[int] | None = None  # [first index in previous, count], while items repeat previous's in order
     for item in current:
-        base = before.get(tuple(item.get(k) for k in keys))
-        if base is None:
+        hit = before.get(key(item))
+        if hit is None:
+            run = None
             out.append(item)
             continue
+        j, base = hit
+        if base is item or base == item:
+            if run is not None and run[0] + run[1] == j:
+                run[1] += 1
+            else:
+                run = [j, 1]
+                out.append(run)
+            continue
+        run = None
         change = {k: v for k, v in item.items() if k in keys or k not in base or base[k] != v}
         dropped = [k for k in base if k not in item]
         change[_SAME] = 1
@@ -74,14 +105,22 @@ def _delta(previous: list[dict] | None, current: list[dict], keys: tuple[str, ..
     return out
 
 
-def _undelta(previous: list[dict] | None, current: list[dict], keys: tuple[str, ...]) -> list[dict]:
-    before = {tuple(item.get(k) for k in keys): item for item in previous or []}
+def _undelta(previous: list[dict] | None, current: list, keys: tuple[str, ...]) -> list[dict]:
+    previous = previous or []
+    key = _getter(keys)
+    before = {key(item): item for item in previous}
     out = []
     for item in current:
+        if isinstance(item, list):  # a run: items of the previous step, unchanged
+            first, count = item
+            if not (0 <= first and count > 0 and first + count <= len(previous)):
+                raise ValueError(f"a packed run {item} is outside the previous step's {len(previous)} items")
+            out.extend(previous[first : first + count])
+            continue
         if _SAME not in item:
             out.append(item)
             continue
-        merged = {**before[tuple(item.get(k) for k in keys)], **item}
+        merged = {**before[key(item)], **item}
         for k in (_SAME, *merged.pop(_DROPPED, [])):
             merged.pop(k, None)
         out.append(merged)
@@ -153,21 +192,31 @@ def packed_payload(doc: dict) -> dict:
 
 
 def _packed_payload(doc: dict) -> dict:
-    values, lines = _Table(), _Table()
+    values = _Table()
+    lines: dict[str, int] = {}  # each distinct line -> its index
+    # The nodes of a bound symbol share its lists of values from step to step (thunder_viz.graph):
+    # each list is looked up once. ``lists`` keeps them alive, so that no id is reused meanwhile.
+    refs: dict[int, list[int]] = {}
+    lists: list[list] = []
+
+    def indices(refs_list: list) -> list[int]:
+        found = refs.get(id(refs_list))
+        if found is None:
+            found = refs[id(refs_list)] = [values.ref(v) for v in refs_list]
+            lists.append(refs_list)
+        return found
+
     previous: dict[str, dict] = {}
     steps = []
     for step in doc.get("steps", []):
         step = dict(step)
-        step["nodes"] = [
-            {**n, "inputs": [values.ref(v) for v in n["inputs"]], "outputs": [values.ref(v) for v in n["outputs"]]}
-            for n in step.get("nodes", [])
-        ]
+        step["nodes"] = [{**n, "inputs": indices(n["inputs"]), "outputs": indices(n["outputs"])} for n in step.get("nodes", [])]
         step["inputs"] = [values.ref(v) for v in step.get("inputs", [])]
-        step["source"] = [lines.ref(line) for line in str(step.get("source", "")).split("\n")]
+        step["source"] = [lines.setdefault(line, len(lines)) for line in str(step.get("source", "")).split("\n")]
         before = previous.get(step.get("kind"))
         previous[step.get("kind")] = step
         steps.append({**step, **{name: _delta((before or {}).get(name), step.get(name, []), keys) for name, keys in _KEYS.items()}})
-    return {**doc, "steps": steps, "values": values.items, "lines": lines.items}
+    return {**doc, "steps": steps, "values": values.items, "lines": list(lines)}
 
 
 def unpack_payload(payload: dict) -> dict:
@@ -206,7 +255,7 @@ def pack_document(doc: dict) -> dict:
     heads = [{k: v for k, v in step.items() if k not in _BODY} for step in payload["steps"]]
     bodies = [{k: step[k] for k in _BODY if k in step} for step in payload["steps"]]
     text = "\n".join(_dumps(part) for part in [{**payload, "steps": heads}, *bodies])
-    data = base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+    data = base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=5, mtime=0)).decode("ascii")
     wrapper = {"schema": doc.get("schema", "thunder-trace"), "version": doc.get("version", 1), "encoding": ENCODING, "data": data}
     with _lock:
         _last_wrapper = (doc, wrapper)
