@@ -76,8 +76,12 @@ class TorchCompileExecutor(FusionExecutor):
     def declines_parts_of(self, bsym: BoundSymbol) -> bool:
         # An op of a symbolic size runs whole on torch: its parts of static shape (the indices' normalisation of
         # an indexing op) would take little work into a region and leave the rest as many small torch ops.
-        # Batch norm on the CPU runs whole too (Note [Batch norm runs whole on the CPU]).
-        if self._symbolic(bsym):
+        # Batch norm on the CPU runs whole too (Note [Batch norm runs whole on the CPU]). In the background mode an
+        # in-place op runs whole as well: its out-of-place part in a region and the ``copy_`` left after it are two
+        # kernels where torch runs one, for as long as the region runs uncompiled, and for good where it settles
+        # on torch's kernels (ResNet's ``num_batches_tracked.add_(1)``: its training step took 1.05x the torch
+        # executor's time).
+        if self._symbolic(bsym) or (self.background and IN_PLACE in bsym.sym.tags):
             return True
         return bsym.sym.id in _WHOLE_ON_CPU and all(
             a.device.type == "cpu" for a in bsym.flat_proxy_args if isinstance(a, TensorProxy)
