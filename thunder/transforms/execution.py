@@ -53,7 +53,9 @@ __all__ = ["transform_for_execution", "claim_bound_symbols"]
 # op whole runs it whole, even when a fusion executor of higher priority would take the
 # out-of-place part (``elu_`` under torchcompile); the regions stop at it either way, at its
 # ``copy_``. Where the written tensor does not require grad (inference, batch_norm's running
-# statistics) nothing of it is recorded, and the out-of-place part may fuse.
+# statistics) nothing of it is recorded, and the out-of-place part may fuse (``torchcompile``; the default
+# ``torchcompile_background`` declines the parts of an in-place op, ``declines_parts_of``: while its regions run
+# torch's kernels the split op is two kernels where torch runs one).
 
 _NONE = 1 << 30  # "no executor": larger than any executor index
 
