@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -263,8 +265,10 @@ def test_attributes_set_on_the_compiled_module_are_the_originals():
     # ran the old one (the result had the old head's 2 columns)
     torch.manual_seed(0)
     model, x = _Classifier(), torch.randn(4, 3)
+    names = set(vars(model))
     jm = thunder.jit(model)
     jm(x)
+    assert set(vars(model)) == names  # the wrapper's own state stays the wrapper's
     jm.head, jm.scale = torch.nn.Linear(3, 5), 3.0
     assert model.head is jm.head and model.scale == 3.0
     torch.testing.assert_close(jm(x), model(x))
@@ -275,3 +279,18 @@ def test_attributes_set_on_the_compiled_module_are_the_originals():
     assert not hasattr(model, "scale")
     with pytest.raises(AttributeError, match="scale"):
         jm(x)
+
+
+def test_a_deep_copy_of_a_compiled_module_is_a_compiled_copy():
+    torch.manual_seed(0)
+    model, x = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3)), torch.randn(4, 3)
+    jm = thunder.jit(model)
+    jm(x)
+    copied = copy.deepcopy(jm)  # was "cannot pickle 'module' object"
+    assert isinstance(copied, ThunderModule) and copied._model is not model
+    assert all(p is not q for p, q in zip(copied.parameters(), model.parameters()))
+    reference = copy.deepcopy(model)
+    torch.testing.assert_close(copied(x), reference(x))
+    bn = copied.get_submodule("1")
+    torch.testing.assert_close(bn.running_mean, reference[1].running_mean)
+    assert not torch.equal(bn.running_mean, model[1].running_mean)  # the copy's buffers are its own

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Mapping
@@ -52,6 +53,11 @@ _call_module._thunder_calls_module = True  # the tracer names inputs after ``mod
 #: transforms: a list of ``(transform, hook handle)``; the ThunderModule takes them and removes the hooks
 #: (which make an eager call of the module fail clearly).
 PENDING_TRANSFORMS = "_thunder_pending_transforms"
+
+
+#: What a ThunderModule holds itself; other attributes set on it are the original module's (Note [Attributes set on a
+#: compiled module]).
+_WRAPPER_STATE = frozenset({"_model", "_options", "_variants", "_forward_fn"})
 
 
 class ThunderModule(torch.nn.Module):
@@ -187,7 +193,7 @@ class ThunderModule(torch.nn.Module):
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Note [Attributes set on a compiled module]."""
-        if "_model" not in self._modules or name in self.__dict__ or hasattr(type(self), name):
+        if name in _WRAPPER_STATE or name in self.__dict__ or hasattr(type(self), name) or "_model" not in self._modules:
             super().__setattr__(name, value)
             if name == "training":  # as train()/eval() do, the flag the compiled module reads follows
                 self._model.training = value
@@ -195,6 +201,20 @@ class ThunderModule(torch.nn.Module):
             super().__setattr__(name, value)
         else:
             setattr(self._model, name, value)
+
+    def __deepcopy__(self, memo: dict) -> ThunderModule:
+        """A deep copy of the original module, compiled with the same options and a cache of its own (an EMA model,
+        a snapshot): the compiled functions hold generated code, locks and weak references, which do not copy."""
+        if self._options.transforms:
+            names = ", ".join(type(t).__name__ for t in self._options.transforms)
+            raise ThunderValueError(
+                f"copy.deepcopy of a thunder.jit module with transforms ({names}) is not supported: the copy would be "
+                "transformed again (sharded, hooked). Deep-copy the original module before transforming it, and "
+                "jit and transform the copy."
+            )
+        new = ThunderModule(copy.deepcopy(self._model, memo), self._options)
+        memo[id(self)] = new
+        return new
 
     def __delattr__(self, name: str) -> None:
         if name in self.__dict__ or name in self._parameters or name in self._buffers or name in self._modules:
