@@ -323,3 +323,71 @@ def test_a_tensor_of_an_array_the_program_made():
         for a, e in zip(jf(x), f(x)):
             assert a.dtype is e.dtype
             torch.testing.assert_close(a, e)
+
+
+class Counted:
+    calls = 0
+
+
+def count_through_type(obj, x):
+    type(obj).calls += 1  # a class attribute reached through ``type(obj)``, not through a global
+    return x + type(obj).calls
+
+
+def count_through_dunder_class(obj, x):
+    obj.__class__.calls += 1
+    return x * obj.__class__.calls
+
+
+def test_class_attributes_reached_through_an_instance_are_read_and_replayed_on_every_call():
+    # ``type(obj).calls += 1`` was made once, while tracing, and the read was not checked: every later call
+    # returned the first call's value and the counter stopped at 1.
+    for fn in (count_through_type, count_through_dunder_class):
+        results = {}
+        for jitted in (False, True):
+            Counted.calls = 0
+            run = thunder.jit(fn) if jitted else fn
+            results[jitted] = [run(Counted(), torch.ones(2)) for _ in range(3)], Counted.calls
+        for expected, actual in zip(results[False][0], results[True][0]):
+            torch.testing.assert_close(actual, expected)
+        assert results[True][1] == results[False][1] == 3
+
+
+class CountingModule(torch.nn.Module):
+    forwards = 0
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        type(self).forwards += 1
+        return self.linear(x)
+
+
+def test_a_module_counting_its_calls_in_a_class_attribute_counts_every_call():
+    CountingModule.forwards = 0
+    jitted = thunder.jit(CountingModule())
+    for _ in range(3):
+        jitted(torch.ones(1, 2))
+    assert CountingModule.forwards == 3
+
+
+def test_a_class_the_program_defines_is_its_own_and_does_not_recompile():
+    # Capturing classes reached without a path must leave the program's own classes alone: their attributes are
+    # not outside state to check (a check of ``Acc.total == 0`` after the replayed ``+= 2`` recompiled every call).
+    def f(x):
+        class Acc:
+            total = 0
+
+        Acc.total += 2
+        made = type("Made", (), {"k": 1})
+        made.k += 1
+        return x + Acc.total + made.k, Acc.total
+
+    jitted = thunder.jit(f)
+    for _ in range(3):
+        expected, actual = f(torch.ones(2)), jitted(torch.ones(2))
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1] == expected[1]
+    assert thunder.cache_misses(jitted) == 1

@@ -45,7 +45,7 @@ from thunder.core.pytree import ObjectWithProxies, mapping_type, object_state, r
 from thunder.core.symbol import ESCAPES, Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
-from thunder.core.user_code import is_code_like, is_nondeterministic, is_thunder_module, source_location
+from thunder.core.user_code import is_code_like, is_nondeterministic, is_thunder_module, is_user_class, source_location
 
 # Outside containers copied for the program and read lazily; the changes to each that need not read its contents.
 LAZY_TYPES = (list, dict, collections.OrderedDict, collections.defaultdict, set)
@@ -206,9 +206,8 @@ class SideEffectsMixin:
             self.set_grad(obj, None if value is DELETED else value)
             return True
         holder = self._provenance.get(id(obj))
-        if holder is None and isinstance(obj, torch.nn.Module) and self._is_outside(obj):
-            holder = self._constant(obj, type(obj).__name__.lower())
-            self.unpack_value(obj, holder, holder.name)
+        if holder is None and (isinstance(obj, torch.nn.Module) or is_user_class(obj)):
+            holder = self._captured_outside(obj)
         if holder is None or isinstance(obj, Proxy):
             return False
         self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
@@ -236,7 +235,12 @@ class SideEffectsMixin:
             )
 
     def made_object(self, obj: Any) -> None:
-        """The interpreter made ``obj`` (``C(...)``, a dataclass, a ``SimpleNamespace``): the program's own."""
+        """The interpreter made ``obj`` (``C(...)``, a dataclass, a ``SimpleNamespace``, a class the program defines):
+        the program's own."""
+        if isinstance(obj, type):  # its attributes are the program's, not read or replayed (``_captured_outside``)
+            self._internal_objects.add(id(obj))
+            self._keepalive.append(obj)
+            return
         if (type(obj).__dictoffset__ or slot_names(type(obj))) and not isinstance(obj, (*_NOT_REBUILT, *_BUILTIN_VALUES)):
             self._internal_objects.add(id(obj))
             self._keepalive.append(obj)
