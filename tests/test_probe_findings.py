@@ -391,3 +391,24 @@ def test_a_class_the_program_defines_is_its_own_and_does_not_recompile():
         torch.testing.assert_close(actual[0], expected[0])
         assert actual[1] == expected[1]
     assert thunder.cache_misses(jitted) == 1
+
+
+STEPS = Counted()
+
+
+def count_through_sys_modules(x):
+    import sys
+
+    counter = sys.modules[__name__].STEPS  # a module reached without a path: its attributes are checked
+    counter.calls += 1
+    return x * counter.calls
+
+
+def test_an_object_read_through_a_module_from_sys_modules_is_checked_and_its_stores_replayed():
+    STEPS.calls = 0
+    expected = [count_through_sys_modules(torch.ones(1)) for _ in range(3)]
+    STEPS.calls = 0
+    jitted = thunder.jit(count_through_sys_modules)
+    actual = [jitted(torch.ones(1)) for _ in range(3)]
+    torch.testing.assert_close(actual, expected)
+    assert STEPS.calls == 3

@@ -47,7 +47,13 @@ from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.replays import becomes_in_place
 from thunder.core.tracectx import get_tracectx
-from thunder.core.user_code import is_code_like, is_library_module, is_thunder_module, is_user_class, source_location
+from thunder.core.user_code import (
+    is_code_like,
+    is_library_module,
+    is_thunder_module,
+    is_user_namespace,
+    source_location,
+)
 
 _NOT_SEEN = object()  # a path not read yet; an attribute the class does not define
 _MODULE_TABLES = ("_parameters", "_buffers", "_modules")  # nn.Module.__getattr__'s order
@@ -144,7 +150,7 @@ class OutsideReadsMixin:
                     return value
             if isinstance(obj, (Proxy, int, float)):
                 return introspection.proxy_attribute(obj, name, value)
-            if not (isinstance(obj, torch.nn.Module) or is_user_class(obj)) and not (
+            if not (isinstance(obj, torch.nn.Module) or is_user_namespace(obj)) and not (
                 isinstance(value, torch.Tensor) and not isinstance(obj, (torch.Tensor, types.ModuleType))
             ):
                 return value
@@ -226,10 +232,11 @@ class OutsideReadsMixin:
         """The prologue proxy of ``obj``, reached without provenance, captured by identity so that its attributes are
         checked when read and its stores replayed: an nn.Module (a submodule yielded by iterating a ModuleList, say),
         an object holding a tensor, a class of the user's (``type(self)``, ``obj.__class__``: the prologue's type
-        check fixes which class it is, not its attributes). None for an object the program made."""
+        check fixes which class it is, not its attributes), a module of the user's (``sys.modules[__name__]``).
+        None for an object the program made."""
         if not self._is_outside(obj):
             return None
-        name = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+        name = obj.__name__.rpartition(".")[2] if isinstance(obj, (type, types.ModuleType)) else type(obj).__name__
         holder = self._constant(obj, name.lower())
         self.unpack_value(obj, holder, holder.name)
         return holder

@@ -3,19 +3,22 @@
 Assignments to outside globals, closure cells and attributes are made while tracing (the rest of the
 trace sees them), undone when tracing ends, and replayed by the computation, in order, with each call's
 values (``thunder.core.replays``). Outside lists, dicts and sets are copied for the program
-(Note [Outside containers]); a copy the program changed is written back at the end of every call.
+(Note [Outside containers]); a copy the program changed is written back by every call.
 Changes thunder cannot replay (to other outside containers) are refused with an error.
 
 Note [Outside containers]
 An outside list, dict or set is copied for the program, and its contents are checked only once the
 program reads them: a native operation on it (indexing, iterating, ``len``, ``in``, truth, passing it
 to a native function, storing it somewhere) is reported by the interpreter (Note [Operand reads]),
-and the prologue then checks and unpacks its items; at the end of each call the container holds what
-the program left in it. Until then, changes that do not depend on the contents (``append``, a dict's
+and the prologue then checks and unpacks its items; after each call the container holds what the
+program left in it. Until then, changes that do not depend on the contents (``append``, a dict's
 ``d[k] = v``, ``set.add``) are recorded and made again by every call on the object the path holds, so
 a function that logs into a global list does not recompile on every call. A ``defaultdict`` is such a dict
 too (its copy keeps the ``default_factory``): reading a missing key reads its contents, and the insertion the
 factory makes (called under the interpreter, ``protocols.getitem``) is written back like any other change.
+A change is made by the computation where the program made it (a read container's contents are written back
+whole after its last change the tracer saw), so a call that fails at run time after it (an index out of range)
+leaves the container changed, as eager does.
 
 ``SideEffectsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles them; the state it
 keeps is set up by ``Tracer.__init__``.
@@ -45,7 +48,13 @@ from thunder.core.pytree import ObjectWithProxies, mapping_type, object_state, r
 from thunder.core.symbol import ESCAPES, Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
-from thunder.core.user_code import is_code_like, is_nondeterministic, is_thunder_module, is_user_class, source_location
+from thunder.core.user_code import (
+    is_code_like,
+    is_nondeterministic,
+    is_thunder_module,
+    is_user_namespace,
+    source_location,
+)
 
 # Outside containers copied for the program and read lazily; the changes to each that need not read its contents.
 LAZY_TYPES = (list, dict, collections.OrderedDict, collections.defaultdict, set)
@@ -132,7 +141,20 @@ class SideEffectsMixin:
         if method in ("extend", "update"):
             args = tuple(list(a) if method == "extend" else dict(a) for a in args)
         getattr(copy, method)(*args)
-        self._lazy[id(copy)].writes.append((method, args))  # as the values are at the end: Note [Objects the program makes]
+        self._record_write(self._lazy[id(copy)], method, args)
+
+    def _record_write(self, lazy: LazyContainer, method: str, args: tuple) -> None:
+        """The computation makes the change where the program made it, so a call that fails later at run time
+        leaves it made, as eager does; with the values as they are at the end (``lift_stored_objects_again``: Note
+        [Objects the program makes])."""
+        lazy.writes.append((method, args))
+        prims.container_call(self._object_input(lazy.holder), method, self.escaping(args))
+
+    def _changed_copy(self, copy: Any) -> None:
+        """The program changes an outside container it has read: the computation writes it back after the last
+        such change (``_write_back_copies``), so a call that fails at run time after it leaves it changed."""
+        bsyms = self.computation.bound_symbols
+        self._copy_changed_after[id(copy)] = bsyms[-1] if bsyms else None
 
     def _container_method(self, fn: Callable, receiver: Any) -> Callable | None:
         """What a call of a builtin method that changes its container (``append``, ``__setitem__``) becomes when
@@ -143,6 +165,7 @@ class SideEffectsMixin:
         if lazy is not None and lazy.copy is receiver and fn.__name__ in _PURE_WRITES[type(receiver)]:
             return self._lazy_write_call(receiver, fn.__name__)
         if id(receiver) in self._copies:
+            self._changed_copy(receiver)
             return self._sharp_call(fn, f"Mutating a {type(receiver).__name__} from outside the function with .{fn.__name__}()")
         if id(receiver) in self._provenance and not isinstance(receiver, (types.ModuleType, type)):
             return self._refuse_mutation(fn)
@@ -206,7 +229,7 @@ class SideEffectsMixin:
             self.set_grad(obj, None if value is DELETED else value)
             return True
         holder = self._provenance.get(id(obj))
-        if holder is None and (isinstance(obj, torch.nn.Module) or is_user_class(obj)):
+        if holder is None and (isinstance(obj, torch.nn.Module) or is_user_namespace(obj)):
             holder = self._captured_outside(obj)
         if holder is None or isinstance(obj, Proxy):
             return False
@@ -221,12 +244,13 @@ class SideEffectsMixin:
         if lazy is not None and lazy.copy is container:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
             if isinstance(container, dict) and value is not DELETED:
-                lazy.writes.append(("__setitem__", (key, value)))
+                self._record_write(lazy, "__setitem__", (key, value))
                 return
             self._read_contents(container)  # a list item or a deletion depends on what is there
             return
         if id(container) in self._copies:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
+            self._changed_copy(container)
         elif id(container) in self._provenance:
             raise ThunderRuntimeError(
                 f"Assigning into a {type(container).__name__} from outside the jitted function is not supported "
@@ -309,15 +333,25 @@ class SideEffectsMixin:
 
     # --- after the program ------------------------------------------------------------------
     def _write_back_copies(self, memo: dict[int, Any]) -> None:
-        """Outside containers the program changed end each call as the program left them."""
-        for lazy in self._lazy.values():
-            for method, args in lazy.writes:
-                prims.container_call(self._object_input(lazy.holder), method, self.escaping(args, memo))
+        """Outside containers the program changed and read end each call as the program left them (the changes to
+        those it did not read are made where it made them: ``_record_write``)."""
         for holder, copy, first in self._copies.values():
             if _contents(copy) != first:
                 self._refuse_unchecked_state(holder.name)
                 state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
                 prims.replace_contents(self._object_input(holder), self.escaping(state, memo))
+                self._move_after(self._copy_changed_after.get(id(copy), _ABSENT))
+
+    def _move_after(self, marker: Any) -> None:
+        """Moves the last bound symbol to just after ``marker`` (to the start where it is None; left at the end where
+        it is ``_ABSENT`` or no longer in the trace). ``replays.place_after_their_values`` moves it later again
+        where it refers to values computed after ``marker``."""
+        bsyms = self.computation.bound_symbols
+        if marker is _ABSENT:
+            return
+        at = 0 if marker is None else next((i + 1 for i, b in enumerate(bsyms) if b is marker), None)
+        if at is not None:
+            bsyms.insert(at, bsyms.pop())
 
     def escaping(self, value: Any, memo: dict[int, Any] | None = None) -> Any:
         """``value`` as it leaves the function (returned, or stored where the caller sees it): each outside object

@@ -60,10 +60,12 @@ def is_library_module(name: str) -> bool:
     return name == "torch" or name == "numpy" or name.startswith(_LIBRARY_PREFIXES)
 
 
-def is_user_class(obj: Any) -> bool:
-    """Whether ``obj`` is a class of the user's (not of torch, thunder, numpy or the standard library), whose
-    attributes the program may change."""
-    return isinstance(obj, type) and not _is_fixed_module_name(getattr(obj, "__module__", None) or "builtins")
+def is_user_namespace(obj: Any) -> bool:
+    """Whether ``obj`` is a class or a module of the user's (not of torch, thunder, numpy or the standard library),
+    whose attributes the program may change."""
+    if isinstance(obj, type):
+        return not _is_fixed_module_name(getattr(obj, "__module__", None) or "builtins")
+    return isinstance(obj, types.ModuleType) and not is_fixed_module(obj)
 
 
 def is_thunder_module(globals_dict: dict) -> bool:
