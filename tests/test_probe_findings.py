@@ -7,9 +7,11 @@ from __future__ import annotations
 import copy
 
 import numpy
+import pytest
 import torch
 
 import thunder
+from thunder.core.errors import ThunderRuntimeError
 
 
 def test_data_is_cut_from_autograd():
@@ -412,3 +414,49 @@ def test_an_object_read_through_a_module_from_sys_modules_is_checked_and_its_sto
     actual = [jitted(torch.ones(1)) for _ in range(3)]
     torch.testing.assert_close(actual, expected)
     assert STEPS.calls == 3
+
+
+class Holder:
+    pass
+
+
+def list_holding_itself(x):
+    items = [x * 2]
+    items.append(items)
+    return items
+
+
+def object_holding_itself(x):
+    c = Holder()
+    c.me = c
+    c.x = x * 2
+    return c
+
+
+def parent_pointers(x):
+    root = Holder()
+    root.kids = [Holder()]
+    root.kids[0].parent = root
+    root.x = x
+    return root
+
+
+@pytest.mark.parametrize("fn", [list_holding_itself, object_holding_itself, parent_pointers])
+def test_a_result_that_holds_itself_is_a_clear_error(fn):
+    # A list holding itself hung tracing (an endless walk); an object holding itself came back as a chain of six
+    # copies, not a cycle (``r.me is not r``). Thunder makes results again on each call and cannot make a cycle.
+    with pytest.raises(ThunderRuntimeError, match="holds itself"):
+        thunder.jit(fn)(torch.ones(2))
+
+
+TREE = Holder()
+TREE.kid = Holder()
+TREE.kid.parent = TREE
+
+
+def test_an_outside_object_holding_a_cycle_is_returned_as_it_is():
+    def f(x):
+        return x + 1, copy.copy(TREE)  # not the program's own object, holding no traced value: returned as it is
+
+    out = thunder.jit(f)(torch.ones(1))
+    assert out[1].kid.parent is TREE

@@ -593,9 +593,30 @@ def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[i
         return x
     memo = {} if memo is None else memo
     lifted = memo.get(id(x), _ABSENT)
+    if lifted is _LIFTING:  # met inside itself: a cycle, which an object left as it is may keep
+        if isinstance(x, (list, tuple, dict, set, frozenset, collections.deque)):  # printed as literals
+            _refuse_cycle(x)
+        memo.setdefault(_CYCLES, set()).add(id(x))
+        return x
     if lifted is _ABSENT:
+        memo[id(x)] = _LIFTING
         lifted = memo[id(x)] = _lift(x, made, depth, memo)
+        if lifted is not x and id(x) in memo.get(_CYCLES, ()):
+            _refuse_cycle(x)
     return lifted
+
+
+_LIFTING = object()  # in ``lift_objects``' memo: being lifted
+_CYCLES = object()  # ``lift_objects``' memo key of the ids of the objects met inside themselves
+
+
+def _refuse_cycle(x: Any) -> None:
+    loc = source_location()
+    raise ThunderRuntimeError(
+        f"a {type(x).__name__} that holds itself (a cycle, as ``l.append(l)`` or ``c.me = c`` make) leaves the jitted "
+        f"function{f' at {loc}' if loc else ''}: thunder makes what the function returns or stores again on each call, "
+        "and cannot make a cycle. Return or store its parts instead."
+    )
 
 
 def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any:
