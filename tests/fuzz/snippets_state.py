@@ -65,6 +65,12 @@ def objects(rng, ctx):
             ],
             needs={"owner"},
         )  # fmt: skip
+    if choice < 0.87:  # a class attribute reached through an instance, not through a global: read and replayed
+        return _s(
+            "objects", "class attribute through type(obj)",
+            "type(k{u}).hits += 1\nret.append(type(k{u}).hits)\nret.append(k{u}.__class__.hits * 2)",
+            setup="class _K{u}:\n    hits = 0\n\n\nk{u} = _K{u}()", mutations=["_K{u}.hits = 10", "type(k{u}).hits = -1"],
+        )  # fmt: skip
     if choice < 0.9:
         return _s(
             "objects", "owner's buffer changed", "acc = acc + {M}.buf",
@@ -129,6 +135,15 @@ def side_effects(rng, ctx):
             "LOG{u}.append(acc.ndim)\nprint('fuzz: before', len(LOG{u}))\nassert len(LOG{u}) % 4 != 3, 'fuzz: fourth'",
             "LOG{u}.append(1)\nacc = acc + torch.rand(())\nif acc.ndim == 1:\n    raise RuntimeError('fuzz: 1-d')",
         )), setup="LOG{u} = []", state=("LOG{u}",), needs={"n"}, mutations=["LOG{u}.clear()"])  # fmt: skip
+    if choice < 0.88:  # effects, then an op that fails at run time (an index out of range): eager's effects are made
+        body = _pick(rng, (
+            "LOG{u}.append(n)",
+            "if len(LOG{u}) > 50:\n    LOG{u}.clear()\nLOG{u}.append(acc.ndim)",
+            "D{u}[n] = acc.ndim\nLOG{u}.extend([n, n])",
+        ))  # fmt: skip
+        fail = "\nidx{u} = torch.full((1,), 10**6 if n % 2 else 0)\n_ = acc.reshape(-1)[idx{u}] if acc.numel() else acc"
+        return _s("side_effects", "effects, then a failure at run time", body + fail, setup="LOG{u} = []\nD{u} = {}",
+                  state=("LOG{u}", "D{u}"), needs={"n"}, mutations=["LOG{u}.clear()"])  # fmt: skip
     if choice < 0.9:  # an argument returned inside an object the program makes (a model output holding its cache)
         return _s("side_effects", "return an argument inside a new object", _pick(rng, (
             "lst.append(acc.ndim)\nret.append(types.SimpleNamespace(items=lst, total=acc.sum()))",
