@@ -460,3 +460,60 @@ def test_an_outside_object_holding_a_cycle_is_returned_as_it_is():
 
     out = thunder.jit(f)(torch.ones(1))
     assert out[1].kid.parent is TREE
+
+
+class Batch(list):
+    pass
+
+
+def make_batch(x, n):
+    batch = Batch([x * n, n])
+    batch.meta = {"n": n, "total": x.sum()}
+    return batch
+
+
+def test_a_list_subclass_the_program_makes_comes_back_as_its_type():
+    # It came back as a plain list (no ``meta``) where it held no traced value, and was refused where it did.
+    jitted = thunder.jit(make_batch)
+    previous = None
+    for n in (1, 2, 2):
+        expected, actual = make_batch(torch.ones(2), n), jitted(torch.ones(2), n)
+        assert type(actual) is Batch
+        torch.testing.assert_close(list(actual), list(expected))
+        assert actual.meta["n"] == expected.meta["n"]
+        torch.testing.assert_close(actual.meta["total"], expected.meta["total"])
+        assert actual is not previous  # made again by each call
+        previous = actual
+
+
+STORED: list = []
+
+
+def store_and_return_a_list_of_made_objects(x):
+    items = [Holder()]
+    items[0].t = x * 2
+    STORED.append(items)
+    STORED.append(items)
+    return items
+
+
+def test_a_container_of_made_objects_stored_and_returned_is_one_object():
+    # Each store made its own copy of a list holding an object the program made: ``STORED[0] is result`` and
+    # ``STORED[0] is STORED[1]`` were False, where eager's are True.
+    STORED.clear()
+    result = thunder.jit(store_and_return_a_list_of_made_objects)(torch.ones(1))
+    assert STORED[0] is result and STORED[1] is result
+    torch.testing.assert_close(result[0].t, torch.full((1,), 2.0))
+
+
+def test_an_attribute_store_and_the_result_holding_a_made_object_are_one_object():
+    owner = Holder()
+
+    def f(x):
+        cache = [Holder()]
+        cache[0].t = x + 1
+        owner.cache = cache
+        return cache
+
+    result = thunder.jit(f)(torch.ones(1))
+    assert owner.cache is result

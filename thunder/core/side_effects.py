@@ -45,7 +45,7 @@ from thunder.core.interpreter.errors import DELETED
 from thunder.core.interpreter.instructions import call_operands
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import ObjectWithProxies, mapping_type, object_state, rebuild_mapping, slot_names, tree_leaves
-from thunder.core.symbol import ESCAPES, Symbol, mutates
+from thunder.core.symbol import Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
 from thunder.core.user_code import (
@@ -149,6 +149,7 @@ class SideEffectsMixin:
         [Objects the program makes])."""
         lazy.writes.append((method, args))
         prims.container_call(self._object_input(lazy.holder), method, self.escaping(args))
+        self._escapes_again(2, args)
 
     def _changed_copy(self, copy: Any) -> None:
         """The program changes an outside container it has read: the computation writes it back after the last
@@ -209,6 +210,8 @@ class SideEffectsMixin:
         self._remember(key, lambda: globals_dict.get(name, _ABSENT), lambda old: _restore_item(globals_dict, name, old))
         deleted = value is DELETED
         prims.store_global(globals_dict, name, None if deleted else self.escaping(value), deleted)
+        if not deleted:
+            self._escapes_again(2, value)
 
     def store_deref(self, code, name: str, value: Any, cell) -> None:
         if id(cell) in self._internal_cells:
@@ -217,6 +220,7 @@ class SideEffectsMixin:
         self._remember(("cell", id(cell)), lambda: _cell_contents(cell), lambda old: _restore_cell(cell, old))
         self._keepalive.append(cell)
         prims.store_cell(cell, self.escaping(value))
+        self._escapes_again(1, value)
 
     def store_attr(self, obj: Any, name: str, value: Any) -> bool:
         """The program's ``obj.name = value`` (``value`` is ``DELETED`` for a ``del``): true where this made the
@@ -237,6 +241,8 @@ class SideEffectsMixin:
         self._remember(("attr", id(obj), name), lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
         deleted = value is DELETED
         prims.store_attr(self._object_input(holder), name, None if deleted else self.escaping(value), deleted)
+        if not deleted:
+            self._escapes_again(2, value)
         return False
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
@@ -285,6 +291,7 @@ class SideEffectsMixin:
         self._tensor_attributes.setdefault(id(p), {})[name] = value
         self._keepalive.append(p)
         prims.store_attr(p, name, self.escaping(value), False)
+        self._escapes_again(2, value)
 
     def set_grad(self, p: TensorProxy, value: Any) -> None:
         """``p.grad = value`` (``optimizer.zero_grad()`` sets it to None; ``del p.grad`` too): later reads in the
@@ -384,27 +391,20 @@ class SideEffectsMixin:
                 "again on each call. Return or store the values instead, and make the function outside."
             )
 
+    def _escapes_again(self, position: int, raw: Any) -> None:
+        """The bound symbol just recorded stores ``raw`` (its argument at ``position``, escaped as it is now): it is
+        escaped again at the end of tracing (``lift_stored_objects_again``)."""
+        self._stored_values.append((self.computation.scopes[-1][-1], position, raw))
+
     def lift_stored_objects_again(self, memo: dict[int, Any]) -> None:
-        """At the end of tracing: the objects the program made and stored outside are stored as they are now, the
-        program's later changes to them included (they were lifted as they were when stored)."""
-        made = self._internal_objects
-
-        def again(x: Any) -> Any:
-            if isinstance(x, ObjectWithProxies) and id(x.template) in made:
-                return self.escaping(x.template, memo)
-            if type(x) in (list, tuple):
-                items = [again(v) for v in x]
-                return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
-            if type(x) is dict:
-                items = {k: again(v) for k, v in x.items()}
-                return x if all(items[k] is v for k, v in x.items()) else items
-            return x
-
-        for bsym in self.computation.bound_symbols:
-            if ESCAPES in bsym.sym.tags:
-                args = again(bsym.args)
-                if args is not bsym.args:
-                    bsym.args, bsym._flat = args, None
+        """At the end of tracing: every value that a store or a change of an outside container makes leave the
+        function is escaped again, as it is now (the program's later changes to what it stored included), with the
+        memo the result is escaped with: an object stored twice, or stored and returned, is one object, as in eager
+        (Note [Objects the program makes])."""
+        for bsym, position, raw in self._stored_values:
+            args = list(bsym.args)
+            args[position] = self.escaping(raw, memo)
+            bsym.args, bsym._flat = tuple(args), None
 
     def _outside_objects_as_inputs(self, x: Any, depth: int = 0, memo: dict[int, Any] | None = None) -> Any:
         """The result with each outside object (or the program's copy of an outside container) replaced by
@@ -579,9 +579,12 @@ _BUILTIN_VALUES = (tuple, list, dict, set, frozenset, collections.deque, str, by
 # itself. An object the program made (the interpreter ran its class call: ``made_object``) is rebuilt on every
 # call even where it holds no traced value: as a constant of the trace, every call returned the first call's
 # object, and a change the caller made to one result showed in the next. An object held twice by one value
-# (``return l, l``; ``self.st = c; return c``) is made once and bound to a name (``Printer.share_repeated``); an object
-# the program changes after storing it is stored as it is at the end (``lift_stored_objects_again``): a store
-# replays after the values it refers to (``replays.place_after_their_values``).
+# (``return l, l``; ``self.st = c; return c``) is made once and bound to a name (``Printer.share_repeated``); what a
+# store or a change of an outside container holds is escaped again at the end, as it is then and with the result's
+# memo (``lift_stored_objects_again``), so an object stored and returned is one object: a store replays after the
+# values it refers to (``replays.place_after_their_values``). A list subclass is made like a list, of its items, with
+# its type and attributes (``rebuild_list``). An object that holds itself cannot be made by an expression: a clear
+# error where it would be rebuilt.
 
 
 def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[int, Any] | None = None) -> Any:
@@ -641,7 +644,11 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
         return changed if type(x) is dict else rebuild_mapping(mapping_type(x), changed)
     if isinstance(x, ObjectWithProxies):  # rebuilt around an outside object it holds (``_outside_objects_as_inputs``)
         attrs = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.attrs.items()}
-        return x if all(attrs[k] is v for k, v in x.attrs.items()) else ObjectWithProxies(x.template, attrs)
+        return x if all(attrs[k] is v for k, v in x.attrs.items()) else ObjectWithProxies(x.template, attrs, x.items)
+    if isinstance(x, list):  # a list subclass: made on each call, as a list is, of its items and attributes
+        items = [lift_objects(v, made, depth + 1, memo) for v in x]
+        state = object_state(x) or {}
+        return ObjectWithProxies(x, {k: lift_objects(v, made, depth + 1, memo) for k, v in state.items()}, items)
     attrs = object_state(x)
     if attrs is None or isinstance(x, _NOT_REBUILT):
         return x
