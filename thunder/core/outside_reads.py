@@ -150,7 +150,8 @@ class OutsideReadsMixin:
                     return value
             if isinstance(obj, (Proxy, int, float)):
                 return introspection.proxy_attribute(obj, name, value)
-            if not (isinstance(obj, torch.nn.Module) or is_user_namespace(obj)) and not (
+            namespace = is_user_namespace(obj) and not name.startswith("__")  # (dunder reads are not checked)
+            if not (isinstance(obj, torch.nn.Module) or namespace) and not (
                 isinstance(value, torch.Tensor) and not isinstance(obj, (torch.Tensor, types.ModuleType))
             ):
                 return value
@@ -236,8 +237,11 @@ class OutsideReadsMixin:
         None for an object the program made."""
         if not self._is_outside(obj):
             return None
-        name = obj.__name__.rpartition(".")[2] if isinstance(obj, (type, types.ModuleType)) else type(obj).__name__
-        holder = self._constant(obj, name.lower())
+        if isinstance(obj, (type, types.ModuleType)):  # held by identity: nothing to check but its attributes
+            holder = self._constant(obj, obj.__name__.rpartition(".")[2].lower())
+            self._register(obj, holder, obj)
+            return holder
+        holder = self._constant(obj, type(obj).__name__.lower())
         self.unpack_value(obj, holder, holder.name)
         return holder
 
