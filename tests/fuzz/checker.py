@@ -478,6 +478,8 @@ def _check_program(prog: Program, cache: str, jit, stop_at_failure: bool) -> Pro
             break
         if e.exc is not None and compare(e.state, j.state, "") is not None:
             break  # both raised but left the worlds different: later calls would mean nothing
+        if e.exc is None and j.exc is not None:
+            break  # a clear error where eager ran: eager's effects were made in its world only
     return result
 
 
