@@ -71,3 +71,15 @@ def test_failed_compile_leaves_no_half_written_state():
     a, b = torch.randn(3), torch.randn(3)
     torch.testing.assert_close(jf(a, b), a + b)
     assert thunder.cache_misses(jf) == 2 and len(thunder.compile_stats(jf).entries) == 1
+
+
+def test_an_op_given_a_tensor_made_natively_says_where_it_came_from():
+    # ``x + torch.from_numpy(a)`` of an array the program made said only "expected b to be a tensor or a number,
+    # got Tensor": the tensor is real, made by code thunder ran natively, and the trace has no values for it.
+    import numpy
+
+    def f(x):
+        return x + torch.from_numpy(numpy.arange(2.0))
+
+    with pytest.raises(ThunderTypeError, match="made inside the function by code thunder runs natively"):
+        thunder.jit(f)(torch.ones(2, dtype=torch.float64))

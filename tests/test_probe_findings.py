@@ -7,9 +7,11 @@ from __future__ import annotations
 import copy
 
 import numpy
+import pytest
 import torch
 
 import thunder
+from thunder.core.errors import ThunderRuntimeError
 
 
 def test_data_is_cut_from_autograd():
@@ -323,3 +325,195 @@ def test_a_tensor_of_an_array_the_program_made():
         for a, e in zip(jf(x), f(x)):
             assert a.dtype is e.dtype
             torch.testing.assert_close(a, e)
+
+
+class Counted:
+    calls = 0
+
+
+def count_through_type(obj, x):
+    type(obj).calls += 1  # a class attribute reached through ``type(obj)``, not through a global
+    return x + type(obj).calls
+
+
+def count_through_dunder_class(obj, x):
+    obj.__class__.calls += 1
+    return x * obj.__class__.calls
+
+
+def test_class_attributes_reached_through_an_instance_are_read_and_replayed_on_every_call():
+    # ``type(obj).calls += 1`` was made once, while tracing, and the read was not checked: every later call
+    # returned the first call's value and the counter stopped at 1.
+    for fn in (count_through_type, count_through_dunder_class):
+        results = {}
+        for jitted in (False, True):
+            Counted.calls = 0
+            run = thunder.jit(fn) if jitted else fn
+            results[jitted] = [run(Counted(), torch.ones(2)) for _ in range(3)], Counted.calls
+        for expected, actual in zip(results[False][0], results[True][0]):
+            torch.testing.assert_close(actual, expected)
+        assert results[True][1] == results[False][1] == 3
+
+
+class CountingModule(torch.nn.Module):
+    forwards = 0
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        type(self).forwards += 1
+        return self.linear(x)
+
+
+def test_a_module_counting_its_calls_in_a_class_attribute_counts_every_call():
+    CountingModule.forwards = 0
+    jitted = thunder.jit(CountingModule())
+    for _ in range(3):
+        jitted(torch.ones(1, 2))
+    assert CountingModule.forwards == 3
+
+
+def test_a_class_the_program_defines_is_its_own_and_does_not_recompile():
+    # Capturing classes reached without a path must leave the program's own classes alone: their attributes are
+    # not outside state to check (a check of ``Acc.total == 0`` after the replayed ``+= 2`` recompiled every call).
+    def f(x):
+        class Acc:
+            total = 0
+
+        Acc.total += 2
+        made = type("Made", (), {"k": 1})
+        made.k += 1
+        return x + Acc.total + made.k, Acc.total
+
+    jitted = thunder.jit(f)
+    for _ in range(3):
+        expected, actual = f(torch.ones(2)), jitted(torch.ones(2))
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1] == expected[1]
+    assert thunder.cache_misses(jitted) == 1
+
+
+STEPS = Counted()
+
+
+def count_through_sys_modules(x):
+    import sys
+
+    counter = sys.modules[__name__].STEPS  # a module reached without a path: its attributes are checked
+    counter.calls += 1
+    return x * counter.calls
+
+
+def test_an_object_read_through_a_module_from_sys_modules_is_checked_and_its_stores_replayed():
+    STEPS.calls = 0
+    expected = [count_through_sys_modules(torch.ones(1)) for _ in range(3)]
+    STEPS.calls = 0
+    jitted = thunder.jit(count_through_sys_modules)
+    actual = [jitted(torch.ones(1)) for _ in range(3)]
+    torch.testing.assert_close(actual, expected)
+    assert STEPS.calls == 3
+
+
+class Holder:
+    pass
+
+
+def list_holding_itself(x):
+    items = [x * 2]
+    items.append(items)
+    return items
+
+
+def object_holding_itself(x):
+    c = Holder()
+    c.me = c
+    c.x = x * 2
+    return c
+
+
+def parent_pointers(x):
+    root = Holder()
+    root.kids = [Holder()]
+    root.kids[0].parent = root
+    root.x = x
+    return root
+
+
+@pytest.mark.parametrize("fn", [list_holding_itself, object_holding_itself, parent_pointers])
+def test_a_result_that_holds_itself_is_a_clear_error(fn):
+    # A list holding itself hung tracing (an endless walk); an object holding itself came back as a chain of six
+    # copies, not a cycle (``r.me is not r``). Thunder makes results again on each call and cannot make a cycle.
+    with pytest.raises(ThunderRuntimeError, match="holds itself"):
+        thunder.jit(fn)(torch.ones(2))
+
+
+TREE = Holder()
+TREE.kid = Holder()
+TREE.kid.parent = TREE
+
+
+def test_an_outside_object_holding_a_cycle_is_returned_as_it_is():
+    def f(x):
+        return x + 1, copy.copy(TREE)  # not the program's own object, holding no traced value: returned as it is
+
+    out = thunder.jit(f)(torch.ones(1))
+    assert out[1].kid.parent is TREE
+
+
+class Batch(list):
+    pass
+
+
+def make_batch(x, n):
+    batch = Batch([x * n, n])
+    batch.meta = {"n": n, "total": x.sum()}
+    return batch
+
+
+def test_a_list_subclass_the_program_makes_comes_back_as_its_type():
+    # It came back as a plain list (no ``meta``) where it held no traced value, and was refused where it did.
+    jitted = thunder.jit(make_batch)
+    previous = None
+    for n in (1, 2, 2):
+        expected, actual = make_batch(torch.ones(2), n), jitted(torch.ones(2), n)
+        assert type(actual) is Batch
+        torch.testing.assert_close(list(actual), list(expected))
+        assert actual.meta["n"] == expected.meta["n"]
+        torch.testing.assert_close(actual.meta["total"], expected.meta["total"])
+        assert actual is not previous  # made again by each call
+        previous = actual
+
+
+STORED: list = []
+
+
+def store_and_return_a_list_of_made_objects(x):
+    items = [Holder()]
+    items[0].t = x * 2
+    STORED.append(items)
+    STORED.append(items)
+    return items
+
+
+def test_a_container_of_made_objects_stored_and_returned_is_one_object():
+    # Each store made its own copy of a list holding an object the program made: ``STORED[0] is result`` and
+    # ``STORED[0] is STORED[1]`` were False, where eager's are True.
+    STORED.clear()
+    result = thunder.jit(store_and_return_a_list_of_made_objects)(torch.ones(1))
+    assert STORED[0] is result and STORED[1] is result
+    torch.testing.assert_close(result[0].t, torch.full((1,), 2.0))
+
+
+def test_an_attribute_store_and_the_result_holding_a_made_object_are_one_object():
+    owner = Holder()
+
+    def f(x):
+        cache = [Holder()]
+        cache[0].t = x + 1
+        owner.cache = cache
+        return cache
+
+    result = thunder.jit(f)(torch.ones(1))
+    assert owner.cache is result

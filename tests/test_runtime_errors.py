@@ -134,3 +134,42 @@ def test_inner_jitted_lookaside_ignores_other_callables():
     assert inner_jitted_lookaside(inner) is None
     assert inner_jitted_lookaside(torch.sin) is None
     assert inner_jitted_lookaside(thunder.jit(inner)) is not None
+
+
+HISTORY: list = []
+COUNTS: dict = {}
+
+
+def log_then_index(x, i):
+    HISTORY.append(x.sum())  # an outside list the program does not read
+    COUNTS[i] = "seen"
+    y = x[torch.tensor(i)]  # out of range at run time for i >= 3
+    HISTORY.append("after")
+    return y
+
+
+def read_log_then_index(x, i):
+    if len(HISTORY) > 10:  # read: the program's copy is written back whole
+        HISTORY.clear()
+    HISTORY.append(x * 2)
+    return x[torch.tensor(i)]
+
+
+@pytest.mark.parametrize("fn", [log_then_index, read_log_then_index])
+def test_changes_to_outside_containers_before_an_op_that_fails_at_run_time_are_made(fn):
+    # The changes were written back at the end of the computation only: a call that failed at run time (an index
+    # out of range, caught by the caller) left ``HISTORY`` as it was, where eager's had grown.
+    def run(f):
+        HISTORY.clear()
+        COUNTS.clear()
+        seen = []
+        for i in (1, 7, 2, 9):
+            try:
+                seen.append(f(torch.ones(3), i))
+            except IndexError:
+                seen.append("IndexError")
+            seen.append([t.tolist() if isinstance(t, torch.Tensor) else t for t in HISTORY])
+            seen.append(dict(COUNTS))
+        return [s.tolist() if isinstance(s, torch.Tensor) else s for s in seen]
+
+    assert run(thunder.jit(fn)) == run(fn)

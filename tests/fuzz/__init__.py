@@ -4,7 +4,8 @@
   Python numbers, strings, iterators), so a call can be printed as a reproducer.
 - ``snippets``: small pieces of programs, one pool per feature family (elementwise ops,
   globals, closures, module attributes, side effects, ...), each with the outside-state
-  changes that may happen between two calls.
+  changes that may happen between two calls; ``snippets_state`` holds the families that work
+  on Python state (objects, side effects), ``snippet_base`` what a snippet is.
 - ``programs``: a seeded generator that puts snippets together into a program's source and
   draws a sequence of calls for it.
 - ``checker``: runs each call eagerly and through ``thunder.jit`` in two identical worlds and

@@ -13,44 +13,18 @@ In the text ``{u}`` becomes a name suffix unique in the program and ``{M}`` the 
 
 A generator receives the random stream and a ``Ctx`` whose ``kind`` is the dtype kind of
 ``acc`` ("float", "int", "bool") as far as the generator can tell; it updates it.
+
+The families that work on Python state (objects, side effects) are in ``tests.fuzz.snippets_state``;
+``Snippet``, ``Ctx`` and the helpers they share in ``tests.fuzz.snippet_base``.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-
-@dataclass
-class Snippet:
-    family: str
-    tag: str
-    body: str
-    setup: str = ""
-    cells: dict[str, str] = field(default_factory=dict)
-    mutations: list[str] = field(default_factory=list)
-    needs: frozenset[str] = frozenset()
-    state: tuple[str, ...] = ()
-    n_pool: str | None = None
-
-
-@dataclass
-class Ctx:
-    kind: str
-    entry: str  # "function", "module", "method"
-    closure: bool = False
-
-
-def _s(family, tag, body, **kw) -> Snippet:
-    if "needs" in kw:
-        kw["needs"] = frozenset(kw["needs"])
-    return Snippet(family, tag, body.strip("\n"), **kw)
-
-
-def _pick(rng: random.Random, seq):
-    return seq[rng.randrange(len(seq))]
-
+from tests.fuzz.snippet_base import Ctx, Snippet, _pick, _s
+from tests.fuzz.snippets_state import objects, side_effects
 
 # ---------------------------------------------------------------- elementwise
 
@@ -578,138 +552,6 @@ def closures(rng, ctx):
 
 
 # ---------------------------------------------------------------- attributes of modules and objects
-
-
-def objects(rng, ctx):
-    choice = rng.random()
-    if choice < 0.2:
-        return _s(
-            "objects", "owner's number attribute changed", "acc = acc * {M}.scale",
-            mutations=["m.scale = 3.0", "m.scale = -0.0", "m.scale = 2", "m.scale = float('nan')", "m.scale = 2.0"],
-            needs={"owner"},
-        )  # fmt: skip
-    if choice < 0.35:
-        return _s(
-            "objects", "training flag changed", "if {M}.training:\n    acc = acc + 1\nelse:\n    acc = acc - 1",
-            mutations=["m.train(False)", "m.train(True)"], needs={"owner"},
-        )  # fmt: skip
-    if choice < 0.5:
-        return _s(
-            "objects", "Dropout.p changed (0 or 1)", "if acc.is_floating_point():\n    acc = {M}.drop(acc)",
-            mutations=["m.drop.p = 1.0", "m.drop.p = 0.0", "m.train(False)", "m.train(True)"], needs={"owner"},
-        )  # fmt: skip
-    if choice < 0.6:
-        return _s(
-            "objects", "owner's string attribute changed", "if {M}.mode == 'sum':\n    acc = acc.sum()\nret.append({M}.mode)",
-            mutations=["m.mode = 'mean'", "m.mode = 'sum'"], needs={"owner"},
-        )  # fmt: skip
-    if choice < 0.8:
-        return _s(
-            "objects", "owner's Linear changed", "ret.append({M}.lin(x.to(torch.float32)))",
-            mutations=[
-                "m.lin.weight.data.mul_(2)", "m.lin.bias = None", "m.lin = torch.nn.Linear(4, 4)",
-                "m.lin.weight.requires_grad_(False)", "m.lin.weight = torch.nn.Parameter(torch.ones(4, 4))",
-            ],
-            needs={"owner", "lastdim4"},
-        )  # fmt: skip
-    if choice < 0.82:  # objects the program makes from constants: new on each call; one object held twice is one
-        body = _pick(rng, ("o{u} = types.SimpleNamespace(tag='t', items=[1])\nret.append(o{u})\nret.append([o{u}])",
-                           "ret.append({1, 2})", "ret.append(frozenset({'a'}))", "l{u} = [1, 2]\nret.append((l{u}, l{u}))",
-                           "d{u} = {'k': []}\nret.append(d{u})\nret.append(d{u}['k'])",
-                           "ret.append(collections.deque([acc * 2, 1], maxlen=3))", "ret.append(bytearray(b'ab'))"))  # fmt: skip
-        if rng.random() < 0.3:  # slots: no __dict__ to rebuild the object from
-            return _s("objects", "objects the program makes", "ret.append(Slots{u}(acc * 2, [n]))", needs={"n"},
-                      setup="class Slots{u}:\n    __slots__ = ('t', 'n')\n\n    def __init__(self, t, n):\n        self.t, self.n = t, n")  # fmt: skip
-        return _s("objects", "objects the program makes", body)
-    if choice < 0.83:  # an object the program makes from a number of the call, returned or stored outside
-        body = _pick(rng, ("ret.append(types.SimpleNamespace(v=n + 1, w=[n]))", "OBJS{u}.append(types.SimpleNamespace(v=n * 2))",
-                           "ret.append(types.SimpleNamespace(n=n, shape=acc.shape))"))  # fmt: skip
-        return _s(
-            "objects", "an object made from an int of the call", body, setup="OBJS{u} = []",
-            state=("OBJS{u}",), needs={"n"}, n_pool="int", mutations=["OBJS{u}.clear()"],
-        )  # fmt: skip
-    if choice < 0.85:
-        return _s(
-            "objects", "owner's method replaced", "acc = {M}.twice(acc)",
-            mutations=[
-                "type(m).twice = lambda self, a: a * 3", "m.twice = lambda a: a - 1", "del m.twice",
-                "type(m).twice = lambda self, a: a * 2",
-            ],
-            needs={"owner"},
-        )  # fmt: skip
-    if choice < 0.9:
-        return _s(
-            "objects", "owner's buffer changed", "acc = acc + {M}.buf",
-            mutations=["m.buf.add_(1)", "m.buf = torch.zeros(())", "m.buf = torch.ones((), dtype=torch.float64)"],
-            needs={"owner"},
-        )  # fmt: skip
-    if rng.random() < 0.5:  # the program catches the absence: a prologue's read that raises is a miss
-        return _s(
-            "objects", "attribute whose absence the program catches",
-            "try:\n    acc = acc + cfg{u}.extra\nexcept AttributeError:\n    acc = acc - 1",
-            setup="class _Cfg{u}:\n    pass\ncfg{u} = _Cfg{u}()\ncfg{u}.extra = 0.5",
-            mutations=["del cfg{u}.extra", "cfg{u}.extra = 2", "del cfg{u}.extra", "cfg{u}.extra = 0.5"],
-        )  # fmt: skip
-    return _s(
-        "objects", "attribute of a plain global object changed", "acc = acc + cfg{u}.shift\nif cfg{u}.flag:\n    acc = acc * 2",
-        setup="class _Cfg{u}:\n    pass\ncfg{u} = _Cfg{u}()\ncfg{u}.shift = 1\ncfg{u}.flag = True",
-        mutations=["cfg{u}.shift = 2.5", "cfg{u}.flag = False", "cfg{u}.shift = -0.0", "cfg{u}.flag = True", "del cfg{u}.flag"],
-    )  # fmt: skip
-
-
-# ---------------------------------------------------------------- Python side effects
-
-
-def side_effects(rng, ctx):
-    choice = rng.random()
-    if choice < 0.2:
-        item = _pick(rng, ("n", "acc.shape", "acc.ndim", "acc", "(n, s)"))
-        needs = {"n"} | ({"s"} if "s" in item.replace("shape", "") else set())
-        extra = "\nacc = acc * len(LOG{u})" if rng.random() < 0.4 else ""
-        return _s("side_effects", f"append {item} to a global list", f"LOG{{u}}.append({item}){extra}",
-                  setup="LOG{u} = []", state=("LOG{u}",), needs=needs, mutations=["LOG{u}.clear()"])  # fmt: skip
-    if choice < 0.35:
-        return _s("side_effects", "set items of a global dict", "D{u}['last'] = n\nD{u}[len(D{u})] = acc.ndim",
-                  setup="D{u} = {}", state=("D{u}",), needs={"n"})  # fmt: skip
-    if choice < 0.55:
-        body = _pick(rng, (
-            "print('acc', tuple(acc.shape), n)", "print(s, end='|')", "print(f'n={n} ndim={acc.ndim}')",
-            "print('dtype', acc.dtype)", "print(n, s, sep=',')",
-        ))  # fmt: skip
-        needs = {x for x in ("n", "s") if f"{x}," in body or f"{x})" in body or "{" + x in body or f" {x}" in body}
-        return _s("side_effects", "print", body, needs=needs or {"n"})
-    if choice < 0.62:
-        return _s("side_effects", "warnings", _pick(rng, (
-            "warnings.warn(f'fuzz: n={n}')",
-            "warnings.warn('fuzz: deprecated', FutureWarning)\nacc = acc + 1",
-            "with warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n    warnings.warn('fuzz: hidden')\n"
-            "warnings.warn('fuzz: shown', RuntimeWarning)",
-        )), needs={"n"})  # fmt: skip
-    if choice < 0.7:
-        return _s("side_effects", "set attributes on a global object", "o{u}.count = o{u}.count + 1\no{u}.last = n",
-                  setup="class _O{u}:\n    pass\no{u} = _O{u}()\no{u}.count = 0", state=("o{u}",), needs={"n"})  # fmt: skip
-    if choice < 0.8:
-        return _s("side_effects", "rebind a global (global statement)", "global CNT{u}\nCNT{u} = CNT{u} + 1\nret.append(CNT{u})",
-                  setup="CNT{u} = 0", state=("CNT{u}",))  # fmt: skip
-    if choice < 0.85:
-        return _s(
-            "side_effects", "mutate an argument list", "lst.append(acc.ndim)\nret.append(len(lst))", needs={"lst"}
-        )
-    if choice < 0.87:  # effects, then a raise (Note [A program that raises]): eager's effects happen on failing calls
-        return _s("side_effects", "raise after effects", _pick(rng, (
-            "LOG{u}.append(n)\nif len(LOG{u}) % 3 == 2:\n    raise ValueError(f'fuzz: call {len(LOG{u})}')",
-            "LOG{u}.append(acc.ndim)\nprint('fuzz: before', len(LOG{u}))\nassert len(LOG{u}) % 4 != 3, 'fuzz: fourth'",
-            "LOG{u}.append(1)\nacc = acc + torch.rand(())\nif acc.ndim == 1:\n    raise RuntimeError('fuzz: 1-d')",
-        )), setup="LOG{u} = []", state=("LOG{u}",), needs={"n"}, mutations=["LOG{u}.clear()"])  # fmt: skip
-    if choice < 0.9:  # an argument returned inside an object the program makes (a model output holding its cache)
-        return _s("side_effects", "return an argument inside a new object", _pick(rng, (
-            "lst.append(acc.ndim)\nret.append(types.SimpleNamespace(items=lst, total=acc.sum()))",
-            "ret.append(collections.OrderedDict(items=lst, n=len(lst)))",
-            "ret.append({'items': [lst], 'acc': acc})",
-        )), needs={"lst"})  # fmt: skip
-    return _s(
-        "side_effects", "set an attribute of the owner", "{M}.calls = {M}.calls + 1", needs={"owner"}, state=("m",)
-    )
 
 
 # ---------------------------------------------------------------- in-place tensor ops

@@ -31,6 +31,7 @@ from thunder.core.pytree import (
     ObjectWithProxies,
     mapping_items,
     mapping_type,
+    rebuild_list,
     rebuild_mapping,
     rebuild_object,
     rebuild_slotted_object,
@@ -168,6 +169,9 @@ class Printer:
             self.add_ctx("_rebuild_mapping", rebuild_mapping)
             typ = self.constant(mapping_type(x), "_mapping_type")
             return f"_rebuild_mapping({typ}, {items})"
+        if isinstance(x, ObjectWithProxies) and x.items is not None:
+            self.add_ctx("_rebuild_list", rebuild_list)
+            return f"_rebuild_list({self.constant(x.template, '_template')}, {self.value(x.attrs)}, {self.value(x.items)})"
         if isinstance(x, ObjectWithProxies):
             name, rebuild = (
                 ("_rebuild_slotted_object", rebuild_slotted_object)
@@ -220,6 +224,8 @@ def _count_mutables(x: Any, counts: dict[int, int], depth: int = 0) -> None:
             _count_mutables(v, counts, depth + 1)
     elif isinstance(x, ObjectWithProxies):
         _count_mutables(x.attrs, counts, depth + 1)
+        if x.items is not None:
+            _count_mutables(x.items, counts, depth + 1)
 
 
 def _is_bindable(o) -> bool:

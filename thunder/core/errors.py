@@ -43,6 +43,14 @@ class SharpEdgeError(ThunderError, RuntimeError):
     """The program did something the trace cannot capture, under ``sharp_edges="error"``."""
 
 
+#: Said where an op gets a real ``torch.Tensor``, not a traced one: a tensor that code thunder ran natively made.
+NATIVE_TENSOR_HINT = (
+    ": a torch.Tensor made inside the function by code thunder runs natively (torch.from_numpy of an array, "
+    "a C extension), whose values the trace does not have. Make it with torch.tensor(...) of numbers, or outside "
+    "the function and pass it in"
+)
+
+
 class InternalError(RuntimeError):
     """A bug in thunder itself: an invariant failed."""
 

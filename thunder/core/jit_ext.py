@@ -135,6 +135,8 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._internal_cells: set[int] = set()  # cells the program made itself
         self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
         self._copies: dict[int, tuple[Proxy, Any, Any]] = {}  # id(copy) -> (holder, copy, its first contents)
+        self._copy_changed_after: dict[int, Any] = {}  # id(copy) -> the last bound symbol before its last change
+        self._stored_values: list = []  # (bound symbol, argument position, value): the stores, escaped again at the end
         self._lazy: dict[int, LazyContainer] = {}  # id(copy) -> an outside container not read yet
         self._copy_originals: dict[int, Any] = {}  # id(copy) -> the outside container it copies (read already)
         self._buffers: list[tuple] = []  # outside buffers: (object, its contents, where it is read)

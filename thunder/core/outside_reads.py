@@ -47,7 +47,13 @@ from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.replays import becomes_in_place
 from thunder.core.tracectx import get_tracectx
-from thunder.core.user_code import is_code_like, is_library_module, is_thunder_module, source_location
+from thunder.core.user_code import (
+    is_code_like,
+    is_library_module,
+    is_thunder_module,
+    is_user_namespace,
+    source_location,
+)
 
 _NOT_SEEN = object()  # a path not read yet; an attribute the class does not define
 _MODULE_TABLES = ("_parameters", "_buffers", "_modules")  # nn.Module.__getattr__'s order
@@ -144,16 +150,14 @@ class OutsideReadsMixin:
                     return value
             if isinstance(obj, (Proxy, int, float)):
                 return introspection.proxy_attribute(obj, name, value)
-            if not isinstance(obj, torch.nn.Module) and not (
+            namespace = is_user_namespace(obj) and not name.startswith("__")  # (dunder reads are not checked)
+            if not (isinstance(obj, torch.nn.Module) or namespace) and not (
                 isinstance(value, torch.Tensor) and not isinstance(obj, (torch.Tensor, types.ModuleType))
             ):
                 return value
-            if not self._is_outside(obj):
+            holder = self._captured_outside(obj)
+            if holder is None:
                 return value
-            # An nn.Module (or an object holding a tensor) reached without provenance (a submodule yielded
-            # by iterating a ModuleList, say): captured by identity, its attributes checked when read.
-            holder = self._constant(obj, type(obj).__name__.lower())
-            self.unpack_value(obj, holder, holder.name)
         if type(value) is types.MethodType and not name.startswith("__"):
             if value.__self__ is obj and self._guard_method(holder, obj, name, value.__func__):
                 return value
@@ -224,6 +228,22 @@ class OutsideReadsMixin:
             if name in original:  # the program deleted it (functional_call of a missing key): eager's error
                 raise AttributeError(f"'{type(module).__name__}' object has no attribute '{name}'")
         return _UNWRITTEN
+
+    def _captured_outside(self, obj: Any) -> Proxy | None:
+        """The prologue proxy of ``obj``, reached without provenance, captured by identity so that its attributes are
+        checked when read and its stores replayed: an nn.Module (a submodule yielded by iterating a ModuleList, say),
+        an object holding a tensor, a class of the user's (``type(self)``, ``obj.__class__``: the prologue's type
+        check fixes which class it is, not its attributes), a module of the user's (``sys.modules[__name__]``).
+        None for an object the program made."""
+        if not self._is_outside(obj):
+            return None
+        if isinstance(obj, (type, types.ModuleType)):  # held by identity: nothing to check but its attributes
+            holder = self._constant(obj, obj.__name__.rpartition(".")[2].lower())
+            self._register(obj, holder, obj)
+            return holder
+        holder = self._constant(obj, type(obj).__name__.lower())
+        self.unpack_value(obj, holder, holder.name)
+        return holder
 
     def _is_outside(self, obj: Any) -> bool:
         """Whether ``obj``, reached without provenance, existed before the program ran. An object the

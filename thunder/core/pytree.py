@@ -88,13 +88,25 @@ def _known_to_optree(typ: type) -> bool:
 class ObjectWithProxies:
     """A returned object whose attributes hold traced values (a Hugging Face ``DynamicCache``,
     say). Generated code rebuilds it on every call: a shallow copy of the trace-time object with
-    those attributes set to the call's values, so no proxy ever escapes to the caller."""
+    those attributes set to the call's values, so no proxy ever escapes to the caller. For a list
+    subclass, ``items`` are its items (``rebuild_list``); None for any other object."""
 
-    __slots__ = ("template", "attrs")
+    __slots__ = ("template", "attrs", "items")
 
-    def __init__(self, template: Any, attrs: dict[str, Any]):
+    def __init__(self, template: Any, attrs: dict[str, Any], items: list | None = None):
         self.template = template
         self.attrs = attrs
+        self.items = items
+
+
+def rebuild_list(template: list, attrs: dict[str, Any], items: list) -> list:
+    """A new object of the list subclass of ``template`` holding ``items`` and the attributes ``attrs`` (made as
+    ``copy`` makes one: its ``__init__`` is not called)."""
+    new = type(template).__new__(type(template))
+    list.extend(new, items)
+    for name, value in attrs.items():
+        object.__setattr__(new, name, value)
+    return new
 
 
 def rebuild_object(template: Any, attrs: dict[str, Any]) -> Any:
@@ -141,12 +153,18 @@ def object_state(x: Any) -> dict[str, Any] | None:
     return state
 
 
-optree.register_pytree_node(
-    ObjectWithProxies,
-    lambda o: (list(o.attrs.values()), (o.template, list(o.attrs))),
-    lambda meta, values: ObjectWithProxies(meta[0], dict(zip(meta[1], values))),
-    namespace=NAMESPACE,
-)
+def _flatten_object(o: ObjectWithProxies) -> tuple[list, tuple]:
+    n_items = None if o.items is None else len(o.items)
+    return [*(o.items or ()), *o.attrs.values()], (o.template, list(o.attrs), n_items)
+
+
+def _unflatten_object(meta: tuple, values: list) -> ObjectWithProxies:
+    template, names, n_items = meta
+    skip = n_items or 0
+    return ObjectWithProxies(template, dict(zip(names, values[skip:])), None if n_items is None else values[:skip])
+
+
+optree.register_pytree_node(ObjectWithProxies, _flatten_object, _unflatten_object, namespace=NAMESPACE)
 
 
 def tree_flatten(tree: Any) -> tuple[list, Any]:

@@ -3,19 +3,22 @@
 Assignments to outside globals, closure cells and attributes are made while tracing (the rest of the
 trace sees them), undone when tracing ends, and replayed by the computation, in order, with each call's
 values (``thunder.core.replays``). Outside lists, dicts and sets are copied for the program
-(Note [Outside containers]); a copy the program changed is written back at the end of every call.
+(Note [Outside containers]); a copy the program changed is written back by every call.
 Changes thunder cannot replay (to other outside containers) are refused with an error.
 
 Note [Outside containers]
 An outside list, dict or set is copied for the program, and its contents are checked only once the
 program reads them: a native operation on it (indexing, iterating, ``len``, ``in``, truth, passing it
 to a native function, storing it somewhere) is reported by the interpreter (Note [Operand reads]),
-and the prologue then checks and unpacks its items; at the end of each call the container holds what
-the program left in it. Until then, changes that do not depend on the contents (``append``, a dict's
+and the prologue then checks and unpacks its items; after each call the container holds what the
+program left in it. Until then, changes that do not depend on the contents (``append``, a dict's
 ``d[k] = v``, ``set.add``) are recorded and made again by every call on the object the path holds, so
 a function that logs into a global list does not recompile on every call. A ``defaultdict`` is such a dict
 too (its copy keeps the ``default_factory``): reading a missing key reads its contents, and the insertion the
 factory makes (called under the interpreter, ``protocols.getitem``) is written back like any other change.
+A change is made by the computation where the program made it (a read container's contents are written back
+whole after its last change the tracer saw), so a call that fails at run time after it (an index out of range)
+leaves the container changed, as eager does.
 
 ``SideEffectsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles them; the state it
 keeps is set up by ``Tracer.__init__``.
@@ -42,10 +45,16 @@ from thunder.core.interpreter.errors import DELETED
 from thunder.core.interpreter.instructions import call_operands
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import ObjectWithProxies, mapping_type, object_state, rebuild_mapping, slot_names, tree_leaves
-from thunder.core.symbol import ESCAPES, Symbol, mutates
+from thunder.core.symbol import Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
-from thunder.core.user_code import is_code_like, is_nondeterministic, is_thunder_module, source_location
+from thunder.core.user_code import (
+    is_code_like,
+    is_nondeterministic,
+    is_thunder_module,
+    is_user_namespace,
+    source_location,
+)
 
 # Outside containers copied for the program and read lazily; the changes to each that need not read its contents.
 LAZY_TYPES = (list, dict, collections.OrderedDict, collections.defaultdict, set)
@@ -132,7 +141,21 @@ class SideEffectsMixin:
         if method in ("extend", "update"):
             args = tuple(list(a) if method == "extend" else dict(a) for a in args)
         getattr(copy, method)(*args)
-        self._lazy[id(copy)].writes.append((method, args))  # as the values are at the end: Note [Objects the program makes]
+        self._record_write(self._lazy[id(copy)], method, args)
+
+    def _record_write(self, lazy: LazyContainer, method: str, args: tuple) -> None:
+        """The computation makes the change where the program made it, so a call that fails later at run time
+        leaves it made, as eager does; with the values as they are at the end (``lift_stored_objects_again``: Note
+        [Objects the program makes])."""
+        lazy.writes.append((method, args))
+        prims.container_call(self._object_input(lazy.holder), method, self.escaping(args))
+        self._escapes_again(2, args)
+
+    def _changed_copy(self, copy: Any) -> None:
+        """The program changes an outside container it has read: the computation writes it back after the last
+        such change (``_write_back_copies``), so a call that fails at run time after it leaves it changed."""
+        bsyms = self.computation.bound_symbols
+        self._copy_changed_after[id(copy)] = bsyms[-1] if bsyms else None
 
     def _container_method(self, fn: Callable, receiver: Any) -> Callable | None:
         """What a call of a builtin method that changes its container (``append``, ``__setitem__``) becomes when
@@ -143,6 +166,7 @@ class SideEffectsMixin:
         if lazy is not None and lazy.copy is receiver and fn.__name__ in _PURE_WRITES[type(receiver)]:
             return self._lazy_write_call(receiver, fn.__name__)
         if id(receiver) in self._copies:
+            self._changed_copy(receiver)
             return self._sharp_call(fn, f"Mutating a {type(receiver).__name__} from outside the function with .{fn.__name__}()")
         if id(receiver) in self._provenance and not isinstance(receiver, (types.ModuleType, type)):
             return self._refuse_mutation(fn)
@@ -186,6 +210,8 @@ class SideEffectsMixin:
         self._remember(key, lambda: globals_dict.get(name, _ABSENT), lambda old: _restore_item(globals_dict, name, old))
         deleted = value is DELETED
         prims.store_global(globals_dict, name, None if deleted else self.escaping(value), deleted)
+        if not deleted:
+            self._escapes_again(2, value)
 
     def store_deref(self, code, name: str, value: Any, cell) -> None:
         if id(cell) in self._internal_cells:
@@ -194,6 +220,7 @@ class SideEffectsMixin:
         self._remember(("cell", id(cell)), lambda: _cell_contents(cell), lambda old: _restore_cell(cell, old))
         self._keepalive.append(cell)
         prims.store_cell(cell, self.escaping(value))
+        self._escapes_again(1, value)
 
     def store_attr(self, obj: Any, name: str, value: Any) -> bool:
         """The program's ``obj.name = value`` (``value`` is ``DELETED`` for a ``del``): true where this made the
@@ -206,15 +233,16 @@ class SideEffectsMixin:
             self.set_grad(obj, None if value is DELETED else value)
             return True
         holder = self._provenance.get(id(obj))
-        if holder is None and isinstance(obj, torch.nn.Module) and self._is_outside(obj):
-            holder = self._constant(obj, type(obj).__name__.lower())
-            self.unpack_value(obj, holder, holder.name)
+        if holder is None and (isinstance(obj, torch.nn.Module) or is_user_namespace(obj)):
+            holder = self._captured_outside(obj)
         if holder is None or isinstance(obj, Proxy):
             return False
         self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
         self._remember(("attr", id(obj), name), lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
         deleted = value is DELETED
         prims.store_attr(self._object_input(holder), name, None if deleted else self.escaping(value), deleted)
+        if not deleted:
+            self._escapes_again(2, value)
         return False
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
@@ -222,12 +250,13 @@ class SideEffectsMixin:
         if lazy is not None and lazy.copy is container:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
             if isinstance(container, dict) and value is not DELETED:
-                lazy.writes.append(("__setitem__", (key, value)))
+                self._record_write(lazy, "__setitem__", (key, value))
                 return
             self._read_contents(container)  # a list item or a deletion depends on what is there
             return
         if id(container) in self._copies:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
+            self._changed_copy(container)
         elif id(container) in self._provenance:
             raise ThunderRuntimeError(
                 f"Assigning into a {type(container).__name__} from outside the jitted function is not supported "
@@ -236,7 +265,12 @@ class SideEffectsMixin:
             )
 
     def made_object(self, obj: Any) -> None:
-        """The interpreter made ``obj`` (``C(...)``, a dataclass, a ``SimpleNamespace``): the program's own."""
+        """The interpreter made ``obj`` (``C(...)``, a dataclass, a ``SimpleNamespace``, a class the program defines):
+        the program's own."""
+        if isinstance(obj, type):  # its attributes are the program's, not read or replayed (``_captured_outside``)
+            self._internal_objects.add(id(obj))
+            self._keepalive.append(obj)
+            return
         if (type(obj).__dictoffset__ or slot_names(type(obj))) and not isinstance(obj, (*_NOT_REBUILT, *_BUILTIN_VALUES)):
             self._internal_objects.add(id(obj))
             self._keepalive.append(obj)
@@ -257,6 +291,7 @@ class SideEffectsMixin:
         self._tensor_attributes.setdefault(id(p), {})[name] = value
         self._keepalive.append(p)
         prims.store_attr(p, name, self.escaping(value), False)
+        self._escapes_again(2, value)
 
     def set_grad(self, p: TensorProxy, value: Any) -> None:
         """``p.grad = value`` (``optimizer.zero_grad()`` sets it to None; ``del p.grad`` too): later reads in the
@@ -305,15 +340,25 @@ class SideEffectsMixin:
 
     # --- after the program ------------------------------------------------------------------
     def _write_back_copies(self, memo: dict[int, Any]) -> None:
-        """Outside containers the program changed end each call as the program left them."""
-        for lazy in self._lazy.values():
-            for method, args in lazy.writes:
-                prims.container_call(self._object_input(lazy.holder), method, self.escaping(args, memo))
+        """Outside containers the program changed and read end each call as the program left them (the changes to
+        those it did not read are made where it made them: ``_record_write``)."""
         for holder, copy, first in self._copies.values():
             if _contents(copy) != first:
                 self._refuse_unchecked_state(holder.name)
                 state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
                 prims.replace_contents(self._object_input(holder), self.escaping(state, memo))
+                self._move_after(self._copy_changed_after.get(id(copy), _ABSENT))
+
+    def _move_after(self, marker: Any) -> None:
+        """Moves the last bound symbol to just after ``marker`` (to the start where it is None; left at the end where
+        it is ``_ABSENT`` or no longer in the trace). ``replays.place_after_their_values`` moves it later again
+        where it refers to values computed after ``marker``."""
+        bsyms = self.computation.bound_symbols
+        if marker is _ABSENT:
+            return
+        at = 0 if marker is None else next((i + 1 for i, b in enumerate(bsyms) if b is marker), None)
+        if at is not None:
+            bsyms.insert(at, bsyms.pop())
 
     def escaping(self, value: Any, memo: dict[int, Any] | None = None) -> Any:
         """``value`` as it leaves the function (returned, or stored where the caller sees it): each outside object
@@ -346,27 +391,20 @@ class SideEffectsMixin:
                 "again on each call. Return or store the values instead, and make the function outside."
             )
 
+    def _escapes_again(self, position: int, raw: Any) -> None:
+        """The bound symbol just recorded stores ``raw`` (its argument at ``position``, escaped as it is now): it is
+        escaped again at the end of tracing (``lift_stored_objects_again``)."""
+        self._stored_values.append((self.computation.scopes[-1][-1], position, raw))
+
     def lift_stored_objects_again(self, memo: dict[int, Any]) -> None:
-        """At the end of tracing: the objects the program made and stored outside are stored as they are now, the
-        program's later changes to them included (they were lifted as they were when stored)."""
-        made = self._internal_objects
-
-        def again(x: Any) -> Any:
-            if isinstance(x, ObjectWithProxies) and id(x.template) in made:
-                return self.escaping(x.template, memo)
-            if type(x) in (list, tuple):
-                items = [again(v) for v in x]
-                return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
-            if type(x) is dict:
-                items = {k: again(v) for k, v in x.items()}
-                return x if all(items[k] is v for k, v in x.items()) else items
-            return x
-
-        for bsym in self.computation.bound_symbols:
-            if ESCAPES in bsym.sym.tags:
-                args = again(bsym.args)
-                if args is not bsym.args:
-                    bsym.args, bsym._flat = args, None
+        """At the end of tracing: every value that a store or a change of an outside container makes leave the
+        function is escaped again, as it is now (the program's later changes to what it stored included), with the
+        memo the result is escaped with: an object stored twice, or stored and returned, is one object, as in eager
+        (Note [Objects the program makes])."""
+        for bsym, position, raw in self._stored_values:
+            args = list(bsym.args)
+            args[position] = self.escaping(raw, memo)
+            bsym.args, bsym._flat = tuple(args), None
 
     def _outside_objects_as_inputs(self, x: Any, depth: int = 0, memo: dict[int, Any] | None = None) -> Any:
         """The result with each outside object (or the program's copy of an outside container) replaced by
@@ -541,9 +579,12 @@ _BUILTIN_VALUES = (tuple, list, dict, set, frozenset, collections.deque, str, by
 # itself. An object the program made (the interpreter ran its class call: ``made_object``) is rebuilt on every
 # call even where it holds no traced value: as a constant of the trace, every call returned the first call's
 # object, and a change the caller made to one result showed in the next. An object held twice by one value
-# (``return l, l``; ``self.st = c; return c``) is made once and bound to a name (``Printer.share_repeated``); an object
-# the program changes after storing it is stored as it is at the end (``lift_stored_objects_again``): a store
-# replays after the values it refers to (``replays.place_after_their_values``).
+# (``return l, l``; ``self.st = c; return c``) is made once and bound to a name (``Printer.share_repeated``); what a
+# store or a change of an outside container holds is escaped again at the end, as it is then and with the result's
+# memo (``lift_stored_objects_again``), so an object stored and returned is one object: a store replays after the
+# values it refers to (``replays.place_after_their_values``). A list subclass is made like a list, of its items, with
+# its type and attributes (``rebuild_list``). An object that holds itself cannot be made by an expression: a clear
+# error where it would be rebuilt.
 
 
 def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[int, Any] | None = None) -> Any:
@@ -555,9 +596,30 @@ def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[i
         return x
     memo = {} if memo is None else memo
     lifted = memo.get(id(x), _ABSENT)
+    if lifted is _LIFTING:  # met inside itself: a cycle, which an object left as it is may keep
+        if isinstance(x, (list, tuple, dict, set, frozenset, collections.deque)):  # printed as literals
+            _refuse_cycle(x)
+        memo.setdefault(_CYCLES, set()).add(id(x))
+        return x
     if lifted is _ABSENT:
+        memo[id(x)] = _LIFTING
         lifted = memo[id(x)] = _lift(x, made, depth, memo)
+        if lifted is not x and id(x) in memo.get(_CYCLES, ()):
+            _refuse_cycle(x)
     return lifted
+
+
+_LIFTING = object()  # in ``lift_objects``' memo: being lifted
+_CYCLES = object()  # ``lift_objects``' memo key of the ids of the objects met inside themselves
+
+
+def _refuse_cycle(x: Any) -> None:
+    loc = source_location()
+    raise ThunderRuntimeError(
+        f"a {type(x).__name__} that holds itself (a cycle, as ``l.append(l)`` or ``c.me = c`` make) leaves the jitted "
+        f"function{f' at {loc}' if loc else ''}: thunder makes what the function returns or stores again on each call, "
+        "and cannot make a cycle. Return or store its parts instead."
+    )
 
 
 def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any:
@@ -582,7 +644,11 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
         return changed if type(x) is dict else rebuild_mapping(mapping_type(x), changed)
     if isinstance(x, ObjectWithProxies):  # rebuilt around an outside object it holds (``_outside_objects_as_inputs``)
         attrs = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.attrs.items()}
-        return x if all(attrs[k] is v for k, v in x.attrs.items()) else ObjectWithProxies(x.template, attrs)
+        return x if all(attrs[k] is v for k, v in x.attrs.items()) else ObjectWithProxies(x.template, attrs, x.items)
+    if isinstance(x, list):  # a list subclass: made on each call, as a list is, of its items and attributes
+        items = [lift_objects(v, made, depth + 1, memo) for v in x]
+        state = object_state(x) or {}
+        return ObjectWithProxies(x, {k: lift_objects(v, made, depth + 1, memo) for k, v in state.items()}, items)
     attrs = object_state(x)
     if attrs is None or isinstance(x, _NOT_REBUILT):
         return x

@@ -47,7 +47,10 @@ def is_installed_code(code: types.CodeType) -> bool:
 
 def is_fixed_module(module: types.ModuleType) -> bool:
     """Modules whose attributes the program may read without checks: the standard library, torch, thunder."""
-    name = module.__name__
+    return _is_fixed_module_name(module.__name__)
+
+
+def _is_fixed_module_name(name: str) -> bool:
     root = name.partition(".")[0]
     return root in sys.stdlib_module_names or root in ("torch", "thunder", "numpy", "builtins") or is_library_module(name)
 
@@ -55,6 +58,14 @@ def is_fixed_module(module: types.ModuleType) -> bool:
 def is_library_module(name: str) -> bool:
     """Modules of torch, numpy and of the standard library the tracer takes as fixed code (by module name)."""
     return name == "torch" or name == "numpy" or name.startswith(_LIBRARY_PREFIXES)
+
+
+def is_user_namespace(obj: Any) -> bool:
+    """Whether ``obj`` is a class or a module of the user's (not of torch, thunder, numpy or the standard library),
+    whose attributes the program may change."""
+    if isinstance(obj, type):
+        return not _is_fixed_module_name(getattr(obj, "__module__", None) or "builtins")
+    return isinstance(obj, types.ModuleType) and not is_fixed_module(obj)
 
 
 def is_thunder_module(globals_dict: dict) -> bool:

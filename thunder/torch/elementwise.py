@@ -14,7 +14,7 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core.dtypes import ELEMENTWISE_TYPE_PROMOTION_KIND as K
-from thunder.core.errors import ThunderTypeError
+from thunder.core.errors import NATIVE_TENSOR_HINT, ThunderTypeError
 from thunder.core.interpreter import make_opaque
 from thunder.core.prims.base import grad_asked
 from thunder.core.proxies import TensorProxy, pyval, register_method
@@ -114,7 +114,8 @@ def _binary_decomposition(name: str, prim, kind: K, a, b, allowed=None, reject=N
     op = f"ltorch.{name}"
     for arg, n in ((a, "a"), (b, "b")):
         if not (is_tensor(arg) or is_number(arg)):
-            raise ThunderTypeError(f"{op}: expected {n} to be a tensor or a number, got {type(arg).__name__}")
+            hint = NATIVE_TENSOR_HINT if isinstance(arg, torch.Tensor) else ""
+            raise ThunderTypeError(f"{op}: expected {n} to be a tensor or a number, got {type(arg).__name__}{hint}")
     if allowed is not None:
         for arg, n in ((a, "a"), (b, "b")):
             if not allowed(dtypes.to_dtype(arg)):

@@ -221,6 +221,8 @@ def _build_class(ctx, args, kwargs):
             contents = NULL
         if contents is not cls:
             raise TypeError(f"__class__ set to {contents!r} defining {name!r} as {cls!r}")
+    if isinstance(cls, type) and ctx.cb_made_object is not None:
+        ctx.cb_made_object(cls)
     return cls
 
 

@@ -532,7 +532,10 @@ def type_call(ctx, cls: type, args: tuple, kwargs: dict | None):
     """``type.__call__(cls, *args, **kwargs)`` (what a metaclass ``__call__`` reaches with ``super().__call__``),
     interpreting Python ``__new__`` and ``__init__``."""
     if cls is type:
-        return type(*args, **kwargs) if kwargs else type(*args)
+        made = type(*args, **kwargs) if kwargs else type(*args)
+        if len(args) == 3 and ctx.cb_made_object is not None:  # ``type(name, bases, ns)`` made a class
+            ctx.cb_made_object(made)
+        return made
     new = lookup_type_attr(cls, "__new__")
     init = lookup_type_attr(cls, "__init__")
     py_new = type(new) is staticmethod and _is_py(new.__func__)

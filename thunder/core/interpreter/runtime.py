@@ -59,7 +59,7 @@ class InterpreterCallbacks:
     - ``make_cell(cell)``: after MAKE_CELL made a cell for an interpreted frame (cells made while interpreting
       are the program's own; any other cell a frame reads came from outside).
     - ``made_object(obj)``: after a class call the interpreter ran (``cls(...)``, its ``__new__`` and ``__init__``)
-      made ``obj``, an object of the program's own.
+      made ``obj``, an object of the program's own; also after a class statement or ``type(name, bases, ns)``.
     - ``operands(inst, values)``: before an instruction that uses the contents of its stack operands natively
       (see Note [Operand reads] in ``instructions``); ``values`` are those operands, ``NULL`` included.
     """

@@ -12,7 +12,7 @@ from numbers import Number
 import torch
 
 from thunder.core import dtypes
-from thunder.core.errors import ThunderTypeError
+from thunder.core.errors import NATIVE_TENSOR_HINT, ThunderTypeError
 from thunder.core.prims.base import (
     check_real_grad,
     check_same_device,
@@ -189,7 +189,8 @@ def _elementwise_meta(op: str, names: tuple[str, ...], output_dtype):
     def meta(*args):
         for a, n in zip(args, names):
             if not isinstance(a, TensorProxy) and not is_number(a):
-                raise ThunderTypeError(f"prims.{op}: expected {n} to be a tensor or a number, but got {type(a).__name__}")
+                hint = NATIVE_TENSOR_HINT if isinstance(a, torch.Tensor) else ""
+                raise ThunderTypeError(f"prims.{op}: expected {n} to be a tensor or a number, but got {type(a).__name__}{hint}")
         tensors = [a for a in args if isinstance(a, TensorProxy)]
         tnames = [n for a, n in zip(args, names) if isinstance(a, TensorProxy)]
         if not tensors:
