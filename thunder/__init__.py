@@ -269,9 +269,10 @@ class _Jitted:
                 with self.lock:
                     found = self.cache.lookup(option, args, kwargs, outcomes, rejected_by)  # compiled meanwhile?
                     if found is None:
+                        before = python_random_state()
                         entry, inputs = self._compile(option, args, kwargs, changed, rejected)
                 if found is None:  # the computation runs outside the lock
-                    return _run(entry, inputs)
+                    return _first_run(entry, inputs, before)
             entry, inputs = found
             next(self.cs.hits.count)
             self.cache.touch(entry)
@@ -280,11 +281,12 @@ class _Jitted:
         with self.lock:
             found = self._lookup_again(option, args, kwargs, outcomes)
             if found is None:
+                before = python_random_state()
                 entry, inputs = self._compile(option, args, kwargs, changed)
         if found is not None:
             next(self.cs.hits.count)
-            entry, inputs = found
-        return _run(entry, inputs)
+            return _run(*found)
+        return _first_run(entry, inputs, before)
 
     def _lookup_again(
         self, option: CACHE_OPTIONS, args: tuple, kwargs: dict, outcomes: tuple | None
@@ -424,6 +426,17 @@ def _run(entry: CacheEntry, inputs: Any) -> Any:
     except Exception as e:
         add_runtime_note(e)
         raise
+
+
+def _first_run(entry: CacheEntry, inputs: Any, before: tuple) -> Any:
+    """The first call of a new entry, whose inputs (the prologue's per-call draws among them) were made while it
+    compiled, from the generators' state ``before``: a call that stops at a data-dependent value puts back what they
+    drew, so that the entry it continues in draws them again as eager does once (``slow_call`` puts them back itself
+    once it knows the function draws)."""
+    result = _run(entry, inputs)
+    if type(result) is OtherOutcome:
+        restore_python_random_state(before, generator_draws(entry))
+    return result
 
 
 def jit(

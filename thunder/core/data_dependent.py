@@ -51,12 +51,13 @@ import torch
 
 from thunder.core import prims
 from thunder.core.prims.python import tensor_value
-from thunder.core.proxies import Proxy
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.replays import REPLAYS
 from thunder.core.symbol import IN_PLACE, RANDOM, BoundSymbol, Symbol, mutates
 from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.trace import TraceCtx
+from thunder.core.transforms.autodiff import aliased_args
 
 __all__ = ["evaluate", "order_for_checks", "draws_random"]
 
@@ -73,12 +74,18 @@ def evaluate(
 ) -> torch.Tensor | None:
     """The real value of ``target``: the ops among ``bsyms`` it depends on, run eagerly on the real
     ``inputs`` (by name); None where some op cannot run outside a trace."""
+    root = _memory_roots(bsyms)
     needed = {target.name}
+    needed_memory = {root(target.name)}
     part = []
     for bsym in reversed(bsyms):
-        if any(o.name in needed for o in bsym.flat_proxy_outs):
+        if any(o.name in needed for o in bsym.flat_proxy_outs) or (
+            mutates(bsym) and any(root(t.name) in needed_memory for t in _tensors_of(bsym))
+        ):  # an in-place update of what the value is computed from, maybe through a view (``x.detach().mul_(2)``)
             part.append(bsym)
-            needed.update(a.name for a in bsym.flat_proxy_args)
+            for a in bsym.flat_proxy_args:
+                needed.add(a.name)
+                needed_memory.add(root(a.name))
     part.reverse()
     env: dict[str, Any] = dict(inputs)
     if any(mutates(b) for b in part):  # the caller's tensors stay as they are
@@ -93,6 +100,27 @@ def evaluate(
     finally:
         torch.random.set_rng_state(rng)
     return env.get(target.name)
+
+
+def _tensors_of(bsym: BoundSymbol) -> list[Proxy]:
+    return [p for p in (*bsym.flat_proxy_args, *bsym.flat_proxy_outs) if isinstance(p, TensorProxy)]
+
+
+def _memory_roots(bsyms: list[BoundSymbol]) -> Callable[[str], str]:
+    """Per tensor name, a name standing for its memory: a view (``detach``, ``reshape``, a slice) shares its base's."""
+    parent: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while (up := parent.get(name, name)) != name:
+            name = up
+        return name
+
+    for bsym in bsyms:
+        for arg in aliased_args(bsym):
+            for o in bsym.flat_proxy_outs:
+                if isinstance(o, TensorProxy) and root(o.name) != root(arg):
+                    parent[root(o.name)] = root(arg)
+    return root
 
 
 def _run(bsym: BoundSymbol, env: dict, eager_impl: Callable[[Symbol], Callable | None]) -> None:
