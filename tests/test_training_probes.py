@@ -3,6 +3,8 @@ each reduced to the pattern that failed and checked against eager PyTorch."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -30,3 +32,24 @@ def test_ctc_loss_with_lengths_given_as_tensors(reduction, lengths_as):
     expected.sum().backward()
     actual.sum().backward()
     torch.testing.assert_close(x2.grad, x.grad)
+
+
+def test_wav2vec2_for_ctc_trains_as_in_eager():
+    """The model the ``ctc_loss`` finding came from: its loss and gradients, with random weights."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Wav2Vec2Config(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, conv_dim=(16, 16),
+        conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
+        vocab_size=20, mask_time_prob=0.0, hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+        feat_proj_dropout=0.0, final_dropout=0.0, layerdrop=0.0, pad_token_id=0,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.Wav2Vec2ForCTC(config).train()
+    jitted = thunder.jit(copy.deepcopy(model))
+    inputs = {"input_values": torch.randn(2, 400), "labels": torch.randint(1, 20, (2, 5))}
+    expected, actual = model(**inputs).loss, jitted(**inputs).loss
+    torch.testing.assert_close(actual, expected)
+    expected.backward()
+    actual.backward()
+    for (name, p), q in zip(model.named_parameters(), jitted.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, atol=1e-4, rtol=1e-4, msg=lambda m, name=name: f"{name}: {m}")
