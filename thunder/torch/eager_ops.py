@@ -69,6 +69,8 @@ def _fake_meta(fn: Callable, name: str) -> Callable:
             out, fake_args, fake_kwargs = run_on_fake(fn, args, kwargs, grad=True)
         except (torch._subclasses.fake_tensor.DynamicOutputShapeException,
                 torch._subclasses.fake_tensor.DataDependentOutputException) as e:  # fmt: skip
+            if fn in _SHAPES_WITHOUT_VALUES:
+                return _SHAPES_WITHOUT_VALUES[fn](*args, **kwargs)
             raise UnsupportedOpError(
                 f"{name}'s output depends on the values of its inputs ({e}){_where()}; thunder does not record it "
                 "yet. Call it outside the jitted function."
@@ -88,6 +90,18 @@ def _fake_meta(fn: Callable, name: str) -> Callable:
 
     meta.__name__ = name
     return meta
+
+
+def _ctc_loss_meta(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    """``torch.ctc_loss`` reads tensor lengths' values (``.tolist()``), which a fake run cannot; its output's
+    shape does not depend on them: one loss a sample (``reduction=0``, batched) or a number."""
+    batched = reduction == 0 and log_probs.ndim == 3
+    return TensorProxy(shape=(log_probs.shape[1],) if batched else (), dtype=log_probs.dtype, device=log_probs.device)
+
+
+#: Eager ops whose fake run reads a value (Note [Eager ops]) but whose output's metadata does not
+#: depend on it: the function that gives the output's proxy instead.
+_SHAPES_WITHOUT_VALUES: dict[Callable, Callable] = {torch.ctc_loss: _ctc_loss_meta}
 
 
 def _pairs(out, g):
