@@ -517,3 +517,29 @@ def test_an_attribute_store_and_the_result_holding_a_made_object_are_one_object(
 
     result = thunder.jit(f)(torch.ones(1))
     assert owner.cache is result
+
+
+class _Counter:
+    pass
+
+
+_COUNTER = _Counter()
+
+
+@pytest.mark.parametrize("write", ["vars", "dunder_dict", "update"])
+def test_a_write_through_an_outside_objects_dict_is_a_clear_error(write):
+    # Note [Writes through an object's __dict__]: the write was made once while tracing (the counter stopped at 1)
+    def f(x):
+        if write == "vars":
+            vars(_COUNTER)["n"] += 1
+        elif write == "dunder_dict":
+            _COUNTER.__dict__["n"] = _COUNTER.n + 1
+        else:
+            _COUNTER.__dict__.update(n=_COUNTER.n + 1)
+        return x * _COUNTER.n
+
+    _COUNTER.n = 0
+    with pytest.raises(ThunderRuntimeError, match=r"through its __dict__ or vars\(\) is not supported .* Set the attribute"):
+        thunder.jit(f)(torch.ones(1))
+    assert _COUNTER.n == 0
+

@@ -29,6 +29,12 @@ back while it is also a member is not noticed.
 ``OutsideReadsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles these reads; the
 state it keeps is set up by ``Tracer.__init__``.
 
+Note [Writes through an object's __dict__]
+``vars(obj)["n"] += 1``, ``obj.__dict__["n"] = v``: the dict is the object's attribute table, read natively (a
+dunder attribute, not checked), so a write into it was made once, while tracing, and never by the calls (a counter
+stopped at 1). The ``__dict__`` of an object from outside (``vars(obj)`` reads it as ``obj.__dict__`` does) is
+remembered, and a write into it is a clear error that says to write the attribute instead, which is replayed.
+
 Layer: tracing. Imports: core.
 """
 
@@ -137,6 +143,8 @@ class OutsideReadsMixin:
         self._keepalive.append(cell)
 
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:
+        if name == "__dict__" and type(value) is dict and id(obj) in self._provenance:
+            self._object_dicts[id(value)] = value  # Note [Writes through an object's __dict__]
         if isinstance(obj, torch.nn.Module) and not name.startswith("__"):
             written = self._member_written(obj, name)  # Note [Module members the program writes]
             if written is not _UNWRITTEN:

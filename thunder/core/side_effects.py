@@ -162,6 +162,8 @@ class SideEffectsMixin:
         the container is from outside: a recorded change, a sharp edge or a refusal; None for anything else."""
         if not (isinstance(fn, (types.BuiltinMethodType, types.MethodWrapperType)) and fn.__name__ in _MUTATING_METHODS):
             return None
+        if id(receiver) in self._object_dicts:
+            return self._refuse_object_dict_write
         lazy = self._lazy.get(id(receiver))
         if lazy is not None and lazy.copy is receiver and fn.__name__ in _PURE_WRITES[type(receiver)]:
             return self._lazy_write_call(receiver, fn.__name__)
@@ -182,6 +184,13 @@ class SideEffectsMixin:
             self._write(copy, method, args)
 
         return call
+
+    def _refuse_object_dict_write(self, *args: Any, **kwargs: Any) -> None:
+        raise ThunderRuntimeError(
+            f"Changing an object from outside the jitted function through its __dict__ or vars() is not supported (at "
+            f"{source_location()}): the change would be made once, while tracing. Set the attribute instead "
+            "(obj.name = value, setattr(obj, name, value)): thunder replays that on every call."
+        )
 
     def _refuse_mutation(self, fn: Callable) -> Callable:
         def call(*args, **kwargs):
@@ -246,6 +255,8 @@ class SideEffectsMixin:
         return False
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
+        if id(container) in self._object_dicts:
+            self._refuse_object_dict_write()
         lazy = self._lazy.get(id(container))
         if lazy is not None and lazy.copy is container:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)

@@ -80,6 +80,9 @@ def _globals(ctx, args, kwargs):
 
 @register_default_lookaside(builtins.vars)
 def _vars(ctx, args, kwargs):
+    if len(args) == 1 and not kwargs:  # ``obj.__dict__``, read as the attribute is (the ``load_attr`` callback)
+        value = vars(args[0])
+        return value if ctx.cb_load_attr is None else ctx.cb_load_attr(args[0], "__dict__", value)
     if args or kwargs:
         return vars(*args, **(kwargs or {}))
     return frame_locals(current_frame(ctx))
