@@ -74,13 +74,14 @@ def evaluate(
 ) -> torch.Tensor | None:
     """The real value of ``target``: the ops among ``bsyms`` it depends on, run eagerly on the real
     ``inputs`` (by name); None where some op cannot run outside a trace."""
-    root = _memory_roots(bsyms)
+    updates = any(mutates(b) for b in bsyms)
+    root = _memory_roots(bsyms) if updates else str  # (no update: no memory to follow)
     needed = {target.name}
     needed_memory = {root(target.name)}
     part = []
     for bsym in reversed(bsyms):
         if any(o.name in needed for o in bsym.flat_proxy_outs) or (
-            mutates(bsym) and any(root(t.name) in needed_memory for t in _tensors_of(bsym))
+            updates and mutates(bsym) and any(root(t.name) in needed_memory for t in _tensors_of(bsym))
         ):  # an in-place update of what the value is computed from, maybe through a view (``x.detach().mul_(2)``)
             part.append(bsym)
             for a in bsym.flat_proxy_args:
