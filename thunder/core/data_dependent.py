@@ -57,7 +57,7 @@ from thunder.core.replays import REPLAYS
 from thunder.core.symbol import IN_PLACE, RANDOM, BoundSymbol, Symbol, mutates
 from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.trace import TraceCtx
-from thunder.core.transforms.autodiff import aliased_args
+from thunder.core.transforms.autodiff import Memory
 
 __all__ = ["evaluate", "order_for_checks", "draws_random"]
 
@@ -109,19 +109,10 @@ def _tensors_of(bsym: BoundSymbol) -> list[Proxy]:
 
 def _memory_roots(bsyms: list[BoundSymbol]) -> Callable[[str], str]:
     """Per tensor name, a name standing for its memory: a view (``detach``, ``reshape``, a slice) shares its base's."""
-    parent: dict[str, str] = {}
-
-    def root(name: str) -> str:
-        while (up := parent.get(name, name)) != name:
-            name = up
-        return name
-
+    memory = Memory()
     for bsym in bsyms:
-        for arg in aliased_args(bsym):
-            for o in bsym.flat_proxy_outs:
-                if isinstance(o, TensorProxy) and root(o.name) != root(arg):
-                    parent[root(o.name)] = root(arg)
-    return root
+        memory.record(bsym, False, [])
+    return memory.root
 
 
 def _run(bsym: BoundSymbol, env: dict, eager_impl: Callable[[Symbol], Callable | None]) -> None:

@@ -147,7 +147,7 @@ _ALIASING_PRIMS = frozenset(
 )  # fmt: skip
 
 
-def aliased_args(bsym: BoundSymbol) -> set[str]:
+def _aliased_args(bsym: BoundSymbol) -> set[str]:
     """The names of ``bsym``'s arguments whose memory its results may share: what runs may return
     them (``MAY_ALIAS``: ``contiguous``, ``to``, ``detach``), or a chain of shape prims in its
     decomposition leads from them to a result (an opaque kernel, such as a convolution, makes new
@@ -158,7 +158,7 @@ def aliased_args(bsym: BoundSymbol) -> set[str]:
         return {a.name for a in bsym.flat_proxy_args} if bsym.sym in _ALIASING_PRIMS else set()
     shares: dict[str, set[str]] = {a.name: {a.name} for a in bsym.flat_proxy_args}
     for sub in bsym.subsymbols:
-        via = set().union(*(shares.get(n, ()) for n in aliased_args(sub)))
+        via = set().union(*(shares.get(n, ()) for n in _aliased_args(sub)))
         for o in sub.flat_proxy_outs:
             shares[o.name] = via
     return set().union(*(shares.get(o.name, ()) for o in bsym.flat_proxy_outs))
@@ -193,7 +193,7 @@ def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list
             bsym = update.from_bsym(lineage=(bsym.uid,), source=bsym.source)
             made.add(bsym.uid)
         else:
-            viewed.update(aliased_args(bsym))
+            viewed.update(_aliased_args(bsym))
             if any(getattr(o, "requires_grad", False) for o in bsym.flat_proxy_outs):
                 for a in _tensors(bsym.flat_proxy_args):
                     readers.setdefault(a.name, []).append(bsym)
@@ -223,7 +223,7 @@ def _functional_form(
         or dst.name in inputs
         or dst.name in viewed
         or dst.name not in made_by
-        or aliased_args(made_by[dst.name])
+        or _aliased_args(made_by[dst.name])
         or any(_saves(reader, dst.name) for reader in readers.get(dst.name, ()))
         or any(IN_PLACE in s.sym.tags for s in compute)
         # ``dst.copy_(src)``, ``zero_()``: the new value does not come from the old one, but in eager the
@@ -313,7 +313,7 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
     (``exposed``) have no requires_grad marks: what they make from values that require grad does.
     Returns the replays that store a value that requires grad (Note [Stored values that require grad])."""
     stores: list[BoundSymbol] = []
-    memory = _Memory()
+    memory = Memory()
     for bsym in body:
         if PARAMETER in bsym.sym.tags:
             continue
@@ -360,8 +360,8 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
     return stores
 
 
-class _Memory:
-    """Which tensors of a forward may share memory (a view, ``detach``: ``aliased_args``), and which calls taking
+class Memory:
+    """Which tensors of a forward may share memory (a view, ``detach``: ``_aliased_args``), and which calls taking
     part in autograd read or made each memory, so that an in-place update of memory eager's autograd saved is
     told apart (Note [What eager's autograd saves] in thunder.core.rules)."""
 
@@ -379,7 +379,7 @@ class _Memory:
 
     def record(self, bsym: BoundSymbol, reads_active: bool, written: list[TensorProxy]) -> None:
         outs = _tensors(bsym.flat_proxy_outs)
-        for arg in aliased_args(bsym):
+        for arg in _aliased_args(bsym):
             for o in outs:
                 joined, into = self.root(o.name), self.root(arg)
                 if joined != into:
