@@ -528,7 +528,7 @@ _COUNTER = _Counter()
 
 @pytest.mark.parametrize("write", ["vars", "dunder_dict", "update"])
 def test_a_write_through_an_outside_objects_dict_is_a_clear_error(write):
-    # Note [Writes through an object's __dict__]: the write was made once while tracing (the counter stopped at 1)
+    # Note [Reads and writes through an object's __dict__]: the write was made once while tracing (the counter stopped at 1)
     def f(x):
         if write == "vars":
             vars(_COUNTER)["n"] += 1
@@ -543,3 +543,28 @@ def test_a_write_through_an_outside_objects_dict_is_a_clear_error(write):
         thunder.jit(f)(torch.ones(1))
     assert _COUNTER.n == 0
 
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: vars(_COUNTER)["n"],
+        lambda: _COUNTER.__dict__["n"],
+        lambda: _COUNTER.__dict__.get("n", 0.0),
+        lambda: 2.0 if "m" in vars(_COUNTER) else 1.0,
+        lambda: sum(v for k, v in vars(_COUNTER).items() if k != "m"),
+    ],
+    ids=["vars", "dunder_dict", "get", "in", "items"],
+)
+def test_a_read_through_an_outside_objects_dict_is_checked_on_every_call(read):
+    # Note [Reads and writes through an object's __dict__]: the cached trace kept the value read while tracing
+    def f(x):
+        return x * read()
+
+    jf = thunder.jit(f)
+    _COUNTER.__dict__.pop("m", None)
+    _COUNTER.n = 1.0
+    for change in (lambda: None, lambda: setattr(_COUNTER, "n", 5.0), lambda: setattr(_COUNTER, "m", 0.0)):
+        change()
+        torch.testing.assert_close(jf(torch.ones(1)), f(torch.ones(1)))
+    assert thunder.cache_misses(jf) <= 3
