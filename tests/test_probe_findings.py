@@ -5,6 +5,8 @@ test_training.py, test_program_forms.py, test_side_effects.py and test_generatio
 from __future__ import annotations
 
 import copy
+import operator
+import sys
 
 import numpy
 import pytest
@@ -568,3 +570,32 @@ def test_a_read_through_an_outside_objects_dict_is_checked_on_every_call(read):
         change()
         torch.testing.assert_close(jf(torch.ones(1)), f(torch.ones(1)))
     assert thunder.cache_misses(jf) <= 3
+
+
+
+def test_an_object_reached_through_operator_attrgetter_has_its_stores_replayed():
+    # Note [Operator getters]: attrgetter read natively, so the counter it reached stopped at 1
+    def count(x):
+        state = operator.attrgetter("_COUNTER")(sys.modules[__name__])
+        state.n += 1
+        return x * state.n, operator.methodcaller("__getattribute__", "n")(state)
+
+    _COUNTER.n = 0.0
+    expected = [count(torch.ones(1)) for _ in range(3)]
+    _COUNTER.n = 0.0
+    jf = thunder.jit(count)
+    torch.testing.assert_close([jf(torch.ones(1)) for _ in range(3)], expected)
+    assert _COUNTER.n == 3.0
+
+
+_SCALES = [2.0]
+
+
+def test_values_read_through_operator_getters_are_checked_on_every_call():
+    def scaled(x):
+        return x * operator.itemgetter(0)(_SCALES) * operator.attrgetter("n")(_COUNTER)
+
+    jf = thunder.jit(scaled)
+    for n, scale in ((1.0, 2.0), (3.0, 2.0), (3.0, 5.0)):
+        _COUNTER.n, _SCALES[0] = n, scale
+        torch.testing.assert_close(jf(torch.ones(1)), scaled(torch.ones(1)))

@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy as copy_module
 import functools
 import logging
+import operator
 import os
 import sys
 import types
@@ -169,6 +170,46 @@ _DEFAULTS = (
 
 
 _SCRIPT_FUNCTION, _SCRIPT_MODULE = torch.jit.ScriptFunction, torch.jit.ScriptModule
+
+
+# Note [Operator getters]
+# ``operator.attrgetter("cfg.n")(obj)``, ``itemgetter``, ``methodcaller`` read natively, so an attribute they read was
+# not checked (nor stores into what they return replayed): a counter reached through one stopped at 1. A call of one
+# is interpreted as the Python it stands for, whose reads are the program's own.
+def _python_getter(fn: Any) -> Callable | None:
+    cls = type(fn)
+    if cls is operator.attrgetter:
+        paths = [name.split(".") for name in fn.__reduce__()[1]]
+
+        def attrgetter(obj):
+            found = []
+            for path in paths:
+                value = obj
+                for name in path:
+                    value = getattr(value, name)
+                found.append(value)
+            return found[0] if len(found) == 1 else tuple(found)
+
+        return attrgetter
+    if cls is operator.itemgetter:
+        keys = fn.__reduce__()[1]
+
+        def itemgetter(obj):
+            return obj[keys[0]] if len(keys) == 1 else tuple(obj[k] for k in keys)
+
+        return itemgetter
+    if cls is operator.methodcaller:
+        made, args = fn.__reduce__()[:2]
+        if type(made) is functools.partial:
+            name, kwargs = made.args[0], made.keywords
+        else:
+            (name, *args), kwargs = args, {}
+
+        def methodcaller(obj):
+            return getattr(obj, name)(*args, **kwargs)
+
+        return methodcaller
+    return None
 
 
 def _refuse_script_module(module: torch.nn.Module, *args, **kwargs):
@@ -400,6 +441,9 @@ class SpecialCallsMixin:
             original = plain_attribute(fn, "_torchdynamo_inline")
             if original is not None:
                 return lambda *a, **k: interpreter_call(current_runtime(), original, a, k)
+        getter = _python_getter(fn)
+        if getter is not None:
+            return lambda *a, **k: interpreter_call(current_runtime(), getter, a, k)
         if type(fn) is weakref.ReferenceType:
             holder = self._provenance.get(id(fn))
             if holder is not None:
