@@ -599,3 +599,32 @@ def test_values_read_through_operator_getters_are_checked_on_every_call():
     for n, scale in ((1.0, 2.0), (3.0, 2.0), (3.0, 5.0)):
         _COUNTER.n, _SCALES[0] = n, scale
         torch.testing.assert_close(jf(torch.ones(1)), scaled(torch.ones(1)))
+
+
+@pytest.mark.parametrize(
+    "read",
+    [lambda: object.__getattribute__(_COUNTER, "n"), lambda: _COUNTER.__getattribute__("n")],
+    ids=["object.__getattribute__", "bound"],
+)
+def test_a_read_through_the_getattribute_slot_is_checked_on_every_call(read):
+    # Note [Attribute slots called by name]: the slot ran natively and the cached trace kept the traced value
+    def f(x):
+        return x * read()
+
+    jf = thunder.jit(f)
+    for n in (1.0, 7.0):
+        _COUNTER.n = n
+        torch.testing.assert_close(jf(torch.ones(1)), f(torch.ones(1)))
+
+
+def test_a_write_through_the_setattr_slot_is_made_by_every_call():
+    def f(x):
+        _COUNTER.__setattr__("n", _COUNTER.n + 1)
+        return x * _COUNTER.n
+
+    _COUNTER.n = 0.0
+    expected = [f(torch.ones(1)) for _ in range(3)]
+    _COUNTER.n = 0.0
+    jf = thunder.jit(f)
+    torch.testing.assert_close([jf(torch.ones(1)) for _ in range(3)], expected)
+    assert _COUNTER.n == 3.0
