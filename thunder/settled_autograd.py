@@ -22,7 +22,6 @@ Layer: entry points. Imports: core, transforms, executors.
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable
 
 from thunder.core import prims
