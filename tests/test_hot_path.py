@@ -421,3 +421,24 @@ def test_a_warming_region_times_one_call_in_a_sample(monkeypatch):
         torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
     assert len(timed) == 3 and region.status() == "warming up"
     assert region._warm_up_s == pytest.approx(1e-3 * (1 + 2 * torch_compile.WARM_UP_SAMPLE))
+
+
+def test_profiling_ranges_reach_a_computation_the_fused_prologue_copied():
+    # Note [The computation runs in the prologue's frame]: while the computation runs other code, the hot path calls it
+    from thunder.core.codegen import profiling_ranges
+
+    jf = thunder.jit(add, executors=["torch"])
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    _hot(jf, a, b)
+    trace = thunder.last_traces(jf)[-1]
+    entered = []
+    real_enter = torch.ops.profiler._record_function_enter_new
+    with profiling_ranges(trace, lambda i, bsym: "thunder:add" if bsym.sym.name == "add" else None):
+        fn = trace.python_callable()
+        fn.__globals__["_range_enter"] = lambda name: entered.append(name) or real_enter(name)
+        torch.testing.assert_close(jf(a, b), a + b)
+        torch.testing.assert_close(jf(a, b), a + b)
+    assert entered == ["thunder:add", "thunder:add"]
+    torch.testing.assert_close(jf(a, b), a + b)
+    run = jf._thunder.last_entry.run
+    assert "_computation" not in run.__code__.co_names  # the copy again, once the ranges are gone

@@ -583,7 +583,8 @@ class _FusedWhenReused:
         self.owner = weakref.ref(entry)
         self.fused: Callable | None = None
         self.lock = threading.Lock()
-        self.made: dict[int, Callable] = {}  # fused prologues by the id of the trace they copy (0: none)
+        # Fused prologues by the id of the trace they copy (0: none), with that trace (an id is reused once freed).
+        self.made: dict[int, tuple[TraceCtx | None, Callable]] = {}
         # Note [A settled entry records with torch's autograd]: checked when the code of its traces changes.
         self.settled = settled
         for fn in [self.computation, *(settled.watched() if settled is not None else ())]:
@@ -610,22 +611,23 @@ class _FusedWhenReused:
             if self.fused is None:
                 entry = self.owner()
                 missed = entry.misses.missed if entry is not None else (lambda bsym, values, raised=None: MISS)
-                ours = entry is not None and (entry.run is self or entry.run in self.made.values())
+                ours = entry is not None and (entry.run is self or any(entry.run is f for _, f in self.made.values()))
                 if self.settled is not None and entry is not None and self.settled.ready():
                     computation, self.settled = self.settled.switch(entry), None
                     if computation is not None:
                         self.computation, self.made = computation, {}
                         self._watch(computation)
                 inline = getattr(self.computation, "__thunder_trace__", None)
-                fused = self.made.get(id(inline) if inline is not None else 0)
+                made = self.made.get(id(inline) if inline is not None else 0)
+                fused = made[1] if made is not None and made[0] is inline else None
                 if fused is None:
                     fused = self.prologue.fused_prologue_callable(self.computation, missed, inline)
                     copied = fused.__thunder_inlined_trace__
                     # Only the one that calls the computation and the one that copies its current code are kept.
                     self.made = {k: v for k, v in self.made.items() if k == 0}
-                    self.made[id(copied) if copied is not None else 0] = fused
-                    if copied is not inline and inline is not None:
-                        self.made[id(inline)] = fused  # its names do not allow the copy: it is called
+                    self.made[id(copied) if copied is not None else 0] = (copied, fused)
+                    if copied is not inline:
+                        self.made[id(inline)] = (inline, fused)  # its names do not allow the copy: it is called
                 self.fused = fused
                 if ours:
                     entry.run = fused
