@@ -440,7 +440,8 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     settled = None
     if split is not None and not switches and not tracer.outcomes:
         settled = settled_autograd(cd.options, weakref.ref(cs), traces, AUTOGRAD_SPLIT.name, backward_traces[-1])
-    entry.run = entry.fuser = _FusedWhenReused(entry, executed_prologue, cache_option, settled)
+    plain = final if computation_fn is final.python_callable() else None
+    entry.run = entry.fuser = _FusedWhenReused(entry, executed_prologue, cache_option, plain, settled)
     if entry.outcomes and draws_per_call(entry):
         entry.run = _restoring_draws_on_changed_outcome(entry.run, entry)
     cs.last_trace_tracing_ms = computation.provenance.ms
@@ -574,12 +575,17 @@ class _FusedWhenReused:
     the computation's code makes it again (Note [The computation runs in the prologue's frame] in
     ``thunder.core.trace``)."""
 
-    __slots__ = ("computation", "prologue", "owner", "option", "key", "fused", "lock", "made", "settled", "__weakref__")
+    __slots__ = (
+        "computation", "trace", "prologue", "owner", "option", "key", "fused", "lock", "made", "settled", "__weakref__",
+    )  # fmt: skip
 
     def __init__(
-        self, entry: CacheEntry, prologue: TraceCtx, option: CACHE_OPTIONS, settled: SettledAutograd | None = None
+        self, entry: CacheEntry, prologue: TraceCtx, option: CACHE_OPTIONS, trace: TraceCtx | None = None,
+        settled: SettledAutograd | None = None,
     ):  # fmt: skip
+        """``trace``: the trace the computation is the compiled function of, if it is (no wrapper, no autograd)."""
         self.computation, self.prologue, self.option, self.key = entry.computation, prologue, option, entry.key
+        self.trace = trace
         self.owner = weakref.ref(entry)
         self.fused: Callable | None = None
         self.lock = threading.Lock()
@@ -587,13 +593,12 @@ class _FusedWhenReused:
         self.made: dict[int, tuple[TraceCtx | None, Callable]] = {}
         # Note [A settled entry records with torch's autograd]: checked when the code of its traces changes.
         self.settled = settled
-        for fn in [self.computation, *(settled.watched() if settled is not None else ())]:
+        for fn in [*([self.computation] if trace is not None else ()), *(settled.watched() if settled else ())]:
             self._watch(fn)
 
     def _watch(self, fn: Callable) -> None:
         """Tells ``self`` when the compiled trace function ``fn`` takes other code (``replace_code``)."""
-        if getattr(fn, "__thunder_trace__", None) is not None:
-            fn.__dict__.setdefault("__thunder_code_users__", []).append(weakref.ref(self))
+        fn.__dict__.setdefault("__thunder_code_users__", []).append(weakref.ref(self))
 
     def __call__(self, args: tuple, kwargs: dict):
         fused = self.fused
@@ -613,11 +618,12 @@ class _FusedWhenReused:
                 missed = entry.misses.missed if entry is not None else (lambda bsym, values, raised=None: MISS)
                 ours = entry is not None and (entry.run is self or any(entry.run is f for _, f in self.made.values()))
                 if self.settled is not None and entry is not None and self.settled.ready():
-                    computation, self.settled = self.settled.switch(entry), None
-                    if computation is not None:
-                        self.computation, self.made = computation, {}
-                        self._watch(computation)
-                inline = getattr(self.computation, "__thunder_trace__", None)
+                    switched, self.settled = self.settled.switch(entry), None
+                    if switched is not None:
+                        (self.computation, self.trace), self.made = switched, {}
+                        self._watch(self.computation)
+                # What the computation's code prints now (Note [The computation runs in the prologue's frame]).
+                inline = self.computation.__dict__.get("__thunder_trace__", self.trace) if self.trace else None
                 made = self.made.get(id(inline) if inline is not None else 0)
                 fused = made[1] if made is not None and made[0] is inline else None
                 if fused is None:

@@ -59,9 +59,9 @@ class SettledAutograd:
             r.stays_on_torch() is not False for r in _regions(self.backward)
         )
 
-    def switch(self, entry) -> Callable | None:
-        """The entry's new computation (recorded in its traces and the function's stats), or None if its parameters
-        are not the prologue's outputs."""
+    def switch(self, entry) -> tuple[Callable, TraceCtx] | None:
+        """The entry's new computation and its trace (recorded in its traces and the function's stats), or None if
+        its parameters are not the prologue's outputs."""
         start = time.perf_counter_ns()
         trace = delete_last_used(transform_for_execution(self.program, [torchex.ex, pythonex.ex]))
         if [getattr(a, "name", None) for a in trace.args] != [getattr(a, "name", None) for a in self.forward.args]:
@@ -75,7 +75,7 @@ class SettledAutograd:
             cs.last_autograd_fallback = REASON
             cs.last_saved_for_backward_bytes = None
         entry.computation = computation
-        return computation
+        return computation, trace
 
 
 def settled_autograd(options, stats, traces: list[TraceCtx], split_name: str, backward: TraceCtx) -> SettledAutograd | None:

@@ -453,7 +453,7 @@ def profiling_ranges(trace, ranges: Callable[[int, BoundSymbol], str | None]):
         raise RuntimeError(f"cannot profile {trace.name}: its code and the ranged code disagree on {clash}")
     for k, v in printer.ctx.items():
         env.setdefault(k, v)
-    original, shown = fn.__code__, getattr(fn, "__thunder_trace__", None)
+    original, shown = fn.__code__, fn.__dict__.get("__thunder_trace__", OWN_TRACE)
     replace_code(fn, inner.__code__, None)  # the hot path calls the ranged function (no inlined copy of its code)
     try:
         yield
@@ -462,12 +462,20 @@ def profiling_ranges(trace, ranges: Callable[[int, BoundSymbol], str | None]):
         del ranged, inner  # its linecache entries go with it
 
 
-def replace_code(fn: Callable, code: Any, trace: Any) -> None:
+#: ``replace_code``'s ``trace`` for a function given back the code of the trace it was compiled from.
+OWN_TRACE = object()
+
+
+def replace_code(fn: Callable, code: Any, trace: Any = OWN_TRACE) -> None:
     """Gives the compiled function ``fn`` other ``code``, that of ``trace`` (None: code no trace prints), and tells
     the fused prologues that copied its statements (Note [The computation runs in the prologue's frame] in
-    ``thunder.core.trace``), which are made again on their next call."""
+    ``thunder.core.trace``), which are made again on their next call. ``fn.__thunder_trace__`` keeps ``trace``,
+    except its own trace (which holds ``fn``: no reference cycle, so an evicted entry is freed by refcounting)."""
     fn.__code__ = code
-    fn.__thunder_trace__ = trace
+    if trace is OWN_TRACE:
+        fn.__dict__.pop("__thunder_trace__", None)
+    else:
+        fn.__thunder_trace__ = trace
     for ref in list(getattr(fn, "__thunder_code_users__", ())):
         user = ref()
         if user is not None:

@@ -286,7 +286,6 @@ class TraceCtx:
                 source, self.function_name, printer.ctx, f"thunder.{self.name}_{self.uid}", printer.line_bsyms
             )
             self._callable.__thunder_source__ = source
-            self._callable.__thunder_trace__ = self  # what its code runs (Note [The computation runs in the prologue's frame])
             # Callables of the context that want to know where they are called from (a region that may later run
             # inline: Note [A settled region runs inline] in thunder.executors.torch_compile).
             for value in printer.ctx.values():
