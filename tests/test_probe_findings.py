@@ -628,3 +628,30 @@ def test_a_write_through_the_setattr_slot_is_made_by_every_call():
     jf = thunder.jit(f)
     torch.testing.assert_close([jf(torch.ones(1)) for _ in range(3)], expected)
     assert _COUNTER.n == 3.0
+
+
+class _Config:
+    def __init__(self):
+        self.a, self.m = 1.0, {"k": 2.0}
+
+    def to_dict(self):  # as transformers' PretrainedConfig.to_dict
+        return copy.deepcopy(self.__dict__)
+
+
+_CONFIG = _Config()
+
+
+@pytest.mark.parametrize("copied", [True, False], ids=["of-a-copy", "of-the-object"])
+def test_a_deep_copy_of_an_objects_dict_has_its_values_of_each_call(copied):
+    # Note [Reads and writes through an object's __dict__]: the values were those of tracing (1.0 where eager gave
+    # 3.0); then, of a copy made on every call, the identity the deep copy asked of its dict was checked (T5's
+    # config: "the prologue of a newly compiled entry rejected the inputs it was traced with")
+    def f(x):
+        config = copy.deepcopy(_CONFIG) if copied else _CONFIG
+        d = config.to_dict()
+        return x * d["a"] * d["m"]["k"]
+
+    jf = thunder.jit(f)
+    for a, k in ((1.0, 2.0), (3.0, 2.0), (3.0, 5.0)):
+        _CONFIG.a, _CONFIG.m["k"] = a, k
+        torch.testing.assert_close(jf(torch.ones(1)), f(torch.ones(1)))

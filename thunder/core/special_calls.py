@@ -389,10 +389,27 @@ class SpecialCallsMixin:
             original = lazy.original
         if original is not None:
             holder = self._provenance.get(id(original)) or (lazy.holder if lazy is not None else None)
+            if holder is not None and self._made_per_call(holder):  # (``copy.deepcopy(vars(c))`` of a copy ``c``)
+                return id(original)
             if holder is not None:
                 self._check(prims.check_identity, holder, original)
                 return id(original)
         return id(obj)
+
+    def _made_per_call(self, holder: Proxy) -> bool:
+        """Whether the prologue reaches ``holder`` through a copy it makes on every call (Note [Copies of outside
+        objects]): then its identity is new on every call, and nothing can be checked of it."""
+        made_by = {o.name: b for b in self.prologue.bound_symbols for o in b.flat_proxy_outs}
+        todo, seen = [holder.name], set()
+        while todo:
+            bsym = made_by.get(todo.pop())
+            if bsym is None or id(bsym) in seen:
+                continue
+            seen.add(id(bsym))
+            if bsym.sym is prims.unpack_call and bsym.args[0] in (copy_module.copy, copy_module.deepcopy):
+                return True
+            todo.extend(a.name for a in bsym.flat_proxy_args)
+        return False
 
     def _refuse_backward_hook(self, module: torch.nn.Module, *hooks) -> None:
         """``nn.Module.__call__`` of a module with backward hooks (``register_full_backward_hook``,
