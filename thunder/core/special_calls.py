@@ -419,6 +419,8 @@ class SpecialCallsMixin:
         replacement = interpreted_replacement(func)
         if replacement is not None:
             bound = (self_obj,) if isinstance(fn, types.MethodType) else ()
+            if replacement is _module_call:  # run by the tracer itself: no frame, no instructions (Note [Module calls])
+                return functools.partial(self._module_call, *bound)
             return lambda *a, **k: interpreter_call(current_runtime(), replacement, (*bound, *a), k)
         nondeterministic = is_nondeterministic(fn, module, self_obj)
         if isinstance(func, types.FunctionType) and not nondeterministic:
@@ -711,6 +713,13 @@ class SpecialCallsMixin:
         self._check(prims.check_no_hooks, holder)
         self._asked_hasattr.add(("own method", id(module), "forward"))  # check_no_hooks checks it has none
         return True
+
+    def _module_call(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        """``_module_call`` as the tracer runs it: the same reads and checks, without interpreting its code."""
+        runtime = current_runtime()
+        if self._hookless(module):
+            return interpreter_call(runtime, self._getattr(module, "forward"), args, kwargs)
+        return interpreter_call(runtime, _torch_module_call, (module, *args), kwargs)
 
     def _as_seen(self, value: Any) -> Any:
         """``value`` as the program sees it: an outside container the program read or changed is its copy
