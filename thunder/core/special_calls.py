@@ -363,6 +363,8 @@ class SpecialCallsMixin:
         if type(fn) is types.FunctionType and fn in self._plain_functions:
             self._guard_function(fn)
             return self._call_of(fn)
+        if type(fn) is types.MethodType and isinstance(fn.__self__, Proxy):
+            return fn  # a traced value's method (the torch language's): no table or special call names a method of it
         try:
             special = self._specials.get(fn)
             hashable = True
