@@ -294,3 +294,44 @@ def test_a_deep_copy_of_a_compiled_module_is_a_compiled_copy():
     bn = copied.get_submodule("1")
     torch.testing.assert_close(bn.running_mean, reference[1].running_mean)
     assert not torch.equal(bn.running_mean, model[1].running_mean)  # the copy's buffers are its own
+
+
+def test_modules_the_program_makes_match_eager_and_hit_the_cache():
+    # nn.Module.__init__ of a module made inside the program runs natively (SpecialCallsMixin._module_init): the
+    # module is the program's own (no guards on it), its state is eager's, and a second call hits.
+    class Gate(torch.nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+            self.register_buffer("offset", torch.ones(3))
+
+        def forward(self, t):
+            return t * self.k + self.offset
+
+    class Mixed(torch.nn.Module):
+        call_super_init = True  # passes its arguments on to the next class's __init__: interpreted
+
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, t):
+            return t - 1
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Linear(3, 3) for _ in range(3)])
+
+        def forward(self, t):
+            for layer in self.layers[:2]:  # a slice makes a new ModuleList
+                t = layer(t)
+            gate = Gate(2.0)
+            return Mixed()(gate(t)), gate.training, len(gate._modules), sorted(gate._buffers)
+
+    net, x = Net(), torch.randn(4, 3)
+    jm = thunder.jit(net)
+    for _ in range(2):
+        out, expected = jm(x), net(x)
+        torch.testing.assert_close(out[0], expected[0])
+        assert out[1:] == expected[1:]
+    assert thunder.cache_misses(jm) == 1 and thunder.cache_hits(jm) == 1

@@ -52,7 +52,7 @@ import torch.utils.checkpoint
 from thunder.core import introspection, prims, proxies, torch_state, transforms
 from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as interpreter_call
-from thunder.core.interpreter.execution import enter_function
+from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime, frame_line, innermost_frame_objects
 from thunder.core.module import is_thunder_entry
 from thunder.core.nested_jit import inner_jitted_lookaside
@@ -85,6 +85,7 @@ def _hookless(module: torch.nn.Module) -> bool:
 
 _WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
 _torch_module_call = unreplaced(_WRAPPED_CALL_IMPL)
+_torch_module_init = unreplaced(torch.nn.Module.__init__)
 
 
 def _module_call(self, *args, **kwargs):
@@ -299,6 +300,7 @@ class SpecialCallsMixin:
             # numbers it from a global itertools.count, which tracing cannot snapshot.
             torch.autograd.function.FunctionMeta: torch.autograd.function.FunctionMeta,
             _hookless: self._hookless,
+            torch.nn.Module.__init__: self._module_init,
             print: self._print,
             id: self._id,
             # A profiler range (``torch.profiler.record_function``, which every torch.optim step opens) changes no
@@ -722,6 +724,19 @@ class SpecialCallsMixin:
         if self._hookless(module):
             return interpreter_call(runtime, self._getattr(module, "forward"), args, kwargs)
         return interpreter_call(runtime, _torch_module_call, (module, *args), kwargs)
+
+    def _module_init(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
+        """``nn.Module.__init__`` of a module the program is making (``super().__init__()`` in its class's
+        ``__init__``; ``nn.ModuleList`` slices make one): run natively, it sets the same empty state. Interpreted it
+        reads nothing from outside (torch's globals are fixed) and records nothing: its stores go to an object the
+        program made. Any other call (arguments passed on by ``call_super_init``, an outside module) is interpreted."""
+        plain = (
+            not args and not kwargs and id(module) not in self._provenance and not self._is_outside(module)
+            and lookup_type_attr(type(module), "call_super_init") is False and "call_super_init" not in vars(module)
+        )  # fmt: skip
+        if not plain:
+            return interpreter_call(current_runtime(), _torch_module_init, (module, *args), kwargs)
+        torch.nn.Module.__init__(module)
 
     def _as_seen(self, value: Any) -> Any:
         """``value`` as the program sees it: an outside container the program read or changed is its copy
