@@ -35,6 +35,7 @@ Layer: tracing. Imports: core.
 from __future__ import annotations
 
 import copy as copy_module
+import dataclasses
 import functools
 import logging
 import os
@@ -86,6 +87,19 @@ def _hookless(module: torch.nn.Module) -> bool:
 _WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
 _torch_module_call = unreplaced(_WRAPPED_CALL_IMPL)
 _torch_module_init = unreplaced(torch.nn.Module.__init__)
+_dataclass_fields = unreplaced(dataclasses.fields)
+
+
+def _globals_read_by(fn: types.FunctionType) -> tuple[str, ...]:
+    """The names of ``fn``'s module globals that its code (nested code included) may read, in first-use order."""
+    names, codes = [], [fn.__code__]
+    for code in codes:
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        names.extend(n for n in code.co_names if n in fn.__globals__ and n not in names)
+    return tuple(names)
+
+
+_DATACLASS_FIELDS_GLOBALS = _globals_read_by(dataclasses.fields)
 
 
 def _module_call(self, *args, **kwargs):
@@ -301,6 +315,7 @@ class SpecialCallsMixin:
             torch.autograd.function.FunctionMeta: torch.autograd.function.FunctionMeta,
             _hookless: self._hookless,
             torch.nn.Module.__init__: self._module_init,
+            dataclasses.fields: self._fields,
             print: self._print,
             id: self._id,
             # A profiler range (``torch.profiler.record_function``, which every torch.optim step opens) changes no
@@ -737,6 +752,19 @@ class SpecialCallsMixin:
         if not plain:
             return interpreter_call(current_runtime(), _torch_module_init, (module, *args), kwargs)
         torch.nn.Module.__init__(module)
+
+    def _fields(self, class_or_instance: Any) -> tuple:
+        """``dataclasses.fields`` (``ModelOutput`` calls it for each field it sets): run natively, with the module
+        globals its code reads read as the interpreter reads them (so checked alike). Interpreted, its other reads
+        (the class's ``__dataclass_fields__``, a dunder, and the ``Field`` objects in it) check nothing; an nn.Module,
+        a traced value or an object without the attribute (its TypeError) is interpreted."""
+        plain = not isinstance(class_or_instance, (torch.nn.Module, Proxy)) and hasattr(class_or_instance, "__dataclass_fields__")
+        if not plain:
+            return interpreter_call(current_runtime(), _dataclass_fields, (class_or_instance,))
+        module_globals = dataclasses.fields.__globals__
+        for name in _DATACLASS_FIELDS_GLOBALS:
+            self.load_global(module_globals, name, module_globals[name], False)
+        return dataclasses.fields(class_or_instance)
 
     def _as_seen(self, value: Any) -> Any:
         """``value`` as the program sees it: an outside container the program read or changed is its copy
