@@ -335,3 +335,13 @@ def test_modules_the_program_makes_match_eager_and_hit_the_cache():
         torch.testing.assert_close(out[0], expected[0])
         assert out[1:] == expected[1:]
     assert thunder.cache_misses(jm) == 1 and thunder.cache_hits(jm) == 1
+
+
+def test_module_calls_interpret_no_code_of_thunders():
+    # Note [Module calls]: the tracer runs _module_call itself; interpreted, it was a frame and a dozen instructions
+    # per module call.
+    m = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    jm = thunder.jit(m, debug_options=thunder.DebugOptions(record_interpreter_history=True))
+    torch.testing.assert_close(jm(torch.ones(2, 3)), m(torch.ones(2, 3)))
+    files = {e["filename"] for e in thunder.last_interpreter_log(jm) if isinstance(e, dict) and e["kind"] == "Line"}
+    assert files and not any("special_calls" in f for f in files), files
