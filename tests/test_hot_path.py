@@ -9,7 +9,8 @@ import torch
 
 import thunder
 from thunder.core.codegen import Printer
-from thunder.core.prims.python import _tensor_guard
+from thunder.core.prims.python import _hooked, _tensor_conditions, _tensor_guard, _TensorConditions, check_no_hooks
+from thunder.core.proxies import Proxy
 
 
 def add(a, b):
@@ -97,6 +98,42 @@ def test_no_c_tensor_check_where_it_cannot_be_exact():
 
     printer.tensor_types["y"] = MyTensor
     assert _tensor_guard(printer, "y", [2], torch.device("cpu"), torch.float32, False) is None
+
+
+def _inline(printer_source: str, ctx: dict):
+    """The condition of a printed check ``if <cond>: return ...`` as a function of ``x``."""
+    cond = printer_source.split(": return")[0].removeprefix("if ")
+    return eval(f"lambda x: bool({cond})", ctx)
+
+
+@pytest.mark.parametrize("device", [torch.device("cpu"), torch.device("meta")])
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_tensor_conditions_as_one_call_accept_what_the_printed_conditions_accept(dtype, requires_grad, device):
+    # Note [Tensor conditions as one call]: the hot path's object against the conditions a printed trace shows.
+    printer = Printer()
+    line = _tensor_conditions(
+        printer, Proxy("x"), "{x}.shape == (2, 3)", device, dtype, requires_grad, None, fast=False
+    )
+    inline = _inline(line.replace("if not ", "if ", 1), printer.ctx)
+    one_call = _TensorConditions((2, 3), dtype, device, requires_grad)
+    candidates = [*_candidates(), torch.randn(2, 3, device="meta", requires_grad=True), 1.0, None]
+    for grad_mode in (True, False):
+        with torch.set_grad_enabled(grad_mode):
+            for t in candidates:
+                assert one_call(t) is inline(t), t
+
+
+def test_the_hot_paths_module_check_is_the_printed_one():
+    bsym = check_no_hooks.bind(Proxy("x"), output=None)
+    printed = _inline(bsym.sym.printer(bsym, Printer())[0], {})
+    modules = [torch.nn.Linear(2, 2) for _ in range(6)]
+    modules[1].register_forward_hook(lambda *a: None)
+    modules[2].register_forward_pre_hook(lambda *a: None)
+    modules[3].register_full_backward_hook(lambda *a: None)
+    modules[4].forward = lambda x: x
+    modules[5]._compiled_call_impl = lambda *a: None
+    assert [bool(_hooked(m)) for m in modules] == [printed(m) for m in modules] == [False, *[True] * 5]
 
 
 def _fused_globals(jf) -> dict:
@@ -411,7 +448,9 @@ def test_a_warming_region_times_one_call_in_a_sample(monkeypatch):
     args = [torch.randn(2, 2) for _ in range(5)]
     timed = []
     original = torch_compile._Compiled._timed
-    monkeypatch.setattr(torch_compile._Compiled, "_timed", lambda self, a: (timed.append(1) or original(self, a)[0], 1e-3))
+    monkeypatch.setattr(
+        torch_compile._Compiled, "_timed", lambda self, a: (timed.append(1) or original(self, a)[0], 1e-3)
+    )
     jf(*args)  # the first call: timed, and counted once (it is cold)
     (region,) = [
         b.sym.python_impl for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name.startswith("TorchCompile")

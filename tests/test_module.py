@@ -309,3 +309,54 @@ def test_a_compiled_container_module_is_indexed_iterated_and_sized_as_the_origin
     assert "a" in jd and list(jd) == ["a"] and jd["a"] is blocks["a"]
     plain = thunder.jit(nn.Linear(2, 2))  # not a container: no len, and always true
     assert bool(plain) and not hasattr(type(plain), "__len__")
+
+
+def test_modules_the_program_makes_match_eager_and_hit_the_cache():
+    # nn.Module.__init__ of a module made inside the program runs natively (SpecialCallsMixin._module_init): the
+    # module is the program's own (no guards on it), its state is eager's, and a second call hits.
+    class Gate(torch.nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+            self.register_buffer("offset", torch.ones(3))
+
+        def forward(self, t):
+            return t * self.k + self.offset
+
+    class Mixed(torch.nn.Module):
+        call_super_init = True  # passes its arguments on to the next class's __init__: interpreted
+
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, t):
+            return t - 1
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Linear(3, 3) for _ in range(3)])
+
+        def forward(self, t):
+            for layer in self.layers[:2]:  # a slice makes a new ModuleList
+                t = layer(t)
+            gate = Gate(2.0)
+            return Mixed()(gate(t)), gate.training, len(gate._modules), sorted(gate._buffers)
+
+    net, x = Net(), torch.randn(4, 3)
+    jm = thunder.jit(net)
+    for _ in range(2):
+        out, expected = jm(x), net(x)
+        torch.testing.assert_close(out[0], expected[0])
+        assert out[1:] == expected[1:]
+    assert thunder.cache_misses(jm) == 1 and thunder.cache_hits(jm) == 1
+
+
+def test_module_calls_interpret_no_code_of_thunders():
+    # Note [Module calls]: the tracer runs _module_call itself; interpreted, it was a frame and a dozen instructions
+    # per module call.
+    m = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    jm = thunder.jit(m, debug_options=thunder.DebugOptions(record_interpreter_history=True))
+    torch.testing.assert_close(jm(torch.ones(2, 3)), m(torch.ones(2, 3)))
+    files = {e["filename"] for e in thunder.last_interpreter_log(jm) if isinstance(e, dict) and e["kind"] == "Line"}
+    assert files and not any("special_calls" in f for f in files), files

@@ -376,3 +376,29 @@ def test_a_returned_object_holding_a_python_module_is_not_searched_through_the_m
         warnings.simplefilter("error")
         out = thunder.jit(f)(torch.ones(2))
     assert out[1].lib is torch.distributed
+
+
+@dataclasses.dataclass
+class _Scaled:
+    scale: float
+    shift: float = 0.0
+
+
+def test_dataclasses_fields_inside_the_program_matches_eager_and_sees_changes():
+    # dataclasses.fields runs natively (SpecialCallsMixin._fields): the same fields, the same checks of what it reads.
+    def f(x, cfg):
+        names = [fl.name for fl in dataclasses.fields(cfg)] + [fl.name for fl in dataclasses.fields(_Scaled)]
+        for name in names[:2]:
+            x = x * getattr(cfg, name) + 1
+        try:
+            dataclasses.fields(x)  # not a dataclass: eager's TypeError, caught
+        except TypeError:
+            x = x - 1
+        return x, names
+
+    jf, x = thunder.jit(f), torch.randn(3)
+    for cfg in (_Scaled(2.0, 1.0), _Scaled(2.0, 1.0), _Scaled(3.0, 0.5)):
+        out, expected = jf(x, cfg), f(x, cfg)
+        torch.testing.assert_close(out[0], expected[0])
+        assert out[1] == expected[1]
+    assert thunder.cache_misses(jf) == 2  # the third config has other values

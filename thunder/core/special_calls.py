@@ -15,7 +15,9 @@ is an attribute guard of its own (a type check and a check that the dict is empt
 lines of the prologue per module, most of a cached call's checking on a model with a hundred
 modules. So traced calls run ``_module_call`` instead: for a module the program did not make, with
 no hooks and not compiled (as nearly every module is), it calls ``forward`` directly and the prologue
-checks all of that in one line; otherwise it runs torch's own code.
+checks all of that in one line; otherwise it runs torch's own code. The tracer runs ``_module_call`` itself
+(``SpecialCallsMixin._module_call``: the same check and the same read of ``forward``), not under the interpreter: a
+frame and a dozen instructions per module call, a tenth of what a decode step of a small Llama interprets.
 
 Note [Copies of outside objects]
 ``copy.deepcopy(m)`` of a module argument, run by the interpreter, reads ``m``'s state natively (its
@@ -35,6 +37,7 @@ Layer: tracing. Imports: core.
 from __future__ import annotations
 
 import copy as copy_module
+import dataclasses
 import functools
 import logging
 import operator
@@ -87,6 +90,20 @@ def _hookless(module: torch.nn.Module) -> bool:
 
 _WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
 _torch_module_call = unreplaced(_WRAPPED_CALL_IMPL)
+_torch_module_init = unreplaced(torch.nn.Module.__init__)
+_dataclass_fields = unreplaced(dataclasses.fields)
+
+
+def _globals_read_by(fn: types.FunctionType) -> tuple[str, ...]:
+    """The names of ``fn``'s module globals that its code (nested code included) may read, in first-use order."""
+    names, codes = [], [fn.__code__]
+    for code in codes:
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        names.extend(n for n in code.co_names if n in fn.__globals__ and n not in names)
+    return tuple(names)
+
+
+_DATACLASS_FIELDS_GLOBALS = _globals_read_by(dataclasses.fields)
 
 
 def _module_call(self, *args, **kwargs):
@@ -357,6 +374,8 @@ class SpecialCallsMixin:
             # numbers it from a global itertools.count, which tracing cannot snapshot.
             torch.autograd.function.FunctionMeta: torch.autograd.function.FunctionMeta,
             _hookless: self._hookless,
+            torch.nn.Module.__init__: self._module_init,
+            dataclasses.fields: self._fields,
             print: self._print,
             id: self._id,
             # A profiler range (``torch.profiler.record_function``, which every torch.optim step opens) changes no
@@ -438,6 +457,8 @@ class SpecialCallsMixin:
         if type(fn) is types.FunctionType and fn in self._plain_functions:
             self._guard_function(fn)
             return self._call_of(fn)
+        if type(fn) is types.MethodType and isinstance(fn.__self__, Proxy):
+            return fn  # a traced value's method (the torch language's): no table or special call names a method of it
         try:
             special = self._specials.get(fn)
             hashable = True
@@ -501,6 +522,8 @@ class SpecialCallsMixin:
         replacement = interpreted_replacement(func)
         if replacement is not None:
             bound = (self_obj,) if isinstance(fn, types.MethodType) else ()
+            if replacement is _module_call:  # run by the tracer itself: no frame, no instructions (Note [Module calls])
+                return functools.partial(self._module_call, *bound)
             return lambda *a, **k: interpreter_call(current_runtime(), replacement, (*bound, *a), k)
         nondeterministic = is_nondeterministic(fn, module, self_obj)
         if isinstance(func, types.FunctionType) and not nondeterministic:
@@ -811,6 +834,39 @@ class SpecialCallsMixin:
         self._check(prims.check_no_hooks, holder)
         self._asked_hasattr.add(("own method", id(module), "forward"))  # check_no_hooks checks it has none
         return True
+
+    def _module_call(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        """``_module_call`` as the tracer runs it: the same reads and checks, without interpreting its code."""
+        runtime = current_runtime()
+        if self._hookless(module):
+            return interpreter_call(runtime, self._getattr(module, "forward"), args, kwargs)
+        return interpreter_call(runtime, _torch_module_call, (module, *args), kwargs)
+
+    def _module_init(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
+        """``nn.Module.__init__`` of a module the program is making (``super().__init__()`` in its class's
+        ``__init__``; ``nn.ModuleList`` slices make one): run natively, it sets the same empty state. Interpreted it
+        reads nothing from outside (torch's globals are fixed) and records nothing: its stores go to an object the
+        program made. Any other call (arguments passed on by ``call_super_init``, an outside module) is interpreted."""
+        plain = (
+            not args and not kwargs and id(module) not in self._provenance and not self._is_outside(module)
+            and lookup_type_attr(type(module), "call_super_init") is False and "call_super_init" not in vars(module)
+        )  # fmt: skip
+        if not plain:
+            return interpreter_call(current_runtime(), _torch_module_init, (module, *args), kwargs)
+        torch.nn.Module.__init__(module)
+
+    def _fields(self, class_or_instance: Any) -> tuple:
+        """``dataclasses.fields`` (``ModelOutput`` calls it for each field it sets): run natively, with the module
+        globals its code reads read as the interpreter reads them (so checked alike). Interpreted, its other reads
+        (the class's ``__dataclass_fields__``, a dunder, and the ``Field`` objects in it) check nothing; an nn.Module,
+        a traced value or an object without the attribute (its TypeError) is interpreted."""
+        plain = not isinstance(class_or_instance, (torch.nn.Module, Proxy)) and hasattr(class_or_instance, "__dataclass_fields__")
+        if not plain:
+            return interpreter_call(current_runtime(), _dataclass_fields, (class_or_instance,))
+        module_globals = dataclasses.fields.__globals__
+        for name in _DATACLASS_FIELDS_GLOBALS:
+            self.load_global(module_globals, name, module_globals[name], False)
+        return dataclasses.fields(class_or_instance)
 
     def _as_seen(self, value: Any) -> Any:
         """``value`` as the program sees it: an outside container the program read or changed is its copy
