@@ -1,0 +1,53 @@
+"""What a second round of probing with programs people write found (the first round's are in
+tests/test_probe_findings.py), each kept as a regression test against eager."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.errors import ThunderRuntimeError
+
+
+def _leaf_by_assignment(x):
+    y = torch.zeros(3)
+    y.requires_grad = True  # as y.requires_grad_(), the way people write it too
+    return x * y, y
+
+
+def test_assigning_requires_grad_is_as_requires_grad_():
+    # ``y.requires_grad = True`` was set on the traced value only: the results did not require grad, so a backward
+    # through them failed or (mixed with other leaves) silently gave no gradient for ``y``.
+    jitted = thunder.jit(_leaf_by_assignment)
+    for _ in range(2):
+        x = torch.randn(3)
+        (expected, expected_y), (actual, actual_y) = _leaf_by_assignment(x), jitted(x)
+        assert actual.requires_grad and actual_y.requires_grad and actual_y.is_leaf
+        torch.testing.assert_close(actual, expected)
+        actual.sum().backward()
+        expected.sum().backward()
+        torch.testing.assert_close(actual_y.grad, expected_y.grad)
+
+
+def test_assigning_requires_grad_gives_eager_s_errors():
+    def not_a_bool(x):
+        y = x * 1
+        y.requires_grad = 1
+        return y
+
+    def not_a_leaf(x):
+        y = x * 1
+        y.requires_grad = False
+        return y
+
+    def an_input(x):
+        x.requires_grad = True
+        return x * 2
+
+    with pytest.raises(RuntimeError, match="requires_grad must be a bool"):
+        thunder.jit(not_a_bool)(torch.randn(3))
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables"):
+        thunder.jit(not_a_leaf)(torch.randn(3, requires_grad=True))
+    with pytest.raises(ThunderRuntimeError, match="changes a tensor the jitted function was given"):
+        thunder.jit(an_input)(torch.randn(3))
