@@ -51,3 +51,23 @@ def test_assigning_requires_grad_gives_eager_s_errors():
         thunder.jit(not_a_leaf)(torch.randn(3, requires_grad=True))
     with pytest.raises(ThunderRuntimeError, match="changes a tensor the jitted function was given"):
         thunder.jit(an_input)(torch.randn(3))
+
+
+def _densified_or_doubled(x):
+    return x.to_dense() * 3 if x.is_sparse else x * 2
+
+
+def test_a_sparse_or_nested_input_is_a_clear_error():
+    # A sparse input was traced as a dense tensor: ``x.is_sparse`` was False (the other branch ran and returned a sparse
+    # tensor with other values), and a cached entry traced with a dense tensor took a sparse one of the same shape.
+    dense = torch.tensor([[0.0, 1.0], [2.0, 0.0]])
+    jitted = thunder.jit(_densified_or_doubled)
+    torch.testing.assert_close(jitted(dense), _densified_or_doubled(dense))
+    for x in (dense.to_sparse(), dense.to_sparse_csr()):
+        with pytest.raises(thunder.core.errors.ThunderValueError, match=r"x is a tensor of layout torch.sparse_\w+, "):
+            jitted(x)  # the cached entry does not take it
+        with pytest.raises(thunder.core.errors.ThunderValueError, match="which thunder.jit does not trace"):
+            thunder.jit(_densified_or_doubled)(x)
+    nested = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])
+    with pytest.raises(thunder.core.errors.ThunderValueError, match="x is a nested tensor"):
+        thunder.jit(_densified_or_doubled)(nested)

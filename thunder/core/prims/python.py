@@ -222,8 +222,10 @@ def _tensor_conditions(
 ) -> str:
     x = printer.value(t)
     printer.add_ctx("_Tensor", torch.Tensor)
+    printer.add_ctx("_strided", torch.strided)
     conds = [
         f"isinstance({x}, _Tensor)",
+        f"{x}.layout is _strided",  # (a sparse tensor is not traced: Note [Tensor checks in C] checks the layout)
         size_check.format(x=x),
         f"{x}.dtype is {printer.add_ctx('_' + dtypes.short_name(dtype), dtype)}",  # a global: no torch.<attr> lookup
         _device_check(x, device),
