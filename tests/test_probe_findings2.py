@@ -71,3 +71,6 @@ def test_a_sparse_or_nested_input_is_a_clear_error():
     nested = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])
     with pytest.raises(thunder.core.errors.ThunderValueError, match="x is a nested tensor"):
         thunder.jit(_densified_or_doubled)(nested)
+    quantized = torch.quantize_per_tensor(torch.randn(4), 0.1, 0, torch.qint8)
+    with pytest.raises(thunder.core.errors.ThunderValueError, match=r"x is a quantized tensor \(torch.qint8\)"):
+        thunder.jit(lambda x: x.is_quantized)(quantized)  # it was False

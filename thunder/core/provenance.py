@@ -57,12 +57,13 @@ def dtensor_error(where: str) -> ThunderValueError:
 
 
 def layout_error(where: str, t: torch.Tensor) -> ThunderValueError:
-    """A sparse, nested or MKL-DNN tensor was traced as a dense one: its ops, ``is_sparse``, ``layout`` and its
-    results' layout were a dense tensor's, silently wrong."""
+    """A sparse, nested, quantized or MKL-DNN tensor was traced as a dense one: its ops, ``is_sparse``,
+    ``is_quantized``, ``layout`` and its results' layout were a dense tensor's, silently wrong."""
     kind = "a nested tensor" if t.is_nested else f"a tensor of layout {t.layout}"
+    kind = f"a quantized tensor ({t.dtype})" if t.is_quantized else kind
     return ThunderValueError(
         f"{where} is {kind}, which thunder.jit does not trace (it traces strided, dense tensors): convert it before "
-        "the call (.to_dense(), or a padded tensor for a nested one), or call this function without thunder.jit"
+        "the call (.to_dense(), .dequantize(), or a padded tensor for a nested one), or call this function without thunder.jit"
     )
 
 
@@ -188,7 +189,9 @@ class ProvenanceMixin:
             symbolic, self.symbolic = self.symbolic, False  # numbers the call reads: constants (tensors: inputs)
             seen = {}
             try:
-                for attr in ("func", "args", "keywords") if type(value) is functools.partial else ("__func__", "__self__"):
+                for attr in (
+                    ("func", "args", "keywords") if type(value) is functools.partial else ("__func__", "__self__")
+                ):
                     p = self._prologue_proxy(f"{holder.name}_{attr.strip('_')}")
                     self._emit(prims.unpack_attr, holder, attr, p, output=p)
                     if attr == "keywords":  # read by the call itself, not by the program: checked now
@@ -215,9 +218,9 @@ class ProvenanceMixin:
                 self._check(prims.check_identity, p, getattr(value, attr))
             self._register(value, holder, value)
             return value
-        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)) or (
-            isinstance(value, types.ModuleType) and is_fixed_module(value)
-        ):
+        if isinstance(
+            value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)
+        ) or (isinstance(value, types.ModuleType) and is_fixed_module(value)):
             self._check(prims.check_identity, holder, value)
             if isinstance(value, types.FunctionType):
                 self._guard_function(value, holder)
@@ -432,7 +435,7 @@ class ProvenanceMixin:
     def _tensor_input(self, t: torch.Tensor, holder: Proxy) -> TensorProxy:
         if is_dtensor(t):
             raise dtensor_error(self._member_paths.get(holder.name, holder.name))
-        if t.layout is not torch.strided or t.is_nested:
+        if t.layout is not torch.strided or t.is_nested or t.is_quantized:
             raise layout_error(self._member_paths.get(holder.name, holder.name), t)
         if type(t) is not torch.Tensor:
             self._check(prims.check_type, holder, type(t))  # a Parameter stays a Parameter
