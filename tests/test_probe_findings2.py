@@ -74,3 +74,21 @@ def test_a_sparse_or_nested_input_is_a_clear_error():
     quantized = torch.quantize_per_tensor(torch.randn(4), 0.1, 0, torch.qint8)
     with pytest.raises(thunder.core.errors.ThunderValueError, match=r"x is a quantized tensor \(torch.qint8\)"):
         thunder.jit(lambda x: x.is_quantized)(quantized)  # it was False
+
+
+def _sin_poly(x, w):
+    return (x.sin() * 2 + x * x).sum(0) * w
+
+
+def test_forward_mode_ad_through_a_torchcompile_region_carries_tangents():
+    # A region compiled by Inductor dropped the dual tensors' tangents: the result's tangent was None.
+    import torch.autograd.forward_ad as fwAD
+
+    jitted = thunder.jit(_sin_poly, executors=["torchcompile"])
+    for _ in range(2):  # the first call compiles the region, the second runs the compiled graph
+        with fwAD.dual_level():
+            x = fwAD.make_dual(torch.ones(2, 3), torch.full((2, 3), 2.0))
+            expected, actual = fwAD.unpack_dual(_sin_poly(x, torch.ones(3))), fwAD.unpack_dual(jitted(x, torch.ones(3)))
+            torch.testing.assert_close(actual.primal, expected.primal)
+            torch.testing.assert_close(actual.tangent, expected.tangent)
+        torch.testing.assert_close(jitted(torch.ones(2, 3), torch.ones(3)), _sin_poly(torch.ones(2, 3), torch.ones(3)))

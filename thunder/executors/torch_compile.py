@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.autograd.forward_ad as _forward_ad
 
 from thunder.core.codegen import Printer, compile_source, trace_source
 from thunder.core.proxies import TensorProxy
@@ -176,6 +177,8 @@ class _Compiled:
             _inline_settled(trace, fn)
 
     def __call__(self, *args):
+        if _forward_ad._current_level >= 0:  # Note [Forward-mode AD runs torch's kernels]
+            return self._uncompiled_trace.python_callable()(*args)
         only = self._only
         if only is not None and torch.is_grad_enabled() is only[0]:
             try:
@@ -369,6 +372,12 @@ class _Compiled:
 # anything (``assert_size_stride``, in C; ``compile_region`` turns Inductor's ``size_asserts`` on) and raises
 # AssertionError where they differ; that call, and every call after it, takes the keyed path. Only for regions
 # whose inputs are all tensors (a number would be baked in).
+
+
+# Note [Forward-mode AD runs torch's kernels]
+# Inside ``torch.autograd.forward_ad.dual_level()`` the inputs may be dual tensors: torch's kernels carry their
+# tangents, a graph compiled by Inductor drops them (the results' tangents were None, silently). So while a dual level
+# is open the region runs its ops uncompiled (a module attribute read a call otherwise, 20 ns).
 
 
 # Note [A settled region runs inline]
