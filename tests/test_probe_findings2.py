@@ -92,3 +92,20 @@ def test_forward_mode_ad_through_a_torchcompile_region_carries_tangents():
             torch.testing.assert_close(actual.primal, expected.primal)
             torch.testing.assert_close(actual.tangent, expected.tangent)
         torch.testing.assert_close(jitted(torch.ones(2, 3), torch.ones(3)), _sin_poly(torch.ones(2, 3), torch.ones(3)))
+
+
+def _weighted_sum(x, y):
+    return ((x.sin() * y + 1) * x).sum()
+
+
+@pytest.mark.parametrize("executors", [None, ["torchcompile"]], ids=["default", "torchcompile"])
+def test_vmap_of_a_jitted_function_is_eager_s_on_every_call(executors):
+    # The second call under vmap compiled the fused prologue, whose tensor check called requires_grad_() on an example
+    # tensor: torch refuses it under a functorch transform. A region compiled by Inductor could not read functorch's
+    # wrappers ("Cannot access data pointer of Tensor that doesn't have storage").
+    jitted = thunder.jit(_weighted_sum, executors=executors)
+    jitted(torch.randn(3), torch.randn(3))  # an entry made outside vmap serves the calls under it too
+    for _ in range(3):
+        x, y = torch.randn(4, 3), torch.randn(3)
+        expected = torch.vmap(_weighted_sum, in_dims=(0, None))(x, y)
+        torch.testing.assert_close(torch.vmap(jitted, in_dims=(0, None))(x, y), expected)

@@ -125,6 +125,9 @@ class TorchCompileExecutor(FusionExecutor):
 _WHOLE_ON_CPU = {"torch.batch_norm", "torch.batch_norm_with_stats"}
 
 
+_functorch_active = torch._C._are_functorch_transforms_active
+
+
 class _Compiled:
     """Runs the region as a graph compiled by Inductor, called directly: no dynamo, no guards.
 
@@ -177,7 +180,7 @@ class _Compiled:
             _inline_settled(trace, fn)
 
     def __call__(self, *args):
-        if _forward_ad._current_level >= 0:  # Note [Forward-mode AD runs torch's kernels]
+        if _forward_ad._current_level >= 0 or _functorch_active():  # Note [Forward-mode AD runs torch's kernels]
             return self._uncompiled_trace.python_callable()(*args)
         only = self._only
         if only is not None and torch.is_grad_enabled() is only[0]:
@@ -376,8 +379,9 @@ class _Compiled:
 
 # Note [Forward-mode AD runs torch's kernels]
 # Inside ``torch.autograd.forward_ad.dual_level()`` the inputs may be dual tensors: torch's kernels carry their
-# tangents, a graph compiled by Inductor drops them (the results' tangents were None, silently). So while a dual level
-# is open the region runs its ops uncompiled (a module attribute read a call otherwise, 20 ns).
+# tangents, a graph compiled by Inductor drops them (the results' tangents were None, silently). Under a torch.func
+# transform (``vmap(jitted)``) they may be functorch's wrappers, which a compiled graph cannot read ("Cannot access
+# data pointer"). So then the region runs its ops uncompiled, as torch's kernels (two checks a call otherwise, 60 ns).
 
 
 # Note [A settled region runs inline]
