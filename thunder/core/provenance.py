@@ -63,7 +63,8 @@ def layout_error(where: str, t: torch.Tensor) -> ThunderValueError:
     kind = f"a quantized tensor ({t.dtype})" if t.is_quantized else kind
     return ThunderValueError(
         f"{where} is {kind}, which thunder.jit does not trace (it traces strided, dense tensors): convert it before "
-        "the call (.to_dense(), .dequantize(), or a padded tensor for a nested one), or call this function without thunder.jit"
+        "the call (.to_dense(), .dequantize(), or a padded tensor for a nested one), or call this function "
+        "without thunder.jit"
     )
 
 
@@ -189,9 +190,7 @@ class ProvenanceMixin:
             symbolic, self.symbolic = self.symbolic, False  # numbers the call reads: constants (tensors: inputs)
             seen = {}
             try:
-                for attr in (
-                    ("func", "args", "keywords") if type(value) is functools.partial else ("__func__", "__self__")
-                ):
+                for attr in ("func", "args", "keywords") if type(value) is functools.partial else ("__func__", "__self__"):
                     p = self._prologue_proxy(f"{holder.name}_{attr.strip('_')}")
                     self._emit(prims.unpack_attr, holder, attr, p, output=p)
                     if attr == "keywords":  # read by the call itself, not by the program: checked now
@@ -218,9 +217,9 @@ class ProvenanceMixin:
                 self._check(prims.check_identity, p, getattr(value, attr))
             self._register(value, holder, value)
             return value
-        if isinstance(
-            value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)
-        ) or (isinstance(value, types.ModuleType) and is_fixed_module(value)):
+        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)) or (
+            isinstance(value, types.ModuleType) and is_fixed_module(value)
+        ):
             self._check(prims.check_identity, holder, value)
             if isinstance(value, types.FunctionType):
                 self._guard_function(value, holder)

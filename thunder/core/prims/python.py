@@ -80,9 +80,7 @@ def _print_return(bsym, printer):
     return [f"return {printer.value(value)}"]
 
 
-python_return = make_prim(
-    P.RETURN, "python_return", lambda value: None, tags=(DONT_DCE, ESCAPES), printer=_print_return
-)
+python_return = make_prim(P.RETURN, "python_return", lambda value: None, tags=(DONT_DCE, ESCAPES), printer=_print_return)
 
 
 def _print_unpack_sequence(bsym, printer):
@@ -207,11 +205,7 @@ def _print_check_args_structure(bsym, printer):
 
 
 check_args_structure = make_prim(
-    P.CHECK_ARGS_STRUCTURE,
-    "check_args_structure",
-    lambda *args: None,
-    tags=(DONT_DCE,),
-    printer=_print_check_args_structure,
+    P.CHECK_ARGS_STRUCTURE, "check_args_structure", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_args_structure
 )
 
 
@@ -301,9 +295,7 @@ def _static_sizes(shape) -> list | None:
 
 
 # ``check_tensor(t, shape, device, dtype, requires_grad)``: t must be a tensor with this metadata.
-check_tensor = make_prim(
-    P.CHECK_TENSOR, "check_tensor", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_tensor
-)
+check_tensor = make_prim(P.CHECK_TENSOR, "check_tensor", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_tensor)
 
 
 def _print_check_tensor_rank(bsym, printer):
@@ -386,9 +378,7 @@ def _print_check_value(bsym, printer):
         return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: return {printer.miss}"]
     if typ in (set, frozenset) and not all(type(v) is str for v in value):  # {1} == {1.0} == {True}
         typed = "{" + ", ".join(f"({printer.value(v)}, {printer.constant(type(v), '_type')})" for v in value) + "}"
-        return [
-            f"if {name} != {printer.value(value)} or {{(v, type(v)) for v in {name}}} != {typed}: return {printer.miss}"
-        ]
+        return [f"if {name} != {printer.value(value)} or {{(v, type(v)) for v in {name}}} != {typed}: return {printer.miss}"]
     return [f"if {name} != {printer.value(value)}: return {printer.miss}"]
 
 
@@ -472,10 +462,7 @@ def _print_check_hasattr(bsym, printer):
 
 
 # ``check_hasattr(obj, name, present)``: whether ``obj`` has the attribute, which the program asked.
-check_hasattr = make_prim(
-    P.CHECK_HASATTR, "check_hasattr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_hasattr
-)
-
+check_hasattr = make_prim(P.CHECK_HASATTR, "check_hasattr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_hasattr)
 
 def _print_check_global_absent(bsym, printer):
     globals_, name = bsym.args
@@ -487,7 +474,6 @@ check_global_absent = make_prim(
     P.CHECK_GLOBAL_ABSENT, "check_global_absent", lambda *args: None, tags=(DONT_DCE,),
     printer=_print_check_global_absent,
 )  # fmt: skip
-
 
 def _print_check_class_attr(bsym, printer):
     cls, name, value = bsym.args
@@ -503,12 +489,7 @@ check_class_attr = make_prim(
 )
 
 MODULE_HOOK_DICTS = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks")
-GLOBAL_HOOK_DICTS = (
-    "_global_backward_pre_hooks",
-    "_global_backward_hooks",
-    "_global_forward_hooks",
-    "_global_forward_pre_hooks",
-)
+GLOBAL_HOOK_DICTS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks", "_global_forward_pre_hooks")
 
 
 def _print_check_no_hooks(bsym, printer):
@@ -526,9 +507,7 @@ def _print_check_no_hooks(bsym, printer):
 # ``check_no_hooks(module)``: the module is called without hooks, uncompiled and with its class's forward (none of
 # its own), as the trace was
 # (Note [Module calls] in thunder.core.special_calls); ``check_no_hooks(None)``: no global module hooks.
-check_no_hooks = make_prim(
-    P.CHECK_NO_HOOKS, "check_no_hooks", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_no_hooks
-)
+check_no_hooks = make_prim(P.CHECK_NO_HOOKS, "check_no_hooks", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_no_hooks)
 
 
 def _print_unpack_call(bsym, printer):
@@ -572,11 +551,7 @@ def _print_unpack_iterator(bsym, printer):
 # which the prologue pulls from an iterator argument of type ``typ``; ``unpack_next(view, output)``: an item the program took;
 # ``check_iterator_end(view)``: the program found the end there.
 unpack_iterator = make_prim(
-    P.UNPACK_ITERATOR,
-    "unpack_iterator",
-    lambda it, typ, output: output,
-    tags=(DONT_DCE,),
-    printer=_print_unpack_iterator,
+    P.UNPACK_ITERATOR, "unpack_iterator", lambda it, typ, output: output, tags=(DONT_DCE,), printer=_print_unpack_iterator
 )
 
 
@@ -586,9 +561,7 @@ def _print_unpack_next(bsym, printer):
     return [f"{output.name} = next({view.name}, {end})", f"if {output.name} is {end}: return {printer.miss}"]
 
 
-unpack_next = make_prim(
-    P.UNPACK_NEXT, "unpack_next", lambda view, output: output, tags=(DONT_DCE,), printer=_print_unpack_next
-)
+unpack_next = make_prim(P.UNPACK_NEXT, "unpack_next", lambda view, output: output, tags=(DONT_DCE,), printer=_print_unpack_next)
 
 
 def _print_check_iterator_end(bsym, printer):
@@ -668,9 +641,7 @@ def _print_store_attr(bsym, printer):
     return [f"setattr({target}, {name!r}, {printer.value(value)})"]
 
 
-store_attr = make_prim(
-    P.STORE_ATTR, "store_attr", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_attr
-)
+store_attr = make_prim(P.STORE_ATTR, "store_attr", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_attr)
 
 
 def _print_store_global(bsym, printer):
@@ -679,9 +650,7 @@ def _print_store_global(bsym, printer):
     return [f"del {target}" if delete else f"{target} = {printer.value(value)}"]
 
 
-store_global = make_prim(
-    P.STORE_GLOBAL, "store_global", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_global
-)
+store_global = make_prim(P.STORE_GLOBAL, "store_global", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_global)
 
 
 def _print_store_cell(bsym, printer):
@@ -689,9 +658,7 @@ def _print_store_cell(bsym, printer):
     return [f"{printer.constant(cell, '_cell')}.cell_contents = {printer.value(value)}"]
 
 
-store_cell = make_prim(
-    P.STORE_CELL, "store_cell", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_cell
-)
+store_cell = make_prim(P.STORE_CELL, "store_cell", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_cell)
 
 
 def _print_replace_contents(bsym, printer):
@@ -707,11 +674,7 @@ def _print_replace_contents(bsym, printer):
 # ``replace_contents(container, items)``: an outside list, dict or set the program changed ends the call
 # holding what it held at the end of the program.
 replace_contents = make_prim(
-    P.REPLACE_CONTENTS,
-    "replace_contents",
-    lambda *args: None,
-    tags=(DONT_DCE, ESCAPES),
-    printer=_print_replace_contents,
+    P.REPLACE_CONTENTS, "replace_contents", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_replace_contents
 )
 
 
@@ -902,9 +865,7 @@ def _print_check_contents(bsym, printer):
 
 
 # ``check_contents(x, contents)``: the buffer ``x`` holds ``contents`` (``buffer_contents``).
-check_contents = make_prim(
-    P.CHECK_CONTENTS, "check_contents", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_contents
-)
+check_contents = make_prim(P.CHECK_CONTENTS, "check_contents", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_contents)
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]
 __all__.append("buffer_contents")
