@@ -109,3 +109,26 @@ def test_vmap_of_a_jitted_function_is_eager_s_on_every_call(executors):
         x, y = torch.randn(4, 3), torch.randn(3)
         expected = torch.vmap(_weighted_sum, in_dims=(0, None))(x, y)
         torch.testing.assert_close(torch.vmap(jitted, in_dims=(0, None))(x, y), expected)
+
+
+_W = torch.randn(3, requires_grad=True)
+
+
+def _grad_on_inside(x):
+    with torch.enable_grad():
+        return x * _W
+
+
+def test_enable_grad_inside_inference_mode_records_no_autograd_as_in_eager():
+    # ``enable_grad()`` turns grad mode on even in inference mode, where eager's results still require no grad; the
+    # trace made them require grad (a backward through them reached _W). A trace made outside inference mode (no_grad
+    # at the call) was reused inside it, and the other way round.
+    import contextlib
+
+    jitted = thunder.jit(_grad_on_inside)
+    for mode in (torch.inference_mode, torch.no_grad, torch.inference_mode, contextlib.nullcontext):
+        x = torch.randn(3)
+        with mode():
+            expected, actual = _grad_on_inside(x), jitted(x)
+        assert actual.requires_grad is expected.requires_grad, mode
+        torch.testing.assert_close(actual.detach(), expected.detach())
