@@ -3,6 +3,8 @@ tests/test_probe_findings.py), each kept as a regression test against eager."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -119,16 +121,26 @@ def _grad_on_inside(x):
         return x * _W
 
 
-def test_enable_grad_inside_inference_mode_records_no_autograd_as_in_eager():
+@contextlib.contextmanager
+def _grad_on_in_inference_mode():
+    with torch.inference_mode(), torch.enable_grad():
+        yield
+
+
+@pytest.mark.parametrize("fn", [_grad_on_inside, lambda x: x * _W], ids=["enable_grad inside", "plain"])
+def test_enable_grad_inside_inference_mode_records_no_autograd_as_in_eager(fn):
     # ``enable_grad()`` turns grad mode on even in inference mode, where eager's results still require no grad; the
     # trace made them require grad (a backward through them reached _W). A trace made outside inference mode (no_grad
-    # at the call) was reused inside it, and the other way round.
-    import contextlib
-
-    jitted = thunder.jit(_grad_on_inside)
-    for mode in (torch.inference_mode, torch.no_grad, torch.inference_mode, contextlib.nullcontext):
+    # at the call) was reused inside it, and the other way round. (Not covered: a trace made outside inference mode,
+    # with grad on, reused inside ``inference_mode(): enable_grad():`` around the call; the prologue does not read
+    # inference mode for every trace that depends on grad mode.)
+    jitted = thunder.jit(fn)
+    modes = [torch.inference_mode, torch.no_grad, torch.inference_mode, contextlib.nullcontext]
+    if fn is not _grad_on_inside:
+        modes = [_grad_on_in_inference_mode, contextlib.nullcontext, torch.no_grad]
+    for mode in modes:
         x = torch.randn(3)
         with mode():
-            expected, actual = _grad_on_inside(x), jitted(x)
+            expected, actual = fn(x), jitted(x)
         assert actual.requires_grad is expected.requires_grad, mode
         torch.testing.assert_close(actual.detach(), expected.detach())

@@ -225,7 +225,7 @@ def _tensor_conditions(
     printer.add_ctx("_strided", torch.strided)
     conds = [
         f"isinstance({x}, _Tensor)",
-        f"{x}.layout is _strided",  # (a sparse tensor is not traced: Note [Tensor checks in C] checks the layout)
+        f"{x}.layout is _strided",  # sparse and MKL-DNN tensors are refused at tracing (provenance.layout_error)
         size_check.format(x=x),
         f"{x}.dtype is {printer.add_ctx('_' + dtypes.short_name(dtype), dtype)}",  # a global: no torch.<attr> lookup
         _device_check(x, device),
