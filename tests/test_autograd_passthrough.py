@@ -197,3 +197,36 @@ def test_a_value_read_only_for_its_metadata_carries_no_gradient_back():
     thunder.jit(f)(x, w, Store()).backward()
     assert expected_w is None and w.grad is None
     assert torch.equal(x.grad, expected_x)
+
+
+@pytest.mark.parametrize("allow_unused", [True, False])
+def test_a_gradient_asked_of_a_returned_tensor_that_feeds_others_is_refused(allow_unused):
+    # Note [Gradients asked of an output that feeds others]: torch's engine takes h's gradient at the compiled
+    # function's node without running it, so the part through the logits was missing (None with allow_unused)
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2)
+    h, logits, _ = thunder.jit(_hidden_and_logits)(x, w)
+    with pytest.raises(RuntimeError, match=r"gradient was asked of .* returned tensor\(s\) #0 .* returned tensor #1, computed from them"):
+        torch.autograd.grad(logits.sum(), h, allow_unused=allow_unused)
+
+
+def test_a_gradient_asked_of_a_loss_input_returned_beside_the_loss_is_refused():
+    def loss_and_logits(x, w):
+        logits = x @ w
+        return torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 1])), logits
+
+    x, w = torch.randn(3, 4), torch.randn(4, 2, requires_grad=True)
+    loss, logits = thunder.jit(loss_and_logits)(x, w)
+    with pytest.raises(RuntimeError, match=r"returned tensor\(s\) #1 .* returned tensor #0, computed from them"):
+        torch.autograd.grad(loss, logits)
+
+
+def test_gradients_asked_where_nothing_is_missing_are_eagers():
+    # the watch stays quiet where the node's backward runs, or where no output computed from h carries gradient
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2, requires_grad=True)
+    jf = thunder.jit(_hidden_and_logits)
+    for fn in (_hidden_and_logits, jf):
+        h, logits, _ = fn(x, w)
+        (gh,) = torch.autograd.grad(h.sum(), h, retain_graph=True)
+        torch.testing.assert_close(gh, torch.ones_like(h))
+        (gw,) = torch.autograd.grad(logits.sum() + h.sum(), w)
+        torch.testing.assert_close(gw, torch.autograd.grad(_hidden_and_logits(x, w)[1].sum(), w)[0])

@@ -260,28 +260,101 @@ def test_a_settled_region_runs_inline_in_the_computation(torch_kernels_win, monk
     assert thunder.cache_misses(jf) == misses + 1
 
 
-def test_settled_regions_of_a_training_step_run_inline_with_eagers_gradients(torch_kernels_win, monkeypatch):
+def _step(f, a, b):
+    a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
+    x, y = f(a, b)
+    (x.sum() + y.sum()).backward()
+    return x, y, a.grad, b.grad
+
+
+def test_a_settled_training_step_records_with_torchs_autograd_and_eagers_gradients(torch_kernels_win, monkeypatch):
+    # Note [A settled entry records with torch's autograd]
+    from thunder import settled_autograd
+
     torch_compile = torch_kernels_win
     jf = thunder.jit(chain, executors=["torchcompile_background"])
-
-    def step(f, a, b):
-        a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
-        x, y = f(a, b)
-        (x.sum() + y.sum()).backward()
-        return x, y, a.grad, b.grad
-
     a, b = torch.randn(4, 8), torch.randn(4, 8)
     for _ in range(12):
-        for g, e in zip(step(jf, a, b), step(chain, a, b)):
+        for g, e in zip(_step(jf, a, b), _step(chain, a, b)):
             torch.testing.assert_close(g, e)
-    forward, backward = thunder.last_traces(jf)[-1], thunder.last_backward_traces(jf)[-1]
-    fusions = [b for t in (forward, backward) for b in t.bound_symbols if b.sym.name.startswith("TorchCompile")]
+    traces = thunder.last_traces(jf)
+    assert traces[-1].provenance.pass_name == settled_autograd.PASS_NAME
+    assert "TorchCompile" not in str(traces[-1])  # torch's ops, which torch's autograd records
+    fusions = [b for b in traces[-2].bound_symbols if b.sym.name.startswith("TorchCompile")]
     assert fusions and all(f.sym.python_impl._settled is not None for f in fusions)
+    assert thunder.last_backward_traces(jf) == []  # the truth: no backward trace runs
+    assert thunder.compile_stats(jf).last_autograd_fallback == settled_autograd.REASON
     calls = _region_calls(monkeypatch, torch_compile)
     for _ in range(2):
-        for g, e in zip(step(jf, a, b), step(chain, a, b)):
+        for g, e in zip(_step(jf, a, b), _step(chain, a, b)):
             torch.testing.assert_close(g, e)
     assert calls == []
+    x, _ = jf(a.detach().requires_grad_(), b.detach().requires_grad_())
+    assert type(x.grad_fn).__name__ == "MulBackward0"  # eager's node, not thunder's autograd function
+
+
+def test_a_forward_whose_backward_never_ran_records_with_torchs_autograd():
+    from thunder import settled_autograd
+
+    model = torch.nn.Linear(8, 8)
+    jm = thunder.jit(model)
+    x = torch.randn(2, 8)
+    _hot(jm, x)
+    out = jm(x)
+    assert type(out.grad_fn).__name__ == "AddmmBackward0"
+    assert thunder.compile_stats(jm).last_autograd_fallback == settled_autograd.REASON
+    assert thunder.last_backward_traces(jm) == []
+    expected = torch.nn.Linear(8, 8)
+    expected.load_state_dict(model.state_dict())
+    out.sum().backward()
+    expected(x).sum().backward()
+    for p, q in zip(model.parameters(), expected.parameters()):
+        assert torch.equal(p.grad, q.grad)
+
+
+def test_a_backward_that_ran_and_has_not_settled_stays_thunders():
+    model = torch.nn.Linear(8, 8)
+    jm = thunder.jit(model)
+    x = torch.randn(2, 8)
+    for _ in range(3):
+        jm(x).sum().backward()
+    assert type(jm(x).grad_fn).__name__ == "ThunderFunctionBackward"
+    assert thunder.compile_stats(jm).last_autograd_fallback is None
+    assert thunder.last_backward_traces(jm)
+
+
+class _Doubled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3  # not the derivative of its forward: only its own backward gives eager's gradient
+
+
+def test_a_custom_autograd_function_keeps_thunders_backward():
+    def f(x, w):
+        return _Doubled.apply(x @ w).sum()
+
+    jf = thunder.jit(f)
+    x, w = torch.randn(2, 3), torch.randn(3, 3, requires_grad=True)
+    _hot(jf, x, w)
+    loss = jf(x, w)
+    assert thunder.compile_stats(jf).last_autograd_fallback is None
+    (grad,) = torch.autograd.grad(loss, w)
+    (expected,) = torch.autograd.grad(f(x, w), w)
+    torch.testing.assert_close(grad, expected)
+
+
+def test_the_computation_runs_in_the_fused_prologues_frame():
+    # Note [The computation runs in the prologue's frame]
+    jf = thunder.jit(add, executors=["torch"])
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    _hot(jf, a, b)
+    run = jf._thunder.last_entry.run
+    assert "_computation" not in run.__code__.co_names and "torch" in run.__code__.co_names
+    torch.testing.assert_close(jf(a, b), a + b)
 
 
 def test_a_region_that_has_not_settled_keeps_its_call(monkeypatch):
@@ -348,3 +421,24 @@ def test_a_warming_region_times_one_call_in_a_sample(monkeypatch):
         torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
     assert len(timed) == 3 and region.status() == "warming up"
     assert region._warm_up_s == pytest.approx(1e-3 * (1 + 2 * torch_compile.WARM_UP_SAMPLE))
+
+
+def test_profiling_ranges_reach_a_computation_the_fused_prologue_copied():
+    # Note [The computation runs in the prologue's frame]: while the computation runs other code, the hot path calls it
+    from thunder.core.codegen import profiling_ranges
+
+    jf = thunder.jit(add, executors=["torch"])
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    _hot(jf, a, b)
+    trace = thunder.last_traces(jf)[-1]
+    entered = []
+    real_enter = torch.ops.profiler._record_function_enter_new
+    with profiling_ranges(trace, lambda i, bsym: "thunder:add" if bsym.sym.name == "add" else None):
+        fn = trace.python_callable()
+        fn.__globals__["_range_enter"] = lambda name: entered.append(name) or real_enter(name)
+        torch.testing.assert_close(jf(a, b), a + b)
+        torch.testing.assert_close(jf(a, b), a + b)
+    assert entered == ["thunder:add", "thunder:add"]
+    torch.testing.assert_close(jf(a, b), a + b)
+    run = jf._thunder.last_entry.run
+    assert "_computation" not in run.__code__.co_names  # the copy again, once the ranges are gone

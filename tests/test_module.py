@@ -294,3 +294,18 @@ def test_a_deep_copy_of_a_compiled_module_is_a_compiled_copy():
     bn = copied.get_submodule("1")
     torch.testing.assert_close(bn.running_mean, reference[1].running_mean)
     assert not torch.equal(bn.running_mean, model[1].running_mean)  # the copy's buffers are its own
+
+
+def test_a_compiled_container_module_is_indexed_iterated_and_sized_as_the_original():
+    # Note [A compiled container module]: jm[0], len(jm) and iter(jm) raised TypeError
+    nn = torch.nn
+    seq = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    jm = thunder.jit(seq)
+    assert len(jm) == 2 and jm[0] is seq[0] and list(jm) == list(seq) and jm[-1] is seq[1]
+    assert isinstance(jm, ThunderModule) and repr(jm).startswith("ThunderModule(")
+    torch.testing.assert_close(jm(torch.ones(2, 3)), seq(torch.ones(2, 3)))
+    blocks = nn.ModuleDict({"a": nn.Linear(2, 2)})
+    jd = thunder.jit(blocks)
+    assert "a" in jd and list(jd) == ["a"] and jd["a"] is blocks["a"]
+    plain = thunder.jit(nn.Linear(2, 2))  # not a container: no len, and always true
+    assert bool(plain) and not hasattr(type(plain), "__len__")

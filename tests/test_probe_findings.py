@@ -5,6 +5,8 @@ test_training.py, test_program_forms.py, test_side_effects.py and test_generatio
 from __future__ import annotations
 
 import copy
+import operator
+import sys
 
 import numpy
 import pytest
@@ -528,7 +530,7 @@ _COUNTER = _Counter()
 
 @pytest.mark.parametrize("write", ["vars", "dunder_dict", "update"])
 def test_a_write_through_an_outside_objects_dict_is_a_clear_error(write):
-    # Note [Writes through an object's __dict__]: the write was made once while tracing (the counter stopped at 1)
+    # Note [Reads and writes through an object's __dict__]: the write was made once while tracing (the counter stopped at 1)
     def f(x):
         if write == "vars":
             vars(_COUNTER)["n"] += 1
@@ -543,3 +545,86 @@ def test_a_write_through_an_outside_objects_dict_is_a_clear_error(write):
         thunder.jit(f)(torch.ones(1))
     assert _COUNTER.n == 0
 
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: vars(_COUNTER)["n"],
+        lambda: _COUNTER.__dict__["n"],
+        lambda: _COUNTER.__dict__.get("n", 0.0),
+        lambda: 2.0 if "m" in vars(_COUNTER) else 1.0,
+        lambda: sum(v for k, v in vars(_COUNTER).items() if k != "m"),
+    ],
+    ids=["vars", "dunder_dict", "get", "in", "items"],
+)
+def test_a_read_through_an_outside_objects_dict_is_checked_on_every_call(read):
+    # Note [Reads and writes through an object's __dict__]: the cached trace kept the value read while tracing
+    def f(x):
+        return x * read()
+
+    jf = thunder.jit(f)
+    _COUNTER.__dict__.pop("m", None)
+    _COUNTER.n = 1.0
+    for change in (lambda: None, lambda: setattr(_COUNTER, "n", 5.0), lambda: setattr(_COUNTER, "m", 0.0)):
+        change()
+        torch.testing.assert_close(jf(torch.ones(1)), f(torch.ones(1)))
+    assert thunder.cache_misses(jf) <= 3
+
+
+
+def test_an_object_reached_through_operator_attrgetter_has_its_stores_replayed():
+    # Note [Operator getters]: attrgetter read natively, so the counter it reached stopped at 1
+    def count(x):
+        state = operator.attrgetter("_COUNTER")(sys.modules[__name__])
+        state.n += 1
+        return x * state.n, operator.methodcaller("__getattribute__", "n")(state)
+
+    _COUNTER.n = 0.0
+    expected = [count(torch.ones(1)) for _ in range(3)]
+    _COUNTER.n = 0.0
+    jf = thunder.jit(count)
+    torch.testing.assert_close([jf(torch.ones(1)) for _ in range(3)], expected)
+    assert _COUNTER.n == 3.0
+
+
+_SCALES = [2.0]
+
+
+def test_values_read_through_operator_getters_are_checked_on_every_call():
+    def scaled(x):
+        return x * operator.itemgetter(0)(_SCALES) * operator.attrgetter("n")(_COUNTER)
+
+    jf = thunder.jit(scaled)
+    for n, scale in ((1.0, 2.0), (3.0, 2.0), (3.0, 5.0)):
+        _COUNTER.n, _SCALES[0] = n, scale
+        torch.testing.assert_close(jf(torch.ones(1)), scaled(torch.ones(1)))
+
+
+@pytest.mark.parametrize(
+    "read",
+    [lambda: object.__getattribute__(_COUNTER, "n"), lambda: _COUNTER.__getattribute__("n")],
+    ids=["object.__getattribute__", "bound"],
+)
+def test_a_read_through_the_getattribute_slot_is_checked_on_every_call(read):
+    # Note [Attribute slots called by name]: the slot ran natively and the cached trace kept the traced value
+    def f(x):
+        return x * read()
+
+    jf = thunder.jit(f)
+    for n in (1.0, 7.0):
+        _COUNTER.n = n
+        torch.testing.assert_close(jf(torch.ones(1)), f(torch.ones(1)))
+
+
+def test_a_write_through_the_setattr_slot_is_made_by_every_call():
+    def f(x):
+        _COUNTER.__setattr__("n", _COUNTER.n + 1)
+        return x * _COUNTER.n
+
+    _COUNTER.n = 0.0
+    expected = [f(torch.ones(1)) for _ in range(3)]
+    _COUNTER.n = 0.0
+    jf = thunder.jit(f)
+    torch.testing.assert_close([jf(torch.ones(1)) for _ in range(3)], expected)
+    assert _COUNTER.n == 3.0

@@ -169,6 +169,7 @@ class CacheEntry:
     outcomes: tuple = ()  # the data-dependent values its trace continued with (Note [Data-dependent values])
     symbolic: bool = False  # traced with symbolic values (the option, or Note [Automatic dynamic shapes])
     misses: Any = None  # the fused prologue's last rejection per thread (thunder.cache_diagnostics.MissRecord)
+    fuser: Any = None  # what makes ``run`` from the prologue and the computation (thunder.compiler._FusedWhenReused)
 
 
 class AtomicCounter:

@@ -43,6 +43,7 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
 from thunder.executors.torch_autograd import autograd_callable, make_plan
 from thunder.executors.torchex import eager_fallback
+from thunder.settled_autograd import SettledAutograd, settled_autograd
 from thunder.transforms import (
     accept_absent_cotangents,
     cse,
@@ -408,6 +409,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     executed_prologue = transform_for_execution(prologue, cd.options.executors)
     executed_prologue.set_provenance(TraceProvenance("Transform for execution", 0.0))
     prologue_traces.append(executed_prologue)
+    switches = [b.args[0] for b in computation.bound_symbols if b.sym is prims.set_grad_enabled]
     if split is None:
         computation_fn = final.python_callable()
     else:
@@ -416,7 +418,6 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
             backward_traces.append(backward)
         computation_fn = _autograd_computation(split, final, backward, absent_ok)
         cs.last_saved_for_backward_bytes = _saved_bytes(split)
-        switches = [b.args[0] for b in computation.bound_symbols if b.sym is prims.set_grad_enabled]
         if switches:
             computation_fn = _switching_grad_mode(computation_fn, switches[-1])
     if tracer.outcomes and draws_random(computation):
@@ -436,7 +437,11 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
         outcomes=tuple(tracer.outcomes),
     )
     entry.misses = MissRecord(MISS)
-    entry.run = _FusedWhenReused(entry, executed_prologue, cache_option)
+    settled = None
+    if split is not None and not switches and not tracer.outcomes:
+        settled = settled_autograd(cd.options, weakref.ref(cs), traces, AUTOGRAD_SPLIT.name, backward_traces[-1])
+    plain = final if computation_fn is final.python_callable() else None
+    entry.run = entry.fuser = _FusedWhenReused(entry, executed_prologue, cache_option, plain, settled)
     if entry.outcomes and draws_per_call(entry):
         entry.run = _restoring_draws_on_changed_outcome(entry.run, entry)
     cs.last_trace_tracing_ms = computation.provenance.ms
@@ -566,15 +571,34 @@ def restore_python_random_state(state: tuple, draws: tuple[GeneratorDraw, ...] =
 class _FusedWhenReused:
     """``entry.run(args, kwargs)`` until a call with the entry's input key, then its fused prologue. It refers to
     the entry weakly (and is no closure over itself): an evicted entry is freed by reference counting (Note
-    [Generated code and its resources])."""
+    [Generated code and its resources]). Where the fused prologue copies the computation's statements, a change of
+    the computation's code makes it again (Note [The computation runs in the prologue's frame] in
+    ``thunder.core.trace``)."""
 
-    __slots__ = ("computation", "prologue", "owner", "option", "key", "fused", "lock")
+    __slots__ = (
+        "computation", "trace", "prologue", "owner", "option", "key", "fused", "lock", "made", "settled", "__weakref__",
+    )  # fmt: skip
 
-    def __init__(self, entry: CacheEntry, prologue: TraceCtx, option: CACHE_OPTIONS):
+    def __init__(
+        self, entry: CacheEntry, prologue: TraceCtx, option: CACHE_OPTIONS, trace: TraceCtx | None = None,
+        settled: SettledAutograd | None = None,
+    ):  # fmt: skip
+        """``trace``: the trace the computation is the compiled function of, if it is (no wrapper, no autograd)."""
         self.computation, self.prologue, self.option, self.key = entry.computation, prologue, option, entry.key
+        self.trace = trace
         self.owner = weakref.ref(entry)
         self.fused: Callable | None = None
         self.lock = threading.Lock()
+        # Fused prologues by the id of the trace they copy (0: none), with that trace (an id is reused once freed).
+        self.made: dict[int, tuple[TraceCtx | None, Callable]] = {}
+        # Note [A settled entry records with torch's autograd]: checked when the code of its traces changes.
+        self.settled = settled
+        for fn in [*([self.computation] if trace is not None else ()), *(settled.watched() if settled else ())]:
+            self._watch(fn)
+
+    def _watch(self, fn: Callable) -> None:
+        """Tells ``self`` when the compiled trace function ``fn`` takes other code (``replace_code``)."""
+        fn.__dict__.setdefault("__thunder_code_users__", []).append(weakref.ref(self))
 
     def __call__(self, args: tuple, kwargs: dict):
         fused = self.fused
@@ -592,10 +616,36 @@ class _FusedWhenReused:
             if self.fused is None:
                 entry = self.owner()
                 missed = entry.misses.missed if entry is not None else (lambda bsym, values, raised=None: MISS)
-                self.fused = self.prologue.fused_prologue_callable(self.computation, missed)
-                if entry is not None and entry.run is self:
-                    entry.run = self.fused
+                ours = entry is not None and (entry.run is self or any(entry.run is f for _, f in self.made.values()))
+                if self.settled is not None and entry is not None and self.settled.ready():
+                    switched, self.settled = self.settled.switch(entry), None
+                    if switched is not None:
+                        (self.computation, self.trace), self.made = switched, {}
+                        self._watch(self.computation)
+                # What the computation's code prints now (Note [The computation runs in the prologue's frame]).
+                inline = self.computation.__dict__.get("__thunder_trace__", self.trace) if self.trace else None
+                made = self.made.get(id(inline) if inline is not None else 0)
+                fused = made[1] if made is not None and made[0] is inline else None
+                if fused is None:
+                    fused = self.prologue.fused_prologue_callable(self.computation, missed, inline)
+                    copied = fused.__thunder_inlined_trace__
+                    # Only the one that calls the computation and the one that copies its current code are kept.
+                    self.made = {k: v for k, v in self.made.items() if k == 0}
+                    self.made[id(copied) if copied is not None else 0] = (copied, fused)
+                    if copied is not inline:
+                        self.made[id(inline)] = (inline, fused)  # its names do not allow the copy: it is called
+                self.fused = fused
+                if ours:
+                    entry.run = fused
             return self.fused
+
+    def code_changed(self) -> None:
+        """The computation's code changed: the next call makes (or takes) the fused prologue that runs it."""
+        with self.lock:
+            old, self.fused = self.fused, None
+            entry = self.owner()
+            if entry is not None and old is not None and entry.run is old:
+                entry.run = self
 
 
 def _restoring_draws_on_changed_outcome(run: Callable, entry: CacheEntry) -> Callable:

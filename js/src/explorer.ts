@@ -18,6 +18,7 @@ import { StepLayouts } from "./layout-client";
 import {
   overlapDetails,
   diffSummary,
+  setDiffListsOpen,
   errorBox,
   executorsPanel,
   invalidBox,
@@ -61,6 +62,8 @@ class Explorer {
   private readonly stepList: HTMLElement;
   private readonly stepHeader: HTMLElement;
   private readonly diffSlot: HTMLElement;
+  /** Whether the diff's lists are open (kept from step to step). */
+  private diffListsOpen = false;
   private readonly sourceEl: HTMLElement;
   private readonly detailsEl: HTMLElement;
   private readonly executorsSlot: HTMLElement;
@@ -513,7 +516,7 @@ class Explorer {
     this.diffSlot.replaceChildren(
       problems.length
         ? invalidBox(doc, problems, "This step cannot be shown")
-        : diffSummary(doc, step.diff, this.rel.previous(step), step),
+        : diffSummary(doc, step.diff, this.rel.previous(step), step, this.diffListsOpen),
     );
 
     this.lineToNode = new Map();
@@ -847,6 +850,13 @@ class Explorer {
       );
     });
     this.diffSlot.addEventListener("click", (e) => {
+      const toggle = (e.target as Element | null)?.closest?.("[data-testid='diff-toggle']");
+      if (toggle) {
+        this.diffListsOpen = !this.diffListsOpen;
+        const summary = toggle.closest("[data-testid='diff-summary']");
+        if (summary) setDiffListsOpen(summary, this.diffListsOpen);
+        return;
+      }
       const link = (e.target as Element | null)?.closest?.("[data-testid='diff-link']");
       if (!link) return;
       const stepId = link.getAttribute("data-link-step");

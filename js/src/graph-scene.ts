@@ -24,6 +24,8 @@ const IO_H = 26;
  * between a label and the nodes above, where the label text starts, and a wide character's width. */
 const LABEL_H = 16;
 const BOX_PAD = 6;
+/** The room a note takes under its item (`noteElement` in graph-elements.ts: 10 px text, baseline 12 px below). */
+const NOTE_H = 14;
 const LABEL_GAP = 2;
 export const LABEL_X = 24;
 const LABEL_CHAR_W = 7;
@@ -365,11 +367,16 @@ export function buildScene(
     slotsAbove.set(sp.top, Math.max(slotsAbove.get(sp.top) ?? 0, slot + 1));
   }
   // each row's top: the rows above, and the label slots of the gaps above it
+  // (and a box's bottom goes under the notes of its members, so the row below leaves room for them)
   const rows = Math.max(0, ...[...rowOf.values()].map((r) => r + 1));
+  const notedInBox = new Set<number>();
+  for (const sp of spans)
+    for (const it of sp.members) if (it.note) notedInBox.add(rowOf.get(it) as number);
   const rowY: number[] = [];
   let grown = 0;
   for (let r = 0; r < rows; r++) {
-    const need = (slotsAbove.get(r) ?? 0) * LABEL_H + BOX_PAD + LABEL_GAP;
+    const notes = notedInBox.has(r - 1) ? NOTE_H + BOX_PAD : 0;
+    const need = (slotsAbove.get(r) ?? 0) * LABEL_H + BOX_PAD + LABEL_GAP + notes;
     grown += Math.max(0, need - (ROW_H - NODE_H));
     rowY.push(r * ROW_H + grown);
   }
@@ -399,7 +406,7 @@ export function buildScene(
     if (known !== undefined) return known;
     const pad = sp.collapsed ? 5 : BOX_PAD;
     let y = -Infinity;
-    for (const it of sp.members) y = Math.max(y, it.y + it.h);
+    for (const it of sp.members) y = Math.max(y, it.y + it.h + (it.note ? NOTE_H : 0));
     for (const c of sp.inner) y = Math.max(y, bottom(c));
     bottomOf.set(sp, y + pad);
     return y + pad;

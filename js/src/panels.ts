@@ -207,6 +207,7 @@ export function diffSummary(
   diff: Diff | null,
   previous: Step | undefined,
   current: Step,
+  listsOpen = false,
 ): HTMLElement {
   const el = h(doc, "div", { class: "tx-diff", "data-testid": "diff-summary" });
   if (!diff) {
@@ -281,17 +282,33 @@ export function diffSummary(
       ),
     );
   };
-  el.append(
-    h(
-      doc,
-      "div",
-      { class: "tx-diff-lists" },
-      list("diff-removed", "removed", removed),
-      list("diff-added", "added", added),
-      list("diff-fused", "fused", fused),
-    ),
-  );
+  const lists = [
+    list("diff-removed", "removed", removed),
+    list("diff-added", "added", added),
+    list("diff-fused", "fused", fused),
+  ];
+  if (lists.some((l) => l !== null)) {
+    el.append(
+      h(
+        doc,
+        "button",
+        { type: "button", class: "tx-diff-toggle", "data-testid": "diff-toggle" },
+        "",
+      ),
+      h(doc, "div", { class: "tx-diff-lists" }, ...lists),
+    );
+    setDiffListsOpen(el, listsOpen);
+  }
   return el;
+}
+
+/** Opens or closes a diff summary's lists (they lie over the graph's top). */
+export function setDiffListsOpen(summary: Element, open: boolean): void {
+  summary.classList.toggle("open", open);
+  const toggle = summary.querySelector("[data-testid='diff-toggle']");
+  if (!toggle) return;
+  toggle.setAttribute("aria-expanded", String(open));
+  toggle.textContent = open ? "hide lists ▴" : "show lists ▾";
 }
 
 function formatDiff(v: number | null): string {

@@ -289,6 +289,37 @@ describe("del statements are notes, not nodes", () => {
   });
 });
 
+describe("notes under nodes", () => {
+  test("a box reaches under its members' notes, and the row below leaves room for it", () => {
+    m = mountDoc(decoder(3, 4)); // each block's last node notes the value freed after it
+    const rect = (g: Element, r: Element): { x0: number; y0: number; x1: number; y1: number } => {
+      const [x, y] = translate(g);
+      const w = Number(r.getAttribute("width"));
+      const h = Number(r.getAttribute("height"));
+      return { x0: x, y0: y, x1: x + w, y1: y + h };
+    };
+    const groups = m
+      .all("[data-testid='group']:not(.collapsed)")
+      .map((g) => rect(g, g.querySelector(".group-box")!));
+    const nodes = m.all("[data-testid='node']").map((n) => rect(n, n.querySelector(".node-box")!));
+    const noted = m.all("[data-testid='node']").filter((n) => n.querySelector(".node-note"));
+    expect(noted.length).toBe(3);
+    for (const n of noted) {
+      const box = rect(n, n.querySelector(".node-box")!);
+      const noteBottom = box.y1 + 14; // 10 px text whose baseline is 12 px under the node
+      const around = groups.filter(
+        (g) => g.x0 <= box.x0 && box.x1 <= g.x1 && g.y0 <= box.y0 && box.y1 <= g.y1,
+      );
+      expect(around.length).toBeGreaterThan(0);
+      for (const g of around) expect(g.y1).toBeGreaterThanOrEqual(noteBottom);
+      // nothing else starts before the note ends, under it
+      for (const o of [...groups, ...nodes])
+        if (o.y0 > box.y1 && o.x0 < box.x1 && box.x0 < o.x1)
+          expect(o.y0).toBeGreaterThanOrEqual(noteBottom);
+    }
+  });
+});
+
 describe("fit and the minimap", () => {
   test("fit puts the whole graph, however big, inside the viewport", () => {
     m = mountDoc(decoder(4, 60)); // 244 nodes: opens collapsed

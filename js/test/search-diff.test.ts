@@ -186,6 +186,29 @@ describe("search", () => {
 });
 
 describe("diff lists", () => {
+  test("the lists open on demand, over the graph, and stay open from step to step", () => {
+    m = mountDoc(fixture("sample"));
+    openStep(m, 2);
+    const toggle = (): Element => m.q("[data-testid='diff-toggle']");
+    const open = (): boolean => m.q("[data-testid='diff-summary']").classList.contains("open");
+    expect(open()).toBe(false);
+    expect(toggle().getAttribute("aria-expanded")).toBe("false");
+    click(toggle());
+    expect(open()).toBe(true);
+    expect(toggle().getAttribute("aria-expanded")).toBe("true");
+    openStep(m, 3);
+    expect(open()).toBe(true);
+    click(toggle());
+    openStep(m, 2);
+    expect(open()).toBe(false);
+  });
+
+  test("a step with nothing to list has no toggle", () => {
+    m = mountDoc(fixture("sample"));
+    openStep(m, 0);
+    expect(m.all("[data-testid='diff-toggle']")).toHaveLength(0);
+  });
+
   test("removed nodes are listed by op and value; a click selects them in the previous step", () => {
     m = mountDoc(fixture("sample"));
     openStep(m, 2);

@@ -226,6 +226,7 @@ def test_each_pass_changes_the_graph_and_surviving_nodes_stay_put(notebook_opene
     assert count_labelled(ex, "mul") == 1, node_labels(ex)
     # the merged ops name the values that replaced them; a click shows one where it stood
     assert re.search(r"mul → t\d+ merged into t\d+", removed.inner_text()), removed.inner_text()
+    ex.locator('[data-testid="diff-toggle"]').click()  # the lists open over the graph's top
     removed.locator('[data-testid="diff-link"]').first.click()
     ex.locator(f'{STEP}[aria-selected="true"]').filter(has_text="Dead Code Elimination").wait_for()
     settle(ex)

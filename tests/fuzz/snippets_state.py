@@ -7,6 +7,15 @@ from tests.fuzz.snippet_base import _pick, _s
 
 # ---------------------------------------------------------------- objects
 
+_READ_FORMS = (
+    "{obj}.{name}", "{obj}.{name}", "vars({obj})['{name}']", "{obj}.__dict__.get('{name}', 0)",
+    "object.__getattribute__({obj}, '{name}')", "operator.attrgetter('{name}')({obj})", "getattr({obj}, '{name}')",
+)  # fmt: skip
+_WRITE_FORMS = (
+    "{obj}.{name} = {value}", "{obj}.{name} = {value}", "setattr({obj}, '{name}', {value})",
+    "{obj}.__setattr__('{name}', {value})", "object.__setattr__({obj}, '{name}', {value})",
+)  # fmt: skip
+
 
 def objects(rng, ctx):
     choice = rng.random()
@@ -84,8 +93,12 @@ def objects(rng, ctx):
             setup="class _Cfg{u}:\n    pass\ncfg{u} = _Cfg{u}()\ncfg{u}.extra = 0.5",
             mutations=["del cfg{u}.extra", "cfg{u}.extra = 2", "del cfg{u}.extra", "cfg{u}.extra = 0.5"],
         )  # fmt: skip
+    # the attribute read as ``obj.name`` or through what reads it natively (Note [Reads and writes through an
+    # object's __dict__], [Attribute slots called by name], [Operator getters]); the form from ``choice``'s digits,
+    # which draws nothing (the seeds' other programs stay as they were)
+    shift = _READ_FORMS[int(choice * 10_000) % len(_READ_FORMS)].format(obj="cfg{u}", name="shift")
     return _s(
-        "objects", "attribute of a plain global object changed", "acc = acc + cfg{u}.shift\nif cfg{u}.flag:\n    acc = acc * 2",
+        "objects", "attribute of a plain global object changed", f"acc = acc + {shift}\nif cfg{{u}}.flag:\n    acc = acc * 2",
         setup="class _Cfg{u}:\n    pass\ncfg{u} = _Cfg{u}()\ncfg{u}.shift = 1\ncfg{u}.flag = True",
         mutations=["cfg{u}.shift = 2.5", "cfg{u}.flag = False", "cfg{u}.shift = -0.0", "cfg{u}.flag = True", "del cfg{u}.flag"],
     )  # fmt: skip
@@ -120,7 +133,8 @@ def side_effects(rng, ctx):
             "warnings.warn('fuzz: shown', RuntimeWarning)",
         )), needs={"n"})  # fmt: skip
     if choice < 0.7:
-        return _s("side_effects", "set attributes on a global object", "o{u}.count = o{u}.count + 1\no{u}.last = n",
+        count = _WRITE_FORMS[int(choice * 10_000) % len(_WRITE_FORMS)].format(obj="o{u}", name="count", value="o{u}.count + 1")
+        return _s("side_effects", "set attributes on a global object", f"{count}\no{{u}}.last = n",
                   setup="class _O{u}:\n    pass\no{u} = _O{u}()\no{u}.count = 0", state=("o{u}",), needs={"n"})  # fmt: skip
     if choice < 0.8:
         return _s("side_effects", "rebind a global (global statement)", "global CNT{u}\nCNT{u} = CNT{u} + 1\nret.append(CNT{u})",

@@ -306,10 +306,12 @@ def trace_source(
     lines_cache: dict | None = None,
     signature: list[str] | None = None,
     guarded: str | None = None,
+    guarded_count: int | None = None,
 ) -> str:
     """The Python source of a trace (its parameters: ``signature`` where given, else the trace's).
 
-    ``guarded``: a prologue's statements before its final ``return`` run in a ``try`` whose handler returns this
+    ``guarded``: a prologue's statements before its final ``return`` (those of its first ``guarded_count`` bound
+    symbols where given: a prologue followed by its computation) run in a ``try`` whose handler returns this
     expression, where ``_raised`` is the exception (Note [A prologue that raises misses]).
 
     ``ranges(i, bsym)`` names a profiler range around the statement of the ``i``-th bound symbol
@@ -342,8 +344,10 @@ def trace_source(
         spans.append((start, len(body), bsym))
         if name is not None:
             body.append("  _range_exit(_thunder_range)")
-    if guarded is not None and body and body[-1].startswith("  return "):
-        body, spans = _guarded_body(body, spans, guarded)
+    if guarded is not None and guarded_count is not None:
+        body, spans = _guarded_body(body, spans, guarded, spans[guarded_count - 1][1] if guarded_count else 0)
+    elif guarded is not None and body and body[-1].startswith("  return "):
+        body, spans = _guarded_body(body, spans, guarded, len(body) - 1)
     signature = ", ".join(trace.signature() if signature is None else signature)
     if any(deco.startswith("torch.") for deco in trace.decorators):
         printer.add_ctx("torch", torch)
@@ -379,12 +383,13 @@ def trace_source(
 # fused prologue) stays outside it, so the computation's own errors pass through.
 
 
-def _guarded_body(body: list[str], spans: list, guarded: str) -> tuple[list[str], list]:
-    """``body`` with all but its final ``return`` inside ``try:``, and ``spans`` moved with the lines."""
-    last = len(body) - 1
-    inner = ["  " + piece.replace("\n", "\n  ") for piece in body[:last]]
-    guarded_body = ["  try:", *inner, f"  except Exception as _raised:\n    return {guarded}", body[last]]
-    moved = [(start + 1, stop + 1, b) if start < last else (start + 2, stop + 2, b) for start, stop, b in spans]
+def _guarded_body(body: list[str], spans: list, guarded: str, end: int) -> tuple[list[str], list]:
+    """``body`` with its lines before ``end`` inside ``try:``, and ``spans`` moved with the lines."""
+    if end == 0:
+        return body, spans
+    inner = ["  " + piece.replace("\n", "\n  ") for piece in body[:end]]
+    guarded_body = ["  try:", *inner, f"  except Exception as _raised:\n    return {guarded}", *body[end:]]
+    moved = [(start + 1, stop + 1, b) if start < end else (start + 2, stop + 2, b) for start, stop, b in spans]
     return guarded_body, moved
 
 
@@ -448,13 +453,33 @@ def profiling_ranges(trace, ranges: Callable[[int, BoundSymbol], str | None]):
         raise RuntimeError(f"cannot profile {trace.name}: its code and the ranged code disagree on {clash}")
     for k, v in printer.ctx.items():
         env.setdefault(k, v)
-    original = fn.__code__
-    fn.__code__ = inner.__code__
+    original, shown = fn.__code__, fn.__dict__.get("__thunder_trace__", OWN_TRACE)
+    replace_code(fn, inner.__code__, None)  # the hot path calls the ranged function (no inlined copy of its code)
     try:
         yield
     finally:
-        fn.__code__ = original
+        replace_code(fn, original, shown)
         del ranged, inner  # its linecache entries go with it
+
+
+#: ``replace_code``'s ``trace`` for a function given back the code of the trace it was compiled from.
+OWN_TRACE = object()
+
+
+def replace_code(fn: Callable, code: Any, trace: Any = OWN_TRACE) -> None:
+    """Gives the compiled function ``fn`` other ``code``, that of ``trace`` (None: code no trace prints), and tells
+    the fused prologues that copied its statements (Note [The computation runs in the prologue's frame] in
+    ``thunder.core.trace``), which are made again on their next call. ``fn.__thunder_trace__`` keeps ``trace``,
+    except its own trace (which holds ``fn``: no reference cycle, so an evicted entry is freed by refcounting)."""
+    fn.__code__ = code
+    if trace is OWN_TRACE:
+        fn.__dict__.pop("__thunder_trace__", None)
+    else:
+        fn.__thunder_trace__ = trace
+    for ref in list(getattr(fn, "__thunder_code_users__", ())):
+        user = ref()
+        if user is not None:
+            user.code_changed()
 
 
 def _release(filename: str) -> None:

@@ -63,6 +63,11 @@ _WRAPPER_STATE = frozenset({"_model", "_options", "_variants", "_forward_fn"})
 class ThunderModule(torch.nn.Module):
     """A compiled ``nn.Module``; attribute access is forwarded to the original module."""
 
+    def __new__(cls, model: torch.nn.Module, options):
+        if cls is ThunderModule and all(hasattr(type(model), m) for m in ("__len__", "__getitem__", "__iter__")):
+            cls = _ThunderContainerModule  # Note [A compiled container module]
+        return super().__new__(cls)
+
     def __init__(self, model: torch.nn.Module, options):
         super().__init__()
         if _jit_entry is None:
@@ -286,3 +291,25 @@ def is_thunder_entry(compiled_call_impl: Any) -> bool:
     """Whether a module's ``_compiled_call_impl`` is a ThunderModule's compiled call (Note [Methods of a compiled
     module]): tracing that module's call takes it as uncompiled."""
     return getattr(compiled_call_impl, "thunder_entry", False)
+
+
+# Note [A compiled container module]
+# ``jm = thunder.jit(nn.Sequential(...))``: ``jm[0]``, ``len(jm)``, ``for layer in jm`` and ``"key" in jm`` are the
+# original container's (its submodules, as ``jm.name`` gives them), where a plain ThunderModule would raise TypeError
+# (Python looks dunder methods up on the type, past ``__getattr__``). Only a module whose class is a container gets
+# them, so the truth of any other compiled module stays ``True``.
+class _ThunderContainerModule(ThunderModule):
+    def _get_name(self) -> str:  # (its repr is a ThunderModule's)
+        return "ThunderModule"
+
+    def __len__(self) -> int:
+        return len(self._model)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._model[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._model)
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._model

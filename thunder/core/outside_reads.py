@@ -29,11 +29,14 @@ back while it is also a member is not noticed.
 ``OutsideReadsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles these reads; the
 state it keeps is set up by ``Tracer.__init__``.
 
-Note [Writes through an object's __dict__]
-``vars(obj)["n"] += 1``, ``obj.__dict__["n"] = v``: the dict is the object's attribute table, read natively (a
-dunder attribute, not checked), so a write into it was made once, while tracing, and never by the calls (a counter
-stopped at 1). The ``__dict__`` of an object from outside (``vars(obj)`` reads it as ``obj.__dict__`` does) is
-remembered, and a write into it is a clear error that says to write the attribute instead, which is replayed.
+Note [Reads and writes through an object's __dict__]
+``vars(obj)["n"]``, ``obj.__dict__.get("n")``: the dict is the object's attribute table, which dunder reads left
+unchecked, so a cached trace kept the value it read while tracing (``O.n = 5`` afterwards was not seen), and a
+write into it (``vars(obj)["n"] += 1``) was made once, while tracing, and never by the calls (a counter stopped at
+1). So the ``__dict__`` of an object from outside (``vars(obj)`` reads it as ``obj.__dict__`` does) is read as an
+outside dict is, each item checked where the program reads it, and a write into it is a clear error that says to
+write the attribute instead, which is replayed (a write through the dict would bypass the attribute reads of the
+same object).
 
 Layer: tracing. Imports: core.
 """
@@ -143,8 +146,8 @@ class OutsideReadsMixin:
         self._keepalive.append(cell)
 
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:
-        if name == "__dict__" and type(value) is dict and id(obj) in self._provenance:
-            self._object_dicts[id(value)] = value  # Note [Writes through an object's __dict__]
+        if name == "__dict__" and type(value) is dict:
+            return self._object_dict(obj, value)
         if isinstance(obj, torch.nn.Module) and not name.startswith("__"):
             written = self._member_written(obj, name)  # Note [Module members the program writes]
             if written is not _UNWRITTEN:
@@ -175,6 +178,20 @@ class OutsideReadsMixin:
         if isinstance(value, (types.MethodType, types.BuiltinMethodType, Proxy)) or name.startswith("__"):
             return value  # a proxy: computed by the program (a property's getter, ``parametrize``'s weight)
         return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
+
+    def _object_dict(self, obj: Any, table: dict) -> Any:
+        """``obj.__dict__`` (and ``vars(obj)``) of an object from outside: an outside container whose items are
+        checked where they are read, and into which a write is refused (Note [Reads and writes through an object's
+        __dict__]); an object the program made, or one not checked, gives its own dict."""
+        holder = self._provenance.get(id(obj))
+        if holder is None and (is_user_namespace(obj) or isinstance(obj, torch.nn.Module)):
+            holder = self._captured_outside(obj)
+        if holder is None:
+            return table
+        seen = self._read(("attr", id(obj), "__dict__"), table, lambda: self._attr_holder(holder, "__dict__", obj))
+        self._object_dicts[id(table)] = table
+        self._object_dicts[id(seen)] = seen
+        return seen
 
     def _guard_method(self, holder: Proxy, obj: Any, name: str, func: Any) -> bool:
         """``obj.name`` gave the method ``func`` of ``obj``'s class: the prologue checks that the class still has

@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy as copy_module
 import functools
 import logging
+import operator
 import os
 import sys
 import types
@@ -51,8 +52,9 @@ import torch.utils.checkpoint
 
 from thunder.core import introspection, prims, proxies, torch_state, transforms
 from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
+from thunder.core.interpreter import NULL
 from thunder.core.interpreter.execution import call as interpreter_call
-from thunder.core.interpreter.execution import enter_function
+from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime, frame_line, innermost_frame_objects
 from thunder.core.module import is_thunder_entry
 from thunder.core.nested_jit import inner_jitted_lookaside
@@ -171,6 +173,61 @@ _DEFAULTS = (
 _SCRIPT_FUNCTION, _SCRIPT_MODULE = torch.jit.ScriptFunction, torch.jit.ScriptModule
 
 
+_ATTRIBUTE_SLOTS = {
+    "__getattribute__": (object.__getattribute__, type.__getattribute__),
+    "__setattr__": (object.__setattr__, type.__setattr__),
+    "__delattr__": (object.__delattr__, type.__delattr__),
+}
+
+
+def _plain_slot(cls: type, slot: str) -> bool:
+    """Whether ``cls`` takes ``slot`` from ``object`` or ``type`` (and, for reads, has no ``__getattr__``): then
+    calling the slot by name is ``getattr``/``setattr``/``delattr`` (Note [Attribute slots called by name])."""
+    if lookup_type_attr(cls, slot) not in _ATTRIBUTE_SLOTS[slot]:
+        return False
+    return slot != "__getattribute__" or lookup_type_attr(cls, "__getattr__") is NULL
+
+
+# Note [Operator getters]
+# ``operator.attrgetter("cfg.n")(obj)``, ``itemgetter``, ``methodcaller`` read natively, so an attribute they read was
+# not checked (nor stores into what they return replayed): a counter reached through one stopped at 1. A call of one
+# is interpreted as the Python it stands for, whose reads are the program's own.
+def _python_getter(fn: Any) -> Callable | None:
+    cls = type(fn)
+    if cls is operator.attrgetter:
+        paths = [name.split(".") for name in fn.__reduce__()[1]]
+
+        def attrgetter(obj):
+            found = []
+            for path in paths:
+                value = obj
+                for name in path:
+                    value = getattr(value, name)
+                found.append(value)
+            return found[0] if len(found) == 1 else tuple(found)
+
+        return attrgetter
+    if cls is operator.itemgetter:
+        keys = fn.__reduce__()[1]
+
+        def itemgetter(obj):
+            return obj[keys[0]] if len(keys) == 1 else tuple(obj[k] for k in keys)
+
+        return itemgetter
+    if cls is operator.methodcaller:
+        made, args = fn.__reduce__()[:2]
+        if type(made) is functools.partial:
+            name, kwargs = made.args[0], made.keywords
+        else:
+            (name, *args), kwargs = args, {}
+
+        def methodcaller(obj):
+            return getattr(obj, name)(*args, **kwargs)
+
+        return methodcaller
+    return None
+
+
 def _refuse_script_module(module: torch.nn.Module, *args, **kwargs):
     """A TorchScript module (``torch.jit.script``/``trace``): its methods run in C++, on real tensors only."""
     loc = source_location()
@@ -240,6 +297,7 @@ class SpecialCallsMixin:
             hasattr: self._hasattr,
             setattr: self._setattr,
             object.__setattr__: functools.partial(self._setattr, setter=object.__setattr__),
+            object.__getattribute__: self._object_getattribute,
             delattr: self._delattr,
             object.__delattr__: functools.partial(self._delattr, deleter=object.__delattr__),
             # Note [Tensors of outside arrays]
@@ -400,6 +458,9 @@ class SpecialCallsMixin:
             original = plain_attribute(fn, "_torchdynamo_inline")
             if original is not None:
                 return lambda *a, **k: interpreter_call(current_runtime(), original, a, k)
+        getter = _python_getter(fn)
+        if getter is not None:
+            return lambda *a, **k: interpreter_call(current_runtime(), getter, a, k)
         if type(fn) is weakref.ReferenceType:
             holder = self._provenance.get(id(fn))
             if holder is not None:
@@ -407,6 +468,10 @@ class SpecialCallsMixin:
         self_obj = bound_self(fn)
         if isinstance(self_obj, Proxy):
             return fn
+        if type(fn) is types.MethodWrapperType and fn.__name__ in _ATTRIBUTE_SLOTS:
+            slot = self._attribute_slot(fn.__name__, self_obj)
+            if slot is not None:
+                return slot
         if type(self_obj) in _REAL_TENSOR_TYPES and plain_attribute(fn, "__name__", "").endswith("_"):
             return functools.partial(_refuse_untraced_update, fn)
         if isinstance(self_obj, _SCRIPT_MODULE):
@@ -433,6 +498,24 @@ class SpecialCallsMixin:
         if type(fn) is functools._lru_cache_wrapper:
             return functools.partial(self._cached_call, fn)
         return self._call_of(fn) or self._container_method(fn, self_obj) or introspection.native_number_reader(fn)
+
+    # Note [Attribute slots called by name]
+    # ``object.__getattribute__(obj, "n")``, ``obj.__getattribute__("n")``, ``obj.__setattr__("n", v)`` run natively:
+    # the read was not checked (a cached trace kept the value) and the write was made once, while tracing. Where the
+    # class does not define that slot itself (nor ``__getattr__``, for reads), the call does what ``getattr``,
+    # ``setattr`` and ``delattr`` do, and is traced as they are. Where it does (a class's own ``__getattribute__``
+    # calling ``super().__getattribute__``), the call stays native: the program's read of the attribute through the
+    # class is what is checked.
+    def _object_getattribute(self, obj: Any, name: Any) -> Any:
+        if type(name) is str and _plain_slot(type(obj), "__getattribute__"):
+            return self._getattr(obj, name)
+        return object.__getattribute__(obj, name)
+
+    def _attribute_slot(self, slot: str, obj: Any) -> Callable | None:
+        if not _plain_slot(type(obj), slot):
+            return None
+        traced = {"__getattribute__": self._getattr, "__setattr__": self._setattr, "__delattr__": self._delattr}[slot]
+        return functools.partial(traced, obj)
 
     def _cached_call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         """A call of a ``functools.lru_cache``/``cache`` function with constant arguments (``causal_mask(16)``): the

@@ -6,6 +6,7 @@ Layer: core. Imports: core.symbol, core.proxies, core.codegen, core.tracectx.
 from __future__ import annotations
 
 import contextlib
+import dis
 import itertools
 import keyword
 import sys
@@ -294,7 +295,9 @@ class TraceCtx:
                     told(value, self, self._callable)
         return self._callable
 
-    def fused_prologue_callable(self, computation: Callable, missed: Callable[..., Any]) -> Callable:
+    def fused_prologue_callable(
+        self, computation: Callable, missed: Callable[..., Any], inline: TraceCtx | None = None
+    ) -> Callable:
         """This prologue compiled together with the call of ``computation``: one call on a cache hit.
 
         It is called as ``fused(args, kwargs)`` (the call's positional arguments as a tuple, its keyword
@@ -302,18 +305,13 @@ class TraceCtx:
         again); when a check fails it returns ``missed(the check's bound symbol, its locals)``, and when a read
         raises ``missed(the raising bound symbol, its locals, the exception)`` (Note [A prologue that raises
         misses]), else whatever ``computation`` returns. Its tensor checks try the C fast check first (Note
-        [Tensor checks in C]).
+        [Tensor checks in C]). With ``inline``, the trace ``computation``'s code runs, its statements follow the
+        checks in the same function (Note [The computation runs in the prologue's frame]) where their names allow.
         """
         params = self.signature()
         if params != [f"*{self.varargs}", f"**{self.varkwargs}"]:
             raise ValueError(f"a prologue takes (*args, **kwargs), not ({', '.join(params)})")
         from thunder.core.prims.python import group_tensor_checks
-
-        printer = Printer(
-            miss=lambda p: f"_missed({p.constant(p.bsym, '_check')})",
-            return_call="_computation",
-            tensor_types={},
-        )
 
         def missed_here(bsym: Any) -> Any:
             # The failed check's locals, read from the prologue's frame on a miss only: passing ``locals()`` in each
@@ -323,21 +321,81 @@ class TraceCtx:
         def raised_here(e: Exception) -> Any:
             return missed(bsym_raising(e), dict(sys._getframe(1).f_locals), e)
 
-        printer.add_ctx("_missed", missed_here)
-        printer.add_ctx("_raised_here", raised_here)
-        printer.add_ctx("_computation", computation)
         grouped = from_trace(self)
         grouped.bound_symbols = group_tensor_checks(self.bound_symbols)
-        source = trace_source(
-            grouped, print_depth=1, printer=printer, signature=[self.varargs, self.varkwargs],
-            guarded="_raised_here(_raised)",
-        )  # fmt: skip
-        return compile_source(
-            source, self.function_name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms
-        )
+        for body in ((inline,) if inline is not None else ()) + (None,):
+            printer = Printer(
+                miss=lambda p: f"_missed({p.constant(p.bsym, '_check')})",
+                return_call=None if body is not None else "_computation",
+                tensor_types={},
+            )
+            printer.add_ctx("_missed", missed_here)
+            printer.add_ctx("_raised_here", raised_here)
+            trace = grouped
+            if body is not None:
+                trace = _with_computation(grouped, body)
+                if trace is None:
+                    continue
+            else:
+                printer.add_ctx("_computation", computation)
+            try:
+                source = trace_source(
+                    trace, print_depth=1, printer=printer, signature=[self.varargs, self.varkwargs],
+                    guarded="_raised_here(_raised)", guarded_count=len(grouped.bound_symbols) - 1,
+                )  # fmt: skip
+            except RuntimeError:  # two values want one global name: the computation is called instead
+                continue
+            if body is not None and not _names_apart(self, body, computation, printer.ctx):
+                continue
+            fused = compile_source(
+                source, self.function_name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms
+            )
+            fused.__thunder_inlined_trace__ = body
+            return fused
+        raise AssertionError("unreachable")
 
     def set_provenance(self, provenance: TraceProvenance) -> None:
         self.provenance = provenance
+
+
+# Note [The computation runs in the prologue's frame]
+# A cached call of a small program costs about as much in Python frames and checks as in torch's kernels (``a + b`` on
+# 2x2 tensors: 1.4 us of kernel, 0.7 us of thunder), so the hot path runs the entry's checks and its computation's
+# statements in one generated function: the computation's trace is printed after the prologue's checks, outside
+# their ``try`` (its own exceptions propagate, with the op's runtime note), its parameters being the names the
+# prologue returns. Only a computation that is its trace's plain function (no decorator, no autograd node, no
+# wrapper) and whose names do not meet the prologue's is inlined; the rest are called. The computation's function
+# stays what the slow path and the first call run, and a change of its code (a settled region inlined, profiling
+# ranges) makes the fused function of every entry that inlined it be made again (``replace_code`` in
+# ``thunder.core.codegen``), so what the hot path runs is always what the computation's function runs.
+def _with_computation(prologue: TraceCtx, computation: TraceCtx) -> TraceCtx | None:
+    """``prologue``'s checks followed by ``computation``'s statements, or None where the prologue returns other
+    names than ``computation``'s parameters."""
+    *checks, ret = prologue.bound_symbols
+    returned = ret.args[0] if ret.args else None
+    if computation.decorators or type(returned) not in (tuple, list) or len(returned) != len(computation.args):
+        return None
+    if not all(isinstance(v, Proxy) and isinstance(a, Proxy) and v.name == a.name for v, a in zip(returned, computation.args)):
+        return None
+    fused = from_trace(prologue)
+    fused.bound_symbols = [*checks, *computation.bound_symbols]
+    return fused
+
+
+def _names_apart(prologue: TraceCtx, computation: TraceCtx, fn: Callable, ctx: dict) -> bool:
+    """Whether the computation's locals (those of ``fn``, its compiled code) are neither the prologue's (but the
+    parameters it receives from it) nor globals of the fused code, and the globals ``fn`` reads are no locals of
+    the prologue."""
+    ours = {prologue.varargs, prologue.varkwargs, "_raised"}
+    for bsym in prologue.bound_symbols:
+        ours.update(p.name for p in bsym.flat_proxy_args)
+        ours.update(p.name for p in bsym.flat_proxy_outs)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    theirs = set(code.co_varnames) - {a.name for a in computation.args}
+    read = {i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}
+    return not (theirs & ours or theirs & ctx.keys() or read & ours)
 
 
 def from_trace(trace: TraceCtx) -> TraceCtx:

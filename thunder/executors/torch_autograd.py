@@ -13,6 +13,7 @@ Layer: executors. Imports: core, torch.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -224,7 +225,7 @@ def _refuse_partial_gradients(outputs: list, feeds: tuple[frozenset[int], ...], 
     gradient from outside while outputs computed from it got cotangents too."""
     for k, (ref, fed) in enumerate(zip(outputs, feeds)):
         t = ref() if ref is not None else None
-        if t is None or not (t.retains_grad or t._backward_hooks):
+        if t is None or not (t.retains_grad or _users_hooks(t)):
             continue
         if any(cotangents[j] is not None for j in fed):
             raise RuntimeError(
@@ -234,6 +235,67 @@ def _refuse_partial_gradients(outputs: list, feeds: tuple[frozenset[int], ...], 
                 "would see only part of eager's gradient. Jit the code that makes this tensor and the code that uses "
                 "it as two functions, or hook a tensor that no other returned tensor is computed from."
             )
+
+
+def _users_hooks(t: torch.Tensor) -> bool:
+    hooks = t._backward_hooks
+    return bool(hooks) and any(not isinstance(h, _FedWatch) for h in hooks.values())
+
+
+# Note [Gradients asked of an output that feeds others]
+# ``torch.autograd.grad(logits.sum(), h)`` (or ``backward(inputs=[h])``) takes ``h``'s gradient where torch's engine
+# collects it, at the node's input, and then need not run the node: the part through ``logits`` (Note [Outputs that
+# feed other outputs]) is never added, and the result is None ("not used in the graph") or the part from outside.
+# So a call whose outputs feed others hooks the ones they feed: when one of those gets a cotangent, the hook asks the
+# engine whether it will run the node (it will run it when it will run, or collect the gradient of, anything the node
+# leads to: ``_will_engine_execute_node`` on its next nodes, which refuses, and so answers yes, for a leaf whose
+# gradient ``autograd.grad`` collects). A node reached and not run is one an output of which was asked for: the hook
+# raises there. Where the node's backward runs as well (``autograd.grad(loss, [h, w])``) the gradient taken for
+# ``h`` is still partial, and nothing shows it.
+class _FedWatch:
+    """A tensor hook on one call's output that other outputs feed (the Note above)."""
+
+    __slots__ = ("node", "k", "feeding")
+
+    def __init__(self, node: object, k: int, feeding: tuple[int, ...]):
+        self.node, self.k, self.feeding = node, k, feeding  # this output, and the outputs it is computed from
+
+    def __call__(self, grad: torch.Tensor | None) -> None:
+        if grad is not None and not _will_run(self.node):
+            raise RuntimeError(
+                f"thunder.jit: a gradient was asked of the compiled function's returned tensor(s) "
+                f"#{', #'.join(map(str, self.feeding))} (or of another returned tensor beside them) while returned "
+                f"tensor #{self.k}, computed from them, carries gradient too: torch.autograd.grad(..., inputs=[...]) "
+                "stops at the compiled function's one autograd node, so the part through the tensors computed from "
+                "them would be missing from eager's gradient. Jit the code that makes such a tensor and the code that "
+                "uses it as two functions, or ask for the gradient of an input of the compiled function instead."
+            )
+
+
+def _will_run(node) -> bool:
+    for n, _ in node.next_functions:
+        if n is not None:
+            try:
+                if _will_engine_execute_node(n):
+                    return True
+            except RuntimeError:  # a leaf whose gradient autograd.grad collects
+                return True
+    return False
+
+
+_will_engine_execute_node = torch._C._will_engine_execute_node
+_grad_enabled = torch.is_grad_enabled
+
+
+def _watch_fed_outputs(watched: tuple[tuple[int, tuple[int, ...]], ...], tensors: tuple) -> None:
+    """Note [Gradients asked of an output that feeds others]: a hook on each output of one call that others feed.
+    Set as ``Tensor.register_hook`` sets one, without its handle (which cost a small training step 5 us): the tensors
+    are new, and a hook the user adds later joins the same dict."""
+    node = tensors[watched[0][0]].grad_fn
+    for k, feeding in watched:
+        t = tensors[k]
+        t._backward_hooks = OrderedDict(thunder=_FedWatch(node, k, feeding))
+        node._register_hook_dict(t)
 
 
 def _direct(fb: ForwardBackward, outputs: list, input_position: dict) -> str | None:
@@ -289,6 +351,21 @@ def autograd_callable(plan: AutogradPlan) -> Callable:
 
         return computation
     apply = _applier(plan)
+    feeds = plan.feeds
+    if feeds is not None:
+        unwatched = apply
+        watched = tuple(
+            (j, tuple(k for k, fed in enumerate(feeds) if j in fed))
+            for j, d in enumerate(plan.differentiable_outputs)
+            if d and any(j in fed for fed in feeds)
+        )
+
+        def apply(plan, holder, *inputs):
+            tensors = unwatched(plan, holder, *inputs)
+            if watched and _grad_enabled():
+                _watch_fed_outputs(watched, tensors)
+            return tensors
+
     if plan.direct == "tensor":
         return lambda *inputs: apply(plan, None, *inputs)[0]
     if plan.direct == "tuple":

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 import torch.autograd.forward_ad as _forward_ad
 
-from thunder.core.codegen import Printer, compile_source, trace_source
+from thunder.core.codegen import Printer, compile_source, replace_code, trace_source
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import DONT_DCE, IN_PLACE, UNFUSIBLE, BoundSymbol, Symbol
 from thunder.core.symbolic import all_static, is_symbolic
@@ -337,6 +337,15 @@ class _Compiled:
             self._settled = uncompiled
         return list(self._callers) if self._settled is not None else []
 
+    def stays_on_torch(self) -> bool | None:
+        """True once the region runs torch's kernels for good (settled), None while a background region has never run
+        (nothing is decided of it), False otherwise."""
+        if self._settled is not None:
+            return True
+        if self.background and self._warm_up_s == 0.0 and self._warm_up_calls == 0:
+            return None
+        return False
+
     def status(self) -> str:
         """Where the region stands: 'warming up' (background mode: torch's kernels run, timed),
         'compiling', 'compiled, waiting to load' (Note [The first load waits until it has paid] in
@@ -441,7 +450,7 @@ def _inline_settled(trace: TraceCtx, fn: Callable) -> None:
         for k, v in printer.ctx.items():
             env.setdefault(k, v)
         fn.__thunder_inlined__ = runs
-        target.__code__ = inner.__code__
+        replace_code(target, inner.__code__, new)  # and fused prologues that copied its code follow it
 
 
 def _reference(value: Any) -> str | None:
