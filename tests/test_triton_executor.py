@@ -402,3 +402,13 @@ def test_nll_loss_backward_decomposition(reduction, weighted, rows):
         return F.nll_loss(x, target, weight=weight, reduction=reduction, ignore_index=3)
 
     _check(f, _rand(*rows, 33))
+
+
+def test_forward_mode_ad_through_a_triton_fusion_is_a_clear_error():
+    # the kernels dropped the dual tensors' tangents: the result's tangent was None, silently
+    import torch.autograd.forward_ad as fwAD
+
+    jf = thunder.jit(lambda x: x.sin() * 2 + x, executors=["triton"])
+    jf(_rand(4))
+    with fwAD.dual_level(), pytest.raises(ThunderRuntimeError, match="forward-mode AD .* through a Triton fusion"):
+        jf(fwAD.make_dual(_rand(4), _rand(4)))

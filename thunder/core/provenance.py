@@ -56,6 +56,18 @@ def dtensor_error(where: str) -> ThunderValueError:
     )
 
 
+def layout_error(where: str, t: torch.Tensor) -> ThunderValueError:
+    """A sparse, nested, quantized or MKL-DNN tensor was traced as a dense one: its ops, ``is_sparse``,
+    ``is_quantized``, ``layout`` and its results' layout were a dense tensor's, silently wrong."""
+    kind = "a nested tensor" if t.is_nested else f"a tensor of layout {t.layout}"
+    kind = f"a quantized tensor ({t.dtype})" if t.is_quantized else kind
+    return ThunderValueError(
+        f"{where} is {kind}, which thunder.jit does not trace (it traces strided, dense tensors): convert it before "
+        "the call (.to_dense(), .dequantize(), or a padded tensor for a nested one), or call this function "
+        "without thunder.jit"
+    )
+
+
 class ProvenanceMixin:
     """``Tracer``'s unpacking of the call's arguments and of the outside values the program reads."""
 
@@ -422,6 +434,8 @@ class ProvenanceMixin:
     def _tensor_input(self, t: torch.Tensor, holder: Proxy) -> TensorProxy:
         if is_dtensor(t):
             raise dtensor_error(self._member_paths.get(holder.name, holder.name))
+        if t.layout is not torch.strided or t.is_nested or t.is_quantized:
+            raise layout_error(self._member_paths.get(holder.name, holder.name), t)
         if type(t) is not torch.Tensor:
             self._check(prims.check_type, holder, type(t))  # a Parameter stays a Parameter
         # A tensor a transform made stand for a larger one (an fsdp shard) is traced with that one's shape; the

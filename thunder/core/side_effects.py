@@ -241,6 +241,11 @@ class SideEffectsMixin:
         if isinstance(obj, TensorProxy) and name == "grad":
             self.set_grad(obj, None if value is DELETED else value)
             return True
+        if isinstance(obj, TensorProxy) and name == "requires_grad":  # as ``obj.requires_grad_(value)``
+            if not isinstance(value, bool):  # eager's error, ``del t.requires_grad`` included
+                raise RuntimeError("requires_grad must be a bool")
+            self.set_requires_grad(obj, value)
+            return True
         holder = self._provenance.get(id(obj))
         if holder is None and (isinstance(obj, torch.nn.Module) or is_user_namespace(obj)):
             holder = self._captured_outside(obj)

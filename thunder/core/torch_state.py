@@ -57,6 +57,12 @@ _AUTOCAST_READERS = {
 }
 
 
+def grad_mode_on() -> bool:
+    """Whether ops run now record autograd: grad mode on, inference mode off (``enable_grad()`` inside
+    ``inference_mode()`` turns grad mode on, yet eager's results there require no grad)."""
+    return torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+
+
 def state_now() -> tuple[dict[str, Any], dict[str, tuple[bool, torch.dtype]]]:
     """The value of each piece of ``TORCH_STATE``, and each device type's autocast (enabled, dtype), now."""
     autocast = {d: (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICE_TYPES}

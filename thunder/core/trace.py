@@ -23,6 +23,7 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import autocast_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_RAISE, RANDOM, BoundSymbol, Symbol
+from thunder.core.torch_state import grad_mode_on
 from thunder.core.tracectx import current_source_location, get_tracectx, reset_tracectx, set_tracectx, tracectx
 
 __all__ = [
@@ -226,7 +227,7 @@ class TraceCtx:
         if not active:
             return
         self.grad_mode_read = True
-        if not torch.is_grad_enabled():
+        if not grad_mode_on():
             return
         made: set[str] = set()
         for s in subsymbols if grad_rules.get(sym) is None else ():

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.autograd.forward_ad as _forward_ad
 
 from thunder.core.codegen import Printer, compile_source, replace_code, trace_source
 from thunder.core.proxies import TensorProxy
@@ -124,6 +125,9 @@ class TorchCompileExecutor(FusionExecutor):
 _WHOLE_ON_CPU = {"torch.batch_norm", "torch.batch_norm_with_stats"}
 
 
+_functorch_active = torch._C._are_functorch_transforms_active
+
+
 class _Compiled:
     """Runs the region as a graph compiled by Inductor, called directly: no dynamo, no guards.
 
@@ -176,6 +180,8 @@ class _Compiled:
             _inline_settled(trace, fn)
 
     def __call__(self, *args):
+        if _forward_ad._current_level >= 0 or _functorch_active():  # Note [Forward-mode AD runs torch's kernels]
+            return self._uncompiled_trace.python_callable()(*args)
         only = self._only
         if only is not None and torch.is_grad_enabled() is only[0]:
             try:
@@ -378,6 +384,13 @@ class _Compiled:
 # anything (``assert_size_stride``, in C; ``compile_region`` turns Inductor's ``size_asserts`` on) and raises
 # AssertionError where they differ; that call, and every call after it, takes the keyed path. Only for regions
 # whose inputs are all tensors (a number would be baked in).
+
+
+# Note [Forward-mode AD runs torch's kernels]
+# Inside ``torch.autograd.forward_ad.dual_level()`` the inputs may be dual tensors: torch's kernels carry their
+# tangents, a graph compiled by Inductor drops them (the results' tangents were None, silently). Under a torch.func
+# transform (``vmap(jitted)``) they may be functorch's wrappers, which a compiled graph cannot read ("Cannot access
+# data pointer"). So then the region runs its ops uncompiled, as torch's kernels (two checks a call otherwise, 60 ns).
 
 
 # Note [A settled region runs inline]

@@ -24,6 +24,7 @@ import math
 import os
 
 import torch
+import torch.autograd.forward_ad as _forward_ad
 
 from thunder.core import prims
 from thunder.core.errors import ThunderRuntimeError
@@ -228,6 +229,11 @@ class _Launcher:
         self.outputs = [(tuple(o.shape), o.dtype) for o in outputs]
 
     def __call__(self, *inputs):
+        if _forward_ad._current_level >= 0:  # the kernels would drop dual tensors' tangents, silently
+            raise ThunderRuntimeError(
+                "forward-mode AD (torch.autograd.forward_ad.dual_level) through a Triton fusion is not supported: its "
+                "kernels do not carry tangents; jit the function without the triton executor for forward-mode AD"
+            )
         device = inputs[self.kernels[0].tensor_inputs[0]].device
         outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self.outputs]
         for k in self.kernels:

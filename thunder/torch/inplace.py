@@ -17,6 +17,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
+from thunder.core.torch_state import grad_mode_on
 from thunder.torch import base
 from thunder.torch.base import is_number, is_tensor, torchsymbol
 from thunder.torch.factories import full_like
@@ -83,7 +84,7 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
     grad is enabled, a result dtype that cannot be cast to ``out``'s; where eager would resize an ``out`` of another
     shape, this is an error."""
     name = sym.print_name
-    if torch.is_grad_enabled() and any(
+    if grad_mode_on() and any(
         isinstance(t, TensorProxy) and t.requires_grad for t in tree_leaves((args, kwargs, out))
     ):
         raise ThunderRuntimeError(

@@ -227,8 +227,10 @@ def _tensor_conditions(
         plain = f"{printer.constant(conditions, '_tensor_conditions')}({x})"
     else:
         printer.add_ctx("_Tensor", torch.Tensor)
+        printer.add_ctx("_strided", torch.strided)
         conds = [
             f"isinstance({x}, _Tensor)",
+            f"{x}.layout is _strided",  # sparse and MKL-DNN tensors are refused at tracing (provenance.layout_error)
             size_check.format(x=x),
             f"{x}.dtype is {printer.add_ctx('_' + dtypes.short_name(dtype), dtype)}",  # a global: no torch.<attr> lookup
             _device_check(x, device),
@@ -248,7 +250,8 @@ def _tensor_conditions(
 # [Tensor checks in C]), and inline the two were a fifth of the source CPython compiles before the decode steps of a
 # generation reuse their entry (Qwen2's fused prologue: 80 -> 61 KB, 9.5 -> 7.7 ms). Printed traces keep them inline.
 class _TensorConditions:
-    """``isinstance(x, torch.Tensor) and x.shape == shape and x.dtype is dtype and <device> and <requires_grad>``."""
+    """``isinstance(x, torch.Tensor) and x.layout is torch.strided and x.shape == shape and x.dtype is dtype and <device>
+    and <requires_grad>``."""
 
     __slots__ = ("shape", "dtype", "device_type", "device_index", "requires_grad")
 
@@ -257,7 +260,9 @@ class _TensorConditions:
         self.device_type, self.device_index = device.type, device.index or 0
 
     def __call__(self, x) -> bool:
-        if not (isinstance(x, torch.Tensor) and x.shape == self.shape and x.dtype is self.dtype):
+        if not (
+            isinstance(x, torch.Tensor) and x.layout is torch.strided and x.shape == self.shape and x.dtype is self.dtype
+        ):
             return False
         kind = self.device_type  # as ``_device_check``
         on_device = x.is_cpu if kind == "cpu" else x.get_device() == self.device_index if kind == "cuda" else x.device.type == kind
@@ -300,11 +305,14 @@ def _tensor_example(printer, x: str, sizes: list | None, device, dtype, requires
     ndim = len(sizes)
     if device.type == "cuda":
         device = torch.device("cuda", device.index or 0)  # as ``_device_check``'s
-    example = torch.empty_strided([1 if s is None else s for s in sizes], [0] * ndim, dtype=dtype, device=device)
+    # (requires_grad as the factory's argument: ``requires_grad_()`` raises under torch.func.vmap, where a cached
+    # entry's prologue may be compiled)
+    plain = typ is not torch.nn.Parameter and requires_grad
+    example = torch.empty_strided(
+        [1 if s is None else s for s in sizes], [0] * ndim, dtype=dtype, device=device, requires_grad=plain
+    )
     if typ is torch.nn.Parameter:
         example = torch.nn.Parameter(example, requires_grad=requires_grad)
-    else:
-        example.requires_grad_(requires_grad)
     return example
 
 
