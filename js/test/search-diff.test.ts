@@ -187,19 +187,20 @@ describe("search", () => {
 
 describe("diff lists", () => {
   test("the lists open on demand, over the graph, and stay open from step to step", () => {
-    m = mountDoc(fixture("sample"));
-    openStep(m, 2);
-    const toggle = (): Element => m.q("[data-testid='diff-toggle']");
-    const open = (): boolean => m.q("[data-testid='diff-summary']").classList.contains("open");
+    const mm = mountDoc(fixture("sample"));
+    m = mm;
+    openStep(mm, 2);
+    const toggle = (): Element => mm.q("[data-testid='diff-toggle']");
+    const open = (): boolean => mm.q("[data-testid='diff-summary']").classList.contains("open");
     expect(open()).toBe(false);
     expect(toggle().getAttribute("aria-expanded")).toBe("false");
     click(toggle());
     expect(open()).toBe(true);
     expect(toggle().getAttribute("aria-expanded")).toBe("true");
-    openStep(m, 3);
+    openStep(mm, 3);
     expect(open()).toBe(true);
     click(toggle());
-    openStep(m, 2);
+    openStep(mm, 2);
     expect(open()).toBe(false);
   });
 
