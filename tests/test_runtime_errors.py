@@ -173,3 +173,41 @@ def test_changes_to_outside_containers_before_an_op_that_fails_at_run_time_are_m
         return [s.tolist() if isinstance(s, torch.Tensor) else s for s in seen]
 
     assert run(thunder.jit(fn)) == run(fn)
+
+
+def index_then_sum_iterator(x, i, it):
+    _ = x[..., torch.tensor([i])]  # out of range at run time for i >= 2, before the loop
+    for v in it:
+        x = x + v
+    return x
+
+
+def pull_index_pull(x, i, it):
+    x = x + next(it)
+    x = x[..., torch.tensor([i])]  # out of range at run time for i >= 2, between the pulls
+    for v in it:
+        x = x + v
+    return x
+
+
+@pytest.mark.parametrize("fn", [index_then_sum_iterator, pull_index_pull])
+@pytest.mark.parametrize(
+    "make",
+    [lambda v: iter(v), lambda v: iter(tuple(v)), lambda v: iter(range(v[0], v[0] + len(v))), lambda v: reversed(v)],
+    ids=["list", "tuple", "range", "reversed"],
+)
+def test_an_iterator_argument_is_left_where_eager_leaves_it_by_a_call_that_fails_at_run_time(fn, make):
+    # The prologue pulled every item the program takes before the computation ran: a call that failed at run time
+    # (an index out of range, caught by the caller) left the iterator consumed, where eager's had not moved.
+    def run(f):
+        seen = []
+        for i in (1, 9, 0, 5, 1):
+            it = make([3, 4, 5])
+            try:
+                seen.append(f(torch.zeros(4, 2), i, it).tolist())
+            except IndexError:
+                seen.append("IndexError")
+            seen.append(list(it))
+        return seen
+
+    assert run(thunder.jit(fn)) == run(fn)
