@@ -171,22 +171,29 @@ def check_replayed(args: tuple, kwargs: dict) -> None:
 
 
 class TracedIterator:
-    """What the program sees for an iterator argument while it is traced (Note [Iterator arguments]): each item
-    it asks for is pulled through ``view`` and handed to ``on_item`` (its index and value; it returns what the
+    """What the program sees for an iterator argument while it is traced (Note [Iterator arguments]): before each
+    pull ``before`` runs, each item it asks for is pulled through ``view`` and handed to ``on_item`` (its index and value; it returns what the
     program sees), the end to ``on_end``. It answers ``type()`` and ``isinstance`` as the real iterator."""
 
-    __slots__ = ("_view", "_on_item", "_on_end", "name", "_eager_type", "_count")
+    __slots__ = ("_view", "_before", "_on_item", "_on_end", "name", "_eager_type", "_count")
 
     def __init__(
-        self, view: IteratorView, on_item: Callable[[int, Any], Any], on_end: Callable[[], None], name: str, typ: type
+        self,
+        view: IteratorView,
+        before: Callable[[], None],
+        on_item: Callable[[int, Any], Any],
+        on_end: Callable[[], None],
+        name: str,
+        typ: type,
     ):
-        self._view, self._on_item, self._on_end, self.name = view, on_item, on_end, name
+        self._view, self._before, self._on_item, self._on_end, self.name = view, before, on_item, on_end, name
         self._eager_type, self._count = typ, 0
 
     def __iter__(self):
         return self
 
     def __next__(self):
+        self._before()
         item = next(self._view, END)
         if item is END:
             self._on_end()

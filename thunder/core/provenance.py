@@ -341,7 +341,11 @@ class ProvenanceMixin:
             if restorable:
                 prims.advance_iterator(self._object_input(holder))
 
-        traced = iterators.TracedIterator(it.view(), on_item, on_end, name, typ)
+        def before() -> None:  # an item taken cannot be put back: first, would eager have failed already?
+            if not restorable:
+                self._raise_an_earlier_failure()
+
+        traced = iterators.TracedIterator(it.view(), before, on_item, on_end, name, typ)
         self._register(it, holder, traced)
         return traced
 
