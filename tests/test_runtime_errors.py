@@ -3,6 +3,7 @@ function called inside another one is traced through."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import pytest
@@ -211,3 +212,35 @@ def test_an_iterator_argument_is_left_where_eager_leaves_it_by_a_call_that_fails
         return seen
 
     assert run(thunder.jit(fn)) == run(fn)
+
+
+def double_leaf_then_count(x, it):
+    x.mul_(2)  # eager refuses an in-place change of a leaf that requires grad
+    return sum(1 for _ in it)
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (functools.partial(index_then_sum_iterator, i=9), torch.zeros(4, 2)),
+        (functools.partial(pull_index_pull, i=9), torch.zeros(4, 2)),
+        (double_leaf_then_count, torch.zeros(2, requires_grad=True)),
+    ],
+    ids=["index before the loop", "index between pulls", "leaf changed in place"],
+)
+@pytest.mark.parametrize(
+    "make", [lambda v: (i for i in v), lambda v: map(float, v), lambda v: filter(None, v)], ids=["generator", "map", "filter"]
+)
+def test_an_iterator_that_cannot_be_put_back_is_left_where_eager_leaves_it_by_a_call_eager_fails(fn, x, make):
+    # Tracing took the items (they cannot be put back) before the computation failed at run time: the call now
+    # runs eagerly when eager would fail before the pull (Note [Iterator arguments]). A cached trace that fails
+    # at run time on other values still takes them.
+    jf = thunder.jit(fn)
+    for _ in range(2):
+        left = []
+        for f in (fn, jf):
+            it = make([3, 4, 5])
+            with pytest.raises((IndexError, RuntimeError)):
+                f(x, it=it)
+            left.append(list(it))
+        assert left[1] == left[0]

@@ -10,7 +10,7 @@ one (``itertools.count()``) is fine. The program may only iterate it: anything e
 storing it) is refused with an error naming it.
 
 A prologue that rejects the call after pulling has taken items that the next prologue tried, and the tracer,
-must see again, and no iterator can be put back. So a prologue's pulls are recorded (``IteratorView``, kept
+must see again, and most iterators cannot be put back. So a prologue's pulls are recorded (``IteratorView``, kept
 per thread by ``iterator_view``), and the slow path hands every prologue it tries and the tracer a
 ``ReplayableIterator``, which gives the recorded items first and then pulls from the real iterator. Should the
 entry that finally runs take fewer items than were pulled (a rejected entry took more before one of its later
@@ -24,7 +24,11 @@ the loop) has already taken every item the program would take. The builtin itera
 position (``__reduce__``): every prologue, and the tracer, pull from a copy (``copy_at_position``) and leave
 the argument where it was, and the computation advances the argument itself (``advance_iterator``, a replay:
 ``next(it, None)`` at each point where the program took an item or found the end), in order with the other
-replays and the ops that may fail, so a call that fails stops it where eager stops it.
+replays and the ops that may fail, so a call that fails stops it where eager stops it. For the others, the
+tracer, before each item it takes, checks that eager would not have failed already on these inputs (the ops
+that may fail, run on the real tensors; an in-place change of a leaf that requires grad): where it would, the
+call runs eagerly (Note [A program that raises] in thunder.compiler) and the iterator is untouched. A cached
+trace that fails at run time on values it was not traced with still takes what its prologue pulled.
 
 Layer: core. Imports: stdlib, core.errors, core.interpreter (``make_opaque``).
 """
