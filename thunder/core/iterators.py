@@ -175,9 +175,10 @@ def check_replayed(args: tuple, kwargs: dict) -> None:
 
 
 class TracedIterator:
-    """What the program sees for an iterator argument while it is traced (Note [Iterator arguments]): before each
-    pull ``before`` runs, each item it asks for is pulled through ``view`` and handed to ``on_item`` (its index and value; it returns what the
-    program sees), the end to ``on_end``. It answers ``type()`` and ``isinstance`` as the real iterator."""
+    """What the program sees for an iterator argument while it is traced (Note [Iterator arguments]): ``before``
+    runs before each pull, each item it asks for is pulled through ``view`` and handed to ``on_item`` (its index
+    and value; it returns what the program sees), the end to ``on_end``. It answers ``type()`` and ``isinstance``
+    as the real iterator (of type ``typ``)."""
 
     __slots__ = ("_view", "_before", "_on_item", "_on_end", "name", "_eager_type", "_count")
 
