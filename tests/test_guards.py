@@ -505,21 +505,33 @@ def test_kind_of_iterator_argument_is_checked():
         torch.testing.assert_close(jf(X, make()), f(X, make()))
 
 
+def _takes_two_if_contiguous(t, it):
+    a = next(it)
+    if t.is_contiguous():
+        return t + a + next(it)
+    return t + a
+
+
 def test_iterator_argument_taken_further_than_eager_is_a_clear_error():
     # The first trace pulls two items before the check that tells the second call apart (tensor strides are
-    # checked at the end): the second call's trace takes one, and the taken item cannot be put back.
-    def f(t, it):
-        a = next(it)
-        if t.is_contiguous():
-            return t + a + next(it)
-        return t + a
-
-    jf = thunder.jit(f)
-    torch.testing.assert_close(jf(X, iter([1, 2])), f(X, iter([1, 2])))
+    # checked at the end): the second call's trace takes one, and a generator's taken item cannot be put back.
+    jf = thunder.jit(_takes_two_if_contiguous)
+    make = lambda v: (i for i in v)  # noqa: E731
+    torch.testing.assert_close(jf(X, make([1, 2])), _takes_two_if_contiguous(X, make([1, 2])))
     y = torch.arange(6.0)[::2]
-    it = iter([1, 2, 3])
     with pytest.raises(ThunderRuntimeError, match="iterator passed as positional argument 1 was advanced further"):
-        jf(y, it)
+        jf(y, make([1, 2, 3]))
+
+
+@pytest.mark.parametrize("make", [lambda v: iter(v), lambda v: iter(tuple(v)), lambda v: reversed(v)])
+def test_iterator_over_a_sequence_rejected_after_pulls_is_left_where_eager_leaves_it(make):
+    # As above, but a list's (tuple's, ...) iterator is only copied by the prologues (Note [Iterator arguments])
+    jf = thunder.jit(_takes_two_if_contiguous)
+    y = torch.arange(6.0)[::2]
+    for t in (X, y, X, y):
+        it, expected_it = make([1, 2, 3]), make([1, 2, 3])
+        torch.testing.assert_close(jf(t, it), _takes_two_if_contiguous(t, expected_it))
+        assert list(it) == list(expected_it)
 
 
 def test_iterator_argument_used_other_than_by_iterating_is_a_clear_error():

@@ -150,6 +150,23 @@ def test_the_fused_prologue_checks_tensors_in_c():
     assert guards[0].check(a, b) and not guards[0].check(a, a)  # distinct tensors only (aliases: the Python conditions)
 
 
+@pytest.mark.parametrize("make", [lambda v: iter(v), lambda v: (i for i in v)], ids=["list iterator", "generator"])
+def test_an_iterator_argument_takes_the_hot_path(make):
+    # The entry's input key was the slow path's wrapper's (ReplayableIterator): every call missed the hot path.
+    def f(t, it):
+        return t + sum(it)
+
+    jf = thunder.jit(f)
+    t = torch.randn(2)
+    for _ in range(3):
+        jf(t, make([1, 2]))
+    assert thunder.cache_hits(jf) == 2 and callable(jf._thunder.last_entry.run)
+    assert "_iterator_view" in _fused_globals(jf)  # the fused prologue runs
+    it = make([1, 2, 3])
+    torch.testing.assert_close(jf(t, it), f(t, make([1, 2, 3])))  # a miss on the hot path, after its pulls
+    assert list(it) == []
+
+
 @pytest.mark.parametrize(
     "other",
     [

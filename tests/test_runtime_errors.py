@@ -3,6 +3,7 @@ function called inside another one is traced through."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import pytest
@@ -173,3 +174,73 @@ def test_changes_to_outside_containers_before_an_op_that_fails_at_run_time_are_m
         return [s.tolist() if isinstance(s, torch.Tensor) else s for s in seen]
 
     assert run(thunder.jit(fn)) == run(fn)
+
+
+def index_then_sum_iterator(x, i, it):
+    _ = x[..., torch.tensor([i])]  # out of range at run time for i >= 2, before the loop
+    for v in it:
+        x = x + v
+    return x
+
+
+def pull_index_pull(x, i, it):
+    x = x + next(it)
+    x = x[..., torch.tensor([i])]  # out of range at run time for i >= 2, between the pulls
+    for v in it:
+        x = x + v
+    return x
+
+
+@pytest.mark.parametrize("fn", [index_then_sum_iterator, pull_index_pull])
+@pytest.mark.parametrize(
+    "make",
+    [lambda v: iter(v), lambda v: iter(tuple(v)), lambda v: iter(range(v[0], v[0] + len(v))), lambda v: reversed(v)],
+    ids=["list", "tuple", "range", "reversed"],
+)
+def test_an_iterator_argument_is_left_where_eager_leaves_it_by_a_call_that_fails_at_run_time(fn, make):
+    # The prologue pulled every item the program takes before the computation ran: a call that failed at run time
+    # (an index out of range, caught by the caller) left the iterator consumed, where eager's had not moved.
+    def run(f):
+        seen = []
+        for i in (1, 9, 0, 5, 1):
+            it = make([3, 4, 5])
+            try:
+                seen.append(f(torch.zeros(4, 2), i, it).tolist())
+            except IndexError:
+                seen.append("IndexError")
+            seen.append(list(it))
+        return seen
+
+    assert run(thunder.jit(fn)) == run(fn)
+
+
+def double_leaf_then_count(x, it):
+    x.mul_(2)  # eager refuses an in-place change of a leaf that requires grad
+    return sum(1 for _ in it)
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (functools.partial(index_then_sum_iterator, i=9), torch.zeros(4, 2)),
+        (functools.partial(pull_index_pull, i=9), torch.zeros(4, 2)),
+        (double_leaf_then_count, torch.zeros(2, requires_grad=True)),
+    ],
+    ids=["index before the loop", "index between pulls", "leaf changed in place"],
+)
+@pytest.mark.parametrize(
+    "make", [lambda v: (i for i in v), lambda v: map(float, v), lambda v: filter(None, v)], ids=["generator", "map", "filter"]
+)
+def test_an_iterator_that_cannot_be_put_back_is_left_where_eager_leaves_it_by_a_call_eager_fails(fn, x, make):
+    # Tracing took the items (they cannot be put back) before the computation failed at run time: the call now
+    # runs eagerly when eager would fail before the pull (Note [Iterator arguments]). A cached trace that fails
+    # at run time on other values still takes them.
+    jf = thunder.jit(fn)
+    for _ in range(2):
+        left = []
+        for f in (fn, jf):
+            it = make([3, 4, 5])
+            with pytest.raises((IndexError, RuntimeError)):
+                f(x, it=it)
+            left.append(list(it))
+        assert left[1] == left[0]

@@ -30,6 +30,7 @@ from thunder.common import CACHE_OPTIONS, DEFAULT_CACHE_SIZE_LIMIT, MISS, CacheE
 from thunder.core import prims
 from thunder.core.data_dependent import draws_random
 from thunder.core.errors import InternalError
+from thunder.core.iterators import ReplayableIterator
 from thunder.core.jit_ext import Tracer
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome, same_outcome
 from thunder.core.proxies import TensorProxy
@@ -745,6 +746,8 @@ def _leaf_key(x: Any, symbolic: bool) -> Any:
         return (typ, x)
     if typ in (tuple, list):
         return (typ, tuple(_leaf_key(v, symbolic) for v in x))
+    if typ is ReplayableIterator:  # the slow path's wrapper of an iterator argument has the iterator's key
+        return (type(x.source),)
     return (typ,)
 
 

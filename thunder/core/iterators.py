@@ -10,12 +10,25 @@ one (``itertools.count()``) is fine. The program may only iterate it: anything e
 storing it) is refused with an error naming it.
 
 A prologue that rejects the call after pulling has taken items that the next prologue tried, and the tracer,
-must see again, and no iterator can be put back. So a prologue's pulls are recorded (``IteratorView``, kept
+must see again, and most iterators cannot be put back. So a prologue's pulls are recorded (``IteratorView``, kept
 per thread by ``iterator_view``), and the slow path hands every prologue it tries and the tracer a
 ``ReplayableIterator``, which gives the recorded items first and then pulls from the real iterator. Should the
 entry that finally runs take fewer items than were pulled (a rejected entry took more before one of its later
 checks failed), the call fails with an error naming the argument (``check_replayed``) rather than leave the
 iterator further on than eager would.
+
+That is for iterators that cannot be put back (generators, ``map``/``zip``/``enumerate`` objects, files, ...):
+the prologue's pulls are the ones eager makes, so a call that fails at run time (an index out of range before
+the loop) has already taken every item the program would take. The builtin iterators over a sequence
+(``RESTORABLE``: over a list, tuple, range, str, bytes, and ``reversed`` of a sequence) can be copied at their
+position (``__reduce__``): every prologue, and the tracer, pull from a copy (``copy_at_position``) and leave
+the argument where it was, and the computation advances the argument itself (``advance_iterator``, a replay:
+``next(it, None)`` at each point where the program took an item or found the end), in order with the other
+replays and the ops that may fail, so a call that fails stops it where eager stops it. For the others, the
+tracer, before each item it takes, checks that eager would not have failed already on these inputs (the ops
+that may fail, run on the real tensors; an in-place change of a leaf that requires grad): where it would, the
+call runs eagerly (Note [A program that raises] in thunder.compiler) and the iterator is untouched. A cached
+trace that fails at run time on values it was not traced with still takes what its prologue pulled.
 
 Layer: core. Imports: stdlib, core.errors, core.interpreter (``make_opaque``).
 """
@@ -31,6 +44,13 @@ from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import make_opaque
 
 END = object()  # what ``next(view, END)`` gives when the iterator has ended
+#: The iterators whose ``__reduce__`` makes an independent copy at their position (see the Note).
+RESTORABLE = frozenset(
+    type(x) for x in (
+        iter([]), iter(()), iter(range(0)), iter(range(2**64, 2**64)), iter(""), iter("\u00e9"), reversed([]),
+        reversed(()), iter(b""), iter(bytearray()),
+    )
+)  # fmt: skip
 _KEPT = 32  # views kept per thread: the iterator arguments of the call in flight, at least
 _views = threading.local()  # id(iterator) -> the view the last prologue on this thread pulled through
 
@@ -60,9 +80,19 @@ class IteratorView:
         return item
 
 
+def copy_at_position(it):
+    """A new iterator of a ``RESTORABLE`` one's kind over the same sequence, at the same position."""
+    fn, args, *state = it.__reduce__()
+    copy = fn(*args)
+    if state and state[0] is not None:
+        copy.__setstate__(state[0])
+    return copy
+
+
 class ReplayableIterator:
     """An iterator argument on the slow path: each prologue tried, and the tracer, pass over it from the start
-    (``iterator_view``), seeing the items pulled so far and then the real iterator's next ones."""
+    (``iterator_view``), seeing the items pulled so far and then the real iterator's next ones (a ``RESTORABLE``
+    one: a copy of it). The computation's ``advance_iterator`` advances the real one (``__next__``)."""
 
     __slots__ = ("source", "pulled", "last", "name")
 
@@ -70,17 +100,25 @@ class ReplayableIterator:
         self.source, self.pulled, self.last, self.name = source, pulled, None, name
 
     def view(self) -> IteratorView:
-        self.last = IteratorView(self.source, self.pulled)
+        if type(self.source) in RESTORABLE:
+            self.last = IteratorView(copy_at_position(self.source), [])
+        else:
+            self.last = IteratorView(self.source, self.pulled)
         return self.last
 
+    def __next__(self):
+        return next(self.source)
 
-def iterator_view(it, typ: type) -> IteratorView | None:
+
+def iterator_view(it, typ: type):
     """What a prologue makes of an iterator argument of type ``typ`` before pulling from it (None for anything
-    else: a miss)."""
+    else: a miss): a copy of a ``RESTORABLE`` one, a recording ``IteratorView`` of any other."""
     if type(it) is ReplayableIterator:
         return it.view() if type(it.source) is typ else None
     if type(it) is not typ:
         return None
+    if typ in RESTORABLE:
+        return copy_at_position(it)
     view = IteratorView(it, [])
     kept = getattr(_views, "kept", None)
     if kept is None:
@@ -137,20 +175,30 @@ def check_replayed(args: tuple, kwargs: dict) -> None:
 
 
 class TracedIterator:
-    """What the program sees for an iterator argument while it is traced (Note [Iterator arguments]): each item
-    it asks for is pulled through ``view`` and handed to ``on_item`` (its index and value; it returns what the
-    program sees), the end to ``on_end``. It answers ``type()`` and ``isinstance`` as the real iterator."""
+    """What the program sees for an iterator argument while it is traced (Note [Iterator arguments]): ``before``
+    runs before each pull, each item it asks for is pulled through ``view`` and handed to ``on_item`` (its index
+    and value; it returns what the program sees), the end to ``on_end``. It answers ``type()`` and ``isinstance``
+    as the real iterator (of type ``typ``)."""
 
-    __slots__ = ("_view", "_on_item", "_on_end", "name", "_eager_type", "_count")
+    __slots__ = ("_view", "_before", "_on_item", "_on_end", "name", "_eager_type", "_count")
 
-    def __init__(self, view: IteratorView, on_item: Callable[[int, Any], Any], on_end: Callable[[], None], name: str):
-        self._view, self._on_item, self._on_end, self.name = view, on_item, on_end, name
-        self._eager_type, self._count = type(view.source), 0
+    def __init__(
+        self,
+        view: IteratorView,
+        before: Callable[[], None],
+        on_item: Callable[[int, Any], Any],
+        on_end: Callable[[], None],
+        name: str,
+        typ: type,
+    ):
+        self._view, self._before, self._on_item, self._on_end, self.name = view, before, on_item, on_end, name
+        self._eager_type, self._count = typ, 0
 
     def __iter__(self):
         return self
 
     def __next__(self):
+        self._before()
         item = next(self._view, END)
         if item is END:
             self._on_end()

@@ -66,6 +66,7 @@ from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
 from thunder.core.symbolic_numbers import GeneratorDraw, SymbolicNumbersMixin, pin_native_operands
 from thunder.core.trace import TraceCtx, draws, may_raise, tracectx
 from thunder.core.tracectx import current_source_location, source_location_provider
+from thunder.core.transforms.autodiff import written_in_place
 from thunder.core.user_code import source_location
 
 # Thunder's mirrors of eager's argument checks (an op's meta rejecting a shape, a dtype, an index): eager raises there too.
@@ -155,6 +156,8 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._warnings_state = warnings_state()  # the caller's (Note [Warnings] in thunder.core.special_calls)
         self.interpreted: Callable | None = None
         self.program_raised: Exception | None = None  # Note [A program that raises] in thunder.compiler
+        # ``_raise_an_earlier_failure`` checked the computation's ops before this one; grad mode after them
+        self._raise_checked: tuple[int, bool] = (0, torch.is_grad_enabled())
         # Note [Data-dependent values] in thunder.core.data_dependent: ``eager_impl(sym)`` runs a symbol on
         # real tensors (None: the program cannot ask for tensor values); ``forced`` are the outcomes known
         # for these inputs, ``outcomes`` those the trace continued with.
@@ -246,14 +249,26 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
 
     def _raise_an_earlier_failure(self) -> None:
         """The program raised while tracing, at a line after ops that eager could fail at run time (an index out
-        of range, ``MAY_RAISE``): eager would have failed at the first of those that fails on these inputs, so
+        of range, ``MAY_RAISE``), or is about to take an item from an iterator argument that cannot be put back
+        (Note [Iterator arguments]): eager would have failed at the first of those that fails on these inputs, so
         that error is raised instead (run on the real inputs, as Note [Data-dependent values] does)."""
         trace = self.computation
         if self.eager_impl is None or len(trace.scopes) > 1:
             return
         inputs = {q.name: self._tensor_inputs[id(q)][1] for _, q in self.inputs if id(q) in self._tensor_inputs}
         bsyms = trace.bound_symbols
-        for i, bsym in enumerate(bsyms):
+        start, grad = self._raise_checked
+        for i in range(start, len(bsyms)):
+            bsym = bsyms[i]
+            if bsym.sym is prims.set_grad_enabled:
+                grad = bsym.args[0]
+            for target in written_in_place(bsym) if grad else ():
+                real = self._tensor_inputs.get(id(target), (None, None))[1]
+                if real is not None and real.requires_grad and real.is_leaf:  # eager refuses to change it in place
+                    self.program_raised = RuntimeError(
+                        "a leaf Variable that requires grad is being used in an in-place operation."
+                    )
+                    raise self.program_raised
             outs = [o for o in bsym.flat_proxy_outs if isinstance(o, TensorProxy)]
             if outs and may_raise(bsym):
                 try:
@@ -261,6 +276,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
                 except Exception as earlier:
                     self.program_raised = earlier  # the program's own error: the call runs eagerly, with its effects
                     raise earlier from None
+        self._raise_checked = (len(bsyms), grad)
 
     def _made_effects(self) -> bool:
         """Whether the program, so far, did something that eager leaves done when it raises later: a print, a store

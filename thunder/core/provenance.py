@@ -335,16 +335,29 @@ class ProvenanceMixin:
                 "the items a program takes only from an iterator argument. Pass it as an argument, or pass the "
                 "values it gives."
             )
+        typ = type(it.source)
         view = self._prologue_proxy(f"{name}_iter")
-        self._emit(prims.unpack_iterator, holder, type(it.source), view, output=view)
+        self._emit(prims.unpack_iterator, holder, typ, view, output=view)
+        restorable = typ in iterators.RESTORABLE  # the prologue pulls from a copy: the computation advances it
 
         def on_item(i: int, item: Any) -> Any:
             self._check_constraints_so_far()
             p = self._prologue_proxy(f"{name}_{i}")
             self._emit(prims.unpack_next, view, p, output=p)
+            if restorable:
+                prims.advance_iterator(self._object_input(holder))
             return self.unpack_value(item, p, p.name)
 
-        traced = iterators.TracedIterator(it.view(), on_item, lambda: self._emit(prims.check_iterator_end, view), name)
+        def on_end() -> None:
+            self._emit(prims.check_iterator_end, view)
+            if restorable:
+                prims.advance_iterator(self._object_input(holder))
+
+        def before() -> None:  # an item taken cannot be put back: first, would eager have failed already?
+            if not restorable:
+                self._raise_an_earlier_failure()
+
+        traced = iterators.TracedIterator(it.view(), before, on_item, on_end, name, typ)
         self._register(it, holder, traced)
         return traced
 

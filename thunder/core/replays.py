@@ -1,9 +1,9 @@
 """Replays: what the program did to the outside world, done again by every call.
 
-``print``, logging and warnings, assignments to outside globals, cells and attributes, and changes to outside
-containers are recorded during tracing as bound symbols of the computation (Note [What a trace
-relied on] in ``thunder.core.jit_ext``); the computation replays them in order with each call's
-values. Nothing in the computation reads what a replay did, so a replay can move later among the
+``print``, logging and warnings, assignments to outside globals, cells and attributes, changes to outside
+containers and the items taken from iterator arguments (Note [Iterator arguments]) are recorded during
+tracing as bound symbols of the computation (Note [What a trace relied on] in ``thunder.core.jit_ext``); the
+computation replays them in order with each call's values. Nothing in the computation reads what a replay did, so a replay can move later among the
 ops as long as the replays keep their order.
 
 Layer: tracing. Imports: core.
@@ -21,7 +21,7 @@ __all__ = ["OUTPUTS", "REPLAYS", "place_after_their_values", "becomes_in_place"]
 
 REPLAYS = frozenset(
     {prims.python_print, prims.python_log, prims.python_warn, prims.store_attr, prims.store_global, prims.store_cell,
-     prims.replace_contents, prims.container_call}
+     prims.replace_contents, prims.container_call, prims.advance_iterator}
 )  # fmt: skip
 
 #: The replays that show values (output), not store them.

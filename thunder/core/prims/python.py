@@ -54,6 +54,7 @@ class PythonPrimIDs(enum.Enum):
     UNPACK_ITERATOR = enum.auto()
     UNPACK_NEXT = enum.auto()
     CHECK_ITERATOR_END = enum.auto()
+    ADVANCE_ITERATOR = enum.auto()
     PRINT = enum.auto()
     LOG = enum.auto()
     WARN = enum.auto()
@@ -618,6 +619,18 @@ def _print_check_iterator_end(bsym, printer):
 
 check_iterator_end = make_prim(
     P.CHECK_ITERATOR_END, "check_iterator_end", lambda view: None, tags=(DONT_DCE,), printer=_print_check_iterator_end
+)
+
+
+def _print_advance_iterator(bsym, printer):
+    (it,) = bsym.args
+    return [f"next({printer.value(it)}, None)"]
+
+
+# ``advance_iterator(it)``: a replay of the computation, where the program took an item from (or found the end of)
+# an iterator argument that the prologue only looked at through a copy (``iterators.RESTORABLE``).
+advance_iterator = make_prim(
+    P.ADVANCE_ITERATOR, "advance_iterator", lambda it: None, tags=(DONT_DCE,), printer=_print_advance_iterator
 )
 
 

@@ -327,7 +327,7 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
                     f"{bsym.sym.print_name} lets {escaping[0]}, which requires grad, leave the computation"
                 )
         reads_active = any(a.name in active for a in bsym.flat_proxy_args)
-        written = _written(bsym) if IN_PLACE in bsym.sym.tags else []
+        written = written_in_place(bsym) if IN_PLACE in bsym.sym.tags else []
         for dst in written:
             if memory.saved_by_autograd(dst.name):
                 # ``y = x * w; w.mul_(2)``, ``x.detach().mul_(2)``: eager's autograd may have saved that memory and
@@ -425,13 +425,13 @@ def _replays_after_the_function(
     return [*body[:first], *(b for b in body[first:] if id(b) not in moved)], late
 
 
-def _written(bsym: BoundSymbol) -> list[TensorProxy]:
+def written_in_place(bsym: BoundSymbol) -> list[TensorProxy]:
     """The tensors ``bsym`` writes in place, in autograd: the destinations of the ``prims.copy_`` it decomposes to
     (not of those with ``recorded=False``, batch norm's statistics, nor of a copy onto itself: ``dropout_`` in eval)."""
     if bsym.sym is prims.copy_:
         src, dst = bsym.args
         return [dst] if bsym.kwargs.get("recorded", True) and getattr(src, "name", None) != dst.name else []
-    return [dst for sub in bsym.subsymbols for dst in _written(sub)]
+    return [dst for sub in bsym.subsymbols for dst in written_in_place(sub)]
 
 
 def _input_grad(a, grads: _Gradients):
