@@ -40,7 +40,6 @@ import copy as copy_module
 import dataclasses
 import functools
 import logging
-import operator
 import os
 import sys
 import types
@@ -54,8 +53,8 @@ import torch
 import torch.utils.checkpoint
 
 from thunder.core import introspection, prims, proxies, torch_state, transforms
+from thunder.core.attribute_calls import ATTRIBUTE_SLOTS, plain_slot, python_getter
 from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
-from thunder.core.interpreter import NULL
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime, frame_line, innermost_frame_objects
@@ -188,61 +187,6 @@ _DEFAULTS = (
 
 
 _SCRIPT_FUNCTION, _SCRIPT_MODULE = torch.jit.ScriptFunction, torch.jit.ScriptModule
-
-
-_ATTRIBUTE_SLOTS = {
-    "__getattribute__": (object.__getattribute__, type.__getattribute__),
-    "__setattr__": (object.__setattr__, type.__setattr__),
-    "__delattr__": (object.__delattr__, type.__delattr__),
-}
-
-
-def _plain_slot(cls: type, slot: str) -> bool:
-    """Whether ``cls`` takes ``slot`` from ``object`` or ``type`` (and, for reads, has no ``__getattr__``): then
-    calling the slot by name is ``getattr``/``setattr``/``delattr`` (Note [Attribute slots called by name])."""
-    if lookup_type_attr(cls, slot) not in _ATTRIBUTE_SLOTS[slot]:
-        return False
-    return slot != "__getattribute__" or lookup_type_attr(cls, "__getattr__") is NULL
-
-
-# Note [Operator getters]
-# ``operator.attrgetter("cfg.n")(obj)``, ``itemgetter``, ``methodcaller`` read natively, so an attribute they read was
-# not checked (nor stores into what they return replayed): a counter reached through one stopped at 1. A call of one
-# is interpreted as the Python it stands for, whose reads are the program's own.
-def _python_getter(fn: Any) -> Callable | None:
-    cls = type(fn)
-    if cls is operator.attrgetter:
-        paths = [name.split(".") for name in fn.__reduce__()[1]]
-
-        def attrgetter(obj):
-            found = []
-            for path in paths:
-                value = obj
-                for name in path:
-                    value = getattr(value, name)
-                found.append(value)
-            return found[0] if len(found) == 1 else tuple(found)
-
-        return attrgetter
-    if cls is operator.itemgetter:
-        keys = fn.__reduce__()[1]
-
-        def itemgetter(obj):
-            return obj[keys[0]] if len(keys) == 1 else tuple(obj[k] for k in keys)
-
-        return itemgetter
-    if cls is operator.methodcaller:
-        made, args = fn.__reduce__()[:2]
-        if type(made) is functools.partial:
-            name, kwargs = made.args[0], made.keywords
-        else:
-            (name, *args), kwargs = args, {}
-
-        def methodcaller(obj):
-            return getattr(obj, name)(*args, **kwargs)
-
-        return methodcaller
-    return None
 
 
 def _refuse_script_module(module: torch.nn.Module, *args, **kwargs):
@@ -496,7 +440,7 @@ class SpecialCallsMixin:
             original = plain_attribute(fn, "_torchdynamo_inline")
             if original is not None:
                 return lambda *a, **k: interpreter_call(current_runtime(), original, a, k)
-        getter = _python_getter(fn)
+        getter = python_getter(fn)
         if getter is not None:
             return lambda *a, **k: interpreter_call(current_runtime(), getter, a, k)
         if type(fn) is weakref.ReferenceType:
@@ -506,7 +450,7 @@ class SpecialCallsMixin:
         self_obj = bound_self(fn)
         if isinstance(self_obj, Proxy):
             return fn
-        if type(fn) is types.MethodWrapperType and fn.__name__ in _ATTRIBUTE_SLOTS:
+        if type(fn) is types.MethodWrapperType and fn.__name__ in ATTRIBUTE_SLOTS:
             slot = self._attribute_slot(fn.__name__, self_obj)
             if slot is not None:
                 return slot
@@ -547,12 +491,12 @@ class SpecialCallsMixin:
     # calling ``super().__getattribute__``), the call stays native: the program's read of the attribute through the
     # class is what is checked.
     def _object_getattribute(self, obj: Any, name: Any) -> Any:
-        if type(name) is str and _plain_slot(type(obj), "__getattribute__"):
+        if type(name) is str and plain_slot(type(obj), "__getattribute__"):
             return self._getattr(obj, name)
         return object.__getattribute__(obj, name)
 
     def _attribute_slot(self, slot: str, obj: Any) -> Callable | None:
-        if not _plain_slot(type(obj), slot):
+        if not plain_slot(type(obj), slot):
             return None
         traced = {"__getattribute__": self._getattr, "__setattr__": self._setattr, "__delattr__": self._delattr}[slot]
         return functools.partial(traced, obj)
