@@ -723,8 +723,10 @@ def document(
     executors: dict | None = None,
     error: dict | None = None,
     profile: dict | None = None,
+    autograd: str | None = None,
 ) -> dict:
-    """The trace document (schema ``thunder-trace`` version 1) of one explorer session."""
+    """The trace document (schema ``thunder-trace`` version 1) of one explorer session; ``autograd``: why torch's
+    autograd records the backward instead of thunder's backward traces, if it does."""
     doc = {
         "schema": SCHEMA,
         "version": VERSION,
@@ -737,6 +739,8 @@ def document(
         doc["executors"] = executors
     if profile is not None:
         doc["profile"] = profile
+    if autograd is not None:
+        doc["autograd"] = str(autograd)
     return doc
 
 
@@ -817,6 +821,7 @@ def validate_document(doc: Any, *, check_json: bool = True) -> None:
         _validate_error(doc["error"], "document.error")
     if doc.get("executors") is not None:
         _fields(doc["executors"], "document.executors", _EXECUTORS)
+    _check(doc.get("autograd") is None or isinstance(doc["autograd"], str), "document.autograd", "expected a string")
     steps = doc["steps"]
     _check(len(steps) <= LIMITS["steps"], "document.steps", f"more than {LIMITS['steps']} steps")
     last_of_kind: dict[str, str] = {}

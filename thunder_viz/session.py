@@ -647,7 +647,16 @@ class Session:
             executors=self.executors_json(interactive=interactive, reason=reason),
             error=None if self.error is None else self.error.to_json(),
             profile=None if profile is None else profile.to_json(steps),
+            autograd=self.autograd_fallback(),
         )
+
+    def autograd_fallback(self) -> str | None:
+        """Why torch's autograd records the backward of the last compilation instead of thunder's backward traces
+        (a program the split cannot differentiate, an entry settled on torch's kernels), or None."""
+        try:
+            return thunder.compile_stats(self.jitted).last_autograd_fallback
+        except TypeError:  # never compiled
+            return None
 
 
 def _record_statistics(run: Run, jitted: Any) -> None:

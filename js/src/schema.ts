@@ -251,6 +251,8 @@ export interface TraceDocument {
   /** Where time and memory went (thunder_viz.profile), absent until profiled. */
   profile: Profile | null;
   error: ErrorInfo | null;
+  /** Why torch's autograd records the backward instead of thunder's backward traces; null when they run. */
+  autograd: string | null;
 }
 
 export type ValidationResult = { ok: true; doc: TraceDocument } | { ok: false; errors: string[] };
@@ -755,6 +757,7 @@ export function readDocument(input: unknown, maxBytes: number = LIMITS.maxBytes)
       executors: readExecutors(r, o.executors, "executors"),
       error: readError(r, o.error, "error"),
       profile: readProfile(r, o.profile, "profile"),
+      autograd: r.optStr(o.autograd, "autograd"),
     };
     if (r.errors.length) return { ok: false, errors: r.errors };
     return { ok: true, doc };

@@ -98,6 +98,29 @@ export function stepListItems(doc: Document, model: TraceDocument): HTMLElement[
     fillStepItem(li, st);
     return li;
   });
+  if (model.autograd) {
+    // the backward is torch's autograd's: no backward step to show, and why
+    items.push(
+      h(
+        doc,
+        "li",
+        {
+          class: "tx-step tx-step-note",
+          "aria-disabled": "true",
+          "data-testid": "autograd-note",
+          title: model.autograd,
+        },
+        h(doc, "span", { class: "tx-step-index" }, "∇"),
+        h(
+          doc,
+          "span",
+          { class: "tx-step-text" },
+          h(doc, "span", { class: "tx-step-pass" }, "backward: torch's autograd"),
+          h(doc, "span", { class: "tx-step-meta" }, truncate(model.autograd, 120)),
+        ),
+      ),
+    );
+  }
   if (model.error) {
     items.push(
       h(

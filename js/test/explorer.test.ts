@@ -31,6 +31,18 @@ describe("explorer DOM contract", () => {
     expect(m.q("[data-testid='status']").textContent).toBe("static snapshot");
   });
 
+  test("where torch's autograd records the backward, the step list says so and why", () => {
+    const doc = fixture("sample");
+    m = mountDoc(doc);
+    expect(m.all("[data-testid='autograd-note']")).toHaveLength(0);
+    m.cleanup();
+    m = mountDoc({ ...doc, autograd: "a value that requires grad is updated in place" });
+    const note = m.q("[data-testid='autograd-note']");
+    expect(note.textContent).toContain("backward: torch's autograd");
+    expect(note.getAttribute("title")).toBe("a value that requires grad is updated in place");
+    expect(m.all("[data-testid='step']")).toHaveLength(4); // not a step: the keys skip it
+  });
+
   test("arrow keys and j/k walk the steps", () => {
     m = mountDoc(fixture("sample"));
     key(m.root, "Home");

@@ -357,3 +357,28 @@ def test_nodes_keep_the_torch_name_the_user_wrote_at_every_step():
                 renamed.add(n["op"])
     assert len(renamed) > 1, "the symbol a pass renamed it to is the node's op (shown in its details)"
     assert torch_name("torch_iota") == "iota" and torch_name("Tensor.view") == "view" and torch_name("add") == "add"
+
+
+def test_the_document_says_when_torchs_autograd_records_the_backward_and_why():
+    from thunder_viz.graph import validate_document
+    from thunder_viz.session import Session
+
+    def updated_in_place(x):
+        y = x * 1
+        view = y[:2]
+        y.add_(1)  # what thunder's split cannot differentiate: torch's autograd records it
+        return (view * x[:2]).sum()
+
+    def plain(x):
+        return (x * 2).sum()
+
+    docs = {}
+    for fn in (updated_in_place, plain):
+        session = Session(thunder.jit(fn))
+        session(torch.randn(3, requires_grad=True)).backward()
+        docs[fn.__name__] = session.to_document()
+        validate_document(docs[fn.__name__])
+    assert "in place" in docs["updated_in_place"]["autograd"]
+    assert "autograd" not in docs["plain"]
+    with pytest.raises(Exception, match="document.autograd"):
+        validate_document({**docs["plain"], "autograd": 3})
