@@ -171,3 +171,76 @@ def test_buffers_updated_inside_a_checkpoint_region_are_updated_as_in_eager():
     reference(x).sum().backward()
     jitted(x).sum().backward()
     torch.testing.assert_close(dict(model.named_buffers()), dict(reference.named_buffers()))
+
+
+# Globals reached through ``globals()`` and through ``eval``/``exec`` of a string: read and written as the
+# function's own globals are (module-level names so that ``globals()`` is this module's namespace).
+PROBE_SCALE = 1.0
+PROBE_COUNT = 0
+
+
+def _scaled_through_globals(x):
+    return x * globals()["PROBE_SCALE"], globals().get("PROBE_MISSING", 0)
+
+
+def _counted_through_globals(x):
+    globals()["PROBE_COUNT"] = globals()["PROBE_COUNT"] + 1
+    return x * PROBE_COUNT
+
+
+def _scaled_through_eval(x):
+    return eval("x * PROBE_SCALE")
+
+
+def _counted_through_exec(x):
+    exec("global PROBE_COUNT\nPROBE_COUNT += 1")
+    return x * 1
+
+
+def _reset_globals(scale=1.0, count=0):
+    global PROBE_SCALE, PROBE_COUNT
+    PROBE_SCALE, PROBE_COUNT = scale, count
+
+
+@pytest.mark.parametrize("fn", [_scaled_through_globals, _scaled_through_eval])
+def test_globals_read_through_globals_or_eval_are_checked(fn):
+    # ``globals()["PROBE_SCALE"]`` and ``eval("x * PROBE_SCALE")`` were read once, while tracing: a cached call
+    # kept multiplying by the old value after the global changed.
+    jitted = thunder.jit(fn)
+    try:
+        for scale in (1.0, 1.0, 3.0, 5.0):
+            _reset_globals(scale=scale)
+            torch.testing.assert_close(jitted(torch.ones(2)), fn(torch.ones(2)))
+    finally:
+        _reset_globals()
+
+
+@pytest.mark.parametrize("fn", [_counted_through_globals, _counted_through_exec])
+def test_globals_written_through_globals_or_exec_are_replayed(fn):
+    # ``globals()["PROBE_COUNT"] = ...`` was made once, while tracing, and never by the cached calls (the counter
+    # stopped at 1 and the result with it); ``exec("global ...")`` ran natively, unseen, the same way.
+    jitted = thunder.jit(fn)
+    try:
+        for start in (0, 0, 7):
+            _reset_globals(count=start)
+            expected = [fn(torch.ones(1)) for _ in range(3)]
+            expected_count = PROBE_COUNT
+            _reset_globals(count=start)
+            actual = [jitted(torch.ones(1)) for _ in range(3)]
+            assert PROBE_COUNT == expected_count
+            for a, e in zip(actual, expected):
+                torch.testing.assert_close(a, e)
+    finally:
+        _reset_globals()
+
+
+def _updated_through_globals(x):
+    globals().update(PROBE_COUNT=PROBE_COUNT + 1)
+    return x
+
+
+def test_globals_update_is_a_clear_error():
+    # ``globals().update(...)`` was made once, while tracing: a clear error now, naming the way that is replayed
+    with pytest.raises(ThunderRuntimeError, match=r"globals\(\)\[name\] = value"):
+        thunder.jit(_updated_through_globals)(torch.ones(1))
+    _reset_globals()

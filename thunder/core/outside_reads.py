@@ -190,7 +190,7 @@ class OutsideReadsMixin:
             return table
         seen = self._read(("attr", id(obj), "__dict__"), table, lambda: self._attr_holder(holder, "__dict__", obj))
         self._object_dicts[id(table)] = table
-        self._object_dicts[id(seen)] = seen
+        self._object_dicts[id(seen)] = table  # (the copy is kept alive by ``_reads``)
         return seen
 
     def _guard_method(self, holder: Proxy, obj: Any, name: str, func: Any) -> bool:

@@ -32,6 +32,7 @@ import collections
 import dataclasses
 import enum
 import functools
+import sys
 import types
 import weakref
 from collections.abc import Callable, Container
@@ -187,9 +188,10 @@ class SideEffectsMixin:
 
     def _refuse_object_dict_write(self, *args: Any, **kwargs: Any) -> None:
         raise ThunderRuntimeError(
-            f"Changing an object from outside the jitted function through its __dict__ or vars() is not supported (at "
-            f"{source_location()}): the change would be made once, while tracing. Set the attribute instead "
-            "(obj.name = value, setattr(obj, name, value)): thunder replays that on every call."
+            f"Changing an object from outside the jitted function through its __dict__, vars() or globals() is not "
+            f"supported (at {source_location()}): the change would be made once, while tracing. Set the attribute "
+            "instead (obj.name = value, setattr(obj, name, value); a global: globals()[name] = value or a `global "
+            "name` statement): thunder replays that on every call."
         )
 
     def _refuse_mutation(self, fn: Callable) -> Callable:
@@ -261,7 +263,21 @@ class SideEffectsMixin:
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
         if id(container) in self._object_dicts:
-            self._refuse_object_dict_write()
+            table = self._object_dicts[id(container)]
+            if not (type(key) is str and _is_module_globals(table)):
+                self._refuse_object_dict_write()
+            if value is DELETED and key not in container:
+                return  # the instruction raises eager's KeyError
+            # ``globals()[name] = value``: the assignment of a global it is (replayed); the program's copy of the
+            # dict takes it from the instruction, the module's dict here (read back by a later ``name``)
+            self.store_global(table, key, value)
+            if container is table:
+                return
+            if value is DELETED:
+                del table[key]
+            else:
+                table[key] = value
+            return
         lazy = self._lazy.get(id(container))
         if lazy is not None and lazy.copy is container:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
@@ -549,6 +565,12 @@ def _restore_cell(cell, old) -> None:
             pass
     else:
         cell.cell_contents = old
+
+
+def _is_module_globals(table: dict) -> bool:
+    """Whether ``table`` is the namespace of an imported module (what ``globals()`` gives in its functions)."""
+    name = table.get("__name__")
+    return type(name) is str and getattr(sys.modules.get(name), "__dict__", None) is table
 
 
 def _restore_item(mapping: dict, key, old) -> None:
