@@ -244,3 +244,66 @@ def test_globals_update_is_a_clear_error():
     with pytest.raises(ThunderRuntimeError, match=r"globals\(\)\[name\] = value"):
         thunder.jit(_updated_through_globals)(torch.ones(1))
     _reset_globals()
+
+
+class _Scaled:
+    """An object from outside with a property over a private attribute, as config and state objects have."""
+
+    def __init__(self):
+        self._v = 1.0
+
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, value):
+        self._v = value * 2
+
+    @v.deleter
+    def v(self):
+        self._v = 0.0
+
+
+_SCALED = _Scaled()
+
+
+def _read_property_after_changing_what_it_reads(x):
+    before = _SCALED.v
+    _SCALED._v = _SCALED._v + 1
+    return x * before, x * _SCALED.v
+
+
+def _property_setter(x):
+    _SCALED.v = _SCALED.v + 1
+    return x * _SCALED.v
+
+
+def _property_deleter(x):
+    y = x * _SCALED.v
+    del _SCALED.v
+    return y, x * _SCALED.v
+
+
+def _property_set_by_setattr(x):
+    setattr(_SCALED, "v", _SCALED.v + 1)  # noqa: B010 (the builtin is what is tested)
+    object.__setattr__(_SCALED, "v", _SCALED.v + 1)
+    return x * _SCALED.v
+
+
+@pytest.mark.parametrize(
+    "fn", [_read_property_after_changing_what_it_reads, _property_setter, _property_deleter, _property_set_by_setattr]
+)
+def test_properties_of_outside_objects_see_the_program_s_writes(fn):
+    # A property read was kept as first read, so ``obj.v`` after ``obj._v = ...`` gave the old value; a property
+    # setter ran natively, so its store to ``_v`` was unseen: the result used the old value on every call (the
+    # replayed setter still left ``_v`` right, so only the results were wrong).
+    jitted = thunder.jit(fn)
+    for start in (1.0, 1.0, 3.0):
+        _SCALED._v = start
+        expected = [fn(torch.ones(1)) for _ in range(2)]
+        expected_v = _SCALED._v
+        _SCALED._v = start
+        actual = [jitted(torch.ones(1)) for _ in range(2)]
+        assert _SCALED._v == expected_v
+        torch.testing.assert_close(actual, expected)

@@ -43,7 +43,10 @@ import torch
 from thunder.core import introspection, iterators, prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.errors import DELETED
+from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.instructions import call_operands
+from thunder.core.interpreter.protocols import property_store
+from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import ObjectWithProxies, mapping_type, object_state, rebuild_mapping, slot_names, tree_leaves
 from thunder.core.symbol import Symbol, mutates
@@ -310,6 +313,8 @@ class SideEffectsMixin:
     def _setattr(self, obj: Any, name: str, value: Any, *, setter: Callable = setattr) -> None:
         """``setattr(obj, name, value)`` (or ``object.__setattr__``, which a frozen dataclass's
         ``__init__`` calls past its own ``__setattr__``) called by the program: a STORE_ATTR."""
+        if type(name) is str and (fset := property_store(obj, name, False)) is not None:
+            return interpreter_call(current_runtime(), fset, (obj, value))  # as STORE_ATTR runs it
         if self.store_attr(obj, name, value):
             return
         if isinstance(obj, Proxy):  # a traced value answers as what it stands for
@@ -343,6 +348,8 @@ class SideEffectsMixin:
         prims.store_attr(p, "grad", value, False)
 
     def _delattr(self, obj: Any, name: str, *, deleter: Callable = delattr) -> None:
+        if type(name) is str and (fdel := property_store(obj, name, True)) is not None:
+            return interpreter_call(current_runtime(), fdel, (obj,))  # as DELETE_ATTR runs it
         if self.store_attr(obj, name, DELETED):
             return
         deleter(obj, name)
