@@ -4,6 +4,8 @@ tests/test_probe_findings.py), each kept as a regression test against eager."""
 from __future__ import annotations
 
 import contextlib
+import io
+import sys
 
 import pytest
 import torch
@@ -307,3 +309,35 @@ def test_properties_of_outside_objects_see_the_program_s_writes(fn):
         actual = [jitted(torch.ones(1)) for _ in range(2)]
         assert _SCALED._v == expected_v
         torch.testing.assert_close(actual, expected)
+
+
+def _printed_into_own_buffer(x, n):
+    buf = io.StringIO()
+    print("n =", n, file=buf)
+    with contextlib.redirect_stdout(buf):
+        print("shape", x.shape[0], end="!")
+        sys.stdout.write("w")
+    with contextlib.redirect_stderr(buf):
+        print("err", file=sys.stderr)
+    return x * 2, buf.getvalue()
+
+
+def test_printing_into_a_stream_the_program_made_fills_it(capsys):
+    # The prints were recorded to be replayed after the call, to the caller's stdout (or the buffer of the traced
+    # call), so ``buf.getvalue()`` was '' and the text went to the terminal, on every call.
+    jitted = thunder.jit(_printed_into_own_buffer)
+    for n in (1, 1, 2):
+        (expected, expected_text), (actual, actual_text) = _printed_into_own_buffer(torch.ones(2), n), jitted(torch.ones(2), n)
+        torch.testing.assert_close(actual, expected)
+        assert actual_text == expected_text
+    assert capsys.readouterr() == ("", "")
+
+
+def test_printing_traced_values_into_a_stream_the_program_made_is_a_clear_error():
+    def f(x):
+        buf = io.StringIO()
+        print(x.sum(), file=buf)
+        return buf.getvalue()
+
+    with pytest.raises(ThunderRuntimeError, match="into a stream the jitted function made itself"):
+        thunder.jit(f)(torch.ones(2))
