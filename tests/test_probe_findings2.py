@@ -341,3 +341,58 @@ def test_printing_traced_values_into_a_stream_the_program_made_is_a_clear_error(
 
     with pytest.raises(ThunderRuntimeError, match="into a stream the jitted function made itself"):
         thunder.jit(f)(torch.ones(2))
+
+
+_SUBCLASSES: list[str] = []
+
+
+def _class_made_inside(x):
+    class Base:
+        def __init_subclass__(cls, scale=1, **kwargs):
+            super().__init_subclass__(**kwargs)
+            cls.scale = scale
+            _SUBCLASSES.append(cls.__name__)
+
+    class Child(Base, scale=3):
+        pass
+
+    return x * Child.scale
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="type.__new__ calls __init_subclass__ (and __set_name__) natively, so what they do to outside state is "
+    "made once, while tracing, and not replayed by later calls",
+)
+def test_init_subclass_of_a_class_made_inside_runs_on_every_call():
+    _SUBCLASSES.clear()
+    jitted = thunder.jit(_class_made_inside)
+    for _ in range(2):
+        torch.testing.assert_close(jitted(torch.ones(1)), torch.full((1,), 3.0))
+    assert _SUBCLASSES == ["Child", "Child"]
+
+
+_EFFECTS: list[int] = []
+
+
+def _effect_then_failure_then_branch(x, n):
+    _EFFECTS.append(n)
+    _ = x[torch.full((1,), 10**6 if n % 2 else 0)]  # out of range for odd n: fails at run time
+    if x.sum() > 0:  # a data-dependent branch: the entry's replays move after its check
+        x = x + 1
+    return x
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="in a program split at a data-dependent value, the replays of side effects move after the last check "
+    "(Note [Data-dependent values]), so a call that fails at run time before it leaves out the effects eager made "
+    "before the failure (randomized tester, seed 4000653)",
+)
+def test_effects_before_a_run_time_failure_in_a_split_program_are_made():
+    _EFFECTS.clear()
+    jitted = thunder.jit(_effect_then_failure_then_branch)
+    for n in (0, 1):
+        with contextlib.suppress(IndexError):
+            jitted(torch.ones(4), n)
+    assert _EFFECTS == [0, 1]
