@@ -541,7 +541,7 @@ def test_a_write_through_an_outside_objects_dict_is_a_clear_error(write):
         return x * _COUNTER.n
 
     _COUNTER.n = 0
-    with pytest.raises(ThunderRuntimeError, match=r"through its __dict__ or vars\(\) is not supported .* Set the attribute"):
+    with pytest.raises(ThunderRuntimeError, match=r"through its __dict__, vars\(\) or globals\(\) is not supported .* Set the attribute"):
         thunder.jit(f)(torch.ones(1))
     assert _COUNTER.n == 0
 

@@ -364,7 +364,7 @@ def test_torch_keyword_names_bind_as_in_eager(fn):
 
 def test_a_tensor_thunder_did_not_trace_is_named_as_such():
     with pytest.raises(thunder.core.errors.ThunderTypeError, match="a torch.Tensor reached it that thunder did not trace"):
-        thunder.jit(lambda x: x + eval("torch.ones(2, 3)"))(torch.randn(2, 3))
+        thunder.jit(lambda x: x + eval("torch.ones(2, 3)", {"torch": torch}))(torch.randn(2, 3))  # runs natively
 
 
 # ---------------------------------------------------------------- in-place updates of what autograd saved

@@ -53,6 +53,7 @@ from thunder.core import introspection, prims, torch_state
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import NULL, constructing
 from thunder.core.interpreter.execution import lookup_type_attr
+from thunder.core.interpreter.protocols import property_load
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.replays import becomes_in_place
 from thunder.core.tracectx import get_tracectx
@@ -148,6 +149,10 @@ class OutsideReadsMixin:
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:
         if name == "__dict__" and type(value) is dict:
             return self._object_dict(obj, value)
+        if property_load(obj, name) is not None:
+            # what the interpreted getter computed: its own reads are checked; kept as read once, it went stale when
+            # the program changed what the getter reads (``obj._v = ...; obj.v``)
+            return value
         if isinstance(obj, torch.nn.Module) and not name.startswith("__"):
             written = self._member_written(obj, name)  # Note [Module members the program writes]
             if written is not _UNWRITTEN:
@@ -190,7 +195,7 @@ class OutsideReadsMixin:
             return table
         seen = self._read(("attr", id(obj), "__dict__"), table, lambda: self._attr_holder(holder, "__dict__", obj))
         self._object_dicts[id(table)] = table
-        self._object_dicts[id(seen)] = seen
+        self._object_dicts[id(seen)] = table  # (the copy is kept alive by ``_reads``)
         return seen
 
     def _guard_method(self, holder: Proxy, obj: Any, name: str, func: Any) -> bool:

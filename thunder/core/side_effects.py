@@ -32,6 +32,7 @@ import collections
 import dataclasses
 import enum
 import functools
+import sys
 import types
 import weakref
 from collections.abc import Callable, Container
@@ -42,7 +43,10 @@ import torch
 from thunder.core import introspection, iterators, prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.errors import DELETED
+from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.instructions import call_operands
+from thunder.core.interpreter.protocols import property_store
+from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import ObjectWithProxies, mapping_type, object_state, rebuild_mapping, slot_names, tree_leaves
 from thunder.core.symbol import Symbol, mutates
@@ -187,9 +191,10 @@ class SideEffectsMixin:
 
     def _refuse_object_dict_write(self, *args: Any, **kwargs: Any) -> None:
         raise ThunderRuntimeError(
-            f"Changing an object from outside the jitted function through its __dict__ or vars() is not supported (at "
-            f"{source_location()}): the change would be made once, while tracing. Set the attribute instead "
-            "(obj.name = value, setattr(obj, name, value)): thunder replays that on every call."
+            f"Changing an object from outside the jitted function through its __dict__, vars() or globals() is not "
+            f"supported (at {source_location()}): the change would be made once, while tracing. Set the attribute "
+            "instead (obj.name = value, setattr(obj, name, value); a global: globals()[name] = value or a `global "
+            "name` statement): thunder replays that on every call."
         )
 
     def _refuse_mutation(self, fn: Callable) -> Callable:
@@ -261,7 +266,21 @@ class SideEffectsMixin:
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
         if id(container) in self._object_dicts:
-            self._refuse_object_dict_write()
+            table = self._object_dicts[id(container)]
+            if not (type(key) is str and _is_module_globals(table)):
+                self._refuse_object_dict_write()
+            if value is DELETED and key not in container:
+                return  # the instruction raises eager's KeyError
+            # ``globals()[name] = value``: the assignment of a global it is (replayed); the program's copy of the
+            # dict takes it from the instruction, the module's dict here (read back by a later ``name``)
+            self.store_global(table, key, value)
+            if container is table:
+                return
+            if value is DELETED:
+                del table[key]
+            else:
+                table[key] = value
+            return
         lazy = self._lazy.get(id(container))
         if lazy is not None and lazy.copy is container:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
@@ -294,6 +313,8 @@ class SideEffectsMixin:
     def _setattr(self, obj: Any, name: str, value: Any, *, setter: Callable = setattr) -> None:
         """``setattr(obj, name, value)`` (or ``object.__setattr__``, which a frozen dataclass's
         ``__init__`` calls past its own ``__setattr__``) called by the program: a STORE_ATTR."""
+        if type(name) is str and (fset := property_store(obj, name, False)) is not None:
+            return interpreter_call(current_runtime(), fset, (obj, value))  # as STORE_ATTR runs it
         if self.store_attr(obj, name, value):
             return
         if isinstance(obj, Proxy):  # a traced value answers as what it stands for
@@ -327,6 +348,8 @@ class SideEffectsMixin:
         prims.store_attr(p, "grad", value, False)
 
     def _delattr(self, obj: Any, name: str, *, deleter: Callable = delattr) -> None:
+        if type(name) is str and (fdel := property_store(obj, name, True)) is not None:
+            return interpreter_call(current_runtime(), fdel, (obj,))  # as DELETE_ATTR runs it
         if self.store_attr(obj, name, DELETED):
             return
         deleter(obj, name)
@@ -549,6 +572,12 @@ def _restore_cell(cell, old) -> None:
             pass
     else:
         cell.cell_contents = old
+
+
+def _is_module_globals(table: dict) -> bool:
+    """Whether ``table`` is the namespace of an imported module (what ``globals()`` gives in its functions)."""
+    name = table.get("__name__")
+    return type(name) is str and getattr(sys.modules.get(name), "__dict__", None) is table
 
 
 def _restore_item(mapping: dict, key, old) -> None:

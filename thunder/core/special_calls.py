@@ -619,8 +619,21 @@ class SpecialCallsMixin:
         self._set_grad_enabled(torch.is_grad_enabled())
 
     def _print(self, *args, **kwargs) -> None:
-        """``print`` in the program: recorded, so each call prints its own values in order."""
+        """``print`` in the program: recorded, so each call prints its own values in order. Into a stream the program
+        made (an ``io.StringIO`` it reads back, ``sys.stdout`` redirected to one): printed now, as what it prints is
+        fixed by the trace, or a clear error where it is not (a replay would print into a stream of the past)."""
         stream = kwargs.get("file")
+        target = sys.stdout if stream is None else stream
+        if id(target) in self._internal_objects:
+            if holds((args, kwargs), lambda v: isinstance(v, Proxy), depth=4):
+                raise ThunderRuntimeError(
+                    f"Printing traced values into a stream the jitted function made itself (a {type(target).__name__}"
+                    f", at {source_location()}) is not supported: the text would be the trace's, not each call's. "
+                    "Return the values and format them outside the function, or print to sys.stdout or a stream "
+                    "passed in."
+                )
+            print(*args, **{**kwargs, "file": target})
+            return
         if stream is not None and (stream is sys.stdout or stream is sys.stderr):  # the stream of each call's time
             kwargs = {**kwargs, "file": CURRENT_STDOUT if stream is sys.stdout else CURRENT_STDERR}
         prims.python_print(snapshot(lift_objects(args)), snapshot(lift_objects(kwargs)))

@@ -7,9 +7,12 @@ are replaced, for interpreted callers only, by versions that read the interprete
 """
 
 from __future__ import annotations
+import __future__
 
 import builtins
 import collections
+import functools
+import operator
 import sys
 import types
 from collections.abc import Mapping
@@ -74,8 +77,14 @@ def _locals(ctx, args, kwargs):
 
 @register_default_lookaside(builtins.globals)
 def _globals(ctx, args, kwargs):
+    """The frame's globals; those of a module read as ``vars(module)`` is (the ``load_attr`` callback), so that a
+    tracer checks the items read through it as it checks the module's attributes."""
     _no_args("globals", args, kwargs)
-    return current_frame(ctx).globals
+    g = current_frame(ctx).globals
+    module = sys.modules.get(g.get("__name__")) if type(g.get("__name__")) is str else None
+    if ctx.cb_load_attr is None or getattr(module, "__dict__", None) is not g:
+        return g
+    return ctx.cb_load_attr(module, "__dict__", g)
 
 
 @register_default_lookaside(builtins.vars)
@@ -106,16 +115,45 @@ def _default_namespaces(ctx, name, args, kwargs):
     return args, kwargs
 
 
+_FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names))
+
+
+def _run_source(ctx, mode: str, args: tuple, kwargs: dict | None):
+    """``eval(source)`` and ``exec(source)`` in the caller's namespaces, the code interpreted, so that its reads
+    of globals and its stores are seen as the caller's own are (run natively, a global read in the string was
+    fixed at tracing). Other forms (explicit namespaces, a closure) run natively."""
+    native = eval if mode == "eval" else exec
+    frame = current_frame(ctx)
+    source = args[0] if len(args) == 1 and not kwargs else None
+    if isinstance(source, (bytes, bytearray)):
+        source = source.decode()
+    if isinstance(source, str):
+        if mode == "eval":
+            source = source.lstrip(" \t")
+        code = compile(source, "<string>", mode, flags=frame.code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+    elif isinstance(source, types.CodeType) and not source.co_freevars:
+        code = source
+    else:
+        args, kwargs = _default_namespaces(ctx, mode, args, kwargs)
+        return native(*args, **kwargs)
+    g = frame.globals
+    if "__builtins__" not in g:
+        g["__builtins__"] = frame.builtins
+    func = FunctionType(code, g)
+    info = decode(code)
+    sub = Frame(ctx, code, info, func, g, func.__builtins__, frame_locals(frame), [NULL] * info.nlocalsplus)
+    rv = run_function_frame(ctx, sub, func)
+    return rv if mode == "eval" else None
+
+
 @register_default_lookaside(builtins.eval)
 def _eval(ctx, args, kwargs):
-    args, kwargs = _default_namespaces(ctx, "eval", args, kwargs)
-    return eval(*args, **kwargs)
+    return _run_source(ctx, "eval", args, kwargs)
 
 
 @register_default_lookaside(builtins.exec)
 def _exec(ctx, args, kwargs):
-    args, kwargs = _default_namespaces(ctx, "exec", args, kwargs)
-    return exec(*args, **kwargs)
+    return _run_source(ctx, "exec", args, kwargs)
 
 
 @register_default_lookaside(sys.exc_info)

@@ -49,6 +49,8 @@ __all__ = [
     "delitem",
     "contains",
     "load_attr",
+    "property_load",
+    "property_store",
     "instantiate",
     "type_call",
     "FAST_TYPES",
@@ -477,27 +479,52 @@ _object_getattribute = object.__getattribute__
 _type_getattribute = type.__getattribute__
 
 
-def load_attr(ctx, obj, name: str):
+def property_load(obj, name: str):
+    """The Python getter of the ``property`` that ``obj.name`` runs, which ``load_attr`` interprets; else None."""
     t = type(obj)
     if t in FAST_TYPES or t is type:
-        return getattr(obj, name)
+        return None
     attr = lookup_type_attr(t, name)
+    # (A class's metaclass property, like an instance's property, takes precedence over its own attributes.)
     if type(attr) is property and _is_py(attr.fget):
-        # (A class's metaclass property, like an instance's property, takes precedence over its own attributes.)
         if lookup_type_attr(t, "__getattribute__") in (_object_getattribute, _type_getattribute):
-            getattr_fallback = lookup_type_attr(t, "__getattr__")
-            if getattr_fallback is NULL:
-                return call(ctx, attr.fget, (obj,))
-            failed = False
-            try:
-                return call(ctx, attr.fget, (obj,))
-            except AttributeError:
-                failed = True
-            if failed:
-                if _is_py(getattr_fallback):
-                    return call(ctx, getattr_fallback, (obj, name))
-                return getattr_fallback(obj, name)
-    return getattr(obj, name)
+            return attr.fget
+    return None
+
+
+def load_attr(ctx, obj, name: str):
+    getter = property_load(obj, name)
+    if getter is None:
+        return getattr(obj, name)
+    getattr_fallback = lookup_type_attr(type(obj), "__getattr__")
+    if getattr_fallback is NULL:
+        return call(ctx, getter, (obj,))
+    failed = False
+    try:
+        return call(ctx, getter, (obj,))
+    except AttributeError:
+        failed = True
+    if failed:
+        if _is_py(getattr_fallback):
+            return call(ctx, getattr_fallback, (obj, name))
+        return getattr_fallback(obj, name)
+
+
+def property_store(obj, name: str, deleting: bool):
+    """The Python setter (or deleter) that ``obj.name = v`` (``del obj.name``) runs, where it is a ``property``'s and
+    the type's ``__setattr__``/``__delattr__`` is ``object``'s: interpreted, so that the stores it makes are seen as
+    the program's own (run natively, they were not); else None."""
+    t = type(obj)
+    if t in FAST_TYPES or isinstance(obj, type):
+        return None
+    attr = lookup_type_attr(t, name)
+    if type(attr) is not property:
+        return None
+    f = attr.fdel if deleting else attr.fset
+    slot = lookup_type_attr(t, "__delattr__" if deleting else "__setattr__")
+    if not _is_py(f) or slot is not (object.__delattr__ if deleting else object.__setattr__):
+        return None
+    return f
 
 
 def bound_special(obj, f):

@@ -11,7 +11,7 @@ from types import CellType
 from ..errors import DELETED, NULL
 from ..execution import call
 from ..opcodes import register_opcode_handler
-from ..protocols import load_attr
+from ..protocols import load_attr, property_store
 
 _PY313 = sys.version_info >= (3, 13)
 
@@ -365,6 +365,10 @@ def STORE_ATTR(inst, frame):
     stack = frame.stack
     obj = stack.pop()
     v = stack.pop()
+    setter = property_store(obj, inst.argval, False)
+    if setter is not None:
+        call(frame.ctx, setter, (obj, v))
+        return
     cb = frame.ctx.cb_store_attr
     if cb is not None and cb(obj, inst.argval, v):
         return
@@ -374,6 +378,10 @@ def STORE_ATTR(inst, frame):
 @register_opcode_handler("DELETE_ATTR")
 def DELETE_ATTR(inst, frame):
     obj = frame.stack.pop()
+    deleter = property_store(obj, inst.argval, True)
+    if deleter is not None:
+        call(frame.ctx, deleter, (obj,))
+        return
     cb = frame.ctx.cb_store_attr
     if cb is not None and cb(obj, inst.argval, DELETED):
         return
