@@ -28,7 +28,6 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from thunder.core.interpreter import NULL
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime
@@ -36,6 +35,7 @@ from thunder.core.proxies import Proxy
 
 _DEPRECATE_KWARG_DIGEST = {(3, 11): "0ee21e46173a3eee"}  # sha256 of wrapped_func's co_code, first 16 digits
 _OBJECT_CLASS = object.__dict__["__class__"]
+_TYPE_NAME = type.__dict__["__name__"]
 _codes: dict[int, tuple[types.CodeType, Callable]] = {}
 _looked_for: set[str] = set()
 
@@ -46,6 +46,11 @@ def _nested_code(code: types.CodeType, *names: str) -> types.CodeType | None:
         if code is None:
             return None
     return code
+
+
+def _plain_name(cls: type) -> bool:
+    """``cls.__name__`` is read through ``type``'s own slot (no metaclass of the class's defines it)."""
+    return lookup_type_attr(type(cls), "__name__") is _TYPE_NAME
 
 
 def _find_deprecate_kwarg() -> None:
@@ -80,18 +85,22 @@ def _deprecate_kwarg_call(tracer: Any, fn: types.FunctionType, *args: Any, **kwa
     old_name = read("old_name")
     plain = type(old_name) is str and old_name not in kwargs
     if plain:
-        if read("is_instance_method"):
+        if read("is_instance_method"):  # ``args[0].__class__.__name__``
             plain = bool(args) and not isinstance(args[0], Proxy)
-            plain = plain and lookup_type_attr(type(args[0]), "__class__") in (_OBJECT_CLASS, NULL)
-        elif read("is_class_method"):
-            plain = bool(args) and isinstance(args[0], type)
-    if plain:
-        globals_dict = fn.__globals__
+            plain = (
+                plain and lookup_type_attr(type(args[0]), "__class__") is _OBJECT_CLASS and _plain_name(type(args[0]))
+            )
+        elif read("is_class_method"):  # ``args[0].__name__``
+            plain = bool(args) and isinstance(args[0], type) and _plain_name(args[0])
+    globals_dict = fn.__globals__
+    if plain and "Action" in globals_dict:
         action = tracer.load_global(globals_dict, "Action", globals_dict["Action"], False)
         plain = (
             isinstance(action, enum.EnumMeta)
             and len({action.NONE, action.RAISE, action.NOTIFY, action.NOTIFY_ALWAYS}) == 4
         )
+    else:
+        plain = False
     if not plain:
         return enter_function(runtime, fn, args, kwargs)
     return interpreter_call(runtime, read("func"), args, kwargs)
