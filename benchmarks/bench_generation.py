@@ -3,7 +3,10 @@ against ``thunder.jit(model).generate`` (default options) and ``torch.compile`` 
 Face's recipe; ``torch.compile(model).generate`` runs the original module eagerly), first run
 (compiles included) and warm (the median of the runs after it), as tokens per second, and the main thread's CPU time
 against eager's (``time.thread_time``: on a loaded machine the wall-clock ratios scatter, the CPU-time ones much less;
-thunder's background compile workers are not counted in it).
+thunder's background compile workers are not counted in it). A full garbage collection runs, untimed, before each
+contender's first run: the one that importing torch and transformers and building the models left due otherwise falls
+on whichever contender first moves enough new objects to the oldest generation (a compile does: thunder's first run,
+right after eager's, paid 0.2-0.3 s of CPU for it, more than eager's whole run).
 
 Run: ``python -m benchmarks.bench_generation [--tokens 64] [--runs 3] [--threads 1] [--no-torch-compile]``.
 One process, one thread by default. Each contender gets a fresh copy of the model; the first run of each is
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import statistics
 import time
 
@@ -55,6 +59,7 @@ def bench(name: str, make, tokens: int, runs: int, with_torch_compile: bool) -> 
     first, first_cpu, warm, warm_cpu, reference = {}, {}, {n: [] for n in contenders}, {n: [] for n in contenders}, None
     with torch.no_grad():
         for n, generate in contenders.items():
+            gc.collect()
             first[n], first_cpu[n], out = _timed(generate, ids, tokens)
             reference = out if reference is None else reference
             if not torch.equal(out, reference):

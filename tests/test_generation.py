@@ -10,6 +10,7 @@ import torch
 import thunder
 
 transformers = pytest.importorskip("transformers")
+deprecate_kwarg = pytest.importorskip("transformers.utils.deprecation").deprecate_kwarg
 
 
 def _gpt2():
@@ -179,3 +180,49 @@ def test_the_first_shape_keeps_its_constant_entry():
     for x in (a, b, c, a, b):
         torch.testing.assert_close(jf(x), x + 1)
     assert thunder.cache_misses(jf) == 2
+
+
+class _Deprecating(torch.nn.Module):
+    @deprecate_kwarg("scale_old", "99.0", new_name="scale")
+    def forward(self, x, scale=1.0):
+        return x * scale
+
+
+def _ran_wrapper(jm) -> bool:
+    log = thunder.last_interpreter_log(jm)
+    return any(isinstance(e, dict) and e["kind"] == "Line" and e["fn"].endswith(".wrapped_func") for e in log)
+
+
+def test_deprecate_kwarg_wrapper_is_run_by_the_tracer_and_its_cells_are_checked():
+    # Note [deprecate_kwarg's wrapper]: without the deprecated keyword nothing of the wrapper is interpreted; the
+    # installed transformers' wrapper is the one the digest names (else the note's reasoning must be re-checked).
+    from thunder.core.library_wrappers import native_wrapper
+
+    assert native_wrapper(_Deprecating.forward) is not None
+    m, x = _Deprecating(), torch.randn(3)
+    jm = thunder.jit(m, debug_options=thunder.DebugOptions(record_interpreter_history=True))
+    torch.testing.assert_close(jm(x, scale=2.0), m(x, scale=2.0))
+    assert not _ran_wrapper(jm)
+    torch.testing.assert_close(jm(x, scale_old=3.0), x * 3.0)  # the deprecated keyword: interpreted, renamed
+    assert _ran_wrapper(jm)
+    cells = dict(zip(_Deprecating.forward.__code__.co_freevars, _Deprecating.forward.__closure__))
+    old_name, func = cells["old_name"].cell_contents, cells["func"].cell_contents
+    try:
+        cells["func"].cell_contents = lambda self, x, scale=1.0: x - scale
+        torch.testing.assert_close(jm(x, scale=2.0), x - 2.0)
+        cells["old_name"].cell_contents = "scale"  # both names passed: eager drops ``scale``
+        torch.testing.assert_close(jm(x, scale=2.0), x - 1.0)
+    finally:
+        cells["old_name"].cell_contents, cells["func"].cell_contents = old_name, func
+    torch.testing.assert_close(jm(x, scale=2.0), x * 2.0)
+
+
+def test_deprecate_kwarg_wrapper_without_positional_arguments_fails_as_in_eager():
+    def f(m, x):
+        return _Deprecating.forward(self=m, x=x)  # the wrapper reads args[0] for its message
+
+    m, x = _Deprecating(), torch.randn(3)
+    with pytest.raises(IndexError):
+        f(m, x)
+    with pytest.raises(IndexError):
+        thunder.jit(f)(m, x)

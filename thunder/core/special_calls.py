@@ -58,6 +58,7 @@ from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime, frame_line, innermost_frame_objects
+from thunder.core.library_wrappers import native_wrapper
 from thunder.core.module import is_thunder_entry
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy
@@ -398,9 +399,13 @@ class SpecialCallsMixin:
 
     def lookaside(self, fn: Callable) -> Callable | None:
         """What the interpreter calls instead of ``fn``, or None to let it handle ``fn`` as usual."""
-        if type(fn) is types.FunctionType and fn in self._plain_functions:
-            self._guard_function(fn)
-            return self._call_of(fn)
+        if type(fn) is types.FunctionType:
+            wrapper = native_wrapper(fn)  # Note [deprecate_kwarg's wrapper]
+            if wrapper is not None:
+                return functools.partial(wrapper, self, fn)
+            if fn in self._plain_functions:
+                self._guard_function(fn)
+                return self._call_of(fn)
         if type(fn) is types.MethodType and isinstance(fn.__self__, Proxy):
             return fn  # a traced value's method (the torch language's): no table or special call names a method of it
         try:
