@@ -44,13 +44,13 @@ from dataclasses import dataclass
 
 from thunder.core import prims
 from thunder.core.codegen import bsym_lines
-from thunder.core.errors import ThunderError
+from thunder.core.errors import ThunderError, ThunderRuntimeError
 from thunder.core.prims.base import asking_grads
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.replays import OUTPUTS, REPLAYS
 from thunder.core.rules import eager_saves, forward_rules, grad_rules
-from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, BoundSymbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, RERUN, BoundSymbol
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, recording_into, tracectx
 from thunder.core.tracectx import get_tracectx, source_location_provider
@@ -72,6 +72,9 @@ class ForwardBackward:
     saved: list  # forward values the backward reads (proxies, symbolic inputs), in the backward's parameter order
     outputs: list  # the distinct proxies (and symbolic inputs) the program returns, as the forward returns them
     rebuild: TraceCtx  # ``rebuild(*outputs)`` returns what the program returns
+    # Saved tensors the backward updates in place (a checkpointed region's buffers): handed to it as they are
+    # then, unchecked, as eager's recomputation reads them (Note [What a recomputed region does again]).
+    rewritten: frozenset[str] = frozenset()
 
 
 def _differentiable(p) -> bool:
@@ -90,9 +93,22 @@ def split_forward_backward(
     """The forward and backward traces of ``trace`` (Note [Forward and backward traces]);
     ``grad_transform_for(bsym)``: the gradient an executor gives that call, if any (Note [Grad
     transforms] in thunder.core.transforms.grad_transforms)."""
+    try:
+        return _split(trace, grad_transform_for)
+    except NotDifferentiable as e:
+        # torch's autograd runs a checkpointed region once: what it does outside itself would not happen again
+        for bsym in trace.bound_symbols:
+            if RERUN in bsym.sym.tags:
+                _refuse_lost_rerun(bsym, f"the program runs under torch's autograd ({e})")
+        raise
+
+
+def _split(
+    trace: TraceCtx, grad_transform_for: Callable[[BoundSymbol], Callable | None] | None
+) -> ForwardBackward:
     if not trace.bound_symbols or trace.bound_symbols[-1].sym is not prims.python_return:
         raise NotDifferentiable("the computation does not end in a return")
-    bsyms, functional = _functional_updates(trace.bound_symbols, {a.name for a in trace.args if isinstance(a, Proxy)})
+    bsyms, functional, _ = _functional_updates(trace.bound_symbols, {a.name for a in trace.args if isinstance(a, Proxy)})
     *body, ret = bsyms
     active = {a.name for a in trace.args if _differentiable(a) and a.requires_grad}
     body, augmented = _augment_forwards(body, trace, grad_transform_for)
@@ -137,7 +153,8 @@ def split_forward_backward(
     rebuild.name = "outputs"
     rebuild.args = list(outputs)
     rebuild.bound_symbols.extend((*late, ret))
-    return ForwardBackward(fw, bw, saved, outputs, rebuild)
+    rewritten = frozenset(d.name for b in bw.bound_symbols if IN_PLACE in b.sym.tags for d in _destinations(b))
+    return ForwardBackward(fw, bw, saved, outputs, rebuild, rewritten & {getattr(p, "name", None) for p in saved})
 
 
 # Prims whose result may share its input's memory (a view; ``real``/``imag`` of a complex tensor);
@@ -164,15 +181,18 @@ def _aliased_args(bsym: BoundSymbol) -> set[str]:
     return set().union(*(shares.get(o.name, ()) for o in bsym.flat_proxy_outs))
 
 
-def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list[BoundSymbol], set[int]]:
+def _functional_updates(
+    body: list[BoundSymbol], inputs: set[str]
+) -> tuple[list[BoundSymbol], set[int], dict[str, Proxy]]:
     """The body with each in-place update of a tensor that nothing else can see (made here by an op
     that does not alias, not an input, no view of it taken, saved by no earlier op's autograd: eager
     refuses the backward after such an update) replaced by the op that computes the
     new value (``out += identity`` in a ResNet block, ``relu_``): later uses
     read the new value by its own name. Nothing can tell the difference (no other tensor shares
     that memory), and the update is differentiated like any op instead of sending the whole
-    program to torch's autograd (Note [Forward and backward traces]). Returns the body and the uids
-    of the new ops."""
+    program to torch's autograd (Note [Forward and backward traces]). Inside a checkpointed region too (its
+    ``relu_``, as a ResNet block's: the region's own inputs are what others see). Returns the body, the uids
+    of the new ops and the new names of the values updated so."""
     new: list[BoundSymbol] = []
     made: set[int] = set()
     made_by: dict[str, BoundSymbol] = {}
@@ -182,6 +202,11 @@ def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list
     for bsym in body:
         if swap:
             bsym = bsym.rename(swap)
+        if RERUN in bsym.sym.tags and bsym.subsymbols:
+            parts, _, inner = _functional_updates(list(bsym.subsymbols), {a.name for a in bsym.flat_proxy_args})
+            if inner:  # the region returns the new values by their names
+                swap.update({o.name: inner[o.name] for o in bsym.flat_proxy_outs if o.name in inner})
+                bsym = bsym.from_bsym(subsymbols=tuple(parts), output=bsym.rename(inner).output, lineage=bsym.lineage)
         update = _functional_form(bsym, made_by, viewed, inputs, readers)
         if update is not None:
             value, old = update.output, bsym.args[0].name
@@ -200,7 +225,7 @@ def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list
         for o in bsym.flat_proxy_outs:  # an in-place update returns its tensor: that keeps the op that made it
             made_by.setdefault(o.name, bsym)
         new.append(bsym)
-    return new, made
+    return new, made, swap
 
 
 def _functional_form(
@@ -286,6 +311,8 @@ def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], se
         if not any(RANDOM in p.sym.tags for p in parts):
             new.append(bsym)
             continue
+        if RERUN in bsym.sym.tags:
+            _refuse_lost_rerun(bsym, "it draws random numbers, so its forward is kept, not run again")
         _put_parts(bsym, parts, new, exposed)
     return new, exposed
 
@@ -434,6 +461,13 @@ def _written(bsym: BoundSymbol) -> list[TensorProxy]:
     return [dst for sub in bsym.subsymbols for dst in _written(sub)]
 
 
+def _destinations(bsym: BoundSymbol) -> list[TensorProxy]:
+    """Every tensor ``bsym`` writes in place (batch norm's statistics too)."""
+    if bsym.sym is prims.copy_:
+        return [bsym.args[1]]
+    return [dst for sub in bsym.subsymbols for dst in _destinations(sub)]
+
+
 def _input_grad(a, grads: _Gradients):
     """The gradient of input ``a``: None where no cotangent reached it (as in eager), zeros where
     only zeros did."""
@@ -507,7 +541,7 @@ def _backprop_one(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: Tr
         return
     if not bsym.subsymbols:
         raise NotDifferentiable(f"{bsym.sym.print_name} has no gradient rule and no decomposition")
-    parts = _recompute(bsym, grads, active, bw)
+    parts = _recompute(bsym, grads, active, bw, rerun=RERUN in bsym.sym.tags)
     _backprop(parts, grads, active, bw, forward_top=False)
 
 
@@ -553,18 +587,26 @@ def _accumulate(args, result, grads: _Gradients, active: set[str], bsym: BoundSy
             grads.add(a, g)  # None: reached, with a zero gradient
 
 
-def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: TraceCtx) -> list[BoundSymbol]:
-    """Appends ``bsym``'s decomposition, down to symbols with rules, to the backward; returns it.
+def _recompute(
+    bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: TraceCtx, rerun: bool = False
+) -> list[BoundSymbol]:
+    """Appends ``bsym``'s decomposition, down to symbols with rules, to the backward; returns the
+    parts to differentiate.
 
     A part that makes only ``bsym``'s own outputs is not recomputed: the forward has its values
     (``torch.tanh``'s rule reads the forward's ``tanh``, as eager saves it). Other parts that
     produce some of them get fresh names (the forward value keeps its name; a trace defines each
-    name once), and the cotangents follow the renaming."""
-    parts = _expand(bsym, active)
+    name once), and the cotangents follow the renaming. With ``rerun`` (a checkpointed region), its
+    in-place updates and replays run again where they were (Note [What a recomputed region does again])."""
+    reruns: set[int] | None = set() if rerun else None
+    parts = _expand(bsym, active, reruns)
     own = {o.name for o in bsym.flat_proxy_outs}
     swap: dict[str, Proxy] = {}
     emitted = []
     for part in parts:
+        if reruns is not None and id(part) in reruns:
+            bw.bound_symbols.append(_rerun(part, swap, bw, bsym))
+            continue
         outs = part.flat_proxy_outs
         if not swap and outs and all(o.name in own for o in outs):
             emitted.append(part.from_bsym(lineage=(bsym.uid,)))
@@ -587,24 +629,79 @@ def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: Trace
     return emitted
 
 
-def _expand(bsym: BoundSymbol, active: set[str]) -> list[BoundSymbol]:
+def _refuse_lost_rerun(region: BoundSymbol, why: str, effect: str | None = None) -> None:
+    """Raises where ``region`` (a checkpointed region, which eager runs again in the backward) does something
+    outside itself (``effect``, by default the first one it does) that would not happen again as in eager here."""
+    effect = effect or _effect_seen_outside(region)
+    if effect is None:
+        return
+    where = region.source
+    at = f" (its first op at {where.call_site or where})" if where is not None else ""
+    raise ThunderRuntimeError(
+        f"a checkpointed region{at} {effect}: eager's torch.utils.checkpoint runs the region again in the "
+        f"backward, which does that again, but thunder.jit cannot run this region again: {why}. Move that out of "
+        "the checkpointed function, or do not checkpoint it"
+    )
+
+
+def _effect_seen_outside(region: BoundSymbol) -> str | None:
+    """What ``region`` does that its caller can see, besides returning values: an in-place update of memory it was
+    given (batch norm's running statistics) or a replay (``print``, a store, a change to a list); None if nothing."""
+    given = {a.name for a in region.flat_proxy_args}
+    for sub in region.subsymbols:
+        if sub.sym in REPLAYS:
+            return f"does {sub.sym.print_name}"
+        written = [d.name for d in _destinations(sub) if d.name in given]
+        if written:
+            return f"updates {written[0]} in place ({sub.sym.print_name})"
+        if given & _aliased_args(sub):
+            given.update(o.name for o in sub.flat_proxy_outs)
+    return None
+
+
+def _rerun(part: BoundSymbol, swap: dict[str, Proxy], bw: TraceCtx, region: BoundSymbol) -> BoundSymbol:
+    """``part`` (an in-place update or a replay of ``region``) run again in the backward, reading the recomputed
+    values: what it computes besides its writes gets fresh names (the recomputation for the gradient defines them)."""
+    renamed = part.rename(swap) if swap else part
+    read = {a.name for a in renamed.flat_proxy_args}
+    fresh = {
+        o.name: o.replace_name(bw.safe_name(f"{o.name}_again")) for o in renamed.flat_proxy_outs if o.name not in read
+    }
+    renamed = renamed.rename(fresh) if fresh else renamed
+    return renamed.from_bsym(lineage=(region.uid,))
+
+
+#: The replays a recomputed region makes again (Note [What a recomputed region does again]); a store would store
+#: the values of the forward again, where eager's second run may compute others (``self.calls += 1``).
+_RERUNNABLE_REPLAYS = OUTPUTS | {prims.container_call}
+
+
+def _expand(bsym: BoundSymbol, active: set[str], reruns: set[int] | None = None) -> list[BoundSymbol]:
     """``bsym``'s subsymbols, each replaced by its own subsymbols until it has a rule (or needs
     no gradient); marks the intermediates that require grad in ``active``. In-place writes and other
     side effects are left out: they happened in the forward. An op that also computes values
     (``batch_norm`` in training updating its running statistics, ``x.add_(1)``) is replaced by its
-    decomposition without the writes, so what it computes is still recomputed and differentiated."""
+    decomposition without the writes, so what it computes is still recomputed and differentiated.
+    With ``reruns`` (a set: a checkpointed region), each in-place update and replay also comes whole,
+    after what it computes, and its ``id`` is added to ``reruns`` (Note [What a recomputed region does again])."""
     out: list[BoundSymbol] = []
     for sub in bsym.subsymbols:
         if sub.sym.tags & {IN_PLACE, DONT_DCE}:
             if IN_PLACE in sub.sym.tags and sub.subsymbols:
                 out.extend(_expand(sub, active))
-            continue  # a side effect happens once, in the forward
+            if reruns is not None and sub.sym in REPLAYS and sub.sym not in _RERUNNABLE_REPLAYS:
+                why = "it would store the values of the first run again, not those the second run computes"
+                _refuse_lost_rerun(bsym, why, f"does {sub.sym.print_name}")
+            if reruns is not None and (IN_PLACE in sub.sym.tags or sub.sym in REPLAYS):
+                reruns.add(id(sub))
+                out.append(sub)
+            continue  # a side effect happens once, in the forward (but in a checkpointed region)
         reads_active = any(a.name in active for a in sub.flat_proxy_args)
         needs = reads_active and sub.sym.id not in NO_GRAD_RESULTS
         # Down to symbols with rules even where no gradient is needed: a decomposition may call a
         # torch-language symbol with arguments its torch function refuses (it never ran whole before).
         if grad_rules.get(sub.sym) is None and sub.subsymbols:
-            out.extend(_expand(sub, active))
+            out.extend(_expand(sub, active, reruns))
             continue
         if needs:
             for o in _tensors(sub.flat_proxy_outs):
