@@ -164,7 +164,8 @@ class _DropoutNorm(torch.nn.Module):
         self.lin, self.bn = torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3)
 
     def forward(self, x):
-        return checkpoint(lambda t: self.bn(torch.nn.functional.dropout(self.lin(t), 0.5)), x, use_reentrant=False).sum()
+        region = lambda t: self.bn(torch.nn.functional.dropout(self.lin(t), 0.5))  # noqa: E731
+        return checkpoint(region, x, use_reentrant=False).sum()
 
 
 class _UnderTorchAutograd(torch.nn.Module):

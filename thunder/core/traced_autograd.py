@@ -237,7 +237,9 @@ def _backward_rule(scratch: list[BoundSymbol], placeholders: list, input_grads: 
 # which has no gradient rule: the autograd split differentiates it through its decomposition,
 # recomputed in the backward from the region's inputs, so what the region made inside is not
 # saved, as in eager. (A region that draws random numbers is run by the forward and kept: its
-# draws cannot be repeated.)
+# draws cannot be repeated.) What the region does besides computing (BatchNorm's running statistics,
+# a replay) is done again in the backward, as eager's second run does: Note [What a recomputed region
+# does again] in thunder.core.transforms.autodiff.
 checkpoint = Symbol(name="checkpoint", meta=None, id="torch.utils.checkpoint.checkpoint", tags=frozenset({RERUN}))
 
 
@@ -257,7 +259,10 @@ def checkpoint_region(trace: TraceCtx, start: int, result: Any) -> None:
         defined.update(o.name for o in bsym.flat_proxy_outs)
         tags |= bsym.sym.tags
     outputs = tuple({p.name: p for p in tree_leaves(result) if isinstance(p, Proxy) and p.name in defined}.values())
-    sym = checkpoint if tags == checkpoint.tags else Symbol(name="checkpoint", meta=None, id=checkpoint.id, tags=frozenset(tags))
+    if tags != checkpoint.tags:
+        sym = Symbol(name="checkpoint", meta=None, id=checkpoint.id, tags=frozenset(tags))
+    else:
+        sym = checkpoint
     del trace.bound_symbols[start:]
     trace.add_bound_symbol(
         sym.bind(*inputs.values(), output=outputs, subsymbols=region, source=region[0].source)

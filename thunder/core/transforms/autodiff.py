@@ -671,6 +671,25 @@ def _rerun(part: BoundSymbol, swap: dict[str, Proxy], bw: TraceCtx, region: Boun
     return renamed.from_bsym(lineage=(region.uid,))
 
 
+# Note [What a recomputed region does again]
+# Eager's ``torch.utils.checkpoint`` (reentrant or not) runs a region's forward again in the backward, before the
+# region's gradients and after those of what came later (regions go in reverse order). So what the region does
+# besides computing happens twice a step: a BatchNorm in training updates its running statistics again
+# (``num_batches_tracked`` goes up by 2; the second momentum update starts from the first's result, with the same
+# batch statistics; ``momentum=None``'s factor is 1 / the new count), an in-place update of a value made inside
+# is made again (later ops read the updated value), and ``print``/``LOG.append`` run again. The backward's
+# recomputation of a ``checkpoint`` symbol (tagged ``RERUN``) therefore emits each in-place op of the region whole
+# (batch_norm runs as torch's own kernel: eager's numbers), and each output or container replay, where it was in
+# the region, reading the recomputed values; its other results get fresh names. The buffers it updates are
+# handed to the backward as they are when it runs (``ForwardBackward.rewritten``): a second call before the
+# backward moved them on, as in eager. A region that updates nothing recomputes only what the gradient needs.
+# Where the region cannot run again as eager's, a ``ThunderRuntimeError`` at trace time names it and what it does
+# (``_refuse_lost_rerun``), instead of a silent difference: a store (``self.calls += 1``: the replay would store the
+# first run's value again), a region that draws random numbers (its forward is kept, not recomputed) and updates
+# memory it was given or replays, and a program that runs under torch's autograd (the region runs once).
+# A replay's values are the first run's (``LOG.append(len(LOG))`` appends the same number twice; eager's second
+# run appends one more); a printed tensor shows no grad_fn.
+
 #: The replays a recomputed region makes again (Note [What a recomputed region does again]); a store would store
 #: the values of the forward again, where eager's second run may compute others (``self.calls += 1``).
 _RERUNNABLE_REPLAYS = OUTPUTS | {prims.container_call}
