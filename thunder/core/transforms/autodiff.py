@@ -52,7 +52,15 @@ from thunder.core.replays import OUTPUTS, REPLAYS
 from thunder.core.rules import eager_saves, forward_rules, grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, RERUN, BoundSymbol
 from thunder.core.symbolic import is_symbolic
-from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, recording_into, tracectx
+from thunder.core.trace import (
+    NO_GRAD_RESULTS,
+    TraceCtx,
+    draws,
+    from_trace,
+    live_bound_symbols,
+    recording_into,
+    tracectx,
+)  # fmt: skip
 from thunder.core.tracectx import get_tracectx, source_location_provider
 from thunder.core.transforms.grad_transforms import expand_grad_transform
 
@@ -112,7 +120,7 @@ def _split(
     *body, ret = bsyms
     active = {a.name for a in trace.args if _differentiable(a) and a.requires_grad}
     body, augmented = _augment_forwards(body, trace, grad_transform_for)
-    body, exposed = _expose_random_parts(body)
+    body, exposed, kept_regions = _expose_random_parts(body)
     exposed |= augmented | functional
     escaping = _check_forward(body, active, exposed)
     body, late = _replays_after_the_function(body, escaping)
@@ -131,7 +139,7 @@ def _split(
         for p, c in zip(tensor_outputs, cotangents):
             if p.name in active:
                 grads.add(p, c)
-        _backprop(body, grads, active, bw, forward_top=True)
+        _backprop(body, grads, active, bw, forward_top=True, kept_regions=kept_regions)
         input_grads = tuple(_input_grad(a, grads) for a in trace.args)
         prims.python_return(input_grads)
 
@@ -294,14 +302,16 @@ def _augment_forwards(
     return new, made
 
 
-def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], set[int]]:
+def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], set[int], dict[int, BoundSymbol]]:
     """The forward body with each symbol that requires grad, has no rule and draws random numbers
     in its decomposition replaced by that decomposition (down to symbols with rules): random draws
     cannot be recomputed in the backward, so the forward must make what the backward keeps
-    (``dropout`` becomes ``dropout_with_noise``, whose noise is saved). Returns the new body and the
-    uids of the exposed parts."""
+    (``dropout`` becomes ``dropout_with_noise``, whose noise is saved). Returns the new body, the
+    uids of the exposed parts and, by the uid of its last part, each checkpointed region exposed so that does
+    something again in the backward (Note [What a recomputed region does again])."""
     new: list[BoundSymbol] = []
     exposed: set[int] = set()
+    kept_regions: dict[int, BoundSymbol] = {}
     for bsym in body:
         needs = any(o.requires_grad for o in _tensors(bsym.flat_proxy_outs))
         if not needs or grad_rules.get(bsym.sym) is not None or not bsym.subsymbols:
@@ -311,10 +321,10 @@ def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], se
         if not any(RANDOM in p.sym.tags for p in parts):
             new.append(bsym)
             continue
-        if RERUN in bsym.sym.tags:
-            _refuse_lost_rerun(bsym, "it draws random numbers, so its forward is kept, not run again")
         _put_parts(bsym, parts, new, exposed)
-    return new, exposed
+        if RERUN in bsym.sym.tags and _effect_seen_outside(bsym) is not None:
+            kept_regions[new[-1].uid] = bsym
+    return new, exposed, kept_regions
 
 
 def _put_parts(bsym: BoundSymbol, parts: list[BoundSymbol], body: list[BoundSymbol], uids: set[int]) -> None:
@@ -509,8 +519,15 @@ class _Gradients:
         return self.by_name.get(name)
 
 
-def _backprop(bsyms: list[BoundSymbol], grads: _Gradients, active: set[str], bw: TraceCtx, forward_top: bool) -> None:
+def _backprop(
+    bsyms: list[BoundSymbol], grads: _Gradients, active: set[str], bw: TraceCtx, forward_top: bool,
+    kept_regions: dict[int, BoundSymbol] | None = None,
+) -> None:  # fmt: skip
     for bsym in reversed(bsyms):
+        region = kept_regions.get(bsym.uid) if kept_regions else None
+        if region is not None and any(o.name in grads.reached for o in _tensors(region.flat_proxy_outs)):
+            with source_location_provider(lambda src=region.source: src):
+                _rerun_kept_region(region, bw)
         read = {a.name for a in bsym.flat_proxy_args}
         outs = [o for o in _tensors(bsym.flat_proxy_outs) if o.name in active and o.name not in read]
         if bsym.sym.id in NO_GRAD_RESULTS:
@@ -659,16 +676,46 @@ def _effect_seen_outside(region: BoundSymbol) -> str | None:
     return None
 
 
-def _rerun(part: BoundSymbol, swap: dict[str, Proxy], bw: TraceCtx, region: BoundSymbol) -> BoundSymbol:
+def _rerun(
+    part: BoundSymbol, swap: dict[str, Proxy], bw: TraceCtx, region: BoundSymbol, renamed_into: dict | None = None
+) -> BoundSymbol:
     """``part`` (an in-place update or a replay of ``region``) run again in the backward, reading the recomputed
-    values: what it computes besides its writes gets fresh names (the recomputation for the gradient defines them)."""
+    values: what it computes besides its writes gets fresh names (the recomputation for the gradient defines them),
+    recorded in ``renamed_into`` if given."""
     renamed = part.rename(swap) if swap else part
     read = {a.name for a in renamed.flat_proxy_args}
     fresh = {
         o.name: o.replace_name(bw.safe_name(f"{o.name}_again")) for o in renamed.flat_proxy_outs if o.name not in read
     }
     renamed = renamed.rename(fresh) if fresh else renamed
+    if renamed_into is not None:
+        renamed_into.update(fresh)
     return renamed.from_bsym(lineage=(region.uid,))
+
+
+def _rerun_kept_region(region: BoundSymbol, bw: TraceCtx) -> None:
+    """Appends to the backward what a checkpointed region that the forward ran and kept (it draws random numbers)
+    does again in eager's second run: its updates of memory it was given (BatchNorm's statistics), what reads that
+    memory, and its replays; the rest reads the forward's values, which eager's second run makes again alike (it
+    restores the random state) (Note [What a recomputed region does again])."""
+    given = {a.name for a in region.flat_proxy_args}
+    written = {d.name for sub in region.subsymbols for d in _destinations(sub) if d.name in given}
+    swap: dict[str, Proxy] = {}
+    for sub in region.subsymbols:
+        writes = any(d.name in given for d in _destinations(sub))
+        if sub.sym in REPLAYS and sub.sym not in _RERUNNABLE_REPLAYS:
+            why = "it would store the values of the first run again, not those the second run computes"
+            _refuse_lost_rerun(region, why, f"does {sub.sym.print_name}")
+        if writes or sub.sym in REPLAYS or any(a.name in written for a in sub.flat_proxy_args):
+            if draws(sub):
+                why = "it draws random numbers from what it updates, which its forward, kept, cannot draw again"
+                _refuse_lost_rerun(region, why)
+            bw.bound_symbols.append(_rerun(sub, swap, bw, region, swap))
+            if not writes:  # what reads the updated memory (``1 / num_batches_tracked``) is made again, but not
+                # what an update computes besides (batch norm's result in training reads no statistics)
+                written.update(o.name for o in sub.flat_proxy_outs)
+        if given & _aliased_args(sub):
+            given.update(o.name for o in sub.flat_proxy_outs)
 
 
 # Note [What a recomputed region does again]
@@ -680,13 +727,16 @@ def _rerun(part: BoundSymbol, swap: dict[str, Proxy], bw: TraceCtx, region: Boun
 # is made again (later ops read the updated value), and ``print``/``LOG.append`` run again. The backward's
 # recomputation of a ``checkpoint`` symbol (tagged ``RERUN``) therefore emits each in-place op of the region whole
 # (batch_norm runs as torch's own kernel: eager's numbers), and each output or container replay, where it was in
-# the region, reading the recomputed values; its other results get fresh names. The buffers it updates are
+# the region, reading the recomputed values; its other results get fresh names. A region that draws random
+# numbers is not recomputed (the forward keeps its values, which eager's second run makes again alike: it restores
+# the random state): the backward runs again only its updates of memory it was given, what reads that memory
+# (``momentum=None``'s factor) and its replays (``_rerun_kept_region``). The buffers it updates are
 # handed to the backward as they are when it runs (``ForwardBackward.rewritten``): a second call before the
 # backward moved them on, as in eager. A region that updates nothing recomputes only what the gradient needs.
 # Where the region cannot run again as eager's, a ``ThunderRuntimeError`` at trace time names it and what it does
 # (``_refuse_lost_rerun``), instead of a silent difference: a store (``self.calls += 1``: the replay would store the
-# first run's value again), a region that draws random numbers (its forward is kept, not recomputed) and updates
-# memory it was given or replays, and a program that runs under torch's autograd (the region runs once).
+# first run's value again), a random draw from updated memory in a kept region, and a program that runs under
+# torch's autograd (which runs the region once).
 # A replay's values are the first run's (``LOG.append(len(LOG))`` appends the same number twice; eager's second
 # run appends one more); a printed tensor shows no grad_fn.
 
