@@ -293,4 +293,5 @@ MAY_RAISE = "may_raise"  # can raise at run time depending on values or layout (
 MAY_ALIAS = "may_alias"  # what runs may return its input itself or a view of it (contiguous, to, detach)
 UNFUSIBLE = "unfusible"  # runs as its own torch call, never inside a fusion (it calls torch's autograd itself)
 ESCAPES = "escapes"  # its arguments leave the function (a return, a store the caller sees): Note [Objects the program makes]
+RERUN = "rerun"  # eager runs it again in the backward (a checkpointed region): Note [Activation checkpointing]
 PARAMETER = "parameter"  # stands for a parameter of the trace (``unpack_trivial``): printed in its place

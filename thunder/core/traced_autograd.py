@@ -27,7 +27,7 @@ from thunder.core.errors import UnsupportedOpError
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.symbol import RERUN, BoundSymbol, Symbol
 from thunder.core.trace import TraceCtx
 
 __all__ = ["checkpoint_region", "higher_order_function", "is_autograd_function_apply", "trace_autograd_function"]
@@ -237,8 +237,10 @@ def _backward_rule(scratch: list[BoundSymbol], placeholders: list, input_grads: 
 # which has no gradient rule: the autograd split differentiates it through its decomposition,
 # recomputed in the backward from the region's inputs, so what the region made inside is not
 # saved, as in eager. (A region that draws random numbers is run by the forward and kept: its
-# draws cannot be repeated.)
-checkpoint = Symbol(name="checkpoint", meta=None, id="torch.utils.checkpoint.checkpoint")
+# draws cannot be repeated.) What the region does besides computing (BatchNorm's running statistics,
+# a replay) is done again in the backward, as eager's second run does: Note [What a recomputed region
+# does again] in thunder.core.transforms.autodiff.
+checkpoint = Symbol(name="checkpoint", meta=None, id="torch.utils.checkpoint.checkpoint", tags=frozenset({RERUN}))
 
 
 def checkpoint_region(trace: TraceCtx, start: int, result: Any) -> None:
@@ -249,7 +251,7 @@ def checkpoint_region(trace: TraceCtx, start: int, result: Any) -> None:
         return
     defined: set[str] = set()
     inputs: dict[str, Proxy] = {}
-    tags: set = set()
+    tags: set = {RERUN}
     for bsym in region:
         for a in bsym.flat_proxy_args:
             if a.name not in defined:
@@ -257,7 +259,10 @@ def checkpoint_region(trace: TraceCtx, start: int, result: Any) -> None:
         defined.update(o.name for o in bsym.flat_proxy_outs)
         tags |= bsym.sym.tags
     outputs = tuple({p.name: p for p in tree_leaves(result) if isinstance(p, Proxy) and p.name in defined}.values())
-    sym = checkpoint if not tags else Symbol(name="checkpoint", meta=None, id=checkpoint.id, tags=frozenset(tags))
+    if tags != checkpoint.tags:
+        sym = Symbol(name="checkpoint", meta=None, id=checkpoint.id, tags=frozenset(tags))
+    else:
+        sym = checkpoint
     del trace.bound_symbols[start:]
     trace.add_bound_symbol(
         sym.bind(*inputs.values(), output=outputs, subsymbols=region, source=region[0].source)

@@ -128,18 +128,20 @@ def make_plan(
     input_position = {n: i for i, n in enumerate(names) if n is not None}
     traced = {getattr(a, "name", None): i for i, a in enumerate(fb.forward.args)}
     grad_positions = tuple(traced.get(n) if n is not None else None for n in names)
+    # what the backward updates in place is kept as is, not checked for changes (``ForwardBackward.rewritten``)
+    saved_is_tensor = tuple(isinstance(s, TensorProxy) and s.name not in fb.rewritten for s in fb.saved)
     return AutogradPlan(
         forward=forward,
         backward=backward,
         rebuild=rebuild,
-        saved_is_tensor=tuple(isinstance(s, TensorProxy) for s in fb.saved),
+        saved_is_tensor=saved_is_tensor,
         tensor_outputs=tensor_outputs,
         differentiable_outputs=tuple(bool(outputs[i].requires_grad) for i in tensor_outputs),
         output_is_input=tuple(input_position.get(p.name) for p in outputs),
         grad_positions=None if grad_positions == tuple(range(len(fb.forward.args))) else grad_positions,
         direct=_direct(fb, outputs, input_position),
         all_differentiable=all(outputs[i].requires_grad for i in tensor_outputs),
-        saves="nothing" if not fb.saved else "tensors" if all(isinstance(s, TensorProxy) for s in fb.saved) else "mixed",
+        saves="nothing" if not fb.saved else "tensors" if all(saved_is_tensor) else "mixed",
         tensor_inputs=all(isinstance(a, TensorProxy) for a in inputs),
         reaches=_reaches(fb, tensor_outputs) if len(tensor_outputs) > 1 else None,
         passed_on=_passed_on(fb, names),

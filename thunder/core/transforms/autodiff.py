@@ -44,15 +44,23 @@ from dataclasses import dataclass
 
 from thunder.core import prims
 from thunder.core.codegen import bsym_lines
-from thunder.core.errors import ThunderError
+from thunder.core.errors import ThunderError, ThunderRuntimeError
 from thunder.core.prims.base import asking_grads
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.replays import OUTPUTS, REPLAYS
 from thunder.core.rules import eager_saves, forward_rules, grad_rules
-from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, BoundSymbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, RERUN, BoundSymbol
 from thunder.core.symbolic import is_symbolic
-from thunder.core.trace import NO_GRAD_RESULTS, TraceCtx, from_trace, live_bound_symbols, recording_into, tracectx
+from thunder.core.trace import (
+    NO_GRAD_RESULTS,
+    TraceCtx,
+    draws,
+    from_trace,
+    live_bound_symbols,
+    recording_into,
+    tracectx,
+)  # fmt: skip
 from thunder.core.tracectx import get_tracectx, source_location_provider
 from thunder.core.transforms.grad_transforms import expand_grad_transform
 
@@ -72,6 +80,9 @@ class ForwardBackward:
     saved: list  # forward values the backward reads (proxies, symbolic inputs), in the backward's parameter order
     outputs: list  # the distinct proxies (and symbolic inputs) the program returns, as the forward returns them
     rebuild: TraceCtx  # ``rebuild(*outputs)`` returns what the program returns
+    # Saved tensors the backward updates in place (a checkpointed region's buffers): handed to it as they are
+    # then, unchecked, as eager's recomputation reads them (Note [What a recomputed region does again]).
+    rewritten: frozenset[str] = frozenset()
 
 
 def _differentiable(p) -> bool:
@@ -90,13 +101,26 @@ def split_forward_backward(
     """The forward and backward traces of ``trace`` (Note [Forward and backward traces]);
     ``grad_transform_for(bsym)``: the gradient an executor gives that call, if any (Note [Grad
     transforms] in thunder.core.transforms.grad_transforms)."""
+    try:
+        return _split(trace, grad_transform_for)
+    except NotDifferentiable as e:
+        # torch's autograd runs a checkpointed region once: what it does outside itself would not happen again
+        for bsym in trace.bound_symbols:
+            if RERUN in bsym.sym.tags:
+                _refuse_lost_rerun(bsym, f"the program runs under torch's autograd ({e})")
+        raise
+
+
+def _split(
+    trace: TraceCtx, grad_transform_for: Callable[[BoundSymbol], Callable | None] | None
+) -> ForwardBackward:
     if not trace.bound_symbols or trace.bound_symbols[-1].sym is not prims.python_return:
         raise NotDifferentiable("the computation does not end in a return")
-    bsyms, functional = _functional_updates(trace.bound_symbols, {a.name for a in trace.args if isinstance(a, Proxy)})
+    bsyms, functional, _ = _functional_updates(trace.bound_symbols, {a.name for a in trace.args if isinstance(a, Proxy)})
     *body, ret = bsyms
     active = {a.name for a in trace.args if _differentiable(a) and a.requires_grad}
     body, augmented = _augment_forwards(body, trace, grad_transform_for)
-    body, exposed = _expose_random_parts(body)
+    body, exposed, kept_regions = _expose_random_parts(body)
     exposed |= augmented | functional
     escaping = _check_forward(body, active, exposed)
     body, late = _replays_after_the_function(body, escaping)
@@ -115,7 +139,7 @@ def split_forward_backward(
         for p, c in zip(tensor_outputs, cotangents):
             if p.name in active:
                 grads.add(p, c)
-        _backprop(body, grads, active, bw, forward_top=True)
+        _backprop(body, grads, active, bw, forward_top=True, kept_regions=kept_regions)
         input_grads = tuple(_input_grad(a, grads) for a in trace.args)
         prims.python_return(input_grads)
 
@@ -137,7 +161,8 @@ def split_forward_backward(
     rebuild.name = "outputs"
     rebuild.args = list(outputs)
     rebuild.bound_symbols.extend((*late, ret))
-    return ForwardBackward(fw, bw, saved, outputs, rebuild)
+    rewritten = frozenset(d.name for b in bw.bound_symbols if IN_PLACE in b.sym.tags for d in _destinations(b))
+    return ForwardBackward(fw, bw, saved, outputs, rebuild, rewritten & {getattr(p, "name", None) for p in saved})
 
 
 # Prims whose result may share its input's memory (a view; ``real``/``imag`` of a complex tensor);
@@ -164,15 +189,18 @@ def _aliased_args(bsym: BoundSymbol) -> set[str]:
     return set().union(*(shares.get(o.name, ()) for o in bsym.flat_proxy_outs))
 
 
-def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list[BoundSymbol], set[int]]:
+def _functional_updates(
+    body: list[BoundSymbol], inputs: set[str]
+) -> tuple[list[BoundSymbol], set[int], dict[str, Proxy]]:
     """The body with each in-place update of a tensor that nothing else can see (made here by an op
     that does not alias, not an input, no view of it taken, saved by no earlier op's autograd: eager
     refuses the backward after such an update) replaced by the op that computes the
     new value (``out += identity`` in a ResNet block, ``relu_``): later uses
     read the new value by its own name. Nothing can tell the difference (no other tensor shares
     that memory), and the update is differentiated like any op instead of sending the whole
-    program to torch's autograd (Note [Forward and backward traces]). Returns the body and the uids
-    of the new ops."""
+    program to torch's autograd (Note [Forward and backward traces]). Inside a checkpointed region too (its
+    ``relu_``, as a ResNet block's: the region's own inputs are what others see). Returns the body, the uids
+    of the new ops and the new names of the values updated so."""
     new: list[BoundSymbol] = []
     made: set[int] = set()
     made_by: dict[str, BoundSymbol] = {}
@@ -182,6 +210,11 @@ def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list
     for bsym in body:
         if swap:
             bsym = bsym.rename(swap)
+        if RERUN in bsym.sym.tags and bsym.subsymbols:
+            parts, _, inner = _functional_updates(list(bsym.subsymbols), {a.name for a in bsym.flat_proxy_args})
+            if inner:  # the region returns the new values by their names
+                swap.update({o.name: inner[o.name] for o in bsym.flat_proxy_outs if o.name in inner})
+                bsym = bsym.from_bsym(subsymbols=tuple(parts), output=bsym.rename(inner).output, lineage=bsym.lineage)
         update = _functional_form(bsym, made_by, viewed, inputs, readers)
         if update is not None:
             value, old = update.output, bsym.args[0].name
@@ -200,7 +233,7 @@ def _functional_updates(body: list[BoundSymbol], inputs: set[str]) -> tuple[list
         for o in bsym.flat_proxy_outs:  # an in-place update returns its tensor: that keeps the op that made it
             made_by.setdefault(o.name, bsym)
         new.append(bsym)
-    return new, made
+    return new, made, swap
 
 
 def _functional_form(
@@ -269,14 +302,16 @@ def _augment_forwards(
     return new, made
 
 
-def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], set[int]]:
+def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], set[int], dict[int, BoundSymbol]]:
     """The forward body with each symbol that requires grad, has no rule and draws random numbers
     in its decomposition replaced by that decomposition (down to symbols with rules): random draws
     cannot be recomputed in the backward, so the forward must make what the backward keeps
-    (``dropout`` becomes ``dropout_with_noise``, whose noise is saved). Returns the new body and the
-    uids of the exposed parts."""
+    (``dropout`` becomes ``dropout_with_noise``, whose noise is saved). Returns the new body, the
+    uids of the exposed parts and, by the uid of its last part, each checkpointed region exposed so that does
+    something again in the backward (Note [What a recomputed region does again])."""
     new: list[BoundSymbol] = []
     exposed: set[int] = set()
+    kept_regions: dict[int, BoundSymbol] = {}
     for bsym in body:
         needs = any(o.requires_grad for o in _tensors(bsym.flat_proxy_outs))
         if not needs or grad_rules.get(bsym.sym) is not None or not bsym.subsymbols:
@@ -287,7 +322,9 @@ def _expose_random_parts(body: list[BoundSymbol]) -> tuple[list[BoundSymbol], se
             new.append(bsym)
             continue
         _put_parts(bsym, parts, new, exposed)
-    return new, exposed
+        if RERUN in bsym.sym.tags and _effect_seen_outside(bsym) is not None:
+            kept_regions[new[-1].uid] = bsym
+    return new, exposed, kept_regions
 
 
 def _put_parts(bsym: BoundSymbol, parts: list[BoundSymbol], body: list[BoundSymbol], uids: set[int]) -> None:
@@ -434,6 +471,13 @@ def written_in_place(bsym: BoundSymbol) -> list[TensorProxy]:
     return [dst for sub in bsym.subsymbols for dst in written_in_place(sub)]
 
 
+def _destinations(bsym: BoundSymbol) -> list[TensorProxy]:
+    """Every tensor ``bsym`` writes in place (batch norm's statistics too)."""
+    if bsym.sym is prims.copy_:
+        return [bsym.args[1]]
+    return [dst for sub in bsym.subsymbols for dst in _destinations(sub)]
+
+
 def _input_grad(a, grads: _Gradients):
     """The gradient of input ``a``: None where no cotangent reached it (as in eager), zeros where
     only zeros did."""
@@ -475,8 +519,15 @@ class _Gradients:
         return self.by_name.get(name)
 
 
-def _backprop(bsyms: list[BoundSymbol], grads: _Gradients, active: set[str], bw: TraceCtx, forward_top: bool) -> None:
+def _backprop(
+    bsyms: list[BoundSymbol], grads: _Gradients, active: set[str], bw: TraceCtx, forward_top: bool,
+    kept_regions: dict[int, BoundSymbol] | None = None,
+) -> None:  # fmt: skip
     for bsym in reversed(bsyms):
+        region = kept_regions.get(bsym.uid) if kept_regions else None
+        if region is not None and any(o.name in grads.reached for o in _tensors(region.flat_proxy_outs)):
+            with source_location_provider(lambda src=region.source: src):
+                _rerun_kept_region(region, bw)
         read = {a.name for a in bsym.flat_proxy_args}
         outs = [o for o in _tensors(bsym.flat_proxy_outs) if o.name in active and o.name not in read]
         if bsym.sym.id in NO_GRAD_RESULTS:
@@ -507,7 +558,7 @@ def _backprop_one(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: Tr
         return
     if not bsym.subsymbols:
         raise NotDifferentiable(f"{bsym.sym.print_name} has no gradient rule and no decomposition")
-    parts = _recompute(bsym, grads, active, bw)
+    parts = _recompute(bsym, grads, active, bw, rerun=RERUN in bsym.sym.tags)
     _backprop(parts, grads, active, bw, forward_top=False)
 
 
@@ -553,18 +604,26 @@ def _accumulate(args, result, grads: _Gradients, active: set[str], bsym: BoundSy
             grads.add(a, g)  # None: reached, with a zero gradient
 
 
-def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: TraceCtx) -> list[BoundSymbol]:
-    """Appends ``bsym``'s decomposition, down to symbols with rules, to the backward; returns it.
+def _recompute(
+    bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: TraceCtx, rerun: bool = False
+) -> list[BoundSymbol]:
+    """Appends ``bsym``'s decomposition, down to symbols with rules, to the backward; returns the
+    parts to differentiate.
 
     A part that makes only ``bsym``'s own outputs is not recomputed: the forward has its values
     (``torch.tanh``'s rule reads the forward's ``tanh``, as eager saves it). Other parts that
     produce some of them get fresh names (the forward value keeps its name; a trace defines each
-    name once), and the cotangents follow the renaming."""
-    parts = _expand(bsym, active)
+    name once), and the cotangents follow the renaming. With ``rerun`` (a checkpointed region), its
+    in-place updates and replays run again where they were (Note [What a recomputed region does again])."""
+    reruns: set[int] | None = set() if rerun else None
+    parts = _expand(bsym, active, reruns)
     own = {o.name for o in bsym.flat_proxy_outs}
     swap: dict[str, Proxy] = {}
     emitted = []
     for part in parts:
+        if reruns is not None and id(part) in reruns:
+            bw.bound_symbols.append(_rerun(part, swap, bw, bsym))
+            continue
         outs = part.flat_proxy_outs
         if not swap and outs and all(o.name in own for o in outs):
             emitted.append(part.from_bsym(lineage=(bsym.uid,)))
@@ -587,24 +646,131 @@ def _recompute(bsym: BoundSymbol, grads: _Gradients, active: set[str], bw: Trace
     return emitted
 
 
-def _expand(bsym: BoundSymbol, active: set[str]) -> list[BoundSymbol]:
+def _refuse_lost_rerun(region: BoundSymbol, why: str, effect: str | None = None) -> None:
+    """Raises where ``region`` (a checkpointed region, which eager runs again in the backward) does something
+    outside itself (``effect``, by default the first one it does) that would not happen again as in eager here."""
+    effect = effect or _effect_seen_outside(region)
+    if effect is None:
+        return
+    where = region.source
+    at = f" (its first op at {where.call_site or where})" if where is not None else ""
+    raise ThunderRuntimeError(
+        f"a checkpointed region{at} {effect}: eager's torch.utils.checkpoint runs the region again in the "
+        f"backward, which does that again, but thunder.jit cannot run this region again: {why}. Move that out of "
+        "the checkpointed function, or do not checkpoint it"
+    )
+
+
+def _effect_seen_outside(region: BoundSymbol) -> str | None:
+    """What ``region`` does that its caller can see, besides returning values: an in-place update of memory it was
+    given (batch norm's running statistics) or a replay (``print``, a store, a change to a list); None if nothing."""
+    given = {a.name for a in region.flat_proxy_args}
+    for sub in region.subsymbols:
+        if sub.sym in REPLAYS:
+            return f"does {sub.sym.print_name}"
+        written = [d.name for d in _destinations(sub) if d.name in given]
+        if written:
+            return f"updates {written[0]} in place ({sub.sym.print_name})"
+        if given & _aliased_args(sub):
+            given.update(o.name for o in sub.flat_proxy_outs)
+    return None
+
+
+def _rerun(
+    part: BoundSymbol, swap: dict[str, Proxy], bw: TraceCtx, region: BoundSymbol, renamed_into: dict | None = None
+) -> BoundSymbol:
+    """``part`` (an in-place update or a replay of ``region``) run again in the backward, reading the recomputed
+    values: what it computes besides its writes gets fresh names (the recomputation for the gradient defines them),
+    recorded in ``renamed_into`` if given."""
+    renamed = part.rename(swap) if swap else part
+    read = {a.name for a in renamed.flat_proxy_args}
+    fresh = {
+        o.name: o.replace_name(bw.safe_name(f"{o.name}_again")) for o in renamed.flat_proxy_outs if o.name not in read
+    }
+    renamed = renamed.rename(fresh) if fresh else renamed
+    if renamed_into is not None:
+        renamed_into.update(fresh)
+    return renamed.from_bsym(lineage=(region.uid,))
+
+
+def _rerun_kept_region(region: BoundSymbol, bw: TraceCtx) -> None:
+    """Appends to the backward what a checkpointed region that the forward ran and kept (it draws random numbers)
+    does again in eager's second run: its updates of memory it was given (BatchNorm's statistics), what reads that
+    memory, and its replays; the rest reads the forward's values, which eager's second run makes again alike (it
+    restores the random state) (Note [What a recomputed region does again])."""
+    given = {a.name for a in region.flat_proxy_args}
+    written = {d.name for sub in region.subsymbols for d in _destinations(sub) if d.name in given}
+    swap: dict[str, Proxy] = {}
+    for sub in region.subsymbols:
+        writes = any(d.name in given for d in _destinations(sub))
+        if sub.sym in REPLAYS and sub.sym not in _RERUNNABLE_REPLAYS:
+            why = "it would store the values of the first run again, not those the second run computes"
+            _refuse_lost_rerun(region, why, f"does {sub.sym.print_name}")
+        if writes or sub.sym in REPLAYS or any(a.name in written for a in sub.flat_proxy_args):
+            if draws(sub):
+                why = "it draws random numbers from what it updates, which its forward, kept, cannot draw again"
+                _refuse_lost_rerun(region, why)
+            bw.bound_symbols.append(_rerun(sub, swap, bw, region, swap))
+            if not writes:  # what reads the updated memory (``1 / num_batches_tracked``) is made again, but not
+                # what an update computes besides (batch norm's result in training reads no statistics)
+                written.update(o.name for o in sub.flat_proxy_outs)
+        if given & _aliased_args(sub):
+            given.update(o.name for o in sub.flat_proxy_outs)
+
+
+# Note [What a recomputed region does again]
+# Eager's ``torch.utils.checkpoint`` (reentrant or not) runs a region's forward again in the backward, before the
+# region's gradients and after those of what came later (regions go in reverse order). So what the region does
+# besides computing happens twice a step: a BatchNorm in training updates its running statistics again
+# (``num_batches_tracked`` goes up by 2; the second momentum update starts from the first's result, with the same
+# batch statistics; ``momentum=None``'s factor is 1 / the new count), an in-place update of a value made inside
+# is made again (later ops read the updated value), and ``print``/``LOG.append`` run again. The backward's
+# recomputation of a ``checkpoint`` symbol (tagged ``RERUN``) therefore emits each in-place op of the region whole
+# (batch_norm runs as torch's own kernel: eager's numbers), and each output or container replay, where it was in
+# the region, reading the recomputed values; its other results get fresh names. A region that draws random
+# numbers is not recomputed (the forward keeps its values, which eager's second run makes again alike: it restores
+# the random state): the backward runs again only its updates of memory it was given, what reads that memory
+# (``momentum=None``'s factor) and its replays (``_rerun_kept_region``). The buffers it updates are
+# handed to the backward as they are when it runs (``ForwardBackward.rewritten``): a second call before the
+# backward moved them on, as in eager. A region that updates nothing recomputes only what the gradient needs.
+# Where the region cannot run again as eager's, a ``ThunderRuntimeError`` at trace time names it and what it does
+# (``_refuse_lost_rerun``), instead of a silent difference: a store (``self.calls += 1``: the replay would store the
+# first run's value again), a random draw from updated memory in a kept region, and a program that runs under
+# torch's autograd (which runs the region once).
+# A replay's values are the first run's (``LOG.append(len(LOG))`` appends the same number twice; eager's second
+# run appends one more); a printed tensor shows no grad_fn.
+
+#: The replays a recomputed region makes again (Note [What a recomputed region does again]); a store would store
+#: the values of the forward again, where eager's second run may compute others (``self.calls += 1``).
+_RERUNNABLE_REPLAYS = OUTPUTS | {prims.container_call}
+
+
+def _expand(bsym: BoundSymbol, active: set[str], reruns: set[int] | None = None) -> list[BoundSymbol]:
     """``bsym``'s subsymbols, each replaced by its own subsymbols until it has a rule (or needs
     no gradient); marks the intermediates that require grad in ``active``. In-place writes and other
     side effects are left out: they happened in the forward. An op that also computes values
     (``batch_norm`` in training updating its running statistics, ``x.add_(1)``) is replaced by its
-    decomposition without the writes, so what it computes is still recomputed and differentiated."""
+    decomposition without the writes, so what it computes is still recomputed and differentiated.
+    With ``reruns`` (a set: a checkpointed region), each in-place update and replay also comes whole,
+    after what it computes, and its ``id`` is added to ``reruns`` (Note [What a recomputed region does again])."""
     out: list[BoundSymbol] = []
     for sub in bsym.subsymbols:
         if sub.sym.tags & {IN_PLACE, DONT_DCE}:
             if IN_PLACE in sub.sym.tags and sub.subsymbols:
                 out.extend(_expand(sub, active))
-            continue  # a side effect happens once, in the forward
+            if reruns is not None and sub.sym in REPLAYS and sub.sym not in _RERUNNABLE_REPLAYS:
+                why = "it would store the values of the first run again, not those the second run computes"
+                _refuse_lost_rerun(bsym, why, f"does {sub.sym.print_name}")
+            if reruns is not None and (IN_PLACE in sub.sym.tags or sub.sym in REPLAYS):
+                reruns.add(id(sub))
+                out.append(sub)
+            continue  # a side effect happens once, in the forward (but in a checkpointed region)
         reads_active = any(a.name in active for a in sub.flat_proxy_args)
         needs = reads_active and sub.sym.id not in NO_GRAD_RESULTS
         # Down to symbols with rules even where no gradient is needed: a decomposition may call a
         # torch-language symbol with arguments its torch function refuses (it never ran whole before).
         if grad_rules.get(sub.sym) is None and sub.subsymbols:
-            out.extend(_expand(sub, active))
+            out.extend(_expand(sub, active, reruns))
             continue
         if needs:
             for o in _tensors(sub.flat_proxy_outs):
