@@ -173,7 +173,7 @@ def _call_slot(ctx, f, a, b):
     if f is None:
         return NotImplemented
     get = getattr(type(f), "__get__", None)
-    if get is not None:
+    if get is not None and a is not None:  # bound to None, a slot wrapper stays unbound (``None != x``)
         return get(f, a, type(a))(b)
     return f(a, b)
 
