@@ -133,19 +133,37 @@ def _grad_on_in_inference_mode():
 def test_enable_grad_inside_inference_mode_records_no_autograd_as_in_eager(fn):
     # ``enable_grad()`` turns grad mode on even in inference mode, where eager's results still require no grad; the
     # trace made them require grad (a backward through them reached _W). A trace made outside inference mode (no_grad
-    # at the call) was reused inside it, and the other way round. (Not covered: a trace made outside inference mode,
-    # with grad on, reused inside ``inference_mode(): enable_grad():`` around the call; the prologue does not read
-    # inference mode for every trace that depends on grad mode.)
+    # at the call) was reused inside it, and the other way round; and one made with grad on outside inference mode
+    # was reused inside ``inference_mode(): enable_grad():`` around the call (a clear error, eager runs).
     jitted = thunder.jit(fn)
     modes = [torch.inference_mode, torch.no_grad, torch.inference_mode, contextlib.nullcontext]
     if fn is not _grad_on_inside:
-        modes = [_grad_on_in_inference_mode, contextlib.nullcontext, torch.no_grad]
+        modes = [_grad_on_in_inference_mode, contextlib.nullcontext, torch.no_grad, _grad_on_in_inference_mode]
     for mode in modes:
         x = torch.randn(3)
         with mode():
             expected, actual = fn(x), jitted(x)
         assert actual.requires_grad is expected.requires_grad, mode
         torch.testing.assert_close(actual.detach(), expected.detach())
+
+
+def _saves_for_backward_and_reads_requires_grad(x):
+    y = torch.nn.functional.linear(x, _W.view(1, 3)).relu()
+    return y, y.requires_grad
+
+
+def test_trace_made_with_grad_on_is_not_reused_with_grad_on_inside_inference_mode():
+    # a trace made with grad on outside inference mode was reused inside ``inference_mode(): enable_grad():``: it
+    # answered ``requires_grad`` True and saved inference tensors for a backward (a RuntimeError); eager records no
+    # autograd there. The prologue checks inference mode too when the trace was made with grad on.
+    jitted = thunder.jit(_saves_for_backward_and_reads_requires_grad)
+    jitted(torch.randn(3))
+    with _grad_on_in_inference_mode():
+        x = torch.randn(3)
+        (expected, expected_flag), (actual, actual_flag) = _saves_for_backward_and_reads_requires_grad(x), jitted(x)
+    assert actual_flag is expected_flag is False
+    assert actual.requires_grad is expected.requires_grad and actual.is_inference() is expected.is_inference()
+    torch.testing.assert_close(actual, expected)
 
 
 class _CheckpointedBatchNorm(torch.nn.Module):

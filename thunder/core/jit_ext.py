@@ -358,10 +358,12 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             # the recorded switches restore the mode the trace began in; requires_grad answers depend on it
             read.add("torch.is_grad_enabled()")
         if self.grad_mode_switched or (
-            "torch.is_grad_enabled()" in read and state_at_entry["torch.is_inference_mode_enabled()"]
+            "torch.is_grad_enabled()" in read
+            and (state_at_entry["torch.is_grad_enabled()"] or state_at_entry["torch.is_inference_mode_enabled()"])
         ):
             # grad mode records autograd only outside inference mode (``enable_grad()`` in the program, or around
-            # the call inside ``inference_mode()``): the answers depend on both
+            # the call inside ``inference_mode()``): the answers depend on both. A trace made with grad off outside
+            # inference mode records no autograd, which holds inside it too (where grad on fails the grad check).
             read.add("torch.is_inference_mode_enabled()")
         for expr, value in state_at_entry.items():
             if expr in read:
