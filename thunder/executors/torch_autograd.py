@@ -253,7 +253,11 @@ def _users_hooks(t: torch.Tensor) -> bool:
 # leads to: ``_will_engine_execute_node`` on its next nodes, which refuses, and so answers yes, for a leaf whose
 # gradient ``autograd.grad`` collects). A node reached and not run is one an output of which was asked for: the hook
 # raises there. Where the node's backward runs as well (``autograd.grad(loss, [h, w])``) the gradient taken for
-# ``h`` is still partial, and nothing shows it.
+# ``h`` is still partial, and nothing shows it: the engine takes it before it runs the node's tensor hooks and
+# backward, and ``_will_engine_execute_node`` answers "needed or collected" in one bit (it refuses only for a node with
+# no next edges, which ours never is), so a node that both runs and has an output collected looks like one that only
+# runs (``autograd.grad(loss, [w])``, which must work). Eager's gradient needs the backward split at such an output
+# (two autograd nodes, the part after ``h`` adding into ``h``'s input before the engine collects it).
 class _FedWatch:
     """A tensor hook on one call's output that other outputs feed (the Note above)."""
 
