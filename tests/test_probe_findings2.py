@@ -426,16 +426,31 @@ def _effect_then_failure_then_branch(x, n):
     return x
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="in a program split at a data-dependent value, the replays of side effects move after the last check "
-    "(Note [Data-dependent values]), so a call that fails at run time before it leaves out the effects eager made "
-    "before the failure (randomized tester, seed 4000653)",
-)
 def test_effects_before_a_run_time_failure_in_a_split_program_are_made():
+    # the replays move after the last check (Note [Data-dependent values]), so a call that failed at run time before
+    # it left out the effects eager made before the failure (randomized tester, seed 4000653); now it runs eagerly
+    # (Note [A run that fails before its effects] in thunder.compiler)
     _EFFECTS.clear()
     jitted = thunder.jit(_effect_then_failure_then_branch)
     for n in (0, 1):
         with contextlib.suppress(IndexError):
             jitted(torch.ones(4), n)
     assert _EFFECTS == [0, 1]
+
+
+
+def _effect_then_index_then_branch(x, index):
+    _EFFECTS.append(index.shape[0])
+    _ = x[index]  # out of range for a large index: fails at run time, on a cached call
+    if x.sum() > 0:
+        x = x + 1
+    return x
+
+
+def test_effects_before_a_run_time_failure_of_a_cached_split_program_are_made():
+    _EFFECTS.clear()
+    jitted = thunder.jit(_effect_then_index_then_branch)
+    jitted(torch.ones(4), torch.tensor([0]))
+    with pytest.raises(IndexError):
+        jitted(torch.ones(4), torch.tensor([10**6]))
+    assert _EFFECTS == [1, 1] and thunder.cache_misses(jitted) == 1

@@ -382,8 +382,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         parameters = [prims.unpack_trivial.bind(p, output=None) for _, p in self.inputs if isinstance(p, TensorProxy)]
         self.computation.bound_symbols[:0] = parameters
         replays.place_after_their_values(self.computation)
-        if self.outcomes:
-            data_dependent.order_for_checks(self.computation)
+        self.moved_replays = bool(self.outcomes) and data_dependent.order_for_checks(self.computation)
         return result
 
     def release(self) -> None:
