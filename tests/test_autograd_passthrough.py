@@ -251,3 +251,29 @@ def test_gradients_asked_where_nothing_is_missing_are_eagers():
         torch.testing.assert_close(gh, torch.ones_like(h))
         (gw,) = torch.autograd.grad(logits.sum() + h.sum(), w)
         torch.testing.assert_close(gw, torch.autograd.grad(_hidden_and_logits(x, w)[1].sum(), w)[0])
+
+
+def test_the_gradients_a_backward_collects_are_seen_from_an_engine_thread_too():
+    # On CUDA the engine runs the compiled function's node on a device thread of its own, where no frame of the
+    # backward's caller is: the watch looks at the backwards in flight on every thread (checked here from a thread
+    # started inside a backward hook).
+    import threading
+
+    from thunder.executors.torch_autograd import _collects_gradient_of
+
+    x = torch.randn(3, requires_grad=True)
+    h = x * 2
+    out = h.sin()
+    seen = {}
+
+    def probe():
+        seen["asked"], seen["other output"] = (_collects_gradient_of(h.grad_fn, p) for p in ((0,), (1,)))
+
+    def hook(grad):
+        thread = threading.Thread(target=probe)
+        thread.start()
+        thread.join()
+
+    out.register_hook(hook)
+    torch.autograd.grad(out.sum(), [h, x])
+    assert seen == {"asked": True, "other output": False}

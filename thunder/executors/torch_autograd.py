@@ -260,8 +260,9 @@ def _users_hooks(t: torch.Tensor) -> bool:
 # (``autograd.grad(loss, [w])``, which must work). So the hook also looks at the backward in flight on its thread:
 # torch's ``_engine_run_backward`` (which ``autograd.grad`` and ``backward(inputs=...)`` call) holds the tensors and
 # gradient edges whose gradients it collects (``_collects_gradient_of``), and one of them being such an output is the
-# same error. Where the engine runs the node on a device thread of its own (CUDA), no such frame is on that thread,
-# and the partial gradient goes unnoticed. Eager's gradient needs the backward split at such an output (two autograd
+# same error. Where the engine runs the node on a device thread of its own (CUDA), no such frame is on that thread:
+# the backwards in flight on all threads are looked at (another thread asking for this very tensor's gradient at the
+# same moment would be refused too). Eager's gradient needs the backward split at such an output (two autograd
 # nodes, the part after ``h`` adding into ``h``'s input before the engine collects it).
 class _FedWatch:
     """A tensor hook on one call's output that other outputs feed (the Note above)."""
@@ -286,13 +287,27 @@ class _FedWatch:
 
 
 def _collects_gradient_of(node, positions: tuple[int, ...]) -> bool:
-    """Whether the backward in flight on this thread (``autograd.grad``, ``backward(inputs=...)``) collects the
-    gradient of an output of ``node`` at one of ``positions`` (the Note above)."""
-    f = sys._getframe(1)  # the hook's; the engine's caller is the one above it on this thread
+    """Whether the backward in flight (``autograd.grad``, ``backward(inputs=...)``) collects the gradient of an
+    output of ``node`` at one of ``positions`` (the Note above): the one that called the engine on this thread, or,
+    on an engine's device thread, any in flight on another thread."""
+    f = _engine_call(sys._getframe(1))
+    if f is not None:
+        return _collects(f, node, positions)
+    return any(
+        _collects(f, node, positions)
+        for f in map(_engine_call, sys._current_frames().values())  # (this thread's is in, and has none)
+        if f is not None
+    )
+
+
+def _engine_call(f):
+    """The frame of torch's ``_engine_run_backward`` on the stack of frame ``f``, or None."""
     while f is not None and f.f_code is not _ENGINE_RUN_BACKWARD:
         f = f.f_back
-    if f is None:
-        return False
+    return f
+
+
+def _collects(f, node, positions: tuple[int, ...]) -> bool:
     args = f.f_locals.get("args")  # (grad_tensors, retain_graph, create_graph, inputs, ...)
     inputs = args[3] if type(args) is tuple and len(args) > 3 else None
     for i in inputs if isinstance(inputs, (tuple, list)) else ():
