@@ -257,7 +257,9 @@ class _Jitted:
             result = self._eager_call(eager_args, eager_kwargs)
         except Exception as eager_error:
             _check_taken(views, eager_error)
-            raise eager_error.with_traceback(eager_error.__traceback__) from None
+            if eager_error.__context__ is raised or type(eager_error.__context__) is _FailedBeforeEffects:
+                eager_error.__context__ = None  # (raised while the compiled run's failure was handled)
+            raise
         _check_taken(views, None)
         warnings.warn(
             f"thunder.jit: the compiled {self._name(args)} raised {type(raised).__name__}: {raised}, which the same "
