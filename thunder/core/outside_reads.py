@@ -208,9 +208,9 @@ class OutsideReadsMixin:
         """``cls.__dict__`` (and ``vars(cls)``) of a class of the user's from outside: a read-only view of the
         program's copy of the class's attribute table, every item checked by the prologue (Note [Reads and writes
         through an object's __dict__]); a class the program made, or a library's, gives its own."""
-        holder = self._provenance.get(id(cls))
-        if holder is None and is_user_namespace(cls):
-            holder = self._captured_outside(cls)
+        if not is_user_namespace(cls):  # a library's class is taken as fixed
+            return table
+        holder = self._provenance.get(id(cls)) or self._captured_outside(cls)
         if holder is None:
             return table
         key = ("attr", id(cls), "__dict__")
