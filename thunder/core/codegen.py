@@ -493,6 +493,12 @@ def bsym_at(filename: str, lineno: int) -> BoundSymbol | None:
     return lines.get(lineno) if lines is not None else None
 
 
+def bsyms_up_to(filename: str, lineno: int) -> list[BoundSymbol]:
+    """The bound symbols printed at line ``lineno`` of generated code ``filename`` and before it."""
+    lines = _generated.get(filename) or {}
+    return [b for n, b in lines.items() if n <= lineno]
+
+
 def bsym_raising(e: BaseException) -> BoundSymbol | None:
     """The bound symbol whose statement raised ``e`` in the generated function that caught it, or None."""
     tb = e.__traceback__
