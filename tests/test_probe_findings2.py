@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import warnings
 
 import pytest
 import torch
@@ -454,3 +455,22 @@ def test_effects_before_a_run_time_failure_of_a_cached_split_program_are_made():
     with pytest.raises(IndexError):
         jitted(torch.ones(4), torch.tensor([10**6]))
     assert _EFFECTS == [1, 1] and thunder.cache_misses(jitted) == 1
+
+
+def _warn_then_int_of_a_tensor(x):
+    warnings.warn("deprecated path", FutureWarning, stacklevel=2)
+    y = x + 1
+    return y, int(y.sum())
+
+
+def test_a_warning_before_a_run_time_failure_at_a_data_dependent_value_is_issued():
+    """Randomized tester, Python 3.12 seed 4001272: ``int(inf)`` raised OverflowError in both, but eager had
+    warned first and thunder had not (the warning's replay was moved after the split's last check)."""
+    jitted = thunder.jit(_warn_then_int_of_a_tensor)
+    jitted(torch.ones(1))
+    for fn in (_warn_then_int_of_a_tensor, jitted):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(OverflowError):
+                fn(torch.tensor([float("inf")]))
+        assert [str(w.message) for w in caught] == ["deprecated path"], fn
