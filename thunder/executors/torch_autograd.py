@@ -320,7 +320,9 @@ def _collects(f, node, positions: tuple[int, ...]) -> bool:
     return False
 
 
-_ENGINE_RUN_BACKWARD = torch.autograd.graph._engine_run_backward.__code__
+# torch's own Python entry to the engine (torch 2.4 on); where a torch has none, no frame matches and only the
+# engine's answer above is used.
+_ENGINE_RUN_BACKWARD = getattr(getattr(torch.autograd.graph, "_engine_run_backward", None), "__code__", None)
 
 
 def _will_run(node) -> bool:
