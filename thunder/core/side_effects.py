@@ -44,6 +44,7 @@ from thunder.core import introspection, iterators, prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.errors import DELETED
 from thunder.core.interpreter.execution import call as interpreter_call
+from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.interpreter.instructions import call_operands
 from thunder.core.interpreter.protocols import property_store
 from thunder.core.interpreter.runtime import current_runtime
@@ -54,6 +55,8 @@ from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
 from thunder.core.user_code import (
     is_code_like,
+    is_installed_code,
+    is_library_module,
     is_nondeterministic,
     is_thunder_module,
     is_user_namespace,
@@ -236,10 +239,11 @@ class SideEffectsMixin:
         prims.store_cell(cell, self.escaping(value))
         self._escapes_again(1, value)
 
-    def store_attr(self, obj: Any, name: str, value: Any) -> bool:
-        """The program's ``obj.name = value`` (``value`` is ``DELETED`` for a ``del``): true where this made the
-        store (an attribute of a traced tensor, ``set_tensor_attribute``), else it records what the store changes
-        outside and the caller makes it."""
+    def store_attr(self, obj: Any, name: str, value: Any, raw: bool = False) -> bool:
+        """The program's ``obj.name = value`` (``value`` is ``DELETED`` for a ``del``; ``raw``: by
+        ``object.__setattr__``, past the type's own): true where this made the store (an attribute of a traced tensor,
+        ``set_tensor_attribute``; a ``__setattr__`` of the user's class, interpreted), else it records what the store
+        changes outside and the caller makes it."""
         if isinstance(obj, TensorProxy) and value is not DELETED and not hasattr(torch.Tensor, name):
             self.set_tensor_attribute(obj, name, value)
             return True
@@ -251,6 +255,9 @@ class SideEffectsMixin:
                 raise RuntimeError("requires_grad must be a bool")
             self.set_requires_grad(obj, value)
             return True
+        if not raw and (slot := _users_setattr(obj, value is DELETED)) is not None:
+            interpreter_call(current_runtime(), slot, (obj, name) if value is DELETED else (obj, name, value))
+            return True
         holder = self._provenance.get(id(obj))
         if holder is None and (isinstance(obj, torch.nn.Module) or is_user_namespace(obj)):
             holder = self._captured_outside(obj)
@@ -259,7 +266,7 @@ class SideEffectsMixin:
         self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
         self._remember(("attr", id(obj), name), lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
         deleted = value is DELETED
-        prims.store_attr(self._object_input(holder), name, None if deleted else self.escaping(value), deleted)
+        prims.store_attr(self._object_input(holder), name, None if deleted else self.escaping(value), deleted, raw)
         if not deleted:
             self._escapes_again(2, value)
         return False
@@ -315,7 +322,7 @@ class SideEffectsMixin:
         ``__init__`` calls past its own ``__setattr__``) called by the program: a STORE_ATTR."""
         if type(name) is str and (fset := property_store(obj, name, False)) is not None:
             return interpreter_call(current_runtime(), fset, (obj, value))  # as STORE_ATTR runs it
-        if self.store_attr(obj, name, value):
+        if self.store_attr(obj, name, value, raw=setter is object.__setattr__):
             return
         if isinstance(obj, Proxy):  # a traced value answers as what it stands for
             return (introspection.lookaside(setattr) or setattr)(obj, name, value)
@@ -350,7 +357,7 @@ class SideEffectsMixin:
     def _delattr(self, obj: Any, name: str, *, deleter: Callable = delattr) -> None:
         if type(name) is str and (fdel := property_store(obj, name, True)) is not None:
             return interpreter_call(current_runtime(), fdel, (obj,))  # as DELETE_ATTR runs it
-        if self.store_attr(obj, name, DELETED):
+        if self.store_attr(obj, name, DELETED, raw=deleter is object.__delattr__):
             return
         deleter(obj, name)
 
@@ -600,14 +607,31 @@ def _own_attribute(obj, name: str) -> Any:
     return _ABSENT
 
 
+# Note [A __setattr__ of the user's class]
+# ``obj.name = value`` on an object whose class defines ``__setattr__`` (or ``__delattr__``) in the user's code ran that
+# method natively while tracing, and the store was replayed as ``obj.name = value``, which ran it again: what it did
+# besides the store (a log, a counter) happened twice on the first call, and a frozen dataclass's refused the replay of
+# the ``object.__setattr__`` that made the store. The method is interpreted, as a property's setter is: the stores it
+# makes by ``object.__setattr__`` (or ``super().__setattr__``) are replayed as such, and its other effects as the
+# program's own. A library's ``__setattr__`` (``nn.Module``'s, a config class's) still runs natively.
+def _users_setattr(obj: Any, deleting: bool) -> Callable | None:
+    if isinstance(obj, (Proxy, torch.nn.Module, type)):
+        return None
+    slot = lookup_type_attr(type(obj), "__delattr__" if deleting else "__setattr__")
+    if type(slot) is not types.FunctionType or is_installed_code(slot.__code__):
+        return None
+    return None if is_library_module(getattr(slot, "__module__", None) or "") else slot
+
+
 def _restore_attr(obj, name: str, old) -> None:
+    module = isinstance(obj, (torch.nn.Module, type, types.ModuleType))  # else past the class's own ``__setattr__``
     if old is _ABSENT:
         try:
-            delattr(obj, name)
+            (delattr if module else object.__delattr__)(obj, name)
         except AttributeError:
             pass
     else:
-        setattr(obj, name, old)
+        (setattr if module else object.__setattr__)(obj, name, old)
 
 
 _NOT_REBUILT = (types.ModuleType, type, types.FunctionType, torch.nn.Module)  # returned as they are

@@ -1,0 +1,130 @@
+"""What a third round of probing found (the earlier rounds' are in tests/test_probe_findings.py and
+tests/test_probe_findings2.py), each kept as a regression test against eager."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+import thunder
+
+
+def _scaled(x, *, k=2, mode="mul"):
+    return x * k if mode == "mul" else x - k
+
+
+def _calls_scaled(x):
+    return _scaled(x) + 1
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+@pytest.mark.parametrize("fn", [_scaled, _calls_scaled])
+def test_keyword_defaults_changed_in_place_are_seen(fn, cache):
+    # ``f.__kwdefaults__`` is a dict: changing a value in it keeps its identity, and the cached trace (which had the
+    # old default baked in) was reused: a silently wrong result.
+    saved = dict(_scaled.__kwdefaults__)
+    try:
+        jitted = thunder.jit(fn, cache=cache)
+        x = torch.randn(3)
+        for change in ({}, {"k": 5}, {"mode": "sub"}, {"k": 2.5}):
+            _scaled.__kwdefaults__.update(change)
+            torch.testing.assert_close(jitted(x), fn(x))
+        del _scaled.__kwdefaults__["k"]
+        with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'k'"):
+            jitted(x)
+    finally:
+        _scaled.__kwdefaults__ = saved
+
+
+class _Logged:
+    """A class whose ``__setattr__``/``__delattr__`` log each change besides making it."""
+
+    def __init__(self):
+        self.__dict__["log"] = []
+
+    def __setattr__(self, name, value):
+        self.log.append(name)
+        super().__setattr__(name, value * 2 if isinstance(value, torch.Tensor) else value)
+
+    def __delattr__(self, name):
+        self.log.append("del " + name)
+        object.__delattr__(self, name)
+
+
+def _stores(obj, x):
+    obj.w = x + 1
+    y = obj.w * 3
+    obj.n = 5
+    del obj.n
+    return y
+
+
+def test_a_users_setattr_runs_once_per_call():
+    # The class's ``__setattr__`` ran natively while tracing and again in the replay of ``obj.w = ...``: its log had
+    # every entry twice after the first call (and the undo of tracing's store ran it a third time).
+    jitted = thunder.jit(_stores)
+    for _ in range(3):
+        x = torch.randn(3)
+        expected_obj, actual_obj = _Logged(), _Logged()
+        torch.testing.assert_close(jitted(actual_obj, x), _stores(expected_obj, x))
+        assert actual_obj.log == expected_obj.log == ["w", "n", "del n"]
+        torch.testing.assert_close(actual_obj.w, expected_obj.w)
+        assert "n" not in vars(actual_obj)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Frozen:
+    a: torch.Tensor
+    n: int = 0
+
+
+def _bump(z):
+    try:
+        z.a = z.a + 1
+    except dataclasses.FrozenInstanceError:
+        pass
+    object.__setattr__(z, "a", z.a - 1)
+    object.__setattr__(z, "n", z.n + 1)
+    return z.a * 2
+
+
+def test_object_setattr_on_a_frozen_dataclass():
+    # ``object.__setattr__(z, ...)`` was replayed as ``z.a = ...``, which the frozen dataclass refused
+    # (FrozenInstanceError where eager ran), and the undo of tracing's store failed the same way.
+    jitted = thunder.jit(_bump)
+    for n in (0, 0, 3):
+        x = torch.randn(3)
+        expected_z, actual_z = _Frozen(x, n), _Frozen(x, n)
+        torch.testing.assert_close(jitted(actual_z), _bump(expected_z))
+        torch.testing.assert_close(actual_z.a, expected_z.a)
+        assert actual_z.n == expected_z.n == n + 1
+
+
+class _Counted:
+    sets = 0
+
+    def __setattr__(self, name, value):
+        type(self).sets += 1
+        object.__setattr__(self, name, value)
+
+
+_counted = _Counted()
+
+
+def _store_counted(x):
+    _counted.t = x * 2
+    return _counted.t + _Counted.sets
+
+
+def test_a_users_setattr_counting_on_its_class():
+    jitted = thunder.jit(_store_counted)
+    for _ in range(3):
+        x = torch.randn(3)
+        _Counted.sets = 0
+        expected = _store_counted(x)
+        _Counted.sets = 0
+        torch.testing.assert_close(jitted(x), expected)
+        assert _Counted.sets == 1
+        torch.testing.assert_close(_counted.t, x * 2)
