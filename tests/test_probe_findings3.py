@@ -3,12 +3,14 @@ tests/test_probe_findings2.py), each kept as a regression test against eager."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 import pytest
 import torch
 
 import thunder
+from thunder.core.errors import ThunderRuntimeError
 
 
 def _scaled(x, *, k=2, mode="mul"):
@@ -128,3 +130,76 @@ def test_a_users_setattr_counting_on_its_class():
         torch.testing.assert_close(jitted(x), expected)
         assert _Counted.sets == 1
         torch.testing.assert_close(_counted.t, x * 2)
+
+
+class _Store:
+    """A container of the user's, with ``__setitem__``/``__delitem__`` in Python."""
+
+    def __init__(self):
+        self.items, self.count, self.t = {}, 0, torch.zeros(3)
+
+    def __setitem__(self, key, value):
+        if isinstance(key, int):
+            self.t[key] = value
+        else:
+            self.items[key] = value * 2
+        self.count += 1
+
+    def __delitem__(self, key):
+        del self.items[key]
+        self.count -= 10
+
+    def __getitem__(self, key):
+        return self.items[key]
+
+
+def _fill(store, x):
+    store["a"] = x + 1
+    store["b"] = 3
+    del store["b"]
+    store[0] = x[1]
+    return store["a"] * 2 + store.t
+
+
+def test_assigning_into_a_users_container_with_setitem_in_python():
+    # Refused ("Assigning into a _Store from outside the jitted function is not supported") where eager runs: the
+    # ``__setitem__`` is Python, which the interpreter runs, so what it changes is traced as the program's own.
+    jitted = thunder.jit(_fill)
+    for _ in range(2):
+        x = torch.randn(3)
+        expected_store, actual_store = _Store(), _Store()
+        torch.testing.assert_close(jitted(actual_store, x), _fill(expected_store, x))
+        assert actual_store.count == expected_store.count == -7
+        assert list(actual_store.items) == ["a"]
+        torch.testing.assert_close(actual_store.items["a"], expected_store.items["a"])
+        torch.testing.assert_close(actual_store.t, expected_store.t)
+
+
+class _PlainDict(dict):
+    pass
+
+
+class _AddingDict(dict):
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value + 1)
+
+
+def _assign(d, x):
+    d["k"] = x
+    return d["k"] * 2
+
+
+def _update(d, x):
+    d.update(k=x)
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [_assign, _update])
+@pytest.mark.parametrize("cls", [_PlainDict, _AddingDict, collections.Counter])
+def test_changing_a_dict_subclass_from_outside_is_a_clear_error(cls, fn):
+    # The program sees a rebuilt copy of a dict subclass it is given; its changes went into the copy and were lost:
+    # the caller's dict stayed empty where eager's held the new key (a silently wrong result).
+    d = cls()
+    with pytest.raises(ThunderRuntimeError, match="from outside the jitted function"):
+        thunder.jit(fn)(d, torch.randn(3))
+    assert dict(d) == {}

@@ -179,6 +179,7 @@ class ProvenanceMixin:
                 seen = self._rebuilt_mapping(value, holder, name)
                 if seen is not None:
                     self._register(value, holder, seen)
+                    self._rebuilt.add(id(seen))
                     return seen
                 self._check_keys(holder, tuple(value))
             self._register(value, holder, value)

@@ -177,7 +177,9 @@ class SideEffectsMixin:
         if id(receiver) in self._copies:
             self._changed_copy(receiver)
             return self._sharp_call(fn, f"Mutating a {type(receiver).__name__} from outside the function with .{fn.__name__}()")
-        if id(receiver) in self._provenance and not isinstance(receiver, (types.ModuleType, type)):
+        if id(receiver) in self._rebuilt or (
+            id(receiver) in self._provenance and not isinstance(receiver, (types.ModuleType, type))
+        ):
             return self._refuse_mutation(fn)
         return None
 
@@ -299,7 +301,10 @@ class SideEffectsMixin:
         if id(container) in self._copies:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
             self._changed_copy(container)
-        elif id(container) in self._provenance:
+        elif id(container) in self._rebuilt or (
+            id(container) in self._provenance
+            and not _python_slot(container, "__delitem__" if value is DELETED else "__setitem__")
+        ):  # (a ``__setitem__`` in Python is interpreted: what it does is traced; a dict subclass's copy is refused)
             raise ThunderRuntimeError(
                 f"Assigning into a {type(container).__name__} from outside the jitted function is not supported "
                 f"(at {source_location()}): thunder replays changes to outside lists, dicts and sets, not to other "
@@ -614,6 +619,10 @@ def _own_attribute(obj, name: str) -> Any:
 # the ``object.__setattr__`` that made the store. The method is interpreted, as a property's setter is: the stores it
 # makes by ``object.__setattr__`` (or ``super().__setattr__``) are replayed as such, and its other effects as the
 # program's own. A library's ``__setattr__`` (``nn.Module``'s, a config class's) still runs natively.
+def _python_slot(obj: Any, name: str) -> bool:
+    return type(lookup_type_attr(type(obj), name)) is types.FunctionType
+
+
 def _users_setattr(obj: Any, deleting: bool) -> Callable | None:
     if isinstance(obj, (Proxy, torch.nn.Module, type)):
         return None
