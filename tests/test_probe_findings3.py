@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import warnings
 
 import pytest
 import torch
@@ -203,3 +204,23 @@ def test_changing_a_dict_subclass_from_outside_is_a_clear_error(cls, fn):
     with pytest.raises(ThunderRuntimeError, match="from outside the jitted function"):
         thunder.jit(fn)(d, torch.randn(3))
     assert dict(d) == {}
+
+
+def _broadcasts(x):
+    return x.broadcast_to(2, 3), x.broadcast_to((2, 3)), torch.broadcast_to(x, size=[2, 3]) * 2
+
+
+def test_tensor_broadcast_to_takes_sizes_as_varargs():
+    # ``x.broadcast_to(2, 3)`` (which eager's method takes, as ``expand``) was a TypeError in tracing: the call fell
+    # back to running eagerly with an EagerRunWarning.
+    jitted = thunder.jit(_broadcasts)
+    x = torch.randn(3, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        actual = jitted(x)
+    expected = _broadcasts(x)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e)
+    (grad,) = torch.autograd.grad(sum(a.sum() for a in actual), x)
+    (expected_grad,) = torch.autograd.grad(sum(e.sum() for e in expected), x)
+    torch.testing.assert_close(grad, expected_grad)
