@@ -224,3 +224,35 @@ def test_tensor_broadcast_to_takes_sizes_as_varargs():
     (grad,) = torch.autograd.grad(sum(a.sum() for a in actual), x)
     (expected_grad,) = torch.autograd.grad(sum(e.sum() for e in expected), x)
     torch.testing.assert_close(grad, expected_grad)
+
+
+class _LoggedModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.log = []
+        self.calls = 0
+
+    def __setattr__(self, name, value):
+        if name == "calls":
+            self.log.append(value)
+        super().__setattr__(name, value)
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * self.calls
+
+
+def test_a_modules_own_setattr_runs_once_per_call():
+    # Each call appended twice to ``log``: the ``__setattr__`` ran while tracing and again in the replay (and the undo
+    # of tracing's store through ``setattr`` ran it once more).
+    torch.manual_seed(0)
+    expected_module = _LoggedModule()
+    torch.manual_seed(0)
+    module = _LoggedModule()
+    jitted = thunder.jit(module)
+    for _ in range(3):
+        x = torch.randn(3)
+        torch.testing.assert_close(jitted(x), expected_module(x))
+        assert module.log == expected_module.log
+        assert module.calls == expected_module.calls

@@ -618,13 +618,14 @@ def _own_attribute(obj, name: str) -> Any:
 # besides the store (a log, a counter) happened twice on the first call, and a frozen dataclass's refused the replay of
 # the ``object.__setattr__`` that made the store. The method is interpreted, as a property's setter is: the stores it
 # makes by ``object.__setattr__`` (or ``super().__setattr__``) are replayed as such, and its other effects as the
-# program's own. A library's ``__setattr__`` (``nn.Module``'s, a config class's) still runs natively.
+# program's own (a module's, through ``nn.Module.__setattr__``, interpreted too). A library's ``__setattr__``
+# (``nn.Module``'s, a config class's) called by the store itself still runs natively.
 def _python_slot(obj: Any, name: str) -> bool:
     return type(lookup_type_attr(type(obj), name)) is types.FunctionType
 
 
 def _users_setattr(obj: Any, deleting: bool) -> Callable | None:
-    if isinstance(obj, (Proxy, torch.nn.Module, type)):
+    if isinstance(obj, (Proxy, type)):
         return None
     slot = lookup_type_attr(type(obj), "__delattr__" if deleting else "__setattr__")
     if type(slot) is not types.FunctionType or is_installed_code(slot.__code__):
@@ -633,14 +634,20 @@ def _users_setattr(obj: Any, deleting: bool) -> Callable | None:
 
 
 def _restore_attr(obj, name: str, old) -> None:
-    module = isinstance(obj, (torch.nn.Module, type, types.ModuleType))  # else past the class's own ``__setattr__``
+    """Undoes tracing's store, past a ``__setattr__`` of the user's class (Note [A __setattr__ of the user's class])."""
+    if isinstance(obj, (type, types.ModuleType)) or (isinstance(obj, torch.nn.Module) and not _users_setattr(obj, False)):
+        setter, deleter = setattr, delattr
+    elif isinstance(obj, torch.nn.Module):
+        setter, deleter = torch.nn.Module.__setattr__, torch.nn.Module.__delattr__
+    else:
+        setter, deleter = object.__setattr__, object.__delattr__
     if old is _ABSENT:
         try:
-            (delattr if module else object.__delattr__)(obj, name)
+            deleter(obj, name)
         except AttributeError:
             pass
     else:
-        (setattr if module else object.__setattr__)(obj, name, old)
+        setter(obj, name, old)
 
 
 _NOT_REBUILT = (types.ModuleType, type, types.FunctionType, torch.nn.Module)  # returned as they are
