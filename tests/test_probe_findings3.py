@@ -256,3 +256,52 @@ def test_a_modules_own_setattr_runs_once_per_call():
         torch.testing.assert_close(jitted(x), expected_module(x))
         assert module.log == expected_module.log
         assert module.calls == expected_module.calls
+
+
+class _Audited:
+    """A data descriptor of the user's that logs each read and write of the attribute it manages."""
+
+    log: list = []
+
+    def __set_name__(self, owner, name):
+        self.name = "_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        _Audited.log.append(("get", owner.__name__))
+        return getattr(obj, self.name)
+
+    def __set__(self, obj, value):
+        _Audited.log.append(("set", type(obj).__name__))
+        setattr(obj, self.name, value)
+
+
+class _Holder:
+    p = _Audited()
+
+    def __init__(self):
+        self._p = torch.zeros(3)
+
+
+_holder = _Holder()
+
+
+def _through_descriptor(x):
+    _holder.p = x * 2
+    return _holder.p + 1
+
+
+def test_a_users_data_descriptor_runs_on_every_call():
+    # ``__set__`` and ``__get__`` ran natively while tracing: the first call logged the set twice (tracing and the
+    # replay of ``_holder.p = ...``), and later calls logged no read.
+    jitted = thunder.jit(_through_descriptor)
+    for _ in range(3):
+        x = torch.randn(3)
+        _Audited.log.clear()
+        expected = _through_descriptor(x)
+        expected_log = list(_Audited.log)
+        _Audited.log.clear()
+        torch.testing.assert_close(jitted(x), expected)
+        assert _Audited.log == expected_log == [("set", "_Holder"), ("get", "_Holder")]
+        torch.testing.assert_close(_holder._p, x * 2)

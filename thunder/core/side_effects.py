@@ -42,7 +42,7 @@ import torch
 
 from thunder.core import introspection, iterators, prims
 from thunder.core.errors import ThunderRuntimeError
-from thunder.core.interpreter.errors import DELETED
+from thunder.core.interpreter.errors import DELETED, NULL
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.interpreter.instructions import call_operands
@@ -259,6 +259,9 @@ class SideEffectsMixin:
             return True
         if not raw and (slot := _users_setattr(obj, value is DELETED)) is not None:
             interpreter_call(current_runtime(), slot, (obj, name) if value is DELETED else (obj, name, value))
+            return True
+        if type(name) is str and (store := _users_descriptor_store(obj, name, value is DELETED)) is not None:
+            interpreter_call(current_runtime(), store[0], (store[1], obj) if value is DELETED else (*store[1:], obj, value))
             return True
         holder = self._provenance.get(id(obj))
         if holder is None and (isinstance(obj, torch.nn.Module) or is_user_namespace(obj)):
@@ -631,6 +634,20 @@ def _users_setattr(obj: Any, deleting: bool) -> Callable | None:
     if type(slot) is not types.FunctionType or is_installed_code(slot.__code__):
         return None
     return None if is_library_module(getattr(slot, "__module__", None) or "") else slot
+
+
+def _users_descriptor_store(obj: Any, name: str, deleting: bool) -> tuple[Callable, Any] | None:
+    """``(__set__, descriptor)`` (``__delete__`` where ``deleting``) of a data descriptor of the user's that
+    ``obj.name = value`` runs, interpreted as a ``__setattr__`` of the user's is (a ``property``'s setter already is)."""
+    if isinstance(obj, (Proxy, type)) or lookup_type_attr(type(obj), "__setattr__") is not object.__setattr__:
+        return None
+    desc = lookup_type_attr(type(obj), name)
+    if desc is NULL or type(desc) is property:
+        return None
+    slot = lookup_type_attr(type(desc), "__delete__" if deleting else "__set__")
+    if type(slot) is not types.FunctionType or is_installed_code(slot.__code__):
+        return None
+    return None if is_library_module(getattr(slot, "__module__", None) or "") else (slot, desc)
 
 
 def _restore_attr(obj, name: str, old) -> None:
