@@ -305,3 +305,28 @@ def test_a_users_data_descriptor_runs_on_every_call():
         torch.testing.assert_close(jitted(x), expected)
         assert _Audited.log == expected_log == [("set", "_Holder"), ("get", "_Holder")]
         torch.testing.assert_close(_holder._p, x * 2)
+
+
+class _Registry:
+    items: dict = {}
+
+    def __class_getitem__(cls, key):
+        return cls.items.get(key, 0)
+
+
+def _register_then_look_up(x):
+    _Registry.items["a"] = 3
+    return x * _Registry["a"]
+
+
+def test_class_getitem_reads_what_the_program_wrote():
+    # ``_Registry["a"]`` ran ``__class_getitem__`` natively, on the outside dict as it was before the program's write
+    # (which thunder replays after the computation): the result was ``x * 0`` where eager's is ``x * 3``.
+    jitted = thunder.jit(_register_then_look_up)
+    for _ in range(2):
+        x = torch.randn(3)
+        _Registry.items.clear()
+        expected = _register_then_look_up(x)
+        _Registry.items.clear()
+        torch.testing.assert_close(jitted(x), expected)
+        assert _Registry.items == {"a": 3}

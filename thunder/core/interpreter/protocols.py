@@ -346,6 +346,10 @@ def getitem(ctx, c, k):
             return call(ctx, f, (c, k))
         if f is _DICT_GETITEM and not dict.__contains__(c, k):
             return _missing(ctx, c, k)
+        if f is NULL and isinstance(c, type):  # ``C[k]``: C's ``__class_getitem__`` (a classmethod), interpreted
+            g = lookup_type_attr(c, "__class_getitem__")
+            if type(g) is classmethod and _is_py(g.__func__):
+                return call(ctx, g.__func__, (c, k))
         return c[k]
     return c[_index(k)]
 
