@@ -330,3 +330,15 @@ def test_class_getitem_reads_what_the_program_wrote():
         _Registry.items.clear()
         torch.testing.assert_close(jitted(x), expected)
         assert _Registry.items == {"a": 3}
+
+
+def test_jit_of_a_tensors_bound_method():
+    # ``thunder.jit(x.add)`` failed ("Changing a Tensor from outside the jitted function with .add()", and for other
+    # methods "a torch.Tensor made inside the function by code thunder runs natively"): the tensor bound to the method
+    # was not an input of the trace.
+    x, y = torch.randn(3), torch.randn(3)
+    for name, args in (("add", (y,)), ("mul", (y,)), ("sum", ()), ("view", (3, 1))):
+        jitted = thunder.jit(getattr(x, name))
+        torch.testing.assert_close(jitted(*args), getattr(x, name)(*args))
+        x.mul_(2)  # the method's tensor, changed in place, is this call's
+        torch.testing.assert_close(jitted(*args), getattr(x, name)(*args))

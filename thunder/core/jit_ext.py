@@ -307,8 +307,10 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             operands=self.operands,
         )
         program = self.fn.func if isinstance(self.fn, functools.partial) else self.fn
-        if not isinstance(program, (types.FunctionType, types.MethodType)) and isinstance(self.fn, functools.partial):
-            program = _calling(program)  # functools.partial(torch.add, alpha=2): the call itself is the program
+        if not isinstance(program, (types.FunctionType, types.MethodType)) and (
+            isinstance(self.fn, functools.partial) or isinstance(getattr(program, "__self__", None), torch.Tensor)
+        ):  # functools.partial(torch.add, alpha=2), ``x.add`` of a tensor: the call itself is the program
+            program = _calling(program)
         self.interpreted = interpret(
             program, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
         )
