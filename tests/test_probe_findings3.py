@@ -342,3 +342,24 @@ def test_jit_of_a_tensors_bound_method():
         torch.testing.assert_close(jitted(*args), getattr(x, name)(*args))
         x.mul_(2)  # the method's tensor, changed in place, is this call's
         torch.testing.assert_close(jitted(*args), getattr(x, name)(*args))
+
+
+def _change_user_dict(d, x):
+    d["k"] = x * 2
+    d.update(j=x)
+    del d["a"]
+    return d["k"] + d.get("zz", 0), sorted(d)
+
+
+def test_changing_a_user_dict_from_outside():
+    # A ``collections.UserDict`` (as transformers' BatchEncoding) was refused ("Assigning into a UserDict from outside
+    # the jitted function is not supported"); its ``__setitem__`` is Python, whose store into ``self.data`` is replayed.
+    jitted = thunder.jit(_change_user_dict)
+    for start in ({"a": 1}, {"a": 2, "b": 3}):
+        x = torch.randn(3)
+        expected_d, actual_d = collections.UserDict(start), collections.UserDict(start)
+        (expected, expected_keys), (actual, actual_keys) = _change_user_dict(expected_d, x), jitted(actual_d, x)
+        torch.testing.assert_close(actual, expected)
+        assert actual_keys == expected_keys == sorted(actual_d)
+        assert list(actual_d) == list(expected_d)
+        torch.testing.assert_close(actual_d["k"], expected_d["k"])
