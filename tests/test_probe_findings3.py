@@ -4,6 +4,7 @@ tests/test_probe_findings2.py), each kept as a regression test against eager."""
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import warnings
 
@@ -363,3 +364,66 @@ def test_changing_a_user_dict_from_outside():
         assert actual_keys == expected_keys == sorted(actual_d)
         assert list(actual_d) == list(expected_d)
         torch.testing.assert_close(actual_d["k"], expected_d["k"])
+
+
+class _HashCounted:
+    hashes = 0
+
+    def __init__(self, k):
+        self.k = k
+
+    def __hash__(self):
+        type(self).hashes += 1
+        return hash(self.k)
+
+    def __call__(self, t):
+        return t * self.k
+
+
+_hash_counted = _HashCounted(3)
+
+
+def _call_hash_counted(x):
+    return _hash_counted(x) + 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the tracer's lookaside looks a callable up in its tables (specials, symbols, torch state readers, ...), "
+    "which runs a __hash__ the user's class defines, natively, about ten times while tracing; one that raises makes "
+    "the call run eagerly (with an EagerRunWarning)",
+)
+def test_a_users_hash_is_not_run_by_the_tracer():
+    jitted = thunder.jit(_call_hash_counted)
+    x = torch.randn(3)
+    _HashCounted.hashes = 0
+    torch.testing.assert_close(jitted(x), _call_hash_counted(x))
+    assert _HashCounted.hashes == 0
+
+
+class _CopyCounted:
+    copies = 0
+
+    def __init__(self, t):
+        self.t = t
+
+    def __copy__(self):
+        type(self).copies += 1
+        return _CopyCounted(self.t)
+
+
+def _copy_and_scale(obj, x):
+    return copy.copy(obj).t * x
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a copy of an outside object is made by the prologue on every call (Note [Copies of outside objects]); "
+    "on the first call tracing made one too, so a __copy__ of the user's ran twice",
+)
+def test_a_users_copy_runs_once_on_the_first_call():
+    jitted = thunder.jit(_copy_and_scale)
+    x = torch.randn(3)
+    _CopyCounted.copies = 0
+    torch.testing.assert_close(jitted(_CopyCounted(x), x), x * x)
+    assert _CopyCounted.copies == 1
