@@ -142,6 +142,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._stored_values: list = []  # (bound symbol, argument position, value): the stores, escaped again at the end
         self._lazy: dict[int, LazyContainer] = {}  # id(copy) -> an outside container not read yet
         self._copy_originals: dict[int, Any] = {}  # id(copy) -> the outside container it copies (read already)
+        self._rebuilt: set[int] = set()  # ids of the copies of outside dict subclasses the program sees (not changed)
         self._buffers: list[tuple] = []  # outside buffers: (object, its contents, where it is read)
         self._constants: dict[int, Proxy] = {}  # id(object) -> prologue proxy capturing it by identity
         self._object_inputs: dict[str, Proxy] = {}  # prologue name -> the computation's proxy for that object
@@ -307,8 +308,10 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             operands=self.operands,
         )
         program = self.fn.func if isinstance(self.fn, functools.partial) else self.fn
-        if not isinstance(program, (types.FunctionType, types.MethodType)) and isinstance(self.fn, functools.partial):
-            program = _calling(program)  # functools.partial(torch.add, alpha=2): the call itself is the program
+        if not isinstance(program, (types.FunctionType, types.MethodType)) and (
+            isinstance(self.fn, functools.partial) or isinstance(getattr(program, "__self__", None), torch.Tensor)
+        ):  # functools.partial(torch.add, alpha=2), ``x.add`` of a tensor: the call itself is the program
+            program = _calling(program)
         self.interpreted = interpret(
             program, fn_lookaside=self.lookaside, callbacks=callbacks, record_history=self.record_history
         )

@@ -56,7 +56,7 @@ from thunder.core import introspection, prims, torch_state
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import NULL, constructing
 from thunder.core.interpreter.execution import lookup_type_attr
-from thunder.core.interpreter.protocols import property_load
+from thunder.core.interpreter.protocols import descriptor_load, property_load
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.replays import becomes_in_place
 from thunder.core.tracectx import get_tracectx
@@ -154,7 +154,7 @@ class OutsideReadsMixin:
             return self._object_dict(obj, value)
         if name == "__dict__" and type(value) is types.MappingProxyType and isinstance(obj, type):
             return self._class_dict(obj, value)
-        if property_load(obj, name) is not None:
+        if property_load(obj, name) is not None or descriptor_load(obj, name) is not None:
             # what the interpreted getter computed: its own reads are checked; kept as read once, it went stale when
             # the program changed what the getter reads (``obj._v = ...; obj.v``)
             return value

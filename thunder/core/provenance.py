@@ -179,6 +179,7 @@ class ProvenanceMixin:
                 seen = self._rebuilt_mapping(value, holder, name)
                 if seen is not None:
                     self._register(value, holder, seen)
+                    self._rebuilt.add(id(seen))
                     return seen
                 self._check_keys(holder, tuple(value))
             self._register(value, holder, value)
@@ -391,7 +392,8 @@ class ProvenanceMixin:
 
     def _guard_function(self, fn: types.FunctionType, holder: Proxy | None = None) -> None:
         """A function's defaults are part of what a call of it computes: the prologue checks they are the
-        same objects (assigning ``f.__defaults__`` makes new ones). A tensor among them is an input, as a
+        same objects (assigning ``f.__defaults__`` makes new ones), and each value of ``__kwdefaults__``, a dict
+        that can change in place. A tensor among them is an input, as a
         tensor read through a global is (so a change in place is seen), and a list, dict or set is an outside
         container (Note [Outside containers]: what the program changes in it is replayed on every call); calls
         of ``fn`` bind what the program sees for them."""
@@ -413,6 +415,8 @@ class ProvenanceMixin:
                 continue
             keys = tuple(current) if attr == "__kwdefaults__" else range(len(current))
             inputs = [k for k in keys if _is_input_default(current[k])]
+            if attr == "__kwdefaults__" and self.checks:
+                inputs = list(keys)  # a dict: ``f.__kwdefaults__["k"] = 7`` keeps its identity, so each value is checked
             if not inputs and not self.checks:
                 continue
             holder = holder or self._constant(fn, fn.__name__)

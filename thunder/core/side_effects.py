@@ -42,7 +42,7 @@ import torch
 
 from thunder.core import introspection, iterators, prims
 from thunder.core.errors import ThunderRuntimeError
-from thunder.core.interpreter.errors import DELETED
+from thunder.core.interpreter.errors import DELETED, NULL
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.interpreter.instructions import call_operands
@@ -55,6 +55,8 @@ from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
 from thunder.core.user_code import (
     is_code_like,
+    is_installed_code,
+    is_library_module,
     is_nondeterministic,
     is_thunder_module,
     is_user_namespace,
@@ -175,7 +177,9 @@ class SideEffectsMixin:
         if id(receiver) in self._copies:
             self._changed_copy(receiver)
             return self._sharp_call(fn, f"Mutating a {type(receiver).__name__} from outside the function with .{fn.__name__}()")
-        if id(receiver) in self._provenance and not isinstance(receiver, (types.ModuleType, type)):
+        if id(receiver) in self._rebuilt or (
+            id(receiver) in self._provenance and not isinstance(receiver, (types.ModuleType, type))
+        ):
             return self._refuse_mutation(fn)
         return None
 
@@ -237,10 +241,11 @@ class SideEffectsMixin:
         prims.store_cell(cell, self.escaping(value))
         self._escapes_again(1, value)
 
-    def store_attr(self, obj: Any, name: str, value: Any) -> bool:
-        """The program's ``obj.name = value`` (``value`` is ``DELETED`` for a ``del``): true where this made the
-        store (an attribute of a traced tensor, ``set_tensor_attribute``), else it records what the store changes
-        outside and the caller makes it."""
+    def store_attr(self, obj: Any, name: str, value: Any, raw: bool = False) -> bool:
+        """The program's ``obj.name = value`` (``value`` is ``DELETED`` for a ``del``; ``raw``: by
+        ``object.__setattr__``, past the type's own): true where this made the store (an attribute of a traced tensor,
+        ``set_tensor_attribute``; a ``__setattr__`` of the user's class, interpreted), else it records what the store
+        changes outside and the caller makes it."""
         if isinstance(obj, TensorProxy) and value is not DELETED and not hasattr(torch.Tensor, name):
             self.set_tensor_attribute(obj, name, value)
             return True
@@ -252,6 +257,12 @@ class SideEffectsMixin:
                 raise RuntimeError("requires_grad must be a bool")
             self.set_requires_grad(obj, value)
             return True
+        if not raw and (slot := _users_setattr(obj, value is DELETED)) is not None:
+            interpreter_call(current_runtime(), slot, (obj, name) if value is DELETED else (obj, name, value))
+            return True
+        if type(name) is str and (store := _users_descriptor_store(obj, name, value is DELETED)) is not None:
+            interpreter_call(current_runtime(), store[0], (store[1], obj) if value is DELETED else (*store[1:], obj, value))
+            return True
         holder = self._provenance.get(id(obj))
         if holder is None and (isinstance(obj, torch.nn.Module) or is_user_namespace(obj)):
             holder = self._captured_outside(obj)
@@ -260,7 +271,7 @@ class SideEffectsMixin:
         self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
         self._remember(("attr", id(obj), name), lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
         deleted = value is DELETED
-        prims.store_attr(self._object_input(holder), name, None if deleted else self.escaping(value), deleted)
+        prims.store_attr(self._object_input(holder), name, None if deleted else self.escaping(value), deleted, raw)
         if not deleted:
             self._escapes_again(2, value)
         self._store_in_dict_copy(obj, name, value)
@@ -310,7 +321,10 @@ class SideEffectsMixin:
         if id(container) in self._copies:
             self.sharp_edge("Assigning into a container from outside the function", replayed=True)
             self._changed_copy(container)
-        elif id(container) in self._provenance:
+        elif id(container) in self._rebuilt or (
+            id(container) in self._provenance
+            and not _python_slot(container, "__delitem__" if value is DELETED else "__setitem__")
+        ):  # (a ``__setitem__`` in Python is interpreted: what it does is traced; a dict subclass's copy is refused)
             raise ThunderRuntimeError(
                 f"Assigning into a {type(container).__name__} from outside the jitted function is not supported "
                 f"(at {source_location()}): thunder replays changes to outside lists, dicts and sets, not to other "
@@ -333,7 +347,7 @@ class SideEffectsMixin:
         ``__init__`` calls past its own ``__setattr__``) called by the program: a STORE_ATTR."""
         if type(name) is str and (fset := property_store(obj, name, False)) is not None:
             return interpreter_call(current_runtime(), fset, (obj, value))  # as STORE_ATTR runs it
-        if self.store_attr(obj, name, value):
+        if self.store_attr(obj, name, value, raw=setter is object.__setattr__):
             return
         if isinstance(obj, Proxy):  # a traced value answers as what it stands for
             return (introspection.lookaside(setattr) or setattr)(obj, name, value)
@@ -368,7 +382,7 @@ class SideEffectsMixin:
     def _delattr(self, obj: Any, name: str, *, deleter: Callable = delattr) -> None:
         if type(name) is str and (fdel := property_store(obj, name, True)) is not None:
             return interpreter_call(current_runtime(), fdel, (obj,))  # as DELETE_ATTR runs it
-        if self.store_attr(obj, name, DELETED):
+        if self.store_attr(obj, name, DELETED, raw=deleter is object.__delattr__):
             return
         deleter(obj, name)
 
@@ -621,14 +635,57 @@ def _own_attribute(obj, name: str) -> Any:
     return _ABSENT
 
 
+# Note [A __setattr__ of the user's class]
+# ``obj.name = value`` on an object whose class defines ``__setattr__`` (or ``__delattr__``) in the user's code ran that
+# method natively while tracing, and the store was replayed as ``obj.name = value``, which ran it again: what it did
+# besides the store (a log, a counter) happened twice on the first call, and a frozen dataclass's refused the replay of
+# the ``object.__setattr__`` that made the store. The method is interpreted, as a property's setter is: the stores it
+# makes by ``object.__setattr__`` (or ``super().__setattr__``) are replayed as such, and its other effects as the
+# program's own (a module's, through ``nn.Module.__setattr__``, interpreted too). A library's ``__setattr__``
+# (``nn.Module``'s, a config class's) called by the store itself still runs natively. The same holds for a data
+# descriptor of the user's (its ``__set__``/``__delete__`` here; its ``__get__``: ``protocols.descriptor_load``).
+def _python_slot(obj: Any, name: str) -> bool:
+    return type(lookup_type_attr(type(obj), name)) is types.FunctionType
+
+
+def _users_setattr(obj: Any, deleting: bool) -> Callable | None:
+    if isinstance(obj, (Proxy, type)):
+        return None
+    slot = lookup_type_attr(type(obj), "__delattr__" if deleting else "__setattr__")
+    if type(slot) is not types.FunctionType or is_installed_code(slot.__code__):
+        return None
+    return None if is_library_module(getattr(slot, "__module__", None) or "") else slot
+
+
+def _users_descriptor_store(obj: Any, name: str, deleting: bool) -> tuple[Callable, Any] | None:
+    """``(__set__, descriptor)`` (``__delete__`` where ``deleting``) of a data descriptor of the user's that
+    ``obj.name = value`` runs, interpreted as a ``__setattr__`` of the user's is (a ``property``'s setter already is)."""
+    if isinstance(obj, (Proxy, type)) or lookup_type_attr(type(obj), "__setattr__") is not object.__setattr__:
+        return None
+    desc = lookup_type_attr(type(obj), name)
+    if desc is NULL or type(desc) is property:
+        return None
+    slot = lookup_type_attr(type(desc), "__delete__" if deleting else "__set__")
+    if type(slot) is not types.FunctionType or is_installed_code(slot.__code__):
+        return None
+    return None if is_library_module(getattr(slot, "__module__", None) or "") else (slot, desc)
+
+
 def _restore_attr(obj, name: str, old) -> None:
+    """Undoes tracing's store, past a ``__setattr__`` of the user's class (Note [A __setattr__ of the user's class])."""
+    if isinstance(obj, (type, types.ModuleType)) or (isinstance(obj, torch.nn.Module) and not _users_setattr(obj, False)):
+        setter, deleter = setattr, delattr
+    elif isinstance(obj, torch.nn.Module):
+        setter, deleter = torch.nn.Module.__setattr__, torch.nn.Module.__delattr__
+    else:
+        setter, deleter = object.__setattr__, object.__delattr__
     if old is _ABSENT:
         try:
-            delattr(obj, name)
+            deleter(obj, name)
         except AttributeError:
             pass
     else:
-        setattr(obj, name, old)
+        setter(obj, name, old)
 
 
 _NOT_REBUILT = (types.ModuleType, type, types.FunctionType, torch.nn.Module)  # returned as they are

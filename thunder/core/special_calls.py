@@ -456,7 +456,7 @@ class SpecialCallsMixin:
         if isinstance(self_obj, Proxy):
             return fn
         if type(fn) is types.MethodWrapperType and fn.__name__ in ATTRIBUTE_SLOTS:
-            slot = self._attribute_slot(fn.__name__, self_obj)
+            slot = self._attribute_slot(fn.__name__, self_obj, fn)
             if slot is not None:
                 return slot
         if type(self_obj) in _REAL_TENSOR_TYPES and plain_attribute(fn, "__name__", "").endswith("_"):
@@ -500,7 +500,11 @@ class SpecialCallsMixin:
             return self._getattr(obj, name)
         return object.__getattribute__(obj, name)
 
-    def _attribute_slot(self, slot: str, obj: Any) -> Callable | None:
+    def _attribute_slot(self, slot: str, obj: Any, fn: Any) -> Callable | None:
+        if slot != "__getattribute__" and fn.__objclass__ is object:  # ``super().__setattr__`` in a ``__setattr__``
+            traced = self._setattr if slot == "__setattr__" else self._delattr
+            setter = {"setter": object.__setattr__} if slot == "__setattr__" else {"deleter": object.__delattr__}
+            return functools.partial(traced, obj, **setter)
         if not plain_slot(type(obj), slot):
             return None
         traced = {"__getattribute__": self._getattr, "__setattr__": self._setattr, "__delattr__": self._delattr}[slot]

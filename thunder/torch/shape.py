@@ -478,9 +478,10 @@ def expand_as(a, other):
     return _expand("ltorch.expand_as", a, tuple(other.shape))
 
 
-@torchsymbol(torch.broadcast_to, method_name="broadcast_to", sizes=True)
-def broadcast_to(a, size):
-    return _expand("ltorch.broadcast_to", a, shape_arg("ltorch.broadcast_to", (size,), name="size"))
+@torchsymbol(torch.broadcast_to, method_name="broadcast_to", torch_impl=torch.Tensor.broadcast_to, sizes=True)
+def broadcast_to(a, *args, size=None):
+    """``torch.broadcast_to`` / ``Tensor.broadcast_to`` (whose size may be varargs, as ``expand``'s)."""
+    return _expand("ltorch.broadcast_to", a, shape_arg("ltorch.broadcast_to", args, size, name="size"))
 
 
 @torchsymbol(method_name="repeat", torch_impl=torch.Tensor.repeat, sizes=True)

@@ -51,6 +51,7 @@ __all__ = [
     "load_attr",
     "property_load",
     "property_store",
+    "descriptor_load",
     "instantiate",
     "type_call",
     "FAST_TYPES",
@@ -345,6 +346,10 @@ def getitem(ctx, c, k):
             return call(ctx, f, (c, k))
         if f is _DICT_GETITEM and not dict.__contains__(c, k):
             return _missing(ctx, c, k)
+        if f is NULL and isinstance(c, type):  # ``C[k]``: C's ``__class_getitem__`` (a classmethod), interpreted
+            g = lookup_type_attr(c, "__class_getitem__")
+            if type(g) is classmethod and _is_py(g.__func__):
+                return call(ctx, g.__func__, (c, k))
         return c[k]
     return c[_index(k)]
 
@@ -492,16 +497,39 @@ def property_load(obj, name: str):
     return None
 
 
+def descriptor_load(obj, name: str):
+    """``(__get__, descriptor)`` of the data descriptor (not a ``property``) that ``obj.name`` reads where its
+    ``__get__`` is Python code, which ``load_attr`` interprets as a property's getter (natively, what it did besides
+    returning, a log, a counter, was not seen); else None."""
+    t = type(obj)
+    if t in FAST_TYPES or t is type or lookup_type_attr(t, "__getattribute__") is not _object_getattribute:
+        return None
+    attr = lookup_type_attr(t, name)
+    if attr is NULL or type(attr) is property:
+        return None
+    dt = type(attr)
+    get = lookup_type_attr(dt, "__get__")
+    if not _is_py(get) or (lookup_type_attr(dt, "__set__") is NULL and lookup_type_attr(dt, "__delete__") is NULL):
+        return None
+    return get, attr
+
+
 def load_attr(ctx, obj, name: str):
     getter = property_load(obj, name)
     if getter is None:
-        return getattr(obj, name)
+        described = descriptor_load(obj, name)
+        if described is None:
+            return getattr(obj, name)
+        getter, attr = described
+        args = (attr, obj, type(obj))
+    else:
+        args = (obj,)
     getattr_fallback = lookup_type_attr(type(obj), "__getattr__")
     if getattr_fallback is NULL:
-        return call(ctx, getter, (obj,))
+        return call(ctx, getter, args)
     failed = False
     try:
-        return call(ctx, getter, (obj,))
+        return call(ctx, getter, args)
     except AttributeError:
         failed = True
     if failed:

@@ -694,8 +694,12 @@ eager_implementations[P.COMMENT] = comment.meta  # called outside a trace (a fun
 
 
 def _print_store_attr(bsym, printer):
-    obj, name, value, delete = bsym.args
+    obj, name, value, delete, *raw = bsym.args
     target = printer.value(obj)
+    if raw and raw[0]:  # made past the type's own ``__setattr__`` (``object.__setattr__(self, ...)`` in it)
+        if delete:
+            return [f"object.__delattr__({target}, {name!r})"]
+        return [f"object.__setattr__({target}, {name!r}, {printer.value(value)})"]
     if delete:
         return [f"delattr({target}, {name!r})"]
     if name.isidentifier() and not keyword.iskeyword(name):
@@ -703,6 +707,8 @@ def _print_store_attr(bsym, printer):
     return [f"setattr({target}, {name!r}, {printer.value(value)})"]
 
 
+# ``store_attr(obj, name, value, delete, raw=False)``: the program's ``obj.name = value`` (``del`` where ``delete``),
+# replayed; ``raw``: through ``object.__setattr__``, past a ``__setattr__`` of the type (a frozen dataclass's).
 store_attr = make_prim(P.STORE_ATTR, "store_attr", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_attr)
 
 
