@@ -628,7 +628,8 @@ class _FusedWhenReused:
                 made = self.made.get(id(inline) if inline is not None else 0)
                 fused = made[1] if made is not None and made[0] is inline else None
                 if fused is None:
-                    fused = self.prologue.fused_prologue_callable(self.computation, missed, inline)
+                    direct = entry is not None and not entry.outcomes  # an entry that may change outcome: called
+                    fused = self.prologue.fused_prologue_callable(self.computation, missed, inline, direct)
                     copied = fused.__thunder_inlined_trace__
                     # Only the one that calls the computation and the one that copies its current code are kept.
                     self.made = {k: v for k, v in self.made.items() if k == 0}
@@ -638,6 +639,7 @@ class _FusedWhenReused:
                 self.fused = fused
                 if ours:
                     entry.run = fused
+                    run_changed(entry)
             return self.fused
 
     def code_changed(self) -> None:
@@ -647,6 +649,15 @@ class _FusedWhenReused:
             entry = self.owner()
             if entry is not None and old is not None and entry.run is old:
                 entry.run = self
+                run_changed(entry)
+
+
+def run_changed(entry: CacheEntry) -> None:
+    """Tells the jitted function whose cache holds ``entry`` that ``entry.run`` changed (Note [The fused prologue is
+    the jitted function's code] in ``thunder.core.codegen``)."""
+    owner = entry.owner() if entry.owner is not None else None
+    if owner is not None:
+        owner.install_hot_code()
 
 
 def _restoring_draws_on_changed_outcome(run: Callable, entry: CacheEntry) -> Callable:
