@@ -174,7 +174,8 @@ class _Jitted:
 
     Note [Concurrent calls]
     Any number of threads may call one jitted function. The hot path (``fn_`` in
-    ``_make_jitted``) reads ``last_entry`` (one attribute read) and bumps a lock-free counter.
+    ``_make_jitted``, or the last entry's fused prologue run as ``fn_``'s own code) reads ``last_entry``
+    (one attribute read, none in the fused prologue's code) and bumps a lock-free counter.
     The slow path looks entries up without a lock (Note [The cache under threads] in
     ``thunder.compiler``); only a miss takes ``lock``, looks again (another thread may have
     compiled the entry meanwhile), then traces and compiles while holding it, so one function
