@@ -533,6 +533,18 @@ def test_a_small_cached_call_runs_in_the_jitted_functions_own_frame():
     assert thunder.cache_misses(jf) == 2 and _python_calls(jf, a, b) == ["prologue"]
 
 
+def test_an_entry_that_may_change_outcome_keeps_its_call():
+    def branch(x):
+        return x * 2 if bool(x.sum() > 0) else x - 1
+
+    jf = thunder.jit(branch)
+    x = torch.ones(3)
+    _hot(jf, x)
+    assert _python_calls(jf, x)[:2] == ["fn_", "prologue"]  # the fused prologue is called, wrapped
+    for t in (x, -x, x):
+        torch.testing.assert_close(jf(t), branch(t))
+
+
 def test_the_jitted_functions_own_code_notes_runtime_errors_and_records_inputs():
     def index(x, i):
         return x[i]

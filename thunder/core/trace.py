@@ -359,8 +359,10 @@ class TraceCtx:
             )
             fused.__thunder_inlined_trace__ = body
             if direct and source.count("\n") <= DIRECT_MAX_LINES and not trace.decorators:
-                signature = [f"*{self.varargs}", f"**{self.varkwargs}"]
-                source, printer = printed(trace, body, signature)
+                try:
+                    source, printer = printed(trace, body, [f"*{self.varargs}", f"**{self.varkwargs}"])
+                except ValueError:  # a check that returns otherwise than by a miss: the jitted function calls it
+                    return fused
                 own = compile_source(
                     source, self.function_name, printer.ctx, f"thunder.{self.name}_direct_{self.uid}",
                     printer.line_bsyms,
