@@ -533,6 +533,34 @@ def test_a_small_cached_call_runs_in_the_jitted_functions_own_frame():
     assert thunder.cache_misses(jf) == 2 and _python_calls(jf, a, b) == ["prologue"]
 
 
+def test_the_jitted_functions_own_code_takes_positional_arguments_and_misses_on_other_calls():
+    # Note [Positional arguments of the jitted function's own code]
+    def scaled(x, y=2.0, *rest, **named):
+        return x * y + sum(rest) + sum(named.values())
+
+    jf = thunder.jit(scaled)
+    x = torch.randn(3)
+    _hot(jf, x, 3.0)
+    assert jf.__code__.co_argcount == 2  # the two arguments the entry was traced with, as parameters
+    calls = [(x,), (x, 3.0), (x, 3.0, 1.0), (x,), ((x,) * 9), (x, 3.0)]
+    kwargs = [{}, {}, {}, {"y": 4.0}, {}, {"z": 1.0}]
+    for args, named in zip(calls, kwargs):
+        torch.testing.assert_close(jf(*args, **named), scaled(*args, **named))
+    with pytest.raises(TypeError):  # eager's error, from the slow path
+        jf()
+    reasons = thunder.cache_miss_reasons(jf)
+    assert len(reasons) == thunder.cache_misses(jf)
+    assert thunder._state(jf).last_entry.run is not None
+
+
+def test_a_miss_of_the_jitted_functions_own_code_says_why():
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    jf(a, b.double())
+    assert "float64" in str(thunder.cache_miss_reasons(jf)[-1])
+
+
 def test_an_entry_that_may_change_outcome_keeps_its_call():
     def branch(x):
         return x * 2 if bool(x.sum() > 0) else x - 1

@@ -57,7 +57,7 @@ from thunder.compiler import (
     python_random_state,
     restore_python_random_state,
 )
-from thunder.core import devices, dtypes, prims
+from thunder.core import codegen, devices, dtypes, prims
 from thunder.core.codegen import compile_source
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.interpreter import InterpreterError
@@ -220,7 +220,9 @@ class _Jitted:
             return
         entry = self.last_entry
         own = getattr(entry.run, "__thunder_direct__", None) if entry is not None else None
-        fn.__code__ = own.__code__ if own is not None else self.dispatch_code
+        code = own.__code__ if own is not None else self.dispatch_code
+        # CPython fills missing positional arguments from the last defaults: never more parameters than defaults.
+        fn.__code__ = code if code.co_argcount <= len(fn.__defaults__ or ()) else self.dispatch_code
 
     def slow_call(self, args: tuple, kwargs: dict, changed: OtherOutcome | None = None) -> Any:
         """Everything but the hot path: other cache entries, then compiling a new one; ``changed``:
@@ -580,8 +582,10 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
             "__builtins__": builtins, "_thunder_recording": recording, "_thunder_state": state,
             "_thunder_slow": slow_call, "_thunder_hits": cs.hits.count, "_thunder_note": add_runtime_note,
             "_OutcomeChanged": OutcomeChanged, "_OtherOutcome": OtherOutcome, "_MISS": MISS,
+            "_thunder_absent": codegen.ABSENT, "_thunder_args": codegen.positional_args,
         }  # fmt: skip
-        fn_ = types.FunctionType(_DISPATCH.__code__, hooks, "fn_")  # not in its own globals: no reference cycle
+        # (its defaults: Note [Positional arguments of the jitted function's own code] in thunder.core.codegen)
+        fn_ = types.FunctionType(_DISPATCH.__code__, hooks, "fn_", (codegen.ABSENT,) * codegen.POSITIONAL)
         state.fn, state.dispatch_code = weakref.ref(fn_), fn_.__code__
     else:
 
