@@ -504,15 +504,19 @@ def test_profiling_ranges_reach_a_computation_the_fused_prologue_copied():
 
 
 def _python_calls(fn, *args) -> list[str]:
-    """The names of the Python functions a call of ``fn`` runs (``fn``'s own code included)."""
+    """The names of the Python functions a call of ``fn`` runs (``fn``'s own code included), while no inputs are
+    recorded (importing ``thunder_viz`` records them: its tests may have run before)."""
     import sys
 
     calls: list[str] = []
+    recording = thunder._recording_last_inputs[0]
+    thunder._record_last_inputs(False)
     sys.setprofile(lambda frame, event, arg: calls.append(frame.f_code.co_name) if event == "call" else None)
     try:
         fn(*args)
     finally:
         sys.setprofile(None)
+        thunder._record_last_inputs(recording)
     return calls
 
 

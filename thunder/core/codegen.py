@@ -408,7 +408,7 @@ def _guarded_body(body: list[str], spans: list, guarded: str, end: int) -> tuple
 # Note [The fused prologue is the jitted function's code]
 # A cached call of a small program (``a + b`` on 2x2 tensors: 1.4 us of kernel) paid a Python frame for the jitted
 # function itself (``fn_`` in ``thunder._make_jitted``), which only called the last entry's fused prologue (a few
-# percent of the call: 1.43x -> 1.35x eager, medians of three runs, 2026-12-06, a loaded 2-core machine). So a small
+# percent of the call: 1.47x -> 1.43x eager, medians of five rounds, 2026-12-06, a loaded 2-core machine). So a small
 # fused prologue is printed a second time as code the jitted function runs itself (``fn_.__code__``, swapped by
 # ``thunder._Jitted.install_hot_code`` whenever the last entry or its fused prologue changes): the same checks and
 # statements, and what ``fn_`` did around them: it records the inputs while asked (``thunder._record_last_inputs``),
@@ -428,14 +428,15 @@ _CONSTANTS = "__thunder_constants__"
 _MISS_RETURN = re.compile(r"(\s*if .*): return (_missed\(\w+\))")
 
 # Note [Positional arguments of the jitted function's own code]
-# A function of ``(*args, **kwargs)`` builds a tuple and a dict on every call, and the prologue then checks the
-# tuple's length and unpacks it: together about 80 ns, 5% of a cached ``a + b``. So the own code of an entry whose
-# calls pass N <= ``POSITIONAL`` arguments by position and none by name takes them as N positional-only parameters,
-# before ``*args, **kwargs``: the jitted function's ``__defaults__`` is ``POSITIONAL`` times ``ABSENT`` for good,
-# so a call with fewer arguments finds ``ABSENT`` in the last one (CPython fills the last N defaults; no code it runs
-# has more positional parameters than there are defaults), one with more has them in ``args``, and both miss. On a
-# miss ``args`` is made again (``positional_args``) before the check's diagnostics and the slow path see it. (A
-# caller that passed ``ABSENT`` itself, read from ``__defaults__``, would lose that argument.)
+# A function of ``(*args, **kwargs)`` builds a tuple of the arguments on every call, which the prologue then measures
+# and unpacks (the dict of ``**kwargs`` is built either way): about 3% of a cached ``a + b`` (1.43x -> 1.40x eager,
+# medians of five rounds, 2026-12-06, a loaded 2-core machine). So the own code of an entry whose calls pass
+# N <= ``POSITIONAL`` arguments by position and none by name takes them as N positional-only parameters, before
+# ``*args, **kwargs``: the jitted function's ``__defaults__`` is ``POSITIONAL`` times ``ABSENT`` for good, so a call
+# with fewer arguments finds ``ABSENT`` in the last one (CPython fills the last N defaults; no code it runs has more
+# positional parameters than there are defaults), one with more has them in ``args``, and both miss. On a miss
+# ``args`` is made again (``positional_args``) before the check's diagnostics and the slow path see it. (A caller
+# that passed ``ABSENT`` itself, read from ``__defaults__``, would lose that argument.)
 POSITIONAL = 8
 
 
@@ -464,7 +465,9 @@ def _direct_prelude(ctx: dict[str, Any], varargs: str, varkwargs: str, positiona
     return [*unpack, f"  if _thunder_recording[0]: _thunder_state.last_inputs = ({args}, {varkwargs})"]
 
 
-def _positional(checks: list[str], computation: list[str], varargs: str, varkwargs: str) -> tuple[list[str], int] | None:
+def _positional(
+    checks: list[str], computation: list[str], varargs: str, varkwargs: str
+) -> tuple[list[str], int] | None:
     """The pieces ``checks`` with the positional arguments taken as parameters (Note [Positional arguments of the
     jitted function's own code]), and their number; None where the checks read the arguments otherwise."""
     arity = re.compile(rf"(\s*)if len\({varargs}\) != (\d+) or {varkwargs}: return (_missed\(\w+\))")

@@ -943,7 +943,9 @@ def _warning_frame(stacklevel: int, skip_file_prefixes: tuple) -> tuple[str, int
         stacklevel = max(2, stacklevel)
     frames = [(f.code.co_filename, frame_line(f) or 0, f.globals) for f in innermost_frame_objects()]
     real = sys._getframe(1)
-    while real is not None and (real.f_code.co_filename.startswith(_THUNDER_DIR) or is_generated(real.f_code.co_filename)):
+    while real is not None and (
+        real.f_code.co_filename.startswith(_THUNDER_DIR) or is_generated(real.f_code.co_filename)
+    ):  # (generated code: the jitted function's own, Note [The fused prologue is the jitted function's code])
         real = real.f_back
     while real is not None:
         frames.append((real.f_code.co_filename, real.f_lineno, real.f_globals))
