@@ -209,6 +209,27 @@ def test_a_gradient_asked_of_a_returned_tensor_that_feeds_others_is_refused(allo
         torch.autograd.grad(logits.sum(), h, allow_unused=allow_unused)
 
 
+@pytest.mark.parametrize(
+    "ask",
+    [
+        lambda h, logits, w: torch.autograd.grad(logits.sum(), [h, w], allow_unused=True),
+        lambda h, logits, w: torch.autograd.grad(logits.sum(), [h, w], materialize_grads=True),
+        lambda h, logits, w: torch.autograd.grad(logits.sum() + h.sum(), [h, w]),
+        lambda h, logits, w: torch.autograd.grad(
+            logits.sum() + h.sum(), [torch.autograd.graph.get_gradient_edge(h), w]
+        ),
+    ],
+    ids=["allow_unused", "materialize_grads", "h used outside", "gradient edge"],
+)
+def test_a_gradient_asked_of_a_returned_tensor_that_feeds_others_beside_an_input_is_refused(ask):
+    # Note [Gradients asked of an output that feeds others]: the node's backward runs (w's gradient), so the watch
+    # let it pass, and h's gradient was only the part from outside: None, zeros, or ones instead of eager's
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2, requires_grad=True)
+    h, logits, _ = thunder.jit(_hidden_and_logits)(x, w)
+    with pytest.raises(RuntimeError, match=r"gradient was asked of .* returned tensor\(s\) #0 .* returned tensor #1"):
+        ask(h, logits, w)
+
+
 def test_a_gradient_asked_of_a_loss_input_returned_beside_the_loss_is_refused():
     def loss_and_logits(x, w):
         logits = x @ w
@@ -230,3 +251,29 @@ def test_gradients_asked_where_nothing_is_missing_are_eagers():
         torch.testing.assert_close(gh, torch.ones_like(h))
         (gw,) = torch.autograd.grad(logits.sum() + h.sum(), w)
         torch.testing.assert_close(gw, torch.autograd.grad(_hidden_and_logits(x, w)[1].sum(), w)[0])
+
+
+def test_the_gradients_a_backward_collects_are_seen_from_an_engine_thread_too():
+    # On CUDA the engine runs the compiled function's node on a device thread of its own, where no frame of the
+    # backward's caller is: the watch looks at the backwards in flight on every thread (checked here from a thread
+    # started inside a backward hook).
+    import threading
+
+    from thunder.executors.torch_autograd import _collects_gradient_of
+
+    x = torch.randn(3, requires_grad=True)
+    h = x * 2
+    out = h.sin()
+    seen = {}
+
+    def probe():
+        seen["asked"], seen["other output"] = (_collects_gradient_of(h.grad_fn, p) for p in ((0,), (1,)))
+
+    def hook(grad):
+        thread = threading.Thread(target=probe)
+        thread.start()
+        thread.join()
+
+    out.register_hook(hook)
+    torch.autograd.grad(out.sum(), [h, x])
+    assert seen == {"asked": True, "other output": False}

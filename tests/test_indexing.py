@@ -133,3 +133,37 @@ def test_setitem_called_as_a_method_returns_none_as_eager():
     x = torch.zeros(2)
     assert thunder.jit(f)(x.clone())[0] is True
     torch.testing.assert_close(thunder.jit(f)(x.clone())[1], f(x.clone())[1])
+
+
+_I, _J = torch.tensor(1), torch.tensor(2)
+
+
+def _nested_list_shape(x):
+    y = x[[[0, 1], [1, 0]]]
+    return y, y.shape, y.ndim
+
+
+def _list_of_index_tensors(x):
+    return (x * 2)[[_I, _J]] + 1
+
+
+def _list_with_a_slice_set(x):
+    y = x * 1
+    y[[slice(None), 0]] += 5
+    y[[[0, 1], [1, 0]]] = -1.0
+    return y
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
+@pytest.mark.parametrize("fn", [_nested_list_shape, _list_of_index_tensors, _list_with_a_slice_set])
+@pytest.mark.parametrize("executors", [None, ["torch"]])
+def test_a_list_key_with_tensors_slices_or_lists_indexes_several_dims_as_eager(fn, executors):
+    """torch reads ``x[[i, j]]`` as ``x[i, j]`` when the list holds a tensor, a list, a slice, ``...`` or None
+    (deprecated, still eager's behaviour): the trace gave ``x[[[0, 1], [1, 0]]]`` the shape (2, 2, 3) where
+    eager's is (2,) (``.shape`` and ``.ndim`` were wrong), and refused the other forms."""
+    x = torch.arange(12.0).reshape(4, 3)
+    expected = fn(x)
+    jf = thunder.jit(fn) if executors is None else thunder.jit(fn, executors=executors)
+    for _ in range(2):
+        got = jf(x)
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)

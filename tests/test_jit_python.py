@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 
+import numpy as np
+import pytest
 import torch
 
 import thunder
@@ -173,3 +176,68 @@ def test_frozen_dataclass_made_inside_the_function():
 
     x = torch.ones(2)
     torch.testing.assert_close(thunder.jit(f)(x), f(x))
+
+
+class _Scale:
+    """An object that knows how to multiply and add a tensor (its reflected operators) and compares
+    equal to anything."""
+
+    def __init__(self, s):
+        self.s = s
+
+    def __rmul__(self, x):
+        return x * self.s
+
+    def __radd__(self, x):
+        return x + self.s
+
+    def __eq__(self, other):
+        return "scale-eq"
+
+    __hash__ = None
+
+
+def _compares_with_none_and_strings(x):
+    return x.sum() == None, x != None, None == x, None != x, x == "a", x != "a", x == [1, 2, 3]  # noqa: E711
+
+
+def _operators_with_other_objects(x):
+    s = _Scale(3.0)
+    return x * s, x + s, x == s
+
+
+def _operators_with_numpy_scalars(x):
+    return x * np.int64(2), x + np.float32(0.5), x == np.bool_(True), x < np.float64(0.0)
+
+
+@pytest.mark.parametrize(
+    "fn", [_compares_with_none_and_strings, _operators_with_other_objects, _operators_with_numpy_scalars]
+)
+def test_an_operand_torch_does_not_take_goes_to_pythons_protocol_as_in_eager(fn):
+    """``x.sum() == None`` is False in eager (the tensor's ``__eq__`` gives NotImplemented, Python compares
+    identities); the trace raised "ltorch.eq: expected b to be a tensor or a number" and ``None != x`` stopped the
+    interpreter. An object with ``__rmul__``/``__radd__``/``__eq__`` gets the call."""
+    x = torch.tensor([-1.0, 0.5, 2.0])
+    expected = fn(x)
+    jf = thunder.jit(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager run in place of the trace
+        for _ in range(2):
+            got = jf(x)
+            assert [type(v) for v in got] == [type(v) for v in expected]
+            for g, e in zip(got, expected):
+                if isinstance(e, torch.Tensor):
+                    torch.testing.assert_close(g, e, rtol=0, atol=0)
+                else:
+                    assert g == e
+    assert thunder.cache_misses(jf) == 1
+
+
+def test_an_operand_torch_does_not_take_is_eagers_type_error():
+    def f(x):
+        return x + None
+
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        f(torch.ones(2))
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        thunder.jit(f)(torch.ones(2))

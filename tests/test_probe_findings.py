@@ -572,6 +572,57 @@ def test_a_read_through_an_outside_objects_dict_is_checked_on_every_call(read):
     assert thunder.cache_misses(jf) <= 3
 
 
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: _Counter.__dict__["n"],
+        lambda: type(_COUNTER).__dict__["n"],
+        lambda: _Counter.__dict__.get("n"),
+        lambda: vars(_Counter)["n"],
+        lambda: 2.0 if "m" in vars(_Counter) else 1.0,
+    ],
+    ids=["dunder_dict", "type_of_instance", "get", "vars", "in"],
+)
+def test_a_read_through_a_classs_own_dict_is_checked_on_every_call(read):
+    # a class's __dict__ is a mappingproxy, read unchecked: the cached trace kept the value of ``_Counter.n``
+    def f(x):
+        return x * read()
+
+    jf = thunder.jit(f)
+    _Counter.n = 1.0
+    try:
+        for change in (lambda: None, lambda: setattr(_Counter, "n", 5.0), lambda: setattr(_Counter, "m", 0.0)):
+            change()
+            torch.testing.assert_close(jf(torch.ones(1)), f(torch.ones(1)))
+        assert thunder.cache_misses(jf) <= 3
+    finally:
+        for name in ("n", "m"):
+            if name in _Counter.__dict__:
+                delattr(_Counter, name)
+
+
+@pytest.mark.parametrize("owner", ["instance", "class"])
+def test_an_objects_dict_read_by_the_program_shows_its_later_attribute_stores(owner):
+    # ``obj.__dict__`` is a view of the attributes in eager; the program's copy kept the value read first
+    obj = _COUNTER if owner == "instance" else _Counter
+
+    def f(x):
+        table = vars(obj)
+        before = table["n"]
+        obj.n = before + 2.0
+        return x * table["n"] + before, type(table)
+
+    try:
+        for _ in range(2):
+            obj.n = 1.0
+            expected = f(torch.ones(1))
+            obj.n = 1.0
+            actual = thunder.jit(f)(torch.ones(1))
+            torch.testing.assert_close(actual[0], expected[0])
+            assert actual[1] is expected[1] and obj.n == 3.0
+    finally:
+        del obj.n
+
 
 def test_an_object_reached_through_operator_attrgetter_has_its_stores_replayed():
     # Note [Operator getters]: attrgetter read natively, so the counter it reached stopped at 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import warnings
 
 import pytest
 import torch
@@ -133,19 +134,37 @@ def _grad_on_in_inference_mode():
 def test_enable_grad_inside_inference_mode_records_no_autograd_as_in_eager(fn):
     # ``enable_grad()`` turns grad mode on even in inference mode, where eager's results still require no grad; the
     # trace made them require grad (a backward through them reached _W). A trace made outside inference mode (no_grad
-    # at the call) was reused inside it, and the other way round. (Not covered: a trace made outside inference mode,
-    # with grad on, reused inside ``inference_mode(): enable_grad():`` around the call; the prologue does not read
-    # inference mode for every trace that depends on grad mode.)
+    # at the call) was reused inside it, and the other way round; and one made with grad on outside inference mode
+    # was reused inside ``inference_mode(): enable_grad():`` around the call (a clear error, eager runs).
     jitted = thunder.jit(fn)
     modes = [torch.inference_mode, torch.no_grad, torch.inference_mode, contextlib.nullcontext]
     if fn is not _grad_on_inside:
-        modes = [_grad_on_in_inference_mode, contextlib.nullcontext, torch.no_grad]
+        modes = [_grad_on_in_inference_mode, contextlib.nullcontext, torch.no_grad, _grad_on_in_inference_mode]
     for mode in modes:
         x = torch.randn(3)
         with mode():
             expected, actual = fn(x), jitted(x)
         assert actual.requires_grad is expected.requires_grad, mode
         torch.testing.assert_close(actual.detach(), expected.detach())
+
+
+def _saves_for_backward_and_reads_requires_grad(x):
+    y = torch.nn.functional.linear(x, _W.view(1, 3)).relu()
+    return y, y.requires_grad
+
+
+def test_trace_made_with_grad_on_is_not_reused_with_grad_on_inside_inference_mode():
+    # a trace made with grad on outside inference mode was reused inside ``inference_mode(): enable_grad():``: it
+    # answered ``requires_grad`` True and saved inference tensors for a backward (a RuntimeError); eager records no
+    # autograd there. The prologue checks inference mode too when the trace was made with grad on.
+    jitted = thunder.jit(_saves_for_backward_and_reads_requires_grad)
+    jitted(torch.randn(3))
+    with _grad_on_in_inference_mode():
+        x = torch.randn(3)
+        (expected, expected_flag), (actual, actual_flag) = _saves_for_backward_and_reads_requires_grad(x), jitted(x)
+    assert actual_flag is expected_flag is False
+    assert actual.requires_grad is expected.requires_grad and actual.is_inference() is expected.is_inference()
+    torch.testing.assert_close(actual, expected)
 
 
 class _CheckpointedBatchNorm(torch.nn.Module):
@@ -355,17 +374,46 @@ def _class_made_inside(x):
     return x * Child.scale
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="type.__new__ calls __init_subclass__ (and __set_name__) natively, so what they do to outside state is "
-    "made once, while tracing, and not replayed by later calls",
-)
 def test_init_subclass_of_a_class_made_inside_runs_on_every_call():
+    # type.__new__ called __init_subclass__ natively: the registry got "Child" once, while tracing (Note [Classes
+    # made by the program] in thunder.core.interpreter.protocols)
     _SUBCLASSES.clear()
     jitted = thunder.jit(_class_made_inside)
     for _ in range(2):
         torch.testing.assert_close(jitted(torch.ones(1)), torch.full((1,), 3.0))
     assert _SUBCLASSES == ["Child", "Child"]
+
+
+class _Registered:
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _SUBCLASSES.append(cls.__name__)
+
+
+class _PyMeta(type):
+    def __new__(mcls, name, bases, ns, **kwargs):
+        return super().__new__(mcls, name, bases, ns, **kwargs)
+
+
+def _subclasses_of_an_outside_base(x):
+    class A(_Registered):
+        pass
+
+    class B(_Registered, metaclass=_PyMeta):
+        pass
+
+    C = type("C", (_Registered,), {})
+    return x * len(A.__mro__ + B.__mro__ + C.__mro__)
+
+
+def test_init_subclass_of_an_outside_base_runs_on_every_call():
+    _SUBCLASSES.clear()
+    expected = _subclasses_of_an_outside_base(torch.ones(1))
+    jitted = thunder.jit(_subclasses_of_an_outside_base)
+    for _ in range(2):
+        torch.testing.assert_close(jitted(torch.ones(1)), expected)
+    assert _SUBCLASSES == ["A", "B", "C"] * 3
+    assert isinstance(_Registered.__dict__["__init_subclass__"], classmethod)  # set back after each class
 
 
 _EFFECTS: list[int] = []
@@ -379,16 +427,50 @@ def _effect_then_failure_then_branch(x, n):
     return x
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="in a program split at a data-dependent value, the replays of side effects move after the last check "
-    "(Note [Data-dependent values]), so a call that fails at run time before it leaves out the effects eager made "
-    "before the failure (randomized tester, seed 4000653)",
-)
 def test_effects_before_a_run_time_failure_in_a_split_program_are_made():
+    # the replays move after the last check (Note [Data-dependent values]), so a call that failed at run time before
+    # it left out the effects eager made before the failure (randomized tester, seed 4000653); now it runs eagerly
+    # (Note [A run that fails before its effects] in thunder.compiler)
     _EFFECTS.clear()
     jitted = thunder.jit(_effect_then_failure_then_branch)
     for n in (0, 1):
         with contextlib.suppress(IndexError):
             jitted(torch.ones(4), n)
     assert _EFFECTS == [0, 1]
+
+
+
+def _effect_then_index_then_branch(x, index):
+    _EFFECTS.append(index.shape[0])
+    _ = x[index]  # out of range for a large index: fails at run time, on a cached call
+    if x.sum() > 0:
+        x = x + 1
+    return x
+
+
+def test_effects_before_a_run_time_failure_of_a_cached_split_program_are_made():
+    _EFFECTS.clear()
+    jitted = thunder.jit(_effect_then_index_then_branch)
+    jitted(torch.ones(4), torch.tensor([0]))
+    with pytest.raises(IndexError):
+        jitted(torch.ones(4), torch.tensor([10**6]))
+    assert _EFFECTS == [1, 1] and thunder.cache_misses(jitted) == 1
+
+
+def _warn_then_int_of_a_tensor(x):
+    warnings.warn("deprecated path", FutureWarning, stacklevel=2)
+    y = x + 1
+    return y, int(y.sum())
+
+
+def test_a_warning_before_a_run_time_failure_at_a_data_dependent_value_is_issued():
+    """Randomized tester, Python 3.12 seed 4001272: ``int(inf)`` raised OverflowError in both, but eager had
+    warned first and thunder had not (the warning's replay was moved after the split's last check)."""
+    jitted = thunder.jit(_warn_then_int_of_a_tensor)
+    jitted(torch.ones(1))
+    for fn in (_warn_then_int_of_a_tensor, jitted):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(OverflowError):
+                fn(torch.tensor([float("inf")]))
+        assert [str(w.message) for w in caught] == ["deprecated path"], fn

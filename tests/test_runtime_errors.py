@@ -233,8 +233,8 @@ def double_leaf_then_count(x, it):
 )
 def test_an_iterator_that_cannot_be_put_back_is_left_where_eager_leaves_it_by_a_call_eager_fails(fn, x, make):
     # Tracing took the items (they cannot be put back) before the computation failed at run time: the call now
-    # runs eagerly when eager would fail before the pull (Note [Iterator arguments]). A cached trace that fails
-    # at run time on other values still takes them.
+    # runs eagerly when eager would fail before the pull (Note [Iterator arguments]). (A cached trace that fails
+    # at run time on other values: the test below.)
     jf = thunder.jit(fn)
     for _ in range(2):
         left = []
@@ -244,3 +244,39 @@ def test_an_iterator_that_cannot_be_put_back_is_left_where_eager_leaves_it_by_a_
                 f(x, it=it)
             left.append(list(it))
         assert left[1] == left[0]
+
+
+def index_by_tensor_then_sum_iterator(x, index, it):
+    _ = x[..., index]  # out of range for a large index: fails at run time on a cached call, before the loop
+    for v in it:
+        x = x + v
+    return x
+
+
+def sum_iterator_then_index_by_tensor(x, index, it):
+    for v in it:
+        x = x + v
+    return x[..., index]
+
+
+@pytest.mark.parametrize(
+    "make", [lambda v: (i for i in v), lambda v: map(float, v), lambda v: filter(None, v)], ids=["generator", "map", "filter"]
+)
+def test_a_cached_trace_that_fails_at_run_time_after_its_prologue_took_iterator_items_says_so(make):
+    # The cached trace's prologue took the items (they cannot be put back) before its computation failed: the
+    # caller got eager's IndexError with the iterator consumed, where eager's had not moved. Now the call runs eagerly
+    # (Note [A run that fails before its effects] in thunder.compiler): where eager takes the items too, its error;
+    # where it takes fewer, an error that says the iterator is further on.
+    x = torch.zeros(4, 2)
+    for fn, eager_takes_them in ((index_by_tensor_then_sum_iterator, False), (sum_iterator_then_index_by_tensor, True)):
+        jf = thunder.jit(fn)
+        jf(x, torch.tensor([0]), make([3, 4, 5]))
+        it = make([3, 4, 5])
+        if eager_takes_them:
+            with pytest.raises(IndexError):
+                jf(x, torch.tensor([9]), it)
+        else:
+            with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="positional argument 2.*list or tuple") as e:
+                jf(x, torch.tensor([9]), it)
+            assert isinstance(e.value.__cause__, IndexError)
+        assert list(it) == [] and thunder.cache_misses(jf) == 1

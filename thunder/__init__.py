@@ -14,6 +14,7 @@ import builtins
 import collections
 import dataclasses
 import functools
+import sys
 import threading
 import types
 import warnings
@@ -58,11 +59,10 @@ from thunder.compiler import (
     restore_python_random_state,
 )
 from thunder.core import codegen, devices, dtypes, prims
-from thunder.core.codegen import compile_source
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.interpreter import InterpreterError
 from thunder.core.interpreter.versions import check_python_version, running_python, unsupported_python_message
-from thunder.core.iterators import check_replayed, eager_arguments, replayable_arguments
+from thunder.core.iterators import IteratorView, check_replayed, eager_arguments, replayable_arguments
 from thunder.core.module import ThunderModule
 from thunder.core.module import install_jit_entry as _install_jit_entry
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome
@@ -87,7 +87,7 @@ from thunder.extend import (
     set_always_executors,
     set_default_executors,
 )
-from thunder.runtime_errors import add_runtime_note
+from thunder.runtime_errors import add_runtime_note, failed_before_effects
 
 __version__ = "0.1.0"
 
@@ -241,6 +241,8 @@ class _Jitted:
                 result = self._call(args, kwargs, changed, rejected)
             except ProgramRaised as stopped:
                 return self.run_eagerly(args, kwargs, stopped.raised)
+            except _FailedBeforeEffects as failed:
+                return self.rerun_after_failure(args, kwargs, failed.error)
             if type(result) is not OtherOutcome:
                 check_replayed(args, kwargs)
                 return result
@@ -257,21 +259,51 @@ class _Jitted:
     def run_eagerly(self, args: tuple, kwargs: dict, raised: Exception) -> Any:
         """The call, run eagerly: tracing it stopped at ``raised``, an exception that is not thunder's (Note [A
         program that raises] in thunder.compiler)."""
-        fn = self.cd.fn
         args, kwargs = eager_arguments(args, kwargs)
-        if getattr(fn, "_thunder_calls_module", False):  # the module's own call, not a compiled one it may route to
-            result = args[0]._call_impl(*args[1:], **kwargs)
-        else:
-            result = fn(*args, **kwargs)
-        name = type(args[0]).__qualname__ if self.cd.is_module and args else getattr(fn, "__qualname__", repr(fn))
+        result = self._eager_call(args, kwargs)
         warnings.warn(
-            f"thunder.jit: tracing {name} stopped at {type(raised).__name__}: {raised}, which the same call run eagerly "
-            "did not raise; the call ran eagerly (its values are eager's). This is a difference between tracing and "
-            "eager execution: please report it.",
+            f"thunder.jit: tracing {self._name(args)} stopped at {type(raised).__name__}: {raised}, which the same call "
+            "run eagerly did not raise; the call ran eagerly (its values are eager's). This is a difference between "
+            "tracing and eager execution: please report it.",
             EagerRunWarning,
             stacklevel=3,
         )
         return result
+
+    def rerun_after_failure(self, args: tuple, kwargs: dict, raised: Exception) -> Any:
+        """The call, run eagerly: its compiled run raised ``raised`` before it made any effect, and its entry makes
+        effects in another order than eager, or took items of an iterator argument before the run (Note [A run that
+        fails before its effects] in thunder.compiler). Raises what eager raises, after eager's effects."""
+        args, kwargs = replayable_arguments(args, kwargs)
+        given = (*args, *kwargs.values())
+        eager_args, eager_kwargs = eager_arguments(args, kwargs)
+        views = [(a, v) for a, v in zip(given, (*eager_args, *eager_kwargs.values())) if type(v) is IteratorView]
+        try:
+            result = self._eager_call(eager_args, eager_kwargs)
+        except Exception as eager_error:
+            _check_taken(views, eager_error)
+            if eager_error.__context__ is raised or type(eager_error.__context__) is _FailedBeforeEffects:
+                eager_error.__context__ = None  # (raised while the compiled run's failure was handled)
+            raise
+        _check_taken(views, None)
+        warnings.warn(
+            f"thunder.jit: the compiled {self._name(args)} raised {type(raised).__name__}: {raised}, which the same "
+            "call run eagerly did not raise; the call ran eagerly (its values are eager's). This is a difference "
+            "between compiled and eager execution: please report it.",
+            EagerRunWarning,
+            stacklevel=3,
+        )
+        return result
+
+    def _eager_call(self, args: tuple, kwargs: dict) -> Any:
+        fn = self.cd.fn
+        if getattr(fn, "_thunder_calls_module", False):  # the module's own call, not a compiled one it may route to
+            return args[0]._call_impl(*args[1:], **kwargs)
+        return fn(*args, **kwargs)
+
+    def _name(self, args: tuple) -> str:
+        fn = self.cd.fn
+        return type(args[0]).__qualname__ if self.cd.is_module and args else getattr(fn, "__qualname__", repr(fn))
 
     def _call(
         self, args: tuple, kwargs: dict, changed: OtherOutcome | None, rejected: tuple[CacheEntry, Rejection] | None = None
@@ -443,6 +475,30 @@ class OtherOutcome:
         return CacheMissReason(None, "data-dependent value", expected, self.value, message=message)
 
 
+class _FailedBeforeEffects(Exception):
+    """An entry's computation raised ``error`` before any effect, and the call must run eagerly (Note [A run that
+    fails before its effects] in thunder.compiler): from ``_run`` to ``slow_call``, which has the arguments."""
+
+    def __init__(self, error: Exception):
+        super().__init__(error)
+        self.error = error
+
+
+def _check_taken(views: list, eager_error: Exception | None) -> None:
+    """After a call ran eagerly on iterator arguments replayed from what a prologue took (``views``: the argument
+    as given, and the view eager pulled through): raises where eager took fewer items than the prologue had, which
+    cannot be put back."""
+    for given, view in views:
+        if view.taken < len(view.pulled):
+            what = f"raised {type(eager_error).__name__}: {eager_error}" if eager_error is not None else "ran"
+            raise ThunderRuntimeError(
+                f"thunder.jit: the call failed at run time, and run eagerly it {what} after taking {view.taken} items "
+                f"of the iterator passed as {getattr(given, 'name', 'an argument')}, of the {len(view.pulled)} that "
+                "the cached trace's prologue had taken to check them, which cannot be put back: the iterator is "
+                "further on than eager leaves it. Pass a list or tuple instead of the iterator."
+            ) from eager_error
+
+
 def _run(entry: CacheEntry, inputs: Any) -> Any:
     """Runs an entry's computation; an exception it raises is noted with the op and the user's line.
     A call that stops at a data-dependent value returns an ``OtherOutcome``."""
@@ -452,6 +508,8 @@ def _run(entry: CacheEntry, inputs: Any) -> Any:
         return OtherOutcome(entry, changed.index, changed.value, changed.earlier)
     except Exception as e:
         add_runtime_note(e)
+        if entry.rerun_on_failure and failed_before_effects(e):
+            raise _FailedBeforeEffects(e) from None
         raise
 
 
@@ -549,7 +607,9 @@ def _last_inputs(fn) -> tuple[tuple, dict] | None:
 # The hot path of a jitted function whose last entry's fused prologue is not its own code (Note [The fused prologue is
 # the jitted function's code] in ``thunder.core.codegen``): the last entry's prologue decides, with no exceptions, no
 # lookups and no lock (Note [Concurrent calls]); the ``try`` costs nothing unless the computation raises (Note [Runtime
-# errors] in ``thunder.runtime_errors``). It reads the globals the fused prologues' own code reads, and three more.
+# errors] in ``thunder.runtime_errors``). It reads the globals the fused prologues' own code reads, and a few more. It
+# is compiled as the lines of this file it stands on: thunder's own code, which tracebacks show and which what looks
+# for the caller's frame skips, not generated code.
 _DISPATCH_SOURCE = """
 def fn_(*args, **kwargs):
     if _thunder_recording[0]:
@@ -562,13 +622,18 @@ def fn_(*args, **kwargs):
             return _thunder_slow(args, kwargs, _OtherOutcome(entry, changed.index, changed.value, changed.earlier))
         except Exception as e:
             _thunder_note(e)
+            if entry.rerun_on_failure and _failed_before_effects(e):
+                return _thunder_state.rerun_after_failure(args, kwargs, e)
             raise
         if result is not _MISS:
             next(_thunder_hits)
             return result
     return _thunder_slow(args, kwargs)
 """
-_DISPATCH = compile_source(_DISPATCH_SOURCE, "fn_", {}, "thunder.jitted")
+_LINE = sys._getframe().f_lineno  # the line after the source: the source's first line is _LINE - its newlines - 1
+_DISPATCH = compile("\n" * (_LINE - 2 - _DISPATCH_SOURCE.count("\n")) + _DISPATCH_SOURCE, __file__, "exec")
+_DISPATCH_CODE = next(c for c in _DISPATCH.co_consts if isinstance(c, types.CodeType))
+del _LINE, _DISPATCH
 
 
 def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
@@ -582,10 +647,11 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
             "__builtins__": builtins, "_thunder_recording": recording, "_thunder_state": state,
             "_thunder_slow": slow_call, "_thunder_hits": cs.hits.count, "_thunder_note": add_runtime_note,
             "_OutcomeChanged": OutcomeChanged, "_OtherOutcome": OtherOutcome, "_MISS": MISS,
+            "_failed_before_effects": failed_before_effects,
             "_thunder_absent": codegen.ABSENT, "_thunder_args": codegen.positional_args,
         }  # fmt: skip
         # (its defaults: Note [Positional arguments of the jitted function's own code] in thunder.core.codegen)
-        fn_ = types.FunctionType(_DISPATCH.__code__, hooks, "fn_", (codegen.ABSENT,) * codegen.POSITIONAL)
+        fn_ = types.FunctionType(_DISPATCH_CODE, hooks, "fn_", (codegen.ABSENT,) * codegen.POSITIONAL)
         state.fn, state.dispatch_code = weakref.ref(fn_), fn_.__code__
     else:
 

@@ -167,6 +167,8 @@ class CacheEntry:
     backward_traces: list = field(default_factory=list)
     key: Any = None
     outcomes: tuple = ()  # the data-dependent values its trace continued with (Note [Data-dependent values])
+    # a run that raises before its effects runs the call eagerly (Note [A run that fails before its effects])
+    rerun_on_failure: bool = False
     symbolic: bool = False  # traced with symbolic values (the option, or Note [Automatic dynamic shapes])
     misses: Any = None  # the fused prologue's last rejection per thread (thunder.cache_diagnostics.MissRecord)
     fuser: Any = None  # what makes ``run`` from the prologue and the computation (thunder.compiler._FusedWhenReused)

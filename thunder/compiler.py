@@ -30,7 +30,7 @@ from thunder.common import CACHE_OPTIONS, DEFAULT_CACHE_SIZE_LIMIT, MISS, CacheE
 from thunder.core import prims
 from thunder.core.data_dependent import draws_random
 from thunder.core.errors import InternalError
-from thunder.core.iterators import ReplayableIterator
+from thunder.core.iterators import RESTORABLE, ReplayableIterator
 from thunder.core.jit_ext import Tracer
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome, same_outcome
 from thunder.core.proxies import TensorProxy
@@ -237,6 +237,21 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
         verify(trace)
 
 
+# Note [A run that fails before its effects]
+# Two kinds of entry make effects in another order than eager does: a program split at data-dependent values makes
+# its replays after the last check (Note [Data-dependent values]), and a prologue takes the items of an iterator
+# argument that cannot be put back before the computation runs (Note [Iterator arguments]). A call whose computation
+# then raises at run time (an index out of range, for values it was not traced with) left out the effects eager
+# made before the failure (an append to a list), or took items eager had not taken. So where the computation raised
+# before it made any effect that a second run would repeat (no replay, no write into a tensor, no random draw:
+# ``failed_before_effects`` reads the generated frames of the traceback), the call runs eagerly, on the iterator
+# arguments replayed from what the prologue took (``rerun_after_failure``): eager's effects are made and eager's
+# exception propagates. Where eager took fewer items of an iterator than the prologue had, the call fails with an
+# error naming the argument (the items are gone). A computation that raised after an effect raises as before (a
+# split program's replays then already ran after its last check; a rerun would repeat them). An entry whose prologue
+# draws per call (``random.random()``) does not rerun: the eager run would draw again.
+
+
 # Note [A program that raises]
 # A program may raise (``raise ValueError(...)`` for bad input, an ``assert``, a missing attribute of its own object)
 # after effects eager makes before the exception: an append to a global list, an in-place update of an input, a
@@ -438,6 +453,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
         outcomes=tuple(tracer.outcomes),
     )
     entry.misses = MissRecord(MISS)
+    entry.rerun_on_failure = _effects_out_of_eager_order(entry, tracer.moved_replays)
     settled = None
     if split is not None and not switches and not tracer.outcomes:
         settled = settled_autograd(cd.options, weakref.ref(cs), traces, AUTOGRAD_SPLIT.name, backward_traces[-1])
@@ -456,6 +472,16 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     cs.last_interpreted_instructions = last_interpreted_instructions(tracer.interpreted)
     cs.last_interpreter_log = last_interpreter_log(tracer.interpreted) if cd.debug_options.record_interpreter_history else None
     return entry
+
+
+def _effects_out_of_eager_order(entry: CacheEntry, moved_replays: bool) -> bool:
+    """Whether a run of ``entry`` that fails before its effects runs the call eagerly (Note [A run that fails
+    before its effects])."""
+    if draws_per_call(entry):
+        return False
+    return moved_replays or any(
+        b.sym is prims.unpack_iterator and b.args[1] not in RESTORABLE for b in entry.prologue_traces[0].bound_symbols
+    )
 
 
 def _inputs_written_before_a_check(computation: TraceCtx, args: list) -> tuple[int, ...]:
@@ -628,7 +654,8 @@ class _FusedWhenReused:
                 made = self.made.get(id(inline) if inline is not None else 0)
                 fused = made[1] if made is not None and made[0] is inline else None
                 if fused is None:
-                    direct = entry is not None and not entry.outcomes  # an entry that may change outcome: called
+                    # An entry that may change outcome or run again eagerly after a failure is called.
+                    direct = entry is not None and not entry.outcomes and not entry.rerun_on_failure
                     fused = self.prologue.fused_prologue_callable(self.computation, missed, inline, direct)
                     copied = fused.__thunder_inlined_trace__
                     # Only the one that calls the computation and the one that copies its current code are kept.

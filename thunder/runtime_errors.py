@@ -14,10 +14,12 @@ Layer: entry points. Imports: core.
 
 from __future__ import annotations
 
-from thunder.core.codegen import bsym_at
-from thunder.core.symbol import BoundSymbol, location_text
+from thunder.core import prims
+from thunder.core.codegen import bsym_at, bsyms_up_to, is_generated
+from thunder.core.replays import REPLAYS
+from thunder.core.symbol import RANDOM, BoundSymbol, location_text, mutates
 
-__all__ = ["add_runtime_note", "NOTE_PREFIX"]
+__all__ = ["add_runtime_note", "NOTE_PREFIX", "failed_before_effects"]
 
 NOTE_PREFIX = "while running "
 
@@ -71,3 +73,25 @@ def _source_of(bsym: BoundSymbol, depth: int = 0):
         if src is not None:
             return src
     return None
+
+
+def failed_before_effects(e: BaseException) -> bool:
+    """Whether generated code raised ``e`` before it made any effect that running the call again would repeat: a
+    replay (an outside store, a print), a write into a tensor, a random draw (Note [A run that fails before its
+    effects] in thunder.compiler). Each generated frame on the way is looked at up to the line that raised, that
+    line's op included (a fusion may have run part of itself)."""
+    tb, seen = e.__traceback__, False
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.startswith("thunder.") and is_generated(filename):
+            seen = True
+            if any(_has_effect(b) for b in bsyms_up_to(filename, tb.tb_lineno)):
+                return False
+        tb = tb.tb_next
+    return seen
+
+
+def _has_effect(bsym: BoundSymbol) -> bool:
+    if bsym.sym in REPLAYS or bsym.sym is prims.unpack_call or mutates(bsym):
+        return True
+    return RANDOM in bsym.sym.tags or any(_has_effect(s) for s in bsym.subsymbols)

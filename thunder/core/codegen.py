@@ -419,7 +419,8 @@ def _guarded_body(body: list[str], spans: list, guarded: str, end: int) -> tuple
 # running the code of the entry before keeps running it unchanged. Generated frames now stand between the caller
 # and the slow path, so what looks for the caller's frame (a traced ``warnings.warn``, the recompile warning) skips
 # generated code (``is_generated``) as it skips thunder's files. An entry that may change outcome (Note
-# [Data-dependent values]) keeps the call: its fused prologue is wrapped.
+# [Data-dependent values]) or that runs the call again eagerly after a failure (Note [A run that fails before its
+# effects]) keeps the call.
 _DIRECT_HOOKS = (
     "_thunder_hits", "_thunder_slow", "_thunder_note", "_thunder_recording", "_thunder_state", "_thunder_absent",
     "_thunder_args",
@@ -655,6 +656,12 @@ def bsym_at(filename: str, lineno: int) -> BoundSymbol | None:
     """The bound symbol printed at line ``lineno`` of generated code ``filename``, or None."""
     lines = _generated.get(filename)
     return lines.get(lineno) if lines is not None else None
+
+
+def bsyms_up_to(filename: str, lineno: int) -> list[BoundSymbol]:
+    """The bound symbols printed at line ``lineno`` of generated code ``filename`` and before it."""
+    lines = _generated.get(filename) or {}
+    return [b for n, b in lines.items() if n <= lineno]
 
 
 def bsym_raising(e: BaseException) -> BoundSymbol | None:

@@ -14,7 +14,8 @@ once and each call takes its own; a changed outcome costs the ops before the che
 
 A call can stop at a check and start again in another entry, so nothing it does before its last
 check may be seen: replays of side effects (``print``, assignments to outside state) move after
-the last check (``order_for_checks``; they read values the trace has anyway), the RNG state is
+the last check (``order_for_checks``; they read values the trace has anyway; a call that fails at run time before
+them makes them as eager does: Note [A run that fails before its effects] in thunder.compiler), the RNG state is
 put back when a check fails (``draws_random``: the caller wraps such computations), and so are the input
 tensors written in place before a check that may fail (the caller copies them at the start of each call of such
 an entry: ``_restoring_inputs_on_changed_outcome`` in thunder.compiler).
@@ -156,18 +157,20 @@ def _real(x: Any, env: dict) -> Any:
     return x
 
 
-def order_for_checks(trace: TraceCtx) -> None:
-    """Moves the replays of side effects after the last ``check_outcome`` (Note [Data-dependent values])."""
+def order_for_checks(trace: TraceCtx) -> bool:
+    """Moves the replays of side effects after the last ``check_outcome`` (Note [Data-dependent values]); whether
+    it moved any."""
     bsyms = trace.bound_symbols
     last = max((i for i, b in enumerate(bsyms) if b.sym is prims.check_outcome), default=None)
     if last is None:
-        return
+        return False
     replays = [b for b in bsyms[:last] if b.sym in REPLAYS]
     if replays:
         moved = {id(b) for b in replays}
         rest = [b for b in bsyms if id(b) not in moved]
         after = next(i for i, b in enumerate(rest) if b is bsyms[last]) + 1
         bsyms[:] = rest[:after] + replays + rest[after:]
+    return bool(replays)
 
 
 def draws_random(trace: TraceCtx) -> bool:

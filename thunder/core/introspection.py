@@ -52,6 +52,7 @@ import torch
 
 from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
+from thunder.core.interpreter.protocols import type_call as _interpreter_type_call
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import NumberProxy, Proxy, SymbolicSize, TensorProxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute, symbol_for
@@ -124,7 +125,10 @@ def _is_traced(x: Any) -> bool:
 def _type(*args, **kwargs):
     if len(args) == 1 and not kwargs:
         return eager_type(args[0])
-    return type(*args, **kwargs)  # type(name, bases, namespace): what the interpreter runs for it too
+    ctx = current_runtime()
+    if len(args) == 3 and ctx is not None:  # type(name, bases, namespace), a ``class`` statement's too
+        return _interpreter_type_call(ctx, type, args, kwargs)  # Note [Classes made by the program]
+    return type(*args, **kwargs)
 
 
 # ``torch.FloatTensor``, ``torch.cuda.LongTensor``, ...: their ``isinstance`` asks a real tensor for its

@@ -28,7 +28,10 @@ replays and the ops that may fail, so a call that fails stops it where eager sto
 tracer, before each item it takes, checks that eager would not have failed already on these inputs (the ops
 that may fail, run on the real tensors; an in-place change of a leaf that requires grad): where it would, the
 call runs eagerly (Note [A program that raises] in thunder.compiler) and the iterator is untouched. A cached
-trace that fails at run time on values it was not traced with still takes what its prologue pulled.
+trace that fails at run time on values it was not traced with, before any effect, runs the call eagerly on the
+items its prologue pulled (Note [A run that fails before its effects] in thunder.compiler): eager's error where
+eager takes them too, else an error naming the argument (they cannot be put back). One that fails after an effect
+(a print before the failure) still leaves the iterator where its prologue left it.
 
 Layer: core. Imports: stdlib, core.errors, core.interpreter (``make_opaque``).
 """

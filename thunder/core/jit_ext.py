@@ -136,6 +136,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._internal_cells: set[int] = set()  # cells the program made itself
         self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
         self._object_dicts: dict[int, dict] = {}  # __dict__ of outside objects (Note [Reads and writes through an object's __dict__])
+        self._dict_copies: dict[int, dict] = {}  # id(object) -> the program's copy of its __dict__ (same Note)
         self._copies: dict[int, tuple[Proxy, Any, Any]] = {}  # id(copy) -> (holder, copy, its first contents)
         self._copy_changed_after: dict[int, Any] = {}  # id(copy) -> the last bound symbol before its last change
         self._stored_values: list = []  # (bound symbol, argument position, value): the stores, escaped again at the end
@@ -358,10 +359,12 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
             # the recorded switches restore the mode the trace began in; requires_grad answers depend on it
             read.add("torch.is_grad_enabled()")
         if self.grad_mode_switched or (
-            "torch.is_grad_enabled()" in read and state_at_entry["torch.is_inference_mode_enabled()"]
+            "torch.is_grad_enabled()" in read
+            and (state_at_entry["torch.is_grad_enabled()"] or state_at_entry["torch.is_inference_mode_enabled()"])
         ):
             # grad mode records autograd only outside inference mode (``enable_grad()`` in the program, or around
-            # the call inside ``inference_mode()``): the answers depend on both
+            # the call inside ``inference_mode()``): the answers depend on both. A trace made with grad off outside
+            # inference mode records no autograd, which holds inside it too (where grad on fails the grad check).
             read.add("torch.is_inference_mode_enabled()")
         for expr, value in state_at_entry.items():
             if expr in read:
@@ -379,8 +382,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         parameters = [prims.unpack_trivial.bind(p, output=None) for _, p in self.inputs if isinstance(p, TensorProxy)]
         self.computation.bound_symbols[:0] = parameters
         replays.place_after_their_values(self.computation)
-        if self.outcomes:
-            data_dependent.order_for_checks(self.computation)
+        self.moved_replays = bool(self.outcomes) and data_dependent.order_for_checks(self.computation)
         return result
 
     def release(self) -> None:

@@ -36,7 +36,10 @@ write into it (``vars(obj)["n"] += 1``) was made once, while tracing, and never 
 1). So the ``__dict__`` of an object from outside (``vars(obj)`` reads it as ``obj.__dict__`` does) is read as an
 outside dict is, each item checked where the program reads it, and a write into it is a clear error that says to
 write the attribute instead, which is replayed (a write through the dict would bypass the attribute reads of the
-same object).
+same object). A class's own ``__dict__`` is a read-only mappingproxy: the program gets a mappingproxy of its copy,
+whose items (the class's methods and attributes) the prologue checks at the first read of ``C.__dict__`` (a program
+that reads it at all pays for checks of every item). In eager the dict is a view of the attributes, so the
+program's ``obj.name = value`` after it read the dict shows in its copy too (``_store_in_dict_copy``).
 
 Layer: tracing. Imports: core.
 """
@@ -149,6 +152,8 @@ class OutsideReadsMixin:
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:
         if name == "__dict__" and type(value) is dict:
             return self._object_dict(obj, value)
+        if name == "__dict__" and type(value) is types.MappingProxyType and isinstance(obj, type):
+            return self._class_dict(obj, value)
         if property_load(obj, name) is not None:
             # what the interpreted getter computed: its own reads are checked; kept as read once, it went stale when
             # the program changed what the getter reads (``obj._v = ...; obj.v``)
@@ -196,6 +201,26 @@ class OutsideReadsMixin:
         seen = self._read(("attr", id(obj), "__dict__"), table, lambda: self._attr_holder(holder, "__dict__", obj))
         self._object_dicts[id(table)] = table
         self._object_dicts[id(seen)] = table  # (the copy is kept alive by ``_reads``)
+        self._dict_copies[id(obj)] = seen
+        return seen
+
+    def _class_dict(self, cls: type, table: types.MappingProxyType) -> Any:
+        """``cls.__dict__`` (and ``vars(cls)``) of a class of the user's from outside: a read-only view of the
+        program's copy of the class's attribute table, every item checked by the prologue (Note [Reads and writes
+        through an object's __dict__]); a class the program made, or a library's, gives its own."""
+        if not is_user_namespace(cls):  # a library's class is taken as fixed
+            return table
+        holder = self._provenance.get(id(cls)) or self._captured_outside(cls)
+        if holder is None:
+            return table
+        key = ("attr", id(cls), "__dict__")
+        seen = self._reads.get(key)
+        if seen is None:
+            h = self._attr_holder(holder, "__dict__", cls)
+            self._check(prims.check_type, h, types.MappingProxyType)
+            copy = self._unpack_contents(dict(table), h, h.name)
+            seen = self._reads[key] = types.MappingProxyType(copy)
+            self._dict_copies[id(cls)] = copy
         return seen
 
     def _guard_method(self, holder: Proxy, obj: Any, name: str, func: Any) -> bool:

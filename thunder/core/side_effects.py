@@ -44,6 +44,7 @@ from thunder.core import introspection, iterators, prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.errors import DELETED
 from thunder.core.interpreter.execution import call as interpreter_call
+from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.interpreter.instructions import call_operands
 from thunder.core.interpreter.protocols import property_store
 from thunder.core.interpreter.runtime import current_runtime
@@ -262,7 +263,24 @@ class SideEffectsMixin:
         prims.store_attr(self._object_input(holder), name, None if deleted else self.escaping(value), deleted)
         if not deleted:
             self._escapes_again(2, value)
+        self._store_in_dict_copy(obj, name, value)
         return False
+
+    def _store_in_dict_copy(self, obj: Any, name: str, value: Any) -> None:
+        """``obj.name = value`` where the program holds a copy of ``obj.__dict__`` (``vars(obj)``, a class's
+        ``__dict__``): the copy, a view of the attributes in eager, shows the store (Note [Reads and writes through
+        an object's __dict__] in thunder.core.outside_reads)."""
+        copy = self._dict_copies.get(id(obj))
+        if copy is None or type(name) is not str:
+            return
+        cls = type(obj)
+        descriptor = lookup_type_attr(cls, name)
+        if cls.__setattr__ not in (object.__setattr__, type.__setattr__) or hasattr(type(descriptor), "__set__"):
+            return  # not stored in the table as it is
+        if value is DELETED:
+            copy.pop(name, None)
+        else:
+            copy[name] = value
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
         if id(container) in self._object_dicts:

@@ -11,7 +11,10 @@ reads none pays for no check. The tracer looks aside the calls that read it (``r
 device type whose autocast state was read (checked by ``prims.check_autocast``, as the trace's own autocast
 casts are: Note [Autocast] in ``thunder.core.trace``). Reads made by the torch language itself (a factory's
 default dtype, requires_grad under grad mode) are noted where they happen (``dtypes.default_dtype``,
-``TraceCtx.grad_mode_read``).
+``TraceCtx.grad_mode_read``). Grad mode records autograd only outside inference mode, so a trace that read grad
+mode also checks inference mode unless it was made with both off (its answers, no autograd, hold in inference mode
+too). The prologue calls each reader through a global name of its own (``torch_is_grad_enabled()``, not
+``torch.is_grad_enabled()``): the attribute look-up would cost a cached call about as much as the call itself.
 
 Layer: core. Imports: torch only.
 """

@@ -12,6 +12,7 @@ Layer: executors. Imports: core, torch.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -253,7 +254,16 @@ def _users_hooks(t: torch.Tensor) -> bool:
 # leads to: ``_will_engine_execute_node`` on its next nodes, which refuses, and so answers yes, for a leaf whose
 # gradient ``autograd.grad`` collects). A node reached and not run is one an output of which was asked for: the hook
 # raises there. Where the node's backward runs as well (``autograd.grad(loss, [h, w])``) the gradient taken for
-# ``h`` is still partial, and nothing shows it.
+# ``h`` is still partial: the engine takes it before it runs the node's tensor hooks and backward, and
+# ``_will_engine_execute_node`` answers "needed or collected" in one bit (it refuses only for a node with no next
+# edges, which ours never is), so a node that both runs and has an output collected looks like one that only runs
+# (``autograd.grad(loss, [w])``, which must work). So the hook also looks at the backward in flight on its thread:
+# torch's ``_engine_run_backward`` (which ``autograd.grad`` and ``backward(inputs=...)`` call) holds the tensors and
+# gradient edges whose gradients it collects (``_collects_gradient_of``), and one of them being such an output is the
+# same error. Where the engine runs the node on a device thread of its own (CUDA), no such frame is on that thread:
+# the backwards in flight on all threads are looked at (another thread asking for this very tensor's gradient at the
+# same moment would be refused too). Eager's gradient needs the backward split at such an output (two autograd
+# nodes, the part after ``h`` adding into ``h``'s input before the engine collects it).
 class _FedWatch:
     """A tensor hook on one call's output that other outputs feed (the Note above)."""
 
@@ -263,7 +273,9 @@ class _FedWatch:
         self.node, self.k, self.feeding = node, k, feeding  # this output, and the outputs it is computed from
 
     def __call__(self, grad: torch.Tensor | None) -> None:
-        if grad is not None and not _will_run(self.node):
+        if grad is None:
+            return
+        if not _will_run(self.node) or _collects_gradient_of(self.node, self.feeding):
             raise RuntimeError(
                 f"thunder.jit: a gradient was asked of the compiled function's returned tensor(s) "
                 f"#{', #'.join(map(str, self.feeding))} (or of another returned tensor beside them) while returned "
@@ -272,6 +284,45 @@ class _FedWatch:
                 "them would be missing from eager's gradient. Jit the code that makes such a tensor and the code that "
                 "uses it as two functions, or ask for the gradient of an input of the compiled function instead."
             )
+
+
+def _collects_gradient_of(node, positions: tuple[int, ...]) -> bool:
+    """Whether the backward in flight (``autograd.grad``, ``backward(inputs=...)``) collects the gradient of an
+    output of ``node`` at one of ``positions`` (the Note above): the one that called the engine on this thread, or,
+    on an engine's device thread, any in flight on another thread."""
+    f = _engine_call(sys._getframe(1))
+    if f is not None:
+        return _collects(f, node, positions)
+    return any(
+        _collects(f, node, positions)
+        for f in map(_engine_call, sys._current_frames().values())  # (this thread's is in, and has none)
+        if f is not None
+    )
+
+
+def _engine_call(f):
+    """The frame of torch's ``_engine_run_backward`` on the stack of frame ``f``, or None."""
+    while f is not None and f.f_code is not _ENGINE_RUN_BACKWARD:
+        f = f.f_back
+    return f
+
+
+def _collects(f, node, positions: tuple[int, ...]) -> bool:
+    args = f.f_locals.get("args")  # (grad_tensors, retain_graph, create_graph, inputs, ...)
+    inputs = args[3] if type(args) is tuple and len(args) > 3 else None
+    for i in inputs if isinstance(inputs, (tuple, list)) else ():
+        if isinstance(i, torch.Tensor):
+            found, nr = i.grad_fn, i.output_nr
+        else:  # a GradientEdge
+            found, nr = getattr(i, "node", None), getattr(i, "output_nr", None)
+        if found is node and nr in positions:
+            return True
+    return False
+
+
+# torch's own Python entry to the engine (torch 2.4 on); where a torch has none, no frame matches and only the
+# engine's answer above is used.
+_ENGINE_RUN_BACKWARD = getattr(getattr(torch.autograd.graph, "_engine_run_backward", None), "__code__", None)
 
 
 def _will_run(node) -> bool:

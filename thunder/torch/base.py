@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from collections.abc import Callable, Sequence
 from numbers import Number
+from typing import Any
 
 import torch
 from torch.overrides import resolve_name
@@ -162,7 +164,7 @@ def torchsymbol(
             symbol_to_torch[sym] = impl
         names = [method_name] if isinstance(method_name, str) else list(method_name or ())
         for name in names:
-            register_method(name, _as_method(sym))
+            register_method(name, _as_method(sym, name))
             tensor_attr = getattr(torch.Tensor, name, None)
             if tensor_attr is not None:
                 torch_to_thunder_map[tensor_attr] = sym
@@ -171,7 +173,35 @@ def torchsymbol(
     return deco
 
 
-def _as_method(sym: Symbol):
+# Note [Operators with an operand torch does not take]
+# A tensor's operator dunders (``__eq__``, ``__add__``, ``__rmul__``, ...) turn torch's TypeError for an operand
+# that is not a tensor or a number into ``NotImplemented``, so Python goes on as for any object: ``x == None``
+# and ``x != "a"`` compare identities (False, True), and ``x * scale`` calls ``type(scale).__rmul__``. The
+# proxies' dunders do the same for such operands instead of handing them to the symbol (whose error is clear
+# but is not what eager does).
+_OPERATOR_DUNDERS = frozenset(
+    f"__{p}{op}__"
+    for op in "add sub mul truediv floordiv mod pow matmul and or xor lshift rshift".split()
+    for p in ("", "r")
+) | {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"}
+
+
+def _is_operand(x: Any) -> bool:
+    if isinstance(x, (TensorProxy, torch.Tensor, Number, NumberProxy, torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return True
+    numpy = sys.modules.get("numpy")  # torch takes NumPy's scalars too (``np.bool_`` is no ``Number``)
+    return numpy is not None and isinstance(x, numpy.generic)
+
+
+def _as_method(sym: Symbol, name: str | None = None):
+    if name in _OPERATOR_DUNDERS:
+
+        def operator_method(self, other):
+            return sym(self, other) if _is_operand(other) else NotImplemented
+
+        operator_method.__name__ = sym.name
+        return operator_method
+
     def method(self, *args, **kwargs):
         return sym(self, *args, **kwargs)
 
@@ -184,7 +214,7 @@ def register_reflected(name: str, sym: Symbol) -> None:
     unbound ``torch.Tensor.__radd__(a, b)`` (mapped in ``torch_to_thunder_map``)."""
 
     def method(self, other):
-        return sym(other, self)
+        return sym(other, self) if _is_operand(other) else NotImplemented
 
     method.__name__ = name
     register_method(name, method)

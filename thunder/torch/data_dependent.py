@@ -29,7 +29,7 @@ from thunder.torch.base import broadcast_shapes, torch_to_thunder_map, torchsymb
 from thunder.torch.elementwise import eq
 from thunder.torch.elementwise import where as _where
 from thunder.torch.factories import full_like
-from thunder.torch.indexing import getitem, index_add, index_put, index_put_, mask_key, setitem
+from thunder.torch.indexing import getitem, index_add, index_key, index_put, index_put_, mask_key, setitem
 from thunder.torch.rearrange import repeat_interleave as _repeat_interleave
 from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
@@ -294,6 +294,7 @@ def _mask_indices(a, key) -> tuple:
 def getitem_with_masks(a, key):
     """``a[key]``; a boolean mask in ``key`` stands for the indices of its True elements, so the result's size
     is a data-dependent value. Other keys go to ``getitem`` as they are."""
+    key = index_key(key)
     items = key if isinstance(key, tuple) else (key,)
     if not any(_is_mask(k) for k in items):
         return getitem(a, key)
@@ -319,6 +320,7 @@ def _selects_by_count(a, key, value, accumulate: bool = False) -> bool:
 def setitem_with_masks(a, key, value) -> None:
     """``a[key] = value``, a mask selecting by its True elements where ``_selects_by_count`` says so. Returns
     None, as ``Tensor.__setitem__`` does (``x.__setitem__(i, v) or x``)."""
+    key = index_key(key)
     setitem(a, _mask_indices(a, key) if _selects_by_count(a, key, value) else key, value)
 
 

@@ -125,8 +125,21 @@ def _slice_range(start, stop, step, n):
     return bound(start, 0), bound(stop, n), step
 
 
+def index_key(key):
+    """``key`` as torch reads it: a list of fewer than 32 items that holds a tensor, a sequence, a slice,
+    ``...`` or None indexes several dims, as the tuple of its items would (NumPy's old rule, torch's
+    ``treatSequenceAsTuple``, deprecated but still what eager does: ``x[[i, j]]`` with tensors ``i``, ``j``
+    is ``x[i, j]``, ``x[[[0, 1], [1, 0]]]`` is ``x[[0, 1], [1, 0]]``). Any other list is one index tensor."""
+    if isinstance(key, list) and len(key) < 32:
+        for k in key:
+            if k is None or k is Ellipsis or isinstance(k, (TensorProxy, torch.Tensor, list, tuple, slice)):
+                return tuple(key)
+    return key
+
+
 def _plan(op: str, a: TensorProxy, key) -> _Plan:
     """Walks the key (see Note [Indexing])."""
+    key = index_key(key)
     if not isinstance(key, tuple):
         key = (key,)
     if sum(1 for k in key if k is Ellipsis) > 1:
@@ -287,6 +300,7 @@ def getitem(a, key):
 
 def mask_key(key):
     """The bool mask of ``a[mask] = v`` (a bool tensor alone, or with trailing full slices / Ellipsis)."""
+    key = index_key(key)
     if isinstance(key, TensorProxy) and key.dtype in (torch.bool, torch.uint8):
         return key
     if isinstance(key, tuple) and key and isinstance(key[0], TensorProxy) and key[0].dtype in (torch.bool, torch.uint8):

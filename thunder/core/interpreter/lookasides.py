@@ -22,7 +22,7 @@ from .errors import NULL
 from .execution import call, current_frame, register_default_lookaside, run_function_frame
 from .frame import Frame
 from .instructions import decode
-from .protocols import get_iter, iter_next, length, reverse, truth, type_call
+from .protocols import get_iter, iter_next, length, new_class, reverse, truth, type_call
 from .runtime import is_jitting_with_raise
 
 _PY313 = sys.version_info >= (3, 13)
@@ -265,6 +265,14 @@ def _build_class(ctx, args, kwargs):
     if isinstance(cls, type) and ctx.cb_made_object is not None:
         ctx.cb_made_object(cls)
     return cls
+
+
+@register_default_lookaside(type.__new__)
+def _type_new(ctx, args, kwargs):
+    """``type.__new__(meta, name, bases, ns)`` (a metaclass's ``super().__new__``): Note [Classes made by the program]."""
+    if len(args) == 4 and isinstance(args[0], type) and issubclass(args[0], type):
+        return new_class(ctx, args, kwargs)
+    return type.__new__(*args, **(kwargs or {}))
 
 
 @register_default_lookaside(type.__call__)

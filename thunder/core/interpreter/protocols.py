@@ -173,7 +173,7 @@ def _call_slot(ctx, f, a, b):
     if f is None:
         return NotImplemented
     get = getattr(type(f), "__get__", None)
-    if get is not None:
+    if get is not None and a is not None:  # bound to None, a slot wrapper stays unbound (``None != x``)
         return get(f, a, type(a))(b)
     return f(a, b)
 
@@ -555,17 +555,68 @@ def instantiate(ctx, cls: type, args: tuple, kwargs: dict | None):
     return type_call(ctx, cls, args, kwargs)
 
 
+# Note [Classes made by the program]
+# ``type.__new__`` makes a class natively, and from C it calls the ``__init_subclass__`` its bases define, so that
+# Python function ran natively: what it did to outside state (a registry of subclasses) was made once, while tracing,
+# and never replayed. So where a base defines one (other than ``object``'s), the class is made with it set aside
+# (each defining base's entry in its ``__dict__`` is a no-op for that moment) and then called under the interpreter,
+# as ``super(cls, cls).__init_subclass__(**kwargs)``, which is the call ``type.__new__`` makes. A class with no such
+# base is made natively, as before. (``__set_name__`` of the namespace's objects is still called natively. Another
+# thread that makes a subclass of such a base in that moment would skip its ``__init_subclass__``.)
+_type_new = type.__new__
+
+
+@classmethod
+def _init_subclass_set_aside(cls, **kwargs):
+    pass
+
+
+def new_class(ctx, args: tuple, kwargs: dict | None):
+    """``type.__new__(meta, name, bases, namespace, **kwargs)`` (``args``: those four) with the bases'
+    ``__init_subclass__`` interpreted (Note [Classes made by the program])."""
+    kwargs = kwargs or {}
+    bases = args[2] if len(args) == 4 and type(args[2]) is tuple else ()
+    definers = {
+        k: k.__dict__["__init_subclass__"]
+        for b in bases
+        if isinstance(b, type)
+        for k in b.__mro__
+        if k is not object and "__init_subclass__" in k.__dict__
+    }
+    if not definers:
+        return _type_new(*args, **kwargs)
+    try:
+        for k in definers:
+            type.__setattr__(k, "__init_subclass__", _init_subclass_set_aside)
+        cls = _type_new(*args, **kwargs)
+    finally:
+        for k, original in definers.items():
+            type.__setattr__(k, "__init_subclass__", original)
+    if ctx.cb_made_object is not None:  # the program's own class before its ``__init_subclass__`` sets attributes
+        ctx.cb_made_object(cls)
+    call(ctx, super(cls, cls).__init_subclass__, (), kwargs)
+    return cls
+
+
 def type_call(ctx, cls: type, args: tuple, kwargs: dict | None):
     """``type.__call__(cls, *args, **kwargs)`` (what a metaclass ``__call__`` reaches with ``super().__call__``),
     interpreting Python ``__new__`` and ``__init__``."""
     if cls is type:
-        made = type(*args, **kwargs) if kwargs else type(*args)
-        if len(args) == 3 and ctx.cb_made_object is not None:  # ``type(name, bases, ns)`` made a class
-            ctx.cb_made_object(made)
-        return made
+        if len(args) == 3:  # ``type(name, bases, ns)`` makes a class
+            made = new_class(ctx, (type, *args), kwargs)
+            if ctx.cb_made_object is not None:
+                ctx.cb_made_object(made)
+            return made
+        return type(*args, **kwargs) if kwargs else type(*args)
     new = lookup_type_attr(cls, "__new__")
     init = lookup_type_attr(cls, "__init__")
     py_new = type(new) is staticmethod and _is_py(new.__func__)
+    if new is _type_new and not _is_py(init) and issubclass(cls, type):  # a metaclass without Python methods
+        obj = new_class(ctx, (cls, *args), kwargs)
+        type.__init__(obj, *args, **(kwargs or {}))
+        if ctx.cb_made_object is not None:
+            ctx.cb_made_object(obj)
+        return obj
     if not py_new and not _is_py(init):
         if ctx.log is not None:
             ctx.log_opaque(cls)
@@ -575,6 +626,8 @@ def type_call(ctx, cls: type, args: tuple, kwargs: dict | None):
         return obj
     if py_new:
         obj = call(ctx, new.__func__, (cls, *args), kwargs)
+    elif new is _type_new and issubclass(cls, type):
+        obj = new_class(ctx, (cls, *args), kwargs)
     else:
         new_fn = cls.__new__
         obj = new_fn(cls, *args, **kwargs) if kwargs else new_fn(cls, *args)

@@ -22,6 +22,7 @@ from thunder.core import dtypes, iterators
 from thunder.core.prims.base import make_prim
 from thunder.core.proxies import Proxy
 from thunder.core.symbol import DONT_DCE, ESCAPES, PARAMETER, Symbol, eager_implementations
+from thunder.core.torch_state import TORCH_STATE
 
 
 class PythonPrimIDs(enum.Enum):
@@ -443,8 +444,10 @@ check_type = make_prim(P.CHECK_TYPE, "check_type", lambda *args: None, tags=(DON
 
 def _print_check_torch_state(bsym, printer):
     expr, expected = bsym.args
-    printer.add_ctx("torch", torch)
-    return [f"if {expr} is not {printer.value(expected)}: return {printer.miss}"]
+    # the reader bound to a global name of its own: a cached call skips looking ``torch.<name>`` up (Note [Torch
+    # state] in thunder.core.torch_state)
+    reader = printer.add_ctx(expr.removesuffix("()").replace(".", "_"), TORCH_STATE[expr])
+    return [f"if {reader}() is not {printer.value(expected)}: return {printer.miss}"]
 
 
 # ``check_torch_state(expr, expected)``: a piece of global torch state (a key of ``torch_state.TORCH_STATE``: grad
