@@ -411,6 +411,27 @@ def test_the_computation_runs_in_the_fused_prologues_frame():
     torch.testing.assert_close(jf(a, b), a + b)
 
 
+def test_a_computation_of_many_ops_is_called_from_the_fused_prologue():
+    # Note [The computation runs in the prologue's frame]: past INLINED_OPS_AT_MOST ops (a fusion counts its ops) the
+    # call that inlining saves is noise, and copying the statements costs the compile more
+    from thunder.core.trace import INLINED_OPS_AT_MOST
+
+    def many(a, b):
+        for _ in range(INLINED_OPS_AT_MOST):
+            a = a * b + 1
+        return a
+
+    a, b = torch.randn(2, 3), torch.randn(2, 3) / 4
+    for executors in (["torch"], ["torchcompile_background"]):  # one op per statement; one fusion of them all
+        jf = thunder.jit(many, executors=executors)
+        _hot(jf, a, b)
+        assert "_computation" in jf._thunder.last_entry.run.__code__.co_names
+        torch.testing.assert_close(jf(a, b), many(a, b))
+    jf = thunder.jit(add, executors=["torchcompile_background"])  # a fusion of one op is copied
+    _hot(jf, a, b)
+    assert "_computation" not in jf._thunder.last_entry.run.__code__.co_names
+
+
 def test_a_region_that_has_not_settled_keeps_its_call(monkeypatch):
     from thunder.executors import torch_compile
 

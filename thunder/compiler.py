@@ -381,6 +381,14 @@ def _random_state_kept() -> Iterator[Callable[[], bool]]:
 # imported torch and transformers: a third of a first GPT-2 generation's compile time (0.18 of 0.45 s). The
 # collector is paused while any thread compiles and resumed after (if it was on); refcounting still frees what
 # is not cyclic, and the next collection finds the rest.
+# What a compile leaves alive (the entry's traces, generated code: tens of thousands of objects for a small model)
+# lives as long as the cache entry, and a compile leaves no cyclic garbage (``Tracer.release`` breaks the cycles;
+# ``tests/test_jit.py`` checks it). Left in the youngest generation, it would be scanned by the first collection
+# after the compile and again by the next middle-generation one, for nothing (a first Qwen2 generation's two
+# compiles: about 5 ms). So the young generations are collected before the compile (the program's own young
+# garbage is freed as usual; a few thousand objects at most) and what is young after it, the compile's, is moved
+# to the oldest generation unscanned (``gc.freeze``/``gc.unfreeze``; skipped where the program froze objects
+# itself, which ``gc.unfreeze`` would release).
 _compiling = 0
 _compiling_lock = threading.Lock()
 _collector_was_enabled = False
@@ -392,6 +400,8 @@ def _collector_paused():
     with _compiling_lock:
         if _compiling == 0:
             _collector_was_enabled = gc.isenabled()
+            if _collector_was_enabled and not gc.get_freeze_count():
+                gc.collect(1)
             gc.disable()
         _compiling += 1
     try:
@@ -400,6 +410,9 @@ def _collector_paused():
         with _compiling_lock:
             _compiling -= 1
             if _compiling == 0 and _collector_was_enabled:
+                if not gc.get_freeze_count():
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
 
 

@@ -431,15 +431,8 @@ class SideEffectsMixin:
         closure over ``y = x * 2``) would compute on the trace's proxy when called: a clear error instead. What it
         holds through an outside object (a hook's closure over the module) is the caller's, not the trace's."""
 
-        def traced(v: Any, depth: int = 3) -> bool:
-            if isinstance(v, Proxy):
-                return True
-            if isinstance(v, torch.nn.Module) or id(v) in self._provenance or depth == 0:
-                return False
-            return any(traced(c, depth - 1) for c in children_of(v))
-
         found = []
-        holds(value, lambda v: any(traced(h) for h in _held_by_callable(v)) and not found.append(v))
+        holds(value, lambda v: any(self._holds_traced(h) for h in _held_by_callable(v)) and not found.append(v))
         if found:
             loc = source_location()
             raise ThunderRuntimeError(
@@ -447,6 +440,16 @@ class SideEffectsMixin:
                 f"partial of one) leaves the jitted function{f' at {loc}' if loc else ''}: thunder cannot make it "
                 "again on each call. Return or store the values instead, and make the function outside."
             )
+
+    def _holds_traced(self, v: Any, depth: int = 3) -> bool:
+        """Whether ``v`` is or holds (``depth`` levels down) a traced value; not through a module or an outside object.
+        A method, not a closure: a recursive closure is a reference cycle, which a compile must not leave (Note [No
+        garbage collection while compiling] in thunder.compiler)."""
+        if isinstance(v, Proxy):
+            return True
+        if isinstance(v, torch.nn.Module) or id(v) in self._provenance or depth == 0:
+            return False
+        return any(self._holds_traced(c, depth - 1) for c in children_of(v))
 
     def _escapes_again(self, position: int, raw: Any) -> None:
         """The bound symbol just recorded stores ``raw`` (its argument at ``position``, escaped as it is now): it is

@@ -342,6 +342,8 @@ class TraceCtx:
 
         grouped = from_trace(self)
         grouped.bound_symbols = group_tensor_checks(self.bound_symbols)
+        if inline is not None and _ops_run(inline) > INLINED_OPS_AT_MOST:
+            inline = None  # Note [The computation runs in the prologue's frame]: a long one is called
         for body in ((inline,) if inline is not None else ()) + (None,):
             trace = grouped
             if body is not None:
@@ -394,6 +396,17 @@ DIRECT_MAX_LINES = 120
 # stays what the slow path and the first call run, and a change of its code (a settled region inlined, profiling
 # ranges) makes the fused function of every entry that inlined it be made again (``replace_code`` in
 # ``thunder.core.codegen``), so what the hot path runs is always what the computation's function runs.
+# A computation that runs more than ``INLINED_OPS_AT_MOST`` ops (a fusion counts its ops) is called instead: the call
+# that inlining saves (about 1 us with 40 arguments) is noise beside its kernels, while copying it costs a compile of
+# checking the prologue's names apart from its own (a 2-layer Qwen2's decoding step: 250 ops in 1 ms; its prologue's
+# 630 checks made inlining cost 6 ms, a tenth of the entry's compile).
+INLINED_OPS_AT_MOST = 64
+
+
+def _ops_run(trace: TraceCtx) -> int:
+    return sum(len(b.subsymbols) if b.sym._is_fusion else 1 for b in trace.bound_symbols)
+
+
 def _with_computation(prologue: TraceCtx, computation: TraceCtx) -> TraceCtx | None:
     """``prologue``'s checks followed by ``computation``'s statements, or None where the prologue returns other
     names than ``computation``'s parameters."""

@@ -407,23 +407,24 @@ def _from_tensors(op: str, data, dtype, device) -> TensorProxy:
     return detach(build(data))
 
 
+def _number_kinds(op: str, x, kinds: set) -> None:
+    """Adds the Python types of the numbers in ``x`` (nested lists and tuples) to ``kinds``."""
+    if isinstance(x, (list, tuple)):
+        for v in x:
+            _number_kinds(op, v, kinds)
+    elif is_number(x):
+        kinds.add(pyval(x).__class__ if not isinstance(x, NumberProxy) else x.python_type)
+    elif isinstance(x, Number):
+        kinds.add(type(x))
+    else:
+        raise ThunderTypeError(
+            f"{op}: data must be numbers or nested lists of numbers, but found {type(x).__name__} {x!r}"
+        )
+
+
 def _infer_data_dtype(op: str, data) -> torch.dtype:
-    kinds = set()
-
-    def visit(x):
-        if isinstance(x, (list, tuple)):
-            for v in x:
-                visit(v)
-        elif is_number(x):
-            kinds.add(pyval(x).__class__ if not isinstance(x, NumberProxy) else x.python_type)
-        elif isinstance(x, Number):
-            kinds.add(type(x))
-        else:
-            raise ThunderTypeError(
-                f"{op}: data must be numbers or nested lists of numbers, but found {type(x).__name__} {x!r}"
-            )
-
-    visit(data)
+    kinds: set = set()
+    _number_kinds(op, data, kinds)  # (a recursive closure would be a reference cycle left by every compile)
     if builtins.any(issubclass(k, complex) for k in kinds):
         return dtypes.corresponding_complex_dtype(dtypes.default_dtype())
     if builtins.any(issubclass(k, float) for k in kinds):

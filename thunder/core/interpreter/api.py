@@ -9,6 +9,7 @@ import dis
 import functools
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from types import FunctionType, MethodType
 
@@ -115,9 +116,13 @@ def interpret(
 
     def interpreted(*args, **kwargs):
         ctx = Runtime(fn_lookaside, callbacks, record_history)
-        interpreted._last_interpreted_instructions = ctx.instructions
-        interpreted._last_interpreter_log = ctx.log
+        wrapper = itself()
+        wrapper._last_interpreted_instructions = ctx.instructions
+        wrapper._last_interpreter_log = ctx.log
         return _run(ctx, fn, args, kwargs)
+
+    # Weakly: a wrapper that named itself would be a reference cycle, left for the garbage collector to find.
+    itself = weakref.ref(interpreted)
 
     try:
         # A class's or object's __dict__ holds its attributes, not function metadata: copy names and docs only.

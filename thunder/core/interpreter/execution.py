@@ -386,7 +386,11 @@ def _resume(ctx: Runtime, frame: Frame, sent, thrown):
                     frame.stack.append(val)
                     return run_frame(frame)
                 thrown = val
-    return throw_into(frame, thrown)
+    try:
+        return throw_into(frame, thrown)
+    finally:
+        # The exception's traceback holds this frame: its locals must not hold the exception (a reference cycle).
+        thrown = err = val = None
 
 
 def _generator_driver(ctx: Runtime, frame: Frame):
@@ -406,7 +410,7 @@ def _generator_driver(ctx: Runtime, frame: Frame):
             frame.gen_exc = ctx.exc_slots.pop()
             ctx.frames.pop()
             runtimes.pop()
-        sent = thrown = None
+            sent = thrown = None  # (a thrown exception that propagates must not be held by this frame: a cycle)
         if sig == RETURN:
             return frame.retval
         try:
