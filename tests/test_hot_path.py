@@ -519,3 +519,124 @@ def test_profiling_ranges_reach_a_computation_the_fused_prologue_copied():
     torch.testing.assert_close(jf(a, b), a + b)
     run = jf._thunder.last_entry.run
     assert "_computation" not in run.__code__.co_names  # the copy again, once the ranges are gone
+
+
+# Note [The fused prologue is the jitted function's code]
+
+
+def _python_calls(fn, *args) -> list[str]:
+    """The names of the Python functions a call of ``fn`` runs (``fn``'s own code included), while no inputs are
+    recorded (importing ``thunder_viz`` records them: its tests may have run before)."""
+    import sys
+
+    calls: list[str] = []
+    recording = thunder._recording_last_inputs[0]
+    thunder._record_last_inputs(False)
+    sys.setprofile(lambda frame, event, arg: calls.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        fn(*args)
+    finally:
+        sys.setprofile(None)
+        thunder._record_last_inputs(recording)
+    return calls
+
+
+def test_a_small_cached_call_runs_in_the_jitted_functions_own_frame():
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    assert _python_calls(jf, a, b) == ["prologue"]  # one frame: the checks and the computation
+    hits = thunder.cache_hits(jf)
+    torch.testing.assert_close(jf(a, b), a + b)
+    assert thunder.cache_hits(jf) == hits + 1
+    # A miss from that code compiles another entry, whose fused prologue becomes the function's code in turn.
+    c = torch.randn(3, dtype=torch.float64)
+    for _ in range(3):
+        torch.testing.assert_close(jf(c, c), c + c)
+    assert thunder.cache_misses(jf) == 2 and _python_calls(jf, c, c) == ["prologue"]
+    torch.testing.assert_close(jf(a, b), a + b)  # back to the first entry
+    assert thunder.cache_misses(jf) == 2 and _python_calls(jf, a, b) == ["prologue"]
+
+
+def test_the_jitted_functions_own_code_takes_positional_arguments_and_misses_on_other_calls():
+    # Note [Positional arguments of the jitted function's own code]
+    def scaled(x, y=2.0, *rest, **named):
+        return x * y + sum(rest) + sum(named.values())
+
+    jf = thunder.jit(scaled)
+    x = torch.randn(3)
+    _hot(jf, x, 3.0)
+    assert jf.__code__.co_argcount == 2  # the two arguments the entry was traced with, as parameters
+    calls = [(x,), (x, 3.0), (x, 3.0, 1.0), (x,), ((x,) * 9), (x, 3.0)]
+    kwargs = [{}, {}, {}, {"y": 4.0}, {}, {"z": 1.0}]
+    for args, named in zip(calls, kwargs):
+        torch.testing.assert_close(jf(*args, **named), scaled(*args, **named))
+    with pytest.raises(TypeError):  # eager's error, from the slow path
+        jf()
+    reasons = thunder.cache_miss_reasons(jf)
+    assert len(reasons) == thunder.cache_misses(jf)
+    assert thunder._state(jf).last_entry.run is not None
+
+
+def test_a_miss_of_the_jitted_functions_own_code_says_why():
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    jf(a, b.double())
+    assert "float64" in str(thunder.cache_miss_reasons(jf)[-1])
+
+
+def test_an_entry_that_may_change_outcome_keeps_its_call():
+    def branch(x):
+        return x * 2 if bool(x.sum() > 0) else x - 1
+
+    jf = thunder.jit(branch)
+    x = torch.ones(3)
+    _hot(jf, x)
+    assert _python_calls(jf, x)[:2] == ["fn_", "prologue"]  # the fused prologue is called, wrapped
+    for t in (x, -x, x):
+        torch.testing.assert_close(jf(t), branch(t))
+
+
+def test_the_jitted_functions_own_code_notes_runtime_errors_and_records_inputs():
+    def index(x, i):
+        return x[i]
+
+    jf = thunder.jit(index)
+    x = torch.randn(3)
+    _hot(jf, x, torch.tensor(1))
+    assert _python_calls(jf, x, torch.tensor(1)) == ["prologue"]
+    with pytest.raises(IndexError) as raised:
+        jf(x, torch.tensor(5))
+    assert any(n.startswith("while running torch_getitem") for n in getattr(raised.value, "__notes__", ()))
+    recording = thunder._recording_last_inputs[0]
+    thunder._record_last_inputs(True)
+    try:
+        i = torch.tensor(2)
+        torch.testing.assert_close(jf(x, i), x[i])
+        assert thunder._last_inputs(jf)[0][1] is i
+    finally:
+        thunder._record_last_inputs(recording)
+
+
+def test_a_warning_traced_on_a_miss_of_the_jitted_functions_own_code_names_the_caller():
+    import warnings
+
+    def warns(x):
+        warnings.warn("look", stacklevel=2)
+        return x + 1
+
+    jf = thunder.jit(warns)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _hot(jf, torch.randn(2))
+        line = _line() + 1
+        jf(torch.randn(5))  # a miss: traced from the fused prologue's code, which is generated
+    assert thunder.cache_misses(jf) == 2
+    assert (seen[-1].filename, seen[-1].lineno) == (__file__, line)
+
+
+def _line() -> int:
+    import sys
+
+    return sys._getframe(1).f_lineno

@@ -10,11 +10,15 @@ Layer: entry points. Imports: everything below.
 
 from __future__ import annotations
 
+import builtins
 import collections
 import dataclasses
 import functools
+import sys
 import threading
+import types
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,7 +58,7 @@ from thunder.compiler import (
     python_random_state,
     restore_python_random_state,
 )
-from thunder.core import devices, dtypes, prims
+from thunder.core import codegen, devices, dtypes, prims
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.interpreter import InterpreterError
 from thunder.core.interpreter.versions import check_python_version, running_python, unsupported_python_message
@@ -170,7 +174,8 @@ class _Jitted:
 
     Note [Concurrent calls]
     Any number of threads may call one jitted function. The hot path (``fn_`` in
-    ``_make_jitted``) reads ``last_entry`` (one attribute read) and bumps a lock-free counter.
+    ``_make_jitted``, or the last entry's fused prologue run as ``fn_``'s own code) reads ``last_entry``
+    (one attribute read, none in the fused prologue's code) and bumps a lock-free counter.
     The slow path looks entries up without a lock (Note [The cache under threads] in
     ``thunder.compiler``); only a miss takes ``lock``, looks again (another thread may have
     compiled the entry meanwhile), then traces and compiles while holding it, so one function
@@ -181,7 +186,7 @@ class _Jitted:
 
     __slots__ = (
         "cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "last_inputs",
-        "draws_with_outcomes", "shape_history",
+        "draws_with_outcomes", "shape_history", "fn", "dispatch_code", "__weakref__",
     )  # fmt: skip
 
     def __init__(self, cd: CompileData):
@@ -198,6 +203,26 @@ class _Jitted:
         self.draws_with_outcomes = False
         automatic = cd.options.automatic_dynamic and cd.cache_option is CACHE_OPTIONS.CONSTANT_VALUES
         self.shape_history = ShapeHistory() if automatic else None  # Note [Automatic dynamic shapes]
+        self.fn: weakref.ref | None = None  # the jitted function, whose code ``install_hot_code`` sets
+        self.dispatch_code: Any = None  # its code when it runs no fused prologue as its own
+
+    def use(self, entry: CacheEntry) -> None:
+        """Makes ``entry`` the one the hot path tries first."""
+        self.last_entry = entry
+        self.install_hot_code()
+
+    def install_hot_code(self) -> None:
+        """Gives the jitted function the code of the last entry's fused prologue where it has one, else the code
+        that calls the entry (Note [The fused prologue is the jitted function's code] in ``thunder.core.codegen``).
+        Any code it runs is right for any call: a thread that sets an older entry's code last costs speed only."""
+        fn = self.fn() if self.fn is not None else None
+        if fn is None:
+            return
+        entry = self.last_entry
+        own = getattr(entry.run, "__thunder_direct__", None) if entry is not None else None
+        code = own.__code__ if own is not None else self.dispatch_code
+        # CPython fills missing positional arguments from the last defaults: never more parameters than defaults.
+        fn.__code__ = code if code.co_argcount <= len(fn.__defaults__ or ()) else self.dispatch_code
 
     def slow_call(self, args: tuple, kwargs: dict, changed: OtherOutcome | None = None) -> Any:
         """Everything but the hot path: other cache entries, then compiling a new one; ``changed``:
@@ -308,7 +333,8 @@ class _Jitted:
             entry, inputs = found
             next(self.cs.hits.count)
             self.cache.touch(entry)
-            self.last_entry = entry
+            if entry is not self.last_entry:
+                self.use(entry)
             return _run(entry, inputs)
         with self.lock:
             found = self._lookup_again(option, args, kwargs, outcomes)
@@ -356,7 +382,8 @@ class _Jitted:
         if option is not CACHE_OPTIONS.NO_CACHING:
             self.cache.limit = limit
             self.cache.add(entry)  # the evicted entries are freed when the last reference goes
-            self.last_entry = entry
+            entry.owner = weakref.ref(self)
+            self.use(entry)
         if not self.warned_recompiles and warn_after is not None and misses >= warn_after:
             self.warned_recompiles = True
             name = type(args[0]).__qualname__ if cd.is_module and args else getattr(cd.fn, "__qualname__", repr(cd.fn))
@@ -577,37 +604,55 @@ def _last_inputs(fn) -> tuple[tuple, dict] | None:
     return (args[1:], kwargs) if state.cd.is_module else (args, kwargs)
 
 
+# The hot path of a jitted function whose last entry's fused prologue is not its own code (Note [The fused prologue is
+# the jitted function's code] in ``thunder.core.codegen``): the last entry's prologue decides, with no exceptions, no
+# lookups and no lock (Note [Concurrent calls]); the ``try`` costs nothing unless the computation raises (Note [Runtime
+# errors] in ``thunder.runtime_errors``). It reads the globals the fused prologues' own code reads, and a few more. It
+# is compiled as the lines of this file it stands on: thunder's own code, which tracebacks show and which what looks
+# for the caller's frame skips, not generated code.
+_DISPATCH_SOURCE = """
+def fn_(*args, **kwargs):
+    if _thunder_recording[0]:
+        _thunder_state.last_inputs = (args, kwargs)
+    entry = _thunder_state.last_entry
+    if entry is not None:
+        try:
+            result = entry.run(args, kwargs)  # the tuple and dict as they are: no repacking
+        except _OutcomeChanged as changed:
+            return _thunder_slow(args, kwargs, _OtherOutcome(entry, changed.index, changed.value, changed.earlier))
+        except Exception as e:
+            _thunder_note(e)
+            if entry.rerun_on_failure and _failed_before_effects(e):
+                return _thunder_state.rerun_after_failure(args, kwargs, e)
+            raise
+        if result is not _MISS:
+            next(_thunder_hits)
+            return result
+    return _thunder_slow(args, kwargs)
+"""
+_LINE = sys._getframe().f_lineno  # the line after the source: the source's first line is _LINE - its newlines - 1
+_DISPATCH = compile("\n" * (_LINE - 2 - _DISPATCH_SOURCE.count("\n")) + _DISPATCH_SOURCE, __file__, "exec")
+_DISPATCH_CODE = next(c for c in _DISPATCH.co_consts if isinstance(c, types.CodeType))
+del _LINE, _DISPATCH
+
+
 def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     state = _Jitted(cd)
     recording = _recording_last_inputs
     cs = state.cs
     slow_call = state.slow_call
-    hits = cs.hits.count
 
-    # The hot path: the last entry's prologue decides, with no exceptions, no lookups and no
-    # lock (Note [Concurrent calls]); the ``try`` costs nothing unless the computation raises
-    # (Note [Runtime errors] in ``thunder.runtime_errors``).
     if cd.cache_option is CACHE_OPTIONS.CONSTANT_VALUES or cd.cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES:
-
-        def fn_(*args, **kwargs):
-            if recording[0]:
-                state.last_inputs = (args, kwargs)
-            entry = state.last_entry
-            if entry is not None:
-                try:
-                    result = entry.run(args, kwargs)  # the tuple and dict as they are: no repacking
-                except OutcomeChanged as changed:
-                    return slow_call(args, kwargs, OtherOutcome(entry, changed.index, changed.value, changed.earlier))
-                except Exception as e:
-                    add_runtime_note(e)
-                    if entry.rerun_on_failure and failed_before_effects(e):
-                        return state.rerun_after_failure(args, kwargs, e)
-                    raise
-                if result is not MISS:
-                    next(hits)
-                    return result
-            return slow_call(args, kwargs)
-
+        hooks = {
+            "__builtins__": builtins, "_thunder_recording": recording, "_thunder_state": state,
+            "_thunder_slow": slow_call, "_thunder_hits": cs.hits.count, "_thunder_note": add_runtime_note,
+            "_OutcomeChanged": OutcomeChanged, "_OtherOutcome": OtherOutcome, "_MISS": MISS,
+            "_failed_before_effects": failed_before_effects,
+            "_thunder_absent": codegen.ABSENT, "_thunder_args": codegen.positional_args,
+        }  # fmt: skip
+        # (its defaults: Note [Positional arguments of the jitted function's own code] in thunder.core.codegen)
+        fn_ = types.FunctionType(_DISPATCH_CODE, hooks, "fn_", (codegen.ABSENT,) * codegen.POSITIONAL)
+        state.fn, state.dispatch_code = weakref.ref(fn_), fn_.__code__
     else:
 
         def fn_(*args, **kwargs):

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from thunder.common import CacheEntry
-from thunder.core.codegen import Printer, bsym_raising, compile_source, trace_source
+from thunder.core.codegen import Printer, bsym_raising, compile_source, is_generated, trace_source
 from thunder.core.iterators import ReplayableIterator
 from thunder.core.prims.python import NOT_A_MEMBER
 from thunder.core.prims.python import PythonPrimIDs as P
@@ -494,6 +494,8 @@ _TORCH_NN_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "
 def _callers_stacklevel() -> int:
     """The ``stacklevel`` of the innermost frame outside thunder and ``torch.nn`` (Module.__call__)."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith((_THUNDER_DIR, _TORCH_NN_DIR)):
+    while frame is not None and (
+        frame.f_code.co_filename.startswith((_THUNDER_DIR, _TORCH_NN_DIR)) or is_generated(frame.f_code.co_filename)
+    ):  # (the jitted function's own code is generated: Note [The fused prologue is the jitted function's code])
         frame, level = frame.f_back, level + 1
     return level

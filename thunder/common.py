@@ -172,6 +172,7 @@ class CacheEntry:
     symbolic: bool = False  # traced with symbolic values (the option, or Note [Automatic dynamic shapes])
     misses: Any = None  # the fused prologue's last rejection per thread (thunder.cache_diagnostics.MissRecord)
     fuser: Any = None  # what makes ``run`` from the prologue and the computation (thunder.compiler._FusedWhenReused)
+    owner: Any = None  # a weak reference to the jitted function's state whose cache holds it (thunder._Jitted)
 
 
 class AtomicCounter:

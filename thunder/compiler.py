@@ -667,7 +667,9 @@ class _FusedWhenReused:
                 made = self.made.get(id(inline) if inline is not None else 0)
                 fused = made[1] if made is not None and made[0] is inline else None
                 if fused is None:
-                    fused = self.prologue.fused_prologue_callable(self.computation, missed, inline)
+                    # An entry that may change outcome or run again eagerly after a failure is called.
+                    direct = entry is not None and not entry.outcomes and not entry.rerun_on_failure
+                    fused = self.prologue.fused_prologue_callable(self.computation, missed, inline, direct)
                     copied = fused.__thunder_inlined_trace__
                     # Only the one that calls the computation and the one that copies its current code are kept.
                     self.made = {k: v for k, v in self.made.items() if k == 0}
@@ -677,6 +679,7 @@ class _FusedWhenReused:
                 self.fused = fused
                 if ours:
                     entry.run = fused
+                    run_changed(entry)
             return self.fused
 
     def code_changed(self) -> None:
@@ -686,6 +689,15 @@ class _FusedWhenReused:
             entry = self.owner()
             if entry is not None and old is not None and entry.run is old:
                 entry.run = self
+                run_changed(entry)
+
+
+def run_changed(entry: CacheEntry) -> None:
+    """Tells the jitted function whose cache holds ``entry`` that ``entry.run`` changed (Note [The fused prologue is
+    the jitted function's code] in ``thunder.core.codegen``)."""
+    owner = entry.owner() if entry.owner is not None else None
+    if owner is not None:
+        owner.install_hot_code()
 
 
 def _restoring_draws_on_changed_outcome(run: Callable, entry: CacheEntry) -> Callable:

@@ -54,6 +54,7 @@ import torch.utils.checkpoint
 
 from thunder.core import introspection, prims, proxies, torch_state, transforms
 from thunder.core.attribute_calls import ATTRIBUTE_SLOTS, plain_slot, python_getter
+from thunder.core.codegen import is_generated
 from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
@@ -946,7 +947,9 @@ def _warning_frame(stacklevel: int, skip_file_prefixes: tuple) -> tuple[str, int
         stacklevel = max(2, stacklevel)
     frames = [(f.code.co_filename, frame_line(f) or 0, f.globals) for f in innermost_frame_objects()]
     real = sys._getframe(1)
-    while real is not None and real.f_code.co_filename.startswith(_THUNDER_DIR):
+    while real is not None and (
+        real.f_code.co_filename.startswith(_THUNDER_DIR) or is_generated(real.f_code.co_filename)
+    ):  # (generated code: the jitted function's own, Note [The fused prologue is the jitted function's code])
         real = real.f_back
     while real is not None:
         frames.append((real.f_code.co_filename, real.f_lineno, real.f_globals))

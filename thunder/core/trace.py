@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from thunder.core.codegen import Printer, bsym_raising, compile_source, trace_source
+from thunder.core.codegen import Printer, bsym_raising, compile_source, embed_constants, trace_source
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
@@ -296,7 +296,7 @@ class TraceCtx:
         return self._callable
 
     def fused_prologue_callable(
-        self, computation: Callable, missed: Callable[..., Any], inline: TraceCtx | None = None
+        self, computation: Callable, missed: Callable[..., Any], inline: TraceCtx | None = None, direct: bool = False
     ) -> Callable:
         """This prologue compiled together with the call of ``computation``: one call on a cache hit.
 
@@ -307,6 +307,8 @@ class TraceCtx:
         misses]), else whatever ``computation`` returns. Its tensor checks try the C fast check first (Note
         [Tensor checks in C]). With ``inline``, the trace ``computation``'s code runs, its statements follow the
         checks in the same function (Note [The computation runs in the prologue's frame]) where their names allow.
+        With ``direct``, a small one also gets ``__thunder_direct__``: a function whose code the jitted function can
+        run as its own (Note [The fused prologue is the jitted function's code] in ``thunder.core.codegen``).
         """
         params = self.signature()
         if params != [f"*{self.varargs}", f"**{self.varkwargs}"]:
@@ -321,11 +323,7 @@ class TraceCtx:
         def raised_here(e: Exception) -> Any:
             return missed(bsym_raising(e), dict(sys._getframe(1).f_locals), e)
 
-        grouped = from_trace(self)
-        grouped.bound_symbols = group_tensor_checks(self.bound_symbols)
-        if inline is not None and _ops_run(inline) > INLINED_OPS_AT_MOST:
-            inline = None  # Note [The computation runs in the prologue's frame]: a long one is called
-        for body in ((inline,) if inline is not None else ()) + (None,):
+        def printed(trace: TraceCtx, body: TraceCtx | None, signature: list[str] | None) -> tuple[str, Printer]:
             printer = Printer(
                 miss=lambda p: f"_missed({p.constant(p.bsym, '_check')})",
                 return_call=None if body is not None else "_computation",
@@ -333,18 +331,27 @@ class TraceCtx:
             )
             printer.add_ctx("_missed", missed_here)
             printer.add_ctx("_raised_here", raised_here)
+            if body is None:
+                printer.add_ctx("_computation", computation)
+            source = trace_source(
+                trace, print_depth=1, printer=printer, signature=signature or [self.varargs, self.varkwargs],
+                guarded="_raised_here(_raised)", guarded_count=len(grouped.bound_symbols) - 1,
+                direct=(self.varargs, self.varkwargs) if signature else None,
+            )  # fmt: skip
+            return source, printer
+
+        grouped = from_trace(self)
+        grouped.bound_symbols = group_tensor_checks(self.bound_symbols)
+        if inline is not None and _ops_run(inline) > INLINED_OPS_AT_MOST:
+            inline = None  # Note [The computation runs in the prologue's frame]: a long one is called
+        for body in ((inline,) if inline is not None else ()) + (None,):
             trace = grouped
             if body is not None:
                 trace = _with_computation(grouped, body)
                 if trace is None:
                     continue
-            else:
-                printer.add_ctx("_computation", computation)
             try:
-                source = trace_source(
-                    trace, print_depth=1, printer=printer, signature=[self.varargs, self.varkwargs],
-                    guarded="_raised_here(_raised)", guarded_count=len(grouped.bound_symbols) - 1,
-                )  # fmt: skip
+                source, printer = printed(trace, body, None)
             except RuntimeError:  # two values want one global name: the computation is called instead
                 continue
             if body is not None and not _names_apart(self, body, computation, printer.ctx):
@@ -353,11 +360,30 @@ class TraceCtx:
                 source, self.function_name, printer.ctx, f"thunder.{self.name}_fused_{self.uid}", printer.line_bsyms
             )
             fused.__thunder_inlined_trace__ = body
+            if direct and source.count("\n") <= DIRECT_MAX_LINES and not trace.decorators:
+                try:
+                    source, printer = printed(trace, body, [f"*{self.varargs}", f"**{self.varkwargs}"])
+                except ValueError:  # a check that returns otherwise than by a miss: the jitted function calls it
+                    return fused
+                own = compile_source(
+                    source, self.function_name, printer.ctx, f"thunder.{self.name}_direct_{self.uid}",
+                    printer.line_bsyms,
+                )  # fmt: skip
+                code = embed_constants(own, printer.ctx, source)
+                if code is not None:
+                    own.__code__ = code
+                    fused.__thunder_direct__ = own
             return fused
         raise AssertionError("unreachable")
 
     def set_provenance(self, provenance: TraceProvenance) -> None:
         self.provenance = provenance
+
+
+#: A fused prologue of at most this many lines also becomes code the jitted function runs itself (Note [The fused
+#: prologue is the jitted function's code] in ``thunder.core.codegen``); a longer program's call costs enough that a
+#: frame more is nothing, and the copy would double the compilation of its prologue.
+DIRECT_MAX_LINES = 120
 
 
 # Note [The computation runs in the prologue's frame]
