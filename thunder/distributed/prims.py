@@ -110,7 +110,9 @@ def register_gradient_group(key: int) -> None:
     if key in _gradient_groups or dist.get_backend(group) != "gloo" or dist.get_world_size(group) == 1:
         return
     ranks = dist.get_process_group_ranks(group)
-    _gradient_groups[key] = dist.new_group(ranks, backend="gloo", use_local_synchronization=True)
+    # fsdp of a subgroup runs on its ranks alone: only they synchronize to make it
+    local = len(ranks) != dist.get_world_size()
+    _gradient_groups[key] = dist.new_group(ranks, backend="gloo", use_local_synchronization=local)
 
 
 def _symbol(name: str, meta, impl, *, barrier: bool = False) -> Symbol:
