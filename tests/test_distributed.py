@@ -410,6 +410,41 @@ def test_zero3_auto_buckets_keep_the_peak_of_gathered_parameters_with_fewer_gath
     run_workers(_zero3_auto_worker, 2, tmp_path)
 
 
+def _gradient_group_worker(rank, world):
+    import thunder.distributed.prims as dist_prims
+    from thunder.distributed import FSDPType, fsdp
+
+    groups = []
+    original = dist_prims._reduce_scatter_tensor
+
+    def recording(out, padded, group, async_op):
+        groups.append(group)
+        return original(out, padded, group=group, async_op=async_op)
+
+    dist_prims._reduce_scatter_tensor = recording
+    base = _tiny_gpt2()
+    tm = fsdp(thunder.jit(copy.deepcopy(base)), sharding_strategy=FSDPType.ZERO3)
+    ids = torch.arange(16).reshape(2, 8) % 64
+    tm(ids[rank : rank + 1], labels=ids[rank : rank + 1]).loss.backward()
+    gradient_group = dist_prims._gradient_groups[dist_prims.register_group(dist.group.WORLD)]
+    assert gradient_group is not dist.group.WORLD
+    assert dist.get_process_group_ranks(gradient_group) == list(range(world))
+    assert groups and all(g is gradient_group for g in groups), groups
+    eager = copy.deepcopy(base)
+    eager(ids, labels=ids).loss.backward()
+    for m in (tm, eager):
+        torch.optim.SGD(m.parameters(), lr=0.1).step()
+    full = tm.original_state_dict()
+    for name, value in eager.state_dict().items():
+        if name in full:
+            _close(full[name], value, f"{name} after a step vs eager on the whole batch")
+
+
+def test_zero3_reduce_scatters_run_on_a_second_gloo_group(tmp_path):
+    """Note [A gloo group for the gradients]: the backward's gathers do not queue behind the reduce-scatters."""
+    run_workers(_gradient_group_worker, 2, tmp_path)
+
+
 def _mismatch_worker(rank, world, which):
     from thunder.distributed import ddp, fsdp
 

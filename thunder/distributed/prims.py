@@ -94,6 +94,27 @@ def group_of(key: int) -> dist.ProcessGroup:
     return _groups[key]
 
 
+# Note [A gloo group for the gradients]
+# A gloo group runs its collectives on a couple of worker threads, in the order they were issued: in ZeRO-3's
+# backward, a parameter's gather for the next layer queued behind the reduce-scatters of the gradients just computed,
+# and the backward waited for them (each a millisecond or more of thread wake-ups on a loaded CPU). So ``fsdp`` gives a
+# gloo group a second one over the same ranks for its reduce-scatters (``register_gradient_group``), as torch's FSDP
+# gives them a stream of their own on CUDA; NCCL groups keep one.
+_gradient_groups: dict[int, dist.ProcessGroup] = {}
+
+
+def register_gradient_group(key: int) -> None:
+    """Gives the gloo group named ``key`` a second group for its reduce-scatters (Note [A gloo group for the
+    gradients]); every rank of the group calls it, in the same order."""
+    group = group_of(key)
+    if key in _gradient_groups or dist.get_backend(group) != "gloo" or dist.get_world_size(group) == 1:
+        return
+    ranks = dist.get_process_group_ranks(group)
+    # fsdp of a subgroup runs on its ranks alone: only they synchronize to make it
+    local = len(ranks) != dist.get_world_size()
+    _gradient_groups[key] = dist.new_group(ranks, backend="gloo", use_local_synchronization=local)
+
+
 def _symbol(name: str, meta, impl, *, barrier: bool = False) -> Symbol:
     """A collective symbol (printed ``dist.<name>``) that the torch executor runs with ``impl``, never inside a
     fusion (the passes after claiming place and count the collectives; a fusion would hide them). A ``barrier``
@@ -304,7 +325,7 @@ all_gather = _symbol("all_gather", _all_gather_meta, _all_gather_impl)
 
 
 def _reduce_scatter_impl(g: torch.Tensor, group: int) -> torch.Tensor:
-    pg = group_of(group)
+    pg = _gradient_groups[group] if group in _gradient_groups else group_of(group)
     world = dist.get_world_size(pg)
     rows = -(-g.shape[0] // world) * world
     padded = g.new_zeros((rows, *g.shape[1:]))

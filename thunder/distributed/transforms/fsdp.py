@@ -125,6 +125,7 @@ def fsdp(
     keys = _bucket_keys(original, bucketing_strategy)
     shapes = _shard_module(original, group, keys)
     transform = FSDPTransform(group, shapes, sharding_strategy, bucketing_strategy, keys)
+    dist_prims.register_gradient_group(transform.group_key)
     transform.module = weakref.ref(original)  # AUTO lays the shards of its buckets out together (_lay_out)
     return attach(model, transform, "fsdp")
 
