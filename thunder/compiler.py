@@ -388,7 +388,9 @@ def _random_state_kept() -> Iterator[Callable[[], bool]]:
 # compiles: about 5 ms). So the young generations are collected before the compile (the program's own young
 # garbage is freed as usual; a few thousand objects at most) and what is young after it, the compile's, is moved
 # to the oldest generation unscanned (``gc.freeze``/``gc.unfreeze``; skipped where the program froze objects
-# itself, which ``gc.unfreeze`` would release).
+# itself, which ``gc.unfreeze`` would release). Only on Python 3.11, where the tests show no cycles are left: on 3.12
+# the interpreter's other paths still leave some, and there the compile's objects stay young as before.
+_SURVIVORS_TO_OLDEST = sys.version_info[:2] == (3, 11)
 _compiling = 0
 _compiling_lock = threading.Lock()
 _collector_was_enabled = False
@@ -400,7 +402,7 @@ def _collector_paused():
     with _compiling_lock:
         if _compiling == 0:
             _collector_was_enabled = gc.isenabled()
-            if _collector_was_enabled and not gc.get_freeze_count():
+            if _SURVIVORS_TO_OLDEST and _collector_was_enabled and not gc.get_freeze_count():
                 gc.collect(1)
             gc.disable()
         _compiling += 1
@@ -410,7 +412,7 @@ def _collector_paused():
         with _compiling_lock:
             _compiling -= 1
             if _compiling == 0 and _collector_was_enabled:
-                if not gc.get_freeze_count():
+                if _SURVIVORS_TO_OLDEST and not gc.get_freeze_count():
                     gc.freeze()
                     gc.unfreeze()
                 gc.enable()
