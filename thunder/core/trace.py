@@ -310,9 +310,9 @@ class TraceCtx:
 
         It is called as ``fused(args, kwargs)`` (the call's positional arguments as a tuple, its keyword
         arguments as a dict: the hot path passes on what it received, without unpacking and packing them
-        again); when a check fails it returns ``missed(the check's bound symbol, its locals)``, and when a read
-        raises ``missed(the raising bound symbol, its locals, the exception)`` (Note [A prologue that raises
-        misses]), else whatever ``computation`` returns. Its tensor checks try the C fast check first (Note
+        again); when a check fails it returns ``missed(the check's bound symbol, its frame, (args, kwargs))``, and
+        when a read raises ``missed(the raising bound symbol, its frame, (args, kwargs), the exception)`` (Note [A
+        prologue that raises misses]), else whatever ``computation`` returns. Its tensor checks try the C fast check first (Note
         [Tensor checks in C]). With ``inline``, the trace ``computation``'s code runs, its statements follow the
         checks in the same function (Note [The computation runs in the prologue's frame]) where their names allow.
         With ``direct``, a small one also gets ``__thunder_direct__``: a function whose code the jitted function can
@@ -323,18 +323,19 @@ class TraceCtx:
             raise ValueError(f"a prologue takes (*args, **kwargs), not ({', '.join(params)})")
         from thunder.core.prims.python import group_tensor_checks, positional_arity
 
-        def missed_here(bsym: Any) -> Any:
-            # The failed check's locals, read from the prologue's frame on a miss only: passing ``locals()`` in each
-            # check's source made the prologue an eighth slower to compile.
-            return missed(bsym, dict(sys._getframe(1).f_locals))
+        def missed_here(bsym: Any, args: tuple, kwargs: dict) -> Any:
+            # The prologue's frame, whose locals are read if the slow path asks why (Note [A miss of the fast path
+            # explains itself when asked] in thunder.cache_diagnostics): passing ``locals()`` in each check's source
+            # made the prologue an eighth slower to compile.
+            return missed(bsym, sys._getframe(1), (args, kwargs))
 
-        def raised_here(e: Exception) -> Any:
-            return missed(bsym_raising(e), dict(sys._getframe(1).f_locals), e)
+        def raised_here(e: Exception, args: tuple, kwargs: dict) -> Any:
+            return missed(bsym_raising(e), sys._getframe(1), (args, kwargs), e)
 
         def printed(trace: TraceCtx, body: TraceCtx | None, own: bool = False) -> tuple[str, Printer]:
             arity = positional_arity(trace.bound_symbols, self.varargs, POSITIONAL) if own else None
             printer = Printer(
-                miss=lambda p: f"_missed({p.constant(p.bsym, '_check')})",
+                miss=lambda p: f"_missed({p.constant(p.bsym, '_check')}, {self.varargs}, {self.varkwargs})",
                 return_call=None if body is not None else "_computation",
                 tensor_types={},
                 own=OwnCode.taking(self.varargs, self.varkwargs, arity) if own else None,
@@ -346,7 +347,7 @@ class TraceCtx:
             signature = [f"*{self.varargs}", f"**{self.varkwargs}"] if own else [self.varargs, self.varkwargs]
             source = trace_source(
                 trace, print_depth=1, printer=printer, signature=signature,
-                guarded="_raised_here(_raised)", guarded_count=len(grouped.bound_symbols) - 1,
+                guarded=f"_raised_here(_raised, {self.varargs}, {self.varkwargs})", guarded_count=len(grouped.bound_symbols) - 1,
             )  # fmt: skip
             return source, printer
 
