@@ -260,15 +260,16 @@ class _Jitted:
         # What the last entry's fused prologue said of these arguments on the hot path, if it ran on them.
         last = self.last_entry
         rejection = last.misses.take() if last is not None and last.misses is not None else None
-        if rejection is not None and (changed is not None or not rejection.rejects(args, kwargs)):
-            rejection = None
-        rejected = (last, rejection) if rejection is not None else None
+        called = args, kwargs
         args, kwargs = replayable_arguments(args, kwargs)
         if changed is None and self.previous_entry is not None:
             result = self._run_previous(args, kwargs, last)
             if result is not MISS:
                 check_replayed(args, kwargs)
                 return result
+        if rejection is not None and (changed is not None or not rejection.rejects(*called)):
+            rejection = None
+        rejected = (last, rejection) if rejection is not None else None
         while True:
             state = python_random_state() if self.draws_with_outcomes else None
             try:

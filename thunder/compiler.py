@@ -610,7 +610,8 @@ def restore_python_random_state(state: tuple, draws: tuple[GeneratorDraw, ...] =
 # a compilation of the prologue's few hundred lines. Many entries never run twice (a generation's prefill and
 # first decode step: a GPT-2 generation compiles 2 entries and the prefill runs once), and their first call runs no
 # prologue (Note [The first call runs no prologue]): the fused function is compiled when a later call has the
-# entry's input key, which a call with other shapes (the next decode step) has not.
+# entry's input key, which a call with other shapes (the next decode step) has not: on the hot path, or when the slow
+# path's lookup finds the entry again (``reused``; calls alternating between entries never meet it on the hot path).
 
 
 class _FusedWhenReused:
