@@ -428,15 +428,15 @@ def _guarded_body(body: list[str], spans: list, guarded: str, end: int) -> tuple
 # ``thunder._Jitted.install_hot_code`` whenever the last entry or its fused prologue changes): the same checks and
 # statements, and what ``fn_`` did around them: it records the inputs while asked (``thunder._record_last_inputs``),
 # counts the hit, adds the runtime note to an exception of the computation, and on a miss calls the slow path: the
-# checks run in a ``while True`` and the printer prints each failed check as leaving it (``Printer.on_miss``: the
-# miss, then ``break``) where the fused prologue returns the miss (``trace_source`` with a printer's ``own``). Its globals are ``fn_``'s, which hold only these
-# hooks (``_thunder_*``) and the builtins: every name of the fused prologue's context is a local, unpacked from one
-# constant of the code object (``embed_constants``), so a code object is complete in itself and a thread still
-# running the code of the entry before keeps running it unchanged. Generated frames now stand between the caller
-# and the slow path, so what looks for the caller's frame (a traced ``warnings.warn``, the recompile warning) skips
-# generated code (``is_generated``) as it skips thunder's files. An entry that may change outcome (Note
-# [Data-dependent values]) or that runs the call again eagerly after a failure (Note [A run that fails before its
-# effects]) keeps the call.
+# checks run in a ``while True`` and the printers print each failed check as leaving it (``Printer.on_miss``: the
+# miss, then ``break``) where the fused prologue returns the miss (``trace_source`` with a printer's ``own``). Its
+# globals are ``fn_``'s, which hold only these hooks (``_thunder_*``) and the builtins: every name of the fused
+# prologue's context is a local, unpacked from one constant of the code object (``embed_constants``), so a code
+# object is complete in itself and a thread still running the code of the entry before keeps running it unchanged.
+# Generated frames now stand between the caller and the slow path, so what looks for the caller's frame (a traced
+# ``warnings.warn``, the recompile warning) skips generated code (``is_generated``) as it skips thunder's files. An
+# entry that may change outcome (Note [Data-dependent values]) or that runs the call again eagerly after a failure
+# (Note [A run that fails before its effects]) keeps the call.
 _DIRECT_HOOKS = (
     "_thunder_hits", "_thunder_slow", "_thunder_note", "_thunder_recording", "_thunder_state", "_thunder_absent",
     "_thunder_args",

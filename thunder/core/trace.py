@@ -312,9 +312,10 @@ class TraceCtx:
         arguments as a dict: the hot path passes on what it received, without unpacking and packing them
         again); when a check fails it returns ``missed(the check's bound symbol, its frame, (args, kwargs))``, and
         when a read raises ``missed(the raising bound symbol, its frame, (args, kwargs), the exception)`` (Note [A
-        prologue that raises misses]), else whatever ``computation`` returns. Its tensor checks try the C fast check first (Note
-        [Tensor checks in C]). With ``inline``, the trace ``computation``'s code runs, its statements follow the
-        checks in the same function (Note [The computation runs in the prologue's frame]) where their names allow.
+        prologue that raises misses]), else whatever ``computation`` returns. Its tensor checks try the C fast check
+        first (Note [Tensor checks in C]). With ``inline``, the trace ``computation``'s code runs, its statements
+        follow the checks in the same function (Note [The computation runs in the prologue's frame]) where their names
+        allow.
         With ``direct``, a small one also gets ``__thunder_direct__``: a function whose code the jitted function can
         run as its own (Note [The fused prologue is the jitted function's code] in ``thunder.core.codegen``).
         """
@@ -347,7 +348,8 @@ class TraceCtx:
             signature = [f"*{self.varargs}", f"**{self.varkwargs}"] if own else [self.varargs, self.varkwargs]
             source = trace_source(
                 trace, print_depth=1, printer=printer, signature=signature,
-                guarded=f"_raised_here(_raised, {self.varargs}, {self.varkwargs})", guarded_count=len(grouped.bound_symbols) - 1,
+                guarded_count=len(grouped.bound_symbols) - 1,
+                guarded=f"_raised_here(_raised, {self.varargs}, {self.varkwargs})",
             )  # fmt: skip
             return source, printer
 

@@ -445,7 +445,8 @@ def _print_check_value(bsym, printer):
         return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: {printer.on_miss}"]
     if typ in (set, frozenset) and not all(type(v) is str for v in value):  # {1} == {1.0} == {True}
         typed = "{" + ", ".join(f"({printer.value(v)}, {printer.constant(type(v), '_type')})" for v in value) + "}"
-        return [f"if {name} != {printer.value(value)} or {{(v, type(v)) for v in {name}}} != {typed}: {printer.on_miss}"]
+        condition = f"{name} != {printer.value(value)} or {{(v, type(v)) for v in {name}}} != {typed}"
+        return [f"if {condition}: {printer.on_miss}"]
     return [f"if {name} != {printer.value(value)}: {printer.on_miss}"]
 
 
