@@ -280,3 +280,24 @@ def test_a_miss_after_alternating_entries_says_why(monkeypatch):
     reason = thunder.cache_miss_reasons(jf)[-1]
     assert (reason.check, reason.expected, reason.actual) == ("value", 2.0, 5.0), reason
     assert thunder.cache_misses(jf) == 3
+
+
+def test_calls_cycling_through_three_entries_stop_trying_the_entry_used_before(monkeypatch):
+    # Note [The entry used before is tried next]: it missed, so the lookup alone serves the cycle; calls that
+    # alternate again take it again.
+    from thunder.compiler import Cache
+
+    jf = thunder.jit(add, cache="constant values")
+    inputs = [(torch.randn(i + 1, 2), torch.randn(i + 1, 2)) for i in range(3)]
+    _alternate(jf, inputs, 3)
+    state = thunder._state(jf)
+    tried, looked_up = [], []
+    run_previous, lookup = type(state)._run_previous, Cache.lookup
+    monkeypatch.setattr(type(state), "_run_previous", lambda self, *a: tried.append(a) or run_previous(self, *a))
+    monkeypatch.setattr(Cache, "lookup", lambda self, *a, **k: looked_up.append(a) or lookup(self, *a, **k))
+    hits = thunder.cache_hits(jf)
+    _alternate(jf, inputs, 3)
+    assert tried == [] and len(looked_up) == 9 and thunder.cache_hits(jf) == hits + 9
+    # Alternating calls: the third finds the entry used before by the lookup, and later ones take it.
+    _alternate(jf, inputs[:2], 3)
+    assert len(looked_up) == 12 and len(tried) == 3 and thunder.cache_hits(jf) == hits + 15

@@ -186,7 +186,8 @@ class _Jitted:
 
     __slots__ = (
         "cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "last_inputs",
-        "draws_with_outcomes", "shape_history", "fn", "dispatch_code", "previous_entry", "__weakref__",
+        "draws_with_outcomes", "shape_history", "fn", "dispatch_code", "previous_entry", "try_previous",
+        "__weakref__",
     )  # fmt: skip
 
     def __init__(self, cd: CompileData):
@@ -195,6 +196,7 @@ class _Jitted:
         self.cs = CompileStats(cache=self.cache)
         self.last_entry: CacheEntry | None = None
         self.previous_entry: CacheEntry | None = None  # Note [The entry used before is tried next]
+        self.try_previous = True  # (it is, until it misses; then again once the lookup finds it)
         self.lock = threading.RLock()
         self.miss_reasons: collections.deque[CacheMissReason] = collections.deque(maxlen=MISS_REASONS_KEPT)
         self.warned_recompiles = False
@@ -222,6 +224,8 @@ class _Jitted:
     # path runs the last (its fused prologue and computation in one call, ``run``), where that entry's run can neither
     # change outcome, run the call again eagerly, nor draw per-call values in a prologue that then misses
     # (``CacheEntry.tried_next``), and the option is one the hot path serves. An entry evicted meanwhile is not tried.
+    # Calls that cycle through more entries would pay a miss of that entry on each call (1.5 us): once it misses, it
+    # is tried again only after the lookup found the entry used before the last, the sign of calls alternating.
     def _run_previous(self, args: tuple, kwargs: dict, last: CacheEntry | None) -> Any:
         """The call run by the entry used before the last one, or ``MISS``."""
         entry = self.previous_entry
@@ -234,6 +238,7 @@ class _Jitted:
             raise
         if result is MISS:
             entry.misses.take()  # (it holds the prologue's frame) the lookup runs the entry's prologue again if keyed
+            self.try_previous = False
             return MISS
         next(self.cs.hits.count)
         self.cache.touch(entry)
@@ -262,7 +267,7 @@ class _Jitted:
         rejection = last.misses.take() if last is not None and last.misses is not None else None
         called = args, kwargs
         args, kwargs = replayable_arguments(args, kwargs)
-        if changed is None and self.previous_entry is not None:
+        if changed is None and self.try_previous and self.previous_entry is not None:
             result = self._run_previous(args, kwargs, last)
             if result is not MISS:
                 check_replayed(args, kwargs)
@@ -372,6 +377,8 @@ class _Jitted:
             if fuser is not None and fuser.fused is None:
                 fuser.reused()  # Note [The fused prologue is compiled on reuse] in thunder.compiler
             if entry is not self.last_entry:
+                if entry is self.previous_entry:  # calls alternate between two entries
+                    self.try_previous = True
                 self.use(entry)
             return _run(entry, inputs)
         with self.lock:
