@@ -219,8 +219,8 @@ class _Jitted:
 
     # Note [The entry used before is tried next]
     # Calls that alternate between two entries (two shapes, a training and an evaluation step) each miss the last
-    # entry and went through the lookup: the input key, the entries' diagnostic prologue, then the computation, 16-50
-    # us where the 2026-12-05 code took 7. So the slow path first runs the entry used before the last one as the hot
+    # entry and went through the lookup: the input key, the entries' diagnostic prologue, then the computation, 14-20
+    # us where the 2026-12-05 code took 7 (now 6-8: README, Speed). So the slow path first runs the entry used before the last one as the hot
     # path runs the last (its fused prologue and computation in one call, ``run``), where that entry's run can neither
     # change outcome, run the call again eagerly, nor draw per-call values in a prologue that then misses
     # (``CacheEntry.tried_next``), and the option is one the hot path serves. An entry evicted meanwhile is not tried.
