@@ -226,3 +226,78 @@ def test_a_nan_argument_has_one_input_key():
     for _ in range(3):
         torch.testing.assert_close(jf(x, float("nan")), x * float("nan"), equal_nan=True)
     assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (1, 2)
+
+
+def _alternate(jf, calls, rounds: int) -> None:
+    for _ in range(rounds):
+        for args in calls:
+            torch.testing.assert_close(jf(*args), add(*args))
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_calls_alternating_between_two_entries_hit_without_lookup_or_diagnostics(monkeypatch, direct):
+    # Note [The entry used before is tried next], Note [A miss of the fast path explains itself when asked]; with
+    # ``direct`` False the fused prologues are called (no own code of the jitted function: a rejection keeps the
+    # frame of a prologue that returned).
+    from thunder.cache_diagnostics import Rejection
+    from thunder.compiler import Cache
+
+    if not direct:
+        monkeypatch.setattr(thunder.core.trace, "DIRECT_MAX_LINES", 0)
+    jf = thunder.jit(add, cache="constant values")
+    inputs = [(torch.randn(i + 1, 2), torch.randn(i + 1, 2)) for i in range(10)]
+    for args in inputs:
+        jf(*args)
+    first, last = inputs[0], inputs[-1]
+    _alternate(jf, (first, last), 3)  # each entry found again by the lookup, then by the entry used before
+    looked_up, explained = [], []
+    lookup, values = Cache.lookup, Rejection.values
+    monkeypatch.setattr(Cache, "lookup", lambda self, *a, **k: looked_up.append(a) or lookup(self, *a, **k))
+    monkeypatch.setattr(Rejection, "values", property(lambda self: explained.append(self) or values.fget(self)))
+    hits, misses = thunder.cache_hits(jf), thunder.cache_misses(jf)
+    _alternate(jf, (first, last), 5)
+    assert (thunder.cache_hits(jf), thunder.cache_misses(jf)) == (hits + 10, misses)
+    assert looked_up == [] and explained == []
+    middle = inputs[4]  # a third entry: found by the lookup, with no diagnostics either
+    torch.testing.assert_close(jf(*middle), add(*middle))
+    assert len(looked_up) == 1 and explained == [] and thunder.cache_hits(jf) == hits + 11
+
+
+def test_a_miss_after_alternating_entries_says_why(monkeypatch):
+    # The rejection's locals are read from the prologue's frame when the miss compiles (Note [A miss of the fast
+    # path explains itself when asked]): a changed global, which no input key shows.
+    global GLOBAL_FACTOR
+    jf = thunder.jit(uses_global, cache="constant values")
+    x, y = torch.randn(3), torch.randn(4)
+    _alternate_global = [(x,), (y,)] * 4
+    for args in _alternate_global:
+        torch.testing.assert_close(jf(*args), uses_global(*args))
+    try:
+        GLOBAL_FACTOR = 5.0
+        torch.testing.assert_close(jf(y), y * 5.0)
+    finally:
+        GLOBAL_FACTOR = 2.0
+    reason = thunder.cache_miss_reasons(jf)[-1]
+    assert (reason.check, reason.expected, reason.actual) == ("value", 2.0, 5.0), reason
+    assert thunder.cache_misses(jf) == 3
+
+
+def test_calls_cycling_through_three_entries_stop_trying_the_entry_used_before(monkeypatch):
+    # Note [The entry used before is tried next]: it missed, so the lookup alone serves the cycle; calls that
+    # alternate again take it again.
+    from thunder.compiler import Cache
+
+    jf = thunder.jit(add, cache="constant values")
+    inputs = [(torch.randn(i + 1, 2), torch.randn(i + 1, 2)) for i in range(3)]
+    _alternate(jf, inputs, 3)
+    state = thunder._state(jf)
+    tried, looked_up = [], []
+    run_previous, lookup = type(state)._run_previous, Cache.lookup
+    monkeypatch.setattr(type(state), "_run_previous", lambda self, *a: tried.append(a) or run_previous(self, *a))
+    monkeypatch.setattr(Cache, "lookup", lambda self, *a, **k: looked_up.append(a) or lookup(self, *a, **k))
+    hits = thunder.cache_hits(jf)
+    _alternate(jf, inputs, 3)
+    assert tried == [] and len(looked_up) == 9 and thunder.cache_hits(jf) == hits + 9
+    # Alternating calls: the third finds the entry used before by the lookup, and later ones take it.
+    _alternate(jf, inputs[:2], 3)
+    assert len(looked_up) == 12 and len(tried) == 3 and thunder.cache_hits(jf) == hits + 15

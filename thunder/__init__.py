@@ -186,7 +186,8 @@ class _Jitted:
 
     __slots__ = (
         "cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "last_inputs",
-        "draws_with_outcomes", "shape_history", "fn", "dispatch_code", "__weakref__",
+        "draws_with_outcomes", "shape_history", "fn", "dispatch_code", "previous_entry", "try_previous",
+        "__weakref__",
     )  # fmt: skip
 
     def __init__(self, cd: CompileData):
@@ -194,6 +195,8 @@ class _Jitted:
         self.cache = Cache(cd.options.cache_size_limit)
         self.cs = CompileStats(cache=self.cache)
         self.last_entry: CacheEntry | None = None
+        self.previous_entry: CacheEntry | None = None  # Note [The entry used before is tried next]
+        self.try_previous = True  # (it is, until it misses; then again once the lookup finds it)
         self.lock = threading.RLock()
         self.miss_reasons: collections.deque[CacheMissReason] = collections.deque(maxlen=MISS_REASONS_KEPT)
         self.warned_recompiles = False
@@ -207,9 +210,40 @@ class _Jitted:
         self.dispatch_code: Any = None  # its code when it runs no fused prologue as its own
 
     def use(self, entry: CacheEntry) -> None:
-        """Makes ``entry`` the one the hot path tries first."""
+        """Makes ``entry`` the one the hot path tries first, and the last one the one tried next."""
+        last = self.last_entry
+        if last is not entry:
+            self.previous_entry = last if last is not None and last.tried_next and self.dispatch_code else None
         self.last_entry = entry
         self.install_hot_code()
+
+    # Note [The entry used before is tried next]
+    # Calls that alternate between two entries (two shapes, a training and an evaluation step) each miss the last
+    # entry and went through the lookup: the input key, the entries' diagnostic prologue, then the computation, 14-20
+    # us where the 2026-12-05 code took 7 (now 6-8: README, Speed). So the slow path first runs the entry used before the last one as the hot
+    # path runs the last (its fused prologue and computation in one call, ``run``), where that entry's run can neither
+    # change outcome, run the call again eagerly, nor draw per-call values in a prologue that then misses
+    # (``CacheEntry.tried_next``), and the option is one the hot path serves. An entry evicted meanwhile is not tried.
+    # Calls that cycle through more entries would pay a miss of that entry on each call (1.5 us): once it misses, it
+    # is tried again only after the lookup found the entry used before the last, the sign of calls alternating.
+    def _run_previous(self, args: tuple, kwargs: dict, last: CacheEntry | None) -> Any:
+        """The call run by the entry used before the last one, or ``MISS``."""
+        entry = self.previous_entry
+        if entry is None or entry is last:
+            return MISS
+        try:
+            result = entry.run(args, kwargs)
+        except Exception as e:
+            add_runtime_note(e)
+            raise
+        if result is MISS:
+            entry.misses.take()  # (it holds the prologue's frame) the lookup runs the entry's prologue again if keyed
+            self.try_previous = False
+            return MISS
+        next(self.cs.hits.count)
+        self.cache.touch(entry)
+        self.use(entry)
+        return result
 
     def install_hot_code(self) -> None:
         """Gives the jitted function the code of the last entry's fused prologue where it has one, else the code
@@ -231,10 +265,16 @@ class _Jitted:
         # What the last entry's fused prologue said of these arguments on the hot path, if it ran on them.
         last = self.last_entry
         rejection = last.misses.take() if last is not None and last.misses is not None else None
-        if rejection is not None and (changed is not None or not rejection.rejects(args, kwargs)):
+        called = args, kwargs
+        args, kwargs = replayable_arguments(args, kwargs)
+        if changed is None and self.try_previous and self.previous_entry is not None:
+            result = self._run_previous(args, kwargs, last)
+            if result is not MISS:
+                check_replayed(args, kwargs)
+                return result
+        if rejection is not None and (changed is not None or not rejection.rejects(*called)):
             rejection = None
         rejected = (last, rejection) if rejection is not None else None
-        args, kwargs = replayable_arguments(args, kwargs)
         while True:
             state = python_random_state() if self.draws_with_outcomes else None
             try:
@@ -333,7 +373,12 @@ class _Jitted:
             entry, inputs = found
             next(self.cs.hits.count)
             self.cache.touch(entry)
+            fuser = entry.fuser
+            if fuser is not None and fuser.fused is None:
+                fuser.reused()  # Note [The fused prologue is compiled on reuse] in thunder.compiler
             if entry is not self.last_entry:
+                if entry is self.previous_entry:  # calls alternate between two entries
+                    self.try_previous = True
                 self.use(entry)
             return _run(entry, inputs)
         with self.lock:
@@ -381,9 +426,11 @@ class _Jitted:
         self.draws_with_outcomes |= bool(entry.outcomes) and draws_per_call(entry)
         if option is not CACHE_OPTIONS.NO_CACHING:
             self.cache.limit = limit
-            self.cache.add(entry)  # the evicted entries are freed when the last reference goes
+            evicted = self.cache.add(entry)  # the evicted entries are freed when the last reference goes
             entry.owner = weakref.ref(self)
             self.use(entry)
+            if any(e is self.previous_entry for e in evicted):
+                self.previous_entry = None
         if not self.warned_recompiles and warn_after is not None and misses >= warn_after:
             self.warned_recompiles = True
             name = type(args[0]).__qualname__ if cd.is_module and args else getattr(cd.fn, "__qualname__", repr(cd.fn))

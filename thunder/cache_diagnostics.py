@@ -102,19 +102,37 @@ def _short(value: Any, limit: int = 80) -> str:
 class Rejection:
     """What a diagnostic prologue returns when a check fails: the check and the prologue's locals; or when a read
     raises: the raising bound symbol (None if unknown), the locals and the exception (Note [A prologue that raises
-    misses] in ``thunder.core.codegen``)."""
+    misses] in ``thunder.core.codegen``). A fused prologue's rejection (``MissRecord``) keeps the prologue's frame and
+    the call's ``(args, kwargs)`` instead of the locals, which are read from the frame only when asked for (Note
+    [A miss of the fast path explains itself when asked])."""
 
-    __slots__ = ("bsym", "values", "raised")
+    __slots__ = ("bsym", "_values", "raised", "_frame", "call")
 
-    def __init__(self, bsym: BoundSymbol | None, values: dict[str, Any], raised: Exception | None = None):
-        self.bsym, self.values, self.raised = bsym, values, raised
+    def __init__(
+        self, bsym: BoundSymbol | None, values: dict[str, Any] | None, raised: Exception | None = None,
+        frame: Any = None, call: tuple[tuple, dict] | None = None,
+    ):  # fmt: skip
+        self.bsym, self._values, self.raised, self._frame, self.call = bsym, values, raised, frame, call
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The prologue's locals when the check failed, by name."""
+        if self._values is None:
+            frame, self._frame = self._frame, None
+            self._values = dict(frame.f_locals) if frame is not None else {}
+        return self._values
 
     def __repr__(self) -> str:
         return f"Rejection({explain(self)})"
 
     def rejects(self, args: tuple, kwargs: dict) -> bool:
         """Whether this is the rejection of a call with these arguments."""
-        seen_args, seen_kwargs = self.values.get("args", ()), self.values.get("kwargs", {})
+        if self.call is not None:
+            seen_args, seen_kwargs = self.call
+            if seen_args is args and seen_kwargs is kwargs:
+                return True
+        else:
+            seen_args, seen_kwargs = self.values.get("args", ()), self.values.get("kwargs", {})
         return (
             len(seen_args) == len(args)
             and all(a is b for a, b in zip(seen_args, args))
@@ -158,23 +176,40 @@ class DiagnosticPrologue:
             return self._fn
 
 
-class MissRecord(threading.local):
-    """The check an entry's fused prologue failed last in this thread, with its locals, so the slow path explains
-    the miss without compiling the diagnostic prologue (Note [The first call runs no prologue] in thunder.compiler).
-    ``missed`` is what the fused prologue returns then: ``MISS``."""
+# Note [A miss of the fast path explains itself when asked]
+# A call that the last entry's fused prologue rejects goes on to the slow path, which mostly finds another entry
+# (calls alternating between two shapes): the rejection's reason is needed only when the call compiles a new entry.
+# So the fused prologue's miss records the failed check, the prologue's frame and the call's ``(args, kwargs)``
+# (``MissRecord.missed``), and the frame's locals, which the reason is made from, are read only when the slow path
+# asks (``Rejection.values``): the dict of a small prologue's locals was a third of such a miss. One rejection is kept
+# per thread, whichever entry made it, so a rejection that no slow path took (another thread changed the last entry
+# meanwhile) holds one frame at most, until the thread's next miss.
+_last_rejection = threading.local()
+
+
+class MissRecord:
+    """Where an entry's fused prologue records the check it failed, so the slow path explains the miss without
+    compiling the diagnostic prologue (Note [The first call runs no prologue] in thunder.compiler; Note [A miss of
+    the fast path explains itself when asked]). ``missed`` is what the fused prologue returns then: ``MISS``."""
+
+    __slots__ = ("miss",)
 
     def __init__(self, miss: Any):
         self.miss = miss
-        self.last: Rejection | None = None
 
-    def missed(self, bsym: BoundSymbol | None, values: dict, raised: Exception | None = None) -> Any:
-        self.last = Rejection(bsym, values, raised)
+    def missed(self, bsym: BoundSymbol | None, frame: Any, call: tuple, raised: Exception | None = None) -> Any:
+        """Records that the fused prologue running in ``frame`` on ``call`` (its ``(args, kwargs)``) failed the check
+        ``bsym`` (or a read raised ``raised``)."""
+        _last_rejection.value = (self, Rejection(bsym, None, raised, frame, call))
         return self.miss
 
     def take(self) -> Rejection | None:
-        """The last rejection, forgotten here (it holds the call's arguments)."""
-        last, self.last = self.last, None
-        return last
+        """This thread's last rejection if this entry made it, forgotten (it holds the call's arguments)."""
+        last = getattr(_last_rejection, "value", None)
+        if last is None or last[0] is not self:
+            return None
+        _last_rejection.value = None
+        return last[1]
 
 
 def _miss_expression(printer: Printer) -> str:

@@ -170,6 +170,8 @@ class CacheEntry:
     # a run that raises before its effects runs the call eagerly (Note [A run that fails before its effects])
     rerun_on_failure: bool = False
     symbolic: bool = False  # traced with symbolic values (the option, or Note [Automatic dynamic shapes])
+    # tried when the last entry used misses, if it is the one before it (Note [The entry used before is tried next])
+    tried_next: bool = False
     misses: Any = None  # the fused prologue's last rejection per thread (thunder.cache_diagnostics.MissRecord)
     fuser: Any = None  # what makes ``run`` from the prologue and the computation (thunder.compiler._FusedWhenReused)
     owner: Any = None  # a weak reference to the jitted function's state whose cache holds it (thunder._Jitted)

@@ -476,6 +476,9 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     entry.run = entry.fuser = _FusedWhenReused(entry, executed_prologue, cache_option, plain, settled)
     if entry.outcomes and draws_per_call(entry):
         entry.run = _restoring_draws_on_changed_outcome(entry.run, entry)
+    # What the hot path does around an entry's run, but for its plain call: no outcomes to change, no eager run
+    # after a failure, no per-call draws of a prologue that may miss (Note [The entry used before is tried next]).
+    entry.tried_next = not entry.outcomes and not entry.rerun_on_failure and not draws_per_call(entry)
     cs.last_trace_tracing_ms = computation.provenance.ms
     cs.last_compile_ms = (time.perf_counter_ns() - start) / 1e6
     cs.total_compile_ms += cs.last_compile_ms
@@ -607,7 +610,8 @@ def restore_python_random_state(state: tuple, draws: tuple[GeneratorDraw, ...] =
 # a compilation of the prologue's few hundred lines. Many entries never run twice (a generation's prefill and
 # first decode step: a GPT-2 generation compiles 2 entries and the prefill runs once), and their first call runs no
 # prologue (Note [The first call runs no prologue]): the fused function is compiled when a later call has the
-# entry's input key, which a call with other shapes (the next decode step) has not.
+# entry's input key, which a call with other shapes (the next decode step) has not: on the hot path, or when the slow
+# path's lookup finds the entry again (``reused``; calls alternating between entries never meet it on the hot path).
 
 
 class _FusedWhenReused:
@@ -653,11 +657,15 @@ class _FusedWhenReused:
             fused = self._fuse()
         return fused(args, kwargs)
 
+    def reused(self) -> None:
+        """The slow path found the entry for a call with its input key: its next call runs the fused prologue."""
+        self._fuse()
+
     def _fuse(self) -> Callable:
         with self.lock:
             if self.fused is None:
                 entry = self.owner()
-                missed = entry.misses.missed if entry is not None else (lambda bsym, values, raised=None: MISS)
+                missed = entry.misses.missed if entry is not None else (lambda bsym, frame, call, raised=None: MISS)
                 ours = entry is not None and (entry.run is self or any(entry.run is f for _, f in self.made.values()))
                 if self.settled is not None and entry is not None and self.settled.ready():
                     switched, self.settled = self.settled.switch(entry), None
@@ -863,12 +871,22 @@ class Cache:
     ) -> tuple[CacheEntry, Any] | None:
         """An entry that accepts the inputs (and whose data-dependent outcomes begin with ``outcomes``); the entry
         ``rejected_by`` has rejected them already."""
+        rest = (args, kwargs, outcomes, rejected_by)
         try:
             candidates = self.by_key.get(input_key(cache_option, args, kwargs), ())
-            if self.symbolic_entries and cache_option is not CACHE_OPTIONS.SYMBOLIC_VALUES:
-                candidates = (*candidates, *self.by_key.get(input_key(CACHE_OPTIONS.SYMBOLIC_VALUES, args, kwargs), ()))
         except TypeError:  # an unhashable input
-            candidates = [e for group in tuple(self.by_key.values()) for e in group]
+            return self._first_accepting([e for group in tuple(self.by_key.values()) for e in group], *rest)
+        found = self._first_accepting(candidates, *rest)
+        if found is None and self.symbolic_entries and cache_option is not CACHE_OPTIONS.SYMBOLIC_VALUES:
+            # the symbolic entries' key only when no entry of the constant key accepts (it cost as much again)
+            symbolic = self.by_key.get(input_key(CACHE_OPTIONS.SYMBOLIC_VALUES, args, kwargs), ())
+            found = self._first_accepting(symbolic, *rest)
+        return found
+
+    @staticmethod
+    def _first_accepting(
+        candidates, args: tuple, kwargs: dict, outcomes: tuple | None, rejected_by: CacheEntry | None
+    ) -> tuple[CacheEntry, Any] | None:
         for entry in candidates:
             if entry is rejected_by or (outcomes is not None and not continues(entry, outcomes)):
                 continue

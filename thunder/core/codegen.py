@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import itertools
 import linecache
 import math
-import re
 import types
 import weakref
 from collections.abc import Callable
@@ -53,15 +53,19 @@ class Printer:
     ``print_depth > 1``, its decomposition comments, not the ``# file:line`` comment before it.
     ``tensor_types``: in a prologue compiled for the hot path, a dict where the printer of a type
     check records the type each input must have, so its tensor check can take the C fast check
-    (Note [Tensor checks in C]); None elsewhere (printed traces keep the plain conditions)."""
+    (Note [Tensor checks in C]); None elsewhere (printed traces keep the plain conditions). ``own``: the checks are
+    printed as the jitted function's own code (Note [The fused prologue is the jitted function's code]); a check
+    prints ``on_miss``, never a ``return`` of its own."""
 
     def __init__(
         self, *, miss: str | Callable[[Printer], str] = "None", return_call: str | None = None,
-        tensor_types: dict[str, type] | None = None,
+        tensor_types: dict[str, type] | None = None, own: OwnCode | None = None,
     ):  # fmt: skip
         self.ctx: dict[str, Any] = {}
         self._const_names: dict[int, str] = {}
         self._miss = miss
+        self.own = own
+        self._own_checks: OwnCode | None = None  # ``own`` while the checks print (trace_source)
         self.return_call = return_call  # a prologue's return calls this global with its outputs
         self.tensor_types = tensor_types
         self.bsym: BoundSymbol | None = None  # the bound symbol being printed
@@ -74,6 +78,16 @@ class Printer:
         """What a failed prologue check returns (an expression)."""
         miss = self._miss
         return miss if type(miss) is str else miss(self)
+
+    @property
+    def on_miss(self) -> str:
+        """What a failed prologue check does (a statement): return ``miss``; in the jitted function's own code,
+        evaluate it and leave the checks' loop for the slow path, the call's ``args`` made again first where the
+        code took them as parameters (Note [Positional arguments of the jitted function's own code])."""
+        own = self._own_checks
+        if own is None:
+            return f"return {self.miss}"
+        return f"{own.remake}; {self.miss}; break" if own.positional else f"{self.miss}; break"
 
     def add_ctx(self, name: str, value: Any) -> str:
         prev = self.ctx.get(name, value)
@@ -280,7 +294,8 @@ def bsym_lines(bsym: BoundSymbol, *, print_depth: int = 1, printer: Printer | No
 
 def _lines_of(bsym: BoundSymbol, print_depth: int, printer: Printer, cache: dict | None) -> list[str]:
     """``bsym_lines`` at indent 1, from ``cache`` when it holds this bound symbol's lines."""
-    if cache is None or printer._shared:  # lines that bind or read a shared object's name are this trace's
+    if cache is None or printer._shared or printer._own_checks is not None:  # lines that bind or read a shared
+        # object's name are this trace's; so are checks printed as the jitted function's own code
         return bsym_lines(bsym, print_depth=print_depth, printer=printer, indent=1)
     key = (id(bsym), print_depth)
     hit = cache.get(key)
@@ -308,7 +323,6 @@ def trace_source(
     signature: list[str] | None = None,
     guarded: str | None = None,
     guarded_count: int | None = None,
-    direct: tuple[str, str] | None = None,
 ) -> str:
     """The Python source of a trace (its parameters: ``signature`` where given, else the trace's).
 
@@ -316,8 +330,8 @@ def trace_source(
     symbols where given: a prologue followed by its computation) run in a ``try`` whose handler returns this
     expression, where ``_raised`` is the exception (Note [A prologue that raises misses]).
 
-    ``direct``: with ``guarded`` and ``guarded_count``, the source of a fused prologue that is the jitted function's
-    own code, ``direct`` its (varargs, varkwargs) names (Note [The fused prologue is the jitted function's code]).
+    With a ``printer`` whose ``own`` is set, and ``guarded`` and ``guarded_count``: the source of a fused prologue
+    that is the jitted function's own code (Note [The fused prologue is the jitted function's code]).
 
     ``ranges(i, bsym)`` names a profiler range around the statement of the ``i``-th bound symbol
     (None: no range); see Note [Profiling ranges]. ``lines_cache`` (a dict the caller keeps while it
@@ -335,7 +349,9 @@ def trace_source(
     last_source = None
     printer.share_repeated(trace.bound_symbols)
     spans: list[tuple[int, int, BoundSymbol]] = []  # body lines [start, stop) of each bound symbol
+    own = printer.own if guarded is not None and guarded_count else None
     for i, bsym in enumerate(trace.bound_symbols):
+        printer._own_checks = own if own is not None and i < guarded_count else None
         src = bsym.source
         if src is not None and src != last_source and print_depth > 0:
             text = src.source_line
@@ -349,11 +365,10 @@ def trace_source(
         spans.append((start, len(body), bsym))
         if name is not None:
             body.append("  _range_exit(_thunder_range)")
-    positional = None
-    if direct is not None and guarded is not None and guarded_count:
-        body, spans, positional = _direct_body(body, spans, guarded, spans[guarded_count - 1][1], *direct)
-        if positional is not None:
-            signature = [*positional, "/", *signature] if positional else signature
+    printer._own_checks = None
+    if own is not None:
+        body, spans = _direct_body(body, spans, guarded, spans[guarded_count - 1][1], own)
+        signature = [*own.positional, "/", *signature] if own.positional else signature
     elif guarded is not None and guarded_count is not None:
         body, spans = _guarded_body(body, spans, guarded, spans[guarded_count - 1][1] if guarded_count else 0)
     elif guarded is not None and body and body[-1].startswith("  return "):
@@ -372,8 +387,8 @@ def trace_source(
     for deco in trace.decorators:
         lines.append(f"@{deco}")
     lines.append(f"def {getattr(trace, 'function_name', trace.name)}({signature}):")
-    if direct is not None:
-        lines.extend(_direct_prelude(printer.ctx, *direct, positional))
+    if own is not None:
+        lines.extend(_direct_prelude(printer.ctx, own))
     # 1-based line of each body piece; a piece may hold newlines (a custom printer's lines).
     header = sum(piece.count("\n") + 1 for piece in lines)
     line_of = list(itertools.accumulate((piece.count("\n") + 1 for piece in body), initial=header + 1))
@@ -412,21 +427,21 @@ def _guarded_body(body: list[str], spans: list, guarded: str, end: int) -> tuple
 # fused prologue is printed a second time as code the jitted function runs itself (``fn_.__code__``, swapped by
 # ``thunder._Jitted.install_hot_code`` whenever the last entry or its fused prologue changes): the same checks and
 # statements, and what ``fn_`` did around them: it records the inputs while asked (``thunder._record_last_inputs``),
-# counts the hit, adds the runtime note to an exception of the computation, and on a miss (the checks ``break`` out
-# of a ``while True`` instead of returning) calls the slow path. Its globals are ``fn_``'s, which hold only these
-# hooks (``_thunder_*``) and the builtins: every name of the fused prologue's context is a local, unpacked from one
-# constant of the code object (``embed_constants``), so a code object is complete in itself and a thread still
-# running the code of the entry before keeps running it unchanged. Generated frames now stand between the caller
-# and the slow path, so what looks for the caller's frame (a traced ``warnings.warn``, the recompile warning) skips
-# generated code (``is_generated``) as it skips thunder's files. An entry that may change outcome (Note
-# [Data-dependent values]) or that runs the call again eagerly after a failure (Note [A run that fails before its
-# effects]) keeps the call.
+# counts the hit, adds the runtime note to an exception of the computation, and on a miss calls the slow path: the
+# checks run in a ``while True`` and the printers print each failed check as leaving it (``Printer.on_miss``: the
+# miss, then ``break``) where the fused prologue returns the miss (``trace_source`` with a printer's ``own``). Its
+# globals are ``fn_``'s, which hold only these hooks (``_thunder_*``) and the builtins: every name of the fused
+# prologue's context is a local, unpacked from one constant of the code object (``embed_constants``), so a code
+# object is complete in itself and a thread still running the code of the entry before keeps running it unchanged.
+# Generated frames now stand between the caller and the slow path, so what looks for the caller's frame (a traced
+# ``warnings.warn``, the recompile warning) skips generated code (``is_generated``) as it skips thunder's files. An
+# entry that may change outcome (Note [Data-dependent values]) or that runs the call again eagerly after a failure
+# (Note [A run that fails before its effects]) keeps the call.
 _DIRECT_HOOKS = (
     "_thunder_hits", "_thunder_slow", "_thunder_note", "_thunder_recording", "_thunder_state", "_thunder_absent",
     "_thunder_args",
 )  # fmt: skip
 _CONSTANTS = "__thunder_constants__"
-_MISS_RETURN = re.compile(r"(\s*if .*): return (_missed\(\w+\))")
 
 # Note [Positional arguments of the jitted function's own code]
 # A function of ``(*args, **kwargs)`` builds a tuple of the arguments on every call, which the prologue then measures
@@ -435,10 +450,40 @@ _MISS_RETURN = re.compile(r"(\s*if .*): return (_missed\(\w+\))")
 # N <= ``POSITIONAL`` arguments by position and none by name takes them as N positional-only parameters, before
 # ``*args, **kwargs``: the jitted function's ``__defaults__`` is ``POSITIONAL`` times ``ABSENT`` for good, so a call
 # with fewer arguments finds ``ABSENT`` in the last one (CPython fills the last N defaults; no code it runs has more
-# positional parameters than there are defaults), one with more has them in ``args``, and both miss. On a miss
-# ``args`` is made again (``positional_args``) before the check's diagnostics and the slow path see it. (A caller
-# that passed ``ABSENT`` itself, read from ``__defaults__``, would lose that argument.)
+# positional parameters than there are defaults), one with more has them in ``args``, and both miss. The prologue's
+# printers say so: its arity check prints as a test of the last parameter and of ``args``, its unpacking of ``args``
+# as the parameters (``thunder.core.prims.python.positional_arity`` says whether the prologue reads its ``args``
+# only so). On a miss ``args`` is made again (``positional_args``) before the check's diagnostics and the slow path
+# see it. (A caller that passed ``ABSENT`` itself, read from ``__defaults__``, would lose that argument.)
 POSITIONAL = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnCode:
+    """A fused prologue printed as the jitted function's own code (Note [The fused prologue is the jitted function's
+    code]): its ``*args`` and ``**kwargs`` names, and the parameters that take the call's positional arguments (None:
+    it reads them from ``varargs``; Note [Positional arguments of the jitted function's own code])."""
+
+    varargs: str
+    varkwargs: str
+    positional: tuple[str, ...] | None = None
+
+    @classmethod
+    def taking(cls, varargs: str, varkwargs: str, n: int | None) -> OwnCode:
+        """The own code that takes ``n`` positional arguments as parameters (None: none, it reads ``varargs``)."""
+        return cls(varargs, varkwargs, None if n is None else tuple(f"_thunder_p{k}" for k in range(n)))
+
+    @property
+    def remake(self) -> str:
+        """A statement that makes the call's ``varargs`` from the parameters (and what ``varargs`` holds)."""
+        return f"{self.varargs} = {self.args}"
+
+    @property
+    def args(self) -> str:
+        """The call's positional arguments, an expression."""
+        if not self.positional:
+            return self.varargs
+        return f"_thunder_args(({', '.join(self.positional)},), {self.varargs})"
 
 
 class _Absent:
@@ -459,83 +504,34 @@ def positional_args(given: tuple, rest: tuple) -> tuple:
     return (*(a for a in given if a is not ABSENT), *rest)
 
 
-def _direct_prelude(ctx: dict[str, Any], varargs: str, varkwargs: str, positional: list[str] | None) -> list[str]:
+def _direct_prelude(ctx: dict[str, Any], own: OwnCode) -> list[str]:
     names = sorted(ctx)
     unpack = [f"  {', '.join(names)}, = {_CONSTANTS!r}"] if names else []
-    args = f"_thunder_args(({', '.join(positional)},), {varargs})" if positional else varargs
-    return [*unpack, f"  if _thunder_recording[0]: _thunder_state.last_inputs = ({args}, {varkwargs})"]
+    return [*unpack, f"  if _thunder_recording[0]: _thunder_state.last_inputs = ({own.args}, {own.varkwargs})"]
 
 
-def _positional(
-    checks: list[str], computation: list[str], varargs: str, varkwargs: str
-) -> tuple[list[str], int] | None:
-    """The pieces ``checks`` with the positional arguments taken as parameters (Note [Positional arguments of the
-    jitted function's own code]), and their number; None where the checks read the arguments otherwise."""
-    arity = re.compile(rf"(\s*)if len\({varargs}\) != (\d+) or {varkwargs}: return (_missed\(\w+\))")
-    unpack = re.compile(rf"(\s*)(.+) = {varargs}")
-    word = re.compile(rf"\b{varargs}\b")
-    lines = [piece.split("\n") for piece in checks]
-    found = [(p, i) for p, piece in enumerate(lines) for i, line in enumerate(piece) if arity.fullmatch(line)]
-    if len(found) != 1 or "_thunder_p" in "\n".join([*checks, *computation]) or any(map(word.search, computation)):
-        return None
-    (p, i), n = found[0], 0
-    m = arity.fullmatch(lines[p][i])
-    n = int(m[2])
-    if n > POSITIONAL:
-        return None
-    params = [f"_thunder_p{k}" for k in range(n)]
-    test = f"{params[-1]} is _thunder_absent or " if n else ""
-    lines[p][i] = f"{m[1]}if {test}{varargs} or {varkwargs}: return {m[3]}"
-    if n:  # the unpacking follows the check, in the next piece
-        after = lines[p + 1] if i == len(lines[p]) - 1 and p + 1 < len(lines) else []
-        u = unpack.fullmatch(after[0]) if after else None
-        if u is None:
-            return None
-        after[0] = f"{u[1]}{u[2]} = {', '.join(params)},"
-    if any(word.search(line) for q, piece in enumerate(lines) for k, line in enumerate(piece) if (q, k) != (p, i)):
-        return None
-    return ["\n".join(piece) for piece in lines], n
-
-
-def _direct_body(
-    body: list[str], spans: list, guarded: str, end: int, varargs: str, varkwargs: str
-) -> tuple[list[str], list, list[str] | None]:
-    """``body`` (checks before ``end``, then the computation) as the jitted function's code (Note [The fused prologue
-    is the jitted function's code]), its spans, and its positional parameters (None: it takes ``*args``). A check that
-    returns anything but its miss raises ValueError."""
-    pieces, params, remake = body[:end], None, ""
-    positional = _positional(pieces, body[end:], varargs, varkwargs)
-    if positional is not None:
-        pieces, n = positional
-        params = [f"_thunder_p{k}" for k in range(n)]
-        if n:
-            remake = f"{varargs} = _thunder_args(({', '.join(params)},), {varargs}); "
-    checks = []
-    for piece in pieces:
-        lines = []
-        for line in piece.split("\n"):
-            m = _MISS_RETURN.fullmatch(line)
-            if m is None and "return" in line:
-                raise ValueError(f"a check that returns otherwise than by a miss: {line!r}")
-            lines.append(f"{m[1]}: {remake}{m[2]}; break" if m is not None else line)
-        checks.append("    " + "\n    ".join(lines))
+def _direct_body(body: list[str], spans: list, guarded: str, end: int, own: OwnCode) -> tuple[list[str], list]:
+    """``body`` (checks before ``end``, printed with ``on_miss`` leaving the loop, then the computation) as the jitted
+    function's code (Note [The fused prologue is the jitted function's code]), and its spans."""
+    checks = ["    " + piece.replace("\n", "\n    ") for piece in body[:end]]
     computation = ["    " + piece.replace("\n", "\n    ") for piece in body[end:]]
+    remake = f"\n      {own.remake}" if own.positional else ""
     direct = [
         "  while True:", "    try:", *checks,
-        f"    except Exception as _raised:\n      {remake.rstrip('; ')}\n      {guarded}\n      break" if remake else
-        f"    except Exception as _raised:\n      {guarded}\n      break",
+        f"    except Exception as _raised:{remake}\n      {guarded}\n      break",
         "    next(_thunder_hits)", "    try:", *computation,
         "    except Exception as _thunder_raised:\n      _thunder_note(_thunder_raised)\n      raise",
-        f"  return _thunder_slow({varargs}, {varkwargs})",
+        f"  return _thunder_slow({own.varargs}, {own.varkwargs})",
     ]  # fmt: skip
     moved = [(start + 2, stop + 2, b) if start < end else (start + 5, stop + 5, b) for start, stop, b in spans]
-    return direct, moved, params
+    return direct, moved
 
 
 def embed_constants(fn: Callable, ctx: dict[str, Any], source: str) -> types.CodeType | None:
-    """The code of ``fn``, compiled from ``source`` (``trace_source(direct=...)``), with the values of ``ctx`` in its
-    constant; None where it would read another global than the hooks and the builtins, or a ``break`` could leave
-    another loop than its own (Note [The fused prologue is the jitted function's code])."""
+    """The code of ``fn``, compiled from ``source`` (``trace_source`` with a printer's ``own``), with the values of
+    ``ctx`` in its constant; None where it would read another global than the hooks and the builtins, a ``break``
+    could leave another loop than its own, or a check returns (a printer that does not print ``on_miss``) (Note
+    [The fused prologue is the jitted function's code])."""
     import ast
     import builtins
     import dis
@@ -548,6 +544,9 @@ def embed_constants(fn: Callable, ctx: dict[str, Any], source: str) -> types.Cod
         return None
     loop = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.While))
     if any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for stmt in loop.body for n in ast.walk(stmt)):
+        return None
+    checks = loop.body[0]  # the ``try`` of the checks
+    if any(isinstance(n, ast.Return) for stmt in checks.body for n in ast.walk(stmt)):
         return None
     at = [i for i, c in enumerate(code.co_consts) if type(c) is str and c == _CONSTANTS]
     if len(at) != (1 if ctx else 0):

@@ -33,7 +33,7 @@ items its prologue pulled (Note [A run that fails before its effects] in thunder
 eager takes them too, else an error naming the argument (they cannot be put back). One that fails after an effect
 (a print before the failure) still leaves the iterator where its prologue left it.
 
-Layer: core. Imports: stdlib, core.errors, core.interpreter (``make_opaque``).
+Layer: core. Imports: stdlib, torch, core.errors, core.interpreter (``make_opaque``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ import collections.abc
 import threading
 from collections.abc import Callable
 from typing import Any
+
+import torch
 
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import make_opaque
@@ -133,9 +135,20 @@ def iterator_view(it, typ: type):
     return view
 
 
+_Tensor = torch.Tensor
+
+
+def _has_iterator(values) -> bool:
+    for v in values:
+        # (a tensor first: the ABC's check of a type that is no iterator costs a tenth of a slow-path call)
+        if type(v) is not _Tensor and isinstance(v, collections.abc.Iterator):
+            return True
+    return False
+
+
 def replayable_arguments(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """``args``/``kwargs`` with iterators made replayable (the slow path), holding what a prologue pulled."""
-    if not any(isinstance(a, collections.abc.Iterator) for a in (*args, *kwargs.values())):
+    if not _has_iterator(args) and not (kwargs and _has_iterator(kwargs.values())):
         return args, kwargs
     kept = getattr(_views, "kept", None) or {}
 

@@ -17,7 +17,15 @@ from typing import Any
 
 import torch
 
-from thunder.core.codegen import Printer, bsym_raising, compile_source, embed_constants, trace_source
+from thunder.core.codegen import (
+    POSITIONAL,
+    OwnCode,
+    Printer,
+    bsym_raising,
+    compile_source,
+    embed_constants,
+    trace_source,
+)
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
@@ -302,41 +310,46 @@ class TraceCtx:
 
         It is called as ``fused(args, kwargs)`` (the call's positional arguments as a tuple, its keyword
         arguments as a dict: the hot path passes on what it received, without unpacking and packing them
-        again); when a check fails it returns ``missed(the check's bound symbol, its locals)``, and when a read
-        raises ``missed(the raising bound symbol, its locals, the exception)`` (Note [A prologue that raises
-        misses]), else whatever ``computation`` returns. Its tensor checks try the C fast check first (Note
-        [Tensor checks in C]). With ``inline``, the trace ``computation``'s code runs, its statements follow the
-        checks in the same function (Note [The computation runs in the prologue's frame]) where their names allow.
+        again); when a check fails it returns ``missed(the check's bound symbol, its frame, (args, kwargs))``, and
+        when a read raises ``missed(the raising bound symbol, its frame, (args, kwargs), the exception)`` (Note [A
+        prologue that raises misses]), else whatever ``computation`` returns. Its tensor checks try the C fast check
+        first (Note [Tensor checks in C]). With ``inline``, the trace ``computation``'s code runs, its statements
+        follow the checks in the same function (Note [The computation runs in the prologue's frame]) where their names
+        allow.
         With ``direct``, a small one also gets ``__thunder_direct__``: a function whose code the jitted function can
         run as its own (Note [The fused prologue is the jitted function's code] in ``thunder.core.codegen``).
         """
         params = self.signature()
         if params != [f"*{self.varargs}", f"**{self.varkwargs}"]:
             raise ValueError(f"a prologue takes (*args, **kwargs), not ({', '.join(params)})")
-        from thunder.core.prims.python import group_tensor_checks
+        from thunder.core.prims.python import group_tensor_checks, positional_arity
 
-        def missed_here(bsym: Any) -> Any:
-            # The failed check's locals, read from the prologue's frame on a miss only: passing ``locals()`` in each
-            # check's source made the prologue an eighth slower to compile.
-            return missed(bsym, dict(sys._getframe(1).f_locals))
+        def missed_here(bsym: Any, args: tuple, kwargs: dict) -> Any:
+            # The prologue's frame, whose locals are read if the slow path asks why (Note [A miss of the fast path
+            # explains itself when asked] in thunder.cache_diagnostics): passing ``locals()`` in each check's source
+            # made the prologue an eighth slower to compile.
+            return missed(bsym, sys._getframe(1), (args, kwargs))
 
-        def raised_here(e: Exception) -> Any:
-            return missed(bsym_raising(e), dict(sys._getframe(1).f_locals), e)
+        def raised_here(e: Exception, args: tuple, kwargs: dict) -> Any:
+            return missed(bsym_raising(e), sys._getframe(1), (args, kwargs), e)
 
-        def printed(trace: TraceCtx, body: TraceCtx | None, signature: list[str] | None) -> tuple[str, Printer]:
+        def printed(trace: TraceCtx, body: TraceCtx | None, own: bool = False) -> tuple[str, Printer]:
+            arity = positional_arity(trace.bound_symbols, self.varargs, POSITIONAL) if own else None
             printer = Printer(
-                miss=lambda p: f"_missed({p.constant(p.bsym, '_check')})",
+                miss=lambda p: f"_missed({p.constant(p.bsym, '_check')}, {self.varargs}, {self.varkwargs})",
                 return_call=None if body is not None else "_computation",
                 tensor_types={},
+                own=OwnCode.taking(self.varargs, self.varkwargs, arity) if own else None,
             )
             printer.add_ctx("_missed", missed_here)
             printer.add_ctx("_raised_here", raised_here)
             if body is None:
                 printer.add_ctx("_computation", computation)
+            signature = [f"*{self.varargs}", f"**{self.varkwargs}"] if own else [self.varargs, self.varkwargs]
             source = trace_source(
-                trace, print_depth=1, printer=printer, signature=signature or [self.varargs, self.varkwargs],
-                guarded="_raised_here(_raised)", guarded_count=len(grouped.bound_symbols) - 1,
-                direct=(self.varargs, self.varkwargs) if signature else None,
+                trace, print_depth=1, printer=printer, signature=signature,
+                guarded_count=len(grouped.bound_symbols) - 1,
+                guarded=f"_raised_here(_raised, {self.varargs}, {self.varkwargs})",
             )  # fmt: skip
             return source, printer
 
@@ -351,7 +364,7 @@ class TraceCtx:
                 if trace is None:
                     continue
             try:
-                source, printer = printed(trace, body, None)
+                source, printer = printed(trace, body)
             except RuntimeError:  # two values want one global name: the computation is called instead
                 continue
             if body is not None and not _names_apart(self, body, computation, printer.ctx):
@@ -361,10 +374,7 @@ class TraceCtx:
             )
             fused.__thunder_inlined_trace__ = body
             if direct and source.count("\n") <= DIRECT_MAX_LINES and not trace.decorators:
-                try:
-                    source, printer = printed(trace, body, [f"*{self.varargs}", f"**{self.varkwargs}"])
-                except ValueError:  # a check that returns otherwise than by a miss: the jitted function calls it
-                    return fused
+                source, printer = printed(trace, body, own=True)
                 own = compile_source(
                     source, self.function_name, printer.ctx, f"thunder.{self.name}_direct_{self.uid}",
                     printer.line_bsyms,

@@ -89,7 +89,11 @@ def _print_unpack_sequence(bsym, printer):
     seq = bsym.args[0]
     names = [o.name for o in bsym.output]
     lhs = f"{names[0]}," if len(names) == 1 else ", ".join(names)
-    return [f"{lhs} = {printer.value(seq)}" if names else "pass"]
+    rhs = printer.value(seq)
+    own = printer._own_checks
+    if own is not None and own.positional and rhs == own.varargs:  # the parameters that took them (positional_arity)
+        rhs = ", ".join(own.positional) + ","
+    return [f"{lhs} = {rhs}" if names else "pass"]
 
 
 def _unpack_sequence_meta(seq, outputs):
@@ -200,15 +204,42 @@ unpack_shape = make_prim(P.UNPACK_SHAPE, "unpack_shape", lambda t, dims: list(di
 def _print_check_args_structure(bsym, printer):
     args, kwargs, nargs, kwnames = bsym.args
     a, k = printer.value(args), printer.value(kwargs)
+    own = printer._own_checks
+    if own is not None and own.positional is not None and a == own.varargs:  # positional_arity
+        absent = f"{own.positional[-1]} is _thunder_absent or " if own.positional else ""
+        return [f"if {absent}{a} or {k}: {printer.on_miss}"]
     if kwnames:
         keys = printer.constant(frozenset(kwnames), "_kwnames")
-        return [f"if len({a}) != {nargs} or {k}.keys() != {keys}: return {printer.miss}"]
-    return [f"if len({a}) != {nargs} or {k}: return {printer.miss}"]
+        return [f"if len({a}) != {nargs} or {k}.keys() != {keys}: {printer.on_miss}"]
+    return [f"if len({a}) != {nargs} or {k}: {printer.on_miss}"]
 
 
 check_args_structure = make_prim(
     P.CHECK_ARGS_STRUCTURE, "check_args_structure", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_args_structure
 )
+
+
+def positional_arity(bsyms: list, varargs: str, max_arity: int) -> int | None:
+    """How many positional arguments a prologue's bound symbols ``bsyms`` take, where they read their ``varargs``
+    only in one arity check with no keyword names, of at most ``max_arity`` arguments, and in one unpacking of them
+    all right after it; else None. Such a prologue printed as the jitted function's own code takes them as
+    parameters (Note [Positional arguments of the jitted function's own code] in ``thunder.core.codegen``)."""
+    readers = [
+        i for i, b in enumerate(bsyms)
+        if any(p.name == varargs or p.name.startswith("_thunder_p") for p in (*b.flat_proxy_args, *b.flat_proxy_outs))
+    ]  # fmt: skip
+    if not readers or bsyms[readers[0]].sym.id is not P.CHECK_ARGS_STRUCTURE:
+        return None
+    check = bsyms[readers[0]]
+    args, _, nargs, kwnames = check.args
+    if kwnames or nargs > max_arity or not isinstance(args, Proxy) or args.name != varargs:
+        return None
+    if nargs == 0:
+        return 0 if len(readers) == 1 else None
+    unpack = bsyms[readers[0] + 1] if readers[0] + 1 < len(bsyms) else None
+    if readers[1:] != [readers[0] + 1] or unpack.sym.id is not P.UNPACK_SEQUENCE or unpack.args[0] is not args:
+        return None
+    return nargs if len(unpack.output) == nargs else None
 
 
 def _device_check(x: str, device: torch.device) -> str:
@@ -241,8 +272,8 @@ def _tensor_conditions(
         plain = f"({' and '.join(conds)})"
     guard = _tensor_guard(printer, x, sizes, device, dtype, requires_grad) if fast else None
     if guard is not None:
-        return f"if not ({printer.constant(guard, '_tensor_guard')}.check({x}) or {plain}): return {printer.miss}"
-    return f"if not {plain}: return {printer.miss}"
+        return f"if not ({printer.constant(guard, '_tensor_guard')}.check({x}) or {plain}): {printer.on_miss}"
+    return f"if not {plain}: {printer.on_miss}"
 
 
 # Note [Tensor conditions as one call]
@@ -397,25 +428,26 @@ def _print_check_value(bsym, printer):
     x, value = bsym.args
     name = printer.value(x)
     if value is None or isinstance(value, bool):
-        return [f"if {name} is not {value!r}: return {printer.miss}"]
+        return [f"if {name} is not {value!r}: {printer.on_miss}"]
     typ = type(value)
     if typ is float and value != value:  # NaN equals nothing, itself included
-        return [f"if type({name}) is not float or {name} == {name}: return {printer.miss}"]
+        return [f"if type({name}) is not float or {name} == {name}: {printer.on_miss}"]
     if typ is float and value == 0.0:  # -0.0 == 0.0, but they differ (copysign, 1 / x, atan2)
         sign = printer.add_ctx("_copysign", math.copysign)
         return [
             f"if type({name}) is not float or {name} != 0.0 or {sign}(1.0, {name}) != {math.copysign(1.0, value)}: "
-            f"return {printer.miss}"
+            f"{printer.on_miss}"
         ]
     if typ is complex and (value != value or value.real == 0.0 or value.imag == 0.0):
         # Compared by the representation, which tells NaN and the signs of zeros apart.
-        return [f"if type({name}) is not complex or repr({name}) != {repr(value)!r}: return {printer.miss}"]
+        return [f"if type({name}) is not complex or repr({name}) != {repr(value)!r}: {printer.on_miss}"]
     if typ in (int, float, str, complex, bytes):
-        return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: return {printer.miss}"]
+        return [f"if type({name}) is not {typ.__name__} or {name} != {printer.value(value)}: {printer.on_miss}"]
     if typ in (set, frozenset) and not all(type(v) is str for v in value):  # {1} == {1.0} == {True}
         typed = "{" + ", ".join(f"({printer.value(v)}, {printer.constant(type(v), '_type')})" for v in value) + "}"
-        return [f"if {name} != {printer.value(value)} or {{(v, type(v)) for v in {name}}} != {typed}: return {printer.miss}"]
-    return [f"if {name} != {printer.value(value)}: return {printer.miss}"]
+        condition = f"{name} != {printer.value(value)} or {{(v, type(v)) for v in {name}}} != {typed}"
+        return [f"if {condition}: {printer.on_miss}"]
+    return [f"if {name} != {printer.value(value)}: {printer.on_miss}"]
 
 
 # ``check_value(x, value)``: x must equal value and have its exact type (1 is not 1.0 or True).
@@ -424,7 +456,7 @@ check_value = make_prim(P.CHECK_VALUE, "check_value", lambda *args: None, tags=(
 
 def _print_check_identity(bsym, printer):
     x, obj = bsym.args
-    return [f"if {printer.value(x)} is not {printer.constant(obj, '_obj')}: return {printer.miss}"]
+    return [f"if {printer.value(x)} is not {printer.constant(obj, '_obj')}: {printer.on_miss}"]
 
 
 check_identity = make_prim(
@@ -436,7 +468,7 @@ def _print_check_type(bsym, printer):
     x, typ = bsym.args
     if printer.tensor_types is not None:  # the type its tensor check's fast check expects (Note [Tensor checks in C])
         printer.tensor_types[printer.value(x)] = typ
-    return [f"if type({printer.value(x)}) is not {printer.constant(typ, '_type')}: return {printer.miss}"]
+    return [f"if type({printer.value(x)}) is not {printer.constant(typ, '_type')}: {printer.on_miss}"]
 
 
 check_type = make_prim(P.CHECK_TYPE, "check_type", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_type)
@@ -447,7 +479,7 @@ def _print_check_torch_state(bsym, printer):
     # the reader bound to a global name of its own: a cached call skips looking ``torch.<name>`` up (Note [Torch
     # state] in thunder.core.torch_state)
     reader = printer.add_ctx(expr.removesuffix("()").replace(".", "_"), TORCH_STATE[expr])
-    return [f"if {reader}() is not {printer.value(expected)}: return {printer.miss}"]
+    return [f"if {reader}() is not {printer.value(expected)}: {printer.on_miss}"]
 
 
 # ``check_torch_state(expr, expected)``: a piece of global torch state (a key of ``torch_state.TORCH_STATE``: grad
@@ -461,10 +493,10 @@ def _print_check_autocast(bsym, printer):
     device_type, enabled, dtype = bsym.args
     printer.add_ctx("torch", torch)
     if not enabled:
-        return [f"if torch.is_autocast_enabled({device_type!r}): return {printer.miss}"]
+        return [f"if torch.is_autocast_enabled({device_type!r}): {printer.on_miss}"]
     return [
         f"if not torch.is_autocast_enabled({device_type!r}) or torch.get_autocast_dtype({device_type!r}) is not "
-        f"{printer.value(dtype)}: return {printer.miss}"
+        f"{printer.value(dtype)}: {printer.on_miss}"
     ]
 
 
@@ -487,7 +519,7 @@ set_grad_enabled = make_prim(
 
 def _print_check_is(bsym, printer):
     x, other = bsym.args
-    return [f"if {printer.value(x)} is not {printer.value(other)}: return {printer.miss}"]
+    return [f"if {printer.value(x)} is not {printer.value(other)}: {printer.on_miss}"]
 
 
 # ``check_is(x, other)``: two inputs the trace saw as one object (an alias) must still be one.
@@ -496,7 +528,7 @@ check_is = make_prim(P.CHECK_IS, "check_is", lambda *args: None, tags=(DONT_DCE,
 
 def _print_check_hasattr(bsym, printer):
     obj, name, present = bsym.args
-    return [f"if hasattr({printer.value(obj)}, {name!r}) is not {present!r}: return {printer.miss}"]
+    return [f"if hasattr({printer.value(obj)}, {name!r}) is not {present!r}: {printer.on_miss}"]
 
 
 # ``check_hasattr(obj, name, present)``: whether ``obj`` has the attribute, which the program asked.
@@ -504,7 +536,7 @@ check_hasattr = make_prim(P.CHECK_HASATTR, "check_hasattr", lambda *args: None, 
 
 def _print_check_global_absent(bsym, printer):
     globals_, name = bsym.args
-    return [f"if {name!r} in {printer.constant(globals_.namespace, '_globals')}: return {printer.miss}"]
+    return [f"if {name!r} in {printer.constant(globals_.namespace, '_globals')}: {printer.on_miss}"]
 
 
 # ``check_global_absent(globals, name)``: a global the program found undefined (and caught the NameError) still is.
@@ -517,7 +549,7 @@ def _print_check_class_attr(bsym, printer):
     cls, name, value = bsym.args
     c = printer.constant(cls, "_cls")
     read = f"{c}.{name}" if name.isidentifier() and not keyword.iskeyword(name) else f"getattr({c}, {name!r})"
-    return [f"if {read} is not {printer.constant(value, '_obj')}: return {printer.miss}"]
+    return [f"if {read} is not {printer.constant(value, '_obj')}: {printer.on_miss}"]
 
 
 # ``check_class_attr(cls, name, value)``: ``cls.name`` is still ``value`` (a method the trace ran, Note [Methods read
@@ -534,14 +566,14 @@ def _print_check_no_hooks(bsym, printer):
     (module,) = bsym.args
     if module is None:  # the hooks registered for every module
         torch_module = printer.constant(torch.nn.modules.module, "_nn_module")
-        return [f"if {' or '.join(f'{torch_module}.{h}' for h in GLOBAL_HOOK_DICTS)}: return {printer.miss}"]
+        return [f"if {' or '.join(f'{torch_module}.{h}' for h in GLOBAL_HOOK_DICTS)}: {printer.on_miss}"]
     m = printer.value(module)
     if printer.tensor_types is not None:  # a prologue compiled for the hot path (Note [Tensor conditions as one call])
-        return [f"if {printer.add_ctx('_hooked', _hooked)}({m}): return {printer.miss}"]
+        return [f"if {printer.add_ctx('_hooked', _hooked)}({m}): {printer.on_miss}"]
     # a ThunderModule's own compiled call (Note [Methods of a compiled module] in thunder.core.module) counts as none
     compiled = f"({m}._compiled_call_impl is not None and not getattr({m}._compiled_call_impl, 'thunder_entry', False))"
     tests = [compiled, *(f"{m}.{h}" for h in MODULE_HOOK_DICTS), f"'forward' in {m}.__dict__"]
-    return [f"if {' or '.join(tests)}: return {printer.miss}"]
+    return [f"if {' or '.join(tests)}: {printer.on_miss}"]
 
 
 def _hooked(m: torch.nn.Module) -> bool:
@@ -593,7 +625,7 @@ def _print_unpack_iterator(bsym, printer):
     view = printer.add_ctx("_iterator_view", iterators.iterator_view)
     return [
         f"{output.name} = {view}({printer.value(it)}, {printer.constant(typ, '_type')})",
-        f"if {output.name} is None: return {printer.miss}",
+        f"if {output.name} is None: {printer.on_miss}",
     ]
 
 
@@ -608,7 +640,7 @@ unpack_iterator = make_prim(
 def _print_unpack_next(bsym, printer):
     view, output = bsym.args
     end = printer.add_ctx("_END", iterators.END)
-    return [f"{output.name} = next({view.name}, {end})", f"if {output.name} is {end}: return {printer.miss}"]
+    return [f"{output.name} = next({view.name}, {end})", f"if {output.name} is {end}: {printer.on_miss}"]
 
 
 unpack_next = make_prim(P.UNPACK_NEXT, "unpack_next", lambda view, output: output, tags=(DONT_DCE,), printer=_print_unpack_next)
@@ -617,7 +649,7 @@ unpack_next = make_prim(P.UNPACK_NEXT, "unpack_next", lambda view, output: outpu
 def _print_check_iterator_end(bsym, printer):
     (view,) = bsym.args
     end = printer.add_ctx("_END", iterators.END)
-    return [f"if next({view.name}, {end}) is not {end}: return {printer.miss}"]
+    return [f"if next({view.name}, {end}) is not {end}: {printer.on_miss}"]
 
 
 check_iterator_end = make_prim(
@@ -763,7 +795,7 @@ container_call = make_prim(
 
 def _print_check_expr(bsym, printer):
     expr, proxies = bsym.args
-    return [f"if not ({expr}): return {printer.miss}"]
+    return [f"if not ({expr}): {printer.on_miss}"]
 
 
 # ``check_expr(expr, proxies)``: a Python boolean expression over the named proxies (symbolic constraints).
@@ -881,11 +913,11 @@ def _print_check_keys(bsym, printer):
     d, keys = bsym.args
     name = printer.value(d)
     if not keys:
-        return [f"if {name}: return {printer.miss}"]
+        return [f"if {name}: {printer.on_miss}"]
     condition = f"tuple({name}) != ({', '.join(printer.value(k) for k in keys)},)"
     if not all(type(k) is str for k in keys):  # 1, 1.0 and True are one key to a dict, but not to the program
         condition += f" or tuple(map(type, {name})) != ({', '.join(printer.constant(type(k), '_type') for k in keys)},)"
-    return [f"if {condition}: return {printer.miss}"]
+    return [f"if {condition}: {printer.on_miss}"]
 
 
 # ``check_keys(d, keys)``: the dict has exactly these keys, in this order (the program may iterate it), of these
@@ -929,7 +961,7 @@ def buffer_contents(x) -> tuple | None:
 def _print_check_contents(bsym, printer):
     x, contents = bsym.args
     reader = printer.add_ctx("_buffer_contents", buffer_contents)
-    return [f"if {reader}({printer.value(x)}) != {printer.constant(contents, '_contents')}: return {printer.miss}"]
+    return [f"if {reader}({printer.value(x)}) != {printer.constant(contents, '_contents')}: {printer.on_miss}"]
 
 
 # ``check_contents(x, contents)``: the buffer ``x`` holds ``contents`` (``buffer_contents``).
