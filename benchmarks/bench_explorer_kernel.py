@@ -21,6 +21,9 @@ calling thread's (``time.thread_time``: the Python side), with the load average:
 they move less than wall time. A profile taken right after the first call runs while the torch.compile
 workers still compile in the background (their processes are not counted; they compete for the
 cores); ``--settled`` waits for them first (``inductor_pool.wait()``) and measures a profile again.
+``--ratio N`` then alternates, N times, a profile of one call with the two calls it cannot do without
+(thunder's and eager's, unprofiled) and prints the medians and their ratio: what profiling adds over
+running the model twice, which the load moves far less than either wall time.
 A benchmark: prints, asserts nothing.
 
 Layer: benchmarks; imports torch, transformers, thunder, thunder_viz (and ipywidgets' comm, replaced
@@ -58,6 +61,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--settled", action="store_true", help="also profile once the background compiles are done")
+    parser.add_argument(
+        "--ratio", type=int, default=0, help="alternate a profile with a thunder and an eager call N times"
+    )
     args = parser.parse_args()
 
     import comm
@@ -81,7 +87,9 @@ def main() -> None:
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(config).eval()
     ids = torch.randint(0, config.vocab_size, (1, args.tokens))
-    print(f"GPT-2, {args.layers} layers, {args.width} wide, {args.tokens} tokens, forward; torch threads {torch.get_num_threads()}")
+    print(
+        f"GPT-2, {args.layers} layers, {args.width} wide, {args.tokens} tokens, forward; torch threads {torch.get_num_threads()}"
+    )
 
     first, explorer, profile, calls_thunder, calls_eager, settled = [], [], [], [], [], []
     print(f"before: {_load()}")
@@ -112,6 +120,19 @@ def main() -> None:
             inductor_pool.wait()
             t, p = _timed(functools.partial(thunder_viz.profile, jm, ids, calls=1))
             settled.append(t)
+    ratio_profile, ratio_calls = [], []
+    if args.ratio:
+        inductor_pool.wait()
+
+        def both() -> None:
+            jm(ids)
+            model(ids)
+
+        for _ in range(args.ratio):
+            t, p = _timed(functools.partial(thunder_viz.profile, jm, ids, calls=1))
+            ratio_profile.append(t)
+            t, _ = _timed(both)
+            ratio_calls.append(t)
     print(f"after:  {_load()}")
     _row("thunder.jit + first call", first)
     _row("explorer in the kernel (document, widget, display)", explorer, "target <= 1 s")
@@ -120,6 +141,14 @@ def main() -> None:
     _row("thunder_viz.profile(jm, ids, calls=1)", profile, "target < 3 s")
     if settled:
         _row("  the same once the compiles are done", settled, "target < 3 s")
+    if ratio_profile:
+        _row(f"alternated x{args.ratio}: profile of one call", ratio_profile)
+        _row("  thunder's call + eager's call, unprofiled", ratio_calls)
+        ratios = [
+            statistics.median(a[i] for a in ratio_profile) / statistics.median(b[i] for b in ratio_calls)
+            for i in range(3)
+        ]
+        print(f"  ratio of the medians: wall {ratios[0]:.2f}   cpu {ratios[1]:.2f}   thread {ratios[2]:.2f}")
     print(p.table(5))
 
 

@@ -21,9 +21,13 @@ module whose forward range held that op, and in the modules around it, as a forw
 counts in the ranges around it.
 
 The saved-for-backward timeline is read from the backward trace: at each statement, the bytes of
-the tensors the forward made and saved that the backward still reads from there on. torch's autograd
+the tensors the forward made and saved that the backward still reads from there on (their logical
+sizes, as ``thunder.compile_stats`` counts them). A saved value that was a view of an input or a
+parameter when the profiled call ran (a fusion's output can be; its trace does not tell) holds no
+memory of its own and is left out: torch's saved tensors of that call say which. torch's autograd
 holds them all until the backward returns; the timeline shows what the backward still needs, and
-beside it what was saved before rematerialization.
+beside it what was saved before rematerialization. The profiler's memory events are not needed for
+it; they give each statement's memory (what its range left allocated).
 
 Layer: thunder_viz. Imports: torch (its profiler), thunder (public API, core codegen and proxies),
 thunder_viz.session (input clones, random state), thunder_viz.graph (module paths).
@@ -254,9 +258,14 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
     start = time.perf_counter()
     cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
 
-    def call(fn: Callable) -> bool:
+    aliased: set[str] = set()  # the backward's saved values that are views of the call's inputs
+
+    def call(fn: Callable, backward_trace: Any = None) -> bool:
         a, k = clone_inputs(args, kwargs)
-        ran_backward = _backward_of(fn(*a, **k))
+        out = fn(*a, **k)
+        if backward_trace is not None and not aliased:
+            aliased.update(_saved_aliasing_inputs(out, backward_trace, [*_tensor_leaves((a, k)), *_state_of(original)]))
+        ran_backward = _backward_of(out)
         _synchronize(cuda)
         return ran_backward
 
@@ -275,7 +284,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
             with _profiler(cuda) as prof:
                 for _ in range(calls):
                     t0 = time.perf_counter_ns()
-                    ran_backward.append(call(jitted))
+                    ran_backward.append(call(jitted, traces.get("backward")))
                     walls.append((time.perf_counter_ns() - t0) / 1e6)
         if thunder.cache_misses(jitted) == misses:
             break
@@ -310,7 +319,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
                     source=_source_text(bsym),
                 )
             )
-    timeline, saved, saved_before = _saved_for_backward(jitted) if backward else ([], None, None)
+    timeline, saved, saved_before = _saved_for_backward(jitted, aliased) if backward else ([], None, None)
     return Profile(
         calls=calls,
         device="cuda" if cuda else "cpu",
@@ -354,10 +363,10 @@ def _labels(trace: Any, tag: str) -> dict[int, str]:
 
 
 @contextlib.contextmanager
-def _profiler(cuda: bool) -> Iterator[Any]:
+def _profiler(cuda: bool, memory: bool = True) -> Iterator[Any]:
     # torch.autograd.profiler directly: torch.profiler.profile first imports torch._inductor (seconds)
     with _without_profiler_log():
-        with torch_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, profile_memory=True) as prof:
+        with torch_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, profile_memory=memory) as prof:
             yield prof
 
 
@@ -448,7 +457,7 @@ def _eager_profile(
     call; the backward's is empty when the calls ran none)."""
     walls = []
     try:
-        with _module_ranges(original), _profiler(cuda) as prof:
+        with _module_ranges(original), _profiler(cuda, memory=False) as prof:  # eager's memory is not shown
             for _ in range(calls):
                 t0 = time.perf_counter_ns()
                 call(original)
@@ -612,14 +621,17 @@ def _tensor_bytes(p: Any) -> int | None:
     return math.prod(p.shape) * p.dtype.itemsize
 
 
-def _saved_for_backward(jitted: Any) -> tuple[list[tuple[int, int]], int | None, int | None]:
+def _saved_for_backward(
+    jitted: Any, aliased: set[str] = frozenset()
+) -> tuple[list[tuple[int, int]], int | None, int | None]:
     """The timeline of the bytes the backward still reads of what the forward made and saved
-    (Note [Profile attribution]), their total, and the total before rematerialization."""
+    (Note [Profile attribution]), their total, and the total before rematerialization. ``aliased``:
+    saved values that were views of the inputs when the forward ran (no memory of their own)."""
     forward = thunder.last_traces(jitted)
     backward = thunder.last_backward_traces(jitted)
     if not forward or not backward:
         return [], None, None
-    made = _made_by_forward(forward[-1])
+    made = _made_by_forward(forward[-1]) - aliased
 
     def saved_of(trace: Any) -> dict[str, int]:
         out = {}
@@ -657,3 +669,46 @@ def _made_by_forward(forward: Any) -> set[str]:
             if p.name not in inputs:
                 made.add(p.name)
     return made
+
+
+def _saved_aliasing_inputs(out: Any, backward: Any, inputs: Sequence[torch.Tensor]) -> set[str]:
+    """Names of the values ``backward`` is given that were views of ``inputs`` (the call's tensors,
+    the module's parameters and buffers) when the forward that made ``out`` ran. A fusion's outputs
+    can be views of its inputs, which its trace does not tell; torch's saved tensors do. The saved
+    tensors are the backward's first arguments, in order (``ThunderFunction.forward``)."""
+    from thunder.executors.torch_autograd import ThunderFunction
+    from thunder_viz.session import _leaves
+
+    node = next(
+        (
+            x.grad_fn
+            for _, x in _leaves(out)
+            if isinstance(x, torch.Tensor) and isinstance(x.grad_fn, ThunderFunction._backward_cls)
+        ),
+        None,
+    )
+    if node is None:
+        return set()
+    saved = [a for a, is_tensor in zip(backward.args, node.plan.saved_is_tensor) if is_tensor]
+    tensors = node.saved_tensors
+    if len(saved) != len(tensors):
+        return set()
+    storages = {t.untyped_storage().data_ptr() for t in inputs if t.device.type != "meta"}
+    return {
+        p.name
+        for p, t in zip(saved, tensors)
+        if isinstance(p, TensorProxy) and isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() in storages
+    }
+
+
+def _tensor_leaves(tree: Any) -> list[torch.Tensor]:
+    from thunder_viz.session import _leaves
+
+    return [x for _, x in _leaves(tree) if isinstance(x, torch.Tensor)]
+
+
+def _state_of(original: Any) -> list[torch.Tensor]:
+    """A module's parameters and buffers (nothing for a function)."""
+    if not isinstance(original, torch.nn.Module):
+        return []
+    return [*original.parameters(), *original.buffers()]

@@ -471,8 +471,9 @@ class Explorer {
     }
     // a step whose body failed its check draws nothing (not even its output): its problems say why
     const unreadable = Boolean(step.problems?.length);
-    this.renderStep(step, unreadable ? NO_CELLS : this.layouts.get(index));
-    this.renderReadSteps();
+    const layout = unreadable ? NO_CELLS : this.layouts.get(index);
+    this.renderReadSteps(); // before the graph measures its viewport (renderStep)
+    this.renderStep(step, layout);
   }
 
   /**
@@ -532,6 +533,9 @@ class Explorer {
     const big = defaultCollapsed(step);
     this.opensCollapsed = new Map(step.groups.map((g) => [g.id, g.collapsed || big.has(g.id)]));
     const sp = this.profile.setStep(this.model, step);
+    this.profile.render(this.model, step, this.stepNodes);
+    if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
+    if (this.selected === null) this.renderDetails(undefined); // as applySelection will: before the measure
     const backward = step.kind === "backward";
     this.graph.setStep({
       step,
@@ -541,12 +545,10 @@ class Explorer {
       profile: sp,
       groupNote: (g) => (sp && g.kind === "module" ? moduleCostText(sp, g.label, backward) : null),
     });
-    this.profile.render(this.model, step, this.stepNodes);
 
-    if (this.selected !== null && !this.stepNodes.has(this.selected)) this.selected = null;
     // a link that lands on a node inside a collapsed group (e.g. a fusion member) opens it
     if (this.revealOnRender && this.selected !== null) this.expandAncestors(this.selected);
-    this.applySelection(this.revealOnRender);
+    this.applySelection(this.revealOnRender, this.selected !== null);
     this.revealOnRender = false;
     this.applySearch();
     setAttrs(this.root, { "data-ready": "true", "data-step-index": step.index });
@@ -620,7 +622,8 @@ class Explorer {
     return [o.collective, ...(o.wait === null ? [] : [o.wait]), ...o.compute];
   }
 
-  private applySelection(reveal: boolean): void {
+  /** `details`: false when the details pane shows this selection already. */
+  private applySelection(reveal: boolean, details = true): void {
     const id = this.selected;
     this.graph.setSelected(id);
     if (this.marksOverlap || this.overlapMarks().length) this.applyMarks();
@@ -630,7 +633,7 @@ class Explorer {
     this.source.setCurrent(line);
     if (line !== null && reveal) this.source.reveal(line);
     if (node && reveal) this.graph.reveal(node.id);
-    this.renderDetails(node);
+    if (details) this.renderDetails(node);
   }
 
   private renderDetails(node: TraceNode | undefined): void {

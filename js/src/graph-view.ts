@@ -115,6 +115,14 @@ export class GraphView {
       const observer = new ResizeObserver((entries) => {
         const box = entries[entries.length - 1]?.contentRect;
         if (!box || !box.width || !box.height) return;
+        // its first report repeats the size measured for the first render: nothing to redo
+        const known = this.measured;
+        if (
+          known &&
+          Math.abs(known.width - box.width) < 1 &&
+          Math.abs(known.height - box.height) < 1
+        )
+          return;
         this.measured = { width: box.width, height: box.height };
         this.onViewChanged();
       });

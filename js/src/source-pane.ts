@@ -13,7 +13,8 @@
  */
 import { h, truncate } from "./dom";
 
-export const CHUNK_LINES = 100;
+/** About two panes' worth: the first chunk is laid out with the page, so no more than is seen. */
+export const CHUNK_LINES = 40;
 /** The line height of `.tx-source` in explorer.css. */
 export const LINE_PX = 18;
 const LINE_CHARS = 400;
@@ -65,7 +66,9 @@ export class SourcePane {
     this.chunks = [];
     for (let first = 1; first <= this.texts.length; first += CHUNK_LINES) {
       const count = Math.min(CHUNK_LINES, this.texts.length - first + 1);
-      const el = h(doc, "div", { class: "tx-source-chunk tx-chunk-empty", role: "presentation" });
+      // the first is in view when shown: drawn at once, not after a layout finds it on screen
+      const cls = first === 1 ? "tx-source-chunk tx-chunk-first" : "tx-source-chunk tx-chunk-empty";
+      const el = h(doc, "div", { class: cls, role: "presentation" });
       this.chunks.push({ el, first, count, filled: false });
       frag.appendChild(el);
     }

@@ -37,7 +37,11 @@ describe("the source pane", () => {
     vi.stubGlobal("IntersectionObserver", FakeObserver);
     const el = document.createElement("div");
     const pane = new SourcePane(el);
-    pane.show(source(3 * CHUNK_LINES + 10), (line) => (line === 250 ? "diff-added has-node" : ""));
+    const inThird = 2 * CHUNK_LINES + 10; // a line of the third chunk
+    const inSecond = CHUNK_LINES + 10;
+    pane.show(source(3 * CHUNK_LINES + 10), (line) =>
+      line === inThird ? "diff-added has-node" : "",
+    );
     const chunks = Array.from(el.children) as HTMLElement[];
     expect(chunks).toHaveLength(4);
     // the first chunk and the short last one at once; the others wait, as boxes of their height
@@ -51,11 +55,11 @@ describe("the source pane", () => {
     const observer = FakeObserver.last!;
     expect([...observer.observed]).toEqual([chunks[1], chunks[2]]);
 
-    pane.setMarks(new Set([5, 150]));
-    pane.setCurrent(250); // a line in an unmade chunk: made now, marked
+    pane.setMarks(new Set([5, inSecond]));
+    pane.setCurrent(inThird); // a line in an unmade chunk: made now, marked
     expect(chunks[2]!.classList.contains("tx-chunk-empty")).toBe(false);
     const current = el.querySelector("[aria-current='true']")!;
-    expect(current.getAttribute("data-line")).toBe("250");
+    expect(current.getAttribute("data-line")).toBe(String(inThird));
     expect(current.className).toContain("diff-added");
     expect(observer.observed.has(chunks[2]!)).toBe(false);
 
@@ -64,8 +68,10 @@ describe("the source pane", () => {
     const marked = Array.from(el.querySelectorAll(".search-match")).map((l) =>
       l.getAttribute("data-line"),
     );
-    expect(marked).toEqual(["5", "150"]);
-    expect(el.querySelector("[data-line='150']")!.textContent).toBe("t150 = f(t149)");
+    expect(marked).toEqual(["5", String(inSecond)]);
+    expect(el.querySelector(`[data-line='${inSecond}']`)!.textContent).toBe(
+      `t${inSecond} = f(t${inSecond - 1})`,
+    );
   });
 
   test("without IntersectionObserver every line is made at once", () => {

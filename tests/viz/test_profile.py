@@ -284,3 +284,46 @@ def test_inputs_that_run_an_older_cache_entry_are_refused_not_shown_as_zeros():
     jf(*(t.double() for t in single))  # the last compilation is for float64
     with pytest.raises(RuntimeError, match="cache entry compiled before the last compilation"):
         thunder_viz.profile(jf, *single, calls=1)
+
+
+def _saved_by_torch(jm, model, *args):
+    """What torch's autograd keeps for the backward of one call of ``jm``: the logical bytes of each
+    saved tensor that is not a view of an input or a parameter (those hold no memory of their own)."""
+    saved = []
+
+    def pack(t):
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        jm(*args)
+    held = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers(), *args]}
+    return sum(t.numel() * t.element_size() for t in saved if t.untyped_storage().data_ptr() not in held)
+
+
+class TinyGPT2Loss(nn.Module):
+    """A 2-layer GPT-2 and its loss: the forward's fusions return views of the input ids (the labels)."""
+
+    def __init__(self):
+        import transformers
+
+        super().__init__()
+        config = transformers.GPT2Config(
+            n_layer=2, n_embd=32, n_head=2, vocab_size=128, n_positions=64, resid_pdrop=0, embd_pdrop=0, attn_pdrop=0
+        )
+        self.model = transformers.GPT2LMHeadModel(config)
+
+    def forward(self, ids):
+        return self.model(ids, labels=ids).loss
+
+
+@pytest.mark.parametrize("make", [Net, TinyGPT2Loss], ids=["mlp", "gpt2"])
+def test_the_saved_for_backward_bytes_are_what_torchs_autograd_saves(make):
+    torch.manual_seed(0)
+    model = make()
+    x = torch.randn(8, 16) if make is Net else torch.randint(0, 128, (2, 16))
+    jm = thunder.jit(model)
+    jm(x).backward()
+    p = thunder_viz.profile(jm, x, calls=1)
+    assert p.saved_bytes == _saved_by_torch(jm, model, x) > 0
+    assert p.saved_timeline[0][1] == p.saved_bytes
