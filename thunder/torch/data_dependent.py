@@ -35,8 +35,9 @@ from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
 from thunder.torch.reductions import sort
 from thunder.torch.shape import check_dim, expand, unbind, unsqueeze
+from thunder.torch.shape import tensor_split as _tensor_split
 
-__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks", "bincount"]
+__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks", "bincount", "tensor_split"]
 
 
 def _count(mask: TensorProxy) -> int:
@@ -262,6 +263,36 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return _unique("ltorch.unique_consecutive", True, input, return_inverse, return_counts, dim)
 
 
+def _split_points(t: TensorProxy):
+    """The sections (0-d) or indices (1-d) that ``torch.tensor_split`` reads from the CPU int64 tensor ``t``:
+    data-dependent values, pinned (each distinct value is its own continuation)."""
+    op = "tensor_split"
+    if t.device.type != "cpu":
+        raise ThunderRuntimeError(f"{op} expected tensor_indices_or_sections to be on cpu, but it's on {t.device}")
+    if t.dtype is not dtypes.int64:
+        name = {dtypes.int32: "Int", dtypes.float32: "Float"}.get(t.dtype, str(t.dtype))
+        raise ThunderRuntimeError(f"{op} expected tensor_indices_or_sections to have dtype of long, but got {name}")
+    if t.ndim > 1:
+        raise ThunderRuntimeError(
+            f"{op} expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional tensor, but got "
+            f"a tensor with {t.ndim} dims"
+        )
+    if t.ndim == 0:
+        return int(t.item())
+    return [int(v) for v in t.tolist()]
+
+
+def tensor_split(*args, **kwargs):
+    """``torch.tensor_split``; indices or sections given as a tensor are its values, data-dependent (read as
+    eager reads them), and the split is then the one with those numbers."""
+    if len(args) > 1 and isinstance(args[1], TensorProxy):
+        args = (args[0], _split_points(args[1]), *args[2:])
+    if isinstance(kwargs.get("tensor_indices_or_sections"), TensorProxy):
+        points = _split_points(kwargs.pop("tensor_indices_or_sections"))
+        kwargs["sections" if isinstance(points, int) else "indices"] = points
+    return _tensor_split(*args, **kwargs)
+
+
 def _is_mask(x) -> bool:
     return isinstance(x, TensorProxy) and x.dtype is torch.bool
 
@@ -355,7 +386,8 @@ for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwh
                         (repeat_interleave, (torch.repeat_interleave, torch.Tensor.repeat_interleave)),
                         (bincount, (torch.bincount, torch.Tensor.bincount)),
                         (unique, (torch.unique, torch.Tensor.unique)),
-                        (unique_consecutive, (torch.unique_consecutive, torch.Tensor.unique_consecutive))):  # fmt: skip
+                        (unique_consecutive, (torch.unique_consecutive, torch.Tensor.unique_consecutive)),
+                        (tensor_split, (torch.tensor_split, torch.Tensor.tensor_split))):  # fmt: skip
     for _torch_fn in _torch_fns:
         torch_to_thunder_map[_torch_fn] = _fn
     register_method(_fn.__name__, _fn)

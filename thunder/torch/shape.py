@@ -26,10 +26,10 @@ from thunder.core.errors import (
     UnsupportedOpError,
 )
 from thunder.core.prims.base import is_differentiable
-from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
+from thunder.core.proxies import NumberProxy, TensorProxy, meta_layout, pyval, register_method
 from thunder.core.replays import becomes_in_place
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import MAY_RAISE
+from thunder.core.symbol import MAY_ALIAS, MAY_RAISE
 from thunder.core.symbolic import is_symbolic, pin, pin_index
 from thunder.core.tracectx import current_source_location, get_tracectx
 from thunder.torch.base import (
@@ -148,12 +148,31 @@ def reshape(a, *args, shape=None):
 @torchsymbol(method_name="view", torch_impl=torch.Tensor.view, tags=(MAY_RAISE,), sizes=True)
 def view(a, *args, size=None):
     """``Tensor.view``: like reshape; at run time the torch executor returns a real view."""
-    if len(args) == 1 and isinstance(args[0], torch.dtype) or isinstance(size, torch.dtype):
-        raise ThunderTypeError(
-            "ltorch.view: view(dtype) (reinterpreting the bits as another dtype) is not supported; "
-            "use .to(dtype) to convert values"
-        )
+    if len(args) == 1 and isinstance(args[0], torch.dtype):
+        return view_dtype(a, args[0])
+    if isinstance(size, torch.dtype):
+        return view_dtype(a, size)
     return _reshape_decomp("ltorch.view", a, args, size, "size")
+
+
+def _view_dtype_impl(a: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return a.view(dtype)
+
+
+@torchsymbol(id="torch.view_dtype", torch_impl=_view_dtype_impl, tags=(MAY_RAISE, MAY_ALIAS))
+def view_dtype(a, dtype):
+    """``Tensor.view(dtype)``: ``a``'s memory read as ``dtype``, a view (writes through it reach ``a``). Another
+    element size scales the last dim, which needs eager's layout of ``a``: torch's own rule on a meta tensor laid out
+    so gives the shape and eager's errors. Never differentiable: eager's result requires no grad."""
+    _check_tensor("ltorch.view", a)
+    if dtype.itemsize == a.dtype.itemsize:
+        shape = a.shape
+    else:
+        try:
+            shape = tuple(meta_layout(a, need_offset=True).view(dtype).shape)
+        except RuntimeError as e:
+            raise ThunderRuntimeError(str(e)) from None
+    return TensorProxy.like(a, shape=shape, dtype=dtype, requires_grad=False)
 
 
 @torchsymbol(method_name="view_as", torch_impl=torch.Tensor.view_as)
