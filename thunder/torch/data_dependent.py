@@ -221,27 +221,58 @@ def one_hot(tensor, num_classes=-1):
     return EAGER_OPS[torch.nn.functional.one_hot](tensor, num_classes)
 
 
-def _unique_of_size_impl(a, consecutive, return_inverse, return_counts, n):
-    kwargs = {"return_inverse": return_inverse, "return_counts": return_counts}
+def _unique_of_size_impl(a, consecutive, return_inverse, return_counts, n, dim=None):
+    kwargs = {"return_inverse": return_inverse, "return_counts": return_counts, "dim": dim}
     return torch.unique_consecutive(a, **kwargs) if consecutive else torch.unique(a, **kwargs)
 
 
 @torchsymbol(id="torch.unique_of_size", torch_impl=_unique_of_size_impl)
-def unique_of_size(a, consecutive, return_inverse, return_counts, n):
+def unique_of_size(a, consecutive, return_inverse, return_counts, n, dim=None):
     """``torch.unique`` (``unique_consecutive`` with ``consecutive``) of ``a`` flattened, which has ``n`` distinct
-    values (the program checked it); with the inverse indices and the counts where asked."""
-    outs = [TensorProxy.like(a, shape=(n,))]
+    values (the program checked it); with the inverse indices and the counts where asked. With ``dim``: of the
+    slices along ``dim``, ``n`` distinct ones."""
+    if dim is None:
+        outs = [TensorProxy.like(a, shape=(n,))]
+        inverse_shape = a.shape
+    else:
+        outs = [TensorProxy.like(a, shape=(*a.shape[:dim], n, *a.shape[dim + 1 :]))]
+        inverse_shape = (a.shape[dim],)
     if return_inverse:
-        outs.append(TensorProxy.like(a, dtype=dtypes.int64, requires_grad=False))
+        outs.append(TensorProxy.like(a, shape=inverse_shape, dtype=dtypes.int64, requires_grad=False))
     if return_counts:
         outs.append(TensorProxy.like(a, shape=(n,), dtype=dtypes.int64, requires_grad=False))
     return tuple(outs) if len(outs) > 1 else outs[0]
 
 
+def _unique_count_impl(a, consecutive, dim):
+    out = torch.unique_consecutive(a, dim=dim) if consecutive else torch.unique(a, dim=dim)
+    return torch.tensor(out.shape[dim], device=a.device)
+
+
+@torchsymbol(id="torch.unique_count", torch_impl=_unique_count_impl)
+def unique_count(a, consecutive, dim):
+    """How many distinct slices along ``dim`` ``torch.unique`` finds in ``a`` (runs of equal ones with
+    ``consecutive``), as a 0-d int64 tensor: eager's own unique, counted."""
+    return TensorProxy.like(a, shape=(), dtype=dtypes.int64, requires_grad=False)
+
+
+def _unique_dim(op: str, consecutive: bool, input, return_inverse, return_counts, dim):
+    """``torch.unique(input, dim=dim)``: the number of distinct slices is eager's unique's, a data-dependent value."""
+    if input.ndim == 0:
+        raise ThunderIndexError(f"{op}: Dimension specified as {dim} but tensor has no dimensions")
+    d = check_dim(op, input.ndim, dim)
+    if input.numel() == 0 and input.shape[d] != 0:
+        raise ThunderRuntimeError(
+            f"{op}: There are 0 sized dimensions, and they aren't selected, so unique cannot be applied"
+        )
+    n = 0 if input.shape[d] == 0 else unique_count(input, consecutive, d).item()
+    return unique_of_size(input, consecutive, bool(return_inverse), bool(return_counts), n, d)
+
+
 def _unique(op: str, consecutive: bool, input, return_inverse, return_counts, dim):
     _check(op, input)
     if dim is not None:
-        raise UnsupportedOpError(f"{op} with dim= is not supported by thunder yet; call it outside the jitted function")
+        return _unique_dim(op, consecutive, input, return_inverse, return_counts, dim)
     flat = prims.reshape(input, (input.numel(),))
     if input.numel() == 0:
         n = 0
