@@ -164,7 +164,9 @@ class ProvenanceMixin:
         if type(value) in LAZY_TYPES:
             # Checked when the program first reads its contents (see Note [Outside containers]).
             self._check(prims.check_type, holder, type(value))
-            copy = value.copy()  # a defaultdict's keeps its default_factory
+            if type(value) is collections.deque:  # how it drops items when full
+                self._check(prims.check_expr, f"{holder.name}.maxlen == {value.maxlen}", (holder,))
+            copy = value.copy()  # a defaultdict's keeps its default_factory, a deque its maxlen
             self._register(value, holder, copy)
             self._keepalive.append(copy)
             self._lazy[id(copy)] = LazyContainer(holder, value, copy, name)
@@ -239,6 +241,16 @@ class ProvenanceMixin:
             self._register(value, holder, value)
             return value
         contents = prims.buffer_contents(value)
+        if contents is not None and type(value) is bytearray:
+            # Checked whole; the program changes a copy, which each call writes back (``_write_back_copies``).
+            self._check(prims.check_type, holder, bytearray)
+            self._check(prims.check_contents, holder, contents)
+            copy = bytearray(value)
+            self._register(value, holder, copy)
+            self._keepalive.append(copy)
+            self._copies[id(copy)] = (holder, copy, bytes(copy))
+            self._copy_originals[id(copy)] = value
+            return copy
         if contents is not None:  # read natively (``b[0]``): checked whole, and left unchanged (_check_buffers)
             self._check(prims.check_type, holder, type(value))
             self._check(prims.check_contents, holder, contents)

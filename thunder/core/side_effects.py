@@ -64,9 +64,10 @@ from thunder.core.user_code import (
 )
 
 # Outside containers copied for the program and read lazily; the changes to each that need not read its contents.
-LAZY_TYPES = (list, dict, collections.OrderedDict, collections.defaultdict, set)
+LAZY_TYPES = (list, dict, collections.OrderedDict, collections.defaultdict, set, collections.deque)
 _PURE_WRITES = {
     list: frozenset({"append", "extend", "insert", "clear"}),
+    collections.deque: frozenset({"append", "appendleft", "extend", "extendleft", "clear"}),
     dict: frozenset({"update", "clear", "__setitem__"}),
     collections.OrderedDict: frozenset({"update", "clear", "__setitem__"}),
     collections.defaultdict: frozenset({"update", "clear", "__setitem__"}),
@@ -89,7 +90,7 @@ class LazyContainer:
 # Methods that mutate the builtin container they are bound to.
 _MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add", "discard",
-     "sort", "reverse", "__setitem__", "__delitem__"}
+     "sort", "reverse", "__setitem__", "__delitem__", "appendleft", "extendleft", "popleft", "rotate"}
 )  # fmt: skip
 
 # What a restore helper is given for a global, cell or attribute that had no value of its own.
@@ -107,7 +108,7 @@ class SideEffectsMixin:
         seen = self._unpack_contents(lazy.original, lazy.holder, lazy.name)
         first = _contents(seen)
         copy.clear()
-        if isinstance(copy, list):
+        if isinstance(copy, (list, collections.deque)):
             copy.extend(seen)
         else:
             copy.update(seen)
@@ -145,8 +146,8 @@ class SideEffectsMixin:
     def _write(self, copy: Any, method: str, args: tuple) -> None:
         """A change to an outside container whose contents were not read: made now, and made again at the
         end of every call on the object the path holds then (``log.append(x)`` need not check ``log``)."""
-        if method in ("extend", "update"):
-            args = tuple(list(a) if method == "extend" else dict(a) for a in args)
+        if method in ("extend", "extendleft", "update"):
+            args = tuple(dict(a) if method == "update" else list(a) for a in args)
         getattr(copy, method)(*args)
         self._record_write(self._lazy[id(copy)], method, args)
 
@@ -416,7 +417,7 @@ class SideEffectsMixin:
         for holder, copy, first in self._copies.values():
             if _contents(copy) != first:
                 self._refuse_unchecked_state(holder.name)
-                state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
+                state = _state(copy)
                 prims.replace_contents(self._object_input(holder), self.escaping(state, memo))
                 self._move_after(self._copy_changed_after.get(id(copy), _ABSENT))
 
@@ -555,9 +556,25 @@ def _is_interpreted(fn: Any, symbol_lookup: Callable[[Callable], Symbol | None])
         return False
 
 
+def _state(copy: Any) -> Any:
+    """What ``replace_contents`` gives an outside container the program changed: a list's, dict's or set's items as
+    such, a deque's as a tuple (it has no slice assignment), a bytearray's as bytes."""
+    if isinstance(copy, list):
+        return list(copy)
+    if isinstance(copy, dict):
+        return dict(copy)
+    if isinstance(copy, collections.deque):
+        return tuple(copy)
+    if isinstance(copy, bytearray):
+        return bytes(copy)
+    return set(copy)
+
+
 def _contents(container: Any) -> Any:
-    """A shallow snapshot of a list, dict or set, compared by identity of the items."""
-    if isinstance(container, list):
+    """A shallow snapshot of a list, dict, set, deque or bytearray, compared by identity of the items."""
+    if isinstance(container, bytearray):
+        return bytes(container)
+    if isinstance(container, (list, collections.deque)):
         return _IdentityList(container)
     if isinstance(container, dict):
         return _IdentityList(container.items(), mapping=True)
