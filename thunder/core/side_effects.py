@@ -35,7 +35,7 @@ import functools
 import sys
 import types
 import weakref
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
 from typing import Any
 
 import torch
@@ -44,12 +44,20 @@ from thunder.core import introspection, iterators, prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.errors import DELETED, NULL
 from thunder.core.interpreter.execution import call as interpreter_call
-from thunder.core.interpreter.execution import lookup_type_attr
+from thunder.core.interpreter.execution import lookup_type_attr, unstarted_generator_call
 from thunder.core.interpreter.instructions import call_operands
 from thunder.core.interpreter.protocols import property_store
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import ObjectWithProxies, mapping_type, object_state, rebuild_mapping, slot_names, tree_leaves
+from thunder.core.pytree import (
+    SEQUENCE_ITERATORS,
+    ObjectWithProxies,
+    mapping_type,
+    object_state,
+    rebuild_mapping,
+    slot_names,
+    tree_leaves,
+)
 from thunder.core.symbol import Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
@@ -447,7 +455,14 @@ class SideEffectsMixin:
         holds through an outside object (a hook's closure over the module) is the caller's, not the trace's."""
 
         found = []
-        holds(value, lambda v: any(self._holds_traced(h) for h in _held_by_callable(v)) and not found.append(v))
+        made = self._internal_objects
+
+        def refused(v: Any) -> bool:
+            if type(v) is types.FunctionType and _made_closure(v, made):
+                return False  # made again by each call (``_lift_function``)
+            return any(self._holds_traced(h) for h in _held_by_callable(v)) and not found.append(v)
+
+        holds(value, refused)
         if found:
             loc = source_location()
             raise ThunderRuntimeError(
@@ -785,6 +800,21 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
     if isinstance(x, ObjectWithProxies):  # rebuilt around an outside object it holds (``_outside_objects_as_inputs``)
         attrs = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.attrs.items()}
         return x if all(attrs[k] is v for k, v in x.attrs.items()) else ObjectWithProxies(x.template, attrs, x.items)
+    if type(x) is types.FunctionType and _made_closure(x, made):
+        return _lift_function(x, made, depth, memo)
+    if type(x) is types.GeneratorType:
+        call = unstarted_generator_call(x)
+        if call is None:
+            return x  # refused by the tracer's result check
+        # Made again by each call, as eager's ``g()`` makes it, and run natively when iterated.
+        fn, args, kwargs = call
+        if any(isinstance(a, Iterator) and type(a) not in SEQUENCE_ITERATORS for a in (*args, *kwargs.values())):
+            return x  # (an iterator over a sequence, a generator expression's argument, is made again: below)
+        parts = {"function": fn, "args": args, "kwargs": kwargs}
+        return ObjectWithProxies(x, {k: lift_objects(v, made, depth + 1, memo) for k, v in parts.items()})
+    if type(x) in SEQUENCE_ITERATORS:  # ``iter((x, y))``: made again by each call over its items, at its position
+        _, (seq,), at = x.__reduce__()
+        return ObjectWithProxies(x, {"seq": lift_objects(seq, made, depth + 1, memo), "at": at})
     if isinstance(x, list):  # a list subclass: made on each call, as a list is, of its items and attributes
         items = [lift_objects(v, made, depth + 1, memo) for v in x]
         state = object_state(x) or {}
@@ -797,6 +827,33 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
         return ObjectWithProxies(x, lifted)
     changed = {k: v for k, v in lifted.items() if v is not attrs[k] or _holds_proxy(v)}
     return ObjectWithProxies(x, changed) if changed else x
+
+
+def _made_closure(fn: types.FunctionType, made: Container[int]) -> bool:
+    """Whether ``fn`` is a function the program made around its own closure cells, or with traced defaults."""
+    return any(id(c) in made for c in fn.__closure__ or ()) or _holds_proxy((fn.__defaults__, fn.__kwdefaults__))
+
+
+def _lift_function(fn: types.FunctionType, made: Container[int], depth: int, memo: dict[int, Any]) -> ObjectWithProxies:
+    """A closure the program made, made again by each call as eager makes it: its own cells (one cell shared by two
+    closures stays one, through ``memo``) holding the call's values; cells of enclosing functions outside the
+    jitted one are those cells themselves."""
+
+    def cell(c: types.CellType) -> Any:
+        if id(c) not in made:
+            return c
+        lifted = memo.get(id(c), _ABSENT)
+        if lifted is _ABSENT:
+            contents = _cell_contents(c)
+            attrs = {} if contents is _ABSENT else {"cell_contents": lift_objects(contents, made, depth + 1, memo)}
+            lifted = memo[id(c)] = ObjectWithProxies(c, attrs)
+        return lifted
+
+    return ObjectWithProxies(fn, {
+        "__closure__": tuple(cell(c) for c in fn.__closure__) if fn.__closure__ else None,
+        "__defaults__": lift_objects(fn.__defaults__, made, depth + 1, memo),
+        "__kwdefaults__": lift_objects(fn.__kwdefaults__, made, depth + 1, memo),
+    })  # fmt: skip
 
 
 def _holds_proxy(x: Any) -> bool:
