@@ -188,8 +188,11 @@ def _int_parameters(torch_fns: Sequence[Callable], meta_name: str) -> tuple[set,
         if not isinstance(packet, torch._ops.OpOverloadPacket):
             continue
         for overload in packet.overloads():
+            arguments = getattr(packet, overload)._schema.arguments
+            if not any("Tensor" in str(a.type) or "List[int]" in str(a.type) for a in arguments):
+                continue  # TorchScript's forms over Python numbers (``add.int``), which Python's torch.add has not
             positional = 0
-            for a in getattr(packet, overload)._schema.arguments:
+            for a in arguments:
                 kind = str(a.type).removeprefix("Optional[").removesuffix("]")
                 keys = (a.name,) if a.kwarg_only else (a.name, positional)
                 if kind == "int":
