@@ -407,3 +407,109 @@ def test_functional_call_with_a_buffer_and_conversions_on_the_original():
     torch.testing.assert_close(got, torch.func.functional_call(bn, {"running_mean": mean.clone()}, (x,)))
     jbn.double()
     assert bn.weight.dtype is torch.float64 and [n for n, _ in jbn.named_parameters()] == ["weight", "bias"]
+
+
+# --- 7. Tensor.resize_ and Tensor.set_ of tensors the program made ------------------------------------------------
+
+
+def _resize_shrink(x):
+    y = x * 2
+    y.resize_(2, 2)
+    return y, y.shape
+
+
+def _resize_same_then_write(x):
+    y = x * 1
+    y.resize_(2)
+    y.add_(1)
+    return y
+
+
+def _resize_transposed(x):
+    y = x.reshape(2, 3).t() * 1  # eager lays it out transposed: its memory holds x's order
+    y.resize_(4)
+    return y
+
+
+def _resize_grow_then_fill(x):
+    y = torch.empty(0)
+    y.resize_(2, 3)
+    y.fill_(1)
+    return y + x.reshape(2, 3)
+
+
+def _resize_grow_and_overwrite(x):
+    y = x * 1
+    y.resize_(8)
+    y[6:] = 0
+    return y
+
+
+def _resize_as(x):
+    y = x * 1
+    y.resize_as_(torch.ones(2, 2))
+    torch.resize_as_(y, torch.ones(1, 3))
+    return y
+
+
+def _set_to_a_computed_tensor(x):
+    a = torch.zeros(2)
+    a.set_(x * 2)
+    return a + 1, a.shape
+
+
+def _set_makes_a_view(x):
+    b = x * 1
+    a = torch.zeros(3)
+    a.set_(b)
+    a[0] = 5
+    return b, a
+
+
+@pytest.mark.parametrize(
+    "fn", [_resize_shrink, _resize_same_then_write, _resize_transposed, _resize_grow_then_fill,
+           _resize_grow_and_overwrite, _resize_as, _set_to_a_computed_tensor, _set_makes_a_view],
+)  # fmt: skip
+def test_resize_and_set_of_a_tensor_the_program_made(fn):
+    _check(fn, torch.arange(6.0))
+
+
+def test_resize_of_a_tensor_that_requires_grad_is_eagers_error():
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        thunder.jit(lambda x: (x * 2).resize_(3))(torch.arange(6.0, requires_grad=True))
+
+
+def test_set_to_another_dtype_is_eagers_error():
+    with pytest.raises(RuntimeError, match="Could not set tensor of type float to a tensor of type double"):
+        thunder.jit(lambda x: torch.zeros(1, dtype=torch.float64).set_(x))(torch.ones(2))
+
+
+@pytest.mark.parametrize(
+    "fn, says",
+    [
+        (lambda x: x.resize_(2), r"Tensor.resize_ changes the shape of x, an input .* x.new_empty"),
+        (lambda x: x[:2].resize_(4), r"Tensor.resize_: tensor .* is a view of other memory"),
+        (lambda x: x.set_(x * 2), r"Tensor.set_ changes the shape of x, an input .* Use the source tensor itself"),
+        (lambda x: (x * 1).set_(torch.ones(6).untyped_storage()), r"storage"),
+    ],
+    ids=["resize-input", "resize-view-grown", "set-input", "set-storage"],
+)
+def test_resize_and_set_thunder_cannot_follow_name_the_op_and_the_fix(fn, says):
+    fn(torch.arange(6.0))  # eager runs it
+    with pytest.raises(thunder.core.errors.ThunderError, match=says):
+        thunder.jit(fn)(torch.arange(6.0))
+
+
+def test_set_to_an_input_writes_through_to_it():
+    def f(x):
+        a = torch.zeros(2)
+        a.set_(x)
+        a.add_(1)
+        return a * 2
+
+    mine, theirs = torch.arange(6.0), torch.arange(6.0)
+    jf = thunder.jit(f)
+    for _ in range(2):
+        _same(jf(mine), f(theirs))
+        assert torch.equal(mine, theirs)
+    assert thunder.cache_hits(jf) == 1

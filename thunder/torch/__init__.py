@@ -113,7 +113,6 @@ _autocast.register(torch_to_thunder_map)
 
 
 _STRIDED = _proxies.TensorProxy.UNTRACEABLE["as_strided_"]
-_RESIZE = _proxies.TensorProxy.UNTRACEABLE["resize_"]
 
 #: Torch functions with no meaning in a trace, and why: calling one is a clear error, and
 #: ``thunder.examine`` lists them so (Tensor methods: ``TensorProxy.UNTRACEABLE``).
@@ -121,7 +120,6 @@ UNTRACEABLE_FUNCTIONS: dict = {
     torch.as_strided_: _STRIDED,
     torch.as_strided_copy: _STRIDED,
     torch.as_strided_scatter: _STRIDED,
-    torch.resize_as_: _RESIZE,
 }
 
 

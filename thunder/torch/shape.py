@@ -256,27 +256,32 @@ def unsqueeze(a, dim):
 # another trace (a region traced on its own).
 
 
+def made_here(op: str, a: TensorProxy, fix: str):
+    """The trace, where ``a`` was made by the program at its top level (Note [In-place shape changes]); else a clear
+    error: an input's shape cannot change in place. ``fix``: what to do instead."""
+    _check_tensor(op, a, "self")
+    trace = get_tracectx()
+    if (
+        a.strides is None  # not an input (Note [Strides of traced tensors])
+        and trace is not None
+        and len(trace.scopes) == 1
+        and any(o is a for b in trace.bound_symbols for o in b.flat_proxy_outs)
+    ):
+        return trace
+    loc = current_source_location()
+    raise UnsupportedOpError(
+        f"{op} changes the shape of {a.name}, an input of the jitted function (or of a region traced on its "
+        f"own), in place{f' (called at {loc})' if loc else ''}: thunder cannot change the shape of a tensor "
+        f"it was given. {fix}, or call it outside the jitted function."
+    )
+
+
 def _in_place_view(sym, name: str) -> None:
     """Installs ``Tensor.<name>``: the tensor takes the shape of ``sym(tensor, ...)`` in place."""
 
     def method(a, *args, **kwargs):
         op = f"Tensor.{name}"
-        _check_tensor(op, a, "self")
-        trace = get_tracectx()
-        made_here = (
-            a.strides is None  # not an input (Note [Strides of traced tensors])
-            and trace is not None
-            and len(trace.scopes) == 1
-            and any(o is a for b in trace.bound_symbols for o in b.flat_proxy_outs)
-        )
-        if not made_here:
-            loc = current_source_location()
-            raise UnsupportedOpError(
-                f"{op} changes the shape of {a.name}, an input of the jitted function (or of a region traced on its "
-                f"own), in place{f' (called at {loc})' if loc else ''}: thunder cannot change the shape of a tensor "
-                f"it was given. Use the out-of-place op instead (x = x.{name[:-1]}(...)), or call it outside the "
-                "jitted function."
-            )
+        trace = made_here(op, a, f"Use the out-of-place op instead (x = x.{name[:-1]}(...))")
         if a.requires_grad and torch.is_grad_enabled() and a.is_leaf:
             raise ThunderRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         return becomes_in_place(trace, a, lambda before: sym(before, *args, **kwargs))

@@ -326,10 +326,10 @@ def compare_op(ctx, sym: str, a, b):
 # -- containers ----------------------------------------------------------------------------------------------
 
 
-def _index(ctx, k):
+def _index(ctx, c, k):
     """An index as a builtin container reads it: CPython takes the value of an int subclass without
-    calling ``__index__``; asking it lets the subclass see the read (thunder's SymInt records it). An object
-    whose ``__index__`` is a Python function (and a slice bound that is one) is read by interpreting it."""
+    calling ``__index__``; asking it lets the subclass see the read (thunder's SymInt records it). A sequence's
+    index (or slice bound) that is an object whose ``__index__`` is a Python function is read by interpreting it."""
     tk = type(k)
     if tk is int or tk is bool:
         return k
@@ -338,12 +338,18 @@ def _index(ctx, k):
     if tk is slice:
         bounds = (k.start, k.stop, k.step)
         if any(type(v) is not int and v is not None for v in bounds):
-            return slice(*(v if type(v) is int or v is None else _bound(ctx, v) for v in bounds))
+            sequence = isinstance(c, _SEQUENCES)
+            return slice(*(_bound(ctx, v) if sequence or isinstance(v, int) else v for v in bounds))
         return k
-    return index(ctx, k)
+    return index(ctx, k) if isinstance(c, _SEQUENCES) else k
+
+
+_SEQUENCES = (list, tuple, str, bytes, bytearray, range, collections.deque)
 
 
 def _bound(ctx, v):
+    if v is None or type(v) is int:
+        return v
     if isinstance(v, int):
         return type(v).__index__(v)
     return index(ctx, v)
@@ -374,7 +380,7 @@ def getitem(ctx, c, k):
             if type(g) is classmethod and _is_py(g.__func__):
                 return call(ctx, g.__func__, (c, k))
         return c[k]
-    return c[_index(ctx, k)]
+    return c[_index(ctx, c, k)]
 
 
 _DICT_GETITEM = dict.__dict__["__getitem__"]
@@ -403,7 +409,7 @@ def setitem(ctx, c, k, v) -> None:
             return
         c[k] = v
         return
-    c[_index(ctx, k)] = v
+    c[_index(ctx, c, k)] = v
 
 
 def delitem(ctx, c, k) -> None:
