@@ -124,6 +124,19 @@ def test_tensor_split_with_a_float_tensor_is_eagers_error():
         thunder.jit(lambda x, i: torch.tensor_split(x, i))(torch.ones(4), torch.tensor([1.0]))
 
 
+def test_narrow_with_a_tensor_start():
+    x = torch.randn(5, 3, requires_grad=True)
+    f = lambda x, s: torch.narrow(x, 0, s, 2) * 2  # noqa: E731
+    jf = _check(f, x, torch.tensor(1))
+    for s in (torch.tensor(2), torch.tensor(1)):
+        got, want = jf(x, s), f(x, s)
+        _same(got, want)
+        assert torch.equal(torch.autograd.grad(got.sum(), x)[0], torch.autograd.grad(want.sum(), x)[0])
+    _check(lambda x, s: x.narrow(1, start=s, length=1), x, torch.tensor(2))
+    with pytest.raises(RuntimeError, match="start must be an 0-dim integral Tensor"):
+        thunder.jit(f)(x, torch.tensor(1.0))
+
+
 # --- 4. einsum's sublist form ------------------------------------------------------------------------------------
 
 

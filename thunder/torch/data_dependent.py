@@ -35,9 +35,10 @@ from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
 from thunder.torch.reductions import sort
 from thunder.torch.shape import check_dim, expand, unbind, unsqueeze
+from thunder.torch.shape import narrow as _narrow
 from thunder.torch.shape import tensor_split as _tensor_split
 
-__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks", "bincount", "tensor_split"]
+__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks", "bincount", "tensor_split", "narrow"]
 
 
 def _count(mask: TensorProxy) -> int:
@@ -324,6 +325,21 @@ def tensor_split(*args, **kwargs):
     return _tensor_split(*args, **kwargs)
 
 
+def narrow(*args, **kwargs):
+    """``torch.narrow``; a start given as a 0-d integer tensor is its value, data-dependent (read as eager reads it)."""
+    if len(args) > 2 and isinstance(args[2], TensorProxy):
+        args = (*args[:2], _start(args[2]), *args[3:])
+    if isinstance(kwargs.get("start"), TensorProxy):
+        kwargs["start"] = _start(kwargs["start"])
+    return _narrow(*args, **kwargs)
+
+
+def _start(t: TensorProxy) -> int:
+    if t.ndim != 0 or not dtypes.is_nonboolean_integer_dtype(t.dtype):
+        raise ThunderRuntimeError("start must be an 0-dim integral Tensor.")
+    return int(t.item())
+
+
 def _is_mask(x) -> bool:
     return isinstance(x, TensorProxy) and x.dtype is torch.bool
 
@@ -418,7 +434,8 @@ for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwh
                         (bincount, (torch.bincount, torch.Tensor.bincount)),
                         (unique, (torch.unique, torch.Tensor.unique)),
                         (unique_consecutive, (torch.unique_consecutive, torch.Tensor.unique_consecutive)),
-                        (tensor_split, (torch.tensor_split, torch.Tensor.tensor_split))):  # fmt: skip
+                        (tensor_split, (torch.tensor_split, torch.Tensor.tensor_split)),
+                        (narrow, (torch.narrow, torch.Tensor.narrow))):  # fmt: skip
     for _torch_fn in _torch_fns:
         torch_to_thunder_map[_torch_fn] = _fn
     register_method(_fn.__name__, _fn)
