@@ -7,7 +7,7 @@ values (``thunder.core.replays``). Outside lists, dicts and sets are copied for 
 Changes thunder cannot replay (to other outside containers) are refused with an error.
 
 Note [Outside containers]
-An outside list, dict or set is copied for the program, and its contents are checked only once the
+An outside list, dict, set or deque (whose ``maxlen`` the prologue checks) is copied for the program, and its contents are checked only once the
 program reads them: a native operation on it (indexing, iterating, ``len``, ``in``, truth, passing it
 to a native function, storing it somewhere) is reported by the interpreter (Note [Operand reads]),
 and the prologue then checks and unpacks its items; after each call the container holds what the
@@ -18,7 +18,8 @@ too (its copy keeps the ``default_factory``): reading a missing key reads its co
 factory makes (called under the interpreter, ``protocols.getitem``) is written back like any other change.
 A change is made by the computation where the program made it (a read container's contents are written back
 whole after its last change the tracer saw), so a call that fails at run time after it (an index out of range)
-leaves the container changed, as eager does.
+leaves the container changed, as eager does. An outside bytearray, whose contents the prologue checks whole, is
+copied for the program too; what the program leaves in the copy is written back by each call.
 
 ``SideEffectsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles them; the state it
 keeps is set up by ``Tracer.__init__``.
@@ -738,8 +739,13 @@ _BUILTIN_VALUES = (tuple, list, dict, set, frozenset, collections.deque, str, by
 # store or a change of an outside container holds is escaped again at the end, as it is then and with the result's
 # memo (``lift_stored_objects_again``), so an object stored and returned is one object: a store replays after the
 # values it refers to (``replays.place_after_their_values``). A list subclass is made like a list, of its items, with
-# its type and attributes (``rebuild_list``). An object that holds itself cannot be made by an expression: a clear
-# error where it would be rebuilt.
+# its type and attributes (``rebuild_list``). A closure the program made is made by ``rebuild_function`` around cells
+# made by the call (``rebuild_cell``; a cell two closures share is made once, through the memo; a cell of an enclosing
+# function outside the jitted one is that cell), so calling it later computes on the call's values, natively, as
+# eager's does, and a ``nonlocal`` counter starts afresh on each call. A generator the program made and has not
+# started is made by calling its function again with the call's arguments (``rebuild_generator``), and an iterator
+# over a tuple, list or range from its sequence and position (``rebuild_iterator``). An object that holds itself
+# cannot be made by an expression: a clear error where it would be rebuilt.
 
 
 def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[int, Any] | None = None) -> Any:

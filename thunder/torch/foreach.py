@@ -7,7 +7,9 @@ numbers gives each call its own item; a number or a 0-d tensor is given to every
 reference implementation does. So one function declares them all from the per-tensor ops of the
 torch language, and the trace records those per-tensor symbols, which executors fuse like any
 other. An out-of-place op returns its results as eager does (a tuple), an in-place one the list of
-tensors it was given, updated. A foreach op whose per-tensor op thunder lacks stays unsupported.
+tensors it was given, updated. Where the tensors require grad, the per-tensor op is a symbol that torch runs as the
+foreach op on a one-item list (``_saving_as_eager``, ``_updating_as_eager``): eager's ATen overload, its autograd
+node and what that saves; its decomposition is the per-tensor op's. A foreach op whose per-tensor op thunder lacks stays unsupported.
 
 Layer: language. Imports: core, torch.base (called once every family is declared).
 """
