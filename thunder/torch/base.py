@@ -138,15 +138,21 @@ class _TorchBinding:
         return lists or [["input"]]  # a torch builtin without a schema: its first argument is ``input``
 
 
+_NO_INDEX = (int, float, str, type(None), Proxy, torch.dtype, torch.device)  # (the common arguments: a fast no)
+
+
 def _has_python_index(x: Any) -> bool:
-    return type(getattr(type(x), "__index__", None)) is types.FunctionType and not isinstance(x, (int, Proxy))
+    return not isinstance(x, _NO_INDEX) and type(getattr(type(x), "__index__", None)) is types.FunctionType
 
 
 def _holds_index_object(values) -> bool:
     for v in values:
+        if isinstance(v, _NO_INDEX):
+            continue
         if type(v) in (list, tuple):
-            if any(_has_python_index(x) or (type(x) is slice and _holds_index_object((x.start, x.stop, x.step))) for x in v):
-                return True
+            for x in v:
+                if _has_python_index(x) or (type(x) is slice and _holds_index_object((x.start, x.stop, x.step))):
+                    return True
         elif _has_python_index(v) or (type(v) is slice and _holds_index_object((v.start, v.stop, v.step))):
             return True
     return False
