@@ -182,6 +182,7 @@ class ProvenanceMixin:
                 if seen is not None:
                     self._register(value, holder, seen)
                     self._rebuilt.add(id(seen))
+                    self._buffers.append((seen, _dict_items(seen), self._input_location(holder)))
                     return seen
                 self._check_keys(holder, tuple(value))
             self._register(value, holder, value)
@@ -519,13 +520,16 @@ class ProvenanceMixin:
         return f"{holder.name} (an argument of {self._definition})" if self._definition else holder.name
 
     def _check_buffers(self) -> None:
-        """Refuses a trace whose program changed an outside buffer (``b.extend(...)``, ``arr.fill(0)``): the
-        change would happen once, while tracing, not on each call."""
+        """Refuses a trace whose program changed an outside buffer (``b.extend(...)``, ``arr.fill(0)``), or the copy
+        of an outside dict subclass natively (``Counter.update`` counts in C): the change would happen once, while
+        tracing, not on each call."""
         for value, contents, where in self._buffers:
-            if prims.buffer_contents(value) != contents:
+            now = _dict_items(value) if isinstance(value, dict) else prims.buffer_contents(value)
+            if now != contents:
                 raise ThunderRuntimeError(
                     f"the program changed {where}, a {type(value).__name__} from outside the jitted function, in "
-                    "place; thunder does not replay changes to such buffers. Change a copy and return it instead"
+                    "place; thunder does not replay changes to such objects (a buffer, a dict subclass changed by native "
+                    "code). Change a copy and return it instead"
                 )
 
     def _check_strides(self) -> None:
@@ -600,6 +604,11 @@ def _definition(fn: Callable, args: tuple) -> SourceLocation | None:
 
 def _is_namedtuple(typ: type) -> bool:
     return callable(getattr(typ, "_make", None)) and isinstance(getattr(typ, "_fields", None), tuple)
+
+
+def _dict_items(d: dict) -> list:
+    """A dict's items, compared by identity of the values (traced values have no usable ``==``)."""
+    return [(k, id(v)) for k, v in dict.items(d)]
 
 
 def _is_input_default(x: Any) -> bool:
