@@ -30,6 +30,8 @@ from torch.overrides import resolve_name
 from thunder.core import dtypes, prims
 from thunder.core import proxies as _proxies
 from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.interpreter.protocols import index as interpreted_index
+from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.prims.shape import broadcast_shapes
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, register_method
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
@@ -163,11 +165,8 @@ def _read_index(x: Any) -> Any:
     tracing (what it reads is then checked on later calls, as any read of the program's)."""
     if not _has_python_index(x):
         return x
-    from thunder.core.interpreter.protocols import index
-    from thunder.core.interpreter.runtime import current_runtime
-
     ctx = current_runtime()
-    return index(ctx, x) if ctx is not None else operator.index(x)
+    return interpreted_index(ctx, x) if ctx is not None else operator.index(x)
 
 
 def _read_list(x: Any) -> Any:
@@ -199,11 +198,12 @@ def _int_parameters(torch_fns: Sequence[Callable], meta_name: str) -> tuple[set,
                 continue  # TorchScript's forms over Python numbers (``add.int``), which Python's torch.add has not
             positional = 0
             for a in arguments:
-                kind = str(a.type).removeprefix("Optional[").removesuffix("]")
+                kind = str(a.type)
+                kind = kind[len("Optional[") : -1] if kind.startswith("Optional[") else kind
                 keys = (a.name,) if a.kwarg_only else (a.name, positional)
                 if kind == "int":
                     ints.update(keys)
-                elif kind == "List[int":
+                elif kind == "List[int]":
                     lists.update(keys)
                     if not a.kwarg_only:
                         varargs_from = min(varargs_from, positional)
