@@ -497,13 +497,30 @@ def test_set_to_another_dtype_is_eagers_error():
         thunder.jit(lambda x: torch.zeros(1, dtype=torch.float64).set_(x))(torch.ones(2))
 
 
+def _resize_an_input(x):
+    return x.resize_(2)
+
+
+def _grow_a_view(x):
+    return x[:2].resize_(4)
+
+
+def _set_an_input(x):
+    return x.set_(x * 2)
+
+
+def _set_to_a_storage(x):
+    return (x * 1).set_(torch.ones(6).untyped_storage())
+
+
+# (the messages quote the source line: the patterns must not be on it)
 @pytest.mark.parametrize(
     "fn, says",
     [
-        (lambda x: x.resize_(2), r"Tensor.resize_ changes the shape of x, an input .* x.new_empty"),
-        (lambda x: x[:2].resize_(4), r"Tensor.resize_: tensor .* is a view of other memory"),
-        (lambda x: x.set_(x * 2), r"Tensor.set_ changes the shape of x, an input .* Use the source tensor itself"),
-        (lambda x: (x * 1).set_(torch.ones(6).untyped_storage()), r"storage"),
+        (_resize_an_input, r"Tensor.resize_ changes the shape of x, an input .* x.new_empty"),
+        (_grow_a_view, r"Tensor.resize_: tensor .* is a view of other memory"),
+        (_set_an_input, r"Tensor.set_ changes the shape of x, an input .* Use the source tensor itself"),
+        (_set_to_a_storage, r"untyped_storage.* needs the tensor's memory"),
     ],
     ids=["resize-input", "resize-view-grown", "set-input", "set-storage"],
 )
