@@ -245,3 +245,27 @@ def test_a_step_function_passes_zeros_back_as_eager_does(op, scale):
     expected, x.grad = x.grad, None
     thunder.jit(f)(x).sum().backward()
     torch.testing.assert_close(x.grad, expected, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "update", [lambda ts, x: torch._foreach_mul_(ts, 0.5), lambda ts, x: torch._foreach_add_(ts, [x]),
+               lambda ts, x: torch._foreach_addcmul_(ts, [x], [x], value=2)],
+    ids=["scalar", "list", "addcmul"],
+)  # fmt: skip
+def test_a_printed_tensor_updated_by_a_foreach_op_shows_eagers_grad_fn(update, capsys):
+    """3.11 seed 2011097: ``print`` of a tensor that requires grad after ``torch._foreach_mul_(ts, 0.5)`` showed
+    ``grad_fn=<MulBackward0>`` (thunder ran ``t.mul_(0.5)``, ATen's ``mul_.Tensor``) where eager shows
+    ``MulBackward1`` (``mul_.Scalar``); the node, its gradients and the values are eager's."""
+
+    def f(x):
+        ts = [x * 1]
+        update(ts, x)
+        print(ts[0])
+        return ts[0]
+
+    x = torch.full((4,), 1.5, requires_grad=True)
+    want = f(x)
+    printed = capsys.readouterr().out
+    got = thunder.jit(f)(x)
+    assert capsys.readouterr().out == printed and type(got.grad_fn).__name__ == type(want.grad_fn).__name__
+    torch.testing.assert_close(torch.autograd.grad(got.sum(), x), torch.autograd.grad(want.sum(), x))

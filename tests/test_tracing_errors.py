@@ -312,7 +312,9 @@ def test_tensor_subclass_global_error_names_the_line():
 
 def test_returned_generator_error_names_the_line():
     def fn(x):
-        return (x * i for i in range(3))
+        g = (x * i for i in range(3))
+        next(g)  # (one not started yet is made again by each call)
+        return g
 
     with pytest.raises(ThunderError, match=r"returned a generator \(.*genexpr.* at .*test_tracing_errors\.py:\d+"):
         thunder.jit(fn)(torch.randn(3))

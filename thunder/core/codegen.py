@@ -29,9 +29,14 @@ import torch
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.pytree import (
+    SEQUENCE_ITERATORS,
     ObjectWithProxies,
     mapping_items,
     mapping_type,
+    rebuild_cell,
+    rebuild_function,
+    rebuild_generator,
+    rebuild_iterator,
     rebuild_list,
     rebuild_mapping,
     rebuild_object,
@@ -189,7 +194,15 @@ class Printer:
             return f"_rebuild_list({self.constant(x.template, '_template')}, {self.value(x.attrs)}, {self.value(x.items)})"
         if isinstance(x, ObjectWithProxies):
             name, rebuild = (
-                ("_rebuild_slotted_object", rebuild_slotted_object)
+                ("_rebuild_function", rebuild_function)
+                if type(x.template) is types.FunctionType
+                else ("_rebuild_cell", rebuild_cell)
+                if type(x.template) is types.CellType
+                else ("_rebuild_generator", rebuild_generator)
+                if type(x.template) is types.GeneratorType
+                else ("_rebuild_iterator", rebuild_iterator)
+                if type(x.template) in SEQUENCE_ITERATORS
+                else ("_rebuild_slotted_object", rebuild_slotted_object)
                 if slot_names(type(x.template))
                 else ("_rebuild_object", rebuild_object)
             )

@@ -248,6 +248,20 @@ def _tensor_query(fn: Callable, method: str) -> Callable:
     return call
 
 
+def _result_type(*args, **kwargs):
+    """``torch.result_type(t, 2.5)``: eager's answer for stand-ins with the proxies' dtype and the same zero or
+    non-zero dims (all the promotion reads), and for numbers of the same Python type."""
+
+    def stand_in(x):
+        if isinstance(x, TensorProxy):
+            return torch.empty((1,) * min(x.ndim, 1), dtype=x.dtype, device="meta")
+        if isinstance(x, NumberProxy):
+            return x.python_type(x.value)
+        return x
+
+    return torch.result_type(*map(stand_in, args), **{k: stand_in(v) for k, v in kwargs.items()})
+
+
 _TENSOR_QUERIES = {
     torch.is_floating_point: "is_floating_point",
     torch.is_complex: "is_complex",
@@ -468,6 +482,7 @@ _LOOKASIDES: dict[Callable, Callable] = {
     builtins.hasattr: _hasattr,
     builtins.len: _len,
     **{fn: _tensor_query(fn, method) for fn, method in _TENSOR_QUERIES.items()},
+    torch.result_type: _result_type,
     **_native_consumers(),
     **_compiling_queries(),
 }

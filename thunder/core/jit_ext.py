@@ -502,9 +502,10 @@ def _check_result(result: Any) -> None:
             code = generator_code(leaf)
             made = f" ({code.co_qualname} at {SourceLocation(code.co_filename, code.co_firstlineno)})" if code else ""
             raise ThunderRuntimeError(
-                f"the function returned a {type(leaf).__name__}{made}, whose code would run after the trace, on "
-                "traced values; thunder cannot compile that. Return a list or tuple instead, e.g. `return list(...)` "
-                "or `return tuple(t * i for i in ...)`."
+                f"the function returned a {type(leaf).__name__}{made} that has already run (or that holds an iterator "
+                "thunder cannot make again), whose code would run after the trace, on traced values; thunder cannot "
+                "compile that (a generator not started yet is made again by each call). Return a list or tuple "
+                "instead, e.g. `return list(...)` or `return tuple(t * i for i in ...)`."
             )
         if isinstance(leaf, torch.Tensor):
             raise ThunderRuntimeError(

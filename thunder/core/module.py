@@ -76,6 +76,8 @@ class ThunderModule(torch.nn.Module):
             if is_dtensor(p):
                 raise dtensor_error(f"thunder.jit: the parameter {name!r}")
         self._model = model
+        # The original module's own parameter and buffer dicts, shared (Note [Attributes set on a compiled module]).
+        self.__dict__["_parameters"], self.__dict__["_buffers"] = model._parameters, model._buffers
         pending = model.__dict__.pop(PENDING_TRANSFORMS, None) or ()
         for _, handle in pending:
             handle.remove()
@@ -124,6 +126,11 @@ class ThunderModule(torch.nn.Module):
             return super().__call__(*args, **kwargs)
         # ``self._model`` goes through ``nn.Module.__getattr__`` (a submodule): 0.7 us, a tenth of a small call.
         return self._forward_fn(self._modules["_model"], *args, **kwargs)
+
+    def _apply(self, fn: Callable, recurse: bool = True) -> ThunderModule:
+        """``to()``, ``half()``, ...: on the original module (once: its dicts are this module's too)."""
+        self._model._apply(fn, recurse)
+        return self
 
     def get_parameter(self, target: str) -> torch.nn.Parameter:
         return self._model.get_parameter(target)
@@ -261,6 +268,10 @@ class ThunderModule(torch.nn.Module):
 # Writes are forwarded too, as torch.compile's ``OptimizedModule`` does (the next call sees them, through the
 # prologue's checks); the wrapper keeps its own state (what ``__init__`` set, its class's attributes) and what was
 # registered on the wrapper itself. ``training`` is both's: setting it on the wrapper sets the original's flag.
+# The wrapper's ``_parameters`` and ``_buffers`` are the original's own dicts: what torch does to a module's dicts
+# directly reaches the original as on the eager module (``torch.func.functional_call(jm, {"weight": t}, ...)`` swaps
+# ``t`` into them, past ``setattr``'s check that a parameter is given a Parameter); ``_apply`` (``to``, ``half``) runs
+# on the original alone, so a shared tensor is converted once.
 
 
 # Note [no_sync]

@@ -147,6 +147,7 @@ class OutsideReadsMixin:
 
     def make_cell(self, cell) -> None:
         self._internal_cells.add(id(cell))
+        self._internal_objects.add(id(cell))  # a closure leaving the function gets a new one per call (``_lift_function``)
         self._keepalive.append(cell)
 
     def load_attr(self, obj: Any, name: str, value: Any) -> Any:

@@ -164,7 +164,9 @@ class ProvenanceMixin:
         if type(value) in LAZY_TYPES:
             # Checked when the program first reads its contents (see Note [Outside containers]).
             self._check(prims.check_type, holder, type(value))
-            copy = value.copy()  # a defaultdict's keeps its default_factory
+            if type(value) is collections.deque:  # how it drops items when full
+                self._check(prims.check_expr, f"{holder.name}.maxlen == {value.maxlen}", (holder,))
+            copy = value.copy()  # a defaultdict's keeps its default_factory, a deque its maxlen
             self._register(value, holder, copy)
             self._keepalive.append(copy)
             self._lazy[id(copy)] = LazyContainer(holder, value, copy, name)
@@ -180,6 +182,7 @@ class ProvenanceMixin:
                 if seen is not None:
                     self._register(value, holder, seen)
                     self._rebuilt.add(id(seen))
+                    self._buffers.append((seen, _dict_items(seen), self._input_location(holder)))
                     return seen
                 self._check_keys(holder, tuple(value))
             self._register(value, holder, value)
@@ -239,6 +242,16 @@ class ProvenanceMixin:
             self._register(value, holder, value)
             return value
         contents = prims.buffer_contents(value)
+        if contents is not None and type(value) is bytearray:
+            # Checked whole; the program changes a copy, which each call writes back (``_write_back_copies``).
+            self._check(prims.check_type, holder, bytearray)
+            self._check(prims.check_contents, holder, contents)
+            copy = bytearray(value)
+            self._register(value, holder, copy)
+            self._keepalive.append(copy)
+            self._copies[id(copy)] = (holder, copy, bytes(copy))
+            self._copy_originals[id(copy)] = value
+            return copy
         if contents is not None:  # read natively (``b[0]``): checked whole, and left unchanged (_check_buffers)
             self._check(prims.check_type, holder, type(value))
             self._check(prims.check_contents, holder, contents)
@@ -507,13 +520,16 @@ class ProvenanceMixin:
         return f"{holder.name} (an argument of {self._definition})" if self._definition else holder.name
 
     def _check_buffers(self) -> None:
-        """Refuses a trace whose program changed an outside buffer (``b.extend(...)``, ``arr.fill(0)``): the
-        change would happen once, while tracing, not on each call."""
+        """Refuses a trace whose program changed an outside buffer (``b.extend(...)``, ``arr.fill(0)``), or the copy
+        of an outside dict subclass natively (``Counter.update`` counts in C): the change would happen once, while
+        tracing, not on each call."""
         for value, contents, where in self._buffers:
-            if prims.buffer_contents(value) != contents:
+            now = _dict_items(value) if isinstance(value, dict) else prims.buffer_contents(value)
+            if now != contents:
                 raise ThunderRuntimeError(
                     f"the program changed {where}, a {type(value).__name__} from outside the jitted function, in "
-                    "place; thunder does not replay changes to such buffers. Change a copy and return it instead"
+                    "place; thunder does not replay changes to such objects (a buffer, a dict subclass changed by native "
+                    "code). Change a copy and return it instead"
                 )
 
     def _check_strides(self) -> None:
@@ -588,6 +604,11 @@ def _definition(fn: Callable, args: tuple) -> SourceLocation | None:
 
 def _is_namedtuple(typ: type) -> bool:
     return callable(getattr(typ, "_make", None)) and isinstance(getattr(typ, "_fields", None), tuple)
+
+
+def _dict_items(d: dict) -> list:
+    """A dict's items, compared by identity of the values (traced values have no usable ``==``)."""
+    return [(k, id(v)) for k, v in dict.items(d)]
 
 
 def _is_input_default(x: Any) -> bool:

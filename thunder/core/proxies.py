@@ -510,9 +510,6 @@ class TensorProxy(Proxy):
         "storage": "it needs the tensor's memory, which does not exist while tracing",
         "_typed_storage": "it needs the tensor's memory, which does not exist while tracing",
         "as_strided_": "it reads the tensor's memory through strides and an offset of its own, which values in a trace do not have",
-        "resize_": "it changes the tensor's memory in place, which values in a trace do not have",
-        "resize_as_": "it changes the tensor's memory in place, which values in a trace do not have",
-        "set_": "it swaps the tensor's memory for another, which values in a trace do not have",
         "__str__": "formatting a tensor needs its values",
         "__format__": "formatting a tensor needs its values",
         "backward": "thunder differentiates the whole function when the backward of its result is called; take the "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import copy
 import functools
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -113,6 +114,37 @@ def rebuild_object(template: Any, attrs: dict[str, Any]) -> Any:
     new = copy.copy(template)
     new.__dict__.update(attrs)
     return new
+
+
+def rebuild_function(template: types.FunctionType, attrs: dict[str, Any]) -> types.FunctionType:
+    """A new function like ``template`` (a closure the program made) with the call's closure cells and defaults, as
+    each eager call makes its own (Note [Objects the program makes] in thunder.core.side_effects)."""
+    fn = types.FunctionType(template.__code__, template.__globals__, template.__name__, attrs["__defaults__"], attrs["__closure__"])
+    fn.__kwdefaults__ = attrs["__kwdefaults__"]
+    fn.__qualname__, fn.__module__, fn.__doc__ = template.__qualname__, template.__module__, template.__doc__
+    fn.__dict__.update(template.__dict__)
+    return fn
+
+
+def rebuild_generator(template: types.GeneratorType, attrs: dict[str, Any]) -> types.GeneratorType:
+    """A new generator, not started: the generator function called again with the call's arguments."""
+    return attrs["function"](*attrs["args"], **attrs["kwargs"])
+
+
+#: Iterators over a tuple, list or range: ``rebuild_iterator`` makes one again from its sequence and position.
+SEQUENCE_ITERATORS = (type(iter(())), type(iter([])), type(iter(range(0))))
+
+
+def rebuild_iterator(template: Any, attrs: dict[str, Any]) -> Any:
+    """A new iterator over the sequence ``attrs["seq"]`` (a tuple, list or range), advanced to ``attrs["at"]``."""
+    it = iter(attrs["seq"])
+    it.__setstate__(attrs["at"])
+    return it
+
+
+def rebuild_cell(template: types.CellType, attrs: dict[str, Any]) -> types.CellType:
+    """A new closure cell holding ``attrs["cell_contents"]`` (empty without it)."""
+    return types.CellType(attrs["cell_contents"]) if "cell_contents" in attrs else types.CellType()
 
 
 def rebuild_slotted_object(template: Any, attrs: dict[str, Any]) -> Any:

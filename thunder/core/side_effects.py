@@ -7,7 +7,7 @@ values (``thunder.core.replays``). Outside lists, dicts and sets are copied for 
 Changes thunder cannot replay (to other outside containers) are refused with an error.
 
 Note [Outside containers]
-An outside list, dict or set is copied for the program, and its contents are checked only once the
+An outside list, dict, set or deque (whose ``maxlen`` the prologue checks) is copied for the program, and its contents are checked only once the
 program reads them: a native operation on it (indexing, iterating, ``len``, ``in``, truth, passing it
 to a native function, storing it somewhere) is reported by the interpreter (Note [Operand reads]),
 and the prologue then checks and unpacks its items; after each call the container holds what the
@@ -18,7 +18,8 @@ too (its copy keeps the ``default_factory``): reading a missing key reads its co
 factory makes (called under the interpreter, ``protocols.getitem``) is written back like any other change.
 A change is made by the computation where the program made it (a read container's contents are written back
 whole after its last change the tracer saw), so a call that fails at run time after it (an index out of range)
-leaves the container changed, as eager does.
+leaves the container changed, as eager does. An outside bytearray, whose contents the prologue checks whole, is
+copied for the program too; what the program leaves in the copy is written back by each call.
 
 ``SideEffectsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles them; the state it
 keeps is set up by ``Tracer.__init__``.
@@ -35,7 +36,7 @@ import functools
 import sys
 import types
 import weakref
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
 from typing import Any
 
 import torch
@@ -44,12 +45,20 @@ from thunder.core import introspection, iterators, prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.errors import DELETED, NULL
 from thunder.core.interpreter.execution import call as interpreter_call
-from thunder.core.interpreter.execution import lookup_type_attr
+from thunder.core.interpreter.execution import lookup_type_attr, unstarted_generator_call
 from thunder.core.interpreter.instructions import call_operands
 from thunder.core.interpreter.protocols import property_store
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import ObjectWithProxies, mapping_type, object_state, rebuild_mapping, slot_names, tree_leaves
+from thunder.core.pytree import (
+    SEQUENCE_ITERATORS,
+    ObjectWithProxies,
+    mapping_type,
+    object_state,
+    rebuild_mapping,
+    slot_names,
+    tree_leaves,
+)
 from thunder.core.symbol import Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import is_symbolic
@@ -64,9 +73,10 @@ from thunder.core.user_code import (
 )
 
 # Outside containers copied for the program and read lazily; the changes to each that need not read its contents.
-LAZY_TYPES = (list, dict, collections.OrderedDict, collections.defaultdict, set)
+LAZY_TYPES = (list, dict, collections.OrderedDict, collections.defaultdict, set, collections.deque)
 _PURE_WRITES = {
     list: frozenset({"append", "extend", "insert", "clear"}),
+    collections.deque: frozenset({"append", "appendleft", "extend", "extendleft", "clear"}),
     dict: frozenset({"update", "clear", "__setitem__"}),
     collections.OrderedDict: frozenset({"update", "clear", "__setitem__"}),
     collections.defaultdict: frozenset({"update", "clear", "__setitem__"}),
@@ -89,7 +99,7 @@ class LazyContainer:
 # Methods that mutate the builtin container they are bound to.
 _MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add", "discard",
-     "sort", "reverse", "__setitem__", "__delitem__"}
+     "sort", "reverse", "__setitem__", "__delitem__", "appendleft", "extendleft", "popleft", "rotate"}
 )  # fmt: skip
 
 # What a restore helper is given for a global, cell or attribute that had no value of its own.
@@ -107,7 +117,7 @@ class SideEffectsMixin:
         seen = self._unpack_contents(lazy.original, lazy.holder, lazy.name)
         first = _contents(seen)
         copy.clear()
-        if isinstance(copy, list):
+        if isinstance(copy, (list, collections.deque)):
             copy.extend(seen)
         else:
             copy.update(seen)
@@ -145,8 +155,8 @@ class SideEffectsMixin:
     def _write(self, copy: Any, method: str, args: tuple) -> None:
         """A change to an outside container whose contents were not read: made now, and made again at the
         end of every call on the object the path holds then (``log.append(x)`` need not check ``log``)."""
-        if method in ("extend", "update"):
-            args = tuple(list(a) if method == "extend" else dict(a) for a in args)
+        if method in ("extend", "extendleft", "update"):
+            args = tuple(dict(a) if method == "update" else list(a) for a in args)
         getattr(copy, method)(*args)
         self._record_write(self._lazy[id(copy)], method, args)
 
@@ -416,7 +426,7 @@ class SideEffectsMixin:
         for holder, copy, first in self._copies.values():
             if _contents(copy) != first:
                 self._refuse_unchecked_state(holder.name)
-                state = list(copy) if isinstance(copy, list) else dict(copy) if isinstance(copy, dict) else set(copy)
+                state = _state(copy)
                 prims.replace_contents(self._object_input(holder), self.escaping(state, memo))
                 self._move_after(self._copy_changed_after.get(id(copy), _ABSENT))
 
@@ -446,7 +456,14 @@ class SideEffectsMixin:
         holds through an outside object (a hook's closure over the module) is the caller's, not the trace's."""
 
         found = []
-        holds(value, lambda v: any(self._holds_traced(h) for h in _held_by_callable(v)) and not found.append(v))
+        made = self._internal_objects
+
+        def refused(v: Any) -> bool:
+            if type(v) is types.FunctionType and _made_closure(v, made):
+                return False  # made again by each call (``_lift_function``)
+            return any(self._holds_traced(h) for h in _held_by_callable(v)) and not found.append(v)
+
+        holds(value, refused)
         if found:
             loc = source_location()
             raise ThunderRuntimeError(
@@ -555,9 +572,25 @@ def _is_interpreted(fn: Any, symbol_lookup: Callable[[Callable], Symbol | None])
         return False
 
 
+def _state(copy: Any) -> Any:
+    """What ``replace_contents`` gives an outside container the program changed: a list's, dict's or set's items as
+    such, a deque's as a tuple (it has no slice assignment), a bytearray's as bytes."""
+    if isinstance(copy, list):
+        return list(copy)
+    if isinstance(copy, dict):
+        return dict(copy)
+    if isinstance(copy, collections.deque):
+        return tuple(copy)
+    if isinstance(copy, bytearray):
+        return bytes(copy)
+    return set(copy)
+
+
 def _contents(container: Any) -> Any:
-    """A shallow snapshot of a list, dict or set, compared by identity of the items."""
-    if isinstance(container, list):
+    """A shallow snapshot of a list, dict, set, deque or bytearray, compared by identity of the items."""
+    if isinstance(container, bytearray):
+        return bytes(container)
+    if isinstance(container, (list, collections.deque)):
         return _IdentityList(container)
     if isinstance(container, dict):
         return _IdentityList(container.items(), mapping=True)
@@ -706,8 +739,13 @@ _BUILTIN_VALUES = (tuple, list, dict, set, frozenset, collections.deque, str, by
 # store or a change of an outside container holds is escaped again at the end, as it is then and with the result's
 # memo (``lift_stored_objects_again``), so an object stored and returned is one object: a store replays after the
 # values it refers to (``replays.place_after_their_values``). A list subclass is made like a list, of its items, with
-# its type and attributes (``rebuild_list``). An object that holds itself cannot be made by an expression: a clear
-# error where it would be rebuilt.
+# its type and attributes (``rebuild_list``). A closure the program made is made by ``rebuild_function`` around cells
+# made by the call (``rebuild_cell``; a cell two closures share is made once, through the memo; a cell of an enclosing
+# function outside the jitted one is that cell), so calling it later computes on the call's values, natively, as
+# eager's does, and a ``nonlocal`` counter starts afresh on each call. A generator the program made and has not
+# started is made by calling its function again with the call's arguments (``rebuild_generator``), and an iterator
+# over a tuple, list or range from its sequence and position (``rebuild_iterator``). An object that holds itself
+# cannot be made by an expression: a clear error where it would be rebuilt.
 
 
 def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[int, Any] | None = None) -> Any:
@@ -768,6 +806,21 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
     if isinstance(x, ObjectWithProxies):  # rebuilt around an outside object it holds (``_outside_objects_as_inputs``)
         attrs = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.attrs.items()}
         return x if all(attrs[k] is v for k, v in x.attrs.items()) else ObjectWithProxies(x.template, attrs, x.items)
+    if type(x) is types.FunctionType and _made_closure(x, made):
+        return _lift_function(x, made, depth, memo)
+    if type(x) is types.GeneratorType:
+        call = unstarted_generator_call(x)
+        if call is None:
+            return x  # refused by the tracer's result check
+        # Made again by each call, as eager's ``g()`` makes it, and run natively when iterated.
+        fn, args, kwargs = call
+        if any(isinstance(a, Iterator) and type(a) not in SEQUENCE_ITERATORS for a in (*args, *kwargs.values())):
+            return x  # (an iterator over a sequence, a generator expression's argument, is made again: below)
+        parts = {"function": fn, "args": args, "kwargs": kwargs}
+        return ObjectWithProxies(x, {k: lift_objects(v, made, depth + 1, memo) for k, v in parts.items()})
+    if type(x) in SEQUENCE_ITERATORS:  # ``iter((x, y))``: made again by each call over its items, at its position
+        _, (seq,), at = x.__reduce__()
+        return ObjectWithProxies(x, {"seq": lift_objects(seq, made, depth + 1, memo), "at": at})
     if isinstance(x, list):  # a list subclass: made on each call, as a list is, of its items and attributes
         items = [lift_objects(v, made, depth + 1, memo) for v in x]
         state = object_state(x) or {}
@@ -780,6 +833,33 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
         return ObjectWithProxies(x, lifted)
     changed = {k: v for k, v in lifted.items() if v is not attrs[k] or _holds_proxy(v)}
     return ObjectWithProxies(x, changed) if changed else x
+
+
+def _made_closure(fn: types.FunctionType, made: Container[int]) -> bool:
+    """Whether ``fn`` is a function the program made around its own closure cells, or with traced defaults."""
+    return any(id(c) in made for c in fn.__closure__ or ()) or _holds_proxy((fn.__defaults__, fn.__kwdefaults__))
+
+
+def _lift_function(fn: types.FunctionType, made: Container[int], depth: int, memo: dict[int, Any]) -> ObjectWithProxies:
+    """A closure the program made, made again by each call as eager makes it: its own cells (one cell shared by two
+    closures stays one, through ``memo``) holding the call's values; cells of enclosing functions outside the
+    jitted one are those cells themselves."""
+
+    def cell(c: types.CellType) -> Any:
+        if id(c) not in made:
+            return c
+        lifted = memo.get(id(c), _ABSENT)
+        if lifted is _ABSENT:
+            contents = _cell_contents(c)
+            attrs = {} if contents is _ABSENT else {"cell_contents": lift_objects(contents, made, depth + 1, memo)}
+            lifted = memo[id(c)] = ObjectWithProxies(c, attrs)
+        return lifted
+
+    return ObjectWithProxies(fn, {
+        "__closure__": tuple(cell(c) for c in fn.__closure__) if fn.__closure__ else None,
+        "__defaults__": lift_objects(fn.__defaults__, made, depth + 1, memo),
+        "__kwdefaults__": lift_objects(fn.__kwdefaults__, made, depth + 1, memo),
+    })  # fmt: skip
 
 
 def _holds_proxy(x: Any) -> bool:

@@ -74,11 +74,14 @@ _ALIASES = {
 def _declare_aliases_and_in_place_twins() -> None:
     """The aliases of supported functions, and the in-place methods (``cumsum_``, ``addmm_``) of supported
     out-of-place ones that have no twin yet: computed out of place and copied in, as ``make_inplace`` does."""
-    from thunder.torch.base import make_inplace
+    from thunder.core.proxies import register_method
+    from thunder.torch.base import _as_method, make_inplace
 
     for alias, target in _ALIASES.items():
         if alias not in torch_to_thunder_map and target in torch_to_thunder_map:
-            torch_to_thunder_map[alias] = torch_to_thunder_map[target]
+            sym = torch_to_thunder_map[alias] = torch_to_thunder_map[target]
+            if getattr(torch.Tensor, alias.__name__, None) is alias:  # ``x.fix()`` on a proxy, as ``Tensor.fix``
+                register_method(alias.__name__, _as_method(sym, alias.__name__))
     for name in ("addmm", "addmv", "addbmm", "baddbmm", "addr", "cumsum", "cumprod", "scatter_reduce", "masked_scatter",
                  "put", "index_reduce", "logit", "fix", "renorm", "nan_to_num", "clamp_min", "clamp_max", "xlogy",
                  "hypot", "ldexp", "copysign", "nextafter", "float_power", "lerp", "logical_not", "fmod", "remainder"):  # fmt: skip
@@ -110,7 +113,6 @@ _autocast.register(torch_to_thunder_map)
 
 
 _STRIDED = _proxies.TensorProxy.UNTRACEABLE["as_strided_"]
-_RESIZE = _proxies.TensorProxy.UNTRACEABLE["resize_"]
 
 #: Torch functions with no meaning in a trace, and why: calling one is a clear error, and
 #: ``thunder.examine`` lists them so (Tensor methods: ``TensorProxy.UNTRACEABLE``).
@@ -118,7 +120,6 @@ UNTRACEABLE_FUNCTIONS: dict = {
     torch.as_strided_: _STRIDED,
     torch.as_strided_copy: _STRIDED,
     torch.as_strided_scatter: _STRIDED,
-    torch.resize_as_: _RESIZE,
 }
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import operator
 import sys
+import types
 from collections.abc import Callable, Sequence
 from numbers import Number
 from typing import Any
@@ -28,8 +30,10 @@ from torch.overrides import resolve_name
 from thunder.core import dtypes, prims
 from thunder.core import proxies as _proxies
 from thunder.core.errors import ThunderTypeError, ThunderValueError
+from thunder.core.interpreter.protocols import index as interpreted_index
+from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.prims.shape import broadcast_shapes
-from thunder.core.proxies import NumberProxy, TensorProxy, register_method
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, register_method
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
 from thunder.core.symbolic import is_symbolic
 
@@ -59,8 +63,11 @@ class _TorchBinding:
         self._params: frozenset[str] | None = None
         self._positional: list[str] = []
         self._to_meta: dict[str, str] = {}
+        self._int_params: tuple[set, set, int] | None = None
 
     def __call__(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        if _holds_index_object(args) or (kwargs and _holds_index_object(kwargs.values())):
+            args, kwargs = self._read_indices(args, kwargs)
         if self._sizes:  # the first argument (``input``) is the tensor the sizes are for
             args = (*args[:1], *_sizes_as_ints(args[1:]))
             kwargs = {k: v if k in ("input", "self", "a") else _sizes_as_ints(v) for k, v in kwargs.items()}
@@ -84,6 +91,22 @@ class _TorchBinding:
         while len(args) < len(self._positional) and self._positional[len(args)] in named:
             args = (*args, named.pop(self._positional[len(args)]))
         return args, named
+
+    def _read_indices(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The objects with a Python ``__index__`` among the arguments read as ints where eager's argument parser
+        reads them so: an ``int`` or ``int[]`` of some overload's schema (a list's items, varargs sizes), an index
+        key's items and slice bounds. Elsewhere (a tensor, a number) eager refuses them, and so does the symbol."""
+        if self._meta.__name__ in ("getitem", "setitem"):
+            return (args[0], _read_key(args[1]), *args[2:]), kwargs
+        if self._int_params is None:
+            self._int_params = _int_parameters(self._torch_fns, self._meta.__name__)
+        ints, lists, varargs_from = self._int_params
+        args = tuple(
+            _read_list(a) if i in lists or i >= varargs_from else _read_index(a) if i in ints else a
+            for i, a in enumerate(args)
+        )
+        kwargs = {k: _read_index(v) if k in ints else _read_list(v) if k in lists else v for k, v in kwargs.items()}
+        return args, kwargs
 
     def _build(self) -> None:
         params = inspect.signature(self._meta).parameters
@@ -115,6 +138,77 @@ class _TorchBinding:
                 sig = inspect.signature(fn).parameters.values()
                 lists.append([p.name for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
         return lists or [["input"]]  # a torch builtin without a schema: its first argument is ``input``
+
+
+_NO_INDEX = (int, float, str, type(None), Proxy, torch.dtype, torch.device)  # (the common arguments: a fast no)
+
+
+def _has_python_index(x: Any) -> bool:
+    return not isinstance(x, _NO_INDEX) and type(getattr(type(x), "__index__", None)) is types.FunctionType
+
+
+def _holds_index_object(values) -> bool:
+    for v in values:
+        if isinstance(v, _NO_INDEX):
+            continue
+        if type(v) in (list, tuple):
+            for x in v:
+                if _has_python_index(x) or (type(x) is slice and _holds_index_object((x.start, x.stop, x.step))):
+                    return True
+        elif _has_python_index(v) or (type(v) is slice and _holds_index_object((v.start, v.stop, v.step))):
+            return True
+    return False
+
+
+def _read_index(x: Any) -> Any:
+    """``operator.index(x)`` for an object whose ``__index__`` is Python code, run by the interpreter when one is
+    tracing (what it reads is then checked on later calls, as any read of the program's)."""
+    if not _has_python_index(x):
+        return x
+    ctx = current_runtime()
+    return interpreted_index(ctx, x) if ctx is not None else operator.index(x)
+
+
+def _read_list(x: Any) -> Any:
+    return type(x)(map(_read_index, x)) if type(x) in (list, tuple) else _read_index(x)
+
+
+def _read_key(key: Any) -> Any:
+    if type(key) is tuple:
+        return tuple(map(_read_key, key))
+    if type(key) is slice:
+        return slice(_read_index(key.start), _read_index(key.stop), _read_index(key.step))
+    return _read_index(key)
+
+
+def _int_parameters(torch_fns: Sequence[Callable], meta_name: str) -> tuple[set, set, int]:
+    """Which parameters (positions and names) of the ATen schemas of ``torch_fns`` (or of the op named as the meta)
+    are ints, which int lists, and the position from which varargs sizes are ints (``x.reshape(n, -1)``)."""
+    ints: set = set()
+    lists: set = set()
+    varargs_from = 1 << 30
+    names = [getattr(fn, "__name__", "") for fn in torch_fns] or [meta_name]
+    for name in names:
+        packet = getattr(torch.ops.aten, name, None)
+        if not isinstance(packet, torch._ops.OpOverloadPacket):
+            continue
+        for overload in packet.overloads():
+            arguments = getattr(packet, overload)._schema.arguments
+            if not any("Tensor" in str(a.type) or "List[int]" in str(a.type) for a in arguments):
+                continue  # TorchScript's forms over Python numbers (``add.int``), which Python's torch.add has not
+            positional = 0
+            for a in arguments:
+                kind = str(a.type)
+                kind = kind[len("Optional[") : -1] if kind.startswith("Optional[") else kind
+                keys = (a.name,) if a.kwarg_only else (a.name, positional)
+                if kind == "int":
+                    ints.update(keys)
+                elif kind == "List[int]":
+                    lists.update(keys)
+                    if not a.kwarg_only:
+                        varargs_from = min(varargs_from, positional)
+                positional += 0 if a.kwarg_only else 1
+    return ints, lists, varargs_from
 
 
 def _sizes_as_ints(x):

@@ -35,8 +35,10 @@ from thunder.torch.reductions import all as all_
 from thunder.torch.reductions import any as any_
 from thunder.torch.reductions import sort
 from thunder.torch.shape import check_dim, expand, unbind, unsqueeze
+from thunder.torch.shape import narrow as _narrow
+from thunder.torch.shape import tensor_split as _tensor_split
 
-__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks", "bincount"]
+__all__ = ["allclose", "argwhere", "contains", "equal", "masked_select", "nonzero", "getitem_with_masks", "setitem_with_masks", "bincount", "tensor_split", "narrow"]
 
 
 def _count(mask: TensorProxy) -> int:
@@ -220,27 +222,58 @@ def one_hot(tensor, num_classes=-1):
     return EAGER_OPS[torch.nn.functional.one_hot](tensor, num_classes)
 
 
-def _unique_of_size_impl(a, consecutive, return_inverse, return_counts, n):
-    kwargs = {"return_inverse": return_inverse, "return_counts": return_counts}
+def _unique_of_size_impl(a, consecutive, return_inverse, return_counts, n, dim=None):
+    kwargs = {"return_inverse": return_inverse, "return_counts": return_counts, "dim": dim}
     return torch.unique_consecutive(a, **kwargs) if consecutive else torch.unique(a, **kwargs)
 
 
 @torchsymbol(id="torch.unique_of_size", torch_impl=_unique_of_size_impl)
-def unique_of_size(a, consecutive, return_inverse, return_counts, n):
+def unique_of_size(a, consecutive, return_inverse, return_counts, n, dim=None):
     """``torch.unique`` (``unique_consecutive`` with ``consecutive``) of ``a`` flattened, which has ``n`` distinct
-    values (the program checked it); with the inverse indices and the counts where asked."""
-    outs = [TensorProxy.like(a, shape=(n,))]
+    values (the program checked it); with the inverse indices and the counts where asked. With ``dim``: of the
+    slices along ``dim``, ``n`` distinct ones."""
+    if dim is None:
+        outs = [TensorProxy.like(a, shape=(n,))]
+        inverse_shape = a.shape
+    else:
+        outs = [TensorProxy.like(a, shape=(*a.shape[:dim], n, *a.shape[dim + 1 :]))]
+        inverse_shape = (a.shape[dim],)
     if return_inverse:
-        outs.append(TensorProxy.like(a, dtype=dtypes.int64, requires_grad=False))
+        outs.append(TensorProxy.like(a, shape=inverse_shape, dtype=dtypes.int64, requires_grad=False))
     if return_counts:
         outs.append(TensorProxy.like(a, shape=(n,), dtype=dtypes.int64, requires_grad=False))
     return tuple(outs) if len(outs) > 1 else outs[0]
 
 
+def _unique_count_impl(a, consecutive, dim):
+    out = torch.unique_consecutive(a, dim=dim) if consecutive else torch.unique(a, dim=dim)
+    return torch.tensor(out.shape[dim], device=a.device)
+
+
+@torchsymbol(id="torch.unique_count", torch_impl=_unique_count_impl)
+def unique_count(a, consecutive, dim):
+    """How many distinct slices along ``dim`` ``torch.unique`` finds in ``a`` (runs of equal ones with
+    ``consecutive``), as a 0-d int64 tensor: eager's own unique, counted."""
+    return TensorProxy.like(a, shape=(), dtype=dtypes.int64, requires_grad=False)
+
+
+def _unique_dim(op: str, consecutive: bool, input, return_inverse, return_counts, dim):
+    """``torch.unique(input, dim=dim)``: the number of distinct slices is eager's unique's, a data-dependent value."""
+    if input.ndim == 0:
+        raise ThunderIndexError(f"{op}: Dimension specified as {dim} but tensor has no dimensions")
+    d = check_dim(op, input.ndim, dim)
+    if input.numel() == 0 and input.shape[d] != 0:
+        raise ThunderRuntimeError(
+            f"{op}: There are 0 sized dimensions, and they aren't selected, so unique cannot be applied"
+        )
+    n = 0 if input.shape[d] == 0 else unique_count(input, consecutive, d).item()
+    return unique_of_size(input, consecutive, bool(return_inverse), bool(return_counts), n, d)
+
+
 def _unique(op: str, consecutive: bool, input, return_inverse, return_counts, dim):
     _check(op, input)
     if dim is not None:
-        raise UnsupportedOpError(f"{op} with dim= is not supported by thunder yet; call it outside the jitted function")
+        return _unique_dim(op, consecutive, input, return_inverse, return_counts, dim)
     flat = prims.reshape(input, (input.numel(),))
     if input.numel() == 0:
         n = 0
@@ -260,6 +293,51 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """``torch.unique_consecutive``: its size is the number of runs of equal values, a data-dependent value."""
     return _unique("ltorch.unique_consecutive", True, input, return_inverse, return_counts, dim)
+
+
+def _split_points(t: TensorProxy):
+    """The sections (0-d) or indices (1-d) that ``torch.tensor_split`` reads from the CPU int64 tensor ``t``:
+    data-dependent values, pinned (each distinct value is its own continuation)."""
+    op = "tensor_split"
+    if t.device.type != "cpu":
+        raise ThunderRuntimeError(f"{op} expected tensor_indices_or_sections to be on cpu, but it's on {t.device}")
+    if t.dtype is not dtypes.int64:
+        name = {dtypes.int32: "Int", dtypes.float32: "Float"}.get(t.dtype, str(t.dtype))
+        raise ThunderRuntimeError(f"{op} expected tensor_indices_or_sections to have dtype of long, but got {name}")
+    if t.ndim > 1:
+        raise ThunderRuntimeError(
+            f"{op} expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional tensor, but got "
+            f"a tensor with {t.ndim} dims"
+        )
+    if t.ndim == 0:
+        return int(t.item())
+    return [int(v) for v in t.tolist()]
+
+
+def tensor_split(*args, **kwargs):
+    """``torch.tensor_split``; indices or sections given as a tensor are its values, data-dependent (read as
+    eager reads them), and the split is then the one with those numbers."""
+    if len(args) > 1 and isinstance(args[1], TensorProxy):
+        args = (args[0], _split_points(args[1]), *args[2:])
+    if isinstance(kwargs.get("tensor_indices_or_sections"), TensorProxy):
+        points = _split_points(kwargs.pop("tensor_indices_or_sections"))
+        kwargs["sections" if isinstance(points, int) else "indices"] = points
+    return _tensor_split(*args, **kwargs)
+
+
+def narrow(*args, **kwargs):
+    """``torch.narrow``; a start given as a 0-d integer tensor is its value, data-dependent (read as eager reads it)."""
+    if len(args) > 2 and isinstance(args[2], TensorProxy):
+        args = (*args[:2], _start(args[2]), *args[3:])
+    if isinstance(kwargs.get("start"), TensorProxy):
+        kwargs["start"] = _start(kwargs["start"])
+    return _narrow(*args, **kwargs)
+
+
+def _start(t: TensorProxy) -> int:
+    if t.ndim != 0 or not dtypes.is_nonboolean_integer_dtype(t.dtype):
+        raise ThunderRuntimeError("start must be an 0-dim integral Tensor.")
+    return int(t.item())
 
 
 def _is_mask(x) -> bool:
@@ -355,7 +433,9 @@ for _fn, _torch_fns in ((nonzero, (torch.nonzero, torch.Tensor.nonzero)), (argwh
                         (repeat_interleave, (torch.repeat_interleave, torch.Tensor.repeat_interleave)),
                         (bincount, (torch.bincount, torch.Tensor.bincount)),
                         (unique, (torch.unique, torch.Tensor.unique)),
-                        (unique_consecutive, (torch.unique_consecutive, torch.Tensor.unique_consecutive))):  # fmt: skip
+                        (unique_consecutive, (torch.unique_consecutive, torch.Tensor.unique_consecutive)),
+                        (tensor_split, (torch.tensor_split, torch.Tensor.tensor_split)),
+                        (narrow, (torch.narrow, torch.Tensor.narrow))):  # fmt: skip
     for _torch_fn in _torch_fns:
         torch_to_thunder_map[_torch_fn] = _fn
     register_method(_fn.__name__, _fn)

@@ -7,7 +7,9 @@ numbers gives each call its own item; a number or a 0-d tensor is given to every
 reference implementation does. So one function declares them all from the per-tensor ops of the
 torch language, and the trace records those per-tensor symbols, which executors fuse like any
 other. An out-of-place op returns its results as eager does (a tuple), an in-place one the list of
-tensors it was given, updated. A foreach op whose per-tensor op thunder lacks stays unsupported.
+tensors it was given, updated. Where the tensors require grad, the per-tensor op is a symbol that torch runs as the
+foreach op on a one-item list (``_saving_as_eager``, ``_updating_as_eager``): eager's ATen overload, its autograd
+node and what that saves; its decomposition is the per-tensor op's. A foreach op whose per-tensor op thunder lacks stays unsupported.
 
 Layer: language. Imports: core, torch.base (called once every family is declared).
 """
@@ -18,10 +20,11 @@ from collections.abc import Callable
 
 import torch
 
-from thunder.core.errors import ThunderRuntimeError
+from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.proxies import TensorProxy
-from thunder.core.symbol import Symbol
-from thunder.torch.base import torch_to_thunder_map, torchsymbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
+from thunder.core.torch_state import grad_mode_on
+from thunder.torch.base import check_castable, copy_, torch_to_thunder_map, torchsymbol
 
 __all__ = ["declare_foreach_ops"]
 
@@ -109,6 +112,42 @@ def _saving_as_eager(fn: Callable, per_tensor: Callable, listed: tuple[bool, ...
     return sym
 
 
+def _updating_as_eager(fn: Callable, out_of_place: Callable, listed: tuple[bool, ...]) -> Symbol:
+    """The per-tensor op of the in-place foreach op ``fn`` on tensors that require grad, as a symbol that torch runs as
+    ``fn`` on one-item lists: eager's per-tensor op is ATen's overload for the argument's kind (``mul_.Scalar`` for a
+    number: ``grad_fn=<MulBackward1>``), which ``t.mul_(0.5)`` from Python is not (``mul_.Tensor``, a wrapped number:
+    ``MulBackward0``); a program that prints the tensor, or asks its ``grad_fn``, sees eager's node. It decomposes as
+    the per-tensor in-place op does (``out_of_place``, then ``copy_``), so thunder's autograd and executors take it
+    as they take that op."""
+    key = (fn, listed)
+    sym = _UPDATING_AS_EAGER.get(key)
+    if sym is None:
+        shape = "".join("l" if is_list else "s" for is_list in listed)
+        name = f"{fn.__name__.lstrip('_')}one_{shape}"
+
+        def impl(*args, **kwargs):
+            fn(*([a] if is_list else a for a, is_list in zip(args, listed)), **kwargs)
+            return args[0]
+
+        def meta(a, *args, **kwargs):
+            out = out_of_place(a, *args, **kwargs)
+            check_castable(f"ltorch.{name}", out.dtype, a.dtype)
+            if out.shape != a.shape:
+                raise ThunderValueError(
+                    f"ltorch.{name}: output with shape {list(a.shape)} doesn't match the broadcast shape {list(out.shape)}"
+                )
+            return copy_(out, a)
+
+        meta.__name__ = name
+        sym = _UPDATING_AS_EAGER[key] = torchsymbol(
+            id=f"torch.{fn.__name__}one_{shape}", torch_impl=impl, tags=(IN_PLACE, DONT_DCE)
+        )(meta)
+    return sym
+
+
+_UPDATING_AS_EAGER: dict[tuple, Symbol] = {}
+
+
 def _foreach(fn: Callable, per_tensor: Callable, in_place: bool) -> Callable:
     op = fn.__name__
     packed_scalars = op.startswith(("_foreach_addcmul", "_foreach_addcdiv"))
@@ -138,8 +177,12 @@ def _foreach(fn: Callable, per_tensor: Callable, in_place: bool) -> Callable:
                         "elements."
                     )
         op_of_one = per_tensor
-        if not in_place and any(getattr(t, "requires_grad", False) for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))):
-            op_of_one = _saving_as_eager(fn, per_tensor, tuple(isinstance(a, (list, tuple)) for a in args))
+        listed = tuple(isinstance(a, (list, tuple)) for a in args)
+        if any(getattr(t, "requires_grad", False) for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))):
+            if not in_place:
+                op_of_one = _saving_as_eager(fn, per_tensor, listed)
+            elif grad_mode_on() and (out_of_place := _per_tensor(op.removeprefix("_foreach_").removesuffix("_"), False)):
+                op_of_one = _updating_as_eager(fn, out_of_place, listed)
         results = [
             op_of_one(*(a[i] if isinstance(a, (list, tuple)) else a for a in args), **kwargs) for i in range(n)
         ]

@@ -11,6 +11,7 @@ Layer: language. Imports: core, torch.base, torch.elementwise.
 from __future__ import annotations
 
 import math
+import operator
 import string
 
 import torch
@@ -318,6 +319,32 @@ def _sum_labels(a: TensorProxy, labels: list, drop: set) -> tuple[TensorProxy, l
     return _reduction_sum(a, dims), [lab for lab in labels if lab not in drop]
 
 
+def _sublist_equation(op: str, args: tuple) -> tuple[str, tuple]:
+    """``einsum(a, [0, 1], b, [1, 2], [0, 2])``: the equation ``"AB,BC->AC"`` and the operands, as eager reads the
+    sublist format (subscripts 0-25 are ``A``-``Z``, 26-51 ``a``-``z``; ``...`` is ``Ellipsis``)."""
+
+    def term(sublist, where: str) -> str:
+        if not isinstance(sublist, (list, tuple)):
+            raise ThunderTypeError(f"{op}: expected a list of subscripts for {where}, got {type(sublist).__name__}")
+        out = []
+        for s in sublist:
+            if s is Ellipsis:
+                out.append("...")
+                continue
+            s = operator.index(s)
+            if not 0 <= s < 52:
+                raise ThunderValueError(
+                    f"{op}: subscript in subscript list is not within the valid range [0, 52), got {s}"
+                )
+            out.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
+        return "".join(out)
+
+    operands = args[0::2][: len(args) // 2]
+    terms = [term(sub, f"operand {i}") for i, sub in enumerate(args[1::2])]
+    rhs = f"->{term(args[-1], 'the output')}" if len(args) % 2 else ""
+    return ",".join(terms) + rhs, tuple(operands)
+
+
 @torchsymbol(torch.einsum)
 def einsum(equation, *operands):
     """``torch.einsum``: see Note [einsum decomposition] for how it becomes matmuls, reshapes and sums."""
@@ -325,9 +352,7 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):
-        raise ThunderTypeError(
-            f"{op}: the sublist format einsum(op1, sublist1, ...) is not supported; pass the equation string first"
-        )
+        equation, operands = _sublist_equation(op, (equation, *operands))
     if not operands:
         raise ThunderValueError(f"{op}: must provide at least one operand")
     _check_operands(op, tuple(f"operands[{i}]" for i in range(len(operands))), *operands)

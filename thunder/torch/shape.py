@@ -26,10 +26,10 @@ from thunder.core.errors import (
     UnsupportedOpError,
 )
 from thunder.core.prims.base import is_differentiable
-from thunder.core.proxies import NumberProxy, TensorProxy, pyval, register_method
+from thunder.core.proxies import NumberProxy, TensorProxy, meta_layout, pyval, register_method
 from thunder.core.replays import becomes_in_place
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import MAY_RAISE
+from thunder.core.symbol import MAY_ALIAS, MAY_RAISE
 from thunder.core.symbolic import is_symbolic, pin, pin_index
 from thunder.core.tracectx import current_source_location, get_tracectx
 from thunder.torch.base import (
@@ -148,12 +148,31 @@ def reshape(a, *args, shape=None):
 @torchsymbol(method_name="view", torch_impl=torch.Tensor.view, tags=(MAY_RAISE,), sizes=True)
 def view(a, *args, size=None):
     """``Tensor.view``: like reshape; at run time the torch executor returns a real view."""
-    if len(args) == 1 and isinstance(args[0], torch.dtype) or isinstance(size, torch.dtype):
-        raise ThunderTypeError(
-            "ltorch.view: view(dtype) (reinterpreting the bits as another dtype) is not supported; "
-            "use .to(dtype) to convert values"
-        )
+    if len(args) == 1 and isinstance(args[0], torch.dtype):
+        return view_dtype(a, args[0])
+    if isinstance(size, torch.dtype):
+        return view_dtype(a, size)
     return _reshape_decomp("ltorch.view", a, args, size, "size")
+
+
+def _view_dtype_impl(a: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return a.view(dtype)
+
+
+@torchsymbol(id="torch.view_dtype", torch_impl=_view_dtype_impl, tags=(MAY_RAISE, MAY_ALIAS))
+def view_dtype(a, dtype):
+    """``Tensor.view(dtype)``: ``a``'s memory read as ``dtype``, a view (writes through it reach ``a``). Another
+    element size scales the last dim, which needs eager's layout of ``a``: torch's own rule on a meta tensor laid out
+    so gives the shape and eager's errors. Never differentiable: eager's result requires no grad."""
+    _check_tensor("ltorch.view", a)
+    if dtype.itemsize == a.dtype.itemsize:
+        shape = a.shape
+    else:
+        try:
+            shape = tuple(meta_layout(a, need_offset=True).view(dtype).shape)
+        except RuntimeError as e:
+            raise ThunderRuntimeError(str(e)) from None
+    return TensorProxy.like(a, shape=shape, dtype=dtype, requires_grad=False)
 
 
 @torchsymbol(method_name="view_as", torch_impl=torch.Tensor.view_as)
@@ -237,27 +256,32 @@ def unsqueeze(a, dim):
 # another trace (a region traced on its own).
 
 
+def made_here(op: str, a: TensorProxy, fix: str):
+    """The trace, where ``a`` was made by the program at its top level (Note [In-place shape changes]); else a clear
+    error: an input's shape cannot change in place. ``fix``: what to do instead."""
+    _check_tensor(op, a, "self")
+    trace = get_tracectx()
+    if (
+        a.strides is None  # not an input (Note [Strides of traced tensors])
+        and trace is not None
+        and len(trace.scopes) == 1
+        and any(o is a for b in trace.bound_symbols for o in b.flat_proxy_outs)
+    ):
+        return trace
+    loc = current_source_location()
+    raise UnsupportedOpError(
+        f"{op} changes the shape of {a.name}, an input of the jitted function (or of a region traced on its "
+        f"own), in place{f' (called at {loc})' if loc else ''}: thunder cannot change the shape of a tensor "
+        f"it was given. {fix}, or call it outside the jitted function."
+    )
+
+
 def _in_place_view(sym, name: str) -> None:
     """Installs ``Tensor.<name>``: the tensor takes the shape of ``sym(tensor, ...)`` in place."""
 
     def method(a, *args, **kwargs):
         op = f"Tensor.{name}"
-        _check_tensor(op, a, "self")
-        trace = get_tracectx()
-        made_here = (
-            a.strides is None  # not an input (Note [Strides of traced tensors])
-            and trace is not None
-            and len(trace.scopes) == 1
-            and any(o is a for b in trace.bound_symbols for o in b.flat_proxy_outs)
-        )
-        if not made_here:
-            loc = current_source_location()
-            raise UnsupportedOpError(
-                f"{op} changes the shape of {a.name}, an input of the jitted function (or of a region traced on its "
-                f"own), in place{f' (called at {loc})' if loc else ''}: thunder cannot change the shape of a tensor "
-                f"it was given. Use the out-of-place op instead (x = x.{name[:-1]}(...)), or call it outside the "
-                "jitted function."
-            )
+        trace = made_here(op, a, f"Use the out-of-place op instead (x = x.{name[:-1]}(...))")
         if a.requires_grad and torch.is_grad_enabled() and a.is_leaf:
             raise ThunderRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         return becomes_in_place(trace, a, lambda before: sym(before, *args, **kwargs))

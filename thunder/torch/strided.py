@@ -23,16 +23,18 @@ import math
 import torch
 
 from thunder.core import prims
-from thunder.core.errors import UnsupportedOpError
-from thunder.core.proxies import meta_layout
+from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
+from thunder.core.proxies import TensorProxy, meta_layout, register_method
+from thunder.core.replays import becomes_in_place
 from thunder.core.symbolic import is_symbolic, pin
-from thunder.core.tracectx import current_source_location
-from thunder.torch.base import maybe_broadcast, torchsymbol
-from thunder.torch.factories import arange
+from thunder.core.tracectx import current_source_location, get_tracectx
+from thunder.core.transforms.autodiff import _aliased_args
+from thunder.torch.base import maybe_broadcast, torch_to_thunder_map, torchsymbol
+from thunder.torch.factories import arange, empty
 from thunder.torch.indexing import take
-from thunder.torch.shape import permute, reshape
+from thunder.torch.shape import cat, made_here, narrow, permute, reshape
 
-__all__ = ["as_strided"]
+__all__ = ["as_strided", "resize_", "set_"]
 
 
 def _in_layout_impl(a: torch.Tensor, size, stride, offset: int, layout_stride, layout_offset: int) -> torch.Tensor:
@@ -103,3 +105,90 @@ def _dense(shape, stride) -> bool:
 def _constant(n):
     """A size, stride or offset as a plain int: a symbolic one is pinned (the positions are baked into the trace)."""
     return pin(n) if is_symbolic(n) else n
+
+
+# Note [resize_ and set_ in a trace]
+# ``t.resize_(size)`` and ``t.set_(source)`` change which memory the tensor object ``t`` reads: the object takes a
+# new value in place, as ``unsqueeze_`` makes it take a new shape (Note [In-place shape changes] in
+# thunder.torch.shape), so only a tensor the program made can (an input's cannot change for the caller). Where eager's
+# new value is a function of values the trace has, it is recorded so: ``resize_`` to no more elements than the tensor
+# has, over eager's contiguous layout of it, is its first elements in memory order (a view, as eager's is of the same
+# memory); to more, of a tensor with memory of its own (not a view), those elements then uninitialized ones, as
+# eager's new memory holds (``torch.empty``'s). ``set_(source)`` makes the tensor a view of ``source`` (writes through
+# either reach the other). Everything else (a view grown past its elements, which eager fills from the memory it is
+# a view of; a storage or explicit strides given to ``set_``; gradients through them) is a clear error.
+
+
+def _resized(op: str, a, size):
+    numel = math.prod(size)
+    if any(n < 0 for n in size):
+        raise ThunderRuntimeError(f"{op}: Trying to create tensor with negative dimension {min(size)}: {list(size)}")
+    stride = tuple(meta_layout(a).stride())
+    if not _dense(a.shape, stride):
+        raise UnsupportedOpError(
+            f"{op}: tensor {a.name} is laid out with strides {stride} for shape {tuple(a.shape)} in eager, which leaves "
+            "gaps or repeats in its memory: its elements in memory order are not a value of the trace. Call "
+            ".contiguous() first, or resize outside the jitted function."
+        )
+    in_memory_order = sorted(range(a.ndim), key=lambda d: -stride[d])  # (a transposed tensor's memory: its rows)
+    flat = reshape(permute(a, in_memory_order), (a.numel(),))
+    if numel <= a.numel():
+        return reshape(narrow(flat, 0, 0, numel), size)
+    trace = get_tracectx()
+    maker = next((b for b in reversed(trace.bound_symbols) if any(o is a for o in b.flat_proxy_outs)), None)
+    if maker is None or _aliased_args(maker):
+        raise UnsupportedOpError(
+            f"{op}: tensor {a.name} is a view of other memory, which eager's resize_ reads past its {a.numel()} "
+            "elements and a trace does not have. Resize a tensor made by torch.empty (or a copy), or resize outside "
+            "the jitted function."
+        )
+    fresh = empty((numel - a.numel(),), device=a.device, dtype=a.dtype)
+    return reshape(cat([flat, fresh], 0), size)
+
+
+def resize_(a, *size, memory_format=None):
+    """``Tensor.resize_`` of a tensor the program made (Note [resize_ and set_ in a trace])."""
+    op = "Tensor.resize_"
+    trace = made_here(op, a, "Make a new tensor instead (x = x.new_empty(size), x = x.reshape(size))")
+    if memory_format not in (None, torch.contiguous_format):
+        raise UnsupportedOpError(f"{op}: memory_format={memory_format} is not supported; call it outside the jitted function")
+    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = tuple(size[0])
+    size = tuple(_constant(n) for n in size)
+    if a.requires_grad and torch.is_grad_enabled():
+        raise ThunderRuntimeError("cannot resize variables that require grad")
+    return becomes_in_place(trace, a, lambda before: _resized(op, before, size))
+
+
+def resize_as_(a, other, memory_format=None):
+    """``Tensor.resize_as_``: ``resize_`` to ``other``'s shape."""
+    return resize_(a, tuple(other.shape), memory_format=memory_format)
+
+
+def set_(a, source=None, *args, **kwargs):
+    """``Tensor.set_(source)`` of a tensor the program made: it becomes a view of ``source`` (Note [resize_ and set_
+    in a trace])."""
+    op = "Tensor.set_"
+    trace = made_here(op, a, "Use the source tensor itself instead of setting another to it")
+    if not isinstance(source, TensorProxy) or args or kwargs:
+        raise UnsupportedOpError(
+            f"{op}: only set_(source) with a tensor is supported (a storage, an offset or strides name memory a trace "
+            "does not have); call it outside the jitted function."
+        )
+    if source.dtype != a.dtype:  # eager's error, from its own check
+        try:
+            torch.empty(0, dtype=a.dtype, device="meta").set_(torch.empty(0, dtype=source.dtype, device="meta"))
+        except RuntimeError as e:
+            raise ThunderRuntimeError(str(e)) from None
+    if source.requires_grad and torch.is_grad_enabled():
+        raise UnsupportedOpError(
+            f"{op}: source {source.name} requires grad; eager's autograd records no gradient formula for set_ "
+            "(its grad_fn is NotImplemented), which thunder does not follow. Use the source tensor itself."
+        )
+    return becomes_in_place(trace, a, lambda before: reshape(source, tuple(source.shape)))
+
+
+for _name, _fn in (("resize_", resize_), ("resize_as_", resize_as_), ("set_", set_)):
+    register_method(_name, _fn)
+    torch_to_thunder_map[getattr(torch.Tensor, _name)] = _fn
+torch_to_thunder_map[torch.resize_as_] = resize_as_

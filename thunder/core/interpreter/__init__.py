@@ -43,7 +43,7 @@ are looked aside to see the interpreted frame instead).
 
 from .api import interpret, last_interpreted_instructions, last_interpreter_log
 from .errors import DELETED, NULL, InterpreterError
-from .execution import generator_code
+from .execution import generator_code, unstarted_generator_call
 from .log import print_interpreter_log
 from .opcodes import HANDLERS, UNSUPPORTED, register_opcode_handler
 from .runtime import (
@@ -76,6 +76,7 @@ __all__ = [
     "constructing",
     "current_source_location",
     "generator_code",
+    "unstarted_generator_call",
     "register_opcode_handler",
     "HANDLERS",
     "UNSUPPORTED",

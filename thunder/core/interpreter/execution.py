@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import inspect
 import os
 import sys
 import types
@@ -432,6 +433,32 @@ def generator_code(gen) -> CodeType | None:
     if code is _coroutine.__code__ or code is _async_generator.__code__:
         return generator_code(frame.f_locals.get("driver"))
     return code
+
+
+def unstarted_generator_call(gen) -> tuple[FunctionType, tuple, dict] | None:
+    """For an interpreted generator that has not run yet (``g()`` returned, not iterated): the generator function and
+    the arguments it was called with, so that calling it again makes the same generator; else None."""
+    if type(gen) is not types.GeneratorType or gen.gi_frame is None or gen.gi_frame.f_code is not _generator_driver.__code__:
+        return None
+    if inspect.getgeneratorstate(gen) != inspect.GEN_CREATED:
+        return None
+    frame = gen.gi_frame.f_locals.get("frame")
+    if frame is None or frame.func is None or frame.locals is not None:
+        return None
+    code = frame.code
+    n_pos, n_kw = code.co_argcount, code.co_kwonlyargcount
+    values = [v.cell_contents if type(v) is types.CellType else v for v in frame.fast[: n_pos + n_kw + 2]]
+    if any(v is NULL for v in values[: n_pos + n_kw]):
+        return None
+    args = tuple(values[:n_pos])
+    kwargs = dict(zip(code.co_varnames[n_pos : n_pos + n_kw], values[n_pos : n_pos + n_kw]))
+    at = n_pos + n_kw
+    if code.co_flags & inspect.CO_VARARGS:
+        args += tuple(values[at])
+        at += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kwargs.update(values[at])
+    return frame.func, args, kwargs
 
 
 class AsyncGenValue:

@@ -45,6 +45,7 @@ __all__ = [
     "iter_next",
     "reverse",
     "getitem",
+    "index",
     "setitem",
     "delitem",
     "contains",
@@ -325,17 +326,45 @@ def compare_op(ctx, sym: str, a, b):
 # -- containers ----------------------------------------------------------------------------------------------
 
 
-def _index(k):
+def _index(ctx, c, k):
     """An index as a builtin container reads it: CPython takes the value of an int subclass without
-    calling ``__index__``; asking it lets the subclass see the read (thunder's SymInt records it)."""
+    calling ``__index__``; asking it lets the subclass see the read (thunder's SymInt records it). A sequence's
+    index (or slice bound) that is an object whose ``__index__`` is a Python function is read by interpreting it."""
     tk = type(k)
     if tk is int or tk is bool:
         return k
     if isinstance(k, int):
         return tk.__index__(k)
-    if tk is slice and any(type(v) is not int and isinstance(v, int) for v in (k.start, k.stop, k.step)):
-        return slice(*(v if type(v) is int or not isinstance(v, int) else type(v).__index__(v) for v in (k.start, k.stop, k.step)))
-    return k
+    if tk is slice:
+        bounds = (k.start, k.stop, k.step)
+        if any(type(v) is not int and v is not None for v in bounds):
+            sequence = isinstance(c, _SEQUENCES)
+            return slice(*(_bound(ctx, v) if sequence or isinstance(v, int) else v for v in bounds))
+        return k
+    return index(ctx, k) if isinstance(c, _SEQUENCES) else k
+
+
+_SEQUENCES = (list, tuple, str, bytes, bytearray, range, collections.deque)
+
+
+def _bound(ctx, v):
+    if v is None or type(v) is int:
+        return v
+    if isinstance(v, int):
+        return type(v).__index__(v)
+    return index(ctx, v)
+
+
+def index(ctx, k):
+    """``operator.index(k)`` where ``k``'s ``__index__`` is a Python function: interpreted, so what it reads is
+    traced (CPython would call it natively); anything else as it is (the caller's native operation reads it)."""
+    f = lookup_type_attr(type(k), "__index__")
+    if not _is_py(f):
+        return k
+    result = call(ctx, f, (k,))
+    if not isinstance(result, int):
+        raise TypeError(f"__index__ returned non-int (type {type(result).__name__})")
+    return result
 
 
 def getitem(ctx, c, k):
@@ -351,7 +380,7 @@ def getitem(ctx, c, k):
             if type(g) is classmethod and _is_py(g.__func__):
                 return call(ctx, g.__func__, (c, k))
         return c[k]
-    return c[_index(k)]
+    return c[_index(ctx, c, k)]
 
 
 _DICT_GETITEM = dict.__dict__["__getitem__"]
@@ -380,7 +409,7 @@ def setitem(ctx, c, k, v) -> None:
             return
         c[k] = v
         return
-    c[_index(k)] = v
+    c[_index(ctx, c, k)] = v
 
 
 def delitem(ctx, c, k) -> None:

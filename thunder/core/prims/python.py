@@ -768,10 +768,14 @@ def _print_replace_contents(bsym, printer):
         return [f"{c}[:] = {printer.value(items)}"]
     if isinstance(items, dict):
         return [f"{c}.clear()", f"{c}.update({printer.value(dict(items))})"]
+    if isinstance(items, bytes):  # a bytearray
+        return [f"{c}[:] = {printer.value(items)}"]
+    if isinstance(items, tuple):  # a deque
+        return [f"{c}.clear()", f"{c}.extend({printer.value(items)})"]
     return [f"{c}.clear()", f"{c}.update({printer.value(list(items))})"]
 
 
-# ``replace_contents(container, items)``: an outside list, dict or set the program changed ends the call
+# ``replace_contents(container, items)``: an outside list, dict, set, deque or bytearray the program changed ends the call
 # holding what it held at the end of the program.
 replace_contents = make_prim(
     P.REPLACE_CONTENTS, "replace_contents", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_replace_contents
