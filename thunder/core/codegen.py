@@ -426,7 +426,7 @@ _DIRECT_HOOKS = (
     "_thunder_args",
 )  # fmt: skip
 _CONSTANTS = "__thunder_constants__"
-_MISS_RETURN = re.compile(r"(\s*if .*): return (_missed\(\w+\))")
+_MISS_RETURN = re.compile(r"(\s*if .*): return (_missed\(\w*\))")
 
 # Note [Positional arguments of the jitted function's own code]
 # A function of ``(*args, **kwargs)`` builds a tuple of the arguments on every call, which the prologue then measures
@@ -471,7 +471,7 @@ def _positional(
 ) -> tuple[list[str], int] | None:
     """The pieces ``checks`` with the positional arguments taken as parameters (Note [Positional arguments of the
     jitted function's own code]), and their number; None where the checks read the arguments otherwise."""
-    arity = re.compile(rf"(\s*)if len\({varargs}\) != (\d+) or {varkwargs}: return (_missed\(\w+\))")
+    arity = re.compile(rf"(\s*)if len\({varargs}\) != (\d+) or {varkwargs}: return (_missed\(\w*\))")
     unpack = re.compile(rf"(\s*)(.+) = {varargs}")
     word = re.compile(rf"\b{varargs}\b")
     lines = [piece.split("\n") for piece in checks]

@@ -315,20 +315,24 @@ class TraceCtx:
             raise ValueError(f"a prologue takes (*args, **kwargs), not ({', '.join(params)})")
         from thunder.core.prims.python import group_tensor_checks
 
-        def missed_here(bsym: Any) -> Any:
-            # The failed check's locals, read from the prologue's frame on a miss only: passing ``locals()`` in each
-            # check's source made the prologue an eighth slower to compile.
-            return missed(bsym, dict(sys._getframe(1).f_locals))
-
         def raised_here(e: Exception) -> Any:
             return missed(bsym_raising(e), dict(sys._getframe(1).f_locals), e)
 
         def printed(trace: TraceCtx, body: TraceCtx | None, signature: list[str] | None) -> tuple[str, Printer]:
-            printer = Printer(
-                miss=lambda p: f"_missed({p.constant(p.bsym, '_check')})",
-                return_call=None if body is not None else "_computation",
-                tensor_types={},
-            )
+            checks: list = []  # the check of each ``_missed()`` printed, in order (Note [A miss names its line])
+            at_line: dict[int, Any] = {}
+
+            def miss(p: Printer) -> str:
+                checks.append(p.bsym)
+                return "_missed()"
+
+            def missed_here() -> Any:
+                # The failed check's locals, read from the prologue's frame on a miss only: passing ``locals()`` in
+                # each check's source made the prologue an eighth slower to compile.
+                frame = sys._getframe(1)
+                return missed(at_line[frame.f_lineno], dict(frame.f_locals))
+
+            printer = Printer(miss=miss, return_call=None if body is not None else "_computation", tensor_types={})
             printer.add_ctx("_missed", missed_here)
             printer.add_ctx("_raised_here", raised_here)
             if body is None:
@@ -338,6 +342,10 @@ class TraceCtx:
                 guarded="_raised_here(_raised)", guarded_count=len(grouped.bound_symbols) - 1,
                 direct=(self.varargs, self.varkwargs) if signature else None,
             )  # fmt: skip
+            lines = [n for n, line in enumerate(source.split("\n"), 1) for _ in range(line.count("_missed()"))]
+            if len(lines) != len(checks) or len(set(lines)) != len(lines):  # (an AssertionError: not caught below)
+                raise AssertionError(f"a check printer printed a miss other than once on a line of its own:\n{source}")
+            at_line.update(zip(lines, checks))
             return source, printer
 
         grouped = from_trace(self)
@@ -378,6 +386,14 @@ class TraceCtx:
 
     def set_provenance(self, provenance: TraceProvenance) -> None:
         self.provenance = provenance
+
+
+# Note [A miss names its line]
+# A fused prologue's failed check returns ``_missed()``, and the check is found from the line it stands on, which the
+# miss reads from the prologue's frame. Naming the check in each line (``_missed(_check93)``, a global per check) was
+# a tenth of the instructions CPython spends compiling a Qwen2 decoding entry's 630 checks (most of which parse the
+# source), and a constant per check to print. Each check printer prints its miss once, on a line of its own (a source
+# that has otherwise is refused when printed: a printer's bug).
 
 
 #: A fused prologue of at most this many lines also becomes code the jitted function runs itself (Note [The fused
