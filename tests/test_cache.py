@@ -220,6 +220,37 @@ def test_a_miss_the_fused_prologue_found_is_explained_without_the_diagnostic_pro
     assert _prologue_compiled(entry) == (False, True)
 
 
+_SCALE = 2.0
+
+
+@pytest.mark.parametrize("layers", [1, 12], ids=["direct", "long"])
+def test_a_miss_names_the_check_of_its_line(monkeypatch, layers):
+    # Note [A miss names its line]: the fused prologue's failed check is found from its line, a tensor check among
+    # the grouped ones too; a small prologue (the jitted function's own code) and a long one alike.
+    monkeypatch.setattr(thunder.compiler, "VERIFY_FIRST_INPUTS", False)
+    model = torch.nn.Sequential(*[torch.nn.Linear(3, 3) for _ in range(layers)])
+
+    def f(m, x):
+        return m(x) * _SCALE
+
+    jf, x = thunder.jit(f), torch.randn(2, 3)
+    jf(model, x)
+    jf(model, x)
+    entry = thunder.compile_stats(jf).entries[0]
+    model[-1].bias.requires_grad_(False)
+    torch.testing.assert_close(jf(model, x), f(model, x))
+    reason = thunder.cache_miss_reasons(jf)[-1]
+    assert (reason.check, reason.expected, reason.actual) == ("requires_grad", True, False), reason
+    assert f"{layers - 1}.bias" in reason.input, reason
+    assert _prologue_compiled(entry) == (False, True)
+    model[-1].bias.requires_grad_(True)
+    jf(model, x)  # the first entry's again
+    monkeypatch.setitem(globals(), "_SCALE", 3.0)
+    torch.testing.assert_close(jf(model, x), f(model, x))
+    reason = thunder.cache_miss_reasons(jf)[-1]
+    assert (reason.input, reason.expected, reason.actual) == ("_SCALE", 2.0, 3.0), reason
+
+
 def test_a_nan_argument_has_one_input_key():
     jf = thunder.jit(scale)
     x = torch.randn(3)

@@ -230,3 +230,98 @@ def test_deprecate_kwarg_wrapper_without_positional_arguments_fails_as_in_eager(
         f(m, x)
     with pytest.raises(IndexError):
         thunder.jit(f)(m, x)
+
+
+ModelOutput = pytest.importorskip("transformers.utils.generic").ModelOutput
+
+
+@__import__("dataclasses").dataclass
+class _Out(ModelOutput):
+    a: torch.Tensor | None = None
+    b: torch.Tensor | None = None
+    n: int | None = None
+
+
+def _interpreted(jf, name: str) -> bool:
+    log = thunder.last_interpreter_log(jf)
+    return any(isinstance(e, dict) and e["kind"] == "Line" and e["fn"].endswith(name) for e in log)
+
+
+def _same_output(actual, expected) -> None:
+    assert type(actual) is type(expected)
+    assert list(actual.keys()) == list(expected.keys())
+    for k in expected.keys():
+        torch.testing.assert_close(actual[k], expected[k])
+        torch.testing.assert_close(getattr(actual, k), getattr(expected, k))
+    for f in __import__("dataclasses").fields(expected):
+        torch.testing.assert_close(getattr(actual, f.name), getattr(expected, f.name))
+
+
+def test_a_model_output_is_constructed_natively_and_equals_eager():
+    # Note [ModelOutput construction]: with a value after the first field, the dataclass's __init__, __setattr__,
+    # __post_init__ and __setitem__ run natively; the installed transformers' methods are the ones the digest names.
+    from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithPast
+
+    from thunder.core.library_wrappers import _MODEL_OUTPUT_DIGEST, native_wrapper
+
+    known = sys.version_info[:2] in _MODEL_OUTPUT_DIGEST
+    assert (native_wrapper(_Out.__init__) is not None) == known
+
+    def f(x, cache):
+        out = CausalLMOutputWithPast(logits=x * 2, past_key_values=cache)  # the old keyword, renamed (and warned)
+        return out, _Out(b=x + 1, n=3), out.logits.sum(), out["cache"]
+
+    x, cache = torch.randn(3), [torch.randn(2)]
+    expected = f(x, cache)
+    jf = thunder.jit(f, debug_options=thunder.DebugOptions(record_interpreter_history=True))
+    actual = jf(x, cache)
+    for a, e in zip(actual[:2], expected[:2]):
+        _same_output(a, e)
+    torch.testing.assert_close(actual[2], expected[2])
+    assert actual[3] is cache
+    assert _interpreted(jf, "_rename_kwargs_for_bc")  # the wrapper's renaming stays interpreted
+    assert _interpreted(jf, "ModelOutput.__post_init__") != known
+    # Only the first field set: __post_init__ asks whether it is a tensor, which is interpreted as before.
+    g = thunder.jit(lambda x: BaseModelOutput(last_hidden_state=x + 1), debug_options=thunder.DebugOptions(
+        record_interpreter_history=True))  # fmt: skip
+    _same_output(g(x), BaseModelOutput(last_hidden_state=x + 1))
+    assert _interpreted(g, "ModelOutput.__post_init__")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda x: _Out(x, b=x), lambda x: _Out(a=x), lambda x: _Out(a=x, b=None, n=None), lambda x: _Out(b=x, c=x)],
+    ids=["positional", "first-field-only", "all-but-first-none", "unknown-keyword"],
+)
+def test_a_model_output_constructed_otherwise_is_interpreted_as_eager(make):
+    x = torch.randn(3)
+    try:
+        expected = make(x)
+    except TypeError as e:
+        with pytest.raises(TypeError, match=str(e).split("(")[0][:20]):
+            thunder.jit(make)(x)
+        return
+    _same_output(thunder.jit(make)(x), expected)
+
+
+def test_a_model_output_init_read_natively_is_checked():
+    # The wrapper's ``init`` cell is read as the interpreter reads it: a new function there is retraced.
+    def f(x):
+        return _Out(a=x, b=x * 2)
+
+    x = torch.randn(3)
+    jf = thunder.jit(f)
+    _same_output(jf(x), f(x))
+    wrapper = _Out.__init__
+    cell = wrapper.__closure__[wrapper.__code__.co_freevars.index("init")]
+    init = cell.cell_contents
+    try:
+        # (a change that holds when applied twice: the call's output is rebuilt by calling the class, rebuild_mapping)
+        cell.cell_contents = lambda self, a=None, b=None, n=None: init(self, a=a, b=b, n=7)
+        changed = jf(x)
+        _same_output(changed, f(x))
+        assert changed.n == 7
+    finally:
+        cell.cell_contents = init
+    _same_output(jf(x), f(x))
+    assert thunder.cache_misses(jf) == 2

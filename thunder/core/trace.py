@@ -324,19 +324,27 @@ class TraceCtx:
             raise ValueError(f"a prologue takes (*args, **kwargs), not ({', '.join(params)})")
         from thunder.core.prims.python import group_tensor_checks, positional_arity
 
-        def missed_here(bsym: Any, args: tuple, kwargs: dict) -> Any:
-            # The prologue's frame, whose locals are read if the slow path asks why (Note [A miss of the fast path
-            # explains itself when asked] in thunder.cache_diagnostics): passing ``locals()`` in each check's source
-            # made the prologue an eighth slower to compile.
-            return missed(bsym, sys._getframe(1), (args, kwargs))
-
         def raised_here(e: Exception, args: tuple, kwargs: dict) -> Any:
             return missed(bsym_raising(e), sys._getframe(1), (args, kwargs), e)
 
         def printed(trace: TraceCtx, body: TraceCtx | None, own: bool = False) -> tuple[str, Printer]:
+            checks: list = []  # the check of each ``_missed(...)`` printed, in order (Note [A miss names its line])
+            at_line: dict[int, Any] = {}
+
+            def miss(p: Printer) -> str:
+                checks.append(p.bsym)
+                return f"_missed({self.varargs}, {self.varkwargs})"
+
+            def missed_here(args: tuple, kwargs: dict) -> Any:
+                # The prologue's frame, whose locals are read if the slow path asks why (Note [A miss of the fast path
+                # explains itself when asked] in thunder.cache_diagnostics): passing ``locals()`` in each check's
+                # source made the prologue an eighth slower to compile.
+                frame = sys._getframe(1)
+                return missed(at_line[frame.f_lineno], frame, (args, kwargs))
+
             arity = positional_arity(trace.bound_symbols, self.varargs, POSITIONAL) if own else None
             printer = Printer(
-                miss=lambda p: f"_missed({p.constant(p.bsym, '_check')}, {self.varargs}, {self.varkwargs})",
+                miss=miss,
                 return_call=None if body is not None else "_computation",
                 tensor_types={},
                 own=OwnCode.taking(self.varargs, self.varkwargs, arity) if own else None,
@@ -351,6 +359,11 @@ class TraceCtx:
                 guarded_count=len(grouped.bound_symbols) - 1,
                 guarded=f"_raised_here(_raised, {self.varargs}, {self.varkwargs})",
             )  # fmt: skip
+            call = f"_missed({self.varargs}, {self.varkwargs})"
+            lines = [n for n, line in enumerate(source.split("\n"), 1) for _ in range(line.count(call))]
+            if len(lines) != len(checks) or len(set(lines)) != len(lines):  # (an AssertionError: not caught below)
+                raise AssertionError(f"a check printer printed a miss other than once on a line of its own:\n{source}")
+            at_line.update(zip(lines, checks))
             return source, printer
 
         grouped = from_trace(self)
@@ -388,6 +401,15 @@ class TraceCtx:
 
     def set_provenance(self, provenance: TraceProvenance) -> None:
         self.provenance = provenance
+
+
+# Note [A miss names its line]
+# A fused prologue's failed check returns ``_missed(args, kwargs)`` (the call's arguments, kept for the reason: Note [A
+# miss of the fast path explains itself when asked]), and the check is found from the line it stands on, which the
+# miss reads from the prologue's frame. Naming the check in each line (``_missed(_check93)``, a global per check) was
+# a tenth of the instructions CPython spends compiling a Qwen2 decoding entry's 630 checks (most of which parse the
+# source), and a constant per check to print. Each check printer prints its miss once, on a line of its own (a source
+# that has otherwise is refused when printed: a printer's bug).
 
 
 #: A fused prologue of at most this many lines also becomes code the jitted function runs itself (Note [The fused
