@@ -21,8 +21,9 @@ Note [Implicit calls]
         on AttributeError.
     Everything else runs natively (through ``operator``/builtins), e.g. ``__getattribute__``/``__getattr__``
     for plain loads, ``__setattr__``, other descriptors' ``__get__``/``__set__``, ``__hash__`` and ``__eq__``
-    called by dicts and sets, ``__str__``/``__repr__``/``__format__`` (f-strings, ``str()``), ``__index__``,
-    ``__init_subclass__``/``__set_name__`` (called by ``type.__new__``), and any dunder called by a C function.
+    called by dicts and sets, ``__init_subclass__``/``__set_name__`` (called by ``type.__new__``), and any dunder
+    called by a C function, except the conversions of Note [Conversions interpreted] in ``conversions``
+    (``__str__``/``__repr__``/``__format__`` of f-strings and ``str()``, ``__float__``, ``__int__``, ``__index__``).
     Builtin types take a fast native path without looking anything up.
 """
 
@@ -38,6 +39,7 @@ from .execution import call, call_back, lookup_type_attr
 
 __all__ = [
     "truth",
+    "as_index",
     "binary_op",
     "unary_op",
     "compare_op",
@@ -325,17 +327,38 @@ def compare_op(ctx, sym: str, a, b):
 # -- containers ----------------------------------------------------------------------------------------------
 
 
-def _index(k):
+def as_index(ctx, v):
+    """``operator.index(v)``, a Python ``__index__`` called as the program would (Note [Conversions interpreted] in
+    ``conversions``)."""
+    t = type(v)
+    f = NULL if t in FAST_TYPES else lookup_type_attr(t, "__index__")
+    if not _is_py(f):
+        return operator.index(v)
+    r = call(ctx, f.__get__(v, t), ())
+    if not isinstance(r, int):
+        raise TypeError(f"__index__ returned non-int (type {type(r).__name__})")
+    return r if type(r) is int else type(r).__index__(r)  # CPython's plain int (thunder's SymInt records the read)
+
+
+def _index(ctx, k):
     """An index as a builtin container reads it: CPython takes the value of an int subclass without
-    calling ``__index__``; asking it lets the subclass see the read (thunder's SymInt records it)."""
+    calling ``__index__``; asking it lets the subclass see the read (thunder's SymInt records it). Another
+    object's Python ``__index__`` is called as the program would; a slice's bounds are read alike."""
     tk = type(k)
     if tk is int or tk is bool:
         return k
     if isinstance(k, int):
         return tk.__index__(k)
-    if tk is slice and any(type(v) is not int and isinstance(v, int) for v in (k.start, k.stop, k.step)):
-        return slice(*(v if type(v) is int or not isinstance(v, int) else type(v).__index__(v) for v in (k.start, k.stop, k.step)))
-    return k
+    if tk is slice:
+        bounds = (k.start, k.stop, k.step)
+        if all(v is None or type(v) is int for v in bounds):
+            return k
+        return slice(*(_index(ctx, v) if v is not None else None for v in bounds))
+    return as_index(ctx, k) if _is_py(lookup_type_attr(tk, "__index__")) else k
+
+
+#: builtin containers that read a key by ``__index__`` (a dict hashes it)
+_INDEXED_TYPES = frozenset((list, tuple, str, bytes, bytearray, range, memoryview))
 
 
 def getitem(ctx, c, k):
@@ -351,7 +374,7 @@ def getitem(ctx, c, k):
             if type(g) is classmethod and _is_py(g.__func__):
                 return call(ctx, g.__func__, (c, k))
         return c[k]
-    return c[_index(k)]
+    return c[_index(ctx, k)] if t in _INDEXED_TYPES else c[k]
 
 
 _DICT_GETITEM = dict.__dict__["__getitem__"]
@@ -380,7 +403,7 @@ def setitem(ctx, c, k, v) -> None:
             return
         c[k] = v
         return
-    c[_index(k)] = v
+    c[_index(ctx, k) if t in _INDEXED_TYPES else k] = v
 
 
 def delitem(ctx, c, k) -> None:
