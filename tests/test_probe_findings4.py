@@ -1,6 +1,8 @@
 """What a fourth round of probing found (the earlier rounds' are in tests/test_probe_findings.py,
 tests/test_probe_findings2.py and tests/test_probe_findings3.py), each kept as a regression test against eager."""
 
+# ruff: noqa: UP030, UP031, UP032  (str.format and % formatting are what these tests check)
+
 from __future__ import annotations
 
 import math
@@ -52,6 +54,12 @@ _CONVERSIONS = {
     "list index": lambda x, s: x * [1.0, 2.0, 3.0, 4.0][s],
     "tuple slice": lambda x, s: (x, (1, 2, 3)[:s]),
     "list store": lambda x, s: _stored(s),
+    "str.format": lambda x, s: x * 2 if "{}".format(s) == "a" else x,
+    "str.format with a spec": lambda x, s: (x, "{:>3}|{!r}|{k}".format(s, s, k=s), str.format("{}", s)),
+    "percent": lambda x, s: (x, "%s" % s),
+    "percent of a tuple": lambda x, s: (x, "%s|%r|%d|%.1f|%x" % (s, s, s, s, s)),
+    "percent of a dict": lambda x, s: (x, "%(k)s" % {"k": s}),
+    "sequence repeat": lambda x, s: (x, [0] * s, s * "ab", (1,) * s),
 }
 
 
@@ -89,6 +97,30 @@ def test_a_users_conversion_dunders_run_on_every_call(name, cache):
         expected = fn(x, eager_obj)
         _assert_same(jitted(x, jit_obj), expected)
         assert jit_obj.calls == eager_obj.calls
+
+
+class _Config:
+    def __init__(self):
+        self.name, self.sizes = "a", {"h": 1}
+
+
+def _check_fields(f):
+    jitted = thunder.jit(f)
+    x, eager_cfg, jit_cfg = torch.randn(2), _Config(), _Config()
+    for name, h in (("a", 1), ("b", 1), ("b", 2)):
+        eager_cfg.name = jit_cfg.name = name
+        eager_cfg.sizes["h"] = jit_cfg.sizes["h"] = h
+        _assert_same(jitted(x, jit_cfg), f(x, eager_cfg))
+
+
+def test_attributes_a_format_string_reads_are_checked_on_every_call():
+    # str.format reads ``{0.name}`` natively: unchecked, the cached string was the first call's
+    _check_fields(lambda x, cfg: (x, "{0.name}-{c.name}".format(cfg, c=cfg)))
+
+
+@pytest.mark.xfail(strict=True, reason="str.format reads a field's item ({0[key]}) natively, not as an instruction")
+def test_items_a_format_string_reads_are_checked_on_every_call():
+    _check_fields(lambda x, cfg: (x, "{0.sizes[h]}".format(cfg)))
 
 
 def test_conversion_dunders_returning_the_wrong_type_raise_eagers_error():

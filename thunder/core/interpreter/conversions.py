@@ -10,7 +10,10 @@ Note [Conversions interpreted]
     what it does (a counter) was done on the first call only. So where the dunder CPython would call is a
     Python function, it is called as the program would (``execution.call``, bound, so the lookaside sees
     the object), its result checked as CPython checks it, and the native conversion applied to that result.
-    Other C callers of these dunders (``math.sqrt(obj)``, ``hex(obj)`` aside) still call them natively.
+    ``str.format`` and ``str % args`` get each argument with such dunders in a stand-in of the same type name
+    whose dunders call the argument's as the program would (``converting``); ``seq * obj`` reads ``obj``'s
+    ``__index__`` so. Other C callers of these dunders (``math.sqrt(obj)``, ``bytes(obj)``) still call them
+    natively.
 """
 
 from __future__ import annotations
@@ -19,10 +22,17 @@ import builtins
 import operator
 
 from .errors import NULL
-from .execution import call, lookup_type_attr, register_default_lookaside, register_native_adapter
+from .execution import (
+    call,
+    current_frame,
+    lookup_type_attr,
+    register_default_lookaside,
+    register_method_adapter,
+    register_native_adapter,
+)
 from .protocols import FAST_TYPES, _is_py, as_index
 
-__all__ = ["as_index", "as_str", "as_repr", "as_ascii", "formatted"]
+__all__ = ["as_index", "as_str", "as_repr", "as_ascii", "formatted", "converting"]
 
 _OBJECT_STR = object.__dict__["__str__"]
 _OBJECT_FORMAT = object.__dict__["__format__"]
@@ -140,3 +150,89 @@ def _one_call(fn, convert):
 
 for _fn, _convert in ((builtins.repr, as_repr), (builtins.ascii, as_ascii)):  # (their result is not their argument)
     register_default_lookaside(_fn)(_one_call(_fn, _convert))
+
+
+# -- stand-ins for str.format and str % args -------------------------------------------------------------------
+
+_CONVERSION_DUNDERS = ("__str__", "__repr__", "__format__", "__index__", "__int__", "__float__")
+
+
+class _Converting:
+    """A stand-in for ``_v`` that C code converts: its conversions are ``_v``'s, called as the program would, and
+    so are the attribute loads and subscripts of a format's fields (``"{0.name}"``, ``"{0[key]}"``)."""
+
+    __slots__ = ("_ctx", "_v")
+
+    def __init__(self, ctx, v):
+        self._ctx, self._v = ctx, v
+
+    def __getattr__(self, name):
+        from .handlers.variables import _load_attr  # (the handlers import this module)
+
+        return converting(self._ctx, _load_attr(current_frame(self._ctx), self._v, name), True)
+
+    def __getitem__(self, key):
+        from .protocols import getitem
+
+        return converting(self._ctx, getitem(self._ctx, self._v, key), True)
+
+
+_STAND_INS = {
+    "__str__": lambda self: as_str(self._ctx, self._v),
+    "__repr__": lambda self: as_repr(self._ctx, self._v),
+    "__format__": lambda self, spec: formatted(self._ctx, self._v, spec),
+    "__index__": lambda self: as_index(self._ctx, self._v),
+    "__int__": lambda self: int(_as_number(self._ctx, self._v, "__int__", int)),
+    "__float__": lambda self: float(_as_number(self._ctx, self._v, "__float__", float)),
+}
+_stand_in_types: dict[type, type] = {}
+
+
+def _stand_in_type(t: type) -> type:
+    """A subclass of ``_Converting`` named as ``t``, with the conversions ``t`` has (a ``%d`` of an object
+    without ``__int__`` fails as for ``t``)."""
+    st = _stand_in_types.get(t)
+    if st is None:
+        ns = {n: f for n, f in _STAND_INS.items() if lookup_type_attr(t, n) is not NULL}
+        st = _stand_in_types[t] = type(t.__name__, (_Converting,), {"__slots__": (), **ns})
+    return st
+
+
+def converting(ctx, v, fields: bool = False):
+    """``v``, or its stand-in when one of its conversions is a Python function or, with ``fields``, when a format
+    may read its attributes or items."""
+    t = type(v)
+    if t in FAST_TYPES and not (fields and t in (list, tuple, dict)):
+        return v
+    if not fields and not any(_is_py(lookup_type_attr(t, n)) for n in _CONVERSION_DUNDERS):
+        return v
+    return _stand_in_type(t)(ctx, v)
+
+
+def _converting_arguments(ctx, template, args, kwargs):
+    fields = type(template) is str and ("." in template or "[" in template)
+    args = tuple(converting(ctx, a, fields) for a in args)
+    if kwargs:
+        kwargs = {k: converting(ctx, a, fields) for k, a in kwargs.items()}
+    return args, kwargs
+
+
+def _converting_unbound_format(ctx, args, kwargs):  # ``str.format(template, *args)``
+    if not args:
+        return args, kwargs
+    rest, kwargs = _converting_arguments(ctx, args[0], args[1:], kwargs)
+    return args[:1] + rest, kwargs
+
+
+def percent_operand(ctx, b):
+    """The right operand of ``str % b``, its values stood in for (a tuple's items, a plain dict's values)."""
+    tb = type(b)
+    if tb is tuple:
+        return tuple(converting(ctx, a) for a in b)
+    if tb is dict:
+        return {k: converting(ctx, a) for k, a in b.items()}
+    return converting(ctx, b)
+
+
+register_method_adapter(str, "format", _converting_arguments)
+register_native_adapter(str.format, _converting_unbound_format)

@@ -223,6 +223,9 @@ def _has_py_dunder(t, *names) -> bool:
 def binary_op(ctx, sym: str, a, b):
     ta = type(a)
     tb = type(b)
+    if ta in _SEQUENCE_SLOT_TYPES or tb in _SEQUENCE_SLOT_TYPES:
+        a, b = _converted_operands(ctx, sym, a, b)
+        ta, tb = type(a), type(b)
     entry = BINARY_OPS.get(sym)
     if entry is not None:
         native, name, rname = entry
@@ -249,6 +252,26 @@ def binary_op(ctx, sym: str, a, b):
     if r is NotImplemented:
         raise TypeError(f"unsupported operand type(s) for {sym}: '{ta.__name__}' and '{tb.__name__}'")
     return r
+
+
+def _converted_operands(ctx, sym: str, a, b):
+    """``str % obj`` and ``seq * obj``: what C would read of ``obj`` by its Python dunders (``__str__``,
+    ``__index__``, ...) read as the program would (Note [Conversions interpreted] in ``conversions``)."""
+    if sym in ("%", "%=") and type(a) is str and not _has_py_dunder(type(b), "__rmod__"):
+        from .conversions import percent_operand  # (conversions imports this module)
+
+        return a, percent_operand(ctx, b)
+    if sym in ("*", "*="):
+        if type(a) in _SEQUENCE_SLOT_TYPES and _reads_index(b, "__rmul__"):
+            return a, as_index(ctx, b)
+        if type(b) in _SEQUENCE_SLOT_TYPES and _reads_index(a, "__mul__"):
+            return as_index(ctx, a), b
+    return a, b
+
+
+def _reads_index(v, name: str) -> bool:
+    t = type(v)
+    return t not in FAST_TYPES and not _has_py_dunder(t, name) and _is_py(lookup_type_attr(t, "__index__"))
 
 
 UNARY_OPS = {
