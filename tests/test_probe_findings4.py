@@ -5,8 +5,10 @@ tests/test_probe_findings2.py and tests/test_probe_findings3.py), each kept as a
 
 from __future__ import annotations
 
+import abc
 import math
 import operator
+import typing
 
 import pytest
 import torch
@@ -209,3 +211,56 @@ def test_a_run_time_failure_that_the_program_catches(case):
     else:
         fn, args = first_on_failure, (torch.randn(4), torch.tensor(7))
     torch.testing.assert_close(thunder.jit(fn)(*args), fn(*args))
+
+
+class _Switch(type):
+    """A metaclass whose ``isinstance`` answer is a flag that changes."""
+
+    accept = True
+
+    def __instancecheck__(cls, instance):
+        return _Switch.accept
+
+
+class _Switched(metaclass=_Switch):
+    pass
+
+
+@typing.runtime_checkable
+class _Scales(typing.Protocol):
+    def scale(self) -> float: ...
+
+
+class _Plain:
+    pass
+
+
+def test_a_metaclass_s_instancecheck_is_checked_on_every_call():
+    # isinstance calls a metaclass's Python __instancecheck__ natively: what it read (a flag, the attributes a
+    # runtime-checkable Protocol looks for) went unchecked, and the cached trace kept its first answer
+    def f(x, obj):
+        return x * 2 if isinstance(obj, _Switched) else x, isinstance(obj, (int, _Scales))
+
+    jitted = thunder.jit(f)
+    x, obj = torch.randn(2), _Plain()
+    try:
+        for change in (lambda: None, lambda: setattr(_Switch, "accept", False), lambda: setattr(obj, "scale", abs)):
+            change()
+            _assert_same(jitted(x, obj), f(x, obj))
+    finally:
+        _Switch.accept = True
+
+
+@pytest.mark.xfail(strict=True, reason="ABCMeta keeps its registry in C (_abc): what register() changed is not seen")
+def test_an_abc_registered_after_the_first_call_is_seen():
+    class Base(abc.ABC):  # noqa: B024  (a registry of virtual subclasses)
+        pass
+
+    def f(x, obj):
+        return x * 2 if isinstance(obj, Base) else x
+
+    jitted = thunder.jit(f)
+    x, obj = torch.randn(2), _Plain()
+    torch.testing.assert_close(jitted(x, obj), f(x, obj))
+    Base.register(_Plain)
+    torch.testing.assert_close(jitted(x, obj), f(x, obj))
