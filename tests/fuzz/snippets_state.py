@@ -36,11 +36,22 @@ _CONVERTIBLE = """class _Conv{u}:
         return format(self.mode, spec)
 
 
+class _BigMeta{u}(type):
+    def __instancecheck__(cls, inst):
+        return getattr(inst, 'k', 0) > 1
+
+
+class _Big{u}(metaclass=_BigMeta{u}):
+    pass
+
+
 cfg{u} = _Conv{u}()"""
 _CONVERSION_FORMS = (
     "acc = acc * float(cfg{u})", "acc = acc + len(range(cfg{u}))", "ret.append([0, 1, 2, 3][cfg{u}])",
     "ret.append(str(cfg{u}))", "ret.append(f'{cfg{u}}|{cfg{u}:>3}')", "if f'{cfg{u}!s}' == 'aa':\n    acc = acc + 1",
     "ret.append(hex(cfg{u}) + repr(str(cfg{u})))", "ret.append((1, 2, 3)[:cfg{u}])\nret.append(cfg{u}.calls)",
+    "ret.append('%s-%d' % (cfg{u}, cfg{u}))", "ret.append('{0}|{0.mode}'.format(cfg{u}))",
+    "if isinstance(cfg{u}, _Big{u}):\n    acc = acc * 2", "ret.append([0] * cfg{u})",
 )  # fmt: skip
 
 
@@ -71,7 +82,7 @@ def objects(rng, ctx):
         # the form from ``choice``'s digits, which draws nothing
         body = _CONVERSION_FORMS[int(choice * 1_000_000) % len(_CONVERSION_FORMS)]
         return _s(
-            "objects", "an object's __float__/__index__/__str__/__format__ reading its changed attributes", body,
+            "objects", "an object's __float__/__index__/__str__/__format__/__instancecheck__ reading its changed attributes", body,
             setup=_CONVERTIBLE, mutations=["cfg{u}.k = 2", "cfg{u}.mode = 'b'", "cfg{u}.k = 0", "cfg{u}.mode = 'a'"],
         )  # fmt: skip
     if choice < 0.8:
