@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import math
 import operator
+import random
 import typing
 
 import pytest
@@ -264,3 +265,48 @@ def test_an_abc_registered_after_the_first_call_is_seen():
     torch.testing.assert_close(jitted(x, obj), f(x, obj))
     Base.register(_Plain)
     torch.testing.assert_close(jitted(x, obj), f(x, obj))
+
+
+def _draws_after(fails_before_the_draw, calls):
+    """Results of each call, or the name of its exception, with a fresh ``random.Random(3)`` as ``_RNG``."""
+    global _RNG
+    _RNG = random.Random(3)
+    out = []
+    for args in calls:
+        try:
+            out.append(fails_before_the_draw(*args)[1])
+        except Exception as e:
+            out.append(type(e).__name__)
+    return out
+
+
+_RNG = random.Random(3)
+
+
+def _write_then_draw(x):
+    x.add_(1)
+    return x, _RNG.random()
+
+
+def test_a_draw_after_an_in_place_op_that_fails_is_not_made():
+    """Found by the randomized tester (3.13, seed 3005996): an in-place op on a leaf that requires grad fails at
+    run time, before the program's draw from a random generator; the prologue, which makes the draws, had drawn
+    already, so every later call got the next number (a silently wrong result)."""
+    calls = [(torch.randn(3, 1).requires_grad_(),), (torch.randn(1, 2),), (torch.randn(1, 2),)]
+    expected = _draws_after(_write_then_draw, calls)
+    assert _draws_after(thunder.jit(_write_then_draw), calls) == expected
+
+
+def _index_then_draw(x, i):
+    return x[i], _RNG.random()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a cached entry's prologue draws before its computation fails at run time on the values (an index out "
+    "of range); the draw is not put back",
+)
+def test_a_draw_after_an_op_that_fails_on_a_later_call_s_values_is_not_made():
+    calls = [(torch.arange(4.0), torch.tensor(i)) for i in (1, 9, 2)]
+    expected = _draws_after(_index_then_draw, calls)
+    assert _draws_after(thunder.jit(_index_then_draw), calls) == expected
