@@ -11,9 +11,10 @@ Note [Conversions interpreted]
     Python function, it is called as the program would (``execution.call``, bound, so the lookaside sees
     the object), its result checked as CPython checks it, and the native conversion applied to that result.
     ``str.format`` and ``str % args`` get each argument with such dunders in a stand-in of the same type name
-    whose dunders call the argument's as the program would (``converting``); ``seq * obj`` reads ``obj``'s
-    ``__index__`` so. Other C callers of these dunders (``math.sqrt(obj)``, ``bytes(obj)``) still call them
-    natively.
+    whose dunders call the argument's as the program would (``converting``), as are the attribute loads of a
+    format's fields (``"{0.name}"``; an item, ``"{0[key]}"``, is read from the container unchecked); ``seq * obj``
+    reads ``obj``'s ``__index__`` so. Other C callers of these dunders (``math.sqrt(obj)``, ``bytes(obj)``,
+    ``list.__contains__``'s ``__eq__``) still call them natively.
 """
 
 from __future__ import annotations
