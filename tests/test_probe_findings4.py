@@ -104,7 +104,7 @@ def test_a_users_conversion_dunders_run_on_every_call(name, cache):
 
 class _Config:
     def __init__(self):
-        self.name, self.sizes = "a", {"h": 1}
+        self.name, self.sizes, self._v = "a", {"h": 1}, "own"
 
 
 def _check_fields(f):
@@ -118,7 +118,7 @@ def _check_fields(f):
 
 def test_attributes_a_format_string_reads_are_checked_on_every_call():
     # str.format reads ``{0.name}`` natively: unchecked, the cached string was the first call's
-    _check_fields(lambda x, cfg: (x, "{0.name}-{c.name}".format(cfg, c=cfg)))
+    _check_fields(lambda x, cfg: (x, "{0.name}-{c.name}-{0._v}-{0.__class__}".format(cfg, c=cfg)))
 
 
 @pytest.mark.xfail(strict=True, reason="str.format reads a field's item ({0[key]}) natively, not as an instruction")

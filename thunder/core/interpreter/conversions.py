@@ -159,32 +159,43 @@ _CONVERSION_DUNDERS = ("__str__", "__repr__", "__format__", "__index__", "__int_
 
 
 class _Converting:
-    """A stand-in for ``_v`` that C code converts: its conversions are ``_v``'s, called as the program would, and
-    so are the attribute loads and subscripts of a format's fields (``"{0.name}"``, ``"{0[key]}"``)."""
+    """A stand-in for a value that C code converts: its conversions are the value's, called as the program would,
+    and so are the attribute loads (every one, ``__class__`` too) and subscripts of a format's fields
+    (``"{0.name}"``, ``"{0[key]}"``)."""
 
     __slots__ = ("_ctx", "_v")
 
     def __init__(self, ctx, v):
         self._ctx, self._v = ctx, v
 
-    def __getattr__(self, name):
+    def __getattribute__(self, name):
         from .handlers.variables import _load_attr  # (the handlers import this module)
 
-        return converting(self._ctx, _load_attr(current_frame(self._ctx), self._v, name), True)
+        ctx, v = _parts(self)
+        return converting(ctx, _load_attr(current_frame(ctx), v, name), True)
 
     def __getitem__(self, key):
         from .protocols import getitem
 
-        return converting(self._ctx, getitem(self._ctx, self._v, key), True)
+        ctx, v = _parts(self)
+        return converting(ctx, getitem(ctx, v, key), True)
+
+
+_CTX = _Converting.__dict__["_ctx"].__get__
+_VALUE = _Converting.__dict__["_v"].__get__
+
+
+def _parts(stand_in: _Converting):
+    return _CTX(stand_in), _VALUE(stand_in)
 
 
 _STAND_INS = {
-    "__str__": lambda self: as_str(self._ctx, self._v),
-    "__repr__": lambda self: as_repr(self._ctx, self._v),
-    "__format__": lambda self, spec: formatted(self._ctx, self._v, spec),
-    "__index__": lambda self: as_index(self._ctx, self._v),
-    "__int__": lambda self: int(_as_number(self._ctx, self._v, "__int__", int)),
-    "__float__": lambda self: float(_as_number(self._ctx, self._v, "__float__", float)),
+    "__str__": lambda self: as_str(*_parts(self)),
+    "__repr__": lambda self: as_repr(*_parts(self)),
+    "__format__": lambda self, spec: formatted(*_parts(self), spec),
+    "__index__": lambda self: as_index(*_parts(self)),
+    "__int__": lambda self: int(_as_number(*_parts(self), "__int__", int)),
+    "__float__": lambda self: float(_as_number(*_parts(self), "__float__", float)),
 }
 _stand_in_types: dict[type, type] = {}
 
