@@ -16,6 +16,44 @@ _WRITE_FORMS = (
     "{obj}.__setattr__('{name}', {value})", "object.__setattr__({obj}, '{name}', {value})",
 )  # fmt: skip
 
+_CONVERTIBLE = """class _Conv{u}:
+    def __init__(self):
+        self.k, self.mode, self.calls = 1, 'a', 0
+
+    def __float__(self):
+        self.calls += 1
+        return self.k + 0.5
+
+    def __index__(self):
+        self.calls += 1
+        return self.k
+
+    def __str__(self):
+        self.calls += 1
+        return self.mode * (self.k + 1)
+
+    def __format__(self, spec):
+        return format(self.mode, spec)
+
+
+class _BigMeta{u}(type):
+    def __instancecheck__(cls, inst):
+        return getattr(inst, 'k', 0) > 1
+
+
+class _Big{u}(metaclass=_BigMeta{u}):
+    pass
+
+
+cfg{u} = _Conv{u}()"""
+_CONVERSION_FORMS = (
+    "acc = acc * float(cfg{u})", "acc = acc + len(range(cfg{u}))", "ret.append([0, 1, 2, 3][cfg{u}])",
+    "ret.append(str(cfg{u}))", "ret.append(f'{cfg{u}}|{cfg{u}:>3}')", "if f'{cfg{u}!s}' == 'aa':\n    acc = acc + 1",
+    "ret.append(hex(cfg{u}) + repr(str(cfg{u})))", "ret.append((1, 2, 3)[:cfg{u}])\nret.append(cfg{u}.calls)",
+    "ret.append('%s-%d' % (cfg{u}, cfg{u}))", "ret.append('{0}|{0.mode}'.format(cfg{u}))",
+    "if isinstance(cfg{u}, _Big{u}):\n    acc = acc * 2", "ret.append([0] * cfg{u})",
+)  # fmt: skip
+
 
 def objects(rng, ctx):
     choice = rng.random()
@@ -39,6 +77,13 @@ def objects(rng, ctx):
         return _s(
             "objects", "owner's string attribute changed", "if {M}.mode == 'sum':\n    acc = acc.sum()\nret.append({M}.mode)",
             mutations=["m.mode = 'mean'", "m.mode = 'sum'"], needs={"owner"},
+        )  # fmt: skip
+    if choice < 0.64:  # read through the object's own dunders, which C code calls (Note [Conversions interpreted]);
+        # the form from ``choice``'s digits, which draws nothing
+        body = _CONVERSION_FORMS[int(choice * 1_000_000) % len(_CONVERSION_FORMS)]
+        return _s(
+            "objects", "an object's __float__/__index__/__str__/__format__/__instancecheck__ reading its changed attributes", body,
+            setup=_CONVERTIBLE, mutations=["cfg{u}.k = 2", "cfg{u}.mode = 'b'", "cfg{u}.k = 0", "cfg{u}.mode = 'a'"],
         )  # fmt: skip
     if choice < 0.8:
         return _s(

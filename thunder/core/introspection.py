@@ -51,7 +51,10 @@ from typing import Any
 import torch
 
 from thunder.core.errors import ThunderTypeError, UnsupportedOpError
+from thunder.core.interpreter.execution import call as _interpreter_call
+from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
+from thunder.core.interpreter.protocols import truth as _interpreter_truth
 from thunder.core.interpreter.protocols import type_call as _interpreter_type_call
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import NumberProxy, Proxy, SymbolicSize, TensorProxy
@@ -138,7 +141,7 @@ _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 
 def _isinstance(obj, classinfo, /) -> bool:
     if not _is_traced(obj):
-        return isinstance(obj, classinfo)
+        return _instance_check(obj, classinfo)
     if isinstance(classinfo, (tuple, types.UnionType)):
         return any(_isinstance(obj, c) for c in (classinfo if isinstance(classinfo, tuple) else classinfo.__args__))
     if type(classinfo) is _LEGACY_TENSOR_TYPE:
@@ -156,6 +159,18 @@ def _isinstance(obj, classinfo, /) -> bool:
         pass
     # Thunder's own classes (``TensorProxy``, ``SymInt``) still answer for themselves.
     return isinstance(obj, classinfo)
+
+
+def _instance_check(obj, classinfo) -> bool:
+    """``isinstance`` with a metaclass's Python ``__instancecheck__`` (a runtime-checkable Protocol's, a user's)
+    called as the program would: run natively, what it read went unchecked and a cached trace kept its answer."""
+    if type(classinfo) is tuple:
+        return any(_instance_check(obj, c) for c in classinfo)
+    check = lookup_type_attr(type(classinfo), "__instancecheck__")
+    ctx = current_runtime()
+    if type(check) is not types.FunctionType or type(obj) is classinfo or ctx is None:
+        return isinstance(obj, classinfo)
+    return _interpreter_truth(ctx, _interpreter_call(ctx, check.__get__(classinfo), (obj,)))
 
 
 # --- attributes --------------------------------------------------------------------------------

@@ -58,6 +58,8 @@ class SymbolicNumbersMixin:
                     "thunder makes such calls in the prologue, from constant arguments only. Call it outside the "
                     "function and pass the result as an argument."
                 )
+            # the prologue draws before the computation runs: would eager have failed before this draw?
+            self._raise_an_earlier_failure()
             receiver = bound_self(fn)
             put_back = _generator_state(receiver)
             value = fn(*args, **kwargs)

@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Callable
 from types import FunctionType, MethodType
 
+from . import conversions as _conversions  # noqa: F401  (registers the adapters of conversions)
 from . import handlers as _handlers  # noqa: F401  (registers the opcode handlers)
 from . import lookasides as _lookasides  # noqa: F401  (registers the interpreter's lookasides)
 from . import natives as _natives  # noqa: F401  (registers the adapters of native callbacks)

@@ -546,6 +546,16 @@ def register_native_adapter(fn, adapt) -> None:
     _native_adapters[id(fn)] = (fn, adapt)
 
 
+#: (type, method name) -> adapt, for the bound methods of a builtin type (``"{}".format``). Filled by ``conversions``.
+_method_adapters: dict[tuple[type, str], object] = {}
+
+
+def register_method_adapter(tp: type, name: str, adapt) -> None:
+    """Registers ``adapt(ctx, receiver, args, kwargs) -> (args, kwargs)`` for every call of the method ``name``
+    bound to an object of the builtin type ``tp`` (the receiver)."""
+    _method_adapters[(tp, name)] = adapt
+
+
 def call_native(ctx: Runtime, fn, args: tuple, kwargs: dict | None):
     if ctx.log is not None:
         ctx.log_opaque(fn)
@@ -586,6 +596,10 @@ def call(ctx: Runtime, fn, args: tuple, kwargs: dict | None = None):
     adapter = _native_adapters.get(id(fn))
     if adapter is not None and adapter[0] is fn:
         args, kwargs = adapter[1](ctx, args, kwargs)
+    elif type(fn) is _BuiltinMethod:
+        adapt = _method_adapters.get((type(fn.__self__), fn.__name__))
+        if adapt is not None:
+            args, kwargs = adapt(ctx, fn.__self__, args, kwargs)
     lookaside = ctx.fn_lookaside
     if lookaside is not None:
         replacement = lookaside(fn)
@@ -627,6 +641,7 @@ def call(ctx: Runtime, fn, args: tuple, kwargs: dict | None = None):
 
 
 _MethodWrapper = types.MethodWrapperType
+_BuiltinMethod = types.BuiltinMethodType
 _type_call = type.__call__
 
 

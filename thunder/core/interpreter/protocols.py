@@ -21,8 +21,9 @@ Note [Implicit calls]
         on AttributeError.
     Everything else runs natively (through ``operator``/builtins), e.g. ``__getattribute__``/``__getattr__``
     for plain loads, ``__setattr__``, other descriptors' ``__get__``/``__set__``, ``__hash__`` and ``__eq__``
-    called by dicts and sets, ``__str__``/``__repr__``/``__format__`` (f-strings, ``str()``), ``__index__``,
-    ``__init_subclass__``/``__set_name__`` (called by ``type.__new__``), and any dunder called by a C function.
+    called by dicts and sets, ``__init_subclass__``/``__set_name__`` (called by ``type.__new__``), and any dunder
+    called by a C function, except the conversions of Note [Conversions interpreted] in ``conversions``
+    (``__str__``/``__repr__``/``__format__`` of f-strings and ``str()``, ``__float__``, ``__int__``, ``__index__``).
     Builtin types take a fast native path without looking anything up.
 """
 
@@ -38,6 +39,7 @@ from .execution import call, call_back, lookup_type_attr
 
 __all__ = [
     "truth",
+    "as_index",
     "binary_op",
     "unary_op",
     "compare_op",
@@ -222,6 +224,9 @@ def _has_py_dunder(t, *names) -> bool:
 def binary_op(ctx, sym: str, a, b):
     ta = type(a)
     tb = type(b)
+    if ta in _SEQUENCE_SLOT_TYPES or tb in _SEQUENCE_SLOT_TYPES:
+        a, b = _converted_operands(ctx, sym, a, b)
+        ta, tb = type(a), type(b)
     entry = BINARY_OPS.get(sym)
     if entry is not None:
         native, name, rname = entry
@@ -248,6 +253,26 @@ def binary_op(ctx, sym: str, a, b):
     if r is NotImplemented:
         raise TypeError(f"unsupported operand type(s) for {sym}: '{ta.__name__}' and '{tb.__name__}'")
     return r
+
+
+def _converted_operands(ctx, sym: str, a, b):
+    """``str % obj`` and ``seq * obj``: what C would read of ``obj`` by its Python dunders (``__str__``,
+    ``__index__``, ...) read as the program would (Note [Conversions interpreted] in ``conversions``)."""
+    if sym in ("%", "%=") and type(a) is str and not _has_py_dunder(type(b), "__rmod__"):
+        from .conversions import percent_operand  # (conversions imports this module)
+
+        return a, percent_operand(ctx, b)
+    if sym in ("*", "*="):
+        if type(a) in _SEQUENCE_SLOT_TYPES and _reads_index(b, "__rmul__"):
+            return a, as_index(ctx, b)
+        if type(b) in _SEQUENCE_SLOT_TYPES and _reads_index(a, "__mul__"):
+            return as_index(ctx, a), b
+    return a, b
+
+
+def _reads_index(v, name: str) -> bool:
+    t = type(v)
+    return t not in FAST_TYPES and not _has_py_dunder(t, name) and _is_py(lookup_type_attr(t, "__index__"))
 
 
 UNARY_OPS = {
@@ -326,10 +351,23 @@ def compare_op(ctx, sym: str, a, b):
 # -- containers ----------------------------------------------------------------------------------------------
 
 
-def _index(ctx, c, k):
+def as_index(ctx, v):
+    """``operator.index(v)``, a Python ``__index__`` called as the program would (Note [Conversions interpreted] in
+    ``conversions``)."""
+    t = type(v)
+    f = NULL if t in FAST_TYPES else lookup_type_attr(t, "__index__")
+    if not _is_py(f):
+        return operator.index(v)
+    r = call(ctx, f.__get__(v, t), ())
+    if not isinstance(r, int):
+        raise TypeError(f"__index__ returned non-int (type {type(r).__name__})")
+    return r if type(r) is int else type(r).__index__(r)  # CPython's plain int (thunder's SymInt records the read)
+
+
+def _index(ctx, k):
     """An index as a builtin container reads it: CPython takes the value of an int subclass without
-    calling ``__index__``; asking it lets the subclass see the read (thunder's SymInt records it). A sequence's
-    index (or slice bound) that is an object whose ``__index__`` is a Python function is read by interpreting it."""
+    calling ``__index__``; asking it lets the subclass see the read (thunder's SymInt records it). Another
+    object's Python ``__index__`` is called as the program would; a slice's bounds are read alike."""
     tk = type(k)
     if tk is int or tk is bool:
         return k
@@ -337,34 +375,20 @@ def _index(ctx, c, k):
         return tk.__index__(k)
     if tk is slice:
         bounds = (k.start, k.stop, k.step)
-        if any(type(v) is not int and v is not None for v in bounds):
-            sequence = isinstance(c, _SEQUENCES)
-            return slice(*(_bound(ctx, v) if sequence or isinstance(v, int) else v for v in bounds))
-        return k
-    return index(ctx, k) if isinstance(c, _SEQUENCES) else k
+        if all(v is None or type(v) is int for v in bounds):
+            return k
+        return slice(*(_index(ctx, v) if v is not None else None for v in bounds))
+    return as_index(ctx, k) if _is_py(lookup_type_attr(tk, "__index__")) else k
 
 
-_SEQUENCES = (list, tuple, str, bytes, bytearray, range, collections.deque)
-
-
-def _bound(ctx, v):
-    if v is None or type(v) is int:
-        return v
-    if isinstance(v, int):
-        return type(v).__index__(v)
-    return index(ctx, v)
+#: builtin containers that read a key by ``__index__`` (a dict hashes it)
+_INDEXED_TYPES = frozenset((list, tuple, str, bytes, bytearray, range, memoryview, collections.deque))
 
 
 def index(ctx, k):
-    """``operator.index(k)`` where ``k``'s ``__index__`` is a Python function: interpreted, so what it reads is
-    traced (CPython would call it natively); anything else as it is (the caller's native operation reads it)."""
-    f = lookup_type_attr(type(k), "__index__")
-    if not _is_py(f):
-        return k
-    result = call(ctx, f, (k,))
-    if not isinstance(result, int):
-        raise TypeError(f"__index__ returned non-int (type {type(result).__name__})")
-    return result
+    """``k`` read as an index where its ``__index__`` is a Python function (``as_index``: what it reads is traced);
+    anything else as it is (the caller's native operation reads it)."""
+    return as_index(ctx, k) if _is_py(lookup_type_attr(type(k), "__index__")) else k
 
 
 def getitem(ctx, c, k):
@@ -380,7 +404,7 @@ def getitem(ctx, c, k):
             if type(g) is classmethod and _is_py(g.__func__):
                 return call(ctx, g.__func__, (c, k))
         return c[k]
-    return c[_index(ctx, c, k)]
+    return c[_index(ctx, k)] if t in _INDEXED_TYPES else c[k]
 
 
 _DICT_GETITEM = dict.__dict__["__getitem__"]
@@ -409,7 +433,7 @@ def setitem(ctx, c, k, v) -> None:
             return
         c[k] = v
         return
-    c[_index(ctx, c, k)] = v
+    c[_index(ctx, k) if t in _INDEXED_TYPES else k] = v
 
 
 def delitem(ctx, c, k) -> None:

@@ -17,6 +17,8 @@ NB_SYMBOLS = tuple(sym for _, sym in dis._nb_ops)
 NB_NATIVE = tuple(BINARY_OPS[s][0] if s in BINARY_OPS else INPLACE_OPS[s][0] for s in NB_SYMBOLS)
 
 _FAST = FAST_TYPES
+#: ``str % holder``: the values it holds are converted by their dunders (Note [Conversions interpreted])
+_HOLDERS = (tuple, dict)
 
 
 @register_opcode_handler("BINARY_OP")
@@ -24,7 +26,8 @@ def BINARY_OP(inst, frame):
     stack = frame.stack
     b = stack.pop()
     a = stack[-1]
-    if type(a) in _FAST and type(b) in _FAST:
+    ta = type(a)
+    if ta in _FAST and type(b) in _FAST and (ta is not str or type(b) not in _HOLDERS):
         stack[-1] = NB_NATIVE[inst.arg](a, b)
     else:
         stack[-1] = binary_op(frame.ctx, NB_SYMBOLS[inst.arg], a, b)

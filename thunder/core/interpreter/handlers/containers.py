@@ -5,6 +5,7 @@ Layer: ``thunder.core.interpreter`` handlers. Imports: the standard library, the
 
 from __future__ import annotations
 
+from ..conversions import as_ascii, as_repr, as_str, formatted
 from ..errors import DELETED, NULL
 from ..execution import lookup_type_attr
 from ..opcodes import register_opcode_handler
@@ -259,7 +260,8 @@ def GET_LEN(inst, frame):
 
 # -- f-strings ------------------------------------------------------------------------------------------------
 
-_CONVERSIONS = (None, str, repr, ascii)
+# Note [Conversions interpreted] in ..conversions: a Python __str__/__repr__/__format__ runs as the program's code
+_CONVERSIONS = (None, as_str, as_repr, as_ascii)
 
 
 @register_opcode_handler("FORMAT_VALUE", max_ver=(3, 12))
@@ -270,14 +272,14 @@ def FORMAT_VALUE(inst, frame):
     v = stack[-1]
     conv = _CONVERSIONS[flags & 0x03]
     if conv is not None:
-        v = conv(v)
-    stack[-1] = v if (type(v) is str and not spec) else format(v, spec)
+        v = conv(frame.ctx, v)
+    stack[-1] = v if (type(v) is str and not spec) else formatted(frame.ctx, v, spec)
 
 
 @register_opcode_handler("CONVERT_VALUE", min_ver=(3, 13))
 def CONVERT_VALUE(inst, frame):
     stack = frame.stack
-    stack[-1] = _CONVERSIONS[inst.arg](stack[-1])
+    stack[-1] = _CONVERSIONS[inst.arg](frame.ctx, stack[-1])
 
 
 @register_opcode_handler("FORMAT_SIMPLE", min_ver=(3, 13))
@@ -285,11 +287,11 @@ def FORMAT_SIMPLE(inst, frame):
     stack = frame.stack
     v = stack[-1]
     if type(v) is not str:
-        stack[-1] = format(v, "")
+        stack[-1] = formatted(frame.ctx, v, "")
 
 
 @register_opcode_handler("FORMAT_WITH_SPEC", min_ver=(3, 13))
 def FORMAT_WITH_SPEC(inst, frame):
     stack = frame.stack
     spec = stack.pop()
-    stack[-1] = format(stack[-1], spec)
+    stack[-1] = formatted(frame.ctx, stack[-1], spec)

@@ -1,0 +1,312 @@
+"""What a fourth round of probing found (the earlier rounds' are in tests/test_probe_findings.py,
+tests/test_probe_findings2.py and tests/test_probe_findings3.py), each kept as a regression test against eager."""
+
+# ruff: noqa: UP030, UP031, UP032  (str.format and % formatting are what these tests check)
+
+from __future__ import annotations
+
+import abc
+import math
+import operator
+import random
+import typing
+
+import pytest
+import torch
+
+import thunder
+
+
+class _Setting:
+    """A user's object that C code converts by its Python dunders, each reading attributes that change."""
+
+    def __init__(self):
+        self.k, self.mode, self.calls = 1, "a", 0
+
+    def __float__(self):
+        self.calls += 1
+        return self.k + 0.5
+
+    def __index__(self):
+        self.calls += 1
+        return self.k
+
+    def __str__(self):
+        self.calls += 1
+        return self.mode * (self.k + 1)
+
+    def __format__(self, spec):
+        self.calls += 1
+        return format(self.mode, spec)
+
+    def __repr__(self):
+        return f"_Setting({self.mode})"
+
+
+_CONVERSIONS = {
+    "f-string": lambda x, s: x * 2 if f"{s}" == "a" else x,
+    "f-string with spec": lambda x, s: (x + 1, f"{s:>3}|{s!s}|{s!r}|{s!a}"),
+    "str": lambda x, s: (x - 1, str(s)),
+    "repr": lambda x, s: x * 3 if repr(s) == "_Setting(a)" else x,
+    "format": lambda x, s: (x, format(s, "<2")),
+    "float": lambda x, s: x * float(s),
+    "int": lambda x, s: x * int(s),
+    "operator.index": lambda x, s: x + operator.index(s),
+    "range": lambda x, s: x * len(range(s)),
+    "hex": lambda x, s: (x, hex(s)),
+    "list index": lambda x, s: x * [1.0, 2.0, 3.0, 4.0][s],
+    "tuple slice": lambda x, s: (x, (1, 2, 3)[:s]),
+    "list store": lambda x, s: _stored(s),
+    "str.format": lambda x, s: x * 2 if "{}".format(s) == "a" else x,
+    "str.format with a spec": lambda x, s: (x, "{:>3}|{!r}|{k}".format(s, s, k=s), str.format("{}", s)),
+    "percent": lambda x, s: (x, "%s" % s),
+    "percent of a tuple": lambda x, s: (x, "%s|%r|%d|%.1f|%x" % (s, s, s, s, s)),
+    "percent of a dict": lambda x, s: (x, "%(k)s" % {"k": s}),
+    "sequence repeat": lambda x, s: (x, [0] * s, s * "ab", (1,) * s),
+}
+
+
+def _stored(s):
+    lst = [0, 0, 0]
+    lst[s] = 9
+    lst[s:] = [7]
+    return lst
+
+
+def _assert_same(actual, expected):
+    assert type(actual) is type(expected)
+    if isinstance(expected, tuple):
+        for a, e in zip(actual, expected, strict=True):
+            _assert_same(a, e)
+    elif isinstance(expected, torch.Tensor):
+        torch.testing.assert_close(actual, expected)
+    else:
+        assert actual == expected
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+@pytest.mark.parametrize("name", list(_CONVERSIONS))
+def test_a_users_conversion_dunders_run_on_every_call(name, cache):
+    # str(obj), f"{obj}", float(obj), range(obj), [..][obj] call the object's Python __str__/__format__/__float__/
+    # __index__ from C: they ran natively while tracing, so what they read went unchecked and a cached trace kept the
+    # first call's string or number (a silently wrong result), and their own effects were made on the first call only
+    fn = _CONVERSIONS[name]
+    jitted = thunder.jit(fn, cache=cache)
+    x = torch.randn(3)
+    eager_obj, jit_obj = _Setting(), _Setting()
+    for k, mode in ((1, "a"), (2, "a"), (2, "b"), (0, "a"), (1, "a")):
+        eager_obj.k = jit_obj.k = k
+        eager_obj.mode = jit_obj.mode = mode
+        expected = fn(x, eager_obj)
+        _assert_same(jitted(x, jit_obj), expected)
+        assert jit_obj.calls == eager_obj.calls
+
+
+class _Config:
+    def __init__(self):
+        self.name, self.sizes, self._v = "a", {"h": 1}, "own"
+
+
+def _check_fields(f):
+    jitted = thunder.jit(f)
+    x, eager_cfg, jit_cfg = torch.randn(2), _Config(), _Config()
+    for name, h in (("a", 1), ("b", 1), ("b", 2)):
+        eager_cfg.name = jit_cfg.name = name
+        eager_cfg.sizes["h"] = jit_cfg.sizes["h"] = h
+        _assert_same(jitted(x, jit_cfg), f(x, eager_cfg))
+
+
+def test_attributes_a_format_string_reads_are_checked_on_every_call():
+    # str.format reads ``{0.name}`` natively: unchecked, the cached string was the first call's
+    _check_fields(lambda x, cfg: (x, "{0.name}-{c.name}-{0._v}-{0.__class__}".format(cfg, c=cfg)))
+
+
+@pytest.mark.xfail(strict=True, reason="str.format reads a field's item ({0[key]}) natively, not as an instruction")
+def test_items_a_format_string_reads_are_checked_on_every_call():
+    _check_fields(lambda x, cfg: (x, "{0.sizes[h]}".format(cfg)))
+
+
+def test_conversion_dunders_returning_the_wrong_type_raise_eagers_error():
+    class Bad:
+        def __index__(self):
+            return 1.5
+
+        def __str__(self):
+            return 3
+
+    for fn in (lambda x, b: x * [1, 2][b], lambda x, b: (x, str(b)), lambda x, b: (x, f"{b}")):
+        with pytest.raises(TypeError) as eager:
+            fn(torch.ones(1), Bad())
+        with pytest.raises(TypeError) as traced:
+            thunder.jit(fn)(torch.ones(1), Bad())
+        assert str(traced.value) == str(eager.value) or "returned non-" in str(traced.value)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="list.__contains__ compares with a user's __eq__ natively (Note [Native callbacks])"
+)
+def test_a_users_eq_called_by_a_list_s_contains_is_checked_on_every_call():
+    class Named:
+        def __init__(self):
+            self.name = "a"
+
+        def __eq__(self, other):
+            return other == self.name
+
+        __hash__ = object.__hash__
+
+    def f(x, obj):
+        return x * 2 if "a" in [obj] else x
+
+    jitted = thunder.jit(f)
+    obj, x = Named(), torch.ones(2)
+    torch.testing.assert_close(jitted(x, obj), f(x, obj))
+    obj.name = "b"
+    torch.testing.assert_close(jitted(x, obj), f(x, obj))
+
+
+@pytest.mark.xfail(strict=True, reason="math's functions call a user's __float__ natively")
+def test_a_users_float_called_by_math_is_checked_on_every_call():
+    def f(x, s):
+        return x * math.sqrt(s)
+
+    jitted = thunder.jit(f)
+    s, x = _Setting(), torch.ones(2)
+    torch.testing.assert_close(jitted(x, s), f(x, s))
+    s.k = 3
+    torch.testing.assert_close(jitted(x, s), f(x, s))
+
+
+@pytest.mark.xfail(
+    strict=True, reason="ltorch's indexing takes ints, slices and tensors, not a user's __index__ object"
+)
+def test_a_users_index_object_indexes_a_tensor():
+    def f(x, s):
+        return x[s:], x[s]
+
+    x = torch.arange(4.0)
+    torch.testing.assert_close(thunder.jit(f)(x, _Setting()), f(x, _Setting()))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an op that fails at run time (on the values) inside the program's try block raises out of the "
+    "computation: the trace took the try body, and no handler runs",
+)
+@pytest.mark.parametrize("case", ["cholesky of a matrix that is not positive-definite", "index out of range"])
+def test_a_run_time_failure_that_the_program_catches(case):
+    def cholesky_with_jitter(a):
+        try:
+            return torch.linalg.cholesky(a)
+        except RuntimeError:
+            return torch.linalg.cholesky(a + 5 * torch.eye(a.shape[0]))
+
+    def first_on_failure(x, i):
+        try:
+            return x[i]
+        except IndexError:
+            return x[0]
+
+    if case.startswith("cholesky"):
+        fn, args = cholesky_with_jitter, (torch.tensor([[1.0, 2.0], [2.0, 1.0]]),)
+    else:
+        fn, args = first_on_failure, (torch.randn(4), torch.tensor(7))
+    torch.testing.assert_close(thunder.jit(fn)(*args), fn(*args))
+
+
+class _Switch(type):
+    """A metaclass whose ``isinstance`` answer is a flag that changes."""
+
+    accept = True
+
+    def __instancecheck__(cls, instance):
+        return _Switch.accept
+
+
+class _Switched(metaclass=_Switch):
+    pass
+
+
+@typing.runtime_checkable
+class _Scales(typing.Protocol):
+    def scale(self) -> float: ...
+
+
+class _Plain:
+    pass
+
+
+def test_a_metaclass_s_instancecheck_is_checked_on_every_call():
+    # isinstance calls a metaclass's Python __instancecheck__ natively: what it read (a flag, the attributes a
+    # runtime-checkable Protocol looks for) went unchecked, and the cached trace kept its first answer
+    def f(x, obj):
+        return x * 2 if isinstance(obj, _Switched) else x, isinstance(obj, (int, _Scales))
+
+    jitted = thunder.jit(f)
+    x, obj = torch.randn(2), _Plain()
+    try:
+        for change in (lambda: None, lambda: setattr(_Switch, "accept", False), lambda: setattr(obj, "scale", abs)):
+            change()
+            _assert_same(jitted(x, obj), f(x, obj))
+    finally:
+        _Switch.accept = True
+
+
+@pytest.mark.xfail(strict=True, reason="ABCMeta keeps its registry in C (_abc): what register() changed is not seen")
+def test_an_abc_registered_after_the_first_call_is_seen():
+    class Base(abc.ABC):  # noqa: B024  (a registry of virtual subclasses)
+        pass
+
+    def f(x, obj):
+        return x * 2 if isinstance(obj, Base) else x
+
+    jitted = thunder.jit(f)
+    x, obj = torch.randn(2), _Plain()
+    torch.testing.assert_close(jitted(x, obj), f(x, obj))
+    Base.register(_Plain)
+    torch.testing.assert_close(jitted(x, obj), f(x, obj))
+
+
+def _draws_after(fails_before_the_draw, calls):
+    """Results of each call, or the name of its exception, with a fresh ``random.Random(3)`` as ``_RNG``."""
+    global _RNG
+    _RNG = random.Random(3)
+    out = []
+    for args in calls:
+        try:
+            out.append(fails_before_the_draw(*args)[1])
+        except Exception as e:
+            out.append(type(e).__name__)
+    return out
+
+
+_RNG = random.Random(3)
+
+
+def _write_then_draw(x):
+    x.add_(1)
+    return x, _RNG.random()
+
+
+def test_a_draw_after_an_in_place_op_that_fails_is_not_made():
+    """Found by the randomized tester (3.13, seed 3005996): an in-place op on a leaf that requires grad fails at
+    run time, before the program's draw from a random generator; the prologue, which makes the draws, had drawn
+    already, so every later call got the next number (a silently wrong result)."""
+    calls = [(torch.randn(3, 1).requires_grad_(),), (torch.randn(1, 2),), (torch.randn(1, 2),)]
+    expected = _draws_after(_write_then_draw, calls)
+    assert _draws_after(thunder.jit(_write_then_draw), calls) == expected
+
+
+def _index_then_draw(x, i):
+    return x[i], _RNG.random()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a cached entry's prologue draws before its computation fails at run time on the values (an index out "
+    "of range); the draw is not put back",
+)
+def test_a_draw_after_an_op_that_fails_on_a_later_call_s_values_is_not_made():
+    calls = [(torch.arange(4.0), torch.tensor(i)) for i in (1, 9, 2)]
+    expected = _draws_after(_index_then_draw, calls)
+    assert _draws_after(thunder.jit(_index_then_draw), calls) == expected
