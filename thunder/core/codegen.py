@@ -29,8 +29,10 @@ import torch
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.pytree import (
+    ATTRIBUTES_ARE_ITEMS,
     SEQUENCE_ITERATORS,
     ObjectWithProxies,
+    mapping_attrs,
     mapping_items,
     mapping_type,
     rebuild_cell,
@@ -188,7 +190,11 @@ class Printer:
             # A dict subclass (an OrderedDict, a Hugging Face ModelOutput) is rebuilt as its type.
             self.add_ctx("_rebuild_mapping", rebuild_mapping)
             typ = self.constant(mapping_type(x), "_mapping_type")
-            return f"_rebuild_mapping({typ}, {items})"
+            attrs = mapping_attrs(x)
+            if attrs is None:
+                return f"_rebuild_mapping({typ}, {items})"
+            attrs = self.constant(attrs, "_attributes_are_items") if attrs is ATTRIBUTES_ARE_ITEMS else self.value(attrs)
+            return f"_rebuild_mapping({typ}, {items}, {attrs})"
         if isinstance(x, ObjectWithProxies) and x.items is not None:
             self.add_ctx("_rebuild_list", rebuild_list)
             return f"_rebuild_list({self.constant(x.template, '_template')}, {self.value(x.attrs)}, {self.value(x.items)})"

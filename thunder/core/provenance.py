@@ -30,7 +30,7 @@ import torch
 from thunder.core import introspection, iterators, prims, proxies
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
-from thunder.core.pytree import mapping_type, rebuild_mapping
+from thunder.core.pytree import mapping_attrs, mapping_type, rebuild_mapping
 from thunder.core.side_effects import LAZY_TYPES, LazyContainer
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import plain_attribute
@@ -275,11 +275,19 @@ class ProvenanceMixin:
         # Its items as stored, past an overriding ``__getitem__`` (transformers' ACT2FN makes a module per read).
         raw = type(value).__getitem__ is not dict.__getitem__
         items = {k: dict.__getitem__(value, k) for k in value} if raw else dict(value)
+        attrs = mapping_attrs(value)
+        typ = mapping_type(value)
+        if isinstance(attrs, dict) and attrs:
+            # Attributes besides its items (Note [Mappings with a constructor of their own]): rebuilt by calling its
+            # type where that makes them again from the items as they are (an EasyDict, a count of the items).
+            if not _remade_as_it_is(value, typ, items):
+                return None
+            return typ(self._unpack_contents(items, holder, name, raw=raw))
         try:
-            rebuild_mapping(mapping_type(value), items)
+            rebuild_mapping(typ, items, attrs)
         except Exception:
             return None
-        return rebuild_mapping(mapping_type(value), self._unpack_contents(items, holder, name, raw=raw))
+        return rebuild_mapping(typ, self._unpack_contents(items, holder, name, raw=raw), attrs)
 
     def _register(self, obj: Any, holder: Proxy, seen_as: Any) -> None:
         self._provenance[id(obj)] = holder
@@ -655,3 +663,21 @@ def _parameter_names(fn: Callable, nargs: int, kwargs: dict) -> list[str]:
             break
     names.extend(f"arg{i}" for i in range(len(names), nargs))
     return names[:nargs]
+
+
+def _remade_as_it_is(value: dict, typ: Callable, items: dict) -> bool:
+    """Whether calling ``typ`` with ``value``'s items makes its items and attributes again: the same objects, or
+    equal numbers and strings."""
+    try:
+        remade = typ(items)
+    except Exception:
+        return False
+
+    def same(a: Any, b: Any) -> bool:
+        return a is b or (type(a) is type(b) and type(a) in (int, float, str, bool) and a == b)
+
+    ours, theirs = dict(dict.items(remade)), vars(remade)
+    return (
+        list(ours) == list(items) and all(same(ours[k], items[k]) for k in items)
+        and theirs.keys() == vars(value).keys() and all(same(v, vars(value)[k]) for k, v in theirs.items())
+    )  # fmt: skip

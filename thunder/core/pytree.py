@@ -41,10 +41,7 @@ def register_containers(tree: Any) -> None:
         if isinstance(x, dict):
             if typ is not dict and typ not in _registered and not _known_to_optree(typ):
                 optree.register_pytree_node(
-                    typ,
-                    lambda d: (list(mapping_items(d).values()), list(mapping_items(d)), list(mapping_items(d))),
-                    lambda keys, values, typ=typ: rebuild_mapping(typ, dict(zip(keys, values))),
-                    namespace=NAMESPACE,
+                    typ, _flatten_mapping, functools.partial(_unflatten_mapping, typ), namespace=NAMESPACE
                 )
                 _registered.add(typ)
             stack.extend(mapping_items(x).values())
@@ -69,9 +66,10 @@ def mapping_type(d: dict) -> Callable:
     return type(d)
 
 
-def rebuild_mapping(typ: type, items: dict) -> Any:
+def rebuild_mapping(typ: type, items: dict, attrs: dict | object | None = None) -> Any:
     """An instance of the dict subclass ``typ`` with these items (a dataclass mapping is built from its
-    fields by keyword, then given the other items)."""
+    fields by keyword, then given the other items). One whose building runs code of its own is made as ``copy``
+    makes one, with ``attrs`` its attributes (Note [Mappings with a constructor of their own])."""
     fields = getattr(typ, "__dataclass_fields__", None)  # None for a defaultdict's functools.partial
     if fields:
         obj = typ(**{k: v for k, v in items.items() if k in fields})
@@ -79,7 +77,66 @@ def rebuild_mapping(typ: type, items: dict) -> Any:
             if k not in fields:
                 obj[k] = v
         return obj
-    return typ(items)
+    if not builds_with_own_code(typ):
+        return typ(items)
+    new = typ.__new__(typ)
+    store = _builtin_mapping(typ).__setitem__
+    for k, v in items.items():
+        store(new, k, v)
+    if attrs is ATTRIBUTES_ARE_ITEMS:
+        object.__setattr__(new, "__dict__", new)
+    elif attrs:
+        for name, value in attrs.items():
+            object.__setattr__(new, name, value)
+    return new
+
+
+# Note [Mappings with a constructor of their own]
+# A dict subclass leaving or entering the jitted function is made again from its items (the caller must never get a
+# proxy, and the program reads an input's items as traced values). Calling its type with the items is right only
+# where the type stores them as given: an ``__init__`` of the user's may change them (``{k: 2 * v ...}``: eager's
+# value doubled again on each rebuild), count, or log. Such a mapping is made as ``copy`` makes one: the type's
+# ``__new__``, its items stored by the builtin mapping it derives from, and its instance attributes set (an
+# ``AttrDict`` whose ``__dict__`` is itself keeps being so). A dataclass mapping (a Hugging Face ``ModelOutput``) is
+# still built from its fields by its generated ``__init__``. An ``OrderedDict`` subclass with only a ``__setitem__``
+# of its own is still built by its type: ``OrderedDict``'s C ``__init__`` calls that ``__setitem__`` natively, which
+# tracing cannot follow, so the rebuild is what runs it on each call as eager's construction does.
+ATTRIBUTES_ARE_ITEMS = object()  # ``mapping_attrs`` of a mapping whose ``__dict__`` is itself
+_BUILTIN_MAPPINGS = (collections.OrderedDict, collections.Counter, collections.defaultdict, dict)
+
+
+def _builtin_mapping(typ: type) -> type:
+    return next(base for base in typ.__mro__ if base in _BUILTIN_MAPPINGS)
+
+
+def builds_with_own_code(typ: Callable) -> bool:
+    """Whether ``typ(items)`` runs an ``__init__`` of the dict subclass ``typ``'s own (Note [Mappings with a
+    constructor of their own])."""
+    if not isinstance(typ, type) or getattr(typ, "__dataclass_fields__", None):
+        return False
+    return typ.__init__ is not _builtin_mapping(typ).__init__
+
+
+def mapping_attrs(d: dict) -> dict | object | None:
+    """The instance attributes ``rebuild_mapping`` gives a copy of ``d``: None where its type stores its items
+    as given (Note [Mappings with a constructor of their own])."""
+    if not builds_with_own_code(type(d)):
+        return None
+    attrs = getattr(d, "__dict__", None)
+    return ATTRIBUTES_ARE_ITEMS if attrs is d else dict(attrs or {})
+
+
+def _flatten_mapping(d: dict) -> tuple[list, tuple, list]:
+    items, attrs = mapping_items(d), mapping_attrs(d)
+    names = list(attrs) if isinstance(attrs, dict) else []
+    values = [*items.values(), *(attrs[n] for n in names)]
+    return values, (list(items), names, attrs is ATTRIBUTES_ARE_ITEMS), [*items, *(f".{n}" for n in names)]
+
+
+def _unflatten_mapping(typ: type, meta: tuple, values: list) -> Any:
+    keys, names, attributes_are_items = meta
+    attrs = ATTRIBUTES_ARE_ITEMS if attributes_are_items else dict(zip(names, values[len(keys) :]))
+    return rebuild_mapping(typ, dict(zip(keys, values)), attrs)
 
 
 def _known_to_optree(typ: type) -> bool:

@@ -53,6 +53,7 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import (
     SEQUENCE_ITERATORS,
     ObjectWithProxies,
+    mapping_attrs,
     mapping_type,
     object_state,
     rebuild_mapping,
@@ -527,7 +528,7 @@ class SideEffectsMixin:
             items = {k: self._outside_objects_as_inputs(v, depth + 1, memo) for k, v in x.items()}
             if all(items[k] is v for k, v in x.items()):
                 return x
-            return items if type(x) is dict else rebuild_mapping(mapping_type(x), items)
+            return items if type(x) is dict else rebuild_mapping(mapping_type(x), items, mapping_attrs(x))
         attrs = object_state(x)
         if attrs is None or holder is not None or isinstance(x, _NOT_REBUILT):
             return x
@@ -802,7 +803,12 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
         changed = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.items()}
         if all(changed[k] is v for k, v in x.items()):
             return x
-        return changed if type(x) is dict else rebuild_mapping(mapping_type(x), changed)
+        if type(x) is dict:
+            return changed
+        attrs = mapping_attrs(x)
+        if isinstance(attrs, dict):
+            attrs = {k: lift_objects(v, made, depth + 1, memo) for k, v in attrs.items()}
+        return rebuild_mapping(mapping_type(x), changed, attrs)
     if isinstance(x, ObjectWithProxies):  # rebuilt around an outside object it holds (``_outside_objects_as_inputs``)
         attrs = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.attrs.items()}
         return x if all(attrs[k] is v for k, v in x.attrs.items()) else ObjectWithProxies(x.template, attrs, x.items)
