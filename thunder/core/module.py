@@ -204,8 +204,23 @@ class ThunderModule(torch.nn.Module):
                 self._model.training = value
         elif name in self._parameters or name in self._buffers or name in self._modules:
             super().__setattr__(name, value)
+        elif _is_plain_tensor(value) and name in self._model._parameters:  # Note [Attributes set on a compiled module]
+            self._model._parameters[name] = value
         else:
             setattr(self._model, name, value)
+
+    def __reduce_ex__(self, protocol: int):
+        """``torch.save(jm)``/pickle: the original module, compiled again on load with the same options (the
+        compiled functions hold generated code and locks, which do not pickle), its mode and the hooks put on it."""
+        if self._options.transforms:
+            names = ", ".join(type(t).__name__ for t in self._options.transforms)
+            raise ThunderValueError(
+                f"pickling (torch.save) a thunder.jit module with transforms ({names}) is not supported: loading "
+                "would transform the transformed module again. Save the original module's state_dict() "
+                "(original_state_dict()) and load it into a module you jit and transform again."
+            )
+        state = {k: v for k, v in self.__dict__.items() if "_hooks" in k or k in ("training", "_is_full_backward_hook")}
+        return ThunderModule, (self._model, self._options), state
 
     def __deepcopy__(self, memo: dict) -> ThunderModule:
         """A deep copy of the original module, compiled with the same options and a cache of its own (an EMA model,
@@ -261,6 +276,10 @@ class ThunderModule(torch.nn.Module):
 # Writes are forwarded too, as torch.compile's ``OptimizedModule`` does (the next call sees them, through the
 # prologue's checks); the wrapper keeps its own state (what ``__init__`` set, its class's attributes) and what was
 # registered on the wrapper itself. ``training`` is both's: setting it on the wrapper sets the original's flag.
+# ``torch.func.functional_call(jm, params, args)`` swaps tensors into the module's ``_parameters`` directly; the
+# wrapper has no parameters of its own, so a top-level name comes here as a write of a plain tensor, which
+# ``nn.Module.__setattr__`` refuses for a parameter's slot: it goes into the original's ``_parameters``, as the swap
+# would put it there (and the original Parameter is put back after the call).
 
 
 # Note [no_sync]
@@ -278,6 +297,10 @@ class ThunderModule(torch.nn.Module):
 # ThunderModule, the module's ``_compiled_call_impl`` (the hook ``nn.Module.__call__`` gives ``torch.compile``)
 # is the compiled call, so each of its calls of the module runs compiled (prefill and decode); the traced call
 # takes such a module as uncompiled (``is_thunder_entry``). Calling the original module yourself stays eager.
+def _is_plain_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter)
+
+
 def _is_own_method(value: Any, model: torch.nn.Module) -> bool:
     func = plain_attribute(value, "__func__")
     return (
