@@ -140,6 +140,13 @@ class Executor:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
+    def __reduce_ex__(self, protocol: int):
+        """A registered executor pickles as its name (``torch.save`` of a jitted module: its options name it): its
+        implementation table holds the thunder functions it runs, which are the registry's, not data."""
+        if _executor_map.get(self.name) is not self:
+            return super().__reduce_ex__(protocol)
+        return _registered_executor, (self.name,)
+
     @property
     def unavailable_reason(self) -> str | None:
         """Why this executor cannot run here (a missing package or device), or None when it can."""
@@ -334,6 +341,17 @@ def deregister_executor(ex: Executor | str) -> None:
 
 def get_executor(name: str) -> Executor | None:
     return _executor_map.get(name)
+
+
+def _registered_executor(name: str) -> Executor:
+    """The executor an unpickled object names (``Executor.__reduce__``)."""
+    ex = _executor_map.get(name)
+    if ex is None:
+        raise ThunderValueError(
+            f"unpickling: the executor {name!r} is not registered in this process; register it (import the module "
+            "that defines it) before loading"
+        )
+    return ex
 
 
 def get_all_executors() -> tuple[Executor, ...]:
