@@ -842,11 +842,18 @@ class SpecialCallsMixin:
 
     def _checkpoint(self, function, *args, use_reentrant=None, context_fn=None, determinism_check=None,
                     debug=None, preserve_rng_state=True, **kwargs):  # fmt: skip
-        """``torch.utils.checkpoint.checkpoint`` (Note [Activation checkpointing])."""
+        """``torch.utils.checkpoint.checkpoint`` (Note [Activation checkpointing]); the stores the region undoes are
+        dropped (Note [Stores a checkpointed region undoes] in thunder.core.side_effects)."""
         body = self.computation.bound_symbols
         start = len(body)
-        result = interpreter_call(current_runtime(), function, args, kwargs)
+        self._store_regions.append({})
+        try:
+            result = interpreter_call(current_runtime(), function, args, kwargs)
+        finally:
+            stores = self._store_regions.pop()
         if len(self.computation.scopes) == 1:
+            undone = {id(b) for b in self.stores_undone(stores)}
+            body[start:] = [b for b in body[start:] if id(b) not in undone]
             checkpoint_region(self.computation, start, result)
         return result
 
