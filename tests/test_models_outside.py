@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 import torch.utils.checkpoint
@@ -130,3 +131,63 @@ def test_hugging_face_llama_with_gradient_checkpointing_trains_as_in_eager():
             opt.step()
             opt.zero_grad()
     assert thunder.cache_misses(jm) == 1
+
+
+def _matched_rows(cost):
+    """DETR's Hungarian matcher, distilled: an assignment computed with numpy from the cost's values, made a tensor
+    with ``torch.as_tensor`` (its memory shared with the array in eager)."""
+    rows = np.argsort(cost.detach().numpy().sum(1))
+    return torch.as_tensor(rows, dtype=torch.int64), torch.from_numpy(rows.copy())
+
+
+def test_as_tensor_and_from_numpy_of_an_array_the_program_made_match_eager():
+    """``torch.as_tensor`` of an array the program made was a trace-time error, so the call ran eagerly."""
+
+    def program(cost):
+        a, b = _matched_rows(cost)
+        return cost[a].sum(1) * b
+
+    cost = torch.randn(4, 3, requires_grad=True)
+    jf = thunder.jit(program)
+    torch.testing.assert_close(jf(cost), program(cost))
+    jf(cost).sum().backward()
+    expected = cost.grad.clone()
+    cost.grad = None
+    program(cost).sum().backward()
+    torch.testing.assert_close(expected, cost.grad)
+
+
+def test_as_tensor_of_an_array_changed_afterwards_is_refused():
+    def program(x):
+        rows = np.zeros(3)
+        t = torch.as_tensor(rows)
+        rows[0] = 5.0  # eager's t shows it
+        return x + t
+
+    with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="changed afterwards"):
+        thunder.jit(program)(torch.ones(3))
+
+
+def test_hugging_face_yolos_trains_with_labels_as_in_eager():
+    """The object-detection loss (a Hungarian matcher with scipy) ran eagerly: ``torch.as_tensor`` of its assignment.
+    The matcher reads the cost's values, so each new cost compiles again (as the values checked differ)."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("scipy")
+    torch.manual_seed(0)
+    config = transformers.YolosConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, image_size=[32, 32],
+        patch_size=8, num_detection_tokens=5, num_labels=3,
+    )  # fmt: skip
+    model = transformers.YolosForObjectDetection(config)
+    reference, jm = copy.deepcopy(model), thunder.jit(model)
+    labels = [dict(class_labels=torch.tensor([1, 2]), boxes=torch.tensor([[0.5, 0.5, 0.2, 0.2], [0.3, 0.3, 0.1, 0.2]]))]
+    x = torch.randn(1, 3, 32, 32)
+    expected, got = reference(pixel_values=x, labels=labels), jm(pixel_values=x, labels=labels)
+    expected.loss.backward()
+    got.loss.backward()
+    torch.testing.assert_close(got.loss, expected.loss)
+    torch.testing.assert_close(got.logits, expected.logits)
+    for (name, e), g in zip(reference.named_parameters(), model.parameters()):
+        assert (e.grad is None) == (g.grad is None), name
+        if e.grad is not None:
+            torch.testing.assert_close(g.grad, e.grad, atol=1e-5, rtol=1e-4, msg=name)
