@@ -191,3 +191,46 @@ def test_hugging_face_yolos_trains_with_labels_as_in_eager():
         assert (e.grad is None) == (g.grad is None), name
         if e.grad is not None:
             torch.testing.assert_close(g.grad, e.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_integer_tensors_as_slice_bounds_are_read_as_eager_reads_them():
+    """``x[m - span : m + span]`` with ``span`` a 0-d tensor (DeBERTa's relative positions) was a clear error where
+    eager reads the bound with ``__index__``: now a data-dependent value, checked per call (``x[a:b] = v`` too)."""
+
+    def program(x, n):
+        span = torch.tensor(min(x.size(0), 3))
+        y = x[4 - span : 4 + span]
+        z = x.clone()
+        z[n - 1 : n] = 0
+        return y * 2, z
+
+    x = torch.randn(8, 2)
+    jf = thunder.jit(program)
+    for n in (torch.tensor(3), torch.tensor(5), torch.tensor(3)):
+        for got, expected in zip(jf(x, n), program(x, n)):
+            torch.testing.assert_close(got, expected)
+    assert thunder.cache_misses(jf) == 2 and thunder.cache_hits(jf) == 1
+
+
+def test_hugging_face_deberta_token_classification_trains_as_in_eager():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.DebertaConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, vocab_size=100,
+        relative_attention=True, max_relative_positions=16, pos_att_type=["c2p", "p2c"], hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )  # fmt: skip
+    model = transformers.DebertaForTokenClassification(config)
+    reference, jm = copy.deepcopy(model), thunder.jit(model)
+    ids, labels = torch.randint(3, 100, (2, 8)), torch.randint(0, 2, (2, 8))
+    mask = torch.ones_like(ids)
+    mask[0, 6:] = 0
+    expected = reference(input_ids=ids, attention_mask=mask, labels=labels)
+    got = jm(input_ids=ids, attention_mask=mask, labels=labels)
+    expected.loss.backward()
+    got.loss.backward()
+    torch.testing.assert_close(got.logits, expected.logits)
+    for (name, e), g in zip(reference.named_parameters(), model.parameters()):
+        assert (e.grad is None) == (g.grad is None), name
+        if e.grad is not None:
+            torch.testing.assert_close(g.grad, e.grad, atol=1e-5, rtol=1e-4, msg=name)
