@@ -76,10 +76,11 @@ def test_failed_compile_leaves_no_half_written_state():
 def test_an_op_given_a_tensor_made_natively_says_where_it_came_from():
     # ``x + torch.from_numpy(a)`` of an array the program made said only "expected b to be a tensor or a number,
     # got Tensor": the tensor is real, made by code thunder ran natively, and the trace has no values for it.
+    # (``torch.from_numpy`` of such an array is a constant of the trace since: tests/test_models_outside.py.)
     import numpy
 
     def f(x):
-        return x + torch.from_numpy(numpy.arange(2.0))
+        return x + torch.asarray(numpy.arange(2.0))
 
     with pytest.raises(ThunderTypeError, match="made inside the function by code thunder runs natively"):
         thunder.jit(f)(torch.ones(2, dtype=torch.float64))

@@ -133,6 +133,11 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._reads: dict[tuple, Any] = {}  # path -> what the program saw (see Note [What a trace relied on])
         self._written: set[tuple] = set()
         self._undo: list[Callable[[], None]] = []
+        # key -> (current value, value at the start, stores) per open checkpointed region, and those it restored
+        # (Note [Stores a checkpointed region undoes] in thunder.core.side_effects)
+        self._store_regions: list[dict[tuple, tuple]] = []
+        self._restored_by_regions: list[tuple] = []
+        self._arrays_shared: list[tuple] = []  # (array, its values, torch function) (Note [Tensors of outside arrays])
         self._internal_cells: set[int] = set()  # cells the program made itself
         self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
         self._object_dicts: dict[int, dict] = {}  # __dict__ of outside objects (Note [Reads and writes through an object's __dict__])
@@ -345,6 +350,8 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
                 register_containers(result)
                 _check_result(result)
                 self._write_back_copies(memo)
+                self._check_stores_undone()
+                self._check_arrays_shared()
                 prims.python_return(result)
         finally:
             _active_tracer.reset(active)

@@ -240,6 +240,7 @@ class SideEffectsMixin:
         self._remember(key, lambda: globals_dict.get(name, _ABSENT), lambda old: _restore_item(globals_dict, name, old))
         deleted = value is DELETED
         prims.store_global(globals_dict, name, None if deleted else self.escaping(value), deleted)
+        self._note_region_store(key)
         if not deleted:
             self._escapes_again(2, value)
 
@@ -250,6 +251,7 @@ class SideEffectsMixin:
         self._remember(("cell", id(cell)), lambda: _cell_contents(cell), lambda old: _restore_cell(cell, old))
         self._keepalive.append(cell)
         prims.store_cell(cell, self.escaping(value))
+        self._note_region_store(("cell", id(cell)))
         self._escapes_again(1, value)
 
     def store_attr(self, obj: Any, name: str, value: Any, raw: bool = False) -> bool:
@@ -280,9 +282,11 @@ class SideEffectsMixin:
         if holder is None or isinstance(obj, Proxy):
             return False
         self.sharp_edge(f"Setting attribute {name!r} of an object from outside the function", replayed=True)
-        self._remember(("attr", id(obj), name), lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
+        key = ("attr", id(obj), name)
+        self._remember(key, lambda: _own_attribute(obj, name), lambda old: _restore_attr(obj, name, old))
         deleted = value is DELETED
         prims.store_attr(self._object_input(holder), name, None if deleted else self.escaping(value), deleted, raw)
+        self._note_region_store(key)
         if not deleted:
             self._escapes_again(2, value)
         self._store_in_dict_copy(obj, name, value)
@@ -398,10 +402,42 @@ class SideEffectsMixin:
         deleter(obj, name)
 
     def _remember(self, key: tuple, current: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+        for region in self._store_regions:  # before the store: the value the region found
+            region.setdefault(key, (current, current(), []))
         if key not in self._written:
             self._written.add(key)
             old = current()
             self._undo.append(lambda: restore(old))
+
+    def _note_region_store(self, key: tuple) -> None:
+        """The store just recorded, kept by each open checkpointed region (Note [Stores a checkpointed region
+        undoes])."""
+        for region in self._store_regions:
+            region[key][2].append(self.computation.scopes[-1][-1])
+
+    def stores_undone(self, region: dict[tuple, tuple]) -> list:
+        """The stores of ``region`` (what ``_store_regions`` recorded for one checkpointed call) on what the region
+        left as it found it (the same object): with nothing outside running between them, they change nothing
+        (Note [Stores a checkpointed region undoes]). Each such thing must also end the call as the region found it,
+        checked when tracing ends."""
+        undone = []
+        for current, old, bsyms in region.values():
+            if current() is old:
+                undone.extend(bsyms)
+                self._restored_by_regions.append((current, old, bsyms[0]))
+        return undone
+
+    def _check_stores_undone(self) -> None:
+        """Refuses a call whose checkpointed region set and restored something that a later part of the call left
+        different: eager's second run of the region, in the backward, would restore it to that later value."""
+        for current, old, bsym in self._restored_by_regions:
+            if current() is not old:
+                raise ThunderRuntimeError(
+                    f"a checkpointed region (at {bsym.source}) sets and restores what the program later changes "
+                    f"({bsym.sym.print_name}): eager's torch.utils.checkpoint runs the region again in the backward, "
+                    "which would restore the later value, and thunder.jit cannot run this region again. Move that "
+                    "out of the checkpointed function, or do not checkpoint it"
+                )
 
     def _changed_outside_state(self, value: Any) -> bool:
         """Whether the program has changed, so far, anything from outside that ``value`` holds (looking a few levels
@@ -668,6 +704,17 @@ def _own_attribute(obj, name: str) -> Any:
                 return table[name]
     return _ABSENT
 
+
+# Note [Stores a checkpointed region undoes]
+# Code that sets outside state and restores it before it returns (``token = var.set(x); ...; var.reset(token)``:
+# transformers' kernel functions, in every attention layer, keep a global where a compiler runs them) does that again
+# in eager's second run of a checkpointed region, from the same state: nothing changes. A store in a region is
+# otherwise refused (its replay would store the first run's value again: Note [What a recomputed region does again]
+# in thunder.core.transforms.autodiff). The tracer notes, for each thing a region stores to (an attribute, a global,
+# a closure cell), the object it held when the region began; where the region leaves the same object there, the
+# region's stores to it are dropped from the trace: replayed in order with nothing outside in between, they change
+# nothing. The call must end with it still so (checked when tracing ends: after a later store, eager's second run
+# would restore that later value; a clear error).
 
 # Note [A __setattr__ of the user's class]
 # ``obj.name = value`` on an object whose class defines ``__setattr__`` (or ``__delattr__``) in the user's code ran that

@@ -90,6 +90,8 @@ def _hookless(module: torch.nn.Module) -> bool:
 
 
 _WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
+#: The tensor factories that copy a numpy array the program made into a constant (Note [Tensors of outside arrays]).
+_COPIED_ARRAYS = (torch.tensor, torch.as_tensor, torch.from_numpy)
 _torch_module_call = unreplaced(_WRAPPED_CALL_IMPL)
 _torch_module_init = unreplaced(torch.nn.Module.__init__)
 _dataclass_fields = unreplaced(dataclasses.fields)
@@ -539,20 +541,37 @@ class SpecialCallsMixin:
     # input of the trace, so its values are the array's at each call (and ``from_numpy``'s tensor shares the array's
     # memory, as in eager). ``torch.tensor`` of an array the program made (its values come from what the trace
     # checks: a positional table computed with numpy) copies it, as eager: a constant of the trace with the array's
-    # dtype. Other calls (of lists; ``from_numpy`` of an array the program made, which would share its memory) go
-    # to the symbols as before.
+    # dtype. ``torch.as_tensor`` and ``torch.from_numpy`` of such an array (DETR's Hungarian matcher, of scipy's
+    # assignment) make the same constant; eager's tensor shares the array's memory, so a program that changes the
+    # array afterwards is refused when tracing ends (``_check_arrays_shared``). Other calls (of lists) go to the
+    # symbols as before.
     def _tensor_of_array(self, fn: Callable, data: Any, *args: Any, **kwargs: Any) -> Any:
         holder = self._provenance.get(id(data)) if isinstance(data, numpy.ndarray) else None
         constant = (_is_literal_argument(a) or isinstance(a, (torch.dtype, torch.device)) for a in (*args, *kwargs.values()))
-        if holder is None and fn is torch.tensor and type(data) is numpy.ndarray and not args:
+        if holder is None and fn in _COPIED_ARRAYS and type(data) is numpy.ndarray and not args:
             dtype = kwargs.get("dtype") or torch.from_numpy(numpy.empty(0, dtype=data.dtype)).dtype  # eager's TypeError
-            return self.symbol_lookup(fn)(data.tolist(), **{**kwargs, "dtype": dtype})
+            if fn is not torch.tensor:  # eager's tensor shares the array's memory: later changes would show
+                self._arrays_shared.append((data, data.copy(), fn.__name__))
+            symbol = self.symbol_lookup(torch.tensor if fn is torch.from_numpy else fn)
+            return symbol(data.tolist(), **{**kwargs, "dtype": dtype})
         if holder is None or not all(constant):
             return (self.symbol_lookup(fn) or fn)(data, *args, **kwargs)
         value = fn(data, *args, **kwargs)
         p = self._prologue_proxy(fn.__name__)
         self._emit(prims.unpack_call, fn, (holder, *args), kwargs, p, output=p)
         return self.unpack_value(value, p, p.name)
+
+    def _check_arrays_shared(self) -> None:
+        """Refuses a program that changed a numpy array after ``torch.as_tensor``/``torch.from_numpy`` made a tensor of
+        it: eager's tensor, sharing the array's memory, shows the change; the trace's constant does not (Note
+        [Tensors of outside arrays])."""
+        for array, first, name in self._arrays_shared:
+            if not numpy.array_equal(array, first, equal_nan=array.dtype.kind in "fc"):
+                raise ThunderRuntimeError(
+                    f"torch.{name} of a numpy array the program made, which it changed afterwards: eager's tensor "
+                    "shares the array's memory and shows the change, thunder.jit's is a constant of the values "
+                    "before. Use torch.tensor (a copy) or make the tensor after the change"
+                )
 
     # Note [Environment variables]
     # ``os.environ`` belongs to a module taken as fixed, yet its contents are the world's: a program that reads
@@ -842,11 +861,18 @@ class SpecialCallsMixin:
 
     def _checkpoint(self, function, *args, use_reentrant=None, context_fn=None, determinism_check=None,
                     debug=None, preserve_rng_state=True, **kwargs):  # fmt: skip
-        """``torch.utils.checkpoint.checkpoint`` (Note [Activation checkpointing])."""
+        """``torch.utils.checkpoint.checkpoint`` (Note [Activation checkpointing]); the stores the region undoes are
+        dropped (Note [Stores a checkpointed region undoes] in thunder.core.side_effects)."""
         body = self.computation.bound_symbols
         start = len(body)
-        result = interpreter_call(current_runtime(), function, args, kwargs)
+        self._store_regions.append({})
+        try:
+            result = interpreter_call(current_runtime(), function, args, kwargs)
+        finally:
+            stores = self._store_regions.pop()
         if len(self.computation.scopes) == 1:
+            undone = {id(b) for b in self.stores_undone(stores)}
+            body[start:] = [b for b in body[start:] if id(b) not in undone]
             checkpoint_region(self.computation, start, result)
         return result
 

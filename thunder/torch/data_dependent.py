@@ -28,7 +28,7 @@ from thunder.core.rules import grad_rules
 from thunder.torch.base import broadcast_shapes, torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import eq
 from thunder.torch.elementwise import where as _where
-from thunder.torch.factories import full_like
+from thunder.torch.factories import full_like, read_as_int
 from thunder.torch.indexing import getitem, index_add, index_key, index_put, index_put_, mask_key, setitem
 from thunder.torch.rearrange import repeat_interleave as _repeat_interleave
 from thunder.torch.reductions import all as all_
@@ -369,10 +369,21 @@ def _mask_indices(a, key) -> tuple:
     return tuple(new)
 
 
+def _read_slice_bounds(key):
+    """``key`` with the integer tensors given as slice bounds read as ints, as eager reads them (``__index__``: a
+    data-dependent value, checked per call; DeBERTa's ``rel_embeddings[m - att_span : m + att_span]``)."""
+    def read(k):
+        if isinstance(k, slice) and any(isinstance(x, TensorProxy) for x in (k.start, k.stop, k.step)):
+            return slice(read_as_int(k.start), read_as_int(k.stop), read_as_int(k.step))
+        return k
+
+    return tuple(read(k) for k in key) if isinstance(key, tuple) else read(key)
+
+
 def getitem_with_masks(a, key):
     """``a[key]``; a boolean mask in ``key`` stands for the indices of its True elements, so the result's size
     is a data-dependent value. Other keys go to ``getitem`` as they are."""
-    key = index_key(key)
+    key = _read_slice_bounds(index_key(key))
     items = key if isinstance(key, tuple) else (key,)
     if not any(_is_mask(k) for k in items):
         return getitem(a, key)
@@ -398,7 +409,7 @@ def _selects_by_count(a, key, value, accumulate: bool = False) -> bool:
 def setitem_with_masks(a, key, value) -> None:
     """``a[key] = value``, a mask selecting by its True elements where ``_selects_by_count`` says so. Returns
     None, as ``Tensor.__setitem__`` does (``x.__setitem__(i, v) or x``)."""
-    key = index_key(key)
+    key = _read_slice_bounds(index_key(key))
     setitem(a, _mask_indices(a, key) if _selects_by_count(a, key, value) else key, value)
 
 

@@ -652,7 +652,7 @@ torch_to_thunder_map[torch.Tensor.new] = new
 # ----------------------------------------------------------------------------------------
 
 
-def _size_value(x):
+def read_as_int(x):
     """A tensor of one integer element as the int it holds, as eager reads it (``__index__``): here,
     where the program's data-dependent values are read (Note [Data-dependent values]; a symbol's meta
     cannot read them). Sequences are read item by item; anything else is left to the meta's checks,
@@ -661,7 +661,7 @@ def _size_value(x):
         one_int = math.prod(x.shape) == 1 and dtypes.is_integer_dtype(x.dtype) and x.dtype is not torch.bool
         return operator.index(x) if one_int else x
     if isinstance(x, (tuple, list)):
-        return type(x)(_size_value(n) for n in x)
+        return type(x)(read_as_int(n) for n in x)
     return x
 
 
@@ -669,17 +669,17 @@ def _reading_sizes(sym, sizes: slice, *, sequences_only: bool = False):
     """``sym`` called with the tensors among its size arguments (``args[sizes]`` and ``size=``) read as ints."""
 
     def read(x):
-        return _size_value(x) if not sequences_only or isinstance(x, (tuple, list)) else x
+        return read_as_int(x) if not sequences_only or isinstance(x, (tuple, list)) else x
 
     def call(*args, **kwargs):
         start, stop, _ = sizes.indices(len(args))
         args = (*args[:start], *(read(a) for a in args[start:stop]), *args[stop:])
         if "size" in kwargs:
-            kwargs["size"] = _size_value(kwargs["size"])
+            kwargs["size"] = read_as_int(kwargs["size"])
         return sym(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = sym.name
-    call.__doc__ = f"``ltorch.{sym.name}`` with sizes given as integer tensors read as ints (``_size_value``)."
+    call.__doc__ = f"``ltorch.{sym.name}`` with sizes given as integer tensors read as ints (``read_as_int``)."
     return call
 
 
