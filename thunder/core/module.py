@@ -217,26 +217,25 @@ class ThunderModule(torch.nn.Module):
     def __reduce_ex__(self, protocol: int):
         """``torch.save(jm)``/pickle: the original module, compiled again on load with the same options (the
         compiled functions hold generated code and locks, which do not pickle), its mode and the hooks put on it."""
-        if self._options.transforms:
-            names = ", ".join(type(t).__name__ for t in self._options.transforms)
-            raise ThunderValueError(
-                f"pickling (torch.save) a thunder.jit module with transforms ({names}) is not supported: loading "
-                "would transform the transformed module again. Save the original module's state_dict() "
-                "(original_state_dict()) and load it into a module you jit and transform again."
-            )
+        self._refuse_with_transforms(
+            "pickling (torch.save)", "loading would transform the transformed module again. Save the original "
+            "module's state_dict() (original_state_dict()) and load it into a module you jit and transform again."
+        )  # fmt: skip
         state = {k: v for k, v in self.__dict__.items() if "_hooks" in k or k in ("training", "_is_full_backward_hook")}
         return ThunderModule, (self._model, self._options), state
+
+    def _refuse_with_transforms(self, what: str, why: str) -> None:
+        if self._options.transforms:
+            names = ", ".join(type(t).__name__ for t in self._options.transforms)
+            raise ThunderValueError(f"{what} of a thunder.jit module with transforms ({names}) is not supported: {why}")
 
     def __deepcopy__(self, memo: dict) -> ThunderModule:
         """A deep copy of the original module, compiled with the same options and a cache of its own (an EMA model,
         a snapshot): the compiled functions hold generated code, locks and weak references, which do not copy."""
-        if self._options.transforms:
-            names = ", ".join(type(t).__name__ for t in self._options.transforms)
-            raise ThunderValueError(
-                f"copy.deepcopy of a thunder.jit module with transforms ({names}) is not supported: the copy would be "
-                "transformed again (sharded, hooked). Deep-copy the original module before transforming it, and "
-                "jit and transform the copy."
-            )
+        self._refuse_with_transforms(
+            "copy.deepcopy", "the copy would be transformed again (sharded, hooked). Deep-copy the original module "
+            "before transforming it, and jit and transform the copy."
+        )  # fmt: skip
         new = ThunderModule(copy.deepcopy(self._model, memo), self._options)
         memo[id(self)] = new
         return new
