@@ -13,13 +13,17 @@ Note [Conversions interpreted]
     ``str.format`` and ``str % args`` get each argument with such dunders in a stand-in of the same type name
     whose dunders call the argument's as the program would (``converting``), as are the attribute loads of a
     format's fields (``"{0.name}"``; an item, ``"{0[key]}"``, is read from the container unchecked); ``seq * obj``
-    reads ``obj``'s ``__index__`` so. Other C callers of these dunders (``math.sqrt(obj)``, ``bytes(obj)``,
-    ``list.__contains__``'s ``__eq__``) still call them natively.
+    reads ``obj``'s ``__index__`` so, and ``math``'s functions of real numbers and of integers (``math.sqrt(obj)``,
+    ``math.comb(obj, 2)``) get their arguments converted so (a float or int, subclasses included, is read by C
+    without a dunder, as CPython reads it). Other C callers of these dunders (``bytes(obj)``, ``math.floor``'s
+    ``__floor__``) still call them natively; ``protocols.contains`` calls a list's, tuple's or deque's elements'
+    ``__eq__`` so.
 """
 
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 
 from .errors import NULL
@@ -138,6 +142,30 @@ for _fn, _adapt in (
     (builtins.range, _indices_adapter),
 ):
     register_native_adapter(_fn, _adapt)
+
+
+def _math_adapter(convert):
+    """``math``'s arguments converted as its C code converts them, a Python dunder called as the program would."""
+
+    def adapt(ctx, args, kwargs):
+        return tuple(a if isinstance(a, (int, float)) else convert(ctx, a) for a in args), kwargs
+
+    return adapt
+
+
+_MATH_OF_REALS = (
+    "acos acosh asin asinh atan atan2 atanh cbrt copysign cos cosh degrees erf erfc exp exp2 expm1 fabs fmod frexp "
+    "gamma hypot isclose isfinite isinf isnan lgamma log log10 log1p log2 modf nextafter pow radians remainder sin "
+    "sinh sqrt tan tanh ulp"
+)
+_MATH_OF_INTEGERS = "comb factorial gcd isqrt lcm perm"
+for _names, _convert in (
+    (_MATH_OF_REALS, lambda ctx, v: _as_number(ctx, v, "__float__", float)),
+    (_MATH_OF_INTEGERS, as_index),
+):
+    for _name in _names.split():
+        if hasattr(math, _name):  # (cbrt, exp2: 3.11 on)
+            register_native_adapter(getattr(math, _name), _math_adapter(_convert))
 
 
 def _one_call(fn, convert):

@@ -452,7 +452,14 @@ def contains(ctx, container, item) -> bool:
         f = lookup_type_attr(t, "__contains__")
         if _is_py(f):
             return truth(ctx, call(ctx, f, (container, item)))
+    if t in _COMPARING_SEQUENCES and (type(item) not in FAST_TYPES or any(type(v) not in FAST_TYPES for v in container)):
+        # CPython's search: identity, then ``element == item``, whose Python ``__eq__`` is called as the program
+        # would (natively, what it reads would go unchecked: Note [Native callbacks])
+        return any(v is item or truth(ctx, compare_op(ctx, "==", v, item)) for v in tuple(container))
     return item in container
+
+
+_COMPARING_SEQUENCES = (list, tuple, collections.deque)
 
 
 # -- iteration -----------------------------------------------------------------------------------------------
