@@ -12,7 +12,7 @@ Note [Conversions interpreted]
     the object), its result checked as CPython checks it, and the native conversion applied to that result.
     ``str.format`` and ``str % args`` get each argument with such dunders in a stand-in of the same type name
     whose dunders call the argument's as the program would (``converting``), as are the attribute loads of a
-    format's fields (``"{0.name}"``; an item, ``"{0[key]}"``, is read from the container unchecked); ``seq * obj``
+    format's fields (``"{0.name}"``, and the items, ``"{0[key]}"``, read as the program's subscript is); ``seq * obj``
     reads ``obj``'s ``__index__`` so, and ``math``'s functions of real numbers and of integers (``math.sqrt(obj)``,
     ``math.comb(obj, 2)``) get their arguments converted so (a float or int, subclasses included, is read by C
     without a dunder, as CPython reads it). Other C callers of these dunders (``bytes(obj)``, ``math.floor``'s
@@ -25,6 +25,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import types
 
 from .errors import NULL
 from .execution import (
@@ -206,7 +207,12 @@ class _Converting:
         from .protocols import getitem
 
         ctx, v = _parts(self)
+        if ctx.cb_operands is not None:  # read as the program's ``v[key]`` is (Note [Operand reads])
+            ctx.cb_operands(_SUBSCRIPT, (v, key))
         return converting(ctx, getitem(ctx, v, key), True)
+
+
+_SUBSCRIPT = types.SimpleNamespace(opname="BINARY_SUBSCR", arg=None)  # the instruction a field's item stands for
 
 
 _CTX = _Converting.__dict__["_ctx"].__get__
