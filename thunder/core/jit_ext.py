@@ -51,6 +51,7 @@ from thunder.core.errors import (
     ThunderValueError,
 )
 from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, generator_code, interpret
+from thunder.core.lifting import holds
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.outside_reads import OutsideReadsMixin
 from thunder.core.prims.python import SymbolicOutcome, tensor_value
@@ -58,7 +59,7 @@ from thunder.core.provenance import ProvenanceMixin
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import register_containers, tree_leaves
 from thunder.core.shape_history import ShapeHistory
-from thunder.core.side_effects import LazyContainer, SideEffectsMixin, holds
+from thunder.core.side_effects import LazyContainer, SideEffectsMixin
 from thunder.core.special_calls import SpecialCallsMixin, warnings_state
 from thunder.core.symbol import IN_PLACE, SourceLocation, Symbol
 from thunder.core.symbol_lookup import symbol_for

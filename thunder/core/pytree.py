@@ -175,7 +175,7 @@ def rebuild_object(template: Any, attrs: dict[str, Any]) -> Any:
 
 def rebuild_function(template: types.FunctionType, attrs: dict[str, Any]) -> types.FunctionType:
     """A new function like ``template`` (a closure the program made) with the call's closure cells and defaults, as
-    each eager call makes its own (Note [Objects the program makes] in thunder.core.side_effects)."""
+    each eager call makes its own (Note [Objects the program makes] in thunder.core.lifting)."""
     fn = types.FunctionType(template.__code__, template.__globals__, template.__name__, attrs["__defaults__"], attrs["__closure__"])
     fn.__kwdefaults__ = attrs["__kwdefaults__"]
     fn.__qualname__, fn.__module__, fn.__doc__ = template.__qualname__, template.__module__, template.__doc__

@@ -60,11 +60,12 @@ from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime, frame_line, innermost_frame_objects
 from thunder.core.library_wrappers import native_wrapper
+from thunder.core.lifting import holds, holds_tensors, lift_objects
 from thunder.core.module import is_thunder_entry
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
-from thunder.core.side_effects import holds, holds_tensors, lift_objects, snapshot
+from thunder.core.side_effects import snapshot
 from thunder.core.symbol import Symbol
 from thunder.core.symbol_lookup import (
     bound_self,
