@@ -29,6 +29,14 @@ class AttrDict(dict):
         self.__dict__ = self
 
 
+class Slotted(dict):
+    __slots__ = ("n",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.n = len(self)
+
+
 class WithExtra(collections.OrderedDict):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -55,6 +63,7 @@ PROGRAMS = {
     "returns its doubling dict": (lambda d: d, lambda x: (Doubling({"a": x}),)),
     "returns a counting dict": (lambda x: Counting(a=x, b=x + 1), lambda x: (x,)),
     "reads a counting dict": (lambda d: d["a"] * d.n, lambda x: (Counting(a=x),)),
+    "returns a dict with a slot": (lambda x: Slotted(a=x, b=x), lambda x: (x,)),
     "returns an attribute dict": (lambda x: AttrDict(a=x + 1), lambda x: (x,)),
     "reads an attribute dict": (lambda d: d.a + d["a"], lambda x: (AttrDict(a=x),)),
     "returns an ordered dict adding an item": (lambda x: WithExtra(a=x), lambda x: (x,)),
@@ -68,7 +77,9 @@ def _state(r):
     """What a caller can see of a result: its type, items and attributes."""
     if not isinstance(r, dict):
         return r.tolist() if isinstance(r, torch.Tensor) else r
-    attrs = "itself" if vars(r) is r else {k: _state(v) for k, v in vars(r).items()}
+    own = getattr(r, "__dict__", None)
+    attrs = "itself" if own is r else {k: _state(v) for k, v in (own or {}).items()}
+    attrs = (attrs, {n: _state(getattr(r, n)) for n in getattr(type(r), "__slots__", ()) if hasattr(r, n)})
     return type(r), {k: _state(v) for k, v in dict.items(r)}, attrs
 
 

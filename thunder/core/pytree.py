@@ -122,7 +122,7 @@ def mapping_attrs(d: dict) -> dict | object | None:
     as given (Note [Mappings with a constructor of their own])."""
     if not builds_with_own_code(type(d)):
         return None
-    attrs = getattr(d, "__dict__", None)
+    attrs = object_state(d)
     return ATTRIBUTES_ARE_ITEMS if attrs is d else dict(attrs or {})
 
 
