@@ -64,6 +64,7 @@ PROGRAMS = {
     "returns a counting dict": (lambda x: Counting(a=x, b=x + 1), lambda x: (x,)),
     "reads a counting dict": (lambda d: d["a"] * d.n, lambda x: (Counting(a=x),)),
     "returns a dict with a slot": (lambda x: Slotted(a=x, b=x), lambda x: (x,)),
+    "reads a dict with a slot": (lambda d: d["a"] * d.n, lambda x: (Slotted(a=x),)),
     "returns an attribute dict": (lambda x: AttrDict(a=x + 1), lambda x: (x,)),
     "reads an attribute dict": (lambda d: d.a + d["a"], lambda x: (AttrDict(a=x),)),
     "returns an ordered dict adding an item": (lambda x: WithExtra(a=x), lambda x: (x,)),

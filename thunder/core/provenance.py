@@ -30,7 +30,7 @@ import torch
 from thunder.core import introspection, iterators, prims, proxies
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
-from thunder.core.pytree import mapping_attrs, mapping_type, rebuild_mapping
+from thunder.core.pytree import mapping_attrs, mapping_type, object_state, rebuild_mapping
 from thunder.core.side_effects import LAZY_TYPES, LazyContainer
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import plain_attribute
@@ -676,8 +676,8 @@ def _remade_as_it_is(value: dict, typ: Callable, items: dict) -> bool:
     def same(a: Any, b: Any) -> bool:
         return a is b or (type(a) is type(b) and type(a) in (int, float, str, bool) and a == b)
 
-    ours, theirs = dict(dict.items(remade)), vars(remade)
+    ours, theirs, attrs = dict(dict.items(remade)), object_state(remade) or {}, object_state(value) or {}
     return (
         list(ours) == list(items) and all(same(ours[k], items[k]) for k in items)
-        and theirs.keys() == vars(value).keys() and all(same(v, vars(value)[k]) for k, v in theirs.items())
+        and theirs.keys() == attrs.keys() and all(same(v, attrs[k]) for k, v in theirs.items())
     )  # fmt: skip
