@@ -16,8 +16,10 @@ produces the two traces. Its parts, one concern each, are mixins in their own mo
 - ``thunder.core.side_effects``: outside containers, and assignments to outside state, replayed on every
   call (Note [Outside containers]);
 - ``thunder.core.special_calls``: the callables the tracer handles itself: torch symbols, ``copy``,
-  ``checkpoint``, ``torch.autograd.Function``, ``print``, module calls (Note [Module calls],
+  ``checkpoint``, ``torch.autograd.Function``, module calls (Note [Module calls],
   Note [Copies of outside objects]);
+- ``thunder.core.program_output``: ``print``, writes to ``sys.stdout``, warnings and logging, replayed on every
+  call (Note [Warnings]);
 - ``thunder.core.symbolic_numbers``: symbolic numbers, numbers the prologue draws on every call, and the
   constraints on them;
 - ``thunder.core.user_code``: the user's code told from a library's, and the user's source location.
@@ -55,12 +57,13 @@ from thunder.core.lifting import holds
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.outside_reads import OutsideReadsMixin
 from thunder.core.prims.python import SymbolicOutcome, tensor_value
+from thunder.core.program_output import ProgramOutputMixin, warnings_state
 from thunder.core.provenance import ProvenanceMixin
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import register_containers, tree_leaves
 from thunder.core.shape_history import ShapeHistory
 from thunder.core.side_effects import LazyContainer, SideEffectsMixin
-from thunder.core.special_calls import SpecialCallsMixin, warnings_state
+from thunder.core.special_calls import SpecialCallsMixin
 from thunder.core.symbol import IN_PLACE, SourceLocation, Symbol
 from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import SymFloat, SymInt, recording_constraints
@@ -74,7 +77,9 @@ from thunder.core.user_code import source_location
 _EAGER_ERRORS = (ThunderTypeError, ThunderValueError, ThunderIndexError, ThunderOverflowError)
 
 
-class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsMixin, SymbolicNumbersMixin):
+class Tracer(
+    ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsMixin, ProgramOutputMixin, SymbolicNumbersMixin
+):
     """The state of one trace acquisition: the two traces being built and the provenance map.
 
     Note [What a trace relied on]
@@ -161,7 +166,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._hoisted: dict[str, str] = {}  # prologue name -> the call that makes it (random.random)
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
         self._member_paths: dict[str, str] = {}  # prologue name of a parameter or buffer -> its qualified name
-        self._warnings_state = warnings_state()  # the caller's (Note [Warnings] in thunder.core.special_calls)
+        self._warnings_state = warnings_state()  # the caller's (Note [Warnings] in thunder.core.program_output)
         self.interpreted: Callable | None = None
         self.program_raised: Exception | None = None  # Note [A program that raises] in thunder.compiler
         # ``_raise_an_earlier_failure`` checked the computation's ops before this one; grad mode after them

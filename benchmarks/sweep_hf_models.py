@@ -1,0 +1,211 @@
+"""Every Hugging Face model class of a kind (a head) that the test zoo lacks, from a tiny config with random weights:
+thunder against eager, forward in ``eval()`` (every floating-point tensor of the output), a training step (loss and
+every parameter's gradient, including which are None) and two more training calls that must hit the cache. A sweep
+over programs nobody here wrote: it found the DeepSeek-V4 gradient that was zeros where eager's is None.
+
+Run: ``python -m benchmarks.sweep_hf_models [--heads ForCausalLM,ForMaskedLM] [--models A,B] [--timeout 180]``.
+The heads it knows are the keys of ``INPUTS`` (default: ``DEFAULT_HEADS``, the backbones the causal LMs do not
+cover; ``--heads ForCausalLM`` sweeps those). Each model runs in its own process under a time limit; a model whose tiny config eager itself cannot run
+is skipped. Prints one JSON line per model, then the counts and every model that is not ok.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import subprocess
+import sys
+
+# Families the test zoo covers (tests/zoo.py, tests/test_zoo_families.py): their causal LMs are not swept again.
+ZOO = set(
+    "GPT2 GPTNeoX OPT Falcon Bloom GPTJ Llama Mistral Mixtral Qwen2 Qwen3 Gemma Gemma2 Phi3 GPTBigCode Starcoder2 Olmo "
+    "StableLm Mpt Bart Whisper Granite Cohere Olmoe Qwen2Moe GraniteMoe Jamba Mamba Rwkv Pegasus".split()
+)
+# Set where the default config has the same field with a value of the same type (an int for an int, ...).
+TINY = dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+            vocab_size=256, head_dim=16, max_position_embeddings=128, n_layer=2, n_embd=64, n_head=4, d_model=64,
+            num_layers=2, num_heads=4, ffn_dim=128, n_positions=128, hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, attention_dropout=0.0, hidden_dropout=0.0, dropout=0.0, resid_pdrop=0.0,
+            embd_pdrop=0.0, attn_pdrop=0.0, num_experts=4, num_local_experts=4, num_experts_per_tok=2,
+            moe_intermediate_size=32, n_routed_experts=4, decoder_layers=2, decoder_attention_heads=4,
+            decoder_ffn_dim=128, encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=128,
+            tie_word_embeddings=False, image_size=64, patch_size=8, embed_dim=16,
+            num_channels=3, mask_time_prob=0.0, layerdrop=0.0, drop_path_rate=0.0)  # fmt: skip
+# Set always (often None by default): the token ids (none of which the inputs hold but bos, made by no input).
+TOKEN_IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=0)
+# Per-stage lists of vision configs, made as long as the default's.
+TINY_LISTS = dict(depths=lambda n: [1] * n, hidden_sizes=lambda n: [16 * 2**i for i in range(n)],
+                  embed_dims=lambda n: [16 * 2**i for i in range(n)], num_heads=lambda n: [2] * n,
+                  num_attention_heads=lambda n: [2] * n)  # fmt: skip
+
+BATCH, TOKENS = 2, 12
+DEFAULT_HEADS = ("ForMaskedLM", "ForImageClassification", "ForSemanticSegmentation", "ForCTC")
+
+
+def _ids(torch):
+    return torch.randint(3, 256, (BATCH, TOKENS), generator=torch.Generator().manual_seed(1))
+
+
+def _pixels(torch, config):
+    size = getattr(config, "image_size", 64)
+    size = size if isinstance(size, int) else size[0]
+    return torch.randn(BATCH, config.num_channels, size, size, generator=torch.Generator().manual_seed(1))
+
+
+def _text(labels):
+    return lambda torch, config: ({"input_ids": _ids(torch)}, labels(torch, config))
+
+
+# head -> (torch, config) -> (inputs, the labels' keyword arguments)
+INPUTS = {
+    "ForCausalLM": _text(lambda torch, config: {"labels": _ids(torch)}),
+    "ForMaskedLM": _text(lambda torch, config: {"labels": _ids(torch)}),
+    "ForSequenceClassification": _text(lambda torch, config: {"labels": torch.tensor([0, 1])}),
+    "ForTokenClassification": _text(lambda torch, config: {"labels": _ids(torch) % 2}),
+    "ForQuestionAnswering": _text(lambda torch, config: {"start_positions": torch.tensor([1, 2]),
+                                                         "end_positions": torch.tensor([3, 5])}),
+    "ForImageClassification": lambda torch, config: ({"pixel_values": _pixels(torch, config)},
+                                                     {"labels": torch.tensor([0, 1])}),
+    "ForSemanticSegmentation": lambda torch, config: (
+        {"pixel_values": _pixels(torch, config)},
+        {"labels": torch.randint(0, 2, _pixels(torch, config).shape[-2:]).expand(BATCH, -1, -1).contiguous()},
+    ),
+    "ForCTC": lambda torch, config: ({"input_values": torch.randn(BATCH, 4000, generator=torch.Generator().manual_seed(1))},
+                                     {"labels": torch.randint(3, 256, (BATCH, 4))}),
+}  # fmt: skip
+
+
+def _config(cls):
+    defaults = cls.config_class()
+    kwargs = dict(TOKEN_IDS)
+    for key, value in TINY.items():
+        default = getattr(defaults, key, None)
+        if default is not None and type(default) is type(value):
+            kwargs[key] = value
+    for key, make in TINY_LISTS.items():
+        default = getattr(defaults, key, None)
+        if isinstance(default, (list, tuple)) and default:
+            kwargs[key] = make(len(default))
+    try:
+        return cls.config_class(**kwargs)
+    except Exception:  # noqa: BLE001 - a config that rejects some value: its defaults
+        return defaults
+
+
+def _float_tensors(torch, out) -> list:
+    """Every floating-point tensor of a model's output, in order (nested tuples of hidden states included)."""
+    items = out.to_tuple() if hasattr(out, "to_tuple") else out
+    if isinstance(items, torch.Tensor):
+        return [items] if items.is_floating_point() else []
+    if isinstance(items, (tuple, list)):
+        return [t for item in items for t in _float_tensors(torch, item)]
+    return []
+
+
+def check(name: str, head: str) -> dict:
+    """One model: eager first (a config eager cannot run is a skip), then thunder."""
+    import copy
+    import warnings
+
+    import torch
+    import transformers
+
+    import thunder
+
+    warnings.simplefilter("error", thunder.EagerRunWarning)  # a call that ran eagerly is an error here, not a pass
+    try:
+        cls = getattr(transformers, name)
+        config = _config(cls)
+        torch.manual_seed(0)
+        model = cls(config)
+        if sum(p.numel() for p in model.parameters()) > 30e6:
+            return {"status": "skip", "why": "over 30M parameters at the tiny config"}
+        inputs, labels = INPUTS[head](torch, config)
+        reference = copy.deepcopy(model)
+        with torch.no_grad():
+            expected = _float_tensors(torch, reference.eval()(**inputs))
+        copy.deepcopy(reference).train()(**inputs, **labels).loss.backward()
+    except Exception as e:  # noqa: BLE001
+        return {"status": "skip", "why": f"eager: {type(e).__name__}: {str(e)[:100]}"}
+    result: dict = {}
+    try:
+        jm = thunder.jit(model.eval())
+        with torch.no_grad():
+            got = _float_tensors(torch, jm(**inputs))
+        if [t.shape for t in got] != [t.shape for t in expected]:
+            raise AssertionError(f"output shapes {[t.shape for t in got]} vs eager's {[t.shape for t in expected]}")
+        result["eval_maxdiff"] = max(((a - b).abs().max().item() for a, b in zip(got, expected)), default=0.0)
+        model.train(), reference.train()
+        torch.manual_seed(2)
+        expected_loss = reference(**inputs, **labels).loss
+        expected_loss.backward()
+        torch.manual_seed(2)
+        loss = jm(**inputs, **labels).loss
+        loss.backward()
+        result["loss_diff"] = abs(loss.item() - expected_loss.item())
+        worst, none_differs = 0.0, []
+        # A gradient's difference relative to its largest element, or to a thousandth of the largest of all when it
+        # is smaller (a bias whose gradient sums to about zero differs from eager's by rounding alone).
+        scale = max((q.grad.abs().max().item() for q in reference.parameters() if q.grad is not None), default=0.0)
+        for (n, p), q in zip(model.named_parameters(), reference.parameters()):
+            if (p.grad is None) != (q.grad is None):
+                none_differs.append(n)
+            elif p.grad is not None:
+                floor = max(q.grad.abs().max().item(), 1e-3 * scale, 1e-12)
+                worst = max(worst, (p.grad - q.grad).abs().max().item() / floor)
+        result["grad_reldiff"], result["grad_none_differs"] = worst, none_differs[:3]
+        misses = thunder.cache_misses(jm)
+        for _ in range(2):
+            torch.manual_seed(2)
+            jm(**inputs, **labels).loss.backward()
+        result["misses_after_first_training_call"] = thunder.cache_misses(jm) - misses
+        wrong = result["eval_maxdiff"] > 1e-3 or result["loss_diff"] > 1e-3 or worst > 1e-2 or none_differs
+        result["status"] = "WRONG" if wrong else "ok"
+    except Exception as e:  # noqa: BLE001
+        result.update(status="error", why=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+    return result
+
+
+def _names(head: str) -> list[str]:
+    import transformers
+
+    names = [n for n in dir(transformers) if n.endswith(head) and not n.startswith(("TF", "Flax", "Auto"))]
+    return [n for n in names if head != "ForCausalLM" or n[: -len(head)] not in ZOO]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--heads", default=",".join(DEFAULT_HEADS), help="comma-separated heads (keys of INPUTS)")
+    ap.add_argument("--models", help="comma-separated class names (default: every class of the heads)")
+    ap.add_argument("--timeout", type=float, default=180.0, help="seconds per model")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    opts = ap.parse_args()
+    if opts.child:
+        name, head = opts.child.split(":")
+        print(json.dumps({"model": name, **check(name, head)}))
+        return
+    heads = opts.heads.split(",")
+    if opts.models:
+        jobs = [(n, next(h for h in INPUTS if n.endswith(h))) for n in opts.models.split(",")]
+    else:
+        jobs = [(n, h) for h in heads for n in _names(h)]
+    rows = []
+    for name, head in jobs:
+        try:
+            out = subprocess.run([sys.executable, "-m", "benchmarks.sweep_hf_models", "--child", f"{name}:{head}"],
+                                 capture_output=True, text=True, timeout=opts.timeout, check=False)  # fmt: skip
+            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+            row = json.loads(lines[-1]) if lines else {"model": name, "status": "crash", "why": out.stderr[-200:]}
+        except subprocess.TimeoutExpired:
+            row = {"model": name, "status": "timeout"}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("\n", dict(collections.Counter(r["status"] for r in rows)))
+    for r in rows:
+        if r["status"] not in ("ok", "skip"):
+            print(f"- {r['model']}: {r['status']} {r.get('why') or r.get('grad_none_differs') or ''}")
+
+
+if __name__ == "__main__":
+    main()
