@@ -347,3 +347,22 @@ def test_tensor_where_takes_the_tensor_as_input():
 
     for actual, expected in zip(thunder.jit(f)(a, c, b), f(a, c, b)):
         assert torch.equal(actual, expected)
+
+
+def test_layouts_of_large_tensors_read_with_a_mask_of_size_1_dims():
+    """Longformer with its default attention window pads the sequence to 512 and multiplies the hidden states by a
+    mask of shape (batch, 1, 512, 1): eager's layout of the product was found by replaying every op before it on the
+    CPU, refused as too large ("The strides of tensor ... are not known while tracing") on every real Longformer.
+    Now only the op that reads the mask runs on the CPU (Note [Ambiguous layouts])."""
+
+    def f(h, mask):
+        m = mask[:, None, :, None]  # shape (2, 1, 512, 1), strides not the contiguous ones in its size-1 dims
+        y = (h * 2) * m
+        return y.stride(), y.is_contiguous(), y.transpose(1, 2).reshape(2, -1)[:, :5]
+
+    h = torch.randn(2, 128, 512, 1)  # more elements than the whole-program replay took
+    mask = torch.randn(512, 2).t()
+    expected = f(h, mask)
+    actual = thunder.jit(f)(h, mask)
+    assert actual[:2] == expected[:2]
+    torch.testing.assert_close(actual[2], expected[2], rtol=0, atol=0)

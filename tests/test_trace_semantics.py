@@ -182,15 +182,26 @@ def test_degenerate_strides_match_eager():
     assert thunder.jit(f)(y) == f(y)
 
 
-def test_degenerate_strides_of_a_large_tensor_raise_instead_of_guessing():
+def test_degenerate_strides_of_a_large_tensor_match_eager():
+    """Only the op that reads the degenerate strides is replayed on the CPU (Note [Ambiguous layouts])."""
     x = torch.randn(100_000, 1).t()
 
     def f(x):
         return (x + 1).stride()
 
-    with pytest.raises(ThunderError, match="not known while tracing.*device-dependent"):
-        thunder.jit(f)(x)
+    assert thunder.jit(f)(x) == f(x)
     assert thunder.jit(lambda x: x.stride())(x) == x.stride()  # an input's own strides are known
+
+
+def test_degenerate_strides_of_an_op_too_large_to_replay_raise_instead_of_guessing(monkeypatch):
+    monkeypatch.setattr(thunder.torch.layout, "_CPU_REPLAY_LIMIT", 1000)
+    x = torch.randn(1000, 1).t()
+
+    def f(x):
+        return (x + 1).stride()
+
+    with pytest.raises(ThunderError, match="not known while tracing.*device-dependent.*too large"):
+        thunder.jit(f)(x)
 
 
 def test_input_proxy_records_its_strides_and_whether_they_were_read():

@@ -244,16 +244,15 @@ def _read_value(p: TensorProxy, kind: str) -> Any:
     return None if value_reader is None else value_reader(p, kind)
 
 
-def input_layout_tensor(p: TensorProxy, device: str = "meta") -> torch.Tensor:
-    """A tensor with the size, strides and storage offset an input proxy was made from (on
-    ``device``: meta, or zeros on the CPU), and mark ``p`` as ``strides_read``.
+def input_layout_tensor(p: TensorProxy) -> torch.Tensor:
+    """A meta tensor with the size, strides and storage offset an input proxy was made from, and mark
+    ``p`` as ``strides_read``.
 
     Its layout depends on the dims' values: symbolic dims are concretised (recording a constraint)."""
     shape = tuple(int(d) if is_symbolic(d) else d for d in p.shape)
     p.strides_read = True
     extent = p.offset + sum((n - 1) * s for n, s in zip(shape, p.strides)) + 1 if all(shape) else 0
-    make = torch.empty if device == "meta" else torch.zeros
-    base = make(max(extent, p.offset), dtype=p.dtype, device=device)
+    base = torch.empty(max(extent, p.offset), dtype=p.dtype, device="meta")
     return base.as_strided(shape, p.strides, p.offset)
 
 

@@ -38,16 +38,15 @@ __all__: list[str] = []
 
 @dataclass
 class _Replay:
-    """The tensors (on ``device``) of one trace's values replayed so far."""
+    """The meta tensors of one trace's values replayed so far."""
 
-    device: str = "meta"
     metas: dict[str, torch.Tensor] = field(default_factory=dict)
     unknown: dict[str, str] = field(default_factory=dict)  # name -> why its layout is not known
     unknown_offset: dict[str, str] = field(default_factory=dict)  # strides known, storage offset not
     done: set[int] = field(default_factory=set)  # uids of bound symbols already replayed
 
 
-# A trace's replays live on the trace itself (``trace._layout_replays``: device -> _Replay), so
+# A trace's replay lives on the trace itself (``trace._layout_replays``), so
 # they go away with it and two threads tracing at once never share one.
 _STATE_ATTR = "_layout_replays"
 
@@ -55,10 +54,14 @@ _STATE_ATTR = "_layout_replays"
 # Meta tensors follow torch's layout rules except in degenerate cases: a tensor with a size-1 (or
 # size-0) dim whose stride is not the contiguous one (``torch.randn(6, 1).t()``, strides (1, 1))
 # gets ``(x + 1).stride() == (1, 1)`` on the CPU but ``(6, 1)`` on meta, because meta's
-# ``empty_like`` does not copy such strides. So after a meta replay, if any op of it read such a
-# tensor, the values are replayed again on real CPU tensors (zeros), when every input and result
-# involved is small enough; otherwise the layout is reported as unknown rather than guessed.
-_CPU_REPLAY_LIMIT = 1 << 16  # elements per tensor
+# ``empty_like`` does not copy such strides. So an op that reads such a tensor is replayed on real
+# CPU tensors (zeros laid out as the meta ones: the meta layouts before it are eager's, by
+# induction), and its results go back to meta with the layouts the CPU gave them. Only that op's
+# operands are made, so it works on a real model's sizes (Longformer pads its sequence to 512 and
+# reads a mask of shape (2, 1, 512, 1): replaying every op before it on the CPU was refused as too
+# large); an op whose operands and results hold more than ``_CPU_REPLAY_LIMIT`` elements is
+# reported as unknown rather than guessed.
+_CPU_REPLAY_LIMIT = 1 << 24  # elements of one op's operands and results together
 
 
 def _contiguous_strides(shape) -> tuple[int, ...]:
@@ -74,12 +77,17 @@ def _ambiguous(t: torch.Tensor) -> bool:
     return any(n <= 1 for n in t.shape) and t.stride() != _contiguous_strides(t.shape)
 
 
-def _elements(q: TensorProxy) -> int:
-    """Elements a CPU replay allocates for ``q`` (an input's whole strided extent)."""
-    shape = tuple(map(pyval, q.shape))
-    if q.strides is None or not all(shape):
-        return math.prod(shape)
-    return q.offset + sum((n - 1) * st for n, st in zip(shape, q.strides)) + 1
+def _extent(t: torch.Tensor) -> int:
+    """Elements of the storage that ``t``'s size, strides and storage offset reach."""
+    if not t.numel():
+        return t.storage_offset()
+    return t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride())) + 1
+
+
+def _laid_out_like(t: torch.Tensor, device: str) -> torch.Tensor:
+    """A tensor on ``device`` (zeros on a real one) with ``t``'s size, strides, storage offset and dtype."""
+    make = torch.empty if device == "meta" else torch.zeros
+    return make(_extent(t), dtype=t.dtype, device=device).as_strided(t.shape, t.stride(), t.storage_offset())
 
 # Device moves keep the layout of a dense tensor (``memory_format=torch.preserve_format``).
 _LAYOUT_PRESERVING = frozenset({conversions.cpu.id, conversions.cuda.id})
@@ -144,15 +152,14 @@ def _meta_of(state: _Replay, p: TensorProxy) -> torch.Tensor | None:
     if p.name in state.metas:
         return state.metas[p.name]
     if p.strides is not None:
-        t = state.metas[p.name] = proxies.input_layout_tensor(p, state.device)
+        t = state.metas[p.name] = proxies.input_layout_tensor(p)
         return t
     return None
 
 
-def _fresh(state: _Replay, p: TensorProxy) -> torch.Tensor:
-    """A contiguous tensor shaped like ``p`` on the replay's device."""
-    make = torch.empty if state.device == "meta" else torch.zeros
-    return make(_sizes(p), dtype=p.dtype, device=state.device)
+def _fresh(p: TensorProxy) -> torch.Tensor:
+    """A contiguous meta tensor shaped like ``p``."""
+    return torch.empty(_sizes(p), dtype=p.dtype, device="meta")
 
 
 def _replay(state: _Replay, bsym: BoundSymbol) -> None:
@@ -165,7 +172,7 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
     if sym.id in _CONTIGUOUS_RESULT and bsym.kwargs.get("memory_format", torch.contiguous_format) is torch.contiguous_format:
         if missing:
             for o in outs:
-                state.metas[o.name] = _fresh(state, o)
+                state.metas[o.name] = _fresh(o)
                 state.unknown_offset[o.name] = (
                     f"it is {sym.print_name}() of a tensor whose layout is not known, which may return that "
                     "tensor itself"
@@ -183,44 +190,47 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
         return
     impl = symbol_to_torch.get(sym) or (sym.python_impl if sym.is_prim else None)
 
-    def conc(x):
-        return _concrete(x, state.device)
-
     if not ins:
         # A factory: contiguous, unless it takes a device (and maybe strides) it can create on meta.
         if impl is not None and "device" in bsym.kwargs:
-            kwargs = {**tree_map(conc, bsym.kwargs), "device": torch.device(state.device)}
             try:
-                with torch.no_grad(), tracectx(None):
-                    result = impl(*tree_map(conc, bsym.args), **kwargs)
-                if _bind_results(state, outs, result):
+                if _bind_results(state, outs, _call(impl, bsym, "meta", lambda x: x, factory=True)):
                     return
             except Exception:
                 pass
         for o in outs:
-            state.metas[o.name] = _fresh(state, o)
+            state.metas[o.name] = _fresh(o)
         return
     if impl is None:
         for o in outs:
             state.unknown[o.name] = f"it is computed by {sym.print_name}{_where(bsym)}, which has no torch implementation"
         return
-
-    def arg(x):
-        if isinstance(x, TensorProxy):
-            return state.metas[x.name]
-        return conc(x)
-
+    operands = [state.metas[a.name] for a in ins]
+    device = "cpu" if any(_ambiguous(t) for t in operands) else "meta"  # Note [Ambiguous layouts]
+    if device == "cpu":
+        size = sum(map(_extent, operands)) + sum(math.prod(_sizes(o)) for o in outs)
+        if size > _CPU_REPLAY_LIMIT:
+            a = next(a for a in ins if _ambiguous(state.metas[a.name]))
+            t = state.metas[a.name]
+            for o in outs:
+                state.unknown[o.name] = (
+                    f"it is computed by {sym.print_name}{_where(bsym)} from {a.name}, whose strides {t.stride()} for "
+                    f"size-1 dims of shape {tuple(t.shape)} make torch's layout rules device-dependent, and the op's "
+                    f"tensors ({size} elements) are too large to replay on the CPU"
+                )
+            return
+    made = {a.name: (t if device == "meta" else _laid_out_like(t, "cpu")) for a, t in zip(ins, operands)}
     try:
-        args, kwargs = tree_map(arg, bsym.args), tree_map(arg, bsym.kwargs)
-        with torch.no_grad(), tracectx(None):  # an impl that calls symbols must not record into the trace
-            result = impl(*args, **kwargs)
+        result = _call(impl, bsym, device, lambda x: made[x.name])
     except Exception as e:
         for o in outs:
             state.unknown[o.name] = (
-                f"it is computed by {sym.print_name}{_where(bsym)}, which cannot run on meta tensors "
+                f"it is computed by {sym.print_name}{_where(bsym)}, which cannot run on {device} tensors "
                 f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
             )
         return
+    if device == "cpu":
+        result = tree_map(lambda x: _laid_out_like(x, "meta") if isinstance(x, torch.Tensor) else x, result)
     if _bind_results(state, outs, result):
         return
     in_names = {a.name for a in ins}
@@ -228,6 +238,20 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
         if IN_PLACE in sym.tags and o.name in in_names:
             continue  # mutated in place (``__setitem__`` returns None): its tensor is the argument's
         state.unknown[o.name] = f"the results of {sym.print_name}{_where(bsym)} do not match its trace outputs"
+
+
+def _call(impl, bsym: BoundSymbol, device: str, tensor, factory: bool = False):
+    """``impl`` on ``bsym``'s arguments on ``device``: each tensor proxy given by ``tensor``, symbolic numbers
+    concretised, devices replaced by ``device`` (a factory's ``device`` keyword too, even None)."""
+
+    def arg(x):
+        return tensor(x) if isinstance(x, TensorProxy) else _concrete(x, device)
+
+    args, kwargs = tree_map(arg, bsym.args), tree_map(arg, bsym.kwargs)
+    if factory:
+        kwargs["device"] = torch.device(device)
+    with torch.no_grad(), tracectx(None):  # an impl that calls symbols must not record into the trace
+        return impl(*args, **kwargs)
 
 
 def _bind_results(state: _Replay, outs: list[TensorProxy], result) -> bool:
@@ -250,12 +274,11 @@ def _sizes(p: TensorProxy) -> tuple[int, ...]:
     return tuple(int(d) for d in p.shape)
 
 
-def _run(trace, device: str, top: list[BoundSymbol], needed: list[int]) -> _Replay:
-    """Replays the ``needed`` top-level bound symbols not replayed yet on ``device``."""
-    states = trace.__dict__.setdefault(_STATE_ATTR, {})
-    state = states.get(device)
+def _run(trace, top: list[BoundSymbol], needed: list[int]) -> _Replay:
+    """Replays the ``needed`` top-level bound symbols not replayed yet."""
+    state = trace.__dict__.get(_STATE_ATTR)
     if state is None:
-        state = states[device] = _Replay(device)
+        state = trace.__dict__[_STATE_ATTR] = _Replay()
     for i in needed:
         bsym = top[i]
         if bsym.uid not in state.done:
@@ -265,8 +288,7 @@ def _run(trace, device: str, top: list[BoundSymbol], needed: list[int]) -> _Repl
 
 
 def meta_layout_of(p: TensorProxy, need_offset: bool = False) -> torch.Tensor:
-    """A tensor (meta, or a small CPU one: Note [Ambiguous layouts]) laid out as eager lays out the
-    intermediate ``p`` (``proxies.layout_provider``)."""
+    """A meta tensor laid out as eager lays out the intermediate ``p`` (``proxies.layout_provider``)."""
     trace = get_tracectx()
     if trace is None:
         raise _unknown(p, "it is not part of a trace being built")
@@ -278,28 +300,7 @@ def meta_layout_of(p: TensorProxy, need_offset: bool = False) -> torch.Tensor:
             "it is not an input of the traced function, nor a result of the ops recorded so far (a value inside "
             "the decomposition of an op)",
         )
-    state = _run(trace, "meta", top, needed)
-    ambiguous = [
-        a
-        for i in needed
-        for a in top[i].flat_proxy_args
-        if isinstance(a, TensorProxy) and a.name in state.metas and _ambiguous(state.metas[a.name])
-    ]
-    if ambiguous and p.name not in state.unknown:
-        too_big = [
-            q
-            for q in [*roots.values(), *(o for i in needed for o in top[i].flat_proxy_outs)]
-            if isinstance(q, TensorProxy) and _elements(q) > _CPU_REPLAY_LIMIT
-        ]
-        a = ambiguous[0]
-        if too_big:
-            raise _unknown(
-                p,
-                f"it is computed from {a.name}, whose strides {state.metas[a.name].stride()} for size-1 dims of shape "
-                f"{tuple(state.metas[a.name].shape)} make torch's layout rules device-dependent, and {too_big[0].name} "
-                "is too large to replay on the CPU",
-            )
-        state = _run(trace, "cpu", top, needed)
+    state = _run(trace, top, needed)
     if p.name in state.unknown:
         raise _unknown(p, state.unknown[p.name])
     if need_offset and p.name in state.unknown_offset:
