@@ -146,7 +146,7 @@ class Tracer(
         self._arrays_shared: list[tuple] = []  # (array, its values, torch function) (Note [Tensors of outside arrays])
         self._internal_cells: set[int] = set()  # cells the program made itself
         self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
-        self._object_dicts: dict[int, dict] = {}  # __dict__ of outside objects (Note [Reads and writes through an object's __dict__])
+        self._object_dicts: dict[int, tuple[dict, Any]] = {}  # id(__dict__ or the program's copy) -> (__dict__, object)
         self._dict_copies: dict[int, dict] = {}  # id(object) -> the program's copy of its __dict__ (same Note)
         self._copies: dict[int, tuple[Proxy, Any, Any]] = {}  # id(copy) -> (holder, copy, its first contents)
         self._copy_changed_after: dict[int, Any] = {}  # id(copy) -> the last bound symbol before its last change

@@ -34,9 +34,8 @@ Note [Reads and writes through an object's __dict__]
 unchecked, so a cached trace kept the value it read while tracing (``O.n = 5`` afterwards was not seen), and a
 write into it (``vars(obj)["n"] += 1``) was made once, while tracing, and never by the calls (a counter stopped at
 1). So the ``__dict__`` of an object from outside (``vars(obj)`` reads it as ``obj.__dict__`` does) is read as an
-outside dict is, each item checked where the program reads it, and a write into it is a clear error that says to
-write the attribute instead, which is replayed (a write through the dict would bypass the attribute reads of the
-same object). A class's own ``__dict__`` is a read-only mappingproxy: the program gets a mappingproxy of its copy,
+outside dict is, each item checked where the program reads it, and a write into it is made as the attribute store
+it is (Note [Writes into an object's __dict__] in thunder.core.side_effects), replayed on every call. A class's own ``__dict__`` is a read-only mappingproxy: the program gets a mappingproxy of its copy,
 whose items (the class's methods and attributes) the prologue checks at the first read of ``C.__dict__`` (a program
 that reads it at all pays for checks of every item). In eager the dict is a view of the attributes, so the
 program's ``obj.name = value`` after it read the dict shows in its copy too (``_store_in_dict_copy``).
@@ -192,7 +191,7 @@ class OutsideReadsMixin:
 
     def _object_dict(self, obj: Any, table: dict) -> Any:
         """``obj.__dict__`` (and ``vars(obj)``) of an object from outside: an outside container whose items are
-        checked where they are read, and into which a write is refused (Note [Reads and writes through an object's
+        checked where they are read, and whose writes are attribute stores (Note [Reads and writes through an object's
         __dict__]); an object the program made, or one not checked, gives its own dict."""
         holder = self._provenance.get(id(obj))
         if holder is None and (is_user_namespace(obj) or isinstance(obj, torch.nn.Module)):
@@ -200,8 +199,7 @@ class OutsideReadsMixin:
         if holder is None:
             return table
         seen = self._read(("attr", id(obj), "__dict__"), table, lambda: self._attr_holder(holder, "__dict__", obj))
-        self._object_dicts[id(table)] = table
-        self._object_dicts[id(seen)] = table  # (the copy is kept alive by ``_reads``)
+        self._object_dicts[id(table)] = self._object_dicts[id(seen)] = (table, obj)  # (``_reads`` keeps the copy alive)
         self._dict_copies[id(obj)] = seen
         return seen
 

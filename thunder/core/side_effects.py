@@ -186,7 +186,7 @@ class SideEffectsMixin:
         if not (isinstance(fn, (types.BuiltinMethodType, types.MethodWrapperType)) and fn.__name__ in _MUTATING_METHODS):
             return None
         if id(receiver) in self._object_dicts:
-            return self._refuse_object_dict_write
+            return self._object_dict_call(receiver, fn.__name__)
         lazy = self._lazy.get(id(receiver))
         if lazy is not None and lazy.copy is receiver and fn.__name__ in _PURE_WRITES[type(receiver)]:
             return self._lazy_write_call(receiver, fn.__name__)
@@ -209,6 +209,50 @@ class SideEffectsMixin:
             self._write(copy, method, args)
 
         return call
+
+    # Note [Writes into an object's __dict__]
+    # ``obj.__dict__.pop("name", None)``, ``vars(obj)["n"] = 1``, ``obj.__dict__.update(...)`` on an object from
+    # outside (transformers' per-layer configs do the first to a ``copy.copy`` of the model's config in the forward)
+    # change its attributes past its type's ``__setattr__``: they are made as what they are, stores and deletions of
+    # its attributes by ``object.__setattr__`` / ``object.__delattr__`` (``store_attr(raw=True)``), replayed on every
+    # call (a write through the dict was made once, while tracing). Where a name is not one an ``object.__setattr__``
+    # would store in the dict (not a str, or a data descriptor of the type's), the write stays a clear error.
+    def _object_dict_call(self, receiver: dict, method: str) -> Callable:
+        """A call of a method that changes the ``__dict__`` of an outside object (Note [Writes into an object's
+        __dict__]): run on a copy of its items, then made as the attribute stores that change them so."""
+        table, owner = self._object_dicts[id(receiver)]
+        if _is_module_globals(table):
+            return self._refuse_object_dict_write
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if id(receiver) in self._lazy:
+                self._read_contents(receiver)
+            after = dict(receiver)
+            result = getattr(after, method)(*args, **kwargs)  # eager's result and errors
+            changes = {name: DELETED for name in receiver.keys() - after.keys()}
+            changes.update({k: v for k, v in after.items() if k not in receiver or receiver[k] is not v})
+            self._store_through_object_dict(owner, table, changes)
+            if receiver is not table:
+                receiver.clear()
+                receiver.update(after)
+            return result
+
+        return call
+
+    def _store_through_object_dict(self, owner: Any, table: dict, changes: dict) -> None:
+        """``changes`` (name -> value or ``DELETED``) written into ``owner``'s ``__dict__``, ``table``, as raw
+        attribute stores (Note [Writes into an object's __dict__])."""
+        cls = type(owner)
+        for name in changes:
+            descriptor = lookup_type_attr(cls, name) if type(name) is str else NULL
+            if type(name) is not str or hasattr(type(descriptor), "__set__") or hasattr(type(descriptor), "__delete__"):
+                self._refuse_object_dict_write()
+        for name, value in changes.items():
+            if not self.store_attr(owner, name, value, raw=True):
+                if value is DELETED:
+                    table.pop(name, None)
+                else:
+                    table[name] = value
 
     def _refuse_object_dict_write(self, *args: Any, **kwargs: Any) -> None:
         raise ThunderRuntimeError(
@@ -315,10 +359,16 @@ class SideEffectsMixin:
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
         if id(container) in self._object_dicts:
-            table = self._object_dicts[id(container)]
-            if not (type(key) is str and _is_module_globals(table)):
-                self._refuse_object_dict_write()
+            table, owner = self._object_dicts[id(container)]
+            if value is DELETED and id(container) in self._lazy:
+                self._read_contents(container)  # a deletion depends on what is there
             if value is DELETED and key not in container:
+                return  # the instruction raises eager's KeyError
+            if not _is_module_globals(table):
+                self._store_through_object_dict(owner, table, {key: value})  # Note [Writes into an object's __dict__]
+                return  # the instruction makes it in the program's copy
+            if type(key) is not str:
+                self._refuse_object_dict_write()
                 return  # the instruction raises eager's KeyError
             # ``globals()[name] = value``: the assignment of a global it is (replayed); the program's copy of the
             # dict takes it from the instruction, the module's dict here (read back by a later ``name``)
