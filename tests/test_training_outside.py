@@ -1,10 +1,14 @@
 """PyTorch's training utilities and function transforms used around a ``thunder.jit`` module, against eager."""
 
+import copy
 import io
 import pickle
+from unittest import mock
 
+import pytest
 import torch
 from torch.func import functional_call
+from torch.optim import lr_scheduler
 
 import thunder
 from thunder.extend import get_executor
@@ -63,3 +67,76 @@ def test_torch_save_of_a_jitted_module_loads_a_compiled_module_in_the_same_state
 def test_a_registered_executor_pickles_as_itself():
     torch_ex = get_executor("torch")
     assert pickle.loads(pickle.dumps(torch_ex)) is torch_ex
+
+
+_OPTIMIZERS = {
+    "SGD": lambda params, lr, foreach: torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=foreach),
+    "Adam": lambda params, lr, foreach: torch.optim.Adam(params, lr=lr, foreach=foreach),
+    "AdamW": lambda params, lr, foreach: torch.optim.AdamW(params, lr=lr, foreach=foreach),
+}
+_SCHEDULERS = {
+    "StepLR": lambda opt: lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
+    "CosineAnnealingLR": lambda opt: lr_scheduler.CosineAnnealingLR(opt, T_max=6),
+    "LambdaLR": lambda opt: lr_scheduler.LambdaLR(opt, lambda epoch: 1 / (epoch + 1)),
+    "OneCycleLR": lambda opt: lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=7),  # momentum and betas too
+}
+
+
+def _scheduled_steps(optimizer: str, scheduler: str, *, foreach: bool, lr, steps: int = 6) -> int:
+    """Trains a model with ``thunder.jit(opt.step)`` and a copy eagerly, side by side; the parameters must be
+    eager's bitwise after every step. Returns the jitted step's cache misses.
+
+    Traced, ``torch.compiler.is_compiling()`` is True (README), so torch.optim takes its compile path (Adam's
+    ``_get_value(step)`` keeps the step a tensor: its bias corrections are float32 tensors, where eager's are
+    Python floats, which drifts by ~1e-6 in a few steps): the eager copy is run on that path too."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    eager_model = copy.deepcopy(model)
+    opt = _OPTIMIZERS[optimizer](model.parameters(), lr() if callable(lr) else lr, foreach)
+    eager_opt = _OPTIMIZERS[optimizer](eager_model.parameters(), lr() if callable(lr) else lr, foreach)
+    sched, eager_sched = _SCHEDULERS[scheduler](opt), _SCHEDULERS[scheduler](eager_opt)
+    jstep = thunder.jit(opt.step)
+    x = torch.randn(5, 4)
+    for _ in range(steps):
+        for m in (model, eager_model):
+            m.zero_grad()
+            m(x).pow(2).sum().backward()
+        jstep()
+        with mock.patch("torch.compiler.is_compiling", lambda: True):
+            eager_opt.step()
+        sched.step()
+        eager_sched.step()
+        for p, e in zip(model.parameters(), eager_model.parameters()):
+            torch.testing.assert_close(p, e, rtol=0, atol=0)
+    return thunder.cache_misses(jstep)
+
+
+@pytest.mark.parametrize("scheduler", list(_SCHEDULERS))
+@pytest.mark.parametrize("foreach", [False, True], ids=["for-loop", "foreach"])
+@pytest.mark.parametrize("optimizer", list(_OPTIMIZERS))
+def test_a_learning_rate_schedule_does_not_recompile_the_optimizer_step_every_step(optimizer, foreach, scheduler):
+    # The float learning rate (and OneCycleLR's momentum or betas) a scheduler changes every step turns symbolic
+    # once it changed: the first call, the one where the momentum buffers appear, and the first call with a new
+    # learning rate compile; every later step hits (8 compiles in 8 steps before).
+    assert _scheduled_steps(optimizer, scheduler, foreach=foreach, lr=0.1) <= 3
+
+
+@pytest.mark.parametrize("scheduler", ["CosineAnnealingLR", "OneCycleLR"])
+@pytest.mark.parametrize(
+    "optimizer, foreach", [("SGD", False), ("SGD", True), ("Adam", False), ("AdamW", False)]
+)  # eager refuses a tensor learning rate for a foreach Adam
+def test_a_tensor_learning_rate_schedule_stays_eagers(optimizer, foreach, scheduler):
+    # The scheduler fills the 0-d tensor in place: an input, read on every call.
+    assert _scheduled_steps(optimizer, scheduler, foreach=foreach, lr=lambda: torch.tensor(0.1)) <= 2
+
+
+def test_a_number_divided_by_a_tensor_rounds_as_eager():
+    # Eager's ``Tensor.__rtruediv__`` is ``t.reciprocal() * n``: two roundings, not ``torch.div(n, t)``'s one.
+    def f(t):
+        return 0.01 / t, 3 / t
+
+    t = torch.linspace(0.05, 0.95, 1000)
+    for actual, expected in zip(thunder.jit(f)(t), f(t)):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    ti = torch.arange(1, 100)
+    torch.testing.assert_close(thunder.jit(f)(ti), f(ti), rtol=0, atol=0)
