@@ -140,3 +140,41 @@ def test_a_number_divided_by_a_tensor_rounds_as_eager():
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
     ti = torch.arange(1, 100)
     torch.testing.assert_close(thunder.jit(f)(ti), f(ti), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("foreach", [False, True], ids=["for-loop", "foreach"])
+def test_zero_grad_keeping_the_grad_tensors_in_a_jitted_step(foreach):
+    # ``zero_grad(set_to_none=False)`` asks each ``.grad`` for its ``grad_fn`` (None: a leaf), then zeroes it in place.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    eager_model = copy.deepcopy(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=foreach)
+    eager_opt = torch.optim.SGD(eager_model.parameters(), lr=0.1, momentum=0.9, foreach=foreach)
+
+    def step(opt):
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+
+    jstep = thunder.jit(step)
+    x = torch.randn(5, 4)
+    for _ in range(3):
+        model(x).pow(2).sum().backward()
+        eager_model(x).pow(2).sum().backward()
+        grads = [p.grad for p in model.parameters()]
+        jstep(opt)
+        step(eager_opt)
+        assert all(p.grad is g for p, g in zip(model.parameters(), grads))  # the same tensors, zeroed
+        for p, e in zip(model.parameters(), eager_model.parameters()):
+            torch.testing.assert_close(p, e, rtol=0, atol=0)
+            torch.testing.assert_close(p.grad, e.grad, rtol=0, atol=0)
+    assert thunder.cache_misses(jstep) == 2  # the momentum buffers appear in the second
+
+
+def test_grad_fn_of_a_tensor_autograd_made_is_a_clear_error():
+    def f(x):
+        y = x * 2
+        return y.grad_fn is None
+
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="grad_fn"):
+        thunder.jit(f)(torch.randn(2, requires_grad=True))
+    assert thunder.jit(f)(torch.randn(2)) is f(torch.randn(2))
