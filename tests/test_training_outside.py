@@ -178,3 +178,37 @@ def test_grad_fn_of_a_tensor_autograd_made_is_a_clear_error():
     with pytest.raises(thunder.core.errors.UnsupportedOpError, match="grad_fn"):
         thunder.jit(f)(torch.randn(2, requires_grad=True))
     assert thunder.jit(f)(torch.randn(2)) is f(torch.randn(2))
+
+
+def test_a_jitted_grad_scaler_step_skips_on_inf_gradients_and_resumes_as_eager():
+    # ``scaler.step(opt)`` unscales the gradients and checks them (``_amp_foreach_non_finite_check_and_unscale_``),
+    # steps only when they are finite (``found_inf.item()``: a step that skips and one that does not are one entry
+    # each), and ``scaler.update()`` backs the scale off or grows it (``_amp_update_scale_``).
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    eager_model = copy.deepcopy(model)
+
+    def make(m):
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_factor=3.0, backoff_factor=0.3, growth_interval=2)
+        return opt, scaler
+
+    def step(scaler, opt):
+        scaler.step(opt)
+        scaler.update()
+
+    (opt, scaler), (eager_opt, eager_scaler) = make(model), make(eager_model)
+    jstep = thunder.jit(step)
+    for i in range(7):
+        x = torch.randn(5, 4)
+        if i in (2, 5):
+            x[0, 0] = float("inf")
+        for m, o, s, f in ((model, opt, scaler, jstep), (eager_model, eager_opt, eager_scaler, step)):
+            o.zero_grad()
+            s.scale(m(x).pow(2).sum()).backward()
+            f(s, o)
+        assert scaler.get_scale() == eager_scaler.get_scale()
+        assert scaler._growth_tracker.item() == eager_scaler._growth_tracker.item()
+        for p, e in zip(model.parameters(), eager_model.parameters()):
+            torch.testing.assert_close(p, e, rtol=0, atol=0)
+    assert thunder.cache_misses(jstep) <= 3
