@@ -190,7 +190,9 @@ def test_a_jitted_grad_scaler_step_skips_on_inf_gradients_and_resumes_as_eager()
 
     def make(m):
         opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
-        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_factor=3.0, backoff_factor=0.3, growth_interval=2)
+        scaler = torch.amp.GradScaler(
+            "cpu", init_scale=2.0**10, growth_factor=3.0, backoff_factor=0.3, growth_interval=2
+        )
         return opt, scaler
 
     def step(scaler, opt):
