@@ -208,7 +208,7 @@ def test_python_number_miss():
     jf(x, 3)
     jf(x, 3.0)
     changed, retyped = reasons(jf)[1:]
-    assert changed.startswith("n value changed 2 -> 3; the sizes and ints that changed are symbolic in this entry")
+    assert changed.startswith("n value changed 2 -> 3; the sizes and numbers that changed are symbolic in this entry")
     assert retyped == "n type changed int -> float"
     jf(x, 4)  # the int entry has n symbolic (automatic dynamic shapes): no compile
     assert thunder.cache_misses(jf) == 3

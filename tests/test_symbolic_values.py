@@ -139,6 +139,9 @@ CASES = {
     "times_complex": (lambda x, n: x * (n * 1j).imag, [(_x(), 3), (_x(), 4)], 2),
     "eq_complex": (lambda x, n: x + (1 if n == 3 + 0j else 0), [(_x(), 3), (_x(), 4)], 2),
     "pow_mod": (lambda x, n: x + pow(n, 2, 5), [(_x(), 3), (_x(), 4)], 2),
+    # a number to a tensor's power is the tensor's op: it stays symbolic (Adam's ``beta1 ** step``)
+    "float_pow_tensor": (lambda x, f: f**x, [(_x(), 0.5), (_x(), 0.7)], 1),
+    "int_pow_tensor": (lambda x, n: n**x, [(_x(), 3), (_x(), 4)], 1),
     "copy_keeps_symbol": (lambda x, n: x * copy.copy(n), [(_x(), 3), (_x(), 4)], 1),
     "deepcopy_keeps_symbol": (lambda x, n: x * copy.deepcopy([n])[0], [(_x(), 3), (_x(), 4)], 1),
     "pickle": (lambda x, n: x + len(pickle.dumps(n)), [(_x(), 3), (_x(), 300)], 2),

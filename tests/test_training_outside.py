@@ -1,10 +1,14 @@
 """PyTorch's training utilities and function transforms used around a ``thunder.jit`` module, against eager."""
 
+import copy
 import io
 import pickle
+from unittest import mock
 
+import pytest
 import torch
 from torch.func import functional_call
+from torch.optim import lr_scheduler
 
 import thunder
 from thunder.extend import get_executor
@@ -63,3 +67,150 @@ def test_torch_save_of_a_jitted_module_loads_a_compiled_module_in_the_same_state
 def test_a_registered_executor_pickles_as_itself():
     torch_ex = get_executor("torch")
     assert pickle.loads(pickle.dumps(torch_ex)) is torch_ex
+
+
+_OPTIMIZERS = {
+    "SGD": lambda params, lr, foreach: torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=foreach),
+    "Adam": lambda params, lr, foreach: torch.optim.Adam(params, lr=lr, foreach=foreach),
+    "AdamW": lambda params, lr, foreach: torch.optim.AdamW(params, lr=lr, foreach=foreach),
+}
+_SCHEDULERS = {
+    "StepLR": lambda opt: lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
+    "CosineAnnealingLR": lambda opt: lr_scheduler.CosineAnnealingLR(opt, T_max=6),
+    "LambdaLR": lambda opt: lr_scheduler.LambdaLR(opt, lambda epoch: 1 / (epoch + 1)),
+    "OneCycleLR": lambda opt: lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=7),  # momentum and betas too
+}
+
+
+def _scheduled_steps(optimizer: str, scheduler: str, *, foreach: bool, lr, steps: int = 6) -> int:
+    """Trains a model with ``thunder.jit(opt.step)`` and a copy eagerly, side by side; the parameters must be
+    eager's bitwise after every step. Returns the jitted step's cache misses.
+
+    Traced, ``torch.compiler.is_compiling()`` is True (README), so torch.optim takes its compile path (Adam's
+    ``_get_value(step)`` keeps the step a tensor: its bias corrections are float32 tensors, where eager's are
+    Python floats, which drifts by ~1e-6 in a few steps): the eager copy is run on that path too."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    eager_model = copy.deepcopy(model)
+    opt = _OPTIMIZERS[optimizer](model.parameters(), lr() if callable(lr) else lr, foreach)
+    eager_opt = _OPTIMIZERS[optimizer](eager_model.parameters(), lr() if callable(lr) else lr, foreach)
+    sched, eager_sched = _SCHEDULERS[scheduler](opt), _SCHEDULERS[scheduler](eager_opt)
+    jstep = thunder.jit(opt.step)
+    x = torch.randn(5, 4)
+    for _ in range(steps):
+        for m in (model, eager_model):
+            m.zero_grad()
+            m(x).pow(2).sum().backward()
+        jstep()
+        with mock.patch("torch.compiler.is_compiling", lambda: True):
+            eager_opt.step()
+        sched.step()
+        eager_sched.step()
+        for p, e in zip(model.parameters(), eager_model.parameters()):
+            torch.testing.assert_close(p, e, rtol=0, atol=0)
+    return thunder.cache_misses(jstep)
+
+
+@pytest.mark.parametrize("scheduler", list(_SCHEDULERS))
+@pytest.mark.parametrize("foreach", [False, True], ids=["for-loop", "foreach"])
+@pytest.mark.parametrize("optimizer", list(_OPTIMIZERS))
+def test_a_learning_rate_schedule_does_not_recompile_the_optimizer_step_every_step(optimizer, foreach, scheduler):
+    # The float learning rate (and OneCycleLR's momentum or betas) a scheduler changes every step turns symbolic
+    # once it changed: the first call, the one where the momentum buffers appear, and the first call with a new
+    # learning rate compile; every later step hits (8 compiles in 8 steps before).
+    assert _scheduled_steps(optimizer, scheduler, foreach=foreach, lr=0.1) <= 3
+
+
+@pytest.mark.parametrize("scheduler", ["CosineAnnealingLR", "OneCycleLR"])
+@pytest.mark.parametrize(
+    "optimizer, foreach", [("SGD", False), ("SGD", True), ("Adam", False), ("AdamW", False)]
+)  # eager refuses a tensor learning rate for a foreach Adam
+def test_a_tensor_learning_rate_schedule_stays_eagers(optimizer, foreach, scheduler):
+    # The scheduler fills the 0-d tensor in place: an input, read on every call.
+    assert _scheduled_steps(optimizer, scheduler, foreach=foreach, lr=lambda: torch.tensor(0.1)) <= 2
+
+
+def test_a_number_divided_by_a_tensor_rounds_as_eager():
+    # Eager's ``Tensor.__rtruediv__`` is ``t.reciprocal() * n``: two roundings, not ``torch.div(n, t)``'s one.
+    def f(t):
+        return 0.01 / t, 3 / t
+
+    t = torch.linspace(0.05, 0.95, 1000)
+    for actual, expected in zip(thunder.jit(f)(t), f(t)):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    ti = torch.arange(1, 100)
+    torch.testing.assert_close(thunder.jit(f)(ti), f(ti), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("foreach", [False, True], ids=["for-loop", "foreach"])
+def test_zero_grad_keeping_the_grad_tensors_in_a_jitted_step(foreach):
+    # ``zero_grad(set_to_none=False)`` asks each ``.grad`` for its ``grad_fn`` (None: a leaf), then zeroes it in place.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    eager_model = copy.deepcopy(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=foreach)
+    eager_opt = torch.optim.SGD(eager_model.parameters(), lr=0.1, momentum=0.9, foreach=foreach)
+
+    def step(opt):
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+
+    jstep = thunder.jit(step)
+    x = torch.randn(5, 4)
+    for _ in range(3):
+        model(x).pow(2).sum().backward()
+        eager_model(x).pow(2).sum().backward()
+        grads = [p.grad for p in model.parameters()]
+        jstep(opt)
+        step(eager_opt)
+        assert all(p.grad is g for p, g in zip(model.parameters(), grads))  # the same tensors, zeroed
+        for p, e in zip(model.parameters(), eager_model.parameters()):
+            torch.testing.assert_close(p, e, rtol=0, atol=0)
+            torch.testing.assert_close(p.grad, e.grad, rtol=0, atol=0)
+    assert thunder.cache_misses(jstep) == 2  # the momentum buffers appear in the second
+
+
+def test_grad_fn_of_a_tensor_autograd_made_is_a_clear_error():
+    def f(x):
+        y = x * 2
+        return y.grad_fn is None
+
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="grad_fn"):
+        thunder.jit(f)(torch.randn(2, requires_grad=True))
+    assert thunder.jit(f)(torch.randn(2)) is f(torch.randn(2))
+
+
+def test_a_jitted_grad_scaler_step_skips_on_inf_gradients_and_resumes_as_eager():
+    # ``scaler.step(opt)`` unscales the gradients and checks them (``_amp_foreach_non_finite_check_and_unscale_``),
+    # steps only when they are finite (``found_inf.item()``: a step that skips and one that does not are one entry
+    # each), and ``scaler.update()`` backs the scale off or grows it (``_amp_update_scale_``).
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    eager_model = copy.deepcopy(model)
+
+    def make(m):
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        scaler = torch.amp.GradScaler(
+            "cpu", init_scale=2.0**10, growth_factor=3.0, backoff_factor=0.3, growth_interval=2
+        )
+        return opt, scaler
+
+    def step(scaler, opt):
+        scaler.step(opt)
+        scaler.update()
+
+    (opt, scaler), (eager_opt, eager_scaler) = make(model), make(eager_model)
+    jstep = thunder.jit(step)
+    for i in range(7):
+        x = torch.randn(5, 4)
+        if i in (2, 5):
+            x[0, 0] = float("inf")
+        for m, o, s, f in ((model, opt, scaler, jstep), (eager_model, eager_opt, eager_scaler, step)):
+            o.zero_grad()
+            s.scale(m(x).pow(2).sum()).backward()
+            f(s, o)
+        assert scaler.get_scale() == eager_scaler.get_scale()
+        assert scaler._growth_tracker.item() == eager_scaler._growth_tracker.item()
+        for p, e in zip(model.parameters(), eager_model.parameters()):
+            torch.testing.assert_close(p, e, rtol=0, atol=0)
+    assert thunder.cache_misses(jstep) <= 3

@@ -461,7 +461,9 @@ def _automatic_dynamic(cd: CompileData, option: CACHE_OPTIONS, reason: CacheMiss
         and type(reason.expected) in (int, SymbolicOutcome)
         and type(reason.actual) is int
     )
-    return option is CACHE_OPTIONS.CONSTANT_VALUES and (reason.check == "shape" or changed_int) and cd.options.automatic_dynamic
+    changed_float = reason.check == "value" and type(reason.expected) is float and type(reason.actual) is float
+    changed = reason.check == "shape" or changed_int or changed_float
+    return option is CACHE_OPTIONS.CONSTANT_VALUES and changed and cd.options.automatic_dynamic
 
 
 def _dynamic_reason(reason: CacheMissReason, symbolic: bool) -> CacheMissReason:
@@ -472,7 +474,7 @@ def _dynamic_reason(reason: CacheMissReason, symbolic: bool) -> CacheMissReason:
     elif reason.check == "data-dependent value":
         what = "the data-dependent sizes of this line are symbolic in this entry"
     else:
-        what = "the sizes and ints that changed are symbolic in this entry"
+        what = "the sizes and numbers that changed are symbolic in this entry"
     message = f"{reason}; {what} (automatic dynamic shapes: pass cache='constant values' to keep them constant)"
     return dataclasses.replace(reason, message=message)
 

@@ -106,7 +106,7 @@ class CompileOptions:
     cache_size_limit: int = DEFAULT_CACHE_SIZE_LIMIT  # entries kept per function; the LRU one goes
     recompile_warning_limit: int | None = DEFAULT_RECOMPILE_WARNING_LIMIT  # misses before a RecompileWarning
     # the cache option was left to its default: a shape change compiles a symbolic entry (Note [Automatic dynamic
-    # shapes] in thunder/__init__.py)
+    # shapes] in thunder/core/shape_history.py: sizes, ints and floats)
     automatic_dynamic: bool = False
 
 

@@ -118,7 +118,7 @@ class ProvenanceMixin:
             if self.symbolic:
                 return self._number_input(value, holder)
             history = self.shape_history
-            if history is not None and type(value) is int:
+            if history is not None:
                 symbolic = self.automatic_dynamic and history.symbolic_number(holder.name, value)
                 history.record_number(holder.name, value, symbolic)
                 if symbolic:

@@ -580,6 +580,22 @@ class TensorProxy(Proxy):
         )
         return maker is not None and maker.kwargs.get("requires_grad") is True
 
+    @property
+    def grad_fn(self) -> None:
+        """Eager's answer where it is None: a leaf has no ``grad_fn`` (``opt.zero_grad(set_to_none=False)`` asks it
+        of each ``.grad``, which does not require grad). A tensor that autograd made has a node, which a trace does
+        not hold: a clear error."""
+        if self.is_leaf:
+            return None
+        from thunder.core.errors import UnsupportedOpError
+
+        loc = _source_location()
+        raise UnsupportedOpError(
+            f"Tensor.grad_fn of {self.name}, which is not a leaf, is not supported by thunder"
+            f"{f' (called at {loc})' if loc else ''}: the autograd node exists only in eager. Read it outside the "
+            "jitted function, or test `t.is_leaf` (or `t.requires_grad`) instead."
+        )
+
     def __array__(self, dtype=None, copy=None):
         # ``np.asarray(t)``, ``np.array(t)``: the values, as ``numpy()`` gives them (numpy would otherwise make an
         # array of proxies out of the tensor's items)

@@ -7,6 +7,9 @@ the sizes that changed: each input's sizes are compared, by the input's prologue
 the entries compiled before, and a size that ever differed stays symbolic in later entries, as in
 ``torch.compile``'s automatic dynamic shapes. An int the program reads (a cache's ``cumulative_length``) is
 treated as a size: a miss because its value changed makes it symbolic. Sizes (and ints) 0 and 1 stay constant.
+So does a float the program reads (an optimizer's learning rate, which a scheduler changes every step, and
+OneCycleLR's momentum or betas): the entry compiled after it changed takes it as a symbolic number, whatever its
+value (no float is specialised: nothing broadcasts on one), so a schedule compiles twice, not once per step.
 Everything else (the parameters, the other dims, the other numbers) stays constant, so the new entry's prologue
 checks few expressions and its regions keep static shapes. An input first seen in such an entry (a KV cache, empty
 or absent in the prefill) is symbolic in the sizes that another input has just left: the cache the prefill filled
@@ -35,7 +38,7 @@ class ShapeHistory:
 
     def __init__(self):
         self.sizes: dict[str, tuple[int | None, ...]] = {}
-        self.numbers: dict[str, int | None] = {}  # the int inputs (``cache.cumulative_length``), as sizes
+        self.numbers: dict[str, int | float | None] = {}  # the int (as sizes) and float inputs
         self.outcomes: dict[int, int | None] = {}  # data-dependent ints (element counts), by outcome index
         self.dynamic_sites: set = set()  # where in the program a data-dependent int changed (file, line)
         self.departed: set[int] = set()  # in the entry being traced: sizes (above 1) that inputs changed from
@@ -62,9 +65,11 @@ class ShapeHistory:
         self.departed.update(seen[i] for i in changed if seen[i] is not None and seen[i] > 1)
         return frozenset(i for i in changed if shape[i] > 1)
 
-    def symbolic_number(self, name: str, value: int) -> bool:
+    def symbolic_number(self, name: str, value: int | float) -> bool:
         """Whether the int input ``name`` is symbolic in a new entry: its value changed (to one above 1), or it is
-        first seen with a size another input just left."""
+        first seen with a size another input just left. A float input is symbolic once its value changed."""
+        if type(value) is float:
+            return name in self.numbers and not _same(self.numbers[name], value)
         if name not in self.numbers:
             return value > 1 and value in self.departed
         seen = self.numbers[name]
@@ -72,9 +77,9 @@ class ShapeHistory:
             self.departed.add(seen)
         return seen != value and value > 1
 
-    def record_number(self, name: str, value: int, symbolic: bool) -> None:
-        """The int input ``name`` was ``value`` in a new entry (symbolic if ``symbolic``, and then it stays so)."""
-        self.numbers[name] = None if symbolic or self.numbers.get(name, value) != value else value
+    def record_number(self, name: str, value: int | float, symbolic: bool) -> None:
+        """The number input ``name`` was ``value`` in a new entry (symbolic if ``symbolic``, and then it stays so)."""
+        self.numbers[name] = None if symbolic or not _same(self.numbers.get(name, value), value) else value
 
     def symbolic_outcome(self, index: int, site, value: int) -> bool:
         """Whether data-dependent outcome ``index`` (an int: an element count), asked at ``site`` (the program's
@@ -99,3 +104,9 @@ class ShapeHistory:
         """Input ``name`` had ``shape`` in a new entry, symbolic in dims ``symbolic`` (which stay so)."""
         symbolic = symbolic | self.changed_dims(name, shape)
         self.sizes[name] = tuple(None if i in symbolic else n for i, n in enumerate(shape))
+
+
+def _same(before: int | float | None, now: int | float) -> bool:
+    """Whether a number input kept its value: of the same type, and for a float the same bits as the prologue
+    checks them (``-0.0`` is not ``0.0``; NaN is NaN)."""
+    return type(before) is type(now) and repr(before) == repr(now)

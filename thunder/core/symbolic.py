@@ -249,10 +249,14 @@ class _SymbolicMixin:
         return hash(_concretize(self, self._base))
 
     def __pow__(self, other, mod=None):
+        if not isinstance(other, (int, float, complex)):
+            return NotImplemented  # a tensor's ``__rpow__`` takes the symbolic number (Adam's ``beta1 ** step``)
         base = _concretize(self, self._base)
         return pow(base, other) if mod is None else pow(base, other, mod)
 
     def __rpow__(self, other, mod=None):
+        if not isinstance(other, (int, float, complex)):
+            return NotImplemented
         exp = _concretize(self, self._base)
         return pow(other, exp) if mod is None else pow(other, exp, mod)
 

@@ -48,6 +48,7 @@ def _register_no_grad_results() -> None:
 
 _register_no_grad_results()
 
+from thunder.torch import amp as _amp  # noqa: E402, F401  (registers replacements)
 from thunder.torch import autocast as _autocast  # noqa: E402  (needs the symbols above)
 from thunder.torch import eager_saves as _eager_saves  # noqa: E402, F401  (installs the rule)
 from thunder.torch import rng as _rng  # noqa: E402, F401

@@ -426,7 +426,13 @@ def _floor_div(a, b):
     return prims.where(use_true_q, true_q, rounded)
 
 
-register_reflected("__rtruediv__", div)
+def _reflected_div(b, a):
+    """``b / a`` for a tensor ``a``: eager's ``Tensor.__rtruediv__`` is ``a.reciprocal() * b``, which rounds twice, so
+    it is computed so (``torch.div(b, a)`` differs from it in the last bit: Adam's ``lr / bias_correction1``)."""
+    return mul(globals()["reciprocal"](a), b)
+
+
+register_reflected("__rtruediv__", _reflected_div)
 div_ = make_inplace(div)
 
 
