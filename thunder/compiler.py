@@ -31,7 +31,7 @@ from thunder.core import prims
 from thunder.core.data_dependent import draws_random
 from thunder.core.errors import InternalError
 from thunder.core.iterators import RESTORABLE, ReplayableIterator
-from thunder.core.jit_ext import Tracer
+from thunder.core.jit_ext import Tracer, copies_per_call
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome, same_outcome
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves
@@ -306,7 +306,8 @@ def compile_entry(
             first = tracer.first_inputs() if not cd.options.transforms and not drawn() else None
         finally:
             tracer.release()
-    if first is None or VERIFY_FIRST_INPUTS:
+    # (a prologue that copies per call is not run again to verify: the copy would be made twice)
+    if first is None or (VERIFY_FIRST_INPUTS and not any(map(copies_per_call, entry.prologue_traces[0].bound_symbols))):
         accepted = check_prologue_accepts(entry, args, kwargs)
         if first is not None:
             _check_same_inputs(first, accepted, entry)

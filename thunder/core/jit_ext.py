@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import functools
 import types
 import warnings
@@ -421,8 +422,10 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
     def first_inputs(self) -> tuple | None:
         """What the finished prologue returns for the call this trace was made from, known from tracing (Note
         [The first call runs no prologue] in thunder.compiler); None where the prologue does more than read and
-        check (draws numbers, pulls items from iterators) or a value is not known here."""
-        if any(b.sym not in _READS_AND_CHECKS for b in self.prologue.bound_symbols):
+        check (draws numbers, pulls items from iterators) or a value is not known here. A copy of an outside object
+        that the prologue makes per call is the one tracing made (Note [Copies of outside objects]): made again,
+        a ``__copy__`` of the user's ran twice on the first call."""
+        if any(b.sym not in _READS_AND_CHECKS and not copies_per_call(b) for b in self.prologue.bound_symbols):
             return None
         held = {self._provenance[id(obj)].name: obj for obj in self._keepalive if id(obj) in self._provenance}
         values = []
@@ -447,6 +450,11 @@ _READS_AND_CHECKS = frozenset({
     prims.check_class_attr, prims.check_no_hooks,
     prims.check_expr, prims.check_keys, prims.python_return, prims.comment,
 })  # fmt: skip
+
+
+def copies_per_call(bsym) -> bool:
+    """Whether ``bsym`` is a prologue's copy of an outside object (Note [Copies of outside objects])."""
+    return bsym.sym is prims.unpack_call and bsym.args[0] in (copy.copy, copy.deepcopy)
 
 
 def _calling(fn: Callable) -> Callable:
