@@ -180,12 +180,9 @@ def test_a_users_index_object_indexes_a_tensor():  # (made to work by tests/test
     torch.testing.assert_close(thunder.jit(f)(x, _Setting()), f(x, _Setting()))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an op that fails at run time (on the values) inside the program's try block raises out of the "
-    "computation: the trace took the try body, and no handler runs",
+@pytest.mark.parametrize(
+    "case", ["cholesky of a matrix that is not positive-definite", "index out of range", "index out of range, finally"]
 )
-@pytest.mark.parametrize("case", ["cholesky of a matrix that is not positive-definite", "index out of range"])
 def test_a_run_time_failure_that_the_program_catches(case):
     def cholesky_with_jitter(a):
         try:
@@ -199,11 +196,57 @@ def test_a_run_time_failure_that_the_program_catches(case):
         except IndexError:
             return x[0]
 
+    def finally_counting(x, i):
+        try:
+            return x[i]
+        finally:
+            _COUNTS.append(1)
+
+    x = torch.randn(4)
     if case.startswith("cholesky"):
-        fn, args = cholesky_with_jitter, (torch.tensor([[1.0, 2.0], [2.0, 1.0]]),)
+        fn, calls = cholesky_with_jitter, [(torch.tensor([[1.0, 2.0], [2.0, 1.0]]),), (torch.eye(2) * 2,)]
+        calls.append(calls[0])
+    elif case == "index out of range":
+        fn, calls = first_on_failure, [(x, torch.tensor(i)) for i in (7, 1, 9, 2)]
     else:
-        fn, args = first_on_failure, (torch.randn(4), torch.tensor(7))
-    torch.testing.assert_close(thunder.jit(fn)(*args), fn(*args))
+        fn, calls = finally_counting, [(x, torch.tensor(i)) for i in (1, 9, 2)]
+    jitted = thunder.jit(fn)
+    for args in calls:  # a failing call first (the first call's), then on a cached entry between two that do not
+        _COUNTS.clear()
+        try:
+            expected = fn(*args)
+        except IndexError as e:
+            expected = e
+        eager_counts = list(_COUNTS)
+        _COUNTS.clear()
+        if isinstance(expected, Exception):
+            with pytest.raises(type(expected), match=str(expected)):
+                jitted(*args)
+        else:
+            torch.testing.assert_close(jitted(*args), expected)
+        assert _COUNTS == eager_counts  # the finally ran once, as in eager
+
+
+_COUNTS: list = []
+
+
+def test_a_caught_run_time_failure_after_an_effect_raises_with_a_note():
+    # eager runs the handler; the call cannot run again eagerly (the in-place update would be made twice)
+    def f(x, i):
+        x.add_(1)
+        try:
+            return x[i]
+        except IndexError:
+            return x[0]
+
+    jitted = thunder.jit(f)
+    x, expected_x = torch.zeros(4), torch.zeros(4)
+    torch.testing.assert_close(jitted(x, torch.tensor(1)), f(expected_x, torch.tensor(1)))
+    with pytest.raises(IndexError) as failed:
+        jitted(x, torch.tensor(9))
+    assert any("handler did not run" in n for n in failed.value.__notes__)
+    f(expected_x, torch.tensor(9))
+    torch.testing.assert_close(x, expected_x)  # the update was made once
 
 
 class _Switch(type):
@@ -295,12 +338,14 @@ def _index_then_draw(x, i):
     return x[i], _RNG.random()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a cached entry's prologue draws before its computation fails at run time on the values (an index out "
-    "of range); the draw is not put back",
-)
-def test_a_draw_after_an_op_that_fails_on_a_later_call_s_values_is_not_made():
-    calls = [(torch.arange(4.0), torch.tensor(i)) for i in (1, 9, 2)]
-    expected = _draws_after(_index_then_draw, calls)
-    assert _draws_after(thunder.jit(_index_then_draw), calls) == expected
+def _draw_then_index(x, i):
+    r = _RNG.random()
+    return x[i] * r, r
+
+
+@pytest.mark.parametrize("fn", [_index_then_draw, _draw_then_index])
+def test_a_draw_after_an_op_that_fails_on_a_later_call_s_values_is_not_made(fn):
+    # (the prologue draws before the computation runs: eager made the draw only where it comes first)
+    calls = [(torch.arange(4.0), torch.tensor(i)) for i in (1, 9, 2, 9, 3)]
+    expected = _draws_after(fn, calls)
+    assert _draws_after(thunder.jit(fn), calls) == expected

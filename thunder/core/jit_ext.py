@@ -52,6 +52,7 @@ from thunder.core.errors import (
     ThunderValueError,
 )
 from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, generator_code, interpret
+from thunder.core.interpreter.runtime import innermost_frame_objects
 from thunder.core.lifting import holds
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.outside_reads import OutsideReadsMixin
@@ -165,6 +166,10 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         self._warnings_state = warnings_state()  # the caller's (Note [Warnings] in thunder.core.special_calls)
         self.interpreted: Callable | None = None
         self.program_raised: Exception | None = None  # Note [A program that raises] in thunder.compiler
+        # Note [A run-time failure the program handles] in thunder.compiler: an op was recorded inside a ``try`` body
+        # of the program's, or a per-call draw after an op that may fail at run time
+        self.ops_in_try = False
+        self.draws_after_may_raise = False
         # ``_raise_an_earlier_failure`` checked the computation's ops before this one; grad mode after them
         self._raise_checked: tuple[int, bool] = (0, torch.is_grad_enabled())
         # Note [Data-dependent values] in thunder.core.data_dependent: ``eager_impl(sym)`` runs a symbol on
@@ -287,6 +292,12 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
                     raise earlier from None
         self._raise_checked = (len(bsyms), grad)
 
+    def _locating(self):
+        """The source location of the op being recorded; notes whether the program may handle its failure."""
+        if not self.ops_in_try and any(map(_in_try, innermost_frame_objects())):
+            self.ops_in_try = True
+        return source_location(self._module_paths)
+
     def _made_effects(self) -> bool:
         """Whether the program, so far, did something that eager leaves done when it raises later: a print, a store
         or a write outside (a replay), an in-place op, a draw from a random generator."""
@@ -325,7 +336,7 @@ class Tracer(ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsM
         dtypes.default_dtype_was_read.set(False)
         grad_enabled = torch.is_grad_enabled()
         state_at_entry, autocast_at_entry = torch_state.state_now()  # Note [Torch state]
-        provider = functools.partial(source_location, self._module_paths)
+        provider = self._locating
         active = _active_tracer.set(self)
         try:
             with (
@@ -450,6 +461,27 @@ _READS_AND_CHECKS = frozenset({
     prims.check_class_attr, prims.check_no_hooks,
     prims.check_expr, prims.check_keys, prims.python_return, prims.comment,
 })  # fmt: skip
+
+
+def _in_try(frame) -> bool:
+    """Whether an exception raised at ``frame``'s instruction now reaches a ``try``'s ``except`` or ``finally`` of
+    its code: past the handlers that only clean up and re-raise, and a ``with``'s (its ``__exit__`` runs natively
+    in the trace, and most re-raise)."""
+    info = frame.info
+    ops = info.instructions
+    entry = info.exc_handlers[frame.pc - 1]
+    for _ in range(16):  # (nested handlers; a program nests fewer)
+        if entry is None:
+            return False
+        target = entry[0]
+        if ops[target].opname == "PUSH_EXC_INFO" and ops[target + 1].opname != "WITH_EXCEPT_START":
+            return True
+        # a with's exit, or a cleanup that re-raises: the handler of its RERAISE is the next one out
+        reraise = next((i for i in range(target, len(ops)) if ops[i].opname == "RERAISE"), None)
+        if reraise is None:
+            return False
+        entry = info.exc_handlers[reraise]
+    return False
 
 
 def copies_per_call(bsym) -> bool:
