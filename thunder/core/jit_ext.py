@@ -51,7 +51,7 @@ from thunder.core.errors import (
     ThunderTypeError,
     ThunderValueError,
 )
-from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, generator_code, interpret
+from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, conversions, generator_code, interpret
 from thunder.core.interpreter.runtime import innermost_frame_objects
 from thunder.core.lifting import holds
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
@@ -461,6 +461,9 @@ _READS_AND_CHECKS = frozenset({
     prims.check_class_attr, prims.check_no_hooks,
     prims.check_expr, prims.check_keys, prims.python_return, prims.comment,
 })  # fmt: skip
+
+
+conversions.NATIVE_VALUE_TYPES.append(Proxy)  # (its dunders record ops: Note [Dunders called by C functions])
 
 
 def _in_try(frame) -> bool:
