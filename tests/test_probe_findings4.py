@@ -6,6 +6,7 @@ tests/test_probe_findings2.py and tests/test_probe_findings3.py), each kept as a
 from __future__ import annotations
 
 import abc
+import contextlib
 import itertools
 import math
 import operator
@@ -183,7 +184,13 @@ def test_a_users_index_object_indexes_a_tensor():  # (made to work by tests/test
 
 
 @pytest.mark.parametrize(
-    "case", ["cholesky of a matrix that is not positive-definite", "index out of range", "index out of range, finally"]
+    "case",
+    [
+        "cholesky of a matrix that is not positive-definite",
+        "index out of range",
+        "index out of range, finally",
+        "index out of range, contextlib.suppress",
+    ],
 )
 def test_a_run_time_failure_that_the_program_catches(case):
     def cholesky_with_jitter(a):
@@ -204,12 +211,19 @@ def test_a_run_time_failure_that_the_program_catches(case):
         finally:
             _COUNTS.append(1)
 
+    def suppressing(x, i):
+        with contextlib.suppress(IndexError):
+            return x[i]
+        return x[0] * 2
+
     x = torch.randn(4)
     if case.startswith("cholesky"):
         fn, calls = cholesky_with_jitter, [(torch.tensor([[1.0, 2.0], [2.0, 1.0]]),), (torch.eye(2) * 2,)]
         calls.append(calls[0])
     elif case == "index out of range":
         fn, calls = first_on_failure, [(x, torch.tensor(i)) for i in (7, 1, 9, 2)]
+    elif case == "index out of range, contextlib.suppress":
+        fn, calls = suppressing, [(x, torch.tensor(i)) for i in (1, 9, 2)]
     else:
         fn, calls = finally_counting, [(x, torch.tensor(i)) for i in (1, 9, 2)]
     jitted = thunder.jit(fn)

@@ -257,7 +257,8 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
 # An op that fails at run time on the values (cholesky of a matrix that is not positive-definite, an index out of
 # range) inside the program's ``try`` body: eager runs the handler, but the trace took the try body, and the
 # computation raised out of the call. So an entry whose ops were recorded while a ``try``'s ``except`` or ``finally``
-# of an interpreted frame covered them (``Tracer.ops_in_try``; a ``with``'s exit does not count) runs the call
+# of an interpreted frame covered them, or a ``with`` whose exit may suppress the exception (``contextlib.suppress``,
+# a user's; not torch's grad mode, autocast or profiling ranges) (``Tracer.ops_in_try``) runs the call
 # eagerly when its computation raises before any effect (Note [A run that fails before its effects]): eager runs the
 # handler, or raises, and no warning is given, as that difference is expected. Tracing the failure path instead
 # would need the op's failure as a data-dependent value, run before the try body's effects, for every op that may

@@ -468,17 +468,22 @@ conversions.NATIVE_VALUE_TYPES.append(Proxy)  # (its dunders record ops: Note [D
 
 def _in_try(frame) -> bool:
     """Whether an exception raised at ``frame``'s instruction now reaches a ``try``'s ``except`` or ``finally`` of
-    its code: past the handlers that only clean up and re-raise, and a ``with``'s (its ``__exit__`` runs natively
-    in the trace, and most re-raise)."""
+    its code, or a ``with``'s exit that may suppress it (``contextlib.suppress``, a user's): past the handlers that
+    only clean up and re-raise, and torch's context managers (grad mode, autocast, profiling ranges), which never
+    suppress."""
     info = frame.info
     ops = info.instructions
     entry = info.exc_handlers[frame.pc - 1]
     for _ in range(16):  # (nested handlers; a program nests fewer)
         if entry is None:
             return False
-        target = entry[0]
-        if ops[target].opname == "PUSH_EXC_INFO" and ops[target + 1].opname != "WITH_EXCEPT_START":
-            return True
+        target, depth, _ = entry
+        if ops[target].opname == "PUSH_EXC_INFO":
+            if ops[target + 1].opname != "WITH_EXCEPT_START":
+                return True
+            exit_fn = frame.stack[depth - 1] if 0 < depth <= len(frame.stack) else None  # (the with's ``__exit__``)
+            if not getattr(exit_fn, "__module__", None) or not exit_fn.__module__.startswith("torch"):
+                return True
         # a with's exit, or a cleanup that re-raises: the handler of its RERAISE is the next one out
         reraise = next((i for i in range(target, len(ops)) if ops[i].opname == "RERAISE"), None)
         if reraise is None:
