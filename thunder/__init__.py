@@ -87,7 +87,7 @@ from thunder.extend import (
     set_always_executors,
     set_default_executors,
 )
-from thunder.runtime_errors import add_runtime_note, failed_before_effects
+from thunder.runtime_errors import add_runtime_note, reruns_after
 
 __version__ = "0.1.0"
 
@@ -282,7 +282,7 @@ class _Jitted:
             except ProgramRaised as stopped:
                 return self.run_eagerly(args, kwargs, stopped.raised)
             except _FailedBeforeEffects as failed:
-                return self.rerun_after_failure(args, kwargs, failed.error)
+                return self.rerun_after_failure(args, kwargs, failed.error, failed.entry)
             if type(result) is not OtherOutcome:
                 check_replayed(args, kwargs)
                 return result
@@ -310,10 +310,14 @@ class _Jitted:
         )
         return result
 
-    def rerun_after_failure(self, args: tuple, kwargs: dict, raised: Exception) -> Any:
-        """The call, run eagerly: its compiled run raised ``raised`` before it made any effect, and its entry makes
-        effects in another order than eager, or took items of an iterator argument before the run (Note [A run that
-        fails before its effects] in thunder.compiler). Raises what eager raises, after eager's effects."""
+    def rerun_after_failure(self, args: tuple, kwargs: dict, raised: Exception, entry: CacheEntry) -> Any:
+        """The call, run eagerly: its compiled run raised ``raised`` before it made any effect, and ``entry`` makes
+        effects in another order than eager, took items of an iterator argument before the run, or ran ops inside a
+        ``try`` of the program's (Note [A run that fails before its effects], Note [A run-time failure the program
+        handles] in thunder.compiler). Raises what eager raises, after eager's effects, with its prologue's draws put
+        back first."""
+        for draw in reversed(generator_draws(entry)):
+            draw.put_back()
         args, kwargs = replayable_arguments(args, kwargs)
         given = (*args, *kwargs.values())
         eager_args, eager_kwargs = eager_arguments(args, kwargs)
@@ -326,6 +330,8 @@ class _Jitted:
                 eager_error.__context__ = None  # (raised while the compiled run's failure was handled)
             raise
         _check_taken(views, None)
+        if entry.caught:  # the program's handler ran (as expected: the trace took the try body)
+            return result
         warnings.warn(
             f"thunder.jit: the compiled {self._name(args)} raised {type(raised).__name__}: {raised}, which the same "
             "call run eagerly did not raise; the call ran eagerly (its values are eager's). This is a difference "
@@ -528,9 +534,9 @@ class _FailedBeforeEffects(Exception):
     """An entry's computation raised ``error`` before any effect, and the call must run eagerly (Note [A run that
     fails before its effects] in thunder.compiler): from ``_run`` to ``slow_call``, which has the arguments."""
 
-    def __init__(self, error: Exception):
+    def __init__(self, error: Exception, entry: CacheEntry):
         super().__init__(error)
-        self.error = error
+        self.error, self.entry = error, entry
 
 
 def _check_taken(views: list, eager_error: Exception | None) -> None:
@@ -557,8 +563,8 @@ def _run(entry: CacheEntry, inputs: Any) -> Any:
         return OtherOutcome(entry, changed.index, changed.value, changed.earlier)
     except Exception as e:
         add_runtime_note(e)
-        if entry.rerun_on_failure and failed_before_effects(e):
-            raise _FailedBeforeEffects(e) from None
+        if entry.rerun_on_failure and reruns_after(e, entry):
+            raise _FailedBeforeEffects(e, entry) from None
         raise
 
 
@@ -671,8 +677,8 @@ def fn_(*args, **kwargs):
             return _thunder_slow(args, kwargs, _OtherOutcome(entry, changed.index, changed.value, changed.earlier))
         except Exception as e:
             _thunder_note(e)
-            if entry.rerun_on_failure and _failed_before_effects(e):
-                return _thunder_state.rerun_after_failure(args, kwargs, e)
+            if entry.rerun_on_failure and _reruns_after(e, entry):
+                return _thunder_state.rerun_after_failure(args, kwargs, e, entry)
             raise
         if result is not _MISS:
             next(_thunder_hits)
@@ -696,7 +702,7 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
             "__builtins__": builtins, "_thunder_recording": recording, "_thunder_state": state,
             "_thunder_slow": slow_call, "_thunder_hits": cs.hits.count, "_thunder_note": add_runtime_note,
             "_OutcomeChanged": OutcomeChanged, "_OtherOutcome": OtherOutcome, "_MISS": MISS,
-            "_failed_before_effects": failed_before_effects,
+            "_reruns_after": reruns_after,
             "_thunder_absent": codegen.ABSENT, "_thunder_args": codegen.positional_args,
         }  # fmt: skip
         # (its defaults: Note [Positional arguments of the jitted function's own code] in thunder.core.codegen)

@@ -169,6 +169,7 @@ class CacheEntry:
     outcomes: tuple = ()  # the data-dependent values its trace continued with (Note [Data-dependent values])
     # a run that raises before its effects runs the call eagerly (Note [A run that fails before its effects])
     rerun_on_failure: bool = False
+    caught: bool = False  # its ops ran in a try body of the program (Note [A run-time failure the program handles])
     symbolic: bool = False  # traced with symbolic values (the option, or Note [Automatic dynamic shapes])
     # tried when the last entry used misses, if it is the one before it (Note [The entry used before is tried next])
     tried_next: bool = False

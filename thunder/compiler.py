@@ -31,7 +31,7 @@ from thunder.core import prims
 from thunder.core.data_dependent import draws_random
 from thunder.core.errors import InternalError
 from thunder.core.iterators import RESTORABLE, ReplayableIterator
-from thunder.core.jit_ext import Tracer
+from thunder.core.jit_ext import Tracer, copies_per_call
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome, same_outcome
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves
@@ -248,8 +248,25 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
 # arguments replayed from what the prologue took (``rerun_after_failure``): eager's effects are made and eager's
 # exception propagates. Where eager took fewer items of an iterator than the prologue had, the call fails with an
 # error naming the argument (the items are gone). A computation that raised after an effect raises as before (a
-# split program's replays then already ran after its last check; a rerun would repeat them). An entry whose prologue
-# draws per call (``random.random()``) does not rerun: the eager run would draw again.
+# split program's replays then already ran after its last check; a rerun would repeat them). The prologue's draws
+# from random generators (``random.random()``) are put back before the eager run, which draws as eager does; its
+# other per-call calls (a copy of an outside object) count as effects.
+
+
+# Note [A run-time failure the program handles]
+# An op that fails at run time on the values (cholesky of a matrix that is not positive-definite, an index out of
+# range) inside the program's ``try`` body: eager runs the handler, but the trace took the try body, and the
+# computation raised out of the call. So an entry whose ops were recorded while a ``try``'s ``except`` or ``finally``
+# of an interpreted frame covered them, or a ``with`` whose exit may suppress the exception (``contextlib.suppress``,
+# a user's; not torch's grad mode, autocast or profiling ranges) (``Tracer.ops_in_try``) runs the call
+# eagerly when its computation raises before any effect (Note [A run that fails before its effects]): eager runs the
+# handler, or raises, and no warning is given, as that difference is expected. Tracing the failure path instead
+# would need the op's failure as a data-dependent value, run before the try body's effects, for every op that may
+# fail; a failure is rare, and the eager run is exact. After an effect the failure propagates, with a note saying
+# the handler did not run and why. Such entries pay on the hot path only for the generic dispatch (no direct fused
+# prologue). A draw the prologue makes per call for the program after an op that may fail at run time
+# (``MAY_RAISE``) is the same case: a later call whose computation fails at that op had drawn where eager had not,
+# so such an entry runs the failing call eagerly too, with its draws put back first (``GeneratorDraw.keeps``).
 
 
 # Note [A program that raises]
@@ -306,7 +323,8 @@ def compile_entry(
             first = tracer.first_inputs() if not cd.options.transforms and not drawn() else None
         finally:
             tracer.release()
-    if first is None or VERIFY_FIRST_INPUTS:
+    # (a prologue that copies per call is not run again to verify: the copy would be made twice)
+    if first is None or (VERIFY_FIRST_INPUTS and not any(map(copies_per_call, entry.prologue_traces[0].bound_symbols))):
         accepted = check_prologue_accepts(entry, args, kwargs)
         if first is not None:
             _check_same_inputs(first, accepted, entry)
@@ -468,7 +486,13 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
         outcomes=tuple(tracer.outcomes),
     )
     entry.misses = MissRecord(MISS)
-    entry.rerun_on_failure = _effects_out_of_eager_order(entry, tracer.moved_replays)
+    entry.caught = tracer.ops_in_try  # Note [A run-time failure the program handles]
+    entry.rerun_on_failure = (
+        _effects_out_of_eager_order(entry, tracer.moved_replays) or entry.caught or tracer.draws_after_may_raise
+    )
+    if entry.rerun_on_failure:
+        for draw in generator_draws(entry):  # put back before the call runs again
+            draw.keeps = True
     settled = None
     if split is not None and not switches and not tracer.outcomes:
         settled = settled_autograd(cd.options, weakref.ref(cs), traces, AUTOGRAD_SPLIT.name, backward_traces[-1])
@@ -495,8 +519,6 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
 def _effects_out_of_eager_order(entry: CacheEntry, moved_replays: bool) -> bool:
     """Whether a run of ``entry`` that fails before its effects runs the call eagerly (Note [A run that fails
     before its effects])."""
-    if draws_per_call(entry):
-        return False
     return moved_replays or any(
         b.sym is prims.unpack_iterator and b.args[1] not in RESTORABLE for b in entry.prologue_traces[0].bound_symbols
     )

@@ -18,8 +18,9 @@ from thunder.core import prims
 from thunder.core.codegen import bsym_at, bsyms_up_to, is_generated
 from thunder.core.replays import REPLAYS
 from thunder.core.symbol import RANDOM, BoundSymbol, location_text, mutates
+from thunder.core.symbolic_numbers import GeneratorDraw
 
-__all__ = ["add_runtime_note", "NOTE_PREFIX", "failed_before_effects"]
+__all__ = ["add_runtime_note", "NOTE_PREFIX", "failed_before_effects", "reruns_after"]
 
 NOTE_PREFIX = "while running "
 
@@ -91,7 +92,24 @@ def failed_before_effects(e: BaseException) -> bool:
     return seen
 
 
+def reruns_after(e: BaseException, entry) -> bool:
+    """Whether the call whose ``entry`` may run again eagerly after a failure does so for ``e`` (it failed before
+    its effects); where the program's ``try`` may have handled ``e``, a note says why it did not (Note [A run-time
+    failure the program handles] in thunder.compiler)."""
+    if failed_before_effects(e):
+        return True
+    if entry.caught:
+        e.add_note(
+            "thunder: this failure happened inside a try body of the program, after effects (an in-place update, a "
+            "store outside, a print) that running the call again eagerly would repeat, so the program's handler did "
+            "not run as it does in eager. Move the op that can fail before those effects, or out of the jitted function."
+        )
+    return False
+
+
 def _has_effect(bsym: BoundSymbol) -> bool:
-    if bsym.sym in REPLAYS or bsym.sym is prims.unpack_call or mutates(bsym):
+    if bsym.sym is prims.unpack_call:  # a draw that is put back before the call runs again is none
+        return not (type(bsym.args[0]) is GeneratorDraw and bsym.args[0].keeps)
+    if bsym.sym in REPLAYS or mutates(bsym):
         return True
     return RANDOM in bsym.sym.tags or any(_has_effect(s) for s in bsym.subsymbols)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import functools
 import types
 import warnings
@@ -52,7 +53,8 @@ from thunder.core.errors import (
     ThunderTypeError,
     ThunderValueError,
 )
-from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, generator_code, interpret
+from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, conversions, generator_code, interpret
+from thunder.core.interpreter.runtime import innermost_frame_objects
 from thunder.core.lifting import holds
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.outside_reads import OutsideReadsMixin
@@ -169,6 +171,10 @@ class Tracer(
         self._warnings_state = warnings_state()  # the caller's (Note [Warnings] in thunder.core.program_output)
         self.interpreted: Callable | None = None
         self.program_raised: Exception | None = None  # Note [A program that raises] in thunder.compiler
+        # Note [A run-time failure the program handles] in thunder.compiler: an op was recorded inside a ``try`` body
+        # of the program's, or a per-call draw after an op that may fail at run time
+        self.ops_in_try = False
+        self.draws_after_may_raise = False
         # ``_raise_an_earlier_failure`` checked the computation's ops before this one; grad mode after them
         self._raise_checked: tuple[int, bool] = (0, torch.is_grad_enabled())
         # Note [Data-dependent values] in thunder.core.data_dependent: ``eager_impl(sym)`` runs a symbol on
@@ -291,6 +297,12 @@ class Tracer(
                     raise earlier from None
         self._raise_checked = (len(bsyms), grad)
 
+    def _locating(self):
+        """The source location of the op being recorded; notes whether the program may handle its failure."""
+        if not self.ops_in_try and any(map(_in_try, innermost_frame_objects())):
+            self.ops_in_try = True
+        return source_location(self._module_paths)
+
     def _made_effects(self) -> bool:
         """Whether the program, so far, did something that eager leaves done when it raises later: a print, a store
         or a write outside (a replay), an in-place op, a draw from a random generator."""
@@ -329,7 +341,7 @@ class Tracer(
         dtypes.default_dtype_was_read.set(False)
         grad_enabled = torch.is_grad_enabled()
         state_at_entry, autocast_at_entry = torch_state.state_now()  # Note [Torch state]
-        provider = functools.partial(source_location, self._module_paths)
+        provider = self._locating
         active = _active_tracer.set(self)
         try:
             with (
@@ -426,8 +438,10 @@ class Tracer(
     def first_inputs(self) -> tuple | None:
         """What the finished prologue returns for the call this trace was made from, known from tracing (Note
         [The first call runs no prologue] in thunder.compiler); None where the prologue does more than read and
-        check (draws numbers, pulls items from iterators) or a value is not known here."""
-        if any(b.sym not in _READS_AND_CHECKS for b in self.prologue.bound_symbols):
+        check (draws numbers, pulls items from iterators) or a value is not known here. A copy of an outside object
+        that the prologue makes per call is the one tracing made (Note [Copies of outside objects]): made again,
+        a ``__copy__`` of the user's ran twice on the first call."""
+        if any(b.sym not in _READS_AND_CHECKS and not copies_per_call(b) for b in self.prologue.bound_symbols):
             return None
         held = {self._provenance[id(obj)].name: obj for obj in self._keepalive if id(obj) in self._provenance}
         values = []
@@ -452,6 +466,40 @@ _READS_AND_CHECKS = frozenset({
     prims.check_class_attr, prims.check_no_hooks,
     prims.check_expr, prims.check_keys, prims.python_return, prims.comment,
 })  # fmt: skip
+
+
+conversions.NATIVE_VALUE_TYPES.append(Proxy)  # (its dunders record ops: Note [Dunders called by C functions])
+
+
+def _in_try(frame) -> bool:
+    """Whether an exception raised at ``frame``'s instruction now reaches a ``try``'s ``except`` or ``finally`` of
+    its code, or a ``with``'s exit that may suppress it (``contextlib.suppress``, a user's): past the handlers that
+    only clean up and re-raise, and torch's context managers (grad mode, autocast, profiling ranges), which never
+    suppress."""
+    info = frame.info
+    ops = info.instructions
+    entry = info.exc_handlers[frame.pc - 1]
+    for _ in range(16):  # (nested handlers; a program nests fewer)
+        if entry is None:
+            return False
+        target, depth, _ = entry
+        if ops[target].opname == "PUSH_EXC_INFO":
+            if ops[target + 1].opname != "WITH_EXCEPT_START":
+                return True
+            exit_fn = frame.stack[depth - 1] if 0 < depth <= len(frame.stack) else None  # (the with's ``__exit__``)
+            if not getattr(exit_fn, "__module__", None) or not exit_fn.__module__.startswith("torch"):
+                return True
+        # a with's exit, or a cleanup that re-raises: the handler of its RERAISE is the next one out
+        reraise = next((i for i in range(target, len(ops)) if ops[i].opname == "RERAISE"), None)
+        if reraise is None:
+            return False
+        entry = info.exc_handlers[reraise]
+    return False
+
+
+def copies_per_call(bsym) -> bool:
+    """Whether ``bsym`` is a prologue's copy of an outside object (Note [Copies of outside objects])."""
+    return bsym.sym is prims.unpack_call and bsym.args[0] in (copy.copy, copy.deepcopy)
 
 
 def _calling(fn: Callable) -> Callable:

@@ -410,6 +410,10 @@ class SpecialCallsMixin:
                 return self._call_of(fn)
         if type(fn) is types.MethodType and isinstance(fn.__self__, Proxy):
             return fn  # a traced value's method (the torch language's): no table or special call names a method of it
+        if type(lookup_type_attr(type(fn), "__hash__")) is types.FunctionType:
+            # An object whose class hashes it in Python (a user's callable) is no key of a table below, and looking it
+            # up there ran that ``__hash__`` natively, about ten times, while eager runs it never.
+            return self._call_of(fn)
         try:
             special = self._specials.get(fn)
             hashable = True

@@ -32,6 +32,7 @@ from thunder.core.provenance import is_literal_key
 from thunder.core.proxies import Proxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index
+from thunder.core.trace import may_raise
 from thunder.core.user_code import source_location
 
 
@@ -60,6 +61,8 @@ class SymbolicNumbersMixin:
                 )
             # the prologue draws before the computation runs: would eager have failed before this draw?
             self._raise_an_earlier_failure()
+            if not self.draws_after_may_raise:  # a later call may fail before it (Note [A run-time failure ...])
+                self.draws_after_may_raise = any(may_raise(b) for b in self.computation.bound_symbols)
             receiver = bound_self(fn)
             put_back = _generator_state(receiver)
             value = fn(*args, **kwargs)
@@ -69,6 +72,8 @@ class SymbolicNumbersMixin:
             read = self._provenance.get(id(receiver)) if receiver is not None else None
             if read is not None:
                 call, call_args = GeneratorDraw(getattr(type(receiver), fn.__name__)), (read, *args)
+            elif put_back is not None:  # (``random.random``: a method bound to the module's generator)
+                call, call_args = GeneratorDraw(fn, bound=True, keeps=False), args
             else:
                 call, call_args = fn, args
             if value is None:  # called for its effect (random.seed): every call makes it
@@ -232,19 +237,25 @@ def _pin_native_subscript(opname: str, values) -> None:
 
 
 class GeneratorDraw:
-    """A prologue's draw from a generator the program read from outside (``self.rng.random()``). It keeps, for each
-    thread, what puts the generator back as it was before its last draw: a call that stops at a changed
-    data-dependent value runs again in another entry, whose prologue draws again, and must draw the same numbers
-    (``put_back``; the global generators are put back with ``python_random_state``)."""
+    """A prologue's draw from a generator: one the program read from outside (``self.rng.random()``, the generator
+    its first argument), or with ``bound``, a method bound to a module's own (``random.random``). Where it ``keeps``,
+    it keeps for each thread what puts the generator back as it was before its last draw: a call that stops at a
+    changed data-dependent value runs again in another entry, whose prologue draws again, and must draw the same
+    numbers (``put_back``; the global generators are put back with ``python_random_state`` there), and a call that
+    fails before its effects runs again eagerly (Note [A run-time failure the program handles] in
+    ``thunder.compiler``). A bound draw keeps only where its entry may run again so: saving a generator's state costs
+    more than the draw."""
 
-    __slots__ = ("method", "last", "__name__")
+    __slots__ = ("method", "last", "__name__", "bound", "keeps")
 
-    def __init__(self, method: Callable):
+    def __init__(self, method: Callable, bound: bool = False, keeps: bool = True):
         self.method, self.last, self.__name__ = method, threading.local(), method.__name__
+        self.bound, self.keeps = bound, keeps
 
-    def __call__(self, receiver: Any, *args: Any, **kwargs: Any) -> Any:
-        self.last.put_back = _generator_state(receiver)
-        return self.method(receiver, *args, **kwargs)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.keeps:
+            self.last.put_back = _generator_state(self.method.__self__ if self.bound else args[0])
+        return self.method(*args, **kwargs)
 
     def put_back(self) -> None:
         put_back, self.last.put_back = getattr(self.last, "put_back", None), None

@@ -16,11 +16,19 @@ mode also checks inference mode unless it was made with both off (its answers, n
 too). The prologue calls each reader through a global name of its own (``torch_is_grad_enabled()``, not
 ``torch.is_grad_enabled()``): the attribute look-up would cost a cached call about as much as the call itself.
 
-Layer: core. Imports: torch only.
+One piece is Python's: ``isinstance``/``issubclass`` of an ABC (``ABCMeta``'s ``__instancecheck__`` is interpreted,
+but the registry of virtual subclasses and the caches it reads live in C, in ``_abc``) answer from state that
+``Base.register(C)`` changes. Every ``register`` changes ``abc.get_cache_token()``, so a trace whose program asked
+an ABC (``_abc_instancecheck``/``_abc_subclasscheck`` are noted as readers of it) checks that token: a cached call pays
+one C call, and a registration anywhere recompiles such entries once.
+
+Layer: core. Imports: torch and the standard library only.
 """
 
 from __future__ import annotations
 
+import _abc
+import abc
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -40,8 +48,11 @@ TORCH_STATE: dict[str, Callable[[], Any]] = {
     "torch._C._get_cudnn_benchmark()": torch._C._get_cudnn_benchmark,
     "torch._C._get_cudnn_allow_tf32()": torch._C._get_cudnn_allow_tf32,
     "torch._C._get_mkldnn_enabled()": torch._C._get_mkldnn_enabled,
+    "abc.get_cache_token()": abc.get_cache_token,
 }
 _READERS = {read: expr for expr, read in TORCH_STATE.items()}
+# An ABC's answers depend on the registry behind its token (above).
+_READERS.update({_abc._abc_instancecheck: "abc.get_cache_token()", _abc._abc_subclasscheck: "abc.get_cache_token()"})
 
 AUTOCAST_DEVICE_TYPES = tuple(torch._C._autocast_supported_devices())
 # function -> the device type whose autocast state it reads (None: its ``device_type`` argument, "cuda" if

@@ -13,10 +13,12 @@ import weakref
 from collections.abc import Callable
 from types import FunctionType, MethodType
 
+from . import natives as _natives  # noqa: F401  (registers the adapters of native callbacks: before conversions')
+
+# isort: split
 from . import conversions as _conversions  # noqa: F401  (registers the adapters of conversions)
 from . import handlers as _handlers  # noqa: F401  (registers the opcode handlers)
 from . import lookasides as _lookasides  # noqa: F401  (registers the interpreter's lookasides)
-from . import natives as _natives  # noqa: F401  (registers the adapters of native callbacks)
 from .errors import InterpreterError
 from .execution import call
 from .runtime import InterpreterCallbacks, Runtime, make_opaque, runtime_stack

@@ -1,4 +1,5 @@
-"""Conversions by a value's own dunders: ``str``/``repr``/``format`` (f-strings), ``float``, ``int``, ``__index__``.
+"""Conversions by a value's own dunders: ``str``/``repr``/``format`` (f-strings), ``float``, ``int``, ``__index__``,
+and the other dunders C functions call (``bytes``, ``hash``, ``max``, ``operator.add``, ...).
 
 Layer: ``thunder.core.interpreter``. Imports: the standard library, the interpreter's modules.
 
@@ -15,16 +16,19 @@ Note [Conversions interpreted]
     format's fields (``"{0.name}"``, and the items, ``"{0[key]}"``, read as the program's subscript is); ``seq * obj``
     reads ``obj``'s ``__index__`` so, and ``math``'s functions of real numbers and of integers (``math.sqrt(obj)``,
     ``math.comb(obj, 2)``) get their arguments converted so (a float or int, subclasses included, is read by C
-    without a dunder, as CPython reads it). Other C callers of these dunders (``bytes(obj)``, ``math.floor``'s
-    ``__floor__``) still call them natively; ``protocols.contains`` calls a list's, tuple's or deque's elements'
-    ``__eq__`` so.
+    without a dunder, as CPython reads it). Other C callers of a value's dunders (``bytes(obj)``, ``math.floor``'s
+    ``__floor__``, ``hash``, ``max``, ``operator.add``) get a stand-in of it (Note [Dunders called by C functions]);
+    ``protocols.contains`` calls a list's, tuple's or deque's elements' ``__eq__`` as the program would.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
+import itertools
 import math
 import operator
+import struct
 import types
 
 from .errors import NULL
@@ -38,7 +42,7 @@ from .execution import (
 )
 from .protocols import FAST_TYPES, _is_py, as_index
 
-__all__ = ["as_index", "as_str", "as_repr", "as_ascii", "formatted", "converting"]
+__all__ = ["as_index", "as_str", "as_repr", "as_ascii", "formatted", "converting", "standing_in", "NATIVE_VALUE_TYPES"]
 
 _OBJECT_STR = object.__dict__["__str__"]
 _OBJECT_FORMAT = object.__dict__["__format__"]
@@ -282,3 +286,171 @@ def percent_operand(ctx, b):
 
 register_method_adapter(str, "format", _converting_arguments)
 register_native_adapter(str.format, _converting_unbound_format)
+
+
+# -- stand-ins for C functions that call a value's dunders -------------------------------------------------------
+
+# Note [Dunders called by C functions]
+#     ``bytes(obj)``, ``itertools.islice(it, obj)``, ``hash(obj)``, ``abs``/``round``/``divmod``/``pow``/``complex``,
+#     ``math.floor``, ``operator.add``/``lt``/``getitem``/..., ``max``/``min``/``sorted``/``sum``/``any``/``all`` of a
+#     user's objects, ``lst.index(obj)``, ``d.get(obj)``, ``obj in a_set`` call the objects' dunders from C: run
+#     natively, what a Python dunder read went unchecked (a cached trace kept its first answer) and what it did was
+#     done on the first call only, as Note [Conversions interpreted] says of the conversions. So these functions get,
+#     in place of such an argument (or of the items they iterate), a stand-in (``standing_in``): an object of a type
+#     named as the value's, with the dunders the value's type has, each calling the value's as the program would (a
+#     Python one interpreted, a C one natively), the stand-ins among its arguments replaced by their values. Where the
+#     function returns what it was given (``max``, ``sorted``, ``sum`` of nothing), the result is the value again.
+#     Only where no argument is kept: a stand-in stored (``d[obj] = v``, ``d.setdefault(obj)``) would be seen later.
+#     Values of a type with a builtin base (an ``int`` subclass: C reads the int without a dunder) and thunder's own
+#     (``NATIVE_VALUE_TYPES``: proxies, whose dunders record ops) are given as they are. What stays native: a C
+#     function comparing the given value with an equal item it holds (``[obj].index(obj)`` compares the list's ``obj``
+#     with the stand-in: identity no longer shortcuts, and the item's ``__eq__`` runs natively).
+
+_FORWARDED = (
+    "__hash__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __bool__ __len__ __length_hint__ __index__ __int__ __float__ "
+    "__complex__ __bytes__ __round__ __floor__ __ceil__ __trunc__ __abs__ __neg__ __pos__ __invert__ __contains__ "
+    "__getitem__ __iter__ __str__ __repr__ __format__"
+).split() + [
+    f"__{p}{op}__"
+    for op in "add sub mul matmul truediv floordiv mod divmod pow lshift rshift and xor or".split()
+    for p in ("", "r", "i")
+]
+
+_READ_AS_NUMBERS = frozenset(("__hash__", "__len__", "__length_hint__", "__index__", "__int__", "__float__"))
+#: Types whose values C functions get as they are (filled by the tracing layer: its proxies).
+NATIVE_VALUE_TYPES: list[type] = []
+
+
+class _StandIn:
+    """A value as a C function sees it (Note [Dunders called by C functions])."""
+
+    __slots__ = ("_ctx", "_v")
+
+    def __init__(self, ctx, v):
+        self._ctx, self._v = ctx, v
+
+
+_STAND_IN_CTX = _StandIn.__dict__["_ctx"].__get__
+_STAND_IN_VALUE = _StandIn.__dict__["_v"].__get__
+
+
+def _value(v):
+    return _STAND_IN_VALUE(v) if isinstance(v, _StandIn) else v
+
+
+def _forwarding(name: str):
+    def dunder(self, *args):
+        v = _STAND_IN_VALUE(self)
+        f = lookup_type_attr(type(v), name)
+        args = tuple(map(_value, args))
+        if not _is_py(f):
+            return f.__get__(v, type(v))(*args)
+        r = call(_STAND_IN_CTX(self), f.__get__(v, type(v)), args)
+        tr = type(r)
+        if name in _READ_AS_NUMBERS and tr is not int and tr is not float and isinstance(r, (int, float)):
+            # C reads the number natively: asking its type lets a subclass see the read (thunder's SymInt records it)
+            return tr.__index__(r) if isinstance(r, int) else tr.__float__(r)
+        return r
+
+    dunder.__name__ = name
+    return dunder
+
+
+_FORWARDING = {n: _forwarding(n) for n in _FORWARDED}
+_standing_in_types: dict[type, type | None] = {}
+
+
+def _standing_in_type(t: type) -> type | None:
+    """The stand-in type for values of ``t``, or None where they are given as they are."""
+    try:
+        return _standing_in_types[t]
+    except KeyError:
+        pass
+    st = None
+    own = [lookup_type_attr(t, n) for n in _FORWARDED]
+    heap = all(c is object or c.__flags__ & _HEAP_TYPE for c in t.__mro__)
+    if heap and not issubclass(t, (_StandIn, *NATIVE_VALUE_TYPES)) and any(map(_is_py, own)):
+        ns = {n: _FORWARDING[n] for n, f in zip(_FORWARDED, own) if f is not NULL}
+        if own[0] is None:  # unhashable
+            ns["__hash__"] = None
+        st = type(t.__name__, (_StandIn,), {"__slots__": (), **ns})
+    _standing_in_types[t] = st
+    return st
+
+
+_HEAP_TYPE = 1 << 9
+
+
+def standing_in(ctx, v):
+    """``v``, or its stand-in for a C function that calls its dunders (Note [Dunders called by C functions])."""
+    t = type(v)
+    if t in FAST_TYPES:
+        return v
+    st = _standing_in_type(t)
+    return v if st is None else st(ctx, v)
+
+
+def _standing_in_all(ctx, args, kwargs):
+    return tuple(standing_in(ctx, a) for a in args), kwargs
+
+
+def _standing_in_from(start: int, keyword: str | None = None):
+    def adapt(ctx, args, kwargs):
+        args = args[:start] + tuple(standing_in(ctx, a) for a in args[start:])
+        if keyword is not None and kwargs and keyword in kwargs:
+            kwargs = {**kwargs, keyword: standing_in(ctx, kwargs[keyword])}
+        return args, kwargs
+
+    return adapt
+
+
+def _standing_in_items(ctx, args, kwargs):  # (the iterable adapted already: Note [Native callbacks])
+    if len(args) == 1:
+        return (map(functools.partial(standing_in, ctx), args[0]),), kwargs
+    return args, kwargs
+
+
+_OPERATORS = (
+    "add sub mul matmul truediv floordiv mod pow lshift rshift and_ or_ xor iadd isub imul imatmul itruediv ifloordiv "
+    "imod ipow ilshift irshift iand ior ixor lt le eq ne gt ge neg pos abs invert inv not_ truth contains getitem "
+    "length_hint countOf indexOf concat"
+)
+for _fn in (
+    builtins.bytes, builtins.bytearray, builtins.chr, builtins.hash, builtins.abs, builtins.round, builtins.divmod,
+    builtins.pow, builtins.complex, math.floor, math.ceil, math.trunc, struct.pack,
+    *(getattr(operator, n) for n in _OPERATORS.split()),
+):  # fmt: skip
+    register_native_adapter(_fn, _standing_in_all)
+register_native_adapter(itertools.islice, _standing_in_from(1))
+register_native_adapter(builtins.enumerate, _standing_in_from(1, "start"))
+for _fn in (builtins.any, builtins.all, math.fsum, math.prod):
+    register_native_adapter(_fn, _standing_in_items)
+
+
+def _given_back(fn, items: bool = False):
+    """``fn`` of stand-ins where no ``key`` is given, what it returns given back as the values (``max``, ``sorted``)."""
+
+    def lookaside(ctx, args, kwargs):
+        if kwargs and kwargs.get("key") is not None:
+            return fn(*args, **kwargs)
+        args, _ = _standing_in_items(ctx, args, None) if len(args) == 1 else _standing_in_all(ctx, args, None)
+        for name in ("start", "reverse"):  # (``sum``'s, ``sorted``'s)
+            if kwargs and name in kwargs:
+                kwargs = {**kwargs, name: standing_in(ctx, kwargs[name])}
+        r = fn(*args, **(kwargs or {}))
+        return [_value(v) for v in r] if items else _value(r)
+
+    return lookaside
+
+
+for _fn, _items in ((builtins.max, False), (builtins.min, False), (builtins.sum, False), (builtins.sorted, True)):
+    register_default_lookaside(_fn)(_given_back(_fn, _items))
+
+
+def _standing_in_first(ctx, receiver, args, kwargs):
+    return (standing_in(ctx, args[0]), *args[1:]) if args else args, kwargs
+
+
+for _tp, _names in ((list, "index count remove pop insert"), (tuple, "index count"), (dict, "get pop __contains__")):
+    for _name in _names.split():
+        register_method_adapter(_tp, _name, _standing_in_first)

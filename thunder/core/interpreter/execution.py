@@ -542,7 +542,14 @@ _native_adapters: dict[int, tuple] = {}
 
 def register_native_adapter(fn, adapt) -> None:
     """Registers ``adapt(ctx, args, kwargs) -> (args, kwargs)``, applied to the arguments of every call of the
-    native ``fn`` before anything else (see Note [Native callbacks] in ``natives``)."""
+    native ``fn`` before anything else (see Note [Native callbacks] in ``natives``); after those registered before."""
+    before = _native_adapters.get(id(fn))
+    if before is not None and before[0] is fn:
+        first = before[1]
+
+        def adapt(ctx, args, kwargs, first=first, then=adapt):
+            return then(ctx, *first(ctx, args, kwargs))
+
     _native_adapters[id(fn)] = (fn, adapt)
 
 

@@ -24,6 +24,7 @@ import builtins
 import dataclasses
 import functools
 import itertools
+import math
 
 from .errors import NULL
 from .execution import call_back, lookup_type_attr, register_native_adapter
@@ -103,7 +104,7 @@ _SPECS = {
     **{
         fn: _Spec(iterables=_FIRST)
         for fn in (builtins.enumerate, builtins.any, builtins.all, builtins.sum, builtins.list, builtins.tuple,
-                   builtins.set, builtins.frozenset, itertools.islice, itertools.cycle)  # fmt: skip
+                   builtins.set, builtins.frozenset, itertools.islice, itertools.cycle, math.fsum, math.prod)  # fmt: skip
     },
 }
 

@@ -456,7 +456,14 @@ def contains(ctx, container, item) -> bool:
         # CPython's search: identity, then ``element == item``, whose Python ``__eq__`` is called as the program
         # would (natively, what it reads would go unchecked: Note [Native callbacks])
         return any(v is item or truth(ctx, compare_op(ctx, "==", v, item)) for v in tuple(container))
+    if t in _HASHING_CONTAINERS and type(item) not in FAST_TYPES:
+        from .conversions import standing_in  # (conversions imports this module)
+
+        return standing_in(ctx, item) in container  # its Python __hash__ and __eq__ interpreted
     return item in container
+
+
+_HASHING_CONTAINERS = (set, frozenset, dict)
 
 
 _COMPARING_SEQUENCES = (list, tuple, collections.deque)

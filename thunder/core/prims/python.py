@@ -479,7 +479,8 @@ def _print_check_torch_state(bsym, printer):
     # the reader bound to a global name of its own: a cached call skips looking ``torch.<name>`` up (Note [Torch
     # state] in thunder.core.torch_state)
     reader = printer.add_ctx(expr.removesuffix("()").replace(".", "_"), TORCH_STATE[expr])
-    return [f"if {reader}() is not {printer.value(expected)}: {printer.on_miss}"]
+    differs = "!=" if type(expected) is int else "is not"  # (an ABC's cache token: an int, not a cached object)
+    return [f"if {reader}() {differs} {printer.value(expected)}: {printer.on_miss}"]
 
 
 # ``check_torch_state(expr, expected)``: a piece of global torch state (a key of ``torch_state.TORCH_STATE``: grad
