@@ -1,0 +1,101 @@
+"""What a fifth round of probing found, with programs written after lightning-thunder's tests and users' code (the
+earlier rounds' are in tests/test_probe_findings.py to tests/test_probe_findings4.py), each kept as a regression
+test against eager on several calls."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+import thunder
+
+transformers_generic = pytest.importorskip("transformers.utils.generic")
+ModelOutput = transformers_generic.ModelOutput
+
+_post_inits: list[str] = []
+
+
+@dataclasses.dataclass
+class _ScaledOutput(ModelOutput):
+    """A user's ModelOutput whose ``__post_init__`` transforms a field and logs (Note [Mappings with a constructor
+    of their own])."""
+
+    logits: torch.Tensor | None = None
+    loss: torch.Tensor | None = None
+
+    def __post_init__(self):
+        _post_inits.append(type(self).__name__)
+        if self.logits is not None:
+            self.logits = self.logits * 2
+        super().__post_init__()
+
+
+def _returns_output(x):
+    return _ScaledOutput(logits=x + 1, loss=x.sum())
+
+
+def _reads_output(o):
+    return o.logits + 1, o["logits"] * 3, o.to_tuple()
+
+
+def _returns_input(o):
+    return o
+
+
+def _assert_same_output(actual, expected):
+    assert type(actual) is type(expected)
+    assert list(actual.keys()) == list(expected.keys())
+    for name in ("logits", "loss"):
+        e, a = getattr(expected, name), getattr(actual, name)
+        assert (a is None) == (e is None)
+        if e is not None:
+            torch.testing.assert_close(a, e)
+            torch.testing.assert_close(actual[name], expected[name])
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values", "no caching"])
+def test_a_model_outputs_post_init_runs_once_per_construction(cache):
+    jf = thunder.jit(_returns_output, cache=cache)
+    for _ in range(3):
+        x = torch.randn(3)
+        _post_inits.clear()
+        expected = _returns_output(x)
+        eager_calls = list(_post_inits)
+        _post_inits.clear()
+        actual = jf(x)
+        _assert_same_output(actual, expected)
+        assert _post_inits == eager_calls  # the program's construction, and no other
+
+
+def test_a_model_output_argument_is_seen_as_it_is():
+    jf = thunder.jit(_reads_output)
+    for _ in range(3):
+        o = _ScaledOutput(logits=torch.randn(3))
+        _post_inits.clear()
+        expected = _reads_output(o)
+        actual = jf(o)
+        assert _post_inits == []
+        for a, e in zip(thunder.core.pytree.tree_leaves(actual), thunder.core.pytree.tree_leaves(expected)):
+            torch.testing.assert_close(a, e)
+
+
+def test_a_model_output_argument_returned_is_the_argument():
+    jf = thunder.jit(_returns_input)
+    for _ in range(3):
+        o = _ScaledOutput(logits=torch.randn(3))
+        before = o.logits.clone()
+        assert jf(o) is o
+        torch.testing.assert_close(o.logits, before)
+
+
+def test_a_model_output_argument_whose_field_was_set_to_none_is_checked():
+    jf = thunder.jit(_reads_output)
+    o = _ScaledOutput(logits=torch.randn(3))
+    jf(o)
+    o.logits = None  # the item stays (ModelOutput.__setattr__ stores only values that are not None)
+    with pytest.raises(TypeError):
+        _reads_output(o)
+    with pytest.raises(TypeError):
+        jf(o)
