@@ -99,3 +99,45 @@ def test_a_model_output_argument_whose_field_was_set_to_none_is_checked():
         _reads_output(o)
     with pytest.raises(TypeError):
         jf(o)
+
+
+def _updates_a_result_its_op_saved(op):
+    def f(x):
+        y = op(x)
+        y.add_(1)
+        return y, y * 2
+
+    return f
+
+
+@pytest.mark.parametrize("op", [torch.exp, torch.sigmoid, torch.tanh], ids=lambda op: op.__name__)
+def test_an_in_place_update_of_a_result_its_op_saved_fails_in_backward_as_in_eager(op):
+    """``tanh`` keeps its result for its backward: eager refuses the backward once the result changed in place."""
+    f = _updates_a_result_its_op_saved(op)
+    jf = thunder.jit(f)
+    for _ in range(3):
+        x = torch.randn(3, requires_grad=True)
+        expected, actual = f(x), jf(x)
+        for a, e in zip(actual, expected):
+            torch.testing.assert_close(a, e)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (expected[0].sum() + expected[1].sum()).backward()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (actual[0].sum() + actual[1].sum()).backward()
+
+
+def test_an_in_place_update_of_a_result_its_op_did_not_save_is_differentiated():
+    def f(x, w):
+        y = x @ w  # saves x and w, not its result
+        y.relu_()
+        return y
+
+    jf = thunder.jit(f)
+    for _ in range(3):
+        x, w = torch.randn(2, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
+        x2, w2 = (t.detach().clone().requires_grad_() for t in (x, w))
+        f(x, w).sum().backward()
+        jf(x2, w2).sum().backward()
+        torch.testing.assert_close(x2.grad, x.grad)
+        torch.testing.assert_close(w2.grad, w.grad)
+        assert thunder.compile_stats(jf).last_autograd_fallback is None
