@@ -5,6 +5,7 @@ test against eager on several calls."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 import pytest
 import torch
@@ -141,3 +142,22 @@ def test_an_in_place_update_of_a_result_its_op_did_not_save_is_differentiated():
         torch.testing.assert_close(x2.grad, x.grad)
         torch.testing.assert_close(w2.grad, w.grad)
         assert thunder.compile_stats(jf).last_autograd_fallback is None
+
+
+class _Doubled(typing.NamedTuple("_Doubled", [("a", torch.Tensor), ("b", int)])):
+    """A namedtuple whose ``__new__`` changes an item (``PackedSequence``'s computes its fields)."""
+
+    def __new__(cls, a, b):
+        return super().__new__(cls, a * 2, b)
+
+
+def test_a_namedtuple_with_a_new_of_its_own_is_returned_as_the_program_made_it():
+    def f(x):
+        return _Doubled(x + 1, 3)
+
+    jf = thunder.jit(f)
+    for _ in range(3):
+        x = torch.randn(2)
+        expected, actual = f(x), jf(x)
+        assert type(actual) is _Doubled and actual.b == expected.b
+        torch.testing.assert_close(actual.a, expected.a)
