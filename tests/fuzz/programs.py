@@ -17,7 +17,7 @@ FAMILIES = tuple(FAMILY_GENERATORS)
 CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input")
 PARAM_ORDER = ("x", "w", "n", "s", "it", "lst", "sl", "mod", "buf")
 
-HEADER = "import array\nimport collections\nimport copy\nimport functools\nimport math\nimport operator\nimport os\nimport random\nimport types\nimport warnings\n\nimport numpy\nimport torch\n\nimport thunder\n"
+HEADER = "import array\nimport collections\nimport copy\nimport dataclasses\nimport functools\nimport math\nimport operator\nimport os\nimport random\nimport types\nimport warnings\n\nimport numpy\nimport torch\n\nimport thunder\n"
 
 OWNER_MODULE = """
 class Net(torch.nn.Module):

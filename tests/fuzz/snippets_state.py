@@ -54,6 +54,23 @@ _CONVERSION_FORMS = (
     "if isinstance(cfg{u}, _Big{u}):\n    acc = acc * 2", "ret.append([0] * cfg{u})",
 )  # fmt: skip
 
+_DATACLASS_MAPPING = """LOG{u} = []
+
+
+def _post_init{u}(self):
+    LOG{u}.append(self.n)
+    self.value = self.value * 2
+    for k in ("value", "n"):
+        self[k] = getattr(self, k)
+
+
+_Out{u} = dataclasses.make_dataclass(  # the decorator would read this module's annotations, which are strings here
+    "_Out{u}",
+    [(name, object, dataclasses.field(default=None)) for name in ("value", "n")],
+    bases=(collections.OrderedDict,),
+    namespace={"__post_init__": _post_init{u}},
+)"""
+
 
 def objects(rng, ctx):
     choice = rng.random()
@@ -203,12 +220,15 @@ def side_effects(rng, ctx):
         fail = "\nidx{u} = torch.full((1,), 10**6 if n % 2 else 0)\n_ = acc.reshape(-1)[idx{u}] if acc.numel() else acc"
         return _s("side_effects", "effects, then a failure at run time", body + fail, setup="LOG{u} = []\nD{u} = {}",
                   state=("LOG{u}", "D{u}"), needs={"n"}, mutations=["LOG{u}.clear()"])  # fmt: skip
-    if choice < 0.9:  # an argument returned inside an object the program makes (a model output holding its cache)
+    if choice < 0.89:  # an argument returned inside an object the program makes (a model output holding its cache)
         return _s("side_effects", "return an argument inside a new object", _pick(rng, (
             "lst.append(acc.ndim)\nret.append(types.SimpleNamespace(items=lst, total=acc.sum()))",
             "ret.append(collections.OrderedDict(items=lst, n=len(lst)))",
             "ret.append({'items': [lst], 'acc': acc})",
         )), needs={"lst"})  # fmt: skip
+    if choice < 0.9:  # a dataclass mapping (a transformers ModelOutput) whose __post_init__ changes a field and logs
+        return _s("side_effects", "return a dataclass mapping that changes a field", "ret.append(_Out{u}(acc + 1, n))",
+                  setup=_DATACLASS_MAPPING, state=("LOG{u}",), needs={"n"}, mutations=["LOG{u}.clear()"])  # fmt: skip
     return _s(
         "side_effects", "set an attribute of the owner", "{M}.calls = {M}.calls + 1", needs={"owner"}, state=("m",)
     )

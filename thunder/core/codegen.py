@@ -166,8 +166,8 @@ class Printer:
             items = f"({inner},)" if len(x) == 1 else f"({inner})"
             if isinstance(x, torch.Size):  # a shape the program returns or prints stays a torch.Size
                 return f"{self.add_ctx('_Size', torch.Size)}({items})"
-            if hasattr(x, "_fields"):  # a namedtuple
-                return f"{self.constant(type(x), '_tuple_type')}(*{items})"
+            if hasattr(x, "_fields"):  # a namedtuple, made as copy makes one (its own ``__new__`` may change items)
+                return f"{self.add_ctx('_tuple_new', tuple.__new__)}({self.constant(type(x), '_tuple_type')}, {items})"
             if hasattr(type(x), "n_fields"):  # a structseq such as torch.return_types.max
                 return f"{self.constant(type(x), '_tuple_type')}({items})"
             return items

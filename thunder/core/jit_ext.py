@@ -155,7 +155,7 @@ class Tracer(
         self._stored_values: list = []  # (bound symbol, argument position, value): the stores, escaped again at the end
         self._lazy: dict[int, LazyContainer] = {}  # id(copy) -> an outside container not read yet
         self._copy_originals: dict[int, Any] = {}  # id(copy) -> the outside container it copies (read already)
-        self._rebuilt: set[int] = set()  # ids of the copies of outside dict subclasses the program sees (not changed)
+        self._rebuilt: dict[int, Proxy] = {}  # id(copy) -> holder of an outside dict subclass the program sees
         self._buffers: list[tuple] = []  # outside buffers: (object, its contents, where it is read)
         self._constants: dict[int, Proxy] = {}  # id(object) -> prologue proxy capturing it by identity
         self._object_inputs: dict[str, Proxy] = {}  # prologue name -> the computation's proxy for that object

@@ -123,14 +123,14 @@ def _lift(x: Any, made: Container[int], depth: int, memo: dict[int, Any]) -> Any
         return collections.deque(items, x.maxlen) if type(x) is collections.deque else type(x)(items)
     if isinstance(x, dict):
         changed = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.items()}
-        if all(changed[k] is v for k, v in x.items()):
+        attrs = None if type(x) is dict else mapping_attrs(x)
+        own = attrs if isinstance(attrs, dict) else {}  # a dataclass mapping's fields among them
+        lifted = {k: lift_objects(v, made, depth + 1, memo) for k, v in own.items()}
+        if all(changed[k] is v for k, v in x.items()) and all(lifted[k] is v for k, v in own.items()):
             return x
         if type(x) is dict:
             return changed
-        attrs = mapping_attrs(x)
-        if isinstance(attrs, dict):
-            attrs = {k: lift_objects(v, made, depth + 1, memo) for k, v in attrs.items()}
-        return rebuild_mapping(mapping_type(x), changed, attrs)
+        return rebuild_mapping(mapping_type(x), changed, lifted if isinstance(attrs, dict) else attrs)
     if isinstance(x, ObjectWithProxies):  # rebuilt around an outside object it holds (``_outside_objects_as_inputs``)
         attrs = {k: lift_objects(v, made, depth + 1, memo) for k, v in x.attrs.items()}
         return x if all(attrs[k] is v for k, v in x.attrs.items()) else ObjectWithProxies(x.template, attrs, x.items)

@@ -30,7 +30,7 @@ import torch
 from thunder.core import introspection, iterators, prims, proxies
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
-from thunder.core.pytree import mapping_attrs, mapping_type, object_state, rebuild_mapping
+from thunder.core.pytree import mapping_attrs, mapping_type, object_state, rebuild_mapping, slot_names
 from thunder.core.side_effects import LAZY_TYPES, LazyContainer
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import plain_attribute
@@ -181,7 +181,7 @@ class ProvenanceMixin:
                 seen = self._rebuilt_mapping(value, holder, name)
                 if seen is not None:
                     self._register(value, holder, seen)
-                    self._rebuilt.add(id(seen))
+                    self._rebuilt[id(seen)] = holder
                     self._buffers.append((seen, _dict_items(seen), self._input_location(holder)))
                     return seen
                 self._check_keys(holder, tuple(value))
@@ -278,8 +278,17 @@ class ProvenanceMixin:
         attrs = mapping_attrs(value)
         typ = mapping_type(value)
         if isinstance(attrs, dict) and attrs:
-            # Attributes besides its items (Note [Mappings with a constructor of their own]): rebuilt by calling its
-            # type where that makes them again from the items as they are (an EasyDict, a count of the items).
+            # Attributes besides its items (Note [Mappings with a constructor of their own]). Each an item or None (a
+            # ``ModelOutput``'s fields): copied with them, the prologue checking that they still are. Otherwise
+            # rebuilt by calling its type where that makes them again from the items as they are (an EasyDict).
+            if _attributes_are_items(value, attrs, items):
+                h = holder.name
+                same = [f"[*{h}.__dict__] == {list(attrs)!r}"]
+                for n, v in attrs.items():
+                    same.append(f"{h}.__dict__[{n!r}] is {'None' if v is None else f'dict.__getitem__({h}, {n!r})'}")
+                self._check(prims.check_expr, " and ".join(same), (holder,))
+                seen = self._unpack_contents(items, holder, name, raw=raw)
+                return rebuild_mapping(typ, seen, {n: None if v is None else seen[n] for n, v in attrs.items()})
             if not _remade_as_it_is(value, typ, items):
                 return None
             return typ(self._unpack_contents(items, holder, name, raw=raw))
@@ -663,6 +672,12 @@ def _parameter_names(fn: Callable, nargs: int, kwargs: dict) -> list[str]:
             break
     names.extend(f"arg{i}" for i in range(len(names), nargs))
     return names[:nargs]
+
+
+def _attributes_are_items(value: dict, attrs: dict, items: dict) -> bool:
+    """Whether each of the attributes ``attrs`` of the dict subclass ``value`` (held in its ``__dict__``) is the
+    item of its name or None."""
+    return not slot_names(type(value)) and all(v is None or (n in items and items[n] is v) for n, v in attrs.items())
 
 
 def _remade_as_it_is(value: dict, typ: Callable, items: dict) -> bool:

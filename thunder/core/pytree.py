@@ -50,12 +50,9 @@ def register_containers(tree: Any) -> None:
 
 
 def mapping_items(d: dict) -> dict:
-    """What rebuilds the dict subclass ``d``: its items and, for a dataclass mapping (a Hugging Face
-    ``ModelOutput``, diffusers' outputs), the fields its constructor takes, which need not be items."""
-    fields = getattr(type(d), "__dataclass_fields__", None)
-    if not fields:
-        return dict(d)
-    return {**{name: getattr(d, name) for name, f in fields.items() if f.init and hasattr(d, name)}, **d}
+    """The items that rebuild the dict subclass ``d`` (its attributes, a dataclass mapping's fields among them, are
+    ``mapping_attrs``)."""
+    return dict(d)
 
 
 def mapping_type(d: dict) -> Callable:
@@ -67,16 +64,8 @@ def mapping_type(d: dict) -> Callable:
 
 
 def rebuild_mapping(typ: type, items: dict, attrs: dict | object | None = None) -> Any:
-    """An instance of the dict subclass ``typ`` with these items (a dataclass mapping is built from its
-    fields by keyword, then given the other items). One whose building runs code of its own is made as ``copy``
-    makes one, with ``attrs`` its attributes (Note [Mappings with a constructor of their own])."""
-    fields = getattr(typ, "__dataclass_fields__", None)  # None for a defaultdict's functools.partial
-    if fields:
-        obj = typ(**{k: v for k, v in items.items() if k in fields})
-        for k, v in items.items():
-            if k not in fields:
-                obj[k] = v
-        return obj
+    """An instance of the dict subclass ``typ`` with these items; where its type's ``__init__`` is its own,
+    made as ``copy`` makes one, with ``attrs`` its attributes (Note [Mappings with a constructor of their own])."""
     if not builds_with_own_code(typ):
         return typ(items)
     new = typ.__new__(typ)
@@ -97,10 +86,13 @@ def rebuild_mapping(typ: type, items: dict, attrs: dict | object | None = None) 
 # where the type stores them as given: an ``__init__`` of the user's may change them (``{k: 2 * v ...}``: eager's
 # value doubled again on each rebuild), count, or log. Such a mapping is made as ``copy`` makes one: the type's
 # ``__new__``, its items stored by the builtin mapping it derives from, and its instance attributes set (an
-# ``AttrDict`` whose ``__dict__`` is itself keeps being so). A dataclass mapping (a Hugging Face ``ModelOutput``) is
-# still built from its fields by its generated ``__init__``. An ``OrderedDict`` subclass with only a ``__setitem__``
-# of its own is still built by its type: ``OrderedDict``'s C ``__init__`` calls that ``__setitem__`` natively, which
-# tracing cannot follow, so the rebuild is what runs it on each call as eager's construction does.
+# ``AttrDict`` whose ``__dict__`` is itself keeps being so). A dataclass mapping (a Hugging Face ``ModelOutput``,
+# diffusers' outputs) is one of them: its generated ``__init__`` runs a ``__post_init__`` that may transform a field
+# (``self.logits = self.logits * 2``), so a rebuild by its constructor applied it once more on every call and ran its
+# side effects again; its fields are attributes (those that are not None items too, in a ``ModelOutput``), carried
+# with it. An ``OrderedDict`` subclass with only a ``__setitem__`` of its own is still built by its type:
+# ``OrderedDict``'s C ``__init__`` calls that ``__setitem__`` natively, which tracing cannot follow, so the rebuild
+# is what runs it on each call as eager's construction does.
 ATTRIBUTES_ARE_ITEMS = object()  # ``mapping_attrs`` of a mapping whose ``__dict__`` is itself
 _BUILTIN_MAPPINGS = (collections.OrderedDict, collections.Counter, collections.defaultdict, dict)
 
@@ -112,7 +104,7 @@ def _builtin_mapping(typ: type) -> type:
 def builds_with_own_code(typ: Callable) -> bool:
     """Whether ``typ(items)`` runs an ``__init__`` of the dict subclass ``typ``'s own (Note [Mappings with a
     constructor of their own])."""
-    if not isinstance(typ, type) or getattr(typ, "__dataclass_fields__", None):
+    if not isinstance(typ, type):
         return False
     return typ.__init__ is not _builtin_mapping(typ).__init__
 

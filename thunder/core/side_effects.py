@@ -609,6 +609,8 @@ class SideEffectsMixin:
             return self._object_input(lazy.holder)
         if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))) or depth > 6:
             return x
+        if id(x) in self._rebuilt:  # the program's copy of an outside dict subclass (never changed): the object
+            return self._object_input(self._rebuilt[id(x)])
         holder = self._provenance.get(id(x))
         if holder is not None and self._proxy_for.get(id(x)) is x and not is_code_like(x) and not isinstance(x, types.ModuleType):
             return self._object_input(holder)
@@ -617,9 +619,14 @@ class SideEffectsMixin:
             return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
         if isinstance(x, dict):  # a dict subclass too (a Hugging Face ModelOutput holding the cache passed in)
             items = {k: self._outside_objects_as_inputs(v, depth + 1, memo) for k, v in x.items()}
-            if all(items[k] is v for k, v in x.items()):
+            attrs = None if type(x) is dict else mapping_attrs(x)
+            own = attrs if isinstance(attrs, dict) else {}  # a dataclass mapping's fields among them
+            inner = {k: self._outside_objects_as_inputs(v, depth + 1, memo) for k, v in own.items()}
+            if all(items[k] is v for k, v in x.items()) and all(inner[k] is v for k, v in own.items()):
                 return x
-            return items if type(x) is dict else rebuild_mapping(mapping_type(x), items, mapping_attrs(x))
+            if type(x) is dict:
+                return items
+            return rebuild_mapping(mapping_type(x), items, inner if isinstance(attrs, dict) else attrs)
         attrs = object_state(x)
         if attrs is None or holder is not None or isinstance(x, NOT_REBUILT):
             return x

@@ -193,8 +193,8 @@ def _functional_updates(
     body: list[BoundSymbol], inputs: set[str]
 ) -> tuple[list[BoundSymbol], set[int], dict[str, Proxy]]:
     """The body with each in-place update of a tensor that nothing else can see (made here by an op
-    that does not alias, not an input, no view of it taken, saved by no earlier op's autograd: eager
-    refuses the backward after such an update) replaced by the op that computes the
+    that does not alias, not an input, no view of it taken, saved by no earlier op's autograd, the op that made
+    it included: eager refuses the backward after such an update) replaced by the op that computes the
     new value (``out += identity`` in a ResNet block, ``relu_``): later uses
     read the new value by its own name. Nothing can tell the difference (no other tensor shares
     that memory), and the update is differentiated like any op instead of sending the whole
@@ -258,6 +258,7 @@ def _functional_form(
         or dst.name not in made_by
         or _aliased_args(made_by[dst.name])
         or any(_saves(reader, dst.name) for reader in readers.get(dst.name, ()))
+        or _saved_by_its_maker(made_by[dst.name], dst.name)
         or any(IN_PLACE in s.sym.tags for s in compute)
         # ``dst.copy_(src)``, ``zero_()``: the new value does not come from the old one, but in eager the
         # old one stays in the graph (a zero gradient, not None); those keep torch's autograd
@@ -265,6 +266,17 @@ def _functional_form(
     ):
         return None
     return compute[0]
+
+
+def _saved_by_its_maker(maker: BoundSymbol, name: str) -> bool:
+    """Whether eager's autograd is known to keep ``name``, a result of ``maker``, for ``maker``'s backward
+    (``tanh``, ``sigmoid``, ``exp``: eager refuses the backward after ``y.add_(1)`` on it). Where torch cannot
+    tell (a ``batch_norm`` whose momentum the program computes), no: such makers are of the normalisations and
+    linear maps, which keep their inputs."""
+    if not any(getattr(o, "requires_grad", False) for o in maker.flat_proxy_outs):
+        return False
+    saved = eager_saves(maker)
+    return saved is not None and name in saved
 
 
 def _augment_forwards(
