@@ -235,6 +235,29 @@ def f(x):
 '''
 
 
+# -- attribute lookups that changed with the version -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [2.5, 3], ids=["float", "int"])
+def test_a_symbolic_numbers_own_attributes_stay_hidden_as_in_eager(value):
+    """From 3.13 float has no ``__getattribute__`` of its own (object's is found), so the property ``SymFloat.name``
+    was interpreted and returned as it was: ``hasattr(v, "name")`` was True where eager's float has no such
+    attribute."""
+
+    def f(x, v):
+        try:
+            read = v.name
+        except AttributeError as e:
+            read = str(e)
+        return x + 1, hasattr(v, "name"), getattr(v, "name", "no name"), read
+
+    x = torch.ones(2)
+    expected = f(x, value)
+    actual = thunder.jit(f, cache="symbolic values")(x, value)
+    torch.testing.assert_close(actual[0], expected[0])
+    assert actual[1:] == expected[1:]
+
+
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameter syntax (PEP 695) is new in 3.12")
 def test_type_parameters_run_as_cpython_runs_them():
     namespace: dict = {}
