@@ -258,6 +258,45 @@ def test_a_symbolic_numbers_own_attributes_stay_hidden_as_in_eager(value):
     assert actual[1:] == expected[1:]
 
 
+# -- sum: floats compensated from 3.12 (Note [sum of symbolic numbers]) ---------------------------------------------
+
+
+def _sums(x, *vals):
+    return x, sum(vals), sum(v for v in vals), sum(vals, 0.5), sum(iter(vals), 1)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [[0.1] * 10, [0.7] * 10],  # 3.12+: 1.0 compensated, 0.9999999999999999 added plainly
+        [[1e16, 1.0, -1e16, 0.25], [1e16, 3.0, -1e16, 0.5]],
+        [[0.5, 2, 0.1, True], [1.5, 3, 0.2, False]],  # ints and bools join a float sum as doubles
+        [[3, 0.1, 2**70, 0.2], [4, 0.3, 2**70, 0.4]],  # past a C long: plain additions from there
+        [[float("inf"), 0.1, 1.0], [float("inf"), 0.2, 2.0]],  # an infinite sum is not compensated into a nan
+    ],
+)
+def test_a_sum_of_symbolic_numbers_is_eagers_sum(calls):
+    """A SymFloat is no exact float and a SymInt no exact int, so native ``sum`` added them with ``+``: from 3.12 the
+    float sum was not compensated (one ulp from eager's), and an int added to a float sum was read natively."""
+    jf = thunder.jit(_sums, cache="symbolic values")
+    x = torch.ones(1)
+    for vals in calls:
+        assert jf(x, *vals)[1:] == _sums(x, *vals)[1:]
+
+
+def test_an_int_added_to_a_float_sum_stays_symbolic():
+    def f(x, n):
+        return x * sum([0.5, n]), sum([n], 0.25)
+
+    jf = thunder.jit(f, cache="symbolic values")
+    x = torch.ones(2)
+    for n in (1, 2, 3):
+        actual, expected = jf(x, n), f(x, n)
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1] == expected[1]
+    assert thunder.cache_misses(jf) == 1
+
+
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameter syntax (PEP 695) is new in 3.12")
 def test_type_parameters_run_as_cpython_runs_them():
     namespace: dict = {}
