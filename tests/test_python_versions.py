@@ -10,6 +10,7 @@ import functools
 import io
 import pickle
 import sys
+import types
 
 import pytest
 import torch
@@ -256,6 +257,48 @@ def test_a_symbolic_numbers_own_attributes_stay_hidden_as_in_eager(value):
     actual = thunder.jit(f, cache="symbolic values")(x, value)
     torch.testing.assert_close(actual[0], expected[0])
     assert actual[1:] == expected[1:]
+
+
+class _Tagged(float):
+    pass
+
+
+_TAGGED = _Tagged(1.0)
+_ERROR = ValueError("outside")
+_NAMESPACE = types.SimpleNamespace(n=0)
+
+
+def test_attribute_slots_called_by_name_act_as_on_313(monkeypatch):
+    """Before 3.13 a module's, an exception's and a SimpleNamespace's ``__setattr__`` and a float's ``__getattribute__``
+    were wrappers of their own (3.13 finds object's): called by name, they ran natively, so a later read in the program
+    gave the value of the traced call and a cached call read a stale attribute (Note [Generic attribute slots])."""
+    module = types.ModuleType("_thunder_test_settings")
+    module.v = 0
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(_ERROR, "n", 0, raising=False)
+    monkeypatch.setattr(_NAMESPACE, "n", 0)
+    monkeypatch.setattr(_TAGGED, "k", 2.0, raising=False)
+
+    def f(x):
+        module.__setattr__("v", module.v + 1)
+        _ERROR.__setattr__("n", _ERROR.n + 1)
+        _NAMESPACE.__setattr__("n", _NAMESPACE.n + 1)
+        return x * module.v + _ERROR.n + _NAMESPACE.n, _TAGGED.__getattribute__("k")
+
+    def run(fn):
+        module.v = _ERROR.n = _NAMESPACE.n = 0
+        _TAGGED.k = 2.0
+        out = [fn(torch.ones(2)) for _ in range(2)]
+        _TAGGED.k = 3.0
+        out.append(fn(torch.ones(2)))
+        return out, (module.v, _ERROR.n, _NAMESPACE.n)
+
+    expected, expected_state = run(f)
+    actual, actual_state = run(thunder.jit(f))
+    assert actual_state == expected_state
+    for (a, ak), (e, ek) in zip(actual, expected):
+        torch.testing.assert_close(a, e)
+        assert ak == ek
 
 
 # -- sum: floats compensated from 3.12 (Note [sum of symbolic numbers]) ---------------------------------------------
