@@ -10,6 +10,7 @@ import functools
 import io
 import pickle
 import sys
+import types
 
 import pytest
 import torch
@@ -233,6 +234,110 @@ def f(x):
     bound = ident.__type_params__[0]
     return x + ident(1.5) + Box(x).get(), Alias.__name__, [p.__name__ for p in Box.__type_params__], bound.__constraints__
 '''
+
+
+# -- attribute lookups that changed with the version -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [2.5, 3], ids=["float", "int"])
+def test_a_symbolic_numbers_own_attributes_stay_hidden_as_in_eager(value):
+    """From 3.13 float has no ``__getattribute__`` of its own (object's is found), so the property ``SymFloat.name``
+    was interpreted and returned as it was: ``hasattr(v, "name")`` was True where eager's float has no such
+    attribute."""
+
+    def f(x, v):
+        try:
+            read = v.name
+        except AttributeError as e:
+            read = str(e)
+        return x + 1, hasattr(v, "name"), getattr(v, "name", "no name"), read
+
+    x = torch.ones(2)
+    expected = f(x, value)
+    actual = thunder.jit(f, cache="symbolic values")(x, value)
+    torch.testing.assert_close(actual[0], expected[0])
+    assert actual[1:] == expected[1:]
+
+
+class _Tagged(float):
+    pass
+
+
+_TAGGED = _Tagged(1.0)
+_ERROR = ValueError("outside")
+_NAMESPACE = types.SimpleNamespace(n=0)
+
+
+def test_attribute_slots_called_by_name_act_as_on_313(monkeypatch):
+    """Before 3.13 a module's, an exception's and a SimpleNamespace's ``__setattr__`` and a float's ``__getattribute__``
+    were wrappers of their own (3.13 finds object's): called by name, they ran natively, so a later read in the program
+    gave the value of the traced call and a cached call read a stale attribute (Note [Generic attribute slots])."""
+    module = types.ModuleType("_thunder_test_settings")
+    module.v = 0
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(_ERROR, "n", 0, raising=False)
+    monkeypatch.setattr(_NAMESPACE, "n", 0)
+    monkeypatch.setattr(_TAGGED, "k", 2.0, raising=False)
+
+    def f(x):
+        module.__setattr__("v", module.v + 1)
+        _ERROR.__setattr__("n", _ERROR.n + 1)
+        _NAMESPACE.__setattr__("n", _NAMESPACE.n + 1)
+        return x * module.v + _ERROR.n + _NAMESPACE.n, _TAGGED.__getattribute__("k")
+
+    def run(fn):
+        module.v = _ERROR.n = _NAMESPACE.n = 0
+        _TAGGED.k = 2.0
+        out = [fn(torch.ones(2)) for _ in range(2)]
+        _TAGGED.k = 3.0
+        out.append(fn(torch.ones(2)))
+        return out, (module.v, _ERROR.n, _NAMESPACE.n)
+
+    expected, expected_state = run(f)
+    actual, actual_state = run(thunder.jit(f))
+    assert actual_state == expected_state
+    for (a, ak), (e, ek) in zip(actual, expected):
+        torch.testing.assert_close(a, e)
+        assert ak == ek
+
+
+# -- sum: floats compensated from 3.12 (Note [sum of symbolic numbers]) ---------------------------------------------
+
+
+def _sums(x, *vals):
+    return x, sum(vals), sum(v for v in vals), sum(vals, 0.5), sum(iter(vals), 1)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [[0.1] * 10, [0.7] * 10],  # 3.12+: 1.0 compensated, 0.9999999999999999 added plainly
+        [[1e16, 1.0, -1e16, 0.25], [1e16, 3.0, -1e16, 0.5]],
+        [[0.5, 2, 0.1, True], [1.5, 3, 0.2, False]],  # ints and bools join a float sum as doubles
+        [[3, 0.1, 2**70, 0.2], [4, 0.3, 2**70, 0.4]],  # past a C long: plain additions from there
+        [[float("inf"), 0.1, 1.0], [float("inf"), 0.2, 2.0]],  # an infinite sum is not compensated into a nan
+    ],
+)
+def test_a_sum_of_symbolic_numbers_is_eagers_sum(calls):
+    """A SymFloat is no exact float and a SymInt no exact int, so native ``sum`` added them with ``+``: from 3.12 the
+    float sum was not compensated (one ulp from eager's), and an int added to a float sum was read natively."""
+    jf = thunder.jit(_sums, cache="symbolic values")
+    x = torch.ones(1)
+    for vals in calls:
+        assert jf(x, *vals)[1:] == _sums(x, *vals)[1:]
+
+
+def test_an_int_added_to_a_float_sum_stays_symbolic():
+    def f(x, n):
+        return x * sum([0.5, n]), sum([n], 0.25)
+
+    jf = thunder.jit(f, cache="symbolic values")
+    x = torch.ones(2)
+    for n in (1, 2, 3):
+        actual, expected = jf(x, n), f(x, n)
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1] == expected[1]
+    assert thunder.cache_misses(jf) == 1
 
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameter syntax (PEP 695) is new in 3.12")

@@ -188,7 +188,8 @@ def test_a_runtime_error_in_a_cell_names_the_cell_and_line(shell):
 
 
 def test_in_a_kernel_a_cell_run_again_is_named_by_its_latest_run(shell, monkeypatch):
-    from ipykernel.compiler import XCachingCompiler
+    # ipykernel is a test dependency (pyproject's "test" extra) that a bare environment may lack
+    XCachingCompiler = pytest.importorskip("ipykernel.compiler").XCachingCompiler
 
     monkeypatch.setattr(shell, "compile", XCachingCompiler())  # the kernel's: /tmp/ipykernel_<pid>/<hash>.py
     code = "def scaled(a):\n    return a * 3\n"

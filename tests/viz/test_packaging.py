@@ -95,6 +95,7 @@ def test_the_committed_package_json_points_at_committed_files():
 
 
 def test_jupyter_lists_the_extension_enabled_and_ok():
+    pytest.importorskip("jupyterlab", reason="JupyterLab (the test extra) is not installed in this environment")
     out = subprocess.run(
         [sys.executable, "-m", "jupyterlab.labextensions", "list"],
         capture_output=True,

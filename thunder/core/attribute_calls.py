@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -21,10 +22,20 @@ from thunder.core.interpreter.execution import lookup_type_attr
 
 __all__ = ["ATTRIBUTE_SLOTS", "plain_slot", "python_getter"]
 
+# Note [Generic attribute slots]
+# Before 3.13 a builtin type that sets an attribute slot to object's generic function (a module's and an exception's
+# ``__setattr__``, a float's and a str's ``__getattribute__``) has a wrapper of its own in its ``__dict__``; 3.13 adds
+# none for a slot the type inherits unchanged. Calling such a wrapper is calling object's, so it is the plain slot on
+# every version: ``module.__setattr__("n", v)`` is traced as ``setattr`` (before 3.13 it ran natively, and the
+# program's next read of ``module.n`` was the value read at tracing).
+_GENERIC_SLOT_TYPES = {
+    "__getattribute__": (float, str, frozenset, types.SimpleNamespace),
+    "__setattr__": (types.ModuleType, BaseException, types.SimpleNamespace),
+    "__delattr__": (types.ModuleType, BaseException, types.SimpleNamespace),
+}
 ATTRIBUTE_SLOTS = {
-    "__getattribute__": (object.__getattribute__, type.__getattribute__),
-    "__setattr__": (object.__setattr__, type.__setattr__),
-    "__delattr__": (object.__delattr__, type.__delattr__),
+    slot: (getattr(object, slot), getattr(type, slot), *(vars(t)[slot] for t in generic if slot in vars(t)))
+    for slot, generic in _GENERIC_SLOT_TYPES.items()
 }
 
 

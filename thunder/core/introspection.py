@@ -22,8 +22,9 @@ A ``SymInt`` is an ``int`` subclass, and C code that reads an int (``range``, ``
 without calling any method, so a trace would silently specialise on it. Calls of such functions
 from traced code are looked aside: their symbolic arguments are concretised first, which records
 ``expr == value`` as a constraint (see Note [Symbolic values] in ``symbolic``). Functions that
-reach the number through its methods (``math.floor``, ``math.prod``, ``max``, ``sum``, dict
-lookups through ``__hash__``) keep it symbolic and need nothing here. Libraries whose native code
+reach the number through its methods (``math.floor``, ``math.prod``, ``max``, dict lookups
+through ``__hash__``) keep it symbolic and need nothing here; ``sum`` is run as CPython runs it, in
+Python (Note [sum of symbolic numbers]). Libraries whose native code
 reads ints (``numpy``: ``np.arange(n)``, ``np.ones((n, 2))``; ``array``, ``decimal``, ``json``'s C
 encoder) have each native callable looked aside by its module (``_NATIVE_NUMBER_MODULES``), and the
 numbers are pinned inside lists, tuples and dicts too (``bytes([n])``, ``json.dumps({"n": n})``), as is
@@ -53,13 +54,14 @@ import torch
 from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as _interpreter_call
 from thunder.core.interpreter.execution import lookup_type_attr
+from thunder.core.interpreter.protocols import binary_op as _interpreter_binary_op
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
 from thunder.core.interpreter.protocols import truth as _interpreter_truth
 from thunder.core.interpreter.protocols import type_call as _interpreter_type_call
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import NumberProxy, Proxy, SymbolicSize, TensorProxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute, symbol_for
-from thunder.core.symbolic import SymFloat, SymInt, pin_index
+from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index, read_natively_by_operator
 
 # --- eager types -------------------------------------------------------------------------------
 
@@ -373,6 +375,82 @@ def _native_consumers() -> dict[Callable, Callable]:
     return table
 
 
+# Note [sum of symbolic numbers]
+# ``sum`` adds exact ints in C longs and exact floats in C doubles, compensated (Neumaier) from 3.12; an int added to
+# a float sum is read natively. A SymInt or SymFloat is neither exact type: native ``sum`` added it with ``+``, so a
+# float sum was not compensated (one ulp from eager's on 3.12+) and an int added to a float sum was read natively
+# (``sum([0.5, n])``: specialised on ``n``, unguarded). ``_sum`` runs CPython's algorithm (``builtin_sum_impl``) in
+# Python, a symbolic number taking its plain type's path, its additions made as the interpreted program's (a number
+# that operator reads natively pinned, as in the program) and its comparisons recorded; an int added to a float
+# sum is added as ``n + total`` (the same double), which keeps it symbolic. Whether the compensation
+# is finite is asked as ``c - c == 0`` (``math.isfinite`` would pin it). Sums past a C long fall back to ``+`` as
+# CPython's do (bounds of a 64-bit long).
+_COMPENSATED_SUM = sys.version_info >= (3, 12)
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _is_float(v: Any) -> bool:
+    return type(v) is float or type(v) is SymFloat
+
+
+def _in_long(v: Any) -> bool:
+    return type(v) is SymInt or _LONG_MIN <= v <= _LONG_MAX
+
+
+def _sum(iterable, /, start=0):
+    """``sum`` as CPython computes it, symbolic numbers taking the paths of the plain numbers they stand for (Note
+    [sum of symbolic numbers])."""
+    plain_start = type(start) not in (SymInt, SymFloat)
+    if plain_start and type(iterable) in (list, tuple) and not _is_symbolic_argument(iterable):
+        return builtins.sum(iterable, start)
+    ctx = current_runtime()
+    if ctx is None or isinstance(start, (str, bytes, bytearray)):
+        return builtins.sum(iterable, start)  # (strings: eager's TypeError)
+
+    def add(a, b):
+        if read_natively_by_operator(a, b):
+            pin(b)  # as the program's ``a + b`` (``0j + n``)
+        return _interpreter_binary_op(ctx, "+", a, b)
+
+    it = iter(iterable)
+    result = start
+    if (type(result) is int or type(result) is SymInt) and _in_long(result):
+        for item in it:
+            exact = type(item) in (int, bool, SymInt) and _in_long(item)
+            result = add(result, item)
+            if not (exact and _in_long(result)):
+                break
+        else:
+            return result
+    if _is_float(result):
+        total, c = result, 0.0
+        for item in it:
+            if _is_float(item):
+                t = add(total, item)
+                if _COMPENSATED_SUM:
+                    if abs(total) >= abs(item):
+                        c = add(c, add(_interpreter_binary_op(ctx, "-", total, t), item))
+                    else:
+                        c = add(c, add(_interpreter_binary_op(ctx, "-", item, t), total))
+                total = t
+            elif isinstance(item, int) and _in_long(item):
+                total = add(item, total)  # the same double; ``n + 0.5`` stays symbolic
+            else:
+                result = add(_compensated(ctx, total, c), item)
+                break
+        else:
+            return _compensated(ctx, total, c)
+    for item in it:
+        result = add(result, item)
+    return result
+
+
+def _compensated(ctx, total, c):
+    if c and _interpreter_binary_op(ctx, "-", c, c) == 0:
+        return _interpreter_binary_op(ctx, "+", total, c)
+    return total
+
+
 def _sequence_pinning(fn: Callable) -> Callable:
     """``operator.getitem`` and friends: concretise the index only when the container is a builtin sequence."""
 
@@ -496,6 +574,7 @@ _LOOKASIDES: dict[Callable, Callable] = {
     builtins.getattr: _getattr,
     builtins.hasattr: _hasattr,
     builtins.len: _len,
+    builtins.sum: _sum,
     **{fn: _tensor_query(fn, method) for fn, method in _TENSOR_QUERIES.items()},
     torch.result_type: _result_type,
     **_native_consumers(),

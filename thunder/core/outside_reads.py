@@ -156,7 +156,11 @@ class OutsideReadsMixin:
             return self._class_dict(obj, value)
         if property_load(obj, name) is not None or descriptor_load(obj, name) is not None:
             # what the interpreted getter computed: its own reads are checked; kept as read once, it went stale when
-            # the program changed what the getter reads (``obj._v = ...; obj.v``)
+            # the program changed what the getter reads (``obj._v = ...; obj.v``). A traced value's own property
+            # stays hidden as its other attributes are: ``SymFloat.name`` is a property interpreted from 3.13 (where
+            # float's attribute lookup is object's own), read natively before
+            if isinstance(obj, (Proxy, int, float)):
+                return introspection.proxy_attribute(obj, name, value)
             return value
         if isinstance(obj, torch.nn.Module) and not name.startswith("__"):
             written = self._member_written(obj, name)  # Note [Module members the program writes]

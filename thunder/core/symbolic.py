@@ -32,6 +32,7 @@ import contextlib
 import contextvars
 import math
 from collections.abc import Iterator
+from typing import Any
 
 # The ordered set of constraint expressions being recorded, per thread (a ContextVar, not a
 # global: two threads tracing at once must not see each other's constraints).
@@ -157,6 +158,17 @@ def pin_index(k):
     if type(k) is slice and any(isinstance(v, SymInt) for v in (k.start, k.stop, k.step)):
         return slice(*(pin(v) if isinstance(v, SymInt) else v for v in (k.start, k.stop, k.step)))
     return k
+
+
+def read_natively_by_operator(left: Any, right: Any) -> bool:
+    """Whether CPython's ``left <op> right`` reads the symbolic ``right`` natively: the left operand's
+    builtin slot goes first (``right`` is no subclass of its type) and accepts ints and floats (``2.5 + n``,
+    ``True + n``, ``0.5 < n``), so neither number's Python methods see the operation."""
+    if not isinstance(right, (SymInt, SymFloat)) or isinstance(left, (SymInt, SymFloat)):
+        return False
+    if isinstance(right, SymInt):
+        return isinstance(left, (float, complex)) or (isinstance(left, int) and type(left) is not int)
+    return isinstance(left, complex)
 
 
 def _finite(self) -> None:

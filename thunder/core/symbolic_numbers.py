@@ -31,7 +31,7 @@ from thunder.core.interpreter.handlers.arithmetic import NB_SYMBOLS
 from thunder.core.provenance import is_literal_key
 from thunder.core.proxies import Proxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute
-from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index
+from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index, read_natively_by_operator
 from thunder.core.trace import may_raise
 from thunder.core.user_code import source_location
 
@@ -200,24 +200,13 @@ def pin_native_operands(inst, values) -> None:
         _pin_native_subscript(name, values)
     elif (name == "BINARY_OP" or name == "COMPARE_OP") and len(values) == 2:
         left, right = values
-        if _read_natively_by_operator(left, right):
+        if read_natively_by_operator(left, right):
             pin(right)  # records ``n == value``, checked by the prologue
         elif isinstance(left, (str, bytes)) and name == "BINARY_OP" and inst.arg in _PRINTF_OPS:  # printf-style formatting
             items = right.values() if isinstance(right, dict) else right if type(right) is tuple else (right,)
             for v in items:
                 if isinstance(v, (SymInt, SymFloat)):
                     pin(v)
-
-
-def _read_natively_by_operator(left: Any, right: Any) -> bool:
-    """Whether CPython's ``left <op> right`` reads the symbolic ``right`` natively: the left operand's
-    builtin slot goes first (``right`` is no subclass of its type) and accepts ints and floats (``2.5 + n``,
-    ``True + n``, ``0.5 < n``), so neither number's Python methods see the operation."""
-    if not isinstance(right, (SymInt, SymFloat)) or isinstance(left, (SymInt, SymFloat)):
-        return False
-    if isinstance(right, SymInt):
-        return isinstance(left, (float, complex)) or (isinstance(left, int) and type(left) is not int)
-    return isinstance(left, complex)
 
 
 # Instructions that index a container: (the container's position among the operands, the method that reads the
