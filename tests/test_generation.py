@@ -146,6 +146,23 @@ def test_recurrent_gemma_generation_without_a_cache_names_its_scan_loop():
     assert "which the program took at" in reasons[2] and "_rnn_scan" in reasons[2]
 
 
+def test_what_changed_once_stays_symbolic_after_a_constraint_fails():
+    """A KV cache passing its sliding window (a branch on its length: RecurrentGemma's) recompiles once there, with
+    the length still symbolic, not a constant entry and then a symbolic one again."""
+
+    def step(x, cache):
+        if cache.shape[1] < 8:
+            return x + cache.sum()
+        return x - cache[:, -8:].sum()
+
+    jf = thunder.jit(step)
+    x = torch.randn(1)
+    for n in range(4, 16):
+        cache = torch.randn(1, n)
+        torch.testing.assert_close(jf(x, cache), step(x, cache))
+    assert thunder.cache_misses(jf) == 3  # 4 (constant), 5 (symbolic: below 8), 8 (symbolic: 8 and above)
+
+
 def test_constant_values_given_explicitly_keeps_shapes_constant():
     jf = thunder.jit(lambda x: x * 2, cache="constant values")
     for n in range(3, 7):
