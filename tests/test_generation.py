@@ -106,6 +106,63 @@ def test_a_growing_dimension_compiles_a_symbolic_entry():
     assert "automatic dynamic shapes" in str(reasons[1])
 
 
+def test_a_size_a_loop_runs_over_holds_the_trace_to_it_and_the_miss_reason_names_the_loop():
+    """A Python loop over ``range`` of a size (RecurrentGemma's and Jamba's scans) unrolls into the trace, which then
+    holds for that size only: each size compiles its own entry (as torch.compile's do), and the miss reason says which
+    line of the program took the size's value."""
+
+    def f(x):
+        out = x[:, 0]
+        for t in range(1, x.shape[1]):
+            out = out * 0.5 + x[:, t]
+        return out
+
+    jf = thunder.jit(f)
+    for n in range(4, 8):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(jf(x), f(x))
+    reasons = [str(r) for r in thunder.cache_miss_reasons(jf)]
+    assert len(reasons) == 4
+    assert "which the program took at" in reasons[2] and "for t in range(1, x.shape[1]):" in reasons[2]
+
+
+def test_recurrent_gemma_generation_without_a_cache_names_its_scan_loop():
+    """RecurrentGemma with ``use_cache=False`` runs its scan over the whole sequence each step, a Python loop over
+    the length: each length compiles (the miss reason names the loop), and the tokens are eager's."""
+    config = transformers.RecurrentGemmaConfig(
+        num_hidden_layers=3, vocab_size=64, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, lru_width=32, attention_window_size=16,
+        block_types=["recurrent", "recurrent", "attention"],
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.RecurrentGemmaForCausalLM(config).eval()
+    ids = torch.randint(3, 64, (1, 6))
+    kwargs = dict(max_new_tokens=3, min_new_tokens=3, do_sample=False, use_cache=False)
+    expected = model.generate(ids, **kwargs)
+    jm = thunder.jit(model)
+    assert torch.equal(jm.generate(ids, **kwargs), expected)
+    reasons = [str(r) for r in thunder.cache_miss_reasons(jm)]
+    assert len(reasons) == 3
+    assert "which the program took at" in reasons[2] and "_rnn_scan" in reasons[2]
+
+
+def test_what_changed_once_stays_symbolic_after_a_constraint_fails():
+    """A KV cache passing its sliding window (a branch on its length: RecurrentGemma's) recompiles once there, with
+    the length still symbolic, not a constant entry and then a symbolic one again."""
+
+    def step(x, cache):
+        if cache.shape[1] < 8:
+            return x + cache.sum()
+        return x - cache[:, -8:].sum()
+
+    jf = thunder.jit(step)
+    x = torch.randn(1)
+    for n in range(4, 16):
+        cache = torch.randn(1, n)
+        torch.testing.assert_close(jf(x, cache), step(x, cache))
+    assert thunder.cache_misses(jf) == 3  # 4 (constant), 5 (symbolic: below 8), 8 (symbolic: 8 and above)
+
+
 def test_constant_values_given_explicitly_keeps_shapes_constant():
     jf = thunder.jit(lambda x: x * 2, cache="constant values")
     for n in range(3, 7):
@@ -325,3 +382,50 @@ def test_a_model_output_init_read_natively_is_checked():
         cell.cell_contents = init
     _same_output(jf(x), f(x))
     assert thunder.cache_misses(jf) == 2
+
+
+def _qwen2():
+    config = transformers.Qwen2Config(
+        num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=500,
+    )  # fmt: skip
+    return transformers.Qwen2ForCausalLM(config).eval()
+
+
+def test_the_kernels_hub_routing_is_skipped_where_it_changes_nothing():
+    """Note [The kernels hub's forward wrapper]: Qwen2's attention forward, wrapped by ``use_kernelized_func``, is
+    called without the routing (no frame of the wrapper interpreted, no write to the routing's context variable
+    replayed on each call); once a private copy has another forward (as ``kernelize`` gives), the call retraces
+    and routes as eager does."""
+    layer = pytest.importorskip("kernels._internals.layer.layer")
+    from thunder.core.library_wrappers import _KERNELIZED_DIGEST
+
+    known = sys.version_info[:2] in _KERNELIZED_DIGEST
+    torch.manual_seed(0)
+    model = _qwen2()
+    ids = torch.randint(0, 500, (1, 6))
+    kwargs = dict(max_new_tokens=4, do_sample=False, pad_token_id=0)
+    expected = model.generate(ids, **kwargs)
+    jm = thunder.jit(model, debug_options=thunder.DebugOptions(record_interpreter_history=True))
+    assert torch.equal(jm.generate(ids, **kwargs), expected)
+    assert thunder.cache_misses(jm) == 2
+    assert _interpreted(jm, "new_forward") != known
+    assert ("_ACTIVE_KERNEL_FUNCS.global_var =" in str(thunder.last_traces(jm)[-1])) != known
+    assert not layer._ACTIVE_KERNEL_FUNCS.uses_global_var and layer._ACTIVE_KERNEL_FUNCS.global_var is None
+
+    # A private copy kernelized: eager calls it, the traced (compiled) path calls its forward.
+    copy = model.model.layers[0].self_attn._kernel_funcs["rotary_pos_emb"]
+
+    class Kernelized(type(copy)):
+        def forward(self, q, k, cos, sin, unsqueeze_dim=1):
+            return q * 2, k - 1
+
+    x = torch.randint(0, 500, (1, 5))
+    plain = jm(x).logits
+    copy.__class__ = Kernelized
+    expected = model(x).logits
+    assert not torch.allclose(plain, expected)
+    torch.testing.assert_close(jm(x).logits, expected)
+    reason = thunder.cache_miss_reasons(jm)[-1]
+    assert (reason.check, reason.actual) == ("type", Kernelized)
+    assert _interpreted(jm, "new_forward")

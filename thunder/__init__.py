@@ -420,12 +420,16 @@ class _Jitted:
         self.miss_reasons.append(reason)
         limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit
         automatic = _automatic_dynamic(cd, option, reason)
+        # What changed once stays symbolic whatever the miss (Note [Automatic dynamic shapes]): a constraint of a
+        # symbolic entry that fails (a KV cache reaching its sliding window) recompiles with the cache still symbolic.
+        history = self.shape_history
+        keep = not automatic and history is not None and history.has_symbolic() and _automatic_dynamic_on(cd, option)
         if automatic and changed is not None and self.shape_history is not None:
             site = changed.site()
             if site is not None:  # every count asked there is symbolic in the new entry
                 self.shape_history.dynamic_sites.add(site)
         outcomes = changed.outcomes if changed is not None else ()
-        entry, inputs = compile_entry(cd, cs, args, kwargs, outcomes, option, self.shape_history, automatic)
+        entry, inputs = compile_entry(cd, cs, args, kwargs, outcomes, option, self.shape_history, automatic or keep)
         if automatic:
             symbolic = entry.symbolic or any(type(o) is SymbolicOutcome for o in entry.outcomes)
             self.miss_reasons[-1] = _dynamic_reason(reason, symbolic)
@@ -468,8 +472,11 @@ def _automatic_dynamic(cd: CompileData, option: CACHE_OPTIONS, reason: CacheMiss
         and type(reason.actual) is int
     )
     changed_float = reason.check == "value" and type(reason.expected) is float and type(reason.actual) is float
-    changed = reason.check == "shape" or changed_int or changed_float
-    return option is CACHE_OPTIONS.CONSTANT_VALUES and changed and cd.options.automatic_dynamic
+    return _automatic_dynamic_on(cd, option) and (reason.check == "shape" or changed_int or changed_float)
+
+
+def _automatic_dynamic_on(cd: CompileData, option: CACHE_OPTIONS) -> bool:
+    return option is CACHE_OPTIONS.CONSTANT_VALUES and cd.options.automatic_dynamic
 
 
 def _dynamic_reason(reason: CacheMissReason, symbolic: bool) -> CacheMissReason:

@@ -381,12 +381,16 @@ def _explain_expr(bsym, values):
     if left is not None:
         now = _eval(left, values)
         if right is not None:  # ``left == right``: say what the left side is now
+            # and where the program took the value (Tracer._check_constraint): a size it loops over (``range`` of
+            # it) holds the trace to that size, so each size compiles its own entry.
+            took = f"; the trace holds for that value only, which the program took at {bsym.source}"
+            where = took if bsym.source is not None else ""
             return CacheMissReason(
                 name,
                 left,
                 _eval(right, values),
                 now,
-                message=f"{left} changed {_short(_eval(right, values))} -> {_short(now)}",
+                message=f"{left} changed {_short(_eval(right, values))} -> {_short(now)}{where}",
             )
         return CacheMissReason(
             name, "constraint", part, now, message=f"constraint {part} no longer holds ({left} is {_short(now)})"

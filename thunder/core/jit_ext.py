@@ -129,7 +129,7 @@ class Tracer(
         self.inputs: list[tuple[Proxy, Any]] = []  # (prologue proxy, what the computation sees), in order
         self.dims: list[tuple[Proxy, SymInt]] = []  # symbolic dims of input tensors (symbolic values)
         self.constraints: list[str] = []
-        self._recorded: dict[str, None] = {}  # the constraints being recorded (symbolic values)
+        self._recorded: dict[str, object] = {}  # the constraints being recorded (symbolic values), by source
         self._checked_early: set[str] = set()  # constraints checked before the end of the prologue
         self.grad_mode_switched = False
         self.torch_state_read: set[str] = set()  # keys of torch_state.TORCH_STATE the trace read (Note [Torch state])
@@ -405,7 +405,7 @@ class Tracer(
         if self.checks:
             for expr in self.constraints:
                 if expr not in self._checked_early:
-                    self._emit(prims.check_expr, expr, ())
+                    self._check_constraint(expr)
         self.computation.args = [p for _, p in self.inputs] + [s for _, s in self.dims]
         parameters = [prims.unpack_trivial.bind(p, output=None) for _, p in self.inputs if isinstance(p, TensorProxy)]
         self.computation.bound_symbols[:0] = parameters

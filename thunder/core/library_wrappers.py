@@ -39,6 +39,21 @@ its definition already), so running it natively at tracing is what eager's first
 generated ``__init__`` is interpreted as before. Recognised by the bytecode digest of the wrapper and of the
 ``ModelOutput`` methods it runs, as ``deprecate_kwarg``'s wrapper is.
 
+Note [The kernels hub's forward wrapper]
+transformers decorates attention classes with the ``kernels`` package's ``use_kernelized_func(fn)`` (Qwen2, Llama:
+``apply_rotary_pos_emb``), whose ``new_forward`` routes ``fn``'s calls to this model's private copy of ``fn`` (a
+module that ``kernelize`` may give another forward): it copies the active routing (``_ACTIVE_KERNEL_FUNCS``, a
+``CompileableContextVar``, which keeps it in an attribute when asked under a compiler, as traced code is), adds the
+copies, sets it, calls the class's forward and resets it. Interpreted, that is about 6 ms of a Qwen2 generation's two
+traces, prologue checks of the context variable's state, and four attribute writes per layer replayed on every call.
+Where no routing is active (``global_var`` None and ``uses_global_var`` False, so that the reset leaves that state
+as it was) and no private copy has another forward than ``fn``'s class (``kernel_func.forward.__func__ is
+type(fn).forward``, as each is made), the routing only makes ``fn``'s forward call ``fn`` itself, as it does with
+no routing: then the class's forward is called under the interpreter without it. What decides it is read under
+the interpreter (``_kernel_routing_is_plain``), so the prologue checks it; otherwise the wrapper is interpreted. The
+digest covers ``new_forward``, the routed module's ``forward`` and the context variable's ``get``, ``set`` and
+``reset``.
+
 Layer: tracing. Imports: core.
 """
 
@@ -60,6 +75,8 @@ from thunder.core.proxies import Proxy
 
 _DEPRECATE_KWARG_DIGEST = {(3, 11): "0ee21e46173a3eee"}  # sha256 of wrapped_func's co_code, first 16 digits
 _MODEL_OUTPUT_DIGEST = {(3, 11): "282e3f8e80a37563"}  # of the wrapper's and ModelOutput's methods' co_code
+_KERNELIZED_DIGEST = {(3, 11): "183e233507393e51"}  # of new_forward's, Func.forward's and the context var's co_code
+_KERNELS_MODULE = "kernels._internals.layer.layer"
 _MODEL_OUTPUT_METHODS = ("__setattr__", "__setitem__", "__post_init__", "_replace_old_cache_name")
 _OBJECT_CLASS = object.__dict__["__class__"]
 _TYPE_NAME = type.__dict__["__name__"]
@@ -115,6 +132,27 @@ def _find_model_output() -> None:
         _codes[id(codes[0])] = (codes[0], functools.partial(_model_output_init, module.ModelOutput))
 
 
+def _find_kernelized_forward() -> None:
+    module = sys.modules.get(_KERNELS_MODULE)
+    decorate, make = getattr(module, "use_kernelized_func", None), getattr(module, "_create_func_module", None)
+    var = getattr(module, "CompileableContextVar", None)
+    if not (
+        isinstance(decorate, types.FunctionType) and isinstance(make, types.FunctionType) and isinstance(var, type)
+    ):
+        return
+    methods = [var.__dict__.get(name) for name in ("get", "set", "reset")]
+    codes = [
+        _nested_code(decorate.__code__, "decorator", "new_forward"),
+        _nested_code(make.__code__, "Func", "forward"),
+    ]
+    if None in codes or not all(isinstance(m, types.FunctionType) for m in methods):
+        return
+    codes += [m.__code__ for m in methods]
+    digest = hashlib.sha256(b"".join(c.co_code for c in codes)).hexdigest()[:16]
+    if digest == _KERNELIZED_DIGEST.get(sys.version_info[:2]):
+        _codes[id(codes[0])] = (codes[0], functools.partial(_kernelized_forward, var))
+
+
 def native_wrapper(fn: types.FunctionType) -> Callable | None:
     """The tracer's own run of ``fn`` (taking the tracer, ``fn`` and the call's arguments), or None."""
     if "transformers.utils.deprecation" not in _looked_for and "transformers.utils.deprecation" in sys.modules:
@@ -123,6 +161,9 @@ def native_wrapper(fn: types.FunctionType) -> Callable | None:
     if "transformers.utils.generic" not in _looked_for and "transformers.utils.generic" in sys.modules:
         _looked_for.add("transformers.utils.generic")
         _find_model_output()
+    if _KERNELS_MODULE not in _looked_for and _KERNELS_MODULE in sys.modules:
+        _looked_for.add(_KERNELS_MODULE)
+        _find_kernelized_forward()
     found = _codes.get(id(fn.__code__))
     return found[1] if found is not None and found[0] is fn.__code__ else None
 
@@ -219,3 +260,33 @@ def _stores_only(output: type, init: Any, args: tuple, kwargs: dict) -> bool:
     if not all(type(k) is str and k in declared for k in kwargs):
         return False
     return any(k != names[0] and v is not None for k, v in kwargs.items())
+
+
+def _kernelized_forward(var: type, tracer: Any, fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
+    """``use_kernelized_func``'s ``new_forward`` (Note [The kernels hub's forward wrapper]): the class's forward called
+    without setting the routing where the routing would change nothing; otherwise interpreted."""
+    code, runtime, globals_dict = fn.__code__, current_runtime(), fn.__globals__
+    if not args or fn.__closure__ is None or "_ACTIVE_KERNEL_FUNCS" not in globals_dict:
+        return enter_function(runtime, fn, args, kwargs)
+    cells = dict(zip(code.co_freevars, fn.__closure__))
+    routed, forward = (
+        tracer.load_deref(code, name, cells[name].cell_contents, cells[name])
+        for name in ("decorator_args", "orig_forward")
+    )
+    active = tracer.load_global(globals_dict, "_ACTIVE_KERNEL_FUNCS", globals_dict["_ACTIVE_KERNEL_FUNCS"], False)
+    plain = type(active) is var and interpreter_call(runtime, _kernel_routing_is_plain, (args[0], routed, active), None)
+    if not plain:
+        return enter_function(runtime, fn, args, kwargs)
+    return interpreter_call(runtime, forward, args, kwargs)
+
+
+def _kernel_routing_is_plain(module: Any, routed: tuple, active: Any) -> bool:
+    """Whether ``new_forward``'s routing of ``routed`` for ``module`` would make each routed function call itself and
+    leave ``active`` as it was (Note [The kernels hub's forward wrapper]). Interpreted: what it reads is checked."""
+    if type(routed) is not tuple or active.uses_global_var or active.global_var is not None:
+        return False
+    for fn in routed:
+        name = getattr(fn, "__name__", None) or getattr(fn, "kernel_layer_name", None)
+        if name is None or module._kernel_funcs[name].forward.__func__ is not type(fn).forward:
+            return False
+    return True

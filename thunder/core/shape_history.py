@@ -16,7 +16,11 @@ or absent in the prefill) is symbolic in the sizes that another input has just l
 to the prompt's length grows from there, as the prompt's length changed. So a generation with a growing KV cache
 compiles two entries: the prefill, and the first decoding step (one token, a constant; the cache length symbolic),
 which serves every later step (torch.compile compiles three: its cache length turns symbolic a step later). The
-cache keeps the constant entries too and looks up both kinds.
+cache keeps the constant entries too and looks up both kinds. What changed once stays symbolic whatever the later
+miss: a constraint of a symbolic entry that fails (a KV cache reaching its sliding window) compiles an entry in which
+the cache length is still symbolic, not a constant one that the next step leaves again. A size the program takes the
+value of (``range`` of it: a Python loop over the sequence) holds each entry to that size, symbolic or not, and the
+miss reason names the line.
 ``cache="constant values"`` given explicitly keeps every entry constant; ``cache="symbolic values"`` makes every
 size and number symbolic from the first call.
 
@@ -42,6 +46,10 @@ class ShapeHistory:
         self.outcomes: dict[int, int | None] = {}  # data-dependent ints (element counts), by outcome index
         self.dynamic_sites: set = set()  # where in the program a data-dependent int changed (file, line)
         self.departed: set[int] = set()  # in the entry being traced: sizes (above 1) that inputs changed from
+
+    def has_symbolic(self) -> bool:
+        """Whether a size or int input changed before: later entries keep it symbolic, whatever their miss."""
+        return any(None in sizes for sizes in self.sizes.values()) or None in self.numbers.values()
 
     def begin_entry(self) -> None:
         """A new entry's trace starts: no size has been left yet."""

@@ -34,15 +34,21 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from thunder.core.tracectx import current_source_location
+
 # The ordered set of constraint expressions being recorded, per thread (a ContextVar, not a
-# global: two threads tracing at once must not see each other's constraints).
-_constraints: contextvars.ContextVar[dict[str, None] | None] = contextvars.ContextVar("thunder_constraints", default=None)
+# global: two threads tracing at once must not see each other's constraints), each with the line of the program
+# that first relied on it (None outside the program: a pass), which a miss reason names.
+_constraints: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar(
+    "thunder_constraints", default=None
+)
 
 
 @contextlib.contextmanager
-def recording_constraints() -> Iterator[dict[str, None]]:
-    """Collects the constraints recorded while tracing (in order, without duplicates)."""
-    recorded: dict[str, None] = {}
+def recording_constraints() -> Iterator[dict[str, object]]:
+    """Collects the constraints recorded while tracing (in order, without duplicates), each with the source
+    location (``SourceLocation``) where the program first relied on it."""
+    recorded: dict[str, object] = {}
     token = _constraints.set(recorded)
     try:
         yield recorded
@@ -52,8 +58,8 @@ def recording_constraints() -> Iterator[dict[str, None]]:
 
 def _record(expr: str) -> None:
     recorded = _constraints.get()
-    if recorded is not None:
-        recorded[expr] = None
+    if recorded is not None and expr not in recorded:
+        recorded[expr] = current_source_location()
 
 
 def _expr(x) -> str:

@@ -112,7 +112,7 @@ class SymbolicNumbersMixin:
             for expr in self._recorded:
                 if expr not in self._checked_early and not self._on_outcomes(expr):
                     self._checked_early.add(expr)
-                    self._emit(prims.check_expr, expr, ())
+                    self._check_constraint(expr)
 
     def check_constraints(self, constraints) -> None:
         """Adds to the prologue constraints that passes after tracing relied on (a gradient rule that
@@ -122,7 +122,13 @@ class SymbolicNumbersMixin:
             for expr in self._constraints_on_outcomes(constraints, late=True):
                 if expr not in known:
                     self.constraints.append(expr)
-                    self._emit(prims.check_expr, expr, ())
+                    self._check_constraint(expr)
+
+    def _check_constraint(self, expr: str) -> None:
+        """The prologue's check of constraint ``expr``, with the line of the program that relied on it: a miss
+        reason names it (a loop over ``range`` of a size takes the size's value: each size compiles its entry)."""
+        check = prims.check_expr.bind(expr, (), output=None, source=self._recorded.get(expr))
+        self.prologue.bound_symbols.append(check)
 
     def _on_outcomes(self, expr: str) -> list[str]:
         """The symbolic data-dependent sizes that constraint ``expr`` refers to."""
