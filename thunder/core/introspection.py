@@ -386,6 +386,7 @@ def _native_consumers() -> dict[Callable, Callable]:
 # is finite is asked as ``c - c == 0`` (``math.isfinite`` would pin it). Sums past a C long fall back to ``+`` as
 # CPython's do (bounds of a 64-bit long).
 _COMPENSATED_SUM = sys.version_info >= (3, 12)
+_PLAIN_NUMBERS = (int, float, bool, complex)
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -400,9 +401,8 @@ def _in_long(v: Any) -> bool:
 def _sum(iterable, /, start=0):
     """``sum`` as CPython computes it, symbolic numbers taking the paths of the plain numbers they stand for (Note
     [sum of symbolic numbers])."""
-    plain_start = type(start) not in (SymInt, SymFloat)
-    if plain_start and type(iterable) in (list, tuple) and not _is_symbolic_argument(iterable):
-        return builtins.sum(iterable, start)
+    if type(iterable) in (list, tuple) and all(type(v) in _PLAIN_NUMBERS for v in (start, *iterable)):
+        return builtins.sum(iterable, start)  # (objects of the user's: their dunders run interpreted, below)
     ctx = current_runtime()
     if ctx is None or isinstance(start, (str, bytes, bytearray)):
         return builtins.sum(iterable, start)  # (strings: eager's TypeError)
