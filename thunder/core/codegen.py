@@ -358,6 +358,14 @@ def _lines_of(bsym: BoundSymbol, print_depth: int, printer: Printer, cache: dict
     return lines
 
 
+# Note [Compiled code names the user's lines without their text]
+# A printed trace shows the user's line before the statements made from it (``# model.py:12: \tx = self.fc(x)``):
+# reading that text reads the user's source files whole (``linecache``), 3 ms of a 2-layer GPT-2's first call of 75
+# (ten files of transformers and torch). The code a trace compiles into runs the same statements, and nobody reads
+# its comments (a traceback shows the statement's line, a runtime error note reads the user's line itself), so it is
+# printed with ``source_text=False``: the comment names the file and line only, on the same lines as the shown trace.
+
+
 def trace_source(
     trace,
     *,
@@ -369,8 +377,12 @@ def trace_source(
     signature: list[str] | None = None,
     guarded: str | None = None,
     guarded_count: int | None = None,
+    source_text: bool = True,
 ) -> str:
     """The Python source of a trace (its parameters: ``signature`` where given, else the trace's).
+
+    ``source_text=False``: each ``# file:line`` comment without the line's text (Note [Compiled code names the user's
+    lines without their text]).
 
     ``guarded``: a prologue's statements before its final ``return`` (those of its first ``guarded_count`` bound
     symbols where given: a prologue followed by its computation) run in a ``try`` whose handler returns this
@@ -400,7 +412,7 @@ def trace_source(
         printer._own_checks = own if own is not None and i < guarded_count else None
         src = bsym.source
         if src is not None and src != last_source and print_depth > 0:
-            text = src.source_line
+            text = src.source_line if source_text else ""
             body.append(f"  # {src.short()}: \t{text}" if text else f"  # {src.short()}")
             last_source = src
         name = ranges(i, bsym) if ranges is not None else None
