@@ -146,6 +146,20 @@ def test_recompile_warning_limit_is_configurable():
             jf(x, n)
 
 
+def test_reading_the_counts_does_not_bring_the_recompile_warning_forward():
+    jf = thunder.jit(scale, recompile_warning_limit=3, cache="constant values")
+    x = torch.randn(2)
+    jf(x, 1)
+    for _ in range(5):
+        assert thunder.cache_misses(jf) == 1 and thunder.cache_hits(jf) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", thunder.RecompileWarning)
+        jf(x, 2)  # the second compilation of three
+    assert thunder.cache_misses(jf) == 2
+    with pytest.warns(thunder.RecompileWarning, match=r"n value changed 2 -> 3"):
+        jf(x, 3)
+
+
 def test_recompile_warning_is_a_user_warning():
     assert issubclass(thunder.RecompileWarning, UserWarning)
 

@@ -640,3 +640,40 @@ def _line() -> int:
     import sys
 
     return sys._getframe(1).f_lineno
+
+
+def test_the_jitted_functions_own_code_reads_torchs_ops_from_its_dict_at_each_call(monkeypatch):
+    # Note [A module with __getattr__ is read from its dict]: no attribute read of the torch module on the hot path,
+    # and the op is still what the module holds at the call.
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    assert _python_calls(jf, a, b) == ["prologue"]
+    assert "add" not in jf.__code__.co_names  # no ``torch.add`` read through the module's attribute lookup
+    real, calls = torch.add, []
+    monkeypatch.setattr(torch, "add", lambda *args: calls.append(args) or real(*args))
+    torch.testing.assert_close(jf(a, b), a + b)
+    assert len(calls) == 1
+    monkeypatch.undo()
+    torch.testing.assert_close(jf(a, b), a + b)
+    assert len(calls) == 1
+
+
+def test_hits_are_counted_exactly_from_threads():
+    import threading
+
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    before = thunder.cache_hits(jf)
+
+    def calls():
+        for _ in range(2000):
+            jf(a, b)
+
+    threads = [threading.Thread(target=calls) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert thunder.cache_hits(jf) == before + 8000 and thunder.cache_misses(jf) == 1

@@ -267,3 +267,28 @@ def test_a_library_models_call_site_is_the_librarys_line():
     assert drop.module_path == "transformer.drop" and drop.filename.endswith("torch/nn/modules/dropout.py")
     assert drop.call_site.filename.endswith("modeling_gpt2.py") and drop.call_site.function == "GPT2Model.forward"
     assert drop.call_site.source_line == "hidden_states = self.drop(hidden_states)"
+
+
+def test_a_call_reads_no_source_file_and_a_shown_trace_still_quotes_the_line(tmp_path, monkeypatch):
+    # Note [Compiled code names the user's lines without their text]: compiling and running reads none of the user's
+    # files; the trace shown still quotes the line, and a runtime error still names it.
+    import importlib
+    import linecache
+
+    (tmp_path / "user_module_for_source_text.py").write_text(
+        "import torch\n\ndef f(x, i):\n    y = torch.sin(x) * 2\n    return y[i]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("user_module_for_source_text")
+    filename = module.__file__
+    linecache.checkcache()
+    linecache.cache.pop(filename, None)
+    jf = thunder.jit(module.f)
+    x = torch.randn(3)
+    for i in (0, 1, 2, 1):  # the first call, the entry's prologue compiled and the cached calls
+        torch.testing.assert_close(jf(x, torch.tensor(i)), module.f(x, torch.tensor(i)))
+    assert filename not in linecache.cache
+    assert "y = torch.sin(x) * 2" in str(thunder.last_traces(jf)[-1])
+    with pytest.raises(IndexError) as raised:
+        jf(x, torch.tensor(5))
+    assert any("return y[i]" in note for note in getattr(raised.value, "__notes__", ()))

@@ -415,7 +415,7 @@ class _Jitted:
     ) -> tuple[CacheEntry, Any]:
         """Under the lock: a miss. Records why, compiles and caches a new entry."""
         cd, cs = self.cd, self.cs
-        misses = cs.misses.bump() + 1
+        misses = cs.misses.bump()
         reason = changed.reason() if changed is not None else self._miss_reason(option, args, kwargs, rejected)
         self.miss_reasons.append(reason)
         limit, warn_after = cd.options.cache_size_limit, cd.options.recompile_warning_limit

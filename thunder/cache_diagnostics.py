@@ -167,7 +167,7 @@ class DiagnosticPrologue:
                 printer.add_ctx("_locals", locals)
                 printer.add_ctx("_bsym_raising", bsym_raising)
                 guarded = "_Rejection(_bsym_raising(_raised), _locals(), _raised)"
-                source = trace_source(trace, print_depth=1, printer=printer, guarded=guarded)
+                source = trace_source(trace, print_depth=1, printer=printer, guarded=guarded, source_text=False)
                 fn = compile_source(
                     source, trace.name, printer.ctx, f"thunder.{trace.name}_{trace.uid}", printer.line_bsyms
                 )

@@ -233,13 +233,40 @@ class Printer:
 
     def call(self, bsym: BoundSymbol) -> str:
         sym = bsym.sym
+        callee = sym.print_name
         if sym.module is not None:
-            self.add_ctx(sym.module_alias, sym.module)
+            read = self._read_from_dict(sym) if self.own is not None else None
+            if read is None:
+                self.add_ctx(sym.module_alias, sym.module)
+            callee = read or callee
         elif sym.python_impl is not None:
             self.add_ctx(sym.name, sym.python_impl)
         parts = [self.value(a) for a in bsym.args]
         parts += [f"{k}={self.value(v)}" for k, v in bsym.kwargs.items()]
-        return f"{sym.print_name}({', '.join(parts)})"
+        return f"{callee}({', '.join(parts)})"
+
+    def _read_from_dict(self, sym) -> str | None:
+        """``sym``'s callee read from its module's dict where the module has a ``__getattr__`` (Note [A module with
+        __getattr__ is read from its dict]), else None."""
+        module, (first, _, rest) = sym.module, sym.name.partition(".")
+        namespace = getattr(module, "__dict__", None)
+        if (
+            not isinstance(module, types.ModuleType) or "__getattr__" not in namespace or first not in namespace
+            or hasattr(type(module), first)
+        ):  # fmt: skip
+            return None
+        name = self.add_ctx(f"_{sym.module_alias}_dict", namespace)
+        return f"{name}[{first!r}]" + (f".{rest}" if rest else "")
+
+
+# Note [A module with __getattr__ is read from its dict]
+# ``torch.add`` in a trace reads the attribute of the module on every call, which CPython (3.11 to 3.13) does not
+# specialise for a module that defines ``__getattr__``, as torch does: a lookup through the generic attribute code,
+# about 3% of a cached ``a + b``'s own cost. The jitted function's own code (Note [The fused prologue is the jitted
+# function's code]) reads it from the module's ``__dict__`` instead (``_torch_dict['add']``), a specialised dict
+# subscript: the same value, read on every call as before (a later ``torch.add = ...`` is seen), for a name that the
+# dict holds and the module's type does not define (where the module's own attribute lookup finds it in the dict).
+# Printed traces and the other compiled code keep ``torch.add``.
 
 
 def _count_mutables(x: Any, counts: dict[int, int], depth: int = 0) -> None:
@@ -331,6 +358,14 @@ def _lines_of(bsym: BoundSymbol, print_depth: int, printer: Printer, cache: dict
     return lines
 
 
+# Note [Compiled code names the user's lines without their text]
+# A printed trace shows the user's line before the statements made from it (``# model.py:12: \tx = self.fc(x)``):
+# reading that text reads the user's source files whole (``linecache``), 3 ms of a 2-layer GPT-2's first call of 75
+# (ten files of transformers and torch). The code a trace compiles into runs the same statements, and nobody reads
+# its comments (a traceback shows the statement's line, a runtime error note reads the user's line itself), so it is
+# printed with ``source_text=False``: the comment names the file and line only, on the same lines as the shown trace.
+
+
 def trace_source(
     trace,
     *,
@@ -342,8 +377,12 @@ def trace_source(
     signature: list[str] | None = None,
     guarded: str | None = None,
     guarded_count: int | None = None,
+    source_text: bool = True,
 ) -> str:
     """The Python source of a trace (its parameters: ``signature`` where given, else the trace's).
+
+    ``source_text=False``: each ``# file:line`` comment without the line's text (Note [Compiled code names the user's
+    lines without their text]).
 
     ``guarded``: a prologue's statements before its final ``return`` (those of its first ``guarded_count`` bound
     symbols where given: a prologue followed by its computation) run in a ``try`` whose handler returns this
@@ -373,7 +412,7 @@ def trace_source(
         printer._own_checks = own if own is not None and i < guarded_count else None
         src = bsym.source
         if src is not None and src != last_source and print_depth > 0:
-            text = src.source_line
+            text = src.source_line if source_text else ""
             body.append(f"  # {src.short()}: \t{text}" if text else f"  # {src.short()}")
             last_source = src
         name = ranges(i, bsym) if ranges is not None else None

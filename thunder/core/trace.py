@@ -290,7 +290,7 @@ class TraceCtx:
         """The trace compiled into a Python function (cached)."""
         if self._callable is None:
             printer = Printer()
-            source = trace_source(self, print_depth=1, printer=printer)
+            source = trace_source(self, print_depth=1, printer=printer, source_text=False)
             self._callable = compile_source(
                 source, self.function_name, printer.ctx, f"thunder.{self.name}_{self.uid}", printer.line_bsyms
             )
@@ -357,7 +357,7 @@ class TraceCtx:
             source = trace_source(
                 trace, print_depth=1, printer=printer, signature=signature,
                 guarded_count=len(grouped.bound_symbols) - 1,
-                guarded=f"_raised_here(_raised, {self.varargs}, {self.varkwargs})",
+                guarded=f"_raised_here(_raised, {self.varargs}, {self.varkwargs})", source_text=False,
             )  # fmt: skip
             call = f"_missed({self.varargs}, {self.varkwargs})"
             lines = [n for n, line in enumerate(source.split("\n"), 1) for _ in range(line.count(call))]

@@ -285,7 +285,7 @@ class _Compiled:
 
     def _job(self, args: tuple) -> Job:
         printer = Printer()
-        source = trace_source(self.region_trace, print_depth=1, printer=printer)
+        source = trace_source(self.region_trace, print_depth=1, printer=printer, source_text=False)
         references = {k: r for k, v in printer.ctx.items() if (r := _reference(v)) is not None}
         ctx = {k: v for k, v in printer.ctx.items() if k not in references}
         inputs = tuple(TensorSpec.of(a) if isinstance(a, torch.Tensor) else a for a in args)
@@ -438,7 +438,7 @@ def _inline_settled(trace: TraceCtx, fn: Callable) -> None:
         printer = Printer()
         printer.ctx.update((k, v) for k, v in env.items() if k != "__builtins__")  # the names keep their values
         try:
-            source = trace_source(new, print_depth=1, printer=printer)
+            source = trace_source(new, print_depth=1, printer=printer, source_text=False)
         except RuntimeError:  # a name of the new source means something else here: keep the region's call
             return
         runs = compile_source(
