@@ -20,12 +20,16 @@ def _gpt2():
     return transformers.GPT2LMHeadModel(config).eval()
 
 
-def _llama():
-    config = transformers.LlamaConfig(
+def _small_decoder(config_class, model_class):
+    config = config_class(
         num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
         vocab_size=500,
     )  # fmt: skip
-    return transformers.LlamaForCausalLM(config).eval()
+    return model_class(config).eval()
+
+
+def _llama():
+    return _small_decoder(transformers.LlamaConfig, transformers.LlamaForCausalLM)
 
 
 @pytest.mark.parametrize("make", [_gpt2, _llama], ids=["gpt2", "llama"])
@@ -385,11 +389,7 @@ def test_a_model_output_init_read_natively_is_checked():
 
 
 def _qwen2():
-    config = transformers.Qwen2Config(
-        num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-        vocab_size=500,
-    )  # fmt: skip
-    return transformers.Qwen2ForCausalLM(config).eval()
+    return _small_decoder(transformers.Qwen2Config, transformers.Qwen2ForCausalLM)
 
 
 def test_the_kernels_hub_routing_is_skipped_where_it_changes_nothing():
