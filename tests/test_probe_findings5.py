@@ -5,6 +5,7 @@ test against eager on several calls."""
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 
 import pytest
@@ -161,3 +162,18 @@ def test_a_namedtuple_with_a_new_of_its_own_is_returned_as_the_program_made_it()
         expected, actual = f(x), jf(x)
         assert type(actual) is _Doubled and actual.b == expected.b
         torch.testing.assert_close(actual.a, expected.a)
+
+
+def test_a_module_object_not_in_sys_modules_read_as_a_global():
+    """A module made with ``types.ModuleType`` (a plugin, a config namespace) read by the program: the second call
+    raised ModuleNotFoundError, as the fused prologue's code imported it by name."""
+    namespace = types.ModuleType("not_importable_namespace")
+    namespace.v = 2
+
+    def f(x):
+        return x * namespace.v
+
+    jf = thunder.jit(f)
+    for v in (2, 3, 3):
+        namespace.v = v
+        torch.testing.assert_close(jf(torch.ones(2)), f(torch.ones(2)))

@@ -19,6 +19,7 @@ import dataclasses
 import itertools
 import linecache
 import math
+import sys
 import types
 import weakref
 from collections.abc import Callable
@@ -440,6 +441,9 @@ def trace_source(
             lines.append(f"# {trace.provenance}")
         for name, value in sorted(printer.ctx.items()):
             if isinstance(value, types.ModuleType):
+                if sys.modules.get(value.__name__) is not value:  # (``types.ModuleType("m")``: not importable)
+                    lines.append(f"# {name}: the module object {value.__name__!r}, not one of sys.modules")
+                    continue  # the code finds it in its globals, as every name of the context
                 lines.append(f"import {value.__name__}" + (f" as {name}" if name != value.__name__ else ""))
         lines.append("")
     for deco in trace.decorators:
