@@ -269,3 +269,14 @@ def test_a_printed_tensor_updated_by_a_foreach_op_shows_eagers_grad_fn(update, c
     got = thunder.jit(f)(x)
     assert capsys.readouterr().out == printed and type(got.grad_fn).__name__ == type(want.grad_fn).__name__
     torch.testing.assert_close(torch.autograd.grad(got.sum(), x), torch.autograd.grad(want.sum(), x))
+
+
+def test_the_in_place_and_the_out_of_place_foreach_add_are_two_symbols_in_one_trace():
+    """Seed 3007547 (Python 3.13, symbolic values): ``torch._foreach_add_`` of tensors that require grad and
+    ``torch._foreach_add`` in one program named their per-tensor symbols alike (``foreach_add_one_ls``): "two
+    different values want the global name" at the call that printed both."""
+    from tests.fuzz.checker import Outcome, check_program
+    from tests.fuzz.programs import generate_program
+
+    result = check_program(generate_program(3007547), "symbolic values", stop_at_failure=False)
+    assert {c.outcome for c in result.calls} <= {Outcome.OK, Outcome.CLEAR}, [c.detail for c in result.calls]

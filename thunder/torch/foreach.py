@@ -123,7 +123,7 @@ def _updating_as_eager(fn: Callable, out_of_place: Callable, listed: tuple[bool,
     sym = _UPDATING_AS_EAGER.get(key)
     if sym is None:
         shape = "".join("l" if is_list else "s" for is_list in listed)
-        name = f"{fn.__name__.lstrip('_')}one_{shape}"
+        name = f"{fn.__name__.lstrip('_')}_one_{shape}"  # (``foreach_add__one_l``: not ``_saving_as_eager``'s name)
 
         def impl(*args, **kwargs):
             fn(*([a] if is_list else a for a, is_list in zip(args, listed)), **kwargs)
@@ -140,7 +140,7 @@ def _updating_as_eager(fn: Callable, out_of_place: Callable, listed: tuple[bool,
 
         meta.__name__ = name
         sym = _UPDATING_AS_EAGER[key] = torchsymbol(
-            id=f"torch.{fn.__name__}one_{shape}", torch_impl=impl, tags=(IN_PLACE, DONT_DCE)
+            id=f"torch.{fn.__name__}_one_{shape}", torch_impl=impl, tags=(IN_PLACE, DONT_DCE)
         )(meta)
     return sym
 
