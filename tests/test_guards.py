@@ -924,3 +924,21 @@ def test_keys_and_set_elements_that_are_equal_but_of_other_types_are_other_input
         assert jh(torch.ones(1), s) == sorted(type(v).__name__ for v in s)
     for d in ({1: 0}, {1.0: 0}, {True: 0}):
         assert jg(torch.ones(1), d) == [type(k) for k in d]
+
+
+def test_a_key_whose_eq_checks_its_type_is_found_in_an_outside_list_set_and_dict():
+    """The stand-ins that run a user's dunders for C functions (Note [Dunders called by C functions]) were given to
+    ``in`` on a set and to ``dict.get``/``list.index``: the held key's ``__eq__`` saw a stand-in, failed its
+    ``isinstance`` check, and ``_Key(1) in {_Key(1)}`` was False (a silent wrong result)."""
+    keys = [_Key(1), _Key(2)]
+
+    def f(x):
+        k = _Key(2)
+        found = (k in set(keys), k in dict.fromkeys(keys), keys.index(k), keys.count(k), {q: 3.0 for q in keys}.get(k))
+        return x * found[-1] + found[2], found
+
+    jf = thunder.jit(f)
+    for _ in range(2):
+        expected, actual = f(torch.ones(2)), jf(torch.ones(2))
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1] == expected[1]

@@ -478,10 +478,6 @@ _NATIVE_DUNDER_CALLS = {
     "all": lambda d: all([d, 1]),
     "list.pop": lambda d: [1, 2, 3, 4].pop(d),
     "list.insert": lambda d: (lst := [1, 2, 3]).insert(d, 9) or lst,
-    "list.index": lambda d: [0, 1, 2, 3].index(d),
-    "list.count": lambda d: [1, 1, 2].count(d),
-    "tuple.index": lambda d: (0, 1, 2, 3).index(d),
-    "dict.get": lambda d: {1: "a", 2: "b"}.get(d),
     "in a set": lambda d: d in {1},
 }
 

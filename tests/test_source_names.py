@@ -98,7 +98,11 @@ def test_submodules_are_named_by_path_in_the_prologue_and_cache_miss_reasons_use
     torch.testing.assert_close(jm(x), net(x))
     bias, scale = thunder.cache_miss_reasons(jm)[-2:]
     assert (bias.input, bias.check, str(bias)) == ("body.1.bias", "requires_grad", "body.1.bias requires_grad changed True -> False")
-    assert (scale.input, str(scale)) == ("scale", "scale value changed 2.0 -> 3.0")
+    assert (scale.input, str(scale)) == (
+        "scale",
+        "scale value changed 2.0 -> 3.0; the sizes and numbers that changed are symbolic in this entry (automatic "
+        "dynamic shapes: pass cache='constant values' to keep them constant)",
+    )  # (a float that changed becomes symbolic, as an int does)
 
 
 class _Colliding(torch.nn.Module):

@@ -300,11 +300,12 @@ register_native_adapter(str.format, _converting_unbound_format)
 #     named as the value's, with the dunders the value's type has, each calling the value's as the program would (a
 #     Python one interpreted, a C one natively), the stand-ins among its arguments replaced by their values. Where the
 #     function returns what it was given (``max``, ``sorted``, ``sum`` of nothing), the result is the value again.
+#     Not where a C function compares the argument with items it holds (``lst.index(obj)``, ``d.get(obj)``): an item's
+#     ``__eq__`` would be given the stand-in (``isinstance(other, Key)`` fails); ``obj in a_set`` is looked up in
+#     Python instead (``protocols.contains``).
 #     Only where no argument is kept: a stand-in stored (``d[obj] = v``, ``d.setdefault(obj)``) would be seen later.
 #     Values of a type with a builtin base (an ``int`` subclass: C reads the int without a dunder) and thunder's own
-#     (``NATIVE_VALUE_TYPES``: proxies, whose dunders record ops) are given as they are. What stays native: a C
-#     function comparing the given value with an equal item it holds (``[obj].index(obj)`` compares the list's ``obj``
-#     with the stand-in: identity no longer shortcuts, and the item's ``__eq__`` runs natively).
+#     (``NATIVE_VALUE_TYPES``: proxies, whose dunders record ops) are given as they are.
 
 _FORWARDED = (
     "__hash__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __bool__ __len__ __length_hint__ __index__ __int__ __float__ "
@@ -451,6 +452,8 @@ def _standing_in_first(ctx, receiver, args, kwargs):
     return (standing_in(ctx, args[0]), *args[1:]) if args else args, kwargs
 
 
-for _tp, _names in ((list, "index count remove pop insert"), (tuple, "index count"), (dict, "get pop __contains__")):
+# (Not ``list.index``/``count``/``remove``, ``tuple.index``/``count``, ``dict.get``/``pop``: they compare the items
+# they hold with the argument, whose ``__eq__`` then sees a stand-in and fails its ``isinstance`` check.)
+for _tp, _names in ((list, "pop insert"),):
     for _name in _names.split():
         register_method_adapter(_tp, _name, _standing_in_first)

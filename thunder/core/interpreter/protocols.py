@@ -457,9 +457,14 @@ def contains(ctx, container, item) -> bool:
         # would (natively, what it reads would go unchecked: Note [Native callbacks])
         return any(v is item or truth(ctx, compare_op(ctx, "==", v, item)) for v in tuple(container))
     if t in _HASHING_CONTAINERS and type(item) not in FAST_TYPES:
+        # CPython's lookup: the item's hash (its Python ``__hash__`` interpreted), then, among the keys of that hash,
+        # identity or ``key == item`` (the key's ``__eq__`` given the item itself, as CPython gives it: a stand-in
+        # would fail its ``isinstance`` check). The keys' hashes are read natively (CPython keeps them stored).
         from .conversions import standing_in  # (conversions imports this module)
 
-        return standing_in(ctx, item) in container  # its Python __hash__ and __eq__ interpreted
+        h = hash(standing_in(ctx, item))
+        keys = tuple(container)
+        return any(k is item or (hash(k) == h and truth(ctx, compare_op(ctx, "==", k, item))) for k in keys)
     return item in container
 
 
