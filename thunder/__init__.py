@@ -423,13 +423,13 @@ class _Jitted:
         # What changed once stays symbolic whatever the miss (Note [Automatic dynamic shapes]): a constraint of a
         # symbolic entry that fails (a KV cache reaching its sliding window) recompiles with the cache still symbolic.
         history = self.shape_history
-        keep = not automatic and history is not None and history.has_symbolic() and _automatic_dynamic_on(cd, option)
-        if automatic and changed is not None and self.shape_history is not None:
+        symbolic = automatic or (history is not None and history.has_symbolic() and _automatic_dynamic_on(cd, option))
+        if automatic and changed is not None and history is not None:
             site = changed.site()
             if site is not None:  # every count asked there is symbolic in the new entry
-                self.shape_history.dynamic_sites.add(site)
+                history.dynamic_sites.add(site)
         outcomes = changed.outcomes if changed is not None else ()
-        entry, inputs = compile_entry(cd, cs, args, kwargs, outcomes, option, self.shape_history, automatic or keep)
+        entry, inputs = compile_entry(cd, cs, args, kwargs, outcomes, option, history, symbolic)
         if automatic:
             symbolic = entry.symbolic or any(type(o) is SymbolicOutcome for o in entry.outcomes)
             self.miss_reasons[-1] = _dynamic_reason(reason, symbolic)

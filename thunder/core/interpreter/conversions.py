@@ -299,7 +299,8 @@ register_native_adapter(str.format, _converting_unbound_format)
 #     in place of such an argument (or of the items they iterate), a stand-in (``standing_in``): an object of a type
 #     named as the value's, with the dunders the value's type has, each calling the value's as the program would (a
 #     Python one interpreted, a C one natively), the stand-ins among its arguments replaced by their values. Where the
-#     function returns what it was given (``max``, ``sorted``, ``sum`` of nothing), the result is the value again.
+#     function returns what it was given (``max``, ``sorted``), the result is the value again (``sum`` is run in
+#     Python instead: Note [sum of symbolic numbers] in thunder.core.introspection).
 #     Not where a C function compares the argument with items it holds (``lst.index(obj)``, ``d.get(obj)``): an item's
 #     ``__eq__`` would be given the stand-in (``isinstance(other, Key)`` fails); ``obj in a_set`` is looked up in
 #     Python instead (``protocols.contains``).
@@ -429,22 +430,22 @@ for _fn in (builtins.any, builtins.all, math.fsum, math.prod):
 
 
 def _given_back(fn, items: bool = False):
-    """``fn`` of stand-ins where no ``key`` is given, what it returns given back as the values (``max``, ``sorted``)."""
+    """``fn`` of stand-ins where no ``key`` is given, what it returns given back as the values (``max``, ``sorted``;
+    ``sum`` is ``thunder.core.introspection._sum``'s, CPython's algorithm in Python)."""
 
     def lookaside(ctx, args, kwargs):
         if kwargs and kwargs.get("key") is not None:
             return fn(*args, **kwargs)
         args, _ = _standing_in_items(ctx, args, None) if len(args) == 1 else _standing_in_all(ctx, args, None)
-        for name in ("start", "reverse"):  # (``sum``'s, ``sorted``'s)
-            if kwargs and name in kwargs:
-                kwargs = {**kwargs, name: standing_in(ctx, kwargs[name])}
+        if kwargs and "reverse" in kwargs:  # (``sorted``'s)
+            kwargs = {**kwargs, "reverse": standing_in(ctx, kwargs["reverse"])}
         r = fn(*args, **(kwargs or {}))
         return [_value(v) for v in r] if items else _value(r)
 
     return lookaside
 
 
-for _fn, _items in ((builtins.max, False), (builtins.min, False), (builtins.sum, False), (builtins.sorted, True)):
+for _fn, _items in ((builtins.max, False), (builtins.min, False), (builtins.sorted, True)):  # (sum: introspection._sum)
     register_default_lookaside(_fn)(_given_back(_fn, _items))
 
 
@@ -452,8 +453,8 @@ def _standing_in_first(ctx, receiver, args, kwargs):
     return (standing_in(ctx, args[0]), *args[1:]) if args else args, kwargs
 
 
-# (Not ``list.index``/``count``/``remove``, ``tuple.index``/``count``, ``dict.get``/``pop``: they compare the items
-# they hold with the argument, whose ``__eq__`` then sees a stand-in and fails its ``isinstance`` check.)
-for _tp, _names in ((list, "pop insert"),):
-    for _name in _names.split():
-        register_method_adapter(_tp, _name, _standing_in_first)
+# The position a list's ``pop``/``insert`` reads by ``__index__``. (Not ``list.index``/``count``/``remove``,
+# ``tuple.index``/``count``, ``dict.get``/``pop``: they compare the items they hold with the argument, whose
+# ``__eq__`` would see a stand-in and fail its ``isinstance`` check.)
+for _name in ("pop", "insert"):
+    register_method_adapter(list, _name, _standing_in_first)
