@@ -400,3 +400,17 @@ def test_dataclasses_fields_inside_the_program_matches_eager_and_sees_changes():
         torch.testing.assert_close(out[0], expected[0])
         assert out[1] == expected[1]
     assert thunder.cache_misses(jf) == 2  # the third config has other values
+
+
+def test_a_returned_closure_over_an_outside_list_appends_to_the_caller_s_list():
+    # The program sees a copy of an outside list; a closure over it that leaves the function held that copy, made once
+    # at tracing: calling it later appended to a list nobody saw (0 items where eager's list had 2).
+    def f(x, seen):
+        return x + 1, (lambda: seen.append(1))
+
+    for fn in (f, thunder.jit(f)):
+        seen = []
+        for _ in range(2):
+            _, append = fn(torch.ones(2), seen)
+            append()
+        assert len(seen) == 2

@@ -530,6 +530,16 @@ def _read_attribute(p: TensorProxy, name: str) -> Any:
 proxies.attribute_reader = _read_attribute
 
 
+def _record_hook(p: TensorProxy, hook: Any) -> Any:
+    tracer = _active_tracer.get()
+    if tracer is None:
+        raise ThunderRuntimeError("Tensor.register_hook of a traced value is only meaningful while thunder.jit traces")
+    return tracer.register_hook(p, hook)
+
+
+proxies.hook_recorder = _record_hook
+
+
 def _set_requires_grad(p: TensorProxy, requires_grad: bool) -> TensorProxy:
     tracer = _active_tracer.get()
     if tracer is None:

@@ -71,14 +71,24 @@ BUILTIN_VALUES = (tuple, list, dict, set, frozenset, collections.deque, str, byt
 # cannot be made by an expression: a clear error where it would be rebuilt.
 
 
-def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[int, Any] | None = None) -> Any:
+def lift_objects(
+    x: Any,
+    made: Container[int] = (),
+    depth: int = 0,
+    memo: dict[int, Any] | None = None,
+    as_inputs: Callable[[Any], Any] | None = None,
+) -> Any:
     """``x`` with every plain object that holds proxies in its attributes, or that the program made (its id in
     ``made``), replaced by an ``ObjectWithProxies`` (rebuilt by the generated code on each call), so no proxy
     escapes to the caller and no call returns an object an earlier call returned (Note [Objects the program
-    makes]). An object met twice is lifted once (``memo``): the generated code builds it once."""
+    makes]). An object met twice is lifted once (``memo``): the generated code builds it once. ``as_inputs`` (kept in
+    the memo for the calls below) gives what a closure cell the program made holds as it leaves the function: the
+    caller's object where the program read an outside one (the tracer's ``_outside_objects_as_inputs``)."""
     if isinstance(x, (Proxy, torch.Tensor, str, bytes, int, float, complex, bool, type(None))):
         return x
     memo = {} if memo is None else memo
+    if as_inputs is not None:
+        memo[_AS_INPUTS] = as_inputs
     lifted = memo.get(id(x), ABSENT)
     if lifted is _LIFTING:  # met inside itself: a cycle, which an object left as it is may keep
         if isinstance(x, (list, tuple, dict, set, frozenset, collections.deque)):  # printed as literals
@@ -95,6 +105,7 @@ def lift_objects(x: Any, made: Container[int] = (), depth: int = 0, memo: dict[i
 
 _LIFTING = object()  # in ``lift_objects``' memo: being lifted
 _CYCLES = object()  # ``lift_objects``' memo key of the ids of the objects met inside themselves
+_AS_INPUTS = object()  # ``lift_objects``' memo key of its ``as_inputs``
 
 
 def _refuse_cycle(x: Any) -> None:
@@ -179,6 +190,9 @@ def _lift_function(fn: types.FunctionType, made: Container[int], depth: int, mem
         lifted = memo.get(id(c), ABSENT)
         if lifted is ABSENT:
             contents = cell_contents(c)
+            as_inputs = memo.get(_AS_INPUTS)
+            if as_inputs is not None and contents is not ABSENT:
+                contents = as_inputs(contents)  # (``seen.append`` of an outside list ``seen``: the caller's list)
             attrs = {} if contents is ABSENT else {"cell_contents": lift_objects(contents, made, depth + 1, memo)}
             lifted = memo[id(c)] = ObjectWithProxies(c, attrs)
         return lifted

@@ -231,6 +231,8 @@ layout_provider: Callable[[TensorProxy, bool], torch.Tensor] | None = None
 grad_reader: Callable[[TensorProxy], Any] | None = None
 # Set by the tracer: ``requires_grad_setter(proxy, flag)`` is ``proxy.requires_grad_(flag)`` in the program.
 requires_grad_setter: Callable[[TensorProxy, bool], Any] | None = None
+# Set by the tracer: ``hook_recorder(proxy, hook)`` is ``proxy.register_hook(hook)`` in the program.
+hook_recorder: Callable[[TensorProxy, Callable], Any] | None = None
 # Set by the tracer: ``attribute_reader(proxy, name)`` is what ``proxy.name`` reads where ``torch.Tensor`` has no such
 # attribute: an input tensor's own (``t.scale = 2.0``, set before the call), or AttributeError; None: always the error.
 attribute_reader: Callable[[TensorProxy, str], Any] | None = None
@@ -514,6 +516,11 @@ class TensorProxy(Proxy):
         "backward": "thunder differentiates the whole function when the backward of its result is called; take the "
         "gradient outside, with .backward() or torch.autograd.grad on the jitted function's result",
     }  # Tensor methods with no meaning in a trace, and why (``thunder.examine`` lists them so)
+
+    def register_hook(self, hook):
+        if hook_recorder is None:
+            raise AttributeError("Tensor.register_hook of a traced value is only meaningful while thunder.jit traces")
+        return hook_recorder(self, hook)
 
     def data_ptr(self):
         raise ThunderRuntimeError(

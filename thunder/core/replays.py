@@ -27,6 +27,10 @@ REPLAYS = frozenset(
 #: The replays that show values (output), not store them.
 OUTPUTS = frozenset({prims.python_print, prims.python_log, prims.python_warn})
 
+#: What moves after the values it refers to: the replays, and the program's tensor hooks, registered at any point
+#: before the backward (Note [Tensor hooks in the program] in thunder.core.side_effects).
+_MOVABLE = REPLAYS | {prims.register_hook}
+
 
 def place_after_their_values(trace: TraceCtx) -> None:
     """Moves each replay that refers to values computed after it (``self.cache = outs`` where the
@@ -40,11 +44,11 @@ def place_after_their_values(trace: TraceCtx) -> None:
     i = 0
     while i < len(bsyms):
         bsym = bsyms[i]
-        if bsym.sym in REPLAYS:
+        if bsym.sym in _MOVABLE:
             last = max((defined_at.get(a.name, -1) for a in bsym.flat_proxy_args), default=-1)
             if last > i:
-                block = [b for b in bsyms[i : last + 1] if b.sym in REPLAYS]
-                rest = [b for b in bsyms[i : last + 1] if b.sym not in REPLAYS]
+                block = [b for b in bsyms[i : last + 1] if b.sym in _MOVABLE]
+                rest = [b for b in bsyms[i : last + 1] if b.sym not in _MOVABLE]
                 bsyms[i : last + 1] = rest + block
                 defined_at = {}
                 for j, b in enumerate(bsyms):

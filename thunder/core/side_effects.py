@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import sys
 import types
 from collections.abc import Callable
@@ -71,6 +72,7 @@ from thunder.core.pytree import (
 )
 from thunder.core.symbol import Symbol, mutates
 from thunder.core.symbol_lookup import bound_self, plain_attribute
+from thunder.core.tracectx import get_tracectx
 from thunder.core.user_code import (
     is_code_like,
     is_installed_code,
@@ -449,6 +451,23 @@ class SideEffectsMixin:
         self._keepalive.append(p)
         prims.store_attr(p, "grad", value, False)
 
+    # Note [Tensor hooks in the program]
+    # ``y.register_hook(hook)`` in the program is recorded (``prims.register_hook``) and made again by every call on
+    # that call's tensor, with the hook as it leaves the function (``escaping``: a lambda the program makes is made
+    # again, with what it holds, which is one object with what the program stores or returns; the registration moves
+    # after the values the hook holds, as a replay does: ``replays.place_after_their_values``). Its computation then has torch's autograd for its backward (autodiff refuses it: NotDifferentiable),
+    # so torch runs the hook where eager's would run: on the whole gradient of ``y``, before it reaches ``.grad``
+    # for a leaf, in eager's order, with its result replacing the gradient. The handle the program gets removes the
+    # recorded hook while tracing (``handle.remove()`` before the backward: no hook, as in eager); outside it means
+    # nothing (each call registers its own hook): removing it there is a clear error.
+    def register_hook(self, p: TensorProxy, hook: Any) -> _HookHandle:
+        """``p.register_hook(hook)`` in the program (Note [Tensor hooks in the program])."""
+        if not p.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        prims.register_hook(p, self.escaping(hook))
+        self._escapes_again(1, hook)  # what the hook holds is one object with what the program stores or returns
+        return _HookHandle(self.computation.bound_symbols, self.computation.bound_symbols[-1])
+
     def _delattr(self, obj: Any, name: str, *, deleter: Callable = delattr) -> None:
         if type(name) is str and (fdel := property_store(obj, name, True)) is not None:
             return interpreter_call(current_runtime(), fdel, (obj,))  # as DELETE_ATTR runs it
@@ -538,7 +557,8 @@ class SideEffectsMixin:
         is the object itself, what the program made is made again by each call, and an object met twice (in
         ``memo``, shared by the values lifted at the end of tracing) is one object (Note [Objects the program
         makes])."""
-        lifted = lift_objects(self._outside_objects_as_inputs(value, 0, {}), self._internal_objects, memo=memo)
+        as_inputs = functools.partial(self._outside_objects_as_inputs, depth=0, memo={})
+        lifted = lift_objects(as_inputs(value), self._internal_objects, memo=memo, as_inputs=as_inputs)
         self._refuse_functions_holding_traced_values(value)
         return lifted
 
@@ -822,3 +842,27 @@ def _restore_attr(obj, name: str, old) -> None:
             pass
     else:
         setter(obj, name, old)
+
+
+class _HookHandle:
+    """What ``register_hook`` in the program returns (Note [Tensor hooks in the program]): ``remove()`` while tracing
+    takes the recorded hook out of the trace, as eager's handle takes it off the tensor."""
+
+    def __init__(self, bsyms: list, bsym: Any) -> None:
+        self._bsyms, self._bsym = bsyms, bsym
+
+    def remove(self) -> None:
+        if get_tracectx() is None:
+            raise ThunderRuntimeError(
+                "this hook handle was made by Tensor.register_hook inside a jitted function: every call registers its "
+                "own hook on its own tensor, so it cannot be removed from outside. Remove it inside the function, or "
+                "register the hook on the returned tensor outside it."
+            )
+        if self._bsym in self._bsyms:
+            self._bsyms.remove(self._bsym)
+
+    def __enter__(self) -> _HookHandle:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.remove()

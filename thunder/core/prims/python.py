@@ -59,6 +59,7 @@ class PythonPrimIDs(enum.Enum):
     PRINT = enum.auto()
     LOG = enum.auto()
     WARN = enum.auto()
+    REGISTER_HOOK = enum.auto()
     STORE_ATTR = enum.auto()
     STORE_GLOBAL = enum.auto()
     STORE_CELL = enum.auto()
@@ -713,6 +714,17 @@ def _print_warn(bsym, printer):
 # as eager's is (to the frame ``stacklevel`` names: its file, line and module's warning registry), issued again by
 # every call, so that the filters decide each time whether it shows, as they do for eager's.
 python_warn = make_prim(P.WARN, "python_warn", lambda *args: None, tags=(DONT_DCE,), printer=_print_warn)
+
+
+def _print_register_hook(bsym, printer):
+    tensor, hook = bsym.args
+    return [f"{printer.value(tensor)}.register_hook({printer.value(hook)})"]
+
+
+# ``register_hook(tensor, hook)``: the program's ``tensor.register_hook(hook)``, made again by every call on its tensor
+# (Note [Tensor hooks in the program] in thunder.core.side_effects).
+register_hook = make_prim(P.REGISTER_HOOK, "register_hook", lambda t, hook: None, tags=(DONT_DCE, ESCAPES),
+                          printer=_print_register_hook)  # fmt: skip
 
 
 def _print_comment(bsym, printer):
