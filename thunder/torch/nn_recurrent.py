@@ -19,6 +19,8 @@ data-dependent outcome: other lengths trace again) and run the symbols ``lstm_pa
 whose decomposition is ATen's packed layer: step ``t`` takes the next ``batch_sizes[t]`` rows of
 the data; forwards the batch shrinks as sequences end (each keeps the state of its last step),
 backwards it grows, the rows of the sequences that start joining with their initial state.
+``nn.utils.rnn``'s packing and padding inside the function (``pack_padded_sequence``, ``pad_packed_sequence``,
+``pack_sequence``, ``pad_sequence``) are ATen's, written with torch-language symbols, the lengths read the same way.
 
 The modules' forward first calls ``RNNBase._update_flat_weights``, which compares the weakrefs
 it keeps of its flat weights with the registered parameters and, when they differ, rebuilds
@@ -28,7 +30,7 @@ module attribute makes them leave the computation (the autograd split then falls
 torch's autograd). It runs natively instead, on the real module: what eager does in the same
 forward.
 
-Layer: language. Imports: core, torch.base, torch.elementwise, torch.linalg, torch.shape,
+Layer: language. Imports: core, torch.base, torch.elementwise, torch.factories, torch.linalg, torch.shape,
 torch.nn_activations, torch.nn_utils.
 """
 
@@ -41,6 +43,8 @@ from thunder.core.errors import ThunderTypeError, ThunderValueError, Unsupported
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.torch.base import torch_to_thunder_map, torchsymbol
 from thunder.torch.elementwise import add, mul, sigmoid, sub, tanh
+from thunder.torch.factories import full
+from thunder.torch.factories import tensor as ltorch_tensor
 from thunder.torch.linalg import linear
 from thunder.torch.nn_activations import relu
 from thunder.torch.nn_utils import check_float
@@ -288,6 +292,79 @@ def _reading_batch_sizes(sym, packed_sym):
 for _sym, _packed, _fn in ((lstm, lstm_packed, torch.lstm), (gru, gru_packed, torch.gru),
                            (rnn_tanh, rnn_tanh_packed, torch.rnn_tanh), (rnn_relu, rnn_relu_packed, torch.rnn_relu)):  # fmt: skip
     torch_to_thunder_map[_fn] = _reading_batch_sizes(_sym, _packed)
+
+
+def _pack_padded_sequence(input, lengths, batch_first: bool):
+    """``torch._VF._pack_padded_sequence`` (``nn.utils.rnn.pack_padded_sequence``): ``lengths`` read as ints (a checked
+    data-dependent outcome, as a packed layer's ``batch_sizes``: other lengths trace again), then ATen's packing:
+    the rows of each time step whose sequence still runs, step after step, and how many there are."""
+    if not isinstance(lengths, TensorProxy) or lengths.ndim != 1 or lengths.dtype is not torch.int64 or lengths.device.type != "cpu":
+        got = f"{lengths.ndim}D {lengths.device.type} {lengths.dtype}" if isinstance(lengths, TensorProxy) else type(lengths).__name__
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {got} tensor")
+    steps = transpose(input, 0, 1) if batch_first else input
+    sizes = lengths.tolist()
+    if len(sizes) != steps.shape[1]:
+        raise RuntimeError(
+            f"Expected `len(lengths)` to be equal to batch_size, but got {len(sizes)} (batch_size={steps.shape[1]})"
+        )
+    if any(a < b for a, b in zip(sizes, sizes[1:])):
+        raise RuntimeError(
+            "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You can pass "
+            "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep this requirement if you "
+            "do not need ONNX exportability."
+        )
+    if sizes[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' that is <= 0")
+    if sizes[0] > steps.shape[0]:  # (eager reads past the input's end)
+        raise ValueError(f"pack_padded_sequence: a length is {sizes[0]}, longer than the input's {steps.shape[0]} steps")
+    batch_sizes = [sum(n > t for n in sizes) for t in range(sizes[0])]
+    data = cat([narrow(steps[t], 0, 0, n) for t, n in enumerate(batch_sizes)], 0)
+    return data, ltorch_tensor(batch_sizes, dtype=torch.int64, device="cpu")
+
+
+def _pad_packed_sequence(data, batch_sizes, batch_first: bool, padding_value, total_length: int):
+    """``torch._VF._pad_packed_sequence`` (``nn.utils.rnn.pad_packed_sequence``): ``batch_sizes`` read as ints, then
+    ATen's padding: each step's rows, padded to the batch with ``padding_value``, steps stacked (time first, then
+    transposed for ``batch_first``, a view as eager's), and each sequence's length."""
+    sizes = batch_sizes.tolist()
+    steps = len(sizes)
+    if total_length > 0:
+        if total_length < steps:
+            raise RuntimeError(
+                f"Expected total_length to be at least the length of the longest sequence in input, but got "
+                f"total_length={total_length} and max sequence length being {steps}"
+            )
+        steps = total_length
+    batch, rows, feature = sizes[0], split(data, sizes, 0), tuple(data.shape[1:])
+    padded = [r if n == batch else cat([r, full((batch - n, *feature), padding_value, dtype=data.dtype, device=data.device)], 0) for r, n in zip(rows, sizes)]  # fmt: skip
+    padded += [full((batch, *feature), padding_value, dtype=data.dtype, device=data.device)] * (steps - len(sizes))
+    output = stack(padded, 0)
+    lengths = [sum(n > b for n in sizes) for b in range(batch)]
+    return (transpose(output, 0, 1) if batch_first else output), ltorch_tensor(lengths, dtype=torch.int64)
+
+
+def _pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0, padding_side: str = "right"):
+    """``torch._C._nn.pad_sequence`` (``nn.utils.rnn.pad_sequence``): each sequence padded to the longest with
+    ``padding_value`` (after it, or before it for ``padding_side="left"``), stacked along the batch."""
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
+    longest = max(s.shape[0] for s in sequences)
+    padded = []
+    for s in sequences:
+        if tuple(s.shape[1:]) != tuple(sequences[0].shape[1:]):
+            raise RuntimeError(f"pad_sequence: sequences of trailing shapes {tuple(sequences[0].shape[1:])} and {tuple(s.shape[1:])}")
+        if s.shape[0] < longest:
+            pad = full((longest - s.shape[0], *s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
+            s = cat([s, pad] if padding_side == "right" else [pad, s], 0)
+        padded.append(s)
+    return stack(padded, 0 if batch_first else 1)
+
+
+torch_to_thunder_map[torch._C._nn.pad_sequence] = _pad_sequence
+torch_to_thunder_map[torch._C._VariableFunctions._pack_padded_sequence] = _pack_padded_sequence
+torch_to_thunder_map[torch._C._VariableFunctions._pad_packed_sequence] = _pad_packed_sequence
 
 
 def _check_cell(op: str, input, hidden: list) -> None:
