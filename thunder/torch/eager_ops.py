@@ -99,9 +99,20 @@ def _ctc_loss_meta(log_probs, targets, input_lengths, target_lengths, blank=0, r
     return TensorProxy(shape=(log_probs.shape[1],) if batched else (), dtype=log_probs.dtype, device=log_probs.device)
 
 
+def _istft_meta(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
+                onesided=None, length=None, return_complex=False):  # fmt: skip
+    """``torch.istft`` checks the window's overlap-add (the NOLA condition) on its values; its output's shape follows
+    from the frames, the hop and ``center`` (or is ``length``), its dtype from ``return_complex``."""
+    hop = n_fft // 4 if hop_length is None else hop_length
+    if length is None:
+        length = n_fft + hop * (input.shape[-1] - 1) - (2 * (n_fft // 2) if center else 0)
+    dtype = input.dtype if return_complex else input.dtype.to_real()
+    return TensorProxy(shape=(*input.shape[:-2], length), dtype=dtype, device=input.device)
+
+
 #: Eager ops whose fake run reads a value (Note [Eager ops]) but whose output's metadata does not
 #: depend on it: the function that gives the output's proxy instead.
-_SHAPES_WITHOUT_VALUES: dict[Callable, Callable] = {torch.ctc_loss: _ctc_loss_meta}
+_SHAPES_WITHOUT_VALUES: dict[Callable, Callable] = {torch.ctc_loss: _ctc_loss_meta, torch.istft: _istft_meta}
 
 
 def _pairs(out, g):
@@ -470,6 +481,7 @@ _TABLE: tuple[tuple[Callable, str | None], ...] = (
     (torch._C._nn.fractional_max_pool2d, None),
     (torch._C._nn.fractional_max_pool3d, None),
     (torch.grid_sampler, None),
+    (torch.affine_grid_generator, None),
     (torch.grid_sampler_2d, None),
     (torch.grid_sampler_3d, None),
     (torch.nonzero_static, "nonzero_static"),
