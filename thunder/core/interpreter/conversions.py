@@ -40,12 +40,13 @@ from .execution import (
     register_method_adapter,
     register_native_adapter,
 )
-from .protocols import FAST_TYPES, _is_py, as_index
+from .protocols import FAST_TYPES, _cmp_slot, _is_py, as_index
 
 __all__ = ["as_index", "as_str", "as_repr", "as_ascii", "formatted", "converting", "standing_in", "NATIVE_VALUE_TYPES"]
 
 _OBJECT_STR = object.__dict__["__str__"]
 _OBJECT_FORMAT = object.__dict__["__format__"]
+_OBJECT_NE = object.__dict__["__ne__"]
 
 
 def _dunder(v, name: str):
@@ -345,6 +346,8 @@ def _forwarding(name: str):
         v = _STAND_IN_VALUE(self)
         f = lookup_type_attr(type(v), name)
         args = tuple(map(_value, args))
+        if f is _OBJECT_NE:  # inverts a Python ``__eq__``, called as the program would (``protocols._cmp_slot``)
+            return _cmp_slot(_STAND_IN_CTX(self), f, v, *args, name)
         if not _is_py(f):
             return f.__get__(v, type(v))(*args)
         r = call(_STAND_IN_CTX(self), f.__get__(v, type(v)), args)

@@ -256,12 +256,17 @@ def binary_op(ctx, sym: str, a, b):
 
 
 def _converted_operands(ctx, sym: str, a, b):
-    """``str % obj`` and ``seq * obj``: what C would read of ``obj`` by its Python dunders (``__str__``,
-    ``__index__``, ...) read as the program would (Note [Conversions interpreted] in ``conversions``)."""
+    """``str % obj``, ``seq * obj`` and ``lst += obj``: what C would read of ``obj`` by its Python dunders (``__str__``,
+    ``__index__``, ``__iter__``, ...) read as the program would (Note [Conversions interpreted] in ``conversions``,
+    Note [Native callbacks] in ``natives``)."""
     if sym in ("%", "%=") and type(a) is str and not _has_py_dunder(type(b), "__rmod__"):
         from .conversions import percent_operand  # (conversions imports this module)
 
         return a, percent_operand(ctx, b)
+    if sym == "+=" and type(a) is list and type(b) not in FAST_TYPES:  # ``list.__iadd__`` iterates ``b`` natively
+        from .natives import interpreted_iterable  # (natives imports this module)
+
+        return a, interpreted_iterable(ctx, b, hint=True)
     if sym in ("*", "*="):
         if type(a) in _SEQUENCE_SLOT_TYPES and _reads_index(b, "__rmul__"):
             return a, as_index(ctx, b)
