@@ -443,7 +443,10 @@ class Tracer(
         a ``__copy__`` of the user's ran twice on the first call."""
         if any(b.sym not in _READS_AND_CHECKS and not copies_per_call(b) for b in self.prologue.bound_symbols):
             return None
-        held = {self._provenance[id(obj)].name: obj for obj in self._keepalive if id(obj) in self._provenance}
+        held = {}
+        for obj in self._keepalive:  # (the outside object first, then the program's copy of it: Note [List and tuple
+            if id(obj) in self._provenance:  # subclasses] in thunder.core.provenance)
+                held.setdefault(self._provenance[id(obj)].name, obj)
         values = []
         for holder, seen in self._returned:
             if isinstance(seen, TensorProxy) and id(seen) in self._tensor_inputs:

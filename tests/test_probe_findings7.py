@@ -1,0 +1,233 @@
+"""Holes of the interpreter and the tracer where a cached trace kept its first call's answer, a Python side effect
+was lost or doubled, or an error misled: list and tuple subclass arguments, iteration and length hints made by C
+(``list(obj)``, ``[*obj]``, ``a, b = obj``, ``dict.fromkeys``), ``getattr``/``attrgetter`` of a property,
+``operator.ne`` of a class with only ``__eq__``, ``seq.index(obj)``. Each runs a program eagerly and jitted on several
+calls whose state changes, and compares values and logs."""
+
+from __future__ import annotations
+
+import collections
+import operator
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.errors import ThunderValueError
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return type(a) is type(b) and torch.equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return type(a) is type(b) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _outcome(f, args):
+    try:
+        return f(*args)
+    except Exception as e:  # eager's error, compared by type
+        return type(e)
+
+
+def _agrees(f, make, calls: int = 4) -> None:
+    """``make(i)`` gives ``(log, args)`` for call ``i``, made twice: eager and jitted must give the same results and
+    leave the same logs on every call."""
+    jf = thunder.jit(f)
+    for i in range(calls):
+        log_e, args_e = make(i)
+        log_j, args_j = make(i)
+        expected, got = _outcome(f, args_e), _outcome(jf, args_j)
+        assert _same(expected, got), (i, expected, got)
+        assert log_e == log_j, (i, log_e, log_j)
+
+
+# -- list and tuple subclass arguments ------------------------------------------------------------------------------
+
+
+class _Batch(list):
+    scale = 1
+
+
+class _Pair(tuple):
+    pass
+
+
+class _Record(collections.namedtuple("_Record", "a b")):
+    """A named tuple with an attribute of its own."""
+
+    def __new__(cls, a, b, k=1):
+        self = super().__new__(cls, a, b)
+        self.k = k
+        return self
+
+
+def _tensors(i):
+    return torch.full((2,), float(i + 1)), torch.arange(2.0)
+
+
+@pytest.mark.parametrize("kind", [_Batch, _Pair])
+def test_items_of_a_list_or_tuple_subclass_argument_are_traced(kind):
+    def add(xs):
+        return xs[0] + xs[1]
+
+    _agrees(add, lambda i: ([], (kind(_tensors(i)),)))
+
+
+def test_attributes_of_a_named_tuple_subclass_argument_are_read_on_every_call():
+    def scaled(r):
+        return r.a * r.k + r.b
+
+    _agrees(scaled, lambda i: ([], (_Record(*_tensors(i), k=i + 2),)))
+
+
+def test_a_list_subclass_the_program_appends_to_is_changed_as_in_eager():
+    def append(xs):
+        xs.append(xs[0] * 2)
+        xs.scale = len(xs)
+        return xs[-1]
+
+    jf = thunder.jit(append)
+    for i in range(3):
+        expected, got = _Batch([_tensors(i)[0]]), _Batch([_tensors(i)[0]])
+        assert _same(append(expected), jf(got))
+        assert type(got) is _Batch and len(got) == len(expected) == 2 and _same(list(got), list(expected))
+        assert got.scale == expected.scale == 2
+
+
+def test_a_list_subclass_that_replaces_iteration_is_refused_clearly():
+    class Lazy(list):
+        def __iter__(self):
+            return iter([])
+
+    with pytest.raises(ThunderValueError, match="Lazy, a list subclass whose __iter__ is Python code"):
+        thunder.jit(lambda xs: xs[0] + 1)(Lazy([torch.ones(2)]))
+
+
+# -- iteration and length hints made by C ---------------------------------------------------------------------------
+
+
+class _Counted:
+    """An iterable whose ``__iter__`` and ``__len__`` log and read its state."""
+
+    def __init__(self, log, n):
+        self.log, self.n = log, n
+
+    def __iter__(self):
+        self.log.append("iter")
+        return iter(range(self.n))
+
+    def __len__(self):
+        self.log.append("len")
+        return self.n
+
+    def keys(self):
+        self.log.append("keys")
+        return list(range(self.n))
+
+    def __getitem__(self, k):
+        self.log.append(("getitem", k))
+        return k * 10
+
+
+def _counted(i):
+    log = []
+    return log, (_Counted(log, 2 + i % 2),)
+
+
+def _unpack_two(s):
+    try:
+        a, b = s
+    except ValueError:
+        return "not two"
+    return a, b
+
+
+def _iadd(s):
+    out = [9]
+    out += s
+    return out
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        pytest.param(lambda s: list(s), id="list"),
+        pytest.param(lambda s: tuple(s), id="tuple"),
+        pytest.param(lambda s: sorted(s), id="sorted"),
+        pytest.param(lambda s: [*s], id="list display"),
+        pytest.param(lambda s: max(*s), id="call with *"),
+        pytest.param(_unpack_two, id="unpacking"),
+        pytest.param(lambda s: {*s}, id="set display"),
+        pytest.param(lambda s: {**s}, id="dict display"),
+        pytest.param(lambda s: dict.fromkeys(s, 0), id="dict.fromkeys"),
+        pytest.param(lambda s: list(collections.deque(s)), id="deque"),
+        pytest.param(lambda s: dict(collections.Counter(s)), id="Counter"),
+        pytest.param(lambda s: (out := [], out.extend(s), out)[-1], id="list.extend"),
+        pytest.param(_iadd, id="list +="),
+    ],
+)
+def test_iteration_by_c_runs_the_python_iter_and_len_as_eager(program):
+    _agrees(program, _counted)
+
+
+# -- attributes, comparisons and searches made by C -----------------------------------------------------------------
+
+
+class _Prop:
+    def __init__(self, log, k):
+        self.log, self.k = log, k
+
+    @property
+    def value(self):
+        self.log.append("value")
+        return self.k
+
+
+@pytest.mark.parametrize(
+    "program",
+    [pytest.param(lambda o: getattr(o, "value"), id="getattr"), pytest.param(operator.attrgetter("value"), id="attrgetter")],
+)
+def test_a_property_read_by_getattr_runs_once_per_call(program):
+    _agrees(lambda o: program(o), lambda i: ((log := []), (_Prop(log, i),)))
+
+
+class _OnlyEq:
+    def __init__(self, log, v):
+        self.log, self.v = log, v
+
+    def __eq__(self, other):
+        self.log.append("eq")
+        return self.v == other
+
+    __hash__ = object.__hash__
+
+
+def test_operator_ne_inverts_a_python_eq_on_every_call():
+    _agrees(lambda a: operator.ne(a, 1), lambda i: ((log := []), (_OnlyEq(log, i % 2),)))
+
+
+class _Key:
+    def __init__(self, log, state):
+        self.log, self.state = log, state
+
+    def __eq__(self, other):
+        self.log.append("eq")
+        return isinstance(other, _Key) and self.state[0] == other.state[0]
+
+    def __hash__(self):
+        return 7
+
+
+def test_list_index_compares_with_the_python_eq_on_every_call():
+    def where(a, b, c):
+        return [c, b].index(a)
+
+    def make(i):
+        log = []
+        return log, (_Key(log, [i % 2]), _Key(log, [1]), _Key(log, [2]))
+
+    _agrees(where, make)
