@@ -231,3 +231,68 @@ def test_list_index_compares_with_the_python_eq_on_every_call():
         return log, (_Key(log, [i % 2]), _Key(log, [1]), _Key(log, [2]))
 
     _agrees(where, make)
+
+
+class _Token:
+    """A key hashed by a Python ``__hash__`` and compared by identity."""
+
+    def __init__(self, log, name):
+        self.log, self.name = log, name
+
+    def __hash__(self):
+        self.log.append("token hash")
+        return 7
+
+
+class _SilentToken(_Token):
+    def __hash__(self):  # (the prologue's check of a set argument hashes its items)
+        return 7
+
+
+class _Query:
+    """An item whose ``__eq__`` reads its changing state."""
+
+    def __init__(self, log, name):
+        self.log, self.name = log, name
+
+    def __eq__(self, other):
+        self.log.append("query eq")
+        return isinstance(other, _Token) and other.name == self.name
+
+    def __hash__(self):
+        self.log.append("query hash")
+        return 7
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        pytest.param(lambda q, s, d: q in s, id="in set"),
+        pytest.param(lambda q, s, d: q in d, id="in dict"),
+        pytest.param(lambda q, s, d: d.get(q, -1), id="dict.get"),
+        pytest.param(lambda q, s, d: d[q], id="dict subscript"),
+    ],
+)
+def test_set_and_dict_lookups_hash_and_compare_as_eager(program):
+    def make(i):
+        log = []
+        token = _SilentToken(log, "a")
+        q = _Query(log, "a" if i % 2 else "b")
+        return log, (q, {token}, {token: 1})
+
+    _agrees(program, make)
+
+
+@pytest.mark.parametrize("container", [set, frozenset, dict.fromkeys])
+def test_a_lookup_uses_the_keys_stored_hashes(container):
+    """CPython compares the item with the keys stored with its hash and does not hash the keys again."""
+    from thunder.core.interpreter import interpret
+
+    def lookup(q, s):
+        return q in s
+
+    for name in ("a", "b"):
+        log_e, log_i = [], []
+        expected = lookup(_Query(log_e, name), container([_Token(log_e, "a")]))
+        got = interpret(lookup)(_Query(log_i, name), container([_Token(log_i, "a")]))
+        assert got == expected and log_i == log_e

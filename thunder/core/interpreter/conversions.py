@@ -39,9 +39,10 @@ from .execution import (
     lookup_type_attr,
     register_default_lookaside,
     register_method_adapter,
+    register_method_lookaside,
     register_native_adapter,
 )
-from .protocols import FAST_TYPES, _cmp_slot, _is_py, as_index, compare_op, truth
+from .protocols import FAST_TYPES, _cmp_slot, _is_py, as_index, compare_op, stored_value, truth
 
 __all__ = ["as_index", "as_str", "as_repr", "as_ascii", "formatted", "converting", "standing_in", "NATIVE_VALUE_TYPES"]
 
@@ -487,3 +488,12 @@ def _found_index(ctx, receiver, args, kwargs):
 
 for _tp in (list, tuple):
     register_method_adapter(_tp, "index", _found_index)
+
+
+def _dict_get(ctx, d, args, kwargs):  # ``d.get(obj)``: Note [Lookups in sets and dicts] in ``protocols``
+    if kwargs or not 1 <= len(args) <= 2:
+        return d.get(*args, **(kwargs or {}))
+    return stored_value(ctx, d, args[0], lambda key: args[1] if len(args) == 2 else None)
+
+
+register_method_lookaside(dict, "get", _dict_get)
