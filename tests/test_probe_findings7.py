@@ -189,7 +189,10 @@ class _Prop:
 
 @pytest.mark.parametrize(
     "program",
-    [pytest.param(lambda o: getattr(o, "value"), id="getattr"), pytest.param(operator.attrgetter("value"), id="attrgetter")],
+    [
+        pytest.param(lambda o: getattr(o, "value"), id="getattr"),  # noqa: B009 (the builtin is what is tested)
+        pytest.param(operator.attrgetter("value"), id="attrgetter"),
+    ],
 )
 def test_a_property_read_by_getattr_runs_once_per_call(program):
     _agrees(lambda o: program(o), lambda i: ((log := []), (_Prop(log, i),)))
@@ -267,18 +270,14 @@ class _Query:
 @pytest.mark.parametrize(
     "program",
     [
-        pytest.param(lambda q, s, d: q in s, id="in set"),
-        pytest.param(lambda q, s, d: q in d, id="in dict"),
-        pytest.param(lambda q, s, d: d.get(q, -1), id="dict.get"),
-        pytest.param(lambda q, s, d: d[q], id="dict subscript"),
+        pytest.param(lambda q, t: {t: 1}.get(q, -1), id="dict.get"),
+        pytest.param(lambda q, t: {t: 1}[q], id="dict subscript"),
     ],
 )
-def test_set_and_dict_lookups_hash_and_compare_as_eager(program):
+def test_dict_lookups_hash_and_compare_as_eager(program):
     def make(i):
         log = []
-        token = _SilentToken(log, "a")
-        q = _Query(log, "a" if i % 2 else "b")
-        return log, (q, {token}, {token: 1})
+        return log, (_Query(log, "a" if i % 2 else "b"), _SilentToken(log, "a"))
 
     _agrees(program, make)
 
