@@ -295,3 +295,72 @@ def test_a_lookup_uses_the_keys_stored_hashes(container):
         expected = lookup(_Query(log_e, name), container([_Token(log_e, "a")]))
         got = interpret(lookup)(_Query(log_i, name), container([_Token(log_i, "a")]))
         assert got == expected and log_i == log_e
+
+
+# -- Tensor.detach_, retain_grad, is_inference ----------------------------------------------------------------------
+
+
+def test_detach_in_place_of_a_computed_tensor_cuts_its_gradient_as_eager():
+    def cut(x):
+        y = x * 2
+        y.detach_()
+        return (y * x).sum(), y.requires_grad, y.is_leaf
+
+    jf = thunder.jit(cut)
+    for i in range(2):
+        x_e, x_j = (torch.arange(3.0 + i, requires_grad=True) for _ in range(2))
+        (out_e, *flags_e), (out_j, *flags_j) = cut(x_e), jf(x_j)
+        out_e.backward()
+        out_j.backward()
+        assert flags_e == flags_j and torch.equal(out_e, out_j) and torch.equal(x_e.grad, x_j.grad)
+
+
+def test_detach_in_place_of_a_view_or_an_input_fails_clearly():
+    def of_view(x):
+        y = (x * 2)[0]
+        y.detach_()
+        return y
+
+    with pytest.raises(RuntimeError, match="Can't detach views in-place"):
+        of_view(torch.ones(2, 2, requires_grad=True))
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="detach_.*view.*x = x.detach()"):
+        thunder.jit(of_view)(torch.ones(2, 2, requires_grad=True))
+
+    def of_input(x):
+        x.detach_()
+        return x * 2
+
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="detach_ of x, a tensor the jitted function was given"):
+        thunder.jit(of_input)(torch.ones(2, requires_grad=True))
+
+
+def test_is_inference_of_inputs_and_computed_tensors_as_eager():
+    def ask(x):
+        return x.is_inference(), (x * 2).is_inference()
+
+    with torch.inference_mode():
+        made_there = torch.ones(2)
+    jf = thunder.jit(ask)
+    for x in (torch.ones(2), made_there, torch.ones(2), made_there):
+        assert jf(x) == ask(x)
+    with torch.inference_mode(), pytest.raises(thunder.core.errors.UnsupportedOpError, match="computed in inference mode"):
+        jf(torch.ones(2))
+
+
+def test_retain_grad_as_eager_where_it_changes_nothing_and_a_clear_error_elsewhere():
+    def keep(x):
+        x.retain_grad()
+        return (x * x).sum()
+
+    x = torch.ones(2, requires_grad=True)
+    assert torch.equal(thunder.jit(keep)(x), keep(x))
+    with pytest.raises(RuntimeError, match="requires_grad=False"):
+        thunder.jit(keep)(torch.ones(2))
+
+    def keep_inner(x):
+        y = x * 2
+        y.retain_grad()
+        return (y * y).sum()
+
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="retain_grad.*gradients of its inputs"):
+        thunder.jit(keep_inner)(torch.ones(2, requires_grad=True))

@@ -386,7 +386,7 @@ class Tracer(
         if self.grad_mode_switched or self.computation.grad_mode_read:
             # the recorded switches restore the mode the trace began in; requires_grad answers depend on it
             read.add("torch.is_grad_enabled()")
-        if self.grad_mode_switched or (
+        if self.computation.inference_mode_read or self.grad_mode_switched or (
             "torch.is_grad_enabled()" in read
             and (state_at_entry["torch.is_grad_enabled()"] or state_at_entry["torch.is_inference_mode_enabled()"])
         ):
