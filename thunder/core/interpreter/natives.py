@@ -144,7 +144,8 @@ _SPECS = {
     itertools.zip_longest: _Spec(iterables=_ALL),
     **{
         fn: _Spec(iterables=_FIRST)
-        for fn in (builtins.enumerate, builtins.any, builtins.all, builtins.sum, builtins.set, builtins.frozenset, itertools.islice, itertools.cycle, math.fsum, math.prod)  # fmt: skip
+        for fn in (builtins.enumerate, builtins.any, builtins.all, builtins.sum, builtins.set, builtins.frozenset,
+                   itertools.islice, itertools.cycle, math.fsum, math.prod)  # fmt: skip
     },
 }
 

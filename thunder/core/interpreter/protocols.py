@@ -529,8 +529,12 @@ def _lookup(ctx, container, item):
 def stored_value(ctx, d: dict, key, missing):
     """``d[key]`` as the program's lookup finds it, ``missing(key)`` where it finds none (Note [Lookups in sets and
     dicts])."""
-    if type(key) in FAST_TYPES or not _has_py_dunder(type(key), "__eq__", "__hash__"):
-        return d[key] if key in d else missing(key)  # (no Python code runs)
+    from .conversions import NATIVE_VALUE_TYPES  # (conversions imports this module)
+
+    tk = type(key)
+    if tk in FAST_TYPES or issubclass(tk, tuple(NATIVE_VALUE_TYPES)) or not _has_py_dunder(tk, "__eq__", "__hash__"):
+        v = dict.get(d, key, NULL)  # (the item's dunders are C's or thunder's own)
+        return missing(key) if v is NULL else v
     k, h = _lookup(ctx, d, key)
     if k is NULL:
         return missing(key)
