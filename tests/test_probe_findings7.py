@@ -84,6 +84,21 @@ def test_attributes_of_a_named_tuple_subclass_argument_are_read_on_every_call():
     _agrees(scaled, lambda i: ([], (_Record(*_tensors(i), k=i + 2),)))
 
 
+class _Slotted(list):
+    __slots__ = ("scale",)
+
+
+def _slotted(i):
+    xs = _Slotted(_tensors(i))
+    xs.scale = i + 2
+    return [], (xs,)
+
+
+def test_a_list_subclass_with_slots_and_a_struct_sequence_argument_are_traced():
+    _agrees(lambda xs: xs[0] * xs.scale + xs[1], _slotted)
+    _agrees(lambda r: r.values * 2 + r[1], lambda i: ([], (torch.max(torch.arange(6.0 + i).reshape(2, -1), 1),)))
+
+
 def test_a_list_subclass_the_program_appends_to_is_changed_as_in_eager():
     def append(xs):
         xs.append(xs[0] * 2)

@@ -157,7 +157,7 @@ class ProvenanceMixin:
             return seen
         if isinstance(value, (list, tuple)) and type(value) not in (list, tuple):
             _check_sequence_subclass(value, self._member_paths.get(holder.name, holder.name))
-        if isinstance(value, tuple) and (_is_namedtuple(type(value)) or type(value).__flags__ & _HEAP_TYPE):
+        if isinstance(value, tuple) and _rebuilt_as_tuple(type(value)):
             # Note [List and tuple subclasses]: a named tuple (``PackedSequence``, a user's record) or another
             # tuple subclass is seen as a copy of its type holding what its items unpack to, with its attributes.
             self._check(prims.check_type, holder, type(value))
@@ -286,6 +286,9 @@ class ProvenanceMixin:
         own = getattr(value, "__dict__", None)
         if own:
             seen.__dict__.update(own)
+        for name in slot_names(type(value)):
+            if hasattr(value, name):
+                object.__setattr__(seen, name, getattr(value, name))
         self._provenance[id(seen)] = holder
         self._proxy_for[id(seen)] = seen  # (returned or stored as it is: the object itself)
         self._keepalive.append(seen)
@@ -667,9 +670,19 @@ def _check_sequence_subclass(value: Any, where: str) -> None:
         )
 
 
+def _rebuilt_as_tuple(typ: type) -> bool:
+    """Whether the program sees a copy of a tuple of type ``typ`` (Note [List and tuple subclasses]): a named tuple, a
+    struct sequence whose fields are its items, a tuple subclass of the user's."""
+    if _is_namedtuple(typ) or _is_structseq(typ):
+        return True
+    return bool(typ.__flags__ & _HEAP_TYPE) and not hasattr(typ, "n_sequence_fields")
+
+
 def _is_structseq(typ: type) -> bool:
-    """A C struct sequence (``torch.return_types.max``, ``os.stat_result``): made from a sequence of its items."""
-    return isinstance(getattr(typ, "n_sequence_fields", None), int)
+    """A C struct sequence whose fields are all items (``torch.return_types.max``, not ``os.stat_result``): made from a
+    sequence of them."""
+    n = getattr(typ, "n_sequence_fields", None)
+    return isinstance(n, int) and getattr(typ, "n_fields", None) == n
 
 
 def _is_namedtuple(typ: type) -> bool:
