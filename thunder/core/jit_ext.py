@@ -386,7 +386,7 @@ class Tracer(
         if self.grad_mode_switched or self.computation.grad_mode_read:
             # the recorded switches restore the mode the trace began in; requires_grad answers depend on it
             read.add("torch.is_grad_enabled()")
-        if self.grad_mode_switched or (
+        if self.computation.inference_mode_read or self.grad_mode_switched or (
             "torch.is_grad_enabled()" in read
             and (state_at_entry["torch.is_grad_enabled()"] or state_at_entry["torch.is_inference_mode_enabled()"])
         ):
@@ -443,7 +443,10 @@ class Tracer(
         a ``__copy__`` of the user's ran twice on the first call."""
         if any(b.sym not in _READS_AND_CHECKS and not copies_per_call(b) for b in self.prologue.bound_symbols):
             return None
-        held = {self._provenance[id(obj)].name: obj for obj in self._keepalive if id(obj) in self._provenance}
+        held = {}
+        for obj in self._keepalive:  # (the outside object first, then the program's copy of it: Note [List and tuple
+            if id(obj) in self._provenance:  # subclasses] in thunder.core.provenance)
+                held.setdefault(self._provenance[id(obj)].name, obj)
         values = []
         for holder, seen in self._returned:
             if isinstance(seen, TensorProxy) and id(seen) in self._tensor_inputs:

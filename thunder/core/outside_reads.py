@@ -344,15 +344,21 @@ class OutsideReadsMixin:
         return f"{prefix}.{name}" if prefix else name
 
     def _getattr(self, obj, name, *default):
-        """``getattr(obj, name[, default])`` called by the program: read like ``obj.name``."""
+        """``getattr(obj, name[, default])`` called by the program: read as ``obj.name`` is (a property's getter
+        interpreted; natively, it ran twice while tracing and its value was kept)."""
+        traced = introspection.lookaside(getattr)  # a traced value answers as what it stands for
         holder = self._provenance.get(id(obj))
-        if holder is None or type(name) is not str:
-            traced = introspection.lookaside(getattr)  # a traced value answers as what it stands for
+        if holder is None or type(name) is not str or len(default) > 1:
             return (traced or getattr)(obj, name, *default)
-        if not hasattr(obj, name):
-            self._check_hasattr(holder, obj, name, False)
-            return default[0] if default else getattr(obj, name)  # without a default: eager's AttributeError
-        return self.load_attr(obj, name, getattr(obj, name))
+        try:
+            return traced(obj, name)
+        except AttributeError:
+            found = self.missing_attr(obj, name)  # the prologue checks that it stays absent
+            if found is not NULL:
+                return found
+            if not default:
+                raise
+        return default[0]
 
     def _hasattr(self, obj, name) -> bool:
         holder = self._provenance.get(id(obj))

@@ -29,9 +29,10 @@ import torch
 
 from thunder.core import introspection, iterators, prims, proxies
 from thunder.core.errors import ThunderRuntimeError, ThunderValueError
+from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import mapping_attrs, mapping_type, object_state, rebuild_mapping, slot_names
-from thunder.core.side_effects import LAZY_TYPES, LazyContainer
+from thunder.core.side_effects import _MUTATING_METHODS, LAZY_TYPES, LazyContainer
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import plain_attribute
 from thunder.core.symbolic import SymInt
@@ -154,20 +155,30 @@ class ProvenanceMixin:
             seen = type(value)(*fields) if type(value) is slice else value
             self._register(value, holder, seen)
             return seen
-        if isinstance(value, tuple) and _is_namedtuple(type(value)):
-            # A named tuple (``PackedSequence``, a user's record): its items are unpacked as a tuple's, so
-            # indexing and unpacking it give traced values as its attributes do.
+        if isinstance(value, (list, tuple)) and type(value) not in (list, tuple):
+            _check_sequence_subclass(value, self._member_paths.get(holder.name, holder.name))
+        if isinstance(value, tuple) and _rebuilt_as_tuple(type(value)):
+            # Note [List and tuple subclasses]: a named tuple (``PackedSequence``, a user's record) or another
+            # tuple subclass is seen as a copy of its type holding what its items unpack to, with its attributes.
             self._check(prims.check_type, holder, type(value))
-            seen = type(value)._make(self._unpack_contents(tuple(value), holder, name))
+            items = self._unpack_contents(tuple(value), holder, name)
+            typ = type(value)
+            seen = typ._make(items) if _is_namedtuple(typ) else typ(items) if _is_structseq(typ) else tuple.__new__(typ, items)
             self._register(value, holder, seen)
-            return seen
-        if type(value) in LAZY_TYPES:
+            return self._with_attributes(value, holder, seen)
+        if type(value) in LAZY_TYPES or isinstance(value, list):
             # Checked when the program first reads its contents (see Note [Outside containers]).
             self._check(prims.check_type, holder, type(value))
             if type(value) is collections.deque:  # how it drops items when full
                 self._check(prims.check_expr, f"{holder.name}.maxlen == {value.maxlen}", (holder,))
-            copy = value.copy()  # a defaultdict's keeps its default_factory, a deque its maxlen
+            if type(value) in LAZY_TYPES:
+                copy = value.copy()  # a defaultdict's keeps its default_factory, a deque its maxlen
+            else:  # a list subclass (Note [List and tuple subclasses])
+                copy = list.__new__(type(value))
+                list.extend(copy, value)
             self._register(value, holder, copy)
+            if type(value) not in LAZY_TYPES:
+                self._with_attributes(value, holder, copy)
             self._keepalive.append(copy)
             self._lazy[id(copy)] = LazyContainer(holder, value, copy, name)
             return copy
@@ -269,6 +280,20 @@ class ProvenanceMixin:
         self._register(value, holder, value)
         return value
 
+    def _with_attributes(self, value: Any, holder: Proxy, seen: Any) -> Any:
+        """``seen``, the program's copy of the list or tuple subclass ``value``, given ``value``'s attributes: each read
+        from ``value`` by the prologue where the program reads it (Note [List and tuple subclasses])."""
+        own = getattr(value, "__dict__", None)
+        if own:
+            seen.__dict__.update(own)
+        for name in slot_names(type(value)):
+            if hasattr(value, name):
+                object.__setattr__(seen, name, getattr(value, name))
+        self._provenance[id(seen)] = holder
+        self._proxy_for[id(seen)] = seen  # (returned or stored as it is: the object itself)
+        self._keepalive.append(seen)
+        return seen
+
     def _rebuilt_mapping(self, value: dict, holder: Proxy, name: str) -> dict | None:
         """A copy of the dict subclass ``value`` with its items unpacked, or None where its type cannot be
         rebuilt from its items (see ``unpack_value``)."""
@@ -324,7 +349,8 @@ class ProvenanceMixin:
         self._check(prims.check_expr, f"len({holder.name}) == {len(value)}", (holder,))
         items = [self._item_proxy(v, f"{name}_{i}") for i, v in enumerate(value)]
         self._emit(prims.unpack_sequence, holder, items, output=items)
-        return type(value)(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
+        made = type(value) if type(value) in (list, tuple, collections.deque) else list  # (a list subclass's: a list)
+        return made(self.unpack_value(v, p, p.name) for v, p in zip(value, items))
 
     def _item_proxy(self, value: Any, name: str) -> Proxy:
         """The prologue proxy of a container's item: a submodule (an item of ``ModuleList._modules``) is
@@ -617,6 +643,46 @@ def _definition(fn: Callable, args: tuple) -> SourceLocation | None:
         target = target.forward
     code = plain_attribute(plain_attribute(target, "__func__", target), "__code__")
     return SourceLocation(code.co_filename, code.co_firstlineno, code.co_qualname) if code is not None else None
+
+
+# Note [List and tuple subclasses]
+# A list or tuple subclass passed in (a user's ``class Batch(list)``, a named tuple with attributes of its own) was an
+# object like any other: its items, read natively by ``xs[0]``, were the caller's tensors, not traced values. It is seen
+# as a copy of its own type: a tuple's holding what its items unpack to, a list's as an outside list is (Note [Outside
+# containers]: read lazily, its changes replayed), each with the object's attributes, which the program reads through
+# the object's path. Its type may add methods and attributes, not replace what CPython and the prologue read natively
+# (iteration, length, items, a list's changes): such a type is refused with a clear error.
+_HEAP_TYPE = 1 << 9
+_READ_NATIVELY = ("__iter__", "__len__")  # by the prologue
+_WRITTEN_NATIVELY = ("__setitem__", *sorted(_MUTATING_METHODS))  # by the replay of a list's changes
+
+
+def _check_sequence_subclass(value: Any, where: str) -> None:
+    base = list if isinstance(value, list) else tuple
+    names = (*_READ_NATIVELY, *_WRITTEN_NATIVELY) if base is list else _READ_NATIVELY
+    replaced = [n for n in names if type(lookup_type_attr(type(value), n)) is types.FunctionType]
+    if replaced:
+        raise ThunderValueError(
+            f"{where} is a {type(value).__qualname__}, a {base.__name__} subclass whose {', '.join(replaced)} "
+            f"{'is' if len(replaced) == 1 else 'are'} Python code: thunder.jit traces a {base.__name__} subclass's items "
+            f"where its type keeps {base.__name__}'s own. Pass {base.__name__}(x) (and the attributes apart), or call "
+            "this function without thunder.jit"
+        )
+
+
+def _rebuilt_as_tuple(typ: type) -> bool:
+    """Whether the program sees a copy of a tuple of type ``typ`` (Note [List and tuple subclasses]): a named tuple, a
+    struct sequence whose fields are its items, a tuple subclass of the user's."""
+    if _is_namedtuple(typ) or _is_structseq(typ):
+        return True
+    return bool(typ.__flags__ & _HEAP_TYPE) and not hasattr(typ, "n_sequence_fields")
+
+
+def _is_structseq(typ: type) -> bool:
+    """A C struct sequence whose fields are all items (``torch.return_types.max``, not ``os.stat_result``): made from a
+    sequence of them."""
+    n = getattr(typ, "n_sequence_fields", None)
+    return isinstance(n, int) and getattr(typ, "n_fields", None) == n
 
 
 def _is_namedtuple(typ: type) -> bool:

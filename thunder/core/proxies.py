@@ -587,6 +587,53 @@ class TensorProxy(Proxy):
         )
         return maker is not None and maker.kwargs.get("requires_grad") is True
 
+    def is_inference(self) -> bool:
+        """Eager's answer. An input's is the caller's tensor's, read as a data-dependent value that every call checks.
+        One the program computes outside inference mode is not (the prologue checks the mode); in inference mode eager's
+        answer depends on whether it is a view of a normal tensor, which a trace does not know: a clear error."""
+        if self.strides is not None:  # an input (Note [Strides of traced tensors])
+            loc = _source_location()
+            return self._value(
+                "is_inference",
+                f"{self.name}.is_inference(){f' at {loc}' if loc else ''} depends on the tensor the caller passes, which "
+                "is not known here (inside a region traced on its own). Read it outside the jitted function.",
+            )
+        trace = get_tracectx()
+        if trace is not None:
+            trace.inference_mode_read = True
+        if not torch.is_inference_mode_enabled():
+            return False
+        from thunder.core.errors import UnsupportedOpError
+
+        loc = _source_location()
+        raise UnsupportedOpError(
+            f"Tensor.is_inference() of {self.name}, computed in inference mode, is not supported by thunder"
+            f"{f' (called at {loc})' if loc else ''}: eager's answer depends on whether it is a view of a tensor made "
+            "outside inference mode, which a trace does not know. Read it outside the jitted function."
+        )
+
+    def retain_grad(self) -> None:
+        """Eager's answer where it changes nothing (a leaf: its ``.grad`` is kept anyway) or fails (a tensor that does
+        not require grad). A non-leaf's gradient is not one the backward of a trace computes (it computes its inputs'):
+        a clear error."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.is_leaf:
+            return None
+        from thunder.core.errors import UnsupportedOpError
+
+        loc = _source_location()
+        which = "a tensor the caller computed" if self.strides is not None else "a tensor the program computes"
+        fix = (
+            "Call retain_grad() on it before the call"
+            if self.strides is not None
+            else "Return it and take its gradient outside (torch.autograd.grad), or compute it outside the jitted function"
+        )
+        raise UnsupportedOpError(
+            f"Tensor.retain_grad() of {self.name}, {which}, is not supported by thunder{f' (called at {loc})' if loc else ''}: "
+            f"the backward of a jitted function computes the gradients of its inputs, not of the tensors inside it. {fix}."
+        )
+
     @property
     def grad_fn(self) -> None:
         """Eager's answer where it is None: a leaf has no ``grad_fn`` (``opt.zero_grad(set_to_none=False)`` asks it

@@ -95,6 +95,12 @@ _PURE_WRITES = {
 }
 
 
+def _pure_writes(container: Any) -> frozenset:
+    """The changes to an outside container that need not read it (a list subclass's are a list's: Note [List and tuple
+    subclasses] in thunder.core.provenance)."""
+    return _PURE_WRITES.get(type(container)) or (_PURE_WRITES[list] if isinstance(container, list) else frozenset())
+
+
 @dataclasses.dataclass
 class LazyContainer:
     """An outside container whose contents the program has not read yet: ``copy`` is what it sees, ``writes``
@@ -140,7 +146,7 @@ class SideEffectsMixin:
         if name == "CALL" or name == "CALL_KW":
             fn, args = call_operands(values)
             receiver = bound_self(fn)
-            if id(receiver) in self._lazy and plain_attribute(fn, "__name__") not in _PURE_WRITES.get(type(receiver), ()):
+            if id(receiver) in self._lazy and plain_attribute(fn, "__name__") not in _pure_writes(receiver):
                 self._read_contents(receiver)
             if _is_interpreted(fn, self.symbol_lookup):  # its own instructions report what it reads
                 return
@@ -190,7 +196,7 @@ class SideEffectsMixin:
         if id(receiver) in self._object_dicts:
             return self._object_dict_call(receiver, fn.__name__)
         lazy = self._lazy.get(id(receiver))
-        if lazy is not None and lazy.copy is receiver and fn.__name__ in _PURE_WRITES[type(receiver)]:
+        if lazy is not None and lazy.copy is receiver and fn.__name__ in _pure_writes(receiver):
             return self._lazy_write_call(receiver, fn.__name__)
         if id(receiver) in self._copies:
             self._changed_copy(receiver)

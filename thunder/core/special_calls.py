@@ -637,7 +637,7 @@ class SpecialCallsMixin:
     # region is entered natively (tracing goes on in inference mode, ``torch.is_inference_mode_enabled()`` reads
     # True in it, as in eager) and the grad mode it leaves is recorded as a switch (``_set_grad_enabled``) at its
     # start and end. A region tracing leaves by an error is left by ``_undo``. The computation's results are
-    # ordinary tensors, not inference tensors (``Tensor.is_inference`` is refused).
+    # ordinary tensors, not inference tensors (``Tensor.is_inference`` of one made in the region is refused).
     def _inference_mode_enter(self, ctx: torch.inference_mode) -> None:
         ctx.__enter__()
         guard = ctx._inference_mode_context

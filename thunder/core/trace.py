@@ -117,6 +117,7 @@ class TraceCtx:
         self.tags: set[str] = set()
         self.uid = next(_trace_ids)
         self.grad_mode_read = False  # whether what the trace computed depends on torch's grad mode
+        self.inference_mode_read = False  # whether it depends on inference mode (``TensorProxy.is_inference``)
         self.autocast_read: set[str] = set()  # device types whose autocast state the trace depends on
         self.autocast_cast = False  # whether autocast changed a dtype in it
         # Whether torch.autocast casts the inputs of the ops recorded at its top level: in the trace of the

@@ -20,10 +20,13 @@ from thunder.core import outside_reads as _outside_reads
 from thunder.core.errors import ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy, register_method
+from thunder.core.replays import becomes_in_place
 from thunder.core.rules import grad_rules
 from thunder.core.special_calls import deepcopy_tensor as _eager_deepcopy
 from thunder.core.symbol import DONT_DCE, MAY_ALIAS, MAY_RAISE, UNFUSIBLE
-from thunder.torch.base import torchsymbol
+from thunder.core.tracectx import current_source_location, get_tracectx
+from thunder.core.transforms.autodiff import _aliased_args
+from thunder.torch.base import torch_to_thunder_map, torchsymbol
 from thunder.torch.factories import factory_device
 
 __all__ = ["to", "type_as", "tensor_type", "cpu", "cuda", "contiguous", "clone", "deepcopy_tensor", "detach", "tensor_data", "view_as_complex",
@@ -258,6 +261,35 @@ def detach(input):
     It has no prim decomposition: every executor runs it as itself."""
     _check_self("ltorch.detach", input)
     return TensorProxy.like(input, requires_grad=False)
+
+
+def detach_(a):
+    """``Tensor.detach_()``: the tensor object becomes its detached self, in place (``becomes_in_place``), as eager's
+    does (later ops on it record no gradient). An input's cannot change for the caller, and eager refuses a view's: a
+    tensor the program made by an op that may return a view is refused clearly."""
+    op = "Tensor.detach_"
+    trace = get_tracectx()
+    loc = current_source_location()
+    where = f" (called at {loc})" if loc else ""
+    if a.strides is not None or trace is None or len(trace.scopes) != 1:  # an input (Note [Strides of traced tensors])
+        raise UnsupportedOpError(
+            f"{op} of {a.name}, a tensor the jitted function was given{where}, would change the caller's tensor once, "
+            "while tracing: detach it before the call, or use x = x.detach() in the function"
+        )
+    maker = next((b for b in reversed(trace.bound_symbols) if any(o is a for o in b.flat_proxy_outs)), None)
+    if maker is None or _aliased_args(maker):
+        raise UnsupportedOpError(
+            f"{op} of {a.name}{where}: it may be a view of another tensor (made by {maker.sym.name if maker else 'no op'}"
+            "), whose in-place detach eager refuses (\"Can't detach views in-place\"). Use x = x.detach() instead"
+        )
+    if not a.requires_grad:
+        return a
+    return becomes_in_place(trace, a, detach)
+
+
+register_method("detach_", detach_)
+torch_to_thunder_map[torch.Tensor.detach_] = detach_
+torch_to_thunder_map[torch.detach_] = detach_
 
 
 @torchsymbol(id="torch.Tensor.requires_grad_", torch_impl=torch.Tensor.requires_grad_, tags=(MAY_ALIAS, DONT_DCE))

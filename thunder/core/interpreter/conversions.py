@@ -29,6 +29,7 @@ import itertools
 import math
 import operator
 import struct
+import sys
 import types
 
 from .errors import NULL
@@ -38,14 +39,16 @@ from .execution import (
     lookup_type_attr,
     register_default_lookaside,
     register_method_adapter,
+    register_method_lookaside,
     register_native_adapter,
 )
-from .protocols import FAST_TYPES, _is_py, as_index
+from .protocols import FAST_TYPES, _cmp_slot, _is_py, as_index, compare_op, stored_value, truth
 
 __all__ = ["as_index", "as_str", "as_repr", "as_ascii", "formatted", "converting", "standing_in", "NATIVE_VALUE_TYPES"]
 
 _OBJECT_STR = object.__dict__["__str__"]
 _OBJECT_FORMAT = object.__dict__["__format__"]
+_OBJECT_NE = object.__dict__["__ne__"]
 
 
 def _dunder(v, name: str):
@@ -303,7 +306,8 @@ register_native_adapter(str.format, _converting_unbound_format)
 #     Python instead: Note [sum of symbolic numbers] in thunder.core.introspection).
 #     Not where a C function compares the argument with items it holds (``lst.index(obj)``, ``d.get(obj)``): an item's
 #     ``__eq__`` would be given the stand-in (``isinstance(other, Key)`` fails); ``obj in a_set`` is looked up in
-#     Python instead (``protocols.contains``).
+#     Python instead (``protocols.contains``), and so is ``seq.index(obj)``, whose native call is then given the item
+#     found where it finds it by identity (``_found_index``).
 #     Only where no argument is kept: a stand-in stored (``d[obj] = v``, ``d.setdefault(obj)``) would be seen later.
 #     Values of a type with a builtin base (an ``int`` subclass: C reads the int without a dunder) and thunder's own
 #     (``NATIVE_VALUE_TYPES``: proxies, whose dunders record ops) are given as they are.
@@ -345,6 +349,8 @@ def _forwarding(name: str):
         v = _STAND_IN_VALUE(self)
         f = lookup_type_attr(type(v), name)
         args = tuple(map(_value, args))
+        if f is _OBJECT_NE:  # inverts a Python ``__eq__``, called as the program would (``protocols._cmp_slot``)
+            return _cmp_slot(_STAND_IN_CTX(self), f, v, *args, name)
         if not _is_py(f):
             return f.__get__(v, type(v))(*args)
         r = call(_STAND_IN_CTX(self), f.__get__(v, type(v)), args)
@@ -453,8 +459,41 @@ def _standing_in_first(ctx, receiver, args, kwargs):
     return (standing_in(ctx, args[0]), *args[1:]) if args else args, kwargs
 
 
-# The position a list's ``pop``/``insert`` reads by ``__index__``. (Not ``list.index``/``count``/``remove``,
-# ``tuple.index``/``count``, ``dict.get``/``pop``: they compare the items they hold with the argument, whose
-# ``__eq__`` would see a stand-in and fail its ``isinstance`` check.)
+# The position a list's ``pop``/``insert`` reads by ``__index__``. (Not ``list.count``/``remove``, ``tuple.count``,
+# ``dict.get``/``pop``: they compare the items they hold with the argument, whose ``__eq__`` would see a stand-in and
+# fail its ``isinstance`` check.)
 for _name in ("pop", "insert"):
     register_method_adapter(list, _name, _standing_in_first)
+
+
+def _found_index(ctx, receiver, args, kwargs):
+    """``seq.index(x[, start[, stop]])`` where ``x`` or an item has a Python ``__eq__``: the search made here, each
+    ``item == x`` called as the program would (``protocols.contains``), and the native call given the item found
+    and its position, which it finds by identity without comparing (or an empty range: eager's ValueError)."""
+    if not args or len(args) > 3 or kwargs:
+        return args, kwargs
+    x = args[0]
+    if type(x) in FAST_TYPES and all(type(v) in FAST_TYPES for v in receiver):
+        return args, kwargs
+    start, stop = (as_index(ctx, a) for a in (*args[1:], 0, sys.maxsize)[:2])
+    n = len(receiver)
+    start, stop = (max(i + n, 0) if i < 0 else min(i, n) for i in (start, stop))
+    items = tuple(receiver)
+    for i in range(start, stop):
+        v = items[i]
+        if v is x or truth(ctx, compare_op(ctx, "==", v, x)):
+            return (v, i, i + 1), None
+    return (x, 0, 0), None
+
+
+for _tp in (list, tuple):
+    register_method_adapter(_tp, "index", _found_index)
+
+
+def _dict_get(ctx, d, args, kwargs):  # ``d.get(obj)``: Note [Lookups in sets and dicts] in ``protocols``
+    if kwargs or not 1 <= len(args) <= 2:
+        return d.get(*args, **(kwargs or {}))
+    return stored_value(ctx, d, args[0], lambda key: args[1] if len(args) == 2 else None)
+
+
+register_method_lookaside(dict, "get", _dict_get)

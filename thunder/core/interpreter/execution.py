@@ -57,6 +57,7 @@ __all__ = [
     "make_frame",
     "register_default_lookaside",
     "register_native_adapter",
+    "register_method_lookaside",
     "lookup_type_attr",
     "AsyncGenValue",
     "generator_code",
@@ -563,6 +564,17 @@ def register_method_adapter(tp: type, name: str, adapt) -> None:
     _method_adapters[(tp, name)] = adapt
 
 
+#: (type, method name) -> impl(ctx, receiver, args, kwargs), run in place of the bound methods of a builtin type
+#: (``d.get(key)``: Note [Lookups in sets and dicts] in ``protocols``). Filled by ``conversions``.
+_method_lookasides: dict[tuple[type, str], object] = {}
+
+
+def register_method_lookaside(tp: type, name: str, impl) -> None:
+    """Registers ``impl(ctx, receiver, args, kwargs)``, called in place of every call of the method ``name`` bound to
+    an object of the builtin type ``tp``, after the user's lookaside declined it."""
+    _method_lookasides[(tp, name)] = impl
+
+
 def call_native(ctx: Runtime, fn, args: tuple, kwargs: dict | None):
     if ctx.log is not None:
         ctx.log_opaque(fn)
@@ -621,6 +633,10 @@ def call(ctx: Runtime, fn, args: tuple, kwargs: dict | None = None):
         if ctx.log is not None:
             ctx.log_lookaside(fn)
         return entry[1](ctx, args, kwargs)
+    if type(fn) is _BuiltinMethod:
+        impl = _method_lookasides.get((type(fn.__self__), fn.__name__))
+        if impl is not None:
+            return impl(ctx, fn.__self__, args, kwargs)
     t = type(fn)
     if t is FunctionType:
         return enter_function(ctx, fn, args, kwargs)

@@ -256,12 +256,17 @@ def binary_op(ctx, sym: str, a, b):
 
 
 def _converted_operands(ctx, sym: str, a, b):
-    """``str % obj`` and ``seq * obj``: what C would read of ``obj`` by its Python dunders (``__str__``,
-    ``__index__``, ...) read as the program would (Note [Conversions interpreted] in ``conversions``)."""
+    """``str % obj``, ``seq * obj`` and ``lst += obj``: what C would read of ``obj`` by its Python dunders (``__str__``,
+    ``__index__``, ``__iter__``, ...) read as the program would (Note [Conversions interpreted] in ``conversions``,
+    Note [Native callbacks] in ``natives``)."""
     if sym in ("%", "%=") and type(a) is str and not _has_py_dunder(type(b), "__rmod__"):
         from .conversions import percent_operand  # (conversions imports this module)
 
         return a, percent_operand(ctx, b)
+    if sym == "+=" and type(a) is list and type(b) not in FAST_TYPES:  # ``list.__iadd__`` iterates ``b`` natively
+        from .natives import interpreted_iterable  # (natives imports this module)
+
+        return a, interpreted_iterable(ctx, b, hint=True)
     if sym in ("*", "*="):
         if type(a) in _SEQUENCE_SLOT_TYPES and _reads_index(b, "__rmul__"):
             return a, as_index(ctx, b)
@@ -404,6 +409,8 @@ def getitem(ctx, c, k):
             if type(g) is classmethod and _is_py(g.__func__):
                 return call(ctx, g.__func__, (c, k))
         return c[k]
+    if t is dict and type(k) not in FAST_TYPES:  # Note [Lookups in sets and dicts]
+        return stored_value(ctx, c, k, _key_error)
     return c[_index(ctx, k)] if t in _INDEXED_TYPES else c[k]
 
 
@@ -457,15 +464,83 @@ def contains(ctx, container, item) -> bool:
         # would (natively, what it reads would go unchecked: Note [Native callbacks])
         return any(v is item or truth(ctx, compare_op(ctx, "==", v, item)) for v in tuple(container))
     if t in _HASHING_CONTAINERS and type(item) not in FAST_TYPES:
-        # CPython's lookup: the item's hash (its Python ``__hash__`` interpreted), then, among the keys of that hash,
-        # identity or ``key == item`` (the key's ``__eq__`` given the item itself, as CPython gives it: a stand-in
-        # would fail its ``isinstance`` check). The keys' hashes are read natively (CPython keeps them stored).
-        from .conversions import standing_in  # (conversions imports this module)
-
-        h = hash(standing_in(ctx, item))
-        keys = tuple(container)
-        return any(k is item or (hash(k) == h and truth(ctx, compare_op(ctx, "==", k, item))) for k in keys)
+        return stored_key(ctx, container, item) is not NULL
     return item in container
+
+
+# Note [Lookups in sets and dicts]
+# ``obj in a_set``, ``d[obj]``, ``d.get(obj)`` call ``obj``'s ``__hash__`` and, for each key stored with that hash,
+# ``key == obj`` from C: run natively, what they read went unchecked and what they did was done once, while tracing.
+# So the lookup is made here, as CPython makes it: the item's hash (its Python ``__hash__`` interpreted, through its
+# stand-in: Note [Dunders called by C functions] in ``conversions``), then, for each key stored with that hash, in
+# the order CPython meets them, ``key is obj`` or ``key == obj`` called as the program would (the key's ``__eq__``
+# given the item itself, as CPython gives it: a stand-in would fail its ``isinstance`` check). The keys stored with
+# that hash are found without reading their hashes (CPython keeps them stored; calling a key's Python ``__hash__``
+# again was a call eager does not make): a native lookup of a ``_Probe`` that has the item's hash and records each
+# key the lookup compares it with. Where a key's type has a Python ``__eq__``, C would call it with the probe first,
+# so there the keys' hashes are read by ``hash(key)`` natively (calls eager does not make). ``d[obj]`` and
+# ``d.get(obj)`` then read the value of the key found (``stored_value``).
+class _Probe:
+    """A lookup key with a given hash that records each key it is compared with and equals only ``match``."""
+
+    __slots__ = ("hash", "seen", "match")
+
+    def __init__(self, h: int, match=NULL):
+        self.hash, self.seen, self.match = h, [], match
+
+    def __hash__(self):
+        return self.hash
+
+    def __eq__(self, other):
+        self.seen.append(other)
+        return other is self.match
+
+
+def _key_error(key):
+    raise KeyError(key)
+
+
+def stored_key(ctx, container, item):
+    """The key of the set or dict ``container`` that ``item`` finds, or NULL (Note [Lookups in sets and dicts])."""
+    return _lookup(ctx, container, item)[0]
+
+
+def _keys_compare_in_python(container) -> bool:
+    return any(_is_py(lookup_type_attr(tk, "__eq__")) for tk in {type(k) for k in container})
+
+
+def _lookup(ctx, container, item):
+    """``(key found or NULL, the item's hash)``."""
+    from .conversions import standing_in  # (conversions imports this module)
+
+    h = hash(standing_in(ctx, item))
+    if _keys_compare_in_python(container):
+        candidates = [k for k in tuple(container) if hash(k) == h]
+    else:
+        probe = _Probe(h)
+        probe in container  # noqa: B015 (records the keys stored with hash ``h``)
+        candidates = probe.seen
+    for k in candidates:
+        if k is item or truth(ctx, compare_op(ctx, "==", k, item)):
+            return k, h
+    return NULL, h
+
+
+def stored_value(ctx, d: dict, key, missing):
+    """``d[key]`` as the program's lookup finds it, ``missing(key)`` where it finds none (Note [Lookups in sets and
+    dicts])."""
+    from .conversions import NATIVE_VALUE_TYPES  # (conversions imports this module)
+
+    tk = type(key)
+    if tk in FAST_TYPES or issubclass(tk, tuple(NATIVE_VALUE_TYPES)) or not _has_py_dunder(tk, "__eq__", "__hash__"):
+        v = dict.get(d, key, NULL)  # (the item's dunders are C's or thunder's own)
+        return missing(key) if v is NULL else v
+    k, h = _lookup(ctx, d, key)
+    if k is NULL:
+        return missing(key)
+    if not _keys_compare_in_python(d):
+        return d[_Probe(h, k)]
+    return next(v for s, v in dict.items(d) if s is k)  # (``d[k]`` would hash ``k`` again)
 
 
 _HASHING_CONTAINERS = (set, frozenset, dict)

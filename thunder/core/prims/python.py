@@ -839,6 +839,7 @@ _TENSOR_VALUE = {
     "index": lambda t: t.__index__(),
     "tolist": torch.Tensor.tolist,
     "is_leaf": lambda t: t.is_leaf,  # an input's: a parameter or not (TensorProxy.is_leaf)
+    "is_inference": torch.Tensor.is_inference,  # an input's (TensorProxy.is_inference)
 }
 
 

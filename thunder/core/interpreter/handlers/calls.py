@@ -12,6 +12,7 @@ from types import CellType, FunctionType
 
 from ..errors import NULL, InterpreterError
 from ..execution import call, lookup_type_attr
+from ..natives import interpreted_iterable
 from ..opcodes import register_opcode_handler
 from .containers import function_str, merge_kwargs, pop_n
 
@@ -85,10 +86,10 @@ def CALL_FUNCTION_EX(inst, frame):
         t = type(args)
         if lookup_type_attr(t, "__iter__") is NULL and lookup_type_attr(t, "__getitem__") is NULL:
             raise TypeError(f"{function_str(fn)} argument after * must be an iterable, not {t.__name__}")
-        args = tuple(args)
+        args = tuple(interpreted_iterable(frame.ctx, args, hint=True))  # (Note [Native callbacks])
     if kwargs is not None and type(kwargs) is not dict:
         d: dict = {}
-        merge_kwargs(fn, d, kwargs)
+        merge_kwargs(frame.ctx, fn, d, kwargs)
         kwargs = d
     _no_null(fn, args)
     stack.append(call(frame.ctx, fn, args, kwargs))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from ..conversions import as_ascii, as_repr, as_str, formatted
 from ..errors import DELETED, NULL
-from ..execution import lookup_type_attr
+from ..execution import call, lookup_type_attr
+from ..natives import interpreted_iterable
 from ..opcodes import register_opcode_handler
-from ..protocols import delitem, getitem, length, setitem
+from ..protocols import _is_py, delitem, getitem, length, setitem
 
 
 def pop_n(stack: list, n: int) -> list:
@@ -97,14 +98,14 @@ def LIST_EXTEND(inst, frame):
     v = stack.pop()
     if not _is_iterable_type(type(v)):
         raise TypeError(f"Value after * must be an iterable, not {type(v).__name__}")
-    stack[-inst.arg].extend(v)
+    stack[-inst.arg].extend(interpreted_iterable(frame.ctx, v, hint=True))  # (Note [Native callbacks])
 
 
 @register_opcode_handler("SET_UPDATE")
 def SET_UPDATE(inst, frame):
     stack = frame.stack
     v = stack.pop()
-    stack[-inst.arg].update(v)
+    stack[-inst.arg].update(interpreted_iterable(frame.ctx, v))
 
 
 @register_opcode_handler("DICT_UPDATE")
@@ -113,7 +114,7 @@ def DICT_UPDATE(inst, frame):
     v = stack.pop()
     if lookup_type_attr(type(v), "keys") is NULL:
         raise TypeError(f"'{type(v).__name__}' object is not a mapping")
-    stack[-inst.arg].update(v)
+    merge_mapping(frame.ctx, stack[-inst.arg], v)
 
 
 def function_str(f) -> str:
@@ -127,20 +128,38 @@ def function_str(f) -> str:
     return f"{qualname}()"
 
 
-def merge_kwargs(func, d: dict, update) -> None:
+def merge_kwargs(ctx, func, d: dict, update) -> None:
     if lookup_type_attr(type(update), "keys") is NULL:
         raise TypeError(f"{function_str(func)} argument after ** must be a mapping, not {type(update).__name__}")
-    for k in update.keys():
-        if k in d:
+    merge_mapping(ctx, d, update, func)
+
+
+_DICT_ITER = dict.__dict__["__iter__"]
+_NO_FUNCTION = object()
+
+
+def merge_mapping(ctx, d: dict, m, func=_NO_FUNCTION) -> None:
+    """``d`` updated with the mapping ``m`` as CPython's ``{**m}`` (``f(**m)`` where ``func`` is given: a key given
+    twice is an error) does it: a dict's items as stored; another mapping's ``keys()``, their iteration and its
+    ``__getitem__`` called as the program would (natively, what they read went unchecked: Note [Native callbacks])."""
+    t = type(m)
+    if isinstance(m, dict) and lookup_type_attr(t, "__iter__") is _DICT_ITER:
+        keys, get = tuple(dict.keys(m)), m.__getitem__ if t is dict else dict.__getitem__.__get__(m)
+    else:
+        keys_fn = lookup_type_attr(t, "keys")
+        keys = interpreted_iterable(ctx, call(ctx, keys_fn, (m,)) if _is_py(keys_fn) else m.keys())
+        get = lambda k: getitem(ctx, m, k)  # noqa: E731
+    for k in keys:
+        if func is not _NO_FUNCTION and k in d:
             raise TypeError(f"{function_str(func)} got multiple values for keyword argument '{k}'")
-        d[k] = update[k]
+        d[k] = get(k)
 
 
 @register_opcode_handler("DICT_MERGE")
 def DICT_MERGE(inst, frame):
     stack = frame.stack
     update = stack.pop()
-    merge_kwargs(stack[-inst.arg - 2], stack[-inst.arg], update)
+    merge_kwargs(frame.ctx, stack[-inst.arg - 2], stack[-inst.arg], update)
 
 
 @register_opcode_handler("LIST_TO_TUPLE", max_ver=(3, 11))
@@ -152,10 +171,10 @@ def LIST_TO_TUPLE(inst, frame):
 # -- unpacking ----------------------------------------------------------------------------------------------
 
 
-def _unpack_iter(v):
+def _unpack_iter(ctx, v):
     if not _is_iterable_type(type(v)):
         raise TypeError(f"cannot unpack non-iterable {type(v).__name__} object")
-    return iter(v)
+    return iter(interpreted_iterable(ctx, v))  # (Note [Native callbacks])
 
 
 _DONE = object()
@@ -170,7 +189,7 @@ def UNPACK_SEQUENCE(inst, frame):
     if (t is tuple or t is list) and len(seq) == n:
         stack.extend(reversed(seq))
         return
-    it = _unpack_iter(seq)
+    it = _unpack_iter(frame.ctx, seq)
     values = []
     for _ in range(n):
         v = next(it, _DONE)
@@ -188,7 +207,7 @@ def UNPACK_EX(inst, frame):
     seq = stack.pop()
     before = inst.arg & 0xFF
     after = inst.arg >> 8
-    values = list(_unpack_iter(seq))
+    values = list(_unpack_iter(frame.ctx, seq))
     if len(values) < before + after:
         raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(values)})")
     middle_end = len(values) - after
