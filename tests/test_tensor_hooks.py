@@ -150,3 +150,27 @@ def test_the_handle_cannot_be_removed_outside():
 
     with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="cannot be removed from outside"):
         thunder.jit(f)(torch.ones(2, requires_grad=True))[1].remove()
+
+
+def test_retain_grad_of_a_tensor_the_program_computes_and_returns_or_stores():
+    holder = {}
+
+    def f(x):
+        y = x * 2
+        y.retain_grad()
+        z = y.sin()
+        z.retain_grad()
+        holder["z"] = z
+        return y, (y * y).sum() + z.sum()
+
+    runs = []
+    for fn in (f, thunder.jit(f)):
+        grads = []
+        for i in range(3):
+            x = torch.full((2,), float(i), requires_grad=True)
+            y, loss = fn(x)
+            loss.backward()
+            grads.append((y.grad, holder["z"].grad, x.grad))
+        runs.append(grads)
+    torch.testing.assert_close(runs[1], runs[0])
+    assert runs[0][0][0] is not None

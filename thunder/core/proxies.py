@@ -231,7 +231,8 @@ layout_provider: Callable[[TensorProxy, bool], torch.Tensor] | None = None
 grad_reader: Callable[[TensorProxy], Any] | None = None
 # Set by the tracer: ``requires_grad_setter(proxy, flag)`` is ``proxy.requires_grad_(flag)`` in the program.
 requires_grad_setter: Callable[[TensorProxy, bool], Any] | None = None
-# Set by the tracer: ``hook_recorder(proxy, hook)`` is ``proxy.register_hook(hook)`` in the program.
+# Set by the tracer: ``hook_recorder(proxy, hook)`` is ``proxy.register_hook(hook)`` in the program, or, with ``hook``
+# None, ``proxy.retain_grad()``.
 hook_recorder: Callable[[TensorProxy, Callable], Any] | None = None
 # Set by the tracer: ``attribute_reader(proxy, name)`` is what ``proxy.name`` reads where ``torch.Tensor`` has no such
 # attribute: an input tensor's own (``t.scale = 2.0``, set before the call), or AttributeError; None: always the error.
@@ -614,25 +615,15 @@ class TensorProxy(Proxy):
 
     def retain_grad(self) -> None:
         """Eager's answer where it changes nothing (a leaf: its ``.grad`` is kept anyway) or fails (a tensor that does
-        not require grad). A non-leaf's gradient is not one the backward of a trace computes (it computes its inputs'):
-        a clear error."""
+        not require grad); otherwise made by every call on its tensor (Note [Tensor hooks in the program] in
+        thunder.core.side_effects)."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.is_leaf:
             return None
-        from thunder.core.errors import UnsupportedOpError
-
-        loc = _source_location()
-        which = "a tensor the caller computed" if self.strides is not None else "a tensor the program computes"
-        fix = (
-            "Call retain_grad() on it before the call"
-            if self.strides is not None
-            else "Return it and take its gradient outside (torch.autograd.grad), or compute it outside the jitted function"
-        )
-        raise UnsupportedOpError(
-            f"Tensor.retain_grad() of {self.name}, {which}, is not supported by thunder{f' (called at {loc})' if loc else ''}: "
-            f"the backward of a jitted function computes the gradients of its inputs, not of the tensors inside it. {fix}."
-        )
+        if hook_recorder is None:
+            raise AttributeError("Tensor.retain_grad of a traced value is only meaningful while thunder.jit traces")
+        hook_recorder(self, None)
 
     @property
     def grad_fn(self) -> None:

@@ -465,9 +465,15 @@ class SideEffectsMixin:
     # so torch runs the hook where eager's would run: on the whole gradient of ``y``, before it reaches ``.grad``
     # for a leaf, in eager's order, with its result replacing the gradient. The handle the program gets removes the
     # recorded hook while tracing (``handle.remove()`` before the backward: no hook, as in eager); outside it means
-    # nothing (each call registers its own hook): removing it there is a clear error.
-    def register_hook(self, p: TensorProxy, hook: Any) -> _HookHandle:
-        """``p.register_hook(hook)`` in the program (Note [Tensor hooks in the program])."""
+    # nothing (each call registers its own hook): removing it there is a clear error. ``y.retain_grad()`` of a tensor
+    # that is not a leaf is made the same way (``prims.retain_grad``): the ``.grad`` of the tensor the caller gets (a
+    # returned or stored ``y``) is then eager's.
+    def register_hook(self, p: TensorProxy, hook: Any) -> _HookHandle | None:
+        """``p.register_hook(hook)`` in the program, or with ``hook`` None ``p.retain_grad()`` of a tensor that is not
+        a leaf (Note [Tensor hooks in the program])."""
+        if hook is None:
+            prims.retain_grad(p)
+            return None
         if not p.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         prims.register_hook(p, self.escaping(hook))

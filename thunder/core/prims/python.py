@@ -60,6 +60,7 @@ class PythonPrimIDs(enum.Enum):
     LOG = enum.auto()
     WARN = enum.auto()
     REGISTER_HOOK = enum.auto()
+    RETAIN_GRAD = enum.auto()
     STORE_ATTR = enum.auto()
     STORE_GLOBAL = enum.auto()
     STORE_CELL = enum.auto()
@@ -721,10 +722,13 @@ def _print_register_hook(bsym, printer):
     return [f"{printer.value(tensor)}.register_hook({printer.value(hook)})"]
 
 
-# ``register_hook(tensor, hook)``: the program's ``tensor.register_hook(hook)``, made again by every call on its tensor
-# (Note [Tensor hooks in the program] in thunder.core.side_effects).
+# ``register_hook(tensor, hook)``, ``retain_grad(tensor)``: the program's ``tensor.register_hook(hook)`` and
+# ``tensor.retain_grad()``, made again by every call on its tensor (Note [Tensor hooks in the program] in
+# thunder.core.side_effects).
 register_hook = make_prim(P.REGISTER_HOOK, "register_hook", lambda t, hook: None, tags=(DONT_DCE, ESCAPES),
                           printer=_print_register_hook)  # fmt: skip
+retain_grad = make_prim(P.RETAIN_GRAD, "retain_grad", lambda t: None, tags=(DONT_DCE,),
+                        printer=lambda bsym, printer: [f"{printer.value(bsym.args[0])}.retain_grad()"])  # fmt: skip
 
 
 def _print_comment(bsym, printer):

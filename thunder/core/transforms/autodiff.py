@@ -370,9 +370,10 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
             escaping = [a.name for a in bsym.flat_proxy_args if a.name in active]
             if escaping and bsym.sym in REPLAYS and bsym.sym not in OUTPUTS:
                 stores.append(bsym)
-            elif escaping and bsym.sym is prims.register_hook:
+            elif escaping and bsym.sym in (prims.register_hook, prims.retain_grad):
+                what = "a hook (Tensor.register_hook)" if bsym.sym is prims.register_hook else "retain_grad()"
                 raise NotDifferentiable(
-                    f"{escaping[0]} has a hook (Tensor.register_hook), which torch's autograd runs where eager's would"
+                    f"{escaping[0]} has {what}, which torch's autograd runs where eager's would"
                 )  # Note [Tensor hooks in the program] in thunder.core.side_effects
             elif escaping:
                 # print(t) shows the tensor's grad_fn in eager, which no compiled tensor has.
