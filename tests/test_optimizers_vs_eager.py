@@ -42,8 +42,18 @@ _OPTIMIZERS = {
     "ASGD": lambda p, fe: O.ASGD(p, lr=0.01, foreach=fe),
     "Rprop": lambda p, fe: O.Rprop(p, lr=0.01, foreach=fe),
 }
-# ASGD starts averaging at step t0: its step sizes take another branch there (``1 / max(1, step - t0)``, ``mu != 1``)
-_BRANCHING = {"ASGD-t0": lambda p, fe: O.ASGD(p, lr=0.01, t0=2, foreach=fe)}
+# torch.optim's fused CPU kernels (no foreach choice)
+_FUSED = {
+    "Adam-fused": lambda p, fe: O.Adam(p, lr=0.01, fused=True),
+    "AdamW-fused-amsgrad": lambda p, fe: O.AdamW(p, lr=0.01, amsgrad=True, fused=True),
+    "SGD-fused": lambda p, fe: O.SGD(p, lr=0.1, momentum=0.9, fused=True),
+    "Adagrad-fused": lambda p, fe: O.Adagrad(p, lr=0.01, fused=True),
+}
+_MORE = {
+    **_FUSED,
+    # ASGD starts averaging at step t0: its step sizes take another branch there (``1 / max(1, step - t0)``)
+    "ASGD-t0": lambda p, fe: O.ASGD(p, lr=0.01, t0=2, foreach=fe),
+}
 _SCHEDULERS = {
     "StepLR": lambda opt: lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
     "CosineAnnealingLR": lambda opt: lr_scheduler.CosineAnnealingLR(opt, T_max=6),
@@ -90,7 +100,7 @@ def _train(
             return [{"params": m[0].parameters()}, {"params": m[2].parameters(), "lr": 0.003}]
         return m.parameters()
 
-    opts = [{**_OPTIMIZERS, **_BRANCHING}[optimizer](params(m), foreach) for m in models]
+    opts = [{**_OPTIMIZERS, **_MORE}[optimizer](params(m), foreach) for m in models]
     scheds = [_SCHEDULERS[scheduler](o) for o in opts] if scheduler else [None, None]
     scalers = [torch.amp.GradScaler("cpu", init_scale=2.0**8, growth_interval=2) for _ in models] if scaler else [None] * 2
     torch.manual_seed(1)
@@ -167,6 +177,19 @@ _FOREACH = pytest.mark.parametrize("foreach", [False, True], ids=["for-loop", "f
 def test_a_jitted_optimizer_step_is_eagers(optimizer, foreach):
     # The first call makes the state, the second reads it: later steps hit, their step counts symbolic.
     assert _train(optimizer, foreach, "jit(opt.step)") <= 2
+
+
+@pytest.mark.parametrize("optimizer", list(_FUSED))
+def test_a_jitted_fused_optimizer_step_is_eagers(optimizer):
+    # The kernels write parameters, gradients and states in place: recorded as their aten operators, run on copies
+    # that are written back (Note [Custom ops]); they were refused.
+    assert _train(optimizer, None, "jit(opt.step)") <= 2
+
+
+@pytest.mark.parametrize("extra", ["GradScaler", "OneCycleLR"])
+def test_a_fused_optimizer_under_a_grad_scaler_or_a_schedule_is_eagers(extra):
+    # The scaler hands the fused kernel its scale and found_inf instead of unscaling the gradients itself.
+    assert _train("Adam-fused", None, "jitted step function", **_EXTRAS[extra]) <= 3
 
 
 @_FOREACH
