@@ -693,3 +693,36 @@ def test_a_first_call_that_stops_at_a_changed_value_draws_once(monkeypatch):
     got, expected = _three_calls(jf), _three_calls(f)
     torch.testing.assert_close(got, expected)
     assert thunder.cache_misses(jf) == 2 and not wrong
+
+
+def test_a_float_item_that_changed_is_symbolic_in_the_next_entry():
+    # An optimizer's step count (``step_t.item()``) changes every call: one entry per value compiled every step.
+    def f(x, n):
+        return x * (1 - 0.9 ** n.item())
+
+    jf = thunder.jit(f)
+    x = torch.randn(3)
+    for v in (1.0, 2.0, 3.0, 4.5, 1000.0):
+        torch.testing.assert_close(jf(x, torch.tensor(v)), f(x, torch.tensor(v)), rtol=0, atol=0)
+    assert thunder.cache_misses(jf) == 2
+
+
+def test_a_call_that_leaves_an_entry_at_a_changed_value_runs_again_in_its_own_grad_mode():
+    # The program switched grad mode off before the check; the entry the call continued in was traced, and ended,
+    # with grad mode off (``torch.optim``'s steps run so).
+    def f(x, n):
+        prev = torch.is_grad_enabled()
+        torch.set_grad_enabled(False)
+        try:
+            x.add_(1)
+            x.mul_(n.item())
+        finally:
+            torch.set_grad_enabled(prev)
+
+    jf = thunder.jit(f)
+    x, eager_x = torch.zeros(3), torch.zeros(3)
+    for v in (2.0, 3.0, 4.0):
+        jf(x, torch.tensor(v))
+        f(eager_x, torch.tensor(v))
+        assert torch.is_grad_enabled()
+        torch.testing.assert_close(x, eager_x, rtol=0, atol=0)

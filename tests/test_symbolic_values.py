@@ -349,3 +349,20 @@ def test_a_dim_read_natively_by_a_library_is_checked(name):
     for n in (3, 2, 3, 6, 2):
         x = torch.randn(n, 3)
         assert jf(x) == f(x)
+
+
+def test_a_float_power_of_a_symbolic_number_keeps_its_expression():
+    # Note [Symbolic float powers]: Adam's ``1 - beta1 ** step`` and ``bias_correction2 ** 0.5``; a power outside the
+    # boxes pins as before (0.9 ** -3.0 is above 1).
+    def f(t, x):
+        return t * (1 - 0.9 ** x), t * (x / 1000) ** 0.5, t * 2.0 ** -x
+
+    jf = thunder.jit(f, cache="symbolic values")
+    t = torch.ones(2, dtype=torch.float64)
+    for x in (1.0, 2.0, 3.5, 7.25):
+        for actual, expected in zip(jf(t, x), f(t, x)):
+            torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    assert thunder.cache_misses(jf) == 1
+    for actual, expected in zip(jf(t, -3.0), f(t, -3.0)):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    assert thunder.cache_misses(jf) == 2

@@ -466,13 +466,13 @@ class _Jitted:
 def _automatic_dynamic(cd: CompileData, option: CACHE_OPTIONS, reason: CacheMissReason) -> bool:
     """Whether the entry for this miss makes the sizes that changed symbolic (Note [Automatic dynamic shapes] in
     ``thunder.core.shape_history``)."""
-    changed_int = (
+    kind = type(reason.actual)  # an int or a float input, or a data-dependent one (``t.item()``: a step count)
+    changed_number = (
         reason.check in ("value", "data-dependent value")
-        and type(reason.expected) in (int, SymbolicOutcome)
-        and type(reason.actual) is int
+        and kind in (int, float)
+        and type(reason.expected) in (kind, SymbolicOutcome)
     )
-    changed_float = reason.check == "value" and type(reason.expected) is float and type(reason.actual) is float
-    return _automatic_dynamic_on(cd, option) and (reason.check == "shape" or changed_int or changed_float)
+    return _automatic_dynamic_on(cd, option) and (reason.check == "shape" or changed_number)
 
 
 def _automatic_dynamic_on(cd: CompileData, option: CACHE_OPTIONS) -> bool:
@@ -485,7 +485,7 @@ def _dynamic_reason(reason: CacheMissReason, symbolic: bool) -> CacheMissReason:
     if not symbolic:  # every size or int that changed went to 0 or 1 (or the program pinned it)
         what = "it stays constant in this entry: sizes and ints that change to 0 or 1 are specialised, as torch.compile does"
     elif reason.check == "data-dependent value":
-        what = "the data-dependent sizes of this line are symbolic in this entry"
+        what = f"the data-dependent {'values' if type(reason.actual) is float else 'sizes'} of this line are symbolic in this entry"
     else:
         what = "the sizes and numbers that changed are symbolic in this entry"
     message = f"{reason}; {what} (automatic dynamic shapes: pass cache='constant values' to keep them constant)"

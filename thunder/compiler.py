@@ -471,6 +471,8 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
             computation_fn = _switching_grad_mode(computation_fn, switches[-1])
     if tracer.outcomes and draws_random(computation):
         computation_fn = _restoring_rng_on_changed_outcome(computation_fn)
+    if tracer.outcomes and switches:
+        computation_fn = _restoring_grad_mode_on_changed_outcome(computation_fn)
     written = _inputs_written_before_a_check(computation, final.args) if tracer.outcomes else ()
     if written:
         computation_fn = _restoring_inputs_on_changed_outcome(computation_fn, written)
@@ -573,6 +575,22 @@ def _restoring_rng_on_changed_outcome(computation: Callable) -> Callable:
             torch.random.set_rng_state(state)
             if cuda is not None:
                 torch.cuda.set_rng_state_all(cuda)
+            raise
+
+    return run
+
+
+def _restoring_grad_mode_on_changed_outcome(computation: Callable) -> Callable:
+    """A call that stops at a changed data-dependent value runs again in another entry, from the start: in the grad
+    mode the call began in, not the one the program switched to before the check (an optimizer's step runs under
+    ``set_grad_enabled(False)``: the next entry was traced with grad off and left it off after the call)."""
+
+    def run(*inputs):
+        mode = torch.is_grad_enabled()
+        try:
+            return computation(*inputs)
+        except OutcomeChanged:
+            torch._C._set_grad_enabled(mode)
             raise
 
     return run

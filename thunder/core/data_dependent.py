@@ -39,6 +39,10 @@ prologue draws per call, which pins the sizes it names. ``int(t)`` and ``t.__ind
 CPython turns what they return into a plain int, which the trace would then hold as a constant. A call that
 stops at a check reports the values of the symbolic outcomes before it (``OutcomeChanged.earlier``), so the
 entry it continues in is chosen, and traced, from values only. Values 0 and 1 stay constant, as sizes do.
+A float ``t.item()`` (an optimizer's step count: Note [torch.optim's numbers under thunder] in
+thunder.core.introspection) is kept symbolic the same way, as a ``SymFloat``, whatever its value; with automatic
+dynamic shapes a number that changed since an earlier entry is symbolic whatever the new entry missed on (the
+optimizer's second step misses on its new state, by which time the step count has changed).
 
 Layer: tracing. Imports: core.
 """

@@ -116,6 +116,9 @@ class Tracer(
         # whether this trace makes the sizes that changed symbolic.
         self.shape_history = shape_history
         self.automatic_dynamic = automatic_dynamic and shape_history is not None
+        # A data-dependent number that changed since an earlier entry is symbolic whatever this miss was (an
+        # optimizer's second step misses on its new state, and its step count has changed by then)
+        self.dynamic_outcomes = shape_history is not None and cache_option is CACHE_OPTIONS.CONSTANT_VALUES
         if shape_history is not None:
             shape_history.begin_entry()
         self.checks = cache_option is not CACHE_OPTIONS.SAME_INPUT
@@ -239,30 +242,31 @@ class Tracer(
             warnings.warn(msg, stacklevel=2)
         earlier = tuple(proxy for _, proxy, _ in self.symbolic_outcomes.values())
         if self._symbolic_outcome(index, kind, value):
-            outcome = SymbolicOutcome(f"u{index}")
+            outcome = SymbolicOutcome(f"u{index}", type(value))
             proxy = prims.check_outcome(p, kind, outcome, index, earlier)
             outcome.name = proxy.name
             self.symbolic_outcomes[proxy.name] = (outcome, proxy, value)
             self.outcomes.append(outcome)
-            return SymInt(value, proxy.name, proxies=(proxy,))
+            return (SymInt if type(value) is int else SymFloat)(value, proxy.name, proxies=(proxy,))
         prims.check_outcome(p, kind, value, index, earlier)
         self.outcomes.append(value)
         return value
 
     def _symbolic_outcome(self, index: int, kind: str, value) -> bool:
-        """Whether the trace keeps outcome ``index`` symbolic: an int above 1, under symbolic values always, under
-        automatic dynamic shapes once it (or another asked at its line) changed between entries (Note [Symbolic
-        data-dependent sizes] in thunder.core.data_dependent)."""
-        if kind not in ("int", "item", "index") or type(value) is not int:
+        """Whether the trace keeps outcome ``index`` symbolic: an int above 1 (or the float ``t.item()`` of a float
+        tensor: an optimizer's step count), under symbolic values always, under automatic dynamic shapes once it (or
+        another asked at its line) changed between entries (Note [Symbolic data-dependent sizes] in
+        thunder.core.data_dependent)."""
+        if not (kind in ("int", "item", "index") and type(value) is int or kind == "item" and type(value) is float):
             return False
         if self.symbolic:  # cache="symbolic values": every size is symbolic from the first trace
-            return value > 1
+            return type(value) is float or value > 1
         history = self.shape_history
         if history is None:
             return False
         where = current_source_location()
         site = None if where is None else (where.filename, where.lineno)
-        symbolic = self.automatic_dynamic and history.symbolic_outcome(index, site, value)
+        symbolic = self.dynamic_outcomes and history.symbolic_outcome(index, site, value)
         history.record_outcome(index, value, symbolic)
         return symbolic
 

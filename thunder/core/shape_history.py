@@ -43,7 +43,7 @@ class ShapeHistory:
     def __init__(self):
         self.sizes: dict[str, tuple[int | None, ...]] = {}
         self.numbers: dict[str, int | float | None] = {}  # the int (as sizes) and float inputs
-        self.outcomes: dict[int, int | None] = {}  # data-dependent ints (element counts), by outcome index
+        self.outcomes: dict[int, int | float | None] = {}  # data-dependent numbers (element counts), by index
         self.dynamic_sites: set = set()  # where in the program a data-dependent int changed (file, line)
         self.departed: set[int] = set()  # in the entry being traced: sizes (above 1) that inputs changed from
 
@@ -89,24 +89,25 @@ class ShapeHistory:
         """The number input ``name`` was ``value`` in a new entry (symbolic if ``symbolic``, and then it stays so)."""
         self.numbers[name] = None if symbolic or not _same(self.numbers.get(name, value), value) else value
 
-    def symbolic_outcome(self, index: int, site, value: int) -> bool:
-        """Whether data-dependent outcome ``index`` (an int: an element count), asked at ``site`` (the program's
-        line), is symbolic in a new entry: its site is dynamic, or it changed (to one above 1); the site then
-        becomes dynamic, so the other counts of that line (one per expert of a mixture) turn symbolic together.
-        Note [Symbolic data-dependent sizes] in ``thunder.core.data_dependent``."""
-        if value <= 1:
+    def symbolic_outcome(self, index: int, site, value: int | float) -> bool:
+        """Whether data-dependent outcome ``index`` (an int: an element count; or a float), asked at ``site`` (the
+        program's line), is symbolic in a new entry: its site is dynamic, or it changed (an int: to one above 1); the
+        site then becomes dynamic, so the other counts of that line (one per expert of a mixture, the step count of
+        each parameter) turn symbolic together. Note [Symbolic data-dependent sizes] in
+        ``thunder.core.data_dependent``."""
+        if type(value) is int and value <= 1:
             return False
         if site is not None and site in self.dynamic_sites:
             return True
-        if self.outcomes.get(index, value) != value:
+        if not _same(self.outcomes.get(index, value), value):
             if site is not None:
                 self.dynamic_sites.add(site)
             return True
         return False
 
-    def record_outcome(self, index: int, value: int, symbolic: bool) -> None:
+    def record_outcome(self, index: int, value: int | float, symbolic: bool) -> None:
         """Outcome ``index`` was ``value`` in a new entry (symbolic if ``symbolic``, and then it stays so)."""
-        self.outcomes[index] = None if symbolic or self.outcomes.get(index, value) != value else value
+        self.outcomes[index] = None if symbolic or not _same(self.outcomes.get(index, value), value) else value
 
     def record(self, name: str, shape: Sequence[int], symbolic: frozenset[int]) -> None:
         """Input ``name`` had ``shape`` in a new entry, symbolic in dims ``symbolic`` (which stay so)."""

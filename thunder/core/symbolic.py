@@ -17,8 +17,9 @@ Nothing may read the value silently. Each int/float method is overridden to do o
     ``bit_length``, ``real``/``numerator``/``conjugate``, ``copy``/``deepcopy``;
   - record the outcome: comparisons, ``bool``, ``float.is_integer``;
   - pin the value (record ``expr == value``, see ``value_constraint``): ``__index__``/``int()``,
-    bitwise ops, ``**``, ``hash`` (a dict or set lookup that misses would compare nothing),
-    ``str``/``repr``/``format`` (f-strings too), pickling, ``to_bytes``, ``hex``.
+    bitwise ops, ``**`` (but see Note [Symbolic float powers]), ``hash`` (a dict or set lookup that
+    misses would compare nothing), ``str``/``repr``/``format`` (f-strings too), pickling, ``to_bytes``,
+    ``hex``.
 C code that reads an int subclass's value without calling a method (``range``, ``chr``,
 ``math.gcd``, ``str`` methods) is handled where traced code calls it: see Note [Native
 consumers of symbolic numbers] in ``introspection``, which also makes ``type(n)`` say ``int``.
@@ -269,12 +270,20 @@ class _SymbolicMixin:
     def __pow__(self, other, mod=None):
         if not isinstance(other, (int, float, complex)):
             return NotImplemented  # a tensor's ``__rpow__`` takes the symbolic number (Adam's ``beta1 ** step``)
+        if mod is None:
+            kept = _symbolic_pow(self, other)
+            if kept is not None:
+                return kept
         base = _concretize(self, self._base)
         return pow(base, other) if mod is None else pow(base, other, mod)
 
     def __rpow__(self, other, mod=None):
         if not isinstance(other, (int, float, complex)):
             return NotImplemented
+        if mod is None:
+            kept = _symbolic_pow(other, self)
+            if kept is not None:
+                return kept
         exp = _concretize(self, self._base)
         return pow(other, exp) if mod is None else pow(other, exp, mod)
 
@@ -320,6 +329,37 @@ class _SymbolicMixin:
     @property
     def imag(self):
         return self._base(0)
+
+
+def _symbolic_pow(base, exp):
+    """``base ** exp`` keeping the expression where a float power's result is a float without error for every value
+    the recorded constraints allow (Note [Symbolic float powers]), else None (the caller pins)."""
+    bv = base.value if _is_sym(base) else base
+    ev = exp.value if _is_sym(exp) else exp
+    if isinstance(bv, complex) or isinstance(ev, complex) or (type(bv) is not float and type(ev) is not float):
+        return None  # complex, or an int power: an int or a float by the exponent's sign, unbounded
+    if 0 <= bv <= 1 and ev >= 0:  # in [0, 1]
+        bounds = ((base, ">=", 0), (base, "<=", 1), (exp, ">=", 0))
+    elif bv >= 0 and 0 <= ev <= 1:  # at most max(base, 1)
+        bounds = ((base, ">=", 0), (exp, ">=", 0), (exp, "<=", 1))
+    elif bv >= 1 and ev <= 0:  # in (0, 1]
+        bounds = ((base, ">=", 1), (exp, "<=", 0))
+    else:
+        return None
+    for x, op, bound in bounds:
+        if _is_sym(x):
+            _record(f"{x.expr} {op} {bound}")
+    return make_symbolic(pow(bv, ev), f"({_expr(base)} ** {_expr(exp)})", base, exp)
+
+
+# Note [Symbolic float powers]
+# ``**`` pinned its symbolic operands: whether a power is an int or a float, real or complex, finite or an
+# OverflowError/ZeroDivisionError depends on the values. Adam's bias correction ``1 - beta1 ** step``, with the step
+# count a symbolic number (Note [Symbolic data-dependent sizes] in thunder.core.data_dependent), would then be
+# specialised on every step. A float power whose operands lie in one of three boxes is a float in [0, max(1, base)]
+# for every value in the box: base in [0, 1] and exponent >= 0; base >= 0 and exponent in [0, 1]; base >= 1 and
+# exponent <= 0. There the box is recorded as constraints on the symbolic operands and the expression is kept, so
+# the computation evaluates the power in Python's doubles, as eager does. Any other power pins as before.
 
 
 def _ndigits(ndigits):

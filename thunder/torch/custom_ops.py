@@ -8,10 +8,15 @@ kernel (``torch.library.register_fake``) run on fake tensors, which gives the sh
 the results (dims of symbolic shapes are pinned: the fake kernel sees plain numbers). One symbol
 is made per op overload, on first use, and kept.
 
-An op that writes some of its tensor arguments in place (``mutates_args``) is recorded in its
+An op that writes some of its tensor arguments in place (``mutates_args``; tensor lists too) is recorded in its
 functional form, as torch.compile functionalizes it: the symbol runs the op on copies of those
 arguments and returns the copies too, and ``copy_`` writes them back, so the trace shows the
 writes and the caller sees eager's.
+
+torch.optim's fused kernels on the CPU (``torch._fused_adam_``, ``_fused_adamw_``, ``_fused_sgd_``,
+``_fused_adagrad_``: ``fused=True``), which write the parameters, gradients and states in place, are recorded the
+same way, as their aten operators (``_FUSED_KERNELS``): the values are the kernels' own, which no decomposition
+would round alike.
 
 Gradients: when the op has an autograd formula (``register_autograd`` on a ``custom_op``), a call
 that needs a gradient is traced as ``torch.autograd.Function.apply`` is (Note [Custom autograd
@@ -24,7 +29,7 @@ runs under torch's own autograd, which does what eager does (eager's error at ba
 an op without a formula).
 
 Refused, with a message saying what to do: ops that return views of their arguments or anything
-but tensors, ops that write tensor lists in place, ops whose fake kernel is missing or fails.
+but tensors, ops whose fake kernel is missing or fails.
 
 ``thunder.torch`` registers the table ``custom_ops`` with ``thunder.core.symbol_lookup`` after the
 torch language's own table, which wins where both have an op.
@@ -35,6 +40,7 @@ Layer: language. Imports: core.
 from __future__ import annotations
 
 import threading
+import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -59,6 +65,25 @@ __all__ = ["custom_ops", "is_supported_custom_op"]
 
 # Namespaces of torch's own operators: those are the torch language's business, not opaque ops.
 _BUILTIN_NAMESPACES = frozenset({"aten", "prims", "prim"})
+
+
+# torch.optim's fused CPU kernels -> the aten operators recorded for them (Note [Custom ops])
+_FUSED_KERNELS: dict[Callable, torch._ops.OpOverloadPacket] = {
+    torch._fused_adam_: torch.ops.aten._fused_adam_,
+    torch._fused_adamw_: torch.ops.aten._fused_adamw_,
+    torch._fused_sgd_: torch.ops.aten._fused_sgd_,
+    torch._fused_adagrad_: torch.ops.aten._fused_adagrad_,
+}
+_FUSED_NAMES = frozenset(packet._qualified_op_name for packet in _FUSED_KERNELS.values())
+
+
+def _recorded(fn: Any) -> bool:
+    """Whether ``fn`` is a custom op, or an operator of torch.optim's fused kernels."""
+    if isinstance(fn, torch._ops.OpOverloadPacket) and fn._qualified_op_name in _FUSED_NAMES:
+        return True
+    if isinstance(fn, torch._ops.OpOverload) and fn._schema.name in _FUSED_NAMES:
+        return True
+    return _namespace(fn) is not None
 
 
 def _namespace(fn: Any) -> str | None:
@@ -142,11 +167,11 @@ def _refusal(op: torch._ops.OpOverload) -> tuple[str, str] | None:
     """Why calls of ``op`` cannot be recorded, and what to do instead; or None."""
     schema = op._schema
     for a in schema.arguments:
-        if a.alias_info is not None and a.alias_info.is_write and not _is_tensor_type(a.type, lists=False):
+        if a.alias_info is not None and a.alias_info.is_write and not _is_tensor_type(a.type, lists=True):
             return (
-                f"changes the tensors of its list argument {a.name} in place (schema {schema}), which thunder "
+                f"changes its argument {a.name} of type {a.type} in place (schema {schema}), which thunder "
                 "does not record yet",
-                "Pass them as separate arguments, or call the op outside the jitted function.",
+                "Pass tensors, or call the op outside the jitted function.",
             )
     for r in schema.returns:
         if r.alias_info is not None:
@@ -243,6 +268,12 @@ def _interpreted(fn: Callable, args: tuple) -> Any:
     return interpreter_call(runtime, fn, tuple(args)) if runtime is not None else fn(*args)
 
 
+def _none_if_empty(x: Any) -> Any:
+    """An empty list written in place (Adam's ``max_exp_avg_sqs`` without amsgrad) as None: a trace's outputs hold
+    no empty list."""
+    return None if type(x) is list and not x else x
+
+
 def _functional(op: torch._ops.OpOverload, written: tuple[int | str, ...]) -> Callable:
     """``op`` without its in-place writes: it runs on copies of the tensors it writes and returns
     ``(results, *copies)`` (``torch.compile`` functionalizes such ops the same way)."""
@@ -252,9 +283,8 @@ def _functional(op: torch._ops.OpOverload, written: tuple[int | str, ...]) -> Ca
         copies = []
         for where in written:
             holder = args if type(where) is int else kwargs
-            if holder[where] is not None:
-                holder[where] = holder[where].clone()
-            copies.append(holder[where])
+            holder[where] = tree_map(lambda t: t if t is None else t.clone(), holder[where])  # a tensor, None, a list
+            copies.append(_none_if_empty(holder[where]))
         return op(*args, **kwargs), *copies
 
     return functional
@@ -264,6 +294,8 @@ def _symbol(op: torch._ops.OpOverload) -> Symbol:
     """The opaque symbol of ``op`` (of its functional form if it writes in place), run by the torch executor."""
     name = f"{op.namespace}_{op._opname}" + ("" if op._overloadname == "default" else f"_{op._overloadname}")
     results_meta, written = _fake_meta(op), _written(op)
+    if op._schema.name in _FUSED_NAMES:  # they return nothing: no fake run, which would pin a scheduled lr
+        results_meta = lambda *args, **kwargs: None  # noqa: E731
     if not written:
         meta, impl = results_meta, op
     else:
@@ -271,7 +303,8 @@ def _symbol(op: torch._ops.OpOverload) -> Symbol:
         def meta(*args, **kwargs):
             news = [(args, kwargs)[type(w) is str][w] for w in written]
             results = results_meta(*args, **kwargs)
-            return results, *(None if t is None else TensorProxy.like(t, requires_grad=False) for t in news)
+            copies = (tree_map(lambda t: t if t is None else TensorProxy.like(t, requires_grad=False), t) for t in news)
+            return results, *map(_none_if_empty, copies)
 
         name, impl = f"{name}_functional", _functional(op, written)
     sym = Symbol(name=name, meta=meta, id=_display(op), python_impl=impl)
@@ -324,8 +357,9 @@ def _overload_call(op: torch._ops.OpOverload) -> Callable:
         if written:  # the new values are written back as eager's op writes them
             results, *news = sym(*args, **keyword_only)
             for where, new in zip(written, news):
-                if new is not None:
-                    copy_((args, keyword_only)[type(where) is str][where], new)
+                for target, value in zip(tree_leaves((args, keyword_only)[type(where) is str][where]), tree_leaves(new)):
+                    if value is not None:
+                        copy_(target, value)
             return results
         opdef = _traced_formula(op, args)
         if opdef is None:
@@ -346,6 +380,8 @@ def _packet_call(packet: torch._ops.OpOverloadPacket) -> Callable:
         names = packet.overloads()
         if len(names) == 1:
             name = names[0]
+        elif packet._qualified_op_name in _FUSED_NAMES:  # by the learning rate's type: the fake run would pin it
+            name = "tensor_lr" if isinstance(kwargs.get("lr"), (TensorProxy, torch.Tensor)) else "default"
         else:
             fake_args, fake_kwargs = fake_tree(FakeTensorMode(), (args, kwargs))
             name = torch._C._jit_resolve_packet(packet._qualified_op_name, *fake_args, **fake_kwargs)
@@ -364,7 +400,9 @@ class _CustomOps(Mapping):
         self._lock = threading.Lock()
 
     def __getitem__(self, fn: Any) -> Callable:
-        if _namespace(fn) is None:
+        if type(fn) is types.BuiltinFunctionType and fn in _FUSED_KERNELS:
+            fn = _FUSED_KERNELS[fn]
+        elif not _recorded(fn):
             raise KeyError(fn)
         if isinstance(fn, CustomOpDef):
             fn = fn._opoverload
@@ -379,7 +417,8 @@ class _CustomOps(Mapping):
 
     def get(self, fn: Any, default: Any = None) -> Any:
         """As ``Mapping.get``, without raising for the usual callable (no custom op): the tracer asks for each call."""
-        return self[fn] if _namespace(fn) is not None else default
+        fused = type(fn) is types.BuiltinFunctionType and fn in _FUSED_KERNELS
+        return self[fn] if fused or _recorded(fn) else default
 
     def __iter__(self) -> Iterator:
         return iter(dict(self._made))

@@ -853,14 +853,16 @@ def tensor_value(t: torch.Tensor, kind: str):
 
 
 class SymbolicOutcome:
-    """A data-dependent int the trace keeps symbolic (Note [Symbolic data-dependent sizes] in
-    thunder.core.data_dependent): the trace holds for every int that meets ``constraints``, Python expressions over
-    ``name`` and the names of earlier symbolic outcomes. Constraints are added while the entry compiles."""
+    """A data-dependent int (or float: ``t.item()`` of a float tensor) the trace keeps symbolic (Note [Symbolic
+    data-dependent sizes] in thunder.core.data_dependent): the trace holds for every number of type ``kind`` that
+    meets ``constraints``, Python expressions over ``name`` and the names of earlier symbolic outcomes. Constraints
+    are added while the entry compiles."""
 
-    __slots__ = ("name", "constraints", "given", "_code")
+    __slots__ = ("name", "kind", "constraints", "given", "_code")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, kind: type = int):
         self.name = name
+        self.kind = kind
         self.constraints: list[str] = []
         self.given: tuple[str, ...] = ()  # the prologue's symbols (input sizes) that constraints also refer to
         self._code = None
@@ -868,14 +870,14 @@ class SymbolicOutcome:
     def accepts(self, value, earlier: dict) -> bool:
         """Whether the trace holds for ``value``, given the values of the earlier symbolic outcomes and of the
         prologue's symbols in ``given``, by name."""
-        if type(value) is not int:
+        if type(value) is not self.kind:
             return False
         if self._code is None:
             self._code = compile(" and ".join(f"({c})" for c in self.constraints) or "True", "<constraints>", "eval")
         return bool(eval(self._code, {"__builtins__": builtins}, {**earlier, self.name: value}))
 
     def __repr__(self) -> str:
-        return f"<{self.name}: any int{' with ' + ' and '.join(self.constraints) if self.constraints else ''}>"
+        return f"<{self.name}: any {self.kind.__name__}{' with ' + ' and '.join(self.constraints) if self.constraints else ''}>"
 
 
 def same_outcome(a, b) -> bool:
