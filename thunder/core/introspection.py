@@ -568,8 +568,8 @@ def _compiling_queries() -> dict:
 
 
 def _min_max(fn: Callable, symbolic: Callable) -> Callable:
-    """``max(a, b, ...)``/``min`` of ints, one of them symbolic: the symbolic expression, no comparison recorded
-    (Note [Guard-free min and max] in ``symbolic``); any other call as the interpreter makes it."""
+    """``max(a, b, ...)``/``min`` of ints, one of them symbolic: ``sym_max``/``sym_min``'s (Note [Guard-free min
+    and max] in ``symbolic``); any other call as the interpreter makes it."""
 
     def lookaside(*args, **kwargs):
         if not kwargs and len(args) > 1 and any(type(a) is SymInt for a in args):
