@@ -62,6 +62,30 @@ def test_first_calls_run_uncompiled_until_the_region_has_run_long_enough(no_comp
     assert inductor_pool.counts()[0] == submitted
 
 
+def test_building_a_regions_code_is_not_counted_as_its_run(no_compile_here, monkeypatch):
+    """Note [The warm-up samples its calls]: the first call counts its run, not the build of the region's Python
+    function (which took a generation's prefill regions past ``COMPILE_AFTER_S`` on their only call, and the job's
+    printing and pickling onto the caller's thread during the first generation)."""
+    from thunder.core import trace as trace_module
+
+    compile_source = trace_module.compile_source
+
+    def slow(*args, **kwargs):
+        time.sleep(0.1)
+        return compile_source(*args, **kwargs)
+
+    monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.05)
+    monkeypatch.setattr(trace_module, "compile_source", slow)
+    jf = thunder.jit(chain, executors=["torchcompile_background"])
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    submitted = inductor_pool.counts()[0]
+    for g, e in zip(jf(a, b), chain(a, b)):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
+    (region,) = regions(thunder.last_traces(jf)[-1])
+    assert region.status() == "warming up"
+    assert inductor_pool.counts()[0] == submitted
+
+
 def test_a_hot_region_is_compiled_by_a_worker_forward_and_backward(no_compile_here, at_once):
     x = torch.randn(4, 8)
     w1, w2 = torch.randn(8, 16, requires_grad=True), torch.randn(16, 3, requires_grad=True)

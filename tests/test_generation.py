@@ -167,6 +167,51 @@ def test_what_changed_once_stays_symbolic_after_a_constraint_fails():
     assert thunder.cache_misses(jf) == 3  # 4 (constant), 5 (symbolic: below 8), 8 (symbolic: 8 and above)
 
 
+def test_a_clamp_a_growing_size_passes_does_not_recompile():
+    """Note [Guard-free min and max]: the start of ``cache[:, -8:]`` and ``max(n - 8, 0)`` are expressions while the
+    cache is shorter than the window, not branches that fail as it fills; ``x[:, :3]`` stays 3 long."""
+
+    def step(x, cache):
+        window = cache[:, -8:]
+        offset = max(cache.shape[1] - 8, 0)
+        return x + window.sum(-1) * offset + window.shape[1], cache[:, :3] * 2
+
+    jf = thunder.jit(step)
+    x = torch.randn(1)
+    for n in range(4, 16):
+        cache = torch.randn(1, n)
+        for a, e in zip(jf(x, cache), step(x, cache)):
+            torch.testing.assert_close(a, e)
+    assert thunder.cache_misses(jf) == 2, thunder.cache_miss_reasons(jf)
+    computation = str(thunder.last_traces(jf)[-1])
+    assert "max(" in computation and "min(" not in computation  # (the window's start; ``[:, :3]`` a constant)
+
+
+def _sliding_window_decoder(family: str):
+    kw = dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+              num_key_value_heads=2, vocab_size=500, sliding_window=16)  # fmt: skip
+    if family == "gemma2":
+        return transformers.Gemma2ForCausalLM(transformers.Gemma2Config(head_dim=16, **kw)).eval()
+    return transformers.MistralForCausalLM(transformers.MistralConfig(**kw)).eval()
+
+
+@pytest.mark.parametrize("family, compiles", [("mistral", 4), ("gemma2", 3)])
+def test_a_sliding_window_cache_compiles_only_where_the_program_branches(family, compiles):
+    """64 tokens past a window of 16: the prefill, the decoding steps below the window, and the full window; Mistral's
+    mask also branches on ``kv_length >= sliding_window`` a step before its cache reads full (``cumulative_length >=
+    sliding_window``): one entry for that step. Before, each clamp of the window's slice and offset recompiled too."""
+    torch.manual_seed(0)
+    model = _sliding_window_decoder(family)
+    ids = torch.randint(0, 500, (1, 6))
+    kwargs = dict(max_new_tokens=64, min_new_tokens=64, do_sample=False, pad_token_id=0)
+    expected = model.generate(ids, **kwargs)
+    jm = thunder.jit(model)
+    assert torch.equal(jm.generate(ids, **kwargs), expected)
+    reasons = [str(r) for r in thunder.cache_miss_reasons(jm)]
+    assert len(reasons) == compiles, reasons
+    assert "cumulative_length < 16 no longer holds" in reasons[-1]
+
+
 def test_constant_values_given_explicitly_keeps_shapes_constant():
     jf = thunder.jit(lambda x: x * 2, cache="constant values")
     for n in range(3, 7):

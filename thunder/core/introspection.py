@@ -53,6 +53,7 @@ import torch
 
 from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as _interpreter_call
+from thunder.core.interpreter.execution import default_lookaside as _interpreter_default_lookaside
 from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.interpreter.protocols import binary_op as _interpreter_binary_op
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
@@ -61,7 +62,7 @@ from thunder.core.interpreter.protocols import type_call as _interpreter_type_ca
 from thunder.core.interpreter.runtime import current_runtime, innermost_frame_objects
 from thunder.core.proxies import NumberProxy, Proxy, SymbolicSize, TensorProxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute, symbol_for
-from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index, read_natively_by_operator
+from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index, read_natively_by_operator, sym_max, sym_min
 
 # --- eager types -------------------------------------------------------------------------------
 
@@ -585,6 +586,19 @@ def _compiling_queries() -> dict:
     return dict.fromkeys(queries, _compiling)
 
 
+def _min_max(fn: Callable, symbolic: Callable) -> Callable:
+    """``max(a, b, ...)``/``min`` of ints, one of them symbolic: ``sym_max``/``sym_min``'s (Note [Guard-free min
+    and max] in ``symbolic``); any other call as the interpreter makes it."""
+
+    def lookaside(*args, **kwargs):
+        if not kwargs and len(args) > 1 and any(type(a) is SymInt for a in args):
+            if all(type(a) in (int, SymInt) for a in args):
+                return symbolic(*args)
+        return _interpreter_default_lookaside(fn)(current_runtime(), args, kwargs)
+
+    return lookaside
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 _LOOKASIDES: dict[Callable, Callable] = {
@@ -594,6 +608,8 @@ _LOOKASIDES: dict[Callable, Callable] = {
     builtins.hasattr: _hasattr,
     builtins.len: _len,
     builtins.sum: _sum,
+    builtins.max: _min_max(builtins.max, sym_max),
+    builtins.min: _min_max(builtins.min, sym_min),
     **{fn: _tensor_query(fn, method) for fn, method in _TENSOR_QUERIES.items()},
     torch.result_type: _result_type,
     **_native_consumers(),

@@ -199,6 +199,38 @@ def make_symbolic(value, expr: str, *sources):
     return value
 
 
+# Note [Guard-free min and max]
+# ``max(a, b)`` of ints compares them, and a comparison of symbolic numbers records its outcome. A size that grows
+# (a KV cache's length in a generation) then leaves the trace at the first step on the other side of a clamp: a
+# slice ``x[:, -w:]`` of a dim shorter than ``w`` (its start ``max(n - w, 0)``), a cache's ``max(length - w + 1,
+# 0)``; a sliding-window cache recompiled twice as it filled. Such a value needs no branch: it is the expression
+# ``max(a, b)``, which the computation and the prologue evaluate from the inputs (``torch.compile`` makes a ``Max``
+# of its symbols), and whatever later compares it records a constraint on it. One comparison is still recorded:
+# where the one symbolic operand has already passed every constant one (``min(3, n)`` with ``n`` 10), the outcome
+# holds as the size grows, and the result keeps the constant a branch gives (``x[:, :3]`` is 3 long, not
+# ``min(3, n)``).
+def sym_max(*args):
+    """``max(*args)`` of ints, guard-free where one is symbolic (Note [Guard-free min and max])."""
+    return _sym_extreme(max, args)
+
+
+def sym_min(*args):
+    """``min(*args)`` of ints, guard-free where one is symbolic (Note [Guard-free min and max])."""
+    return _sym_extreme(min, args)
+
+
+def _sym_extreme(fn, args):
+    symbolic = [a for a in args if type(a) is SymInt]
+    if len(args) < 2 or not symbolic or not all(type(a) in (int, SymInt) for a in args):
+        return fn(*args)
+    if len({a.expr for a in symbolic}) == 1:
+        constants = [a for a in args if type(a) is int]
+        if not constants or symbolic[0].value >= max(constants):  # (records the comparisons)
+            return fn(*args)
+    value = fn(a.value if type(a) is SymInt else a for a in args)
+    return make_symbolic(value, f"{fn.__name__}({', '.join(_expr(a) for a in args)})", *args)
+
+
 import operator as _op  # noqa: E402
 
 

@@ -35,7 +35,7 @@ from thunder.core.errors import ThunderIndexError, ThunderRuntimeError, ThunderT
 from thunder.core.prims.indexing import advanced_index_shape
 from thunder.core.proxies import NumberProxy, TensorProxy, pyval
 from thunder.core.symbol import DONT_DCE, IN_PLACE
-from thunder.core.symbolic import pin_index
+from thunder.core.symbolic import pin_index, sym_max, sym_min
 from thunder.torch.base import broadcast_shapes, expand_to, make_inplace, maybe_convert_to_dtype, torchsymbol
 from thunder.torch.eager_ops import eager_fallback
 from thunder.torch.shape import check_dim
@@ -117,10 +117,10 @@ def _slice_range(start, stop, step, n):
     ``n`` ends at ``n`` itself, so the result's dim is the same expression."""
     step = 1 if step is None else step
 
-    def bound(x, default):
+    def bound(x, default):  # clamped without a branch on a symbolic ``n`` (Note [Guard-free min and max])
         if x is None:
             return default
-        return max(x + n, 0) if x < 0 else min(x, n)
+        return sym_max(x + n, 0) if x < 0 else sym_min(x, n)
 
     return bound(start, 0), bound(stop, n), step
 
@@ -189,7 +189,8 @@ def _plan(op: str, a: TensorProxy, key) -> _Plan:
                     f"{op}: step must be greater than zero (negative steps are not supported by PyTorch; use flip)"
                 )
             start, stop, step = _slice_range(*parts, a.shape[d])
-            plan.starts[d], plan.ends[d], plan.strides[d] = start, max(start, stop), step
+            # (``start`` is at most ``n``: the slice to the end ends there)
+            plan.starts[d], plan.ends[d], plan.strides[d] = start, stop if k.stop is None else sym_max(start, stop), step
             d += 1
             r += 1
         elif isinstance(k, (TensorProxy, list, tuple)):

@@ -537,6 +537,13 @@ def register_default_lookaside(fn):
     return decorator
 
 
+def default_lookaside(fn):
+    """The interpreter's own lookaside ``impl(ctx, args, kwargs)`` for ``fn``, or None: a tracer's lookaside that
+    handles some calls of ``fn`` itself leaves the others to it."""
+    entry = _default_lookasides.get(id(fn))
+    return entry[1] if entry is not None and entry[0] is fn else None
+
+
 #: id(fn) -> (fn, adapt); adapt(ctx, args, kwargs) -> (args, kwargs). Filled by ``natives``.
 _native_adapters: dict[int, tuple] = {}
 
