@@ -7,6 +7,8 @@ Layer: core. Imports: core only.
 """
 
 from thunder.core.prims.base import all_prims, canonicalize_dim, canonicalize_dims, make_prim
+from thunder.core.prims.effects import *  # noqa: F403
+from thunder.core.prims.effects import EffectPrimIDs
 from thunder.core.prims.elementwise import *  # noqa: F403
 from thunder.core.prims.elementwise import ElementwisePrimIDs
 from thunder.core.prims.factory import *  # noqa: F403
@@ -25,7 +27,7 @@ class PrimIDs:
     """Every prim ID by name, across families (``prims.PrimIDs.ADD``), as lightning-thunder spells it."""
 
 
-for _family in (ElementwisePrimIDs, PythonPrimIDs, ShapePrimIDs, InplacePrimIDs):
+for _family in (ElementwisePrimIDs, PythonPrimIDs, EffectPrimIDs, ShapePrimIDs, InplacePrimIDs):
     for _member in _family:
         setattr(PrimIDs, _member.name, _member)
 for _sym in list(all_prims.values()):

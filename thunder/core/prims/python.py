@@ -14,7 +14,6 @@ import builtins
 import enum
 import keyword
 import math
-import warnings
 
 import torch
 
@@ -56,16 +55,6 @@ class PythonPrimIDs(enum.Enum):
     UNPACK_NEXT = enum.auto()
     CHECK_ITERATOR_END = enum.auto()
     ADVANCE_ITERATOR = enum.auto()
-    PRINT = enum.auto()
-    LOG = enum.auto()
-    WARN = enum.auto()
-    REGISTER_HOOK = enum.auto()
-    RETAIN_GRAD = enum.auto()
-    STORE_ATTR = enum.auto()
-    STORE_GLOBAL = enum.auto()
-    STORE_CELL = enum.auto()
-    REPLACE_CONTENTS = enum.auto()
-    CONTAINER_CALL = enum.auto()
     CHECK_OUTCOME = enum.auto()
     CHECK_KEYS = enum.auto()
     UNPACK_TRIVIAL = enum.auto()
@@ -672,65 +661,6 @@ advance_iterator = make_prim(
 )
 
 
-# Python side effects of the program, replayed in order by every call of the computation.
-def _print_print(bsym, printer):
-    args, kwargs = bsym.args
-
-    def value(x):  # a torch.Size prints as torch.Size([...]), not as the tuple the printer makes of it
-        if isinstance(x, torch.Size):
-            return f"{printer.add_ctx('_Size', torch.Size)}({printer.value(tuple(x))})"
-        return printer.value(x)
-
-    parts = [value(a) for a in args] + [f"{k}={value(v)}" for k, v in kwargs.items()]
-    return [f"print({', '.join(parts)})"]
-
-
-python_print = make_prim(P.PRINT, "python_print", lambda args, kwargs: None, tags=(DONT_DCE,), printer=_print_print)
-
-
-def _print_log(bsym, printer):
-    logger, level, msg, args, kwargs = bsym.args
-    parts = [printer.value(level), printer.value(msg), printer.value(args)]
-    parts += [f"{k}={printer.value(v)}" for k, v in kwargs.items()]
-    return [f"{printer.constant(logger, '_logger')}._log({', '.join(parts)})"]
-
-
-# ``python_log(logger, level, msg, args, kwargs)``: a ``logging`` record the program emitted (``log.warning(...)``,
-# once the logger was found enabled for its level), made again by every call with that call's values.
-python_log = make_prim(P.LOG, "python_log", lambda *args: None, tags=(DONT_DCE,), printer=_print_log)
-
-
-def _print_warn(bsym, printer):
-    message, category, filename, lineno, module_globals = bsym.args
-    namespace = printer.constant(module_globals.namespace, "_globals")
-    module = repr(module_globals.namespace.get("__name__", "<string>"))
-    parts = [printer.value(message), printer.constant(category, "_category"), repr(filename), repr(lineno), module]
-    # No module_globals, as eager's ``warnings.warn`` passes none (3.12+ warns of a module whose globals have no
-    # ``__spec__.loader``, a script's, when given them).
-    parts += [f"{namespace}.setdefault('__warningregistry__', {{}})"]
-    return [f"{printer.add_ctx('_warnings', warnings)}.warn_explicit({', '.join(parts)})"]
-
-
-# ``python_warn(message, category, filename, lineno, module_globals)``: a ``warnings.warn`` of the program, attributed
-# as eager's is (to the frame ``stacklevel`` names: its file, line and module's warning registry), issued again by
-# every call, so that the filters decide each time whether it shows, as they do for eager's.
-python_warn = make_prim(P.WARN, "python_warn", lambda *args: None, tags=(DONT_DCE,), printer=_print_warn)
-
-
-def _print_register_hook(bsym, printer):
-    tensor, hook = bsym.args
-    return [f"{printer.value(tensor)}.register_hook({printer.value(hook)})"]
-
-
-# ``register_hook(tensor, hook)``, ``retain_grad(tensor)``: the program's ``tensor.register_hook(hook)`` and
-# ``tensor.retain_grad()``, made again by every call on its tensor (Note [Tensor hooks in the program] in
-# thunder.core.side_effects).
-register_hook = make_prim(P.REGISTER_HOOK, "register_hook", lambda t, hook: None, tags=(DONT_DCE, ESCAPES),
-                          printer=_print_register_hook)  # fmt: skip
-retain_grad = make_prim(P.RETAIN_GRAD, "retain_grad", lambda t: None, tags=(DONT_DCE,),
-                        printer=lambda bsym, printer: [f"{printer.value(bsym.args[0])}.retain_grad()"])  # fmt: skip
-
-
 def _print_comment(bsym, printer):
     (text,) = bsym.args
     return [f"# {line}" for line in str(text).splitlines() or [""]]
@@ -740,78 +670,6 @@ def _print_comment(bsym, printer):
 # a user put it; it runs nothing, and dead-code elimination keeps it.
 comment = make_prim(P.COMMENT, "comment", lambda text: None, tags=(DONT_DCE,), printer=_print_comment)
 eager_implementations[P.COMMENT] = comment.meta  # called outside a trace (a function run eagerly): nothing to do
-
-
-def _print_store_attr(bsym, printer):
-    obj, name, value, delete, *raw = bsym.args
-    target = printer.value(obj)
-    if raw and raw[0]:  # made past the type's own ``__setattr__`` (``object.__setattr__(self, ...)`` in it)
-        if delete:
-            return [f"object.__delattr__({target}, {name!r})"]
-        return [f"object.__setattr__({target}, {name!r}, {printer.value(value)})"]
-    if delete:
-        return [f"delattr({target}, {name!r})"]
-    if name.isidentifier() and not keyword.iskeyword(name):
-        return [f"{target}.{name} = {printer.value(value)}"]
-    return [f"setattr({target}, {name!r}, {printer.value(value)})"]
-
-
-# ``store_attr(obj, name, value, delete, raw=False)``: the program's ``obj.name = value`` (``del`` where ``delete``),
-# replayed; ``raw``: through ``object.__setattr__``, past a ``__setattr__`` of the type (a frozen dataclass's).
-store_attr = make_prim(P.STORE_ATTR, "store_attr", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_attr)
-
-
-def _print_store_global(bsym, printer):
-    globals_dict, name, value, delete = bsym.args
-    target = f"{printer.constant(globals_dict, '_globals')}[{name!r}]"
-    return [f"del {target}" if delete else f"{target} = {printer.value(value)}"]
-
-
-store_global = make_prim(P.STORE_GLOBAL, "store_global", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_global)
-
-
-def _print_store_cell(bsym, printer):
-    cell, value = bsym.args
-    return [f"{printer.constant(cell, '_cell')}.cell_contents = {printer.value(value)}"]
-
-
-store_cell = make_prim(P.STORE_CELL, "store_cell", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_store_cell)
-
-
-def _print_replace_contents(bsym, printer):
-    container, items = bsym.args
-    c = printer.value(container)
-    if isinstance(items, list):
-        return [f"{c}[:] = {printer.value(items)}"]
-    if isinstance(items, dict):
-        return [f"{c}.clear()", f"{c}.update({printer.value(dict(items))})"]
-    if isinstance(items, bytes):  # a bytearray
-        return [f"{c}[:] = {printer.value(items)}"]
-    if isinstance(items, tuple):  # a deque
-        return [f"{c}.clear()", f"{c}.extend({printer.value(items)})"]
-    return [f"{c}.clear()", f"{c}.update({printer.value(list(items))})"]
-
-
-# ``replace_contents(container, items)``: an outside list, dict, set, deque or bytearray the program changed ends the call
-# holding what it held at the end of the program.
-replace_contents = make_prim(
-    P.REPLACE_CONTENTS, "replace_contents", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_replace_contents
-)
-
-
-def _print_container_call(bsym, printer):
-    container, method, args = bsym.args
-    if method == "__setitem__":
-        key, value = args
-        return [f"{printer.value(container)}[{printer.value(key)}] = {printer.value(value)}"]
-    return [f"{printer.value(container)}.{method}({', '.join(printer.value(a) for a in args)})"]
-
-
-# ``container_call(container, method, args)``: a change to an outside list, dict or set whose contents the
-# program never read (``log.append(x)``), made again by every call on whatever object the path holds then.
-container_call = make_prim(
-    P.CONTAINER_CALL, "container_call", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_container_call
-)
 
 
 def _print_check_expr(bsym, printer):
