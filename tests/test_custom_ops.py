@@ -423,3 +423,36 @@ def test_transformers_grouped_mm_fallback_is_recorded_as_the_aten_op_eager_runs(
         torch.testing.assert_close(got, want)
     names = {b.sym.name for b in thunder.last_traces(jf)[-1].bound_symbols}
     assert ("_grouped_mm" in names) is (dtype is torch.float32)
+
+
+@torch.library.custom_op("thunder_test::kept_and_count", mutates_args=())
+def kept_and_count(x: torch.Tensor, threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """What torchvision's ``nms`` is to a detector: how many rows it keeps comes from the data."""
+    keep = (x.sum(1) > threshold).nonzero().squeeze(1)
+    return keep, x[keep] * 2
+
+
+@kept_and_count.register_fake
+def _(x, threshold):
+    n = torch.library.get_ctx().new_dynamic_size()
+    return x.new_empty((n,), dtype=torch.int64), x.new_empty((n, x.shape[1]))
+
+
+def test_a_custom_op_whose_result_sizes_come_from_the_data():
+    """Note [Custom ops whose sizes come from the data]: recorded (it ran eagerly, with a warning, on every call,
+    tracing it each time), values as eager's, and a count that changes turns symbolic: no compile per count."""
+
+    def f(x):
+        keep, rows = kept_and_count(x, 0.0)
+        return rows.sin() + keep.unsqueeze(1), keep.shape[0]
+
+    jf = thunder.jit(f)
+    counts = set()
+    for seed in range(6):
+        torch.manual_seed(seed)
+        x = torch.randn(40, 3)  # counts far from 0 and 1, which are specialised as sizes are
+        expected, got = f(x), jf(x)
+        torch.testing.assert_close(got, expected)
+        counts.add(expected[1])
+    assert len(counts) > 3
+    assert thunder.cache_misses(jf) <= 2

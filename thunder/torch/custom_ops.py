@@ -132,6 +132,8 @@ def _fake_meta(op: torch._ops.OpOverload) -> Callable:
     def meta(*args, **kwargs):
         try:
             out = run_on_fake(op, args, kwargs)[0]
+        except torch._subclasses.fake_tensor.DynamicOutputShapeException as e:
+            raise _SizesFromData from e  # (Note [Custom ops whose sizes come from the data])
         except Exception as e:
             if _has_fake_kernel(op):
                 raise  # the op's own fake kernel refused these arguments, as its real kernel would
@@ -147,6 +149,72 @@ def _fake_meta(op: torch._ops.OpOverload) -> Callable:
 
     meta.__name__ = f"{op.namespace}_{op._opname}"
     return meta
+
+
+class _SizesFromData(Exception):
+    """The op's fake kernel made a size from the data (``ctx.new_dynamic_size()``): no plain fake run gives it."""
+
+
+# Note [Custom ops whose sizes come from the data]
+# A custom op whose fake kernel makes a result's size from the data (torchvision's ``nms``: how many boxes it keeps)
+# has no shape a fake run can give. Its fake kernel is run again with a shape environment, which tells which sizes
+# come from the data; the call is then recorded as two symbols: ``<op>_sizes``, which runs the op and returns those
+# sizes as a tensor, and ``<op>_of_sizes``, which runs it again and returns its results with them. Each size is read
+# from the first as a data-dependent value (``.item()``: checked on every call, and symbolic once it has changed, so
+# a detector keeping another number of boxes on each image does not compile again; Note [Symbolic data-dependent
+# sizes] in thunder.core.data_dependent). The op runs twice a call.
+def _sizes_from_data(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> list:
+    """Per tensor result of ``op`` (in ``tree_leaves`` order): its dtype, device and shape, None for each size the
+    fake kernel made from the data."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    fake_args, fake_kwargs = fake_tree(mode, (args, kwargs))
+    with mode:
+        out = op(*fake_args, **fake_kwargs)
+    results = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+    return [(t.dtype, t.device, tuple(d if type(d) is int else None for d in t.shape)) for t in results]
+
+
+def _data_sizes_symbols(op: torch._ops.OpOverload, name: str) -> tuple[Symbol, Symbol]:
+    """``<op>_sizes`` and ``<op>_of_sizes`` (Note [Custom ops whose sizes come from the data])."""
+
+    def sizes_impl(spec, *args, **kwargs):
+        results = [t for t in tree_leaves(op(*args, **kwargs)) if isinstance(t, torch.Tensor)]
+        return torch.tensor([n for t, (_, _, shape) in zip(results, spec) for n, d in zip(t.shape, shape) if d is None])
+
+    def sizes_meta(spec, *args, **kwargs):
+        return TensorProxy(shape=(sum(d is None for _, _, shape in spec for d in shape),), dtype=torch.int64, device=torch.device("cpu"))
+
+    def of_sizes_impl(spec, sizes, *args, **kwargs):
+        return op(*args, **kwargs)
+
+    def of_sizes_meta(spec, sizes, *args, **kwargs):
+        given = iter(sizes)
+        results = [
+            TensorProxy(shape=tuple(next(given) if d is None else d for d in shape), dtype=dtype, device=device)
+            for dtype, device, shape in spec
+        ]
+        return results[0] if len(results) == 1 else tuple(results)
+
+    syms = []
+    for suffix, meta, impl in (("sizes", sizes_meta, sizes_impl), ("of_sizes", of_sizes_meta, of_sizes_impl)):
+        sym = Symbol(name=f"{name}_{suffix}", meta=meta, id=f"{name}_{suffix}", python_impl=impl)
+        symbol_to_torch[sym] = impl
+        syms.append(sym)
+    return syms[0], syms[1]
+
+
+def _call_with_sizes_from_data(op: torch._ops.OpOverload, symbols: list, args: tuple, kwargs: dict) -> Any:
+    """A call of ``op`` whose result sizes come from the data (Note [Custom ops whose sizes come from the data])."""
+    spec = _sizes_from_data(op, args, kwargs)
+    if not symbols:
+        symbols.extend(_data_sizes_symbols(op, f"{op.namespace}_{op._opname}"))
+    sizes_sym, of_sizes_sym = symbols
+    sizes_t = sizes_sym(tuple(spec), *args, **kwargs)
+    sizes = tuple(sizes_t[i].item() for i in range(sizes_t.shape[0]))
+    return of_sizes_sym(tuple(spec), sizes, *args, **kwargs)
 
 
 # --- calls -----------------------------------------------------------------------------------------
@@ -344,6 +412,7 @@ def _overload_call(op: torch._ops.OpOverload) -> Callable:
     written = _written(op)
 
     equivalent = _EAGER_EQUIVALENTS.get(op._schema.name)
+    data_sizes: list = []  # its two symbols, made on first use (Note [Custom ops whose sizes come from the data])
 
     def call(*args, **kwargs):
         if refusal is not None:
@@ -363,7 +432,10 @@ def _overload_call(op: torch._ops.OpOverload) -> Callable:
             return results
         opdef = _traced_formula(op, args)
         if opdef is None:
-            return sym(*args, **keyword_only)
+            try:
+                return sym(*args, **keyword_only)
+            except _SizesFromData:
+                return _call_with_sizes_from_data(op, data_sizes, args, keyword_only)
         cls = _autograd_class(op, sym, opdef, keyword_only)
         return trace_autograd_function(cls, args, get_tracectx(), _interpreted)
 
