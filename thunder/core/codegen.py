@@ -530,11 +530,6 @@ class OwnCode:
     varkwargs: str
     positional: tuple[str, ...] | None = None
 
-    @classmethod
-    def taking(cls, varargs: str, varkwargs: str, n: int | None) -> OwnCode:
-        """The own code that takes ``n`` positional arguments as parameters (None: none, it reads ``varargs``)."""
-        return cls(varargs, varkwargs, None if n is None else tuple(f"_thunder_p{k}" for k in range(n)))
-
     @property
     def remake(self) -> str:
         """A statement that makes the call's ``varargs`` from the parameters (and what ``varargs`` holds)."""
