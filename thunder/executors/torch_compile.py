@@ -552,11 +552,11 @@ WARM_UP_SAMPLE = 8
 # for as long as its regions warmed up. Only the last call of every ``WARM_UP_SAMPLE`` is timed, and counts for
 # them all: the others run the region's ops at once. The region's first call is not timed: it is cold (the region's
 # code compiles, torch's kernels and caches are cold), so its time says nothing of the calls to come. Timed, even
-# counted once, it alone passed ``COMPILE_AFTER_S`` for the regions of the zoo's GPT-2 and T5 (one-layer to two-layer
-# models, a few ms a call): they were submitted on the first call, which paid for printing and sending their jobs
-# (2 ms for GPT-2's forward, 10 ms for T5's training step; a training step's first call was 13% slower than the torch
-# executor's), and a compile worker competed for the CPU from the first call on. ``COMPILE_AFTER_S = 0`` still
-# submits a region on its first call.
+# counted once, it alone passed ``COMPILE_AFTER_S`` for the regions of the zoo's GPT-2 and T5 (2 layers, a few ms a
+# call): they were submitted on the first call, which paid for printing and sending their jobs (calling-thread CPU,
+# 2026-12-07: 2 ms of GPT-2's forward, 10 ms of T5's training step), and a compile worker competed for the CPU from
+# the first call on. Now they are submitted after 24-56 calls. ``COMPILE_AFTER_S = 0`` still submits a region on its
+# first call.
 
 MAX_COMPILATIONS = 8  # per region, as torch.compile's recompile limit
 
