@@ -478,7 +478,8 @@ def test_while_the_only_signature_compiles_calls_skip_its_signature(monkeypatch)
 
 
 def test_a_warming_region_times_one_call_in_a_sample(monkeypatch):
-    # Note [The warm-up samples its calls]: the first call of every WARM_UP_SAMPLE is timed and counts for them all.
+    # Note [The warm-up samples its calls]: the last call of every WARM_UP_SAMPLE is timed and counts for them all; the
+    # first call, cold, is not timed (timed, it alone submitted the zoo's GPT-2 and T5 regions on their first call).
     from thunder.executors import torch_compile
 
     monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 3600.0)  # warming up all along
@@ -489,15 +490,15 @@ def test_a_warming_region_times_one_call_in_a_sample(monkeypatch):
     monkeypatch.setattr(
         torch_compile._Compiled, "_timed", lambda self, a: (timed.append(1) or original(self, a)[0], 1e-3)
     )
-    jf(*args)  # the first call: timed, and counted once (it is cold)
+    jf(*args)  # the first call: cold, not timed
     (region,) = [
         b.sym.python_impl for b in thunder.last_traces(jf)[-1].bound_symbols if b.sym.name.startswith("TorchCompile")
     ]
-    assert len(timed) == 1 and region._warm_up_s == pytest.approx(1e-3)
-    for _ in range(2 * torch_compile.WARM_UP_SAMPLE):
+    assert timed == [] and region._warm_up_s == 0.0
+    for _ in range(2 * torch_compile.WARM_UP_SAMPLE - 1):
         torch.testing.assert_close(jf(*args), five_inputs(*args), rtol=0, atol=0)
-    assert len(timed) == 3 and region.status() == "warming up"
-    assert region._warm_up_s == pytest.approx(1e-3 * (1 + 2 * torch_compile.WARM_UP_SAMPLE))
+    assert len(timed) == 2 and region.status() == "warming up"
+    assert region._warm_up_s == pytest.approx(1e-3 * 2 * torch_compile.WARM_UP_SAMPLE)
 
 
 def test_profiling_ranges_reach_a_computation_the_fused_prologue_copied():
@@ -566,7 +567,8 @@ def test_the_jitted_functions_own_code_takes_positional_arguments_and_misses_on_
     jf = thunder.jit(scaled)
     x = torch.randn(3)
     _hot(jf, x, 3.0)
-    assert jf.__code__.co_argcount == 2  # the two arguments the entry was traced with, as parameters
+    # the two arguments the entry was traced with, as parameters named as the prologue names them: nothing to unpack
+    assert jf.__code__.co_varnames[: jf.__code__.co_argcount] == ("x", "y")
     calls = [(x,), (x, 3.0), (x, 3.0, 1.0), (x,), ((x,) * 9), (x, 3.0)]
     kwargs = [{}, {}, {}, {"y": 4.0}, {}, {"z": 1.0}]
     for args, named in zip(calls, kwargs):

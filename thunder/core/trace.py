@@ -348,7 +348,7 @@ class TraceCtx:
                 miss=miss,
                 return_call=None if body is not None else "_computation",
                 tensor_types={},
-                own=OwnCode.taking(self.varargs, self.varkwargs, arity) if own else None,
+                own=OwnCode(self.varargs, self.varkwargs, arity) if own else None,
             )
             printer.add_ctx("_missed", missed_here)
             printer.add_ctx("_raised_here", raised_here)

@@ -236,13 +236,13 @@ class _Compiled:
         """Background mode, before the first compilation: torch's kernels, one call in ``WARM_UP_SAMPLE`` timed
         (Note [The warm-up samples its calls])."""
         n = self._warm_up_calls = self._warm_up_calls + 1
-        if n > 1 and (n - 1) % WARM_UP_SAMPLE:
+        if n % WARM_UP_SAMPLE and COMPILE_AFTER_S:
             return self._uncompiled_trace.python_callable()(*args)
         out, spent = self._timed(args)
         with self._lock:
             if self._warm_up_s is None:  # another thread ended the warm-up meanwhile
                 return out
-            self._warm_up_s += spent if n == 1 else spent * WARM_UP_SAMPLE
+            self._warm_up_s += spent * WARM_UP_SAMPLE
             first = self._warm_up_s >= COMPILE_AFTER_S
             if first:
                 self._warm_up_s = None
@@ -285,12 +285,14 @@ class _Compiled:
             self._finish(key, None, f"cannot be sent to a compile worker ({type(e).__name__}: {e})")
 
     def _job(self, args: tuple) -> Job:
-        printer = Printer()
-        source = trace_source(self.region_trace, print_depth=1, printer=printer, source_text=False)
-        references = {k: r for k, v in printer.ctx.items() if (r := _reference(v)) is not None}
-        ctx = {k: v for k, v in printer.ctx.items() if k not in references}
+        """What a worker compiles: the source of the code the region's calls ran, printed when it first ran, and its
+        context (printing it again cost a T5 training step's first 100 calls 10 ms)."""
+        fn = self._uncompiled_trace.python_callable()
+        source, env = fn.__thunder_source__, getattr(fn, "__wrapped__", fn).__globals__
+        references = {k: r for k, v in env.items() if k != "__builtins__" and (r := _reference(v)) is not None}
+        ctx = {k: v for k, v in env.items() if k != "__builtins__" and k not in references}
         inputs = tuple(TensorSpec.of(a) if isinstance(a, torch.Tensor) else a for a in args)
-        return Job(source, self.region_trace.function_name, ctx, references, inputs, torch.is_grad_enabled(), "")
+        return Job(source, self._uncompiled_trace.function_name, ctx, references, inputs, torch.is_grad_enabled(), "")
 
     def _finish(self, key: tuple, compiled: tuple | None, reason: str | None) -> None:
         """A worker's answer: later calls of ``key`` run the compiled graph, or torch's kernels and why."""
@@ -549,11 +551,13 @@ WARM_UP_SAMPLE = 8
 # A region warms up until its runs on torch's kernels have taken ``COMPILE_AFTER_S``: a small region's thousands of
 # calls. Timing each (two clock reads and the lock) cost a GPT-2 forward about 2.5% over the torch executor's calls
 # for as long as its regions warmed up. Only the last call of every ``WARM_UP_SAMPLE`` is timed, and counts for
-# them all: the others run the region's ops at once. The region's first call is timed too, and counts once: it is
-# cold (caches are cold), and counted for a sample it submitted regions of a training step on their first call.
-# Building the region's Python function (on its first call) is no run of its ops and is not timed: counted, it took
-# each region of a generation's prefill, called once, past ``COMPILE_AFTER_S``, and their jobs were printed and
-# pickled on the caller's thread during the first generation. ``COMPILE_AFTER_S = 0`` still submits a region on its
+# them all: the others run the region's ops at once. The region's first call is not timed: it is cold (the region's
+# code compiles, torch's kernels and caches are cold), so its time says nothing of the calls to come. Timed, even
+# counted once, it alone passed ``COMPILE_AFTER_S`` for the regions of the zoo's GPT-2 and T5 (2 layers, a few ms a
+# call): they were submitted on the first call, which paid for printing and sending their jobs (calling-thread CPU,
+# 2026-12-07: 2 ms of GPT-2's forward, 10 ms of T5's training step), and a compile worker competed for the CPU from
+# the first call on. Now they are submitted after 24-56 calls. (Nor is building the region's Python function a run
+# of its ops: ``_timed`` builds it before its clock starts.) ``COMPILE_AFTER_S = 0`` still submits a region on its
 # first call.
 
 MAX_COMPILATIONS = 8  # per region, as torch.compile's recompile limit

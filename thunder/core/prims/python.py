@@ -82,8 +82,8 @@ def _print_unpack_sequence(bsym, printer):
     lhs = f"{names[0]}," if len(names) == 1 else ", ".join(names)
     rhs = printer.value(seq)
     own = printer._own_checks
-    if own is not None and own.positional and rhs == own.varargs:  # the parameters that took them (positional_arity)
-        rhs = ", ".join(own.positional) + ","
+    if own is not None and own.positional and rhs == own.varargs:  # the parameters took them (positional_arity)
+        return [f"# {lhs}: the parameters"]
     return [f"{lhs} = {rhs}" if names else "pass"]
 
 
@@ -210,15 +210,13 @@ check_args_structure = make_prim(
 )
 
 
-def positional_arity(bsyms: list, varargs: str, max_arity: int) -> int | None:
-    """How many positional arguments a prologue's bound symbols ``bsyms`` take, where they read their ``varargs``
-    only in one arity check with no keyword names, of at most ``max_arity`` arguments, and in one unpacking of them
-    all right after it; else None. Such a prologue printed as the jitted function's own code takes them as
-    parameters (Note [Positional arguments of the jitted function's own code] in ``thunder.core.codegen``)."""
-    readers = [
-        i for i, b in enumerate(bsyms)
-        if any(p.name == varargs or p.name.startswith("_thunder_p") for p in (*b.flat_proxy_args, *b.flat_proxy_outs))
-    ]  # fmt: skip
+def positional_arity(bsyms: list, varargs: str, max_arity: int) -> tuple[str, ...] | None:
+    """The names a prologue's bound symbols ``bsyms`` unpack their positional arguments to, where they read their
+    ``varargs`` only in one arity check with no keyword names, of at most ``max_arity`` arguments, and in one unpacking
+    of them all right after it; else None. Such a prologue printed as the jitted function's own code takes them as
+    parameters of these names (Note [Positional arguments of the jitted function's own code] in
+    ``thunder.core.codegen``)."""
+    readers = [i for i, b in enumerate(bsyms) if any(p.name == varargs for p in (*b.flat_proxy_args, *b.flat_proxy_outs))]
     if not readers or bsyms[readers[0]].sym.id is not P.CHECK_ARGS_STRUCTURE:
         return None
     check = bsyms[readers[0]]
@@ -226,11 +224,11 @@ def positional_arity(bsyms: list, varargs: str, max_arity: int) -> int | None:
     if kwnames or nargs > max_arity or not isinstance(args, Proxy) or args.name != varargs:
         return None
     if nargs == 0:
-        return 0 if len(readers) == 1 else None
+        return () if len(readers) == 1 else None
     unpack = bsyms[readers[0] + 1] if readers[0] + 1 < len(bsyms) else None
     if readers[1:] != [readers[0] + 1] or unpack.sym.id is not P.UNPACK_SEQUENCE or unpack.args[0] is not args:
         return None
-    return nargs if len(unpack.output) == nargs else None
+    return tuple(o.name for o in unpack.output) if len(unpack.output) == nargs else None
 
 
 def _device_check(x: str, device: torch.device) -> str:
