@@ -280,3 +280,58 @@ def test_the_in_place_and_the_out_of_place_foreach_add_are_two_symbols_in_one_tr
 
     result = check_program(generate_program(3007547), "symbolic values", stop_at_failure=False)
     assert {c.outcome for c in result.calls} <= {Outcome.OK, Outcome.CLEAR}, [c.detail for c in result.calls]
+
+
+def _printed(fn, *args, capsys) -> str:
+    capsys.readouterr()
+    fn(*args)
+    return capsys.readouterr().out
+
+
+def _print_under_no_grad(a):
+    with torch.no_grad():
+        print(a)
+
+
+@pytest.mark.parametrize(
+    "show", [print, lambda a: print([a, 1]), _print_under_no_grad], ids=["print", "in a list", "under no_grad"]
+)
+def test_a_printed_result_of_a_nested_jitted_function_shows_its_grad_fn_as_eagers_call_does(show, capsys):
+    # Note [Printing a jitted function's result]: eager's call of the inner jitted function returns what its autograd
+    # node made (grad_fn=<ThunderFunctionBackward>); traced inline, the print showed the inner last op's AddBackward0.
+    inner = thunder.jit(lambda t: t * 2 + 1)
+
+    def f(x):
+        a = inner(x)
+        show(a)
+        b = a * 3
+        print(b)
+        a.mul_(1)  # now eager's grad_fn is MulBackward0: the print shows the changed value's own
+        print(a)
+        return b
+
+    x = torch.randn(2, 2, dtype=torch.float64, requires_grad=True)
+    expected = _printed(f, x, capsys=capsys)
+    assert "ThunderFunctionBackward" in expected
+    assert _printed(thunder.jit(f), x, capsys=capsys) == expected
+
+
+def test_a_nested_jitted_function_that_prints_a_value_requiring_grad_shows_torchs_grad_fn(capsys):
+    # Called on its own it runs under torch's autograd too (it prints a value that requires grad): no ThunderFunction.
+    def h(t):
+        u = t + 1
+        print(u)
+        return u * 2
+
+    inner = thunder.jit(h)
+
+    def f(x):
+        print(inner(x))
+        with torch.no_grad():
+            print(inner(x))
+        return x
+
+    x = torch.randn(3, requires_grad=True)
+    expected = _printed(f, x, capsys=capsys)
+    assert "ThunderFunctionBackward" not in expected
+    assert _printed(thunder.jit(f), x, capsys=capsys) == expected

@@ -169,6 +169,9 @@ class Tracer(
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
         self._member_paths: dict[str, str] = {}  # prologue name of a parameter or buffer -> its qualified name
         self._warnings_state = warnings_state()  # the caller's (Note [Warnings] in thunder.core.program_output)
+        # name -> (the bound symbols it was recorded in, where the call ended)
+        # (Note [Printing a jitted function's result] in thunder.core.nested_jit)
+        self._jitted_results: dict[str, tuple[list, int]] = {}
         self.interpreted: Callable | None = None
         self.program_raised: Exception | None = None  # Note [A program that raises] in thunder.compiler
         # Note [A run-time failure the program handles] in thunder.compiler: an op was recorded inside a ``try`` body
