@@ -335,3 +335,56 @@ def test_a_nested_jitted_function_that_prints_a_value_requiring_grad_shows_torch
     expected = _printed(f, x, capsys=capsys)
     assert "ThunderFunctionBackward" not in expected
     assert _printed(thunder.jit(f), x, capsys=capsys) == expected
+
+
+def _scaler_classes():
+    """A base class and a subclass, new for each test (the tests change them)."""
+
+    class Scaler:
+        factor = 2
+
+        @staticmethod
+        def shift(t):
+            return t + 1
+
+        @property
+        def offset(self):
+            return 1
+
+        def scale(self, t):
+            return t * self.factor
+
+        def __call__(self, t):
+            return self.scale(self.shift(t)) + self.offset
+
+    class SubScaler(Scaler):
+        pass
+
+    return Scaler, SubScaler
+
+
+@pytest.mark.parametrize("made_by_the_program", [True, False], ids=["made by the program", "from outside"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda base, sub: setattr(base, "factor", 3),
+        lambda base, sub: setattr(sub, "factor", 5),  # a subclass attribute now hides the base's
+        lambda base, sub: setattr(base, "shift", staticmethod(lambda t: t - 1)),
+        lambda base, sub: setattr(base, "offset", property(lambda self: 10)),
+        lambda base, sub: setattr(base, "scale", lambda self, t: t * 100),
+    ],
+    ids=["class attribute", "in a subclass", "staticmethod", "property", "method"],
+)
+def test_a_class_attribute_read_through_an_instance_is_checked(made_by_the_program, change):
+    # Note [Class attributes read through an instance]: the cached trace kept the class's old attribute.
+    base, sub = _scaler_classes()
+    outside = sub()
+
+    def f(x):
+        return (sub() if made_by_the_program else outside)(x)
+
+    jf = thunder.jit(f)
+    x = torch.ones(2)
+    torch.testing.assert_close(jf(x), f(x))
+    change(base, sub)
+    torch.testing.assert_close(jf(x), f(x))
