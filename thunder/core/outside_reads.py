@@ -19,7 +19,8 @@ Note [Class attributes read through an instance]
 of any object: what the class holds (a class attribute, a static method, a property), which the check of the
 object's type does not fix, and which ``Scaler.factor = 3`` or ``Base.double = property(...)`` after tracing changes.
 So for each class of the user's and name read that way the prologue checks that the class's lookup (its MRO, as
-``_PyType_Lookup``) still finds the object the trace found (``check_class_attr``).
+``_PyType_Lookup``) still finds the object the trace found (``check_class_attr``); for ``super().name``, the part
+of the MRO after the method's class.
 
 Note [Module members]
 ``module.weight`` finds a parameter, buffer or submodule through ``nn.Module.__getattr__``, a Python
@@ -262,19 +263,26 @@ class OutsideReadsMixin:
     def _check_class_attr(self, obj: Any, name: str) -> None:
         """``obj.name`` found on the class of ``obj``, a class of the user's, where no check of ``obj``'s own
         covers it (Note [Class attributes read through an instance])."""
-        cls = type(obj)
-        if isinstance(obj, type) or name.startswith("__") or not is_user_namespace(cls):
+        cls, after = type(obj), None
+        if cls is super:  # ``super().name``: looked up on the MRO of the object's class after the method's class
+            cls, after = obj.__self_class__, obj.__thisclass__
+            if cls is None or not is_user_namespace(after):
+                return
+        elif isinstance(obj, type) or not is_user_namespace(cls):
             return
-        attr = lookup_type_attr(cls, name)
-        own = getattr(obj, "__dict__", None)
+        if name.startswith("__"):
+            return
+        mro = cls.__mro__
+        attr = next((k.__dict__[name] for k in mro[mro.index(after) + 1 if after else 0 :] if name in k.__dict__), NULL)
+        own = getattr(obj, "__dict__", None) if after is None else None
         if attr is NULL or (own is not None and name in own and lookup_type_attr(type(attr), "__set__") is NULL):
             return
-        key = ("class attr", id(cls), name)
+        key = ("class attr", id(cls), id(after), name)
         if key in self._asked_hasattr or ("attr", id(cls), name) in self._written:
             return
         self._asked_hasattr.add(key)
         self._keepalive.append(cls)
-        self._check(prims.check_class_attr, cls, name, attr)
+        self._check(prims.check_class_attr, cls, name, attr, *((after,) if after else ()))
 
     def missing_attr(self, obj: Any, name: str) -> Any:
         """``obj.name`` raised AttributeError, which the program may catch: the trace holds while the attribute
