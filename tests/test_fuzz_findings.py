@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import torch
@@ -389,3 +390,34 @@ def test_a_class_attribute_read_through_an_instance_is_checked(made_by_the_progr
     torch.testing.assert_close(jf(x), f(x))
     change(base, sub)
     torch.testing.assert_close(jf(x), f(x))
+
+
+@pytest.mark.parametrize(
+    "op, handler",
+    [
+        (lambda x: x.view(3, -1), ValueError),  # eager raises a RuntimeError, which this handler does not catch
+        (lambda x: x.view(3, -1), RuntimeError),
+        (lambda x: x.reshape(2, -1), Exception),
+        (lambda x: x[5], IndexError),
+        (lambda x: x @ torch.ones(3), RuntimeError),
+    ],
+    ids=["view, except ValueError", "view, except RuntimeError", "reshape", "index", "matmul"],
+)
+def test_an_ops_failure_the_program_catches_is_eagers_exception(op, handler):
+    # Note [An op's failure the program catches]: the program caught thunder's ThunderValueError (a ValueError too)
+    def f(x):
+        try:
+            return op(x)
+        except handler as e:
+            return type(e).__name__, str(e), x + 1
+
+    x = torch.randn(5)
+    try:
+        expected = f(x)
+    except Exception as e:  # noqa: BLE001
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            thunder.jit(f)(x)
+        return
+    actual = thunder.jit(f)(x)
+    assert actual[:2] == expected[:2]
+    torch.testing.assert_close(actual[2], expected[2])
