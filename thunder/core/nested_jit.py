@@ -59,9 +59,10 @@ def _interpret_wrapped(wrapped: Callable, *args, **kwargs) -> Any:
 # requires grad. So does ``print(f(x))`` in an eager ``g``, the reference for ``thunder.jit(g)``. Traced inside ``g``,
 # ``h``'s ops are recorded inline, and a print of a value that requires grad makes ``g``'s computation run under
 # torch's autograd (Note [VJP rules]), where the value's grad_fn is that of ``h``'s last op (``AddBackward0``). So a
-# print of a result of ``f``, not updated in place since (eager's grad_fn is then the update's), prints it through ``as_returned``: the identity as an autograd node of the same name, made for the print alone
-# (the program's later ops use the value itself). Where ``h`` itself prints a value that requires grad, ``f`` runs
-# under torch's autograd when called on its own too and shows its op's grad_fn: its results are not marked then.
+# print of a result of ``f``, not updated in place since (eager's grad_fn is then the update's), prints it through
+# ``as_returned``: the identity as an autograd node of the same name, made for the print alone (the program's later
+# ops use the value itself). Where ``h`` itself prints a value that requires grad, ``f`` runs under torch's autograd
+# when called on its own too and shows its op's grad_fn: its results are not marked then.
 class ThunderFunction(torch.autograd.Function):
     """The identity, named as thunder.executors.torch_autograd's ``ThunderFunction``: its grad_fn prints the same."""
 

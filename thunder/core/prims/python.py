@@ -547,6 +547,7 @@ check_global_absent = make_prim(
     printer=_print_check_global_absent,
 )  # fmt: skip
 
+
 def _class_lookup(cls: type, name: str, after: type | None = None):
     """``name`` on the MRO of ``cls`` (the part after ``after``: ``super(after, obj).name``), descriptors not
     invoked (``_PyType_Lookup``); None where absent."""
@@ -569,9 +570,9 @@ def _print_check_class_attr(bsym, printer):
     return [f"if {read} is not {printer.constant(value, '_obj')}: {printer.on_miss}"]
 
 
-# ``check_class_attr(cls, name, value[, after])``: the lookup of ``name`` on ``cls`` (its MRO) still finds ``value`` (a method
-# the trace ran, Note [Methods read from objects] in ``thunder.core.outside_reads``; a class attribute, Note [Class
-# attributes read through an instance] there).
+# ``check_class_attr(cls, name, value[, after])``: the lookup of ``name`` on ``cls`` (its MRO) still finds ``value``
+# (a method the trace ran, Note [Methods read from objects] in ``thunder.core.outside_reads``; a class attribute,
+# Note [Class attributes read through an instance] there).
 check_class_attr = make_prim(
     P.CHECK_CLASS_ATTR, "check_class_attr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_class_attr
 )
