@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import torch
@@ -280,3 +281,143 @@ def test_the_in_place_and_the_out_of_place_foreach_add_are_two_symbols_in_one_tr
 
     result = check_program(generate_program(3007547), "symbolic values", stop_at_failure=False)
     assert {c.outcome for c in result.calls} <= {Outcome.OK, Outcome.CLEAR}, [c.detail for c in result.calls]
+
+
+def _printed(fn, *args, capsys) -> str:
+    capsys.readouterr()
+    fn(*args)
+    return capsys.readouterr().out
+
+
+def _print_under_no_grad(a):
+    with torch.no_grad():
+        print(a)
+
+
+@pytest.mark.parametrize(
+    "show", [print, lambda a: print([a, 1]), _print_under_no_grad], ids=["print", "in a list", "under no_grad"]
+)
+def test_a_printed_result_of_a_nested_jitted_function_shows_its_grad_fn_as_eagers_call_does(show, capsys):
+    # Note [Printing a jitted function's result]: eager's call of the inner jitted function returns what its autograd
+    # node made (grad_fn=<ThunderFunctionBackward>); traced inline, the print showed the inner last op's AddBackward0.
+    inner = thunder.jit(lambda t: t * 2 + 1)
+
+    def f(x):
+        a = inner(x)
+        show(a)
+        b = a * 3
+        print(b)
+        a.mul_(1)  # now eager's grad_fn is MulBackward0: the print shows the changed value's own
+        print(a)
+        return b
+
+    x = torch.randn(2, 2, dtype=torch.float64, requires_grad=True)
+    expected = _printed(f, x, capsys=capsys)
+    assert "ThunderFunctionBackward" in expected
+    assert _printed(thunder.jit(f), x, capsys=capsys) == expected
+
+
+def test_a_nested_jitted_function_that_prints_a_value_requiring_grad_shows_torchs_grad_fn(capsys):
+    # Called on its own it runs under torch's autograd too (it prints a value that requires grad): no ThunderFunction.
+    def h(t):
+        u = t + 1
+        print(u)
+        return u * 2
+
+    inner = thunder.jit(h)
+
+    def f(x):
+        print(inner(x))
+        with torch.no_grad():
+            print(inner(x))
+        return x
+
+    x = torch.randn(3, requires_grad=True)
+    expected = _printed(f, x, capsys=capsys)
+    assert "ThunderFunctionBackward" not in expected
+    assert _printed(thunder.jit(f), x, capsys=capsys) == expected
+
+
+def _scaler_classes():
+    """A base class and a subclass, new for each test (the tests change them)."""
+
+    class Scaler:
+        factor = 2
+
+        @staticmethod
+        def shift(t):
+            return t + 1
+
+        @property
+        def offset(self):
+            return 1
+
+        def scale(self, t):
+            return t * self.factor
+
+        def __call__(self, t):
+            return self.scale(self.shift(t)) + self.offset
+
+    class SubScaler(Scaler):
+        def scale(self, t):
+            return super().scale(t)
+
+    return Scaler, SubScaler
+
+
+@pytest.mark.parametrize("made_by_the_program", [True, False], ids=["made by the program", "from outside"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda base, sub: setattr(base, "factor", 3),
+        lambda base, sub: setattr(sub, "factor", 5),  # a subclass attribute now hides the base's
+        lambda base, sub: setattr(base, "shift", staticmethod(lambda t: t - 1)),
+        lambda base, sub: setattr(base, "offset", property(lambda self: 10)),
+        lambda base, sub: setattr(base, "scale", lambda self, t: t * 100),  # called through super()
+    ],
+    ids=["class attribute", "in a subclass", "staticmethod", "property", "method through super()"],
+)
+def test_a_class_attribute_read_through_an_instance_is_checked(made_by_the_program, change):
+    # Note [Class attributes read through an instance]: the cached trace kept the class's old attribute.
+    base, sub = _scaler_classes()
+    outside = sub()
+
+    def f(x):
+        return (sub() if made_by_the_program else outside)(x)
+
+    jf = thunder.jit(f)
+    x = torch.ones(2)
+    torch.testing.assert_close(jf(x), f(x))
+    change(base, sub)
+    torch.testing.assert_close(jf(x), f(x))
+
+
+@pytest.mark.parametrize(
+    "op, handler",
+    [
+        (lambda x: x.view(3, -1), ValueError),  # eager raises a RuntimeError, which this handler does not catch
+        (lambda x: x.view(3, -1), RuntimeError),
+        (lambda x: x.reshape(2, -1), Exception),
+        (lambda x: x[5], IndexError),
+        (lambda x: x @ torch.ones(3), RuntimeError),
+    ],
+    ids=["view, except ValueError", "view, except RuntimeError", "reshape", "index", "matmul"],
+)
+def test_an_ops_failure_the_program_catches_is_eagers_exception(op, handler):
+    # Note [An op's failure the program catches]: the program caught thunder's ThunderValueError (a ValueError too)
+    def f(x):
+        try:
+            return op(x)
+        except handler as e:
+            return type(e).__name__, str(e), x + 1
+
+    x = torch.randn(5)
+    try:
+        expected = f(x)
+    except Exception as e:  # noqa: BLE001
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            thunder.jit(f)(x)
+        return
+    actual = thunder.jit(f)(x)
+    assert actual[:2] == expected[:2]
+    torch.testing.assert_close(actual[2], expected[2])

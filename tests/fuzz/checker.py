@@ -248,7 +248,7 @@ def _module_params(ns: dict) -> list[torch.Tensor]:
         holders = [v] if isinstance(v, torch.nn.Module) else [getattr(v, "lin", None)] if hasattr(v, "lin") else []
         for h in holders:
             if isinstance(h, torch.nn.Module):
-                params += [p for p in h.parameters() if p not in params]
+                params += [p for p in h.parameters() if not any(p is q for q in params)]  # (``in`` compares values)
     return params
 
 

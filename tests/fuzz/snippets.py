@@ -14,7 +14,8 @@ In the text ``{u}`` becomes a name suffix unique in the program and ``{M}`` the 
 A generator receives the random stream and a ``Ctx`` whose ``kind`` is the dtype kind of
 ``acc`` ("float", "int", "bool") as far as the generator can tell; it updates it.
 
-The families that work on Python state (objects, side effects) are in ``tests.fuzz.snippets_state``;
+The families that work on Python state (objects, side effects) are in ``tests.fuzz.snippets_state``, those that
+use Python's language features (generators, classes, control flow, grad modes) in ``tests.fuzz.snippets_python``;
 ``Snippet``, ``Ctx`` and the helpers they share in ``tests.fuzz.snippet_base``.
 """
 
@@ -24,6 +25,7 @@ import random
 from collections.abc import Callable
 
 from tests.fuzz.snippet_base import Ctx, Snippet, _pick, _s
+from tests.fuzz.snippets_python import classes, control_flow, generators, grad_modes
 from tests.fuzz.snippets_state import objects, side_effects
 
 # ---------------------------------------------------------------- elementwise
@@ -882,4 +884,8 @@ FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
     "type_checks": type_checks,
     "foreach": foreach,
     "keywords": keywords,
+    "generators": generators,
+    "classes": classes,
+    "control_flow": control_flow,
+    "grad_modes": grad_modes,
 }

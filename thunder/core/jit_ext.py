@@ -35,6 +35,7 @@ import contextlib
 import contextvars
 import copy
 import functools
+import math
 import types
 import warnings
 from collections.abc import Callable
@@ -42,7 +43,7 @@ from typing import Any
 
 import torch
 
-from thunder.core import data_dependent, dtypes, prims, proxies, replays, torch_state
+from thunder.core import data_dependent, devices, dtypes, prims, proxies, replays, torch_state
 from thunder.core.errors import (
     InternalError,
     SharpEdgeError,
@@ -62,7 +63,7 @@ from thunder.core.prims.python import SymbolicOutcome, tensor_value
 from thunder.core.program_output import ProgramOutputMixin, warnings_state
 from thunder.core.provenance import ProvenanceMixin
 from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import register_containers, tree_leaves
+from thunder.core.pytree import register_containers, tree_leaves, tree_map
 from thunder.core.shape_history import ShapeHistory
 from thunder.core.side_effects import LazyContainer, SideEffectsMixin
 from thunder.core.special_calls import SpecialCallsMixin
@@ -127,6 +128,7 @@ class Tracer(
         self.symbol_lookup = symbol_lookup
         self.computation = TraceCtx(fn, name="computation")
         self.computation.follows_autocast = True
+        self.computation.eager_failure = self._eager_failure
         self.prologue = TraceCtx(fn, name="prologue")
         self.prologue.varargs, self.prologue.varkwargs = "args", "kwargs"
         self.inputs: list[tuple[Proxy, Any]] = []  # (prologue proxy, what the computation sees), in order
@@ -172,6 +174,9 @@ class Tracer(
         self._module_paths: dict[int, str] = {}  # id(nn.Module) -> qualified name under the input module
         self._member_paths: dict[str, str] = {}  # prologue name of a parameter or buffer -> its qualified name
         self._warnings_state = warnings_state()  # the caller's (Note [Warnings] in thunder.core.program_output)
+        # name -> (the bound symbols it was recorded in, where the call ended)
+        # (Note [Printing a jitted function's result] in thunder.core.nested_jit)
+        self._jitted_results: dict[str, tuple[list, int]] = {}
         self.interpreted: Callable | None = None
         self.program_raised: Exception | None = None  # Note [A program that raises] in thunder.compiler
         # Note [A run-time failure the program handles] in thunder.compiler: an op was recorded inside a ``try`` body
@@ -300,6 +305,45 @@ class Tracer(
                     self.program_raised = earlier  # the program's own error: the call runs eagerly, with its effects
                     raise earlier from None
         self._raise_checked = (len(bsyms), grad)
+
+    # Note [An op's failure the program catches]
+    # An op whose meta rejects its arguments raises a ThunderError, which is also the ValueError, RuntimeError or
+    # IndexError eager may raise, and says where and why. A program that catches it (``try: x.view(3, -1) except
+    # ValueError:``) must see eager's: ``view`` raises a RuntimeError, which that handler does not catch, and
+    # ``type(e)``, ``str(e)`` are eager's. So where the failure reaches a ``try``'s handler of the program
+    # (``_in_try``), the op runs eagerly on meta tensors of the arguments' shapes and dtypes, then, where it fails
+    # there and the tensors are small, on real ones (a meta kernel's message may differ from the device's), and
+    # eager's exception is raised instead. A failure eager does not make on those (one that depends on values or
+    # strides) stays thunder's.
+    def _eager_failure(self, sym: Symbol, args: tuple, kwargs: dict) -> BaseException | None:
+        impl = self.eager_impl(sym) if self.eager_impl is not None else None
+        if impl is None or not any(map(_in_try, innermost_frame_objects())):
+            return None
+        shapes = {id(t): tuple(int(getattr(d, "value", d)) for d in t.shape) for t in tree_leaves((args, kwargs))
+                  if isinstance(t, TensorProxy)}  # fmt: skip
+        failure = None
+        for device in ("meta", None):
+
+            def tensor(v, device=device):
+                if isinstance(v, TensorProxy):
+                    where = device or devices.to_torch_device(v.device)
+                    return torch.zeros(shapes[id(v)], dtype=dtypes.to_torch_dtype(v.dtype), device=where)
+                return getattr(v, "value", v) if isinstance(v, Proxy) else v
+
+            try:
+                a, k = tree_map(tensor, args), tree_map(tensor, kwargs)
+                impl(*a, **k)
+            except NotImplementedError:
+                return failure
+            except Exception as e:  # noqa: BLE001 - whatever eager raises is what the program catches
+                if "meta" in str(e).lower():  # no meta kernel, a value asked of a meta tensor
+                    return failure
+                failure = e
+            else:
+                return failure
+            if sum(math.prod(shape) for shape in shapes.values()) > 1 << 16:
+                break
+        return failure
 
     def _locating(self):
         """The source location of the op being recorded; notes whether the program may handle its failure."""

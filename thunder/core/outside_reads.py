@@ -14,6 +14,14 @@ prologue checks that ``Class.name`` is still the function the trace ran, and for
 attribute of that name of its own (``'name' not in obj.__dict__``): a C lookup and a dict lookup a call. A method
 found otherwise (through a descriptor or ``__getattr__``) is read and checked as the bound method it is.
 
+Note [Class attributes read through an instance]
+``self.factor``, ``self.shift(t)``, ``self.double`` of an object the program made (``Scaler()(x)``), or a property
+of any object: what the class holds (a class attribute, a static method, a property), which the check of the
+object's type does not fix, and which ``Scaler.factor = 3`` or ``Base.double = property(...)`` after tracing changes.
+So for each class of the user's and name read that way the prologue checks that the class's lookup (its MRO, as
+``_PyType_Lookup``) still finds the object the trace found (``check_class_attr``); for ``super().name``, the part
+of the MRO after the method's class.
+
 Note [Module members]
 ``module.weight`` finds a parameter, buffer or submodule through ``nn.Module.__getattr__``, a Python
 function that runs only after the instance and its class have no such attribute: about half a
@@ -155,6 +163,7 @@ class OutsideReadsMixin:
         if name == "__dict__" and type(value) is types.MappingProxyType and isinstance(obj, type):
             return self._class_dict(obj, value)
         if property_load(obj, name) is not None or descriptor_load(obj, name) is not None:
+            self._check_class_attr(obj, name)
             # what the interpreted getter computed: its own reads are checked; kept as read once, it went stale when
             # the program changed what the getter reads (``obj._v = ...; obj.v``). A traced value's own property
             # stays hidden as its other attributes are: ``SymFloat.name`` is a property interpreted from 3.13 (where
@@ -168,6 +177,7 @@ class OutsideReadsMixin:
                 return written
         holder = self._provenance.get(id(obj))
         if holder is None:
+            self._check_class_attr(obj, name)
             if isinstance(obj, types.ModuleType):
                 flag = torch_state.backend_flag(obj, name)  # ``torch.backends.cudnn.deterministic``
                 if flag is not None:
@@ -249,6 +259,30 @@ class OutsideReadsMixin:
             self._asked_hasattr.add(instance_key)
             self._check(prims.check_expr, f"{name!r} not in {holder.name}.__dict__", (holder,))
         return True
+
+    def _check_class_attr(self, obj: Any, name: str) -> None:
+        """``obj.name`` found on the class of ``obj``, a class of the user's, where no check of ``obj``'s own
+        covers it (Note [Class attributes read through an instance])."""
+        cls, after = type(obj), None
+        if cls is super:  # ``super().name``: looked up on the MRO of the object's class after the method's class
+            cls, after = obj.__self_class__, obj.__thisclass__
+            if cls is None or not is_user_namespace(after):
+                return
+        elif isinstance(obj, type) or not is_user_namespace(cls):
+            return
+        if name.startswith("__"):
+            return
+        mro = cls.__mro__
+        attr = next((k.__dict__[name] for k in mro[mro.index(after) + 1 if after else 0 :] if name in k.__dict__), NULL)
+        own = getattr(obj, "__dict__", None) if after is None else None
+        if attr is NULL or (own is not None and name in own and lookup_type_attr(type(attr), "__set__") is NULL):
+            return
+        key = ("class attr", id(cls), id(after), name)
+        if key in self._asked_hasattr or ("attr", id(cls), name) in self._written:
+            return
+        self._asked_hasattr.add(key)
+        self._keepalive.append(cls)
+        self._check(prims.check_class_attr, cls, name, attr, *((after,) if after else ()))
 
     def missing_attr(self, obj: Any, name: str) -> Any:
         """``obj.name`` raised AttributeError, which the program may catch: the trace holds while the attribute

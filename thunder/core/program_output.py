@@ -4,7 +4,8 @@ call outputs its own values, in order, where eager's call would (the replays are
 
 ``ProgramOutputMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles these calls;
 ``SpecialCallsMixin``'s lookaside tables send ``print``, ``warnings.warn``, ``logging.Logger._log`` and the streams'
-``write`` here. The state it reads (``_internal_objects``, ``_warnings_state``) is set up by ``Tracer.__init__``.
+``write`` here. The state it reads (``_internal_objects``, ``_warnings_state``, ``_jitted_results``) is set up by
+``Tracer.__init__``.
 
 Layer: tracing. Imports: core.
 """
@@ -21,7 +22,9 @@ from thunder.core.codegen import is_generated
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.runtime import frame_line, innermost_frame_objects
 from thunder.core.lifting import holds, lift_objects
-from thunder.core.proxies import Proxy
+from thunder.core.nested_jit import as_returned, jitted_results
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_map
 from thunder.core.side_effects import snapshot
 from thunder.core.user_code import _THUNDER_DIR, source_location
 
@@ -47,7 +50,23 @@ class ProgramOutputMixin:
             return
         if stream is not None and (stream is sys.stdout or stream is sys.stderr):  # the stream of each call's time
             kwargs = {**kwargs, "file": CURRENT_STDOUT if stream is sys.stdout else CURRENT_STDERR}
+        if self._jitted_results:  # Note [Printing a jitted function's result] in thunder.core.nested_jit
+            args = tree_map(self._as_printed, args)
         prims.python_print(snapshot(lift_objects(args)), snapshot(lift_objects(kwargs)))
+
+    def _jitted_call(self, inner: Any, *args, **kwargs) -> Any:
+        """A call of a function ``thunder.jit`` made, traced inline: its results are noted for ``_print``."""
+        region = self.computation.scopes[-1]
+        start = len(region)
+        out = inner(*args, **kwargs)
+        self._jitted_results.update(dict.fromkeys(jitted_results(region[start:], out), (region, len(region))))
+        return out
+
+    def _as_printed(self, v: Any) -> Any:
+        if isinstance(v, TensorProxy) and v.requires_grad and v.name in self._jitted_results:
+            region, end = self._jitted_results[v.name]
+            return as_returned(self.computation, v, region[end:])
+        return v
 
     def _stream_write(self, stream: Any, text: Any) -> int:
         """``sys.stdout.write(text)`` or ``sys.stderr.write(text)`` in the program: recorded as ``print(text, end="",

@@ -446,7 +446,7 @@ class SpecialCallsMixin:
             return fn
         inner = inner_jitted_lookaside(fn)
         if inner is not None:
-            return inner
+            return functools.partial(self._jitted_call, inner)
         if type(fn) is _SCRIPT_FUNCTION:  # TorchScript runs it in C++: its Python source is traced instead
             original = plain_attribute(fn, "_torchdynamo_inline")
             if original is not None:

@@ -124,6 +124,9 @@ class TraceCtx:
         # program's own code (Note [Autocast]), not in those the passes make (a gradient rule's matmul under a
         # caller's autocast would be cast to the autocast dtype).
         self.follows_autocast = False
+        # (symbol, args, kwargs) -> eager's exception for a call whose meta raised, or None: Note [An op's failure
+        # the program catches] in thunder.core.jit_ext
+        self.eager_failure: Callable[[Symbol, tuple, dict], BaseException | None] | None = None
         self._callable = None
 
     # --- names -------------------------------------------------------------------------
@@ -184,6 +187,9 @@ class TraceCtx:
             if top:
                 _explain_untraced_tensors(e, args, kwargs)
                 _locate_error(e, sym)
+                eager = self.eager_failure(sym, args, kwargs) if self.eager_failure is not None else None
+                if eager is not None:
+                    raise eager from None
             raise
         finally:
             scopes.pop()

@@ -14,6 +14,7 @@ import builtins
 import enum
 import keyword
 import math
+import types
 
 import torch
 
@@ -535,15 +536,32 @@ check_global_absent = make_prim(
     printer=_print_check_global_absent,
 )  # fmt: skip
 
+
+def _class_lookup(cls: type, name: str, after: type | None = None):
+    """``name`` on the MRO of ``cls`` (the part after ``after``: ``super(after, obj).name``), descriptors not
+    invoked (``_PyType_Lookup``); None where absent."""
+    mro = cls.__mro__
+    for klass in mro[mro.index(after) + 1 :] if after is not None else mro:
+        d = klass.__dict__
+        if name in d:
+            return d[name]
+    return None
+
+
 def _print_check_class_attr(bsym, printer):
-    cls, name, value = bsym.args
+    cls, name, value, *after = bsym.args
     c = printer.constant(cls, "_cls")
-    read = f"{c}.{name}" if name.isidentifier() and not keyword.iskeyword(name) else f"getattr({c}, {name!r})"
+    if not after and (type(value) in (types.FunctionType, property) or not hasattr(type(value), "__get__")):
+        read = f"{c}.{name}" if name.isidentifier() and not keyword.iskeyword(name) else f"getattr({c}, {name!r})"
+    else:  # ``cls.name`` of a staticmethod or a classmethod is what it binds, not itself
+        args = ", ".join([c, repr(name), *(printer.constant(a, "_cls") for a in after)])
+        read = f"{printer.constant(_class_lookup, '_class_lookup')}({args})"
     return [f"if {read} is not {printer.constant(value, '_obj')}: {printer.on_miss}"]
 
 
-# ``check_class_attr(cls, name, value)``: ``cls.name`` is still ``value`` (a method the trace ran, Note [Methods read
-# from objects] in ``thunder.core.outside_reads``).
+# ``check_class_attr(cls, name, value[, after])``: the lookup of ``name`` on ``cls`` (its MRO) still finds ``value``
+# (a method the trace ran, Note [Methods read from objects] in ``thunder.core.outside_reads``; a class attribute,
+# Note [Class attributes read through an instance] there).
 check_class_attr = make_prim(
     P.CHECK_CLASS_ATTR, "check_class_attr", lambda *args: None, tags=(DONT_DCE,), printer=_print_check_class_attr
 )
