@@ -499,14 +499,17 @@ class SpecialCallsMixin:
     # the read was not checked (a cached trace kept the value) and the write was made once, while tracing. Where the
     # class does not define that slot itself (nor ``__getattr__``, for reads), the call does what ``getattr``,
     # ``setattr`` and ``delattr`` do, and is traced as they are. Where it does (a class's own ``__getattribute__``
-    # calling ``super().__getattribute__``), the call stays native: the program's read of the attribute through the
-    # class is what is checked.
+    # calling ``super().__getattribute__``), ``object.__getattribute__`` is the leaf where the read is checked (Note
+    # [Reads through a Python __getattribute__] in thunder.core.interpreter.protocols).
     def _object_getattribute(self, obj: Any, name: Any) -> Any:
         if type(name) is str and plain_slot(type(obj), "__getattribute__"):
             return self._getattr(obj, name)
-        return object.__getattribute__(obj, name)
+        return self._raw_getattr(obj, name)
 
     def _attribute_slot(self, slot: str, obj: Any, fn: Any) -> Callable | None:
+        if slot == "__getattribute__" and fn.__objclass__ is object and not plain_slot(type(obj), slot):
+            # ``super().__getattribute__`` in a ``__getattribute__``: Note [Reads through a Python __getattribute__]
+            return functools.partial(self._raw_getattr, obj)
         if slot != "__getattribute__" and fn.__objclass__ is object:  # ``super().__setattr__`` in a ``__setattr__``
             traced = self._setattr if slot == "__setattr__" else self._delattr
             setter = {"setter": object.__setattr__} if slot == "__setattr__" else {"deleter": object.__delattr__}
