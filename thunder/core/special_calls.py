@@ -54,7 +54,7 @@ import torch.utils.checkpoint
 
 from thunder.core import introspection, prims, proxies, torch_state, transforms
 from thunder.core.attribute_calls import ATTRIBUTE_SLOTS, plain_slot, python_getter
-from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
+from thunder.core.errors import MakesParameters, ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime
@@ -152,10 +152,11 @@ def _refuse_parameter(cls: type, *args, **kwargs):
     """``torch.nn.Parameter(...)`` in the program (or in a module built inside it)."""
     loc = source_location()
     loc = loc and (loc.call_site or loc)  # the user's line that builds the module, for a parameter made by torch
-    raise UnsupportedOpError(
+    raise MakesParameters(
         f"{cls.__module__}.{cls.__qualname__}(...) makes a new parameter (a leaf tensor that requires grad) inside the "
         f"jitted function{f' at {loc}' if loc else ''}; a trace computes tensors from the function's inputs and cannot "
-        "make leaves. Create the parameter (or the module that holds it) outside the function and pass it in, or "
+        "make leaves (the first call that made one ran eagerly, as a one-time setup, a lazy module's say; this call "
+        "makes one again). Create the parameter (or the module that holds it) outside the function and pass it in, or "
         "return the tensor and call .requires_grad_() on it outside."
     )
 
