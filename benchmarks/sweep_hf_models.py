@@ -74,8 +74,9 @@ INPUTS = {
     ),
     "ForCTC": lambda torch, config: ({"input_values": torch.randn(BATCH, 4000, generator=torch.Generator().manual_seed(1))},
                                      {"labels": torch.randint(3, 256, (BATCH, 4))}),
-    "ForMultipleChoice": lambda torch, config: ({"input_ids": _ids(torch).view(BATCH, 1, TOKENS).expand(-1, 2, -1)
-                                                              .flip(-1).contiguous()}, {"labels": torch.tensor([0, 1])}),
+    # Two different choices (the same twice gives equal logits, a loss of log 2 and gradients of rounding noise).
+    "ForMultipleChoice": lambda torch, config: ({"input_ids": torch.stack([_ids(torch), _ids(torch).flip(-1)], 1)},
+                                                {"labels": torch.tensor([0, 1])}),
     "ForConditionalGeneration": lambda torch, config: _generation(torch, config),
     "ForAudioClassification": lambda torch, config: (_audio(torch, config), {"labels": torch.tensor([0, 1])}),
     # No labels: forward only (their losses need a matcher in scipy, or are not implemented).
