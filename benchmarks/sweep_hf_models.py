@@ -3,10 +3,14 @@ thunder against eager, forward in ``eval()`` (every floating-point tensor of the
 every parameter's gradient, including which are None) and two more training calls that must hit the cache. A sweep
 over programs nobody here wrote: it found the DeepSeek-V4 gradient that was zeros where eager's is None.
 
-Run: ``python -m benchmarks.sweep_hf_models [--heads ForCausalLM,ForMaskedLM] [--models A,B] [--timeout 180]``.
-The heads it knows are the keys of ``INPUTS`` (default: ``DEFAULT_HEADS``, the backbones the causal LMs do not
-cover; ``--heads ForCausalLM`` sweeps those). Each model runs in its own process under a time limit; a model whose tiny config eager itself cannot run
-is skipped. Prints one JSON line per model, then the counts and every model that is not ok.
+Run: ``python -m benchmarks.sweep_hf_models [--heads ForCausalLM,ForMaskedLM] [--models A,B] [--timeout 180]
+[--sample 40] [--workers 2]``. The heads it knows are the keys of ``INPUTS`` (default: ``DEFAULT_HEADS``, the
+backbones the causal LMs do not cover; ``--heads ForCausalLM`` sweeps those; also sequence, token and multiple-choice
+classification, question answering, conditional generation (encoder-decoders and vision-language models on text),
+audio classification, and, forward only, object detection, depth estimation and backbones). Sub-configs (text,
+vision, backbone) are made tiny too. Each model runs in its own process under a time limit, ``--workers`` at once;
+``--sample`` takes that many classes of a head, evenly spread. A model whose tiny config eager itself cannot run is
+skipped. Prints one JSON line per model, then the counts per head and every model that is not ok.
 """
 
 from __future__ import annotations
@@ -90,7 +94,7 @@ def _generation(torch, config) -> tuple[dict, dict]:
     """An encoder-decoder's decoder gets 7 tokens (eval has no labels to make them from); a vision-language model
     runs on text alone."""
     if getattr(config, "is_encoder_decoder", False):
-        target = _ids(torch)[:, :7]
+        target = _ids(torch)[:, :7].contiguous()
         return {"input_ids": _ids(torch), "decoder_input_ids": target}, {"labels": target}
     return {"input_ids": _ids(torch)}, {"labels": _ids(torch)}
 
