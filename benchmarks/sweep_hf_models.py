@@ -3,16 +3,21 @@ thunder against eager, forward in ``eval()`` (every floating-point tensor of the
 every parameter's gradient, including which are None) and two more training calls that must hit the cache. A sweep
 over programs nobody here wrote: it found the DeepSeek-V4 gradient that was zeros where eager's is None.
 
-Run: ``python -m benchmarks.sweep_hf_models [--heads ForCausalLM,ForMaskedLM] [--models A,B] [--timeout 180]``.
-The heads it knows are the keys of ``INPUTS`` (default: ``DEFAULT_HEADS``, the backbones the causal LMs do not
-cover; ``--heads ForCausalLM`` sweeps those). Each model runs in its own process under a time limit; a model whose tiny config eager itself cannot run
-is skipped. Prints one JSON line per model, then the counts and every model that is not ok.
+Run: ``python -m benchmarks.sweep_hf_models [--heads ForCausalLM,ForMaskedLM] [--models A,B] [--timeout 180]
+[--sample 40] [--workers 2]``. The heads it knows are the keys of ``INPUTS`` (default: ``DEFAULT_HEADS``, the
+backbones the causal LMs do not cover; ``--heads ForCausalLM`` sweeps those; also sequence, token and multiple-choice
+classification, question answering, conditional generation (encoder-decoders and vision-language models on text),
+audio classification, and, forward only, object detection, depth estimation and backbones). Sub-configs (text,
+vision, backbone) are made tiny too. Each model runs in its own process under a time limit, ``--workers`` at once;
+``--sample`` takes that many classes of a head, evenly spread. A model whose tiny config eager itself cannot run is
+skipped. Prints one JSON line per model, then the counts per head and every model that is not ok.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import json
 import subprocess
 import sys
@@ -73,12 +78,47 @@ INPUTS = {
     ),
     "ForCTC": lambda torch, config: ({"input_values": torch.randn(BATCH, 4000, generator=torch.Generator().manual_seed(1))},
                                      {"labels": torch.randint(3, 256, (BATCH, 4))}),
+    # Two different choices (the same twice gives equal logits, a loss of log 2 and gradients of rounding noise).
+    "ForMultipleChoice": lambda torch, config: ({"input_ids": torch.stack([_ids(torch), _ids(torch).flip(-1)], 1)},
+                                                {"labels": torch.tensor([0, 1])}),
+    "ForConditionalGeneration": lambda torch, config: _generation(torch, config),
+    "ForAudioClassification": lambda torch, config: (_audio(torch, config), {"labels": torch.tensor([0, 1])}),
+    # No labels: forward only (their losses need a matcher in scipy, or are not implemented).
+    "ForObjectDetection": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
+    "ForDepthEstimation": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
+    "Backbone": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
 }  # fmt: skip
 
 
+def _generation(torch, config) -> tuple[dict, dict]:
+    """An encoder-decoder's decoder gets 7 tokens (eval has no labels to make them from); a vision-language model
+    runs on text alone."""
+    if getattr(config, "is_encoder_decoder", False):
+        target = _ids(torch)[:, :7].contiguous()
+        return {"input_ids": _ids(torch), "decoder_input_ids": target}, {"labels": target}
+    return {"input_ids": _ids(torch)}, {"labels": _ids(torch)}
+
+
+def _audio(torch, config) -> dict:
+    """A spectrogram as the model wants it: Whisper's (mel bins, frames), AST's (frames, mel bins)."""
+    g = torch.Generator().manual_seed(1)
+    if hasattr(config, "max_source_positions"):
+        return {"input_features": torch.randn(BATCH, config.num_mel_bins, 2 * config.max_source_positions, generator=g)}
+    return {"input_values": torch.randn(BATCH, config.max_length, config.num_mel_bins, generator=g)}
+
+
 def _config(cls):
-    defaults = cls.config_class()
+    return _tiny(cls.config_class)
+
+
+def _tiny(config_class, depth: int = 0):
+    """``config_class`` with the TINY values it has, its sub-configs (text, vision, backbone) made tiny too."""
+    defaults = config_class()
     kwargs = dict(TOKEN_IDS)
+    for key in getattr(defaults, "sub_configs", {}) if depth < 2 else ():
+        sub = getattr(defaults, key, None)
+        if sub is not None and hasattr(sub, "to_dict"):
+            kwargs[key] = _tiny(type(sub), depth + 1)
     for key, value in TINY.items():
         default = getattr(defaults, key, None)
         if default is not None and type(default) is type(value):
@@ -88,7 +128,7 @@ def _config(cls):
         if isinstance(default, (list, tuple)) and default:
             kwargs[key] = make(len(default))
     try:
-        return cls.config_class(**kwargs)
+        return config_class(**kwargs)
     except Exception:  # noqa: BLE001 - a config that rejects some value: its defaults
         return defaults
 
@@ -127,7 +167,8 @@ def check(name: str, head: str) -> dict:
         reference = copy.deepcopy(model)
         with torch.no_grad():
             expected = _float_tensors(torch, reference.eval()(**inputs))
-        copy.deepcopy(reference).train()(**inputs, **labels).loss.backward()
+        if labels is not None:
+            copy.deepcopy(reference).train()(**inputs, **labels).loss.backward()
     except Exception as e:  # noqa: BLE001
         return {"status": "skip", "why": f"eager: {type(e).__name__}: {str(e)[:100]}"}
     result: dict = {}
@@ -138,6 +179,9 @@ def check(name: str, head: str) -> dict:
         if [t.shape for t in got] != [t.shape for t in expected]:
             raise AssertionError(f"output shapes {[t.shape for t in got]} vs eager's {[t.shape for t in expected]}")
         result["eval_maxdiff"] = max(((a - b).abs().max().item() for a, b in zip(got, expected)), default=0.0)
+        if labels is None:
+            result["status"] = "WRONG" if result["eval_maxdiff"] > 1e-3 else "ok"
+            return result
         model.train(), reference.train()
         torch.manual_seed(2)
         expected_loss = reference(**inputs, **labels).loss
@@ -172,8 +216,15 @@ def check(name: str, head: str) -> dict:
 def _names(head: str) -> list[str]:
     import transformers
 
-    names = [n for n in dir(transformers) if n.endswith(head) and not n.startswith(("TF", "Flax", "Auto"))]
+    names = [n for n in dir(transformers) if n.endswith(head) and not n.startswith(("TF", "Flax", "Auto", "DataCollator"))]
     return [n for n in names if head != "ForCausalLM" or n[: -len(head)] not in ZOO]
+
+
+def _sample(names: list[str], n: int) -> list[str]:
+    """``n`` of ``names`` spread evenly over the sorted list (all when ``n`` is 0 or not smaller)."""
+    if not n or n >= len(names):
+        return names
+    return [names[i * len(names) // n] for i in range(n)]
 
 
 def main() -> None:
@@ -181,6 +232,8 @@ def main() -> None:
     ap.add_argument("--heads", default=",".join(DEFAULT_HEADS), help="comma-separated heads (keys of INPUTS)")
     ap.add_argument("--models", help="comma-separated class names (default: every class of the heads)")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per model")
+    ap.add_argument("--sample", type=int, default=0, help="at most this many classes per head (evenly spaced)")
+    ap.add_argument("--workers", type=int, default=1, help="models run at once")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.child:
@@ -191,9 +244,10 @@ def main() -> None:
     if opts.models:
         jobs = [(n, next(h for h in INPUTS if n.endswith(h))) for n in opts.models.split(",")]
     else:
-        jobs = [(n, h) for h in heads for n in _names(h)]
-    rows = []
-    for name, head in jobs:
+        jobs = [(n, h) for h in heads for n in _sample(_names(h), opts.sample)]
+
+    def run(job: tuple[str, str]) -> dict:
+        name, head = job
         try:
             out = subprocess.run([sys.executable, "-m", "benchmarks.sweep_hf_models", "--child", f"{name}:{head}"],
                                  capture_output=True, text=True, timeout=opts.timeout, check=False)  # fmt: skip
@@ -201,8 +255,13 @@ def main() -> None:
             row = json.loads(lines[-1]) if lines else {"model": name, "status": "crash", "why": out.stderr[-200:]}
         except subprocess.TimeoutExpired:
             row = {"model": name, "status": "timeout"}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        print(json.dumps({"head": head, **row}), flush=True)
+        return {"head": head, **row}
+
+    with concurrent.futures.ThreadPoolExecutor(opts.workers) as pool:
+        rows = list(pool.map(run, jobs))
+    for head in dict.fromkeys(h for _, h in jobs):
+        print(head, dict(collections.Counter(r["status"] for r in rows if r["head"] == head)))
     print("\n", dict(collections.Counter(r["status"] for r in rows)))
     for r in rows:
         if r["status"] not in ("ok", "skip"):

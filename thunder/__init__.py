@@ -59,7 +59,7 @@ from thunder.compiler import (
     restore_python_random_state,
 )
 from thunder.core import codegen, devices, dtypes, prims
-from thunder.core.errors import ThunderRuntimeError, ThunderValueError
+from thunder.core.errors import MakesParameters, ThunderRuntimeError, ThunderValueError
 from thunder.core.interpreter import InterpreterError
 from thunder.core.interpreter.versions import check_python_version, running_python, unsupported_python_message
 from thunder.core.iterators import IteratorView, check_replayed, eager_arguments, replayable_arguments
@@ -185,7 +185,7 @@ class _Jitted:
     """
 
     __slots__ = (
-        "cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "last_inputs",
+        "cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "ran_setup", "last_inputs",
         "draws_with_outcomes", "shape_history", "fn", "dispatch_code", "previous_entry", "try_previous",
         "__weakref__",
     )  # fmt: skip
@@ -200,6 +200,7 @@ class _Jitted:
         self.lock = threading.RLock()
         self.miss_reasons: collections.deque[CacheMissReason] = collections.deque(maxlen=MISS_REASONS_KEPT)
         self.warned_recompiles = False
+        self.ran_setup = False  # Note [Parameters made by the program]
         self.last_inputs: tuple | None = None  # (args, kwargs) of the last call, while recording (below)
         # Some entry draws per-call values (random.random()) and checks data-dependent values: a call
         # that changes entry must draw once (the slow path puts the generators back).
@@ -281,6 +282,8 @@ class _Jitted:
                 result = self._call(args, kwargs, changed, rejected)
             except ProgramRaised as stopped:
                 return self.run_eagerly(args, kwargs, stopped.raised)
+            except MakesParameters as making:
+                return self.run_setup(args, kwargs, making)
             except _FailedBeforeEffects as failed:
                 return self.rerun_after_failure(args, kwargs, failed.error, failed.entry)
             if type(result) is not OtherOutcome:
@@ -309,6 +312,22 @@ class _Jitted:
             stacklevel=3,
         )
         return result
+
+    # Note [Parameters made by the program]
+    # A module may build modules, parameters and all, in its forward, once: a lazy module materialises its weights,
+    # BigBird swaps its block-sparse attention for a full one (a new module, its weights replaced by the old one's)
+    # when the input is too short. A trace cannot make leaves, but eager's first call makes the change, after which
+    # the program builds nothing (the prologue of the next trace checks the state it changed). So the first call that
+    # makes a parameter while traced runs eagerly: eager's values, parameters and random draws; the next call traces
+    # what the program does now. A program that makes one again (a module built on every call) is refused then, with
+    # ``MakesParameters``'s clear error. Under user transforms, which change what the program does, it is refused at once.
+    def run_setup(self, args: tuple, kwargs: dict, making: MakesParameters) -> Any:
+        """The call, run eagerly: tracing it made a parameter (Note [Parameters made by the program])."""
+        if self.ran_setup or self.cd.options.transforms:
+            raise making
+        self.ran_setup = True
+        args, kwargs = eager_arguments(args, kwargs)
+        return self._eager_call(args, kwargs)
 
     def rerun_after_failure(self, args: tuple, kwargs: dict, raised: Exception, entry: CacheEntry) -> Any:
         """The call, run eagerly: its compiled run raised ``raised`` before it made any effect, and ``entry`` makes

@@ -39,6 +39,11 @@ class UnsupportedOpError(ThunderError, NotImplementedError):
     """The program calls a torch function that has no thunder symbol."""
 
 
+class MakesParameters(UnsupportedOpError):
+    """The program makes a new ``nn.Parameter`` (builds a module) while traced: its first such call runs eagerly, as a
+    one-time setup (Note [Parameters made by the program] in thunder/__init__.py); a later one is refused with this."""
+
+
 class SharpEdgeError(ThunderError, RuntimeError):
     """The program did something the trace cannot capture, under ``sharp_edges="error"``."""
 

@@ -510,7 +510,7 @@ class Tracer(
 
 # What a prologue may do for its first call to be skipped: read the call's inputs and check them, nothing else.
 _READS_AND_CHECKS = frozenset({
-    prims.unpack_sequence, prims.unpack_key, prims.unpack_attr, prims.unpack_module_member, prims.unpack_global,
+    prims.unpack_sequence, prims.unpack_key, prims.unpack_attr, prims.unpack_raw_attr, prims.unpack_module_member, prims.unpack_global,
     prims.unpack_cell, prims.unpack_constant, prims.unpack_environ, prims.unpack_shape, prims.unpack_trivial, prims.check_args_structure,
     prims.check_tensor, prims.check_tensor_rank, prims.check_value, prims.check_identity, prims.check_type,
     prims.check_torch_state, prims.check_autocast, prims.check_is, prims.check_hasattr, prims.check_global_absent,

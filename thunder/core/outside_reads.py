@@ -63,7 +63,9 @@ from thunder.core import introspection, prims, torch_state
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import NULL, constructing
 from thunder.core.interpreter.execution import lookup_type_attr
-from thunder.core.interpreter.protocols import descriptor_load, property_load
+from thunder.core.interpreter.protocols import descriptor_load, generic_load_attr, getattribute_load, property_load
+from thunder.core.interpreter.protocols import load_attr as interpreted_load_attr
+from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.replays import becomes_in_place
 from thunder.core.tracectx import get_tracectx
@@ -157,12 +159,16 @@ class OutsideReadsMixin:
         self._internal_objects.add(id(cell))  # a closure leaving the function gets a new one per call (``_lift_function``)
         self._keepalive.append(cell)
 
-    def load_attr(self, obj: Any, name: str, value: Any) -> Any:
+    def load_attr(self, obj: Any, name: str, value: Any, raw: bool = False) -> Any:
+        """What the program sees for ``obj.name``, which gave ``value`` (``raw``: ``object.__getattribute__(obj,
+        name)``, reached from a Python ``__getattribute__``)."""
+        if not raw and getattribute_load(obj) is not None:
+            return value  # interpreted: its reads were checked where they reached ``object.__getattribute__``
         if name == "__dict__" and type(value) is dict:
-            return self._object_dict(obj, value)
+            return self._object_dict(obj, value, raw)
         if name == "__dict__" and type(value) is types.MappingProxyType and isinstance(obj, type):
             return self._class_dict(obj, value)
-        if property_load(obj, name) is not None or descriptor_load(obj, name) is not None:
+        if property_load(obj, name, raw) is not None or descriptor_load(obj, name, raw) is not None:
             self._check_class_attr(obj, name)
             # what the interpreted getter computed: its own reads are checked; kept as read once, it went stale when
             # the program changed what the getter reads (``obj._v = ...; obj.v``). A traced value's own property
@@ -194,16 +200,24 @@ class OutsideReadsMixin:
             if holder is None:
                 return value
         if type(value) is types.MethodType and not name.startswith("__"):
-            if value.__self__ is obj and self._guard_method(holder, obj, name, value.__func__):
+            if value.__self__ is obj and self._guard_method(holder, obj, name, value.__func__, raw):
                 return value
             # bound otherwise (a classmethod read through an instance, a bound method stored as an attribute): read
             # on every call and checked by what it binds
-            return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
+            return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj, raw))
         if isinstance(value, (types.MethodType, types.BuiltinMethodType, Proxy)) or name.startswith("__"):
             return value  # a proxy: computed by the program (a property's getter, ``parametrize``'s weight)
-        return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj))
+        return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj, raw))
 
-    def _object_dict(self, obj: Any, table: dict) -> Any:
+    def _raw_getattr(self, obj: Any, name: Any) -> Any:
+        """``object.__getattribute__(obj, name)`` where ``obj``'s class has a ``__getattribute__`` of its own (which
+        calls it by ``super().__getattribute__``): read and checked at this leaf (Note [Reads through a Python
+        __getattribute__] in thunder.core.interpreter.protocols)."""
+        if type(name) is not str:
+            return object.__getattribute__(obj, name)
+        return self.load_attr(obj, name, generic_load_attr(current_runtime(), obj, name), raw=True)
+
+    def _object_dict(self, obj: Any, table: dict, raw: bool = False) -> Any:
         """``obj.__dict__`` (and ``vars(obj)``) of an object from outside: an outside container whose items are
         checked where they are read, and whose writes are attribute stores (Note [Reads and writes through an object's
         __dict__]); an object the program made, or one not checked, gives its own dict."""
@@ -212,7 +226,7 @@ class OutsideReadsMixin:
             holder = self._captured_outside(obj)
         if holder is None:
             return table
-        seen = self._read(("attr", id(obj), "__dict__"), table, lambda: self._attr_holder(holder, "__dict__", obj))
+        seen = self._read(("attr", id(obj), "__dict__"), table, lambda: self._attr_holder(holder, "__dict__", obj, raw))
         self._object_dicts[id(table)] = self._object_dicts[id(seen)] = (table, obj)  # (``_reads`` keeps the copy alive)
         self._dict_copies[id(obj)] = seen
         return seen
@@ -236,7 +250,7 @@ class OutsideReadsMixin:
             self._dict_copies[id(cls)] = copy
         return seen
 
-    def _guard_method(self, holder: Proxy, obj: Any, name: str, func: Any) -> bool:
+    def _guard_method(self, holder: Proxy, obj: Any, name: str, func: Any, raw: bool = False) -> bool:
         """``obj.name`` gave the method ``func`` of ``obj``'s class: the prologue checks that the class still has
         that function under ``name`` and that ``obj`` has no attribute of its own by that name, so a method (or a
         ``forward``) replaced on the class or set on the instance after tracing retraces (Note [Methods read
@@ -244,7 +258,7 @@ class OutsideReadsMixin:
         checks the bound method itself."""
         cls = type(obj)
         instance = getattr(obj, "__dict__", None)
-        plain = cls.__getattribute__ is object.__getattribute__ or cls.__getattribute__ is torch.nn.Module.__getattribute__
+        plain = raw or cls.__getattribute__ in (object.__getattribute__, torch.nn.Module.__getattribute__)
         if not plain or lookup_type_attr(cls, name) is not func or (instance is not None and name in instance):
             return False
         if ("attr", id(obj), name) in self._written:
@@ -349,7 +363,7 @@ class OutsideReadsMixin:
             return False
         return True
 
-    def _attr_holder(self, holder: Proxy, name: str, obj: Any) -> Proxy:
+    def _attr_holder(self, holder: Proxy, name: str, obj: Any, raw: bool = False) -> Proxy:
         table = _module_member_table(obj, name)
         path = self._member_path(obj, name)
         if path is not None and table in ("_parameters", "_buffers"):
@@ -363,6 +377,8 @@ class OutsideReadsMixin:
             self.prologue.input_paths[attr.name] = path
         if table is not None:
             self._emit(prims.unpack_module_member, holder, table, name, attr, output=attr)
+        elif raw:
+            self._emit(prims.unpack_raw_attr, holder, name, attr, output=attr)
         else:
             self._emit(prims.unpack_attr, holder, name, attr, output=attr)
         return attr
@@ -379,7 +395,18 @@ class OutsideReadsMixin:
 
     def _getattr(self, obj, name, *default):
         """``getattr(obj, name[, default])`` called by the program: read as ``obj.name`` is (a property's getter
-        interpreted; natively, it ran twice while tracing and its value was kept)."""
+        interpreted; natively, it ran twice while tracing and its value was kept; through a Python
+        ``__getattribute__``, interpreted)."""
+        if type(name) is str and getattribute_load(obj) is not None:  # interpreted, as ``obj.name`` is
+            try:
+                return interpreted_load_attr(current_runtime(), obj, name)
+            except AttributeError:
+                holder = self._provenance.get(id(obj))
+                if holder is not None:
+                    self._check_hasattr(holder, obj, name, False)
+                if default:
+                    return default[0]
+                raise
         traced = introspection.lookaside(getattr)  # a traced value answers as what it stands for
         holder = self._provenance.get(id(obj))
         if holder is None or type(name) is not str or len(default) > 1:
@@ -395,6 +422,8 @@ class OutsideReadsMixin:
         return default[0]
 
     def _hasattr(self, obj, name) -> bool:
+        if type(name) is str and getattribute_load(obj) is not None:
+            return self._getattr(obj, name, _NOT_SEEN) is not _NOT_SEEN
         holder = self._provenance.get(id(obj))
         if holder is None:
             traced = introspection.lookaside(hasattr)

@@ -54,7 +54,7 @@ import torch.utils.checkpoint
 
 from thunder.core import introspection, prims, proxies, torch_state, transforms
 from thunder.core.attribute_calls import ATTRIBUTE_SLOTS, plain_slot, python_getter
-from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
+from thunder.core.errors import MakesParameters, ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime
@@ -152,10 +152,11 @@ def _refuse_parameter(cls: type, *args, **kwargs):
     """``torch.nn.Parameter(...)`` in the program (or in a module built inside it)."""
     loc = source_location()
     loc = loc and (loc.call_site or loc)  # the user's line that builds the module, for a parameter made by torch
-    raise UnsupportedOpError(
+    raise MakesParameters(
         f"{cls.__module__}.{cls.__qualname__}(...) makes a new parameter (a leaf tensor that requires grad) inside the "
         f"jitted function{f' at {loc}' if loc else ''}; a trace computes tensors from the function's inputs and cannot "
-        "make leaves. Create the parameter (or the module that holds it) outside the function and pass it in, or "
+        "make leaves (the first call that made one ran eagerly, as a one-time setup, a lazy module's say; this call "
+        "makes one again). Create the parameter (or the module that holds it) outside the function and pass it in, or "
         "return the tensor and call .requires_grad_() on it outside."
     )
 
@@ -499,14 +500,17 @@ class SpecialCallsMixin:
     # the read was not checked (a cached trace kept the value) and the write was made once, while tracing. Where the
     # class does not define that slot itself (nor ``__getattr__``, for reads), the call does what ``getattr``,
     # ``setattr`` and ``delattr`` do, and is traced as they are. Where it does (a class's own ``__getattribute__``
-    # calling ``super().__getattribute__``), the call stays native: the program's read of the attribute through the
-    # class is what is checked.
+    # calling ``super().__getattribute__``), ``object.__getattribute__`` is the leaf where the read is checked (Note
+    # [Reads through a Python __getattribute__] in thunder.core.interpreter.protocols).
     def _object_getattribute(self, obj: Any, name: Any) -> Any:
         if type(name) is str and plain_slot(type(obj), "__getattribute__"):
             return self._getattr(obj, name)
-        return object.__getattribute__(obj, name)
+        return self._raw_getattr(obj, name)
 
     def _attribute_slot(self, slot: str, obj: Any, fn: Any) -> Callable | None:
+        if slot == "__getattribute__" and fn.__objclass__ is object and not plain_slot(type(obj), slot):
+            # ``super().__getattribute__`` in a ``__getattribute__``: Note [Reads through a Python __getattribute__]
+            return functools.partial(self._raw_getattr, obj)
         if slot != "__getattribute__" and fn.__objclass__ is object:  # ``super().__setattr__`` in a ``__setattr__``
             traced = self._setattr if slot == "__setattr__" else self._delattr
             setter = {"setter": object.__setattr__} if slot == "__setattr__" else {"deleter": object.__delattr__}

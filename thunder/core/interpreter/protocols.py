@@ -16,10 +16,12 @@ Note [Implicit calls]
       - iteration: ``__iter__`` (GET_ITER), ``__next__`` (FOR_ITER), ``__getitem__`` of a sequence without
         ``__iter__``;
       - ``with``: ``__enter__`` and ``__exit__``;
-      - attribute loads that hit a ``property`` whose getter is a Python function (when the type does not
-        override ``__getattribute__``; on a class: its metaclass's property), with ``__getattr__`` as fallback
-        on AttributeError.
-    Everything else runs natively (through ``operator``/builtins), e.g. ``__getattribute__``/``__getattr__``
+      - attribute loads through a Python ``__getattribute__`` (a class's own, which reaches ``object``'s by
+        ``super().__getattribute__``: Note [Reads through a Python __getattribute__]) or that hit a ``property``
+        whose getter is a Python function (when the type does not override ``__getattribute__``, or at
+        ``object.__getattribute__`` reached from one; on a class: its metaclass's property), with ``__getattr__``
+        as fallback on AttributeError.
+    Everything else runs natively (through ``operator``/builtins), e.g. ``object.__getattribute__``/``__getattr__``
     for plain loads, ``__setattr__``, other descriptors' ``__get__``/``__set__``, ``__hash__`` and ``__eq__``
     called by dicts and sets, ``__init_subclass__``/``__set_name__`` (called by ``type.__new__``), and any dunder
     called by a C function, except the conversions of Note [Conversions interpreted] in ``conversions``
@@ -52,6 +54,8 @@ __all__ = [
     "delitem",
     "contains",
     "load_attr",
+    "generic_load_attr",
+    "getattribute_load",
     "property_load",
     "property_store",
     "descriptor_load",
@@ -631,25 +635,43 @@ _object_getattribute = object.__getattribute__
 _type_getattribute = type.__getattribute__
 
 
-def property_load(obj, name: str):
-    """The Python getter of the ``property`` that ``obj.name`` runs, which ``load_attr`` interprets; else None."""
+# Note [Reads through a Python __getattribute__]
+# A class's own ``__getattribute__`` (transformers' configs map names and refuse per-layer ones while a heterogeneity
+# spec is in the instance dict) computes ``obj.name`` from other attributes, which the program may change before the
+# read (a per-layer config pops the spec from its copy's ``__dict__``). Run natively, the read was checked as a whole
+# (``getattr(obj, name)``) by the prologue, before the program's changes: it raised, or answered otherwise. So it is
+# interpreted, and what it reads is checked where it reaches ``object.__getattribute__`` (``super().__getattribute__``):
+# the leaf, read by the prologue as ``object.__getattribute__(obj, name)`` (``generic_load_attr`` here, the tracer's
+# ``_raw_getattr``).
+def getattribute_load(obj):
+    """The Python ``__getattribute__`` of ``obj``'s type, which ``load_attr`` interprets; else None."""
+    t = type(obj)
+    if t in FAST_TYPES or t is type:
+        return None
+    f = lookup_type_attr(t, "__getattribute__")
+    return f if _is_py(f) else None
+
+
+def property_load(obj, name: str, raw: bool = False):
+    """The Python getter of the ``property`` that ``obj.name`` runs (``raw``: that ``object.__getattribute__(obj,
+    name)`` runs), which ``load_attr`` interprets; else None."""
     t = type(obj)
     if t in FAST_TYPES or t is type:
         return None
     attr = lookup_type_attr(t, name)
     # (A class's metaclass property, like an instance's property, takes precedence over its own attributes.)
     if type(attr) is property and _is_py(attr.fget):
-        if lookup_type_attr(t, "__getattribute__") in (_object_getattribute, _type_getattribute):
+        if raw or lookup_type_attr(t, "__getattribute__") in (_object_getattribute, _type_getattribute):
             return attr.fget
     return None
 
 
-def descriptor_load(obj, name: str):
+def descriptor_load(obj, name: str, raw: bool = False):
     """``(__get__, descriptor)`` of the data descriptor (not a ``property``) that ``obj.name`` reads where its
     ``__get__`` is Python code, which ``load_attr`` interprets as a property's getter (natively, what it did besides
-    returning, a log, a counter, was not seen); else None."""
+    returning, a log, a counter, was not seen); else None. ``raw``: the one ``object.__getattribute__`` reads."""
     t = type(obj)
-    if t in FAST_TYPES or t is type or lookup_type_attr(t, "__getattribute__") is not _object_getattribute:
+    if t in FAST_TYPES or t is type or not (raw or lookup_type_attr(t, "__getattribute__") is _object_getattribute):
         return None
     attr = lookup_type_attr(t, name)
     if attr is NULL or type(attr) is property:
@@ -661,16 +683,29 @@ def descriptor_load(obj, name: str):
     return get, attr
 
 
+def generic_load_attr(ctx, obj, name: str):
+    """``object.__getattribute__(obj, name)``, a Python property's getter or descriptor's ``__get__`` interpreted."""
+    getter = property_load(obj, name, raw=True)
+    if getter is not None:
+        return call(ctx, getter, (obj,))
+    described = descriptor_load(obj, name, raw=True)
+    if described is not None:
+        return call(ctx, described[0], (described[1], obj, type(obj)))
+    return _object_getattribute(obj, name)
+
+
 def load_attr(ctx, obj, name: str):
-    getter = property_load(obj, name)
-    if getter is None:
+    getter = getattribute_load(obj)  # Note [Reads through a Python __getattribute__]
+    if getter is not None:
+        args = (obj, name)
+    elif (getter := property_load(obj, name)) is not None:
+        args = (obj,)
+    else:
         described = descriptor_load(obj, name)
         if described is None:
             return getattr(obj, name)
         getter, attr = described
         args = (attr, obj, type(obj))
-    else:
-        args = (obj,)
     getattr_fallback = lookup_type_attr(type(obj), "__getattr__")
     if getattr_fallback is NULL:
         return call(ctx, getter, args)

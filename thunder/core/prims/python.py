@@ -30,6 +30,7 @@ class PythonPrimIDs(enum.Enum):
     UNPACK_SEQUENCE = enum.auto()
     UNPACK_KEY = enum.auto()
     UNPACK_ATTR = enum.auto()
+    UNPACK_RAW_ATTR = enum.auto()
     UNPACK_MODULE_MEMBER = enum.auto()
     UNPACK_GLOBAL = enum.auto()
     UNPACK_CELL = enum.auto()
@@ -112,6 +113,18 @@ def _print_unpack_attr(bsym, printer):
 
 
 unpack_attr = make_prim(P.UNPACK_ATTR, "unpack_attr", lambda obj, name, output: output, printer=_print_unpack_attr)
+
+
+def _print_unpack_raw_attr(bsym, printer):
+    obj, name, _ = bsym.args
+    return [f"{bsym.output.name} = object.__getattribute__({printer.value(obj)}, {name!r})"]
+
+
+# ``unpack_raw_attr(obj, name, output)``: ``object.__getattribute__(obj, name)``, past the class's own Python
+# ``__getattribute__`` (Note [Reads through a Python __getattribute__] in thunder.core.interpreter.protocols).
+unpack_raw_attr = make_prim(
+    P.UNPACK_RAW_ATTR, "unpack_raw_attr", lambda obj, name, output: output, printer=_print_unpack_raw_attr
+)
 
 
 class _NotAMember:
