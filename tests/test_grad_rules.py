@@ -24,6 +24,7 @@ import thunder
 from thunder.core import prims
 from thunder.core.errors import UnsupportedOpError
 from thunder.core.prims.base import all_prims
+from thunder.core.prims.effects import EffectPrimIDs
 from thunder.core.prims.python import PythonPrimIDs
 from thunder.core.proxies import TensorProxy, tensorproxy_from_tensor
 from thunder.core.rules import grad_rules
@@ -42,7 +43,7 @@ NO_RULE = {
 
 
 def _is_python_prim(sym) -> bool:
-    return isinstance(sym.id, PythonPrimIDs) or sym.name == "python_del"
+    return isinstance(sym.id, (PythonPrimIDs, EffectPrimIDs)) or sym.name == "python_del"
 
 
 # --- sample inputs ----------------------------------------------------------------------------

@@ -7,8 +7,6 @@ functions and ``index_put`` with boolean masks."""
 
 from __future__ import annotations
 
-from unittest import mock
-
 import numpy as np
 import pytest
 import torch
@@ -304,9 +302,9 @@ def test_foreach_sgd_with_momentum_steps_as_eager():
 
 
 @pytest.mark.parametrize("amsgrad", [False, True])
-def test_foreach_adam_steps_as_eager_under_compilation(amsgrad):
-    # Traced code is told it is being compiled (as under torch.compile): Adam keeps its step counts
-    # as tensors and passes the step sizes to _foreach_addcdiv_ as one tensor.
+def test_foreach_adam_steps_as_eager(amsgrad):
+    # torch.optim's code is told it is not being compiled (Note [torch.optim's numbers under thunder]): Adam's step
+    # sizes are Python numbers, as in eager, and its steps eager's bit for bit.
     from torch.optim.adam import adam
 
     def step(params, grads, m, v, vmax, steps):
@@ -322,11 +320,10 @@ def test_foreach_adam_steps_as_eager_under_compilation(amsgrad):
     jitted = _clone(eager)
     jstep = thunder.jit(step)
     for _ in range(3):
-        with mock.patch("torch.compiler.is_compiling", return_value=True):
-            step(*eager)
+        step(*eager)
         jstep(*jitted)
         _assert_same(jitted, eager)
-    assert thunder.cache_misses(jstep) == 1
+    assert thunder.cache_misses(jstep) == 2  # the step count is read (item()): symbolic once it has changed
 
 
 # ---------------------------------------------------------------- 4. Tensor.new, is_leaf, numpy()
