@@ -679,3 +679,15 @@ def test_hits_are_counted_exactly_from_threads():
     for t in threads:
         t.join()
     assert thunder.cache_hits(jf) == before + 8000 and thunder.cache_misses(jf) == 1
+
+
+def test_a_parameter_named_like_a_generated_constant_hits_the_cache():
+    # The jitted function's own code names its parameters as the user does; a constant the prologue needed took the
+    # name ``_captured0`` too, so the parameter was read as the constant's name and every call missed.
+    def g(x, y, _captured0=2.0, _const0=3.0):
+        return x * y + _captured0 + _const0
+
+    jg, x = thunder.jit(g), torch.ones(2)
+    for _ in range(3):
+        torch.testing.assert_close(jg(x, x, 3.0, 4.0), g(x, x, 3.0, 4.0))
+    assert thunder.cache_misses(jg) == 1

@@ -71,6 +71,7 @@ class Printer:
     ):  # fmt: skip
         self.ctx: dict[str, Any] = {}
         self._const_names: dict[int, str] = {}
+        self.reserved: set[str] = set()  # the names of the traces printed (their parameters: the user's names)
         self._miss = miss
         self.own = own
         self._own_checks: OwnCode | None = None  # ``own`` while the checks print (trace_source)
@@ -106,13 +107,15 @@ class Printer:
 
     def constant(self, value: Any, hint: str = "_const") -> str:
         """A global name for ``value`` (one per object), never one the source already uses for another value:
-        with the hint ``_c`` the 65th constant was ``_c64``, the name of the complex64 dtype in a tensor check."""
+        with the hint ``_c`` the 65th constant was ``_c64``, the name of the complex64 dtype in a tensor check; nor a
+        name of the trace: a parameter ``_captured0`` of the user's was read as the constant of that name, and every
+        call missed."""
         key = id(value)
         name = self._const_names.get(key)
         if name is None:
             n = len(self._const_names)
             name = f"{hint}{n}"
-            while name in self.ctx:
+            while name in self.ctx or name in self.reserved:
                 n += 1
                 name = f"{hint}{n}"
             self._const_names[key] = name
@@ -397,6 +400,7 @@ def trace_source(
     prints traces that share bound symbols, such as the steps of one compilation) reuses the lines of
     a bound symbol printed before, when they named no constant of their own."""
     printer = printer or Printer()
+    printer.reserved |= trace.names
     if ranges is not None:
         printer.add_ctx("_range_enter", torch.ops.profiler._record_function_enter_new)
         printer.add_ctx("_range_exit", torch.ops.profiler._record_function_exit)
