@@ -581,24 +581,21 @@ def _read_attribute(p: TensorProxy, name: str) -> Any:
 proxies.attribute_reader = _read_attribute
 
 
-def _record_hook(p: TensorProxy, hook: Any) -> Any:
-    tracer = _active_tracer.get()
-    if tracer is None:
-        raise ThunderRuntimeError("Tensor.register_hook of a traced value is only meaningful while thunder.jit traces")
-    return tracer.register_hook(p, hook)
+def _while_tracing(method: str, what: str) -> Callable:
+    """A proxy's hook (``proxies.hook_recorder``, ...) that calls the active tracer's ``method``: ``what`` means
+    nothing outside tracing."""
+
+    def call(p: TensorProxy, *args: Any) -> Any:
+        tracer = _active_tracer.get()
+        if tracer is None:
+            raise ThunderRuntimeError(f"{what} is only meaningful while thunder.jit traces a function")
+        return getattr(tracer, method)(p, *args)
+
+    return call
 
 
-proxies.hook_recorder = _record_hook
-
-
-def _set_requires_grad(p: TensorProxy, requires_grad: bool) -> TensorProxy:
-    tracer = _active_tracer.get()
-    if tracer is None:
-        raise ThunderRuntimeError("Tensor.requires_grad_ is only meaningful while thunder.jit traces a function")
-    return tracer.set_requires_grad(p, requires_grad)
-
-
-proxies.requires_grad_setter = _set_requires_grad
+proxies.hook_recorder = _while_tracing("register_hook", "Tensor.register_hook of a traced value")
+proxies.requires_grad_setter = _while_tracing("set_requires_grad", "Tensor.requires_grad_")
 
 
 def _read_value(p: TensorProxy, kind: str) -> Any:

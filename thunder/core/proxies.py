@@ -567,6 +567,15 @@ class TensorProxy(Proxy):
         array.flags.writeable = False
         return array
 
+    def _callers_answer(self, kind: str, asked: str) -> Any:
+        """An input's answer to ``asked`` is the caller's tensor's: read as a data-dependent value every call checks."""
+        loc = _source_location()
+        return self._value(
+            kind,
+            f"{self.name}.{asked}{f' at {loc}' if loc else ''} depends on the tensor the caller passes, which is not "
+            "known here (inside a region traced on its own). Read it outside the jitted function.",
+        )
+
     @property
     def is_leaf(self) -> bool:
         """Eager's answer: a tensor that does not require grad is a leaf. An input that does is a leaf as the
@@ -576,12 +585,7 @@ class TensorProxy(Proxy):
         if not self.requires_grad:
             return True
         if self.strides is not None:  # an input (Note [Strides of traced tensors])
-            loc = _source_location()
-            return self._value(
-                "is_leaf",
-                f"{self.name}.is_leaf{f' at {loc}' if loc else ''} depends on the tensor the caller passes, which is "
-                "not known here (inside a region traced on its own). Read it outside the jitted function.",
-            )
+            return self._callers_answer("is_leaf", "is_leaf")
         trace = get_tracectx()
         maker = None if trace is None else next(
             (b for scope in trace.scopes for b in scope if any(o is self for o in b.flat_proxy_outs)), None
@@ -593,12 +597,7 @@ class TensorProxy(Proxy):
         One the program computes outside inference mode is not (the prologue checks the mode); in inference mode eager's
         answer depends on whether it is a view of a normal tensor, which a trace does not know: a clear error."""
         if self.strides is not None:  # an input (Note [Strides of traced tensors])
-            loc = _source_location()
-            return self._value(
-                "is_inference",
-                f"{self.name}.is_inference(){f' at {loc}' if loc else ''} depends on the tensor the caller passes, which "
-                "is not known here (inside a region traced on its own). Read it outside the jitted function.",
-            )
+            return self._callers_answer("is_inference", "is_inference()")
         trace = get_tracectx()
         if trace is not None:
             trace.inference_mode_read = True

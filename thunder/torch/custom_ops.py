@@ -39,6 +39,7 @@ Layer: language. Imports: core.
 
 from __future__ import annotations
 
+import functools
 import threading
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -166,19 +167,15 @@ class _SizesFromData(Exception):
 def _sizes_from_data(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> list:
     """Per tensor result of ``op`` (in ``tree_leaves`` order): its dtype, device and shape, None for each size the
     fake kernel made from the data."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-    mode = FakeTensorMode(shape_env=ShapeEnv())
-    fake_args, fake_kwargs = fake_tree(mode, (args, kwargs))
-    with mode:
-        out = op(*fake_args, **fake_kwargs)
+    out = run_on_fake(op, args, kwargs, sizes_from_data=True)[0]
     results = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
     return [(t.dtype, t.device, tuple(d if type(d) is int else None for d in t.shape)) for t in results]
 
 
-def _data_sizes_symbols(op: torch._ops.OpOverload, name: str) -> tuple[Symbol, Symbol]:
-    """``<op>_sizes`` and ``<op>_of_sizes`` (Note [Custom ops whose sizes come from the data])."""
+@functools.cache
+def _data_sizes_symbols(op: torch._ops.OpOverload) -> tuple[Symbol, Symbol]:
+    """``<op>_sizes`` and ``<op>_of_sizes`` (Note [Custom ops whose sizes come from the data]), made once per op."""
+    name = f"{op.namespace}_{op._opname}"
 
     def sizes_impl(spec, *args, **kwargs):
         results = [t for t in tree_leaves(op(*args, **kwargs)) if isinstance(t, torch.Tensor)]
@@ -206,12 +203,10 @@ def _data_sizes_symbols(op: torch._ops.OpOverload, name: str) -> tuple[Symbol, S
     return syms[0], syms[1]
 
 
-def _call_with_sizes_from_data(op: torch._ops.OpOverload, symbols: list, args: tuple, kwargs: dict) -> Any:
+def _call_with_sizes_from_data(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     """A call of ``op`` whose result sizes come from the data (Note [Custom ops whose sizes come from the data])."""
     spec = _sizes_from_data(op, args, kwargs)
-    if not symbols:
-        symbols.extend(_data_sizes_symbols(op, f"{op.namespace}_{op._opname}"))
-    sizes_sym, of_sizes_sym = symbols
+    sizes_sym, of_sizes_sym = _data_sizes_symbols(op)
     sizes_t = sizes_sym(tuple(spec), *args, **kwargs)
     sizes = tuple(sizes_t[i].item() for i in range(sizes_t.shape[0]))
     return of_sizes_sym(tuple(spec), sizes, *args, **kwargs)
@@ -412,7 +407,6 @@ def _overload_call(op: torch._ops.OpOverload) -> Callable:
     written = _written(op)
 
     equivalent = _EAGER_EQUIVALENTS.get(op._schema.name)
-    data_sizes: list = []  # its two symbols, made on first use (Note [Custom ops whose sizes come from the data])
 
     def call(*args, **kwargs):
         if refusal is not None:
@@ -435,7 +429,7 @@ def _overload_call(op: torch._ops.OpOverload) -> Callable:
             try:
                 return sym(*args, **keyword_only)
             except _SizesFromData:
-                return _call_with_sizes_from_data(op, data_sizes, args, keyword_only)
+                return _call_with_sizes_from_data(op, args, keyword_only)
         cls = _autograd_class(op, sym, opdef, keyword_only)
         return trace_autograd_function(cls, args, get_tracectx(), _interpreted)
 

@@ -54,12 +54,16 @@ def fake_tree(mode: Any, tree: Any, *, grad: bool = False) -> Any:
         return tree_map(fake, tree)
 
 
-def run_on_fake(fn: Callable, args: tuple, kwargs: dict, *, grad: bool = False) -> tuple[Any, tuple, dict]:
+def run_on_fake(
+    fn: Callable, args: tuple, kwargs: dict, *, grad: bool = False, sizes_from_data: bool = False
+) -> tuple[Any, tuple, dict]:
     """``fn``'s results on fake tensors with the proxies' metadata, and the fake arguments it saw
-    (with ``grad``, inputs require grad as their proxies do, so results say whether they would)."""
+    (with ``grad``, inputs require grad as their proxies do, so results say whether they would; with
+    ``sizes_from_data``, a size a kernel makes from the data is a symbol instead of an error)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    mode = FakeTensorMode()
+    mode = FakeTensorMode(shape_env=ShapeEnv()) if sizes_from_data else FakeTensorMode()
     fake_args, fake_kwargs = fake_tree(mode, (args, kwargs), grad=grad)
     _quiet.on = True
     try:
