@@ -414,3 +414,43 @@ def test_a_returned_closure_over_an_outside_list_appends_to_the_caller_s_list():
             _, append = fn(torch.ones(2), seen)
             append()
         assert len(seen) == 2
+
+
+def _sine_twice(x):
+    return x.sin() * 2
+
+
+@pytest.mark.parametrize("form", ["made inside", "decorated", "compiled module"])
+def test_torch_compiled_callables_inside_are_traced_as_their_original(form):
+    """``torch.compile(g)`` made inside failed (its code sets Inductor's environment variable); a decorated helper
+    or compiled module called inside ran Dynamo's wrapper, which installed Dynamo's frame hook while thunder traced
+    (Dynamo then compiled thunder's own frames). Now each is traced as its original callable; Dynamo compiles
+    nothing."""
+    from torch._dynamo.utils import counters
+
+    linear = torch.nn.Linear(3, 3)
+    decorated = torch.compile(_sine_twice)
+    compiled_linear = torch.compile(linear)
+
+    def f(x):
+        if form == "made inside":
+            return torch.compile(_sine_twice)(x) + 1
+        if form == "decorated":
+            return decorated(x) + 1
+        return compiled_linear(x).relu()
+
+    def reference(x):
+        return _sine_twice(x) + 1 if form != "compiled module" else linear(x).relu()
+
+    x = torch.randn(2, 3, requires_grad=True)
+    expected = reference(x)
+    (expected_grad,) = torch.autograd.grad(expected.sum(), x)
+    frames_before = counters["frames"]["total"]
+    jf = thunder.jit(f)
+    for _ in range(2):
+        got = jf(x)
+        (grad,) = torch.autograd.grad(got.sum(), x)
+        torch.testing.assert_close(got, expected)
+        torch.testing.assert_close(grad, expected_grad)
+    assert counters["frames"]["total"] == frames_before
+    assert thunder.cache_misses(jf) == 1

@@ -249,6 +249,16 @@ def deepcopy_tensor(a: torch.Tensor) -> torch.Tensor:
     return copy_module.deepcopy(a)
 
 
+# Note [torch.compile inside a jitted function]
+# A function or module that ``torch.compile`` wrapped (a decorated helper, ``torch.compile(module)``, or
+# ``torch.compile(fn)`` made inside the function) is traced as its original callable: thunder compiles the whole
+# program, so Dynamo has nothing to add, and its wrapper's own code would install Dynamo's frame hook while thunder
+# traces (Dynamo then compiled thunder's own frames). ``torch.compiler.disable`` wrappers carry the same attribute and
+# are traced as their original too (the values are eager's either way). ``torch.compile(...)`` itself runs natively:
+# its code reads and sets Inductor's environment variables, which a trace could not replay; the wrapper it makes is
+# never run.
+
+
 class SpecialCallsMixin:
     """``Tracer``'s lookaside: the callables it handles itself."""
 
@@ -330,6 +340,7 @@ class SpecialCallsMixin:
             # value: in a trace its ``with`` does nothing (thunder's ranges: Note [Profiling ranges] in codegen).
             torch.autograd.profiler.record_function.__enter__: lambda cm: cm,
             torch.autograd.profiler.record_function.__exit__: lambda cm, *exc_info: None,
+            torch.compile: torch.compile,  # Note [torch.compile inside a jitted function]
         }
 
     def _referent(self, ref: weakref.ReferenceType, holder: Proxy) -> Any:
@@ -448,6 +459,10 @@ class SpecialCallsMixin:
         inner = inner_jitted_lookaside(fn)
         if inner is not None:
             return functools.partial(self._jitted_call, inner)
+        if type(fn) is types.FunctionType and "_torchdynamo_orig_callable" in fn.__dict__:
+            # Note [torch.compile inside a jitted function]
+            original = fn.__dict__["_torchdynamo_orig_callable"]
+            return lambda *a, **k: interpreter_call(current_runtime(), original, a, k)
         if type(fn) is _SCRIPT_FUNCTION:  # TorchScript runs it in C++: its Python source is traced instead
             original = plain_attribute(fn, "_torchdynamo_inline")
             if original is not None:
