@@ -208,3 +208,57 @@ def test_a_jitted_grad_scaler_step_skips_on_inf_gradients_and_resumes_as_eager()
         for p, e in zip(model.parameters(), eager_model.parameters()):
             torch.testing.assert_close(p, e, rtol=0, atol=0)
     assert thunder.cache_misses(jstep) <= 3
+
+
+def test_a_jitted_module_s_forward_has_the_original_s_signature():
+    """Libraries read a model's inputs from ``inspect.signature(model.forward)`` (Note [The compiled module's forward
+    has the original's signature]); it was ``(*args, **kwargs)``."""
+    import inspect
+
+    transformers = pytest.importorskip("transformers")
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=50, n_embd=16, n_layer=1, n_head=2))
+    for m in (torch.nn.Linear(2, 3), model):
+        jm = thunder.jit(m)
+        assert inspect.signature(jm.forward) == inspect.signature(m.forward)
+    x = torch.randn(1, 2)
+    linear = torch.nn.Linear(2, 3)
+    jm = thunder.jit(linear)
+    torch.testing.assert_close(jm.forward(x), linear(x))
+    copied = copy.deepcopy(jm)
+    assert copied.forward._module is copied
+    torch.testing.assert_close(copied.forward(x), linear(x))
+
+
+class _TokenDataset(torch.utils.data.Dataset):
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        ids = torch.randint(0, 50, (8,), generator=torch.Generator().manual_seed(i))
+        return {"input_ids": ids, "labels": ids}
+
+
+def test_hugging_face_trainer_trains_a_jitted_model_as_eager(tmp_path):
+    """``Trainer`` keeps the dataset columns the model's forward names: with a jitted model it dropped them all and
+    refused the empty batch. Losses (gradient accumulation, clipping, AdamW, schedule) and parameters equal eager's."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+
+    def train(jit: bool):
+        torch.manual_seed(0)
+        model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=50, n_embd=16, n_layer=2, n_head=2))
+        args = transformers.TrainingArguments(
+            output_dir=str(tmp_path / str(jit)), per_device_train_batch_size=4, max_steps=3, logging_steps=1,
+            report_to=[], seed=0, use_cpu=True, save_strategy="no", gradient_accumulation_steps=2, max_grad_norm=0.5,
+            dataloader_num_workers=0, disable_tqdm=True,
+        )
+        trainer = transformers.Trainer(model=thunder.jit(model) if jit else model, args=args, train_dataset=_TokenDataset())
+        trainer.train()
+        return [h["loss"] for h in trainer.state.log_history if "loss" in h], model
+
+    eager_losses, eager_model = train(False)
+    losses, model = train(True)
+    assert len(losses) == 3
+    torch.testing.assert_close(losses, eager_losses)
+    for p, q in zip(model.parameters(), eager_model.parameters()):
+        torch.testing.assert_close(p, q)

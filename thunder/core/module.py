@@ -22,6 +22,7 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -60,6 +61,33 @@ PENDING_TRANSFORMS = "_thunder_pending_transforms"
 _WRAPPER_STATE = frozenset({"_model", "_options", "_variants", "_forward_fn"})
 
 
+# Note [The compiled module's forward has the original's signature]
+# Libraries read a model's inputs from ``inspect.signature(model.forward)``: Hugging Face's ``Trainer`` keeps only the
+# dataset columns it names (with ``ThunderModule.forward(*args, **kwargs)`` it dropped every column and refused the
+# empty batch) and passes ``num_items_in_batch`` only to a forward that takes ``**kwargs``. A bound method's signature
+# is its class function's, so each compiled module's ``forward`` is an object of its own whose ``__signature__`` is
+# the original forward's, read when asked (a forward replaced later is read then).
+class _Forward:
+    """``ThunderModule.forward`` of one compiled module (Note [The compiled module's forward has the original's
+    signature])."""
+
+    def __init__(self, module: ThunderModule):
+        self._module = module
+
+    def __call__(self, *args, **kwargs):
+        return ThunderModule.forward(self._module, *args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature | None:
+        try:
+            return inspect.signature(self._module._model.forward)
+        except (TypeError, ValueError):  # (a forward without a signature: a builtin)
+            return None
+
+    def __repr__(self) -> str:
+        return f"<compiled forward of {type(self._module._model).__name__}>"
+
+
 class ThunderModule(torch.nn.Module):
     """A compiled ``nn.Module``; attribute access is forwarded to the original module."""
 
@@ -86,6 +114,7 @@ class ThunderModule(torch.nn.Module):
         self._options = options
         self._variants: dict[str, Callable] = {}
         self._forward_fn = _jit_entry(_call_module, options)
+        self.__dict__["forward"] = _Forward(self)  # Note [The compiled module's forward has the original's signature]
         for transform in options.transforms:
             hook = getattr(transform, "transform_module", None)
             if hook is not None:
