@@ -19,10 +19,11 @@ mkdirSync(out, { recursive: true });
 // Note [Compile on load]: V8 compiles a function when it is first called, so the first render
 // compiled most of the explorer's code as it ran: about 11 ms of its main-thread time on a
 // 12-layer GPT-2, a seventh of it. This comment (an explicit compile hint, Chromium 136+; other
-// engines ignore it) has the bundle compiled whole when it loads: about 7 ms more there (the
-// code the first render does not run is compiled too, and it is one pass instead of a pre-parse
-// and a parse), off the main thread where the browser streams the script (JupyterLab's
-// extension), and the first render compiles nothing. webpack.config.cjs puts it on the JupyterLab
+// engines ignore it) has each bundle compiled whole when it loads, and the first render compiles
+// nothing. Where the browser compiles a script in the background (the widget's module, which
+// anywidget imports: its import costs the main thread no more) that is free; an inline script
+// (the HTML snapshot's) compiles on the main thread, about 6 ms more than before, as it also
+// compiles the code the first render does not run. webpack.config.cjs puts it on the JupyterLab
 // extension's chunks (its minifier drops the comment esbuild writes into lib/plugin.js).
 const COMPILE_ON_LOAD = "//# allFunctionsCalledOnLoad";
 
