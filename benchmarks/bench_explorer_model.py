@@ -25,6 +25,10 @@ embeds the plain JSON instead), and measures, inside the page:
   and laid out while the page is idle (the last backward step, and every step), so that visiting
   them later costs what a step switch costs.
 
+The first render starts with the bundle loaded; loading it (evaluating the script, which compiles
+it whole: Note [Compile on load] in js/build.mjs) is measured apart, on a page of its own, as the
+main thread's CPU time.
+
 ``--warm-page`` first lays out a few lines in the explorer's fonts and styles, as the JupyterLab
 page around a notebook's explorer has long done: the page's first layout in those fonts (about 10
 ms on a loaded machine) then does not count in the first render, as it does not in JupyterLab.
@@ -175,6 +179,14 @@ READ_AHEAD = """async (index) => {
   }
 }"""
 
+# The bundle evaluated as an inline script (compiled on the main thread, as a snapshot's is).
+LOAD = """(src) => {
+  const s = document.createElement('script');
+  s.textContent = src;
+  document.head.appendChild(s);
+  return typeof ThunderExplorer;
+}"""
+
 FIT = """async () => {
   document.querySelector('[data-testid="zoom-fit"]').click();
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
@@ -233,7 +245,7 @@ def main() -> None:
         print(f"before: {_load()}")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            mounts, expands, switches, colds, aheads = [], [], [], [], []
+            mounts, expands, switches, colds, aheads, loads = [], [], [], [], [], []
             last_backward = max((i for i, s in enumerate(doc["steps"]) if s["kind"] == "backward"), default=None)
             for _ in range(args.repeats):
                 page = browser.new_page(viewport={"width": 1600, "height": 1000})
@@ -269,9 +281,15 @@ def main() -> None:
                     page.evaluate(MOUNT)
                     aheads.append(page.evaluate(READ_AHEAD, last_backward))
                     page.close()
+                page = browser.new_page()
+                loaded, cpu = _Timed(page)(LOAD, (args.bundle or STATIC / "standalone.js").read_text())
+                assert loaded == "object", loaded
+                loads.append(cpu)
+                page.close()
             browser.close()
         print(f"after:  {_load()}")
     print(f"JSON.parse ({'plain' if args.plain else 'packed'}):   median {statistics.median(m['parse_ms'] for m in mounts):7.1f} ms")
+    print(f"bundle load, main thread CPU: {_ms(loads)}")
     print(f"first render (ready):  {_ms([m['ready_ms'] for m in mounts])}")
     print(f"first render (paint):  {_ms([m['painted_ms'] for m in mounts])}   target < 150 ms")
     print(f"  main thread CPU:     {_ms([m['cpu_ms'] for m in mounts])}")

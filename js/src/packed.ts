@@ -140,14 +140,20 @@ function lookup(table: unknown[], refs: unknown, what: string): unknown[] {
  */
 const BODY = [...Object.keys(KEYS), "inputs", "source"];
 
+/** The JSON texts of the steps' bodies (see BODY), by step, each decoded on first use. */
+export interface StepBodies {
+  readonly count: number;
+  text(step: number): string;
+}
+
 /**
  * The plain document of a packed payload (the JSON inside `data`). Each step's lists are
  * unpacked on first use (Note [Lazy steps] in schema.ts): a step's delta needs the previous step
  * of its kind, so the first read of a step unpacks the earlier steps of its kind that are not yet.
- * `bodies` are the JSON texts of the steps' bodies, when the packed text held them apart (see
- * BODY). A step that does not unpack throws on that read.
+ * `bodies` are the steps' bodies, when the packed text held them apart (see BODY). A step that
+ * does not unpack throws on that read.
  */
-export function unpackPayload(payload: unknown, bodies?: string[]): Json {
+export function unpackPayload(payload: unknown, bodies?: StepBodies): Json {
   if (!isObj(payload)) throw new Error("the packed document is not an object");
   const values = arr(payload.values, "values");
   const lines = arr(payload.lines, "lines");
@@ -155,9 +161,9 @@ export function unpackPayload(payload: unknown, bodies?: string[]): Json {
     if (!isObj(raw)) throw new Error(`steps[${s}] is not an object`);
     return raw;
   });
-  if (bodies && bodies.length !== heads.length) {
+  if (bodies && bodies.count !== heads.length) {
     throw new Error(
-      `the packed document has ${bodies.length} step bodies for ${heads.length} steps`,
+      `the packed document has ${bodies.count} step bodies for ${heads.length} steps`,
     );
   }
   const parsed = new Map<number, Json>();
@@ -167,7 +173,7 @@ export function unpackPayload(payload: unknown, bodies?: string[]): Json {
     if (!bodies) return head;
     let step = parsed.get(s);
     if (!step) {
-      const body = JSON.parse(bodies[s]!) as unknown;
+      const body = JSON.parse(bodies.text(s)) as unknown;
       if (!isObj(body)) throw new Error(`the body of steps[${s}] is not an object`);
       step = { ...head, ...body };
       parsed.set(s, step);
@@ -235,18 +241,19 @@ function base64Bytes(text: string): Uint8Array {
   return bytes;
 }
 
-/** Gunzips `bytes`, refusing output beyond the documents' size limit (a packed bomb). */
-async function gunzip(bytes: Uint8Array, maxBytes: number): Promise<string> {
+/**
+ * Gunzips `bytes` into the decompressor's chunks, in order, refusing output beyond the documents'
+ * size limit (a packed bomb). The chunks are not joined (Note [Decoding on first use]).
+ */
+async function gunzip(bytes: Uint8Array, maxBytes: number): Promise<Uint8Array[]> {
   const source = new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(bytes);
       controller.close();
     },
   });
-  const stream = source.pipeThrough(new DecompressionStream("gzip"));
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  const parts: string[] = [];
+  const reader = source.pipeThrough(new DecompressionStream("gzip")).getReader();
+  const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
     const { done, value } = await reader.read();
@@ -256,10 +263,44 @@ async function gunzip(bytes: Uint8Array, maxBytes: number): Promise<string> {
       await reader.cancel();
       throw new Error(`the document is larger than ${Math.round(maxBytes / 1024 / 1024)} MB`);
     }
-    parts.push(decoder.decode(value, { stream: true }));
+    chunks.push(value);
   }
-  parts.push(decoder.decode());
-  return parts.join("");
+  return chunks;
+}
+
+/**
+ * The lines of the UTF-8 text in `chunks`, each decoded on first use.
+ *
+ * Note [Decoding on first use]: a 12-layer GPT-2's packed text is 3.7 MB, and its first render
+ * reads two lines of it, the payload's and the shown step's (a third of it). Decoding all of it
+ * into one string and splitting that, or only joining the decompressor's chunks into one array,
+ * cost the first render more than a line's decoding does: the lines are found in the chunks
+ * and decoded from them (a line may span chunks: the decoder streams across them). A newline
+ * byte is always a line break: JSON text escapes newlines in strings, and no byte of a multibyte
+ * UTF-8 character is 0x0A.
+ */
+function utf8Lines(chunks: Uint8Array[]): { count: number; text(i: number): string } {
+  // where each line ends: the chunk and offset of its newline; the text's end for the last line
+  const ends: [number, number][] = [];
+  chunks.forEach((c, k) => {
+    for (let at = c.indexOf(10); at >= 0; at = c.indexOf(10, at + 1)) ends.push([k, at]);
+  });
+  ends.push([chunks.length - 1, chunks[chunks.length - 1]?.length ?? 0]);
+  return {
+    count: ends.length,
+    text(i: number): string {
+      const before = ends[i - 1];
+      let [k, at] = before ? [before[0], before[1] + 1] : [0, 0];
+      const [last, end] = ends[i]!;
+      const decoder = new TextDecoder();
+      const parts: string[] = [];
+      for (; k < last; k++, at = 0) {
+        parts.push(decoder.decode(chunks[k]!.subarray(at), { stream: true }));
+      }
+      parts.push(decoder.decode(chunks[last]?.subarray(at, end)));
+      return parts.join("");
+    },
+  };
 }
 
 /** The plain document of a packed wrapper that holds its `data`. */
@@ -268,12 +309,12 @@ export async function unpackDocument(
   maxBytes: number = LIMITS.maxBytes,
 ): Promise<Json> {
   if (typeof doc.data !== "string") throw new Error("the packed document holds no data");
-  const text = await gunzip(base64Bytes(doc.data), maxBytes);
+  const lines = utf8Lines(await gunzip(base64Bytes(doc.data), maxBytes));
   // the payload, then one line per step body (pack.py); one line: the steps whole (older notebooks)
-  const [first, ...bodies] = text.split("\n");
+  const bodies: StepBodies = { count: lines.count - 1, text: (s) => lines.text(s + 1) };
   const plain = unpackPayload(
-    JSON.parse(first ?? "") as unknown,
-    bodies.length ? bodies : undefined,
+    JSON.parse(lines.text(0)) as unknown,
+    bodies.count ? bodies : undefined,
   );
   // the live widget sends its saved form's data with its live executors beside it
   if (isObj(doc.executors)) plain.executors = doc.executors;

@@ -126,6 +126,16 @@ describe("packed documents", () => {
     expect(checked.ok).toBe(false);
   });
 
+  test("lines that span the decompressor's chunks, multibyte characters split between them, read whole", async () => {
+    // Note [Decoding on first use]: the lines are decoded from the chunks, not from one string
+    const text = "é€😀 = ltorch.add(a, b)  # ünïcode".repeat(20_000); // ~0.8 MB, 1-4 byte characters
+    const head = { values: [], lines: [text, "x"], steps: [{ kind: "computation" }] };
+    const body = { nodes: [], edges: [], source: [1, 0, 1] };
+    const data = gzipSync(Buffer.from(`${JSON.stringify(head)}\n${JSON.stringify(body)}`));
+    const doc = await unpackDocument({ ...wrap({}), data: data.toString("base64") });
+    expect((doc.steps as { source: string }[])[0]!.source).toBe(`x\n${text}\nx`);
+  });
+
   test("refuse to inflate past the size limit", async () => {
     const bomb = wrap({ values: [], lines: ["a".repeat(4096)], steps: [] });
     await expect(unpackDocument(bomb, 1024)).rejects.toThrow(/larger than/);

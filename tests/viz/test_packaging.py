@@ -87,6 +87,15 @@ def test_the_committed_bundle_is_small_and_loads_nothing_from_the_network():
         assert "importScripts(" not in text and "fetch(" not in text
 
 
+def test_the_committed_bundles_are_compiled_whole_when_they_load():
+    # Note [Compile on load] in js/build.mjs: else the first render compiles the code it runs
+    scripts = [*(REPO / "thunder_viz" / "static").glob("*.js"), *(LABEXT / "static").glob("*.js")]
+    code = [p for p in scripts if p.name != "style.js"]  # webpack's list of CSS imports
+    assert len(code) >= 3
+    for p in code:
+        assert p.read_text(encoding="utf-8").startswith("//# allFunctionsCalledOnLoad\n"), p.name
+
+
 def test_the_committed_package_json_points_at_committed_files():
     meta = json.loads((LABEXT / "package.json").read_text())
     build = meta["jupyterlab"]["_build"]

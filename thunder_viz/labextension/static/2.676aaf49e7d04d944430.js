@@ -1,1 +1,2 @@
+//# allFunctionsCalledOnLoad
 "use strict";(Array.isArray(self.webpackChunkthunder_explorer)?self.webpackChunkthunder_explorer:self.webpackChunkthunder_explorer=[]).push([[2],{6(e,r,u){u.r(r),u.d(r,{default:()=>a.commandsPlugin});var a=u(2)}}]);

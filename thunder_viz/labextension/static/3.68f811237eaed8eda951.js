@@ -1,1 +1,2 @@
+//# allFunctionsCalledOnLoad
 "use strict";(Array.isArray(self.webpackChunkthunder_explorer)?self.webpackChunkthunder_explorer:self.webpackChunkthunder_explorer=[]).push([[3],{7(e,r,n){n.r(r),n.d(r,{default:()=>u.rendererExtension});var u=n(2)}}]);
