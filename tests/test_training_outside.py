@@ -211,22 +211,24 @@ def test_a_jitted_grad_scaler_step_skips_on_inf_gradients_and_resumes_as_eager()
 
 
 def test_a_jitted_module_s_forward_has_the_original_s_signature():
-    """Libraries read a model's inputs from ``inspect.signature(model.forward)`` (Note [The compiled module's forward
-    has the original's signature]); it was ``(*args, **kwargs)``."""
+    """Libraries read a model's inputs from ``inspect.signature(model.forward)`` and from its class's forward
+    (Note [A compiled module's forward has the original's signature]); both were ``(*args, **kwargs)``."""
     import inspect
 
     transformers = pytest.importorskip("transformers")
     model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=50, n_embd=16, n_layer=1, n_head=2))
-    for m in (torch.nn.Linear(2, 3), model):
+    for m in (torch.nn.Linear(2, 3), model, torch.nn.Sequential(torch.nn.Linear(2, 3))):
         jm = thunder.jit(m)
         assert inspect.signature(jm.forward) == inspect.signature(m.forward)
+        assert inspect.signature(type(jm).forward) == inspect.signature(type(m).forward)
+        assert isinstance(jm, thunder.ThunderModule) and repr(jm).startswith("ThunderModule(")
+    assert transformers.utils.find_labels(type(thunder.jit(model))) == ["labels"]
     x = torch.randn(1, 2)
     linear = torch.nn.Linear(2, 3)
     jm = thunder.jit(linear)
     torch.testing.assert_close(jm.forward(x), linear(x))
-    copied = copy.deepcopy(jm)
-    assert copied.forward._module is copied
-    torch.testing.assert_close(copied.forward(x), linear(x))
+    torch.testing.assert_close(copy.deepcopy(jm).forward(x), linear(x))
+    torch.testing.assert_close(pickle.loads(pickle.dumps(jm))(x), linear(x))
 
 
 class _TokenDataset(torch.utils.data.Dataset):
@@ -240,7 +242,8 @@ class _TokenDataset(torch.utils.data.Dataset):
 
 def test_hugging_face_trainer_trains_a_jitted_model_as_eager(tmp_path):
     """``Trainer`` keeps the dataset columns the model's forward names: with a jitted model it dropped them all and
-    refused the empty batch. Losses (gradient accumulation, clipping, AdamW, schedule) and parameters equal eager's."""
+    refused the empty batch; its evaluation found no label argument and computed no loss. Losses (gradient
+    accumulation, clipping, AdamW, schedule), the evaluation's loss and parameters equal eager's."""
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
 
@@ -254,11 +257,13 @@ def test_hugging_face_trainer_trains_a_jitted_model_as_eager(tmp_path):
         )
         trainer = transformers.Trainer(model=thunder.jit(model) if jit else model, args=args, train_dataset=_TokenDataset())
         trainer.train()
-        return [h["loss"] for h in trainer.state.log_history if "loss" in h], model
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        return losses, trainer.evaluate(_TokenDataset())["eval_loss"], model
 
-    eager_losses, eager_model = train(False)
-    losses, model = train(True)
+    eager_losses, eager_eval_loss, eager_model = train(False)
+    losses, eval_loss, model = train(True)
     assert len(losses) == 3
     torch.testing.assert_close(losses, eager_losses)
+    torch.testing.assert_close(eval_loss, eager_eval_loss)
     for p, q in zip(model.parameters(), eager_model.parameters()):
         torch.testing.assert_close(p, q)

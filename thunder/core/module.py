@@ -23,6 +23,8 @@ import copy
 import dataclasses
 import functools
 import inspect
+import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -61,40 +63,18 @@ PENDING_TRANSFORMS = "_thunder_pending_transforms"
 _WRAPPER_STATE = frozenset({"_model", "_options", "_variants", "_forward_fn"})
 
 
-# Note [The compiled module's forward has the original's signature]
-# Libraries read a model's inputs from ``inspect.signature(model.forward)``: Hugging Face's ``Trainer`` keeps only the
-# dataset columns it names (with ``ThunderModule.forward(*args, **kwargs)`` it dropped every column and refused the
-# empty batch) and passes ``num_items_in_batch`` only to a forward that takes ``**kwargs``. A bound method's signature
-# is its class function's, so each compiled module's ``forward`` is an object of its own whose ``__signature__`` is
-# the original forward's, read when asked (a forward replaced later is read then).
-class _Forward:
-    """``ThunderModule.forward`` of one compiled module (Note [The compiled module's forward has the original's
-    signature])."""
-
-    def __init__(self, module: ThunderModule):
-        self._module = module
-
-    def __call__(self, *args, **kwargs):
-        return ThunderModule.forward(self._module, *args, **kwargs)
-
-    @property
-    def __signature__(self) -> inspect.Signature | None:
-        try:
-            return inspect.signature(self._module._model.forward)
-        except (TypeError, ValueError):  # (a forward without a signature: a builtin)
-            return None
-
-    def __repr__(self) -> str:
-        return f"<compiled forward of {type(self._module._model).__name__}>"
-
-
 class ThunderModule(torch.nn.Module):
     """A compiled ``nn.Module``; attribute access is forwarded to the original module."""
 
     def __new__(cls, model: torch.nn.Module, options):
-        if cls is ThunderModule and all(hasattr(type(model), m) for m in ("__len__", "__getitem__", "__iter__")):
-            cls = _ThunderContainerModule  # Note [A compiled container module]
+        if cls is ThunderModule:
+            if all(hasattr(type(model), m) for m in ("__len__", "__getitem__", "__iter__")):
+                cls = _ThunderContainerModule  # Note [A compiled container module]
+            cls = _compiled_class(cls, type(model))
         return super().__new__(cls)
+
+    def _get_name(self) -> str:  # (its repr is a ThunderModule's, whatever class _compiled_class made)
+        return "ThunderModule"
 
     def __init__(self, model: torch.nn.Module, options):
         super().__init__()
@@ -114,7 +94,6 @@ class ThunderModule(torch.nn.Module):
         self._options = options
         self._variants: dict[str, Callable] = {}
         self._forward_fn = _jit_entry(_call_module, options)
-        self.__dict__["forward"] = _Forward(self)  # Note [The compiled module's forward has the original's signature]
         for transform in options.transforms:
             hook = getattr(transform, "transform_module", None)
             if hook is not None:
@@ -351,9 +330,6 @@ def is_thunder_entry(compiled_call_impl: Any) -> bool:
 # (Python looks dunder methods up on the type, past ``__getattr__``). Only a module whose class is a container gets
 # them, so the truth of any other compiled module stays ``True``.
 class _ThunderContainerModule(ThunderModule):
-    def _get_name(self) -> str:  # (its repr is a ThunderModule's)
-        return "ThunderModule"
-
     def __len__(self) -> int:
         return len(self._model)
 
@@ -365,3 +341,37 @@ class _ThunderContainerModule(ThunderModule):
 
     def __contains__(self, key: Any) -> bool:
         return key in self._model
+
+
+# Note [A compiled module's forward has the original's signature]
+# Libraries read a model's inputs from its forward's signature: Hugging Face's ``Trainer`` keeps only the dataset
+# columns ``inspect.signature(model.forward)`` names (with ``ThunderModule.forward(*args, **kwargs)`` it dropped every
+# column and refused the empty batch), passes ``num_items_in_batch`` only to a forward that takes ``**kwargs``, and
+# finds the label arguments, which decide whether evaluation computes a loss, in the signature of the model's
+# *class*'s forward (``transformers.utils.find_labels``: without them ``trainer.evaluate()`` had no ``eval_loss``).
+# So a compiled module's class is a subclass made once for each original class, whose ``forward`` carries the
+# original class's forward's signature and whose name names it (``ThunderModule[BertForQuestionAnswering]``: the
+# name is read too); its repr and ``isinstance(jm, ThunderModule)`` are as before.
+_COMPILED_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_COMPILED_CLASSES_LOCK = threading.Lock()
+
+
+def _compiled_class(base: type[ThunderModule], model_class: type) -> type[ThunderModule]:
+    """The class of a compiled ``model_class`` module (Note [A compiled module's forward has the original's
+    signature])."""
+    made = _COMPILED_CLASSES.get(model_class, {}).get(base)
+    if made is not None:
+        return made
+
+    def forward(self, *args, **kwargs):
+        return self._forward_fn(self._model, *args, **kwargs)
+
+    try:
+        forward.__signature__ = inspect.signature(model_class.forward)
+    except (TypeError, ValueError):  # (a forward without a signature: a builtin)
+        pass
+    name = f"{base.__name__}[{model_class.__name__}]"
+    forward.__qualname__ = f"{name}.forward"
+    made = type(name, (base,), {"forward": forward, "__module__": __name__, "__doc__": base.__doc__})
+    with _COMPILED_CLASSES_LOCK:
+        return _COMPILED_CLASSES.setdefault(model_class, {}).setdefault(base, made)
