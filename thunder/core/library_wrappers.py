@@ -65,9 +65,10 @@ sliding_window - 1) + query_length`` (``cumulative_length <= sliding_window - 1`
 offset is ``max(...)`` already: guard-free (Note [Guard-free min and max] in ``thunder.core.symbolic``), so the
 length is one expression whose comparison with the window flips once, and three entries serve the generation, each
 giving eager's values for every length its prologue accepts. Where both attributes are plain instance ints (no
-descriptor and no ``__getattribute__`` of the class's: reading them twice or once is the same), ``_mask_sizes`` reads
-them under the interpreter (checked as the method's own reads are) and computes that; otherwise, and on another
-bytecode (the digest covers the method's code, constants and names), the method is interpreted.
+descriptor, no ``__getattribute__`` or ``__getattr__`` of the class's: reading them twice or once is the same),
+``_mask_sizes`` reads them under the interpreter (checked as the method's own reads are) and computes that;
+otherwise, and on another bytecode (the digest covers the method's code, constants and names), the method is
+interpreted.
 
 Layer: tracing. Imports: core.
 """
@@ -83,6 +84,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from thunder.core.interpreter.errors import NULL
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime
@@ -334,6 +336,7 @@ def _sliding_window_mask_sizes(tracer: Any, fn: types.FunctionType, *args: Any, 
     runtime = current_runtime()
     cls = type(args[0]) if len(args) == 2 and not kwargs else None
     plain = cls is not None and lookup_type_attr(cls, "__getattribute__") is _OBJECT_GETATTRIBUTE
+    plain = plain and lookup_type_attr(cls, "__getattr__") is NULL
     plain = plain and not any(
         hasattr(type(lookup_type_attr(cls, name)), "__get__") for name in ("cumulative_length", "sliding_window")
     )
