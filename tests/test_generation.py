@@ -187,29 +187,94 @@ def test_a_clamp_a_growing_size_passes_does_not_recompile():
     assert "max(" in computation and "min(" not in computation  # (the window's start; ``[:, :3]`` a constant)
 
 
+def test_a_clamp_that_a_size_reaches_on_its_first_symbolic_entry_holds_as_it_grows():
+    """Note [Guard-free min and max]: the first symbolic entry compiled where the size equals the constant (a KV cache
+    of 8 in ``min(n, 8)``) records ``n >= 8`` whatever the order of the arguments, not the builtin's ``n <= 8``, which
+    the next size failed."""
+
+    def step(x, cache):
+        n = cache.shape[1]
+        return x * min(n, 8) + max(8, n) - min(8, n, 9)
+
+    jf = thunder.jit(step)
+    x = torch.randn(2)
+    for n in range(7, 14):
+        cache = torch.randn(1, n)
+        torch.testing.assert_close(jf(x, cache), step(x, cache))
+    assert thunder.cache_misses(jf) == 2, thunder.cache_miss_reasons(jf)  # 7 (constant), 8 and above (symbolic)
+
+
 def _sliding_window_decoder(family: str):
     kw = dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
               num_key_value_heads=2, vocab_size=500, sliding_window=16)  # fmt: skip
     if family == "gemma2":
         return transformers.Gemma2ForCausalLM(transformers.Gemma2Config(head_dim=16, **kw)).eval()
+    if family == "gemma3":
+        return transformers.Gemma3ForCausalLM(transformers.Gemma3TextConfig(head_dim=16, **kw)).eval()
+    if family == "qwen2":
+        config = transformers.Qwen2Config(use_sliding_window=True, max_window_layers=0, **kw)
+        return transformers.Qwen2ForCausalLM(config).eval()
     return transformers.MistralForCausalLM(transformers.MistralConfig(**kw)).eval()
 
 
-@pytest.mark.parametrize("family, compiles", [("mistral", 4), ("gemma2", 3)])
-def test_a_sliding_window_cache_compiles_only_where_the_program_branches(family, compiles):
-    """64 tokens past a window of 16: the prefill, the decoding steps below the window, and the full window; Mistral's
-    mask also branches on ``kv_length >= sliding_window`` a step before its cache reads full (``cumulative_length >=
-    sliding_window``): one entry for that step. Before, each clamp of the window's slice and offset recompiled too."""
+@pytest.mark.parametrize("family, compiles", [("mistral", 3), ("qwen2", 3), ("gemma3", 3), ("gemma2", 2)])
+@pytest.mark.parametrize("cache_implementation", [None, "static"], ids=["dynamic_cache", "static_cache"])
+def test_a_sliding_window_cache_compiles_only_where_the_program_branches(family, compiles, cache_implementation):
+    """64 tokens past a window of 16: the prefill, the decoding steps below the window, and the full window, where
+    the mask's length reaches the window (Note [A sliding window's mask sizes]: the dynamic cache's length is one
+    expression, ``min(cumulative_length, 15) + 1``, not a branch on the cache being full a step later, which compiled
+    a fourth entry). Gemma2 builds its mask whatever the length: the decoding steps share one entry. Before, each
+    clamp of the window's slice and offset recompiled too. A second generation, longer than the window from its
+    prompt on, and a third, shorter, reuse the entries with eager's tokens."""
     torch.manual_seed(0)
     model = _sliding_window_decoder(family)
-    ids = torch.randint(0, 500, (1, 6))
-    kwargs = dict(max_new_tokens=64, min_new_tokens=64, do_sample=False, pad_token_id=0)
-    expected = model.generate(ids, **kwargs)
+    kwargs = dict(do_sample=False, pad_token_id=0, cache_implementation=cache_implementation)
     jm = thunder.jit(model)
-    assert torch.equal(jm.generate(ids, **kwargs), expected)
-    reasons = [str(r) for r in thunder.cache_miss_reasons(jm)]
-    assert len(reasons) == compiles, reasons
-    assert "cumulative_length < 16 no longer holds" in reasons[-1]
+    for prompt, tokens in ((6, 64), (20, 8), (3, 20)):
+        ids = torch.randint(0, 500, (1, prompt))
+        run = dict(kwargs, max_new_tokens=tokens, min_new_tokens=tokens)
+        assert torch.equal(jm.generate(ids, **run), model.generate(ids, **run))
+        if prompt == 6:
+            reasons = [str(r) for r in thunder.cache_miss_reasons(jm)]
+            assert len(reasons) == (3 if cache_implementation else compiles), reasons
+    if cache_implementation is None and compiles == 3:
+        assert "min(cache_layers_0_cumulative_length, 15) + 1 < 16 no longer holds" in reasons[-1]
+
+
+def test_a_sliding_window_layer_with_a_property_is_interpreted():
+    """Note [A sliding window's mask sizes]: the branch-free sizes only where the attributes are plain ints; a layer
+    whose ``cumulative_length`` is a property runs its ``get_mask_sizes`` as eager does (the property's calls too)."""
+    from transformers.cache_utils import DynamicSlidingWindowLayer
+
+    from thunder.core.library_wrappers import _MASK_SIZES_DIGEST, native_wrapper
+
+    known = sys.version_info[:2] in _MASK_SIZES_DIGEST
+    assert (native_wrapper(DynamicSlidingWindowLayer.get_mask_sizes) is not None) == known
+
+    class Counted(DynamicSlidingWindowLayer):
+        reads = 0
+
+        @property
+        def cumulative_length(self):
+            type(self).reads += 1
+            return self.__dict__.get("_length", 0)
+
+        @cumulative_length.setter
+        def cumulative_length(self, value):
+            self.__dict__["_length"] = value
+
+    def sizes(layer, q):
+        return layer.get_mask_sizes(q)
+
+    def run(fn, length):
+        layer = Counted(sliding_window=16)
+        layer.cumulative_length = length
+        before = Counted.reads
+        return fn(layer, 1), Counted.reads - before
+
+    jf = thunder.jit(sizes)
+    for length in (3, 20, 21, 5):
+        assert run(jf, length) == run(sizes, length)  # (3 reads below the window, 2 once full)
 
 
 def test_constant_values_given_explicitly_keeps_shapes_constant():

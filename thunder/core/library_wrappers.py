@@ -54,6 +54,22 @@ the interpreter (``_kernel_routing_is_plain``), so the prologue checks it; other
 digest covers ``new_forward``, the routed module's ``forward`` and the context variable's ``get``, ``set`` and
 ``reset``.
 
+Note [A sliding window's mask sizes]
+``DynamicSlidingWindowLayer.get_mask_sizes`` (Mistral, Qwen2, Gemma3, ...: a decoding step's KV length and offset)
+branches on ``is_full = cumulative_length >= sliding_window``: ``sliding_window - 1 + query_length`` once full,
+``cumulative_length + query_length`` before. The mask code then branches on that length reaching the window
+(``_ignore_causal_mask_sdpa``'s ``kv_length >= local_attention_size``), one step earlier: with the length
+symbolic, a generation past the window compiled four entries (the prefill, the steps below the window, the one step
+where only the second branch flipped, the full window). For ints both arms are ``min(cumulative_length,
+sliding_window - 1) + query_length`` (``cumulative_length <= sliding_window - 1`` exactly when not full), and the
+offset is ``max(...)`` already: guard-free (Note [Guard-free min and max] in ``thunder.core.symbolic``), so the
+length is one expression whose comparison with the window flips once, and three entries serve the generation, each
+giving eager's values for every length its prologue accepts. Where both attributes are plain instance ints (no
+descriptor, no ``__getattribute__`` or ``__getattr__`` of the class's: reading them twice or once is the same),
+``_mask_sizes`` reads them under the interpreter (checked as the method's own reads are) and computes that;
+otherwise, and on another bytecode (the digest covers the method's code, constants and names), the method is
+interpreted.
+
 Layer: tracing. Imports: core.
 """
 
@@ -68,6 +84,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from thunder.core.interpreter.errors import NULL
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime
@@ -76,6 +93,7 @@ from thunder.core.proxies import Proxy
 _DEPRECATE_KWARG_DIGEST = {(3, 11): "0ee21e46173a3eee"}  # sha256 of wrapped_func's co_code, first 16 digits
 _MODEL_OUTPUT_DIGEST = {(3, 11): "282e3f8e80a37563"}  # of the wrapper's and ModelOutput's methods' co_code
 _KERNELIZED_DIGEST = {(3, 11): "183e233507393e51"}  # of new_forward's, Func.forward's and the context var's co_code
+_MASK_SIZES_DIGEST = {(3, 11): "e99dffd87a54ef3e", (3, 12): "e8c95ba56c18cd11", (3, 13): "c9b3d76c839848c8"}  # code, constants, names
 _KERNELS_MODULE = "kernels._internals.layer.layer"
 _MODEL_OUTPUT_METHODS = ("__setattr__", "__setitem__", "__post_init__", "_replace_old_cache_name")
 _OBJECT_CLASS = object.__dict__["__class__"]
@@ -153,6 +171,20 @@ def _find_kernelized_forward() -> None:
         _codes[id(codes[0])] = (codes[0], functools.partial(_kernelized_forward, var))
 
 
+def _code_digest(code: types.CodeType) -> str:
+    """The first 16 digits of the sha256 of ``code``'s bytecode, constants and names."""
+    return hashlib.sha256(code.co_code + repr((code.co_consts, code.co_names)).encode()).hexdigest()[:16]
+
+
+def _find_sliding_window_mask_sizes() -> None:
+    layer = getattr(sys.modules.get("transformers.cache_utils"), "DynamicSlidingWindowLayer", None)
+    method = layer.__dict__.get("get_mask_sizes") if isinstance(layer, type) else None
+    if isinstance(method, types.FunctionType) and _code_digest(method.__code__) == _MASK_SIZES_DIGEST.get(
+        sys.version_info[:2]
+    ):
+        _codes[id(method.__code__)] = (method.__code__, _sliding_window_mask_sizes)
+
+
 def native_wrapper(fn: types.FunctionType) -> Callable | None:
     """The tracer's own run of ``fn`` (taking the tracer, ``fn`` and the call's arguments), or None."""
     if "transformers.utils.deprecation" not in _looked_for and "transformers.utils.deprecation" in sys.modules:
@@ -164,6 +196,9 @@ def native_wrapper(fn: types.FunctionType) -> Callable | None:
     if _KERNELS_MODULE not in _looked_for and _KERNELS_MODULE in sys.modules:
         _looked_for.add(_KERNELS_MODULE)
         _find_kernelized_forward()
+    if "transformers.cache_utils" not in _looked_for and "transformers.cache_utils" in sys.modules:
+        _looked_for.add("transformers.cache_utils")
+        _find_sliding_window_mask_sizes()
     found = _codes.get(id(fn.__code__))
     return found[1] if found is not None and found[0] is fn.__code__ else None
 
@@ -290,3 +325,29 @@ def _kernel_routing_is_plain(module: Any, routed: tuple, active: Any) -> bool:
         if name is None or module._kernel_funcs[name].forward.__func__ is not type(fn).forward:
             return False
     return True
+
+
+_OBJECT_GETATTRIBUTE = object.__dict__["__getattribute__"]
+
+
+def _sliding_window_mask_sizes(tracer: Any, fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
+    """``DynamicSlidingWindowLayer.get_mask_sizes`` without its branch where its attributes are plain (Note [A
+    sliding window's mask sizes]); otherwise interpreted."""
+    runtime = current_runtime()
+    cls = type(args[0]) if len(args) == 2 and not kwargs else None
+    plain = cls is not None and lookup_type_attr(cls, "__getattribute__") is _OBJECT_GETATTRIBUTE
+    plain = plain and lookup_type_attr(cls, "__getattr__") is NULL
+    plain = plain and not any(
+        hasattr(type(lookup_type_attr(cls, name)), "__get__") for name in ("cumulative_length", "sliding_window")
+    )
+    sizes = interpreter_call(runtime, _mask_sizes, args, None) if plain else None
+    return enter_function(runtime, fn, args, kwargs) if sizes is None else sizes
+
+
+def _mask_sizes(layer: Any, query_length: Any) -> tuple | None:
+    """The KV length and offset of a sliding-window layer's mask, without a branch on its being full; None where its
+    attributes are not ints. Interpreted: what it reads is checked."""
+    cumulative, window = layer.cumulative_length, layer.sliding_window
+    if type(cumulative) is not int or type(window) is not int:
+        return None
+    return min(cumulative, window - 1) + query_length, max(cumulative - window + 1, 0)

@@ -208,7 +208,9 @@ def make_symbolic(value, expr: str, *sources):
 # of its symbols), and whatever later compares it records a constraint on it. One comparison is still recorded:
 # where the one symbolic operand has already passed every constant one (``min(3, n)`` with ``n`` 10), the outcome
 # holds as the size grows, and the result keeps the constant a branch gives (``x[:, :3]`` is 3 long, not
-# ``min(3, n)``).
+# ``min(3, n)``). That comparison is ``n >= c`` whatever the order of the arguments: the builtin's own comparison at
+# ``n == c`` (``min(n, 15)`` with ``n`` 15) records ``n <= 15``, which the next size fails (a sliding-window cache's
+# ``min(length, window - 1)`` compiled once more as it filled).
 def sym_max(*args):
     """``max(*args)`` of ints, guard-free where one is symbolic (Note [Guard-free min and max])."""
     return _sym_extreme(max, args)
@@ -225,8 +227,10 @@ def _sym_extreme(fn, args):
         return fn(*args)
     if len({a.expr for a in symbolic}) == 1:
         constants = [a for a in args if type(a) is int]
-        if not constants or symbolic[0].value >= max(constants):  # (records the comparisons)
-            return fn(*args)
+        if not constants:
+            return symbolic[0]
+        if symbolic[0].value >= max(constants) and symbolic[0] >= max(constants):  # (the second records it)
+            return symbolic[0] if fn is max else min(constants)
     value = fn(a.value if type(a) is SymInt else a for a in args)
     return make_symbolic(value, f"{fn.__name__}({', '.join(_expr(a) for a in args)})", *args)
 
