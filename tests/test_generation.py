@@ -4,6 +4,7 @@ function (prefill and decode), token for token equal to eager greedy generation,
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -539,3 +540,34 @@ def test_the_kernels_hub_routing_is_skipped_where_it_changes_nothing():
     reason = thunder.cache_miss_reasons(jm)[-1]
     assert (reason.check, reason.actual) == ("type", Kernelized)
     assert _interpreted(jm, "new_forward")
+
+
+def test_a_library_wrapper_s_digest_covers_constants_and_names_and_is_the_same_in_every_process():
+    """The digests that recognise transformers' wrappers hashed only the bytecode: a version that changed only a
+    constant (another window, another default) would have been run by thunder's own code for the old one."""
+    import subprocess
+
+    from thunder.core.library_wrappers import _code_digest
+
+    def f(x):
+        return x in {"a", "b", "c"} and (lambda y: y + 1)(2) == 3
+
+    def g(x):
+        return x in {"a", "b", "d"} and (lambda y: y + 1)(2) == 3
+
+    def h(x):
+        return x in {"a", "b", "c"} and (lambda y: y + 2)(2) == 3
+
+    assert f.__code__.co_code == g.__code__.co_code
+    assert len({_code_digest(f.__code__), _code_digest(g.__code__), _code_digest(h.__code__)}) == 3
+    script = (
+        "from thunder.core.library_wrappers import _code_digest\n"
+        "def f(x):\n    return x in {'a', 'b', 'c'} and (lambda y: y + 1)(2) == 3\n"
+        "print(_code_digest(f.__code__))"
+    )
+    digests = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2", "3")
+    }  # fmt: skip
+    assert len(digests) == 1

@@ -90,10 +90,12 @@ from thunder.core.interpreter.execution import enter_function, lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy
 
-_DEPRECATE_KWARG_DIGEST = {(3, 11): "0ee21e46173a3eee"}  # sha256 of wrapped_func's co_code, first 16 digits
-_MODEL_OUTPUT_DIGEST = {(3, 11): "282e3f8e80a37563"}  # of the wrapper's and ModelOutput's methods' co_code
-_KERNELIZED_DIGEST = {(3, 11): "183e233507393e51"}  # of new_forward's, Func.forward's and the context var's co_code
-_MASK_SIZES_DIGEST = {(3, 11): "e99dffd87a54ef3e", (3, 12): "e8c95ba56c18cd11", (3, 13): "c9b3d76c839848c8"}  # code, constants, names
+# ``_code_digest`` of: wrapped_func; the wrapper and ModelOutput's methods; new_forward, Func.forward and the context
+# variable's methods; get_mask_sizes
+_DEPRECATE_KWARG_DIGEST = {(3, 11): "2a458f6854cfe149"}
+_MODEL_OUTPUT_DIGEST = {(3, 11): "ea59713d85d204b3"}
+_KERNELIZED_DIGEST = {(3, 11): "44a01b8f77d1fcfc"}
+_MASK_SIZES_DIGEST = {(3, 11): "b680bff06dbfd675", (3, 12): "31bb225677683606", (3, 13): "af30b6f37fd31872"}
 _KERNELS_MODULE = "kernels._internals.layer.layer"
 _MODEL_OUTPUT_METHODS = ("__setattr__", "__setitem__", "__post_init__", "_replace_old_cache_name")
 _OBJECT_CLASS = object.__dict__["__class__"]
@@ -121,7 +123,7 @@ def _find_deprecate_kwarg() -> None:
     code = _nested_code(outer, "wrapper", "wrapped_func") if outer is not None else None
     if code is None or not isinstance(getattr(module, "Action", None), enum.EnumMeta):
         return
-    if hashlib.sha256(code.co_code).hexdigest()[:16] == _DEPRECATE_KWARG_DIGEST.get(sys.version_info[:2]):
+    if _code_digest(code) == _DEPRECATE_KWARG_DIGEST.get(sys.version_info[:2]):
         _codes[id(code)] = (code, _deprecate_kwarg_call)
 
 
@@ -145,7 +147,7 @@ def _find_model_output() -> None:
     codes = _model_output_codes(module) if module is not None else None
     if codes is None:
         return
-    digest = hashlib.sha256(b"".join(c.co_code for c in codes)).hexdigest()[:16]
+    digest = _code_digest(*codes)
     if digest == _MODEL_OUTPUT_DIGEST.get(sys.version_info[:2]):
         _codes[id(codes[0])] = (codes[0], functools.partial(_model_output_init, module.ModelOutput))
 
@@ -166,14 +168,27 @@ def _find_kernelized_forward() -> None:
     if None in codes or not all(isinstance(m, types.FunctionType) for m in methods):
         return
     codes += [m.__code__ for m in methods]
-    digest = hashlib.sha256(b"".join(c.co_code for c in codes)).hexdigest()[:16]
+    digest = _code_digest(*codes)
     if digest == _KERNELIZED_DIGEST.get(sys.version_info[:2]):
         _codes[id(codes[0])] = (codes[0], functools.partial(_kernelized_forward, var))
 
 
-def _code_digest(code: types.CodeType) -> str:
-    """The first 16 digits of the sha256 of ``code``'s bytecode, constants and names."""
-    return hashlib.sha256(code.co_code + repr((code.co_consts, code.co_names)).encode()).hexdigest()[:16]
+def _code_digest(*codes: types.CodeType) -> str:
+    """The first 16 digits of the sha256 of the codes' bytecode, names and constants (a nested code by its own
+    digest, a frozenset sorted: neither's repr is the same in every process), so a library version that changed only
+    a constant or a name (another wrapper) is not taken for the one recorded."""
+
+    def const(c: Any) -> str:
+        if isinstance(c, types.CodeType):
+            return _code_digest(c)
+        if isinstance(c, frozenset):
+            return repr(sorted(map(const, c)))
+        if isinstance(c, tuple):
+            return repr(tuple(map(const, c)))
+        return repr(c)
+
+    parts = [c.co_code + repr((c.co_names, [const(k) for k in c.co_consts])).encode() for c in codes]
+    return hashlib.sha256(b"".join(parts)).hexdigest()[:16]
 
 
 def _find_sliding_window_mask_sizes() -> None:
