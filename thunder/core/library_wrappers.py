@@ -12,7 +12,7 @@ arguments) and the ``Action`` global (its members compared: an enum's members ca
 fixes them). Those are read as the interpreter reads them (the same checks: a cell or global changed after tracing
 retraces) and ``func`` is called under the interpreter; the other cells only matter once the keyword is passed,
 and such a call, or one whose first argument's name could not be read plainly, is interpreted as before.
-The wrapper is recognised by its code object and that code's bytecode digest: another transformers or Python
+The wrapper is recognised by its code object and that code's digest (``_code_digest``): another transformers or Python
 version (whose wrapper may do something else) is interpreted (``tests/test_program_forms.py`` checks the digest
 still matches the installed version).
 
@@ -36,7 +36,7 @@ its MRO and no class before it defines ``__setattr__``, ``__setitem__``, ``__pos
 that function's defaults and the globals the native run reads (``fields``, ``_register_model_output_pytree_node``)
 are read as the interpreter reads them (checked). ``_register_model_output_pytree_node`` registers a class once (at
 its definition already), so running it natively at tracing is what eager's first call does. Otherwise the
-generated ``__init__`` is interpreted as before. Recognised by the bytecode digest of the wrapper and of the
+generated ``__init__`` is interpreted as before. Recognised by the digest of the wrapper and of the
 ``ModelOutput`` methods it runs, as ``deprecate_kwarg``'s wrapper is.
 
 Note [The kernels hub's forward wrapper]
