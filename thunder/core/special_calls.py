@@ -793,10 +793,34 @@ class SpecialCallsMixin:
         (a hook the program registered is in the copy of the hook dict, not yet in the module's own)."""
         return self._proxy_for.get(id(value), value)
 
+    # Note [Reentrant checkpointing]
+    # Eager's reentrant ``checkpoint`` (``use_reentrant=True``, and torch's default, with a warning, when it is not
+    # given) is an autograd.Function that runs the region under ``torch.no_grad()``: its results require grad only
+    # through a tensor argument that does, and then its backward runs the region again and differentiates it whole.
+    # With no argument that requires grad (a frozen embedding before the first checkpointed layer), eager warns
+    # "None of the inputs have requires_grad=True. Gradients will be None", the parameters the region uses get no
+    # gradient and the region never runs again: so does the program here, by running the region without grad. Keyword
+    # arguments for the region, ``context_fn`` and ``debug`` are eager's ValueError with a reentrant checkpoint.
     def _checkpoint(self, function, *args, use_reentrant=None, context_fn=None, determinism_check=None,
                     debug=None, preserve_rng_state=True, **kwargs):  # fmt: skip
         """``torch.utils.checkpoint.checkpoint`` (Note [Activation checkpointing]); the stores the region undoes are
-        dropped (Note [Stores a checkpointed region undoes] in thunder.core.side_effects)."""
+        dropped (Note [Stores a checkpointed region undoes] in thunder.core.side_effects); reentrant checkpointing as
+        eager's (Note [Reentrant checkpointing])."""
+        if use_reentrant is None:
+            self._warn(_REENTRANT_DEFAULT)
+        if use_reentrant is not False:
+            if kwargs:
+                raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+            if context_fn not in (None, torch.utils.checkpoint.noop_context_fn) or debug:
+                raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+            if not any(isinstance(a, (TensorProxy, torch.Tensor)) and a.requires_grad for a in args):
+                self._warn("None of the inputs have requires_grad=True. Gradients will be None")
+                enabled = torch.is_grad_enabled()
+                self._set_grad_enabled(False)
+                try:
+                    return interpreter_call(current_runtime(), function, args, {})
+                finally:
+                    self._set_grad_enabled(enabled)
         body = self.computation.bound_symbols
         start = len(body)
         self._store_regions.append({})
@@ -839,6 +863,14 @@ class SpecialCallsMixin:
 
 
 _REAL_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+#: Eager's warning for ``checkpoint`` without ``use_reentrant`` (Note [Reentrant checkpointing]).
+_REENTRANT_DEFAULT = (
+    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in PyTorch 2.9, "
+    "calling checkpoint without use_reentrant will raise an exception. use_reentrant=False is recommended, but if "
+    "you need to preserve the current default behavior, you can pass use_reentrant=True. Refer to docs for more "
+    "details on the differences between the two variants."
+)
 
 
 def _refuse_untraced_update(fn: Callable, *args: Any, **kwargs: Any) -> None:
