@@ -73,3 +73,107 @@ def test_reentrant_checkpoint_refuses_keyword_arguments_as_eager():
         f(x)
     with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
         thunder.jit(f)(x)
+
+
+def _sums(grads) -> list:
+    return [None if g is None else round(g.sum().item(), 4) for g in grads]
+
+
+def _hook(log: list, name: str, scale: float | None = None):
+    """A full backward hook that logs what it gets and, with ``scale``, changes the module's input gradients."""
+
+    def hook(module, grad_input, grad_output):
+        log.append((name, type(module).__name__, _sums(grad_input), _sums(grad_output)))
+        if scale is not None:
+            return tuple(None if g is None else g * scale for g in grad_input)
+
+    return hook
+
+
+def _pre_hook(log: list, name: str, scale: float | None = None):
+    def hook(module, grad_output):
+        log.append((name, type(module).__name__, _sums(grad_output)))
+        if scale is not None:
+            return tuple(None if g is None else g * scale for g in grad_output)
+
+    return hook
+
+
+class _Block(torch.nn.Module):
+    """Tensor and non-tensor arguments; results of which one needs no gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x, y, scale, z):
+        return self.lin(x) * scale + y, (x * 2).detach(), z.sum()
+
+
+class _Hooked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.block, self.shared = torch.nn.Linear(8, 8), _Block(), torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        a, b, c = self.block(torch.relu(self.first(x)), x * 2, 3.0, torch.ones(2))
+        return self.head(self.shared(torch.tanh(self.shared(a + b)))) + c
+
+
+def _register(model: _Hooked, log: list, step: int) -> None:
+    if step == 0:
+        model.first.register_full_backward_hook(_hook(log, "first", scale=3.0))
+        model.block.register_full_backward_hook(_hook(log, "block"))
+        model.block.register_full_backward_pre_hook(_pre_hook(log, "block pre", scale=0.5))
+        model.shared.register_full_backward_hook(_hook(log, "shared"))  # called twice: runs twice
+        model.head.register_full_backward_pre_hook(_pre_hook(log, "head pre"))
+    elif step == 2:
+        model.block._backward_hooks.clear()  # as handle.remove() does
+        model.head.register_full_backward_hook(_hook(log, "head", scale=2.0))
+
+
+@pytest.mark.parametrize("input_requires_grad", [False, True], ids=["input without grad", "input with grad"])
+def test_module_backward_hooks_run_as_eagers(input_requires_grad):
+    # ``register_full_backward_hook``/``register_full_backward_pre_hook`` on submodules of the jitted model were refused;
+    # now eager's hooks run where, when and with what eager's do (the order of the calls and the gradients each gets),
+    # a gradient a hook returns replaces eager's, and hooks added or removed between steps are seen.
+    torch.manual_seed(0)
+    model = _Hooked()
+    eager = copy.deepcopy(model)
+    jitted = thunder.jit(model)
+    logs = [], []
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, eager)]
+    for step in range(4):
+        x = torch.randn(3, 8)
+        caught = []
+        for m, raw, log, opt in zip((jitted, eager), (model, eager), logs, optimizers):
+            _register(raw, log, step)
+            xi = x.clone().requires_grad_(input_requires_grad)
+            opt.zero_grad()
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                m(xi).pow(2).sum().backward()
+            opt.step()
+            log.append(("x", None if xi.grad is None else round(xi.grad.sum().item(), 4)))
+            caught.append(sorted(str(x.message) for x in w))
+        assert logs[0] == logs[1]
+        assert caught[0] == caught[1]
+        torch.testing.assert_close(dict(model.named_parameters()), dict(eager.named_parameters()))
+    assert thunder.cache_misses(jitted) == 2  # the hooks changed once
+
+
+def test_a_global_module_backward_hook_runs_as_eagers():
+    logs = [], []
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    eager = copy.deepcopy(model)
+    for m, log in zip((thunder.jit(model), eager), logs):
+        handle = torch.nn.modules.module.register_module_full_backward_hook(_hook(log, "global"))
+        try:
+            m(torch.ones(2, 8)).sum().backward()
+        finally:
+            handle.remove()
+    assert logs[0] == logs[1] and logs[0]
+    for p, e in zip(model.parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, e.grad)

@@ -355,6 +355,14 @@ def _rule_level(bsym: BoundSymbol) -> list[BoundSymbol]:
     ]
 
 
+#: Note [Module backward hooks in the program] in thunder.core.prims.effects
+_MODULE_HOOKS = (prims.module_hook_inputs, prims.module_hook_outputs)
+_HOOK_NAMES = {
+    prims.register_hook: "a hook (Tensor.register_hook)",
+    **dict.fromkeys(_MODULE_HOOKS, "a module backward hook (register_full_backward_hook)"),
+}
+
+
 def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int]) -> list[BoundSymbol]:
     """Refuses what the transform cannot differentiate, and checks that every value that
     requires grad comes from an input that does (a tensor made inside with requires_grad=True
@@ -370,8 +378,8 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
             escaping = [a.name for a in bsym.flat_proxy_args if a.name in active]
             if escaping and bsym.sym in REPLAYS and bsym.sym not in OUTPUTS:
                 stores.append(bsym)
-            elif escaping and bsym.sym in (prims.register_hook, prims.retain_grad):
-                what = "a hook (Tensor.register_hook)" if bsym.sym is prims.register_hook else "retain_grad()"
+            elif escaping and bsym.sym in (prims.register_hook, prims.retain_grad, *_MODULE_HOOKS):
+                what = _HOOK_NAMES.get(bsym.sym, "retain_grad()")
                 raise NotDifferentiable(
                     f"{escaping[0]} has {what}, which torch's autograd runs where eager's would"
                 )  # Note [Tensor hooks in the program] in thunder.core.side_effects
