@@ -177,3 +177,23 @@ def test_a_global_module_backward_hook_runs_as_eagers():
     assert logs[0] == logs[1] and logs[0]
     for p, e in zip(model.parameters(), eager.parameters()):
         torch.testing.assert_close(p.grad, e.grad)
+
+
+def test_torch_func_grad_over_a_jitted_module_is_a_clear_error():
+    # torch's own error spoke of a ``setup_context`` staticmethod the user never wrote.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    jitted = thunder.jit(model)
+    x = torch.randn(3, 4)
+    params = {name: p.detach() for name, p in model.named_parameters()}
+
+    def loss(params, module):
+        return torch.func.functional_call(module, params, (x,)).pow(2).sum()
+
+    with pytest.raises(RuntimeError, match="not supported over a function compiled by thunder.jit.*functional_call"):
+        torch.func.grad(loss)(params, jitted)
+    # what the message suggests gives eager's gradients
+    expected = torch.func.grad(loss)(params, model)
+    given = {name: p.clone().requires_grad_() for name, p in params.items()}
+    actual = torch.autograd.grad(loss(given, jitted), list(given.values()))
+    torch.testing.assert_close(dict(zip(given, actual)), expected)
