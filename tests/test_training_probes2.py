@@ -197,3 +197,34 @@ def test_torch_func_grad_over_a_jitted_module_is_a_clear_error():
     given = {name: p.clone().requires_grad_() for name, p in params.items()}
     actual = torch.autograd.grad(loss(given, jitted), list(given.values()))
     torch.testing.assert_close(dict(zip(given, actual)), expected)
+
+
+CALLS: list = []
+
+
+class _CountingRegion(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def region(self, x):
+        CALLS.append(len(CALLS))  # eager's second run, in the backward, appends 1
+        return torch.tanh(self.lin(x))
+
+    def forward(self, x):
+        return checkpoint(self.region, x, use_reentrant=False).sum()
+
+
+def test_a_checkpointed_region_that_changes_a_container_it_reads_is_refused():
+    # The change was made once, where eager's second run makes it again with its own values: CALLS ended [0], not
+    # eager's [0, 1]. An append alone (no read) is made again, as in eager (tests/test_checkpoint.py).
+    CALLS.clear()
+    model = _CountingRegion()
+    model(torch.randn(2, 4)).backward()
+    assert CALLS == [0, 1]
+    with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="checkpointed region .* changes an outside container"):
+        thunder.jit(model)(torch.randn(2, 4))
+    with torch.no_grad():  # no backward: the region runs once, in eager too
+        CALLS.clear()
+        thunder.jit(model)(torch.randn(2, 4))
+        assert CALLS == [0]

@@ -852,16 +852,33 @@ class SpecialCallsMixin:
                     self._set_grad_enabled(enabled)
         body = self.computation.bound_symbols
         start = len(body)
+        contents = self.contents_of_read_containers()
         self._store_regions.append({})
         try:
             result = interpreter_call(current_runtime(), function, args, kwargs)
         finally:
             stores = self._store_regions.pop()
         if len(self.computation.scopes) == 1:
+            self._refuse_container_changes_in_region(contents, result)
             undone = {id(b) for b in self.stores_undone(stores)}
             body[start:] = [b for b in body[start:] if id(b) not in undone]
             checkpoint_region(self.computation, start, result)
         return result
+
+    def _refuse_container_changes_in_region(self, contents: dict, result: Any) -> None:
+        """An outside container that a checkpointed region read and changed (``LOG.append(len(LOG))``) ends the call
+        as the program left it (``replace_contents``), once: eager's second run of the region, in the backward, changes
+        it again with the values it computes then (Note [What a recomputed region does again])."""
+        changed = self.read_containers_changed_since(contents)
+        if changed and any(isinstance(p, TensorProxy) and p.requires_grad for p in tree_leaves(result)):
+            loc = source_location()
+            raise ThunderRuntimeError(
+                f"a checkpointed region{f' (called at {loc})' if loc else ''} changes an outside container that the "
+                f"program reads ({changed[0].name}): eager's torch.utils.checkpoint runs the region again in the "
+                "backward, which changes it again, and thunder.jit cannot make that change again. Move the change out "
+                "of the checkpointed function, change the container without reading it (an append alone is made "
+                "again), or do not checkpoint it"
+            )
 
     def _autograd_function(self, cls: type, *args, **kwargs):
         """``cls.apply(*args)`` of a ``torch.autograd.Function`` (Note [Custom autograd functions])."""
