@@ -762,8 +762,9 @@ def _rerun_kept_region(region: BoundSymbol, bw: TraceCtx) -> None:
 # (``_refuse_lost_rerun``), instead of a silent difference: a store (``self.calls += 1``: the replay would store the
 # first run's value again), a random draw from updated memory in a kept region, and a program that runs under
 # torch's autograd (which runs the region once).
-# A replay's values are the first run's (``LOG.append(len(LOG))`` appends the same number twice; eager's second
-# run appends one more); a printed tensor shows no grad_fn.
+# A replay's values are the first run's; a region that changes an outside container it reads (``LOG.append(len(LOG))``,
+# where eager's second run appends one more) is refused when traced (``_refuse_container_changes_in_region``); a
+# printed tensor shows no grad_fn.
 
 #: The replays a recomputed region makes again (Note [What a recomputed region does again]); a store would store
 #: the values of the forward again, where eager's second run may compute others (``self.calls += 1``).
