@@ -228,3 +228,37 @@ def test_a_checkpointed_region_that_changes_a_container_it_reads_is_refused():
         CALLS.clear()
         thunder.jit(model)(torch.randn(2, 4))
         assert CALLS == [0]
+
+
+class _RenormalisedEmbeddings(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(10, 8, max_norm=1.0, padding_idx=0)
+        self.bags = torch.nn.EmbeddingBag(10, 8, max_norm=0.5, norm_type=1.0, mode="sum")
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, ids):
+        return self.head(self.tokens(ids).mean(1) + self.bags(ids))
+
+
+def test_embeddings_with_max_norm_train_as_eager():
+    # max_norm renormalises the rows read in place, under no_grad, before the lookup: with a weight that requires grad
+    # it was refused ("renormalise the weight outside the jitted function").
+    torch.manual_seed(0)
+    model = _RenormalisedEmbeddings()
+    eager = copy.deepcopy(model)
+    jitted = thunder.jit(model)
+    optimizers = [torch.optim.AdamW(m.parameters(), lr=0.1) for m in (model, eager)]
+    for _ in range(3):
+        ids, target = torch.randint(0, 10, (4, 5)), torch.randn(4, 4)
+        losses = []
+        for m, opt in zip((jitted, eager), optimizers):
+            opt.zero_grad()
+            losses.append(F.mse_loss(m(ids), target))
+            losses[-1].backward()
+            opt.step()
+        torch.testing.assert_close(losses[0], losses[1])
+        for (name, p), e in zip(model.named_parameters(), eager.parameters()):
+            torch.testing.assert_close(p.grad, e.grad, msg=name)
+            torch.testing.assert_close(p, e, msg=name)
+    assert thunder.cache_misses(jitted) == 1
