@@ -262,3 +262,17 @@ def test_embeddings_with_max_norm_train_as_eager():
             torch.testing.assert_close(p.grad, e.grad, msg=name)
             torch.testing.assert_close(p, e, msg=name)
     assert thunder.cache_misses(jitted) == 1
+
+
+def _head_before_lookup(w, ids):
+    logits = (w * w).sum()  # eager's autograd saves ``w``, which the lookup then renormalises in place
+    return logits + F.embedding(ids, w, max_norm=1.0).sum()
+
+
+def test_a_renormalised_weight_that_autograd_saved_fails_as_eager():
+    ids = torch.tensor([1, 2, 2, 5])
+    for fn in (_head_before_lookup, thunder.jit(_head_before_lookup)):
+        w = torch.randn(10, 4, requires_grad=True)
+        out = fn(w, ids)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.backward()

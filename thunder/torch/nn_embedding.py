@@ -38,7 +38,7 @@ from thunder.core.prims.base import grad_asked
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
-from thunder.torch.base import copy_, torchsymbol
+from thunder.torch.base import torchsymbol
 from thunder.torch.nn_utils import check_tensor, kernel_outputs, upcast
 
 __all__ = [
@@ -128,7 +128,9 @@ def embedding_renorm_(weight, input, max_norm, norm_type):
         prims.bitwise_and(read, prims.gt(norm, max_norm)), prims.div(max_norm, prims.add(norm, 1e-7)), 1.0
     )
     renormed = prims.mul(a, prims.broadcast_in_dim(scale, a.shape, (0,)))
-    return copy_(renormed, weight)
+    if renormed.dtype != weight.dtype:
+        renormed = prims.convert_element_type(renormed, weight.dtype)
+    return prims.copy_(renormed, weight, recorded=False)  # under no_grad, as eager's
 
 
 def _embedding_scaled_impl(input, weight, padding_idx):

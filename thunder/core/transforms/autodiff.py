@@ -389,7 +389,7 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
                     f"{bsym.sym.print_name} lets {escaping[0]}, which requires grad, leave the computation"
                 )
         reads_active = any(a.name in active for a in bsym.flat_proxy_args)
-        written = written_in_place(bsym) if IN_PLACE in bsym.sym.tags else []
+        written = written_in_place(bsym) if IN_PLACE in bsym.sym.tags else _writes_into_arguments(bsym)
         for dst in written:
             if memory.saved_by_autograd(dst.name):
                 # ``y = x * w; w.mul_(2)``, ``x.detach().mul_(2)``: eager's autograd may have saved that memory and
@@ -485,6 +485,15 @@ def _replays_after_the_function(
             )
     moved = {id(b) for b in late}
     return [*body[:first], *(b for b in body[first:] if id(b) not in moved)], late
+
+
+def _writes_into_arguments(bsym: BoundSymbol) -> list[TensorProxy]:
+    """What a symbol that is not in place itself writes into its arguments through an in-place part (``embedding``
+    with ``max_norm`` renormalises its weight: ``embedding_renorm_``)."""
+    if not any(IN_PLACE in sub.sym.tags for sub in bsym.subsymbols):
+        return []
+    args = {a.name for a in bsym.flat_proxy_args}
+    return [dst for dst in _destinations(bsym) if dst.name in args]
 
 
 def written_in_place(bsym: BoundSymbol) -> list[TensorProxy]:
