@@ -120,9 +120,10 @@ def test_a_tensor_leaked_from_a_functorch_transform_behaves_as_in_eager():
             fn(w).backward()
 
 
-def test_under_a_functorch_transform_the_error_is_torchs():
+def test_under_a_differentiating_functorch_transform_the_error_says_what_works():
+    # torch's error spoke of a ``setup_context`` the user never wrote (tests/test_training_probes2.py)
     jfn = thunder.jit(lambda a: (a * a).sum())
-    with pytest.raises(RuntimeError, match="must override the setup_context"):
+    with pytest.raises(RuntimeError, match="not supported over a function compiled by thunder.jit.*torch.autograd.grad"):
         torch.func.grad(jfn)(torch.randn(3, requires_grad=True))
 
 

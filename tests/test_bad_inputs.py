@@ -476,11 +476,21 @@ def test_jitted_function_calling_a_jitted_function():
     torch.testing.assert_close(thunder.jit(_calls_jitted)(x), x * 2 + 1)
 
 
-def test_a_module_backward_hook_names_the_module():
-    # the traced call of a module with a backward hook failed on ``Tensor.grad_fn``, saying to add a symbol for it
-    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
-    model[0].register_full_backward_hook(lambda module, grad_input, grad_output: None)
-    _raises(UnsupportedOpError, r"module Linear '0' has a backward hook .*register_hook", thunder.jit(model), _x())
+class _CheckpointedHookedLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.lin.register_full_backward_hook(lambda module, grad_input, grad_output: None)
+
+    def forward(self, x):
+        return torch.utils.checkpoint.checkpoint(self.lin, x, use_reentrant=False)  # bad: hooked and checkpointed
+
+
+def test_a_module_backward_hook_in_a_checkpointed_region_names_the_module():
+    # the traced call of a module with a backward hook failed on ``Tensor.grad_fn``, saying to add a symbol for it;
+    # module backward hooks run as eager's now (tests/test_training_probes2.py), but in a recomputed region
+    _raises(UnsupportedOpError, r"module Linear 'lin' has a backward hook .*checkpointed region .*hook tensors",
+            thunder.jit(_CheckpointedHookedLinear()), _x(), where="# bad: hooked and checkpointed")  # fmt: skip
 
 
 def _vmapped(a):

@@ -390,11 +390,6 @@ def _embedding_errors(device):
         ValueError,
         r"Padding_idx must be within num_embeddings",
     )
-    yield ErrorInput(  # renormalising in place a weight whose gradient is wanted
-        SampleInput((torch.tensor([1]), w.clone().requires_grad_()), {"max_norm": 1.0}),
-        ValueError,
-        r"max_norm=1.0 is not supported for a weight that requires grad",
-    )
     yield ErrorInput(
         SampleInput((torch.tensor([1]), make((10,), torch.float32, device))), ValueError, r"'weight' must be 2-D"
     )
@@ -425,8 +420,6 @@ def _embedding_bag_errors(device):
     yield ErrorInput(SampleInput((idx, w, idx[:1]), {"mode": "max", "per_sample_weights": make((3,), torch.float32,
                      device)}), NotImplementedError, r"per_sample_weights is only supported for mode='sum'")  # fmt: skip
     yield ErrorInput(SampleInput((idx, w, idx[:1]), {"mode": "median"}), ValueError, r"mode has to be one of sum, mean or max")  # fmt: skip
-    yield ErrorInput(SampleInput((idx, w.clone().requires_grad_(), idx[:1]), {"max_norm": 1.0}), ValueError,
-                     r"max_norm=1.0 is not supported for a weight that requires grad")  # fmt: skip
 
 
 opinfos += [

@@ -525,6 +525,15 @@ class SideEffectsMixin:
                     "out of the checkpointed function, or do not checkpoint it"
                 )
 
+    def contents_of_read_containers(self) -> dict[int, Any]:
+        """What each outside container the program read holds now (``read_containers_changed_since``)."""
+        return {key: _contents(c) for key, (_, c, _) in self._copies.items()}
+
+    def read_containers_changed_since(self, contents: dict[int, Any]) -> list[Proxy]:
+        """The holders of the outside containers the program read whose contents changed since ``contents``
+        (those read since then: since they were read)."""
+        return [h for key, (h, c, first) in self._copies.items() if _contents(c) != contents.get(key, first)]
+
     def _changed_outside_state(self, value: Any) -> bool:
         """Whether the program has changed, so far, anything from outside that ``value`` holds (looking a few levels
         into its attributes and items): an attribute of such an object, an outside container (any: it may be

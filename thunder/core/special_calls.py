@@ -311,7 +311,9 @@ class SpecialCallsMixin:
                     (torch.cond, "torch.cond", _TRANSFORM),
                 )
             },
-            torch.utils.hooks.BackwardHook: self._refuse_backward_hook,
+            torch.utils.hooks.BackwardHook: _ModuleBackwardHook,
+            _ModuleBackwardHook.setup_input_hook: self._module_hook_inputs,
+            _ModuleBackwardHook.setup_output_hook: self._module_hook_outputs,
             torch._C._group_tensors_by_device_and_dtype: _group_tensors_by_device_and_dtype,
             logging.Logger._log: self._log,
             warnings.warn: self._warn,
@@ -389,21 +391,48 @@ class SpecialCallsMixin:
             todo.extend(a.name for a in bsym.flat_proxy_args)
         return False
 
-    def _refuse_backward_hook(self, module: torch.nn.Module, *hooks) -> None:
-        """``nn.Module.__call__`` of a module with backward hooks (``register_full_backward_hook``,
-        ``register_full_backward_pre_hook``, or global ones) wraps its inputs and outputs for torch's autograd, which
-        a trace's values do not have."""
-        path = self._module_paths.get(id(module))
-        name = f"{type(module).__name__} {path!r}" if path else type(module).__name__
-        loc = source_location()
-        loc = loc and loc.call_site  # the user's line that calls the module, where the module is torch's own code
-        raise UnsupportedOpError(
-            f"module {name} has a backward hook (register_full_backward_hook or register_full_backward_pre_hook, or "
-            f"a global module backward hook){f', called at {loc}' if loc else ''}: thunder differentiates the whole "
-            "function at once, so a module's gradients are not seen on their own. Register the hook on the module "
-            "thunder.jit returned (it sees the whole model's gradients), or hook tensors instead: "
-            "param.register_hook(...) and register_post_accumulate_grad_hook(...) on parameters work."
-        )
+    def _module_hook_inputs(self, hook: _ModuleBackwardHook, args: tuple) -> tuple:
+        """``BackwardHook.setup_input_hook(args)`` in ``nn.Module.__call__`` of a module with backward hooks (Note
+        [Module backward hooks in the program] in thunder.core.prims.effects)."""
+        if not torch.is_grad_enabled():  # eager's passes nothing through, and no hook of it runs
+            return args
+        if self._store_regions:
+            path = self._module_paths.get(id(hook.module))
+            name = f"{type(hook.module).__name__} {path!r}" if path else type(hook.module).__name__
+            loc = source_location()
+            raise UnsupportedOpError(
+                f"module {name} has a backward hook (register_full_backward_hook or register_full_backward_pre_hook, "
+                f"or a global module backward hook) and is called in a checkpointed region"
+                f"{f' (at {loc.call_site or loc})' if loc else ''}: thunder runs its hooks through torch's autograd, "
+                "which does not recompute the region. Hook a module outside the region, or hook tensors instead."
+            )
+        positions = tuple(i for i, a in enumerate(args) if isinstance(a, TensorProxy))
+        module, hooks, pre_hooks = self.escaping((hook.module, hook.user_hooks, hook.user_pre_hooks))
+        out = prims.module_hook_inputs(module, hooks, pre_hooks, len(args), positions, *(args[i] for i in positions))
+        hook.made = self.computation.scopes[-1], self.computation.scopes[-1][-1]
+        if isinstance(out, Proxy):
+            hook.proxy = out
+            return args
+        hook.proxy, *tensors = out
+        args = list(args)
+        for i, t in zip(positions, tensors):
+            args[i] = t
+        return tuple(args)
+
+    def _module_hook_outputs(self, hook: _ModuleBackwardHook, result: Any) -> Any:
+        """``BackwardHook.setup_output_hook(result)`` (Note [Module backward hooks in the program] in
+        thunder.core.prims.effects): the module's tensor results pass through where one requires grad."""
+        results = result if isinstance(result, tuple) else (result,)
+        positions = tuple(i for i, r in enumerate(results) if isinstance(r, TensorProxy))
+        if hook.proxy is None or not torch.is_grad_enabled() or not any(results[i].requires_grad for i in positions):
+            if hook.proxy is not None and hook.made[1].output is hook.proxy:  # nothing passed through: no hook runs
+                hook.made[0].remove(hook.made[1])
+            return result
+        tensors = prims.module_hook_outputs(hook.proxy, len(results), positions, *(results[i] for i in positions))
+        results = list(results)
+        for i, t in zip(positions, tensors):
+            results[i] = t
+        return tuple(results) if isinstance(result, tuple) else results[0]
 
     @functools.cached_property
     def _plain_functions(self) -> set:
@@ -808,22 +837,63 @@ class SpecialCallsMixin:
         (a hook the program registered is in the copy of the hook dict, not yet in the module's own)."""
         return self._proxy_for.get(id(value), value)
 
+    # Note [Reentrant checkpointing]
+    # Eager's reentrant ``checkpoint`` (``use_reentrant=True``, and torch's default, with a warning, when it is not
+    # given) is an autograd.Function that runs the region under ``torch.no_grad()``: its results require grad only
+    # through a tensor argument that does, and then its backward runs the region again and differentiates it whole.
+    # With no argument that requires grad (a frozen embedding before the first checkpointed layer), eager warns
+    # "None of the inputs have requires_grad=True. Gradients will be None", the parameters the region uses get no
+    # gradient and the region never runs again: so does the program here, by running the region without grad. Keyword
+    # arguments for the region, ``context_fn`` and ``debug`` are eager's ValueError with a reentrant checkpoint.
     def _checkpoint(self, function, *args, use_reentrant=None, context_fn=None, determinism_check=None,
                     debug=None, preserve_rng_state=True, **kwargs):  # fmt: skip
         """``torch.utils.checkpoint.checkpoint`` (Note [Activation checkpointing]); the stores the region undoes are
-        dropped (Note [Stores a checkpointed region undoes] in thunder.core.side_effects)."""
+        dropped (Note [Stores a checkpointed region undoes] in thunder.core.side_effects); reentrant checkpointing as
+        eager's (Note [Reentrant checkpointing])."""
+        if use_reentrant is None:
+            self._warn(_REENTRANT_DEFAULT)
+        if use_reentrant is not False:
+            if kwargs:
+                raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+            if context_fn not in (None, torch.utils.checkpoint.noop_context_fn) or debug:
+                raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+            if not any(isinstance(a, (TensorProxy, torch.Tensor)) and a.requires_grad for a in args):
+                self._warn("None of the inputs have requires_grad=True. Gradients will be None")
+                enabled = torch.is_grad_enabled()
+                self._set_grad_enabled(False)
+                try:
+                    return interpreter_call(current_runtime(), function, args, {})
+                finally:
+                    self._set_grad_enabled(enabled)
         body = self.computation.bound_symbols
         start = len(body)
+        contents = self.contents_of_read_containers()
         self._store_regions.append({})
         try:
             result = interpreter_call(current_runtime(), function, args, kwargs)
         finally:
             stores = self._store_regions.pop()
         if len(self.computation.scopes) == 1:
+            self._refuse_container_changes_in_region(contents, result)
             undone = {id(b) for b in self.stores_undone(stores)}
             body[start:] = [b for b in body[start:] if id(b) not in undone]
             checkpoint_region(self.computation, start, result)
         return result
+
+    def _refuse_container_changes_in_region(self, contents: dict, result: Any) -> None:
+        """An outside container that a checkpointed region read and changed (``LOG.append(len(LOG))``) ends the call
+        as the program left it (``replace_contents``), once: eager's second run of the region, in the backward, changes
+        it again with the values it computes then (Note [What a recomputed region does again])."""
+        changed = self.read_containers_changed_since(contents)
+        if changed and any(isinstance(p, TensorProxy) and p.requires_grad for p in tree_leaves(result)):
+            loc = source_location()
+            raise ThunderRuntimeError(
+                f"a checkpointed region{f' (called at {loc})' if loc else ''} changes an outside container that the "
+                f"program reads ({changed[0].name}): eager's torch.utils.checkpoint runs the region again in the "
+                "backward, which changes it again, and thunder.jit cannot make that change again. Move the change out "
+                "of the checkpointed function, change the container without reading it (an append alone is made "
+                "again), or do not checkpoint it"
+            )
 
     def _autograd_function(self, cls: type, *args, **kwargs):
         """``cls.apply(*args)`` of a ``torch.autograd.Function`` (Note [Custom autograd functions])."""
@@ -854,6 +924,31 @@ class SpecialCallsMixin:
 
 
 _REAL_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+class _ModuleBackwardHook:
+    """What ``torch.utils.hooks.BackwardHook(module, hooks, pre_hooks)`` makes in a traced module call: its two
+    methods record the prims that make eager's object on each call (Note [Module backward hooks in the program] in
+    thunder.core.prims.effects)."""
+
+    def __init__(self, module: torch.nn.Module, user_hooks: list, user_pre_hooks: list):
+        self.module, self.user_hooks, self.user_pre_hooks = module, user_hooks, user_pre_hooks
+        self.proxy: Proxy | None = None  # the trace's value for eager's object
+        self.made: tuple[list, Any] | None = None  # (scope, bound symbol) of ``module_hook_inputs``
+
+    def setup_input_hook(self, args: tuple) -> tuple:
+        raise AssertionError("called by the tracer only")
+
+    def setup_output_hook(self, result: Any) -> Any:
+        raise AssertionError("called by the tracer only")
+
+#: Eager's warning for ``checkpoint`` without ``use_reentrant`` (Note [Reentrant checkpointing]).
+_REENTRANT_DEFAULT = (
+    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in PyTorch 2.9, "
+    "calling checkpoint without use_reentrant will raise an exception. use_reentrant=False is recommended, but if "
+    "you need to preserve the current default behavior, you can pass use_reentrant=True. Refer to docs for more "
+    "details on the differences between the two variants."
+)
 
 
 def _refuse_untraced_update(fn: Callable, *args: Any, **kwargs: Any) -> None:

@@ -372,20 +372,38 @@ _functorch_active = torch._C._are_functorch_transforms_active
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 
 
+def _apply_under_functorch(plan: AutogradPlan, holder: list | None, *inputs):
+    """``ThunderFunction.apply`` under a torch.func transform: one that differentiates (``torch.func.grad`` of a
+    jitted module through ``functional_call``) needs the function's own rules for it, which it has not; torch's
+    error spoke of a ``setup_context`` the user never wrote."""
+    try:
+        return ThunderFunction.apply(plan, holder, *inputs)
+    except RuntimeError as e:
+        if "setup_context" not in str(e):
+            raise
+        raise RuntimeError(
+            "torch.func transforms that differentiate (torch.func.grad, vjp, jacrev, ...) are not supported over a "
+            "function compiled by thunder.jit: its backward is thunder's, not a torch.func rule. Take the gradient of "
+            "the jitted function's result with torch.autograd.grad (for a jitted module's parameters: "
+            "torch.func.functional_call(jitted, params, args) with params that require grad), or apply the transform "
+            "to the eager function."
+        ) from None
+
+
 def _applier(plan: AutogradPlan) -> Callable:
     """``apply(plan, holder, *inputs)``: ``ThunderFunction.apply`` through torch's C entry."""
     if plan.tensor_inputs:
 
         def apply(plan, holder, *inputs):
             if _functorch_active():
-                return ThunderFunction.apply(plan, holder, *inputs)
+                return _apply_under_functorch(plan, holder, *inputs)
             return _c_apply(plan, holder, *map(_unwrap_if_dead, inputs))
 
     else:
 
         def apply(plan, holder, *inputs):
             if _functorch_active():
-                return ThunderFunction.apply(plan, holder, *inputs)
+                return _apply_under_functorch(plan, holder, *inputs)
             return _c_apply(plan, holder, *(_unwrap_if_dead(x) if isinstance(x, torch.Tensor) else x for x in inputs))
 
     return apply
@@ -399,7 +417,7 @@ def autograd_callable(plan: AutogradPlan) -> Callable:
         # The commonest case (a loss from tensors), one Python frame above torch's C entry.
         def computation(*inputs):
             if _functorch_active():
-                return ThunderFunction.apply(plan, None, *inputs)[0]
+                return _apply_under_functorch(plan, None, *inputs)[0]
             return _c_apply(plan, None, *map(_unwrap_if_dead, inputs))[0]
 
         return computation

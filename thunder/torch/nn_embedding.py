@@ -17,10 +17,10 @@ autograd does.
 
 ``max_norm`` renormalises, in place, the rows of ``weight`` that the lookup reads and whose norm
 exceeds it (``torch.embedding_renorm_``, under ``no_grad`` in eager), then looks them up: the
-symbol ``embedding_renorm_`` (in place, never removed) does the update. Where the weight's
-gradient is wanted (it requires grad, grad mode on) it is refused with a clear error: the
-autograd split does not differentiate through an in-place update of a tensor that requires grad. ``sparse=True`` is refused when the
-weight's gradient is wanted (eager's gradient is then a sparse tensor).
+symbol ``embedding_renorm_`` (in place, never removed) does the update, also where the weight's
+gradient is wanted (training): as eager's, under ``no_grad``, the gradient is the lookup's alone.
+``sparse=True`` is refused when the weight's gradient is wanted (eager's gradient is then a sparse
+tensor).
 
 Layer: language. Imports: core, torch.base, torch.nn_utils.
 """
@@ -38,7 +38,7 @@ from thunder.core.prims.base import grad_asked
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE
-from thunder.torch.base import copy_, torchsymbol
+from thunder.torch.base import torchsymbol
 from thunder.torch.nn_utils import check_tensor, kernel_outputs, upcast
 
 __all__ = [
@@ -66,15 +66,9 @@ def _check_weight(op: str, weight) -> None:
         )
 
 
-def _refuse_in_place_and_sparse(op: str, weight: TensorProxy, max_norm, sparse) -> None:
+def _refuse_sparse(op: str, weight: TensorProxy, sparse) -> None:
     # The grad mode is the traced program's (the trace records that it read it: the weight requires grad).
     wants_grad = weight.requires_grad and torch.is_grad_enabled()
-    if max_norm is not None and wants_grad:
-        raise ThunderValueError(
-            f"{op}: max_norm={max_norm!r} is not supported for a weight that requires grad (it renormalises the "
-            "weight in place); renormalise the weight outside the jitted function (torch.embedding_renorm_ under "
-            "torch.no_grad()) or pass max_norm=None"
-        )
     if pyval(sparse) and wants_grad:
         raise UnsupportedOpError(
             f"{op}: sparse=True is not supported for a weight that requires grad (eager's gradient would be a "
@@ -99,7 +93,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     op = "ltorch.embedding"
     _check_indices(op, "input", input, "#1 'indices'")
     _check_weight(op, weight)
-    _refuse_in_place_and_sparse(op, weight, max_norm, sparse)
+    _refuse_sparse(op, weight, sparse)
     padding_idx = _padding_index(op, padding_idx, weight.shape[0])
     if max_norm is not None:
         weight = embedding_renorm_(weight, input, max_norm, norm_type)
@@ -134,7 +128,9 @@ def embedding_renorm_(weight, input, max_norm, norm_type):
         prims.bitwise_and(read, prims.gt(norm, max_norm)), prims.div(max_norm, prims.add(norm, 1e-7)), 1.0
     )
     renormed = prims.mul(a, prims.broadcast_in_dim(scale, a.shape, (0,)))
-    return copy_(renormed, weight)
+    if renormed.dtype != weight.dtype:
+        renormed = prims.convert_element_type(renormed, weight.dtype)
+    return prims.copy_(renormed, weight, recorded=False)  # under no_grad, as eager's
 
 
 def _embedding_scaled_impl(input, weight, padding_idx):
@@ -241,7 +237,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     op = "ltorch.embedding_bag"
     _check_indices(op, "input", input, "#1 'indices'")
     _check_weight(op, weight)
-    _refuse_in_place_and_sparse(op, weight, max_norm, sparse)
+    _refuse_sparse(op, weight, sparse)
     if per_sample_weights is not None:
         check_tensor(op, "per_sample_weights", per_sample_weights)
         if tuple(per_sample_weights.shape) != tuple(input.shape):

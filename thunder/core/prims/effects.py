@@ -16,6 +16,7 @@ import warnings
 import torch
 
 from thunder.core.prims.base import make_prim
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import DONT_DCE, ESCAPES, Symbol
 
 
@@ -30,6 +31,8 @@ class EffectPrimIDs(enum.Enum):
     STORE_CELL = enum.auto()
     REPLACE_CONTENTS = enum.auto()
     CONTAINER_CALL = enum.auto()
+    MODULE_HOOK_INPUTS = enum.auto()
+    MODULE_HOOK_OUTPUTS = enum.auto()
 
 
 P = EffectPrimIDs
@@ -163,6 +166,68 @@ def _print_container_call(bsym, printer):
 container_call = make_prim(
     P.CONTAINER_CALL, "container_call", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_container_call
 )
+
+
+
+# Note [Module backward hooks in the program]
+# ``nn.Module.__call__`` of a module with full backward hooks (``register_full_backward_hook``,
+# ``register_full_backward_pre_hook``, or global ones) makes a ``torch.utils.hooks.BackwardHook`` that passes the
+# module's tensor arguments, and then its results, through an identity autograd function whose node calls the hooks
+# with the gradients of the module's arguments and results. In a trace, ``module_hook_inputs`` and
+# ``module_hook_outputs`` stand for its two calls: each call of the computation makes eager's ``BackwardHook`` (the
+# first prim returns it, an object of the trace) and passes the call's tensors through it, so torch runs the hooks
+# where, when and with what eager's would, and a gradient a hook returns replaces eager's. The computation then has
+# torch's autograd for its backward (autodiff refuses it, as for a tensor hook: Note [Tensor hooks in the program] in
+# thunder.core.side_effects). Whether the tensors pass through (any requires grad, grad mode on) is decided at tracing
+# as eager's ``BackwardHook`` decides it on each call: the prologue checks both.
+def _module_hook_inputs(module, hooks, pre_hooks, n_args, positions, *tensors):
+    hook = torch.utils.hooks.BackwardHook(module, hooks, pre_hooks)
+    args = [None] * n_args
+    for i, t in zip(positions, tensors):
+        args[i] = t
+    args = hook.setup_input_hook(tuple(args))
+    return hook if hook.input_tensors_index is None else (hook, *(args[i] for i in positions))
+
+
+def _module_hook_outputs(hook, n_results, positions, *tensors):
+    results = [None] * n_results
+    for i, t in zip(positions, tensors):
+        results[i] = t
+    results = hook.setup_output_hook(tuple(results))
+    return tuple(results[i] for i in positions)
+
+
+def _print_module_hook(fn):
+    def printer_(bsym, printer):
+        call = f"{printer.add_ctx(fn.__name__, fn)}({', '.join(printer.value(a) for a in bsym.args)})"
+        return [f"{printer.target(bsym.output)} = {call}"]
+
+    return printer_
+
+
+def _module_hook_inputs_meta(module, hooks, pre_hooks, n_args, positions, *tensors):
+    hook = Proxy(prefix="backward_hook")
+    if not any(t.requires_grad for t in tensors):
+        return hook
+    return (hook, *(TensorProxy(like=t) for t in tensors))
+
+
+# ``module_hook_inputs(module, hooks, pre_hooks, n_args, positions, *tensors)``: eager's ``BackwardHook(module, hooks,
+# pre_hooks).setup_input_hook(args)`` of a module call whose ``n_args`` arguments hold ``tensors`` at ``positions``;
+# returns the hook object and, where they pass through it, the tensors that the module's forward reads instead
+# (Note [Module backward hooks in the program]).
+module_hook_inputs = make_prim(
+    P.MODULE_HOOK_INPUTS, "module_hook_inputs", _module_hook_inputs_meta, tags=(DONT_DCE, ESCAPES),
+    printer=_print_module_hook(_module_hook_inputs),
+)  # fmt: skip
+
+# ``module_hook_outputs(hook, n_results, positions, *tensors)``: ``hook.setup_output_hook(results)``, the tensors the
+# module call returns instead.
+module_hook_outputs = make_prim(
+    P.MODULE_HOOK_OUTPUTS, "module_hook_outputs",
+    lambda hook, n_results, positions, *tensors: tuple(TensorProxy(like=t) for t in tensors), tags=(DONT_DCE,),
+    printer=_print_module_hook(_module_hook_outputs),
+)  # fmt: skip
 
 
 __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) and not _n.startswith("_")]

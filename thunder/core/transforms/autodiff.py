@@ -355,6 +355,14 @@ def _rule_level(bsym: BoundSymbol) -> list[BoundSymbol]:
     ]
 
 
+#: Note [Module backward hooks in the program] in thunder.core.prims.effects
+_MODULE_HOOKS = (prims.module_hook_inputs, prims.module_hook_outputs)
+_HOOK_NAMES = {
+    prims.register_hook: "a hook (Tensor.register_hook)",
+    **dict.fromkeys(_MODULE_HOOKS, "a module backward hook (register_full_backward_hook)"),
+}
+
+
 def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int]) -> list[BoundSymbol]:
     """Refuses what the transform cannot differentiate, and checks that every value that
     requires grad comes from an input that does (a tensor made inside with requires_grad=True
@@ -370,8 +378,8 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
             escaping = [a.name for a in bsym.flat_proxy_args if a.name in active]
             if escaping and bsym.sym in REPLAYS and bsym.sym not in OUTPUTS:
                 stores.append(bsym)
-            elif escaping and bsym.sym in (prims.register_hook, prims.retain_grad):
-                what = "a hook (Tensor.register_hook)" if bsym.sym is prims.register_hook else "retain_grad()"
+            elif escaping and bsym.sym in (prims.register_hook, prims.retain_grad, *_MODULE_HOOKS):
+                what = _HOOK_NAMES.get(bsym.sym, "retain_grad()")
                 raise NotDifferentiable(
                     f"{escaping[0]} has {what}, which torch's autograd runs where eager's would"
                 )  # Note [Tensor hooks in the program] in thunder.core.side_effects
@@ -381,7 +389,7 @@ def _check_forward(body: list[BoundSymbol], active: set[str], exposed: set[int])
                     f"{bsym.sym.print_name} lets {escaping[0]}, which requires grad, leave the computation"
                 )
         reads_active = any(a.name in active for a in bsym.flat_proxy_args)
-        written = written_in_place(bsym) if IN_PLACE in bsym.sym.tags else []
+        written = written_in_place(bsym) if IN_PLACE in bsym.sym.tags else _writes_into_arguments(bsym)
         for dst in written:
             if memory.saved_by_autograd(dst.name):
                 # ``y = x * w; w.mul_(2)``, ``x.detach().mul_(2)``: eager's autograd may have saved that memory and
@@ -477,6 +485,15 @@ def _replays_after_the_function(
             )
     moved = {id(b) for b in late}
     return [*body[:first], *(b for b in body[first:] if id(b) not in moved)], late
+
+
+def _writes_into_arguments(bsym: BoundSymbol) -> list[TensorProxy]:
+    """What a symbol that is not in place itself writes into its arguments through an in-place part (``embedding``
+    with ``max_norm`` renormalises its weight: ``embedding_renorm_``)."""
+    if not any(IN_PLACE in sub.sym.tags for sub in bsym.subsymbols):
+        return []
+    args = {a.name for a in bsym.flat_proxy_args}
+    return [dst for dst in _destinations(bsym) if dst.name in args]
 
 
 def written_in_place(bsym: BoundSymbol) -> list[TensorProxy]:
@@ -754,8 +771,9 @@ def _rerun_kept_region(region: BoundSymbol, bw: TraceCtx) -> None:
 # (``_refuse_lost_rerun``), instead of a silent difference: a store (``self.calls += 1``: the replay would store the
 # first run's value again), a random draw from updated memory in a kept region, and a program that runs under
 # torch's autograd (which runs the region once).
-# A replay's values are the first run's (``LOG.append(len(LOG))`` appends the same number twice; eager's second
-# run appends one more); a printed tensor shows no grad_fn.
+# A replay's values are the first run's; a region that changes an outside container it reads (``LOG.append(len(LOG))``,
+# where eager's second run appends one more) is refused when traced (``_refuse_container_changes_in_region``); a
+# printed tensor shows no grad_fn.
 
 #: The replays a recomputed region makes again (Note [What a recomputed region does again]); a store would store
 #: the values of the forward again, where eager's second run may compute others (``self.calls += 1``).
