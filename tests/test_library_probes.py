@@ -1,0 +1,54 @@
+"""Programs from the libraries people train and run models with (accelerate, transformers, peft, diffusers,
+litgpt, torchmetrics), compiled and compared with eager: values, dtypes, gradients, optimizer state."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+
+
+def _accelerate_mixed_precision_loop(jit: bool):
+    accelerate = pytest.importorskip("accelerate")
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    if jit:
+        model = thunder.jit(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(16, 8, generator=g), torch.randn(16, 1, generator=g))
+    accelerator = accelerate.Accelerator(mixed_precision="bf16", gradient_accumulation_steps=2, cpu=True)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, torch.utils.data.DataLoader(data, batch_size=4))
+    outputs = []
+    try:
+        for x, y in loader:
+            with accelerator.accumulate(model):
+                out = model(x)  # autocast from prepare, outputs in float32
+                with accelerator.autocast():
+                    out_in_autocast = model(x)
+                loss = torch.nn.functional.mse_loss(out, y)
+                accelerator.backward(loss)
+                if accelerator.sync_gradients:
+                    accelerator.clip_grad_norm_(model.parameters(), 0.5)
+                optimizer.step()
+                optimizer.zero_grad()
+            outputs += [out.detach(), out_in_autocast.detach()]
+    finally:
+        AcceleratorState._reset_state(True)
+        GradientState._reset_state()
+    return outputs, [p.detach().clone() for p in model.parameters()]
+
+
+def test_accelerate_mixed_precision_prepare():
+    """accelerate's ``prepare`` wraps the model's forward in autocast (Note [A forward set on a compiled module])."""
+    expected, expected_params = _accelerate_mixed_precision_loop(jit=False)
+    actual, actual_params = _accelerate_mixed_precision_loop(jit=True)
+    for e, a in zip(expected, actual, strict=True):
+        assert a.dtype == e.dtype
+        torch.testing.assert_close(a, e)
+    torch.testing.assert_close(actual_params, expected_params)
