@@ -52,3 +52,25 @@ def test_accelerate_mixed_precision_prepare():
         assert a.dtype == e.dtype
         torch.testing.assert_close(a, e)
     torch.testing.assert_close(actual_params, expected_params)
+
+
+def _accelerate_unwrapped(jit: bool) -> torch.Tensor:
+    accelerate = pytest.importorskip("accelerate")
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 8)
+    try:
+        accelerator = accelerate.Accelerator(mixed_precision="bf16", cpu=True)
+        model = accelerator.unwrap_model(accelerator.prepare(thunder.jit(model) if jit else model), keep_fp32_wrapper=False)
+    finally:
+        AcceleratorState._reset_state(True)
+        GradientState._reset_state()
+    return model(torch.randn(2, 8, generator=torch.Generator().manual_seed(0)))
+
+
+def test_accelerate_unwrap_model_restores_forward():
+    """``unwrap_model(keep_fp32_wrapper=False)`` takes the autocast wrapper off again (Note [A forward set on a
+    compiled module])."""
+    torch.testing.assert_close(_accelerate_unwrapped(jit=True), _accelerate_unwrapped(jit=False))

@@ -217,7 +217,10 @@ class ThunderModule(torch.nn.Module):
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Note [Attributes set on a compiled module]."""
-        if name in _WRAPPER_STATE or name in self.__dict__ or hasattr(type(self), name) or "_model" not in self._modules:
+        if (
+            name in _WRAPPER_STATE or name in self.__dict__ or hasattr(type(self), name) or "_model" not in self._modules
+            or bound_self(value) is self  # (Note [A forward set on a compiled module])
+        ):  # fmt: skip
             super().__setattr__(name, value)
             if name == "training":  # as train()/eval() do, the flag the compiled module reads follows
                 self._model.training = value
@@ -303,7 +306,10 @@ class ThunderModule(torch.nn.Module):
 # wraps the forward in ``autocast`` and a conversion of its outputs to float32. The call ran the compiled forward
 # past the wrapper: in float32 where eager computed in bfloat16, and with bfloat16 outputs inside
 # ``accelerator.autocast()`` where eager gave float32. As on any module, the call now runs ``self.forward``, the
-# wrapper, which calls the compiled forward it wrapped (the prologue checks the autocast state).
+# wrapper, which calls the compiled forward it wrapped (the prologue checks the autocast state). A method bound to the
+# wrapper stays on the wrapper when set on it: ``prepare`` keeps ``model._original_forward = model.forward``, and
+# ``unwrap_model(model, keep_fp32_wrapper=False)`` pops it from ``model.__dict__`` to restore the forward; forwarded
+# to the original module, it was not found there and the unwrapped model kept computing in bfloat16.
 
 
 # Note [no_sync]
