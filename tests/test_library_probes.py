@@ -74,3 +74,28 @@ def test_accelerate_unwrap_model_restores_forward():
     """``unwrap_model(keep_fp32_wrapper=False)`` takes the autocast wrapper off again (Note [A forward set on a
     compiled module])."""
     torch.testing.assert_close(_accelerate_unwrapped(jit=True), _accelerate_unwrapped(jit=False))
+
+
+def test_accelerate_hook_on_compiled_module():
+    """``add_hook_to_module`` (big-model inference's device hooks) replaces the module's forward (Note [A forward set
+    on a compiled module]); removing it restores the forward."""
+    hooks = pytest.importorskip("accelerate.hooks")
+
+    class Hook(hooks.ModelHook):
+        def pre_forward(self, module, x):
+            return (x * 2,), {}
+
+        def post_forward(self, module, output):
+            return output + 1
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    jm = thunder.jit(model)
+    x = torch.randn(3, 4)
+    results = []
+    for m in (model, jm):
+        hooks.add_hook_to_module(m, Hook())
+        results.append(m(x))
+        hooks.remove_hook_from_module(m)
+        results.append(m(x))
+    torch.testing.assert_close(results[2:], results[:2])
