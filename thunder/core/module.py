@@ -129,8 +129,12 @@ class ThunderModule(torch.nn.Module):
 
     def __call__(self, *args, **kwargs):
         """The compiled call. Module hooks registered globally run in the compiled module (on the original
-        module, as in eager), not once more on this wrapper; hooks put on the wrapper itself run as usual."""
-        if self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks:
+        module, as in eager), not once more on this wrapper; hooks put on the wrapper itself run as usual, and so
+        does a ``forward`` set on the wrapper (Note [A forward set on a compiled module])."""
+        if (
+            self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
+            or "forward" in self.__dict__
+        ):  # fmt: skip
             return super().__call__(*args, **kwargs)
         # ``self._model`` goes through ``nn.Module.__getattr__`` (a submodule): 0.7 us, a tenth of a small call.
         return self._forward_fn(self._modules["_model"], *args, **kwargs)
@@ -213,7 +217,10 @@ class ThunderModule(torch.nn.Module):
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Note [Attributes set on a compiled module]."""
-        if name in _WRAPPER_STATE or name in self.__dict__ or hasattr(type(self), name) or "_model" not in self._modules:
+        if (
+            name in _WRAPPER_STATE or name in self.__dict__ or hasattr(type(self), name) or "_model" not in self._modules
+            or bound_self(value) is self  # (Note [A forward set on a compiled module])
+        ):  # fmt: skip
             super().__setattr__(name, value)
             if name == "training":  # as train()/eval() do, the flag the compiled module reads follows
                 self._model.training = value
@@ -292,6 +299,17 @@ class ThunderModule(torch.nn.Module):
 # directly reaches the original as on the eager module (``torch.func.functional_call(jm, {"weight": t}, ...)`` swaps
 # ``t`` into them, past ``setattr``'s check that a parameter is given a Parameter); ``_apply`` (``to``, ``half``) runs
 # on the original alone, so a shared tensor is converted once.
+
+
+# Note [A forward set on a compiled module]
+# ``model.forward = wrapper(model.forward)`` on the compiled module: accelerate's ``prepare`` with mixed precision
+# wraps the forward in ``autocast`` and a conversion of its outputs to float32. The call ran the compiled forward
+# past the wrapper: in float32 where eager computed in bfloat16, and with bfloat16 outputs inside
+# ``accelerator.autocast()`` where eager gave float32. As on any module, the call now runs ``self.forward``, the
+# wrapper, which calls the compiled forward it wrapped (the prologue checks the autocast state). A method bound to the
+# wrapper stays on the wrapper when set on it: ``prepare`` keeps ``model._original_forward = model.forward``, and
+# ``unwrap_model(model, keep_fp32_wrapper=False)`` pops it from ``model.__dict__`` to restore the forward; forwarded
+# to the original module, it was not found there and the unwrapped model kept computing in bfloat16.
 
 
 # Note [no_sync]
