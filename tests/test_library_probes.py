@@ -99,3 +99,60 @@ def test_accelerate_hook_on_compiled_module():
         hooks.remove_hook_from_module(m)
         results.append(m(x))
     torch.testing.assert_close(results[2:], results[:2])
+
+
+def _lora_model(seed: int):
+    peft = pytest.importorskip("peft")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(seed)
+    config = transformers.GPT2Config(vocab_size=50, n_embd=16, n_layer=2, n_head=2)
+    lora = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_proj"], lora_dropout=0.1, fan_in_fan_out=True)
+    return peft.get_peft_model(transformers.GPT2LMHeadModel(config), lora)
+
+
+def test_peft_lora_trains_as_eager_with_dropout_from_the_same_seed():
+    eager, compiled = _lora_model(0), _lora_model(0)
+    jm = thunder.jit(compiled)
+    optimizers = [torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-2) for m in (eager, compiled)]
+    for step in range(3):
+        ids = torch.randint(0, 50, (2, 8), generator=torch.Generator().manual_seed(step))
+        losses = []
+        for model, optimizer in zip((eager, jm), optimizers):
+            torch.manual_seed(100 + step)
+            loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss)
+        torch.testing.assert_close(losses[1], losses[0])
+        for p, q in zip(compiled.parameters(), eager.parameters()):
+            torch.testing.assert_close(p, q)
+    assert thunder.cache_misses(jm) == 1
+
+
+def test_peft_adapters_switched_between_calls_give_eager_s_values():
+    peft = pytest.importorskip("peft")
+    model = _lora_model(0)
+    model.add_adapter("other", peft.LoraConfig(r=2, lora_alpha=4, target_modules=["c_attn"], fan_in_fan_out=True))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_()
+    model.eval()
+    jm = thunder.jit(model)
+    ids = torch.randint(0, 50, (2, 8), generator=torch.Generator().manual_seed(0))
+
+    def check():
+        torch.testing.assert_close(jm(input_ids=ids).logits, model(input_ids=ids).logits)
+
+    check()
+    model.set_adapter("other")
+    check()
+    model.set_adapter("default")
+    check()
+    with model.disable_adapter():
+        check()
+    model.merge_adapter()
+    check()
+    model.unmerge_adapter()
+    check()
