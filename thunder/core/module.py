@@ -279,8 +279,10 @@ class ThunderModule(torch.nn.Module):
             model = self._model
             if model._compiled_call_impl is not None:  # already routed (a nested call), or compiled by someone else
                 return method(*args, **kwargs)
-            model._compiled_call_impl = entry = functools.partial(self._forward_fn, model)
+            # Note [A compiled module's calls under torch.compile]
+            entry = torch.compiler.disable(functools.partial(self._forward_fn, model))
             entry.thunder_entry = True
+            model._compiled_call_impl = entry
             try:
                 return method(*args, **kwargs)
             finally:
@@ -327,6 +329,14 @@ class ThunderModule(torch.nn.Module):
 # ThunderModule, the module's ``_compiled_call_impl`` (the hook ``nn.Module.__call__`` gives ``torch.compile``)
 # is the compiled call, so each of its calls of the module runs compiled (prefill and decode); the traced call
 # takes such a module as uncompiled (``is_thunder_entry``). Calling the original module yourself stays eager.
+#
+# Note [A compiled module's calls under torch.compile]
+# ``generate`` itself compiles the module's call with ``torch.compile`` where its cache is static on a GPU
+# (transformers' automatic compilation: ``torch.compile(self.__call__)`` for the decoding steps). Dynamo traced into
+# the compiled call, thunder's cache and compiled code included: minutes per step, thunder's cache counters off (4
+# compiles and no hit for 6 calls, a 2-layer Llama on CPU), and a crash for a plain ``torch.compile`` of a jitted
+# function. The routed call is ``torch.compiler.disable``d: dynamo stops there and runs thunder's compiled call as
+# is (a few microseconds per call of the module, which runs for milliseconds).
 def _is_own_method(value: Any, model: torch.nn.Module) -> bool:
     func = plain_attribute(value, "__func__")
     return (
