@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from thunder.core import prims
+from thunder.core import dtypes, prims
 from thunder.core import symbol as _symbol
 from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError
 from thunder.core.prims.base import is_differentiable
-from thunder.core.proxies import TensorProxy
-from thunder.core.pytree import tree_leaves
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
 from thunder.core.torch_state import grad_mode_on
@@ -84,6 +84,7 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
     grad is enabled, a result dtype that cannot be cast to ``out``'s; where eager would resize an ``out`` of another
     shape, this is an error."""
     name = sym.print_name
+    _check_eager_takes_out(sym, args, kwargs, out)
     if grad_mode_on() and any(
         isinstance(t, TensorProxy) and t.requires_grad for t in tree_leaves((args, kwargs, out))
     ):
@@ -116,6 +117,30 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
         return written[0]
     kind = type(result)  # torch.max(..., out=) gives a torch.return_types.max_out
     return getattr(torch.return_types, f"{kind.__name__}_out", kind)(written)
+
+
+def _check_eager_takes_out(sym: Symbol, args: tuple, kwargs: dict, out) -> None:
+    """A torch function takes ``out=`` in some of its overloads only (``torch.sum(x, out=o)`` without a dim is a
+    TypeError in eager): eager binds the call, on meta tensors of the arguments' shapes and dtypes, and its TypeError
+    is raised (the program's own error: the call then runs eagerly, Note [A program that raises] in
+    thunder.compiler)."""
+    fn = base.symbol_to_torch.get(sym)
+    if fn is None:
+        return
+
+    def meta(v):
+        if isinstance(v, TensorProxy):
+            shape = tuple(int(getattr(d, "value", d)) for d in v.shape)
+            return torch.empty(shape, dtype=dtypes.to_torch_dtype(v.dtype), device="meta")
+        return getattr(v, "value", v) if isinstance(v, Proxy) else v
+
+    try:
+        a, k, o = tree_map(meta, (args, kwargs, out))
+        fn(*a, **k, out=o)
+    except TypeError:
+        raise
+    except Exception:  # noqa: BLE001 - a value or shape eager rejects later is checked below, as before
+        pass
 
 
 _symbol.out_writer = write_out
