@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import functools
 import re
 
 import pytest
 import torch
 
 import thunder
-from thunder.core.errors import ThunderRuntimeError
+from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 
 
 def test_deepcopy_of_a_computed_tensor_is_a_new_tensor_and_copy_shares_it():
@@ -421,3 +422,114 @@ def test_an_ops_failure_the_program_catches_is_eagers_exception(op, handler):
     actual = thunder.jit(f)(x)
     assert actual[:2] == expected[:2]
     torch.testing.assert_close(actual[2], expected[2])
+
+
+def test_a_device_kernels_refusal_the_program_catches_is_eagers_exception():
+    # The meta kernel takes ``@`` of bool tensors, the CPU's has none (NotImplementedError, a RuntimeError): the
+    # handler saw thunder's ThunderTypeError instead.
+    def f(x):
+        try:
+            return x @ x, ""
+        except RuntimeError as e:
+            return x, type(e).__name__
+
+    x = torch.randint(0, 2, (1, 4)).bool().expand(4, 4)
+    assert thunder.jit(f)(x)[1] == f(x)[1] == "NotImplementedError"
+
+
+def _iterator_left_after(fn, x, items):
+    it = (v for v in items)
+    with pytest.raises(RuntimeError) as info:
+        fn(x, it)
+    return list(it), info.value
+
+
+def test_an_in_place_op_on_overlapping_memory_fails_before_an_iterator_argument_is_read():
+    # seed 3008277: eager fails at ``add_`` (an expanded tensor's elements share memory) with ``it`` unread; the
+    # trace took the items before the computation failed.
+    def f(x, it):
+        s2 = x * x
+        x.detach().add_(1)
+        return s2, sum(1 for _ in it)
+
+    def g(x, it):
+        s2 = x * x
+        x.expand(2, *x.shape).add_(1)
+        return s2, sum(1 for _ in it)
+
+    for fn, x in ((f, torch.randint(-3, 4, (1,)).expand(2)), (g, torch.randn(3))):
+        left, eager_error = _iterator_left_after(fn, x.clone() if fn is g else x, [1.5, 2.5])
+        thunder_left, error = _iterator_left_after(thunder.jit(fn), x.clone() if fn is g else x, [1.5, 2.5])
+        assert thunder_left == left == [1.5, 2.5] and type(error) is type(eager_error) and str(error) == str(eager_error)
+
+
+def test_an_in_place_op_on_overlapping_memory_in_a_cached_trace_names_the_iterator_it_read():
+    # The cached trace's prologue took the items before the computation failed: they cannot be put back, so the
+    # error says so (before: eager's error, the iterator silently further on than eager leaves it).
+    def f(x, it):
+        s2 = x * x
+        x.detach().add_(1)
+        return s2, sum(1 for _ in it)
+
+    jf = thunder.jit(f)
+    jf(torch.randn(2), (v for v in [1.5]))
+    with pytest.raises(ThunderRuntimeError, match="positional argument 1.*cannot be put back"):
+        jf(torch.randn(1).expand(2), (v for v in [1.5]))
+
+
+def test_out_in_an_overload_that_takes_none_is_eagers_type_error():
+    # ``torch.sum`` takes out= only with a dim: thunder wrote the sum into the 0-dim tensor
+    def f(x):
+        o = torch.empty((), dtype=x.dtype)
+        torch.sum(x, out=o)
+        return x + o
+
+    with pytest.raises(TypeError, match="invalid combination of arguments") as eager:
+        f(torch.ones(3))
+    with pytest.raises(TypeError, match=re.escape(str(eager.value).splitlines()[0])):
+        thunder.jit(f)(torch.ones(3))
+
+
+def test_dropout_of_an_empty_tensor_of_any_dtype_is_the_identity():
+    def f(x):
+        t = x * 1
+        r = torch.nn.functional.dropout(t.view(-1), 0.3, training=True, inplace=True)
+        return t, r, torch.nn.functional.dropout(x, 0.5)
+
+    for dtype in (torch.int64, torch.float32):
+        x = torch.zeros(0, 3, dtype=dtype)
+        for e, a in zip(f(x), thunder.jit(f)(x)):
+            torch.testing.assert_close(a, e)
+
+
+def test_lru_cache_statistics_and_clear_inside_the_jitted_function_are_refused():
+    # The prologue makes the cached calls, on every call: the trace kept the statistics read while tracing
+    @functools.cache
+    def steps(n):
+        return tuple(range(n))
+
+    def f(x):
+        return x * len(steps(x.ndim + 1)), steps.cache_info().hits
+
+    jf = thunder.jit(f)
+    with pytest.raises(UnsupportedOpError, match=r"steps.cache_info\(\) inside the jitted function"):
+        jf(torch.ones(2))
+        jf(torch.ones(2))
+
+
+def test_same_input_refuses_a_global_the_program_found_absent_and_wrote():
+    # The second call reused the trace in which the global was absent (eager: 1, thunder: 0)
+    def f(x):
+        global _FUZZ_COUNTER
+        try:
+            _FUZZ_COUNTER += 1
+        except NameError:
+            _FUZZ_COUNTER = 0
+        return x + _FUZZ_COUNTER
+
+    globals().pop("_FUZZ_COUNTER", None)
+    try:
+        with pytest.raises(ThunderRuntimeError, match="the global '_FUZZ_COUNTER'"):
+            thunder.jit(f, cache="same input")(torch.ones(2))
+    finally:
+        globals().pop("_FUZZ_COUNTER", None)
