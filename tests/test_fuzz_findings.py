@@ -533,3 +533,18 @@ def test_same_input_refuses_a_global_the_program_found_absent_and_wrote():
             thunder.jit(f, cache="same input")(torch.ones(2))
     finally:
         globals().pop("_FUZZ_COUNTER", None)
+
+
+def test_an_out_argument_of_another_shape_after_an_effect_is_refused_not_run_eagerly():
+    # Eager resizes ``out``; thunder's refusal is no mirror of an eager check, so it must not run the call eagerly
+    # (with an EagerRunWarning, which reports a bug) when the program made effects before it.
+    log = []
+
+    def f(x):
+        log.append(1)
+        o = torch.empty(0)
+        torch.add(x, 1, out=o)
+        return o
+
+    with pytest.raises(UnsupportedOpError, match="the out tensor has shape"):
+        thunder.jit(f)(torch.ones(2))

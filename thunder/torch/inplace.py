@@ -11,7 +11,7 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core import symbol as _symbol
-from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
@@ -107,7 +107,7 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
         if r.device != o.device:
             raise ThunderRuntimeError(f"{name}(): expected the out tensor on {r.device}, but it is on {o.device}")
         if tuple(r.shape) != tuple(o.shape):
-            raise ThunderValueError(
+            raise UnsupportedOpError(  # (not eager's check: eager resizes ``out``)
                 f"{name}(): the out tensor has shape {list(o.shape)} but the result has shape {list(r.shape)}; eager "
                 "would resize it in place, which thunder does not: pass an out tensor of the result's shape, or use "
                 "the returned tensor"
