@@ -134,16 +134,16 @@ ALIASING = [
 ]
 OUT_ARGUMENTS = [
     "o{u} = torch.empty_like(acc)\ntorch.mul(acc, 2, out=o{u})\nacc = o{u}",
-    "o{u} = torch.empty(0, dtype=acc.dtype)\ntorch.add(acc, 1, out=o{u})\nacc = o{u} * 1",
+    "o{u} = torch.empty_like(acc.mT).mT if acc.ndim >= 2 else torch.empty_like(acc)\ntorch.add(acc, 1, out=o{u})\nacc = o{u} * 1",
     "o{u} = torch.zeros(5, dtype=acc.dtype)\ntorch.neg(acc, out=o{u})\nret.append(o{u})",
     "torch.mul(acc, 2, out=acc)",
     "o{u} = torch.empty(acc.shape, dtype=torch.float64)\ntorch.sin(acc, out=o{u})\nacc = o{u}",
     "o{u} = torch.empty(acc.shape, dtype=torch.int64)\ntorch.sin(acc.float(), out=o{u})\nacc = acc + o{u}",
     "r{u} = torch.add(acc, 1, out=torch.empty_like(acc))\nacc = r{u}",
     "o{u} = torch.zeros(*acc.shape, 2, dtype=acc.dtype)\ntorch.mul(acc, 3, out=o{u}[..., 0])\nacc = o{u}.sum(-1)",
-    "o{u} = torch.empty(0, dtype=acc.dtype)\ntorch.cat([acc.reshape(-1), acc.reshape(-1)], out=o{u})\nret.append(o{u})",
+    "o{u} = torch.empty(2 * acc.numel(), dtype=acc.dtype)\ntorch.cat([acc.reshape(-1), acc.reshape(-1)], out=o{u})\nret.append(o{u})",
     "torch.add(x, 1, out=x)",
-    "if acc.ndim:\n    v{u}, i{u} = torch.empty(0, dtype=acc.dtype), torch.empty(0, dtype=torch.int64)\n    torch.max(acc, -1, out=(v{u}, i{u}))\n    ret.append(i{u})\n    acc = v{u}",
+    "if acc.ndim:\n    v{u}, i{u} = torch.empty(acc.shape[:-1], dtype=acc.dtype), torch.empty(acc.shape[:-1], dtype=torch.int64)\n    torch.max(acc, -1, out=(v{u}, i{u}))\n    ret.append(i{u})\n    acc = v{u}",
     "o{u} = torch.empty((), dtype=acc.dtype)\ntorch.sum(acc, out=o{u})\nacc = acc + o{u}",
 ]
 
