@@ -548,3 +548,24 @@ def test_an_out_argument_of_another_shape_after_an_effect_is_refused_not_run_eag
 
     with pytest.raises(UnsupportedOpError, match="the out tensor has shape"):
         thunder.jit(f)(torch.ones(2))
+
+
+def test_an_in_place_op_torch_refuses_at_run_time_leaves_eagers_effects_before_it():
+    # The store into ``log`` is replayed after the data-dependent check; the computation failed at ``add_`` (a view
+    # of unbind's, which autograd refuses to change) before it, and a refused op writes nothing: the call runs
+    # eagerly and makes the store, as eager does.
+    log = [0]
+
+    def f(x):
+        log[0] += 1
+        t = x * 1
+        t.unbind(0)[0].add_(1)
+        if (t > 0).sum().item() > 2:
+            t = t * 2
+        return t
+
+    for fn in (f, thunder.jit(f)):
+        log[0] = 0
+        with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+            fn(torch.randn(3, 4, requires_grad=True))
+        assert log == [1]

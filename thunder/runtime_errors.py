@@ -96,14 +96,19 @@ def failed_before_effects(e: BaseException) -> bool:
     return bool(frames)
 
 
-# torch's in-place ops check that no two elements of the tensor they write share memory (an expanded input) before
-# they write anything.
-_OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
+# What torch's in-place ops check before they write anything: that no two elements of the tensor they write share
+# memory (an expanded input), autograd's rules for views and leaves, the result's dtype.
+_REFUSALS = (
+    "more than one element of the written-to tensor refers to a single memory location",
+    "is a view and is being modified inplace",
+    "a leaf Variable that requires grad is being used in an in-place operation",
+    "can't be cast to the desired output type",
+)
 
 
 def _refused_before_writing(e: BaseException, bsym: BoundSymbol) -> bool:
     """Whether ``bsym``, the single op (not a fusion) that raised ``e``, made no write: torch refused the tensor."""
-    return isinstance(e, RuntimeError) and _OVERLAP in str(e) and not bsym.sym._is_fusion
+    return isinstance(e, RuntimeError) and not bsym.sym._is_fusion and any(r in str(e) for r in _REFUSALS)
 
 
 def reruns_after(e: BaseException, entry) -> bool:
