@@ -81,8 +81,8 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
     """``sym(*args, **kwargs, out=out)`` as eager runs it (``F.normalize(..., out=self._u)`` in spectral norm's
     power iteration): the result is computed, then written into ``out`` (a tensor, or a tuple of them for an op
     with several results), which is returned. Eager's refusals are kept: an argument that requires grad where
-    grad is enabled, a result dtype that cannot be cast to ``out``'s; where eager would resize an ``out`` of another
-    shape, this is an error."""
+    grad is enabled, a result dtype that cannot be cast to ``out``'s, an argument that shares part of ``out``'s memory
+    (checked when the computation runs); where eager would resize an ``out`` of another shape, this is an error."""
     name = sym.print_name
     _check_eager_takes_out(sym, args, kwargs, out)
     if grad_mode_on() and any(
@@ -101,6 +101,7 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
             f"{name}(): out= must be {f'a tuple of {len(results)} tensors' if several else 'a tensor'}, "
             f"got {type(out).__name__}"
         )
+    sources = tuple(t for t in tree_leaves((args, kwargs)) if isinstance(t, TensorProxy))
     written = []
     for o, r in zip(outs, results):
         base.check_castable(f"{name}()", r.dtype, o.dtype)
@@ -112,6 +113,8 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
                 "would resize it in place, which thunder does not: pass an out tensor of the result's shape, or use "
                 "the returned tensor"
             )
+        if sources:  # arguments that share memory are known at run time only
+            prims.check_no_partial_overlap(o, sources)
         written.append(base.copy_(r, o))
     if not several:
         return written[0]
