@@ -590,3 +590,30 @@ def test_an_out_argument_that_shares_memory_with_an_input_is_eagers(second):
             thunder.jit(f)(*args())
         return
     torch.testing.assert_close(thunder.jit(f)(*args()), expected)
+
+
+def test_a_copy_of_a_tensor_onto_itself_is_an_in_place_op():
+    # ``y.copy_(x)`` with the same leaf passed twice: eager refuses the in-place op on a leaf that requires grad;
+    # thunder took the copy onto itself for none and returned. On a computed tensor the gradient is eager's.
+    def f(x, y):
+        y.copy_(x)
+        return x + y.sum()
+
+    x = torch.randn(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        f(x, x)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        thunder.jit(f)(x, x)
+
+    def g(x):
+        t = x * 2
+        t.copy_(t)
+        return t * 3
+
+    grads = []
+    for fn in (g, thunder.jit(g)):
+        x = torch.ones(2, requires_grad=True)
+        fn(x).sum().backward()
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[1], grads[0])
+    torch.testing.assert_close(thunder.jit(g)(torch.ones(2)), g(torch.ones(2)))

@@ -62,6 +62,8 @@ def copy_(a, src, non_blocking=False):
     if not is_tensor(src):
         raise ThunderTypeError(f"ltorch.copy_: src must be a tensor, got {type(src).__name__}")
     base.broadcast_shapes("ltorch.copy_", a.shape, src.shape)
+    if src is a:  # ``x.copy_(x)`` is an in-place op as any other (eager refuses it on a leaf that requires grad); a
+        src = prims.clone(src)  # copy onto itself is none (``written_in_place``: ``dropout_`` in eval)
     return base.copy_(src, a)
 
 
