@@ -617,3 +617,19 @@ def test_a_copy_of_a_tensor_onto_itself_is_an_in_place_op():
         grads.append(x.grad)
     torch.testing.assert_close(grads[1], grads[0])
     torch.testing.assert_close(thunder.jit(g)(torch.ones(2)), g(torch.ones(2)))
+
+
+def test_lru_cache_calls_with_equal_arguments_of_other_types_are_two_calls():
+    # ``table(2)`` and ``table(2.0)`` are two entries of the cache (its key of a lone int is the int): the trace
+    # took the second for the first and returned its ints.
+    @functools.cache
+    def table(k):
+        return tuple(i * k for i in range(3))
+
+    def f(x, n):
+        return x + sum(table(2)), table(n)
+
+    expected = f(torch.ones(2), 2.0)[1]
+    table.cache_clear()
+    actual = thunder.jit(f)(torch.ones(2), 2.0)[1]
+    assert actual == expected and [type(v) for v in actual] == [type(v) for v in expected] == [float] * 3

@@ -545,7 +545,9 @@ class SpecialCallsMixin:
         size among the arguments is pinned (the entry holds for its value); other arguments: called as it is."""
         args, kwargs = _pinned(args), _pinned(kwargs)
         try:
-            key = ("cached call", id(fn), args, tuple(sorted(kwargs.items())))
+            # (with the types: ``2`` and ``2.0`` are equal, and lru_cache keys them apart)
+            key = ("cached call", id(fn), args, tuple(map(type, args)), tuple(sorted(kwargs.items())),
+                   tuple(type(v) for _, v in sorted(kwargs.items())))  # fmt: skip
             hash(key)
         except TypeError:  # unhashable arguments: eager's error, or arguments the cache cannot key
             return fn(*args, **kwargs)
