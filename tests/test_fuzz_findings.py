@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import functools
 import re
 
 import pytest
 import torch
 
 import thunder
-from thunder.core.errors import ThunderRuntimeError
+from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 
 
 def test_deepcopy_of_a_computed_tensor_is_a_new_tensor_and_copy_shares_it():
@@ -421,3 +422,214 @@ def test_an_ops_failure_the_program_catches_is_eagers_exception(op, handler):
     actual = thunder.jit(f)(x)
     assert actual[:2] == expected[:2]
     torch.testing.assert_close(actual[2], expected[2])
+
+
+def test_a_device_kernels_refusal_the_program_catches_is_eagers_exception():
+    # The meta kernel takes ``@`` of bool tensors, the CPU's has none (NotImplementedError, a RuntimeError): the
+    # handler saw thunder's ThunderTypeError instead.
+    def f(x):
+        try:
+            return x @ x, ""
+        except RuntimeError as e:
+            return x, type(e).__name__
+
+    x = torch.randint(0, 2, (1, 4)).bool().expand(4, 4)
+    assert thunder.jit(f)(x)[1] == f(x)[1] == "NotImplementedError"
+
+
+def _iterator_left_after(fn, x, items):
+    it = (v for v in items)
+    with pytest.raises(RuntimeError) as info:
+        fn(x, it)
+    return list(it), info.value
+
+
+def test_an_in_place_op_on_overlapping_memory_fails_before_an_iterator_argument_is_read():
+    # seed 3008277: eager fails at ``add_`` (an expanded tensor's elements share memory) with ``it`` unread; the
+    # trace took the items before the computation failed.
+    def f(x, it):
+        s2 = x * x
+        x.detach().add_(1)
+        return s2, sum(1 for _ in it)
+
+    def g(x, it):
+        s2 = x * x
+        x.expand(2, *x.shape).add_(1)
+        return s2, sum(1 for _ in it)
+
+    for fn, x in ((f, torch.randint(-3, 4, (1,)).expand(2)), (g, torch.randn(3))):
+        left, eager_error = _iterator_left_after(fn, x.clone() if fn is g else x, [1.5, 2.5])
+        thunder_left, error = _iterator_left_after(thunder.jit(fn), x.clone() if fn is g else x, [1.5, 2.5])
+        assert thunder_left == left == [1.5, 2.5] and type(error) is type(eager_error) and str(error) == str(eager_error)
+
+
+def test_an_in_place_op_on_overlapping_memory_in_a_cached_trace_names_the_iterator_it_read():
+    # The cached trace's prologue took the items before the computation failed: they cannot be put back, so the
+    # error says so (before: eager's error, the iterator silently further on than eager leaves it).
+    def f(x, it):
+        s2 = x * x
+        x.detach().add_(1)
+        return s2, sum(1 for _ in it)
+
+    jf = thunder.jit(f)
+    jf(torch.randn(2), (v for v in [1.5]))
+    with pytest.raises(ThunderRuntimeError, match="positional argument 1.*cannot be put back"):
+        jf(torch.randn(1).expand(2), (v for v in [1.5]))
+
+
+def test_out_in_an_overload_that_takes_none_is_eagers_type_error():
+    # ``torch.sum`` takes out= only with a dim: thunder wrote the sum into the 0-dim tensor
+    def f(x):
+        o = torch.empty((), dtype=x.dtype)
+        torch.sum(x, out=o)
+        return x + o
+
+    with pytest.raises(TypeError, match="invalid combination of arguments") as eager:
+        f(torch.ones(3))
+    with pytest.raises(TypeError, match=re.escape(str(eager.value).splitlines()[0])):
+        thunder.jit(f)(torch.ones(3))
+
+
+def test_dropout_of_an_empty_tensor_of_any_dtype_is_the_identity():
+    def f(x):
+        t = x * 1
+        r = torch.nn.functional.dropout(t.view(-1), 0.3, training=True, inplace=True)
+        return t, r, torch.nn.functional.dropout(x, 0.5)
+
+    for dtype in (torch.int64, torch.float32):
+        x = torch.zeros(0, 3, dtype=dtype)
+        for e, a in zip(f(x), thunder.jit(f)(x)):
+            torch.testing.assert_close(a, e)
+
+
+def test_lru_cache_statistics_and_clear_inside_the_jitted_function_are_refused():
+    # The prologue makes the cached calls, on every call: the trace kept the statistics read while tracing
+    @functools.cache
+    def steps(n):
+        return tuple(range(n))
+
+    def f(x):
+        return x * len(steps(x.ndim + 1)), steps.cache_info().hits
+
+    jf = thunder.jit(f)
+    with pytest.raises(UnsupportedOpError, match=r"steps.cache_info\(\) inside the jitted function"):
+        jf(torch.ones(2))
+        jf(torch.ones(2))
+
+
+def test_same_input_refuses_a_global_the_program_found_absent_and_wrote():
+    # The second call reused the trace in which the global was absent (eager: 1, thunder: 0)
+    def f(x):
+        global _FUZZ_COUNTER
+        try:
+            _FUZZ_COUNTER += 1
+        except NameError:
+            _FUZZ_COUNTER = 0
+        return x + _FUZZ_COUNTER
+
+    globals().pop("_FUZZ_COUNTER", None)
+    try:
+        with pytest.raises(ThunderRuntimeError, match="the global '_FUZZ_COUNTER'"):
+            thunder.jit(f, cache="same input")(torch.ones(2))
+    finally:
+        globals().pop("_FUZZ_COUNTER", None)
+
+
+def test_an_out_argument_of_another_shape_after_an_effect_is_refused_not_run_eagerly():
+    # Eager resizes ``out``; thunder's refusal is no mirror of an eager check, so it must not run the call eagerly
+    # (with an EagerRunWarning, which reports a bug) when the program made effects before it.
+    log = []
+
+    def f(x):
+        log.append(1)
+        o = torch.empty(0)
+        torch.add(x, 1, out=o)
+        return o
+
+    with pytest.raises(UnsupportedOpError, match="the out tensor has shape"):
+        thunder.jit(f)(torch.ones(2))
+
+
+def test_an_in_place_op_torch_refuses_at_run_time_leaves_eagers_effects_before_it():
+    # The store into ``log`` is replayed after the data-dependent check; the computation failed at ``add_`` (a view
+    # of unbind's, which autograd refuses to change) before it, and a refused op writes nothing: the call runs
+    # eagerly and makes the store, as eager does.
+    log = [0]
+
+    def f(x):
+        log[0] += 1
+        t = x * 1
+        t.unbind(0)[0].add_(1)
+        if (t > 0).sum().item() > 2:
+            t = t * 2
+        return t
+
+    for fn in (f, thunder.jit(f)):
+        log[0] = 0
+        with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+            fn(torch.randn(3, 4, requires_grad=True))
+        assert log == [1]
+
+
+@pytest.mark.parametrize("second", [lambda b: b.mT, lambda b: b, lambda b: b[1:]], ids=["transposed", "same", "rows"])
+def test_an_out_argument_that_shares_memory_with_an_input_is_eagers(second):
+    # ``y`` a transposed view of ``x``: eager refuses to write the elements it reads (partial overlap); thunder
+    # computed ``x + 1`` and copied it into ``y``.
+    def f(x, y):
+        torch.add(x, 1, out=y)
+        return x + y.sum()
+
+    def args():
+        b = torch.arange(9.0).reshape(3, 3).mT
+        return (b, second(b)) if second(b).shape == b.shape else (b[:2], second(b))
+
+    try:
+        expected = f(*args())
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=re.escape(str(e))):
+            thunder.jit(f)(*args())
+        return
+    torch.testing.assert_close(thunder.jit(f)(*args()), expected)
+
+
+def test_a_copy_of_a_tensor_onto_itself_is_an_in_place_op():
+    # ``y.copy_(x)`` with the same leaf passed twice: eager refuses the in-place op on a leaf that requires grad;
+    # thunder took the copy onto itself for none and returned. On a computed tensor the gradient is eager's.
+    def f(x, y):
+        y.copy_(x)
+        return x + y.sum()
+
+    x = torch.randn(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        f(x, x)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        thunder.jit(f)(x, x)
+
+    def g(x):
+        t = x * 2
+        t.copy_(t)
+        return t * 3
+
+    grads = []
+    for fn in (g, thunder.jit(g)):
+        x = torch.ones(2, requires_grad=True)
+        fn(x).sum().backward()
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[1], grads[0])
+    torch.testing.assert_close(thunder.jit(g)(torch.ones(2)), g(torch.ones(2)))
+
+
+def test_lru_cache_calls_with_equal_arguments_of_other_types_are_two_calls():
+    # ``table(2)`` and ``table(2.0)`` are two entries of the cache (its key of a lone int is the int): the trace
+    # took the second for the first and returned its ints.
+    @functools.cache
+    def table(k):
+        return tuple(i * k for i in range(3))
+
+    def f(x, n):
+        return x + sum(table(2)), table(n)
+
+    expected = f(torch.ones(2), 2.0)[1]
+    table.cache_clear()
+    actual = thunder.jit(f)(torch.ones(2), 2.0)[1]
+    assert actual == expected and [type(v) for v in actual] == [type(v) for v in expected] == [float] * 3

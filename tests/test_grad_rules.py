@@ -39,6 +39,7 @@ NO_RULE = {
     prims.trigamma: "its derivative is polygamma(2, x), which has no prim; only digamma's rule uses it",
     prims.convolution_backward: "double backward of convolution is not supported (no prim for its gradient)",
     add_unless_absent: "a line of compiled backward traces only (Note [Absent cotangents]), never differentiated",
+    prims.check_no_partial_overlap: "a run-time check with no output, before an out= write (which autograd refuses)",
 }
 
 

@@ -244,7 +244,8 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
 # then raises at run time (an index out of range, for values it was not traced with) left out the effects eager
 # made before the failure (an append to a list), or took items eager had not taken. So where the computation raised
 # before it made any effect that a second run would repeat (no replay, no write into a tensor, no random draw:
-# ``failed_before_effects`` reads the generated frames of the traceback), the call runs eagerly, on the iterator
+# ``failed_before_effects`` reads the generated frames of the traceback; an in-place op that torch refused, autograd's
+# rule for a view or overlapping memory, wrote nothing), the call runs eagerly, on the iterator
 # arguments replayed from what the prologue took (``rerun_after_failure``): eager's effects are made and eager's
 # exception propagates. Where eager took fewer items of an iterator than the prologue had, the call fails with an
 # error naming the argument (the items are gone). A computation that raised after an effect raises as before (a

@@ -81,15 +81,34 @@ def failed_before_effects(e: BaseException) -> bool:
     replay (an outside store, a print), a write into a tensor, a random draw (Note [A run that fails before its
     effects] in thunder.compiler). Each generated frame on the way is looked at up to the line that raised, that
     line's op included (a fusion may have run part of itself)."""
-    tb, seen = e.__traceback__, False
+    tb, frames = e.__traceback__, []
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         if filename.startswith("thunder.") and is_generated(filename):
-            seen = True
-            if any(_has_effect(b) for b in bsyms_up_to(filename, tb.tb_lineno)):
-                return False
+            frames.append((filename, tb.tb_lineno))
         tb = tb.tb_next
-    return seen
+    for k, (filename, lineno) in enumerate(frames):
+        bsyms = bsyms_up_to(filename, lineno)
+        if k == len(frames) - 1 and bsyms and _refused_before_writing(e, bsyms[-1]):
+            bsyms = bsyms[:-1]
+        if any(_has_effect(b) for b in bsyms):
+            return False
+    return bool(frames)
+
+
+# What torch's in-place ops check before they write anything: that no two elements of the tensor they write share
+# memory (an expanded input), autograd's rules for views and leaves, the result's dtype.
+_REFUSALS = (
+    "more than one element of the written-to tensor refers to a single memory location",
+    "is a view and is being modified inplace",
+    "a leaf Variable that requires grad is being used in an in-place operation",
+    "can't be cast to the desired output type",
+)
+
+
+def _refused_before_writing(e: BaseException, bsym: BoundSymbol) -> bool:
+    """Whether ``bsym``, the single op (not a fusion) that raised ``e``, made no write: torch refused the tensor."""
+    return isinstance(e, RuntimeError) and not bsym.sym._is_fusion and any(r in str(e) for r in _REFUSALS)
 
 
 def reruns_after(e: BaseException, entry) -> bool:

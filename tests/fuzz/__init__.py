@@ -6,7 +6,10 @@
   globals, closures, module attributes, side effects, ...), each with the outside-state
   changes that may happen between two calls; ``snippets_state`` holds the families that work
   on Python state (objects, side effects), ``snippets_python`` those that use Python's language
-  features (generators, classes, control flow, grad modes), ``snippet_base`` what a snippet is.
+  features (generators, classes, control flow, grad modes), ``snippets_more`` the forms programs from outside
+  found bugs in (with blocks, scalars mixed with 0-dim tensors, arguments that share memory, ``out=``, records
+  in and out, formatting of shapes, ``global`` rebinding, functools helpers, the iterator protocol),
+  ``snippet_base`` what a snippet is.
 - ``programs``: a seeded generator that puts snippets together into a program's source and
   draws a sequence of calls for it.
 - ``checker``: runs each call eagerly and through ``thunder.jit`` in two identical worlds and

@@ -164,7 +164,7 @@ def _snap(value, depth=0):
         and not callable(value)
         or isinstance(value, torch.nn.Module)
     ):
-        simple = (int, float, str, bool, type(None), tuple, list, dict)
+        simple = (int, float, str, bool, type(None), tuple, list, dict, torch.Tensor)
         return {
             "<attrs>": {
                 k: _snap(v, depth + 1)

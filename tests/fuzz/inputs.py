@@ -118,6 +118,12 @@ BUFFERS = (
     "numpy.array([1.0, 2.0])", "numpy.array([4, 2])", "memoryview(bytearray([5, 6]))",
 )  # fmt: skip
 
+# A second argument made from the first (``(_x := ...)`` in the call's arguments): the same tensor, views, a copy.
+ALIASES = (
+    "_x", "_x", "_x.detach()", "_x.view_as(_x)", "_x.reshape(-1)", "_x[..., :1] if _x.ndim else _x", "_x.clone()",
+    "_x.mT if _x.ndim >= 2 else _x", "_x.expand(2, *_x.shape)", "_x.unsqueeze(0)", "_x.detach().flip(-1) if _x.ndim else _x",
+)  # fmt: skip
+
 
 class InputDrawer:
     """Draws the arguments of successive calls of one program.
@@ -203,3 +209,15 @@ class InputDrawer:
 
     def buf(self) -> str:
         return self._repeat_or("buf", BUFFERS)
+
+    def y(self) -> str:
+        """A tensor that shares memory with x (``_x``, named by x's expression): x itself, a view, or a copy."""
+        return self._repeat_or("y", ALIASES)
+
+    def rec(self, x: TensorSpec) -> str:
+        """A NamedTuple (``_Rec``, which the snippet that reads it defines) holding a tensor and an int."""
+        return f"_Rec({self.w(x).expr()}, {self.rng.choice((0, 1, 2, 3))})"
+
+    def dc(self, x: TensorSpec) -> str:
+        """A dataclass (``_DC``) holding a tensor, a float and a list."""
+        return f"_DC({self.w(x).expr()}, {self.rng.choice(('2.0', '0.5', '-1.0'))})"

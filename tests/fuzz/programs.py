@@ -15,7 +15,7 @@ from tests.fuzz.snippets import FAMILY_GENERATORS, Ctx, Snippet
 
 FAMILIES = tuple(FAMILY_GENERATORS)
 CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input")
-PARAM_ORDER = ("x", "w", "n", "s", "it", "lst", "sl", "mod", "buf")
+PARAM_ORDER = ("x", "y", "w", "n", "s", "it", "lst", "sl", "mod", "buf", "rec", "dc")
 
 HEADER = "import array\nimport collections\nimport copy\nimport dataclasses\nimport functools\nimport math\nimport operator\nimport os\nimport random\nimport types\nimport warnings\n\nimport numpy\nimport torch\n\nimport thunder\n"
 
@@ -183,10 +183,13 @@ def generate_program(
             before = tuple(rng.sample(mutations, k=min(len(mutations), rng.choice((1, 1, 2)))))
         x = drawer.x()
         values = {"x": x.expr()}
+        if "y" in params:  # an argument that shares x's memory: x's expression names it for y's (``_x``)
+            values["x"], values["y"] = f"(_x := {values['x']})", drawer.y()
         if "w" in params:
             values["w"] = drawer.w(x).expr()
         draws = (("n", drawer.n), ("s", drawer.s), ("it", drawer.it), ("lst", drawer.lst), ("sl", drawer.sl), ("mod", drawer.mod),
-                 ("buf", drawer.buf))
+                 ("buf", drawer.buf), ("rec", lambda x=x: drawer.rec(x)),
+                 ("dc", lambda x=x: drawer.dc(x)))
         for p, draw in draws:
             if p in params:
                 values[p] = draw()

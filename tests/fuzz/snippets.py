@@ -15,7 +15,9 @@ A generator receives the random stream and a ``Ctx`` whose ``kind`` is the dtype
 ``acc`` ("float", "int", "bool") as far as the generator can tell; it updates it.
 
 The families that work on Python state (objects, side effects) are in ``tests.fuzz.snippets_state``, those that
-use Python's language features (generators, classes, control flow, grad modes) in ``tests.fuzz.snippets_python``;
+use Python's language features (generators, classes, control flow, grad modes) in ``tests.fuzz.snippets_python``,
+the forms that programs from outside found bugs in (with blocks, scalar promotion, aliasing arguments, records, ...)
+in ``tests.fuzz.snippets_more``;
 ``Snippet``, ``Ctx`` and the helpers they share in ``tests.fuzz.snippet_base``.
 """
 
@@ -25,6 +27,17 @@ import random
 from collections.abc import Callable
 
 from tests.fuzz.snippet_base import Ctx, Snippet, _pick, _s
+from tests.fuzz.snippets_more import (
+    aliasing,
+    contexts,
+    formatting,
+    helpers,
+    owner_attrs,
+    promotion,
+    protocols,
+    rebinding,
+    records,
+)
 from tests.fuzz.snippets_python import classes, control_flow, generators, grad_modes
 from tests.fuzz.snippets_state import objects, side_effects
 
@@ -888,4 +901,13 @@ FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
     "classes": classes,
     "control_flow": control_flow,
     "grad_modes": grad_modes,
+    "contexts": contexts,
+    "promotion": promotion,
+    "aliasing": aliasing,
+    "records": records,
+    "formatting": formatting,
+    "rebinding": rebinding,
+    "helpers": helpers,
+    "owner_attrs": owner_attrs,
+    "protocols": protocols,
 }

@@ -95,7 +95,7 @@ def evaluate(
     part.reverse()
     env: dict[str, Any] = dict(inputs)
     if any(mutates(b) for b in part):  # the caller's tensors stay as they are
-        env = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in env.items()}
+        env = _private_copies(env)
     rng = torch.random.get_rng_state()
     try:
         with torch.no_grad(), torch.autocast("cpu", enabled=False):
@@ -106,6 +106,28 @@ def evaluate(
     finally:
         torch.random.set_rng_state(rng)
     return env.get(target.name)
+
+
+def _private_copies(env: dict[str, Any]) -> dict[str, Any]:
+    """``env`` with each tensor a copy laid out in memory as it is: views of one storage stay views of one copy (two
+    inputs that alias see each other's writes) and an expanded tensor stays expanded (an in-place op on it fails as
+    it does in eager)."""
+    storages: dict[tuple, torch.UntypedStorage] = {}
+
+    def copy(v: Any) -> Any:
+        if not isinstance(v, torch.Tensor):
+            return v
+        if v.layout is not torch.strided or v.is_meta or v.is_conj() or v.is_neg() or type(v) not in (torch.Tensor, torch.nn.Parameter):
+            return v.clone()
+        storage = v.untyped_storage()
+        key = (storage.data_ptr(), storage.nbytes(), v.device)
+        if key not in storages:
+            storages[key] = storage.clone()
+        return torch.empty(0, dtype=v.dtype, device=v.device).set_(
+            storages[key], v.storage_offset(), v.size(), v.stride()
+        )
+
+    return {k: copy(v) for k, v in env.items()}
 
 
 def _tensors_of(bsym: BoundSymbol) -> list[Proxy]:

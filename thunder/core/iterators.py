@@ -26,7 +26,8 @@ the argument where it was, and the computation advances the argument itself (``a
 ``next(it, None)`` at each point where the program took an item or found the end), in order with the other
 replays and the ops that may fail, so a call that fails stops it where eager stops it. For the others, the
 tracer, before each item it takes, checks that eager would not have failed already on these inputs (the ops
-that may fail, run on the real tensors; an in-place change of a leaf that requires grad): where it would, the
+that may fail and the in-place ops, which fail on memory their tensor shares with itself (an expanded input), run
+on copies of the real tensors laid out as they are; an in-place change of a leaf that requires grad): where it would, the
 call runs eagerly (Note [A program that raises] in thunder.compiler) and the iterator is untouched. A cached
 trace that fails at run time on values it was not traced with, before any effect, runs the call eagerly on the
 items its prologue pulled (Note [A run that fails before its effects] in thunder.compiler): eager's error where

@@ -298,7 +298,8 @@ class Tracer(
                     )
                     raise self.program_raised
             outs = [o for o in bsym.flat_proxy_outs if isinstance(o, TensorProxy)]
-            if outs and may_raise(bsym):
+            # (an in-place op fails on a tensor whose elements share memory: an expanded input)
+            if outs and (may_raise(bsym) or written_in_place(bsym)):
                 try:
                     data_dependent.evaluate(bsyms[: i + 1], outs[0], inputs, self.eager_impl)
                 except Exception as earlier:
@@ -323,6 +324,8 @@ class Tracer(
                   if isinstance(t, TensorProxy)}  # fmt: skip
         failure = None
         for device in ("meta", None):
+            if device is None and sum(math.prod(shape) for shape in shapes.values()) > 1 << 16:
+                break
 
             def tensor(v, device=device):
                 if isinstance(v, TensorProxy):
@@ -333,16 +336,13 @@ class Tracer(
             try:
                 a, k = tree_map(tensor, args), tree_map(tensor, kwargs)
                 impl(*a, **k)
-            except NotImplementedError:
-                return failure
             except Exception as e:  # noqa: BLE001 - whatever eager raises is what the program catches
-                if "meta" in str(e).lower():  # no meta kernel, a value asked of a meta tensor
-                    return failure
-                failure = e
-            else:
-                return failure
-            if sum(math.prod(shape) for shape in shapes.values()) > 1 << 16:
-                break
+                if device is None:
+                    return e
+                # no meta kernel, a value asked of a meta tensor: the device decides. (A meta kernel that accepts the
+                # op may still be refused by the device's, a dtype it has no kernel for: ``@`` of bool tensors.)
+                if not isinstance(e, NotImplementedError) and "meta" not in str(e).lower():
+                    failure = e
         return failure
 
     def _locating(self):

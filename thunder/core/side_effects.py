@@ -694,7 +694,8 @@ class SideEffectsMixin:
 
     def _check_reads_of_written_state(self) -> None:
         for key in self._written:
-            if key in self._reads:
+            # (read, or found absent: ``hasattr``, a NameError the program caught)
+            if key in self._reads or key in self._asked_hasattr or key[0] == "attr" and key[1:] in self._asked_hasattr:
                 kind = {"global": "a global", "cell": "a closure variable", "attr": f"attribute {key[-1]!r}"}[key[0]]
                 self._refuse_unchecked_state(kind if key[0] != "global" else f"the global {key[-1]!r}")
 

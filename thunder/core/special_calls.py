@@ -203,6 +203,22 @@ def _refuse_script_module(module: torch.nn.Module, *args, **kwargs):
     )
 
 
+_CACHE_STATE = ("cache_info", "cache_clear")
+
+
+def _refuse_cache_state(cached: Callable, name: str, *args, **kwargs):
+    """``cache_info()``/``cache_clear()`` of an ``lru_cache`` function: its calls are made by the prologue on every call
+    (``_cached_call``), so its statistics and contents follow those, not the program's lines; a value
+    read or a clear made while tracing would be kept by the trace."""
+    loc = source_location()
+    raise UnsupportedOpError(
+        f"{plain_attribute(cached, '__name__', 'an lru_cache function')}.{name}() inside the jitted function"
+        f"{f' (at {loc})' if loc else ''}: thunder makes the calls of an lru_cache function on each call before the "
+        "program runs, so a trace cannot read the cache's statistics or clear it where the program does. Call it "
+        "outside the jitted function."
+    )
+
+
 def _group_tensors_by_device_and_dtype(tensorlistlist: list, with_indices: bool = False) -> dict:
     """``torch._C._group_tensors_by_device_and_dtype`` (foreach optimizers, ``clip_grad_norm_``) on traced values, which
     its C code does not take: it groups empty stand-ins of the first list's tensors, so the groups and their order are
@@ -514,6 +530,8 @@ class SpecialCallsMixin:
             return functools.partial(_refuse_untraced_update, fn)
         if isinstance(self_obj, _SCRIPT_MODULE):
             return functools.partial(_refuse_script_module, self_obj)
+        if type(self_obj) is functools._lru_cache_wrapper and plain_attribute(fn, "__name__") in _CACHE_STATE:
+            return functools.partial(_refuse_cache_state, self_obj, fn.__name__)
         if self_obj is not None and plain_attribute(fn, "__name__") == "write":
             if self_obj is sys.stdout or self_obj is sys.stderr:
                 return functools.partial(self._stream_write, self_obj)
@@ -571,7 +589,9 @@ class SpecialCallsMixin:
         size among the arguments is pinned (the entry holds for its value); other arguments: called as it is."""
         args, kwargs = _pinned(args), _pinned(kwargs)
         try:
-            key = ("cached call", id(fn), args, tuple(sorted(kwargs.items())))
+            # (with the types: ``2`` and ``2.0`` are equal, and lru_cache keys them apart)
+            key = ("cached call", id(fn), args, tuple(map(type, args)), tuple(sorted(kwargs.items())),
+                   tuple(type(v) for _, v in sorted(kwargs.items())))  # fmt: skip
             hash(key)
         except TypeError:  # unhashable arguments: eager's error, or arguments the cache cannot key
             return fn(*args, **kwargs)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from thunder.core import prims
+from thunder.core import dtypes, prims
 from thunder.core import symbol as _symbol
-from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError
+from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.prims.base import is_differentiable
-from thunder.core.proxies import TensorProxy
-from thunder.core.pytree import tree_leaves
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
 from thunder.core.torch_state import grad_mode_on
@@ -62,6 +62,8 @@ def copy_(a, src, non_blocking=False):
     if not is_tensor(src):
         raise ThunderTypeError(f"ltorch.copy_: src must be a tensor, got {type(src).__name__}")
     base.broadcast_shapes("ltorch.copy_", a.shape, src.shape)
+    if src is a:  # ``x.copy_(x)`` is an in-place op as any other (eager refuses it on a leaf that requires grad); a
+        src = prims.clone(src)  # copy onto itself is none (``written_in_place``: ``dropout_`` in eval)
     return base.copy_(src, a)
 
 
@@ -81,9 +83,10 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
     """``sym(*args, **kwargs, out=out)`` as eager runs it (``F.normalize(..., out=self._u)`` in spectral norm's
     power iteration): the result is computed, then written into ``out`` (a tensor, or a tuple of them for an op
     with several results), which is returned. Eager's refusals are kept: an argument that requires grad where
-    grad is enabled, a result dtype that cannot be cast to ``out``'s; where eager would resize an ``out`` of another
-    shape, this is an error."""
+    grad is enabled, a result dtype that cannot be cast to ``out``'s, an argument that shares part of ``out``'s memory
+    (checked when the computation runs); where eager would resize an ``out`` of another shape, this is an error."""
     name = sym.print_name
+    _check_eager_takes_out(sym, args, kwargs, out)
     if grad_mode_on() and any(
         isinstance(t, TensorProxy) and t.requires_grad for t in tree_leaves((args, kwargs, out))
     ):
@@ -100,22 +103,49 @@ def write_out(sym: Symbol, args: tuple, kwargs: dict, out):
             f"{name}(): out= must be {f'a tuple of {len(results)} tensors' if several else 'a tensor'}, "
             f"got {type(out).__name__}"
         )
+    sources = tuple(t for t in tree_leaves((args, kwargs)) if isinstance(t, TensorProxy))
     written = []
     for o, r in zip(outs, results):
         base.check_castable(f"{name}()", r.dtype, o.dtype)
         if r.device != o.device:
             raise ThunderRuntimeError(f"{name}(): expected the out tensor on {r.device}, but it is on {o.device}")
         if tuple(r.shape) != tuple(o.shape):
-            raise ThunderValueError(
+            raise UnsupportedOpError(  # (not eager's check: eager resizes ``out``)
                 f"{name}(): the out tensor has shape {list(o.shape)} but the result has shape {list(r.shape)}; eager "
                 "would resize it in place, which thunder does not: pass an out tensor of the result's shape, or use "
                 "the returned tensor"
             )
+        if sources:  # arguments that share memory are known at run time only
+            prims.check_no_partial_overlap(o, sources)
         written.append(base.copy_(r, o))
     if not several:
         return written[0]
     kind = type(result)  # torch.max(..., out=) gives a torch.return_types.max_out
     return getattr(torch.return_types, f"{kind.__name__}_out", kind)(written)
+
+
+def _check_eager_takes_out(sym: Symbol, args: tuple, kwargs: dict, out) -> None:
+    """A torch function takes ``out=`` in some of its overloads only (``torch.sum(x, out=o)`` without a dim is a
+    TypeError in eager): eager binds the call, on meta tensors of the arguments' shapes and dtypes, and its TypeError
+    is raised (the program's own error: the call then runs eagerly, Note [A program that raises] in
+    thunder.compiler)."""
+    fn = base.symbol_to_torch.get(sym)
+    if fn is None:
+        return
+
+    def meta(v):
+        if isinstance(v, TensorProxy):
+            shape = tuple(int(getattr(d, "value", d)) for d in v.shape)
+            return torch.empty(shape, dtype=dtypes.to_torch_dtype(v.dtype), device="meta")
+        return getattr(v, "value", v) if isinstance(v, Proxy) else v
+
+    try:
+        a, k, o = tree_map(meta, (args, kwargs, out))
+        fn(*a, **k, out=o)
+    except TypeError:
+        raise
+    except Exception:  # noqa: BLE001 - a value or shape eager rejects later is checked below, as before
+        pass
 
 
 _symbol.out_writer = write_out

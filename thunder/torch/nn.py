@@ -241,14 +241,15 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def dropout(input, p=0.5, training=True):
     """``F.dropout``: zeroes each element with probability ``p`` and scales the rest by ``1 / (1 - p)``.
 
-    Identity when ``training`` is False or ``p`` is 0 (no random numbers are drawn).
+    Identity when ``training`` is False, ``p`` is 0 or ``input`` is empty, of any dtype (no random numbers are
+    drawn), as in eager.
     """
     op = "ltorch.dropout"
     check_tensor(op, "input", input)
     p = pyval(p)
     if not isinstance(p, (int, float)) or not 0 <= p <= 1:
         raise ThunderValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p!r}")
-    if not training or p == 0:
+    if not training or p == 0 or input.numel() == 0:
         return input
     check_float(op, "input", input)
     if p == 1:

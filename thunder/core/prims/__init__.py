@@ -13,7 +13,7 @@ from thunder.core.prims.elementwise import *  # noqa: F403
 from thunder.core.prims.elementwise import ElementwisePrimIDs
 from thunder.core.prims.factory import *  # noqa: F403
 from thunder.core.prims.indexing import *  # noqa: F403
-from thunder.core.prims.inplace import InplacePrimIDs, copy_
+from thunder.core.prims.inplace import InplacePrimIDs, check_no_partial_overlap, copy_
 from thunder.core.prims.linalg import *  # noqa: F403
 from thunder.core.prims.nn import *  # noqa: F403
 from thunder.core.prims.python import *  # noqa: F403
