@@ -5,7 +5,7 @@ Where the program asks for the Python value of a tensor (``if mask.all():``, ``n
 ``int(t)``, ``range(t)``, ``t.tolist()``) no trace can answer: the value depends on the data. The
 tracer answers with the value for the inputs being traced, computed by running on them the ops
 recorded so far that lead to the tensor (``evaluate``: no side effects, the inputs unchanged, the
-RNG state as it was), and goes on tracing with it, as torch.compile goes on after a graph break
+RNG state as it was; each op once per trace: Note [Evaluating once per trace]), and goes on tracing with it, as torch.compile goes on after a graph break
 with the branch taken. The computation records ``check_outcome(t, kind, value, index)`` there:
 every call computes the value again and, where it differs, raises ``OutcomeChanged``; the jitted
 function then runs the entry whose trace continues with this call's value, or traces one, told
@@ -61,14 +61,88 @@ from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.replays import REPLAYS
 from thunder.core.symbol import IN_PLACE, RANDOM, BoundSymbol, Symbol, mutates
 from thunder.core.symbolic import SymFloat, SymInt
-from thunder.core.trace import TraceCtx
+from thunder.core.trace import TraceCtx, draws
 from thunder.core.transforms.autodiff import Memory
 
-__all__ = ["evaluate", "order_for_checks", "draws_random"]
+__all__ = ["Evaluations", "evaluate", "order_for_checks", "draws_random"]
 
 
 class _CannotEvaluate(Exception):
     pass
+
+
+# Note [Evaluating once per trace]
+# A detector asks for values dozens of times (every ``nms``, every box count) and ``_raise_an_earlier_failure``
+# evaluates at every op that may raise, each time on ops that start at the inputs: run from scratch, each question
+# ran the backbone again (Faster R-CNN's first call ran its convolutions 1,100 times). So the tracer keeps one
+# ``Evaluations`` for its trace: the values computed so far, by name, and which ops made them; a question runs only
+# the ops its value needs that have not run. That gives eager's values as long as the ops run in the trace's order
+# as far as memory and the generator can tell: an op that has not run may not read memory that an op after it has
+# already written in place, nor draw from the generator after a later op drew. Where one would, the evaluations
+# start again from the inputs (as every question did before). The first in-place update makes them start again
+# on copies of the inputs, so that the caller's tensors, and views of them computed earlier, stay as they are.
+# Draws go on from where the last evaluation's ended (the first from the generator's state when it was asked, as
+# eager's do), and the caller's state is put back after each. The values are kept until tracing ends (as eager's
+# forward keeps what autograd saves).
+class Evaluations:
+    """The real values of one trace's tensors computed so far (Note [Evaluating once per trace])."""
+
+    def __init__(self) -> None:
+        self._follow_anew()
+
+    def _follow_anew(self) -> None:
+        self._seen: list[BoundSymbol] = []  # the trace's ops in order, as far as followed
+        self._position: dict[int, int] = {}  # id(op) -> its index in the trace
+        self.flags: dict[int, tuple[bool, bool]] = {}  # id(op) -> (updates memory in place, draws)
+        self.updates = False  # some op seen updates memory in place
+        self._memory = Memory()
+        self.start(cloned=False)
+
+    def start(self, *, cloned: bool) -> None:
+        """Forgets the values: the next question runs its ops from the inputs (copies of them if ``cloned``)."""
+        self.env: dict[str, Any] = {}
+        self.ran: dict[int, BoundSymbol] = {}
+        self.cloned = cloned
+        self.writes: list[BoundSymbol] = []  # ops that ran and updated memory or drew
+        self.rng: torch.Tensor | None = None  # the generator's state after the last draw
+
+    def follow(self, bsyms: list[BoundSymbol]) -> None:
+        """Records the ops of ``bsyms`` not seen yet; forgets everything where the trace is not the one followed
+        (``bsyms`` may be a prefix of it)."""
+        known = min(len(bsyms), len(self._seen))
+        if known and bsyms[known - 1] is not self._seen[known - 1]:
+            self._follow_anew()
+            known = 0
+        for bsym in bsyms[known:]:
+            self._position[id(bsym)] = len(self._seen)
+            self._seen.append(bsym)
+            self.flags[id(bsym)] = (mutates(bsym), draws(bsym))
+            self.updates = self.updates or mutates(bsym)
+            self._memory.record(bsym, False, [])
+
+    def root(self, name: str) -> str:
+        """A name standing for the memory of tensor ``name``: a view (``detach``, ``reshape``, a slice) shares its
+        base's."""
+        return self._memory.root(name) if self.updates else name
+
+    def _out_of_order(self, todo: list[BoundSymbol]) -> bool:
+        """Whether an op of ``todo`` reads or writes memory that a later op that ran already wrote (or read, for an
+        op of ``todo`` that writes), or draws where a later op that ran drew."""
+        pos, root = self._position, self.root
+
+        def memory(bsym: BoundSymbol) -> set[str]:
+            return {root(t.name) for t in _tensors_of(bsym)}
+
+        for bsym in todo:
+            i = pos[id(bsym)]
+            writes, draws_ = self.flags[id(bsym)]
+            mine = memory(bsym)
+            for w in self.writes:
+                if pos[id(w)] > i and (draws_ and self.flags[id(w)][1] or self.flags[id(w)][0] and mine & memory(w)):
+                    return True
+            if writes and any(pos[id(r)] > i and mine & memory(r) for r in self.ran.values()):
+                return True
+        return False
 
 
 def evaluate(
@@ -76,48 +150,55 @@ def evaluate(
     target: Proxy,
     inputs: dict[str, torch.Tensor],
     eager_impl: Callable[[Symbol], Callable | None],
+    memo: Evaluations | None = None,
 ) -> torch.Tensor | None:
     """The real value of ``target``: the ops among ``bsyms`` it depends on, run eagerly on the real
-    ``inputs`` (by name); None where some op cannot run outside a trace."""
-    updates = any(mutates(b) for b in bsyms)
-    root = _memory_roots(bsyms) if updates else str  # (no update: no memory to follow)
+    ``inputs`` (by name); None where some op cannot run outside a trace. ``memo`` keeps what ran for the next
+    question about the same trace (Note [Evaluating once per trace])."""
+    memo = Evaluations() if memo is None else memo
+    memo.follow(bsyms)
+    updates, root, flags = memo.updates, memo.root, memo.flags
     needed = {target.name}
     needed_memory = {root(target.name)}
     part = []
     for bsym in reversed(bsyms):
         if any(o.name in needed for o in bsym.flat_proxy_outs) or (
-            updates and mutates(bsym) and any(root(t.name) in needed_memory for t in _tensors_of(bsym))
+            updates and flags[id(bsym)][0] and any(root(t.name) in needed_memory for t in _tensors_of(bsym))
         ):  # an in-place update of what the value is computed from, maybe through a view (``x.detach().mul_(2)``)
             part.append(bsym)
             for a in bsym.flat_proxy_args:
                 needed.add(a.name)
                 needed_memory.add(root(a.name))
     part.reverse()
-    env: dict[str, Any] = dict(inputs)
-    if any(mutates(b) for b in part):  # the caller's tensors stay as they are
-        env = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in env.items()}
+    todo = [b for b in part if id(b) not in memo.ran]
+    if any(flags[id(b)][0] for b in todo) and not memo.cloned or memo.ran and memo._out_of_order(todo):
+        # the caller's tensors stay as they are; a value computed before stays as it was
+        memo.start(cloned=memo.cloned or any(flags[id(b)][0] for b in part))
+        todo = part
+    env = memo.env
+    for name, value in inputs.items():
+        if name not in env:
+            env[name] = value.clone() if memo.cloned and isinstance(value, torch.Tensor) else value
     rng = torch.random.get_rng_state()
+    if memo.rng is not None:
+        torch.random.set_rng_state(memo.rng)
     try:
         with torch.no_grad(), torch.autocast("cpu", enabled=False):
-            for bsym in part:
+            for bsym in todo:
                 _run(bsym, env, eager_impl)
+                memo.ran[id(bsym)] = bsym
+                if any(flags[id(bsym)]):
+                    memo.writes.append(bsym)
     except _CannotEvaluate:
         return None
     finally:
+        memo.rng = torch.random.get_rng_state()
         torch.random.set_rng_state(rng)
     return env.get(target.name)
 
 
 def _tensors_of(bsym: BoundSymbol) -> list[Proxy]:
     return [p for p in (*bsym.flat_proxy_args, *bsym.flat_proxy_outs) if isinstance(p, TensorProxy)]
-
-
-def _memory_roots(bsyms: list[BoundSymbol]) -> Callable[[str], str]:
-    """Per tensor name, a name standing for its memory: a view (``detach``, ``reshape``, a slice) shares its base's."""
-    memory = Memory()
-    for bsym in bsyms:
-        memory.record(bsym, False, [])
-    return memory.root
 
 
 def _run(bsym: BoundSymbol, env: dict, eager_impl: Callable[[Symbol], Callable | None]) -> None:

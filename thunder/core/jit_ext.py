@@ -189,6 +189,7 @@ class Tracer(
         # real tensors (None: the program cannot ask for tensor values); ``forced`` are the outcomes known
         # for these inputs, ``outcomes`` those the trace continued with.
         self.eager_impl = eager_impl
+        self._evaluations = data_dependent.Evaluations()  # what they computed (Note [Evaluating once per trace])
         self.forced = tuple(outcomes)
         self.outcomes: list = []
         self.symbolic_outcomes: dict[str, tuple[SymbolicOutcome, Proxy, int]] = {}  # by name, in order
@@ -230,7 +231,7 @@ class Tracer(
             value = self.forced[index]
         else:
             inputs = {q.name: self._tensor_inputs[id(q)][1] for _, q in self.inputs if id(q) in self._tensor_inputs}
-            real = data_dependent.evaluate(trace.bound_symbols, p, inputs, self.eager_impl)
+            real = data_dependent.evaluate(trace.bound_symbols, p, inputs, self.eager_impl, self._evaluations)
             if real is None:
                 return None
             value = tensor_value(real, kind)
@@ -300,7 +301,7 @@ class Tracer(
             outs = [o for o in bsym.flat_proxy_outs if isinstance(o, TensorProxy)]
             if outs and may_raise(bsym):
                 try:
-                    data_dependent.evaluate(bsyms[: i + 1], outs[0], inputs, self.eager_impl)
+                    data_dependent.evaluate(bsyms[: i + 1], outs[0], inputs, self.eager_impl, self._evaluations)
                 except Exception as earlier:
                     self.program_raised = earlier  # the program's own error: the call runs eagerly, with its effects
                     raise earlier from None
