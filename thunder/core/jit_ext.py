@@ -424,6 +424,7 @@ class Tracer(
             _active_tracer.reset(active)
             for undo in reversed(self._undo):
                 undo()
+            self._evaluations = data_dependent.Evaluations()  # the values it computed: not kept past tracing
         self.constraints = self._constraints_on_outcomes(cs)
         self._refuse_branches_on_hoisted()
         self._check_reads_of_written_state()
