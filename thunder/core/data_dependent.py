@@ -5,12 +5,13 @@ Where the program asks for the Python value of a tensor (``if mask.all():``, ``n
 ``int(t)``, ``range(t)``, ``t.tolist()``) no trace can answer: the value depends on the data. The
 tracer answers with the value for the inputs being traced, computed by running on them the ops
 recorded so far that lead to the tensor (``evaluate``: no side effects, the inputs unchanged, the
-RNG state as it was; each op once per trace: Note [Evaluating once per trace]), and goes on tracing with it, as torch.compile goes on after a graph break
-with the branch taken. The computation records ``check_outcome(t, kind, value, index)`` there:
-every call computes the value again and, where it differs, raises ``OutcomeChanged``; the jitted
-function then runs the entry whose trace continues with this call's value, or traces one, told
-the outcomes so far (which it takes instead of evaluating again). So every outcome path compiles
-once and each call takes its own; a changed outcome costs the ops before the check twice.
+RNG state as it was; each op once per trace: Note [Evaluating once per trace]), and goes on
+tracing with it, as torch.compile goes on after a graph break with the branch taken. The
+computation records ``check_outcome(t, kind, value, index)`` there: every call computes the value
+again and, where it differs, raises ``OutcomeChanged``; the jitted function then runs the entry
+whose trace continues with this call's value, or traces one, told the outcomes so far (which it
+takes instead of evaluating again). So every outcome path compiles once and each call takes its
+own; a changed outcome costs the ops before the check twice.
 
 A call can stop at a check and start again in another entry, so nothing it does before its last
 check may be seen: replays of side effects (``print``, assignments to outside state) move after
@@ -128,6 +129,8 @@ class Evaluations:
     def _out_of_order(self, todo: list[BoundSymbol]) -> bool:
         """Whether an op of ``todo`` reads or writes memory that a later op that ran already wrote (or read, for an
         op of ``todo`` that writes), or draws where a later op that ran drew."""
+        if not self.writes and not any(self.flags[id(b)][0] for b in todo):
+            return False
         pos, root = self._position, self.root
 
         def memory(bsym: BoundSymbol) -> set[str]:
