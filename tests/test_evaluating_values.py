@@ -91,3 +91,33 @@ def test_evaluated_draws_follow_eager_generator():
     torch.manual_seed(seed)
     torch.testing.assert_close(jf(x), expected)
     assert thunder.cache_misses(jf) == 1
+
+
+def _long_then_questions(x, y, n_ops, n_questions):
+    for _ in range(n_ops):
+        y = y * 1.5  # nothing the questions need
+    return y, sum(int(x[i % 3] > 0) for i in range(n_questions))
+
+
+def test_a_question_looks_at_the_ops_its_value_needs_not_at_the_whole_trace(monkeypatch):
+    # Mask R-CNN asks 2,700 values while pasting its masks: each question scanned every op of the trace so far
+    from thunder.core.symbol import BoundSymbol
+
+    looked = [0]
+    outs = BoundSymbol.flat_proxy_outs
+
+    def counted(self):
+        looked[0] += 1
+        return outs.fget(self)
+
+    monkeypatch.setattr(BoundSymbol, "flat_proxy_outs", property(counted))
+    x, y = torch.randn(3), torch.randn(3)
+
+    def looks(n_questions):
+        looked[0] = 0
+        jf = thunder.jit(_long_then_questions)
+        torch.testing.assert_close(jf(x, y, 200, n_questions), _long_then_questions(x, y, 200, n_questions))
+        return looked[0]
+
+    per_question = (looks(40) - looks(20)) / 20
+    assert per_question < 50  # was more than the 200 ops before them, each

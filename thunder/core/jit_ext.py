@@ -190,6 +190,7 @@ class Tracer(
         # for these inputs, ``outcomes`` those the trace continued with.
         self.eager_impl = eager_impl
         self._evaluations = data_dependent.Evaluations()  # what they computed (Note [Evaluating once per trace])
+        self._real_inputs_read: tuple[int, dict[str, torch.Tensor]] = (0, {})  # (inputs read, their tensors by name)
         self.forced = tuple(outcomes)
         self.outcomes: list = []
         self.symbolic_outcomes: dict[str, tuple[SymbolicOutcome, Proxy, int]] = {}  # by name, in order
@@ -230,7 +231,7 @@ class Tracer(
         if index < len(self.forced):
             value = self.forced[index]
         else:
-            inputs = {q.name: self._tensor_inputs[id(q)][1] for _, q in self.inputs if id(q) in self._tensor_inputs}
+            inputs = self._real_inputs()
             real = data_dependent.evaluate(trace.bound_symbols, p, inputs, self.eager_impl, self._evaluations)
             if real is None:
                 return None
@@ -258,6 +259,16 @@ class Tracer(
         self.outcomes.append(value)
         return value
 
+    def _real_inputs(self) -> dict[str, torch.Tensor]:
+        """The tensors of the trace's inputs by name, for evaluations (added to as the program reads inputs: a
+        detector asks hundreds of values of a trace with hundreds of inputs)."""
+        known, real = self._real_inputs_read
+        for _, q in self.inputs[known:]:
+            if id(q) in self._tensor_inputs:
+                real[q.name] = self._tensor_inputs[id(q)][1]
+        self._real_inputs_read = (len(self.inputs), real)
+        return real
+
     def _symbolic_outcome(self, index: int, kind: str, value) -> bool:
         """Whether the trace keeps outcome ``index`` symbolic: an int above 1 (or the float ``t.item()`` of a float
         tensor: an optimizer's step count), under symbolic values always, under automatic dynamic shapes once it (or
@@ -284,7 +295,7 @@ class Tracer(
         trace = self.computation
         if self.eager_impl is None or len(trace.scopes) > 1:
             return
-        inputs = {q.name: self._tensor_inputs[id(q)][1] for _, q in self.inputs if id(q) in self._tensor_inputs}
+        inputs = self._real_inputs()
         bsyms = trace.bound_symbols
         start, grad = self._raise_checked
         for i in range(start, len(bsyms)):
