@@ -189,6 +189,8 @@ class Tracer(
         # real tensors (None: the program cannot ask for tensor values); ``forced`` are the outcomes known
         # for these inputs, ``outcomes`` those the trace continued with.
         self.eager_impl = eager_impl
+        self._evaluations = data_dependent.Evaluations()  # what they computed (Note [Evaluating once per trace])
+        self._real_inputs_read: tuple[int, dict[str, torch.Tensor]] = (0, {})  # (inputs read, their tensors by name)
         self.forced = tuple(outcomes)
         self.outcomes: list = []
         self.symbolic_outcomes: dict[str, tuple[SymbolicOutcome, Proxy, int]] = {}  # by name, in order
@@ -229,8 +231,8 @@ class Tracer(
         if index < len(self.forced):
             value = self.forced[index]
         else:
-            inputs = {q.name: self._tensor_inputs[id(q)][1] for _, q in self.inputs if id(q) in self._tensor_inputs}
-            real = data_dependent.evaluate(trace.bound_symbols, p, inputs, self.eager_impl)
+            inputs = self._real_inputs()
+            real = data_dependent.evaluate(trace.bound_symbols, p, inputs, self.eager_impl, self._evaluations)
             if real is None:
                 return None
             value = tensor_value(real, kind)
@@ -256,6 +258,16 @@ class Tracer(
         prims.check_outcome(p, kind, value, index, earlier)
         self.outcomes.append(value)
         return value
+
+    def _real_inputs(self) -> dict[str, torch.Tensor]:
+        """The tensors of the trace's inputs by name, for evaluations (added to as the program reads inputs: a
+        detector asks hundreds of values of a trace with hundreds of inputs)."""
+        known, real = self._real_inputs_read
+        for _, q in self.inputs[known:]:
+            if id(q) in self._tensor_inputs:
+                real[q.name] = self._tensor_inputs[id(q)][1]
+        self._real_inputs_read = (len(self.inputs), real)
+        return real
 
     def _symbolic_outcome(self, index: int, kind: str, value) -> bool:
         """Whether the trace keeps outcome ``index`` symbolic: an int above 1 (or the float ``t.item()`` of a float
@@ -283,7 +295,7 @@ class Tracer(
         trace = self.computation
         if self.eager_impl is None or len(trace.scopes) > 1:
             return
-        inputs = {q.name: self._tensor_inputs[id(q)][1] for _, q in self.inputs if id(q) in self._tensor_inputs}
+        inputs = self._real_inputs()
         bsyms = trace.bound_symbols
         start, grad = self._raise_checked
         for i in range(start, len(bsyms)):
@@ -301,7 +313,7 @@ class Tracer(
             # (an in-place op fails on a tensor whose elements share memory: an expanded input)
             if outs and (may_raise(bsym) or written_in_place(bsym)):
                 try:
-                    data_dependent.evaluate(bsyms[: i + 1], outs[0], inputs, self.eager_impl)
+                    data_dependent.evaluate(bsyms[: i + 1], outs[0], inputs, self.eager_impl, self._evaluations)
                 except Exception as earlier:
                     self.program_raised = earlier  # the program's own error: the call runs eagerly, with its effects
                     raise earlier from None
@@ -423,6 +435,7 @@ class Tracer(
             _active_tracer.reset(active)
             for undo in reversed(self._undo):
                 undo()
+            self._evaluations = data_dependent.Evaluations()  # the values it computed: not kept past tracing
         self.constraints = self._constraints_on_outcomes(cs)
         self._refuse_branches_on_hoisted()
         self._check_reads_of_written_state()
