@@ -178,17 +178,19 @@ def _code_digest(*codes: types.CodeType) -> str:
     digest, a frozenset sorted: neither's repr is the same in every process), so a library version that changed only
     a constant or a name (another wrapper) is not taken for the one recorded."""
 
-    def const(c: Any) -> str:
-        if isinstance(c, types.CodeType):
-            return _code_digest(c)
-        if isinstance(c, frozenset):
-            return repr(sorted(map(const, c)))
-        if isinstance(c, tuple):
-            return repr(tuple(map(const, c)))
-        return repr(c)
-
-    parts = [c.co_code + repr((c.co_names, [const(k) for k in c.co_consts])).encode() for c in codes]
+    parts = [c.co_code + repr((c.co_names, [_constant_text(k) for k in c.co_consts])).encode() for c in codes]
     return hashlib.sha256(b"".join(parts)).hexdigest()[:16]
+
+
+def _constant_text(c: Any) -> str:
+    """A code constant as ``_code_digest`` hashes it (a module-level function: a recursive closure is a cycle)."""
+    if isinstance(c, types.CodeType):
+        return _code_digest(c)
+    if isinstance(c, frozenset):
+        return repr(sorted(map(_constant_text, c)))
+    if isinstance(c, tuple):
+        return repr(tuple(map(_constant_text, c)))
+    return repr(c)
 
 
 def _find_sliding_window_mask_sizes() -> None:
