@@ -99,6 +99,31 @@ def test_eager_against_itself_has_no_mismatches():
         assert result.failure is None, reproducer(prog, "constant values", result.failure.detail)
 
 
+def test_both_worlds_make_a_calls_state_changes_under_the_same_default_dtype():
+    """Seed 6002601 ("mixed"): a call's state changes (rebind a closure tensor ``torch.tensor(3.0)``, then
+    ``torch.set_default_dtype(torch.float64)``) ran in the eager world first, so the jitted world's
+    ``torch.tensor(3.0)`` was made under float64 and ``t1 + 1`` was reported as a wrong dtype."""
+    calls = [
+        Call(args="(torch.ones(2),)", seed=1),
+        Call(args="(torch.ones(2),)", before=((0, "T0 = torch.tensor(3.0)"), (0, "torch.set_default_dtype(torch.float64)")), seed=2),
+    ]
+    snippet = Snippet(family="test", tag="test", body="ret.append(T0 + 1)", setup="T0 = torch.tensor(2.0)")
+    prog = Program(family="test", seed=0, entry="function", params=("x",), snippets=[snippet], calls=calls)
+    for cache in ("constant values", "no caching", "symbolic values"):
+        result = check_program(prog, cache, jit=_eager_as_jit)
+        assert [c.outcome for c in result.calls] == [Outcome.OK] * 2, reproducer(prog, cache, result.failure.detail)
+    assert torch.get_default_dtype() is torch.float32
+
+
+def test_checker_flags_a_different_global_torch_state_after_the_call():
+    def sets_default_dtype(fn, cache):
+        return lambda *args: (torch.set_default_dtype(torch.float64), fn(*args))[1]
+
+    result = check_program(_tiny_program("acc = acc * 2"), "constant values", jit=sets_default_dtype)
+    assert result.calls[0].outcome is Outcome.WRONG and "default dtype" in result.calls[0].detail
+    assert torch.get_default_dtype() is torch.float32
+
+
 def _tiny_program(body: str, **kw) -> Program:
     snippet = Snippet(family="test", tag="test", body=body, **kw)
     calls = [Call(args="(torch.ones(2),)", seed=1), Call(args="(torch.ones(3),)", seed=2)]

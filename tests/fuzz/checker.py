@@ -112,6 +112,7 @@ class Observation:
     grad_exc: BaseException | None = None
     state: dict = field(default_factory=dict)
     mutation_errors: list = field(default_factory=list)
+    torch_state: tuple = ()  # ``_torch_state()`` after the call
 
 
 class World:
@@ -228,18 +229,27 @@ def _is_iterator(a) -> bool:
     return hasattr(type(a), "__next__") and not isinstance(a, (torch.Tensor, torch.nn.Module))
 
 
+def _torch_state() -> tuple:
+    """The global torch state a program may change between or in calls (grad mode, default dtype,
+    deterministic algorithms)."""
+    return torch.is_grad_enabled(), torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled()
+
+
+def _set_torch_state(state: tuple) -> None:
+    grad, dtype, deterministic = state
+    torch.set_grad_enabled(grad)
+    torch.set_default_dtype(dtype)
+    torch.use_deterministic_algorithms(deterministic)
+
+
 @contextlib.contextmanager
 def _torch_state_restored():
-    """Programs may change global torch state between calls (grad mode, default dtype, deterministic
-    algorithms): put it back afterwards, for the next program."""
-    grad, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
-    deterministic = torch.are_deterministic_algorithms_enabled()
+    """Programs may change global torch state between calls: put it back afterwards, for the next program."""
+    state = _torch_state()
     try:
         yield
     finally:
-        torch.set_grad_enabled(grad)
-        torch.set_default_dtype(dtype)
-        torch.use_deterministic_algorithms(deterministic)
+        _set_torch_state(state)
 
 
 def _module_params(ns: dict) -> list[torch.Tensor]:
@@ -299,6 +309,7 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
     obs.aliases = _aliases(obs.out, args, world)
     obs.args = _args_after(args)
     obs.state = {name: _snap(ns.get(name, "<unbound>")) for name in prog.state}
+    obs.torch_state = _torch_state()
     return obs
 
 
@@ -427,6 +438,8 @@ def _effect_checks(e: Observation, j: Observation) -> tuple:
         lambda: None if e.warned == j.warned else f"warned {e.warned!r:.100} in eager, {j.warned!r:.100} in thunder",
         lambda: compare(e.args, j.args, "arguments after the call", check_requires_grad=False),
         lambda: compare(e.state, j.state, "outside state after the call", check_requires_grad=False),
+        lambda: None if e.torch_state == j.torch_state else f"torch's global state (grad mode, default dtype, "
+        f"deterministic algorithms) after the call is {e.torch_state} in eager, {j.torch_state} in thunder",
     )
 
 
@@ -465,7 +478,11 @@ def _check_program(prog: Program, cache: str, jit, stop_at_failure: bool) -> Pro
         return result
     for i, call in enumerate(calls_for(prog, cache)):
         try:
+            # Both worlds start the call (its state changes first) from the same global torch state: the eager
+            # world's changes (a new default dtype) must not reach the jitted world's state changes
+            start = _torch_state()
             e = observe(eager, prog, call)
+            _set_torch_state(start)
             j = observe(jitted, prog, call)
             outcome, detail = classify(e, j)
         except BaseException as err:  # a crash of the run is a finding too
