@@ -9,6 +9,12 @@ import torch
 import thunder
 
 
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    """Each test meets Dynamo afresh (what it decided of a code in an earlier test stays otherwise)."""
+    torch._dynamo.reset()
+
+
 def _f(x):
     return x.sin() * 2 + 1
 
