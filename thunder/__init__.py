@@ -22,6 +22,9 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy
+from torch._C._dynamo.eval_frame import set_code_exec_strategy as _set_code_exec_strategy
+
 import thunder.executors.pythonex as _pythonex
 import thunder.executors.torchex as _torchex
 import thunder.torch  # noqa: F401  (binds thunder.torch, the torch language)
@@ -257,7 +260,7 @@ class _Jitted:
         own = getattr(entry.run, "__thunder_direct__", None) if entry is not None else None
         code = own.__code__ if own is not None else self.dispatch_code
         # CPython fills missing positional arguments from the last defaults: never more parameters than defaults.
-        fn.__code__ = code if code.co_argcount <= len(fn.__defaults__ or ()) else self.dispatch_code
+        fn.__code__ = _skipped_by_dynamo(code if code.co_argcount <= len(fn.__defaults__ or ()) else self.dispatch_code)
 
     def slow_call(self, args: tuple, kwargs: dict, changed: OtherOutcome | None = None) -> Any:
         """Everything but the hot path: other cache entries, then compiling a new one; ``changed``:
@@ -717,6 +720,28 @@ _DISPATCH_CODE = next(c for c in _DISPATCH.co_consts if isinstance(c, types.Code
 del _LINE, _DISPATCH
 
 
+# Note [A jitted function under torch.compile]
+# ``torch.compile(thunder.jit(f))``, or a torch.compiled function that calls a jitted one (Hugging Face's ``generate``
+# compiles the model's call where its cache is static on a GPU): Dynamo traced the jitted function's code, the fused
+# prologue's own code and thunder's cache and compiled code behind it: a crash on the prologue's constants, or minutes
+# per call with thunder's cache counters off. Dynamo now runs the jitted function as is, a graph break: its function
+# carries ``torch.compiler.disable``'s mark (``_torchdynamo_disable``), which Dynamo reads where it would inline the
+# call, and each code the function runs (the dispatch code, every fused prologue's own code) is skipped by Dynamo's
+# frame evaluation with everything it calls (``set_code_exec_strategy``: SKIP, recursively). Both are set once, where
+# the function is made and where a code is installed, so the hot path stays as it is (``torch.compiler.disable`` would
+# wrap each call: about a microsecond); the strategy is torch's C extension's, so nothing imports ``torch._dynamo``.
+# Dynamo guards its graph on the jitted function's ``__code__``: a call whose last entry changed recompiles the
+# caller's frame once per code (Dynamo keeps up to ``recompile_limit`` of them).
+_DYNAMO_SKIPS = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+
+
+def _skipped_by_dynamo(code: types.CodeType) -> types.CodeType:
+    """``code``, which Dynamo now runs as is with everything it calls (Note [A jitted function under
+    torch.compile])."""
+    _set_code_exec_strategy(code, _DYNAMO_SKIPS)
+    return code
+
+
 def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     state = _Jitted(cd)
     recording = _recording_last_inputs
@@ -742,6 +767,9 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
             return slow_call(args, kwargs)
 
     functools.update_wrapper(fn_, fn)
+    _skipped_by_dynamo(fn_.__code__)  # Note [A jitted function under torch.compile]
+    fn_._torchdynamo_disable = True
+    fn_._torchdynamo_disable_msg = "thunder.jit's function runs as is"
     fn_._thunder = state
     fn_._lc_cd = cd
     fn_._lc_cs = cs

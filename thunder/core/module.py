@@ -23,7 +23,6 @@ import copy
 import dataclasses
 import functools
 import inspect
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -280,10 +279,7 @@ class ThunderModule(torch.nn.Module):
             model = self._model
             if model._compiled_call_impl is not None:  # already routed (a nested call), or compiled by someone else
                 return method(*args, **kwargs)
-            # Note [A compiled module's calls under torch.compile]
-            entry = functools.partial(self._forward_fn, model)
-            if "torch._dynamo" in sys.modules:  # (else nothing compiles yet; importing it costs a second)
-                entry = torch.compiler.disable(entry)
+            entry = functools.partial(self._forward_fn, model)  # Note [A compiled module's calls under torch.compile]
             entry.thunder_entry = True
             model._compiled_call_impl = entry
             try:
@@ -338,9 +334,8 @@ class ThunderModule(torch.nn.Module):
 # (transformers' automatic compilation: ``torch.compile(self.__call__)`` for the decoding steps). Dynamo traced into
 # the compiled call, thunder's cache and compiled code included: minutes per step, thunder's cache counters off (4
 # compiles and no hit for 6 calls, a 2-layer Llama on CPU), and a crash for a plain ``torch.compile`` of a jitted
-# function. The routed call is ``torch.compiler.disable``d: dynamo stops there and runs thunder's compiled call as
-# is (a few microseconds per call of the module, which runs for milliseconds). Only where Dynamo is loaded (transformers
-# loads it): a program that never imported it compiles nothing with it, and importing it costs about a second.
+# function. Dynamo now stops at the compiled call and runs it as is (Note [A jitted function under torch.compile] in
+# ``thunder``).
 def _is_own_method(value: Any, model: torch.nn.Module) -> bool:
     func = plain_attribute(value, "__func__")
     return (
