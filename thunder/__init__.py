@@ -22,9 +22,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy
-from torch._C._dynamo.eval_frame import set_code_exec_strategy as _set_code_exec_strategy
-
 import thunder.executors.pythonex as _pythonex
 import thunder.executors.torchex as _torchex
 import thunder.torch  # noqa: F401  (binds thunder.torch, the torch language)
@@ -732,13 +729,20 @@ del _LINE, _DISPATCH
 # wrap each call: about a microsecond); the strategy is torch's C extension's, so nothing imports ``torch._dynamo``.
 # Dynamo guards its graph on the jitted function's ``__code__``: a call whose last entry changed recompiles the
 # caller's frame once per code (Dynamo keeps up to ``recompile_limit`` of them).
-_DYNAMO_SKIPS = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+try:
+    from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy
+    from torch._C._dynamo.eval_frame import set_code_exec_strategy as _set_code_exec_strategy
+
+    _DYNAMO_SKIPS = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+except ImportError:  # (a torch before frame strategies: the function's mark alone)
+    _set_code_exec_strategy = None
 
 
 def _skipped_by_dynamo(code: types.CodeType) -> types.CodeType:
     """``code``, which Dynamo now runs as is with everything it calls (Note [A jitted function under
     torch.compile])."""
-    _set_code_exec_strategy(code, _DYNAMO_SKIPS)
+    if _set_code_exec_strategy is not None:
+        _set_code_exec_strategy(code, _DYNAMO_SKIPS)
     return code
 
 
