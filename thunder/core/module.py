@@ -279,9 +279,9 @@ class ThunderModule(torch.nn.Module):
             model = self._model
             if model._compiled_call_impl is not None:  # already routed (a nested call), or compiled by someone else
                 return method(*args, **kwargs)
-            entry = functools.partial(self._forward_fn, model)  # Note [A compiled module's calls under torch.compile]
+            # Note [A compiled module's calls under torch.compile]
+            model._compiled_call_impl = entry = functools.partial(self._forward_fn, model)
             entry.thunder_entry = True
-            model._compiled_call_impl = entry
             try:
                 return method(*args, **kwargs)
             finally:
