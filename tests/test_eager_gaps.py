@@ -543,3 +543,27 @@ def test_set_to_an_input_writes_through_to_it():
         _same(jf(mine), f(theirs))
         assert torch.equal(mine, theirs)
     assert thunder.cache_hits(jf) == 1
+
+
+# --- Tensor.tile(*dims): the method takes its dims as varargs, torch.tile as one sequence -------------------------
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: t.tile(2),  # DINOv3's rotary embedding: ``angles.tile(2)``
+        lambda t: t.tile(2, 1, 3),
+        lambda t: t.tile(()),
+        lambda t: t.tile(dims=(2,)),
+        lambda t: torch.tile(t, (3, 1)),
+        lambda t: torch.tile(t, dims=[2, 1, 1]),
+        lambda t: t.tile(torch.tensor(2)),
+    ],
+    ids=["one-int", "ints", "empty", "dims-keyword", "function", "function-keyword", "0-d-tensor"],
+)
+def test_tile_as_eager_with_gradients(fn):
+    x = torch.randn(2, 3, requires_grad=True)
+    jfn = _check(fn, x)
+    (g,) = torch.autograd.grad(jfn(x).sum(), x)
+    (want,) = torch.autograd.grad(fn(x).sum(), x)
+    torch.testing.assert_close(g, want, rtol=0, atol=0)

@@ -459,7 +459,6 @@ _TABLE: tuple[tuple[Callable, str | None], ...] = (
     (torch.diagflat, "diagflat"),
     (torch.scatter_reduce, "scatter_reduce"),
     (torch.segment_reduce, None),
-    (torch.tile, "tile"),
     (torch.tensordot, None),
     (torch.constant_pad_nd, None),
     (torch.celu, None),

@@ -529,6 +529,15 @@ def repeat(a, *args, repeats=None):
     return _reshape(out, tuple(r * n for r, n in zip(reps, shape)))
 
 
+@torchsymbol(torch.tile, method_name="tile", torch_impl=torch.Tensor.tile, sizes=True)
+def tile(a, *args, dims=None):
+    """``torch.tile(a, dims)`` / ``Tensor.tile(*dims)``: ``repeat`` with ``dims`` padded by leading 1s to ``a``'s rank."""
+    op = "ltorch.tile"
+    _check_tensor(op, a)
+    reps = shape_arg(op, args, dims, name="dims")
+    return repeat(a, (1,) * (a.ndim - len(reps)) + reps)
+
+
 # ----------------------------------------------------------------------------------------
 # Joining
 # ----------------------------------------------------------------------------------------
