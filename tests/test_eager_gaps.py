@@ -567,3 +567,17 @@ def test_tile_as_eager_with_gradients(fn):
     (g,) = torch.autograd.grad(jfn(x).sum(), x)
     (want,) = torch.autograd.grad(fn(x).sum(), x)
     torch.testing.assert_close(g, want, rtol=0, atol=0)
+
+
+@pytest.mark.filterwarnings("error::thunder.EagerRunWarning")
+@pytest.mark.parametrize(
+    "fn", [lambda t: t.polygamma(1), lambda t: torch.Tensor.polygamma(t, 2), lambda t: torch.polygamma(1, t)],
+    ids=["method", "unbound-method", "function"],
+)
+def test_polygamma_s_method_takes_n_first_as_eager(fn):
+    """``x.polygamma(n)`` is ``torch.polygamma(n, x)`` (the method ran eagerly: its n went to the function's input)."""
+    x = torch.rand(3, 4, requires_grad=True) + 0.5
+    jfn = _check(fn, x)
+    (g,) = torch.autograd.grad(jfn(x).sum(), x)
+    (want,) = torch.autograd.grad(fn(x).sum(), x)
+    torch.testing.assert_close(g, want, rtol=0, atol=0)

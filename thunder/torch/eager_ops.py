@@ -249,7 +249,7 @@ _TABLE: tuple[tuple[Callable, str | None], ...] = (
     (torch.sinc, "sinc"),
     (torch.i0, "i0"),
     (torch.mvlgamma, "mvlgamma"),
-    (torch.polygamma, "polygamma"),
+    (torch.polygamma, None),  # its method takes (n), the function (n, input): declare_table
     (torch.nan_to_num, "nan_to_num"),
     (torch.renorm, "renorm"),
     (torch.histc, "histc"),
@@ -531,6 +531,21 @@ def declare_table() -> None:
         if method is not None and getattr(torch.Tensor, method, None) in torch_to_thunder_map:
             method = None
         EAGER_OPS[fn] = eager_op(fn, method_name=method)
+    _declare_polygamma_method(torch_to_thunder_map)
+
+
+def _declare_polygamma_method(torch_to_thunder_map: dict) -> None:
+    """``x.polygamma(n)`` is ``torch.polygamma(n, x)``: the method's tensor is the function's second argument."""
+    from thunder.core.proxies import register_method
+
+    polygamma = EAGER_OPS[torch.polygamma]
+
+    def method(self, n):
+        return polygamma(n, self)
+
+    method.__name__ = "polygamma"
+    register_method("polygamma", method)
+    torch_to_thunder_map[torch.Tensor.polygamma] = method
 
 
 def eager_fallback(fn: Callable, name: str) -> Symbol:
