@@ -85,11 +85,15 @@ def _declare_aliases_and_in_place_twins() -> None:
                 register_method(alias.__name__, _as_method(sym, alias.__name__))
     for name in ("addmm", "addmv", "addbmm", "baddbmm", "addr", "cumsum", "cumprod", "scatter_reduce", "masked_scatter",
                  "put", "index_reduce", "logit", "fix", "renorm", "nan_to_num", "clamp_min", "clamp_max", "xlogy",
-                 "hypot", "ldexp", "copysign", "nextafter", "float_power", "lerp", "logical_not", "fmod", "remainder"):  # fmt: skip
+                 "hypot", "ldexp", "copysign", "nextafter", "float_power", "lerp", "logical_not", "fmod", "remainder",
+                 "square", "sgn", "frac", "deg2rad", "rad2deg", "true_divide", "sinc", "heaviside", "i0", "igamma",
+                 "igammac", "mvlgamma", "conj_physical"):  # fmt: skip
         method = getattr(torch.Tensor, f"{name}_", None)
         sym = torch_to_thunder_map.get(getattr(torch.Tensor, name, None)) or torch_to_thunder_map.get(getattr(torch, name, None))
         if method is not None and sym is not None and method not in torch_to_thunder_map:
-            twin = torch_to_thunder_map[method] = make_inplace(sym, method_name=f"{name}_")
+            function = getattr(torch, f"{name}_", None)  # ``torch.square_(x)``, where torch has one
+            function = function if function is not None and function not in torch_to_thunder_map else None
+            twin = torch_to_thunder_map[method] = make_inplace(sym, torch_fn=function, method_name=f"{name}_")
             globals()[twin.name] = twin  # printed traces name it ltorch.<name>
 
 
