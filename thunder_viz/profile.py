@@ -13,6 +13,16 @@ sums the statements whose source is in it (a fusion counts in the scope holding 
 the traces do not contain (the prologue's checks, the autograd node, returning to Python) is the
 difference between a call's wall time and the sum of its statements, reported as such.
 
+Note [Fair comparison with eager]
+Thunder's and eager's calls alternate in rounds under one profiler (each round one call of each, the
+side that goes first alternating), after an unmeasured call of each: a load that changes while
+profiling (other programs on the machine) then falls on both sides alike, where measuring one side
+after the other once showed a compiled call ten times slower than eager under a test suite that
+came and went. Each call's wall time is taken, and on the CPU also the CPU time of the calling thread
+(what preemption by other programs does not inflate); the profile reports their medians and their
+range, and says when the calls varied so much that the machine's load changed. Statement and module
+times are the profiler's, summed per side over the rounds.
+
 Eager's profile of each module is taken with a range around each submodule's forward (hooks that
 are removed before thunder runs: a hook would change what thunder's cache guards). Eager's backward
 is split by module without hooks: each autograd node the backward evaluates carries the sequence
@@ -94,6 +104,40 @@ class ModuleCost:
 
 
 @dataclass
+class CallTimes:
+    """One side's measured calls (ms each, in call order): wall time, and on the CPU the CPU time of the
+    calling thread (``None`` on CUDA, where kernels run beside the thread)."""
+
+    wall: list[float]
+    cpu: list[float] | None = None
+
+    @property
+    def wall_ms(self) -> float:
+        return statistics.median(self.wall)
+
+    @property
+    def cpu_ms(self) -> float | None:
+        return None if self.cpu is None else statistics.median(self.cpu)
+
+    @property
+    def spread(self) -> float:
+        """How much the calls' wall times varied: (slowest - fastest) / median."""
+        return (max(self.wall) - min(self.wall)) / max(self.wall_ms, 1e-9)
+
+    def text(self) -> str:
+        cpu = "" if self.cpu is None else f", {_ms(self.cpu_ms)} CPU"
+        return f"{_ms(self.wall_ms)} wall{cpu} (calls {_ms(min(self.wall))} to {_ms(max(self.wall))})"
+
+
+# Calls whose wall times vary by more than this share of their median: the load changed while measuring.
+UNSTEADY_SPREAD = 0.5
+
+
+def _ms(x: float) -> str:
+    return f"{x:.3g} ms" if x < 100 else f"{x:.0f} ms"
+
+
+@dataclass
 class Profile:
     """What :func:`profile` measured. ``str()`` is a table of the costliest statements."""
 
@@ -109,12 +153,50 @@ class Profile:
     saved_bytes: int | None = None  # made by the forward and saved for the backward
     saved_bytes_before_remat: int | None = None  # the same before rematerialization
     profile_s: float = 0.0  # how long profiling took
+    times: CallTimes | None = None  # thunder's calls (Note [Fair comparison with eager])
+    eager_times: CallTimes | None = None  # eager's calls, alternating with thunder's; None when eager failed
     # the traces profiled: what the explorer maps uids against (not serialised)
     traces: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def top(self, n: int = 10) -> list[StatementCost]:
         """The ``n`` statements that took the longest, longest first."""
         return sorted(self.statements, key=lambda s: -s.ms)[:n]
+
+    @property
+    def call_cpu_ms(self) -> float | None:
+        """Median CPU time of the calling thread per call (on the CPU; ``None`` on CUDA)."""
+        return None if self.times is None else self.times.cpu_ms
+
+    @property
+    def eager_call_cpu_ms(self) -> float | None:
+        return None if self.eager_times is None else self.eager_times.cpu_ms
+
+    @property
+    def unsteady(self) -> bool:
+        """Whether the calls varied so much that the machine's load must have changed while measuring."""
+        return any(t is not None and t.spread > UNSTEADY_SPREAD for t in (self.times, self.eager_times))
+
+    def measured(self) -> str:
+        """How the times were measured, with the medians and ranges of both sides, and a warning when
+        the load changed (Note [Fair comparison with eager])."""
+        if self.times is None:
+            return ""
+        text = [f"{self.calls} rounds, each one call of thunder and one of eager PyTorch in turn, under one profiler."]
+        text.append(f"Per call, medians: thunder {self.times.text()}")
+        text[-1] += "." if self.eager_times is None else f"; eager {self.eager_times.text()}."
+        if self.device == "cuda":
+            text.append("Wall times wait for the device; statement times are CUDA kernel time.")
+        else:
+            text.append("CPU: time the calling thread ran")
+            threads = torch.get_num_threads()
+            text[-1] += f" (not torch's {threads - 1} other threads)." if threads > 1 else "."
+        if self.unsteady:
+            text.append(
+                f"Unsteady: a side's calls varied by more than {UNSTEADY_SPREAD:.0%} of their median, so the "
+                "machine's load changed while measuring; the medians of alternated calls still compare, "
+                "the CPU times best, but profile again when the machine is quieter for steadier numbers."
+            )
+        return " ".join(text)
 
     def attributed_ms(self, kind: str | None = None) -> float:
         return sum(s.ms for s in self.statements if kind is None or s.kind == kind)
@@ -126,6 +208,7 @@ class Profile:
         lines = [
             f"profile of {self.calls} calls ({where}, {self.device}): {self.call_ms:.2f} ms per call{eager}; "
             f"{self.attributed_ms():.2f} ms in the traces' statements",
+            *([self.measured()] if self.times is not None else []),
             f"{'ms':>8} {'share':>6} {'MB':>8}  {'op':<28} source",
         ]
         total = self.attributed_ms() or 1.0
@@ -181,6 +264,10 @@ class Profile:
             "device": self.device,
             "call_ms": _round(self.call_ms),
             "eager_call_ms": None if self.eager_call_ms is None else _round(self.eager_call_ms),
+            "call_cpu_ms": None if self.call_cpu_ms is None else _round(self.call_cpu_ms),
+            "eager_call_cpu_ms": None if self.eager_call_cpu_ms is None else _round(self.eager_call_cpu_ms),
+            "measured": self.measured(),
+            "unsteady": self.unsteady,
             "backward": self.backward,
             "attributed_ms": _round(self.attributed_ms()),
             "steps": out_steps,
@@ -225,9 +312,10 @@ def set_last_profile(jitted: Any, result: Profile) -> None:
 
 def profile(jitted: Any, *args: Any, calls: int = 3, **kwargs: Any) -> Profile:
     """Runs ``jitted(*args, **kwargs)`` ``calls`` times under torch's profiler (CPU, and CUDA where
-    present), after one call that is not measured, and says where the time and memory went: per
-    statement of the traces that ran (forward, and backward when an output requires grad), per
-    module, beside eager PyTorch's profile of the same calls. See Note [Profile attribution].
+    present), in turn with as many calls of eager PyTorch, after one call of each that is not
+    measured, and says where the time and memory went: per statement of the traces that ran
+    (forward, and backward when an output requires grad), per module, beside eager PyTorch's profile
+    of the same calls. See Note [Profile attribution] and Note [Fair comparison with eager].
 
     When the output holds a scalar that requires grad (a loss), each call also runs its backward,
     as a training step does. Gradients that accumulate meanwhile in the parameters are put back as
@@ -260,38 +348,63 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
 
     aliased: set[str] = set()  # the backward's saved values that are views of the call's inputs
 
-    def call(fn: Callable, backward_trace: Any = None) -> bool:
+    def call(fn: Callable, backward_trace: Any = None) -> tuple[bool, float, float]:
+        """One call (and its backward): whether it ran a backward, its wall and thread CPU time in ms."""
         a, k = clone_inputs(args, kwargs)
+        wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
         out = fn(*a, **k)
-        if backward_trace is not None and not aliased:
+        if backward_trace is not None and not aliased:  # bookkeeping, not the call's: not timed
+            wall_aside, cpu_aside = time.perf_counter_ns(), time.thread_time_ns()
             aliased.update(_saved_aliasing_inputs(out, backward_trace, [*_tensor_leaves((a, k)), *_state_of(original)]))
+            wall -= time.perf_counter_ns() - wall_aside
+            cpu -= time.thread_time_ns() - cpu_aside
         ran_backward = _backward_of(out)
         _synchronize(cuda)
-        return ran_backward
+        return ran_backward, (time.perf_counter_ns() - wall) / 1e6, (time.thread_time_ns() - cpu) / 1e6
 
     if not _was_compiled(jitted):
         call(jitted)
+    eager_runs = True
+    try:  # eager's first call is not measured either
+        call(original)
+    except Exception:  # eager fails where thunder did not: nothing to compare with
+        eager_runs = False
     # The calls are profiled with the ranges put in the traces of the last compilation; when a call
     # compiles again instead (other inputs than the last call's), they are profiled once more.
     for _ in range(2):
         misses = thunder.cache_misses(jitted)
         traces = _profiled_traces(jitted)
         labels = {kind: _labels(trace, _KIND_TAG[kind]) for kind, trace in traces.items()}
-        walls, ran_backward = [], []
+        times, eager_times = CallTimes([], None if cuda else []), CallTimes([], None if cuda else [])
+        ran_backward = []
         with contextlib.ExitStack() as stack:
             for kind, trace in traces.items():
                 stack.enter_context(profiling_ranges(trace, lambda i, b, names=labels[kind]: names.get(i)))
-            with _profiler(cuda) as prof:
-                for _ in range(calls):
-                    t0 = time.perf_counter_ns()
-                    ran_backward.append(call(jitted, traces.get("backward")))
-                    walls.append((time.perf_counter_ns() - t0) / 1e6)
+            prof = stack.enter_context(_profiler(cuda))
+            # rounds of one call each, in turn (Note [Fair comparison with eager])
+            for r in range(calls):
+                for side in ("thunder", "eager") if r % 2 == 0 else ("eager", "thunder"):
+                    if side == "thunder":
+                        backward, wall, cpu = call(jitted, traces.get("backward"))
+                        ran_backward.append(backward)
+                        _record(times, wall, cpu)
+                    elif eager_runs:
+                        try:
+                            with _module_ranges(original):  # removed before thunder runs: it would change its guards
+                                _, wall, cpu = call(original)
+                        except Exception:  # as in the unmeasured call
+                            eager_runs = False
+                        else:
+                            _record(eager_times, wall, cpu)
         if thunder.cache_misses(jitted) == misses:
             break
     backward = any(ran_backward)
     if not backward:
         traces.pop("backward", None)
-    eager_ms, eager_modules, eager_backward = _eager_profile(original, call, calls, cuda)
+    if eager_runs:
+        eager_modules, eager_backward = _eager_totals(prof, calls, cuda)
+    else:
+        eager_times, eager_modules, eager_backward = None, {}, {}
     events = _range_totals(prof, _PREFIX, cuda)
     if labels["computation"] and not any(name in events for name in labels["computation"].values()):
         # never a table of zeros: the calls ran code this profile cannot see into
@@ -323,8 +436,8 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
     return Profile(
         calls=calls,
         device="cuda" if cuda else "cpu",
-        call_ms=statistics.median(walls),
-        eager_call_ms=eager_ms,
+        call_ms=times.wall_ms,
+        eager_call_ms=None if eager_times is None else eager_times.wall_ms,
         backward=backward,
         statements=statements,
         modules=_modules(statements, eager_modules, eager_backward),
@@ -333,7 +446,15 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         saved_bytes_before_remat=saved_before,
         profile_s=time.perf_counter() - start,
         traces=traces,
+        times=times,
+        eager_times=eager_times,
     )
+
+
+def _record(times: CallTimes, wall_ms: float, cpu_ms: float) -> None:
+    times.wall.append(wall_ms)
+    if times.cpu is not None:
+        times.cpu.append(cpu_ms)
 
 
 def _was_compiled(jitted: Any) -> bool:
@@ -363,10 +484,10 @@ def _labels(trace: Any, tag: str) -> dict[int, str]:
 
 
 @contextlib.contextmanager
-def _profiler(cuda: bool, memory: bool = True) -> Iterator[Any]:
+def _profiler(cuda: bool) -> Iterator[Any]:
     # torch.autograd.profiler directly: torch.profiler.profile first imports torch._inductor (seconds)
     with _without_profiler_log():
-        with torch_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, profile_memory=memory) as prof:
+        with torch_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, profile_memory=True) as prof:
             yield prof
 
 
@@ -450,26 +571,14 @@ def _function_event_totals(prof: Any, prefix: str) -> dict[str, tuple[float, flo
     return totals
 
 
-def _eager_profile(
-    original: Any, call: Callable, calls: int, cuda: bool
-) -> tuple[float | None, dict[str, float], dict[str, float]]:
-    """Eager's median wall time per call, and its forward and backward time per module path (ms per
-    call; the backward's is empty when the calls ran none)."""
-    walls = []
-    try:
-        with _module_ranges(original), _profiler(cuda, memory=False) as prof:  # eager's memory is not shown
-            for _ in range(calls):
-                t0 = time.perf_counter_ns()
-                call(original)
-                walls.append((time.perf_counter_ns() - t0) / 1e6)
-    except Exception:  # eager fails where thunder did not: nothing to compare with
-        return None, {}, {}
-    totals = _range_totals(prof, _EAGER, cuda)
+def _eager_totals(prof: Any, calls: int, cuda: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """Eager's forward and backward time per module path, ms per call (the backward's is empty when
+    the calls ran none), from the ranges of its calls in ``prof``."""
     modules = {}
-    for name, (cpu_us, dev_us, _) in totals.items():
+    for name, (cpu_us, dev_us, _) in _range_totals(prof, _EAGER, cuda).items():
         modules[name[len(_EAGER) :]] = (dev_us if cuda and dev_us > 0 else cpu_us) / 1e3 / calls
     backward = {path: us / 1e3 / calls for path, us in _backward_by_module(prof, _EAGER).items()}
-    return statistics.median(walls), modules, backward
+    return modules, backward
 
 
 _BACKWARD_NODE = "autograd::engine::evaluate_function: "

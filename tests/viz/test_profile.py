@@ -149,6 +149,66 @@ def test_eagers_backward_is_measured_per_module_beside_thunders(one_thread):
     assert not q.backward and all(m.eager_backward_ms is None for m in q.modules)
 
 
+class _LoadedClock:
+    """The profile's clock (``thunder_viz.profile.time``), virtual: a call of thunder costs 2 ms and one of
+    eager 1 ms, wall and CPU time alike, but the first ``loaded`` calls, whichever side made them, cost ten
+    times as much (a load on the machine that goes away while profiling). Each reading charges the calls
+    made since the last one: thunder's counted by its cache hits, eager's by the wrapper it calls."""
+
+    COST_NS = {"thunder": 2_000_000, "eager": 1_000_000}
+
+    def __init__(self, jitted, loaded: int):
+        self.jitted, self.loaded = jitted, loaded
+        self.now = self.made = self.eager_calls = self.eager_seen = 0
+        self.hits = thunder.cache_hits(jitted)
+
+    def eager(self, fn):
+        def counted(*args, **kwargs):
+            self.eager_calls += 1
+            return fn(*args, **kwargs)
+
+        return counted
+
+    def perf_counter_ns(self) -> int:
+        hits = thunder.cache_hits(self.jitted)
+        for side, n in (("thunder", hits - self.hits), ("eager", self.eager_calls - self.eager_seen)):
+            for _ in range(n):
+                self.now += self.COST_NS[side] * (10 if self.made < self.loaded else 1)
+                self.made += 1
+        self.hits, self.eager_seen = hits, self.eager_calls
+        return self.now
+
+    thread_time_ns = perf_counter_ns
+
+    def perf_counter(self) -> float:
+        return self.perf_counter_ns() / 1e9
+
+
+def test_a_load_that_goes_away_while_profiling_leaves_the_comparison_with_eager_true(monkeypatch):
+    """Measuring all of thunder's calls, then all of eager's, put the load on thunder only: a compiled
+    call ten times slower than eager's where it was twice as slow. Alternated calls share it."""
+    import sys
+
+    profile_module = sys.modules["thunder_viz.profile"]  # the package's ``profile`` is the function
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    args = torch.randn(4, 4), torch.randn(4, 4), torch.randn(3)
+    jf(*args)
+    session = Session(jf, args=args, kwargs={})
+    clock = _LoadedClock(jf, loaded=4)
+    session.original = clock.eager(big_and_small)
+    monkeypatch.setattr(profile_module, "time", clock)
+    p = session.profile(calls=5)
+    assert clock.made >= 10
+    assert p.call_ms / p.eager_call_ms == pytest.approx(2.0), "thunder's calls cost twice eager's"
+    assert p.call_cpu_ms / p.eager_call_cpu_ms == pytest.approx(2.0)
+    assert p.unsteady and "load changed" in p.measured(), "the calls varied ten-fold: the profile says so"
+    assert "5 rounds" in p.table()
+    doc = session.to_document()
+    validate_document(doc)
+    assert doc["profile"]["unsteady"] and doc["profile"]["measured"] == p.measured()
+    assert doc["profile"]["call_cpu_ms"] == pytest.approx(2.0)
+
+
 class _Event:
     """What _backward_by_module reads of one of torch's profiler events."""
 
