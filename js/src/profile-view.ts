@@ -102,7 +102,19 @@ export function profilePanel(
     `${p.calls} calls (${where}, ${p.device}): ${formatMs(p.call_ms)} per call${eager}; ` +
       `${formatMs(p.attributed_ms)} in the traces' statements, the rest in the prologue, autograd and Python.`,
   );
-  const parts: (HTMLElement | null)[] = [h(doc, "h4", {}, "Profile"), summary];
+  // how it was measured: rounds of alternated calls, medians and ranges, a warning when the load changed
+  const measured = p.measured
+    ? h(
+        doc,
+        "p",
+        {
+          class: p.unsteady ? "tx-profile-measured tx-warn" : "tx-profile-measured",
+          "data-testid": "profile-measured",
+        },
+        p.measured,
+      )
+    : null;
+  const parts: (HTMLElement | null)[] = [h(doc, "h4", {}, "Profile"), summary, measured];
   if (!sp || !step) {
     parts.push(
       h(
