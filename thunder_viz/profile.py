@@ -20,8 +20,10 @@ profiling (other programs on the machine) then falls on both sides alike, where 
 after the other once showed a compiled call ten times slower than eager under a test suite that
 came and went. Each call's wall time is taken, and on the CPU also the CPU time of the calling thread
 (what preemption by other programs does not inflate); the profile reports their medians and their
-range, and says when the calls varied so much that the machine's load changed. Statement and module
-times are the profiler's, summed per side over the rounds.
+range, and says when the calls varied so much that the machine's load changed. A statement's or a
+module's time is the median over its side's calls of its time in each call (a range around each
+call tells which call a range ran in), so one call slowed by a burst of load does not count as a
+share of every call; its memory, and eager's backward by module, are means over the calls.
 
 Eager's profile of each module is taken with a range around each submodule's forward (hooks that
 are removed before thunder runs: a hook would change what thunder's cache guards). Eager's backward
@@ -189,7 +191,7 @@ class Profile:
         else:
             text.append("CPU: time the calling thread ran")
             threads = torch.get_num_threads()
-            text[-1] += f" (not torch's {threads - 1} other threads)." if threads > 1 else "."
+            text[-1] += f" (not the other threads of torch's {threads})." if threads > 1 else "."
         if self.unsteady:
             text.append(
                 f"Unsteady: a side's calls varied by more than {UNSTEADY_SPREAD:.0%} of their median, so the "
@@ -348,25 +350,28 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
 
     aliased: set[str] = set()  # the backward's saved values that are views of the call's inputs
 
-    def call(fn: Callable, backward_trace: Any = None) -> tuple[bool, float, float]:
-        """One call (and its backward): whether it ran a backward, its wall and thread CPU time in ms."""
+    def call(fn: Callable, prefix: str, backward_trace: Any = None) -> tuple[bool, float, float]:
+        """One call (and its backward) in a range named for ``prefix``'s side: whether it ran a
+        backward, its wall and thread CPU time in ms."""
         a, k = clone_inputs(args, kwargs)
         wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
-        out = fn(*a, **k)
-        if backward_trace is not None and not aliased:  # bookkeeping, not the call's: not timed
-            wall_aside, cpu_aside = time.perf_counter_ns(), time.thread_time_ns()
-            aliased.update(_saved_aliasing_inputs(out, backward_trace, [*_tensor_leaves((a, k)), *_state_of(original)]))
-            wall -= time.perf_counter_ns() - wall_aside
-            cpu -= time.thread_time_ns() - cpu_aside
-        ran_backward = _backward_of(out)
-        _synchronize(cuda)
+        with torch_profiler.record_function(_CALL + prefix):
+            out = fn(*a, **k)
+            if backward_trace is not None and not aliased:  # bookkeeping, not the call's: not timed
+                wall_aside, cpu_aside = time.perf_counter_ns(), time.thread_time_ns()
+                leaves = [*_tensor_leaves((a, k)), *_state_of(original)]
+                aliased.update(_saved_aliasing_inputs(out, backward_trace, leaves))
+                wall -= time.perf_counter_ns() - wall_aside
+                cpu -= time.thread_time_ns() - cpu_aside
+            ran_backward = _backward_of(out)
+            _synchronize(cuda)
         return ran_backward, (time.perf_counter_ns() - wall) / 1e6, (time.thread_time_ns() - cpu) / 1e6
 
     if not _was_compiled(jitted):
-        call(jitted)
+        call(jitted, _PREFIX)
     eager_runs = True
     try:  # eager's first call is not measured either
-        call(original)
+        call(original, _EAGER)
     except Exception:  # eager fails where thunder did not: nothing to compare with
         eager_runs = False
     # The calls are profiled with the ranges put in the traces of the last compilation; when a call
@@ -385,13 +390,13 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
             for r in range(calls):
                 for side in ("thunder", "eager") if r % 2 == 0 else ("eager", "thunder"):
                     if side == "thunder":
-                        backward, wall, cpu = call(jitted, traces.get("backward"))
+                        backward, wall, cpu = call(jitted, _PREFIX, traces.get("backward"))
                         ran_backward.append(backward)
                         _record(times, wall, cpu)
                     elif eager_runs:
                         try:
                             with _module_ranges(original):  # removed before thunder runs: it would change its guards
-                                _, wall, cpu = call(original)
+                                _, wall, cpu = call(original, _EAGER)
                         except Exception:  # as in the unmeasured call
                             eager_runs = False
                         else:
@@ -405,7 +410,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         eager_modules, eager_backward = _eager_totals(prof, calls, cuda)
     else:
         eager_times, eager_modules, eager_backward = None, {}, {}
-    events = _range_totals(prof, _PREFIX, cuda)
+    events = _range_costs(prof, _PREFIX, cuda)
     if labels["computation"] and not any(name in events for name in labels["computation"].values()):
         # never a table of zeros: the calls ran code this profile cannot see into
         raise RuntimeError(
@@ -418,7 +423,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         for i, name in labels[kind].items():
             cpu_us, device_us, mem = events.get(name, (0.0, 0.0, 0))
             bsym = trace.bound_symbols[i]
-            cpu_ms, device_ms = cpu_us / 1e3 / calls, device_us / 1e3 / calls
+            cpu_ms, device_ms = cpu_us / 1e3, device_us / 1e3
             statements.append(
                 StatementCost(
                     kind=kind,
@@ -427,7 +432,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
                     ms=device_ms if cuda and device_ms > 0 else cpu_ms,
                     cpu_ms=cpu_ms,
                     device_ms=device_ms,
-                    bytes=int(mem / calls),
+                    bytes=mem,
                     module=_scope(bsym),
                     source=_source_text(bsym),
                 )
@@ -520,16 +525,43 @@ def _without_profiler_log() -> Iterator[None]:
                 sys.stderr.write(kept)
 
 
-def _range_totals(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, float, int]]:
-    """name -> (CPU µs, device µs, net bytes) summed over the ranges whose name starts with ``prefix``.
+def _range_costs(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, float, int]]:
+    """name -> (CPU µs, device µs, net bytes) per call of the ranges whose name starts with ``prefix``:
+    each call's sum over the ranges of that name, then the median over the calls (a burst of load in
+    one call does not count as a share of every call); the bytes are the mean. The calls are the
+    ranges named ``_CALL + prefix`` (Note [Fair comparison with eager]).
 
     On CPU the profiler's raw events are read directly (building its per-op event objects costs
     seconds on a 12-layer GPT-2): a range's time is its duration, its memory the allocations and
     frees recorded inside it on its thread, attributed to the innermost range holding them. On CUDA
     torch's own attribution of kernel time and device memory to ranges is used."""
-    if cuda:
-        return _function_event_totals(prof, prefix)
+    ranges, calls = _function_event_ranges(prof, prefix) if cuda else _event_ranges(prof, prefix)
+    calls.sort()
+    starts = [c[0] for c in calls]
+    per_call: dict[str, list] = {}  # name -> [CPU µs of each call, device µs of each call, bytes]
+    for start, name, cpu_us, device_us, nbytes in ranges:
+        k = bisect.bisect_right(starts, start) - 1
+        t = per_call.setdefault(name, [[0.0] * len(calls), [0.0] * len(calls), 0])
+        t[2] += nbytes
+        if k >= 0 and start <= calls[k][1]:
+            t[0][k] += cpu_us
+            t[1][k] += device_us
+    n = max(len(calls), 1)
+    return {
+        name: (statistics.median(cpu or [0.0]), statistics.median(dev or [0.0]), round(nbytes / n))
+        for name, (cpu, dev, nbytes) in per_call.items()
+    }
+
+
+_CALL = "profiled call of "  # the range around each profiled call: "profiled call of thunder:"
+
+Ranges = list[tuple[int | float, str, float, float, int]]  # (start, name, CPU µs, device µs, bytes)
+
+
+def _event_ranges(prof: Any, prefix: str) -> tuple[Ranges, list[tuple[int, int]]]:
+    """The ranges named ``prefix...`` among the raw events, and the calls' (start, end) (see _range_costs)."""
     ranges: list[tuple[int, int, int, str]] = []  # (start, end, thread, name)
+    calls: list[tuple[int, int]] = []
     memory: list[tuple[int, int, int]] = []  # (time, thread, bytes)
     for e in prof.kineto_results.events():
         name = e.name()
@@ -538,12 +570,11 @@ def _range_totals(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, 
             ranges.append((start, start + e.duration_ns(), e.start_thread_id(), name))
         elif name == "[memory]":
             memory.append((e.start_ns(), e.start_thread_id(), e.nbytes()))
-    totals: dict[str, list] = {}
-    for start, end, _, name in ranges:
-        t = totals.setdefault(name, [0.0, 0.0, 0])
-        t[0] += (end - start) / 1e3
+        elif name == _CALL + prefix:
+            calls.append((e.start_ns(), e.start_ns() + e.duration_ns()))
     ranges.sort()
     starts = [r[0] for r in ranges]
+    held = [0] * len(ranges)
     for when, thread, nbytes in memory:
         i = bisect.bisect_right(starts, when) - 1
         # the innermost range holding it: the latest started that is still open (ranges nest only
@@ -551,32 +582,35 @@ def _range_totals(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, 
         for j in range(i, max(-1, i - _NESTING), -1):
             start, end, rthread, name = ranges[j]
             if rthread == thread and end >= when:
-                totals[name][2] += nbytes
+                held[j] += nbytes
                 break
-    return {k: (v[0], v[1], v[2]) for k, v in totals.items()}
+    out = [(start, name, (end - start) / 1e3, 0.0, b) for (start, end, _, name), b in zip(ranges, held)]
+    return out, calls
 
 
 _NESTING = 32
 
 
-def _function_event_totals(prof: Any, prefix: str) -> dict[str, tuple[float, float, int]]:
-    totals: dict[str, tuple[float, float, int]] = {}
+def _function_event_ranges(prof: Any, prefix: str) -> tuple[Ranges, list[tuple[float, float]]]:
+    ranges: Ranges = []
+    calls: list[tuple[float, float]] = []
     for e in prof.function_events:
+        if e.name == _CALL + prefix:
+            calls.append((e.time_range.start, e.time_range.end))
         if not e.name.startswith(prefix):
             continue
-        cpu, dev, mem = totals.get(e.name, (0.0, 0.0, 0))
         dev_us = float(getattr(e, "device_time_total", 0.0) or 0.0)
         mem_b = int(e.device_memory_usage or e.cpu_memory_usage)
-        totals[e.name] = (cpu + e.cpu_time_total, dev + dev_us, mem + mem_b)
-    return totals
+        ranges.append((e.time_range.start, e.name, e.cpu_time_total, dev_us, mem_b))
+    return ranges, calls
 
 
 def _eager_totals(prof: Any, calls: int, cuda: bool) -> tuple[dict[str, float], dict[str, float]]:
     """Eager's forward and backward time per module path, ms per call (the backward's is empty when
     the calls ran none), from the ranges of its calls in ``prof``."""
     modules = {}
-    for name, (cpu_us, dev_us, _) in _range_totals(prof, _EAGER, cuda).items():
-        modules[name[len(_EAGER) :]] = (dev_us if cuda and dev_us > 0 else cpu_us) / 1e3 / calls
+    for name, (cpu_us, dev_us, _) in _range_costs(prof, _EAGER, cuda).items():
+        modules[name[len(_EAGER) :]] = (dev_us if cuda and dev_us > 0 else cpu_us) / 1e3
     backward = {path: us / 1e3 / calls for path, us in _backward_by_module(prof, _EAGER).items()}
     return modules, backward
 
@@ -610,7 +644,7 @@ def _backward_by_module(prof: Any, prefix: str) -> dict[str, float]:
     for when, thread, seq in sorted(made):
         module_of[(thread, seq)] = None
         i = bisect.bisect_right(starts, when) - 1
-        for j in range(i, max(-1, i - _NESTING), -1):  # the innermost open range (see _range_totals)
+        for j in range(i, max(-1, i - _NESTING), -1):  # the innermost open range (see _event_ranges)
             start, end, rthread, path = ranges[j]
             if rthread == thread and end >= when:
                 module_of[(thread, seq)] = path

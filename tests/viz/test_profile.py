@@ -234,6 +234,21 @@ class _Event:
         return 1
 
 
+def test_a_statement_costs_its_median_over_the_calls_not_a_share_of_one_slow_call():
+    from types import SimpleNamespace
+
+    from thunder_viz.profile import _range_costs
+
+    calls = [_Event("profiled call of thunder:", start, 1000) for start in (0, 1000, 2000)]
+    # one statement per call, the second slowed by a burst of load; another that ran in two calls only
+    ranges = [_Event("thunder:f1", 10, 2000), _Event("thunder:f1", 1010, 200_000), _Event("thunder:f1", 2010, 3000)]
+    ranges += [_Event("thunder:f2", 20, 100), _Event("thunder:f2", 30, 100), _Event("thunder:f2", 1020, 50)]
+    prof = SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: calls + ranges))
+    costs = _range_costs(prof, "thunder:", cuda=False)
+    assert costs["thunder:f1"][0] == 3.0, "µs: the median call's, not the mean's 68"
+    assert costs["thunder:f2"][0] == 0.05, "µs: 0.2, 0.05 and none"
+
+
 def test_a_backward_node_counts_in_the_module_of_the_op_that_made_it():
     from types import SimpleNamespace
 
