@@ -23,7 +23,7 @@ came and went. Each call's wall time is taken, and on the CPU also the CPU time 
 range, and says when the calls varied so much that the machine's load changed. A statement's or a
 module's time is the median over its side's calls of its time in each call (a range around each
 call tells which call a range ran in), so one call slowed by a burst of load does not count as a
-share of every call; its memory, and eager's backward by module, are means over the calls.
+share of every call (eager's backward by module too); its memory is the mean over the calls.
 
 Eager's profile of each module is taken with a range around each submodule's forward (hooks that
 are removed before thunder runs: a hook would change what thunder's cache guards). Eager's backward
@@ -407,7 +407,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
     if not backward:
         traces.pop("backward", None)
     if eager_runs:
-        eager_modules, eager_backward = _eager_totals(prof, calls, cuda)
+        eager_modules, eager_backward = _eager_totals(prof, cuda)
     else:
         eager_times, eager_modules, eager_backward = None, {}, {}
     events = _range_costs(prof, _PREFIX, cuda)
@@ -605,13 +605,13 @@ def _function_event_ranges(prof: Any, prefix: str) -> tuple[Ranges, list[tuple[f
     return ranges, calls
 
 
-def _eager_totals(prof: Any, calls: int, cuda: bool) -> tuple[dict[str, float], dict[str, float]]:
+def _eager_totals(prof: Any, cuda: bool) -> tuple[dict[str, float], dict[str, float]]:
     """Eager's forward and backward time per module path, ms per call (the backward's is empty when
     the calls ran none), from the ranges of its calls in ``prof``."""
     modules = {}
     for name, (cpu_us, dev_us, _) in _range_costs(prof, _EAGER, cuda).items():
         modules[name[len(_EAGER) :]] = (dev_us if cuda and dev_us > 0 else cpu_us) / 1e3
-    backward = {path: us / 1e3 / calls for path, us in _backward_by_module(prof, _EAGER).items()}
+    backward = {path: us / 1e3 for path, us in _backward_by_module(prof, _EAGER).items()}
     return modules, backward
 
 
@@ -619,19 +619,23 @@ _BACKWARD_NODE = "autograd::engine::evaluate_function: "
 
 
 def _backward_by_module(prof: Any, prefix: str) -> dict[str, float]:
-    """µs of the backward's autograd nodes by module path (Note [Profile attribution]): a node counts
-    in the innermost range named ``prefix + path`` that held the forward op that made it, and in each
-    range around that one. CPU time of the node (on CUDA too: its kernels are not linked to it)."""
+    """µs per call of the backward's autograd nodes by module path (Note [Profile attribution]): a node
+    counts in the innermost range named ``prefix + path`` that held the forward op that made it, and in
+    each range around that one. CPU time of the node (on CUDA too: its kernels are not linked to it);
+    the median over the calls (ranges named ``_CALL + prefix``; all one call when there are none)."""
     ranges: list[tuple[int, int, int, str]] = []  # (start, end, thread, path)
     made: list[tuple[int, int, int]] = []  # (start, thread, sequence number) of forward ops
-    nodes: list[tuple[int, int, int]] = []  # (forward thread, sequence number, duration) of backward nodes
+    nodes: list[tuple[int, int, int, int]] = []  # (forward thread, sequence number, start, duration) of nodes
+    calls: list[tuple[int, int]] = []
     for e in prof.kineto_results.events():
         name = e.name()
         if name.startswith(prefix):
             start = e.start_ns()
             ranges.append((start, start + e.duration_ns(), e.start_thread_id(), name[len(prefix) :]))
         elif name.startswith(_BACKWARD_NODE):
-            nodes.append((e.fwd_thread_id(), e.sequence_nr(), e.duration_ns()))
+            nodes.append((e.fwd_thread_id(), e.sequence_nr(), e.start_ns(), e.duration_ns()))
+        elif name == _CALL + prefix:
+            calls.append((e.start_ns(), e.start_ns() + e.duration_ns()))
         elif e.sequence_nr() >= 0 and e.fwd_thread_id() == 0:
             made.append((e.start_ns(), e.start_thread_id(), e.sequence_nr()))
     if not nodes or not ranges:
@@ -650,17 +654,20 @@ def _backward_by_module(prof: Any, prefix: str) -> dict[str, float]:
                 module_of[(thread, seq)] = path
                 break
     paths = {r[3] for r in ranges}
-    totals: dict[str, float] = {}
-    for thread, seq, duration_ns in nodes:
+    calls = sorted(calls) or [(-math.inf, math.inf)]
+    call_starts = [c[0] for c in calls]
+    per_call: dict[str, list[float]] = {}
+    for thread, seq, when, duration_ns in nodes:
         path = module_of.get((thread, seq))
-        if path is None:
+        c = bisect.bisect_right(call_starts, when) - 1
+        if path is None or c < 0 or when > calls[c][1]:
             continue
         parts = path.split(".")
         for k in range(1, len(parts) + 1):
             enclosing = ".".join(parts[:k])
             if enclosing in paths:
-                totals[enclosing] = totals.get(enclosing, 0.0) + duration_ns / 1e3
-    return totals
+                per_call.setdefault(enclosing, [0.0] * len(calls))[c] += duration_ns / 1e3
+    return {path: statistics.median(us) for path, us in per_call.items()}
 
 
 @contextlib.contextmanager
