@@ -128,7 +128,7 @@ class CallTimes:
 
     def text(self) -> str:
         cpu = "" if self.cpu is None else f", {_ms(self.cpu_ms)} CPU"
-        return f"{_ms(self.wall_ms)} wall{cpu} (calls {_ms(min(self.wall))} to {_ms(max(self.wall))})"
+        return f"{_ms(self.wall_ms)} wall{cpu} (calls {_ms(min(self.wall))} to {_ms(max(self.wall))} wall)"
 
 
 # Calls whose wall times vary by more than this share of their median: the load changed while measuring.
@@ -183,20 +183,20 @@ class Profile:
         the load changed (Note [Fair comparison with eager])."""
         if self.times is None:
             return ""
-        text = [f"{self.calls} rounds, each one call of thunder and one of eager PyTorch in turn, under one profiler."]
-        text.append(f"Per call, medians: thunder {self.times.text()}")
+        text = [f"{self.calls} rounds of one thunder call and one eager call, in turn, under one profiler."]
+        text.append(f"Medians per call: thunder {self.times.text()}")
         text[-1] += "." if self.eager_times is None else f"; eager {self.eager_times.text()}."
         if self.device == "cuda":
             text.append("Wall times wait for the device; statement times are CUDA kernel time.")
         else:
-            text.append("CPU: time the calling thread ran")
-            threads = torch.get_num_threads()
-            text[-1] += f" (not the other threads of torch's {threads})." if threads > 1 else "."
+            others = torch.get_num_threads() - 1
+            more = f" (torch may run ops on {others} more thread{'s' if others > 1 else ''}, not counted)"
+            text.append(f"CPU = the calling thread's CPU time{more if others else ''}.")
         if self.unsteady:
             text.append(
-                f"Unsteady: a side's calls varied by more than {UNSTEADY_SPREAD:.0%} of their median, so the "
-                "machine's load changed while measuring; the medians of alternated calls still compare, "
-                "the CPU times best, but profile again when the machine is quieter for steadier numbers."
+                f"Unsteady: one side's calls varied by more than {UNSTEADY_SPREAD:.0%}, so the machine's load "
+                "changed while measuring; alternated calls share it, the CPU times least affected. Profile "
+                "again on a quieter machine for steadier numbers."
             )
         return " ".join(text)
 
