@@ -249,6 +249,25 @@ def test_a_statement_costs_its_median_over_the_calls_not_a_share_of_one_slow_cal
     assert costs["thunder:f2"][0] == 0.05, "µs: 0.2, 0.05 and none"
 
 
+def test_on_cuda_a_statement_costs_its_median_over_the_calls_too():
+    """The CUDA path reads torch's function events (kernel time by range); checked here without a device."""
+    from types import SimpleNamespace
+
+    from thunder_viz.profile import _range_costs
+
+    def event(name, start, cpu_us=0.0, device_us=0.0, nbytes=0):
+        return SimpleNamespace(
+            name=name, time_range=SimpleNamespace(start=start, end=start + 900), cpu_time_total=cpu_us,
+            device_time_total=device_us, device_memory_usage=nbytes, cpu_memory_usage=0,
+        )  # fmt: skip
+
+    events = [event("profiled call of thunder:", start) for start in (0, 1000, 2000)]
+    events += [event("thunder:f1", 10 + start, 5.0, device_us, 64) for start, device_us in ((0, 7), (1000, 900), (2000, 9))]
+    events.append(event("eager:fc", 20))  # the other side's: not a statement
+    prof = SimpleNamespace(function_events=events)
+    assert _range_costs(prof, "thunder:", cuda=True) == {"thunder:f1": (5.0, 9.0, 64)}
+
+
 def test_a_backward_node_counts_in_the_module_of_the_op_that_made_it():
     from types import SimpleNamespace
 
