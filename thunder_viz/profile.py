@@ -126,6 +126,11 @@ class CallTimes:
         """How much the calls' wall times varied: (slowest - fastest) / median."""
         return (max(self.wall) - min(self.wall)) / max(self.wall_ms, 1e-9)
 
+    @property
+    def waited(self) -> bool:
+        """Whether the calls ran for less than half their wall time (on the CPU): they waited for it."""
+        return self.cpu is not None and self.wall_ms > WAITED * self.cpu_ms
+
     def text(self) -> str:
         cpu = "" if self.cpu is None else f", {_ms(self.cpu_ms)} CPU"
         return f"{_ms(self.wall_ms)} wall{cpu} (calls {_ms(min(self.wall))} to {_ms(max(self.wall))} wall)"
@@ -133,6 +138,9 @@ class CallTimes:
 
 # Calls whose wall times vary by more than this share of their median: the load changed while measuring.
 UNSTEADY_SPREAD = 0.5
+# Calls on the CPU whose wall time is more than this many times their thread's CPU time waited for the
+# CPU (other programs ran, or other threads held the GIL): their wall times say more of the load than of them.
+WAITED = 2.0
 
 
 def _ms(x: float) -> str:
@@ -175,8 +183,9 @@ class Profile:
 
     @property
     def unsteady(self) -> bool:
-        """Whether the calls varied so much that the machine's load must have changed while measuring."""
-        return any(t is not None and t.spread > UNSTEADY_SPREAD for t in (self.times, self.eager_times))
+        """Whether the machine's load disturbed the times: the calls varied so much that it changed while
+        measuring, or they waited for the CPU most of the time."""
+        return any(t is not None and (t.spread > UNSTEADY_SPREAD or t.waited) for t in (self.times, self.eager_times))
 
     def measured(self) -> str:
         """How the times were measured, with the medians and ranges of both sides, and a warning when
@@ -192,12 +201,20 @@ class Profile:
             others = torch.get_num_threads() - 1
             more = f" (torch may run ops on {others} more thread{'s' if others > 1 else ''}, not counted)"
             text.append(f"CPU = the calling thread's CPU time{more if others else ''}.")
-        if self.unsteady:
+        sides = [t for t in (self.times, self.eager_times) if t is not None]
+        if any(t.spread > UNSTEADY_SPREAD for t in sides):
             text.append(
                 f"Unsteady: one side's calls varied by more than {UNSTEADY_SPREAD:.0%}, so the machine's load "
-                "changed while measuring; alternated calls share it, the CPU times least affected. Profile "
-                "again on a quieter machine for steadier numbers."
+                "changed while measuring; alternated calls share it, the CPU times least affected."
             )
+        if any(t.waited for t in sides):
+            text.append(
+                "Loaded: calls ran for less than half their wall time and waited for the CPU the rest (other "
+                "programs, or threads holding the GIL); wall times, the statements' too, are inflated: compare "
+                "the CPU times."
+            )
+        if self.unsteady:
+            text.append("Profile again on a quieter machine for steadier numbers.")
         return " ".join(text)
 
     def attributed_ms(self, kind: str | None = None) -> float:

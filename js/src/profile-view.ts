@@ -100,7 +100,9 @@ export function profilePanel(
     "p",
     { class: "tx-profile-summary", "data-testid": "profile-summary" },
     `${p.calls} calls (${where}, ${p.device}): ${formatMs(p.call_ms)} per call${eager}; ` +
-      `${formatMs(p.attributed_ms)} in the traces' statements, the rest in the prologue, autograd and Python.`,
+      `${formatMs(p.attributed_ms)} in the traces' statements` +
+      // medians of each statement can add up to more than the median call: then there is no "rest"
+      (p.attributed_ms < p.call_ms ? ", the rest in the prologue, autograd and Python." : "."),
   );
   // how it was measured: rounds of alternated calls, medians and ranges, a warning when the load changed
   const measured = p.measured

@@ -115,6 +115,11 @@ describe("profile", () => {
     m = mountDoc(doc);
     expect(m.all("[data-testid='profile-measured']")).toEqual([]);
     expect(m.q("[data-testid='profile-summary']").textContent).toContain("3 calls");
+    // statements measured at more than the median call: no "rest" is claimed
+    m.cleanup();
+    p.attributed_ms = p.call_ms + 1;
+    m = mountDoc(doc);
+    expect(m.q("[data-testid='profile-summary']").textContent).not.toContain("the rest");
   });
 
   test("modules are shown beside eager's, forward on the forward step and backward on the backward", () => {

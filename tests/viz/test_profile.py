@@ -157,8 +157,8 @@ class _LoadedClock:
 
     COST_NS = {"thunder": 2_000_000, "eager": 1_000_000}
 
-    def __init__(self, jitted, loaded: int):
-        self.jitted, self.loaded = jitted, loaded
+    def __init__(self, jitted, loaded: int, running: int = 1):
+        self.jitted, self.loaded, self.running = jitted, loaded, running  # CPU time: wall time / running
         self.now = self.made = self.eager_calls = self.eager_seen = 0
         self.hits = thunder.cache_hits(jitted)
 
@@ -178,7 +178,8 @@ class _LoadedClock:
         self.hits, self.eager_seen = hits, self.eager_calls
         return self.now
 
-    thread_time_ns = perf_counter_ns
+    def thread_time_ns(self) -> int:
+        return self.perf_counter_ns() // self.running
 
     def perf_counter(self) -> float:
         return self.perf_counter_ns() / 1e9
@@ -207,6 +208,23 @@ def test_a_load_that_goes_away_while_profiling_leaves_the_comparison_with_eager_
     validate_document(doc)
     assert doc["profile"]["unsteady"] and doc["profile"]["measured"] == p.measured()
     assert doc["profile"]["call_cpu_ms"] == pytest.approx(2.0)
+
+
+def test_calls_that_wait_for_the_cpu_most_of_their_time_are_flagged(monkeypatch):
+    """A loaded machine that stays loaded: the calls are steady, but their wall times are three times the
+    CPU time they got, and the statements' wall times with them; the profile says to compare CPU times."""
+    import sys
+
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    args = torch.randn(4, 4), torch.randn(4, 4), torch.randn(3)
+    jf(*args)
+    session = Session(jf, args=args, kwargs={})
+    clock = _LoadedClock(jf, loaded=0, running=3)
+    session.original = clock.eager(big_and_small)
+    monkeypatch.setattr(sys.modules["thunder_viz.profile"], "time", clock)
+    p = session.profile(calls=3)
+    assert p.call_ms / p.eager_call_ms == pytest.approx(2.0) and p.call_cpu_ms == pytest.approx(2 / 3)
+    assert p.unsteady and "waited for the CPU" in p.measured() and "varied" not in p.measured()
 
 
 class _Event:
