@@ -157,9 +157,10 @@ class _LoadedClock:
 
     COST_NS = {"thunder": 2_000_000, "eager": 1_000_000}
 
-    def __init__(self, jitted, loaded: int, running: int = 1):
+    def __init__(self, jitted, loaded: int, running: int = 1, compiling: int = 0):
         self.jitted, self.loaded, self.running = jitted, loaded, running  # CPU time: wall time / running
-        self.now = self.made = self.eager_calls = self.eager_seen = 0
+        self.compiling = compiling  # thunder's first calls cost ten times as much too: they compile
+        self.now = self.made = self.thunder_calls = self.eager_calls = self.eager_seen = 0
         self.hits = thunder.cache_hits(jitted)
 
     def eager(self, fn):
@@ -173,8 +174,10 @@ class _LoadedClock:
         hits = thunder.cache_hits(self.jitted)
         for side, n in (("thunder", hits - self.hits), ("eager", self.eager_calls - self.eager_seen)):
             for _ in range(n):
-                self.now += self.COST_NS[side] * (10 if self.made < self.loaded else 1)
+                compiles = side == "thunder" and self.thunder_calls < self.compiling
+                self.now += self.COST_NS[side] * (10 if self.made < self.loaded or compiles else 1)
                 self.made += 1
+                self.thunder_calls += side == "thunder"
         self.hits, self.eager_seen = hits, self.eager_calls
         return self.now
 
@@ -225,6 +228,22 @@ def test_calls_that_wait_for_the_cpu_most_of_their_time_are_flagged(monkeypatch)
     p = session.profile(calls=3)
     assert p.call_ms / p.eager_call_ms == pytest.approx(2.0) and p.call_cpu_ms == pytest.approx(2 / 3)
     assert p.unsteady and "waited for the CPU" in p.measured() and "varied" not in p.measured()
+
+
+def test_what_the_first_call_compiles_is_not_measured(monkeypatch):
+    """A function called before (its forward compiled) whose next call compiles more (a backward's fusions
+    compile on its first run): that call is not one of the measured ones."""
+    import sys
+
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    args = torch.randn(4, 4), torch.randn(4, 4), torch.randn(3)
+    jf(*args)
+    session = Session(jf, args=args, kwargs={})
+    clock = _LoadedClock(jf, loaded=0, compiling=1)
+    session.original = clock.eager(big_and_small)
+    monkeypatch.setattr(sys.modules["thunder_viz.profile"], "time", clock)
+    p = session.profile(calls=1)
+    assert p.call_ms / p.eager_call_ms == pytest.approx(2.0)
 
 
 class _Event:
