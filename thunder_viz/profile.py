@@ -23,7 +23,10 @@ came and went. Each call's wall time is taken, and on the CPU also the CPU time 
 range, and says when the calls varied so much that the machine's load changed. A statement's or a
 module's time is the median over its side's calls of its time in each call (a range around each
 call tells which call a range ran in), so one call slowed by a burst of load does not count as a
-share of every call (eager's backward by module too); its memory is the mean over the calls.
+share of every call (eager's backward by module too); its memory is the mean over the calls. Both
+sides' times include the profiler's own cost (a range per statement under thunder; a range and two
+hooks per submodule call under eager), which weighs most on small programs: the runs table's times
+are measured without it.
 
 Eager's profile of each module is taken with a range around each submodule's forward (hooks that
 are removed before thunder runs: a hook would change what thunder's cache guards). Eager's backward
