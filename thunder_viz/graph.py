@@ -859,8 +859,15 @@ _MODULE_COST = {
 _SAVED = {"step": str, "bytes": (int, _NULL), "bytes_before_remat": (int, _NULL), "timeline": list}
 
 
+# how the calls were measured (Note [Fair comparison with eager]); absent in documents written before
+_PROFILE_MEASURED = {
+    "call_cpu_ms": (int, float, _NULL), "eager_call_cpu_ms": (int, float, _NULL), "measured": str, "unsteady": bool,
+}  # fmt: skip
+
+
 def _validate_profile(profile: Any, step_ids: set[str]) -> None:
     _fields(profile, "document.profile", _PROFILE)
+    _fields(profile, "document.profile", {k: t for k, t in _PROFILE_MEASURED.items() if k in profile})
     for sid, cost in profile["steps"].items():
         where = f"document.profile.steps[{sid!r}]"
         _check(sid in step_ids, where, "no step has this id")

@@ -13,6 +13,21 @@ sums the statements whose source is in it (a fusion counts in the scope holding 
 the traces do not contain (the prologue's checks, the autograd node, returning to Python) is the
 difference between a call's wall time and the sum of its statements, reported as such.
 
+Note [Fair comparison with eager]
+Thunder's and eager's calls alternate in rounds under one profiler (each round one call of each, the
+side that goes first alternating), after an unmeasured call of each: a load that changes while
+profiling (other programs on the machine) then falls on both sides alike, where measuring one side
+after the other once showed a compiled call ten times slower than eager under a test suite that
+came and went. Each call's wall time is taken, and on the CPU also the CPU time of the calling thread
+(what preemption by other programs does not inflate); the profile reports their medians and their
+range, and says when the calls varied so much that the machine's load changed. A statement's or a
+module's time is the median over its side's calls of its time in each call (a range around each
+call tells which call a range ran in), so one call slowed by a burst of load does not count as a
+share of every call (eager's backward by module too); its memory is the mean over the calls. Both
+sides' times include the profiler's own cost (a range per statement under thunder; a range and two
+hooks per submodule call under eager), which weighs most on small programs: the runs table's times
+are measured without it.
+
 Eager's profile of each module is taken with a range around each submodule's forward (hooks that
 are removed before thunder runs: a hook would change what thunder's cache guards). Eager's backward
 is split by module without hooks: each autograd node the backward evaluates carries the sequence
@@ -94,6 +109,48 @@ class ModuleCost:
 
 
 @dataclass
+class CallTimes:
+    """One side's measured calls (ms each, in call order): wall time, and on the CPU the CPU time of the
+    calling thread (``None`` on CUDA, where kernels run beside the thread)."""
+
+    wall: list[float]
+    cpu: list[float] | None = None
+
+    @property
+    def wall_ms(self) -> float:
+        return statistics.median(self.wall)
+
+    @property
+    def cpu_ms(self) -> float | None:
+        return None if self.cpu is None else statistics.median(self.cpu)
+
+    @property
+    def spread(self) -> float:
+        """How much the calls' wall times varied: (slowest - fastest) / median."""
+        return (max(self.wall) - min(self.wall)) / max(self.wall_ms, 1e-9)
+
+    @property
+    def waited(self) -> bool:
+        """Whether the calls ran for less than half their wall time (on the CPU): they waited for it."""
+        return self.cpu is not None and self.wall_ms > WAITED * self.cpu_ms
+
+    def text(self) -> str:
+        cpu = "" if self.cpu is None else f", {_ms(self.cpu_ms)} CPU"
+        return f"{_ms(self.wall_ms)} wall{cpu} (calls {_ms(min(self.wall))} to {_ms(max(self.wall))} wall)"
+
+
+# Calls whose wall times vary by more than this share of their median: the load changed while measuring.
+UNSTEADY_SPREAD = 0.5
+# Calls on the CPU whose wall time is more than this many times their thread's CPU time waited for the
+# CPU (other programs ran, or other threads held the GIL): their wall times say more of the load than of them.
+WAITED = 2.0
+
+
+def _ms(x: float) -> str:
+    return f"{x:.3g} ms" if x < 100 else f"{x:.0f} ms"
+
+
+@dataclass
 class Profile:
     """What :func:`profile` measured. ``str()`` is a table of the costliest statements."""
 
@@ -109,12 +166,59 @@ class Profile:
     saved_bytes: int | None = None  # made by the forward and saved for the backward
     saved_bytes_before_remat: int | None = None  # the same before rematerialization
     profile_s: float = 0.0  # how long profiling took
+    times: CallTimes | None = None  # thunder's calls (Note [Fair comparison with eager])
+    eager_times: CallTimes | None = None  # eager's calls, alternating with thunder's; None when eager failed
     # the traces profiled: what the explorer maps uids against (not serialised)
     traces: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def top(self, n: int = 10) -> list[StatementCost]:
         """The ``n`` statements that took the longest, longest first."""
         return sorted(self.statements, key=lambda s: -s.ms)[:n]
+
+    @property
+    def call_cpu_ms(self) -> float | None:
+        """Median CPU time of the calling thread per call (on the CPU; ``None`` on CUDA)."""
+        return None if self.times is None else self.times.cpu_ms
+
+    @property
+    def eager_call_cpu_ms(self) -> float | None:
+        return None if self.eager_times is None else self.eager_times.cpu_ms
+
+    @property
+    def unsteady(self) -> bool:
+        """Whether the machine's load disturbed the times: the calls varied so much that it changed while
+        measuring, or they waited for the CPU most of the time."""
+        return any(t is not None and (t.spread > UNSTEADY_SPREAD or t.waited) for t in (self.times, self.eager_times))
+
+    def measured(self) -> str:
+        """How the times were measured, with the medians and ranges of both sides, and a warning when
+        the load changed (Note [Fair comparison with eager])."""
+        if self.times is None:
+            return ""
+        text = [f"{self.calls} rounds of one thunder call and one eager call, in turn, under one profiler."]
+        text.append(f"Medians per call: thunder {self.times.text()}")
+        text[-1] += "." if self.eager_times is None else f"; eager {self.eager_times.text()}."
+        if self.device == "cuda":
+            text.append("Wall times wait for the device; statement times are CUDA kernel time.")
+        else:
+            others = torch.get_num_threads() - 1
+            more = f" (torch may run ops on {others} more thread{'s' if others > 1 else ''}, not counted)"
+            text.append(f"CPU = the calling thread's CPU time{more if others else ''}.")
+        sides = [t for t in (self.times, self.eager_times) if t is not None]
+        if any(t.spread > UNSTEADY_SPREAD for t in sides):
+            text.append(
+                f"Unsteady: one side's calls varied by more than {UNSTEADY_SPREAD:.0%}, so the machine's load "
+                "changed while measuring; alternated calls share it, the CPU times least affected."
+            )
+        if any(t.waited for t in sides):
+            text.append(
+                "Loaded: calls ran for less than half their wall time and waited for the CPU the rest (other "
+                "programs, or threads holding the GIL); wall times, the statements' too, are inflated: compare "
+                "the CPU times."
+            )
+        if self.unsteady:
+            text.append("Profile again on a quieter machine for steadier numbers.")
+        return " ".join(text)
 
     def attributed_ms(self, kind: str | None = None) -> float:
         return sum(s.ms for s in self.statements if kind is None or s.kind == kind)
@@ -126,6 +230,7 @@ class Profile:
         lines = [
             f"profile of {self.calls} calls ({where}, {self.device}): {self.call_ms:.2f} ms per call{eager}; "
             f"{self.attributed_ms():.2f} ms in the traces' statements",
+            *([self.measured()] if self.times is not None else []),
             f"{'ms':>8} {'share':>6} {'MB':>8}  {'op':<28} source",
         ]
         total = self.attributed_ms() or 1.0
@@ -181,6 +286,10 @@ class Profile:
             "device": self.device,
             "call_ms": _round(self.call_ms),
             "eager_call_ms": None if self.eager_call_ms is None else _round(self.eager_call_ms),
+            "call_cpu_ms": None if self.call_cpu_ms is None else _round(self.call_cpu_ms),
+            "eager_call_cpu_ms": None if self.eager_call_cpu_ms is None else _round(self.eager_call_cpu_ms),
+            "measured": self.measured(),
+            "unsteady": self.unsteady,
             "backward": self.backward,
             "attributed_ms": _round(self.attributed_ms()),
             "steps": out_steps,
@@ -225,9 +334,10 @@ def set_last_profile(jitted: Any, result: Profile) -> None:
 
 def profile(jitted: Any, *args: Any, calls: int = 3, **kwargs: Any) -> Profile:
     """Runs ``jitted(*args, **kwargs)`` ``calls`` times under torch's profiler (CPU, and CUDA where
-    present), after one call that is not measured, and says where the time and memory went: per
-    statement of the traces that ran (forward, and backward when an output requires grad), per
-    module, beside eager PyTorch's profile of the same calls. See Note [Profile attribution].
+    present), in turn with as many calls of eager PyTorch, after one call of each that is not
+    measured, and says where the time and memory went: per statement of the traces that ran
+    (forward, and backward when an output requires grad), per module, beside eager PyTorch's profile
+    of the same calls. See Note [Profile attribution] and Note [Fair comparison with eager].
 
     When the output holds a scalar that requires grad (a loss), each call also runs its backward,
     as a training step does. Gradients that accumulate meanwhile in the parameters are put back as
@@ -260,39 +370,68 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
 
     aliased: set[str] = set()  # the backward's saved values that are views of the call's inputs
 
-    def call(fn: Callable, backward_trace: Any = None) -> bool:
+    def call(fn: Callable, prefix: str, backward_trace: Any = None) -> tuple[bool, float, float]:
+        """One call (and its backward) in a range named for ``prefix``'s side: whether it ran a
+        backward, its wall and thread CPU time in ms."""
         a, k = clone_inputs(args, kwargs)
-        out = fn(*a, **k)
-        if backward_trace is not None and not aliased:
-            aliased.update(_saved_aliasing_inputs(out, backward_trace, [*_tensor_leaves((a, k)), *_state_of(original)]))
-        ran_backward = _backward_of(out)
-        _synchronize(cuda)
-        return ran_backward
+        wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
+        with torch_profiler.record_function(_CALL + prefix):
+            out = fn(*a, **k)
+            if backward_trace is not None and not aliased:  # bookkeeping, not the call's: not timed
+                wall_aside, cpu_aside = time.perf_counter_ns(), time.thread_time_ns()
+                leaves = [*_tensor_leaves((a, k)), *_state_of(original)]
+                aliased.update(_saved_aliasing_inputs(out, backward_trace, leaves))
+                wall -= time.perf_counter_ns() - wall_aside
+                cpu -= time.thread_time_ns() - cpu_aside
+            ran_backward = _backward_of(out)
+            _synchronize(cuda)
+        return ran_backward, (time.perf_counter_ns() - wall) / 1e6, (time.thread_time_ns() - cpu) / 1e6
 
-    if not _was_compiled(jitted):
-        call(jitted)
+    # One call of each side first, not measured: it compiles what is not compiled yet (a backward that
+    # never ran: its fusions compile on its first call), and fills eager's caches.
+    call(jitted, _PREFIX)
+    eager_runs = True
+    try:
+        call(original, _EAGER)
+    except Exception:  # eager fails where thunder did not: nothing to compare with
+        eager_runs = False
     # The calls are profiled with the ranges put in the traces of the last compilation; when a call
     # compiles again instead (other inputs than the last call's), they are profiled once more.
     for _ in range(2):
         misses = thunder.cache_misses(jitted)
         traces = _profiled_traces(jitted)
         labels = {kind: _labels(trace, _KIND_TAG[kind]) for kind, trace in traces.items()}
-        walls, ran_backward = [], []
+        times, eager_times = CallTimes([], None if cuda else []), CallTimes([], None if cuda else [])
+        ran_backward = []
         with contextlib.ExitStack() as stack:
             for kind, trace in traces.items():
                 stack.enter_context(profiling_ranges(trace, lambda i, b, names=labels[kind]: names.get(i)))
-            with _profiler(cuda) as prof:
-                for _ in range(calls):
-                    t0 = time.perf_counter_ns()
-                    ran_backward.append(call(jitted, traces.get("backward")))
-                    walls.append((time.perf_counter_ns() - t0) / 1e6)
+            prof = stack.enter_context(_profiler(cuda))
+            # rounds of one call each, in turn (Note [Fair comparison with eager])
+            for r in range(calls):
+                for side in ("thunder", "eager") if r % 2 == 0 else ("eager", "thunder"):
+                    if side == "thunder":
+                        backward, wall, cpu = call(jitted, _PREFIX, traces.get("backward"))
+                        ran_backward.append(backward)
+                        _record(times, wall, cpu)
+                    elif eager_runs:
+                        try:
+                            with _module_ranges(original):  # removed before thunder runs: it would change its guards
+                                _, wall, cpu = call(original, _EAGER)
+                        except Exception:  # as in the unmeasured call
+                            eager_runs = False
+                        else:
+                            _record(eager_times, wall, cpu)
         if thunder.cache_misses(jitted) == misses:
             break
     backward = any(ran_backward)
     if not backward:
         traces.pop("backward", None)
-    eager_ms, eager_modules, eager_backward = _eager_profile(original, call, calls, cuda)
-    events = _range_totals(prof, _PREFIX, cuda)
+    if eager_runs:
+        eager_modules, eager_backward = _eager_totals(prof, cuda)
+    else:
+        eager_times, eager_modules, eager_backward = None, {}, {}
+    events = _range_costs(prof, _PREFIX, cuda)
     if labels["computation"] and not any(name in events for name in labels["computation"].values()):
         # never a table of zeros: the calls ran code this profile cannot see into
         raise RuntimeError(
@@ -305,7 +444,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         for i, name in labels[kind].items():
             cpu_us, device_us, mem = events.get(name, (0.0, 0.0, 0))
             bsym = trace.bound_symbols[i]
-            cpu_ms, device_ms = cpu_us / 1e3 / calls, device_us / 1e3 / calls
+            cpu_ms, device_ms = cpu_us / 1e3, device_us / 1e3
             statements.append(
                 StatementCost(
                     kind=kind,
@@ -314,7 +453,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
                     ms=device_ms if cuda and device_ms > 0 else cpu_ms,
                     cpu_ms=cpu_ms,
                     device_ms=device_ms,
-                    bytes=int(mem / calls),
+                    bytes=mem,
                     module=_scope(bsym),
                     source=_source_text(bsym),
                 )
@@ -323,8 +462,8 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
     return Profile(
         calls=calls,
         device="cuda" if cuda else "cpu",
-        call_ms=statistics.median(walls),
-        eager_call_ms=eager_ms,
+        call_ms=times.wall_ms,
+        eager_call_ms=None if eager_times is None else eager_times.wall_ms,
         backward=backward,
         statements=statements,
         modules=_modules(statements, eager_modules, eager_backward),
@@ -333,14 +472,15 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         saved_bytes_before_remat=saved_before,
         profile_s=time.perf_counter() - start,
         traces=traces,
+        times=times,
+        eager_times=eager_times,
     )
 
 
-def _was_compiled(jitted: Any) -> bool:
-    try:
-        return bool(thunder.last_traces(jitted))
-    except TypeError:
-        return False
+def _record(times: CallTimes, wall_ms: float, cpu_ms: float) -> None:
+    times.wall.append(wall_ms)
+    if times.cpu is not None:
+        times.cpu.append(cpu_ms)
 
 
 def _profiled_traces(jitted: Any) -> dict[str, Any]:
@@ -363,10 +503,10 @@ def _labels(trace: Any, tag: str) -> dict[int, str]:
 
 
 @contextlib.contextmanager
-def _profiler(cuda: bool, memory: bool = True) -> Iterator[Any]:
+def _profiler(cuda: bool) -> Iterator[Any]:
     # torch.autograd.profiler directly: torch.profiler.profile first imports torch._inductor (seconds)
     with _without_profiler_log():
-        with torch_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, profile_memory=memory) as prof:
+        with torch_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, profile_memory=True) as prof:
             yield prof
 
 
@@ -399,16 +539,43 @@ def _without_profiler_log() -> Iterator[None]:
                 sys.stderr.write(kept)
 
 
-def _range_totals(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, float, int]]:
-    """name -> (CPU µs, device µs, net bytes) summed over the ranges whose name starts with ``prefix``.
+def _range_costs(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, float, int]]:
+    """name -> (CPU µs, device µs, net bytes) per call of the ranges whose name starts with ``prefix``:
+    each call's sum over the ranges of that name, then the median over the calls (a burst of load in
+    one call does not count as a share of every call); the bytes are the mean. The calls are the
+    ranges named ``_CALL + prefix`` (Note [Fair comparison with eager]).
 
     On CPU the profiler's raw events are read directly (building its per-op event objects costs
     seconds on a 12-layer GPT-2): a range's time is its duration, its memory the allocations and
     frees recorded inside it on its thread, attributed to the innermost range holding them. On CUDA
     torch's own attribution of kernel time and device memory to ranges is used."""
-    if cuda:
-        return _function_event_totals(prof, prefix)
+    ranges, calls = _function_event_ranges(prof, prefix) if cuda else _event_ranges(prof, prefix)
+    calls.sort()
+    starts = [c[0] for c in calls]
+    per_call: dict[str, list] = {}  # name -> [CPU µs of each call, device µs of each call, bytes]
+    for start, name, cpu_us, device_us, nbytes in ranges:
+        k = bisect.bisect_right(starts, start) - 1
+        t = per_call.setdefault(name, [[0.0] * len(calls), [0.0] * len(calls), 0])
+        t[2] += nbytes
+        if k >= 0 and start <= calls[k][1]:
+            t[0][k] += cpu_us
+            t[1][k] += device_us
+    n = max(len(calls), 1)
+    return {
+        name: (statistics.median(cpu or [0.0]), statistics.median(dev or [0.0]), round(nbytes / n))
+        for name, (cpu, dev, nbytes) in per_call.items()
+    }
+
+
+_CALL = "profiled call of "  # the range around each profiled call: "profiled call of thunder:"
+
+Ranges = list[tuple[int | float, str, float, float, int]]  # (start, name, CPU µs, device µs, bytes)
+
+
+def _event_ranges(prof: Any, prefix: str) -> tuple[Ranges, list[tuple[int, int]]]:
+    """The ranges named ``prefix...`` among the raw events, and the calls' (start, end) (see _range_costs)."""
     ranges: list[tuple[int, int, int, str]] = []  # (start, end, thread, name)
+    calls: list[tuple[int, int]] = []
     memory: list[tuple[int, int, int]] = []  # (time, thread, bytes)
     for e in prof.kineto_results.events():
         name = e.name()
@@ -417,12 +584,11 @@ def _range_totals(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, 
             ranges.append((start, start + e.duration_ns(), e.start_thread_id(), name))
         elif name == "[memory]":
             memory.append((e.start_ns(), e.start_thread_id(), e.nbytes()))
-    totals: dict[str, list] = {}
-    for start, end, _, name in ranges:
-        t = totals.setdefault(name, [0.0, 0.0, 0])
-        t[0] += (end - start) / 1e3
+        elif name == _CALL + prefix:
+            calls.append((e.start_ns(), e.start_ns() + e.duration_ns()))
     ranges.sort()
     starts = [r[0] for r in ranges]
+    held = [0] * len(ranges)
     for when, thread, nbytes in memory:
         i = bisect.bisect_right(starts, when) - 1
         # the innermost range holding it: the latest started that is still open (ranges nest only
@@ -430,65 +596,60 @@ def _range_totals(prof: Any, prefix: str, cuda: bool) -> dict[str, tuple[float, 
         for j in range(i, max(-1, i - _NESTING), -1):
             start, end, rthread, name = ranges[j]
             if rthread == thread and end >= when:
-                totals[name][2] += nbytes
+                held[j] += nbytes
                 break
-    return {k: (v[0], v[1], v[2]) for k, v in totals.items()}
+    out = [(start, name, (end - start) / 1e3, 0.0, b) for (start, end, _, name), b in zip(ranges, held)]
+    return out, calls
 
 
 _NESTING = 32
 
 
-def _function_event_totals(prof: Any, prefix: str) -> dict[str, tuple[float, float, int]]:
-    totals: dict[str, tuple[float, float, int]] = {}
+def _function_event_ranges(prof: Any, prefix: str) -> tuple[Ranges, list[tuple[float, float]]]:
+    ranges: Ranges = []
+    calls: list[tuple[float, float]] = []
     for e in prof.function_events:
+        if e.name == _CALL + prefix:
+            calls.append((e.time_range.start, e.time_range.end))
         if not e.name.startswith(prefix):
             continue
-        cpu, dev, mem = totals.get(e.name, (0.0, 0.0, 0))
         dev_us = float(getattr(e, "device_time_total", 0.0) or 0.0)
         mem_b = int(e.device_memory_usage or e.cpu_memory_usage)
-        totals[e.name] = (cpu + e.cpu_time_total, dev + dev_us, mem + mem_b)
-    return totals
+        ranges.append((e.time_range.start, e.name, e.cpu_time_total, dev_us, mem_b))
+    return ranges, calls
 
 
-def _eager_profile(
-    original: Any, call: Callable, calls: int, cuda: bool
-) -> tuple[float | None, dict[str, float], dict[str, float]]:
-    """Eager's median wall time per call, and its forward and backward time per module path (ms per
-    call; the backward's is empty when the calls ran none)."""
-    walls = []
-    try:
-        with _module_ranges(original), _profiler(cuda, memory=False) as prof:  # eager's memory is not shown
-            for _ in range(calls):
-                t0 = time.perf_counter_ns()
-                call(original)
-                walls.append((time.perf_counter_ns() - t0) / 1e6)
-    except Exception:  # eager fails where thunder did not: nothing to compare with
-        return None, {}, {}
-    totals = _range_totals(prof, _EAGER, cuda)
+def _eager_totals(prof: Any, cuda: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """Eager's forward and backward time per module path, ms per call (the backward's is empty when
+    the calls ran none), from the ranges of its calls in ``prof``."""
     modules = {}
-    for name, (cpu_us, dev_us, _) in totals.items():
-        modules[name[len(_EAGER) :]] = (dev_us if cuda and dev_us > 0 else cpu_us) / 1e3 / calls
-    backward = {path: us / 1e3 / calls for path, us in _backward_by_module(prof, _EAGER).items()}
-    return statistics.median(walls), modules, backward
+    for name, (cpu_us, dev_us, _) in _range_costs(prof, _EAGER, cuda).items():
+        modules[name[len(_EAGER) :]] = (dev_us if cuda and dev_us > 0 else cpu_us) / 1e3
+    backward = {path: us / 1e3 for path, us in _backward_by_module(prof, _EAGER).items()}
+    return modules, backward
 
 
 _BACKWARD_NODE = "autograd::engine::evaluate_function: "
 
 
 def _backward_by_module(prof: Any, prefix: str) -> dict[str, float]:
-    """µs of the backward's autograd nodes by module path (Note [Profile attribution]): a node counts
-    in the innermost range named ``prefix + path`` that held the forward op that made it, and in each
-    range around that one. CPU time of the node (on CUDA too: its kernels are not linked to it)."""
+    """µs per call of the backward's autograd nodes by module path (Note [Profile attribution]): a node
+    counts in the innermost range named ``prefix + path`` that held the forward op that made it, and in
+    each range around that one. CPU time of the node (on CUDA too: its kernels are not linked to it);
+    the median over the calls (ranges named ``_CALL + prefix``; all one call when there are none)."""
     ranges: list[tuple[int, int, int, str]] = []  # (start, end, thread, path)
     made: list[tuple[int, int, int]] = []  # (start, thread, sequence number) of forward ops
-    nodes: list[tuple[int, int, int]] = []  # (forward thread, sequence number, duration) of backward nodes
+    nodes: list[tuple[int, int, int, int]] = []  # (forward thread, sequence number, start, duration) of nodes
+    calls: list[tuple[int, int]] = []
     for e in prof.kineto_results.events():
         name = e.name()
         if name.startswith(prefix):
             start = e.start_ns()
             ranges.append((start, start + e.duration_ns(), e.start_thread_id(), name[len(prefix) :]))
         elif name.startswith(_BACKWARD_NODE):
-            nodes.append((e.fwd_thread_id(), e.sequence_nr(), e.duration_ns()))
+            nodes.append((e.fwd_thread_id(), e.sequence_nr(), e.start_ns(), e.duration_ns()))
+        elif name == _CALL + prefix:
+            calls.append((e.start_ns(), e.start_ns() + e.duration_ns()))
         elif e.sequence_nr() >= 0 and e.fwd_thread_id() == 0:
             made.append((e.start_ns(), e.start_thread_id(), e.sequence_nr()))
     if not nodes or not ranges:
@@ -501,23 +662,26 @@ def _backward_by_module(prof: Any, prefix: str) -> dict[str, float]:
     for when, thread, seq in sorted(made):
         module_of[(thread, seq)] = None
         i = bisect.bisect_right(starts, when) - 1
-        for j in range(i, max(-1, i - _NESTING), -1):  # the innermost open range (see _range_totals)
+        for j in range(i, max(-1, i - _NESTING), -1):  # the innermost open range (see _event_ranges)
             start, end, rthread, path = ranges[j]
             if rthread == thread and end >= when:
                 module_of[(thread, seq)] = path
                 break
     paths = {r[3] for r in ranges}
-    totals: dict[str, float] = {}
-    for thread, seq, duration_ns in nodes:
+    calls = sorted(calls) or [(-math.inf, math.inf)]
+    call_starts = [c[0] for c in calls]
+    per_call: dict[str, list[float]] = {}
+    for thread, seq, when, duration_ns in nodes:
         path = module_of.get((thread, seq))
-        if path is None:
+        c = bisect.bisect_right(call_starts, when) - 1
+        if path is None or c < 0 or when > calls[c][1]:
             continue
         parts = path.split(".")
         for k in range(1, len(parts) + 1):
             enclosing = ".".join(parts[:k])
             if enclosing in paths:
-                totals[enclosing] = totals.get(enclosing, 0.0) + duration_ns / 1e3
-    return totals
+                per_call.setdefault(enclosing, [0.0] * len(calls))[c] += duration_ns / 1e3
+    return {path: statistics.median(us) for path, us in per_call.items()}
 
 
 @contextlib.contextmanager

@@ -100,9 +100,23 @@ export function profilePanel(
     "p",
     { class: "tx-profile-summary", "data-testid": "profile-summary" },
     `${p.calls} calls (${where}, ${p.device}): ${formatMs(p.call_ms)} per call${eager}; ` +
-      `${formatMs(p.attributed_ms)} in the traces' statements, the rest in the prologue, autograd and Python.`,
+      `${formatMs(p.attributed_ms)} in the traces' statements` +
+      // medians of each statement can add up to more than the median call: then there is no "rest"
+      (p.attributed_ms < p.call_ms ? ", the rest in the prologue, autograd and Python." : "."),
   );
-  const parts: (HTMLElement | null)[] = [h(doc, "h4", {}, "Profile"), summary];
+  // how it was measured: rounds of alternated calls, medians and ranges, a warning when the load changed
+  const measured = p.measured
+    ? h(
+        doc,
+        "p",
+        {
+          class: p.unsteady ? "tx-profile-measured tx-warn" : "tx-profile-measured",
+          "data-testid": "profile-measured",
+        },
+        p.measured,
+      )
+    : null;
+  const parts: (HTMLElement | null)[] = [h(doc, "h4", {}, "Profile"), summary, measured];
   if (!sp || !step) {
     parts.push(
       h(

@@ -235,6 +235,10 @@ export interface Profile {
   eager_call_ms: number | null;
   backward: boolean;
   attributed_ms: number;
+  /** How the calls were measured, with both sides' medians and ranges; null in older documents. */
+  measured: string | null;
+  /** Whether the calls varied so much that the machine's load changed while measuring. */
+  unsteady: boolean;
   /** By step id: the last computation and backward steps (what ran). */
   steps: Record<string, StepCosts>;
   modules: ModuleCost[];
@@ -700,6 +704,8 @@ function readProfile(r: Reader, v: unknown, path: string): Profile | null {
     eager_call_ms: r.optNum(o.eager_call_ms, `${path}.eager_call_ms`),
     backward: r.bool(o.backward, `${path}.backward`),
     attributed_ms: r.num(o.attributed_ms, `${path}.attributed_ms`),
+    measured: r.optStr(o.measured, `${path}.measured`),
+    unsteady: o.unsteady === undefined ? false : r.bool(o.unsteady, `${path}.unsteady`),
     steps,
     modules,
     saved,

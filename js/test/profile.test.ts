@@ -35,6 +35,9 @@ function profiled(): { doc: TraceDocument; hot: string; cold: string[] } {
     eager_call_ms: 15,
     backward: true,
     attributed_ms: 9 + 0.01 * cold.length + top(bw).length,
+    measured:
+      "3 rounds, each one call of thunder and one of eager PyTorch in turn, under one profiler.",
+    unsteady: false,
     steps: {
       [fw.id]: { total_ms: 9 + 0.01 * cold.length, nodes },
       [bw.id]: { total_ms: top(bw).length, nodes: bwNodes },
@@ -91,6 +94,32 @@ describe("profile", () => {
     expect(m.all("[data-testid='saved-timeline']")).toHaveLength(0);
     expect(m.all("[data-testid='node'][class*='heat-']")).toHaveLength(0);
     expect(m.q("[data-testid='profile']").textContent).toContain("open one of them");
+  });
+
+  test("the panel says how the calls were measured, and warns when the load changed", () => {
+    const { doc } = profiled();
+    const p = (doc as unknown as { profile: Profile }).profile;
+    m = mountDoc(doc);
+    const measured = m.q("[data-testid='profile-measured']");
+    expect(measured.textContent).toContain("3 rounds");
+    expect(measured.classList.contains("tx-warn")).toBe(false);
+    m.cleanup();
+    p.unsteady = true;
+    m = mountDoc(doc);
+    expect(m.q("[data-testid='profile-measured']").classList.contains("tx-warn")).toBe(true);
+    m.cleanup();
+    // a document saved before the calls alternated says nothing of it
+    const old = p as Partial<Profile>;
+    delete old.measured;
+    delete old.unsteady;
+    m = mountDoc(doc);
+    expect(m.all("[data-testid='profile-measured']")).toEqual([]);
+    expect(m.q("[data-testid='profile-summary']").textContent).toContain("3 calls");
+    // statements measured at more than the median call: no "rest" is claimed
+    m.cleanup();
+    p.attributed_ms = p.call_ms + 1;
+    m = mountDoc(doc);
+    expect(m.q("[data-testid='profile-summary']").textContent).not.toContain("the rest");
   });
 
   test("modules are shown beside eager's, forward on the forward step and backward on the backward", () => {

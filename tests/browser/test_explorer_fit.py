@@ -348,6 +348,9 @@ def test_profile_from_the_runs_table_colours_the_graph_and_compares_modules_with
     kinds = ex.locator('[data-testid="step"]').all_inner_texts()
     last_forward = max(i for i, text in enumerate(kinds) if "computation ·" in text)
     assert shown == last_forward, "the explorer opens on the step it measured"
+    # how it was measured: thunder's calls in turn with eager's, both sides' medians
+    measured = ex.locator('[data-testid="profile-measured"]').inner_text()
+    assert "rounds of one thunder call and one eager call" in measured and "eager" in measured.split("Medians")[1]
     assert ex.locator('[data-testid="graph"] [class*="heat-"]').count() > 0
     rows = ex.locator('[data-testid="profile-row"]')
     assert rows.count() > 0

@@ -149,6 +149,103 @@ def test_eagers_backward_is_measured_per_module_beside_thunders(one_thread):
     assert not q.backward and all(m.eager_backward_ms is None for m in q.modules)
 
 
+class _LoadedClock:
+    """The profile's clock (``thunder_viz.profile.time``), virtual: a call of thunder costs 2 ms and one of
+    eager 1 ms, wall and CPU time alike, but the first ``loaded`` calls, whichever side made them, cost ten
+    times as much (a load on the machine that goes away while profiling). Each reading charges the calls
+    made since the last one: thunder's counted by its cache hits, eager's by the wrapper it calls."""
+
+    COST_NS = {"thunder": 2_000_000, "eager": 1_000_000}
+
+    def __init__(self, jitted, loaded: int, running: int = 1, compiling: int = 0):
+        self.jitted, self.loaded, self.running = jitted, loaded, running  # CPU time: wall time / running
+        self.compiling = compiling  # thunder's first calls cost ten times as much too: they compile
+        self.now = self.made = self.thunder_calls = self.eager_calls = self.eager_seen = 0
+        self.hits = thunder.cache_hits(jitted)
+
+    def eager(self, fn):
+        def counted(*args, **kwargs):
+            self.eager_calls += 1
+            return fn(*args, **kwargs)
+
+        return counted
+
+    def perf_counter_ns(self) -> int:
+        hits = thunder.cache_hits(self.jitted)
+        for side, n in (("thunder", hits - self.hits), ("eager", self.eager_calls - self.eager_seen)):
+            for _ in range(n):
+                compiles = side == "thunder" and self.thunder_calls < self.compiling
+                self.now += self.COST_NS[side] * (10 if self.made < self.loaded or compiles else 1)
+                self.made += 1
+                self.thunder_calls += side == "thunder"
+        self.hits, self.eager_seen = hits, self.eager_calls
+        return self.now
+
+    def thread_time_ns(self) -> int:
+        return self.perf_counter_ns() // self.running
+
+    def perf_counter(self) -> float:
+        return self.perf_counter_ns() / 1e9
+
+
+def test_a_load_that_goes_away_while_profiling_leaves_the_comparison_with_eager_true(monkeypatch):
+    """Measuring all of thunder's calls, then all of eager's, put the load on thunder only: a compiled
+    call ten times slower than eager's where it was twice as slow. Alternated calls share it."""
+    import sys
+
+    profile_module = sys.modules["thunder_viz.profile"]  # the package's ``profile`` is the function
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    args = torch.randn(4, 4), torch.randn(4, 4), torch.randn(3)
+    jf(*args)
+    session = Session(jf, args=args, kwargs={})
+    clock = _LoadedClock(jf, loaded=4)
+    session.original = clock.eager(big_and_small)
+    monkeypatch.setattr(profile_module, "time", clock)
+    p = session.profile(calls=5)
+    assert clock.made >= 10
+    assert p.call_ms / p.eager_call_ms == pytest.approx(2.0), "thunder's calls cost twice eager's"
+    assert p.call_cpu_ms / p.eager_call_cpu_ms == pytest.approx(2.0)
+    assert p.unsteady and "load changed" in p.measured(), "the calls varied ten-fold: the profile says so"
+    assert "5 rounds" in p.table()
+    doc = session.to_document()
+    validate_document(doc)
+    assert doc["profile"]["unsteady"] and doc["profile"]["measured"] == p.measured()
+    assert doc["profile"]["call_cpu_ms"] == pytest.approx(2.0)
+
+
+def test_calls_that_wait_for_the_cpu_most_of_their_time_are_flagged(monkeypatch):
+    """A loaded machine that stays loaded: the calls are steady, but their wall times are three times the
+    CPU time they got, and the statements' wall times with them; the profile says to compare CPU times."""
+    import sys
+
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    args = torch.randn(4, 4), torch.randn(4, 4), torch.randn(3)
+    jf(*args)
+    session = Session(jf, args=args, kwargs={})
+    clock = _LoadedClock(jf, loaded=0, running=3)
+    session.original = clock.eager(big_and_small)
+    monkeypatch.setattr(sys.modules["thunder_viz.profile"], "time", clock)
+    p = session.profile(calls=3)
+    assert p.call_ms / p.eager_call_ms == pytest.approx(2.0) and p.call_cpu_ms == pytest.approx(2 / 3)
+    assert p.unsteady and "waited for the CPU" in p.measured() and "varied" not in p.measured()
+
+
+def test_what_the_first_call_compiles_is_not_measured(monkeypatch):
+    """A function called before (its forward compiled) whose next call compiles more (a backward's fusions
+    compile on its first run): that call is not one of the measured ones."""
+    import sys
+
+    jf = thunder.jit(big_and_small, executors=["torch"])
+    args = torch.randn(4, 4), torch.randn(4, 4), torch.randn(3)
+    jf(*args)
+    session = Session(jf, args=args, kwargs={})
+    clock = _LoadedClock(jf, loaded=0, compiling=1)
+    session.original = clock.eager(big_and_small)
+    monkeypatch.setattr(sys.modules["thunder_viz.profile"], "time", clock)
+    p = session.profile(calls=1)
+    assert p.call_ms / p.eager_call_ms == pytest.approx(2.0)
+
+
 class _Event:
     """What _backward_by_module reads of one of torch's profiler events."""
 
@@ -172,6 +269,40 @@ class _Event:
 
     def start_thread_id(self):
         return 1
+
+
+def test_a_statement_costs_its_median_over_the_calls_not_a_share_of_one_slow_call():
+    from types import SimpleNamespace
+
+    from thunder_viz.profile import _range_costs
+
+    calls = [_Event("profiled call of thunder:", start, 1000) for start in (0, 1000, 2000)]
+    # one statement per call, the second slowed by a burst of load; another that ran in two calls only
+    ranges = [_Event("thunder:f1", 10, 2000), _Event("thunder:f1", 1010, 200_000), _Event("thunder:f1", 2010, 3000)]
+    ranges += [_Event("thunder:f2", 20, 100), _Event("thunder:f2", 30, 100), _Event("thunder:f2", 1020, 50)]
+    prof = SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: calls + ranges))
+    costs = _range_costs(prof, "thunder:", cuda=False)
+    assert costs["thunder:f1"][0] == 3.0, "µs: the median call's, not the mean's 68"
+    assert costs["thunder:f2"][0] == 0.05, "µs: 0.2, 0.05 and none"
+
+
+def test_on_cuda_a_statement_costs_its_median_over_the_calls_too():
+    """The CUDA path reads torch's function events (kernel time by range); checked here without a device."""
+    from types import SimpleNamespace
+
+    from thunder_viz.profile import _range_costs
+
+    def event(name, start, cpu_us=0.0, device_us=0.0, nbytes=0):
+        return SimpleNamespace(
+            name=name, time_range=SimpleNamespace(start=start, end=start + 900), cpu_time_total=cpu_us,
+            device_time_total=device_us, device_memory_usage=nbytes, cpu_memory_usage=0,
+        )  # fmt: skip
+
+    events = [event("profiled call of thunder:", start) for start in (0, 1000, 2000)]
+    events += [event("thunder:f1", 10 + start, 5.0, device_us, 64) for start, device_us in ((0, 7), (1000, 900), (2000, 9))]
+    events.append(event("eager:fc", 20))  # the other side's: not a statement
+    prof = SimpleNamespace(function_events=events)
+    assert _range_costs(prof, "thunder:", cuda=True) == {"thunder:f1": (5.0, 9.0, 64)}
 
 
 def test_a_backward_node_counts_in_the_module_of_the_op_that_made_it():
