@@ -616,3 +616,23 @@ def test_in_place_methods_of_out_of_place_ops_as_eager(name, form):
         return  # (eager has no gradient for it: heaviside, igamma)
     (g,) = torch.autograd.grad(thunder.jit(f)(xg)[1].sum(), xg)
     torch.testing.assert_close(g, want)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: torch.nn.SELU(inplace=True), lambda: torch.nn.CELU(0.5, inplace=True),
+             lambda: (lambda t: torch.nn.functional.celu(t, inplace=True))],
+    ids=["SELU", "CELU", "F.celu"],
+)  # fmt: skip
+def test_celu_and_selu_in_place_as_eager(make):
+    layer = make()
+
+    def f(x):
+        y = x * 1.5
+        return layer(y) is y, y * 2
+
+    x = torch.randn(3, 4)
+    _check(f, x)
+    xg = x.clone().requires_grad_()
+    (g,) = torch.autograd.grad(thunder.jit(f)(xg)[1].sum(), xg)
+    (want,) = torch.autograd.grad(f(xg)[1].sum(), xg)
+    torch.testing.assert_close(g, want)

@@ -95,6 +95,11 @@ def _declare_aliases_and_in_place_twins() -> None:
             function = function if function is not None and function not in torch_to_thunder_map else None
             twin = torch_to_thunder_map[method] = make_inplace(sym, torch_fn=function, method_name=f"{name}_")
             globals()[twin.name] = twin  # printed traces name it ltorch.<name>
+    for name in ("celu", "selu"):  # no method: ``torch.celu_(x)``, which ``F.celu(x, inplace=True)`` calls
+        function, sym = getattr(torch, f"{name}_"), torch_to_thunder_map.get(getattr(torch, name))
+        if sym is not None and function not in torch_to_thunder_map:
+            twin = torch_to_thunder_map[function] = make_inplace(sym, torch_fn=function)
+            globals()[twin.name] = twin
 
 
 _declare_aliases_and_in_place_twins()
