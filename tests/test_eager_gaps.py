@@ -636,3 +636,21 @@ def test_celu_and_selu_in_place_as_eager(make):
     (g,) = torch.autograd.grad(thunder.jit(f)(xg)[1].sum(), xg)
     (want,) = torch.autograd.grad(f(xg)[1].sum(), xg)
     torch.testing.assert_close(g, want)
+
+
+# --- torch's other names of methods (``x.arccos()`` is ``x.acos()``) and methods that are a function of the tensor ---
+
+_ALIAS_CALLS = [
+    "y.absolute()", "y.absolute_()", "torch.absolute(y)", "y.arccos()", "y.arccos_()", "torch.arccos_(y)",
+    "y.arcsin()", "y.arcsinh_()", "y.arctan()", "y.arctanh_()", "torch.arctan2(y, x)", "y.arctan2_(x)",
+    "y.clip_(0.3, 0.5)", "torch.clip_(y, 0.3)", "y.divide_(x)", "y.greater_(0.4)", "y.greater_equal_(x)", "y.less_(x)",
+    "y.less_equal_(0.4)", "y.multiply_(x)", "y.negative()", "y.negative_()", "torch.negative(y)", "y.not_equal_(x)",
+    "y.subtract_(x)", "(y + 1.2).arccosh_()", "y.matrix_power(3)", "torch.matrix_power(y, 2)", "y.hardshrink(0.3)",
+    "y.prelu(torch.tensor([0.25]))",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("call", _ALIAS_CALLS)
+def test_method_aliases_as_eager(call):
+    f = eval(f"lambda x: (lambda y: ({call}, y * 1))(x * 0.9)")  # y: a tensor of the program's own
+    _check(f, torch.rand(3, 3) * 0.6 + 0.2)

@@ -70,6 +70,15 @@ _ALIASES = {
     torch.special.gammaln: torch.lgamma, torch.fix: torch.trunc, torch.Tensor.fix: torch.trunc,
     torch._is_all_true: torch.all, torch._is_any_true: torch.any,  # torch.distributions' argument validation
 }  # fmt: skip
+# Tensor methods (and their in-place forms, and the torch functions of the same names) that are torch's other names
+# of a method: ``Tensor.arccos`` is ``Tensor.acos``.
+_METHOD_ALIASES = {
+    "absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin", "arcsinh": "asinh", "arctan": "atan",
+    "arctanh": "atanh", "arctan2": "atan2", "clip": "clamp", "divide": "div", "greater": "gt", "greater_equal": "ge",
+    "less": "lt", "less_equal": "le", "multiply": "mul", "negative": "neg", "not_equal": "ne", "subtract": "sub",
+}  # fmt: skip
+# Tensor methods that are a torch function of the tensor (``x.prelu(w)`` is ``torch.prelu(x, w)``).
+_METHODS_OF_FUNCTIONS = {"matrix_power": torch.linalg.matrix_power, "hardshrink": torch.hardshrink, "prelu": torch.prelu}
 
 
 def _declare_aliases_and_in_place_twins() -> None:
@@ -83,6 +92,25 @@ def _declare_aliases_and_in_place_twins() -> None:
             sym = torch_to_thunder_map[alias] = torch_to_thunder_map[target]
             if getattr(torch.Tensor, alias.__name__, None) is alias:  # ``x.fix()`` on a proxy, as ``Tensor.fix``
                 register_method(alias.__name__, _as_method(sym, alias.__name__))
+    for alias, target in _METHOD_ALIASES.items():  # ``x.arccos()``, ``x.multiply_(2)``, ``torch.negative(x)``
+        for suffix in ("", "_"):
+            sym = torch_to_thunder_map.get(getattr(torch.Tensor, target + suffix, None))
+            if sym is None:
+                continue
+            method = getattr(torch.Tensor, alias + suffix, None)
+            if method is not None and method not in torch_to_thunder_map:
+                torch_to_thunder_map[method] = sym
+                register_method(alias + suffix, _as_method(sym, alias + suffix))
+            function = getattr(torch, alias + suffix, None)
+            if function is not None and function not in torch_to_thunder_map:
+                torch_to_thunder_map[function] = sym
+    for name, function in _METHODS_OF_FUNCTIONS.items():  # ``x.matrix_power(3)``: ``torch.linalg.matrix_power(x, 3)``
+        sym, method = torch_to_thunder_map[function], getattr(torch.Tensor, name)
+        if method not in torch_to_thunder_map:
+            torch_to_thunder_map[method] = sym
+            register_method(name, _as_method(sym, name))
+        if getattr(torch, name, None) is not None:
+            torch_to_thunder_map.setdefault(getattr(torch, name), sym)
     for name in ("addmm", "addmv", "addbmm", "baddbmm", "addr", "cumsum", "cumprod", "scatter_reduce", "masked_scatter",
                  "put", "index_reduce", "logit", "fix", "renorm", "nan_to_num", "clamp_min", "clamp_max", "xlogy",
                  "hypot", "ldexp", "copysign", "nextafter", "float_power", "lerp", "logical_not", "fmod", "remainder",
