@@ -80,7 +80,7 @@ from thunder.core.traced_autograd import (
     is_autograd_function_apply,
     trace_autograd_function,
 )
-from thunder.core.traced_vmap import trace_vmap
+from thunder.core.traced_vmap import vmap_impl
 from thunder.core.user_code import is_nondeterministic, source_location
 
 
@@ -310,7 +310,7 @@ class SpecialCallsMixin:
             transforms.vjp_call: self._vjp_call,
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
-            torch._functorch.vmap.vmap_impl: self._vmap,
+            torch._functorch.vmap.vmap_impl: vmap_impl,  # Note [torch.vmap in a trace]
             **{
                 fn: functools.partial(_refuse_inside, name, why)
                 for fn, name, why in (
@@ -926,12 +926,6 @@ class SpecialCallsMixin:
         return trace_autograd_function(
             cls, args, self.computation, lambda fn, a: interpreter_call(current_runtime(), fn, tuple(a))
         )
-
-    def _vmap(self, func, in_dims, out_dims, randomness, chunk_size, *args, **kwargs):
-        """What ``torch.vmap(func, in_dims, out_dims, randomness, chunk_size)`` returns, called (Note [torch.vmap in
-        a trace] in thunder.core.traced_vmap)."""
-        call = functools.partial(interpreter_call, current_runtime())
-        return trace_vmap(self.computation, call, func, in_dims, out_dims, args, kwargs)
 
     def _higher_order_autograd_function(self, fwd: Callable, bwd: Callable, *args, **kwargs):
         """``torch.ops.higher_order.autograd_function_apply(fwd, bwd, *args, ...)``: the autograd.Function it applies."""

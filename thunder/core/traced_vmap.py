@@ -18,6 +18,16 @@ a batched value (``if idx > 2:``, ``.item()``) is refused as vmap refuses it: th
 tracing. Each output is returned with its batch dimension at ``out_dims``; one that does not depend on a mapped
 argument is expanded along it, as vmap expands it.
 
+Note [Type promotion under vmap]
+Type promotion ranks a 0-d tensor below a tensor with dimensions, and vmap's batching rules do not all promote a
+batched element as the 0-d tensor it is to ``f`` (``torch.where`` promotes the batched tensor, which has the batch
+dimension): ``where(a > b, a, b.double())`` of a mapped ``(5, 3)`` float32 and a mapped ``(5,)`` float64 is float64
+in eager, where ``f``'s own ops on the elements would make float32. So a torch-language op whose operands have more
+than one dtype is batched only where the dtype it promotes them to is the same whichever of its 0-d tensors are
+taken to have dimensions (a batched element has them in torch's batching rules, an outer vmap's element too);
+otherwise it is refused. The mask functions' ops mix no dtypes, or mix them where every choice gives one dtype
+(indexing a bool mask by int64 indices).
+
 Nested vmaps (transformers' ``_vmap_expansion_sdpa`` maps the batch, head, query and key indices of a mask function
 with four) need nothing more: the inner vmap runs while the outer traces ``f``'s elements, and records its batched
 prims into the outer's scratch scope, which the outer then batches in turn.
@@ -26,7 +36,7 @@ A torch-language op that has a gradient rule of its own (``clamp``, ``relu``, ``
 its decomposition, whose gradient may differ from eager's at some values: with grad mode on and a floating result
 it is refused. Under ``torch.autocast`` an op that autocast would cast is refused (the element trace is not cast).
 
-Layer: core. Imports: core.
+Layer: tracing. Imports: core.
 """
 
 from __future__ import annotations
@@ -35,9 +45,12 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
 from thunder.core import prims
 from thunder.core.errors import UnsupportedOpError
+from thunder.core.interpreter.execution import call as interpreter_call
+from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.prims.elementwise import ElementwisePrimIDs
 from thunder.core.prims.indexing import IndexingPrimIDs
 from thunder.core.prims.shape import ShapePrimIDs
@@ -45,10 +58,12 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_map, tree_unflatten
 from thunder.core.rules import autocast_rules, grad_rules
 from thunder.core.symbol import IN_PLACE, RANDOM, BoundSymbol, mutates
-from thunder.core.trace import TraceCtx
+from thunder.core.tracectx import get_tracectx
 from thunder.core.user_code import source_location
 
-__all__ = ["batching_rules", "trace_vmap"]
+__all__ = ["batching_rules", "vmap_impl"]
+
+_DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
 
 class _Refused(Exception):
@@ -138,8 +153,8 @@ class _Replay:
 
     def run(self, bsym: BoundSymbol) -> None:
         batched = self.batched
+        _refuse_effects(bsym)
         if not any(a.name in batched for a in bsym.flat_proxy_args):
-            _refuse_effects(bsym)
             out = bsym.sym(*tree_map(self.value, bsym.args), **tree_map(self.value, bsym.kwargs))
             self._name_outputs(bsym, out, self.renamed)
             return
@@ -153,6 +168,8 @@ class _Replay:
             return
         if bsym.sym.is_prim or not bsym.subsymbols:
             raise _Refused(bsym, "thunder has no batching rule for it")
+        if not _promotes_alike(bsym):
+            raise _Refused(bsym, "the dtype it promotes its operands to depends on which of them vmap batches")
         floating = any(o.dtype.is_floating_point or o.dtype.is_complex for o in outs if isinstance(o, TensorProxy))
         if floating and torch.is_grad_enabled() and grad_rules.get(bsym.sym) is not None:
             raise _Refused(bsym, "its gradient is its own rule's, which its batched decomposition would not follow")
@@ -171,6 +188,26 @@ class _Replay:
         into.update((o.name, n) for o, n in zip(old, new))
 
 
+def _promotes_alike(bsym: BoundSymbol) -> bool:
+    """Whether torch's type promotion of ``bsym``'s operands gives one dtype however many of its 0-d tensors are
+    batched (Note [Type promotion under vmap])."""
+    tensors = [a for a in bsym.flat_proxy_args if isinstance(a, TensorProxy)]
+    if len({t.dtype for t in tensors}) < 2:
+        return True
+    scalars = [t for t in tensors if t.ndim == 0]
+    if len(scalars) > 6:
+        return False
+    numbers = [a for a in tree_flatten((bsym.args, bsym.kwargs))[0] if type(a) in (bool, int, float, complex)]
+    others = [torch.empty((1,) * t.ndim, dtype=t.dtype, device="meta") for t in tensors if t.ndim]
+    found = set()
+    for batched in range(2 ** len(scalars)):
+        metas = [
+            torch.empty((1,) if batched >> i & 1 else (), dtype=t.dtype, device="meta") for i, t in enumerate(scalars)
+        ]
+        found.add(elementwise_dtypes(*others, *metas, *numbers, type_promotion_kind=_DEFAULT_PROMOTION)[1])
+    return len(found) == 1
+
+
 def _refuse_effects(bsym: BoundSymbol) -> None:
     """vmap refuses random draws (``randomness="error"``, its default) and in-place updates of unbatched tensors by
     batched values; thunder refuses every draw and update in ``f``."""
@@ -185,17 +222,17 @@ def _refuse_effects(bsym: BoundSymbol) -> None:
 
 def _vmap_error(fn: Any, why: str) -> UnsupportedOpError:
     loc = source_location()
+    loc = loc and (loc.call_site or loc)  # the user's line that calls the vmapped function, not torch's
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     return UnsupportedOpError(
         f"torch.vmap of {name} inside the jitted function{f' (called at {loc})' if loc else ''} is not supported: {why}"
     )
 
 
-def trace_vmap(
-    trace: TraceCtx, call: Callable, func: Callable, in_dims: Any, out_dims: Any, args: tuple, kwargs: dict
-) -> Any:
-    """``torch.vmap(func, in_dims, out_dims)(*args, **kwargs)`` recorded into ``trace`` (Note [torch.vmap in a
-    trace]); ``call(fn, args, kwargs)`` runs Python code under the interpreter."""
+def vmap_impl(func: Callable, in_dims: Any, out_dims: Any, randomness: str, chunk_size: Any, *args, **kwargs) -> Any:
+    """torch's ``vmap_impl``, which the function ``torch.vmap(func, in_dims, out_dims, randomness, chunk_size)``
+    returns calls, in traced code: recorded into the current trace (Note [torch.vmap in a trace])."""
+    trace = get_tracectx()
     if isinstance(in_dims, int):
         in_dims = (in_dims,) * len(args)
     if not isinstance(in_dims, (tuple, list)) or len(in_dims) != len(args):
@@ -243,7 +280,7 @@ def trace_vmap(
     trace.scopes.append(scratch)
     outer_located, trace.located_scope = trace.located_scope, scratch
     try:
-        out = call(func, tuple(element_args), kwargs)
+        out = interpreter_call(current_runtime(), func, tuple(element_args), kwargs)
     finally:
         trace.scopes.pop()
         trace.located_scope = outer_located
