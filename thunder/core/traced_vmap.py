@@ -6,7 +6,7 @@ hidden (a tensor of shape ``(N, *e)`` is seen as one of shape ``e``), and torch'
 ``N`` elements at once. Traced, that is the same two steps: ``f`` is traced once on *element* proxies (shape ``e``)
 into a scratch scope, so it sees the shapes, ``ndim`` and Python values vmap shows it, and then each op it recorded
 is batched: a prim with a batched operand is replayed on the batched values (``(N, *e)``, the batch dimension
-first) by its rule in ``batching_rules``, keyed by prim ID, a torch-language op without a rule by its
+first) by its rule in ``thunder.core.rules.batching_rules``, a torch-language op without a rule by its
 decomposition, one level down, and an op that reads no batched value is recorded again as it was. Each rule is
 exact for its prim (an elementwise prim on operands of shape ``e`` computes each element from the same element of
 each operand, so on ``(N, *e)`` it computes every element at once; an unbatched operand is broadcast along the
@@ -52,16 +52,14 @@ from thunder.core.errors import UnsupportedOpError
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.prims.elementwise import ElementwisePrimIDs
-from thunder.core.prims.indexing import IndexingPrimIDs
-from thunder.core.prims.shape import ShapePrimIDs
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_map, tree_unflatten
-from thunder.core.rules import autocast_rules, grad_rules
+from thunder.core.rules import autocast_rules, batching_rules, grad_rules
 from thunder.core.symbol import IN_PLACE, RANDOM, BoundSymbol, mutates
 from thunder.core.tracectx import get_tracectx
 from thunder.core.user_code import source_location
 
-__all__ = ["batching_rules", "vmap_impl"]
+__all__ = ["vmap_impl"]
 
 _DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
@@ -79,13 +77,11 @@ def _elementwise(replay: _Replay, bsym: BoundSymbol, *args, **kwargs):
     shape = next(replay.batched[a.name].shape for a in bsym.flat_proxy_args if a.name in replay.batched)
 
     def batch(x):
-        if not isinstance(x, TensorProxy):
-            return x
-        b = replay.batched.get(x.name)
+        b = replay.batched.get(x.name) if isinstance(x, TensorProxy) else None
         if b is not None:
             return b
         x = replay.value(x)
-        return prims.broadcast_in_dim(x, shape, tuple(range(1, x.ndim + 1)))
+        return prims.broadcast_in_dim(x, shape, tuple(range(1, x.ndim + 1))) if isinstance(x, TensorProxy) else x
 
     return bsym.sym(*(batch(a) for a in args), **{k: batch(v) for k, v in kwargs.items()})
 
@@ -129,16 +125,13 @@ def _take(replay: _Replay, bsym: BoundSymbol, a, index, dim):
     return prims.transpose(split, (dim, *range(dim), *range(dim + 1, split.ndim)))
 
 
-#: prim ID -> ``rule(replay, bsym, *args, **kwargs)``: the prim on batched values (the batch dimension first).
-batching_rules: dict[Any, Callable] = {
-    **{i: _elementwise for i in ElementwisePrimIDs},
-    ShapePrimIDs.BROADCAST_IN_DIM: _broadcast_in_dim,
-    ShapePrimIDs.RESHAPE: _reshape,
-    ShapePrimIDs.TRANSPOSE: _transpose,
-    ShapePrimIDs.SLICE: _slice,
-    ShapePrimIDs.SQUEEZE: _squeeze,
-    IndexingPrimIDs.TAKE: _take,
-}
+batching_rules.register(*(p for p in prims.all_prims.values() if isinstance(p.id, ElementwisePrimIDs)))(_elementwise)
+batching_rules.register(prims.broadcast_in_dim)(_broadcast_in_dim)
+batching_rules.register(prims.reshape)(_reshape)
+batching_rules.register(prims.transpose)(_transpose)
+batching_rules.register(prims.slice_prim)(_slice)
+batching_rules.register(prims.squeeze)(_squeeze)
+batching_rules.register(prims.take)(_take)
 
 
 class _Replay:
@@ -158,7 +151,7 @@ class _Replay:
             out = bsym.sym(*tree_map(self.value, bsym.args), **tree_map(self.value, bsym.kwargs))
             self._name_outputs(bsym, out, self.renamed)
             return
-        rule = batching_rules.get(bsym.sym.id) if bsym.sym.is_prim else None
+        rule = batching_rules.get(bsym.sym)
         if rule is not None:
             self._name_outputs(bsym, rule(self, bsym, *bsym.args, **bsym.kwargs), batched)
             return
