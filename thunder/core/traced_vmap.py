@@ -65,7 +65,7 @@ _DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
 
 class _Refused(Exception):
-    """An op of ``f`` that cannot be batched: ``bsym`` and why (turned into the user's error by ``trace_vmap``)."""
+    """An op of ``f`` that cannot be batched: ``bsym`` and why (turned into the user's error by ``vmap_impl``)."""
 
     def __init__(self, bsym: BoundSymbol, why: str):
         super().__init__(why)
