@@ -251,3 +251,18 @@ def test_models_with_vmap_masks_match_eager(build, make_inputs):
     hits = thunder.cache_hits(jm)
     jm(**inputs, labels=labels)
     assert thunder.cache_hits(jm) == hits + 1
+
+
+def test_esmc_with_chains_matches_eager():
+    """ESMC's chain-aware attention (``sequence_id``: a bidirectional mask with a packed-sequence and_mask_function)."""
+    torch.manual_seed(0)
+    config = transformers.EsmcConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4)
+    model = transformers.EsmcForMaskedLM(config).eval()
+    ids = torch.randint(4, 60, (2, 9), generator=torch.Generator().manual_seed(0))
+    chains = torch.tensor([[0, 0, 0, 1, 1, 1, 1, 2, 2], [0, 0, 0, 0, 0, 1, 1, 1, 1]])
+    jm = thunder.jit(copy.deepcopy(model))
+    with torch.no_grad():
+        for _ in range(2):
+            torch.testing.assert_close(jm(input_ids=ids, sequence_id=chains).logits,
+                                       model(input_ids=ids, sequence_id=chains).logits)  # fmt: skip
+    assert thunder.cache_hits(jm) == 1
