@@ -25,7 +25,9 @@ from collections.abc import Callable, Iterator
 
 from thunder.core.symbol import Symbol
 
-__all__ = ["RuleTable", "autocast_rules", "eager_saves", "forward_rules", "grad_rules", "set_eager_saves"]
+__all__ = [
+    "RuleTable", "autocast_rules", "batching_rules", "eager_saves", "forward_rules", "grad_rules", "set_eager_saves",
+]
 
 
 class RuleTable:
@@ -68,6 +70,10 @@ class RuleTable:
 
 #: VJP rules (Note [VJP rules]).
 grad_rules = RuleTable("grad")
+
+#: Batching rules: ``rule(replay, bsym, *args, **kwargs)`` records the prim on batched values, the batch dimension
+#: first (Note [torch.vmap in a trace] in ``thunder.core.traced_vmap``, where they are registered).
+batching_rules = RuleTable("batching")
 
 #: Autocast policies: ``rule(device_type, autocast_dtype) -> dtype | None``, the dtype the symbol's
 #: floating inputs are cast to under ``torch.autocast`` on that device type (Note [Autocast] in

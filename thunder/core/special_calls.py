@@ -80,6 +80,7 @@ from thunder.core.traced_autograd import (
     is_autograd_function_apply,
     trace_autograd_function,
 )
+from thunder.core.traced_vmap import vmap_impl
 from thunder.core.user_code import is_nondeterministic, source_location
 
 
@@ -309,6 +310,7 @@ class SpecialCallsMixin:
             transforms.vjp_call: self._vjp_call,
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
+            torch._functorch.vmap.vmap_impl: vmap_impl,  # Note [torch.vmap in a trace]
             **{
                 fn: functools.partial(_refuse_inside, name, why)
                 for fn, name, why in (
@@ -318,7 +320,6 @@ class SpecialCallsMixin:
                         torch.func.grad, torch.func.grad_and_value, torch.func.vjp, torch.func.jvp,
                         torch.func.jacrev, torch.func.jacfwd, torch.func.hessian,
                     )),
-                    (torch.vmap, "torch.vmap", _TRANSFORM),
                     *((fn, f"torch.{name}", _DEFAULTS) for fn, name in (
                         (torch.set_default_dtype, "set_default_dtype"), (torch._C._set_default_dtype, "set_default_dtype"),
                         (torch.set_default_tensor_type, "set_default_tensor_type"),

@@ -106,6 +106,9 @@ class TraceCtx:
         self.varkwargs: str | None = None
         self.bound_symbols: list[BoundSymbol] = []
         self.scopes: list[list[BoundSymbol]] = [self.bound_symbols]
+        # A scope below the top whose bound symbols keep their source location too (a vmapped function's elements:
+        # Note [torch.vmap in a trace] in thunder.core.traced_vmap names the line of an op it cannot batch)
+        self.located_scope: list[BoundSymbol] | None = None
         self.names: set[str] = set()
         # Values read from the input module, by name: their qualified names in it
         # (``"transformer.h.0.ln_1.weight"``, ``"transformer.h.0"``), which the explorer and the
@@ -195,7 +198,8 @@ class TraceCtx:
             scopes.pop()
         if top:
             self._propagate_requires_grad(sym, args, kwargs, result, sub, leaves)
-        bsym = BoundSymbol(sym, args, kwargs, result, tuple(sub), source=current_source_location() if top else None)
+        located = top or outer is self.located_scope
+        bsym = BoundSymbol(sym, args, kwargs, result, tuple(sub), source=current_source_location() if located else None)
         outer.append(bsym)
         return result
 

@@ -69,6 +69,7 @@ _ALIASES = {
     torch.special.log1p: torch.log1p, torch.special.psi: torch.digamma, torch.special.digamma: torch.digamma,
     torch.special.gammaln: torch.lgamma, torch.fix: torch.trunc, torch.Tensor.fix: torch.trunc,
     torch._is_all_true: torch.all, torch._is_any_true: torch.any,  # torch.distributions' argument validation
+    torch.Tensor._is_all_true: torch.all, torch.Tensor._is_any_true: torch.any,  # torch._check_tensor_all
 }  # fmt: skip
 # Tensor methods (and their in-place forms, and the torch functions of the same names) that are torch's other names
 # of a method: ``Tensor.arccos`` is ``Tensor.acos``.
