@@ -896,7 +896,7 @@ def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 for _sym in (
     ravel, reshape, view, view_as, reshape_as, flatten, unflatten, squeeze, unsqueeze, permute, transpose, swapaxes,
-    swapdims, t, T, mT, H, mH, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, cat, concatenate, stack, hstack,
-    vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, unfold, linalg_diagonal, aten_slice,
+    swapdims, t, T, mT, H, mH, movedim, moveaxis, expand, expand_as, broadcast_to, repeat, tile, cat, concatenate, stack,
+    hstack, vstack, narrow, select, split, chunk, tensor_split, unbind, diagonal, unfold, linalg_diagonal, aten_slice,
 ):  # fmt: skip
     __all__.append(_sym.name)
