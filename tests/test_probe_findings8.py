@@ -1,0 +1,203 @@
+"""Programs written as ML engineers write them, where the jitted call differed from eager: ``torch.autograd.Function``s
+that return a non-tensor beside their tensors (an AMP ``custom_fwd`` forward returning a flag), a list of tensors, a
+result marked non-differentiable, or a complex result. Each runs the program eagerly and jitted on several calls and
+compares values, ``requires_grad``, ``grad_fn`` presence and gradients."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import thunder
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return (
+            type(a) is type(b) and a.dtype == b.dtype and a.requires_grad == b.requires_grad
+            and (a.grad_fn is None) == (b.grad_fn is None) and torch.allclose(a.detach(), b.detach())
+        )
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    return type(a) is type(b) and a == b
+
+
+def _agrees(f, make, loss=None, calls: int = 3) -> None:
+    """``make(i)`` gives the arguments of call ``i`` (made twice): eager and jitted give the same results, and
+    ``loss(result)`` the same gradients, on every call; the jitted one traces once and never runs eagerly."""
+    jf = thunder.jit(f)
+    for i in range(calls):
+        torch.manual_seed(i)
+        args_e = make()
+        args_j = [a.detach().requires_grad_(a.requires_grad) for a in args_e]
+        expected = f(*args_e)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # an eager run instead of the trace (EagerRunWarning) fails the test
+            got = jf(*args_j)
+        assert _same(expected, got), (i, expected, got)
+        if loss is not None:
+            loss(expected).backward()
+            loss(got).backward()
+            for a, b in zip(args_e, args_j):
+                assert (a.grad is None) == (b.grad is None)
+                if a.grad is not None:
+                    torch.testing.assert_close(a.grad, b.grad)
+    assert thunder.cache_misses(jf) == 1
+
+
+# -- what a torch.autograd.Function returns -------------------------------------------------------------------------
+
+
+class _WithFlag(torch.autograd.Function):
+    """A forward that returns a number and a string beside its tensors: backward takes None for them."""
+
+    @staticmethod
+    def forward(ctx, a, k):
+        ctx.save_for_backward(a)
+        return a * k, k, "scaled", a.sum()
+
+    @staticmethod
+    def backward(ctx, g, g_k, g_name, g_sum):
+        assert g_k is None and g_name is None
+        (a,) = ctx.saved_tensors
+        return g * 2 + g_sum, None
+
+
+def test_a_function_returning_non_tensors_beside_tensors_gets_none_for_their_gradients():
+    def f(x):
+        y, k, name, total = _WithFlag.apply(x, 2)
+        return y, k, name, total
+
+    _agrees(f, lambda: (torch.randn(3, requires_grad=True),), loss=lambda r: r[0].sum() + r[3])
+
+
+class _AmpMatmul(torch.autograd.Function):
+    """An AMP-aware Function (``torch.amp.custom_fwd``) that reports whether autocast was on in its forward."""
+
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32)
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a @ b, torch.is_autocast_enabled("cpu")
+
+    @staticmethod
+    @torch.amp.custom_bwd(device_type="cpu")
+    def backward(ctx, g, _):
+        a, b = ctx.saved_tensors
+        return g @ b.t(), a.t() @ g
+
+
+def test_a_custom_fwd_function_under_autocast_returning_a_flag_trains_as_eager():
+    def f(x, w):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y, enabled = _AmpMatmul.apply(x.bfloat16(), w)
+            z = y @ w.t()
+        return y, enabled, z
+
+    _agrees(
+        f, lambda: (torch.randn(4, 8, requires_grad=True), torch.randn(8, 6, requires_grad=True)),
+        loss=lambda r: r[0].sum() + r[2].float().sum(),
+    )
+
+
+class _Pieces(torch.autograd.Function):
+    """Returns a list of tensors: to autograd a list is no output, its tensors do not require grad."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return [a * 2, a * 3]
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+class _MainAndPieces(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        return a * 2, [a * 3, a * 4]
+
+    @staticmethod
+    def backward(ctx, g, g_pieces):
+        assert g_pieces is None
+        return g * 2
+
+
+def test_a_function_returning_a_list_gives_tensors_that_do_not_require_grad():
+    _agrees(lambda x: _Pieces.apply(x), lambda: (torch.randn(3, requires_grad=True),))
+
+
+def test_a_function_returning_a_tensor_and_a_list_differentiates_only_the_tensor():
+    def f(x):
+        y, pieces = _MainAndPieces.apply(x)
+        return y, pieces[0], pieces[1].requires_grad
+
+    _agrees(f, lambda: (torch.randn(3, requires_grad=True),), loss=lambda r: r[0].sum())
+
+
+class _Rounded(torch.autograd.Function):
+    """A float result marked non-differentiable (``ctx.mark_non_differentiable``)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        r = torch.round(a * 4) / 4
+        ctx.mark_non_differentiable(r)
+        return r
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+@pytest.mark.parametrize("with_other", [False, True], ids=["alone", "beside_a_differentiable_result"])
+def test_a_result_marked_non_differentiable_does_not_require_grad(with_other):
+    def f(x):
+        r = _Rounded.apply(x)
+        return (r, r.requires_grad, x * 5) if with_other else (r, r.requires_grad)
+
+    loss = (lambda r: r[2].sum()) if with_other else None
+    _agrees(f, lambda: (torch.randn(3, requires_grad=True),), loss=loss)
+
+
+class _Phase(torch.autograd.Function):
+    """A complex result: differentiable in eager, as a float one is."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return torch.polar(torch.ones_like(a), a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return (g.conj() * 1j * torch.polar(torch.ones_like(a), a)).real
+
+
+def test_a_complex_result_of_a_function_requires_grad():
+    def f(x):
+        c = _Phase.apply(x)
+        return c.real.sum() + c.imag.sum(), c.requires_grad
+
+    _agrees(f, lambda: (torch.randn(3, requires_grad=True),), loss=lambda r: r[0])
+
+
+class _AddBias(torch.autograd.Function):
+    """A backward that returns the bias's gradient unreduced: torch's engine sums it to the bias's shape."""
+
+    @staticmethod
+    def forward(ctx, x, b):
+        return x + b
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+
+
+def test_a_gradient_of_the_broadcast_shape_is_summed_to_the_inputs_as_eager():
+    _agrees(
+        lambda x, b: _AddBias.apply(x, b),
+        lambda: (torch.randn(2, 4, 3, requires_grad=True), torch.randn(4, 1, requires_grad=True)),
+        loss=lambda r: (r * r).sum(),
+    )
