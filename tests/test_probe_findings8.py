@@ -201,3 +201,18 @@ def test_a_gradient_of_the_broadcast_shape_is_summed_to_the_inputs_as_eager():
         lambda: (torch.randn(2, 4, 3, requires_grad=True), torch.randn(4, 1, requires_grad=True)),
         loss=lambda r: (r * r).sum(),
     )
+
+
+# -- torch.cov and torch.corrcoef (their degrees of freedom are checked on values) ----------------------------------
+
+
+def test_a_covariance_regularised_loss_with_torch_cov_trains_as_eager():
+    """VICReg's variance and covariance terms, written with ``torch.cov``, and ``corrcoef`` of integer data."""
+
+    def loss(z, w):
+        c = torch.cov(z.T, correction=0, aweights=w)
+        off_diagonal = c - torch.diag(torch.diag(c))
+        variance = torch.relu(1 - torch.sqrt(torch.diag(torch.cov(z.T)) + 1e-4)).mean()
+        return off_diagonal.pow(2).sum() / z.shape[1] + variance, torch.corrcoef(z.round().long().T), torch.cov(z[:, 0])
+
+    _agrees(loss, lambda: (torch.randn(8, 4, requires_grad=True), torch.rand(8, requires_grad=True)), loss=lambda r: r[0])
