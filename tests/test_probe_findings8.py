@@ -5,6 +5,7 @@ compares values, ``requires_grad``, ``grad_fn`` presence and gradients."""
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -216,3 +217,45 @@ def test_a_covariance_regularised_loss_with_torch_cov_trains_as_eager():
         return off_diagonal.pow(2).sum() / z.shape[1] + variance, torch.corrcoef(z.round().long().T), torch.cov(z[:, 0])
 
     _agrees(loss, lambda: (torch.randn(8, 4, requires_grad=True), torch.rand(8, requires_grad=True)), loss=lambda r: r[0])
+
+
+# -- quantization-aware training ------------------------------------------------------------------------------------
+
+
+def test_fake_quantize_ops_with_a_straight_through_estimator_train_as_eager():
+    def f(x, scale, lsq_scale, lsq_zero):
+        per_tensor = torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -128, 127)
+        zero = torch.zeros(x.shape[1], dtype=torch.int32)
+        per_channel = torch.fake_quantize_per_channel_affine(x, scale, zero, 1, -8, 7)
+        learned = torch._fake_quantize_learnable_per_tensor_affine(x, lsq_scale, lsq_zero, 0, 255, 1.0)
+        return per_tensor, per_channel, learned
+
+    _agrees(
+        f,
+        lambda: (
+            torch.randn(3, 4, requires_grad=True), torch.rand(4) * 0.2 + 0.05,
+            torch.tensor([0.1], requires_grad=True), torch.tensor([3.0], requires_grad=True),
+        ),
+        loss=lambda r: r[0].sum() + (r[1] * r[1]).sum() + r[2].sum(),
+    )
+
+
+def test_a_fake_quantize_module_trains_as_eager_with_its_observer_statistics():
+    from torch.ao.quantization import FakeQuantize, MovingAverageMinMaxObserver
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 4), FakeQuantize(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255)
+    )
+    jitted_model = copy.deepcopy(model)
+    jitted = thunder.jit(jitted_model)
+    for _ in range(3):
+        x = torch.randn(5, 4)
+        expected, got = model(x), jitted(x)
+        torch.testing.assert_close(expected, got)
+        expected.sum().backward()
+        got.sum().backward()
+        for (name, a), b in zip(model.named_buffers(), jitted_model.buffers()):
+            torch.testing.assert_close(a, b, msg=name)
+        for a, b in zip(model.parameters(), jitted_model.parameters()):
+            torch.testing.assert_close(a.grad, b.grad)

@@ -529,6 +529,10 @@ _TABLE: tuple[tuple[Callable, str | None], ...] = (
     (torch.hash_tensor, "hash_tensor"),
     (torch._chunk_cat, None),
     (torch.histogramdd, None),
+    (torch.fake_quantize_per_tensor_affine, None),
+    (torch.fake_quantize_per_channel_affine, None),
+    (torch._fake_quantize_learnable_per_tensor_affine, None),
+    (torch._fake_quantize_learnable_per_channel_affine, None),
 )
 
 
