@@ -138,6 +138,27 @@ def test_a_function_returning_a_tensor_and_a_list_differentiates_only_the_tensor
     _agrees(f, lambda: (torch.randn(3, requires_grad=True),), loss=lambda r: r[0].sum())
 
 
+class _Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        y = a * 2
+        return y, y
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        return g1 + 10 * g2
+
+
+def test_a_tensor_a_function_returns_twice_is_one_tensor_its_later_output():
+    """(Passes on the base too: it guards the per-item outputs above.)"""
+
+    def f(x):
+        a, b = _Twice.apply(x)
+        return a.sum() + 2 * b.sum(), a is b
+
+    _agrees(f, lambda: (torch.randn(3, requires_grad=True),), loss=lambda r: r[0])
+
+
 class _Rounded(torch.autograd.Function):
     """A float result marked non-differentiable (``ctx.mark_non_differentiable``)."""
 

@@ -155,9 +155,9 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
     from thunder.core.tracectx import current_source_location
 
     trace.bound_symbols[-1].source = current_source_location()
-    swap = iter(results)
+    last = {t.name: r for t, r in zip(outputs, results)}  # a tensor returned twice is the later output, as in eager
     applied = tuple(
-        next(swap) if isinstance(x, TensorProxy)
+        last[x.name] if isinstance(x, TensorProxy)
         else tree_map(lambda t: cut.get(t.name, t) if isinstance(t, TensorProxy) else t, x)
         for x in returned
     )
