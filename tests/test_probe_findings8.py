@@ -280,3 +280,45 @@ def test_a_fake_quantize_module_trains_as_eager_with_its_observer_statistics():
             torch.testing.assert_close(a, b, msg=name)
         for a, b in zip(model.parameters(), jitted_model.parameters()):
             torch.testing.assert_close(a.grad, b.grad)
+
+
+# -- tensors formatted by the program (Note [Formatting a traced tensor]) -------------------------------------------
+
+
+def test_a_distribution_with_invalid_parameters_raises_eagers_value_error_on_a_later_call():
+    """``torch.distributions`` validates its parameters and formats the invalid ones into its ValueError."""
+    from torch import distributions
+
+    def log_prob(mu, scale, action):
+        return distributions.Normal(mu, scale).log_prob(action).sum()
+
+    jitted = thunder.jit(log_prob)
+    mu, action = torch.zeros(2), torch.randn(2)
+    torch.testing.assert_close(jitted(mu, torch.ones(2), action), log_prob(mu, torch.ones(2), action))
+    for bad in (torch.tensor([1.0, float("nan")]), torch.tensor([-1.0, 1.0])):
+        with pytest.raises(ValueError) as expected:
+            log_prob(mu, bad, action)
+        with pytest.raises(ValueError) as got:
+            jitted(mu, bad, action)
+        assert str(got.value) == str(expected.value)
+
+
+def test_the_text_of_a_tensor_that_needs_no_grad_is_eagers_on_every_call(capsys):
+    log = []
+
+    def step(x, w):
+        y = x @ w
+        print(f"x={x}")
+        log.append(str(y.detach()))
+        log.append(repr(x.argmax(-1)))
+        return y
+
+    jitted = thunder.jit(step)
+    for _ in range(3):
+        x, w = torch.randn(2, 2), torch.randn(2, 2, requires_grad=True)
+        step(x, w)
+        expected, log[:] = list(log), []
+        printed = capsys.readouterr().out
+        torch.testing.assert_close(jitted(x, w), x @ w)
+        assert log == expected and capsys.readouterr().out == printed
+        log.clear()
