@@ -322,3 +322,16 @@ def test_the_text_of_a_tensor_that_needs_no_grad_is_eagers_on_every_call(capsys)
         torch.testing.assert_close(jitted(x, w), x @ w)
         assert log == expected and capsys.readouterr().out == printed
         log.clear()
+
+
+def test_a_branch_on_random_random_names_the_line():
+    """Scheduled sampling (``tgt[t] if random.random() < ratio else pred``) cannot be traced: the error says where."""
+    import random
+
+    from thunder.core.errors import ThunderRuntimeError
+
+    def decode(target, predicted, ratio):
+        return target if random.random() < ratio else predicted  # the scheduled-sampling branch
+
+    with pytest.raises(ThunderRuntimeError, match=r"random\.random\(\) at .*the scheduled-sampling branch"):
+        thunder.jit(decode)(torch.ones(2), torch.zeros(2), 0.5)
