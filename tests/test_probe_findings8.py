@@ -335,3 +335,42 @@ def test_a_branch_on_random_random_names_the_line():
 
     with pytest.raises(ThunderRuntimeError, match=r"random\.random\(\) at .*the scheduled-sampling branch"):
         thunder.jit(decode)(torch.ones(2), torch.zeros(2), 0.5)
+
+
+# -- Tensor.fill_diagonal_ (an NT-Xent loss's masked similarities) ---------------------------------------------------
+
+
+def test_fill_diagonal_as_eager_writes_it():
+    def f(x, cube, wide):
+        sim = x @ x.T
+        sim.fill_diagonal_(0)
+        tall = torch.zeros(7, 3).fill_diagonal_(1.5, wrap=True)
+        unwrapped = torch.zeros(7, 3).fill_diagonal_(2)
+        transposed = wide.clone()
+        transposed.t().fill_diagonal_(9, wrap=True)
+        return sim, tall, unwrapped, cube.clone().fill_diagonal_(-1), transposed, torch.zeros(3, 5, dtype=torch.long).fill_diagonal_(3)
+
+    _agrees(
+        f,
+        lambda: (torch.randn(4, 3, requires_grad=True), torch.randn(3, 3, 3, requires_grad=True), torch.randn(3, 8, requires_grad=True)),
+        loss=lambda r: r[0].sum() + r[3].sum() + r[4].sum(),
+    )
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3, 4)])
+def test_fill_diagonal_refuses_what_eager_refuses(shape):
+    def f(x):
+        return x.clone().fill_diagonal_(1)
+
+    with pytest.raises(RuntimeError) as expected:
+        f(torch.zeros(shape))
+    with pytest.raises(RuntimeError) as got:
+        thunder.jit(f)(torch.zeros(shape))
+    assert str(expected.value) in str(got.value)
+
+
+def test_fill_diagonal_of_an_input_writes_into_it():
+    x, y = torch.randn(3, 3), torch.randn(3, 3)
+    y.copy_(x)
+    thunder.jit(lambda t: t.fill_diagonal_(0))(x)
+    torch.testing.assert_close(x, y.fill_diagonal_(0))
