@@ -437,7 +437,7 @@ class Tracer(
                 undo()
             self._evaluations = data_dependent.Evaluations()  # the values it computed: not kept past tracing
         self.constraints = self._constraints_on_outcomes(cs)
-        self._refuse_branches_on_hoisted()
+        self._refuse_branches_on_hoisted(cs)
         self._check_reads_of_written_state()
         self._check_strides()
         self._check_buffers()

@@ -302,10 +302,12 @@ def _requested_by_program() -> bool:
 
 
 def _no_values(p: TensorProxy, what: str):
+    loc = _source_location()
+    why = " (it requires grad: eager's text names its grad_fn)" if p.requires_grad and p.strides is None else ""
     return ThunderRuntimeError(
-        f"{what} of tensor {p.name} ({p.type_string()}) needs its values, which are not known while tracing: "
-        "inside a jitted function a tensor is a proxy with metadata only. Format it outside the jitted "
-        "function (return it, then print it), or format its metadata (x.shape, x.dtype) instead."
+        f"{what} of tensor {p.name} ({p.type_string()}){f' at {loc}' if loc else ''} needs its values{why}, which are "
+        "not known while tracing: inside a jitted function a tensor is a proxy with metadata only. Format it outside "
+        "the jitted function (return it, then print it), or format its metadata (x.shape, x.dtype) instead."
     )
 
 
@@ -462,23 +464,36 @@ class TensorProxy(Proxy):
     def itemsize(self) -> int:
         return self.dtype.itemsize
 
-    # Formatting needs values: the program's ``str(x)``/``repr(x)``/``f"{x}"``/``format(x)`` fail clearly, while
-    # thunder's own code (error messages, printers) still gets the proxy's name.
+    # Note [Formatting a traced tensor]
+    # The program's ``str(x)``/``repr(x)``/``f"{x}"`` need the values: a data-dependent value (Note [Data-dependent
+    # values] in thunder.core.data_dependent), the text eager makes, which every call checks. Only where that text
+    # is eager's: an input (the caller's own tensor, whose text shows its ``requires_grad``/``grad_fn``), or a tensor
+    # that does not require grad (eager's text of one that does names its ``grad_fn``, which no traced value has);
+    # otherwise, or where the value cannot be had, a clear error. (``torch.distributions`` formats an invalid
+    # parameter into its ValueError.) Thunder's own code (error messages, printers) gets the proxy's name.
+    def _text(self, kind: str, what: str) -> str:
+        text = _read_value(self, kind) if self.strides is not None or not self.requires_grad else None
+        if text is None:
+            raise _no_values(self, what)
+        return text
+
     def __str__(self) -> str:
         if _requested_by_program():
-            raise _no_values(self, "str()")
+            return self._text("str", "str()")
         return self.name
 
     def __repr__(self) -> str:
         if _requested_by_program():
-            raise _no_values(self, "repr()")
+            return self._text("repr", "repr()")
         return self.name
 
     def __format__(self, spec: str) -> str:
         if _requested_by_program():
             if self.ndim == 0:  # eager formats a 0-d tensor's item: a data-dependent value (``f"expert_{i[0]}"``)
                 return format(self.item(), spec)
-            raise _no_values(self, "Formatting (an f-string or format())")
+            if spec:  # eager's object.__format__
+                raise TypeError("unsupported format string passed to Tensor.__format__")
+            return self._text("str", "Formatting (an f-string or format())")
         return format(self.name, spec)
 
     # Data-dependent uses: the tracer splits the program there (Note [Data-dependent values] in

@@ -178,13 +178,15 @@ class SymbolicNumbersMixin:
                     given = tuple(symbols[n] for n in outcome.given)
                     bsyms[i] = bsym.from_bsym(args=(t, kind, outcome, index, (*earlier, *given)), lineage=bsym.lineage)
 
-    def _refuse_branches_on_hoisted(self) -> None:
-        """A branch on ``random.random()`` would pick a trace per draw, and trying the traces draws again."""
+    def _refuse_branches_on_hoisted(self, where: dict) -> None:
+        """A branch on ``random.random()`` would pick a trace per draw, and trying the traces draws again; ``where``:
+        each constraint's source location, named in the error."""
         for expr in self.constraints:
             for name, what in self._hoisted.items():
                 if re.search(rf"\b{re.escape(name)}\b", expr):
+                    at = f" at {where[expr]}" if where.get(expr) is not None else ""
                     raise ThunderRuntimeError(
-                        f"The program needs the Python value of {what}() ({expr}: a branch, a conversion such as "
+                        f"The program needs the Python value of {what}(){at} ({expr}: a branch, a conversion such as "
                         "float(), or an index), which changes on every call; thunder passes such results into the trace "
                         "as values and cannot decide Python control flow with them. "
                         "Draw the number outside the jitted function and pass it as an argument, or use torch.rand "

@@ -23,9 +23,10 @@ from typing import Any
 import torch
 
 from thunder.core import prims
+from thunder.core.dtypes import is_inexact_dtype
 from thunder.core.errors import UnsupportedOpError
 from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import tree_leaves
+from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import RERUN, BoundSymbol, Symbol
 from thunder.core.trace import TraceCtx
@@ -46,7 +47,7 @@ class TracedContext:
     def __init__(self, inputs: tuple):
         self.saved_tensors: tuple = ()
         self.needs_input_grad = tuple(isinstance(a, TensorProxy) and a.requires_grad for a in inputs)
-        self.non_differentiable: set[str] = set()
+        self.non_differentiable: list = []
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors) -> None:
@@ -56,7 +57,8 @@ class TracedContext:
         pass
 
     def mark_non_differentiable(self, *tensors) -> None:
-        self.non_differentiable.update(t.name for t in tensors if isinstance(t, Proxy))
+        # Kept as objects: the interpreter runs this method, where a proxy's ``name`` is eager's ``Tensor.name``.
+        self.non_differentiable.extend(tensors)
 
     def set_materialize_grads(self, value: bool) -> None:
         self.materialize_grads = value
@@ -68,6 +70,11 @@ class TracedContext:
         )
 
 
+# Note [What a Function returns]
+# ``apply`` makes autograd outputs of what ``forward`` returns: the tensor it returns, or each tensor item of the
+# tuple it returns. Anything else, a list of tensors included, is passed through untouched: its tensors were made
+# with grad mode off and do not require grad, and backward gets None for it. So backward takes exactly one
+# cotangent per item of the tuple.
 def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Callable) -> Any:
     """Traces ``cls.apply(*args)`` into ``trace`` (Note [Custom autograd functions]); ``call(fn, args)``
     runs Python code under the interpreter. Returns what the program gets."""
@@ -81,20 +88,26 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
             call(cls.setup_context, (ctx, args, out))
         else:
             out = call(cls.forward, (ctx, *args))
-        if any(b.sym is prims.set_grad_enabled for b in trace.bound_symbols[start:]):
+        switched = any(b.sym is prims.set_grad_enabled for b in trace.bound_symbols[start:])
+        if switched:
             # ``forward`` switched grad mode (``with torch.no_grad():``), which the computation replays;
             # it leaves the mode it found, as eager does, not the off that forward ran in.
             prims.set_grad_enabled(grad_enabled)
-        outputs = [t for t in tree_leaves(out) if isinstance(t, TensorProxy)]
+        # Eager's outputs are forward's result or the items of the tuple it returns (Note [What a Function
+        # returns]); backward takes one cotangent per output, None for those that are not tensors.
+        returned = out if isinstance(out, tuple) else (out,)
+        outputs = [t for t in returned if isinstance(t, TensorProxy)]
         placeholders = [TensorProxy.like(t, requires_grad=False) for t in outputs]
+        cotangents = iter(placeholders)
+        backward_args = [next(cotangents) if isinstance(t, TensorProxy) else None for t in returned]
         scratch: list[BoundSymbol] = []
         inputs = [a for a in args if isinstance(a, TensorProxy)]
-        differentiable = grad_enabled and any(a.requires_grad for a in inputs)
+        differentiable = grad_enabled and any(a.requires_grad for a in inputs) and bool(outputs)
         if differentiable:
             trace.scopes.append(scratch)
             failure = None
             try:
-                grads = call(cls.backward, (ctx, *placeholders))
+                grads = call(cls.backward, (ctx, *backward_args))
             except Exception as e:  # noqa: BLE001 - whatever stops it, eager meets it only in a backward
                 failure = e
             finally:
@@ -120,22 +133,49 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
     input_grads = [g for a, g in zip(args, grads) if isinstance(a, TensorProxy)]
     extra = [p for name, p in reads.items() if name not in {a.name for a in inputs}]
 
+    marked = {t.name for t in ctx.non_differentiable if isinstance(t, Proxy)}
     results = [
-        TensorProxy.like(
-            t, requires_grad=differentiable and t.name not in ctx.non_differentiable and t.dtype.is_floating_point
-        )
+        TensorProxy.like(t, requires_grad=differentiable and t.name not in marked and is_inexact_dtype(t.dtype))
         for t in outputs
     ]
+    # Tensors forward made and returned inside another item (a list) are no outputs: cut from autograd.
+    passed = {a.name for a in inputs} | {t.name for t in outputs}
+    within = {t.name: t for x in returned if not isinstance(x, TensorProxy) for t in tree_leaves(x)
+              if isinstance(t, TensorProxy) and t.name not in passed}
+    cut = {name: TensorProxy.like(t, requires_grad=False) for name, t in within.items()}
+    kept_off = [r for r in (*results, *cut.values()) if is_inexact_dtype(r.dtype) and not r.requires_grad]
+    if kept_off and grad_enabled and any(a.requires_grad for a in inputs):
+        _forward_with_grad_off(trace, start, switched, grad_enabled)
     sym = Symbol(name=f"{cls.__name__}.apply", meta=None, id=f"autograd_function.{cls.__qualname__}", printer=_print_alias)
-    grad_rules.register(sym)(_backward_rule(scratch, placeholders, input_grads, len(outputs), len(extra)))
-    trace.add_bound_symbol(sym.bind(*outputs, *inputs, *extra, output=tuple(results), source=None))
+    n_out = len(outputs) + len(cut)
+    grad_rules.register(sym)(_backward_rule(scratch, placeholders, input_grads, n_out, len(extra)))
+    trace.add_bound_symbol(
+        sym.bind(*outputs, *within.values(), *inputs, *extra, output=(*results, *cut.values()), source=None)
+    )
     from thunder.core.tracectx import current_source_location
 
     trace.bound_symbols[-1].source = current_source_location()
-    swap = {t.name: r for t, r in zip(outputs, results)}
-    from thunder.core.pytree import tree_map
+    last = {t.name: r for t, r in zip(outputs, results)}  # a tensor returned twice is the later output, as in eager
+    applied = tuple(
+        last[x.name] if isinstance(x, TensorProxy)
+        else tree_map(lambda t: cut.get(t.name, t) if isinstance(t, TensorProxy) else t, x)
+        for x in returned
+    )
+    return applied if isinstance(out, tuple) else applied[0]
 
-    return tree_map(lambda x: swap.get(x.name, x) if isinstance(x, TensorProxy) else x, out)
+
+# Note [Results of a Function that do not require grad]
+# Eager runs ``forward`` with grad mode off: what it returns marked non-differentiable (``ctx.mark_non_differentiable``),
+# or inside a list, does not require grad though it was computed from inputs that do. The trace says so, but a
+# computation with no result that requires grad runs under torch's autograd as it is (there is no split), and its
+# ops would record a graph: the result would require grad. So where such a result exists, the forward's ops are
+# recorded between switches of grad mode, off and back, as eager runs them.
+def _forward_with_grad_off(trace: TraceCtx, start: int, switched: bool, grad_enabled: bool) -> None:
+    """Puts the ops ``forward`` recorded from ``start`` on under grad mode off (the Note above)."""
+    prims.set_grad_enabled(False)
+    trace.bound_symbols.insert(start, trace.bound_symbols.pop())
+    if not switched:  # (where forward switched, the switch back is recorded already)
+        prims.set_grad_enabled(grad_enabled)
 
 
 def higher_order_function(
@@ -225,9 +265,24 @@ def _backward_rule(scratch: list[BoundSymbol], placeholders: list, input_grads: 
         for bsym in scratch:
             trace.add_bound_symbol(bsym.rename(swap).from_bsym())
         grads = [swap.get(x.name, x) if isinstance(x, Proxy) else x for x in input_grads]
+        inputs = marker_args[n_outputs : len(marker_args) - n_extra]
+        grads = [_as_the_engine_takes(x, a) if isinstance(x, TensorProxy) else x for x, a in zip(grads, inputs)]
         return (None,) * n_outputs + tuple(grads) + (None,) * n_extra
 
     return rule
+
+
+def _as_the_engine_takes(g: TensorProxy, a: TensorProxy) -> TensorProxy:
+    """Gradient ``g`` that a Function's backward returned for input ``a``, as torch's engine passes it on
+    (``validate_outputs``): summed to ``a``'s shape where ``a`` expands to it, then cast to ``a``'s dtype (an AMP
+    ``custom_fwd(cast_inputs=torch.float32)`` forward's backward returns float32 for a bfloat16 input)."""
+    shape, lead = tuple(a.shape), len(g.shape) - len(a.shape)
+    if tuple(g.shape) != shape and lead >= 0 and all(n in (1, m) for n, m in zip(shape, g.shape[lead:])):
+        dims = (*range(lead), *(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1))
+        g = prims.reshape(prims.sum(g, dims), shape)
+    if g.dtype != a.dtype and is_inexact_dtype(a.dtype) and not (g.dtype.is_complex and not a.dtype.is_complex):
+        g = prims.convert_element_type(g, a.dtype)
+    return g
 
 
 # Note [Activation checkpointing]

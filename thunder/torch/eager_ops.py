@@ -110,9 +110,27 @@ def _istft_meta(input, n_fft, hop_length=None, win_length=None, window=None, cen
     return TensorProxy(shape=(*input.shape[:-2], length), dtype=dtype, device=input.device)
 
 
+def _cov_meta(input, *, correction=1, fweights=None, aweights=None):
+    """``torch.cov`` checks the degrees of freedom on the weights' values (it warns, and clamps them, where they are
+    not positive); its output is one variance for one variable (a vector, or one row), else variables by variables,
+    of the input's dtype promoted with ``aweights``', a floating one."""
+    dtype = input.dtype if aweights is None else torch.promote_types(input.dtype, aweights.dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        dtype = torch.get_default_dtype()
+    n = input.shape[0] if input.ndim == 2 else 1
+    return TensorProxy(shape=(n, n) if n != 1 else (), dtype=dtype, device=input.device)
+
+
+def _corrcoef_meta(input):
+    """``torch.corrcoef``: ``cov(input)`` normalised."""
+    return _cov_meta(input)
+
+
 #: Eager ops whose fake run reads a value (Note [Eager ops]) but whose output's metadata does not
 #: depend on it: the function that gives the output's proxy instead.
-_SHAPES_WITHOUT_VALUES: dict[Callable, Callable] = {torch.ctc_loss: _ctc_loss_meta, torch.istft: _istft_meta}
+_SHAPES_WITHOUT_VALUES: dict[Callable, Callable] = {
+    torch.ctc_loss: _ctc_loss_meta, torch.istft: _istft_meta, torch.cov: _cov_meta, torch.corrcoef: _corrcoef_meta,
+}
 
 
 def _pairs(out, g):
@@ -510,6 +528,10 @@ _TABLE: tuple[tuple[Callable, str | None], ...] = (
     (torch.hash_tensor, "hash_tensor"),
     (torch._chunk_cat, None),
     (torch.histogramdd, None),
+    (torch.fake_quantize_per_tensor_affine, None),
+    (torch.fake_quantize_per_channel_affine, None),
+    (torch._fake_quantize_learnable_per_tensor_affine, None),
+    (torch._fake_quantize_learnable_per_channel_affine, None),
 )
 
 

@@ -670,8 +670,27 @@ def masked_fill(a, mask, value):
     return prims.where(m_b, v, a_b)
 
 
+@torchsymbol(id="torch.Tensor.fill_diagonal")
+def fill_diagonal(a, fill_value, wrap=False):
+    """The value ``Tensor.fill_diagonal_`` writes (the method has no out-of-place twin): ``fill_value`` where all
+    indices are equal; in a matrix taller than wide, with ``wrap``, the diagonal starts again one row below its end,
+    every ``cols + 1`` elements of the flattened matrix (numpy's ``fill_diagonal``)."""
+    op = "Tensor.fill_diagonal_"
+    if a.ndim < 2:
+        raise ThunderRuntimeError(f"{op}: dimensions must larger than 1")
+    if a.ndim > 2 and any(n != a.shape[0] for n in a.shape):
+        raise ThunderRuntimeError(f"{op}: all dimensions of input must be of equal length")
+    numel = math.prod(pin_index(n) for n in a.shape)
+    step = sum(math.prod(a.shape[k + 1 :]) for k in range(a.ndim))  # from one diagonal element to the next
+    flat = prims.iota(numel, start=0, step=1, device=a.device, dtype=torch.int64)
+    on = prims.eq(prims.remainder(flat, step), 0)
+    if a.ndim == 2 and not wrap:
+        on = prims.bitwise_and(on, prims.lt(flat, min(a.shape) * step))
+    return masked_fill(a, prims.reshape(on, tuple(a.shape)), fill_value)
+
+
 _export(getitem, setitem, index_put, index_select, gather, take_along_dim, scatter, scatter_add, index_add,
-        index_copy, index_fill, take, masked_fill)  # fmt: skip
+        index_copy, index_fill, take, masked_fill, fill_diagonal)  # fmt: skip
 _export(
     make_inplace(index_put),
     make_inplace(scatter),
@@ -680,6 +699,7 @@ _export(
     make_inplace(index_copy),
     make_inplace(index_fill),
     make_inplace(masked_fill),
+    make_inplace(fill_diagonal),
 )
 
 

@@ -729,6 +729,8 @@ _TENSOR_VALUE = {
     "float": float,
     "index": lambda t: t.__index__(),
     "tolist": torch.Tensor.tolist,
+    "str": str,  # a tensor formatted (Note [Formatting a traced tensor] in thunder.core.proxies)
+    "repr": repr,
     "is_leaf": lambda t: t.is_leaf,  # an input's: a parameter or not (TensorProxy.is_leaf)
     "is_inference": torch.Tensor.is_inference,  # an input's (TensorProxy.is_inference)
 }
