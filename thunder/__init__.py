@@ -775,7 +775,7 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     else:
 
         def fn_(*args, **kwargs):
-            if recording[0]:
+            if recording:
                 state.last_inputs = (args, kwargs)
             return slow_call(args, kwargs)
 
