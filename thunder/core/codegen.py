@@ -497,8 +497,9 @@ def _guarded_body(body: list[str], spans: list, guarded: str, end: int) -> tuple
 # checks run in a ``while True`` and the printers print each failed check as leaving it (``Printer.on_miss``: the
 # miss, then ``break``) where the fused prologue returns the miss (``trace_source`` with a printer's ``own``). Its
 # globals are ``fn_``'s, which hold only these hooks (``_thunder_*``) and the builtins: every name of the fused
-# prologue's context is a local, unpacked from one constant of the code object (``embed_constants``), so a code
-# object is complete in itself and a thread still running the code of the entry before keeps running it unchanged.
+# prologue's context is a constant of the code object or a local unpacked from one (``embed_constants``, Note
+# [Constants of the jitted function's own code]), so a code object is complete in itself and a thread still running
+# the code of the entry before keeps running it unchanged.
 # Generated frames now stand between the caller and the slow path, so what looks for the caller's frame (a traced
 # ``warnings.warn``, the recompile warning) skips generated code (``is_generated``) as it skips thunder's files. An
 # entry that may change outcome (Note [Data-dependent values]) or that runs the call again eagerly after a failure
