@@ -531,7 +531,7 @@ def _python_calls(fn, *args) -> list[str]:
     import sys
 
     calls: list[str] = []
-    recording = thunder._recording_last_inputs[0]
+    recording = thunder._recording_inputs()
     thunder._record_last_inputs(False)
     sys.setprofile(lambda frame, event, arg: calls.append(frame.f_code.co_name) if event == "call" else None)
     try:
@@ -611,7 +611,7 @@ def test_the_jitted_functions_own_code_notes_runtime_errors_and_records_inputs()
     with pytest.raises(IndexError) as raised:
         jf(x, torch.tensor(5))
     assert any(n.startswith("while running torch_getitem") for n in getattr(raised.value, "__notes__", ()))
-    recording = thunder._recording_last_inputs[0]
+    recording = thunder._recording_inputs()
     thunder._record_last_inputs(True)
     try:
         i = torch.tensor(2)
@@ -691,3 +691,99 @@ def test_a_parameter_named_like_a_generated_constant_hits_the_cache():
     for _ in range(3):
         torch.testing.assert_close(jg(x, x, 3.0, 4.0), g(x, x, 3.0, 4.0))
     assert thunder.cache_misses(jg) == 1
+
+
+def _own_code_accepts(jf, *args, **kwargs) -> bool:
+    """Whether the jitted function's own code (Note [The fused prologue is the jitted function's code]) takes the
+    call's hit path: run with its own globals but a slow path that only says it was asked."""
+    import types
+
+    missed = object()
+    hooks = {**jf.__globals__, "_thunder_slow": lambda args, kwargs: missed}
+    own = types.FunctionType(jf.__code__, hooks, "own", jf.__defaults__)
+    return own(*args, **kwargs) is not missed
+
+
+def test_the_jitted_functions_own_code_accepts_exactly_what_its_prologue_accepts():
+    # Its checks, read from its constants (Note [Constants of the jitted function's own code]), against the entry's
+    # plain prologue, over what the C check and the Python conditions tell apart.
+    class Sub(torch.Tensor):
+        pass
+
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    entry = jf._thunder.last_entry
+    assert jf.__code__ is not thunder._state(jf).dispatch_code
+    with torch.inference_mode():
+        made_in_inference = torch.randn(2, 2)
+    candidates = {
+        "same": lambda: (a, b), "other tensors": lambda: (torch.randn(2, 2), torch.randn(2, 2)),
+        "one tensor twice": lambda: (a, a), "strides": lambda: (a, torch.randn(2, 2).t()),
+        "dtype": lambda: (a, b.double()), "shape": lambda: (a, torch.randn(2, 1)), "rank": lambda: (a, torch.randn(2)),
+        "requires_grad": lambda: (a, torch.randn(2, 2, requires_grad=True)),
+        "parameter": lambda: (a, torch.nn.Parameter(torch.randn(2, 2))), "device": lambda: (a, b.to("meta")),
+        "subclass": lambda: (a, torch.randn(2, 2).as_subclass(Sub)), "inference tensor": lambda: (a, made_in_inference),
+        "number": lambda: (a, 1.0), "missing": lambda: (a,), "extra": lambda: (a, b, b),
+    }  # fmt: skip
+    accepted = set()
+    for mode in ("grad", "no_grad", "inference_mode"):
+        for name, make in candidates.items():
+            with torch.inference_mode() if mode == "inference_mode" else torch.set_grad_enabled(mode == "grad"):
+                args = make()
+                expected = not isinstance(entry.prologue(*args), thunder.Rejection)
+                assert _own_code_accepts(jf, *args) is expected, (mode, name)
+                if expected:
+                    accepted.add(name)
+    assert {"same", "other tensors", "one tensor twice", "strides"} <= accepted  # (it does accept something)
+    assert not {"dtype", "shape", "rank", "requires_grad", "device", "number", "missing", "extra"} & accepted
+    assert not _own_code_accepts(jf, a, b, c=1)
+
+
+def test_the_jitted_functions_own_code_reads_its_constants_as_constants():
+    # Note [Constants of the jitted function's own code]: the C check, the miss hooks and the function whose code is
+    # checked are constants of the code; only what the compiler cannot take as a constant is unpacked into a local.
+    import dis
+
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    loaded = [i.argval for i in dis.get_instructions(jf.__code__) if i.opname == "LOAD_CONST"]
+    guards = [c for c in loaded if type(c).__name__ == "TensorGuards"]
+    assert len(guards) == 1 and guards[0].check(a, b)
+    assert add in loaded  # (``add = _captured0``)
+    names = set(jf.__code__.co_varnames)
+    assert not any(n.startswith(("_tensor_guard", "_missed", "_raised_here", "_captured")) for n in names), names
+    recording = thunder._recording_inputs()
+    thunder._record_last_inputs(False)
+    try:
+        hits, misses = thunder.cache_hits(jf), thunder.cache_misses(jf)
+        torch.testing.assert_close(jf(a, b), a + b)
+        assert (thunder.cache_hits(jf), thunder.cache_misses(jf)) == (hits + 1, misses)
+        torch.testing.assert_close(jf(a, b.double()), a + b.double())  # a miss, through the constant miss hook
+        assert thunder.cache_misses(jf) == misses + 1 and "float64" in str(thunder.cache_miss_reasons(jf)[-1])
+    finally:
+        thunder._record_last_inputs(recording)
+
+
+def test_the_jitted_functions_own_code_records_the_inputs_of_a_hit_and_of_a_miss():
+    # Note [Recording the last inputs]: a hit records after its checks (the bump of its hit counter says whether to),
+    # a miss before the slow path.
+    jf = thunder.jit(add)
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    _hot(jf, a, b)
+    recording = thunder._recording_inputs()
+    try:
+        thunder._record_last_inputs(True)
+        c = torch.randn(2, 2)
+        jf(a, c)
+        assert thunder._last_inputs(jf)[0][1] is c
+        d = torch.randn(3)
+        jf(d, d)  # a miss
+        recorded = thunder._last_inputs(jf)[0]
+        assert len(recorded) == 2 and all(x is d for x in recorded)
+        thunder._record_last_inputs(False)
+        jf(a, b)
+        assert thunder._last_inputs(jf)[0][0] is d  # nothing recorded
+    finally:
+        thunder._record_last_inputs(recording)

@@ -360,7 +360,7 @@ def test_the_compiling_call_lets_go_of_its_inputs():
     def fails(x):
         raise ValueError("while tracing")
 
-    recording = thunder._recording_last_inputs[0]  # the explorer's reruns keep the last inputs on purpose
+    recording = thunder._recording_inputs()  # the explorer's reruns keep the last inputs on purpose
     thunder._record_last_inputs(False)
     gc.disable()
     try:

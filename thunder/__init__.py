@@ -40,6 +40,7 @@ from thunder.common import (
     CACHE_OPTIONS,
     MISS,
     SHARP_EDGES_OPTIONS,
+    AtomicCounter,
     CacheEntry,
     CompileData,
     CompileStats,
@@ -193,7 +194,7 @@ class _Jitted:
     def __init__(self, cd: CompileData):
         self.cd = cd
         self.cache = Cache(cd.options.cache_size_limit)
-        self.cs = CompileStats(cache=self.cache)
+        self.cs = CompileStats(cache=self.cache, hits=AtomicCounter(_recording_last_inputs))
         self.last_entry: CacheEntry | None = None
         self.previous_entry: CacheEntry | None = None  # Note [The entry used before is tried next]
         self.try_previous = True  # (it is, until it misses; then again once the lookup finds it)
@@ -667,13 +668,21 @@ def jit(
 # A tool that reruns what the user ran (thunder_viz's explorer, opened after an ordinary training
 # step) needs the inputs of the last call. While ``_record_last_inputs(True)`` is in effect each
 # call keeps a reference to its arguments in its function's state (``_last_inputs``); otherwise
-# nothing is kept, and the hot path pays one list lookup.
-_recording_last_inputs = [False]
+# nothing is kept. The flag is a list that holds ``True`` while recording and nothing otherwise, so its truth
+# is the flag's: the bump of a function's hit counter returns it (``AtomicCounter``), and the jitted function's
+# own code (Note [The fused prologue is the jitted function's code] in ``thunder.core.codegen``) asks nothing
+# more on a hit (``if next(_thunder_hits): <record>``, after its checks; before the slow path on a miss).
+_recording_last_inputs: list = []
 
 
 def _record_last_inputs(enabled: bool = True) -> None:
     """Turns recording of each jitted function's last inputs on or off (Note [Recording the last inputs])."""
-    _recording_last_inputs[0] = bool(enabled)
+    _recording_last_inputs[:] = [True] if enabled else []
+
+
+def _recording_inputs() -> bool:
+    """Whether each jitted function records its last inputs (Note [Recording the last inputs])."""
+    return bool(_recording_last_inputs)
 
 
 def _last_inputs(fn) -> tuple[tuple, dict] | None:
@@ -693,7 +702,7 @@ def _last_inputs(fn) -> tuple[tuple, dict] | None:
 # for the caller's frame skips, not generated code.
 _DISPATCH_SOURCE = """
 def fn_(*args, **kwargs):
-    if _thunder_recording[0]:
+    if _thunder_recording:
         _thunder_state.last_inputs = (args, kwargs)
     entry = _thunder_state.last_entry
     if entry is not None:
@@ -766,7 +775,7 @@ def _make_jitted(fn: Callable, cd: CompileData) -> Callable:
     else:
 
         def fn_(*args, **kwargs):
-            if recording[0]:
+            if recording:
                 state.last_inputs = (args, kwargs)
             return slow_call(args, kwargs)
 

@@ -181,18 +181,20 @@ class CacheEntry:
 class AtomicCounter:
     """A counter that threads bump without a lock.
 
-    A bump is ``next(counter.count)`` on an ``itertools.repeat(None, N)``: one C call, atomic under the GIL, that
+    A bump is ``next(counter.count)`` on an ``itertools.repeat(element, N)``: one C call, atomic under the GIL, that
     allocates nothing (an ``itertools.count`` made an int on every bump: a twentieth of the hot path's own cost,
     Note [The fused prologue is the jitted function's code]), where ``x += 1`` on an attribute loses counts when two
-    threads interleave. The count is the bumps taken from the ``N`` (``__length_hint__``), read without a lock.
+    threads interleave. The count is the bumps taken from the ``N`` (``__length_hint__``), read without a lock. A
+    bump returns ``element`` (a jitted function's hits: whether to record the call's inputs, Note [Recording the
+    last inputs] in ``thunder``).
     """
 
     __slots__ = ("count",)
 
     _START = sys.maxsize
 
-    def __init__(self):
-        self.count = itertools.repeat(None, self._START)
+    def __init__(self, element: Any = None):
+        self.count = itertools.repeat(element, self._START)
 
     @property
     def value(self) -> int:

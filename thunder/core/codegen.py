@@ -454,7 +454,7 @@ def trace_source(
         lines.append(f"@{deco}")
     lines.append(f"def {getattr(trace, 'function_name', trace.name)}({signature}):")
     if own is not None:
-        lines.extend(_direct_prelude(printer.ctx, own))
+        lines.extend(_direct_prelude(printer.ctx))
     # 1-based line of each body piece; a piece may hold newlines (a custom printer's lines).
     header = sum(piece.count("\n") + 1 for piece in lines)
     line_of = list(itertools.accumulate((piece.count("\n") + 1 for piece in body), initial=header + 1))
@@ -497,8 +497,9 @@ def _guarded_body(body: list[str], spans: list, guarded: str, end: int) -> tuple
 # checks run in a ``while True`` and the printers print each failed check as leaving it (``Printer.on_miss``: the
 # miss, then ``break``) where the fused prologue returns the miss (``trace_source`` with a printer's ``own``). Its
 # globals are ``fn_``'s, which hold only these hooks (``_thunder_*``) and the builtins: every name of the fused
-# prologue's context is a local, unpacked from one constant of the code object (``embed_constants``), so a code
-# object is complete in itself and a thread still running the code of the entry before keeps running it unchanged.
+# prologue's context is a constant of the code object or a local unpacked from one (``embed_constants``, Note
+# [Constants of the jitted function's own code]), so a code object is complete in itself and a thread still running
+# the code of the entry before keeps running it unchanged.
 # Generated frames now stand between the caller and the slow path, so what looks for the caller's frame (a traced
 # ``warnings.warn``, the recompile warning) skips generated code (``is_generated``) as it skips thunder's files. An
 # entry that may change outcome (Note [Data-dependent values]) or that runs the call again eagerly after a failure
@@ -567,10 +568,9 @@ def positional_args(given: tuple, rest: tuple) -> tuple:
     return (*(a for a in given if a is not ABSENT), *rest)
 
 
-def _direct_prelude(ctx: dict[str, Any], own: OwnCode) -> list[str]:
+def _direct_prelude(ctx: dict[str, Any]) -> list[str]:
     names = sorted(ctx)
-    unpack = [f"  {', '.join(names)}, = {_CONSTANTS!r}"] if names else []
-    return [*unpack, f"  if _thunder_recording[0]: _thunder_state.last_inputs = ({own.args}, {own.varkwargs})"]
+    return [f"  {', '.join(names)}, = {_CONSTANTS!r}"] if names else []
 
 
 def _direct_body(body: list[str], spans: list, guarded: str, end: int, own: OwnCode) -> tuple[list[str], list]:
@@ -579,22 +579,36 @@ def _direct_body(body: list[str], spans: list, guarded: str, end: int, own: OwnC
     checks = ["    " + piece.replace("\n", "\n    ") for piece in body[:end]]
     computation = ["    " + piece.replace("\n", "\n    ") for piece in body[end:]]
     remake = f"\n      {own.remake}" if own.positional else ""
+    record = "_thunder_state.last_inputs = ({}, " + f"{own.varkwargs})"  # Note [Recording the last inputs]
     direct = [
         "  while True:", "    try:", *checks,
         f"    except Exception as _raised:{remake}\n      {guarded}\n      break",
-        "    next(_thunder_hits)", "    try:", *computation,
+        f"    if next(_thunder_hits): {record.format(own.args)}", "    try:", *computation,
         "    except Exception as _thunder_raised:\n      _thunder_note(_thunder_raised)\n      raise",
-        f"  return _thunder_slow({own.varargs}, {own.varkwargs})",
+        f"  if _thunder_recording: {record.format(own.varargs)}", f"  return _thunder_slow({own.varargs}, {own.varkwargs})",
     ]  # fmt: skip
     moved = [(start + 2, stop + 2, b) if start < end else (start + 5, stop + 5, b) for start, stop, b in spans]
     return direct, moved
 
 
+# Note [Constants of the jitted function's own code]
+# The names of the fused prologue's context are values fixed when it is compiled (the function's code object, the C
+# tensor check, the miss hooks), which the jitted function's own code reads without a global: one constant of the
+# code, a tuple, unpacked into locals at the top of each call, cost about as much as the rest of its bookkeeping
+# (eight names: 300 of the 3,600 instructions a cached ``a + b`` spends beyond eager's, callgrind, 2026-12-07). So a
+# name that the code reads only where a constant may stand is a constant of the code itself (``LOAD_CONST``, as
+# ``None`` is): the object whose attribute is read or method called, an argument of a call, the value of an
+# assignment, and, in the body of a check's ``if`` (a miss, the Python conditions where the C tensor check declines)
+# or its ``except``, the function called, as ``<constant>.__call__(...)``. Elsewhere (``x is _obj``, ``_dict[key]``,
+# ``if _flag:``) CPython would warn about a literal, fold it, or decide the branch when compiling, so those names are
+# unpacked as before. The source is compiled again from its syntax tree with such names as placeholder strings, which
+# the values then replace in the code's constants; each placeholder must be loaded as often as the name was read, or
+# the code is refused (a value the compiler folded or duplicated).
 def embed_constants(fn: Callable, ctx: dict[str, Any], source: str) -> types.CodeType | None:
     """The code of ``fn``, compiled from ``source`` (``trace_source`` with a printer's ``own``), with the values of
-    ``ctx`` in its constant; None where it would read another global than the hooks and the builtins, a ``break``
-    could leave another loop than its own, or a check returns (a printer that does not print ``on_miss``) (Note
-    [The fused prologue is the jitted function's code])."""
+    ``ctx`` as its constants (Note [Constants of the jitted function's own code]); None where it would read another
+    global than the hooks and the builtins, a ``break`` could leave another loop than its own, or a check returns (a
+    printer that does not print ``on_miss``) (Note [The fused prologue is the jitted function's code])."""
     import ast
     import builtins
     import dis
@@ -603,21 +617,74 @@ def embed_constants(fn: Callable, ctx: dict[str, Any], source: str) -> types.Cod
     allowed = {*_DIRECT_HOOKS, *vars(builtins)}
     if code.co_freevars or {*code.co_varnames, *code.co_cellvars} & set(_DIRECT_HOOKS):
         return None
-    if any(i.opname == "LOAD_GLOBAL" and i.argval not in allowed for i in dis.get_instructions(code)):
-        return None
-    loop = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.While))
+    tree = ast.parse(source)
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    loop = next(n for n in ast.walk(function) if isinstance(n, ast.While))
     if any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for stmt in loop.body for n in ast.walk(stmt)):
         return None
     checks = loop.body[0]  # the ``try`` of the checks
     if any(isinstance(n, ast.Return) for stmt in checks.body for n in ast.walk(stmt)):
         return None
-    at = [i for i, c in enumerate(code.co_consts) if type(c) is str and c == _CONSTANTS]
-    if len(at) != (1 if ctx else 0):
-        return None
-    consts = list(code.co_consts)
-    for i in at:
-        consts[i] = tuple(ctx[name] for name in sorted(ctx))
-    return code.replace(co_consts=tuple(consts))
+    body = function.body[1:] if ctx else function.body  # (after the unpacking of ``_direct_prelude``)
+    cold = [*(s for stmt in checks.body if isinstance(stmt, ast.If) for s in (*stmt.body, *stmt.orelse))]
+    cold = {id(n) for stmt in (*cold, *(s for h in checks.handlers for s in h.body)) for n in ast.walk(stmt)}
+    reads: dict[str, list] = {}  # name -> (its node's parent, field, index in the field's list), and how it may stand
+    for parent in (n for stmt in body for n in ast.walk(stmt)):
+        for field, value in ast.iter_fields(parent):
+            for index, node in enumerate(value) if isinstance(value, list) else ((None, value),):
+                if isinstance(node, ast.Name) and node.id in ctx:
+                    reads.setdefault(node.id, []).append((parent, field, index, _as_constant(parent, field, cold)))
+    constant = sorted(name for name, at in reads.items() if all(how is not None for *_, how in at))
+    kept = sorted(name for name in reads if name not in constant)
+    marks = {f"__thunder_constant_{name}__": name for name in constant}
+    for mark, name in marks.items():
+        for parent, field, index, how in reads[name]:
+            old = getattr(parent, field) if index is None else getattr(parent, field)[index]
+            node = ast.copy_location(ast.Constant(mark), old)
+            if how == "called":
+                node = ast.copy_location(ast.Attribute(node, "__call__", ast.Load()), old)
+            if index is None:
+                setattr(parent, field, node)
+            else:
+                getattr(parent, field)[index] = node
+    if ctx:
+        function.body[0].targets[0].elts = [ast.Name(name, ast.Store()) for name in kept]
+        if not kept:
+            del function.body[0]
+    module = compile(ast.fix_missing_locations(tree), code.co_filename, "exec", dont_inherit=True)
+    compiled = next(c for c in module.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name)
+    values = {mark: ctx[name] for mark, name in marks.items()}
+    values[_CONSTANTS] = tuple(ctx[name] for name in kept)
+    loads: collections.Counter = collections.Counter()
+
+    def embedded(c: types.CodeType) -> types.CodeType:
+        for i in dis.get_instructions(c):
+            if i.opname == "LOAD_GLOBAL" and i.argval not in allowed:
+                loads["a global"] += 1  # (refused)
+            elif i.opname == "LOAD_CONST" and type(i.argval) is str and i.argval in values:
+                loads[i.argval] += 1
+        consts = (values.get(k, k) if type(k) is str else embedded(k) if type(k) is types.CodeType else k for k in c.co_consts)
+        return c.replace(co_consts=tuple(consts))
+
+    result = embedded(compiled)
+    expected = collections.Counter({mark: len(reads[name]) for mark, name in marks.items()})
+    if ctx and kept:
+        expected[_CONSTANTS] = 1
+    return result if loads == expected else None
+
+
+def _as_constant(parent: Any, field: str, cold: set[int]) -> str | None:
+    """How a name read as ``parent``'s ``field`` may be a constant (Note [Constants of the jitted function's own
+    code]): "value", "called" (as ``<constant>.__call__``) or not at all (None)."""
+    import ast
+
+    if isinstance(parent, (ast.Attribute, ast.keyword)) or (
+        isinstance(parent, ast.Call) and field == "args" or isinstance(parent, ast.Assign) and field == "value"
+    ):
+        return "value"
+    if isinstance(parent, ast.Call) and field == "func" and id(parent) in cold:
+        return "called"
+    return None
 
 
 # Note [Generated code and its resources]
