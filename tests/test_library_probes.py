@@ -156,3 +156,26 @@ def test_peft_adapters_switched_between_calls_give_eager_s_values():
     check()
     model.unmerge_adapter()
     check()
+
+
+def test_peft_generate_runs_the_model_compiled():
+    """``PeftModel.generate`` calls ``get_base_model().generate(...)``, whose calls are of the inner model, not of the
+    PeftModel: they ran eagerly (0 compiles). Each call of a submodule made while a method of the compiled module runs
+    is compiled (Note [Submodules called by a method of a compiled module]): as the plain model's, prefill and one
+    decoding entry, and eager's tokens."""
+    model = _lora_model(0).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_()
+    ids = torch.randint(0, 50, (2, 6), generator=torch.Generator().manual_seed(0))
+    kwargs = dict(max_new_tokens=8, do_sample=False, pad_token_id=0)
+    expected = model.generate(input_ids=ids, **kwargs)
+    jm = thunder.jit(model)
+    assert torch.equal(jm.generate(input_ids=ids, **kwargs), expected)
+    assert thunder.cache_misses(jm) == 2 and thunder.cache_hits(jm) == 6
+    assert torch.equal(jm.generate(input_ids=ids, **kwargs), expected)
+    assert thunder.cache_misses(jm) == 2
+    model(input_ids=ids)  # the original modules, called directly, stay eager
+    model.get_base_model()(input_ids=ids)
+    assert thunder.cache_hits(jm) + thunder.cache_misses(jm) == 16
