@@ -390,6 +390,20 @@ def test_a_parameter_the_program_makes_and_computes_with_is_eager_s():
         def forward(self, x):
             return torch.nn.Linear(3, 3)(x)
 
+    class Holder(torch.nn.Module):  # registers no parameter it made: traced, as before
+        def __init__(self):
+            super().__init__()
+            self.register_parameter("bias", None)
+
+    class Checks(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if Holder().bias is None else x
+
+    jm = thunder.jit(Checks())
+    for _ in range(2):
+        torch.testing.assert_close(jm(x), x * 2)
+    assert thunder.cache_misses(jm) == 1
+
     for fn in (returned, Built()):
         jfn = thunder.jit(fn)
         torch.manual_seed(0)

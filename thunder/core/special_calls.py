@@ -93,6 +93,7 @@ _WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
 _COPIED_ARRAYS = (torch.tensor, torch.as_tensor, torch.from_numpy)
 _torch_module_call = unreplaced(_WRAPPED_CALL_IMPL)
 _torch_module_init = unreplaced(torch.nn.Module.__init__)
+_torch_register_parameter = unreplaced(torch.nn.Module.register_parameter)
 _dataclass_fields = unreplaced(dataclasses.fields)
 
 
@@ -851,7 +852,7 @@ class SpecialCallsMixin:
         """``module.register_parameter(name, p)``: a parameter the program made is refused there (Note [A parameter
         the program makes and uses])."""
         self.refuse_a_made_parameter(param)
-        return interpreter_call(current_runtime(), torch.nn.Module.register_parameter, (module, name, param), None)
+        return interpreter_call(current_runtime(), _torch_register_parameter, (module, name, param), None)
 
     def refuse_a_made_parameter(self, value: Any) -> None:
         """Stored (an attribute, an item) or registered, a parameter the program made is refused (Note [A parameter
