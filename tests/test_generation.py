@@ -571,3 +571,33 @@ def test_a_library_wrapper_s_digest_covers_constants_and_names_and_is_the_same_i
         for seed in ("1", "2", "3")
     }  # fmt: skip
     assert len(digests) == 1
+
+
+@pytest.mark.parametrize("name", ["t5", "bart", "whisper"])
+def test_an_encoder_decoder_generate_runs_its_encoder_compiled(name):
+    """``generate`` calls ``self.get_encoder()(...)`` itself, before decoding: the encoder ran eagerly. It runs compiled
+    (Note [Submodules called by a method of a compiled module] in thunder.core.module), once per generation, with
+    eager's outputs; a prompt of another length compiles it once more (symbolic), not once per length."""
+    from tests import zoo
+
+    model = zoo.build(name).eval()
+    jm = thunder.jit(model)
+
+    def generate(m, seq: int):
+        if name == "whisper":
+            g = torch.Generator().manual_seed(seq)
+            inputs = {"input_features": torch.randn(2, zoo.MEL_BINS, zoo.MEL_FRAMES, generator=g)}
+        else:
+            inputs = {"input_ids": zoo.input_ids(seq=seq), "attention_mask": zoo.padded_mask(seq=seq)}
+        out = m.generate(**inputs, do_sample=False, max_new_tokens=4, min_new_tokens=4, return_dict_in_generate=True,
+                         output_scores=True)  # fmt: skip
+        return out.sequences, out.scores
+
+    for seq in (6, 7, 9):
+        calls = thunder.cache_hits(jm) + thunder.cache_misses(jm)
+        tokens, scores = generate(jm, seq)
+        expected_tokens, expected_scores = generate(model, seq)
+        assert torch.equal(tokens, expected_tokens)
+        torch.testing.assert_close(scores, expected_scores)
+        assert thunder.cache_hits(jm) + thunder.cache_misses(jm) - calls == 5  # the encoder, then 4 decoder steps
+    assert thunder.cache_misses(jm) <= 8

@@ -156,3 +156,60 @@ def test_peft_adapters_switched_between_calls_give_eager_s_values():
     check()
     model.unmerge_adapter()
     check()
+
+
+def test_peft_generate_runs_the_model_compiled():
+    """``PeftModel.generate`` calls ``get_base_model().generate(...)``, whose calls are of the inner model, not of the
+    PeftModel: they ran eagerly (0 compiles). Each call of a submodule made while a method of the compiled module runs
+    is compiled (Note [Submodules called by a method of a compiled module]): as the plain model's, prefill and one
+    decoding entry, and eager's tokens."""
+    model = _lora_model(0).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_()
+    ids = torch.randint(0, 50, (2, 6), generator=torch.Generator().manual_seed(0))
+    kwargs = dict(max_new_tokens=8, do_sample=False, pad_token_id=0)
+    expected = model.generate(input_ids=ids, **kwargs)
+    jm = thunder.jit(model)
+    assert torch.equal(jm.generate(input_ids=ids, **kwargs), expected)
+    assert thunder.cache_misses(jm) == 2 and thunder.cache_hits(jm) == 6
+    assert torch.equal(jm.generate(input_ids=ids, **kwargs), expected)
+    assert thunder.cache_misses(jm) == 2
+    model(input_ids=ids)  # the original modules, called directly, stay eager
+    model.get_base_model()(input_ids=ids)
+    assert thunder.cache_hits(jm) + thunder.cache_misses(jm) == 16
+
+
+def test_peft_dora_on_gpt2_trains_as_eager():
+    """DoRA with ``fan_in_fan_out`` computes with ``nn.Parameter(weight.T)`` in its forward: the second call failed
+    with MakesParameters (Note [A parameter the program makes and uses]). Losses, gradients and steps are eager's."""
+    import copy
+
+    peft = pytest.importorskip("peft")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=50, n_embd=16, n_layer=2, n_head=2)
+    lora = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_proj"], fan_in_fan_out=True, use_dora=True)
+    eager = peft.get_peft_model(transformers.GPT2LMHeadModel(config), lora)
+    with torch.no_grad():
+        for name, p in eager.named_parameters():
+            if "lora_B" in name:
+                p.normal_()
+    compiled = copy.deepcopy(eager)
+    jm = thunder.jit(compiled)
+    optimizers = [torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-2) for m in (eager, compiled)]
+    for step in range(3):
+        ids = torch.randint(0, 50, (2, 8), generator=torch.Generator().manual_seed(step))
+        losses = []
+        for model in (eager, jm):
+            torch.manual_seed(100 + step)  # GPT-2's dropout
+            losses.append(model(input_ids=ids, labels=ids).loss)
+            losses[-1].backward()
+        torch.testing.assert_close(losses[1], losses[0])
+        for (name, p), q in zip(compiled.named_parameters(), eager.parameters(), strict=True):
+            torch.testing.assert_close(p.grad, q.grad, msg=name)
+        for optimizer in optimizers:
+            optimizer.step()
+            optimizer.zero_grad()
+    assert thunder.cache_misses(jm) == 1

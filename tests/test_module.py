@@ -360,3 +360,55 @@ def test_module_calls_interpret_no_code_of_thunders():
     torch.testing.assert_close(jm(torch.ones(2, 3)), m(torch.ones(2, 3)))
     files = {e["filename"] for e in thunder.last_interpreter_log(jm) if isinstance(e, dict) and e["kind"] == "Line"}
     assert files and not any("special_calls" in f for f in files), files
+
+
+def test_a_parameter_the_program_makes_and_computes_with_is_eager_s():
+    """``nn.Parameter(t)`` in the program (peft's DoRA): a leaf cut from ``t``'s graph, a Parameter to ``isinstance``;
+    returned or kept on a module it is refused after a first eager call, as before (Note [A parameter the program
+    makes and uses])."""
+
+    def f(x, w):
+        p = torch.nn.Parameter(w.t())
+        frozen = torch.nn.Parameter(w.t(), requires_grad=False)
+        return x @ p + x @ frozen, isinstance(p, torch.nn.Parameter), p.is_leaf, p.requires_grad, frozen.requires_grad
+
+    x, w = torch.randn(2, 3, requires_grad=True), torch.randn(4, 3, requires_grad=True)
+    jf = thunder.jit(f)
+    for _ in range(2):
+        out, expected = jf(x, w), f(x, w)
+        torch.testing.assert_close(out[0], expected[0])
+        assert out[1:] == expected[1:]
+        (gx,) = torch.autograd.grad(out[0].sum(), x)
+        (expected_gx,) = torch.autograd.grad(expected[0].sum(), x)
+        torch.testing.assert_close(gx, expected_gx)
+    assert thunder.cache_misses(jf) == 1
+
+    def returned(x):
+        return torch.nn.Parameter(x * 2)
+
+    class Built(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.Linear(3, 3)(x)
+
+    class Holder(torch.nn.Module):  # registers no parameter it made: traced, as before
+        def __init__(self):
+            super().__init__()
+            self.register_parameter("bias", None)
+
+    class Checks(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if Holder().bias is None else x
+
+    jm = thunder.jit(Checks())
+    for _ in range(2):
+        torch.testing.assert_close(jm(x), x * 2)
+    assert thunder.cache_misses(jm) == 1
+
+    for fn in (returned, Built()):
+        jfn = thunder.jit(fn)
+        torch.manual_seed(0)
+        expected = fn(x.detach())
+        torch.manual_seed(0)
+        assert type(jfn(x.detach())) is type(expected)  # the first call ran eagerly
+        with pytest.raises(thunder.core.errors.MakesParameters, match="makes a new parameter"):
+            jfn(x.detach())

@@ -267,3 +267,44 @@ def test_hugging_face_trainer_trains_a_jitted_model_as_eager(tmp_path):
     torch.testing.assert_close(eval_loss, eager_eval_loss)
     for p, q in zip(model.parameters(), eager_model.parameters()):
         torch.testing.assert_close(p, q)
+
+
+def test_hugging_face_trainer_saves_checkpoints_and_resumes_a_jitted_model_as_eager(tmp_path):
+    """``Trainer`` saves a model through ``save_pretrained`` when it is a ``PreTrainedModel`` (or unwraps
+    torch.compile's ``OptimizedModule`` to one); a jitted model was neither, and its state dict, with GPT-2's tied
+    embedding, failed in safetensors: no checkpoint (``save_steps``), no ``save_model``. A compiled module is an
+    instance of the original's class (Note [A compiled module is an instance of the original's class]): checkpoints,
+    loading the best one at the end, ``save_model`` and resuming give eager's losses and weights."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+
+    def train(jit: bool, resume: bool = False):
+        torch.manual_seed(0)
+        model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=50, n_embd=16, n_layer=2, n_head=2))
+        args = transformers.TrainingArguments(
+            output_dir=str(tmp_path / str(jit)), per_device_train_batch_size=4, max_steps=4, logging_steps=1,
+            report_to=[], seed=0, use_cpu=True, save_strategy="steps", save_steps=2, eval_strategy="steps",
+            eval_steps=2, load_best_model_at_end=True, learning_rate=1e-2, dataloader_num_workers=0, disable_tqdm=True,
+        )
+        jm = thunder.jit(model) if jit else model
+        trainer = transformers.Trainer(model=jm, args=args, train_dataset=_TokenDataset(), eval_dataset=_TokenDataset())
+        trainer.train(resume_from_checkpoint=str(tmp_path / str(jit) / "checkpoint-2") if resume else None)
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        return trainer, model, jm, losses
+
+    eager_trainer, eager_model, _, eager_losses = train(False)
+    trainer, model, jm, losses = train(True)
+    assert isinstance(jm, thunder.ThunderModule) and isinstance(jm, transformers.PreTrainedModel)
+    assert trainer.state.best_model_checkpoint.endswith("checkpoint-4")
+    torch.testing.assert_close(losses, eager_losses)
+    for p, q in zip(model.parameters(), eager_model.parameters()):
+        torch.testing.assert_close(p, q)
+    trainer.save_model(str(tmp_path / "saved"))
+    loaded = transformers.GPT2LMHeadModel.from_pretrained(str(tmp_path / "saved"))
+    for p, q in zip(loaded.parameters(), model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    _, eager_resumed, _, eager_resumed_losses = train(False, resume=True)
+    _, resumed, _, resumed_losses = train(True, resume=True)
+    torch.testing.assert_close(resumed_losses, eager_resumed_losses)
+    for p, q in zip(resumed.parameters(), eager_resumed.parameters()):
+        torch.testing.assert_close(p, q)

@@ -66,6 +66,7 @@ from thunder.core.interpreter.versions import check_python_version, running_pyth
 from thunder.core.iterators import IteratorView, check_replayed, eager_arguments, replayable_arguments
 from thunder.core.module import ThunderModule
 from thunder.core.module import install_jit_entry as _install_jit_entry
+from thunder.core.module import running_eagerly as _running_eagerly
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.shape_history import ShapeHistory
@@ -364,7 +365,8 @@ class _Jitted:
     def _eager_call(self, args: tuple, kwargs: dict) -> Any:
         fn = self.cd.fn
         if getattr(fn, "_thunder_calls_module", False):  # the module's own call, not a compiled one it may route to
-            return args[0]._call_impl(*args[1:], **kwargs)
+            with _running_eagerly():
+                return args[0]._call_impl(*args[1:], **kwargs)
         return fn(*args, **kwargs)
 
     def _name(self, args: tuple) -> str:

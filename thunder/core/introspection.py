@@ -91,6 +91,11 @@ def note_input(proxy: TensorProxy, value: Any, where: Callable[[], str] | None =
             "__torch_function__ = torch._C._disabled_torch_function_impl on the subclass (as torch.nn.Parameter "
             "does) if its results are meant to be plain tensors."
         )
+    note_type(proxy, typ)
+
+
+def note_type(proxy: TensorProxy, typ: type) -> None:
+    """``proxy`` stands for a tensor of type ``typ`` (a subclass of torch.Tensor: Note [Eager types])."""
     key = id(proxy)
 
     def forget(ref, key=key):

@@ -153,6 +153,7 @@ class Tracer(
         self._arrays_shared: list[tuple] = []  # (array, its values, torch function) (Note [Tensors of outside arrays])
         self._internal_cells: set[int] = set()  # cells the program made itself
         self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
+        self._made_parameters: dict[int, Proxy] = {}  # Note [A parameter the program makes and uses]
         self._object_dicts: dict[int, tuple[dict, Any]] = {}  # id(__dict__ or the program's copy) -> (__dict__, object)
         self._dict_copies: dict[int, dict] = {}  # id(object) -> the program's copy of its __dict__ (same Note)
         self._copies: dict[int, tuple[Proxy, Any, Any]] = {}  # id(copy) -> (holder, copy, its first contents)
@@ -425,6 +426,7 @@ class Tracer(
                 memo: dict[int, Any] = {}  # what the program made and stores or returns: one object each
                 self.lift_stored_objects_again(memo)
                 result = self.escaping(returned, memo)
+                self._refuse_parameters_leaving(returned)
                 register_containers(result)
                 _check_result(result)
                 self._write_back_copies(memo)

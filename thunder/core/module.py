@@ -76,6 +76,12 @@ class ThunderModule(torch.nn.Module):
     def _get_name(self) -> str:  # (its repr is a ThunderModule's, whatever class _compiled_class made)
         return "ThunderModule"
 
+    @property
+    def __class__(self) -> type:
+        """The original module's class (Note [A compiled module is an instance of the original's class])."""
+        model = self.__dict__.get("_modules", {}).get("_model")
+        return type(self) if model is None else model.__class__
+
     def __init__(self, model: torch.nn.Module, options):
         super().__init__()
         if _jit_entry is None:
@@ -279,15 +285,33 @@ class ThunderModule(torch.nn.Module):
             model = self._model
             if model._compiled_call_impl is not None:  # already routed (a nested call), or compiled by someone else
                 return method(*args, **kwargs)
+            routed = [model]
             # Note [A compiled module's calls under torch.compile]
             model._compiled_call_impl = entry = functools.partial(self._forward_fn, model)
             entry.thunder_entry = True
+            for module in model.modules():  # Note [Submodules called by a method of a compiled module]
+                if module is not model and module._compiled_call_impl is None and not _takes_routing(module):
+                    module.__dict__["_compiled_call_impl"] = _submodule_entry(self._forward_fn, module)
+                    routed.append(module)
             try:
                 return method(*args, **kwargs)
             finally:
-                model._compiled_call_impl = None
+                for module in routed:
+                    module.__dict__["_compiled_call_impl"] = None
 
         return call
+
+
+# Note [A compiled module is an instance of the original's class]
+# ``isinstance(jm, type(model))`` holds, as ``isinstance(jm, ThunderModule)`` does: ``jm.__class__`` is the original's
+# class (``type(jm)`` is still the compiled class: Note [A compiled module's forward has the original's signature]),
+# which ``isinstance`` consults after the type, as for ``unittest.mock``'s and wrapt's proxies. Libraries decide by
+# ``isinstance`` what a model is and how to handle it: Hugging Face's ``Trainer`` saves a ``PreTrainedModel`` (or a
+# ``PeftModel``) with ``save_pretrained`` and anything else as a plain state dict, which safetensors refuses where
+# weights are tied (GPT-2's embedding and head): with a jitted model, no checkpoint, no ``save_model``. torch.compile's
+# ``OptimizedModule`` is unwrapped by accelerate (``is_compiled_module``: an ``isinstance`` check of torch's class, so
+# an ``_orig_mod`` attribute would not do); ours needs no unwrapping: its methods (``save_pretrained``,
+# ``load_adapter``) are the original's, and so are its state dict's keys (no ``_orig_mod.`` prefix).
 
 
 # Note [Attributes set on a compiled module]
@@ -343,6 +367,51 @@ def _is_own_method(value: Any, model: torch.nn.Module) -> bool:
         and bound_self(value) is model
         and getattr(torch.nn.Module, getattr(func, "__name__", ""), None) is not func
     )
+
+
+# Note [Submodules called by a method of a compiled module]
+# A method of the model may call a submodule itself, outside the model's forward: ``generate`` of an encoder-decoder
+# model calls ``self.get_encoder()(...)`` once before decoding, and peft's ``PeftModel.generate`` calls
+# ``get_base_model().generate(...)``, whose calls of the inner model are the whole generation (the PeftModel itself is
+# never called). Routed like the model's own calls, each submodule call made while such a method runs compiles, in the
+# model's compiled function (its own cache entries: the prologue tells the modules apart), so its compile counts and
+# cache hits are the ThunderModule's. Calls of submodules traced inside a compiled forward never run these entries
+# (the tracer takes a thunder entry as no compiled call, Note [Module calls] in thunder.core.special_calls), but a
+# module with hooks or a ``forward`` of its own is traced through torch's call, which would run the entry inside the
+# trace: such a module is left unrouted (called eagerly, it runs eagerly). A submodule call made while a compiled call
+# runs eagerly (tracing stopped where eager did not, the first call of a module that makes parameters) is eager too.
+_eager_runs = threading.local()
+
+
+@contextlib.contextmanager
+def running_eagerly() -> Iterator[None]:
+    """A compiled module call runs eagerly inside: its submodules' calls stay eager (Note [Submodules called by a
+    method of a compiled module])."""
+    was, _eager_runs.active = getattr(_eager_runs, "active", False), True
+    try:
+        yield
+    finally:
+        _eager_runs.active = was
+
+
+def _takes_routing(module: torch.nn.Module) -> bool:
+    """Whether tracing a call of ``module`` runs torch's own call, which would call its ``_compiled_call_impl``."""
+    return bool(
+        type(module)._call_impl is not torch.nn.Module._call_impl or "forward" in module.__dict__
+        or module._forward_hooks or module._forward_pre_hooks or module._backward_hooks or module._backward_pre_hooks
+    )  # fmt: skip
+
+
+def _submodule_entry(forward_fn: Callable, module: torch.nn.Module) -> Callable:
+    """The compiled call of a submodule (Note [Submodules called by a method of a compiled module])."""
+
+    def entry(*args, **kwargs):
+        if getattr(_eager_runs, "active", False):
+            return module._call_impl(*args, **kwargs)
+        return forward_fn(module, *args, **kwargs)
+
+    entry.thunder_entry = True
+    return entry
 
 
 def is_thunder_entry(compiled_call_impl: Any) -> bool:

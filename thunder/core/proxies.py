@@ -596,7 +596,8 @@ class TensorProxy(Proxy):
         """Eager's answer: a tensor that does not require grad is a leaf. An input that does is a leaf as the
         caller's tensor is (a parameter, not the result of an op): read as a data-dependent value that every
         call checks (Note [Data-dependent values]). A tensor the program made that requires grad is a leaf only
-        when a factory made it so (``torch.zeros(3, requires_grad=True)``); an op's result is not."""
+        when a factory made it so (``torch.zeros(3, requires_grad=True)``) or ``requires_grad_()`` did (on a tensor
+        that did not require grad: ``torch.zeros(3).requires_grad_()``, ``nn.Parameter(t)``); an op's result is not."""
         if not self.requires_grad:
             return True
         if self.strides is not None:  # an input (Note [Strides of traced tensors])
@@ -605,7 +606,7 @@ class TensorProxy(Proxy):
         maker = None if trace is None else next(
             (b for scope in trace.scopes for b in scope if any(o is self for o in b.flat_proxy_outs)), None
         )
-        return maker is not None and maker.kwargs.get("requires_grad") is True
+        return maker is not None and (maker.kwargs.get("requires_grad") is True or maker.sym.id == "torch.Tensor.requires_grad_")
 
     def is_inference(self) -> bool:
         """Eager's answer. An input's is the caller's tensor's, read as a data-dependent value that every call checks.

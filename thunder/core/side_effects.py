@@ -316,6 +316,7 @@ class SideEffectsMixin:
         ``object.__setattr__``, past the type's own): true where this made the store (an attribute of a traced tensor,
         ``set_tensor_attribute``; a ``__setattr__`` of the user's class, interpreted), else it records what the store
         changes outside and the caller makes it."""
+        self.refuse_a_made_parameter(value)
         if isinstance(obj, TensorProxy) and value is not DELETED and not hasattr(torch.Tensor, name):
             self.set_tensor_attribute(obj, name, value)
             return True
@@ -366,6 +367,7 @@ class SideEffectsMixin:
             copy[name] = value
 
     def store_subscr(self, container: Any, key: Any, value: Any) -> None:
+        self.refuse_a_made_parameter(value)
         if id(container) in self._object_dicts:
             table, owner = self._object_dicts[id(container)]
             if value is DELETED and id(container) in self._lazy:

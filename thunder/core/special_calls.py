@@ -94,6 +94,7 @@ _WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
 _COPIED_ARRAYS = (torch.tensor, torch.as_tensor, torch.from_numpy)
 _torch_module_call = unreplaced(_WRAPPED_CALL_IMPL)
 _torch_module_init = unreplaced(torch.nn.Module.__init__)
+_torch_register_parameter = unreplaced(torch.nn.Module.register_parameter)
 _dataclass_fields = unreplaced(dataclasses.fields)
 
 
@@ -160,6 +161,22 @@ def _refuse_parameter(cls: type, *args, **kwargs):
         "makes one again). Create the parameter (or the module that holds it) outside the function and pass it in, or "
         "return the tensor and call .requires_grad_() on it outside."
     )
+
+
+# Note [A parameter the program makes and uses]
+# peft's DoRA on GPT-2 (``fan_in_fan_out``) computes with ``torch.nn.Parameter(weight.T)`` in its forward: a new leaf
+# on every call, cut from ``weight``'s graph, whose gradient goes nowhere. A trace cannot make a leaf that the caller
+# gets, but one that the program only computes with is ``data.detach().requires_grad_(requires_grad)``, a Parameter
+# to ``isinstance`` and ``type`` (Note [Eager types] in thunder.core.introspection): eager's values, gradients and
+# ``requires_grad`` (the computation runs under torch's autograd, as for any leaf made inside:
+# ``compile_stats(jm).last_autograd_fallback`` says so). A parameter that leaves the function (returned) or is kept
+# (stored on an object, in a container, registered on a module: a module built in ``forward``, a lazy module's weights)
+# is refused with ``MakesParameters``, as any subclass (``UninitializedParameter``) is: the first call runs eagerly, as
+# a one-time setup (Note [Parameters made by the program] in thunder).
+def _parameter_from(data: torch.Tensor, requires_grad: bool) -> torch.Tensor:
+    """What ``torch.nn.Parameter(data, requires_grad)`` computes: ``data``'s values, cut from its graph."""
+    made = data.detach()
+    return made.requires_grad_() if requires_grad else made
 
 
 def _refuse_inside(name: str, why: str, *args, **kwargs):
@@ -352,6 +369,7 @@ class SpecialCallsMixin:
             torch.autograd.function.FunctionMeta: torch.autograd.function.FunctionMeta,
             _hookless: self._hookless,
             torch.nn.Module.__init__: self._module_init,
+            torch.nn.Module.register_parameter: self._register_parameter,
             dataclasses.fields: self._fields,
             print: self._print,
             id: self._id,
@@ -498,6 +516,8 @@ class SpecialCallsMixin:
             return special
         if is_autograd_function_apply(fn):
             return functools.partial(self._autograd_function, fn.__self__)
+        if fn is torch.nn.Parameter:
+            return self._parameter
         if isinstance(fn, type) and issubclass(fn, torch.nn.Parameter):
             return functools.partial(_refuse_parameter, fn)
         if isinstance(fn, Symbol):
@@ -819,6 +839,34 @@ class SpecialCallsMixin:
         self._check(prims.check_no_hooks, holder)
         self._asked_hasattr.add(("own method", id(module), "forward"))  # check_no_hooks checks it has none
         return True
+
+    def _parameter(self, data: Any = None, requires_grad: Any = True) -> Any:
+        """``torch.nn.Parameter(t)`` of a traced tensor (Note [A parameter the program makes and uses])."""
+        if not isinstance(data, TensorProxy) or not isinstance(requires_grad, bool):
+            return _refuse_parameter(torch.nn.Parameter)
+        made = interpreter_call(current_runtime(), _parameter_from, (data, requires_grad), None)
+        self._made_parameters[id(made)] = made
+        introspection.note_type(made, torch.nn.Parameter)
+        return made
+
+    def _register_parameter(self, module: torch.nn.Module, name: Any, param: Any) -> None:
+        """``module.register_parameter(name, p)``: a parameter the program made is refused there (Note [A parameter
+        the program makes and uses])."""
+        self.refuse_a_made_parameter(param)
+        return interpreter_call(current_runtime(), _torch_register_parameter, (module, name, param), None)
+
+    def refuse_a_made_parameter(self, value: Any) -> None:
+        """Stored (an attribute, an item) or registered, a parameter the program made is refused (Note [A parameter
+        the program makes and uses])."""
+        if id(value) in self._made_parameters:
+            _refuse_parameter(torch.nn.Parameter)
+
+    def _refuse_parameters_leaving(self, returned: Any) -> None:
+        """A parameter the program made that it returns or stores outside is refused (Note [A parameter the program
+        makes and uses])."""
+        made = self._made_parameters
+        if made and any(holds(v, lambda x: id(x) in made) for v in (returned, *(r for _, _, r in self._stored_values))):
+            _refuse_parameter(torch.nn.Parameter)
 
     def _module_call(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         """``_module_call`` as the tracer runs it: the same reads and checks, without interpreting its code."""
