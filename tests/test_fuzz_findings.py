@@ -762,3 +762,26 @@ def test_a_view_of_a_computed_tensor_sees_a_later_in_place_update_with_grad(view
         return out, x.grad
 
     torch.testing.assert_close(run(thunder.jit(f)), run(f))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("D['k'] = x.sum()\n    acc = x + D['k']\n    D['k'] = None", id="dict_item_back_to_its_value"),
+        pytest.param("L.append(x.sum())\n    acc = x + L[-1]\n    L.pop()", id="list_back_to_its_contents"),
+    ],
+)
+def test_an_outside_container_changed_then_read_then_changed_back_ends_as_the_program_left_it(body):
+    # The change made before the read is replayed where it was made; the copy ended as it began (on the second
+    # call, whose trace starts from what the first left), so it was not written back: the replayed change stayed.
+    def make():
+        ns = {"torch": torch, "D": {}, "L": []}
+        exec(f"def f(x):\n    {body}\n    return acc", ns)
+        return ns
+
+    eager, jitted = make(), make()
+    jf = thunder.jit(jitted["f"])
+    for k in range(3):
+        x = torch.full((2,), float(k))
+        torch.testing.assert_close(jf(x), eager["f"](x))
+        assert repr(jitted["D"]) == repr(eager["D"]) and repr(jitted["L"]) == repr(eager["L"])

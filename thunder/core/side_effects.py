@@ -137,6 +137,8 @@ class SideEffectsMixin:
             copy.update(seen)
         for method, args in lazy.writes:
             getattr(copy, method)(*args)
+        if lazy.writes:  # the computation makes them where the program made them (``_record_write``)
+            self._copy_at_read[id(copy)] = _contents(copy)
         self._copies[id(copy)] = (lazy.holder, copy, first)
         self._copy_originals[id(copy)] = lazy.original
 
@@ -556,7 +558,9 @@ class SideEffectsMixin:
         """Outside containers the program changed and read end each call as the program left them (the changes to
         those it did not read are made where it made them: ``_record_write``)."""
         for holder, copy, first in self._copies.values():
-            if _contents(copy) != first:
+            # from what the computation's own replayed changes leave: ``D['k'] = t`` made before reading ``D``, then
+            # ``D['k'] = None`` ends as ``D`` began, not as the replayed change left it
+            if _contents(copy) != self._copy_at_read.get(id(copy), first):
                 self._refuse_unchecked_state(holder.name)
                 state = _state(copy)
                 prims.replace_contents(self._object_input(holder), self.escaping(state, memo))
