@@ -785,3 +785,39 @@ def test_an_outside_container_changed_then_read_then_changed_back_ends_as_the_pr
         x = torch.full((2,), float(k))
         torch.testing.assert_close(jf(x), eager["f"](x))
         assert repr(jitted["D"]) == repr(eager["D"]) and repr(jitted["L"]) == repr(eager["L"])
+
+
+def test_a_rejecting_prologue_makes_no_lru_cache_call_with_its_own_arguments():
+    # Under "symbolic values" the pinned argument was checked after the call: each entry's prologue called
+    # ``_scale(its k)`` first, so the cache of 2 evicted what eager kept and ran the body again (COUNT 6, eager 4).
+    def make():
+        ns = {"functools": functools, "torch": torch}
+        exec(
+            "COUNT = [0]\nSTATE = {'k': 2}\n"
+            "@functools.lru_cache(maxsize=2)\ndef _scale(k):\n    COUNT[0] += 1\n    return torch.full((), float(k))\n"
+            "def f(x):\n    acc = x * _scale(STATE['k'])\n    STATE['k'] += 1\n    return acc\n",
+            ns,
+        )
+        return ns
+
+    eager, jitted = make(), make()
+    jf = thunder.jit(jitted["f"], cache="symbolic values")
+    for shape in [(2, 3), (2, 3), (3, 2), (2, 3)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(jf(x), eager["f"](x))
+        assert jitted["COUNT"] == eager["COUNT"] and jitted["STATE"] == eager["STATE"]
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_contiguous_in_channels_last_has_eagers_values_and_strides(cache):
+    def f(x):
+        c = x.reshape(1, 3, 2, 2).contiguous(memory_format=torch.channels_last)
+        d = c * 2
+        return c.stride(), d.stride(), c.is_contiguous(), c.is_contiguous(memory_format=torch.channels_last), d
+
+    x = torch.randn(4, 3)
+    expected, actual = f(x), thunder.jit(f, cache=cache)(x)
+    assert actual[:4] == expected[:4] and actual[4].stride() == expected[4].stride()
+    torch.testing.assert_close(actual[4], expected[4])
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        thunder.jit(lambda t: t.contiguous(memory_format=torch.channels_last))(x)
