@@ -558,10 +558,12 @@ class SideEffectsMixin:
         """Outside containers the program changed and read end each call as the program left them (the changes to
         those it did not read are made where it made them: ``_record_write``)."""
         for holder, copy, first in self._copies.values():
+            now, at_read = _contents(copy), self._copy_at_read.get(id(copy), first)
+            if now != first or now != at_read:
+                self._refuse_unchecked_state(holder.name)
             # from what the computation's own replayed changes leave: ``D['k'] = t`` made before reading ``D``, then
             # ``D['k'] = None`` ends as ``D`` began, not as the replayed change left it
-            if _contents(copy) != self._copy_at_read.get(id(copy), first):
-                self._refuse_unchecked_state(holder.name)
+            if now != at_read:
                 state = _state(copy)
                 prims.replace_contents(self._object_input(holder), self.escaping(state, memo))
                 self._move_after(self._copy_changed_after.get(id(copy), ABSENT))
