@@ -821,3 +821,13 @@ def test_contiguous_in_channels_last_has_eagers_values_and_strides(cache):
     torch.testing.assert_close(actual[4], expected[4])
     with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
         thunder.jit(lambda t: t.contiguous(memory_format=torch.channels_last))(x)
+
+
+def test_ops_with_zero_and_negative_zero_scalars_are_not_merged():
+    # CSE keyed 0.0 and -0.0 alike (they are ==): ``x // -0.0`` took ``x // 0.0``'s result, of the other sign.
+    def f(x):
+        return x // 0.0, x // -0.0, 1 / (x * 0.0), 1 / (x * -0.0)
+
+    x = torch.tensor([-3.2, 3.2])
+    for e, a in zip(f(x), thunder.jit(f)(x)):
+        torch.testing.assert_close(a, e)

@@ -357,6 +357,8 @@ SCALARS = [
     ("acc = acc.to(torch.int8).clamp(-1.5, 2.5)", "float"),
     ("ret.append(torch.tensor([n]).dtype)", None),
     ("ret.append(torch.tensor(n, dtype=torch.float16))", None),
+    ("ret.append(1 / (acc.float() * 0.0))\nret.append(1 / (acc.float() * -0.0))", None),
+    ("acc = acc.float() // -0.0 if acc.numel() else acc.float()", "float"),
 ]
 
 
