@@ -831,3 +831,16 @@ def test_ops_with_zero_and_negative_zero_scalars_are_not_merged():
     x = torch.tensor([-3.2, 3.2])
     for e, a in zip(f(x), thunder.jit(f)(x)):
         torch.testing.assert_close(a, e)
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_a_list_argument_given_whole_to_a_tensor_method_is_checked(cache):
+    # ``x.reshape(shape)`` runs the traced value's method natively, but the tracer took it for interpreted code that
+    # reports its own reads: the list's items were never checked, and ``[2, 3]`` reused the trace made for ``[3, 2]``.
+    def f(x, shape):
+        return x.reshape(shape), x.new_zeros(shape), x.view(shape)
+
+    jf = thunder.jit(f, cache=cache)
+    for shape in ([3, 2], [2, 3], [6], [3, 2]):
+        for e, a in zip(f(torch.arange(6.0), shape), jf(torch.arange(6.0), shape)):
+            torch.testing.assert_close(a, e)

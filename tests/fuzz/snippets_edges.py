@@ -269,18 +269,23 @@ CONTAINERS_AFTER = [
     "S{u}.add(acc.ndim)\nacc = acc + len(S{u})",
     "ks{u} = [1, 2]\nacc = acc.sum(tuple(range(acc.ndim))) * sum(ks{u})\nks{u}.append(3)\nret.append(ks{u})",
     "opts{u} = {'dim': -1}\nr{u} = acc.softmax(**opts{u}) if acc.is_floating_point() and acc.ndim else acc\nopts{u}['dim'] = 0\nacc = r{u}",
+    # an outside list given whole to a tensor method (its items are read by the op, not by the program's code)
+    "acc = acc.reshape(SH{u})\nret.append(acc.new_zeros(SH{u}).shape)",
+    "ret.append(torch.zeros(SH{u}).shape)\nacc = acc.flatten().view(SH{u})",
 ]
+# Between calls: the shapes the list names (any tensor's numel fits one of them).
+SHAPE_CHANGES = ["SH{u}[:] = [1, -1]", "SH{u}[:] = [-1]", "SH{u}[:] = [-1, 1]", "SH{u}.append(1)"]
 
 
 def containers_after(rng, ctx):
     body = _pick(rng, CONTAINERS_AFTER)
     state = tuple(n for n in ("G{u}", "D{u}", "S{u}") if n in body)
-    setup = "\n".join(f"{n} = {v}" for n, v in (("G{u}", "[]"), ("D{u}", "{}"), ("S{u}", "set()")) if n in body)
+    setup = "\n".join(f"{n} = {v}" for n, v in (("G{u}", "[]"), ("D{u}", "{}"), ("S{u}", "set()"), ("SH{u}", "[-1]")) if n in body)
     if "softmax" in body or "torch.zeros(" in body:
         ctx.kind = "float" if ctx.kind != "int" else "int"
     if ctx.kind == "bool" and ("len" in body or "sum" in body):
         ctx.kind = "int"
-    mutations = [f"{n}.clear()" for n in state]
+    mutations = [f"{n}.clear()" for n in state] + (SHAPE_CHANGES if "SH{u}" in body else [])
     return _s("containers_after", "containers changed after an op read them", body, setup=setup, state=state,
               mutations=mutations, needs={"lst"} if "lst" in body else ())  # fmt: skip
 
