@@ -844,3 +844,24 @@ def test_a_list_argument_given_whole_to_a_tensor_method_is_checked(cache):
     for shape in ([3, 2], [2, 3], [6], [3, 2]):
         for e, a in zip(f(torch.arange(6.0), shape), jf(torch.arange(6.0), shape)):
             torch.testing.assert_close(a, e)
+
+
+def test_an_op_failing_in_a_try_after_an_lru_cache_call_runs_the_handler_as_eager():
+    # The prologue's lru_cache lookup counted as an effect that running the call eagerly would repeat, so the cached
+    # call's failure in the try body propagated instead of running the handler (eager: the handler's value).
+    def make():
+        ns = {"functools": functools, "torch": torch}
+        exec(
+            "COUNT = [0]\n@functools.lru_cache(maxsize=2)\ndef _scale(k):\n    COUNT[0] += 1\n    return torch.full((), float(k))\n"
+            "def f(x):\n    s = _scale(1)\n    try:\n        acc = x.to(torch.int64) ** -1\n    except RuntimeError:\n"
+            "        acc = x * s\n    return acc\n",
+            ns,
+        )
+        return ns
+
+    eager, jitted = make(), make()
+    jf = thunder.jit(jitted["f"])
+    for _ in range(3):
+        x = torch.zeros(0, dtype=torch.float64, requires_grad=True)
+        torch.testing.assert_close(jf(x), eager["f"](x))
+        assert jitted["COUNT"] == eager["COUNT"]
