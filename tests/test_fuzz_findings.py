@@ -865,3 +865,25 @@ def test_an_op_failing_in_a_try_after_an_lru_cache_call_runs_the_handler_as_eage
         x = torch.zeros(0, dtype=torch.float64, requires_grad=True)
         torch.testing.assert_close(jf(x), eager["f"](x))
         assert jitted["COUNT"] == eager["COUNT"]
+
+
+def test_an_in_place_write_into_a_leaf_that_requires_grad_fails_where_the_program_wrote():
+    # Eager's refusal came at run time (after the trace had taken the try body): with an effect before it, the
+    # program's handler did not run; with none, the call ran eagerly each time. Now the write fails while tracing,
+    # as eager's RuntimeError, and the trace takes the handler; whether the argument is a leaf is checked per call.
+    log = []
+
+    def f(x):
+        log.append(1)
+        try:
+            x.mul_(2)
+        except RuntimeError as e:
+            return x * 3, type(e).__name__
+        return x * 3, None
+
+    jf = thunder.jit(f)
+    for make in (lambda: torch.ones(2, requires_grad=True), lambda: torch.ones(2, requires_grad=True) * 1) * 2:
+        expected, actual = f(make()), jf(make())
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1] == expected[1]
+    assert log == [1] * 8

@@ -129,6 +129,7 @@ class Tracer(
         self.computation = TraceCtx(fn, name="computation")
         self.computation.follows_autocast = True
         self.computation.eager_failure = self._eager_failure
+        self.computation.in_program_try = lambda: any(map(_in_try, innermost_frame_objects()))
         self.prologue = TraceCtx(fn, name="prologue")
         self.prologue.varargs, self.prologue.varkwargs = "args", "kwargs"
         self.inputs: list[tuple[Proxy, Any]] = []  # (prologue proxy, what the computation sees), in order
