@@ -14,6 +14,8 @@ Layer: entry points. Imports: core.
 
 from __future__ import annotations
 
+import functools
+
 from thunder.core import prims
 from thunder.core.codegen import bsym_at, bsyms_up_to, is_generated
 from thunder.core.replays import REPLAYS
@@ -128,6 +130,8 @@ def reruns_after(e: BaseException, entry) -> bool:
 
 def _has_effect(bsym: BoundSymbol) -> bool:
     if bsym.sym is prims.unpack_call:  # a draw that is put back before the call runs again is none
+        if type(bsym.args[0]) is functools._lru_cache_wrapper:
+            return False  # nor an lru_cache lookup: the eager run's call finds what this one cached
         return not (type(bsym.args[0]) is GeneratorDraw and bsym.args[0].keeps)
     if bsym.sym in REPLAYS or mutates(bsym):
         return True

@@ -9,7 +9,9 @@
   features (generators, classes, control flow, grad modes), ``snippets_more`` the forms programs from outside
   found bugs in (with blocks, scalars mixed with 0-dim tensors, arguments that share memory, ``out=``, records
   in and out, formatting of shapes, ``global`` rebinding, functools helpers, the iterator protocol),
-  ``snippet_base`` what a snippet is.
+  ``snippets_edges`` the edges later findings were at (views written through another alias, integer overflow and
+  division, 0-dim and empty tensors, layouts, caught exceptions, containers changed after an op read them, cached
+  state, Python scalars of every kind, requires_grad mixes), ``snippet_base`` what a snippet is.
 - ``programs``: a seeded generator that puts snippets together into a program's source and
   draws a sequence of calls for it.
 - ``checker``: runs each call eagerly and through ``thunder.jit`` in two identical worlds and

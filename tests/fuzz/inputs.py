@@ -16,7 +16,7 @@ DTYPES_BY_KIND = {
     "int": ("int64",),
     "bool": ("bool",),
 }
-LAYOUTS = ("contiguous", "transposed", "sliced", "expanded", "offset")
+LAYOUTS = ("contiguous", "transposed", "sliced", "expanded", "offset", "channels_last")
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ class TensorSpec:
             base = _base(shape[:-1] + (shape[-1] * 2,), self.dtype) + "[..., ::2]"
         elif layout == "expanded" and len(shape) >= 1 and shape[0] > 1:
             base = _base((1,) + shape[1:], self.dtype) + ".expand" + _tuple(shape)
+        elif layout == "channels_last" and len(shape) == 3:  # one image of a channels_last batch
+            base = _base((1,) + shape, self.dtype) + ".contiguous(memory_format=torch.channels_last)[0]"
         elif layout == "offset" and len(shape) >= 1:
             base = _base((shape[0] + 1,) + shape[1:], self.dtype) + "[1:]"
         else:

@@ -17,7 +17,8 @@ A generator receives the random stream and a ``Ctx`` whose ``kind`` is the dtype
 The families that work on Python state (objects, side effects) are in ``tests.fuzz.snippets_state``, those that
 use Python's language features (generators, classes, control flow, grad modes) in ``tests.fuzz.snippets_python``,
 the forms that programs from outside found bugs in (with blocks, scalar promotion, aliasing arguments, records, ...)
-in ``tests.fuzz.snippets_more``;
+in ``tests.fuzz.snippets_more``, the edges later findings were at (views written through aliases, integer overflow,
+empty tensors, layouts, caught exceptions, ...) in ``tests.fuzz.snippets_edges``;
 ``Snippet``, ``Ctx`` and the helpers they share in ``tests.fuzz.snippet_base``.
 """
 
@@ -27,6 +28,17 @@ import random
 from collections.abc import Callable
 
 from tests.fuzz.snippet_base import Ctx, Snippet, _pick, _s
+from tests.fuzz.snippets_edges import (
+    cached,
+    containers_after,
+    empties,
+    grad_mixes,
+    integers,
+    layouts,
+    scalars,
+    try_except,
+    views,
+)
 from tests.fuzz.snippets_more import (
     aliasing,
     contexts,
@@ -910,4 +922,13 @@ FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
     "helpers": helpers,
     "owner_attrs": owner_attrs,
     "protocols": protocols,
+    "views": views,
+    "integers": integers,
+    "empties": empties,
+    "layouts": layouts,
+    "try_except": try_except,
+    "containers_after": containers_after,
+    "cached": cached,
+    "scalars": scalars,
+    "grad_mixes": grad_mixes,
 }

@@ -129,6 +129,7 @@ class Tracer(
         self.computation = TraceCtx(fn, name="computation")
         self.computation.follows_autocast = True
         self.computation.eager_failure = self._eager_failure
+        self.computation.in_program_try = lambda: any(map(_in_try, innermost_frame_objects()))
         self.prologue = TraceCtx(fn, name="prologue")
         self.prologue.varargs, self.prologue.varkwargs = "args", "kwargs"
         self.inputs: list[tuple[Proxy, Any]] = []  # (prologue proxy, what the computation sees), in order
@@ -161,6 +162,8 @@ class Tracer(
         self._stored_values: list = []  # (bound symbol, argument position, value): the stores, escaped again at the end
         self._lazy: dict[int, LazyContainer] = {}  # id(copy) -> an outside container not read yet
         self._copy_originals: dict[int, Any] = {}  # id(copy) -> the outside container it copies (read already)
+        # id(copy) -> its contents when the program read it, after the changes it made before (replayed where made)
+        self._copy_at_read: dict[int, Any] = {}
         self._rebuilt: dict[int, Proxy] = {}  # id(copy) -> holder of an outside dict subclass the program sees
         self._buffers: list[tuple] = []  # outside buffers: (object, its contents, where it is read)
         self._constants: dict[int, Proxy] = {}  # id(object) -> prologue proxy capturing it by identity

@@ -137,6 +137,8 @@ class SideEffectsMixin:
             copy.update(seen)
         for method, args in lazy.writes:
             getattr(copy, method)(*args)
+        if lazy.writes:  # the computation makes them where the program made them (``_record_write``)
+            self._copy_at_read[id(copy)] = _contents(copy)
         self._copies[id(copy)] = (lazy.holder, copy, first)
         self._copy_originals[id(copy)] = lazy.original
 
@@ -558,8 +560,12 @@ class SideEffectsMixin:
         """Outside containers the program changed and read end each call as the program left them (the changes to
         those it did not read are made where it made them: ``_record_write``)."""
         for holder, copy, first in self._copies.values():
-            if _contents(copy) != first:
+            now, at_read = _contents(copy), self._copy_at_read.get(id(copy), first)
+            if now != first or now != at_read:
                 self._refuse_unchecked_state(holder.name)
+            # from what the computation's own replayed changes leave: ``D['k'] = t`` made before reading ``D``, then
+            # ``D['k'] = None`` ends as ``D`` began, not as the replayed change left it
+            if now != at_read:
                 state = _state(copy)
                 prims.replace_contents(self._object_input(holder), self.escaping(state, memo))
                 self._move_after(self._copy_changed_after.get(id(copy), ABSENT))
@@ -707,6 +713,8 @@ def _is_interpreted(fn: Any, symbol_lookup: Callable[[Callable], Symbol | None])
     func = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if type(func) is not types.FunctionType or "_thunder" in func.__dict__:
         return False
+    if isinstance(fn, types.MethodType) and isinstance(fn.__self__, Proxy):
+        return False  # a traced value's method (``x.reshape(shape)``) runs natively: ``Tracer.lookaside``
     if is_nondeterministic(fn, getattr(fn, "__module__", None), bound_self(fn)):
         return False  # made by the prologue
     try:

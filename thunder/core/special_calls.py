@@ -622,6 +622,9 @@ class SpecialCallsMixin:
         if found is _UNREAD:
             value = fn(*args, **kwargs)
             holder = self._prologue_proxy(plain_attribute(fn, "__name__", "cached"))
+            # A prologue that rejects the call must not make it: a lookup of other arguments moves the cache's order
+            # (an ``lru_cache(maxsize=2)`` then evicts what eager keeps and runs the function's body again).
+            self._check_constraints_so_far()
             self._emit(prims.unpack_call, fn, args, kwargs, holder, output=holder)
             self._keepalive.append(fn)
             found = self._reads[key] = self.unpack_value(value, holder, holder.name)

@@ -130,6 +130,8 @@ class TraceCtx:
         # (symbol, args, kwargs) -> eager's exception for a call whose meta raised, or None: Note [An op's failure
         # the program catches] in thunder.core.jit_ext
         self.eager_failure: Callable[[Symbol, tuple, dict], BaseException | None] | None = None
+        # Set by the tracer: whether a ``try`` of the program's may handle a failure of the op being recorded
+        self.in_program_try: Callable[[], bool] | None = None
         self._callable = None
 
     # --- names -------------------------------------------------------------------------
@@ -196,6 +198,8 @@ class TraceCtx:
             raise
         finally:
             scopes.pop()
+        if top and IN_PLACE in sym.tags and grad_mode_on() and self.in_program_try is not None and self.in_program_try():
+            _refuse_leaf_writes(sub)
         if top:
             self._propagate_requires_grad(sym, args, kwargs, result, sub, leaves)
         located = top or outer is self.located_scope
@@ -609,3 +613,17 @@ def timed_pass(name: str):
         return wrapper
 
     return deco
+
+
+def _refuse_leaf_writes(sub: list[BoundSymbol]) -> None:
+    """Eager's refusal of an in-place write into a leaf that requires grad, inside a ``try`` of the program's: raised
+    where the program wrote (not at run time, after effects an eager rerun would repeat), as eager's own exception,
+    so the handler runs as in eager and the trace takes it. ``is_leaf`` of an input is checked on every call (Note
+    [Data-dependent values]). Outside a ``try`` the run-time failure names the op and line."""
+    for b in sub:
+        if b.sym.is_prim and b.sym.name == "copy_":
+            dst = b.args[1]
+            if b.kwargs.get("recorded", True) and dst.requires_grad and dst.is_leaf:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        else:
+            _refuse_leaf_writes(b.subsymbols)

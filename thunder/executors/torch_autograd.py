@@ -20,10 +20,12 @@ from dataclasses import dataclass
 
 import torch
 
+from thunder.core.errors import ThunderRuntimeError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import PARAMETER
 from thunder.core.transforms import ForwardBackward
+from thunder.core.transforms.autodiff import stale_reads
 
 __all__ = ["AutogradPlan", "autograd_callable"]
 
@@ -56,6 +58,10 @@ class AutogradPlan:
     # Per tensor output, the other tensor outputs computed from it differentiably (Note [Outputs that feed other
     # outputs]); None when no output feeds another.
     feeds: tuple[frozenset[int], ...] | None = None
+    # Positions of the inputs the forward writes into in place, of those it reads after a write, and of those of
+    # which it reads a view made before a write, after it (Note [Views whose history eager rebuilds]); None when
+    # it writes into no input.
+    stale: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[str, ...]] | None = None
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -148,7 +154,44 @@ def make_plan(
         passed_on=_passed_on(fb, names),
         absent_ok=absent_ok if absent_ok is not None else (False,) * len(tensor_outputs),
         feeds=_feeds(fb, tensor_outputs, input_position) if len(tensor_outputs) > 1 else None,
+        stale=_stale(fb, names, input_position),
     )
+
+
+def _stale(fb: ForwardBackward, names: list, input_position: dict) -> tuple | None:
+    """``AutogradPlan.stale``, from the names of the compiled forward's parameters."""
+    reads = stale_reads(fb.forward)
+    if reads is None or not (reads.read_after or reads.viewed_after):
+        return None
+
+    def positions(found: frozenset[str]) -> tuple[int, ...]:
+        return tuple(input_position[n] for n in sorted(found) if n in input_position)
+
+    return positions(reads.written), positions(reads.read_after), positions(reads.viewed_after), tuple(names)
+
+
+def _refuse_rebuilt_view_histories(stale: tuple, inputs: tuple) -> None:
+    """Note [Views whose history eager rebuilds]: raises where eager would drop the gradient of an input view
+    (or of a view of it made before the write) whose base does not require grad, read after the program
+    wrote into its memory."""
+    written, read_after, viewed_after, names = stale
+    memory = {inputs[i].untyped_storage().data_ptr() for i in written}
+    for i in sorted({*read_after, *viewed_after}):
+        t = inputs[i]
+        if (
+            t.requires_grad
+            and t._is_view()
+            and not t._base.requires_grad
+            and (i in viewed_after or not t.is_leaf)
+            and t.untyped_storage().data_ptr() in memory
+        ):
+            raise ThunderRuntimeError(
+                f"thunder.jit: argument {names[i]!r} is a view of a tensor that does not require grad (as "
+                "`b[1:].requires_grad_()` makes), and the program reads it or a view of it after writing into its "
+                "memory in place (through `detach()`, the base or another view). Eager then rebuilds that view's "
+                "autograd history from its base and drops its gradient; thunder's cannot. Pass a tensor that "
+                "requires grad on its own (`b[1:].detach().requires_grad_()`) or write into a clone."
+            )
 
 
 def _passed_on(fb: ForwardBackward, names: list) -> tuple[int, ...]:
@@ -413,7 +456,7 @@ def autograd_callable(plan: AutogradPlan) -> Callable:
     """The entry's computation: runs the autograd function and returns the program's result.
 
     An output that is an input returned unchanged is the caller's own object, as in eager."""
-    if plan.direct == "tensor" and plan.tensor_inputs:
+    if plan.direct == "tensor" and plan.tensor_inputs and plan.stale is None:
         # The commonest case (a loss from tensors), one Python frame above torch's C entry.
         def computation(*inputs):
             if _functorch_active():
@@ -422,6 +465,13 @@ def autograd_callable(plan: AutogradPlan) -> Callable:
 
         return computation
     apply = _applier(plan)
+    if plan.stale is not None:
+        unchecked = apply
+
+        def apply(plan, holder, *inputs):
+            _refuse_rebuilt_view_histories(plan.stale, inputs)
+            return unchecked(plan, holder, *inputs)
+
     feeds = plan.feeds
     if feeds is not None:
         unwatched = apply

@@ -17,7 +17,7 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core import outside_reads as _outside_reads
-from thunder.core.errors import ThunderTypeError, ThunderValueError, UnsupportedOpError
+from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy, register_method
 from thunder.core.replays import becomes_in_place
@@ -230,12 +230,20 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
 
 @torchsymbol(method_name="contiguous", torch_impl=torch.Tensor.contiguous, tags=(MAY_ALIAS,))
 def contiguous(self, memory_format=torch.contiguous_format):
-    """``Tensor.contiguous``: a new proxy (the result may be a copy when ``self`` is strided)."""
+    """``Tensor.contiguous``: a new proxy (the result may be a copy when ``self`` is strided). Under a
+    ``channels_last`` format the values are the same; the layout (``stride()``) is eager's, which
+    ``thunder.torch.layout`` replays with torch's own call."""
     op = "ltorch.contiguous"
     _check_self(op, self)
-    if memory_format not in (torch.contiguous_format, torch.preserve_format):
+    rank = _CHANNELS_LAST_RANKS.get(memory_format)
+    if rank is not None and self.ndim != rank:
+        raise ThunderRuntimeError(f"required rank {rank} tensor to use {str(memory_format).split('.')[-1]} format")
+    if rank is None and memory_format not in (torch.contiguous_format, torch.preserve_format):
         raise ThunderValueError(f"{op}: memory_format={memory_format} is not supported; use torch.contiguous_format")
     return prims.clone(self)
+
+
+_CHANNELS_LAST_RANKS = {torch.channels_last: 4, torch.channels_last_3d: 5}
 
 
 @torchsymbol(torch.clone, method_name="clone")

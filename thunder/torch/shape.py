@@ -860,7 +860,7 @@ def diagonal(a, offset=0, dim1=0, dim2=1):
     return x
 
 
-@torchsymbol(torch.Tensor.unfold, method_name="unfold")
+@torchsymbol(torch.Tensor.unfold, method_name="unfold", tags=(MAY_ALIAS,))
 def unfold(a, dimension, size, step):
     """``Tensor.unfold``: the windows of ``size`` elements every ``step`` elements along ``dimension``, in a new
     last dim (audio framing, patch extraction). Eager's is a view, which the torch executor runs; the

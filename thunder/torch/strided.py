@@ -26,6 +26,7 @@ from thunder.core import prims
 from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 from thunder.core.proxies import TensorProxy, meta_layout, register_method
 from thunder.core.replays import becomes_in_place
+from thunder.core.symbol import MAY_ALIAS
 from thunder.core.symbolic import is_symbolic, pin
 from thunder.core.tracectx import current_source_location, get_tracectx
 from thunder.core.transforms.autodiff import _aliased_args
@@ -46,7 +47,7 @@ def _in_layout_impl(a: torch.Tensor, size, stride, offset: int, layout_stride, l
     return laid_out.as_strided(size, stride, offset - layout_offset)
 
 
-@torchsymbol(id="torch.as_strided_in_layout", torch_impl=_in_layout_impl)
+@torchsymbol(id="torch.as_strided_in_layout", torch_impl=_in_layout_impl, tags=(MAY_ALIAS,))
 def as_strided_in_layout(a, size, stride, offset, layout_stride, layout_offset):
     """``a.as_strided(size, stride, offset)`` for ``a`` laid out with ``layout_stride`` at ``layout_offset``
     (dense): the elements of ``a`` in storage order, taken at the positions the result names."""

@@ -47,8 +47,8 @@ def _key(x) -> Hashable:
         return ("dict", tuple((k, _key(v)) for k, v in x.items()))
     if type(x) is slice:  # hashable from 3.12: hashing would pin symbolic bounds to their values
         return ("slice", _key(x.start), _key(x.stop), _key(x.step))
-    if isinstance(x, float) and x != x:
-        return ("nan",)
+    if isinstance(x, (float, complex)):  # by repr: ``-0.0 == 0.0``, yet ``t // -0.0`` is not ``t // 0.0``; nans alike
+        return (type(x).__name__, repr(x))
     hash(x)
     return (type(x).__name__, x)
 

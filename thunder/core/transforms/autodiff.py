@@ -50,7 +50,7 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.replays import OUTPUTS, REPLAYS
 from thunder.core.rules import eager_saves, forward_rules, grad_rules
-from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, RERUN, BoundSymbol
+from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, PARAMETER, RANDOM, RERUN, BoundSymbol, mutates
 from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import (
     NO_GRAD_RESULTS,
@@ -174,13 +174,17 @@ _ALIASING_PRIMS = frozenset(
 
 def _aliased_args(bsym: BoundSymbol) -> set[str]:
     """The names of ``bsym``'s arguments whose memory its results may share: what runs may return
-    them (``MAY_ALIAS``: ``contiguous``, ``to``, ``detach``), or a chain of shape prims in its
+    them (``MAY_ALIAS``: ``contiguous``, ``to``, ``detach``, the views ``as_strided`` and ``unfold``, whose
+    decompositions take elements), the argument itself, or a chain of shape prims in its
     decomposition leads from them to a result (an opaque kernel, such as a convolution, makes new
     tensors; ``sum(t, keepdim=True)`` ends in a broadcast of a new tensor, not of ``t``)."""
     if MAY_ALIAS in bsym.sym.tags:
         return {a.name for a in bsym.flat_proxy_args}
     if not bsym.subsymbols:
-        return {a.name for a in bsym.flat_proxy_args} if bsym.sym in _ALIASING_PRIMS else set()
+        if bsym.sym in _ALIASING_PRIMS:
+            return {a.name for a in bsym.flat_proxy_args}
+        # a call that returns an argument itself (``conj`` of a real tensor inside ``mH``, an in-place update)
+        return {a.name for a in bsym.flat_proxy_args} & {o.name for o in bsym.flat_proxy_outs}
     shares: dict[str, set[str]] = {a.name: {a.name} for a in bsym.flat_proxy_args}
     for sub in bsym.subsymbols:
         via = set().union(*(shares.get(n, ()) for n in _aliased_args(sub)))
@@ -503,6 +507,65 @@ def written_in_place(bsym: BoundSymbol) -> list[TensorProxy]:
         src, dst = bsym.args
         return [dst] if bsym.kwargs.get("recorded", True) and getattr(src, "name", None) != dst.name else []
     return [dst for sub in bsym.subsymbols for dst in written_in_place(sub)]
+
+
+# Note [Views whose history eager rebuilds]
+# A view shares its base's version counter. When the counter moved after the view's grad_fn was recorded (an
+# in-place write into that memory through any alias: ``x.detach().mul_(3)``, the base itself), eager rebuilds the
+# view's grad_fn from its base as an op reads it (``AsStridedBackward0`` into the base's history). That is the same
+# gradient, except where the base does not require grad: ``x = b[1:].requires_grad_()`` is a leaf whose views have
+# ``b`` for base, and the rebuilt history of ``x.expand(...)`` (an argument, or made in the program before the
+# write) reaches nothing: eager drops that gradient. Thunder's autograd function takes its arguments' histories
+# when it is called, before the program writes, and would send the gradient on. The trace tells which arguments
+# the program writes into and reads after a write (``StaleReads``); only the tensors tell whether one is such a
+# view: the call checks them (``thunder.executors.torch_autograd``) and raises a clear error.
+
+
+# Symbols whose result shares its argument's memory but not its version counter (``x.data``)
+_OWN_VERSION = frozenset({"torch.Tensor.data"})
+
+
+@dataclass(frozen=True, slots=True)
+class StaleReads:
+    """Names of a forward's tensor arguments: those whose memory it writes in place; those an op that takes part in
+    autograd reads after such a write; those of which such an op reads, after a write, a view made before it."""
+
+    written: frozenset[str]
+    read_after: frozenset[str]
+    viewed_after: frozenset[str]
+
+
+def stale_reads(trace: TraceCtx) -> StaleReads | None:
+    """Note [Views whose history eager rebuilds]: what ``trace`` reads of its arguments after writing into their
+    memory in place; None where it writes into none."""
+    args = {a.name for a in trace.args if isinstance(a, TensorProxy)}
+    family: dict[str, frozenset[str]] = {n: frozenset((n,)) for n in args}  # name -> the arguments it may share
+    made_at: dict[str, int] = {}
+    written: set[str] = set()
+    read_after: set[str] = set()
+    viewed_after: set[str] = set()
+    last_write = -1
+    for i, bsym in enumerate(trace.bound_symbols):
+        if written:
+            for a in _tensors(bsym.flat_proxy_args):
+                if not a.requires_grad:
+                    continue
+                if a.name in args:
+                    read_after.add(a.name)
+                elif made_at.get(a.name, last_write) < last_write:
+                    viewed_after.update(family[a.name])
+        via = frozenset().union(*(family.get(n, ()) for n in _aliased_args(bsym)))
+        for o in _tensors(bsym.flat_proxy_outs) if via and bsym.sym.id not in _OWN_VERSION else ():
+            if o.name not in family:
+                family[o.name], made_at[o.name] = via, i
+        if mutates(bsym):
+            hit = frozenset().union(*(family.get(d.name, ()) for d in _destinations(bsym)))
+            if hit:
+                written.update(hit)
+                last_write = i
+    if not written:
+        return None
+    return StaleReads(frozenset(written), frozenset(read_after), frozenset(viewed_after))
 
 
 def _destinations(bsym: BoundSymbol) -> list[TensorProxy]:
