@@ -56,6 +56,27 @@ def test_generate_runs_compiled_and_equals_eager(make, cache_implementation):
     assert thunder.cache_misses(jm) <= 3
 
 
+@pytest.mark.filterwarnings("error::thunder.EagerRunWarning")
+def test_generate_of_a_model_with_forward_hooks_runs_compiled_and_runs_the_hooks():
+    """Note [A hooked module's call while a method is routed]: the routed call was called again from its own trace
+    (RecursionError; every step ran eagerly with an EagerRunWarning)."""
+    torch.manual_seed(0)
+    model = _gpt2()
+    seen = []
+    model.register_forward_hook(lambda m, args, out: seen.append(out.logits.shape[1]))
+    ids = torch.randint(0, 500, (2, 6))
+    kwargs = dict(max_new_tokens=6, do_sample=False, pad_token_id=0)
+    expected = model.generate(ids, **kwargs)
+    want, seen[:] = list(seen), []
+    jm = thunder.jit(model)
+    assert torch.equal(jm.generate(ids, **kwargs), expected)
+    assert seen == want
+    assert thunder.cache_hits(jm) + thunder.cache_misses(jm) == 6 and thunder.cache_misses(jm) == 2
+    seen.clear()
+    torch.testing.assert_close(jm(ids).logits, model(ids).logits)  # a plain call after the generation
+    assert seen == [6, 6]
+
+
 @pytest.mark.parametrize("make", [_gpt2, _llama], ids=["gpt2", "llama"])
 def test_a_dynamic_cache_generation_compiles_twice(make):
     """The KV cache, first seen in the first decoding step, is symbolic there in the length the prompt left: the

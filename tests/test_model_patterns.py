@@ -257,8 +257,10 @@ def test_a_0_d_tensor_formatted_into_a_name():
         (actual, name), (expected, expected_name) = jf(x, scores), f(x, scores)
         torch.testing.assert_close(actual, expected)
         assert name == expected_name
+    t = torch.randn(2)
+    assert thunder.jit(lambda t: f"{t}")(t) == f"{t}"  # eager's text of every value
     with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="Formatting"):
-        thunder.jit(lambda t: f"{t}")(torch.randn(2))  # eager prints every value: refused
+        thunder.jit(lambda t: f"{t * 2}")(t.requires_grad_())  # eager's text names its grad_fn: refused
 
 
 def test_a_module_converted_to_what_it_is_inside_forward():

@@ -19,6 +19,13 @@ checks all of that in one line; otherwise it runs torch's own code. The tracer r
 (``SpecialCallsMixin._module_call``: the same check and the same read of ``forward``), not under the interpreter: a
 frame and a dozen instructions per module call, a tenth of what a decode step of a small Llama interprets.
 
+Note [A hooked module's call while a method is routed]
+While a method of a compiled module runs (``jm.generate``), the module's ``_compiled_call_impl`` is the ThunderModule's
+compiled call (Note [Methods of a compiled module] in thunder.core.module), so torch's ``_wrapped_call_impl``, traced
+for a module with hooks, would call thunder's entry from inside its own trace, again and again. A module from outside
+whose ``_compiled_call_impl`` is None or such an entry is traced as torch's uncompiled call (``_call_impl``, hooks
+and all), checked by one condition that takes both as the same: the trace made in a routed call serves a plain one.
+
 Note [Copies of outside objects]
 ``copy.deepcopy(m)`` of a module argument, run by the interpreter, reads ``m``'s state natively (its
 ``__reduce_ex__``), and the new module would be an object the trace captured as it was on the first call.
@@ -876,6 +883,13 @@ class SpecialCallsMixin:
         runtime = current_runtime()
         if self._hookless(module):
             return interpreter_call(runtime, self._getattr(module, "forward"), args, kwargs)
+        holder = self._provenance.get(id(module))
+        compiled = module._compiled_call_impl
+        if holder is not None and (compiled is None or is_thunder_entry(compiled)):
+            # Note [A hooked module's call while a method is routed]
+            self._check(prims.check_expr, f"{holder.name}._compiled_call_impl is None or getattr({holder.name}."
+                        "_compiled_call_impl, 'thunder_entry', False)", (holder,))  # fmt: skip
+            return interpreter_call(runtime, self._getattr(module, "_call_impl"), args, kwargs)
         return interpreter_call(runtime, _torch_module_call, (module, *args), kwargs)
 
     def _module_init(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
