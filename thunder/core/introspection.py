@@ -635,9 +635,10 @@ def lookaside(fn: Callable) -> Callable | None:
         return found
     typ = type(fn)
     if typ is types.BuiltinMethodType or typ is types.MethodWrapperType:
-        if isinstance(bound_self(fn), _SEQUENCE_TYPES):
+        owner = type(bound_self(fn))  # Note [Type checks of the program's objects while tracing] in special_calls
+        if issubclass(owner, _SEQUENCE_TYPES):
             return _builtin_method_lookaside(fn)
-        if type(bound_self(fn)) is slice:  # ``s.indices(n)`` reads the bounds natively
+        if owner is slice:  # ``s.indices(n)`` reads the bounds natively
             return lambda *args: getattr(pin_index(fn.__self__), fn.__name__)(*map(pin_index, args))
         return None
     if typ in _DESCRIPTOR_TYPES or (typ is types.FunctionType and _tensor_method_name(fn) is not None):

@@ -164,6 +164,7 @@ class OutsideReadsMixin:
         name)``, reached from a Python ``__getattribute__``)."""
         if not raw and getattribute_load(obj) is not None:
             return value  # interpreted: its reads were checked where they reached ``object.__getattribute__``
+        cls = type(obj)  # Note [Type checks of the program's objects while tracing] in special_calls
         if name == "__dict__" and type(value) is dict:
             return self._object_dict(obj, value, raw)
         if name == "__dict__" and type(value) is types.MappingProxyType and isinstance(obj, type):
@@ -174,25 +175,25 @@ class OutsideReadsMixin:
             # the program changed what the getter reads (``obj._v = ...; obj.v``). A traced value's own property
             # stays hidden as its other attributes are: ``SymFloat.name`` is a property interpreted from 3.13 (where
             # float's attribute lookup is object's own), read natively before
-            if isinstance(obj, (Proxy, int, float)):
+            if issubclass(cls, (Proxy, int, float)):
                 return introspection.proxy_attribute(obj, name, value)
             return value
-        if isinstance(obj, torch.nn.Module) and not name.startswith("__"):
+        if issubclass(cls, torch.nn.Module) and not name.startswith("__"):
             written = self._member_written(obj, name)  # Note [Module members the program writes]
             if written is not _UNWRITTEN:
                 return written
         holder = self._provenance.get(id(obj))
         if holder is None:
             self._check_class_attr(obj, name)
-            if isinstance(obj, types.ModuleType):
+            if issubclass(cls, types.ModuleType):
                 flag = torch_state.backend_flag(obj, name)  # ``torch.backends.cudnn.deterministic``
                 if flag is not None:
                     self.torch_state_read.add(flag)
                     return value
-            if isinstance(obj, (Proxy, int, float)):
+            if issubclass(cls, (Proxy, int, float)):
                 return introspection.proxy_attribute(obj, name, value)
             namespace = is_user_namespace(obj) and not name.startswith("__")  # (dunder reads are not checked)
-            if not (isinstance(obj, torch.nn.Module) or namespace) and not (
+            if not (issubclass(cls, torch.nn.Module) or namespace) and not (
                 isinstance(value, torch.Tensor) and not isinstance(obj, (torch.Tensor, types.ModuleType))
             ):
                 return value
@@ -205,7 +206,7 @@ class OutsideReadsMixin:
             # bound otherwise (a classmethod read through an instance, a bound method stored as an attribute): read
             # on every call and checked by what it binds
             return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj, raw))
-        if isinstance(value, (types.MethodType, types.BuiltinMethodType, Proxy)) or name.startswith("__"):
+        if issubclass(type(value), (types.MethodType, types.BuiltinMethodType, Proxy)) or name.startswith("__"):
             return value  # a proxy: computed by the program (a property's getter, ``parametrize``'s weight)
         return self._read(("attr", id(obj), name), value, lambda: self._attr_holder(holder, name, obj, raw))
 

@@ -150,12 +150,26 @@ class SideEffectsMixin:
             receiver = bound_self(fn)
             if id(receiver) in self._lazy and plain_attribute(fn, "__name__") not in _pure_writes(receiver):
                 self._read_contents(receiver)
-            if _is_interpreted(fn, self.symbol_lookup):  # its own instructions report what it reads
+            if self._interpreted(fn):  # its own instructions report what it reads
                 return
             values = args
         elif name == "STORE_SUBSCR":  # the container's side is decided by store_subscr
             values = (values[0], values[2])
         self._read_lazies_in(values, 2)
+
+    @functools.cached_property
+    def _interpreted_functions(self) -> dict:
+        """``_is_interpreted`` of the plain functions called so far: decided by the function alone."""
+        return {}
+
+    def _interpreted(self, fn: Any) -> bool:
+        """``_is_interpreted(fn)``, asked once per plain function of a trace (it is asked at every call)."""
+        if type(fn) is not types.FunctionType:
+            return _is_interpreted(fn, self.symbol_lookup)
+        known = self._interpreted_functions.get(fn)
+        if known is None:
+            known = self._interpreted_functions[fn] = _is_interpreted(fn, self.symbol_lookup)
+        return known
 
     def _read_lazies_in(self, values, depth: int) -> None:
         """Outside containers among ``values`` are read, also inside tuples, lists and dicts the interpreter

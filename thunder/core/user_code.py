@@ -81,7 +81,8 @@ _NONDETERMINISTIC_CALLS = frozenset({os.urandom, os.getrandom} if hasattr(os, "g
 
 def is_nondeterministic(fn: Callable, module: str | None, receiver: Any) -> bool:
     """Calls whose result differs from call to call: random numbers, clocks, entropy."""
-    if module in _NONDETERMINISTIC_MODULES or isinstance(receiver, random.Random):
+    # (``type(receiver)``: Note [Type checks of the program's objects while tracing] in thunder.core.special_calls)
+    if module in _NONDETERMINISTIC_MODULES or issubclass(type(receiver), random.Random):
         return True
     if receiver is not None and (type(receiver).__module__ or "").startswith("numpy.random"):
         return True
