@@ -114,12 +114,13 @@ def test_a_growing_dimension_compiles_a_symbolic_entry():
 def test_a_size_a_loop_runs_over_holds_the_trace_to_it_and_the_miss_reason_names_the_loop():
     """A Python loop over ``range`` of a size (RecurrentGemma's and Jamba's scans) unrolls into the trace, which then
     holds for that size only: each size compiles its own entry (as torch.compile's do), and the miss reason says which
-    line of the program took the size's value."""
+    line of the program took the size's value. (A loop whose body is one trace for every index is traced once
+    instead: Note [Loops over a symbolic range]; this one branches on the index's parity.)"""
 
     def f(x):
         out = x[:, 0]
         for t in range(1, x.shape[1]):
-            out = out * 0.5 + x[:, t]
+            out = out * 0.5 + x[:, t] if t % 2 else out + x[:, t]
         return out
 
     jf = thunder.jit(f)
