@@ -88,8 +88,33 @@ def body_defined_last(x):  # a local first bound in the body: its last value aft
     return y, i
 
 
-TRACED_ONCE = [recurrence, append_stack, setitem_at_index, from_one, body_defined_last]
-UNROLLED = [shape_grows, first_iteration_differs, list_used_otherwise, early_break, outside_effect]
+def list_returned(x):  # the appended list outlives the function: unrolled
+    outs = []
+    for i in range(x.shape[1]):
+        outs.append(x[:, i] * 2)
+    return outs
+
+
+def list_stored_then_stacked(x):  # kept in a dict of the program's, then stacked
+    outs = []
+    holder = {}
+    for i in range(x.shape[1]):
+        outs.append(x[:, i] * 2)
+    holder["o"] = outs
+    return torch.stack(holder["o"], 0)
+
+
+def carried_is_passed_on(x):  # the carried value is a tensor from before the loop
+    h = x[:, 0]
+    y = x[:, 1] * 3
+    for i in range(x.shape[1]):
+        h = y
+    return h
+
+
+TRACED_ONCE = [recurrence, append_stack, setitem_at_index, from_one, body_defined_last, list_stored_then_stacked,
+               carried_is_passed_on]  # fmt: skip
+UNROLLED = [shape_grows, first_iteration_differs, list_used_otherwise, early_break, outside_effect, list_returned]
 
 
 def _run(fn, lengths, grad=False):
@@ -103,8 +128,9 @@ def _run(fn, lengths, grad=False):
             counter.clear()
             actual = jfn(x)
         assert counter == counted
-        expected = expected if isinstance(expected, tuple) else (expected,)
-        actual = actual if isinstance(actual, tuple) else (actual,)
+        assert type(actual) is type(expected)
+        expected = tuple(expected) if isinstance(expected, (tuple, list)) else (expected,)
+        actual = tuple(actual) if isinstance(actual, (tuple, list)) else (actual,)
         for e, a in zip(expected, actual, strict=True):
             if isinstance(e, torch.Tensor):
                 assert a.dtype == e.dtype and a.shape == e.shape and torch.equal(a, e), (fn.__name__, n)

@@ -95,7 +95,7 @@ def acquire_traces(
         try:
             tracer.trace(args, kwargs)
         except BaseException as e:
-            refused = _refused_loop(tracer)
+            refused = tracer.refused_loop()
             if refused is not None:  # traced again, that loop unrolled (Note [Loops over a symbolic range])
                 tracer.release()
                 unroll |= {refused}
@@ -111,7 +111,7 @@ def acquire_traces(
             if raised and eager_on_raise and not cd.options.transforms:
                 raise ProgramRaised(e) from None
             raise
-        refused = _refused_loop(tracer)
+        refused = tracer.refused_loop()
         if refused is None:
             break
         tracer.release()
@@ -120,15 +120,6 @@ def acquire_traces(
     tracer.computation.set_provenance(TraceProvenance("Interpretation", ms))
     tracer.prologue.set_provenance(TraceProvenance("Interpretation", ms))
     return tracer.prologue, tracer.computation, tracer
-
-
-def _refused_loop(tracer: Tracer) -> tuple | None:
-    """The site of a loop the trace refused, or of one it left open (a ``break``, an exception), else None."""
-    if tracer.loop_refused is not None:
-        return tracer.loop_refused[0]
-    if tracer.open_loop is not None:
-        return tracer.open_loop.site
-    return None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -88,6 +88,13 @@ def _slot_names(t: type) -> list[str]:
     return [n for n in names if n not in ("__dict__", "__weakref__")]
 
 
+def _slot_value(v, name: str):
+    try:
+        return object.__getattribute__(v, name)
+    except Exception:  # noqa: BLE001 - an empty slot (or one that is no plain slot)
+        return NULL
+
+
 def _fingerprints(roots: list) -> dict[int, tuple[Any, Any]]:
     """id -> (object, shallow contents by identity) of every mutable container reachable from ``roots`` (thunder's
     own objects are not looked into)."""
@@ -124,13 +131,16 @@ def _fingerprints(roots: list) -> dict[int, tuple[Any, Any]]:
             fn = getattr(v, "__func__", v)
             todo.extend(fn.__closure__ or ())
             todo.append(getattr(v, "__self__", None))
-        else:
-            d = getattr(v, "__dict__", None)
+        else:  # (read without the object's ``__getattr__``: no code of the program's runs)
+            try:
+                d = object.__getattribute__(v, "__dict__")
+            except Exception:  # noqa: BLE001 - no instance dict
+                d = None
             if type(d) is dict:
                 todo.append(d)
             slots = _slot_names(t)
             if slots:
-                values = tuple(getattr(v, n, NULL) for n in slots)
+                values = tuple(_slot_value(v, n) for n in slots)
                 fp = tuple(map(id, values))
                 todo.extend(values)
         seen[id(v)] = (v, fp)
@@ -148,6 +158,7 @@ def _frame_roots(tracer) -> list:
             roots.append(f.locals)
         if f.locals_snapshot is not None:
             roots.append(f.locals_snapshot)
+        roots.append(f.globals)  # (a module's own objects: the program may change them too)
     roots.extend(getattr(tracer, name) for name in _COPIES)
     return roots
 
@@ -452,10 +463,12 @@ class _Loop:
         self._record(body, made, carried, last, elements, names)
         for slot, _ in lists:
             frame.fast[slot] = StackedList(self, self.stacked.pop(0))
+            tracer.stacked_lists.append(frame.fast[slot])
         if var_cell is None:
             frame.fast[self.var_slot] = make_symbolic(n.value - 1, last_index, n)
         else:
             var_cell.cell_contents = make_symbolic(n.value - 1, last_index, n)
+        self.frame = self.fast = self.stack = self.before = None  # (what a StackedList keeps alive: not the frame)
 
     def _appended_list(self, frame, slot: int) -> bool:
         """Whether local ``slot`` holds a list that was empty before the body and has one item now, which no other
@@ -473,8 +486,11 @@ class _Loop:
             for p in b.flat_proxy_args:
                 if p.name not in made and p.name not in carried_names and p.name not in captured:
                     captured[p.name] = p
-        captured_args = (*captured.values(), *names.values())
         outputs = (*(new for _, _, new in carried), *elements, *(new for _, new in last))
+        for p in outputs:  # (an output the body only passes on: ``h = x``, ``outs.append(x)``)
+            if p.name not in made and p.name not in carried_names and p.name not in captured:
+                captured[p.name] = p
+        captured_args = (*captured.values(), *names.values())
         body_trace = TraceCtx(name=f"{trace.make_name('loop')}_body")
         body_trace.names = set(trace.names)
         body_trace.args = [self.index, *(old for _, old, _ in carried), *captured_args]
@@ -563,6 +579,19 @@ class LoopsMixin:
         self.unroll = unroll  # the sites whose loops unroll: (code, instruction index)
         self.loop_refused: tuple | None = None  # (site, why): a loop the trace must unroll
         self.open_loop: _Loop | None = None
+        self.stacked_lists: list[StackedList] = []  # made by the loops (refused when one outlives the program)
+
+    def refused_loop(self) -> tuple | None:
+        """The site of a loop this trace cannot keep, or None: one refused, one left open (a ``break``, an
+        exception), or one whose appended list outlives the program's frames (returned, stored away)."""
+        if self.loop_refused is not None:
+            return self.loop_refused[0]
+        if self.open_loop is not None:
+            return self.open_loop.site
+        for stacked in self.stacked_lists:
+            if sys.getrefcount(stacked) > 3:  # (this list, the loop variable and the argument)
+                return stacked._loop.site
+        return None
 
     def _range(self, *args, **kwargs):
         from thunder.core import introspection
