@@ -107,7 +107,7 @@ def list_stored_then_stacked(x):  # kept in a dict of the program's, then stacke
 def carried_is_passed_on(x):  # the carried value is a tensor from before the loop
     h = x[:, 0]
     y = x[:, 1] * 3
-    for i in range(x.shape[1]):
+    for _ in range(x.shape[1]):
         h = y
     return h
 
