@@ -10,6 +10,7 @@ Layer: entry points. Imports: core, extend, transforms, executors.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import gc
@@ -72,30 +73,49 @@ def acquire_traces(
     (Note [A program that raises])."""
     start = time.perf_counter_ns()
     executors_or_none = {None, *cd.options.executors}
-    tracer = Tracer(
-        cd.fn,
-        # A function that a user operator replaces is that operator only where its executor runs.
-        symbol_lookup=lambda fn: symbol_for(fn, accept=lambda sym: getattr(sym, "executor", None) in executors_or_none),
-        cache_option=cache_option or cd.cache_option,
-        sharp_edges=cd.sharp_edges,
-        record_history=cd.debug_options.record_interpreter_history,
-        eager_impl=eager_fallback,
-        outcomes=outcomes,
-        shape_history=shape_history,
-        automatic_dynamic=automatic_dynamic,
-    )
-    try:
-        tracer.trace(args, kwargs)
-    except Exception as e:
-        if cs is not None:
-            partial = tracer.computation
-            partial.set_provenance(TraceProvenance("Interpretation (incomplete)", (time.perf_counter_ns() - start) / 1e6))
-            cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = [partial], [tracer.prologue], []
-        raised = tracer.program_raised is e
+    unroll: frozenset = frozenset()
+    history = None if shape_history is None else {k: copy.copy(getattr(shape_history, k)) for k in ShapeHistory.__slots__}
+    while True:
+        if unroll and history is not None:  # a retrace decides what is symbolic as the first try did
+            for k, v in history.items():
+                setattr(shape_history, k, copy.copy(v))
+        tracer = Tracer(
+            cd.fn,
+            # A function that a user operator replaces is that operator only where its executor runs.
+            symbol_lookup=lambda fn: symbol_for(fn, accept=lambda sym: getattr(sym, "executor", None) in executors_or_none),
+            cache_option=cache_option or cd.cache_option,
+            sharp_edges=cd.sharp_edges,
+            record_history=cd.debug_options.record_interpreter_history,
+            eager_impl=eager_fallback,
+            outcomes=outcomes,
+            shape_history=shape_history,
+            automatic_dynamic=automatic_dynamic,
+            unroll=unroll,
+        )
+        try:
+            tracer.trace(args, kwargs)
+        except BaseException as e:
+            refused = tracer.refused_loop()
+            if refused is not None:  # traced again, that loop unrolled (Note [Loops over a symbolic range])
+                tracer.release()
+                unroll |= {refused}
+                continue
+            if not isinstance(e, Exception):
+                raise
+            if cs is not None:
+                partial = tracer.computation
+                partial.set_provenance(TraceProvenance("Interpretation (incomplete)", (time.perf_counter_ns() - start) / 1e6))
+                cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = [partial], [tracer.prologue], []
+            raised = tracer.program_raised is e
+            tracer.release()
+            if raised and eager_on_raise and not cd.options.transforms:
+                raise ProgramRaised(e) from None
+            raise
+        refused = tracer.refused_loop()
+        if refused is None:
+            break
         tracer.release()
-        if raised and eager_on_raise and not cd.options.transforms:
-            raise ProgramRaised(e) from None
-        raise
+        unroll |= {refused}
     ms = (time.perf_counter_ns() - start) / 1e6
     tracer.computation.set_provenance(TraceProvenance("Interpretation", ms))
     tracer.prologue.set_provenance(TraceProvenance("Interpretation", ms))

@@ -57,6 +57,7 @@ from thunder.core.errors import (
 from thunder.core.interpreter import InterpreterCallbacks, InterpreterError, conversions, generator_code, interpret
 from thunder.core.interpreter.runtime import innermost_frame_objects
 from thunder.core.lifting import holds
+from thunder.core.loops import LoopsMixin
 from thunder.core.options import CACHE_OPTIONS, SHARP_EDGES_OPTIONS
 from thunder.core.outside_reads import OutsideReadsMixin
 from thunder.core.prims.python import SymbolicOutcome, tensor_value
@@ -81,7 +82,8 @@ _EAGER_ERRORS = (ThunderTypeError, ThunderValueError, ThunderIndexError, Thunder
 
 
 class Tracer(
-    ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsMixin, ProgramOutputMixin, SymbolicNumbersMixin
+    ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsMixin, ProgramOutputMixin, SymbolicNumbersMixin,
+    LoopsMixin,
 ):
     """The state of one trace acquisition: the two traces being built and the provenance map.
 
@@ -108,10 +110,12 @@ class Tracer(
         outcomes: tuple = (),
         shape_history: ShapeHistory | None = None,
         automatic_dynamic: bool = False,
+        unroll: frozenset = frozenset(),
     ):
         # ``symbol_lookup(fn)``: the symbol a call of ``fn`` is recorded as, or None (also for an
         # unhashable ``fn``); by default the tables of ``thunder.core.symbol_lookup``.
         self.fn = fn
+        self._init_loops(unroll)  # ``unroll``: the loops refused before (Note [Loops over a symbolic range])
         self.symbolic = cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES
         # Note [Automatic dynamic shapes] in thunder.core.shape_history: the sizes seen so far (updated), and
         # whether this trace makes the sizes that changed symbolic.

@@ -309,6 +309,8 @@ class SpecialCallsMixin:
         return {
             len: self._len,
             hash: _hash,
+            range: self._range,  # Note [Loops over a symbolic range] in thunder.core.loops
+            torch.stack: self._stack,
             getattr: self._getattr,
             hasattr: self._hasattr,
             setattr: self._setattr,

@@ -406,6 +406,9 @@ class SymInt(_SymbolicMixin, int):
     """An int that remembers the expression it came from (see Note [Symbolic values])."""
 
     _base = int
+    # ``range(n)`` reaches the tracer's lookaside with the symbolic number (Note [Loops over a symbolic range] in
+    # thunder.core.loops), which pins it unless it traces the loop once
+    __interpreter_range_argument__ = True
 
     def __index__(self):
         return _concretize(self, int)

@@ -81,7 +81,12 @@ class _Plan:
         return tuple(max(0, (e - s + st - 1) // st) for s, e, st in zip(self.starts, self.ends, self.strides))
 
     def is_full(self, shape) -> bool:
-        return all(s == 0 and e == n and st == 1 for s, e, st, n in zip(self.starts, self.ends, self.strides, shape))
+        # The length first: ``x[:, i] = v`` of a symbolic index ``i`` then records ``(i + 1) - i != n``, which holds
+        # for every ``i``, not ``i != 0`` (Note [Loops over a symbolic range] in thunder.core.loops)
+        return all(
+            st == 1 and e - s == n and s == 0 and e == n
+            for s, e, st, n in zip(self.starts, self.ends, self.strides, shape)
+        )
 
 
 def _index_tensor_from(op: str, a: TensorProxy, x):

@@ -31,6 +31,11 @@ def _sequential_associative_scan(combine_fn: Callable, xs: Any, dim: int, revers
     leaves, spec = _pytree.tree_flatten(xs)
     if reverse:
         leaves = [torch.flip(x, [dim]) for x in leaves]
+    if len(leaves) == 2:
+        stacked = _two_leaf_scan(combine_fn, leaves[0], leaves[1], spec, dim)
+        if reverse:
+            stacked = [torch.flip(x, [dim]) for x in stacked]
+        return _pytree.tree_unflatten(stacked, spec)
     prefixes = []
     acc = None
     for i in range(leaves[0].shape[dim]):
@@ -41,6 +46,26 @@ def _sequential_associative_scan(combine_fn: Callable, xs: Any, dim: int, revers
     if reverse:
         stacked = [torch.flip(x, [dim]) for x in stacked]
     return _pytree.tree_unflatten(stacked, spec)
+
+
+def _two_leaf_scan(combine_fn: Callable, a: torch.Tensor, b: torch.Tensor, spec: Any, dim: int) -> list:
+    """The scan of two tensors (Mamba's and Jamba's ``(A, B)``), the same steps as the general loop, written so
+    that its loop over a symbolic length is traced once (Note [Loops over a symbolic range] in thunder.core.loops):
+    the first item before it, tensors as its only carried locals, one list per output."""
+    acc_a, acc_b = a.select(dim, 0), b.select(dim, 0)
+    first_a, first_b = acc_a, acc_b
+    if a.shape[dim] == 1:
+        return [first_a.unsqueeze(dim), first_b.unsqueeze(dim)]
+    outs_a, outs_b = [], []
+    for i in range(1, a.shape[dim]):
+        pair = combine_fn(_pytree.tree_unflatten([acc_a, acc_b], spec),
+                          _pytree.tree_unflatten([a.select(dim, i), b.select(dim, i)], spec))  # fmt: skip
+        acc_a, acc_b = _pytree.tree_flatten(pair)[0]
+        del pair
+        outs_a.append(acc_a)
+        outs_b.append(acc_b)
+    return [torch.cat([first_a.unsqueeze(dim), torch.stack(outs_a, dim)], dim),
+            torch.cat([first_b.unsqueeze(dim), torch.stack(outs_b, dim)], dim)]  # fmt: skip
 
 
 register_interpreted_replacement(

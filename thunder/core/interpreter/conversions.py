@@ -138,6 +138,13 @@ def _indices_adapter(ctx, args, kwargs):
     return tuple(as_index(ctx, a) for a in args), kwargs
 
 
+def _range_adapter(ctx, args, kwargs):
+    """``range``'s arguments as indices, but for a number whose type asks to reach the lookaside as it is (a
+    symbolic size, which the tracer may loop over without reading its value: Note [Loops over a symbolic range] in
+    thunder.core.loops)."""
+    return tuple(a if getattr(type(a), "__interpreter_range_argument__", False) else as_index(ctx, a) for a in args), kwargs
+
+
 for _fn, _adapt in (
     (builtins.str, _one_argument(as_str)),
     (builtins.format, _format_adapter),
@@ -147,7 +154,7 @@ for _fn, _adapt in (
     (builtins.hex, _one_argument(as_index)),
     (builtins.oct, _one_argument(as_index)),
     (builtins.bin, _one_argument(as_index)),
-    (builtins.range, _indices_adapter),
+    (builtins.range, _range_adapter),
 ):
     register_native_adapter(_fn, _adapt)
 

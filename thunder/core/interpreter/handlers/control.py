@@ -93,6 +93,13 @@ def FOR_ITER(inst, frame):
     it = stack[-1]
     if type(it) in _NATIVE_ITERATORS:
         v = next(it, _DONE)
+    elif (step := type(it).__dict__.get("__interpreter_for_iter__")) is not None:
+        # an iterator that steps itself with the frame in hand (a traced loop: Note [Loops over a symbolic
+        # range] in thunder.core.loops); StopIteration ends the loop as usual
+        try:
+            v = step(it, frame)
+        except StopIteration:
+            v = _DONE
     else:
         try:
             v = iter_next(frame.ctx, it)
