@@ -44,6 +44,7 @@ from typing import Any
 import torch
 
 from thunder.core import data_dependent, devices, dtypes, prims, proxies, replays, torch_state
+from thunder.core.copies import CopiesMixin
 from thunder.core.errors import (
     InternalError,
     SharpEdgeError,
@@ -82,8 +83,8 @@ _EAGER_ERRORS = (ThunderTypeError, ThunderValueError, ThunderIndexError, Thunder
 
 
 class Tracer(
-    ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsMixin, ProgramOutputMixin, SymbolicNumbersMixin,
-    LoopsMixin,
+    ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsMixin, CopiesMixin, ProgramOutputMixin,
+    SymbolicNumbersMixin, LoopsMixin,
 ):
     """The state of one trace acquisition: the two traces being built and the provenance map.
 

@@ -17,12 +17,12 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core import outside_reads as _outside_reads
+from thunder.core.copies import deepcopy_tensor as _eager_deepcopy
 from thunder.core.errors import ThunderRuntimeError, ThunderTypeError, ThunderValueError, UnsupportedOpError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy, register_method
 from thunder.core.replays import becomes_in_place
 from thunder.core.rules import grad_rules
-from thunder.core.special_calls import deepcopy_tensor as _eager_deepcopy
 from thunder.core.symbol import DONT_DCE, MAY_ALIAS, MAY_RAISE, UNFUSIBLE
 from thunder.core.tracectx import current_source_location, get_tracectx
 from thunder.core.transforms.autodiff import _aliased_args
