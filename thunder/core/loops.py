@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import pathlib
 import re
 import sys
 import types
@@ -72,8 +73,9 @@ _EFFECTS = ("_undo", "_stored_values", "_written", "_copy_changed_after", "_tens
 # The tracer's copies of outside containers (the program changes those, not the originals).
 _COPIES = ("_copies", "_dict_copies", "_lazy", "_copy_originals", "_rebuilt", "_object_dicts")
 _WALK_BUDGET = 100_000
+# (a path is a value: its slots are caches filled when read, ``str(path)`` in 3.13's pathlib)
 _ATOMS = (int, float, complex, str, bytes, bool, type(None), type, types.ModuleType, torch.Tensor, torch.dtype,
-          torch.device, Proxy, SymInt, SymFloat, types.BuiltinFunctionType, types.MethodWrapperType)  # fmt: skip
+          torch.device, Proxy, SymInt, SymFloat, types.BuiltinFunctionType, types.MethodWrapperType, pathlib.PurePath)  # fmt: skip
 
 
 class _TooBig(Exception):
