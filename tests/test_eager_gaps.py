@@ -654,3 +654,30 @@ _ALIAS_CALLS = [
 def test_method_aliases_as_eager(call):
     f = eval(f"lambda x: (lambda y: ({call}, y * 1))(x * 0.9)")  # y: a tensor of the program's own
     _check(f, torch.rand(3, 3) * 0.6 + 0.2)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: torch.arange(x.sum()), lambda x: torch.arange(1, (x > 0).sum() + 2),
+     lambda x: torch.arange(0, x.float().mean(), 0.5), lambda x: torch.arange(start=x.min(), end=x.sum() + 1) * 2],
+    ids=["end", "start-end", "float-end", "keywords"],
+)  # fmt: skip
+def test_arange_reads_the_value_of_a_0_d_tensor_bound_as_eager(fn):
+    """Longformer: ``torch.arange(<0-d tensor>)`` (refused: a meta cannot read the value; read before the symbol)."""
+    jfn = thunder.jit(fn)
+    for values in ([1, 2], [1, 2], [2, 3], [0, 1]):
+        x = torch.tensor(values)
+        _same(jfn(x), fn(x))
+
+
+def test_narrow_reads_a_0_d_tensor_length_as_eager():
+    """Longformer: ``attn_probs.narrow(-1, 0, max_num_global_attn_indices)``, a 0-d tensor length (its meta compared
+    the tensor with 0: data-dependent control flow)."""
+
+    def f(x, n):
+        return x.narrow(1, 0, n.max()) * 2, torch.narrow(x, 0, n.min(), 1)
+
+    jfn = thunder.jit(f)
+    for values in ([1, 2], [1, 2], [2, 3], [0, 1]):
+        x, n = torch.randn(3, 4), torch.tensor(values)
+        _same(jfn(x, n), f(x, n))

@@ -58,8 +58,8 @@ class _TorchBinding:
     it); for an op taking ``sizes``, a 0-d integer tensor among them is read as an int, as eager's ``__index__``
     reads it (``x.view(n, torch.div(m, 2, rounding_mode="trunc"))``: a data-dependent value, checked per call)."""
 
-    def __init__(self, meta: Callable, torch_fns: Sequence[Callable], sizes: bool = False):
-        self._meta, self._torch_fns, self._sizes = meta, torch_fns, sizes
+    def __init__(self, meta: Callable, torch_fns: Sequence[Callable], sizes: bool = False, numbers: bool = False):
+        self._meta, self._torch_fns, self._sizes, self._numbers = meta, torch_fns, sizes, numbers
         self._params: frozenset[str] | None = None
         self._positional: list[str] = []
         self._to_meta: dict[str, str] = {}
@@ -68,6 +68,9 @@ class _TorchBinding:
     def __call__(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         if _holds_index_object(args) or (kwargs and _holds_index_object(kwargs.values())):
             args, kwargs = self._read_indices(args, kwargs)
+        if self._numbers:  # ``torch.arange(mask.sum())``: eager reads a 0-d tensor's value
+            args = tuple(_number_of(a) for a in args)
+            kwargs = {k: _number_of(v) if k in ("start", "end", "step") else v for k, v in kwargs.items()}
         if self._sizes:  # the first argument (``input``) is the tensor the sizes are for
             args = (*args[:1], *_sizes_as_ints(args[1:]))
             kwargs = {k: v if k in ("input", "self", "a") else _sizes_as_ints(v) for k, v in kwargs.items()}
@@ -220,6 +223,17 @@ def _sizes_as_ints(x):
     return x
 
 
+def _number_of(x):
+    """A 0-d integer or floating tensor read as the Python number it holds (a data-dependent value, checked per
+    call), as eager's argument parser reads it for a ``Scalar``; anything else as it is."""
+    if isinstance(x, TensorProxy) and x.ndim == 0 and x.dtype is not torch.bool:
+        if dtypes.is_nonboolean_integer_dtype(x.dtype):
+            return int(x)
+        if dtypes.is_float_dtype(x.dtype):
+            return float(x)
+    return x
+
+
 def torchsymbol(
     *torch_fns: Callable,
     method_name: str | Sequence[str] | None = None,
@@ -227,13 +241,15 @@ def torchsymbol(
     tags: Sequence[str] = (),
     torch_impl: Callable | None = None,
     sizes: bool = False,
+    numbers: bool = False,
 ):
     """Declares a torch-language symbol whose decomposition is the decorated function.
 
     ``torch_fns`` are the torch callables it stands for; ``method_name`` the ``Tensor``
     method(s) and operator dunders it installs on proxies; ``torch_impl`` what the torch
     executor runs (default: the first of ``torch_fns``, called with the same arguments); ``sizes``: its
-    arguments are sizes, which eager also takes as 0-d integer tensors (``_TorchBinding``).
+    arguments are sizes, which eager also takes as 0-d integer tensors (``_TorchBinding``); ``numbers``: its number
+    arguments may be 0-d tensors, whose values eager reads.
     """
 
     def deco(fn: Callable) -> Symbol:
@@ -246,7 +262,7 @@ def torchsymbol(
             tags=frozenset(tags),
         )
         sym.__doc__ = fn.__doc__
-        sym.binding = _TorchBinding(fn, torch_fns, sizes)
+        sym.binding = _TorchBinding(fn, torch_fns, sizes, numbers)
         symbols_by_id[sym.id] = sym
         for tfn in torch_fns:
             torch_to_thunder_map[tfn] = sym

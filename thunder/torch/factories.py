@@ -224,7 +224,7 @@ def _check_range_number(op: str, name: str, x):
     return pyval(x)
 
 
-@torchsymbol(torch.arange)
+@torchsymbol(torch.arange, numbers=True)
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
            pin_memory=False):  # fmt: skip
     """``torch.arange``: int64 when start, end and step are all ints, else the default float dtype."""

@@ -653,7 +653,7 @@ def aten_slice(a, dim=0, start=None, end=None, step=1):
     return slice_dim(a, d, first, max(first, last), step)
 
 
-@torchsymbol(torch.narrow, method_name="narrow")
+@torchsymbol(torch.narrow, method_name="narrow", sizes=True)
 def narrow(a, dim, start, length):
     """``torch.narrow``: ``length`` elements of dim ``dim`` from ``start`` (negative start wraps)."""
     op = "ltorch.narrow"
