@@ -95,8 +95,9 @@ def acquire_traces(
         try:
             tracer.trace(args, kwargs)
         except BaseException as e:
-            refused = tracer.refused_loop()
-            if refused is not None:  # traced again, that loop unrolled (Note [Loops over a symbolic range])
+            # (a KeyboardInterrupt inside a loop's body is the user's, not the loop's; a site refused twice ends it)
+            refused = None if isinstance(e, (KeyboardInterrupt, SystemExit)) else tracer.refused_loop()
+            if refused is not None and refused not in unroll:  # traced again, that loop unrolled (Note [Loops over a symbolic range])
                 tracer.release()
                 unroll |= {refused}
                 continue
@@ -112,7 +113,7 @@ def acquire_traces(
                 raise ProgramRaised(e) from None
             raise
         refused = tracer.refused_loop()
-        if refused is None:
+        if refused is None or refused in unroll:
             break
         tracer.release()
         unroll |= {refused}
