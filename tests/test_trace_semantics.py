@@ -456,7 +456,7 @@ def test_imag_is_a_property():
         torch.testing.assert_close(got, expected)
 
 
-# --- formatting a tensor inside the function fails clearly ----------------------------------
+# --- formatting a tensor inside the function: eager's text, or a clear error -----------------------------------------
 
 _FORMATTING = {
     "fstring": lambda x: f"{x}",
@@ -469,12 +469,15 @@ _FORMATTING = {
 
 
 @pytest.mark.parametrize("case", list(_FORMATTING))
-def test_formatting_a_tensor_in_the_program_fails_clearly(case):
-    """(``repr`` too: ``f"{x!r}"`` in the program would print the proxy's name, not values.)"""
+def test_formatting_a_tensor_in_the_program_gives_eager_s_text_or_fails_clearly(case):
+    """(``repr`` too: ``f"{x!r}"`` in the program must not print the proxy's name.) An input's text is eager's, each
+    call's own; a computed tensor that requires grad is refused (eager's text names its grad_fn)."""
     fn = _FORMATTING[case]
-    assert "tensor(" in fn(torch.ones(2))  # eager prints the values
-    with pytest.raises(ThunderError, match="not known while tracing"):
-        thunder.jit(fn)(torch.ones(2))
+    jfn = thunder.jit(fn)
+    for x in (torch.ones(2), torch.arange(3.0)):
+        assert jfn(x) == fn(x) and "tensor(" in fn(x)
+    with pytest.raises(ThunderError, match="needs its values .it requires grad"):
+        thunder.jit(lambda x: fn(x * 2))(torch.ones(2, requires_grad=True))
 
 
 def test_thunder_code_still_formats_proxies():

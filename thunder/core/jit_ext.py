@@ -159,7 +159,7 @@ class Tracer(
         self._arrays_shared: list[tuple] = []  # (array, its values, torch function) (Note [Tensors of outside arrays])
         self._internal_cells: set[int] = set()  # cells the program made itself
         self._internal_objects: set[int] = set()  # objects the program made itself (see _is_outside)
-        self._made_parameters: dict[int, Proxy] = {}  # Note [A parameter the program makes and uses]
+        self._made_parameters: dict[int, tuple] = {}  # (parameter, line): Note [A parameter the program makes and uses]
         self._object_dicts: dict[int, tuple[dict, Any]] = {}  # id(__dict__ or the program's copy) -> (__dict__, object)
         self._dict_copies: dict[int, dict] = {}  # id(object) -> the program's copy of its __dict__ (same Note)
         self._copies: dict[int, tuple[Proxy, Any, Any]] = {}  # id(copy) -> (holder, copy, its first contents)

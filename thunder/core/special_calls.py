@@ -151,7 +151,10 @@ def _no_torch_function(*args) -> bool:
 
 def _refuse_parameter(cls: type, *args, **kwargs):
     """``torch.nn.Parameter(...)`` in the program (or in a module built inside it)."""
-    loc = source_location()
+    _refuse_parameter_made_at(cls, source_location())
+
+
+def _refuse_parameter_made_at(cls: type, loc) -> None:
     loc = loc and (loc.call_site or loc)  # the user's line that builds the module, for a parameter made by torch
     raise MakesParameters(
         f"{cls.__module__}.{cls.__qualname__}(...) makes a new parameter (a leaf tensor that requires grad) inside the "
@@ -764,7 +767,7 @@ class SpecialCallsMixin:
         if not isinstance(data, TensorProxy) or not isinstance(requires_grad, bool):
             return _refuse_parameter(torch.nn.Parameter)
         made = interpreter_call(current_runtime(), _parameter_from, (data, requires_grad), None)
-        self._made_parameters[id(made)] = made
+        self._made_parameters[id(made)] = (made, source_location())  # (the line named when it is refused)
         introspection.note_type(made, torch.nn.Parameter)
         return made
 
@@ -778,14 +781,20 @@ class SpecialCallsMixin:
         """Stored (an attribute, an item) or registered, a parameter the program made is refused (Note [A parameter
         the program makes and uses])."""
         if id(value) in self._made_parameters:
-            _refuse_parameter(torch.nn.Parameter)
+            _refuse_parameter_made_at(torch.nn.Parameter, self._made_parameters[id(value)][1])
 
     def _refuse_parameters_leaving(self, returned: Any) -> None:
         """A parameter the program made that it returns or stores outside is refused (Note [A parameter the program
         makes and uses])."""
-        made = self._made_parameters
-        if made and any(holds(v, lambda x: id(x) in made) for v in (returned, *(r for _, _, r in self._stored_values))):
-            _refuse_parameter(torch.nn.Parameter)
+        made, found = self._made_parameters, []
+
+        def made_here(x: Any) -> bool:
+            if id(x) in made:
+                found.append(id(x))
+            return bool(found)
+
+        if made and any(holds(v, made_here) for v in (returned, *(r for _, _, r in self._stored_values))):
+            _refuse_parameter_made_at(torch.nn.Parameter, made[found[0]][1])
 
     def _module_call(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         """``_module_call`` as the tracer runs it: the same reads and checks, without interpreting its code."""
