@@ -290,7 +290,8 @@ def test_a_distribution_with_invalid_parameters_raises_eagers_value_error_on_a_l
     from torch import distributions
 
     def log_prob(mu, scale, action):
-        return distributions.Normal(mu, scale).log_prob(action).sum()
+        # (validate_args given: another test may have turned the global default off in this process)
+        return distributions.Normal(mu, scale, validate_args=True).log_prob(action).sum()
 
     jitted = thunder.jit(log_prob)
     mu, action = torch.zeros(2), torch.randn(2)
