@@ -23,6 +23,15 @@ times. The body's trace is valid for every index it is run with when:
   a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output (any other use refuses the loop);
 - no tensor of the body requires grad (a gradient needs the unrolled trace: scope of this note is inference).
 
+Note [The walk reads the globals a frame names]
+The state compared before and after the body is reached from the frames' locals and value stacks and from the
+globals their code names, not from whole module dicts: a module's dunders reach far (a test module's ``__loader__``
+is pytest's import hook, which holds the whole session; a notebook's ``__main__`` holds ``get_ipython`` and the
+shell's history), and a walk over more than ``_WALK_BUDGET`` objects refuses the loop, so every loop defined in a
+notebook or run under pytest's full suite unrolled (one compile per length). A global store of the body is the
+tracer's (``cb_store_global``), and the objects the body changes through a call are the tracer's copies, both
+compared as before.
+
 Where any of this fails, the loop is refused: the tracer notes its site (code object and instruction) and the whole
 function is traced again (``thunder.compiler.acquire_traces``) with that loop unrolled as before, so a refused loop
 only costs a retrace, never a wrong result. A ``break``, ``return`` or exception that leaves the body is such a
@@ -160,9 +169,20 @@ def _frame_roots(tracer) -> list:
             roots.append(f.locals)
         if f.locals_snapshot is not None:
             roots.append(f.locals_snapshot)
-        roots.append(f.globals)  # (a module's own objects: the program may change them too)
+        g = f.globals  # (a module's own objects the frame names: the program may change them too)
+        roots.extend(g[n] for n in _global_names(f.code) if n in g)
     roots.extend(getattr(tracer, name) for name in _COPIES)
     return roots
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The names ``code`` and the code nested in it can read from their module: only those of a frame's globals
+    are walked (Note [The walk reads the globals a frame names])."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _global_names(c)
+    return names
 
 
 # --- constraints on the index --------------------------------------------------------------------------------------
