@@ -26,9 +26,9 @@ times. The body's trace is valid for every index it is run with when:
 Note [The walk reads the globals a frame names]
 The state compared before and after the body is reached from the frames' locals and value stacks and from the
 globals their code names, not from whole module dicts: a module's dunders reach far (a test module's ``__loader__``
-is pytest's import hook, which holds the whole session; a notebook's ``__main__`` holds ``get_ipython`` and the
-shell's history), and a walk over more than ``_WALK_BUDGET`` objects refuses the loop, so every loop defined in a
-notebook or run under pytest's full suite unrolled (one compile per length). A global store of the body is the
+is pytest's import hook, which holds the whole session; a notebook's ``__main__`` holds ``get_ipython``, the
+shell and its growing history, a script's any large object), and a walk over more than ``_WALK_BUDGET`` objects
+refuses the loop: under pytest's full suite every loop unrolled (one compile per length). A global store of the body is the
 tracer's (``cb_store_global``), and the objects the body changes through a call are the tracer's copies, both
 compared as before.
 
