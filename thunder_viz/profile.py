@@ -340,8 +340,9 @@ def profile(jitted: Any, *args: Any, calls: int = 3, **kwargs: Any) -> Profile:
     of the same calls. See Note [Profile attribution] and Note [Fair comparison with eager].
 
     When the output holds a scalar that requires grad (a loss), each call also runs its backward,
-    as a training step does. Gradients that accumulate meanwhile in the parameters are put back as
-    they were; the random state is left as it was; tensor inputs are cloned for each call.
+    as a training step does. Gradients that accumulate meanwhile in the parameters and the module's
+    buffers (batch-norm running statistics) are put back as they were; the random state is left as
+    it was; tensor inputs are cloned for each call.
 
     The explorer of ``jitted`` (``thunder_viz.explore``) shows the last profile.
 

@@ -419,8 +419,9 @@ class Session:
     Inputs are kept by reference, as the caller passed them. Every rerun (and the eager
     reference it is compared with) gets its own clones of the tensor inputs, so a program that
     mutates its inputs in place leaves them as they were and reruns are reproducible. The
-    state of a module (parameters, buffers such as batch-norm running statistics) is not
-    cloned: a module that updates its buffers sees the updates of earlier runs.
+    buffers of a module (batch-norm running statistics, step counters) are put back after each
+    rerun and profile, and eager's reference run starts from the values the compiled run started
+    with; parameters are not cloned.
 
     Args:
         jitted: what ``thunder.jit`` returned (a function or a ``ThunderModule``).
@@ -510,7 +511,8 @@ class Session:
         self.jitted = jitted
         _register(jitted, self)
         run.executors = self.executors
-        with _keeping_rng_state():  # the explorer's runs leave the notebook's random stream as it was
+        # the explorer's runs leave the notebook's random stream and the module's buffers as they were
+        with _keeping_rng_state(), _keeping_buffers(self.original) as buffers:
             start = _rng_state()
             try:
                 args, kwargs = clone_inputs(self.args, self.kwargs)
@@ -519,7 +521,7 @@ class Session:
             except Exception as exc:
                 run.error = self.error = ErrorInfo.from_exception(exc, jitted=jitted)
             else:
-                self._against_eager(run, jitted, outputs, start)
+                self._against_eager(run, jitted, outputs, start, buffers)
         _record_statistics(run, jitted)
         self.runs.append(run)
         return run
@@ -535,7 +537,7 @@ class Session:
                 f"cannot profile {self.title!r}: the inputs of its last call are unknown; "
                 "call it through the session or pass its inputs to thunder_viz.profile"
             )
-        with _keeping_rng_state(), _keeping_grads(self.jitted, self.original):
+        with _keeping_rng_state(), _keeping_grads(self.jitted, self.original), _keeping_buffers(self.original):
             result = measure(self.jitted, self.original, self.args, self.kwargs or {}, calls=calls)
         set_last_profile(self.jitted, result)
         return result
@@ -569,13 +571,15 @@ class Session:
         samples = [timed_call() for _ in range(repeats)]
         return statistics.median(samples) / 1e6, repeats
 
-    def _against_eager(self, run: Run, jitted: Callable, outputs: Any, start: tuple) -> None:
-        """Compares ``outputs`` (of the call made from the random state ``start``) with eager
-        PyTorch's, run from the same state: the compiler draws eager's random numbers in eager's
-        order (Note [Random ops follow eager's generator]), so a model in training mode (dropout)
-        compares equal. When they differ, both sides are run again from that state: if either
-        gives other values than it gave before, the values are not comparable and the run says so
-        instead of "NO"."""
+    def _against_eager(self, run: Run, jitted: Callable, outputs: Any, start: tuple, buffers: Callable) -> None:
+        """Compares ``outputs`` (of the call made from the random state ``start`` and the buffers
+        ``buffers()`` puts back) with eager PyTorch's, run from the same state: the compiler draws
+        eager's random numbers in eager's order (Note [Random ops follow eager's generator]), so a
+        model in training mode (dropout) compares equal, and a module that updates a buffer (a step
+        counter) runs from the value the compiled call started with. When they differ, both sides
+        are run again from that state: if either gives other values than it gave before, the
+        values are not comparable and the run says so instead of "NO"."""
+        buffers()
         expected = self._eager_from(start)
         if expected is _FAILED:  # eager PyTorch fails where thunder did not: nothing to compare with
             return
@@ -583,7 +587,9 @@ class Session:
         run.tolerance = tolerance_of(expected)
         if run.matches_eager:
             return
+        buffers()
         eager_again = self._eager_from(start)
+        buffers()
         _set_rng_state(start)
         args, kwargs = clone_inputs(self.args, self.kwargs)
         try:
@@ -707,6 +713,32 @@ def _keeping_grads(*holders: Any):
                 if grad is not None:
                     grad.copy_(value)  # backwards accumulate into it in place
                 p.grad = grad
+
+
+@contextlib.contextmanager
+def _keeping_buffers(*holders: Any):
+    """The buffers of the modules among ``holders`` (batch-norm running statistics, step counters)
+    are put back afterwards, the same tensors with their values of before: the explorer's reruns
+    and profiles are not the user's training. Yields a function that puts them back now."""
+    kept = [
+        (m, name, b, b.detach().clone())
+        for h in holders
+        if isinstance(h, torch.nn.Module)
+        for m in h.modules()
+        for name, b in m._buffers.items()
+        if b is not None
+    ]
+
+    def put_back() -> None:
+        with torch.no_grad():
+            for m, name, b, value in kept:
+                b.copy_(value)
+                m._buffers[name] = b  # (a forward may have bound a new tensor)
+
+    try:
+        yield put_back
+    finally:
+        put_back()
 
 
 def _draws_random_numbers(jitted: Any) -> bool:

@@ -381,3 +381,41 @@ def test_a_real_difference_with_random_ops_still_says_no():
     run = session.rerun(["torch"])
     assert run.error is None and run.not_comparable is None
     assert run.matches_eager is False and run.max_abs_diff == pytest.approx(2.0)
+
+
+class CountingScale(torch.nn.Module):
+    """Its output depends on a buffer its forward updates (a step counter, as schedulers and EMA modules keep)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", torch.zeros(()))
+
+    def forward(self, x):
+        self.steps += 1
+        return x * self.steps
+
+
+def test_a_rerun_of_a_module_that_updates_its_buffers_matches_eager_and_leaves_them():
+    """The rerun's timed calls advanced the counter before eager ran: "NO" on a correct model, and the user's
+    module was left with the explorer's updates."""
+    model = CountingScale()
+    session = Session(thunder.jit(model))
+    session(torch.ones(3))
+    assert model.steps.item() == 1
+    run = session.rerun(["torch"])
+    assert run.error is None and run.matches_eager is True and run.max_abs_diff == 0.0
+    assert model.steps.item() == 1  # as the user's own call left it
+
+
+def test_reruns_and_profiles_leave_batch_norm_statistics_as_they_were():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    session = Session(thunder.jit(model))
+    session(torch.randn(2, 3, 8, 8))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    run = session.rerun(["torch"])
+    assert run.error is None and run.matches_eager is True
+    session.profile(calls=2)
+    after = model.state_dict()
+    for k, v in before.items():
+        assert torch.equal(after[k], v), k
