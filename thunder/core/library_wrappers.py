@@ -240,7 +240,7 @@ def _config_getattribute(mixin: type, tracer: Any, fn: types.FunctionType, *args
     mro = type(config).__mro__
     after = mro[mro.index(mixin) + 1 :] if mixin in mro else (None,)
     holder = tracer._provenance.get(id(config))
-    table = object.__getattribute__(config, "__dict__")
+    table = getattr(type(config), "__dictoffset__", 0) and object.__getattribute__(config, "__dict__")
     plain = (
         next((k for k in after if k is None or "__getattribute__" in k.__dict__), None) is object
         and holder is not None
