@@ -623,3 +623,29 @@ def test_an_encoder_decoder_generate_runs_its_encoder_compiled(name):
         torch.testing.assert_close(scores, expected_scores)
         assert thunder.cache_hits(jm) + thunder.cache_misses(jm) - calls == 5  # the encoder, then 4 decoder steps
     assert thunder.cache_misses(jm) <= 8
+
+
+def test_config_attributes_the_program_does_not_read_are_not_checked():
+    """Note [A config's attribute reads]: a config read runs no interpreted ``HeterogeneousConfigMixin.__getattribute__``
+    and checks only what it reads; a change of an attribute the forward never reads does not recompile, one it reads
+    does, and the prologue checks that the config still has no heterogeneity spec (its reads would then differ)."""
+    from transformers.integrations.heterogeneity.configuration_utils import HeterogeneousConfigMixin
+
+    from thunder.core.library_wrappers import _CONFIG_GETATTRIBUTE_DIGEST, native_wrapper
+
+    known = sys.version_info[:2] in _CONFIG_GETATTRIBUTE_DIGEST
+    assert (native_wrapper(HeterogeneousConfigMixin.__getattribute__) is not None) == known
+    torch.manual_seed(0)
+    model = _gpt2()
+    ids = torch.randint(0, 500, (1, 5))
+    jm = thunder.jit(model)
+    assert torch.equal(jm(ids).logits, model(ids).logits)
+    model.config.summary_type = "mean"  # read by GPT2DoubleHeadsModel's head only
+    assert torch.equal(jm(ids).logits, model(ids).logits)
+    assert ("'_heterogeneity_spec' not in" in str(thunder.last_prologue_traces(jm)[-1])) == known
+    assert thunder.cache_misses(jm) == 1
+    model.config.output_hidden_states = True  # read by the forward: its outputs change
+    expected, actual = model(ids), jm(ids)
+    assert len(actual.hidden_states) == len(expected.hidden_states) == 3
+    assert all(torch.equal(a, e) for a, e in zip(actual.hidden_states, expected.hidden_states))
+    assert thunder.cache_misses(jm) == 2

@@ -70,6 +70,21 @@ descriptor, no ``__getattribute__`` or ``__getattr__`` of the class's: reading t
 otherwise, and on another bytecode (the digest covers the method's code, constants and names), the method is
 interpreted.
 
+Note [A config's attribute reads]
+Every attribute read of a transformers config (``config.hidden_size``, dozens per trace) runs two Python
+``__getattribute__``s: ``PreTrainedConfig``'s (which maps the name through ``attribute_map``) calls
+``HeterogeneousConfigMixin``'s, which asks ``super().__getattribute__("__dict__").get("_heterogeneity_spec")`` and,
+where the config has none, returns ``super().__getattribute__(key)``. Interpreted, that second frame cost about a
+tenth of a first GPT-2 generation's two traces (three ``super()`` calls and a ``dict.get`` through the tracer's
+lookaside per read), and its native ``dict.get`` on the config's ``__dict__`` read the whole dict as an outside
+container: the prologue checked every one of the config's forty-odd attributes (90 of a GPT-2 decode step's 740
+lines, which the first reuse compiles), so changing one the program never reads retraced. Where the next
+``__getattribute__`` after the mixin's in the object's MRO is ``object``'s, the config has a path (a prologue
+proxy), the program has not written its ``__dict__`` or that key, and the key is absent, the read is what the
+tracer makes of ``object.__getattribute__(config, key)`` (``_raw_getattr``, as the interpreted
+``super().__getattribute__(key)`` gives), and the prologue checks that the key is still absent (once per config);
+otherwise the method is interpreted. Recognised by its digest, as the wrappers above.
+
 Layer: tracing. Imports: core.
 """
 
@@ -84,6 +99,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from thunder.core import prims
 from thunder.core.interpreter.errors import NULL
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import enter_function, lookup_type_attr
@@ -91,11 +107,14 @@ from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy
 
 # ``_code_digest`` of: wrapped_func; the wrapper and ModelOutput's methods; new_forward, Func.forward and the context
-# variable's methods; get_mask_sizes
+# variable's methods; get_mask_sizes; HeterogeneousConfigMixin.__getattribute__
 _DEPRECATE_KWARG_DIGEST = {(3, 11): "2a458f6854cfe149"}
 _MODEL_OUTPUT_DIGEST = {(3, 11): "ea59713d85d204b3"}
 _KERNELIZED_DIGEST = {(3, 11): "44a01b8f77d1fcfc"}
 _MASK_SIZES_DIGEST = {(3, 11): "b680bff06dbfd675", (3, 12): "31bb225677683606", (3, 13): "af30b6f37fd31872"}
+_CONFIG_GETATTRIBUTE_DIGEST = {(3, 11): "c604aae4eb9ed86d", (3, 12): "861677973c99a87c", (3, 13): "dd6362341a662063"}
+_CONFIG_MODULE = "transformers.integrations.heterogeneity.configuration_utils"
+_HETEROGENEITY_KEY = "_heterogeneity_spec"
 _KERNELS_MODULE = "kernels._internals.layer.layer"
 _MODEL_OUTPUT_METHODS = ("__setattr__", "__setitem__", "__post_init__", "_replace_old_cache_name")
 _OBJECT_CLASS = object.__dict__["__class__"]
@@ -202,6 +221,44 @@ def _find_sliding_window_mask_sizes() -> None:
         _codes[id(method.__code__)] = (method.__code__, _sliding_window_mask_sizes)
 
 
+def _find_config_getattribute() -> None:
+    mixin = getattr(sys.modules.get(_CONFIG_MODULE), "HeterogeneousConfigMixin", None)
+    method = mixin.__dict__.get("__getattribute__") if isinstance(mixin, type) else None
+    if isinstance(method, types.FunctionType) and _code_digest(method.__code__) == _CONFIG_GETATTRIBUTE_DIGEST.get(
+        sys.version_info[:2]
+    ):
+        _codes[id(method.__code__)] = (method.__code__, functools.partial(_config_getattribute, mixin))
+
+
+def _config_getattribute(mixin: type, tracer: Any, fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
+    """``HeterogeneousConfigMixin.__getattribute__(config, key)`` of a config with no heterogeneity spec: the tracer's
+    read of ``object.__getattribute__(config, key)`` (Note [A config's attribute reads]); otherwise interpreted."""
+    runtime = current_runtime()
+    if len(args) != 2 or kwargs or type(args[1]) is not str:
+        return enter_function(runtime, fn, args, kwargs)
+    config, key = args
+    mro = type(config).__mro__
+    after = mro[mro.index(mixin) + 1 :] if mixin in mro else (None,)
+    holder = tracer._provenance.get(id(config))
+    table = getattr(type(config), "__dictoffset__", 0) and object.__getattribute__(config, "__dict__")
+    plain = (
+        next((k for k in after if k is None or "__getattribute__" in k.__dict__), None) is object
+        and holder is not None
+        and type(table) is dict
+        and _HETEROGENEITY_KEY not in table
+        and id(config) not in tracer._dict_copies  # the program read or wrote its ``__dict__``
+        and ("attr", id(config), _HETEROGENEITY_KEY) not in tracer._written
+    )
+    if not plain:
+        return enter_function(runtime, fn, args, kwargs)
+    asked = ("no heterogeneity spec", id(config))
+    if asked not in tracer._asked_hasattr:
+        tracer._asked_hasattr.add(asked)
+        expr = f"{_HETEROGENEITY_KEY!r} not in object.__getattribute__({holder.name}, '__dict__')"
+        tracer._check(prims.check_expr, expr, (holder,))
+    return tracer._raw_getattr(config, key)
+
+
 def native_wrapper(fn: types.FunctionType) -> Callable | None:
     """The tracer's own run of ``fn`` (taking the tracer, ``fn`` and the call's arguments), or None."""
     if "transformers.utils.deprecation" not in _looked_for and "transformers.utils.deprecation" in sys.modules:
@@ -216,6 +273,9 @@ def native_wrapper(fn: types.FunctionType) -> Callable | None:
     if "transformers.cache_utils" not in _looked_for and "transformers.cache_utils" in sys.modules:
         _looked_for.add("transformers.cache_utils")
         _find_sliding_window_mask_sizes()
+    if _CONFIG_MODULE not in _looked_for and _CONFIG_MODULE in sys.modules:
+        _looked_for.add(_CONFIG_MODULE)
+        _find_config_getattribute()
     found = _codes.get(id(fn.__code__))
     return found[1] if found is not None and found[0] is fn.__code__ else None
 

@@ -476,6 +476,8 @@ class SpecialCallsMixin:
     # it has, which table names it), so they test ``type(obj)``.
     def lookaside(self, fn: Callable) -> Callable | None:
         """What the interpreter calls instead of ``fn``, or None to let it handle ``fn`` as usual."""
+        if fn is super:  # the interpreter's own (a transformers config read calls it twice): none of the tables below has it
+            return None
         if type(fn) is types.FunctionType:
             wrapper = native_wrapper(fn)  # Note [deprecate_kwarg's wrapper]
             if wrapper is not None:
