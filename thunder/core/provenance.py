@@ -238,6 +238,8 @@ class ProvenanceMixin:
             self._check(prims.check_identity, holder, value)
             if isinstance(value, types.FunctionType):
                 self._guard_function(value, holder)
+                if not is_library_module(value.__module__ or "") and not is_installed_code(value.__code__):
+                    self._register(value, holder, value)  # Note [Attributes of the user's functions]
             elif isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
                 # ``t.add`` of an outside tensor: the tensor is an input, the call is the method of its proxy
                 p = self._prologue_proxy(f"{holder.name}_self")
