@@ -1,12 +1,17 @@
 """Programs written as ML engineers write them, where the jitted call differed from eager: state kept on the user's
-own functions (a call counter, a setting, a memo made on first use). Each runs the program eagerly and jitted on
+own functions (a call counter, a setting, a memo made on first use); a tensor's ``.data`` assigned (a PixelCNN masked
+convolution's ``weight.data *= mask``, WGAN's weight clipping). Each runs the program eagerly and jitted on
 several calls and compares the values and what the program left behind."""
 
 from __future__ import annotations
 
+import copy
+
+import pytest
 import torch
 
 import thunder
+from thunder.core.errors import UnsupportedOpError
 
 
 def _counted(x):
@@ -72,3 +77,82 @@ def test_a_setting_put_on_the_function_after_a_call_is_seen_by_the_next():
     _scaled.scale = 2
     torch.testing.assert_close(jf(torch.ones(3)), _scaled(torch.ones(3)))
     _reset()
+
+
+# -- assigning a tensor's .data ---------------------------------------------------------------------------------------
+
+
+class _MaskedConv(torch.nn.Conv2d):
+    """PixelCNN's masked convolution as tutorials write it: the mask applied to the weight's data in ``forward``."""
+
+    def __init__(self):
+        super().__init__(2, 3, 3, padding=1)
+        self.register_buffer("mask", torch.ones_like(self.weight))
+        self.mask[:, :, 1, 1:] = 0
+        self.mask[:, :, 2:] = 0
+
+    def forward(self, x):
+        self.weight.data *= self.mask
+        return super().forward(x)
+
+
+def _clip_and_apply(m, x):
+    for p in m.parameters():  # WGAN's weight clipping
+        p.data = p.data.clamp(-0.05, 0.05)
+    return m(x)
+
+
+def _trains_as_eager(eager: torch.nn.Module, step, make_input) -> None:
+    """``step(model, x)`` on a copy of ``eager``, jitted, three times: values, the input's and the parameters'
+    gradients and the parameters after each call are eager's, and it traces once."""
+    model = copy.deepcopy(eager)
+    jitted = thunder.jit(step)
+    for _ in range(3):
+        x = make_input().requires_grad_()
+        x2 = x.detach().clone().requires_grad_()
+        expected, got = step(eager, x), jitted(model, x2)
+        torch.testing.assert_close(got, expected)
+        expected.square().sum().backward()
+        got.square().sum().backward()
+        torch.testing.assert_close(x2.grad, x.grad)
+        for p, q in zip(eager.parameters(), model.parameters()):
+            torch.testing.assert_close(q, p)
+            torch.testing.assert_close(q.grad, p.grad)
+    assert thunder.cache_misses(jitted) == 1
+
+
+def test_a_masked_convolution_assigning_its_weights_data_trains_as_eager():
+    torch.manual_seed(0)
+    _trains_as_eager(_MaskedConv(), lambda m, x: m(x), lambda: torch.randn(2, 2, 5, 5))
+
+
+def test_weight_clipping_by_assigning_data_trains_as_eager():
+    torch.manual_seed(0)
+    _trains_as_eager(torch.nn.Linear(4, 3), _clip_and_apply, lambda: torch.randn(2, 4))
+
+
+def test_assigning_data_of_a_computed_tensor_keeps_its_gradient_as_eager():
+    def f(x):
+        y = x * 2
+        z = y * y
+        y.data = x.data + 1  # later reads see the new values; the gradient is still y's
+        return y * 3 + z
+
+    x = torch.randn(3, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    expected, got = f(x), thunder.jit(f)(x2)
+    torch.testing.assert_close(got, expected)
+    expected.sum().backward()
+    got.sum().backward()
+    torch.testing.assert_close(x2.grad, x.grad)
+
+
+def test_assigning_data_of_another_shape_is_a_clear_error():
+    def f(x):
+        x.data = torch.zeros(2)
+        return x
+
+    with pytest.raises(UnsupportedOpError, match=r"x\.data a tensor of another shape"):
+        thunder.jit(f)(torch.ones(3))
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
+        thunder.jit(lambda x: setattr(x, "data", 5))(torch.ones(3))
