@@ -1,6 +1,6 @@
 """Programs written as ML engineers write them, where the jitted call differed from eager: state kept on the user's
 own functions (a call counter, a setting, a memo made on first use); a tensor's ``.data`` assigned (a PixelCNN masked
-convolution's ``weight.data *= mask``, WGAN's weight clipping). Each runs the program eagerly and jitted on
+convolution's ``weight.data *= mask``, WGAN's weight clipping); a lazy module jitted before its first call. Each runs the program eagerly and jitted on
 several calls and compares the values and what the program left behind."""
 
 from __future__ import annotations
@@ -156,3 +156,26 @@ def test_assigning_data_of_another_shape_is_a_clear_error():
         thunder.jit(f)(torch.ones(3))
     with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
         thunder.jit(lambda x: setattr(x, "data", 5))(torch.ones(3))
+
+
+# -- a lazy module jitted before its first call -----------------------------------------------------------------------
+
+
+def test_a_lazy_module_jitted_before_its_first_call_materialises_as_eager_then_traces():
+    make = lambda: torch.nn.Sequential(torch.nn.LazyConv2d(4, 3), torch.nn.LazyBatchNorm2d(), torch.nn.Flatten(), torch.nn.LazyLinear(2))  # noqa: E731
+    eager, model = make(), make()
+    jitted = thunder.jit(model)
+    for i in range(3):
+        x = torch.randn(2, 3, 5, 5)
+        torch.manual_seed(i)  # the first call draws the new weights
+        expected = eager(x)
+        torch.manual_seed(i)
+        got = jitted(x)
+        torch.testing.assert_close(got, expected)
+        expected.sum().backward()
+        got.sum().backward()
+    for p, q in zip(eager.parameters(), model.parameters()):
+        assert type(q) is type(p) is torch.nn.Parameter
+        torch.testing.assert_close(q.grad, p.grad)
+    torch.testing.assert_close(model[1].running_mean, eager[1].running_mean)
+    assert thunder.cache_misses(jitted) == 2  # the first call ran eagerly, the second traced, the third hit
