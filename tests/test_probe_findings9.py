@@ -1,12 +1,16 @@
 """Programs written as ML engineers write them, where the jitted call differed from eager: state kept on the user's
 own functions (a call counter, a setting, a memo made on first use); a tensor's ``.data`` assigned (a PixelCNN masked
-convolution's ``weight.data *= mask``, WGAN's weight clipping); a lazy module jitted before its first call. Each runs the program eagerly and jitted on
+convolution's ``weight.data *= mask``, WGAN's weight clipping); a lazy module jitted before its first call; torch settings the program reads (the thread count, anomaly mode, the
+float32 matmul precision, cuBLAS's TF32 flag) changed between calls; NumPy arrays as operands and indices. Each runs the program eagerly and jitted on
 several calls and compares the values and what the program left behind."""
 
 from __future__ import annotations
 
 import copy
+import operator
+import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -179,3 +183,93 @@ def test_a_lazy_module_jitted_before_its_first_call_materialises_as_eager_then_t
         torch.testing.assert_close(q.grad, p.grad)
     torch.testing.assert_close(model[1].running_mean, eager[1].running_mean)
     assert thunder.cache_misses(jitted) == 2  # the first call ran eagerly, the second traced, the third hit
+
+
+# -- torch settings the program reads, changed between calls ----------------------------------------------------------
+
+
+def _restoring(get, set_):
+    before = get()
+    return lambda: set_(before)
+
+
+_SETTINGS = {
+    # name: (program reading it, a value setter taking the call's index, getter, setter)
+    "num_threads": (
+        lambda x: x * torch.get_num_threads(), lambda i: torch.set_num_threads(1 + i % 2),
+        torch.get_num_threads, torch.set_num_threads,
+    ),
+    "anomaly": (
+        lambda x: x * 2 if torch.is_anomaly_enabled() else x, lambda i: torch.autograd.set_detect_anomaly(i == 1),
+        torch.is_anomaly_enabled, torch.autograd.set_detect_anomaly,
+    ),
+    "matmul_precision": (
+        lambda x: x * 2 if torch.get_float32_matmul_precision() == "high" else x,
+        lambda i: torch.set_float32_matmul_precision("high" if i == 1 else "highest"),
+        torch.get_float32_matmul_precision, torch.set_float32_matmul_precision,
+    ),
+    "cublas_tf32": (
+        lambda x: x * 2 if torch.backends.cuda.matmul.allow_tf32 else x,
+        lambda i: setattr(torch.backends.cuda.matmul, "allow_tf32", i == 1),
+        lambda: torch.backends.cuda.matmul.allow_tf32, lambda v: setattr(torch.backends.cuda.matmul, "allow_tf32", v),
+    ),
+}
+
+
+@pytest.mark.parametrize("setting", sorted(_SETTINGS))
+def test_a_torch_setting_changed_between_calls_is_read_again(setting):
+    program, set_for_call, get, set_ = _SETTINGS[setting]
+    restore = _restoring(get, set_)
+    try:
+        jitted = thunder.jit(program)
+        for i in range(3):
+            set_for_call(i)
+            torch.testing.assert_close(jitted(torch.ones(2)), program(torch.ones(2)))
+    finally:
+        restore()
+
+
+# -- NumPy arrays as operands and indices -----------------------------------------------------------------------------
+
+
+_ARRAYS = [np.array([1.0, 2.0, 3.0]), np.array([1, 2, 3]), np.array(2.5), np.array([[1.0], [2.0]], dtype=np.float32)]
+
+
+@pytest.mark.parametrize("op", ["mul", "add", "sub", "truediv", "pow", "eq"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_a_numpy_array_operand_gives_eagers_tensor_and_dtype(op, dtype):
+    def f(x, a):
+        return getattr(operator, op)(x, a)  # x * a: numpy's ufunc, its result handed back as a tensor
+
+    jitted = thunder.jit(f)
+    for i, a in enumerate(_ARRAYS):
+        x = torch.arange(1, 4, dtype=dtype) + i
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # numpy's, about torch's __array_wrap__
+            expected = f(x, a)
+        got = jitted(x, a)
+        assert type(got) is type(expected) is torch.Tensor
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got, expected)
+
+
+def test_a_numpy_array_operand_of_a_tensor_that_requires_grad_raises_eagers_error():
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy"):
+        x * np.ones(3)
+    with pytest.raises(RuntimeError, match="Can't call numpy"):
+        thunder.jit(lambda x, a: x * a)(x, np.ones(3))
+
+
+@pytest.mark.parametrize(
+    "index", [lambda a: a, lambda a: (a, slice(1, None)), lambda a: (slice(None), a), lambda a: a.reshape(1, -1)]
+)
+def test_a_numpy_array_index_is_eagers(index):
+    def f(x, a):
+        return x[index(a)]
+
+    jitted = thunder.jit(f)
+    x = torch.arange(20.0).view(4, 5)
+    for i in range(2):
+        a = np.array([0, 2 + i])
+        torch.testing.assert_close(jitted(x, a), f(x, a))

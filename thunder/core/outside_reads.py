@@ -192,11 +192,10 @@ class OutsideReadsMixin:
         holder = self._provenance.get(id(obj))
         if holder is None:
             self._check_class_attr(obj, name)
-            if issubclass(cls, types.ModuleType):
-                flag = torch_state.backend_flag(obj, name)  # ``torch.backends.cudnn.deterministic``
-                if flag is not None:
-                    self.torch_state_read.add(flag)
-                    return value
+            flag = torch_state.backend_flag(obj, name)  # ``torch.backends.cudnn.deterministic``
+            if flag is not None:
+                self.torch_state_read.add(flag)
+                return value
             if issubclass(cls, (Proxy, int, float)):
                 return introspection.proxy_attribute(obj, name, value)
             namespace = is_user_namespace(obj) and not name.startswith("__")  # (dunder reads are not checked)
