@@ -1,7 +1,7 @@
 """Programs written as ML engineers write them, where the jitted call differed from eager: state kept on the user's
 own functions (a call counter, a setting, a memo made on first use); a tensor's ``.data`` assigned (a PixelCNN masked
 convolution's ``weight.data *= mask``, WGAN's weight clipping); a lazy module jitted before its first call; torch settings the program reads (the thread count, anomaly mode, the
-float32 matmul precision, cuBLAS's TF32 flag) changed between calls; NumPy arrays as operands and indices. Each runs the program eagerly and jitted on
+float32 matmul precision, cuBLAS's TF32 flag) changed between calls; NumPy arrays as operands and indices; ``is_inference()`` of a tensor made in an inference-mode region. Each runs the program eagerly and jitted on
 several calls and compares the values and what the program left behind."""
 
 from __future__ import annotations
@@ -273,3 +273,24 @@ def test_a_numpy_array_index_is_eagers(index):
     for i in range(2):
         a = np.array([0, 2 + i])
         torch.testing.assert_close(jitted(x, a), f(x, a))
+
+
+# -- a tensor made in an inference-mode region of the program ---------------------------------------------------------
+
+
+def test_is_inference_of_a_tensor_made_in_an_inference_mode_region_asked_after_it_is_refused():
+    def f(x):
+        with torch.inference_mode():
+            y = x * 2
+        return y.is_inference()  # eager: True (the trace's result is an ordinary tensor)
+
+    assert f(torch.ones(2)) is True
+    with pytest.raises(UnsupportedOpError, match="computed in inference mode"):
+        thunder.jit(f)(torch.ones(2))
+
+    def g(x):
+        with torch.inference_mode():
+            y = x * 2
+        return (x * 3).is_inference(), y  # made outside the region: eager's False
+
+    assert thunder.jit(g)(torch.ones(2))[0] is g(torch.ones(2))[0] is False
