@@ -253,6 +253,24 @@ def test_a_numpy_array_operand_gives_eagers_tensor_and_dtype(op, dtype):
         torch.testing.assert_close(got, expected)
 
 
+def test_augmented_assignment_with_a_numpy_array_rebinds_as_eager():
+    def f(x, a):
+        y = x.clone()
+        z = y
+        y += a  # torch's __iadd__ gives way: y = y + a, a new float64 tensor; z keeps the old one
+        y *= 2
+        return y, z
+
+    x, a = torch.arange(3.0), np.array([1.0, 2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        expected = f(x, a)
+    got = thunder.jit(f)(x, a)
+    for e, g in zip(expected, got):
+        assert g.dtype == e.dtype
+        torch.testing.assert_close(g, e)
+
+
 def test_a_numpy_array_operand_of_a_tensor_that_requires_grad_raises_eagers_error():
     x = torch.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="Can't call numpy"):

@@ -316,6 +316,8 @@ _NUMPY_UFUNC_DUNDERS = frozenset(
     f"__{op}__" for op in "add sub mul truediv floordiv mod pow matmul and or xor lshift rshift".split()
 )
 
+_INPLACE_OPERATOR_DUNDERS = frozenset(f"__i{op}__" for op in "add sub mul truediv floordiv mod pow and or xor lshift rshift".split())
+
 
 def _with_array(sym: Symbol, name: str, a: TensorProxy, array: Any) -> Any:
     """``a <op> array`` as eager computes it (Note [Operators with a NumPy array])."""
@@ -355,6 +357,17 @@ def _as_method(sym: Symbol, name: str | None = None):
 
         operator_method.__name__ = sym.name
         return operator_method
+
+    if name in _INPLACE_OPERATOR_DUNDERS:
+
+        def inplace_operator_method(self, other):
+            numpy = sys.modules.get("numpy")
+            if numpy is not None and type(other) is numpy.ndarray:
+                return NotImplemented  # eager's: ``x += array`` is ``x = x + array`` (Note [Operators with a NumPy array])
+            return sym(self, other)
+
+        inplace_operator_method.__name__ = sym.name
+        return inplace_operator_method
 
     def method(self, *args, **kwargs):
         return sym(self, *args, **kwargs)
