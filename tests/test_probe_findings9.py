@@ -1,7 +1,8 @@
 """Programs written as ML engineers write them, where the jitted call differed from eager: state kept on the user's
 own functions (a call counter, a setting, a memo made on first use); a tensor's ``.data`` assigned (a PixelCNN masked
 convolution's ``weight.data *= mask``, WGAN's weight clipping); a lazy module jitted before its first call; torch settings the program reads (the thread count, anomaly mode, the
-float32 matmul precision, cuBLAS's TF32 flag) changed between calls; NumPy arrays as operands and indices; ``is_inference()`` of a tensor made in an inference-mode region. Each runs the program eagerly and jitted on
+float32 matmul precision, cuBLAS's TF32 flag) changed between calls; NumPy arrays as operands and indices; ``is_inference()`` of a tensor made in an inference-mode region; sparse constructors and ``torch.asarray`` of a
+traced tensor. Each runs the program eagerly and jitted on
 several calls and compares the values and what the program left behind."""
 
 from __future__ import annotations
@@ -312,3 +313,20 @@ def test_is_inference_of_a_tensor_made_in_an_inference_mode_region_asked_after_i
         return (x * 3).is_inference(), y  # made outside the region: eager's False
 
     assert thunder.jit(g)(torch.ones(2))[0] is g(torch.ones(2))[0] is False
+
+
+# -- constructors whose argument parser reads a traced tensor as a sequence -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda i, v: torch.sparse_coo_tensor(i, v, (3, 3)).to_dense(),
+        lambda i, v: torch.sparse_csr_tensor(torch.tensor([0, 1, 2, 3]), i[1], v, (3, 3)).to_dense(),
+        lambda i, v: torch.asarray(v) * 2,
+    ],
+    ids=["sparse_coo_tensor", "sparse_csr_tensor", "asarray"],
+)
+def test_a_sparse_constructor_or_asarray_of_a_traced_tensor_is_a_clear_error(program):
+    with pytest.raises(UnsupportedOpError, match=r"torch\.(sparse_\w+|asarray) inside the jitted function"):
+        thunder.jit(program)(torch.tensor([[0, 1, 1], [2, 0, 2]]), torch.randn(3))
