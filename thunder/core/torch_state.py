@@ -4,9 +4,8 @@ Note [Torch state]
 Global torch state the program reads (``torch.is_grad_enabled()``, ``torch.is_inference_mode_enabled()``,
 ``torch.get_default_dtype()``, the deterministic and backend flags: ``torch.are_deterministic_algorithms_enabled()``,
 ``torch.backends.cudnn.deterministic``; the thread counts, anomaly mode, the float32 matmul precision; a device's
-autocast state) decides what the trace computes. So the
-prologue checks each piece the trace read, as it was when the call began, and nothing else: a program that
-reads none pays for no check. The tracer looks aside the calls that read it (``reader``) and the
+autocast state) decides what the trace computes. So the prologue checks each piece the trace read, as it was when
+the call began, and nothing else: a program that reads none pays for no check. The tracer looks aside the calls that read it (``reader``) and the
 ``torch.backends`` flags the program reads as attributes (``backend_flag``) and notes them: a key of
 ``TORCH_STATE`` (the expression the prologue reads it with, checked by ``prims.check_torch_state``), or a
 device type whose autocast state was read (checked by ``prims.check_autocast``, as the trace's own autocast

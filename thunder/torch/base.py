@@ -306,12 +306,12 @@ def _is_operand(x: Any) -> bool:
 # Note [Operators with a NumPy array]
 # ``x * array``: torch's ``Tensor.__mul__`` gives way (NotImplemented) to numpy's ``ndarray.__rmul__``, whose ufunc
 # computes on ``x.numpy()`` and hands the result back as a tensor (``Tensor.__array_wrap__``): numpy's type promotion
-# (an int64 array times a float32 tensor is float64), ``numpy()``'s errors (a tensor that requires grad). Only
-# ``x == array`` is torch's own: the array converted as ``torch.as_tensor`` does (``!=``, ``<``: no method takes the
-# array, Python's default answers). A bool tensor's results there are numpy's own quirks (uint8 sums): refused. The proxies' operators do the same
-# with torch ops on the array's contents (a constant of the trace: the prologue checks an argument's contents), both
+# (an int64 array times a float32 tensor is float64), ``numpy()``'s errors (a tensor that requires grad). ``x +=
+# array`` gives way too: ``x = x + array``. Only ``x == array`` is torch's own (the array converted as
+# ``torch.as_tensor`` does); ``!=`` and ``<`` get Python's default answers. The proxies' operators do the same with
+# torch ops on the array's contents (a constant of the trace: the prologue checks an argument's contents), both
 # operands converted to numpy's result dtype; before, numpy's ufunc took the proxy's values (a split of the program
-# on them) and its result stayed an ndarray.
+# on them) and its result stayed an ndarray. A bool tensor's results there are numpy's quirks (uint8 sums): refused.
 _NUMPY_UFUNC_DUNDERS = frozenset(
     f"__{op}__" for op in "add sub mul truediv floordiv mod pow matmul and or xor lshift rshift".split()
 )
