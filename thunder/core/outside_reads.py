@@ -22,6 +22,13 @@ So for each class of the user's and name read that way the prologue checks that 
 ``_PyType_Lookup``) still finds the object the trace found (``check_class_attr``); for ``super().name``, the part
 of the MRO after the method's class.
 
+Note [Attributes of the user's functions]
+A function is checked by identity and code (``_guard_function``), but its ``__dict__`` can change: a counter kept
+on it (``step.calls = getattr(step, "calls", 0) + 1``), a setting (``forward.scale = 2``), a memo made on first use
+(``if not hasattr(f, "table")``). A function of the user's (not of a library) reached through a path is registered
+as its holder, so ``f.name``, ``getattr`` and ``hasattr`` of it are read and checked as an object's attributes are,
+and ``f.name = value`` is replayed on every call. A library's functions stay fixed code.
+
 Note [Module members]
 ``module.weight`` finds a parameter, buffer or submodule through ``nn.Module.__getattr__``, a Python
 function that runs only after the instance and its class have no such attribute: about half a
@@ -185,11 +192,10 @@ class OutsideReadsMixin:
         holder = self._provenance.get(id(obj))
         if holder is None:
             self._check_class_attr(obj, name)
-            if issubclass(cls, types.ModuleType):
-                flag = torch_state.backend_flag(obj, name)  # ``torch.backends.cudnn.deterministic``
-                if flag is not None:
-                    self.torch_state_read.add(flag)
-                    return value
+            flag = torch_state.backend_flag(obj, name)  # ``torch.backends.cudnn.deterministic``
+            if flag is not None:
+                self.torch_state_read.add(flag)
+                return value
             if issubclass(cls, (Proxy, int, float)):
                 return introspection.proxy_attribute(obj, name, value)
             namespace = is_user_namespace(obj) and not name.startswith("__")  # (dunder reads are not checked)

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from thunder.core import introspection, iterators, prims, proxies
-from thunder.core.errors import ThunderRuntimeError, ThunderValueError
+from thunder.core.errors import MakesParameters, ThunderRuntimeError, ThunderValueError
 from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import mapping_attrs, mapping_type, object_state, rebuild_mapping, slot_names
@@ -238,6 +238,8 @@ class ProvenanceMixin:
             self._check(prims.check_identity, holder, value)
             if isinstance(value, types.FunctionType):
                 self._guard_function(value, holder)
+                if not is_library_module(value.__module__ or "") and not is_installed_code(value.__code__):
+                    self._register(value, holder, value)  # Note [Attributes of the user's functions]
             elif isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
                 # ``t.add`` of an outside tensor: the tensor is an input, the call is the method of its proxy
                 p = self._prologue_proxy(f"{holder.name}_self")
@@ -505,6 +507,12 @@ class ProvenanceMixin:
         self._keepalive.extend((fn, instead))
 
     def _tensor_input(self, t: torch.Tensor, holder: Proxy) -> TensorProxy:
+        if torch.nn.parameter.is_lazy(t):  # materialised by the module's first call, which runs eagerly
+            raise MakesParameters(
+                f"{self._member_paths.get(holder.name, holder.name)} is an uninitialized parameter of a lazy module, "
+                "which its first call materialises (Note [Parameters made by the program] in thunder/__init__.py); "
+                "this call would make it again. Call the module once before jitting it."
+            )
         if is_dtensor(t):
             raise dtensor_error(self._member_paths.get(holder.name, holder.name))
         if t.layout is not torch.strided or t.is_nested or t.is_quantized:

@@ -318,8 +318,12 @@ class TensorProxy(Proxy):
     intermediates); ``strides_read`` says the program depended on them (see Note [Strides of
     traced tensors])."""
 
-    # ``never_requires_grad``: a result that torch says needs no grad whatever its inputs (``P`` of ``linalg.lu``)
-    __slots__ = ("shape", "dtype", "device", "requires_grad", "ndim", "strides", "offset", "strides_read", "never_requires_grad")
+    # ``never_requires_grad``: a result that torch says needs no grad whatever its inputs (``P`` of ``linalg.lu``);
+    # ``made_in_inference_mode``: traced inside ``with torch.inference_mode()`` (``is_inference``)
+    __slots__ = (
+        "shape", "dtype", "device", "requires_grad", "ndim", "strides", "offset", "strides_read", "never_requires_grad",
+        "made_in_inference_mode",
+    )  # fmt: skip
     # As torch.Tensor's: numpy's operators give way to the tensor's (``np.float32(2) * x`` is a tensor)
     __array_priority__ = 1000
 
@@ -353,6 +357,7 @@ class TensorProxy(Proxy):
         self.offset: int | None = None
         self.strides_read = False
         self.never_requires_grad = False
+        self.made_in_inference_mode = torch.is_inference_mode_enabled()
 
     @staticmethod
     def like(t, name: str | None = None, **changes) -> TensorProxy:
@@ -617,8 +622,8 @@ class TensorProxy(Proxy):
         trace = get_tracectx()
         if trace is not None:
             trace.inference_mode_read = True
-        if not torch.is_inference_mode_enabled():
-            return False
+        if not torch.is_inference_mode_enabled() and not self.made_in_inference_mode:
+            return False  # (one made in a ``with torch.inference_mode()`` region of the program, asked after it: refused)
         from thunder.core.errors import UnsupportedOpError
 
         loc = _source_location()

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from thunder.core import introspection, prims
-from thunder.core.errors import ThunderRuntimeError
+from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter.errors import DELETED, NULL
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import lookup_type_attr
@@ -339,6 +339,9 @@ class SideEffectsMixin:
         if isinstance(obj, TensorProxy) and name == "grad":
             self.set_grad(obj, None if value is DELETED else value)
             return True
+        if isinstance(obj, TensorProxy) and name == "data":
+            self.set_data(obj, value)
+            return True
         if isinstance(obj, TensorProxy) and name == "requires_grad":  # as ``obj.requires_grad_(value)``
             if not isinstance(value, bool):  # eager's error, ``del t.requires_grad`` included
                 raise RuntimeError("requires_grad must be a bool")
@@ -448,6 +451,29 @@ class SideEffectsMixin:
         if isinstance(obj, Proxy):  # a traced value answers as what it stands for
             return (introspection.lookaside(setattr) or setattr)(obj, name, value)
         setter(obj, name, value)
+
+    # Note [Assigning a tensor's .data]
+    # ``w.data = w.data.clamp(-c, c)`` (weight clipping), ``w.data *= mask`` (a masked convolution: ``*=`` reads
+    # ``w.data``, multiplies it in place and assigns it back): eager points ``w`` at the new tensor's memory, out of
+    # autograd's sight. The trace writes the new values into ``w``'s memory instead, as ``w.data.copy_(value)`` does:
+    # every later read of ``w`` in the program, the caller's tensor after the call and the gradients are eager's. Only
+    # the storage differs (a later in-place change of ``value`` does not reach ``w``), which no traced program can
+    # tell. A value of another shape, dtype or device would change the tensor's metadata: refused, as an input's
+    # shape change in place is (Note [In-place shape changes] in thunder.torch.shape).
+    def set_data(self, p: TensorProxy, value: Any) -> None:
+        """``p.data = value`` (Note [Assigning a tensor's .data])."""
+        if value is DELETED:
+            raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
+        if not isinstance(value, TensorProxy):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if (tuple(value.shape), value.dtype, value.device) != (tuple(p.shape), p.dtype, p.device):
+            raise UnsupportedOpError(
+                f"Assigning {p.name}.data a tensor of another shape, dtype or device ({value.dtype} {list(value.shape)} "
+                f"on {value.device} for {p.dtype} {list(p.shape)} on {p.device}; at {source_location()}) is not "
+                "supported: thunder cannot change the metadata of a tensor in place. Make a new tensor instead, or "
+                "call it outside the jitted function."
+            )
+        interpreter_call(current_runtime(), torch.Tensor.copy_, (p.data, value))
 
     def set_tensor_attribute(self, p: TensorProxy, name: str, value: Any) -> None:
         """``p.name = value`` where ``torch.Tensor`` has no attribute ``name`` (``nn.Buffer`` sets ``persistent``):

@@ -187,6 +187,20 @@ def _refuse_inside(name: str, why: str, *args, **kwargs):
     raise UnsupportedOpError(f"{name} inside the jitted function{f' (called at {loc})' if loc else ''} is not supported: {why}")
 
 
+def _refuse_traced(name: str, why: str, fn: Callable, *args, **kwargs):
+    """``fn`` given a traced value: refused with ``why``; natively otherwise. (Its argument parser reads a proxy as a
+    sequence of numbers, and its TypeError was taken for the program's own: an eager run with a warning.)"""
+    if any(isinstance(a, Proxy) for a in tree_leaves((args, kwargs))):
+        _refuse_inside(name, why)
+    return fn(*args, **kwargs)
+
+
+# Constructors that take ``array_like`` data: a sparse tensor is another layout, and ``asarray`` aliases its input
+_ARRAY_LIKE = (
+    "it makes a tensor of a layout thunder does not trace (sparse) or aliases its input (asarray). Make a sparse tensor "
+    "outside the jitted function and pass its dense form (.to_dense()), and use torch.as_tensor instead of asarray."
+)
+
 # torch's functorch and higher-order-op machinery runs its own dispatcher levels on real tensors
 _TRANSFORM = (
     "it runs torch's own transform machinery, which does not take traced values. Apply it outside the jitted "
@@ -336,6 +350,13 @@ class SpecialCallsMixin:
                         (torch.set_default_device, "set_default_device"),
                     )),
                     (torch.cond, "torch.cond", _TRANSFORM),
+                )
+            },
+            **{
+                fn: functools.partial(_refuse_traced, f"torch.{fn.__name__}", _ARRAY_LIKE, fn)
+                for fn in (
+                    torch.sparse_coo_tensor, torch.sparse_csr_tensor, torch.sparse_csc_tensor,
+                    torch.sparse_bsr_tensor, torch.sparse_bsc_tensor, torch.sparse_compressed_tensor,
                 )
             },
             torch.utils.hooks.BackwardHook: _ModuleBackwardHook,
@@ -652,7 +673,10 @@ class SpecialCallsMixin:
             symbol = self.symbol_lookup(torch.tensor if fn is torch.from_numpy else fn)
             return symbol(data.tolist(), **{**kwargs, "dtype": dtype})
         if holder is None or not all(constant):
-            return (self.symbol_lookup(fn) or fn)(data, *args, **kwargs)
+            symbol = self.symbol_lookup(fn)
+            if symbol is None:  # ``torch.asarray``
+                return _refuse_traced(f"torch.{fn.__name__}", _ARRAY_LIKE, fn, data, *args, **kwargs)
+            return symbol(data, *args, **kwargs)
         value = fn(data, *args, **kwargs)
         p = self._prologue_proxy(fn.__name__)
         self._emit(prims.unpack_call, fn, (holder, *args), kwargs, p, output=p)

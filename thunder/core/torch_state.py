@@ -3,9 +3,9 @@
 Note [Torch state]
 Global torch state the program reads (``torch.is_grad_enabled()``, ``torch.is_inference_mode_enabled()``,
 ``torch.get_default_dtype()``, the deterministic and backend flags: ``torch.are_deterministic_algorithms_enabled()``,
-``torch.backends.cudnn.deterministic``; a device's autocast state) decides what the trace computes. So the
-prologue checks each piece the trace read, as it was when the call began, and nothing else: a program that
-reads none pays for no check. The tracer looks aside the calls that read it (``reader``) and the
+``torch.backends.cudnn.deterministic``; the thread counts, anomaly mode, the float32 matmul precision; a device's
+autocast state) decides what the trace computes. So the prologue checks each piece the trace read, as it was when
+the call began, and nothing else: a program that reads none pays for no check. The tracer looks aside the calls that read it (``reader``) and the
 ``torch.backends`` flags the program reads as attributes (``backend_flag``) and notes them: a key of
 ``TORCH_STATE`` (the expression the prologue reads it with, checked by ``prims.check_torch_state``), or a
 device type whose autocast state was read (checked by ``prims.check_autocast``, as the trace's own autocast
@@ -48,6 +48,14 @@ TORCH_STATE: dict[str, Callable[[], Any]] = {
     "torch._C._get_cudnn_benchmark()": torch._C._get_cudnn_benchmark,
     "torch._C._get_cudnn_allow_tf32()": torch._C._get_cudnn_allow_tf32,
     "torch._C._get_mkldnn_enabled()": torch._C._get_mkldnn_enabled,
+    # what the program may branch on or compute with: ``torch.get_num_threads()`` (a data loader sizing its work),
+    # anomaly mode, the matmul precision (a model choosing its attention kernel), cuBLAS's TF32 flag
+    "torch.get_num_threads()": torch.get_num_threads,
+    "torch.get_num_interop_threads()": torch.get_num_interop_threads,
+    "torch.is_anomaly_enabled()": torch.is_anomaly_enabled,
+    "torch.is_anomaly_check_nan_enabled()": torch.is_anomaly_check_nan_enabled,
+    "torch._C._get_float32_matmul_precision()": torch._C._get_float32_matmul_precision,
+    "torch._C._get_cublas_allow_tf32()": torch._C._get_cublas_allow_tf32,
     "abc.get_cache_token()": abc.get_cache_token,
 }
 _READERS = {read: expr for expr, read in TORCH_STATE.items()}
@@ -114,11 +122,14 @@ def reader(fn: Callable, note_state: Callable[[str], None], note_autocast: Calla
 # Read once: ``torch.backends`` answers an attribute through its ``__getattr__``, about 9 us, and tracing asks for
 # every attribute it reads from a module.
 _PROP_MODULE, _CONTEXT_PROP = torch.backends.PropModule, torch.backends.ContextProp
+_CUBLAS_MODULE = type(torch.backends.cuda.matmul)
 
 
 def backend_flag(obj: Any, name: str) -> str | None:
     """The key of ``TORCH_STATE`` that ``obj.name`` reads, for a ``torch.backends`` flag
     (``torch.backends.cudnn.deterministic``), else None."""
+    if isinstance(obj, _CUBLAS_MODULE):  # ``torch.backends.cuda.matmul``: a ``__getattr__`` in Python, read natively
+        return "torch._C._get_cublas_allow_tf32()" if name == "allow_tf32" else None
     if not isinstance(obj, _PROP_MODULE):
         return None
     prop = inspect.getattr_static(type(obj), name, None)

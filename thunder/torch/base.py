@@ -303,14 +303,71 @@ def _is_operand(x: Any) -> bool:
     return numpy is not None and isinstance(x, numpy.generic)
 
 
+# Note [Operators with a NumPy array]
+# ``x * array``: torch's ``Tensor.__mul__`` gives way (NotImplemented) to numpy's ``ndarray.__rmul__``, whose ufunc
+# computes on ``x.numpy()`` and hands the result back as a tensor (``Tensor.__array_wrap__``): numpy's type promotion
+# (an int64 array times a float32 tensor is float64), ``numpy()``'s errors (a tensor that requires grad). ``x +=
+# array`` gives way too: ``x = x + array``. Only ``x == array`` is torch's own (the array converted as
+# ``torch.as_tensor`` does); ``!=`` and ``<`` get Python's default answers. The proxies' operators do the same with
+# torch ops on the array's contents (a constant of the trace: the prologue checks an argument's contents), both
+# operands converted to numpy's result dtype; before, numpy's ufunc took the proxy's values (a split of the program
+# on them) and its result stayed an ndarray. A bool tensor's results there are numpy's quirks (uint8 sums): refused.
+_NUMPY_UFUNC_DUNDERS = frozenset(
+    f"__{op}__" for op in "add sub mul truediv floordiv mod pow matmul and or xor lshift rshift".split()
+)
+
+_INPLACE_OPERATOR_DUNDERS = frozenset(f"__i{op}__" for op in "add sub mul truediv floordiv mod pow and or xor lshift rshift".split())
+
+
+def _with_array(sym: Symbol, name: str, a: TensorProxy, array: Any) -> Any:
+    """``a <op> array`` as eager computes it (Note [Operators with a NumPy array])."""
+    import numpy
+
+    make = torch_to_thunder_map[torch.tensor]
+    if name == "__eq__":
+        return sym(a, make(array.tolist(), dtype=torch.from_numpy(numpy.empty(0, array.dtype)).dtype))
+    if a.requires_grad:
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+    if a.device.type != "cpu":
+        raise TypeError(
+            f"can't convert {a.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+        )
+    if a.dtype is torch.bool:
+        raise ThunderTypeError(
+            f"{name} of a bool tensor and a NumPy array is not supported by thunder (eager's result comes from numpy): "
+            "convert the array with torch.from_numpy (or the tensor with .numpy()) first"
+        )
+    result = numpy.result_type(torch.empty(0, dtype=a.dtype).numpy().dtype, array.dtype)  # (bfloat16: eager's error)
+    if name == "__truediv__" and result.kind in "biu":
+        result = numpy.dtype(numpy.float64)
+    dtype = torch.from_numpy(numpy.empty(0, result)).dtype
+    return sym(a.to(dtype), make(array.tolist(), dtype=dtype))
+
+
 def _as_method(sym: Symbol, name: str | None = None):
     if name in _OPERATOR_DUNDERS:
 
         def operator_method(self, other):
-            return sym(self, other) if _is_operand(other) else NotImplemented
+            if _is_operand(other):
+                return sym(self, other)
+            numpy = sys.modules.get("numpy")
+            if numpy is not None and type(other) is numpy.ndarray and (name in _NUMPY_UFUNC_DUNDERS or name == "__eq__"):
+                return _with_array(sym, name, self, other)
+            return NotImplemented
 
         operator_method.__name__ = sym.name
         return operator_method
+
+    if name in _INPLACE_OPERATOR_DUNDERS:
+
+        def inplace_operator_method(self, other):
+            numpy = sys.modules.get("numpy")
+            if numpy is not None and type(other) is numpy.ndarray:
+                return NotImplemented  # eager's: ``x += array`` is ``x = x + array`` (Note [Operators with a NumPy array])
+            return sym(self, other)
+
+        inplace_operator_method.__name__ = sym.name
+        return inplace_operator_method
 
     def method(self, *args, **kwargs):
         return sym(self, *args, **kwargs)

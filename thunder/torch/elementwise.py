@@ -660,4 +660,4 @@ for _dunder, _name in (
     ("__iand__", "bitwise_and_"), ("__ior__", "bitwise_or_"), ("__ixor__", "bitwise_xor_"),
     ("__ilshift__", "bitwise_left_shift_"), ("__irshift__", "bitwise_right_shift_"),
 ):  # fmt: skip
-    register_method(_dunder, _as_method(globals()[_name]))
+    register_method(_dunder, _as_method(globals()[_name], _dunder))

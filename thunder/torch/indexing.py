@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 from dataclasses import dataclass, field
 
 import torch
@@ -139,7 +140,19 @@ def index_key(key):
         for k in key:
             if k is None or k is Ellipsis or isinstance(k, (TensorProxy, torch.Tensor, list, tuple, slice)):
                 return tuple(key)
-    return key
+    if isinstance(key, tuple):
+        return tuple(_array_index(k) for k in key)
+    return _array_index(key)
+
+
+def _array_index(k):
+    """A NumPy array in a key is the tensor torch converts it to (its dtype: an int64 array is an index tensor, a bool
+    one a mask), one index however many dims it has; a constant of the trace (an argument's contents are checked)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None or type(k) is not numpy.ndarray:
+        return k
+    dtype = torch.from_numpy(numpy.empty(0, k.dtype)).dtype
+    return prims.tensor_from_sequence(k.tolist(), device=torch.device("cpu"), dtype=dtype)
 
 
 def _plan(op: str, a: TensorProxy, key) -> _Plan:

@@ -482,7 +482,8 @@ def _print_check_torch_state(bsym, printer):
     # the reader bound to a global name of its own: a cached call skips looking ``torch.<name>`` up (Note [Torch
     # state] in thunder.core.torch_state)
     reader = printer.add_ctx(expr.removesuffix("()").replace(".", "_"), TORCH_STATE[expr])
-    differs = "!=" if type(expected) is int else "is not"  # (an ABC's cache token: an int, not a cached object)
+    # (an ABC's cache token, a thread count, the matmul precision: values, not cached objects)
+    differs = "!=" if type(expected) in (int, str) else "is not"
     return [f"if {reader}() {differs} {printer.value(expected)}: {printer.on_miss}"]
 
 
