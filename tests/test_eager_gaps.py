@@ -545,7 +545,7 @@ def test_set_to_an_input_writes_through_to_it():
     assert thunder.cache_hits(jf) == 1
 
 
-# --- Tensor.tile(*dims): the method takes its dims as varargs, torch.tile as one sequence -------------------------
+# --- Tensor.tile(*dims), x.reshape(2, 3): the methods take varargs, the torch functions one sequence -------------
 
 
 @pytest.mark.parametrize(
@@ -567,6 +567,51 @@ def test_tile_as_eager_with_gradients(fn):
     (g,) = torch.autograd.grad(jfn(x).sum(), x)
     (want,) = torch.autograd.grad(fn(x).sum(), x)
     torch.testing.assert_close(g, want, rtol=0, atol=0)
+
+
+_VARARGS_OF_THE_FUNCTION = {
+    "reshape-int": lambda t: torch.reshape(t, 6),
+    "reshape-ints": lambda t: torch.reshape(t, 3, 2),
+    "permute-ints": lambda t: torch.permute(t, 1, 0),
+    "broadcast_to-ints": lambda t: torch.broadcast_to(t, 2, 3),
+    "tile-int": lambda t: torch.tile(t, 2),
+    "tile-ints": lambda t: torch.tile(t, 2, 1),
+    "flip-int": lambda t: torch.flip(t, 0),
+    "flip-ints": lambda t: torch.flip(t, 0, 1),
+    "reshape-0-d-tensor": lambda t: torch.reshape(t, torch.tensor(6)),
+}
+
+
+@pytest.mark.parametrize("fn", _VARARGS_OF_THE_FUNCTION.values(), ids=_VARARGS_OF_THE_FUNCTION.keys())
+def test_the_function_form_of_a_varargs_method_refuses_varargs_as_eager(fn):
+    """Note [Varargs of a method only]: ``torch.reshape(x, 6)`` is eager's TypeError (thunder returned a value)."""
+    x = torch.randn(2, 3)
+    with pytest.raises(TypeError) as eager:
+        fn(x)
+    with pytest.raises(TypeError) as jitted:
+        thunder.jit(fn)(x)
+    wanted = str(eager.value).split(":")[0]  # ``reshape(): argument 'shape' (position 2) must be tuple of ints, not int``
+    assert f"torch.{wanted}" in str(jitted.value) and "only the method" in str(jitted.value)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: t.reshape(6),
+        lambda t: t.reshape(3, 2),
+        lambda t: torch.Tensor.reshape(t, 3, 2),
+        lambda t: t.permute(1, 0),
+        lambda t: t.broadcast_to(2, 3),
+        lambda t: t.flip(0),
+        lambda t: t.flip(0, 1),
+        lambda t: torch.reshape(t, [6]),
+        lambda t: torch.permute(input=t, dims=(1, 0)),
+        lambda t: torch.broadcast_to(t, t.shape),
+        lambda t: torch.flip(t, (1,)),
+    ],
+)
+def test_the_method_form_of_a_varargs_op_takes_varargs_as_eager(fn):
+    _check(fn, torch.randn(2, 3))
 
 
 @pytest.mark.filterwarnings("error::thunder.EagerRunWarning")
