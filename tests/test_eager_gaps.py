@@ -616,8 +616,14 @@ def test_the_method_form_of_a_varargs_op_takes_varargs_as_eager(fn):
 
 @pytest.mark.filterwarnings("error::thunder.EagerRunWarning")
 @pytest.mark.parametrize(
-    "fn", [lambda t: t.polygamma(1), lambda t: torch.Tensor.polygamma(t, 2), lambda t: torch.polygamma(1, t)],
-    ids=["method", "unbound-method", "function"],
+    "fn",
+    [
+        lambda t: t.polygamma(1),
+        lambda t: torch.Tensor.polygamma(t, 2),
+        lambda t: torch.polygamma(1, t),
+        lambda t: (t * 1.5).polygamma_(1),
+    ],
+    ids=["method", "unbound-method", "function", "in-place"],
 )
 def test_polygamma_s_method_takes_n_first_as_eager(fn):
     """``x.polygamma(n)`` is ``torch.polygamma(n, x)`` (the method ran eagerly: its n went to the function's input)."""
