@@ -732,3 +732,32 @@ def test_narrow_reads_a_0_d_tensor_length_as_eager():
     for values in ([1, 2], [1, 2], [2, 3], [0, 1]):
         x, n = torch.randn(3, 4), torch.tensor(values)
         _same(jfn(x, n), f(x, n))
+
+
+# --- torch.as_strided_scatter (Note [as_strided in a trace] in thunder.torch.strided) ----------------------------
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, s: torch.as_strided_scatter(a, s, (2, 2), (1, 4), 1),
+        lambda a, s: (a * 2)[1:].as_strided_scatter(s, (2, 2), (4, 1)),
+        lambda a, s: torch.as_strided_scatter(a.t().detach() * 1, s.detach(), (2, 2), (1, 2), 1) + s.sum(),
+        lambda a, s: torch.as_strided_scatter(a, s.double(), (2, 2), (3, 1)),
+    ],
+    ids=["offset", "method-of-a-slice", "transposed", "src-of-another-dtype"],
+)
+def test_as_strided_scatter_as_eager_with_gradients_for_src(fn):
+    a, s = torch.randn(3, 4), torch.randn(2, 2, requires_grad=True)
+    got, want = _check(fn, a, s), fn(a, s)
+    got = got(a, s)
+    assert got.stride() == want.stride() and got.storage_offset() == want.storage_offset()
+    g = torch.randn_like(want)
+    torch.testing.assert_close(torch.autograd.grad(got, s, g), torch.autograd.grad(want, s, g), rtol=0, atol=0)
+
+
+def test_as_strided_scatter_into_an_input_requiring_grad_is_refused():
+    """Eager's gradient for the input is the incoming one at the scattered positions, zero elsewhere: not the
+    derivative, which thunder would give (a silent difference): a clear error instead."""
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="not the derivative"):
+        thunder.jit(lambda a, s: torch.as_strided_scatter(a, s, (2,), (1,)))(torch.randn(4, requires_grad=True), torch.randn(2))

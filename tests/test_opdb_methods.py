@@ -15,7 +15,6 @@ import thunder
 # op.variant -> why thunder refuses it (a clear error, tested to stay one)
 REFUSED = {
     "as_strided.inplace_variant": "as_strided_ reads memory through strides of its own",
-    "as_strided_scatter.method_variant": "not supported yet",
     "nn.functional.rrelu.inplace_variant": "random and in place",
     "nn.functional.threshold.inplace_variant": "returns its input",
     "squeeze.inplace_variant": "changes an input's shape",

@@ -159,7 +159,6 @@ _STRIDED = _proxies.TensorProxy.UNTRACEABLE["as_strided_"]
 UNTRACEABLE_FUNCTIONS: dict = {
     torch.as_strided_: _STRIDED,
     torch.as_strided_copy: _STRIDED,
-    torch.as_strided_scatter: _STRIDED,
 }
 
 

@@ -64,7 +64,8 @@ _STATE_ATTR = "_layout_replays"
 _CPU_REPLAY_LIMIT = 1 << 24  # elements of one op's operands and results together
 
 
-def _contiguous_strides(shape) -> tuple[int, ...]:
+def contiguous_strides(shape) -> tuple[int, ...]:
+    """The strides of a contiguous tensor of ``shape`` (eager's: a size-0 or size-1 dim steps as a size-1 one)."""
     strides, acc = [], 1
     for n in reversed(shape):
         strides.append(acc)
@@ -74,7 +75,7 @@ def _contiguous_strides(shape) -> tuple[int, ...]:
 
 def _ambiguous(t: torch.Tensor) -> bool:
     """Whether ``t``'s layout is one where meta and real tensors may disagree (Note [Ambiguous layouts])."""
-    return any(n <= 1 for n in t.shape) and t.stride() != _contiguous_strides(t.shape)
+    return any(n <= 1 for n in t.shape) and t.stride() != contiguous_strides(t.shape)
 
 
 def _extent(t: torch.Tensor) -> int:
