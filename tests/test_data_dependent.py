@@ -751,7 +751,8 @@ def test_printing_a_formatted_item_prints_each_calls_text_without_recompiling(ca
 
 def _text_joined(x):
     v = (x * 2).sum().item()
-    print("[" + f"{v:.1f}" + "]", f"{(x * 2).sum():.3f}", format(v, ".2e"), sep="|")
+    s = f"{v:.1f}"
+    print("[" + s + "]", f"{(x * 2).sum():.3f}", format(v, ".2e"), type(s).__name__, s.__class__ is str, sep="|")
     return f"{v:.2f}"
 
 

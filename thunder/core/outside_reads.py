@@ -68,6 +68,7 @@ from thunder.core.interpreter.protocols import load_attr as interpreted_load_att
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.replays import becomes_in_place
+from thunder.core.symbolic import SymStr
 from thunder.core.tracectx import get_tracectx
 from thunder.core.user_code import (
     is_code_like,
@@ -175,7 +176,7 @@ class OutsideReadsMixin:
             # the program changed what the getter reads (``obj._v = ...; obj.v``). A traced value's own property
             # stays hidden as its other attributes are: ``SymFloat.name`` is a property interpreted from 3.13 (where
             # float's attribute lookup is object's own), read natively before
-            if issubclass(cls, (Proxy, int, float)):
+            if issubclass(cls, (Proxy, int, float, SymStr)):
                 return introspection.proxy_attribute(obj, name, value)
             return value
         if issubclass(cls, torch.nn.Module) and not name.startswith("__"):
@@ -190,7 +191,7 @@ class OutsideReadsMixin:
                 if flag is not None:
                     self.torch_state_read.add(flag)
                     return value
-            if issubclass(cls, (Proxy, int, float)):
+            if issubclass(cls, (Proxy, int, float, SymStr)):
                 return introspection.proxy_attribute(obj, name, value)
             namespace = is_user_namespace(obj) and not name.startswith("__")  # (dunder reads are not checked)
             if not (issubclass(cls, torch.nn.Module) or namespace) and not (

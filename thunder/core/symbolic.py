@@ -45,16 +45,27 @@ _constraints: contextvars.ContextVar[dict[str, object] | None] = contextvars.Con
 )
 
 
+# Whether the trace being recorded has made a ``SymStr`` (the tracer looks for one among operands only then).
+_texts_made: contextvars.ContextVar[bool] = contextvars.ContextVar("thunder_texts_made", default=False)
+
+
 @contextlib.contextmanager
 def recording_constraints() -> Iterator[dict[str, object]]:
     """Collects the constraints recorded while tracing (in order, without duplicates), each with the source
     location (``SourceLocation``) where the program first relied on it."""
     recorded: dict[str, object] = {}
-    token = _constraints.set(recorded)
+    token, texts = _constraints.set(recorded), _texts_made.set(False)
     try:
         yield recorded
     finally:
         _constraints.reset(token)
+        _texts_made.reset(texts)
+
+
+def texts_made() -> bool:
+    """Whether the trace being recorded made text from symbolic numbers (Note [Text formatted from symbolic
+    numbers])."""
+    return _texts_made.get()
 
 
 def _record(expr: str) -> None:
@@ -561,6 +572,7 @@ class SymStr(str):
 
     def __new__(cls, text: str, expr: str, *sources):
         self = str.__new__(cls, text)
+        _texts_made.set(True)
         syms = [x for x in sources if is_symbolic(x)]
         fields = self.__dict__
         fields["value"] = str(text)

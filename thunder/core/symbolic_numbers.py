@@ -32,7 +32,7 @@ from thunder.core.interpreter.instructions import call_operands
 from thunder.core.provenance import is_literal_key
 from thunder.core.proxies import Proxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute
-from thunder.core.symbolic import SymFloat, SymInt, SymStr, pin, pin_index, read_natively_by_operator
+from thunder.core.symbolic import SymFloat, SymInt, SymStr, pin, pin_index, read_natively_by_operator, texts_made
 from thunder.core.trace import may_raise
 from thunder.core.user_code import source_location
 
@@ -206,7 +206,7 @@ def pin_native_operands(inst, values) -> None:
     reads]): an index that C code reads, the right operand of a builtin operator slot that goes first, an
     argument of printf-style formatting."""
     name = inst.opname
-    if name not in _KEEP_TEXT and any(type(v) is SymStr for v in values) and not _joins_text(inst, values):
+    if texts_made() and name not in _KEEP_TEXT and any(type(v) is SymStr for v in values) and not _joins_text(inst, values):
         _pin_text(name, values)
     if name in _SUBSCRIPTS:
         _pin_native_subscript(name, values)
@@ -233,9 +233,11 @@ def _joins_text(inst, values) -> bool:
 
 def _pin_text(opname: str, values) -> None:
     """Pins the ``SymStr`` operands of an instruction that hands them to native code, but the arguments of a call
-    of ``print`` (which prints each call's text: a replay of the expression)."""
-    if opname in ("CALL", "CALL_KW") and call_operands(values)[0] is print:
-        return
+    of ``print`` (which prints each call's text: a replay of the expression), ``type`` or ``isinstance``."""
+    if opname in ("CALL", "CALL_KW"):
+        fn = call_operands(values)[0]
+        if fn is print or fn is type or fn is isinstance:
+            return
     for v in values:
         if type(v) is SymStr:
             v.pin()
