@@ -725,3 +725,67 @@ def test_a_call_that_leaves_an_entry_at_a_changed_value_runs_again_in_its_own_gr
         f(eager_x, torch.tensor(v))
         assert torch.is_grad_enabled()
         torch.testing.assert_close(x, eager_x, rtol=0, atol=0)
+
+
+# --- Note [Text formatted from symbolic numbers] ----------------------------------------------------------------
+
+
+def _loss_printed_formatted(x):
+    loss = (x * 2).sum()
+    print(f"loss={loss.item():.4f}")
+    return loss
+
+
+def test_printing_a_formatted_item_prints_each_calls_text_without_recompiling(capsys):
+    """Each new loss recompiled (30 calls, 30 misses): formatting pinned the value, though the text only went to
+    ``print``."""
+    jf = thunder.jit(_loss_printed_formatted)
+    for i in range(30):
+        x = torch.full((3,), i * 0.37)
+        want, eager_text = _loss_printed_formatted(x), capsys.readouterr().out
+        got, text = jf(x), capsys.readouterr().out
+        assert text == eager_text
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert thunder.cache_misses(jf) <= 2  # the first value a constant, then symbolic (automatic dynamic)
+
+
+def _text_joined(x):
+    v = (x * 2).sum().item()
+    s = f"{v:.1f}"
+    print("[" + s + "]", f"{(x * 2).sum():.3f}", format(v, ".2e"), type(s).__name__, s.__class__ is str, sep="|")
+    return f"{v:.2f}"
+
+
+def _text_compared(x):
+    s = f"{(x * 2).sum().item():.1f}"
+    return x + 1 if s == "1.5" else x
+
+
+def _text_as_key(x):
+    v = (x * 2).sum().item()
+    return {f"{v:.0f}": len(f"{v}")}
+
+
+def _text_read_by_methods(x):
+    s = f"{(x * 2).sum().item():.1f}"
+    print(s.upper(), "-".join([s, s]), "%s|%r" % (s, s), "a{}b{!r}".format(s, s), f"{s:>8}|{s!r}")  # noqa: UP031, UP032
+    return s * 2, x * float(s)
+
+
+@pytest.mark.parametrize("fn", [_text_joined, _text_compared, _text_as_key, _text_read_by_methods])
+def test_text_formatted_from_an_item_is_eagers_on_every_call(fn, capsys):
+    """Text kept symbolic (joined, printed, returned) or read (compared, a key, its methods: pinned, one entry per
+    text) gives eager's result and output on every call."""
+    jf = thunder.jit(fn)
+    for i in range(5):
+        x = torch.full((3,), 0.25 + i)
+        want, eager_text = fn(x), capsys.readouterr().out
+        got, text = jf(x), capsys.readouterr().out
+        assert text == eager_text and type(got) is type(want)
+        if isinstance(want, tuple):
+            assert got[0] == want[0]
+            torch.testing.assert_close(got[1], want[1], rtol=0, atol=0)
+        elif isinstance(want, torch.Tensor):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+        else:
+            assert got == want

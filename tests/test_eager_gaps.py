@@ -545,7 +545,7 @@ def test_set_to_an_input_writes_through_to_it():
     assert thunder.cache_hits(jf) == 1
 
 
-# --- Tensor.tile(*dims): the method takes its dims as varargs, torch.tile as one sequence -------------------------
+# --- Tensor.tile(*dims), x.reshape(2, 3): the methods take varargs, the torch functions one sequence -------------
 
 
 @pytest.mark.parametrize(
@@ -569,10 +569,61 @@ def test_tile_as_eager_with_gradients(fn):
     torch.testing.assert_close(g, want, rtol=0, atol=0)
 
 
+_VARARGS_OF_THE_FUNCTION = {
+    "reshape-int": lambda t: torch.reshape(t, 6),
+    "reshape-ints": lambda t: torch.reshape(t, 3, 2),
+    "permute-ints": lambda t: torch.permute(t, 1, 0),
+    "broadcast_to-ints": lambda t: torch.broadcast_to(t, 2, 3),
+    "tile-int": lambda t: torch.tile(t, 2),
+    "tile-ints": lambda t: torch.tile(t, 2, 1),
+    "flip-int": lambda t: torch.flip(t, 0),
+    "flip-ints": lambda t: torch.flip(t, 0, 1),
+    "reshape-0-d-tensor": lambda t: torch.reshape(t, torch.tensor(6)),
+}
+
+
+@pytest.mark.parametrize("fn", _VARARGS_OF_THE_FUNCTION.values(), ids=_VARARGS_OF_THE_FUNCTION.keys())
+def test_the_function_form_of_a_varargs_method_refuses_varargs_as_eager(fn):
+    """Note [Varargs of a method only]: ``torch.reshape(x, 6)`` is eager's TypeError (thunder returned a value)."""
+    x = torch.randn(2, 3)
+    with pytest.raises(TypeError) as eager:
+        fn(x)
+    with pytest.raises(TypeError) as jitted:
+        thunder.jit(fn)(x)
+    wanted = str(eager.value).split(":")[0]  # ``reshape(): argument 'shape' (position 2) must be tuple of ints, not int``
+    assert f"torch.{wanted}" in str(jitted.value) and "only the method" in str(jitted.value)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: t.reshape(6),
+        lambda t: t.reshape(3, 2),
+        lambda t: torch.Tensor.reshape(t, 3, 2),
+        lambda t: t.permute(1, 0),
+        lambda t: t.broadcast_to(2, 3),
+        lambda t: t.flip(0),
+        lambda t: t.flip(0, 1),
+        lambda t: torch.reshape(t, [6]),
+        lambda t: torch.permute(input=t, dims=(1, 0)),
+        lambda t: torch.broadcast_to(t, t.shape),
+        lambda t: torch.flip(t, (1,)),
+    ],
+)
+def test_the_method_form_of_a_varargs_op_takes_varargs_as_eager(fn):
+    _check(fn, torch.randn(2, 3))
+
+
 @pytest.mark.filterwarnings("error::thunder.EagerRunWarning")
 @pytest.mark.parametrize(
-    "fn", [lambda t: t.polygamma(1), lambda t: torch.Tensor.polygamma(t, 2), lambda t: torch.polygamma(1, t)],
-    ids=["method", "unbound-method", "function"],
+    "fn",
+    [
+        lambda t: t.polygamma(1),
+        lambda t: torch.Tensor.polygamma(t, 2),
+        lambda t: torch.polygamma(1, t),
+        lambda t: (t * 1.5).polygamma_(1),
+    ],
+    ids=["method", "unbound-method", "function", "in-place"],
 )
 def test_polygamma_s_method_takes_n_first_as_eager(fn):
     """``x.polygamma(n)`` is ``torch.polygamma(n, x)`` (the method ran eagerly: its n went to the function's input)."""
@@ -681,3 +732,32 @@ def test_narrow_reads_a_0_d_tensor_length_as_eager():
     for values in ([1, 2], [1, 2], [2, 3], [0, 1]):
         x, n = torch.randn(3, 4), torch.tensor(values)
         _same(jfn(x, n), f(x, n))
+
+
+# --- torch.as_strided_scatter (Note [as_strided in a trace] in thunder.torch.strided) ----------------------------
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, s: torch.as_strided_scatter(a, s, (2, 2), (1, 4), 1),
+        lambda a, s: (a * 2)[1:].as_strided_scatter(s, (2, 2), (4, 1)),
+        lambda a, s: torch.as_strided_scatter(a.t().detach() * 1, s.detach(), (2, 2), (1, 2), 1) + s.sum(),
+        lambda a, s: torch.as_strided_scatter(a, s.double(), (2, 2), (3, 1)),
+    ],
+    ids=["offset", "method-of-a-slice", "transposed", "src-of-another-dtype"],
+)
+def test_as_strided_scatter_as_eager_with_gradients_for_src(fn):
+    a, s = torch.randn(3, 4), torch.randn(2, 2, requires_grad=True)
+    got, want = _check(fn, a, s), fn(a, s)
+    got = got(a, s)
+    assert got.stride() == want.stride() and got.storage_offset() == want.storage_offset()
+    g = torch.randn_like(want)
+    torch.testing.assert_close(torch.autograd.grad(got, s, g), torch.autograd.grad(want, s, g), rtol=0, atol=0)
+
+
+def test_as_strided_scatter_into_an_input_requiring_grad_is_refused():
+    """Eager's gradient for the input is the incoming one at the scattered positions, zero elsewhere: not the
+    derivative, which thunder would give (a silent difference): a clear error instead."""
+    with pytest.raises(thunder.core.errors.UnsupportedOpError, match="not the derivative"):
+        thunder.jit(lambda a, s: torch.as_strided_scatter(a, s, (2,), (1,)))(torch.randn(4, requires_grad=True), torch.randn(2))

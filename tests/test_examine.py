@@ -62,3 +62,16 @@ def test_ops_with_no_meaning_in_a_trace_are_listed_with_the_reason(capsys):
     assert not report["unsupported"]
     assert "has no meaning in a trace" in report["jit_error"]
     assert "no meaning in a trace: torch.as_strided_ (it reads" in capsys.readouterr().out
+
+
+def test_formatting_tensors_is_listed_as_supported_where_jit_runs_it(capsys):
+    """``Tensor.__format__``/``__str__`` were listed as having no meaning in a trace, though thunder.jit formats an
+    input, a tensor not requiring grad and a 0-d tensor's item as eager does (Note [Formatting a traced tensor])."""
+
+    def f(x):
+        print(f"{x}", str(x), f"{x.sum():.2f}", x.sum().__str__())
+        return x * 2
+
+    report = examine(f, torch.randn(3))
+    assert report["jit_error"] is None and not report["untraceable"] and not report["unsupported"]
+    assert "torch.Tensor.__format__" in report["supported"]

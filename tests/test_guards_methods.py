@@ -151,3 +151,42 @@ def test_method_found_other_than_by_attribute_replaced_after_tracing(f, patch, m
 
 _CALLABLE = _CallableScaler()
 _DERIVED = _Derived()
+
+
+# --- a class's own __getattribute__ (Note [Reads a class's __getattribute__ sees] in thunder.core.outside_reads) ----
+
+
+class _CountsReads:
+    def __init__(self):
+        object.__setattr__(self, "reads", [])
+        self.scale = 2.0
+
+    def __getattribute__(self, name):
+        object.__getattribute__(self, "reads").append(name)
+        return object.__getattribute__(self, name)
+
+    def apply(self, x):
+        return x * self.scale
+
+
+def _applies(x, obj):
+    return obj.apply(x) + obj.scale
+
+
+def _reads(obj) -> list:
+    return object.__getattribute__(obj, "reads")
+
+
+def test_a_class_s_getattribute_sees_the_reads_eager_makes():
+    """The prologue's method check read ``obj.__dict__`` through it on every cached call, and tracing read
+    ``__class__`` about 30 times."""
+    jf = thunder.jit(_applies)
+    mine, theirs, x = _CountsReads(), _CountsReads(), torch.randn(3)
+    for _ in range(3):
+        _reads(mine).clear(), _reads(theirs).clear()
+        torch.testing.assert_close(jf(x, mine), _applies(x, theirs), rtol=0, atol=0)
+        assert _reads(mine) == _reads(theirs) == ["apply", "scale", "scale"]
+    object.__getattribute__(mine, "__dict__")["apply"] = lambda t: t - 1  # an attribute of its own now
+    object.__getattribute__(theirs, "__dict__")["apply"] = lambda t: t - 1
+    torch.testing.assert_close(jf(x, mine), _applies(x, theirs), rtol=0, atol=0)
+    assert thunder.cache_misses(jf) == 2

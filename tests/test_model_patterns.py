@@ -313,6 +313,47 @@ def test_as_strided_chunks_as_longformer_makes_them():
     torch.testing.assert_close(torch.autograd.grad(jf(x), x, g), torch.autograd.grad(f(x), x, g))
 
 
+def test_strides_of_data_dependent_results_are_eagers():
+    """Note [Layouts of data-dependent results]: ``nonzero``'s indices are stored column by column; reading the
+    strides of them, or of what they index (Longformer's global attention, then its ``as_strided`` chunks), was a
+    clear error ("cannot run on meta tensors")."""
+
+    def f(x, mask):
+        rows, cols = mask.nonzero(as_tuple=True)
+        picked = x[rows, cols].reshape(-1, 1, 1, 1) * x[:1, :4].reshape(1, 4, 1, 1)  # (n, 4, 1, 1)
+        strides = (mask.nonzero().stride(), rows.stride(), torch.masked_select(x, mask).stride(), picked.stride())
+        return strides, torch.unique(x.int(), return_inverse=True)[1].stride(), _chunks(picked) + 1
+
+    x = torch.randn(4, 6)
+    jf = thunder.jit(f)
+    for seed in range(3):
+        mask = torch.rand(4, 6, generator=torch.Generator().manual_seed(seed)) > 0.5
+        got, want = jf(x, mask), f(x, mask)
+        assert got[:2] == want[:2]
+        torch.testing.assert_close(got[2], want[2], rtol=0, atol=0)
+
+
+def test_longformer_with_global_attention_as_eager():
+    """Its second layer chunks hidden states made with ``nonzero``'s indices by ``as_strided`` with their strides."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LongformerConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
+                                        vocab_size=100, max_position_embeddings=80, attention_window=8, num_labels=3,
+                                        pad_token_id=0)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.LongformerForSequenceClassification(cfg).eval()
+    ids = torch.randint(3, 100, (2, 12), generator=torch.Generator().manual_seed(0))
+    global_mask = torch.zeros(2, 12, dtype=torch.long)
+    global_mask[:, 0], global_mask[1, 5] = 1, 1
+    labels = torch.tensor([0, 2])
+    jm = thunder.jit(model)
+    got = jm(input_ids=ids, global_attention_mask=global_mask, labels=labels)
+    want = model(input_ids=ids, global_attention_mask=global_mask, labels=labels)
+    torch.testing.assert_close(got.logits, want.logits)
+    params = [p for p in model.parameters() if p.requires_grad]
+    for g, w in zip(torch.autograd.grad(got.loss, params), torch.autograd.grad(want.loss, params)):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
 def test_as_strided_outside_the_tensor_or_over_gaps_is_refused():
     with pytest.raises(thunder.core.errors.UnsupportedOpError, match="outside those of tensor"):
         thunder.jit(lambda x: (x * 1).as_strided((4,), (2,)))(torch.randn(4))

@@ -856,13 +856,13 @@ def input_key(cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> Any:
 
 
 def _leaf_key(x: Any, symbolic: bool) -> Any:
-    if isinstance(x, torch.Tensor):
+    typ = type(x)
+    if issubclass(typ, torch.Tensor):  # (not isinstance: Note [Reads a class's __getattribute__ sees])
         try:
             shape = x.ndim if symbolic else tuple(x.shape)
         except RuntimeError:  # a nested tensor has no sizes: tracing refuses it clearly
             shape = None
         return (shape, x.dtype, x.device, x.requires_grad)
-    typ = type(x)
     if typ in (int, float):
         return (typ,) if symbolic else (typ, x if x == x else "nan")  # NaN != NaN: it must still find its entry
     if typ in (bool, str, type(None)):

@@ -47,7 +47,7 @@ from thunder.core.pytree import (
     slot_names,
 )
 from thunder.core.symbol import ESCAPES, PARAMETER, BoundSymbol
-from thunder.core.symbolic import SymFloat, SymInt
+from thunder.core.symbolic import SymFloat, SymInt, SymStr
 
 
 class Printer:
@@ -148,7 +148,7 @@ class Printer:
         return self._literal(x)
 
     def _literal(self, x: Any) -> str:
-        if isinstance(x, (SymInt, SymFloat)):
+        if isinstance(x, (SymInt, SymFloat, SymStr)):
             return x.expr
         typ = type(x)
         if x is None or typ is bool or typ is int or typ is str:

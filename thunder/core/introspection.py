@@ -62,7 +62,7 @@ from thunder.core.interpreter.protocols import type_call as _interpreter_type_ca
 from thunder.core.interpreter.runtime import current_runtime, innermost_frame_objects
 from thunder.core.proxies import NumberProxy, Proxy, SymbolicSize, TensorProxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute, symbol_for
-from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index, read_natively_by_operator, sym_max, sym_min
+from thunder.core.symbolic import SymFloat, SymInt, SymStr, pin, pin_index, read_natively_by_operator, sym_max, sym_min
 
 # --- eager types -------------------------------------------------------------------------------
 
@@ -113,6 +113,8 @@ def eager_type(x: Any) -> type:
         return int
     if typ is SymFloat:
         return float
+    if typ is SymStr:
+        return str
     if isinstance(x, TensorProxy):
         entry = _input_types.get(id(x))
         if entry is not None and entry[0]() is x:
@@ -130,7 +132,7 @@ def eager_type(x: Any) -> type:
 
 
 def _is_traced(x: Any) -> bool:
-    return isinstance(x, (Proxy, SymInt, SymFloat))
+    return isinstance(x, (Proxy, SymInt, SymFloat, SymStr))
 
 
 def _type(*args, **kwargs):

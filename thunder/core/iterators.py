@@ -142,7 +142,7 @@ _Tensor = torch.Tensor
 def _has_iterator(values) -> bool:
     for v in values:
         # (a tensor first: the ABC's check of a type that is no iterator costs a tenth of a slow-path call)
-        if type(v) is not _Tensor and isinstance(v, collections.abc.Iterator):
+        if type(v) is not _Tensor and issubclass(type(v), collections.abc.Iterator):
             return True
     return False
 

@@ -75,6 +75,7 @@ from thunder.core.interpreter.protocols import load_attr as interpreted_load_att
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.replays import becomes_in_place
+from thunder.core.symbolic import SymStr
 from thunder.core.tracectx import get_tracectx
 from thunder.core.user_code import (
     is_code_like,
@@ -91,9 +92,9 @@ _MODULE_TABLES = ("_parameters", "_buffers", "_modules")  # nn.Module.__getattr_
 def _module_member_table(obj: Any, name: str) -> str | None:
     """The table of ``obj`` that ``nn.Module.__getattr__`` answers ``obj.name`` from (Note [Module members]),
     or None where the attribute is found otherwise."""
-    if not isinstance(obj, torch.nn.Module):
-        return None
     cls = type(obj)
+    if not issubclass(cls, torch.nn.Module):  # (not isinstance: Note [Reads a class's __getattribute__ sees])
+        return None
     if cls.__getattr__ is not torch.nn.Module.__getattr__ or cls.__getattribute__ is not object.__getattribute__:
         return None
     instance = obj.__dict__
@@ -182,7 +183,7 @@ class OutsideReadsMixin:
             # the program changed what the getter reads (``obj._v = ...; obj.v``). A traced value's own property
             # stays hidden as its other attributes are: ``SymFloat.name`` is a property interpreted from 3.13 (where
             # float's attribute lookup is object's own), read natively before
-            if issubclass(cls, (Proxy, int, float)):
+            if issubclass(cls, (Proxy, int, float, SymStr)):
                 return introspection.proxy_attribute(obj, name, value)
             return value
         if issubclass(cls, torch.nn.Module) and not name.startswith("__"):
@@ -196,7 +197,7 @@ class OutsideReadsMixin:
             if flag is not None:
                 self.torch_state_read.add(flag)
                 return value
-            if issubclass(cls, (Proxy, int, float)):
+            if issubclass(cls, (Proxy, int, float, SymStr)):
                 return introspection.proxy_attribute(obj, name, value)
             namespace = is_user_namespace(obj) and not name.startswith("__")  # (dunder reads are not checked)
             if not (issubclass(cls, torch.nn.Module) or namespace) and not (
@@ -264,8 +265,8 @@ class OutsideReadsMixin:
         from objects]). False where the method is found otherwise (a descriptor, ``__getattr__``): the caller
         checks the bound method itself."""
         cls = type(obj)
-        instance = getattr(obj, "__dict__", None)
-        plain = raw or cls.__getattribute__ in (object.__getattribute__, torch.nn.Module.__getattribute__)
+        instance = _instance_dict(obj)  # Note [Reads a class's __getattribute__ sees]
+        plain = raw or _plain_getattribute(cls)
         if not plain or lookup_type_attr(cls, name) is not func or (instance is not None and name in instance):
             return False
         if ("attr", id(obj), name) in self._written:
@@ -278,7 +279,8 @@ class OutsideReadsMixin:
         instance_key = ("own method", id(obj), name)
         if instance is not None and instance_key not in self._asked_hasattr:
             self._asked_hasattr.add(instance_key)
-            self._check(prims.check_expr, f"{name!r} not in {holder.name}.__dict__", (holder,))
+            own = f"{holder.name}.__dict__" if _plain_getattribute(cls) else f"object.__getattribute__({holder.name}, '__dict__')"
+            self._check(prims.check_expr, f"{name!r} not in {own}", (holder,))
         return True
 
     def _check_class_attr(self, obj: Any, name: str) -> None:
@@ -505,3 +507,25 @@ class OutsideReadsMixin:
             return None
         holder, t = found
         return self._read(("attr", id(t), "grad"), t.grad, lambda: self._attr_holder(holder, "grad", t))
+
+
+# Note [Reads a class's __getattribute__ sees]
+# A class of the program's with a ``__getattribute__`` of its own (a config that counts or remaps its reads) sees every
+# attribute read of its objects, thunder's own ones too, and may act on them (a counter, a log). Thunder's questions
+# about such an object are asked of its type or through ``object.__getattribute__``: what kind of input it is
+# (``unpack_value``), the input key of a call (``_leaf_key``), whether a method is its own (``_guard_method``: the
+# prologue's check reads ``object.__getattribute__(obj, '__dict__')``, not ``obj.__dict__``, on every call), whether
+# it is a module or an iterator. ``isinstance(obj, C)`` is no such question: where ``type(obj)`` is no subclass of
+# ``C`` it reads ``obj.__class__``. So the object sees the reads eager makes, on every call, tracing included.
+
+
+def _instance_dict(obj: Any) -> dict | None:
+    """``obj``'s own attributes, read as ``object.__getattribute__`` reads them (no code of the program runs)."""
+    try:
+        return object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return None
+
+
+def _plain_getattribute(cls: type) -> bool:
+    return cls.__getattribute__ in (object.__getattribute__, torch.nn.Module.__getattribute__)

@@ -26,6 +26,7 @@ from thunder.core.nested_jit import as_returned, jitted_results
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_map
 from thunder.core.side_effects import snapshot
+from thunder.core.symbolic import SymStr
 from thunder.core.user_code import _THUNDER_DIR, source_location
 
 
@@ -39,6 +40,8 @@ class ProgramOutputMixin:
         stream = kwargs.get("file")
         target = sys.stdout if stream is None else stream
         if id(target) in self._internal_objects:
+            # text formatted from symbolic numbers is printed now, so its value is what the trace relies on
+            args = tuple(a.pin() if type(a) is SymStr else a for a in args)
             if holds((args, kwargs), lambda v: isinstance(v, Proxy), depth=4):
                 raise ThunderRuntimeError(
                     f"Printing traced values into a stream the jitted function made itself (a {type(target).__name__}"

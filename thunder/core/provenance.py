@@ -104,18 +104,19 @@ class ProvenanceMixin:
 
     def unpack_value(self, value: Any, holder: Proxy, name: str) -> Any:
         """Registers an outside ``value`` held by prologue proxy ``holder``; returns what the program sees."""
+        typ = type(value)  # asked of its class: Note [Reads a class's __getattribute__ sees] in thunder.core.outside_reads
         known = self._proxy_for.get(id(value))
         if known is not None:
             first = self._provenance[id(value)]
             if first is not holder:
                 self._check(prims.check_is, holder, first)  # the trace assumed one object: it must stay one
             return known
-        if isinstance(value, torch.Tensor):
+        if issubclass(typ, torch.Tensor):
             return self._tensor_input(value, holder)
-        if isinstance(value, bool) or value is None or isinstance(value, (str, bytes, torch.dtype, torch.device)):
+        if issubclass(typ, bool) or value is None or issubclass(typ, (str, bytes, torch.dtype, torch.device)):
             self._check(prims.check_value, holder, value)
             return value
-        if isinstance(value, (int, float)) and type(value) in (int, float):
+        if issubclass(typ, (int, float)) and type(value) in (int, float):
             if self.symbolic:
                 return self._number_input(value, holder)
             history = self.shape_history
@@ -126,7 +127,7 @@ class ProvenanceMixin:
                     return self._number_input(value, holder)
             self._check(prims.check_value, holder, value)
             return value
-        if isinstance(value, Number):
+        if issubclass(typ, Number):
             self._check(prims.check_value, holder, value)
             return value
         if type(value) is tuple or (type(value) is frozenset and all(is_literal_key(k) for k in value)):
@@ -155,9 +156,9 @@ class ProvenanceMixin:
             seen = type(value)(*fields) if type(value) is slice else value
             self._register(value, holder, seen)
             return seen
-        if isinstance(value, (list, tuple)) and type(value) not in (list, tuple):
+        if issubclass(typ, (list, tuple)) and type(value) not in (list, tuple):
             _check_sequence_subclass(value, self._member_paths.get(holder.name, holder.name))
-        if isinstance(value, tuple) and _rebuilt_as_tuple(type(value)):
+        if issubclass(typ, tuple) and _rebuilt_as_tuple(type(value)):
             # Note [List and tuple subclasses]: a named tuple (``PackedSequence``, a user's record) or another
             # tuple subclass is seen as a copy of its type holding what its items unpack to, with its attributes.
             self._check(prims.check_type, holder, type(value))
@@ -166,7 +167,7 @@ class ProvenanceMixin:
             seen = typ._make(items) if _is_namedtuple(typ) else typ(items) if _is_structseq(typ) else tuple.__new__(typ, items)
             self._register(value, holder, seen)
             return self._with_attributes(value, holder, seen)
-        if type(value) in LAZY_TYPES or isinstance(value, list):
+        if type(value) in LAZY_TYPES or issubclass(typ, list):
             # Checked when the program first reads its contents (see Note [Outside containers]).
             self._check(prims.check_type, holder, type(value))
             if type(value) is collections.deque:  # how it drops items when full
@@ -182,7 +183,7 @@ class ProvenanceMixin:
             self._keepalive.append(copy)
             self._lazy[id(copy)] = LazyContainer(holder, value, copy, name)
             return copy
-        if isinstance(value, dict):
+        if issubclass(typ, dict):
             # A dict subclass (a Hugging Face ModelOutput passed back in as encoder_outputs): seen as a copy
             # holding what its items unpack to, so its methods (``__getitem__`` reading ``self.items()``
             # natively) give the program traced values; one its constructor cannot rebuild is seen as
@@ -232,25 +233,25 @@ class ProvenanceMixin:
                 self._check(prims.check_identity, p, getattr(value, attr))
             self._register(value, holder, value)
             return value
-        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)) or (
-            isinstance(value, types.ModuleType) and is_fixed_module(value)
+        if issubclass(typ, (types.FunctionType, types.BuiltinFunctionType, type, Symbol, functools.partial, types.MethodType)) or (
+            issubclass(typ, types.ModuleType) and is_fixed_module(value)
         ):
             self._check(prims.check_identity, holder, value)
-            if isinstance(value, types.FunctionType):
+            if issubclass(typ, types.FunctionType):
                 self._guard_function(value, holder)
                 if not is_library_module(value.__module__ or "") and not is_installed_code(value.__code__):
                     self._register(value, holder, value)  # Note [Attributes of the user's functions]
-            elif isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
+            elif issubclass(typ, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
                 # ``t.add`` of an outside tensor: the tensor is an input, the call is the method of its proxy
                 p = self._prologue_proxy(f"{holder.name}_self")
                 self._emit(prims.unpack_attr, holder, "__self__", p, output=p)
                 method = getattr(self.unpack_value(value.__self__, p, p.name), value.__name__, None)
                 if method is not None:
                     self._call_instead(value, method)
-            elif isinstance(value, type) and not is_library_module(value.__module__):
+            elif issubclass(typ, type) and not is_library_module(value.__module__):
                 self._register(value, holder, value)  # its class attributes are read through attribute loads
             return value
-        if isinstance(value, types.ModuleType):  # the user's own module: its attributes are checked when read
+        if issubclass(typ, types.ModuleType):  # the user's own module: its attributes are checked when read
             self._check(prims.check_identity, holder, value)
             self._register(value, holder, value)
             return value
@@ -271,9 +272,9 @@ class ProvenanceMixin:
             self._buffers.append((value, contents, self._input_location(holder)))
             self._register(value, holder, value)
             return value
-        if type(value) is iterators.ReplayableIterator or isinstance(value, collections.abc.Iterator):
+        if type(value) is iterators.ReplayableIterator or issubclass(typ, collections.abc.Iterator):
             return self._iterator_input(value, holder, name)
-        if isinstance(value, torch.nn.Module) and not self._module_paths:
+        if issubclass(typ, torch.nn.Module) and not self._module_paths:
             for path, sub in value.named_modules():
                 self._module_paths.setdefault(id(sub), path)
         # Any other object: its type is checked, and each attribute the program reads is unpacked

@@ -495,7 +495,8 @@ class TensorProxy(Proxy):
     def __format__(self, spec: str) -> str:
         if _requested_by_program():
             if self.ndim == 0:  # eager formats a 0-d tensor's item: a data-dependent value (``f"expert_{i[0]}"``)
-                return format(self.item(), spec)
+                item = self.item()  # symbolic: text that keeps how (Note [Text formatted from symbolic numbers])
+                return item.__interpreter_format__(spec) if is_symbolic(item) else format(item, spec)
             if spec:  # eager's object.__format__
                 raise TypeError("unsupported format string passed to Tensor.__format__")
             return self._text("str", "Formatting (an f-string or format())")
@@ -532,8 +533,6 @@ class TensorProxy(Proxy):
         "storage": "it needs the tensor's memory, which does not exist while tracing",
         "_typed_storage": "it needs the tensor's memory, which does not exist while tracing",
         "as_strided_": "it reads the tensor's memory through strides and an offset of its own, which values in a trace do not have",
-        "__str__": "formatting a tensor needs its values",
-        "__format__": "formatting a tensor needs its values",
         "backward": "thunder differentiates the whole function when the backward of its result is called; take the "
         "gradient outside, with .backward() or torch.autograd.grad on the jitted function's result",
     }  # Tensor methods with no meaning in a trace, and why (``thunder.examine`` lists them so)

@@ -753,7 +753,7 @@ def _is_interpreted(fn: Any, symbol_lookup: Callable[[Callable], Symbol | None])
     func = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if type(func) is not types.FunctionType or "_thunder" in func.__dict__:
         return False
-    if isinstance(fn, types.MethodType) and isinstance(fn.__self__, Proxy):
+    if isinstance(fn, types.MethodType) and issubclass(type(fn.__self__), Proxy):
         return False  # a traced value's method (``x.reshape(shape)``) runs natively: ``Tracer.lookaside``
     if is_nondeterministic(fn, getattr(fn, "__module__", None), bound_self(fn)):
         return False  # made by the prologue

@@ -24,7 +24,7 @@ from typing import Any
 from thunder.core.errors import ThunderError
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves
-from thunder.core.symbolic import SymFloat, SymInt
+from thunder.core.symbolic import SymFloat, SymInt, SymStr
 from thunder.core.tracectx import current_source_location, get_tracectx
 
 
@@ -152,7 +152,7 @@ class Symbol:
 # the result written into ``out`` as eager writes it.
 out_writer: Callable[[Symbol, tuple, dict, Any], Any] | None = None
 
-_SYMBOLIC = (SymInt, SymFloat)
+_SYMBOLIC = (SymInt, SymFloat, SymStr)
 
 
 def _proxies_read(args: list) -> list[Proxy]:

@@ -45,16 +45,27 @@ _constraints: contextvars.ContextVar[dict[str, object] | None] = contextvars.Con
 )
 
 
+# Whether the trace being recorded has made a ``SymStr`` (the tracer looks for one among operands only then).
+_texts_made: contextvars.ContextVar[bool] = contextvars.ContextVar("thunder_texts_made", default=False)
+
+
 @contextlib.contextmanager
 def recording_constraints() -> Iterator[dict[str, object]]:
     """Collects the constraints recorded while tracing (in order, without duplicates), each with the source
     location (``SourceLocation``) where the program first relied on it."""
     recorded: dict[str, object] = {}
-    token = _constraints.set(recorded)
+    token, texts = _constraints.set(recorded), _texts_made.set(False)
     try:
         yield recorded
     finally:
         _constraints.reset(token)
+        _texts_made.reset(texts)
+
+
+def texts_made() -> bool:
+    """Whether the trace being recorded made text from symbolic numbers (Note [Text formatted from symbolic
+    numbers])."""
+    return _texts_made.get()
 
 
 def _record(expr: str) -> None:
@@ -77,8 +88,8 @@ def _is_sym(x) -> bool:
 
 
 def is_symbolic(x) -> bool:
-    """Whether ``x`` is a symbolic number."""
-    return isinstance(x, (SymInt, SymFloat))
+    """Whether ``x`` is a symbolic number, or text formatted from symbolic numbers (``SymStr``)."""
+    return isinstance(x, (SymInt, SymFloat, SymStr))
 
 
 def all_static(*shapes) -> bool:
@@ -341,6 +352,11 @@ class _SymbolicMixin:
     def __format__(self, spec):
         return format(_concretize(self, self._base), spec)
 
+    def __interpreter_format__(self, spec):
+        """``format(n, spec)`` in the program (an f-string's field): text that keeps the expression (Note [Text
+        formatted from symbolic numbers]); thunder's own formatting, which runs natively, pins (``__format__``)."""
+        return SymStr(format(self.value, spec), f"format({self.expr}, {spec!r})", self)
+
     def __reduce__(self):
         return (self._base, (_concretize(self, self._base),))
 
@@ -539,11 +555,95 @@ class SymFloat(_SymbolicMixin, float):
         return float.fromhex(string)
 
 
+# Note [Text formatted from symbolic numbers]
+# ``print(f"loss={loss.item():.4f}")``: the float is symbolic (Note [Symbolic data-dependent sizes] in
+# thunder.core.data_dependent), and formatting it pinned it (``str``/``format`` read the value), so every new loss
+# recompiled, although the text only went to ``print``, which a replay makes on every call with that call's values.
+# Formatting a symbolic number in the program (an f-string's field, ``format(n, spec)``: the interpreter asks
+# ``__interpreter_format__``) gives a ``SymStr`` instead: the text for the values traced, plus the expression that
+# makes it (``format(u0, '.4f')``), which an f-string's pieces join (``BUILD_STRING`` asks
+# ``__interpreter_build_string__``) and ``+`` extends. Printed code writes the expression, so a ``print`` of it (or
+# returning it) gives each call's text. Any other use reads the text and pins it, recording ``<expr> == '<text>'``
+# as for a number: its own methods (comparing, hashing, ``len``, ``split``, ...) and ``str``/``repr`` of it; and the
+# tracer pins one that an instruction hands to native code (an argument of any call but ``print``, an item of a
+# container, an attribute, a dict key: ``pin_native_operands``). Thunder's own formatting, native, still pins.
+class SymStr(str):
+    """Text formatted from symbolic numbers that remembers how (see Note [Text formatted from symbolic numbers])."""
+
+    def __new__(cls, text: str, expr: str, *sources):
+        self = str.__new__(cls, text)
+        _texts_made.set(True)
+        syms = [x for x in sources if is_symbolic(x)]
+        fields = self.__dict__
+        fields["value"] = str(text)
+        fields["expr"] = expr
+        fields["names"] = frozenset().union(*(x.names for x in syms))
+        fields["proxies"] = tuple({id(p): p for x in syms for p in x.proxies}.values())
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"'str' object has no attribute '{name}'")
+
+    @staticmethod
+    def __interpreter_build_string__(parts) -> str:
+        """An f-string's pieces joined (``BUILD_STRING``), keeping the expressions."""
+        return SymStr("".join(parts), f"({' + '.join(map(_str_expr, parts))})", *parts)
+
+    def __add__(self, other):
+        if not isinstance(other, str):
+            return str.__add__(self.value, other)  # eager's TypeError
+        return SymStr(self.value + other, f"({self.expr} + {_str_expr(other)})", self, other)
+
+    def __radd__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return SymStr(other + self.value, f"({_str_expr(other)} + {self.expr})", other, self)
+
+    def __format__(self, spec):
+        return self if spec == "" else SymStr(format(self.value, spec), f"format({self.expr}, {spec!r})", self)
+
+    __interpreter_format__ = __format__
+
+    def __str__(self):
+        return self.pin()
+
+    def __repr__(self):
+        return repr(self.pin())
+
+    def pin(self) -> str:
+        """The text, recording ``<expr> == '<text>'``; from then on this text is a constant of the trace."""
+        text = _concretize(self, str)
+        self.__dict__.update(expr=repr(text), names=frozenset(), proxies=())
+        return text
+
+
+def _str_expr(x) -> str:
+    return x.expr if type(x) is SymStr else repr(str(x))
+
+
+def _pinning_str_method(name: str):
+    method = getattr(str, name)
+
+    def pinned(self, *args, **kwargs):
+        return method(self.pin(), *args, **kwargs)
+
+    pinned.__name__ = name
+    return pinned
+
+
+# Every other method of ``str`` reads the text: it pins.
+for _name in dir(str):
+    if _name not in vars(SymStr) and _name not in ("__new__", "__init__", "__init_subclass__", "__subclasshook__",
+                                                   "__getattribute__", "__class__", "__doc__", "__dir__",
+                                                   "__sizeof__", "maketrans", "pin"):  # fmt: skip
+        setattr(SymStr, _name, _pinning_str_method(_name))
+
+
 def _make_methods_opaque() -> None:
     # The interpreter runs these natively: they are thunder's bookkeeping, not the user's program.
     from thunder.core.interpreter import make_opaque
 
-    for cls in (_SymbolicMixin, SymInt, SymFloat):
+    for cls in (_SymbolicMixin, SymInt, SymFloat, SymStr):
         for attr in list(vars(cls).values()):
             if isinstance(attr, property):
                 attr = attr.fget

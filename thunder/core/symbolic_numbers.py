@@ -28,10 +28,11 @@ from typing import Any
 from thunder.core import prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter.handlers.arithmetic import NB_SYMBOLS
+from thunder.core.interpreter.instructions import call_operands
 from thunder.core.provenance import is_literal_key
 from thunder.core.proxies import Proxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute
-from thunder.core.symbolic import SymFloat, SymInt, pin, pin_index, read_natively_by_operator
+from thunder.core.symbolic import SymFloat, SymInt, SymStr, pin, pin_index, read_natively_by_operator, texts_made
 from thunder.core.trace import may_raise
 from thunder.core.user_code import source_location
 
@@ -197,6 +198,7 @@ class SymbolicNumbersMixin:
 # BINARY_OP's arguments for ``%`` and ``%=`` (the interpreter's instructions leave ``argrepr`` empty: Note [Decoding
 # bytecode] in ``thunder.core.interpreter.instructions``).
 _PRINTF_OPS = frozenset(i for i, symbol in enumerate(NB_SYMBOLS) if symbol in ("%", "%="))
+_ADD_OPS = frozenset(i for i, symbol in enumerate(NB_SYMBOLS) if symbol in ("+", "+="))
 
 
 def pin_native_operands(inst, values) -> None:
@@ -204,6 +206,8 @@ def pin_native_operands(inst, values) -> None:
     reads]): an index that C code reads, the right operand of a builtin operator slot that goes first, an
     argument of printf-style formatting."""
     name = inst.opname
+    if texts_made() and name not in _KEEP_TEXT and any(type(v) is SymStr for v in values) and not _joins_text(inst, values):
+        _pin_text(name, values)
     if name in _SUBSCRIPTS:
         _pin_native_subscript(name, values)
     elif (name == "BINARY_OP" or name == "COMPARE_OP") and len(values) == 2:
@@ -215,6 +219,28 @@ def pin_native_operands(inst, values) -> None:
             for v in items:
                 if isinstance(v, (SymInt, SymFloat)):
                     pin(v)
+
+
+# Instructions that keep a ``SymStr`` (Note [Text formatted from symbolic numbers] in thunder.core.symbolic): the
+# pieces of an f-string joined, a field formatted (its own ``__format__``).
+_KEEP_TEXT = frozenset({"BUILD_STRING", "FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC"})
+
+
+def _joins_text(inst, values) -> bool:
+    """``a + b`` (or ``+=``) of two strings: the ``SymStr``'s own ``__add__``/``__radd__`` keep the expression."""
+    return inst.opname == "BINARY_OP" and inst.arg in _ADD_OPS and all(isinstance(v, str) for v in values)
+
+
+def _pin_text(opname: str, values) -> None:
+    """Pins the ``SymStr`` operands of an instruction that hands them to native code, but the arguments of a call
+    of ``print`` (which prints each call's text: a replay of the expression), ``type`` or ``isinstance``."""
+    if opname in ("CALL", "CALL_KW"):
+        fn = call_operands(values)[0]
+        if fn is print or fn is type or fn is isinstance:
+            return
+    for v in values:
+        if type(v) is SymStr:
+            v.pin()
 
 
 # Instructions that index a container: (the container's position among the operands, the method that reads the

@@ -128,9 +128,10 @@ _CUBLAS_MODULE = type(torch.backends.cuda.matmul)
 def backend_flag(obj: Any, name: str) -> str | None:
     """The key of ``TORCH_STATE`` that ``obj.name`` reads, for a ``torch.backends`` flag
     (``torch.backends.cudnn.deterministic``), else None."""
-    if isinstance(obj, _CUBLAS_MODULE):  # ``torch.backends.cuda.matmul``: a ``__getattr__`` in Python, read natively
+    typ = type(obj)  # (not isinstance: a class's own ``__getattribute__`` would see ``__class__`` read)
+    if issubclass(typ, _CUBLAS_MODULE):  # ``torch.backends.cuda.matmul``: a ``__getattr__`` in Python, read natively
         return "torch._C._get_cublas_allow_tf32()" if name == "allow_tf32" else None
-    if not isinstance(obj, _PROP_MODULE):
+    if not issubclass(typ, _PROP_MODULE):
         return None
-    prop = inspect.getattr_static(type(obj), name, None)
+    prop = inspect.getattr_static(typ, name, None)
     return _READERS.get(prop.getter) if type(prop) is _CONTEXT_PROP else None

@@ -140,7 +140,8 @@ def _export_by_name() -> None:
     from thunder.torch.eager_ops import ALL_EAGER_SYMBOLS
     from thunder.torch.rng import RANDOM_OPS
 
-    for sym in (*ALL_EAGER_SYMBOLS, *RANDOM_OPS.values()):
+    methods = [torch_to_thunder_map[m] for m in (torch.Tensor.polygamma, torch.Tensor.polygamma_, torch.Tensor.lu)]
+    for sym in (*ALL_EAGER_SYMBOLS, *RANDOM_OPS.values(), *methods):
         if sym.name in globals() and globals()[sym.name] is not sym:
             raise AssertionError(f"two symbols are named ltorch.{sym.name}")
         globals()[sym.name] = sym
@@ -158,7 +159,6 @@ _STRIDED = _proxies.TensorProxy.UNTRACEABLE["as_strided_"]
 UNTRACEABLE_FUNCTIONS: dict = {
     torch.as_strided_: _STRIDED,
     torch.as_strided_copy: _STRIDED,
-    torch.as_strided_scatter: _STRIDED,
 }
 
 

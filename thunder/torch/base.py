@@ -32,6 +32,7 @@ from thunder.core import proxies as _proxies
 from thunder.core.errors import ThunderTypeError, ThunderValueError
 from thunder.core.interpreter.protocols import index as interpreted_index
 from thunder.core.interpreter.runtime import current_runtime
+from thunder.core.introspection import eager_type
 from thunder.core.prims.shape import broadcast_shapes
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, register_method
 from thunder.core.symbol import DONT_DCE, IN_PLACE, Symbol
@@ -242,6 +243,7 @@ def torchsymbol(
     torch_impl: Callable | None = None,
     sizes: bool = False,
     numbers: bool = False,
+    one_sequence: str | None = None,
 ):
     """Declares a torch-language symbol whose decomposition is the decorated function.
 
@@ -249,7 +251,8 @@ def torchsymbol(
     method(s) and operator dunders it installs on proxies; ``torch_impl`` what the torch
     executor runs (default: the first of ``torch_fns``, called with the same arguments); ``sizes``: its
     arguments are sizes, which eager also takes as 0-d integer tensors (``_TorchBinding``); ``numbers``: its number
-    arguments may be 0-d tensors, whose values eager reads.
+    arguments may be 0-d tensors, whose values eager reads; ``one_sequence``: the name of the sequence that the
+    method takes as varargs too but the torch functions only as one sequence (Note [Varargs of a method only]).
     """
 
     def deco(fn: Callable) -> Symbol:
@@ -265,7 +268,7 @@ def torchsymbol(
         sym.binding = _TorchBinding(fn, torch_fns, sizes, numbers)
         symbols_by_id[sym.id] = sym
         for tfn in torch_fns:
-            torch_to_thunder_map[tfn] = sym
+            torch_to_thunder_map[tfn] = sym if one_sequence is None else _one_sequence_form(sym, tfn, one_sequence)
             path = resolve_name(tfn)
             if path is not None:
                 symbols_by_id.setdefault(path, sym)
@@ -281,6 +284,45 @@ def torchsymbol(
         return sym
 
     return deco
+
+
+# Note [Varargs of a method only]
+# ``x.reshape(2, 3)``, ``x.permute(1, 0)``, ``x.flip(0)``, ``x.tile(2)``, ``x.broadcast_to(2, 3)``: the methods take
+# their sizes or dims as varargs or as one sequence, the torch functions of the same names only as one sequence
+# (``torch.reshape(x, 6)`` is eager's TypeError). One symbol stands for both and its meta takes both forms; the
+# function is mapped to a thin checker in front of it, which refuses what eager's argument parser refuses for the
+# function (more positional arguments than its schema's, or one that is no tuple or list) and then calls the
+# symbol, so traces name the same symbol whichever form the program used.
+
+
+def _one_sequence_form(sym: Symbol, torch_fn: Callable, name: str) -> Callable:
+    """``torch_fn(input, <name>)`` as eager's parser checks it, then ``sym``: Note [Varargs of a method only]."""
+    fn_name = getattr(torch_fn, "__name__", sym.name)
+
+    def function(*args, **kwargs):
+        if len(args) > 2:
+            problem = f"torch.{fn_name}() takes 2 positional arguments but {len(args)} were given"
+        elif len(args) == 2 and not isinstance(args[1], (tuple, list)):
+            problem = (
+                f"torch.{fn_name}(): argument '{name}' (position 2) must be tuple of ints, not "
+                f"{_type_name(eager_type(args[1]))}"
+            )
+        else:
+            return sym(*args, **kwargs)
+        raise ThunderTypeError(
+            f"{problem}: the function takes {name} as one tuple or list, as in eager PyTorch (only the method "
+            f"x.{fn_name}(...) takes varargs)"
+        )
+
+    function.__name__ = function.__qualname__ = sym.name
+    function.__doc__ = sym.__doc__
+    return function
+
+
+def _type_name(typ: type) -> str:
+    """A type named as eager's argument parser names it: ``Tensor``, ``int``, ``numpy.int64``."""
+    module = typ.__module__
+    return typ.__name__ if module in ("builtins", "torch") else f"{module}.{typ.__name__}"
 
 
 # Note [Operators with an operand torch does not take]

@@ -138,6 +138,7 @@ for _name, _dtype in (
     ("float", torch.float32), ("double", torch.float64), ("half", torch.float16), ("bfloat16", torch.bfloat16),
     ("int", torch.int32), ("long", torch.int64), ("short", torch.int16), ("char", torch.int8),
     ("byte", torch.uint8), ("bool", torch.bool), ("cfloat", torch.complex64), ("cdouble", torch.complex128),
+    ("chalf", torch.complex32),
 ):  # fmt: skip
     _dtype_method(_name, _dtype)
 

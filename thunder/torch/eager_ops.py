@@ -557,17 +557,28 @@ def declare_table() -> None:
 
 
 def _declare_polygamma_method(torch_to_thunder_map: dict) -> None:
-    """``x.polygamma(n)`` is ``torch.polygamma(n, x)``: the method's tensor is the function's second argument."""
-    from thunder.core.proxies import register_method
+    """``x.polygamma(n)`` is ``torch.polygamma(n, x)``: the method's tensor is the function's second argument; its
+    in-place twin ``x.polygamma_(n)`` computes that and copies it into ``x``."""
+    from thunder.torch.base import make_inplace
 
     polygamma = EAGER_OPS[torch.polygamma]
 
-    def method(self, n):
-        return polygamma(n, self)
+    def polygamma_method(a, n):
+        return polygamma(n, a)
 
-    method.__name__ = "polygamma"
-    register_method("polygamma", method)
+    method = torchsymbol(method_name="polygamma", id="torch.Tensor.polygamma", torch_impl=torch.Tensor.polygamma)(
+        polygamma_method
+    )
     torch_to_thunder_map[torch.Tensor.polygamma] = method
+    torch_to_thunder_map[torch.Tensor.polygamma_] = make_inplace(method, method_name="polygamma_")
+    lu_with_info = EAGER_OPS[torch._lu_with_info]
+
+    def lu(a, pivot=True, get_infos=False):
+        """``Tensor.lu`` (deprecated in eager, which still runs it) as its Python code: ``torch._lu_with_info``."""
+        factors, pivots, infos = lu_with_info(a, pivot=pivot, check_errors=not get_infos)
+        return (factors, pivots, infos) if get_infos else (factors, pivots)
+
+    torch_to_thunder_map[torch.Tensor.lu] = torchsymbol(method_name="lu", id="torch.Tensor.lu", torch_impl=torch.Tensor.lu)(lu)
 
 
 def eager_fallback(fn: Callable, name: str) -> Symbol:

@@ -30,7 +30,7 @@ from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import IN_PLACE, BoundSymbol
 from thunder.core.symbolic import SymFloat, SymInt, is_symbolic
 from thunder.core.tracectx import get_tracectx, tracectx
-from thunder.torch import conversions
+from thunder.torch import conversions, data_dependent
 from thunder.torch.base import symbol_to_torch
 
 __all__: list[str] = []
@@ -64,7 +64,8 @@ _STATE_ATTR = "_layout_replays"
 _CPU_REPLAY_LIMIT = 1 << 24  # elements of one op's operands and results together
 
 
-def _contiguous_strides(shape) -> tuple[int, ...]:
+def contiguous_strides(shape) -> tuple[int, ...]:
+    """The strides of a contiguous tensor of ``shape`` (eager's: a size-0 or size-1 dim steps as a size-1 one)."""
     strides, acc = [], 1
     for n in reversed(shape):
         strides.append(acc)
@@ -74,7 +75,7 @@ def _contiguous_strides(shape) -> tuple[int, ...]:
 
 def _ambiguous(t: torch.Tensor) -> bool:
     """Whether ``t``'s layout is one where meta and real tensors may disagree (Note [Ambiguous layouts])."""
-    return any(n <= 1 for n in t.shape) and t.stride() != _contiguous_strides(t.shape)
+    return any(n <= 1 for n in t.shape) and t.stride() != contiguous_strides(t.shape)
 
 
 def _extent(t: torch.Tensor) -> int:
@@ -94,6 +95,37 @@ _LAYOUT_PRESERVING = frozenset({conversions.cpu.id, conversions.cuda.id})
 # Ops whose result is contiguous whatever their input's layout (storage offset aside: eager's
 # ``contiguous()`` returns ``self`` when it already is).
 _CONTIGUOUS_RESULT = frozenset({conversions.contiguous.id})
+
+
+
+
+# Note [Layouts of data-dependent results]
+# An op whose result's size comes from the data (``nonzero``, ``masked_select``, ``bincount``, ``unique``) cannot run
+# on meta tensors, but its result is a fresh tensor whose layout eager fixes from its shape alone: ``nonzero``'s
+# ``(n, ndim)`` indices are stored column by column (strides ``(1, n)``, so ``nonzero(as_tuple=True)`` gives
+# contiguous columns), the others are contiguous (``unique`` along a dim is not: its layout stays unknown). The shape
+# may be symbolic: the layout follows its value, as any replay's does (Longformer's global attention reads the
+# strides of hidden states indexed with ``nonzero``'s result for its ``as_strided`` chunking).
+def _nonzero_layout(bsym: BoundSymbol, outs: list[TensorProxy]) -> list[torch.Tensor] | None:
+    n, k = _sizes(outs[0])
+    return [torch.empty_strided((n, k), (1, n), dtype=outs[0].dtype, device="meta")]
+
+
+def _contiguous_layouts(bsym: BoundSymbol, outs: list[TensorProxy]) -> list[torch.Tensor] | None:
+    return [_fresh(o) for o in outs]
+
+
+def _unique_layouts(bsym: BoundSymbol, outs: list[TensorProxy]) -> list[torch.Tensor] | None:
+    dim = bsym.kwargs.get("dim", bsym.args[5] if len(bsym.args) > 5 else None)
+    return [_fresh(o) for o in outs] if dim is None else None
+
+
+_DATA_DEPENDENT_LAYOUTS = {
+    data_dependent.nonzero_of_size.id: _nonzero_layout,
+    data_dependent.masked_select_of_size.id: _contiguous_layouts,
+    data_dependent.bincount_of_size.id: _contiguous_layouts,
+    data_dependent.unique_of_size.id: _unique_layouts,
+}
 
 
 def _where(bsym: BoundSymbol) -> str:
@@ -178,6 +210,11 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
                     "tensor itself"
                 )
             return
+    rule = _DATA_DEPENDENT_LAYOUTS.get(sym.id)  # Note [Layouts of data-dependent results]
+    metas = rule(bsym, outs) if rule is not None else None
+    if metas is not None:
+        state.metas.update((o.name, t) for o, t in zip(outs, metas))
+        return
     if missing:
         a = missing[0]
         why = state.unknown.get(a.name) or f"its input {a.name} is not an input of the traced function"

@@ -56,7 +56,7 @@ def _export(sym):
 # ----------------------------------------------------------------------------------------
 
 
-@torchsymbol(torch.flip, method_name="flip", torch_impl=torch.Tensor.flip)
+@torchsymbol(torch.flip, method_name="flip", torch_impl=torch.Tensor.flip, one_sequence="dims")
 def flip(a, *args, dims=None):
     """``torch.flip``: reverses the order of elements along ``dims``."""
     op = "ltorch.flip"

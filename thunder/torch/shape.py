@@ -139,7 +139,7 @@ def _reshape_decomp(op: str, a, args, shape_kw, name: str = "shape"):
     return _reshape(a, shape)
 
 
-@torchsymbol(torch.reshape, method_name="reshape", torch_impl=torch.Tensor.reshape, sizes=True)
+@torchsymbol(torch.reshape, method_name="reshape", torch_impl=torch.Tensor.reshape, sizes=True, one_sequence="shape")
 def reshape(a, *args, shape=None):
     """``torch.reshape`` / ``Tensor.reshape``: the shape as varargs or a sequence, with one -1 inferred."""
     return _reshape_decomp("ltorch.reshape", a, args, shape)
@@ -300,7 +300,7 @@ _in_place_view(unsqueeze, "unsqueeze_")
 # ----------------------------------------------------------------------------------------
 
 
-@torchsymbol(torch.permute, method_name="permute", torch_impl=torch.Tensor.permute)
+@torchsymbol(torch.permute, method_name="permute", torch_impl=torch.Tensor.permute, one_sequence="dims")
 def permute(a, *args, dims=None):
     """``torch.permute`` / ``Tensor.permute``: dims as varargs or a sequence."""
     op = "ltorch.permute"
@@ -502,7 +502,7 @@ def expand_as(a, other):
     return _expand("ltorch.expand_as", a, tuple(other.shape))
 
 
-@torchsymbol(torch.broadcast_to, method_name="broadcast_to", torch_impl=torch.Tensor.broadcast_to, sizes=True)
+@torchsymbol(torch.broadcast_to, method_name="broadcast_to", torch_impl=torch.Tensor.broadcast_to, sizes=True, one_sequence="size")
 def broadcast_to(a, *args, size=None):
     """``torch.broadcast_to`` / ``Tensor.broadcast_to`` (whose size may be varargs, as ``expand``'s)."""
     return _expand("ltorch.broadcast_to", a, shape_arg("ltorch.broadcast_to", args, size, name="size"))
@@ -529,7 +529,7 @@ def repeat(a, *args, repeats=None):
     return _reshape(out, tuple(r * n for r, n in zip(reps, shape)))
 
 
-@torchsymbol(torch.tile, method_name="tile", torch_impl=torch.Tensor.tile, sizes=True)
+@torchsymbol(torch.tile, method_name="tile", torch_impl=torch.Tensor.tile, sizes=True, one_sequence="dims")
 def tile(a, *args, dims=None):
     """``torch.tile(a, dims)`` / ``Tensor.tile(*dims)``: ``repeat`` with ``dims`` padded by leading 1s to ``a``'s rank."""
     op = "ltorch.tile"

@@ -32,10 +32,11 @@ from thunder.core.tracectx import current_source_location, get_tracectx
 from thunder.core.transforms.autodiff import _aliased_args
 from thunder.torch.base import maybe_broadcast, torch_to_thunder_map, torchsymbol
 from thunder.torch.factories import arange, empty
-from thunder.torch.indexing import take
+from thunder.torch.indexing import index_put, take
+from thunder.torch.layout import contiguous_strides
 from thunder.torch.shape import cat, made_here, narrow, permute, reshape
 
-__all__ = ["as_strided", "resize_", "set_"]
+__all__ = ["as_strided", "as_strided_scatter", "resize_", "set_"]
 
 
 def _in_layout_impl(a: torch.Tensor, size, stride, offset: int, layout_stride, layout_offset: int) -> torch.Tensor:
@@ -47,25 +48,34 @@ def _in_layout_impl(a: torch.Tensor, size, stride, offset: int, layout_stride, l
     return laid_out.as_strided(size, stride, offset - layout_offset)
 
 
-@torchsymbol(id="torch.as_strided_in_layout", torch_impl=_in_layout_impl, tags=(MAY_ALIAS,))
-def as_strided_in_layout(a, size, stride, offset, layout_stride, layout_offset):
-    """``a.as_strided(size, stride, offset)`` for ``a`` laid out with ``layout_stride`` at ``layout_offset``
-    (dense): the elements of ``a`` in storage order, taken at the positions the result names."""
-    op = "ltorch.as_strided"
-    order = sorted(range(a.ndim), key=lambda d: -layout_stride[d] if a.shape[d] > 1 else 0)
-    flat = reshape(permute(a, order), (a.numel(),))
-    position = prims.full((), offset - layout_offset, device=a.device, dtype=torch.int64)
+def _storage_order(a, layout_stride) -> list[int]:
+    """``a``'s dims from the outermost in memory to the innermost, for its layout ``layout_stride``."""
+    return sorted(range(a.ndim), key=lambda d: -layout_stride[d] if a.shape[d] > 1 else 0)
+
+
+def _positions(op: str, a, size, stride, offset: int):
+    """The storage positions, from ``offset``, of each element of a view of ``size`` and ``stride`` (an int64 tensor
+    of shape ``size``)."""
+    position = prims.full((), offset, device=a.device, dtype=torch.int64)
     k = len(size)
     for d, (n, s) in enumerate(zip(size, stride)):
         steps = arange(0, n * s, s, device=a.device) if s else prims.full((n,), 0, device=a.device, dtype=torch.int64)
         position = prims.add(*maybe_broadcast(position, reshape(steps, (*[1] * d, n, *[1] * (k - d - 1))), op=op))
-    return take(flat, position)
+    return position
 
 
-@torchsymbol(torch.as_strided, method_name="as_strided", sizes=True)
-def as_strided(a, size, stride, storage_offset=None):
-    """``torch.as_strided`` (Note [as_strided in a trace])."""
-    op = "ltorch.as_strided"
+@torchsymbol(id="torch.as_strided_in_layout", torch_impl=_in_layout_impl, tags=(MAY_ALIAS,))
+def as_strided_in_layout(a, size, stride, offset, layout_stride, layout_offset):
+    """``a.as_strided(size, stride, offset)`` for ``a`` laid out with ``layout_stride`` at ``layout_offset``
+    (dense): the elements of ``a`` in storage order, taken at the positions the result names."""
+    flat = reshape(permute(a, _storage_order(a, layout_stride)), (a.numel(),))
+    return take(flat, _positions("ltorch.as_strided", a, size, stride, offset - layout_offset))
+
+
+def _checked_view(op: str, a, size, stride, storage_offset) -> tuple[list, list, int, tuple, int]:
+    """``size``, ``stride`` and the offset of ``a.as_strided(size, stride, storage_offset)`` as plain ints, with
+    ``a``'s eager layout (strides, offset), where that view reads only ``a``'s own dense memory; a clear error
+    otherwise (Note [as_strided in a trace])."""
     size, stride = [_constant(n) for n in size], [_constant(s) for s in stride]
     if len(size) != len(stride):
         raise UnsupportedOpError(f"{op}: mismatch in length of strides and shape ({len(stride)} and {len(size)})")
@@ -90,7 +100,69 @@ def as_strided(a, size, stride, storage_offset=None):
                 f"{low}..{high}, outside those of tensor {a.name} ({layout_offset}..{layout_offset + a.numel() - 1}) "
                 f"{where}; eager would read the memory of the tensor it is a view of, which a trace does not have."
             )
+    return size, stride, offset, layout_stride, layout_offset
+
+
+@torchsymbol(torch.as_strided, method_name="as_strided", sizes=True)
+def as_strided(a, size, stride, storage_offset=None):
+    """``torch.as_strided`` (Note [as_strided in a trace])."""
+    size, stride, offset, layout_stride, layout_offset = _checked_view("ltorch.as_strided", a, size, stride, storage_offset)
     return as_strided_in_layout(a, tuple(size), tuple(stride), offset, layout_stride, layout_offset)
+
+
+@torchsymbol(torch.as_strided_scatter, method_name="as_strided_scatter", sizes=True)
+def as_strided_scatter(a, src, size, stride, storage_offset=None):
+    """``torch.as_strided_scatter``: a copy of ``a`` (eager's keeps its strides and storage offset) whose elements at
+    the positions ``a.as_strided(size, stride, storage_offset)`` reads are ``src``'s (Note [as_strided in a trace]).
+    Positions a view names twice are refused: which of ``src``'s values eager leaves there is not defined. So is an
+    ``a`` that requires grad: eager's gradient for it is ``grad`` at the scattered positions and zero elsewhere, not
+    the derivative (the other way round), and thunder does not pick one of the two."""
+    op = "ltorch.as_strided_scatter"
+    if a.requires_grad:
+        where = current_source_location()
+        raise UnsupportedOpError(
+            f"{op}: input {a.name} requires grad{f' (at {where})' if where else ''}; eager PyTorch's gradient for it "
+            "is the incoming gradient at the scattered positions and zero elsewhere, which is not the derivative "
+            "(zero there, the gradient elsewhere), so thunder does not differentiate it. Scatter into "
+            "input.detach(), or write through a view of a clone: out = input.clone(); out.as_strided(size, stride, "
+            "offset).copy_(src)."
+        )
+    size, stride, offset, layout_stride, layout_offset = _checked_view(op, a, size, stride, storage_offset)
+    contiguous = all(s == c for n, s, c in zip(a.shape, layout_stride, contiguous_strides(a.shape)) if n > 1)
+    if src.requires_grad and (not contiguous or (storage_offset is not None and layout_offset != 0)):
+        raise UnsupportedOpError(
+            f"{op}: src {src.name} requires grad and input {a.name} is laid out with strides {layout_stride} at "
+            f"offset {layout_offset} in eager, whose gradient for src reads the incoming gradient as if the input "
+            "were contiguous from offset 0 (not the derivative, or an error); thunder differentiates it only there. "
+            "Call .contiguous() on the input first."
+        )
+    if list(src.shape) != size:
+        raise ThunderRuntimeError(
+            f"{op}: expected src to have a size equal to the slice of self. src size = {list(src.shape)}, slice size "
+            f"= {size}"
+        )
+    if not _without_repeats(size, stride):
+        raise UnsupportedOpError(
+            f"{op}: size {tuple(size)} and stride {tuple(stride)} name some memory positions more than once; which of "
+            "src's values eager writes there is not defined. Use a view without overlaps."
+        )
+    order = _storage_order(a, layout_stride)
+    permuted = permute(a, order)
+    positions = reshape(_positions(op, a, size, stride, offset - layout_offset), (math.prod(size),))
+    values = reshape(src, (math.prod(size),)).to(a.dtype)
+    flat = index_put(reshape(permuted, (a.numel(),)), (positions,), values)
+    return permute(reshape(flat, permuted.shape), sorted(range(a.ndim), key=order.__getitem__))
+
+
+def _without_repeats(size, stride) -> bool:
+    """Whether a view of ``size`` and ``stride`` names each of its positions once (each dim, by stride, steps past
+    all the positions of the dims with smaller strides)."""
+    extent = 0
+    for n, s in sorted(((n, abs(s)) for n, s in zip(size, stride) if n > 1), key=lambda t: t[1]):
+        if s <= extent:
+            return False
+        extent += (n - 1) * s
+    return True
 
 
 def _dense(shape, stride) -> bool:

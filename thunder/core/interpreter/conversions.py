@@ -101,6 +101,9 @@ def formatted(ctx, v, spec: str = "") -> str:
     t = type(v)
     if t in FAST_TYPES:
         return format(v, spec)
+    f = lookup_type_attr(t, "__interpreter_format__")
+    if f is not NULL:  # a tool's own value formats itself for the program (a symbolic number: its text keeps how)
+        return _checked(f(v, spec), str, "__format__ must return a str, not {}")
     f = lookup_type_attr(t, "__format__")
     if f is _OBJECT_FORMAT and spec == "":
         return as_str(ctx, v)

@@ -58,7 +58,14 @@ def BUILD_CONST_KEY_MAP(inst, frame):
 
 @register_opcode_handler("BUILD_STRING")
 def BUILD_STRING(inst, frame):
-    frame.stack.append("".join(pop_n(frame.stack, inst.arg)))
+    parts = pop_n(frame.stack, inst.arg)
+    for part in parts:
+        if type(part) is not str:  # a tool's text that joins itself (a ``SymStr``: its expression kept)
+            join = lookup_type_attr(type(part), "__interpreter_build_string__")
+            if join is not NULL:
+                frame.stack.append(join(parts))
+                return
+    frame.stack.append("".join(parts))
 
 
 @register_opcode_handler("BUILD_SLICE")
