@@ -64,7 +64,7 @@ from thunder.core.interpreter.runtime import current_runtime, innermost_frame_ob
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, MAY_RAISE, RANDOM, BoundSymbol, Symbol
-from thunder.core.symbolic import SymFloat, SymInt, make_symbolic
+from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.trace import TraceCtx, draws
 
 __all__ = ["LoopRefused", "LoopsMixin", "StackedList"]
@@ -273,14 +273,14 @@ def _loop_impl(body: TraceCtx, carried: int, stacked: int):
     """Runs ``body`` (``body(i, *carried, *captured) -> (*carried, *appended, *last)``) for i in range(n)."""
     fn = None
 
-    def run(start, n, init, captured):
+    def run(start, stop, step, init, captured):
         nonlocal fn
         if fn is None:
             fn = body.python_callable()
         state = list(init)
         stacks = [[] for _ in range(stacked)]
         outs = ()
-        for i in range(start, n):
+        for i in range(start, stop, step):
             outs = fn(i, *state, *captured)
             state = outs[:carried]
             for s, t in zip(stacks, outs[carried : carried + stacked]):
@@ -319,8 +319,10 @@ for _name in ("__len__", "__iter__", "__getitem__", "__setitem__", "__delitem__"
 class _Loop:
     """One ``for i in range(n)`` being traced: the iterator the program's FOR_ITER steps."""
 
-    def __init__(self, tracer, start: int, n: SymInt, frame, site: tuple, var_slot: int):
-        self.tracer, self.first, self.n, self.frame, self.site, self.var_slot = tracer, start, n, frame, site, var_slot
+    def __init__(self, tracer, bounds: tuple, count: SymInt, last, frame, site: tuple, var_slot: int):
+        self.tracer, self.frame, self.site, self.var_slot = tracer, frame, site, var_slot
+        self.bounds, self.count, self.last = bounds, count, last  # (start, stop, step); the index's last value
+        self.first = bounds[0]
         self.index: SymInt | None = None
 
     def __iter__(self):
@@ -358,7 +360,7 @@ class _Loop:
             self.refuse("too much state to compare")
         name = trace.make_name("i")
         tracer.prologue.names.add(name)
-        self.index = SymInt(self.first, name)
+        self.index = SymInt(_value(self.first), name)
         tracer.open_loop = self
         return self.index
 
@@ -366,7 +368,7 @@ class _Loop:
         tracer = self.tracer
         trace = tracer.computation
         tracer.open_loop = None
-        index, n = self.index.expr, self.n
+        index = self.index.expr
         body = trace.bound_symbols[self.start :]
         if len(trace.scopes) != 1 or len(frame.stack) != len(self.stack) + 1 or any(
             a is not b for a, b in zip(frame.stack, self.stack)
@@ -449,13 +451,13 @@ class _Loop:
         ints = {k for k, v in symbols.items() if isinstance(v, SymInt)}
         recorded = tracer._recorded
         added = list(recorded)[self.recorded :]
-        last_index = f"({n.expr} - 1)"
+        first_index, last_index = _source(self.first), _source(self.last)
         values = {k: v.value for k, v in symbols.items()}
         replacements = []
         for expr in added:
             if not re.search(rf"\b{index}\b", expr):
                 continue
-            ends = index_constraints(expr, index, str(self.first), last_index, ints)
+            ends = index_constraints(expr, index, first_index, last_index, ints)
             if ends is None:
                 self.refuse(f"the body relies on {expr}")
             for e in ends:
@@ -487,9 +489,9 @@ class _Loop:
             frame.fast[slot] = StackedList(self, self.stacked.pop(0))
             tracer.stacked_lists.append(frame.fast[slot])
         if var_cell is None:
-            frame.fast[self.var_slot] = make_symbolic(n.value - 1, last_index, n)
+            frame.fast[self.var_slot] = self.last
         else:
-            var_cell.cell_contents = make_symbolic(n.value - 1, last_index, n)
+            var_cell.cell_contents = self.last
         self.frame = self.fast = self.stack = self.before = None  # (what a StackedList keeps alive: not the frame)
 
     def _appended_list(self, frame, slot: int) -> bool:
@@ -519,7 +521,7 @@ class _Loop:
         body_trace.bound_symbols.extend(body)
         body_trace.bound_symbols.append(prims.python_return.bind(outputs, output=None))
         results = [TensorProxy.like(old) for _, old, _ in carried]
-        stacked = [TensorProxy.like(e, shape=(self.n - self.first, *e.shape)) for e in elements]
+        stacked = [TensorProxy.like(e, shape=(self.count, *e.shape)) for e in elements]
         lasts = [TensorProxy.like(new) for _, new in last]
         tags = {MAY_ALIAS} | {t for b in body for t in b.sym.tags & {MAY_RAISE}}
         if any(_mutates(b) for b in body):  # it writes tensors in place: kept and never moved, as those ops are
@@ -529,7 +531,7 @@ class _Loop:
         sym = Symbol(name=name, meta=None, id=f"loop.{name}", python_impl=impl, executor=_LOOP_EXECUTOR,
                      printer=_print_loop, tags=frozenset(tags))  # fmt: skip
         output = (*results, *stacked, *lasts)
-        bsym = BoundSymbol(sym, (self.first, self.n, tuple(old for _, old, _ in carried), captured_args), {}, output,
+        bsym = BoundSymbol(sym, (*self.bounds, tuple(old for _, old, _ in carried), captured_args), {}, output,
                            tuple(body), source=body[0].source if body else None)  # fmt: skip
         trace.add_bound_symbol(bsym)
         for (slot, _, _), r in zip(carried, results):
@@ -537,6 +539,23 @@ class _Loop:
         for (slot, _), r in zip(last, lasts):
             self.frame.fast[slot] = r
         self.stacked = stacked
+
+
+def _value(x) -> int:
+    return x.value if isinstance(x, SymInt) else x
+
+
+def _source(x) -> str:
+    return x.expr if isinstance(x, SymInt) else repr(x)
+
+
+def _count_and_last(start, stop, step: int) -> tuple:
+    """How many times ``range(start, stop, step)`` runs and its last value (symbolic: no constraint recorded)."""
+    if step > 0:
+        count = stop - start if step == 1 else (stop - start + (step - 1)) // step
+    else:
+        count = start - stop if step == -1 else (start - stop + (-step - 1)) // -step
+    return count, stop - step if abs(step) == 1 else start + step * (count - 1)
 
 
 def _mutates(b: BoundSymbol) -> bool:
@@ -619,14 +638,17 @@ class LoopsMixin:
         from thunder.core import introspection
 
         loop = None
-        if not kwargs and 1 <= len(args) <= 2 and type(args[-1]) is SymInt and self.open_loop is None:
-            if len(args) == 1 or type(args[0]) is int:
-                loop = self._symbolic_loop(args[0] if len(args) == 2 else 0, args[-1])
+        bounds = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+        if (
+            not kwargs and 1 <= len(args) <= 3 and self.open_loop is None and type(bounds[2]) is int and bounds[2]
+            and all(type(b) in (int, SymInt) for b in bounds) and SymInt in map(type, bounds[:2])
+        ):  # fmt: skip
+            loop = self._symbolic_loop(bounds)
         if loop is not None:
             return loop
         return introspection.lookaside(range)(*args, **kwargs)
 
-    def _symbolic_loop(self, start: int, n: SymInt) -> _Loop | None:
+    def _symbolic_loop(self, bounds: tuple) -> _Loop | None:
         runtime = current_runtime()
         if runtime is None or not runtime.frames or len(self.computation.scopes) != 1:
             return None
@@ -635,11 +657,12 @@ class LoopsMixin:
             return None
         slot = _loop_target(frame)
         site = (frame.code, frame.pc)
-        if slot is None or site in self.unroll or n.value <= start:
+        if slot is None or site in self.unroll:
             return None
-        if not n > start:  # (records the constraint: the body runs at least once)
+        count, last = _count_and_last(*bounds)
+        if _value(count) <= 0 or not count > 0:  # (the second records the constraint: the body runs at least once)
             return None
-        return _Loop(self, start, n, frame, site, slot)
+        return _Loop(self, bounds, count, last, frame, site, slot)
 
     def _stack(self, *args, **kwargs):
         """``torch.stack``: of a list the loop appended to, the loop's stacked output moved to ``dim``."""
