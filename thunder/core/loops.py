@@ -666,11 +666,25 @@ class LoopsMixin:
 
     def _stack(self, *args, **kwargs):
         """``torch.stack``: of a list the loop appended to, the loop's stacked output moved to ``dim``."""
+        return self._joined(torch.stack, args, kwargs)
+
+    def _cat(self, *args, **kwargs):
+        """``torch.cat``: of a list the loop appended to, the loop's stacked output moved to ``dim`` and merged
+        into it."""
+        return self._joined(torch.cat, args, kwargs)
+
+    def _joined(self, fn, args: tuple, kwargs: dict):
         tensors = args[0] if args else kwargs.get("tensors")
         if type(tensors) is not StackedList:
-            return self.symbol_lookup(torch.stack)(*args, **kwargs)
+            return self.symbol_lookup(fn)(*args, **kwargs)
         loop, stacked = tensors._loop, tensors._stacked
         dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
-        if len(args) > 2 or set(kwargs) - {"tensors", "dim"} or type(dim) is not int:
-            loop.refuse("torch.stack of the loop's list with other arguments than a constant dim")
-        return self.symbol_lookup(torch.Tensor.contiguous)(self.symbol_lookup(torch.movedim)(stacked, 0, dim))
+        ndim = stacked.ndim - (fn is torch.cat)  # (that of the result)
+        if len(args) > 2 or set(kwargs) - {"tensors", "dim"} or type(dim) is not int or not -ndim <= dim < ndim:
+            loop.refuse(f"{fn.__name__} of the loop's list with other arguments than a constant dim in range")
+        lookup = self.symbol_lookup
+        dim %= ndim
+        joined = lookup(torch.movedim)(stacked, 0, dim)
+        if fn is torch.cat:
+            joined = lookup(torch.flatten)(joined, dim, dim + 1)
+        return lookup(torch.Tensor.contiguous)(joined)
