@@ -396,7 +396,8 @@ class _Loop:
             for o in b.flat_proxy_outs:
                 if o.name not in read and isinstance(o, TensorProxy):
                     made[o.name] = o
-        carried: list[tuple[int, TensorProxy, TensorProxy]] = []
+        carried: list[tuple[TensorProxy, TensorProxy]] = []  # (before, after) of each tensor carried
+        rebound: list[tuple[int, Any, Any]] = []  # (slot, value before and after an iteration) of the locals that carry tensors
         last: list[tuple[int, Any]] = []
         list_slots = [slot for slot in range(len(self.fast)) if self._appended_list(frame, slot)]
         lists = [(slot, frame.fast[slot]) for slot in list_slots]
@@ -412,10 +413,13 @@ class _Loop:
                 continue
             if new is old:
                 continue
-            if isinstance(old, TensorProxy) and isinstance(new, TensorProxy) and _same_metadata(old, new, index):
-                if old.strides_read:
-                    self.refuse(f"the body reads the strides of {old.name}")
-                carried.append((slot, old, new))
+            pairs = _carried_pairs(old, new, index)
+            if pairs is not None:
+                for old_tensor, _ in pairs:
+                    if old_tensor.strides_read:
+                        self.refuse(f"the body reads the strides of {old_tensor.name}")
+                carried.extend(pairs)
+                rebound.append((slot, old, new))
             elif old is NULL and isinstance(new, TensorProxy):
                 if not _free_of(new, index):
                     self.refuse(f"the shape of {new.name} depends on the index")
@@ -484,7 +488,7 @@ class _Loop:
             for e in ends:
                 recorded.setdefault(e, where)
         del trace.bound_symbols[self.start :]
-        self._record(body, made, carried, last, elements, names)
+        self._record(body, made, carried, rebound, last, elements, names)
         for slot, _ in lists:
             frame.fast[slot] = StackedList(self, self.stacked.pop(0))
             tracer.stacked_lists.append(frame.fast[slot])
@@ -502,25 +506,25 @@ class _Loop:
             return False
         return self.before.get(id(frame.fast[slot]), (None, None))[1] == () and sys.getrefcount(frame.fast[slot]) == 4
 
-    def _record(self, body, made, carried, last, elements, names) -> None:
+    def _record(self, body, made, carried, rebound, last, elements, names) -> None:
         trace = self.tracer.computation
         captured: dict[str, Proxy] = {}
-        carried_names = {old.name for _, old, _ in carried}
+        carried_names = {old.name for old, _ in carried}
         for b in body:
             for p in b.flat_proxy_args:
                 if p.name not in made and p.name not in carried_names and p.name not in captured:
                     captured[p.name] = p
-        outputs = (*(new for _, _, new in carried), *elements, *(new for _, new in last))
+        outputs = (*(new for _, new in carried), *elements, *(new for _, new in last))
         for p in outputs:  # (an output the body only passes on: ``h = x``, ``outs.append(x)``)
             if p.name not in made and p.name not in carried_names and p.name not in captured:
                 captured[p.name] = p
         captured_args = (*captured.values(), *names.values())
         body_trace = TraceCtx(name=f"{trace.make_name('loop')}_body")
         body_trace.names = set(trace.names)
-        body_trace.args = [self.index, *(old for _, old, _ in carried), *captured_args]
+        body_trace.args = [self.index, *(old for old, _ in carried), *captured_args]
         body_trace.bound_symbols.extend(body)
         body_trace.bound_symbols.append(prims.python_return.bind(outputs, output=None))
-        results = [TensorProxy.like(old) for _, old, _ in carried]
+        results = [TensorProxy.like(old) for old, _ in carried]
         stacked = [TensorProxy.like(e, shape=(self.count, *e.shape)) for e in elements]
         lasts = [TensorProxy.like(new) for _, new in last]
         tags = {MAY_ALIAS} | {t for b in body for t in b.sym.tags & {MAY_RAISE}}
@@ -531,11 +535,12 @@ class _Loop:
         sym = Symbol(name=name, meta=None, id=f"loop.{name}", python_impl=impl, executor=_LOOP_EXECUTOR,
                      printer=_print_loop, tags=frozenset(tags))  # fmt: skip
         output = (*results, *stacked, *lasts)
-        bsym = BoundSymbol(sym, (*self.bounds, tuple(old for _, old, _ in carried), captured_args), {}, output,
+        bsym = BoundSymbol(sym, (*self.bounds, tuple(old for old, _ in carried), captured_args), {}, output,
                            tuple(body), source=body[0].source if body else None)  # fmt: skip
         trace.add_bound_symbol(bsym)
-        for (slot, _, _), r in zip(carried, results):
-            self.frame.fast[slot] = r
+        remaining = iter(results)
+        for slot, old, new in rebound:
+            self.frame.fast[slot] = _with_results(old, new, remaining)
         for (slot, _), r in zip(last, lasts):
             self.frame.fast[slot] = r
         self.stacked = stacked
@@ -587,6 +592,31 @@ def _free_of(t: TensorProxy, index: str) -> bool:
 
 def _dims(t: TensorProxy) -> tuple:
     return tuple(d.expr if isinstance(d, SymInt) else d for d in t.shape)
+
+
+def _carried_pairs(old, new, index: str) -> list[tuple[TensorProxy, TensorProxy]] | None:
+    """The (before, after) tensors that a local carries from one iteration to the next: a tensor of the same
+    metadata, or a tuple of such tensors and unchanged values (``state = (h, c)``); None where it is neither."""
+    if isinstance(old, TensorProxy) and isinstance(new, TensorProxy):
+        return [(old, new)] if _same_metadata(old, new, index) else None
+    if type(old) is tuple and type(new) is tuple and len(old) == len(new):
+        pairs = []
+        for a, b in zip(old, new):
+            inner = [] if a is b else _carried_pairs(a, b, index)
+            if inner is None:
+                return None
+            pairs.extend(inner)
+        return pairs
+    return None
+
+
+def _with_results(old, new, results):
+    """``new`` with each tensor it carries replaced by the loop's result (in ``_carried_pairs``'s order)."""
+    if old is new:
+        return new
+    if isinstance(new, TensorProxy):
+        return next(results)
+    return tuple(_with_results(a, b, results) for a, b in zip(old, new))
 
 
 def _same_metadata(a: TensorProxy, b: TensorProxy, index: str) -> bool:
