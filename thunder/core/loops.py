@@ -1,27 +1,39 @@
 """Loops over a symbolic range, traced once: the loop becomes one bound symbol that runs its body n times.
 
 Note [Loops over a symbolic range]
-``for i in range(n)`` with ``n`` a symbolic size (a sequence length that automatic dynamic shapes made symbolic)
+``for i in range(n)`` (any ``range(start, stop, step)`` with a symbolic start or stop and a constant step: reverse
+scans, strides) with ``n`` a symbolic size (a sequence length that automatic dynamic shapes made symbolic)
 unrolls into n copies of the body: the trace depends on n's value, which ``range`` pins, and every new length
 compiles a new entry (Hugging Face Mamba's and Jamba's slow scan, RecurrentGemma's ``_rnn_scan``, generating
 with ``use_cache=False``). Instead, such a loop is traced once with a symbolic index ``i`` (a ``SymInt`` named
 in no prologue, value 0) and recorded as one bound symbol, ``loopN``, whose implementation runs the body's trace n
 times. The body's trace is valid for every index it is run with when:
 
-- every constraint it recorded on ``i`` holds for all ``i`` in ``[0, n)``: one in which ``i`` cancels (``(i + 1) - i
+- every constraint it recorded on ``i`` holds for all ``i`` the range gives: one in which ``i`` cancels (``(i + 1) - i
   == 1``) holds for one ``i`` as for all, and an ordering of two sides affine in ``i`` (``i < x_1``) holds on an
-  interval, so at both ends; both become prologue constraints with ``i`` replaced by ``0`` and ``n - 1`` (checked
-  on these inputs now); any other constraint on ``i`` (``i == 0``, ``i % 2``) refuses the loop;
+  interval, so at both ends; both become prologue constraints with ``i`` replaced by the first and the last value
+  (checked on these inputs now); any other constraint on ``i`` (``i == 0``, ``i % 2``) refuses the loop;
 - what one iteration hands the next is what the first got: each local the body rebinds is either a tensor with
-  the same shape, dtype, device and grad flag as before the loop (carried: the body's input and output), or
+  the same shape, dtype, device and grad flag as before the loop (carried: the body's input and output), a tuple of
+  such tensors and unchanged values (``state = (h, c)``), an int counter (Note [Counters in a loop]), or
   unbound before the loop (written before it is read: its last value is an output), or the loop variable
   (``n - 1`` after the loop); the value stack is as it was;
 - it changes no other Python state: the containers reachable from the interpreted frames and the tracer's copies
   of outside containers are compared, shallowly, before and after the body; the tracer recorded no store, replay,
   random draw, data-dependent value or grad mode switch; the only allowed change is one tensor appended to a list
   that only the loop's frame refers to, empty before the loop (``outs.append(y)``): after the loop that local is
-  a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output (any other use refuses the loop);
+  a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output and ``torch.cat`` into that output
+  merged into its dim (any other use refuses the loop);
 - no tensor of the body requires grad (a gradient needs the unrolled trace: scope of this note is inference).
+
+Note [Counters in a loop]
+An int local that each iteration changes by a constant (``pos += 1``) is a function of the index: the first trace,
+which sees it change from 0 to 1, refuses the loop with its step (``_Counters``), and the retrace binds it, before
+the body, to ``pos0 + step * iteration`` (a ``SymInt`` over the index), so what the body computes from it and the
+constraints it records on it are the index's, checked as above; after the body it must be ``pos + step`` (as
+``+=``/``-=`` write it: any other expression refuses the loop), after the loop it is ``pos0 + step * count``.
+A float that grows the same way is no counter: eager's repeated rounding (``t + 0.1 + 0.1``) is not
+``t + 2 * 0.1``, so such a loop unrolls.
 
 Note [The walk reads the globals a frame names]
 The state compared before and after the body is reached from the frames' locals and value stacks and from the
@@ -211,7 +223,11 @@ def _coefficient(node: ast.AST, index: str, ints: set[str]) -> int | None:
                 return 0
             const = node.left if a == 0 else node.right
             k = b if a == 0 else a
-            return k * const.value if isinstance(const, ast.Constant) else None
+            try:  # (a literal such as ``-1``)
+                value = ast.literal_eval(const)
+            except (ValueError, TypeError, SyntaxError):
+                return None
+            return k * value if type(value) is int else None
         return 0 if a == 0 and b == 0 else None
     if not any(isinstance(n, ast.Name) and n.id == index for n in ast.walk(node)):
         names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -316,11 +332,18 @@ for _name in ("__len__", "__iter__", "__getitem__", "__setitem__", "__delitem__"
     setattr(StackedList, _name, StackedList._refuse)
 
 
+class _Counters(collections.namedtuple("_Counters", "site steps")):
+    """A loop to trace again with the int locals its body counts in affine in the index (Note [Counters in a
+    loop]): ``steps``, (slot, step) pairs."""
+
+
 class _Loop:
     """One ``for i in range(n)`` being traced: the iterator the program's FOR_ITER steps."""
 
-    def __init__(self, tracer, bounds: tuple, count: SymInt, last, frame, site: tuple, var_slot: int):
+    def __init__(self, tracer, bounds: tuple, count: SymInt, last, frame, site: tuple, var_slot: int, steps: dict):
         self.tracer, self.frame, self.site, self.var_slot = tracer, frame, site, var_slot
+        self.steps = steps  # slot -> how much the int local it holds grows each iteration (Note [Counters in a loop])
+        self.counters: dict[int, SymInt] = {}  # slot -> its value in the body, affine in the index
         self.bounds, self.count, self.last = bounds, count, last  # (start, stop, step); the index's last value
         self.first = bounds[0]
         self.index: SymInt | None = None
@@ -331,10 +354,11 @@ class _Loop:
     def __next__(self):
         self.refuse("the loop's iterator is stepped outside its for statement")
 
-    def refuse(self, why: str):
+    def refuse(self, why: str, retry: Any = None):
+        """Refuses the loop: the retrace unrolls it, or traces it again with what ``retry`` says."""
         tracer = self.tracer
         if tracer.loop_refused is None:
-            tracer.loop_refused = (self.site, why)
+            tracer.loop_refused = (retry or self.site, why)
         raise LoopRefused(why)
 
     def __interpreter_for_iter__(self, frame):
@@ -361,6 +385,13 @@ class _Loop:
         name = trace.make_name("i")
         tracer.prologue.names.add(name)
         self.index = SymInt(_value(self.first), name)
+        start, _, step = self.bounds
+        iteration = (self.index - start) * step if abs(step) == 1 else (self.index - start) // step
+        for slot, d in self.steps.items():
+            if type(frame.fast[slot]) not in (int, SymInt):
+                self.refuse("a counter of the loop holds no int")
+            self.counters[slot] = frame.fast[slot] + d * iteration
+            frame.fast[slot] = self.counters[slot]
         tracer.open_loop = self
         return self.index
 
@@ -396,6 +427,7 @@ class _Loop:
             for o in b.flat_proxy_outs:
                 if o.name not in read and isinstance(o, TensorProxy):
                     made[o.name] = o
+        steps: dict[int, int] = {}  # (the int locals that each iteration changes by a constant)
         carried: list[tuple[TensorProxy, TensorProxy]] = []  # (before, after) of each tensor carried
         rebound: list[tuple[int, Any, Any]] = []  # (slot, value before and after an iteration) of the locals that carry tensors
         last: list[tuple[int, Any]] = []
@@ -411,7 +443,16 @@ class _Loop:
                 continue
             if slot in list_slots:
                 continue
+            if slot in self.counters:
+                counter, d = self.counters[slot], self.steps[slot]
+                c = counter.expr  # (``c += d``, ``c = d + c``, ``c -= -d``: no other form is read)
+                if type(new) is not SymInt or new.expr not in (f"({c} + {d})", f"({d} + {c})", f"({c} - {-d})"):
+                    self.refuse(f"a counter of the loop changes otherwise than by {d}")
+                continue
             if new is old:
+                continue
+            if type(old) in (int, SymInt) and type(new) in (int, SymInt) and not self.steps:
+                steps[slot] = _value(new) - _value(old)
                 continue
             pairs = _carried_pairs(old, new, index)
             if pairs is not None:
@@ -449,6 +490,8 @@ class _Loop:
                 self.refuse(f"the body changes a {type(obj).__name__}")
             if now is None and _changed_unreached(obj, fp):
                 self.refuse(f"the body changes a {type(obj).__name__}")
+        if steps:
+            self.refuse("the body counts in an int", retry=_Counters(self.site, tuple(steps.items())))
         # constraints on the index
         symbols = {h.name: v for h, v in tracer.inputs if isinstance(v, (SymInt, SymFloat))}
         symbols.update((d.name, v) for d, v in tracer.dims)
@@ -492,6 +535,8 @@ class _Loop:
         for slot, _ in lists:
             frame.fast[slot] = StackedList(self, self.stacked.pop(0))
             tracer.stacked_lists.append(frame.fast[slot])
+        for slot in self.counters:
+            frame.fast[slot] = self.fast[slot] + self.steps[slot] * self.count
         if var_cell is None:
             frame.fast[self.var_slot] = self.last
         else:
@@ -689,10 +734,11 @@ class LoopsMixin:
         site = (frame.code, frame.pc)
         if slot is None or site in self.unroll:
             return None
+        steps = next((dict(c.steps) for c in self.unroll if type(c) is _Counters and c.site == site), {})
         count, last = _count_and_last(*bounds)
         if _value(count) <= 0 or not count > 0:  # (the second records the constraint: the body runs at least once)
             return None
-        return _Loop(self, bounds, count, last, frame, site, slot)
+        return _Loop(self, bounds, count, last, frame, site, slot, steps)
 
     def _stack(self, *args, **kwargs):
         """``torch.stack``: of a list the loop appended to, the loop's stacked output moved to ``dim``."""
