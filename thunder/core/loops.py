@@ -47,8 +47,13 @@ compared as before.
 Where any of this fails, the loop is refused: the tracer notes its site (code object and instruction) and the whole
 function is traced again (``thunder.compiler.acquire_traces``) with that loop unrolled as before, so a refused loop
 only costs a retrace, never a wrong result. A ``break``, ``return`` or exception that leaves the body is such a
-failure too (the loop is still open when tracing ends). Loops nest no symbolic loop inside (an inner
-``range`` of a symbolic size pins it, as before).
+failure too (the loop is still open when tracing ends).
+
+Loops nest: a symbolic loop inside the body is traced once too (the open loops are a stack), its body may use the
+outer indices, and its constraints on its own index become constraints on the outer index, which the outer loop
+checks in turn; a list it appended to is the outer body's (using it after the outer loop refuses the outer loop).
+An inner range whose length depends on the outer index (``range(i)``) is empty for ``i == 0``, which pins the
+index: the outer loop unrolls.
 
 Passes see ``loopN`` as one opaque symbol (claimed by the python executor through its printer), its body's bound
 symbols as its subsymbols (so passes that look for in-place writes find the body's); the body runs the body's
@@ -125,9 +130,9 @@ def _fingerprints(roots: list) -> dict[int, tuple[Any, Any]]:
     todo = list(roots)
     while todo:
         v = todo.pop()
-        if isinstance(v, _ATOMS) or v is NULL or id(v) in seen:
+        t = type(v)  # (not ``isinstance``: it reads ``__class__``, which a StackedList refuses)
+        if issubclass(t, _ATOMS) or v is NULL or id(v) in seen:
             continue
-        t = type(v)
         if (getattr(t, "__module__", None) or "").startswith("thunder."):
             continue
         fp = None
@@ -392,13 +397,15 @@ class _Loop:
                 self.refuse("a counter of the loop holds no int")
             self.counters[slot] = frame.fast[slot] + d * iteration
             frame.fast[slot] = self.counters[slot]
-        tracer.open_loop = self
+        tracer.open_loops.append(self)
         return self.index
 
     def _end(self, frame) -> None:
         tracer = self.tracer
         trace = tracer.computation
-        tracer.open_loop = None
+        if tracer.open_loops[-1] is not self:
+            self.refuse("a loop inside the body is still open")
+        tracer.open_loops.pop()
         index = self.index.expr
         body = trace.bound_symbols[self.start :]
         if len(trace.scopes) != 1 or len(frame.stack) != len(self.stack) + 1 or any(
@@ -428,6 +435,11 @@ class _Loop:
                 if o.name not in read and isinstance(o, TensorProxy):
                     made[o.name] = o
         steps: dict[int, int] = {}  # (the int locals that each iteration changes by a constant)
+        # the numbers the body may use: the prologue's and the indices of the loops around this one
+        symbols = {h.name: v for h, v in tracer.inputs if isinstance(v, (SymInt, SymFloat))}
+        symbols.update((d.name, v) for d, v in tracer.dims)
+        symbols.update((outer.index.expr, outer.index) for outer in tracer.open_loops)
+        inner_lists: list[int] = []  # (the slots of lists that a loop inside the body appended to)
         carried: list[tuple[TensorProxy, TensorProxy]] = []  # (before, after) of each tensor carried
         rebound: list[tuple[int, Any, Any]] = []  # (slot, value before and after an iteration) of the locals that carry tensors
         last: list[tuple[int, Any]] = []
@@ -451,6 +463,11 @@ class _Loop:
                 continue
             if new is old:
                 continue
+            if type(old) is StackedList or type(new) is StackedList:  # (never ``isinstance``: a StackedList refuses it)
+                if old is not NULL or type(new) is not StackedList:
+                    self.refuse("the body rebinds a list a loop appended to")
+                inner_lists.append(slot)  # (a loop inside the body appended to it)
+                continue
             if type(old) in (int, SymInt) and type(new) in (int, SymInt) and not self.steps:
                 steps[slot] = _value(new) - _value(old)
                 continue
@@ -468,6 +485,8 @@ class _Loop:
                     last.append((slot, new))
             elif old is NULL and type(new) in (int, float, bool, str, type(None)):
                 pass  # the same in every iteration: it depends on no carried value
+            elif old is NULL and type(new) is SymInt and new.names <= symbols.keys() - {index}:
+                pass  # (the last index of a loop inside the body)
             else:
                 self.refuse(f"the body rebinds the local {frame.code.co_varnames[slot] if slot < len(frame.code.co_varnames) else slot} to a {type(new).__name__}")  # fmt: skip
         # the only change to Python state: one tensor appended to each list only this frame holds
@@ -493,8 +512,6 @@ class _Loop:
         if steps:
             self.refuse("the body counts in an int", retry=_Counters(self.site, tuple(steps.items())))
         # constraints on the index
-        symbols = {h.name: v for h, v in tracer.inputs if isinstance(v, (SymInt, SymFloat))}
-        symbols.update((d.name, v) for d, v in tracer.dims)
         ints = {k for k, v in symbols.items() if isinstance(v, SymInt)}
         recorded = tracer._recorded
         added = list(recorded)[self.recorded :]
@@ -534,6 +551,9 @@ class _Loop:
         self._record(body, made, carried, rebound, last, elements, names)
         for slot, _ in lists:
             frame.fast[slot] = StackedList(self, self.stacked.pop(0))
+            tracer.stacked_lists.append(frame.fast[slot])
+        for slot in inner_lists:  # (its stacked output is the body's: any use after the loop refuses the loop)
+            frame.fast[slot] = StackedList(self, None)
             tracer.stacked_lists.append(frame.fast[slot])
         for slot in self.counters:
             frame.fast[slot] = self.fast[slot] + self.steps[slot] * self.count
@@ -694,7 +714,7 @@ class LoopsMixin:
     def _init_loops(self, unroll: frozenset) -> None:
         self.unroll = unroll  # the sites whose loops unroll: (code, instruction index)
         self.loop_refused: tuple | None = None  # (site, why): a loop the trace must unroll
-        self.open_loop: _Loop | None = None
+        self.open_loops: list[_Loop] = []  # the loops being traced, innermost last
         self.stacked_lists: list[StackedList] = []  # made by the loops (refused when one outlives the program)
 
     def refused_loop(self) -> tuple | None:
@@ -702,8 +722,8 @@ class LoopsMixin:
         exception), or one whose appended list outlives the program's frames (returned, stored away)."""
         if self.loop_refused is not None:
             return self.loop_refused[0]
-        if self.open_loop is not None:
-            return self.open_loop.site
+        if self.open_loops:
+            return self.open_loops[-1].site
         for stacked in self.stacked_lists:
             if sys.getrefcount(stacked) > 3:  # (this list, the loop variable and the argument)
                 return stacked._loop.site
@@ -715,7 +735,7 @@ class LoopsMixin:
         loop = None
         bounds = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
         if (
-            not kwargs and 1 <= len(args) <= 3 and self.open_loop is None and type(bounds[2]) is int and bounds[2]
+            not kwargs and 1 <= len(args) <= 3 and type(bounds[2]) is int and bounds[2]
             and all(type(b) in (int, SymInt) for b in bounds) and SymInt in map(type, bounds[:2])
         ):  # fmt: skip
             loop = self._symbolic_loop(bounds)
@@ -754,6 +774,8 @@ class LoopsMixin:
         if type(tensors) is not StackedList:
             return self.symbol_lookup(fn)(*args, **kwargs)
         loop, stacked = tensors._loop, tensors._stacked
+        if stacked is None:
+            loop.refuse("a list appended to in a loop inside the loop's body is used after the loop")
         dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
         ndim = stacked.ndim - (fn is torch.cat)  # (that of the result)
         if len(args) > 2 or set(kwargs) - {"tensors", "dim"} or type(dim) is not int or not -ndim <= dim < ndim:
