@@ -28,12 +28,20 @@ times. The body's trace is valid for every index it is run with when:
 
 Note [Counters in a loop]
 An int local that each iteration changes by a constant (``pos += 1``) is a function of the index: the first trace,
-which sees it change from 0 to 1, refuses the loop with its step (``_Counters``), and the retrace binds it, before
+which sees it change from 0 to 1, refuses the loop with its step (``_Retry``), and the retrace binds it, before
 the body, to ``pos0 + step * iteration`` (a ``SymInt`` over the index), so what the body computes from it and the
 constraints it records on it are the index's, checked as above; after the body it must be ``pos + step`` (as
 ``+=``/``-=`` write it: any other expression refuses the loop), after the loop it is ``pos0 + step * count``.
 A float that grows the same way is no counter: eager's repeated rounding (``t + 0.1 + 0.1``) is not
 ``t + 2 * 0.1``, so such a loop unrolls.
+
+Note [A carried tensor held elsewhere]
+The body's trace names tensors, not the locals they were read from: where the tensor a local carries into the loop
+is also another local's (``y = h``, ``h = c = torch.zeros(...)``), an item of a container or a global, the body read
+through that other path the first value in eager but would read the carried one in the next iterations. Such a
+local (``_holders`` counts who holds each object before the loop) makes the loop trace again (``_Retry``) with the
+local bound to a fresh tensor of its own, which the loop symbol starts as the old one: reads through the local are
+the carried value, reads through the other paths the first. A carried tuple held elsewhere refuses the loop.
 
 Note [The walk reads the globals a frame names]
 The state compared before and after the body is reached from the frames' locals and value stacks and from the
@@ -337,17 +345,23 @@ for _name in ("__len__", "__iter__", "__getitem__", "__setitem__", "__delitem__"
     setattr(StackedList, _name, StackedList._refuse)
 
 
-class _Counters(collections.namedtuple("_Counters", "site steps")):
+class _Retry(collections.namedtuple("_Retry", "site steps fresh")):
     """A loop to trace again with the int locals its body counts in affine in the index (Note [Counters in a
-    loop]): ``steps``, (slot, step) pairs."""
+    loop]): ``steps``, (slot, step) pairs; and the locals in ``fresh`` bound to tensors of their own (Note [A
+    carried tensor held elsewhere])."""
 
 
 class _Loop:
     """One ``for i in range(n)`` being traced: the iterator the program's FOR_ITER steps."""
 
-    def __init__(self, tracer, bounds: tuple, count: SymInt, last, frame, site: tuple, var_slot: int, steps: dict):
+    def __init__(self, tracer, bounds: tuple, count: SymInt, last, frame, site: tuple, var_slot: int,
+                 retry: _Retry | None):  # fmt: skip
         self.tracer, self.frame, self.site, self.var_slot = tracer, frame, site, var_slot
-        self.steps = steps  # slot -> how much the int local it holds grows each iteration (Note [Counters in a loop])
+        self.retried = retry is not None
+        # slot -> how much the int local it holds grows each iteration (Note [Counters in a loop])
+        self.steps: dict[int, int] = dict(retry.steps) if retry else {}
+        self.fresh: tuple[int, ...] = retry.fresh if retry else ()  # Note [A carried tensor held elsewhere]
+        self.initial: dict[str, TensorProxy] = {}  # a fresh tensor's name -> the tensor it starts as
         self.counters: dict[int, SymInt] = {}  # slot -> its value in the body, affine in the index
         self.bounds, self.count, self.last = bounds, count, last  # (start, stop, step); the index's last value
         self.first = bounds[0]
@@ -378,6 +392,12 @@ class _Loop:
         tracer = self.tracer
         trace = tracer.computation
         self.start = len(trace.bound_symbols)
+        for slot in self.fresh:
+            if not isinstance(frame.fast[slot], TensorProxy):
+                self.refuse("a local carrying a tensor holds none")
+            fresh = TensorProxy.like(frame.fast[slot])
+            self.initial[fresh.name] = frame.fast[slot]
+            frame.fast[slot] = fresh
         self.fast = list(frame.fast)
         self.stack = list(frame.stack[:-1])
         self.recorded = len(tracer._recorded)
@@ -435,6 +455,8 @@ class _Loop:
                 if o.name not in read and isinstance(o, TensorProxy):
                     made[o.name] = o
         steps: dict[int, int] = {}  # (the int locals that each iteration changes by a constant)
+        fresh: list[int] = []  # (the locals carrying a tensor held elsewhere too)
+        held = _holders([*self.fast, *self.stack], self.before)
         # the numbers the body may use: the prologue's and the indices of the loops around this one
         symbols = {h.name: v for h, v in tracer.inputs if isinstance(v, (SymInt, SymFloat))}
         symbols.update((d.name, v) for d, v in tracer.dims)
@@ -468,7 +490,7 @@ class _Loop:
                     self.refuse("the body rebinds a list a loop appended to")
                 inner_lists.append(slot)  # (a loop inside the body appended to it)
                 continue
-            if type(old) in (int, SymInt) and type(new) in (int, SymInt) and not self.steps:
+            if type(old) in (int, SymInt) and type(new) in (int, SymInt) and not self.retried:
                 steps[slot] = _value(new) - _value(old)
                 continue
             pairs = _carried_pairs(old, new, index)
@@ -478,6 +500,10 @@ class _Loop:
                         self.refuse(f"the body reads the strides of {old_tensor.name}")
                 carried.extend(pairs)
                 rebound.append((slot, old, new))
+                if any(held[id(v)] > 1 for v in _carriers(old, new)):  # Note [A carried tensor held elsewhere]
+                    if type(old) is tuple or self.retried:
+                        self.refuse("a tensor the body carries is held elsewhere too")
+                    fresh.append(slot)
             elif old is NULL and isinstance(new, TensorProxy):
                 if not _free_of(new, index):
                     self.refuse(f"the shape of {new.name} depends on the index")
@@ -509,8 +535,9 @@ class _Loop:
                 self.refuse(f"the body changes a {type(obj).__name__}")
             if now is None and _changed_unreached(obj, fp):
                 self.refuse(f"the body changes a {type(obj).__name__}")
-        if steps:
-            self.refuse("the body counts in an int", retry=_Counters(self.site, tuple(steps.items())))
+        if steps or fresh:
+            why = "the body counts in an int" if steps else "a carried tensor is held elsewhere too"
+            self.refuse(why, retry=_Retry(self.site, tuple(steps.items()), tuple(fresh)))
         # constraints on the index
         ints = {k for k, v in symbols.items() if isinstance(v, SymInt)}
         recorded = tracer._recorded
@@ -600,7 +627,8 @@ class _Loop:
         sym = Symbol(name=name, meta=None, id=f"loop.{name}", python_impl=impl, executor=_LOOP_EXECUTOR,
                      printer=_print_loop, tags=frozenset(tags))  # fmt: skip
         output = (*results, *stacked, *lasts)
-        bsym = BoundSymbol(sym, (*self.bounds, tuple(old for old, _ in carried), captured_args), {}, output,
+        bsym = BoundSymbol(sym, (*self.bounds, tuple(self.initial.get(old.name, old) for old, _ in carried),
+                           captured_args), {}, output,
                            tuple(body), source=body[0].source if body else None)  # fmt: skip
         trace.add_bound_symbol(bsym)
         remaining = iter(results)
@@ -642,6 +670,26 @@ class _LoopExecutor:
 _LOOP_EXECUTOR = _LoopExecutor()
 
 
+def _holders(roots: list, containers: dict) -> collections.Counter:
+    """id -> how many of ``roots`` and of the items of ``containers`` (``_fingerprints``'s) are that object."""
+    held = collections.Counter(map(id, roots))
+    for obj, _ in containers.values():
+        t = type(obj)
+        if issubclass(t, dict):
+            items = [*obj.keys(), *obj.values()]
+        elif issubclass(t, (list, tuple, set, frozenset, collections.deque)):
+            items = obj
+        elif t is types.CellType:
+            try:
+                items = [obj.cell_contents]
+            except ValueError:
+                items = []
+        else:
+            items = [_slot_value(obj, n) for n in _slot_names(t)]
+        held.update(map(id, items))
+    return held
+
+
 def _changed_unreached(obj, fp) -> bool:
     """Whether a container no longer reached from the frames changed (it may still be held elsewhere)."""
     try:
@@ -673,6 +721,16 @@ def _carried_pairs(old, new, index: str) -> list[tuple[TensorProxy, TensorProxy]
             pairs.extend(inner)
         return pairs
     return None
+
+
+def _carriers(old, new):
+    """The tensors and tuples of ``old`` that carry a value into the loop (``_carried_pairs``'s)."""
+    if old is new:
+        return
+    yield old
+    if type(old) is tuple:
+        for a, b in zip(old, new):
+            yield from _carriers(a, b)
 
 
 def _with_results(old, new, results):
@@ -754,11 +812,11 @@ class LoopsMixin:
         site = (frame.code, frame.pc)
         if slot is None or site in self.unroll:
             return None
-        steps = next((dict(c.steps) for c in self.unroll if type(c) is _Counters and c.site == site), {})
+        retry = next((r for r in self.unroll if type(r) is _Retry and r.site == site), None)
         count, last = _count_and_last(*bounds)
         if _value(count) <= 0 or not count > 0:  # (the second records the constraint: the body runs at least once)
             return None
-        return _Loop(self, bounds, count, last, frame, site, slot, steps)
+        return _Loop(self, bounds, count, last, frame, site, slot, retry)
 
     def _stack(self, *args, **kwargs):
         """``torch.stack``: of a list the loop appended to, the loop's stacked output moved to ``dim``."""
