@@ -107,6 +107,15 @@ def list_stored_then_stacked(x):  # kept in a dict of the program's, then stacke
     return torch.stack(holder["o"], 0)
 
 
+def carried_value_kept(x):  # a local bound in the body to the carried value before its update
+    h = torch.zeros(x.shape[0], x.shape[2])
+    w = x[:, 0] * 3
+    for i in range(x.shape[1]):
+        y, z = h, w
+        h = h + x[:, i]
+    return y, z, h
+
+
 def carried_is_passed_on(x):  # the carried value is a tensor from before the loop
     h = x[:, 0]
     y = x[:, 1] * 3
@@ -173,6 +182,20 @@ def bidirectional(x):  # a forward and a reverse scan
         g = torch.tanh(x[:, t] @ _U + g @ _W)
         bwd.append(g)
     return torch.cat([torch.stack(fwd, 1), torch.stack(bwd, 1).flip(1)], -1), t
+
+
+def reverse_scan(x):
+    h = torch.zeros(x.shape[0], x.shape[2])
+    for t in range(x.shape[1] - 1, -1, -1):
+        h = h * 0.5 + x[:, t]
+    return h, t
+
+
+def cat_appended(x):
+    outs = []
+    for t in range(x.shape[1]):
+        outs.append(x[:, t] * 2)
+    return torch.cat(outs), torch.concat(outs, dim=-1), torch.stack(outs, -2)
 
 
 def cumsum_scan(x):
@@ -320,8 +343,9 @@ def inner_list_after_the_loop(x):  # the inner loop's list is used after the out
 
 
 TRACED_ONCE = [recurrence, append_stack, setitem_at_index, from_one, body_defined_last, list_stored_then_stacked,
-               carried_is_passed_on, rnn_scan, gru_scan, lstm_scan, lstm_state_tuple, bidirectional, cumsum_scan,
-               selective_scan, counters, strided, from_constant, updated_in_place, nested, after_a_loop, carried_held_elsewhere]  # fmt: skip
+               carried_is_passed_on, carried_value_kept, rnn_scan, gru_scan, lstm_scan, lstm_state_tuple, bidirectional,
+               reverse_scan, cat_appended, cumsum_scan, selective_scan, counters, strided, from_constant,
+               updated_in_place, nested, after_a_loop, carried_held_elsewhere]  # fmt: skip
 UNROLLED = [shape_grows, first_iteration_differs, list_used_otherwise, early_break, outside_effect, list_returned,
             counter_doubles, counter_branches, float_step, tuples_appended, triangular,
             tuple_held_elsewhere]  # fmt: skip

@@ -507,14 +507,15 @@ class _Loop:
             elif old is NULL and isinstance(new, TensorProxy):
                 if not _free_of(new, index):
                     self.refuse(f"the shape of {new.name} depends on the index")
-                if new.name in made:
-                    last.append((slot, new))
+                last.append((slot, new))
             elif old is NULL and type(new) in (int, float, bool, str, type(None)):
                 pass  # the same in every iteration: it depends on no carried value
             elif old is NULL and type(new) is SymInt and new.names <= symbols.keys() - {index}:
                 pass  # (the last index of a loop inside the body)
             else:
                 self.refuse(f"the body rebinds the local {frame.code.co_varnames[slot] if slot < len(frame.code.co_varnames) else slot} to a {type(new).__name__}")  # fmt: skip
+        # (a tensor from before the loop is the same every iteration, unless it is a carried value: ``y = h``)
+        last = [(slot, new) for slot, new in last if new.name in made or any(new is old for old, _ in carried)]
         # the only change to Python state: one tensor appended to each list only this frame holds
         elements = []
         for _, lst in lists:
