@@ -490,6 +490,8 @@ class _Loop:
                     self.refuse("the body rebinds a list a loop appended to")
                 inner_lists.append(slot)  # (a loop inside the body appended to it)
                 continue
+            if type(old) is int and type(new) is int and old == new:
+                continue  # (an equal int: the same value every iteration)
             if type(old) in (int, SymInt) and type(new) in (int, SymInt) and not self.retried:
                 steps[slot] = _value(new) - _value(old)
                 continue
