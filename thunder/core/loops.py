@@ -463,7 +463,7 @@ class _Loop:
         symbols.update((outer.index.expr, outer.index) for outer in tracer.open_loops)
         inner_lists: list[int] = []  # (the slots of lists that a loop inside the body appended to)
         carried: list[tuple[TensorProxy, TensorProxy]] = []  # (before, after) of each tensor carried
-        rebound: list[tuple[int, Any, Any]] = []  # (slot, value before and after an iteration) of the locals that carry tensors
+        rebound: list[tuple[int, Any, Any]] = []  # (slot, before, after) of the locals that carry tensors
         last: list[tuple[int, Any]] = []
         list_slots = [slot for slot in range(len(self.fast)) if self._appended_list(frame, slot)]
         lists = [(slot, frame.fast[slot]) for slot in list_slots]
