@@ -282,6 +282,18 @@ def carried_held_elsewhere(x):  # the tensor the loop starts from is another loc
     return h, y
 
 
+class _Holder:
+    t = torch.randn(2, 3, generator=_g)
+
+
+def carried_from_a_global_and_an_attribute(x):  # the body reads the first values again where they came from
+    h, g = _W[:2], _Holder.t
+    for i in range(x.shape[1]):
+        h = h + _W[:2] * x[:, i]
+        g = g * _Holder.t + x[:, i]
+    return h, g
+
+
 def tuple_held_elsewhere(x):  # the carried tuple is another local's too: unrolled
     state = first = (x[:, 0] * 1, x[:, 1] * 1)
     for i in range(x.shape[1]):
@@ -345,7 +357,8 @@ def inner_list_after_the_loop(x):  # the inner loop's list is used after the out
 TRACED_ONCE = [recurrence, append_stack, setitem_at_index, from_one, body_defined_last, list_stored_then_stacked,
                carried_is_passed_on, carried_value_kept, rnn_scan, gru_scan, lstm_scan, lstm_state_tuple, bidirectional,
                reverse_scan, cat_appended, cumsum_scan, selective_scan, counters, strided, from_constant,
-               updated_in_place, nested, after_a_loop, carried_held_elsewhere]  # fmt: skip
+               updated_in_place, nested, after_a_loop, carried_held_elsewhere,
+               carried_from_a_global_and_an_attribute]  # fmt: skip
 UNROLLED = [shape_grows, first_iteration_differs, list_used_otherwise, early_break, outside_effect, list_returned,
             counter_doubles, counter_branches, float_step, tuples_appended, triangular,
             tuple_held_elsewhere]  # fmt: skip

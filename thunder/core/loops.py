@@ -38,10 +38,12 @@ A float that grows the same way is no counter: eager's repeated rounding (``t + 
 Note [A carried tensor held elsewhere]
 The body's trace names tensors, not the locals they were read from: where the tensor a local carries into the loop
 is also another local's (``y = h``, ``h = c = torch.zeros(...)``), an item of a container or a global, the body read
-through that other path the first value in eager but would read the carried one in the next iterations. Such a
-local (``_holders`` counts who holds each object before the loop) makes the loop trace again (``_Retry``) with the
-local bound to a fresh tensor of its own, which the loop symbol starts as the old one: reads through the local are
-the carried value, reads through the other paths the first. A carried tuple held elsewhere refuses the loop.
+through that other path the first value in eager but would read the carried one in the next iterations; so does
+an input of the trace (an argument, a global, a module's attribute), which the body can read again through where it
+came from. Such a local (``_holders`` counts who holds each object before the loop, over-counting is only a retrace)
+makes the loop trace again (``_Retry``) with the local bound to a fresh tensor of its own, which the loop symbol
+starts as the old one: reads through the local are the carried value, reads through the other paths the first. A
+carried tuple held elsewhere refuses the loop.
 
 Note [The walk reads the globals a frame names]
 The state compared before and after the body is reached from the frames' locals and value stacks and from the
@@ -403,10 +405,12 @@ class _Loop:
         self.recorded = len(tracer._recorded)
         self.prologue_start = len(tracer.prologue.bound_symbols)
         self.effects = [len(getattr(tracer, name)) for name in _EFFECTS]
+        roots = _frame_roots(tracer)
         try:
-            self.before = _fingerprints(_frame_roots(tracer))
+            self.before = _fingerprints(roots)
         except _TooBig:
             self.refuse("too much state to compare")
+        self.held = _holders(roots, self.before)
         name = trace.make_name("i")
         tracer.prologue.names.add(name)
         self.index = SymInt(_value(self.first), name)
@@ -456,7 +460,7 @@ class _Loop:
                     made[o.name] = o
         steps: dict[int, int] = {}  # (the int locals that each iteration changes by a constant)
         fresh: list[int] = []  # (the locals carrying a tensor held elsewhere too)
-        held = _holders([*self.fast, *self.stack], self.before)
+        computed = {o.name for b in trace.bound_symbols[: self.start] for o in b.flat_proxy_outs} | self.initial.keys()
         # the numbers the body may use: the prologue's and the indices of the loops around this one
         symbols = {h.name: v for h, v in tracer.inputs if isinstance(v, (SymInt, SymFloat))}
         symbols.update((d.name, v) for d, v in tracer.dims)
@@ -502,7 +506,8 @@ class _Loop:
                         self.refuse(f"the body reads the strides of {old_tensor.name}")
                 carried.extend(pairs)
                 rebound.append((slot, old, new))
-                if any(held[id(v)] > 1 for v in _carriers(old, new)):  # Note [A carried tensor held elsewhere]
+                if any(self.held[id(v)] > 1 or (isinstance(v, TensorProxy) and v.name not in computed)
+                       for v in _carriers(old, new)):  # Note [A carried tensor held elsewhere]  # fmt: skip
                     if type(old) is tuple or self.retried:
                         self.refuse("a tensor the body carries is held elsewhere too")
                     fresh.append(slot)
@@ -591,7 +596,7 @@ class _Loop:
             frame.fast[self.var_slot] = self.last
         else:
             var_cell.cell_contents = self.last
-        self.frame = self.fast = self.stack = self.before = None  # (what a StackedList keeps alive: not the frame)
+        self.frame = self.fast = self.stack = self.before = self.held = None  # (what a StackedList keeps alive: not the frame)
 
     def _appended_list(self, frame, slot: int) -> bool:
         """Whether local ``slot`` holds a list that was empty before the body and has one item now, which no other
