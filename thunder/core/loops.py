@@ -1,27 +1,49 @@
 """Loops over a symbolic range, traced once: the loop becomes one bound symbol that runs its body n times.
 
 Note [Loops over a symbolic range]
-``for i in range(n)`` with ``n`` a symbolic size (a sequence length that automatic dynamic shapes made symbolic)
+``for i in range(n)`` (any ``range(start, stop, step)`` with a symbolic start or stop and a constant step: reverse
+scans, strides) with ``n`` a symbolic size (a sequence length that automatic dynamic shapes made symbolic)
 unrolls into n copies of the body: the trace depends on n's value, which ``range`` pins, and every new length
 compiles a new entry (Hugging Face Mamba's and Jamba's slow scan, RecurrentGemma's ``_rnn_scan``, generating
 with ``use_cache=False``). Instead, such a loop is traced once with a symbolic index ``i`` (a ``SymInt`` named
 in no prologue, value 0) and recorded as one bound symbol, ``loopN``, whose implementation runs the body's trace n
 times. The body's trace is valid for every index it is run with when:
 
-- every constraint it recorded on ``i`` holds for all ``i`` in ``[0, n)``: one in which ``i`` cancels (``(i + 1) - i
+- every constraint it recorded on ``i`` holds for all ``i`` the range gives: one in which ``i`` cancels (``(i + 1) - i
   == 1``) holds for one ``i`` as for all, and an ordering of two sides affine in ``i`` (``i < x_1``) holds on an
-  interval, so at both ends; both become prologue constraints with ``i`` replaced by ``0`` and ``n - 1`` (checked
-  on these inputs now); any other constraint on ``i`` (``i == 0``, ``i % 2``) refuses the loop;
+  interval, so at both ends; both become prologue constraints with ``i`` replaced by the first and the last value
+  (checked on these inputs now); any other constraint on ``i`` (``i == 0``, ``i % 2``) refuses the loop;
 - what one iteration hands the next is what the first got: each local the body rebinds is either a tensor with
-  the same shape, dtype, device and grad flag as before the loop (carried: the body's input and output), or
+  the same shape, dtype, device and grad flag as before the loop (carried: the body's input and output), a tuple of
+  such tensors and unchanged values (``state = (h, c)``), an int counter (Note [Counters in a loop]), or
   unbound before the loop (written before it is read: its last value is an output), or the loop variable
   (``n - 1`` after the loop); the value stack is as it was;
 - it changes no other Python state: the containers reachable from the interpreted frames and the tracer's copies
   of outside containers are compared, shallowly, before and after the body; the tracer recorded no store, replay,
   random draw, data-dependent value or grad mode switch; the only allowed change is one tensor appended to a list
   that only the loop's frame refers to, empty before the loop (``outs.append(y)``): after the loop that local is
-  a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output (any other use refuses the loop);
+  a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output and ``torch.cat`` into that output
+  merged into its dim (any other use refuses the loop);
 - no tensor of the body requires grad (a gradient needs the unrolled trace: scope of this note is inference).
+
+Note [Counters in a loop]
+An int local that each iteration changes by a constant (``pos += 1``) is a function of the index: the first trace,
+which sees it change from 0 to 1, refuses the loop with its step (``_Retry``), and the retrace binds it, before
+the body, to ``pos0 + step * iteration`` (a ``SymInt`` over the index), so what the body computes from it and the
+constraints it records on it are the index's, checked as above; after the body it must be ``pos + step`` (as
+``+=``/``-=`` write it: any other expression refuses the loop), after the loop it is ``pos0 + step * count``.
+A float that grows the same way is no counter: eager's repeated rounding (``t + 0.1 + 0.1``) is not
+``t + 2 * 0.1``, so such a loop unrolls.
+
+Note [A carried tensor held elsewhere]
+The body's trace names tensors, not the locals they were read from: where the tensor a local carries into the loop
+is also another local's (``y = h``, ``h = c = torch.zeros(...)``), an item of a container or a global, the body read
+through that other path the first value in eager but would read the carried one in the next iterations; so does
+an input of the trace (an argument, a global, a module's attribute), which the body can read again through where it
+came from. Such a local (``_holders`` counts who holds each object before the loop, over-counting is only a retrace)
+makes the loop trace again (``_Retry``) with the local bound to a fresh tensor of its own, which the loop symbol
+starts as the old one: reads through the local are the carried value, reads through the other paths the first. A
+carried tuple held elsewhere refuses the loop.
 
 Note [The walk reads the globals a frame names]
 The state compared before and after the body is reached from the frames' locals and value stacks and from the
@@ -35,8 +57,13 @@ compared as before.
 Where any of this fails, the loop is refused: the tracer notes its site (code object and instruction) and the whole
 function is traced again (``thunder.compiler.acquire_traces``) with that loop unrolled as before, so a refused loop
 only costs a retrace, never a wrong result. A ``break``, ``return`` or exception that leaves the body is such a
-failure too (the loop is still open when tracing ends). Loops nest no symbolic loop inside (an inner
-``range`` of a symbolic size pins it, as before).
+failure too (the loop is still open when tracing ends).
+
+Loops nest: a symbolic loop inside the body is traced once too (the open loops are a stack), its body may use the
+outer indices, and its constraints on its own index become constraints on the outer index, which the outer loop
+checks in turn; a list it appended to is the outer body's (using it after the outer loop refuses the outer loop).
+An inner range whose length depends on the outer index (``range(i)``) is empty for ``i == 0``, which pins the
+index: the outer loop unrolls.
 
 Passes see ``loopN`` as one opaque symbol (claimed by the python executor through its printer), its body's bound
 symbols as its subsymbols (so passes that look for in-place writes find the body's); the body runs the body's
@@ -64,7 +91,7 @@ from thunder.core.interpreter.runtime import current_runtime, innermost_frame_ob
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, MAY_RAISE, RANDOM, BoundSymbol, Symbol
-from thunder.core.symbolic import SymFloat, SymInt, make_symbolic
+from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.trace import TraceCtx, draws
 
 __all__ = ["LoopRefused", "LoopsMixin", "StackedList"]
@@ -113,9 +140,9 @@ def _fingerprints(roots: list) -> dict[int, tuple[Any, Any]]:
     todo = list(roots)
     while todo:
         v = todo.pop()
-        if isinstance(v, _ATOMS) or v is NULL or id(v) in seen:
+        t = type(v)  # (not ``isinstance``: it reads ``__class__``, which a StackedList refuses)
+        if issubclass(t, _ATOMS) or v is NULL or id(v) in seen:
             continue
-        t = type(v)
         if (getattr(t, "__module__", None) or "").startswith("thunder."):
             continue
         fp = None
@@ -211,7 +238,11 @@ def _coefficient(node: ast.AST, index: str, ints: set[str]) -> int | None:
                 return 0
             const = node.left if a == 0 else node.right
             k = b if a == 0 else a
-            return k * const.value if isinstance(const, ast.Constant) else None
+            try:  # (a literal such as ``-1``)
+                value = ast.literal_eval(const)
+            except (ValueError, TypeError, SyntaxError):
+                return None
+            return k * value if type(value) is int else None
         return 0 if a == 0 and b == 0 else None
     if not any(isinstance(n, ast.Name) and n.id == index for n in ast.walk(node)):
         names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -273,14 +304,14 @@ def _loop_impl(body: TraceCtx, carried: int, stacked: int):
     """Runs ``body`` (``body(i, *carried, *captured) -> (*carried, *appended, *last)``) for i in range(n)."""
     fn = None
 
-    def run(start, n, init, captured):
+    def run(start, stop, step, init, captured):
         nonlocal fn
         if fn is None:
             fn = body.python_callable()
         state = list(init)
         stacks = [[] for _ in range(stacked)]
         outs = ()
-        for i in range(start, n):
+        for i in range(start, stop, step):
             outs = fn(i, *state, *captured)
             state = outs[:carried]
             for s, t in zip(stacks, outs[carried : carried + stacked]):
@@ -316,11 +347,26 @@ for _name in ("__len__", "__iter__", "__getitem__", "__setitem__", "__delitem__"
     setattr(StackedList, _name, StackedList._refuse)
 
 
+class _Retry(collections.namedtuple("_Retry", "site steps fresh")):
+    """A loop to trace again with the int locals its body counts in affine in the index (Note [Counters in a
+    loop]): ``steps``, (slot, step) pairs; and the locals in ``fresh`` bound to tensors of their own (Note [A
+    carried tensor held elsewhere])."""
+
+
 class _Loop:
     """One ``for i in range(n)`` being traced: the iterator the program's FOR_ITER steps."""
 
-    def __init__(self, tracer, start: int, n: SymInt, frame, site: tuple, var_slot: int):
-        self.tracer, self.first, self.n, self.frame, self.site, self.var_slot = tracer, start, n, frame, site, var_slot
+    def __init__(self, tracer, bounds: tuple, count: SymInt, last, frame, site: tuple, var_slot: int,
+                 retry: _Retry | None):  # fmt: skip
+        self.tracer, self.frame, self.site, self.var_slot = tracer, frame, site, var_slot
+        self.retried = retry is not None
+        # slot -> how much the int local it holds grows each iteration (Note [Counters in a loop])
+        self.steps: dict[int, int] = dict(retry.steps) if retry else {}
+        self.fresh: tuple[int, ...] = retry.fresh if retry else ()  # Note [A carried tensor held elsewhere]
+        self.initial: dict[str, TensorProxy] = {}  # a fresh tensor's name -> the tensor it starts as
+        self.counters: dict[int, SymInt] = {}  # slot -> its value in the body, affine in the index
+        self.bounds, self.count, self.last = bounds, count, last  # (start, stop, step); the index's last value
+        self.first = bounds[0]
         self.index: SymInt | None = None
 
     def __iter__(self):
@@ -329,10 +375,11 @@ class _Loop:
     def __next__(self):
         self.refuse("the loop's iterator is stepped outside its for statement")
 
-    def refuse(self, why: str):
+    def refuse(self, why: str, retry: Any = None):
+        """Refuses the loop: the retrace unrolls it, or traces it again with what ``retry`` says."""
         tracer = self.tracer
         if tracer.loop_refused is None:
-            tracer.loop_refused = (self.site, why)
+            tracer.loop_refused = (retry or self.site, why)
         raise LoopRefused(why)
 
     def __interpreter_for_iter__(self, frame):
@@ -347,26 +394,43 @@ class _Loop:
         tracer = self.tracer
         trace = tracer.computation
         self.start = len(trace.bound_symbols)
+        for slot in self.fresh:
+            if not isinstance(frame.fast[slot], TensorProxy):
+                self.refuse("a local carrying a tensor holds none")
+            fresh = TensorProxy.like(frame.fast[slot])
+            self.initial[fresh.name] = frame.fast[slot]
+            frame.fast[slot] = fresh
         self.fast = list(frame.fast)
         self.stack = list(frame.stack[:-1])
         self.recorded = len(tracer._recorded)
         self.prologue_start = len(tracer.prologue.bound_symbols)
         self.effects = [len(getattr(tracer, name)) for name in _EFFECTS]
+        roots = _frame_roots(tracer)
         try:
-            self.before = _fingerprints(_frame_roots(tracer))
+            self.before = _fingerprints(roots)
         except _TooBig:
             self.refuse("too much state to compare")
+        self.held = _holders(roots, self.before)
         name = trace.make_name("i")
         tracer.prologue.names.add(name)
-        self.index = SymInt(self.first, name)
-        tracer.open_loop = self
+        self.index = SymInt(_value(self.first), name)
+        start, _, step = self.bounds
+        iteration = (self.index - start) * step if abs(step) == 1 else (self.index - start) // step
+        for slot, d in self.steps.items():
+            if type(frame.fast[slot]) not in (int, SymInt):
+                self.refuse("a counter of the loop holds no int")
+            self.counters[slot] = frame.fast[slot] + d * iteration
+            frame.fast[slot] = self.counters[slot]
+        tracer.open_loops.append(self)
         return self.index
 
     def _end(self, frame) -> None:
         tracer = self.tracer
         trace = tracer.computation
-        tracer.open_loop = None
-        index, n = self.index.expr, self.n
+        if tracer.open_loops[-1] is not self:
+            self.refuse("a loop inside the body is still open")
+        tracer.open_loops.pop()
+        index = self.index.expr
         body = trace.bound_symbols[self.start :]
         if len(trace.scopes) != 1 or len(frame.stack) != len(self.stack) + 1 or any(
             a is not b for a, b in zip(frame.stack, self.stack)
@@ -394,7 +458,16 @@ class _Loop:
             for o in b.flat_proxy_outs:
                 if o.name not in read and isinstance(o, TensorProxy):
                     made[o.name] = o
-        carried: list[tuple[int, TensorProxy, TensorProxy]] = []
+        steps: dict[int, int] = {}  # (the int locals that each iteration changes by a constant)
+        fresh: list[int] = []  # (the locals carrying a tensor held elsewhere too)
+        computed = {o.name for b in trace.bound_symbols[: self.start] for o in b.flat_proxy_outs} | self.initial.keys()
+        # the numbers the body may use: the prologue's and the indices of the loops around this one
+        symbols = {h.name: v for h, v in tracer.inputs if isinstance(v, (SymInt, SymFloat))}
+        symbols.update((d.name, v) for d, v in tracer.dims)
+        symbols.update((outer.index.expr, outer.index) for outer in tracer.open_loops)
+        inner_lists: list[int] = []  # (the slots of lists that a loop inside the body appended to)
+        carried: list[tuple[TensorProxy, TensorProxy]] = []  # (before, after) of each tensor carried
+        rebound: list[tuple[int, Any, Any]] = []  # (slot, before, after) of the locals that carry tensors
         last: list[tuple[int, Any]] = []
         list_slots = [slot for slot in range(len(self.fast)) if self._appended_list(frame, slot)]
         lists = [(slot, frame.fast[slot]) for slot in list_slots]
@@ -408,21 +481,48 @@ class _Loop:
                 continue
             if slot in list_slots:
                 continue
+            if slot in self.counters:
+                counter, d = self.counters[slot], self.steps[slot]
+                c = counter.expr  # (``c += d``, ``c = d + c``, ``c -= -d``: no other form is read)
+                if type(new) is not SymInt or new.expr not in (f"({c} + {d})", f"({d} + {c})", f"({c} - {-d})"):
+                    self.refuse(f"a counter of the loop changes otherwise than by {d}")
+                continue
             if new is old:
                 continue
-            if isinstance(old, TensorProxy) and isinstance(new, TensorProxy) and _same_metadata(old, new, index):
-                if old.strides_read:
-                    self.refuse(f"the body reads the strides of {old.name}")
-                carried.append((slot, old, new))
+            if type(old) is StackedList or type(new) is StackedList:  # (never ``isinstance``: a StackedList refuses it)
+                if old is not NULL or type(new) is not StackedList:
+                    self.refuse("the body rebinds a list a loop appended to")
+                inner_lists.append(slot)  # (a loop inside the body appended to it)
+                continue
+            if type(old) is int and type(new) is int and old == new:
+                continue  # (an equal int: the same value every iteration)
+            if type(old) in (int, SymInt) and type(new) in (int, SymInt) and not self.retried:
+                steps[slot] = _value(new) - _value(old)
+                continue
+            pairs = _carried_pairs(old, new, index)
+            if pairs is not None:
+                for old_tensor, _ in pairs:
+                    if old_tensor.strides_read:
+                        self.refuse(f"the body reads the strides of {old_tensor.name}")
+                carried.extend(pairs)
+                rebound.append((slot, old, new))
+                if any(self.held[id(v)] > 1 or (isinstance(v, TensorProxy) and v.name not in computed)
+                       for v in _carriers(old, new)):  # Note [A carried tensor held elsewhere]  # fmt: skip
+                    if type(old) is tuple or self.retried:
+                        self.refuse("a tensor the body carries is held elsewhere too")
+                    fresh.append(slot)
             elif old is NULL and isinstance(new, TensorProxy):
                 if not _free_of(new, index):
                     self.refuse(f"the shape of {new.name} depends on the index")
-                if new.name in made:
-                    last.append((slot, new))
+                last.append((slot, new))
             elif old is NULL and type(new) in (int, float, bool, str, type(None)):
                 pass  # the same in every iteration: it depends on no carried value
+            elif old is NULL and type(new) is SymInt and new.names <= symbols.keys() - {index}:
+                pass  # (the last index of a loop inside the body)
             else:
                 self.refuse(f"the body rebinds the local {frame.code.co_varnames[slot] if slot < len(frame.code.co_varnames) else slot} to a {type(new).__name__}")  # fmt: skip
+        # (a tensor from before the loop is the same every iteration, unless it is a carried value: ``y = h``)
+        last = [(slot, new) for slot, new in last if new.name in made or any(new is old for old, _ in carried)]
         # the only change to Python state: one tensor appended to each list only this frame holds
         elements = []
         for _, lst in lists:
@@ -443,19 +543,20 @@ class _Loop:
                 self.refuse(f"the body changes a {type(obj).__name__}")
             if now is None and _changed_unreached(obj, fp):
                 self.refuse(f"the body changes a {type(obj).__name__}")
+        if steps or fresh:
+            why = "the body counts in an int" if steps else "a carried tensor is held elsewhere too"
+            self.refuse(why, retry=_Retry(self.site, tuple(steps.items()), tuple(fresh)))
         # constraints on the index
-        symbols = {h.name: v for h, v in tracer.inputs if isinstance(v, (SymInt, SymFloat))}
-        symbols.update((d.name, v) for d, v in tracer.dims)
         ints = {k for k, v in symbols.items() if isinstance(v, SymInt)}
         recorded = tracer._recorded
         added = list(recorded)[self.recorded :]
-        last_index = f"({n.expr} - 1)"
+        first_index, last_index = _source(self.first), _source(self.last)
         values = {k: v.value for k, v in symbols.items()}
         replacements = []
         for expr in added:
             if not re.search(rf"\b{index}\b", expr):
                 continue
-            ends = index_constraints(expr, index, str(self.first), last_index, ints)
+            ends = index_constraints(expr, index, first_index, last_index, ints)
             if ends is None:
                 self.refuse(f"the body relies on {expr}")
             for e in ends:
@@ -482,15 +583,20 @@ class _Loop:
             for e in ends:
                 recorded.setdefault(e, where)
         del trace.bound_symbols[self.start :]
-        self._record(body, made, carried, last, elements, names)
+        self._record(body, made, carried, rebound, last, elements, names)
         for slot, _ in lists:
             frame.fast[slot] = StackedList(self, self.stacked.pop(0))
             tracer.stacked_lists.append(frame.fast[slot])
+        for slot in inner_lists:  # (its stacked output is the body's: any use after the loop refuses the loop)
+            frame.fast[slot] = StackedList(self, None)
+            tracer.stacked_lists.append(frame.fast[slot])
+        for slot in self.counters:
+            frame.fast[slot] = self.fast[slot] + self.steps[slot] * self.count
         if var_cell is None:
-            frame.fast[self.var_slot] = make_symbolic(n.value - 1, last_index, n)
+            frame.fast[self.var_slot] = self.last
         else:
-            var_cell.cell_contents = make_symbolic(n.value - 1, last_index, n)
-        self.frame = self.fast = self.stack = self.before = None  # (what a StackedList keeps alive: not the frame)
+            var_cell.cell_contents = self.last
+        self.frame = self.fast = self.stack = self.before = self.held = None  # (what a StackedList keeps alive: not the frame)
 
     def _appended_list(self, frame, slot: int) -> bool:
         """Whether local ``slot`` holds a list that was empty before the body and has one item now, which no other
@@ -500,26 +606,26 @@ class _Loop:
             return False
         return self.before.get(id(frame.fast[slot]), (None, None))[1] == () and sys.getrefcount(frame.fast[slot]) == 4
 
-    def _record(self, body, made, carried, last, elements, names) -> None:
+    def _record(self, body, made, carried, rebound, last, elements, names) -> None:
         trace = self.tracer.computation
         captured: dict[str, Proxy] = {}
-        carried_names = {old.name for _, old, _ in carried}
+        carried_names = {old.name for old, _ in carried}
         for b in body:
             for p in b.flat_proxy_args:
                 if p.name not in made and p.name not in carried_names and p.name not in captured:
                     captured[p.name] = p
-        outputs = (*(new for _, _, new in carried), *elements, *(new for _, new in last))
+        outputs = (*(new for _, new in carried), *elements, *(new for _, new in last))
         for p in outputs:  # (an output the body only passes on: ``h = x``, ``outs.append(x)``)
             if p.name not in made and p.name not in carried_names and p.name not in captured:
                 captured[p.name] = p
         captured_args = (*captured.values(), *names.values())
         body_trace = TraceCtx(name=f"{trace.make_name('loop')}_body")
         body_trace.names = set(trace.names)
-        body_trace.args = [self.index, *(old for _, old, _ in carried), *captured_args]
+        body_trace.args = [self.index, *(old for old, _ in carried), *captured_args]
         body_trace.bound_symbols.extend(body)
         body_trace.bound_symbols.append(prims.python_return.bind(outputs, output=None))
-        results = [TensorProxy.like(old) for _, old, _ in carried]
-        stacked = [TensorProxy.like(e, shape=(self.n - self.first, *e.shape)) for e in elements]
+        results = [TensorProxy.like(old) for old, _ in carried]
+        stacked = [TensorProxy.like(e, shape=(self.count, *e.shape)) for e in elements]
         lasts = [TensorProxy.like(new) for _, new in last]
         tags = {MAY_ALIAS} | {t for b in body for t in b.sym.tags & {MAY_RAISE}}
         if any(_mutates(b) for b in body):  # it writes tensors in place: kept and never moved, as those ops are
@@ -529,14 +635,33 @@ class _Loop:
         sym = Symbol(name=name, meta=None, id=f"loop.{name}", python_impl=impl, executor=_LOOP_EXECUTOR,
                      printer=_print_loop, tags=frozenset(tags))  # fmt: skip
         output = (*results, *stacked, *lasts)
-        bsym = BoundSymbol(sym, (self.first, self.n, tuple(old for _, old, _ in carried), captured_args), {}, output,
+        bsym = BoundSymbol(sym, (*self.bounds, tuple(self.initial.get(old.name, old) for old, _ in carried),
+                           captured_args), {}, output,
                            tuple(body), source=body[0].source if body else None)  # fmt: skip
         trace.add_bound_symbol(bsym)
-        for (slot, _, _), r in zip(carried, results):
-            self.frame.fast[slot] = r
+        remaining = iter(results)
+        for slot, old, new in rebound:
+            self.frame.fast[slot] = _with_results(old, new, remaining)
         for (slot, _), r in zip(last, lasts):
             self.frame.fast[slot] = r
         self.stacked = stacked
+
+
+def _value(x) -> int:
+    return x.value if isinstance(x, SymInt) else x
+
+
+def _source(x) -> str:
+    return x.expr if isinstance(x, SymInt) else repr(x)
+
+
+def _count_and_last(start, stop, step: int) -> tuple:
+    """How many times ``range(start, stop, step)`` runs and its last value (symbolic: no constraint recorded)."""
+    if step > 0:
+        count = stop - start if step == 1 else (stop - start + (step - 1)) // step
+    else:
+        count = start - stop if step == -1 else (start - stop + (-step - 1)) // -step
+    return count, stop - step if abs(step) == 1 else start + step * (count - 1)
 
 
 def _mutates(b: BoundSymbol) -> bool:
@@ -551,6 +676,26 @@ class _LoopExecutor:
 
 
 _LOOP_EXECUTOR = _LoopExecutor()
+
+
+def _holders(roots: list, containers: dict) -> collections.Counter:
+    """id -> how many of ``roots`` and of the items of ``containers`` (``_fingerprints``'s) are that object."""
+    held = collections.Counter(map(id, roots))
+    for obj, _ in containers.values():
+        t = type(obj)
+        if issubclass(t, dict):
+            items = [*obj.keys(), *obj.values()]
+        elif issubclass(t, (list, tuple, set, frozenset, collections.deque)):
+            items = obj
+        elif t is types.CellType:
+            try:
+                items = [obj.cell_contents]
+            except ValueError:
+                items = []
+        else:
+            items = [_slot_value(obj, n) for n in _slot_names(t)]
+        held.update(map(id, items))
+    return held
 
 
 def _changed_unreached(obj, fp) -> bool:
@@ -568,6 +713,41 @@ def _free_of(t: TensorProxy, index: str) -> bool:
 
 def _dims(t: TensorProxy) -> tuple:
     return tuple(d.expr if isinstance(d, SymInt) else d for d in t.shape)
+
+
+def _carried_pairs(old, new, index: str) -> list[tuple[TensorProxy, TensorProxy]] | None:
+    """The (before, after) tensors that a local carries from one iteration to the next: a tensor of the same
+    metadata, or a tuple of such tensors and unchanged values (``state = (h, c)``); None where it is neither."""
+    if isinstance(old, TensorProxy) and isinstance(new, TensorProxy):
+        return [(old, new)] if _same_metadata(old, new, index) else None
+    if type(old) is tuple and type(new) is tuple and len(old) == len(new):
+        pairs = []
+        for a, b in zip(old, new):
+            inner = [] if a is b else _carried_pairs(a, b, index)
+            if inner is None:
+                return None
+            pairs.extend(inner)
+        return pairs
+    return None
+
+
+def _carriers(old, new):
+    """The tensors and tuples of ``old`` that carry a value into the loop (``_carried_pairs``'s)."""
+    if old is new:
+        return
+    yield old
+    if type(old) is tuple:
+        for a, b in zip(old, new):
+            yield from _carriers(a, b)
+
+
+def _with_results(old, new, results):
+    """``new`` with each tensor it carries replaced by the loop's result (in ``_carried_pairs``'s order)."""
+    if old is new:
+        return new
+    if isinstance(new, TensorProxy):
+        return next(results)
+    return tuple(_with_results(a, b, results) for a, b in zip(old, new))
 
 
 def _same_metadata(a: TensorProxy, b: TensorProxy, index: str) -> bool:
@@ -600,7 +780,7 @@ class LoopsMixin:
     def _init_loops(self, unroll: frozenset) -> None:
         self.unroll = unroll  # the sites whose loops unroll: (code, instruction index)
         self.loop_refused: tuple | None = None  # (site, why): a loop the trace must unroll
-        self.open_loop: _Loop | None = None
+        self.open_loops: list[_Loop] = []  # the loops being traced, innermost last
         self.stacked_lists: list[StackedList] = []  # made by the loops (refused when one outlives the program)
 
     def refused_loop(self) -> tuple | None:
@@ -608,8 +788,8 @@ class LoopsMixin:
         exception), or one whose appended list outlives the program's frames (returned, stored away)."""
         if self.loop_refused is not None:
             return self.loop_refused[0]
-        if self.open_loop is not None:
-            return self.open_loop.site
+        if self.open_loops:
+            return self.open_loops[-1].site
         for stacked in self.stacked_lists:
             if sys.getrefcount(stacked) > 3:  # (this list, the loop variable and the argument)
                 return stacked._loop.site
@@ -619,14 +799,17 @@ class LoopsMixin:
         from thunder.core import introspection
 
         loop = None
-        if not kwargs and 1 <= len(args) <= 2 and type(args[-1]) is SymInt and self.open_loop is None:
-            if len(args) == 1 or type(args[0]) is int:
-                loop = self._symbolic_loop(args[0] if len(args) == 2 else 0, args[-1])
+        bounds = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+        if (
+            not kwargs and 1 <= len(args) <= 3 and type(bounds[2]) is int and bounds[2]
+            and all(type(b) in (int, SymInt) for b in bounds) and SymInt in map(type, bounds[:2])
+        ):  # fmt: skip
+            loop = self._symbolic_loop(bounds)
         if loop is not None:
             return loop
         return introspection.lookaside(range)(*args, **kwargs)
 
-    def _symbolic_loop(self, start: int, n: SymInt) -> _Loop | None:
+    def _symbolic_loop(self, bounds: tuple) -> _Loop | None:
         runtime = current_runtime()
         if runtime is None or not runtime.frames or len(self.computation.scopes) != 1:
             return None
@@ -635,19 +818,37 @@ class LoopsMixin:
             return None
         slot = _loop_target(frame)
         site = (frame.code, frame.pc)
-        if slot is None or site in self.unroll or n.value <= start:
+        if slot is None or site in self.unroll:
             return None
-        if not n > start:  # (records the constraint: the body runs at least once)
+        retry = next((r for r in self.unroll if type(r) is _Retry and r.site == site), None)
+        count, last = _count_and_last(*bounds)
+        if _value(count) <= 0 or not count > 0:  # (the second records the constraint: the body runs at least once)
             return None
-        return _Loop(self, start, n, frame, site, slot)
+        return _Loop(self, bounds, count, last, frame, site, slot, retry)
 
     def _stack(self, *args, **kwargs):
         """``torch.stack``: of a list the loop appended to, the loop's stacked output moved to ``dim``."""
+        return self._joined(torch.stack, args, kwargs)
+
+    def _cat(self, *args, **kwargs):
+        """``torch.cat``: of a list the loop appended to, the loop's stacked output moved to ``dim`` and merged
+        into it."""
+        return self._joined(torch.cat, args, kwargs)
+
+    def _joined(self, fn, args: tuple, kwargs: dict):
         tensors = args[0] if args else kwargs.get("tensors")
         if type(tensors) is not StackedList:
-            return self.symbol_lookup(torch.stack)(*args, **kwargs)
+            return self.symbol_lookup(fn)(*args, **kwargs)
         loop, stacked = tensors._loop, tensors._stacked
+        if stacked is None:
+            loop.refuse("a list appended to in a loop inside the loop's body is used after the loop")
         dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
-        if len(args) > 2 or set(kwargs) - {"tensors", "dim"} or type(dim) is not int:
-            loop.refuse("torch.stack of the loop's list with other arguments than a constant dim")
-        return self.symbol_lookup(torch.Tensor.contiguous)(self.symbol_lookup(torch.movedim)(stacked, 0, dim))
+        ndim = stacked.ndim - (fn is torch.cat)  # (that of the result)
+        if len(args) > 2 or set(kwargs) - {"tensors", "dim"} or type(dim) is not int or not -ndim <= dim < ndim:
+            loop.refuse(f"{fn.__name__} of the loop's list with other arguments than a constant dim in range")
+        lookup = self.symbol_lookup
+        dim %= ndim
+        joined = lookup(torch.movedim)(stacked, 0, dim)
+        if fn is torch.cat:
+            joined = lookup(torch.flatten)(joined, dim, dim + 1)
+        return lookup(torch.Tensor.contiguous)(joined)

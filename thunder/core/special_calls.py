@@ -309,6 +309,9 @@ class SpecialCallsMixin:
             hash: _hash,
             range: self._range,  # Note [Loops over a symbolic range] in thunder.core.loops
             torch.stack: self._stack,
+            torch.cat: self._cat,
+            torch.concat: self._cat,
+            torch.concatenate: self._cat,
             getattr: self._getattr,
             hasattr: self._hasattr,
             setattr: self._setattr,
