@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input")
+CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input", "default")
 OUTCOMES = ("ok", "clear error", "wrong result", "internal error", "crash")
 
 

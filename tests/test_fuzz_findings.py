@@ -887,3 +887,35 @@ def test_an_in_place_write_into_a_leaf_that_requires_grad_fails_where_the_progra
         torch.testing.assert_close(actual[0], expected[0])
         assert actual[1] == expected[1]
     assert log == [1] * 8
+
+
+@pytest.mark.parametrize("cache", ["symbolic values", None])
+def test_a_write_in_place_between_a_traced_loop_and_the_stack_of_its_list_is_seen(cache):
+    # A loop traced once stacked its appended list when it ended; eager stacks at torch.stack, after the program
+    # wrote into the memory the elements are views of (or into the carried tensor it appended): the stack missed
+    # the write (Note [Loops over a symbolic range]). Such a loop unrolls now.
+    def views_then_zeroed(x):
+        y = x.clone()
+        o = []
+        for i in range(y.shape[0]):
+            o.append(y[i])
+        y.zero_()
+        return torch.stack(o)
+
+    def carried_then_written(x):
+        h = x[0] * 0
+        o = []
+        for i in range(x.shape[0]):
+            h = h + x[i]
+            o.append(h)
+        h.add_(1)
+        return torch.stack(o, -1), h
+
+    for fn in (views_then_zeroed, carried_then_written):
+        jfn = thunder.jit(fn, cache=cache)
+        for n in (2, 3, 4, 5):
+            x = torch.randn(n, 3)
+            expected, actual = fn(x), jfn(x)
+            for e, a in zip(expected if isinstance(expected, tuple) else (expected,),
+                            actual if isinstance(actual, tuple) else (actual,), strict=True):  # fmt: skip
+                torch.testing.assert_close(a, e, rtol=0, atol=0)

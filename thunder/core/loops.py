@@ -20,7 +20,8 @@ times. The body's trace is valid for every index it is run with when:
   of outside containers are compared, shallowly, before and after the body; the tracer recorded no store, replay,
   random draw, data-dependent value or grad mode switch; the only allowed change is one tensor appended to a list
   that only the loop's frame refers to, empty before the loop (``outs.append(y)``): after the loop that local is
-  a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output (any other use refuses the loop);
+  a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output (any other use refuses the loop, and
+  so does a write in place between the loop and the stack: the loop stacked when it ended, eager stacks then);
 - no tensor of the body requires grad (a gradient needs the unrolled trace: scope of this note is inference).
 
 Where any of this fails, the loop is refused: the tracer notes its site (code object and instruction) and the whole
@@ -274,11 +275,12 @@ class StackedList:
     """What a list the loop appended to is after the loop: only ``torch.stack`` of it is known (Note [Loops over a
     symbolic range]); anything else refuses the loop."""
 
-    __slots__ = ("_loop", "_stacked")
+    __slots__ = ("_loop", "_stacked", "_after")
 
-    def __init__(self, loop: _Loop, stacked: TensorProxy):
+    def __init__(self, loop: _Loop, stacked: TensorProxy, after: int):
         object.__setattr__(self, "_loop", loop)
         object.__setattr__(self, "_stacked", stacked)
+        object.__setattr__(self, "_after", after)  # the number of the trace's bound symbols after the loop's
 
     def _refuse(self, *args, **kwargs):
         self._loop.refuse("a list appended to in the loop is used otherwise than by torch.stack")
@@ -464,7 +466,7 @@ class _Loop:
         del trace.bound_symbols[self.start :]
         self._record(body, made, carried, last, elements, names)
         for slot, _ in lists:
-            frame.fast[slot] = StackedList(self, self.stacked.pop(0))
+            frame.fast[slot] = StackedList(self, self.stacked.pop(0), len(trace.bound_symbols))
             tracer.stacked_lists.append(frame.fast[slot])
         if var_cell is None:
             frame.fast[self.var_slot] = make_symbolic(n.value - 1, last_index, n)
@@ -630,4 +632,9 @@ class LoopsMixin:
         dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
         if len(args) > 2 or set(kwargs) - {"tensors", "dim"} or type(dim) is not int:
             loop.refuse("torch.stack of the loop's list with other arguments than a constant dim")
+        # The loop stacked its list's tensors when it ended; eager stacks them now: a write in place since (into
+        # the carried tensor, or a tensor an element is a view of) would be seen by eager's stack only.
+        scopes = self.computation.scopes
+        if any(_mutates(b) for b in (*scopes[0][tensors._after :], *(b for s in scopes[1:] for b in s))):
+            loop.refuse("a tensor is written in place between the loop and torch.stack of its list")
         return self.symbol_lookup(torch.Tensor.contiguous)(self.symbol_lookup(torch.movedim)(stacked, 0, dim))
