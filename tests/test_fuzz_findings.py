@@ -919,3 +919,64 @@ def test_a_write_in_place_between_a_traced_loop_and_the_stack_of_its_list_is_see
             for e, a in zip(expected if isinstance(expected, tuple) else (expected,),
                             actual if isinstance(actual, tuple) else (actual,), strict=True):  # fmt: skip
                 torch.testing.assert_close(a, e, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("cache", ["symbolic values", None])
+def test_a_local_first_bound_in_a_traced_loop_to_the_carried_tensor_holds_its_last_value(cache):
+    # ``prev = h`` in the body: after the loop eager's prev is h at the start of the last iteration; the loop
+    # traced once left prev the tensor h was before the loop (Note [Loops over a symbolic range]).
+    def fn(x):
+        h = x[0] * 0
+        for i in range(x.shape[0]):
+            prev = h
+            h = h + x[i]
+        return prev, h
+
+    jfn = thunder.jit(fn, cache=cache)
+    for n in (2, 3, 4, 5):
+        x = torch.randn(n, 3)
+        for e, a in zip(fn(x), jfn(x), strict=True):
+            torch.testing.assert_close(a, e, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("cache", ["symbolic values", None])
+def test_a_traced_loops_results_have_eagers_strides_and_values_for_python(cache):
+    # After a loop traced once, a stride query of its result raised "no torch implementation", and a tensor value
+    # Python needs (``.item()``, a branch) "not known while tracing": neither could run the loop's symbol.
+    def strides(x):
+        h = x[0].t() * 0
+        for i in range(x.shape[0]):
+            h = h + x[i].t()
+        return h, h.stride(), h.is_contiguous()
+
+    def item_after(x, n):
+        acc = x
+        for _ in range(1, n):
+            acc = acc * 2
+        return acc, acc[0].item()
+
+    def branch_after(x):
+        h = x[0] * 0
+        for i in range(x.shape[0]):
+            h = h + x[i]
+        if h.sum() > 0:
+            h = h + 1
+        return h
+
+    cases = (
+        (strides, lambda k: (torch.randn(k, 3, 2),)),
+        (item_after, lambda k: (torch.randn(3), k)),
+        (branch_after, lambda k: (torch.randn(k, 2),)),
+    )
+    for fn, make in cases:
+        jfn = thunder.jit(fn, cache=cache)
+        for k in (2, 3, 4, 5):
+            args = make(k)
+            expected, actual = fn(*args), jfn(*args)
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            actual = actual if isinstance(actual, tuple) else (actual,)
+            for e, a in zip(expected, actual, strict=True):
+                if isinstance(e, torch.Tensor):
+                    torch.testing.assert_close(a, e, rtol=0, atol=0)
+                else:
+                    assert a == e

@@ -39,6 +39,14 @@ TRACED_ONCE = [
     "o{u} = []\nfor i{u} in range(acc.shape[0]):\n    o{u}.append(acc[i{u}])\nacc = torch.stack(o{u}, dim=0) - acc",
     "h{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    h{u} = h{u} + acc[i{u}] * (i{u} / 2)\nacc = h{u}",
     "h{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    k{u} = i{u} > 2\n    h{u} = h{u} + acc[i{u}]\nret.append(k{u})\nacc = h{u}",
+    "h{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    prev{u} = h{u}\n    h{u} = h{u} + acc[i{u}]\nret.append(prev{u})\nacc = h{u}",
+    "a{u} = acc[0] * 0\nb{u} = acc[0] + 1\nfor i{u} in range(acc.shape[0]):\n    a{u}, b{u} = b{u}, a{u} + b{u} * acc[i{u}]\nret.append(a{u})\nacc = b{u}",
+    "h{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    cur{u} = acc[i{u}]\n    h{u} = h{u} + cur{u}\nret.append(cur{u})\nacc = h{u}",
+    "o{u} = []\nfor i{u} in range(acc.shape[0]):\n    o{u}.append(acc[i{u}].clone())\nacc = torch.stack(o{u})",
+    "o{u} = []\nh{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    h{u} = h{u} + acc[i{u}]\n    o{u}.append(h{u}.detach())\nacc = torch.stack(o{u}, {dim}) + h{u}.sum()",
+    "h{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    h{u} = h{u} + W{u} * acc[i{u}]\nacc = h{u}",
+    "h{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    h{u} = h{u} + _scan{u}(acc)\nacc = h{u}",
+    "with torch.no_grad():\n    h{u} = acc[0] * 0\n    for i{u} in range(acc.shape[0]):\n        h{u} = h{u} + acc[i{u}]\nacc = acc + h{u}",
 ]
 # Loops the Note refuses (unrolled): all must still give eager's results.
 UNROLLED = [
@@ -90,6 +98,14 @@ UNROLLED = [
     "h{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    for j{u} in range(acc.shape[-1]):\n        h{u} = h{u} + acc[i{u}][..., j{u}]\nacc = h{u}",
     "rows{u} = []\nfor i{u} in range(acc.shape[0]):\n    r{u} = acc[i{u}] * 0\n    for j{u} in range(acc.shape[0]):\n        r{u} = r{u} + acc[j{u}] * (i{u} - j{u})\n    rows{u}.append(r{u})\nacc = torch.stack(rows{u})",
     "for i{u} in range(acc.shape[0]):\n    acc = acc + 1\nelse:\n    ret.append('done')",
+    "y{u} = acc.clone()\no{u} = []\nfor i{u} in range(y{u}.shape[0]):\n    o{u}.append(y{u}[i{u}])\ny{u}.mul_(2)\nacc = torch.stack(o{u}, {dim})",
+    "h{u} = acc[0] * 0\no{u} = []\nfor i{u} in range(acc.shape[0]):\n    h{u} = h{u} + acc[i{u}]\n    o{u}.append(h{u})\nh{u}.add_(1)\nacc = torch.stack(o{u})",
+    "o{u} = []\nfor i{u} in range(acc.shape[0]):\n    o{u}.append(acc[i{u}])\nacc.mul_(2)\nacc = torch.stack(o{u})",
+    "y{u} = acc.clone()\nfor i{u} in range(y{u}.shape[0]):\n    last{u} = y{u}[i{u}]\ny{u}.add_(1)\nret.append(last{u} * 1)",
+    "h{u} = acc[0].clone()\nhs{u} = h{u}\nfor i{u} in range(acc.shape[0]):\n    h{u}.add_(acc[i{u}])\nret.append(hs{u})\nacc = h{u}",
+    "y{u} = acc.clone()\nz{u} = y{u}[0]\nfor i{u} in range(y{u}.shape[0]):\n    y{u}[i{u}] = z{u} * 2 + i{u}\nacc = y{u}",
+    "for i{u} in range(acc.shape[0]):\n    acc = acc + {M}.lin.weight.sum()",
+    "for i{u} in range(acc.shape[0]):\n    acc = acc * {M}.scale",
     "i{u} = -1\nfor i{u} in range(acc.shape[0]):\n    pass\nret.append(i{u})",
     "for i{u} in range(acc.shape[0]):\n    v{u} = acc[i{u}].item() if acc[i{u}].numel() == 1 else 0\nret.append(v{u})",
     "vals{u} = acc.reshape(-1)[:4].tolist()\nfor v{u} in vals{u}:\n    acc = acc + v{u} if v{u} > 0 else acc - 1",
@@ -131,6 +147,8 @@ def loops(rng, ctx):
     setup, state, needs, mutations = "", (), {"rank1"}, []
     if "_step{u}" in body or "_scan{u}" in body:
         setup = _HELPERS
+    if "W{u}" in body:
+        setup, mutations = "W{u} = torch.ones(())", ["W{u}.add_(1)", "W{u} = torch.full((), 0.5)", "W{u} = torch.ones((), dtype=torch.float64)"]
     if "LOG{u}" in body:
         setup, state, mutations = "LOG{u} = []", ("LOG{u}",), ["LOG{u}.clear()"]
     if "CNT{u}" in body:

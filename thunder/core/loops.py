@@ -14,7 +14,8 @@ times. The body's trace is valid for every index it is run with when:
   on these inputs now); any other constraint on ``i`` (``i == 0``, ``i % 2``) refuses the loop;
 - what one iteration hands the next is what the first got: each local the body rebinds is either a tensor with
   the same shape, dtype, device and grad flag as before the loop (carried: the body's input and output), or
-  unbound before the loop (written before it is read: its last value is an output), or the loop variable
+  unbound before the loop (written before it is read: its last value is an output, also where it is a carried
+  tensor's value at the start of the iteration, ``prev = h``), or the loop variable
   (``n - 1`` after the loop); the value stack is as it was;
 - it changes no other Python state: the containers reachable from the interpreted frames and the tracer's copies
   of outside containers are compared, shallowly, before and after the body; the tracer recorded no store, replay,
@@ -33,7 +34,9 @@ failure too (the loop is still open when tracing ends). Loops nest no symbolic l
 Passes see ``loopN`` as one opaque symbol (claimed by the python executor through its printer), its body's bound
 symbols as its subsymbols (so passes that look for in-place writes find the body's); the body runs the body's
 trace as it was traced, its symbols calling their torch implementations, so every iteration computes what eager
-computes.
+computes. Where tracing needs what the loop computed (a tensor's value for Python after the loop: Note
+[Data-dependent values]; a result's strides: ``thunder.torch.layout``), the same implementation runs, outside the
+trace, on the real inputs or on meta tensors (``is_loop``).
 
 Layer: tracing. Imports: core, core.interpreter.
 """
@@ -59,7 +62,7 @@ from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, MAY_RAISE, RANDOM
 from thunder.core.symbolic import SymFloat, SymInt, make_symbolic
 from thunder.core.trace import TraceCtx, draws
 
-__all__ = ["LoopRefused", "LoopsMixin", "StackedList"]
+__all__ = ["LoopRefused", "LoopsMixin", "StackedList", "is_loop"]
 
 
 class LoopRefused(BaseException):
@@ -378,6 +381,7 @@ class _Loop:
                     made[o.name] = o
         carried: list[tuple[int, TensorProxy, TensorProxy]] = []
         last: list[tuple[int, Any]] = []
+        passed_on: list[tuple[int, TensorProxy]] = []
         list_slots = [slot for slot in range(len(self.fast)) if self._appended_list(frame, slot)]
         lists = [(slot, frame.fast[slot]) for slot in list_slots]
         var_cell = frame.fast[self.var_slot] if type(frame.fast[self.var_slot]) is types.CellType else None
@@ -401,10 +405,15 @@ class _Loop:
                     self.refuse(f"the shape of {new.name} depends on the index")
                 if new.name in made:
                     last.append((slot, new))
+                else:  # one from before the loop: a carried tensor's value at the start of an iteration, or captured
+                    passed_on.append((slot, new))
             elif old is NULL and type(new) in (int, float, bool, str, type(None)):
                 pass  # the same in every iteration: it depends on no carried value
             else:
                 self.refuse(f"the body rebinds the local {frame.code.co_varnames[slot] if slot < len(frame.code.co_varnames) else slot} to a {type(new).__name__}")  # fmt: skip
+        # (``prev = h`` of a carried h: the value h had at the start of the last iteration, an output too)
+        carried_names = {old.name for _, old, _ in carried}
+        last.extend((slot, new) for slot, new in passed_on if new.name in carried_names)
         # the only change to Python state: one tensor appended to each list only this frame holds
         elements = []
         for _, lst in lists:
@@ -533,6 +542,12 @@ class _LoopExecutor:
 
 
 _LOOP_EXECUTOR = _LoopExecutor()
+
+
+def is_loop(sym: Symbol) -> bool:
+    """Whether ``sym`` is a loop's symbol: its implementation runs the body's torch calls, so the layouts of its
+    results can be had by running it on meta tensors (``thunder.torch.layout``)."""
+    return sym.executor is _LOOP_EXECUTOR
 
 
 def _changed_unreached(obj, fp) -> bool:
