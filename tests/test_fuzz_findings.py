@@ -980,3 +980,49 @@ def test_a_traced_loops_results_have_eagers_strides_and_values_for_python(cache)
                     torch.testing.assert_close(a, e, rtol=0, atol=0)
                 else:
                     assert a == e
+
+
+@pytest.mark.parametrize("cache", ["symbolic values", None])
+def test_a_loop_whose_body_steps_an_iterator_or_grows_a_native_buffer_unrolls(cache):
+    # The loop's check of outside state compared lists, dicts, sets, cells and objects' attributes only: a body
+    # that stepped an iterator or a generator, or appended to a bytearray, was traced once with the first
+    # iteration's value for every iteration (Note [Loops over a symbolic range]).
+    import array
+    import itertools
+
+    def gen():
+        k = 0
+        while True:
+            k += 1
+            yield k
+
+    makers = (lambda: iter([1.0, 2.0, 3.0, 4.0, 5.0]), lambda: (v * 2 for v in range(9)), lambda: itertools.count(1),
+              gen, lambda: map(float, [1, 2, 3, 4, 5]))  # fmt: skip
+
+    def stepped(x, make):
+        it = make()
+        h = x[0] * 0
+        for _ in range(x.shape[0]):
+            h = h + next(it)
+        return h
+
+    def grown(x, make):
+        buf = make()
+        h = x[0] * 0
+        for _ in range(x.shape[0]):
+            h = h + 1
+            buf.append(3)
+        return h, len(buf)
+
+    for make in makers:
+        jfn = thunder.jit(stepped, cache=cache)
+        for n in (2, 3, 4, 5):
+            x = torch.randn(n, 2)
+            torch.testing.assert_close(jfn(x, make), stepped(x, make), rtol=0, atol=0)
+    for make in (bytearray, lambda: array.array("d")):
+        jfn = thunder.jit(grown, cache=cache)
+        for n in (2, 3, 4, 5):
+            x = torch.randn(n, 2)
+            (e, e_len), (a, a_len) = grown(x, make), jfn(x, make)
+            torch.testing.assert_close(a, e, rtol=0, atol=0)
+            assert a_len == e_len

@@ -18,7 +18,8 @@ times. The body's trace is valid for every index it is run with when:
   tensor's value at the start of the iteration, ``prev = h``), or the loop variable
   (``n - 1`` after the loop); the value stack is as it was;
 - it changes no other Python state: the containers reachable from the interpreted frames and the tracer's copies
-  of outside containers are compared, shallowly, before and after the body; the tracer recorded no store, replay,
+  of outside containers are compared, shallowly, before and after the body (native objects too: an iterator's or
+  a generator's position, a bytearray's contents, as their ``__reduce_ex__`` gives them: ``_native_state``); the tracer recorded no store, replay,
   random draw, data-dependent value or grad mode switch; the only allowed change is one tensor appended to a list
   that only the loop's frame refers to, empty before the loop (``outs.append(y)``): after the loop that local is
   a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output (any other use refuses the loop, and
@@ -55,6 +56,7 @@ import torch
 
 from thunder.core import prims, replays
 from thunder.core.interpreter.errors import NULL
+from thunder.core.interpreter.execution import generator_code
 from thunder.core.interpreter.runtime import current_runtime, innermost_frame_objects
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
@@ -149,10 +151,53 @@ def _fingerprints(roots: list) -> dict[int, tuple[Any, Any]]:
                 values = tuple(_slot_value(v, n) for n in slots)
                 fp = tuple(map(id, values))
                 todo.extend(values)
+            elif d is None:  # a native object: an iterator, a generator, a bytearray, an array
+                state = _native_state(v)
+                if state is not None:
+                    fp = tuple(x if isinstance(x, _VALUES) else id(x) for x in state)
+                    todo.extend(x for x in state if not isinstance(x, _VALUES))
         seen[id(v)] = (v, fp)
         if len(seen) > _WALK_BUDGET:
             raise _TooBig
     return seen
+
+
+_VALUES = (int, float, complex, str, bytes, bool, type(None), range, slice)  # (compared by value: reduce makes them anew)
+
+
+def _native_state(v) -> list | None:
+    """The state of a native object, flattened (values and objects), or None where it has none to read: a
+    generator's position and locals (the interpreted frame's, for one the interpreter runs), else what its
+    ``__reduce_ex__`` gives (an iterator's position, a bytearray's or an array's contents; only native
+    implementations are called, never the program's code)."""
+    if isinstance(v, types.GeneratorType):
+        f = v.gi_frame
+        if f is None:
+            return ["done"]
+        interpreted = f.f_locals.get("frame") if generator_code(v) is not f.f_code else None
+        if interpreted is not None:
+            return [interpreted.pc, *interpreted.fast]
+        return [f.f_lasti, *f.f_locals.values()]
+    reduce = getattr(type(v), "__reduce_ex__", None)
+    if not isinstance(reduce, (types.MethodDescriptorType, types.WrapperDescriptorType)) or not isinstance(
+        getattr(type(v), "__reduce__", None), (types.MethodDescriptorType, types.WrapperDescriptorType)
+    ):
+        return None
+    try:
+        state = reduce(v, 4)
+    except Exception:  # noqa: BLE001 - not reducible: no state to compare
+        return None
+    flat: list = []
+    todo = [state]
+    while todo and len(flat) < _WALK_BUDGET:
+        x = todo.pop()
+        if type(x) in (tuple, list):
+            todo.extend(x)
+        elif type(x) is dict:
+            todo.extend(x.items())
+        else:
+            flat.append(x)
+    return flat
 
 
 def _frame_roots(tracer) -> list:
