@@ -1026,3 +1026,22 @@ def test_a_loop_whose_body_steps_an_iterator_or_grows_a_native_buffer_unrolls(ca
             (e, e_len), (a, a_len) = grown(x, make), jfn(x, make)
             torch.testing.assert_close(a, e, rtol=0, atol=0)
             assert a_len == e_len
+
+
+@pytest.mark.parametrize("cache", ["symbolic values", None])
+def test_a_loop_whose_body_takes_items_of_an_iterator_argument_unrolls(cache):
+    # A generator or map argument stepped in the body: the prologue pulled one item, and the loop traced once used
+    # it in every iteration (Note [Iterator arguments], Note [Loops over a symbolic range]).
+    def fn(x, it):
+        h = x[0] * 0
+        for _ in range(x.shape[0]):
+            h = h + next(it, 0.5)
+        return h, list(it)
+
+    for make in (lambda: (v for v in [1.0, 2.0, 3.0]), lambda: map(float, [1, 2, 3, 4])):
+        jfn = thunder.jit(fn, cache=cache)
+        for n in (2, 3, 4, 5):
+            x = torch.randn(n, 2)
+            (e, e_rest), (a, a_rest) = fn(x, make()), jfn(x, make())
+            torch.testing.assert_close(a, e, rtol=0, atol=0)
+            assert a_rest == e_rest

@@ -19,10 +19,10 @@ times. The body's trace is valid for every index it is run with when:
   (``n - 1`` after the loop); the value stack is as it was;
 - it changes no other Python state: the containers reachable from the interpreted frames and the tracer's copies
   of outside containers are compared, shallowly, before and after the body (native objects too: an iterator's or
-  a generator's position, a bytearray's contents, as their ``__reduce_ex__`` gives them: ``_native_state``); the tracer recorded no store, replay,
-  random draw, data-dependent value or grad mode switch; the only allowed change is one tensor appended to a list
-  that only the loop's frame refers to, empty before the loop (``outs.append(y)``): after the loop that local is
-  a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output (any other use refuses the loop, and
+  a generator's position, a bytearray's contents, as their ``__reduce_ex__`` gives them: ``_native_state``); the
+  tracer recorded no store, replay, random draw, data-dependent value, item of an iterator argument or grad mode
+  switch; the only allowed change is one tensor appended to a list that only the loop's frame refers to, empty
+  before the loop (``outs.append(y)``): after the loop that local is a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output (any other use refuses the loop, and
   so does a write in place between the loop and the stack: the loop stacked when it ended, eager stacks then);
 - no tensor of the body requires grad (a gradient needs the unrolled trace: scope of this note is inference).
 
@@ -417,6 +417,10 @@ class _Loop:
                 isinstance(a, SymInt) and index in a.names for a in tree_leaves(b.args)
             ):
                 self.refuse("the prologue checks the index")
+            draw = b.sym is prims.unpack_call and (b.args[3] is None or b.args[3].name in tracer._hoisted)
+            if b.sym in (prims.unpack_next, prims.check_iterator_end) or draw:
+                # an item of an iterator argument, or a draw: each iteration takes another (Note [Iterator arguments])
+                self.refuse(f"the body takes a value the prologue makes per call ({b.sym.name})")
         # what the body made and the locals it rebinds
         made: dict[str, TensorProxy] = {}
         for b in body:
