@@ -106,6 +106,15 @@ UNROLLED = [
     "y{u} = acc.clone()\nz{u} = y{u}[0]\nfor i{u} in range(y{u}.shape[0]):\n    y{u}[i{u}] = z{u} * 2 + i{u}\nacc = y{u}",
     "for i{u} in range(acc.shape[0]):\n    acc = acc + {M}.lin.weight.sum()",
     "for i{u} in range(acc.shape[0]):\n    acc = acc * {M}.scale",
+    "it{u} = iter([1.0, 2.0, 3.0, 4.0, 5.0])\nfor i{u} in range(acc.shape[0]):\n    acc = acc + next(it{u}, 0.0)",
+    "g{u} = (k * 2 for k in range(9))\nfor i{u} in range(acc.shape[0]):\n    acc = acc + next(g{u})\nret.append(next(g{u}))",
+    "m{u} = map(float, range(9))\nh{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    h{u} = h{u} + next(m{u})\nacc = h{u}",
+    "b{u} = bytearray()\nfor i{u} in range(acc.shape[0]):\n    b{u}.append(1)\n    acc = acc + 1\nret.append(len(b{u}))",
+    "h{u} = acc[0] * 0\nfor i{u} in range(acc.shape[0]):\n    v{u} = next(it, 0)\n    h{u} = h{u} + (v{u}[0] if isinstance(v{u}, tuple) else v{u})\nacc = h{u}\nret.append(list(it))",
+    "o{u} = []\nfor i{u} in range(acc.shape[0]):\n    o{u}.append(acc[i{u}] * 2)\nret.append(type(o{u}).__name__)\nacc = torch.stack(o{u})",
+    "o{u} = []\nfor i{u} in range(acc.shape[0]):\n    o{u}.append(acc[i{u}] * 2)\nacc = torch.stack(o{u}) if isinstance(o{u}, list) else acc",
+    "i{u} = 0\nwhile i{u} < acc.shape[0]:\n    acc = acc + acc[i{u}]\n    i{u} += 1",
+    "for i{u} in range(acc.shape[0]):\n    acc = acc + LOG{u}[-1] if LOG{u} else acc\nLOG{u}.append(1)",
     "i{u} = -1\nfor i{u} in range(acc.shape[0]):\n    pass\nret.append(i{u})",
     "for i{u} in range(acc.shape[0]):\n    v{u} = acc[i{u}].item() if acc[i{u}].numel() == 1 else 0\nret.append(v{u})",
     "vals{u} = acc.reshape(-1)[:4].tolist()\nfor v{u} in vals{u}:\n    acc = acc + v{u} if v{u} > 0 else acc - 1",
@@ -153,6 +162,8 @@ def loops(rng, ctx):
         setup, state, mutations = "LOG{u} = []", ("LOG{u}",), ["LOG{u}.clear()"]
     if "CNT{u}" in body:
         setup, state, mutations = "CNT{u} = [0]", ("CNT{u}",), ["CNT{u}[0] = 5"]
+    if "next(it," in body:
+        needs = needs | {"it"}
     if "{M}" in body:
         needs = needs | {"owner"}
     if "/ 2" in body or "* 0.5" in body or "math.sqrt" in body or "[1.0," in body:
