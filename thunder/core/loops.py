@@ -178,10 +178,9 @@ def _native_state(v) -> list | None:
         if interpreted is not None:
             return [interpreted.pc, *interpreted.fast]
         return [f.f_lasti, *f.f_locals.values()]
+    native = (types.MethodDescriptorType, types.WrapperDescriptorType)
     reduce = getattr(type(v), "__reduce_ex__", None)
-    if not isinstance(reduce, (types.MethodDescriptorType, types.WrapperDescriptorType)) or not isinstance(
-        getattr(type(v), "__reduce__", None), (types.MethodDescriptorType, types.WrapperDescriptorType)
-    ):
+    if not all(isinstance(getattr(type(v), k, None), native) for k in ("__reduce_ex__", "__reduce__", "__getstate__")):
         return None
     try:
         state = reduce(v, 4)
