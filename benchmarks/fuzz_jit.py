@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--start-seed", type=int, default=0)
     ap.add_argument("--options", default=",".join(CACHE_OPTIONS), help="comma-separated cache options")
     ap.add_argument("--chunk", type=int, default=200, help="programs per worker process")
-    ap.add_argument("--families", default="", help="comma-separated snippet families (default: all)")
+    ap.add_argument("--families", default="", help="comma-separated snippet families, a repeated one drawn more often (default: all)")
     ap.add_argument("--no-shrink", action="store_true", help="report failures unshrunk (faster)")
     ap.add_argument("--findings", help="write every distinct failure with its reproducer to this file")
     ap.add_argument("--worker", nargs=2, type=int, metavar=("FIRST", "LAST"), help=argparse.SUPPRESS)
