@@ -1045,3 +1045,31 @@ def test_a_loop_whose_body_takes_items_of_an_iterator_argument_unrolls(cache):
             (e, e_rest), (a, a_rest) = fn(x, make()), jfn(x, make())
             torch.testing.assert_close(a, e, rtol=0, atol=0)
             assert a_rest == e_rest
+
+
+def test_an_in_place_update_under_no_grad_of_a_tensor_that_requires_grad_is_no_op_of_the_gradient():
+    # Eager: ``b.mul_(2)`` under no_grad changes b's values, not its history: the gradient through b is that of
+    # ``x + 0``. Thunder differentiated the update as ``b * 2`` (the fuzzer's seed 8003091, on every cache option).
+    def under_no_grad(x):
+        b = x + 0
+        with torch.no_grad():
+            b.mul_(2)
+        return b * 3
+
+    def grad_mode_switched(x):
+        b = x * 1
+        prev = torch.is_grad_enabled()
+        torch.set_grad_enabled(False)
+        b.add_(b)
+        torch.set_grad_enabled(prev)
+        return b.sin()
+
+    for fn in (under_no_grad, grad_mode_switched):
+        x = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+        expected = fn(x)
+        (ge,) = torch.autograd.grad(expected.sum(), x)
+        x2 = x.detach().requires_grad_()
+        actual = thunder.jit(fn)(x2)
+        (ga,) = torch.autograd.grad(actual.sum(), x2)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(ga, ge)
