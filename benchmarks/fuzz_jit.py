@@ -30,18 +30,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input")
+CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input", "default")
 OUTCOMES = ("ok", "clear error", "wrong result", "internal error", "crash")
 
 
-def worker(first: int, last: int, options: list[str], shrink_failures: bool) -> None:
+def worker(first: int, last: int, options: list[str], shrink_failures: bool, families: tuple[str, ...] | None) -> None:
     """Checks programs ``first..last-1`` under ``options``; one JSON line per program and option."""
     from tests.fuzz import check_program, generate_program, reproducer, shrink
     from tests.fuzz.campaign import cause_key
 
     for seed in range(first, last):
         print(json.dumps({"start": seed}), flush=True)
-        prog = generate_program(seed)
+        prog = generate_program(seed, families)
         for option in options:
             res = check_program(prog, option)
             row = {"seed": seed, "option": option, "outcomes": [c.outcome.value for c in res.calls]}
@@ -62,13 +62,14 @@ def main(argv=None) -> int:
     ap.add_argument("--start-seed", type=int, default=0)
     ap.add_argument("--options", default=",".join(CACHE_OPTIONS), help="comma-separated cache options")
     ap.add_argument("--chunk", type=int, default=200, help="programs per worker process")
+    ap.add_argument("--families", default="", help="comma-separated snippet families, a repeated one drawn more often (default: all)")
     ap.add_argument("--no-shrink", action="store_true", help="report failures unshrunk (faster)")
     ap.add_argument("--findings", help="write every distinct failure with its reproducer to this file")
     ap.add_argument("--worker", nargs=2, type=int, metavar=("FIRST", "LAST"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     options = [o.strip() for o in args.options.split(",") if o.strip()]
     if args.worker:
-        worker(*args.worker, options, not args.no_shrink)
+        worker(*args.worker, options, not args.no_shrink, tuple(f for f in args.families.split(",") if f) or None)
         return 0
     run = Run(options)
     signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops the run and still reports
@@ -114,6 +115,8 @@ class Run:
             ]
             if args.no_shrink:
                 cmd.append("--no-shrink")
+            if args.families:
+                cmd += ["--families", args.families]
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
             running = None
             try:

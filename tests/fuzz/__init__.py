@@ -11,7 +11,8 @@
   in and out, formatting of shapes, ``global`` rebinding, functools helpers, the iterator protocol),
   ``snippets_edges`` the edges later findings were at (views written through another alias, integer overflow and
   division, 0-dim and empty tensors, layouts, caught exceptions, containers changed after an op read them, cached
-  state, Python scalars of every kind, requires_grad mixes), ``snippet_base`` what a snippet is.
+  state, Python scalars of every kind, requires_grad mixes), ``snippets_loops`` loops over a tensor's length (traced
+  once as a ``loop`` symbol where the length is symbolic, or unrolled), ``snippet_base`` what a snippet is.
 - ``programs``: a seeded generator that puts snippets together into a program's source and
   draws a sequence of calls for it.
 - ``checker``: runs each call eagerly and through ``thunder.jit`` in two identical worlds and

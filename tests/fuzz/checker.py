@@ -469,7 +469,7 @@ def _check_program(prog: Program, cache: str, jit, stop_at_failure: bool) -> Pro
         return result
     try:
         jitted = World(prog, source, None)
-        jitted.fn = (jit or thunder.jit)(jitted.fn, cache=cache)
+        jitted.fn = (jit or thunder.jit)(jitted.fn, cache=None if cache == "default" else cache)
     except Exception as e:
         outcome = (
             Outcome.CLEAR if isinstance(e, ThunderError) and not isinstance(e, InternalError) else Outcome.INTERNAL
@@ -555,7 +555,8 @@ def reproducer(prog: Program, cache: str, detail: str = "") -> str:
     lines = [f"# family {prog.family}, seed {prog.seed}, cache={cache!r}, entry {prog.entry_expr}"]
     if detail:
         lines.append(f"# last call: {detail}")
-    lines += [prog.source.rstrip(), "", f"jfn = thunder.jit({prog.entry_expr}, cache={cache!r})"]
+    option = "" if cache == "default" else f", cache={cache!r}"
+    lines += [prog.source.rstrip(), "", f"jfn = thunder.jit({prog.entry_expr}{option})"]
     for call in calls_for(prog, cache):
         for _, stmt in call.before:
             lines.append(stmt)

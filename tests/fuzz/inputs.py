@@ -134,10 +134,11 @@ class InputDrawer:
     repeats the previous one's metadata often (to exercise cache hits) and otherwise varies
     shape, rank, dtype, layout and requires_grad."""
 
-    def __init__(self, rng: random.Random, *, kind: str, rank: int, n_pool: str, last_dim: int | None):
+    def __init__(self, rng: random.Random, *, kind: str, rank: int, n_pool: str, last_dim: int | None, min_rank: int = 0):
         self.rng = rng
         self.kind = kind
-        self.rank = rank
+        self.rank = max(rank, min_rank)
+        self.min_rank = min_rank
         self.n_pool = n_pool
         self.last_dim = last_dim
         self.prev: dict[str, str] = {}
@@ -149,7 +150,7 @@ class InputDrawer:
             return self.prev_x
         rank = self.rank
         if r.random() < 0.15:
-            rank = max(0, rank + r.choice((-1, 1)))
+            rank = max(self.min_rank, rank + r.choice((-1, 1)))
         if self.last_dim is not None:
             rank = max(rank, 1)
         shape = [r.choice((1, 2, 3, 4)) for _ in range(rank)]

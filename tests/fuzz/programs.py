@@ -14,7 +14,8 @@ from tests.fuzz.inputs import InputDrawer
 from tests.fuzz.snippets import FAMILY_GENERATORS, Ctx, Snippet
 
 FAMILIES = tuple(FAMILY_GENERATORS)
-CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input")
+CACHE_OPTIONS = ("constant values", "symbolic values", "no caching", "same input", "default")
+# "default": thunder.jit's own default (no ``cache=``): constant values, with automatic dynamic shapes.
 PARAM_ORDER = ("x", "y", "w", "n", "s", "it", "lst", "sl", "mod", "buf", "rec", "dc")
 
 HEADER = "import array\nimport collections\nimport copy\nimport dataclasses\nimport functools\nimport math\nimport operator\nimport os\nimport random\nimport types\nimport warnings\n\nimport numpy\nimport torch\n\nimport thunder\n"
@@ -173,7 +174,7 @@ def generate_program(
     n_pool = next((sn.n_pool for sn in snippets if sn.n_pool), "any")
     drawer = InputDrawer(
         rng, kind=kind, rank=rng.choice((0, 1, 1, 2, 2, 2, 3)), n_pool=n_pool,
-        last_dim=4 if "lastdim4" in needs else None,
+        last_dim=4 if "lastdim4" in needs else None, min_rank=1 if "rank1" in needs else 0,
     )  # fmt: skip
     mutations = [(i, m) for i, sn in enumerate(snippets) for m in sn.mutations]
     calls = []

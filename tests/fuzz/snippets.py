@@ -17,7 +17,7 @@ A generator receives the random stream and a ``Ctx`` whose ``kind`` is the dtype
 The families that work on Python state (objects, side effects) are in ``tests.fuzz.snippets_state``, those that
 use Python's language features (generators, classes, control flow, grad modes) in ``tests.fuzz.snippets_python``,
 the forms that programs from outside found bugs in (with blocks, scalar promotion, aliasing arguments, records, ...)
-in ``tests.fuzz.snippets_more``, the edges later findings were at (views written through aliases, integer overflow,
+in ``tests.fuzz.snippets_more``, loops over a tensor's length in ``tests.fuzz.snippets_loops``, the edges later findings were at (views written through aliases, integer overflow,
 empty tensors, layouts, caught exceptions, ...) in ``tests.fuzz.snippets_edges``;
 ``Snippet``, ``Ctx`` and the helpers they share in ``tests.fuzz.snippet_base``.
 """
@@ -39,6 +39,7 @@ from tests.fuzz.snippets_edges import (
     try_except,
     views,
 )
+from tests.fuzz.snippets_loops import loops
 from tests.fuzz.snippets_more import (
     aliasing,
     contexts,
@@ -931,4 +932,5 @@ FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
     "cached": cached,
     "scalars": scalars,
     "grad_mixes": grad_mixes,
+    "loops": loops,
 }

@@ -16,14 +16,18 @@ times. The body's trace is valid for every index it is run with when:
 - what one iteration hands the next is what the first got: each local the body rebinds is either a tensor with
   the same shape, dtype, device and grad flag as before the loop (carried: the body's input and output), a tuple of
   such tensors and unchanged values (``state = (h, c)``), an int counter (Note [Counters in a loop]), or
-  unbound before the loop (written before it is read: its last value is an output), or the loop variable
+  unbound before the loop (written before it is read: its last value is an output, also where it is a carried
+  tensor's value at the start of the iteration, ``prev = h``), or the loop variable
   (``n - 1`` after the loop); the value stack is as it was;
 - it changes no other Python state: the containers reachable from the interpreted frames and the tracer's copies
-  of outside containers are compared, shallowly, before and after the body; the tracer recorded no store, replay,
-  random draw, data-dependent value or grad mode switch; the only allowed change is one tensor appended to a list
-  that only the loop's frame refers to, empty before the loop (``outs.append(y)``): after the loop that local is
-  a ``StackedList``, which ``torch.stack`` turns into the loop's stacked output and ``torch.cat`` into that output
-  merged into its dim (any other use refuses the loop);
+  of outside containers are compared, shallowly, before and after the body (native objects too: an iterator's or
+  a generator's position, a bytearray's contents, as their ``__reduce_ex__`` gives them: ``_native_state``); the
+  tracer recorded no store, replay, random draw, data-dependent value, item of an iterator argument or grad mode
+  switch; the only allowed change is one tensor appended to a list that only the loop's frame refers to, empty
+  before the loop (``outs.append(y)``): after the loop that local is a ``StackedList``, which ``torch.stack`` turns
+  into the loop's stacked output and ``torch.cat`` into that output merged into its dim (any other use refuses the
+  loop, and so does a write in place between the loop and the stack: the loop stacked when it ended, eager stacks
+  then);
 - no tensor of the body requires grad (a gradient needs the unrolled trace: scope of this note is inference).
 
 Note [Counters in a loop]
@@ -68,7 +72,9 @@ index: the outer loop unrolls.
 Passes see ``loopN`` as one opaque symbol (claimed by the python executor through its printer), its body's bound
 symbols as its subsymbols (so passes that look for in-place writes find the body's); the body runs the body's
 trace as it was traced, its symbols calling their torch implementations, so every iteration computes what eager
-computes.
+computes. Where tracing needs what the loop computed (a tensor's value for Python after the loop: Note
+[Data-dependent values]; a result's strides: ``thunder.torch.layout``), the same implementation runs, outside the
+trace, on the real inputs or on meta tensors (``is_loop``).
 
 Layer: tracing. Imports: core, core.interpreter.
 """
@@ -87,6 +93,7 @@ import torch
 
 from thunder.core import prims, replays
 from thunder.core.interpreter.errors import NULL
+from thunder.core.interpreter.execution import generator_code
 from thunder.core.interpreter.runtime import current_runtime, innermost_frame_objects
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
@@ -94,7 +101,7 @@ from thunder.core.symbol import DONT_DCE, IN_PLACE, MAY_ALIAS, MAY_RAISE, RANDOM
 from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.trace import TraceCtx, draws
 
-__all__ = ["LoopRefused", "LoopsMixin", "StackedList"]
+__all__ = ["LoopRefused", "LoopsMixin", "StackedList", "is_loop"]
 
 
 class LoopRefused(BaseException):
@@ -181,10 +188,52 @@ def _fingerprints(roots: list) -> dict[int, tuple[Any, Any]]:
                 values = tuple(_slot_value(v, n) for n in slots)
                 fp = tuple(map(id, values))
                 todo.extend(values)
+            elif d is None:  # a native object: an iterator, a generator, a bytearray, an array
+                state = _native_state(v)
+                if state is not None:
+                    fp = tuple(x if isinstance(x, _VALUES) else id(x) for x in state)
+                    todo.extend(x for x in state if not isinstance(x, _VALUES))
         seen[id(v)] = (v, fp)
         if len(seen) > _WALK_BUDGET:
             raise _TooBig
     return seen
+
+
+_VALUES = (int, float, complex, str, bytes, bool, type(None), range, slice)  # (compared by value: reduce makes them anew)
+
+
+def _native_state(v) -> list | None:
+    """The state of a native object, flattened (values and objects), or None where it has none to read: a
+    generator's position and locals (the interpreted frame's, for one the interpreter runs), else what its
+    ``__reduce_ex__`` gives (an iterator's position, a bytearray's or an array's contents; only native
+    implementations are called, never the program's code)."""
+    if isinstance(v, types.GeneratorType):
+        f = v.gi_frame
+        if f is None:
+            return ["done"]
+        interpreted = f.f_locals.get("frame") if generator_code(v) is not f.f_code else None
+        if interpreted is not None:
+            return [interpreted.pc, *interpreted.fast]
+        return [f.f_lasti, *f.f_locals.values()]
+    native = (types.MethodDescriptorType, types.WrapperDescriptorType)
+    reduce = getattr(type(v), "__reduce_ex__", None)
+    if not all(isinstance(getattr(type(v), k, None), native) for k in ("__reduce_ex__", "__reduce__", "__getstate__")):
+        return None
+    try:
+        state = reduce(v, 4)
+    except Exception:  # noqa: BLE001 - not reducible: no state to compare
+        return None
+    flat: list = []
+    todo = [state]
+    while todo and len(flat) < _WALK_BUDGET:
+        x = todo.pop()
+        if type(x) in (tuple, list):
+            todo.extend(x)
+        elif type(x) is dict:
+            todo.extend(x.items())
+        else:
+            flat.append(x)
+    return flat
 
 
 def _frame_roots(tracer) -> list:
@@ -325,11 +374,12 @@ class StackedList:
     """What a list the loop appended to is after the loop: only ``torch.stack`` of it is known (Note [Loops over a
     symbolic range]); anything else refuses the loop."""
 
-    __slots__ = ("_loop", "_stacked")
+    __slots__ = ("_loop", "_stacked", "_after")
 
-    def __init__(self, loop: _Loop, stacked: TensorProxy):
+    def __init__(self, loop: _Loop, stacked: TensorProxy, after: int):
         object.__setattr__(self, "_loop", loop)
         object.__setattr__(self, "_stacked", stacked)
+        object.__setattr__(self, "_after", after)  # the number of the trace's bound symbols after the loop's
 
     def _refuse(self, *args, **kwargs):
         self._loop.refuse("a list appended to in the loop is used otherwise than by torch.stack")
@@ -451,6 +501,10 @@ class _Loop:
                 isinstance(a, SymInt) and index in a.names for a in tree_leaves(b.args)
             ):
                 self.refuse("the prologue checks the index")
+            draw = b.sym is prims.unpack_call and (b.args[3] is None or b.args[3].name in tracer._hoisted)
+            if b.sym in (prims.unpack_next, prims.check_iterator_end) or draw:
+                # an item of an iterator argument, or a draw: each iteration takes another (Note [Iterator arguments])
+                self.refuse(f"the body takes a value the prologue makes per call ({b.sym.name})")
         # what the body made and the locals it rebinds
         made: dict[str, TensorProxy] = {}
         for b in body:
@@ -585,7 +639,7 @@ class _Loop:
         del trace.bound_symbols[self.start :]
         self._record(body, made, carried, rebound, last, elements, names)
         for slot, _ in lists:
-            frame.fast[slot] = StackedList(self, self.stacked.pop(0))
+            frame.fast[slot] = StackedList(self, self.stacked.pop(0), len(trace.bound_symbols))
             tracer.stacked_lists.append(frame.fast[slot])
         for slot in inner_lists:  # (its stacked output is the body's: any use after the loop refuses the loop)
             frame.fast[slot] = StackedList(self, None)
@@ -696,6 +750,12 @@ def _holders(roots: list, containers: dict) -> collections.Counter:
             items = [_slot_value(obj, n) for n in _slot_names(t)]
         held.update(map(id, items))
     return held
+
+
+def is_loop(sym: Symbol) -> bool:
+    """Whether ``sym`` is a loop's symbol: its implementation runs the body's torch calls, so the layouts of its
+    results can be had by running it on meta tensors (``thunder.torch.layout``)."""
+    return sym.executor is _LOOP_EXECUTOR
 
 
 def _changed_unreached(obj, fp) -> bool:
@@ -846,6 +906,11 @@ class LoopsMixin:
         ndim = stacked.ndim - (fn is torch.cat)  # (that of the result)
         if len(args) > 2 or set(kwargs) - {"tensors", "dim"} or type(dim) is not int or not -ndim <= dim < ndim:
             loop.refuse(f"{fn.__name__} of the loop's list with other arguments than a constant dim in range")
+        # The loop stacked its list's tensors when it ended; eager stacks them now: a write in place since (into
+        # the carried tensor, or a tensor an element is a view of) would be seen by eager's stack only.
+        scopes = self.computation.scopes
+        if any(_mutates(b) for b in (*scopes[0][tensors._after :], *(b for s in scopes[1:] for b in s))):
+            loop.refuse(f"a tensor is written in place between the loop and {fn.__name__} of its list")
         lookup = self.symbol_lookup
         dim %= ndim
         joined = lookup(torch.movedim)(stacked, 0, dim)

@@ -19,11 +19,12 @@ from typing import Any
 import torch
 from torch._prims_common import suggest_memory_format
 
-from thunder.core import prims
+from thunder.core import loops, prims
 from thunder.core.codegen import type_comment
 from thunder.core.prims.base import all_prims
 from thunder.core.symbol import Symbol, eager_implementations
 from thunder.core.symbolic import all_static
+from thunder.core.tracectx import tracectx
 from thunder.extend import ImplInfo, OperatorExecutor, register_executor, register_symbol_table
 from thunder.torch.base import symbol_to_torch, symbols_by_id
 
@@ -261,5 +262,13 @@ def no_autocast(fn: Callable) -> Callable:
 
 def eager_fallback(sym: Symbol):
     """The torch implementation of ``sym`` (for running language symbols outside a trace)."""
+    if loops.is_loop(sym):  # it runs its body's trace (Note [Loops over a symbolic range]), whose symbols call
+        impl = sym.python_impl  # their torch implementations where no trace is being built
+
+        def outside_the_trace(*args, **kwargs):
+            with tracectx(None):
+                return impl(*args, **kwargs)
+
+        return outside_the_trace
     info = ex.lookup_implementation(sym)
     return info.symbol.python_impl if info is not None else None

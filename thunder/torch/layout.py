@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from thunder.core import proxies
+from thunder.core import loops, proxies
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
@@ -225,7 +225,7 @@ def _replay(state: _Replay, bsym: BoundSymbol) -> None:
         for o in outs:
             state.metas[o.name] = state.metas[ins[0].name]
         return
-    impl = symbol_to_torch.get(sym) or (sym.python_impl if sym.is_prim else None)
+    impl = symbol_to_torch.get(sym) or (sym.python_impl if sym.is_prim or loops.is_loop(sym) else None)
 
     if not ins:
         # A factory: contiguous, unless it takes a device (and maybe strides) it can create on meta.

@@ -211,15 +211,18 @@ def _functional_updates(
     viewed: set[str] = set()
     readers: dict[str, list[BoundSymbol]] = {}  # name -> the calls taking part in autograd that read it
     swap: dict[str, Proxy] = {}
+    grad_on = True  # (an update under ``torch.no_grad()`` is no op of autograd's: eager's gradient skips it)
     for bsym in body:
         if swap:
             bsym = bsym.rename(swap)
+        if bsym.sym is prims.set_grad_enabled:
+            grad_on = bool(bsym.args[0])
         if RERUN in bsym.sym.tags and bsym.subsymbols:
             parts, _, inner = _functional_updates(list(bsym.subsymbols), {a.name for a in bsym.flat_proxy_args})
             if inner:  # the region returns the new values by their names
                 swap.update({o.name: inner[o.name] for o in bsym.flat_proxy_outs if o.name in inner})
                 bsym = bsym.from_bsym(subsymbols=tuple(parts), output=bsym.rename(inner).output, lineage=bsym.lineage)
-        update = _functional_form(bsym, made_by, viewed, inputs, readers)
+        update = _functional_form(bsym, made_by, viewed, inputs, readers) if grad_on else None
         if update is not None:
             value, old = update.output, bsym.args[0].name
             value.requires_grad = bsym.args[0].requires_grad  # the new value stands for the updated tensor
