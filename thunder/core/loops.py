@@ -642,7 +642,7 @@ class _Loop:
             frame.fast[slot] = StackedList(self, self.stacked.pop(0), len(trace.bound_symbols))
             tracer.stacked_lists.append(frame.fast[slot])
         for slot in inner_lists:  # (its stacked output is the body's: any use after the loop refuses the loop)
-            frame.fast[slot] = StackedList(self, None)
+            frame.fast[slot] = StackedList(self, None, len(trace.bound_symbols))
             tracer.stacked_lists.append(frame.fast[slot])
         for slot in self.counters:
             frame.fast[slot] = self.fast[slot] + self.steps[slot] * self.count
