@@ -6,11 +6,14 @@ over programs nobody here wrote: it found the DeepSeek-V4 gradient that was zero
 Run: ``python -m benchmarks.sweep_hf_models [--heads ForCausalLM,ForMaskedLM] [--models A,B] [--timeout 180]
 [--sample 40] [--workers 2]``. The heads it knows are the keys of ``INPUTS`` (default: ``DEFAULT_HEADS``, the
 backbones the causal LMs do not cover; ``--heads ForCausalLM`` sweeps those; also sequence, token and multiple-choice
-classification, question answering, conditional generation (encoder-decoders and vision-language models on text),
-audio classification, and, forward only, object detection, depth estimation and backbones). Sub-configs (text,
-vision, backbone) are made tiny too. Each model runs in its own process under a time limit, ``--workers`` at once;
-``--sample`` takes that many classes of a head, evenly spread. A model whose tiny config eager itself cannot run is
-skipped. Prints one JSON line per model, then the counts per head and every model that is not ok.
+classification, question answering, next-sentence prediction, conditional generation (encoder-decoders and
+vision-language models on text), audio and video classification, x-vectors, object detection, depth estimation,
+backbones, segmentation, masked image modeling, pretraining heads and ``Model``: the base models, given the inputs
+their forward names). A head without labels trains on the mean square of its floating-point outputs. Sub-configs
+(text, vision, backbone) are made tiny too. Each model runs in its own process under a time limit, ``--workers`` at
+once; ``--sample`` takes that many classes of a head, evenly spread. A model whose tiny config eager itself cannot
+run is skipped. Prints one JSON line per model, then the counts per head and every model that is not ok (the third
+training call must hit the cache: ``recompiles`` where it does not).
 """
 
 from __future__ import annotations
@@ -87,6 +90,20 @@ INPUTS = {
     "ForObjectDetection": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
     "ForDepthEstimation": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
     "Backbone": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
+    "ForUniversalSegmentation": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
+    "ForInstanceSegmentation": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
+    "ForMaskedImageModeling": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
+    "ForPreTraining": _text(lambda torch, config: None),
+    "ForNextSentencePrediction": _text(lambda torch, config: {"labels": torch.tensor([0, 1])}),
+    "ForVideoClassification": lambda torch, config: ({"pixel_values": _video(torch, config)},
+                                                     {"labels": torch.tensor([0, 1])}),
+    "ForAudioFrameClassification": lambda torch, config: (
+        {"input_values": torch.randn(BATCH, 4000, generator=torch.Generator().manual_seed(1))}, None),
+    "ForXVector": lambda torch, config: ({"input_values": torch.randn(BATCH, 16000, generator=torch.Generator().manual_seed(1))},
+                                         {"labels": torch.tensor([0, 1])}),
+    # Base models (and the heads named ...Model): the inputs their forward takes (see _model_inputs). Last, so that a
+    # class of another head is not taken for one of these.
+    "Model": None,
 }  # fmt: skip
 
 
@@ -97,6 +114,31 @@ def _generation(torch, config) -> tuple[dict, dict]:
         target = _ids(torch)[:, :7].contiguous()
         return {"input_ids": _ids(torch), "decoder_input_ids": target}, {"labels": target}
     return {"input_ids": _ids(torch)}, {"labels": _ids(torch)}
+
+
+def _video(torch, config):
+    """(batch, frames, channels, height, width) at the config's frame count and image size."""
+    frames = next((v for k in ("num_frames", "frames_per_clip") if isinstance(v := getattr(config, k, None), int)), 8)
+    return _pixels(torch, config).unsqueeze(1).expand(-1, frames, -1, -1, -1).contiguous()
+
+
+def _model_inputs(torch, cls, config) -> list[tuple[dict, None]]:
+    """Candidate inputs of a base model, from the names its forward takes: text and image together first (CLIP-like
+    models need both), then each alone; eager's first success is used."""
+    import inspect
+
+    params = inspect.signature(cls.forward).parameters
+    text = {"input_ids": _ids(torch)} if "input_ids" in params else {}
+    if text and getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+        text["decoder_input_ids"] = _ids(torch)[:, :7].contiguous()
+    image = {"pixel_values": _pixels(torch, config)} if "pixel_values" in params else {}
+    audio = {}
+    if "input_features" in params:
+        audio = _audio(torch, config)
+    elif "input_values" in params:
+        audio = {"input_values": torch.randn(BATCH, 4000, generator=torch.Generator().manual_seed(1))}
+    candidates = [{**text, **image}, text, image, audio] if text and image else [text, image, audio]
+    return [(c, None) for c in candidates if c]
 
 
 def _audio(torch, config) -> dict:
@@ -143,6 +185,14 @@ def _float_tensors(torch, out) -> list:
     return []
 
 
+def _loss(torch, out, labels):
+    """The model's loss where labels were given, else the mean square of every floating-point output that requires
+    grad (a model with none of those raises: eager cannot train it, a skip)."""
+    if labels is not None:
+        return out.loss
+    return sum(t.float().pow(2).mean() for t in _float_tensors(torch, out) if t.requires_grad)
+
+
 def check(name: str, head: str) -> dict:
     """One model: eager first (a config eager cannot run is a skip), then thunder."""
     import copy
@@ -163,12 +213,18 @@ def check(name: str, head: str) -> dict:
             return {"status": "skip", "why": "over 30M parameters at the tiny config"}
         torch.manual_seed(0)
         model = cls(config)
-        inputs, labels = INPUTS[head](torch, config)
+        candidates = _model_inputs(torch, cls, config) if head == "Model" else [INPUTS[head](torch, config)]
         reference = copy.deepcopy(model)
-        with torch.no_grad():
-            expected = _float_tensors(torch, reference.eval()(**inputs))
-        if labels is not None:
-            copy.deepcopy(reference).train()(**inputs, **labels).loss.backward()
+        for i, candidate in enumerate(candidates):
+            inputs, labels = candidate
+            try:
+                with torch.no_grad():
+                    expected = _float_tensors(torch, reference.eval()(**inputs))
+                break
+            except Exception:
+                if i == len(candidates) - 1:
+                    raise
+        _loss(torch, copy.deepcopy(reference).train()(**inputs, **(labels or {})), labels).backward()
     except Exception as e:  # noqa: BLE001
         return {"status": "skip", "why": f"eager: {type(e).__name__}: {str(e)[:100]}"}
     result: dict = {}
@@ -179,15 +235,12 @@ def check(name: str, head: str) -> dict:
         if [t.shape for t in got] != [t.shape for t in expected]:
             raise AssertionError(f"output shapes {[t.shape for t in got]} vs eager's {[t.shape for t in expected]}")
         result["eval_maxdiff"] = max(((a - b).abs().max().item() for a, b in zip(got, expected)), default=0.0)
-        if labels is None:
-            result["status"] = "WRONG" if result["eval_maxdiff"] > 1e-3 else "ok"
-            return result
         model.train(), reference.train()
         torch.manual_seed(2)
-        expected_loss = reference(**inputs, **labels).loss
+        expected_loss = _loss(torch, reference(**inputs, **(labels or {})), labels)
         expected_loss.backward()
         torch.manual_seed(2)
-        loss = jm(**inputs, **labels).loss
+        loss = _loss(torch, jm(**inputs, **(labels or {})), labels)
         loss.backward()
         result["loss_diff"] = abs(loss.item() - expected_loss.item())
         worst, none_differs = 0.0, []
@@ -201,13 +254,62 @@ def check(name: str, head: str) -> dict:
                 floor = max(q.grad.abs().max().item(), 1e-3 * scale, 1e-12)
                 worst = max(worst, (p.grad - q.grad).abs().max().item() / floor)
         result["grad_reldiff"], result["grad_none_differs"] = worst, none_differs[:3]
-        misses = thunder.cache_misses(jm)
+        misses = []
         for _ in range(2):
+            before = thunder.cache_misses(jm)
             torch.manual_seed(2)
-            jm(**inputs, **labels).loss.backward()
-        result["misses_after_first_training_call"] = thunder.cache_misses(jm) - misses
+            _loss(torch, jm(**inputs, **(labels or {})), labels).backward()
+            misses.append(thunder.cache_misses(jm) - before)
+        result["misses_second_third"] = misses
         wrong = result["eval_maxdiff"] > 1e-3 or result["loss_diff"] > 1e-3 or worst > 1e-2 or none_differs
-        result["status"] = "WRONG" if wrong else "ok"
+        result["status"] = "WRONG" if wrong else ("recompiles" if misses[1] else "ok")
+    except Exception as e:  # noqa: BLE001
+        result.update(status="error", why=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+    return result
+
+
+def check_generate(name: str) -> dict:
+    """``generate()`` of the compiled model against eager's: greedy, 4 new tokens, tokens and scores; an
+    encoder-decoder on text (or a spectrogram, for speech), any other on text alone. Two generations: the second
+    must compile nothing new."""
+    import inspect
+    import warnings
+
+    import torch
+    import transformers
+
+    import thunder
+
+    warnings.simplefilter("error", thunder.EagerRunWarning)
+    kwargs = dict(do_sample=False, max_new_tokens=4, min_new_tokens=4, return_dict_in_generate=True, output_scores=True)
+    try:
+        cls = getattr(transformers, name)
+        config = _config(cls)
+        with torch.device("meta"):
+            if sum(p.numel() for p in cls(config).parameters()) > 30e6:
+                return {"status": "skip", "why": "over 30M parameters at the tiny config"}
+        torch.manual_seed(0)
+        model = cls(config).eval()
+        params = inspect.signature(cls.forward).parameters
+        inputs = _audio(torch, config) if "input_ids" not in params and "input_features" in params else {
+            "input_ids": _ids(torch)}
+        expected = model.generate(**inputs, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        return {"status": "skip", "why": f"eager: {type(e).__name__}: {str(e)[:100]}"}
+    result: dict = {}
+    try:
+        jm = thunder.jit(model)
+        got = jm.generate(**inputs, **kwargs)
+        misses = thunder.cache_misses(jm)
+        again = jm.generate(**inputs, **kwargs)
+        result["misses_second_generation"] = thunder.cache_misses(jm) - misses
+        result["tokens_equal"] = torch.equal(got.sequences, expected.sequences) and torch.equal(
+            again.sequences, expected.sequences)
+        # Equal scores (a suppressed token's -inf too) differ by 0, not by inf - inf = nan.
+        result["scores_maxdiff"] = max(torch.where(a == b, 0, a - b).abs().max().item()
+                                       for a, b in zip(got.scores, expected.scores))  # fmt: skip
+        wrong = not result["tokens_equal"] or not result["scores_maxdiff"] <= 1e-3
+        result["status"] = "WRONG" if wrong else ("recompiles" if result["misses_second_generation"] else "ok")
     except Exception as e:  # noqa: BLE001
         result.update(status="error", why=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
     return result
@@ -217,6 +319,8 @@ def _names(head: str) -> list[str]:
     import transformers
 
     names = [n for n in dir(transformers) if n.endswith(head) and not n.startswith(("TF", "Flax", "Auto", "DataCollator"))]
+    if head == "Model":
+        names = [n for n in names if not n.endswith("PreTrainedModel")]  # by name: getattr imports the model's module
     return [n for n in names if head != "ForCausalLM" or n[: -len(head)] not in ZOO]
 
 
@@ -234,11 +338,12 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per model")
     ap.add_argument("--sample", type=int, default=0, help="at most this many classes per head (evenly spaced)")
     ap.add_argument("--workers", type=int, default=1, help="models run at once")
+    ap.add_argument("--generate", action="store_true", help="check generate() instead (greedy, 4 new tokens)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.child:
         name, head = opts.child.split(":")
-        print(json.dumps({"model": name, **check(name, head)}))
+        print(json.dumps({"model": name, **(check_generate(name) if opts.generate else check(name, head))}))
         return
     heads = opts.heads.split(",")
     if opts.models:
@@ -249,7 +354,8 @@ def main() -> None:
     def run(job: tuple[str, str]) -> dict:
         name, head = job
         try:
-            out = subprocess.run([sys.executable, "-m", "benchmarks.sweep_hf_models", "--child", f"{name}:{head}"],
+            out = subprocess.run([sys.executable, "-m", "benchmarks.sweep_hf_models", "--child", f"{name}:{head}",
+                                  *(["--generate"] if opts.generate else [])],
                                  capture_output=True, text=True, timeout=opts.timeout, check=False)  # fmt: skip
             lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
             row = json.loads(lines[-1]) if lines else {"model": name, "status": "crash", "why": out.stderr[-200:]}

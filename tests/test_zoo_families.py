@@ -150,6 +150,10 @@ TIMM = [
     "edgenext_xx_small", "fastvit_t8", "repvgg_a0", "mobileone_s0", "vit_small_patch32_224", "deit3_small_patch16_224",
     "gcvit_xxtiny", "coat_lite_tiny", "sequencer2d_s", "gmlp_ti16_224", "resmlp_12_224", "volo_d1_224", "lcnet_050",
     "tinynet_e", "ghostnetv2_100", "cspresnet50",
+    # one per family the timm sweep (benchmarks/sweep_timm_models.py) found agreeing, 2026-12-07
+    "convit_tiny", "csatv2", "dpn48b", "fasternet_t0", "hgnetv2_b0", "inception_next_atto", "test_mambaout",
+    "resnest14d", "shvit_s1", "vit_tiny_patch16_dinov3_qkvb", "davit_tiny", "efficientvit_m0", "hiera_tiny_224",
+    "nest_tiny", "pit_ti_224", "repvit_m1", "starnet_s050", "twins_svt_small", "legacy_xception", "skresnet18",
 ]  # fmt: skip
 
 
@@ -167,8 +171,10 @@ def test_timm(name):
 
 # Compared in float64: at random initialisation, float32 rounding (thunder's kernels sum in other orders than
 # eager's), amplified through the model's 17 batch-normed blocks, moves the early layers' gradients by more than a
-# tolerance that still means something; in float64 thunder's equal eager's to 2e-13.
-_TIMM_IN_FLOAT64 = {"rexnet_100"}
+# tolerance that still means something; in float64 thunder's equal eager's to 2e-13. skresnet18's selective-kernel
+# attention batch-normalises pooled (batch, channels, 1, 1) values, two per channel at batch 2: eager's own float32
+# gradients differ from its float64 ones by 43% of their largest element; in float64 thunder's equal eager's to 1e-14.
+_TIMM_IN_FLOAT64 = {"rexnet_100", "skresnet18"}
 
 
 # ---------------------------------------------------------------- torchvision
