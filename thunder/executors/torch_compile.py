@@ -36,12 +36,16 @@ import torch.autograd.forward_ad as _forward_ad
 from thunder.core.codegen import Printer, compile_source, replace_code, trace_source
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import DONT_DCE, IN_PLACE, UNFUSIBLE, BoundSymbol, Symbol
-from thunder.core.symbolic import all_static, is_symbolic
+from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.trace import TraceCtx, from_trace
 from thunder.executors import inductor_pool, torchex
 from thunder.executors.inductor_worker import Job, TensorSpec
 from thunder.extend import FusionExecutor, Region, fusion_bound_symbol, register_executor
 from thunder.transforms.delete_last_used import delete_last_used, python_del
+
+
+_NOT_FUSED = frozenset({IN_PLACE, DONT_DCE, UNFUSIBLE})  # tags of the ops a region never takes
+_SYMBOLIC_NUMBERS = (SymInt, SymFloat)
 
 
 class TorchCompileExecutor(FusionExecutor):
@@ -53,7 +57,7 @@ class TorchCompileExecutor(FusionExecutor):
         self.rematerializes = not background
 
     def lookup_implementation(self, sym: Symbol):
-        if sym.tags & {IN_PLACE, DONT_DCE, UNFUSIBLE} or sym.printer is not None:
+        if sym.tags & _NOT_FUSED or sym.printer is not None:
             return None
         return torchex.ex.lookup_implementation(sym)
 
@@ -89,10 +93,17 @@ class TorchCompileExecutor(FusionExecutor):
         )
 
     def _symbolic(self, bsym: BoundSymbol) -> bool:
-        values = (*bsym.flat_args, *bsym.flat_outs)
-        return any(is_symbolic(a) for a in values) or (
-            self.background and any(isinstance(a, TensorProxy) and not all_static(a.shape) for a in values)
-        )
+        # Asked of every op and every part of its decomposition when the trace is claimed: one loop, no generators.
+        background = self.background
+        for values in (bsym.flat_args, bsym.flat_outs):
+            for a in values:
+                if isinstance(a, _SYMBOLIC_NUMBERS):
+                    return True
+                if background and isinstance(a, TensorProxy):
+                    for d in a.shape:
+                        if type(d) is not int:
+                            return True
+        return False
 
     def fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:
         """One ``TorchCompileN`` fusion for ``region``; a single op is declined (torch runs it)."""
