@@ -43,7 +43,6 @@ from thunder.executors.inductor_worker import Job, TensorSpec
 from thunder.extend import FusionExecutor, Region, fusion_bound_symbol, register_executor
 from thunder.transforms.delete_last_used import delete_last_used, python_del
 
-
 _NOT_FUSED = frozenset({IN_PLACE, DONT_DCE, UNFUSIBLE})  # tags of the ops a region never takes
 _SYMBOLIC_NUMBERS = (SymInt, SymFloat)
 
@@ -290,20 +289,20 @@ class _Compiled:
         if submitted > MAX_COMPILATIONS:
             self._finish(key, None, f"compiled for {MAX_COMPILATIONS} input signatures already")
             return
-        try:
-            inductor_pool.submit(self._job(args), functools.partial(self._finish, key))
-        except Exception as e:  # noqa: BLE001 - e.g. an object of the region's source that does not pickle
-            self._finish(key, None, f"cannot be sent to a compile worker ({type(e).__name__}: {e})")
+        # Note [A job is made on the pool's thread]: here only what the call knows (its inputs' signature, grad mode).
+        inputs = tuple(TensorSpec.of(a) if isinstance(a, torch.Tensor) else a for a in args)
+        job = functools.partial(self._job, inputs, torch.is_grad_enabled())
+        inductor_pool.submit(job, functools.partial(self._finish, key))
 
-    def _job(self, args: tuple) -> Job:
-        """What a worker compiles: the source of the code the region's calls ran, printed when it first ran, and its
-        context (printing it again cost a T5 training step's first 100 calls 10 ms)."""
+    def _job(self, inputs: tuple, grad_enabled: bool) -> Job:
+        """What a worker compiles for ``inputs`` (``TensorSpec``s and the other values) in grad mode ``grad_enabled``:
+        the source of the code the region's calls ran, printed when it first ran, and its context (printing it again
+        cost a T5 training step's first 100 calls 10 ms)."""
         fn = self._uncompiled_trace.python_callable()
         source, env = fn.__thunder_source__, getattr(fn, "__wrapped__", fn).__globals__
         references = {k: r for k, v in env.items() if k != "__builtins__" and (r := _reference(v)) is not None}
         ctx = {k: v for k, v in env.items() if k != "__builtins__" and k not in references}
-        inputs = tuple(TensorSpec.of(a) if isinstance(a, torch.Tensor) else a for a in args)
-        return Job(source, self._uncompiled_trace.function_name, ctx, references, inputs, torch.is_grad_enabled(), "")
+        return Job(source, self._uncompiled_trace.function_name, ctx, references, inputs, grad_enabled, "")
 
     def _finish(self, key: tuple, compiled: tuple | None, reason: str | None) -> None:
         """A worker's answer: later calls of ``key`` run the compiled graph, or torch's kernels and why."""
