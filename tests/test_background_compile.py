@@ -299,7 +299,8 @@ def test_the_faster_of_the_compiled_graph_and_torchs_kernels_stays(monkeypatch, 
 
     submitted = []
 
-    def compiled_at_once(job, done):  # a worker's answer, without a worker
+    def compiled_at_once(make_job, done):  # a worker's answer, without a worker
+        job = make_job()  # as the pool makes it (Note [A job is made on the pool's thread])
         submitted.append(job)
         region = done.func.__self__
         uncompiled = region.region_trace.python_callable()
@@ -337,7 +338,8 @@ def test_a_graph_faster_by_less_than_the_regions_call_keeps_torchs_kernels(monke
     monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
     monkeypatch.setattr(torch_compile, "region_call_s", lambda: 0.05)
 
-    def compiled_at_once(job, done):
+    def compiled_at_once(make_job, done):
+        job = make_job()  # as the pool makes it (Note [A job is made on the pool's thread])
         region = done.func.__self__
         uncompiled = region.region_trace.python_callable()
 
