@@ -116,17 +116,41 @@ def test_a_regions_job_is_the_code_its_calls_ran_not_printed_again(monkeypatch):
     ran = region._uncompiled_trace.python_callable()
     printed = []
     monkeypatch.setattr(torch_compile, "trace_source", lambda *a, **k: printed.append(1))
-    job = region._job((a, b))
+    job = region._job((TensorSpec.of(a), TensorSpec.of(b)), True)
     assert printed == [] and job.source == ran.__thunder_source__ and "del " in job.source
     assert job.function_name == region.region_trace.function_name
     assert job.ctx == {k: v for k, v in ran.__globals__.items() if k != "__builtins__" and k not in job.references}
 
 
+def test_a_job_is_made_on_a_pool_thread_not_the_callers(no_compile_here, at_once, monkeypatch):
+    # Note [A job is made on the pool's thread]: the call that submits a region pays only its inputs' signature.
+    real_job = torch_compile._Compiled._job
+    made_on = []
+
+    def recording(self, inputs, grad_enabled):
+        made_on.append(threading.current_thread())
+        return real_job(self, inputs, grad_enabled)
+
+    monkeypatch.setattr(torch_compile._Compiled, "_job", recording)
+    jf = thunder.jit(chain, executors=["torchcompile_background"])
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    with torch.no_grad():
+        for g, e in zip(jf(a, b), chain(a, b)):
+            torch.testing.assert_close(g, e, rtol=0, atol=0)
+    assert inductor_pool.wait(timeout=600)
+    assert made_on and threading.main_thread() not in made_on
+    (region,) = regions(thunder.last_traces(jf)[-1])
+    assert region.status() == "compiled"  # the job made on the pool thread kept the call's grad mode (no_grad)
+    with torch.no_grad():
+        for g, e in zip(jf(a, b), chain(a, b)):
+            torch.testing.assert_close(g, e)  # Inductor's kernels: eager's values to float rounding
+
+
 def test_a_region_that_cannot_be_sent_runs_uncompiled_with_the_reason(no_compile_here, at_once, monkeypatch):
     real_job = torch_compile._Compiled._job
 
-    def unpicklable(self, args):
-        job = real_job(self, args)
+    def unpicklable(self, inputs, grad_enabled):
+        job = real_job(self, inputs, grad_enabled)
         return dataclasses.replace(job, ctx={**job.ctx, "f": lambda: None})
 
     monkeypatch.setattr(torch_compile._Compiled, "_job", unpicklable)
@@ -135,8 +159,11 @@ def test_a_region_that_cannot_be_sent_runs_uncompiled_with_the_reason(no_compile
     for _ in range(2):
         for g, e in zip(jf(a, b), chain(a, b)):
             torch.testing.assert_close(g, e, rtol=0, atol=0)
+    assert inductor_pool.wait(timeout=600)  # the job is made and found unpicklable on a pool thread
     (region,) = regions(thunder.last_traces(jf)[-1])
     assert region.status().startswith("uncompiled: cannot be sent to a compile worker")
+    for g, e in zip(jf(a, b), chain(a, b)):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
 
 
 def exit_now():
@@ -272,7 +299,8 @@ def test_the_faster_of_the_compiled_graph_and_torchs_kernels_stays(monkeypatch, 
 
     submitted = []
 
-    def compiled_at_once(job, done):  # a worker's answer, without a worker
+    def compiled_at_once(make_job, done):  # a worker's answer, without a worker
+        job = make_job()  # as the pool makes it (Note [A job is made on the pool's thread])
         submitted.append(job)
         region = done.func.__self__
         uncompiled = region.region_trace.python_callable()
@@ -310,7 +338,8 @@ def test_a_graph_faster_by_less_than_the_regions_call_keeps_torchs_kernels(monke
     monkeypatch.setattr(torch_compile, "COMPILE_AFTER_S", 0.0)
     monkeypatch.setattr(torch_compile, "region_call_s", lambda: 0.05)
 
-    def compiled_at_once(job, done):
+    def compiled_at_once(make_job, done):
+        job = make_job()  # as the pool makes it (Note [A job is made on the pool's thread])
         region = done.func.__self__
         uncompiled = region.region_trace.python_callable()
 

@@ -83,6 +83,14 @@ FIRST_LOAD_S = 2.0
 # thread loads them all, and later graphs load at once (about 10 ms each). A program that stops sooner never pays
 # for Inductor; one that runs on pays at most about twice what loading at once would have cost it.
 
+# Note [A job is made on the pool's thread]
+# A region submitted to a worker sends its code's source and context (``torch_compile._Compiled._job``): scanning the
+# context for what does not pickle, and pickling the job to find out that it can be sent, cost the call that submitted
+# it about a millisecond for GPT-2's regions, on the caller's thread, in the first calls of a program (a training
+# step's regions are submitted in its first ten). The caller passes a function that makes the job instead, with what
+# only the call knows (its inputs' signature, its grad mode), and a pool thread makes, checks and sends it; a job that
+# cannot be sent is reported to ``done`` as any other failure is (``cannot be sent to a compile worker (...)``).
+
 #: Held by whatever compiles or loads an Inductor graph in this process.
 INDUCTOR_LOCK = threading.RLock()
 
@@ -100,15 +108,11 @@ class _Pool:
         self.submitted = 0
         self.finished = 0
 
-    def submit(self, job: Job, done: Done) -> None:
-        """Queues ``job``; ``done`` is called on a pool thread once it is compiled or has failed.
-
-        Raises what pickling raises when the job cannot be sent (the caller reports it)."""
+    def submit(self, job: Job | Callable[[], Job], done: Done) -> None:
+        """Queues ``job``, or a function that makes it on a pool thread (Note [A job is made on the pool's thread]);
+        ``done`` is called on a pool thread once it is compiled or has failed (a job that cannot be sent: with the
+        reason "cannot be sent to a compile worker (...)")."""
         with self._state:
-            if self._directory is None:
-                self._directory = tempfile.mkdtemp(prefix="thunder-inductor-")
-            job = dataclasses.replace(job, artifact_path=os.path.join(self._directory, f"{next(self._ids)}.bin"))
-            pickle.dumps(job)  # what cannot be sent fails here, in the caller, not in a worker
             self.submitted += 1
             while len(self._threads) < WORKERS:
                 thread = threading.Thread(
@@ -129,24 +133,11 @@ class _Pool:
             job, done = self._jobs.get()
             compiled, reason = None, None
             try:
-                key, compiled, reason = _from_disk(job)  # Note [The artifact cache]
-                if compiled is None and reason is None:
-                    if process is None or process.poll() is not None:
-                        process = self._start()
-                    send(process.stdin, job)
-                    reason, constants, times = receive(process.stdout)
-                    if reason is None:
-                        if key is not None:
-                            artifact_cache.store(key, job.artifact_path, constants, times)
-                        compiled, reason = _where_it_pays(job.artifact_path, constants, times)
-            except (EOFError, OSError) as e:
-                reason = _exit_reason(process, e)
-                process = None
-            except Exception as e:  # noqa: BLE001 - a load that fails leaves the region uncompiled, with why
-                reason = f"{type(e).__name__}: {e}"
-            finally:
-                if not (isinstance(compiled, Deferred) and compiled.path == job.artifact_path):
-                    _remove(job.artifact_path)
+                job = self._ready(job)
+            except Exception as e:  # noqa: BLE001 - e.g. an object of the region's source that does not pickle
+                job, reason = None, f"cannot be sent to a compile worker ({type(e).__name__}: {e})"
+            if job is not None:
+                compiled, reason, process = self._compile(job, process)
             try:
                 done(compiled, reason)
                 if isinstance(compiled, Deferred):
@@ -155,6 +146,43 @@ class _Pool:
                 with self._state:
                     self.finished += 1
                     self._state.notify_all()
+
+    def _ready(self, job: Job | Callable[[], Job]) -> Job:
+        """The job to send, made where the caller passed a function, with its artifact's path; raises what pickling
+        raises when it cannot be sent."""
+        job = job if isinstance(job, Job) else job()
+        with self._state:
+            if self._directory is None:
+                self._directory = tempfile.mkdtemp(prefix="thunder-inductor-")
+            path = os.path.join(self._directory, f"{next(self._ids)}.bin")
+        job = dataclasses.replace(job, artifact_path=path)
+        pickle.dumps(job)  # what cannot be sent fails here, not in a worker
+        return job
+
+    def _compile(self, job: Job, process: subprocess.Popen | None) -> tuple[Any, str | None, subprocess.Popen | None]:
+        """(what ``done`` gets: the compiled graph and its constants or a ``Deferred``, or None and why) and the
+        worker process to use next."""
+        compiled, reason = None, None
+        try:
+            key, compiled, reason = _from_disk(job)  # Note [The artifact cache]
+            if compiled is None and reason is None:
+                if process is None or process.poll() is not None:
+                    process = self._start()
+                send(process.stdin, job)
+                reason, constants, times = receive(process.stdout)
+                if reason is None:
+                    if key is not None:
+                        artifact_cache.store(key, job.artifact_path, constants, times)
+                    compiled, reason = _where_it_pays(job.artifact_path, constants, times)
+        except (EOFError, OSError) as e:
+            reason = _exit_reason(process, e)
+            process = None
+        except Exception as e:  # noqa: BLE001 - a load that fails leaves the region uncompiled, with why
+            reason = f"{type(e).__name__}: {e}"
+        finally:
+            if not (isinstance(compiled, Deferred) and compiled.path == job.artifact_path):
+                _remove(job.artifact_path)
+        return compiled, reason, process
 
     def _start(self) -> subprocess.Popen:
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -304,7 +332,7 @@ def _remove(path: str) -> None:
 _pool = _Pool()
 
 
-def submit(job: Job, done: Done) -> None:
+def submit(job: Job | Callable[[], Job], done: Done) -> None:
     _pool.submit(job, done)
 
 

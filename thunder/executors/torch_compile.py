@@ -36,12 +36,15 @@ import torch.autograd.forward_ad as _forward_ad
 from thunder.core.codegen import Printer, compile_source, replace_code, trace_source
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import DONT_DCE, IN_PLACE, UNFUSIBLE, BoundSymbol, Symbol
-from thunder.core.symbolic import all_static, is_symbolic
+from thunder.core.symbolic import SymFloat, SymInt
 from thunder.core.trace import TraceCtx, from_trace
 from thunder.executors import inductor_pool, torchex
 from thunder.executors.inductor_worker import Job, TensorSpec
 from thunder.extend import FusionExecutor, Region, fusion_bound_symbol, register_executor
 from thunder.transforms.delete_last_used import delete_last_used, python_del
+
+_NOT_FUSED = frozenset({IN_PLACE, DONT_DCE, UNFUSIBLE})  # tags of the ops a region never takes
+_SYMBOLIC_NUMBERS = (SymInt, SymFloat)
 
 
 class TorchCompileExecutor(FusionExecutor):
@@ -53,7 +56,7 @@ class TorchCompileExecutor(FusionExecutor):
         self.rematerializes = not background
 
     def lookup_implementation(self, sym: Symbol):
-        if sym.tags & {IN_PLACE, DONT_DCE, UNFUSIBLE} or sym.printer is not None:
+        if sym.tags & _NOT_FUSED or sym.printer is not None:
             return None
         return torchex.ex.lookup_implementation(sym)
 
@@ -89,10 +92,17 @@ class TorchCompileExecutor(FusionExecutor):
         )
 
     def _symbolic(self, bsym: BoundSymbol) -> bool:
-        values = (*bsym.flat_args, *bsym.flat_outs)
-        return any(is_symbolic(a) for a in values) or (
-            self.background and any(isinstance(a, TensorProxy) and not all_static(a.shape) for a in values)
-        )
+        # Asked of every op and every part of its decomposition when the trace is claimed: one loop, no generators.
+        background = self.background
+        for values in (bsym.flat_args, bsym.flat_outs):
+            for a in values:
+                if isinstance(a, _SYMBOLIC_NUMBERS):
+                    return True
+                if background and isinstance(a, TensorProxy):
+                    for d in a.shape:
+                        if type(d) is not int:
+                            return True
+        return False
 
     def fuse(self, region: Region, trace: TraceCtx) -> list[BoundSymbol] | None:
         """One ``TorchCompileN`` fusion for ``region``; a single op is declined (torch runs it)."""
@@ -279,20 +289,20 @@ class _Compiled:
         if submitted > MAX_COMPILATIONS:
             self._finish(key, None, f"compiled for {MAX_COMPILATIONS} input signatures already")
             return
-        try:
-            inductor_pool.submit(self._job(args), functools.partial(self._finish, key))
-        except Exception as e:  # noqa: BLE001 - e.g. an object of the region's source that does not pickle
-            self._finish(key, None, f"cannot be sent to a compile worker ({type(e).__name__}: {e})")
+        # Note [A job is made on the pool's thread]: here only what the call knows (its inputs' signature, grad mode).
+        inputs = tuple(TensorSpec.of(a) if isinstance(a, torch.Tensor) else a for a in args)
+        job = functools.partial(self._job, inputs, torch.is_grad_enabled())
+        inductor_pool.submit(job, functools.partial(self._finish, key))
 
-    def _job(self, args: tuple) -> Job:
-        """What a worker compiles: the source of the code the region's calls ran, printed when it first ran, and its
-        context (printing it again cost a T5 training step's first 100 calls 10 ms)."""
+    def _job(self, inputs: tuple, grad_enabled: bool) -> Job:
+        """What a worker compiles for ``inputs`` (``TensorSpec``s and the other values) in grad mode ``grad_enabled``:
+        the source of the code the region's calls ran, printed when it first ran, and its context (printing it again
+        cost a T5 training step's first 100 calls 10 ms)."""
         fn = self._uncompiled_trace.python_callable()
         source, env = fn.__thunder_source__, getattr(fn, "__wrapped__", fn).__globals__
         references = {k: r for k, v in env.items() if k != "__builtins__" and (r := _reference(v)) is not None}
         ctx = {k: v for k, v in env.items() if k != "__builtins__" and k not in references}
-        inputs = tuple(TensorSpec.of(a) if isinstance(a, torch.Tensor) else a for a in args)
-        return Job(source, self._uncompiled_trace.function_name, ctx, references, inputs, torch.is_grad_enabled(), "")
+        return Job(source, self._uncompiled_trace.function_name, ctx, references, inputs, grad_enabled, "")
 
     def _finish(self, key: tuple, compiled: tuple | None, reason: str | None) -> None:
         """A worker's answer: later calls of ``key`` run the compiled graph, or torch's kernels and why."""

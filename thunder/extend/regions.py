@@ -123,12 +123,24 @@ def find_regions(
     barrier_memo: dict = {}
     reads: list[tuple[int, list[Proxy]]] = []  # (group, proxies read) per op
 
+    fusion_executors: dict[int, bool] = {}  # id(executor) -> whether it is a fusion executor
     for ex, bsym in claimed:
         args = bsym.flat_proxy_args
-        arg_names = {a.name for a in args}
-        produced = [o for o in bsym.flat_proxy_outs if o.name not in arg_names]
-        is_fusion = isinstance(ex, FusionExecutor)
-        fence = is_barrier(bsym, barrier_memo) or any(o.name in producer for o in produced)
+        outs = bsym.flat_proxy_outs
+        if args and outs:
+            arg_names = {a.name for a in args}
+            produced = [o for o in outs if o.name not in arg_names]
+        else:
+            produced = outs
+        is_fusion = fusion_executors.get(id(ex))
+        if is_fusion is None:
+            is_fusion = fusion_executors[id(ex)] = isinstance(ex, FusionExecutor)
+        fence = is_barrier(bsym, barrier_memo)
+        if not fence:
+            for o in produced:
+                if o.name in producer:
+                    fence = True
+                    break
 
         earliest = barrier
         for a in args:
