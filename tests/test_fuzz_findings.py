@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import warnings
 
 import pytest
 import torch
@@ -1073,3 +1074,32 @@ def test_an_in_place_update_under_no_grad_of_a_tensor_that_requires_grad_is_no_o
         (ga,) = torch.autograd.grad(actual.sum(), x2)
         torch.testing.assert_close(actual, expected)
         torch.testing.assert_close(ga, ge)
+
+
+_IDENTITY_PROGRAMS = '''
+def index_is_zero(x):
+    h = x[0] * 0
+    for i in range(x.shape[0]):
+        h = h + int(i is 0)
+    return h
+
+
+def number_is_three(x, n):
+    return x + 1 if n is 3 else x - 1
+'''
+
+
+@pytest.mark.parametrize("cache", [None, "symbolic values"])
+def test_is_of_a_symbolic_int_and_a_small_int_is_eagers(cache):
+    # a loop traced once compared its symbolic index by identity: ``i is 0`` was False for i = 0 (eager: True, the
+    # cached small int); the symbolic number is eager's plain int as far as ``is`` can tell
+    namespace = {"torch": torch}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)  # (``is`` with a literal)
+        exec(_IDENTITY_PROGRAMS, namespace)
+    f, g = namespace["index_is_zero"], namespace["number_is_three"]
+    jf, jg = (thunder.jit(f), thunder.jit(g)) if cache is None else (thunder.jit(f, cache=cache), thunder.jit(g, cache=cache))
+    for n in (2, 3, 4, 5):
+        x = torch.ones(n, 2)
+        assert torch.equal(jf(x), f(x)), n
+        assert torch.equal(jg(x, n), g(x, n)), n

@@ -352,6 +352,11 @@ class _SymbolicMixin:
     def __format__(self, spec):
         return format(_concretize(self, self._base), spec)
 
+    def __interpreter_identity__(self):
+        """The object eager's ``n is m`` compares: the plain number (CPython's cached small ints for an index ``i is
+        0``), recording ``n == value``."""
+        return pin(self)
+
     def __interpreter_format__(self, spec):
         """``format(n, spec)`` in the program (an f-string's field): text that keeps the expression (Note [Text
         formatted from symbolic numbers]); thunder's own formatting, which runs natively, pins (``__format__``)."""

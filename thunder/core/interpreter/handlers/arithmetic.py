@@ -76,7 +76,13 @@ def COMPARE_OP(inst, frame):
 def IS_OP(inst, frame):
     stack = frame.stack
     b = stack.pop()
-    stack[-1] = (stack[-1] is b) ^ bool(inst.arg)
+    a = stack[-1]
+    same = a is b
+    if not same:  # a tool's stand-in for a value (a symbolic int) is eager's object as far as ``is`` can tell
+        ia, ib = getattr(type(a), "__interpreter_identity__", None), getattr(type(b), "__interpreter_identity__", None)
+        if ia is not None or ib is not None:
+            same = (a if ia is None else ia(a)) is (b if ib is None else ib(b))
+    stack[-1] = same ^ bool(inst.arg)
 
 
 @register_opcode_handler("CONTAINS_OP")
