@@ -139,6 +139,9 @@ class Printer:
     def value(self, x: Any) -> str:
         if isinstance(x, Proxy):
             return x.name
+        typ = type(x)
+        if typ is int or typ is str or typ is bool or x is None:  # (as ``_literal``, without its other tests)
+            return repr(x)
         if self._shared and id(x) in self._shared:
             name = self._shared[id(x)]
             if id(x) in self._bound:
@@ -304,6 +307,10 @@ def _is_bindable(o) -> bool:
 
 
 def type_comment(out: Any) -> str:
+    if isinstance(out, (TensorProxy, NumberProxy)):  # (the common case: one output)
+        return f'{out.name}: "{out.type_string()}"'
+    if out is None:
+        return ""
     proxies = [o for o in _iter_leaves(out) if isinstance(o, (TensorProxy, NumberProxy))]
     return ", ".join(f'{p.name}: "{p.type_string()}"' for p in proxies)
 
@@ -405,10 +412,10 @@ def trace_source(
         printer.add_ctx("_range_enter", torch.ops.profiler._record_function_enter_new)
         printer.add_ctx("_range_exit", torch.ops.profiler._record_function_exit)
     body: list[str] = []
-    unpacked = {b.args[0].name for b in trace.bound_symbols if PARAMETER in b.sym.tags}
-    for p in trace.args:
-        if isinstance(p, (TensorProxy, NumberProxy)) and p.name not in unpacked:
-            body.append(f'  # {p.name}: "{p.type_string()}"')
+    commented = [p for p in trace.args if isinstance(p, (TensorProxy, NumberProxy))]
+    if commented:  # (a prologue's parameters are no proxies: its thousand bound symbols need no scan)
+        unpacked = {b.args[0].name for b in trace.bound_symbols if PARAMETER in b.sym.tags}
+        body.extend(f'  # {p.name}: "{p.type_string()}"' for p in commented if p.name not in unpacked)
     last_source = None
     printer.share_repeated(trace.bound_symbols)
     spans: list[tuple[int, int, BoundSymbol]] = []  # body lines [start, stop) of each bound symbol
@@ -416,7 +423,7 @@ def trace_source(
     for i, bsym in enumerate(trace.bound_symbols):
         printer._own_checks = own if own is not None and i < guarded_count else None
         src = bsym.source
-        if src is not None and src != last_source and print_depth > 0:
+        if src is not None and src is not last_source and src != last_source and print_depth > 0:
             text = src.source_line if source_text else ""
             body.append(f"  # {src.short()}: \t{text}" if text else f"  # {src.short()}")
             last_source = src
