@@ -1073,3 +1073,43 @@ def test_an_in_place_update_under_no_grad_of_a_tensor_that_requires_grad_is_no_o
         (ga,) = torch.autograd.grad(actual.sum(), x2)
         torch.testing.assert_close(actual, expected)
         torch.testing.assert_close(ga, ge)
+
+
+def _print_then_add(x):
+    print(x)
+    x.add_(1)
+    print(x.sum())
+
+
+def _print_then_setitem(x):
+    items = [x]
+    print(items)
+    x[0] = 5
+    print(items)
+
+
+def _log_then_copy(x):
+    import logging
+
+    logging.getLogger("tests.fuzz_findings").warning("%s", x)
+    x.copy_(x * 0)
+    logging.getLogger("tests.fuzz_findings").warning("%s", x)
+
+
+def _logged(caplog) -> str:
+    return re.sub(r":\S+:\d+ ", " ", caplog.text)  # the text formatted when logged; not where from (left alone)
+
+
+@pytest.mark.parametrize("fn", [_print_then_add, _print_then_setitem, _log_then_copy])
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_an_input_printed_before_an_in_place_change_shows_its_value_before(fn, cache, capsys, caplog):
+    jfn = thunder.jit(fn, cache=cache)
+    for x in (torch.tensor([1.0, 2.0]), torch.tensor([-3.0, 0.5])):
+        expected_x = x.clone()
+        fn(expected_x)
+        expected = capsys.readouterr().out, _logged(caplog)
+        caplog.clear()
+        jfn(x)
+        assert (capsys.readouterr().out, _logged(caplog)) == expected
+        caplog.clear()
+        torch.testing.assert_close(x, expected_x)
