@@ -1113,3 +1113,23 @@ def test_an_input_printed_before_an_in_place_change_shows_its_value_before(fn, c
         assert (capsys.readouterr().out, _logged(caplog)) == expected
         caplog.clear()
         torch.testing.assert_close(x, expected_x)
+
+
+def test_a_run_that_fails_under_no_grad_and_reruns_eagerly_leaves_grad_mode_on():
+    def f(x):
+        acc = x
+        try:
+            with torch.no_grad():
+                acc.add_(1)  # an expanded input: torch refuses the write at run time
+        except RuntimeError:
+            acc = acc + 1
+        return acc
+
+    x = torch.randn(1).expand(3)
+    expected = f(x)
+    assert torch.is_grad_enabled()
+    try:
+        torch.testing.assert_close(thunder.jit(f)(x), expected)
+        assert torch.is_grad_enabled()
+    finally:
+        torch.set_grad_enabled(True)
