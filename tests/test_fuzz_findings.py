@@ -1133,3 +1133,15 @@ def test_a_run_that_fails_under_no_grad_and_reruns_eagerly_leaves_grad_mode_on()
         assert torch.is_grad_enabled()
     finally:
         torch.set_grad_enabled(True)
+
+
+def test_eagers_failure_a_handler_caught_is_checked_against_the_symbolic_sizes_it_read():
+    def f(x):
+        try:
+            return x @ x
+        except RuntimeError as e:
+            return type(e).__name__, str(e)
+
+    jfn = thunder.jit(f, cache="symbolic values")
+    for x in (torch.ones(4, 1, dtype=torch.bool), torch.ones(1, 1, dtype=torch.bool), torch.ones(3, 1, dtype=torch.bool)):
+        assert jfn(x) == f(x)
