@@ -333,7 +333,8 @@ class Tracer(
     # IndexError eager may raise, and says where and why. A program that catches it (``try: x.view(3, -1) except
     # ValueError:``) must see eager's: ``view`` raises a RuntimeError, which that handler does not catch, and
     # ``type(e)``, ``str(e)`` are eager's. So where the failure reaches a ``try``'s handler of the program
-    # (``_in_try``), the op runs eagerly on meta tensors of the arguments' shapes and dtypes, then, where it fails
+    # (``_in_try``), the op runs eagerly on meta tensors of the arguments' shapes (symbolic sizes pinned: eager's error
+    # depends on them) and dtypes, then, where it fails
     # there and the tensors are small, on real ones (a meta kernel's message may differ from the device's), and
     # eager's exception is raised instead. A failure eager does not make on those (one that depends on values or
     # strides) stays thunder's.
@@ -341,7 +342,7 @@ class Tracer(
         impl = self.eager_impl(sym) if self.eager_impl is not None else None
         if impl is None or not any(map(_in_try, innermost_frame_objects())):
             return None
-        shapes = {id(t): tuple(int(getattr(d, "value", d)) for d in t.shape) for t in tree_leaves((args, kwargs))
+        shapes = {id(t): tuple(int(d) for d in t.shape) for t in tree_leaves((args, kwargs))
                   if isinstance(t, TensorProxy)}  # fmt: skip
         failure = None
         for device in ("meta", None):

@@ -37,10 +37,7 @@ def place_after_their_values(trace: TraceCtx) -> None:
     program appends to ``outs`` later: the replay assigns what ``outs`` holds at the end) to just
     after the last of them; the replays between go with it, so all keep their order."""
     bsyms = trace.bound_symbols
-    defined_at = {}
-    for i, bsym in enumerate(bsyms):
-        for o in bsym.flat_proxy_outs:
-            defined_at.setdefault(o.name, i)
+    defined_at = _defined_at(bsyms)
     i = 0
     while i < len(bsyms):
         bsym = bsyms[i]
@@ -50,13 +47,22 @@ def place_after_their_values(trace: TraceCtx) -> None:
                 block = [b for b in bsyms[i : last + 1] if b.sym in _MOVABLE]
                 rest = [b for b in bsyms[i : last + 1] if b.sym not in _MOVABLE]
                 bsyms[i : last + 1] = rest + block
-                defined_at = {}
-                for j, b in enumerate(bsyms):
-                    for o in b.flat_proxy_outs:
-                        defined_at.setdefault(o.name, j)
+                defined_at = _defined_at(bsyms)
                 i += len(rest)
                 continue
         i += 1
+
+
+def _defined_at(bsyms: list) -> dict[str, int]:
+    """Where each value is first computed. An in-place op's result that is its argument (``x.add_(1)`` on an input)
+    computes no new value: a ``print(x)`` before it must stay there, to show ``x`` before the change."""
+    defined_at = {}
+    for i, bsym in enumerate(bsyms):
+        args = {a.name for a in bsym.flat_proxy_args}
+        for o in bsym.flat_proxy_outs:
+            if o.name not in args:
+                defined_at.setdefault(o.name, i)
+    return defined_at
 
 
 def becomes_in_place(trace: TraceCtx, a: TensorProxy, compute: Callable[[TensorProxy], TensorProxy]) -> TensorProxy:
