@@ -51,6 +51,21 @@ BATCH, TOKENS = 2, 12
 DEFAULT_HEADS = ("ForMaskedLM", "ForImageClassification", "ForSemanticSegmentation", "ForCTC")
 
 
+
+def gradient_differences(model, reference) -> tuple[float, list[str]]:
+    """The largest difference of a parameter's gradient from eager's, relative to that gradient's largest element or
+    to a thousandth of the largest of all when it is smaller (a bias whose gradient sums to about zero differs from
+    eager's by rounding alone), and the first names whose gradient is None on one side only."""
+    worst, none_differs = 0.0, []
+    scale = max((q.grad.abs().max().item() for q in reference.parameters() if q.grad is not None), default=0.0)
+    for (n, p), q in zip(model.named_parameters(), reference.parameters()):
+        if (p.grad is None) != (q.grad is None):
+            none_differs.append(n)
+        elif p.grad is not None:
+            floor = max(q.grad.abs().max().item(), 1e-3 * scale, 1e-12)
+            worst = max(worst, (p.grad - q.grad).abs().max().item() / floor)
+    return worst, none_differs[:3]
+
 def _ids(torch):
     return torch.randint(3, 256, (BATCH, TOKENS), generator=torch.Generator().manual_seed(1))
 
@@ -243,17 +258,8 @@ def check(name: str, head: str) -> dict:
         loss = _loss(torch, jm(**inputs, **(labels or {})), labels)
         loss.backward()
         result["loss_diff"] = abs(loss.item() - expected_loss.item())
-        worst, none_differs = 0.0, []
-        # A gradient's difference relative to its largest element, or to a thousandth of the largest of all when it
-        # is smaller (a bias whose gradient sums to about zero differs from eager's by rounding alone).
-        scale = max((q.grad.abs().max().item() for q in reference.parameters() if q.grad is not None), default=0.0)
-        for (n, p), q in zip(model.named_parameters(), reference.parameters()):
-            if (p.grad is None) != (q.grad is None):
-                none_differs.append(n)
-            elif p.grad is not None:
-                floor = max(q.grad.abs().max().item(), 1e-3 * scale, 1e-12)
-                worst = max(worst, (p.grad - q.grad).abs().max().item() / floor)
-        result["grad_reldiff"], result["grad_none_differs"] = worst, none_differs[:3]
+        worst, none_differs = gradient_differences(model, reference)
+        result["grad_reldiff"], result["grad_none_differs"] = worst, none_differs
         misses = []
         for _ in range(2):
             before = thunder.cache_misses(jm)

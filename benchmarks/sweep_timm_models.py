@@ -52,6 +52,7 @@ def check(name: str, size: int) -> dict:
     import torch
 
     import thunder
+    from benchmarks.sweep_hf_models import gradient_differences
 
     warnings.simplefilter("error", thunder.EagerRunWarning)
     try:
@@ -86,15 +87,8 @@ def check(name: str, size: int) -> dict:
         out = jm(x)
         out.pow(2).mean().backward()
         result["train_maxdiff"] = (out - expected_out).abs().max().item()
-        worst, none_differs = 0.0, []
-        scale = max((q.grad.abs().max().item() for q in reference.parameters() if q.grad is not None), default=0.0)
-        for (n, p), q in zip(model.named_parameters(), reference.parameters()):
-            if (p.grad is None) != (q.grad is None):
-                none_differs.append(n)
-            elif p.grad is not None:
-                floor = max(q.grad.abs().max().item(), 1e-3 * scale, 1e-12)
-                worst = max(worst, (p.grad - q.grad).abs().max().item() / floor)
-        result["grad_reldiff"], result["grad_none_differs"] = worst, none_differs[:3]
+        worst, none_differs = gradient_differences(model, reference)
+        result["grad_reldiff"], result["grad_none_differs"] = worst, none_differs
         misses = []
         for _ in range(2):
             before = thunder.cache_misses(jm)
