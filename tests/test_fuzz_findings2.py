@@ -298,3 +298,21 @@ def test_eagers_failure_a_handler_caught_is_checked_against_the_symbolic_sizes_i
     jfn = thunder.jit(f, cache="symbolic values")
     for x in (torch.ones(4, 1, dtype=torch.bool), torch.ones(1, 1, dtype=torch.bool), torch.ones(3, 1, dtype=torch.bool)):
         assert jfn(x) == f(x)
+
+
+def test_a_failure_inside_no_grad_that_propagates_leaves_grad_mode_on_as_eager():
+    # (3.11 seeds 6007807, 6008140) the overlap error inside ``with torch.no_grad():`` left grad mode off after the
+    # call, on the slow and the hot path alike; eager's ``with`` block restores it as the error leaves it
+    def f(x):
+        with torch.no_grad():
+            x.detach().mul_(1)
+            c = x.sum()
+        return x + c
+
+    jf = thunder.jit(f)
+    for _ in range(3):
+        torch.testing.assert_close(jf(torch.ones(2, 2, 3)), f(torch.ones(2, 2, 3)))
+        for fn in (f, jf):
+            with pytest.raises(RuntimeError, match="single memory location"):
+                fn(torch.randn(1, 2, 3).expand(2, 2, 3))
+            assert torch.is_grad_enabled(), fn

@@ -22,8 +22,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from torch._C import _set_grad_enabled, is_grad_enabled
-
 import thunder.executors.pythonex as _pythonex
 import thunder.executors.torchex as _torchex
 import thunder.torch  # noqa: F401  (binds thunder.torch, the torch language)
@@ -588,7 +586,6 @@ def _check_taken(views: list, eager_error: Exception | None) -> None:
 def _run(entry: CacheEntry, inputs: Any) -> Any:
     """Runs an entry's computation; an exception it raises is noted with the op and the user's line.
     A call that stops at a data-dependent value returns an ``OtherOutcome``."""
-    grad_enabled = is_grad_enabled()
     try:
         return entry.computation(*inputs)
     except OutcomeChanged as changed:
@@ -596,8 +593,6 @@ def _run(entry: CacheEntry, inputs: Any) -> Any:
     except Exception as e:
         add_runtime_note(e)
         if entry.rerun_on_failure and reruns_after(e, entry):
-            # the eager run starts from the call's grad mode, not one a ``with torch.no_grad():`` the run left
-            _set_grad_enabled(grad_enabled)
             raise _FailedBeforeEffects(e, entry) from None
         raise
 

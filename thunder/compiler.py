@@ -493,8 +493,8 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
             computation_fn = _switching_grad_mode(computation_fn, switches[-1])
     if tracer.outcomes and draws_random(computation):
         computation_fn = _restoring_rng_on_changed_outcome(computation_fn)
-    if tracer.outcomes and switches:
-        computation_fn = _restoring_grad_mode_on_changed_outcome(computation_fn)
+    if switches:
+        computation_fn = _restoring_grad_mode_on_failure(computation_fn)
     written = _inputs_written_before_a_check(computation, final.args) if tracer.outcomes else ()
     if written:
         computation_fn = _restoring_inputs_on_changed_outcome(computation_fn, written)
@@ -602,16 +602,19 @@ def _restoring_rng_on_changed_outcome(computation: Callable) -> Callable:
     return run
 
 
-def _restoring_grad_mode_on_changed_outcome(computation: Callable) -> Callable:
-    """A call that stops at a changed data-dependent value runs again in another entry, from the start: in the grad
-    mode the call began in, not the one the program switched to before the check (an optimizer's step runs under
-    ``set_grad_enabled(False)``: the next entry was traced with grad off and left it off after the call)."""
+def _restoring_grad_mode_on_failure(computation: Callable) -> Callable:
+    """A program that switches grad mode (``with torch.no_grad():``) and fails between the switches leaves the mode
+    the call began in, as eager's ``with`` block does when the error propagates (a later training step recorded no
+    graph). A call that stops at a changed data-dependent value, which runs again in another entry from the start,
+    does so in the call's grad mode too (an optimizer's step runs under ``set_grad_enabled(False)``: the next entry
+    was traced with grad off and left it off after the call). (A bare ``torch.set_grad_enabled(False)`` before the
+    failure would leave eager's mode off: taken as a ``with``.)"""
 
     def run(*inputs):
         mode = torch.is_grad_enabled()
         try:
             return computation(*inputs)
-        except OutcomeChanged:
+        except BaseException:
             torch._C._set_grad_enabled(mode)
             raise
 
