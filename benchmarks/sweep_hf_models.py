@@ -52,6 +52,26 @@ DEFAULT_HEADS = ("ForMaskedLM", "ForImageClassification", "ForSemanticSegmentati
 
 
 
+def child_row(module: str, args: list[str], name: str, timeout: float) -> dict:
+    """One model checked by ``python -m module --child *args`` in its own process (a crash or a hang of one model
+    does not stop the sweep): the last JSON row it printed."""
+    try:
+        out = subprocess.run([sys.executable, "-m", module, "--child", *args],
+                             capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"model": name, "status": "timeout"}
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    return json.loads(lines[-1]) if lines else {"model": name, "status": "crash", "why": out.stderr[-200:]}
+
+
+def print_summary(rows: list[dict]) -> None:
+    """The count of each status, then every row that is neither ok nor a skip."""
+    print("\n", dict(collections.Counter(r["status"] for r in rows)))
+    for r in rows:
+        if r["status"] not in ("ok", "skip"):
+            print(f"- {r['model']}: {r['status']} {r.get('why') or r.get('grad_none_differs') or ''}")
+
+
 def gradient_differences(model, reference) -> tuple[float, list[str]]:
     """The largest difference of a parameter's gradient from eager's, relative to that gradient's largest element or
     to a thousandth of the largest of all when it is smaller (a bias whose gradient sums to about zero differs from
@@ -359,14 +379,8 @@ def main() -> None:
 
     def run(job: tuple[str, str]) -> dict:
         name, head = job
-        try:
-            out = subprocess.run([sys.executable, "-m", "benchmarks.sweep_hf_models", "--child", f"{name}:{head}",
-                                  *(["--generate"] if opts.generate else [])],
-                                 capture_output=True, text=True, timeout=opts.timeout, check=False)  # fmt: skip
-            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-            row = json.loads(lines[-1]) if lines else {"model": name, "status": "crash", "why": out.stderr[-200:]}
-        except subprocess.TimeoutExpired:
-            row = {"model": name, "status": "timeout"}
+        row = child_row("benchmarks.sweep_hf_models", [f"{name}:{head}", *(["--generate"] if opts.generate else [])],
+                        name, opts.timeout)  # fmt: skip
         print(json.dumps({"head": head, **row}), flush=True)
         return {"head": head, **row}
 
@@ -374,10 +388,7 @@ def main() -> None:
         rows = list(pool.map(run, jobs))
     for head in dict.fromkeys(h for _, h in jobs):
         print(head, dict(collections.Counter(r["status"] for r in rows if r["head"] == head)))
-    print("\n", dict(collections.Counter(r["status"] for r in rows)))
-    for r in rows:
-        if r["status"] not in ("ok", "skip"):
-            print(f"- {r['model']}: {r['status']} {r.get('why') or r.get('grad_none_differs') or ''}")
+    print_summary(rows)
 
 
 if __name__ == "__main__":

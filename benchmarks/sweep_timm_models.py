@@ -12,10 +12,7 @@ cannot run is skipped. Prints one JSON line per model, then the counts and every
 from __future__ import annotations
 
 import argparse
-import collections
 import json
-import subprocess
-import sys
 
 
 def _zoo_modules(timm) -> set[str]:
@@ -125,23 +122,14 @@ def main() -> None:
         if opts.sample and opts.sample < len(modules):
             modules = [modules[i * len(modules) // opts.sample] for i in range(opts.sample)]
         names = [n for n in (_smallest(timm, torch, m) for m in modules) if n]
+    from benchmarks.sweep_hf_models import child_row, print_summary
+
     rows = []
     for name in names:
-        try:
-            out = subprocess.run([sys.executable, "-m", "benchmarks.sweep_timm_models", "--child", name,
-                                  "--size", str(opts.size)],
-                                 capture_output=True, text=True, timeout=opts.timeout, check=False)  # fmt: skip
-            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-            row = json.loads(lines[-1]) if lines else {"model": name, "status": "crash", "why": out.stderr[-200:]}
-        except subprocess.TimeoutExpired:
-            row = {"model": name, "status": "timeout"}
+        row = child_row("benchmarks.sweep_timm_models", [name, "--size", str(opts.size)], name, opts.timeout)
         print(json.dumps(row), flush=True)
         rows.append(row)
-    print("\n", dict(collections.Counter(r["status"] for r in rows)))
-    for r in rows:
-        if r["status"] not in ("ok", "skip"):
-            print(f"- {r['model']}: {r['status']} {r.get('why') or r.get('grad_none_differs') or ''}")
-
+    print_summary(rows)
 
 if __name__ == "__main__":
     main()
