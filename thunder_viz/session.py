@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import dataclasses
 import itertools
 import linecache
@@ -221,14 +222,27 @@ def _frame_of_generated_line(frame: traceback.FrameSummary, jitted: Any) -> User
 
 
 def _clone(x: Any) -> Any:
-    """A copy of a tensor input with the same dtype, device, strides and requires_grad."""
+    """A copy of a tensor input with the same dtype, device, strides and requires_grad; a copy of
+    an object holding tensors (a ``DynamicCache``: Note [Cloning the objects an input holds])."""
     if isinstance(x, torch.Tensor):
         return x.detach().clone().requires_grad_(x.requires_grad)
+    if _holds_tensors(x):
+        # each tensor cloned as above (deepcopy refuses a non-leaf that requires grad), the rest deep-copied
+        memo = {id(t): _clone(t) for _, t in _leaves(x) if isinstance(t, torch.Tensor)}
+        return copy.deepcopy(x, memo)
     return x
 
 
+# Note [Cloning the objects an input holds]
+# A decoding step of ``generate`` gets a ``DynamicCache`` and appends this step's keys and values to
+# it. Were it shared between the calls a rerun makes (the compiled call, the timed calls, eager's
+# reference), each would append again: a longer cache every call (a cache miss each), eager's logits
+# from another cache than the compiled call's ("not comparable"), and the user's cache grown by every
+# rerun. So an input object that holds tensors is copied for each call, as a tensor input is.
+
+
 def clone_inputs(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """Copies of the tensors among the inputs (other values are shared)."""
+    """Copies of the tensors among the inputs and of the objects holding tensors (other values are shared)."""
     return tree_map(_clone, args), tree_map(_clone, kwargs)
 
 
@@ -556,10 +570,11 @@ class Session:
         )
 
     def _time(self, jitted: Callable) -> tuple[float, int]:
-        """Median wall time of a call, in ms, over up to ``max_repeats`` calls within the budget."""
-        args, kwargs = clone_inputs(self.args, self.kwargs)
+        """Median wall time of a call, in ms, over up to ``max_repeats`` calls within the budget, each
+        on its own copies of the inputs (Note [Cloning the objects an input holds])."""
 
         def timed_call() -> int:
+            args, kwargs = clone_inputs(self.args, self.kwargs)
             _synchronize()
             start = time.perf_counter_ns()
             jitted(*args, **kwargs)

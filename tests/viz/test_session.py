@@ -121,6 +121,32 @@ def test_reruns_clone_the_inputs_a_program_mutates():
     assert [r.id for r in session.runs] == ["r1", "r2", "r3"]
 
 
+class KeyCache:
+    """A cache the program grows in place, as a decoding step of ``generate`` grows a ``DynamicCache``."""
+
+    def __init__(self, keys):
+        self.keys = keys
+
+
+def decode_step(x, cache):
+    cache.keys = torch.cat([cache.keys, x], dim=1)
+    return cache.keys.sum(dim=1) * 2
+
+
+def test_reruns_copy_an_input_object_the_program_grows():
+    """A rerun after ``generate`` shared the decoding step's cache between its calls: it said "not
+    comparable" with a cache miss on every call, and grew the user's cache on each rerun."""
+    cache = KeyCache(torch.randn(2, 3))
+    session = _session(decode_step, torch.randn(2, 1), cache)
+    kept = cache.keys
+    session.max_repeats = 3
+    run = session.rerun(["torch"])
+    assert run.error is None and run.matches_eager is True and run.not_comparable is None
+    assert run.max_abs_diff == 0.0
+    assert (run.cache_misses, run.cache_hits) == (1, run.repeats + 1)  # every call the same shapes
+    assert cache.keys is kept and cache.keys.shape == (2, 4)  # the user's cache as the call left it
+
+
 def test_the_call_that_compiled_is_the_first_run():
     session = Session(thunder.jit(mul_sin))
     session(torch.randn(3), torch.randn(3))
