@@ -70,14 +70,31 @@ export function nodeCostLine(doc: Document, sp: StepProfile | null, id: string):
   ];
 }
 
+/**
+ * A module's time under thunder, as text: its statements' time, and the fusions it shares with other
+ * modules, whose time counts in an enclosing scope (Note [A fusion across modules] in
+ * thunder_viz/profile.py): "in TorchCompile2", "0.30 ms + part of TorchCompile1".
+ */
+export function moduleTime(m: ModuleCost, backward: boolean): string {
+  const ms = backward ? m.backward_ms : m.ms;
+  const shared = backward ? m.backward_shared : m.shared;
+  if (!shared.length) return formatMs(ms);
+  const fusions = shared.join(", ");
+  return ms > 0 ? `${formatMs(ms)} + part of ${fusions}` : `in ${fusions}`;
+}
+
+/** Whether a module's time under thunder is all of it (none of its ops runs in a fusion shared with other modules). */
+function whole(m: ModuleCost, backward: boolean): boolean {
+  return !(backward ? m.backward_shared : m.shared).length;
+}
+
 /** What a module scope's label adds: its time here and eager's time of the same module. */
 export function moduleCostText(sp: StepProfile, path: string, backward: boolean): string | null {
   const m = sp.modules.get(path);
   if (!m) return null;
-  const ms = backward ? m.backward_ms : m.ms;
   const eagerMs = backward ? m.eager_backward_ms : m.eager_ms;
   const eager = eagerMs !== null ? ` · eager ${formatMs(eagerMs)}` : "";
-  return `${formatMs(ms)}${eager}`;
+  return `${moduleTime(m, backward)}${eager}`;
 }
 
 /**
@@ -187,7 +204,9 @@ export function profilePanel(
   );
   const backward = step.kind === "backward";
   const modules = p.modules.filter(
-    (m) => m.path.split(".").length <= 3 && (backward ? m.backward_ms : m.ms) > 0,
+    (m) =>
+      m.path.split(".").length <= 3 &&
+      ((backward ? m.backward_ms : m.ms) > 0 || !whole(m, backward)),
   );
   if (modules.length) {
     parts.push(
@@ -219,18 +238,19 @@ export function profilePanel(
           ...modules.map((m) => {
             const ms = backward ? m.backward_ms : m.ms;
             const eager = backward ? m.eager_backward_ms : m.eager_ms;
+            // part of its time counts in an enclosing scope: no ranking against eager's whole time
+            const ranked = eager !== null && whole(m, backward);
             return h(
               doc,
               "tr",
               { "data-testid": "profile-module", "data-module": m.path },
               h(doc, "td", { class: "tx-profile-src" }, m.path),
-              h(doc, "td", { class: "tx-num" }, formatMs(ms)),
+              h(doc, "td", { class: "tx-num" }, moduleTime(m, backward)),
               h(
                 doc,
                 "td",
                 {
-                  class:
-                    eager === null ? "tx-num" : eager < ms ? "tx-num tx-warn" : "tx-num tx-good",
+                  class: !ranked ? "tx-num" : eager < ms ? "tx-num tx-warn" : "tx-num tx-good",
                 },
                 eager === null ? "–" : formatMs(eager),
               ),

@@ -216,6 +216,13 @@ export interface ModuleCost {
   eager_ms: number | null;
   /** Eager PyTorch's backward of the same module; null when none ran (or an older document). */
   eager_backward_ms: number | null;
+  /**
+   * Fusions that run some of the module's ops beside other modules' ops (forward, backward): their
+   * time counts in an enclosing scope, so `ms` is only part of the module's (Note [A fusion across
+   * modules] in thunder_viz/profile.py). Empty in older documents.
+   */
+  shared: string[];
+  backward_shared: string[];
 }
 
 export interface SavedTimeline {
@@ -634,6 +641,12 @@ function readFusions(r: Reader, v: unknown, path: string): FusionStatus[] {
   });
 }
 
+/** A list of strings that older documents leave out (then empty). */
+function optStrList(r: Reader, v: unknown, path: string): string[] {
+  if (v === null || v === undefined) return [];
+  return r.arr(v, path).map((x, i) => r.str(x, `${path}[${i}]`));
+}
+
 function readReasons(r: Reader, v: unknown, path: string): Record<string, string> {
   const o = r.obj(v, path);
   const out: Record<string, string> = {};
@@ -679,6 +692,8 @@ function readProfile(r: Reader, v: unknown, path: string): Profile | null {
       backward_ms: r.num(m.backward_ms, `${path}.modules[${i}].backward_ms`),
       eager_ms: r.optNum(m.eager_ms, `${path}.modules[${i}].eager_ms`),
       eager_backward_ms: r.optNum(m.eager_backward_ms, `${path}.modules[${i}].eager_backward_ms`),
+      shared: optStrList(r, m.shared, `${path}.modules[${i}].shared`),
+      backward_shared: optStrList(r, m.backward_shared, `${path}.modules[${i}].backward_shared`),
     };
   });
   let saved: SavedTimeline | null = null;

@@ -126,11 +126,29 @@ describe("profile", () => {
     const { doc } = profiled();
     const p = (doc as unknown as { profile: Profile }).profile;
     p.modules = [
-      { path: "fc1", ms: 2, backward_ms: 3, eager_ms: 2.5, eager_backward_ms: 4 },
-      { path: "act", ms: 1, backward_ms: 1, eager_ms: 0.5, eager_backward_ms: null },
+      {
+        path: "fc1",
+        ms: 2,
+        backward_ms: 3,
+        eager_ms: 2.5,
+        eager_backward_ms: 4,
+        shared: [],
+        backward_shared: [],
+      },
+      {
+        path: "act",
+        ms: 1,
+        backward_ms: 1,
+        eager_ms: 0.5,
+        eager_backward_ms: null,
+        shared: [],
+        backward_shared: [],
+      },
     ];
-    // a document saved before eager's backward was measured has no such field
+    // a document saved before eager's backward, or the shared fusions, were measured has no such fields
     delete (p.modules[1] as Partial<(typeof p.modules)[number]>).eager_backward_ms;
+    delete (p.modules[1] as Partial<(typeof p.modules)[number]>).shared;
+    delete (p.modules[1] as Partial<(typeof p.modules)[number]>).backward_shared;
     m = mountDoc(doc);
     const cells = (): string[][] =>
       m!
@@ -146,6 +164,54 @@ describe("profile", () => {
     expect(cells()).toEqual([
       ["fc1", "3.00 ms", "4.00 ms"],
       ["act", "1.00 ms", "–"],
+    ]);
+  });
+
+  test("a module whose ops run in a fusion with other modules' is not ranked against eager's whole time", () => {
+    // A fusion counts in the scope around all its ops (Note [A fusion across modules]): "bn 0.30 ms" in
+    // green beside eager's 20 ms, and a backward of 0 ms left out, read as thunder being faster.
+    const { doc } = profiled();
+    const p = (doc as unknown as { profile: Profile }).profile;
+    p.modules = [
+      {
+        path: "bn",
+        ms: 0.3,
+        backward_ms: 0,
+        eager_ms: 20,
+        eager_backward_ms: 5,
+        shared: ["TorchCompile0"],
+        backward_shared: ["TorchCompile1"],
+      },
+      {
+        path: "fc",
+        ms: 2,
+        backward_ms: 3,
+        eager_ms: 2.5,
+        eager_backward_ms: 4,
+        shared: [],
+        backward_shared: [],
+      },
+    ];
+    m = mountDoc(doc);
+    const rows = (): [string, string, string, boolean][] =>
+      m!.all("[data-testid='profile-module']").map((r) => {
+        const td = Array.from(r.querySelectorAll("td"));
+        const [path, ms, eager] = td.map((c) => c.textContent ?? "");
+        return [
+          path!,
+          ms!,
+          eager!,
+          td[2]!.classList.contains("tx-good") || td[2]!.classList.contains("tx-warn"),
+        ];
+      });
+    expect(rows()).toEqual([
+      ["bn", "300.0 µs + part of TorchCompile0", "20.00 ms", false],
+      ["fc", "2.00 ms", "2.50 ms", true],
+    ]);
+    click(m.q(`[data-testid='step'][data-step-index='${lastOf(doc, "backward").index}']`));
+    expect(rows()).toEqual([
+      ["bn", "in TorchCompile1", "5.00 ms", false],
+      ["fc", "3.00 ms", "4.00 ms", true],
     ]);
   });
 
