@@ -724,9 +724,11 @@ def document(
     error: dict | None = None,
     profile: dict | None = None,
     autograd: str | None = None,
+    entries: dict | None = None,
 ) -> dict:
     """The trace document (schema ``thunder-trace`` version 1) of one explorer session; ``autograd``: why torch's
-    autograd records the backward instead of thunder's backward traces, if it does."""
+    autograd records the backward instead of thunder's backward traces, if it does; ``entries``: the cache
+    entries' inputs and which one the steps show, when there are several."""
     doc = {
         "schema": SCHEMA,
         "version": VERSION,
@@ -741,6 +743,8 @@ def document(
         doc["profile"] = profile
     if autograd is not None:
         doc["autograd"] = str(autograd)
+    if entries is not None:
+        doc["entries"] = entries
     return doc
 
 
@@ -822,6 +826,8 @@ def validate_document(doc: Any, *, check_json: bool = True) -> None:
     if doc.get("executors") is not None:
         _fields(doc["executors"], "document.executors", _EXECUTORS)
     _check(doc.get("autograd") is None or isinstance(doc["autograd"], str), "document.autograd", "expected a string")
+    if doc.get("entries") is not None:
+        _fields(doc["entries"], "document.entries", {"inputs": list, "shown": (int, _NULL)})
     steps = doc["steps"]
     _check(len(steps) <= LIMITS["steps"], "document.steps", f"more than {LIMITS['steps']} steps")
     last_of_kind: dict[str, str] = {}

@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 import thunder
+from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_map
 from thunder.core.symbol import notebook_cell
 from thunder.examine import fusion_status
@@ -669,7 +670,22 @@ class Session:
             error=None if self.error is None else self.error.to_json(),
             profile=None if profile is None else profile.to_json(steps),
             autograd=self.autograd_fallback(),
+            entries=self.entries_json(),
         )
+
+    def entries_json(self) -> dict | None:
+        """The document's ``entries``: what each cache entry was compiled for (its inputs, not the module's
+        parameters) and which one the steps show, the last compiled (``generate`` compiles a prefill entry,
+        then one for every decoding step, and the steps are the decoding entry's); None with one entry."""
+        try:
+            entries = thunder.compile_stats(self.jitted).entries
+            last = thunder.last_traces(self.jitted)[-1]
+        except (TypeError, IndexError):  # never compiled
+            return None
+        if len(entries) < 2:
+            return None
+        shown = next((i for i, e in enumerate(entries) if e.computation_traces[-1:] == [last]), None)
+        return {"inputs": [_entry_inputs(e) for e in entries], "shown": shown}
 
     def autograd_fallback(self) -> str | None:
         """Why torch's autograd records the backward of the last compilation instead of thunder's backward traces
@@ -678,6 +694,15 @@ class Session:
             return thunder.compile_stats(self.jitted).last_autograd_fallback
         except TypeError:  # never compiled
             return None
+
+
+def _entry_inputs(entry: Any) -> str:
+    """A cache entry's tensor and number inputs as its first computation trace prints them
+    (``input_ids: cpu i64[1, 8], ...``), the module's parameters left out."""
+    trace = entry.computation_traces[0]
+    values = [a for a in trace.args if isinstance(a, (TensorProxy, NumberProxy)) and a.name not in trace.input_paths]
+    text = ", ".join(f"{a.name}: {a.type_string()}" for a in values) or "no tensor inputs"
+    return text + (" (symbolic values: other sizes run it too)" if entry.symbolic else "")
 
 
 def _record_statistics(run: Run, jitted: Any) -> None:

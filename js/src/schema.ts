@@ -264,6 +264,15 @@ export interface TraceDocument {
   error: ErrorInfo | null;
   /** Why torch's autograd records the backward instead of thunder's backward traces; null when they run. */
   autograd: string | null;
+  /** The cache entries when there are several (`generate`: the prefill's and the decoding steps'); else null. */
+  entries: CacheEntries | null;
+}
+
+export interface CacheEntries {
+  /** Each entry's inputs as its trace prints them (the module's parameters left out), least recently used first. */
+  inputs: string[];
+  /** The entry whose compilation the steps show (the last compiled); null when none of them. */
+  shown: number | null;
 }
 
 export type ValidationResult = { ok: true; doc: TraceDocument } | { ok: false; errors: string[] };
@@ -641,6 +650,15 @@ function readFusions(r: Reader, v: unknown, path: string): FusionStatus[] {
   });
 }
 
+function readEntries(r: Reader, v: unknown, path: string): CacheEntries | null {
+  if (v === null || v === undefined) return null;
+  const o = r.obj(v, path);
+  return {
+    inputs: r.arr(o.inputs, `${path}.inputs`).map((x, i) => r.str(x, `${path}.inputs[${i}]`)),
+    shown: o.shown === null || o.shown === undefined ? null : r.int(o.shown, `${path}.shown`),
+  };
+}
+
 /** A list of strings that older documents leave out (then empty). */
 function optStrList(r: Reader, v: unknown, path: string): string[] {
   if (v === null || v === undefined) return [];
@@ -779,6 +797,7 @@ export function readDocument(input: unknown, maxBytes: number = LIMITS.maxBytes)
       error: readError(r, o.error, "error"),
       profile: readProfile(r, o.profile, "profile"),
       autograd: r.optStr(o.autograd, "autograd"),
+      entries: readEntries(r, o.entries, "entries"),
     };
     if (r.errors.length) return { ok: false, errors: r.errors };
     return { ok: true, doc };

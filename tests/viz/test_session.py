@@ -147,6 +147,21 @@ def test_reruns_copy_an_input_object_the_program_grows():
     assert cache.keys is kept and cache.keys.shape == (2, 4)  # the user's cache as the call left it
 
 
+def test_the_document_says_which_cache_entry_its_steps_are():
+    """After ``generate`` (a prefill entry, then one for the decoding steps) the explorer showed the last
+    compilation's steps without saying that another entry exists, or which one it shows."""
+    jitted = thunder.jit(mul_sin)
+    session = Session(jitted)
+    session(torch.randn(2, 3), torch.randn(2, 3))
+    assert "entries" not in session.to_document()  # one entry: nothing to say
+    session(torch.randn(5, 3), torch.randn(5, 3))
+    entries = session.to_document()["entries"]
+    assert len(entries["inputs"]) == 2 and "x: cpu f32[2, 3]" in entries["inputs"][0]
+    assert entries["inputs"][entries["shown"]].startswith("x: cpu f32[5, 3], y: cpu f32[5, 3]")
+    shown = thunder.compile_stats(jitted).entries[entries["shown"]]
+    assert shown.computation_traces[-1] is thunder.last_traces(jitted)[-1]
+
+
 def test_the_call_that_compiled_is_the_first_run():
     session = Session(thunder.jit(mul_sin))
     session(torch.randn(3), torch.randn(3))
