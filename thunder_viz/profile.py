@@ -83,6 +83,7 @@ from thunder.core.codegen import profiling_ranges
 from thunder.core.prims.python import python_return
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import PARAMETER, BoundSymbol
+from thunder.examine import fusion_status
 from thunder.transforms.delete_last_used import python_del
 
 __all__ = ["Profile", "StatementCost", "ModuleCost", "profile"]
@@ -185,6 +186,9 @@ class Profile:
     profile_s: float = 0.0  # how long profiling took
     times: CallTimes | None = None  # thunder's calls (Note [Fair comparison with eager])
     eager_times: CallTimes | None = None  # eager's calls, alternating with thunder's; None when eager failed
+    # fusions not compiled when the profiled calls began, with where they stood at the end: their times are
+    # torch's kernels' (Note [Fusions that ran torch's kernels while profiled])
+    uncompiled: list[tuple[str, str]] = field(default_factory=list)
     # the traces profiled: what the explorer maps uids against (not serialised)
     traces: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -235,6 +239,13 @@ class Profile:
             )
         if self.unsteady:
             text.append("Profile again on a quieter machine for steadier numbers.")
+        if self.uncompiled:
+            names = ", ".join(f"{name} ({status})" for name, status in self.uncompiled)
+            text.append(
+                f"Not compiled when the calls began: {names}; their times are torch's kernels', not compiled "
+                "code's (a region compiles in the background once it has run long enough): call the function "
+                "more, then profile again."
+            )
         return " ".join(text)
 
     def attributed_ms(self, kind: str | None = None) -> float:
@@ -313,6 +324,7 @@ class Profile:
             "eager_call_cpu_ms": None if self.eager_call_cpu_ms is None else _round(self.eager_call_cpu_ms),
             "measured": self.measured(),
             "unsteady": self.unsteady,
+            "uncompiled": dict(self.uncompiled),
             "backward": self.backward,
             "attributed_ms": _round(self.attributed_ms()),
             "steps": out_steps,
@@ -429,6 +441,12 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         labels = {kind: _labels(trace, _KIND_TAG[kind]) for kind, trace in traces.items()}
         times, eager_times = CallTimes([], None if cuda else []), CallTimes([], None if cuda else [])
         ran_backward = []
+        # Note [Fusions that ran torch's kernels while profiled]
+        # A background-compiled fusion warms up on torch's kernels for its first calls (tens of them for a
+        # small region), so a profile made right after the first call times torch's kernels under the
+        # fusion's name: "TorchCompile0 is slow" where its compiled code never ran. The fusions not compiled
+        # when the calls begin are listed, with where they stood at the end.
+        before = fusion_status(jitted)
         with contextlib.ExitStack() as stack:
             for kind, trace in traces.items():
                 stack.enter_context(profiling_ranges(trace, lambda i, b, names=labels[kind]: names.get(i)))
@@ -450,6 +468,8 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
                             _record(eager_times, wall, cpu)
         if thunder.cache_misses(jitted) == misses:
             break
+    after = dict(fusion_status(jitted))
+    uncompiled = [(name, after.get(name, status)) for name, status in before if not status.startswith("compiled")]
     backward = any(ran_backward)
     if not backward:
         traces.pop("backward", None)
@@ -501,6 +521,7 @@ def measure(jitted: Any, original: Any, args: tuple, kwargs: dict, *, calls: int
         traces=traces,
         times=times,
         eager_times=eager_times,
+        uncompiled=uncompiled,
     )
 
 

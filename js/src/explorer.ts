@@ -704,7 +704,7 @@ class Explorer {
     // what was measured and what overlaps first: below the title, above the node's facts
     this.detailsEl.replaceChildren(
       ...(title ? [title] : []),
-      ...nodeCostLine(this.doc, this.profile.current, node.id),
+      ...nodeCostLine(this.doc, this.profile.current, node),
       ...overlapDetails(this.doc, this.stepOverlaps.get(node.id), this.stepNodes, this.stepIndex),
       ...rest,
     );

@@ -57,15 +57,24 @@ function share(ms: number, total: number): string {
 }
 
 /** The details' line on a profiled node: its time, share and memory per call. */
-export function nodeCostLine(doc: Document, sp: StepProfile | null, id: string): HTMLElement[] {
-  const c = sp?.costs.get(id);
+export function nodeCostLine(
+  doc: Document,
+  sp: StepProfile | null,
+  node: TraceNode,
+): HTMLElement[] {
+  const c = sp?.costs.get(node.id);
   if (!sp || !c) return [];
+  // a fusion still warming up when the calls began ran torch's kernels, not its compiled code
+  const status = node.fusion ? sp.profile.uncompiled[node.op] : undefined;
+  const text = `Profiled: ${formatMs(c.ms)} per call (${share(c.ms, sp.total)} of this step), ${formatBytes(c.bytes)} left allocated`;
   return [
     h(
       doc,
       "p",
-      { class: "tx-muted", "data-testid": "node-cost" },
-      `Profiled: ${formatMs(c.ms)} per call (${share(c.ms, sp.total)} of this step), ${formatBytes(c.bytes)} left allocated`,
+      { class: status ? "tx-warn" : "tx-muted", "data-testid": "node-cost" },
+      status
+        ? `${text}; not compiled when the calls began (${status}): torch's kernels' time`
+        : text,
     ),
   ];
 }
@@ -127,7 +136,10 @@ export function profilePanel(
         doc,
         "p",
         {
-          class: p.unsteady ? "tx-profile-measured tx-warn" : "tx-profile-measured",
+          class:
+            p.unsteady || Object.keys(p.uncompiled).length
+              ? "tx-profile-measured tx-warn"
+              : "tx-profile-measured",
           "data-testid": "profile-measured",
         },
         p.measured,

@@ -246,6 +246,11 @@ export interface Profile {
   measured: string | null;
   /** Whether the calls varied so much that the machine's load changed while measuring. */
   unsteady: boolean;
+  /**
+   * Fusions not compiled when the profiled calls began, with where they stood at the end: their times
+   * are torch's kernels' (a background-compiled region warms up first). Empty in older documents.
+   */
+  uncompiled: Record<string, string>;
   /** By step id: the last computation and backward steps (what ran). */
   steps: Record<string, StepCosts>;
   modules: ModuleCost[];
@@ -739,6 +744,10 @@ function readProfile(r: Reader, v: unknown, path: string): Profile | null {
     attributed_ms: r.num(o.attributed_ms, `${path}.attributed_ms`),
     measured: r.optStr(o.measured, `${path}.measured`),
     unsteady: o.unsteady === undefined ? false : r.bool(o.unsteady, `${path}.unsteady`),
+    uncompiled:
+      o.uncompiled === undefined || o.uncompiled === null
+        ? {}
+        : readReasons(r, o.uncompiled, `${path}.uncompiled`),
     steps,
     modules,
     saved,

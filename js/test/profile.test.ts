@@ -38,6 +38,7 @@ function profiled(): { doc: TraceDocument; hot: string; cold: string[] } {
     measured:
       "3 rounds, each one call of thunder and one of eager PyTorch in turn, under one profiler.",
     unsteady: false,
+    uncompiled: {},
     steps: {
       [fw.id]: { total_ms: 9 + 0.01 * cold.length, nodes },
       [bw.id]: { total_ms: top(bw).length, nodes: bwNodes },
@@ -213,6 +214,30 @@ describe("profile", () => {
       ["bn", "in TorchCompile1", "5.00 ms", false],
       ["fc", "3.00 ms", "4.00 ms", true],
     ]);
+  });
+
+  test("a fusion still warming up when the calls began says its time is torch's kernels'", () => {
+    // profiled right after the first call, a background-compiled region ran torch's kernels under its name
+    const { doc } = profiled();
+    const p = (doc as unknown as { profile: Profile }).profile;
+    const fusion = lastOf(doc, "computation").nodes.find((n) => n.fusion)!;
+    p.uncompiled = { [fusion.op]: "warming up" };
+    m = mountDoc(doc);
+    expect(m.q("[data-testid='profile-measured']").classList.contains("tx-warn")).toBe(true);
+    click(m.q(`[data-testid='profile-node'][data-node-id='${fusion.id}']`));
+    const cost = m.q("[data-testid='node-cost']");
+    expect(cost.textContent).toContain("not compiled when the calls began (warming up)");
+    expect(cost.classList.contains("tx-warn")).toBe(true);
+    // a node that is not a fusion, and a document without the field, say nothing of it
+    const other = Object.keys(p.steps[lastOf(doc, "computation").id]!.nodes).find(
+      (id) => id !== fusion.id,
+    )!;
+    click(m.q(`[data-testid='profile-node'][data-node-id='${other}']`));
+    expect(m.q("[data-testid='node-cost']").textContent).not.toContain("not compiled");
+    m.cleanup();
+    delete (p as Partial<Profile>).uncompiled;
+    m = mountDoc(doc);
+    expect(m.q("[data-testid='profile-measured']").classList.contains("tx-warn")).toBe(false);
   });
 
   test("the runs table's Profile action asks the host, and shows it is profiling", () => {

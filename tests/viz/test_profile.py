@@ -362,6 +362,27 @@ def test_the_table_and_the_document_say_which_module_times_are_partial():
     assert "+: and part of a fusion" in p.table()
 
 
+def test_a_profile_says_which_fusions_ran_torchs_kernels_while_warming_up():
+    """Profiled right after the first call, the default executor's fusions were still warming up on torch's
+    kernels: their times were shown as the fusions' with nothing saying so (Note [Fusions that ran torch's
+    kernels while profiled])."""
+    model = Net()
+    x = torch.randn(8, 16)
+    jm = thunder.jit(model)
+    jm(x).backward()
+    warming = [name for name, status in thunder.examine.fusion_status(jm) if status == "warming up"]
+    assert warming  # a background-compiled region warms up for tens of calls
+    p = thunder_viz.profile(jm, x, calls=1)
+    assert [name for name, _ in p.uncompiled] == warming
+    assert "Not compiled when the calls began: " + warming[0] in p.measured()
+    doc = Session(jm, args=(x,)).to_document()
+    assert set(doc["profile"]["uncompiled"]) == set(warming)
+    on_torch = thunder.jit(Net(), executors=["torch"])  # no fusions: nothing to say
+    on_torch(x).backward()
+    q = thunder_viz.profile(on_torch, x, calls=1)
+    assert q.uncompiled == [] and "Not compiled" not in q.measured()
+
+
 def test_the_document_maps_costs_onto_the_nodes_of_the_steps_that_ran():
     model = Net()
     jm = thunder.jit(model)
