@@ -240,7 +240,13 @@ class Profile:
         if self.unsteady:
             text.append("Profile again on a quieter machine for steadier numbers.")
         if self.uncompiled:
-            names = ", ".join(f"{name} ({status})" for name, status in self.uncompiled)
+            by_status: dict[str, list[str]] = {}
+            for name, status in self.uncompiled:
+                by_status.setdefault(status, []).append(name)
+            names = "; ".join(
+                f"{', '.join(n[:3])}{f' and {len(n) - 3} more' if len(n) > 3 else ''} ({status})"
+                for status, n in by_status.items()
+            )
             text.append(
                 f"Not compiled when the calls began: {names}; their times are torch's kernels', not compiled "
                 "code's (a region compiles in the background once it has run long enough): call the function "
