@@ -22,6 +22,10 @@
  * (the one nearest the top) and in the free column nearest to it, so a layer norm's weight and
  * bias stand right above it. An input keeps its cell from the step before only if that is still
  * right above its first consumer (a backward step's inputs are not where the forward had them).
+ * A source that nothing drawn reads (a batch norm's `num_batches_tracked += 1`, an update of a
+ * buffer) has no consumer to stand above: it stands one layer below the node before it in trace
+ * order (beside the batch norm that follows it), inside its module's box, where the top row put each of a ResNet's twenty
+ * such updates and stretched every module's box over the whole graph.
  */
 
 /** What the layout needs of one step (small, so it is cheap to post to the worker). */
@@ -127,7 +131,23 @@ export class LayoutEngine {
         isFree,
         nearestFree,
       );
-    for (const node of freshSources) placeMember(node, above(node.lineage, node.id, 1, 0));
+    const order = new Map(step.nodes.map((n, i) => [n.id, i]));
+    // The cell of the nearest node before `id` in trace order, if any is placed (a member: its own).
+    const previous = (id: string): Cell | undefined => {
+      for (let i = (order.get(id) ?? 0) - 1; i >= 0; i--) {
+        const c = placed.get(step.nodes[i]!.id);
+        if (c) return c;
+      }
+      return undefined;
+    };
+    for (const node of freshSources) {
+      const read = consumers.get(node.id)?.some((t) => placed.has(t));
+      const before = read ? undefined : previous(node.id);
+      placeMember(
+        node,
+        before ? nearestFree(before.layer + 1, before.col + 1) : above(node.lineage, node.id, 1, 0),
+      );
+    }
     step.inputs.forEach((id, i) => {
       if (!placed.has(id)) place(id, above([id], id, 0, i)); // a malformed document may repeat one
     });

@@ -35,6 +35,22 @@ describe("layered layout", () => {
     expect(new Set(occupied).size).toBe(occupied.length);
   });
 
+  test("a source that nothing reads stands below the node before it, not on the top row", () => {
+    // ResNet's batch norms each end with `num_batches_tracked += 1` (reads a buffer only, read by
+    // nothing): on the top row, each stretched its module's box over the whole graph
+    const step: LayoutStepInput = {
+      inputs: ["input:x", "input:count"],
+      nodes: ["n1", "n2", "n3", "bump", "n4"].map((id) => ({ id, lineage: [] })),
+      edges: [...chain(["input:x", "n1", "n2", "n3", "n4", "output"]), ["input:count", "bump"]],
+    };
+    const [c] = layoutSteps([step]).map(cells);
+    const [n3Layer, n3Col] = c!.get("n3")!;
+    expect(c!.get("bump")).toEqual([n3Layer + 1, n3Col + 1]); // beside n4, which follows it
+    expect(c!.get("input:count")).toEqual([n3Layer, n3Col + 1]); // its input right above it
+    const occupied = [...c!.values()].map(([l, k]) => `${l},${k}`);
+    expect(new Set(occupied).size).toBe(occupied.length);
+  });
+
   test("a node surviving from step A to step B keeps its coordinates", () => {
     const a: LayoutStepInput = {
       inputs: ["input:x"],
