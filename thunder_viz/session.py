@@ -684,7 +684,7 @@ class Session:
             return None
         if len(entries) < 2:
             return None
-        shown = next((i for i, e in enumerate(entries) if e.computation_traces[-1:] == [last]), None)
+        shown = next((i for i, e in enumerate(entries) if e.computation_traces and e.computation_traces[-1] is last), None)
         return {"inputs": [_entry_inputs(e) for e in entries], "shown": shown}
 
     def autograd_fallback(self) -> str | None:
