@@ -49,3 +49,35 @@ def test_distribution_validation_switched_between_calls_is_seen(cache):
             args = (torch.zeros(2, 3), torch.full((2, 3), scale).log(), torch.randn(2, 3))
             expected, actual = _outcome(_log_prob, *args), _outcome(jitted, *args)
             assert _same(expected, actual), (validate, scale, expected, actual)
+
+
+def _to_channels_last(x, w):
+    y = x.to(memory_format=torch.channels_last)  # as vision training loops write it, for the faster kernels
+    z = x.to(torch.float64, memory_format=torch.channels_last)
+    return torch.nn.functional.conv2d(y, w), y.stride(), z.stride(), y.is_contiguous(memory_format=torch.channels_last)
+
+
+def _updates_channels_last(x):
+    x.to(memory_format=torch.channels_last).add_(1)  # updates ``x`` itself where it is channels-last already
+    return x * 1
+
+
+@pytest.mark.parametrize("channels_last_input", [False, True])
+def test_to_channels_last_is_eagers(channels_last_input):
+    # ``Tensor.to(memory_format=torch.channels_last)`` was refused (``.contiguous(memory_format=...)`` was not).
+    layout = torch.channels_last if channels_last_input else torch.contiguous_format
+    jitted, updates = thunder.jit(_to_channels_last), thunder.jit(_updates_channels_last)
+    for _ in range(2):
+        x = torch.randn(2, 3, 6, 6).to(memory_format=layout).requires_grad_()
+        w = torch.randn(4, 3, 3, 3, requires_grad=True)
+        expected, actual = _to_channels_last(x, w), jitted(x, w)
+        assert actual[1:] == expected[1:]
+        torch.testing.assert_close(actual[0], expected[0])
+        expected_grads = torch.autograd.grad(expected[0].sum(), (x, w))
+        torch.testing.assert_close(torch.autograd.grad(actual[0].sum(), (x, w)), expected_grads)
+        x = torch.randn(2, 3, 4, 4).to(memory_format=layout)
+        x_copy = x.clone(memory_format=torch.preserve_format)
+        torch.testing.assert_close(updates(x_copy), _updates_channels_last(x))
+        torch.testing.assert_close(x_copy, x)
+    with pytest.raises(RuntimeError, match="required rank 5 tensor to use channels_last_3d format"):
+        thunder.jit(lambda x: x.to(memory_format=torch.channels_last_3d))(torch.randn(2, 3, 4, 4))
