@@ -10,6 +10,7 @@ import torch
 import torch.distributions as D
 
 import thunder
+from thunder.core.errors import UnsupportedOpError
 
 
 def _outcome(f, *args):
@@ -81,3 +82,30 @@ def test_to_channels_last_is_eagers(channels_last_input):
         torch.testing.assert_close(x_copy, x)
     with pytest.raises(RuntimeError, match="required rank 5 tensor to use channels_last_3d format"):
         thunder.jit(lambda x: x.to(memory_format=torch.channels_last_3d))(torch.randn(2, 3, 4, 4))
+
+
+class _Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.linear(x).relu()
+
+
+class _WithTracedHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = torch.jit.trace(_Head(), torch.randn(1, 3))  # a model exported by torch.jit.trace, reused
+
+    def forward(self, x):
+        return self.head(x * 2)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace")
+def test_a_module_made_by_torch_jit_trace_is_refused_as_a_scripted_one():
+    # A traced module's ``forward`` is a ``ScriptMethod``, which was taken for an unknown torch function ("Add a
+    # symbol for it with @thunder.torch.torchsymbol"), where a scripted module says what to do.
+    refused = r"TorchScript module .*test_probe_findings10.py:\d+ in _WithTracedHead.forward.*Pass the original nn.Module"
+    with pytest.raises(UnsupportedOpError, match=refused):
+        thunder.jit(_WithTracedHead())(torch.randn(2, 3))

@@ -224,16 +224,20 @@ _DEFAULTS = (
 )
 
 
-_SCRIPT_FUNCTION, _SCRIPT_MODULE = torch.jit.ScriptFunction, torch.jit.ScriptModule
+_SCRIPT_FUNCTION, _SCRIPT_MODULE, _SCRIPT_METHOD = torch.jit.ScriptFunction, torch.jit.ScriptModule, torch.ScriptMethod
 
 
-def _refuse_script_module(module: torch.nn.Module, *args, **kwargs):
-    """A TorchScript module (``torch.jit.script``/``trace``): its methods run in C++, on real tensors only."""
+def _refuse_script_module(module: torch.nn.Module | torch.ScriptMethod, *args, **kwargs):
+    """A TorchScript module (``torch.jit.script``/``trace``): its methods run in C++, on real tensors only. A traced
+    module's ``forward`` is a ``ScriptMethod`` itself, bound to the C++ module (its ``owner``)."""
     loc = source_location()
+    what = f"{type(module).__name__} {getattr(module, 'original_name', '')}"
+    if type(module) is _SCRIPT_METHOD:
+        what = f"its method {module.name}"
     raise UnsupportedOpError(
-        f"a TorchScript module ({type(module).__name__} {getattr(module, 'original_name', '')}) is called inside the "
-        f"jitted function{f' (at {loc})' if loc else ''}: its code runs in TorchScript's interpreter, which does not "
-        "take traced values. Pass the original nn.Module (before torch.jit.script or torch.jit.trace) instead."
+        f"a TorchScript module ({what}) is called inside the jitted function{f' (at {loc})' if loc else ''}: its "
+        "code runs in TorchScript's interpreter, which does not take traced values. Pass the original nn.Module "
+        "(before torch.jit.script or torch.jit.trace) instead."
     )
 
 
@@ -577,6 +581,8 @@ class SpecialCallsMixin:
             return functools.partial(_refuse_untraced_update, fn)
         if issubclass(self_type, _SCRIPT_MODULE):
             return functools.partial(_refuse_script_module, self_obj)
+        if type(fn) is _SCRIPT_METHOD:
+            return functools.partial(_refuse_script_module, fn)
         if self_type is functools._lru_cache_wrapper and plain_attribute(fn, "__name__") in _CACHE_STATE:
             return functools.partial(_refuse_cache_state, self_obj, fn.__name__)
         if self_obj is not None and plain_attribute(fn, "__name__") == "write":
