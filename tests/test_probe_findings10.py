@@ -5,6 +5,8 @@ the values or the error."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch.distributions as D
@@ -109,3 +111,45 @@ def test_a_module_made_by_torch_jit_trace_is_refused_as_a_scripted_one():
     refused = r"TorchScript module .*test_probe_findings10.py:\d+ in _WithTracedHead.forward.*Pass the original nn.Module"
     with pytest.raises(UnsupportedOpError, match=refused):
         thunder.jit(_WithTracedHead())(torch.randn(2, 3))
+
+
+class _Affine(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(3))
+        self.bias = torch.nn.Parameter(torch.randn(3))
+
+    def forward(self, x):
+        return torch.sin(x * self.weight + self.bias)
+
+
+_ENSEMBLE = [_Affine() for _ in range(4)]
+_BASE = _Affine().to("meta")
+
+
+def _ensemble(params, buffers, x):
+    # torch.func's model ensembling recipe: the members' parameters stacked into one dict, mapped by one in_dim
+    def member(p, b, x):
+        return torch.func.functional_call(_BASE, (p, b), (x,))
+
+    return torch.vmap(member, in_dims=(0, 0, None))(params, buffers, x)
+
+
+def _by_leaf(d, x):
+    return torch.vmap(lambda d, x: d["scale"][0] * x + d["shift"], in_dims=({"scale": [1], "shift": 0}, None))(d, x)
+
+
+def test_vmap_over_a_dict_of_stacked_parameters_is_eagers():
+    # A pytree argument (a dict) mapped by one in_dim, or by a pytree of in_dims, was refused with the ValueError
+    # vmap gives a non-tensor, and the call ran eagerly ("please report it").
+    jitted, by_leaf = thunder.jit(_ensemble), thunder.jit(_by_leaf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an eager run instead of the trace (EagerRunWarning) fails the test
+        for _ in range(2):
+            params, buffers = torch.func.stack_module_state(_ENSEMBLE)
+            x = torch.randn(5, 3)
+            expected = _ensemble(params, buffers, x)
+            actual = jitted({k: v.detach().requires_grad_() for k, v in params.items()}, buffers, x)
+            torch.testing.assert_close(actual, expected)
+            d = {"scale": [torch.randn(3, 4)], "shift": torch.randn(4, 3)}
+            torch.testing.assert_close(by_leaf(d, x[0]), _by_leaf(d, x[0]))
