@@ -153,3 +153,18 @@ def test_vmap_over_a_dict_of_stacked_parameters_is_eagers():
             torch.testing.assert_close(actual, expected)
             d = {"scale": [torch.randn(3, 4)], "shift": torch.randn(4, 3)}
             torch.testing.assert_close(by_leaf(d, x[0]), _by_leaf(d, x[0]))
+
+
+def _nested(a, b, layout):
+    nt = torch.nested.nested_tensor([a, b], layout=layout)  # variable-length sequences, as torch documents
+    return nt.sin().to_padded_tensor(0.0)
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
+def test_a_nested_tensor_made_in_the_program_is_refused_at_the_user_s_line(layout):
+    # A strided nested tensor made in the program stopped tracing at a TypeError and ran eagerly ("please report
+    # it"); a jagged one failed on a storage read inside torch, naming neither the op nor the user's line.
+    refused = r"torch.nested.nested_tensor inside the jitted function \(called at .*test_probe_findings10.py:\d+ in _nested"
+    with pytest.raises(UnsupportedOpError, match=refused):
+        thunder.jit(_nested)(torch.randn(2, 3), torch.randn(4, 3), layout)

@@ -201,6 +201,14 @@ _ARRAY_LIKE = (
     "outside the jitted function and pass its dense form (.to_dense()), and use torch.as_tensor instead of asarray."
 )
 
+# torch.nested's constructors: a nested tensor is a layout of its own (its jagged form keeps a real tensor in a
+# global, whose storage the constructor reads)
+_NESTED = (
+    "it makes a nested tensor, which thunder.jit does not trace (it traces strided, dense tensors). Pad the sequences "
+    "(torch.nn.utils.rnn.pad_sequence) and pass their lengths or a mask, or make the nested tensor and compute with it "
+    "outside the jitted function."
+)
+
 # torch's functorch and higher-order-op machinery runs its own dispatcher levels on real tensors
 _TRANSFORM = (
     "it runs torch's own transform machinery, which does not take traced values. Apply it outside the jitted "
@@ -364,6 +372,13 @@ class SpecialCallsMixin:
                 for fn in (
                     torch.sparse_coo_tensor, torch.sparse_csr_tensor, torch.sparse_csc_tensor,
                     torch.sparse_bsr_tensor, torch.sparse_bsc_tensor, torch.sparse_compressed_tensor,
+                )
+            },
+            **{
+                fn: functools.partial(_refuse_traced, f"torch.nested.{fn.__name__}", _NESTED, fn)
+                for fn in (
+                    torch.nested.nested_tensor, torch.nested.as_nested_tensor, torch.nested.nested_tensor_from_jagged,
+                    torch.nested.narrow, torch.nested.masked_select,
                 )
             },
             torch.utils.hooks.BackwardHook: _ModuleBackwardHook,
