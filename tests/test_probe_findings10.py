@@ -5,6 +5,7 @@ the values or the error."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import warnings
 
 import pytest
@@ -13,6 +14,11 @@ import torch.distributions as D
 
 import thunder
 from thunder.core.errors import UnsupportedOpError
+
+try:
+    from lightning_utilities.core.imports import RequirementCache  # torchmetrics' dependency
+except ImportError:
+    RequirementCache = None
 
 
 def _outcome(f, *args):
@@ -168,3 +174,38 @@ def test_a_nested_tensor_made_in_the_program_is_refused_at_the_user_s_line(layou
     refused = r"torch.nested.nested_tensor inside the jitted function \(called at .*test_probe_findings10.py:\d+ in _nested"
     with pytest.raises(UnsupportedOpError, match=refused):
         thunder.jit(_nested)(torch.randn(2, 3), torch.randn(4, 3), layout)
+
+
+def _masked_mean(x, mask):
+    return torch.masked.masked_tensor(x, mask).sum()
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of MaskedTensors")
+def test_a_masked_tensor_made_in_the_program_is_refused_at_the_user_s_line():
+    # It stopped tracing at a RuntimeError of torch's autograd and ran eagerly ("please report it").
+    refused = r"torch.masked.masked_tensor inside the jitted function \(called at .*test_probe_findings10.py:\d+ in _masked"
+    with pytest.raises(UnsupportedOpError, match=refused):
+        thunder.jit(_masked_mean)(torch.randn(2, 3), torch.rand(2, 3) > 0.5)
+
+
+def _scaled_by_torch_version(x):
+    major = int(importlib.metadata.version("torch").split(".")[0])  # a library's feature check, as transformers does
+    return x * major
+
+
+def _scaled_if_available(x):
+    return x * 2 if RequirementCache("torch>=2.0") else x  # what a torchmetrics metric's update asks on first use
+
+
+@pytest.mark.parametrize("fn", [_scaled_by_torch_version, _scaled_if_available])
+def test_a_query_of_the_installed_packages_runs_as_eagers(fn, monkeypatch):
+    # ``importlib.metadata.version`` clears a cache of its own for a sys.path entry that does not exist: interpreted,
+    # that was refused as the program's ``cache_clear()``, so a torchmetrics metric's first ``update`` in a jitted
+    # module failed.
+    if fn is _scaled_if_available and RequirementCache is None:
+        pytest.skip("lightning_utilities is not installed")
+    monkeypatch.syspath_prepend("/nonexistent-path-of-test-probe-findings10")
+    jitted = thunder.jit(fn)
+    for _ in range(2):
+        x = torch.randn(3)
+        torch.testing.assert_close(jitted(x), fn(x))

@@ -38,6 +38,7 @@ from __future__ import annotations
 import copy as copy_module
 import dataclasses
 import functools
+import importlib.metadata
 import logging
 import os
 import sys
@@ -207,6 +208,12 @@ _NESTED = (
     "it makes a nested tensor, which thunder.jit does not trace (it traces strided, dense tensors). Pad the sequences "
     "(torch.nn.utils.rnn.pad_sequence) and pass their lengths or a mask, or make the nested tensor and compute with it "
     "outside the jitted function."
+)
+
+# torch.masked's MaskedTensor: a tensor subclass whose ops run torch's own autograd.Functions on real tensors
+_MASKED = (
+    "it makes a MaskedTensor, a tensor subclass thunder.jit does not trace. Pass the mask to torch.masked's functions "
+    "instead (torch.masked.sum(x, dim, mask=mask), torch.masked.softmax, ...), or use torch.where."
 )
 
 # torch's functorch and higher-order-op machinery runs its own dispatcher levels on real tensors
@@ -381,6 +388,10 @@ class SpecialCallsMixin:
                     torch.nested.narrow, torch.nested.masked_select,
                 )
             },
+            **{
+                fn: functools.partial(_refuse_traced, f"torch.masked.{fn.__name__}", _MASKED, fn)
+                for fn in (torch.masked.masked_tensor, torch.masked.as_masked_tensor)
+            },
             torch.utils.hooks.BackwardHook: _ModuleBackwardHook,
             _ModuleBackwardHook.setup_input_hook: self._module_hook_inputs,
             _ModuleBackwardHook.setup_output_hook: self._module_hook_outputs,
@@ -393,6 +404,14 @@ class SpecialCallsMixin:
             warnings.simplefilter: warnings.simplefilter,
             warnings.filterwarnings: warnings.filterwarnings,
             warnings.resetwarnings: warnings.resetwarnings,
+            # Queries of the installed packages (lightning_utilities' ``RequirementCache``, which a torchmetrics
+            # metric's ``update`` asks on first use) read the file system, not the program's state: run natively.
+            # Interpreted, their own lru caches (``FastPath.lookup.cache_clear()``) were refused as the program's.
+            **{fn: fn for fn in (
+                importlib.metadata.version, importlib.metadata.distribution, importlib.metadata.metadata,
+                importlib.metadata.requires, importlib.metadata.files, importlib.metadata.entry_points,
+                importlib.metadata.distributions, importlib.metadata.packages_distributions,
+            )},
             os._Environ.__getitem__: self._environ_getitem,
             os._Environ.__iter__: self._environ_iter,
             os._Environ.__len__: lambda env: len(self._environ_read(env, None)),
