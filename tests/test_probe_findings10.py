@@ -1,7 +1,10 @@
 """Programs written as ML engineers write them, where the jitted call differed from eager: a policy's
 ``torch.distributions`` with argument validation switched off and on between calls
-(``Distribution.set_default_validate_args``). Each runs the program eagerly and jitted on several calls and compares
-the values or the error."""
+(``Distribution.set_default_validate_args``); ``Tensor.to(memory_format=torch.channels_last)``; a module made by
+``torch.jit.trace``; ``torch.vmap`` over a dict of stacked parameters (``torch.func.stack_module_state``); nested and
+masked tensors made in the program; a query of the installed packages (``importlib.metadata``, which a torchmetrics
+metric's first ``update`` makes). Each runs the program eagerly and jitted on several calls and compares the values,
+or checks the error names the op and the user's line."""
 
 from __future__ import annotations
 
