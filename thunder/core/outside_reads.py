@@ -20,7 +20,9 @@ of any object: what the class holds (a class attribute, a static method, a prope
 object's type does not fix, and which ``Scaler.factor = 3`` or ``Base.double = property(...)`` after tracing changes.
 So for each class of the user's and name read that way the prologue checks that the class's lookup (its MRO, as
 ``_PyType_Lookup``) still finds the object the trace found (``check_class_attr``); for ``super().name``, the part
-of the MRO after the method's class.
+of the MRO after the method's class. A library's classes are taken as fixed, except the settings torch keeps on a
+class (``Distribution._validate_args``, which ``set_default_validate_args`` changes: ``torch_state.class_setting``),
+checked so.
 
 Note [Attributes of the user's functions]
 A function is checked by identity and code (``_guard_function``), but its ``__dict__`` can change: a counter kept
@@ -291,7 +293,7 @@ class OutsideReadsMixin:
             cls, after = obj.__self_class__, obj.__thisclass__
             if cls is None or not is_user_namespace(after):
                 return
-        elif isinstance(obj, type) or not is_user_namespace(cls):
+        elif isinstance(obj, type) or not (is_user_namespace(cls) or torch_state.class_setting(cls, name)):
             return
         if name.startswith("__"):
             return

@@ -38,6 +38,7 @@ from __future__ import annotations
 import copy as copy_module
 import dataclasses
 import functools
+import importlib.metadata
 import logging
 import os
 import sys
@@ -201,6 +202,20 @@ _ARRAY_LIKE = (
     "outside the jitted function and pass its dense form (.to_dense()), and use torch.as_tensor instead of asarray."
 )
 
+# torch.nested's constructors: a nested tensor is a layout of its own (its jagged form keeps a real tensor in a
+# global, whose storage the constructor reads)
+_NESTED = (
+    "it makes a nested tensor, which thunder.jit does not trace (it traces strided, dense tensors). Pad the sequences "
+    "(torch.nn.utils.rnn.pad_sequence) and pass their lengths or a mask, or make the nested tensor and compute with it "
+    "outside the jitted function."
+)
+
+# torch.masked's MaskedTensor: a tensor subclass whose ops run torch's own autograd.Functions on real tensors
+_MASKED = (
+    "it makes a MaskedTensor, a tensor subclass thunder.jit does not trace. Pass the mask to torch.masked's functions "
+    "instead (torch.masked.sum(x, dim, mask=mask), torch.masked.softmax, ...), or use torch.where."
+)
+
 # torch's functorch and higher-order-op machinery runs its own dispatcher levels on real tensors
 _TRANSFORM = (
     "it runs torch's own transform machinery, which does not take traced values. Apply it outside the jitted "
@@ -224,16 +239,20 @@ _DEFAULTS = (
 )
 
 
-_SCRIPT_FUNCTION, _SCRIPT_MODULE = torch.jit.ScriptFunction, torch.jit.ScriptModule
+_SCRIPT_FUNCTION, _SCRIPT_MODULE, _SCRIPT_METHOD = torch.jit.ScriptFunction, torch.jit.ScriptModule, torch.ScriptMethod
 
 
-def _refuse_script_module(module: torch.nn.Module, *args, **kwargs):
-    """A TorchScript module (``torch.jit.script``/``trace``): its methods run in C++, on real tensors only."""
+def _refuse_script_module(module: torch.nn.Module | torch.ScriptMethod, *args, **kwargs):
+    """A TorchScript module (``torch.jit.script``/``trace``): its methods run in C++, on real tensors only. A traced
+    module's ``forward`` is a ``ScriptMethod`` itself, bound to the C++ module (its ``owner``)."""
     loc = source_location()
+    what = f"{type(module).__name__} {getattr(module, 'original_name', '')}"
+    if type(module) is _SCRIPT_METHOD:
+        what = f"its method {module.name}"
     raise UnsupportedOpError(
-        f"a TorchScript module ({type(module).__name__} {getattr(module, 'original_name', '')}) is called inside the "
-        f"jitted function{f' (at {loc})' if loc else ''}: its code runs in TorchScript's interpreter, which does not "
-        "take traced values. Pass the original nn.Module (before torch.jit.script or torch.jit.trace) instead."
+        f"a TorchScript module ({what}) is called inside the jitted function{f' (at {loc})' if loc else ''}: its "
+        "code runs in TorchScript's interpreter, which does not take traced values. Pass the original nn.Module "
+        "(before torch.jit.script or torch.jit.trace) instead."
     )
 
 
@@ -362,6 +381,17 @@ class SpecialCallsMixin:
                     torch.sparse_bsr_tensor, torch.sparse_bsc_tensor, torch.sparse_compressed_tensor,
                 )
             },
+            **{
+                fn: functools.partial(_refuse_traced, f"torch.nested.{fn.__name__}", _NESTED, fn)
+                for fn in (
+                    torch.nested.nested_tensor, torch.nested.as_nested_tensor, torch.nested.nested_tensor_from_jagged,
+                    torch.nested.narrow, torch.nested.masked_select,
+                )
+            },
+            **{
+                fn: functools.partial(_refuse_traced, f"torch.masked.{fn.__name__}", _MASKED, fn)
+                for fn in (torch.masked.masked_tensor, torch.masked.as_masked_tensor)
+            },
             torch.utils.hooks.BackwardHook: _ModuleBackwardHook,
             _ModuleBackwardHook.setup_input_hook: self._module_hook_inputs,
             _ModuleBackwardHook.setup_output_hook: self._module_hook_outputs,
@@ -374,6 +404,14 @@ class SpecialCallsMixin:
             warnings.simplefilter: warnings.simplefilter,
             warnings.filterwarnings: warnings.filterwarnings,
             warnings.resetwarnings: warnings.resetwarnings,
+            # Queries of the installed packages (lightning_utilities' ``RequirementCache``, which a torchmetrics
+            # metric's ``update`` asks on first use) read the file system, not the program's state: run natively.
+            # Interpreted, their own lru caches (``FastPath.lookup.cache_clear()``) were refused as the program's.
+            **{fn: fn for fn in (
+                importlib.metadata.version, importlib.metadata.distribution, importlib.metadata.metadata,
+                importlib.metadata.requires, importlib.metadata.files, importlib.metadata.entry_points,
+                importlib.metadata.distributions, importlib.metadata.packages_distributions,
+            )},
             os._Environ.__getitem__: self._environ_getitem,
             os._Environ.__iter__: self._environ_iter,
             os._Environ.__len__: lambda env: len(self._environ_read(env, None)),
@@ -577,6 +615,8 @@ class SpecialCallsMixin:
             return functools.partial(_refuse_untraced_update, fn)
         if issubclass(self_type, _SCRIPT_MODULE):
             return functools.partial(_refuse_script_module, self_obj)
+        if type(fn) is _SCRIPT_METHOD:
+            return functools.partial(_refuse_script_module, fn)
         if self_type is functools._lru_cache_wrapper and plain_attribute(fn, "__name__") in _CACHE_STATE:
             return functools.partial(_refuse_cache_state, self_obj, fn.__name__)
         if self_obj is not None and plain_attribute(fn, "__name__") == "write":

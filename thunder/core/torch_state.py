@@ -62,6 +62,20 @@ _READERS = {read: expr for expr, read in TORCH_STATE.items()}
 # An ABC's answers depend on the registry behind its token (above).
 _READERS.update({_abc._abc_instancecheck: "abc.get_cache_token()", _abc._abc_subclasscheck: "abc.get_cache_token()"})
 
+# Settings torch keeps on a class of its own, which a public function changes between calls
+# (``torch.distributions.Distribution.set_default_validate_args(False)``, read as ``self._validate_args`` by every
+# distribution made without ``validate_args=``). A library's classes are otherwise taken as fixed (Note [Class
+# attributes read through an instance] in thunder.core.outside_reads), so a read of one of these is checked as a
+# class attribute of the user's is.
+_CLASS_SETTINGS = frozenset({(torch.distributions.Distribution, "_validate_args")})
+_CLASS_SETTING_NAMES = frozenset(name for _, name in _CLASS_SETTINGS)
+
+
+def class_setting(cls: type, name: str) -> bool:
+    """Whether ``cls.name`` (or an instance's) is a setting of ``_CLASS_SETTINGS``, on ``cls`` or a base."""
+    return name in _CLASS_SETTING_NAMES and any((k, name) in _CLASS_SETTINGS for k in cls.__mro__)
+
+
 AUTOCAST_DEVICE_TYPES = tuple(torch._C._autocast_supported_devices())
 # function -> the device type whose autocast state it reads (None: its ``device_type`` argument, "cuda" if
 # none; a tuple: all of them)

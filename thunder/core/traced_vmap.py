@@ -16,7 +16,9 @@ result is vmap's. A prim without a rule (a reduction, a matmul, a gather from a 
 a random draw, anywhere in ``f``) is refused with the op and the line of ``f`` that made it. A Python decision on
 a batched value (``if idx > 2:``, ``.item()``) is refused as vmap refuses it: the element has no value while
 tracing. Each output is returned with its batch dimension at ``out_dims``; one that does not depend on a mapped
-argument is expanded along it, as vmap expands it.
+argument is expanded along it, as vmap expands it. An argument that is a pytree (a dict of stacked parameters, as
+``torch.func.stack_module_state`` makes them) is mapped leaf by leaf, by one in_dim or by a pytree of them, as vmap
+maps it.
 
 Note [Type promotion under vmap]
 Type promotion ranks a 0-d tensor below a tensor with dimensions, and vmap's batching rules do not all promote a
@@ -45,6 +47,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.utils._pytree as torch_pytree
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
 from thunder.core import prims
@@ -233,12 +236,18 @@ def vmap_impl(func: Callable, in_dims: Any, out_dims: Any, randomness: str, chun
             f"vmap(in_dims={in_dims!r}, ...)(<inputs>): in_dims is not compatible with the structure of `inputs`. "
             f"in_dims has structure {type(in_dims).__name__} but inputs has {len(args)} positional arguments."
         )
-    if any(d is not None and type(d) is not int for d in in_dims):
-        raise _vmap_error(func, f"in_dims={in_dims!r}: thunder maps arguments by an int or None each, not by a pytree")
+    flat_args, args_spec = torch_pytree.tree_flatten(tuple(args))
+    flat_in_dims = torch_pytree._broadcast_to_and_flatten(tuple(in_dims), args_spec)
+    if flat_in_dims is None:
+        raise ValueError(
+            f"vmap(in_dims={in_dims!r}, ...)(<inputs>): in_dims is not compatible with the structure of `inputs`."
+        )
+    if any(d is not None and type(d) is not int for d in flat_in_dims):
+        raise _vmap_error(func, f"in_dims={in_dims!r}: thunder maps each argument by an int or None")
     if type(out_dims) is not int:
         raise _vmap_error(func, f"out_dims={out_dims!r}: thunder puts every output's batch dimension at one int")
     size, element_args, batched = None, [], {}
-    for i, (a, d) in enumerate(zip(args, in_dims)):
+    for i, (a, d) in enumerate(zip(flat_args, flat_in_dims)):
         if d is None:
             element_args.append(a)
             continue
@@ -269,6 +278,7 @@ def vmap_impl(func: Callable, in_dims: Any, out_dims: Any, randomness: str, chun
             "vmap(f, in_dims=..., ...)(<inputs>): at least one input must be a Tensor mapped over a dimension "
             "(in_dims not None)"
         )
+    element_args = torch_pytree.tree_unflatten(element_args, args_spec)
     scratch: list[BoundSymbol] = []
     trace.scopes.append(scratch)
     outer_located, trace.located_scope = trace.located_scope, scratch

@@ -83,8 +83,12 @@ def _parse_to(op: str, a: TensorProxy, args: tuple, kwargs: dict):
     memory_format = kwargs.pop("memory_format", None)
     if kwargs:
         raise ThunderTypeError(f"{op}: unexpected keyword arguments {sorted(kwargs)}")
-    if memory_format not in (None, torch.preserve_format, torch.contiguous_format):
+    rank = _CHANNELS_LAST_RANKS.get(memory_format)
+    if rank is not None and a.ndim != rank:
+        raise ThunderRuntimeError(f"required rank {rank} tensor to use {str(memory_format).split('.')[-1]} format")
+    if rank is None and memory_format not in (None, torch.preserve_format, torch.contiguous_format):
         raise UnsupportedOpError(f"{op}: memory_format={memory_format} is not supported; use torch.preserve_format")
+    copy = copy or rank is not None  # a new layout, as ``contiguous`` makes it (the strides are eager's)
     if other is not None:
         if not isinstance(other, TensorProxy):
             raise ThunderTypeError(f"{op}: other must be a tensor, but got {type(other).__name__}")
@@ -100,7 +104,8 @@ def _parse_to(op: str, a: TensorProxy, args: tuple, kwargs: dict):
 
 @torchsymbol(method_name="to", torch_impl=torch.Tensor.to, tags=(MAY_ALIAS,))
 def to(self, *args, **kwargs):
-    """``Tensor.to``: a dtype, a device (and dtype), or another tensor's dtype and device; ``self`` when unchanged."""
+    """``Tensor.to``: a dtype, a device (and dtype), or another tensor's dtype and device; ``self`` when unchanged.
+    A channels-last ``memory_format`` lays the result out as ``contiguous`` does."""
     op = "ltorch.to"
     _check_self(op, self)
     dtype, device, copy = _parse_to(op, self, args, kwargs)
