@@ -179,7 +179,7 @@ def test_default_dtype_is_not_checked_when_unused():
 
 def _prologue_compiled(entry) -> tuple[bool, bool]:
     """(the diagnostic prologue, the fused prologue) of ``entry`` compiled?"""
-    return entry.prologue._fn is not None, type(entry.run).__name__ != "_FusedWhenReused"
+    return entry.prologue._fn is not None, type(entry.run).__name__ != "FusedWhenReused"
 
 
 def test_an_entry_run_once_compiles_no_prologue(monkeypatch):
