@@ -378,8 +378,7 @@ class TraceCtx:
                 guarded_count=len(grouped.bound_symbols) - 1,
                 guarded=f"_raised_here(_raised, {self.varargs}, {self.varkwargs})", source_text=False,
             )  # fmt: skip
-            call, raised = f"_missed({self.varargs}, {self.varkwargs})", "raise _MissedCheck"
-            lines = [n for n, line in enumerate(source.split("\n"), 1) for _ in range(line.count(call) + line.count(raised))]
+            lines = _lines_of_misses(source, (f"_missed({self.varargs}, {self.varkwargs})", "raise _MissedCheck"))
             if len(lines) != len(checks) or len(set(lines)) != len(lines):  # (an AssertionError: not caught below)
                 raise AssertionError(f"a check printer printed a miss other than once on a line of its own:\n{source}")
             at_line.update(zip(lines, checks))
@@ -434,6 +433,23 @@ class TraceCtx:
 # some twenty grammar rules for each name or literal, and ``return _missed(args, kwargs)`` has three). A hit runs
 # neither; a miss pays the raise, about a microsecond. Each check printer prints its miss once, on a line of its own
 # (a source that has otherwise is refused when printed: a printer's bug).
+
+
+def _lines_of_misses(source: str, markers: tuple[str, ...]) -> list[int]:
+    """The 1-based line of each occurrence of a marker in ``source``, in order (a line once per occurrence)."""
+    found = []
+    for marker in markers:
+        at = source.find(marker)
+        while at != -1:
+            found.append(at)
+            at = source.find(marker, at + len(marker))
+    found.sort()
+    lines, line, last = [], 1, 0
+    for at in found:
+        line += source.count("\n", last, at)
+        lines.append(line)
+        last = at
+    return lines
 
 
 class _MissedCheck(Exception):
