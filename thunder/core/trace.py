@@ -365,10 +365,11 @@ class TraceCtx:
                 return_call=None if body is not None else "_computation",
                 tensor_types={},
                 own=OwnCode(self.varargs, self.varkwargs, arity) if own else None,
-                raises="_MissedCheck",
+                raises=None if own else "_MissedCheck",  # (own code leaves its loop on a miss)
             )
             printer.add_ctx("_missed", missed_here)
-            printer.add_ctx("_MissedCheck", _MissedCheck)
+            if not own:
+                printer.add_ctx("_MissedCheck", _MissedCheck)
             printer.add_ctx("_raised_here", raised_here)
             if body is None:
                 printer.add_ctx("_computation", computation)
