@@ -827,7 +827,7 @@ def last_prologue_traces(fn) -> list[TraceCtx]:
     traces = cs.last_prologue_traces
     if traces is None:
         raise TypeError("no traces yet: call the jitted function first")
-    if cs.executed_prologue is not None:  # Note [The executed prologue is made when needed] in thunder.compiler
+    if cs.executed_prologue is not None:  # Note [The executed prologue is made when needed] in thunder.entry_run
         cs.executed_prologue()
     return traces
 
