@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import linecache
+
 import pytest
 import torch
 
@@ -179,7 +181,7 @@ def test_default_dtype_is_not_checked_when_unused():
 
 def _prologue_compiled(entry) -> tuple[bool, bool]:
     """(the diagnostic prologue, the fused prologue) of ``entry`` compiled?"""
-    return entry.prologue._fn is not None, type(entry.run).__name__ != "_FusedWhenReused"
+    return entry.prologue._fn is not None, type(entry.run).__name__ != "FusedWhenReused"
 
 
 def test_an_entry_run_once_compiles_no_prologue(monkeypatch):
@@ -204,6 +206,39 @@ def test_an_entry_run_once_compiles_no_prologue(monkeypatch):
     assert _prologue_compiled(thunder.compile_stats(jf).entries[-1]) == (False, True)
     assert _prologue_compiled(first) == (False, False)
     assert (thunder.cache_misses(jf), thunder.cache_hits(jf)) == (3, 1)
+
+
+def test_an_entry_run_once_claims_no_prologue(monkeypatch):
+    # Note [The executed prologue is made when needed]: the prologue is claimed by its executors only to be compiled
+    # or shown, and then once: the history shows it as the last prologue trace.
+    monkeypatch.setattr(thunder.compiler, "VERIFY_FIRST_INPUTS", False)
+    jf = thunder.jit(add)
+    a = torch.randn(2, 3)
+    jf(a, a)
+    entry = thunder.compile_stats(jf).entries[0]
+    assert len(entry.prologue_traces) == 1
+    shown = thunder.last_prologue_traces(jf)
+    assert shown is entry.prologue_traces and len(shown) == 2
+    assert shown[-1].provenance.pass_name == "Transform for execution"
+    torch.testing.assert_close(jf(a, a), a + a)  # reused: its fused prologue is compiled from the same trace
+    assert _prologue_compiled(entry) == (False, True) and len(entry.prologue_traces) == 2
+    jg = thunder.jit(add)
+    jg(a, a)
+    torch.testing.assert_close(jg(a, a), a + a)  # the fused prologue makes it when nothing showed it before
+    assert len(thunder.compile_stats(jg).entries[0].prologue_traces) == 2
+    assert str(thunder.last_prologue_traces(jg)[-1]) == str(shown[-1])
+
+
+def test_a_fused_prologue_raises_its_misses_inside_its_try():
+    # Note [A miss names its line]: inside the prologue's try a failed check raises, which compiles cheaper than a call
+    # of the miss; test_a_miss_names_the_check_of_its_line checks that the miss still names its check.
+    model = torch.nn.Sequential(*[torch.nn.Linear(3, 3) for _ in range(12)])
+    jf, x = thunder.jit(model), torch.randn(2, 3)
+    jf(x)
+    jf(x)
+    run = thunder.compile_stats(jf).entries[0].run
+    source = "".join(linecache.getlines(run.__code__.co_filename))
+    assert source.count("raise _MissedCheck") > 12 and "return _missed(" not in source, source
 
 
 def test_a_miss_the_fused_prologue_found_is_explained_without_the_diagnostic_prologue(monkeypatch):

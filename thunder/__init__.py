@@ -55,7 +55,6 @@ from thunder.compiler import (
     continues,
     draws_per_call,
     generator_draws,
-    input_key,
     python_random_state,
     restore_python_random_state,
 )
@@ -73,6 +72,7 @@ from thunder.core.shape_history import ShapeHistory
 from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx
 from thunder.core.transform_common import Transform
+from thunder.entry_run import input_key
 from thunder.executors import nvfuserex as _nvfuserex  # registers the name; never imports nvFuser
 from thunder.executors import sdpaex as _sdpaex
 from thunder.executors import torch_compile as _torch_compile
@@ -403,7 +403,7 @@ class _Jitted:
             self.cache.touch(entry)
             fuser = entry.fuser
             if fuser is not None and fuser.fused is None:
-                fuser.reused()  # Note [The fused prologue is compiled on reuse] in thunder.compiler
+                fuser.reused()  # Note [The fused prologue is compiled on reuse] in thunder.entry_run
             if entry is not self.last_entry:
                 if entry is self.previous_entry:  # calls alternate between two entries
                     self.try_previous = True
@@ -823,9 +823,12 @@ def last_traces(fn) -> list[TraceCtx]:
 
 
 def last_prologue_traces(fn) -> list[TraceCtx]:
-    traces = _state(fn).cs.last_prologue_traces
+    cs = _state(fn).cs
+    traces = cs.last_prologue_traces
     if traces is None:
         raise TypeError("no traces yet: call the jitted function first")
+    if cs.executed_prologue is not None:  # Note [The executed prologue is made when needed] in thunder.entry_run
+        cs.executed_prologue()
     return traces
 
 

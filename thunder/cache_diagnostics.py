@@ -142,13 +142,14 @@ class Rejection:
 
 
 class DiagnosticPrologue:
-    """The prologue ``trace`` as a function that returns its inputs (a tuple) or a ``Rejection``, compiled at its
-    first call: most entries never need it (Note [The first call runs no prologue] in ``thunder.compiler``)."""
+    """The prologue trace that ``make_trace()`` gives as a function that returns its inputs (a tuple) or a
+    ``Rejection``, compiled at its first call: most entries never need it (Note [The first call runs no prologue] in
+    ``thunder.compiler``)."""
 
-    __slots__ = ("trace", "_fn", "_lock")
+    __slots__ = ("make_trace", "_fn", "_lock")
 
-    def __init__(self, trace):
-        self.trace = trace
+    def __init__(self, make_trace: Callable[[], Any]):
+        self.make_trace = make_trace
         self._fn: Callable | None = None
         self._lock = threading.Lock()
 
@@ -161,7 +162,7 @@ class DiagnosticPrologue:
     def compiled(self) -> Callable:
         with self._lock:
             if self._fn is None:
-                trace = self.trace
+                trace = self.make_trace()
                 printer = Printer(miss=_miss_expression)
                 printer.add_ctx("_Rejection", Rejection)
                 printer.add_ctx("_locals", locals)
@@ -220,7 +221,7 @@ def diagnose_miss(
     entry: CacheEntry, args: tuple, kwargs: dict, key: Any = None, rejection: Rejection | None = None
 ) -> CacheMissReason:
     """Why ``entry``'s prologue rejects these inputs (see Note [Cache miss reasons]); ``key``: their input key
-    (``thunder.compiler.input_key``), which names a changed shape or number without compiling the prologue;
+    (``thunder.entry_run.input_key``), which names a changed shape or number without compiling the prologue;
     ``rejection``: what the entry's fused prologue said of them (``MissRecord``, ``Rejection.rejects``), if it ran
     on them."""
     if key is not None and entry.key is not None and key != entry.key:

@@ -174,7 +174,7 @@ class CacheEntry:
     # tried when the last entry used misses, if it is the one before it (Note [The entry used before is tried next])
     tried_next: bool = False
     misses: Any = None  # the fused prologue's last rejection per thread (thunder.cache_diagnostics.MissRecord)
-    fuser: Any = None  # what makes ``run`` from the prologue and the computation (thunder.compiler._FusedWhenReused)
+    fuser: Any = None  # what makes ``run`` from the prologue and the computation (thunder.entry_run.FusedWhenReused)
     owner: Any = None  # a weak reference to the jitted function's state whose cache holds it (thunder._Jitted)
 
 
@@ -221,6 +221,8 @@ class CompileStats:
     cache: Any = field(default=None, repr=False, compare=False)  # the jitted function's ``Cache``
     last_traces: list | None = None
     last_prologue_traces: list | None = None
+    # Adds the executed prologue to ``last_prologue_traces`` where it is not made yet (``thunder.entry_run.ExecutedPrologue``).
+    executed_prologue: Any = field(default=None, repr=False, compare=False)
     last_backward_traces: list | None = None
     last_interpreted_instructions: list | None = None
     last_interpreter_log: list | None = None

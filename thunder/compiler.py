@@ -31,7 +31,7 @@ from thunder.common import CACHE_OPTIONS, DEFAULT_CACHE_SIZE_LIMIT, MISS, CacheE
 from thunder.core import prims
 from thunder.core.data_dependent import draws_random
 from thunder.core.errors import InternalError
-from thunder.core.iterators import RESTORABLE, ReplayableIterator
+from thunder.core.iterators import RESTORABLE
 from thunder.core.jit_ext import Tracer, copies_per_call
 from thunder.core.prims.python import OutcomeChanged, SymbolicOutcome, same_outcome
 from thunder.core.proxies import TensorProxy
@@ -43,9 +43,10 @@ from thunder.core.symbolic import is_symbolic, recording_constraints
 from thunder.core.symbolic_numbers import GeneratorDraw
 from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
+from thunder.entry_run import ExecutedPrologue, FusedWhenReused, input_key
 from thunder.executors.torch_autograd import autograd_callable, make_plan
 from thunder.executors.torchex import eager_fallback
-from thunder.settled_autograd import SettledAutograd, settled_autograd
+from thunder.settled_autograd import settled_autograd
 from thunder.transforms import (
     accept_absent_cotangents,
     cse,
@@ -107,6 +108,7 @@ def acquire_traces(
                 partial = tracer.computation
                 partial.set_provenance(TraceProvenance("Interpretation (incomplete)", (time.perf_counter_ns() - start) / 1e6))
                 cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = [partial], [tracer.prologue], []
+                cs.executed_prologue = None
             raised = tracer.program_raised is e
             tracer.release()
             if raised and eager_on_raise and not cd.options.transforms:
@@ -363,9 +365,9 @@ def compile_entry(
 # runs, so its effects happen once, and so does one whose tracing drew (a property the tracer read natively, whose
 # draw the restored generators undo: the prologue must draw it again for the call).
 # A later call that meets the entry compares the input key first (``input_key``: a different key cannot pass the
-# prologue), then compiles the fused prologue (Note [The fused prologue is compiled on reuse]); the diagnostic
-# prologue compiles when a miss must be explained or another lookup tries the entry (``DiagnosticPrologue``). The
-# tests set ``VERIFY_FIRST_INPUTS``: every first call also runs the prologue and must get the same objects.
+# prologue), then compiles the fused prologue (Note [The fused prologue is compiled on reuse] in ``thunder.entry_run``);
+# the diagnostic prologue compiles when a miss must be explained or another lookup tries the entry
+# (``DiagnosticPrologue``). The tests set ``VERIFY_FIRST_INPUTS``: every first call also runs the prologue and must get the same objects.
 VERIFY_FIRST_INPUTS = False
 
 
@@ -467,6 +469,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     traces: list[TraceCtx] = []
     backward_traces: list[TraceCtx] = []
     cs.last_traces, cs.last_prologue_traces, cs.last_backward_traces = traces, [prologue], backward_traces
+    cs.executed_prologue = None
     cs.last_autograd_fallback = None
     with recording_constraints() as late:  # what the passes specialised on symbolic values, checked too
         split = run_passes(cd, computation, traces, backward_traces, cs)
@@ -477,9 +480,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     if cd.disable_torch_autograd:
         final.decorators.append("torch.no_grad()")
     prologue_traces = [prologue]
-    executed_prologue = transform_for_execution(prologue, cd.options.executors)
-    executed_prologue.set_provenance(TraceProvenance("Transform for execution", 0.0))
-    prologue_traces.append(executed_prologue)
+    executed_prologue = ExecutedPrologue(prologue, cd.options.executors, prologue_traces)
     switches = [b.args[0] for b in computation.bound_symbols if b.sym is prims.set_grad_enabled]
     if split is None:
         computation_fn = final.python_callable()
@@ -521,7 +522,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     if split is not None and not switches and not tracer.outcomes:
         settled = settled_autograd(cd.options, weakref.ref(cs), traces, AUTOGRAD_SPLIT.name, backward_traces[-1])
     plain = final if computation_fn is final.python_callable() else None
-    entry.run = entry.fuser = _FusedWhenReused(entry, executed_prologue, cache_option, plain, settled)
+    entry.run = entry.fuser = FusedWhenReused(entry, executed_prologue, cache_option, plain, settled)
     if entry.outcomes and draws_per_call(entry):
         entry.run = _restoring_draws_on_changed_outcome(entry.run, entry)
     # What the hot path does around an entry's run, but for its plain call: no outcomes to change, no eager run
@@ -532,6 +533,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     cs.total_compile_ms += cs.last_compile_ms
     cs.last_traces = traces
     cs.last_prologue_traces = prologue_traces
+    cs.executed_prologue = executed_prologue
     cs.last_backward_traces = backward_traces
     from thunder.core.interpreter import last_interpreted_instructions, last_interpreter_log
 
@@ -670,111 +672,6 @@ def restore_python_random_state(state: tuple, draws: tuple[GeneratorDraw, ...] =
         draw.put_back()
 
 
-# Note [The fused prologue is compiled on reuse]
-# The hot path runs an entry's prologue and computation in one generated function (``fused_prologue_callable``),
-# a compilation of the prologue's few hundred lines. Many entries never run twice (a generation's prefill and
-# first decode step: a GPT-2 generation compiles 2 entries and the prefill runs once), and their first call runs no
-# prologue (Note [The first call runs no prologue]): the fused function is compiled when a later call has the
-# entry's input key, which a call with other shapes (the next decode step) has not: on the hot path, or when the slow
-# path's lookup finds the entry again (``reused``; calls alternating between entries never meet it on the hot path).
-
-
-class _FusedWhenReused:
-    """``entry.run(args, kwargs)`` until a call with the entry's input key, then its fused prologue. It refers to
-    the entry weakly (and is no closure over itself): an evicted entry is freed by reference counting (Note
-    [Generated code and its resources]). Where the fused prologue copies the computation's statements, a change of
-    the computation's code makes it again (Note [The computation runs in the prologue's frame] in
-    ``thunder.core.trace``)."""
-
-    __slots__ = (
-        "computation", "trace", "prologue", "owner", "option", "key", "fused", "lock", "made", "settled", "__weakref__",
-    )  # fmt: skip
-
-    def __init__(
-        self, entry: CacheEntry, prologue: TraceCtx, option: CACHE_OPTIONS, trace: TraceCtx | None = None,
-        settled: SettledAutograd | None = None,
-    ):  # fmt: skip
-        """``trace``: the trace the computation is the compiled function of, if it is (no wrapper, no autograd)."""
-        self.computation, self.prologue, self.option, self.key = entry.computation, prologue, option, entry.key
-        self.trace = trace
-        self.owner = weakref.ref(entry)
-        self.fused: Callable | None = None
-        self.lock = threading.Lock()
-        # Fused prologues by the id of the trace they copy (0: none), with that trace (an id is reused once freed).
-        self.made: dict[int, tuple[TraceCtx | None, Callable]] = {}
-        # Note [A settled entry records with torch's autograd]: checked when the code of its traces changes.
-        self.settled = settled
-        for fn in [*([self.computation] if trace is not None else ()), *(settled.watched() if settled else ())]:
-            self._watch(fn)
-
-    def _watch(self, fn: Callable) -> None:
-        """Tells ``self`` when the compiled trace function ``fn`` takes other code (``replace_code``)."""
-        fn.__dict__.setdefault("__thunder_code_users__", []).append(weakref.ref(self))
-
-    def __call__(self, args: tuple, kwargs: dict):
-        fused = self.fused
-        if fused is None:
-            try:
-                if input_key(self.option, args, kwargs) != self.key:
-                    return MISS
-            except TypeError:  # an unhashable input: the prologue decides
-                pass
-            fused = self._fuse()
-        return fused(args, kwargs)
-
-    def reused(self) -> None:
-        """The slow path found the entry for a call with its input key: its next call runs the fused prologue."""
-        self._fuse()
-
-    def _fuse(self) -> Callable:
-        with self.lock:
-            if self.fused is None:
-                entry = self.owner()
-                missed = entry.misses.missed if entry is not None else (lambda bsym, frame, call, raised=None: MISS)
-                ours = entry is not None and (entry.run is self or any(entry.run is f for _, f in self.made.values()))
-                if self.settled is not None and entry is not None and self.settled.ready():
-                    switched, self.settled = self.settled.switch(entry), None
-                    if switched is not None:
-                        (self.computation, self.trace), self.made = switched, {}
-                        self._watch(self.computation)
-                # What the computation's code prints now (Note [The computation runs in the prologue's frame]).
-                inline = self.computation.__dict__.get("__thunder_trace__", self.trace) if self.trace else None
-                made = self.made.get(id(inline) if inline is not None else 0)
-                fused = made[1] if made is not None and made[0] is inline else None
-                if fused is None:
-                    # An entry that may change outcome or run again eagerly after a failure is called.
-                    direct = entry is not None and not entry.outcomes and not entry.rerun_on_failure
-                    fused = self.prologue.fused_prologue_callable(self.computation, missed, inline, direct)
-                    copied = fused.__thunder_inlined_trace__
-                    # Only the one that calls the computation and the one that copies its current code are kept.
-                    self.made = {k: v for k, v in self.made.items() if k == 0}
-                    self.made[id(copied) if copied is not None else 0] = (copied, fused)
-                    if copied is not inline:
-                        self.made[id(inline)] = (inline, fused)  # its names do not allow the copy: it is called
-                self.fused = fused
-                if ours:
-                    entry.run = fused
-                    run_changed(entry)
-            return self.fused
-
-    def code_changed(self) -> None:
-        """The computation's code changed: the next call makes (or takes) the fused prologue that runs it."""
-        with self.lock:
-            old, self.fused = self.fused, None
-            entry = self.owner()
-            if entry is not None and old is not None and entry.run is old:
-                entry.run = self
-                run_changed(entry)
-
-
-def run_changed(entry: CacheEntry) -> None:
-    """Tells the jitted function whose cache holds ``entry`` that ``entry.run`` changed (Note [The fused prologue is
-    the jitted function's code] in ``thunder.core.codegen``)."""
-    owner = entry.owner() if entry.owner is not None else None
-    if owner is not None:
-        owner.install_hot_code()
-
-
 def _restoring_draws_on_changed_outcome(run: Callable, entry: CacheEntry) -> Callable:
     """A call that stops at a changed data-dependent value runs again in another entry, whose
     prologue draws the per-call values again: they must be the draws this call made."""
@@ -845,36 +742,6 @@ def _add_symbolic_names(value: Any, names: set[str], depth: int = 0) -> None:
         if len(leaves) != 1 or leaves[0] is not value:  # (not ``!=``: a proxy's ``==`` is an op)
             for leaf in leaves:
                 _add_symbolic_names(leaf, names, depth + 1)
-
-
-def input_key(cache_option: CACHE_OPTIONS, args: tuple, kwargs: dict) -> Any:
-    """A hashable summary of the inputs that every entry accepting them shares.
-
-    The cache is a dict from this key to entries, so a lookup does not grow with the number
-    of entries; the entries' prologues make the exact decision.
-    """
-    symbolic = cache_option is CACHE_OPTIONS.SYMBOLIC_VALUES
-    return (len(args), tuple(kwargs), tuple(_leaf_key(a, symbolic) for a in args),
-            tuple(_leaf_key(v, symbolic) for v in kwargs.values()))  # fmt: skip
-
-
-def _leaf_key(x: Any, symbolic: bool) -> Any:
-    typ = type(x)
-    if issubclass(typ, torch.Tensor):  # (not isinstance: Note [Reads a class's __getattribute__ sees])
-        try:
-            shape = x.ndim if symbolic else tuple(x.shape)
-        except RuntimeError:  # a nested tensor has no sizes: tracing refuses it clearly
-            shape = None
-        return (shape, x.dtype, x.device, x.requires_grad)
-    if typ in (int, float):
-        return (typ,) if symbolic else (typ, x if x == x else "nan")  # NaN != NaN: it must still find its entry
-    if typ in (bool, str, type(None)):
-        return (typ, x)
-    if typ in (tuple, list):
-        return (typ, tuple(_leaf_key(v, symbolic) for v in x))
-    if typ is ReplayableIterator:  # the slow path's wrapper of an iterator argument has the iterator's key
-        return (type(x.source),)
-    return (typ,)
 
 
 class Cache:

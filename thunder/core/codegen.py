@@ -63,11 +63,13 @@ class Printer:
     check records the type each input must have, so its tensor check can take the C fast check
     (Note [Tensor checks in C]); None elsewhere (printed traces keep the plain conditions). ``own``: the checks are
     printed as the jitted function's own code (Note [The fused prologue is the jitted function's code]); a check
-    prints ``on_miss``, never a ``return`` of its own."""
+    prints ``on_miss``, never a ``return`` of its own. ``raises``: the global name of an exception class that a
+    failed check raises inside a guarded prologue's ``try`` instead of returning ``miss`` (Note [A miss names its line]
+    in ``thunder.core.trace``)."""
 
     def __init__(
         self, *, miss: str | Callable[[Printer], str] = "None", return_call: str | None = None,
-        tensor_types: dict[str, type] | None = None, own: OwnCode | None = None,
+        tensor_types: dict[str, type] | None = None, own: OwnCode | None = None, raises: str | None = None,
     ):  # fmt: skip
         self.ctx: dict[str, Any] = {}
         self._const_names: dict[int, str] = {}
@@ -75,6 +77,8 @@ class Printer:
         self._miss = miss
         self.own = own
         self._own_checks: OwnCode | None = None  # ``own`` while the checks print (trace_source)
+        self._raises = raises
+        self._raising = False  # a check printed now stands in the guarded ``try`` (trace_source)
         self.return_call = return_call  # a prologue's return calls this global with its outputs
         self.tensor_types = tensor_types
         self.bsym: BoundSymbol | None = None  # the bound symbol being printed
@@ -90,12 +94,14 @@ class Printer:
 
     @property
     def on_miss(self) -> str:
-        """What a failed prologue check does (a statement): return ``miss``; in the jitted function's own code,
-        evaluate it and leave the checks' loop for the slow path, the call's ``args`` made again first where the
+        """What a failed prologue check does (a statement): return ``miss`` (which is made all the same: a printer's
+        ``miss`` may record the check), or inside a guarded ``try`` raise ``raises``; in the jitted function's own
+        code, evaluate it and leave the checks' loop for the slow path, the call's ``args`` made again first where the
         code took them as parameters (Note [Positional arguments of the jitted function's own code])."""
         own = self._own_checks
         if own is None:
-            return f"return {self.miss}"
+            miss = self.miss
+            return f"raise {self._raises}" if self._raising else f"return {miss}"
         return f"{own.remake}; {self.miss}; break" if own.positional else f"{self.miss}; break"
 
     def add_ctx(self, name: str, value: Any) -> str:
@@ -420,8 +426,10 @@ def trace_source(
     printer.share_repeated(trace.bound_symbols)
     spans: list[tuple[int, int, BoundSymbol]] = []  # body lines [start, stop) of each bound symbol
     own = printer.own if guarded is not None and guarded_count else None
+    raising = printer._raises is not None and own is None and guarded is not None and guarded_count is not None
     for i, bsym in enumerate(trace.bound_symbols):
         printer._own_checks = own if own is not None and i < guarded_count else None
+        printer._raising = raising and i < guarded_count
         src = bsym.source
         if src is not None and src is not last_source and src != last_source and print_depth > 0:
             text = src.source_line if source_text else ""
@@ -435,7 +443,7 @@ def trace_source(
         spans.append((start, len(body), bsym))
         if name is not None:
             body.append("  _range_exit(_thunder_range)")
-    printer._own_checks = None
+    printer._own_checks, printer._raising = None, False
     if own is not None:
         body, spans = _direct_body(body, spans, guarded, spans[guarded_count - 1][1], own)
         signature = [*own.positional, "/", *signature] if own.positional else signature

@@ -339,12 +339,14 @@ class TraceCtx:
             raise ValueError(f"a prologue takes (*args, **kwargs), not ({', '.join(params)})")
         from thunder.core.prims.python import group_tensor_checks, positional_arity
 
-        def raised_here(e: Exception, args: tuple, kwargs: dict) -> Any:
-            return missed(bsym_raising(e), sys._getframe(1), (args, kwargs), e)
-
         def printed(trace: TraceCtx, body: TraceCtx | None, own: bool = False) -> tuple[str, Printer]:
-            checks: list = []  # the check of each ``_missed(...)`` printed, in order (Note [A miss names its line])
+            checks: list = []  # the check of each miss printed, in order (Note [A miss names its line])
             at_line: dict[int, Any] = {}
+
+            def raised_here(e: Exception, args: tuple, kwargs: dict) -> Any:
+                if type(e) is _MissedCheck:  # a failed check, raised on its line (Note [A miss names its line])
+                    return missed(at_line[e.__traceback__.tb_lineno], sys._getframe(1), (args, kwargs))
+                return missed(bsym_raising(e), sys._getframe(1), (args, kwargs), e)
 
             def miss(p: Printer) -> str:
                 checks.append(p.bsym)
@@ -363,8 +365,11 @@ class TraceCtx:
                 return_call=None if body is not None else "_computation",
                 tensor_types={},
                 own=OwnCode(self.varargs, self.varkwargs, arity) if own else None,
+                raises=None if own else "_MissedCheck",  # (own code leaves its loop on a miss)
             )
             printer.add_ctx("_missed", missed_here)
+            if not own:
+                printer.add_ctx("_MissedCheck", _MissedCheck)
             printer.add_ctx("_raised_here", raised_here)
             if body is None:
                 printer.add_ctx("_computation", computation)
@@ -374,8 +379,7 @@ class TraceCtx:
                 guarded_count=len(grouped.bound_symbols) - 1,
                 guarded=f"_raised_here(_raised, {self.varargs}, {self.varkwargs})", source_text=False,
             )  # fmt: skip
-            call = f"_missed({self.varargs}, {self.varkwargs})"
-            lines = [n for n, line in enumerate(source.split("\n"), 1) for _ in range(line.count(call))]
+            lines = _lines_of_misses(source, (f"_missed({self.varargs}, {self.varkwargs})", "raise _MissedCheck"))
             if len(lines) != len(checks) or len(set(lines)) != len(lines):  # (an AssertionError: not caught below)
                 raise AssertionError(f"a check printer printed a miss other than once on a line of its own:\n{source}")
             at_line.update(zip(lines, checks))
@@ -419,12 +423,38 @@ class TraceCtx:
 
 
 # Note [A miss names its line]
-# A fused prologue's failed check returns ``_missed(args, kwargs)`` (the call's arguments, kept for the reason: Note [A
-# miss of the fast path explains itself when asked]), and the check is found from the line it stands on, which the
-# miss reads from the prologue's frame. Naming the check in each line (``_missed(_check93)``, a global per check) was
-# a tenth of the instructions CPython spends compiling a Qwen2 decoding entry's 630 checks (most of which parse the
-# source), and a constant per check to print. Each check printer prints its miss once, on a line of its own (a source
-# that has otherwise is refused when printed: a printer's bug).
+# A fused prologue's failed check raises ``_MissedCheck`` inside the prologue's ``try`` (Note [A prologue that raises
+# misses] in ``thunder.core.codegen``), whose handler returns ``_missed`` of the check, the prologue's frame and the
+# call's arguments (kept for the reason: Note [A miss of the fast path explains itself when asked]); the check is found
+# from the line the exception's traceback names. A check outside the ``try`` (one of an inlined computation) returns
+# ``_missed(args, kwargs)``, which finds its line in the prologue's frame. Naming the check in each line
+# (``_missed(_check93)``, a global per check) was a tenth of the instructions CPython spends compiling a Qwen2 decoding
+# entry's 630 checks (most of which parse the source), and a constant per check to print; the raise in place of the
+# call a further 23% (60.0 -> 46.1 million instructions for its 390 checks, callgrind, 2026-12-07: the parser descends
+# some twenty grammar rules for each name or literal, and ``return _missed(args, kwargs)`` has three). A hit runs
+# neither; a miss pays the raise, about a microsecond. Each check printer prints its miss once, on a line of its own
+# (a source that has otherwise is refused when printed: a printer's bug).
+
+
+def _lines_of_misses(source: str, markers: tuple[str, ...]) -> list[int]:
+    """The 1-based line of each occurrence of a marker in ``source``, in order (a line once per occurrence)."""
+    found = []
+    for marker in markers:
+        at = source.find(marker)
+        while at != -1:
+            found.append(at)
+            at = source.find(marker, at + len(marker))
+    found.sort()
+    lines, line, last = [], 1, 0
+    for at in found:
+        line += source.count("\n", last, at)
+        lines.append(line)
+        last = at
+    return lines
+
+
+class _MissedCheck(Exception):
+    """What a fused prologue's failed check raises inside its ``try`` (Note [A miss names its line])."""
 
 
 #: A fused prologue of at most this many lines also becomes code the jitted function runs itself (Note [The fused
