@@ -1,0 +1,78 @@
+"""Regression tests of what the third round of the randomized tester (``tests/fuzz``, the families of
+``tests.fuzz.snippets_outside``) found, from the nineteenth session on: ``torch.autograd.Function``s after common
+subexpression elimination (the earlier findings are in test_fuzz_findings.py and test_fuzz_findings2.py)."""
+
+from __future__ import annotations
+
+import torch
+
+import thunder
+
+
+def _grads(fn, x: torch.Tensor):
+    """``fn(x)``'s result and the gradient of its sum at ``x``."""
+    x = x.detach().clone().requires_grad_()
+    out = fn(x)
+    out.sum().backward()
+    return out.detach(), x.grad
+
+
+class _Squared(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t * t
+
+    @staticmethod
+    def backward(ctx, g):
+        (t,) = ctx.saved_tensors
+        return g * 3 * t  # not the derivative: the Function's own rule must be the one that runs
+
+
+class _Sine(torch.autograd.Function):
+    @staticmethod
+    def forward(t):
+        return t.sin()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        (t,) = ctx.saved_tensors
+        return g * t.cos() * 2
+
+
+class _ScaledPlusOne(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t, k):
+        ctx.k = k
+        return t * k
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.k + 1, None  # not linear in g
+
+
+def test_a_functions_backward_reads_the_input_that_cse_merged_with_another():
+    # Fuzz seed 6010049: ``x.float()`` computed for two Functions is one value after CSE, but the second one's
+    # backward, traced on the name its copy had, read that name: NameError in the forward's saved values.
+    def fn(x):
+        return _Sine.apply(x.float()) + _Squared.apply(x.float())
+
+    x = torch.randn(3, dtype=torch.float64)
+    expected, actual = _grads(fn, x), _grads(thunder.jit(fn), x)
+    torch.testing.assert_close(actual, expected)
+
+
+def test_two_calls_of_a_function_on_the_same_input_each_run_its_backward():
+    # CSE merged the two calls (same symbol, same arguments): the backward ran once, on the sum of both
+    # cotangents, and a backward not linear in its cotangent gave 9 where eager gives 10 (Note [One symbol per
+    # call site]).
+    def fn(x):
+        return _ScaledPlusOne.apply(x, 2.0) * _ScaledPlusOne.apply(x, 2.0)
+
+    x = torch.ones(3)
+    expected, actual = _grads(fn, x), _grads(thunder.jit(fn), x)
+    torch.testing.assert_close(actual, expected)
