@@ -76,3 +76,25 @@ def test_two_calls_of_a_function_on_the_same_input_each_run_its_backward():
     x = torch.ones(3)
     expected, actual = _grads(fn, x), _grads(thunder.jit(fn), x)
     torch.testing.assert_close(actual, expected)
+
+
+class _NotMaterialized(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.set_materialize_grads(False)
+        return t * 2, t * 3
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        first = g1 * 2 if g1 is not None else 100
+        return first + (g2 * 3 if g2 is not None else 10)
+
+
+def test_a_function_that_does_not_materialize_grads_gets_none_for_an_output_no_gradient_reaches():
+    # The backward was traced on placeholder cotangents and given zeros for the unused output: it took the branch
+    # for a gradient where eager's gets None (Note [A Function that does not materialize gradients]).
+    for fn in (lambda x: _NotMaterialized.apply(x)[0], lambda x: _NotMaterialized.apply(x)[1],
+               lambda x: sum(_NotMaterialized.apply(x))):  # fmt: skip
+        x = torch.randn(3)
+        expected, actual = _grads(fn, x), _grads(thunder.jit(fn), x)
+        torch.testing.assert_close(actual, expected)

@@ -104,6 +104,16 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
         scratch: list[BoundSymbol] = []
         inputs = [a for a in args if isinstance(a, TensorProxy)]
         differentiable = grad_enabled and any(a.requires_grad for a in inputs) and bool(outputs)
+        if differentiable and not ctx.materialize_grads and len(outputs) > 1:
+            # Note [A Function that does not materialize gradients]
+            applied = _applied_as_itself(cls, args, out, trace, start)
+            if applied is None:
+                raise UnsupportedOpError(
+                    f"{cls.__qualname__}.forward calls ctx.set_materialize_grads(False) and returns several tensors "
+                    "(or changes outside state): its backward gets None for the outputs that no gradient reaches, "
+                    "which thunder cannot trace yet; leave grads materialized, or call it outside thunder.jit"
+                )
+            return applied
         if differentiable:
             trace.scopes.append(scratch)
             failure = None
@@ -222,6 +232,13 @@ def _overrides_setup_context(cls: type) -> bool:
 
     return getattr(cls, "setup_context", None) is not _SingleLevelFunction.setup_context
 
+
+# Note [A Function that does not materialize gradients]
+# After ``ctx.set_materialize_grads(False)`` eager's backward gets None, not zeros, for each output that no gradient
+# reached, and it may branch on that (``if g2 is None``). Which outputs those are is known only when the program's
+# backward is split off, after the backward was traced on placeholders: such a Function with several outputs is
+# applied as itself (the Note below), so torch's engine passes what eager's does. With one output, a backward that
+# runs always gets a gradient.
 
 # Note [A backward that cannot be traced]
 # A Function whose ``backward`` cannot be traced (it asserts ``ctx.training`` as Reformer's does, or calls what
