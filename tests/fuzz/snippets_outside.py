@@ -110,6 +110,18 @@ class _Split{u}(torch.autograd.Function):
         return g * 2
 
 
+class _Lazy{u}(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.set_materialize_grads(False)
+        return t * 2, t.exp()
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        first = g1.clamp(-1, 1) if g1 is not None else 0.5
+        return first + (g2 * 3 if g2 is not None else 0)
+
+
 class _Once{u}(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -138,6 +150,9 @@ FUNCTION_USES = [
     "t{u} = acc.float()\n_, d{u} = torch.func.jvp(torch.sin, (t{u},), (torch.ones_like(t{u}),))\nacc = t{u} + d{u}",
     "with torch.no_grad():\n    acc = _Sq{u}.apply(acc.float())",
     "acc = _Sq{u}.apply(_Scale{u}.apply(acc.float(), 0.5))\nret.append(acc.requires_grad)",
+    "acc = _Lazy{u}.apply(acc.float())[0]",
+    "a{u}, b{u} = _Lazy{u}.apply(acc.float())\nacc = a{u} * b{u}",
+    "acc = _Scale{u}.apply(acc.float(), 2.0) * _Scale{u}.apply(acc.float(), 2.0)",
 ]
 
 
