@@ -98,3 +98,53 @@ def test_a_function_that_does_not_materialize_grads_gets_none_for_an_output_no_g
         x = torch.randn(3)
         expected, actual = _grads(fn, x), _grads(thunder.jit(fn), x)
         torch.testing.assert_close(actual, expected)
+
+
+def _local_classes():
+    class Meta(type):
+        def __call__(cls, *args):
+            return super().__call__(*args)
+
+    class Scaler(metaclass=Meta):
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, t):
+            return t * self.k
+
+    def fn(x):
+        return Scaler(3)(x)
+
+    return fn, Scaler, Meta
+
+
+def test_a_constructor_or_call_slot_replaced_on_a_class_defined_inside_a_function_retraces():
+    # ``Scaler(3)(x)`` runs ``__init__``, ``__call__`` and the metaclass's ``__call__`` through C: the prologue
+    # checked a method on the class it found by name, which a class defined inside a function has not, so a slot
+    # replaced after the first call went unseen (Note [Slots a call runs]).
+    def new_init(self, k):
+        self.k = -k
+
+    def new_new(cls, k):
+        made = object.__new__(cls)
+        made.k = 10 * k
+        return made
+
+    def new_meta_call(cls, *args):
+        made = type.__call__(cls, *args)
+        made.k = 100
+        return made
+
+    changes = [
+        ("__init__", lambda Scaler, Meta: setattr(Scaler, "__init__", new_init)),
+        ("__new__", lambda Scaler, Meta: setattr(Scaler, "__new__", new_new)),
+        ("__call__", lambda Scaler, Meta: setattr(Scaler, "__call__", lambda self, t: t + 1000)),
+        ("metaclass __call__", lambda Scaler, Meta: setattr(Meta, "__call__", new_meta_call)),
+    ]
+    for what, change in changes:
+        fn, Scaler, Meta = _local_classes()
+        jfn = thunder.jit(fn)
+        x = torch.randn(3)
+        torch.testing.assert_close(jfn(x), fn(x))
+        change(Scaler, Meta)
+        torch.testing.assert_close(jfn(x), fn(x), msg=f"{what} replaced")
