@@ -306,7 +306,8 @@ WRAPPER_USES = [
 WRAPPER_CHANGES = [
     "tool{u}.k = 3", "_Tool{u}.base = -1.0", "del tool{u}.heavy", "tool{u}.heavy = 0.5", "tool{u} = _Tool{u}(1)",
     "_half{u} = functools.partial(_twice{u}, k=4)", "LOG{u}.clear()", "_Tool{u}.shift = staticmethod(lambda t: t + 1)",
-    "_twice{u}.__wrapped__.__defaults__ = (5,)",
+    "_twice{u}.__wrapped__.__defaults__ = (5,)", "_Tool{u}.__init__ = lambda self, k: setattr(self, '_k', -k)",
+    "_Tool{u}.__call__ = lambda self, t: t * 3",
 ]  # fmt: skip
 
 
