@@ -12,7 +12,10 @@
   ``snippets_edges`` the edges later findings were at (views written through another alias, integer overflow and
   division, 0-dim and empty tensors, layouts, caught exceptions, containers changed after an op read them, cached
   state, Python scalars of every kind, requires_grad mixes), ``snippets_loops`` loops over a tensor's length (traced
-  once as a ``loop`` symbol where the length is symbolic, or unrolled), ``snippet_base`` what a snippet is.
+  once as a ``loop`` symbol where the length is symbolic, or unrolled), ``snippets_outside`` where programs from outside
+  live (nn.Modules held by the program whose parameters, buffers, submodules, hooks and mode change; autograd.Function
+  and torch.func; bfloat16/float16/complex64 and autocast; decorators and descriptors; results holding views of the
+  arguments), ``snippet_base`` what a snippet is.
 - ``programs``: a seeded generator that puts snippets together into a program's source and
   draws a sequence of calls for it.
 - ``checker``: runs each call eagerly and through ``thunder.jit`` in two identical worlds and

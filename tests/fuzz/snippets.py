@@ -18,7 +18,9 @@ The families that work on Python state (objects, side effects) are in ``tests.fu
 use Python's language features (generators, classes, control flow, grad modes) in ``tests.fuzz.snippets_python``,
 the forms that programs from outside found bugs in (with blocks, scalar promotion, aliasing arguments, records, ...)
 in ``tests.fuzz.snippets_more``, loops over a tensor's length in ``tests.fuzz.snippets_loops``, the edges later findings were at (views written through aliases, integer overflow,
-empty tensors, layouts, caught exceptions, ...) in ``tests.fuzz.snippets_edges``;
+empty tensors, layouts, caught exceptions, ...) in ``tests.fuzz.snippets_edges``, where programs from outside live
+(modules held by the program, autograd.Function and torch.func, low precision, decorators, results holding views)
+in ``tests.fuzz.snippets_outside``;
 ``Snippet``, ``Ctx`` and the helpers they share in ``tests.fuzz.snippet_base``.
 """
 
@@ -51,6 +53,7 @@ from tests.fuzz.snippets_more import (
     rebinding,
     records,
 )
+from tests.fuzz.snippets_outside import autograd_functions, low_precision, modules, outputs, wrappers
 from tests.fuzz.snippets_python import classes, control_flow, generators, grad_modes
 from tests.fuzz.snippets_state import objects, side_effects
 
@@ -933,4 +936,9 @@ FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
     "scalars": scalars,
     "grad_mixes": grad_mixes,
     "loops": loops,
+    "modules": modules,
+    "autograd_functions": autograd_functions,
+    "low_precision": low_precision,
+    "wrappers": wrappers,
+    "outputs": outputs,
 }

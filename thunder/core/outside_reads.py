@@ -309,6 +309,38 @@ class OutsideReadsMixin:
         self._keepalive.append(cls)
         self._check(prims.check_class_attr, cls, name, attr, *((after,) if after else ()))
 
+    # Note [Slots a call runs]
+    # ``T(...)`` runs ``T.__new__`` and ``T.__init__`` (and a metaclass's ``__call__``), ``obj(...)`` runs
+    # ``type(obj).__call__``: C code finds them on the class, so no attribute read of the program's checks them.
+    # ``_guard_home`` checks a method by the class it finds by name, which a class defined inside a function (or in a
+    # module that is not imported under its name) has not: ``T.__init__ = patched`` after tracing went unseen. So a
+    # call of a class of the user's, or of its instance, checks the slots it runs that are the user's Python
+    # functions on the class itself (one check per class and slot, shared with ``_guard_home``'s).
+    def check_call_slots(self, fn: Any) -> None:
+        """The slots that calling ``fn`` runs, where ``fn`` is a class of the user's or an instance of one (Note
+        [Slots a call runs])."""
+        if isinstance(fn, type):
+            if is_user_namespace(fn):
+                self._check_slot(fn, "__new__")
+                self._check_slot(fn, "__init__")
+            if is_user_namespace(type(fn)):
+                self._check_slot(type(fn), "__call__")
+        elif is_user_namespace(type(fn)):
+            self._check_slot(type(fn), "__call__")
+
+    def _check_slot(self, cls: type, name: str) -> None:
+        owner = next((k for k in cls.__mro__ if name in k.__dict__), None)
+        attr = owner.__dict__[name] if owner is not None else NULL
+        func = attr.__func__ if isinstance(attr, (staticmethod, classmethod)) else attr
+        if type(func) is not types.FunctionType or is_library_module(getattr(func, "__module__", None) or ""):
+            return
+        key = ("method", id(owner), name)
+        if key in self._asked_hasattr:
+            return
+        self._asked_hasattr.add(key)
+        self._keepalive.append(cls)
+        self._check(prims.check_class_attr, cls, name, attr)
+
     def missing_attr(self, obj: Any, name: str) -> Any:
         """``obj.name`` raised AttributeError, which the program may catch: the trace holds while the attribute
         stays absent, so the prologue checks that it still is (a later ``obj.name = ...`` must retrace). A

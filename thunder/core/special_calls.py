@@ -240,6 +240,11 @@ _DEFAULTS = (
 
 
 _SCRIPT_FUNCTION, _SCRIPT_MODULE, _SCRIPT_METHOD = torch.jit.ScriptFunction, torch.jit.ScriptModule, torch.ScriptMethod
+# Callables whose call runs no slot of a user's class (Note [Slots a call runs] in thunder.core.outside_reads)
+_NO_SLOTS = frozenset({
+    types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType,
+    types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType, functools.partial,
+})  # fmt: skip
 
 
 def _refuse_script_module(module: torch.nn.Module | torch.ScriptMethod, *args, **kwargs):
@@ -540,6 +545,8 @@ class SpecialCallsMixin:
         """What the interpreter calls instead of ``fn``, or None to let it handle ``fn`` as usual."""
         if fn is super:  # the interpreter's own (a transformers config read calls it twice): none of the tables below has it
             return None
+        if type(fn) not in _NO_SLOTS:
+            self.check_call_slots(fn)  # Note [Slots a call runs] in thunder.core.outside_reads
         if type(fn) is types.FunctionType:
             wrapper = native_wrapper(fn)  # Note [deprecate_kwarg's wrapper]
             if wrapper is not None:

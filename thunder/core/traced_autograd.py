@@ -16,6 +16,7 @@ Layer: core. Imports: core.
 
 from __future__ import annotations
 
+import itertools
 import types
 from collections.abc import Callable
 from typing import Any
@@ -103,6 +104,16 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
         scratch: list[BoundSymbol] = []
         inputs = [a for a in args if isinstance(a, TensorProxy)]
         differentiable = grad_enabled and any(a.requires_grad for a in inputs) and bool(outputs)
+        if differentiable and not ctx.materialize_grads and len(outputs) > 1:
+            # Note [A Function that does not materialize gradients]
+            applied = _applied_as_itself(cls, args, out, trace, start)
+            if applied is None:
+                raise UnsupportedOpError(
+                    f"{cls.__qualname__}.forward calls ctx.set_materialize_grads(False) and returns several tensors "
+                    "(or changes outside state): its backward gets None for the outputs that no gradient reaches, "
+                    "which thunder cannot trace yet; leave grads materialized, or call it outside thunder.jit"
+                )
+            return applied
         if differentiable:
             trace.scopes.append(scratch)
             failure = None
@@ -146,12 +157,11 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
     kept_off = [r for r in (*results, *cut.values()) if is_inexact_dtype(r.dtype) and not r.requires_grad]
     if kept_off and grad_enabled and any(a.requires_grad for a in inputs):
         _forward_with_grad_off(trace, start, switched, grad_enabled)
-    sym = Symbol(name=f"{cls.__name__}.apply", meta=None, id=f"autograd_function.{cls.__qualname__}", printer=_print_alias)
+    sym = Symbol(name=f"{cls.__name__}.apply", meta=None, id=_site_id("autograd_function", cls), printer=_print_alias)
     n_out = len(outputs) + len(cut)
-    grad_rules.register(sym)(_backward_rule(scratch, placeholders, input_grads, n_out, len(extra)))
-    trace.add_bound_symbol(
-        sym.bind(*outputs, *within.values(), *inputs, *extra, output=(*results, *cut.values()), source=None)
-    )
+    marker_args = (*outputs, *within.values(), *inputs, *extra)
+    grad_rules.register(sym)(_backward_rule(scratch, placeholders, input_grads, marker_args, n_out, len(extra)))
+    trace.add_bound_symbol(sym.bind(*marker_args, output=(*results, *cut.values()), source=None))
     from thunder.core.tracectx import current_source_location
 
     trace.bound_symbols[-1].source = current_source_location()
@@ -205,11 +215,30 @@ def higher_order_function(
     return HigherOrderFunction
 
 
+# Note [One symbol per call site]
+# Each ``cls.apply`` call has its own symbol, with an id no other call shares, so common-subexpression elimination
+# never merges two calls of one Function on the same inputs (``F.apply(t) * F.apply(t)``): their forward values are
+# equal, but the user's backward runs once per call, on that call's cotangent, and need not be linear in it (a
+# gradient clipped, a constant added). Merged, it ran once, on the sum.
+_SITES = itertools.count()
+
+
+def _site_id(kind: str, cls: type) -> str:
+    return f"{kind}.{cls.__qualname__}.{next(_SITES)}"
+
+
 def _overrides_setup_context(cls: type) -> bool:
     from torch.autograd.function import _SingleLevelFunction
 
     return getattr(cls, "setup_context", None) is not _SingleLevelFunction.setup_context
 
+
+# Note [A Function that does not materialize gradients]
+# After ``ctx.set_materialize_grads(False)`` eager's backward gets None, not zeros, for each output that no gradient
+# reached, and it may branch on that (``if g2 is None``). Which outputs those are is known only when the program's
+# backward is split off, after the backward was traced on placeholders: such a Function with several outputs is
+# applied as itself (the Note below), so torch's engine passes what eager's does. With one output, a backward that
+# runs always gets a gradient.
 
 # Note [A backward that cannot be traced]
 # A Function whose ``backward`` cannot be traced (it asserts ``ctx.training`` as Reformer's does, or calls what
@@ -226,7 +255,7 @@ def _applied_as_itself(cls: type, args: tuple, out: Any, trace: TraceCtx, start:
     del trace.bound_symbols[start:]
     results = tuple(TensorProxy.like(o, requires_grad=o.dtype.is_floating_point or o.dtype.is_complex) for o in outputs)
     sym = Symbol(
-        name=f"{cls.__name__}.apply", meta=None, id=f"autograd_function_applied.{cls.__qualname__}", printer=_print_apply
+        name=f"{cls.__name__}.apply", meta=None, id=_site_id("autograd_function_applied", cls), printer=_print_apply
     )
     from thunder.core.tracectx import current_source_location
 
@@ -252,15 +281,22 @@ def _print_alias(bsym: BoundSymbol, printer) -> list[str]:
     return [f"({lhs},) = ({rhs},)"]
 
 
-def _backward_rule(scratch: list[BoundSymbol], placeholders: list, input_grads: list, n_outputs: int, n_extra: int):
+def _backward_rule(
+    scratch: list[BoundSymbol], placeholders: list, input_grads: list, traced_args: tuple, n_outputs: int, n_extra: int
+):
     """The VJP rule of one call site: the traced backward on the real cotangents. The marker's
     arguments are (forward's outputs, forward's tensor inputs, other forward values the backward
-    reads); gradients go to the inputs, position by position (the same tensor twice sums)."""
+    reads); gradients go to the inputs, position by position (the same tensor twice sums).
+
+    The backward was traced on the names the marker had when it was made (``traced_args``); passes before the
+    split may have renamed them (common subexpression elimination makes ``x.float()`` computed twice one value),
+    so the backward reads the marker's arguments as they are now."""
 
     def rule(g, out, *marker_args):
         from thunder.core.trace import get_tracectx
 
-        swap = {p.name: c for p, c in zip(placeholders, g)}
+        swap = {t.name: a for t, a in zip(traced_args, marker_args) if isinstance(a, Proxy) and t.name != a.name}
+        swap.update((p.name, c) for p, c in zip(placeholders, g))
         trace = get_tracectx()
         for bsym in scratch:
             trace.add_bound_symbol(bsym.rename(swap).from_bsym())
