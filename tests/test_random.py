@@ -245,3 +245,20 @@ def _draws_then_counts(x):
     drawn = _GENERATORS.random()
     positive = x[x > 0]
     return x.sum() + positive.sum() * positive.shape[0], drawn
+
+
+def test_a_call_does_not_import_numpy_random():
+    # Reading NumPy's generator state imported numpy.random (30 ms on a first call) for a program that never draws
+    # from it; the import registers abstract base classes, which changes abc.get_cache_token() that entries asking an
+    # ABC check: such an entry compiled before the import recompiled once after it.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, collections.abc, torch, thunder\n"
+        "jf = thunder.jit(lambda x, d: x + 1 if isinstance(d, collections.abc.Mapping) else x - 1)\n"
+        "x = torch.ones(2)\n"
+        "for _ in range(3): jf(x, {})\n"
+        "assert 'numpy.random' not in sys.modules, 'a jitted call imported numpy.random'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -645,9 +645,11 @@ def draws_per_call(entry: CacheEntry) -> bool:
 
 
 def python_random_state() -> tuple:
-    """The state of Python's and NumPy's generators, which per-call values draw from."""
-    np = sys.modules.get("numpy")
-    return random.getstate(), (np.random.get_state() if np is not None else None)
+    """The state of Python's and NumPy's generators, which per-call values draw from. NumPy's only once something
+    imported ``numpy.random``: reading ``numpy.random`` imports it (30 ms), which registers abstract base classes and
+    so changes ``abc.get_cache_token()``, which entries compiled before it check (Note [Torch state])."""
+    np_random = sys.modules.get("numpy.random")
+    return random.getstate(), (np_random.get_state() if np_random is not None else None)
 
 
 def _same_python_random_state(a: tuple, b: tuple) -> bool:
@@ -667,7 +669,7 @@ def restore_python_random_state(state: tuple, draws: tuple[GeneratorDraw, ...] =
     py, np_state = state
     random.setstate(py)
     if np_state is not None:
-        sys.modules["numpy"].random.set_state(np_state)
+        sys.modules["numpy.random"].set_state(np_state)
     for draw in reversed(draws):
         draw.put_back()
 
