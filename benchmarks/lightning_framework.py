@@ -161,6 +161,8 @@ class ops:
 
     def __call__(self, template: Callable) -> None:
         for opinfo in self.opinfos:
+            if opinfo is None:  # op infos that did not import (lightning_tests stands in for opinfos.py)
+                continue
             for executor in self.executors:
                 if executor is None or not executor.is_available():
                     continue
