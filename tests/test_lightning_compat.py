@@ -119,3 +119,31 @@ def test_executor_accessors_of_lightning_thunder():
     assert thunder.executors.get_torch_executor() is thunder.pytorch_executor
     assert thunder.executors.nvfuser_available() is False
     assert thunder.executors.get_nvfuser_executor() is None is thunder.nvfuser_executor
+
+
+def test_outputs_whose_view_the_backward_saves_are_freed():
+    # lightning-thunder's test_saved_view_of_output_of_autograd_function_does_not_leak: a view of an output saved
+    # for backward kept each call's outputs alive until a backward (a reference cycle through torch's C++ graph that
+    # gc cannot see); eager frees them
+    import gc
+    import weakref
+
+    def fn(idx, weight):
+        tok_emb = torch.nn.functional.embedding(idx, weight)
+        emb = torch.reshape(tok_emb, (2, -1))
+        return tok_emb, emb @ emb.T
+
+    idx = torch.randint(0, 10, (1, 2))
+    grads = []
+    for f in (fn, thunder.jit(fn)):
+        weight = torch.randn(16, 8, generator=torch.Generator().manual_seed(0)).requires_grad_()
+        refs = []
+        for _ in range(3):
+            out, product = f(idx, weight)  # no backward (an evaluation that did not turn grad off)
+            refs.append(weakref.ref(out))
+        del out, product
+        gc.collect()
+        assert all(r() is None for r in refs), f
+        f(idx, weight)[1].sum().backward()  # and the gradient is eager's
+        grads.append(weight.grad)
+    torch.testing.assert_close(grads[1], grads[0])

@@ -71,6 +71,11 @@ class ThunderFunction(torch.autograd.Function):
     def forward(ctx, plan: AutogradPlan, holder: list, *inputs):
         outputs, saved = plan.forward(*inputs)
         ctx.plan = plan
+        # Note [Saving views for backward]: a view saved by a Function keeps its base's autograd history, which for
+        # a view of an output is this node: a cycle through C++ that nothing collects, so each call's outputs leaked.
+        # Saved detached (the version counter is shared: in-place changes are still caught), as lightning-thunder's
+        # ThunderFunction does; the backward is never differentiated (see ``backward``), so nothing is lost.
+        saved = [s.detach() if type(s) is torch.Tensor and s._base is not None else s for s in saved]
         if plan.saves == "tensors":
             ctx.save_for_backward(*saved)
         elif plan.saves == "mixed":
