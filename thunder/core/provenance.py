@@ -333,8 +333,9 @@ class ProvenanceMixin:
             rebuild_mapping(typ, items, attrs)
         except Exception:
             return None
-        if hasattr(value, "__dict__"):  # none now: a later call checks that there still are none (Note [A dict
-            self._check(prims.check_expr, f"not {holder.name}.__dict__", (holder,))  # subclass's attributes])
+        if (attrs is None or attrs == {}) and hasattr(value, "__dict__"):  # none now: a later call checks that
+            self._check(prims.check_expr, f"not {holder.name}.__dict__", (holder,))  # there still are none (Note
+            # [A dict subclass's attributes]); not one whose attributes are its items (``self.__dict__ = self``)
         return rebuild_mapping(typ, self._unpack_contents(items, holder, name, raw=raw), attrs)
 
     def _register(self, obj: Any, holder: Proxy, seen_as: Any) -> None:
