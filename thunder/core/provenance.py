@@ -197,6 +197,7 @@ class ProvenanceMixin:
                     self._buffers.append((seen, _dict_items(seen), self._input_location(holder)))
                     return seen
                 self._check_keys(holder, tuple(value))
+                self._check_literal_items(holder, value)
             self._register(value, holder, value)
             return value
         if type(value) in (functools.partial, types.MethodType):
@@ -297,6 +298,12 @@ class ProvenanceMixin:
         self._keepalive.append(seen)
         return seen
 
+    # Note [A dict subclass's attributes]
+    # The copy of an outside dict subclass that the program sees (``_rebuilt``) has the attributes its type gives a
+    # copy. Attributes besides (``d.n = 1`` on a plain ``class D(dict)``) would be missing from it: such an object is
+    # seen as itself. One with none when traced is checked to have none on later calls, so an attribute set between
+    # calls (by the caller, or by the program: ``store_attr`` replays a store on the copy on the object) retraces
+    # instead of the program reading the copy's "no such attribute" (``getattr(d, "n", 0)``) again.
     def _rebuilt_mapping(self, value: dict, holder: Proxy, name: str) -> dict | None:
         """A copy of the dict subclass ``value`` with its items unpacked, or None where its type cannot be
         rebuilt from its items (see ``unpack_value``)."""
@@ -320,10 +327,15 @@ class ProvenanceMixin:
             if not _remade_as_it_is(value, typ, items):
                 return None
             return typ(self._unpack_contents(items, holder, name, raw=raw))
+        if attrs is None and object_state(value):
+            return None  # attributes besides its items that a copy made by its type would not have: seen as itself
         try:
             rebuild_mapping(typ, items, attrs)
         except Exception:
             return None
+        if (attrs is None or attrs == {}) and hasattr(value, "__dict__"):  # none now: a later call checks that
+            self._check(prims.check_expr, f"not {holder.name}.__dict__", (holder,))  # there still are none (Note
+            # [A dict subclass's attributes]); not one whose attributes are its items (``self.__dict__ = self``)
         return rebuild_mapping(typ, self._unpack_contents(items, holder, name, raw=raw), attrs)
 
     def _register(self, obj: Any, holder: Proxy, seen_as: Any) -> None:
@@ -364,6 +376,22 @@ class ProvenanceMixin:
         p = self._prologue_proxy("module_" + path.replace(".", "_"))
         self.prologue.input_paths[p.name] = path
         return p
+
+    def _check_literal_items(self, holder: Proxy, value: dict) -> None:
+        """The items of a dict subclass seen as itself that are numbers, strings or None: the program reads them
+        natively, as the constants they are, so the prologue checks that they still are (floats by ``repr``: exact,
+        NaN and -0.0 included)."""
+        h, same = holder.name, []
+        for k, v in dict.items(value):
+            item = f"dict.__getitem__({h}, {k!r})"
+            if v is None:
+                same.append(f"{item} is None")
+            elif type(v) is float:
+                same.append(f"type({item}) is float and repr({item}) == {repr(v)!r}")
+            elif type(v) in (int, bool, str):
+                same.append(f"type({item}) is {type(v).__name__} and {item} == {v!r}")
+        if same:
+            self._check(prims.check_expr, " and ".join(same), (holder,))
 
     def _check_keys(self, holder: Proxy, keys: tuple) -> None:
         self._check(prims.check_keys, holder, keys)

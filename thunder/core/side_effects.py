@@ -353,7 +353,8 @@ class SideEffectsMixin:
         if type(name) is str and (store := _users_descriptor_store(obj, name, value is DELETED)) is not None:
             interpreter_call(current_runtime(), store[0], (store[1], obj) if value is DELETED else (*store[1:], obj, value))
             return True
-        holder = self._provenance.get(id(obj))
+        # (an outside dict subclass is seen as a copy, ``_rebuilt``: the store is made on it and replayed on the object)
+        holder = self._provenance.get(id(obj)) or self._rebuilt.get(id(obj))
         if holder is None and (isinstance(obj, torch.nn.Module) or is_user_namespace(obj)):
             holder = self._captured_outside(obj)
         if holder is None or isinstance(obj, Proxy):

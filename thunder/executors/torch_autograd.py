@@ -16,7 +16,7 @@ import sys
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -62,6 +62,9 @@ class AutogradPlan:
     # which it reads a view made before a write, after it (Note [Views whose history eager rebuilds]); None when
     # it writes into no input.
     stale: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[str, ...]] | None = None
+    # The positions of the saved values that are views, once the first call found them (Note [Saving views for
+    # backward]): a list holding one tuple.
+    saved_views: list = field(default_factory=list)
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -71,6 +74,18 @@ class ThunderFunction(torch.autograd.Function):
     def forward(ctx, plan: AutogradPlan, holder: list, *inputs):
         outputs, saved = plan.forward(*inputs)
         ctx.plan = plan
+        # Note [Saving views for backward]: a view saved by a Function keeps its base's autograd history, which for
+        # a view of an output is this node: a cycle through C++ that nothing collects, so each call's outputs leaked.
+        # Saved detached (the version counter is shared: in-place changes are still caught), as lightning-thunder's
+        # ThunderFunction does; the backward is never differentiated (see ``backward``), so nothing is lost. Which
+        # saved values are views is the trace's doing (views of its outputs): found on the first call, for the rest.
+        views = plan.saved_views
+        if not views:
+            views.append(tuple(i for i, s in enumerate(saved) if type(s) is torch.Tensor and s._base is not None))
+        if views[0]:
+            saved = list(saved)
+            for i in views[0]:
+                saved[i] = saved[i].detach()
         if plan.saves == "tensors":
             ctx.save_for_backward(*saved)
         elif plan.saves == "mixed":
