@@ -491,3 +491,32 @@ def test_metaclass_property_and_protocols_on_the_class_are_interpreted():
         return Shape.size, Shape[1], len(Shape), list(Shape), [c for c in Shape]
 
     assert interpret(f)() == f()
+
+
+def test_class_changes_between_runs_are_seen():
+    # Note [Class attribute lookups]: the interpreter keeps the class dicts of a type's MRO between runs; a property
+    # added to a base later, and a base replaced (``__bases__``), are what the next run finds, as CPython does.
+    class A:
+        def f(self):
+            return "A"
+
+    class B:
+        def f(self):
+            return "B"
+
+    class C(A):
+        pass
+
+    def g(o):
+        try:
+            v = o.v
+        except AttributeError:
+            v = None
+        return o.f(), v
+
+    c = C()
+    assert interpret(g)(c) == g(c) == ("A", None)
+    A.v = property(lambda self: "property of A")
+    assert interpret(g)(c) == g(c) == ("A", "property of A")
+    C.__bases__ = (B,)
+    assert interpret(g)(c) == g(c) == ("B", None)

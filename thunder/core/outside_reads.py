@@ -72,7 +72,7 @@ from thunder.core import introspection, prims, torch_state
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import NULL, constructing
 from thunder.core.interpreter.execution import lookup_type_attr
-from thunder.core.interpreter.protocols import descriptor_load, generic_load_attr, getattribute_load, property_load
+from thunder.core.interpreter.protocols import generic_load_attr, getattribute_load, interpreted_getter
 from thunder.core.interpreter.protocols import load_attr as interpreted_load_attr
 from thunder.core.interpreter.runtime import current_runtime
 from thunder.core.proxies import Proxy, TensorProxy
@@ -172,14 +172,15 @@ class OutsideReadsMixin:
     def load_attr(self, obj: Any, name: str, value: Any, raw: bool = False) -> Any:
         """What the program sees for ``obj.name``, which gave ``value`` (``raw``: ``object.__getattribute__(obj,
         name)``, reached from a Python ``__getattribute__``)."""
-        if not raw and getattribute_load(obj) is not None:
+        getter = interpreted_getter(obj, name, raw)
+        if getter is not None and len(getter[1]) == 2:  # ``(obj, name)``: the type's own ``__getattribute__``
             return value  # interpreted: its reads were checked where they reached ``object.__getattribute__``
         cls = type(obj)  # Note [Type checks of the program's objects while tracing] in special_calls
         if name == "__dict__" and type(value) is dict:
             return self._object_dict(obj, value, raw)
         if name == "__dict__" and type(value) is types.MappingProxyType and isinstance(obj, type):
             return self._class_dict(obj, value)
-        if property_load(obj, name, raw) is not None or descriptor_load(obj, name, raw) is not None:
+        if getter is not None:  # a property's getter or a descriptor's ``__get__``, interpreted
             self._check_class_attr(obj, name)
             # what the interpreted getter computed: its own reads are checked; kept as read once, it went stale when
             # the program changed what the getter reads (``obj._v = ...; obj.v``). A traced value's own property

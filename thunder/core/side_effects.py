@@ -872,7 +872,7 @@ def _own_attribute(obj, name: str) -> Any:
 # makes by ``object.__setattr__`` (or ``super().__setattr__``) are replayed as such, and its other effects as the
 # program's own (a module's, through ``nn.Module.__setattr__``, interpreted too). A library's ``__setattr__``
 # (``nn.Module``'s, a config class's) called by the store itself still runs natively. The same holds for a data
-# descriptor of the user's (its ``__set__``/``__delete__`` here; its ``__get__``: ``protocols.descriptor_load``).
+# descriptor of the user's (its ``__set__``/``__delete__`` here; its ``__get__``: ``protocols.interpreted_getter``).
 def _python_slot(obj: Any, name: str) -> bool:
     return type(lookup_type_attr(type(obj), name)) is types.FunctionType
 

@@ -605,10 +605,27 @@ def call_back(ctx: Runtime, fn, args: tuple, kwargs: dict | None = None):
         runtimes.pop()
 
 
+# Note [Class attribute lookups]
+# The interpreter looks names up on a type's MRO without invoking descriptors several times per call and attribute
+# read of the program (a few thousand times a trace). ``klass.__dict__`` makes a new mappingproxy at each access, so
+# the proxies of each class on a type's MRO are kept, per type (a proxy is a live view: later changes to a class's
+# attributes show through it), and made again when the type's ``__mro__`` is another tuple (``__bases__`` assigned).
+# Keyed by ``id``: a metaclass's ``__eq__`` or ``__hash__`` would run, or make its classes unhashable. The entry's MRO
+# holds the type alive, so its id is not reused while the entry exists; the cache is cleared when it grows large, as
+# the decoded code objects are.
+_mro_dicts: dict[int, tuple[tuple, tuple]] = {}
+_MRO_CACHE_LIMIT = 20_000
+
+
 def lookup_type_attr(tp: type, name: str):
     """``name`` looked up on the MRO of ``tp`` without descriptors being invoked (like ``_PyType_Lookup``)."""
-    for klass in tp.__mro__:
-        d = klass.__dict__
+    mro = tp.__mro__
+    entry = _mro_dicts.get(id(tp))
+    if entry is None or entry[0] is not mro:
+        if len(_mro_dicts) >= _MRO_CACHE_LIMIT:
+            _mro_dicts.clear()
+        entry = _mro_dicts[id(tp)] = (mro, tuple(klass.__dict__ for klass in mro))
+    for d in entry[1]:
         if name in d:
             return d[name]
     return NULL

@@ -311,8 +311,15 @@ def call_operands(values: list) -> tuple:
     return (upper, values[2:]) if lower is NULL else (lower, values[1:])
 
 
+# (handler, operand count) -> the watching handler: one per pair, not one per decoded instruction
+_watchers: dict[tuple, object] = {}
+
+
 def _watching(handler, inst):
     n = _operand_count(inst)
+    watched = _watchers.get((handler, n))
+    if watched is not None:
+        return watched
 
     def watched(inst, frame):
         cb = frame.ctx.cb_operands
@@ -320,6 +327,7 @@ def _watching(handler, inst):
             cb(inst, frame.stack[-n:])
         return handler(inst, frame)
 
+    _watchers[handler, n] = watched
     return watched
 
 

@@ -56,9 +56,8 @@ __all__ = [
     "load_attr",
     "generic_load_attr",
     "getattribute_load",
-    "property_load",
     "property_store",
-    "descriptor_load",
+    "interpreted_getter",
     "instantiate",
     "type_call",
     "FAST_TYPES",
@@ -652,60 +651,50 @@ def getattribute_load(obj):
     return f if _is_py(f) else None
 
 
-def property_load(obj, name: str, raw: bool = False):
-    """The Python getter of the ``property`` that ``obj.name`` runs (``raw``: that ``object.__getattribute__(obj,
-    name)`` runs), which ``load_attr`` interprets; else None."""
-    t = type(obj)
-    if t in FAST_TYPES or t is type:
-        return None
-    attr = lookup_type_attr(t, name)
-    # (A class's metaclass property, like an instance's property, takes precedence over its own attributes.)
-    if type(attr) is property and _is_py(attr.fget):
-        if raw or lookup_type_attr(t, "__getattribute__") in (_object_getattribute, _type_getattribute):
-            return attr.fget
-    return None
-
-
-def descriptor_load(obj, name: str, raw: bool = False):
-    """``(__get__, descriptor)`` of the data descriptor (not a ``property``) that ``obj.name`` reads where its
-    ``__get__`` is Python code, which ``load_attr`` interprets as a property's getter (natively, what it did besides
-    returning, a log, a counter, was not seen); else None. ``raw``: the one ``object.__getattribute__`` reads."""
-    t = type(obj)
-    if t in FAST_TYPES or t is type or not (raw or lookup_type_attr(t, "__getattribute__") is _object_getattribute):
-        return None
-    attr = lookup_type_attr(t, name)
-    if attr is NULL or type(attr) is property:
-        return None
-    dt = type(attr)
-    get = lookup_type_attr(dt, "__get__")
-    if not _is_py(get) or (lookup_type_attr(dt, "__set__") is NULL and lookup_type_attr(dt, "__delete__") is NULL):
-        return None
-    return get, attr
-
-
 def generic_load_attr(ctx, obj, name: str):
     """``object.__getattribute__(obj, name)``, a Python property's getter or descriptor's ``__get__`` interpreted."""
-    getter = property_load(obj, name, raw=True)
-    if getter is not None:
-        return call(ctx, getter, (obj,))
-    described = descriptor_load(obj, name, raw=True)
-    if described is not None:
-        return call(ctx, described[0], (described[1], obj, type(obj)))
+    found = interpreted_getter(obj, name, raw=True)
+    if found is not None:
+        return call(ctx, *found)
     return _object_getattribute(obj, name)
 
 
+def interpreted_getter(obj, name: str, raw: bool = False) -> tuple | None:
+    """``(function, args)`` of what ``obj.name`` runs that ``load_attr`` interprets: the type's Python
+    ``__getattribute__`` (not with ``raw``: the one ``object.__getattribute__`` reads), else the Python getter of a
+    ``property`` (where the type's ``__getattribute__`` is ``object``'s or ``type``'s; a metaclass property, like an
+    instance's, takes precedence over the class's own attributes), else the Python ``__get__`` of a data descriptor
+    that is not a property (where it is ``object``'s: natively, what it did besides returning, a log, a counter, was
+    not seen); None for a native read. Two lookups on the MRO: an attribute read asks this twice, here and in the
+    tracer's callback."""
+    t = type(obj)
+    if t in FAST_TYPES or t is type:
+        return None
+    ga = lookup_type_attr(t, "__getattribute__")
+    if not raw and _is_py(ga):
+        return ga, (obj, name)
+    attr = lookup_type_attr(t, name)
+    if attr is NULL:
+        return None
+    dt = type(attr)
+    if dt is property:
+        f = attr.fget
+        if _is_py(f) and (raw or ga is _object_getattribute or ga is _type_getattribute):
+            return f, (obj,)
+        return None
+    if not (raw or ga is _object_getattribute):
+        return None
+    get = lookup_type_attr(dt, "__get__")
+    if not _is_py(get) or (lookup_type_attr(dt, "__set__") is NULL and lookup_type_attr(dt, "__delete__") is NULL):
+        return None
+    return get, (attr, obj, t)
+
+
 def load_attr(ctx, obj, name: str):
-    getter = getattribute_load(obj)  # Note [Reads through a Python __getattribute__]
-    if getter is not None:
-        args = (obj, name)
-    elif (getter := property_load(obj, name)) is not None:
-        args = (obj,)
-    else:
-        described = descriptor_load(obj, name)
-        if described is None:
-            return getattr(obj, name)
-        getter, attr = described
-        args = (attr, obj, type(obj))
+    found = interpreted_getter(obj, name)  # Note [Reads through a Python __getattribute__]
+    if found is None:
+        return getattr(obj, name)
+    getter, args = found
     getattr_fallback = lookup_type_attr(type(obj), "__getattr__")
     if getattr_fallback is NULL:
         return call(ctx, getter, args)
