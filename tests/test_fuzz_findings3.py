@@ -4,9 +4,11 @@ subexpression elimination (the earlier findings are in test_fuzz_findings.py and
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import thunder
+from thunder.core.errors import UnsupportedOpError
 
 
 def _grads(fn, x: torch.Tensor):
@@ -148,3 +150,61 @@ def test_a_constructor_or_call_slot_replaced_on_a_class_defined_inside_a_functio
         torch.testing.assert_close(jfn(x), fn(x))
         change(Scaler, Meta)
         torch.testing.assert_close(jfn(x), fn(x), msg=f"{what} replaced")
+
+
+class _SquaredInATuple(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t, scale):
+        ctx.save_for_backward(t)
+        return (t * t * scale,)
+
+    @staticmethod
+    def backward(ctx, g):
+        (t,) = ctx.saved_tensors
+        return g * 3 * t, None
+
+
+def _leaf_check(x):
+    return _Squared.apply(x) + _SquaredInATuple.apply(x.exp(), 2.0)[0], x.is_leaf
+
+
+def _view_copy(x):
+    y = _Squared.apply(x).clone()
+    y[:1].copy_(x[:1])  # copy_ onto a view of a tensor that requires grad
+    return y
+
+
+def test_a_functions_backward_runs_where_the_program_runs_under_torchs_autograd():
+    # Seeds 7003576 and 8003403: where the split cannot differentiate the program (it asks x.is_leaf, or copies onto a
+    # view), torch's autograd runs the computation, whose Function marker only renamed forward's outputs: torch
+    # differentiated t * t (2t) and the user's backward (3t) never ran. Now the Function is applied as itself there.
+    for fn in (lambda x: _leaf_check(x)[0], _view_copy):
+        x = torch.randn(2, 3)
+        expected, expected_grad = _grads(fn, x)
+        jf = thunder.jit(fn)
+        for _ in range(2):
+            out, grad = _grads(jf, x)
+            torch.testing.assert_close(out, expected)
+            torch.testing.assert_close(grad, expected_grad)
+        assert thunder.compile_stats(jf).last_autograd_fallback is not None  # the case this test is about
+    x = torch.randn(3, requires_grad=True)
+    assert thunder.jit(_leaf_check)(x)[1] is True
+
+
+class _Printing(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        print("forward")
+        return t * t
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+
+def test_a_function_with_an_effect_where_the_program_runs_under_torchs_autograd_is_a_clear_error():
+    def f(x):
+        return _Printing.apply(x), x.is_leaf
+
+    with pytest.raises(UnsupportedOpError, match=r"_Printing.apply .*torch's autograd.*forward calls"):
+        thunder.jit(f)(torch.randn(2, requires_grad=True))

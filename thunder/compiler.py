@@ -42,6 +42,7 @@ from thunder.core.symbol_lookup import symbol_for
 from thunder.core.symbolic import is_symbolic, recording_constraints
 from thunder.core.symbolic_numbers import GeneratorDraw
 from thunder.core.trace import TraceCtx, TraceProvenance
+from thunder.core.traced_autograd import applied_as_themselves
 from thunder.core.transforms import ForwardBackward, NotDifferentiable, requires_grad_outputs, split_forward_backward
 from thunder.entry_run import ExecutedPrologue, FusedWhenReused, input_key
 from thunder.executors.torch_autograd import autograd_callable, make_plan
@@ -192,7 +193,7 @@ def run_passes(
     split: ForwardBackward | None = None
     for step in PIPELINE:
         if step is AUTOGRAD_SPLIT:
-            split = _autograd_split(cd, traces[-1], cs)
+            split = _autograd_split(cd, traces[-1], cs, traces)
             if split is not None:
                 traces.append(split.forward)
                 backward_traces.append(split.backward)
@@ -219,7 +220,11 @@ def run_passes(
     return split
 
 
-def _autograd_split(cd: CompileData, trace: TraceCtx, cs: CompileStats | None) -> ForwardBackward | None:
+def _autograd_split(
+    cd: CompileData, trace: TraceCtx, cs: CompileStats | None, traces: list[TraceCtx]
+) -> ForwardBackward | None:
+    """The split of ``trace``, or None; where torch's autograd runs the program instead, ``traces`` gets the
+    computation it runs (Note [A Function in a program torch's autograd runs])."""
     if cd.disable_torch_autograd or not requires_grad_outputs(trace):
         return None
     start = time.perf_counter_ns()
@@ -228,6 +233,11 @@ def _autograd_split(cd: CompileData, trace: TraceCtx, cs: CompileStats | None) -
     except NotDifferentiable as e:
         if cs is not None:
             cs.last_autograd_fallback = str(e)
+        applied = applied_as_themselves(trace, str(e))
+        if applied is not None:
+            applied = dce(applied)
+            applied.set_provenance(TraceProvenance("Functions applied as themselves for torch's autograd", 0.0))
+            traces.append(applied)
         return None
     ms = (time.perf_counter_ns() - start) / 1e6
     split.forward.set_provenance(TraceProvenance(AUTOGRAD_SPLIT.name, ms))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -30,9 +31,15 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import RERUN, BoundSymbol, Symbol
-from thunder.core.trace import TraceCtx
+from thunder.core.trace import TraceCtx, from_trace
 
-__all__ = ["checkpoint_region", "higher_order_function", "is_autograd_function_apply", "trace_autograd_function"]
+__all__ = [
+    "applied_as_themselves",
+    "checkpoint_region",
+    "higher_order_function",
+    "is_autograd_function_apply",
+    "trace_autograd_function",
+]
 
 _APPLY = torch.autograd.Function.apply.__func__
 
@@ -161,6 +168,7 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
     n_out = len(outputs) + len(cut)
     marker_args = (*outputs, *within.values(), *inputs, *extra)
     grad_rules.register(sym)(_backward_rule(scratch, placeholders, input_grads, marker_args, n_out, len(extra)))
+    _MARKED_CALLS[sym] = _MarkedCall(cls, args, n_out, len(inputs), out, _forward_effect(trace, start))
     trace.add_bound_symbol(sym.bind(*marker_args, output=(*results, *cut.values()), source=None))
     from thunder.core.tracectx import current_source_location
 
@@ -254,21 +262,86 @@ def _applied_as_itself(cls: type, args: tuple, out: Any, trace: TraceCtx, start:
         return None
     del trace.bound_symbols[start:]
     results = tuple(TensorProxy.like(o, requires_grad=o.dtype.is_floating_point or o.dtype.is_complex) for o in outputs)
-    sym = Symbol(
-        name=f"{cls.__name__}.apply", meta=None, id=_site_id("autograd_function_applied", cls), printer=_print_apply
-    )
     from thunder.core.tracectx import current_source_location
 
+    sym = _apply_symbol(cls, isinstance(out, tuple))
     trace.add_bound_symbol(sym.bind(cls.apply, *args, output=results, source=current_source_location()))
     return results if isinstance(out, tuple) else results[0]
 
 
-def _print_apply(bsym: BoundSymbol, printer) -> list[str]:
-    """``(t5,) = _apply(t3, False)``: the Function applied by torch (Note [A backward that cannot be traced])."""
-    fn, *args = bsym.args
-    call = f"{printer.constant(fn, '_apply')}({', '.join(printer.value(a) for a in args)})"
-    lhs = ", ".join(o.name for o in bsym.output)
-    return [f"({lhs},) = {call}" if len(bsym.output) > 1 else f"{lhs} = {call}"]
+def _apply_symbol(cls: type, returns_tuple: bool) -> Symbol:
+    """The symbol of one call of ``cls.apply`` run by torch: ``t5 = _apply(t3, False)``, or ``(t5,) = ...`` where
+    forward returns a tuple."""
+
+    def print_apply(bsym: BoundSymbol, printer) -> list[str]:
+        fn, *args = bsym.args
+        call = f"{printer.constant(fn, '_apply')}({', '.join(printer.value(a) for a in args)})"
+        lhs = ", ".join(o.name for o in bsym.output)
+        return [f"({lhs},) = {call}" if returns_tuple else f"{lhs} = {call}"]
+
+    return Symbol(
+        name=f"{cls.__name__}.apply", meta=None, id=_site_id("autograd_function_applied", cls), printer=print_apply
+    )
+
+
+# Note [A Function in a program torch's autograd runs]
+# Where the split cannot differentiate the program, its computation runs under torch's autograd as it is. A
+# Function's marker only renames forward's outputs, so torch differentiated forward's ops and the user's backward
+# never ran (a backward that is not forward's derivative: another gradient, silently). There each marker becomes the
+# Function applied as itself (Note [A backward that cannot be traced]): torch runs forward again and records the
+# user's backward; forward's traced ops are left to dead-code elimination. A forward that changed outside state or
+# printed would do that twice, and a forward returning tensors inside a list cannot be applied as itself: clear errors.
+class _MarkedCall:
+    """What a marker needs to become its call again: the Function, the call's arguments (the tensors among them are
+    the marker's inputs, as passes may have renamed them), how many outputs precede them in the marker's arguments,
+    whether forward returned a tuple, and what stops applying it again (an effect of forward's, or a result that is
+    not a tensor)."""
+
+    __slots__ = ("cls", "args", "n_outputs", "n_inputs", "returns_tuple", "obstacle")
+
+    def __init__(self, cls: type, args: tuple, n_outputs: int, n_inputs: int, out: Any, effect: str | None):
+        self.cls, self.args, self.n_outputs, self.n_inputs = cls, args, n_outputs, n_inputs
+        self.returns_tuple = isinstance(out, tuple)
+        returned = out if self.returns_tuple else (out,)
+        self.obstacle = (
+            f"its forward calls {effect}" if effect is not None
+            else None if all(isinstance(o, TensorProxy) for o in returned)
+            else "its forward returns what is not a tensor"
+        )  # fmt: skip
+
+
+_MARKED_CALLS: weakref.WeakKeyDictionary[Symbol, _MarkedCall] = weakref.WeakKeyDictionary()
+
+
+def _forward_effect(trace: TraceCtx, start: int) -> str | None:
+    from thunder.core.replays import REPLAYS
+
+    return next((b.sym.name for b in trace.bound_symbols[start:] if b.sym in REPLAYS), None)
+
+
+def applied_as_themselves(trace: TraceCtx, why: str) -> TraceCtx | None:
+    """``trace`` with each Function's marker replaced by the Function applied as itself, for torch's autograd to run
+    (Note [A Function in a program torch's autograd runs]; ``why``: why the split did not differentiate it); None when
+    it has no marker."""
+    new, changed = from_trace(trace), False
+    for bsym in trace.bound_symbols:
+        call = _MARKED_CALLS.get(bsym.sym)
+        if call is None:
+            new.bound_symbols.append(bsym)
+            continue
+        if call.obstacle is not None:
+            at = f" (at {bsym.source})" if bsym.source is not None else ""
+            raise UnsupportedOpError(
+                f"{call.cls.__qualname__}.apply{at}: the program runs under torch's autograd ({why}), where the "
+                f"Function is applied as itself so that its backward runs, but {call.obstacle}. Change that, or "
+                "call the Function outside thunder.jit"
+            )
+        inputs = iter(bsym.args[call.n_outputs : call.n_outputs + call.n_inputs])
+        args = tuple(next(inputs) if isinstance(a, TensorProxy) else a for a in call.args)
+        sym = _apply_symbol(call.cls, call.returns_tuple)
+        new.bound_symbols.append(sym.bind(call.cls.apply, *args, output=bsym.output, source=bsym.source))
+        changed = True
+    return new if changed else None
 
 
 def _print_alias(bsym: BoundSymbol, printer) -> list[str]:
