@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -47,3 +49,32 @@ def test_a_cached_function_eager_never_reaches_is_not_called_while_tracing(fn, m
             run(*make_args())
         results.append((type(raised.value), list(CALLS), _scale.cache_info().currsize))
     assert results[1] == results[0]
+
+
+_FIRST_BACKWARD = """
+import sys, torch, thunder
+
+def f(x, w):
+    h = torch.nn.functional.gelu(x * w)
+    s = h.sum()
+    h.add_(1)  # the split asks torch whether gelu saved h (it did not: the backward runs)
+    return s + h.sum()
+
+grads = []
+for fn in (f, thunder.jit(f)):
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+    fn(x, w).backward()
+    grads.append((x.grad, w.grad))
+    assert fn is not f or "torch._dynamo" not in sys.modules  # (eager's own step does not import it)
+torch.testing.assert_close(grads[1], grads[0])
+print("torch._dynamo" in sys.modules)
+"""
+
+
+def test_the_first_backward_of_a_fresh_process_does_not_import_dynamo():
+    # Note [Asking eager's saves without importing torch._dynamo] in thunder.torch.eager_saves: the import costs
+    # seconds on the first training step.
+    done = subprocess.run([sys.executable, "-c", _FIRST_BACKWARD], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
