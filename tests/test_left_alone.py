@@ -78,3 +78,29 @@ def test_the_first_backward_of_a_fresh_process_does_not_import_dynamo():
     done = subprocess.run([sys.executable, "-c", _FIRST_BACKWARD], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+NAN_KEYED = {float("nan"): 1}
+NAN = next(iter(NAN_KEYED))
+
+
+def _looks_up_a_nan_global(x):
+    return x * NAN_KEYED[NAN], NAN in NAN_KEYED, x * NAN_KEYED.get(float("nan"), 7)
+
+
+def _looks_up_a_nan_argument(x, k):
+    return x * NAN_KEYED.get(k, 7), k in NAN_KEYED
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+@pytest.mark.parametrize(
+    "fn, args",
+    [(_looks_up_a_nan_global, ()), (_looks_up_a_nan_argument, (NAN,)), (_looks_up_a_nan_argument, (float("nan"),))],
+    ids=["global", "argument-the-key", "argument-another-nan"],
+)
+def test_a_nan_dict_key_keeps_its_identity(fn, args, cache):
+    # A dict finds a NaN key by identity only: a symbolic float (a new object) holding the NaN was not found.
+    x = torch.ones(2)
+    jf = thunder.jit(fn, cache=cache)
+    for _ in range(2):
+        torch.testing.assert_close(jf(x, *args), fn(x, *args))
