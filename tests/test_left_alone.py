@@ -104,3 +104,34 @@ def test_a_nan_dict_key_keeps_its_identity(fn, args, cache):
     jf = thunder.jit(fn, cache=cache)
     for _ in range(2):
         torch.testing.assert_close(jf(x, *args), fn(x, *args))
+
+
+class _Config:
+    problem_type = None
+
+
+class _SetsItsProblemType(torch.nn.Module):
+    """As Hugging Face's sequence classifiers do (Longformer's recompile after its first training call)."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = _Config()
+        self.lin = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        if self.config.problem_type is None:
+            self.config.problem_type = "single_label_classification"
+        return self.lin(x)
+
+
+def test_a_recompile_after_the_model_changed_its_own_state_names_that_state():
+    torch.manual_seed(0)
+    model, reference = _SetsItsProblemType(), _SetsItsProblemType()
+    reference.load_state_dict(model.state_dict())
+    jm = thunder.jit(model)
+    x = torch.ones(2)
+    for _ in range(3):
+        torch.testing.assert_close(jm(x), reference(x))
+    assert model.config.problem_type == reference.config.problem_type
+    assert thunder.cache_misses(jm) == 2  # the second call reads the state the first one set
+    assert "config.problem_type type changed NoneType -> str" in str(thunder.cache_miss_reasons(jm)[-1])
