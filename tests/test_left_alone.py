@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import subprocess
 import sys
 
@@ -135,3 +136,32 @@ def test_a_recompile_after_the_model_changed_its_own_state_names_that_state():
     assert model.config.problem_type == reference.config.problem_type
     assert thunder.cache_misses(jm) == 2  # the second call reads the state the first one set
     assert "config.problem_type type changed NoneType -> str" in str(thunder.cache_miss_reasons(jm)[-1])
+
+
+_LOG = logging.getLogger(__name__)
+
+
+def _logs_from_a_helper(x):
+    _LOG.warning("from the helper, on %s", x.shape, stacklevel=2)
+    return x
+
+
+def _logs(x):
+    _LOG.warning("size %d", x.numel())
+    y = _logs_from_a_helper(x * 2)
+    _LOG.error("with its stack", stack_info=True)
+    return y + 1
+
+
+def test_a_log_record_names_the_programs_line(caplog):
+    # The record was made by the replay in generated code: ``thunder.computation_N``, ``computation``.
+    x = torch.ones(3)
+    fields = ("pathname", "lineno", "funcName", "module", "filename", "levelname", "stack_info")
+    records = []
+    for fn in (_logs, thunder.jit(_logs), thunder.jit(_logs)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=__name__):
+            fn(x)
+        records.append([(r.getMessage(), *(getattr(r, f) for f in fields)) for r in caplog.records])
+    assert records[1] == records[0]
+    assert records[2] == records[0]
