@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import subprocess
 import sys
@@ -165,3 +166,39 @@ def test_a_log_record_names_the_programs_line(caplog):
         records.append([(r.getMessage(), *(getattr(r, f) for f in fields)) for r in caplog.records])
     assert records[1] == records[0]
     assert records[2] == records[0]
+
+
+def _forks_the_random_state_and_never_exits(x):
+    cm = torch.random.fork_rng()
+    cm.__enter__()  # eager's cm dies at the return, which closes it: fork_rng puts back the random state then
+    return x + torch.rand(2)
+
+
+def test_a_fork_rng_entered_and_never_exited_restores_the_random_state_at_the_return(monkeypatch):
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    jf = thunder.jit(_forks_the_random_state_and_never_exits)
+    for _ in range(2):
+        results = []
+        for fn in (_forks_the_random_state_and_never_exits, jf):
+            torch.manual_seed(0)
+            out = fn(torch.ones(2))
+            gc.collect()
+            results.append((out, torch.rand(3)))  # the state after the call
+        torch.testing.assert_close(results[1], results[0], rtol=0, atol=0)
+    assert not unraisable  # was: "Exception ignored ... '_provenance'" when collected
+
+
+def test_a_returned_context_manager_left_entered_is_refused(monkeypatch):
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+
+    def f(x):
+        cm = torch.random.fork_rng()
+        cm.__enter__()
+        return x + 1, cm
+
+    with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="returns a context manager it entered"):
+        thunder.jit(f)(torch.ones(2))
+    gc.collect()
+    assert not unraisable
