@@ -302,7 +302,7 @@ class Tracer(
         (Note [Iterator arguments]): eager would have failed at the first of those that fails on these inputs, so
         that error is raised instead (run on the real inputs, as Note [Data-dependent values] does)."""
         trace = self.computation
-        if self.eager_impl is None or len(trace.scopes) > 1:
+        if self.eager_impl is None or len(trace.scopes) > 1 or not self._inputs_as_traced():
             return
         inputs = self._real_inputs()
         bsyms = trace.bound_symbols
@@ -327,6 +327,17 @@ class Tracer(
                     self.program_raised = earlier  # the program's own error: the call runs eagerly, with its effects
                     raise earlier from None
         self._raise_checked = (len(bsyms), grad)
+
+    def _inputs_as_traced(self) -> bool:
+        """Whether the real tensors of the inputs have the shapes the trace gave them, so that the ops recorded so far
+        can be run on them: a ZeRO-3 module's parameter is traced whole, and its real tensor is this rank's shard."""
+        for _, q in self.inputs:
+            found = self._tensor_inputs.get(id(q))
+            if found is not None and isinstance(q, TensorProxy):
+                real = found[1]
+                if len(q.shape) != real.dim() or any(type(d) is int and d != n for d, n in zip(q.shape, real.shape)):
+                    return False
+        return True
 
     # Note [An op's failure the program catches]
     # An op whose meta rejects its arguments raises a ThunderError, which is also the ValueError, RuntimeError or
