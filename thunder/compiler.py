@@ -284,7 +284,9 @@ def _maybe_verify(cd: CompileData, trace: TraceCtx) -> None:
 # error naming the argument (the items are gone). A computation that raised after an effect raises as before (a
 # split program's replays then already ran after its last check; a rerun would repeat them). The prologue's draws
 # from random generators (``random.random()``) are put back before the eager run, which draws as eager does; its
-# other per-call calls (a copy of an outside object) count as effects.
+# other per-call calls (a copy of an outside object) count as effects. Calls tracing makes for real (an ``lru_cache``
+# function's body, a draw), which eager makes only if it gets there, first raise the failure eager would meet before
+# them on these inputs (``_raise_an_earlier_failure`` in ``thunder.core.jit_ext``): the call then runs eagerly.
 
 
 # Note [A run-time failure the program handles]

@@ -302,7 +302,7 @@ class Tracer(
         (Note [Iterator arguments]): eager would have failed at the first of those that fails on these inputs, so
         that error is raised instead (run on the real inputs, as Note [Data-dependent values] does)."""
         trace = self.computation
-        if self.eager_impl is None or len(trace.scopes) > 1:
+        if self.eager_impl is None or len(trace.scopes) > 1 or not self._inputs_as_traced():
             return
         inputs = self._real_inputs()
         bsyms = trace.bound_symbols
@@ -327,6 +327,17 @@ class Tracer(
                     self.program_raised = earlier  # the program's own error: the call runs eagerly, with its effects
                     raise earlier from None
         self._raise_checked = (len(bsyms), grad)
+
+    def _inputs_as_traced(self) -> bool:
+        """Whether the real tensors of the inputs have the shapes the trace gave them, so that the ops recorded so far
+        can be run on them: a ZeRO-3 module's parameter is traced whole, and its real tensor is this rank's shard."""
+        for _, q in self.inputs:
+            found = self._tensor_inputs.get(id(q))
+            if found is not None and isinstance(q, TensorProxy):
+                real = found[1]
+                if len(q.shape) != real.dim() or any(type(d) is int and d != n for d, n in zip(q.shape, real.shape)):
+                    return False
+        return True
 
     # Note [An op's failure the program catches]
     # An op whose meta rejects its arguments raises a ThunderError, which is also the ValueError, RuntimeError or
@@ -432,6 +443,7 @@ class Tracer(
                         if isinstance(e, _EAGER_ERRORS) and self._made_effects():
                             self.program_raised = e  # eager's argument check, after effects: the call runs eagerly
                     raise
+                self._exit_context_managers_left_entered(returned)
                 memo: dict[int, Any] = {}  # what the program made and stores or returns: one object each
                 self.lift_stored_objects_again(memo)
                 result = self.escaping(returned, memo)
@@ -484,6 +496,32 @@ class Tracer(
         replays.place_after_their_values(self.computation)
         self.moved_replays = bool(self.outcomes) and data_dependent.order_for_checks(self.computation)
         return result
+
+    # Note [A context manager entered and never exited]
+    # ``cm = torch.random.fork_rng(); cm.__enter__()`` with no exit: eager's ``cm`` dies when the function returns,
+    # which closes its generator, whose ``finally`` runs then (``fork_rng`` puts back the random state). The tracer
+    # keeps the objects the program made alive until it is released, when that ``finally`` ran interpreted under a
+    # released tracer ("Exception ignored ... '_provenance'") and the random state stayed as the program left it. So
+    # when the program returns, each generator-based context manager it made and left entered is closed there, under
+    # the tracer: the ``finally`` is traced as the last thing the call does, as eager runs it. One the program returns
+    # lives on in eager, to be closed whenever it is collected, which a trace cannot place: refused.
+    def _exit_context_managers_left_entered(self, returned: Any) -> None:
+        left = [
+            obj for obj in self._keepalive
+            if type(obj) is contextlib._GeneratorContextManager and getattr(obj.gen, "gi_suspended", False)
+        ]  # fmt: skip
+        if not left:
+            return
+        leaves = {id(leaf) for leaf in tree_leaves(returned)}
+        returned_entered = [cm for cm in left if id(cm) in leaves]
+        for cm in left:
+            cm.gen.close()  # (a refused one too: nothing of it may run once the tracer is released)
+        if returned_entered:
+            raise ThunderRuntimeError(
+                f"the jitted function returns a context manager it entered and did not exit "
+                f"({returned_entered[0].gen.__qualname__}): eager exits it when it is collected, which a trace cannot "
+                "place. Exit it inside the function (a with statement), or enter it outside."
+            )
 
     def release(self) -> None:
         """Lets go of the program's objects once the entry is compiled: the tracer and the interpreted

@@ -410,6 +410,8 @@ class OutsideReadsMixin:
     def _attr_holder(self, holder: Proxy, name: str, obj: Any, raw: bool = False) -> Proxy:
         table = _module_member_table(obj, name)
         path = self._member_path(obj, name)
+        if path is None and holder.name in self.prologue.input_paths:  # ``config.problem_type`` of a module's config
+            path = f"{self.prologue.input_paths[holder.name]}.{name}"
         if path is not None and table in ("_parameters", "_buffers"):
             attr = self._prologue_proxy("t_" + path.replace(".", "_"))
             self._member_paths[attr.name] = path

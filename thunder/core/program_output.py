@@ -13,7 +13,9 @@ Layer: tracing. Imports: core.
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import traceback
 import warnings
 from typing import Any
 
@@ -119,9 +121,12 @@ class ProgramOutputMixin:
 
     def _log(self, logger: logging.Logger, level: int, msg: Any, args: tuple, **kwargs: Any) -> None:
         """A record the program logs (``log.warning(...)``; whether the logger is enabled was decided by the program's
-        own reads, which the prologue checks): recorded, so each call logs its own values, as ``print``."""
+        own reads, which the prologue checks): recorded, so each call logs its own values, as ``print``, from the
+        program's line (``findCaller`` at the replay would find the generated code's frame)."""
+        caller = _log_caller(bool(kwargs.pop("stack_info", False)), kwargs.pop("stacklevel", 1))
         prims.python_log(
-            logger, level, snapshot(lift_objects(msg)), snapshot(lift_objects(args)), snapshot(lift_objects(kwargs))
+            logger, level, snapshot(lift_objects(msg)), snapshot(lift_objects(args)), snapshot(lift_objects(kwargs)),
+            caller,
         )
 
 
@@ -160,20 +165,49 @@ def _filter_action(message: Any, category: type, lineno: int, module: str) -> st
     return warnings.defaultaction
 
 
-def _warning_frame(stacklevel: int, skip_file_prefixes: tuple) -> tuple[str, int, dict] | None:
-    """(file, line, globals) of the frame ``warnings.warn(..., stacklevel)`` attributes a warning to, as CPython's
-    ``warn`` finds it, over the interpreted frames and then the real ones outside thunder; None past the stack."""
-    if skip_file_prefixes:
-        stacklevel = max(2, stacklevel)
-    frames = [(f.code.co_filename, frame_line(f) or 0, f.globals) for f in innermost_frame_objects()]
+def _user_frames() -> list[tuple[str, int, str, dict]]:
+    """(file, line, function, globals) of the program's frames, innermost first: the interpreted ones, then the real
+    ones outside thunder (the caller of the jitted function and its callers)."""
+    frames = [(f.code.co_filename, frame_line(f) or 0, f.code.co_name, f.globals) for f in innermost_frame_objects()]
     real = sys._getframe(1)
     while real is not None and (
         real.f_code.co_filename.startswith(_THUNDER_DIR) or is_generated(real.f_code.co_filename)
     ):  # (generated code: the jitted function's own, Note [The fused prologue is the jitted function's code])
         real = real.f_back
     while real is not None:
-        frames.append((real.f_code.co_filename, real.f_lineno, real.f_globals))
+        frames.append((real.f_code.co_filename, real.f_lineno, real.f_code.co_name, real.f_globals))
         real = real.f_back
+    return frames
+
+
+def _log_caller(stack_info: bool, stacklevel: int) -> tuple[str, int, str, str | None]:
+    """What ``logging.Logger.findCaller(stack_info, stacklevel)`` returns for the program's call: (file, line,
+    function, stack text) of the ``stacklevel``-th frame outside ``logging`` (and importlib's bootstrap)."""
+    frames = _user_frames()
+    if not frames:
+        return "(unknown file)", 0, "(unknown function)", None
+    k = len(frames) - 1  # (past the outermost frame: that one, as findCaller)
+    for i, (filename, *_) in enumerate(frames):
+        filename = os.path.normcase(filename)
+        if filename != logging._srcfile and not ("importlib" in filename and "_bootstrap" in filename):
+            stacklevel -= 1
+        if stacklevel <= 0:
+            k = i
+            break
+    filename, lineno, function, _ = frames[k]
+    sinfo = None
+    if stack_info:
+        summary = traceback.StackSummary.from_list([(f, n, name, None) for f, n, name, _ in reversed(frames[k:])])
+        sinfo = ("Stack (most recent call last):\n" + "".join(summary.format())).rstrip("\n")
+    return filename, lineno, function, sinfo
+
+
+def _warning_frame(stacklevel: int, skip_file_prefixes: tuple) -> tuple[str, int, dict] | None:
+    """(file, line, globals) of the frame ``warnings.warn(..., stacklevel)`` attributes a warning to, as CPython's
+    ``warn`` finds it, over the interpreted frames and then the real ones outside thunder; None past the stack."""
+    if skip_file_prefixes:
+        stacklevel = max(2, stacklevel)
+    frames = [(filename, lineno, namespace) for filename, lineno, _, namespace in _user_frames()]
     if not frames:
         return None
 

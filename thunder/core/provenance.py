@@ -117,10 +117,13 @@ class ProvenanceMixin:
             self._check(prims.check_value, holder, value)
             return value
         if issubclass(typ, (int, float)) and type(value) in (int, float):
-            if self.symbolic:
+            # A NaN stays the object it is, never a symbolic float (a new object): a dict or set finds a NaN key by
+            # identity (``D[next(iter(D))]``), and no comparison or arithmetic of a NaN depends on its value anyway.
+            nan = typ is float and value != value
+            if self.symbolic and not nan:
                 return self._number_input(value, holder)
             history = self.shape_history
-            if history is not None:
+            if history is not None and not nan:
                 symbolic = self.automatic_dynamic and history.symbolic_number(holder.name, value)
                 history.record_number(holder.name, value, symbolic)
                 if symbolic:

@@ -682,6 +682,9 @@ class SpecialCallsMixin:
         mask it made once is the same tensor on every call, as eager's, not a tensor the trace cannot see). A symbolic
         size among the arguments is pinned (the entry holds for its value); other arguments: called as it is."""
         args, kwargs = _pinned(args), _pinned(kwargs)
+        # The call runs now, for real, with the effects of its body; eager makes it only if it gets here: would eager
+        # have failed at run time before it (an in-place update of a leaf requiring grad, an index out of range)?
+        self._raise_an_earlier_failure()
         try:
             # (with the types: ``2`` and ``2.0`` are equal, and lru_cache keys them apart)
             key = ("cached call", id(fn), args, tuple(map(type, args)), tuple(sorted(kwargs.items())),

@@ -6,10 +6,19 @@ gradient computation has been modified by an inplace operation"); whether a call
 the op (``x * w`` saves ``w``, ``x + w`` nothing, ``exp`` its result), which torch knows best. Asked only for
 the calls that read a tensor the program later updates in place.
 
+Note [Asking eager's saves without importing torch._dynamo]
+Many of torch's meta kernels are Python references wrapped in ``torch._disable_dynamo``, whose first call imports
+``torch._dynamo`` (1.5 s of CPU time unloaded, 10-17 s at load 10-14: the first backward of a fresh process paid it).
+A small call runs on real CPU tensors instead (zeros, of the call's shapes; a few milliseconds at most), whose
+kernels are C++; a large one, or one that fails on those values (``cholesky`` of zeros) or on the CPU (a dtype it
+has no kernel for), on meta tensors as before.
+
 Layer: language. Imports: core, torch.base.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -17,9 +26,13 @@ from thunder.core.proxies import NumberProxy, TensorProxy, pyval
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import set_eager_saves
 from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import draws
 from thunder.torch.base import symbol_to_torch
 
 __all__ = ["eager_saves"]
+
+
+_SMALL = 1 << 16  # elements among a call's tensor arguments and results that it runs on real CPU tensors
 
 
 def eager_saves(bsym: BoundSymbol) -> frozenset[str] | None:
@@ -28,13 +41,23 @@ def eager_saves(bsym: BoundSymbol) -> frozenset[str] | None:
     fn = symbol_to_torch.get(bsym.sym)
     if fn is None:
         return None
+    tensors = [t for t in tree_leaves((bsym.args, bsym.kwargs, bsym.output)) if isinstance(t, TensorProxy)]
+    numel = sum(math.prod(pyval(d) for d in t.shape) for t in tensors)
+    if numel <= _SMALL and not draws(bsym):  # (a draw on the CPU would move the program's generator)  # Note [Asking eager's saves without importing torch._dynamo]
+        found = _saves_on(bsym, fn, "cpu")
+        if found is not None:
+            return found
+    return _saves_on(bsym, fn, "meta")
+
+
+def _saves_on(bsym: BoundSymbol, fn, device: str) -> frozenset[str] | None:
     names: dict[int, str] = {}
     made: list[torch.Tensor] = []  # alive until the end, so that ids stay unique
 
-    def meta(x):
+    def tensor(x):
         if isinstance(x, TensorProxy):
             differentiable = x.dtype.is_floating_point or x.dtype.is_complex
-            t = torch.empty(tuple(pyval(d) for d in x.shape), dtype=x.dtype, device="meta")
+            t = torch.zeros(tuple(pyval(d) for d in x.shape), dtype=x.dtype, device=device)
             t.requires_grad_(bool(x.requires_grad and differentiable))
             made.append(t)
             names[id(t)] = x.name
@@ -48,7 +71,7 @@ def eager_saves(bsym: BoundSymbol) -> frozenset[str] | None:
         return t
 
     try:
-        args, kwargs = tree_map(meta, (bsym.args, bsym.kwargs))
+        args, kwargs = tree_map(tensor, (bsym.args, bsym.kwargs))
         with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             out = fn(*args, **kwargs)
     except Exception:

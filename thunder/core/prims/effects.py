@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import enum
 import keyword
+import logging
+import sys
 import warnings
 
 import torch
@@ -53,15 +55,29 @@ def _print_print(bsym, printer):
 python_print = make_prim(P.PRINT, "python_print", lambda args, kwargs: None, tags=(DONT_DCE,), printer=_print_print)
 
 
+def log_record(logger, caller: tuple, level: int, msg, args: tuple, exc_info=None, extra=None) -> None:
+    """``logger._log(level, msg, args, ...)`` from ``caller``, the (file, line, function, stack text) that
+    ``findCaller`` gave for the program's line while tracing: called here, it would find the generated code's."""
+    fn, lno, func, sinfo = caller if logging._srcfile else ("(unknown file)", 0, "(unknown function)", None)
+    if exc_info:
+        if isinstance(exc_info, BaseException):
+            exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
+        elif not isinstance(exc_info, tuple):
+            exc_info = sys.exc_info()
+    logger.handle(logger.makeRecord(logger.name, level, fn, lno, msg, args, exc_info, func, extra, sinfo))
+
+
 def _print_log(bsym, printer):
-    logger, level, msg, args, kwargs = bsym.args
-    parts = [printer.value(level), printer.value(msg), printer.value(args)]
+    logger, level, msg, args, kwargs, caller = bsym.args
+    parts = [printer.constant(logger, "_logger"), printer.constant(caller, "_caller"), printer.value(level)]
+    parts += [printer.value(msg), printer.value(args)]
     parts += [f"{k}={printer.value(v)}" for k, v in kwargs.items()]
-    return [f"{printer.constant(logger, '_logger')}._log({', '.join(parts)})"]
+    return [f"{printer.add_ctx('_log_record', log_record)}({', '.join(parts)})"]
 
 
-# ``python_log(logger, level, msg, args, kwargs)``: a ``logging`` record the program emitted (``log.warning(...)``,
-# once the logger was found enabled for its level), made again by every call with that call's values.
+# ``python_log(logger, level, msg, args, kwargs, caller)``: a ``logging`` record the program emitted
+# (``log.warning(...)``, once the logger was found enabled for its level), made again by every call with that call's
+# values, from the program's line (``caller``: ``log_record``).
 python_log = make_prim(P.LOG, "python_log", lambda *args: None, tags=(DONT_DCE,), printer=_print_log)
 
 

@@ -99,7 +99,7 @@ unpack_sequence = make_prim(P.UNPACK_SEQUENCE, "unpack_sequence", _unpack_sequen
 
 def _print_unpack_key(bsym, printer):
     d, key, _ = bsym.args
-    return [f"{bsym.output.name} = {printer.value(d)}[{printer.value(key)}]"]
+    return [f"{bsym.output.name} = {printer.value(d)}[{_key(printer, key)}]"]
 
 
 unpack_key = make_prim(P.UNPACK_KEY, "unpack_key", lambda d, key, output: output, printer=_print_unpack_key)
@@ -823,12 +823,20 @@ check_outcome = make_prim(
 )
 
 
+def _key(printer, key: object) -> str:
+    """A dict key as the prologue names it: a NaN is found by identity only (it equals nothing), so it is the traced
+    object itself, not a literal ``float('nan')`` (a new object)."""
+    if type(key) in (float, complex) and key != key:
+        return printer.constant(key, "_nan")
+    return printer.value(key)
+
+
 def _print_check_keys(bsym, printer):
     d, keys = bsym.args
     name = printer.value(d)
     if not keys:
         return [f"if {name}: {printer.on_miss}"]
-    condition = f"tuple({name}) != ({', '.join(printer.value(k) for k in keys)},)"
+    condition = f"tuple({name}) != ({', '.join(_key(printer, k) for k in keys)},)"
     if not all(type(k) is str for k in keys):  # 1, 1.0 and True are one key to a dict, but not to the program
         condition += f" or tuple(map(type, {name})) != ({', '.join(printer.constant(type(k), '_type') for k in keys)},)"
     return [f"if {condition}: {printer.on_miss}"]

@@ -1,0 +1,232 @@
+"""Differences from eager that earlier sessions found and left alone, each compared with eager PyTorch."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import logging
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import thunder
+
+CALLS = []
+
+
+@functools.lru_cache
+def _scale(n):
+    CALLS.append(n)
+    return n * 2.0
+
+
+def _updates_a_leaf_then_calls_a_cached_function(x, acc):
+    x.add_(1)  # eager raises here on a leaf that requires grad
+    return acc * _scale(acc.ndim)
+
+
+def _indexes_then_calls_a_cached_function(x, i):
+    y = x[i]  # eager raises here for an index out of range
+    return y * _scale(y.ndim + 5)
+
+
+@pytest.mark.parametrize(
+    "fn, make_args",
+    [
+        (_updates_a_leaf_then_calls_a_cached_function, lambda: (torch.randn(3, requires_grad=True), torch.randn(3))),
+        (_indexes_then_calls_a_cached_function, lambda: (torch.randn(3), torch.tensor([0, 7]))),
+    ],
+    ids=["leaf-update", "index-out-of-range"],
+)
+def test_a_cached_function_eager_never_reaches_is_not_called_while_tracing(fn, make_args):
+    # Eager fails before the call, so the lru_cache body (with its effects) never runs (Note [A run that fails
+    # before its effects] in thunder.compiler).
+    results = []
+    for run in (fn, thunder.jit(fn)):
+        CALLS.clear()
+        _scale.cache_clear()
+        with pytest.raises((RuntimeError, IndexError)) as raised:
+            run(*make_args())
+        results.append((type(raised.value), list(CALLS), _scale.cache_info().currsize))
+    assert results[1] == results[0]
+
+
+_FIRST_BACKWARD = """
+import sys, torch, thunder
+
+def f(x, w):
+    h = torch.nn.functional.gelu(x * w)
+    s = h.sum()
+    h.add_(1)  # the split asks torch whether gelu saved h (it did not: the backward runs)
+    return s + h.sum()
+
+grads = []
+for fn in (f, thunder.jit(f)):
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+    fn(x, w).backward()
+    grads.append((x.grad, w.grad))
+    assert fn is not f or "torch._dynamo" not in sys.modules  # (eager's own step does not import it)
+torch.testing.assert_close(grads[1], grads[0])
+print("torch._dynamo" in sys.modules)
+"""
+
+
+def test_the_first_backward_of_a_fresh_process_does_not_import_dynamo():
+    # Note [Asking eager's saves without importing torch._dynamo] in thunder.torch.eager_saves: the import costs
+    # seconds on the first training step.
+    done = subprocess.run([sys.executable, "-c", _FIRST_BACKWARD], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+NAN_KEYED = {float("nan"): 1}
+NAN = next(iter(NAN_KEYED))
+
+
+def _looks_up_a_nan_global(x):
+    return x * NAN_KEYED[NAN], NAN in NAN_KEYED, x * NAN_KEYED.get(float("nan"), 7)
+
+
+def _looks_up_a_nan_argument(x, k):
+    return x * NAN_KEYED.get(k, 7), k in NAN_KEYED
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+@pytest.mark.parametrize(
+    "fn, args",
+    [(_looks_up_a_nan_global, ()), (_looks_up_a_nan_argument, (NAN,)), (_looks_up_a_nan_argument, (float("nan"),))],
+    ids=["global", "argument-the-key", "argument-another-nan"],
+)
+def test_a_nan_dict_key_keeps_its_identity(fn, args, cache):
+    # A dict finds a NaN key by identity only: a symbolic float (a new object) holding the NaN was not found.
+    x = torch.ones(2)
+    jf = thunder.jit(fn, cache=cache)
+    for _ in range(2):
+        torch.testing.assert_close(jf(x, *args), fn(x, *args))
+
+
+class _Config:
+    problem_type = None
+
+
+class _SetsItsProblemType(torch.nn.Module):
+    """As Hugging Face's sequence classifiers do (Longformer's recompile after its first training call)."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = _Config()
+        self.lin = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        if self.config.problem_type is None:
+            self.config.problem_type = "single_label_classification"
+        return self.lin(x)
+
+
+def test_a_recompile_after_the_model_changed_its_own_state_names_that_state():
+    torch.manual_seed(0)
+    model, reference = _SetsItsProblemType(), _SetsItsProblemType()
+    reference.load_state_dict(model.state_dict())
+    jm = thunder.jit(model)
+    x = torch.ones(2)
+    for _ in range(3):
+        torch.testing.assert_close(jm(x), reference(x))
+    assert model.config.problem_type == reference.config.problem_type
+    assert thunder.cache_misses(jm) == 2  # the second call reads the state the first one set
+    assert "config.problem_type type changed NoneType -> str" in str(thunder.cache_miss_reasons(jm)[-1])
+
+
+_LOG = logging.getLogger(__name__)
+
+
+def _logs_from_a_helper(x):
+    _LOG.warning("from the helper, on %s", x.shape, stacklevel=2)
+    return x
+
+
+def _logs(x):
+    _LOG.warning("size %d", x.numel())
+    y = _logs_from_a_helper(x * 2)
+    _LOG.error("with its stack", stack_info=True)
+    return y + 1
+
+
+def test_a_log_record_names_the_programs_line(caplog):
+    # The record was made by the replay in generated code: ``thunder.computation_N``, ``computation``.
+    x = torch.ones(3)
+    fields = ("pathname", "lineno", "funcName", "module", "filename", "levelname", "stack_info")
+    records = []
+    for fn in (_logs, thunder.jit(_logs), thunder.jit(_logs)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=__name__):
+            fn(x)
+        records.append([(r.getMessage(), *(getattr(r, f) for f in fields)) for r in caplog.records])
+    assert records[1] == records[0]
+    assert records[2] == records[0]
+
+
+def _forks_the_random_state_and_never_exits(x):
+    cm = torch.random.fork_rng()
+    cm.__enter__()  # eager's cm dies at the return, which closes it: fork_rng puts back the random state then
+    return x + torch.rand(2)
+
+
+def test_a_fork_rng_entered_and_never_exited_restores_the_random_state_at_the_return(monkeypatch):
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    jf = thunder.jit(_forks_the_random_state_and_never_exits)
+    for _ in range(2):
+        results = []
+        for fn in (_forks_the_random_state_and_never_exits, jf):
+            torch.manual_seed(0)
+            out = fn(torch.ones(2))
+            gc.collect()
+            results.append((out, torch.rand(3)))  # the state after the call
+        torch.testing.assert_close(results[1], results[0], rtol=0, atol=0)
+    assert not unraisable  # was: "Exception ignored ... '_provenance'" when collected
+
+
+def test_a_returned_context_manager_left_entered_is_refused(monkeypatch):
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+
+    def f(x):
+        cm = torch.random.fork_rng()
+        cm.__enter__()
+        return x + 1, cm
+
+    with pytest.raises(thunder.core.errors.ThunderRuntimeError, match="returns a context manager it entered"):
+        thunder.jit(f)(torch.ones(2))
+    gc.collect()
+    assert not unraisable
+
+
+def test_each_op_of_a_fused_region_is_copied_once_by_the_fusion_pass(monkeypatch):
+    from thunder.core.symbol import BoundSymbol
+    from thunder.transforms.execution import transform_for_execution
+
+    def f(x, w):
+        return (torch.tanh(torch.sin(x) * 2 + w) @ w).exp().sum()
+
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    jf = thunder.jit(f, executors=["torchcompile", "torch"])
+    torch.testing.assert_close(jf(x, w), f(x, w))
+    traces = thunder.last_traces(jf)
+    before = next(t for t, n in zip(traces, traces[1:]) if n.provenance.pass_name == "Transform for execution")
+    copies, of_copies = set(), []
+    original = BoundSymbol.from_bsym
+
+    def counted(self, **changes):
+        if id(self) in copies:
+            of_copies.append(self.sym.name)
+        made = original(self, **changes)
+        copies.add(id(made))
+        return made
+
+    monkeypatch.setattr(BoundSymbol, "from_bsym", counted)
+    fused = transform_for_execution(before, thunder.compile_data(jf).executors_list)
+    assert [b.sym.name for b in fused.bound_symbols if b.sym._is_fusion]  # a region was fused
+    assert not of_copies  # was: the claim's copy of each op copied again by the executor's fuse
