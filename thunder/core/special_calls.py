@@ -28,7 +28,8 @@ and all), checked by one condition that takes both as the same: the trace made i
 
 
 ``SpecialCallsMixin`` is the part of ``Tracer`` (``thunder.core.jit_ext``) that handles these calls; the
-state it keeps is set up by ``Tracer.__init__``.
+state it keeps is set up by ``Tracer.__init__``. The calls it refuses, and their messages, are in
+``thunder.core.refusals``.
 
 Layer: tracing. Imports: core.
 """
@@ -54,7 +55,7 @@ import torch.utils.checkpoint
 
 from thunder.core import introspection, prims, proxies, torch_state, transforms
 from thunder.core.attribute_calls import ATTRIBUTE_SLOTS, plain_slot, python_getter
-from thunder.core.errors import MakesParameters, ThunderRuntimeError, UnsupportedOpError
+from thunder.core.errors import ThunderRuntimeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as interpreter_call
 from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.interpreter.runtime import current_runtime
@@ -64,6 +65,23 @@ from thunder.core.module import is_thunder_entry
 from thunder.core.nested_jit import inner_jitted_lookaside
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
+from thunder.core.refusals import (
+    ARRAY_LIKE,
+    CACHE_STATE,
+    DEFAULTS,
+    GRADIENT,
+    MASKED,
+    NESTED,
+    TRANSFORM,
+    hash_unless_nan,
+    refuse_cache_state,
+    refuse_environ_write,
+    refuse_inside,
+    refuse_parameter,
+    refuse_parameter_made_at,
+    refuse_script_module,
+    refuse_traced,
+)
 from thunder.core.symbol import Symbol
 from thunder.core.symbol_lookup import (
     bound_self,
@@ -150,22 +168,6 @@ def _no_torch_function(*args) -> bool:
     return False
 
 
-def _refuse_parameter(cls: type, *args, **kwargs):
-    """``torch.nn.Parameter(...)`` in the program (or in a module built inside it)."""
-    _refuse_parameter_made_at(cls, source_location())
-
-
-def _refuse_parameter_made_at(cls: type, loc) -> None:
-    loc = loc and (loc.call_site or loc)  # the user's line that builds the module, for a parameter made by torch
-    raise MakesParameters(
-        f"{cls.__module__}.{cls.__qualname__}(...) makes a new parameter (a leaf tensor that requires grad) inside the "
-        f"jitted function{f' at {loc}' if loc else ''}; a trace computes tensors from the function's inputs and cannot "
-        "make leaves (the first call that made one ran eagerly, as a one-time setup, a lazy module's say; this call "
-        "makes one again). Create the parameter (or the module that holds it) outside the function and pass it in, or "
-        "return the tensor and call .requires_grad_() on it outside."
-    )
-
-
 # Note [A parameter the program makes and uses]
 # peft's DoRA on GPT-2 (``fan_in_fan_out``) computes with ``torch.nn.Parameter(weight.T)`` in its forward: a new leaf
 # on every call, cut from ``weight``'s graph, whose gradient goes nowhere. A trace cannot make a leaf that the caller
@@ -182,99 +184,12 @@ def _parameter_from(data: torch.Tensor, requires_grad: bool) -> torch.Tensor:
     return made.requires_grad_() if requires_grad else made
 
 
-def _refuse_inside(name: str, why: str, *args, **kwargs):
-    """A call the trace cannot hold: ``name`` inside the jitted function, refused with ``why`` (and what to do)."""
-    loc = source_location()
-    raise UnsupportedOpError(f"{name} inside the jitted function{f' (called at {loc})' if loc else ''} is not supported: {why}")
-
-
-def _refuse_traced(name: str, why: str, fn: Callable, *args, **kwargs):
-    """``fn`` given a traced value: refused with ``why``; natively otherwise. (Its argument parser reads a proxy as a
-    sequence of numbers, and its TypeError was taken for the program's own: an eager run with a warning.)"""
-    if any(isinstance(a, Proxy) for a in tree_leaves((args, kwargs))):
-        _refuse_inside(name, why)
-    return fn(*args, **kwargs)
-
-
-# Constructors that take ``array_like`` data: a sparse tensor is another layout, and ``asarray`` aliases its input
-_ARRAY_LIKE = (
-    "it makes a tensor of a layout thunder does not trace (sparse) or aliases its input (asarray). Make a sparse tensor "
-    "outside the jitted function and pass its dense form (.to_dense()), and use torch.as_tensor instead of asarray."
-)
-
-# torch.nested's constructors: a nested tensor is a layout of its own (its jagged form keeps a real tensor in a
-# global, whose storage the constructor reads)
-_NESTED = (
-    "it makes a nested tensor, which thunder.jit does not trace (it traces strided, dense tensors). Pad the sequences "
-    "(torch.nn.utils.rnn.pad_sequence) and pass their lengths or a mask, or make the nested tensor and compute with it "
-    "outside the jitted function."
-)
-
-# torch.masked's MaskedTensor: a tensor subclass whose ops run torch's own autograd.Functions on real tensors
-_MASKED = (
-    "it makes a MaskedTensor, a tensor subclass thunder.jit does not trace. Pass the mask to torch.masked's functions "
-    "instead (torch.masked.sum(x, dim, mask=mask), torch.masked.softmax, ...), or use torch.where."
-)
-
-# torch's functorch and higher-order-op machinery runs its own dispatcher levels on real tensors
-_TRANSFORM = (
-    "it runs torch's own transform machinery, which does not take traced values. Apply it outside the jitted "
-    "function (to the jitted function's results), write the batched or differentiated computation directly, or use "
-    "Python control flow instead of torch.cond."
-)
-# torch's autograd engine would be handed the trace's values
-_GRADIENT = (
-    "thunder differentiates the whole function when the backward of its result is called, and a gradient taken "
-    "inside it (a gradient penalty, an inner optimization step) is not traced. Take the gradient outside: jit the "
-    "function whose gradient you need and call torch.autograd.grad or .backward() on its result (without "
-    "create_graph=True)."
-)
-
-
-# torch's defaults for factories: changed while tracing only, later calls kept the old default, and the factories
-# after the change ran with the caller's default (``torch.ones(2)`` float32 where eager's is float64)
-_DEFAULTS = (
-    "a cached call would neither change the default nor make its factories with it. Set it before calling the jitted "
-    "function (each call checks the default it was traced with), or pass dtype=/device= to the factories."
-)
-
-
 _SCRIPT_FUNCTION, _SCRIPT_MODULE, _SCRIPT_METHOD = torch.jit.ScriptFunction, torch.jit.ScriptModule, torch.ScriptMethod
 # Callables whose call runs no slot of a user's class (Note [Slots a call runs] in thunder.core.outside_reads)
 _NO_SLOTS = frozenset({
     types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType,
     types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType, functools.partial,
 })  # fmt: skip
-
-
-def _refuse_script_module(module: torch.nn.Module | torch.ScriptMethod, *args, **kwargs):
-    """A TorchScript module (``torch.jit.script``/``trace``): its methods run in C++, on real tensors only. A traced
-    module's ``forward`` is a ``ScriptMethod`` itself, bound to the C++ module (its ``owner``)."""
-    loc = source_location()
-    what = f"{type(module).__name__} {getattr(module, 'original_name', '')}"
-    if type(module) is _SCRIPT_METHOD:
-        what = f"its method {module.name}"
-    raise UnsupportedOpError(
-        f"a TorchScript module ({what}) is called inside the jitted function{f' (at {loc})' if loc else ''}: its "
-        "code runs in TorchScript's interpreter, which does not take traced values. Pass the original nn.Module "
-        "(before torch.jit.script or torch.jit.trace) instead."
-    )
-
-
-_CACHE_STATE = ("cache_info", "cache_clear")
-
-
-def _refuse_cache_state(cached: Callable, name: str, *args, **kwargs):
-    """``cache_info()``/``cache_clear()`` of an ``lru_cache`` function: its calls are made by the prologue on every call
-    (``_cached_call``), so its statistics and contents follow those, not the program's lines; a value
-    read or a clear made while tracing would be kept by the trace."""
-    loc = source_location()
-    raise UnsupportedOpError(
-        f"{plain_attribute(cached, '__name__', 'an lru_cache function')}.{name}() inside the jitted function"
-        f"{f' (at {loc})' if loc else ''}: thunder makes the calls of an lru_cache function on each call before the "
-        "program runs, so a trace cannot read the cache's statistics or clear it where the program does. Call it "
-        "outside the jitted function."
-    )
 
 
 def _group_tensors_by_device_and_dtype(tensorlistlist: list, with_indices: bool = False) -> dict:
@@ -290,28 +205,6 @@ def _group_tensors_by_device_and_dtype(tensorlistlist: list, with_indices: bool 
 
 
 _UNREAD = object()
-
-
-def _refuse_environ_write(what: str, env: os._Environ, key: Any, *value: Any) -> None:
-    loc = source_location()
-    raise ThunderRuntimeError(
-        f"the jitted function {what} the environment variable {key!r}{f' at {loc}' if loc else ''}: a trace does not "
-        "replay that on later calls. Set it outside the jitted function (before calling it)."
-    )
-
-
-def _hash(obj) -> int:
-    """``hash(obj)``, but not of a NaN: from Python 3.10 that hash is the float object's identity, which a trace
-    cannot follow (a call with another NaN object would get the first one's hash)."""
-    if isinstance(obj, float) and float.__ne__(obj, obj):  # (not a symbolic float's !=, which records a constraint)
-        loc = source_location()
-        raise ThunderRuntimeError(
-            f"hash() of a NaN{f' at {loc}' if loc else ''}: since Python 3.10 it depends on which float object holds the "
-            "NaN, which a trace cannot follow. Compute it outside the jitted function and pass the result in."
-        )
-    return hash(obj)
-
-
 # Note [torch.compile inside a jitted function]
 # A function or module that ``torch.compile`` wrapped (a decorated helper, ``torch.compile(module)``, or
 # ``torch.compile(fn)`` made inside the function) is traced as its original callable: thunder compiles the whole
@@ -330,7 +223,7 @@ class SpecialCallsMixin:
         """The builtins the tracer calls its own way (looked up first: one dict lookup a call)."""
         return {
             len: self._len,
-            hash: _hash,
+            hash: hash_unless_nan,
             range: self._range,  # Note [Loops over a symbolic range] in thunder.core.loops
             torch.stack: self._stack,
             torch.cat: self._cat,
@@ -363,38 +256,38 @@ class SpecialCallsMixin:
             torch.utils.checkpoint.checkpoint: self._checkpoint,
             torch._functorch.vmap.vmap_impl: vmap_impl,  # Note [torch.vmap in a trace]
             **{
-                fn: functools.partial(_refuse_inside, name, why)
+                fn: functools.partial(refuse_inside, name, why)
                 for fn, name, why in (
-                    (torch.autograd.grad, "torch.autograd.grad", _GRADIENT),
-                    (torch.autograd.backward, "torch.autograd.backward", _GRADIENT),
-                    *((fn, f"torch.func.{fn.__name__}", _TRANSFORM) for fn in (
+                    (torch.autograd.grad, "torch.autograd.grad", GRADIENT),
+                    (torch.autograd.backward, "torch.autograd.backward", GRADIENT),
+                    *((fn, f"torch.func.{fn.__name__}", TRANSFORM) for fn in (
                         torch.func.grad, torch.func.grad_and_value, torch.func.vjp, torch.func.jvp,
                         torch.func.jacrev, torch.func.jacfwd, torch.func.hessian,
                     )),
-                    *((fn, f"torch.{name}", _DEFAULTS) for fn, name in (
+                    *((fn, f"torch.{name}", DEFAULTS) for fn, name in (
                         (torch.set_default_dtype, "set_default_dtype"), (torch._C._set_default_dtype, "set_default_dtype"),
                         (torch.set_default_tensor_type, "set_default_tensor_type"),
                         (torch.set_default_device, "set_default_device"),
                     )),
-                    (torch.cond, "torch.cond", _TRANSFORM),
+                    (torch.cond, "torch.cond", TRANSFORM),
                 )
             },
             **{
-                fn: functools.partial(_refuse_traced, f"torch.{fn.__name__}", _ARRAY_LIKE, fn)
+                fn: functools.partial(refuse_traced, f"torch.{fn.__name__}", ARRAY_LIKE, fn)
                 for fn in (
                     torch.sparse_coo_tensor, torch.sparse_csr_tensor, torch.sparse_csc_tensor,
                     torch.sparse_bsr_tensor, torch.sparse_bsc_tensor, torch.sparse_compressed_tensor,
                 )
             },
             **{
-                fn: functools.partial(_refuse_traced, f"torch.nested.{fn.__name__}", _NESTED, fn)
+                fn: functools.partial(refuse_traced, f"torch.nested.{fn.__name__}", NESTED, fn)
                 for fn in (
                     torch.nested.nested_tensor, torch.nested.as_nested_tensor, torch.nested.nested_tensor_from_jagged,
                     torch.nested.narrow, torch.nested.masked_select,
                 )
             },
             **{
-                fn: functools.partial(_refuse_traced, f"torch.masked.{fn.__name__}", _MASKED, fn)
+                fn: functools.partial(refuse_traced, f"torch.masked.{fn.__name__}", MASKED, fn)
                 for fn in (torch.masked.masked_tensor, torch.masked.as_masked_tensor)
             },
             torch.utils.hooks.BackwardHook: _ModuleBackwardHook,
@@ -420,8 +313,8 @@ class SpecialCallsMixin:
             os._Environ.__getitem__: self._environ_getitem,
             os._Environ.__iter__: self._environ_iter,
             os._Environ.__len__: lambda env: len(self._environ_read(env, None)),
-            os._Environ.__setitem__: functools.partial(_refuse_environ_write, "sets"),
-            os._Environ.__delitem__: functools.partial(_refuse_environ_write, "deletes"),
+            os._Environ.__setitem__: functools.partial(refuse_environ_write, "sets"),
+            os._Environ.__delitem__: functools.partial(refuse_environ_write, "deletes"),
             copy_module.deepcopy: functools.partial(self._copy, copy_module.deepcopy),
             copy_module.copy: functools.partial(self._copy, copy_module.copy),
             # A torch.autograd.Function class defined inside the function (torch.masked's ops do): the metaclass
@@ -589,7 +482,7 @@ class SpecialCallsMixin:
         if fn is torch.nn.Parameter:
             return self._parameter
         if isinstance(fn, type) and issubclass(fn, torch.nn.Parameter):
-            return functools.partial(_refuse_parameter, fn)
+            return functools.partial(refuse_parameter, fn)
         if isinstance(fn, Symbol):
             return fn
         inner = inner_jitted_lookaside(fn)
@@ -621,11 +514,11 @@ class SpecialCallsMixin:
         if self_type in _REAL_TENSOR_TYPES and plain_attribute(fn, "__name__", "").endswith("_"):
             return functools.partial(_refuse_untraced_update, fn)
         if issubclass(self_type, _SCRIPT_MODULE):
-            return functools.partial(_refuse_script_module, self_obj)
+            return functools.partial(refuse_script_module, self_obj)
         if type(fn) is _SCRIPT_METHOD:
-            return functools.partial(_refuse_script_module, fn)
-        if self_type is functools._lru_cache_wrapper and plain_attribute(fn, "__name__") in _CACHE_STATE:
-            return functools.partial(_refuse_cache_state, self_obj, fn.__name__)
+            return functools.partial(refuse_script_module, fn)
+        if self_type is functools._lru_cache_wrapper and plain_attribute(fn, "__name__") in CACHE_STATE:
+            return functools.partial(refuse_cache_state, self_obj, fn.__name__)
         if self_obj is not None and plain_attribute(fn, "__name__") == "write":
             if self_obj is sys.stdout or self_obj is sys.stderr:
                 return functools.partial(self._stream_write, self_obj)
@@ -728,7 +621,7 @@ class SpecialCallsMixin:
         if holder is None or not all(constant):
             symbol = self.symbol_lookup(fn)
             if symbol is None:  # ``torch.asarray``
-                return _refuse_traced(f"torch.{fn.__name__}", _ARRAY_LIKE, fn, data, *args, **kwargs)
+                return refuse_traced(f"torch.{fn.__name__}", ARRAY_LIKE, fn, data, *args, **kwargs)
             return symbol(data, *args, **kwargs)
         value = fn(data, *args, **kwargs)
         p = self._prologue_proxy(fn.__name__)
@@ -844,7 +737,7 @@ class SpecialCallsMixin:
     def _parameter(self, data: Any = None, requires_grad: Any = True) -> Any:
         """``torch.nn.Parameter(t)`` of a traced tensor (Note [A parameter the program makes and uses])."""
         if not isinstance(data, TensorProxy) or not isinstance(requires_grad, bool):
-            return _refuse_parameter(torch.nn.Parameter)
+            return refuse_parameter(torch.nn.Parameter)
         made = interpreter_call(current_runtime(), _parameter_from, (data, requires_grad), None)
         self._made_parameters[id(made)] = (made, source_location())  # (the line named when it is refused)
         introspection.note_type(made, torch.nn.Parameter)
@@ -860,7 +753,7 @@ class SpecialCallsMixin:
         """Stored (an attribute, an item) or registered, a parameter the program made is refused (Note [A parameter
         the program makes and uses])."""
         if id(value) in self._made_parameters:
-            _refuse_parameter_made_at(torch.nn.Parameter, self._made_parameters[id(value)][1])
+            refuse_parameter_made_at(torch.nn.Parameter, self._made_parameters[id(value)][1])
 
     def _refuse_parameters_leaving(self, returned: Any) -> None:
         """A parameter the program made that it returns or stores outside is refused (Note [A parameter the program
@@ -873,7 +766,7 @@ class SpecialCallsMixin:
             return bool(found)
 
         if made and any(holds(v, made_here) for v in (returned, *(r for _, _, r in self._stored_values))):
-            _refuse_parameter_made_at(torch.nn.Parameter, made[found[0]][1])
+            refuse_parameter_made_at(torch.nn.Parameter, made[found[0]][1])
 
     def _module_call(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         """``_module_call`` as the tracer runs it: the same reads and checks, without interpreting its code."""
