@@ -366,3 +366,40 @@ def test_a_float_power_of_a_symbolic_number_keeps_its_expression():
     for actual, expected in zip(jf(t, -3.0), f(t, -3.0)):
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
     assert thunder.cache_misses(jf) == 2
+
+
+_INV_FREQ = 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8))
+_EAGER_OPS_OF_A_LENGTH = {
+    "outer (rotary embedding)": lambda x: x * torch.outer(torch.arange(x.shape[1]).float(), _INV_FREQ).cos().repeat(1, 2),
+    "ger": lambda x: torch.ger(x[0, :, 0], _INV_FREQ).sum(-1) + x[0, :, 1],
+    "elementwise, broadcast": lambda x: torch.hypot(x, x[:, :1]) + torch.logaddexp(x, torch.ones(8)),
+    "cumulative, keeps its shape": lambda x: torch.cumprod(x, dim=1) + torch.logcumsumexp(x, 1),
+    "special": lambda x: torch.special.i1e(x) * torch.special.log_softmax(x, -1),
+}
+
+
+@pytest.mark.parametrize("name", list(_EAGER_OPS_OF_A_LENGTH))
+@pytest.mark.parametrize("cache", ["symbolic values", None])
+def test_an_eager_op_keeps_a_symbolic_size(name, cache):
+    # Note [Eager ops of symbolic sizes]: an op torch runs itself (torch.outer, cumprod, hypot, ...) pinned every size
+    # it was given, so a program over a growing length recompiled on every call (a rotary embedding built with
+    # torch.outer(torch.arange(T), inv_freq): one compile per token), under the default option too.
+    fn = _EAGER_OPS_OF_A_LENGTH[name]
+    jf = thunder.jit(fn) if cache is None else thunder.jit(fn, cache=cache)
+    for length in range(3, 9):
+        x = torch.randn(2, length, 8, requires_grad=True)
+        expected = fn(x)
+        (expected_grad,) = torch.autograd.grad(expected.sum(), x)
+        out = jf(x)
+        (grad,) = torch.autograd.grad(out.sum(), x)
+        torch.testing.assert_close(out, expected)
+        torch.testing.assert_close(grad, expected_grad)
+    assert thunder.cache_misses(jf) == (1 if cache == "symbolic values" else 2), thunder.cache_miss_reasons(jf)
+
+
+def test_an_eager_op_of_symbolic_sizes_that_do_not_broadcast_raises_as_eager():
+    jf = thunder.jit(lambda a, b: torch.hypot(a, b), cache="symbolic values")
+    jf(torch.randn(3), torch.randn(3))
+    with pytest.raises(Exception, match="size|shape|broadcast"):
+        jf(torch.randn(4), torch.randn(5))
+    torch.testing.assert_close(jf(torch.randn(4), torch.randn(1)).shape, torch.Size([4]))

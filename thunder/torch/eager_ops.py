@@ -30,10 +30,12 @@ import torch
 from torch.overrides import resolve_name
 
 from thunder.core.errors import UnsupportedOpError
+from thunder.core.prims.shape import broadcast_shapes
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import grad_rules
 from thunder.core.symbol import DONT_DCE, MAY_RAISE, RANDOM, UNFUSIBLE, Symbol
+from thunder.core.symbolic import all_static, is_symbolic
 from thunder.core.tracectx import current_source_location
 from thunder.core.transforms.autodiff import NotDifferentiable
 from thunder.torch.base import torchsymbol
@@ -52,11 +54,12 @@ def _differentiable(x: Any) -> bool:
     return isinstance(x, (TensorProxy, torch.Tensor)) and (x.dtype.is_floating_point or x.dtype.is_complex)
 
 
-def _proxy_of(t: Any) -> Any:
-    """A proxy for a fake result; one that torch says needs no grad (``P`` of ``linalg.lu``) never will."""
+def _proxy_of(t: Any, shape: tuple | None = None) -> Any:
+    """A proxy for a fake result (of ``shape``, symbolic sizes included, where given); one that torch says needs no
+    grad (``P`` of ``linalg.lu``) never will."""
     if not isinstance(t, torch.Tensor):
         return t
-    proxy = TensorProxy(shape=t.shape, dtype=t.dtype, device=t.device)
+    proxy = TensorProxy(shape=t.shape if shape is None else shape, dtype=t.dtype, device=t.device)
     if not t.requires_grad and torch.is_grad_enabled():
         proxy.never_requires_grad = True
     return proxy
@@ -65,6 +68,9 @@ def _proxy_of(t: Any) -> Any:
 def _fake_meta(fn: Callable, name: str) -> Callable:
     def meta(*args, **kwargs):
         check_generator(name, kwargs.get("generator"))
+        shaped = _with_symbolic_sizes(fn, name, args, kwargs)
+        if shaped is not None:
+            return shaped
         try:
             out, fake_args, fake_kwargs = run_on_fake(fn, args, kwargs, grad=True)
         except (torch._subclasses.fake_tensor.DynamicOutputShapeException,
@@ -90,6 +96,85 @@ def _fake_meta(fn: Callable, name: str) -> Callable:
 
     meta.__name__ = name
     return meta
+
+
+# Note [Eager ops of symbolic sizes]
+# The fake run takes plain sizes: a symbolic size given to it is pinned, so an eager op in a program traced with
+# symbolic sizes made the trace hold for one size only, and a loop over lengths recompiled every step (a rotary
+# embedding's ``torch.outer(torch.arange(T).float(), inv_freq)``: one compile per token). The ops whose result's
+# shape follows from their inputs' shapes by a rule that holds for every size (elementwise ops: the broadcast of
+# their tensors' shapes; ops that keep their first tensor's shape: cumulative ops, ``tril``, ``flip``, ``softmax``;
+# ``outer``) run the fake kernel on the sizes' values without relying on them, and the result gets the rule's
+# symbolic shape, checked against the kernel's. The kernel's argument checks that read sizes are left to the real
+# call (the op runs as torch's function, which raises where eager's does); anything else pins, as before.
+def _broadcast(name: str, tensors: list) -> tuple:
+    return broadcast_shapes(name, *(tuple(t.shape) for t in tensors))
+
+
+def _first_shape(name: str, tensors: list) -> tuple:
+    return tuple(tensors[0].shape)
+
+
+def _outer_shape(name: str, tensors: list) -> tuple | None:
+    a, b = tensors
+    return (a.shape[0], b.shape[0]) if a.ndim == 1 and b.ndim == 1 else None
+
+
+_ELEMENTWISE = (
+    "deg2rad rad2deg fmax fmin frac logaddexp logaddexp2 hypot ldexp xlogy heaviside copysign nextafter gcd lcm "
+    "float_power logit sinc i0 nan_to_num signbit sgn angle isposinf isneginf isreal isclose polar complex clamp_min "
+    "clamp_max igamma igammac rsub mvlgamma polygamma celu selu positive special.entr special.erfcx special.i0e "
+    "special.i1 special.i1e special.ndtr special.ndtri special.log_ndtr special.xlog1py special.zeta "
+    "special.polygamma special.multigammaln special.logit special.sinc special.round special.airy_ai special.bessel_j0 "
+    "special.bessel_j1 special.bessel_y0 special.bessel_y1 special.modified_bessel_i0 special.modified_bessel_i1 "
+    "special.modified_bessel_k0 special.modified_bessel_k1 special.scaled_modified_bessel_k0 "
+    "special.scaled_modified_bessel_k1 special.spherical_bessel_j0 special.chebyshev_polynomial_t "
+    "special.chebyshev_polynomial_u special.chebyshev_polynomial_v special.chebyshev_polynomial_w "
+    "special.hermite_polynomial_h special.hermite_polynomial_he special.laguerre_polynomial_l "
+    "special.legendre_polynomial_p special.shifted_chebyshev_polynomial_t special.shifted_chebyshev_polynomial_u "
+    "special.shifted_chebyshev_polynomial_v special.shifted_chebyshev_polynomial_w nn.functional.hardshrink "
+    "nn.functional.softshrink nn.functional.tanhshrink nn.functional.threshold nn.functional.logsigmoid "
+    "nn.functional.softsign"
+)
+_KEEPS_FIRST_SHAPE = (
+    "cumprod logcumsumexp tril triu roll flip fliplr flipud special.log_softmax special.softmax index_fill index_copy "
+    "index_reduce masked_scatter"
+)
+
+
+def _resolve(path: str) -> Callable | None:
+    obj: Any = torch
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+_SHAPE_RULES: dict[Callable, Callable] = {
+    **{f: _broadcast for f in map(_resolve, _ELEMENTWISE.split()) if f is not None},
+    **{f: _first_shape for f in map(_resolve, _KEEPS_FIRST_SHAPE.split()) if f is not None},
+    torch.outer: _outer_shape,
+    torch.ger: _outer_shape,
+}
+
+
+def _with_symbolic_sizes(fn: Callable, name: str, args: tuple, kwargs: dict) -> TensorProxy | None:
+    """The result's proxy with symbolic sizes (Note [Eager ops of symbolic sizes]), or None where the op has no rule,
+    no input of a symbolic size, or the rule does not give the kernel's shape."""
+    rule = _SHAPE_RULES.get(fn)
+    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, TensorProxy)]
+    if rule is None or not tensors or all_static(*(t.shape for t in tensors)):
+        return None
+    try:
+        out, fake_args, fake_kwargs = run_on_fake(fn, args, kwargs, grad=True, pinned=False)
+    except Exception:  # noqa: BLE001 - the pinned run that follows raises it, with its message
+        return None
+    inputs = [t for t in tree_leaves((fake_args, fake_kwargs)) if isinstance(t, torch.Tensor)]
+    if not isinstance(out, torch.Tensor) or any(torch._C._is_alias_of(out, i) for i in inputs):
+        return None
+    shape = rule(name, tensors)
+    if shape is None or tuple(d.value if is_symbolic(d) else d for d in shape) != tuple(out.shape):
+        return None
+    return _proxy_of(out, shape)
 
 
 def _ctc_loss_meta(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
