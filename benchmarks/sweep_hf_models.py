@@ -91,9 +91,12 @@ def _ids(torch):
 
 
 def _pixels(torch, config):
+    """Images at the config's size and channels (its vision sub-config's, for a vision-language model)."""
+    config = getattr(config, "vision_config", None) or config
     size = getattr(config, "image_size", 64)
     size = size if isinstance(size, int) else size[0]
-    return torch.randn(BATCH, config.num_channels, size, size, generator=torch.Generator().manual_seed(1))
+    channels = getattr(config, "num_channels", 3)
+    return torch.randn(BATCH, channels, size, size, generator=torch.Generator().manual_seed(1))
 
 
 def _text(labels):
@@ -168,7 +171,7 @@ def _model_inputs(torch, cls, config) -> list[tuple[dict, None]]:
         text["decoder_input_ids"] = _ids(torch)[:, :7].contiguous()
     image = {"pixel_values": _pixels(torch, config)} if "pixel_values" in params else {}
     audio = {}
-    if "input_features" in params:
+    if "input_features" in params or "input_values" in params and hasattr(config, "num_mel_bins"):
         audio = _audio(torch, config)
     elif "input_values" in params:
         audio = {"input_values": torch.randn(BATCH, 4000, generator=torch.Generator().manual_seed(1))}
@@ -346,7 +349,7 @@ def _names(head: str) -> list[str]:
 
     names = [n for n in dir(transformers) if n.endswith(head) and not n.startswith(("TF", "Flax", "Auto", "DataCollator"))]
     if head == "Model":
-        names = [n for n in names if not n.endswith("PreTrainedModel")]  # by name: getattr imports the model's module
+        names = [n for n in names if not n.endswith(("PreTrainedModel", "PretrainedModel"))]  # by name: getattr imports the model's module
     return [n for n in names if head != "ForCausalLM" or n[: -len(head)] not in ZOO]
 
 
