@@ -54,14 +54,26 @@ DEFAULT_HEADS = ("ForMaskedLM", "ForImageClassification", "ForSemanticSegmentati
 
 def child_row(module: str, args: list[str], name: str, timeout: float) -> dict:
     """One model checked by ``python -m module --child *args`` in its own process (a crash or a hang of one model
-    does not stop the sweep): the last JSON row it printed."""
+    does not stop the sweep): the last JSON row it printed. ``timeout`` is seconds of CPU time (on a machine shared
+    with other work a wall-clock limit times out models that are merely waiting), with ten times as long in wall
+    clock for a model that waits on something else."""
+    import resource
+    import signal
+
+    def limit_cpu() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (int(timeout), int(timeout) + 5))
+
     try:
-        out = subprocess.run([sys.executable, "-m", module, "--child", *args],
-                             capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+        out = subprocess.run([sys.executable, "-m", module, "--child", *args], preexec_fn=limit_cpu,
+                             capture_output=True, text=True, timeout=10 * timeout, check=False)  # fmt: skip
     except subprocess.TimeoutExpired:
-        return {"model": name, "status": "timeout"}
+        return {"model": name, "status": "timeout", "why": f"over {10 * timeout:.0f} s wall clock"}
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    return json.loads(lines[-1]) if lines else {"model": name, "status": "crash", "why": out.stderr[-200:]}
+    if lines:
+        return json.loads(lines[-1])
+    if out.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return {"model": name, "status": "timeout", "why": f"over {timeout:.0f} s CPU time"}
+    return {"model": name, "status": "crash", "why": out.stderr[-200:]}
 
 
 def print_summary(rows: list[dict]) -> None:
@@ -364,7 +376,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heads", default=",".join(DEFAULT_HEADS), help="comma-separated heads (keys of INPUTS)")
     ap.add_argument("--models", help="comma-separated class names (default: every class of the heads)")
-    ap.add_argument("--timeout", type=float, default=180.0, help="seconds per model")
+    ap.add_argument("--timeout", type=float, default=180.0, help="CPU seconds per model")
     ap.add_argument("--sample", type=int, default=0, help="at most this many classes per head (evenly spaced)")
     ap.add_argument("--workers", type=int, default=1, help="models run at once")
     ap.add_argument("--generate", action="store_true", help="check generate() instead (greedy, 4 new tokens)")

@@ -187,7 +187,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", help="comma-separated timm model names (default: one per family the zoo lacks)")
     ap.add_argument("--families", help="comma-separated timm modules (default: every one the zoo lacks)")
-    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per model")
+    ap.add_argument("--timeout", type=float, default=300.0, help="CPU seconds per model")
     ap.add_argument("--sample", type=int, default=0, help="at most this many families (evenly spaced)")
     ap.add_argument("--size", type=int, default=96, help="input height and width where the model takes any (0: its own)")
     ap.add_argument("--torchvision", action="store_true", help="torchvision's models (TORCHVISION) instead of timm's")
