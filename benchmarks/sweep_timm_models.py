@@ -158,7 +158,10 @@ def check(name: str, size: int, library: str = "timm") -> dict:
             got = _floats(jm(*x))
         if [t.shape for t in got] != [t.shape for t in expected]:
             raise AssertionError(f"output shapes {[t.shape for t in got]} vs eager's {[t.shape for t in expected]}")
-        result["eval_maxdiff"] = max(((a - b).abs().max().item() for a, b in zip(got, expected)), default=0.0)
+        # relative to the output's largest element where that is over 1 (random weights through batch norms in eval
+        # with unit running statistics give inception_v3 logits of 1e9, equal to eager's to rounding)
+        result["eval_maxdiff"] = max(((a - b).abs().max().item() / max(1.0, b.abs().max().item())
+                                      for a, b in zip(got, expected)), default=0.0)  # fmt: skip
         model.train(), reference.train()
         torch.manual_seed(2)
         expected_out = _floats(reference(*x_train))
