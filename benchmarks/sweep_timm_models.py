@@ -102,6 +102,8 @@ def _torchvision_case(name: str, size: int):
         a, b = torch.rand(1, 3, 128, 128, generator=g), torch.rand(1, 3, 128, 128, generator=g)
         return model, (a, b), (a, b)
     kwargs = {"aux_logits": False, "init_weights": True} if name == "inception_v3" else {}
+    if name in torchvision.models.list_models(module=torchvision.models.segmentation):
+        kwargs["weights_backbone"] = None  # its default downloads ImageNet weights
     model = torchvision.models.get_model(name, weights=None, num_classes=10, **kwargs)
     if kind == "video":
         x = torch.randn(2, 3, 16, 112, 112, generator=g) if name != "mvit_v2_s" else torch.randn(1, 3, 16, 224, 224, generator=g)
