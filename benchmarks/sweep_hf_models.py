@@ -54,14 +54,26 @@ DEFAULT_HEADS = ("ForMaskedLM", "ForImageClassification", "ForSemanticSegmentati
 
 def child_row(module: str, args: list[str], name: str, timeout: float) -> dict:
     """One model checked by ``python -m module --child *args`` in its own process (a crash or a hang of one model
-    does not stop the sweep): the last JSON row it printed."""
+    does not stop the sweep): the last JSON row it printed. ``timeout`` is seconds of CPU time (on a machine shared
+    with other work a wall-clock limit times out models that are merely waiting), with ten times as long in wall
+    clock for a model that waits on something else."""
+    import resource
+    import signal
+
+    def limit_cpu() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (int(timeout), int(timeout) + 5))
+
     try:
-        out = subprocess.run([sys.executable, "-m", module, "--child", *args],
-                             capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+        out = subprocess.run([sys.executable, "-m", module, "--child", *args], preexec_fn=limit_cpu,
+                             capture_output=True, text=True, timeout=10 * timeout, check=False)  # fmt: skip
     except subprocess.TimeoutExpired:
-        return {"model": name, "status": "timeout"}
+        return {"model": name, "status": "timeout", "why": f"over {10 * timeout:.0f} s wall clock"}
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    return json.loads(lines[-1]) if lines else {"model": name, "status": "crash", "why": out.stderr[-200:]}
+    if lines:
+        return json.loads(lines[-1])
+    if out.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return {"model": name, "status": "timeout", "why": f"over {timeout:.0f} s CPU time"}
+    return {"model": name, "status": "crash", "why": out.stderr[-200:]}
 
 
 def print_summary(rows: list[dict]) -> None:
@@ -91,9 +103,12 @@ def _ids(torch):
 
 
 def _pixels(torch, config):
+    """Images at the config's size and channels (its vision sub-config's, for a vision-language model)."""
+    config = getattr(config, "vision_config", None) or config
     size = getattr(config, "image_size", 64)
     size = size if isinstance(size, int) else size[0]
-    return torch.randn(BATCH, config.num_channels, size, size, generator=torch.Generator().manual_seed(1))
+    channels = getattr(config, "num_channels", 3)
+    return torch.randn(BATCH, channels, size, size, generator=torch.Generator().manual_seed(1))
 
 
 def _text(labels):
@@ -168,7 +183,7 @@ def _model_inputs(torch, cls, config) -> list[tuple[dict, None]]:
         text["decoder_input_ids"] = _ids(torch)[:, :7].contiguous()
     image = {"pixel_values": _pixels(torch, config)} if "pixel_values" in params else {}
     audio = {}
-    if "input_features" in params:
+    if "input_features" in params or "input_values" in params and hasattr(config, "num_mel_bins"):
         audio = _audio(torch, config)
     elif "input_values" in params:
         audio = {"input_values": torch.randn(BATCH, 4000, generator=torch.Generator().manual_seed(1))}
@@ -249,6 +264,8 @@ def check(name: str, head: str) -> dict:
         torch.manual_seed(0)
         model = cls(config)
         candidates = _model_inputs(torch, cls, config) if head == "Model" else [INPUTS[head](torch, config)]
+        if not candidates:
+            return {"status": "skip", "why": "its forward takes none of input_ids, pixel_values, input_values"}
         reference = copy.deepcopy(model)
         for i, candidate in enumerate(candidates):
             inputs, labels = candidate
@@ -346,7 +363,7 @@ def _names(head: str) -> list[str]:
 
     names = [n for n in dir(transformers) if n.endswith(head) and not n.startswith(("TF", "Flax", "Auto", "DataCollator"))]
     if head == "Model":
-        names = [n for n in names if not n.endswith("PreTrainedModel")]  # by name: getattr imports the model's module
+        names = [n for n in names if not n.endswith(("PreTrainedModel", "PretrainedModel"))]  # by name: getattr imports the model's module
     return [n for n in names if head != "ForCausalLM" or n[: -len(head)] not in ZOO]
 
 
@@ -361,7 +378,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heads", default=",".join(DEFAULT_HEADS), help="comma-separated heads (keys of INPUTS)")
     ap.add_argument("--models", help="comma-separated class names (default: every class of the heads)")
-    ap.add_argument("--timeout", type=float, default=180.0, help="seconds per model")
+    ap.add_argument("--timeout", type=float, default=180.0, help="CPU seconds per model")
     ap.add_argument("--sample", type=int, default=0, help="at most this many classes per head (evenly spaced)")
     ap.add_argument("--workers", type=int, default=1, help="models run at once")
     ap.add_argument("--generate", action="store_true", help="check generate() instead (greedy, 4 new tokens)")
