@@ -26,6 +26,7 @@ from thunder.core.proxies import NumberProxy, TensorProxy, pyval
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import set_eager_saves
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import is_symbolic
 from thunder.core.trace import draws
 from thunder.torch.base import symbol_to_torch
 
@@ -42,7 +43,8 @@ def eager_saves(bsym: BoundSymbol) -> frozenset[str] | None:
     if fn is None:
         return None
     tensors = [t for t in tree_leaves((bsym.args, bsym.kwargs, bsym.output)) if isinstance(t, TensorProxy)]
-    numel = sum(math.prod(pyval(d) for d in t.shape) for t in tensors)
+    # (sizes' values: comparing a symbolic size would record a constraint that the trace then relies on)
+    numel = sum(math.prod(d.value if is_symbolic(d) else pyval(d) for d in t.shape) for t in tensors)
     if numel <= _SMALL and not draws(bsym):  # (a draw on the CPU would move the program's generator)  # Note [Asking eager's saves without importing torch._dynamo]
         found = _saves_on(bsym, fn, "cpu")
         if found is not None:
