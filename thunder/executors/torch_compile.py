@@ -77,10 +77,6 @@ class TorchCompileExecutor(FusionExecutor):
             and not torchex.runs_direct_conv(bsym)
         )
 
-    def claimed_op(self, bsym: BoundSymbol, source, lineage: tuple[int, ...]) -> BoundSymbol:
-        """With the torch executor's symbol, which the compiled region runs (``can_execute`` asked it)."""
-        return bsym.from_bsym(sym=torchex.ex.lookup_implementation(bsym.sym).symbol, source=source, lineage=lineage)
-
     def declines_parts_of(self, bsym: BoundSymbol) -> bool:
         # An op of a symbolic size runs whole on torch: its parts of static shape (the indices' normalisation of
         # an indexing op) would take little work into a region and leave the rest as many small torch ops.
@@ -112,9 +108,8 @@ class TorchCompileExecutor(FusionExecutor):
         """One ``TorchCompileN`` fusion for ``region``; a single op is declined (torch runs it)."""
         if len(region.bound_symbols) < 2:
             return None
-        # What the compiled region runs: the torch executor's symbol for each op (``claimed_op`` gave it; an op of a
-        # fusion being cut in two, as thunder.distributed's ZeRO-3 cuts the backward's at a gathered parameter's last
-        # read, has it already).
+        # What the compiled region runs: the torch executor's symbol for each op (an op of a fusion being cut in
+        # two, as thunder.distributed's ZeRO-3 cuts the backward's at a gathered parameter's last read, has it already).
         ops = [
             b if b.sym.executor is torchex.ex else b.from_bsym(sym=torchex.ex.lookup_implementation(b.sym).symbol,
                                                                lineage=b.lineage)

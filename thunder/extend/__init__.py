@@ -294,13 +294,6 @@ class FusionExecutor(Executor):
         take some of its parts (Note [Claiming at the deepest level]); by default it takes the parts."""
         return False
 
-    def claimed_op(self, bsym: BoundSymbol, source: Any, lineage: tuple[int, ...]) -> BoundSymbol:
-        """``bsym``, which this executor claimed, as the pass hands it to ``fuse``: one copy with the user's
-        ``source`` and ``lineage`` (the previous trace's symbol it is, or is part of). By default it keeps its own
-        symbol; an executor whose regions run another executor's symbols (torchcompile: torch's) swaps it here,
-        so that each op is copied once. A region ``fuse`` declines goes to the operator executors as it was."""
-        return bsym.from_bsym(source=source, lineage=lineage)
-
     def register_supported(self, id_or_symbol, checker: Callable | None = None) -> None:
         """Claims ``id_or_symbol`` (a Symbol or its id) where ``checker`` (if any) accepts the call."""
         sym = resolve_symbol(id_or_symbol, what="register_supported")
@@ -312,8 +305,7 @@ class FusionExecutor(Executor):
         Args:
             region: ops this executor claimed, in a valid order, with their ``inputs`` (values
                 produced outside the region) and ``outputs`` (values used after it or returned).
-                The ops are as ``claimed_op`` made them (by default with their own language or
-                prim symbols).
+                The ops carry their own (language or prim) symbols.
             trace: the trace being built (for fresh names, e.g. the fusion's).
 
         Returns:

@@ -69,7 +69,6 @@ class _Claimer:
         self._whole: dict[BoundSymbol, int] = {}
         self._deep: dict[BoundSymbol, int] = {}
         self._reordered: dict[int, _Claimer] = {}
-        self.made_from: dict[int, BoundSymbol] = {}  # id of an op a fusion executor claimed -> the op it was
         self.checks = 0  # executor acceptance checks made (for the linearity test)
 
     def whole(self, bsym: BoundSymbol) -> int:
@@ -146,10 +145,8 @@ class _Claimer:
             )
         ex = self.executors[w]
         if isinstance(ex, FusionExecutor):
-            # As the executor's ``fuse`` takes it (``claimed_op``), which decides how the region runs.
-            claimed = ex.claimed_op(bsym, source, lineage)
-            self.made_from[id(claimed)] = bsym  # (what the operator executors claim if its region is declined)
-            out.append((ex, claimed))
+            # Kept with its own symbol: the executor's ``fuse`` decides how the region runs.
+            out.append((ex, bsym.from_bsym(source=source, lineage=lineage)))
             return
         info = ex.lookup_implementation(bsym.sym)
         if info.execution_transform is not None:
@@ -170,7 +167,6 @@ class _Claimer:
         others = self._reordered.get(id(ex))
         if others is None:
             others = self._reordered[id(ex)] = _Claimer([e for e in self.executors if e is not ex] + [ex], self.names)
-            others.made_from = self.made_from
         for sub in scratch.bound_symbols:
             sub = sub.rename(swap) if swap else sub
             others.claim(sub, out, lineage=lineage, source=source)
@@ -258,10 +254,9 @@ def transform_for_execution(trace: TraceCtx, executors: Sequence[Executor]) -> T
             out.extend((b, top_of[id(b)]) for b in region.bound_symbols)
             continue
         fusion = region.executor.fuse(region, new)
-        if fusion is None:  # declined: the operator executors run its ops, as they were before ``claimed_op``
+        if fusion is None:  # declined: the operator executors run its ops
             for b in region.bound_symbols:
-                declined: list[tuple[Executor, BoundSymbol]] = []
-                _Claimer(operators, new.names).claim(claimer.made_from[id(b)], declined, lineage=b.lineage, source=b.source)
+                declined = claim_bound_symbols([b], operators, names=new.names, parts=True)
                 out.extend((d, top_of[id(b)]) for _, d in declined)
             continue
         fused.update(top_of[id(b)] for b in region.bound_symbols)
