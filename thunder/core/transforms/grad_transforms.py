@@ -117,7 +117,8 @@ def expand_grad_transform(bsym: BoundSymbol, fn: Callable, trace: TraceCtx) -> l
     input_grads = [rec.grads.get(a.name) for a in inputs]
     sym = Symbol(name=f"{bsym.sym.name}_grad_transform", meta=None, id=f"grad_transform.{bsym.sym.id}",
                  printer=_print_alias)  # fmt: skip
-    grad_rules.register(sym)(_backward_rule(backward, placeholders, input_grads, len(outputs), len(extra)))
-    marker = sym.bind(*outputs, *inputs, *extra, output=tuple(results), source=bsym.source)
+    marker_args = (*outputs, *inputs, *extra)
+    grad_rules.register(sym)(_backward_rule(backward, placeholders, input_grads, marker_args, len(outputs), len(extra)))
+    marker = sym.bind(*marker_args, output=tuple(results), source=bsym.source)
     return [*forward, marker]
 
