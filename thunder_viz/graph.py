@@ -43,6 +43,7 @@ from thunder.core.prims import check_outcome
 from thunder.core.prims.python import SymbolicOutcome, python_return
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import PARAMETER, BoundSymbol, SourceLocation, notebook_cell
+from thunder.core.symbolic import SymInt
 from thunder.transforms.delete_last_used import python_del
 
 __all__ = [
@@ -71,6 +72,14 @@ def _shape(shape) -> list | None:
     return list(shape) if all(type(d) is int for d in shape) else None
 
 
+def type_text(p: TensorProxy) -> str:
+    """A tensor's type as the explorer shows it: ``cpu f32[1, 2, cache_keys_2, 16]``. A symbolic size is shown by
+    its expression, which any value satisfying the prologue's checks runs; ``type_string`` (what the trace
+    prints) shows the value it was traced with, which would read as the one size the entry runs."""
+    dims = ", ".join(d.expr if isinstance(d, SymInt) else str(d) for d in p.shape)
+    return f"{device_str(p.device)} {dtypes.short_name(p.dtype)}[{dims}]"
+
+
 def _constant_ref(x: Any) -> dict:
     text = repr(x)
     if len(text) > _REPR_LIMIT:
@@ -89,7 +98,7 @@ def _proxy_ref(p: Proxy) -> dict:
             "kind": "tensor",
         }
         if ref["shape"] is None:
-            ref["repr"] = p.type_string()
+            ref["repr"] = type_text(p)
         return ref
     if isinstance(p, NumberProxy):
         return {"name": p.name, "shape": None, "dtype": None, "device": None, "kind": "number", "repr": repr(p.value)}

@@ -275,13 +275,18 @@ class Profile:
             )
         shown = [m for m in self.modules if m.path.count(".") <= 2][:n]
         if shown:
-            lines.append(f"{'module':<32} {'thunder ms':>10} {'eager ms':>9} {'bwd ms':>8} {'eager bwd':>9}")
+            # a forward-only profile has no backward columns (zeros there would read as a free backward)
+            bwd_head = f" {'bwd ms':>8} {'eager bwd':>9}" if self.backward else ""
+            lines.append(f"{'module':<32} {'thunder ms':>10} {'eager ms':>9}{bwd_head}")
             for m in shown:
                 eager_ms = f"{m.eager_ms:9.3f}" if m.eager_ms is not None else f"{'-':>9}"
-                eager_bwd = f"{m.eager_backward_ms:9.3f}" if m.eager_backward_ms is not None else f"{'-':>9}"
                 ms = f"{m.ms:.3f}{'+' if m.shared else ''}"
-                bwd = f"{m.backward_ms:.3f}{'+' if m.backward_shared else ''}"
-                lines.append(f"{m.path[:32]:<32} {ms:>10} {eager_ms} {bwd:>8} {eager_bwd}")
+                bwd_cols = ""
+                if self.backward:
+                    eager_bwd = f"{m.eager_backward_ms:9.3f}" if m.eager_backward_ms is not None else f"{'-':>9}"
+                    bwd = f"{m.backward_ms:.3f}{'+' if m.backward_shared else ''}"
+                    bwd_cols = f" {bwd:>8} {eager_bwd}"
+                lines.append(f"{m.path[:32]:<32} {ms:>10} {eager_ms}{bwd_cols}")
             if any(m.shared or m.backward_shared for m in shown):
                 lines.append(
                     "+: and part of a fusion that also runs other modules' ops, counted in the scope around them"

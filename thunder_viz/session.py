@@ -701,8 +701,10 @@ def _entry_inputs(entry: Any) -> str:
     (``input_ids: cpu i64[1, 8], ...``), the module's parameters left out."""
     trace = entry.computation_traces[0]
     values = [a for a in trace.args if isinstance(a, (TensorProxy, NumberProxy)) and a.name not in trace.input_paths]
-    text = ", ".join(f"{a.name}: {a.type_string()}" for a in values) or "no tensor inputs"
-    return text + (" (symbolic values: other sizes run it too)" if entry.symbolic else "")
+    from thunder_viz.graph import type_text
+
+    text = ", ".join(f"{a.name}: {type_text(a) if isinstance(a, TensorProxy) else a.type_string()}" for a in values)
+    return (text or "no tensor inputs") + (" (symbolic: other values of the named sizes run it too)" if entry.symbolic else "")
 
 
 def _record_statistics(run: Run, jitted: Any) -> None:

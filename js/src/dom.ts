@@ -49,6 +49,11 @@ export function s(doc: Document, tag: string, attrs: Attrs = {}, ...children: Ch
   return el;
 }
 
+/** `3 ops`, `1 op`: a count and its noun, plural unless one. */
+export function counted(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
 /** Shortens text for a fixed-width box; the full text is in the details pane. */
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(1, max - 1))}…`;

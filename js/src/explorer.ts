@@ -7,7 +7,7 @@
  * browser tests use (data-testid attributes, see docs/trace-schema.md's companion notes in
  * thunder_viz); all document text is rendered as text.
  */
-import { h, setAttrs } from "./dom";
+import { counted, h, setAttrs } from "./dom";
 import { headerControls, sideSplitter, zoomButton } from "./explorer-chrome";
 import { GraphView } from "./graph-view";
 import type { ExplorerHost } from "./host";
@@ -688,7 +688,7 @@ class Explorer {
       if (diff.added.includes(node.id)) diffLabel = "added by this pass";
       else if (diff.rewritten.includes(node.id)) diffLabel = "rewritten by this pass";
       else if (diff.fused[node.id])
-        diffLabel = `fusion of ${diff.fused[node.id]?.length ?? 0} ops from the previous step`;
+        diffLabel = `fusion of ${counted(diff.fused[node.id]?.length ?? 0, "op")} from the previous step`;
     }
     const fusion = node.fused_into === null ? undefined : this.stepNodes.get(node.fused_into);
     const [title, ...rest] = nodeDetails(

@@ -7,7 +7,7 @@
  */
 import { commKind } from "./collectives";
 import { formatMs, s, truncate, truncateStart } from "./dom";
-import { groupLabelText, LABEL_X, type GroupBox, type Item } from "./graph-scene";
+import { groupLabelFull, groupLabelText, LABEL_X, type GroupBox, type Item } from "./graph-scene";
 import { heatClass, type StepProfile } from "./profile-view";
 import type { Group, TraceNode } from "./schema";
 import type { DelNote } from "./scopes";
@@ -166,6 +166,7 @@ function collapsedGroupElement(
 
 export function groupBoxElement(ctx: DrawContext, b: GroupBox): SVGElement {
   const doc = ctx.doc;
+  const note = ctx.groupNote(b.group);
   return s(
     doc,
     "g",
@@ -176,13 +177,14 @@ export function groupBoxElement(ctx: DrawContext, b: GroupBox): SVGElement {
       transform: `translate(${b.x},${b.y})`,
       "aria-selected": b.group.node !== null && b.group.node === ctx.selected ? "true" : null,
     },
+    s(doc, "title", {}, groupLabelFull(b.group, b.collapsed, note)), // the whole label, where it is cut
     s(doc, "rect", { class: "group-box", width: b.w, height: b.h, rx: 10 }),
     toggleElement(doc, b.group, b.collapsed, 6, 1),
     s(
       doc,
       "text",
       { class: "group-label", x: LABEL_X, y: 12 },
-      groupLabelText(b.group, b.collapsed, b.w, ctx.groupNote(b.group)),
+      groupLabelText(b.group, b.collapsed, b.w, note),
     ),
   );
 }

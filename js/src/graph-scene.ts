@@ -6,7 +6,7 @@
  * Layer: front-end core, pure; imports the schema types, the layout's output and what scopes.ts
  * makes of a step's scopes. graph-view.ts draws the scene and handles pan, zoom and clicks.
  */
-import { formatMs, formatShape, truncate } from "./dom";
+import { counted, formatMs, formatShape, truncate, truncateStart } from "./dom";
 import { OUTPUT_ID, type StepLayout } from "./layout";
 import type { StepProfile } from "./profile-view";
 import type { Group, Step, TraceNode } from "./schema";
@@ -69,17 +69,37 @@ interface Span {
   slot: number;
 }
 
-/** A group box's label as drawn: cut to the box's width. */
+/** A group box's whole label (its tooltip); `groupLabelText` is what fits the box. */
+export function groupLabelFull(
+  group: Group,
+  collapsed: boolean,
+  note: string | null = null,
+): string {
+  return collapsed
+    ? `${group.kind} · ${counted(group.nodes.length - 1, "op")}`
+    : `${group.label || group.id} (${group.kind})${note ? ` · ${note}` : ""}`;
+}
+
+/**
+ * A group box's label as drawn: cut to the box's width. The note (a module's measured time) is
+ * what a narrow box must still show, so the name gives way first: its kind, then its start (a
+ * module path's last parts say most).
+ */
 export function groupLabelText(
   group: Group,
   collapsed: boolean,
   width: number,
   note: string | null = null,
 ): string {
-  const label = collapsed
-    ? `${group.kind} · ${group.nodes.length - 1} ops`
-    : `${group.label || group.id} (${group.kind})${note ? ` · ${note}` : ""}`;
-  return truncate(label, Math.max(8, Math.floor((width - LABEL_X) / LABEL_CHAR_W)));
+  const max = Math.max(8, Math.floor((width - LABEL_X) / LABEL_CHAR_W));
+  const full = groupLabelFull(group, collapsed, note);
+  if (full.length <= max || collapsed || !note) return truncate(full, max);
+  const name = group.label || group.id;
+  const tail = ` · ${note}`;
+  if (name.length + tail.length <= max) return `${name}${tail}`;
+  return max - tail.length >= 6
+    ? `${truncateStart(name, max - tail.length)}${tail}`
+    : truncate(note, max);
 }
 
 /** How far a box's label reaches from the box's left edge (toggle and text). */
@@ -191,7 +211,7 @@ export function buildScene(
           h: NODE_H,
           group: collapsedGroup,
           label: collapsedGroup.label || collapsedGroup.id,
-          sub: time ? `${st?.ops ?? 0} ops${time}` : `${st?.ops ?? 0} ops${executors}`,
+          sub: `${counted(st?.ops ?? 0, "op")}${time || executors}`,
           ms: st?.ms ?? null,
           note: "",
         });
@@ -254,7 +274,11 @@ export function buildScene(
     const id = `input:${input.name}`;
     const p = cell.get(id);
     if (!p || repOf.has(id)) continue;
-    ios.push(ioItem(id, p, input.name, `${formatShape(input.shape)} ${input.dtype ?? ""}`.trim()));
+    const type =
+      input.shape === null && input.repr
+        ? input.repr
+        : `${formatShape(input.shape)} ${input.dtype ?? ""}`;
+    ios.push(ioItem(id, p, input.name, type.trim()));
     repOf.set(id, id);
   }
   const out = cell.get(OUTPUT_ID);

@@ -5,7 +5,7 @@
  *
  * Layer: front-end core; imports the schema types, lazy.ts and the safe DOM helpers.
  */
-import { formatMs, h, truncate } from "./dom";
+import { counted, formatMs, h, truncate } from "./dom";
 import { isLoaded } from "./lazy";
 import type { CacheEntries, Step, TraceDocument, TraceNode } from "./schema";
 
@@ -194,6 +194,6 @@ export function fillStepItem(li: Element, st: Step): void {
 
 /** A read step's kind, ops and time (or that it cannot be read). */
 export function stepMeta(st: Step): string {
-  const ops = st.problems?.length ? "cannot be read" : `${opCount(st)} ops`;
+  const ops = st.problems?.length ? "cannot be read" : counted(opCount(st), "op");
   return `${st.kind} · ${ops} · ${formatMs(st.ms)}`;
 }

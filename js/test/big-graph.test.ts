@@ -409,3 +409,32 @@ describe("the wheel", () => {
     expect(wheel({ metaKey: true }).defaultPrevented).toBe(true);
   });
 });
+
+describe("a big flat step (a prologue's checks: no module to collapse)", () => {
+  /** `decoder`'s chain with no groups: every op drawn unless the view builds only what is near. */
+  function flat(ops: number): TraceDocument {
+    const doc = decoder(1, ops);
+    const step = doc.steps[0]!;
+    step.groups = [];
+    for (const n of step.nodes) n.group = null;
+    return doc;
+  }
+
+  test("builds only the nodes near the viewport, and a node selected far away when it is shown", async () => {
+    // A 1,225-op prologue (BERT's) took 150-180 ms of CPU to switch to: every node was built.
+    m = mountDoc(flat(600));
+    const drawn = m.all("[data-testid='graph'] [data-testid='node']").length;
+    expect(drawn).toBeGreaterThan(0);
+    expect(drawn).toBeLessThan(300);
+    const last = "n0_599";
+    expect(m.all(`[data-node-id='${last}']`)).toHaveLength(0);
+    const line = m
+      .all("[data-testid='source-line']")
+      .find((l) => l.textContent?.includes("t0_599 ="));
+    click(line!);
+    await new Promise((r) => setTimeout(r, 50)); // the view moves to it, then builds there on the next frame
+    const shown = m.all(`[data-testid='graph'] [data-node-id='${last}']`);
+    expect(shown).toHaveLength(1);
+    expect(shown[0]!.getAttribute("aria-selected")).toBe("true");
+  });
+});

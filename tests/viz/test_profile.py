@@ -362,6 +362,16 @@ def test_the_table_and_the_document_say_which_module_times_are_partial():
     assert "+: and part of a fusion" in p.table()
 
 
+def test_a_forward_only_profile_shows_no_backward_columns():
+    model = Net().requires_grad_(False)
+    x = torch.randn(8, 16)
+    jm = thunder.jit(model, executors=["torch"])
+    jm(x)
+    p = thunder_viz.profile(jm, x, calls=1)
+    assert not p.backward and p.modules
+    assert "bwd" not in p.table(), "no backward ran: its columns would read as a backward costing 0 ms"
+
+
 def test_a_profile_says_which_fusions_ran_torchs_kernels_while_warming_up():
     """Profiled right after the first call, the default executor's fusions were still warming up on torch's
     kernels: their times were shown as the fusions' with nothing saying so (Note [Fusions that ran torch's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import random
+import re
 import weakref
 
 import pytest
@@ -157,9 +158,31 @@ def test_the_document_says_which_cache_entry_its_steps_are():
     session(torch.randn(5, 3), torch.randn(5, 3))
     entries = session.to_document()["entries"]
     assert len(entries["inputs"]) == 2 and "x: cpu f32[2, 3]" in entries["inputs"][0]
-    assert entries["inputs"][entries["shown"]].startswith("x: cpu f32[5, 3], y: cpu f32[5, 3]")
+    assert entries["inputs"][entries["shown"]].startswith("x: cpu f32[x_0, 3], y: cpu f32[y_0, 3]")
     shown = thunder.compile_stats(jitted).entries[entries["shown"]]
     assert shown.computation_traces[-1] is thunder.last_traces(jitted)[-1]
+
+
+def test_a_symbolic_size_is_shown_by_its_name_not_the_size_it_was_traced_with():
+    """The decoding entry of ``generate`` runs every KV-cache length, but the explorer showed the length it was
+    traced with (``f32[1, 2, 8, 16]``), which reads as the one length it runs."""
+    jitted = thunder.jit(mul_sin)
+    session = Session(jitted)
+    session(torch.randn(2, 3), torch.randn(2, 3))
+    session(torch.randn(5, 3), torch.randn(5, 3))  # the first size changed: the new entry's is symbolic
+    doc = session.to_document()
+    shown = doc["entries"]["inputs"][doc["entries"]["shown"]]
+    x = torch.randn(7, 3)
+    torch.testing.assert_close(jitted(x, x), mul_sin(x, x))
+    assert thunder.cache_misses(jitted) == 2, "the shown entry runs another size"
+    assert "5" not in shown and "symbolic" in shown
+    prologue = thunder.last_prologue_traces(jitted)[-1].python()
+    computation = [s for s in doc["steps"] if s["kind"] == "computation"][-1]
+    [x_ref] = [v for v in computation["inputs"] if v["name"] == "x"]
+    size = re.fullmatch(r"cpu f32\[(\w+), 3\]", x_ref["repr"]).group(1)
+    assert x_ref["shape"] is None and size in prologue and f"x: cpu f32[{size}, 3]" in shown
+    outputs = [v for n in computation["nodes"] for v in n["outputs"] if v["kind"] == "tensor"]
+    assert outputs and all("5" not in v["repr"] for v in outputs)
 
 
 def test_the_call_that_compiled_is_the_first_run():
