@@ -9,7 +9,7 @@
 import { counted, formatMs, formatShape, truncate, truncateStart } from "./dom";
 import { OUTPUT_ID, type StepLayout } from "./layout";
 import type { StepProfile } from "./profile-view";
-import type { Group, Step, TraceNode } from "./schema";
+import type { Group, Step, TraceNode, ValueRef } from "./schema";
 import type { DelNote, ScopeStats } from "./scopes";
 
 export const NODE_W = 168;
@@ -83,7 +83,7 @@ export function groupLabelFull(
 /**
  * A group box's label as drawn: cut to the box's width. The note (a module's measured time) is
  * what a narrow box must still show, so the name gives way first: its kind, then its start (a
- * module path's last parts say most).
+ * module path's last parts say most, as on a collapsed box).
  */
 export function groupLabelText(
   group: Group,
@@ -93,13 +93,13 @@ export function groupLabelText(
 ): string {
   const max = Math.max(8, Math.floor((width - LABEL_X) / LABEL_CHAR_W));
   const full = groupLabelFull(group, collapsed, note);
-  if (full.length <= max || collapsed || !note) return truncate(full, max);
+  if (full.length <= max || collapsed) return truncate(full, max);
   const name = group.label || group.id;
-  const tail = ` · ${note}`;
+  const tail = note ? ` · ${note}` : "";
   if (name.length + tail.length <= max) return `${name}${tail}`;
   return max - tail.length >= 6
     ? `${truncateStart(name, max - tail.length)}${tail}`
-    : truncate(note, max);
+    : truncate(note ?? name, max);
 }
 
 /** How far a box's label reaches from the box's left edge (toggle and text). */
@@ -274,11 +274,8 @@ export function buildScene(
     const id = `input:${input.name}`;
     const p = cell.get(id);
     if (!p || repOf.has(id)) continue;
-    const type =
-      input.shape === null && input.repr
-        ? input.repr
-        : `${formatShape(input.shape)} ${input.dtype ?? ""}`;
-    ios.push(ioItem(id, p, input.name, type.trim()));
+    const type = input.kind === "tensor" ? tensorType(input) : (input.dtype ?? "");
+    ios.push(ioItem(id, p, input.name, type));
     repOf.set(id, id);
   }
   const out = cell.get(OUTPUT_ID);
@@ -486,14 +483,21 @@ export function compactAxis(lines: Iterable<number>): Map<number, number> {
   return at;
 }
 
+/**
+ * A tensor's shape and dtype as a box shows them: `2×3 f32`; with a symbolic size (no `shape`),
+ * its printed type less the device, `f32[1, 2, (keys_2 + 1), 16]`, so the size any value runs
+ * is not lost.
+ */
+function tensorType(v: ValueRef): string {
+  if (v.shape === null && v.repr) return v.repr.replace(/^\S+ (?=\S+\[)/, "");
+  return `${formatShape(v.shape)} ${v.dtype ?? ""}`.trim();
+}
+
 function nodeSubtitle(node: TraceNode): string {
   const out = node.outputs[0];
   if (!out) return node.executor ?? "";
   const more = node.outputs.length > 1 ? ` +${node.outputs.length - 1}` : "";
-  const type =
-    out.kind === "tensor"
-      ? `${formatShape(out.shape)} ${out.dtype ?? ""}`.trim()
-      : (out.repr ?? out.kind);
+  const type = out.kind === "tensor" ? tensorType(out) : (out.repr ?? out.kind);
   return `${out.name}: ${type}${more}`;
 }
 
