@@ -47,6 +47,15 @@ export interface StepLayout {
 
 export const OUTPUT_ID = "output";
 
+/**
+ * Note [Rows that wrap]: a new node goes on the first layer at or below the one its producers ask
+ * for that holds fewer than ROW_WIDTH nodes. A prologue checks hundreds of values unpacked from
+ * one input (a BERT's: 1,225 checks), all one layer below it: one row 43,000 px wide, whose
+ * nodes the screen showed a few of at a time, in no order. Wrapped, they read top to bottom as
+ * the trace does; a node still stands below what it reads (only lower, never higher).
+ */
+export const ROW_WIDTH = 12;
+
 interface Cell {
   layer: number;
   col: number;
@@ -68,6 +77,11 @@ export class LayoutEngine {
       cols.add(c.col);
       placed.set(id, c);
       ids.push(id);
+    };
+    // A new node's layer, or the first below it with room (Note [Rows that wrap]).
+    const roomyLayer = (layer: number): number => {
+      while ((occupied.get(layer)?.size ?? 0) >= ROW_WIDTH) layer++;
+      return layer;
     };
     const nearestFree = (layer: number, hint: number): Cell => {
       const cols = occupied.get(layer);
@@ -119,7 +133,12 @@ export class LayoutEngine {
       placed.get(id)?.layer ?? (isSource(id) && seen.has(id) ? 1 : undefined);
     for (const node of fresh) {
       const sources = producers.get(node.id);
-      placeMember(node, this.cellFor(node.lineage, sources, placed, layerOf, isFree, nearestFree));
+      placeMember(
+        node,
+        this.cellFor(node.lineage, sources, placed, layerOf, isFree, (layer, hint) =>
+          nearestFree(roomyLayer(layer), hint),
+        ),
+      );
     }
     const above = (lineage: string[], id: string, minLayer: number, fallbackCol: number): Cell =>
       this.sourceCell(

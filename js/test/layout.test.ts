@@ -1,6 +1,12 @@
 import { describe, expect, test } from "vitest";
 import { layoutInput } from "../src/layout-client";
-import { LayoutEngine, layoutSteps, type LayoutStepInput, type StepLayout } from "../src/layout";
+import {
+  LayoutEngine,
+  layoutSteps,
+  ROW_WIDTH,
+  type LayoutStepInput,
+  type StepLayout,
+} from "../src/layout";
 import { fixture } from "./helpers";
 
 function cells(l: StepLayout): Map<string, [number, number]> {
@@ -31,6 +37,26 @@ describe("layered layout", () => {
     expect(c.get("n1")![0]).toBe(1);
     expect(c.get("n3")![0]).toBe(2);
     expect(c.get("output")![0]).toBe(3);
+    const occupied = [...c.values()].map(([l, k]) => `${l},${k}`);
+    expect(new Set(occupied).size).toBe(occupied.length);
+  });
+
+  test("a row holds at most ROW_WIDTH new nodes; the rest wrap below, in trace order (Note [Rows that wrap])", () => {
+    // A prologue: hundreds of checks of values unpacked from one input stood in one row 43,000 px wide.
+    const checks = Array.from({ length: 200 }, (_, i) => `c${i}`);
+    const step: LayoutStepInput = {
+      inputs: ["input:args"],
+      nodes: [{ id: "u", lineage: [] }, ...checks.map((id) => ({ id, lineage: [] }))],
+      edges: [["input:args", "u"], ...checks.map((id): [string, string] => ["u", id])],
+    };
+    const c = cells(new LayoutEngine().layoutStep(step));
+    const perLayer = new Map<number, number>();
+    for (const id of checks) perLayer.set(c.get(id)![0], (perLayer.get(c.get(id)![0]) ?? 0) + 1);
+    expect(Math.max(...perLayer.values())).toBeLessThanOrEqual(ROW_WIDTH);
+    const layers = checks.map((id) => c.get(id)![0]);
+    expect(layers.every((l, i) => l > c.get("u")![0] && (i === 0 || l >= layers[i - 1]!))).toBe(
+      true,
+    );
     const occupied = [...c.values()].map(([l, k]) => `${l},${k}`);
     expect(new Set(occupied).size).toBe(occupied.length);
   });
