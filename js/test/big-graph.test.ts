@@ -340,7 +340,7 @@ describe("fit and the minimap", () => {
       expect((y + 44) * k + ty).toBeLessThanOrEqual(600);
     }
     expect(m.q("[data-testid='minimap']").classList.contains("tx-minimap-idle")).toBe(true);
-  });
+  }, 30_000); // 244 nodes in jsdom: 3 s alone, 6.5 s at load 24 (vitest's default limit is 5 s)
 
   test("the minimap shows the viewport's frame, and maps its points to the graph", () => {
     m = mountDoc(decoder(30, 10));
