@@ -202,3 +202,56 @@ def test_a_returned_context_manager_left_entered_is_refused(monkeypatch):
         thunder.jit(f)(torch.ones(2))
     gc.collect()
     assert not unraisable
+
+
+def _tanh_plus_the_same_product(x, w):
+    return torch.tanh(x * w).sum() + (x * w).sum()
+
+
+def test_a_repeated_differentiable_call_keeps_one_gradient_term_per_use():
+    # Note [CSE before the autograd split]: merged, the backward computed (g1 + g2) * x (inf at x = inf) where eager
+    # adds g1 * x + g2 * x (nan: tanh's gradient there is 0).
+    grads = []
+    for fn in (_tanh_plus_the_same_product, thunder.jit(_tanh_plus_the_same_product)):
+        x, w = torch.tensor([float("inf"), 1.0, -2.0]), torch.tensor([1.0, 2.0, 0.5], requires_grad=True)
+        fn(x, w).backward()
+        grads.append(w.grad)
+    torch.testing.assert_close(grads[1], grads[0], equal_nan=True)
+
+
+class _Ident(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _ViewOf(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view(-1)[1:]
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.nn.functional.pad(g, (1, 0)).view(2, 2)
+
+
+def _updates_what_a_function_returned(x, function):
+    y = function.apply(x * 1)
+    y.add_(1)
+    return y
+
+
+@pytest.mark.parametrize("function", [_Ident, _ViewOf], ids=["input-as-is", "view"])
+def test_an_in_place_update_of_a_functions_view_output_raises_eagers_error(function):
+    # Note [A Function that returns a view] in thunder.core.traced_autograd: thunder's split ran the update.
+    messages = []
+    for fn in (_updates_what_a_function_returned, thunder.jit(_updates_what_a_function_returned)):
+        with pytest.raises(RuntimeError) as raised:
+            fn(torch.ones(2, 2, requires_grad=True), function)
+        messages.append(str(raised.value))
+    assert messages[1] == messages[0]
+    assert "is a view and is being modified inplace" in messages[0]
