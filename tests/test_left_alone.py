@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import gc
 import logging
+import math
 import subprocess
 import sys
 
@@ -65,7 +67,8 @@ def f(x, w):
 grads = []
 for fn in (f, thunder.jit(f)):
     torch.manual_seed(0)
-    x, w = torch.randn(4, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+    rows, cols = map(int, sys.argv[1:])
+    x, w = torch.randn(rows, cols, requires_grad=True), torch.randn(cols, requires_grad=True)
     fn(x, w).backward()
     grads.append((x.grad, w.grad))
     assert fn is not f or "torch._dynamo" not in sys.modules  # (eager's own step does not import it)
@@ -74,10 +77,12 @@ print("torch._dynamo" in sys.modules)
 """
 
 
-def test_the_first_backward_of_a_fresh_process_does_not_import_dynamo():
+@pytest.mark.parametrize("shape", [(4, 3), (512, 256)], ids=["small", "over-65536-elements"])
+def test_the_first_backward_of_a_fresh_process_does_not_import_dynamo(shape):
     # Note [Asking eager's saves without importing torch._dynamo] in thunder.torch.eager_saves: the import costs
-    # seconds on the first training step.
-    done = subprocess.run([sys.executable, "-c", _FIRST_BACKWARD], capture_output=True, text=True, timeout=300)
+    # seconds on the first training step. A large call ran gelu's meta kernel, a Python reference that imports it.
+    command = [sys.executable, "-c", _FIRST_BACKWARD, *map(str, shape)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
 
@@ -202,3 +207,175 @@ def test_a_returned_context_manager_left_entered_is_refused(monkeypatch):
         thunder.jit(f)(torch.ones(2))
     gc.collect()
     assert not unraisable
+
+
+def _tanh_plus_the_same_product(x, w):
+    return torch.tanh(x * w).sum() + (x * w).sum()
+
+
+def test_a_repeated_differentiable_call_keeps_one_gradient_term_per_use():
+    # Note [CSE before the autograd split]: merged, the backward computed (g1 + g2) * x (inf at x = inf) where eager
+    # adds g1 * x + g2 * x (nan: tanh's gradient there is 0).
+    grads = []
+    for fn in (_tanh_plus_the_same_product, thunder.jit(_tanh_plus_the_same_product)):
+        x, w = torch.tensor([float("inf"), 1.0, -2.0]), torch.tensor([1.0, 2.0, 0.5], requires_grad=True)
+        fn(x, w).backward()
+        grads.append(w.grad)
+    torch.testing.assert_close(grads[1], grads[0], equal_nan=True)
+
+
+class _Ident(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _ViewOf(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view(-1)[1:]
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.nn.functional.pad(g, (1, 0)).view(2, 2)
+
+
+def _updates_what_a_function_returned(x, function):
+    y = function.apply(x * 1)
+    y.add_(1)
+    return y
+
+
+@pytest.mark.parametrize("function", [_Ident, _ViewOf], ids=["input-as-is", "view"])
+def test_an_in_place_update_of_a_functions_view_output_raises_eagers_error(function):
+    # Note [A Function that returns a view] in thunder.core.traced_autograd: thunder's split ran the update.
+    messages = []
+    for fn in (_updates_what_a_function_returned, thunder.jit(_updates_what_a_function_returned)):
+        with pytest.raises(RuntimeError) as raised:
+            fn(torch.ones(2, 2, requires_grad=True), function)
+        messages.append(str(raised.value))
+    assert messages[1] == messages[0]
+    assert "is a view and is being modified inplace" in messages[0]
+
+
+def _steps_and_schedules(opt, sched):
+    opt.step()
+    sched.step()
+
+
+@pytest.mark.parametrize("cache, most", [("symbolic values", 2), (None, 3)], ids=["symbolic-values", "default"])
+def test_a_cosine_schedule_stepped_in_a_jitted_step_keeps_its_epoch_symbolic(cache, most):
+    # Note [math functions of symbolic numbers] in thunder.core.symbolic: math.cos(math.pi * last_epoch / T_max) pinned
+    # the epoch, and every step compiled again. (Symbolic values: the first step's own branch, then one entry; the
+    # default: the learning rate, then the epoch, turn symbolic as they change, the epoch once past 1.)
+    results = []
+    for jit in (False, True):
+        torch.manual_seed(0)
+        p = torch.nn.Parameter(torch.randn(4))
+        opt = torch.optim.SGD([p], lr=0.1)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=30)
+        step = thunder.jit(_steps_and_schedules, **({"cache": cache} if cache else {})) if jit else _steps_and_schedules
+        lrs = []
+        for _ in range(20):
+            (p * p).sum().backward()
+            step(opt, sched)
+            opt.zero_grad()
+            lrs.append(opt.param_groups[0]["lr"])
+        results.append((lrs, p.detach().clone()))
+    assert results[1][0] == results[0][0]
+    torch.testing.assert_close(results[1][1], results[0][1])
+    assert thunder.cache_misses(step) <= most
+
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda x, n: x * math.cos(math.pi * n / 7), (3,)),
+    (lambda x, n: x * math.sqrt(n) + math.log(n), (2.5,)),
+    (lambda x, n: x * math.exp(-n) * math.atan(n), (1.5,)),
+])  # fmt: skip
+def test_math_functions_of_symbolic_numbers_follow_each_calls_value(fn, args):
+    jf = thunder.jit(fn, cache="symbolic values")
+    for k in range(4):
+        n = args[0] + k
+        torch.testing.assert_close(jf(torch.ones(2), n), fn(torch.ones(2), n))
+    assert thunder.cache_misses(jf) == 1
+
+
+def _square_root_of(x, n):
+    return x * math.sqrt(n)
+
+
+def test_a_math_function_outside_its_domain_raises_as_eager():
+    jf = thunder.jit(_square_root_of, cache="symbolic values")
+    torch.testing.assert_close(jf(torch.ones(2), 4.0), _square_root_of(torch.ones(2), 4.0))
+    for fn in (_square_root_of, jf):
+        with pytest.raises(ValueError, match="math domain error"):
+            fn(torch.ones(2), -1.0)
+
+
+class _ComparingMeta(type):
+    """A metaclass defining ``__eq__``: its classes cannot be hashed (``hash(cls)`` raises)."""
+
+    def __eq__(cls, other):
+        return cls is other
+
+
+class _Unhashable(metaclass=_ComparingMeta):
+    def __init__(self, v):
+        self.v = v
+        self.items = [1.0, 2.0]
+
+    def __add__(self, other):
+        return _Unhashable(self.v + other)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+    @property
+    def double(self):
+        return self.v * 2
+
+
+def _uses_an_unhashable_class(x, k):
+    k.v = k.v + 1
+    made = _Unhashable(2.0) + 1.0
+    total = sum(v for v in made) + len(made) + made.double + (_Unhashable == _Unhashable) + isinstance(k, _Unhashable)
+    return x * total * k.v, made
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_a_class_that_cannot_be_hashed_runs_as_in_eager(cache):
+    # Its metaclass defines __eq__: the interpreter's ``type(obj) in FAST_TYPES`` raised TypeError: unhashable type.
+    jf = thunder.jit(_uses_an_unhashable_class, cache=cache)
+    k, k_eager = _Unhashable(1.0), _Unhashable(1.0)
+    for _ in range(2):
+        out, made = jf(torch.ones(2), k)
+        expected, made_eager = _uses_an_unhashable_class(torch.ones(2), k_eager)
+        torch.testing.assert_close(out, expected)
+        assert (type(made), made.v, k.v) == (type(made_eager), made_eager.v, k_eager.v)
+
+
+_MODELS = [torch.nn.Linear(3, 2)]
+
+
+def _converts_a_copy(x):
+    m = copy.deepcopy(_MODELS[0]).to(torch.float64)
+    return m(x.double())
+
+
+def test_converting_a_copy_of_an_outside_module_is_a_clear_error():
+    # Was: "a trace cannot change the parameters and buffers it reads. Convert the module (module.to(...)) before
+    # calling the jitted function": the copy is made inside, so that cannot be done.
+    _converts_a_copy(torch.ones(3))  # eager runs it
+    with pytest.raises(thunder.core.errors.UnsupportedOpError) as raised:
+        thunder.jit(_converts_a_copy)(torch.ones(3))
+    message = str(raised.value)
+    assert "a copy of _MODELS_0 that the jitted function makes" in message and "not supported" in message
+    assert "Make the converted copy outside the jitted function and pass it in" in message
+    assert "copy.deepcopy(_MODELS[0]).to(torch.float64)" in message  # the user's line

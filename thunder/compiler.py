@@ -157,7 +157,8 @@ def _user_transforms(cd: CompileData, trace: TraceCtx) -> TraceCtx:
 #: The computation pipeline, in order (Note [The pipeline]).
 PIPELINE: tuple[Pass, ...] = (
     Pass("Dead Code Elimination", lambda cd, t: dce(t)),
-    Pass("Common Subexpression Elimination", lambda cd, t: cse(t)),
+    # (Note [CSE before the autograd split] in thunder.transforms.cse)
+    Pass("Common Subexpression Elimination", lambda cd, t: cse(t, keep_differentiable=_splits(cd, t))),
     AUTOGRAD_SPLIT,
     # The forward is the computation as it was; the backward, built from rules, drops the ops that
     # do nothing for its shapes, leaves broadcasts to the elementwise ops and gets its own CSE.
@@ -225,7 +226,7 @@ def _autograd_split(
 ) -> ForwardBackward | None:
     """The split of ``trace``, or None; where torch's autograd runs the program instead, ``traces`` gets the
     computation it runs (Note [A Function in a program torch's autograd runs])."""
-    if cd.disable_torch_autograd or not requires_grad_outputs(trace):
+    if not _splits(cd, trace):
         return None
     start = time.perf_counter_ns()
     try:
@@ -243,6 +244,11 @@ def _autograd_split(
     split.forward.set_provenance(TraceProvenance(AUTOGRAD_SPLIT.name, ms))
     split.backward.set_provenance(TraceProvenance(AUTOGRAD_SPLIT.name, ms))
     return split
+
+
+def _splits(cd: CompileData, trace: TraceCtx) -> bool:
+    """Whether the autograd slot splits ``trace``: some output requires grad and torch's autograd is not disabled."""
+    return not cd.disable_torch_autograd and requires_grad_outputs(trace)
 
 
 def _rematerialize(cd: CompileData, forward: TraceCtx, backward: TraceCtx, split: ForwardBackward):

@@ -182,4 +182,6 @@ def _leaf_key(x: Any, symbolic: bool) -> Any:
         return (typ, tuple(_leaf_key(v, symbolic) for v in x))
     if typ is ReplayableIterator:  # the slow path's wrapper of an iterator argument has the iterator's key
         return (type(x.source),)
-    return (typ,)
+    if type(typ) is type or type(typ).__hash__ is not None:
+        return (typ,)
+    return (id(typ),)  # a class that cannot be hashed (its metaclass defines __eq__): the prologue checks its type

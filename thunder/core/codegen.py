@@ -111,6 +111,13 @@ class Printer:
         self.ctx[name] = value
         return name
 
+    def expression(self, expr: str) -> str:
+        """A symbolic number's expression, ``math`` made a global where it calls a ``math`` function (Note [math
+        functions of symbolic numbers] in thunder.core.symbolic)."""
+        if "math." in expr:
+            self.add_ctx("math", math)
+        return expr
+
     def constant(self, value: Any, hint: str = "_const") -> str:
         """A global name for ``value`` (one per object), never one the source already uses for another value:
         with the hint ``_c`` the 65th constant was ``_c64``, the name of the complex64 dtype in a tensor check; nor a
@@ -158,7 +165,7 @@ class Printer:
 
     def _literal(self, x: Any) -> str:
         if isinstance(x, (SymInt, SymFloat, SymStr)):
-            return x.expr
+            return self.expression(x.expr)
         typ = type(x)
         if x is None or typ is bool or typ is int or typ is str:
             return repr(x)

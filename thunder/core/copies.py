@@ -83,6 +83,12 @@ class CopiesMixin:
             memo.setdefault(id(memo), []).append(x)  # as deepcopy keeps what it copied alive
         return seen
 
+    def _copy_source_name(self, x: Any) -> str | None:
+        """The prologue's name of what ``x``, a copy the prologue makes for each call, copies; None for anything
+        else."""
+        source = self._copied_from.get(id(x))
+        return None if source is None else source[0].name
+
     def _copy_of_a_changed_copy(self, fn: Callable, value: Any) -> Any:
         """A copy of an object that is itself a copy made for this call (``config = copy.deepcopy(self.config)``,
         changed, then copied again, as Hugging Face models do): made now, with the program's changes, and kept as a

@@ -62,7 +62,18 @@ from thunder.core.interpreter.protocols import type_call as _interpreter_type_ca
 from thunder.core.interpreter.runtime import current_runtime, innermost_frame_objects
 from thunder.core.proxies import NumberProxy, Proxy, SymbolicSize, TensorProxy
 from thunder.core.symbol_lookup import bound_self, plain_attribute, symbol_for
-from thunder.core.symbolic import SymFloat, SymInt, SymStr, pin, pin_index, read_natively_by_operator, sym_max, sym_min
+from thunder.core.symbolic import (
+    MATH_DOMAINS,
+    SymFloat,
+    SymInt,
+    SymStr,
+    pin,
+    pin_index,
+    read_natively_by_operator,
+    sym_math,
+    sym_max,
+    sym_min,
+)
 
 # --- eager types -------------------------------------------------------------------------------
 
@@ -361,6 +372,21 @@ def _reads_numbers_natively(fn: Callable, owner: Any = None) -> bool:
 _MATH_SYMBOLIC = frozenset({"floor", "ceil", "trunc", "prod"})
 
 
+def _math_call(fn: Callable) -> Callable:
+    """``fn(x)`` of a symbolic number as ``sym_math`` makes it (Note [math functions of symbolic numbers] in
+    ``symbolic``); any other call with its symbolic arguments pinned."""
+    pinning = _pinning(fn)
+
+    def call(*args, **kwargs):
+        if len(args) == 1 and not kwargs and type(args[0]) in (SymInt, SymFloat):
+            return sym_math(fn, args[0])
+        return pinning(*args, **kwargs)
+
+    call.__name__ = fn.__name__
+    call.__wrapped__ = fn
+    return call
+
+
 def _native_consumers() -> dict[Callable, Callable]:
     table: dict[Callable, Callable] = {}
     # (Not ``slice``: a slice keeps the number, and slicing a tensor with it stays symbolic.)
@@ -374,7 +400,7 @@ def _native_consumers() -> dict[Callable, Callable]:
     table[builtins.pow] = lambda *args, **kwargs: (pinning_pow if len(args) == 3 or kwargs.get("mod") is not None else builtins.pow)(*args, **kwargs)
     for name, fn in vars(math).items():
         if callable(fn) and not name.startswith("_") and name not in _MATH_SYMBOLIC:
-            table[fn] = _pinning(fn)
+            table[fn] = _math_call(fn) if fn in MATH_DOMAINS else _pinning(fn)
     for name, fn in vars(itertools).items():
         if callable(fn) and not name.startswith("_"):
             table[fn] = _pinning(fn)

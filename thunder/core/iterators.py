@@ -48,6 +48,7 @@ import torch
 
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.interpreter import make_opaque
+from thunder.core.interpreter.protocols import abc_subclass
 
 END = object()  # what ``next(view, END)`` gives when the iterator has ended
 #: The iterators whose ``__reduce__`` makes an independent copy at their position (see the Note).
@@ -142,7 +143,7 @@ _Tensor = torch.Tensor
 def _has_iterator(values) -> bool:
     for v in values:
         # (a tensor first: the ABC's check of a type that is no iterator costs a tenth of a slow-path call)
-        if type(v) is not _Tensor and issubclass(type(v), collections.abc.Iterator):
+        if type(v) is not _Tensor and abc_subclass(type(v), collections.abc.Iterator):
             return True
     return False
 

@@ -30,6 +30,7 @@ import torch
 from thunder.core import introspection, iterators, prims, proxies
 from thunder.core.errors import MakesParameters, ThunderRuntimeError, ThunderValueError
 from thunder.core.interpreter.execution import lookup_type_attr
+from thunder.core.interpreter.protocols import abc_subclass
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
 from thunder.core.pytree import mapping_attrs, mapping_type, object_state, rebuild_mapping, slot_names
 from thunder.core.side_effects import _MUTATING_METHODS, LAZY_TYPES, LazyContainer
@@ -130,7 +131,7 @@ class ProvenanceMixin:
                     return self._number_input(value, holder)
             self._check(prims.check_value, holder, value)
             return value
-        if issubclass(typ, Number):
+        if abc_subclass(typ, Number):
             self._check(prims.check_value, holder, value)
             return value
         if type(value) is tuple or (type(value) is frozenset and all(is_literal_key(k) for k in value)):
@@ -276,7 +277,7 @@ class ProvenanceMixin:
             self._buffers.append((value, contents, self._input_location(holder)))
             self._register(value, holder, value)
             return value
-        if type(value) is iterators.ReplayableIterator or issubclass(typ, collections.abc.Iterator):
+        if type(value) is iterators.ReplayableIterator or abc_subclass(typ, collections.abc.Iterator):
             return self._iterator_input(value, holder, name)
         if issubclass(typ, torch.nn.Module) and not self._module_paths:
             for path, sub in value.named_modules():

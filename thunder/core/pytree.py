@@ -160,7 +160,10 @@ def rebuild_list(template: list, attrs: dict[str, Any], items: list) -> list:
 
 
 def rebuild_object(template: Any, attrs: dict[str, Any]) -> Any:
-    new = copy.copy(template)
+    try:
+        new = copy.copy(template)
+    except TypeError:  # a class that cannot be hashed (its metaclass defines __eq__): copy's dispatch table hashes it
+        new = copy._reconstruct(template, None, *template.__reduce_ex__(4))
     new.__dict__.update(attrs)
     return new
 
@@ -204,9 +207,16 @@ def rebuild_slotted_object(template: Any, attrs: dict[str, Any]) -> Any:
     return new
 
 
-@functools.cache
 def slot_names(cls: type) -> tuple[str, ...]:
     """The attributes ``cls``'s instances hold in slots (``__slots__`` of it and its bases)."""
+    try:
+        return _slot_names(cls)
+    except TypeError:  # a class that cannot be hashed (its metaclass defines __eq__): not cached
+        return _slot_names.__wrapped__(cls)
+
+
+@functools.cache
+def _slot_names(cls: type) -> tuple[str, ...]:
     names: list[str] = []
     for c in cls.__mro__:
         slots = c.__dict__.get("__slots__", ())

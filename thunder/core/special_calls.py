@@ -107,6 +107,11 @@ def _hookless(module: torch.nn.Module) -> bool:
     raise ThunderRuntimeError("thunder.core.special_calls._hookless is only called by traced code")
 
 
+def _copied_from(module: torch.nn.Module) -> str | None:
+    """Answered by the tracer (``Tracer._copy_source_name``) in traced code."""
+    raise ThunderRuntimeError("thunder.core.special_calls._copied_from is only called by traced code")
+
+
 _WRAPPED_CALL_IMPL = torch.nn.Module._wrapped_call_impl
 #: The tensor factories that copy a numpy array the program made into a constant (Note [Tensors of outside arrays]).
 _COPIED_ARRAYS = (torch.tensor, torch.as_tensor, torch.from_numpy)
@@ -145,6 +150,17 @@ def _module_apply(self, fn, recurse=True):
     for name, t in (*self.named_parameters(recurse=recurse), *self.named_buffers(recurse=recurse)):
         if fn(t) is not t:
             loc = source_location()
+            original = _copied_from(self)
+            if original is not None:  # Note [Copies of outside objects] in thunder.core.copies
+                loc = loc and (loc.call_site or loc)
+                raise UnsupportedOpError(
+                    f"converting module {type(self).__name__}, a copy of {original} that the jitted function makes, "
+                    f"inside it{f' at {loc}' if loc else ''} would change its tensor {name!r} ({t.dtype}, {t.device}), "
+                    "which is not supported: thunder makes such a copy on every call before the program runs, and a "
+                    "trace cannot replace the parameters and buffers of a module it reads. Make the converted copy "
+                    f"outside the jitted function and pass it in (an argument: copy.deepcopy({original}).to(...)), or "
+                    "convert the inputs instead of the module."
+                )
             raise UnsupportedOpError(
                 f"converting module {type(self).__name__} inside the jitted function"
                 f"{f' at {loc}' if loc else ''} would change its tensor {name!r} ({t.dtype}, {t.device}); a trace "
@@ -321,6 +337,7 @@ class SpecialCallsMixin:
             # numbers it from a global itertools.count, which tracing cannot snapshot.
             torch.autograd.function.FunctionMeta: torch.autograd.function.FunctionMeta,
             _hookless: self._hookless,
+            _copied_from: self._copy_source_name,
             torch.nn.Module.__init__: self._module_init,
             torch.nn.Module.register_parameter: self._register_parameter,
             dataclasses.fields: self._fields,

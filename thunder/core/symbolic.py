@@ -246,6 +246,66 @@ def _sym_extreme(fn, args):
     return make_symbolic(value, f"{fn.__name__}({', '.join(_expr(a) for a in args)})", *args)
 
 
+# Note [math functions of symbolic numbers]
+# ``math.cos(math.pi * self.last_epoch / T_max)`` (a cosine learning-rate schedule) read its float natively, which
+# pinned it: a schedule stepped inside a jitted step recompiled on every step. A one-argument ``math`` function of
+# ``MATH_DOMAINS`` keeps the number symbolic instead: its result is the expression ``math.cos(...)``, which the
+# generated code evaluates from each call's inputs (the printer puts ``math`` in its globals where an expression
+# calls it: ``Printer.expression``). Where eager's call would raise (``math.sqrt(-1)``, ``math.cos(inf)``,
+# ``math.exp(1000)``) for another value, the domain that makes the result defined is recorded as a constraint
+# (``x >= 0``, finiteness), so such a value compiles again and raises where eager does; a value outside it at
+# trace time is pinned, as before. Functions of two numbers (``atan2``, ``log(x, base)``) still pin. The argument of
+# such a schedule is ``math.pi * n``, a plain float times a symbolic int: CPython's float slot reads the int
+# natively, so the interpreter asks the symbolic number's reflected method first (``__interpreter_reflected_first__``,
+# the same value), which keeps the expression.
+def _finite_domain(x) -> bool:
+    if type(x.value) is int:
+        return True
+    if x.value - x.value != 0:
+        return False
+    _finite(x)
+    return True
+
+
+def _bounded(low=None, high=None, strict=False):
+    """The domain test of ``low <= x <= high`` (``low < x`` where ``strict``), recording the bounds that hold."""
+    above = ">" if strict else ">="
+
+    def holds(x) -> bool:
+        v = x.value
+        if (low is not None and not (v > low if strict else v >= low)) or (high is not None and not v <= high):
+            return False
+        if low is not None:
+            _record(f"{x.expr} {above} {low!r}")
+        if high is not None:
+            _record(f"{x.expr} <= {high!r}")
+        return True
+
+    return holds
+
+
+_ANY = lambda x: True  # noqa: E731 - defined for every float (nan gives nan)
+
+#: The ``math`` functions of one number that keep it symbolic, each with the test of its domain.
+MATH_DOMAINS = {
+    math.cos: _finite_domain, math.sin: _finite_domain, math.tan: _finite_domain,
+    math.atan: _ANY, math.tanh: _ANY, math.erf: _ANY, math.erfc: _ANY, math.fabs: _ANY,
+    math.degrees: _ANY, math.radians: _ANY,
+    math.sqrt: _bounded(low=0), math.exp: _bounded(high=709.0),
+    math.log: _bounded(low=0, strict=True), math.log2: _bounded(low=0, strict=True),
+    math.log10: _bounded(low=0, strict=True), math.log1p: _bounded(low=-1, strict=True),
+    math.acos: _bounded(low=-1, high=1), math.asin: _bounded(low=-1, high=1),
+}  # fmt: skip
+
+
+def sym_math(fn, x):
+    """``fn(x)`` for ``fn`` of ``MATH_DOMAINS`` and a symbolic ``x``: symbolic where ``x`` is in its domain, else of
+    the pinned value (Note [math functions of symbolic numbers])."""
+    if not MATH_DOMAINS[fn](x):
+        return fn(pin(x))
+    return make_symbolic(fn(x.value), f"math.{fn.__name__}({x.expr})", x)
+
+
 import operator as _op  # noqa: E402
 
 
@@ -253,6 +313,9 @@ class _SymbolicMixin:
     """Shared behaviour of SymInt and SymFloat; ``_base`` is the Python type they extend."""
 
     _base: type
+    # ``math.pi * n``: the interpreter asks ``n.__rmul__`` before float's native slot, which would read the value
+    # (that pinned it); the value is the same (Note [math functions of symbolic numbers])
+    __interpreter_reflected_first__ = True
 
     def __new__(cls, value, expr: str, names: frozenset = frozenset(), proxies: tuple = ()):
         self = cls._base.__new__(cls, value)

@@ -212,7 +212,8 @@ def pin_native_operands(inst, values) -> None:
         _pin_native_subscript(name, values)
     elif (name == "BINARY_OP" or name == "COMPARE_OP") and len(values) == 2:
         left, right = values
-        if read_natively_by_operator(left, right):
+        # (an operator's reflected method goes first: ``__interpreter_reflected_first__``)
+        if name == "COMPARE_OP" and read_natively_by_operator(left, right):
             pin(right)  # records ``n == value``, checked by the prologue
         elif isinstance(left, (str, bytes)) and name == "BINARY_OP" and inst.arg in _PRINTF_OPS:  # printf-style formatting
             items = right.values() if isinstance(right, dict) else right if type(right) is tuple else (right,)

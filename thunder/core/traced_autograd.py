@@ -30,7 +30,7 @@ from thunder.core.errors import UnsupportedOpError
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.rules import grad_rules
-from thunder.core.symbol import RERUN, BoundSymbol, Symbol
+from thunder.core.symbol import MAY_ALIAS, RERUN, BoundSymbol, Symbol
 from thunder.core.trace import TraceCtx, from_trace
 
 __all__ = [
@@ -164,7 +164,12 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
     kept_off = [r for r in (*results, *cut.values()) if is_inexact_dtype(r.dtype) and not r.requires_grad]
     if kept_off and grad_enabled and any(a.requires_grad for a in inputs):
         _forward_with_grad_off(trace, start, switched, grad_enabled)
-    sym = Symbol(name=f"{cls.__name__}.apply", meta=None, id=_site_id("autograd_function", cls), printer=_print_alias)
+    # Note [A Function that returns a view]
+    views = differentiable and _returns_views(outputs, inputs, trace.bound_symbols[start:])
+    tags = frozenset({MAY_ALIAS}) if views else frozenset()
+    sym = Symbol(
+        name=f"{cls.__name__}.apply", meta=None, id=_site_id("autograd_function", cls), printer=_print_alias, tags=tags
+    )
     n_out = len(outputs) + len(cut)
     marker_args = (*outputs, *within.values(), *inputs, *extra)
     grad_rules.register(sym)(_backward_rule(scratch, placeholders, input_grads, marker_args, n_out, len(extra)))
@@ -180,6 +185,26 @@ def trace_autograd_function(cls: type, args: tuple, trace: TraceCtx, call: Calla
         for x in returned
     )
     return applied if isinstance(out, tuple) else applied[0]
+
+
+# Note [A Function that returns a view]
+# Eager's ``apply`` makes each differentiable output that is one of its inputs returned as-is, or a view, a view
+# "created inside a custom Function": an in-place update of it under grad mode raises (autograd's view+inplace
+# logic would replace the user's backward). The marker only renames forward's outputs, so such an update became a
+# new value of the split's and ran. So the marker of such a call is tagged ``MAY_ALIAS``: its results may share
+# its inputs' memory, an update of one is no functional update (``_functional_updates`` in
+# thunder.core.transforms.autodiff) and the program runs under torch's autograd, where the Function is applied as
+# itself (Note [A Function in a program torch's autograd runs]) and torch raises eager's error. Which outputs are
+# views is told as the split tells it (``_aliased_args``: a reshape counts, though eager's may copy): where one is
+# not, torch's autograd runs the Function as eager does, only more slowly.
+def _returns_views(outputs: list[TensorProxy], inputs: list[TensorProxy], forward: list[BoundSymbol]) -> bool:
+    """Whether one of ``outputs`` is one of ``inputs`` or a view made by the ``forward`` ops (Note above)."""
+    from thunder.core.transforms.autodiff import _aliased_args  # (autodiff imports this module)
+
+    names = {o.name for o in outputs}
+    return bool(names & {a.name for a in inputs}) or any(
+        _aliased_args(b) and names & {o.name for o in b.flat_proxy_outs} for b in forward
+    )
 
 
 # Note [Results of a Function that do not require grad]

@@ -17,6 +17,15 @@ Ops under different grad modes are not merged: ``x * 2`` computed with grad on a
 ``torch.no_grad()`` are two values, one differentiable and one not (merged, the second carried a
 gradient where eager's does not).
 
+Note [CSE before the autograd split]
+Two calls ``x * w`` whose results require grad are two nodes of eager's autograd graph: the backward multiplies
+each use's gradient by ``x`` and adds the products, ``g1 * x + g2 * x``. Merged before the split, they are one
+value whose gradients add up first, ``(g1 + g2) * x``: equal in exact arithmetic, but not in floating point, and
+not at ``x = inf`` where ``g1`` is 0 (eager's ``nan``, the merged ``inf``). So the CSE before the split leaves such
+calls apart (``keep_differentiable``): the split differentiates each as eager does, and a fusion executor that
+fuses both still computes the value once. Calls whose results need no gradient (masks, position ids, shapes, the
+bulk of what the pass merges in real models) merge as before, and so does everything when nothing is split.
+
 Layer: transforms. Imports: core.
 """
 
@@ -88,8 +97,9 @@ def possibly_mutated(bsyms: list[BoundSymbol]) -> set[str]:
 
 
 @timed_pass("Common Subexpression Elimination")
-def cse(trace: TraceCtx) -> TraceCtx:
-    """Replaces repeated computations by the first result (see Note [CSE and mutation])."""
+def cse(trace: TraceCtx, *, keep_differentiable: bool = False) -> TraceCtx:
+    """Replaces repeated computations by the first result (see Note [CSE and mutation]); with
+    ``keep_differentiable``, not those whose results require grad (Note [CSE before the autograd split])."""
     new = from_trace(trace)
     seen: dict[Hashable, BoundSymbol] = {}
     swap: dict[str, Proxy] = {}
@@ -105,7 +115,9 @@ def cse(trace: TraceCtx) -> TraceCtx:
                 seen.clear()
             new.bound_symbols.append(bsym)
             continue
-        if mutated and any(o.name in mutated for o in bsym.flat_proxy_outs):
+        if mutated and any(o.name in mutated for o in bsym.flat_proxy_outs) or keep_differentiable and any(
+            getattr(o, "requires_grad", False) for o in bsym.flat_proxy_outs
+        ):
             new.bound_symbols.append(bsym)
             continue
         key = _bsym_key(bsym, swap)

@@ -61,10 +61,38 @@ __all__ = [
     "instantiate",
     "type_call",
     "FAST_TYPES",
+    "TypeSet",
+    "abc_subclass",
 ]
 
+
+class TypeSet(frozenset):
+    """A set of types whose ``in`` says False for a type that cannot be hashed (a class whose metaclass defines
+    ``__eq__`` without ``__hash__``), which no such set holds: frozenset's raised ``TypeError: unhashable type``
+    where eager runs the program."""
+
+    __slots__ = ()
+
+    def __contains__(self, t, _contains=frozenset.__contains__) -> bool:
+        try:
+            return _contains(self, t)
+        except TypeError:
+            return False
+
+
+def abc_subclass(t: type, abc: type) -> bool:
+    """``issubclass(t, abc)`` for an abstract base class ``abc``, also where ``t`` cannot be hashed (as ``TypeSet``),
+    which the ABC's caches raise for: then only its bases or the ABC's structural hook (``Iterator``'s ``__next__``)
+    make it one (registering it would have hashed it)."""
+    try:
+        return issubclass(t, abc)
+    except TypeError:
+        hook = abc.__subclasshook__(t)
+        return hook is True or (hook is NotImplemented and any(c is abc for c in t.__mro__))
+
+
 #: Types whose dunders are all C: operations on them go straight to the native operator.
-FAST_TYPES = frozenset(
+FAST_TYPES = TypeSet(
     (
         int,
         float,
@@ -186,7 +214,7 @@ def _call_slot(ctx, f, a, b):
 
 
 # Builtin types whose ``__mul__``/``__add__`` are sequence slots (repeat, concat), not number slots.
-_SEQUENCE_SLOT_TYPES = frozenset({list, tuple, str, bytes, bytearray, collections.deque})
+_SEQUENCE_SLOT_TYPES = TypeSet({list, tuple, str, bytes, bytearray, collections.deque})
 
 
 def _binary_dispatch(ctx, a, b, name, rname):
@@ -195,6 +223,15 @@ def _binary_dispatch(ctx, a, b, name, rname):
     tb = type(b)
     fa = lookup_type_attr(ta, name)
     fb = lookup_type_attr(tb, rname) if tb is not ta else NULL
+    if fb is not NULL and getattr(tb, "__interpreter_reflected_first__", False) and not getattr(
+        ta, "__interpreter_reflected_first__", False
+    ):
+        # A number type that asks for its reflected method before a plain number's native slot, which would read
+        # its value (a symbolic number: Note [math functions of symbolic numbers] in thunder.core.symbolic).
+        r = _call_slot(ctx, fb, b, a)
+        if r is not NotImplemented:
+            return r
+        fb = NULL
     if fb is not NULL and ta in _SEQUENCE_SLOT_TYPES and name in ("__mul__", "__add__"):
         # CPython tries the number protocol before a sequence's repeat/concat: ``[0] * n`` asks ``n`` first.
         r = _call_slot(ctx, fb, b, a)
@@ -390,7 +427,7 @@ def _index(ctx, k):
 
 
 #: builtin containers that read a key by ``__index__`` (a dict hashes it)
-_INDEXED_TYPES = frozenset((list, tuple, str, bytes, bytearray, range, memoryview, collections.deque))
+_INDEXED_TYPES = TypeSet((list, tuple, str, bytes, bytearray, range, memoryview, collections.deque))
 
 
 def index(ctx, k):
@@ -554,10 +591,11 @@ _COMPARING_SEQUENCES = (list, tuple, collections.deque)
 
 # -- iteration -----------------------------------------------------------------------------------------------
 
-_NATIVE_ITERATORS = frozenset(
-    type(iter(x))
-    for x in ([], (), {}, set(), "", b"", range(1), {}.keys(), {}.values(), {}.items(), zip(), enumerate(()))
-) | {types.GeneratorType, map, filter, zip, enumerate, reversed}
+_NATIVE_ITERATORS = TypeSet(
+    {type(iter(x))
+     for x in ([], (), {}, set(), "", b"", range(1), {}.keys(), {}.values(), {}.items(), zip(), enumerate(()))}
+    | {types.GeneratorType, map, filter, zip, enumerate, reversed}
+)  # fmt: skip
 
 
 def get_iter(ctx, v):

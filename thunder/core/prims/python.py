@@ -704,7 +704,7 @@ eager_implementations[P.COMMENT] = comment.meta  # called outside a trace (a fun
 
 def _print_check_expr(bsym, printer):
     expr, proxies = bsym.args
-    return [f"if not ({expr}): {printer.on_miss}"]
+    return [f"if not ({printer.expression(expr)}): {printer.on_miss}"]
 
 
 # ``check_expr(expr, proxies)``: a Python boolean expression over the named proxies (symbolic constraints).
