@@ -316,6 +316,19 @@ def test_a_math_function_outside_its_domain_raises_as_eager():
             fn(torch.ones(2), -1.0)
 
 
+def _cosine_plus(x, n, math):  # a parameter named ``math``: the generated code's ``math.cos`` must not read it
+    return x * _math_module.cos(n) + math
+
+
+_math_module = math
+
+
+def test_a_parameter_named_math_does_not_shadow_the_math_module_of_generated_code():
+    jf = thunder.jit(_cosine_plus, cache="symbolic values")
+    for n, k in [(0.5, 2.0), (0.7, 3.0)]:
+        torch.testing.assert_close(jf(torch.ones(2), n, k), _cosine_plus(torch.ones(2), n, k))
+
+
 class _ComparingMeta(type):
     """A metaclass defining ``__eq__``: its classes cannot be hashed (``hash(cls)`` raises)."""
 

@@ -56,7 +56,7 @@ _AUTOCAST_ELIGIBLE = (torch.float32, torch.float16, torch.bfloat16)  # never flo
 
 # Names a trace may not give to proxies: they are globals of generated code.
 RESERVED_NAMES = frozenset(
-    {"torch", "ltorch", "prims", "thunder", "float", "complex", "slice", "type", "len", "isinstance", "None", "True", "False"}
+    {"torch", "ltorch", "prims", "thunder", "math", "float", "complex", "slice", "type", "len", "isinstance", "None", "True", "False"}
 )
 
 
