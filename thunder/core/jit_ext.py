@@ -144,6 +144,7 @@ class Tracer(
         self._checked_early: set[str] = set()  # constraints checked before the end of the prologue
         self.grad_mode_switched = False
         self.torch_state_read: set[str] = set()  # keys of torch_state.TORCH_STATE the trace read (Note [Torch state])
+        self.abc_reads = torch_state.AbcReads()  # what the program asked ABCs (Note [Torch state])
         self._provenance: dict[int, Proxy] = {}  # id(outside object) -> prologue proxy
         self._proxy_for: dict[int, Any] = {}  # id(outside object) -> what the program sees instead
         self._keepalive: list[Any] = []  # outside objects, kept so their ids stay unique
@@ -478,6 +479,8 @@ class Tracer(
             # the call inside ``inference_mode()``): the answers depend on both. A trace made with grad off outside
             # inference mode records no autograd, which holds inside it too (where grad on fails the grad check).
             read.add("torch.is_inference_mode_enabled()")
+        state_at_entry["abc.get_cache_token()"] = self.abc_reads.token_to_check()
+        self.abc_reads = None  # the objects it asked about are the program's: not kept past tracing
         for expr, value in state_at_entry.items():
             if expr in read:
                 self._check(prims.check_torch_state, expr, value)

@@ -471,7 +471,9 @@ class SpecialCallsMixin:
             return sym
         if hashable and fn in _NO_TORCH_FUNCTION:
             return _no_torch_function
-        reader = torch_state.reader(fn, self.torch_state_read.add, self.computation.autocast_read.add)
+        reader = torch_state.reader(
+            fn, self.torch_state_read.add, self.computation.autocast_read.add, self.abc_reads
+        )
         if reader is not None:  # Note [Torch state]
             return reader
         special = self._late_specials.get(fn) if hashable else None

@@ -20,7 +20,11 @@ One piece is Python's: ``isinstance``/``issubclass`` of an ABC (``ABCMeta``'s ``
 but the registry of virtual subclasses and the caches it reads live in C, in ``_abc``) answer from state that
 ``Base.register(C)`` changes. Every ``register`` changes ``abc.get_cache_token()``, so a trace whose program asked
 an ABC (``_abc_instancecheck``/``_abc_subclasscheck`` are noted as readers of it) checks that token: a cached call pays
-one C call, and a registration anywhere recompiles such entries once.
+one C call, and a registration anywhere recompiles such entries once. The token can change while the call is traced:
+the first aten meta kernel tracing runs imports sympy and ``torch._dynamo`` (which register their number types and
+NumPy's seed sequences), as may a module the program imports. The token the trace holds for is the one its answers
+were given under (``AbcReads``): the token now, when each answer, asked again, is still the same (the usual case: a
+registration of classes just made), else the token at the first answer (an entry no later call meets).
 
 Layer: core. Imports: torch and the standard library only.
 """
@@ -105,13 +109,50 @@ def state_now() -> tuple[dict[str, Any], dict[str, tuple[bool, torch.dtype]]]:
     return {expr: read() for expr, read in TORCH_STATE.items()}, autocast
 
 
-def reader(fn: Callable, note_state: Callable[[str], None], note_autocast: Callable[[str], None]) -> Callable | None:
+class AbcReads:
+    """The answers the ABC registry gave the traced program, and the token they were given under (Note [Torch
+    state])."""
+
+    def __init__(self):
+        self.token: int | None = None
+        self.answers: list[tuple[Callable, tuple, Any]] = []
+
+    def ask(self, fn: Callable, *args) -> Any:
+        if self.token is None:
+            self.token = abc.get_cache_token()
+        answer = fn(*args)
+        self.answers.append((fn, args, answer))
+        return answer
+
+    def token_to_check(self) -> int:
+        """The token a cache entry of this trace holds for: the token now, if every answer is the same under it."""
+        now = abc.get_cache_token()
+        if self.token is None or self.token == now:
+            return now
+        try:
+            same = all(fn(*args) == answer for fn, args, answer in self.answers)
+        except Exception:  # a __subclasshook__ that raises now
+            same = False
+        return now if same else self.token
+
+
+def reader(
+    fn: Callable, note_state: Callable[[str], None], note_autocast: Callable[[str], None], abc_reads: AbcReads
+) -> Callable | None:
     """What traced code calls instead of ``fn`` when ``fn`` reads torch state: ``fn`` itself, after noting the
-    read (a key of ``TORCH_STATE``, or each device type whose autocast state it reads); None for other functions."""
+    read (a key of ``TORCH_STATE``, or each device type whose autocast state it reads; an ABC's answer goes to
+    ``abc_reads``); None for other functions."""
     try:
         expr = _READERS.get(fn)
     except TypeError:  # an unhashable callable object
         return None
+    if expr == "abc.get_cache_token()":
+
+        def ask_abc(*args):
+            note_state(expr)
+            return abc_reads.ask(fn, *args)
+
+        return ask_abc
     if expr is not None:
 
         def read_state(*args, **kwargs):
