@@ -1,10 +1,12 @@
 """Programs written as ML engineers write them (a U-Net, a VAE, a seq2seq with attention, a Perceiver, a training
 loop with EMA, clipping and bfloat16 autocast, hand-written sampling and beam search, data processing with
 ``bucketize``/``unique``/``scatter_reduce``), where the jitted call differed from eager: the ABC registry changed
-while a call was traced (the first aten meta kernel imports sympy and ``torch._dynamo``, which register classes).
+while a call was traced (the first aten meta kernel imports sympy and ``torch._dynamo``, which register classes); a
+method under ``functools.lru_cache`` (rotary tables made once per length).
 Each runs the program eagerly and jitted on several calls and compares the values, or the cache it left."""
 
 import collections.abc
+import functools
 import subprocess
 import sys
 
@@ -56,3 +58,34 @@ def test_the_first_meta_kernel_of_a_process_changes_no_entry():
     done = subprocess.run([sys.executable, "-c", _FIRST_PROGRAM_OF_A_PROCESS], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["1"]
+
+
+class _Rotary(torch.nn.Module):
+    """Rotary position tables made once per length by a method under ``functools.lru_cache``, as model code does."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim, self.made = dim, 0
+
+    @functools.lru_cache(maxsize=2)  # noqa: B019 (what the program does)
+    def tables(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        self.made += 1
+        inv = 1.0 / (10000 ** (torch.arange(0, self.dim, 2).float() / self.dim))
+        angles = torch.outer(torch.arange(n).float(), inv)
+        return angles.cos(), angles.sin()
+
+    def forward(self, x):
+        cos, sin = self.tables(x.shape[0])
+        even, odd = x[:, ::2], x[:, 1::2]
+        return torch.cat([even * cos - odd * sin, even * sin + odd * cos], -1)
+
+
+def test_a_method_under_lru_cache_is_called_by_the_prologue():
+    # ``self.tables(n)`` of an ``lru_cache`` method ran natively while traced: its tensors were not the trace's, and
+    # tracing failed ("a torch.Tensor made inside the function by code thunder runs natively").
+    eager, module = _Rotary(6), _Rotary(6)
+    jitted = thunder.jit(module)
+    for n in (4, 4, 5, 6, 4):
+        x = torch.randn(n, 6)
+        torch.testing.assert_close(jitted(x), eager(x))
+        assert module.made == eager.made  # the table is made when eager makes it: on a miss of the instance's cache
