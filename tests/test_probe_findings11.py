@@ -2,7 +2,8 @@
 loop with EMA, clipping and bfloat16 autocast, hand-written sampling and beam search, data processing with
 ``bucketize``/``unique``/``scatter_reduce``), where the jitted call differed from eager: the ABC registry changed
 while a call was traced (the first aten meta kernel imports sympy and ``torch._dynamo``, which register classes); a
-method under ``functools.lru_cache`` (rotary tables made once per length).
+method under ``functools.lru_cache`` (rotary tables made once per length); torch settings a training step sets
+(``torch.backends.cudnn.benchmark = True``, ``torch.set_num_threads(1)``) and leaves set.
 Each runs the program eagerly and jitted on several calls and compares the values, or the cache it left."""
 
 import collections.abc
@@ -89,3 +90,62 @@ def test_a_method_under_lru_cache_is_called_by_the_prologue():
         x = torch.randn(n, 6)
         torch.testing.assert_close(jitted(x), eager(x))
         assert module.made == eager.made  # the table is made when eager makes it: on a miss of the instance's cache
+
+
+def _training_step_settings(x):
+    torch.backends.cudnn.benchmark = True  # what a training script sets in its step
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_float32_matmul_precision("high")
+    torch.set_num_threads(1)
+    return x * torch.get_num_threads()
+
+
+def _settings() -> tuple:
+    return (
+        torch.backends.cudnn.benchmark, torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(), torch.get_float32_matmul_precision(),
+        torch.get_num_threads(),
+    )  # fmt: skip
+
+
+def _put_settings(settings: tuple) -> None:
+    benchmark, deterministic, warn_only, precision, threads = settings
+    torch.backends.cudnn.benchmark = benchmark
+    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    torch.set_float32_matmul_precision(precision)
+    torch.set_num_threads(threads)
+
+
+def test_torch_state_the_program_leaves_changed_is_set_by_every_call():
+    # The setters ran natively while traced, once: the new entry's prologue rejected the inputs it was traced with (the
+    # state had changed under it: an InternalError), and a cached call left the state as it found it.
+    before = _settings()
+    start = (False, False, False, "highest", 2)
+    jitted = thunder.jit(_training_step_settings)
+    try:
+        for _ in range(3):
+            x = torch.randn(3)
+            _put_settings(start)
+            expected, after_eager = _training_step_settings(x), _settings()
+            _put_settings(start)
+            actual, after_jitted = jitted(x), _settings()
+            torch.testing.assert_close(actual, expected)
+            assert after_jitted == after_eager
+        assert thunder.cache_misses(jitted) == 1
+    finally:
+        _put_settings(before)
+
+
+def _with_anomaly_mode(x):
+    with torch.autograd.detect_anomaly(check_nan=False):  # set and put back: nothing for the calls to set
+        y = x * 2 if torch.is_anomaly_enabled() else x
+    return y
+
+
+def test_torch_state_set_and_put_back_by_the_program():
+    jitted = thunder.jit(_with_anomaly_mode)
+    for _ in range(2):
+        x = torch.randn(3)
+        torch.testing.assert_close(jitted(x), _with_anomaly_mode(x))
+        assert not torch.is_anomaly_enabled()
+    assert thunder.cache_misses(jitted) == 1

@@ -454,11 +454,14 @@ class Tracer(
                 self._write_back_copies(memo)
                 self._check_stores_undone()
                 self._check_arrays_shared()
+                for setter, value in torch_state.set_since(state_at_entry):  # Note [Torch state the program sets]
+                    prims.set_torch_state(setter, value)
                 prims.python_return(result)
         finally:
             _active_tracer.reset(active)
             for undo in reversed(self._undo):
                 undo()
+            torch_state.put_back(state_at_entry)
             self._evaluations = data_dependent.Evaluations()  # the values it computed: not kept past tracing
         self.constraints = self._constraints_on_outcomes(cs)
         self._refuse_branches_on_hoisted(cs)

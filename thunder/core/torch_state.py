@@ -26,6 +26,17 @@ NumPy's seed sequences), as may a module the program imports. The token the trac
 were given under (``AbcReads``): the token now, when each answer, asked again, is still the same (the usual case: a
 registration of classes just made), else the token at the first answer (an entry no later call meets).
 
+Note [Torch state the program sets]
+A program may set a piece of that state and leave it so (``torch.set_num_threads(1)``,
+``torch.backends.cudnn.benchmark = True``, ``torch.use_deterministic_algorithms(True)`` in a training step): the
+setter runs natively while traced, once, so a cached call left the state as it found it where eager's set it again.
+So tracing puts each piece of ``SETTERS`` back as it was when the call began (the prologue checks, the compilation and
+a program that raised and runs eagerly all see the state the call began in), and the computation ends by setting what
+the program left (``prims.set_torch_state``, a replay), on every call. A piece set and put back (a context manager:
+``torch.autograd.detect_anomaly()``, ``torch.backends.cudnn.flags(...)``) needs nothing. Grad mode has its own
+handling (the trace's switches), the default dtype is refused (``refusals.DEFAULTS``), the interop thread count can be
+set only once.
+
 Layer: core. Imports: torch and the standard library only.
 """
 
@@ -63,6 +74,65 @@ TORCH_STATE: dict[str, Callable[[], Any]] = {
     "abc.get_cache_token()": abc.get_cache_token,
 }
 _READERS = {read: expr for expr, read in TORCH_STATE.items()}
+
+
+def set_deterministic_algorithms(mode: bool) -> None:
+    torch._C._set_deterministic_algorithms(mode, warn_only=torch._C._get_deterministic_algorithms_warn_only())
+
+
+def set_deterministic_warn_only(warn_only: bool) -> None:
+    torch._C._set_deterministic_algorithms(torch._C._get_deterministic_algorithms(), warn_only=warn_only)
+
+
+def set_anomaly_enabled(mode: bool) -> None:
+    torch.set_anomaly_enabled(mode, torch.is_anomaly_check_nan_enabled())
+
+
+def set_anomaly_check_nan(check_nan: bool) -> None:
+    torch.set_anomaly_enabled(torch.is_anomaly_enabled(), check_nan)
+
+
+# The setter of each piece of ``TORCH_STATE`` a program may leave changed (Note [Torch state the program sets]).
+SETTERS: dict[str, Callable[[Any], None]] = {
+    "torch._C._get_deterministic_algorithms()": set_deterministic_algorithms,
+    "torch._C._get_deterministic_algorithms_warn_only()": set_deterministic_warn_only,
+    "torch._C._get_cudnn_deterministic()": torch._C._set_cudnn_deterministic,
+    "torch._C._get_mkldnn_deterministic()": torch._C._set_mkldnn_deterministic,
+    "torch._C._get_cudnn_enabled()": torch._C._set_cudnn_enabled,
+    "torch._C._get_cudnn_benchmark()": torch._C._set_cudnn_benchmark,
+    "torch._C._get_cudnn_allow_tf32()": torch._C._set_cudnn_allow_tf32,
+    "torch._C._get_mkldnn_enabled()": torch._C._set_mkldnn_enabled,
+    "torch.get_num_threads()": torch.set_num_threads,
+    "torch.is_anomaly_enabled()": set_anomaly_enabled,
+    "torch.is_anomaly_check_nan_enabled()": set_anomaly_check_nan,
+    "torch._C._get_float32_matmul_precision()": torch._C._set_float32_matmul_precision,
+    "torch._C._get_cublas_allow_tf32()": torch._C._set_cublas_allow_tf32,
+}
+
+
+def put_back(entry: dict[str, Any]) -> None:
+    """Sets the pieces of ``SETTERS`` that differ from ``entry``'s values (``state_now()``) back to them."""
+    for expr, setter in SETTERS.items():
+        if TORCH_STATE[expr]() != entry[expr]:
+            setter(entry[expr])
+
+
+def set_since(entry: dict[str, Any]) -> list[tuple[Callable[[Any], None], Any]]:
+    """The setter calls that take the state from ``entry``'s to what it is now. One setter may set several pieces (the
+    float32 matmul precision sets cuBLAS's TF32 flag, and setting that flag too would mix the two APIs, which torch
+    refuses): each is called only where those before it left its piece different."""
+    now = {expr: TORCH_STATE[expr]() for expr in SETTERS}
+    if all(now[expr] == entry[expr] for expr in SETTERS):
+        return []
+    put_back(entry)
+    calls = []
+    for expr, setter in SETTERS.items():
+        if TORCH_STATE[expr]() != now[expr]:
+            setter(now[expr])
+            calls.append((setter, now[expr]))
+    return calls
+
+
 # An ABC's answers depend on the registry behind its token (above).
 _READERS.update({_abc._abc_instancecheck: "abc.get_cache_token()", _abc._abc_subclasscheck: "abc.get_cache_token()"})
 
