@@ -3,7 +3,7 @@ loop with EMA, clipping and bfloat16 autocast, hand-written sampling and beam se
 ``bucketize``/``unique``/``scatter_reduce``), where the jitted call differed from eager: the ABC registry changed
 while a call was traced (the first aten meta kernel imports sympy and ``torch._dynamo``, which register classes); a
 method under ``functools.lru_cache`` (rotary tables made once per length); torch settings a training step sets
-(``torch.backends.cudnn.benchmark = True``, ``torch.set_num_threads(1)``) and leaves set.
+(``torch.backends.cudnn.benchmark = True``, ``torch.set_num_threads(1)``) and leaves set; ``Tensor.nbytes``.
 Each runs the program eagerly and jitted on several calls and compares the values, or the cache it left."""
 
 import collections.abc
@@ -149,3 +149,19 @@ def test_torch_state_set_and_put_back_by_the_program():
         torch.testing.assert_close(jitted(x), _with_anomaly_mode(x))
         assert not torch.is_anomaly_enabled()
     assert thunder.cache_misses(jitted) == 1
+
+
+def _activation_bytes(x, log: list):
+    h = x.relu()
+    log.append(sum(t.nbytes for t in (x, h[::2], h.half())))  # activation memory, as a profiler-minded model logs it
+    return h
+
+
+def test_nbytes_of_a_traced_tensor():
+    # ``Tensor.nbytes`` was not supported ("Tensor.nbytes is not supported by thunder yet").
+    jitted = thunder.jit(_activation_bytes, cache="symbolic values")
+    for n in (3, 4, 5):
+        x = torch.randn(n, 2)
+        log_eager, log_jitted = [], []
+        torch.testing.assert_close(jitted(x, log_jitted), _activation_bytes(x, log_eager))
+        assert log_jitted == log_eager
