@@ -483,7 +483,7 @@ class Tracer(
             # inference mode records no autograd, which holds inside it too (where grad on fails the grad check).
             read.add("torch.is_inference_mode_enabled()")
         state_at_entry["abc.get_cache_token()"] = self.abc_reads.token_to_check()
-        self.abc_reads = None  # the objects it asked about are the program's: not kept past tracing
+        self.abc_reads = torch_state.AbcReads()  # the objects it asked about are the program's: not kept past tracing
         for expr, value in state_at_entry.items():
             if expr in read:
                 self._check(prims.check_torch_state, expr, value)
