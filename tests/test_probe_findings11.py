@@ -165,3 +165,24 @@ def test_nbytes_of_a_traced_tensor():
         log_eager, log_jitted = [], []
         torch.testing.assert_close(jitted(x, log_jitted), _activation_bytes(x, log_eager))
         assert log_jitted == log_eager
+
+
+def _legacy_tf32_flag(x):
+    torch.backends.cuda.matmul.allow_tf32 = False  # the legacy API, after the new one set "medium": torch refuses to read
+    return x * 2  # the precision until the new API sets it again
+
+
+def test_a_program_mixing_the_matmul_precision_apis():
+    before = torch.get_float32_matmul_precision()
+    jitted = thunder.jit(_legacy_tf32_flag)
+    try:
+        for _ in range(2):
+            x = torch.randn(3)
+            torch.set_float32_matmul_precision("medium")
+            expected = _legacy_tf32_flag(x)
+            torch.set_float32_matmul_precision("medium")
+            torch.testing.assert_close(jitted(x), expected)
+            assert not torch.backends.cuda.matmul.allow_tf32
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert torch.get_float32_matmul_precision() == before

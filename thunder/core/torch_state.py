@@ -110,10 +110,24 @@ SETTERS: dict[str, Callable[[Any], None]] = {
 }
 
 
+# A piece torch refuses to read: the float32 matmul precision after the program mixed its API with the TF32 flags'
+# (``torch.set_float32_matmul_precision("medium")``, then ``torch.backends.cuda.matmul.allow_tf32 = False``), which
+# eager reads only where the program does. Neither compared nor set.
+UNREADABLE = object()
+
+
+def _read(expr: str) -> Any:
+    try:
+        return TORCH_STATE[expr]()
+    except RuntimeError:
+        return UNREADABLE
+
+
 def put_back(entry: dict[str, Any]) -> None:
     """Sets the pieces of ``SETTERS`` that differ from ``entry``'s values (``state_now()``) back to them."""
     for expr, setter in SETTERS.items():
-        if TORCH_STATE[expr]() != entry[expr]:
+        value = _read(expr)
+        if value is not UNREADABLE and entry[expr] is not UNREADABLE and value != entry[expr]:
             setter(entry[expr])
 
 
@@ -121,13 +135,14 @@ def set_since(entry: dict[str, Any]) -> list[tuple[Callable[[Any], None], Any]]:
     """The setter calls that take the state from ``entry``'s to what it is now. One setter may set several pieces (the
     float32 matmul precision sets cuBLAS's TF32 flag, and setting that flag too would mix the two APIs, which torch
     refuses): each is called only where those before it left its piece different."""
-    now = {expr: TORCH_STATE[expr]() for expr in SETTERS}
-    if all(now[expr] == entry[expr] for expr in SETTERS):
+    now = {expr: _read(expr) for expr in SETTERS}
+    if all(now[expr] is UNREADABLE or now[expr] == entry[expr] for expr in SETTERS):
         return []
     put_back(entry)
     calls = []
     for expr, setter in SETTERS.items():
-        if TORCH_STATE[expr]() != now[expr]:
+        value = _read(expr)
+        if now[expr] is not UNREADABLE and value is not UNREADABLE and value != now[expr]:
             setter(now[expr])
             calls.append((setter, now[expr]))
     return calls
@@ -176,7 +191,7 @@ def grad_mode_on() -> bool:
 def state_now() -> tuple[dict[str, Any], dict[str, tuple[bool, torch.dtype]]]:
     """The value of each piece of ``TORCH_STATE``, and each device type's autocast (enabled, dtype), now."""
     autocast = {d: (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICE_TYPES}
-    return {expr: read() for expr, read in TORCH_STATE.items()}, autocast
+    return {expr: _read(expr) for expr in TORCH_STATE}, autocast
 
 
 class AbcReads:
