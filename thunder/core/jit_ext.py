@@ -144,6 +144,7 @@ class Tracer(
         self._checked_early: set[str] = set()  # constraints checked before the end of the prologue
         self.grad_mode_switched = False
         self.torch_state_read: set[str] = set()  # keys of torch_state.TORCH_STATE the trace read (Note [Torch state])
+        self.abc_reads = torch_state.AbcReads()  # what the program asked ABCs (Note [Torch state])
         self._provenance: dict[int, Proxy] = {}  # id(outside object) -> prologue proxy
         self._proxy_for: dict[int, Any] = {}  # id(outside object) -> what the program sees instead
         self._keepalive: list[Any] = []  # outside objects, kept so their ids stay unique
@@ -453,11 +454,14 @@ class Tracer(
                 self._write_back_copies(memo)
                 self._check_stores_undone()
                 self._check_arrays_shared()
+                for setter, value in torch_state.set_since(state_at_entry):  # Note [Torch state the program sets]
+                    prims.set_torch_state(setter, value)
                 prims.python_return(result)
         finally:
             _active_tracer.reset(active)
             for undo in reversed(self._undo):
                 undo()
+            torch_state.put_back(state_at_entry)
             self._evaluations = data_dependent.Evaluations()  # the values it computed: not kept past tracing
         self.constraints = self._constraints_on_outcomes(cs)
         self._refuse_branches_on_hoisted(cs)
@@ -478,6 +482,8 @@ class Tracer(
             # the call inside ``inference_mode()``): the answers depend on both. A trace made with grad off outside
             # inference mode records no autograd, which holds inside it too (where grad on fails the grad check).
             read.add("torch.is_inference_mode_enabled()")
+        state_at_entry["abc.get_cache_token()"] = self.abc_reads.token_to_check()
+        self.abc_reads = torch_state.AbcReads()  # the objects it asked about are the program's: not kept past tracing
         for expr, value in state_at_entry.items():
             if expr in read:
                 self._check(prims.check_torch_state, expr, value)

@@ -469,6 +469,10 @@ class TensorProxy(Proxy):
     def itemsize(self) -> int:
         return self.dtype.itemsize
 
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize  # eager's: the elements' bytes, a view's too (not its storage's)
+
     # Note [Formatting a traced tensor]
     # The program's ``str(x)``/``repr(x)``/``f"{x}"`` need the values: a data-dependent value (Note [Data-dependent
     # values] in thunder.core.data_dependent), the text eager makes, which every call checks. Only where that text

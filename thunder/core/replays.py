@@ -21,7 +21,7 @@ __all__ = ["OUTPUTS", "REPLAYS", "place_after_their_values", "becomes_in_place"]
 
 REPLAYS = frozenset(
     {prims.python_print, prims.python_log, prims.python_warn, prims.store_attr, prims.store_global, prims.store_cell,
-     prims.replace_contents, prims.container_call, prims.advance_iterator}
+     prims.replace_contents, prims.container_call, prims.advance_iterator, prims.set_torch_state}
 )  # fmt: skip
 
 #: The replays that show values (output), not store them.

@@ -488,7 +488,9 @@ class SpecialCallsMixin:
             return sym
         if hashable and fn in _NO_TORCH_FUNCTION:
             return _no_torch_function
-        reader = torch_state.reader(fn, self.torch_state_read.add, self.computation.autocast_read.add)
+        reader = torch_state.reader(
+            fn, self.torch_state_read.add, self.computation.autocast_read.add, self.abc_reads
+        )
         if reader is not None:  # Note [Torch state]
             return reader
         special = self._late_specials.get(fn) if hashable else None
@@ -559,6 +561,8 @@ class SpecialCallsMixin:
             return self._hoisted_call(fn, f"{where}.{getattr(fn, '__name__', fn)}")
         if type(fn) is functools._lru_cache_wrapper:
             return functools.partial(self._cached_call, fn)
+        if type(func) is functools._lru_cache_wrapper and isinstance(fn, types.MethodType):
+            return functools.partial(self._cached_method_call, fn)
         return self._call_of(fn) or self._container_method(fn, self_obj) or introspection.native_number_reader(fn)
 
     # Note [Attribute slots called by name]
@@ -591,27 +595,42 @@ class SpecialCallsMixin:
         prologue makes it on every call, a cache lookup as eager's, and what it returns is an input of the trace (a
         mask it made once is the same tensor on every call, as eager's, not a tensor the trace cannot see). A symbolic
         size among the arguments is pinned (the entry holds for its value); other arguments: called as it is."""
+        return self._cached_lookup(fn, None, args, kwargs)
+
+    def _cached_method_call(self, method: types.MethodType, *args: Any, **kwargs: Any) -> Any:
+        """``self.rotary(16)`` of a method decorated with ``lru_cache``: as ``_cached_call``, with the instance read
+        by the prologue from where the program got it (its cache is keyed by the instance, as eager's)."""
+        holder = self._provenance.get(id(method.__self__))
+        if holder is None:  # an object the program made: called as it is
+            return method(*args, **kwargs)
+        return self._cached_lookup(method.__func__, (method.__self__, holder), args, kwargs)
+
+    def _cached_lookup(self, fn: Callable, owner: tuple[Any, Proxy] | None, args: tuple, kwargs: dict) -> Any:
+        """``fn(*args, **kwargs)`` made by the prologue (``_cached_call``), or ``fn(obj, *args, **kwargs)`` for an
+        ``owner`` (obj, its prologue proxy)."""
+        bound = () if owner is None else (owner[0],)
         args, kwargs = _pinned(args), _pinned(kwargs)
         # The call runs now, for real, with the effects of its body; eager makes it only if it gets here: would eager
         # have failed at run time before it (an in-place update of a leaf requiring grad, an index out of range)?
         self._raise_an_earlier_failure()
         try:
             # (with the types: ``2`` and ``2.0`` are equal, and lru_cache keys them apart)
-            key = ("cached call", id(fn), args, tuple(map(type, args)), tuple(sorted(kwargs.items())),
+            key = ("cached call", id(fn), *map(id, bound), args, tuple(map(type, args)), tuple(sorted(kwargs.items())),
                    tuple(type(v) for _, v in sorted(kwargs.items())))  # fmt: skip
             hash(key)
         except TypeError:  # unhashable arguments: eager's error, or arguments the cache cannot key
-            return fn(*args, **kwargs)
+            return fn(*bound, *args, **kwargs)
         if not all(_is_literal_argument(a) for a in (*args, *kwargs.values())):
-            return fn(*args, **kwargs)
+            return fn(*bound, *args, **kwargs)
         found = self._reads.get(key, _UNREAD)
         if found is _UNREAD:
-            value = fn(*args, **kwargs)
+            value = fn(*bound, *args, **kwargs)
             holder = self._prologue_proxy(plain_attribute(fn, "__name__", "cached"))
             # A prologue that rejects the call must not make it: a lookup of other arguments moves the cache's order
             # (an ``lru_cache(maxsize=2)`` then evicts what eager keeps and runs the function's body again).
             self._check_constraints_so_far()
-            self._emit(prims.unpack_call, fn, args, kwargs, holder, output=holder)
+            passed = args if owner is None else (owner[1], *args)
+            self._emit(prims.unpack_call, fn, passed, kwargs, holder, output=holder)
             self._keepalive.append(fn)
             found = self._reads[key] = self.unpack_value(value, holder, holder.name)
         return found

@@ -20,7 +20,22 @@ One piece is Python's: ``isinstance``/``issubclass`` of an ABC (``ABCMeta``'s ``
 but the registry of virtual subclasses and the caches it reads live in C, in ``_abc``) answer from state that
 ``Base.register(C)`` changes. Every ``register`` changes ``abc.get_cache_token()``, so a trace whose program asked
 an ABC (``_abc_instancecheck``/``_abc_subclasscheck`` are noted as readers of it) checks that token: a cached call pays
-one C call, and a registration anywhere recompiles such entries once.
+one C call, and a registration anywhere recompiles such entries once. The token can change while the call is traced:
+the first aten meta kernel tracing runs imports sympy and ``torch._dynamo`` (which register their number types and
+NumPy's seed sequences), as may a module the program imports. The token the trace holds for is the one its answers
+were given under (``AbcReads``): the token now, when each answer, asked again, is still the same (the usual case: a
+registration of classes just made), else the token at the first answer (an entry no later call meets).
+
+Note [Torch state the program sets]
+A program may set a piece of that state and leave it so (``torch.set_num_threads(1)``,
+``torch.backends.cudnn.benchmark = True``, ``torch.use_deterministic_algorithms(True)`` in a training step): the
+setter runs natively while traced, once, so a cached call left the state as it found it where eager's set it again.
+So tracing puts each piece of ``SETTERS`` back as it was when the call began (the prologue checks, the compilation and
+a program that raised and runs eagerly all see the state the call began in), and the computation ends by setting what
+the program left (``prims.set_torch_state``, a replay), on every call. A piece set and put back (a context manager:
+``torch.autograd.detect_anomaly()``, ``torch.backends.cudnn.flags(...)``) needs nothing. Grad mode has its own
+handling (the trace's switches), the default dtype is refused (``refusals.DEFAULTS``), the interop thread count can be
+set only once.
 
 Layer: core. Imports: torch and the standard library only.
 """
@@ -59,6 +74,80 @@ TORCH_STATE: dict[str, Callable[[], Any]] = {
     "abc.get_cache_token()": abc.get_cache_token,
 }
 _READERS = {read: expr for expr, read in TORCH_STATE.items()}
+
+
+def set_deterministic_algorithms(mode: bool) -> None:
+    torch._C._set_deterministic_algorithms(mode, warn_only=torch._C._get_deterministic_algorithms_warn_only())
+
+
+def set_deterministic_warn_only(warn_only: bool) -> None:
+    torch._C._set_deterministic_algorithms(torch._C._get_deterministic_algorithms(), warn_only=warn_only)
+
+
+def set_anomaly_enabled(mode: bool) -> None:
+    torch.set_anomaly_enabled(mode, torch.is_anomaly_check_nan_enabled())
+
+
+def set_anomaly_check_nan(check_nan: bool) -> None:
+    torch.set_anomaly_enabled(torch.is_anomaly_enabled(), check_nan)
+
+
+# The setter of each piece of ``TORCH_STATE`` a program may leave changed (Note [Torch state the program sets]).
+SETTERS: dict[str, Callable[[Any], None]] = {
+    "torch._C._get_deterministic_algorithms()": set_deterministic_algorithms,
+    "torch._C._get_deterministic_algorithms_warn_only()": set_deterministic_warn_only,
+    "torch._C._get_cudnn_deterministic()": torch._C._set_cudnn_deterministic,
+    "torch._C._get_mkldnn_deterministic()": torch._C._set_mkldnn_deterministic,
+    "torch._C._get_cudnn_enabled()": torch._C._set_cudnn_enabled,
+    "torch._C._get_cudnn_benchmark()": torch._C._set_cudnn_benchmark,
+    "torch._C._get_cudnn_allow_tf32()": torch._C._set_cudnn_allow_tf32,
+    "torch._C._get_mkldnn_enabled()": torch._C._set_mkldnn_enabled,
+    "torch.get_num_threads()": torch.set_num_threads,
+    "torch.is_anomaly_enabled()": set_anomaly_enabled,
+    "torch.is_anomaly_check_nan_enabled()": set_anomaly_check_nan,
+    "torch._C._get_float32_matmul_precision()": torch._C._set_float32_matmul_precision,
+    "torch._C._get_cublas_allow_tf32()": torch._C._set_cublas_allow_tf32,
+}
+
+
+# A piece torch refuses to read: the float32 matmul precision after the program mixed its API with the TF32 flags'
+# (``torch.set_float32_matmul_precision("medium")``, then ``torch.backends.cuda.matmul.allow_tf32 = False``), which
+# eager reads only where the program does. Neither compared nor set.
+UNREADABLE = object()
+
+
+def _read(expr: str) -> Any:
+    try:
+        return TORCH_STATE[expr]()
+    except RuntimeError:
+        return UNREADABLE
+
+
+def put_back(entry: dict[str, Any]) -> None:
+    """Sets the pieces of ``SETTERS`` that differ from ``entry``'s values (``state_now()``) back to them."""
+    for expr, setter in SETTERS.items():
+        value = _read(expr)
+        if value is not UNREADABLE and entry[expr] is not UNREADABLE and value != entry[expr]:
+            setter(entry[expr])
+
+
+def set_since(entry: dict[str, Any]) -> list[tuple[Callable[[Any], None], Any]]:
+    """The setter calls that take the state from ``entry``'s to what it is now. One setter may set several pieces (the
+    float32 matmul precision sets cuBLAS's TF32 flag, and setting that flag too would mix the two APIs, which torch
+    refuses): each is called only where those before it left its piece different."""
+    now = {expr: _read(expr) for expr in SETTERS}
+    if all(now[expr] is UNREADABLE or now[expr] == entry[expr] for expr in SETTERS):
+        return []
+    put_back(entry)
+    calls = []
+    for expr, setter in SETTERS.items():
+        value = _read(expr)
+        if now[expr] is not UNREADABLE and value is not UNREADABLE and value != now[expr]:
+            setter(now[expr])
+            calls.append((setter, now[expr]))
+    return calls
+
+
 # An ABC's answers depend on the registry behind its token (above).
 _READERS.update({_abc._abc_instancecheck: "abc.get_cache_token()", _abc._abc_subclasscheck: "abc.get_cache_token()"})
 
@@ -102,16 +191,53 @@ def grad_mode_on() -> bool:
 def state_now() -> tuple[dict[str, Any], dict[str, tuple[bool, torch.dtype]]]:
     """The value of each piece of ``TORCH_STATE``, and each device type's autocast (enabled, dtype), now."""
     autocast = {d: (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICE_TYPES}
-    return {expr: read() for expr, read in TORCH_STATE.items()}, autocast
+    return {expr: _read(expr) for expr in TORCH_STATE}, autocast
 
 
-def reader(fn: Callable, note_state: Callable[[str], None], note_autocast: Callable[[str], None]) -> Callable | None:
+class AbcReads:
+    """The answers the ABC registry gave the traced program, and the token they were given under (Note [Torch
+    state])."""
+
+    def __init__(self):
+        self.token: int | None = None
+        self.answers: list[tuple[Callable, tuple, Any]] = []
+
+    def ask(self, fn: Callable, *args) -> Any:
+        if self.token is None:
+            self.token = abc.get_cache_token()
+        answer = fn(*args)
+        self.answers.append((fn, args, answer))
+        return answer
+
+    def token_to_check(self) -> int:
+        """The token a cache entry of this trace holds for: the token now, if every answer is the same under it."""
+        now = abc.get_cache_token()
+        if self.token is None or self.token == now:
+            return now
+        try:
+            same = all(fn(*args) == answer for fn, args, answer in self.answers)
+        except Exception:  # a __subclasshook__ that raises now
+            same = False
+        return now if same else self.token
+
+
+def reader(
+    fn: Callable, note_state: Callable[[str], None], note_autocast: Callable[[str], None], abc_reads: AbcReads
+) -> Callable | None:
     """What traced code calls instead of ``fn`` when ``fn`` reads torch state: ``fn`` itself, after noting the
-    read (a key of ``TORCH_STATE``, or each device type whose autocast state it reads); None for other functions."""
+    read (a key of ``TORCH_STATE``, or each device type whose autocast state it reads; an ABC's answer goes to
+    ``abc_reads``); None for other functions."""
     try:
         expr = _READERS.get(fn)
     except TypeError:  # an unhashable callable object
         return None
+    if expr == "abc.get_cache_token()":
+
+        def ask_abc(*args):
+            note_state(expr)
+            return abc_reads.ask(fn, *args)
+
+        return ask_abc
     if expr is not None:
 
         def read_state(*args, **kwargs):

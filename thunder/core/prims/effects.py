@@ -33,6 +33,7 @@ class EffectPrimIDs(enum.Enum):
     STORE_CELL = enum.auto()
     REPLACE_CONTENTS = enum.auto()
     CONTAINER_CALL = enum.auto()
+    SET_TORCH_STATE = enum.auto()
     MODULE_HOOK_INPUTS = enum.auto()
     MODULE_HOOK_OUTPUTS = enum.auto()
 
@@ -181,6 +182,19 @@ def _print_container_call(bsym, printer):
 # program never read (``log.append(x)``), made again by every call on whatever object the path holds then.
 container_call = make_prim(
     P.CONTAINER_CALL, "container_call", lambda *args: None, tags=(DONT_DCE, ESCAPES), printer=_print_container_call
+)
+
+
+def _print_set_torch_state(bsym, printer):
+    setter, value = bsym.args
+    return [f"{printer.constant(setter, setter.__name__)}({printer.value(value)})"]
+
+
+# ``set_torch_state(setter, value)``: a piece of global torch state the program left changed (``torch.set_num_threads(1)``,
+# ``torch.backends.cudnn.benchmark = True``), set again by every call (Note [Torch state the program sets] in
+# thunder.core.torch_state).
+set_torch_state = make_prim(
+    P.SET_TORCH_STATE, "set_torch_state", lambda *args: None, tags=(DONT_DCE,), printer=_print_set_torch_state
 )
 
 
