@@ -11,7 +11,8 @@ import transformers.generation.utils
 import transformers.models.llama.modeling_llama
 
 import thunder.core.interpreter.execution
-from thunder.core.interpreter.instructions import instructions_of
+from thunder.core.interpreter.instructions import JUMP_OPCODES, CodeInfo, instructions_of
+from thunder.core.interpreter.opcodes import handler_for
 
 _FIELDS = [f for f in dis.Instruction._fields if f not in ("argrepr", "cache_info")]  # left out by design
 
@@ -79,3 +80,19 @@ def test_decoding_agrees_with_dis_on_the_hard_cases():
         assert [tuple(getattr(e, f) for f in _FIELDS) for e in expected] == [
             tuple(getattr(g, f) for f in _FIELDS) for g in got
         ]
+
+
+def test_decoded_tables_agree_with_the_instructions():
+    # ``CodeInfo`` makes its per-instruction tables from the raw decoding, not from the instructions it hands out:
+    # they must say the same (handler, offset, jump target index, line) for every instruction.
+    codes = _code_objects(torch.nn.modules.module, transformers.models.llama.modeling_llama, thunder.core.interpreter.execution)
+    assert len(codes) > 100
+    for code in codes:
+        info = CodeInfo(code)
+        insts = info.instructions
+        assert insts == instructions_of(code)
+        assert info.offsets == [i.offset for i in insts]
+        assert info.handlers == [handler_for(i.opname) for i in insts]
+        index = {i.offset: n for n, i in enumerate(insts)}
+        assert info.targets == [index.get(i.argval, -1) if i.opcode in JUMP_OPCODES else -1 for i in insts], code
+        assert info.lines == [i.positions.lineno for i in insts], code

@@ -455,7 +455,8 @@ class SpecialCallsMixin:
         """What the interpreter calls instead of ``fn``, or None to let it handle ``fn`` as usual."""
         if fn is super:  # the interpreter's own (a transformers config read calls it twice): none of the tables below has it
             return None
-        if type(fn) not in _NO_SLOTS:
+        native_type = type(fn) in _NO_SLOTS  # (exact builtin types: their slots are C's, and cannot change)
+        if not native_type:
             self.check_call_slots(fn)  # Note [Slots a call runs] in thunder.core.outside_reads
         if type(fn) is types.FunctionType:
             wrapper = native_wrapper(fn)  # Note [deprecate_kwarg's wrapper]
@@ -466,7 +467,7 @@ class SpecialCallsMixin:
                 return self._call_of(fn)
         if type(fn) is types.MethodType and issubclass(type(fn.__self__), Proxy):
             return fn  # a traced value's method (the torch language's): no table or special call names a method of it
-        if type(lookup_type_attr(type(fn), "__hash__")) is types.FunctionType:
+        if not native_type and type(lookup_type_attr(type(fn), "__hash__")) is types.FunctionType:
             # An object whose class hashes it in Python (a user's callable) is no key of a table below, and looking it
             # up there ran that ``__hash__`` natively, about ten times, while eager runs it never.
             return self._call_of(fn)

@@ -115,6 +115,12 @@ _new = tuple.__new__
 def instructions_of(code: CodeType) -> tuple[dis.Instruction, ...]:
     """The instructions of ``code`` (inline caches omitted), as ``dis.get_instructions`` gives them (Note
     [Decoding bytecode])."""
+    decoded, jump_targets = _decoded(code)
+    return _instructions(code, decoded, jump_targets, list(code.co_positions()))
+
+
+def _decoded(code: CodeType) -> tuple[list, set]:
+    """``(offset, start_offset, op, arg, argval)`` of each instruction of ``code``, and the jump targets' offsets."""
     raw = code.co_code
     consts, names, varname = code.co_consts, code.co_names, code._varname_from_oparg  # type: ignore[attr-defined]
     decoded = []  # (offset, start_offset, op, arg, argval)
@@ -173,13 +179,13 @@ def instructions_of(code: CodeType) -> tuple[dis.Instruction, ...]:
             decoded.append((offset, offset - 2 * ext_count, op, arg, argval))
             ext_count = 0
         offset += 2 + 2 * caches  # past the inline caches
-    return _instructions(code, decoded, jump_targets)
+    return decoded, jump_targets
 
 
-def _instructions(code: CodeType, decoded: list, jump_targets: set) -> tuple[dis.Instruction, ...]:
+def _instructions(code: CodeType, decoded: list, jump_targets: set, positions: list) -> tuple[dis.Instruction, ...]:
     """``dis.Instruction`` tuples of the decoded ``(offset, start_offset, op, arg, argval)``, with their source
-    positions, lines and jump labels (``dis.get_instructions`` leaves the exception table's targets out)."""
-    positions = list(code.co_positions())
+    positions (``positions``: ``code.co_positions()``, one per code unit), lines and jump labels
+    (``dis.get_instructions`` leaves the exception table's targets out)."""
     linestarts: dict = {}
     if _PY313:  # as ``dis.findlinestarts``: 3.13 also starts the lines that are None
         last = False
@@ -250,23 +256,23 @@ class CodeInfo:
     )
 
     def __init__(self, code: CodeType):
+        # Every table is made from the decoded tuples (reading a named tuple's fields by name is slower), in one pass
+        # each: decoding is most of what the first trace of a program does more than later ones.
         self.code = code
-        insts = instructions_of(code)
+        decoded, jump_targets = _decoded(code)
+        positions = list(code.co_positions())
+        insts = _instructions(code, decoded, jump_targets, positions)
         self.instructions = insts
-        handlers = HANDLERS  # a lookup per instruction; ``handler_for`` for the few without a handler
-        self.handlers = [handlers.get(i.opname) or handler_for(i.opname) for i in insts]
-        self.offsets = [i.offset for i in insts]
-        offset_to_index = {i.offset: idx for idx, i in enumerate(insts)}
-        self.offset_to_index = offset_to_index
+        opname, handlers, jumps = dis.opname, HANDLERS, JUMP_OPCODES
+        # a lookup per instruction; ``handler_for`` for the few without a handler
+        self.handlers = [handlers.get(opname[d[2]]) or handler_for(opname[d[2]]) for d in decoded]
+        offsets = self.offsets = [d[0] for d in decoded]
+        offset_to_index = self.offset_to_index = dict(zip(offsets, range(len(offsets))))
         self.targets = [
-            offset_to_index.get(i.argval, -1) if i.opcode in JUMP_OPCODES and isinstance(i.argval, int) else -1
-            for i in insts
+            offset_to_index.get(argval, -1) if op in jumps and type(argval) is int else -1
+            for _, _, op, _, argval in decoded
         ]
-        lines = []
-        for i in insts:
-            pos = i.positions
-            lines.append(pos.lineno if pos is not None else None)
-        self.lines = lines
+        self.lines = [positions[d[0] >> 1][0] for d in decoded]
         exc = [None] * len(insts)
         offsets = self.offsets
         for start, end, target, depth, lasti in parse_exception_table(code):
