@@ -52,6 +52,7 @@ TEST_FILES: dict[str, str | None] = {
     "test_pythonex.py": None,
     "test_einops.py": None,
     "test_torch_library_custom_op.py": None,
+    "test_dynamo.py": None,
 }
 # Lightning-thunder's test framework and the models its tests build, copied beside the test files.
 SUPPORT_FILES = (
@@ -62,7 +63,7 @@ SUPPORT_FILES = (
 STAND_INS = (
     "thunder.clang", "thunder.core.utils", "thunder.core.profile", "thunder.core.compile_data",
     "thunder.core.vjp_utils", "thunder.executors.utils", "thunder.dynamo",
-    "thunder.dynamo.report", "thunder.benchmarks", "thunder.benchmarks.utils", "thunder.dev_utils",
+    "thunder.dynamo.report", "thunder.dynamo.utils", "thunder.dynamo.compiler_graph_benchmark", "thunder.dynamo.benchmark_utils", "thunder.benchmarks", "thunder.benchmarks.utils", "thunder.dev_utils",
     "thunder.dev_utils.nvtx_profile_transform", "thunder.torch.custom_op", "thunder.executors.custom_op_ex", "fdm", "looseversion",
 )  # fmt: skip
 
