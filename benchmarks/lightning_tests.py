@@ -53,6 +53,9 @@ TEST_FILES: dict[str, str | None] = {
     "test_einops.py": None,
     "test_torch_library_custom_op.py": None,
     "test_dynamo.py": None,
+    "test_elementwise.py": None,
+    "test_shape_ops.py": None,
+    "test_reductions.py": None,
 }
 # Lightning-thunder's test framework and the models its tests build, copied beside the test files.
 SUPPORT_FILES = (

@@ -84,8 +84,9 @@ class ThunderFXCompiledObject:
     def _last(self, *, backward: bool) -> list:
         import thunder
 
-        if not self._backend.subgraph_infos:
-            warnings.warn("thunderfx: call the compiled function before reading its traces", stacklevel=3)
+        if not self._backend.subgraph_infos:  # lightning-thunder's messages
+            message = "last_backward_traces used before function invoked" if backward else "Must invoke the function before using last_traces"
+            warnings.warn(message, stacklevel=3)
         get = thunder.last_backward_traces if backward else thunder.last_traces
         return [traces[-1] for info in self._backend.subgraph_infos for fn in info.thunder_compiled_fns if (traces := get(fn))]
 
