@@ -261,3 +261,29 @@ def test_dynamos_tag_activation_checkpoint_is_a_checkpoint():
     expected.sum().backward()
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(grad, model.linear.weight.grad)
+
+
+def test_numbers_combined_by_operator_functions_and_powers_are_guarded():
+    # lightning-thunder's test_elementwise_binary_operations_on_numbers (cache="symbolic values"): the exponent of
+    # ``-0.7 ** n`` and the right operand of ``operator.add(True, n)`` were read natively, unrecorded, and later
+    # calls returned the first call's result
+    import itertools
+    import operator
+
+    programs = [lambda a, b: a**b, lambda a, b: operator.pow(a, b), lambda a, b: pow(a, b)]
+    programs += [lambda a, b, op=op: op(a, b) for op in (operator.add, operator.mul, operator.lshift, operator.lt,
+                                                         operator.truediv, operator.iadd)]  # fmt: skip
+    for fn in programs:
+        for order in (1, -1):
+            jitted = thunder.jit(fn, cache="symbolic values")
+            for a, b in list(itertools.product((-0.7, 0.3, 2, True), (0, 1, 2, 3)))[::order]:
+                assert _outcome(jitted, a, b) == _outcome(fn, a, b), (a, b)
+
+
+def _outcome(fn, *args) -> tuple:
+    """The type and value of ``fn(*args)``, or the type of the exception it raises."""
+    try:
+        result = fn(*args)
+    except Exception as e:
+        return (type(e),)
+    return type(result), result
