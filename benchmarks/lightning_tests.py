@@ -207,8 +207,10 @@ def _read(repo: pathlib.Path, rev: str | None, name: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{path}"], check=True, capture_output=True, text=True).stdout
 
 
-# A failure that comes from a lightning-thunder module or name this project does not have (its internals).
-_ABSENT = r"absent from this project|No module named 'thunder\.|cannot import name .* from 'thunder|module 'thunder[.\w]*' has no attribute"
+# A failure that comes from a lightning-thunder module or name this project does not have (its internals; for
+# ``thunder.dynamo``, its splitter's records and reproducers).
+_ABSENT = (r"absent from this project|No module named 'thunder\.|cannot import name .* from 'thunder|module 'thunder[.\w]*' has no attribute"
+           r"|'(SubgraphInfo|ThunderCompiler)' object has no attribute")
 
 
 def _run_file(tmp: pathlib.Path, name: str, select: str | None) -> tuple[dict[str, int], list[str], float]:
