@@ -52,6 +52,10 @@ TEST_FILES: dict[str, str | None] = {
     "test_pythonex.py": None,
     "test_einops.py": None,
     "test_torch_library_custom_op.py": None,
+    "test_dynamo.py": None,
+    "test_elementwise.py": None,
+    "test_shape_ops.py": None,
+    "test_reductions.py": None,
 }
 # Lightning-thunder's test framework and the models its tests build, copied beside the test files.
 SUPPORT_FILES = (
@@ -62,7 +66,7 @@ SUPPORT_FILES = (
 STAND_INS = (
     "thunder.clang", "thunder.core.utils", "thunder.core.profile", "thunder.core.compile_data",
     "thunder.core.vjp_utils", "thunder.executors.utils", "thunder.dynamo",
-    "thunder.dynamo.report", "thunder.benchmarks", "thunder.benchmarks.utils", "thunder.dev_utils",
+    "thunder.dynamo.report", "thunder.dynamo.utils", "thunder.dynamo.compiler_graph_benchmark", "thunder.dynamo.benchmark_utils", "thunder.benchmarks", "thunder.benchmarks.utils", "thunder.dev_utils",
     "thunder.dev_utils.nvtx_profile_transform", "thunder.torch.custom_op", "thunder.executors.custom_op_ex", "fdm", "looseversion",
 )  # fmt: skip
 
@@ -203,8 +207,10 @@ def _read(repo: pathlib.Path, rev: str | None, name: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{path}"], check=True, capture_output=True, text=True).stdout
 
 
-# A failure that comes from a lightning-thunder module or name this project does not have (its internals).
-_ABSENT = r"absent from this project|No module named 'thunder\.|cannot import name .* from 'thunder|module 'thunder[.\w]*' has no attribute"
+# A failure that comes from a lightning-thunder module or name this project does not have (its internals; for
+# ``thunder.dynamo``, its splitter's records and reproducers).
+_ABSENT = (r"absent from this project|No module named 'thunder\.|cannot import name .* from 'thunder|module 'thunder[.\w]*' has no attribute"
+           r"|'(SubgraphInfo|ThunderCompiler)' object has no attribute")
 
 
 def _run_file(tmp: pathlib.Path, name: str, select: str | None) -> tuple[dict[str, int], list[str], float]:

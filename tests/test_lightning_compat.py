@@ -147,3 +147,143 @@ def test_outputs_whose_view_the_backward_saves_are_freed():
         f(idx, weight)[1].sum().backward()  # and the gradient is eager's
         grads.append(weight.grad)
     torch.testing.assert_close(grads[1], grads[0])
+
+
+def test_prims_copy_takes_lightning_thunders_grad_enabled_keyword():
+    # lightning-thunder's test_inplace_copy.py calls thunder.core.prims.copy_(src, dst, grad_enabled=True) in a
+    # jitted function (this project named the keyword ``recorded``: a TypeError)
+    from thunder.core import prims
+
+    def eager(src, dst):
+        dst.copy_(src)
+        return dst * 2
+
+    def jitted(src, dst, grad_enabled):
+        prims.copy_(src, dst, grad_enabled=grad_enabled)
+        return dst * 2
+
+    src = torch.randn(2, 3)
+    for grad_enabled in (True, False):
+        sources = [src.clone().requires_grad_(), src.clone().requires_grad_()]
+        dsts = [torch.zeros(2, 3), torch.zeros(2, 3)]
+        expected = eager(sources[0], dsts[0])
+        actual = thunder.jit(jitted)(sources[1], dsts[1], grad_enabled)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(dsts[1], dsts[0])
+        if grad_enabled:
+            expected.sum().backward()
+            actual.sum().backward()
+            torch.testing.assert_close(sources[1].grad, sources[0].grad)
+
+
+def test_thunderfx_compiles_with_thunder_as_torch_compile_backend():
+    # lightning-thunder's "Hello, World! ThunderFX" tutorial and its test_networks/test_dynamo use
+    # thunder.dynamo.thunderfx (absent here: an ImportError)
+    from thunder.dynamo import ThunderCompiler, thunderfx
+
+    def foo(x, y):
+        return torch.sin(x) + torch.cos(y)
+
+    inputs = [torch.randn(4, 4), torch.randn(4, 4)]
+    compiled = thunderfx(foo)
+    torch.testing.assert_close(compiled(*inputs), foo(*inputs))
+    assert compiled.last_traces and isinstance(compiled._backend, ThunderCompiler)
+
+    def branchy(x):  # a graph break: two graphs, each compiled by thunder
+        x = torch.sin(x)
+        return x + 1 if x.sum() > 0 else x - 1
+
+    for dynamic in (True, False, None):
+        torch._dynamo.reset()
+        compiled = thunderfx(branchy, dynamic=dynamic, executors=[thunder.pytorch_executor])
+        for sign, n in ((1, 2), (-1, 2), (1, 3), (1, 5)):
+            x, x_ref = (torch.full((n,), sign * 1.5).requires_grad_() for _ in range(2))
+            out, expected = compiled(x), branchy(x_ref)
+            torch.testing.assert_close(out, expected)
+            out.sum().backward()
+            expected.sum().backward()
+            torch.testing.assert_close(x.grad, x_ref.grad)
+        infos = compiled._backend.subgraph_infos
+        assert len(infos) >= 2 and all(thunder.last_traces(fn) for info in infos for fn in info.thunder_compiled_fns)
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 2))
+    x = torch.randn(3, 4)
+    compiled = thunderfx(model)
+    out = compiled(x)
+    torch.testing.assert_close(out, model(x))
+    out.sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model(x).sum().backward()
+    for g, p in zip(grads, model.parameters()):
+        torch.testing.assert_close(g, p.grad)
+
+
+def test_dynamos_tag_activation_checkpoint_is_a_checkpoint():
+    # what TorchDynamo makes of torch.utils.checkpoint (so what thunderfx hands thunder.jit for a checkpointed model):
+    # the tracer ran it natively, and it failed inside torch
+    import torch._higher_order_ops.wrap  # noqa: F401
+
+    def body(x, y):
+        return x.sin().cos().exp().mul(y)
+
+    body_module = torch.fx.symbolic_trace(body)  # as Dynamo gives it
+
+    def fn(x, y):
+        return torch.ops.higher_order.tag_activation_checkpoint(body_module, x, y, use_reentrant=False)
+
+    x, y = torch.randn(2, 2, requires_grad=True), torch.randn(2, 2, requires_grad=True)
+    out = thunder.jit(fn)(x, y)
+    assert {t.data_ptr() for t in out.grad_fn.saved_tensors} == {x.data_ptr(), y.data_ptr()}  # recomputed
+    out.sum().backward()
+    x_ref, y_ref = x.detach().requires_grad_(), y.detach().requires_grad_()
+    expected = fn(x_ref, y_ref)
+    expected.sum().backward()
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close((x.grad, y.grad), (x_ref.grad, y_ref.grad))
+
+    class Checkpointed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.utils.checkpoint.checkpoint(lambda t: self.linear(t).relu().sin(), x, use_reentrant=False)
+
+    from thunder.dynamo import thunderfx
+
+    model, x = Checkpointed(), torch.randn(3, 4)
+    out = thunderfx(model)(x)
+    out.sum().backward()
+    grad = model.linear.weight.grad.clone()
+    model.zero_grad()
+    expected = model(x)
+    expected.sum().backward()
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(grad, model.linear.weight.grad)
+
+
+def test_numbers_combined_by_operator_functions_and_powers_are_guarded():
+    # lightning-thunder's test_elementwise_binary_operations_on_numbers (cache="symbolic values"): the exponent of
+    # ``-0.7 ** n`` and the right operand of ``operator.add(True, n)`` were read natively, unrecorded, and later
+    # calls returned the first call's result
+    import itertools
+    import operator
+
+    programs = [lambda a, b: a**b, lambda a, b: operator.pow(a, b), lambda a, b: pow(a, b)]
+    programs += [lambda a, b, op=op: op(a, b) for op in (operator.add, operator.mul, operator.lshift, operator.lt,
+                                                         operator.truediv, operator.iadd)]  # fmt: skip
+    for fn in programs:
+        for order in (1, -1):
+            jitted = thunder.jit(fn, cache="symbolic values")
+            for a, b in list(itertools.product((-0.7, 0.3, 2, True), (0, 1, 2, 3)))[::order]:
+                assert _outcome(jitted, a, b) == _outcome(fn, a, b), (a, b)
+
+
+def _outcome(fn, *args) -> tuple:
+    """The type and value of ``fn(*args)``, or the type of the exception it raises."""
+    try:
+        result = fn(*args)
+    except Exception as e:
+        return (type(e),)
+    return type(result), result

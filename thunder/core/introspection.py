@@ -55,7 +55,9 @@ from thunder.core.errors import ThunderTypeError, UnsupportedOpError
 from thunder.core.interpreter.execution import call as _interpreter_call
 from thunder.core.interpreter.execution import default_lookaside as _interpreter_default_lookaside
 from thunder.core.interpreter.execution import lookup_type_attr
+from thunder.core.interpreter.protocols import BINARY_OPS, COMPARE_OPS, INPLACE_OPS
 from thunder.core.interpreter.protocols import binary_op as _interpreter_binary_op
+from thunder.core.interpreter.protocols import compare_op as _interpreter_compare_op
 from thunder.core.interpreter.protocols import load_attr as _interpreter_load_attr
 from thunder.core.interpreter.protocols import truth as _interpreter_truth
 from thunder.core.interpreter.protocols import type_call as _interpreter_type_call
@@ -632,6 +634,29 @@ def _min_max(fn: Callable, symbolic: Callable) -> Callable:
     return lookaside
 
 
+def _operator_lookasides() -> dict[Callable, Callable]:
+    """``operator.add(a, b)``, ``operator.lt(a, b)``, ``operator.iadd(a, b)``, ...: run as the program's ``a + b``
+    (its dispatch interpreted), with a symbolic ``b`` that the left operand's builtin slot reads natively pinned as
+    there (``operator.add(True, n)``, ``operator.pow(2.5, n)``: ``read_natively_by_operator``). Called natively,
+    the slot read ``n``'s value unrecorded and the cached trace kept its first result."""
+
+    def make(run, sym: str, fn: Callable) -> Callable:
+        def lookaside(*args, **kwargs):
+            if kwargs or len(args) != 2:
+                return fn(*args, **kwargs)  # eager's TypeError
+            a, b = args
+            if read_natively_by_operator(a, b):
+                pin(b)  # records ``n == value``, checked by the prologue
+            return run(current_runtime(), sym, a, b)
+
+        return lookaside
+
+    return {
+        **{fn: make(_interpreter_binary_op, sym, fn) for sym, (fn, *_) in (*BINARY_OPS.items(), *INPLACE_OPS.items())},
+        **{fn: make(_interpreter_compare_op, sym, fn) for sym, (fn, *_) in COMPARE_OPS.items()},
+    }
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 _LOOKASIDES: dict[Callable, Callable] = {
@@ -646,6 +671,7 @@ _LOOKASIDES: dict[Callable, Callable] = {
     **{fn: _tensor_query(fn, method) for fn, method in _TENSOR_QUERIES.items()},
     torch.result_type: _result_type,
     **_native_consumers(),
+    **_operator_lookasides(),
     **_compiling_queries(),
 }
 # Unbound methods (descriptors, and torch.Tensor's Python-defined methods) -> replacement or None.

@@ -270,6 +270,7 @@ class SpecialCallsMixin:
             transforms.vjp_call: self._vjp_call,
             torch.ops.higher_order.autograd_function_apply: self._higher_order_autograd_function,
             torch.utils.checkpoint.checkpoint: self._checkpoint,
+            torch.ops.higher_order.tag_activation_checkpoint: self._tag_activation_checkpoint,
             torch._functorch.vmap.vmap_impl: vmap_impl,  # Note [torch.vmap in a trace]
             **{
                 fn: functools.partial(refuse_inside, name, why)
@@ -892,6 +893,13 @@ class SpecialCallsMixin:
             body[start:] = [b for b in body[start:] if id(b) not in undone]
             checkpoint_region(self.computation, start, result)
         return result
+
+    def _tag_activation_checkpoint(self, function, *args, **kwargs):
+        """``torch.ops.higher_order.tag_activation_checkpoint``, what TorchDynamo makes of a ``checkpoint`` call (its
+        graphs reach ``thunder.jit`` through ``thunder.dynamo.thunderfx``): eager runs it as a non-reentrant
+        ``checkpoint`` that recomputes the whole region, as ours does."""
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("use_reentrant", "preserve_rng_state", "context_fn")}
+        return self._checkpoint(function, *args, use_reentrant=False, **kwargs)
 
     def _refuse_container_changes_in_region(self, contents: dict, result: Any) -> None:
         """An outside container that a checkpointed region read and changed (``LOG.append(len(LOG))``) ends the call

@@ -168,6 +168,11 @@ def pin(x):
     return _concretize(x, type(x.value))
 
 
+def _plain(x):
+    """``x``, pinned if it is a symbolic number (for native code that would read its value unrecorded)."""
+    return pin(x) if _is_sym(x) else x
+
+
 def pin_index(k):
     """An index or slice as C code reads it (a builtin sequence's ``__getitem__``, ``torch.Size``): that code
     takes an int subclass's value without calling ``__index__``, so each symbolic number is pinned first."""
@@ -384,8 +389,9 @@ class _SymbolicMixin:
             kept = _symbolic_pow(self, other)
             if kept is not None:
                 return kept
-        base = _concretize(self, self._base)
-        return pow(base, other) if mod is None else pow(base, other, mod)
+        # both operands pinned: the native ``pow`` reads a symbolic operand's value without a constraint
+        base, other = _concretize(self, self._base), _plain(other)
+        return pow(base, other) if mod is None else pow(base, other, _plain(mod))
 
     def __rpow__(self, other, mod=None):
         if not isinstance(other, (int, float, complex)):
@@ -394,8 +400,8 @@ class _SymbolicMixin:
             kept = _symbolic_pow(other, self)
             if kept is not None:
                 return kept
-        exp = _concretize(self, self._base)
-        return pow(other, exp) if mod is None else pow(other, exp, mod)
+        exp, other = _concretize(self, self._base), _plain(other)
+        return pow(other, exp) if mod is None else pow(other, exp, _plain(mod))
 
     def __divmod__(self, other):
         q = self.__floordiv__(other)

@@ -653,7 +653,7 @@ def _refuse_leaf_writes(sub: list[BoundSymbol]) -> None:
     for b in sub:
         if b.sym.is_prim and b.sym.name == "copy_":
             dst = b.args[1]
-            if b.kwargs.get("recorded", True) and dst.requires_grad and dst.is_leaf:
+            if b.kwargs.get("grad_enabled", True) and dst.requires_grad and dst.is_leaf:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         else:
             _refuse_leaf_writes(b.subsymbols)

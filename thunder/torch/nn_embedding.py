@@ -130,7 +130,7 @@ def embedding_renorm_(weight, input, max_norm, norm_type):
     renormed = prims.mul(a, prims.broadcast_in_dim(scale, a.shape, (0,)))
     if renormed.dtype != weight.dtype:
         renormed = prims.convert_element_type(renormed, weight.dtype)
-    return prims.copy_(renormed, weight, recorded=False)  # under no_grad, as eager's
+    return prims.copy_(renormed, weight, grad_enabled=False)  # under no_grad, as eager's
 
 
 def _embedding_scaled_impl(input, weight, padding_idx):

@@ -227,7 +227,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     updated = prims.add(prims.mul(r, 1.0 - momentum), prims.mul(batch, float(momentum)))
                 # outside autograd, as eager's kernel: under torch's autograd (Note [Forward and backward traces])
                 # the buffer must not come to require grad
-                prims.copy_(maybe_convert_to_dtype(updated, running.dtype), running, recorded=False)
+                prims.copy_(maybe_convert_to_dtype(updated, running.dtype), running, grad_enabled=False)
     else:
         rm = maybe_convert_to_dtype(upcast(running_mean), a.dtype)
         rv = maybe_convert_to_dtype(upcast(running_var), a.dtype)
@@ -320,7 +320,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             updated = prims.add(
                 prims.mul(r, 1.0 - momentum), prims.mul(prims.div(prims.sum(batch, (0,)), float(b)), float(momentum))
             )
-            prims.copy_(maybe_convert_to_dtype(updated, running.dtype), running, recorded=False)  # as in batch_norm
+            prims.copy_(maybe_convert_to_dtype(updated, running.dtype), running, grad_enabled=False)  # as in batch_norm
     return prims.reshape(out, input.shape)
 
 

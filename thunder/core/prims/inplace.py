@@ -30,22 +30,23 @@ class InplacePrimIDs(enum.Enum):
     CHECK_NO_PARTIAL_OVERLAP = enum.auto()
 
 
-def _copy_meta(src, dst, *, recorded=True):
+def _copy_meta(src, dst, *, grad_enabled=True):
     op = "prims.copy_"
     check_tensor(op, "src", src)
     check_tensor(op, "dst", dst)
     check_same_shape(op, [src, dst], ["src", "dst"])
     check_same_dtype(op, [src, dst], ["src", "dst"])
     check_same_device(op, [src, dst], ["src", "dst"])
-    if recorded and src.requires_grad and not dst.requires_grad and torch.is_grad_enabled():
+    if grad_enabled and src.requires_grad and not dst.requires_grad and torch.is_grad_enabled():
         dst.requires_grad = True  # as in eager, the written tensor is now part of the autograd graph
     return dst
 
 
-# ``copy_(src, dst)``: writes src into dst, returns dst. ``recorded=False``: outside autograd, as eager's kernels
-# update batch norm's running statistics (the write gives ``dst`` no autograd history, and no gradient flows).
-def _copy_impl(src, dst, *, recorded=True):
-    if recorded:
+# ``copy_(src, dst)``: writes src into dst, returns dst. ``grad_enabled=False`` (lightning-thunder's keyword): outside
+# autograd, as eager's kernels update batch norm's running statistics (the write gives ``dst`` no autograd history,
+# and no gradient flows).
+def _copy_impl(src, dst, *, grad_enabled=True):
+    if grad_enabled:
         return dst.copy_(src)
     with torch.no_grad():
         return dst.copy_(src)
@@ -105,8 +106,8 @@ __all__ = [_n for _n, _v in list(globals().items()) if isinstance(_v, Symbol) an
 
 
 @grad_rules.register(copy_)
-def _copy_grad(g, out, src, dst, *, recorded=True):
+def _copy_grad(g, out, src, dst, *, grad_enabled=True):
     """The written values come from ``src``; what ``dst`` held before is overwritten, so it gets none."""
-    if not recorded or not is_differentiable(src):
+    if not grad_enabled or not is_differentiable(src):
         return (None, None)
     return (prims.convert_element_type(g, src.dtype) if g.dtype != src.dtype else g, None)

@@ -505,10 +505,10 @@ def _writes_into_arguments(bsym: BoundSymbol) -> list[TensorProxy]:
 
 def written_in_place(bsym: BoundSymbol) -> list[TensorProxy]:
     """The tensors ``bsym`` writes in place, in autograd: the destinations of the ``prims.copy_`` it decomposes to
-    (not of those with ``recorded=False``, batch norm's statistics, nor of a copy onto itself: ``dropout_`` in eval)."""
+    (not of those with ``grad_enabled=False``, batch norm's statistics, nor of a copy onto itself: ``dropout_`` in eval)."""
     if bsym.sym is prims.copy_:
         src, dst = bsym.args
-        return [dst] if bsym.kwargs.get("recorded", True) and getattr(src, "name", None) != dst.name else []
+        return [dst] if bsym.kwargs.get("grad_enabled", True) and getattr(src, "name", None) != dst.name else []
     return [dst for sub in bsym.subsymbols for dst in written_in_place(sub)]
 
 
