@@ -69,7 +69,9 @@ def _small_detector(name: str):
     backbone = resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=5,
                                    returned_layers=[2, 3, 4] if one_stage else None,
                                    extra_blocks=LastLevelP6P7(256, 256) if one_stage else None)  # fmt: skip
-    kwargs = {"num_keypoints": 17} if cls is KeypointRCNN else {}
+    # every box scored (random weights score none over the default thresholds: nothing would reach the NMS)
+    kwargs = {"score_thresh": 0.0} if one_stage else {"box_score_thresh": 0.0}
+    kwargs.update({"num_keypoints": 17} if cls is KeypointRCNN else {})
     return cls(backbone, num_classes=3, min_size=128, max_size=192, **kwargs)
 
 
