@@ -180,11 +180,15 @@ def _generation(torch, cls, config, model) -> list[tuple[dict, dict]]:
     if "pixel_values" not in params:
         return [text]
     pixels = _pixels(torch, config)
-    both = [({"input_ids": _ids(torch), "pixel_values": pixels}, {"labels": _ids(torch)})]
+    if "qformer_input_ids" in params:  # InstructBLIP's Q-Former reads the instruction too
+        pixels = {"pixel_values": pixels, "qformer_input_ids": _ids(torch)}
+    else:
+        pixels = {"pixel_values": pixels}
+    both = [({"input_ids": _ids(torch), **pixels}, {"labels": _ids(torch)})]
     counts = []
     try:
         with torch.no_grad():
-            model.eval()(input_ids=torch.cat([torch.full((BATCH, 1), IMAGE_TOKEN), _ids(torch)], 1), pixel_values=pixels)
+            model.eval()(input_ids=torch.cat([torch.full((BATCH, 1), IMAGE_TOKEN), _ids(torch)], 1), **pixels)
     except Exception as e:  # noqa: BLE001 - its message counts the features (or their elements)
         import re
 
@@ -195,7 +199,7 @@ def _generation(torch, cls, config, model) -> list[tuple[dict, dict]]:
     placed = []
     for n in counts:
         ids = torch.cat([torch.full((BATCH, n), IMAGE_TOKEN), _ids(torch)], 1)
-        placed.append(({"input_ids": ids, "pixel_values": pixels}, {"labels": ids.masked_fill(ids == IMAGE_TOKEN, -100)}))
+        placed.append(({"input_ids": ids, **pixels}, {"labels": ids.masked_fill(ids == IMAGE_TOKEN, -100)}))
     return [*placed, *both, text]
 
 
