@@ -30,6 +30,7 @@ ZOO = set(
     "GPT2 GPTNeoX OPT Falcon Bloom GPTJ Llama Mistral Mixtral Qwen2 Qwen3 Gemma Gemma2 Phi3 GPTBigCode Starcoder2 Olmo "
     "StableLm Mpt Bart Whisper Granite Cohere Olmoe Qwen2Moe GraniteMoe Jamba Mamba Rwkv Pegasus".split()
 )
+IMAGE_TOKEN = 255  # no text token (_ids draws below it)
 # Set where the default config has the same field with a value of the same type (an int for an int, ...).
 TINY = dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
             vocab_size=256, head_dim=16, max_position_embeddings=128, n_layer=2, n_embd=64, n_head=4, d_model=64,
@@ -38,10 +39,15 @@ TINY = dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_atte
             embd_pdrop=0.0, attn_pdrop=0.0, num_experts=4, num_local_experts=4, num_experts_per_tok=2,
             moe_intermediate_size=32, n_routed_experts=4, decoder_layers=2, decoder_attention_heads=4,
             decoder_ffn_dim=128, encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=128,
-            tie_word_embeddings=False, image_size=64, patch_size=8, embed_dim=16,
-            num_channels=3, mask_time_prob=0.0, layerdrop=0.0, drop_path_rate=0.0)  # fmt: skip
-# Set always (often None by default): the token ids (none of which the inputs hold but bos, made by no input).
-TOKEN_IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=0)
+            tie_word_embeddings=False, image_size=64, projection_dim=64, patch_size=8, embed_dim=16,
+            num_channels=3, mask_time_prob=0.0, layerdrop=0.0, drop_path_rate=0.0, max_source_positions=32,
+            input_feat_per_channel=16, conv_channels=32, num_mel_bins=16, speech_encoder_layers=2, speech_encoder_attention_heads=4,
+            speech_encoder_intermediate_size=128, feature_projection_input_dim=16, t2u_encoder_layers=2,
+            t2u_decoder_layers=2, unit_hifi_gan_vocab_size=16, t2u_vocab_size=64)  # fmt: skip
+# Set always (often None by default): the token ids (none of which the inputs hold but bos, made by no input), and
+# the placeholder a vision-language model replaces by image features (in the shrunk vocabulary: see _ids).
+TOKEN_IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=0, image_token_id=IMAGE_TOKEN,
+                 image_token_index=IMAGE_TOKEN)  # fmt: skip
 # Per-stage lists of vision configs, made as long as the default's.
 TINY_LISTS = dict(depths=lambda n: [1] * n, hidden_sizes=lambda n: [16 * 2**i for i in range(n)],
                   embed_dims=lambda n: [16 * 2**i for i in range(n)], num_heads=lambda n: [2] * n,
@@ -99,7 +105,7 @@ def gradient_differences(model, reference) -> tuple[float, list[str]]:
     return worst, none_differs[:3]
 
 def _ids(torch):
-    return torch.randint(3, 256, (BATCH, TOKENS), generator=torch.Generator().manual_seed(1))
+    return torch.randint(3, IMAGE_TOKEN, (BATCH, TOKENS), generator=torch.Generator().manual_seed(1))
 
 
 def _pixels(torch, config):
@@ -134,7 +140,7 @@ INPUTS = {
     # Two different choices (the same twice gives equal logits, a loss of log 2 and gradients of rounding noise).
     "ForMultipleChoice": lambda torch, config: ({"input_ids": torch.stack([_ids(torch), _ids(torch).flip(-1)], 1)},
                                                 {"labels": torch.tensor([0, 1])}),
-    "ForConditionalGeneration": lambda torch, config: _generation(torch, config),
+    "ForConditionalGeneration": None,  # _generation
     "ForAudioClassification": lambda torch, config: (_audio(torch, config), {"labels": torch.tensor([0, 1])}),
     # No labels: forward only (their losses need a matcher in scipy, or are not implemented).
     "ForObjectDetection": lambda torch, config: ({"pixel_values": _pixels(torch, config)}, None),
@@ -151,19 +157,50 @@ INPUTS = {
         {"input_values": torch.randn(BATCH, 4000, generator=torch.Generator().manual_seed(1))}, None),
     "ForXVector": lambda torch, config: ({"input_values": torch.randn(BATCH, 16000, generator=torch.Generator().manual_seed(1))},
                                          {"labels": torch.tensor([0, 1])}),
+    "ForSpeechToText": None,  # _generation
     # Base models (and the heads named ...Model): the inputs their forward takes (see _model_inputs). Last, so that a
     # class of another head is not taken for one of these.
     "Model": None,
 }  # fmt: skip
 
 
-def _generation(torch, config) -> tuple[dict, dict]:
-    """An encoder-decoder's decoder gets 7 tokens (eval has no labels to make them from); a vision-language model
-    runs on text alone."""
+def _generation(torch, cls, config, model) -> list[tuple[dict, dict]]:
+    """Candidate inputs of a conditional generation model. An encoder-decoder's decoder gets 7 tokens (eval has no
+    labels to make them from), its encoder text or, where its forward takes no text, a spectrogram (Whisper,
+    Speech2Text); a vision-language model gets an image and text that starts with as many image placeholders as the
+    image has features (counted from eager's error for one), then text alone."""
+    import inspect
+
+    params = inspect.signature(cls.forward).parameters
     if getattr(config, "is_encoder_decoder", False):
         target = _ids(torch)[:, :7].contiguous()
-        return {"input_ids": _ids(torch), "decoder_input_ids": target}, {"labels": target}
-    return {"input_ids": _ids(torch)}, {"labels": _ids(torch)}
+        source = _audio(torch, config) if "input_ids" not in params else {"input_ids": _ids(torch)}
+        return [({**source, "decoder_input_ids": target}, {"labels": target})]
+    text = ({"input_ids": _ids(torch)}, {"labels": _ids(torch)})
+    if "pixel_values" not in params:
+        return [text]
+    pixels = _pixels(torch, config)
+    if "qformer_input_ids" in params:  # InstructBLIP's Q-Former reads the instruction too
+        pixels = {"pixel_values": pixels, "qformer_input_ids": _ids(torch)}
+    else:
+        pixels = {"pixel_values": pixels}
+    both = [({"input_ids": _ids(torch), **pixels}, {"labels": _ids(torch)})]
+    counts = []
+    try:
+        with torch.no_grad():
+            model.eval()(input_ids=torch.cat([torch.full((BATCH, 1), IMAGE_TOKEN), _ids(torch)], 1), **pixels)
+    except Exception as e:  # noqa: BLE001 - its message counts the features (or their elements)
+        import re
+
+        found = re.search(r"tokens:? *(?:tensor\()?(\d+).*features:? *(?:tensor\()?(\d+)", str(e))
+        hidden = getattr(getattr(config, "text_config", config), "hidden_size", 1)
+        counts = [] if not found else dict.fromkeys(
+            n for n in (int(found[2]) // int(found[1]), int(found[2]) // int(found[1]) // hidden) if n)
+    placed = []
+    for n in counts:
+        ids = torch.cat([torch.full((BATCH, n), IMAGE_TOKEN), _ids(torch)], 1)
+        placed.append(({"input_ids": ids, **pixels}, {"labels": ids.masked_fill(ids == IMAGE_TOKEN, -100)}))
+    return [*placed, *both, text]
 
 
 def _video(torch, config):
@@ -192,8 +229,14 @@ def _model_inputs(torch, cls, config) -> list[tuple[dict, None]]:
 
 
 def _audio(torch, config) -> dict:
-    """A spectrogram as the model wants it: Whisper's (mel bins, frames), AST's (frames, mel bins)."""
+    """A spectrogram as the model wants it: Whisper's (mel bins, frames), Speech2Text's (frames, features) that
+    its convolutions subsample fourfold, SeamlessM4T's (frames, features), AST's (frames, mel bins)."""
     g = torch.Generator().manual_seed(1)
+    if hasattr(config, "input_feat_per_channel"):
+        features = config.input_feat_per_channel * config.input_channels
+        return {"input_features": torch.randn(BATCH, 2 * config.max_source_positions, features, generator=g)}
+    if hasattr(config, "feature_projection_input_dim"):
+        return {"input_features": torch.randn(BATCH, 40, config.feature_projection_input_dim, generator=g)}
     if hasattr(config, "max_source_positions"):
         return {"input_features": torch.randn(BATCH, config.num_mel_bins, 2 * config.max_source_positions, generator=g)}
     return {"input_values": torch.randn(BATCH, config.max_length, config.num_mel_bins, generator=g)}
@@ -263,7 +306,12 @@ def check(name: str, head: str) -> dict:
             return {"status": "skip", "why": "over 30M parameters at the tiny config"}
         torch.manual_seed(0)
         model = cls(config)
-        candidates = _model_inputs(torch, cls, config) if head == "Model" else [INPUTS[head](torch, config)]
+        if head == "Model":
+            candidates = _model_inputs(torch, cls, config)
+        elif INPUTS[head] is None:
+            candidates = _generation(torch, cls, config, copy.deepcopy(model))
+        else:
+            candidates = [INPUTS[head](torch, config)]
         if not candidates:
             return {"status": "skip", "why": "its forward takes none of input_ids, pixel_values, input_values"}
         reference = copy.deepcopy(model)
@@ -286,7 +334,8 @@ def check(name: str, head: str) -> dict:
             got = _float_tensors(torch, jm(**inputs))
         if [t.shape for t in got] != [t.shape for t in expected]:
             raise AssertionError(f"output shapes {[t.shape for t in got]} vs eager's {[t.shape for t in expected]}")
-        result["eval_maxdiff"] = max(((a - b).abs().max().item() for a, b in zip(got, expected)), default=0.0)
+        result["eval_maxdiff"] = max(((a - b).abs().max().item() for a, b in zip(got, expected) if b.numel()),
+                                     default=0.0)  # fmt: skip
         model.train(), reference.train()
         torch.manual_seed(2)
         expected_loss = _loss(torch, reference(**inputs, **(labels or {})), labels)
