@@ -24,6 +24,7 @@ from thunder.core.errors import ThunderRuntimeError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import PARAMETER
+from thunder.core.trace import NO_GRAD_RESULTS
 from thunder.core.transforms import ForwardBackward
 from thunder.core.transforms.autodiff import stale_reads
 
@@ -238,10 +239,14 @@ def _reaches(fb: ForwardBackward, tensor_outputs: tuple[int, ...]) -> tuple[froz
 def _flow(bsyms, depends: dict[str, int]) -> set[str]:
     """Adds to ``depends`` (name -> inputs it derives from, a bit each) what ``bsyms`` compute; returns the names
     they define. An op with a decomposition (not an executor's own, whose parts only describe its shapes) flows
-    through its parts; an output its parts do not define gets what the op reads, as a whole."""
+    through its parts; an output its parts do not define gets what the op reads, as a whole. What an op whose
+    results never require grad makes (``detach``, ``zeros_like``) leads no gradient back."""
     defined: set[str] = set()
     for bsym in bsyms:
         outs = bsym.flat_proxy_outs
+        if bsym.sym.id in NO_GRAD_RESULTS:
+            defined.update(o.name for o in outs)
+            continue
         if bsym.subsymbols and bsym.sym.executor is None:
             inner = _flow(bsym.subsymbols, depends)
             defined |= inner

@@ -1,0 +1,57 @@
+"""Regression tests of what the fourth round of the randomized tester (``tests/fuzz``, the families of
+``tests.fuzz.snippets_training``: optimizer steps, gradients accumulated over calls, control flow on tensor values,
+storage-level ops, results holding aliases) found, from the twentieth session on (the earlier findings are in
+test_fuzz_findings.py, test_fuzz_findings2.py and test_fuzz_findings3.py). Each test runs the program eagerly and
+under ``thunder.jit`` in two worlds made from the same source and compares them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+
+
+def _worlds(source: str, cache: str = "constant values"):
+    """The program's namespace twice: run eagerly, and with ``f`` jitted."""
+    eager, jitted = {"torch": torch}, {"torch": torch}
+    exec(source, eager)
+    exec(source, jitted)
+    jitted["f"] = thunder.jit(jitted["f"], cache=cache)
+    return eager, jitted
+
+
+def _backward_of_first(ns: dict, x: torch.Tensor):
+    """The call's first result's backward: the parameter ``W``'s ``.grad`` and the argument's."""
+    x = x.detach().clone().requires_grad_()
+    out = ns["f"](x)
+    first = out[0] if isinstance(out, tuple) else out
+    first.sum().backward()
+    return ns["W"].grad, x.grad
+
+
+# A parameter whose only path to the first result goes through ``detach`` gets no gradient in eager (None);
+# thunder's one autograd node told which inputs each output reaches from the forward's data flow, which went on through
+# ``detach`` (and the other ops whose results never require grad): the parameter was "reached" and got the zeros of
+# the absent cotangents. ``W.grad = None`` in the program makes ``W`` an output (the store runs on it), so a program
+# that clears a gradient it then reads through ``detach`` (a manual SGD step, a gradient-accumulation counter) got a
+# ``.grad`` of zeros where eager's stays None: optimizers treat None and zeros differently (weight decay, momentum).
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values", "no caching"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "W.grad = None\n    return x * W.detach()",
+        "W.grad = W.grad * 0 if W.grad is not None else None\n    return x * W.detach()",
+        "W.tag = 1\n    return x * W.detach()",
+        "return x * W.detach(), W * 2",
+    ],
+    ids=["grad-set-to-None", "grad-scaled-or-None", "tensor-attribute", "second-output"],
+)
+def test_a_parameter_read_only_through_detach_gets_no_gradient(body, cache):
+    source = f"W = torch.nn.Parameter(torch.tensor(0.5))\n\n\ndef f(x):\n    {body}\n"
+    eager, jitted = _worlds(source, cache)
+    for k in range(2):
+        x = torch.randn(3, generator=torch.Generator().manual_seed(k))
+        expected, got = _backward_of_first(eager, x), _backward_of_first(jitted, x)
+        assert (got[0] is None) == (expected[0] is None), (k, expected, got)
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
