@@ -30,10 +30,10 @@ def _backward_of_first(ns: dict, x: torch.Tensor):
     return ns["W"].grad, x.grad
 
 
-# A parameter whose only path to the first result goes through ``detach`` gets no gradient in eager (None);
-# thunder's one autograd node told which inputs each output reaches from the forward's data flow, which went on through
-# ``detach`` (and the other ops whose results never require grad): the parameter was "reached" and got the zeros of
-# the absent cotangents. ``W.grad = None`` in the program makes ``W`` an output (the store runs on it), so a program
+# A parameter whose only path to the first result goes through ``detach`` or an op run under ``no_grad`` gets no
+# gradient in eager (None); thunder's one autograd node told which inputs each output reaches from the forward's data
+# flow, which went on through ``detach`` (and the other ops whose results never require grad) and through ops run
+# with grad off: the parameter was "reached" and got the zeros of the absent cotangents. ``W.grad = None`` in the program makes ``W`` an output (the store runs on it), so a program
 # that clears a gradient it then reads through ``detach`` (a manual SGD step, a gradient-accumulation counter) got a
 # ``.grad`` of zeros where eager's stays None: optimizers treat None and zeros differently (weight decay, momentum).
 @pytest.mark.parametrize("cache", ["constant values", "symbolic values", "no caching"])
@@ -44,10 +44,14 @@ def _backward_of_first(ns: dict, x: torch.Tensor):
         "W.grad = W.grad * 0 if W.grad is not None else None\n    return x * W.detach()",
         "W.tag = 1\n    return x * W.detach()",
         "return x * W.detach(), W * 2",
+        "with torch.no_grad():\n        y = W * 2\n    return x * y, W * 3",
+        "W.grad = None\n    with torch.no_grad():\n        y = W * 2\n    return x * y",
+        "torch.set_grad_enabled(False)\n    y = W * 2\n    torch.set_grad_enabled(True)\n    return x * y, W * 3",
     ],
-    ids=["grad-set-to-None", "grad-scaled-or-None", "tensor-attribute", "second-output"],
+    ids=["grad-set-to-None", "grad-scaled-or-None", "tensor-attribute", "second-output", "no_grad", "no_grad-grad-None",
+         "set_grad_enabled"],
 )
-def test_a_parameter_read_only_through_detach_gets_no_gradient(body, cache):
+def test_a_parameter_read_only_through_detach_or_no_grad_gets_no_gradient(body, cache):
     source = f"W = torch.nn.Parameter(torch.tensor(0.5))\n\n\ndef f(x):\n    {body}\n"
     eager, jitted = _worlds(source, cache)
     for k in range(2):
@@ -55,3 +59,25 @@ def test_a_parameter_read_only_through_detach_gets_no_gradient(body, cache):
         expected, got = _backward_of_first(eager, x), _backward_of_first(jitted, x)
         assert (got[0] is None) == (expected[0] is None), (k, expected, got)
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def _caught(x, n):
+    x.zero_()  # an effect first: a failure at run time could not run the call again eagerly
+    try:
+        return (x.long() ** n,)
+    except RuntimeError as e:
+        return x * 1, str(e)
+
+
+# Eager refuses ``int_tensor ** -1`` (a Python int exponent) before computing anything; the meta of ``pow`` did not,
+# so the trace took the path without the exception, the compiled op raised at run time after the program's in-place
+# update, and the program's ``try`` never saw it (an error where eager returns).
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_an_integer_tensor_to_a_negative_int_power_raises_while_tracing_so_the_programs_try_catches_it(cache):
+    jitted = thunder.jit(_caught, cache=cache)
+    for n in (-1, 2, -3):
+        x = torch.tensor([2.0, 3.0])
+        expected, got = _caught(x.clone(), n), jitted(x.clone(), n)
+        assert type(got) is type(expected) and len(got) == len(expected)
+        torch.testing.assert_close(got[0], expected[0], rtol=0, atol=0)
+        assert got[1:] == expected[1:]

@@ -65,7 +65,7 @@ def optimizers(rng, ctx):
     ctx.kind = "float"
     return _s(
         "optimizers", "optimizer steps and LR schedules inside the program", _pick(rng, OPTIM_USES), setup=setup,
-        mutations=list(OPTIM_CHANGES),
+        mutations=list(OPTIM_CHANGES), needs={"grads_outside"},
         state=("P{u}", "Q{u}", "P{u}.grad", "Q{u}.grad", "OPT{u}.param_groups", "list(OPT{u}.state.values())", "STEP{u}"),
     )  # fmt: skip
 
@@ -102,6 +102,7 @@ def grad_accumulation(rng, ctx):
     return _s(
         "grad_accumulation", "gradients accumulated over calls, .grad read/zeroed/set to None", _pick(rng, GRAD_USES),
         setup=f"W{{u}} = torch.nn.Parameter({init})", mutations=list(GRAD_CHANGES), state=("W{u}", "W{u}.grad"),
+        needs={"grads_outside"},
     )  # fmt: skip
 
 

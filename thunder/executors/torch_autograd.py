@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from thunder.core import prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy
@@ -240,11 +241,16 @@ def _flow(bsyms, depends: dict[str, int]) -> set[str]:
     """Adds to ``depends`` (name -> inputs it derives from, a bit each) what ``bsyms`` compute; returns the names
     they define. An op with a decomposition (not an executor's own, whose parts only describe its shapes) flows
     through its parts; an output its parts do not define gets what the op reads, as a whole. What an op whose
-    results never require grad makes (``detach``, ``zeros_like``) leads no gradient back."""
+    results never require grad makes (``detach``, ``zeros_like``), and what an op run with grad off makes
+    (``with torch.no_grad():``), leads no gradient back."""
     defined: set[str] = set()
+    grad = True
     for bsym in bsyms:
         outs = bsym.flat_proxy_outs
-        if bsym.sym.id in NO_GRAD_RESULTS:
+        if bsym.sym is prims.set_grad_enabled:
+            grad = bsym.args[0] is not False
+            continue
+        if not grad or bsym.sym.id in NO_GRAD_RESULTS:
             defined.update(o.name for o in outs)
             continue
         if bsym.subsymbols and bsym.sym.executor is None:
