@@ -81,3 +81,24 @@ def test_an_integer_tensor_to_a_negative_int_power_raises_while_tracing_so_the_p
         assert type(got) is type(expected) and len(got) == len(expected)
         torch.testing.assert_close(got[0], expected[0], rtol=0, atol=0)
         assert got[1:] == expected[1:]
+
+
+# ``r = x.clone(); r.zero_()``: eager's in-place node keeps ``r``'s history, so a loss of ``r`` alone sends zeros on
+# to ``x`` (``x.grad`` is zeros, not None). Thunder computes the update as a new value (``fill``, made of a
+# ``full_like`` that reads only ``r``'s shape), and its one autograd node told from the forward's data flow that no
+# input reaches that value: ``x.grad`` stayed None where a second output's cotangent was absent.
+@pytest.mark.parametrize(
+    "body",
+    [
+        "r = x.clone()\n    r.zero_()\n    return r, x.detach() * 2",
+        "r = x.clone()\n    r.zero_()\n    y = r * 2\n    r.add_(1)\n    return y, r.detach()",
+        "r = x * 1\n    r.fill_(3)\n    return r, W * 2",
+    ],
+    ids=["zero_", "zero_-read-before-another-update", "fill_"],
+)
+def test_a_tensor_overwritten_in_place_still_sends_its_zero_gradient_back(body):
+    eager, jitted = _worlds(f"W = torch.nn.Parameter(torch.tensor(0.5))\n\n\ndef f(x):\n    {body}\n")
+    x = torch.tensor([1.0, 2.0, 3.0])
+    expected, got = _backward_of_first(eager, x), _backward_of_first(jitted, x)
+    assert (got[1] is None) == (expected[1] is None), (expected, got)
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
