@@ -6,6 +6,8 @@ under ``thunder.jit`` in two worlds made from the same source and compares them.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -102,3 +104,29 @@ def test_a_tensor_overwritten_in_place_still_sends_its_zero_gradient_back(body):
     expected, got = _backward_of_first(eager, x), _backward_of_first(jitted, x)
     assert (got[1] is None) == (expected[1] is None), (expected, got)
     torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def _item_or_sum(x):
+    try:
+        acc = (x * 2).item()  # raises for a tensor of two elements: the program catches it
+    except RuntimeError:
+        acc = x.sum()
+    try:
+        k = int(acc.sum()) // 0  # a value read from the data: another value on the next call
+    except ZeroDivisionError:
+        k = -1
+    return acc, k
+
+
+# A call whose data-dependent value changed (``int(acc.sum())``) traces again with the values it read, by index; the
+# ``(x * 2).item()`` that raised (and was caught) before reading anything was handed the value read at that index instead,
+# so the new trace took the other path, failed at ``acc.sum()`` of an int, and the call ran eagerly with a warning.
+def test_a_value_asked_of_a_tensor_of_two_elements_raises_again_when_a_changed_outcome_retraces():
+    jitted = thunder.jit(_item_or_sum)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", thunder.EagerRunWarning)
+        for v in ([[0.25, 0.5]], [[-1.0, -0.5]], [[2.0, 1.0]]):
+            x = torch.tensor(v)
+            expected, got = _item_or_sum(x), jitted(x)
+            torch.testing.assert_close(got[0], expected[0], rtol=0, atol=0)
+            assert got[1] == expected[1]
