@@ -15,7 +15,9 @@
   once as a ``loop`` symbol where the length is symbolic, or unrolled), ``snippets_outside`` where programs from outside
   live (nn.Modules held by the program whose parameters, buffers, submodules, hooks and mode change; autograd.Function
   and torch.func; bfloat16/float16/complex64 and autocast; decorators and descriptors; results holding views of the
-  arguments), ``snippet_base`` what a snippet is.
+  arguments), ``snippets_training`` training loops and the programs around them (optimizer steps and LR schedules,
+  gradients accumulated over calls, control flow on tensor values, storage-level ops, results holding aliases),
+  ``snippet_base`` what a snippet is.
 - ``programs``: a seeded generator that puts snippets together into a program's source and
   draws a sequence of calls for it.
 - ``checker``: runs each call eagerly and through ``thunder.jit`` in two identical worlds and

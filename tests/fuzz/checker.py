@@ -252,6 +252,16 @@ def _torch_state_restored():
         _set_torch_state(state)
 
 
+def _state_value(ns: dict, name: str):
+    """A global the program writes, or an expression over the globals (``P0.grad``, ``list(OPT0.state.values())``)."""
+    if name.isidentifier():
+        return ns.get(name, "<unbound>")
+    try:
+        return eval(name, ns)
+    except Exception as e:  # the same in both worlds where the state is the same
+        return f"<{type(e).__name__}>"
+
+
 def _module_params(ns: dict) -> list[torch.Tensor]:
     params = []
     for v in list(ns.values()):
@@ -313,7 +323,7 @@ def observe(world: World, prog: Program, call: Call, *, grad: bool = True) -> Ob
     obs.eager_runs = [str(w.message) for w in warned if issubclass(w.category, thunder.EagerRunWarning)]
     obs.aliases = _aliases(obs.out, args, world)
     obs.args = _args_after(args)
-    obs.state = {name: _snap(ns.get(name, "<unbound>")) for name in prog.state}
+    obs.state = {name: _snap(_state_value(ns, name)) for name in prog.state}
     obs.torch_state = _torch_state()
     return obs
 

@@ -20,7 +20,9 @@ the forms that programs from outside found bugs in (with blocks, scalar promotio
 in ``tests.fuzz.snippets_more``, loops over a tensor's length in ``tests.fuzz.snippets_loops``, the edges later findings were at (views written through aliases, integer overflow,
 empty tensors, layouts, caught exceptions, ...) in ``tests.fuzz.snippets_edges``, where programs from outside live
 (modules held by the program, autograd.Function and torch.func, low precision, decorators, results holding views)
-in ``tests.fuzz.snippets_outside``;
+in ``tests.fuzz.snippets_outside``, training loops and the programs around them (optimizer steps, gradients
+accumulated over calls, control flow on tensor values, storage-level ops, results holding aliases) in
+``tests.fuzz.snippets_training``;
 ``Snippet``, ``Ctx`` and the helpers they share in ``tests.fuzz.snippet_base``.
 """
 
@@ -56,6 +58,7 @@ from tests.fuzz.snippets_more import (
 from tests.fuzz.snippets_outside import autograd_functions, low_precision, modules, outputs, wrappers
 from tests.fuzz.snippets_python import classes, control_flow, generators, grad_modes
 from tests.fuzz.snippets_state import objects, side_effects
+from tests.fuzz.snippets_training import grad_accumulation, optimizers, returns, storage, value_flow
 
 # ---------------------------------------------------------------- elementwise
 
@@ -941,4 +944,9 @@ FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
     "low_precision": low_precision,
     "wrappers": wrappers,
     "outputs": outputs,
+    "optimizers": optimizers,
+    "grad_accumulation": grad_accumulation,
+    "value_flow": value_flow,
+    "storage": storage,
+    "returns": returns,
 }

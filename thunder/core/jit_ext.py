@@ -82,6 +82,10 @@ from thunder.core.user_code import source_location
 _EAGER_ERRORS = (ThunderTypeError, ThunderValueError, ThunderIndexError, ThunderOverflowError)
 
 
+# What a program asks of a tensor that must have one element (``t.item()``, ``bool(t)``, ``int(t)``)
+_ONE_ELEMENT = frozenset({"bool", "item", "int", "float", "index"})
+
+
 class Tracer(
     ProvenanceMixin, OutsideReadsMixin, SideEffectsMixin, SpecialCallsMixin, CopiesMixin, ProgramOutputMixin,
     SymbolicNumbersMixin, LoopsMixin,
@@ -238,7 +242,9 @@ class Tracer(
         if self.eager_impl is None or len(trace.scopes) > 1:  # inside a region traced on its own
             return None
         index = len(self.outcomes)
-        if index < len(self.forced):
+        # (a value asked of a tensor that has not one element raises, as eager's: evaluated, not handed the value
+        # an earlier trace read at this index, which a ``try`` caught there)
+        if index < len(self.forced) and (kind not in _ONE_ELEMENT or p.numel() == 1):
             value = self.forced[index]
         else:
             inputs = self._real_inputs()

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from thunder.core import prims
 from thunder.core.errors import ThunderRuntimeError
 from thunder.core.prims.base import is_differentiable
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import PARAMETER
+from thunder.core.trace import NO_GRAD_RESULTS
 from thunder.core.transforms import ForwardBackward
 from thunder.core.transforms.autodiff import stale_reads
 
@@ -230,31 +232,51 @@ def _reaches(fb: ForwardBackward, tensor_outputs: tuple[int, ...]) -> tuple[froz
     ``kv.new_zeros(...)`` (a ``full``) or ``kv > 0`` (a bool) read ``kv`` but lead no gradient back to it (a
     DeepSeek-V4 parameter that fed only its unused cache got zeros instead of None)."""
     depends: dict[str, int] = {a.name: 1 << i for i, a in enumerate(fb.forward.args) if hasattr(a, "name")}
-    _flow(fb.forward.bound_symbols, depends)
+    _flow(fb.forward.bound_symbols, depends, fb.updated)
     masks = [depends.get(fb.outputs[i].name, 0) for i in tensor_outputs]
     return tuple(frozenset(j for j, m in enumerate(masks) if m >> i & 1) for i in range(len(fb.forward.args)))
 
 
-def _flow(bsyms, depends: dict[str, int]) -> set[str]:
+def _flow(bsyms, depends: dict[str, int], updated: dict[str, str] | None = None) -> set[str]:
     """Adds to ``depends`` (name -> inputs it derives from, a bit each) what ``bsyms`` compute; returns the names
     they define. An op with a decomposition (not an executor's own, whose parts only describe its shapes) flows
-    through its parts; an output its parts do not define gets what the op reads, as a whole."""
+    through its parts; an output its parts do not define gets what the op reads, as a whole. What an op whose
+    results never require grad makes (``detach``, ``zeros_like``), and what an op run with grad off makes
+    (``with torch.no_grad():``), leads no gradient back. ``updated``: the values that stand for a tensor updated in
+    place (``ForwardBackward.updated``), which keep what the tensor derived from: eager's in-place node (``r.zero_()``
+    of ``r = x.clone()``) sends its (zero) gradient on to ``x``."""
     defined: set[str] = set()
+    grad = True
     for bsym in bsyms:
-        outs = bsym.flat_proxy_outs
-        if bsym.subsymbols and bsym.sym.executor is None:
-            inner = _flow(bsym.subsymbols, depends)
-            defined |= inner
-            outs = [o for o in outs if o.name not in inner]
-            if not outs:
-                continue
-        mask = 0
-        for a in bsym.flat_proxy_args:
-            mask |= depends.get(a.name, 0)
-        for o in outs:
-            defined.add(o.name)
-            if mask and (not isinstance(o, TensorProxy) or is_differentiable(o)):
-                depends[o.name] = depends.get(o.name, 0) | mask
+        if bsym.sym is prims.set_grad_enabled:
+            grad = bsym.args[0] is not False
+            continue
+        if grad:
+            defined |= _flow_one(bsym, depends)
+        else:
+            defined.update(o.name for o in bsym.flat_proxy_outs)
+        for o in bsym.flat_proxy_outs if updated else ():
+            if (old := updated.get(o.name)) is not None and depends.get(old):
+                depends[o.name] = depends.get(o.name, 0) | depends[old]
+    return defined
+
+
+def _flow_one(bsym, depends: dict[str, int]) -> set[str]:
+    """``_flow`` of one op run with grad on."""
+    outs = bsym.flat_proxy_outs
+    if bsym.sym.id in NO_GRAD_RESULTS:
+        return {o.name for o in outs}
+    defined: set[str] = set()
+    if bsym.subsymbols and bsym.sym.executor is None:
+        defined = _flow(bsym.subsymbols, depends)
+        outs = [o for o in outs if o.name not in defined]
+    mask = 0
+    for a in bsym.flat_proxy_args if outs else ():
+        mask |= depends.get(a.name, 0)
+    for o in outs:
+        defined.add(o.name)
+        if mask and (not isinstance(o, TensorProxy) or is_differentiable(o)):
+            depends[o.name] = depends.get(o.name, 0) | mask
     return defined
 
 

@@ -276,6 +276,13 @@ def _pow_check(a, b):
     if is_tensor(b) and dtypes.result_type(a, b) is torch.bool:
         raise ThunderTypeError('ltorch.pow: "pow" is not implemented for operands of dtype torch.bool (a bool base with a '
                                "bool tensor exponent); convert one of them to an integer dtype")  # fmt: skip
+    # Eager refuses a negative Python int exponent of an integer or bool tensor before it computes anything (a
+    # tensor exponent is not checked): raised while tracing, a ``try`` of the program catches it where eager's does
+    # (a symbolic exponent's sign is a constraint).
+    n = pyval(b)
+    integral = is_tensor(a) and not (a.dtype.is_floating_point or a.dtype.is_complex)
+    if integral and isinstance(n, int) and not isinstance(n, bool) and n < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
 pow = _checked(globals()["pow"], _pow_check)

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from thunder.core import prims
 from thunder.core.codegen import bsym_lines
@@ -83,6 +83,8 @@ class ForwardBackward:
     # Saved tensors the backward updates in place (a checkpointed region's buffers): handed to it as they are
     # then, unchecked, as eager's recomputation reads them (Note [What a recomputed region does again]).
     rewritten: frozenset[str] = frozenset()
+    # The value that stands for a tensor updated in place (``_functional_updates``) -> the tensor's name before
+    updated: dict[str, str] = field(default_factory=dict)
 
 
 def _differentiable(p) -> bool:
@@ -116,7 +118,10 @@ def _split(
 ) -> ForwardBackward:
     if not trace.bound_symbols or trace.bound_symbols[-1].sym is not prims.python_return:
         raise NotDifferentiable("the computation does not end in a return")
-    bsyms, functional, _ = _functional_updates(trace.bound_symbols, {a.name for a in trace.args if isinstance(a, Proxy)})
+    updated: dict[str, str] = {}
+    bsyms, functional, _ = _functional_updates(
+        trace.bound_symbols, {a.name for a in trace.args if isinstance(a, Proxy)}, updated
+    )
     *body, ret = bsyms
     active = {a.name for a in trace.args if _differentiable(a) and a.requires_grad}
     body, augmented = _augment_forwards(body, trace, grad_transform_for)
@@ -162,7 +167,8 @@ def _split(
     rebuild.args = list(outputs)
     rebuild.bound_symbols.extend((*late, ret))
     rewritten = frozenset(d.name for b in bw.bound_symbols if IN_PLACE in b.sym.tags for d in _destinations(b))
-    return ForwardBackward(fw, bw, saved, outputs, rebuild, rewritten & {getattr(p, "name", None) for p in saved})
+    rewritten &= {getattr(p, "name", None) for p in saved}
+    return ForwardBackward(fw, bw, saved, outputs, rebuild, rewritten, updated)
 
 
 # Prims whose result may share its input's memory (a view; ``real``/``imag`` of a complex tensor);
@@ -194,7 +200,7 @@ def _aliased_args(bsym: BoundSymbol) -> set[str]:
 
 
 def _functional_updates(
-    body: list[BoundSymbol], inputs: set[str]
+    body: list[BoundSymbol], inputs: set[str], updated: dict[str, str] | None = None
 ) -> tuple[list[BoundSymbol], set[int], dict[str, Proxy]]:
     """The body with each in-place update of a tensor that nothing else can see (made here by an op
     that does not alias, not an input, no view of it taken, saved by no earlier op's autograd, the op that made
@@ -204,7 +210,8 @@ def _functional_updates(
     that memory), and the update is differentiated like any op instead of sending the whole
     program to torch's autograd (Note [Forward and backward traces]). Inside a checkpointed region too (its
     ``relu_``, as a ResNet block's: the region's own inputs are what others see). Returns the body, the uids
-    of the new ops and the new names of the values updated so."""
+    of the new ops and the new names of the values updated so; ``updated`` gets, per new value, the name it
+    stands for (``ForwardBackward.updated``)."""
     new: list[BoundSymbol] = []
     made: set[int] = set()
     made_by: dict[str, BoundSymbol] = {}
@@ -218,7 +225,7 @@ def _functional_updates(
         if bsym.sym is prims.set_grad_enabled:
             grad_on = bool(bsym.args[0])
         if RERUN in bsym.sym.tags and bsym.subsymbols:
-            parts, _, inner = _functional_updates(list(bsym.subsymbols), {a.name for a in bsym.flat_proxy_args})
+            parts, _, inner = _functional_updates(list(bsym.subsymbols), {a.name for a in bsym.flat_proxy_args}, updated)
             if inner:  # the region returns the new values by their names
                 swap.update({o.name: inner[o.name] for o in bsym.flat_proxy_outs if o.name in inner})
                 bsym = bsym.from_bsym(subsymbols=tuple(parts), output=bsym.rename(inner).output, lineage=bsym.lineage)
@@ -230,6 +237,8 @@ def _functional_updates(
                 if v.name == old:
                     swap[k] = value
             swap[old] = value
+            if updated is not None:
+                updated[value.name] = old
             bsym = update.from_bsym(lineage=(bsym.uid,), source=bsym.source)
             made.add(bsym.uid)
         else:
