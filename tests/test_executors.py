@@ -295,3 +295,32 @@ def test_an_in_place_op_none_of_whose_parts_fuse_runs_whole():
             assert "Tensor.add_" in names and "torch_copy_" not in names, names
         else:
             assert "torch_copy_" in names, names
+
+
+def test_the_torch_executor_asks_its_tables_once_about_a_prim_it_declines(monkeypatch):
+    # Every claim of a prologue asks about each of its checks (636 in a Qwen2 decoding entry): Note [Declines are kept].
+    from thunder.core.prims.python import check_identity
+    from thunder.executors import torchex
+
+    class Counting(dict):
+        asked = 0
+
+        def get(self, key, default=None):
+            Counting.asked += 1
+            return super().get(key, default)
+
+    table = Counting(torchex.symbol_to_torch)
+    monkeypatch.setattr(torchex, "symbol_to_torch", table)
+    monkeypatch.setattr(torchex, "_declined", {}, raising=False)
+    assert torchex.ex.lookup_implementation(check_identity) is None
+    assert torchex.ex.lookup_implementation(check_identity) is None
+    assert Counting.asked == 1
+    table[object()] = None  # a symbol registered since (a custom op): the decline is looked up again
+    assert torchex.ex.lookup_implementation(check_identity) is None
+    assert Counting.asked == 2
+    # and the prologue's checks still run, on the python executor
+    f = thunder.jit(lambda x: x * _SCALE)
+    assert torch.equal(f(torch.ones(2)), torch.ones(2) * 3)
+
+
+_SCALE = 3

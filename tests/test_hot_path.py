@@ -787,3 +787,22 @@ def test_the_jitted_functions_own_code_records_the_inputs_of_a_hit_and_of_a_miss
         assert thunder._last_inputs(jf)[0][0] is d  # nothing recorded
     finally:
         thunder._record_last_inputs(recording)
+
+
+def test_checks_of_tensors_alike_share_one_c_check_and_still_tell_them_apart():
+    # Note [One C check per kind of tensor]: two layers' weights alike, one C check; a change of either misses.
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 4))
+    tm = thunder.jit(model)
+    x = torch.randn(2, 4)
+    _hot(tm, x)
+    guards = {k: v for k, v in _fused_globals(tm).items() if k.startswith("_tensor_guard")}
+    assert len({id(v) for v in guards.values()}) == len(guards) == 3  # the input, the weights, the biases
+    misses = thunder.cache_misses(tm)
+    model[2].weight.requires_grad_(False)
+    torch.testing.assert_close(tm(x), model(x))
+    assert thunder.cache_misses(tm) == misses + 1
+    model[0].bias = torch.nn.Parameter(torch.randn(4, dtype=torch.float64))
+    with pytest.raises(RuntimeError):
+        model(x)  # eager refuses the mixed dtypes
+    with pytest.raises(RuntimeError):
+        tm(x)

@@ -310,6 +310,32 @@ def test_cse_still_merges_without_mutation():
     assert len(adds) == 1
 
 
+def test_cse_asks_once_per_op_whether_it_writes(monkeypatch):
+    # ``mutates`` walks an op's decomposition: asked up to three times per op, it was 6% of a Qwen2 generation's
+    # passes. The program writes in place, so the answer decides what merges (checked against eager too).
+    import importlib
+
+    cse_module = importlib.import_module("thunder.transforms.cse")  # (the package's ``cse`` is the pass)
+    asked = []
+    real = cse_module.mutates
+    monkeypatch.setattr(cse_module, "mutates", lambda b: asked.append(b) or real(b))
+
+    def f(x):
+        a = x * 2
+        b = x * 2
+        a.add_(1)
+        return a, b, (x + 1) * (x + 1)
+
+    jf = thunder.jit(f, executors=["torch"])
+    x = torch.randn(3)
+    for g, e in zip(jf(x.clone()), f(x.clone())):
+        torch.testing.assert_close(g, e)
+    computation = thunder.last_traces(jf)[0]
+    asked.clear()
+    cse_module.cse(computation)
+    assert len(asked) == len(computation.bound_symbols)
+
+
 # --- metas validate dtypes like eager -------------------------------------------------------
 
 _DTYPES = (torch.bool, torch.uint8, torch.int64, torch.float32, torch.complex64)

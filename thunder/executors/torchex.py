@@ -37,10 +37,15 @@ class TorchExecutor(OperatorExecutor):
         info = self.implmap.get(sym)
         if info is not None:
             return info
+        tables = (len(symbol_to_torch), len(all_prims))
+        if sym.is_prim and _declined.get(sym) == tables:  # a prologue's checks, at every claim (Note [Declines are kept])
+            return None
         fn = symbol_to_torch.get(sym)
         if fn is None and sym.is_prim and all_prims.get(sym.id) is sym:
             fn = sym.python_impl
         if fn is None:
+            if sym.is_prim:
+                _declined[sym] = tables
             return None
         printer = _INLINE_PRINTERS.get(sym) or (_print_convolution if fn is torch.conv2d else None)
         fn = _direct(fn)
@@ -50,6 +55,15 @@ class TorchExecutor(OperatorExecutor):
         # eager_implementations is core's table (keyed by id there): symbols called outside a trace.
         eager_implementations.setdefault(sym.id, fn)
         return info
+
+
+# Note [Declines are kept]
+# A prim the torch executor cannot run (a prologue's check or unpacking, which the python executor runs) is asked
+# about again by every claim of every trace that has it: a Qwen2 decoding entry's prologue, 636 of them, each
+# looked up in both tables (``all_prims`` by the prim's enum id, whose hash is Python code). The answer is kept with
+# the sizes of the tables, which only grow: one registered later is looked up again. Only prims are kept (declared
+# once, in ``all_prims`` for good): a symbol made per trace (a fusion's) would be kept alive by it.
+_declined: dict[Symbol, tuple[int, int]] = {}
 
 
 def _direct(fn):

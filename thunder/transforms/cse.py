@@ -79,19 +79,21 @@ def _written(bsym: BoundSymbol) -> set[str]:
     return names
 
 
-def possibly_mutated(bsyms: list[BoundSymbol]) -> set[str]:
+def possibly_mutated(bsyms: list[BoundSymbol], writes: list[bool] | None = None) -> set[str]:
     """Names of values that an in-place op writes, directly or through a chain of ops that may
-    return views (see Note [CSE and mutation]; ``clone`` is known not to)."""
+    return views (see Note [CSE and mutation]; ``clone`` is known not to). ``writes``: ``mutates`` of each bound
+    symbol, where the caller has it."""
+    writes = [mutates(b) for b in bsyms] if writes is None else writes
     mutated: set[str] = set()
-    for bsym in bsyms:
-        if mutates(bsym):
+    for bsym, w in zip(bsyms, writes):
+        if w:
             mutated |= _written(bsym)
     if not mutated:
         return mutated
-    for bsym in reversed(bsyms):
+    for bsym, w in zip(reversed(bsyms), reversed(writes)):
         if bsym.sym.name == "clone":  # new memory: writing the copy leaves what it copied alone
             continue
-        if not mutates(bsym) and any(o.name in mutated for o in bsym.flat_proxy_outs):
+        if not w and any(o.name in mutated for o in bsym.flat_proxy_outs):
             mutated.update(a.name for a in bsym.flat_proxy_args)
     return mutated
 
@@ -103,15 +105,16 @@ def cse(trace: TraceCtx, *, keep_differentiable: bool = False) -> TraceCtx:
     new = from_trace(trace)
     seen: dict[Hashable, BoundSymbol] = {}
     swap: dict[str, Proxy] = {}
-    mutated = possibly_mutated(trace.bound_symbols)
+    writes = [mutates(b) for b in trace.bound_symbols]  # (renaming changes no symbol: the same for a renamed one)
+    mutated = possibly_mutated(trace.bound_symbols, writes)
     grad_mode = None  # the call's own until the trace switches it
-    for bsym in trace.bound_symbols:
+    for bsym, w in zip(trace.bound_symbols, writes):
         if swap and any(a.name in swap for a in bsym.flat_proxy_args):
             bsym = bsym.rename(swap)
         if bsym.sym is prims.set_grad_enabled:
             grad_mode = bool(bsym.args[0])
-        if bsym.sym.tags & _NOT_MERGED or mutates(bsym):
-            if mutates(bsym):
+        if w or bsym.sym.tags & _NOT_MERGED:
+            if w:
                 seen.clear()
             new.bound_symbols.append(bsym)
             continue

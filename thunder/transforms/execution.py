@@ -238,14 +238,17 @@ def transform_for_execution(trace: TraceCtx, executors: Sequence[Executor]) -> T
     new = from_trace(trace)
     claimer = _Claimer(executors, new.names)
     claimed: list[tuple[Executor, BoundSymbol]] = []
-    top_of: dict[int, int] = {}  # id of a claimed op -> index of the input-trace symbol it is (part of)
-    for i, bsym in enumerate(trace.bound_symbols):
-        n = len(claimed)
+    starts: list[int] = []  # where the claimed ops of each input-trace symbol begin
+    for bsym in trace.bound_symbols:
+        starts.append(len(claimed))
         claimer.claim(bsym, claimed)
-        top_of.update((id(b), i) for _, b in claimed[n:])
-    if not any(isinstance(ex, FusionExecutor) for ex, _ in claimed):
+    if not any(isinstance(ex, FusionExecutor) for ex, _ in claimed):  # (a prologue: its checks claimed one by one)
         new.bound_symbols.extend(b for _, b in claimed)
         return new
+    starts.append(len(claimed))
+    top_of: dict[int, int] = {}  # id of a claimed op -> index of the input-trace symbol it is (part of)
+    for i in range(len(starts) - 1):
+        top_of.update((id(b), i) for _, b in claimed[starts[i] : starts[i + 1]])
     operators = [e for e in executors if not isinstance(e, FusionExecutor)]
     out: list[tuple[BoundSymbol, int | None]] = []  # each op, with its input-trace symbol (None: a fusion)
     fused: set[int] = set()  # input-trace symbols with a part in a fusion

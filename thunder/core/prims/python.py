@@ -15,6 +15,7 @@ import enum
 import keyword
 import math
 import types
+from typing import Any
 
 import torch
 
@@ -322,13 +323,33 @@ _FAST_CHECKED_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 def _tensor_guard(printer, x: str, sizes: list | None, device, dtype, requires_grad: bool):
     """A C check that accepts only tensors the conditions of ``_tensor_conditions`` accept (Note [Tensor checks
-    in C]), or None where the printer prints no fast checks or it cannot be made."""
+    in C]), or None where the printer prints no fast checks or it cannot be made; one per kind of tensor (Note [One
+    C check per kind of tensor])."""
+    if printer.tensor_types is None or sizes is None:
+        return None
+    key = (printer.tensor_types.get(x, torch.Tensor), tuple(sizes), device, dtype, requires_grad)
+    guard = _GUARDS.get(key)
+    if guard is not None:
+        return guard
     example = _tensor_example(printer, x, sizes, device, dtype, requires_grad)
     if example is None:
         return None
     from torch._C._dynamo.guards import TensorGuards
 
-    return TensorGuards(example, dynamic_dims_sizes=[list(sizes)], dynamic_dims_strides=[[None] * len(sizes)])
+    guard = TensorGuards(example, dynamic_dims_sizes=[list(sizes)], dynamic_dims_strides=[[None] * len(sizes)])
+    if len(_GUARDS) >= _GUARDS_KEPT:
+        _GUARDS.clear()
+    _GUARDS[key] = guard
+    return guard
+
+
+# Note [One C check per kind of tensor]
+# A C tensor check (dynamo's ``TensorGuards``) of one tensor holds only what it compares: the type, dispatch keys,
+# dtype, device, requires_grad and sizes of the empty tensor it was made for, none of which a check changes. So the
+# checks of tensors alike (a model's layers' weights, one prologue after another) share one: making them, an empty
+# tensor each, was a tenth of building a Qwen2 decoding entry's fused prologue. Kept for ``_GUARDS_KEPT`` kinds.
+_GUARDS: dict[tuple, Any] = {}
+_GUARDS_KEPT = 1024
 
 
 def _tensor_example(printer, x: str, sizes: list | None, device, dtype, requires_grad: bool) -> torch.Tensor | None:
