@@ -403,3 +403,20 @@ def test_an_eager_op_of_symbolic_sizes_that_do_not_broadcast_raises_as_eager():
     with pytest.raises(Exception, match="size|shape|broadcast"):
         jf(torch.randn(4), torch.randn(5))
     torch.testing.assert_close(jf(torch.randn(4), torch.randn(1)).shape, torch.Size([4]))
+
+
+
+def test_a_traces_symbolic_sizes_print_as_their_names_not_the_traced_values():
+    # The trace's comments said ``f32[2, 5]`` of an entry that runs every size: read as a constant entry.
+    def f(x, y):
+        return torch.cat([x, y], 1) * 2
+
+    jf = thunder.jit(f)
+    jf(torch.randn(2, 7), torch.randn(2, 1))
+    x, y = torch.randn(2, 5), torch.randn(2, 1)
+    torch.testing.assert_close(jf(x, y), f(x, y))
+    trace = thunder.last_traces(jf)[-1]
+    size = trace.args[0].shape[1].expr
+    source = str(trace)
+    assert f'"cpu f32[2, {size}]"' in source and f'"cpu f32[2, ({size} + 1)]"' in source, source
+    assert "f32[2, 5]" not in source and "f32[2, 6]" not in source, source

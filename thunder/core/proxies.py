@@ -376,7 +376,9 @@ class TensorProxy(Proxy):
         return p
 
     def type_string(self) -> str:
-        dims = ", ".join(str(d) for d in self.shape)
+        # A symbolic size prints as its expression (``f32[1, 2, (n + 1), 16]``): the entry runs every value of it,
+        # and its ``str`` would print (and pin) the value it was traced with.
+        dims = ", ".join(d.expr if is_symbolic(d) else str(d) for d in self.shape)
         return f"{device_str(self.device)} {dtypes.short_name(self.dtype)}[{dims}]"
 
     # Metadata queries answer from the proxy; they record nothing.
