@@ -10,6 +10,7 @@ import math
 import subprocess
 import sys
 
+import numpy
 import pytest
 import torch
 
@@ -327,6 +328,21 @@ def test_a_parameter_named_math_does_not_shadow_the_math_module_of_generated_cod
     jf = thunder.jit(_cosine_plus, cache="symbolic values")
     for n, k in [(0.5, 2.0), (0.7, 3.0)]:
         torch.testing.assert_close(jf(torch.ones(2), n, k), _cosine_plus(torch.ones(2), n, k))
+
+
+def _numpy_float_times(x, n):
+    a = numpy.float64(2.0) * n  # numpy's float slot reads ``n``: a numpy float, eager's type and value
+    return x * float(a), type(a)
+
+
+def test_a_numpy_float_times_a_symbolic_number_keeps_eagers_value_and_type():
+    # The symbolic number's reflected method went first for any float subclass on the left: a wrong value from the
+    # second call on.
+    jf = thunder.jit(_numpy_float_times, cache="symbolic values")
+    for n in (1, 2, 3):
+        got, expected = jf(torch.ones(2), n), _numpy_float_times(torch.ones(2), n)
+        torch.testing.assert_close(got[0], expected[0])
+        assert got[1] is expected[1]
 
 
 class _ComparingMeta(type):

@@ -217,17 +217,19 @@ def _call_slot(ctx, f, a, b):
 _SEQUENCE_SLOT_TYPES = TypeSet({list, tuple, str, bytes, bytearray, collections.deque})
 
 
+_PLAIN_NUMBERS = TypeSet((int, float, complex, bool))
+
+
 def _binary_dispatch(ctx, a, b, name, rname):
     """CPython's binary operator dispatch; returns NotImplemented when no operand handles it."""
     ta = type(a)
     tb = type(b)
     fa = lookup_type_attr(ta, name)
     fb = lookup_type_attr(tb, rname) if tb is not ta else NULL
-    if fb is not NULL and getattr(tb, "__interpreter_reflected_first__", False) and not getattr(
-        ta, "__interpreter_reflected_first__", False
-    ):
+    if fb is not NULL and ta in _PLAIN_NUMBERS and getattr(tb, "__interpreter_reflected_first__", False):
         # A number type that asks for its reflected method before a plain number's native slot, which would read
-        # its value (a symbolic number: Note [math functions of symbolic numbers] in thunder.core.symbolic).
+        # its value (a symbolic number: Note [math functions of symbolic numbers] in thunder.core.symbolic). Only
+        # before the builtin numbers' slots: another left operand (a numpy float) keeps its own result type.
         r = _call_slot(ctx, fb, b, a)
         if r is not NotImplemented:
             return r
