@@ -158,7 +158,7 @@ def _linspace_errors(device):
 def _rand_errors(device):
     yield ErrorInput(SampleInput((2, 3), {"dtype": torch.int64}), TypeError, r"floating point dtype is required")
     yield ErrorInput(
-        SampleInput((2, 3), {"generator": torch.Generator()}), RuntimeError, r"generator= with a torch.Generator of your own cannot be traced"
+        SampleInput((2, 3), {"generator": torch.Generator()}), RuntimeError, r"generator= with a torch.Generator other than torch.s default one cannot be traced"
     )
 
 

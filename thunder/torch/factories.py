@@ -97,8 +97,9 @@ def check_generator(op: str, generator) -> None:
     (Note [Random ops follow eager's generator])."""
     if generator is not None and generator is not torch.default_generator:
         raise UnsupportedOpError(
-            f"{op}: generator= with a torch.Generator of your own cannot be traced (its state lives outside the "
-            f"trace){_where()}; seed the global generator with torch.manual_seed, inside or before the function"
+            f"{op}: generator= with a torch.Generator other than torch's default one cannot be traced (the trace's "
+            f"random ops follow only the default generator's state){_where()}; seed the default generator with "
+            "torch.manual_seed, inside or before the function, or draw outside the function and pass the tensor in"
         )
 
 
