@@ -119,6 +119,12 @@ def _put_settings(settings: tuple) -> None:
 def test_torch_state_the_program_leaves_changed_is_set_by_every_call():
     # The setters ran natively while traced, once: the new entry's prologue rejected the inputs it was traced with (the
     # state had changed under it: an InternalError), and a cached call left the state as it found it.
+    # (importing torch's own test utilities, as other test files do, freezes the cudnn flags: unfrozen here)
+    with getattr(torch.backends, "__allow_nonbracketed_mutation")():
+        _run_the_training_step_settings()
+
+
+def _run_the_training_step_settings():
     before = _settings()
     start = (False, False, False, "highest", 2)
     jitted = thunder.jit(_training_step_settings)

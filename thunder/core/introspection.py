@@ -52,6 +52,7 @@ from typing import Any
 import torch
 
 from thunder.core.errors import ThunderTypeError, UnsupportedOpError
+from thunder.core.interpreter.conversions import stood_for
 from thunder.core.interpreter.execution import call as _interpreter_call
 from thunder.core.interpreter.execution import default_lookaside as _interpreter_default_lookaside
 from thunder.core.interpreter.execution import lookup_type_attr
@@ -644,7 +645,8 @@ def _operator_lookasides() -> dict[Callable, Callable]:
         def lookaside(*args, **kwargs):
             if kwargs or len(args) != 2:
                 return fn(*args, **kwargs)  # eager's TypeError
-            a, b = args
+            # (the interpreter gave a C function stand-ins of objects with Python dunders: binary_op interprets them)
+            a, b = map(stood_for, args)
             if read_natively_by_operator(a, b):
                 pin(b)  # records ``n == value``, checked by the prologue
             return run(current_runtime(), sym, a, b)

@@ -44,7 +44,7 @@ from .execution import (
 )
 from .protocols import FAST_TYPES, _cmp_slot, _is_py, as_index, compare_op, stored_value, truth
 
-__all__ = ["as_index", "as_str", "as_repr", "as_ascii", "formatted", "converting", "standing_in", "NATIVE_VALUE_TYPES"]
+__all__ = ["as_index", "as_str", "as_repr", "as_ascii", "formatted", "converting", "standing_in", "stood_for", "NATIVE_VALUE_TYPES"]
 
 _OBJECT_STR = object.__dict__["__str__"]
 _OBJECT_FORMAT = object.__dict__["__format__"]
@@ -350,7 +350,8 @@ _STAND_IN_CTX = _StandIn.__dict__["_ctx"].__get__
 _STAND_IN_VALUE = _StandIn.__dict__["_v"].__get__
 
 
-def _value(v):
+def stood_for(v):
+    """The value a stand-in stands for (Note [Dunders called by C functions]); any other value as it is."""
     return _STAND_IN_VALUE(v) if isinstance(v, _StandIn) else v
 
 
@@ -358,7 +359,7 @@ def _forwarding(name: str):
     def dunder(self, *args):
         v = _STAND_IN_VALUE(self)
         f = lookup_type_attr(type(v), name)
-        args = tuple(map(_value, args))
+        args = tuple(map(stood_for, args))
         if f is _OBJECT_NE:  # inverts a Python ``__eq__``, called as the program would (``protocols._cmp_slot``)
             return _cmp_slot(_STAND_IN_CTX(self), f, v, *args, name)
         if not _is_py(f):
@@ -456,7 +457,7 @@ def _given_back(fn, items: bool = False):
         if kwargs and "reverse" in kwargs:  # (``sorted``'s)
             kwargs = {**kwargs, "reverse": standing_in(ctx, kwargs["reverse"])}
         r = fn(*args, **(kwargs or {}))
-        return [_value(v) for v in r] if items else _value(r)
+        return [stood_for(v) for v in r] if items else stood_for(r)
 
     return lookaside
 
