@@ -140,6 +140,7 @@ def main() -> None:
         import warnings
 
         import thunder
+        from benchmarks.sweep_hf_models import error_text
         from benchmarks.sweep_timm_models import check
 
         warnings.simplefilter("error", thunder.EagerRunWarning)
@@ -147,7 +148,7 @@ def main() -> None:
         try:
             row = check(opts.child, 0, make=make) if make else check_ddim_outside()
         except Exception as e:  # noqa: BLE001
-            row = {"status": "error", "why": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+            row = {"status": "error", "why": error_text(e)}
         print(json.dumps({"model": opts.child, **row}))
         return
     from benchmarks.sweep_hf_models import child_row, print_summary

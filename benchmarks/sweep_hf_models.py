@@ -82,6 +82,11 @@ def child_row(module: str, args: list[str], name: str, timeout: float) -> dict:
     return {"model": name, "status": "crash", "why": out.stderr[-200:]}
 
 
+def error_text(e: Exception) -> str:
+    """A sweep row's one-line ``why`` of an error: its type and the start of its message's first line."""
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+
+
 def print_summary(rows: list[dict]) -> None:
     """The count of each status, then every row that is neither ok nor a skip."""
     print("\n", dict(collections.Counter(r["status"] for r in rows)))
@@ -356,7 +361,7 @@ def check(name: str, head: str) -> dict:
         wrong = result["eval_maxdiff"] > 1e-3 or result["loss_diff"] > 1e-3 or worst > 1e-2 or none_differs
         result["status"] = "WRONG" if wrong else ("recompiles" if misses[1] else "ok")
     except Exception as e:  # noqa: BLE001
-        result.update(status="error", why=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+        result.update(status="error", why=error_text(e))
     return result
 
 
@@ -403,7 +408,7 @@ def check_generate(name: str) -> dict:
         wrong = not result["tokens_equal"] or not result["scores_maxdiff"] <= 1e-3
         result["status"] = "WRONG" if wrong else ("recompiles" if result["misses_second_generation"] else "ok")
     except Exception as e:  # noqa: BLE001
-        result.update(status="error", why=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+        result.update(status="error", why=error_text(e))
     return result
 
 

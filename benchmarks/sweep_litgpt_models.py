@@ -54,6 +54,7 @@ def check_generate(name: str) -> dict:
     from litgpt.generate.base import generate
 
     import thunder
+    from benchmarks.sweep_hf_models import error_text
 
     warnings.simplefilter("error", thunder.EagerRunWarning)
     prompt = torch.randint(0, 256, (5,), generator=torch.Generator().manual_seed(1))
@@ -77,7 +78,7 @@ def check_generate(name: str) -> dict:
         result["status"] = "WRONG" if not result["tokens_equal"] else (
             "recompiles" if result["misses_first_second_generation"][1] else "ok")
     except Exception as e:  # noqa: BLE001
-        result.update(status="error", why=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+        result.update(status="error", why=error_text(e))
     return result
 
 

@@ -162,7 +162,7 @@ def check(name: str, size: int, library: str = "timm", make=None) -> dict:
     import torch
 
     import thunder
-    from benchmarks.sweep_hf_models import gradient_differences
+    from benchmarks.sweep_hf_models import error_text, gradient_differences
 
     warnings.simplefilter("error", thunder.EagerRunWarning)
     try:
@@ -210,7 +210,7 @@ def check(name: str, size: int, library: str = "timm", make=None) -> dict:
         wrong = result["eval_maxdiff"] > 1e-3 or result["train_maxdiff"] > 1e-3 or worst > 1e-2 or none_differs
         result["status"] = "WRONG" if wrong else ("recompiles" if misses[1] else "ok")
     except Exception as e:  # noqa: BLE001
-        result.update(status="error", why=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+        result.update(status="error", why=error_text(e))
     return result
 
 
