@@ -347,6 +347,9 @@ class SideEffectsMixin:
                 raise RuntimeError("requires_grad must be a bool")
             self.set_requires_grad(obj, value)
             return True
+        if not raw and (fset := _module_property_store(obj, name, value)) is not None:
+            interpreter_call(current_runtime(), fset, (obj,) if value is DELETED else (obj, value))
+            return True
         if not raw and (slot := _users_setattr(obj, value is DELETED)) is not None:
             interpreter_call(current_runtime(), slot, (obj, name) if value is DELETED else (obj, name, value))
             return True
@@ -884,6 +887,36 @@ def _users_setattr(obj: Any, deleting: bool) -> Callable | None:
     if type(slot) is not types.FunctionType or is_installed_code(slot.__code__):
         return None
     return None if is_library_module(getattr(slot, "__module__", None) or "") else slot
+
+
+# Note [A property of a module]
+# ``module.name = value`` where ``name`` is a ``property`` of the module's class (``nn.utils.parametrize`` makes its
+# tensor a property whose setter runs the parametrization's ``right_inverse``; a model's ``@x.setter``) runs
+# ``nn.Module.__setattr__``, natively, which ends in ``object.__setattr__`` and so in the setter, run natively on the
+# traced value: its ``isinstance(value, Tensor)`` saw a ``TensorProxy``, and its stores were not the program's. Where
+# ``nn.Module.__setattr__`` (``__delattr__``) would reach the property (the name is none of the module's parameters,
+# buffers or submodules, and the value is not one that it registers), the setter (deleter) is interpreted, as a
+# property's of a plain object is (``protocols.property_store``).
+def _module_property_store(obj: Any, name: Any, value: Any) -> Callable | None:
+    """The Python setter (deleter, where ``value`` is ``DELETED``) that ``nn.Module.__setattr__`` (``__delattr__``)
+    reaches for ``obj.name = value`` (Note [A property of a module]); else None."""
+    if not isinstance(obj, torch.nn.Module) or type(name) is not str:
+        return None
+    deleting = value is DELETED
+    module_slot = torch.nn.Module.__delattr__ if deleting else torch.nn.Module.__setattr__
+    if lookup_type_attr(type(obj), "__delattr__" if deleting else "__setattr__") is not module_slot:
+        return None
+    prop = lookup_type_attr(type(obj), name)
+    if type(prop) is not property:
+        return None
+    f = prop.fdel if deleting else prop.fset
+    if type(f) is not types.FunctionType or any(name in obj.__dict__.get(t, ()) for t in _MODULE_TABLES):
+        return None
+    registered = (torch.nn.Parameter, torch.nn.Module, torch.nn.Buffer)
+    return None if not deleting and issubclass(introspection.eager_type(value), registered) else f
+
+
+_MODULE_TABLES = ("_parameters", "_buffers", "_modules")
 
 
 def _users_descriptor_store(obj: Any, name: str, deleting: bool) -> tuple[Callable, Any] | None:

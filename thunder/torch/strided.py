@@ -33,6 +33,7 @@ from thunder.core.transforms.autodiff import _aliased_args
 from thunder.torch.base import maybe_broadcast, torch_to_thunder_map, torchsymbol
 from thunder.torch.factories import arange, empty
 from thunder.torch.indexing import index_put, take
+from thunder.torch.inplace import copy_
 from thunder.torch.layout import contiguous_strides
 from thunder.torch.shape import cat, made_here, narrow, permute, reshape
 
@@ -188,7 +189,10 @@ def _constant(n):
 # has, over eager's contiguous layout of it, is its first elements in memory order (a view, as eager's is of the same
 # memory); to more, of a tensor with memory of its own (not a view), those elements then uninitialized ones, as
 # eager's new memory holds (``torch.empty``'s). ``set_(source)`` makes the tensor a view of ``source`` (writes through
-# either reach the other). Everything else (a view grown past its elements, which eager fills from the memory it is
+# either reach the other). ``set_(source)`` of an input (``nn.utils.parametrize`` stores a new value into its
+# ``original`` parameter so) whose shape, strides and device are ``source``'s changes, for the caller, only which memory
+# it reads: the trace writes ``source``'s values into the input's memory, as assigning ``.data`` does (Note [Assigning
+# a tensor's .data] in thunder.core.side_effects). Everything else (a view grown past its elements, which eager fills from the memory it is
 # a view of; a storage or explicit strides given to ``set_``; gradients through them) is a clear error.
 
 
@@ -242,7 +246,6 @@ def set_(a, source=None, *args, **kwargs):
     """``Tensor.set_(source)`` of a tensor the program made: it becomes a view of ``source`` (Note [resize_ and set_
     in a trace])."""
     op = "Tensor.set_"
-    trace = made_here(op, a, "Use the source tensor itself instead of setting another to it")
     if not isinstance(source, TensorProxy) or args or kwargs:
         raise UnsupportedOpError(
             f"{op}: only set_(source) with a tensor is supported (a storage, an offset or strides name memory a trace "
@@ -258,6 +261,13 @@ def set_(a, source=None, *args, **kwargs):
             f"{op}: source {source.name} requires grad; eager's autograd records no gradient formula for set_ "
             "(its grad_fn is NotImplemented), which thunder does not follow. Use the source tensor itself."
         )
+    if (
+        a.strides is not None  # an input (Note [Strides of traced tensors])
+        and (tuple(a.shape), a.device) == (tuple(source.shape), source.device)
+        and tuple(a.strides) == tuple(meta_layout(source).stride())
+    ):
+        return copy_(a, source)
+    trace = made_here(op, a, "Use the source tensor itself instead of setting another to it")
     return becomes_in_place(trace, a, lambda before: reshape(source, tuple(source.shape)))
 
 
