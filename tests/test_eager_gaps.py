@@ -506,7 +506,7 @@ def _grow_a_view(x):
 
 
 def _set_an_input(x):
-    return x.set_(x[:3] * 2)  # (to one of its own layout, the input takes the values: test_probe_findings12)
+    return x.set_(x[:3] * 2)  # (to one of its own shape, the input takes the values: test_probe_findings12)
 
 
 def _set_to_a_storage(x):

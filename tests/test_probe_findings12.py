@@ -3,7 +3,7 @@ and weight averaging; parametrizations, functional calls, gradient penalties; co
 scatter reductions, distributions; packed RNNs, attention with masks of every dtype, transformer encoders, einsum,
 FFT filters), where the jitted call differed from eager: a property of a module assigned in the program (a
 parametrized weight set to a new value runs its ``right_inverse``; a model's own ``@x.setter``) ran its setter
-natively on the traced value, so the call fell back to eager; ``Tensor.set_`` of an input by a tensor of its layout
+natively on the traced value, so the call fell back to eager; ``Tensor.set_`` of an input by a tensor of its shape
 (how ``nn.utils.parametrize`` stores the new value) was refused. Each runs the program eagerly and jitted on several
 calls and compares values, what the program left behind, and the cache."""
 
@@ -33,16 +33,28 @@ def _set_weight_then_apply(model, x, new_weight):
     return model(x)
 
 
-def test_a_parametrized_weight_assigned_in_the_program_is_traced():
+def _positive(linear):
+    return parametrize.register_parametrization(linear, "weight", _Positive())
+
+
+def _orthogonal_matrix(a):
+    return torch.linalg.qr(a)[0]
+
+
+@pytest.mark.parametrize(
+    "parametrized, weight_of",
+    [(_positive, torch.abs), (nn.utils.parametrizations.orthogonal, _orthogonal_matrix)],
+    ids=["positive", "orthogonal"],
+)
+def test_a_parametrized_weight_assigned_in_the_program_is_traced(parametrized, weight_of):
     # The setter ran natively on the traced value, and its ``isinstance(value, Tensor)`` refused it: every call ran
-    # eagerly, with a warning asking for a report.
+    # eagerly, with a warning asking for a report (the orthogonal one stores a value laid out as its transpose).
     torch.manual_seed(0)
-    eager = nn.Linear(3, 3)
-    parametrize.register_parametrization(eager, "weight", _Positive())
+    eager = parametrized(nn.Linear(3, 3))
     traced = copy.deepcopy(eager)
     jitted = thunder.jit(_set_weight_then_apply)
     for i in range(3):
-        x, new_weight = torch.randn(2, 3), torch.rand(3, 3) + i
+        x, new_weight = torch.randn(2, 3), weight_of(torch.randn(3, 3) + i)
         expected = _set_weight_then_apply(eager, x, new_weight)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
@@ -95,11 +107,11 @@ def _set_under_no_grad(p, v):
     return p + 1
 
 
-def test_set_of_an_input_by_a_tensor_of_its_layout_is_eagers():
+def test_set_of_an_input_by_a_tensor_of_its_shape_writes_its_values():
     jitted = thunder.jit(_set_under_no_grad)
     for _ in range(3):
         p = torch.randn(2, 3, requires_grad=True)
-        p_jitted, v = p.detach().clone().requires_grad_(), torch.randn(2, 3)
+        p_jitted, v = p.detach().clone().requires_grad_(), torch.randn(3, 2).t()  # (its strides: p's transposed)
         torch.testing.assert_close(jitted(p_jitted, v), _set_under_no_grad(p, v))
         torch.testing.assert_close(p_jitted, p)
     assert thunder.cache_hits(jitted) == 2

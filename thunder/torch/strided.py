@@ -190,9 +190,9 @@ def _constant(n):
 # memory); to more, of a tensor with memory of its own (not a view), those elements then uninitialized ones, as
 # eager's new memory holds (``torch.empty``'s). ``set_(source)`` makes the tensor a view of ``source`` (writes through
 # either reach the other). ``set_(source)`` of an input (``nn.utils.parametrize`` stores a new value into its
-# ``original`` parameter so) whose shape, strides and device are ``source``'s changes, for the caller, only which memory
-# it reads: the trace writes ``source``'s values into the input's memory, as assigning ``.data`` does (Note [Assigning
-# a tensor's .data] in thunder.core.side_effects). Everything else (a view grown past its elements, which eager fills from the memory it is
+# ``original`` parameter so) whose shape and device are ``source``'s changes, for the caller, only which memory it reads
+# (and its strides: eager gives it ``source``'s): the trace writes ``source``'s values into the input's memory, as
+# assigning ``.data`` does (Note [Assigning a tensor's .data] in thunder.core.side_effects). Everything else (a view grown past its elements, which eager fills from the memory it is
 # a view of; a storage or explicit strides given to ``set_``; gradients through them) is a clear error.
 
 
@@ -261,12 +261,8 @@ def set_(a, source=None, *args, **kwargs):
             f"{op}: source {source.name} requires grad; eager's autograd records no gradient formula for set_ "
             "(its grad_fn is NotImplemented), which thunder does not follow. Use the source tensor itself."
         )
-    if (
-        a.strides is not None  # an input (Note [Strides of traced tensors])
-        and (tuple(a.shape), a.device) == (tuple(source.shape), source.device)
-        and tuple(a.strides) == tuple(meta_layout(source).stride())
-    ):
-        return copy_(a, source)
+    if a.strides is not None and (tuple(a.shape), a.device) == (tuple(source.shape), source.device):
+        return copy_(a, source)  # an input (Note [Strides of traced tensors]) given a tensor of its metadata
     trace = made_here(op, a, "Use the source tensor itself instead of setting another to it")
     return becomes_in_place(trace, a, lambda before: reshape(source, tuple(source.shape)))
 
