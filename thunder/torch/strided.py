@@ -243,8 +243,8 @@ def resize_as_(a, other, memory_format=None):
 
 
 def set_(a, source=None, *args, **kwargs):
-    """``Tensor.set_(source)`` of a tensor the program made: it becomes a view of ``source`` (Note [resize_ and set_
-    in a trace])."""
+    """``Tensor.set_(source)`` of a tensor the program made: it becomes a view of ``source``; of an input, where
+    ``source`` has its shape: it takes ``source``'s values (Note [resize_ and set_ in a trace])."""
     op = "Tensor.set_"
     if not isinstance(source, TensorProxy) or args or kwargs:
         raise UnsupportedOpError(
