@@ -498,13 +498,13 @@ def test_a_module_backward_hook_in_a_checkpointed_region_names_the_module():
 
 
 def _vmapped(a):
-    return torch.vmap(torch.sum)(a)  # bad: vmap inside
+    return torch.vmap(torch.cumsum, in_dims=(0, None))(a, 0)  # bad: vmap inside
 
 
 def test_function_transforms_inside_the_function():
     # torch's functorch machinery failed on traced values with a TypeError from its C code; vmap is traced now
     # (tests/test_vmap_masks.py), and what it cannot batch is refused
-    _raises(UnsupportedOpError, r"torch.vmap of .* inside the jitted function .* is not supported: sum .*cannot be batched",
+    _raises(UnsupportedOpError, r"torch.vmap of .* inside the jitted function .* is not supported: cumsum .*cannot be batched",
             thunder.jit(_vmapped), _x(), where="# bad: vmap inside")  # fmt: skip
     for f in (lambda a: torch.func.grad(lambda y: (y**3).sum())(a), lambda a: torch.cond(a.sum() > 0, torch.sin, torch.cos, (a,))):
         with pytest.raises(UnsupportedOpError, match="inside the jitted function"):

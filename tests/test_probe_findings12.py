@@ -4,7 +4,8 @@ scatter reductions, distributions; packed RNNs, attention with masks of every dt
 FFT filters), where the jitted call differed from eager: a property of a module assigned in the program (a
 parametrized weight set to a new value runs its ``right_inverse``; a model's own ``@x.setter``) ran its setter
 natively on the traced value, so the call fell back to eager; ``Tensor.set_`` of an input by a tensor of its shape
-(how ``nn.utils.parametrize`` stores the new value) was refused. Each runs the program eagerly and jitted on several
+(how ``nn.utils.parametrize`` stores the new value) was refused; ``torch.vmap`` of a matmul or a reduction was
+refused (no batching rule). Each runs the program eagerly and jitted on several
 calls and compares values, what the program left behind, and the cache."""
 
 import copy
@@ -117,3 +118,27 @@ def test_set_of_an_input_by_a_tensor_of_its_shape_writes_its_values():
     assert thunder.cache_hits(jitted) == 2
     with pytest.raises(thunder.core.errors.UnsupportedOpError, match="Tensor.set_"):
         jitted(torch.zeros(2, 3), torch.randn(3, 3))  # another shape: the input cannot change its own
+
+
+def _per_example_scores(w, xs, ys):
+    """A per-example loss under ``torch.vmap``: a matmul of each example, reductions of it, a batched dot product."""
+    def score(x, y):
+        h = (x @ w).sin()
+        return (h - y).pow(2).mean() + h.var(0).sum() + h.amax() - (y @ y) * 1e-2
+
+    return torch.vmap(score)(xs, ys)
+
+
+def test_vmap_of_a_matmul_and_reductions_is_eagers():
+    # Refused as "thunder has no batching rule" for matmul and for each reduction.
+    jitted = thunder.jit(_per_example_scores)
+    for _ in range(3):
+        w = torch.randn(4, 3, requires_grad=True)
+        xs, ys = torch.randn(6, 5, 4), torch.randn(6, 3)
+        w_jitted = w.detach().clone().requires_grad_()
+        expected, got = _per_example_scores(w, xs, ys), jitted(w_jitted, xs, ys)
+        torch.testing.assert_close(got, expected)
+        expected.sum().backward()
+        got.sum().backward()
+        torch.testing.assert_close(w_jitted.grad, w.grad)
+    assert thunder.cache_hits(jitted) == 2

@@ -126,18 +126,18 @@ def test_vmap_of_elementwise_function_matches_eager(case):
 
 
 @pytest.mark.parametrize("case, refused", [
-    ("reduction", "sum cannot be batched: thunder has no batching rule for it"),
-    ("matmul", "matmul cannot be batched"),
+    ("scan", "cumsum cannot be batched: thunder has no batching rule for it"),
+    ("index_reduction", "argmax cannot be batched"),
     ("in_place", "mul_ at "),
     ("random", "rand at "),
     ("promotion", "gt at .* the dtype it promotes its operands to depends on which of them vmap batches"),
 ])  # fmt: skip
 def test_vmap_of_what_thunder_cannot_batch_is_refused(case, refused):
-    """An op without a batching rule (a reduction, a matmul), an in-place update, a random draw, a promotion whose
+    """An op without a batching rule (a scan, an index reduction), an in-place update, a random draw, a promotion whose
     dtype depends on what is batched: a clear error that names the op and its line, not a wrong result."""
     fns = {
-        "reduction": lambda m: torch.vmap(lambda a: a.sum() + 1)(m),
-        "matmul": lambda m: torch.vmap(lambda a: a @ torch.ones(3))(m),
+        "scan": lambda m: torch.vmap(lambda a: a.cumsum(0) + 1)(m),
+        "index_reduction": lambda m: torch.vmap(lambda a: a.argmax())(m),
         "in_place": lambda m: torch.vmap(lambda a: a.mul_(2))(m),
         "random": lambda m: torch.vmap(lambda a: a * torch.rand(()))(m),
         # eager: float64 (where promotes the batched b, which has dimensions); f on elements: float32

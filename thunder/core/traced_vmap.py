@@ -11,9 +11,10 @@ decomposition, one level down, and an op that reads no batched value is recorded
 exact for its prim (an elementwise prim on operands of shape ``e`` computes each element from the same element of
 each operand, so on ``(N, *e)`` it computes every element at once; an unbatched operand is broadcast along the
 batch dimension; a reshape, transpose, slice or broadcast of each element is the same op with the batch dimension
-kept in front; ``take`` from an unbatched tensor at batched positions is one ``take`` at all of them), so the
-result is vmap's. A prim without a rule (a reduction, a matmul, a gather from a batched tensor, an in-place update,
-a random draw, anywhere in ``f``) is refused with the op and the line of ``f`` that made it. A Python decision on
+kept in front; ``take`` from an unbatched tensor at batched positions is one ``take`` at all of them; a reduction
+of each element is the same reduction one dimension further along; a ``matmul`` of same-rank operands has the batch
+dimension as one more batch dimension of both), so the result is vmap's. A prim without a rule (a scan, an index
+reduction, a gather from a batched tensor, an in-place update, a random draw, anywhere in ``f``) is refused with the op and the line of ``f`` that made it. A Python decision on
 a batched value (``if idx > 2:``, ``.item()``) is refused as vmap refuses it: the element has no value while
 tracing. Each output is returned with its batch dimension at ``out_dims``; one that does not depend on a mapped
 argument is expanded along it, as vmap expands it. An argument that is a pytree (a dict of stacked parameters, as
@@ -128,7 +129,27 @@ def _take(replay: _Replay, bsym: BoundSymbol, a, index, dim):
     return prims.transpose(split, (dim, *range(dim), *range(dim + 1, split.ndim)))
 
 
+def _matmul(replay: _Replay, bsym: BoundSymbol, a, b):
+    """``matmul`` of same-rank operands: the batch dimension is one more batch dimension of both (an unbatched operand
+    is broadcast along it)."""
+
+    def batch(x):
+        if x.name in replay.batched:
+            return replay.batched[x.name]
+        x = replay.value(x)
+        return prims.broadcast_in_dim(x, (replay.size, *x.shape), tuple(range(1, x.ndim + 1)))
+
+    return prims.matmul(batch(a), batch(b))
+
+
+def _reduction(replay: _Replay, bsym: BoundSymbol, a, dims, **kwargs):
+    """A reduction over ``dims`` of each element: the same reduction over those dims, one further along."""
+    return bsym.sym(replay.batched[a.name], tuple(d + 1 for d in dims), **kwargs)
+
+
 batching_rules.register(*(p for p in prims.all_prims.values() if isinstance(p.id, ElementwisePrimIDs)))(_elementwise)
+batching_rules.register(prims.matmul)(_matmul)
+batching_rules.register(prims.sum, prims.prod, prims.amax, prims.amin, prims.var)(_reduction)
 batching_rules.register(prims.broadcast_in_dim)(_broadcast_in_dim)
 batching_rules.register(prims.reshape)(_reshape)
 batching_rules.register(prims.transpose)(_transpose)
