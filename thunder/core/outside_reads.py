@@ -172,12 +172,7 @@ class OutsideReadsMixin:
     def load_attr(self, obj: Any, name: str, value: Any, raw: bool = False) -> Any:
         """What the program sees for ``obj.name``, which gave ``value`` (``raw``: ``object.__getattribute__(obj,
         name)``, reached from a Python ``__getattribute__``)."""
-        runtime = None if raw else current_runtime()
-        told = None if runtime is None else runtime.attr_getter  # Note [The getter an attribute read interpreted]
-        if told is not None and told[0] is obj and told[1] == name:
-            getter = told[2]
-        else:
-            getter = interpreted_getter(obj, name, raw)
+        getter = interpreted_getter(obj, name, raw)
         if getter is not None and len(getter[1]) == 2:  # ``(obj, name)``: the type's own ``__getattribute__``
             return value  # interpreted: its reads were checked where they reached ``object.__getattribute__``
         cls = type(obj)  # Note [Type checks of the program's objects while tracing] in special_calls

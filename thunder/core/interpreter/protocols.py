@@ -54,7 +54,6 @@ __all__ = [
     "delitem",
     "contains",
     "load_attr",
-    "load_attr_and_getter",
     "generic_load_attr",
     "getattribute_load",
     "property_store",
@@ -735,26 +734,6 @@ def load_attr(ctx, obj, name: str):
     found = interpreted_getter(obj, name)  # Note [Reads through a Python __getattribute__]
     if found is None:
         return getattr(obj, name)
-    return _interpreted_load_attr(ctx, obj, name, found)
-
-
-# Note [The getter an attribute read interpreted]
-# A tracer's ``load_attr`` callback decides how to check a read by what the interpreter ran for it: the type's Python
-# ``__getattribute__``, a property's getter, a descriptor's ``__get__``, or a native read (``interpreted_getter``).
-# Asked again in the callback, that was two MRO walks more per attribute read (3 us for a module's attribute: 3-4 ms
-# of each trace of a small Qwen2). LOAD_ATTR hands the callback what it computed through the runtime
-# (``Runtime.attr_getter``, set only while the callback runs, so no other read finds it); it is also what the read
-# ran, where asking again after a getter that changed its class would not be.
-def load_attr_and_getter(ctx, obj, name: str) -> tuple:
-    """``(obj.name, interpreted_getter(obj, name))``: the value ``load_attr`` reads, and what it interpreted to read it
-    (Note [The getter an attribute read interpreted])."""
-    found = interpreted_getter(obj, name)
-    if found is None:
-        return getattr(obj, name), None
-    return _interpreted_load_attr(ctx, obj, name, found), found
-
-
-def _interpreted_load_attr(ctx, obj, name: str, found: tuple):
     getter, args = found
     getattr_fallback = lookup_type_attr(type(obj), "__getattr__")
     if getattr_fallback is NULL:

@@ -96,8 +96,6 @@ class Runtime:
       unwound_exc, unwound: an exception and its traceback entries ``[(code, lineno), ...]``, innermost first:
         the interpreted frames it was raised in or passed through.
       propagating: the exception that last left an interpreted frame (so callers do not treat it as new).
-      attr_getter: while the ``load_attr`` callback runs for a LOAD_ATTR, ``(obj, name, getter)``: what
-        ``interpreted_getter(obj, name)`` gave for the read (Note [The getter an attribute read interpreted]); else None.
     """
 
     __slots__ = (
@@ -124,7 +122,6 @@ class Runtime:
         "unwound",
         "propagating",
         "done",
-        "attr_getter",
     )
 
     def __init__(self, fn_lookaside=None, callbacks: InterpreterCallbacks | None = None, record_history=False):
@@ -150,7 +147,6 @@ class Runtime:
         self.unwound: list = []
         self.propagating = None
         self.done = False
-        self.attr_getter = None
         if record_history:
             log: list = []
             self.log = log

@@ -11,7 +11,7 @@ from types import CellType
 from ..errors import DELETED, NULL
 from ..execution import call
 from ..opcodes import register_opcode_handler
-from ..protocols import load_attr_and_getter, property_store
+from ..protocols import load_attr, property_store
 
 _PY313 = sys.version_info >= (3, 13)
 
@@ -301,22 +301,17 @@ def DELETE_NAME(inst, frame):
 
 
 def _load_attr(frame, obj, name: str):
-    ctx = frame.ctx
     try:
-        v, getter = load_attr_and_getter(ctx, obj, name)
+        v = load_attr(frame.ctx, obj, name)
     except AttributeError:
-        missing = ctx.cb_missing_attr
+        missing = frame.ctx.cb_missing_attr
         found = NULL if missing is None else missing(obj, name)
         if found is NULL:
             raise
         return found
-    cb = ctx.cb_load_attr
+    cb = frame.ctx.cb_load_attr
     if cb is not None:
-        ctx.attr_getter = (obj, name, getter)  # Note [The getter an attribute read interpreted]
-        try:
-            v = cb(obj, name, v)
-        finally:
-            ctx.attr_getter = None
+        v = cb(obj, name, v)
     return v
 
 
