@@ -56,6 +56,7 @@ TEST_FILES: dict[str, str | None] = {
     "test_elementwise.py": None,
     "test_shape_ops.py": None,
     "test_reductions.py": None,
+    "test_torch_compile_executor.py": None,
 }
 # Lightning-thunder's test framework and the models its tests build, copied beside the test files.
 SUPPORT_FILES = (
@@ -77,6 +78,7 @@ ABSENT_ATTRIBUTES = {
     "thunder.core.transforms": {"check_bsym_for_vjp": "function", "trace_interpreter_skip_list": "list",
                                 "populate_grads": "function", "clear_grads": "function", "extract_grads": "function"},
     "thunder.torch": {"_torch_to_thunder_function_map": "dict", "_inplace_to_out_of_place": "dict"},
+    "thunder.executors.torch_compile": {"supported_ops": "value"},
 }
 
 _CONFTEST = """\
@@ -101,6 +103,18 @@ class _Absent(types.ModuleType):
 
         absent.__qualname__ = absent.__name__ = qualname
         return absent
+
+
+class _AbsentValue:
+    """A value absent from this project (a set, a table): any use of it fails with its name."""
+
+    def __init__(self, absent):
+        self._absent = absent
+
+    def _fail(self, *args):
+        self._absent()
+
+    __sub__ = __rsub__ = __iter__ = __contains__ = __len__ = __getitem__ = _fail
 
 
 class _LooseVersion:
@@ -161,7 +175,8 @@ def install_overlay(directory: pathlib.Path) -> None:
         for name, kind in names.items():
             if not hasattr(module, name):
                 absent = getattr(_Absent(module_name), name)
-                stand_in = {"function": absent, "decorator": _absent_decorator(absent), "list": [], "dict": {}}[kind]
+                stand_in = {"function": absent, "decorator": _absent_decorator(absent), "list": [], "dict": {},
+                            "value": _AbsentValue(absent)}[kind]  # fmt: skip
                 setattr(module, name, stand_in)
     try:
         import thunder.tests.opinfos  # noqa: F401

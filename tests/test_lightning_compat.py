@@ -312,3 +312,27 @@ def test_vjp_differentiates_keyword_arguments():
         torch.testing.assert_close((*grads[:2], grads[2]["z"]), expected_grads)
     _, grads = thunder.jit(vjp(lambda x: x * 2))((x,), (g1,))
     assert len(grads) == 1  # no keyword arguments: no dict
+
+
+def test_torch_compile_executors_by_lightning_thunders_names():
+    # lightning-thunder's test_torch_compile_executor.py imports torch_compile_ex, torch_compile_cat_ex and
+    # torch_compile_xentropy_ex from thunder.executors.torch_compile; litgpt lists "torchcompile_cat" by name. The
+    # last two take only CUDA tensors' ops (Note [Executors of a few ops]): on the CPU the torch executor runs all.
+    from thunder.executors.torch_compile import torch_compile_cat_ex, torch_compile_ex, torch_compile_xentropy_ex
+
+    assert thunder.extend.get_executor("torchcompile") is torch_compile_ex
+    assert thunder.extend.get_executor("torchcompile_cat") is torch_compile_cat_ex
+    assert thunder.extend.get_executor("torchcompile_xentropy") is torch_compile_xentropy_ex
+
+    def rope_and_loss(x, cos, labels):
+        half = x.shape[-1] // 2
+        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+        logits = (x * cos + rotated * cos).sum(1)
+        return torch.nn.functional.cross_entropy(logits, labels)
+
+    args = (torch.randn(3, 4, 6), torch.randn(3, 4, 6), torch.tensor([0, 5, 2]))
+    for executors in (["torchcompile_cat", "torchcompile_xentropy"], [torch_compile_ex]):
+        jitted = thunder.jit(rope_and_loss, executors=executors)
+        torch.testing.assert_close(jitted(*args), rope_and_loss(*args))
+        fused = "TorchCompile0" in str(thunder.last_traces(jitted)[-1])
+        assert fused == (executors == [torch_compile_ex])
