@@ -336,3 +336,23 @@ def test_torch_compile_executors_by_lightning_thunders_names():
         torch.testing.assert_close(jitted(*args), rope_and_loss(*args))
         fused = "TorchCompile0" in str(thunder.last_traces(jitted)[-1])
         assert fused == (executors == [torch_compile_ex])
+
+
+def test_thunder_torch_checkpoint_recomputes_its_region():
+    # lightning-thunder's test_torch_checkpoint calls thunder.torch.checkpoint(fn, x, y) (was: no such attribute):
+    # torch.utils.checkpoint.checkpoint without reentrancy; only the region's inputs are saved for the backward
+    def region(x, y):
+        return x.sin().cos().exp().mul(y)
+
+    def fn(x, y):
+        return thunder.torch.checkpoint(region, x, y)
+
+    x, y = torch.randn(2, 2, requires_grad=True), torch.randn(2, 2, requires_grad=True)
+    out = thunder.jit(fn)(x, y)
+    assert {t.data_ptr() for t in out.grad_fn.saved_tensors} == {x.data_ptr(), y.data_ptr()}
+    out.sum().backward()
+    x_ref, y_ref = x.detach().requires_grad_(), y.detach().requires_grad_()
+    expected = fn(x_ref, y_ref)  # eagerly, outside thunder.jit, too
+    expected.sum().backward()
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close((x.grad, y.grad), (x_ref.grad, y_ref.grad))
