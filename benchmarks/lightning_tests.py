@@ -11,9 +11,9 @@ own, stands in for it.
 
 A few modules they import are lightning-thunder internals this project does not have (``thunder.clang``,
 ``thunder.core.utils``, ``thunder.dynamo``, ...) or test-only packages that are not installed (``fdm``,
-``looseversion``). Each one absent here is replaced by a stand-in (``install_overlay``) whose attributes fail
-when used, naming what is missing, so a test that needs one fails alone instead of its whole file failing to
-import. Each test runs under a time limit (``--per-test-limit``).
+``looseversion``, ``lightning_utilities``). Each one absent here is replaced by a stand-in (``install_overlay``)
+whose attributes fail when used, naming what is missing, so a test that needs one fails alone instead of its whole
+file failing to import (the test-only packages' few functions the files call work). Each test runs under a time limit (``--per-test-limit``).
 
     python -m benchmarks.lightning_tests /path/to/lightning-thunder
     python -m benchmarks.lightning_tests /path/to/lightning-thunder --rev HEAD   # a bare mirror
@@ -69,6 +69,7 @@ STAND_INS = (
     "thunder.core.vjp_utils", "thunder.executors.utils", "thunder.dynamo",
     "thunder.dynamo.report", "thunder.dynamo.utils", "thunder.dynamo.compiler_graph_benchmark", "thunder.dynamo.benchmark_utils", "thunder.benchmarks", "thunder.benchmarks.utils", "thunder.dev_utils",
     "thunder.dev_utils.nvtx_profile_transform", "thunder.torch.custom_op", "thunder.executors.custom_op_ex", "fdm", "looseversion",
+    "lightning_utilities", "lightning_utilities.core", "lightning_utilities.core.imports",
 )  # fmt: skip
 
 # Lightning-thunder internals that the files read at import time from modules this project has: absent here,
@@ -170,6 +171,8 @@ def install_overlay(directory: pathlib.Path) -> None:
                 setattr(sys.modules[parent], child, module)
             if name == "looseversion":
                 module.LooseVersion = _LooseVersion
+            if name == "lightning_utilities.core.imports":
+                module.package_available = lambda package: not _absent(package)
     for module_name, names in ABSENT_ATTRIBUTES.items():
         module = importlib.import_module(module_name)
         for name, kind in names.items():
