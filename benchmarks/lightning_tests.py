@@ -151,6 +151,16 @@ class _LooseVersion:
         return hash(self.parts)
 
 
+def _compare_version(package: str, op, version: str, use_base_version: bool = False) -> bool:
+    """``lightning_utilities.compare_version``: ``op(installed version of package, version)``."""
+    from packaging.version import Version
+
+    installed = Version(importlib.import_module(package).__version__)
+    if use_base_version:
+        installed = Version(installed.base_version)
+    return op(installed, Version(version))
+
+
 def _absent(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is None
@@ -171,6 +181,8 @@ def install_overlay(directory: pathlib.Path) -> None:
                 setattr(sys.modules[parent], child, module)
             if name == "looseversion":
                 module.LooseVersion = _LooseVersion
+            if name == "lightning_utilities":
+                module.compare_version = _compare_version
             if name == "lightning_utilities.core.imports":
                 module.package_available = lambda package: not _absent(package)
     for module_name, names in ABSENT_ATTRIBUTES.items():
