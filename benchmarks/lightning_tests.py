@@ -11,9 +11,9 @@ own, stands in for it.
 
 A few modules they import are lightning-thunder internals this project does not have (``thunder.clang``,
 ``thunder.core.utils``, ``thunder.dynamo``, ...) or test-only packages that are not installed (``fdm``,
-``looseversion``). Each one absent here is replaced by a stand-in (``install_overlay``) whose attributes fail
-when used, naming what is missing, so a test that needs one fails alone instead of its whole file failing to
-import. Each test runs under a time limit (``--per-test-limit``).
+``looseversion``, ``lightning_utilities``). Each one absent here is replaced by a stand-in (``install_overlay``)
+whose attributes fail when used, naming what is missing, so a test that needs one fails alone instead of its whole
+file failing to import (the test-only packages' few functions the files call work). Each test runs under a time limit (``--per-test-limit``).
 
     python -m benchmarks.lightning_tests /path/to/lightning-thunder
     python -m benchmarks.lightning_tests /path/to/lightning-thunder --rev HEAD   # a bare mirror
@@ -56,6 +56,7 @@ TEST_FILES: dict[str, str | None] = {
     "test_elementwise.py": None,
     "test_shape_ops.py": None,
     "test_reductions.py": None,
+    "test_torch_compile_executor.py": None,
 }
 # Lightning-thunder's test framework and the models its tests build, copied beside the test files.
 SUPPORT_FILES = (
@@ -68,6 +69,7 @@ STAND_INS = (
     "thunder.core.vjp_utils", "thunder.executors.utils", "thunder.dynamo",
     "thunder.dynamo.report", "thunder.dynamo.utils", "thunder.dynamo.compiler_graph_benchmark", "thunder.dynamo.benchmark_utils", "thunder.benchmarks", "thunder.benchmarks.utils", "thunder.dev_utils",
     "thunder.dev_utils.nvtx_profile_transform", "thunder.torch.custom_op", "thunder.executors.custom_op_ex", "fdm", "looseversion",
+    "lightning_utilities", "lightning_utilities.core", "lightning_utilities.core.imports",
 )  # fmt: skip
 
 # Lightning-thunder internals that the files read at import time from modules this project has: absent here,
@@ -77,6 +79,7 @@ ABSENT_ATTRIBUTES = {
     "thunder.core.transforms": {"check_bsym_for_vjp": "function", "trace_interpreter_skip_list": "list",
                                 "populate_grads": "function", "clear_grads": "function", "extract_grads": "function"},
     "thunder.torch": {"_torch_to_thunder_function_map": "dict", "_inplace_to_out_of_place": "dict"},
+    "thunder.executors.torch_compile": {"supported_ops": "value"},
 }
 
 _CONFTEST = """\
@@ -101,6 +104,18 @@ class _Absent(types.ModuleType):
 
         absent.__qualname__ = absent.__name__ = qualname
         return absent
+
+
+class _AbsentValue:
+    """A value absent from this project (a set, a table): any use of it fails with its name."""
+
+    def __init__(self, absent):
+        self._absent = absent
+
+    def _fail(self, *args):
+        self._absent()
+
+    __sub__ = __rsub__ = __iter__ = __contains__ = __len__ = __getitem__ = _fail
 
 
 class _LooseVersion:
@@ -136,6 +151,16 @@ class _LooseVersion:
         return hash(self.parts)
 
 
+def _compare_version(package: str, op, version: str, use_base_version: bool = False) -> bool:
+    """``lightning_utilities.compare_version``: ``op(installed version of package, version)``."""
+    from packaging.version import Version
+
+    installed = Version(importlib.import_module(package).__version__)
+    if use_base_version:
+        installed = Version(installed.base_version)
+    return op(installed, Version(version))
+
+
 def _absent(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is None
@@ -156,12 +181,17 @@ def install_overlay(directory: pathlib.Path) -> None:
                 setattr(sys.modules[parent], child, module)
             if name == "looseversion":
                 module.LooseVersion = _LooseVersion
+            if name == "lightning_utilities":
+                module.compare_version = _compare_version
+            if name == "lightning_utilities.core.imports":
+                module.package_available = lambda package: not _absent(package)
     for module_name, names in ABSENT_ATTRIBUTES.items():
         module = importlib.import_module(module_name)
         for name, kind in names.items():
             if not hasattr(module, name):
                 absent = getattr(_Absent(module_name), name)
-                stand_in = {"function": absent, "decorator": _absent_decorator(absent), "list": [], "dict": {}}[kind]
+                stand_in = {"function": absent, "decorator": _absent_decorator(absent), "list": [], "dict": {},
+                            "value": _AbsentValue(absent)}[kind]  # fmt: skip
                 setattr(module, name, stand_in)
     try:
         import thunder.tests.opinfos  # noqa: F401

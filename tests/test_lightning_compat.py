@@ -287,3 +287,72 @@ def _outcome(fn, *args) -> tuple:
     except Exception as e:
         return (type(e),)
     return type(result), result
+
+
+# Round s21-ltests3: what the twenty-first session's run of lightning-thunder's test files found.
+
+
+def test_vjp_differentiates_keyword_arguments():
+    # lightning-thunder's test_transforms_vjp_2_2_kwarg: vjp(f)(primals, cotangents, z=z) failed (pullback took no
+    # keyword arguments); the gradients of keyword arguments come after the positional ones, as a dict by name
+    from thunder.core.transforms import vjp
+
+    def f(x, y, *, z, scale):
+        a = torch.asin(torch.add(0.2, torch.sin(x)))
+        return a + y * scale, a * z
+
+    x, y, z, g1, g2 = (torch.rand(2, 3, dtype=torch.float64) / 2 for _ in range(5))  # asin of at most 0.7
+    leaves = [t.clone().requires_grad_() for t in (x, y, z)]
+    expected_out = f(*leaves[:2], z=leaves[2], scale=3)
+    expected_grads = torch.autograd.grad(expected_out, leaves, (g1, g2))
+    for run in (vjp(f), thunder.jit(vjp(f))):
+        out, grads = run((x, y), (g1, g2), z=z, scale=3)
+        torch.testing.assert_close(out, expected_out)
+        assert len(grads) == 3 and set(grads[2]) == {"z", "scale"} and grads[2]["scale"] is None
+        torch.testing.assert_close((*grads[:2], grads[2]["z"]), expected_grads)
+    _, grads = thunder.jit(vjp(lambda x: x * 2))((x,), (g1,))
+    assert len(grads) == 1  # no keyword arguments: no dict
+
+
+def test_torch_compile_executors_by_lightning_thunders_names():
+    # lightning-thunder's test_torch_compile_executor.py imports torch_compile_ex, torch_compile_cat_ex and
+    # torch_compile_xentropy_ex from thunder.executors.torch_compile; litgpt lists "torchcompile_cat" by name. The
+    # last two take only CUDA tensors' ops (Note [Executors of a few ops]): on the CPU the torch executor runs all.
+    from thunder.executors.torch_compile import torch_compile_cat_ex, torch_compile_ex, torch_compile_xentropy_ex
+
+    assert thunder.extend.get_executor("torchcompile") is torch_compile_ex
+    assert thunder.extend.get_executor("torchcompile_cat") is torch_compile_cat_ex
+    assert thunder.extend.get_executor("torchcompile_xentropy") is torch_compile_xentropy_ex
+
+    def rope_and_loss(x, cos, labels):
+        half = x.shape[-1] // 2
+        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+        logits = (x * cos + rotated * cos).sum(1)
+        return torch.nn.functional.cross_entropy(logits, labels)
+
+    args = (torch.randn(3, 4, 6), torch.randn(3, 4, 6), torch.tensor([0, 5, 2]))
+    for executors in (["torchcompile_cat", "torchcompile_xentropy"], [torch_compile_ex]):
+        jitted = thunder.jit(rope_and_loss, executors=executors)
+        torch.testing.assert_close(jitted(*args), rope_and_loss(*args))
+        fused = "TorchCompile0" in str(thunder.last_traces(jitted)[-1])
+        assert fused == (executors == [torch_compile_ex])
+
+
+def test_thunder_torch_checkpoint_recomputes_its_region():
+    # lightning-thunder's test_torch_checkpoint calls thunder.torch.checkpoint(fn, x, y) (was: no such attribute):
+    # torch.utils.checkpoint.checkpoint without reentrancy; only the region's inputs are saved for the backward
+    def region(x, y):
+        return x.sin().cos().exp().mul(y)
+
+    def fn(x, y):
+        return thunder.torch.checkpoint(region, x, y)
+
+    x, y = torch.randn(2, 2, requires_grad=True), torch.randn(2, 2, requires_grad=True)
+    out = thunder.jit(fn)(x, y)
+    assert {t.data_ptr() for t in out.grad_fn.saved_tensors} == {x.data_ptr(), y.data_ptr()}
+    out.sum().backward()
+    x_ref, y_ref = x.detach().requires_grad_(), y.detach().requires_grad_()
+    expected = fn(x_ref, y_ref)  # eagerly, outside thunder.jit, too
+    expected.sum().backward()
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close((x.grad, y.grad), (x_ref.grad, y_ref.grad))

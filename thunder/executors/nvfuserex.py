@@ -20,7 +20,7 @@ from thunder.core.errors import ThunderRuntimeError
 from thunder.core.symbol import BoundSymbol
 from thunder.extend import FusionExecutor, register_executor
 
-__all__ = ["NvFuserExecutor", "ex"]
+__all__ = ["NvFuserExecutor", "ex", "nvfuserex"]
 
 
 class NvFuserExecutor(FusionExecutor):
@@ -37,3 +37,5 @@ class NvFuserExecutor(FusionExecutor):
 
 
 ex = register_executor(NvFuserExecutor("nvfuser"))
+# lightning-thunder's name for its nvFuser executor, None where nvFuser cannot run (as thunder.nvfuser_executor)
+nvfuserex = None

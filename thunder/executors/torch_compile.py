@@ -20,6 +20,7 @@ Layer: executors. Imports: core, extend, transforms, executors.torchex, executor
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import statistics
 import threading
@@ -33,6 +34,7 @@ from typing import Any
 import torch
 import torch.autograd.forward_ad as _forward_ad
 
+from thunder.core import prims
 from thunder.core.codegen import Printer, compile_source, replace_code, trace_source
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import DONT_DCE, IN_PLACE, UNFUSIBLE, BoundSymbol, Symbol
@@ -48,9 +50,10 @@ _SYMBOLIC_NUMBERS = (SymInt, SymFloat)
 
 
 class TorchCompileExecutor(FusionExecutor):
-    def __init__(self, name: str, *, background: bool):
+    def __init__(self, name: str, *, background: bool, only: Only | None = None):
         super().__init__(name)
         self.background = background
+        self.only = only
         # Until its regions are compiled they run torch's kernels, one per op, and a recomputation
         # is then a kernel more: a GPT-2 training step took 1.33x eager's time instead of 1.04x.
         self.rematerializes = not background
@@ -72,6 +75,7 @@ class TorchCompileExecutor(FusionExecutor):
         info = self.lookup_implementation(bsym.sym)
         return (
             info is not None
+            and (self.only is None or self.only.takes(bsym))
             and info.execution_transform is None
             and not self._symbolic(bsym)
             and not torchex.runs_direct_conv(bsym)
@@ -108,6 +112,8 @@ class TorchCompileExecutor(FusionExecutor):
         """One ``TorchCompileN`` fusion for ``region``; a single op is declined (torch runs it)."""
         if len(region.bound_symbols) < 2:
             return None
+        if self.only is not None and not any(b.sym.id in self.only.required for b in region.bound_symbols):
+            return None
         # What the compiled region runs: the torch executor's symbol for each op (an op of a fusion being cut in
         # two, as thunder.distributed's ZeRO-3 cuts the backward's at a gathered parameter's last read, has it already).
         ops = [
@@ -124,6 +130,37 @@ class TorchCompileExecutor(FusionExecutor):
                 bound_symbols=ops,
             )
         ]
+
+
+# Note [Executors of a few ops]
+# lightning-thunder's ``torchcompile_cat`` and ``torchcompile_xentropy`` (listed by name in programs written for it,
+# such as litgpt's, beside nvFuser) give Inductor only the regions nvFuser runs slowly: a region of a few ops on
+# CUDA tensors that holds a concatenation (rotary embeddings) or a cross-entropy. Elsewhere they take nothing, and
+# the executors after them in the list run the ops. The ops are named by this project's symbol ids.
+@dataclasses.dataclass(frozen=True)
+class Only:
+    """What an executor of a few ops takes (Note [Executors of a few ops]): ops whose id is in ``ops``, on CUDA
+    tensors only, in regions that hold one of ``required``."""
+
+    ops: frozenset
+    required: frozenset
+
+    def takes(self, bsym: BoundSymbol) -> bool:
+        return bsym.sym.id in self.ops and all(
+            a.device.type == "cuda" for a in bsym.flat_proxy_args if isinstance(a, TensorProxy)
+        )
+
+
+_CAT = frozenset({"torch.cat", prims.cat.id})
+_CROSS_ENTROPY = frozenset({"torch.log_softmax", "torch.nll_loss", "torch.cross_entropy"})
+_CAT_OPS = _CAT | {"torch.split", "torch.sum"} | {
+    p.id for p in (prims.add, prims.broadcast_in_dim, prims.convert_element_type, prims.full, prims.mul, prims.neg,
+                   prims.pad, prims.reshape, prims.slice_prim, prims.transpose, prims.div, prims.erf)
+}  # fmt: skip
+_CROSS_ENTROPY_OPS = _CROSS_ENTROPY | {"torch.sum", "torch.take_along_dim", "torch.contiguous"} | {
+    p.id for p in (prims.broadcast_in_dim, prims.convert_element_type, prims.div, prims.ne, prims.neg, prims.pad,
+                   prims.reshape, prims.slice_prim, prims.where)
+}  # fmt: skip
 
 
 # Note [Batch norm runs whole on the CPU]
@@ -659,3 +696,9 @@ ex = TorchCompileExecutor("torchcompile", background=False)
 register_executor(ex)
 background_ex = TorchCompileExecutor("torchcompile_background", background=True)
 register_executor(background_ex)
+cat_ex = TorchCompileExecutor("torchcompile_cat", background=False, only=Only(_CAT_OPS, _CAT))
+register_executor(cat_ex)
+xentropy_ex = TorchCompileExecutor("torchcompile_xentropy", background=False, only=Only(_CROSS_ENTROPY_OPS, _CROSS_ENTROPY))
+register_executor(xentropy_ex)
+# lightning-thunder's names
+torch_compile_ex, torch_compile_cat_ex, torch_compile_xentropy_ex = ex, cat_ex, xentropy_ex

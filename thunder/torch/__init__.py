@@ -7,6 +7,7 @@ Layer: language. Imports: core.
 """
 
 import torch
+import torch.utils.checkpoint
 from torch.overrides import resolve_name
 
 from thunder.core import proxies as _proxies
@@ -182,6 +183,12 @@ def _torch_function(func, args, kwargs):
 
 
 from thunder.core.dtypes import to_torch_dtype  # noqa: E402, F401  (lightning-thunder spells it thunder.torch.to_torch_dtype)
+
+
+def checkpoint(function, *args, **kwargs):
+    """lightning-thunder's ``thunder.torch.checkpoint``: ``torch.utils.checkpoint.checkpoint``, not reentrant, whose
+    region's results are recomputed in the backward instead of saved (Note [Activation checkpointing])."""
+    return torch.utils.checkpoint.checkpoint(function, *args, use_reentrant=False, **kwargs)
 
 _proxies.torch_function_handler = _torch_function
 register_symbol_table(torch_to_thunder_map)  # the tracer records torch calls as these symbols

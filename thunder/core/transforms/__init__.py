@@ -46,23 +46,34 @@ __all__ = [
 
 
 def vjp(fn: Callable) -> Callable:
-    """``vjp(fn)(primals, cotangents) -> (outputs, grads)``.
+    """``vjp(fn)(primals, cotangents, **kwargs) -> (outputs, grads)``.
 
     Args:
         fn: a function of tensors (and other values).
 
     Returns:
-        A function of ``primals`` (a sequence: ``fn``'s positional arguments) and ``cotangents``
-        (a sequence with one tensor per tensor of ``fn``'s output, in pytree order) that returns
-        ``fn(*primals)`` and the vector-Jacobian product: one gradient per primal (zeros for a
-        floating tensor the output does not depend on, None for a non-tensor).
+        A function of ``primals`` (a sequence: ``fn``'s positional arguments), ``cotangents``
+        (a sequence with one tensor per tensor of ``fn``'s output, in pytree order) and ``fn``'s
+        keyword arguments that returns ``fn(*primals, **kwargs)`` and the vector-Jacobian product:
+        one gradient per primal (zeros for a floating tensor the output does not depend on, None
+        for a non-tensor), then, when keyword arguments were given, a dict of theirs by name.
 
     See also: ``grad``, ``value_and_grad``.
     """
 
     @functools.wraps(fn)
-    def pullback(primals: Sequence, cotangents: Sequence):
-        return vjp_call(fn, tuple(primals), tuple(cotangents))
+    def pullback(primals: Sequence, cotangents: Sequence, **kwargs):
+        primals = tuple(primals)
+        if not kwargs:
+            return vjp_call(fn, primals, tuple(cotangents))
+        # The keyword arguments are differentiated as primals placed after the positional ones.
+        names, n = tuple(kwargs), len(primals)
+
+        def positional(*args):
+            return fn(*args[:n], **dict(zip(names, args[n:])))
+
+        out, grads = vjp_call(positional, primals + tuple(kwargs.values()), tuple(cotangents))
+        return out, (*grads[:n], dict(zip(names, grads[n:])))
 
     return pullback
 
