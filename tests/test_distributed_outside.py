@@ -73,6 +73,58 @@ def test_thunder_jit_of_torch_ddp_fails_clearly(tmp_path):
     run_workers(_jit_of_torch_ddp_worker, 2, tmp_path)
 
 
+class WithNorm(WithUnused):
+    """A BatchNorm (buffers torch DDP broadcasts from rank 0 before each training forward) and an unused layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(7)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.norm(self.fc1(x))))
+
+
+def _torch_ddp_of_jit_worker(rank, world):
+    for options in ({"find_unused_parameters": True}, {"static_graph": True, "gradient_as_bucket_view": True}):
+        torch.manual_seed(0)
+        base = WithNorm()
+        base.fc1.bias.requires_grad_(False)
+        base.norm.running_mean.fill_(float(rank))  # differs between ranks: rank 0's wins in every training forward
+        tm = DistributedDataParallel(thunder.jit(copy.deepcopy(base)), **options)
+        ref = DistributedDataParallel(copy.deepcopy(base), **options)
+        opts = [torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=0.1) for m in (tm, ref)]
+        for step in range(3):
+            if step == 1:  # a micro-batch accumulated without synchronizing
+                x, y = _batch(step + 10, rank)
+                with tm.no_sync(), ref.no_sync():
+                    F.mse_loss(tm(x), y).backward()
+                    F.mse_loss(ref(x), y).backward()
+            x, y = _batch(step, rank, rows=3 + 2 * rank)
+            loss, ref_loss = F.mse_loss(tm(x), y), F.mse_loss(ref(x), y)
+            loss.backward()
+            ref_loss.backward()
+            _close(loss, ref_loss, f"{options}: loss at step {step}")
+            for (name, p), q in zip(tm.named_parameters(), ref.parameters()):
+                if q.grad is None:
+                    assert p.grad is None or not p.grad.any(), f"{name}: a gradient where torch DDP has none"
+                else:
+                    _close(p.grad, q.grad, f"{options}: {name}.grad at step {step}")
+            for opt in opts:
+                opt.step()
+                opt.zero_grad()
+            for (name, b), c in zip(tm.named_buffers(), ref.buffers()):
+                _close(b, c, f"{options}: {name} after step {step}")
+        tm.eval()
+        ref.eval()
+        with torch.no_grad():
+            _close(tm(x), ref(x), f"{options}: eval")
+
+
+def test_torch_ddp_of_thunder_module_with_buffers_unused_params_and_no_sync(tmp_path):
+    # the order the error above recommends: torch DDP's hooks see the compiled module's gradients
+    run_workers(_torch_ddp_of_jit_worker, 2, tmp_path)
+
+
 # -- torch.distributed inside the jitted function ---------------------------------------------------------------
 
 
