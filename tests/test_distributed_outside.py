@@ -65,11 +65,17 @@ def _jit_of_torch_ddp_worker(rank, world):
 
     with pytest.raises(UnsupportedOpError, match="the submodule 'inner'"):
         thunder.jit(Outer())
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    sharded = FullyShardedDataParallel(WithUnused(), device_id=torch.device("cpu"), use_orig_params=True)
+    with pytest.raises(NotImplementedError, match=r"FullyShardedDataParallel.*thunder.distributed.fsdp\("):
+        thunder.jit(sharded)
 
 
 def test_thunder_jit_of_torch_ddp_fails_clearly(tmp_path):
     # Before: thunder.jit(DistributedDataParallel(model)) traced DDP's forward, whose native reducer preparation ran
     # only while tracing: from the second step on each rank kept its own gradients, silently (torch DDP averages).
+    # thunder.jit(FullyShardedDataParallel(model)) did not finish (its forward's native gathers ran while tracing).
     run_workers(_jit_of_torch_ddp_worker, 2, tmp_path)
 
 
