@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from thunder.core.errors import InternalError, ThunderValueError
+from thunder.core.errors import InternalError, ThunderValueError, UnsupportedOpError
 from thunder.core.provenance import dtensor_error, is_dtensor
 from thunder.core.symbol_lookup import bound_self, plain_attribute
 
@@ -63,6 +63,30 @@ PENDING_TRANSFORMS = "_thunder_pending_transforms"
 _WRAPPER_STATE = frozenset({"_model", "_options", "_variants", "_forward_fn"})
 
 
+# Note [thunder.jit of torch's DistributedDataParallel]
+# torch's DDP and FSDP (version 1) do their work in their ``forward``, outside the tensors: DDP's prepares the C++
+# gradient reducer for the backward (``reducer.prepare_for_backward``) and FSDP's unshards its flat parameters. A trace
+# runs those native calls once, while tracing; a cached call does not, so from the second step on DDP's gradients were
+# each rank's own, not averaged: silently wrong. So ``thunder.jit`` refuses them, as lightning-thunder does (its error
+# says the same), naming what works: torch's wrapper around the compiled module, or thunder's own transforms.
+def _refuse_torch_data_parallel(model: torch.nn.Module) -> None:
+    """Raises UnsupportedOpError where ``model`` is (or holds) torch's DistributedDataParallel or FSDP (version 1)."""
+    for name, m in model.named_modules():
+        cls = type(m)
+        if isinstance(m, torch.nn.parallel.DistributedDataParallel):
+            instead = "DistributedDataParallel(thunder.jit(model)), or thunder.distributed.ddp(thunder.jit(model))"
+        elif cls.__name__ == "FullyShardedDataParallel" and cls.__module__.startswith("torch.distributed.fsdp"):
+            instead = "thunder.distributed.fsdp(thunder.jit(model))"
+        else:
+            continue
+        where = f"the submodule {name!r}" if name else "the module"
+        raise UnsupportedOpError(
+            f"thunder.jit of torch's {cls.__name__} ({where}) is not supported: its forward prepares the gradient "
+            "synchronization natively, which a cached trace would not run again. Compile the module first and then "
+            f"wrap it: {instead}"
+        )
+
+
 class ThunderModule(torch.nn.Module):
     """A compiled ``nn.Module``; attribute access is forwarded to the original module."""
 
@@ -89,6 +113,7 @@ class ThunderModule(torch.nn.Module):
         for name, p in model.named_parameters():
             if is_dtensor(p):
                 raise dtensor_error(f"thunder.jit: the parameter {name!r}")
+        _refuse_torch_data_parallel(model)
         self._model = model
         # The original module's own parameter and buffer dicts, shared (Note [Attributes set on a compiled module]).
         self.__dict__["_parameters"], self.__dict__["_buffers"] = model._parameters, model._buffers

@@ -84,6 +84,15 @@ GRADIENT = (
 )
 
 
+# torch.distributed's calls that take no traced tensor (a barrier, the object collectives) ran natively while tracing:
+# a cached call skipped them (rank 0 no longer waited at the barrier), and an object the other ranks sent became a
+# constant of the trace. (Tensor collectives stop tracing at the proxy: the call runs eagerly.)
+DISTRIBUTED = (
+    "a trace would run it once, while tracing: a cached call would neither synchronize with the other ranks nor "
+    "receive what they send then. Call it outside the jitted function; to average gradients over the ranks, use "
+    "thunder.distributed.ddp or fsdp, which put the collectives in the trace."
+)
+
 # torch's defaults for factories: changed while tracing only, later calls kept the old default, and the factories
 # after the change ran with the caller's default (``torch.ones(2)`` float32 where eager's is float64)
 DEFAULTS = (

@@ -69,6 +69,7 @@ from thunder.core.refusals import (
     ARRAY_LIKE,
     CACHE_STATE,
     DEFAULTS,
+    DISTRIBUTED,
     GRADIENT,
     MASKED,
     NESTED,
@@ -231,6 +232,15 @@ _UNREAD = object()
 # never run.
 
 
+def _distributed_untraced() -> tuple[Callable, ...]:
+    """torch.distributed's calls that take no tensor, which would run once while tracing (refusals.DISTRIBUTED)."""
+    if not torch.distributed.is_available():
+        return ()
+    names = ("barrier", "monitored_barrier", "all_gather_object", "broadcast_object_list", "gather_object",
+             "scatter_object_list", "send_object_list", "recv_object_list")  # fmt: skip
+    return tuple(getattr(torch.distributed, n) for n in names if hasattr(torch.distributed, n))
+
+
 class SpecialCallsMixin:
     """``Tracer``'s lookaside: the callables it handles itself."""
 
@@ -287,6 +297,7 @@ class SpecialCallsMixin:
                         (torch.set_default_device, "set_default_device"),
                     )),
                     (torch.cond, "torch.cond", TRANSFORM),
+                    *((fn, f"torch.distributed.{fn.__name__}", DISTRIBUTED) for fn in _distributed_untraced()),
                 )
             },
             **{

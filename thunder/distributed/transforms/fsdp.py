@@ -87,6 +87,7 @@ def fsdp(
     sharding_strategy: FSDPType = FSDPType.ZERO2,
     bucketing_strategy: FSDPBucketingStrategy = FSDPBucketingStrategy.NONE,
     process_group: dist.ProcessGroup | None = None,
+    move_state_dict_to_cpu: bool | None = None,
 ) -> torch.nn.Module:
     """Shards ``model``'s parameters over the processes of ``process_group`` (Note [Sharding]).
 
@@ -99,6 +100,8 @@ def fsdp(
             per block of a ``ModuleList`` (BLOCK) (Note [Buckets]), or chosen from the program (AUTO: consecutive
             parameters share a collective where that keeps the peak of gathered parameters, Note [Automatic buckets]).
         process_group: the ranks that share the model (default: all).
+        move_state_dict_to_cpu: ``original_state_dict()`` moves each gathered parameter to the CPU as soon as it is
+            gathered (None, the default: keep it on the parameter's device), as lightning-thunder's option does.
 
     Returns:
         ``model`` itself, its parameters now the local shards. ``ThunderModule.original_state_dict()`` gathers
@@ -125,6 +128,7 @@ def fsdp(
     keys = _bucket_keys(original, bucketing_strategy)
     shapes = _shard_module(original, group, keys)
     transform = FSDPTransform(group, shapes, sharding_strategy, bucketing_strategy, keys)
+    transform.move_state_dict_to_cpu = bool(move_state_dict_to_cpu)
     dist_prims.register_gradient_group(transform.group_key)
     transform.module = weakref.ref(original)  # AUTO lays the shards of its buckets out together (_lay_out)
     return attach(model, transform, "fsdp")
@@ -328,6 +332,7 @@ class FSDPTransform(Transform):
         self._without_sync: FSDPTransform | None = None
         self.module: weakref.ref | None = None  # the sharded module (AUTO lays out its buckets' shards)
         self._compile = PerCompile()
+        self.move_state_dict_to_cpu = False  # original_state_dict()'s gathered tensors go to the CPU
 
     def without_sync(self) -> FSDPTransform:
         """This transform with no reduce-scatter: what ``no_sync()`` compiles with (Note [no_sync under fsdp])."""
@@ -474,7 +479,7 @@ class FSDPTransform(Transform):
             shard = value.detach()
             full = shard.new_empty((shard.shape[0] * self.world_size, *shard.shape[1:]))
             dist_prims.all_gather_tensor(full, shard.contiguous(), group=self.group)
-            out[key] = full[: shape[0]].clone()
+            out[key] = full[: shape[0]].to("cpu", copy=True) if self.move_state_dict_to_cpu else full[: shape[0]].clone()
         return out
 
     def transform_state_dict_for_submodule(self, model, submodule_name: str, state_dict: dict) -> dict:
