@@ -40,6 +40,11 @@ export function entryView(model: TraceDocument, entry: number | null): TraceDocu
   };
 }
 
+/** `label` with a shape kept on one line (`i64[1, 8]` never wraps after its comma). */
+function unbroken(label: string): string {
+  return label.replace(/\[[^\]]*\]/g, (shape) => shape.replace(/ /g, "\u00a0"));
+}
+
 /** `4 cache hits · compiled in 214 ms`: what a user weighs entries by. */
 export function entryStats(item: CacheEntry): string {
   const parts: string[] = [];
@@ -87,7 +92,7 @@ export function entryPicker(
         "aria-pressed": String(i === shown),
         title,
       },
-      h(doc, "span", { class: "tx-entry-label" }, item.label),
+      h(doc, "span", { class: "tx-entry-label" }, unbroken(item.label)),
       h(
         doc,
         "span",
