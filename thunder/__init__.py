@@ -188,7 +188,7 @@ class _Jitted:
 
     __slots__ = (
         "cd", "cs", "cache", "last_entry", "lock", "miss_reasons", "warned_recompiles", "ran_setup", "last_inputs",
-        "draws_with_outcomes", "shape_history", "fn", "dispatch_code", "previous_entry", "try_previous",
+        "draws_with_outcomes", "shape_history", "fn", "dispatch_code", "previous_entry", "try_previous", "hits_mark",
         "__weakref__",
     )  # fmt: skip
 
@@ -199,6 +199,7 @@ class _Jitted:
         self.last_entry: CacheEntry | None = None
         self.previous_entry: CacheEntry | None = None  # Note [The entry used before is tried next]
         self.try_previous = True  # (it is, until it misses; then again once the lookup finds it)
+        self.hits_mark = 0  # the function's hits when the last entry became the last (Note [Cache hits of each entry])
         self.lock = threading.RLock()
         self.miss_reasons: collections.deque[CacheMissReason] = collections.deque(maxlen=MISS_REASONS_KEPT)
         self.warned_recompiles = False
@@ -212,11 +213,22 @@ class _Jitted:
         self.fn: weakref.ref | None = None  # the jitted function, whose code ``install_hot_code`` sets
         self.dispatch_code: Any = None  # its code when it runs no fused prologue as its own
 
+    # Note [Cache hits of each entry]
+    # The explorer says how many calls each entry ran (``generate``: one prefill, then every decoding step), but the
+    # hot path counts only the function's hits: a counter of its own entry would cost it a call. Every hit between two
+    # changes of the last entry is the last entry's, since a hit of another entry makes that one the last (``use``),
+    # so ``use`` settles the hits counted since the last change on the entry it replaces (``CacheEntry.hits`` adds
+    # those of the current last entry). The slow path therefore counts a hit after ``use``: it is the new entry's.
+    # Threads that call one function with inputs of different entries at once may credit a hit to the wrong entry.
     def use(self, entry: CacheEntry) -> None:
         """Makes ``entry`` the one the hot path tries first, and the last one the one tried next."""
         last = self.last_entry
         if last is not entry:
             self.previous_entry = last if last is not None and last.tried_next and self.dispatch_code else None
+            hits = self.cs.hits.value
+            if last is not None:
+                last.settled_hits += hits - self.hits_mark
+            self.hits_mark = hits
         self.last_entry = entry
         self.install_hot_code()
 
@@ -243,9 +255,9 @@ class _Jitted:
             entry.misses.take()  # (it holds the prologue's frame) the lookup runs the entry's prologue again if keyed
             self.try_previous = False
             return MISS
-        next(self.cs.hits.count)
         self.cache.touch(entry)
         self.use(entry)
+        next(self.cs.hits.count)  # after ``use``: the new last entry's hit (Note [Cache hits of each entry])
         return result
 
     def install_hot_code(self) -> None:
@@ -399,7 +411,6 @@ class _Jitted:
                 if found is None:  # the computation runs outside the lock
                     return _first_run(entry, inputs, before)
             entry, inputs = found
-            next(self.cs.hits.count)
             self.cache.touch(entry)
             fuser = entry.fuser
             if fuser is not None and fuser.fused is None:
@@ -408,6 +419,7 @@ class _Jitted:
                 if entry is self.previous_entry:  # calls alternate between two entries
                     self.try_previous = True
                 self.use(entry)
+            next(self.cs.hits.count)  # after ``use`` (Note [Cache hits of each entry])
             return _run(entry, inputs)
         with self.lock:
             found = self._lookup_again(option, args, kwargs, outcomes)

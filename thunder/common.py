@@ -176,6 +176,17 @@ class CacheEntry:
     misses: Any = None  # the fused prologue's last rejection per thread (thunder.cache_diagnostics.MissRecord)
     fuser: Any = None  # what makes ``run`` from the prologue and the computation (thunder.entry_run.FusedWhenReused)
     owner: Any = None  # a weak reference to the jitted function's state whose cache holds it (thunder._Jitted)
+    compile_ms: float = 0.0  # its compilation (tracing, passes, codegen), as ``CompileStats.last_compile_ms`` said then
+    settled_hits: int = 0  # its hits while it was not the last entry used (Note [Cache hits of each entry])
+
+    @property
+    def hits(self) -> int:
+        """The calls this entry ran that found it in the cache (the call that compiled it is a miss), counted
+        exactly when one thread calls the function (Note [Cache hits of each entry] in ``thunder``)."""
+        owner = self.owner() if self.owner is not None else None
+        if owner is None or owner.last_entry is not self:
+            return self.settled_hits
+        return self.settled_hits + owner.cs.hits.value - owner.hits_mark
 
 
 class AtomicCounter:

@@ -547,7 +547,7 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
     # after a failure, no per-call draws of a prologue that may miss (Note [The entry used before is tried next]).
     entry.tried_next = not entry.outcomes and not entry.rerun_on_failure and not draws_per_call(entry)
     cs.last_trace_tracing_ms = computation.provenance.ms
-    cs.last_compile_ms = (time.perf_counter_ns() - start) / 1e6
+    cs.last_compile_ms = entry.compile_ms = (time.perf_counter_ns() - start) / 1e6
     cs.total_compile_ms += cs.last_compile_ms
     cs.last_traces = traces
     cs.last_prologue_traces = prologue_traces

@@ -53,6 +53,7 @@ __all__ = [
     "DocumentError",
     "steps_from_traces",
     "steps_from_jitted",
+    "steps_of_compilation",
     "diff",
     "document",
     "validate_document",
@@ -280,10 +281,13 @@ class _Groups:
 
 
 class _StepBuilder:
-    def __init__(self, trace, kind: str, index: int, prev: _StepIndex | None, inherit: bool, facts, groups):
+    def __init__(
+        self, trace, kind: str, index: int, prev: _StepIndex | None, inherit: bool, facts, groups, entry: int | None
+    ):
         self.trace = trace
         self.kind = kind
         self.index = index
+        self.entry = entry
         self.prev = prev
         self.inherit = inherit and prev is not None
         self.facts = facts
@@ -397,7 +401,8 @@ class _StepBuilder:
             self.nodes.append(node)
         edges, inner_edges = self._edges(inner)
         return {
-            "id": f"s{self.index}",
+            "id": f"s{self.index}" if self.entry is None else f"e{self.entry}s{self.index}",
+            **({} if self.entry is None else {"entry": self.entry}),
             "index": self.index,
             "kind": self.kind,
             "pass": pass_name,
@@ -581,9 +586,10 @@ def _unique(items: Iterable[str]) -> list[str]:
 class _DocumentState:
     """Shared by the steps of one document: caches and group ids."""
 
-    def __init__(self):
+    def __init__(self, entry: int | None = None):
         self.facts = _Facts()
         self.groups = _Groups()
+        self.entry = entry  # the cache entry the steps are of, in a document of several (their ids say it)
 
 
 @contextlib.contextmanager
@@ -610,7 +616,7 @@ def _steps(
     prev = after
     for i, trace in enumerate(traces):
         provenance = trace.provenance
-        builder = _StepBuilder(trace, kind, start_index + i, prev, i > 0, state.facts, state.groups)
+        builder = _StepBuilder(trace, kind, start_index + i, prev, i > 0, state.facts, state.groups, state.entry)
         step = builder.build(
             provenance.pass_name if provenance is not None else "",
             float(provenance.ms) if provenance is not None else 0.0,
@@ -639,14 +645,24 @@ def steps_from_jitted(jf) -> list[dict]:
     """
     import thunder
 
-    state = _DocumentState()
+    return steps_of_compilation(
+        thunder.last_prologue_traces(jf), thunder.last_traces(jf), thunder.last_backward_traces(jf)
+    )
+
+
+def steps_of_compilation(
+    prologue_traces: Sequence, computation_traces: Sequence, backward_traces: Sequence, *, entry: int | None = None
+) -> list[dict]:
+    """The steps of one compilation (``steps_from_jitted``'s, or a cache entry's traces); ``entry``: the index of
+    its cache entry in a document of several entries, which each step then carries (its id too: ``e1s3``)."""
+    state = _DocumentState(entry)
     forward_indices: list[_StepIndex] = []
     with _no_gc():
-        prologue, _ = _steps(thunder.last_prologue_traces(jf), "prologue", 0, None, state)
-        computation, _ = _steps(thunder.last_traces(jf), "computation", len(prologue), None, state, forward_indices)
+        prologue, _ = _steps(prologue_traces, "prologue", 0, None, state)
+        computation, _ = _steps(computation_traces, "computation", len(prologue), None, state, forward_indices)
         start = len(prologue) + len(computation)
         forward = _combined_index(forward_indices) if forward_indices else None
-        backward, _ = _steps(thunder.last_backward_traces(jf), "backward", start, forward, state)
+        backward, _ = _steps(backward_traces, "backward", start, forward, state)
     return prologue + computation + backward
 
 
@@ -737,7 +753,8 @@ def document(
 ) -> dict:
     """The trace document (schema ``thunder-trace`` version 1) of one explorer session; ``autograd``: why torch's
     autograd records the backward instead of thunder's backward traces, if it does; ``entries``: the cache
-    entries' inputs and which one the steps show, when there are several."""
+    entries, when there are several, and which one the explorer opens on (``steps`` then holds the steps of each
+    entry that carries them, in turn)."""
     doc = {
         "schema": SCHEMA,
         "version": VERSION,
@@ -801,6 +818,7 @@ _STEP = {
     "id": str, "index": int, "kind": str, "pass": str, "ms": _NUM, "source": str, "nodes": list,
     "edges": list, "groups": list, "inputs": list, "outputs": list, "diff": (dict, _NULL),
 }  # fmt: skip
+_ENTRY = {"label": str, "inputs": str, "symbolic": bool, "hits": int, "compile_ms": _NUM, "steps": bool}
 _DIFF = {"previous": str, "added": list, "removed": list, "rewritten": list, "fused": dict, "unchanged": int}
 _RUN = {
     "id": str, "executors": list, "median_ms": (int, float, _NULL), "repeats": int, "compile_ms": (int, float, _NULL),
@@ -835,15 +853,29 @@ def validate_document(doc: Any, *, check_json: bool = True) -> None:
     if doc.get("executors") is not None:
         _fields(doc["executors"], "document.executors", _EXECUTORS)
     _check(doc.get("autograd") is None or isinstance(doc["autograd"], str), "document.autograd", "expected a string")
-    if doc.get("entries") is not None:
-        _fields(doc["entries"], "document.entries", {"inputs": list, "shown": (int, _NULL)})
+    entries = doc.get("entries")
+    if entries is not None:
+        _fields(entries, "document.entries", {"items": list, "shown": (int, _NULL)})
+        for i, item in enumerate(entries["items"]):
+            _fields(item, f"document.entries.items[{i}]", _ENTRY)
     steps = doc["steps"]
     _check(len(steps) <= LIMITS["steps"], "document.steps", f"more than {LIMITS['steps']} steps")
     last_of_kind: dict[str, str] = {}
     step_ids: set[str] = set()
+    entry, first_of_entry, seen_entries = None, 0, set()
     for i, step in enumerate(steps):
         where = f"steps[{i}]"
-        _validate_step(step, where, i)
+        if step.get("entry") != entry:  # the steps of one entry follow each other (Note [Steps of each cache entry])
+            entry, first_of_entry, last_of_kind = step.get("entry"), i, {}
+            _check(entry not in seen_entries, f"{where}.entry", "the steps of an entry must follow each other")
+            seen_entries.add(entry)
+            _check(
+                entries is not None and isinstance(entry, int) and 0 <= entry < len(entries["items"]),
+                f"{where}.entry",
+                "expected the index of an item of document.entries (and no entry without them)",
+            )
+            _check(entries["items"][entry]["steps"], f"{where}.entry", "the entry says it carries no steps")
+        _validate_step(step, where, i - first_of_entry)
         _check(step["id"] not in step_ids, f"{where}.id", f"duplicate step id {step['id']!r}")
         step_ids.add(step["id"])
         previous = last_of_kind.get(step["kind"])

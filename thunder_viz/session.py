@@ -39,6 +39,7 @@ import thunder
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_map
 from thunder.core.symbol import notebook_cell
+from thunder.core.symbolic import SymInt
 from thunder.examine import fusion_status
 
 __all__ = ["ErrorInfo", "Run", "Session", "UserFrame", "compare_leaves", "compare_outputs", "session_for", "tolerance_of"]
@@ -656,11 +657,24 @@ class Session:
         return graph.steps_from_jitted(self.jitted)
 
     def to_document(self, *, interactive: bool | None = None, reason: str | None = None) -> dict:
-        """The JSON document of ``docs/trace-schema.md`` for this session."""
+        """The JSON document of ``docs/trace-schema.md`` for this session: with several cache entries, the steps
+        of each (Note [Steps of each cache entry])."""
         from thunder_viz import graph
         from thunder_viz.profile import last_profile
 
-        steps = self.steps()
+        entries, shown = self._entries()
+        if shown is None:  # one entry, or the last compilation failed: its steps as far as it got
+            steps = shown_steps = self.steps()
+        else:
+            steps, shown_steps = [], []
+            for j in _entries_with_steps(len(entries), shown):
+                entry = entries[j]
+                made = graph.steps_of_compilation(
+                    _prologue_traces(entry), entry.computation_traces, entry.backward_traces, entry=j
+                )
+                steps += made
+                if j == shown:
+                    shown_steps = made
         profile = last_profile(self.jitted)
         return graph.document(
             title=self.title,
@@ -668,24 +682,23 @@ class Session:
             runs=[run.to_json() for run in self.runs],
             executors=self.executors_json(interactive=interactive, reason=reason),
             error=None if self.error is None else self.error.to_json(),
-            profile=None if profile is None else profile.to_json(steps),
+            profile=None if profile is None else profile.to_json(shown_steps),
             autograd=self.autograd_fallback(),
-            entries=self.entries_json(),
+            entries=_entries_json(entries, shown, steps) if len(entries) > 1 else None,
         )
 
-    def entries_json(self) -> dict | None:
-        """The document's ``entries``: what each cache entry was compiled for (its inputs, not the module's
-        parameters) and which one the steps show, the last compiled (``generate`` compiles a prefill entry,
-        then one for every decoding step, and the steps are the decoding entry's); None with one entry."""
+    def _entries(self) -> tuple[list, int | None]:
+        """The cache entries (least recently used first) and the index of the one the last compilation made (None
+        with one entry, or when the last compilation failed)."""
         try:
             entries = thunder.compile_stats(self.jitted).entries
             last = thunder.last_traces(self.jitted)[-1]
         except (TypeError, IndexError):  # never compiled
-            return None
+            return [], None
         if len(entries) < 2:
-            return None
+            return entries, None
         shown = next((i for i, e in enumerate(entries) if e.computation_traces and e.computation_traces[-1] is last), None)
-        return {"inputs": [_entry_inputs(e) for e in entries], "shown": shown}
+        return entries, shown
 
     def autograd_fallback(self) -> str | None:
         """Why torch's autograd records the backward of the last compilation instead of thunder's backward traces
@@ -696,15 +709,81 @@ class Session:
             return None
 
 
-def _entry_inputs(entry: Any) -> str:
-    """A cache entry's tensor and number inputs as its first computation trace prints them
-    (``input_ids: cpu i64[1, 8], ...``), the module's parameters left out."""
+# Note [Steps of each cache entry]
+# ``generate`` compiles a prefill entry, then a decoding entry whose cache length is symbolic; the last compiled is
+# what thunder.last_traces gives, but a user asks as much why the prefill is slow. So a document of several entries
+# holds the steps of each, one entry after the other, each step naming its entry (``entry``, and its id: ``e1s3``),
+# and the explorer shows one entry at a time, the last compiled first, with a picker. The steps are built from each
+# entry's own traces (``CacheEntry.computation_traces``), never from the last compilation's. Only the last compiled
+# entry and the most recently used others, ``ENTRIES_WITH_STEPS`` in all, carry their steps (a function called with
+# many shapes would make a document as many times the size); the others are listed, with their inputs and counts.
+# A profile measures the last compiled entry, so it goes with that entry's steps.
+ENTRIES_WITH_STEPS = 4
+_CACHE_NAME = re.compile(r"cache|past_key", re.IGNORECASE)  # Hugging Face's cache tensors: cache_layers_0_keys
+
+
+def _entries_with_steps(n: int, shown: int) -> list[int]:
+    """The entries whose steps the document carries, in cache order (Note [Steps of each cache entry])."""
+    recent = [j for j in range(n - 1, -1, -1) if j != shown][: ENTRIES_WITH_STEPS - 1]
+    return sorted([shown, *recent])
+
+
+def _prologue_traces(entry: Any) -> list:
+    """An entry's prologue traces, its executed prologue made if it was not yet (as thunder.last_prologue_traces
+    does for the last compilation: Note [The executed prologue is made when needed] in thunder.entry_run)."""
+    executed = getattr(entry.fuser, "prologue", None)
+    if callable(executed):
+        executed()
+    return entry.prologue_traces
+
+
+def _entry_values(entry: Any) -> list:
+    """An entry's tensor and number inputs as its first computation trace has them, the module's parameters left out."""
     trace = entry.computation_traces[0]
-    values = [a for a in trace.args if isinstance(a, (TensorProxy, NumberProxy)) and a.name not in trace.input_paths]
+    return [a for a in trace.args if isinstance(a, (TensorProxy, NumberProxy)) and a.name not in trace.input_paths]
+
+
+def _entries_json(entries: Sequence, shown: int | None, steps: Sequence[dict]) -> dict:
+    """The document's ``entries``: each entry's label (``prefill: input_ids i64[1, 8]``), inputs, cache hits and
+    compile time, whether the document carries its steps, and the one the explorer opens on."""
     from thunder_viz.graph import type_text
 
-    text = ", ".join(f"{a.name}: {type_text(a) if isinstance(a, TensorProxy) else a.type_string()}" for a in values)
-    return (text or "no tensor inputs") + (" (symbolic: other values of the named sizes run it too)" if entry.symbolic else "")
+    carried = {s.get("entry") for s in steps}
+    values = [_entry_values(e) for e in entries]
+    generation = any(_CACHE_NAME.search(v.name) for vs in values for v in vs)
+    items = []
+    for j, (entry, vs) in enumerate(zip(entries, values)):
+        text = ", ".join(f"{a.name}: {type_text(a) if isinstance(a, TensorProxy) else a.type_string()}" for a in vs)
+        symbolic = " (symbolic: other values of the named sizes run it too)" if entry.symbolic else ""
+        items.append({
+            "label": _entry_label(j, vs, generation),
+            "inputs": (text or "no tensor inputs") + symbolic,
+            "symbolic": bool(entry.symbolic),
+            "hits": entry.hits,
+            "compile_ms": round(entry.compile_ms, 3),
+            "steps": j in carried,
+        })  # fmt: skip
+    return {"items": items, "shown": shown}
+
+
+def _entry_label(j: int, values: Sequence, generation: bool) -> str:
+    """What tells an entry from the others at a glance: in a generation, ``prefill: input_ids i64[1, 8]`` or
+    ``decode: input_ids i64[1, 1], cache length symbolic`` (an entry with cache tensors among its inputs decodes);
+    otherwise ``entry 2: x f32[5, 3]``. A symbolic size shows by its name."""
+    from thunder_viz.graph import type_text
+
+    def short(a: Any) -> str:
+        return f"{a.name} {type_text(a).split(' ', 1)[1]}" if isinstance(a, TensorProxy) else f"{a.name} {a.type_string()}"
+
+    cache = [a for a in values if isinstance(a, TensorProxy) and _CACHE_NAME.search(a.name)]
+    parts = [short(a) for a in values if not any(a is c for c in cache)]
+    if cache:
+        lengths = {d.expr if isinstance(d, SymInt) else str(d) for a in cache if a.ndim >= 2 for d in a.shape[-2:-1]}
+        symbolic = any(isinstance(d, SymInt) for a in cache for d in a.shape)
+        length = "symbolic" if symbolic else ", ".join(sorted(lengths)) or "?"
+        parts.append(f"cache length {length}")
+    role = ("decode" if cache else "prefill") if generation else f"entry {j + 1}"
+    return f"{role}: {', '.join(parts) or 'no tensor inputs'}"
 
 
 def _record_statistics(run: Run, jitted: Any) -> None:

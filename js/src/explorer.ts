@@ -39,6 +39,7 @@ import { moduleCostText, nodeCostLine } from "./profile-view";
 import { ProfilePane, profiledStep } from "./profile-pane";
 import { SourcePane } from "./source-pane";
 import { overlaps, type Overlap } from "./collectives";
+import { canShow, entryPicker, entryView } from "./entries";
 import { fillStepItem, gradientNodes, StepRelations, stepListItems, stepMeta } from "./steps";
 
 const NO_CELLS: StepLayout = { ids: [], layer: new Int32Array(0), col: new Int32Array(0) };
@@ -60,6 +61,10 @@ class Explorer {
   private readonly errorSlot: HTMLElement;
   private readonly body: HTMLElement;
   private readonly stepList: HTMLElement;
+  /** The cache entry picker, above the steps (entries.ts); empty with one entry. */
+  private readonly entrySlot: HTMLElement;
+  /** The cache entry shown (an index of `entries.items`); null with one entry. */
+  private entry: number | null = null;
   private readonly stepHeader: HTMLElement;
   private readonly diffSlot: HTMLElement;
   /** Whether the diff's lists are open (kept from step to step). */
@@ -159,6 +164,7 @@ class Explorer {
       role: "listbox",
       "aria-label": "compilation steps",
     });
+    this.entrySlot = h(doc, "div", { class: "tx-entry-slot" });
     this.stepHeader = h(doc, "div", { class: "tx-step-header" });
     this.diffSlot = h(doc, "div", { class: "tx-diff-slot" });
     this.sourceEl = h(doc, "div", {
@@ -184,6 +190,7 @@ class Explorer {
         doc,
         "nav",
         { class: "tx-steps", "aria-label": "steps" },
+        this.entrySlot,
         h(doc, "h4", {}, "Steps"),
         this.stepList,
         this.graph.minimap.el,
@@ -275,8 +282,15 @@ class Explorer {
   }
 
   private setDocument(full: TraceDocument): void {
+    if (full !== this.fullModel) {
+      // a new document (a rerun): the same entry if it has it (by label), else the last compiled
+      const label = this.entry === null ? null : this.fullModel?.entries?.items[this.entry]?.label;
+      const same = full.entries?.items.findIndex((e) => e.label === label) ?? -1;
+      this.entry = same >= 0 && canShow(full, same) ? same : (full.entries?.shown ?? null);
+    }
     this.fullModel = full;
-    const model = this.showPlumbing ? full : withoutPlumbing(full);
+    const view = entryView(full, this.entry);
+    const model = this.showPlumbing ? view : withoutPlumbing(view);
     this.model = model;
     this.rel = new StepRelations(model.steps);
     this.body.hidden = false;
@@ -286,6 +300,12 @@ class Explorer {
     this.layouts = new StepLayouts(model.steps);
     this.pending = new Set(model.executors?.selected ?? []);
     this.renderStepList();
+    this.entrySlot.replaceChildren(
+      ...[entryPicker(this.doc, full, this.entry, (i) => this.showEntry(i))].filter(
+        (e) => e !== null,
+      ),
+    );
+    setAttrs(this.root, { "data-entry": this.entry });
     this.errorSlot.replaceChildren(
       ...(model.error ? [errorBox(this.doc, model.error, model.steps.length)] : []),
     );
@@ -307,6 +327,30 @@ class Explorer {
     this.hadProfile = profiled >= 0;
     this.showStep(Math.min(this.stepIndex, Math.max(0, model.steps.length - 1)));
     this.readAhead();
+  }
+
+  /**
+   * Shows the steps of cache entry `entry`, on the step of the same kind and pass as the one shown
+   * (the prefill's and the decoding entry's passes are the same), else on its traced program.
+   */
+  private showEntry(entry: number): void {
+    const full = this.fullModel;
+    if (!full || entry === this.entry || !canShow(full, entry)) return;
+    const current = this.currentStep();
+    this.entry = entry;
+    this.selected = null; // node ids are per entry: the same id may be another op
+    this.gradientOf = null;
+    const steps = entryView(full, entry).steps;
+    const same = steps.findIndex((s) => s.kind === current?.kind && s.pass === current?.pass);
+    this.stepIndex =
+      same >= 0
+        ? same
+        : Math.max(
+            0,
+            steps.findIndex((s) => s.kind === "computation"),
+          );
+    this.hadProfile = true; // (a profile opens on its step when it arrives, not when its entry is picked)
+    this.setDocument(full);
   }
 
   /**

@@ -113,6 +113,8 @@ export interface Diff {
 
 export interface Step {
   id: string;
+  /** The cache entry it is of (an index of `entries.items`), in a document of several entries. */
+  entry?: number;
   index: number;
   kind: StepKind;
   pass: string;
@@ -274,10 +276,23 @@ export interface TraceDocument {
 }
 
 export interface CacheEntries {
-  /** Each entry's inputs as its trace prints them (the module's parameters left out), least recently used first. */
-  inputs: string[];
-  /** The entry whose compilation the steps show (the last compiled); null when none of them. */
+  /** The entries, least recently used first. */
+  items: CacheEntry[];
+  /** The entry the explorer opens on (the last compiled); null when the steps are of none of them. */
   shown: number | null;
+}
+
+export interface CacheEntry {
+  /** What tells it from the others: `prefill: input_ids i64[1, 8]`, `decode: …, cache length symbolic`. */
+  label: string;
+  /** Its tensor and number inputs as its trace prints them (the module's parameters left out). */
+  inputs: string;
+  symbolic: boolean;
+  /** Calls that found it in the cache (the call that compiled it is not one); null in older documents. */
+  hits: number | null;
+  compile_ms: number | null;
+  /** Whether the document carries its steps (the steps whose `entry` is its index). */
+  steps: boolean;
 }
 
 export type ValidationResult = { ok: true; doc: TraceDocument } | { ok: false; errors: string[] };
@@ -533,6 +548,9 @@ function readStep(r: Reader, v: unknown, path: string): Step {
     kind: r.oneOf(o.kind, `${path}.kind`, ["prologue", "computation", "backward"] as const),
     pass: r.str(o.pass, `${path}.pass`),
     ms: r.optNum(o.ms, `${path}.ms`),
+    ...(o.entry === undefined || o.entry === null
+      ? {}
+      : { entry: r.int(o.entry, `${path}.entry`) }),
   };
   return withLazyFields(head as Step, STEP_BODY, () => readStepBody(r, o, path));
 }
@@ -658,10 +676,36 @@ function readFusions(r: Reader, v: unknown, path: string): FusionStatus[] {
 function readEntries(r: Reader, v: unknown, path: string): CacheEntries | null {
   if (v === null || v === undefined) return null;
   const o = r.obj(v, path);
-  return {
-    inputs: r.arr(o.inputs, `${path}.inputs`).map((x, i) => r.str(x, `${path}.inputs[${i}]`)),
-    shown: o.shown === null || o.shown === undefined ? null : r.int(o.shown, `${path}.shown`),
-  };
+  const shown = o.shown === null || o.shown === undefined ? null : r.int(o.shown, `${path}.shown`);
+  if (o.items === undefined && o.inputs !== undefined) {
+    // written before the picker: the inputs of each entry, and the steps only of the shown one
+    const inputs = r
+      .arr(o.inputs, `${path}.inputs`)
+      .map((x, i) => r.str(x, `${path}.inputs[${i}]`));
+    const items = inputs.map((text, i) => ({
+      label: `entry ${i + 1}: ${text}`,
+      inputs: text,
+      symbolic: text.includes("(symbolic"),
+      hits: null,
+      compile_ms: null,
+      steps: false,
+    }));
+    return { items, shown };
+  }
+  const items = r.arr(o.items, `${path}.items`).map((x, i) => {
+    const where = `${path}.items[${i}]`;
+    const item = r.obj(x, where);
+    return {
+      label: r.str(item.label, `${where}.label`),
+      inputs: r.str(item.inputs, `${where}.inputs`),
+      symbolic: r.bool(item.symbolic, `${where}.symbolic`),
+      hits:
+        item.hits === null || item.hits === undefined ? null : r.int(item.hits, `${where}.hits`),
+      compile_ms: r.optNum(item.compile_ms, `${where}.compile_ms`),
+      steps: r.bool(item.steps, `${where}.steps`),
+    };
+  });
+  return { items, shown };
 }
 
 /** A list of strings that older documents leave out (then empty). */

@@ -7,7 +7,7 @@
  */
 import { counted, formatMs, h, truncate } from "./dom";
 import { isLoaded } from "./lazy";
-import type { CacheEntries, Step, TraceDocument, TraceNode } from "./schema";
+import type { Step, TraceDocument, TraceNode } from "./schema";
 
 export class StepRelations {
   /** Node id -> index of the last computation step holding it (built on demand). */
@@ -98,7 +98,6 @@ export function stepListItems(doc: Document, model: TraceDocument): HTMLElement[
     fillStepItem(li, st);
     return li;
   });
-  if (model.entries) items.unshift(entriesNote(doc, model.entries));
   if (model.autograd) {
     // the backward is torch's autograd's: no backward step to show, and why
     items.push(
@@ -134,48 +133,6 @@ export function stepListItems(doc: Document, model: TraceDocument): HTMLElement[
     );
   }
   return items;
-}
-
-/**
- * Which of several cache entries the steps are (the last compiled), and what each was compiled for:
- * after `generate`, the steps are the decoding steps' entry, not the prefill's.
- */
-function entriesNote(doc: Document, entries: CacheEntries): HTMLLIElement {
-  const n = entries.inputs.length;
-  const shown = entries.shown;
-  const title = entries.inputs
-    .map((inputs, i) => `${i === shown ? "shown: " : ""}entry ${i + 1}: ${inputs}`)
-    .join("\n");
-  return h(
-    doc,
-    "li",
-    {
-      class: "tx-step tx-step-note",
-      "aria-disabled": "true",
-      "data-testid": "entries-note",
-      title: `${n} cache entries, least recently used first:\n${title}`,
-    },
-    h(doc, "span", { class: "tx-step-index" }, "⧉"),
-    h(
-      doc,
-      "span",
-      { class: "tx-step-text" },
-      h(
-        doc,
-        "span",
-        { class: "tx-step-pass" },
-        shown === null
-          ? `${n} cache entries; none is shown`
-          : `cache entry ${shown + 1} of ${n}: the last compiled`,
-      ),
-      h(
-        doc,
-        "span",
-        { class: "tx-step-meta" },
-        truncate(shown === null ? entries.inputs.join("; ") : entries.inputs[shown]!, 120),
-      ),
-    ),
-  );
 }
 
 /** Writes a step's kind, time and, once it is read, its ops and changes into its list item. */

@@ -43,30 +43,6 @@ describe("explorer DOM contract", () => {
     expect(m.all("[data-testid='step']")).toHaveLength(4); // not a step: the keys skip it
   });
 
-  test("with several cache entries, the step list says which one its steps are and what each was compiled for", () => {
-    // after generate() the steps are the decoding entry's; nothing said so, nor that a prefill entry exists
-    const doc = fixture("sample");
-    m = mountDoc(doc);
-    expect(m.all("[data-testid='entries-note']")).toHaveLength(0);
-    m.cleanup();
-    const entries = {
-      inputs: ["input_ids: cpu i64[1, 8]", "input_ids: cpu i64[1, 1], keys: cpu f32[1, 4, 8, 16]"],
-      shown: 1,
-    };
-    m = mountDoc({ ...doc, entries });
-    const note = m.q("[data-testid='entries-note']");
-    expect(note.textContent).toContain("cache entry 2 of 2: the last compiled");
-    expect(note.textContent).toContain("input_ids: cpu i64[1, 1]");
-    expect(note.getAttribute("title")).toContain("entry 1: input_ids: cpu i64[1, 8]");
-    expect(note.getAttribute("title")).toContain("shown: entry 2: input_ids: cpu i64[1, 1]");
-    expect(m.all("[data-testid='step']")).toHaveLength(4); // not a step: the keys skip it
-    key(m.root, "Home");
-    expect(selectedStep(m)).toBe("0");
-    m.cleanup();
-    m = mountDoc({ ...doc, entries: { inputs: "not a list", shown: 0 } });
-    expect(m.root.textContent).toContain("entries.inputs");
-  });
-
   test("arrow keys and j/k walk the steps", () => {
     m = mountDoc(fixture("sample"));
     key(m.root, "Home");

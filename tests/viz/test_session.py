@@ -157,8 +157,9 @@ def test_the_document_says_which_cache_entry_its_steps_are():
     assert "entries" not in session.to_document()  # one entry: nothing to say
     session(torch.randn(5, 3), torch.randn(5, 3))
     entries = session.to_document()["entries"]
-    assert len(entries["inputs"]) == 2 and "x: cpu f32[2, 3]" in entries["inputs"][0]
-    assert entries["inputs"][entries["shown"]].startswith("x: cpu f32[x_0, 3], y: cpu f32[y_0, 3]")
+    inputs = [item["inputs"] for item in entries["items"]]
+    assert len(inputs) == 2 and "x: cpu f32[2, 3]" in inputs[0]
+    assert inputs[entries["shown"]].startswith("x: cpu f32[x_0, 3], y: cpu f32[y_0, 3]")
     shown = thunder.compile_stats(jitted).entries[entries["shown"]]
     assert shown.computation_traces[-1] is thunder.last_traces(jitted)[-1]
 
@@ -171,7 +172,7 @@ def test_a_symbolic_size_is_shown_by_its_name_not_the_size_it_was_traced_with():
     session(torch.randn(2, 3), torch.randn(2, 3))
     session(torch.randn(5, 3), torch.randn(5, 3))  # the first size changed: the new entry's is symbolic
     doc = session.to_document()
-    shown = doc["entries"]["inputs"][doc["entries"]["shown"]]
+    shown = doc["entries"]["items"][doc["entries"]["shown"]]["inputs"]
     x = torch.randn(7, 3)
     torch.testing.assert_close(jitted(x, x), mul_sin(x, x))
     assert thunder.cache_misses(jitted) == 2, "the shown entry runs another size"
