@@ -336,6 +336,10 @@ def test_torch_compile_executors_by_lightning_thunders_names():
         torch.testing.assert_close(jitted(*args), rope_and_loss(*args))
         fused = "TorchCompile0" in str(thunder.last_traces(jitted)[-1])
         assert fused == (executors == [torch_compile_ex])
+    # without a CUDA device they take nothing: the explorer lists them as unavailable, not as toggles that change nothing
+    if not torch.cuda.is_available():
+        assert "CUDA" in torch_compile_cat_ex.unavailable_reason and "CUDA" in torch_compile_xentropy_ex.unavailable_reason
+        assert torch_compile_ex.unavailable_reason is None
 
 
 def test_thunder_torch_checkpoint_recomputes_its_region():

@@ -54,6 +54,14 @@ class TorchCompileExecutor(FusionExecutor):
         super().__init__(name)
         self.background = background
         self.only = only
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """An executor of a few ops takes CUDA tensors' ops only (Note [Executors of a few ops]): without a CUDA device
+        it takes nothing, so the explorer shows it as unavailable rather than as a toggle that changes nothing."""
+        if self.only is not None and not torch.cuda.is_available():
+            return "takes only ops on CUDA tensors (lightning-thunder's executor for nvFuser's slow regions); no CUDA device here"
+        return None
         # Until its regions are compiled they run torch's kernels, one per op, and a recomputation
         # is then a kernel more: a GPT-2 training step took 1.33x eager's time instead of 1.04x.
         self.rematerializes = not background
