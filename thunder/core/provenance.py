@@ -32,7 +32,14 @@ from thunder.core.errors import MakesParameters, ThunderRuntimeError, ThunderVal
 from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.interpreter.protocols import abc_subclass
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
-from thunder.core.pytree import ATTRIBUTE_IS_ITEM, mapping_attrs, mapping_type, object_state, rebuild_mapping, slot_names
+from thunder.core.pytree import (
+    ATTRIBUTE_IS_ITEM,
+    mapping_attrs,
+    mapping_type,
+    object_state,
+    rebuild_mapping,
+    slot_names,
+)
 from thunder.core.side_effects import _MUTATING_METHODS, LAZY_TYPES, LazyContainer
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import plain_attribute
