@@ -30,6 +30,7 @@ import torch
 from thunder.core.devices import device_str
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.pytree import (
+    ATTRIBUTE_IS_ITEM,
     ATTRIBUTES_ARE_ITEMS,
     SEQUENCE_ITERATORS,
     ObjectWithProxies,
@@ -213,7 +214,12 @@ class Printer:
             attrs = mapping_attrs(x)
             if attrs is None:
                 return f"_rebuild_mapping({typ}, {items})"
-            attrs = self.constant(attrs, "_attributes_are_items") if attrs is ATTRIBUTES_ARE_ITEMS else self.value(attrs)
+            if attrs is ATTRIBUTES_ARE_ITEMS:
+                attrs = self.constant(attrs, "_attributes_are_items")
+            else:  # an attribute that is an item is set to the rebuilt item (Note [Mappings with a constructor ...])
+                is_item = self.constant(ATTRIBUTE_IS_ITEM, "_attribute_is_item")
+                pairs = (f"{n!r}: {is_item if v is ATTRIBUTE_IS_ITEM else self.value(v)}" for n, v in attrs.items())
+                attrs = "{" + ", ".join(pairs) + "}"
             return f"_rebuild_mapping({typ}, {items}, {attrs})"
         if isinstance(x, ObjectWithProxies) and x.items is not None:
             self.add_ctx("_rebuild_list", rebuild_list)

@@ -32,7 +32,14 @@ from thunder.core.errors import MakesParameters, ThunderRuntimeError, ThunderVal
 from thunder.core.interpreter.execution import lookup_type_attr
 from thunder.core.interpreter.protocols import abc_subclass
 from thunder.core.proxies import Proxy, TensorProxy, tensorproxy_from_tensor
-from thunder.core.pytree import mapping_attrs, mapping_type, object_state, rebuild_mapping, slot_names
+from thunder.core.pytree import (
+    ATTRIBUTE_IS_ITEM,
+    mapping_attrs,
+    mapping_type,
+    object_state,
+    rebuild_mapping,
+    slot_names,
+)
 from thunder.core.side_effects import _MUTATING_METHODS, LAZY_TYPES, LazyContainer
 from thunder.core.symbol import SourceLocation, Symbol
 from thunder.core.symbol_lookup import plain_attribute
@@ -320,7 +327,7 @@ class ProvenanceMixin:
             # Attributes besides its items (Note [Mappings with a constructor of their own]). Each an item or None (a
             # ``ModelOutput``'s fields): copied with them, the prologue checking that they still are. Otherwise
             # rebuilt by calling its type where that makes them again from the items as they are (an EasyDict).
-            if _attributes_are_items(value, attrs, items):
+            if _attributes_are_items(value, attrs):
                 h = holder.name
                 same = [f"[*{h}.__dict__] == {list(attrs)!r}"]
                 for n, v in attrs.items():
@@ -781,10 +788,10 @@ def _parameter_names(fn: Callable, nargs: int, kwargs: dict) -> list[str]:
     return names[:nargs]
 
 
-def _attributes_are_items(value: dict, attrs: dict, items: dict) -> bool:
+def _attributes_are_items(value: dict, attrs: dict) -> bool:
     """Whether each of the attributes ``attrs`` of the dict subclass ``value`` (held in its ``__dict__``) is the
-    item of its name or None."""
-    return not slot_names(type(value)) and all(v is None or (n in items and items[n] is v) for n, v in attrs.items())
+    item of its name (``mapping_attrs``' ``ATTRIBUTE_IS_ITEM``) or None."""
+    return not slot_names(type(value)) and all(v is None or v is ATTRIBUTE_IS_ITEM for v in attrs.values())
 
 
 def _remade_as_it_is(value: dict, typ: Callable, items: dict) -> bool:

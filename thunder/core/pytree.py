@@ -75,8 +75,9 @@ def rebuild_mapping(typ: type, items: dict, attrs: dict | object | None = None) 
     if attrs is ATTRIBUTES_ARE_ITEMS:
         object.__setattr__(new, "__dict__", new)
     elif attrs:
+        item = _builtin_mapping(typ).__getitem__
         for name, value in attrs.items():
-            object.__setattr__(new, name, value)
+            object.__setattr__(new, name, item(new, name) if value is ATTRIBUTE_IS_ITEM else value)
     return new
 
 
@@ -92,8 +93,13 @@ def rebuild_mapping(typ: type, items: dict, attrs: dict | object | None = None) 
 # side effects again; its fields are attributes (those that are not None items too, in a ``ModelOutput``), carried
 # with it. An ``OrderedDict`` subclass with only a ``__setitem__`` of its own is still built by its type:
 # ``OrderedDict``'s C ``__init__`` calls that ``__setitem__`` natively, which tracing cannot follow, so the rebuild
-# is what runs it on each call as eager's construction does.
+# is what runs it on each call as eager's construction does. An attribute that is the item of its name (a
+# ``ModelOutput``'s field: ``out.hidden_states is out["hidden_states"]``) is ``ATTRIBUTE_IS_ITEM`` in its attributes,
+# and the rebuild sets it to the rebuilt item: made apart (a tuple or list printed twice, flattened twice), the two
+# were different objects, and such an output, passed back in (a generation's ``encoder_outputs``), failed the input
+# check that its fields are its items and was read as itself, its items untraced tensors.
 ATTRIBUTES_ARE_ITEMS = object()  # ``mapping_attrs`` of a mapping whose ``__dict__`` is itself
+ATTRIBUTE_IS_ITEM = object()  # in ``mapping_attrs``: the attribute is the item of its name
 _BUILTIN_MAPPINGS = (collections.OrderedDict, collections.Counter, collections.defaultdict, dict)
 
 
@@ -115,19 +121,31 @@ def mapping_attrs(d: dict) -> dict | object | None:
     if not builds_with_own_code(type(d)):
         return None
     attrs = object_state(d)
-    return ATTRIBUTES_ARE_ITEMS if attrs is d else dict(attrs or {})
+    if attrs is d:
+        return ATTRIBUTES_ARE_ITEMS
+
+    def is_item(name: str, value: Any) -> bool:
+        return value is not None and dict.__contains__(d, name) and dict.__getitem__(d, name) is value
+
+    return {n: ATTRIBUTE_IS_ITEM if is_item(n, v) else v for n, v in (attrs or {}).items()}
 
 
 def _flatten_mapping(d: dict) -> tuple[list, tuple, list]:
     items, attrs = mapping_items(d), mapping_attrs(d)
-    names = list(attrs) if isinstance(attrs, dict) else []
+    order = list(attrs) if isinstance(attrs, dict) else []
+    names = [n for n in order if attrs[n] is not ATTRIBUTE_IS_ITEM]  # the others are rebuilt from the items
     values = [*items.values(), *(attrs[n] for n in names)]
-    return values, (list(items), names, attrs is ATTRIBUTES_ARE_ITEMS), [*items, *(f".{n}" for n in names)]
+    meta = (list(items), order, names, attrs is ATTRIBUTES_ARE_ITEMS)
+    return values, meta, [*items, *(f".{n}" for n in names)]
 
 
 def _unflatten_mapping(typ: type, meta: tuple, values: list) -> Any:
-    keys, names, attributes_are_items = meta
-    attrs = ATTRIBUTES_ARE_ITEMS if attributes_are_items else dict(zip(names, values[len(keys) :]))
+    keys, order, names, attributes_are_items = meta
+    if attributes_are_items:
+        attrs = ATTRIBUTES_ARE_ITEMS
+    else:
+        own = dict(zip(names, values[len(keys) :]))
+        attrs = {n: own.get(n, ATTRIBUTE_IS_ITEM) for n in order}
     return rebuild_mapping(typ, dict(zip(keys, values)), attrs)
 
 
