@@ -30,10 +30,7 @@ class _Out{u}(collections.OrderedDict):
             raise AttributeError(k) from None
 
 
-@dataclasses.dataclass
-class _Rec{u}:
-    logits: object
-    aux: object = None
+_Rec{u} = dataclasses.make_dataclass("_Rec{u}", [("logits", object), ("aux", object, dataclasses.field(default=None))])
 
 
 class _Pair{u}(typing.NamedTuple):
