@@ -17,6 +17,8 @@
   and torch.func; bfloat16/float16/complex64 and autocast; decorators and descriptors; results holding views of the
   arguments), ``snippets_training`` training loops and the programs around them (optimizer steps and LR schedules,
   gradients accumulated over calls, control flow on tensor values, storage-level ops, results holding aliases),
+  ``snippets_models`` module-level code as users write it in models (buffers updated in forward, ModuleList and
+  ModuleDict, hooks, no_grad/inference_mode regions, ModelOutput-like results, attribute caches, casts, masks),
   ``snippet_base`` what a snippet is.
 - ``programs``: a seeded generator that puts snippets together into a program's source and
   draws a sequence of calls for it.

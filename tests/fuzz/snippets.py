@@ -22,7 +22,8 @@ empty tensors, layouts, caught exceptions, ...) in ``tests.fuzz.snippets_edges``
 (modules held by the program, autograd.Function and torch.func, low precision, decorators, results holding views)
 in ``tests.fuzz.snippets_outside``, training loops and the programs around them (optimizer steps, gradients
 accumulated over calls, control flow on tensor values, storage-level ops, results holding aliases) in
-``tests.fuzz.snippets_training``;
+``tests.fuzz.snippets_training``; module-level code as users write it in models (buffers updated in forward,
+ModuleList/ModuleDict, hooks, grad regions, ModelOutput-like results, attribute caches) in ``tests.fuzz.snippets_models``;
 ``Snippet``, ``Ctx`` and the helpers they share in ``tests.fuzz.snippet_base``.
 """
 
@@ -44,6 +45,7 @@ from tests.fuzz.snippets_edges import (
     views,
 )
 from tests.fuzz.snippets_loops import loops
+from tests.fuzz.snippets_models import models
 from tests.fuzz.snippets_more import (
     aliasing,
     contexts,
@@ -949,4 +951,5 @@ FAMILY_GENERATORS: dict[str, Callable[[random.Random, Ctx], Snippet]] = {
     "value_flow": value_flow,
     "storage": storage,
     "returns": returns,
+    "models": models,
 }

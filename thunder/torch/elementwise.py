@@ -108,6 +108,11 @@ def _unary(name: str, prim, kind: K, *, methods=(), torch_fn=None, inplace: bool
     return sym
 
 
+# Note [Convert before broadcasting]
+# An operand is converted to the computation dtype before it is broadcast, as eager's kernels read it: the gradient of
+# a broadcast operand is then summed in the computation dtype and rounded once to the operand's dtype (eager's
+# ``sum_to_size`` then cast). Broadcast first, the gradient would be rounded elementwise to a low-precision operand's
+# dtype (a bfloat16 parameter times a float32 activation) and summed there, a few last bits off.
 def _binary_decomposition(name: str, prim, kind: K, a, b, allowed=None, reject=None):
     """``allowed``: a predicate each operand's dtype must satisfy; ``reject``: a rule (see Note
     [Dtype rules]) for the dtype the op computes in."""
@@ -123,8 +128,9 @@ def _binary_decomposition(name: str, prim, kind: K, a, b, allowed=None, reject=N
     computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, b, kind=kind)
     if reject is not None:
         _reject(name, reject, dtypes.result_type(a, b), "operands of dtype")
-    a, b = maybe_broadcast(a, b, op=op)
-    out = prim(maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype))
+    # Converted before broadcast: Note [Convert before broadcasting]
+    a, b = maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype)
+    out = prim(*maybe_broadcast(a, b, op=op))
     return maybe_convert_to_dtype(out, result_dtype)
 
 
@@ -364,8 +370,8 @@ def div(a, b, *, rounding_mode=None):
     a = _number_as_tensor(a, b)
     if rounding_mode is None:
         computation_dtype, result_dtype = dtypes.elementwise_type_promotion(a, b, kind=K.INT_TO_FLOAT)
-        a, b = maybe_broadcast(a, b, op=op)
-        out = prims.div(maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype))
+        a, b = maybe_convert_to_dtype(a, computation_dtype), maybe_convert_to_dtype(b, computation_dtype)
+        out = prims.div(*maybe_broadcast(a, b, op=op))  # Note [Convert before broadcasting]
         return maybe_convert_to_dtype(out, result_dtype)
     if rounding_mode not in ("trunc", "floor"):
         raise ThunderTypeError(
@@ -482,8 +488,8 @@ def where(condition, input=None, other=None):
     if is_tensor(condition) and condition.dtype is not torch.bool:
         raise ThunderTypeError(f"ltorch.where: expected condition to be a bool tensor, but got dtype {condition.dtype}")
     dtype = dtypes.result_type(input, other)
-    condition, input, other = maybe_broadcast(condition, input, other, op="ltorch.where")
     input, other = maybe_convert_to_dtype(input, dtype), maybe_convert_to_dtype(other, dtype)
+    condition, input, other = maybe_broadcast(condition, input, other, op="ltorch.where")  # Note [Convert before broadcasting]
     if not is_tensor(input) and not is_tensor(other) and not is_tensor(condition):
         raise ThunderTypeError("ltorch.where: expected at least one tensor")
     if not is_tensor(input) and not is_tensor(other):
