@@ -57,6 +57,7 @@ from thunder.transforms import (
     rematerialize,
     remove_identities,
     transform_for_execution,
+    without_absent_cotangents,
 )
 from thunder.transforms.cse import possibly_mutated
 
@@ -506,7 +507,8 @@ def _compile_traced(cd: CompileData, cs: CompileStats, args: tuple, kwargs: dict
         backward, absent_ok = accept_absent_cotangents(backward_traces[-1], len(split.saved))
         if backward is not backward_traces[-1]:
             backward_traces.append(backward)
-        computation_fn = _autograd_computation(split, final, backward, absent_ok)
+        variant = _backward_variant(cd, backward_traces, len(split.saved))
+        computation_fn = _autograd_computation(split, final, backward, absent_ok, variant)
         cs.last_saved_for_backward_bytes = _saved_bytes(split)
         if switches:
             computation_fn = _switching_grad_mode(computation_fn, switches[-1])
@@ -715,15 +717,35 @@ def generator_draws(entry: CacheEntry) -> tuple[GeneratorDraw, ...]:
 
 
 def _autograd_computation(
-    split: ForwardBackward, forward: TraceCtx, backward: TraceCtx, absent_ok: tuple[bool, ...]
-) -> Callable:
+    split: ForwardBackward, forward: TraceCtx, backward: TraceCtx, absent_ok: tuple[bool, ...],
+    variant: Callable | None = None,
+) -> Callable:  # fmt: skip
     """The computation of an entry with a backward: one autograd node over the compiled traces;
     ``absent_ok``: per cotangent, whether the backward takes None for it (Note [Absent cotangents])."""
     plan = make_plan(
         split, forward.args, forward.python_callable(), backward.python_callable(), split.rebuild.python_callable(),
-        absent_ok,
+        absent_ok, variant,
     )  # fmt: skip
     return autograd_callable(plan)
+
+
+def _backward_variant(cd: CompileData, backward_traces: list[TraceCtx], n_saved: int) -> Callable | None:
+    """What makes the backward for a set of absent cotangents from the backward before executors claimed its ops
+    (Note [Backward without the cotangents that are absent]); None under users' transforms, which it would skip."""
+    passes = [t.provenance.pass_name if t.provenance is not None else None for t in backward_traces]
+    if cd.options.transforms or "Transform for execution" not in passes:
+        return None
+    before = backward_traces[passes.index("Transform for execution") - 1]
+
+    def make(absent: frozenset[int]) -> tuple[Callable, frozenset[int], tuple[bool, ...]] | None:
+        trace = without_absent_cotangents(before, n_saved, absent)
+        if trace is None:
+            return None
+        trace = delete_last_used(transform_for_execution(dce(trace), cd.options.executors))
+        trace, absent_ok = accept_absent_cotangents(trace, n_saved)
+        return trace.python_callable(), absent, absent_ok
+
+    return make
 
 
 def _saved_bytes(split: ForwardBackward) -> int | None:

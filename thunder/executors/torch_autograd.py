@@ -67,6 +67,11 @@ class AutogradPlan:
     # The positions of the saved values that are views, once the first call found them (Note [Saving views for
     # backward]): a list holding one tuple.
     saved_views: list = field(default_factory=list)
+    # Per set of absent cotangents (positions), the backward that leaves out what only they feed and the positions
+    # it takes as None, made on first use by ``variant`` (Note [Backward without the cotangents that are absent]
+    # in thunder.transforms.absent_cotangents); None where there is none for the set.
+    variant: Callable[[frozenset[int]], tuple[Callable, frozenset[int], tuple[bool, ...]] | None] | None = None
+    variants: dict = field(default_factory=dict)
 
 
 class ThunderFunction(torch.autograd.Function):
@@ -124,14 +129,24 @@ class ThunderFunction(torch.autograd.Function):
             tensors, others = iter(ctx.saved_tensors), iter(ctx.others)
             saved = [next(tensors) if is_tensor else next(others) for is_tensor in plan.saved_is_tensor]
         unreached = None
+        backward = plan.backward
         if plan.reaches is not None and any(c is None for c in cotangents):
             missing = {j for j, c in enumerate(cotangents) if c is None}
             unreached = [r <= missing for r in plan.reaches]
+            absent_ok = plan.absent_ok
+            if plan.variant is not None and not all(absent_ok[j] for j in missing):
+                key = frozenset(missing)
+                variant = plan.variants.get(key, _UNMADE)
+                if variant is _UNMADE:  # two threads may both make it: the same function
+                    variant = plan.variants.setdefault(key, plan.variant(key))
+                if variant is not None:
+                    backward, left_out, absent_ok = variant
+                    absent_ok = tuple(ok or j in left_out for j, ok in enumerate(absent_ok))
             cotangents = [
                 torch.zeros(shape, dtype=dtype, device=device) if c is None and not ok else c
-                for c, ok, (shape, dtype, device) in zip(cotangents, plan.absent_ok, ctx.like)
+                for c, ok, (shape, dtype, device) in zip(cotangents, absent_ok, ctx.like)
             ]
-        grads = plan.backward(*saved, *cotangents)
+        grads = backward(*saved, *cotangents)
         if unreached is not None:  # as in eager: no gradient (None) where no cotangent arrives
             grads = [None if u else g for g, u in zip(grads, unreached)]
         if plan.grad_positions is not None:
@@ -139,9 +154,12 @@ class ThunderFunction(torch.autograd.Function):
         return (None, None, *grads)
 
 
+_UNMADE = object()  # a variant not made yet
+
+
 def make_plan(
     fb: ForwardBackward, inputs: list, forward: Callable, backward: Callable, rebuild: Callable,
-    absent_ok: tuple[bool, ...] | None = None,
+    absent_ok: tuple[bool, ...] | None = None, variant: Callable | None = None,
 ) -> AutogradPlan:  # fmt: skip
     """``inputs``: the compiled forward's parameters (the prologue may pass fewer symbolic sizes
     than were traced, see ``Tracer.finish_prologue``); the backward returns a gradient per traced input;
@@ -172,6 +190,7 @@ def make_plan(
         absent_ok=absent_ok if absent_ok is not None else (False,) * len(tensor_outputs),
         feeds=_feeds(fb, tensor_outputs, input_position) if len(tensor_outputs) > 1 else None,
         stale=_stale(fb, names, input_position),
+        variant=variant if len(tensor_outputs) > 1 else None,
     )
 
 

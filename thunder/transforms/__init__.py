@@ -3,7 +3,7 @@
 Layer: transforms. Imports: core, extend (never thunder.torch).
 """
 
-from thunder.transforms.absent_cotangents import accept_absent_cotangents
+from thunder.transforms.absent_cotangents import accept_absent_cotangents, without_absent_cotangents
 from thunder.transforms.cse import cse
 from thunder.transforms.dce import dce
 from thunder.transforms.delete_last_used import delete_last_used
@@ -19,6 +19,7 @@ __all__ = [
     "delete_last_used",
     "fold_broadcasts",
     "rematerialize",
+    "without_absent_cotangents",
     "remove_identities",
     "transform_for_execution",
 ]

@@ -20,13 +20,15 @@ import enum
 
 import torch
 
+from thunder.core import prims
 from thunder.core.prims.base import make_prim
+from thunder.core.prims.python import python_return
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx, from_trace, timed_pass
 from thunder.transforms.delete_last_used import python_del
 
-__all__ = ["accept_absent_cotangents"]
+__all__ = ["accept_absent_cotangents", "without_absent_cotangents"]
 
 
 class AbsentCotangentPrimIDs(enum.Enum):
@@ -95,3 +97,61 @@ def accept_absent_cotangents(trace: TraceCtx, n_saved: int) -> tuple[TraceCtx, t
     if not ok:
         return trace, (False,) * len(cotangents)
     return _rewrite(trace, ok), tuple(n in ok for n in cotangents)
+
+
+# Note [Backward without the cotangents that are absent]
+# An absent cotangent that is not only added into another gradient (an output computed further from a value the
+# loss also reads: ``1 / (x * 0.0)`` beside ``x + 1``) was given to the backward as zeros, and zeros times an
+# infinite derivative is NaN: eager's engine never runs the nodes that only outputs without a gradient reach, so
+# its gradient there was finite. The backward made for a set of absent cotangents leaves out what only they feed,
+# as the engine does: an op whose inputs that come from cotangents all come from absent ones; an add of such a
+# value and another of the sum's shape and dtype is that other; a gradient only they feed is None. Where such a
+# value meets one that present cotangents feed in another op (the concatenation that is a split's backward), it
+# is zeros there, as the engine gives a node zeros for its outputs that got no gradient. Made from the backward
+# before executors claim its ops, so that no fusion computes what was left out, when a backward first runs with
+# that set absent (``AutogradPlan.variant``).
+def without_absent_cotangents(trace: TraceCtx, n_saved: int, absent: frozenset[int]) -> TraceCtx | None:
+    """The backward ``trace`` (before executors; parameters: ``n_saved`` saved values, then the cotangents) for
+    the cotangents at positions ``absent`` None (Note [Backward without the cotangents that are absent]); None
+    where a value it leaves out is needed as zeros of a symbolic shape."""
+    cotangents = {a.name for i, a in enumerate(trace.args[n_saved:]) if isinstance(a, TensorProxy)}
+    left = {trace.args[n_saved + i].name for i in absent}  # values only absent cotangents feed
+    fed = set(cotangents)  # values cotangents feed
+    new = from_trace(trace)
+    swap: dict[str, TensorProxy] = {}
+    zeros: set[str] = set()
+    for bsym in trace.bound_symbols:
+        bsym = bsym.rename(swap) if swap else bsym
+        if bsym.sym is python_return:
+            new.bound_symbols.append(bsym.from_bsym(args=_none_where(bsym.args, left)))
+            continue
+        args = [a for a in bsym.flat_proxy_args if a.name in fed]
+        if args:
+            fed.update(o.name for o in bsym.flat_proxy_outs)
+        out_of = [a for a in args if a.name in left]
+        if not out_of:
+            new.bound_symbols.append(bsym)
+            continue
+        if len(out_of) == len(args):
+            left.update(o.name for o in bsym.flat_proxy_outs)
+            continue
+        other = _other_term(bsym, out_of[0].name, set()) if len(args) == 2 and len(out_of) == 1 else None
+        if other is not None and other.name not in left:
+            swap[bsym.output.name] = other
+            continue
+        for a in out_of:
+            if a.name in zeros:
+                continue
+            if not all(type(d) is int for d in a.shape):
+                return None
+            zeros.add(a.name)
+            new.bound_symbols.append(prims.full.bind(tuple(a.shape), 0, device=a.device, dtype=a.dtype, output=a))
+        new.bound_symbols.append(bsym)
+    return new
+
+
+def _none_where(value, names: set[str]):
+    """``value`` (a return's arguments) with the tensors named in ``names`` replaced by None."""
+    from thunder.core.pytree import tree_map
+
+    return tree_map(lambda x: None if isinstance(x, TensorProxy) and x.name in names else x, value)
