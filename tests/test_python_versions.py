@@ -370,3 +370,18 @@ def test_a_warning_of_a_script_issues_no_warning_of_its_own():
         return [(w.category, str(w.message)) for w in caught]
 
     assert collect(thunder.jit(namespace["f"])) == collect(namespace["f"]) == [(UserWarning, "careful")]
+
+
+@pytest.mark.parametrize(
+    "table", ["_DEPRECATE_KWARG_DIGEST", "_MODEL_OUTPUT_DIGEST", "_KERNELIZED_DIGEST", "_MASK_SIZES_DIGEST",
+              "_CONFIG_GETATTRIBUTE_DIGEST"],
+)  # fmt: skip
+def test_every_library_wrapper_is_recognised_on_the_running_version(table):
+    """The wrappers of ``thunder.core.library_wrappers`` are recognised by a digest of their bytecode, one per
+    Python: three had 3.11's only, so on 3.12 and 3.13 transformers' ``deprecate_kwarg`` wrapper, ``ModelOutput``
+    construction and the kernels hub's routing were interpreted (slower tracing, more prologue checks) where 3.11
+    ran them as the notes say. ``tests/test_generation.py`` checks that the installed transformers' code is the one
+    each digest names."""
+    from thunder.core import library_wrappers
+
+    assert sys.version_info[:2] in getattr(library_wrappers, table)

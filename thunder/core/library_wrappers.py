@@ -108,9 +108,9 @@ from thunder.core.proxies import Proxy
 
 # ``_code_digest`` of: wrapped_func; the wrapper and ModelOutput's methods; new_forward, Func.forward and the context
 # variable's methods; get_mask_sizes; HeterogeneousConfigMixin.__getattribute__
-_DEPRECATE_KWARG_DIGEST = {(3, 11): "2a458f6854cfe149"}
-_MODEL_OUTPUT_DIGEST = {(3, 11): "ea59713d85d204b3"}
-_KERNELIZED_DIGEST = {(3, 11): "44a01b8f77d1fcfc"}
+_DEPRECATE_KWARG_DIGEST = {(3, 11): "2a458f6854cfe149", (3, 12): "2ce6c34d3080a40e", (3, 13): "19a8ba797ca670cc"}
+_MODEL_OUTPUT_DIGEST = {(3, 11): "ea59713d85d204b3", (3, 12): "f1d3a00a51578814", (3, 13): "8fcd40168c548cf0"}
+_KERNELIZED_DIGEST = {(3, 11): "44a01b8f77d1fcfc", (3, 12): "522a91d632f78c1a", (3, 13): "5709e3047e97c402"}
 _MASK_SIZES_DIGEST = {(3, 11): "b680bff06dbfd675", (3, 12): "31bb225677683606", (3, 13): "af30b6f37fd31872"}
 _CONFIG_GETATTRIBUTE_DIGEST = {(3, 11): "c604aae4eb9ed86d", (3, 12): "861677973c99a87c", (3, 13): "dd6362341a662063"}
 _CONFIG_MODULE = "transformers.integrations.heterogeneity.configuration_utils"
