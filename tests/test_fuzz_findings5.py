@@ -1,6 +1,8 @@
 """Regression tests of the silent wrong results that the fifth round of the randomized tester found (``tests/fuzz``,
 the ``models`` family: module-level code as users write it in models). Each checks ``thunder.jit`` against eager."""
 
+import math
+
 import pytest
 import torch
 
@@ -90,3 +92,16 @@ def test_a_backward_for_each_set_of_outputs_without_a_gradient():
     for which in ((0,), (0, 2), (2,), (0,)):
         torch.testing.assert_close(_gradients(jitted, which, x, w), _gradients(_three_outputs, which, x, w))
     assert thunder.cache_misses(jitted) == 1
+
+
+@pytest.mark.parametrize("cache", ["symbolic values", "constant values"])
+@pytest.mark.parametrize("items", [lambda a: [a, 0.1], lambda a: (v for v in (a, 0.1))], ids=["list", "generator"])
+def test_fsum_of_a_symbolic_float_reads_each_calls_value(cache, items):
+    # Found by the 3.12/3.13 round's campaign: math.fsum reads a float's double natively, and a symbolic float is a
+    # float, so every later call returned the first call's sum
+    def f(x, a):
+        return x * math.fsum(items(a))
+
+    jitted = thunder.jit(f, cache=cache)
+    for a in (1.0, 2.0, 3.0):
+        torch.testing.assert_close(jitted(torch.ones(1), a), f(torch.ones(1), a))

@@ -404,6 +404,8 @@ def _native_consumers() -> dict[Callable, Callable]:
     for name, fn in vars(math).items():
         if callable(fn) and not name.startswith("_") and name not in _MATH_SYMBOLIC:
             table[fn] = _math_call(fn) if fn in MATH_DOMAINS else _pinning(fn)
+    # ``fsum`` reads each item's double natively (a SymFloat is a float): pinned one by one, an iterator's too
+    table[math.fsum] = lambda iterable, /: math.fsum(map(_pin, iterable))
     for name, fn in vars(itertools).items():
         if callable(fn) and not name.startswith("_"):
             table[fn] = _pinning(fn)
