@@ -121,7 +121,8 @@ def without_absent_cotangents(trace: TraceCtx, n_saved: int, absent: frozenset[i
     swap: dict[str, TensorProxy] = {}
     zeros: set[str] = set()
     for bsym in trace.bound_symbols:
-        bsym = bsym.rename(swap) if swap else bsym
+        if swap and any(a.name in swap for a in bsym.flat_proxy_args):
+            bsym = bsym.rename(swap)
         if bsym.sym is python_return:
             new.bound_symbols.append(bsym.from_bsym(args=_none_where(bsym.args, left)))
             continue
