@@ -46,6 +46,15 @@ def _close(a, b, what: str) -> None:
     torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=lambda m: f"{what}: {m}")
 
 
+def _close_gradients(tm, ref, where: str) -> None:
+    """Each parameter's gradient equals torch DDP's (none where torch's has none, or zeros)."""
+    for (name, p), q in zip(tm.named_parameters(), ref.parameters()):
+        if q.grad is None:
+            assert p.grad is None or not p.grad.any(), f"{name}: a gradient where torch DDP has none"
+        else:
+            _close(p.grad, q.grad, f"{name}.grad {where}")
+
+
 # -- torch's DistributedDataParallel --------------------------------------------------------------------------
 
 
@@ -110,11 +119,7 @@ def _torch_ddp_of_jit_worker(rank, world):
             loss.backward()
             ref_loss.backward()
             _close(loss, ref_loss, f"{options}: loss at step {step}")
-            for (name, p), q in zip(tm.named_parameters(), ref.parameters()):
-                if q.grad is None:
-                    assert p.grad is None or not p.grad.any(), f"{name}: a gradient where torch DDP has none"
-                else:
-                    _close(p.grad, q.grad, f"{options}: {name}.grad at step {step}")
+            _close_gradients(tm, ref, f"{options}: at step {step}")
             for opt in opts:
                 opt.step()
                 opt.zero_grad()
@@ -195,11 +200,7 @@ def _ddp_training_worker(rank, world):
         ref_loss = F.mse_loss(ref(x), y)
         ref_loss.backward()
         _close(loss, ref_loss, f"loss at step {step}")
-        for (name, p), q in zip(tm.named_parameters(), ref.parameters()):
-            if q.grad is None:
-                assert p.grad is None or not p.grad.any(), f"{name}: a gradient where torch DDP has none"
-            else:
-                _close(p.grad, q.grad, f"{name}.grad at step {step}")
+        _close_gradients(tm, ref, f"at step {step}")
         for opt in opts:
             opt.step()
             opt.zero_grad()

@@ -11,6 +11,7 @@ workspaces, the news toast off, and the server terminated (kernels first) when t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -252,6 +253,24 @@ def save_screenshot(target: object, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     target.screenshot(path=str(path))
     return path
+
+
+@contextlib.contextmanager
+def opened_explorer(browser: object, path: Path) -> Iterator[object]:
+    """A 1500x1000 page showing the standalone explorer page at ``path``, mounted; on leaving, no page error."""
+    from benchmarks.bench_explorer_model import MOUNT
+
+    context = browser.new_context(viewport={"width": 1500, "height": 1000}, device_scale_factor=1)
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri())
+        page.evaluate(MOUNT)
+        yield page
+        assert errors == []
+    finally:
+        context.close()
 
 
 def open_notebook(browser: object, server: LabServer, name: str, timeout_s: float = 120.0) -> NotebookPage:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import save_screenshot
+from tests.browser.conftest import opened_explorer, save_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -53,15 +53,7 @@ def gpt2_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_12_layer_gpt2_opens_with_block_boxes_fits_whole_and_expands_a_block(
     browser: object, gpt2_page: Path
 ) -> None:
-    from benchmarks.bench_explorer_model import MOUNT
-
-    context = browser.new_context(viewport={"width": 1500, "height": 1000}, device_scale_factor=1)
-    try:
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(gpt2_page.as_uri())
-        page.evaluate(MOUNT)
+    with opened_explorer(browser, gpt2_page) as page:
 
         # it opens on the forward computation with its twelve blocks as boxes, readable
         labels = page.evaluate(BOXES, BOX)
@@ -92,6 +84,3 @@ def test_a_12_layer_gpt2_opens_with_block_boxes_fits_whole_and_expands_a_block(
         page.wait_for_function(f"() => document.querySelectorAll('{BOX}').length === 11")
         assert page.evaluate(BOXES, BOX) == [f"transformer.h.{i}" for i in range(12) if i != 5]
         assert page.locator(NODE).count() >= nodes_before + 40
-        assert errors == []
-    finally:
-        context.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import save_screenshot
+from tests.browser.conftest import opened_explorer, save_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -71,15 +71,7 @@ def generation_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_generation_shows_its_prefill_and_decoding_entries_and_switches_quickly(
     browser: object, generation_page: Path
 ) -> None:
-    from benchmarks.bench_explorer_model import MOUNT
-
-    context = browser.new_context(viewport={"width": 1500, "height": 1000}, device_scale_factor=1)
-    try:
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(generation_page.as_uri())
-        page.evaluate(MOUNT)
+    with opened_explorer(browser, generation_page) as page:
 
         # it opens on the decoding entry (the last compiled), both entries labelled, readable in the step column
         entries = page.locator('[data-testid="entry"]')
@@ -107,6 +99,3 @@ def test_a_generation_shows_its_prefill_and_decoding_entries_and_switches_quickl
         timings += [page.evaluate(SWITCH, 1), page.evaluate(SWITCH, 0)]
         print("entry switch (ms, longest task ms):", [(round(t["ms"]), round(t["longest"])) for t in timings])
         assert all(t["ms"] < 2000 and t["longest"] < 1000 for t in timings), timings
-        assert errors == []
-    finally:
-        context.close()
