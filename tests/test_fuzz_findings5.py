@@ -92,6 +92,15 @@ def test_a_backward_for_each_set_of_outputs_without_a_gradient():
     for which in ((0,), (0, 2), (2,), (0,)):
         torch.testing.assert_close(_gradients(jitted, which, x, w), _gradients(_three_outputs, which, x, w))
     assert thunder.cache_misses(jitted) == 1
+    # the entry's last backward trace is the one made for the last set (the explorer shows it, a profile ranges it)
+    traces = thunder.last_backward_traces(jitted)
+    made = [t.provenance.pass_name == "Backward without absent cotangents" for t in traces]
+    assert made[-3:] == [True] * 3 and not any(made[:-3])  # one per set: (0,), (0, 2), (2,)
+
+    def ops(trace):  # a fusion counts its ops
+        return sum(max(1, len(b.subsymbols)) for b in trace.bound_symbols)
+
+    assert ops(traces[-1]) < ops(traces[-4])  # the last set's, (2,), leaves out the ops of the first two outputs
 
 
 @pytest.mark.parametrize("cache", ["symbolic values", "constant values"])
