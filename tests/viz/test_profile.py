@@ -96,6 +96,21 @@ def test_training_profiles_forward_and_backward_and_leaves_gradients_and_random_
     assert amounts[0] == p.saved_bytes and amounts == sorted(amounts, reverse=True)
 
 
+def test_a_training_profile_with_outputs_the_loss_does_not_use_times_the_backward_that_runs():
+    # A model returning its loss beside outputs without a gradient (logits, a cache) runs the backward made for them
+    # (Note [Backward without the cotangents that are absent]); its profile ranged the full backward instead, which
+    # never ran: the backward's statements all had 0 ms
+    model = Net()
+
+    def loss_and_logits(x):
+        logits = model.fc2(model.act(model.fc1(x)))
+        return logits.square().mean(), logits.exp()  # (the profile's backward is the scalar's only)
+
+    jitted = thunder.jit(loss_and_logits, executors=["torch"])
+    p = thunder_viz.profile(jitted, torch.randn(8, 16), calls=2)
+    assert p.backward and p.attributed_ms("backward") > 0
+
+
 class Block(nn.Module):
     """A big matmul's module beside a tiny one's."""
 
