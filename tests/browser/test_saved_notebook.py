@@ -191,7 +191,7 @@ TUTORIALS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 @pytest.mark.parametrize("trusted", [False, True])
-@pytest.mark.parametrize("name, explorers", [("01_trace_explorer.ipynb", 3), ("03_gpt2_explorer.ipynb", 1)])
+@pytest.mark.parametrize("name, explorers", [("01_trace_explorer.ipynb", 3), ("03_gpt2_explorer.ipynb", 2)])
 def test_the_tutorials_are_saved_with_explorers_that_show_with_no_kernel(open_saved, name, explorers, trusted):
     # Saved as nbconvert executes them, without the widgets' state (their documents would be
     # stored twice): the saved document of each explorer output is what shows.
