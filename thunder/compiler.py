@@ -737,7 +737,7 @@ def _backward_variant(cd: CompileData, backward_traces: list[TraceCtx], n_saved:
         return None
     before = backward_traces[passes.index("Transform for execution") - 1]
 
-    def make(absent: frozenset[int]) -> tuple[Callable, frozenset[int], tuple[bool, ...]] | None:
+    def make(absent: frozenset[int]) -> tuple[Callable, tuple[bool, ...]] | None:
         start = time.perf_counter_ns()
         trace = without_absent_cotangents(before, n_saved, absent)
         if trace is None:
@@ -748,7 +748,7 @@ def _backward_variant(cd: CompileData, backward_traces: list[TraceCtx], n_saved:
         # the entry's last backward trace is then what its backward runs (the explorer shows it, a profile ranges it)
         trace.set_provenance(TraceProvenance("Backward without absent cotangents", (time.perf_counter_ns() - start) / 1e6))
         backward_traces.append(trace)
-        return fn, absent, absent_ok
+        return fn, tuple(ok or j in absent for j, ok in enumerate(absent_ok))
 
     return make
 

@@ -67,10 +67,10 @@ class AutogradPlan:
     # The positions of the saved values that are views, once the first call found them (Note [Saving views for
     # backward]): a list holding one tuple.
     saved_views: list = field(default_factory=list)
-    # Per set of absent cotangents (positions), the backward that leaves out what only they feed and the positions
-    # it takes as None, made on first use by ``variant`` (Note [Backward without the cotangents that are absent]
-    # in thunder.transforms.absent_cotangents); None where there is none for the set.
-    variant: Callable[[frozenset[int]], tuple[Callable, frozenset[int], tuple[bool, ...]] | None] | None = None
+    # Per set of absent cotangents (positions), the backward that leaves out what only they feed and, per tensor
+    # output, whether it takes None for its cotangent; made on first use by ``variant`` (Note [Backward without the
+    # cotangents that are absent] in thunder.transforms.absent_cotangents); None where there is none for the set.
+    variant: Callable[[frozenset[int]], tuple[Callable, tuple[bool, ...]] | None] | None = None
     variants: dict = field(default_factory=dict)
 
 
@@ -140,8 +140,7 @@ class ThunderFunction(torch.autograd.Function):
                 if variant is _UNMADE:  # two threads may both make it: the same function
                     variant = plan.variants.setdefault(key, plan.variant(key))
                 if variant is not None:
-                    backward, left_out, absent_ok = variant
-                    absent_ok = tuple(ok or j in left_out for j, ok in enumerate(absent_ok))
+                    backward, absent_ok = variant
             cotangents = [
                 torch.zeros(shape, dtype=dtype, device=device) if c is None and not ok else c
                 for c, ok, (shape, dtype, device) in zip(cotangents, absent_ok, ctx.like)

@@ -114,9 +114,8 @@ def without_absent_cotangents(trace: TraceCtx, n_saved: int, absent: frozenset[i
     """The backward ``trace`` (before executors; parameters: ``n_saved`` saved values, then the cotangents) for
     the cotangents at positions ``absent`` None (Note [Backward without the cotangents that are absent]); None
     where a value it leaves out is needed as zeros of a symbolic shape."""
-    cotangents = {a.name for i, a in enumerate(trace.args[n_saved:]) if isinstance(a, TensorProxy)}
     left = {trace.args[n_saved + i].name for i in absent}  # values only absent cotangents feed
-    fed = set(cotangents)  # values cotangents feed
+    fed = {a.name for a in trace.args[n_saved:] if isinstance(a, TensorProxy)}  # values cotangents feed
     new = from_trace(trace)
     swap: dict[str, TensorProxy] = {}
     zeros: set[str] = set()
@@ -136,8 +135,8 @@ def without_absent_cotangents(trace: TraceCtx, n_saved: int, absent: frozenset[i
         if len(out_of) == len(args):
             left.update(o.name for o in bsym.flat_proxy_outs)
             continue
-        other = _other_term(bsym, out_of[0].name, set()) if len(args) == 2 and len(out_of) == 1 else None
-        if other is not None and other.name not in left:
+        other = _other_term(bsym, out_of[0].name, set()) if len(args) == 2 else None
+        if other is not None:
             swap[bsym.output.name] = other
             continue
         for a in out_of:
