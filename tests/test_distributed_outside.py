@@ -46,6 +46,18 @@ def _close(a, b, what: str) -> None:
     torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=lambda m: f"{what}: {m}")
 
 
+def _step_alike(tm, ref, opts, x, y, where: str) -> None:
+    """One training step of each model on ``(x, y)``: equal losses and gradients, then the optimizers step."""
+    loss, ref_loss = F.mse_loss(tm(x), y), F.mse_loss(ref(x), y)
+    loss.backward()
+    ref_loss.backward()
+    _close(loss, ref_loss, f"loss {where}")
+    _close_gradients(tm, ref, where)
+    for opt in opts:
+        opt.step()
+        opt.zero_grad()
+
+
 def _close_gradients(tm, ref, where: str) -> None:
     """Each parameter's gradient equals torch DDP's (none where torch's has none, or zeros)."""
     for (name, p), q in zip(tm.named_parameters(), ref.parameters()):
@@ -115,14 +127,7 @@ def _torch_ddp_of_jit_worker(rank, world):
                     F.mse_loss(tm(x), y).backward()
                     F.mse_loss(ref(x), y).backward()
             x, y = _batch(step, rank, rows=3 + 2 * rank)
-            loss, ref_loss = F.mse_loss(tm(x), y), F.mse_loss(ref(x), y)
-            loss.backward()
-            ref_loss.backward()
-            _close(loss, ref_loss, f"{options}: loss at step {step}")
-            _close_gradients(tm, ref, f"{options}: at step {step}")
-            for opt in opts:
-                opt.step()
-                opt.zero_grad()
+            _step_alike(tm, ref, opts, x, y, f"{options}: at step {step}")
             for (name, b), c in zip(tm.named_buffers(), ref.buffers()):
                 _close(b, c, f"{options}: {name} after step {step}")
         tm.eval()
@@ -195,15 +200,7 @@ def _ddp_training_worker(rank, world):
     opts = [torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=0.1, momentum=0.9) for m in (tm, ref)]
     for step in range(3):
         x, y = _batch(step, rank, rows=3 + 2 * rank)
-        loss = F.mse_loss(tm(x), y)
-        loss.backward()
-        ref_loss = F.mse_loss(ref(x), y)
-        ref_loss.backward()
-        _close(loss, ref_loss, f"loss at step {step}")
-        _close_gradients(tm, ref, f"at step {step}")
-        for opt in opts:
-            opt.step()
-            opt.zero_grad()
+        _step_alike(tm, ref, opts, x, y, f"at step {step}")
         for (name, p), q in zip(tm.named_parameters(), ref.parameters()):
             _close(p, q, f"{name} after step {step}")
     assert thunder.cache_hits(tm) == 2
